@@ -1,0 +1,37 @@
+#!/usr/bin/env node
+/** The `prefixmesh` command: each subcommand lives in its own file and registers itself here. */
+import { Command, CommanderError } from "commander";
+import { registerBench } from "./bench.js";
+import { registerCerts } from "./certs.js";
+import { registerCluster } from "./cluster.js";
+import { CliError } from "./errors.js";
+import { registerExperiment } from "./experiment.js";
+import { registerNode } from "./node.js";
+import { registerSim } from "./sim.js";
+
+const program = new Command("prefixmesh")
+  .description("Peer-to-peer LLM serving with decentralized, prefix-cache-aware routing")
+  .showHelpAfterError()
+  .exitOverride();
+
+registerSim(program);
+registerExperiment(program);
+registerNode(program);
+registerCluster(program);
+registerBench(program);
+registerCerts(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    // Help and version exit 0; usage errors exit 2 (commander already printed the message).
+    process.exit(err.exitCode === 0 ? 0 : 2);
+  }
+  if (err instanceof CliError) {
+    process.stderr.write(`prefixmesh: ${err.message}\n`);
+    process.exit(err.exitCode);
+  }
+  process.stderr.write(`prefixmesh: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+}

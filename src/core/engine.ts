@@ -1,0 +1,88 @@
+/**
+ * The Engine port: what a node needs from an inference engine. Real engines (src/engines) and the
+ * simulated engine (src/sim) implement it. Types only, so core stays free of I/O.
+ *
+ * Cache contract. A node's exact tree (the paper's Trie_i) must mirror what the engine caches. Two
+ * kinds of engine exist:
+ *  - node-managed caches (`cacheMode: "node-managed"`): the node decides evictions with its tree
+ *    (Algorithm 1, lines 7-10) and tells the engine to free the same runs (`evict`). The simulated
+ *    engine and remote engines (whose cache the node approximates by LRU) work this way.
+ *  - engine-managed caches (`cacheMode: "engine-managed"`): the engine decides (e.g. llama.cpp
+ *    slots + saved states) and reports its complete cached sequences after each run
+ *    (`EngineResult.cachedSequences`), which the node mirrors exactly.
+ */
+
+/** Token ids. Always a Uint32Array so trees, codecs and engines share one representation. */
+export type Tokens = Uint32Array;
+
+/**
+ * A run of tokens removed from a cache: tokens [keep, path.length) of the sequence `path` are gone,
+ * tokens [0, keep) stay. The node's tree returns these from `evict` and engines free the same KV.
+ */
+export interface EvictedRun {
+  path: Tokens;
+  keep: number;
+}
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | "tool" | "developer";
+  content: string;
+}
+
+export interface EngineRequest {
+  /** Unique per request across the cluster (origin node id + counter). */
+  id: string;
+  /** The full prompt as tokens, after any chat template: the routing key. */
+  tokens: Tokens;
+  /** The same prompt as text, for engines that take text (remote servers). */
+  prompt?: string;
+  maxTokens: number;
+  temperature?: number;
+  topP?: number;
+  seed?: number;
+  stop?: string[];
+}
+
+export interface EngineResult {
+  text: string;
+  /** Tokens generated (may be empty if the engine does not report them). */
+  completionTokens: number;
+  promptTokens: number;
+  /** Prompt tokens whose KV was reused from cache: the actual hit. */
+  cachedTokens: number;
+  prefillMs: number;
+  decodeMs: number;
+  finishReason: "stop" | "length";
+  /** engine-managed caches only: every sequence now cached, after this run. */
+  cachedSequences?: Tokens[];
+}
+
+/** One streamed piece of output. */
+export interface EngineChunk {
+  text: string;
+}
+
+export interface EngineInfo {
+  /** e.g. "llamacpp", "openai", "sim". */
+  kind: string;
+  /** Model identity; peers must agree on it. */
+  model: string;
+  /** KV capacity in tokens (the node's tree capacity). */
+  capacityTokens: number;
+  cacheMode: "node-managed" | "engine-managed";
+  /** Largest prompt + output the engine accepts, in tokens. */
+  maxContextTokens: number;
+}
+
+export interface Engine {
+  readonly info: EngineInfo;
+  tokenize(text: string): Promise<Tokens>;
+  /** Renders chat messages with the model's chat template into the prompt text. */
+  applyChatTemplate(messages: ChatMessage[]): Promise<string>;
+  /** Runs one request to completion; `onChunk` receives output as it is produced. */
+  run(req: EngineRequest, onChunk?: (c: EngineChunk) => void, signal?: AbortSignal): Promise<EngineResult>;
+  /** node-managed caches only: free the KV of these runs, exactly as the node's tree evicted them. */
+  evict?(runs: EvictedRun[]): void;
+  health(): Promise<{ ok: boolean; detail?: string }>;
+  close(): Promise<void>;
+}
