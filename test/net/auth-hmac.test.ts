@@ -1,0 +1,234 @@
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  HEADER_NONCE,
+  HEADER_SENDER,
+  HEADER_SIGNATURE,
+  HEADER_TIMESTAMP,
+  PeerRequestVerifier,
+  signPeerRequest,
+} from "../../src/net/auth/hmac.js";
+import { ReplayCache } from "../../src/net/auth/replay-cache.js";
+import {
+  generateSecret,
+  loadSecretFile,
+  parseSecret,
+  SecretError,
+  writeSecretFile,
+} from "../../src/net/auth/secret.js";
+import { checkSecurityMode, SecurityModeError } from "../../src/net/auth/security-mode.js";
+
+const secret = parseSecret(generateSecret());
+const T0 = 1_800_000_000_000;
+const body = new TextEncoder().encode('{"snapshot":1}');
+
+function signed(over: Partial<Parameters<typeof signPeerRequest>[0]> = {}) {
+  return signPeerRequest({
+    secret,
+    sender: "A",
+    method: "POST",
+    path: "/peer/snapshot",
+    body,
+    now: T0,
+    ...over,
+  });
+}
+
+describe("shared-secret request signing", () => {
+  it("accepts a valid request once and names the sender", () => {
+    const v = new PeerRequestVerifier({ secret });
+    const headers = signed();
+    expect(Object.keys(headers).sort()).toEqual(
+      [HEADER_NONCE, HEADER_SENDER, HEADER_SIGNATURE, HEADER_TIMESTAMP].sort(),
+    );
+    expect(v.verify({ method: "POST", path: "/peer/snapshot", headers, body, now: T0 + 1000 })).toEqual({
+      ok: true,
+      sender: "A",
+    });
+    // lower-case method on either side is the same request
+    const h2 = signed({ method: "post" });
+    expect(v.verify({ method: "POST", path: "/peer/snapshot", headers: h2, body, now: T0 }).ok).toBe(true);
+  });
+
+  it("rejects tampered body, path, method and sender", () => {
+    const v = new PeerRequestVerifier({ secret });
+    const base = { method: "POST", path: "/peer/snapshot", body, now: T0 };
+    const tampered = new TextEncoder().encode('{"snapshot":2}');
+    expect(v.verify({ ...base, headers: signed(), body: tampered })).toEqual({
+      ok: false,
+      reason: "bad-signature",
+    });
+    expect(v.verify({ ...base, headers: signed(), path: "/peer/forward" })).toEqual({
+      ok: false,
+      reason: "bad-signature",
+    });
+    expect(v.verify({ ...base, headers: signed(), method: "PUT" })).toEqual({
+      ok: false,
+      reason: "bad-signature",
+    });
+    expect(v.verify({ ...base, headers: { ...signed(), [HEADER_SENDER]: "B" } })).toEqual({
+      ok: false,
+      reason: "bad-signature",
+    });
+    expect(v.verify({ ...base, headers: signed(), body: undefined })).toEqual({
+      ok: false,
+      reason: "bad-signature",
+    });
+  });
+
+  it("rejects a wrong secret", () => {
+    const v = new PeerRequestVerifier({ secret: parseSecret(generateSecret()) });
+    expect(v.verify({ method: "POST", path: "/peer/snapshot", headers: signed(), body, now: T0 })).toEqual({
+      ok: false,
+      reason: "bad-signature",
+    });
+  });
+
+  it("rejects stale and future timestamps outside the window", () => {
+    const v = new PeerRequestVerifier({ secret, windowMs: 30_000 });
+    const req = { method: "POST", path: "/peer/snapshot", body };
+    expect(v.verify({ ...req, headers: signed(), now: T0 + 30_001 })).toEqual({ ok: false, reason: "stale" });
+    expect(v.verify({ ...req, headers: signed(), now: T0 - 30_001 })).toEqual({ ok: false, reason: "stale" });
+    expect(v.verify({ ...req, headers: signed(), now: T0 + 30_000 }).ok).toBe(true);
+  });
+
+  it("rejects a replayed request, even with a new timestamp inside the window", () => {
+    const v = new PeerRequestVerifier({ secret });
+    const headers = signed({ nonce: "0123456789abcdef0123" });
+    const req = { method: "POST", path: "/peer/snapshot", headers, body };
+    expect(v.verify({ ...req, now: T0 }).ok).toBe(true);
+    expect(v.verify({ ...req, now: T0 + 5 })).toEqual({ ok: false, reason: "replay" });
+    // the same nonce from another sender is a different message
+    const fromB = signed({ nonce: "0123456789abcdef0123", sender: "B" });
+    expect(v.verify({ ...req, headers: fromB, now: T0 }).ok).toBe(true);
+    expect(v.stats()).toMatchObject({ ok: 2, replay: 1 });
+  });
+
+  it("rejects missing and malformed headers without throwing", () => {
+    const v = new PeerRequestVerifier({ secret });
+    const req = { method: "POST", path: "/peer/snapshot", body, now: T0 };
+    const h = signed();
+    const { [HEADER_NONCE]: _dropped, ...noNonce } = h;
+    expect(v.verify({ ...req, headers: noNonce })).toEqual({ ok: false, reason: "missing" });
+    expect(v.verify({ ...req, headers: {} })).toEqual({ ok: false, reason: "missing" });
+    expect(v.verify({ ...req, headers: { ...h, [HEADER_SIGNATURE]: "zz" } })).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
+    expect(v.verify({ ...req, headers: { ...h, [HEADER_TIMESTAMP]: "12abc" } })).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
+    expect(v.verify({ ...req, headers: { ...h, [HEADER_SENDER]: ["A", "B"] } })).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
+    expect(v.verify({ ...req, headers: { ...h, [HEADER_NONCE]: "x".repeat(10_000) } })).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
+    expect(v.verify({ ...req, headers: { ...h, [HEADER_SENDER]: "A\nB" } })).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
+    expect(v.verify({ ...req, path: "/a\nb", headers: h })).toEqual({ ok: false, reason: "malformed" });
+  });
+
+  it("keeps the nonce cache bounded without opening a replay", () => {
+    const v = new PeerRequestVerifier({ secret, maxNonces: 3 });
+    const req = { method: "POST", path: "/p", body };
+    const first = signPeerRequest({ secret, sender: "A", method: "POST", path: "/p", body, now: T0 });
+    expect(v.verify({ ...req, headers: first, now: T0 }).ok).toBe(true);
+    for (let i = 1; i <= 5; i++) {
+      const h = signPeerRequest({ secret, sender: "A", method: "POST", path: "/p", body, now: T0 + i });
+      expect(v.verify({ ...req, headers: h, now: T0 + i }).ok).toBe(true);
+    }
+    // `first` was evicted from the cache; it must still not be accepted again
+    expect(v.verify({ ...req, headers: first, now: T0 + 6 })).toEqual({ ok: false, reason: "stale" });
+  });
+
+  it("refuses secrets shorter than 32 bytes", () => {
+    expect(() => new PeerRequestVerifier({ secret: new Uint8Array(16) })).toThrow(/at least 32 bytes/);
+    expect(() => signed({ secret: new Uint8Array(31) })).toThrow(/at least 32 bytes/);
+    expect(() => signed({ sender: "bad id" })).toThrow(/invalid sender/);
+  });
+});
+
+describe("ReplayCache", () => {
+  it("forgets entries outside the window and raises its floor when it does", () => {
+    const c = new ReplayCache(1000, 100);
+    c.add("a", 0, 0);
+    c.add("b", 500, 500);
+    expect(c.has("a")).toBe(true);
+    c.add("c", 1200, 1200);
+    expect(c.has("a")).toBe(false);
+    expect(c.has("b")).toBe(true);
+    expect(c.floor).toBe(0);
+    expect(c.size).toBe(2);
+  });
+});
+
+describe("secrets", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "pm-secret-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("parses hex and base64 of at least 32 bytes", () => {
+    expect(parseSecret("ab".repeat(32)).length).toBe(32);
+    expect(parseSecret(` ${Buffer.alloc(40, 7).toString("base64")}\n`).length).toBe(40);
+    expect(parseSecret(Buffer.alloc(33, 250).toString("base64url")).length).toBe(33);
+    expect(() => parseSecret("ab".repeat(16))).toThrow(/16 bytes; at least 32/);
+    expect(() => parseSecret("password123!")).toThrow(SecretError);
+    expect(() => parseSecret("")).toThrow(/empty/);
+  });
+
+  it("writes a 0600 secret file, refuses to overwrite it, and loads it", async () => {
+    const f = join(dir, "secret");
+    await writeSecretFile(f);
+    expect((await stat(f)).mode & 0o777).toBe(0o600);
+    await expect(writeSecretFile(f)).rejects.toThrow(/already exists/);
+    expect((await loadSecretFile(f)).length).toBe(32);
+    const weak = join(dir, "weak");
+    await writeFile(weak, "hunter2");
+    await expect(loadSecretFile(weak)).rejects.toThrow(/weak: /);
+    await expect(loadSecretFile(join(dir, "absent"))).rejects.toThrow(/not found/);
+    const big = join(dir, "big");
+    await writeFile(big, "a".repeat(10_000));
+    await expect(loadSecretFile(big)).rejects.toThrow(/too large/);
+  });
+});
+
+describe("checkSecurityMode (the insecure guard)", () => {
+  const httpPeers = [{ id: "B", url: "http://127.0.0.1:9002" }];
+  const httpsPeers = [{ id: "B", url: "https://127.0.0.1:9002" }];
+
+  it("refuses a multi-node cluster with neither mTLS nor a secret", () => {
+    expect(() => checkSecurityMode({ peers: httpPeers, insecure: false })).toThrow(SecurityModeError);
+    expect(() => checkSecurityMode({ peers: [], peersDns: "pm.svc", insecure: false })).toThrow(/--insecure/);
+  });
+
+  it("allows it with an explicit insecure flag, mTLS or a secret", () => {
+    expect(checkSecurityMode({ peers: httpPeers, insecure: true })).toBe("insecure");
+    expect(checkSecurityMode({ peers: httpsPeers, tls: {}, insecure: false })).toBe("mtls");
+    expect(checkSecurityMode({ peers: httpPeers, secret: new Uint8Array(32), insecure: false })).toBe(
+      "shared-secret",
+    );
+    expect(checkSecurityMode({ peers: httpsPeers, tls: {}, secret: "s", insecure: false })).toBe(
+      "mtls+shared-secret",
+    );
+    expect(checkSecurityMode({ peers: [], insecure: false })).toBe("single-node");
+  });
+
+  it("requires https peer URLs with mTLS and http without a CA", () => {
+    expect(() => checkSecurityMode({ peers: httpPeers, tls: {}, insecure: false })).toThrow(/must be https/);
+    expect(() => checkSecurityMode({ peers: httpsPeers, secret: "s", insecure: false })).toThrow(
+      /no cluster CA/,
+    );
+  });
+});

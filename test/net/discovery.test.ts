@@ -1,0 +1,213 @@
+import { describe, expect, it, vi } from "vitest";
+import {
+  checkPeerHello,
+  DiscoveryError,
+  DnsPeerDiscovery,
+  type PeerAddress,
+  parseDnsTarget,
+  parsePeerList,
+  parseStaticPeers,
+  systemResolver,
+} from "../../src/net/discovery.js";
+
+describe("static peers", () => {
+  it("parses id=url lists", () => {
+    expect(
+      parseStaticPeers("A=https://127.0.0.1:9001, B=http://10.0.0.2:9002/,C=https://[::1]:9003"),
+    ).toEqual([
+      { id: "A", url: "https://127.0.0.1:9001" },
+      { id: "B", url: "http://10.0.0.2:9002" },
+      { id: "C", url: "https://[::1]:9003" },
+    ]);
+    expect(parseStaticPeers("")).toEqual([]);
+  });
+
+  it("rejects bad ids, schemes, duplicates, self and junk with clear errors", () => {
+    expect(() => parseStaticPeers("A")).toThrow(/ID=URL/);
+    expect(() => parseStaticPeers("a b=http://x:1")).toThrow(/invalid peer id 'a b'/);
+    expect(() => parseStaticPeers(`${"x".repeat(65)}=http://x:1`)).toThrow(/invalid peer id/);
+    expect(() => parseStaticPeers("A=ftp://x:1")).toThrow(/http:\/\/ or https:\/\//);
+    expect(() => parseStaticPeers("A=not a url")).toThrow(/invalid peer URL/);
+    expect(() => parseStaticPeers("A=http://u:p@x:1")).toThrow(/credentials/);
+    expect(() => parseStaticPeers("A=http://x:1/path")).toThrow(/no path/);
+    expect(() => parseStaticPeers("A=http://x:1,A=http://y:1")).toThrow(/listed twice/);
+    expect(() => parseStaticPeers("A=http://x:1", { self: "A" })).toThrow(/own id/);
+    expect(() => parseStaticPeers("A=http://x:1")).not.toThrow();
+    const many = Array.from({ length: 300 }, (_, i) => `n${i}=http://x:${i + 1}`).join(",");
+    expect(() => parseStaticPeers(many)).toThrow(/too many peers/);
+  });
+
+  it("accepts config-file lists and maps", () => {
+    expect(parsePeerList([{ id: "B", url: "http://127.0.0.1:9002" }])).toEqual([
+      { id: "B", url: "http://127.0.0.1:9002" },
+    ]);
+    expect(parsePeerList({ B: "http://127.0.0.1:9002" })).toEqual([
+      { id: "B", url: "http://127.0.0.1:9002" },
+    ]);
+    expect(() => parsePeerList([{ id: "B" }])).toThrow(DiscoveryError);
+    expect(() => parsePeerList("B=http://x")).toThrow(/list of/);
+  });
+});
+
+describe("DNS target", () => {
+  it("parses name[:port]", () => {
+    expect(parseDnsTarget("prefixmesh.default.svc.cluster.local", 9080)).toEqual({
+      host: "prefixmesh.default.svc.cluster.local",
+      port: 9080,
+    });
+    expect(parseDnsTarget("pm-headless:9443", 9080)).toEqual({ host: "pm-headless", port: 9443 });
+    expect(() => parseDnsTarget("pm:99999", 9080)).toThrow(/1..65535/);
+    expect(() => parseDnsTarget("bad name", 9080)).toThrow(/DNS name/);
+    expect(() => parseDnsTarget("http://pm", 9080)).toThrow(DiscoveryError);
+  });
+});
+
+/** A fake resolver: answers from a mutable table, or throws when set to an Error. */
+function fakeResolver() {
+  const state: { answer: string[] | Error } = { answer: [] };
+  const resolve = vi.fn(async (_host: string) => {
+    if (state.answer instanceof Error) throw state.answer;
+    return [...state.answer];
+  });
+  return { state, resolve };
+}
+
+describe("DNS discovery", () => {
+  it("reports added and removed addresses across re-resolves", async () => {
+    const { state, resolve } = fakeResolver();
+    const changes: { added: PeerAddress[]; removed: PeerAddress[] }[] = [];
+    const d = new DnsPeerDiscovery({
+      target: { host: "pm.svc", port: 9080 },
+      scheme: "https",
+      resolver: resolve,
+      onChange: (c) => changes.push(c),
+    });
+    state.answer = ["10.0.0.2", "10.0.0.1", "fd00::7", "10.0.0.1", "garbage"];
+    await d.refresh();
+    expect(resolve).toHaveBeenCalledWith("pm.svc");
+    expect(changes).toHaveLength(1);
+    expect(changes[0]?.added.map((p) => p.url)).toEqual([
+      "https://10.0.0.1:9080",
+      "https://10.0.0.2:9080",
+      "https://[fd00::7]:9080",
+    ]);
+    await d.refresh(); // nothing changed → no event
+    expect(changes).toHaveLength(1);
+    state.answer = ["10.0.0.2", "10.0.0.3"];
+    await d.refresh();
+    expect(changes[1]?.added.map((p) => p.address)).toEqual(["10.0.0.3"]);
+    expect(changes[1]?.removed.map((p) => p.address).sort()).toEqual(["10.0.0.1", "fd00::7"]);
+    expect(d.current().map((p) => p.address)).toEqual(["10.0.0.2", "10.0.0.3"]);
+  });
+
+  it("keeps the current peers when a lookup fails, and reports the error", async () => {
+    const { state, resolve } = fakeResolver();
+    const errors: Error[] = [];
+    const onChange = vi.fn();
+    const d = new DnsPeerDiscovery({
+      target: { host: "pm.svc", port: 9080 },
+      scheme: "http",
+      resolver: resolve,
+      onChange,
+      onError: (e) => errors.push(e),
+    });
+    state.answer = ["10.0.0.1"];
+    await d.refresh();
+    state.answer = new Error("SERVFAIL");
+    await d.refresh();
+    expect(errors.map((e) => e.message)).toEqual(["SERVFAIL"]);
+    expect(d.current().map((p) => p.url)).toEqual(["http://10.0.0.1:9080"]);
+    expect(onChange).toHaveBeenCalledTimes(1);
+  });
+
+  it("re-resolves periodically after start and stops on stop", async () => {
+    vi.useFakeTimers();
+    try {
+      const { state, resolve } = fakeResolver();
+      state.answer = ["10.0.0.1"];
+      const onChange = vi.fn();
+      const d = new DnsPeerDiscovery({
+        target: { host: "pm.svc", port: 1 },
+        scheme: "http",
+        resolver: resolve,
+        intervalMs: 1000,
+        onChange,
+      });
+      await d.start();
+      expect(resolve).toHaveBeenCalledTimes(1);
+      state.answer = ["10.0.0.1", "10.0.0.9"];
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(resolve).toHaveBeenCalledTimes(2);
+      expect(onChange).toHaveBeenCalledTimes(2);
+      d.stop();
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(resolve).toHaveBeenCalledTimes(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("reports a throwing listener as an error instead of crashing the timer", async () => {
+    const { state, resolve } = fakeResolver();
+    state.answer = ["10.0.0.1"];
+    const errors: string[] = [];
+    const d = new DnsPeerDiscovery({
+      target: { host: "x", port: 1 },
+      scheme: "http",
+      resolver: resolve,
+      onChange: () => {
+        throw new Error("listener broke");
+      },
+      onError: (e) => errors.push(e.message),
+    });
+    await expect(d.refresh()).resolves.toBeUndefined();
+    expect(errors).toEqual(["listener broke"]);
+  });
+
+  it("caps the number of addresses", async () => {
+    const { state, resolve } = fakeResolver();
+    state.answer = Array.from({ length: 1000 }, (_, i) => `10.0.${i >> 8}.${i & 255}`);
+    const d = new DnsPeerDiscovery({
+      target: { host: "x", port: 1 },
+      scheme: "http",
+      resolver: resolve,
+      onChange: () => {},
+    });
+    await d.refresh();
+    expect(d.current()).toHaveLength(256);
+  });
+
+  it("system resolver finds localhost and returns [] for a name that does not exist", async () => {
+    const r = systemResolver(3000);
+    expect((await r("localhost")).length).toBeGreaterThan(0);
+    // NXDOMAIN means zero peers; a sandbox without DNS may fail the lookup instead, which is also "no peers"
+    expect(await r("no-such-host.invalid").catch(() => [])).toEqual([]);
+  });
+});
+
+describe("checkPeerHello", () => {
+  const expected = { cluster: "c1", model: "generated", self: "A" };
+
+  it("accepts a peer of the same cluster and model (unknown fields ignored)", () => {
+    expect(checkPeerHello(expected, { id: "B", cluster: "c1", model: "generated", extra: 1 })).toEqual({
+      ok: true,
+      hello: { id: "B", cluster: "c1", model: "generated" },
+    });
+  });
+
+  it("refuses other clusters, other models, itself, a wrong id and malformed answers", () => {
+    const reason = (h: unknown, e: Partial<typeof expected & { peerId: string }> = {}) => {
+      const r = checkPeerHello({ ...expected, ...e }, h);
+      return r.ok ? "ok" : r.reason;
+    };
+    expect(reason({ id: "B", cluster: "c2", model: "generated" })).toBe("wrong-cluster");
+    expect(reason({ id: "B", cluster: "c1", model: "other.gguf" })).toBe("wrong-model");
+    expect(reason({ id: "A", cluster: "c1", model: "generated" })).toBe("self");
+    expect(reason({ id: "C", cluster: "c1", model: "generated" }, { peerId: "B" })).toBe("wrong-id");
+    expect(reason({ id: "B", cluster: "c1", model: "generated" }, { peerId: "B" })).toBe("ok");
+    expect(reason({ id: "B c", cluster: "c1", model: "generated" })).toBe("malformed");
+    expect(reason({ id: "B", cluster: "c1", model: "x".repeat(300) })).toBe("malformed");
+    expect(reason(null)).toBe("malformed");
+    expect(reason("hello")).toBe("malformed");
+  });
+});
