@@ -1,0 +1,124 @@
+/**
+ * Open-addressing hash table from 48-bit block keys to per-key owner bitsets, in one typed array:
+ * lookups on the routing hot path allocate nothing and box no doubles (a Map keyed by 48-bit numbers
+ * costs a heap number per lookup and showed up as GC pauses at p99), and a probe touches one cache
+ * line, because each slot stores [key low 32 bits, key high 16 bits, bitset words...] contiguously.
+ *
+ * Linear probing with backward-shift deletion (no tombstones), so a long-lived index never degrades.
+ * Keys are hash outputs already, so the low bits index the table directly. An entry's position moves
+ * on deletion: positions are never valid beyond the current call.
+ */
+const EMPTY = -1;
+
+export class KeyTable {
+  /** Bitset words per key. */
+  readonly words: number;
+  /** Int32s per slot: lo, hi, then `words` bitset words. */
+  readonly stride: number;
+  private mask: number;
+  /** Slot p is data[p * stride, +stride); hi === EMPTY marks a free slot. Read directly on hot paths. */
+  data: Int32Array;
+  size = 0;
+
+  constructor(words: number, initialCapacity = 1024) {
+    this.words = words;
+    this.stride = 2 + words;
+    let cap = 16;
+    while (cap < initialCapacity) cap *= 2;
+    this.mask = cap - 1;
+    this.data = KeyTable.emptyData(cap, this.stride);
+  }
+
+  private static emptyData(cap: number, stride: number): Int32Array {
+    const d = new Int32Array(cap * stride);
+    for (let p = 0; p < cap; p++) d[p * stride + 1] = EMPTY;
+    return d;
+  }
+
+  /** Slot of key (lo, hi), or -1. */
+  find(lo: number, hi: number): number {
+    const { mask, data, stride } = this;
+    let i = lo & mask;
+    for (;;) {
+      const h = data[i * stride + 1]!;
+      if (h === EMPTY) return -1;
+      if (h === hi && data[i * stride] === lo) return i;
+      i = (i + 1) & mask;
+    }
+  }
+
+  /** Slot of key (lo, hi), inserted with an empty bitset if absent. */
+  insert(lo: number, hi: number): number {
+    if ((this.size + 1) * 2 > this.mask + 1) this.resize((this.mask + 1) * 2);
+    const { mask, data, stride } = this;
+    let i = lo & mask;
+    for (;;) {
+      const h = data[i * stride + 1]!;
+      if (h === EMPTY) break;
+      if (h === hi && data[i * stride] === lo) return i;
+      i = (i + 1) & mask;
+    }
+    data[i * stride] = lo;
+    data[i * stride + 1] = hi;
+    this.size++;
+    return i;
+  }
+
+  /** Removes the entry at slot `pos`, shifting later entries of its probe run back. */
+  removeAt(pos: number): void {
+    const { mask, data, stride } = this;
+    let i = pos;
+    let j = pos;
+    for (;;) {
+      j = (j + 1) & mask;
+      if (data[j * stride + 1] === EMPTY) break;
+      const k = data[j * stride]! & mask;
+      // entry j may move to i only if its home k is not cyclically within (i, j]
+      const stays = i <= j ? i < k && k <= j : i < k || k <= j;
+      if (stays) continue;
+      data.copyWithin(i * stride, j * stride, j * stride + stride);
+      i = j;
+    }
+    data.fill(0, i * stride, i * stride + stride);
+    data[i * stride + 1] = EMPTY;
+    this.size--;
+  }
+
+  /** Bitset word `w` of slot `pos` (as int32). */
+  word(pos: number, w: number): number {
+    return this.data[pos * this.stride + 2 + w]!;
+  }
+
+  setBit(pos: number, bit: number): void {
+    this.data[pos * this.stride + 2 + (bit >>> 5)]! |= 1 << (bit & 31);
+  }
+
+  clearBit(pos: number, bit: number): void {
+    this.data[pos * this.stride + 2 + (bit >>> 5)]! &= ~(1 << (bit & 31));
+  }
+
+  /** True if no owner bit is set at `pos`. */
+  isEmptyAt(pos: number): boolean {
+    const base = pos * this.stride + 2;
+    for (let w = 0; w < this.words; w++) if (this.data[base + w] !== 0) return false;
+    return true;
+  }
+
+  /** Calls fn(lo, hi) for every key. Do not modify the table meanwhile. */
+  forEach(fn: (lo: number, hi: number) => void): void {
+    const { data, stride } = this;
+    for (let p = 0; p < data.length; p += stride) if (data[p + 1] !== EMPTY) fn(data[p]!, data[p + 1]!);
+  }
+
+  private resize(cap: number): void {
+    const { data: old, stride } = this;
+    this.mask = cap - 1;
+    this.data = KeyTable.emptyData(cap, stride);
+    this.size = 0;
+    for (let p = 0; p < old.length; p += stride) {
+      if (old[p + 1] === EMPTY) continue;
+      const q = this.insert(old[p]!, old[p + 1]!);
+      this.data.set(old.subarray(p + 2, p + stride), q * stride + 2);
+    }
+  }
+}

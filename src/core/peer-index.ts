@@ -1,0 +1,288 @@
+/**
+ * The N−1 read-only estimates T̂_j merged into one multi-owner structure, so a single O(L) walk over a
+ * request answers getBestNode's "estimated match for every owner" (SGLang's gateway keeps one
+ * multi-tenant tree for the same reason).
+ *
+ * Structure: a chained block key names a whole prefix (block-hash.ts), so the merged tree is a map
+ * key → owner bitset. Walking a request = hashing its blocks in order and looking each up; an owner's
+ * match ends at the first block whose bitset lacks it. Matches are block-granular (multiples of
+ * BLOCK_SIZE tokens, rounded down) — good enough to route; the node's own tree stays token-exact.
+ *
+ * Bitsets live in a typed-array hash table (key-table.ts, W words per key): compact at 64+ owners and
+ * allocation-free on the matchAll path.
+ */
+import { BLOCK_SIZE, BlockHasher } from "./block-hash.js";
+import type { Tokens } from "./engine.js";
+import { KeyTable } from "./key-table.js";
+import type { SnapshotBody, SnapshotDelta } from "./snapshot.js";
+
+export interface MatchAll {
+  owners: readonly string[];
+  /** lengths[i] is owners[i]'s estimated match. Reused by the next call: copy to keep. */
+  lengths: Int32Array;
+}
+
+export interface PeerIndexOptions {
+  /** Most owners at once (default 64). */
+  maxOwners?: number;
+  /**
+   * Most keys one owner's estimate may hold (default 2^21 = 33M tokens); adds beyond it are dropped,
+   * so a peer cannot grow our memory without bound through deltas or forwards.
+   */
+  maxKeysPerOwner?: number;
+}
+
+interface Owner {
+  name: string;
+  bit: number;
+  /** The owner's own key set (a KeyTable without bitsets): typed arrays, no boxed doubles to collect. */
+  keys: KeyTable;
+}
+
+const TWO32 = 4294967296;
+const keyLo = (key: number): number => (key % TWO32) | 0;
+const keyHi = (key: number): number => Math.floor(key / TWO32);
+
+export class PeerIndex {
+  readonly blockSize = BLOCK_SIZE;
+  readonly maxOwners: number;
+  readonly maxKeysPerOwner: number;
+  private readonly words: number;
+  private readonly table: KeyTable;
+  private readonly byName = new Map<string, Owner>();
+  private readonly byBit: (Owner | undefined)[];
+  private readonly live: Uint32Array;
+  private readonly active: Uint32Array;
+  private readonly hasher = new BlockHasher();
+  private ownerList: string[] = [];
+  private posOfBit: Int32Array;
+  private lengths = new Int32Array(0);
+
+  constructor(opts: PeerIndexOptions = {}) {
+    const maxOwners = opts.maxOwners ?? 64;
+    if (!Number.isInteger(maxOwners) || maxOwners < 1 || maxOwners > 4096) {
+      throw new RangeError(`PeerIndex: maxOwners must be an integer in [1, 4096], got ${maxOwners}`);
+    }
+    this.maxOwners = maxOwners;
+    this.maxKeysPerOwner = opts.maxKeysPerOwner ?? 1 << 21;
+    this.words = Math.ceil(maxOwners / 32);
+    this.table = new KeyTable(this.words);
+    this.byBit = new Array(maxOwners).fill(undefined);
+    this.live = new Uint32Array(this.words);
+    this.active = new Uint32Array(this.words);
+    this.posOfBit = new Int32Array(maxOwners).fill(-1);
+  }
+
+  /** Replaces `owner`'s estimate by `body`; cost ≈ old + new size of that owner's estimate. */
+  replaceEstimate(owner: string, body: SnapshotBody): void {
+    this.checkBlockSize(body.blockSize);
+    const o = this.ownerFor(owner);
+    const n = Math.min(body.keys.length, this.maxKeysPerOwner);
+    const next = new KeyTable(0, 2 * n);
+    for (let i = 0; i < n; i++) next.insert(keyLo(body.keys[i]!), keyHi(body.keys[i]!));
+    const old = o.keys;
+    old.forEach((lo, hi) => {
+      if (next.find(lo, hi) < 0) this.clearBit(lo, hi, o.bit);
+    });
+    next.forEach((lo, hi) => {
+      if (old.find(lo, hi) < 0) this.setBit(lo, hi, o.bit);
+    });
+    o.keys = next;
+  }
+
+  /** Applies a delta to `owner`'s estimate; cost ≈ size of the delta. Ordering is the caller's job (Estimates). */
+  applyDelta(owner: string, delta: SnapshotDelta): void {
+    const o = this.ownerFor(owner);
+    for (let i = 0; i < delta.removed.length; i++) {
+      const k = delta.removed[i]!;
+      this.removeKey(o, keyLo(k), keyHi(k));
+    }
+    for (let i = 0; i < delta.added.length && o.keys.size < this.maxKeysPerOwner; i++) {
+      const k = delta.added[i]!;
+      this.addKey(o, keyLo(k), keyHi(k));
+    }
+  }
+
+  /** Drops `owner` and its estimate; cost ≈ its estimate's size. */
+  removePeer(owner: string): void {
+    const o = this.byName.get(owner);
+    if (o === undefined) return;
+    o.keys.forEach((lo, hi) => {
+      this.clearBit(lo, hi, o.bit);
+    });
+    this.byName.delete(owner);
+    this.byBit[o.bit] = undefined;
+    this.live[o.bit >>> 5]! &= ~(1 << (o.bit & 31));
+    this.rebuildOwnerList();
+  }
+
+  /** Paper line 17: optimistically add a just-forwarded request to `owner`'s estimate. */
+  updateTrieEstimate(owner: string, tokens: Tokens): void {
+    const o = this.ownerFor(owner);
+    const n = Math.floor(tokens.length / BLOCK_SIZE);
+    this.hasher.reset();
+    for (let b = 0; b < n && o.keys.size < this.maxKeysPerOwner; b++) {
+      this.hasher.step(tokens, b * BLOCK_SIZE);
+      this.addKey(o, this.hasher.lo, this.hasher.hi);
+    }
+  }
+
+  /** One walk over `tokens`: every owner's estimated match (block-granular). */
+  matchAll(tokens: Tokens): MatchAll {
+    const W = this.words;
+    const active = this.active;
+    const lengths = this.lengths;
+    const pos = this.posOfBit;
+    let any = 0;
+    for (let w = 0; w < W; w++) {
+      active[w] = this.live[w]!;
+      any |= active[w]!;
+    }
+    const n = Math.floor(tokens.length / BLOCK_SIZE);
+    let b = 0;
+    if (any !== 0) {
+      this.hasher.reset();
+      const hasher = this.hasher;
+      const table = this.table;
+      for (; b < n; b++) {
+        hasher.step(tokens, b * BLOCK_SIZE);
+        const slot = table.find(hasher.lo, hasher.hi);
+        const matched = b * BLOCK_SIZE;
+        any = 0;
+        if (slot < 0) {
+          for (let w = 0; w < W; w++) {
+            dropBits(active[w]!, w, matched, pos, lengths);
+            active[w] = 0;
+          }
+          break;
+        }
+        const base = slot * table.stride + 2;
+        const data = table.data;
+        for (let w = 0; w < W; w++) {
+          const a = active[w]!;
+          const keep = a & data[base + w]!;
+          if (a !== keep) dropBits(a & ~keep, w, matched, pos, lengths);
+          active[w] = keep;
+          any |= keep;
+        }
+        if (any === 0) break;
+      }
+    }
+    if (b === n) {
+      for (let w = 0; w < W; w++) dropBits(active[w]!, w, n * BLOCK_SIZE, pos, lengths);
+    }
+    return { owners: this.ownerList, lengths };
+  }
+
+  /** `owner`'s estimated match for `tokens` (0 for an unknown owner). */
+  match(owner: string, tokens: Tokens): number {
+    const o = this.byName.get(owner);
+    if (o === undefined) return 0;
+    const n = Math.floor(tokens.length / BLOCK_SIZE);
+    this.hasher.reset();
+    let b = 0;
+    for (; b < n; b++) {
+      this.hasher.step(tokens, b * BLOCK_SIZE);
+      if (o.keys.find(this.hasher.lo, this.hasher.hi) < 0) break;
+    }
+    return b * BLOCK_SIZE;
+  }
+
+  /** Tokens in `owner`'s estimate (block-granular: blocks × BLOCK_SIZE). */
+  estimateSize(owner: string): number {
+    return (this.byName.get(owner)?.keys.size ?? 0) * BLOCK_SIZE;
+  }
+
+  /** The keys of `owner`'s estimate (a copy; for checks such as "estimate equals the owner's tree"). */
+  estimateKeys(owner: string): Float64Array {
+    const o = this.byName.get(owner);
+    if (o === undefined) return new Float64Array(0);
+    const out = new Float64Array(o.keys.size);
+    let i = 0;
+    o.keys.forEach((lo, hi) => {
+      out[i++] = hi * TWO32 + (lo >>> 0);
+    });
+    return out;
+  }
+
+  owners(): string[] {
+    return [...this.ownerList];
+  }
+
+  has(owner: string): boolean {
+    return this.byName.has(owner);
+  }
+
+  /** Distinct keys across all owners (memory / test introspection). */
+  get keyCount(): number {
+    return this.table.size;
+  }
+
+  // ---- internals ----
+
+  private checkBlockSize(blockSize: number): void {
+    if (blockSize !== BLOCK_SIZE) {
+      throw new RangeError(`PeerIndex: block size ${blockSize} differs from ${BLOCK_SIZE}`);
+    }
+  }
+
+  private ownerFor(name: string): Owner {
+    const found = this.byName.get(name);
+    if (found !== undefined) return found;
+    const bit = this.byBit.indexOf(undefined);
+    if (bit < 0) throw new RangeError(`PeerIndex: more than ${this.maxOwners} owners`);
+    const o: Owner = { name, bit, keys: new KeyTable(0, 64) };
+    this.byName.set(name, o);
+    this.byBit[bit] = o;
+    this.live[bit >>> 5]! |= 1 << (bit & 31);
+    this.rebuildOwnerList();
+    return o;
+  }
+
+  private rebuildOwnerList(): void {
+    this.ownerList = [];
+    this.posOfBit.fill(-1);
+    for (let bit = 0; bit < this.maxOwners; bit++) {
+      const o = this.byBit[bit];
+      if (o === undefined) continue;
+      this.posOfBit[bit] = this.ownerList.length;
+      this.ownerList.push(o.name);
+    }
+    Object.freeze(this.ownerList);
+    this.lengths = new Int32Array(this.ownerList.length);
+  }
+
+  private addKey(o: Owner, lo: number, hi: number): void {
+    const before = o.keys.size;
+    o.keys.insert(lo, hi);
+    if (o.keys.size !== before) this.setBit(lo, hi, o.bit);
+  }
+
+  private removeKey(o: Owner, lo: number, hi: number): void {
+    const pos = o.keys.find(lo, hi);
+    if (pos < 0) return;
+    o.keys.removeAt(pos);
+    this.clearBit(lo, hi, o.bit);
+  }
+
+  private setBit(lo: number, hi: number, bit: number): void {
+    this.table.setBit(this.table.insert(lo, hi), bit);
+  }
+
+  private clearBit(lo: number, hi: number, bit: number): void {
+    const pos = this.table.find(lo, hi);
+    if (pos < 0) return;
+    this.table.clearBit(pos, bit);
+    if (this.table.isEmptyAt(pos)) this.table.removeAt(pos);
+  }
+}
+
+/** Sets lengths[] = `matched` for every owner bit set in `bits` (word `w`). */
+function dropBits(bits: number, w: number, matched: number, pos: Int32Array, lengths: Int32Array): void {
+  while (bits !== 0) {
+    const low = bits & -bits;
+    const bit = (w << 5) + (31 - Math.clz32(low));
+    lengths[pos[bit]!] = matched;
+    bits ^= low;
+  }
+}

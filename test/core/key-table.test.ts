@@ -1,0 +1,50 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { KeyTable } from "../../src/core/key-table.js";
+
+describe("KeyTable vs Map", () => {
+  it("insert / find / remove agree with a Map under heavy collisions, growth and backward-shift deletion", () => {
+    // keys over a tiny lo range collide constantly in a small table
+    const arbKey = fc.tuple(fc.integer({ min: 0, max: 63 }), fc.integer({ min: 0, max: 3 }));
+    const arbOp = fc.tuple(fc.boolean(), arbKey, fc.nat({ max: 65 }));
+    fc.assert(
+      fc.property(fc.array(arbOp, { maxLength: 200 }), (ops) => {
+        const t = new KeyTable(3, 16);
+        const ref = new Map<string, number[]>();
+        for (const [add, [lo, hi], bit] of ops) {
+          const k = `${lo}:${hi}`;
+          if (add) {
+            const pos = t.insert(lo * 16, hi); // multiples of 16: same home slot at small sizes
+            t.setBit(pos, bit);
+            const bits = ref.get(k) ?? [];
+            if (!bits.includes(bit)) bits.push(bit);
+            ref.set(k, bits);
+          } else {
+            const pos = t.find(lo * 16, hi);
+            expect(pos >= 0).toBe(ref.has(k));
+            if (pos >= 0) {
+              t.removeAt(pos);
+              ref.delete(k);
+            }
+          }
+          expect(t.size).toBe(ref.size);
+        }
+        const got: string[] = [];
+        const want: string[] = [];
+        for (let lo = 0; lo < 64; lo++) {
+          for (let hi = 0; hi < 4; hi++) {
+            const pos = t.find(lo * 16, hi);
+            const bits = ref.get(`${lo}:${hi}`);
+            if (bits !== undefined) want.push(`${lo}:${hi}=${[...bits].sort((a, b) => a - b).join(",")}`);
+            if (pos < 0) continue;
+            const set: number[] = [];
+            for (let b = 0; b < 96; b++) if ((t.word(pos, b >>> 5) & (1 << (b & 31))) !== 0) set.push(b);
+            got.push(`${lo}:${hi}=${set.join(",")}`);
+          }
+        }
+        expect(got).toEqual(want);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
