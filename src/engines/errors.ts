@@ -1,0 +1,27 @@
+/** Errors engines raise, so servers can map them to HTTP statuses (4xx for the caller's fault). */
+
+/** The request is invalid for this engine (too long, bad token ids, bad parameters): a 400. */
+export class EngineInputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "EngineInputError";
+  }
+}
+
+/** The engine (or the remote server) failed or is unreachable: a 502/503. */
+export class EngineUnavailableError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = "EngineUnavailableError";
+  }
+}
+
+export class EngineAbortedError extends Error {
+  constructor() {
+    super("request aborted");
+    this.name = "AbortError";
+  }
+}

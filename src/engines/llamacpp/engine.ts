@@ -1,0 +1,362 @@
+/**
+ * The embedded engine: node-llama-cpp on the CPU with an exact, engine-managed prefix cache.
+ *
+ * First level: one context with K sequences (slots). A request takes the slot sharing the longest
+ * prefix with it, else the least-recently-used slot, and keeps exactly the shared prefix
+ * (adaptStateToTokens without shifting), so cached tokens = the slot's nextTokenIndex.
+ * Second level: saved sequence states. A slot's contents are saved before they are overwritten
+ * ("spilled"), and a saved state is loaded back when it shares a longer prefix than any slot.
+ * After every run the engine reports all slot and saved-state sequences, which the node's tree
+ * mirrors exactly, evictions included. Runs are serialized: one at a time per engine.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import { z } from "zod";
+import type {
+  ChatMessage,
+  Engine,
+  EngineChunk,
+  EngineInfo,
+  EngineRequest,
+  EngineResult,
+  Tokens,
+} from "../../core/engine.js";
+import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
+import { GgufError, validateGguf } from "../gguf/validate.js";
+import { StopAwareOutput } from "../output.js";
+import { renderChat } from "./chat.js";
+import { cpuLlama, takeLlamaErrors } from "./runtime.js";
+import { commonPrefix, StateCache } from "./state-cache.js";
+
+export const LlamaCppOptionsSchema = z.object({
+  modelPath: z.string().min(1),
+  /** Model identity advertised to peers; defaults to the file name. */
+  modelName: z.string().min(1).optional(),
+  slots: z.number().int().min(1).max(64).default(4),
+  /** Tokens per slot (prompt + output). */
+  slotContext: z.number().int().min(64).max(131072).default(2048),
+  /** CPU threads for this engine: 1 holds up best when several nodes share a machine. */
+  threads: z.number().int().min(1).max(256).default(1),
+  batchSize: z.number().int().min(1).max(8192).default(512),
+  flashAttention: z.boolean().default(false),
+  /** Where saved states go; a private subdirectory is created (tmpfs /dev/shm when present). */
+  stateDir: z.string().optional(),
+  maxSavedStates: z.number().int().min(0).max(10000).default(32),
+  maxSavedBytes: z
+    .number()
+    .int()
+    .min(0)
+    .default(256 * 1024 * 1024),
+  /** Take the longest-prefix slot only if it shares at least this fraction of the prompt (else LRU). */
+  slotReuseFraction: z.number().min(0).max(1).default(0.5),
+  /** Spill a slot to a saved state only when at least this many of its tokens would be lost. */
+  minSpillTokens: z.number().int().min(1).default(32),
+});
+export type LlamaCppOptions = z.input<typeof LlamaCppOptionsSchema>;
+
+const STATE_DIR_PREFIX = "prefixmesh-states-";
+/** State directories of engines not yet closed: removed at process exit (tmpfs is RAM). */
+const liveStateDirs = new Set<string>();
+process.once("exit", () => {
+  for (const d of liveStateDirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** Removes state directories left by processes that died without closing (e.g. SIGKILL). */
+function removeOrphanStateDirs(base: string): void {
+  for (const name of readdirSync(base)) {
+    const m = new RegExp(`^${STATE_DIR_PREFIX}(\\d+)-`).exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    try {
+      process.kill(pid, 0); // throws ESRCH when the owner is gone
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ESRCH")
+        rmSync(join(base, name), { recursive: true, force: true });
+    }
+  }
+}
+
+interface Slot {
+  seq: LlamaContextSequence;
+  lastUsed: number;
+}
+
+export class LlamaCppEngine implements Engine {
+  readonly info: EngineInfo;
+  private tail: Promise<unknown> = Promise.resolve();
+  private clock = 0;
+  private closed = false;
+  private failure: string | undefined;
+
+  private constructor(
+    private readonly model: LlamaModel,
+    private readonly context: LlamaContext,
+    private readonly slots: Slot[],
+    private readonly states: StateCache,
+    private readonly stateRoot: string,
+    private readonly opts: z.output<typeof LlamaCppOptionsSchema>,
+    private readonly vocabSize: number,
+    private readonly hasTemplate: boolean,
+  ) {
+    this.info = {
+      kind: "llamacpp",
+      model: opts.modelName ?? basename(opts.modelPath).replace(/\.gguf$/i, ""),
+      capacityTokens: (opts.slots + opts.maxSavedStates) * context.contextSize,
+      cacheMode: "engine-managed",
+      maxContextTokens: context.contextSize,
+    };
+  }
+
+  /** Validates the GGUF first: a bad file is a clear GgufError, never a dead process. */
+  static async create(options: LlamaCppOptions): Promise<LlamaCppEngine> {
+    const opts = LlamaCppOptionsSchema.parse(options);
+    const summary = validateGguf(opts.modelPath);
+    const llama = await cpuLlama();
+    takeLlamaErrors();
+    let model: LlamaModel;
+    try {
+      model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: 0 });
+    } catch (e) {
+      const why = takeLlamaErrors().join("; ");
+      throw new GgufError(
+        opts.modelPath,
+        `llama.cpp could not load it: ${(e as Error).message}${why ? ` (${why})` : ""}`,
+      );
+    }
+    let context: LlamaContext;
+    try {
+      context = await model.createContext({
+        sequences: opts.slots,
+        contextSize: opts.slotContext,
+        batchSize: opts.batchSize,
+        // With the runtime's maxThreads = 0 this is the exact thread count, not a shared-pool hint.
+        threads: opts.threads,
+        flashAttention: opts.flashAttention,
+      });
+    } catch (e) {
+      await model.dispose();
+      throw e;
+    }
+    const slots = Array.from({ length: opts.slots }, () => ({ seq: context.getSequence(), lastUsed: 0 }));
+    const base = opts.stateDir ?? (existsSync("/dev/shm") ? "/dev/shm" : tmpdir());
+    mkdirSync(base, { recursive: true });
+    removeOrphanStateDirs(base);
+    const stateRoot = mkdtempSync(join(base, `${STATE_DIR_PREFIX}${process.pid}-`));
+    liveStateDirs.add(stateRoot);
+    const states = new StateCache(stateRoot, {
+      maxStates: opts.maxSavedStates,
+      maxBytes: opts.maxSavedBytes,
+    });
+    const vocab = summary.arrayLengths.get("tokenizer.ggml.tokens") ?? Number.MAX_SAFE_INTEGER;
+    return new LlamaCppEngine(
+      model,
+      context,
+      slots,
+      states,
+      stateRoot,
+      opts,
+      vocab,
+      summary.chatTemplate !== undefined,
+    );
+  }
+
+  /** Tokens exactly as they will be evaluated: BOS prepended when the model wants it, specials parsed. */
+  async tokenize(text: string): Promise<Tokens> {
+    this.ensureOpen();
+    const tokens = this.model.tokenize(text, true);
+    const bos = this.model.tokens.bos;
+    if (bos !== null && this.model.tokens.shouldPrependBosToken && tokens[0] !== bos) tokens.unshift(bos);
+    return Uint32Array.from(tokens as number[]);
+  }
+
+  async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
+    this.ensureOpen();
+    return renderChat(this.model, this.hasTemplate, messages);
+  }
+
+  run(req: EngineRequest, onChunk?: (c: EngineChunk) => void, signal?: AbortSignal): Promise<EngineResult> {
+    const result = this.tail.then(() => this.runNow(req, onChunk, signal));
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  /** The sequences the node's tree must hold: every slot plus every saved state. */
+  cachedSequences(): Tokens[] {
+    const out: Tokens[] = [];
+    for (const s of this.slots)
+      if (s.seq.nextTokenIndex > 0) out.push(Uint32Array.from(s.seq.contextTokens as number[]));
+    for (const st of this.states.entries) out.push(st.tokens);
+    return out;
+  }
+
+  /** Saved-state statistics, for metrics and benchmarks. */
+  stateStats(): { states: number; bytes: number } {
+    return { states: this.states.entries.length, bytes: this.states.totalBytes };
+  }
+
+  async health(): Promise<{ ok: boolean; detail?: string }> {
+    if (this.closed) return { ok: false, detail: "closed" };
+    if (this.failure) return { ok: false, detail: this.failure };
+    return { ok: true };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.tail;
+    this.states.clear();
+    rmSync(this.stateRoot, { recursive: true, force: true });
+    liveStateDirs.delete(this.stateRoot);
+    await this.context.dispose();
+    await this.model.dispose();
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new EngineUnavailableError("engine is closed");
+  }
+
+  private validate(req: EngineRequest): void {
+    const n = req.tokens.length;
+    if (n === 0) throw new EngineInputError("prompt is empty");
+    if (!Number.isInteger(req.maxTokens) || req.maxTokens < 0)
+      throw new EngineInputError("maxTokens must be ≥ 0");
+    if (n + req.maxTokens > this.context.contextSize) {
+      throw new EngineInputError(
+        `prompt (${n}) + maxTokens (${req.maxTokens}) exceeds the context of ${this.context.contextSize} tokens`,
+      );
+    }
+    for (const t of req.tokens)
+      if (t >= this.vocabSize) throw new EngineInputError(`token id ${t} is outside the vocabulary`);
+  }
+
+  private async runNow(
+    req: EngineRequest,
+    onChunk?: (c: EngineChunk) => void,
+    signal?: AbortSignal,
+  ): Promise<EngineResult> {
+    this.ensureOpen();
+    this.validate(req);
+    if (signal?.aborted) throw new EngineAbortedError();
+    const tokens = Array.from(req.tokens) as Token[];
+    const t0 = performance.now();
+    let slot: Slot;
+    try {
+      slot = await this.prepareSlot(tokens);
+      // A full hit still needs the last prompt token evaluated to produce logits.
+      const keep = Math.min(commonPrefix(slot.seq.contextTokens, tokens), tokens.length - 1);
+      await slot.seq.adaptStateToTokens(tokens.slice(0, keep), false);
+    } catch (e) {
+      throw new EngineUnavailableError(`preparing the prefix cache failed: ${(e as Error).message}`);
+    }
+    const seq = slot.seq;
+    const cachedTokens = seq.nextTokenIndex;
+    const fresh = tokens.slice(cachedTokens);
+
+    const output = new StopAwareOutput(req.stop ?? [], onChunk ? (text) => onChunk({ text }) : undefined);
+    const generated: Token[] = [];
+    const lastPrompt = tokens.slice(-4);
+    let finishReason: EngineResult["finishReason"] = "length";
+    let prefillMs = 0;
+    let tDecode = 0;
+    let aborted = false;
+    try {
+      if (req.maxTokens === 0) {
+        await seq.evaluateWithoutGeneratingNewTokens(fresh);
+        prefillMs = performance.now() - t0;
+        tDecode = performance.now();
+      } else {
+        const sampling = {
+          temperature: req.temperature ?? 0,
+          ...(req.topP !== undefined ? { topP: req.topP } : {}),
+          ...(req.seed !== undefined ? { seed: req.seed } : {}),
+        };
+        for await (const token of seq.evaluate(fresh, sampling)) {
+          if (generated.length === 0) {
+            prefillMs = performance.now() - t0;
+            tDecode = performance.now();
+          }
+          if (signal?.aborted) {
+            aborted = true;
+            break;
+          }
+          if (this.model.isEogToken(token)) {
+            finishReason = "stop";
+            break;
+          }
+          generated.push(token);
+          if (output.update(this.model.detokenize(generated, false, lastPrompt))) {
+            finishReason = "stop";
+            break;
+          }
+          if (generated.length >= req.maxTokens) break;
+        }
+      }
+    } catch (e) {
+      this.failure = `last run failed: ${(e as Error).message}`;
+      throw new EngineUnavailableError(`llama.cpp evaluation failed: ${(e as Error).message}`);
+    }
+    slot.lastUsed = ++this.clock;
+    if (aborted) throw new EngineAbortedError();
+    this.failure = undefined;
+    const text = output.stopped
+      ? output.finish()
+      : output.finish(this.model.detokenize(generated, false, lastPrompt));
+    return {
+      text,
+      completionTokens: generated.length,
+      promptTokens: tokens.length,
+      cachedTokens,
+      prefillMs,
+      decodeMs: tDecode > 0 ? performance.now() - tDecode : 0,
+      finishReason,
+      cachedSequences: this.cachedSequences(),
+    };
+  }
+
+  /**
+   * Picks the slot: the one sharing the longest prefix when that share is worth taking over the slot,
+   * else the least-recently-used slot. "Worth it" = the shared prefix covers at least
+   * `slotReuseFraction` of the prompt, or the slot loses almost nothing (it holds a prefix of the
+   * prompt). Without this, every prompt would pile onto one slot, since all prompts share BOS (and
+   * often a template header). A saved state is loaded into the chosen slot when it shares more than
+   * the slot does. Slot contents about to be lost are spilled to the state cache first.
+   */
+  private async prepareSlot(tokens: Token[]): Promise<Slot> {
+    const shared = (s: Slot) => s.seq.compareContextTokens(tokens).firstDifferentIndex;
+    let best: Slot | undefined;
+    let bestLen = 0;
+    for (const s of this.slots) {
+      const len = shared(s);
+      if (len > bestLen) {
+        best = s;
+        bestLen = len;
+      }
+    }
+    const worthIt =
+      best !== undefined &&
+      (bestLen >= this.opts.slotReuseFraction * tokens.length ||
+        best.seq.nextTokenIndex - bestLen < this.opts.minSpillTokens);
+    const slot = worthIt && best ? best : this.slots.reduce((a, b) => (b.lastUsed < a.lastUsed ? b : a));
+    const slotLen = slot === best ? bestLen : shared(slot);
+    const saved = this.states.bestMatch(tokens);
+    if (saved && saved.length > slotLen) {
+      await this.spill(slot, 0);
+      await slot.seq.loadStateFromFile(saved.state.file, { acceptRisk: true });
+      this.states.touch(saved.state);
+    } else await this.spill(slot, slotLen);
+    return slot;
+  }
+
+  /** Saves a slot's sequence before all but `keep` of its tokens are dropped, if worth keeping. */
+  private async spill(slot: Slot, keep: number): Promise<void> {
+    const n = slot.seq.nextTokenIndex;
+    if (n - keep < this.opts.minSpillTokens) return;
+    const tokens = Uint32Array.from(slot.seq.contextTokens as number[]);
+    if (this.states.covers(tokens)) return;
+    await this.states.add(tokens, async (file) => {
+      await slot.seq.saveStateToFile(file);
+    });
+  }
+}

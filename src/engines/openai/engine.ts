@@ -1,0 +1,274 @@
+/**
+ * The remote engine: any OpenAI-compatible server (SGLang, vLLM, llama.cpp server, Ollama).
+ *
+ * Tokens. The router's tokens must equal the engine's. Prompts are tokenized by the server's
+ * `/tokenize` when it has one (vLLM/SGLang shape `{model, prompt}` or llama.cpp shape `{content}`),
+ * else by a configured local tokenizer (gpt-tokenizer), which is only right for matching models.
+ * Chat. Messages are rendered locally into a prompt (llama.cpp server's `/apply-template` when present,
+ * else the documented fallback template) and sent to `/v1/completions`: the routed tokens are then
+ * exactly what the server evaluates. `/v1/chat/completions` is not used, because the server's template
+ * output is not observable there.
+ * Cache. `cacheMode: "node-managed"`: the server evicts on its own, so the node's tree approximates it
+ * by LRU with `capacityTokens` (the paper lets the engine evict independently). Where the server
+ * reports hits (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`), the
+ * result carries them with `cacheReported: true`, so predicted vs reported hits can be a metric.
+ */
+import { encode as gptEncode } from "gpt-tokenizer";
+import { z } from "zod";
+import type {
+  ChatMessage,
+  Engine,
+  EngineChunk,
+  EngineInfo,
+  EngineRequest,
+  EngineResult,
+  EvictedRun,
+  Tokens,
+} from "../../core/engine.js";
+import { renderFallbackChat } from "../chat-fallback.js";
+import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
+import { HttpClient } from "./http.js";
+import { sseData } from "./sse.js";
+
+export const OpenAIEngineOptionsSchema = z.object({
+  baseUrl: z.url({ protocol: /^https?$/ }),
+  model: z.string().min(1),
+  apiKey: z.string().optional(),
+  /** Tokens the node's tree may hold for this server (LRU approximation of the remote cache). */
+  capacityTokens: z.number().int().min(1).default(65536),
+  maxContextTokens: z.number().int().min(1).default(4096),
+  /** "auto": server /tokenize, else local; "server": server only; "local": gpt-tokenizer only. */
+  tokenizer: z.enum(["auto", "server", "local"]).default("auto"),
+  /** "auto": llama.cpp's /apply-template when present, else the fallback; "fallback": always the fallback. */
+  chatTemplate: z.enum(["auto", "fallback"]).default("auto"),
+  connectTimeoutMs: z.number().int().min(1).default(5_000),
+  headersTimeoutMs: z.number().int().min(1).default(120_000),
+  bodyTimeoutMs: z.number().int().min(1).default(120_000),
+  retries: z.number().int().min(0).max(10).default(3),
+  backoffMs: z.number().int().min(0).default(200),
+  maxBackoffMs: z.number().int().min(0).default(10_000),
+});
+export type OpenAIEngineOptions = z.input<typeof OpenAIEngineOptionsSchema>;
+
+/** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
+export interface RemoteEngineResult extends EngineResult {
+  cacheReported: boolean;
+}
+
+const TokenIds = z.array(z.number().int().min(0));
+const TokenizeResponse = z.object({
+  tokens: z.array(z.union([z.number().int().min(0), z.object({ id: z.number() })])),
+});
+
+const StreamChunk = z.object({
+  choices: z
+    .array(
+      z.object({
+        text: z.string().nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .optional(),
+  usage: z
+    .object({
+      prompt_tokens: z.number().optional(),
+      completion_tokens: z.number().optional(),
+      prompt_tokens_details: z.object({ cached_tokens: z.number().nullish() }).nullish(),
+    })
+    .nullish(),
+  timings: z
+    .object({
+      cache_n: z.number().optional(),
+      prompt_n: z.number().optional(),
+      prompt_ms: z.number().optional(),
+      predicted_ms: z.number().optional(),
+    })
+    .nullish(),
+});
+
+const MAX_OUTPUT_CHARS = 4 << 20;
+
+type TokenizeShape = "vllm" | "llamacpp" | "none";
+
+export class OpenAIEngine implements Engine {
+  readonly info: EngineInfo;
+  private readonly http: HttpClient;
+  private readonly opts: z.output<typeof OpenAIEngineOptionsSchema>;
+  private tokenizeShape: TokenizeShape | undefined;
+  private applyTemplateAvailable: boolean | undefined;
+  private closed = false;
+  /** Runs the node evicted from its LRU mirror; the server cannot be told, so they are counted only. */
+  evictedRuns = 0;
+
+  constructor(options: OpenAIEngineOptions) {
+    this.opts = OpenAIEngineOptionsSchema.parse(options);
+    this.http = new HttpClient(this.opts.baseUrl, this.opts);
+    this.info = {
+      kind: "openai",
+      model: this.opts.model,
+      capacityTokens: this.opts.capacityTokens,
+      cacheMode: "node-managed",
+      maxContextTokens: this.opts.maxContextTokens,
+    };
+  }
+
+  async tokenize(text: string): Promise<Tokens> {
+    if (this.opts.tokenizer === "local") return Uint32Array.from(gptEncode(text));
+    const remote = await this.tokenizeRemote(text);
+    if (remote) return remote;
+    if (this.opts.tokenizer === "server")
+      throw new EngineUnavailableError("server has no /tokenize endpoint");
+    return Uint32Array.from(gptEncode(text));
+  }
+
+  /** Tries the vLLM/SGLang shape, then llama.cpp's; remembers which works (or that none does). */
+  private async tokenizeRemote(text: string): Promise<Tokens | undefined> {
+    const shapes: TokenizeShape[] = this.tokenizeShape ? [this.tokenizeShape] : ["vllm", "llamacpp"];
+    for (const shape of shapes) {
+      if (shape === "none") return undefined;
+      const body =
+        shape === "vllm"
+          ? { model: this.opts.model, prompt: text, add_special_tokens: true }
+          : { content: text, add_special: true };
+      try {
+        const parsed = TokenizeResponse.safeParse(await this.http.json("POST", "/tokenize", body));
+        if (!parsed.success) continue;
+        this.tokenizeShape = shape;
+        return Uint32Array.from(parsed.data.tokens.map((t) => (typeof t === "number" ? t : t.id)));
+      } catch (e) {
+        // 4xx: this shape (or the endpoint) is not supported; anything else is a real failure.
+        if (!(e instanceof EngineInputError)) throw e;
+      }
+    }
+    this.tokenizeShape = "none";
+    return undefined;
+  }
+
+  async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
+    if (this.opts.chatTemplate === "auto" && this.applyTemplateAvailable !== false) {
+      try {
+        const res = z
+          .object({ prompt: z.string() })
+          .safeParse(await this.http.json("POST", "/apply-template", { messages }));
+        if (res.success) {
+          this.applyTemplateAvailable = true;
+          return res.data.prompt;
+        }
+      } catch (e) {
+        if (!(e instanceof EngineInputError)) throw e;
+      }
+      this.applyTemplateAvailable = false;
+    }
+    return renderFallbackChat(messages);
+  }
+
+  async run(
+    req: EngineRequest,
+    onChunk?: (c: EngineChunk) => void,
+    signal?: AbortSignal,
+  ): Promise<RemoteEngineResult> {
+    if (this.closed) throw new EngineUnavailableError("engine is closed");
+    if (req.tokens.length + req.maxTokens > this.opts.maxContextTokens) {
+      throw new EngineInputError(
+        `prompt (${req.tokens.length}) + maxTokens (${req.maxTokens}) exceeds the context of ${this.opts.maxContextTokens} tokens`,
+      );
+    }
+    // Text when we have it (the server tokenizes it to the same ids); ids only when they are the server's.
+    let prompt: string | number[];
+    if (req.prompt !== undefined) prompt = req.prompt;
+    else if (this.tokenizeShape === "vllm" || this.tokenizeShape === "llamacpp")
+      prompt = Array.from(TokenIds.parse(Array.from(req.tokens)));
+    else
+      throw new EngineInputError(
+        "remote engine needs the prompt text (local tokenizer ids may not be the server's)",
+      );
+    const body = {
+      model: this.opts.model,
+      prompt,
+      max_tokens: req.maxTokens,
+      temperature: req.temperature ?? 0,
+      ...(req.topP !== undefined ? { top_p: req.topP } : {}),
+      ...(req.seed !== undefined ? { seed: req.seed } : {}),
+      ...(req.stop && req.stop.length > 0 ? { stop: req.stop } : {}),
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    const t0 = performance.now();
+    const res = await this.http.send("POST", "/v1/completions", body, signal);
+    let text = "";
+    let firstAt = 0;
+    let chunks = 0;
+    let finish: string | undefined;
+    let usage: z.infer<typeof StreamChunk>["usage"];
+    let timings: z.infer<typeof StreamChunk>["timings"];
+    try {
+      for await (const data of sseData(res.body)) {
+        let json: unknown;
+        try {
+          json = JSON.parse(data);
+        } catch {
+          throw new EngineUnavailableError(`malformed stream event from server: ${data.slice(0, 120)}`);
+        }
+        const parsed = StreamChunk.safeParse(json);
+        if (!parsed.success)
+          throw new EngineUnavailableError(`unexpected stream event shape: ${data.slice(0, 120)}`);
+        const ev = parsed.data;
+        if (ev.usage) usage = ev.usage;
+        if (ev.timings) timings = ev.timings;
+        const choice = ev.choices?.[0];
+        if (choice?.finish_reason) finish = choice.finish_reason;
+        if (choice?.text) {
+          if (firstAt === 0) firstAt = performance.now();
+          chunks++;
+          text += choice.text;
+          if (text.length > MAX_OUTPUT_CHARS)
+            throw new EngineUnavailableError("server output exceeds the size bound");
+          onChunk?.({ text: choice.text });
+        }
+      }
+    } catch (e) {
+      res.body.destroy();
+      if (signal?.aborted) throw new EngineAbortedError();
+      if (e instanceof EngineUnavailableError) throw e;
+      throw new EngineUnavailableError(`stream from server failed: ${(e as Error).message}`);
+    }
+    const end = performance.now();
+    const reported = usage?.prompt_tokens_details?.cached_tokens ?? timings?.cache_n;
+    const prefillMs = timings?.prompt_ms ?? (firstAt > 0 ? firstAt - t0 : end - t0);
+    const decodeMs = timings?.predicted_ms ?? (firstAt > 0 ? end - firstAt : 0);
+    return {
+      text,
+      completionTokens: usage?.completion_tokens ?? chunks,
+      promptTokens: usage?.prompt_tokens ?? req.tokens.length,
+      cachedTokens: reported ?? 0,
+      cacheReported: reported !== undefined && reported !== null,
+      prefillMs,
+      decodeMs,
+      finishReason: finish === "length" ? "length" : "stop",
+    };
+  }
+
+  evict(runs: EvictedRun[]): void {
+    this.evictedRuns += runs.length;
+  }
+
+  async health(): Promise<{ ok: boolean; detail?: string }> {
+    for (const path of ["/health", "/v1/models"]) {
+      try {
+        // vLLM answers /health with an empty 200, llama.cpp with JSON: the status is what counts.
+        const res = await this.http.send("GET", path);
+        await res.body.dump();
+        return { ok: true };
+      } catch (e) {
+        if (!(e instanceof EngineInputError)) return { ok: false, detail: (e as Error).message };
+      }
+    }
+    return { ok: false, detail: "neither /health nor /v1/models answered" };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.http.close();
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * HTTP for remote engines: undici with explicit connect / headers / body timeouts, and retries with
+ * exponential backoff on connection errors, 5xx and 429 (honouring Retry-After). Only the request
+ * phase is retried: once a response streams, failures surface to the caller.
+ */
+import { Agent, type Dispatcher, request } from "undici";
+import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
+
+export interface HttpOptions {
+  connectTimeoutMs: number;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  retries: number;
+  backoffMs: number;
+  maxBackoffMs: number;
+  apiKey?: string;
+}
+
+export const MAX_JSON_BYTES = 8 << 20;
+
+const RETRY_STATUS = new Set([429, 500, 502, 503, 504]);
+const RETRY_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EAI_AGAIN",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+]);
+
+export class HttpStatusError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+  ) {
+    super(`HTTP ${status}: ${body.slice(0, 300)}`);
+  }
+}
+
+export function retryAfterMs(header: string | string[] | undefined, nowMs: number): number | undefined {
+  const v = Array.isArray(header) ? header[0] : header;
+  if (!v) return undefined;
+  if (/^\d+(\.\d+)?$/.test(v.trim())) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(new EngineAbortedError());
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(new EngineAbortedError());
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+
+async function readLimited(body: Dispatcher.ResponseData["body"], limit: number): Promise<string> {
+  let size = 0;
+  const parts: Buffer[] = [];
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      throw new EngineUnavailableError(`response body larger than ${limit} bytes`);
+    }
+    parts.push(chunk);
+  }
+  return Buffer.concat(parts).toString("utf8");
+}
+
+export class HttpClient {
+  private readonly agent: Agent;
+
+  constructor(
+    private readonly baseUrl: string,
+    private readonly opts: HttpOptions,
+  ) {
+    this.agent = new Agent({
+      connect: { timeout: opts.connectTimeoutMs },
+      headersTimeout: opts.headersTimeoutMs,
+      bodyTimeout: opts.bodyTimeoutMs,
+    });
+  }
+
+  url(path: string): string {
+    return `${this.baseUrl.replace(/\/+$/, "")}${path}`;
+  }
+
+  /**
+   * Sends a request, retrying transient failures, and returns the successful (2xx) response with its
+   * body unread. Non-retryable 4xx become EngineInputError; exhausted retries EngineUnavailableError.
+   */
+  async send(
+    method: "GET" | "POST",
+    path: string,
+    json?: unknown,
+    signal?: AbortSignal,
+  ): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = { accept: "application/json, text/event-stream" };
+    if (json !== undefined) headers["content-type"] = "application/json";
+    if (this.opts.apiKey) headers.authorization = `Bearer ${this.opts.apiKey}`;
+    let lastError = "";
+    for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) throw new EngineAbortedError();
+      let wait = Math.min(
+        this.opts.maxBackoffMs,
+        this.opts.backoffMs * 2 ** attempt * (0.5 + Math.random() / 2),
+      );
+      try {
+        const res = await request(this.url(path), {
+          method,
+          headers,
+          body: json === undefined ? undefined : JSON.stringify(json),
+          dispatcher: this.agent,
+          signal,
+        });
+        if (res.statusCode >= 200 && res.statusCode < 300) return res;
+        const text = await readLimited(res.body, 64 * 1024).catch(() => "");
+        if (!RETRY_STATUS.has(res.statusCode)) {
+          const err = new HttpStatusError(res.statusCode, text);
+          if (res.statusCode >= 400 && res.statusCode < 500) {
+            throw Object.assign(new EngineInputError(`${method} ${path} → ${err.message}`), {
+              status: res.statusCode,
+            });
+          }
+          throw new EngineUnavailableError(`${method} ${path} → ${err.message}`, res.statusCode);
+        }
+        lastError = `HTTP ${res.statusCode}${text ? `: ${text.slice(0, 200)}` : ""}`;
+        const ra = retryAfterMs(res.headers["retry-after"], Date.now());
+        if (ra !== undefined) wait = Math.min(ra, this.opts.maxBackoffMs);
+      } catch (e) {
+        if (e instanceof EngineInputError || e instanceof EngineUnavailableError) throw e;
+        if (signal?.aborted) throw new EngineAbortedError();
+        const code = (e as { code?: string }).code ?? "";
+        if (!RETRY_CODES.has(code)) {
+          throw new EngineUnavailableError(
+            `${method} ${this.url(path)} failed: ${code || (e as Error).message}`,
+          );
+        }
+        lastError = `${code} (${(e as Error).message})`;
+      }
+      if (attempt >= this.opts.retries) {
+        throw new EngineUnavailableError(
+          `${method} ${this.url(path)} failed after ${attempt + 1} attempt(s): ${lastError}`,
+        );
+      }
+      await sleep(wait, signal);
+    }
+  }
+
+  /** A JSON request with a bounded response. */
+  async json(method: "GET" | "POST", path: string, body?: unknown, signal?: AbortSignal): Promise<unknown> {
+    const res = await this.send(method, path, body, signal);
+    const text = await readLimited(res.body, MAX_JSON_BYTES);
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new EngineUnavailableError(`${method} ${path}: response is not JSON: ${text.slice(0, 120)}`);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}

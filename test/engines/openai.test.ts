@@ -1,0 +1,283 @@
+/**
+ * Protocol-edge tests for the remote engine against a FAKE OpenAI-compatible server scripted inside
+ * the test (127.0.0.1 only). The fake replays canned responses; it does no inference.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { encode } from "gpt-tokenizer";
+import { afterEach, describe, expect, it } from "vitest";
+import { EngineInputError, EngineUnavailableError } from "../../src/engines/errors.js";
+import { OpenAIEngine, type OpenAIEngineOptions } from "../../src/engines/openai/engine.js";
+import { retryAfterMs } from "../../src/engines/openai/http.js";
+import { sseData } from "../../src/engines/openai/sse.js";
+
+type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
+interface Seen {
+  method: string;
+  url: string;
+  body: string;
+  auth?: string;
+}
+
+let fake: Server | undefined;
+let engine: OpenAIEngine | undefined;
+afterEach(async () => {
+  await engine?.close();
+  engine = undefined;
+  fake?.closeAllConnections();
+  await new Promise<void>((r) => (fake ? fake.close(() => r()) : r()));
+  fake = undefined;
+});
+
+/** Starts the fake server; `routes` maps "METHOD /path" to a handler or a queue of handlers. */
+async function startFake(
+  routes: Record<string, Handler | Handler[]>,
+): Promise<{ url: string; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  fake = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      seen.push({ method: req.method!, url: req.url!, body, auth: req.headers.authorization });
+      const r = routes[`${req.method} ${req.url}`];
+      const h = Array.isArray(r) ? (r.length > 1 ? r.shift() : r[0]) : r;
+      if (!h) {
+        res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');
+        return;
+      }
+      h(req, body, res);
+    });
+  });
+  await new Promise<void>((r) => fake!.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(fake!.address() as AddressInfo).port}`, seen };
+}
+
+const json =
+  (status: number, obj: unknown, headers: Record<string, string> = {}): Handler =>
+  (_q, _b, res) =>
+    res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(obj));
+
+const sse =
+  (events: unknown[]): Handler =>
+  (_q, _b, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    for (const e of events) res.write(`data: ${typeof e === "string" ? e : JSON.stringify(e)}\n\n`);
+    res.end("data: [DONE]\n\n");
+  };
+
+const opts = (url: string, extra: Partial<OpenAIEngineOptions> = {}): OpenAIEngineOptions => ({
+  baseUrl: url,
+  model: "m",
+  backoffMs: 5,
+  maxBackoffMs: 2000,
+  ...extra,
+});
+
+const tokenReq = (prompt: string, maxTokens = 4) => ({
+  id: "r",
+  tokens: Uint32Array.from([1, 2, 3]),
+  prompt,
+  maxTokens,
+});
+
+describe("remote engine: tokenization", () => {
+  it("uses the vLLM/SGLang /tokenize shape and remembers it", async () => {
+    const { url, seen } = await startFake({ "POST /tokenize": json(200, { tokens: [5, 6, 7], count: 3 }) });
+    engine = new OpenAIEngine(opts(url, { apiKey: "sk-test" }));
+    expect(Array.from(await engine.tokenize("hi"))).toEqual([5, 6, 7]);
+    await engine.tokenize("again");
+    expect(seen.map((s) => JSON.parse(s.body).prompt)).toEqual(["hi", "again"]);
+    expect(seen[0]!.auth).toBe("Bearer sk-test");
+  });
+
+  it("falls back to the llama.cpp shape when the first is rejected", async () => {
+    const handler: Handler = (_q, body, res) => {
+      const b = JSON.parse(body);
+      if (b.content === undefined) return json(400, { error: "content required" })(_q, body, res);
+      json(200, { tokens: [9, 8] })(_q, body, res);
+    };
+    const { url } = await startFake({ "POST /tokenize": handler });
+    engine = new OpenAIEngine(opts(url));
+    expect(Array.from(await engine.tokenize("x"))).toEqual([9, 8]);
+  });
+
+  it("uses the local tokenizer when the server has no /tokenize (auto), fails clearly when required", async () => {
+    const { url } = await startFake({});
+    engine = new OpenAIEngine(opts(url));
+    expect(Array.from(await engine.tokenize("hello world"))).toEqual(encode("hello world"));
+    const strict = new OpenAIEngine(opts(url, { tokenizer: "server" }));
+    await expect(strict.tokenize("x")).rejects.toThrow(/no \/tokenize/);
+    await strict.close();
+  });
+});
+
+describe("remote engine: completions", () => {
+  it("streams text, reports usage and cached tokens, and sends greedy sampling by default", async () => {
+    const { url, seen } = await startFake({
+      "POST /v1/completions": sse([
+        { choices: [{ text: "Hel", finish_reason: null }] },
+        { choices: [{ text: "lo", finish_reason: "length" }] },
+        {
+          choices: [],
+          usage: { prompt_tokens: 540, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 448 } },
+        },
+      ]),
+    });
+    engine = new OpenAIEngine(opts(url));
+    const chunks: string[] = [];
+    const r = await engine.run(tokenReq("prompt text", 2), (c) => chunks.push(c.text));
+    expect(r).toMatchObject({ text: "Hello", completionTokens: 2, promptTokens: 540, cachedTokens: 448 });
+    expect(r.cacheReported).toBe(true);
+    expect(r.finishReason).toBe("length");
+    expect(chunks).toEqual(["Hel", "lo"]);
+    const sent = JSON.parse(seen[0]!.body);
+    expect(sent).toMatchObject({
+      model: "m",
+      prompt: "prompt text",
+      max_tokens: 2,
+      temperature: 0,
+      stream: true,
+    });
+    expect(engine.info.cacheMode).toBe("node-managed");
+  });
+
+  it("reads llama.cpp server timings (cache_n, prompt_ms, predicted_ms)", async () => {
+    const { url } = await startFake({
+      "POST /v1/completions": sse([
+        {
+          choices: [{ text: "A", finish_reason: "stop" }],
+          timings: { cache_n: 450, prompt_n: 90, prompt_ms: 70.5, predicted_ms: 3 },
+        },
+      ]),
+    });
+    engine = new OpenAIEngine(opts(url));
+    const r = await engine.run(tokenReq("p"));
+    expect(r).toMatchObject({
+      cachedTokens: 450,
+      cacheReported: true,
+      prefillMs: 70.5,
+      decodeMs: 3,
+      finishReason: "stop",
+    });
+  });
+
+  it("marks cached tokens as unreported when the server says nothing", async () => {
+    const { url } = await startFake({
+      "POST /v1/completions": sse([{ choices: [{ text: "x", finish_reason: "stop" }] }]),
+    });
+    engine = new OpenAIEngine(opts(url));
+    const r = await engine.run(tokenReq("p"));
+    expect(r.cacheReported).toBe(false);
+    expect(r.cachedTokens).toBe(0);
+    expect(r.completionTokens).toBe(1);
+  });
+
+  it("retries 503 and 429 (honouring Retry-After), then succeeds", async () => {
+    const ok = sse([{ choices: [{ text: "ok", finish_reason: "stop" }] }]);
+    const { url, seen } = await startFake({
+      "POST /v1/completions": [
+        json(503, { error: "busy" }),
+        json(429, { error: "slow down" }, { "retry-after": "1" }),
+        ok,
+      ],
+    });
+    engine = new OpenAIEngine(opts(url));
+    const t0 = Date.now();
+    const r = await engine.run(tokenReq("p"));
+    expect(r.text).toBe("ok");
+    expect(seen.length).toBe(3);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900); // waited for Retry-After: 1
+  });
+
+  it("does not retry a 400 and surfaces the server's message as an input error", async () => {
+    const { url, seen } = await startFake({
+      "POST /v1/completions": json(400, { error: { message: "prompt too long for model" } }),
+    });
+    engine = new OpenAIEngine(opts(url));
+    const err = await engine.run(tokenReq("p")).catch((e) => e);
+    expect(err).toBeInstanceOf(EngineInputError);
+    expect(String(err.message)).toMatch(/400.*prompt too long/);
+    expect(seen.length).toBe(1);
+  });
+
+  it("gives up after the configured retries on persistent 5xx", async () => {
+    const { url, seen } = await startFake({ "POST /v1/completions": json(502, { error: "bad gateway" }) });
+    engine = new OpenAIEngine(opts(url, { retries: 2 }));
+    await expect(engine.run(tokenReq("p"))).rejects.toThrow(/failed after 3 attempt\(s\): HTTP 502/);
+    expect(seen.length).toBe(3);
+  });
+
+  it("reports a refused connection clearly after retrying", async () => {
+    const { url } = await startFake({});
+    await new Promise<void>((r) => fake!.close(() => r()));
+    fake = undefined;
+    engine = new OpenAIEngine(opts(url, { retries: 1 }));
+    await expect(engine.run(tokenReq("p"))).rejects.toThrow(/ECONNREFUSED/);
+    expect((await engine.health()).ok).toBe(false);
+  });
+
+  it("times out a server that never answers", async () => {
+    const { url } = await startFake({ "POST /v1/completions": () => {} });
+    engine = new OpenAIEngine(opts(url, { headersTimeoutMs: 200, retries: 0 }));
+    await expect(engine.run(tokenReq("p"))).rejects.toThrow(EngineUnavailableError);
+    await expect(engine.run(tokenReq("p"))).rejects.toThrow(/HEADERS_TIMEOUT|timeout/i);
+  });
+
+  it("rejects a malformed stream event and an over-long request", async () => {
+    const { url } = await startFake({ "POST /v1/completions": sse(["{not json"]) });
+    engine = new OpenAIEngine(opts(url, { maxContextTokens: 10 }));
+    await expect(engine.run(tokenReq("p"))).rejects.toThrow(/malformed stream event/);
+    await expect(engine.run(tokenReq("p", 8))).rejects.toThrow(EngineInputError);
+  });
+
+  it("aborts an in-flight stream", async () => {
+    const { url } = await startFake({
+      "POST /v1/completions": (_q, _b, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(`data: ${JSON.stringify({ choices: [{ text: "a" }] })}\n\n`);
+      },
+    });
+    engine = new OpenAIEngine(opts(url));
+    const ac = new AbortController();
+    const p = engine.run(tokenReq("p"), () => ac.abort(), ac.signal);
+    await expect(p).rejects.toThrow(/abort/i);
+  });
+});
+
+describe("remote engine: chat template and health", () => {
+  it("uses llama.cpp's /apply-template when present, else the fallback template", async () => {
+    const { url } = await startFake({
+      "POST /apply-template": json(200, { prompt: "<|user|>hi<|assistant|>" }),
+    });
+    engine = new OpenAIEngine(opts(url));
+    expect(await engine.applyChatTemplate([{ role: "user", content: "hi" }])).toBe("<|user|>hi<|assistant|>");
+    const fallback = new OpenAIEngine(opts(url, { chatTemplate: "fallback" }));
+    expect(await fallback.applyChatTemplate([{ role: "user", content: "hi" }])).toBe("User: hi\nAssistant:");
+    await fallback.close();
+  });
+
+  it("is healthy when /health answers 200 with an empty body (vLLM)", async () => {
+    const { url } = await startFake({ "GET /health": (_q, _b, res) => res.writeHead(200).end() });
+    engine = new OpenAIEngine(opts(url));
+    expect(await engine.health()).toEqual({ ok: true });
+  });
+});
+
+describe("protocol helpers", () => {
+  it("parses Retry-After seconds and HTTP dates", () => {
+    expect(retryAfterMs("2", 0)).toBe(2000);
+    expect(retryAfterMs(new Date(10_000).toUTCString(), 4_000)).toBe(6000);
+    expect(retryAfterMs("soon", 0)).toBeUndefined();
+  });
+
+  it("parses SSE with CRLF, multi-line data, comments and split chunks", async () => {
+    async function* body() {
+      yield ': comment\r\ndata: {"a":\r\n';
+      yield "data: 1}\r\n\r\nda";
+      yield "ta: second\n\ndata: [DONE]\n\ndata: never\n\n";
+    }
+    const out: string[] = [];
+    for await (const d of sseData(body())) out.push(d);
+    expect(out).toEqual(['{"a":\n1}', "second"]);
+  });
+});
