@@ -1,0 +1,245 @@
+/**
+ * `prefixmesh sim`: runs the discrete-event simulator (src/sim) on a workload and prints the paper's
+ * measurements (latency, expected vs actual hit, hotspot share, gossip cost).
+ */
+import { existsSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { SingleBar } from "cli-progress";
+import type { Command } from "commander";
+import * as hdr from "hdr-histogram-js";
+import { isPolicyName, POLICY_NAMES } from "../core/node/policies/index.js";
+import { isProfileName, PROFILE_NAMES } from "../sim/profiles.js";
+import { runSimulation } from "../sim/run.js";
+import type { SimConfig, SimResult } from "../sim/types.js";
+import { mmluWorkload } from "../workload/mmlu-workload.js";
+import { syntheticMmlu } from "../workload/synthetic.js";
+import type { Workload } from "../workload/types.js";
+import { CliError, parseNumber } from "./errors.js";
+
+const WORKLOADS = ["synthetic", "mmlu", "mmlu-skewed", "synthetic-skewed"] as const;
+type WorkloadName = (typeof WORKLOADS)[number];
+
+export interface SimOptions {
+  nodes: string;
+  policy: string;
+  commMs: string;
+  jitterMs: string;
+  pollMs: string;
+  workload: string;
+  mmluDir?: string;
+  requests?: string;
+  seed: string;
+  json?: string;
+  profile: string;
+  capacityTokens?: string;
+  concurrency?: string;
+  loss?: string;
+  dup?: string;
+  crash?: string[];
+  faultsUntilMs?: string;
+  forwardTimeoutMs?: string;
+}
+
+/** `--crash 1@60000:90000` = node 1 crashes at 60 s of virtual time and restarts at 90 s. */
+export function parseCrash(
+  spec: string,
+  nodes: number,
+): { node: number; atMs: number; restartAtMs?: number } {
+  const m = /^n?(\d+)@(\d+(?:\.\d+)?)(?::(\d+(?:\.\d+)?))?$/.exec(spec.trim());
+  if (!m)
+    throw new CliError(
+      `--crash must look like NODE@MS or NODE@MS:RESTART_MS (e.g. 1@60000:90000), got '${spec}'`,
+    );
+  const node = Number(m[1]);
+  const atMs = Number(m[2]);
+  if (node >= nodes) throw new CliError(`--crash node ${node} does not exist (nodes are 0-${nodes - 1})`);
+  if (m[3] === undefined) return { node, atMs };
+  const restartAtMs = Number(m[3]);
+  if (!(restartAtMs > atMs))
+    throw new CliError(`--crash restart time must be after the crash, got '${spec}'`);
+  return { node, atMs, restartAtMs };
+}
+
+/** Checks every flag; returns the simulator config and the workload choice, or throws CliError. */
+export function parseSimOptions(o: SimOptions): {
+  config: SimConfig;
+  workload: WorkloadName;
+  mmluDir: string;
+  requests: number | undefined;
+} {
+  if (!isPolicyName(o.policy))
+    throw new CliError(`--policy must be one of ${POLICY_NAMES.join(", ")}, got '${o.policy}'`);
+  if (!(WORKLOADS as readonly string[]).includes(o.workload)) {
+    throw new CliError(`--workload must be one of ${WORKLOADS.join(", ")}, got '${o.workload}'`);
+  }
+  if (!isProfileName(o.profile))
+    throw new CliError(`--profile must be one of ${PROFILE_NAMES.join(", ")}, got '${o.profile}'`);
+  const config: SimConfig = {
+    nodes: parseNumber("--nodes", o.nodes, { min: 1, max: 1024, integer: true }),
+    policy: o.policy,
+    commMs: parseNumber("--comm-ms", o.commMs, { min: 0, max: 3_600_000 }),
+    jitterMs: parseNumber("--jitter-ms", o.jitterMs, { min: 0, max: 3_600_000 }),
+    pollMs: parseNumber("--poll-ms", o.pollMs, { min: 1, max: 3_600_000 }),
+    profile: o.profile,
+    seed: parseNumber("--seed", o.seed, { min: 0, max: 2 ** 32 - 1, integer: true }),
+    keepRecords: o.json !== undefined,
+  };
+  if (o.capacityTokens !== undefined) {
+    config.capacityTokens = parseNumber("--capacity-tokens", o.capacityTokens, {
+      min: 1,
+      max: 1e12,
+      integer: true,
+    });
+  }
+  config.node = {};
+  if (o.concurrency !== undefined) {
+    config.node.concurrency = parseNumber("--concurrency", o.concurrency, {
+      min: 1,
+      max: 1024,
+      integer: true,
+    });
+  }
+  if (o.forwardTimeoutMs !== undefined) {
+    config.node.forwardTimeoutMs = parseNumber("--forward-timeout-ms", o.forwardTimeoutMs, {
+      min: 1,
+      max: 3_600_000,
+    });
+  }
+  const faults: NonNullable<SimConfig["faults"]> = {};
+  if (o.loss !== undefined) faults.lossProb = parseNumber("--loss", o.loss, { min: 0, max: 1 });
+  if (o.dup !== undefined) faults.dupProb = parseNumber("--dup", o.dup, { min: 0, max: 1 });
+  if (o.faultsUntilMs !== undefined) {
+    faults.linkFaultsUntilMs = parseNumber("--faults-until-ms", o.faultsUntilMs, { min: 0, max: 1e12 });
+  }
+  if (o.crash !== undefined && o.crash.length > 0)
+    faults.crashes = o.crash.map((c) => parseCrash(c, config.nodes));
+  if (Object.keys(faults).length > 0) config.faults = faults;
+  const requests =
+    o.requests === undefined
+      ? undefined
+      : parseNumber("--requests", o.requests, { min: 1, max: 10_000_000, integer: true });
+  return {
+    config,
+    workload: o.workload as WorkloadName,
+    mmluDir: o.mmluDir ?? "../shared/datasets/mmlu",
+    requests,
+  };
+}
+
+async function loadWorkload(
+  name: WorkloadName,
+  dir: string,
+  seed: number,
+  requests: number | undefined,
+): Promise<Workload> {
+  if (name === "synthetic" || name === "synthetic-skewed") {
+    return syntheticMmlu({ seed, requests, skewed: name === "synthetic-skewed" });
+  }
+  if (!existsSync(dir)) {
+    throw new CliError(`MMLU data not found at '${dir}' (pass --mmlu-dir DIR, or use --workload synthetic)`);
+  }
+  try {
+    return await mmluWorkload({ dir, seed, requests, skewed: name === "mmlu-skewed" });
+  } catch (err) {
+    throw new CliError(`cannot load MMLU from '${dir}': ${(err as Error).message}`);
+  }
+}
+
+function fmtBytes(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} GB`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)} MB`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)} kB`;
+  return `${n} B`;
+}
+
+/** The human summary; latency percentiles from an HDR histogram (µs resolution, 3 digits). */
+export function formatSummary(r: SimResult, workloadLabel: string): string {
+  const h = hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 3_600_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
+  for (const rec of r.records) if (rec.ok) h.recordValue(Math.max(1, Math.round(rec.latencyMs * 1000)));
+  const t = r.totals;
+  const haveRecords = r.records.length > 0;
+  const p50 = haveRecords ? h.getValueAtPercentile(50) / 1000 : t.p50LatencyMs;
+  const p99 = haveRecords ? h.getValueAtPercentile(99) / 1000 : t.p99LatencyMs;
+  h.destroy();
+  const c = r.config;
+  const lines = [
+    `prefixmesh sim — ${c.nodes} nodes, policy ${c.policy}, Δcomm ${c.commMs} ± ${c.jitterMs} ms, Δpoll ${c.pollMs} ms, profile ${r.profile.name}, KV ${r.capacityTokens} tokens/node, seed ${c.seed}`,
+    `workload ${workloadLabel}: ${t.requests} requests${r.workload.synthetic ? " (SYNTHETIC data)" : ""}`,
+    `latency    mean ${(t.meanLatencyMs / 1000).toFixed(3)} s   p50 ${(p50 / 1000).toFixed(3)} s   p99 ${(p99 / 1000).toFixed(3)} s`,
+    `hit rate   expected ${(100 * t.expectedHitRate).toFixed(1)}%   actual ${(100 * t.actualHitRate).toFixed(1)}%`,
+    `hotspot    ${(100 * t.hotspotShare).toFixed(1)}% of requests on n${t.hotspotNode}   forwarded ${(100 * t.forwardedShare).toFixed(1)}%`,
+    `served     ${r.perNode.map((n) => `${n.id}=${n.served}`).join(" ")}`,
+    `messages   ${t.messagesTotal} (${fmtBytes(t.bytesTotal)}): ${Object.entries(t.messages)
+      .map(([k, v]) => `${k} ${v.count} / ${fmtBytes(v.bytes)}`)
+      .join(", ")}`,
+    `answered   ${t.answered}/${t.requests}${t.failed ? `, ${t.failed} failed` : ""}${t.incorrect ? `, ${t.incorrect} WRONG` : ""}   fallbacks ${t.fallbacks}   late replies ${t.lateReplies}`,
+    `simulated  ${(r.virtualMs / 1000).toFixed(1)} s virtual in ${(r.wallMs / 1000).toFixed(2)} s wall (${Math.round(t.requests / (r.wallMs / 1000))} requests/s, ${r.events} events)`,
+  ];
+  const f = c.faults;
+  if (f) {
+    const crashes = r.perNode.reduce((n, x) => n + x.crashes, 0);
+    lines.push(
+      `faults     loss ${f.lossProb ?? 0}, duplication ${f.dupProb ?? 0}, crashes ${crashes}, client re-submissions ${t.retries}`,
+    );
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+export async function runSimCommand(
+  o: SimOptions,
+  io: { out: NodeJS.WritableStream; err: NodeJS.WriteStream },
+): Promise<SimResult> {
+  const { config, workload, mmluDir, requests } = parseSimOptions(o);
+  const w = await loadWorkload(workload, mmluDir, config.seed, requests);
+  const useBar = io.err.isTTY === true;
+  const bar = useBar
+    ? new SingleBar({ stream: io.err, format: "simulating [{bar}] {value}/{total} requests" })
+    : undefined;
+  bar?.start(w.requests.length, 0);
+  // The summary needs per-request latencies for HDR percentiles.
+  const result = runSimulation({ ...config, keepRecords: true }, w, {
+    onProgress: (done) => bar?.update(done),
+  });
+  bar?.stop();
+  io.out.write(formatSummary(result, w.name));
+  if (o.json !== undefined) {
+    try {
+      await writeFile(o.json, `${JSON.stringify({ ...result, config })}\n`);
+    } catch (err) {
+      throw new CliError(`cannot write --json file '${o.json}': ${(err as Error).message}`);
+    }
+    io.out.write(`wrote ${o.json}\n`);
+  }
+  return result;
+}
+
+export function registerSim(program: Command): void {
+  program
+    .command("sim")
+    .description("Run the deterministic discrete-event simulator of a prefixmesh cluster")
+    .option("--nodes <n>", "number of nodes", "4")
+    .option("--policy <name>", `routing policy: ${POLICY_NAMES.join(" | ")}`, "affinity")
+    .option("--comm-ms <ms>", "Δcomm: one-way network delay", "2")
+    .option("--jitter-ms <ms>", "uniform jitter on Δcomm (±)", "0.5")
+    .option("--poll-ms <ms>", "Δpoll: anti-entropy period", "500")
+    .option("--workload <name>", `workload: ${WORKLOADS.join(" | ")}`, "synthetic")
+    .option("--mmlu-dir <dir>", "MMLU CSV folder (dev/, test/)", "../shared/datasets/mmlu")
+    .option("--requests <n>", "number of requests (default: the whole workload)")
+    .option("--seed <s>", "seed of the schedule and of the simulation", "1")
+    .option("--profile <name>", `engine cost profile: ${PROFILE_NAMES.join(" | ")}`, "paper-h100-qwen0.5b")
+    .option("--capacity-tokens <n>", "KV capacity per node in tokens (default: the profile's)")
+    .option("--concurrency <n>", "requests each node runs at once (default 1: batching-free)")
+    .option("--loss <p>", "probability each message is lost")
+    .option("--dup <p>", "probability each message is duplicated")
+    .option("--faults-until-ms <ms>", "loss/duplication stop at this virtual time")
+    .option("--crash <spec...>", "crash a node: NODE@MS[:RESTART_MS] (virtual ms; repeatable)")
+    .option("--forward-timeout-ms <ms>", "give up on a forward after this long (default 30000)")
+    .option("--json <file>", "also write the full result (config, totals, per-request records) as JSON")
+    .action(async (opts: SimOptions) => {
+      await runSimCommand(opts, { out: process.stdout, err: process.stderr });
+    });
+}

@@ -1,0 +1,65 @@
+/**
+ * Node configuration with the paper's defaults. Validated with zod because it comes from flags,
+ * YAML or a simulator config: a bad value is a clear error, never a misbehaving node.
+ */
+import { z } from "zod";
+import { POLICY_NAMES } from "./policies/index.js";
+
+const nodeId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9._-]+$/, "node ids use letters, digits, '.', '_' and '-'");
+
+export const nodeConfigSchema = z
+  .object({
+    id: nodeId,
+    /** Static membership: every other node's id. Messages from anyone else are ignored and counted. */
+    peers: z.array(nodeId).max(1024).default([]),
+    policy: z.enum(POLICY_NAMES).default("affinity"),
+    /** KV capacity in tokens: the tree's capacity. */
+    capacityTokens: z.number().int().positive(),
+    cacheMode: z.enum(["node-managed", "engine-managed"]).default("node-managed"),
+    /** Δpoll: anti-entropy period. */
+    pollMs: z.number().positive().max(3_600_000).default(500),
+    /** Each tick is scheduled at pollMs × (1 ± pollJitter) so peers do not broadcast in lockstep. */
+    pollJitter: z.number().min(0).max(0.9).default(0.1),
+    /** k: a peer silent for k × Δpoll is suspected. */
+    suspectAfterPolls: z.number().positive().max(1000).default(3),
+    /** Give up on a forward attempt after this long (then next candidate, finally local). */
+    forwardTimeoutMs: z.number().positive().max(3_600_000).default(30_000),
+    /**
+     * Forwards arriving with more hops than this are refused. This node never re-forwards (a
+     * forwarded request is served by its receiver), so chains cannot form whatever the value.
+     */
+    maxHops: z.number().int().min(1).max(8).default(1),
+    /** Requests run at once (1 = the paper's batching-free setting). */
+    concurrency: z.number().int().min(1).max(1024).default(1),
+    /** Push-back (§3.2): advertise "pause" while queue depth (waiting + running) exceeds this. */
+    pushBackQueueThreshold: z.number().int().min(1).max(1_000_000).default(8),
+    /** How long peers should pause routing to us; 0 = estimate from the queue and service time. */
+    pushBackMs: z.number().min(0).max(3_600_000).default(0),
+    /** Hard bound on queued requests (a peer- and client-controlled size): beyond it, reject. */
+    maxQueue: z.number().int().min(1).max(1_000_000).default(1024),
+    /** Longest prompt accepted (client or peer), in tokens. */
+    maxPromptTokens: z.number().int().min(1).max(16_777_216).default(1_048_576),
+    /** A peer's push-back is honoured for at most this long (a peer-controlled number). */
+    maxPushBackMs: z.number().min(0).max(3_600_000).default(60_000),
+    /** Forward ids remembered to drop duplicated forwards (bounded). */
+    dedupWindow: z.number().int().min(0).max(1_000_000).default(4096),
+  })
+  .refine((c) => !c.peers.includes(c.id), { message: "peers must not include the node itself" })
+  .refine((c) => new Set(c.peers).size === c.peers.length, { message: "peers must be unique" });
+
+export type NodeConfig = z.output<typeof nodeConfigSchema>;
+export type NodeConfigInput = z.input<typeof nodeConfigSchema>;
+
+/** Validates and fills defaults; throws an Error with every problem listed. */
+export function resolveNodeConfig(input: NodeConfigInput): NodeConfig {
+  const r = nodeConfigSchema.safeParse(input);
+  if (!r.success) {
+    const msg = r.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`).join("; ");
+    throw new Error(`invalid node config: ${msg}`);
+  }
+  return r.data;
+}

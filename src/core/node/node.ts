@@ -1,0 +1,881 @@
+/**
+ * PrefixNode: one peer of the mesh as a pure state machine — the paper's Algorithm 1 plus §3
+ * (anti-entropy, failure detection, push-back, forward fallback). See types.ts for the contract with
+ * the runtime (simulator or daemon). Every method returns the effects to perform; nothing else leaves.
+ *
+ * Request life at the origin: route (policy over local state only) → forward to the best peer, with a
+ * timeout → on result reply + `updateTrieEstimate` (line 17); on timeout / error / the target being
+ * suspected or restarting → the next candidate → finally local execution. A request is answered
+ * exactly once: replies that arrive after we moved on are dropped and counted (`lateReplies`).
+ */
+import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
+import { Estimates } from "../estimates.js";
+import { PeerIndex } from "../peer-index.js";
+import { type LockHandle, RadixTree } from "../radix-tree.js";
+import type { Snapshot, SnapshotHeader } from "../snapshot.js";
+import { type NodeConfig, type NodeConfigInput, resolveNodeConfig } from "./config.js";
+import { Membership, type PeerState } from "./membership.js";
+import { createPolicy, type Policy, type PolicyName } from "./policies/index.js";
+import { buildCandidates } from "./routing.js";
+import type {
+  Effect,
+  NodeDeps,
+  NodeId,
+  NodeInput,
+  NodeStats,
+  PeerMessage,
+  PeerView,
+  ReplyErrorCode,
+  RequestRecord,
+  ServedTiming,
+} from "./types.js";
+
+export const POLL_TIMER = "poll";
+const FWD_TIMER_PREFIX = "fwd:";
+/** Longest request id accepted from a peer (ids are stored in maps and echoed back). */
+const MAX_REQ_ID = 512;
+/** Unconfirmed sends remembered per peer (older ones are forgotten; the window check still holds). */
+const MAX_UNCONFIRMED = 64;
+
+/** A request this node originated (a client sent it here) and has not answered yet. */
+interface Pending {
+  reqId: string;
+  request: EngineRequest;
+  receivedAt: number;
+  /** Peers to try, best first (the policy's order up to self). */
+  plan: NodeId[];
+  next: number;
+  attempt: number;
+  target: NodeId;
+  current: NodeId | undefined;
+  attemptSentAt: number;
+  predicted: number;
+  fallbacks: number;
+  local: boolean;
+}
+
+/** A request waiting for or running on this node's engine. */
+interface Job {
+  jobId: string;
+  kind: "client" | "forward";
+  /** The origin's request id. */
+  reqId: string;
+  from: NodeId | undefined;
+  attempt: number;
+  request: EngineRequest;
+  enqueuedAt: number;
+  startedAt: number;
+  handle: LockHandle | undefined;
+  matched: number;
+  cacheTokens: number;
+}
+
+export interface NodeOptions {
+  /** Start epoch; default `deps.now()`. Must grow across restarts of the same id. */
+  epoch?: number;
+}
+
+function emptyStats(): NodeStats {
+  return {
+    clientRequests: 0,
+    servedLocal: 0,
+    servedForPeers: 0,
+    forwarded: 0,
+    fallbacks: 0,
+    lateReplies: 0,
+    duplicateForwards: 0,
+    rejectedOverload: 0,
+    engineFailures: 0,
+    unknownSender: 0,
+    invalidMessages: 0,
+    snapshotsSent: { full: 0, delta: 0, heartbeat: 0 },
+    snapshotsReceived: { applied: 0, stale: 0, duplicate: 0, needFull: 0, invalid: 0 },
+    evictedTokens: 0,
+  };
+}
+
+export class PrefixNode {
+  readonly config: NodeConfig;
+  private policy: Policy;
+  private epoch = 0;
+  private tree!: RadixTree;
+  private index!: PeerIndex;
+  private estimates!: Estimates;
+  private members!: Membership;
+  private readonly pending = new Map<string, Pending>();
+  private readonly queue: Job[] = [];
+  private queueHead = 0;
+  private readonly running = new Map<string, Job>();
+  private readonly seenForwards = new Map<string, true>();
+  private jobSeq = 0;
+  /** Logical LRU clock for the tree: strictly increasing per insert. */
+  private tick = 0;
+  /** Tokens promised to running jobs (concurrency > 1) so they cannot over-commit the capacity. */
+  private reserved = 0;
+  private serviceMsEwma: number | undefined;
+  private stats_: NodeStats = emptyStats();
+
+  constructor(
+    config: NodeConfigInput,
+    private readonly deps: NodeDeps,
+    opts: NodeOptions = {},
+  ) {
+    this.config = resolveNodeConfig(config);
+    this.policy = createPolicy(this.config.policy);
+    this.reset(Math.floor(opts.epoch ?? deps.now()));
+  }
+
+  private reset(epoch: number): void {
+    this.epoch = epoch;
+    this.tree = new RadixTree({ capacity: this.config.capacityTokens });
+    this.index = new PeerIndex({ maxOwners: this.config.peers.length + 1 });
+    this.estimates = new Estimates(this.index);
+    this.members = new Membership(
+      this.config.peers,
+      this.config.suspectAfterPolls * this.config.pollMs,
+      this.deps.now(),
+    );
+    this.pending.clear();
+    this.queue.length = 0;
+    this.queueHead = 0;
+    this.running.clear();
+    this.seenForwards.clear();
+    this.reserved = 0;
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /** Arms the anti-entropy timer. Call once before feeding inputs. */
+  start(): Effect[] {
+    return [{ type: "set-timer", timer: POLL_TIMER, delayMs: this.pollDelay() }];
+  }
+
+  /**
+   * Crash-recovery (§2): the cache is gone, a new epoch starts, peers will replace our estimate.
+   * Pending client requests are lost with the crash (the runtime fails their connections).
+   */
+  restart(epoch?: number): Effect[] {
+    // Epochs are whole, strictly increasing numbers (they go on the wire).
+    const next = Math.max(Math.floor(epoch ?? this.deps.now()), this.epoch + 1);
+    this.stats_ = emptyStats();
+    this.reset(next);
+    return this.start();
+  }
+
+  /** Graceful leave: tell every peer so they stop routing here at once. */
+  goodbye(): Effect[] {
+    return this.members.all().map((p) => ({ type: "send", to: p.id, msg: { type: "goodbye" } }) as Effect);
+  }
+
+  /** Switch routing policy at run time (e.g. the daemon's compare-policies admin endpoint). */
+  setPolicy(name: PolicyName): void {
+    this.policy = createPolicy(name);
+  }
+
+  handle(input: NodeInput): Effect[] {
+    const out: Effect[] = [];
+    switch (input.type) {
+      case "client-request":
+        this.onClientRequest(input.reqId, input.request, out);
+        break;
+      case "peer-message":
+        this.onPeerMessage(input.from, input.msg, out);
+        break;
+      case "engine-done":
+        this.onEngineDone(input.jobId, input.result, out);
+        break;
+      case "engine-failed":
+        this.onEngineFailed(input.jobId, input.error, out);
+        break;
+      case "timer":
+        this.onTimer(input.timer, out);
+        break;
+      case "send-failed":
+        this.onSendFailed(input.to, input.msg, out);
+        break;
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- read-only views
+
+  get id(): NodeId {
+    return this.config.id;
+  }
+  get currentEpoch(): number {
+    return this.epoch;
+  }
+  get policyName(): string {
+    return this.policy.name;
+  }
+  queueDepth(): number {
+    return this.queue.length - this.queueHead + this.running.size;
+  }
+  treeSize(): number {
+    return this.tree.size;
+  }
+  treeVersion(): number {
+    return this.tree.version;
+  }
+  stats(): Readonly<NodeStats> {
+    return this.stats_;
+  }
+  /** The exact local tree (tests and invariant checks only: do not mutate). */
+  localTree(): RadixTree {
+    return this.tree;
+  }
+  /** The peer estimates (tests and invariant checks only: do not mutate). */
+  peerIndex(): PeerIndex {
+    return this.index;
+  }
+  heldOf(peer: NodeId): { epoch: number; version: number } | undefined {
+    return this.estimates.held(peer);
+  }
+  pendingCount(): number {
+    return this.pending.size;
+  }
+  peers(): PeerView[] {
+    const now = this.deps.now();
+    return this.members.all().map((p) => ({
+      id: p.id,
+      liveness: this.members.liveness(p, now),
+      silentMs: p.lastHeard === undefined ? undefined : now - p.lastHeard,
+      held: this.estimates.held(p.id),
+      estimateTokens: this.index.estimateSize(p.id),
+      queueDepth: p.queueDepth,
+      pushBackUntil: p.pushBackUntil > now ? p.pushBackUntil : 0,
+      rttMs: p.rttMs,
+      holdsOfUs: p.holdsOfUs,
+    }));
+  }
+  /** Push-back we would advertise now (ms; 0 = none). */
+  currentPushBackMs(): number {
+    const depth = this.queueDepth();
+    if (depth <= this.config.pushBackQueueThreshold) return 0;
+    if (this.config.pushBackMs > 0) return Math.ceil(this.config.pushBackMs);
+    // Expected time for the excess queue to drain at the measured service time (whole ms: wire field).
+    const service = this.serviceMsEwma ?? this.config.pollMs;
+    return Math.max(1, Math.ceil((depth - this.config.pushBackQueueThreshold) * service));
+  }
+
+  // ---------------------------------------------------------------- client requests (Algorithm 1)
+
+  private onClientRequest(reqId: string, request: EngineRequest, out: Effect[]): void {
+    const now = this.deps.now();
+    this.stats_.clientRequests++;
+    if (this.pending.has(reqId)) {
+      // The runtime must use unique ids; answering would be ambiguous, so refuse this one only.
+      out.push(this.failReply(reqId, request, now, "duplicate request id", "invalid"));
+      return;
+    }
+    if (request.tokens.length === 0 || request.tokens.length > this.config.maxPromptTokens) {
+      const why =
+        request.tokens.length === 0
+          ? "empty prompt"
+          : `prompt longer than ${this.config.maxPromptTokens} tokens`;
+      out.push(this.failReply(reqId, request, now, why, "invalid"));
+      return;
+    }
+    const selfMatch = this.tree.match(request.tokens);
+    const plan: NodeId[] = [];
+    let target = this.config.id;
+    let predicted = selfMatch;
+    if (!this.policy.localOnly) {
+      const candidates = buildCandidates(this.members, this.index, request.tokens, now, {
+        id: this.config.id,
+        match: selfMatch,
+        queueDepth: this.queueDepth(),
+        capacityTokens: this.tree.capacity,
+      });
+      const order =
+        candidates.length === 1
+          ? [0]
+          : this.policy.rank(candidates, {
+              promptTokens: request.tokens.length,
+              now,
+              random: this.deps.random,
+            });
+      for (const i of order) {
+        const c = candidates[i];
+        if (!c || c.self) break;
+        plan.push(c.id);
+      }
+      const first = candidates[order[0] ?? 0];
+      if (first) {
+        target = first.id;
+        predicted = first.estimatedMatch;
+      }
+    }
+    const p: Pending = {
+      reqId,
+      request,
+      receivedAt: now,
+      plan,
+      next: 0,
+      attempt: 0,
+      target,
+      current: undefined,
+      attemptSentAt: now,
+      predicted,
+      fallbacks: 0,
+      local: false,
+    };
+    this.pending.set(reqId, p);
+    this.advance(p, now, out);
+  }
+
+  /** Next step of a pending request: forward to the next routable planned peer, else run locally. */
+  private advance(p: Pending, now: number, out: Effect[]): void {
+    while (p.next < p.plan.length) {
+      const to = p.plan[p.next++] as NodeId;
+      const peer = this.members.get(to);
+      // The first choice was routable a moment ago; later ones are re-checked (state may have moved).
+      if (!peer || !this.members.routable(peer, now, this.queueDepth())) continue;
+      p.attempt++;
+      p.current = to;
+      p.attemptSentAt = now;
+      this.stats_.forwarded++;
+      out.push({
+        type: "send",
+        to,
+        msg: { type: "forward", reqId: p.reqId, attempt: p.attempt, hops: 1, request: p.request },
+      });
+      out.push({
+        type: "set-timer",
+        timer: FWD_TIMER_PREFIX + p.reqId,
+        delayMs: this.config.forwardTimeoutMs,
+      });
+      return;
+    }
+    p.current = undefined;
+    p.local = true;
+    this.enqueue("client", p.reqId, undefined, p.attempt, p.request, now, out);
+  }
+
+  /** The current forward attempt failed: count it and move on. */
+  private fallback(p: Pending, now: number, out: Effect[], cancelTimer: boolean): void {
+    if (cancelTimer) out.push({ type: "cancel-timer", timer: FWD_TIMER_PREFIX + p.reqId });
+    p.fallbacks++;
+    this.stats_.fallbacks++;
+    this.advance(p, now, out);
+  }
+
+  private failReply(
+    reqId: string,
+    request: EngineRequest,
+    now: number,
+    error: string,
+    code: ReplyErrorCode,
+    p?: Pending,
+  ): Effect {
+    const record: RequestRecord = {
+      reqId,
+      origin: this.config.id,
+      target: p?.target ?? this.config.id,
+      servedBy: undefined,
+      hops: 0,
+      fallbacks: p?.fallbacks ?? 0,
+      policy: this.policy.name,
+      promptTokens: request.tokens.length,
+      predictedHitTokens: p?.predicted ?? 0,
+      actualHitTokens: 0,
+      queueMs: 0,
+      prefillMs: 0,
+      decodeMs: 0,
+      networkMs: 0,
+      totalMs: now - (p?.receivedAt ?? now),
+      receivedAt: p?.receivedAt ?? now,
+      finishedAt: now,
+    };
+    return { type: "reply", reqId, outcome: { ok: false, error, code }, record };
+  }
+
+  private okReply(p: Pending, result: EngineResult, timing: ServedTiming, hops: number, now: number): Effect {
+    const totalMs = now - p.receivedAt;
+    const record: RequestRecord = {
+      reqId: p.reqId,
+      origin: this.config.id,
+      target: p.target,
+      servedBy: timing.servedBy,
+      hops,
+      fallbacks: p.fallbacks,
+      policy: this.policy.name,
+      promptTokens: p.request.tokens.length,
+      predictedHitTokens: p.predicted,
+      actualHitTokens: result.cachedTokens,
+      queueMs: timing.queueMs,
+      prefillMs: timing.prefillMs,
+      decodeMs: timing.decodeMs,
+      networkMs: Math.max(0, totalMs - timing.queueMs - timing.prefillMs - timing.decodeMs),
+      totalMs,
+      receivedAt: p.receivedAt,
+      finishedAt: now,
+    };
+    return { type: "reply", reqId: p.reqId, outcome: { ok: true, result }, record };
+  }
+
+  // ---------------------------------------------------------------- peer messages
+
+  private onPeerMessage(from: NodeId, msg: PeerMessage, out: Effect[]): void {
+    const peer = this.members.get(from);
+    if (!peer) {
+      this.stats_.unknownSender++;
+      return;
+    }
+    const now = this.deps.now();
+    this.members.heard(peer, now);
+    switch (msg.type) {
+      case "snapshot":
+        this.onSnapshot(peer, msg.snapshot, msg.holds, msg.blocks, now, out);
+        break;
+      case "forward":
+        this.onForward(peer, msg.reqId, msg.attempt, msg.hops, msg.request, now, out);
+        break;
+      case "result":
+        this.onResult(peer, msg.reqId, msg.attempt, msg.result, msg.timing, now, out);
+        break;
+      case "error": {
+        const p = this.pending.get(msg.reqId);
+        if (!p || p.local || p.current !== from || p.attempt !== msg.attempt) {
+          this.stats_.lateReplies++;
+          return;
+        }
+        this.fallback(p, now, out, true);
+        break;
+      }
+      case "goodbye":
+        peer.departed = true;
+        this.estimates.remove(from);
+        this.failPendingTo(from, now, out);
+        break;
+    }
+  }
+
+  private onSnapshot(
+    peer: PeerState,
+    s: Snapshot,
+    holds: { epoch: number; version: number } | undefined,
+    blocks: number | undefined,
+    now: number,
+    out: Effect[],
+  ): void {
+    const h = s.header;
+    if (h.sender !== peer.id) {
+      this.stats_.snapshotsReceived.invalid++;
+      return;
+    }
+    const restarted = peer.epoch !== undefined && h.epoch > peer.epoch;
+    const verdict = this.estimates.apply(s, now);
+    const rx = this.stats_.snapshotsReceived;
+    if (verdict === "applied") rx.applied++;
+    else if (verdict === "duplicate") rx.duplicate++;
+    else if (verdict === "need-full") rx.needFull++;
+    else rx.stale++;
+    if (verdict === "stale") return; // older than what we hold: its load figures are older too
+    if (peer.epoch === undefined || h.epoch >= peer.epoch) peer.epoch = h.epoch;
+    peer.queueDepth = h.queueDepth;
+    peer.capacityTokens = h.capacity;
+    peer.pushBackUntil = h.pushBackMs > 0 ? now + Math.min(h.pushBackMs, this.config.maxPushBackMs) : 0;
+    if (verdict === "need-full") {
+      // The update did not fit what we hold. If we hold something, our ack keeps saying what, and the
+      // sender falls back to a delta from there once its optimism about the lost send runs out; if
+      // we hold nothing of this epoch, ask for the full state at once (omit our ack).
+      if ((this.estimates.held(peer.id)?.version ?? 0) === 0) peer.wantFull = true;
+    } else {
+      // A full snapshot is the truth at its version, even one we "already hold": it also repairs
+      // an estimate polluted by a wrong optimistic insert.
+      if (verdict === "duplicate" && s.kind === "full") this.index.replaceEstimate(peer.id, s.body);
+      peer.estimateAt = now;
+      // Optimistic inserts only ever add keys, so a count above the sender's means a wrong guess.
+      const held = this.estimates.held(peer.id);
+      // A snapshot that overtook the result of our last forward (jitter) may predate the peer's
+      // insert: only trust the count once an RTT has passed since that optimistic insert.
+      const settled = now - peer.optimisticAt > (peer.rttMs ?? 0) + 1;
+      if (blocks !== undefined && held?.epoch === h.epoch && held.version === h.version && settled) {
+        peer.wantFull = this.index.estimateSize(peer.id) !== blocks * this.index.blockSize;
+      } else if (s.kind === "full") peer.wantFull = false;
+    }
+    this.onAck(peer, holds, now);
+    // A restarted peer lost whatever we had forwarded to it.
+    if (restarted) this.failPendingTo(peer.id, now, out);
+  }
+
+  private onForward(
+    peer: PeerState,
+    reqId: string,
+    attempt: number,
+    hops: number,
+    request: EngineRequest,
+    now: number,
+    out: Effect[],
+  ): void {
+    if (reqId.length > MAX_REQ_ID) {
+      this.stats_.invalidMessages++;
+      return;
+    }
+    const key = `${peer.id}\u0000${reqId}\u0000${attempt}`;
+    if (this.seenForwards.has(key)) {
+      this.stats_.duplicateForwards++;
+      return;
+    }
+    if (this.config.dedupWindow > 0) {
+      this.seenForwards.set(key, true);
+      if (this.seenForwards.size > this.config.dedupWindow) {
+        const oldest = this.seenForwards.keys().next().value as string;
+        this.seenForwards.delete(oldest);
+      }
+    }
+    const reject = (error: string): void => {
+      out.push({ type: "send", to: peer.id, msg: { type: "error", reqId, attempt, error, retryable: true } });
+    };
+    if (hops > this.config.maxHops) {
+      reject("hop limit exceeded");
+      return;
+    }
+    if (request.tokens.length === 0 || request.tokens.length > this.config.maxPromptTokens) {
+      reject("prompt empty or too long");
+      return;
+    }
+    if (this.queueDepth() >= this.config.maxQueue) {
+      this.stats_.rejectedOverload++;
+      reject("overloaded");
+      return;
+    }
+    // Served here: never forwarded again (hop limit 1 by default), so no chains or loops.
+    this.enqueue("forward", reqId, peer.id, attempt, request, now, out);
+  }
+
+  private onResult(
+    peer: PeerState,
+    reqId: string,
+    attempt: number,
+    result: EngineResult,
+    timing: ServedTiming,
+    now: number,
+    out: Effect[],
+  ): void {
+    const p = this.pending.get(reqId);
+    if (!p || p.local || p.current !== peer.id || p.attempt !== attempt) {
+      this.stats_.lateReplies++;
+      return;
+    }
+    out.push({ type: "cancel-timer", timer: FWD_TIMER_PREFIX + reqId });
+    this.pending.delete(reqId);
+    // Algorithm 1 line 17: the peer now caches this prompt; believe it until its next snapshot.
+    this.index.updateTrieEstimate(peer.id, p.request.tokens);
+    peer.optimisticAt = now;
+    const remote = timing.queueMs + timing.prefillMs + timing.decodeMs;
+    this.members.sampleRtt(peer, now - p.attemptSentAt - remote);
+    out.push(this.okReply(p, result, { ...timing, servedBy: peer.id }, 1, now));
+  }
+
+  /** Every pending forward to `to` fails over now (target departed, restarted or unreachable). */
+  private failPendingTo(to: NodeId, now: number, out: Effect[]): void {
+    for (const p of this.pending.values()) {
+      if (!p.local && p.current === to) this.fallback(p, now, out, true);
+    }
+  }
+
+  private onSendFailed(to: NodeId, msg: PeerMessage | undefined, out: Effect[]): void {
+    const peer = this.members.get(to);
+    if (!peer) return;
+    peer.failed = true;
+    const now = this.deps.now();
+    if (msg?.type === "forward") {
+      const p = this.pending.get(msg.reqId);
+      if (p && !p.local && p.current === to && p.attempt === msg.attempt) this.fallback(p, now, out, true);
+    }
+  }
+
+  // ---------------------------------------------------------------- timers
+
+  private onTimer(timer: string, out: Effect[]): void {
+    const now = this.deps.now();
+    if (timer === POLL_TIMER) {
+      this.antiEntropy(now, out);
+      // Forwards to peers that went silent need not wait for their full timeout.
+      for (const p of this.pending.values()) {
+        if (p.local || p.current === undefined) continue;
+        const peer = this.members.get(p.current);
+        if (peer && this.members.liveness(peer, now) !== "live") this.fallback(p, now, out, true);
+      }
+      out.push({ type: "set-timer", timer: POLL_TIMER, delayMs: this.pollDelay() });
+      return;
+    }
+    if (timer.startsWith(FWD_TIMER_PREFIX)) {
+      const p = this.pending.get(timer.slice(FWD_TIMER_PREFIX.length));
+      if (p && !p.local && p.current !== undefined) this.fallback(p, now, out, false);
+    }
+  }
+
+  private pollDelay(): number {
+    const j = this.config.pollJitter;
+    return this.config.pollMs * (1 + j * (2 * this.deps.random() - 1));
+  }
+
+  /**
+   * One anti-entropy round: every peer gets our header (queue depth, push-back: the heartbeat) and
+   * whatever brings its estimate of us up to date — nothing if it holds our current version, a delta
+   * from the base it holds when our change log reaches back, else the full tree (§3.4's full-state
+   * recovery). Peers we cannot currently reach get a header-only probe until they answer.
+   */
+  private antiEntropy(now: number, out: Effect[]): void {
+    const version = this.tree.version;
+    const header: SnapshotHeader = {
+      sender: this.config.id,
+      epoch: this.epoch,
+      version,
+      tokenCount: this.tree.size,
+      capacity: this.tree.capacity,
+      queueDepth: this.queueDepth(),
+      pushBackMs: this.currentPushBackMs(),
+    };
+    let full: Snapshot | undefined;
+    let heartbeat: Snapshot | undefined;
+    const deltas = new Map<number, Snapshot | null>();
+    for (const peer of this.members.all()) {
+      const live = this.members.liveness(peer, now);
+      let snap: Snapshot | undefined;
+      const base = this.baseFor(peer, now);
+      if (live !== "live" || base === version) {
+        heartbeat ??= { kind: "heartbeat", header };
+        snap = heartbeat;
+      } else if (base !== undefined) {
+        let d = deltas.get(base);
+        if (d === undefined) {
+          const delta = this.tree.changesSince(base);
+          d = delta ? { kind: "delta", header, delta } : null;
+          deltas.set(base, d);
+        }
+        if (d) snap = d;
+      }
+      if (!snap) {
+        full ??= { kind: "full", header, body: this.tree.snapshotBody() };
+        snap = full;
+      }
+      if (snap.kind !== "heartbeat") {
+        const q = peer.unconfirmed;
+        if (q.length === 0 || (q[q.length - 1] as { version: number }).version !== version) {
+          q.push({ version, at: now });
+          if (q.length > MAX_UNCONFIRMED) q.shift();
+        }
+      }
+      this.stats_.snapshotsSent[snap.kind]++;
+      const held = peer.wantFull ? undefined : this.estimates.held(peer.id);
+      const msg: PeerMessage = { type: "snapshot", snapshot: snap, blocks: this.tree.blockCount };
+      if (held) msg.holds = held;
+      out.push({ type: "send", to: peer.id, msg });
+    }
+  }
+
+  /**
+   * The peer told us which version of our tree it holds. No ack = "nothing usable" (first contact,
+   * restart, or a polluted estimate): forget our optimism so the next round sends a full snapshot.
+   */
+  private onAck(peer: PeerState, holds: { epoch: number; version: number } | undefined, now: number): void {
+    peer.holdsOfUs = holds;
+    const q = peer.unconfirmed;
+    if (holds === undefined || holds.epoch !== this.epoch) {
+      q.length = 0;
+      return;
+    }
+    let confirmedAt: number | undefined;
+    while (q.length > 0 && (q[0] as { version: number }).version <= holds.version) {
+      const e = q.shift() as { version: number; at: number };
+      if (e.version === holds.version) confirmedAt = e.at;
+    }
+    if (confirmedAt !== undefined) {
+      const d = now - confirmedAt;
+      peer.ackDelayMs = peer.ackDelayMs === undefined ? d : peer.ackDelayMs + (d - peer.ackDelayMs) / 8;
+    }
+  }
+
+  /**
+   * The version of our tree to build the peer's next update on (undefined: nothing usable → full).
+   * What we sent recently is assumed delivered while its ack may still be in flight; once the oldest
+   * unconfirmed send is clearly overdue (lost, or refused as "need-full"), fall back to the acked
+   * version — usually still within our change log, so a delta rather than a full snapshot.
+   */
+  private baseFor(peer: PeerState, now: number): number | undefined {
+    const ack = peer.holdsOfUs;
+    const acked = ack !== undefined && ack.epoch === this.epoch ? ack.version : undefined;
+    const q = peer.unconfirmed;
+    if (q.length > 0) {
+      const poll = this.config.pollMs * (1 + this.config.pollJitter);
+      // Before any ack has been timed, guess from k and the forward RTT (a slow link may then get a
+      // few early full snapshots — small, the tree is young — until the first ack is timed).
+      const window =
+        peer.ackDelayMs === undefined
+          ? 2 * this.config.suspectAfterPolls * poll + 2 * (peer.rttMs ?? 0)
+          : 2 * peer.ackDelayMs + poll;
+      if (now - (q[0] as { at: number }).at <= window)
+        return (q[q.length - 1] as { version: number }).version;
+      q.length = 0;
+    }
+    return acked;
+  }
+
+  // ---------------------------------------------------------------- local execution
+
+  private enqueue(
+    kind: Job["kind"],
+    reqId: string,
+    from: NodeId | undefined,
+    attempt: number,
+    request: EngineRequest,
+    now: number,
+    out: Effect[],
+  ): void {
+    if (kind === "client" && this.queueDepth() >= this.config.maxQueue) {
+      this.stats_.rejectedOverload++;
+      const p = this.pending.get(reqId);
+      this.pending.delete(reqId);
+      out.push(this.failReply(reqId, request, now, "overloaded: queue full", "overloaded", p));
+      return;
+    }
+    const job: Job = {
+      jobId: `j${++this.jobSeq}`,
+      kind,
+      reqId,
+      from,
+      attempt,
+      request,
+      enqueuedAt: now,
+      startedAt: now,
+      handle: undefined,
+      matched: 0,
+      cacheTokens: 0,
+    };
+    this.queue.push(job);
+    this.pump(now, out);
+  }
+
+  /** Starts queued jobs while there is a free slot (FIFO). Algorithm 1 lines 7-11. */
+  private pump(now: number, out: Effect[]): void {
+    while (this.running.size < this.config.concurrency && this.queueHead < this.queue.length) {
+      const job = this.queue[this.queueHead] as Job;
+      this.queue[this.queueHead++] = undefined as unknown as Job;
+      if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+        this.queue.splice(0, this.queueHead);
+        this.queueHead = 0;
+      }
+      job.startedAt = now;
+      const tokens = job.request.tokens;
+      let evicted: ReturnType<RadixTree["evict"]> = [];
+      if (this.config.cacheMode === "node-managed") {
+        const { length, handle } = this.tree.lock(tokens);
+        job.handle = handle;
+        job.matched = length;
+        const need = tokens.length - length;
+        let avail = this.tree.free() - this.reserved;
+        if (need > avail) {
+          evicted = this.tree.evict(need - avail);
+          for (const r of evicted) this.stats_.evictedTokens += r.path.length - r.keep;
+          avail = this.tree.free() - this.reserved;
+        }
+        // If the prompt cannot fit (capacity, or pinned by concurrent runs) it runs uncached.
+        job.cacheTokens = need <= avail ? tokens.length : length;
+        this.reserved += job.cacheTokens - length;
+      } else {
+        job.matched = this.tree.match(tokens);
+        job.cacheTokens = tokens.length;
+      }
+      this.running.set(job.jobId, job);
+      out.push({
+        type: "engine-run",
+        jobId: job.jobId,
+        request: job.request,
+        evicted,
+        cacheTokens: job.cacheTokens,
+      });
+    }
+  }
+
+  private finishJob(job: Job): void {
+    this.running.delete(job.jobId);
+    if (job.handle !== undefined) {
+      this.reserved -= job.cacheTokens - job.matched;
+      this.tree.unlock(job.handle);
+      job.handle = undefined;
+    }
+  }
+
+  private onEngineDone(jobId: string, result: EngineResult, out: Effect[]): void {
+    const job = this.running.get(jobId);
+    if (!job) return; // from before a restart
+    const now = this.deps.now();
+    // Algorithm 1 lines 12-13: the tree mirrors what the engine now caches.
+    if (this.config.cacheMode === "node-managed") {
+      if (job.cacheTokens > job.matched) this.insert(job.request.tokens.subarray(0, job.cacheTokens));
+    } else {
+      this.tree.resetTo(result.cachedSequences ?? [], ++this.tick);
+    }
+    this.finishJob(job);
+    const serviceMs = now - job.startedAt;
+    this.serviceMsEwma =
+      this.serviceMsEwma === undefined
+        ? serviceMs
+        : this.serviceMsEwma + (serviceMs - this.serviceMsEwma) / 8;
+    const timing: ServedTiming = {
+      servedBy: this.config.id,
+      queueMs: job.startedAt - job.enqueuedAt,
+      prefillMs: result.prefillMs,
+      decodeMs: result.decodeMs,
+    };
+    if (job.kind === "forward") {
+      this.stats_.servedForPeers++;
+      out.push({
+        type: "send",
+        to: job.from as NodeId,
+        msg: { type: "result", reqId: job.reqId, attempt: job.attempt, result: stripCache(result), timing },
+      });
+    } else {
+      this.stats_.servedLocal++;
+      const p = this.pending.get(job.reqId);
+      if (p) {
+        this.pending.delete(job.reqId);
+        out.push(this.okReply(p, stripCache(result), timing, 0, now));
+      }
+    }
+    this.pump(now, out);
+  }
+
+  private insert(tokens: Tokens): void {
+    this.tree.insert(tokens, ++this.tick);
+  }
+
+  private onEngineFailed(jobId: string, error: string, out: Effect[]): void {
+    const job = this.running.get(jobId);
+    if (!job) return;
+    const now = this.deps.now();
+    this.stats_.engineFailures++;
+    this.finishJob(job);
+    if (job.kind === "forward") {
+      out.push({
+        type: "send",
+        to: job.from as NodeId,
+        msg: {
+          type: "error",
+          reqId: job.reqId,
+          attempt: job.attempt,
+          error: `engine: ${error}`,
+          retryable: true,
+        },
+      });
+    } else {
+      const p = this.pending.get(job.reqId);
+      if (p) {
+        this.pending.delete(job.reqId);
+        out.push(this.failReply(job.reqId, job.request, now, `engine: ${error}`, "engine", p));
+      }
+    }
+    this.pump(now, out);
+  }
+}
+
+/** Cached sequences are the engine's private business: never ship them to peers or clients. */
+function stripCache(r: EngineResult): EngineResult {
+  if (r.cachedSequences === undefined) return r;
+  const { cachedSequences: _drop, ...rest } = r;
+  return rest;
+}

@@ -1,0 +1,47 @@
+/**
+ * The routing policy interface (Algorithm 1, line 5 generalised). A policy sees, for every node that
+ * may take the request (self always included; suspected, departed and pushed-back peers already
+ * removed), everything the node knows locally, and returns them in order of preference. The node
+ * tries that order: forward to the first peer, on timeout/error the next, and stops at itself.
+ * Policies are pure apart from their own small state (e.g. a round-robin cursor) and `ctx.random`.
+ */
+import type { NodeId } from "../types.js";
+
+export interface Candidate {
+  id: NodeId;
+  self: boolean;
+  /** Estimated prefix match in tokens (exact for self). */
+  estimatedMatch: number;
+  /** Age of the estimate in ms (0 for self). */
+  estimateAgeMs: number;
+  /** Last known queue depth (waiting + running). */
+  queueDepth: number;
+  /** Smoothed measured RTT in ms (undefined until measured; 0 for self). */
+  rttMs: number | undefined;
+  /** Known KV capacity in tokens (0 if unknown). */
+  capacityTokens: number;
+}
+
+export interface RoutingContext {
+  promptTokens: number;
+  now: number;
+  /** Uniform in [0,1): injected, so routing replays exactly. */
+  random(): number;
+}
+
+export interface Policy {
+  readonly name: string;
+  /** True if the policy never forwards: the node then skips building candidates (no index walk). */
+  readonly localOnly?: boolean;
+  /**
+   * Returns candidate indexes, best first. Must contain the self candidate; entries after self are
+   * ignored (self always succeeds).
+   */
+  rank(candidates: readonly Candidate[], ctx: RoutingContext): number[];
+}
+
+/** Index of the self candidate (always present). */
+export function selfIndex(candidates: readonly Candidate[]): number {
+  for (let i = 0; i < candidates.length; i++) if (candidates[i]?.self) return i;
+  throw new Error("routing candidates must include self");
+}

@@ -1,0 +1,16 @@
+/** `random`: a uniformly random eligible node (self included), then the rest in random order. */
+import type { Candidate, Policy, RoutingContext } from "./policy.js";
+
+export class RandomPolicy implements Policy {
+  readonly name = "random";
+  rank(candidates: readonly Candidate[], ctx: RoutingContext): number[] {
+    const order = candidates.map((_, i) => i);
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(ctx.random() * (i + 1));
+      const t = order[i] as number;
+      order[i] = order[j] as number;
+      order[j] = t;
+    }
+    return order;
+  }
+}

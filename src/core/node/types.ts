@@ -1,0 +1,174 @@
+/**
+ * The node protocol's vocabulary: what goes into a node (`NodeInput`), what comes out (`Effect`), the
+ * messages peers exchange (`PeerMessage`) and what is recorded per request (`RequestRecord`).
+ *
+ * The node (`PrefixNode`, node.ts) is a pure state machine: `handle(input)` returns effects and never
+ * does I/O itself. The simulator (src/sim) and the real daemon (src/server) both drive it:
+ *  - `send`        → deliver `msg` to peer `to` (best effort; on connection refused/reset feed back a
+ *                    `send-failed` input, which makes the node suspect that peer at once);
+ *  - `engine-run`  → node-managed engines first free `evicted`, then run `request`, then keep at most
+ *                    `cacheTokens` leading prompt tokens cached; feed back `engine-done`/`engine-failed`
+ *                    with the SAME `jobId` (a node-local id, not the client's reqId);
+ *  - `set-timer`   → after `delayMs` feed back `{type:"timer", timer}`; setting an id that is already
+ *                    pending replaces it; `cancel-timer` drops it (unknown ids are ignored);
+ *  - `reply`       → answer the client request `reqId` (exactly once per client-request input).
+ *
+ * Stable API: fields are only ever added, never renamed.
+ */
+import type { EngineRequest, EngineResult, EvictedRun } from "../engine.js";
+import type { Snapshot } from "../snapshot.js";
+
+/** A node id: short printable string, unique in the cluster (validated by the config). */
+export type NodeId = string;
+
+/** Which (epoch, version) of some node's tree an estimate holds. */
+export interface HeldVersion {
+  epoch: number;
+  version: number;
+}
+
+/**
+ * Timer ids are opaque strings; the runtime keys pending timers by them.
+ * "poll" = the anti-entropy tick; "fwd:<reqId>" = the timeout of the current forward attempt.
+ */
+export type TimerId = string;
+
+/** Timing measured at the node that ran a request (travels back in a `result`). */
+export interface ServedTiming {
+  servedBy: NodeId;
+  queueMs: number;
+  prefillMs: number;
+  decodeMs: number;
+}
+
+/**
+ * Peer-to-peer messages.
+ * - `snapshot`: the anti-entropy broadcast (also the heartbeat). `holds` is the ack: which (epoch,
+ *   version) of the RECEIVER's tree the sender currently holds, so the receiver can answer next time
+ *   with a delta from that base (or a heartbeat if nothing changed, or a full snapshot if it cannot).
+ *   The snapshot header carries queue depth and push-back (§3.2). `blocks` is the number of block
+ *   keys in the sender's tree at header.version: a receiver whose estimate holds that version but more
+ *   keys (a wrong optimistic `updateTrieEstimate`) omits `holds` next time, which asks for a full.
+ *   A transport MUST carry both fields when present: without `holds` the peer keeps sending full
+ *   snapshots (correct, but costly).
+ * - `forward`: a request routed here by `from`; `attempt` distinguishes retries of one reqId.
+ *   `hops` counts forwards so far (1 for a direct forward); a node never forwards beyond `maxHops`.
+ * - `result` / `error`: the answer to a `forward`, echoing reqId + attempt.
+ *   `retryable` errors (overload, engine failure) make the origin try its next candidate.
+ * - `goodbye`: the sender is leaving gracefully; peers stop routing to it at once.
+ */
+export type PeerMessage =
+  | { type: "snapshot"; snapshot: Snapshot; holds?: HeldVersion; blocks?: number }
+  | { type: "forward"; reqId: string; attempt: number; hops: number; request: EngineRequest }
+  | { type: "result"; reqId: string; attempt: number; result: EngineResult; timing: ServedTiming }
+  | { type: "error"; reqId: string; attempt: number; error: string; retryable: boolean }
+  | { type: "goodbye" };
+
+export type PeerMessageType = PeerMessage["type"];
+
+export type NodeInput =
+  /** A client request arrived at this node (this node is its origin). */
+  | { type: "client-request"; reqId: string; request: EngineRequest }
+  | { type: "peer-message"; from: NodeId; msg: PeerMessage }
+  | { type: "engine-done"; jobId: string; result: EngineResult }
+  | { type: "engine-failed"; jobId: string; error: string }
+  | { type: "timer"; timer: TimerId }
+  /** The transport could not deliver (connection refused / reset): suspect `to` at once. */
+  | { type: "send-failed"; to: NodeId; msg?: PeerMessage; reason: string };
+
+export type ReplyOutcome =
+  | { ok: true; result: EngineResult }
+  | { ok: false; error: string; code: ReplyErrorCode };
+
+/** `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400. */
+export type ReplyErrorCode = "overloaded" | "engine" | "invalid";
+
+export type Effect =
+  | { type: "send"; to: NodeId; msg: PeerMessage }
+  | {
+      type: "engine-run";
+      jobId: string;
+      request: EngineRequest;
+      /** node-managed engines: free these runs first (what the tree just evicted). */
+      evicted: EvictedRun[];
+      /** node-managed engines: keep at most this many leading prompt tokens cached afterwards. */
+      cacheTokens: number;
+    }
+  | { type: "set-timer"; timer: TimerId; delayMs: number }
+  | { type: "cancel-timer"; timer: TimerId }
+  | { type: "reply"; reqId: string; outcome: ReplyOutcome; record: RequestRecord };
+
+/** Per-request record, completed at the origin when it replies (the paper's §5 measurements). */
+export interface RequestRecord {
+  reqId: string;
+  origin: NodeId;
+  /** The policy's first choice. */
+  target: NodeId;
+  /** The node that finally ran it (undefined if it failed). */
+  servedBy: NodeId | undefined;
+  /** Network hops of the successful attempt (0 = served at the origin). */
+  hops: number;
+  /** Forward attempts that failed (timeout, error, suspicion) before the final one. */
+  fallbacks: number;
+  policy: string;
+  promptTokens: number;
+  /** The paper's "expected hit": the chosen target's estimated match at decision time. */
+  predictedHitTokens: number;
+  /** Tokens the processing node actually reused from its cache. */
+  actualHitTokens: number;
+  queueMs: number;
+  prefillMs: number;
+  decodeMs: number;
+  /** End-to-end time not spent queueing or computing at the server: forwarding + failed attempts. */
+  networkMs: number;
+  totalMs: number;
+  receivedAt: number;
+  finishedAt: number;
+}
+
+export type Liveness = "unknown" | "live" | "suspected" | "down";
+
+/** Read-only view of one peer, for /cluster, /metrics and tests. */
+export interface PeerView {
+  id: NodeId;
+  liveness: Liveness;
+  /** ms since we last heard anything from it (undefined: never). */
+  silentMs: number | undefined;
+  /** Which (epoch, version) of its tree our estimate holds. */
+  held: HeldVersion | undefined;
+  estimateTokens: number;
+  queueDepth: number;
+  /** Absolute time (our clock) until which we do not route to it; 0 = none. */
+  pushBackUntil: number;
+  /** Smoothed measured round-trip time of forwards (network part only), ms. */
+  rttMs: number | undefined;
+  /** What it last told us it holds of OUR tree. */
+  holdsOfUs: HeldVersion | undefined;
+}
+
+export interface NodeStats {
+  clientRequests: number;
+  servedLocal: number;
+  servedForPeers: number;
+  forwarded: number;
+  fallbacks: number;
+  /** Replies after a fallback (or duplicates): dropped, never answered twice. */
+  lateReplies: number;
+  duplicateForwards: number;
+  rejectedOverload: number;
+  engineFailures: number;
+  unknownSender: number;
+  /** Peer messages refused as malformed (e.g. an oversized request id). */
+  invalidMessages: number;
+  snapshotsSent: { full: number; delta: number; heartbeat: number };
+  snapshotsReceived: { applied: number; stale: number; duplicate: number; needFull: number; invalid: number };
+  evictedTokens: number;
+}
+
+/** Injected capabilities: the node has no clock or randomness of its own. */
+export interface NodeDeps {
+  /** Milliseconds, monotonic for this node (virtual time in the simulator). */
+  now(): number;
+  /** Uniform in [0, 1). */
+  random(): number;
+}

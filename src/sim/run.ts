@@ -1,0 +1,535 @@
+/**
+ * The discrete-event simulator: N unchanged `PrefixNode`s (src/core/node) on a simulated network,
+ * each with a simulated engine, driven by a workload in virtual time. One seeded PRNG feeds every
+ * random choice (network, node jitter and tie-breaks, engine faults), so the same config + workload
+ * gives the identical run.
+ *
+ * Snapshots travel as immutable objects (no bytes in the hot path); the bytes the codec would send
+ * are counted with `encodedSize`.
+ */
+
+import type { EngineResult } from "../core/engine.js";
+import { PrefixNode } from "../core/node/node.js";
+import type { Effect, NodeInput, PeerMessage } from "../core/node/types.js";
+import { Prng } from "../core/prng.js";
+import type { Workload } from "../workload/types.js";
+// The answer every correct run must give: the simulated engine's deterministic output.
+import { simOutput as expectedText } from "./cost.js";
+import { EventQueue, type SimEvent } from "./event-queue.js";
+import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invariants.js";
+import { messageBytes, messageKind } from "./message-size.js";
+import { SimNetwork } from "./network.js";
+import { resolveProfile } from "./profiles.js";
+import { SimEngine } from "./sim-engine.js";
+import type { MessageTotals, SimConfig, SimNodeSummary, SimProgress, SimRecord, SimResult } from "./types.js";
+
+export type { SimConfig, SimFaults, SimProgress, SimRecord, SimResult } from "./types.js";
+
+const MAX_CLIENT_TRIES = 4;
+
+type Ev = SimEvent &
+  (
+    | { k: "deliver"; to: number; inc: number; from: number; msg: PeerMessage }
+    | { k: "timer"; node: number; inc: number; timer: string; token: number }
+    | { k: "engine"; node: number; inc: number; jobId: string; fail: boolean }
+    | { k: "submit"; req: number }
+    | { k: "crash"; node: number }
+    | { k: "restart"; node: number }
+  );
+
+interface SimNodeState {
+  idx: number;
+  id: string;
+  node: PrefixNode | null;
+  inc: number;
+  epoch: number;
+  engine: SimEngine;
+  timers: Map<string, number>;
+  /** Client reqIds this node owes an answer to. */
+  outstanding: Set<string>;
+  /** Engine runs in progress: jobId → what to cache when it ends. */
+  runs: Map<string, { tokens: Uint32Array; cacheTokens: number; result: EngineResult }>;
+  summary: SimNodeSummary;
+}
+
+interface ClientReq {
+  tries: number;
+  startMs: number;
+  origin: number;
+  done: boolean;
+}
+
+export function runSimulation(config: SimConfig, workload: Workload, opts: SimProgress = {}): SimResult {
+  const wallStart = performance.now();
+  validate(config);
+  const profile = resolveProfile(config.profile);
+  const capacity = config.capacityTokens ?? profile.capacityTokens;
+  const N = config.nodes;
+  const faults = config.faults ?? {};
+  const rng = new Prng(config.seed);
+  const net = new SimNetwork(rng.fork(), config.commMs, config.jitterMs, faults);
+  const engineRng = rng.fork();
+  const ids = Array.from({ length: N }, (_, i) => `n${i}`);
+  const idxOf = new Map(ids.map((id, i) => [id, i]));
+  const queue = new EventQueue<Ev>();
+  let now = 0;
+  let events = 0;
+  let timerSeq = 0;
+  const delayBuf = [0, 0];
+  const check = config.checkInvariants === true;
+  const violations: string[] = [];
+  const estimateWatch = check ? new EstimateWatch(violations) : undefined;
+  const keepRecords = config.keepRecords !== false;
+
+  const nodes: SimNodeState[] = ids.map((id, idx) => ({
+    idx,
+    id,
+    node: null,
+    inc: 0,
+    epoch: -1,
+    engine: new SimEngine({ profile, capacityTokens: capacity }),
+    timers: new Map(),
+    outstanding: new Set(),
+    runs: new Map(),
+    summary: {
+      id,
+      entered: 0,
+      served: 0,
+      servedForPeers: 0,
+      forwarded: 0,
+      evictedTokens: 0,
+      treeTokens: 0,
+      crashes: 0,
+    },
+  }));
+  const nodeRngs = ids.map(() => rng.fork());
+
+  const boot = (s: SimNodeState): void => {
+    const r = nodeRngs[s.idx] as Prng;
+    const epoch = Math.max(Math.floor(now), s.epoch + 1);
+    s.epoch = epoch;
+    s.node = new PrefixNode(
+      {
+        ...config.node,
+        id: s.id,
+        peers: ids.filter((x) => x !== s.id),
+        policy: config.policy,
+        capacityTokens: capacity,
+        pollMs: config.pollMs,
+        cacheMode: "node-managed",
+      },
+      { now: () => now, random: () => r.next() },
+      { epoch },
+    );
+    s.engine.cache.clear();
+    apply(s, s.node.start());
+  };
+
+  // ---- messages
+  const messages: Record<string, MessageTotals> = {};
+  const countMessage = (msg: PeerMessage): void => {
+    const kind = messageKind(msg);
+    let t = messages[kind];
+    if (t === undefined) {
+      t = { count: 0, bytes: 0 };
+      messages[kind] = t;
+    }
+    t.count++;
+    t.bytes += messageBytes(msg);
+  };
+
+  // ---- the client side of the workload
+  const reqs = workload.requests;
+  const total = reqs.length;
+  const client: ClientReq[] = reqs.map(() => ({ tries: 0, startMs: -1, origin: -1, done: false }));
+  const records: SimRecord[] = [];
+  const latencies = new Float64Array(total);
+  let answered = 0;
+  let failed = 0;
+  let incorrect = 0;
+  let duplicateReplies = 0;
+  let retries = 0;
+  let finished = 0;
+  let sumPrompt = 0;
+  let sumPredicted = 0;
+  let sumActual = 0;
+  let forwardedServed = 0;
+  const servedCount = new Array<number>(N).fill(0);
+  let nextClosed = 0;
+  let lastFinishAt = 0;
+  const progressStep = Math.max(1, Math.floor(total / 200));
+  const closedLoop = workload.arrival === "closed-loop";
+  let lastRestartAt = 0;
+
+  const submit = (ri: number): void => {
+    const c = client[ri] as ClientReq;
+    const wr = reqs[ri]!;
+    const entry = (wr.entry ?? ri) % N;
+    let origin = -1;
+    for (let k = 0; k < N; k++) {
+      const cand = (entry + k) % N;
+      if (nodes[cand]?.node) {
+        origin = cand;
+        break;
+      }
+    }
+    if (c.startMs < 0) c.startMs = now;
+    if (origin < 0) {
+      if (lastRestartAt > now) {
+        // Whole cluster down for now: the client waits and tries again.
+        queue.push({ at: now + config.pollMs, k: "submit", req: ri });
+        return;
+      }
+      // Down for good: the request fails (an answer, not a hang).
+      finish(ri, failedRecord(ri, wr, entry, c.startMs, now));
+      return;
+    }
+    c.tries++;
+    c.origin = origin;
+    const s = nodes[origin] as SimNodeState;
+    s.summary.entered++;
+    const reqId = `r${ri}.${c.tries}`;
+    s.outstanding.add(reqId);
+    handle(s, {
+      type: "client-request",
+      reqId,
+      request: { id: reqId, tokens: wr.tokens, maxTokens: wr.maxTokens },
+    });
+  };
+
+  const finish = (ri: number, rec: SimRecord): void => {
+    const c = client[ri] as ClientReq;
+    c.done = true;
+    finished++;
+    lastFinishAt = now;
+    latencies[ri] = rec.latencyMs;
+    if (rec.ok) {
+      answered++;
+      sumPrompt += rec.promptTokens;
+      sumPredicted += rec.predictedHitTokens;
+      sumActual += rec.actualHitTokens;
+      if (rec.served >= 0) servedCount[rec.served] = (servedCount[rec.served] ?? 0) + 1;
+      if (rec.served !== rec.origin) forwardedServed++;
+      if (!rec.correct) incorrect++;
+    } else failed++;
+    if (keepRecords) records.push(rec);
+    if (opts.onProgress && (finished % progressStep === 0 || finished === total))
+      opts.onProgress(finished, total);
+    if (closedLoop && nextClosed < total) queue.push({ at: now, k: "submit", req: nextClosed++ });
+  };
+
+  const onReply = (s: SimNodeState, e: Extract<Effect, { type: "reply" }>): void => {
+    if (!s.outstanding.delete(e.reqId)) {
+      duplicateReplies++;
+      if (check) violations.push(`t=${now}: ${s.id} answered ${e.reqId} twice or unasked`);
+      return;
+    }
+    const ri = Number(e.reqId.slice(1, e.reqId.indexOf(".")));
+    const c = client[ri] as ClientReq;
+    const wr = reqs[ri]!;
+    if (!e.outcome.ok && c.tries < MAX_CLIENT_TRIES) {
+      retries++;
+      queue.push({ at: now + 1, k: "submit", req: ri });
+      return;
+    }
+    const r = e.record;
+    const ok = e.outcome.ok;
+    const correct = ok && e.outcome.result.text === expectedText(wr.tokens, wr.maxTokens);
+    if (check && ok && !correct) violations.push(`t=${now}: wrong output for request ${ri}`);
+    finish(ri, {
+      index: ri,
+      id: wr.id,
+      group: wr.group,
+      entry: (wr.entry ?? ri) % N,
+      origin: s.idx,
+      target: idxOf.get(r.target) ?? -1,
+      served: r.servedBy === undefined ? -1 : (idxOf.get(r.servedBy) ?? -1),
+      startMs: c.startMs,
+      endMs: now,
+      latencyMs: now - c.startMs,
+      promptTokens: r.promptTokens,
+      predictedHitTokens: r.predictedHitTokens,
+      actualHitTokens: r.actualHitTokens,
+      hops: r.hops,
+      fallbacks: r.fallbacks,
+      queueMs: r.queueMs,
+      prefillMs: r.prefillMs,
+      decodeMs: r.decodeMs,
+      networkMs: r.networkMs,
+      retries: c.tries - 1,
+      ok,
+      correct,
+    });
+  };
+
+  // ---- effects
+  function apply(s: SimNodeState, effects: Effect[]): void {
+    for (const e of effects) {
+      switch (e.type) {
+        case "send": {
+          countMessage(e.msg);
+          if (e.msg.type === "forward") s.summary.forwarded++;
+          const to = idxOf.get(e.to);
+          if (to === undefined) break;
+          const dest = nodes[to] as SimNodeState;
+          if (!dest.node) break; // host down: silently lost
+          const copies = net.delays(now, s.idx, to, delayBuf);
+          for (let c = 0; c < copies; c++) {
+            queue.push({
+              at: now + (delayBuf[c] as number),
+              k: "deliver",
+              to,
+              inc: dest.inc,
+              from: s.idx,
+              msg: e.msg,
+            });
+          }
+          break;
+        }
+        case "engine-run": {
+          for (const r of e.evicted) s.summary.evictedTokens += r.path.length - r.keep;
+          const { result, durationMs } = s.engine.execute(e.request, e.evicted);
+          s.runs.set(e.jobId, { tokens: e.request.tokens, cacheTokens: e.cacheTokens, result });
+          const fail = faults.engineFailProb !== undefined && engineRng.chance(faults.engineFailProb);
+          queue.push({ at: now + durationMs, k: "engine", node: s.idx, inc: s.inc, jobId: e.jobId, fail });
+          break;
+        }
+        case "set-timer": {
+          const token = ++timerSeq;
+          s.timers.set(e.timer, token);
+          queue.push({ at: now + e.delayMs, k: "timer", node: s.idx, inc: s.inc, timer: e.timer, token });
+          break;
+        }
+        case "cancel-timer":
+          s.timers.delete(e.timer);
+          break;
+        case "reply":
+          onReply(s, e);
+          break;
+      }
+    }
+  }
+
+  function handle(s: SimNodeState, input: NodeInput): void {
+    const n = s.node;
+    if (!n) return;
+    apply(s, n.handle(input));
+  }
+
+  // ---- schedule
+  for (const c of faults.crashes ?? []) {
+    lastRestartAt = Math.max(lastRestartAt, c.restartAtMs ?? 0);
+    queue.push({ at: c.atMs, k: "crash", node: c.node });
+    if (c.restartAtMs !== undefined) queue.push({ at: c.restartAtMs, k: "restart", node: c.node });
+  }
+  for (const s of nodes) boot(s);
+  if (closedLoop) {
+    if (total > 0) queue.push({ at: 0, k: "submit", req: nextClosed++ });
+  } else {
+    reqs.forEach((r, i) => {
+      queue.push({ at: r.arrivalMs ?? 0, k: "submit", req: i });
+    });
+  }
+
+  const maxT = config.maxVirtualMs ?? 1e10;
+  const settle = config.settleMs ?? 0;
+  // Settling (convergence checks) starts once the last fault is over, not just the last request.
+  let faultsEnd =
+    faults.linkFaultsUntilMs ??
+    (faults.lossProb || faults.dupProb || faults.reorderProb ? Number.POSITIVE_INFINITY : 0);
+  for (const p of faults.partitions ?? []) faultsEnd = Math.max(faultsEnd, p.endMs);
+  for (const c of faults.crashes ?? []) faultsEnd = Math.max(faultsEnd, c.restartAtMs ?? c.atMs);
+  let stopAt = Number.POSITIVE_INFINITY;
+  while (queue.size > 0) {
+    const ev = queue.pop() as Ev;
+    if (ev.at > maxT) break;
+    if (finished === total && stopAt === Number.POSITIVE_INFINITY) {
+      stopAt = Math.max(lastFinishAt, Number.isFinite(faultsEnd) ? faultsEnd : lastFinishAt) + settle;
+    }
+    if (ev.at > stopAt) break;
+    now = ev.at;
+    events++;
+    switch (ev.k) {
+      case "deliver": {
+        const dest = nodes[ev.to] as SimNodeState;
+        if (!dest.node || dest.inc !== ev.inc) break;
+        const from = ids[ev.from] as string;
+        if (estimateWatch && ev.msg.type === "snapshot") {
+          const before = dest.node.heldOf(from);
+          handle(dest, { type: "peer-message", from, msg: ev.msg });
+          estimateWatch.check(now, dest.id, from, before, dest.node?.heldOf(from));
+        } else handle(dest, { type: "peer-message", from, msg: ev.msg });
+        break;
+      }
+      case "timer": {
+        const s = nodes[ev.node] as SimNodeState;
+        if (!s.node || s.inc !== ev.inc || s.timers.get(ev.timer) !== ev.token) break;
+        s.timers.delete(ev.timer);
+        handle(s, { type: "timer", timer: ev.timer });
+        break;
+      }
+      case "engine": {
+        const s = nodes[ev.node] as SimNodeState;
+        if (!s.node || s.inc !== ev.inc) break;
+        const run = s.runs.get(ev.jobId);
+        if (!run) break;
+        s.runs.delete(ev.jobId);
+        if (ev.fail) {
+          handle(s, { type: "engine-failed", jobId: ev.jobId, error: "injected engine failure" });
+          break;
+        }
+        s.engine.complete(run.tokens, run.cacheTokens);
+        s.summary.served++;
+        handle(s, { type: "engine-done", jobId: ev.jobId, result: run.result });
+        if (check && s.node) checkTreeMirrorsEngine(now, s.id, s.node, s.engine, violations);
+        break;
+      }
+      case "submit":
+        if (!(client[ev.req] as ClientReq).done) submit(ev.req);
+        break;
+      case "crash": {
+        const s = nodes[ev.node] as SimNodeState;
+        if (!s.node) break;
+        s.summary.servedForPeers += s.node.stats().servedForPeers;
+        s.node = null;
+        s.inc++;
+        s.timers.clear();
+        s.runs.clear();
+        s.engine.cache.clear();
+        s.summary.crashes++;
+        // The clients connected to it see their connections drop and re-submit elsewhere.
+        for (const reqId of s.outstanding) {
+          const ri = Number(reqId.slice(1, reqId.indexOf(".")));
+          retries++;
+          queue.push({ at: now, k: "submit", req: ri });
+        }
+        s.outstanding.clear();
+        break;
+      }
+      case "restart": {
+        const s = nodes[ev.node] as SimNodeState;
+        if (s.node) break;
+        s.inc++;
+        boot(s);
+        break;
+      }
+    }
+  }
+
+  if (check)
+    checkConvergence(nodes, violations, finished === total && settle > 0 && Number.isFinite(faultsEnd));
+
+  // ---- totals
+  const lat = latencies.subarray(0, total).filter((_, i) => (client[i] as ClientReq).done);
+  lat.sort();
+  let sumLat = 0;
+  for (const v of lat) sumLat += v;
+  let hot = 0;
+  for (let i = 1; i < N; i++) if ((servedCount[i] ?? 0) > (servedCount[hot] ?? 0)) hot = i;
+  let msgCount = 0;
+  let msgBytes = 0;
+  for (const t of Object.values(messages)) {
+    msgCount += t.count;
+    msgBytes += t.bytes;
+  }
+  let lateReplies = 0;
+  let fallbacks = 0;
+  let evicted = 0;
+  for (const s of nodes) {
+    if (s.node) {
+      const st = s.node.stats();
+      lateReplies += st.lateReplies;
+      fallbacks += st.fallbacks;
+      s.summary.servedForPeers += st.servedForPeers;
+      s.summary.treeTokens = s.node.treeSize();
+    }
+    evicted += s.summary.evictedTokens;
+  }
+  const pct = (p: number): number =>
+    lat.length === 0 ? 0 : (lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] as number);
+  return {
+    config,
+    profile,
+    capacityTokens: capacity,
+    workload: { name: workload.name, synthetic: workload.synthetic, requests: total },
+    records,
+    totals: {
+      requests: total,
+      answered,
+      failed,
+      incorrect,
+      duplicateReplies,
+      meanLatencyMs: lat.length === 0 ? 0 : sumLat / lat.length,
+      p50LatencyMs: pct(0.5),
+      p99LatencyMs: pct(0.99),
+      expectedHitRate: sumPrompt === 0 ? 0 : sumPredicted / sumPrompt,
+      actualHitRate: sumPrompt === 0 ? 0 : sumActual / sumPrompt,
+      hotspotShare: answered === 0 ? 0 : (servedCount[hot] ?? 0) / answered,
+      hotspotNode: hot,
+      forwardedShare: answered === 0 ? 0 : forwardedServed / answered,
+      messages,
+      messagesTotal: msgCount,
+      bytesTotal: msgBytes,
+      lateReplies,
+      fallbacks,
+      evictedTokens: evicted,
+      retries,
+    },
+    perNode: nodes.map((s) => s.summary),
+    virtualMs: now,
+    wallMs: performance.now() - wallStart,
+    events,
+    invariantViolations: violations,
+  };
+}
+
+function validate(c: SimConfig): void {
+  const bad = (m: string): never => {
+    throw new RangeError(`invalid simulation config: ${m}`);
+  };
+  if (!Number.isInteger(c.nodes) || c.nodes < 1 || c.nodes > 1024)
+    bad(`nodes must be 1-1024, got ${c.nodes}`);
+  if (!(c.commMs >= 0)) bad(`commMs must be ≥ 0, got ${c.commMs}`);
+  if (!(c.jitterMs >= 0)) bad(`jitterMs must be ≥ 0, got ${c.jitterMs}`);
+  if (!(c.pollMs > 0)) bad(`pollMs must be > 0, got ${c.pollMs}`);
+  if (c.capacityTokens !== undefined && !(c.capacityTokens > 0)) bad(`capacityTokens must be > 0`);
+  if (!Number.isFinite(c.seed)) bad(`seed must be a number`);
+  for (const cr of c.faults?.crashes ?? []) {
+    if (!Number.isInteger(cr.node) || cr.node < 0 || cr.node >= c.nodes)
+      bad(`crash node ${cr.node} out of range`);
+    if (cr.restartAtMs !== undefined && !(cr.restartAtMs > cr.atMs)) bad(`restartAtMs must follow atMs`);
+  }
+}
+
+function failedRecord(
+  index: number,
+  wr: Workload["requests"][number],
+  entry: number,
+  startMs: number,
+  now: number,
+): SimRecord {
+  return {
+    index,
+    id: wr.id,
+    group: wr.group,
+    entry,
+    origin: -1,
+    target: -1,
+    served: -1,
+    startMs,
+    endMs: now,
+    latencyMs: now - startMs,
+    promptTokens: wr.tokens.length,
+    predictedHitTokens: 0,
+    actualHitTokens: 0,
+    hops: 0,
+    fallbacks: 0,
+    queueMs: 0,
+    prefillMs: 0,
+    decodeMs: 0,
+    networkMs: 0,
+    retries: 0,
+    ok: false,
+    correct: false,
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * The simulated engine: an SGLang-like, node-managed KV cache (KvCache) plus a cost model
+ * (profiles.ts). Two faces:
+ *  - `execute` — synchronous, for the discrete-event simulator's hot path (returns the modelled
+ *    duration instead of waiting);
+ *  - the Engine port (`run` etc.) — for the real daemon's `--engine sim`, which waits the modelled
+ *    time through an injected `sleep` so multi-process tests are fast and deterministic.
+ * Output is a deterministic function of the prompt (cost.ts), so answers are checkable.
+ */
+import type {
+  ChatMessage,
+  Engine,
+  EngineChunk,
+  EngineInfo,
+  EngineRequest,
+  EngineResult,
+  EvictedRun,
+  Tokens,
+} from "../core/engine.js";
+import { engineCost, simOutput } from "./cost.js";
+import { KvCache } from "./kv-cache.js";
+import type { CostProfile } from "./profiles.js";
+
+export interface SimEngineOptions {
+  profile: CostProfile;
+  /** KV capacity in tokens; default the profile's. */
+  capacityTokens?: number;
+  /** Waits `ms` (the Engine port's `run`); default a real timer. Tests inject a fake clock. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Multiplies modelled times in `run` (e.g. 0.01 to make a daemon test 100× faster). */
+  timeScale?: number;
+  maxContextTokens?: number;
+}
+
+function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason ?? new Error("aborted"));
+      return;
+    }
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(signal?.reason ?? new Error("aborted"));
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Deterministic toy tokenizer for `--engine sim`: one id per whitespace-separated word (FNV-1a). */
+function wordIds(text: string): Tokens {
+  const words = text.split(/\s+/).filter((w) => w.length > 0);
+  const out = new Uint32Array(words.length);
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i] as string;
+    let h = 0x811c9dc5;
+    for (let k = 0; k < w.length; k++) {
+      h ^= w.charCodeAt(k);
+      h = Math.imul(h, 0x01000193);
+    }
+    out[i] = (h >>> 0) % 100_000;
+  }
+  return out;
+}
+
+export class SimEngine implements Engine {
+  readonly info: EngineInfo;
+  readonly cache = new KvCache();
+  private readonly sleep: NonNullable<SimEngineOptions["sleep"]>;
+  private readonly timeScale: number;
+
+  constructor(private readonly opts: SimEngineOptions) {
+    const capacity = opts.capacityTokens ?? opts.profile.capacityTokens;
+    this.info = {
+      kind: "sim",
+      model: `sim:${opts.profile.name}`,
+      capacityTokens: capacity,
+      cacheMode: "node-managed",
+      maxContextTokens: opts.maxContextTokens ?? 32_768,
+    };
+    this.sleep = opts.sleep ?? defaultSleep;
+    this.timeScale = opts.timeScale ?? 1;
+  }
+
+  /**
+   * Starts one run, synchronously: frees `evicted`, computes the cost from the real cache hit.
+   * Returns the result and the modelled duration; call `complete` when the run ends to cache it.
+   */
+  execute(req: EngineRequest, evicted: readonly EvictedRun[]): { result: EngineResult; durationMs: number } {
+    for (const r of evicted) this.cache.remove(r);
+    const cached = this.cache.match(req.tokens);
+    const cost = engineCost(this.opts.profile, req.tokens.length, cached, req.maxTokens);
+    const result: EngineResult = {
+      text: simOutput(req.tokens, req.maxTokens),
+      completionTokens: Math.max(0, req.maxTokens),
+      promptTokens: req.tokens.length,
+      cachedTokens: cached,
+      prefillMs: cost.prefillMs,
+      decodeMs: cost.decodeMs,
+      finishReason: "length",
+    };
+    return { result, durationMs: cost.prefillMs + cost.decodeMs };
+  }
+
+  /** The run ended: keep its first `cacheTokens` prompt tokens cached. */
+  complete(tokens: Tokens, cacheTokens: number): void {
+    const n = Math.min(cacheTokens, tokens.length);
+    if (n > 0) this.cache.insert(tokens.subarray(0, n));
+  }
+
+  // ---- the Engine port (daemon `--engine sim`) ----
+
+  async tokenize(text: string): Promise<Tokens> {
+    return wordIds(text);
+  }
+
+  async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
+    return `${messages.map((m) => `<|${m.role}|>\n${m.content}`).join("\n")}\n<|assistant|>\n`;
+  }
+
+  async run(
+    req: EngineRequest,
+    onChunk?: (c: EngineChunk) => void,
+    signal?: AbortSignal,
+  ): Promise<EngineResult> {
+    // Caches the whole prompt when it fits, as the node's tree will (the node evicted first).
+    const fits =
+      this.cache.size + req.tokens.length - this.cache.match(req.tokens) <= this.info.capacityTokens;
+    const { result, durationMs } = this.execute(req, []);
+    await this.sleep(durationMs * this.timeScale, signal);
+    if (fits) this.complete(req.tokens, req.tokens.length);
+    if (result.text.length > 0) onChunk?.({ text: result.text });
+    return result;
+  }
+
+  evict(runs: EvictedRun[]): void {
+    for (const r of runs) this.cache.remove(r);
+  }
+
+  async health(): Promise<{ ok: boolean; detail?: string }> {
+    return { ok: true, detail: `sim engine, profile ${this.opts.profile.name}` };
+  }
+
+  async close(): Promise<void> {}
+}

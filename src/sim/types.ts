@@ -1,0 +1,154 @@
+/**
+ * The simulator's public shapes: what `runSimulation` (run.ts) takes and returns. The experiments
+ * (src/experiments) and `prefixmesh sim` code against these; fields are only ever added.
+ */
+import type { NodeConfigInput } from "../core/node/config.js";
+import type { PolicyName } from "../core/node/policies/index.js";
+import type { CostProfile, ProfileName } from "./profiles.js";
+
+/** Faults injected into a run. Times are virtual ms from the start. */
+export interface SimFaults {
+  /** Probability each message is lost. */
+  lossProb?: number;
+  /** Probability each message is delivered twice (independent delays). */
+  dupProb?: number;
+  /** Probability a message gets an extra random delay in [0, reorderMaxMs) (so it overtakes/gets overtaken). */
+  reorderProb?: number;
+  reorderMaxMs?: number;
+  /** Link faults (loss, duplication, reordering) stop at this time; default: never. */
+  linkFaultsUntilMs?: number;
+  /** While active, nodes in different groups cannot exchange messages (nodes not listed: own group). */
+  partitions?: { startMs: number; endMs: number; groups: number[][] }[];
+  /** Crash node `node` at `atMs` (cache, queue and pending requests lost); restart at `restartAtMs`. */
+  crashes?: { node: number; atMs: number; restartAtMs?: number }[];
+  /** Probability an engine run fails (the node reports engine-failed). */
+  engineFailProb?: number;
+}
+
+export interface SimConfig {
+  /** Number of nodes (node ids "n0" … "n{N-1}"). */
+  nodes: number;
+  policy: PolicyName;
+  /** Δcomm: fixed one-way delay per message, ms. */
+  commMs: number;
+  /** Uniform jitter added to Δcomm, in [-jitterMs, +jitterMs] (delay never below 0). */
+  jitterMs: number;
+  /** Δpoll: anti-entropy period, ms. */
+  pollMs: number;
+  /** Cost profile name or an explicit profile. */
+  profile: ProfileName | CostProfile;
+  /** KV capacity per node in tokens; default: the profile's. */
+  capacityTokens?: number;
+  seed: number;
+  faults?: SimFaults;
+  /** Extra node settings (forward timeout, push-back, concurrency, k…). */
+  node?: Partial<Omit<NodeConfigInput, "id" | "peers" | "policy" | "capacityTokens" | "pollMs">>;
+  /** Check invariants after every engine step and at the end (slower; tests). */
+  checkInvariants?: boolean;
+  /** After the last request, keep simulating this long (anti-entropy settles; convergence checks). */
+  settleMs?: number;
+  /** Safety stop in virtual ms; default 10^10. */
+  maxVirtualMs?: number;
+  /** Keep per-request records in the result (default true; off saves memory in huge runs). */
+  keepRecords?: boolean;
+}
+
+export interface SimRecord {
+  /** Index in the workload. */
+  index: number;
+  id: string;
+  group: string;
+  /** Node index the schedule assigned. */
+  entry: number;
+  /** Node index that actually took the request (differs only if the entry node was down). */
+  origin: number;
+  /** The policy's first choice (node index). */
+  target: number;
+  /** Node index that served it; -1 if it failed. */
+  served: number;
+  startMs: number;
+  endMs: number;
+  latencyMs: number;
+  promptTokens: number;
+  predictedHitTokens: number;
+  actualHitTokens: number;
+  hops: number;
+  fallbacks: number;
+  queueMs: number;
+  prefillMs: number;
+  decodeMs: number;
+  networkMs: number;
+  /** Client re-submissions because its origin crashed. */
+  retries: number;
+  ok: boolean;
+  /** The output equals the deterministic expected output. */
+  correct: boolean;
+}
+
+export interface MessageTotals {
+  count: number;
+  /** Bytes the codec would send (snapshots: `encodedSize`; others: documented estimate). */
+  bytes: number;
+}
+
+export interface SimTotals {
+  requests: number;
+  answered: number;
+  failed: number;
+  incorrect: number;
+  /** Client requests answered more than once (must be 0). */
+  duplicateReplies: number;
+  meanLatencyMs: number;
+  p50LatencyMs: number;
+  p99LatencyMs: number;
+  /** Σ predicted hit tokens / Σ prompt tokens (the paper's "expected hit"). */
+  expectedHitRate: number;
+  /** Σ actual hit tokens / Σ prompt tokens. */
+  actualHitRate: number;
+  /** Share of requests served by the busiest node. */
+  hotspotShare: number;
+  hotspotNode: number;
+  /** Share of requests served by a node other than their origin. */
+  forwardedShare: number;
+  /** By kind: snapshot-full, snapshot-delta, heartbeat, forward, result, error, goodbye. */
+  messages: Record<string, MessageTotals>;
+  messagesTotal: number;
+  bytesTotal: number;
+  lateReplies: number;
+  fallbacks: number;
+  evictedTokens: number;
+  retries: number;
+}
+
+export interface SimNodeSummary {
+  id: string;
+  /** Requests the schedule sent to it. */
+  entered: number;
+  /** Requests it ran on its engine (for any origin). */
+  served: number;
+  servedForPeers: number;
+  forwarded: number;
+  evictedTokens: number;
+  treeTokens: number;
+  crashes: number;
+}
+
+export interface SimResult {
+  config: SimConfig;
+  profile: CostProfile;
+  capacityTokens: number;
+  workload: { name: string; synthetic: boolean; requests: number };
+  records: SimRecord[];
+  totals: SimTotals;
+  perNode: SimNodeSummary[];
+  /** Virtual time at the end, ms. */
+  virtualMs: number;
+  wallMs: number;
+  events: number;
+  /** Empty unless `checkInvariants` found a problem (tests assert it stays empty). */
+  invariantViolations: string[];
+}
+
+export interface SimProgress {
+  onProgress?(done: number, total: number): void;
+}

@@ -1,0 +1,201 @@
+/**
+ * A hand-driven harness for PrefixNode tests: a shared manual clock, the real simulated engine
+ * (src/sim, node-managed cache), messages held in a mailbox until the test delivers them, timers
+ * fired only when the test advances time. Nothing happens unless the test says so.
+ */
+import type { EngineResult } from "../../src/core/engine.js";
+import type { NodeConfigInput } from "../../src/core/node/config.js";
+import { PrefixNode } from "../../src/core/node/node.js";
+import type {
+  Effect,
+  NodeInput,
+  PeerMessage,
+  ReplyOutcome,
+  RequestRecord,
+} from "../../src/core/node/types.js";
+import { Prng } from "../../src/core/prng.js";
+import { PAPER_H100_QWEN05B } from "../../src/sim/profiles.js";
+import { SimEngine } from "../../src/sim/sim-engine.js";
+
+export interface Mail {
+  from: string;
+  to: string;
+  msg: PeerMessage;
+}
+
+interface Member {
+  node: PrefixNode;
+  engine: SimEngine;
+  timers: Map<string, number>;
+  runs: Map<string, { tokens: Uint32Array; cacheTokens: number; result: EngineResult; at: number }>;
+  up: boolean;
+}
+
+export class Harness {
+  now = 0;
+  readonly members = new Map<string, Member>();
+  mailbox: Mail[] = [];
+  readonly replies: { node: string; reqId: string; outcome: ReplyOutcome; record: RequestRecord }[] = [];
+  private readonly rng = new Prng(7);
+
+  constructor(
+    ids: string[],
+    overrides: Partial<NodeConfigInput> = {},
+    readonly capacity = 10_000,
+  ) {
+    for (const id of ids) {
+      const node = new PrefixNode(
+        {
+          pollMs: 100,
+          pollJitter: 0,
+          forwardTimeoutMs: 1_000,
+          ...overrides,
+          id,
+          peers: ids.filter((x) => x !== id),
+          capacityTokens: capacity,
+        },
+        { now: () => this.now, random: () => this.rng.next() },
+      );
+      const engine = new SimEngine({ profile: PAPER_H100_QWEN05B, capacityTokens: capacity });
+      const m: Member = { node, engine, timers: new Map(), runs: new Map(), up: true };
+      this.members.set(id, m);
+      this.apply(id, node.start());
+    }
+  }
+
+  node(id: string): PrefixNode {
+    return this.m(id).node;
+  }
+
+  private m(id: string): Member {
+    const m = this.members.get(id);
+    if (!m) throw new Error(`no node ${id}`);
+    return m;
+  }
+
+  input(id: string, input: NodeInput): Effect[] {
+    const m = this.m(id);
+    if (!m.up) return [];
+    const effects = m.node.handle(input);
+    this.apply(id, effects);
+    return effects;
+  }
+
+  client(id: string, reqId: string, tokens: Uint32Array, maxTokens = 1): Effect[] {
+    return this.input(id, { type: "client-request", reqId, request: { id: reqId, tokens, maxTokens } });
+  }
+
+  private apply(id: string, effects: Effect[]): void {
+    const m = this.m(id);
+    for (const e of effects) {
+      switch (e.type) {
+        case "send":
+          this.mailbox.push({ from: id, to: e.to, msg: e.msg });
+          break;
+        case "engine-run": {
+          const { result, durationMs } = m.engine.execute(e.request, e.evicted);
+          m.runs.set(e.jobId, {
+            tokens: e.request.tokens,
+            cacheTokens: e.cacheTokens,
+            result,
+            at: this.now + durationMs,
+          });
+          break;
+        }
+        case "set-timer":
+          m.timers.set(e.timer, this.now + e.delayMs);
+          break;
+        case "cancel-timer":
+          m.timers.delete(e.timer);
+          break;
+        case "reply":
+          this.replies.push({ node: id, reqId: e.reqId, outcome: e.outcome, record: e.record });
+          break;
+      }
+    }
+  }
+
+  /** Delivers queued mail (matching `filter`) until none is left; mail to a down node is lost. */
+  deliver(filter: (m: Mail) => boolean = () => true): number {
+    let n = 0;
+    for (;;) {
+      const i = this.mailbox.findIndex(filter);
+      if (i < 0) return n;
+      const [mail] = this.mailbox.splice(i, 1) as [Mail];
+      n++;
+      if (this.members.get(mail.to)?.up)
+        this.input(mail.to, { type: "peer-message", from: mail.from, msg: mail.msg });
+    }
+  }
+
+  /** Drops queued mail matching `filter`. */
+  drop(filter: (m: Mail) => boolean): number {
+    const before = this.mailbox.length;
+    this.mailbox = this.mailbox.filter((m) => !filter(m));
+    return before - this.mailbox.length;
+  }
+
+  /** Completes every engine run of `id` (or all nodes), advancing no clock. */
+  finishRuns(id?: string): void {
+    for (const [mid, m] of this.members) {
+      if (id !== undefined && mid !== id) continue;
+      for (const [jobId, run] of [...m.runs]) {
+        m.runs.delete(jobId);
+        m.engine.complete(run.tokens, run.cacheTokens);
+        this.input(mid, { type: "engine-done", jobId, result: run.result });
+      }
+    }
+  }
+
+  /** Moves the clock forward by `ms`, firing due timers in time order (mail is not delivered). */
+  advance(ms: number): void {
+    const end = this.now + ms;
+    for (;;) {
+      let best: { id: string; timer: string; at: number } | undefined;
+      for (const [id, m] of this.members) {
+        if (!m.up) continue;
+        for (const [timer, at] of m.timers)
+          if (at <= end && (!best || at < best.at)) best = { id, timer, at };
+      }
+      if (!best) break;
+      this.now = Math.max(this.now, best.at);
+      this.m(best.id).timers.delete(best.timer);
+      this.input(best.id, { type: "timer", timer: best.timer });
+    }
+    this.now = end;
+  }
+
+  /** One anti-entropy round for everyone, delivered (snapshots and acks). */
+  gossip(rounds = 2): void {
+    for (let r = 0; r < rounds; r++) {
+      this.advance(100);
+      this.deliver((m) => m.msg.type === "snapshot");
+    }
+  }
+
+  crash(id: string): void {
+    const m = this.m(id);
+    m.up = false;
+    m.timers.clear();
+    m.runs.clear();
+    m.engine.cache.clear();
+  }
+
+  restart(id: string): void {
+    const m = this.m(id);
+    m.up = true;
+    this.apply(id, m.node.restart(this.now));
+  }
+
+  repliesFor(reqId: string): Harness["replies"] {
+    return this.replies.filter((r) => r.reqId === reqId);
+  }
+}
+
+/** A prompt: `shared` tokens of topic `topic`, then `unique` tokens specific to `q`. */
+export function prompt(topic: number, q: number, shared = 64, unique = 16): Uint32Array {
+  const t = new Uint32Array(shared + unique);
+  for (let i = 0; i < shared; i++) t[i] = 1000 + topic * 997 + i;
+  for (let i = 0; i < unique; i++) t[shared + i] = 500_000 + q * 131 + i;
+  return t;
+}

@@ -1,0 +1,119 @@
+/** `prefixmesh sim`: flag validation and the printed summary (in-process, synthetic workload). */
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { CliError } from "../../src/cli/errors.js";
+import { parseSimOptions, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
+
+const defaults: SimOptions = {
+  nodes: "4",
+  policy: "affinity",
+  commMs: "2",
+  jitterMs: "0.5",
+  pollMs: "500",
+  workload: "synthetic",
+  seed: "1",
+  profile: "paper-h100-qwen0.5b",
+};
+
+function sink(): { stream: Writable; text: () => string } {
+  let buf = "";
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      buf += String(chunk);
+      cb();
+    },
+  });
+  return { stream, text: () => buf };
+}
+
+describe("prefixmesh sim", () => {
+  it("rejects bad flags with a clear CliError (exit code 2)", () => {
+    const bad: [Partial<SimOptions>, RegExp][] = [
+      [{ nodes: "0" }, /--nodes must be ≥ 1/],
+      [{ nodes: "two" }, /--nodes must be a number/],
+      [{ policy: "fastest" }, /--policy must be one of/],
+      [{ commMs: "-1" }, /--comm-ms/],
+      [{ pollMs: "0" }, /--poll-ms/],
+      [{ workload: "imagenet" }, /--workload must be one of/],
+      [{ seed: "1.5" }, /--seed must be a whole number/],
+      [{ profile: "gpu9000" }, /--profile must be one of/],
+      [{ requests: "0" }, /--requests/],
+    ];
+    for (const [o, re] of bad) {
+      let caught: unknown;
+      try {
+        parseSimOptions({ ...defaults, ...o });
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught, JSON.stringify(o)).toBeInstanceOf(CliError);
+      expect((caught as CliError).exitCode).toBe(2);
+      expect((caught as CliError).message).toMatch(re);
+    }
+  });
+
+  it("says where MMLU is missing instead of crashing", async () => {
+    const out = sink();
+    await expect(
+      runSimCommand(
+        { ...defaults, workload: "mmlu", mmluDir: "/nonexistent/mmlu" },
+        { out: out.stream, err: process.stderr },
+      ),
+    ).rejects.toThrow(/MMLU data not found at '\/nonexistent\/mmlu'/);
+  });
+
+  it("prints latency, hit rates, hotspot share and gossip cost; writes --json", async () => {
+    const out = sink();
+    const json = join(mkdtempSync(join(tmpdir(), "pm-sim-")), "r.json");
+    const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
+    const r = await runSimCommand({ ...defaults, requests: "400", json }, { out: out.stream, err });
+    const text = out.text();
+    expect(text).toMatch(/latency\s+mean \d+\.\d{3} s\s+p50 \d+\.\d{3} s\s+p99 \d+\.\d{3} s/);
+    expect(text).toMatch(/hit rate\s+expected \d+\.\d% {3}actual \d+\.\d%/);
+    expect(text).toMatch(/hotspot\s+\d+\.\d% of requests on n\d/);
+    expect(text).toMatch(/messages\s+\d+ \(/);
+    expect(text).toContain("SYNTHETIC");
+    expect(r.totals.answered).toBe(400);
+    const saved = JSON.parse(readFileSync(json, "utf8"));
+    expect(saved.records).toHaveLength(400);
+    expect(saved.totals.answered).toBe(400);
+  });
+});
+
+describe("prefixmesh sim — fault flags", () => {
+  it("parses crashes and link faults, rejecting bad ones", () => {
+    const { config } = parseSimOptions({
+      ...defaults,
+      loss: "0.1",
+      dup: "0.01",
+      crash: ["1@6000:9000", "n2@100"],
+    });
+    expect(config.faults).toEqual({
+      lossProb: 0.1,
+      dupProb: 0.01,
+      crashes: [
+        { node: 1, atMs: 6000, restartAtMs: 9000 },
+        { node: 2, atMs: 100 },
+      ],
+    });
+    expect(() => parseSimOptions({ ...defaults, crash: ["9@1"] })).toThrow(/does not exist/);
+    expect(() => parseSimOptions({ ...defaults, crash: ["1@9:5"] })).toThrow(/after the crash/);
+    expect(() => parseSimOptions({ ...defaults, crash: ["soon"] })).toThrow(/NODE@MS/);
+    expect(() => parseSimOptions({ ...defaults, loss: "2" })).toThrow(/--loss/);
+  });
+
+  it("still answers everything when a node crashes mid-run", async () => {
+    const out = sink();
+    const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
+    const r = await runSimCommand(
+      { ...defaults, requests: "300", crash: ["1@20000:40000"], loss: "0.05", forwardTimeoutMs: "2000" },
+      { out: out.stream, err },
+    );
+    expect(r.totals.answered).toBe(300);
+    expect(r.totals.incorrect).toBe(0);
+    expect(r.perNode[1]?.crashes).toBe(1);
+  });
+});
