@@ -1,0 +1,128 @@
+/**
+ * Router overhead: the same request sent (1) straight to an engine endpoint, (2) through a node that
+ * serves it locally, (3) through a node that forwards it to the peer holding its prefix (mTLS peer
+ * hop, no injected delay). Every process is separate; the engine is the simulated one at zero cost,
+ * so the differences are the router's own cost. Run: npm run build && node dist/bench/router.js
+ */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { Pool } from "undici";
+import { startCluster } from "../server/cluster/launcher.js";
+
+const N = Number(process.env.ROUTER_BENCH_N ?? 2000);
+const WARMUP = 200;
+const prompt = Array.from({ length: 540 }, (_, i) => `tok${i}`).join(" ");
+
+async function measure(url: string, model: string, expectServedBy?: string): Promise<number[]> {
+  const pool = new Pool(url, { connections: 1 });
+  const body = JSON.stringify({ model, prompt, max_tokens: 1 });
+  const lat: number[] = [];
+  try {
+    for (let i = 0; i < WARMUP + N; i++) {
+      const t0 = performance.now();
+      const res = await pool.request({
+        method: "POST",
+        path: "/v1/completions",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      const json = (await res.body.json()) as { prefixmesh?: { served_by?: string } };
+      const dt = performance.now() - t0;
+      if (res.statusCode !== 200) throw new Error(`${url}: HTTP ${res.statusCode}`);
+      if (expectServedBy && json.prefixmesh?.served_by !== expectServedBy) {
+        throw new Error(`expected served_by ${expectServedBy}, got ${json.prefixmesh?.served_by}`);
+      }
+      if (i >= WARMUP) lat.push(dt);
+    }
+  } finally {
+    await pool.close();
+  }
+  return lat.sort((a, b) => a - b);
+}
+
+const q = (s: number[], p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] as number;
+
+async function main() {
+  const engineProc = spawn(
+    process.execPath,
+    [fileURLToPath(new URL("./engine-server.js", import.meta.url))],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  const engineUrl = await new Promise<string>((resolve) =>
+    engineProc.stdout?.once("data", (d: Buffer) => resolve(d.toString().trim())),
+  );
+  const cluster = await startCluster({
+    nodes: 2,
+    host: "127.0.0.1",
+    engine: "sim",
+    model: "generated",
+    simTimeScale: 0,
+    logLevel: "warn",
+  });
+  try {
+    const [a, b] = cluster.nodes as [(typeof cluster.nodes)[0], (typeof cluster.nodes)[0]];
+    const model = ((await (await fetch(`${a.apiUrl}/v1/models`)).json()) as { data: { id: string }[] })
+      .data[0]?.id as string;
+    const direct = await measure(engineUrl, model);
+    // Local path: A holds the prompt after its first run; affinity keeps it at A (ties go to self).
+    const local = await measure(a.apiUrl, model, "A");
+    // Forward path: B gets a prompt A has never seen, A learns B's tree by anti-entropy, then forwards.
+    const fprompt = Array.from({ length: 540 }, (_, i) => `fwd${i}`).join(" ");
+    await fetch(`${b.apiUrl}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, prompt: fprompt, max_tokens: 1 }),
+    });
+    await new Promise((r) => setTimeout(r, 2000));
+    const fwd = await measureForward(a.apiUrl, model, fprompt);
+    const rows = [
+      ["engine direct", direct],
+      ["node, served locally", local],
+      ["node, forwarded to peer", fwd],
+    ] as const;
+    console.log(`router overhead, ${N} sequential requests each (540-token prompt, 1 output token), ms`);
+    console.log("path                      p50     p99     mean");
+    for (const [name, s] of rows) {
+      const mean = s.reduce((x, y) => x + y, 0) / s.length;
+      console.log(`${name.padEnd(24)} ${q(s, 0.5).toFixed(3)}  ${q(s, 0.99).toFixed(3)}  ${mean.toFixed(3)}`);
+    }
+    console.log(
+      `added by the entry node (local − direct): p50 ${(q(local, 0.5) - q(direct, 0.5)).toFixed(3)}  p99 ${(q(local, 0.99) - q(direct, 0.99)).toFixed(3)}`,
+    );
+    console.log(
+      `added by the peer hop (forwarded − local): p50 ${(q(fwd, 0.5) - q(local, 0.5)).toFixed(3)}  p99 ${(q(fwd, 0.99) - q(local, 0.99)).toFixed(3)}`,
+    );
+  } finally {
+    await cluster.stop();
+    engineProc.kill("SIGTERM");
+  }
+}
+
+async function measureForward(url: string, model: string, p: string): Promise<number[]> {
+  const pool = new Pool(url, { connections: 1 });
+  const body = JSON.stringify({ model, prompt: p, max_tokens: 1 });
+  const lat: number[] = [];
+  try {
+    for (let i = 0; i < WARMUP + N; i++) {
+      const t0 = performance.now();
+      const res = await pool.request({
+        method: "POST",
+        path: "/v1/completions",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      const json = (await res.body.json()) as { prefixmesh?: { served_by?: string } };
+      const dt = performance.now() - t0;
+      if (json.prefixmesh?.served_by !== "B")
+        throw new Error(`request ${i} served by ${json.prefixmesh?.served_by}, not B`);
+      if (i >= WARMUP) lat.push(dt);
+    }
+  } finally {
+    await pool.close();
+  }
+  return lat.sort((x, y) => x - y);
+}
+
+await main();

@@ -1,0 +1,206 @@
+/**
+ * `prefixmesh bench`: replays a workload through running nodes' HTTP API and prints latency, cached
+ * share, hotspot share and per-node counts; `--compare-policies` reruns it under `local` and
+ * `affinity` on the same cluster (switched through each node's loopback-only admin endpoint).
+ */
+import { writeFileSync } from "node:fs";
+import type { Command } from "commander";
+import type { Workload } from "../workload/types.js";
+import { CliError, parseNumber } from "./errors.js";
+
+interface BenchFlags {
+  url: string;
+  workload: string;
+  mmluDir?: string;
+  requests: string;
+  concurrency: string;
+  entry: string;
+  seed: string;
+  comparePolicies?: boolean;
+  json?: string;
+}
+
+const WORKLOADS = ["mmlu", "mmlu-skewed", "synthetic", "synthetic-skewed"] as const;
+
+export function registerBench(program: Command): void {
+  program
+    .command("bench")
+    .description("Replay a workload through running nodes' OpenAI API and report latency and cache hits")
+    .requiredOption("--url <urls>", "node API URL(s), comma-separated: http://127.0.0.1:8080,…")
+    .option("--workload <name>", `one of ${WORKLOADS.join(", ")}`, "synthetic")
+    .option("--mmlu-dir <dir>", "MMLU data folder (dev/ and test/)", "../shared/datasets/mmlu")
+    .option("--requests <n>", "requests to send", "200")
+    .option("--concurrency <c>", "concurrent clients (1 = the paper's closed loop)", "1")
+    .option("--entry <mode>", "entry node choice: round-robin", "round-robin")
+    .option("--seed <s>", "schedule seed", "1")
+    .option("--compare-policies", "run under 'local' then 'affinity' and print the ratio")
+    .option("--json <file>", "also write the results as JSON")
+    .action(async (f: BenchFlags) => {
+      const urls = f.url
+        .split(",")
+        .map((u) => u.trim())
+        .filter(Boolean);
+      if (urls.length === 0) throw new CliError("--url needs at least one URL");
+      for (const u of urls) {
+        try {
+          const p = new URL(u);
+          if (p.protocol !== "http:" && p.protocol !== "https:") throw new Error();
+        } catch {
+          throw new CliError(`--url: '${u}' is not an http(s) URL`);
+        }
+      }
+      if (!(WORKLOADS as readonly string[]).includes(f.workload)) {
+        throw new CliError(`--workload must be one of ${WORKLOADS.join(", ")}, got '${f.workload}'`);
+      }
+      if (f.entry !== "round-robin") throw new CliError("--entry: only round-robin is supported");
+      const requests = parseNumber("--requests", f.requests, { min: 1, max: 1_000_000, integer: true });
+      const concurrency = parseNumber("--concurrency", f.concurrency, { min: 1, max: 1024, integer: true });
+      const seed = parseNumber("--seed", f.seed, { min: 0, max: 2 ** 31, integer: true });
+      const workload = await loadWorkload(f.workload, {
+        requests,
+        seed,
+        mmluDir: f.mmluDir ?? "",
+        nodes: urls.length,
+      });
+      const model = await modelOf(urls[0] as string);
+      const { replay, summarize } = await import("../server/bench/replay.js");
+      const say = (s: string) => process.stderr.write(`${s}\n`);
+      say(
+        `${workload.name}${workload.synthetic ? " (synthetic)" : ""}: ${workload.requests.length} requests, ` +
+          `${concurrency} concurrent, ${urls.length} entry node(s), model ${model}`,
+      );
+
+      const runOnce = async (label: string) => {
+        const bar = await progressBar(label, workload.requests.length);
+        const t0 = performance.now();
+        const samples = await replay(workload, model, {
+          urls,
+          concurrency,
+          onProgress: (d) => bar?.update(d),
+        });
+        bar?.stop();
+        return { samples, summary: summarize(samples, (performance.now() - t0) / 1000) };
+      };
+
+      const results: Record<string, ReturnType<typeof summarize>> = {};
+      let fairCompare = true;
+      if (f.comparePolicies) {
+        for (const policy of ["local", "affinity"]) {
+          await admin(urls, "policy", { policy });
+          // Each run starts from empty caches, or the second would inherit the first one's.
+          const reset = await admin(urls, "reset-cache", {}).then(
+            () => true,
+            (err: Error) => {
+              say(`warning: caches not reset (${err.message}); the second run starts warm`);
+              return false;
+            },
+          );
+          if (!reset) fairCompare = false;
+          const { summary } = await runOnce(policy);
+          results[policy] = summary;
+          print(`policy ${policy}`, summary);
+        }
+        const l = results.local as ReturnType<typeof summarize>;
+        const a = results.affinity as ReturnType<typeof summarize>;
+        process.stdout.write(
+          `affinity / local mean latency: ${(a.meanMs / l.meanMs).toFixed(3)}  ` +
+            `(cached share ${pct(a.cachedShare)} vs ${pct(l.cachedShare)}; ` +
+            `${fairCompare ? "both runs start from empty caches" : "caches were NOT reset between runs"})\n`,
+        );
+      } else {
+        const { summary } = await runOnce("bench");
+        results.run = summary;
+        print("result", summary);
+      }
+      if (f.json)
+        writeFileSync(
+          f.json,
+          `${JSON.stringify({ workload: workload.name, urls, concurrency, results }, null, 2)}\n`,
+        );
+      const failed = Object.values(results).reduce((a, r) => a + r.failed, 0);
+      if (failed > 0) process.exitCode = 1;
+    });
+}
+
+async function loadWorkload(
+  name: string,
+  o: { requests: number; seed: number; mmluDir: string; nodes: number },
+): Promise<Workload> {
+  const skewed = name.endsWith("-skewed");
+  if (name.startsWith("mmlu")) {
+    const { mmluWorkload } = await import("../workload/mmlu-workload.js");
+    try {
+      return await mmluWorkload({
+        dir: o.mmluDir,
+        seed: o.seed,
+        skewed,
+        requests: o.requests,
+        nodes: o.nodes,
+      });
+    } catch (err) {
+      throw new CliError(
+        `cannot load MMLU from '${o.mmluDir}': ${(err as Error).message} (or use --workload synthetic)`,
+      );
+    }
+  }
+  const { syntheticMmlu } = await import("../workload/synthetic.js");
+  return syntheticMmlu({ seed: o.seed, skewed, requests: o.requests, nodes: o.nodes, text: true });
+}
+
+async function modelOf(url: string): Promise<string> {
+  try {
+    const r = await fetch(`${url}/v1/models`, { signal: AbortSignal.timeout(5000) });
+    const j = (await r.json()) as { data?: { id: string }[] };
+    const id = j.data?.[0]?.id;
+    if (!id) throw new Error("no model listed");
+    return id;
+  } catch (err) {
+    throw new CliError(`cannot reach ${url}/v1/models: ${(err as Error).message}`, 1);
+  }
+}
+
+/** Admin calls (loopback-only on the node): switch policy, reset caches. */
+async function admin(urls: string[], what: "policy" | "reset-cache", body: object): Promise<void> {
+  for (const u of urls) {
+    const r = await fetch(`${u}/admin/${what}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    }).catch((err: Error) => {
+      throw new CliError(`admin ${what} failed at ${u}: ${err.message}`, 1);
+    });
+    if (!r.ok) throw new CliError(`admin ${what} failed at ${u}: ${r.status} ${await r.text()}`, 1);
+  }
+  // Let a round of anti-entropy carry the new epochs/policies before measuring.
+  if (what === "reset-cache") await new Promise((r) => setTimeout(r, 1500));
+}
+
+async function progressBar(label: string, total: number) {
+  if (!process.stderr.isTTY) return undefined;
+  const { SingleBar, Presets } = await import("cli-progress");
+  const bar = new SingleBar(
+    { format: `${label} [{bar}] {value}/{total} {eta}s`, stream: process.stderr, hideCursor: true },
+    Presets.shades_classic,
+  );
+  bar.start(total, 0);
+  return bar;
+}
+
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+function print(title: string, s: import("../server/bench/replay.js").ReplaySummary): void {
+  const nodes = Object.entries(s.perNode)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([n, c]) => `${n}:${c}`)
+    .join(" ");
+  const lines = [
+    `${title}: ${s.ok}/${s.requests} ok in ${s.wallSec.toFixed(1)} s`,
+    `  latency mean ${ms(s.meanMs)}  p50 ${ms(s.p50Ms)}  p99 ${ms(s.p99Ms)}`,
+    `  cached-token share ${pct(s.cachedShare)}  hotspot share ${pct(s.hotspotShare)}  forwarded ${pct(s.forwardedShare)}`,
+    `  per node ${nodes || "-"}`,
+  ];
+  for (const [e, c] of Object.entries(s.errors).slice(0, 5)) lines.push(`  error ×${c}: ${e}`);
+  process.stdout.write(`${lines.join("\n")}\n`);
+}

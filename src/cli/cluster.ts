@@ -1,0 +1,122 @@
+/** `prefixmesh cluster`: N nodes on loopback with fresh credentials, until Ctrl-C / SIGTERM. */
+import type { Command } from "commander";
+import { CliError, parseNumber } from "./errors.js";
+
+interface ClusterFlags {
+  nodes: string;
+  engine: string;
+  model: string;
+  host: string;
+  policy?: string;
+  pollMs?: string;
+  injectDelayMs?: string;
+  injectJitterMs?: string;
+  capacityTokens?: string;
+  simTimeScale?: string;
+  threads?: string;
+  slots?: string;
+  savedStates?: string;
+  slotContext?: string;
+  logLevel?: string;
+  sharedSecret?: boolean;
+  json?: boolean;
+}
+
+export function registerCluster(program: Command): void {
+  program
+    .command("cluster")
+    .description(
+      "Start N prefixmesh nodes on loopback with fresh cluster credentials (Ctrl-C stops them all)",
+    )
+    .option("--nodes <n>", "number of nodes", "4")
+    .option("--engine <kind>", "llamacpp | sim | openai", "llamacpp")
+    .option("--model <path|generated>", "model for every node", "generated")
+    .option("--host <ip>", "loopback address to bind", "127.0.0.1")
+    .option("--policy <name>", "routing policy (default affinity)")
+    .option("--poll-ms <ms>", "anti-entropy period Δpoll")
+    .option("--inject-delay-ms <ms>", "delay added to every peer message")
+    .option("--inject-jitter-ms <ms>", "plus uniform jitter up to this")
+    .option("--capacity-tokens <n>", "KV capacity per node in tokens")
+    .option("--sim-time-scale <x>", "sim engine: scale modelled times")
+    .option("--threads <n>", "engine threads per node (default 1 for llamacpp: nodes share the cores)")
+    .option("--slots <n>", "llamacpp: KV slots per node")
+    .option("--saved-states <n>", "llamacpp: saved sequence states per node")
+    .option("--slot-context <n>", "llamacpp: tokens per slot per node")
+    .option("--log-level <level>", "node log level (logs go to files)")
+    .option("--shared-secret", "use a shared secret instead of mutual TLS")
+    .option("--json", "print one JSON line with the node URLs once ready")
+    .action(async (f: ClusterFlags) => {
+      const nodes = parseNumber("--nodes", f.nodes, { min: 1, max: 64, integer: true });
+      if (!["llamacpp", "sim", "openai"].includes(f.engine)) {
+        throw new CliError(`--engine must be llamacpp, sim or openai, got '${f.engine}'`);
+      }
+      const num = (name: string, v: string | undefined, max = 1e9) =>
+        v === undefined ? undefined : parseNumber(name, v, { min: 0, max });
+      const { startCluster } = await import("../server/cluster/launcher.js");
+      const say = (s: string) => process.stderr.write(`${s}\n`);
+      say(`starting ${nodes} ${f.engine} node(s) on ${f.host}…`);
+      let cluster: Awaited<ReturnType<typeof startCluster>>;
+      try {
+        cluster = await startCluster({
+          nodes,
+          host: f.host,
+          engine: f.engine as "llamacpp" | "sim" | "openai",
+          model: f.model,
+          policy: f.policy,
+          pollMs: num("--poll-ms", f.pollMs),
+          injectDelayMs: num("--inject-delay-ms", f.injectDelayMs, 60_000),
+          injectJitterMs: num("--inject-jitter-ms", f.injectJitterMs, 60_000),
+          capacityTokens: num("--capacity-tokens", f.capacityTokens),
+          simTimeScale: num("--sim-time-scale", f.simTimeScale, 1000),
+          threads: num("--threads", f.threads, 256) ?? (f.engine === "llamacpp" ? 1 : undefined),
+          logLevel: f.logLevel,
+          extraArgs: [
+            ...(f.slots !== undefined ? ["--slots", String(num("--slots", f.slots, 64))] : []),
+            ...(f.slotContext !== undefined
+              ? ["--slot-context", String(num("--slot-context", f.slotContext))]
+              : []),
+            ...(f.savedStates !== undefined
+              ? ["--saved-states", String(num("--saved-states", f.savedStates, 10_000))]
+              : []),
+          ],
+          sharedSecret: f.sharedSecret,
+          onLog: say,
+        });
+      } catch (err) {
+        throw new CliError(`cluster failed to start: ${(err as Error).message}`, 1);
+      }
+      if (f.json) {
+        process.stdout.write(
+          `${JSON.stringify({ ready: true, auth: cluster.auth, dir: cluster.dir, nodes: cluster.nodes })}\n`,
+        );
+      } else {
+        const first = cluster.nodes[0];
+        process.stdout.write(`prefixmesh cluster ready: ${nodes} nodes, peer auth ${cluster.auth}\n`);
+        for (const n of cluster.nodes) {
+          process.stdout.write(`  node ${n.id}  api ${n.apiUrl}/v1  peer ${n.peerUrl}  log ${n.logFile}\n`);
+        }
+        process.stdout.write(
+          `dashboard: ${first?.apiUrl}/dashboard   cluster view: ${first?.apiUrl}/cluster\n`,
+        );
+        const model = await fetch(`${first?.apiUrl}/v1/models`)
+          .then(async (r) => ((await r.json()) as { data: { id: string }[] }).data[0]?.id)
+          .catch(() => undefined);
+        process.stdout.write(
+          `try: curl ${first?.apiUrl}/v1/completions -H 'content-type: application/json' ` +
+            `-d '{"model":"${model ?? "<see /v1/models>"}","prompt":"Once upon a time","max_tokens":8}'\n`,
+        );
+        process.stdout.write("Ctrl-C stops every node.\n");
+      }
+      await new Promise<void>((resolve) => {
+        let n = 0;
+        const onSignal = () => {
+          if (++n > 1) return;
+          say("stopping nodes…");
+          cluster.stop().then(resolve, resolve);
+        };
+        process.on("SIGINT", onSignal);
+        process.on("SIGTERM", onSignal);
+      });
+      say("all nodes stopped");
+    });
+}

@@ -1,0 +1,169 @@
+/**
+ * Node configuration from three sources, highest precedence first: command-line flags, `PREFIXMESH_*`
+ * environment variables (e.g. PREFIXMESH_POLL_MS=200), then a YAML file (`--config`, keys in camelCase
+ * or kebab-case, e.g. `poll-ms: 200`). Everything is validated with zod; a problem is one clear line
+ * naming the setting and where it came from.
+ */
+import { readFileSync, statSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { nodeIdSchema } from "../net/node-id.js";
+import { CliError } from "./errors.js";
+
+const hostPort = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be HOST:PORT, e.g. 127.0.0.1:8080")
+  .refine((s) => Number(s.slice(s.lastIndexOf(":") + 1)) <= 65535, "port must be ≤ 65535");
+
+const num = (min: number, max: number, int = false) => {
+  const base = int ? z.coerce.number().int() : z.coerce.number();
+  return base.min(min).max(max);
+};
+const bool = z.union([
+  z.boolean(),
+  z.enum(["true", "false", "1", "0"]).transform((s) => s === "true" || s === "1"),
+]);
+
+export const nodeSettingsSchema = z.object({
+  id: nodeIdSchema,
+  listen: hostPort.default("127.0.0.1:8080"),
+  peerListen: hostPort.default("127.0.0.1:9080"),
+  /** `B=http://…,C=…` or (YAML) a list of {id, url} / a map id → url. */
+  peers: z.union([z.string().max(65536), z.array(z.unknown()), z.record(z.string(), z.string())]).optional(),
+  peersDns: z.string().max(300).optional(),
+  engine: z.enum(["llamacpp", "openai", "sim"]).default("llamacpp"),
+  model: z.string().min(1).max(4096).default("generated"),
+  /** openai engine: the remote server's base URL, and its API key (prefer the env variable). */
+  engineUrl: z.string().url().max(2048).optional(),
+  engineApiKey: z.string().max(4096).optional(),
+  policy: z.string().min(1).max(64).default("affinity"),
+  pollMs: num(1, 3_600_000).default(500),
+  clusterId: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+    .optional(),
+  tlsDir: z.string().min(1).max(4096).optional(),
+  secretFile: z.string().min(1).max(4096).optional(),
+  insecure: bool.default(false),
+  injectDelayMs: num(0, 60_000).default(0),
+  injectJitterMs: num(0, 60_000).default(0),
+  /** KV capacity in tokens (default: the engine's). */
+  capacityTokens: num(1, 1e9, true).optional(),
+  concurrency: num(1, 1024, true).default(1),
+  forwardTimeoutMs: num(1, 3_600_000).default(30_000),
+  /** Client requests admitted at once; beyond: 429. */
+  maxPending: num(1, 100_000, true).default(256),
+  bodyLimitBytes: num(1024, 256 * 1024 * 1024, true).default(4 * 1024 * 1024),
+  maxSnapshotBytes: num(1024, 1024 * 1024 * 1024, true).default(16 * 1024 * 1024),
+  /** Seconds to let in-flight work finish on SIGTERM. */
+  drainSec: num(0, 3600).default(20),
+  logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** sim engine: cost-profile name (see src/sim/profiles.ts). */
+  simProfile: z.string().max(64).optional(),
+  /** sim engine: multiplies modelled times (e.g. 0.05 makes multi-process tests fast). */
+  simTimeScale: num(0, 1000).default(1),
+  threads: num(1, 256, true).optional(),
+  /** llamacpp engine: KV slots, and saved sequence states (second-level cache); bounds the cache size. */
+  slots: num(1, 64, true).optional(),
+  savedStates: num(0, 10_000, true).optional(),
+  /** llamacpp engine: tokens per slot (prompt + output), i.e. the longest request. */
+  slotContext: num(64, 131_072, true).optional(),
+});
+
+export type NodeSettings = z.output<typeof nodeSettingsSchema>;
+export type SettingKey = keyof NodeSettings;
+export const SETTING_KEYS = Object.keys(nodeSettingsSchema.shape) as SettingKey[];
+
+const MAX_CONFIG_BYTES = 1024 * 1024;
+
+export function envName(key: string): string {
+  return `PREFIXMESH_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+function kebab(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+function camel(key: string): string {
+  return key.replace(/[-_]([a-z])/g, (_m, c: string) => c.toUpperCase());
+}
+
+/** Reads and parses the YAML config file (bounded size); unknown keys are an error (typos matter). */
+export function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    const st = statSync(path);
+    if (st.size > MAX_CONFIG_BYTES) throw new CliError(`config file ${path} is larger than 1 MiB`);
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError(`cannot read config file ${path}: ${(err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text, { maxAliasCount: 100 });
+  } catch (err) {
+    throw new CliError(`config file ${path} is not valid YAML: ${(err as Error).message.split("\n")[0]}`);
+  }
+  if (doc == null) return {};
+  if (typeof doc !== "object" || Array.isArray(doc))
+    throw new CliError(`config file ${path} must be a YAML mapping`);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(doc)) {
+    const key = camel(k);
+    if (!(SETTING_KEYS as string[]).includes(key)) {
+      throw new CliError(`config file ${path}: unknown setting '${k}' (known: ${SETTING_KEYS.join(", ")})`);
+    }
+    out[key] = v;
+  }
+  return out;
+}
+
+export function readEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of SETTING_KEYS) {
+    const v = env[envName(key)];
+    if (v !== undefined && v !== "") out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * Merges flags > env > file and validates. `flags` holds only options the user actually gave
+ * (commander options without defaults), so defaults never shadow the file or the environment.
+ */
+export function resolveNodeSettings(
+  flags: Record<string, unknown>,
+  env: NodeJS.ProcessEnv = process.env,
+): NodeSettings {
+  const configPath = (flags.config as string | undefined) ?? env.PREFIXMESH_CONFIG;
+  const file = configPath ? readConfigFile(configPath) : {};
+  const fromEnv = readEnv(env);
+  const fromFlags: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(flags)) if (v !== undefined && k !== "config") fromFlags[k] = v;
+  const merged = { ...file, ...fromEnv, ...fromFlags };
+  const r = nodeSettingsSchema.safeParse(merged);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    const key = String(issue?.path[0] ?? "");
+    const source =
+      key in fromFlags
+        ? `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`
+        : key in fromEnv
+          ? envName(key)
+          : key in file
+            ? `${key} in ${configPath}`
+            : key;
+    if (issue?.code === "invalid_type" && merged[key as keyof typeof merged] === undefined) {
+      throw new CliError(`--${kebab(key)} is required (or ${envName(key)}, or '${key}' in the config file)`);
+    }
+    throw new CliError(`${source || "config"}: ${issue?.message}`);
+  }
+  return r.data;
+}
+
+/** `HOST:PORT` → parts (brackets stripped from IPv6). */
+export function splitHostPort(s: string): { host: string; port: number } {
+  const i = s.lastIndexOf(":");
+  return { host: s.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(s.slice(i + 1)) };
+}

@@ -1,0 +1,82 @@
+/** `prefixmesh node`: runs one mesh node (client API + peer port + engine) until SIGTERM/SIGINT. */
+import type { Command } from "commander";
+import { type NodeSettings, resolveNodeSettings } from "./config.js";
+import { CliError } from "./errors.js";
+
+export function registerNode(program: Command): void {
+  program
+    .command("node")
+    .description("Run one prefixmesh node: OpenAI-compatible API, peer transport, routing, engine")
+    .option("--config <file>", "YAML config file (flags > PREFIXMESH_* env > file)")
+    .option("--id <id>", "this node's id (unique in the cluster)")
+    .option("--listen <host:port>", "client API address (default 127.0.0.1:8080)")
+    .option("--peer-listen <host:port>", "peer port address (default 127.0.0.1:9080)")
+    .option("--peers <list>", "static peers: B=https://host:port,C=…")
+    .option("--peers-dns <name[:port]>", "peers from DNS A/AAAA records (not supported yet)")
+    .option("--engine <kind>", "llamacpp | openai | sim (default llamacpp)")
+    .option("--model <path|generated>", "GGUF path, 'generated', or the remote model name")
+    .option("--engine-url <url>", "openai engine: the remote server's base URL")
+    .option("--policy <name>", "routing policy (default affinity)")
+    .option("--poll-ms <ms>", "anti-entropy period Δpoll (default 500)")
+    .option("--cluster-id <id>", "cluster id (mTLS: taken from the CA)")
+    .option("--tls-dir <dir>", "mutual TLS: directory from 'prefixmesh certs init/issue'")
+    .option("--secret-file <file>", "shared-secret (HMAC) peer authentication")
+    .option("--insecure", "allow unauthenticated peer traffic (trusted networks only)")
+    .option("--inject-delay-ms <ms>", "add this delay to every peer message (experiments)")
+    .option("--inject-jitter-ms <ms>", "plus uniform jitter up to this")
+    .option("--capacity-tokens <n>", "KV capacity in tokens (default: the engine's)")
+    .option("--concurrency <n>", "requests run at once (default 1, batching-free)")
+    .option("--forward-timeout-ms <ms>", "give up on a forward after this (default 30000)")
+    .option("--max-pending <n>", "client requests in flight before 429 (default 256)")
+    .option("--drain-sec <s>", "on SIGTERM, let in-flight work finish this long (default 20)")
+    .option("--threads <n>", "engine threads")
+    .option("--slots <n>", "llamacpp: KV slots (default 4)")
+    .option("--saved-states <n>", "llamacpp: saved sequence states kept (default 32)")
+    .option("--slot-context <n>", "llamacpp: tokens per slot, the longest request (default 2048)")
+    .option("--sim-profile <name>", "sim engine cost profile")
+    .option("--sim-time-scale <x>", "sim engine: scale modelled times (tests)")
+    .option("--log-level <level>", "fatal|error|warn|info|debug|trace|silent (default info)")
+    .action(async (flags: Record<string, unknown>) => {
+      const settings = resolveNodeSettings(flags);
+      await runNode(settings);
+    });
+}
+
+async function runNode(settings: NodeSettings): Promise<void> {
+  const { startNode } = await import("../server/runtime/start-node.js");
+  let handle: Awaited<ReturnType<typeof startNode>>;
+  try {
+    handle = await startNode(settings);
+  } catch (err) {
+    // Configuration problems (credentials, peers, security mode) are usage errors: exit 2.
+    const usage = ["SecurityModeError", "DiscoveryError", "CertError", "SecretError", "ZodError"].includes(
+      (err as Error).name,
+    );
+    throw new CliError(`node ${settings.id} failed to start: ${(err as Error).message}`, usage ? 2 : 1);
+  }
+  await new Promise<void>((resolve) => {
+    let signals = 0;
+    const onSignal = (sig: string) => {
+      signals++;
+      if (signals > 1) {
+        handle.logger.warn({ signal: sig }, "second signal: exiting now");
+        process.exit(1);
+      }
+      handle.logger.info({ signal: sig }, "signal received");
+      handle.stop().then(resolve, (err) => {
+        handle.logger.error({ err }, "shutdown failed");
+        resolve();
+      });
+    };
+    process.on("SIGTERM", () => onSignal("SIGTERM"));
+    process.on("SIGINT", () => onSignal("SIGINT"));
+    // The cluster launcher's pipe closing means our parent is gone: do not linger as an orphan.
+    if (process.env.PREFIXMESH_EXIT_WITH_PARENT === "1") {
+      process.stdin.on("end", () => onSignal("parent-exit"));
+      process.stdin.on("error", () => onSignal("parent-exit"));
+      process.stdin.resume();
+    }
+  });
+  // Let pino flush, then exit even if a stray handle (e.g. a native engine thread) lingers.
+  setTimeout(() => process.exit(0), 100).unref();
+}

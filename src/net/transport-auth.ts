@@ -1,0 +1,88 @@
+/**
+ * How the peer transport authenticates, in one interface with three modes: mutual TLS (the identity is
+ * the certificate's node id; strangers are refused at the handshake), shared-secret HMAC (signed
+ * requests with a replay window) and insecure (the sender header is trusted; only with --insecure).
+ */
+import type { Socket } from "node:net";
+import { HEADER_SENDER, PeerRequestVerifier, signPeerRequest, type VerifyFailure } from "./auth/hmac.js";
+import { clientTlsOptions, peerIdFromTlsSocket, serverTlsOptions, type TlsMaterial } from "./auth/tls.js";
+import { isNodeId } from "./node-id.js";
+
+export interface IncomingPeerRequest {
+  method: string;
+  /** Path with query, as sent. */
+  path: string;
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  body: Uint8Array | undefined;
+  socket: Socket;
+}
+
+export type AuthResult =
+  | { ok: true; sender: string }
+  | { ok: false; reason: VerifyFailure | "no-client-cert" };
+
+export interface PeerAuth {
+  readonly mode: "mtls" | "hmac" | "insecure";
+  /** Headers for an outgoing request (HMAC signature, or the plain sender id). */
+  sign(method: string, path: string, body: Uint8Array | undefined): Record<string, string>;
+  verify(req: IncomingPeerRequest): AuthResult;
+  /** undici `connect` options for a pool to peer `peerId` (TLS pinned to that id). */
+  connectOptions(peerId: string | undefined): Record<string, unknown> | undefined;
+  /** https options for the peer server, or undefined for plain HTTP. */
+  serverTls(): Record<string, unknown> | undefined;
+}
+
+export function mtlsAuth(material: TlsMaterial): PeerAuth {
+  // The certificate is fixed for a connection's life: read it once per socket, not per request.
+  const ids = new WeakMap<Socket, string | undefined>();
+  return {
+    mode: "mtls",
+    sign: () => ({}),
+    verify(req) {
+      let id = ids.get(req.socket);
+      if (id === undefined) {
+        id = peerIdFromTlsSocket(req.socket);
+        ids.set(req.socket, id);
+      }
+      return id ? { ok: true, sender: id } : { ok: false, reason: "no-client-cert" };
+    },
+    connectOptions: (peerId) => clientTlsOptions(material, peerId),
+    serverTls: () => serverTlsOptions(material),
+  };
+}
+
+export function hmacAuth(selfId: string, secret: Uint8Array, now: () => number = Date.now): PeerAuth {
+  const verifier = new PeerRequestVerifier({ secret });
+  return {
+    mode: "hmac",
+    sign: (method, path, body) => ({
+      ...signPeerRequest({ secret, sender: selfId, method, path, body, now: now() }),
+    }),
+    verify: (req) =>
+      verifier.verify({
+        method: req.method,
+        path: req.path,
+        headers: req.headers,
+        body: req.body,
+        now: now(),
+      }),
+    connectOptions: () => undefined,
+    serverTls: () => undefined,
+  };
+}
+
+/** No authentication: the sender header is taken at its word. Refused for clusters unless --insecure. */
+export function insecureAuth(selfId: string): PeerAuth {
+  return {
+    mode: "insecure",
+    sign: () => ({ [HEADER_SENDER]: selfId }),
+    verify(req) {
+      const s = req.headers[HEADER_SENDER];
+      return typeof s === "string" && isNodeId(s)
+        ? { ok: true, sender: s }
+        : { ok: false, reason: "missing" };
+    },
+    connectOptions: () => undefined,
+    serverTls: () => undefined,
+  };
+}

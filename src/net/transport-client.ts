@@ -1,0 +1,303 @@
+/**
+ * The peer client: one undici Pool per peer (HTTP/1.1 keep-alive), explicit timeouts on everything
+ * (undici's defaults are 300 s), and failures classified so the runtime can tell the node: a refused or
+ * reset connection, a timeout, a stream cut off before its final record, or an HTTP refusal.
+ */
+import { Pool } from "undici";
+import type { HeldVersion } from "../core/node/types.js";
+import type { PeerAuth } from "./transport-auth.js";
+import {
+  type ForwardMsg,
+  formatHolds,
+  forwardToWire,
+  helloSchema,
+  type PeerHello,
+  type ReplyMsg,
+  replyToWire,
+  streamRecordSchema,
+} from "./transport-wire.js";
+
+export interface TransportTimeouts {
+  connectMs: number;
+  /** Until response headers arrive (the first byte). */
+  firstByteMs: number;
+  /** Longest silence between body chunks of a streamed answer. */
+  gapMs: number;
+  /** Whole forwarded request, from send to final record. */
+  forwardTotalMs: number;
+  /** Whole snapshot / message / hello exchange. */
+  messageTotalMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: TransportTimeouts = {
+  connectMs: 2_000,
+  firstByteMs: 60_000,
+  gapMs: 30_000,
+  forwardTotalMs: 300_000,
+  messageTotalMs: 5_000,
+};
+
+export type TransportFailure = "connection" | "timeout" | "cut-off" | "http" | "aborted" | "protocol";
+
+export class TransportError extends Error {
+  constructor(
+    readonly kind: TransportFailure,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = "TransportError";
+  }
+}
+
+export interface PeerClientOptions {
+  auth: PeerAuth;
+  timeouts?: Partial<TransportTimeouts>;
+  /** Delay injection (Δcomm) applied before every outgoing peer message. */
+  delay?: () => Promise<void>;
+  /** Connections per peer pool. */
+  connections?: number;
+}
+
+const MAX_LINE = 16 * 1024 * 1024;
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+  "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+
+export function classify(err: unknown): TransportError {
+  if (err instanceof TransportError) return err;
+  let e = err as (Error & { code?: string; cause?: unknown; name?: string }) | undefined;
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (e.name === "TimeoutError" || (e.code && TIMEOUT_CODES.has(e.code))) {
+      return new TransportError("timeout", e.message);
+    }
+    if (e.code && CONNECTION_CODES.has(e.code))
+      return new TransportError("connection", `${e.code}: ${e.message}`);
+    if (e.name === "AbortError" || e.code === "UND_ERR_ABORTED") {
+      // An abort whose reason is a timeout is a timeout.
+      if (e.cause && (e.cause as Error).name === "TimeoutError")
+        return new TransportError("timeout", e.message);
+      return new TransportError("aborted", e.message);
+    }
+    e = e.cause as typeof e;
+  }
+  const m = (err as Error)?.message ?? String(err);
+  // TLS handshake refusals and other socket-level failures: the peer is unreachable for us.
+  return new TransportError("connection", m);
+}
+
+interface PeerEntry {
+  url: string;
+  pool: Pool;
+}
+
+export class PeerClient {
+  private readonly peers = new Map<string, PeerEntry>();
+  private readonly t: TransportTimeouts;
+
+  constructor(private readonly opts: PeerClientOptions) {
+    this.t = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
+  }
+
+  setPeer(id: string | undefined, url: string): void {
+    const key = id ?? url;
+    const existing = this.peers.get(key);
+    if (existing?.url === url) return;
+    if (existing) void existing.pool.close().catch(() => {});
+    const pool = new Pool(new URL(url).origin, {
+      connections: this.opts.connections ?? 8,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      connectTimeout: this.t.connectMs,
+      headersTimeout: this.t.firstByteMs,
+      bodyTimeout: this.t.gapMs,
+      ...(this.opts.auth.connectOptions(id) ? { connect: this.opts.auth.connectOptions(id) } : {}),
+    });
+    this.peers.set(key, { url, pool });
+  }
+
+  removePeer(id: string): void {
+    const p = this.peers.get(id);
+    if (!p) return;
+    this.peers.delete(id);
+    void p.pool.destroy().catch(() => {});
+  }
+
+  has(id: string): boolean {
+    return this.peers.has(id);
+  }
+
+  async hello(id: string): Promise<PeerHello> {
+    const body = await this.exchange(id, "GET", "/peer/hello", undefined, {});
+    const parsed = helloSchema.safeParse(JSON.parse(body.toString("utf8") || "null"));
+    if (!parsed.success) throw new TransportError("protocol", `peer ${id}: malformed hello`);
+    return parsed.data;
+  }
+
+  async sendSnapshot(
+    id: string,
+    bytes: Uint8Array,
+    meta: { holds?: HeldVersion | undefined; blocks?: number | undefined } = {},
+  ): Promise<void> {
+    const h = formatHolds(meta.holds);
+    await this.exchange(id, "POST", "/peer/snapshot", bytes, {
+      "content-type": "application/octet-stream",
+      ...(h ? { "x-prefixmesh-holds": h } : {}),
+      ...(meta.blocks !== undefined ? { "x-prefixmesh-blocks": String(meta.blocks) } : {}),
+    });
+  }
+
+  async sendMessage(id: string, msg: ReplyMsg | { type: "goodbye" }): Promise<void> {
+    const wire = msg.type === "goodbye" ? msg : replyToWire(msg);
+    await this.exchange(id, "POST", "/peer/message", Buffer.from(JSON.stringify(wire)), {
+      "content-type": "application/json",
+    });
+  }
+
+  /**
+   * Sends a forward and streams the answer: `onChunk` for each output piece, resolving with the final
+   * result/error message. Rejects with TransportError if the stream breaks before its final record.
+   */
+  async forward(
+    id: string,
+    msg: ForwardMsg,
+    onChunk: (text: string) => void,
+    signal?: AbortSignal,
+  ): Promise<ReplyMsg> {
+    const peer = this.get(id);
+    const body = Buffer.from(JSON.stringify(forwardToWire(msg)));
+    const path = "/peer/forward";
+    const timeout = AbortSignal.timeout(this.t.forwardTotalMs);
+    const sig = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    try {
+      if (this.opts.delay) await this.opts.delay();
+      const res = await peer.pool.request({
+        method: "POST",
+        path,
+        body,
+        signal: sig,
+        headers: { "content-type": "application/json", ...this.opts.auth.sign("POST", path, body) },
+      });
+      if (res.statusCode !== 200) {
+        const text = await readBounded(res.body, 4096);
+        throw new TransportError(
+          "http",
+          `peer ${id} refused forward: ${res.statusCode} ${text}`,
+          res.statusCode,
+        );
+      }
+      let buf = "";
+      const it = res.body[Symbol.asyncIterator]();
+      for (;;) {
+        const next = await it.next();
+        if (next.done) break;
+        buf += (next.value as Buffer).toString("utf8");
+        if (buf.length > MAX_LINE) throw new TransportError("protocol", `peer ${id}: stream record too long`);
+        let nl = buf.indexOf("\n");
+        while (nl >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          const rec = parseRecord(id, line);
+          if (rec.t === "msg") {
+            // Answer now; the stream's end (and the connection's reuse) follows in the background.
+            void drain(it);
+            return rec.msg as ReplyMsg;
+          }
+          onChunk(rec.text);
+          nl = buf.indexOf("\n");
+        }
+      }
+      throw new TransportError("cut-off", `peer ${id}: answer stream ended before its final record`);
+    } catch (err) {
+      throw classify(err);
+    }
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.peers.values()].map((p) => p.pool.close().catch(() => {}));
+    this.peers.clear();
+    await Promise.all(pools);
+  }
+
+  private get(id: string): PeerEntry {
+    const p = this.peers.get(id);
+    if (!p) throw new TransportError("connection", `unknown peer ${id}`);
+    return p;
+  }
+
+  private async exchange(
+    id: string,
+    method: "GET" | "POST",
+    path: string,
+    body: Uint8Array | undefined,
+    headers: Record<string, string>,
+  ): Promise<Buffer> {
+    const peer = this.get(id);
+    try {
+      if (this.opts.delay) await this.opts.delay();
+      const res = await peer.pool.request({
+        method,
+        path,
+        body: body ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : undefined,
+        signal: AbortSignal.timeout(this.t.messageTotalMs),
+        headers: { ...headers, ...this.opts.auth.sign(method, path, body) },
+      });
+      const text = await readBounded(res.body, 1 << 20);
+      if (res.statusCode >= 300) {
+        throw new TransportError(
+          "http",
+          `peer ${id} answered ${res.statusCode} to ${path}: ${text}`,
+          res.statusCode,
+        );
+      }
+      return Buffer.from(text);
+    } catch (err) {
+      throw classify(err);
+    }
+  }
+}
+
+async function drain(it: AsyncIterator<unknown>): Promise<void> {
+  try {
+    while (!(await it.next()).done) {
+      // discard
+    }
+  } catch {
+    // the answer is already in; a broken tail only costs the connection
+  }
+}
+
+function parseRecord(id: string, line: string) {
+  let json: unknown;
+  try {
+    json = JSON.parse(line);
+  } catch {
+    throw new TransportError("protocol", `peer ${id}: malformed stream record`);
+  }
+  const r = streamRecordSchema.safeParse(json);
+  if (!r.success) throw new TransportError("protocol", `peer ${id}: invalid stream record`);
+  return r.data;
+}
+
+async function readBounded(body: AsyncIterable<unknown> & { destroy(): void }, max: number): Promise<string> {
+  let out = "";
+  for await (const c of body) {
+    out += (c as Buffer).toString("utf8");
+    if (out.length > max) {
+      body.destroy();
+      break;
+    }
+  }
+  return out.slice(0, max);
+}

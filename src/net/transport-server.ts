@@ -1,0 +1,203 @@
+/**
+ * The peer server: a separate port (HTTP/1.1 keep-alive, TLS in mTLS mode) that peers use for
+ * anti-entropy snapshots, forwarded requests and small messages. Every request is authenticated before
+ * anything reaches the node; bodies are size-bounded (413) and validated (400).
+ */
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import type { HeldVersion } from "../core/node/types.js";
+import type { PeerAuth } from "./transport-auth.js";
+import {
+  type ForwardMsg,
+  forwardFromWire,
+  forwardWireSchema,
+  messageWireSchema,
+  type PeerHello,
+  parseCount,
+  parseHolds,
+  type ReplyMsg,
+  replyToWire,
+} from "./transport-wire.js";
+
+/** What travels beside a snapshot's bytes (headers): the ack and the sender's block count. */
+export interface SnapshotMeta {
+  holds?: HeldVersion | undefined;
+  blocks?: number | undefined;
+}
+
+export type IncomingMessage = import("zod").infer<typeof messageWireSchema>;
+
+/** Where the node writes the answer to a forwarded request: chunks, then exactly one final message. */
+export interface ForwardReplyStream {
+  chunk(text: string): void;
+  finish(msg: ReplyMsg): void;
+  /** True once finished or once the origin hung up. */
+  readonly closed: boolean;
+}
+
+export interface PeerServerHandlers {
+  hello(): PeerHello;
+  /** Only configured (or discovered) peers may talk to us; others get 403. */
+  isKnownPeer(id: string): boolean;
+  /** A snapshot's codec bytes; throw to refuse it (400). */
+  onSnapshot(from: string, bytes: Uint8Array, meta: SnapshotMeta): void;
+  onForward(from: string, msg: ForwardMsg, reply: ForwardReplyStream): void;
+  onMessage(from: string, msg: IncomingMessage): void;
+  /** A request failed authentication (it was answered 401 and went no further). */
+  onAuthRejected?(reason: string): void;
+}
+
+export interface PeerServerOptions {
+  auth: PeerAuth;
+  handlers: PeerServerHandlers;
+  maxSnapshotBytes?: number;
+  maxForwardBytes?: number;
+  /** Delay injection (the paper's Δcomm) on the answer direction of forwards. */
+  delay?: () => Promise<void>;
+  logger?: import("fastify").FastifyBaseLogger;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    peerId?: string;
+  }
+}
+
+export const DEFAULT_MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024;
+const DEFAULT_MAX_FORWARD_BYTES = 16 * 1024 * 1024;
+const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
+  const { auth, handlers } = opts;
+  const tls = auth.serverTls();
+  const app = Fastify({
+    ...(tls ? { https: tls } : {}),
+    // Our own pino logger logs what matters; per-request access logs would dominate the router overhead.
+    logger: false,
+    keepAliveTimeout: 65_000,
+    bodyLimit: MAX_MESSAGE_BYTES,
+  }) as unknown as FastifyInstance;
+
+  // Small NDJSON records must leave at once, not wait for Nagle to coalesce them.
+  app.server.on("connection", (socket: import("node:net").Socket) => socket.setNoDelay(true));
+
+  // Raw bytes for every body: the HMAC covers the exact bytes, and JSON is parsed only after auth.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err: Error & { statusCode?: number }, _req, reply) => {
+    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    if (status === 500) opts.logger?.error({ err }, "peer server error");
+    reply.status(status).send({ error: status === 500 ? "internal error" : err.message });
+  });
+  app.setNotFoundHandler((_req, reply) => {
+    reply.status(404).send({ error: "no such peer endpoint" });
+  });
+
+  app.addHook("preHandler", async (req, reply) => {
+    const r = auth.verify({
+      method: req.method,
+      path: req.url,
+      headers: req.headers,
+      body: req.body instanceof Buffer ? req.body : undefined,
+      socket: req.raw.socket,
+    });
+    if (!r.ok) {
+      handlers.onAuthRejected?.(r.reason);
+      return reply.status(401).send({ error: `peer authentication failed: ${r.reason}` });
+    }
+    if (!handlers.isKnownPeer(r.sender)) {
+      handlers.onAuthRejected?.("unknown-peer");
+      return reply.status(403).send({ error: `'${r.sender}' is not a member of this cluster` });
+    }
+    req.peerId = r.sender;
+  });
+
+  app.get("/peer/hello", async () => handlers.hello());
+
+  app.post(
+    "/peer/snapshot",
+    { bodyLimit: opts.maxSnapshotBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES },
+    async (req, reply) => {
+      const bytes = bodyBytes(req);
+      try {
+        handlers.onSnapshot(req.peerId!, bytes, {
+          holds: parseHolds(req.headers["x-prefixmesh-holds"]),
+          blocks: parseCount(req.headers["x-prefixmesh-blocks"]),
+        });
+      } catch (err) {
+        return reply.status(400).send({ error: `bad snapshot: ${(err as Error).message}` });
+      }
+      return reply.status(204).send();
+    },
+  );
+
+  app.post("/peer/message", async (req, reply) => {
+    const parsed = messageWireSchema.safeParse(parseJson(bodyBytes(req)));
+    if (!parsed.success)
+      return reply.status(400).send({ error: `bad message: ${parsed.error.issues[0]?.message}` });
+    handlers.onMessage(req.peerId!, parsed.data);
+    return reply.status(204).send();
+  });
+
+  app.post(
+    "/peer/forward",
+    { bodyLimit: opts.maxForwardBytes ?? DEFAULT_MAX_FORWARD_BYTES },
+    async (req, reply) => {
+      const parsed = forwardWireSchema.safeParse(parseJson(bodyBytes(req)));
+      if (!parsed.success)
+        return reply.status(400).send({ error: `bad forward: ${parsed.error.issues[0]?.message}` });
+      let msg: ForwardMsg;
+      try {
+        msg = forwardFromWire(parsed.data);
+      } catch (err) {
+        return reply.status(400).send({ error: `bad forward: ${(err as Error).message}` });
+      }
+      // Raw writes (no stream plumbing): each record goes out as one chunk as soon as it exists.
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-store" });
+      // Writes queue behind the injected delay, so the whole answer is delayed once, in order.
+      let queue: Promise<void> = opts.delay ? opts.delay() : Promise.resolve();
+      let closed = false;
+      const write = (line: string, end: boolean) => {
+        queue = queue.then(() => {
+          if (raw.destroyed || raw.writableEnded) return;
+          if (end) raw.end(line);
+          else raw.write(line);
+        });
+      };
+      raw.on("close", () => {
+        closed = true;
+      });
+      const stream: ForwardReplyStream = {
+        chunk(text) {
+          if (!closed) write(`${JSON.stringify({ t: "chunk", text })}\n`, false);
+        },
+        finish(m) {
+          if (closed) return;
+          closed = true;
+          write(`${JSON.stringify({ t: "msg", msg: replyToWire(m) })}\n`, true);
+        },
+        get closed() {
+          return closed;
+        },
+      };
+      handlers.onForward(req.peerId!, msg, stream);
+      return reply;
+    },
+  );
+
+  return app;
+}
+
+function bodyBytes(req: FastifyRequest): Buffer {
+  return req.body instanceof Buffer ? req.body : Buffer.alloc(0);
+}
+
+function parseJson(b: Buffer): unknown {
+  try {
+    return JSON.parse(b.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}

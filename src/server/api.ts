@@ -1,0 +1,300 @@
+/**
+ * The client-facing HTTP API (fastify): OpenAI-compatible completions/chat (JSON and SSE), models,
+ * health/readiness, Prometheus metrics, the node's cluster view and a small dashboard. It parses,
+ * validates and formats; serving (routing, engines) is the NodeService's job.
+ */
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
+import type { ChatMessage } from "../core/engine.js";
+import { dashboardHtml } from "./dashboard.js";
+import type { NodeMetrics } from "./metrics.js";
+import {
+  type ApiKind,
+  errorBody,
+  fullResponse,
+  type ResponseMeta,
+  streamChunk,
+  usageChunk,
+} from "./openai/format.js";
+import {
+  type ChatRequest,
+  type CompletionRequest,
+  chatRequestSchema,
+  completionRequestSchema,
+  describeZodError,
+  policySwitchSchema,
+} from "./openai/schemas.js";
+import { type InferenceInput, type NodeService, type ServeOutcome, ServiceError } from "./service.js";
+
+export interface ApiOptions {
+  service: NodeService;
+  metrics: NodeMetrics;
+  logger?: FastifyBaseLogger;
+  /** Largest request body accepted, bytes (413 above). */
+  bodyLimit?: number;
+  /** Default max_tokens when the client gives none (OpenAI's completions default is 16). */
+  defaultMaxTokens?: number;
+}
+
+/** Thrown inside handlers for a 4xx with an OpenAI-style body. */
+class BadRequest extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly param: string | null = null,
+    readonly code: string | null = null,
+    readonly type = "invalid_request_error",
+  ) {
+    super(message);
+  }
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
+
+export function buildApi(opts: ApiOptions): FastifyInstance {
+  const { service, metrics } = opts;
+  const app: FastifyInstance = Fastify({
+    bodyLimit: opts.bodyLimit ?? 4 * 1024 * 1024,
+    // Our own pino logger logs what matters; per-request access logs would dominate the router overhead.
+    logger: false,
+  }) as unknown as FastifyInstance;
+
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
+    if (err instanceof BadRequest) {
+      return reply.status(err.status).send(errorBody(err.message, err.type, err.param, err.code));
+    }
+    if (err instanceof ServiceError) {
+      if (err.retryAfterSec !== undefined) reply.header("retry-after", String(Math.ceil(err.retryAfterSec)));
+      return reply.status(err.status).send(errorBody(err.message, err.type, null, err.code ?? null));
+    }
+    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    if (status === 500) opts.logger?.error({ err }, "unhandled API error");
+    const message = status === 500 ? "internal error" : err.message;
+    return reply
+      .status(status)
+      .send(errorBody(message, status === 500 ? "server_error" : "invalid_request_error"));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    reply.status(404).send(errorBody(`no route ${req.method} ${req.url}`, "invalid_request_error"));
+  });
+
+  // While shutting down, tell keep-alive clients to reconnect elsewhere instead of reusing this socket.
+  app.addHook("onSend", async (_req, reply) => {
+    if (!service.ready().ok) reply.header("connection", "close");
+  });
+
+  app.get("/health", async () => ({ status: "ok", node: service.nodeId }));
+  app.get("/ready", async (_req, reply) => {
+    const r = service.ready();
+    return reply
+      .status(r.ok ? 200 : 503)
+      .send({ ready: r.ok, node: service.nodeId, detail: r.detail ?? null });
+  });
+  app.get("/metrics", async (_req, reply) => {
+    reply.header("content-type", metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+  app.get("/cluster", async () => service.clusterView());
+  app.get("/", async (_req, reply) => reply.redirect("/dashboard"));
+  app.get("/dashboard", async (_req, reply) => reply.type("text/html; charset=utf-8").send(dashboardHtml));
+  app.get("/v1/models", async () => ({
+    object: "list",
+    data: [{ id: service.modelId, object: "model", created: 0, owned_by: "prefixmesh" }],
+  }));
+
+  // Policy switching is an operator action (bench --compare-policies): loopback callers only.
+  app.post("/admin/policy", async (req, reply) => {
+    if (!LOOPBACK.has(req.ip))
+      throw new BadRequest(403, "admin endpoints are loopback-only", null, null, "permission_error");
+    const parsed = policySwitchSchema.safeParse(req.body);
+    if (!parsed.success) throw new BadRequest(400, describeZodError(parsed.error).message);
+    if (!service.setPolicy)
+      throw new BadRequest(501, "this node cannot switch policy", null, null, "server_error");
+    service.setPolicy(parsed.data.policy);
+    return reply.send({ node: service.nodeId, policy: parsed.data.policy });
+  });
+
+  app.post("/admin/reset-cache", async (req, reply) => {
+    if (!LOOPBACK.has(req.ip))
+      throw new BadRequest(403, "admin endpoints are loopback-only", null, null, "permission_error");
+    if (!service.resetCache)
+      throw new BadRequest(501, "this node cannot reset its cache", null, null, "server_error");
+    await service.resetCache();
+    return reply.send({ node: service.nodeId, reset: true });
+  });
+
+  app.post("/v1/completions", async (req, reply) => {
+    const parsed = completionRequestSchema.safeParse(req.body);
+    if (!parsed.success) throw invalid(parsed.error);
+    const body: CompletionRequest = parsed.data;
+    checkModel(body.model);
+    const prompt = Array.isArray(body.prompt) ? (body.prompt[0] ?? "") : body.prompt;
+    const input = await prepare(prompt, body, body.max_tokens ?? opts.defaultMaxTokens ?? 16);
+    return serve("completion", reply, body, input);
+  });
+
+  app.post("/v1/chat/completions", async (req, reply) => {
+    const parsed = chatRequestSchema.safeParse(req.body);
+    if (!parsed.success) throw invalid(parsed.error);
+    const body: ChatRequest = parsed.data;
+    checkModel(body.model);
+    // The whole conversation after the template is the routing key, so chats sharing history route together.
+    const messages: ChatMessage[] = body.messages.map((m) => ({
+      role: m.role,
+      content: typeof m.content === "string" ? m.content : (m.content ?? []).map((p) => p.text).join(""),
+    }));
+    const prompt = await service.applyChatTemplate(messages);
+    const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? service.maxContextTokens;
+    const input = await prepare(
+      prompt,
+      body,
+      maxTokens,
+      body.max_completion_tokens == null && body.max_tokens == null,
+    );
+    return serve("chat", reply, body, input);
+  });
+
+  function invalid(err: import("zod").ZodError): BadRequest {
+    const d = describeZodError(err);
+    return new BadRequest(400, d.message, d.param);
+  }
+
+  function checkModel(model: string): void {
+    if (model !== service.modelId) {
+      throw new BadRequest(
+        404,
+        `model '${model}' does not exist here; this cluster serves '${service.modelId}'`,
+        "model",
+        "model_not_found",
+      );
+    }
+  }
+
+  async function prepare(
+    prompt: string,
+    body: CompletionRequest | ChatRequest,
+    maxTokens: number,
+    fillContext = false,
+  ): Promise<InferenceInput> {
+    const tokens = await service.tokenize(prompt);
+    const limit = service.maxContextTokens;
+    if (tokens.length === 0) throw new BadRequest(400, "prompt is empty", "prompt");
+    if (tokens.length >= limit) {
+      throw new BadRequest(
+        400,
+        `prompt has ${tokens.length} tokens; this model's context is ${limit}`,
+        "prompt",
+        "context_length_exceeded",
+      );
+    }
+    // Chat without a limit: generate up to the context's end, as OpenAI does.
+    const max = fillContext ? limit - tokens.length : maxTokens;
+    if (tokens.length + max > limit) {
+      throw new BadRequest(
+        400,
+        `prompt (${tokens.length} tokens) + max_tokens (${max}) exceeds this model's context of ${limit}`,
+        "max_tokens",
+        "context_length_exceeded",
+      );
+    }
+    const input: InferenceInput = { prompt, tokens, maxTokens: max };
+    if (body.temperature != null) input.temperature = body.temperature;
+    if (body.top_p != null) input.topP = body.top_p;
+    if (body.seed != null) input.seed = body.seed;
+    if (body.stop) input.stop = body.stop;
+    return input;
+  }
+
+  async function serve(
+    kind: ApiKind,
+    reply: FastifyReply,
+    body: CompletionRequest | ChatRequest,
+    input: InferenceInput,
+  ) {
+    const started = performance.now();
+    const meta: ResponseMeta = {
+      id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID()}`,
+      created: Math.floor(Date.now() / 1000),
+      model: service.modelId,
+    };
+    const abort = new AbortController();
+    reply.raw.on("close", () => {
+      if (!reply.raw.writableFinished) abort.abort(new Error("client disconnected"));
+    });
+    metrics.promptTokens.inc(input.tokens.length);
+    const done = (outcome: string, o?: ServeOutcome) => {
+      const route = o ? (o.hops === 0 ? "local" : "forwarded") : "none";
+      metrics.requests.inc({ outcome, route });
+      if (o) metrics.latency.observe({ route }, (performance.now() - started) / 1000);
+    };
+    const headersFor = (servedBy: string): Record<string, string> => ({
+      "x-prefixmesh-served-by": servedBy,
+      "x-prefixmesh-hops": servedBy === service.nodeId ? "0" : "1",
+      "x-request-id": meta.id,
+    });
+
+    if (!body.stream) {
+      let o: ServeOutcome;
+      try {
+        o = await service.submit(input, { onChunk() {} }, abort.signal);
+      } catch (err) {
+        done(err instanceof ServiceError && err.status === 429 ? "overloaded" : "error");
+        throw err;
+      }
+      done("ok", o);
+      reply.headers({ ...headersFor(o.servedBy), "x-prefixmesh-hops": String(o.hops) });
+      return reply.send(fullResponse(kind, meta, o));
+    }
+
+    // Streaming: headers wait for the first chunk (or the result), so a request refused before any output
+    // (overload, all routes failed) still gets a proper HTTP error status.
+    const raw = reply.raw;
+    let started_ = false;
+    let first = true;
+    const startStream = (servedBy: string) => {
+      if (started_) return;
+      started_ = true;
+      reply.hijack();
+      raw.writeHead(200, {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache",
+        connection: "keep-alive",
+        ...headersFor(servedBy),
+      });
+    };
+    const send = (obj: unknown) => raw.write(`data: ${JSON.stringify(obj)}\n\n`);
+    let outcome: ServeOutcome;
+    try {
+      outcome = await service.submit(
+        input,
+        {
+          onChunk(text, servedBy) {
+            startStream(servedBy);
+            send(streamChunk(kind, meta, { text, first, servedBy }));
+            first = false;
+          },
+        },
+        abort.signal,
+      );
+    } catch (err) {
+      done(err instanceof ServiceError && err.status === 429 ? "overloaded" : "error");
+      if (!started_) throw err;
+      // Output already went out: all we can do is say so in-band and end without [DONE].
+      const e =
+        err instanceof ServiceError ? err : new ServiceError(500, "server_error", (err as Error).message);
+      send(errorBody(e.message, e.type));
+      raw.end();
+      return reply;
+    }
+    done("ok", outcome);
+    startStream(outcome.servedBy);
+    if (first && kind === "chat")
+      send(streamChunk(kind, meta, { text: "", first: true, servedBy: outcome.servedBy }));
+    send(streamChunk(kind, meta, { finishReason: outcome.result.finishReason, servedBy: outcome.servedBy }));
+    if (body.stream_options?.include_usage) send(usageChunk(kind, meta, outcome));
+    raw.end("data: [DONE]\n\n");
+    return reply;
+  }
+
+  return app;
+}

@@ -1,0 +1,177 @@
+/**
+ * Replays a workload through real nodes' HTTP API (the completions endpoint, prompt text), closed loop
+ * with C concurrent clients, entry nodes round-robin, and summarises what the nodes reported: latency,
+ * cached-token share, per-node counts and the hotspot share (the paper's §5 metrics, measured live).
+ */
+import { Pool } from "undici";
+import type { Workload, WorkloadRequest } from "../../workload/types.js";
+
+export interface ReplayOptions {
+  urls: string[];
+  concurrency: number;
+  /** Per-request timeout. */
+  timeoutMs?: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface RequestSample {
+  id: string;
+  group: string;
+  entry: number;
+  ok: boolean;
+  status: number;
+  latencyMs: number;
+  promptTokens: number;
+  cachedTokens: number;
+  servedBy: string | undefined;
+  hops: number;
+  error?: string;
+}
+
+export interface ReplaySummary {
+  requests: number;
+  ok: number;
+  failed: number;
+  wallSec: number;
+  meanMs: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Σ cached prompt tokens / Σ prompt tokens over successful requests. */
+  cachedShare: number;
+  /** Share of requests served by the busiest node. */
+  hotspotShare: number;
+  forwardedShare: number;
+  perNode: Record<string, number>;
+  errors: Record<string, number>;
+}
+
+/** Prompt text for a request; token-only workloads get one pseudo-word per token (keeps the sharing). */
+export function promptText(r: WorkloadRequest): string {
+  if (r.prompt !== undefined) return r.prompt;
+  const words: string[] = [];
+  for (const t of r.tokens) words.push(`w${t.toString(36)}`);
+  return words.join(" ");
+}
+
+interface CompletionBody {
+  usage?: { prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
+  prefixmesh?: { served_by?: string; hops?: number };
+  error?: { message?: string };
+}
+
+export async function replay(workload: Workload, model: string, o: ReplayOptions): Promise<RequestSample[]> {
+  const pools = o.urls.map(
+    (u) => new Pool(new URL(u).origin, { connections: Math.max(1, o.concurrency), keepAliveTimeout: 30_000 }),
+  );
+  const reqs = workload.requests;
+  const samples: RequestSample[] = new Array(reqs.length);
+  let next = 0;
+  let done = 0;
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= reqs.length) return;
+      const r = reqs[i] as WorkloadRequest;
+      const entry = (r.entry ?? i) % o.urls.length;
+      samples[i] = await one(pools[entry] as Pool, r, entry, model, o.timeoutMs ?? 300_000);
+      done++;
+      o.onProgress?.(done, reqs.length);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, o.concurrency) }, worker));
+  } finally {
+    await Promise.all(pools.map((p) => p.close()));
+  }
+  return samples;
+}
+
+async function one(
+  pool: Pool,
+  r: WorkloadRequest,
+  entry: number,
+  model: string,
+  timeoutMs: number,
+): Promise<RequestSample> {
+  const body = JSON.stringify({ model, prompt: promptText(r), max_tokens: r.maxTokens, temperature: 0 });
+  const t0 = performance.now();
+  const base = {
+    id: r.id,
+    group: r.group,
+    entry,
+    promptTokens: r.tokens.length,
+    cachedTokens: 0,
+    servedBy: undefined,
+    hops: 0,
+  };
+  try {
+    const res = await pool.request({
+      method: "POST",
+      path: "/v1/completions",
+      headers: { "content-type": "application/json" },
+      body,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const json = (await res.body.json()) as CompletionBody;
+    const latencyMs = performance.now() - t0;
+    if (res.statusCode !== 200) {
+      return {
+        ...base,
+        ok: false,
+        status: res.statusCode,
+        latencyMs,
+        error: `${res.statusCode} ${json.error?.message ?? ""}`.trim(),
+      };
+    }
+    return {
+      ...base,
+      ok: true,
+      status: 200,
+      latencyMs,
+      promptTokens: json.usage?.prompt_tokens ?? r.tokens.length,
+      cachedTokens: json.usage?.prompt_tokens_details?.cached_tokens ?? 0,
+      servedBy: json.prefixmesh?.served_by,
+      hops: json.prefixmesh?.hops ?? 0,
+    };
+  } catch (err) {
+    return {
+      ...base,
+      ok: false,
+      status: 0,
+      latencyMs: performance.now() - t0,
+      error: (err as Error).message,
+    };
+  }
+}
+
+function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[idx] as number;
+}
+
+export function summarize(samples: RequestSample[], wallSec: number): ReplaySummary {
+  const ok = samples.filter((s) => s.ok);
+  const lat = ok.map((s) => s.latencyMs).sort((a, b) => a - b);
+  const perNode: Record<string, number> = {};
+  for (const s of ok) if (s.servedBy) perNode[s.servedBy] = (perNode[s.servedBy] ?? 0) + 1;
+  const errors: Record<string, number> = {};
+  for (const s of samples) if (!s.ok) errors[s.error ?? "?"] = (errors[s.error ?? "?"] ?? 0) + 1;
+  const prompt = ok.reduce((a, s) => a + s.promptTokens, 0);
+  const cached = ok.reduce((a, s) => a + s.cachedTokens, 0);
+  const max = Math.max(0, ...Object.values(perNode));
+  return {
+    requests: samples.length,
+    ok: ok.length,
+    failed: samples.length - ok.length,
+    wallSec,
+    meanMs: lat.length ? lat.reduce((a, b) => a + b, 0) / lat.length : Number.NaN,
+    p50Ms: percentile(lat, 0.5),
+    p99Ms: percentile(lat, 0.99),
+    cachedShare: prompt > 0 ? cached / prompt : 0,
+    hotspotShare: ok.length ? max / ok.length : 0,
+    forwardedShare: ok.length ? ok.filter((s) => s.hops > 0).length / ok.length : 0,
+    perNode,
+    errors,
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * Prometheus metrics for one node (its own Registry, so several nodes can live in one process in tests).
+ * Counters are bumped by the API and the runtime; gauges about the cluster view are read lazily from a
+ * provider at scrape time, so nothing is computed when nobody scrapes.
+ */
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+export interface PeerGaugeView {
+  peer: string;
+  suspected: boolean;
+  /** Age of our estimate of this peer, seconds (undefined when none held yet). */
+  estimateAgeSec?: number;
+  estimateTokens: number;
+  pushBackActive: boolean;
+}
+
+export interface GaugeView {
+  treeTokens: number;
+  queueDepth: number;
+  pushBackActive: boolean;
+  peers: PeerGaugeView[];
+}
+
+export type NodeMetrics = ReturnType<typeof createMetrics>;
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export function createMetrics(nodeId: string) {
+  const registry = new Registry();
+  registry.setDefaultLabels({ node: nodeId });
+  let view: (() => GaugeView) | undefined;
+  const registers = [registry];
+
+  const requests = new Counter({
+    name: "prefixmesh_requests_total",
+    help: "Client requests by outcome and route (local = served here, forwarded = served by a peer)",
+    labelNames: ["outcome", "route"] as const,
+    registers,
+  });
+  const latency = new Histogram({
+    name: "prefixmesh_request_duration_seconds",
+    help: "End-to-end client request latency at the entry node",
+    labelNames: ["route"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const served = new Counter({
+    name: "prefixmesh_served_total",
+    help: "Requests this node's engine ran, by origin (self or a peer)",
+    labelNames: ["origin"] as const,
+    registers,
+  });
+  const promptTokens = new Counter({
+    name: "prefixmesh_prompt_tokens_total",
+    help: "Prompt tokens of requests that entered here",
+    registers,
+  });
+  const predictedCached = new Counter({
+    name: "prefixmesh_predicted_cached_tokens_total",
+    help: "Cached tokens the routing decision predicted (estimated match at decision time)",
+    registers,
+  });
+  const actualCached = new Counter({
+    name: "prefixmesh_actual_cached_tokens_total",
+    help: "Cached tokens the serving engine actually reused",
+    registers,
+  });
+  const gossipBytes = new Counter({
+    name: "prefixmesh_gossip_bytes_total",
+    help: "Anti-entropy snapshot bytes by peer and direction",
+    labelNames: ["peer", "direction"] as const,
+    registers,
+  });
+  const peerFailures = new Counter({
+    name: "prefixmesh_peer_send_failures_total",
+    help: "Peer messages that failed at the transport (refused, reset, timeout)",
+    labelNames: ["peer", "reason"] as const,
+    registers,
+  });
+  const authRejected = new Counter({
+    name: "prefixmesh_peer_auth_rejected_total",
+    help: "Peer requests refused by authentication (they never reach a tree or an engine)",
+    labelNames: ["reason"] as const,
+    registers,
+  });
+  const pushBack = new Counter({
+    name: "prefixmesh_pushback_advertised_total",
+    help: "Snapshots sent while advertising push-back",
+    registers,
+  });
+
+  const g = (name: string, help: string, labelNames: string[], collect: (this: Gauge) => void) =>
+    new Gauge({ name, help, labelNames, registers, collect });
+  g("prefixmesh_tree_tokens", "Tokens in this node's own radix tree", [], function () {
+    if (view) this.set(view().treeTokens);
+  });
+  g("prefixmesh_queue_depth", "Requests queued or running at this node's engine", [], function () {
+    if (view) this.set(view().queueDepth);
+  });
+  g("prefixmesh_pushback_active", "1 while this node advertises push-back", [], function () {
+    if (view) this.set(view().pushBackActive ? 1 : 0);
+  });
+  g("prefixmesh_peer_suspected", "1 when a peer is suspected failed", ["peer"], function () {
+    if (!view) return;
+    this.reset();
+    for (const p of view().peers) this.set({ peer: p.peer }, p.suspected ? 1 : 0);
+  });
+  g("prefixmesh_peer_estimate_age_seconds", "Age of the estimate held for a peer", ["peer"], function () {
+    if (!view) return;
+    this.reset();
+    for (const p of view().peers)
+      if (p.estimateAgeSec !== undefined) this.set({ peer: p.peer }, p.estimateAgeSec);
+  });
+  g("prefixmesh_peer_estimate_tokens", "Tokens in the estimate held for a peer", ["peer"], function () {
+    if (!view) return;
+    this.reset();
+    for (const p of view().peers) this.set({ peer: p.peer }, p.estimateTokens);
+  });
+  g("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", ["peer"], function () {
+    if (!view) return;
+    this.reset();
+    for (const p of view().peers) this.set({ peer: p.peer }, p.pushBackActive ? 1 : 0);
+  });
+
+  return {
+    registry,
+    requests,
+    latency,
+    served,
+    promptTokens,
+    predictedCached,
+    actualCached,
+    gossipBytes,
+    peerFailures,
+    authRejected,
+    pushBack,
+    setViewProvider(fn: () => GaugeView): void {
+      view = fn;
+    },
+  };
+}

@@ -1,0 +1,104 @@
+/** Builders for OpenAI-shaped responses, stream chunks and errors (so the official client parses them). */
+import type { ServeOutcome } from "../service.js";
+
+export type ApiKind = "completion" | "chat";
+
+export interface ResponseMeta {
+  id: string;
+  created: number;
+  model: string;
+}
+
+export function usageOf(o: ServeOutcome) {
+  const r = o.result;
+  return {
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.completionTokens,
+    total_tokens: r.promptTokens + r.completionTokens,
+    prompt_tokens_details: { cached_tokens: r.cachedTokens },
+  };
+}
+
+/** Our own extension field: which node served the request and how far away it was. */
+export function prefixmeshField(o: ServeOutcome) {
+  return { served_by: o.servedBy, hops: o.hops, request_id: o.reqId };
+}
+
+export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome) {
+  const finish_reason = o.result.finishReason;
+  const base = { id: meta.id, created: meta.created, model: meta.model };
+  if (kind === "completion") {
+    return {
+      ...base,
+      object: "text_completion",
+      choices: [{ index: 0, text: o.result.text, logprobs: null, finish_reason }],
+      usage: usageOf(o),
+      prefixmesh: prefixmeshField(o),
+    };
+  }
+  return {
+    ...base,
+    object: "chat.completion",
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant", content: o.result.text, refusal: null },
+        logprobs: null,
+        finish_reason,
+      },
+    ],
+    usage: usageOf(o),
+    prefixmesh: prefixmeshField(o),
+  };
+}
+
+/** One SSE chunk; `text` undefined with a finish reason is the final choice chunk. */
+export function streamChunk(
+  kind: ApiKind,
+  meta: ResponseMeta,
+  piece: { text?: string; first?: boolean; finishReason?: string | null; servedBy: string },
+) {
+  const base = {
+    id: meta.id,
+    created: meta.created,
+    model: meta.model,
+    prefixmesh: { served_by: piece.servedBy },
+  };
+  const finish_reason = piece.finishReason ?? null;
+  if (kind === "completion") {
+    return {
+      ...base,
+      object: "text_completion",
+      choices: [{ index: 0, text: piece.text ?? "", logprobs: null, finish_reason }],
+    };
+  }
+  const delta: Record<string, string> = {};
+  if (piece.first) delta.role = "assistant";
+  if (piece.text !== undefined) delta.content = piece.text;
+  return {
+    ...base,
+    object: "chat.completion.chunk",
+    choices: [{ index: 0, delta, logprobs: null, finish_reason }],
+  };
+}
+
+export function usageChunk(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome) {
+  return {
+    id: meta.id,
+    created: meta.created,
+    model: meta.model,
+    object: kind === "completion" ? "text_completion" : "chat.completion.chunk",
+    choices: [],
+    usage: usageOf(o),
+    prefixmesh: prefixmeshField(o),
+  };
+}
+
+export function errorBody(
+  message: string,
+  type: string,
+  param: string | null = null,
+  code: string | null = null,
+) {
+  return { error: { message, type, param, code } };
+}

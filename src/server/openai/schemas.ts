@@ -1,0 +1,63 @@
+/**
+ * zod schemas for the OpenAI-compatible request bodies we accept. Unknown fields are ignored (clients
+ * send many optional knobs), but fields whose semantics we cannot honour (n > 1, echo, logprobs, token
+ * prompts) are refused with a clear 400 instead of being silently dropped. Every size is bounded.
+ */
+import { z } from "zod";
+
+const MAX_TEXT = 1_000_000;
+const stop = z
+  .union([z.string().max(256), z.array(z.string().max(256)).max(4)])
+  .nullish()
+  .transform((s) => (s == null ? undefined : Array.isArray(s) ? s : [s]));
+
+const sampling = {
+  model: z.string().min(1).max(256),
+  max_tokens: z.number().int().min(1).max(1_000_000).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().gt(0).max(1).nullish(),
+  seed: z.number().int().nullish(),
+  stop,
+  stream: z.boolean().nullish(),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
+  n: z.literal(1, { message: "only n=1 is supported" }).nullish(),
+  user: z.string().max(256).optional(),
+};
+
+export const completionRequestSchema = z.looseObject({
+  ...sampling,
+  prompt: z.union(
+    [z.string().max(MAX_TEXT), z.array(z.string().max(MAX_TEXT)).length(1, "send one prompt per request")],
+    { message: "prompt must be a string (token-array prompts are not supported)" },
+  ),
+  echo: z.literal(false, { message: "echo is not supported" }).nullish(),
+  logprobs: z.null({ message: "logprobs are not supported" }).optional(),
+  suffix: z.null({ message: "suffix is not supported" }).optional(),
+});
+export type CompletionRequest = z.infer<typeof completionRequestSchema>;
+
+const contentPart = z.object({ type: z.literal("text"), text: z.string().max(MAX_TEXT) });
+const message = z.object({
+  role: z.enum(["system", "user", "assistant", "tool", "developer"]),
+  content: z.union([z.string().max(MAX_TEXT), z.array(contentPart).max(256)]).nullish(),
+  name: z.string().max(256).optional(),
+});
+
+export const chatRequestSchema = z.looseObject({
+  ...sampling,
+  max_completion_tokens: z.number().int().min(1).max(1_000_000).nullish(),
+  messages: z.array(message).min(1).max(4096),
+  logprobs: z.literal(false, { message: "logprobs are not supported" }).nullish(),
+  tools: z.undefined({ message: "tools are not supported" }).optional(),
+});
+export type ChatRequest = z.infer<typeof chatRequestSchema>;
+
+export const policySwitchSchema = z.object({ policy: z.string().min(1).max(64) });
+
+/** A short human-readable summary of a zod failure, for the OpenAI error `message`. */
+export function describeZodError(err: z.ZodError): { message: string; param: string | null } {
+  const first = err.issues[0];
+  if (!first) return { message: "invalid request body", param: null };
+  const param = first.path.length > 0 ? first.path.join(".") : null;
+  return { message: param ? `${param}: ${first.message}` : first.message, param };
+}

@@ -1,0 +1,55 @@
+/** Maps a node's settings to an engine spec for `createEngine` (src/engines/factory.ts). */
+import type { Engine } from "../../core/engine.js";
+import { createEngine, type EngineSpec } from "../../engines/factory.js";
+
+export interface EngineSettings {
+  engine: "llamacpp" | "openai" | "sim";
+  model: string;
+  engineUrl?: string | undefined;
+  engineApiKey?: string | undefined;
+  capacityTokens?: number | undefined;
+  simProfile?: string | undefined;
+  simTimeScale?: number | undefined;
+  threads?: number | undefined;
+  slots?: number | undefined;
+  savedStates?: number | undefined;
+  slotContext?: number | undefined;
+}
+
+/** `--model generated` means the benchmark-sized generated model (~57M params): no download needed. */
+export const DEFAULT_GENERATED = "generated:bench";
+
+export function engineSpec(s: EngineSettings): EngineSpec {
+  switch (s.engine) {
+    case "sim":
+      return {
+        kind: "sim",
+        ...(s.simProfile ? { profile: s.simProfile } : {}),
+        ...(s.capacityTokens ? { capacityTokens: s.capacityTokens } : {}),
+        // timeScale 0 (instant engine, for overhead benchmarks) is below the factory's range: use the smallest.
+        ...(s.simTimeScale !== undefined ? { timeScale: Math.max(s.simTimeScale, 1e-9) } : {}),
+      };
+    case "llamacpp":
+      return {
+        kind: "llamacpp",
+        model: s.model === "generated" ? DEFAULT_GENERATED : s.model,
+        ...(s.threads ? { threads: s.threads } : {}),
+        ...(s.slots ? { slots: s.slots } : {}),
+        ...(s.savedStates !== undefined ? { maxSavedStates: s.savedStates } : {}),
+        ...(s.slotContext ? { slotContext: s.slotContext } : {}),
+      };
+    case "openai":
+      if (!s.engineUrl) throw new Error("--engine openai needs --engine-url (the remote server's base URL)");
+      return {
+        kind: "openai",
+        baseUrl: s.engineUrl,
+        model: s.model,
+        ...(s.engineApiKey ? { apiKey: s.engineApiKey } : {}),
+        ...(s.capacityTokens ? { capacityTokens: s.capacityTokens } : {}),
+      };
+  }
+}
+
+export function loadEngine(s: EngineSettings): Promise<Engine> {
+  return createEngine(engineSpec(s));
+}

@@ -1,0 +1,605 @@
+/**
+ * The runtime around the pure PrefixNode: it performs the node's effects with real timers, the peer
+ * transport and the engine, and feeds their outcomes back as inputs. It is also the NodeService the
+ * HTTP API calls: each client request becomes one `client-request` input and is answered exactly once,
+ * by the node's `reply` effect.
+ *
+ * Streaming: engine output is routed by the EngineRequest object the node hands to `engine-run` (the
+ * same object that came in with the client request or the forward), to the client or to the forward
+ * stream of the peer that sent it.
+ */
+import type { Engine, EngineRequest, EngineResult } from "../../core/engine.js";
+import type { PrefixNode } from "../../core/node/node.js";
+import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
+import type { Snapshot } from "../../core/snapshot.js";
+import type { PeerClient } from "../../net/transport-client.js";
+import { TransportError } from "../../net/transport-client.js";
+import type { ForwardReplyStream, IncomingMessage, PeerServerHandlers } from "../../net/transport-server.js";
+import {
+  type ForwardMsg,
+  type PeerHello,
+  PROTOCOL_VERSION,
+  type ReplyMsg,
+} from "../../net/transport-wire.js";
+import type { NodeMetrics } from "../metrics.js";
+import {
+  type InferenceInput,
+  type NodeService,
+  type ServeEvents,
+  type ServeOutcome,
+  ServiceError,
+} from "../service.js";
+
+export interface SnapshotCodec {
+  encode(s: Snapshot): Uint8Array;
+  decode(bytes: Uint8Array): Snapshot;
+}
+
+export interface RuntimeLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+export interface NodeRuntimeOptions {
+  node: PrefixNode;
+  engine: Engine;
+  client: PeerClient;
+  codec: SnapshotCodec;
+  metrics: NodeMetrics;
+  logger: RuntimeLogger;
+  clusterId: string;
+  /** Peer id → peer URL (for the cluster view). */
+  peerUrls: Map<string, string>;
+  /** Client requests admitted at once (queued + running + forwarded); beyond it: 429. */
+  maxPending?: number;
+  /** Longest a forward's answer stream stays open (well past the origin's forward timeout). */
+  forwardStreamTtlMs?: number;
+  /** Policy names the node accepts (for the admin switch). */
+  policies?: readonly string[];
+  /** Monotonic ms (default: wall-clock origin + performance.now()). */
+  now?: () => number;
+}
+
+interface ClientSlot {
+  events: ServeEvents;
+  resolve(o: ServeOutcome): void;
+  reject(e: Error): void;
+  /** Which node produced the output already relayed (streaming), if any. */
+  relayedFrom: string | undefined;
+  done: boolean;
+}
+
+type Sink = { kind: "client"; reqId: string } | { kind: "forward"; stream: ForwardReplyStream };
+
+const nowDefault = () => performance.timeOrigin + performance.now();
+
+export class NodeRuntime implements NodeService {
+  readonly nodeId: string;
+  readonly modelId: string;
+  readonly maxContextTokens: number;
+  private readonly node: PrefixNode;
+  private readonly engine: Engine;
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly clients = new Map<string, ClientSlot>();
+  /** Open answer streams of forwards we serve, by `${from}|${reqId}|${attempt}`. */
+  private readonly streams = new Map<string, ForwardReplyStream>();
+  private readonly sinks = new WeakMap<EngineRequest, Sink>();
+  private readonly snapshotInFlight = new Set<string>();
+  /** Peers whose hello showed another cluster/model/id: never talked to. */
+  private readonly refused = new Map<string, string>();
+  private readonly engineJobs = new Set<Promise<void>>();
+  private seq = 0;
+  private engineHealth: { ok: boolean; detail?: string } = { ok: true };
+  private healthTimer: NodeJS.Timeout | undefined;
+  private started = false;
+  private stopping = false;
+  private readonly now: () => number;
+  private readonly maxPending: number;
+
+  constructor(private readonly o: NodeRuntimeOptions) {
+    this.node = o.node;
+    this.engine = o.engine;
+    this.nodeId = o.node.id;
+    this.modelId = o.engine.info.model;
+    this.maxContextTokens = o.engine.info.maxContextTokens;
+    this.now = o.now ?? nowDefault;
+    this.maxPending = o.maxPending ?? 256;
+    o.metrics.setViewProvider(() => {
+      const now = this.now();
+      return {
+        treeTokens: this.node.treeSize(),
+        queueDepth: this.node.queueDepth(),
+        pushBackActive: this.node.currentPushBackMs() > 0,
+        peers: this.node.peers().map((p) => ({
+          peer: p.id,
+          suspected: p.liveness !== "live",
+          ...(p.silentMs !== undefined ? { estimateAgeSec: p.silentMs / 1000 } : {}),
+          estimateTokens: p.estimateTokens,
+          pushBackActive: p.pushBackUntil > now,
+        })),
+      };
+    });
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.applyAll(this.node.start());
+    // /ready reflects the engine's own health check, refreshed in the background (never per request).
+    const check = () =>
+      this.engine.health().then(
+        (h) => {
+          this.engineHealth = h;
+        },
+        (err: Error) => {
+          this.engineHealth = { ok: false, detail: err.message };
+        },
+      );
+    void check();
+    this.healthTimer = setInterval(check, 5_000);
+    this.healthTimer.unref?.();
+  }
+
+  // ------------------------------------------------------------------ NodeService (client API)
+
+  tokenize(text: string) {
+    return this.engine.tokenize(text);
+  }
+
+  applyChatTemplate(messages: Parameters<Engine["applyChatTemplate"]>[0]) {
+    return this.engine.applyChatTemplate(messages);
+  }
+
+  submit(input: InferenceInput, events: ServeEvents, signal: AbortSignal): Promise<ServeOutcome> {
+    if (this.stopping || !this.started) {
+      return Promise.reject(new ServiceError(503, "server_error", "node is shutting down", 1));
+    }
+    if (this.clients.size >= this.maxPending) {
+      // Retry-After: roughly when the queue ahead should have drained at the current pace.
+      return Promise.reject(
+        new ServiceError(429, "rate_limit_error", "node overloaded: too many requests in flight", 1),
+      );
+    }
+    const reqId = `${this.nodeId}-${this.node.currentEpoch}-${++this.seq}`;
+    const request: EngineRequest = {
+      id: reqId,
+      tokens: input.tokens,
+      prompt: input.prompt,
+      maxTokens: input.maxTokens,
+    };
+    if (input.temperature !== undefined) request.temperature = input.temperature;
+    if (input.topP !== undefined) request.topP = input.topP;
+    if (input.seed !== undefined) request.seed = input.seed;
+    if (input.stop) request.stop = input.stop;
+    return new Promise<ServeOutcome>((resolve, reject) => {
+      const slot: ClientSlot = { events, resolve, reject, relayedFrom: undefined, done: false };
+      this.clients.set(reqId, slot);
+      this.sinks.set(request, { kind: "client", reqId });
+      // The node has no cancel input: a client that hangs up just stops listening; the answer is dropped.
+      signal.addEventListener(
+        "abort",
+        () => this.finishClient(reqId, new ServiceError(499, "aborted", "client gone")),
+        {
+          once: true,
+        },
+      );
+      this.feed({ type: "client-request", reqId, request });
+    });
+  }
+
+  ready() {
+    if (!this.started) return { ok: false, detail: "starting" };
+    if (this.stopping) return { ok: false, detail: "shutting down" };
+    if (!this.engineHealth.ok)
+      return { ok: false, detail: `engine: ${this.engineHealth.detail ?? "unhealthy"}` };
+    return { ok: true };
+  }
+
+  /** True once shutdown has begun. */
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  setPolicy(name: string): void {
+    if (this.o.policies && !this.o.policies.includes(name)) {
+      throw new ServiceError(
+        400,
+        "invalid_request_error",
+        `unknown policy '${name}' (one of ${this.o.policies.join(", ")})`,
+      );
+    }
+    this.node.setPolicy(name as Parameters<PrefixNode["setPolicy"]>[0]);
+    this.o.logger.info({ policy: name }, "routing policy switched");
+  }
+
+  clusterView() {
+    const now = this.now();
+    const s = this.node.stats();
+    return {
+      id: this.nodeId,
+      cluster: this.o.clusterId,
+      model: this.modelId,
+      engine: this.engine.info.kind,
+      policy: this.node.policyName,
+      epoch: this.node.currentEpoch,
+      treeTokens: this.node.treeSize(),
+      treeVersion: this.node.treeVersion(),
+      capacityTokens: this.engine.info.capacityTokens,
+      queueDepth: this.node.queueDepth(),
+      pushBackActive: this.node.currentPushBackMs() > 0,
+      inFlightClients: this.clients.size,
+      served: s.servedLocal + s.servedForPeers,
+      stats: s,
+      peers: this.node.peers().map((p) => ({
+        id: p.id,
+        url: this.o.peerUrls.get(p.id),
+        liveness: p.liveness,
+        suspected: p.liveness !== "live",
+        estimateTokens: p.estimateTokens,
+        estimateAgeMs: p.silentMs,
+        held: p.held,
+        holdsOfUs: p.holdsOfUs,
+        queueDepth: p.queueDepth,
+        pushBackActive: p.pushBackUntil > now,
+        pushBackUntil: p.pushBackUntil,
+        rttMs: p.rttMs,
+      })),
+    };
+  }
+
+  // ------------------------------------------------------------------ peer server handlers
+
+  peerHandlers(): PeerServerHandlers {
+    return {
+      hello: (): PeerHello => ({
+        id: this.nodeId,
+        cluster: this.o.clusterId,
+        model: this.modelId,
+        protocol: PROTOCOL_VERSION,
+      }),
+      isKnownPeer: (id) => this.o.peerUrls.has(id) && !this.refused.has(id),
+      onSnapshot: (from, bytes, meta) => {
+        const snapshot = this.o.codec.decode(bytes); // throws → 400, never reaches the node
+        this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, bytes.byteLength);
+        const msg: PeerMessage = { type: "snapshot", snapshot };
+        if (meta.holds) msg.holds = meta.holds;
+        if (meta.blocks !== undefined) msg.blocks = meta.blocks;
+        this.feed({ type: "peer-message", from, msg });
+      },
+      onForward: (from, msg, stream) => {
+        if (this.stopping) {
+          stream.finish({
+            type: "error",
+            reqId: msg.reqId,
+            attempt: msg.attempt,
+            error: "shutting down",
+            retryable: true,
+          });
+          return;
+        }
+        const key = streamKey(from, msg.reqId, msg.attempt);
+        this.streams.set(key, stream);
+        this.sinks.set(msg.request, { kind: "forward", stream });
+        this.feed({ type: "peer-message", from, msg });
+        // The node may drop a forward without answering (e.g. a duplicate); the origin has given up on it
+        // after its forward timeout, so an answer stream still open long after that is closed here.
+        const ttl = setTimeout(() => {
+          if (this.streams.get(key) !== stream) return;
+          this.streams.delete(key);
+          stream.finish({
+            type: "error",
+            reqId: msg.reqId,
+            attempt: msg.attempt,
+            error: "not answered",
+            retryable: true,
+          });
+        }, this.o.forwardStreamTtlMs ?? 120_000);
+        ttl.unref?.();
+      },
+      onMessage: (from, msg: IncomingMessage) =>
+        this.feed({ type: "peer-message", from, msg: msg as PeerMessage }),
+      onAuthRejected: (reason) => {
+        this.o.metrics.authRejected.inc({ reason });
+        this.o.logger.warn({ reason }, "peer request refused by authentication");
+      },
+    };
+  }
+
+  /**
+   * Empties the cache and starts a new epoch, exactly like a crash-restart (§2) but without losing
+   * the process: peers replace their estimate of us on our next snapshot. Only when idle.
+   */
+  async resetCache(): Promise<void> {
+    if (this.clients.size > 0 || this.node.queueDepth() > 0) {
+      throw new ServiceError(409, "invalid_request_error", "node is busy; reset only between runs");
+    }
+    if (this.engine.info.cacheMode === "node-managed") {
+      // The tree is about to be replaced; free exactly what it holds in the engine first.
+      const tree = this.node.localTree();
+      const runs = tree.evict(tree.size);
+      if (runs.length > 0) this.engine.evict?.(runs);
+    } else {
+      const reset = (this.engine as { resetCache?: () => Promise<void> }).resetCache;
+      if (!reset)
+        throw new ServiceError(501, "server_error", `engine ${this.engine.info.kind} cannot drop its cache`);
+      await reset.call(this.engine);
+    }
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    this.applyAll(this.node.restart(Date.now()));
+    this.o.logger.info({ epoch: this.node.currentEpoch }, "cache reset: new epoch");
+  }
+
+  /** Stops all traffic with a peer that proved to be from another cluster or model. */
+  refusePeer(id: string, reason: string): void {
+    this.refused.set(id, reason);
+  }
+
+  // ------------------------------------------------------------------ shutdown
+
+  /**
+   * Graceful leave: refuse new work, tell peers (goodbye) so they stop routing here, let in-flight work
+   * finish within `drainMs`, then hand back what is left (retryable errors: origins fall back).
+   */
+  async shutdown(drainMs: number): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    const goodbyes = this.node
+      .goodbye()
+      .map((e) =>
+        e.type === "send" ? this.o.client.sendMessage(e.to, { type: "goodbye" }).catch(() => {}) : undefined,
+      );
+    await Promise.all(goodbyes);
+    const deadline = this.now() + drainMs;
+    while ((this.clients.size > 0 || this.node.queueDepth() > 0) && this.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (const [key, stream] of this.streams) {
+      const [, reqId, attempt] = key.split("|");
+      stream.finish({
+        type: "error",
+        reqId: reqId ?? "",
+        attempt: Number(attempt),
+        error: "shutting down",
+        retryable: true,
+      });
+    }
+    this.streams.clear();
+    for (const reqId of [...this.clients.keys()]) {
+      this.finishClient(reqId, new ServiceError(503, "server_error", "node shut down before answering"));
+    }
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    if (this.healthTimer) clearInterval(this.healthTimer);
+  }
+
+  // ------------------------------------------------------------------ effects
+
+  private feed(input: NodeInput): void {
+    let effects: Effect[];
+    try {
+      effects = this.node.handle(input);
+    } catch (err) {
+      // A bug in the node must not take the process down with every client connection.
+      this.o.logger.error({ err, input: input.type }, "node failed to handle input");
+      return;
+    }
+    this.applyAll(effects);
+  }
+
+  private applyAll(effects: Effect[]): void {
+    for (const e of effects) {
+      try {
+        this.apply(e);
+      } catch (err) {
+        this.o.logger.error({ err, effect: e.type }, "failed to apply effect");
+      }
+    }
+  }
+
+  private apply(e: Effect): void {
+    switch (e.type) {
+      case "set-timer": {
+        const old = this.timers.get(e.timer);
+        if (old) clearTimeout(old);
+        const t = setTimeout(
+          () => {
+            this.timers.delete(e.timer);
+            if (!this.stopping || e.timer !== "poll") this.feed({ type: "timer", timer: e.timer });
+          },
+          Math.max(0, e.delayMs),
+        );
+        t.unref?.();
+        this.timers.set(e.timer, t);
+        return;
+      }
+      case "cancel-timer": {
+        const t = this.timers.get(e.timer);
+        if (t) clearTimeout(t);
+        this.timers.delete(e.timer);
+        return;
+      }
+      case "reply":
+        this.onReply(e.reqId, e.outcome, e.record);
+        return;
+      case "engine-run":
+        this.runEngine(e.jobId, e.request, e.evicted);
+        return;
+      case "send":
+        this.send(e.to, e.msg);
+        return;
+    }
+  }
+
+  private onReply(
+    reqId: string,
+    outcome: ReplyOutcome,
+    record: Extract<Effect, { type: "reply" }>["record"],
+  ): void {
+    const m = this.o.metrics;
+    m.predictedCached.inc(record.predictedHitTokens);
+    if (outcome.ok) {
+      m.actualCached.inc(outcome.result.cachedTokens);
+      this.finishClient(reqId, undefined, {
+        reqId,
+        result: outcome.result,
+        servedBy: record.servedBy ?? this.nodeId,
+        hops: record.hops,
+      });
+    } else {
+      const status = outcome.code === "overloaded" ? 429 : outcome.code === "invalid" ? 400 : 502;
+      const type =
+        status === 429 ? "rate_limit_error" : status === 400 ? "invalid_request_error" : "server_error";
+      this.finishClient(reqId, new ServiceError(status, type, outcome.error, status === 429 ? 1 : undefined));
+    }
+    this.o.logger.debug({ record }, "request done");
+  }
+
+  private finishClient(reqId: string, err: Error | undefined, ok?: ServeOutcome): void {
+    const slot = this.clients.get(reqId);
+    if (!slot || slot.done) return;
+    slot.done = true;
+    this.clients.delete(reqId);
+    if (err) slot.reject(err);
+    else if (ok) slot.resolve(ok);
+  }
+
+  /** Output produced for `request` by node `source`, to whoever waits for it. */
+  private relay(request: EngineRequest, source: string, text: string): void {
+    const sink = this.sinks.get(request);
+    if (!sink) return;
+    if (sink.kind === "forward") {
+      sink.stream.chunk(text);
+      return;
+    }
+    const slot = this.clients.get(sink.reqId);
+    if (!slot) return;
+    if (slot.relayedFrom !== undefined && slot.relayedFrom !== source) {
+      // Output from a second attempt cannot be spliced onto what the client already has.
+      this.finishClient(
+        sink.reqId,
+        new ServiceError(
+          502,
+          "server_error",
+          `node ${slot.relayedFrom} failed mid-stream after partial output`,
+        ),
+      );
+      return;
+    }
+    slot.relayedFrom = source;
+    slot.events.onChunk(text, source);
+  }
+
+  private runEngine(
+    jobId: string,
+    request: EngineRequest,
+    evicted: Extract<Effect, { type: "engine-run" }>["evicted"],
+  ): void {
+    if (evicted.length > 0) this.engine.evict?.(evicted);
+    const sink = this.sinks.get(request);
+    if (sink?.kind === "forward") this.o.metrics.served.inc({ origin: "peer" });
+    else this.o.metrics.served.inc({ origin: "self" });
+    const job = this.engine
+      .run(request, (c) => this.relay(request, this.nodeId, c.text))
+      .then(
+        (result: EngineResult) => this.feed({ type: "engine-done", jobId, result }),
+        (err: Error) => {
+          this.o.logger.warn({ err: err?.message, jobId }, "engine run failed");
+          this.feed({ type: "engine-failed", jobId, error: err?.message ?? String(err) });
+        },
+      );
+    this.engineJobs.add(job);
+    void job.finally(() => this.engineJobs.delete(job));
+  }
+
+  private send(to: string, msg: PeerMessage): void {
+    if (this.refused.has(to)) {
+      // Not deliverable by policy: the node treats it like an unreachable peer.
+      const reason = this.refused.get(to) ?? "refused";
+      queueMicrotask(() => this.feed({ type: "send-failed", to, msg, reason }));
+      return;
+    }
+    switch (msg.type) {
+      case "snapshot":
+        this.sendSnapshot(to, msg);
+        return;
+      case "forward":
+        this.sendForward(to, msg);
+        return;
+      case "result":
+      case "error": {
+        const key = streamKey(to, msg.reqId, msg.attempt);
+        const stream = this.streams.get(key);
+        if (stream) {
+          this.streams.delete(key);
+          stream.finish(msg);
+          return;
+        }
+        this.o.client.sendMessage(to, msg).catch((err) => this.sendFailed(to, msg, err));
+        return;
+      }
+      case "goodbye":
+        this.o.client.sendMessage(to, msg).catch(() => {});
+        return;
+    }
+  }
+
+  private sendSnapshot(to: string, msg: Extract<PeerMessage, { type: "snapshot" }>): void {
+    // Anti-entropy tolerates loss: with one still in flight to a slow peer, skip this round for it.
+    if (this.snapshotInFlight.has(to)) return;
+    const bytes = this.o.codec.encode(msg.snapshot);
+    if (msg.snapshot.header.pushBackMs > 0) this.o.metrics.pushBack.inc();
+    this.snapshotInFlight.add(to);
+    this.o.client
+      .sendSnapshot(to, bytes, { holds: msg.holds, blocks: msg.blocks })
+      .then(
+        () => this.o.metrics.gossipBytes.inc({ peer: to, direction: "out" }, bytes.byteLength),
+        (err) => this.sendFailed(to, msg, err),
+      )
+      .finally(() => this.snapshotInFlight.delete(to));
+  }
+
+  private sendForward(to: string, msg: ForwardMsg): void {
+    this.o.client
+      .forward(to, msg, (text) => this.relay(msg.request, to, text))
+      .then(
+        (reply: ReplyMsg) => this.feed({ type: "peer-message", from: to, msg: reply }),
+        (err) => {
+          if (err instanceof TransportError && (err.kind === "http" || err.kind === "protocol")) {
+            // The peer is up but refused or garbled it: fall back without suspecting the peer.
+            this.o.logger.warn({ peer: to, err: err.message }, "forward refused");
+            this.feed({
+              type: "peer-message",
+              from: to,
+              msg: {
+                type: "error",
+                reqId: msg.reqId,
+                attempt: msg.attempt,
+                error: err.message,
+                retryable: true,
+              },
+            });
+            return;
+          }
+          this.sendFailed(to, msg, err);
+        },
+      );
+  }
+
+  private sendFailed(to: string, msg: PeerMessage, err: unknown): void {
+    const kind = err instanceof TransportError ? err.kind : "connection";
+    this.o.metrics.peerFailures.inc({ peer: to, reason: kind });
+    if (kind === "http" || kind === "protocol") {
+      this.o.logger.warn({ peer: to, msg: msg.type, err: (err as Error).message }, "peer refused message");
+      return;
+    }
+    this.o.logger.debug({ peer: to, msg: msg.type, kind, err: (err as Error)?.message }, "peer send failed");
+    this.feed({ type: "send-failed", to, msg, reason: `${kind}: ${(err as Error)?.message ?? ""}` });
+  }
+}
+
+function streamKey(peer: string, reqId: string, attempt: number): string {
+  return `${peer}|${reqId}|${attempt}`;
+}

@@ -1,0 +1,218 @@
+/**
+ * Assembles one node process: engine, PrefixNode, peer transport (client pools + peer server), client
+ * API, metrics and logging, from validated settings. Returns a handle whose `stop()` is the graceful
+ * SIGTERM path.
+ */
+import type { FastifyInstance } from "fastify";
+import pino, { type Logger } from "pino";
+import type { NodeSettings } from "../../cli/config.js";
+import { splitHostPort } from "../../cli/config.js";
+import type { Engine } from "../../core/engine.js";
+import { PrefixNode } from "../../core/node/node.js";
+import { POLICY_NAMES } from "../../core/node/policies/index.js";
+import { decodeSnapshot, encodeSnapshot } from "../../core/snapshot-codec.js";
+import { loadSecretFile } from "../../net/auth/secret.js";
+import { checkSecurityMode } from "../../net/auth/security-mode.js";
+import { loadTlsMaterial, type TlsMaterial } from "../../net/auth/tls.js";
+import { createDelayInjector } from "../../net/delay.js";
+import { checkPeerHello, parsePeerList, parseStaticPeers, type StaticPeer } from "../../net/discovery.js";
+import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../net/transport-auth.js";
+import { PeerClient } from "../../net/transport-client.js";
+import { buildPeerServer } from "../../net/transport-server.js";
+import { buildApi } from "../api.js";
+import { createMetrics } from "../metrics.js";
+import { loadEngine } from "./engine-loader.js";
+import { NodeRuntime, type SnapshotCodec } from "./node-runtime.js";
+
+export interface NodeHandle {
+  runtime: NodeRuntime;
+  apiUrl: string;
+  peerUrl: string;
+  logger: Logger;
+  stop(): Promise<void>;
+}
+
+export function staticPeersOf(s: NodeSettings): StaticPeer[] {
+  if (s.peers === undefined) return [];
+  if (typeof s.peers === "string") return parseStaticPeers(s.peers, { self: s.id });
+  return parsePeerList(s.peers, { self: s.id });
+}
+
+/** Decoding limits follow the transport's body limit; anything malformed is a 400 before the node sees it. */
+function snapshotCodec(maxBytes: number): SnapshotCodec {
+  return { encode: encodeSnapshot, decode: (b) => decodeSnapshot(b, { maxBytes }) };
+}
+
+export async function startNode(
+  s: NodeSettings,
+  opts: { logger?: Logger; engine?: Engine } = {},
+): Promise<NodeHandle> {
+  const logger = opts.logger ?? pino({ level: s.logLevel, base: { node: s.id } });
+  const peers = staticPeersOf(s);
+  if (s.peersDns) {
+    throw new Error("--peers-dns is not supported yet: the node's membership is static (use --peers)");
+  }
+  let tls: TlsMaterial | undefined;
+  if (s.tlsDir) {
+    tls = await loadTlsMaterial(s.tlsDir, s.id);
+    for (const w of tls.warnings) logger.warn({ warning: w }, "TLS material");
+  }
+  const secret = s.secretFile ? await loadSecretFile(s.secretFile) : undefined;
+  const mode = checkSecurityMode({ peers, tls, secret, insecure: s.insecure });
+  let auth: PeerAuth;
+  if (tls) auth = mtlsAuth(tls);
+  else if (secret) auth = hmacAuth(s.id, secret);
+  else auth = insecureAuth(s.id);
+  if (mode === "insecure") logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
+  const clusterId = tls?.clusterId ?? s.clusterId ?? "prefixmesh";
+
+  if (!(POLICY_NAMES as readonly string[]).includes(s.policy)) {
+    throw new Error(`unknown policy '${s.policy}' (one of ${POLICY_NAMES.join(", ")})`);
+  }
+  const engine = opts.engine ?? (await loadEngine(s));
+  const codec = snapshotCodec(s.maxSnapshotBytes);
+  const now = () => performance.timeOrigin + performance.now();
+  const node = new PrefixNode(
+    {
+      id: s.id,
+      peers: peers.map((p) => p.id),
+      policy: s.policy as (typeof POLICY_NAMES)[number],
+      capacityTokens: s.capacityTokens ?? engine.info.capacityTokens,
+      cacheMode: engine.info.cacheMode,
+      pollMs: s.pollMs,
+      forwardTimeoutMs: s.forwardTimeoutMs,
+      concurrency: s.concurrency,
+    },
+    { now, random: Math.random },
+    // Epochs order incarnations across restarts: wall-clock ms at start.
+    { epoch: Date.now() },
+  );
+
+  const metrics = createMetrics(s.id);
+  const delay = createDelayInjector({ delayMs: s.injectDelayMs, jitterMs: s.injectJitterMs });
+  const delayFn = delay.enabled ? () => delay.wait() : undefined;
+  const client = new PeerClient({
+    auth,
+    // The node's own forward timer decides fallbacks; transport timeouts are a backstop behind it.
+    timeouts: {
+      firstByteMs: s.forwardTimeoutMs + 5_000,
+      gapMs: s.forwardTimeoutMs + 5_000,
+      forwardTotalMs: Math.max(s.forwardTimeoutMs * 2, 10_000),
+    },
+    ...(delayFn ? { delay: delayFn } : {}),
+  });
+  const peerUrls = new Map(peers.map((p) => [p.id, p.url]));
+  for (const p of peers) client.setPeer(p.id, p.url);
+
+  const runtime = new NodeRuntime({
+    node,
+    engine,
+    client,
+    codec,
+    metrics,
+    logger,
+    clusterId,
+    peerUrls,
+    maxPending: s.maxPending,
+    forwardStreamTtlMs: s.forwardTimeoutMs * 4,
+    policies: POLICY_NAMES,
+    now,
+  });
+  const peerServer = buildPeerServer({
+    auth,
+    handlers: runtime.peerHandlers(),
+    maxSnapshotBytes: s.maxSnapshotBytes,
+    ...(delayFn ? { delay: delayFn } : {}),
+    logger,
+  });
+  const api = buildApi({ service: runtime, metrics, logger, bodyLimit: s.bodyLimitBytes });
+
+  const pl = splitHostPort(s.peerListen);
+  const al = splitHostPort(s.listen);
+  let peerUrl: string;
+  let apiUrl: string;
+  try {
+    peerUrl = await peerServer.listen({ host: pl.host, port: pl.port });
+    apiUrl = await api.listen({ host: al.host, port: al.port });
+  } catch (err) {
+    await Promise.allSettled([peerServer.close(), api.close(), engine.close(), client.close()]);
+    throw err;
+  }
+  runtime.start();
+  logger.info(
+    {
+      api: apiUrl,
+      peer: peerUrl,
+      peers: peers.map((p) => `${p.id}=${p.url}`),
+      mode,
+      engine: engine.info,
+      policy: s.policy,
+    },
+    "node started",
+  );
+  checkPeers(peers, { client, runtime, logger, clusterId, model: engine.info.model, self: s.id });
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      logger.info({}, "shutting down: refusing new requests, draining in-flight work");
+      const apiClosed = closeQuietly(api);
+      await runtime.shutdown(s.drainSec * 1000);
+      // Everything is answered: drop keep-alive connections, which would otherwise hold close() open.
+      api.server.closeAllConnections();
+      await apiClosed;
+      const peerClosed = closeQuietly(peerServer);
+      peerServer.server.closeAllConnections();
+      await peerClosed;
+      await client.close();
+      await engine.close().catch(() => {});
+      logger.info({}, "stopped");
+    })();
+    return stopping;
+  };
+  return { runtime, apiUrl, peerUrl, logger, stop };
+}
+
+async function closeQuietly(app: FastifyInstance): Promise<void> {
+  await app.close().catch(() => {});
+}
+
+/**
+ * Asks each static peer who it is (GET /peer/hello), retrying while it starts. A peer that announces
+ * another id, cluster or model is refused: nothing is sent to it and nothing it sends is accepted.
+ */
+function checkPeers(
+  peers: StaticPeer[],
+  ctx: {
+    client: PeerClient;
+    runtime: NodeRuntime;
+    logger: Logger;
+    clusterId: string;
+    model: string;
+    self: string;
+  },
+): void {
+  for (const p of peers) {
+    void (async () => {
+      for (let attempt = 0; attempt < 600; attempt++) {
+        if (ctx.runtime.isStopping) return;
+        try {
+          const hello = await ctx.client.hello(p.id);
+          const r = checkPeerHello(
+            { cluster: ctx.clusterId, model: ctx.model, self: ctx.self, peerId: p.id },
+            hello,
+          );
+          if (r.ok) {
+            ctx.logger.info({ peer: p.id }, "peer verified");
+          } else {
+            ctx.logger.error({ peer: p.id, reason: r.reason }, `peer refused: ${r.message}`);
+            ctx.runtime.refusePeer(p.id, r.message);
+          }
+          return;
+        } catch {
+          await new Promise((res) => setTimeout(res, 1000).unref());
+        }
+      }
+    })();
+  }
+}

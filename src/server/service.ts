@@ -1,0 +1,63 @@
+/**
+ * The contract between the HTTP API (src/server/api.ts) and whatever serves requests (the node runtime
+ * in production, a fake inside tests). The API only parses, validates and formats; it never routes.
+ */
+import type { ChatMessage, EngineResult, Tokens } from "../core/engine.js";
+
+export interface InferenceInput {
+  /** Prompt text after any chat template: exactly what was tokenized. */
+  prompt: string;
+  tokens: Tokens;
+  maxTokens: number;
+  temperature?: number;
+  topP?: number;
+  seed?: number;
+  stop?: string[];
+}
+
+export interface ServeOutcome {
+  reqId: string;
+  result: EngineResult;
+  /** Node that ran the engine. */
+  servedBy: string;
+  /** Network hops from this node to the serving node (0 = served locally). */
+  hops: number;
+}
+
+export interface ServeEvents {
+  /** Output as it is produced, with the node producing it. */
+  onChunk(text: string, servedBy: string): void;
+}
+
+/** A failure the API reports to the client with an HTTP status (overload, timeouts, engine errors). */
+export class ServiceError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+    readonly retryAfterSec?: number,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = "ServiceError";
+  }
+}
+
+export interface NodeService {
+  readonly nodeId: string;
+  readonly modelId: string;
+  /** Largest prompt + output accepted, in tokens. */
+  readonly maxContextTokens: number;
+  tokenize(text: string): Promise<Tokens>;
+  applyChatTemplate(messages: ChatMessage[]): Promise<string>;
+  /** Serves one request exactly once. Rejects with ServiceError (e.g. 429 on overload). */
+  submit(input: InferenceInput, events: ServeEvents, signal: AbortSignal): Promise<ServeOutcome>;
+  /** Liveness of the serving path: engine loaded, local route usable. */
+  ready(): { ok: boolean; detail?: string };
+  /** This node's view of the cluster for GET /cluster (JSON-serialisable). */
+  clusterView(): unknown;
+  /** Switches the routing policy (admin endpoint); throws ServiceError on an unknown policy. */
+  setPolicy?(name: string): void;
+  /** Empties this node's cache and starts a new epoch (admin: fair policy comparisons). */
+  resetCache?(): Promise<void>;
+}

@@ -1,0 +1,266 @@
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { opensslAvailable } from "../../src/net/auth/openssl.js";
+import { alive, type ClusterInfo, type Spawned, spawnCli, waitFor } from "./helpers.js";
+
+const haveOpenssl = await opensslAvailable();
+type Usage = { prompt_tokens_details?: { cached_tokens?: number } };
+const words = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(" ");
+
+describe("3-node cluster (mTLS, sim engine) through the official openai client", () => {
+  let cluster: Spawned;
+  let info: ClusterInfo;
+  let model: string;
+  const client = (i: number) =>
+    new OpenAI({ baseURL: `${info.nodes[i]?.apiUrl}/v1`, apiKey: "unused", maxRetries: 0, timeout: 20_000 });
+
+  beforeAll(async () => {
+    cluster = spawnCli([
+      "cluster",
+      "--nodes",
+      "3",
+      "--engine",
+      "sim",
+      "--sim-time-scale",
+      "0.02",
+      "--poll-ms",
+      "100",
+      "--json",
+    ]);
+    info = JSON.parse(await cluster.waitForLine(/"ready":true/, 60_000)) as ClusterInfo;
+    model = (await client(0).models.list()).data[0]?.id as string;
+  });
+  afterAll(async () => {
+    if (cluster?.child.exitCode === null) {
+      cluster.child.kill("SIGTERM");
+      await cluster.exited;
+    }
+  });
+
+  it("serves completions, chat and streaming", async () => {
+    // Without openssl the launcher falls back to a shared secret (and says so).
+    expect(info.auth).toBe(haveOpenssl ? "mtls" : "shared-secret");
+    const c = await client(0).completions.create({
+      model,
+      prompt: "Once upon a time there was",
+      max_tokens: 2,
+    });
+    expect(c.choices[0]?.text.length).toBeGreaterThan(0);
+    expect(c.usage?.prompt_tokens).toBeGreaterThan(0);
+    const chat = await client(1).chat.completions.create({
+      model,
+      messages: [
+        { role: "system", content: "be brief" },
+        { role: "user", content: "hello there" },
+      ],
+      max_tokens: 2,
+    });
+    expect(chat.choices[0]?.message.content?.length).toBeGreaterThan(0);
+    const stream = await client(2).chat.completions.create({
+      model,
+      messages: [{ role: "user", content: "stream please" }],
+      max_tokens: 3,
+      stream: true,
+    });
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
+    expect(text.length).toBeGreaterThan(0);
+  });
+
+  it("routes a request entering at A to B, which holds its prefix, with cached tokens > 0", async () => {
+    const prefix = words("fewshot", 400);
+    const atB = await client(1)
+      .completions.create({ model, prompt: `${prefix} question one`, max_tokens: 1 })
+      .withResponse();
+    expect(atB.response.headers.get("x-prefixmesh-served-by")).toBe("B");
+    const a = info.nodes[0]!;
+    await waitFor(
+      async () => {
+        const v = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as {
+          peers: { id: string; estimateTokens: number }[];
+        };
+        return (v.peers.find((p) => p.id === "B")?.estimateTokens ?? 0) >= 384;
+      },
+      10_000,
+      "A's estimate of B to include the prefix",
+    );
+    const { data, response } = await client(0)
+      .completions.create({ model, prompt: `${prefix} question two`, max_tokens: 1 })
+      .withResponse();
+    expect(response.headers.get("x-prefixmesh-served-by")).toBe("B");
+    expect(response.headers.get("x-prefixmesh-hops")).toBe("1");
+    expect((data.usage as Usage).prompt_tokens_details?.cached_tokens).toBeGreaterThan(0);
+  });
+
+  it("answers a bad body with an OpenAI-style 400", async () => {
+    const r = await fetch(`${info.nodes[0]?.apiUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, messages: "not a list" }),
+    });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: { type: string } }).error.type).toBe("invalid_request_error");
+  });
+
+  it.skipIf(!haveOpenssl)(
+    "refuses a snapshot from a client without a cluster certificate at the handshake",
+    async () => {
+      const b = info.nodes[1]!;
+      const before = (await (await fetch(`${b.apiUrl}/cluster`)).json()) as {
+        stats: { snapshotsReceived: object };
+      };
+      const err = await fetch(`${b.peerUrl}/peer/snapshot`, {
+        method: "POST",
+        headers: { "content-type": "application/octet-stream", "x-prefixmesh-sender": "A" },
+        body: new Uint8Array([1, 2, 3]),
+      }).catch((e: Error) => e);
+      expect(err).toBeInstanceOf(Error);
+      const after = (await (await fetch(`${b.apiUrl}/cluster`)).json()) as {
+        stats: { snapshotsReceived: { invalid: number } };
+      };
+      expect(after.stats.snapshotsReceived.invalid).toBe(
+        (before.stats.snapshotsReceived as { invalid: number }).invalid,
+      );
+    },
+  );
+
+  it("answers once, from a fallback, when the serving peer is killed mid-request (§3.3)", async () => {
+    const prefix = words("crashprefix", 300);
+    const b = info.nodes[1]!;
+    await client(1).completions.create({ model, prompt: `${prefix} warm`, max_tokens: 1 });
+    const a = info.nodes[0]!;
+    await waitFor(
+      async () => {
+        const v = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as {
+          peers: { id: string; estimateTokens: number }[];
+        };
+        return (v.peers.find((p) => p.id === "B")?.estimateTokens ?? 0) >= 600;
+      },
+      10_000,
+      "A's estimate of B to include the crash prefix",
+    );
+    // ~2 s of modelled decoding at B (20000 tokens × 5 ms × time scale 0.02): kill B half-way.
+    const t0 = performance.now();
+    const pending = client(0)
+      .completions.create({ model, prompt: `${prefix} after crash`, max_tokens: 20_000 })
+      .withResponse();
+    await waitFor(
+      async () => {
+        const v = (await (await fetch(`${b.apiUrl}/cluster`)).json()) as { queueDepth: number };
+        return v.queueDepth > 0;
+      },
+      5000,
+      "B to start the forwarded request",
+    );
+    process.kill(b.pid, "SIGKILL");
+    const { data, response } = await pending;
+    expect(data.choices[0]?.text.length).toBeGreaterThan(0);
+    expect(response.headers.get("x-prefixmesh-served-by")).toBe("A");
+    // The reset connection is noticed at once: no waiting for the 30 s forward timeout.
+    expect(performance.now() - t0).toBeLessThan(15_000);
+    const v = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as {
+      peers: { id: string; suspected: boolean }[];
+      stats: { fallbacks: number };
+    };
+    expect(v.peers.find((p) => p.id === "B")?.suspected).toBe(true);
+    expect(v.stats.fallbacks).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves no orphans", () => {
+  it("refuses unsigned snapshots (401, counted) and stops every node on SIGTERM", async () => {
+    const cluster = spawnCli([
+      "cluster",
+      "--nodes",
+      "2",
+      "--engine",
+      "sim",
+      "--sim-time-scale",
+      "0.02",
+      "--poll-ms",
+      "100",
+      "--shared-secret",
+      "--json",
+    ]);
+    try {
+      const info = JSON.parse(await cluster.waitForLine(/"ready":true/, 60_000)) as ClusterInfo;
+      expect(info.auth).toBe("shared-secret");
+      const b = info.nodes[1]!;
+      const r = await fetch(`${b.peerUrl}/peer/snapshot`, {
+        method: "POST",
+        headers: { "content-type": "application/octet-stream", "x-prefixmesh-sender": "A" },
+        body: new Uint8Array([1, 2, 3]),
+      });
+      expect(r.status).toBe(401);
+      const metrics = await (await fetch(`${b.apiUrl}/metrics`)).text();
+      expect(metrics).toMatch(/prefixmesh_peer_auth_rejected_total\{[^}]*reason="missing"[^}]*\} 1/);
+      const view = (await (await fetch(`${b.apiUrl}/cluster`)).json()) as {
+        stats: { snapshotsReceived: { invalid: number } };
+      };
+      expect(view.stats.snapshotsReceived.invalid).toBe(0);
+      for (const n of info.nodes) expect(alive(n.pid)).toBe(true);
+      cluster.child.kill("SIGTERM");
+      expect(await cluster.exited).toBe(0);
+      for (const n of info.nodes) await waitFor(() => !alive(n.pid), 5000, `node ${n.id} to exit`);
+    } finally {
+      if (cluster.child.exitCode === null) cluster.child.kill("SIGKILL");
+    }
+  });
+
+  it("nodes exit by themselves when the launcher is killed hard (no orphans)", async () => {
+    const cluster = spawnCli([
+      "cluster",
+      "--nodes",
+      "2",
+      "--engine",
+      "sim",
+      "--sim-time-scale",
+      "0.02",
+      "--shared-secret",
+      "--json",
+    ]);
+    try {
+      const info = JSON.parse(await cluster.waitForLine(/"ready":true/, 60_000)) as ClusterInfo;
+      cluster.child.kill("SIGKILL");
+      await cluster.exited;
+      for (const n of info.nodes)
+        await waitFor(() => !alive(n.pid), 10_000, `node ${n.id} to exit after its parent died`);
+    } finally {
+      if (cluster.child.exitCode === null) cluster.child.kill("SIGKILL");
+    }
+  });
+
+  it("a node finishes in-flight work on SIGTERM before exiting", async () => {
+    // Single node (no peers): the sim engine at real time takes ~2.6 s for this 1000-word prompt.
+    const node = spawnCli([
+      "node",
+      "--id",
+      "solo",
+      "--engine",
+      "sim",
+      "--listen",
+      "127.0.0.1:0",
+      "--peer-listen",
+      "127.0.0.1:0",
+    ]);
+    try {
+      const line = await node.waitForLine(/"node started"/, 30_000);
+      const api = (JSON.parse(line) as { api: string }).api;
+      const model = ((await (await fetch(`${api}/v1/models`)).json()) as { data: { id: string }[] }).data[0]
+        ?.id;
+      const pending = fetch(`${api}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model, prompt: words("slow", 1000), max_tokens: 1 }),
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      node.child.kill("SIGTERM");
+      const res = await pending;
+      expect(res.status).toBe(200);
+      expect(await node.exited).toBe(0);
+      await expect(fetch(`${api}/health`)).rejects.toThrow();
+    } finally {
+      if (node.child.exitCode === null) node.child.kill("SIGKILL");
+    }
+  });
+});

@@ -1,0 +1,234 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
+import { opensslAvailable } from "../../src/net/auth/openssl.js";
+import { loadTlsMaterial } from "../../src/net/auth/tls.js";
+import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../src/net/transport-auth.js";
+import { PeerClient, TransportError } from "../../src/net/transport-client.js";
+import {
+  buildPeerServer,
+  type IncomingMessage,
+  type PeerServerHandlers,
+} from "../../src/net/transport-server.js";
+import type { ForwardMsg } from "../../src/net/transport-wire.js";
+
+const SECRET = Buffer.alloc(32, 7);
+
+/** Fake node handlers recording what the transport delivered; forwards answer "ok" in two chunks. */
+function fakeHandlers(selfId: string) {
+  const log = {
+    snapshots: [] as { from: string; bytes: number[]; holds: unknown }[],
+    messages: [] as { from: string; msg: IncomingMessage }[],
+    forwards: [] as ForwardMsg[],
+    rejected: [] as string[],
+  };
+  const handlers: PeerServerHandlers = {
+    hello: () => ({ id: selfId, cluster: "c1", model: "m", protocol: 1 }),
+    isKnownPeer: (id) => id !== "stranger",
+    onSnapshot(from, bytes, meta) {
+      if (bytes[0] === 0xff) throw new Error("undecodable");
+      log.snapshots.push({ from, bytes: [...bytes], holds: meta.holds });
+    },
+    onMessage: (from, msg) => log.messages.push({ from, msg }),
+    onForward(_from, msg, reply) {
+      log.forwards.push(msg);
+      reply.chunk("o");
+      reply.chunk("k");
+      reply.finish({
+        type: "result",
+        reqId: msg.reqId,
+        attempt: msg.attempt,
+        result: {
+          text: "ok",
+          completionTokens: 2,
+          promptTokens: msg.request.tokens.length,
+          cachedTokens: 1,
+          prefillMs: 0,
+          decodeMs: 0,
+          finishReason: "stop",
+        },
+        timing: { servedBy: selfId, queueMs: 0, prefillMs: 0, decodeMs: 0 },
+      });
+    },
+    onAuthRejected: (r) => log.rejected.push(r),
+  };
+  return { log, handlers };
+}
+
+const fwd = (reqId: string): ForwardMsg => ({
+  type: "forward",
+  reqId,
+  attempt: 0,
+  hops: 1,
+  request: { id: reqId, tokens: Uint32Array.from([1, 2, 3, 4_000_000_000]), prompt: "abcd", maxTokens: 2 },
+});
+
+const servers: FastifyInstance[] = [];
+const clients: PeerClient[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function start(auth: PeerAuth, self = "B", maxSnapshotBytes?: number) {
+  const { log, handlers } = fakeHandlers(self);
+  const server = buildPeerServer({ auth, handlers, ...(maxSnapshotBytes ? { maxSnapshotBytes } : {}) });
+  servers.push(server);
+  const url = await server.listen({ host: "127.0.0.1", port: 0 });
+  return { url, log };
+}
+
+function client(auth: PeerAuth, timeouts = {}) {
+  const c = new PeerClient({ auth, timeouts });
+  clients.push(c);
+  return c;
+}
+
+describe("peer transport (HMAC shared secret)", () => {
+  it("streams a forwarded request back chunk by chunk with its final result", async () => {
+    const { url, log } = await start(hmacAuth("B", SECRET));
+    const c = client(hmacAuth("A", SECRET));
+    c.setPeer("B", url);
+    const chunks: string[] = [];
+    const reply = await c.forward("B", fwd("A-1"), (t) => chunks.push(t));
+    expect(chunks).toEqual(["o", "k"]);
+    expect(reply).toMatchObject({ type: "result", reqId: "A-1", result: { text: "ok", promptTokens: 4 } });
+    expect([...(log.forwards[0]?.request.tokens ?? [])]).toEqual([1, 2, 3, 4_000_000_000]);
+    // keep-alive pool: a second forward reuses the pool
+    await c.forward("B", fwd("A-2"), () => {});
+    expect(log.forwards).toHaveLength(2);
+    expect((await c.hello("B")).id).toBe("B");
+  });
+
+  it("delivers snapshots with the holds ack, and messages", async () => {
+    const { url, log } = await start(hmacAuth("B", SECRET));
+    const c = client(hmacAuth("A", SECRET));
+    c.setPeer("B", url);
+    await c.sendSnapshot("B", Uint8Array.from([1, 2, 3]), { holds: { epoch: 5, version: 9 }, blocks: 3 });
+    await c.sendMessage("B", { type: "goodbye" });
+    expect(log.snapshots).toEqual([{ from: "A", bytes: [1, 2, 3], holds: { epoch: 5, version: 9 } }]);
+    expect(log.messages).toEqual([{ from: "A", msg: { type: "goodbye" } }]);
+    await expect(c.sendSnapshot("B", Uint8Array.from([0xff]))).rejects.toMatchObject({ status: 400 });
+  });
+
+  it("refuses unauthenticated or wrongly signed snapshots with 401 before they reach the node", async () => {
+    const { url, log } = await start(hmacAuth("B", SECRET));
+    const unsigned = await fetch(`${url}/peer/snapshot`, {
+      method: "POST",
+      headers: { "content-type": "application/octet-stream", "x-prefixmesh-sender": "A" },
+      body: Buffer.from([1, 2, 3]),
+    });
+    expect(unsigned.status).toBe(401);
+    const wrong = client(hmacAuth("A", Buffer.alloc(32, 9)));
+    wrong.setPeer("B", url);
+    await expect(wrong.sendSnapshot("B", Uint8Array.from([1]))).rejects.toMatchObject({ status: 401 });
+    const stranger = client(hmacAuth("stranger", SECRET));
+    stranger.setPeer("B", url);
+    await expect(stranger.forward("B", fwd("s-1"), () => {})).rejects.toMatchObject({
+      kind: "http",
+      status: 403,
+    });
+    expect(log.snapshots).toHaveLength(0);
+    expect(log.forwards).toHaveLength(0);
+    expect(log.rejected).toEqual(["missing", "bad-signature", "unknown-peer"]);
+  });
+
+  it("answers an oversized snapshot with 413", async () => {
+    const { url, log } = await start(hmacAuth("B", SECRET), "B", 1024);
+    const c = client(hmacAuth("A", SECRET));
+    c.setPeer("B", url);
+    await expect(c.sendSnapshot("B", new Uint8Array(4096))).rejects.toMatchObject({ status: 413 });
+    expect(log.snapshots).toHaveLength(0);
+  });
+});
+
+describe("peer transport failures", () => {
+  it("classifies a refused connection as a connection failure", async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    const c = client(insecureAuth("A"));
+    c.setPeer("B", `http://127.0.0.1:${port}`);
+    const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
+    expect(err).toBeInstanceOf(TransportError);
+    expect((err as TransportError).kind).toBe("connection");
+  });
+
+  it("surfaces a stream cut off mid-answer as an error at once, never a short answer", async () => {
+    const srv = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      res.write(`${JSON.stringify({ t: "chunk", text: "partial" })}\n`);
+      setTimeout(() => res.socket?.destroy(), 20);
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    try {
+      const c = client(insecureAuth("A"));
+      c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
+      const chunks: string[] = [];
+      const t0 = performance.now();
+      const err = await c.forward("B", fwd("A-1"), (t) => chunks.push(t)).catch((e) => e);
+      expect(chunks).toEqual(["partial"]);
+      expect(err).toBeInstanceOf(TransportError);
+      expect(["connection", "cut-off"]).toContain((err as TransportError).kind);
+      expect(performance.now() - t0).toBeLessThan(2000);
+    } finally {
+      srv.closeAllConnections();
+      await new Promise((r) => srv.close(r));
+    }
+  });
+
+  it("times out a silent peer between chunks", async () => {
+    const srv = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      res.write(`${JSON.stringify({ t: "chunk", text: "a" })}\n`);
+      // then silence
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    try {
+      const c = client(insecureAuth("A"), { gapMs: 200 });
+      c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
+      const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
+      expect((err as TransportError).kind).toBe("timeout");
+    } finally {
+      srv.closeAllConnections();
+      await new Promise((r) => srv.close(r));
+    }
+  });
+});
+
+const haveOpenssl = await opensslAvailable();
+describe.skipIf(!haveOpenssl)("peer transport (mutual TLS)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "pm-tls-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("authenticates peers by certificate and refuses a pinned id mismatch", async () => {
+    if (!haveOpenssl) console.log("skipped: openssl not installed");
+    await initCa(dir, { clusterId: "c1" });
+    await issueNodeCert(dir, "A");
+    await issueNodeCert(dir, "B");
+    const [a, b] = await Promise.all([loadTlsMaterial(dir, "A"), loadTlsMaterial(dir, "B")]);
+    const { url, log } = await start(mtlsAuth(b));
+    expect(url.startsWith("https://")).toBe(true);
+    const c = client(mtlsAuth(a));
+    c.setPeer("B", url);
+    const reply = await c.forward("B", fwd("A-1"), () => {});
+    expect(reply.type).toBe("result");
+    await c.sendSnapshot("B", Uint8Array.from([7]));
+    expect(log.snapshots[0]?.from).toBe("A");
+    // Pinned to the wrong id: the client refuses B's certificate.
+    const pinned = client(mtlsAuth(a));
+    pinned.setPeer("C", url);
+    const err = await pinned.sendSnapshot("C", Uint8Array.from([7])).catch((e) => e);
+    expect(err).toBeInstanceOf(TransportError);
+    // No client certificate at all: refused at the handshake.
+    const plain = await fetch(`${url}/peer/hello`).catch((e) => e);
+    expect(plain).toBeInstanceOf(Error);
+    expect(log.snapshots).toHaveLength(1);
+  });
+});

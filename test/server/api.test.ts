@@ -1,0 +1,206 @@
+import type { FastifyInstance } from "fastify";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChatMessage, Tokens } from "../../src/core/engine.js";
+import { buildApi } from "../../src/server/api.js";
+import { createMetrics } from "../../src/server/metrics.js";
+import {
+  type InferenceInput,
+  type NodeService,
+  type ServeEvents,
+  type ServeOutcome,
+  ServiceError,
+} from "../../src/server/service.js";
+
+/** A fake service for API tests only: one token per character, echoes the prompt's length as output. */
+class FakeService implements NodeService {
+  nodeId = "A";
+  modelId = "fake-model";
+  maxContextTokens = 256;
+  lastInput: InferenceInput | undefined;
+  overloaded = false;
+  async tokenize(text: string): Promise<Tokens> {
+    return Uint32Array.from([...text].map((c) => c.charCodeAt(0)));
+  }
+  async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
+    return messages.map((m) => `<${m.role}>${m.content}`).join("") + "<assistant>";
+  }
+  async submit(input: InferenceInput, events: ServeEvents): Promise<ServeOutcome> {
+    this.lastInput = input;
+    if (this.overloaded) throw new ServiceError(429, "rate_limit_error", "node overloaded", 2);
+    const pieces = ["hel", "lo"];
+    for (const p of pieces) events.onChunk(p, "B");
+    return {
+      reqId: "A-1",
+      servedBy: "B",
+      hops: 1,
+      result: {
+        text: pieces.join(""),
+        completionTokens: 2,
+        promptTokens: input.tokens.length,
+        cachedTokens: 3,
+        prefillMs: 1,
+        decodeMs: 1,
+        finishReason: "stop",
+      },
+    };
+  }
+  ready() {
+    return { ok: true };
+  }
+  clusterView() {
+    return { id: "A", peers: [] };
+  }
+}
+
+describe("OpenAI-compatible API (fake service)", () => {
+  const service = new FakeService();
+  const metrics = createMetrics("A");
+  let app: FastifyInstance;
+  let base: string;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    app = buildApi({ service, metrics, bodyLimit: 64 * 1024 });
+    base = await app.listen({ host: "127.0.0.1", port: 0 });
+    client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it("serves completions with usage.cached_tokens and served-by", async () => {
+    const { data, response } = await client.completions
+      .create({ model: "fake-model", prompt: "abc", max_tokens: 4 })
+      .withResponse();
+    expect(data.choices[0]?.text).toBe("hello");
+    expect(data.usage?.prompt_tokens).toBe(3);
+    expect(
+      (data.usage as { prompt_tokens_details?: { cached_tokens: number } }).prompt_tokens_details
+        ?.cached_tokens,
+    ).toBe(3);
+    expect(response.headers.get("x-prefixmesh-served-by")).toBe("B");
+    expect(response.headers.get("x-prefixmesh-hops")).toBe("1");
+    expect(service.lastInput?.maxTokens).toBe(4);
+  });
+
+  it("serves chat; the routing key covers every message", async () => {
+    const r = await client.chat.completions.create({
+      model: "fake-model",
+      messages: [
+        { role: "system", content: "sys" },
+        { role: "user", content: "q1" },
+        { role: "assistant", content: "a1" },
+        { role: "user", content: "q2" },
+      ],
+      max_tokens: 5,
+    });
+    expect(r.choices[0]?.message.content).toBe("hello");
+    expect(service.lastInput?.prompt).toBe("<system>sys<user>q1<assistant>a1<user>q2<assistant>");
+  });
+
+  it("streams completions and chat over SSE ending in [DONE]", async () => {
+    const s = await client.completions.create({
+      model: "fake-model",
+      prompt: "abc",
+      max_tokens: 4,
+      stream: true,
+    });
+    let text = "";
+    for await (const c of s) text += c.choices[0]?.text ?? "";
+    expect(text).toBe("hello");
+    const cs = await client.chat.completions.create({
+      model: "fake-model",
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 4,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let ct = "";
+    let usage: unknown;
+    for await (const c of cs) {
+      ct += c.choices[0]?.delta?.content ?? "";
+      if (c.usage) usage = c.usage;
+    }
+    expect(ct).toBe("hello");
+    expect(usage).toMatchObject({ prompt_tokens_details: { cached_tokens: 3 } });
+    const raw = await fetch(`${base}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "fake-model", prompt: "x", stream: true }),
+    });
+    expect(raw.headers.get("content-type")).toContain("text/event-stream");
+    expect((await raw.text()).trimEnd().endsWith("data: [DONE]")).toBe(true);
+  });
+
+  it("answers bad input with OpenAI-style 4xx errors", async () => {
+    const post = async (path: string, body: string) => {
+      const r = await fetch(`${base}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      return { status: r.status, json: (await r.json()) as { error: { message: string; type: string } } };
+    };
+    const bad = await post("/v1/completions", JSON.stringify({ model: "fake-model", prompt: 42 }));
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.type).toBe("invalid_request_error");
+    expect((await post("/v1/completions", "{not json")).status).toBe(400);
+    const unknown = await post("/v1/completions", JSON.stringify({ model: "nope", prompt: "x" }));
+    expect(unknown.status).toBe(404);
+    expect(unknown.json.error.message).toContain("fake-model");
+    const long = await post(
+      "/v1/completions",
+      JSON.stringify({ model: "fake-model", prompt: "x".repeat(300) }),
+    );
+    expect(long.status).toBe(400);
+    expect(long.json.error.message).toContain("context");
+    const n2 = await post(
+      "/v1/chat/completions",
+      JSON.stringify({ model: "fake-model", n: 2, messages: [{ role: "user", content: "x" }] }),
+    );
+    expect(n2.status).toBe(400);
+    const huge = await post(
+      "/v1/completions",
+      JSON.stringify({ model: "fake-model", prompt: "x".repeat(100_000) }),
+    );
+    expect(huge.status).toBe(413);
+    await expect(client.completions.create({ model: "fake-model", prompt: "" })).rejects.toMatchObject({
+      status: 400,
+    });
+  });
+
+  it("refuses on overload with 429 and Retry-After", async () => {
+    service.overloaded = true;
+    try {
+      const r = await fetch(`${base}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "fake-model", prompt: "abc" }),
+      });
+      expect(r.status).toBe(429);
+      expect(r.headers.get("retry-after")).toBe("2");
+      const s = await fetch(`${base}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "fake-model", prompt: "abc", stream: true }),
+      });
+      expect(s.status).toBe(429);
+    } finally {
+      service.overloaded = false;
+    }
+  });
+
+  it("exposes models, health, ready, cluster, dashboard and metrics", async () => {
+    const models = await client.models.list();
+    expect(models.data.map((m) => m.id)).toEqual(["fake-model"]);
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+    expect((await fetch(`${base}/ready`)).status).toBe(200);
+    expect(await (await fetch(`${base}/cluster`)).json()).toEqual({ id: "A", peers: [] });
+    expect(await (await fetch(`${base}/dashboard`)).text()).toContain("<html");
+    const m = await (await fetch(`${base}/metrics`)).text();
+    expect(m).toMatch(/prefixmesh_requests_total\{[^}]*outcome="ok"[^}]*route="forwarded"[^}]*\} [1-9]/);
+    expect(m).toMatch(/prefixmesh_requests_total\{[^}]*outcome="overloaded"/);
+    expect(m).toContain("prefixmesh_request_duration_seconds_bucket");
+  });
+});

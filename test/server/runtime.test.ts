@@ -1,0 +1,187 @@
+import OpenAI from "openai";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { resolveNodeSettings } from "../../src/cli/config.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+
+/** Two in-process nodes with the simulated engine (time-scaled) and fast anti-entropy. */
+describe("node runtime (two in-process nodes, sim engine)", () => {
+  let a: NodeHandle;
+  let b: NodeHandle;
+  const prefix = Array.from({ length: 300 }, (_, i) => `shared${i}`).join(" ");
+
+  beforeAll(async () => {
+    const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
+    const common = { engine: "sim", pollMs: "50", simTimeScale: "0.02", insecure: true, logLevel: "silent" };
+    const env = {};
+    const sa = resolveNodeSettings(
+      {
+        ...common,
+        id: "A",
+        listen: `127.0.0.1:${ports[0]}`,
+        peerListen: `127.0.0.1:${ports[1]}`,
+        peers: `B=http://127.0.0.1:${ports[3]}`,
+      },
+      env,
+    );
+    const sb = resolveNodeSettings(
+      {
+        ...common,
+        id: "B",
+        listen: `127.0.0.1:${ports[2]}`,
+        peerListen: `127.0.0.1:${ports[3]}`,
+        peers: `A=http://127.0.0.1:${ports[1]}`,
+      },
+      env,
+    );
+    const logger = pino({ level: "silent" });
+    [a, b] = await Promise.all([startNode(sa, { logger }), startNode(sb, { logger })]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+  });
+
+  it("forwards a request to the peer holding its prefix, which reports cached tokens", async () => {
+    const ca = new OpenAI({ baseURL: `${a.apiUrl}/v1`, apiKey: "x", maxRetries: 0 });
+    const cb = new OpenAI({ baseURL: `${b.apiUrl}/v1`, apiKey: "x", maxRetries: 0 });
+    const model = (await ca.models.list()).data[0]?.id as string;
+    // Warm B with the prefix (served locally at B: nothing is cached anywhere yet, ties go to self).
+    const warm = await cb.completions
+      .create({ model, prompt: `${prefix} first`, max_tokens: 1 })
+      .withResponse();
+    expect(warm.response.headers.get("x-prefixmesh-served-by")).toBe("B");
+    // Wait for anti-entropy to carry B's tree to A.
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as {
+        peers: { id: string; estimateTokens: number }[];
+      };
+      if ((view.peers[0]?.estimateTokens ?? 0) >= 256) break;
+      if (Date.now() > deadline) throw new Error("estimate never arrived");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const { data, response } = await ca.completions
+      .create({ model, prompt: `${prefix} second question`, max_tokens: 1 })
+      .withResponse();
+    expect(response.headers.get("x-prefixmesh-served-by")).toBe("B");
+    expect(response.headers.get("x-prefixmesh-hops")).toBe("1");
+    const cached = (data.usage as { prompt_tokens_details?: { cached_tokens?: number } })
+      .prompt_tokens_details?.cached_tokens;
+    expect(cached).toBeGreaterThanOrEqual(256);
+    const metrics = await (await fetch(`${a.apiUrl}/metrics`)).text();
+    expect(metrics).toMatch(/prefixmesh_requests_total\{[^}]*route="forwarded"[^}]*\} 1/);
+    expect(metrics).toMatch(/prefixmesh_gossip_bytes_total\{[^}]*direction="in"[^}]*\} [1-9]/);
+  });
+
+  it("streams a forwarded answer and answers each request exactly once", async () => {
+    const ca = new OpenAI({ baseURL: `${a.apiUrl}/v1`, apiKey: "x", maxRetries: 0 });
+    const model = (await ca.models.list()).data[0]?.id as string;
+    const stream = await ca.completions.create({
+      model,
+      prompt: `${prefix} third`,
+      max_tokens: 3,
+      stream: true,
+    });
+    let text = "";
+    for await (const c of stream) text += c.choices[0]?.text ?? "";
+    expect(text.length).toBeGreaterThan(0);
+    const many = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        ca.completions.create({ model, prompt: `${prefix} q${i}`, max_tokens: 1 }),
+      ),
+    );
+    expect(new Set(many.map((m) => m.id)).size).toBe(20);
+    const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { inFlightClients: number };
+    expect(view.inFlightClients).toBe(0);
+  });
+});
+
+async function pair(extra: Record<string, unknown>) {
+  const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
+  const common = {
+    engine: "sim",
+    pollMs: "50",
+    simTimeScale: "0.02",
+    insecure: true,
+    logLevel: "silent",
+    ...extra,
+  };
+  const logger = pino({ level: "silent" });
+  const sa = resolveNodeSettings(
+    {
+      ...common,
+      id: "A",
+      listen: `127.0.0.1:${ports[0]}`,
+      peerListen: `127.0.0.1:${ports[1]}`,
+      peers: `B=http://127.0.0.1:${ports[3]}`,
+    },
+    {},
+  );
+  const sb = resolveNodeSettings(
+    {
+      ...common,
+      id: "B",
+      listen: `127.0.0.1:${ports[2]}`,
+      peerListen: `127.0.0.1:${ports[3]}`,
+      peers: `A=http://127.0.0.1:${ports[1]}`,
+    },
+    {},
+  );
+  return Promise.all([startNode(sa, { logger }), startNode(sb, { logger })]);
+}
+
+async function complete(url: string, prompt: string) {
+  const model = ((await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] }).data[0]?.id;
+  return fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model, prompt, max_tokens: 1 }),
+  });
+}
+
+describe("node runtime: delay injection and overload", () => {
+  it("delays every peer message in both directions, never client traffic", async () => {
+    const [a, b] = await pair({ injectDelayMs: "40" });
+    try {
+      const prefix = Array.from({ length: 200 }, (_, i) => `d${i}`).join(" ");
+      let t0 = performance.now();
+      expect((await complete(b.apiUrl, `${prefix} warm`)).status).toBe(200);
+      const local = performance.now() - t0;
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        const v = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as {
+          peers: { estimateTokens: number }[];
+        };
+        if ((v.peers[0]?.estimateTokens ?? 0) >= 192) break;
+        if (Date.now() > deadline) throw new Error("estimate never arrived");
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      t0 = performance.now();
+      const r = await complete(a.apiUrl, `${prefix} routed`);
+      const routed = performance.now() - t0;
+      expect(r.headers.get("x-prefixmesh-served-by")).toBe("B");
+      // The forward and its answer each wait 40 ms; a request served where it enters waits none.
+      expect(routed).toBeGreaterThanOrEqual(80);
+      expect(local).toBeLessThan(routed);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
+  it("answers 429 with Retry-After beyond --max-pending instead of queueing without bound", async () => {
+    const [a, b] = await pair({ maxPending: "1", simTimeScale: "1" });
+    try {
+      const prompt = Array.from({ length: 100 }, (_, i) => `o${i}`).join(" ");
+      const res = await Promise.all([0, 1, 2].map((i) => complete(a.apiUrl, `${prompt} ${i}`)));
+      const statuses = res.map((r) => r.status).sort();
+      expect(statuses[0]).toBe(200);
+      expect(statuses).toContain(429);
+      const limited = res.find((r) => r.status === 429)!;
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      expect(((await limited.json()) as { error: { type: string } }).error.type).toBe("rate_limit_error");
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+});
