@@ -1,0 +1,104 @@
+/** `prefixmesh experiment paper`: the paper's evaluation grid, written as a report with figures. */
+import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { join, resolve } from "node:path";
+import { SingleBar } from "cli-progress";
+import type { Command } from "commander";
+import { runPaperExperiment } from "../experiments/paper.js";
+import { CliError, parseNumber } from "./errors.js";
+
+interface PaperFlags {
+  mmluDir?: string;
+  out: string;
+  seed: string;
+  grid: string;
+  workers?: string;
+  syntheticScale: string;
+}
+
+export function registerExperiment(program: Command): void {
+  const exp = program.command("experiment").description("Reproduce the paper's experiments in the simulator");
+  exp
+    .command("paper")
+    .description(
+      "Run the paper's §5 grid (Tables 1-3, Figures 2-4) and write report.md, results.json and figures",
+    )
+    .option(
+      "--mmlu-dir <dir>",
+      "MMLU CSV folder with dev/ and test/ (default: the synthetic MMLU-shaped workload)",
+    )
+    .option("--out <dir>", "output folder", "out/paper")
+    .option("--seed <n>", "seed for schedules and the simulator", "1")
+    .option("--grid <name>", "paper (full grid) or small (a few runs)", "paper")
+    .option("--workers <n>", "worker threads (default: min(2, cores))")
+    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
+    .action(async (flags: PaperFlags) => {
+      const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
+      if (flags.grid !== "paper" && flags.grid !== "small") {
+        throw new CliError(`--grid must be 'paper' or 'small', got '${flags.grid}'`);
+      }
+      const workers =
+        flags.workers === undefined
+          ? Math.min(2, availableParallelism())
+          : parseNumber("--workers", flags.workers, { min: 0, max: 64, integer: true });
+      const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
+      let mmluDir: string | undefined;
+      if (flags.mmluDir !== undefined) {
+        mmluDir = resolve(flags.mmluDir);
+        if (!existsSync(join(mmluDir, "test")) || !existsSync(join(mmluDir, "dev"))) {
+          throw new CliError(
+            `--mmlu-dir ${flags.mmluDir}: expected dev/ and test/ folders of MMLU CSV files`,
+          );
+        }
+      }
+      const outDir = resolve(flags.out);
+      const command = [
+        "prefixmesh experiment paper",
+        ...process.argv.slice(3).filter((a) => a !== "paper"),
+      ].join(" ");
+      const tty = process.stderr.isTTY === true;
+      const bar = tty
+        ? new SingleBar({
+            format: "grid [{bar}] {percentage}% | {value}/{total} requests | {eta_formatted} left",
+            stream: process.stderr,
+            hideCursor: true,
+          })
+        : undefined;
+      let started = false;
+      try {
+        const res = await runPaperExperiment({
+          ...(mmluDir ? { mmluDir } : {}),
+          outDir,
+          seed,
+          grid: flags.grid,
+          workers,
+          syntheticScale: scale,
+          command: command.replace(/\s+/g, " ").trim(),
+          onPhase: (phase) => {
+            if (!tty) process.stderr.write(`prefixmesh: ${phase}…\n`);
+          },
+          onProgress: (done, total) => {
+            if (!bar) return;
+            if (!started) {
+              bar.start(total, 0);
+              started = true;
+            }
+            bar.update(done);
+          },
+        });
+        bar?.stop();
+        process.stdout.write(
+          `wrote ${join(outDir, "report.md")} (${res.runs.length} configurations, ${(res.wallMs / 1000).toFixed(1)} s${
+            res.synthetic ? ", SYNTHETIC workload" : ""
+          })\n`,
+        );
+      } catch (err) {
+        bar?.stop();
+        const msg = (err as Error)?.message ?? String(err);
+        // Dataset and input problems are the user's to fix: a clear message and exit 2, not a stack trace.
+        if ((err as Error)?.name === "MmluError" || (err as Error)?.name === "CsvError")
+          throw new CliError(msg);
+        throw err;
+      }
+    });
+}
