@@ -83,6 +83,12 @@ export interface Engine {
   run(req: EngineRequest, onChunk?: (c: EngineChunk) => void, signal?: AbortSignal): Promise<EngineResult>;
   /** node-managed caches only: free the KV of these runs, exactly as the node's tree evicted them. */
   evict?(runs: EvictedRun[]): void;
+  /**
+   * engine-managed caches only: drop everything cached, after any queued runs, as a restart would: the
+   * next run's `cachedSequences` holds only what that run cached. Lets benchmarks compare routing
+   * policies from the same cold cache without restarting the engine.
+   */
+  resetCache?(): Promise<void>;
   health(): Promise<{ ok: boolean; detail?: string }>;
   close(): Promise<void>;
 }

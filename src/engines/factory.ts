@@ -7,7 +7,7 @@
 import { z } from "zod";
 import type { Engine } from "../core/engine.js";
 import { MODEL_PRESETS, type ModelPreset } from "./gguf/presets.js";
-import { LlamaCppOptionsSchema } from "./llamacpp/engine.js";
+import { type LlamaCppLog, LlamaCppOptionsSchema } from "./llamacpp/engine.js";
 import { OpenAIEngineOptionsSchema } from "./openai/engine.js";
 
 const GENERATED = /^generated:(.+)$/;
@@ -43,14 +43,23 @@ export async function resolveModelPath(model: string, cacheDir?: string): Promis
   return ensureGeneratedModel(preset as ModelPreset, cacheDir);
 }
 
-export async function createEngine(input: EngineSpec): Promise<Engine> {
+/** Runtime hooks that are not part of the (serializable) spec. */
+export interface EngineHooks {
+  /** Degraded-but-handled engine events (e.g. a saved state that failed to load); default stderr. */
+  log?: LlamaCppLog;
+}
+
+export async function createEngine(input: EngineSpec, hooks: EngineHooks = {}): Promise<Engine> {
   const spec = EngineSpecSchema.parse(input);
   switch (spec.kind) {
     case "llamacpp": {
       const { kind: _k, model, cacheDir, ...rest } = spec;
       const modelPath = await resolveModelPath(model, cacheDir);
       const { LlamaCppEngine } = await import("./llamacpp/engine.js");
-      return LlamaCppEngine.create({ ...rest, modelPath, modelName: rest.modelName ?? modelLabel(model) });
+      return LlamaCppEngine.create(
+        { ...rest, modelPath, modelName: rest.modelName ?? modelLabel(model) },
+        hooks,
+      );
     }
     case "openai": {
       const { kind: _k, ...rest } = spec;

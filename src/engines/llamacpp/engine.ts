@@ -9,7 +9,7 @@
  * After every run the engine reports all slot and saved-state sequences, which the node's tree
  * mirrors exactly, evictions included. Runs are serialized: one at a time per engine.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
@@ -28,7 +28,7 @@ import { GgufError, validateGguf } from "../gguf/validate.js";
 import { StopAwareOutput } from "../output.js";
 import { renderChat } from "./chat.js";
 import { cpuLlama, takeLlamaErrors } from "./runtime.js";
-import { commonPrefix, StateCache } from "./state-cache.js";
+import { commonPrefix, type SavedState, StateCache } from "./state-cache.js";
 
 export const LlamaCppOptionsSchema = z.object({
   modelPath: z.string().min(1),
@@ -56,24 +56,68 @@ export const LlamaCppOptionsSchema = z.object({
 });
 export type LlamaCppOptions = z.input<typeof LlamaCppOptionsSchema>;
 
+/**
+ * Where the engine reports degraded-but-handled events (a saved state that failed to save or load).
+ * The daemon passes its logger; the default writes one line to stderr.
+ */
+export type LlamaCppLog = (msg: string, fields: Record<string, unknown>) => void;
+const stderrLog: LlamaCppLog = (msg, fields) =>
+  console.warn(`prefixmesh llamacpp: ${msg}`, JSON.stringify(fields));
+
+/** Saved-state counters since the engine started (cumulative, for metrics and benchmarks). */
+export interface StateStats {
+  states: number;
+  bytes: number;
+  saves: number;
+  saveFailures: number;
+  loads: number;
+  /** Loads that failed and fell back to recomputing the prompt (the state was dropped). */
+  loadFailures: number;
+}
+
 const STATE_DIR_PREFIX = "prefixmesh-states-";
+/**
+ * Directories named without a pid (`prefixmesh-states-XXXXXX`, written by builds before the pid was
+ * added, or by anything else) cannot be checked for a live owner; they are removed once untouched
+ * this long. A live engine's directory changes whenever it saves or drops a state.
+ */
+export const ORPHAN_STATE_DIR_AGE_MS = 60 * 60 * 1000;
 /** State directories of engines not yet closed: removed at process exit (tmpfs is RAM). */
 const liveStateDirs = new Set<string>();
 process.once("exit", () => {
   for (const d of liveStateDirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** Removes state directories left by processes that died without closing (e.g. SIGKILL). */
-function removeOrphanStateDirs(base: string): void {
-  for (const name of readdirSync(base)) {
-    const m = new RegExp(`^${STATE_DIR_PREFIX}(\\d+)-`).exec(name);
-    if (!m) continue;
-    const pid = Number(m[1]);
+/**
+ * Removes state directories left by processes that died without closing (e.g. SIGKILL): those whose
+ * pid is gone, and pid-less ones untouched for `ORPHAN_STATE_DIR_AGE_MS`. Best effort: never throws.
+ */
+export function removeOrphanStateDirs(base: string, now = Date.now()): void {
+  let names: string[];
+  try {
+    names = readdirSync(base);
+  } catch {
+    return;
+  }
+  const withPid = new RegExp(`^${STATE_DIR_PREFIX}(\\d+)-`);
+  for (const name of names) {
+    if (!name.startsWith(STATE_DIR_PREFIX)) continue;
+    const dir = join(base, name);
+    const m = withPid.exec(name);
     try {
-      process.kill(pid, 0); // throws ESRCH when the owner is gone
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ESRCH")
-        rmSync(join(base, name), { recursive: true, force: true });
+      if (m) {
+        try {
+          process.kill(Number(m[1]), 0); // throws ESRCH when the owner is gone
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === "ESRCH") rmSync(dir, { recursive: true, force: true });
+        }
+      } else {
+        const st = statSync(dir);
+        if (st.isDirectory() && now - st.mtimeMs > ORPHAN_STATE_DIR_AGE_MS)
+          rmSync(dir, { recursive: true, force: true });
+      }
+    } catch {
+      // raced with another sweeper or not ours to remove: leave it
     }
   }
 }
@@ -89,6 +133,7 @@ export class LlamaCppEngine implements Engine {
   private clock = 0;
   private closed = false;
   private failure: string | undefined;
+  private readonly counts = { saves: 0, saveFailures: 0, loads: 0, loadFailures: 0 };
 
   private constructor(
     private readonly model: LlamaModel,
@@ -99,6 +144,7 @@ export class LlamaCppEngine implements Engine {
     private readonly opts: z.output<typeof LlamaCppOptionsSchema>,
     private readonly vocabSize: number,
     private readonly hasTemplate: boolean,
+    private readonly log: LlamaCppLog,
   ) {
     this.info = {
       kind: "llamacpp",
@@ -110,7 +156,7 @@ export class LlamaCppEngine implements Engine {
   }
 
   /** Validates the GGUF first: a bad file is a clear GgufError, never a dead process. */
-  static async create(options: LlamaCppOptions): Promise<LlamaCppEngine> {
+  static async create(options: LlamaCppOptions, hooks: { log?: LlamaCppLog } = {}): Promise<LlamaCppEngine> {
     const opts = LlamaCppOptionsSchema.parse(options);
     const summary = validateGguf(opts.modelPath);
     const llama = await cpuLlama();
@@ -159,6 +205,7 @@ export class LlamaCppEngine implements Engine {
       opts,
       vocab,
       summary.chatTemplate !== undefined,
+      hooks.log ?? stderrLog,
     );
   }
 
@@ -192,8 +239,25 @@ export class LlamaCppEngine implements Engine {
   }
 
   /** Saved-state statistics, for metrics and benchmarks. */
-  stateStats(): { states: number; bytes: number } {
-    return { states: this.states.entries.length, bytes: this.states.totalBytes };
+  stateStats(): StateStats {
+    return { states: this.states.entries.length, bytes: this.states.totalBytes, ...this.counts };
+  }
+
+  /**
+   * Empties both cache levels (every slot and every saved state), queued behind running requests, so
+   * `cachedSequences()` is empty afterwards: a fresh start for comparing policies on one cluster.
+   */
+  resetCache(): Promise<void> {
+    const done = this.tail.then(async () => {
+      this.ensureOpen();
+      for (const s of this.slots) {
+        await s.seq.clearHistory();
+        s.lastUsed = 0;
+      }
+      this.states.clear();
+    });
+    this.tail = done.catch(() => undefined);
+    return done;
   }
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
@@ -342,21 +406,63 @@ export class LlamaCppEngine implements Engine {
     const slotLen = slot === best ? bestLen : shared(slot);
     const saved = this.states.bestMatch(tokens);
     if (saved && saved.length > slotLen) {
-      await this.spill(slot, 0);
-      await slot.seq.loadStateFromFile(saved.state.file, { acceptRisk: true });
-      this.states.touch(saved.state);
+      // The spill must not evict the state we are about to load (it used to: LRU picked it).
+      await this.spill(slot, 0, saved.state);
+      await this.loadState(slot, saved.state);
     } else await this.spill(slot, slotLen);
     return slot;
   }
 
-  /** Saves a slot's sequence before all but `keep` of its tokens are dropped, if worth keeping. */
-  private async spill(slot: Slot, keep: number): Promise<void> {
+  /**
+   * Loads a saved state into a slot. A failed load never fails the request: the state is dropped and
+   * the slot is left empty, so the prompt is recomputed. The slot is emptied first because
+   * node-llama-cpp forgets the slot's tokens before the native load, which can fail without touching
+   * the KV cells: stale cells under a sequence believed empty would corrupt the next evaluation.
+   */
+  private async loadState(slot: Slot, state: SavedState): Promise<void> {
+    await slot.seq.clearHistory();
+    try {
+      await slot.seq.loadStateFromFile(state.file, { acceptRisk: true });
+      this.counts.loads++;
+      this.states.touch(state);
+    } catch (e) {
+      this.counts.loadFailures++;
+      this.states.delete(state);
+      const llama = takeLlamaErrors().join("; ");
+      this.log("saved state failed to load; recomputing the prompt", {
+        file: state.file,
+        tokens: state.tokens.length,
+        error: (e as Error).message,
+        ...(llama ? { llama } : {}),
+      });
+      if (slot.seq.nextTokenIndex > 0) await slot.seq.clearHistory();
+    }
+  }
+
+  /**
+   * Saves a slot's sequence before all but `keep` of its tokens are dropped, if worth keeping. A failed
+   * save only loses that cache entry, never the request. `protect`: see StateCache.add.
+   */
+  private async spill(slot: Slot, keep: number, protect?: SavedState): Promise<void> {
     const n = slot.seq.nextTokenIndex;
     if (n - keep < this.opts.minSpillTokens) return;
     const tokens = Uint32Array.from(slot.seq.contextTokens as number[]);
     if (this.states.covers(tokens)) return;
-    await this.states.add(tokens, async (file) => {
-      await slot.seq.saveStateToFile(file);
-    });
+    try {
+      const added = await this.states.add(
+        tokens,
+        async (file) => {
+          await slot.seq.saveStateToFile(file);
+        },
+        protect,
+      );
+      if (added) this.counts.saves++;
+    } catch (e) {
+      this.counts.saveFailures++;
+      this.log("saving a slot's state failed; its tokens leave the cache", {
+        tokens: tokens.length,
+        error: (e as Error).message,
+      });
+    }
   }
 }

@@ -67,32 +67,57 @@ export class StateCache {
     state.lastUsed = ++this.clock;
   }
 
-  /** Saves via `save(file)`, drops states the new one makes redundant, then enforces the limits. */
-  async add(tokens: Uint32Array, save: (file: string) => Promise<void>): Promise<SavedState | undefined> {
-    if (this.limits.maxStates <= 0) return undefined;
+  /**
+   * Saves via `save(file)`, drops states the new one makes redundant, then enforces the limits.
+   * `protect` (the state about to be loaded into the slot being spilled) is never removed: evicting it
+   * here deleted its file right before `loadStateFromFile` read it. When only protected room is left,
+   * nothing is saved. A failed save leaves no file behind and rethrows.
+   */
+  async add(
+    tokens: Uint32Array,
+    save: (file: string) => Promise<void>,
+    protect?: SavedState,
+  ): Promise<SavedState | undefined> {
+    const isProtected = (s: SavedState) => s === protect && this.states.includes(s);
+    if (this.limits.maxStates - (protect && isProtected(protect) ? 1 : 0) <= 0) return undefined;
     const file = join(this.dir, `state-${++this.counter}.bin`);
-    await save(file);
+    try {
+      await save(file);
+    } catch (e) {
+      rmSync(file, { force: true });
+      throw e;
+    }
     const state: SavedState = { tokens, file, bytes: statSync(file).size, lastUsed: ++this.clock };
     // A saved state whose tokens are a prefix of the new one is fully covered by it.
     for (let i = this.states.length - 1; i >= 0; i--) {
       const s = this.states[i]!;
-      if (s.tokens.length <= tokens.length && commonPrefix(s.tokens, tokens) === s.tokens.length)
+      if (
+        !isProtected(s) &&
+        s.tokens.length <= tokens.length &&
+        commonPrefix(s.tokens, tokens) === s.tokens.length
+      )
         this.remove(i);
     }
     this.states.push(state);
-    this.enforce();
+    this.enforce(protect);
     return this.states.includes(state) ? state : undefined;
   }
 
-  private enforce(): void {
-    while (
-      this.states.length > 0 &&
-      (this.states.length > this.limits.maxStates || this.totalBytes > this.limits.maxBytes)
-    ) {
-      let lru = 0;
+  /** Drops one state (e.g. its file failed to load) and deletes its file. */
+  delete(state: SavedState): void {
+    const i = this.states.indexOf(state);
+    if (i >= 0) this.remove(i);
+  }
+
+  /** Evicts least-recently-used states, never `protect`, until the count and byte limits hold. */
+  private enforce(protect?: SavedState): void {
+    const over = () => this.states.length > this.limits.maxStates || this.totalBytes > this.limits.maxBytes;
+    while (over()) {
+      let lru = -1;
       this.states.forEach((s, i) => {
-        if (s.lastUsed < this.states[lru]!.lastUsed) lru = i;
+        if (s !== protect && (lru < 0 || s.lastUsed < this.states[lru]!.lastUsed)) lru = i;
       });
+      if (lru < 0) return; // only the protected state is left
       this.remove(lru);
     }
   }
