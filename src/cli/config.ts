@@ -30,7 +30,17 @@ export const nodeSettingsSchema = z.object({
   peerListen: hostPort.default("127.0.0.1:9080"),
   /** `B=http://…,C=…` or (YAML) a list of {id, url} / a map id → url. */
   peers: z.union([z.string().max(65536), z.array(z.unknown()), z.record(z.string(), z.string())]).optional(),
+  /** `name[:port]`: peers are every A/AAAA record of the name (port: default our peer port). */
   peersDns: z.string().max(300).optional(),
+  /** How often the --peers-dns name is re-resolved (and DNS-found peers re-checked), ms. */
+  peersDnsIntervalMs: num(100, 3_600_000, true).default(10_000),
+  /**
+   * Answer --peers-dns look-ups from this JSON file ({"name": ["10.0.0.7", …]}), re-read each round,
+   * instead of DNS: for tests and for environments that publish peer addresses as a file.
+   */
+  peersDnsFile: z.string().min(1).max(4096).optional(),
+  /** Most peers at once, static + DNS-found (DNS-found ones beyond it are refused). */
+  maxPeers: num(1, 256, true).default(256),
   engine: z.enum(["llamacpp", "openai", "sim"]).default("llamacpp"),
   model: z.string().min(1).max(4096).default("generated"),
   /** openai engine: the remote server's base URL, and its API key (prefer the env variable). */

@@ -12,7 +12,19 @@ export function registerNode(program: Command): void {
     .option("--listen <host:port>", "client API address (default 127.0.0.1:8080)")
     .option("--peer-listen <host:port>", "peer port address (default 127.0.0.1:9080)")
     .option("--peers <list>", "static peers: B=https://host:port,C=…")
-    .option("--peers-dns <name[:port]>", "peers from DNS A/AAAA records (not supported yet)")
+    .option(
+      "--peers-dns <name[:port]>",
+      "peers from DNS: every A/AAAA record (port: default --peer-listen's)",
+    )
+    .option(
+      "--peers-dns-interval-ms <ms>",
+      "re-resolve --peers-dns and re-check its peers this often (default 10000)",
+    )
+    .option(
+      "--peers-dns-file <file>",
+      "answer --peers-dns from a JSON file {name: [addresses]} instead of DNS",
+    )
+    .option("--max-peers <n>", "most peers at once, static + DNS-found (default 256)")
     .option("--engine <kind>", "llamacpp | openai | sim (default llamacpp)")
     .option("--model <path|generated>", "GGUF path, 'generated', or the remote model name")
     .option("--engine-url <url>", "openai engine: the remote server's base URL")

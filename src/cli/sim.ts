@@ -38,6 +38,8 @@ export interface SimOptions {
   crash?: string[];
   faultsUntilMs?: string;
   forwardTimeoutMs?: string;
+  oracle?: boolean;
+  rate?: string;
 }
 
 /** `--crash 1@60000:90000` = node 1 crashes at 60 s of virtual time and restarts at 90 s. */
@@ -66,6 +68,7 @@ export function parseSimOptions(o: SimOptions): {
   workload: WorkloadName;
   mmluDir: string;
   requests: number | undefined;
+  rate: number | undefined;
 } {
   if (!isPolicyName(o.policy))
     throw new CliError(`--policy must be one of ${POLICY_NAMES.join(", ")}, got '${o.policy}'`);
@@ -84,6 +87,7 @@ export function parseSimOptions(o: SimOptions): {
     seed: parseNumber("--seed", o.seed, { min: 0, max: 2 ** 32 - 1, integer: true }),
     keepRecords: o.json !== undefined,
   };
+  if (o.oracle === true) config.oracle = true;
   if (o.capacityTokens !== undefined) {
     config.capacityTokens = parseNumber("--capacity-tokens", o.capacityTokens, {
       min: 1,
@@ -118,11 +122,14 @@ export function parseSimOptions(o: SimOptions): {
     o.requests === undefined
       ? undefined
       : parseNumber("--requests", o.requests, { min: 1, max: 10_000_000, integer: true });
+  const rate =
+    o.rate === undefined ? undefined : parseNumber("--rate", o.rate, { min: 0.001, max: 1_000_000 });
   return {
     config,
     workload: o.workload as WorkloadName,
     mmluDir: o.mmluDir ?? "../shared/datasets/mmlu",
     requests,
+    rate,
   };
 }
 
@@ -131,15 +138,16 @@ async function loadWorkload(
   dir: string,
   seed: number,
   requests: number | undefined,
+  openLoopRate?: number,
 ): Promise<Workload> {
   if (name === "synthetic" || name === "synthetic-skewed") {
-    return syntheticMmlu({ seed, requests, skewed: name === "synthetic-skewed" });
+    return syntheticMmlu({ seed, requests, skewed: name === "synthetic-skewed", openLoopRate });
   }
   if (!existsSync(dir)) {
     throw new CliError(`MMLU data not found at '${dir}' (pass --mmlu-dir DIR, or use --workload synthetic)`);
   }
   try {
-    return await mmluWorkload({ dir, seed, requests, skewed: name === "mmlu-skewed" });
+    return await mmluWorkload({ dir, seed, requests, skewed: name === "mmlu-skewed", openLoopRate });
   } catch (err) {
     throw new CliError(`cannot load MMLU from '${dir}': ${(err as Error).message}`);
   }
@@ -169,6 +177,9 @@ export function formatSummary(r: SimResult, workloadLabel: string): string {
   const lines = [
     `prefixmesh sim — ${c.nodes} nodes, policy ${c.policy}, Δcomm ${c.commMs} ± ${c.jitterMs} ms, Δpoll ${c.pollMs} ms, profile ${r.profile.name}, KV ${r.capacityTokens} tokens/node, seed ${c.seed}`,
     `workload ${workloadLabel}: ${t.requests} requests${r.workload.synthetic ? " (SYNTHETIC data)" : ""}`,
+    ...(c.oracle
+      ? ["ORACLE     every estimate = its owner's true tree, instantly and free (simulation-only reference)"]
+      : []),
     `latency    mean ${(t.meanLatencyMs / 1000).toFixed(3)} s   p50 ${(p50 / 1000).toFixed(3)} s   p99 ${(p99 / 1000).toFixed(3)} s`,
     `hit rate   expected ${(100 * t.expectedHitRate).toFixed(1)}%   actual ${(100 * t.actualHitRate).toFixed(1)}%`,
     `hotspot    ${(100 * t.hotspotShare).toFixed(1)}% of requests on n${t.hotspotNode}   forwarded ${(100 * t.forwardedShare).toFixed(1)}%`,
@@ -193,8 +204,8 @@ export async function runSimCommand(
   o: SimOptions,
   io: { out: NodeJS.WritableStream; err: NodeJS.WriteStream },
 ): Promise<SimResult> {
-  const { config, workload, mmluDir, requests } = parseSimOptions(o);
-  const w = await loadWorkload(workload, mmluDir, config.seed, requests);
+  const { config, workload, mmluDir, requests, rate } = parseSimOptions(o);
+  const w = await loadWorkload(workload, mmluDir, config.seed, requests, rate);
   const useBar = io.err.isTTY === true;
   const bar = useBar
     ? new SingleBar({ stream: io.err, format: "simulating [{bar}] {value}/{total} requests" })
@@ -238,6 +249,8 @@ export function registerSim(program: Command): void {
     .option("--faults-until-ms <ms>", "loss/duplication stop at this virtual time")
     .option("--crash <spec...>", "crash a node: NODE@MS[:RESTART_MS] (virtual ms; repeatable)")
     .option("--forward-timeout-ms <ms>", "give up on a forward after this long (default 30000)")
+    .option("--rate <req/s>", "open loop: Poisson arrivals at this rate (default: closed loop, the paper)")
+    .option("--oracle", "simulation-only reference: estimates always equal the owners' true trees, free")
     .option("--json <file>", "also write the full result (config, totals, per-request records) as JSON")
     .action(async (opts: SimOptions) => {
       await runSimCommand(opts, { out: process.stdout, err: process.stderr });

@@ -3,8 +3,10 @@
  * (undici's defaults are 300 s), and failures classified so the runtime can tell the node: a refused or
  * reset connection, a timeout, a stream cut off before its final record, or an HTTP refusal.
  */
-import { Pool } from "undici";
+import type { PeerCertificate } from "node:tls";
+import { Client, Pool } from "undici";
 import type { HeldVersion } from "../core/node/types.js";
+import { peerIdFromCert } from "./auth/tls.js";
 import type { PeerAuth } from "./transport-auth.js";
 import {
   type ForwardMsg,
@@ -143,6 +145,65 @@ export class PeerClient {
     const parsed = helloSchema.safeParse(JSON.parse(body.toString("utf8") || "null"));
     if (!parsed.success) throw new TransportError("protocol", `peer ${id}: malformed hello`);
     return parsed.data;
+  }
+
+  /**
+   * Asks an address that is not a peer yet who it is (`GET /peer/hello`, signed in shared-secret
+   * mode), on a one-off connection: DNS gives addresses, not ids, so the TLS check cannot be pinned to
+   * an id yet — it only requires a certificate from the cluster CA, and reports the id that
+   * certificate names (`certId`) so the caller can hold the announced id against it. Returns the raw
+   * answer (validate it with `checkPeerHello`).
+   */
+  async probeHello(url: string): Promise<{ hello: unknown; certId: string | undefined }> {
+    const base = this.opts.auth.connectOptions(undefined);
+    let certId: string | undefined;
+    const check = base?.checkServerIdentity as
+      | ((host: string, cert: PeerCertificate) => Error | undefined)
+      | undefined;
+    const connect =
+      base && check
+        ? {
+            ...base,
+            checkServerIdentity: (host: string, cert: PeerCertificate) => {
+              const err = check(host, cert);
+              if (err === undefined) certId = peerIdFromCert(cert);
+              return err;
+            },
+          }
+        : base;
+    const client = new Client(new URL(url).origin, {
+      connectTimeout: this.t.connectMs,
+      headersTimeout: this.t.messageTotalMs,
+      bodyTimeout: this.t.messageTotalMs,
+      pipelining: 0,
+      ...(connect ? { connect } : {}),
+    });
+    const path = "/peer/hello";
+    try {
+      const res = await client.request({
+        method: "GET",
+        path,
+        signal: AbortSignal.timeout(this.t.messageTotalMs),
+        headers: this.opts.auth.sign("GET", path, undefined),
+      });
+      const text = await readBounded(res.body, 64 * 1024);
+      if (res.statusCode !== 200) {
+        throw new TransportError(
+          "http",
+          `${url} answered ${res.statusCode} to ${path}: ${text}`,
+          res.statusCode,
+        );
+      }
+      try {
+        return { hello: JSON.parse(text), certId };
+      } catch {
+        throw new TransportError("protocol", `${url}: hello is not JSON`);
+      }
+    } catch (err) {
+      throw classify(err);
+    } finally {
+      void client.destroy().catch(() => {});
+    }
   }
 
   async sendSnapshot(

@@ -105,7 +105,9 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       handlers.onAuthRejected?.(r.reason);
       return reply.status(401).send({ error: `peer authentication failed: ${r.reason}` });
     }
-    if (!handlers.isKnownPeer(r.sender)) {
+    // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
+    // who we are; it reveals only id, cluster and model, so membership is not required for it.
+    if (req.routeOptions.url !== "/peer/hello" && !handlers.isKnownPeer(r.sender)) {
       handlers.onAuthRejected?.("unknown-peer");
       return reply.status(403).send({ error: `'${r.sender}' is not a member of this cluster` });
     }

@@ -11,6 +11,9 @@ import { encodedSize } from "../core/snapshot-codec.js";
 const ENVELOPE = 48;
 /** holds (epoch, version) + blocks, as varints. */
 const SNAPSHOT_EXTRA = 16;
+/** The RTT echo: the send time `at` (a ms timestamp as a varint) and `echo` (t + heldMs). */
+const ECHO_AT = 7;
+const ECHO = 10;
 
 // One anti-entropy round sends the same snapshot object to every peer back to back: remembering
 // the last one is enough (a WeakMap costs more than it saves here).
@@ -40,7 +43,12 @@ export function messageKind(msg: PeerMessage): string {
 export function messageBytes(msg: PeerMessage): number {
   switch (msg.type) {
     case "snapshot":
-      return snapshotBytes(msg.snapshot) + SNAPSHOT_EXTRA;
+      return (
+        snapshotBytes(msg.snapshot) +
+        SNAPSHOT_EXTRA +
+        (msg.at === undefined ? 0 : ECHO_AT) +
+        (msg.echo === undefined ? 0 : ECHO)
+      );
     case "forward":
       return ENVELOPE + msg.reqId.length + 4 * msg.request.tokens.length;
     case "result":

@@ -19,6 +19,7 @@ import { EventQueue, type SimEvent } from "./event-queue.js";
 import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invariants.js";
 import { messageBytes, messageKind } from "./message-size.js";
 import { SimNetwork } from "./network.js";
+import { Oracle } from "./oracle.js";
 import { resolveProfile } from "./profiles.js";
 import { SimEngine } from "./sim-engine.js";
 import type { MessageTotals, SimConfig, SimNodeSummary, SimProgress, SimRecord, SimResult } from "./types.js";
@@ -80,6 +81,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const violations: string[] = [];
   const estimateWatch = check ? new EstimateWatch(violations) : undefined;
   const keepRecords = config.keepRecords !== false;
+  const oracle = config.oracle === true ? new Oracle() : undefined;
+  let oracleBusy = false;
 
   const nodes: SimNodeState[] = ids.map((id, idx) => ({
     idx,
@@ -314,6 +317,38 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     const n = s.node;
     if (!n) return;
     apply(s, n.handle(input));
+    if (oracle && !oracleBusy) oracleSync();
+  }
+
+  /** A snapshot reaches `dest` (watched for estimate regressions when checking invariants). */
+  function deliverSnapshot(dest: SimNodeState, from: string, msg: PeerMessage): void {
+    if (estimateWatch && dest.node) {
+      const before = dest.node.heldOf(from);
+      handle(dest, { type: "peer-message", from, msg });
+      estimateWatch.check(now, dest.id, from, before, dest.node?.heldOf(from));
+    } else handle(dest, { type: "peer-message", from, msg });
+  }
+
+  /** Oracle mode: refresh every estimate that differs from its owner, until none does. */
+  function oracleSync(): void {
+    if (!oracle) return;
+    oracleBusy = true;
+    try {
+      for (let changed = true; changed; ) {
+        changed = false;
+        for (const a of nodes) {
+          for (const b of nodes) {
+            if (a === b || !a.node || !b.node) continue;
+            const msg = oracle.refresh(a.node, b.node);
+            if (!msg) continue;
+            changed = true;
+            deliverSnapshot(b, a.id, msg);
+          }
+        }
+      }
+    } finally {
+      oracleBusy = false;
+    }
   }
 
   // ---- schedule
@@ -354,10 +389,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         const dest = nodes[ev.to] as SimNodeState;
         if (!dest.node || dest.inc !== ev.inc) break;
         const from = ids[ev.from] as string;
-        if (estimateWatch && ev.msg.type === "snapshot") {
-          const before = dest.node.heldOf(from);
-          handle(dest, { type: "peer-message", from, msg: ev.msg });
-          estimateWatch.check(now, dest.id, from, before, dest.node?.heldOf(from));
+        if (ev.msg.type === "snapshot") {
+          // A real snapshot may carry older figures than the oracle last pushed: re-push after it.
+          oracle?.invalidate(from, dest.id);
+          deliverSnapshot(dest, from, ev.msg);
         } else handle(dest, { type: "peer-message", from, msg: ev.msg });
         break;
       }

@@ -51,6 +51,11 @@ export interface SimConfig {
   maxVirtualMs?: number;
   /** Keep per-request records in the result (default true; off saves memory in huge runs). */
   keepRecords?: boolean;
+  /**
+   * SIMULATION-ONLY reference, not a deployable policy (oracle.ts): every estimate is refreshed to
+   * its owner's true tree, queue depth and push-back the instant they change, free of charge.
+   */
+  oracle?: boolean;
 }
 
 export interface SimRecord {

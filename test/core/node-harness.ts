@@ -85,7 +85,8 @@ export class Harness {
     return this.input(id, { type: "client-request", reqId, request: { id: reqId, tokens, maxTokens } });
   }
 
-  private apply(id: string, effects: Effect[]): void {
+  /** Performs effects the test obtained from the node directly (e.g. `removePeer`). */
+  apply(id: string, effects: Effect[]): void {
     const m = this.m(id);
     for (const e of effects) {
       switch (e.type) {

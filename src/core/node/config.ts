@@ -5,7 +5,8 @@
 import { z } from "zod";
 import { POLICY_NAMES } from "./policies/index.js";
 
-const nodeId = z
+/** A node id as the config accepts it (also checked when a peer is added at run time). */
+export const nodeId = z
   .string()
   .min(1)
   .max(64)
@@ -16,6 +17,11 @@ export const nodeConfigSchema = z
     id: nodeId,
     /** Static membership: every other node's id. Messages from anyone else are ignored and counted. */
     peers: z.array(nodeId).max(1024).default([]),
+    /**
+     * Most peers at once: the static ones plus those added at run time (`addPeer`, e.g. found by DNS).
+     * Default: the static list's size, i.e. a fixed membership. Bounds the merged estimate index.
+     */
+    maxPeers: z.number().int().min(0).max(4095).optional(),
     policy: z.enum(POLICY_NAMES).default("affinity"),
     /** KV capacity in tokens: the tree's capacity. */
     capacityTokens: z.number().int().positive(),
@@ -47,9 +53,38 @@ export const nodeConfigSchema = z
     maxPushBackMs: z.number().min(0).max(3_600_000).default(60_000),
     /** Forward ids remembered to drop duplicated forwards (bounded). */
     dedupWindow: z.number().int().min(0).max(1_000_000).default(4096),
+    /**
+     * Priors of the learned costs (cost-aware routing), used until the node's own engine results
+     * outweigh them. Conservative on purpose, so a cold node leans to serving locally: a cheap
+     * prefill (0.5 ms/token) and a slow network (250 ms RTT) until measured. The RTT prior is replaced
+     * by the first echo of an anti-entropy round (one poll), the prefill prior fades after a few runs.
+     */
+    costPrior: z
+      .object({
+        prefillFixedMs: z.number().min(0).max(600_000).default(50),
+        prefillMsPerToken: z.number().min(0).max(60_000).default(0.5),
+        weight: z.number().min(0.001).max(1_000_000).default(2),
+        rttMs: z.number().min(0).max(600_000).default(250),
+      })
+      .prefault({}),
+    /**
+     * Prior of the prefix demand an origin learns (demand.ts): `weight` pseudo-prefixes reused
+     * `meanReuse` times each. Leans to serving locally (buying a prefix) until real counts exist.
+     */
+    demandPrior: z
+      .object({
+        meanReuse: z.number().min(0).max(1_000_000).default(8),
+        weight: z.number().min(0).max(1_000_000).default(16),
+      })
+      .prefault({}),
+    /** Per-sample decay of the prefill fit: memory ≈ 1 / (1 − decay) engine runs. */
+    costDecay: z.number().min(0.5).max(1).default(0.98),
   })
   .refine((c) => !c.peers.includes(c.id), { message: "peers must not include the node itself" })
-  .refine((c) => new Set(c.peers).size === c.peers.length, { message: "peers must be unique" });
+  .refine((c) => new Set(c.peers).size === c.peers.length, { message: "peers must be unique" })
+  .refine((c) => c.maxPeers === undefined || c.maxPeers >= c.peers.length, {
+    message: "maxPeers must be at least the number of static peers",
+  });
 
 export type NodeConfig = z.output<typeof nodeConfigSchema>;
 export type NodeConfigInput = z.input<typeof nodeConfigSchema>;

@@ -1,6 +1,7 @@
 /**
- * Static membership plus the failure detector of §3.3: a peer silent for k × Δpoll is suspected and
- * not routed to; any message from it clears that. A transport failure (connection refused/reset)
+ * Membership (the static list, plus peers added or removed at run time, e.g. found by DNS) and the
+ * failure detector of §3.3: a peer silent for k × Δpoll is suspected and not routed to; any message
+ * from it clears that. A transport failure (connection refused/reset)
  * suspects at once; a `goodbye` marks the peer down until it speaks again. Also keeps what each
  * peer advertised (queue depth, push-back) and its measured RTT.
  */
@@ -16,6 +17,9 @@ export interface PeerState {
   /** Epoch of the peer's latest snapshot (a change means it restarted). */
   epoch: number | undefined;
   queueDepth: number;
+  /** When its queue depth was last reported (our clock), and forwards we sent it since then. */
+  queueAt: number | undefined;
+  sentSinceQueue: number;
   capacityTokens: number;
   pushBackUntil: number;
   /** When the estimate last changed or was confirmed (for the estimate's age). */
@@ -34,38 +38,53 @@ export interface PeerState {
   wantFull: boolean;
   /** When we last made an optimistic insert into its estimate (after a forwarded result). */
   optimisticAt: number;
+  /** `at` (its clock) of the last snapshot it sent us, and when it arrived (our clock): our echo. */
+  echoT: number | undefined;
+  echoRxAt: number;
 }
 
 export class Membership {
   private readonly peers = new Map<NodeId, PeerState>();
   private readonly ordered: PeerState[] = [];
+  /** When peers added at run time joined (static peers count from `startedAt`). */
+  private readonly joinedAt = new Map<NodeId, number>();
 
   constructor(
     ids: readonly NodeId[],
     private readonly suspectAfterMs: number,
     private readonly startedAt: number,
   ) {
-    for (const id of ids) {
-      const p: PeerState = {
-        id,
-        lastHeard: undefined,
-        failed: false,
-        departed: false,
-        epoch: undefined,
-        queueDepth: 0,
-        capacityTokens: 0,
-        pushBackUntil: 0,
-        estimateAt: undefined,
-        rttMs: undefined,
-        holdsOfUs: undefined,
-        unconfirmed: [],
-        ackDelayMs: undefined,
-        wantFull: false,
-        optimisticAt: Number.NEGATIVE_INFINITY,
-      };
-      this.peers.set(id, p);
-      this.ordered.push(p);
-    }
+    for (const id of ids) this.insert(newPeerState(id));
+  }
+
+  /**
+   * Adds a peer at run time (e.g. found by DNS). It starts unknown: its silence is counted from now,
+   * not from our start. Returns undefined if it is already a member.
+   */
+  add(id: NodeId, now: number): PeerState | undefined {
+    if (this.peers.has(id)) return undefined;
+    this.joinedAt.set(id, now);
+    return this.insert(newPeerState(id));
+  }
+
+  /** Drops a peer and everything we kept about it. Returns false if it was not a member. */
+  remove(id: NodeId): boolean {
+    const p = this.peers.get(id);
+    if (!p) return false;
+    this.peers.delete(id);
+    this.joinedAt.delete(id);
+    this.ordered.splice(this.ordered.indexOf(p), 1);
+    return true;
+  }
+
+  get size(): number {
+    return this.ordered.length;
+  }
+
+  private insert(p: PeerState): PeerState {
+    this.peers.set(p.id, p);
+    this.ordered.push(p);
+    return p;
   }
 
   get(id: NodeId): PeerState | undefined {
@@ -86,8 +105,10 @@ export class Membership {
   liveness(p: PeerState, now: number): Liveness {
     if (p.departed) return "down";
     if (p.failed) return "suspected";
-    if (p.lastHeard === undefined)
-      return now - this.startedAt > this.suspectAfterMs ? "suspected" : "unknown";
+    if (p.lastHeard === undefined) {
+      const since = this.joinedAt.get(p.id) ?? this.startedAt;
+      return now - since > this.suspectAfterMs ? "suspected" : "unknown";
+    }
     return now - p.lastHeard > this.suspectAfterMs ? "suspected" : "live";
   }
 
@@ -104,4 +125,28 @@ export class Membership {
     const v = Math.max(0, ms);
     p.rttMs = p.rttMs === undefined ? v : p.rttMs + (v - p.rttMs) / 8;
   }
+}
+
+function newPeerState(id: NodeId): PeerState {
+  return {
+    id,
+    lastHeard: undefined,
+    failed: false,
+    departed: false,
+    epoch: undefined,
+    queueDepth: 0,
+    queueAt: undefined,
+    sentSinceQueue: 0,
+    capacityTokens: 0,
+    pushBackUntil: 0,
+    estimateAt: undefined,
+    rttMs: undefined,
+    holdsOfUs: undefined,
+    unconfirmed: [],
+    ackDelayMs: undefined,
+    wantFull: false,
+    optimisticAt: Number.NEGATIVE_INFINITY,
+    echoT: undefined,
+    echoRxAt: 0,
+  };
 }

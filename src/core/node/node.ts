@@ -8,12 +8,15 @@
  * suspected or restarting → the next candidate → finally local execution. A request is answered
  * exactly once: replies that arrive after we moved on are dropped and counted (`lateReplies`).
  */
+import { BLOCK_SIZE, BlockHasher } from "../block-hash.js";
 import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
 import { Estimates } from "../estimates.js";
 import { PeerIndex } from "../peer-index.js";
 import { type LockHandle, RadixTree } from "../radix-tree.js";
 import type { Snapshot, SnapshotHeader } from "../snapshot.js";
-import { type NodeConfig, type NodeConfigInput, resolveNodeConfig } from "./config.js";
+import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
+import { type LearnedCosts, PrefillFit } from "./cost-model.js";
+import { PrefixDemand } from "./demand.js";
 import { Membership, type PeerState } from "./membership.js";
 import { createPolicy, type Policy, type PolicyName } from "./policies/index.js";
 import { buildCandidates } from "./routing.js";
@@ -28,12 +31,15 @@ import type {
   ReplyErrorCode,
   RequestRecord,
   ServedTiming,
+  SnapshotEcho,
 } from "./types.js";
 
 export const POLL_TIMER = "poll";
 const FWD_TIMER_PREFIX = "fwd:";
 /** Longest request id accepted from a peer (ids are stored in maps and echoed back). */
 const MAX_REQ_ID = 512;
+/** Prefix keys whose demand an origin tracks (LRU beyond). */
+const DEMAND_KEYS = 4096;
 /** Unconfirmed sends remembered per peer (older ones are forgotten; the window check still holds). */
 const MAX_UNCONFIRMED = 64;
 
@@ -107,12 +113,19 @@ export class PrefixNode {
   private queueHead = 0;
   private readonly running = new Map<string, Job>();
   private readonly seenForwards = new Map<string, true>();
+  /** Peers added at run time that get our full state at the next anti-entropy tick, live or not. */
+  private readonly joined = new Set<NodeId>();
   private jobSeq = 0;
   /** Logical LRU clock for the tree: strictly increasing per insert. */
   private tick = 0;
   /** Tokens promised to running jobs (concurrency > 1) so they cannot over-commit the capacity. */
   private reserved = 0;
   private serviceMsEwma: number | undefined;
+  /** Learned from our own engine results; kept across restart() (the machine did not change). */
+  private readonly prefillFit: PrefillFit;
+  /** Arrivals per prefix at this origin (cost-aware's rent-or-buy); bounded. */
+  private readonly demand: PrefixDemand;
+  private readonly hasher = new BlockHasher();
   private stats_: NodeStats = emptyStats();
 
   constructor(
@@ -122,19 +135,20 @@ export class PrefixNode {
   ) {
     this.config = resolveNodeConfig(config);
     this.policy = createPolicy(this.config.policy);
+    this.prefillFit = new PrefillFit(this.config.costPrior, this.config.costDecay);
+    this.demand = new PrefixDemand(DEMAND_KEYS, this.config.demandPrior);
     this.reset(Math.floor(opts.epoch ?? deps.now()));
   }
 
   private reset(epoch: number): void {
     this.epoch = epoch;
     this.tree = new RadixTree({ capacity: this.config.capacityTokens });
-    this.index = new PeerIndex({ maxOwners: this.config.peers.length + 1 });
+    this.index = new PeerIndex({ maxOwners: this.maxPeers() + 1 });
     this.estimates = new Estimates(this.index);
-    this.members = new Membership(
-      this.config.peers,
-      this.config.suspectAfterPolls * this.config.pollMs,
-      this.deps.now(),
-    );
+    // A restart keeps the current membership (peers added or removed at run time included).
+    const ids = this.members === undefined ? this.config.peers : this.members.all().map((p) => p.id);
+    this.joined.clear();
+    this.members = new Membership(ids, this.config.suspectAfterPolls * this.config.pollMs, this.deps.now());
     this.pending.clear();
     this.queue.length = 0;
     this.queueHead = 0;
@@ -170,6 +184,41 @@ export class PrefixNode {
   /** Switch routing policy at run time (e.g. the daemon's compare-policies admin endpoint). */
   setPolicy(name: PolicyName): void {
     this.policy = createPolicy(name);
+  }
+
+  // ---------------------------------------------------------------- dynamic membership
+
+  /** Most peers at once (`maxPeers`; default the static list's size). */
+  maxPeers(): number {
+    return this.config.maxPeers ?? this.config.peers.length;
+  }
+
+  /**
+   * Adds a peer at run time (e.g. found by DNS and verified by the runtime). It starts unknown — not
+   * routed to until it speaks — and gets our full state at the next anti-entropy tick. Returns false
+   * (nothing changes) for our own id, an invalid id, a current member, or a full membership.
+   */
+  addPeer(id: NodeId): boolean {
+    if (id === this.config.id || !nodeId.safeParse(id).success) return false;
+    if (this.members.get(id) !== undefined || this.members.size >= this.maxPeers()) return false;
+    this.members.add(id, this.deps.now());
+    this.joined.add(id);
+    return true;
+  }
+
+  /**
+   * Removes a peer at run time (gone from DNS, or its address now answers with another id): its
+   * estimate is dropped, it is no longer routed or gossiped to, and forwards waiting on it fail over
+   * to their next candidate at once (its late answers are then ignored and counted, as from any
+   * non-member, so each request is still answered exactly once).
+   */
+  removePeer(id: NodeId): Effect[] {
+    const out: Effect[] = [];
+    if (!this.members.remove(id)) return out;
+    this.joined.delete(id);
+    this.estimates.remove(id);
+    this.failPendingTo(id, this.deps.now(), out);
+    return out;
   }
 
   handle(input: NodeInput): Effect[] {
@@ -248,6 +297,19 @@ export class PrefixNode {
       holdsOfUs: p.holdsOfUs,
     }));
   }
+  /** The costs this node has learned (what cost-aware routing sees). */
+  learnedCosts(): LearnedCosts {
+    const f = this.prefillFit.fit();
+    return {
+      prefillFixedMs: f.fixedMs,
+      prefillMsPerToken: f.msPerToken,
+      // Until a run is timed, the service time of an uncached prompt of typical length.
+      serviceMs: this.serviceMsEwma ?? f.fixedMs + f.msPerToken * 1000,
+      rttPriorMs: this.config.costPrior.rttMs,
+      samples: this.prefillFit.samples,
+    };
+  }
+
   /** Push-back we would advertise now (ms; 0 = none). */
   currentPushBackMs(): number {
     const depth = this.queueDepth();
@@ -287,6 +349,9 @@ export class PrefixNode {
         queueDepth: this.queueDepth(),
         capacityTokens: this.tree.capacity,
       });
+      const expectedReuse = this.policy.usesDemand
+        ? this.recordDemand(request.tokens, candidates)
+        : undefined;
       const order =
         candidates.length === 1
           ? [0]
@@ -294,6 +359,8 @@ export class PrefixNode {
               promptTokens: request.tokens.length,
               now,
               random: this.deps.random,
+              costs: this.learnedCosts(),
+              expectedReuse,
             });
       for (const i of order) {
         const c = candidates[i];
@@ -324,6 +391,34 @@ export class PrefixNode {
     this.advance(p, now, out);
   }
 
+  /**
+   * Counts this arrival against the longest prefix any candidate holds (block-aligned, keyed by its
+   * chained block key) and returns how often that prefix is expected to come back here
+   * (cost-aware's rent-or-buy, demand.ts).
+   */
+  private recordDemand(
+    tokens: Tokens,
+    candidates: readonly { estimatedMatch: number; self: boolean }[],
+  ): number | undefined {
+    let best = 0;
+    let own = 0;
+    for (const c of candidates) {
+      if (c.estimatedMatch > best) best = c.estimatedMatch;
+      if (c.self) own = c.estimatedMatch;
+    }
+    // Only a prefix we mostly LACK is worth buying. When we hold most of it, the peer's extra is a
+    // one-off tail (e.g. a repeated question after a shared prefix), whose reuse the prefixes'
+    // learned mean would wildly overstate: then plain expected latency decides.
+    if (best - own <= best / 2) return undefined;
+    const blocks = Math.floor(Math.min(best, tokens.length) / BLOCK_SIZE);
+    if (blocks === 0) return undefined;
+    this.hasher.reset();
+    for (let b = 0; b < blocks; b++) this.hasher.step(tokens, b * BLOCK_SIZE);
+    const key = this.hasher.hi * 2 ** 32 + (this.hasher.lo >>> 0);
+    const seen = this.demand.record(key) + 1;
+    return this.demand.expectedFuture(seen);
+  }
+
   /** Next step of a pending request: forward to the next routable planned peer, else run locally. */
   private advance(p: Pending, now: number, out: Effect[]): void {
     while (p.next < p.plan.length) {
@@ -334,6 +429,7 @@ export class PrefixNode {
       p.attempt++;
       p.current = to;
       p.attemptSentAt = now;
+      peer.sentSinceQueue++;
       this.stats_.forwarded++;
       out.push({
         type: "send",
@@ -426,6 +522,7 @@ export class PrefixNode {
     this.members.heard(peer, now);
     switch (msg.type) {
       case "snapshot":
+        this.onEcho(peer, msg.at, msg.echo, now);
         this.onSnapshot(peer, msg.snapshot, msg.holds, msg.blocks, now, out);
         break;
       case "forward":
@@ -451,6 +548,23 @@ export class PrefixNode {
     }
   }
 
+  /**
+   * The RTT echo (types.ts): remember the peer's send time for our next echo, and time the round
+   * trip our last echoed snapshot made. Peer-supplied numbers: anything non-finite, negative or
+   * longer than a forward may take is ignored, so a bad peer can only bound-limit its own RTT.
+   */
+  private onEcho(peer: PeerState, at: number | undefined, echo: SnapshotEcho | undefined, now: number): void {
+    if (typeof at === "number" && Number.isFinite(at)) {
+      peer.echoT = at;
+      peer.echoRxAt = now;
+    }
+    if (echo === undefined) return;
+    const { t, heldMs } = echo;
+    if (!Number.isFinite(t) || !Number.isFinite(heldMs) || heldMs < 0) return;
+    const rtt = now - t - heldMs;
+    if (rtt >= 0 && rtt <= this.config.forwardTimeoutMs) this.members.sampleRtt(peer, rtt);
+  }
+
   private onSnapshot(
     peer: PeerState,
     s: Snapshot,
@@ -474,6 +588,8 @@ export class PrefixNode {
     if (verdict === "stale") return; // older than what we hold: its load figures are older too
     if (peer.epoch === undefined || h.epoch >= peer.epoch) peer.epoch = h.epoch;
     peer.queueDepth = h.queueDepth;
+    peer.queueAt = now;
+    peer.sentSinceQueue = 0;
     peer.capacityTokens = h.capacity;
     peer.pushBackUntil = h.pushBackMs > 0 ? now + Math.min(h.pushBackMs, this.config.maxPushBackMs) : 0;
     if (verdict === "need-full") {
@@ -637,7 +753,9 @@ export class PrefixNode {
       const live = this.members.liveness(peer, now);
       let snap: Snapshot | undefined;
       const base = this.baseFor(peer, now);
-      if (live !== "live" || base === version) {
+      // A peer added at run time gets our full state at its first tick, before it has said a word.
+      const joined = this.joined.delete(peer.id);
+      if (!joined && (live !== "live" || base === version)) {
         heartbeat ??= { kind: "heartbeat", header };
         snap = heartbeat;
       } else if (base !== undefined) {
@@ -662,8 +780,9 @@ export class PrefixNode {
       }
       this.stats_.snapshotsSent[snap.kind]++;
       const held = peer.wantFull ? undefined : this.estimates.held(peer.id);
-      const msg: PeerMessage = { type: "snapshot", snapshot: snap, blocks: this.tree.blockCount };
+      const msg: PeerMessage = { type: "snapshot", snapshot: snap, blocks: this.tree.blockCount, at: now };
       if (held) msg.holds = held;
+      if (peer.echoT !== undefined) msg.echo = { t: peer.echoT, heldMs: now - peer.echoRxAt };
       out.push({ type: "send", to: peer.id, msg });
     }
   }
@@ -811,6 +930,7 @@ export class PrefixNode {
       this.tree.resetTo(result.cachedSequences ?? [], ++this.tick);
     }
     this.finishJob(job);
+    this.prefillFit.sample(job.request.tokens.length - result.cachedTokens, result.prefillMs);
     const serviceMs = now - job.startedAt;
     this.serviceMsEwma =
       this.serviceMsEwma === undefined

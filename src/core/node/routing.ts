@@ -56,6 +56,8 @@ export function buildCandidates(
       estimatedMatch: scratch.get(p.id) ?? 0,
       estimateAgeMs: p.estimateAt === undefined ? Number.POSITIVE_INFINITY : now - p.estimateAt,
       queueDepth: p.queueDepth,
+      queueAgeMs: p.queueAt === undefined ? undefined : now - p.queueAt,
+      sentSinceQueue: p.sentSinceQueue,
       rttMs: p.rttMs,
       capacityTokens: p.capacityTokens,
     });

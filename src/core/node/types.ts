@@ -33,6 +33,14 @@ export interface HeldVersion {
  */
 export type TimerId = string;
 
+/** See `PeerMessage` "snapshot": the RTT echo. */
+export interface SnapshotEcho {
+  /** The receiver's own `at`, as it arrived here. */
+  t: number;
+  /** ms between its arrival here and this send (sender's clock). */
+  heldMs: number;
+}
+
 /** Timing measured at the node that ran a request (travels back in a `result`). */
 export interface ServedTiming {
   servedBy: NodeId;
@@ -51,6 +59,10 @@ export interface ServedTiming {
  *   keys (a wrong optimistic `updateTrieEstimate`) omits `holds` next time, which asks for a full.
  *   A transport MUST carry both fields when present: without `holds` the peer keeps sending full
  *   snapshots (correct, but costly).
+ *   `at` + `echo` measure the RTT without a forward (cost-aware routing must re-learn a peer it
+ *   stopped forwarding to): `echo.t` is the `at` of the last snapshot the sender received from the
+ *   receiver and `echo.heldMs` how long ago (sender's clock) it received it, so the receiver computes
+ *   RTT = now − t − heldMs entirely on its own clock. No clock sync needed. Optional, like `holds`.
  * - `forward`: a request routed here by `from`; `attempt` distinguishes retries of one reqId.
  *   `hops` counts forwards so far (1 for a direct forward); a node never forwards beyond `maxHops`.
  * - `result` / `error`: the answer to a `forward`, echoing reqId + attempt.
@@ -58,7 +70,15 @@ export interface ServedTiming {
  * - `goodbye`: the sender is leaving gracefully; peers stop routing to it at once.
  */
 export type PeerMessage =
-  | { type: "snapshot"; snapshot: Snapshot; holds?: HeldVersion; blocks?: number }
+  | {
+      type: "snapshot";
+      snapshot: Snapshot;
+      holds?: HeldVersion;
+      blocks?: number;
+      /** The sender's clock when it sent this (ms): echoed back so the sender can time a round trip. */
+      at?: number;
+      echo?: SnapshotEcho;
+    }
   | { type: "forward"; reqId: string; attempt: number; hops: number; request: EngineRequest }
   | { type: "result"; reqId: string; attempt: number; result: EngineResult; timing: ServedTiming }
   | { type: "error"; reqId: string; attempt: number; error: string; retryable: boolean }

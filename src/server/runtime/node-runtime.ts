@@ -97,6 +97,7 @@ export class NodeRuntime implements NodeService {
   private stopping = false;
   private readonly now: () => number;
   private readonly maxPending: number;
+  private discoveryView: (() => unknown) | undefined;
 
   constructor(private readonly o: NodeRuntimeOptions) {
     this.node = o.node;
@@ -246,6 +247,7 @@ export class NodeRuntime implements NodeService {
         pushBackUntil: p.pushBackUntil,
         rttMs: p.rttMs,
       })),
+      ...(this.discoveryView ? { discovery: this.discoveryView() } : {}),
     };
   }
 
@@ -321,7 +323,7 @@ export class NodeRuntime implements NodeService {
       const runs = tree.evict(tree.size);
       if (runs.length > 0) this.engine.evict?.(runs);
     } else {
-      const reset = (this.engine as { resetCache?: () => Promise<void> }).resetCache;
+      const reset = this.engine.resetCache;
       if (!reset)
         throw new ServiceError(501, "server_error", `engine ${this.engine.info.kind} cannot drop its cache`);
       await reset.call(this.engine);
@@ -335,6 +337,49 @@ export class NodeRuntime implements NodeService {
   /** Stops all traffic with a peer that proved to be from another cluster or model. */
   refusePeer(id: string, reason: string): void {
     this.refused.set(id, reason);
+  }
+
+  /** Adds what peer discovery sees (e.g. each DNS address and its status) to `/cluster`. */
+  setDiscoveryView(fn: () => unknown): void {
+    this.discoveryView = fn;
+  }
+
+  /** True if `id` is a member now (static or admitted at run time). */
+  hasPeer(id: string): boolean {
+    return this.o.peerUrls.has(id);
+  }
+
+  /**
+   * Admits a peer found at run time (its hello already checked): a transport pool pinned to its id,
+   * then the node's `addPeer`. False if the node refuses it (membership full, already a member).
+   */
+  addPeer(id: string, url: string): boolean {
+    if (this.stopping || this.o.peerUrls.has(id) || !this.node.addPeer(id)) return false;
+    this.o.client.setPeer(id, url);
+    this.o.peerUrls.set(id, url);
+    this.o.logger.info({ peer: id, url }, "peer added");
+    return true;
+  }
+
+  /** Points a member at another address (its old one vanished, another still announces its id). */
+  movePeer(id: string, url: string): void {
+    if (!this.o.peerUrls.has(id)) return;
+    this.o.client.setPeer(id, url);
+    this.o.peerUrls.set(id, url);
+    this.o.logger.info({ peer: id, url }, "peer moved");
+  }
+
+  /**
+   * Removes a member (gone from DNS, or its address now answers with another id): the node drops its
+   * estimate and fails pending forwards over at once; then its pool is closed.
+   */
+  removePeer(id: string, why: string): void {
+    if (!this.o.peerUrls.has(id)) return;
+    this.o.peerUrls.delete(id);
+    this.applyAll(this.node.removePeer(id));
+    this.o.client.removePeer(id);
+    this.snapshotInFlight.delete(id);
+    this.o.logger.info({ peer: id, why }, "peer removed");
   }
 
   // ------------------------------------------------------------------ shutdown

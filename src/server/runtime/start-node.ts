@@ -15,12 +15,21 @@ import { loadSecretFile } from "../../net/auth/secret.js";
 import { checkSecurityMode } from "../../net/auth/security-mode.js";
 import { loadTlsMaterial, type TlsMaterial } from "../../net/auth/tls.js";
 import { createDelayInjector } from "../../net/delay.js";
-import { checkPeerHello, parsePeerList, parseStaticPeers, type StaticPeer } from "../../net/discovery.js";
+import {
+  checkPeerHello,
+  DiscoveryError,
+  parseDnsTarget,
+  parsePeerList,
+  parseStaticPeers,
+  type StaticPeer,
+  systemResolver,
+} from "../../net/discovery.js";
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../net/transport-auth.js";
 import { PeerClient } from "../../net/transport-client.js";
 import { buildPeerServer } from "../../net/transport-server.js";
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
+import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
 import { NodeRuntime, type SnapshotCodec } from "./node-runtime.js";
 
@@ -49,8 +58,11 @@ export async function startNode(
 ): Promise<NodeHandle> {
   const logger = opts.logger ?? pino({ level: s.logLevel, base: { node: s.id } });
   const peers = staticPeersOf(s);
-  if (s.peersDns) {
-    throw new Error("--peers-dns is not supported yet: the node's membership is static (use --peers)");
+  const pl = splitHostPort(s.peerListen);
+  // Validated before anything starts: a bad name is a usage error.
+  const dnsTarget = s.peersDns ? parseDnsTarget(s.peersDns, pl.port) : undefined;
+  if (peers.length > s.maxPeers) {
+    throw new DiscoveryError(`${peers.length} static peers exceed --max-peers ${s.maxPeers}`);
   }
   let tls: TlsMaterial | undefined;
   if (s.tlsDir) {
@@ -58,7 +70,7 @@ export async function startNode(
     for (const w of tls.warnings) logger.warn({ warning: w }, "TLS material");
   }
   const secret = s.secretFile ? await loadSecretFile(s.secretFile) : undefined;
-  const mode = checkSecurityMode({ peers, tls, secret, insecure: s.insecure });
+  const mode = checkSecurityMode({ peers, peersDns: s.peersDns, tls, secret, insecure: s.insecure });
   let auth: PeerAuth;
   if (tls) auth = mtlsAuth(tls);
   else if (secret) auth = hmacAuth(s.id, secret);
@@ -76,6 +88,8 @@ export async function startNode(
     {
       id: s.id,
       peers: peers.map((p) => p.id),
+      // DNS-found peers join at run time, up to --max-peers in all; otherwise the list is fixed.
+      ...(dnsTarget ? { maxPeers: s.maxPeers } : {}),
       policy: s.policy as (typeof POLICY_NAMES)[number],
       capacityTokens: s.capacityTokens ?? engine.info.capacityTokens,
       cacheMode: engine.info.cacheMode,
@@ -127,7 +141,6 @@ export async function startNode(
   });
   const api = buildApi({ service: runtime, metrics, logger, bodyLimit: s.bodyLimitBytes });
 
-  const pl = splitHostPort(s.peerListen);
   const al = splitHostPort(s.listen);
   let peerUrl: string;
   let apiUrl: string;
@@ -151,11 +164,40 @@ export async function startNode(
     "node started",
   );
   checkPeers(peers, { client, runtime, logger, clusterId, model: engine.info.model, self: s.id });
+  let dns: DnsMembership | undefined;
+  if (dnsTarget) {
+    const staticIds = new Set(peers.map((p) => p.id));
+    dns = new DnsMembership({
+      target: dnsTarget,
+      scheme: tls ? "https" : "http",
+      resolver: s.peersDnsFile ? fileResolver(s.peersDnsFile) : systemResolver(),
+      intervalMs: s.peersDnsIntervalMs,
+      expect: { cluster: clusterId, model: engine.info.model, self: s.id },
+      ports: {
+        probeHello: (url) => client.probeHello(url),
+        hello: (id) => client.hello(id),
+        hasPeer: (id) => runtime.hasPeer(id),
+        isStatic: (id) => staticIds.has(id),
+        addPeer: (id, url) => runtime.addPeer(id, url),
+        movePeer: (id, url) => runtime.movePeer(id, url),
+        removePeer: (id, why) => runtime.removePeer(id, why),
+      },
+      logger,
+    });
+    runtime.setDiscoveryView(() => dns?.view());
+    // Not awaited: peers that are not up yet are found on later rounds; startup does not wait for DNS.
+    dns.start().catch((err: Error) => logger.error({ err: err.message }, "peer discovery failed to start"));
+    logger.info(
+      { name: dnsTarget.host, port: dnsTarget.port, maxPeers: s.maxPeers },
+      "peer discovery by DNS",
+    );
+  }
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
       logger.info({}, "shutting down: refusing new requests, draining in-flight work");
+      dns?.stop();
       const apiClosed = closeQuietly(api);
       await runtime.shutdown(s.drainSec * 1000);
       // Everything is answered: drop keep-alive connections, which would otherwise hold close() open.

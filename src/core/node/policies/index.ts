@@ -1,6 +1,7 @@
 /** Policy registry: add a policy by writing its file and one line here. */
 import { AffinityPolicy } from "./affinity.js";
 import { AffinityArgmaxPolicy } from "./affinity-argmax.js";
+import { CostAwarePolicy } from "./cost-aware.js";
 import { LeastLoadedPolicy } from "./least-loaded.js";
 import { LocalPolicy } from "./local.js";
 import type { Policy } from "./policy.js";
@@ -14,6 +15,7 @@ export const POLICY_NAMES = [
   "random",
   "least-loaded",
   "affinity-argmax",
+  "cost-aware",
 ] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
@@ -31,6 +33,8 @@ export function createPolicy(name: PolicyName): Policy {
       return new LeastLoadedPolicy();
     case "affinity-argmax":
       return new AffinityArgmaxPolicy();
+    case "cost-aware":
+      return new CostAwarePolicy();
   }
 }
 

@@ -5,6 +5,7 @@
  * tries that order: forward to the first peer, on timeout/error the next, and stops at itself.
  * Policies are pure apart from their own small state (e.g. a round-robin cursor) and `ctx.random`.
  */
+import type { LearnedCosts } from "../cost-model.js";
 import type { NodeId } from "../types.js";
 
 export interface Candidate {
@@ -16,6 +17,10 @@ export interface Candidate {
   estimateAgeMs: number;
   /** Last known queue depth (waiting + running). */
   queueDepth: number;
+  /** Age of that queue depth in ms (0 for self; undefined if never reported). */
+  queueAgeMs?: number;
+  /** Requests this node forwarded to it since it reported that depth (0 for self). */
+  sentSinceQueue?: number;
   /** Smoothed measured RTT in ms (undefined until measured; 0 for self). */
   rttMs: number | undefined;
   /** Known KV capacity in tokens (0 if unknown). */
@@ -27,12 +32,21 @@ export interface RoutingContext {
   now: number;
   /** Uniform in [0,1): injected, so routing replays exactly. */
   random(): number;
+  /** The node's learned costs (prefill fit, service time, RTT prior); set by PrefixNode. */
+  costs?: LearnedCosts;
+  /**
+   * Requests expected to arrive HERE later that reuse the longest prefix any candidate holds
+   * (demand.ts); set by PrefixNode for policies with `usesDemand`, undefined when nothing matches.
+   */
+  expectedReuse?: number;
 }
 
 export interface Policy {
   readonly name: string;
   /** True if the policy never forwards: the node then skips building candidates (no index walk). */
   readonly localOnly?: boolean;
+  /** True if the policy reads `ctx.expectedReuse` (the node then tracks prefix demand). */
+  readonly usesDemand?: boolean;
   /**
    * Returns candidate indexes, best first. Must contain the self candidate; entries after self are
    * ignored (self always succeeds).

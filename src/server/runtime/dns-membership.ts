@@ -1,0 +1,233 @@
+/**
+ * Peers from DNS (`--peers-dns name[:port]`), kept in step with the node's membership.
+ *
+ * DNS gives addresses, not ids. Each new address is asked who it is (`GET /peer/hello` on a one-off
+ * connection; mTLS: any certificate of the cluster CA, whose id must equal the announced one) and the
+ * answer is checked with `checkPeerHello` (same cluster, same model, not ourselves). Accepted → a pool
+ * pinned to that id + `addPeer`. An address that leaves DNS → `removePeer` (unless another address
+ * still announces the same id: then the peer just moves there). Every round, each DNS peer is asked
+ * again over its pinned pool; when that fails, a one-off probe tells whether the address now answers
+ * with another id (a replaced node on a reused address) → the old id is removed, the new one admitted.
+ * Refused or unreachable addresses are retried the same way. Static peers win over DNS: an address
+ * that announces a static peer's id is ignored.
+ */
+import { readFile, stat } from "node:fs/promises";
+import { z } from "zod";
+import {
+  checkPeerHello,
+  DiscoveryError,
+  DnsPeerDiscovery,
+  type DnsTarget,
+  type PeerAddress,
+  type Resolver,
+} from "../../net/discovery.js";
+import type { RuntimeLogger } from "./node-runtime.js";
+
+/** What this module needs from the transport (PeerClient) and the runtime (NodeRuntime). */
+export interface DnsMembershipPorts {
+  probeHello(url: string): Promise<{ hello: unknown; certId: string | undefined }>;
+  /** Hello over the member's pinned pool: its id must still be the same. */
+  hello(id: string): Promise<{ id: string }>;
+  hasPeer(id: string): boolean;
+  isStatic(id: string): boolean;
+  addPeer(id: string, url: string): boolean;
+  movePeer(id: string, url: string): void;
+  removePeer(id: string, why: string): void;
+}
+
+export interface DnsMembershipOptions {
+  target: DnsTarget;
+  scheme: "http" | "https";
+  resolver: Resolver;
+  intervalMs: number;
+  expect: { cluster: string; model: string; self: string };
+  ports: DnsMembershipPorts;
+  logger: RuntimeLogger;
+}
+
+type Status = "probing" | "peer" | "alias" | "self" | "static" | "refused" | "full" | "unreachable";
+
+interface Entry {
+  address: PeerAddress;
+  status: Status;
+  /** The id it announced (peer, alias, static). */
+  id: string | undefined;
+  /** Last reason it is not a peer (refused/full/unreachable), logged once per change. */
+  why: string | undefined;
+  busy: boolean;
+}
+
+export class DnsMembership {
+  private readonly entries = new Map<string, Entry>();
+  private readonly discovery: DnsPeerDiscovery;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private verifying = false;
+
+  constructor(private readonly o: DnsMembershipOptions) {
+    this.discovery = new DnsPeerDiscovery({
+      target: o.target,
+      scheme: o.scheme,
+      resolver: o.resolver,
+      intervalMs: o.intervalMs,
+      onChange: (c) => this.onChange(c.added, c.removed),
+      onError: (err) => o.logger.warn({ err: err.message, name: o.target.host }, "peer DNS lookup failed"),
+    });
+  }
+
+  /** First resolve (and the probes it starts) now, then every interval. */
+  async start(): Promise<void> {
+    await this.discovery.start();
+    this.timer = setInterval(() => void this.verify(), this.o.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.discovery.stop();
+    clearInterval(this.timer);
+  }
+
+  /** Address → status, for /cluster and tests. */
+  view(): { url: string; status: Status; id: string | undefined }[] {
+    return [...this.entries.values()].map((e) => ({ url: e.address.url, status: e.status, id: e.id }));
+  }
+
+  private onChange(added: PeerAddress[], removed: PeerAddress[]): void {
+    if (this.stopped) return;
+    for (const a of removed) {
+      const e = this.entries.get(a.url);
+      if (!e) continue;
+      this.entries.delete(a.url);
+      if (e.status === "peer" && e.id !== undefined) this.drop(e.id, "address left DNS");
+    }
+    for (const a of added) {
+      if (this.entries.has(a.url)) continue;
+      const e: Entry = { address: a, status: "probing", id: undefined, why: undefined, busy: false };
+      this.entries.set(a.url, e);
+      void this.probe(e);
+    }
+  }
+
+  /** The peer `id` lost its address: move it to another address announcing it, else remove it. */
+  private drop(id: string, why: string): void {
+    for (const other of this.entries.values()) {
+      if (other.status === "alias" && other.id === id) {
+        other.status = "peer";
+        this.o.ports.movePeer(id, other.address.url);
+        return;
+      }
+    }
+    this.o.ports.removePeer(id, why);
+  }
+
+  /** Asks the address who it is and admits it if it passes; the next round retries otherwise. */
+  private async probe(e: Entry): Promise<void> {
+    if (e.busy) return;
+    e.busy = true;
+    try {
+      let r: Awaited<ReturnType<DnsMembershipPorts["probeHello"]>>;
+      try {
+        r = await this.o.ports.probeHello(e.address.url);
+      } catch (err) {
+        // A member that is merely down stays a member: liveness is the failure detector's business.
+        if (e.status !== "peer") this.settle(e, "unreachable", undefined, (err as Error).message);
+        return;
+      }
+      if (this.stopped || this.entries.get(e.address.url) !== e) return;
+      const check = checkPeerHello({ ...this.o.expect, peerId: r.certId }, r.hello);
+      if (!check.ok) {
+        if (e.status === "peer" && e.id !== undefined) this.drop(e.id, check.message);
+        this.settle(e, check.reason === "self" ? "self" : "refused", undefined, check.message);
+        return;
+      }
+      const id = check.hello.id;
+      if (e.status === "peer" && e.id === id) return;
+      if (e.status === "peer" && e.id !== undefined) this.drop(e.id, `address now answers as '${id}'`);
+      this.admit(e, id);
+    } finally {
+      e.busy = false;
+    }
+  }
+
+  private admit(e: Entry, id: string): void {
+    if (this.o.ports.isStatic(id)) {
+      this.settle(e, "static", id, `announces static peer '${id}'; the static entry is kept`);
+      return;
+    }
+    if (this.o.ports.hasPeer(id)) {
+      // Another address of the same node (e.g. its A and AAAA records): a spare if that one leaves.
+      this.settle(e, "alias", id, `another address of peer '${id}'`);
+      return;
+    }
+    if (!this.o.ports.addPeer(id, e.address.url)) {
+      this.settle(e, "full", id, "membership is full (--max-peers)");
+      return;
+    }
+    e.status = "peer";
+    e.id = id;
+    e.why = undefined;
+  }
+
+  private settle(e: Entry, status: Status, id: string | undefined, why: string): void {
+    const changed = e.status !== status || e.why !== why;
+    e.status = status;
+    e.id = id;
+    e.why = why;
+    if (!changed) return;
+    const log = { address: e.address.url, status, ...(id !== undefined ? { peer: id } : {}), why };
+    if (status === "refused" || status === "full") this.o.logger.warn(log, "DNS address not admitted");
+    else this.o.logger.debug(log, "DNS address not admitted");
+  }
+
+  /**
+   * One round: members are asked over their pinned pool whether they still are who they were; an
+   * address that fails that, or is not a member yet, is probed afresh.
+   */
+  private async verify(): Promise<void> {
+    if (this.verifying || this.stopped) return;
+    this.verifying = true;
+    try {
+      await Promise.all(
+        [...this.entries.values()].map(async (e) => {
+          if (e.busy || e.status === "self" || e.status === "static" || e.status === "alias") return;
+          if (e.status === "peer" && e.id !== undefined) {
+            try {
+              if ((await this.o.ports.hello(e.id)).id === e.id) return;
+            } catch {
+              // Down, or another node behind the address (its certificate no longer names e.id).
+            }
+          }
+          if (this.entries.get(e.address.url) === e) await this.probe(e);
+        }),
+      );
+    } finally {
+      this.verifying = false;
+    }
+  }
+}
+
+/** Bounded: the file is read on every round. */
+const MAX_FILE_BYTES = 1024 * 1024;
+const addressFileSchema = z.record(z.string().max(253), z.array(z.string().max(64)).max(4096));
+
+/**
+ * A resolver answering from a JSON file `{"name": ["127.0.0.2", …]}` re-read on every look-up (a name
+ * that is absent has no records). For tests on loopback, and for environments that publish peer
+ * addresses as a file rather than in DNS.
+ */
+export function fileResolver(path: string): Resolver {
+  return async (host) => {
+    const st = await stat(path);
+    if (st.size > MAX_FILE_BYTES) throw new DiscoveryError(`${path} is larger than 1 MiB`);
+    let json: unknown;
+    try {
+      json = JSON.parse(await readFile(path, "utf8"));
+    } catch (err) {
+      throw new DiscoveryError(`${path} is not valid JSON: ${(err as Error).message}`);
+    }
+    const r = addressFileSchema.safeParse(json);
+    if (!r.success) throw new DiscoveryError(`${path} must map names to lists of addresses`);
+    return r.data[host] ?? [];
+  };
+}

@@ -1,0 +1,227 @@
+/** Cost-aware routing: the policy's choices, the learned costs, prefix demand and the RTT echo. */
+import { describe, expect, it } from "vitest";
+import { PrefillFit } from "../../src/core/node/cost-model.js";
+import { PrefixDemand } from "../../src/core/node/demand.js";
+import type { Candidate, RoutingContext } from "../../src/core/node/policies/index.js";
+import { createPolicy } from "../../src/core/node/policies/index.js";
+import type { PeerMessage } from "../../src/core/node/types.js";
+import { Prng } from "../../src/core/prng.js";
+import { Harness } from "./node-harness.js";
+
+function cand(id: string, self: boolean, match: number, rttMs: number | undefined, queue = 0): Candidate {
+  return {
+    id,
+    self,
+    estimatedMatch: match,
+    estimateAgeMs: 0,
+    queueDepth: queue,
+    rttMs: self ? 0 : rttMs,
+    capacityTokens: 10_000,
+  };
+}
+
+function ctx(extra: Partial<RoutingContext> = {}): RoutingContext {
+  const r = new Prng(3);
+  return {
+    promptTokens: 1000,
+    now: 0,
+    random: () => r.next(),
+    costs: { prefillFixedMs: 100, prefillMsPerToken: 2, serviceMs: 300, rttPriorMs: 250, samples: 100 },
+    ...extra,
+  };
+}
+
+describe("cost-aware policy", () => {
+  const p = createPolicy("cost-aware");
+
+  it("serves locally when the RTT exceeds the prefill the peer would save", () => {
+    // The peer saves 500 tokens × 2 ms = 1000 ms of prefill; the round trip costs 1200 ms.
+    const c = [cand("A", true, 0, 0), cand("B", false, 500, 1200)];
+    expect(p.rank(c, ctx())[0]).toBe(0);
+  });
+
+  it("forwards when the prefill saved exceeds the RTT", () => {
+    const c = [cand("A", true, 0, 0), cand("B", false, 500, 400)];
+    expect(p.rank(c, ctx())[0]).toBe(1);
+  });
+
+  it("ties go to self; a deep queue outweighs a cache advantage", () => {
+    expect(p.rank([cand("A", true, 100, 0), cand("B", false, 100, 0)], ctx())[0]).toBe(0);
+    // 4 queued × 300 ms = 1200 ms wait > 1000 ms of prefill saved.
+    const c = [cand("A", true, 0, 0), cand("B", false, 500, 10, 4)];
+    expect(p.rank(c, ctx())[0]).toBe(0);
+  });
+
+  it("an unmeasured peer is assumed as far as the RTT prior", () => {
+    // saves 200 ms of prefill, prior RTT 250 ms: stay.
+    expect(p.rank([cand("A", true, 0, 0), cand("B", false, 100, undefined)], ctx())[0]).toBe(0);
+  });
+
+  it("rent or buy: a prefix expected to come back often is served locally once", () => {
+    const c = [cand("A", true, 0, 0), cand("B", false, 500, 200)];
+    // 1000 ms saved − 200 ms RTT = 800 ms loss if we buy; 2 future requests × 200 ms < 800: rent.
+    expect(p.rank(c, ctx({ expectedReuse: 2 }))[0]).toBe(1);
+    // 10 future requests × 200 ms ≥ 800: buy (serve here, cache it).
+    expect(p.rank(c, ctx({ expectedReuse: 10 }))).toEqual([0]);
+  });
+
+  it("equal replicas share the load at random instead of by RTT noise", () => {
+    const c = [cand("A", true, 0, 0), cand("B", false, 500, 4.0), cand("C", false, 500, 4.1)];
+    const r = new Prng(9);
+    const firsts = { 1: 0, 2: 0 } as Record<number, number>;
+    for (let i = 0; i < 200; i++) {
+      const first = p.rank(c, ctx({ random: () => r.next() }))[0] as number;
+      firsts[first] = (firsts[first] ?? 0) + 1;
+    }
+    expect(firsts[1]).toBeGreaterThan(60);
+    expect(firsts[2]).toBeGreaterThan(60);
+  });
+
+  it("an idle peer does not pull load without a cache reason (no herding on stale depths)", () => {
+    const busySelf = [cand("A", true, 100, 0, 5), cand("B", false, 100, 1, 0)];
+    expect(p.rank(busySelf, ctx())[0]).toBe(0);
+  });
+
+  it("a reported queue counts as drained by its age, plus what we sent since", () => {
+    // depth 2 × 300 ms reported 500 ms ago: 100 ms left; with 100 ms RTT the peer still saves 800 ms.
+    const stale = { ...cand("B", false, 500, 100, 2), queueAgeMs: 500, sentSinceQueue: 0 };
+    expect(p.rank([cand("A", true, 0, 0), stale], ctx())[0]).toBe(1);
+    // ...but 3 forwards sent since: (2 + 3) × 300 − 500 = 1000 ms of wait: stay.
+    const loaded = { ...stale, sentSinceQueue: 3 };
+    expect(p.rank([cand("A", true, 0, 0), loaded], ctx())[0]).toBe(0);
+  });
+
+  it("fallback order is by expected latency, up to self", () => {
+    const c = [
+      cand("A", true, 0, 0),
+      cand("B", false, 300, 10),
+      cand("C", false, 600, 10),
+      cand("D", false, 0, 10),
+    ];
+    const order = p.rank(c, ctx());
+    expect(order.slice(0, 3)).toEqual([2, 1, 0]);
+  });
+});
+
+describe("learned costs", () => {
+  it("the prefill fit converges on a known linear cost model from a wrong prior", () => {
+    const fit = new PrefillFit({ prefillFixedMs: 50, prefillMsPerToken: 0.5, weight: 2, rttMs: 250 }, 0.98);
+    const r = new Prng(11);
+    // Mostly hits (short uncached tails) with rare misses: the regime that fooled a non-decaying prior.
+    for (let i = 0; i < 600; i++) {
+      const x = r.next() < 0.1 ? 400 + r.int(1500) : 20 + r.int(200);
+      fit.sample(x, 99 + 2.03 * x + (r.next() - 0.5) * 4);
+    }
+    const f = fit.fit();
+    expect(f.msPerToken).toBeGreaterThan(2.03 * 0.97);
+    expect(f.msPerToken).toBeLessThan(2.03 * 1.03);
+    expect(Math.abs(f.fixedMs - 99)).toBeLessThan(6);
+  });
+
+  it("with no samples the prior is the answer; garbage samples are ignored", () => {
+    const fit = new PrefillFit({ prefillFixedMs: 50, prefillMsPerToken: 0.5, weight: 2, rttMs: 250 }, 0.98);
+    fit.sample(Number.NaN, 1);
+    fit.sample(-1, 1);
+    fit.sample(1, Number.POSITIVE_INFINITY);
+    expect(fit.samples).toBe(0);
+    expect(fit.predict(1000)).toBeCloseTo(550, 6);
+  });
+
+  it("a node learns its engine's cost model from its own runs", () => {
+    const h = new Harness(["A"], { policy: "cost-aware" });
+    for (let i = 0; i < 300; i++) {
+      const len = 64 + ((i * 37) % 400);
+      const tokens = Uint32Array.from({ length: len }, (_, k) => (k < 48 ? 1 + k : 1000 + i * 500 + k));
+      h.client("A", `r${i}`, tokens);
+      h.finishRuns();
+    }
+    const k = h.node("A").learnedCosts();
+    // The harness engine is PAPER_H100_QWEN05B: 99 ms + 2.03 ms per uncached token (+0.01 per cached).
+    expect(k.samples).toBe(300);
+    expect(k.prefillMsPerToken).toBeGreaterThan(1.95);
+    expect(k.prefillMsPerToken).toBeLessThan(2.1);
+    expect(k.prefillFixedMs).toBeGreaterThan(90);
+    expect(k.prefillFixedMs).toBeLessThan(110);
+  });
+});
+
+describe("prefix demand", () => {
+  it("learns the arrival-weighted reuse and stays bounded", () => {
+    const d = new PrefixDemand(3);
+    for (let i = 0; i < 9; i++) d.record(1);
+    d.record(2);
+    // Σc² / Σc = (81 + 1) / 10
+    expect(d.meanArrivals()).toBeCloseTo(8.2, 6);
+    expect(d.expectedFuture(1)).toBeCloseTo(7.2, 6);
+    for (let k = 10; k < 20; k++) d.record(k);
+    expect(d.size).toBe(3);
+  });
+});
+
+describe("RTT echo", () => {
+  it("measures a known delay from anti-entropy alone, without any forward", () => {
+    const h = new Harness(["A", "B"], { policy: "cost-aware" });
+    const oneWay = 37;
+    // Deliver each snapshot after exactly `oneWay` ms: poll ticks every 100 ms (harness default).
+    const inFlight: { at: number; to: string; from: string; msg: PeerMessage }[] = [];
+    for (let t = 0; t < 1000; t++) {
+      h.advance(1);
+      for (const m of h.mailbox.splice(0)) inFlight.push({ at: h.now + oneWay, ...m });
+      for (let i = 0; i < inFlight.length; ) {
+        const m = inFlight[i] as (typeof inFlight)[number];
+        if (m.at <= h.now) {
+          h.input(m.to, { type: "peer-message", from: m.from, msg: m.msg });
+          inFlight.splice(i, 1);
+        } else i++;
+      }
+    }
+    const rtt = h
+      .node("A")
+      .peers()
+      .find((p) => p.id === "B")?.rttMs;
+    expect(rtt).toBeDefined();
+    expect(rtt as number).toBeCloseTo(2 * oneWay, 6);
+    expect(h.node("A").stats().forwarded).toBe(0);
+  });
+
+  it("ignores a bogus echo (from the future, negative hold)", () => {
+    const h = new Harness(["A", "B"]);
+    h.now = 1000;
+    const bad: PeerMessage[] = [
+      {
+        type: "snapshot",
+        snapshot: {
+          kind: "heartbeat",
+          header: {
+            sender: "B",
+            epoch: 1,
+            version: 0,
+            tokenCount: 0,
+            capacity: 1,
+            queueDepth: 0,
+            pushBackMs: 0,
+          },
+        },
+        echo: { t: 5000, heldMs: 0 },
+      },
+      {
+        type: "snapshot",
+        snapshot: {
+          kind: "heartbeat",
+          header: {
+            sender: "B",
+            epoch: 1,
+            version: 0,
+            tokenCount: 0,
+            capacity: 1,
+            queueDepth: 0,
+            pushBackMs: 0,
+          },
+        },
+        echo: { t: 10, heldMs: -50 },
+      },
+    ];
+    for (const msg of bad) h.input("A", { type: "peer-message", from: "B", msg });
+    expect(h.node("A").peers()[0]?.rttMs).toBeUndefined();
+  });
+});

@@ -1,0 +1,294 @@
+/**
+ * DnsMembership (peers from DNS kept in step with the node's membership) against fake ports and an
+ * injected resolver, and PeerClient.probeHello against a real peer server (HMAC and mTLS).
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
+import pino from "pino";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { resolveNodeSettings } from "../../src/cli/config.js";
+import { CliError } from "../../src/cli/errors.js";
+import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
+import { opensslAvailable } from "../../src/net/auth/openssl.js";
+import { loadTlsMaterial } from "../../src/net/auth/tls.js";
+import { DiscoveryError } from "../../src/net/discovery.js";
+import { hmacAuth, mtlsAuth, type PeerAuth } from "../../src/net/transport-auth.js";
+import { PeerClient } from "../../src/net/transport-client.js";
+import { buildPeerServer } from "../../src/net/transport-server.js";
+import {
+  DnsMembership,
+  type DnsMembershipPorts,
+  fileResolver,
+} from "../../src/server/runtime/dns-membership.js";
+import { startNode } from "../../src/server/runtime/start-node.js";
+import { waitFor } from "../e2e/helpers.js";
+
+const haveOpenssl = await opensslAvailable();
+const quiet = { info() {}, warn() {}, error() {}, debug() {} };
+const EXPECT = { cluster: "c1", model: "m", self: "A" };
+const PORT = 9080;
+const url = (addr: string) => `http://${addr}:${PORT}`;
+
+/** A fake world: address → what its hello says (undefined: unreachable); records membership changes. */
+function world(opts: { statics?: string[]; max?: number } = {}) {
+  const answers = new Map<
+    string,
+    { id: string; cluster?: string; model?: string; certId?: string } | undefined
+  >();
+  const members = new Map<string, string>();
+  const log: string[] = [];
+  const ports: DnsMembershipPorts = {
+    async probeHello(u) {
+      const a = answers.get(u);
+      if (!a) throw new Error("ECONNREFUSED");
+      return { hello: { cluster: "c1", model: "m", ...a }, certId: a.certId };
+    },
+    async hello(id) {
+      const u = members.get(id);
+      const a = u === undefined ? undefined : answers.get(u);
+      if (!a) throw new Error("ECONNREFUSED");
+      return { id: a.id };
+    },
+    hasPeer: (id) => members.has(id) || (opts.statics ?? []).includes(id),
+    isStatic: (id) => (opts.statics ?? []).includes(id),
+    addPeer(id, u) {
+      if (members.size >= (opts.max ?? 256)) return false;
+      members.set(id, u);
+      log.push(`+${id}`);
+      return true;
+    },
+    movePeer(id, u) {
+      members.set(id, u);
+      log.push(`>${id}`);
+    },
+    removePeer(id) {
+      members.delete(id);
+      log.push(`-${id}`);
+    },
+  };
+  let records: string[] = [];
+  const dns = new DnsMembership({
+    target: { host: "mesh", port: PORT },
+    scheme: "http",
+    resolver: async () => records,
+    intervalMs: 100,
+    expect: EXPECT,
+    ports,
+    logger: quiet,
+  });
+  return {
+    dns,
+    answers,
+    members,
+    log,
+    setRecords: (r: string[]) => {
+      records = r;
+    },
+  };
+}
+
+const running: DnsMembership[] = [];
+afterEach(() => {
+  for (const d of running.splice(0)) d.stop();
+});
+
+describe("DnsMembership", () => {
+  it("admits verified addresses, skips itself and strangers, removes what leaves DNS", async () => {
+    const w = world();
+    running.push(w.dns);
+    w.answers.set(url("10.0.0.1"), { id: "A" }); // ourselves
+    w.answers.set(url("10.0.0.2"), { id: "B" });
+    w.answers.set(url("10.0.0.3"), { id: "C", cluster: "other" });
+    w.answers.set(url("10.0.0.4"), { id: "D", model: "other-model" });
+    w.answers.set(url("10.0.0.5"), { id: "E" });
+    w.setRecords(["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5"]);
+    await w.dns.start();
+    await waitFor(() => w.members.size === 2, 5_000, "B and E admitted");
+    expect([...w.members.keys()].sort()).toEqual(["B", "E"]);
+    const status = Object.fromEntries(w.dns.view().map((v) => [v.url, v.status]));
+    expect(status[url("10.0.0.1")]).toBe("self");
+    expect(status[url("10.0.0.3")]).toBe("refused");
+    expect(status[url("10.0.0.4")]).toBe("refused");
+
+    w.setRecords(["10.0.0.1", "10.0.0.5"]);
+    await waitFor(() => !w.members.has("B"), 5_000, "B removed");
+    expect([...w.members.keys()]).toEqual(["E"]);
+    expect(w.log).toContain("-B");
+  });
+
+  it("retries an address that is not up yet, and keeps a member that merely goes down", async () => {
+    const w = world();
+    running.push(w.dns);
+    w.setRecords(["10.0.0.2"]);
+    await w.dns.start();
+    await new Promise((r) => setTimeout(r, 250));
+    expect(w.members.size).toBe(0);
+    w.answers.set(url("10.0.0.2"), { id: "B" });
+    await waitFor(() => w.members.has("B"), 5_000, "B admitted once up");
+    w.answers.set(url("10.0.0.2"), undefined); // down, still in DNS
+    await new Promise((r) => setTimeout(r, 350));
+    expect(w.members.has("B")).toBe(true);
+    expect(w.log).toEqual(["+B"]);
+  });
+
+  it("an address that now answers with another id: the old id is removed, the new one admitted", async () => {
+    const w = world();
+    running.push(w.dns);
+    w.answers.set(url("10.0.0.2"), { id: "B" });
+    w.setRecords(["10.0.0.2"]);
+    await w.dns.start();
+    await waitFor(() => w.members.has("B"), 5_000, "B admitted");
+    w.answers.set(url("10.0.0.2"), { id: "B2" });
+    await waitFor(() => w.members.has("B2"), 5_000, "B2 admitted");
+    expect(w.members.has("B")).toBe(false);
+    expect(w.log).toEqual(["+B", "-B", "+B2"]);
+  });
+
+  it("holds the announced id against the certificate's (mTLS)", async () => {
+    const w = world();
+    running.push(w.dns);
+    w.answers.set(url("10.0.0.2"), { id: "B", certId: "Mallory" });
+    w.setRecords(["10.0.0.2"]);
+    await w.dns.start();
+    await waitFor(() => w.dns.view()[0]?.status === "refused", 5_000, "refused");
+    expect(w.members.size).toBe(0);
+  });
+
+  it("static peers win; a second address of a member is a spare it moves to", async () => {
+    const w = world({ statics: ["S"] });
+    running.push(w.dns);
+    w.answers.set(url("10.0.0.2"), { id: "S" });
+    w.answers.set(url("10.0.0.3"), { id: "B" });
+    w.setRecords(["10.0.0.2", "10.0.0.3"]);
+    await w.dns.start();
+    await waitFor(() => w.members.has("B"), 5_000, "B admitted");
+    expect(w.members.has("S")).toBe(false); // static: not DNS's to add or remove
+    // B gains a second address, then loses the first: it moves instead of leaving.
+    w.answers.set(url("10.0.0.4"), { id: "B" });
+    w.setRecords(["10.0.0.2", "10.0.0.3", "10.0.0.4"]);
+    await waitFor(() => w.dns.view().some((v) => v.status === "alias"), 5_000, "alias seen");
+    w.setRecords(["10.0.0.2", "10.0.0.4"]);
+    await waitFor(() => w.members.get("B") === url("10.0.0.4"), 5_000, "B moved");
+    expect(w.log).toEqual(["+B", ">B"]);
+  });
+
+  it("refuses beyond the membership bound, and admits once there is room", async () => {
+    const w = world({ max: 1 });
+    running.push(w.dns);
+    w.answers.set(url("10.0.0.2"), { id: "B" });
+    w.answers.set(url("10.0.0.3"), { id: "C" });
+    w.setRecords(["10.0.0.2", "10.0.0.3"]);
+    await w.dns.start();
+    await waitFor(() => w.dns.view().some((v) => v.status === "full"), 5_000, "one refused as full");
+    expect(w.members.size).toBe(1);
+    const first = [...w.members.keys()][0] as string;
+    w.setRecords([first === "B" ? "10.0.0.3" : "10.0.0.2"]);
+    await waitFor(() => w.members.size === 1 && !w.members.has(first), 5_000, "the other admitted");
+  });
+});
+
+describe("fileResolver", () => {
+  it("answers from the file, re-read each time; validates it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "pm-dnsfile-"));
+    try {
+      const f = join(dir, "dns.json");
+      const resolve = fileResolver(f);
+      await writeFile(f, JSON.stringify({ mesh: ["127.0.0.2", "127.0.0.3"] }));
+      expect(await resolve("mesh")).toEqual(["127.0.0.2", "127.0.0.3"]);
+      expect(await resolve("other")).toEqual([]);
+      await writeFile(f, JSON.stringify({ mesh: ["127.0.0.2"] }));
+      expect(await resolve("mesh")).toEqual(["127.0.0.2"]);
+      await writeFile(f, "{not json");
+      await expect(resolve("mesh")).rejects.toThrow(/not valid JSON/);
+      await writeFile(f, JSON.stringify({ mesh: "127.0.0.2" }));
+      await expect(resolve("mesh")).rejects.toThrow(/lists of addresses/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("PeerClient.probeHello", () => {
+  const servers: FastifyInstance[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+
+  async function serve(auth: PeerAuth, id: string): Promise<{ url: string; rejected: string[] }> {
+    const rejected: string[] = [];
+    const app = buildPeerServer({
+      auth,
+      handlers: {
+        hello: () => ({ id, cluster: "c1", model: "m", protocol: 1 }),
+        isKnownPeer: () => false, // nobody is a member yet: only hello may pass
+        onSnapshot() {},
+        onForward() {},
+        onMessage() {},
+        onAuthRejected: (r) => rejected.push(r),
+      },
+    });
+    servers.push(app);
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    const port = (app.server.address() as AddressInfo).port;
+    const scheme = auth.mode === "mtls" ? "https" : "http";
+    return { url: `${scheme}://127.0.0.1:${port}`, rejected };
+  }
+
+  it("shared secret: a signed hello passes before membership; everything else stays refused", async () => {
+    const secret = Buffer.alloc(32, 3);
+    const { url: u, rejected } = await serve(hmacAuth("B", secret), "B");
+    const client = new PeerClient({ auth: hmacAuth("A", secret) });
+    const r = await client.probeHello(u);
+    expect(r.hello).toMatchObject({ id: "B", cluster: "c1", model: "m" });
+    expect(r.certId).toBeUndefined();
+    client.setPeer("B", u);
+    await expect(client.sendSnapshot("B", new Uint8Array([1]))).rejects.toMatchObject({ status: 403 });
+    const wrong = new PeerClient({ auth: hmacAuth("A", Buffer.alloc(32, 4)) });
+    await expect(wrong.probeHello(u)).rejects.toMatchObject({ status: 401 });
+    expect(rejected).toEqual(["unknown-peer", "bad-signature"]);
+    await client.close();
+  });
+
+  describe.skipIf(!haveOpenssl)("mTLS", () => {
+    let dir: string;
+    afterAll(async () => {
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+    it("reports the id in the certificate of the unpinned connection", async () => {
+      dir = await mkdtemp(join(tmpdir(), "pm-dnsprobe-"));
+      await initCa(dir, { clusterId: "c1" });
+      await issueNodeCert(dir, "A");
+      await issueNodeCert(dir, "B");
+      const [a, b] = await Promise.all([loadTlsMaterial(dir, "A"), loadTlsMaterial(dir, "B")]);
+      // B's server announces "Z" in its hello, but its certificate says B: the caller sees both.
+      const { url: u } = await serve(mtlsAuth(b), "Z");
+      const client = new PeerClient({ auth: mtlsAuth(a) });
+      const r = await client.probeHello(u);
+      expect(r.certId).toBe("B");
+      expect(r.hello).toMatchObject({ id: "Z" });
+      await client.close();
+    });
+  });
+});
+
+describe("--peers-dns settings", () => {
+  it("validates the DNS options and refuses a bad name before starting anything", async () => {
+    const s = resolveNodeSettings({ id: "A", peersDns: "mesh.svc:9080" }, {});
+    expect(s.peersDnsIntervalMs).toBe(10_000);
+    expect(s.maxPeers).toBe(256);
+    expect(() => resolveNodeSettings({ id: "A", peersDnsIntervalMs: "50" }, {})).toThrow(CliError);
+    expect(() => resolveNodeSettings({ id: "A", maxPeers: "257" }, {})).toThrow(CliError);
+    const env = { PREFIXMESH_PEERS_DNS: "mesh", PREFIXMESH_PEERS_DNS_FILE: "/tmp/x.json" };
+    expect(resolveNodeSettings({ id: "A" }, env)).toMatchObject({
+      peersDns: "mesh",
+      peersDnsFile: "/tmp/x.json",
+    });
+    const bad = resolveNodeSettings({ id: "A", peersDns: "not a name!", secretFile: "/nonexistent" }, {});
+    await expect(startNode(bad, { logger: pino({ level: "silent" }) })).rejects.toBeInstanceOf(
+      DiscoveryError,
+    );
+  });
+});
