@@ -10,10 +10,15 @@ export class CliError extends Error {
 }
 
 /** Parses a numeric flag value, rejecting anything that is not a finite number in range. */
-export function parseNumber(name: string, raw: string, opts: { min?: number; max?: number; integer?: boolean } = {}): number {
+export function parseNumber(
+  name: string,
+  raw: string,
+  opts: { min?: number; max?: number; integer?: boolean } = {},
+): number {
   const v = Number(raw);
   if (raw.trim() === "" || !Number.isFinite(v)) throw new CliError(`${name} must be a number, got '${raw}'`);
-  if (opts.integer && !Number.isInteger(v)) throw new CliError(`${name} must be a whole number, got '${raw}'`);
+  if (opts.integer && !Number.isInteger(v))
+    throw new CliError(`${name} must be a whole number, got '${raw}'`);
   if (opts.min !== undefined && v < opts.min) throw new CliError(`${name} must be ≥ ${opts.min}, got ${raw}`);
   if (opts.max !== undefined && v > opts.max) throw new CliError(`${name} must be ≤ ${opts.max}, got ${raw}`);
   return v;

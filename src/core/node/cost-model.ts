@@ -18,7 +18,7 @@ export interface CostPrior {
   prefillFixedMs: number;
   /** Prefill cost per uncached prompt token, ms. */
   prefillMsPerToken: number;
-  /** Weight of the prior in samples (it does not decay). */
+  /** Weight of the prior in samples (it decays like real samples). */
   weight: number;
   /** RTT assumed for a peer until one is measured, ms. */
   rttMs: number;
@@ -68,7 +68,7 @@ export class PrefillFit {
     this.sxy += w * x * y;
   }
 
-  /** One engine result: `uncached` prompt tokens took `prefillMs`. Non-finite or negative input is ignored. */
+  /** One engine result: `uncached` prompt tokens took `prefillMs`. Non-finite or negative: ignored. */
   sample(uncached: number, prefillMs: number): void {
     if (!(uncached >= 0) || !(prefillMs >= 0) || !Number.isFinite(uncached) || !Number.isFinite(prefillMs))
       return;

@@ -38,6 +38,8 @@ export const POLL_TIMER = "poll";
 const FWD_TIMER_PREFIX = "fwd:";
 /** Longest request id accepted from a peer (ids are stored in maps and echoed back). */
 const MAX_REQ_ID = 512;
+/** Per engine run: eviction pressure remembers ≈ 50 runs. */
+const PRESSURE_DECAY = 0.98;
 /** Prefix keys whose demand an origin tracks (LRU beyond). */
 const DEMAND_KEYS = 4096;
 /** Unconfirmed sends remembered per peer (older ones are forgotten; the window check still holds). */
@@ -126,6 +128,12 @@ export class PrefixNode {
   /** Arrivals per prefix at this origin (cost-aware's rent-or-buy); bounded. */
   private readonly demand: PrefixDemand;
   private readonly hasher = new BlockHasher();
+  /**
+   * Decayed tokens inserted into / evicted from our cache: their ratio is the eviction pressure. A
+   * prefix bought under full pressure only displaces another, so rent-or-buy discounts by it.
+   */
+  private insertedDecayed = 0;
+  private evictedDecayed = 0;
   private stats_: NodeStats = emptyStats();
 
   constructor(
@@ -416,7 +424,8 @@ export class PrefixNode {
     for (let b = 0; b < blocks; b++) this.hasher.step(tokens, b * BLOCK_SIZE);
     const key = this.hasher.hi * 2 ** 32 + (this.hasher.lo >>> 0);
     const seen = this.demand.record(key) + 1;
-    return this.demand.expectedFuture(seen);
+    const pressure = this.insertedDecayed > 0 ? Math.min(1, this.evictedDecayed / this.insertedDecayed) : 0;
+    return this.demand.expectedFuture(seen) * (1 - pressure);
   }
 
   /** Next step of a pending request: forward to the next routable planned peer, else run locally. */
@@ -889,7 +898,10 @@ export class PrefixNode {
         let avail = this.tree.free() - this.reserved;
         if (need > avail) {
           evicted = this.tree.evict(need - avail);
-          for (const r of evicted) this.stats_.evictedTokens += r.path.length - r.keep;
+          for (const r of evicted) {
+            this.stats_.evictedTokens += r.path.length - r.keep;
+            this.evictedDecayed += r.path.length - r.keep;
+          }
           avail = this.tree.free() - this.reserved;
         }
         // If the prompt cannot fit (capacity, or pinned by concurrent runs) it runs uncached.
@@ -926,6 +938,9 @@ export class PrefixNode {
     // Algorithm 1 lines 12-13: the tree mirrors what the engine now caches.
     if (this.config.cacheMode === "node-managed") {
       if (job.cacheTokens > job.matched) this.insert(job.request.tokens.subarray(0, job.cacheTokens));
+      this.insertedDecayed =
+        PRESSURE_DECAY * this.insertedDecayed + Math.max(0, job.cacheTokens - job.matched);
+      this.evictedDecayed *= PRESSURE_DECAY;
     } else {
       this.tree.resetTo(result.cachedSequences ?? [], ++this.tick);
     }

@@ -2,31 +2,35 @@
  * `cost-aware`: rank by EXPECTED LATENCY instead of match length (beyond the paper). Forwarding pays
  * only when the prefill a peer saves exceeds what reaching it costs (§5's break-even, made a rule):
  *
- *   latency(c) = RTT(c)                              0 for self; measured per peer, else the prior
- *              + wait(c)                              expected wait behind c's queue
- *              + fixedMs + msPerToken × (prompt − match(c))   prefill of the uncached part
+ *   latency(c) = RTT(c)                            0 for self; measured per peer, else the prior
+ *              + wait(c)                           expected wait behind c's queue
+ *              + fixedMs + msPerToken × (prompt − match(c))     prefill of the uncached part
  *
  * with every cost learned by the node from its own engine results (cost-model.ts) and peer matches
- * block-granular (the estimates' resolution). A peer's queue depth is as old as its last header:
- * wait = max(0, (depth + forwards we sent it since) × serviceMs − age of the depth), i.e. the
- * reported queue has been draining since (measured: an undiscounted depth of 1 from a heartbeat
- * sent mid-run kept closed-loop requests off the peer holding their prompt). Self wins ties, so with no measurable gain a request
- * never leaves; tied peers are ordered at random so a prefix held by several does not pile onto
- * one. Fallback order: ascending expected latency, up to self.
+ * block-granular (the estimates' resolution). A peer's queue depth is as old as its last header, so
+ * wait = max(0, (depth + forwards we sent it since) × serviceMs − age of the depth): the reported
+ * queue has been draining since (an undiscounted depth of 1 from a heartbeat sent mid-run kept
+ * closed-loop requests off the peer holding their prompt). Self wins ties, so with no measurable
+ * gain a request never leaves. Fallback order: ascending cost, up to self. The ranking cost adds two
+ * measured corrections (`rankingCostMs`): load only repels, and uncached work is charged for the
+ * queue it delays. Near-equal peers are ordered at random (see `rank`).
  *
  * Rent or buy. Ranking one request at a time is myopic: once one peer holds a popular prefix, every
  * other origin would forward to it forever, paying an RTT per request (measured on MMLU at Δcomm
  * 200 ms: 0.369 s against local's 0.323 s). Serving locally once instead costs the prefill the peer
  * would have saved, and every later request for that prefix here then hits without the RTT. So when
  * the best candidate is a peer whose advantage is its cache, the origin serves locally if
- *   latency(self) − latency(peer) ≤ expectedReuse × RTT(peer)
+ *   cost(self) − cost(peer) ≤ expectedReuse × RTT(peer)
  * where expectedReuse (demand.ts) is learned from this origin's own arrivals.
  */
 import { BLOCK_SIZE } from "../../block-hash.js";
 import type { LearnedCosts } from "../cost-model.js";
 import { type Candidate, type Policy, type RoutingContext, selfIndex } from "./policy.js";
 
-/** Used only when no node supplies learned costs (e.g. a policy driven outside PrefixNode). */
+/**
+ * Used only when no node supplies learned costs (a policy driven outside PrefixNode); the same
+ * values as the config's `costPrior` defaults.
+ */
 const FALLBACK_COSTS: LearnedCosts = {
   prefillFixedMs: 50,
   prefillMsPerToken: 0.5,
@@ -40,38 +44,49 @@ export function expectedLatencyMs(c: Candidate, ctx: RoutingContext): number {
   const k = ctx.costs ?? FALLBACK_COSTS;
   const rtt = c.self ? 0 : (c.rttMs ?? k.rttPriorMs);
   const uncached = Math.max(0, ctx.promptTokens - c.estimatedMatch);
-  const service = k.serviceMs > 0 ? k.serviceMs : k.prefillFixedMs + k.prefillMsPerToken * ctx.promptTokens;
-  const wait = c.self
-    ? c.queueDepth * service
-    : Math.max(0, (c.queueDepth + (c.sentSinceQueue ?? 0)) * service - (c.queueAgeMs ?? 0));
+  const service = serviceMs(k, ctx);
+  const wait = c.self ? c.queueDepth * service : peerWaitMs(c, service);
   return rtt + wait + k.prefillFixedMs + k.prefillMsPerToken * uncached;
 }
 
 /**
- * The ranking cost: as `expectedLatencyMs`, except that a peer's wait never counts as shorter than
- * our own. Load then only ever keeps requests away from busy peers, never pulls them towards idle
- * ones: every origin sees the same stale "idle" peer, and moving load on that view herds them onto
- * it (measured: MMLU skewed, open loop 10 req/s, mean 219 s against affinity's 4.8 s, as forwards
- * queued past their timeout and ran twice). Balancing is push-back's job (§3.2).
+ * The ranking cost: `expectedLatencyMs` with two corrections, each measured.
+ *  - A peer's wait never counts as shorter than our own. Load then only ever keeps requests away
+ *    from busy peers, never pulls them towards idle ones: every origin sees the same stale "idle"
+ *    peer, and moving load on that view herds them onto it (MMLU skewed, open loop 10 req/s: mean
+ *    219 s against affinity's 4.8 s, as forwards queued past their timeout and ran twice).
+ *    Balancing is push-back's job (§3.2).
+ *  - Under load, uncached prefill also delays everyone queued after it: each uncached token costs
+ *    msPerToken × (1 + L), with L our own queue depth standing in for the cluster's load (the only
+ *    exact one we have). Per-request latency alone under-values cache hits once queues form (MMLU
+ *    skewed, 8 req/s, Δcomm 200 ms: 1.30 s → 1.06 s; affinity 1.14 s). Closed loop: L = 0, no effect.
  */
-function rankingCostMs(c: Candidate, selfWaitMs: number, ctx: RoutingContext): number {
-  const base = expectedLatencyMs(c, ctx);
-  if (c.self) return base;
+function rankingCostMs(c: Candidate, selfQueue: number, ctx: RoutingContext): number {
   const k = ctx.costs ?? FALLBACK_COSTS;
-  const service = k.serviceMs > 0 ? k.serviceMs : k.prefillFixedMs + k.prefillMsPerToken * ctx.promptTokens;
-  const wait = Math.max(0, (c.queueDepth + (c.sentSinceQueue ?? 0)) * service - (c.queueAgeMs ?? 0));
-  return base + Math.max(0, selfWaitMs - wait);
+  const service = serviceMs(k, ctx);
+  const externality = k.prefillMsPerToken * Math.max(0, ctx.promptTokens - c.estimatedMatch) * selfQueue;
+  const base = expectedLatencyMs(c, ctx) + externality;
+  if (c.self) return base;
+  const wait = peerWaitMs(c, service);
+  return base + Math.max(0, selfQueue * service - wait);
+}
+
+function serviceMs(k: LearnedCosts, ctx: RoutingContext): number {
+  return k.serviceMs > 0 ? k.serviceMs : k.prefillFixedMs + k.prefillMsPerToken * ctx.promptTokens;
+}
+
+/** A reported depth drains while it ages; our forwards since then add to it. */
+function peerWaitMs(c: Candidate, service: number): number {
+  return Math.max(0, (c.queueDepth + (c.sentSinceQueue ?? 0)) * service - (c.queueAgeMs ?? 0));
 }
 
 export class CostAwarePolicy implements Policy {
   readonly name = "cost-aware";
   readonly usesDemand = true;
   rank(candidates: readonly Candidate[], ctx: RoutingContext): number[] {
-    const self0 = candidates[selfIndex(candidates)] as Candidate;
     const k = ctx.costs ?? FALLBACK_COSTS;
-    const service = k.serviceMs > 0 ? k.serviceMs : k.prefillFixedMs + k.prefillMsPerToken * ctx.promptTokens;
-    const selfWait = self0.queueDepth * service;
-    const cost = candidates.map((c) => rankingCostMs(c, selfWait, ctx));
+    const selfQueue = (candidates[selfIndex(candidates)] as Candidate).queueDepth;
+    const cost = candidates.map((c) => rankingCostMs(c, selfQueue, ctx));
     const tieBreak = candidates.map((c) => (c.self ? -1 : ctx.random()));
     const order = candidates.map((_, i) => i);
     order.sort((a, b) => {
