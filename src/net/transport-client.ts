@@ -5,17 +5,18 @@
  */
 import type { PeerCertificate } from "node:tls";
 import { Client, Pool } from "undici";
-import type { HeldVersion } from "../core/node/types.js";
 import { peerIdFromCert } from "./auth/tls.js";
 import type { PeerAuth } from "./transport-auth.js";
 import {
   type ForwardMsg,
+  formatEcho,
   formatHolds,
   forwardToWire,
   helloSchema,
   type PeerHello,
   type ReplyMsg,
   replyToWire,
+  type SnapshotMeta,
   streamRecordSchema,
 } from "./transport-wire.js";
 
@@ -206,16 +207,15 @@ export class PeerClient {
     }
   }
 
-  async sendSnapshot(
-    id: string,
-    bytes: Uint8Array,
-    meta: { holds?: HeldVersion | undefined; blocks?: number | undefined } = {},
-  ): Promise<void> {
+  async sendSnapshot(id: string, bytes: Uint8Array, meta: SnapshotMeta = {}): Promise<void> {
     const h = formatHolds(meta.holds);
+    const echo = formatEcho(meta.echo);
     await this.exchange(id, "POST", "/peer/snapshot", bytes, {
       "content-type": "application/octet-stream",
       ...(h ? { "x-prefixmesh-holds": h } : {}),
       ...(meta.blocks !== undefined ? { "x-prefixmesh-blocks": String(meta.blocks) } : {}),
+      ...(meta.at !== undefined ? { "x-prefixmesh-at": String(meta.at) } : {}),
+      ...(echo ? { "x-prefixmesh-echo": echo } : {}),
     });
   }
 

@@ -4,7 +4,6 @@
  * anything reaches the node; bodies are size-bounded (413) and validated (400).
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
-import type { HeldVersion } from "../core/node/types.js";
 import type { PeerAuth } from "./transport-auth.js";
 import {
   type ForwardMsg,
@@ -12,17 +11,16 @@ import {
   forwardWireSchema,
   messageWireSchema,
   type PeerHello,
+  parseClock,
   parseCount,
+  parseEcho,
   parseHolds,
   type ReplyMsg,
   replyToWire,
+  type SnapshotMeta,
 } from "./transport-wire.js";
 
-/** What travels beside a snapshot's bytes (headers): the ack and the sender's block count. */
-export interface SnapshotMeta {
-  holds?: HeldVersion | undefined;
-  blocks?: number | undefined;
-}
+export type { SnapshotMeta };
 
 export type IncomingMessage = import("zod").infer<typeof messageWireSchema>;
 
@@ -125,6 +123,8 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
         handlers.onSnapshot(req.peerId!, bytes, {
           holds: parseHolds(req.headers["x-prefixmesh-holds"]),
           blocks: parseCount(req.headers["x-prefixmesh-blocks"]),
+          at: parseClock(req.headers["x-prefixmesh-at"]),
+          echo: parseEcho(req.headers["x-prefixmesh-echo"]),
         });
       } catch (err) {
         return reply.status(400).send({ error: `bad snapshot: ${(err as Error).message}` });

@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import type { EngineRequest, EngineResult } from "../core/engine.js";
-import type { HeldVersion, PeerMessage } from "../core/node/types.js";
+import type { HeldVersion, PeerMessage, SnapshotEcho } from "../core/node/types.js";
 
 export const MAX_PROMPT_TOKENS = 1 << 20;
 const MAX_TEXT = 8 * 1024 * 1024;
@@ -157,6 +157,40 @@ export function parseHolds(v: string | string[] | undefined): HeldVersion | unde
   const epoch = Number(m[1]);
   const version = Number(m[2]);
   return Number.isSafeInteger(epoch) && Number.isSafeInteger(version) ? { epoch, version } : undefined;
+}
+
+/**
+ * What travels beside a snapshot's bytes (headers): the ack, the sender's block count, and the clock
+ * stamp + echo from which each side measures its round trip to the other.
+ */
+export interface SnapshotMeta {
+  holds?: HeldVersion | undefined;
+  blocks?: number | undefined;
+  at?: number | undefined;
+  echo?: SnapshotEcho | undefined;
+}
+
+/** A clock reading in ms (`x-prefixmesh-at`): finite, non-negative, short; else undefined. */
+export function parseClock(v: string | string[] | undefined): number | undefined {
+  if (typeof v !== "string" || !/^\d{1,16}(\.\d{1,6})?$/.test(v)) return undefined;
+  return Number(v);
+}
+
+/**
+ * `x-prefixmesh-echo: <t>:<heldMs>` — the receiver's last `at` sent back with how long it was held, so
+ * the receiver measures a round trip on its own clock (no clock sync needed).
+ */
+export function formatEcho(e: SnapshotEcho | undefined): string | undefined {
+  return e ? `${e.t}:${e.heldMs}` : undefined;
+}
+
+export function parseEcho(v: string | string[] | undefined): SnapshotEcho | undefined {
+  if (typeof v !== "string" || v.length > 48) return undefined;
+  const [t, heldMs, extra] = v.split(":");
+  if (extra !== undefined) return undefined;
+  const pt = parseClock(t);
+  const ph = parseClock(heldMs);
+  return pt !== undefined && ph !== undefined ? { t: pt, heldMs: ph } : undefined;
 }
 
 /** A small non-negative integer header (e.g. `x-prefixmesh-blocks`), or undefined if absent/invalid. */

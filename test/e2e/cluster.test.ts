@@ -92,6 +92,21 @@ describe("3-node cluster (mTLS, sim engine) through the official openai client",
     expect((data.usage as Usage).prompt_tokens_details?.cached_tokens).toBeGreaterThan(0);
   });
 
+  it("measures every peer's round trip from anti-entropy alone (snapshot at/echo headers)", async () => {
+    // No request has gone from C to anyone: its RTT samples can only come from the gossip echo.
+    const c = info.nodes[2]!;
+    await waitFor(
+      async () => {
+        const v = (await (await fetch(`${c.apiUrl}/cluster`)).json()) as {
+          peers: { id: string; rttMs?: number | null }[];
+        };
+        return v.peers.length === 2 && v.peers.every((p) => typeof p.rttMs === "number" && p.rttMs >= 0);
+      },
+      10_000,
+      "C to have an RTT sample for every peer",
+    );
+  });
+
   it("answers a bad body with an OpenAI-style 400", async () => {
     const r = await fetch(`${info.nodes[0]?.apiUrl}/v1/chat/completions`, {
       method: "POST",

@@ -232,3 +232,17 @@ describe.skipIf(!haveOpenssl)("peer transport (mutual TLS)", () => {
     expect(log.snapshots).toHaveLength(1);
   });
 });
+
+describe("snapshot clock headers", () => {
+  it("round-trips the echo and rejects malformed or oversized values", async () => {
+    const { formatEcho, parseEcho, parseClock } = await import("../../src/net/transport-wire.js");
+    const echo = { t: 1795976827696.25, heldMs: 3.5 };
+    expect(parseEcho(formatEcho(echo))).toEqual(echo);
+    expect(parseClock("12.5")).toBe(12.5);
+    for (const bad of ["", "-1", "1e9", "NaN", "1:2", "x", "9".repeat(40)])
+      expect(parseClock(bad)).toBeUndefined();
+    for (const bad of ["1", "1:2:3", "a:b", "-1:2", `${"9".repeat(30)}:1`])
+      expect(parseEcho(bad)).toBeUndefined();
+    expect(parseEcho(["1:2"])).toBeUndefined();
+  });
+});

@@ -268,6 +268,8 @@ export class NodeRuntime implements NodeService {
         const msg: PeerMessage = { type: "snapshot", snapshot };
         if (meta.holds) msg.holds = meta.holds;
         if (meta.blocks !== undefined) msg.blocks = meta.blocks;
+        if (meta.at !== undefined) msg.at = meta.at;
+        if (meta.echo) msg.echo = meta.echo;
         this.feed({ type: "peer-message", from, msg });
       },
       onForward: (from, msg, stream) => {
@@ -598,7 +600,7 @@ export class NodeRuntime implements NodeService {
     if (msg.snapshot.header.pushBackMs > 0) this.o.metrics.pushBack.inc();
     this.snapshotInFlight.add(to);
     this.o.client
-      .sendSnapshot(to, bytes, { holds: msg.holds, blocks: msg.blocks })
+      .sendSnapshot(to, bytes, { holds: msg.holds, blocks: msg.blocks, at: msg.at, echo: msg.echo })
       .then(
         () => this.o.metrics.gossipBytes.inc({ peer: to, direction: "out" }, bytes.byteLength),
         (err) => this.sendFailed(to, msg, err),
