@@ -13,9 +13,10 @@ const N = Number(process.env.ROUTER_BENCH_N ?? 2000);
 const WARMUP = 200;
 const prompt = Array.from({ length: 540 }, (_, i) => `tok${i}`).join(" ");
 
-async function measure(url: string, model: string, expectServedBy?: string): Promise<number[]> {
+/** Sequential requests through `url`; latencies after warm-up, sorted. Fails if the wrong node serves. */
+async function measure(url: string, model: string, expectServedBy?: string, p = prompt): Promise<number[]> {
   const pool = new Pool(url, { connections: 1 });
-  const body = JSON.stringify({ model, prompt, max_tokens: 1 });
+  const body = JSON.stringify({ model, prompt: p, max_tokens: 1 });
   const lat: number[] = [];
   try {
     for (let i = 0; i < WARMUP + N; i++) {
@@ -76,7 +77,7 @@ async function main() {
       body: JSON.stringify({ model, prompt: fprompt, max_tokens: 1 }),
     });
     await new Promise((r) => setTimeout(r, 2000));
-    const fwd = await measureForward(a.apiUrl, model, fprompt);
+    const fwd = await measure(a.apiUrl, model, "B", fprompt);
     const rows = [
       ["engine direct", direct],
       ["node, served locally", local],
@@ -98,31 +99,6 @@ async function main() {
     await cluster.stop();
     engineProc.kill("SIGTERM");
   }
-}
-
-async function measureForward(url: string, model: string, p: string): Promise<number[]> {
-  const pool = new Pool(url, { connections: 1 });
-  const body = JSON.stringify({ model, prompt: p, max_tokens: 1 });
-  const lat: number[] = [];
-  try {
-    for (let i = 0; i < WARMUP + N; i++) {
-      const t0 = performance.now();
-      const res = await pool.request({
-        method: "POST",
-        path: "/v1/completions",
-        headers: { "content-type": "application/json" },
-        body,
-      });
-      const json = (await res.body.json()) as { prefixmesh?: { served_by?: string } };
-      const dt = performance.now() - t0;
-      if (json.prefixmesh?.served_by !== "B")
-        throw new Error(`request ${i} served by ${json.prefixmesh?.served_by}, not B`);
-      if (i >= WARMUP) lat.push(dt);
-    }
-  } finally {
-    await pool.close();
-  }
-  return lat.sort((x, y) => x - y);
 }
 
 await main();
