@@ -9,6 +9,7 @@ import { peerIdFromCert } from "./auth/tls.js";
 import type { PeerAuth } from "./transport-auth.js";
 import {
   type ForwardMsg,
+  formatClock,
   formatEcho,
   formatHolds,
   forwardToWire,
@@ -214,7 +215,7 @@ export class PeerClient {
       "content-type": "application/octet-stream",
       ...(h ? { "x-prefixmesh-holds": h } : {}),
       ...(meta.blocks !== undefined ? { "x-prefixmesh-blocks": String(meta.blocks) } : {}),
-      ...(meta.at !== undefined ? { "x-prefixmesh-at": String(meta.at) } : {}),
+      ...(meta.at !== undefined ? { "x-prefixmesh-at": formatClock(meta.at) } : {}),
       ...(echo ? { "x-prefixmesh-echo": echo } : {}),
     });
   }

@@ -181,7 +181,12 @@ export function parseClock(v: string | string[] | undefined): number | undefined
  * the receiver measures a round trip on its own clock (no clock sync needed).
  */
 export function formatEcho(e: SnapshotEcho | undefined): string | undefined {
-  return e ? `${e.t}:${e.heldMs}` : undefined;
+  return e ? `${formatClock(e.t)}:${formatClock(e.heldMs)}` : undefined;
+}
+
+/** Fixed-point with µs resolution: never exponent notation, never more digits than `parseClock` takes. */
+export function formatClock(ms: number): string {
+  return ms.toFixed(3);
 }
 
 export function parseEcho(v: string | string[] | undefined): SnapshotEcho | undefined {

@@ -235,9 +235,15 @@ describe.skipIf(!haveOpenssl)("peer transport (mutual TLS)", () => {
 
 describe("snapshot clock headers", () => {
   it("round-trips the echo and rejects malformed or oversized values", async () => {
-    const { formatEcho, parseEcho, parseClock } = await import("../../src/net/transport-wire.js");
+    const { formatClock, formatEcho, parseEcho, parseClock } = await import(
+      "../../src/net/transport-wire.js"
+    );
     const echo = { t: 1795976827696.25, heldMs: 3.5 };
     expect(parseEcho(formatEcho(echo))).toEqual(echo);
+    // Real clock readings have long fractions (performance.now) and may be tiny (exponent notation).
+    const held = 0.1234567890123;
+    expect(parseEcho(formatEcho({ t: 1795976827696.2534, heldMs: held }))?.heldMs).toBeCloseTo(held, 3);
+    expect(parseClock(formatClock(1e-7))).toBe(0);
     expect(parseClock("12.5")).toBe(12.5);
     for (const bad of ["", "-1", "1e9", "NaN", "1:2", "x", "9".repeat(40)])
       expect(parseClock(bad)).toBeUndefined();
