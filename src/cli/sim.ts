@@ -36,6 +36,8 @@ export interface SimOptions {
   loss?: string;
   dup?: string;
   crash?: string[];
+  reorder?: string;
+  partition?: string[];
   faultsUntilMs?: string;
   forwardTimeoutMs?: string;
   oracle?: boolean;
@@ -60,6 +62,41 @@ export function parseCrash(
   if (!(restartAtMs > atMs))
     throw new CliError(`--crash restart time must be after the crash, got '${spec}'`);
   return { node, atMs, restartAtMs };
+}
+
+/**
+ * `--partition 0,1/2,3@60000:120000` = from 60 s to 120 s of virtual time, nodes {0,1} and {2,3} cannot
+ * reach each other; the partition heals at 120 s. Nodes not named form their own singleton groups.
+ */
+export function parsePartition(
+  spec: string,
+  nodes: number,
+): { startMs: number; endMs: number; groups: number[][] } {
+  const m = /^([\d,/]+)@(\d+(?:\.\d+)?):(\d+(?:\.\d+)?)$/.exec(spec.trim());
+  if (!m)
+    throw new CliError(
+      `--partition must look like GROUP/GROUP@START_MS:END_MS (e.g. 0,1/2,3@60000:120000), got '${spec}'`,
+    );
+  const groups = (m[1] as string).split("/").map((g) =>
+    g
+      .split(",")
+      .filter((x) => x !== "")
+      .map(Number),
+  );
+  const seen = new Set<number>();
+  for (const g of groups) {
+    if (g.length === 0) throw new CliError(`--partition has an empty group: '${spec}'`);
+    for (const n of g) {
+      if (n >= nodes) throw new CliError(`--partition node ${n} does not exist (nodes are 0-${nodes - 1})`);
+      if (seen.has(n)) throw new CliError(`--partition names node ${n} twice: '${spec}'`);
+      seen.add(n);
+    }
+  }
+  if (groups.length < 2) throw new CliError(`--partition needs at least two groups: '${spec}'`);
+  const startMs = Number(m[2]);
+  const endMs = Number(m[3]);
+  if (!(endMs > startMs)) throw new CliError(`--partition must heal after it starts, got '${spec}'`);
+  return { startMs, endMs, groups };
 }
 
 /** Checks every flag; returns the simulator config and the workload choice, or throws CliError. */
@@ -112,6 +149,9 @@ export function parseSimOptions(o: SimOptions): {
   const faults: NonNullable<SimConfig["faults"]> = {};
   if (o.loss !== undefined) faults.lossProb = parseNumber("--loss", o.loss, { min: 0, max: 1 });
   if (o.dup !== undefined) faults.dupProb = parseNumber("--dup", o.dup, { min: 0, max: 1 });
+  if (o.reorder !== undefined) faults.reorderProb = parseNumber("--reorder", o.reorder, { min: 0, max: 1 });
+  if (o.partition !== undefined && o.partition.length > 0)
+    faults.partitions = o.partition.map((s) => parsePartition(s, config.nodes));
   if (o.faultsUntilMs !== undefined) {
     faults.linkFaultsUntilMs = parseNumber("--faults-until-ms", o.faultsUntilMs, { min: 0, max: 1e12 });
   }
@@ -194,7 +234,7 @@ export function formatSummary(r: SimResult, workloadLabel: string): string {
   if (f) {
     const crashes = r.perNode.reduce((n, x) => n + x.crashes, 0);
     lines.push(
-      `faults     loss ${f.lossProb ?? 0}, duplication ${f.dupProb ?? 0}, crashes ${crashes}, client re-submissions ${t.retries}`,
+      `faults     loss ${f.lossProb ?? 0}, duplication ${f.dupProb ?? 0}, reordering ${f.reorderProb ?? 0}, partitions ${f.partitions?.length ?? 0}, crashes ${crashes}, client re-submissions ${t.retries}`,
     );
   }
   return `${lines.join("\n")}\n`;
@@ -246,7 +286,12 @@ export function registerSim(program: Command): void {
     .option("--concurrency <n>", "requests each node runs at once (default 1: batching-free)")
     .option("--loss <p>", "probability each message is lost")
     .option("--dup <p>", "probability each message is duplicated")
-    .option("--faults-until-ms <ms>", "loss/duplication stop at this virtual time")
+    .option("--reorder <p>", "probability each message gets an extra random delay (reordering)")
+    .option(
+      "--partition <spec...>",
+      "partition that heals: GROUP/GROUP@START_MS:END_MS, e.g. 0,1/2,3@60000:120000 (repeatable)",
+    )
+    .option("--faults-until-ms <ms>", "loss/duplication/reordering stop at this virtual time")
     .option("--crash <spec...>", "crash a node: NODE@MS[:RESTART_MS] (virtual ms; repeatable)")
     .option("--forward-timeout-ms <ms>", "give up on a forward after this long (default 30000)")
     .option("--rate <req/s>", "open loop: Poisson arrivals at this rate (default: closed loop, the paper)")

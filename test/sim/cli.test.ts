@@ -105,6 +105,47 @@ describe("prefixmesh sim — fault flags", () => {
     expect(() => parseSimOptions({ ...defaults, loss: "2" })).toThrow(/--loss/);
   });
 
+  it("parses healing partitions and reordering, rejecting bad ones", () => {
+    const { config } = parseSimOptions({ ...defaults, reorder: "0.2", partition: ["0,1/2,3@1000:5000"] });
+    expect(config.faults).toEqual({
+      reorderProb: 0.2,
+      partitions: [
+        {
+          startMs: 1000,
+          endMs: 5000,
+          groups: [
+            [0, 1],
+            [2, 3],
+          ],
+        },
+      ],
+    });
+    expect(() => parseSimOptions({ ...defaults, partition: ["0,1@1:2"] })).toThrow(/two groups/);
+    expect(() => parseSimOptions({ ...defaults, partition: ["0,1/1,2@1:2"] })).toThrow(/twice/);
+    expect(() => parseSimOptions({ ...defaults, partition: ["0/9@1:2"] })).toThrow(/does not exist/);
+    expect(() => parseSimOptions({ ...defaults, partition: ["0/1@5:2"] })).toThrow(/heal/);
+    expect(() => parseSimOptions({ ...defaults, partition: ["0|1"] })).toThrow(/GROUP\/GROUP/);
+    expect(() => parseSimOptions({ ...defaults, reorder: "-1" })).toThrow(/--reorder/);
+  });
+
+  it("answers everything, correctly, across a partition that heals", async () => {
+    const out = sink();
+    const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
+    const r = await runSimCommand(
+      {
+        ...defaults,
+        requests: "300",
+        partition: ["0,1/2,3@10000:40000"],
+        reorder: "0.2",
+        forwardTimeoutMs: "2000",
+      },
+      { out: out.stream, err },
+    );
+    expect(r.totals.answered).toBe(300);
+    expect(r.totals.incorrect).toBe(0);
+    expect(out.text()).toMatch(/partitions 1/);
+  });
+
   it("still answers everything when a node crashes mid-run", async () => {
     const out = sink();
     const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
