@@ -5,6 +5,8 @@
  * so the differences are the router's own cost. Run: npm run build && node dist/bench/router.js
  */
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
 import { startCluster } from "../server/cluster/launcher.js";
@@ -41,6 +43,27 @@ async function measure(url: string, model: string, expectServedBy?: string, p = 
   return lat.sort((a, b) => a - b);
 }
 
+/** CPU time (user + system) a process has used so far, ms, from /proc (Linux); NaN elsewhere. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Runs `fn`, returning its latencies and the CPU ms per request spent by `pids` meanwhile. */
+async function withCpu(pids: (number | undefined)[], fn: () => Promise<number[]>) {
+  const before = pids.map(cpuMs);
+  const lat = await fn();
+  const cpu =
+    pids.reduce<number>((sum, pid, i) => sum + cpuMs(pid) - (before[i] as number), 0) / (WARMUP + N);
+  return { lat, cpu };
+}
+
 const q = (s: number[], p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] as number;
 
 async function main() {
@@ -66,9 +89,9 @@ async function main() {
     const [a, b] = cluster.nodes as [(typeof cluster.nodes)[0], (typeof cluster.nodes)[0]];
     const model = ((await (await fetch(`${a.apiUrl}/v1/models`)).json()) as { data: { id: string }[] })
       .data[0]?.id as string;
-    const direct = await measure(engineUrl, model);
+    const direct = await withCpu([engineProc.pid], () => measure(engineUrl, model));
     // Local path: A holds the prompt after its first run; affinity keeps it at A (ties go to self).
-    const local = await measure(a.apiUrl, model, "A");
+    const local = await withCpu([a.pid], () => measure(a.apiUrl, model, "A"));
     // Forward path: B gets a prompt A has never seen, A learns B's tree by anti-entropy, then forwards.
     const fprompt = Array.from({ length: 540 }, (_, i) => `fwd${i}`).join(" ");
     await fetch(`${b.apiUrl}/v1/completions`, {
@@ -77,23 +100,32 @@ async function main() {
       body: JSON.stringify({ model, prompt: fprompt, max_tokens: 1 }),
     });
     await new Promise((r) => setTimeout(r, 2000));
-    const fwd = await measure(a.apiUrl, model, "B", fprompt);
+    const fwdRun = await withCpu([a.pid, b.pid], () => measure(a.apiUrl, model, "B", fprompt));
     const rows = [
       ["engine direct", direct],
       ["node, served locally", local],
-      ["node, forwarded to peer", fwd],
+      ["node, forwarded to peer", fwdRun],
     ] as const;
     console.log(`router overhead, ${N} sequential requests each (540-token prompt, 1 output token), ms`);
-    console.log("path                      p50     p99     mean");
-    for (const [name, s] of rows) {
-      const mean = s.reduce((x, y) => x + y, 0) / s.length;
-      console.log(`${name.padEnd(24)} ${q(s, 0.5).toFixed(3)}  ${q(s, 0.99).toFixed(3)}  ${mean.toFixed(3)}`);
-    }
     console.log(
-      `added by the entry node (local − direct): p50 ${(q(local, 0.5) - q(direct, 0.5)).toFixed(3)}  p99 ${(q(local, 0.99) - q(direct, 0.99)).toFixed(3)}`,
+      `load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")}`,
+    );
+    // cpu/req: CPU time of the serving processes (engine server; A; A + B) per request, load-insensitive.
+    console.log("path                      p50     p99     mean    cpu/req");
+    for (const [name, { lat: s, cpu }] of rows) {
+      const mean = s.reduce((x, y) => x + y, 0) / s.length;
+      console.log(
+        `${name.padEnd(24)} ${q(s, 0.5).toFixed(3)}  ${q(s, 0.99).toFixed(3)}  ${mean.toFixed(3)}  ${cpu.toFixed(3)}`,
+      );
+    }
+    const [direct_, local_, fwd] = [direct.lat, local.lat, fwdRun.lat];
+    console.log(
+      `added by the entry node (local − direct): p50 ${(q(local_, 0.5) - q(direct_, 0.5)).toFixed(3)}  p99 ${(q(local_, 0.99) - q(direct_, 0.99)).toFixed(3)}`,
     );
     console.log(
-      `added by the peer hop (forwarded − local): p50 ${(q(fwd, 0.5) - q(local, 0.5)).toFixed(3)}  p99 ${(q(fwd, 0.99) - q(local, 0.99)).toFixed(3)}`,
+      `added by the peer hop (forwarded − local): p50 ${(q(fwd, 0.5) - q(local_, 0.5)).toFixed(3)}  p99 ${(q(fwd, 0.99) - q(local_, 0.99)).toFixed(3)}`,
     );
   } finally {
     await cluster.stop();

@@ -91,7 +91,8 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     reply.status(404).send({ error: "no such peer endpoint" });
   });
 
-  app.addHook("preHandler", async (req, reply) => {
+  // Callback style (not async): no promise and microtask hop per peer request.
+  app.addHook("preHandler", (req, reply, done) => {
     const r = auth.verify({
       method: req.method,
       path: req.url,
@@ -101,15 +102,18 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     });
     if (!r.ok) {
       handlers.onAuthRejected?.(r.reason);
-      return reply.status(401).send({ error: `peer authentication failed: ${r.reason}` });
+      reply.status(401).send({ error: `peer authentication failed: ${r.reason}` });
+      return;
     }
     // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
     // who we are; it reveals only id, cluster and model, so membership is not required for it.
     if (req.routeOptions.url !== "/peer/hello" && !handlers.isKnownPeer(r.sender)) {
       handlers.onAuthRejected?.("unknown-peer");
-      return reply.status(403).send({ error: `'${r.sender}' is not a member of this cluster` });
+      reply.status(403).send({ error: `'${r.sender}' is not a member of this cluster` });
+      return;
     }
     req.peerId = r.sender;
+    done();
   });
 
   app.get("/peer/hello", async () => handlers.hello());
@@ -158,15 +162,26 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       reply.hijack();
       const raw = reply.raw;
       raw.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-store" });
-      // Writes queue behind the injected delay, so the whole answer is delayed once, in order.
-      let queue: Promise<void> = opts.delay ? opts.delay() : Promise.resolve();
+      // Writes queue behind the injected delay, so the whole answer is delayed once, in order. Without
+      // a delay (or once it is over and the queue has drained) a record is written at once, with no
+      // promise hop; Node corks the socket for the tick, so a chunk and the final record written
+      // together leave in one packet.
+      let queue: Promise<void> | undefined = opts.delay?.();
+      let queued = 0;
       let closed = false;
+      const put = (line: string, end: boolean) => {
+        if (raw.destroyed || raw.writableEnded) return;
+        if (end) raw.end(line);
+        else raw.write(line);
+      };
       const write = (line: string, end: boolean) => {
-        queue = queue.then(() => {
-          if (raw.destroyed || raw.writableEnded) return;
-          if (end) raw.end(line);
-          else raw.write(line);
+        if (!queue) return put(line, end);
+        queued++;
+        const q = queue.then(() => {
+          put(line, end);
+          if (--queued === 0 && queue === q) queue = undefined;
         });
+        queue = q;
       };
       raw.on("close", () => {
         closed = true;

@@ -59,6 +59,8 @@ export const forwardWireSchema = z.object({
   ...reqRef,
   hops: z.number().int().min(0).max(64),
   request: engineRequestWire,
+  /** The origin's time budget for this attempt (optional: older peers send none). */
+  deadlineMs: z.number().min(0).max(3_600_000).optional(),
 });
 
 const resultWire = z.object({
@@ -78,11 +80,15 @@ const errorWire = z.object({
   error: z.string().max(4096),
   retryable: z.boolean(),
 });
-/** Messages sent on their own (POST /peer/message): replies without an open stream, goodbye. */
+/**
+ * Messages sent on their own (POST /peer/message): replies without an open stream, goodbye, and the
+ * origin's cancel of a forward it moved on from (older peers answer it 400; it is best effort).
+ */
 export const messageWireSchema = z.discriminatedUnion("type", [
   resultWire,
   errorWire,
   z.object({ type: z.literal("goodbye") }),
+  z.object({ type: z.literal("cancel"), ...reqRef }),
 ]);
 
 export const streamRecordSchema = z.discriminatedUnion("t", [
@@ -101,6 +107,7 @@ export const PROTOCOL_VERSION = 1;
 
 export type ForwardMsg = Extract<PeerMessage, { type: "forward" }>;
 export type ReplyMsg = Extract<PeerMessage, { type: "result" | "error" }>;
+export type CancelMsg = Extract<PeerMessage, { type: "cancel" }>;
 
 export function forwardToWire(m: ForwardMsg) {
   const r = m.request;
@@ -108,6 +115,7 @@ export function forwardToWire(m: ForwardMsg) {
     reqId: m.reqId,
     attempt: m.attempt,
     hops: m.hops,
+    ...(m.deadlineMs !== undefined ? { deadlineMs: m.deadlineMs } : {}),
     request: {
       id: r.id,
       tokens: encodeTokens(r.tokens),
@@ -124,7 +132,9 @@ export function forwardToWire(m: ForwardMsg) {
 export function forwardFromWire(w: z.infer<typeof forwardWireSchema>): ForwardMsg {
   const { tokens, ...rest } = w.request;
   const request: EngineRequest = { ...rest, tokens: decodeTokens(tokens) };
-  return { type: "forward", reqId: w.reqId, attempt: w.attempt, hops: w.hops, request };
+  const msg: ForwardMsg = { type: "forward", reqId: w.reqId, attempt: w.attempt, hops: w.hops, request };
+  if (w.deadlineMs !== undefined) msg.deadlineMs = w.deadlineMs;
+  return msg;
 }
 
 /** Strips engine-local fields (cachedSequences) from a reply before it crosses the network. */

@@ -55,6 +55,8 @@ export function messageBytes(msg: PeerMessage): number {
       return ENVELOPE + msg.reqId.length + msg.result.text.length + 32;
     case "error":
       return ENVELOPE + msg.reqId.length + msg.error.length;
+    case "cancel":
+      return ENVELOPE + msg.reqId.length;
     case "goodbye":
       return ENVELOPE;
   }

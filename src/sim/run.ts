@@ -147,6 +147,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const client: ClientReq[] = reqs.map(() => ({ tries: 0, startMs: -1, origin: -1, done: false }));
   const records: SimRecord[] = [];
   const latencies = new Float64Array(total);
+  // Engine runs per workload request: more than one means the same work was computed twice.
+  const runsPerRequest = new Uint32Array(total);
   let answered = 0;
   let failed = 0;
   let incorrect = 0;
@@ -292,6 +294,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         case "engine-run": {
           for (const r of e.evicted) s.summary.evictedTokens += r.path.length - r.keep;
           const { result, durationMs } = s.engine.execute(e.request, e.evicted);
+          const ri = Number(e.request.id.slice(1, e.request.id.indexOf(".")));
+          if (ri >= 0 && ri < total) runsPerRequest[ri] = (runsPerRequest[ri] as number) + 1;
           s.runs.set(e.jobId, { tokens: e.request.tokens, cacheTokens: e.cacheTokens, result });
           const fail = faults.engineFailProb !== undefined && engineRng.chance(faults.engineFailProb);
           queue.push({ at: now + durationMs, k: "engine", node: s.idx, inc: s.inc, jobId: e.jobId, fail });
@@ -469,16 +473,26 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   }
   let lateReplies = 0;
   let fallbacks = 0;
+  let cancelledForwards = 0;
+  let rejectedDeadline = 0;
   let evicted = 0;
   for (const s of nodes) {
     if (s.node) {
       const st = s.node.stats();
       lateReplies += st.lateReplies;
       fallbacks += st.fallbacks;
+      cancelledForwards += st.cancelledForwards;
+      rejectedDeadline += st.rejectedDeadline;
       s.summary.servedForPeers += st.servedForPeers;
       s.summary.treeTokens = s.node.treeSize();
     }
     evicted += s.summary.evictedTokens;
+  }
+  let engineRuns = 0;
+  let duplicateRuns = 0;
+  for (const n of runsPerRequest) {
+    engineRuns += n;
+    if (n > 1) duplicateRuns += n - 1;
   }
   const pct = (p: number): number =>
     lat.length === 0 ? 0 : (lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] as number);
@@ -507,6 +521,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       bytesTotal: msgBytes,
       lateReplies,
       fallbacks,
+      engineRuns,
+      duplicateRuns,
+      cancelledForwards,
+      rejectedDeadline,
       evictedTokens: evicted,
       retries,
     },

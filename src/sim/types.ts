@@ -121,6 +121,14 @@ export interface SimTotals {
   bytesTotal: number;
   lateReplies: number;
   fallbacks: number;
+  /** Engine runs started (any node, any attempt; a crash may cut one short). */
+  engineRuns: number;
+  /** Engine runs beyond the first per workload request: work computed twice (e.g. after a fallback). */
+  duplicateRuns: number;
+  /** Queued forwards dropped because their origin cancelled them (nodes alive at the end). */
+  cancelledForwards: number;
+  /** Forwards refused at once because they could not finish before the origin's deadline. */
+  rejectedDeadline: number;
   evictedTokens: number;
   retries: number;
 }

@@ -75,6 +75,7 @@ describe("prefixmesh sim", () => {
     expect(text).toMatch(/hit rate\s+expected \d+\.\d% {3}actual \d+\.\d%/);
     expect(text).toMatch(/hotspot\s+\d+\.\d% of requests on n\d/);
     expect(text).toMatch(/messages\s+\d+ \(/);
+    expect(text).toMatch(/engine\s+\d+ runs, 0 duplicate/);
     expect(text).toContain("SYNTHETIC");
     expect(r.totals.answered).toBe(400);
     const saved = JSON.parse(readFileSync(json, "utf8"));

@@ -7,6 +7,8 @@
  * timeout → on result reply + `updateTrieEstimate` (line 17); on timeout / error / the target being
  * suspected or restarting → the next candidate → finally local execution. A request is answered
  * exactly once: replies that arrive after we moved on are dropped and counted (`lateReplies`).
+ * Moving on also sends the abandoned target a `cancel`, so it drops the job if it has not started it:
+ * a fallback then costs one computation, not two.
  */
 import { BLOCK_SIZE, BlockHasher } from "../block-hash.js";
 import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
@@ -44,6 +46,13 @@ const PRESSURE_DECAY = 0.98;
 const DEMAND_KEYS = 4096;
 /** Unconfirmed sends remembered per peer (older ones are forgotten; the window check still holds). */
 const MAX_UNCONFIRMED = 64;
+/**
+ * A forward is refused only when its expected wait exceeds the origin's budget by this factor: the
+ * refused request goes to the origin's own (often as long) queue with a cache miss, so only sure
+ * timeouts are worth refusing (measured in BENCHMARKS.md: without the margin, mean latency at 10 req/s
+ * got worse).
+ */
+const DEADLINE_SLACK = 1.25;
 
 /** A request this node originated (a client sent it here) and has not answered yet. */
 interface Pending {
@@ -76,6 +85,8 @@ interface Job {
   handle: LockHandle | undefined;
   matched: number;
   cacheTokens: number;
+  /** Cancelled by its origin while queued: skipped when its turn comes. */
+  cancelled: boolean;
 }
 
 export interface NodeOptions {
@@ -92,6 +103,8 @@ function emptyStats(): NodeStats {
     fallbacks: 0,
     lateReplies: 0,
     duplicateForwards: 0,
+    cancelledForwards: 0,
+    rejectedDeadline: 0,
     rejectedOverload: 0,
     engineFailures: 0,
     unknownSender: 0,
@@ -114,7 +127,12 @@ export class PrefixNode {
   private readonly queue: Job[] = [];
   private queueHead = 0;
   private readonly running = new Map<string, Job>();
-  private readonly seenForwards = new Map<string, true>();
+  /** Forward ids seen (true), or cancelled before their forward arrived (false: drop it then). */
+  private readonly seenForwards = new Map<string, boolean>();
+  /** Forwards waiting in the queue, by forward key: what a `cancel` can still drop. */
+  private readonly queuedForwards = new Map<string, Job>();
+  /** Cancelled jobs still in the queue array (not counted as depth). */
+  private cancelledQueued = 0;
   /** Peers added at run time that get our full state at the next anti-entropy tick, live or not. */
   private readonly joined = new Set<NodeId>();
   private jobSeq = 0;
@@ -162,6 +180,8 @@ export class PrefixNode {
     this.queueHead = 0;
     this.running.clear();
     this.seenForwards.clear();
+    this.queuedForwards.clear();
+    this.cancelledQueued = 0;
     this.reserved = 0;
   }
 
@@ -266,7 +286,7 @@ export class PrefixNode {
     return this.policy.name;
   }
   queueDepth(): number {
-    return this.queue.length - this.queueHead + this.running.size;
+    return this.queue.length - this.queueHead - this.cancelledQueued + this.running.size;
   }
   treeSize(): number {
     return this.tree.size;
@@ -440,10 +460,12 @@ export class PrefixNode {
       p.attemptSentAt = now;
       peer.sentSinceQueue++;
       this.stats_.forwarded++;
+      // The budget the target has: our timeout less the round trip the answer still needs.
+      const deadlineMs = Math.max(0, Math.floor(this.config.forwardTimeoutMs - (peer.rttMs ?? 0)));
       out.push({
         type: "send",
         to,
-        msg: { type: "forward", reqId: p.reqId, attempt: p.attempt, hops: 1, request: p.request },
+        msg: { type: "forward", reqId: p.reqId, attempt: p.attempt, hops: 1, request: p.request, deadlineMs },
       });
       out.push({
         type: "set-timer",
@@ -457,9 +479,15 @@ export class PrefixNode {
     this.enqueue("client", p.reqId, undefined, p.attempt, p.request, now, out);
   }
 
-  /** The current forward attempt failed: count it and move on. */
-  private fallback(p: Pending, now: number, out: Effect[], cancelTimer: boolean): void {
+  /**
+   * The current forward attempt failed: count it and move on. `cancel` tells the abandoned target to
+   * drop the job if still queued (timeout, suspicion, send failure: it may hold it yet); not sent when
+   * it answered an error, departed, restarted or left the membership (nothing to drop, or nobody).
+   */
+  private fallback(p: Pending, now: number, out: Effect[], cancelTimer: boolean, cancel = true): void {
     if (cancelTimer) out.push({ type: "cancel-timer", timer: FWD_TIMER_PREFIX + p.reqId });
+    if (cancel && p.current !== undefined)
+      out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
     p.fallbacks++;
     this.stats_.fallbacks++;
     this.advance(p, now, out);
@@ -535,7 +563,10 @@ export class PrefixNode {
         this.onSnapshot(peer, msg.snapshot, msg.holds, msg.blocks, now, out);
         break;
       case "forward":
-        this.onForward(peer, msg.reqId, msg.attempt, msg.hops, msg.request, now, out);
+        this.onForward(peer, msg.reqId, msg.attempt, msg.hops, msg.request, msg.deadlineMs, now, out);
+        break;
+      case "cancel":
+        this.onCancel(peer, msg.reqId, msg.attempt);
         break;
       case "result":
         this.onResult(peer, msg.reqId, msg.attempt, msg.result, msg.timing, now, out);
@@ -546,7 +577,8 @@ export class PrefixNode {
           this.stats_.lateReplies++;
           return;
         }
-        this.fallback(p, now, out, true);
+        // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.
+        this.fallback(p, now, out, true, false);
         break;
       }
       case "goodbye":
@@ -631,6 +663,7 @@ export class PrefixNode {
     attempt: number,
     hops: number,
     request: EngineRequest,
+    deadlineMs: number | undefined,
     now: number,
     out: Effect[],
   ): void {
@@ -638,18 +671,18 @@ export class PrefixNode {
       this.stats_.invalidMessages++;
       return;
     }
-    const key = `${peer.id}\u0000${reqId}\u0000${attempt}`;
-    if (this.seenForwards.has(key)) {
-      this.stats_.duplicateForwards++;
+    const key = forwardKey(peer.id, reqId, attempt);
+    const seen = this.seenForwards.get(key);
+    if (seen !== undefined) {
+      // false: its cancel overtook it; the origin has moved on, so it is dropped unanswered.
+      if (seen) this.stats_.duplicateForwards++;
+      else {
+        this.stats_.cancelledForwards++;
+        this.seenForwards.set(key, true);
+      }
       return;
     }
-    if (this.config.dedupWindow > 0) {
-      this.seenForwards.set(key, true);
-      if (this.seenForwards.size > this.config.dedupWindow) {
-        const oldest = this.seenForwards.keys().next().value as string;
-        this.seenForwards.delete(oldest);
-      }
-    }
+    this.rememberForward(key, true);
     const reject = (error: string): void => {
       out.push({ type: "send", to: peer.id, msg: { type: "error", reqId, attempt, error, retryable: true } });
     };
@@ -666,8 +699,64 @@ export class PrefixNode {
       reject("overloaded");
       return;
     }
+    // A peer-controlled number: anything but a finite non-negative budget means "no deadline".
+    if (typeof deadlineMs === "number" && Number.isFinite(deadlineMs) && deadlineMs >= 0) {
+      const wait = this.expectedWaitMs();
+      if (wait !== undefined && wait > deadlineMs * DEADLINE_SLACK) {
+        // It could not even start before the origin gives up: it would wait out the whole timeout.
+        this.stats_.rejectedDeadline++;
+        reject(`deadline: expected to start in ${Math.ceil(wait)} ms, origin waits ${deadlineMs} ms`);
+        return;
+      }
+    }
     // Served here: never forwarded again (hop limit 1 by default), so no chains or loops.
     this.enqueue("forward", reqId, peer.id, attempt, request, now, out);
+  }
+
+  /** Remembers a forward key in the bounded dedup window (oldest forgotten first). */
+  private rememberForward(key: string, seen: boolean): void {
+    if (this.config.dedupWindow === 0) return;
+    this.seenForwards.set(key, seen);
+    if (this.seenForwards.size > this.config.dedupWindow) {
+      const oldest = this.seenForwards.keys().next().value as string;
+      this.seenForwards.delete(oldest);
+    }
+  }
+
+  /**
+   * The origin gave up on this attempt: drop it if it is still waiting (counted, answered with
+   * nothing — the origin has moved on). A running job finishes; its reply is dropped there as late.
+   * A cancel that overtook its forward is remembered so the forward is dropped when it arrives.
+   */
+  private onCancel(peer: PeerState, reqId: string, attempt: number): void {
+    if (typeof reqId !== "string" || reqId.length > MAX_REQ_ID) {
+      this.stats_.invalidMessages++;
+      return;
+    }
+    const key = forwardKey(peer.id, reqId, attempt);
+    const job = this.queuedForwards.get(key);
+    if (job) {
+      this.queuedForwards.delete(key);
+      job.cancelled = true;
+      this.cancelledQueued++;
+      this.stats_.cancelledForwards++;
+      return;
+    }
+    if (!this.seenForwards.has(key)) this.rememberForward(key, false);
+  }
+
+  /**
+   * How long a job enqueued now would wait before it starts, from the measured service time
+   * (undefined until a run is timed). With every slot busy, the running jobs have half a service
+   * time left on average and the waiting ones drain `concurrency` at a time.
+   */
+  private expectedWaitMs(): number | undefined {
+    const svc = this.serviceMsEwma;
+    if (svc === undefined) return undefined;
+    const c = this.config.concurrency;
+    if (this.running.size < c) return 0;
+    const waiting = this.queue.length - this.queueHead - this.cancelledQueued;
+    return ((waiting + c / 2) / c) * svc;
   }
 
   private onResult(
@@ -697,7 +786,7 @@ export class PrefixNode {
   /** Every pending forward to `to` fails over now (target departed, restarted or unreachable). */
   private failPendingTo(to: NodeId, now: number, out: Effect[]): void {
     for (const p of this.pending.values()) {
-      if (!p.local && p.current === to) this.fallback(p, now, out, true);
+      if (!p.local && p.current === to) this.fallback(p, now, out, true, false);
     }
   }
 
@@ -873,8 +962,10 @@ export class PrefixNode {
       handle: undefined,
       matched: 0,
       cacheTokens: 0,
+      cancelled: false,
     };
     this.queue.push(job);
+    if (kind === "forward") this.queuedForwards.set(forwardKey(from as NodeId, reqId, attempt), job);
     this.pump(now, out);
   }
 
@@ -887,6 +978,12 @@ export class PrefixNode {
         this.queue.splice(0, this.queueHead);
         this.queueHead = 0;
       }
+      if (job.cancelled) {
+        this.cancelledQueued--;
+        continue;
+      }
+      if (job.kind === "forward")
+        this.queuedForwards.delete(forwardKey(job.from as NodeId, job.reqId, job.attempt));
       job.startedAt = now;
       const tokens = job.request.tokens;
       let evicted: ReturnType<RadixTree["evict"]> = [];
@@ -1006,6 +1103,11 @@ export class PrefixNode {
     }
     this.pump(now, out);
   }
+}
+
+/** Identifies one forward attempt from one peer (dedup window, cancels). */
+function forwardKey(from: NodeId, reqId: string, attempt: number): string {
+  return `${from}\u0000${reqId}\u0000${attempt}`;
 }
 
 /** Cached sequences are the engine's private business: never ship them to peers or clients. */

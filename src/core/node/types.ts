@@ -65,6 +65,11 @@ export interface ServedTiming {
  *   RTT = now − t − heldMs entirely on its own clock. No clock sync needed. Optional, like `holds`.
  * - `forward`: a request routed here by `from`; `attempt` distinguishes retries of one reqId.
  *   `hops` counts forwards so far (1 for a direct forward); a node never forwards beyond `maxHops`.
+ *   `deadlineMs` (optional) is the time budget left before the origin gives up on this attempt: a
+ *   receiver that expects to finish it later answers a retryable error at once (fast fallback).
+ * - `cancel`: the origin moved this attempt on (timeout, suspicion, error): a receiver still holding
+ *   it queued drops it and answers nothing; a started job finishes (its reply is dropped as late).
+ *   Optional to handle: a peer that ignores it is still correct, it only wastes the work.
  * - `result` / `error`: the answer to a `forward`, echoing reqId + attempt.
  *   `retryable` errors (overload, engine failure) make the origin try its next candidate.
  * - `goodbye`: the sender is leaving gracefully; peers stop routing to it at once.
@@ -79,7 +84,16 @@ export type PeerMessage =
       at?: number;
       echo?: SnapshotEcho;
     }
-  | { type: "forward"; reqId: string; attempt: number; hops: number; request: EngineRequest }
+  | {
+      type: "forward";
+      reqId: string;
+      attempt: number;
+      hops: number;
+      request: EngineRequest;
+      /** ms the origin will still wait for this attempt when it sends it (relative: no clock sync). */
+      deadlineMs?: number;
+    }
+  | { type: "cancel"; reqId: string; attempt: number }
   | { type: "result"; reqId: string; attempt: number; result: EngineResult; timing: ServedTiming }
   | { type: "error"; reqId: string; attempt: number; error: string; retryable: boolean }
   | { type: "goodbye" };
@@ -175,6 +189,10 @@ export interface NodeStats {
   /** Replies after a fallback (or duplicates): dropped, never answered twice. */
   lateReplies: number;
   duplicateForwards: number;
+  /** Queued forwards dropped because their origin cancelled them (never started here). */
+  cancelledForwards: number;
+  /** Forwards refused at once because the expected finish lies beyond the origin's deadline. */
+  rejectedDeadline: number;
   rejectedOverload: number;
   engineFailures: number;
   unknownSender: number;

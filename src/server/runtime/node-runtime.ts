@@ -284,15 +284,28 @@ export class NodeRuntime implements NodeService {
           return;
         }
         const key = streamKey(from, msg.reqId, msg.attempt);
-        this.streams.set(key, stream);
-        this.sinks.set(msg.request, { kind: "forward", stream });
-        this.feed({ type: "peer-message", from, msg });
         // The node may drop a forward without answering (e.g. a duplicate); the origin has given up on it
-        // after its forward timeout, so an answer stream still open long after that is closed here.
-        const ttl = setTimeout(() => {
-          if (this.streams.get(key) !== stream) return;
+        // after its forward timeout, so an answer stream still open long after that is closed here. The
+        // timer goes with the answer, so answered forwards keep no timer (nor their stream) alive.
+        let ttl: NodeJS.Timeout | undefined;
+        const answer: ForwardReplyStream = {
+          chunk: (text) => stream.chunk(text),
+          finish: (m) => {
+            clearTimeout(ttl);
+            stream.finish(m);
+          },
+          get closed() {
+            return stream.closed;
+          },
+        };
+        this.streams.set(key, answer);
+        this.sinks.set(msg.request, { kind: "forward", stream: answer });
+        this.feed({ type: "peer-message", from, msg });
+        if (this.streams.get(key) !== answer) return; // answered at once
+        ttl = setTimeout(() => {
+          if (this.streams.get(key) !== answer) return;
           this.streams.delete(key);
-          stream.finish({
+          answer.finish({
             type: "error",
             reqId: msg.reqId,
             attempt: msg.attempt,
@@ -302,13 +315,33 @@ export class NodeRuntime implements NodeService {
         }, this.o.forwardStreamTtlMs ?? 120_000);
         ttl.unref?.();
       },
-      onMessage: (from, msg: IncomingMessage) =>
-        this.feed({ type: "peer-message", from, msg: msg as PeerMessage }),
+      onMessage: (from, msg: IncomingMessage) => {
+        if (msg.type === "cancel") {
+          this.onCancel(from, msg);
+          return;
+        }
+        this.feed({ type: "peer-message", from, msg: msg as PeerMessage });
+      },
       onAuthRejected: (reason) => {
         this.o.metrics.authRejected.inc({ reason });
         this.o.logger.warn({ reason }, "peer request refused by authentication");
       },
     };
+  }
+
+  /**
+   * The origin gave up on a forward: if the node dropped it from its queue, close its answer stream
+   * now (the origin counts the error as a late reply) instead of holding the connection for the TTL.
+   */
+  private onCancel(from: string, msg: Extract<PeerMessage, { type: "cancel" }>): void {
+    const before = this.node.stats().cancelledForwards;
+    this.feed({ type: "peer-message", from, msg });
+    if (this.node.stats().cancelledForwards === before) return;
+    const key = streamKey(from, msg.reqId, msg.attempt);
+    const stream = this.streams.get(key);
+    if (!stream) return;
+    this.streams.delete(key);
+    stream.finish({ ...msg, type: "error", error: "cancelled by origin", retryable: true });
   }
 
   /**
@@ -588,6 +621,10 @@ export class NodeRuntime implements NodeService {
         return;
       }
       case "goodbye":
+        this.o.client.sendMessage(to, msg).catch(() => {});
+        return;
+      case "cancel":
+        // Best effort: a lost cancel only costs the peer the work (an old peer answers 400).
         this.o.client.sendMessage(to, msg).catch(() => {});
         return;
     }

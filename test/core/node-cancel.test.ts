@@ -1,0 +1,196 @@
+/**
+ * Cancelling abandoned forwards: when the origin moves a request on, the abandoned target drops it if
+ * it has not started it, so a fallback never makes two nodes compute the same request; and a target
+ * that cannot finish before the origin's deadline refuses at once instead of holding it.
+ */
+import { describe, expect, it } from "vitest";
+import type { Effect } from "../../src/core/node/types.js";
+import { Harness, prompt } from "./node-harness.js";
+
+/** Serves `tokens` at `id` before the first gossip (peers unknown yet → local), taking `ms`. */
+function warm(h: Harness, id: string, reqId: string, tokens: Uint32Array, ms = 0): void {
+  h.client(id, reqId, tokens);
+  h.advance(ms);
+  h.finishRuns(id);
+  if (h.repliesFor(reqId)[0]?.record.servedBy !== id) throw new Error(`warm-up of ${id} was not local`);
+}
+
+/** Advances `ms` in poll-sized steps, delivering snapshots so nobody is suspected on the way. */
+function advanceLive(h: Harness, ms: number): void {
+  for (let t = 0; t < ms; t += 100) {
+    h.advance(Math.min(100, ms - t));
+    h.deliver((m) => m.msg.type === "snapshot");
+  }
+}
+
+function sends(effects: Effect[], type: string): Effect[] {
+  return effects.filter((e) => e.type === "send" && e.msg.type === type);
+}
+
+function engineRuns(effects: Effect[]): number {
+  return effects.filter((e) => e.type === "engine-run").length;
+}
+
+/** A, B; B holds topic 1 so A forwards topic-1 prompts to B. */
+function setup(): Harness {
+  const h = new Harness(["A", "B"]);
+  warm(h, "B", "warm", prompt(1, 0));
+  h.gossip(3);
+  return h;
+}
+
+describe("PrefixNode — cancel of abandoned forwards", () => {
+  it("drops a queued forward on cancel: the request is computed once, answered once", () => {
+    const h = setup();
+    h.client("B", "busy", prompt(9, 1)); // B's only slot is taken
+    const eff = h.client("A", "r1", prompt(1, 1));
+    expect(sends(eff, "forward").map((e) => e.type === "send" && e.to)).toEqual(["B"]);
+    const fwd = h.mailbox.find((m) => m.msg.type === "forward")!;
+    h.drop((m) => m === fwd);
+    const atB = h.input("B", { type: "peer-message", from: fwd.from, msg: fwd.msg });
+    expect(engineRuns(atB)).toBe(0); // queued behind "busy"
+    expect(h.node("B").queueDepth()).toBe(2);
+    advanceLive(h, 1_000); // A's forward timeout: cancel to B, then local
+    const cancel = h.mailbox.filter((m) => m.msg.type === "cancel");
+    expect(cancel).toHaveLength(1);
+    expect(cancel[0]).toMatchObject({ from: "A", to: "B", msg: { reqId: "r1", attempt: 1 } });
+    h.deliver((m) => m.msg.type === "cancel");
+    expect(h.node("B").stats().cancelledForwards).toBe(1);
+    expect(h.node("B").queueDepth()).toBe(1);
+    // B finishes "busy" and starts nothing else; A serves r1 itself.
+    const runsBefore = h.node("B").stats().servedForPeers;
+    h.finishRuns();
+    expect(h.node("B").stats().servedForPeers).toBe(runsBefore);
+    expect(h.node("B").queueDepth()).toBe(0);
+    h.deliver();
+    const replies = h.repliesFor("r1");
+    expect(replies).toHaveLength(1);
+    expect(replies[0]?.record.servedBy).toBe("A");
+    expect(replies[0]?.record.fallbacks).toBe(1);
+    // B sent nothing back for the cancelled forward.
+    expect(h.node("A").stats().lateReplies).toBe(0);
+  });
+
+  it("a running forward is not dropped: it finishes and its reply is dropped as late", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver((m) => m.msg.type === "forward");
+    expect(h.node("B").queueDepth()).toBe(1); // running
+    advanceLive(h, 1_000);
+    h.deliver((m) => m.msg.type === "cancel");
+    expect(h.node("B").stats().cancelledForwards).toBe(0);
+    h.finishRuns();
+    h.deliver();
+    expect(h.node("B").stats().servedForPeers).toBe(1);
+    expect(h.node("A").stats().lateReplies).toBe(1);
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record.servedBy).toBe("A");
+  });
+
+  it("a cancel that overtakes its forward makes the receiver drop the forward on arrival", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    advanceLive(h, 1_000);
+    h.deliver((m) => m.msg.type === "cancel");
+    const atB = h.mailbox.filter((m) => m.msg.type === "forward");
+    expect(atB).toHaveLength(1);
+    let runs = 0;
+    for (const m of atB) runs += engineRuns(h.input("B", { type: "peer-message", from: m.from, msg: m.msg }));
+    h.drop((m) => m.msg.type === "forward");
+    expect(runs).toBe(0);
+    expect(h.node("B").stats().cancelledForwards).toBe(1);
+    expect(h.node("B").stats().duplicateForwards).toBe(0);
+    h.finishRuns();
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+  });
+
+  it("stays exactly-once with a peer that ignores cancels (lost cancel)", () => {
+    const h = setup();
+    h.client("B", "busy", prompt(9, 1));
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver((m) => m.msg.type === "forward");
+    advanceLive(h, 1_000);
+    expect(h.drop((m) => m.msg.type === "cancel")).toBe(1);
+    h.finishRuns(); // B: "busy" done, starts r1; A: r1 done locally
+    h.finishRuns();
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.node("B").stats().servedForPeers).toBe(1); // wasted, but harmless
+    expect(h.node("A").stats().lateReplies).toBe(1);
+  });
+
+  it("no cancel to a peer that said goodbye (it drains or hands back its work itself)", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver((m) => m.msg.type === "forward");
+    const eff = h.input("A", { type: "peer-message", from: "B", msg: { type: "goodbye" } });
+    expect(sends(eff, "cancel")).toHaveLength(0);
+    expect(engineRuns(eff)).toBe(1); // fell back to local at once
+  });
+
+  it("forwards carry the deadline: our timeout less the measured round trip", () => {
+    const h = setup();
+    const eff = h.client("A", "r1", prompt(1, 1));
+    const fwd = sends(eff, "forward")[0];
+    const deadline = fwd?.type === "send" && fwd.msg.type === "forward" ? fwd.msg.deadlineMs : undefined;
+    expect(deadline).toBeGreaterThan(0);
+    expect(deadline).toBeLessThanOrEqual(1_000);
+  });
+
+  it("refuses at once a forward it cannot finish before the origin's deadline", () => {
+    const h = new Harness(["A", "B"]);
+    warm(h, "B", "warm", prompt(1, 0), 400); // B measures a 400 ms service time
+    h.gossip(3);
+    // B: one running, three waiting → expected wait ≈ (3 + ½) × 400 = 1400 ms > 1.25 × 1000 ms.
+    for (let i = 0; i < 4; i++) h.client("B", `busy${i}`, prompt(9, i));
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver((m) => m.msg.type === "forward");
+    expect(h.node("B").stats().rejectedDeadline).toBe(1);
+    expect(h.node("B").queueDepth()).toBe(4); // not queued
+    const err = h.mailbox.find((m) => m.msg.type === "error");
+    expect(err?.msg).toMatchObject({ type: "error", reqId: "r1", retryable: true });
+    h.deliver((m) => m.msg.type === "error"); // A falls back now, not after its 1 s timeout
+    expect(h.now).toBeLessThan(1_000);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record.servedBy).toBe("A");
+  });
+
+  it("accepts a forward it can start in time, and one without a deadline (older peers)", () => {
+    const h = new Harness(["A", "B"]);
+    warm(h, "B", "warm", prompt(1, 0), 400);
+    h.gossip(3);
+    // One running, two waiting → expected wait ≈ 1000 ms: within the 1.25 × 1000 ms slack.
+    for (let i = 0; i < 3; i++) h.client("B", `busy${i}`, prompt(9, i));
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver((m) => m.msg.type === "forward");
+    expect(h.node("B").queueDepth()).toBe(4);
+    expect(h.node("B").stats().rejectedDeadline).toBe(0);
+    const req = { id: "r2", tokens: prompt(1, 2), maxTokens: 1 };
+    h.input("B", {
+      type: "peer-message",
+      from: "A",
+      msg: { type: "forward", reqId: "r2", attempt: 1, hops: 1, request: req },
+    });
+    expect(h.node("B").stats().rejectedDeadline).toBe(0);
+    expect(h.node("B").queueDepth()).toBe(5);
+  });
+
+  it("ignores malformed cancels and deadlines", () => {
+    const h = setup();
+    const long = "x".repeat(600);
+    h.input("B", { type: "peer-message", from: "A", msg: { type: "cancel", reqId: long, attempt: 1 } });
+    expect(h.node("B").stats().invalidMessages).toBe(1);
+    const req = { id: "r", tokens: prompt(1, 2), maxTokens: 1 };
+    for (const deadlineMs of [Number.NaN, -1, Number.POSITIVE_INFINITY]) {
+      h.input("B", {
+        type: "peer-message",
+        from: "A",
+        msg: { type: "forward", reqId: `r${deadlineMs}`, attempt: 1, hops: 1, request: req, deadlineMs },
+      });
+    }
+    expect(h.node("B").stats().rejectedDeadline).toBe(0);
+    expect(h.node("B").queueDepth()).toBe(3);
+  });
+});

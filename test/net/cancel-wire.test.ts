@@ -1,0 +1,83 @@
+/**
+ * The cancel message and the forward deadline on the real transport: validated, bounded, optional
+ * (an older peer's forward without a deadline still parses), and delivered over HTTP.
+ */
+import type { FastifyInstance } from "fastify";
+import { afterEach, describe, expect, it } from "vitest";
+import { insecureAuth } from "../../src/net/transport-auth.js";
+import { PeerClient } from "../../src/net/transport-client.js";
+import { buildPeerServer, type IncomingMessage } from "../../src/net/transport-server.js";
+import {
+  type ForwardMsg,
+  forwardFromWire,
+  forwardToWire,
+  forwardWireSchema,
+  messageWireSchema,
+} from "../../src/net/transport-wire.js";
+
+const fwd = (deadlineMs?: number): ForwardMsg => ({
+  type: "forward",
+  reqId: "A-1",
+  attempt: 2,
+  hops: 1,
+  request: { id: "A-1", tokens: Uint32Array.from([1, 2, 3]), maxTokens: 1 },
+  ...(deadlineMs !== undefined ? { deadlineMs } : {}),
+});
+
+const wire = (m: ForwardMsg): unknown => JSON.parse(JSON.stringify(forwardToWire(m)));
+
+describe("cancel + deadline wire format", () => {
+  it("round-trips a forward's deadline, and parses one without (older peers)", () => {
+    const withDeadline = forwardWireSchema.parse(wire(fwd(29_500)));
+    expect(forwardFromWire(withDeadline).deadlineMs).toBe(29_500);
+    const without = forwardWireSchema.parse(wire(fwd()));
+    expect(forwardFromWire(without)).not.toHaveProperty("deadlineMs");
+  });
+
+  it("refuses a negative or huge deadline", () => {
+    for (const d of [-1, 1e12]) {
+      const w = { ...(wire(fwd()) as object), deadlineMs: d };
+      expect(forwardWireSchema.safeParse(w).success).toBe(false);
+    }
+  });
+
+  it("accepts a cancel and bounds its fields", () => {
+    expect(messageWireSchema.parse({ type: "cancel", reqId: "A-1", attempt: 3 })).toEqual({
+      type: "cancel",
+      reqId: "A-1",
+      attempt: 3,
+    });
+    expect(messageWireSchema.safeParse({ type: "cancel", reqId: "x".repeat(300), attempt: 1 }).success).toBe(
+      false,
+    );
+    expect(messageWireSchema.safeParse({ type: "cancel", reqId: "A-1" }).success).toBe(false);
+  });
+
+  describe("over HTTP", () => {
+    let server: FastifyInstance | undefined;
+    let client: PeerClient | undefined;
+    afterEach(async () => {
+      await client?.close();
+      await server?.close();
+    });
+
+    it("delivers a cancel to the node's message handler", async () => {
+      const got: { from: string; msg: IncomingMessage }[] = [];
+      server = buildPeerServer({
+        auth: insecureAuth("B"),
+        handlers: {
+          hello: () => ({ id: "B", cluster: "c", model: "m", protocol: 1 }),
+          isKnownPeer: () => true,
+          onSnapshot: () => {},
+          onForward: () => {},
+          onMessage: (from, msg) => got.push({ from, msg }),
+        },
+      });
+      const url = await server.listen({ host: "127.0.0.1", port: 0 });
+      client = new PeerClient({ auth: insecureAuth("A") });
+      client.setPeer("B", url);
+      await client.sendMessage("B", { type: "cancel", reqId: "A-1", attempt: 2 });
+      expect(got).toEqual([{ from: "A", msg: { type: "cancel", reqId: "A-1", attempt: 2 } }]);
+    });
+  });
+});
