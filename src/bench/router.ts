@@ -84,6 +84,8 @@ async function main() {
     model: "generated",
     simTimeScale: 0,
     logLevel: "warn",
+    // ROUTER_BENCH_SECRET=1: shared-secret (HMAC) peer auth instead of mTLS, to see what TLS costs.
+    sharedSecret: process.env.ROUTER_BENCH_SECRET === "1",
   });
   try {
     const [a, b] = cluster.nodes as [(typeof cluster.nodes)[0], (typeof cluster.nodes)[0]];

@@ -3,6 +3,7 @@
  * (undici's defaults are 300 s), and failures classified so the runtime can tell the node: a refused or
  * reset connection, a timeout, a stream cut off before its final record, or an HTTP refusal.
  */
+import { StringDecoder } from "node:string_decoder";
 import type { PeerCertificate } from "node:tls";
 import { Client, Pool } from "undici";
 import { peerIdFromCert } from "./auth/tls.js";
@@ -341,12 +342,13 @@ function readForwardStream(
       settled = true;
       reject(err);
     };
-    // A decoder, not Buffer#toString per chunk: a multi-byte character may straddle two chunks.
-    body.setEncoding("utf8");
-    body.on("data", (piece: string) => {
+    // A decoder, not Buffer#toString per chunk: a multi-byte character may straddle two chunks
+    // (undici's body stream ignores setEncoding).
+    const utf8 = new StringDecoder("utf8");
+    body.on("data", (piece: Buffer) => {
       if (settled) return; // the answer is in: discard the tail
       try {
-        buf += piece;
+        buf += utf8.write(piece);
         if (buf.length > MAX_LINE) throw new TransportError("protocol", `peer ${id}: stream record too long`);
         let nl = buf.indexOf("\n");
         while (nl >= 0) {

@@ -183,6 +183,53 @@ describe("peer transport failures", () => {
     }
   });
 
+  it("decodes a multi-byte character split across two network writes", async () => {
+    const line = Buffer.from(`${JSON.stringify({ t: "chunk", text: "née €" })}\n`);
+    const cut = line.indexOf(Buffer.from("€")) + 1; // inside the 3-byte euro sign
+    const srv = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      res.write(line.subarray(0, cut));
+      setTimeout(() => {
+        res.write(line.subarray(cut));
+        res.end(
+          `${JSON.stringify({ t: "msg", msg: { type: "error", reqId: "A-1", attempt: 0, error: "x", retryable: true } })}\n`,
+        );
+      }, 30);
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    try {
+      const c = client(insecureAuth("A"));
+      c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
+      const chunks: string[] = [];
+      const reply = await c.forward("B", fwd("A-1"), (t) => chunks.push(t));
+      expect(chunks).toEqual(["née €"]);
+      expect(reply.type).toBe("error");
+    } finally {
+      srv.closeAllConnections();
+      await new Promise((r) => srv.close(r));
+    }
+  });
+
+  it("bounds the whole forward: a peer trickling chunks forever times out", async () => {
+    const srv = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      const t = setInterval(() => res.write(`${JSON.stringify({ t: "chunk", text: "." })}\n`), 20);
+      res.on("close", () => clearInterval(t));
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    try {
+      const c = client(insecureAuth("A"), { forwardTotalMs: 300 });
+      c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
+      const t0 = performance.now();
+      const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
+      expect((err as TransportError).kind).toBe("timeout");
+      expect(performance.now() - t0).toBeLessThan(2000);
+    } finally {
+      srv.closeAllConnections();
+      await new Promise((r) => srv.close(r));
+    }
+  });
+
   it("times out a silent peer between chunks", async () => {
     const srv = createServer((_req, res) => {
       res.writeHead(200, { "content-type": "application/x-ndjson" });
