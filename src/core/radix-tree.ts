@@ -88,6 +88,8 @@ export class RadixTree {
    * Eviction then costs the leaves it takes, not a walk of the whole tree.
    */
   private lru = new LeafHeap();
+  /** Matched length of the last `descend`. */
+  private walked = 0;
   private nodeCount = 1;
   /** Helper trees (resetTo's target) skip key tracking. */
   private readonly trackKeys: boolean;
@@ -117,42 +119,17 @@ export class RadixTree {
 
   /** Longest cached prefix of `tokens`; no side effects. */
   match(tokens: Tokens): number {
-    let node = this.root;
-    let i = 0;
-    const len = tokens.length;
-    while (i < len) {
-      const child = node.children?.get(tokens[i]!);
-      if (child === undefined) break;
-      const e = child.edge;
-      const lim = Math.min(e.length, len - i);
-      let j = 1;
-      while (j < lim && e[j] === tokens[i + j]) j++;
-      i += j;
-      if (j < e.length) break;
-      node = child;
-    }
-    return i;
+    this.descend(tokens, false);
+    return this.walked;
   }
 
   /** `match` + pin the matched path so eviction never takes it; refcounted, undo with `unlock`. */
   lock(tokens: Tokens): { length: number; handle: LockHandle } {
-    let node = this.root;
-    let i = 0;
-    const len = tokens.length;
-    while (i < len) {
-      const child = node.children?.get(tokens[i]!);
-      if (child === undefined) break;
-      const e = child.edge;
-      const lim = Math.min(e.length, len - i);
-      let j = 1;
-      while (j < lim && e[j] === tokens[i + j]) j++;
-      i += j;
-      // Pin exactly the matched tokens: split so the unmatched tail stays evictable.
-      node = j < e.length ? this.split(child, j) : child;
-      if (j < e.length) break;
-    }
+    // Pin exactly the matched tokens: split so the unmatched tail stays evictable.
+    const node = this.descend(tokens, true);
+    const length = this.walked;
     for (let n: TreeNode | null = node; n !== null; n = n.parent) n.lockCount++;
-    return { length: i, handle: new Lock(node, i) };
+    return { length, handle: new Lock(node, length) };
   }
 
   unlock(handle: LockHandle): void {
@@ -309,11 +286,18 @@ export class RadixTree {
 
   // ---- internals ----
 
-  private insertInner(tokens: Tokens, now: number): number {
+  /**
+   * The one walk behind match, lock and insert: follows `tokens` from the root and returns the deepest
+   * node reached; the matched length is left in `walked` (no allocation on the routing hot path). A
+   * match ending inside an edge either stops at the edge's parent (`split` false) or splits the edge
+   * there and returns the new node, whose path is then exactly the matched tokens. With `now`, every
+   * node passed gets that recency (a split leaves the untouched tail its older one).
+   */
+  private descend(tokens: Tokens, split: boolean, now?: number): TreeNode {
     let node = this.root;
     let i = 0;
     const len = tokens.length;
-    node.lastAccess = now;
+    if (now !== undefined) node.lastAccess = now;
     while (i < len) {
       const child = node.children?.get(tokens[i]!);
       if (child === undefined) break;
@@ -323,14 +307,23 @@ export class RadixTree {
       while (j < lim && e[j] === tokens[i + j]) j++;
       i += j;
       if (j < e.length) {
-        // Stopped inside the edge: split so the untouched tail keeps its older recency.
-        node = this.split(child, j);
-        node.lastAccess = now;
+        if (split) {
+          node = this.split(child, j);
+          if (now !== undefined) node.lastAccess = now;
+        }
         break;
       }
-      child.lastAccess = now;
+      if (now !== undefined) child.lastAccess = now;
       node = child;
     }
+    this.walked = i;
+    return node;
+  }
+
+  private insertInner(tokens: Tokens, now: number): number {
+    const len = tokens.length;
+    const node = this.descend(tokens, true, now);
+    const i = this.walked;
     if (i === len) {
       if (node.children === null && node !== this.root) {
         this.lru.push(node); // recency moved
