@@ -187,40 +187,24 @@ describe("RTT echo", () => {
   it("ignores a bogus echo (from the future, negative hold)", () => {
     const h = new Harness(["A", "B"]);
     h.now = 1000;
-    const bad: PeerMessage[] = [
-      {
-        type: "snapshot",
-        snapshot: {
-          kind: "heartbeat",
-          header: {
-            sender: "B",
-            epoch: 1,
-            version: 0,
-            tokenCount: 0,
-            capacity: 1,
-            queueDepth: 0,
-            pushBackMs: 0,
-          },
+    // A heartbeat from B carrying only the (bogus) echo.
+    const heartbeat = (echo: { t: number; heldMs: number }): PeerMessage => ({
+      type: "snapshot",
+      snapshot: {
+        kind: "heartbeat",
+        header: {
+          sender: "B",
+          epoch: 1,
+          version: 0,
+          tokenCount: 0,
+          capacity: 1,
+          queueDepth: 0,
+          pushBackMs: 0,
         },
-        echo: { t: 5000, heldMs: 0 },
       },
-      {
-        type: "snapshot",
-        snapshot: {
-          kind: "heartbeat",
-          header: {
-            sender: "B",
-            epoch: 1,
-            version: 0,
-            tokenCount: 0,
-            capacity: 1,
-            queueDepth: 0,
-            pushBackMs: 0,
-          },
-        },
-        echo: { t: 10, heldMs: -50 },
-      },
-    ];
+      echo,
+    });
+    const bad = [heartbeat({ t: 5000, heldMs: 0 }), heartbeat({ t: 10, heldMs: -50 })];
     for (const msg of bad) h.input("A", { type: "peer-message", from: "B", msg });
     expect(h.node("A").peers()[0]?.rttMs).toBeUndefined();
   });

@@ -7,6 +7,21 @@ const haveOpenssl = await opensslAvailable();
 type Usage = { prompt_tokens_details?: { cached_tokens?: number } };
 const words = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(" ");
 
+/** `prefixmesh cluster` of N nodes on the time-scaled sim engine, printing its ready line as JSON. */
+function spawnSimCluster(nodes: number, ...extra: string[]) {
+  return spawnCli([
+    "cluster",
+    "--nodes",
+    String(nodes),
+    "--engine",
+    "sim",
+    "--sim-time-scale",
+    "0.02",
+    ...extra,
+    "--json",
+  ]);
+}
+
 describe("3-node cluster (mTLS, sim engine) through the official openai client", () => {
   let cluster: Spawned;
   let info: ClusterInfo;
@@ -15,18 +30,7 @@ describe("3-node cluster (mTLS, sim engine) through the official openai client",
     new OpenAI({ baseURL: `${info.nodes[i]?.apiUrl}/v1`, apiKey: "unused", maxRetries: 0, timeout: 20_000 });
 
   beforeAll(async () => {
-    cluster = spawnCli([
-      "cluster",
-      "--nodes",
-      "3",
-      "--engine",
-      "sim",
-      "--sim-time-scale",
-      "0.02",
-      "--poll-ms",
-      "100",
-      "--json",
-    ]);
+    cluster = spawnSimCluster(3, "--poll-ms", "100");
     info = JSON.parse(await cluster.waitForLine(/"ready":true/, 60_000)) as ClusterInfo;
     model = (await client(0).models.list()).data[0]?.id as string;
   });
@@ -184,19 +188,7 @@ describe("3-node cluster (mTLS, sim engine) through the official openai client",
 
 describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves no orphans", () => {
   it("refuses unsigned snapshots (401, counted) and stops every node on SIGTERM", async () => {
-    const cluster = spawnCli([
-      "cluster",
-      "--nodes",
-      "2",
-      "--engine",
-      "sim",
-      "--sim-time-scale",
-      "0.02",
-      "--poll-ms",
-      "100",
-      "--shared-secret",
-      "--json",
-    ]);
+    const cluster = spawnSimCluster(2, "--poll-ms", "100", "--shared-secret");
     try {
       const info = JSON.parse(await cluster.waitForLine(/"ready":true/, 60_000)) as ClusterInfo;
       expect(info.auth).toBe("shared-secret");
@@ -223,17 +215,7 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
   });
 
   it("nodes exit by themselves when the launcher is killed hard (no orphans)", async () => {
-    const cluster = spawnCli([
-      "cluster",
-      "--nodes",
-      "2",
-      "--engine",
-      "sim",
-      "--sim-time-scale",
-      "0.02",
-      "--shared-secret",
-      "--json",
-    ]);
+    const cluster = spawnSimCluster(2, "--shared-secret");
     try {
       const info = JSON.parse(await cluster.waitForLine(/"ready":true/, 60_000)) as ClusterInfo;
       cluster.child.kill("SIGKILL");

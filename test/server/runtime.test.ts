@@ -12,31 +12,7 @@ describe("node runtime (two in-process nodes, sim engine)", () => {
   const prefix = Array.from({ length: 300 }, (_, i) => `shared${i}`).join(" ");
 
   beforeAll(async () => {
-    const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
-    const common = { engine: "sim", pollMs: "50", simTimeScale: "0.02", insecure: true, logLevel: "silent" };
-    const env = {};
-    const sa = resolveNodeSettings(
-      {
-        ...common,
-        id: "A",
-        listen: `127.0.0.1:${ports[0]}`,
-        peerListen: `127.0.0.1:${ports[1]}`,
-        peers: `B=http://127.0.0.1:${ports[3]}`,
-      },
-      env,
-    );
-    const sb = resolveNodeSettings(
-      {
-        ...common,
-        id: "B",
-        listen: `127.0.0.1:${ports[2]}`,
-        peerListen: `127.0.0.1:${ports[3]}`,
-        peers: `A=http://127.0.0.1:${ports[1]}`,
-      },
-      env,
-    );
-    const logger = pino({ level: "silent" });
-    [a, b] = await Promise.all([startNode(sa, { logger }), startNode(sb, { logger })]);
+    [a, b] = await pair({});
   });
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
@@ -108,26 +84,20 @@ async function pair(extra: Record<string, unknown>) {
     ...extra,
   };
   const logger = pino({ level: "silent" });
-  const sa = resolveNodeSettings(
-    {
-      ...common,
-      id: "A",
-      listen: `127.0.0.1:${ports[0]}`,
-      peerListen: `127.0.0.1:${ports[1]}`,
-      peers: `B=http://127.0.0.1:${ports[3]}`,
-    },
-    {},
-  );
-  const sb = resolveNodeSettings(
-    {
-      ...common,
-      id: "B",
-      listen: `127.0.0.1:${ports[2]}`,
-      peerListen: `127.0.0.1:${ports[3]}`,
-      peers: `A=http://127.0.0.1:${ports[1]}`,
-    },
-    {},
-  );
+  // Each node peers with the other's peer port.
+  const settings = (id: string, api: number, peer: number, other: string, otherPeer: number) =>
+    resolveNodeSettings(
+      {
+        ...common,
+        id,
+        listen: `127.0.0.1:${api}`,
+        peerListen: `127.0.0.1:${peer}`,
+        peers: `${other}=http://127.0.0.1:${otherPeer}`,
+      },
+      {},
+    );
+  const sa = settings("A", ports[0]!, ports[1]!, "B", ports[3]!);
+  const sb = settings("B", ports[2]!, ports[3]!, "A", ports[1]!);
   return Promise.all([startNode(sa, { logger }), startNode(sb, { logger })]);
 }
 
