@@ -630,10 +630,19 @@ export class NodeRuntime implements NodeService {
     }
   }
 
+  /** Encoded bytes per snapshot object; weak, so a round's snapshots go with the round. */
+  private readonly encoded = new WeakMap<object, Uint8Array>();
+
   private sendSnapshot(to: string, msg: Extract<PeerMessage, { type: "snapshot" }>): void {
     // Anti-entropy tolerates loss: with one still in flight to a slow peer, skip this round for it.
     if (this.snapshotInFlight.has(to)) return;
-    const bytes = this.o.codec.encode(msg.snapshot);
+    // A round hands every peer the same snapshot object (one full, one delta per base, one heartbeat):
+    // encode each once, not once per peer.
+    let bytes = this.encoded.get(msg.snapshot);
+    if (bytes === undefined) {
+      bytes = this.o.codec.encode(msg.snapshot);
+      this.encoded.set(msg.snapshot, bytes);
+    }
     if (msg.snapshot.header.pushBackMs > 0) this.o.metrics.pushBack.inc();
     this.snapshotInFlight.add(to);
     this.o.client
