@@ -1,11 +1,14 @@
 /**
  * `prefixmesh bench`: replays a workload through running nodes' HTTP API and prints latency, cached
- * share, hotspot share and per-node counts; `--compare-policies` reruns it under `local` and
- * `affinity` on the same cluster (switched through each node's loopback-only admin endpoint).
+ * share, hotspot share and per-node counts; `--compare-policies` reruns it under `local`, `affinity`
+ * (the paper's) and `cost-aware` (the default) on the same cluster, switched through each node's
+ * loopback-only admin endpoint, and prints each routed policy's ratio to `local`.
  */
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
+import type { ReplaySummary } from "../server/bench/replay.js";
 import type { Workload } from "../workload/types.js";
+import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
 
 interface BenchFlags {
@@ -21,6 +24,11 @@ interface BenchFlags {
 }
 
 const WORKLOADS = ["mmlu", "mmlu-skewed", "synthetic", "synthetic-skewed"] as const;
+/**
+ * The baseline first, then the paper's policy, then the default: the cluster is left on the default.
+ * Every name must be one the nodes accept (POLICY_NAMES).
+ */
+const COMPARED = ["local", "affinity", DEFAULT_POLICY] as const;
 
 export function registerBench(program: Command): void {
   program
@@ -33,7 +41,10 @@ export function registerBench(program: Command): void {
     .option("--concurrency <c>", "concurrent clients (1 = the paper's closed loop)", "1")
     .option("--entry <mode>", "entry node choice: round-robin", "round-robin")
     .option("--seed <s>", "schedule seed", "1")
-    .option("--compare-policies", "run under 'local' then 'affinity' and print the ratio")
+    .option(
+      "--compare-policies",
+      `run under ${COMPARED.join(", ")} (caches reset before each) and print each one's ratio to local`,
+    )
     .option("--json <file>", "also write the results as JSON")
     .action(async (f: BenchFlags) => {
       const urls = f.url
@@ -85,13 +96,13 @@ export function registerBench(program: Command): void {
       const results: Record<string, ReturnType<typeof summarize>> = {};
       let fairCompare = true;
       if (f.comparePolicies) {
-        for (const policy of ["local", "affinity"]) {
+        for (const policy of COMPARED) {
           await admin(urls, "policy", { policy });
-          // Each run starts from empty caches, or the second would inherit the first one's.
+          // Each run starts from empty caches, or it would inherit the previous run's.
           const reset = await admin(urls, "reset-cache", {}).then(
             () => true,
             (err: Error) => {
-              say(`warning: caches not reset (${err.message}); the second run starts warm`);
+              say(`warning: caches not reset (${err.message}); the ${policy} run starts warm`);
               return false;
             },
           );
@@ -100,12 +111,11 @@ export function registerBench(program: Command): void {
           results[policy] = summary;
           print(`policy ${policy}`, summary);
         }
-        const l = results.local as ReturnType<typeof summarize>;
-        const a = results.affinity as ReturnType<typeof summarize>;
         process.stdout.write(
-          `affinity / local mean latency: ${(a.meanMs / l.meanMs).toFixed(3)}  ` +
-            `(cached share ${pct(a.cachedShare)} vs ${pct(l.cachedShare)}; ` +
-            `${fairCompare ? "both runs start from empty caches" : "caches were NOT reset between runs"})\n`,
+          formatRatios(
+            results,
+            fairCompare ? "every run starts from empty caches" : "caches were NOT reset between runs",
+          ),
         );
       } else {
         const { summary } = await runOnce("bench");
@@ -190,7 +200,27 @@ async function progressBar(label: string, total: number) {
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
-function print(title: string, s: import("../server/bench/replay.js").ReplaySummary): void {
+/**
+ * One line per routed policy: its mean, p50 and p99 latency over local's, with the cached and hotspot
+ * shares beside local's (the two things routing trades), then how the caches started.
+ */
+export function formatRatios(results: Record<string, ReplaySummary>, caches: string): string {
+  const l = results.local;
+  if (!l) return "";
+  const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(3) : "n/a");
+  const width = Math.max(...COMPARED.map((p) => p.length));
+  const lines = COMPARED.filter((p) => p !== "local" && results[p]).map((p) => {
+    const r = results[p] as ReplaySummary;
+    return (
+      `${`${p} / local`.padEnd(width + 8)} mean ${ratio(r.meanMs, l.meanMs)}  p50 ${ratio(r.p50Ms, l.p50Ms)}  ` +
+      `p99 ${ratio(r.p99Ms, l.p99Ms)}  cached share ${pct(r.cachedShare)} vs ${pct(l.cachedShare)}  ` +
+      `hotspot ${pct(r.hotspotShare)} vs ${pct(l.hotspotShare)}`
+    );
+  });
+  return `${["latency ratios to local (< 1: routing wins):", ...lines.map((x) => `  ${x}`), `  (${caches})`].join("\n")}\n`;
+}
+
+function print(title: string, s: ReplaySummary): void {
   const nodes = Object.entries(s.perNode)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([n, c]) => `${n}:${c}`)

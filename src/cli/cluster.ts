@@ -1,5 +1,7 @@
 /** `prefixmesh cluster`: N nodes on loopback with fresh credentials, until Ctrl-C / SIGTERM. */
 import type { Command } from "commander";
+import { POLICY_NAMES } from "../core/node/policies/index.js";
+import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
 
 interface ClusterFlags {
@@ -32,7 +34,10 @@ export function registerCluster(program: Command): void {
     .option("--engine <kind>", "llamacpp | sim | openai", "llamacpp")
     .option("--model <path|generated>", "model for every node", "generated")
     .option("--host <ip>", "loopback address to bind", "127.0.0.1")
-    .option("--policy <name>", "routing policy (default affinity)")
+    .option(
+      "--policy <name>",
+      `routing policy: ${POLICY_NAMES.join(" | ")} (default ${DEFAULT_POLICY}; affinity = the paper's)`,
+    )
     .option("--poll-ms <ms>", "anti-entropy period Δpoll")
     .option("--inject-delay-ms <ms>", "delay added to every peer message")
     .option("--inject-jitter-ms <ms>", "plus uniform jitter up to this")

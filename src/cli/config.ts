@@ -8,6 +8,7 @@ import { readFileSync, statSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { nodeIdSchema } from "../net/node-id.js";
+import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError } from "./errors.js";
 
 const hostPort = z
@@ -46,7 +47,7 @@ export const nodeSettingsSchema = z.object({
   /** openai engine: the remote server's base URL, and its API key (prefer the env variable). */
   engineUrl: z.string().url().max(2048).optional(),
   engineApiKey: z.string().max(4096).optional(),
-  policy: z.string().min(1).max(64).default("affinity"),
+  policy: z.string().min(1).max(64).default(DEFAULT_POLICY),
   pollMs: num(1, 3_600_000).default(500),
   clusterId: z
     .string()
@@ -61,6 +62,14 @@ export const nodeSettingsSchema = z.object({
   capacityTokens: num(1, 1e9, true).optional(),
   concurrency: num(1, 1024, true).default(1),
   forwardTimeoutMs: num(1, 3_600_000).default(30_000),
+  /**
+   * A forward not acked in max(this, 4 × RTT) falls back. Higher than the simulator's 250 ms: over TCP
+   * nothing is lost silently, so the ack only guards against a frozen or black-holed peer, and a busy
+   * machine must not turn slow acks into spurious fallbacks (duplicate work).
+   */
+  forwardAckTimeoutMs: num(1, 3_600_000).default(1_000),
+  /** Forwards multiplexed on one WebSocket per peer ("channel"), or one HTTP request each ("http"). */
+  forwardTransport: z.enum(["channel", "http"]).default("channel"),
   /** Client requests admitted at once; beyond: 429. */
   maxPending: num(1, 100_000, true).default(256),
   bodyLimitBytes: num(1024, 256 * 1024 * 1024, true).default(4 * 1024 * 1024),

@@ -1,6 +1,8 @@
 /** `prefixmesh node`: runs one mesh node (client API + peer port + engine) until SIGTERM/SIGINT. */
 import type { Command } from "commander";
+import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { type NodeSettings, resolveNodeSettings } from "./config.js";
+import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError } from "./errors.js";
 
 export function registerNode(program: Command): void {
@@ -28,7 +30,10 @@ export function registerNode(program: Command): void {
     .option("--engine <kind>", "llamacpp | openai | sim (default llamacpp)")
     .option("--model <path|generated>", "GGUF path, 'generated', or the remote model name")
     .option("--engine-url <url>", "openai engine: the remote server's base URL")
-    .option("--policy <name>", "routing policy (default affinity)")
+    .option(
+      "--policy <name>",
+      `routing policy: ${POLICY_NAMES.join(" | ")} (default ${DEFAULT_POLICY}; affinity = the paper's)`,
+    )
     .option("--poll-ms <ms>", "anti-entropy period Δpoll (default 500)")
     .option("--cluster-id <id>", "cluster id (mTLS: taken from the CA)")
     .option("--tls-dir <dir>", "mutual TLS: directory from 'prefixmesh certs init/issue'")
@@ -39,6 +44,11 @@ export function registerNode(program: Command): void {
     .option("--capacity-tokens <n>", "KV capacity in tokens (default: the engine's)")
     .option("--concurrency <n>", "requests run at once (default 1, batching-free)")
     .option("--forward-timeout-ms <ms>", "give up on a forward after this (default 30000)")
+    .option("--forward-ack-timeout-ms <ms>", "fall back if a forward is not acked in this (default 1000)")
+    .option(
+      "--forward-transport <kind>",
+      "channel (one WebSocket per peer, default) | http (a request per forward)",
+    )
     .option("--max-pending <n>", "client requests in flight before 429 (default 256)")
     .option("--drain-sec <s>", "on SIGTERM, let in-flight work finish this long (default 20)")
     .option("--threads <n>", "engine threads")

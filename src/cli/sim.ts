@@ -14,6 +14,7 @@ import type { SimConfig, SimResult } from "../sim/types.js";
 import { mmluWorkload } from "../workload/mmlu-workload.js";
 import { syntheticMmlu } from "../workload/synthetic.js";
 import type { Workload } from "../workload/types.js";
+import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
 
 const WORKLOADS = ["synthetic", "mmlu", "mmlu-skewed", "synthetic-skewed"] as const;
@@ -40,6 +41,7 @@ export interface SimOptions {
   partition?: string[];
   faultsUntilMs?: string;
   forwardTimeoutMs?: string;
+  forwardAckTimeoutMs?: string;
   oracle?: boolean;
   rate?: string;
 }
@@ -146,6 +148,12 @@ export function parseSimOptions(o: SimOptions): {
       max: 3_600_000,
     });
   }
+  if (o.forwardAckTimeoutMs !== undefined) {
+    config.node.forwardAckTimeoutMs = parseNumber("--forward-ack-timeout-ms", o.forwardAckTimeoutMs, {
+      min: 1,
+      max: 3_600_000,
+    });
+  }
   const faults: NonNullable<SimConfig["faults"]> = {};
   if (o.loss !== undefined) faults.lossProb = parseNumber("--loss", o.loss, { min: 0, max: 1 });
   if (o.dup !== undefined) faults.dupProb = parseNumber("--dup", o.dup, { min: 0, max: 1 });
@@ -229,6 +237,7 @@ export function formatSummary(r: SimResult, workloadLabel: string): string {
       .join(", ")}`,
     `answered   ${t.answered}/${t.requests}${t.failed ? `, ${t.failed} failed` : ""}${t.incorrect ? `, ${t.incorrect} WRONG` : ""}   fallbacks ${t.fallbacks}   late replies ${t.lateReplies}`,
     `engine     ${t.engineRuns} runs, ${t.duplicateRuns} duplicate   forwards cancelled ${t.cancelledForwards}, refused by deadline ${t.rejectedDeadline}`,
+    `acks       ${t.ackTimeouts} ack timeouts, ${t.probes} probes, ${t.resentAnswers} answers re-sent`,
     `simulated  ${(r.virtualMs / 1000).toFixed(1)} s virtual in ${(r.wallMs / 1000).toFixed(2)} s wall (${Math.round(t.requests / (r.wallMs / 1000))} requests/s, ${r.events} events)`,
   ];
   const f = c.faults;
@@ -274,7 +283,11 @@ export function registerSim(program: Command): void {
     .command("sim")
     .description("Run the deterministic discrete-event simulator of a prefixmesh cluster")
     .option("--nodes <n>", "number of nodes", "4")
-    .option("--policy <name>", `routing policy: ${POLICY_NAMES.join(" | ")}`, "affinity")
+    .option(
+      "--policy <name>",
+      `routing policy: ${POLICY_NAMES.join(" | ")} (affinity = the paper's Algorithm 1)`,
+      DEFAULT_POLICY,
+    )
     .option("--comm-ms <ms>", "Δcomm: one-way network delay", "2")
     .option("--jitter-ms <ms>", "uniform jitter on Δcomm (±)", "0.5")
     .option("--poll-ms <ms>", "Δpoll: anti-entropy period", "500")
@@ -295,6 +308,10 @@ export function registerSim(program: Command): void {
     .option("--faults-until-ms <ms>", "loss/duplication/reordering stop at this virtual time")
     .option("--crash <spec...>", "crash a node: NODE@MS[:RESTART_MS] (virtual ms; repeatable)")
     .option("--forward-timeout-ms <ms>", "give up on a forward after this long (default 30000)")
+    .option(
+      "--forward-ack-timeout-ms <ms>",
+      "floor of the wait for a forward's ack: max(this, 4 × RTT) (default 250; ≥ the forward timeout: acks off)",
+    )
     .option("--rate <req/s>", "open loop: Poisson arrivals at this rate (default: closed loop, the paper)")
     .option("--oracle", "simulation-only reference: estimates always equal the owners' true trees, free")
     .option("--json <file>", "also write the full result (config, totals, per-request records) as JSON")

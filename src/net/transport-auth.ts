@@ -4,6 +4,7 @@
  * requests with a replay window) and insecure (the sender header is trusted; only with --insecure).
  */
 import type { Socket } from "node:net";
+import { type FrameMac, frameMac } from "./auth/channel-mac.js";
 import { HEADER_SENDER, PeerRequestVerifier, signPeerRequest, type VerifyFailure } from "./auth/hmac.js";
 import { clientTlsOptions, peerIdFromTlsSocket, serverTlsOptions, type TlsMaterial } from "./auth/tls.js";
 import { isNodeId } from "./node-id.js";
@@ -30,6 +31,11 @@ export interface PeerAuth {
   connectOptions(peerId: string | undefined): Record<string, unknown> | undefined;
   /** https options for the peer server, or undefined for plain HTTP. */
   serverTls(): Record<string, unknown> | undefined;
+  /**
+   * Per-frame integrity for a forward channel opened by a request signed with `nonce` (shared-secret
+   * mode only: TLS already protects frames, insecure mode protects nothing).
+   */
+  channelMac(nonce: string, side: "client" | "server"): FrameMac | undefined;
 }
 
 export function mtlsAuth(material: TlsMaterial): PeerAuth {
@@ -48,6 +54,7 @@ export function mtlsAuth(material: TlsMaterial): PeerAuth {
     },
     connectOptions: (peerId) => clientTlsOptions(material, peerId),
     serverTls: () => serverTlsOptions(material),
+    channelMac: () => undefined,
   };
 }
 
@@ -68,6 +75,7 @@ export function hmacAuth(selfId: string, secret: Uint8Array, now: () => number =
       }),
     connectOptions: () => undefined,
     serverTls: () => undefined,
+    channelMac: (nonce, side) => frameMac(secret, nonce, side),
   };
 }
 
@@ -84,5 +92,6 @@ export function insecureAuth(selfId: string): PeerAuth {
     },
     connectOptions: () => undefined,
     serverTls: () => undefined,
+    channelMac: () => undefined,
   };
 }

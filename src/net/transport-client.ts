@@ -7,7 +7,9 @@ import { StringDecoder } from "node:string_decoder";
 import type { PeerCertificate } from "node:tls";
 import { Client, Pool } from "undici";
 import { peerIdFromCert } from "./auth/tls.js";
+import { ForwardChannel } from "./channel-client.js";
 import type { PeerAuth } from "./transport-auth.js";
+import { classify, TransportError } from "./transport-error.js";
 import {
   type CancelMsg,
   type ForwardMsg,
@@ -35,6 +37,8 @@ export interface TransportTimeouts {
   messageTotalMs: number;
 }
 
+export { classify, TransportError, type TransportFailure } from "./transport-error.js";
+
 export const DEFAULT_TIMEOUTS: TransportTimeouts = {
   connectMs: 2_000,
   firstByteMs: 60_000,
@@ -43,19 +47,6 @@ export const DEFAULT_TIMEOUTS: TransportTimeouts = {
   messageTotalMs: 5_000,
 };
 
-export type TransportFailure = "connection" | "timeout" | "cut-off" | "http" | "aborted" | "protocol";
-
-export class TransportError extends Error {
-  constructor(
-    readonly kind: TransportFailure,
-    message: string,
-    readonly status?: number,
-  ) {
-    super(message);
-    this.name = "TransportError";
-  }
-}
-
 export interface PeerClientOptions {
   auth: PeerAuth;
   timeouts?: Partial<TransportTimeouts>;
@@ -63,49 +54,21 @@ export interface PeerClientOptions {
   delay?: () => Promise<void>;
   /** Connections per peer pool. */
   connections?: number;
+  /**
+   * How forwards travel: multiplexed on one WebSocket per peer ("channel", the default: a frame round
+   * trip instead of an HTTP exchange per forward), or one HTTP request each ("http").
+   */
+  forwardTransport?: ForwardTransport;
 }
+
+export type ForwardTransport = "channel" | "http";
 
 const MAX_LINE = 16 * 1024 * 1024;
-const CONNECTION_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "EPIPE",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "UND_ERR_SOCKET",
-  "UND_ERR_CLOSED",
-  "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA",
-  "ERR_TLS_CERT_ALTNAME_INVALID",
-]);
-const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
-
-export function classify(err: unknown): TransportError {
-  if (err instanceof TransportError) return err;
-  let e = err as (Error & { code?: string; cause?: unknown; name?: string }) | undefined;
-  for (let depth = 0; e && depth < 4; depth++) {
-    if (e.name === "TimeoutError" || (e.code && TIMEOUT_CODES.has(e.code))) {
-      return new TransportError("timeout", e.message);
-    }
-    if (e.code && CONNECTION_CODES.has(e.code))
-      return new TransportError("connection", `${e.code}: ${e.message}`);
-    if (e.name === "AbortError" || e.code === "UND_ERR_ABORTED") {
-      // An abort whose reason is a timeout is a timeout.
-      if (e.cause && (e.cause as Error).name === "TimeoutError")
-        return new TransportError("timeout", e.message);
-      return new TransportError("aborted", e.message);
-    }
-    e = e.cause as typeof e;
-  }
-  const m = (err as Error)?.message ?? String(err);
-  // TLS handshake refusals and other socket-level failures: the peer is unreachable for us.
-  return new TransportError("connection", m);
-}
-
 interface PeerEntry {
   url: string;
   pool: Pool;
+  /** The forward channel, opened on first use; undefined in HTTP mode or for a peer without one. */
+  channel: ForwardChannel | undefined;
 }
 
 export class PeerClient {
@@ -120,7 +83,10 @@ export class PeerClient {
     const key = id ?? url;
     const existing = this.peers.get(key);
     if (existing?.url === url) return;
-    if (existing) void existing.pool.close().catch(() => {});
+    if (existing) {
+      existing.channel?.close();
+      void existing.pool.close().catch(() => {});
+    }
     const pool = new Pool(new URL(url).origin, {
       connections: this.opts.connections ?? 8,
       pipelining: 1,
@@ -130,13 +96,18 @@ export class PeerClient {
       bodyTimeout: this.t.gapMs,
       ...(this.opts.auth.connectOptions(id) ? { connect: this.opts.auth.connectOptions(id) } : {}),
     });
-    this.peers.set(key, { url, pool });
+    const channel =
+      (this.opts.forwardTransport ?? "channel") === "channel"
+        ? new ForwardChannel(key, url, this.opts.auth, this.t)
+        : undefined;
+    this.peers.set(key, { url, pool, channel });
   }
 
   removePeer(id: string): void {
     const p = this.peers.get(id);
     if (!p) return;
     this.peers.delete(id);
+    p.channel?.close();
     void p.pool.destroy().catch(() => {});
   }
 
@@ -238,8 +209,21 @@ export class PeerClient {
     msg: ForwardMsg,
     onChunk: (text: string) => void,
     signal?: AbortSignal,
+    /** The peer accepted the forward (its ack, first chunk, or — over HTTP — response headers). */
+    onAck?: () => void,
   ): Promise<ReplyMsg> {
     const peer = this.get(id);
+    if (peer.channel) {
+      try {
+        if (this.opts.delay) await this.opts.delay();
+        return await peer.channel.forward(msg, onChunk, signal, onAck);
+      } catch (err) {
+        // A peer without a channel endpoint (an older version) is served over HTTP from now on.
+        if (!(err instanceof TransportError && err.kind === "http" && err.status === 404)) throw err;
+        peer.channel.close();
+        peer.channel = undefined;
+      }
+    }
     const body = Buffer.from(JSON.stringify(forwardToWire(msg)));
     const path = "/peer/forward";
     // One controller and one timer, cleared when the answer is in: cheaper per forward than
@@ -271,6 +255,7 @@ export class PeerClient {
           res.statusCode,
         );
       }
+      onAck?.();
       return await readForwardStream(id, res.body, onChunk);
     } catch (err) {
       throw classify(err);
@@ -281,6 +266,7 @@ export class PeerClient {
   }
 
   async close(): Promise<void> {
+    for (const p of this.peers.values()) p.channel?.close();
     const pools = [...this.peers.values()].map((p) => p.pool.close().catch(() => {}));
     this.peers.clear();
     await Promise.all(pools);

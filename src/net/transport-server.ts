@@ -4,16 +4,17 @@
  * anything reaches the node; bodies are size-bounded (413) and validated (400).
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import { attachForwardChannel } from "./channel-server.js";
+import { orderedWrites } from "./ordered-writes.js";
 import type { PeerAuth } from "./transport-auth.js";
 import {
   type ForwardMsg,
-  forwardFromWire,
-  forwardWireSchema,
   messageWireSchema,
   type PeerHello,
   parseClock,
   parseCount,
   parseEcho,
+  parseForward,
   parseHolds,
   type ReplyMsg,
   replyToWire,
@@ -26,6 +27,11 @@ export type IncomingMessage = import("zod").infer<typeof messageWireSchema>;
 
 /** Where the node writes the answer to a forwarded request: chunks, then exactly one final message. */
 export interface ForwardReplyStream {
+  /**
+   * The node accepted the forward (`forward-ack`). Sent only if no chunk or answer leaves within
+   * ACK_DEFER_MS (those imply it at the origin): a quick answer costs no extra message.
+   */
+  ack(): void;
   chunk(text: string): void;
   finish(msg: ReplyMsg): void;
   /** True once finished or once the origin hung up. */
@@ -61,6 +67,8 @@ declare module "fastify" {
 }
 
 export const DEFAULT_MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024;
+/** Far below the origin's ack timeout (≥ 250 ms), far above a quick answer's time on a LAN. */
+export const ACK_DEFER_MS = 10;
 const DEFAULT_MAX_FORWARD_BYTES = 16 * 1024 * 1024;
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
@@ -116,6 +124,22 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     done();
   });
 
+  // Forwards normally travel on a channel (a WebSocket upgraded on this port); POST /peer/forward
+  // below serves origins configured for one HTTP request per forward.
+  const maxForwardBytes = opts.maxForwardBytes ?? DEFAULT_MAX_FORWARD_BYTES;
+  const channel = attachForwardChannel(app.server as import("node:http").Server, {
+    auth,
+    handlers,
+    maxForwardBytes,
+    delay: opts.delay,
+    logger: opts.logger,
+  });
+  // Before the server closes: upgraded sockets would otherwise keep `close()` waiting.
+  app.addHook("preClose", (done) => {
+    channel.close();
+    done();
+  });
+
   app.get("/peer/hello", async () => handlers.hello());
 
   app.post(
@@ -145,64 +169,52 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     return reply.status(204).send();
   });
 
-  app.post(
-    "/peer/forward",
-    { bodyLimit: opts.maxForwardBytes ?? DEFAULT_MAX_FORWARD_BYTES },
-    async (req, reply) => {
-      const parsed = forwardWireSchema.safeParse(parseJson(bodyBytes(req)));
-      if (!parsed.success)
-        return reply.status(400).send({ error: `bad forward: ${parsed.error.issues[0]?.message}` });
-      let msg: ForwardMsg;
-      try {
-        msg = forwardFromWire(parsed.data);
-      } catch (err) {
-        return reply.status(400).send({ error: `bad forward: ${(err as Error).message}` });
-      }
-      // Raw writes (no stream plumbing): each record goes out as one chunk as soon as it exists.
-      reply.hijack();
-      const raw = reply.raw;
-      raw.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-store" });
-      // Writes queue behind the injected delay, so the whole answer is delayed once, in order. Without
-      // a delay (or once it is over and the queue has drained) a record is written at once, with no
-      // promise hop; Node corks the socket for the tick, so a chunk and the final record written
-      // together leave in one packet.
-      let queue: Promise<void> | undefined = opts.delay?.();
-      let queued = 0;
-      let closed = false;
-      const put = (line: string, end: boolean) => {
+  app.post("/peer/forward", { bodyLimit: maxForwardBytes }, async (req, reply) => {
+    const parsed = parseForward(parseJson(bodyBytes(req)));
+    if (!parsed.ok) return reply.status(400).send({ error: parsed.error });
+    const msg = parsed.msg;
+    // Raw writes (no stream plumbing): each record goes out as one chunk as soon as it exists.
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-store" });
+    // Node corks the socket for the tick, so a chunk and the final record written together leave
+    // in one packet.
+    const write = orderedWrites(opts.delay);
+    let closed = false;
+    const put = (line: string, end: boolean) =>
+      write(() => {
         if (raw.destroyed || raw.writableEnded) return;
         if (end) raw.end(line);
         else raw.write(line);
-      };
-      const write = (line: string, end: boolean) => {
-        if (!queue) return put(line, end);
-        queued++;
-        const q = queue.then(() => {
-          put(line, end);
-          if (--queued === 0 && queue === q) queue = undefined;
-        });
-        queue = q;
-      };
-      raw.on("close", () => {
-        closed = true;
       });
-      const stream: ForwardReplyStream = {
-        chunk(text) {
-          if (!closed) write(`${JSON.stringify({ t: "chunk", text })}\n`, false);
-        },
-        finish(m) {
-          if (closed) return;
-          closed = true;
-          write(`${JSON.stringify({ t: "msg", msg: replyToWire(m) })}\n`, true);
-        },
-        get closed() {
-          return closed;
-        },
-      };
-      handlers.onForward(req.peerId!, msg, stream);
-      return reply;
-    },
-  );
+    raw.on("close", () => {
+      closed = true;
+    });
+    // The ack of an HTTP forward is its response headers (sent with the first record otherwise).
+    const acker = deferredAck(() =>
+      write(() => {
+        if (!raw.destroyed && !raw.headersSent) raw.flushHeaders();
+      }),
+    );
+    const stream: ForwardReplyStream = {
+      ack: acker.ack,
+      chunk(text) {
+        acker.answered();
+        if (!closed) put(`${JSON.stringify({ t: "chunk", text })}\n`, false);
+      },
+      finish(m) {
+        acker.answered();
+        if (closed) return;
+        closed = true;
+        put(`${JSON.stringify({ t: "msg", msg: replyToWire(m) })}\n`, true);
+      },
+      get closed() {
+        return closed;
+      },
+    };
+    handlers.onForward(req.peerId!, msg, stream);
+    return reply;
+  });
 
   return app;
 }
@@ -217,4 +229,27 @@ function parseJson(b: Buffer): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * An ack that leaves ACK_DEFER_MS after `ack()` unless the answer starts first (`answered()`): acks
+ * bound how long an origin waits on a lost forward, but a quick answer should not pay a message for one.
+ */
+export function deferredAck(sendAck: () => void): { ack(): void; answered(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let done = false;
+  return {
+    ack() {
+      if (done || timer) return;
+      timer = setTimeout(() => {
+        done = true;
+        sendAck();
+      }, ACK_DEFER_MS);
+      timer.unref();
+    },
+    answered() {
+      done = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
 }

@@ -91,10 +91,36 @@ export const messageWireSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("cancel"), ...reqRef }),
 ]);
 
-export const streamRecordSchema = z.discriminatedUnion("t", [
-  z.object({ t: z.literal("chunk"), text: z.string().max(MAX_TEXT) }),
-  z.object({ t: z.literal("msg"), msg: z.discriminatedUnion("type", [resultWire, errorWire]) }),
+const chunkRecord = z.object({ t: z.literal("chunk"), text: z.string().max(MAX_TEXT) });
+const finalRecord = z.object({
+  t: z.literal("msg"),
+  msg: z.discriminatedUnion("type", [resultWire, errorWire]),
+});
+export const streamRecordSchema = z.discriminatedUnion("t", [chunkRecord, finalRecord]);
+
+/**
+ * Forward channel (a WebSocket on the peer port, GET /peer/channel): many forwards multiplexed on one
+ * connection, each named by a stream number `k` the origin picks. Origin → peer:
+ *   {"t":"fwd","k":K,"f":<forward, as POST /peer/forward's body>}
+ * Peer → origin: the forward stream's records with its `k`, or a refusal of a malformed forward,
+ *   {"t":"ack","k":K}?  {"t":"chunk","k":K,"text":"…"}*  then  {"t":"msg","k":K,"msg":…}
+ *   | {"t":"rej","k":K,"error":"…"}
+ * (`ack`: the peer accepted the forward; left out when a chunk or the answer leaves first.)
+ * as a JSON array per frame: the records one event-loop turn produced (typically a forward's last
+ * chunk and its final message) leave in one frame and one write, waking the origin once.
+ * A channel that closes with streams open has cut them off: an error for each, never a short answer.
+ */
+export const CHANNEL_PATH = "/peer/channel";
+const streamNo = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+export const channelForwardSchema = z.object({ t: z.literal("fwd"), k: streamNo, f: z.unknown() });
+export const channelRecordSchema = z.discriminatedUnion("t", [
+  chunkRecord.extend({ k: streamNo }),
+  finalRecord.extend({ k: streamNo }),
+  z.object({ t: z.literal("rej"), k: streamNo, error: z.string().max(4096) }),
+  z.object({ t: z.literal("ack"), k: streamNo }),
 ]);
+export const MAX_RECORDS_PER_FRAME = 4096;
+export const channelFrameSchema = z.array(channelRecordSchema).min(1).max(MAX_RECORDS_PER_FRAME);
 
 export const helloSchema = z.object({
   id: z.string().min(1).max(64),
@@ -135,6 +161,17 @@ export function forwardFromWire(w: z.infer<typeof forwardWireSchema>): ForwardMs
   const msg: ForwardMsg = { type: "forward", reqId: w.reqId, attempt: w.attempt, hops: w.hops, request };
   if (w.deadlineMs !== undefined) msg.deadlineMs = w.deadlineMs;
   return msg;
+}
+
+/** A forward as it came off the wire (parsed JSON), validated and decoded; or why it was refused. */
+export function parseForward(json: unknown): { ok: true; msg: ForwardMsg } | { ok: false; error: string } {
+  const parsed = forwardWireSchema.safeParse(json);
+  if (!parsed.success) return { ok: false, error: `bad forward: ${parsed.error.issues[0]?.message}` };
+  try {
+    return { ok: true, msg: forwardFromWire(parsed.data) };
+  } catch (err) {
+    return { ok: false, error: `bad forward: ${(err as Error).message}` };
+  }
 }
 
 /** Strips engine-local fields (cachedSequences) from a reply before it crosses the network. */

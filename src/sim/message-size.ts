@@ -57,6 +57,9 @@ export function messageBytes(msg: PeerMessage): number {
       return ENVELOPE + msg.reqId.length + msg.error.length;
     case "cancel":
       return ENVELOPE + msg.reqId.length;
+    case "forward-ack":
+      // attempt and etaMs as varints beside the envelope, like cancel's.
+      return ENVELOPE + msg.reqId.length + (msg.etaMs === undefined ? 0 : 4);
     case "goodbye":
       return ENVELOPE;
   }

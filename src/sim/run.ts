@@ -475,6 +475,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   let fallbacks = 0;
   let cancelledForwards = 0;
   let rejectedDeadline = 0;
+  let ackTimeouts = 0;
+  let probes = 0;
+  let resentAnswers = 0;
   let evicted = 0;
   for (const s of nodes) {
     if (s.node) {
@@ -483,6 +486,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       fallbacks += st.fallbacks;
       cancelledForwards += st.cancelledForwards;
       rejectedDeadline += st.rejectedDeadline;
+      ackTimeouts += st.ackTimeouts;
+      probes += st.probes;
+      resentAnswers += st.resentAnswers;
       s.summary.servedForPeers += st.servedForPeers;
       s.summary.treeTokens = s.node.treeSize();
     }
@@ -525,6 +531,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       duplicateRuns,
       cancelledForwards,
       rejectedDeadline,
+      ackTimeouts,
+      probes,
+      resentAnswers,
       evictedTokens: evicted,
       retries,
     },

@@ -38,12 +38,16 @@ function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
       reject(signal.reason ?? new Error("aborted"));
       return;
     }
-    const t = setTimeout(() => {
+    const done = (): void => {
       signal?.removeEventListener("abort", onAbort);
       resolve();
-    }, ms);
+    };
+    // Node clamps timers to ≥ 1 ms; a sub-millisecond modelled time (an instant engine in overhead
+    // benchmarks) would otherwise cost a whole timer tick. Still asynchronous, like a real engine.
+    const t = ms < 0.5 ? setImmediate(done) : setTimeout(done, ms);
     const onAbort = (): void => {
-      clearTimeout(t);
+      if (ms < 0.5) clearImmediate(t as NodeJS.Immediate);
+      else clearTimeout(t as NodeJS.Timeout);
       reject(signal?.reason ?? new Error("aborted"));
     };
     signal?.addEventListener("abort", onAbort, { once: true });

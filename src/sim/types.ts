@@ -115,7 +115,7 @@ export interface SimTotals {
   hotspotNode: number;
   /** Share of requests served by a node other than their origin. */
   forwardedShare: number;
-  /** By kind: snapshot-full, snapshot-delta, heartbeat, forward, result, error, goodbye. */
+  /** By kind: snapshot-full, snapshot-delta, heartbeat, forward, forward-ack, result, error, cancel, goodbye. */
   messages: Record<string, MessageTotals>;
   messagesTotal: number;
   bytesTotal: number;
@@ -129,6 +129,12 @@ export interface SimTotals {
   cancelledForwards: number;
   /** Forwards refused at once because they could not finish before the origin's deadline. */
   rejectedDeadline: number;
+  /** Forward attempts abandoned because no `forward-ack` came in time (nodes alive at the end). */
+  ackTimeouts: number;
+  /** Forwards re-sent to ask for an acked but overdue answer (nodes alive at the end). */
+  probes: number;
+  /** Answers re-sent to an origin that probed for one it lost (nodes alive at the end). */
+  resentAnswers: number;
   evictedTokens: number;
   retries: number;
 }

@@ -95,7 +95,12 @@ describe("PrefixNode — Algorithm 1", () => {
   });
 
   it("forward timeout → next best → local, answered exactly once; late replies dropped", () => {
-    const h = new Harness(["A", "B", "C"], { forwardTimeoutMs: 500, suspectAfterPolls: 100 });
+    // No ack wait (ack timeout = forward timeout): this is about the forward timeout itself.
+    const h = new Harness(["A", "B", "C"], {
+      forwardTimeoutMs: 500,
+      forwardAckTimeoutMs: 500,
+      suspectAfterPolls: 100,
+    });
     warm(h, "B", "wb", prompt(6, 1));
     warm(h, "C", "wc", prompt(6, 2, 32, 48));
     h.gossip(3);
@@ -155,7 +160,7 @@ describe("PrefixNode — Algorithm 1", () => {
     expect(h.repliesFor("r")).toHaveLength(1);
   });
 
-  it("a forwarded request is served by its receiver, never forwarded again; duplicates dropped", () => {
+  it("a forwarded request is served by its receiver, never forwarded again; duplicates not rerun", () => {
     const h = new Harness(["A", "B", "C"]);
     warm(h, "C", "wc", prompt(10, 1));
     h.gossip(3);
@@ -170,8 +175,12 @@ describe("PrefixNode — Algorithm 1", () => {
     const eff = h.input("B", { type: "peer-message", from: "A", msg });
     expect(eff.filter((e) => e.type === "send" && e.msg.type === "forward")).toHaveLength(0);
     expect(eff.some((e) => e.type === "engine-run")).toBe(true);
+    expect(eff.filter((e) => e.type === "send").map((e) => e.type === "send" && e.msg.type)).toEqual([
+      "forward-ack",
+    ]);
+    // A duplicate (or the origin's probe) of a running forward is acked again, never run twice.
     const dup = h.input("B", { type: "peer-message", from: "A", msg });
-    expect(dup).toHaveLength(0);
+    expect(dup.map((e) => e.type === "send" && e.msg.type)).toEqual(["forward-ack"]);
     expect(h.node("B").stats().duplicateForwards).toBe(1);
     const tooFar = h.input("B", { type: "peer-message", from: "A", msg: { ...msg, reqId: "y", hops: 2 } });
     expect(tooFar.some((e) => e.type === "send" && e.msg.type === "error")).toBe(true);

@@ -114,6 +114,11 @@ describe("peers from DNS (--peers-dns, injected resolver file)", () => {
           "0.02",
           "--poll-ms",
           "100",
+          // Membership, not the routing rule, is under test: affinity routes to whichever member holds
+          // a prefix, so "routes to them" / "no longer routed to" hinge on membership alone. The
+          // default (cost-aware) keeps a 300-token prefix local at these startup RTTs, rightly.
+          "--policy",
+          "affinity",
           ...auth,
         ],
         { PREFIXMESH_EXIT_WITH_PARENT: "1" },

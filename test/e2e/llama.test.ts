@@ -22,6 +22,11 @@ describe("2-node llama.cpp cluster (generated tiny model)", () => {
       "generated:tiny",
       "--poll-ms",
       "100",
+      // The smoke test checks the forward path, so it names the policy that always takes it. The
+      // default (cost-aware) may rightly keep this ~300-token prefix local: the tiny model's prefill
+      // of it costs less than expected reuse × a loaded machine's loopback RTT.
+      "--policy",
+      "affinity",
       "--json",
     ]);
     info = JSON.parse(await cluster.waitForLine(/"ready":true/, 120_000)) as ClusterInfo;

@@ -9,7 +9,7 @@ import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import { loadTlsMaterial } from "../../src/net/auth/tls.js";
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../src/net/transport-auth.js";
-import { PeerClient, TransportError } from "../../src/net/transport-client.js";
+import { type ForwardTransport, PeerClient, TransportError } from "../../src/net/transport-client.js";
 import {
   buildPeerServer,
   type IncomingMessage,
@@ -83,8 +83,8 @@ async function start(auth: PeerAuth, self = "B", maxSnapshotBytes?: number) {
   return { url, log };
 }
 
-function client(auth: PeerAuth, timeouts = {}) {
-  const c = new PeerClient({ auth, timeouts });
+function client(auth: PeerAuth, timeouts = {}, forwardTransport: ForwardTransport = "channel") {
+  const c = new PeerClient({ auth, timeouts, forwardTransport });
   clients.push(c);
   return c;
 }
@@ -147,18 +147,23 @@ describe("peer transport (HMAC shared secret)", () => {
   });
 });
 
-describe("peer transport failures", () => {
-  it("classifies a refused connection as a connection failure", async () => {
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise((r) => probe.close(r));
-    const c = client(insecureAuth("A"));
-    c.setPeer("B", `http://127.0.0.1:${port}`);
-    const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
-    expect(err).toBeInstanceOf(TransportError);
-    expect((err as TransportError).kind).toBe("connection");
-  });
+// These peers are plain HTTP servers scripted to misbehave: they exercise forwards sent as one HTTP
+// request each (--forward-transport http); test/net/forward-channel.test.ts does the same for channels.
+describe("peer transport failures (HTTP forwards)", () => {
+  it.each(["http", "channel"] as const)(
+    "classifies a refused connection as a connection failure (%s)",
+    async (transport) => {
+      const probe = createServer();
+      await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+      const port = (probe.address() as AddressInfo).port;
+      await new Promise((r) => probe.close(r));
+      const c = client(insecureAuth("A"), {}, transport);
+      c.setPeer("B", `http://127.0.0.1:${port}`);
+      const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
+      expect(err).toBeInstanceOf(TransportError);
+      expect((err as TransportError).kind).toBe("connection");
+    },
+  );
 
   it("surfaces a stream cut off mid-answer as an error at once, never a short answer", async () => {
     const srv = createServer((_req, res) => {
@@ -168,7 +173,7 @@ describe("peer transport failures", () => {
     });
     await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
     try {
-      const c = client(insecureAuth("A"));
+      const c = client(insecureAuth("A"), {}, "http");
       c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
       const chunks: string[] = [];
       const t0 = performance.now();
@@ -198,7 +203,7 @@ describe("peer transport failures", () => {
     });
     await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
     try {
-      const c = client(insecureAuth("A"));
+      const c = client(insecureAuth("A"), {}, "http");
       c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
       const chunks: string[] = [];
       const reply = await c.forward("B", fwd("A-1"), (t) => chunks.push(t));
@@ -218,7 +223,7 @@ describe("peer transport failures", () => {
     });
     await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
     try {
-      const c = client(insecureAuth("A"), { forwardTotalMs: 300 });
+      const c = client(insecureAuth("A"), { forwardTotalMs: 300 }, "http");
       c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
       const t0 = performance.now();
       const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
@@ -238,7 +243,7 @@ describe("peer transport failures", () => {
     });
     await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
     try {
-      const c = client(insecureAuth("A"), { gapMs: 200 });
+      const c = client(insecureAuth("A"), { gapMs: 200 }, "http");
       c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
       const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
       expect((err as TransportError).kind).toBe("timeout");

@@ -12,7 +12,10 @@ describe("node runtime (two in-process nodes, sim engine)", () => {
   const prefix = Array.from({ length: 300 }, (_, i) => `shared${i}`).join(" ");
 
   beforeAll(async () => {
-    [a, b] = await pair({});
+    // The runtime's forward path is under test, so these nodes use the policy that always takes it.
+    // The default (cost-aware) may keep a 300-token prefix local while the first RTT samples (TLS
+    // set-up on a loaded box) still read tens of ms; test/e2e/cluster.test.ts covers it routing.
+    [a, b] = await pair({ policy: "affinity" });
   });
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
@@ -112,7 +115,9 @@ async function complete(url: string, prompt: string) {
 
 describe("node runtime: delay injection and overload", () => {
   it("delays every peer message in both directions, never client traffic", async () => {
-    const [a, b] = await pair({ injectDelayMs: "40" });
+    // affinity: it forwards whatever the delay, which this test needs to time. The default
+    // (cost-aware) rightly serves at A instead: an 80 ms round trip outweighs this prefix's saving.
+    const [a, b] = await pair({ injectDelayMs: "40", policy: "affinity" });
     try {
       const prefix = Array.from({ length: 200 }, (_, i) => `d${i}`).join(" ");
       let t0 = performance.now();

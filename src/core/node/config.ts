@@ -35,6 +35,15 @@ export const nodeConfigSchema = z
     /** Give up on a forward attempt after this long (then next candidate, finally local). */
     forwardTimeoutMs: z.number().positive().max(3_600_000).default(30_000),
     /**
+     * Floor of the wait for a forward's `forward-ack`: the attempt is abandoned (like a forward
+     * timeout) after max(this, 4 × the peer's smoothed RTT — its RTT prior until measured), capped at
+     * forwardTimeoutMs. 4 × SRTT is TCP's RTO with a generous variance term; the floor covers the
+     * receiver's own processing and scheduling lag on a fast LAN. Raise it where uploading the largest
+     * prompt takes longer than that (the ack leaves after the whole forward has arrived). A value ≥
+     * forwardTimeoutMs turns the ack wait off (only the forward timeout applies, as before acks).
+     */
+    forwardAckTimeoutMs: z.number().positive().max(3_600_000).default(250),
+    /**
      * Forwards arriving with more hops than this are refused. This node never re-forwards (a
      * forwarded request is served by its receiver), so chains cannot form whatever the value.
      */

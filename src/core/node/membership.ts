@@ -41,6 +41,13 @@ export interface PeerState {
   /** `at` (its clock) of the last snapshot it sent us, and when it arrived (our clock): our echo. */
   echoT: number | undefined;
   echoRxAt: number;
+  /**
+   * Forwards to it must be acked in time. True until it answers several forwards whose ack never came
+   * (a peer that does not ack, e.g. an older version); any ack from it sets it again.
+   */
+  acksForwards: boolean;
+  /** Answers in a row to attempts we had abandoned for want of an ack, with no ack in between. */
+  missedAcks: number;
 }
 
 export class Membership {
@@ -120,10 +127,16 @@ export class Membership {
     return this.liveness(p, now) === "live" && (now >= p.pushBackUntil || p.queueDepth < selfQueueDepth);
   }
 
-  /** Exponentially weighted RTT (α = 1/8, as TCP's SRTT). */
+  /**
+   * Exponentially weighted RTT: up slowly (α = 1/8, as TCP's SRTT), down fast (α = 1/2). A
+   * connection's first samples carry one-off costs (TCP and TLS set-up: 30–100 ms on loopback vs ≈ 4 ms
+   * after), which at 1/8 took dozens of rounds to fade and kept cost-aware routing from forwarding to a
+   * near peer for a fresh cluster's first seconds; brief spikes still move the estimate little.
+   */
   sampleRtt(p: PeerState, ms: number): void {
     const v = Math.max(0, ms);
-    p.rttMs = p.rttMs === undefined ? v : p.rttMs + (v - p.rttMs) / 8;
+    if (p.rttMs === undefined) p.rttMs = v;
+    else p.rttMs += (v - p.rttMs) / (v < p.rttMs ? 2 : 8);
   }
 }
 
@@ -148,5 +161,7 @@ function newPeerState(id: NodeId): PeerState {
     optimisticAt: Number.NEGATIVE_INFINITY,
     echoT: undefined,
     echoRxAt: 0,
+    acksForwards: true,
+    missedAcks: 0,
   };
 }

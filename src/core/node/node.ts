@@ -9,6 +9,13 @@
  * exactly once: replies that arrive after we moved on are dropped and counted (`lateReplies`).
  * Moving on also sends the abandoned target a `cancel`, so it drops the job if it has not started it:
  * a fallback then costs one computation, not two.
+ *
+ * Forward acks (bounded latency under message loss and silent partitions): the receiver of a forward
+ * answers `forward-ack` at once, with its ETA. The origin abandons an attempt that is not acked within
+ * the ack timeout (max(floor, 4 × RTT)) exactly like a timed-out one, instead of waiting the whole
+ * forward timeout. Once acked, it waits for the answer until ETA-based probe time; then it re-sends the
+ * same forward (a probe: idempotent at the receiver, which acks again or re-sends its lost answer) and
+ * again needs an ack in time. The forward timeout stays the hard bound of every attempt.
  */
 import { BLOCK_SIZE, BlockHasher } from "../block-hash.js";
 import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
@@ -38,6 +45,15 @@ import type {
 
 export const POLL_TIMER = "poll";
 const FWD_TIMER_PREFIX = "fwd:";
+const ACK_TIMER_PREFIX = "ack:";
+/** The ack timeout is at least this many smoothed RTTs (TCP's RTO allows SRTT + 4 × RTTVAR). */
+const ACK_RTT_FACTOR = 4;
+/** A peer is taken for one that does not ack after this many answers to unacked attempts in a row. */
+const MISSED_ACKS_TO_EXEMPT = 3;
+/** Answers kept to re-send to an origin probing for one it lost (also dropped after forwardTimeoutMs). */
+const MAX_RECENT_ANSWERS = 256;
+/** Attempts abandoned for want of an ack, remembered to notice a peer that answers but never acks. */
+const MAX_UNACKED_ABANDONED = 256;
 /** Longest request id accepted from a peer (ids are stored in maps and echoed back). */
 const MAX_REQ_ID = 512;
 /** Per engine run: eviction pressure remembers ≈ 50 runs. */
@@ -69,6 +85,12 @@ interface Pending {
   predicted: number;
   fallbacks: number;
   local: boolean;
+  /** The current attempt's target confirmed it holds it (`forward-ack`); false again after a probe. */
+  acked: boolean;
+  /** The ack timer is armed (so a fallback cancels it). */
+  ackArmed: boolean;
+  /** Probes sent for the current attempt (each doubles the wait before the next one). */
+  probes: number;
 }
 
 /** A request waiting for or running on this node's engine. */
@@ -104,6 +126,10 @@ function emptyStats(): NodeStats {
     lateReplies: 0,
     duplicateForwards: 0,
     cancelledForwards: 0,
+    ackTimeouts: 0,
+    probes: 0,
+    resentAnswers: 0,
+    ignoredAcks: 0,
     rejectedDeadline: 0,
     rejectedOverload: 0,
     engineFailures: 0,
@@ -133,6 +159,10 @@ export class PrefixNode {
   private readonly queuedForwards = new Map<string, Job>();
   /** Cancelled jobs still in the queue array (not counted as depth). */
   private cancelledQueued = 0;
+  /** Answers we sent for forwards, by forward key, to re-send to a probing origin (bounded). */
+  private readonly recentAnswers = new Map<string, { msg: PeerMessage; at: number }>();
+  /** Our attempts abandoned for want of an ack, by reqId + attempt → the peer (bounded). */
+  private readonly unackedAbandoned = new Map<string, NodeId>();
   /** Peers added at run time that get our full state at the next anti-entropy tick, live or not. */
   private readonly joined = new Set<NodeId>();
   private jobSeq = 0;
@@ -182,6 +212,8 @@ export class PrefixNode {
     this.seenForwards.clear();
     this.queuedForwards.clear();
     this.cancelledQueued = 0;
+    this.recentAnswers.clear();
+    this.unackedAbandoned.clear();
     this.reserved = 0;
   }
 
@@ -247,6 +279,20 @@ export class PrefixNode {
     this.estimates.remove(id);
     this.failPendingTo(id, this.deps.now(), out);
     return out;
+  }
+
+  /**
+   * Whether forwards to `id` must be acked in time (default true). For a runtime that knows better
+   * than the node can learn, e.g. a peer whose hello announces a protocol without forward acks; the
+   * node also learns it by itself (an answer to attempts it gave up on unacked, several times in a
+   * row, clears it; any ack sets it). Returns false for a non-member.
+   */
+  setForwardAcks(id: NodeId, acks: boolean): boolean {
+    const peer = this.members.get(id);
+    if (!peer) return false;
+    peer.acksForwards = acks;
+    peer.missedAcks = 0;
+    return true;
   }
 
   handle(input: NodeInput): Effect[] {
@@ -323,6 +369,7 @@ export class PrefixNode {
       pushBackUntil: p.pushBackUntil > now ? p.pushBackUntil : 0,
       rttMs: p.rttMs,
       holdsOfUs: p.holdsOfUs,
+      acksForwards: p.acksForwards,
     }));
   }
   /** The costs this node has learned (what cost-aware routing sees). */
@@ -414,6 +461,9 @@ export class PrefixNode {
       predicted,
       fallbacks: 0,
       local: false,
+      acked: false,
+      ackArmed: false,
+      probes: 0,
     };
     this.pending.set(reqId, p);
     this.advance(p, now, out);
@@ -458,15 +508,11 @@ export class PrefixNode {
       p.attempt++;
       p.current = to;
       p.attemptSentAt = now;
+      p.acked = false;
+      p.probes = 0;
       peer.sentSinceQueue++;
       this.stats_.forwarded++;
-      // The budget the target has: our timeout less the round trip the answer still needs.
-      const deadlineMs = Math.max(0, Math.floor(this.config.forwardTimeoutMs - (peer.rttMs ?? 0)));
-      out.push({
-        type: "send",
-        to,
-        msg: { type: "forward", reqId: p.reqId, attempt: p.attempt, hops: 1, request: p.request, deadlineMs },
-      });
+      this.sendForward(p, peer, now, out);
       out.push({
         type: "set-timer",
         timer: FWD_TIMER_PREFIX + p.reqId,
@@ -480,12 +526,48 @@ export class PrefixNode {
   }
 
   /**
+   * Sends the current attempt's forward (first send or probe) and, if the peer acks, arms the wait
+   * for its ack.
+   */
+  private sendForward(p: Pending, peer: PeerState, now: number, out: Effect[]): void {
+    // The budget the target has: what is left of our timeout less the round trip the answer needs.
+    const left = this.config.forwardTimeoutMs - (now - p.attemptSentAt);
+    const deadlineMs = Math.max(0, Math.floor(left - (peer.rttMs ?? 0)));
+    out.push({
+      type: "send",
+      to: peer.id,
+      msg: { type: "forward", reqId: p.reqId, attempt: p.attempt, hops: 1, request: p.request, deadlineMs },
+    });
+    const ackMs = this.ackTimeoutMs(peer);
+    // An ack timeout as long as the forward timeout adds nothing: acks are then not waited for.
+    p.ackArmed = peer.acksForwards && ackMs < this.config.forwardTimeoutMs;
+    if (p.ackArmed) out.push({ type: "set-timer", timer: ACK_TIMER_PREFIX + p.reqId, delayMs: ackMs });
+  }
+
+  /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
+  ackTimeoutMs(peer: { rttMs: number | undefined }): number {
+    const rtt = peer.rttMs ?? this.config.costPrior.rttMs;
+    return Math.min(
+      this.config.forwardTimeoutMs,
+      Math.max(this.config.forwardAckTimeoutMs, ACK_RTT_FACTOR * rtt),
+    );
+  }
+
+  /** The ack of the current attempt, or of a probe, is not needed any more. */
+  private disarmAck(p: Pending, out: Effect[]): void {
+    if (!p.ackArmed) return;
+    p.ackArmed = false;
+    out.push({ type: "cancel-timer", timer: ACK_TIMER_PREFIX + p.reqId });
+  }
+
+  /**
    * The current forward attempt failed: count it and move on. `cancel` tells the abandoned target to
    * drop the job if still queued (timeout, suspicion, send failure: it may hold it yet); not sent when
    * it answered an error, departed, restarted or left the membership (nothing to drop, or nobody).
    */
   private fallback(p: Pending, now: number, out: Effect[], cancelTimer: boolean, cancel = true): void {
     if (cancelTimer) out.push({ type: "cancel-timer", timer: FWD_TIMER_PREFIX + p.reqId });
+    this.disarmAck(p, out);
     if (cancel && p.current !== undefined)
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
     p.fallbacks++;
@@ -565,6 +647,9 @@ export class PrefixNode {
       case "forward":
         this.onForward(peer, msg.reqId, msg.attempt, msg.hops, msg.request, msg.deadlineMs, now, out);
         break;
+      case "forward-ack":
+        this.onForwardAck(peer, msg.reqId, msg.attempt, msg.etaMs, out);
+        break;
       case "cancel":
         this.onCancel(peer, msg.reqId, msg.attempt);
         break;
@@ -575,6 +660,7 @@ export class PrefixNode {
         const p = this.pending.get(msg.reqId);
         if (!p || p.local || p.current !== from || p.attempt !== msg.attempt) {
           this.stats_.lateReplies++;
+          this.onLateAnswer(peer, msg.reqId, msg.attempt);
           return;
         }
         // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.
@@ -675,8 +761,10 @@ export class PrefixNode {
     const seen = this.seenForwards.get(key);
     if (seen !== undefined) {
       // false: its cancel overtook it; the origin has moved on, so it is dropped unanswered.
-      if (seen) this.stats_.duplicateForwards++;
-      else {
+      if (seen) {
+        this.stats_.duplicateForwards++;
+        this.onDuplicateForward(peer.id, key, reqId, attempt, now, out);
+      } else {
         this.stats_.cancelledForwards++;
         this.seenForwards.set(key, true);
       }
@@ -709,8 +797,72 @@ export class PrefixNode {
         return;
       }
     }
+    // Accepted: ack at once (before any engine work) so the origin knows it need not fall back.
+    const etaMs = Math.ceil((this.expectedWaitMs(this.serviceEstimate()) ?? 0) + this.serviceFor(request));
+    out.push({ type: "send", to: peer.id, msg: { type: "forward-ack", reqId, attempt, etaMs } });
     // Served here: never forwarded again (hop limit 1 by default), so no chains or loops.
     this.enqueue("forward", reqId, peer.id, attempt, request, now, out);
+  }
+
+  /**
+   * The same forward again: a duplicate in the network, or the origin probing for an overdue answer.
+   * Never run twice: ack again while it waits or runs, re-send the answer if we already sent one.
+   */
+  private onDuplicateForward(
+    from: NodeId,
+    key: string,
+    reqId: string,
+    attempt: number,
+    now: number,
+    out: Effect[],
+  ): void {
+    const svc = this.serviceEstimate();
+    let etaMs: number | undefined;
+    const queued = this.queuedForwards.get(key);
+    if (queued) etaMs = (this.expectedWaitMs(svc) ?? 0) + this.serviceFor(queued.request);
+    else {
+      for (const job of this.running.values()) {
+        if (job.kind === "forward" && job.from === from && job.reqId === reqId && job.attempt === attempt) {
+          etaMs = Math.max(0, this.serviceFor(job.request) - (now - job.startedAt));
+          break;
+        }
+      }
+    }
+    if (etaMs !== undefined) {
+      out.push({
+        type: "send",
+        to: from,
+        msg: { type: "forward-ack", reqId, attempt, etaMs: Math.ceil(etaMs) },
+      });
+      return;
+    }
+    const answer = this.recentAnswers.get(key);
+    if (answer && now - answer.at <= this.config.forwardTimeoutMs) {
+      this.stats_.resentAnswers++;
+      out.push({ type: "send", to: from, msg: answer.msg });
+    }
+  }
+
+  /** Sends the answer to a forward and keeps it (bounded) for an origin that may lose it. */
+  private answerForward(job: Job, msg: PeerMessage, now: number, out: Effect[]): void {
+    const key = forwardKey(job.from as NodeId, job.reqId, job.attempt);
+    this.recentAnswers.set(key, { msg, at: now });
+    if (this.recentAnswers.size > MAX_RECENT_ANSWERS) {
+      this.recentAnswers.delete(this.recentAnswers.keys().next().value as string);
+    }
+    out.push({ type: "send", to: job.from as NodeId, msg });
+  }
+
+  /** Measured mean service time, or the learned costs' guess before any run. */
+  private serviceEstimate(): number {
+    return this.serviceMsEwma ?? this.learnedCosts().serviceMs;
+  }
+
+  /** Expected service time of `request` here: its uncached prefill, at least the measured mean. */
+  private serviceFor(request: EngineRequest): number {
+    const f = this.prefillFit.fit();
+    const prefill = f.fixedMs + f.msPerToken * (request.tokens.length - this.tree.match(request.tokens));
+    return Math.max(prefill, this.serviceMsEwma ?? 0);
   }
 
   /** Remembers a forward key in the bounded dedup window (oldest forgotten first). */
@@ -750,8 +902,7 @@ export class PrefixNode {
    * (undefined until a run is timed). With every slot busy, the running jobs have half a service
    * time left on average and the waiting ones drain `concurrency` at a time.
    */
-  private expectedWaitMs(): number | undefined {
-    const svc = this.serviceMsEwma;
+  private expectedWaitMs(svc = this.serviceMsEwma): number | undefined {
     if (svc === undefined) return undefined;
     const c = this.config.concurrency;
     if (this.running.size < c) return 0;
@@ -771,15 +922,18 @@ export class PrefixNode {
     const p = this.pending.get(reqId);
     if (!p || p.local || p.current !== peer.id || p.attempt !== attempt) {
       this.stats_.lateReplies++;
+      this.onLateAnswer(peer, reqId, attempt);
       return;
     }
     out.push({ type: "cancel-timer", timer: FWD_TIMER_PREFIX + reqId });
+    this.disarmAck(p, out);
     this.pending.delete(reqId);
     // Algorithm 1 line 17: the peer now caches this prompt; believe it until its next snapshot.
     this.index.updateTrieEstimate(peer.id, p.request.tokens);
     peer.optimisticAt = now;
     const remote = timing.queueMs + timing.prefillMs + timing.decodeMs;
-    this.members.sampleRtt(peer, now - p.attemptSentAt - remote);
+    // After a probe the answer may be a re-sent one: its delay is no round trip.
+    if (p.probes === 0) this.members.sampleRtt(peer, now - p.attemptSentAt - remote);
     out.push(this.okReply(p, result, { ...timing, servedBy: peer.id }, 1, now));
   }
 
@@ -819,7 +973,94 @@ export class PrefixNode {
     if (timer.startsWith(FWD_TIMER_PREFIX)) {
       const p = this.pending.get(timer.slice(FWD_TIMER_PREFIX.length));
       if (p && !p.local && p.current !== undefined) this.fallback(p, now, out, false);
+      return;
     }
+    if (timer.startsWith(ACK_TIMER_PREFIX)) {
+      const p = this.pending.get(timer.slice(ACK_TIMER_PREFIX.length));
+      if (p && !p.local && p.current !== undefined && p.ackArmed) this.onAckTimer(p, now, out);
+    }
+  }
+
+  /**
+   * The ack timer of the current attempt fired. Not acked (the forward, its ack, or the probe was
+   * lost, or the peer is cut off): abandon the attempt like a timed-out one — cancel, next candidate.
+   * Acked but unanswered past its ETA (the answer may be lost): probe by re-sending the same forward.
+   */
+  private onAckTimer(p: Pending, now: number, out: Effect[]): void {
+    p.ackArmed = false;
+    const peer = this.members.get(p.current as NodeId);
+    if (!p.acked || !peer) {
+      this.stats_.ackTimeouts++;
+      if (p.probes === 0 && peer) this.rememberUnacked(p.reqId, p.attempt, peer.id);
+      this.fallback(p, now, out, true);
+      return;
+    }
+    p.acked = false;
+    p.probes++;
+    this.stats_.probes++;
+    this.sendForward(p, peer, now, out);
+  }
+
+  /**
+   * A `forward-ack` arrived. Any ack shows the peer acks (so its forwards are held to the ack
+   * timeout). For the current, not yet acked attempt: wait for the answer until its ETA (with margin,
+   * doubling per probe) before probing; without an ETA, the forward timeout alone bounds the wait.
+   */
+  private onForwardAck(
+    peer: PeerState,
+    reqId: string,
+    attempt: number,
+    etaMs: number | undefined,
+    out: Effect[],
+  ): void {
+    if (typeof reqId !== "string" || reqId.length > MAX_REQ_ID || !Number.isInteger(attempt)) {
+      this.stats_.invalidMessages++;
+      return;
+    }
+    peer.acksForwards = true;
+    peer.missedAcks = 0;
+    this.unackedAbandoned.delete(attemptKey(reqId, attempt));
+    const p = this.pending.get(reqId);
+    if (!p || p.local || p.current !== peer.id || p.attempt !== attempt || p.acked) {
+      this.stats_.ignoredAcks++;
+      return;
+    }
+    p.acked = true;
+    // A peer-controlled number: only a finite, non-negative one counts, and never beyond our timeout.
+    const eta =
+      typeof etaMs === "number" && Number.isFinite(etaMs) && etaMs >= 0
+        ? Math.min(etaMs, this.config.forwardTimeoutMs)
+        : undefined;
+    if (eta === undefined) {
+      this.disarmAck(p, out);
+      return;
+    }
+    const waitMs = Math.min(
+      this.config.forwardTimeoutMs,
+      (2 * eta + this.ackTimeoutMs(peer)) * 2 ** Math.min(p.probes, 16),
+    );
+    p.ackArmed = true;
+    out.push({ type: "set-timer", timer: ACK_TIMER_PREFIX + reqId, delayMs: waitMs });
+  }
+
+  /** Remembers an attempt abandoned unacked, to notice a peer that answers but never acks. */
+  private rememberUnacked(reqId: string, attempt: number, peer: NodeId): void {
+    this.unackedAbandoned.set(attemptKey(reqId, attempt), peer);
+    if (this.unackedAbandoned.size > MAX_UNACKED_ABANDONED) {
+      this.unackedAbandoned.delete(this.unackedAbandoned.keys().next().value as string);
+    }
+  }
+
+  /**
+   * An answer for an attempt we had moved on from. If we had abandoned it for want of an ack, the
+   * peer got it but did not ack: after a few such in a row (no ack in between) we stop requiring its
+   * acks, so a peer that never acks (an older version) is not penalised on every forward.
+   */
+  private onLateAnswer(peer: PeerState, reqId: string, attempt: number): void {
+    const key = attemptKey(reqId, attempt);
+    if (this.unackedAbandoned.get(key) !== peer.id) return;
+    this.unackedAbandoned.delete(key);
+    if (++peer.missedAcks >= MISSED_ACKS_TO_EXEMPT) peer.acksForwards = false;
   }
 
   private pollDelay(): number {
@@ -1056,11 +1297,14 @@ export class PrefixNode {
     };
     if (job.kind === "forward") {
       this.stats_.servedForPeers++;
-      out.push({
-        type: "send",
-        to: job.from as NodeId,
-        msg: { type: "result", reqId: job.reqId, attempt: job.attempt, result: stripCache(result), timing },
-      });
+      const msg: PeerMessage = {
+        type: "result",
+        reqId: job.reqId,
+        attempt: job.attempt,
+        result: stripCache(result),
+        timing,
+      };
+      this.answerForward(job, msg, now, out);
     } else {
       this.stats_.servedLocal++;
       const p = this.pending.get(job.reqId);
@@ -1083,17 +1327,14 @@ export class PrefixNode {
     this.stats_.engineFailures++;
     this.finishJob(job);
     if (job.kind === "forward") {
-      out.push({
-        type: "send",
-        to: job.from as NodeId,
-        msg: {
-          type: "error",
-          reqId: job.reqId,
-          attempt: job.attempt,
-          error: `engine: ${error}`,
-          retryable: true,
-        },
-      });
+      const msg: PeerMessage = {
+        type: "error",
+        reqId: job.reqId,
+        attempt: job.attempt,
+        error: `engine: ${error}`,
+        retryable: true,
+      };
+      this.answerForward(job, msg, now, out);
     } else {
       const p = this.pending.get(job.reqId);
       if (p) {
@@ -1103,6 +1344,11 @@ export class PrefixNode {
     }
     this.pump(now, out);
   }
+}
+
+/** Identifies one of our own attempts (origin side). */
+function attemptKey(reqId: string, attempt: number): string {
+  return `${reqId}\u0000${attempt}`;
 }
 
 /** Identifies one forward attempt from one peer (dedup window, cancels). */

@@ -29,7 +29,8 @@ export interface HeldVersion {
 
 /**
  * Timer ids are opaque strings; the runtime keys pending timers by them.
- * "poll" = the anti-entropy tick; "fwd:<reqId>" = the timeout of the current forward attempt.
+ * "poll" = the anti-entropy tick; "fwd:<reqId>" = the timeout of the current forward attempt;
+ * "ack:<reqId>" = waiting for that attempt's `forward-ack` (or, once acked, for its overdue answer).
  */
 export type TimerId = string;
 
@@ -67,6 +68,15 @@ export interface ServedTiming {
  *   `hops` counts forwards so far (1 for a direct forward); a node never forwards beyond `maxHops`.
  *   `deadlineMs` (optional) is the time budget left before the origin gives up on this attempt: a
  *   receiver that expects to finish it later answers a retryable error at once (fast fallback).
+ *   A receiver that gets the same (reqId, attempt) again — the origin's probe for an overdue answer —
+ *   does not run it twice: it acks again while the job waits or runs, and re-sends its answer if it
+ *   has already sent one (a bounded number of recent answers is kept for this).
+ * - `forward-ack`: the receiver accepted this forward (queued or started). Sent at once, before any
+ *   engine work, so the origin tells a lost forward / unreachable peer from a slow answer within
+ *   about one RTT instead of its whole forward timeout. `etaMs` (optional) is the receiver's estimate
+ *   of how long until it answers (queue wait + service); the origin probes after that (see node.ts).
+ *   Not sent for a refused or dropped forward (duplicate without a job, shutting down, overload:
+ *   those answer `error` or nothing, as before).
  * - `cancel`: the origin moved this attempt on (timeout, suspicion, error): a receiver still holding
  *   it queued drops it and answers nothing; a started job finishes (its reply is dropped as late).
  *   Optional to handle: a peer that ignores it is still correct, it only wastes the work.
@@ -93,6 +103,7 @@ export type PeerMessage =
       /** ms the origin will still wait for this attempt when it sends it (relative: no clock sync). */
       deadlineMs?: number;
     }
+  | { type: "forward-ack"; reqId: string; attempt: number; etaMs?: number }
   | { type: "cancel"; reqId: string; attempt: number }
   | { type: "result"; reqId: string; attempt: number; result: EngineResult; timing: ServedTiming }
   | { type: "error"; reqId: string; attempt: number; error: string; retryable: boolean }
@@ -178,6 +189,8 @@ export interface PeerView {
   rttMs: number | undefined;
   /** What it last told us it holds of OUR tree. */
   holdsOfUs: HeldVersion | undefined;
+  /** Forwards to it must be acked within the ack timeout (false: it was seen not to ack, e.g. old). */
+  acksForwards: boolean;
 }
 
 export interface NodeStats {
@@ -191,6 +204,14 @@ export interface NodeStats {
   duplicateForwards: number;
   /** Queued forwards dropped because their origin cancelled them (never started here). */
   cancelledForwards: number;
+  /** Forward attempts abandoned because their `forward-ack` (or the answer to a probe) never came. */
+  ackTimeouts: number;
+  /** Forwards re-sent (same attempt) to a peer that acked but whose answer was overdue. */
+  probes: number;
+  /** Answers re-sent to an origin that probed for a forward we had already answered. */
+  resentAnswers: number;
+  /** `forward-ack`s ignored: unknown or finished request, an older attempt, or a duplicate. */
+  ignoredAcks: number;
   /** Forwards refused at once because the expected finish lies beyond the origin's deadline. */
   rejectedDeadline: number;
   rejectedOverload: number;

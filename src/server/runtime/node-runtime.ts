@@ -289,6 +289,7 @@ export class NodeRuntime implements NodeService {
         // timer goes with the answer, so answered forwards keep no timer (nor their stream) alive.
         let ttl: NodeJS.Timeout | undefined;
         const answer: ForwardReplyStream = {
+          ack: () => stream.ack(),
           chunk: (text) => stream.chunk(text),
           finish: (m) => {
             clearTimeout(ttl);
@@ -627,6 +628,15 @@ export class NodeRuntime implements NodeService {
         // Best effort: a lost cancel only costs the peer the work (an old peer answers 400).
         this.o.client.sendMessage(to, msg).catch(() => {});
         return;
+      case "forward-ack":
+        // On the forward's own answer stream (deferred: a quick answer makes it unnecessary). Without
+        // an open stream there is nobody to tell: the origin falls back after its ack timeout.
+        this.streams.get(streamKey(to, msg.reqId, msg.attempt))?.ack();
+        return;
+      default: {
+        const unhandled: never = msg;
+        this.o.logger.error({ msg: unhandled }, "no transport for this peer message");
+      }
     }
   }
 
@@ -655,8 +665,16 @@ export class NodeRuntime implements NodeService {
   }
 
   private sendForward(to: string, msg: ForwardMsg): void {
+    // The transport's ack carries no ETA: the answer comes back on the same reliable stream, so the
+    // node needs no probes for it — a broken stream is reported as a failure at once.
+    const onAck = () =>
+      this.feed({
+        type: "peer-message",
+        from: to,
+        msg: { type: "forward-ack", reqId: msg.reqId, attempt: msg.attempt },
+      });
     this.o.client
-      .forward(to, msg, (text) => this.relay(msg.request, to, text))
+      .forward(to, msg, (text) => this.relay(msg.request, to, text), undefined, onAck)
       .then(
         (reply: ReplyMsg) => this.feed({ type: "peer-message", from: to, msg: reply }),
         (err) => {

@@ -95,6 +95,7 @@ export async function startNode(
       cacheMode: engine.info.cacheMode,
       pollMs: s.pollMs,
       forwardTimeoutMs: s.forwardTimeoutMs,
+      forwardAckTimeoutMs: s.forwardAckTimeoutMs,
       concurrency: s.concurrency,
     },
     { now, random: Math.random },
@@ -113,6 +114,7 @@ export async function startNode(
       gapMs: s.forwardTimeoutMs + 5_000,
       forwardTotalMs: Math.max(s.forwardTimeoutMs * 2, 10_000),
     },
+    forwardTransport: s.forwardTransport,
     ...(delayFn ? { delay: delayFn } : {}),
   });
   const peerUrls = new Map(peers.map((p) => [p.id, p.url]));

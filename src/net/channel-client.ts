@@ -1,0 +1,250 @@
+/**
+ * The origin side of the forward channel: one WebSocket per peer, opened on first use and reopened
+ * after it closes, with every forward to that peer multiplexed on it as a numbered stream. Each
+ * forward keeps the transport's explicit timeouts (first answer frame, gap between frames, whole
+ * forward); a channel that closes with streams open fails each of them at once — a cut-off answer is
+ * an error, never a short one.
+ */
+import { WebSocket } from "ws";
+import type { FrameMac } from "./auth/channel-mac.js";
+import { HEADER_NONCE } from "./auth/hmac.js";
+import type { PeerAuth } from "./transport-auth.js";
+import { classify, TransportError } from "./transport-error.js";
+import {
+  CHANNEL_PATH,
+  channelFrameSchema,
+  type channelRecordSchema,
+  type ForwardMsg,
+  forwardToWire,
+  type ReplyMsg,
+} from "./transport-wire.js";
+
+type ChannelRecord = import("zod").infer<typeof channelRecordSchema>;
+
+export interface ChannelTimeouts {
+  connectMs: number;
+  firstByteMs: number;
+  gapMs: number;
+  forwardTotalMs: number;
+}
+
+interface OpenStream {
+  onChunk: (text: string) => void;
+  onAck: (() => void) | undefined;
+  resolve: (m: ReplyMsg) => void;
+  reject: (e: TransportError) => void;
+  /** First-frame, then between-frames timer. */
+  idle: NodeJS.Timeout;
+  total: NodeJS.Timeout;
+  /** A frame of this stream arrived (ack or chunk): the peer has it; the gap timer runs from now on. */
+  answered: boolean;
+}
+
+/** Frames from a peer are bounded like a streamed forward answer's records. */
+const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+/** A silent connection is probed this often; one unanswered probe closes it (the next forward reopens). */
+const PING_MS = 15_000;
+
+export class ForwardChannel {
+  private ws: WebSocket | undefined;
+  private opening: Promise<WebSocket> | undefined;
+  private mac: FrameMac | undefined;
+  private readonly streams = new Map<number, OpenStream>();
+  private nextK = 0;
+  private ping: NodeJS.Timeout | undefined;
+  private alive = true;
+  private closed = false;
+
+  constructor(
+    private readonly peerId: string,
+    /** The peer's base URL (http: or https:). */
+    private readonly url: string,
+    private readonly auth: PeerAuth,
+    private readonly t: ChannelTimeouts,
+  ) {}
+
+  /** Sends one forward and streams its answer; rejects with TransportError on any failure. */
+  /** `onAck` once the peer has accepted the forward: its ack record, or the first chunk. */
+  async forward(
+    msg: ForwardMsg,
+    onChunk: (text: string) => void,
+    signal?: AbortSignal,
+    onAck?: () => void,
+  ): Promise<ReplyMsg> {
+    const ws = this.ws?.readyState === WebSocket.OPEN ? this.ws : await this.open();
+    const k = this.nextK++;
+    const payload = Buffer.from(JSON.stringify({ t: "fwd", k, f: forwardToWire(msg) }));
+    return new Promise<ReplyMsg>((resolve, reject) => {
+      const fail = (e: TransportError) => this.end(k)?.reject(e);
+      const onAbort = () => fail(new TransportError("aborted", `forward to ${this.peerId} aborted`));
+      if (signal?.aborted) return reject(new TransportError("aborted", `forward to ${this.peerId} aborted`));
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const s: OpenStream = {
+        onChunk,
+        onAck,
+        resolve: (m) => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve(m);
+        },
+        reject: (e) => {
+          signal?.removeEventListener("abort", onAbort);
+          reject(e);
+        },
+        idle: setTimeout(
+          () =>
+            fail(new TransportError("timeout", `peer ${this.peerId}: no answer in ${this.t.firstByteMs} ms`)),
+          this.t.firstByteMs,
+        ),
+        total: setTimeout(
+          () =>
+            fail(
+              new TransportError(
+                "timeout",
+                `forward to ${this.peerId} took over ${this.t.forwardTotalMs} ms`,
+              ),
+            ),
+          this.t.forwardTotalMs,
+        ),
+        answered: false,
+      };
+      s.idle.unref();
+      s.total.unref();
+      this.streams.set(k, s);
+      ws.send(this.mac ? this.mac.seal(payload) : payload, { binary: true });
+    });
+  }
+
+  /** Closes the channel; open streams fail as cut off. */
+  close(): void {
+    this.closed = true;
+    this.ws?.terminate();
+    this.failAll(new TransportError("cut-off", `channel to ${this.peerId} closed`));
+  }
+
+  /** Removes stream k and clears its timers; undefined if it had already ended. */
+  private end(k: number): OpenStream | undefined {
+    const s = this.streams.get(k);
+    if (!s) return undefined;
+    this.streams.delete(k);
+    clearTimeout(s.idle);
+    clearTimeout(s.total);
+    return s;
+  }
+
+  private failAll(e: TransportError): void {
+    for (const k of [...this.streams.keys()]) this.end(k)?.reject(e);
+  }
+
+  private open(): Promise<WebSocket> {
+    if (this.closed)
+      return Promise.reject(new TransportError("connection", `channel to ${this.peerId} closed`));
+    this.opening ??= this.connect().finally(() => {
+      this.opening = undefined;
+    });
+    return this.opening;
+  }
+
+  private connect(): Promise<WebSocket> {
+    const headers = this.auth.sign("GET", CHANNEL_PATH, undefined);
+    const nonce = (headers as Record<string, string>)[HEADER_NONCE] ?? "";
+    const base = new URL(this.url);
+    const wsUrl = `${base.protocol === "https:" ? "wss:" : "ws:"}//${base.host}${CHANNEL_PATH}`;
+    const ws = new WebSocket(wsUrl, {
+      headers,
+      perMessageDeflate: false,
+      handshakeTimeout: this.t.connectMs,
+      maxPayload: MAX_FRAME_BYTES,
+      ...(this.auth.connectOptions(this.peerId) ?? {}),
+    });
+    const mac = this.auth.channelMac(nonce, "client");
+    return new Promise<WebSocket>((resolve, reject) => {
+      let settled = false;
+      ws.once("unexpected-response", (_req, res) => {
+        settled = true;
+        const status = res.statusCode ?? 0;
+        res.resume();
+        ws.terminate();
+        reject(
+          new TransportError("http", `peer ${this.peerId} refused the forward channel: ${status}`, status),
+        );
+      });
+      ws.once("open", () => {
+        settled = true;
+        this.ws = ws;
+        this.mac = mac;
+        this.alive = true;
+        this.watch(ws);
+        resolve(ws);
+      });
+      ws.on("error", (err) => {
+        if (settled) return; // after open, 'close' follows and fails the open streams
+        settled = true;
+        reject(classify(err));
+      });
+      ws.on("close", (code, reason) => {
+        if (this.ws !== ws) return;
+        this.ws = undefined;
+        if (this.ping) clearInterval(this.ping);
+        // 1006: the connection died (reset, peer gone); otherwise the peer closed it on purpose.
+        const kind = code === 1006 ? "connection" : "cut-off";
+        this.failAll(
+          new TransportError(kind, `channel to ${this.peerId} closed (${code} ${reason.toString()})`),
+        );
+      });
+    });
+  }
+
+  private watch(ws: WebSocket): void {
+    ws.on("message", (data: Buffer) => {
+      this.alive = true;
+      const payload = this.mac ? this.mac.open(data) : data;
+      if (!payload) return this.garbled(ws, "bad frame tag");
+      let frame: ReturnType<typeof channelFrameSchema.safeParse>;
+      try {
+        frame = channelFrameSchema.safeParse(JSON.parse(payload.toString("utf8")));
+      } catch {
+        return this.garbled(ws, "frame is not JSON");
+      }
+      if (!frame.success) return this.garbled(ws, "invalid frame");
+      for (const r of frame.data) this.deliver(r);
+    });
+    ws.on("pong", () => {
+      this.alive = true;
+    });
+    this.ping = setInterval(() => {
+      if (!this.alive) return ws.terminate();
+      this.alive = false;
+      ws.ping();
+    }, PING_MS);
+    this.ping.unref();
+  }
+
+  private deliver(r: ChannelRecord): void {
+    const s = this.streams.get(r.k);
+    if (!s) return; // an answer we gave up on
+    if (r.t === "ack" || r.t === "chunk") {
+      if (s.answered) s.idle.refresh();
+      else {
+        s.answered = true;
+        clearTimeout(s.idle);
+        s.idle = setTimeout(() => {
+          if (this.end(r.k))
+            s.reject(new TransportError("timeout", `peer ${this.peerId}: silent for ${this.t.gapMs} ms`));
+        }, this.t.gapMs);
+        s.idle.unref();
+        s.onAck?.();
+      }
+      if (r.t === "chunk") s.onChunk(r.text);
+      return;
+    }
+    this.end(r.k);
+    if (r.t === "msg") s.resolve(r.msg as ReplyMsg);
+    else s.reject(new TransportError("http", `peer ${this.peerId} refused forward: ${r.error}`, 400));
+  }
+
+  /** A peer sending frames we cannot read: fail its streams as a protocol error and start over. */
+  private garbled(ws: WebSocket, why: string): void {
+    this.failAll(new TransportError("protocol", `peer ${this.peerId}: ${why}`));
+    ws.close(1002, why);
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The peer side of the forward channel: a WebSocket (RFC 6455, via `ws`) upgraded from GET
+ * /peer/channel on the peer port. The upgrade request passes the same authentication as any peer
+ * request (the TLS certificate, or the HMAC signature and replay window) and the same membership
+ * check, or is refused before it becomes a channel; then forwards arrive as frames and their answers
+ * leave as frames on the one connection. Why not a request per forward: on this hardware a peer
+ * hop over HTTP costs several times a frame round trip (BENCHMARKS.md, "Router overhead").
+ */
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import { type WebSocket, WebSocketServer } from "ws";
+import type { FrameMac } from "./auth/channel-mac.js";
+import { FRAME_TAG_BYTES } from "./auth/channel-mac.js";
+import { HEADER_NONCE } from "./auth/hmac.js";
+import { orderedWrites } from "./ordered-writes.js";
+import type { PeerAuth } from "./transport-auth.js";
+import { deferredAck, type ForwardReplyStream, type PeerServerHandlers } from "./transport-server.js";
+import {
+  CHANNEL_PATH,
+  channelForwardSchema,
+  MAX_RECORDS_PER_FRAME,
+  parseForward,
+  replyToWire,
+} from "./transport-wire.js";
+
+export interface ChannelServerOptions {
+  auth: PeerAuth;
+  handlers: Pick<PeerServerHandlers, "isKnownPeer" | "onForward" | "onAuthRejected">;
+  maxForwardBytes: number;
+  delay?: (() => Promise<void>) | undefined;
+  logger?: { warn(obj: object, msg: string): void } | undefined;
+}
+
+export interface ForwardChannelServer {
+  /** Closes every channel (code 1001): their open streams are cut off, which origins treat as errors. */
+  close(): void;
+}
+
+/** Ends an upgrade that will not become a channel with a plain HTTP answer, like any refused request. */
+function refuse(socket: Duplex, status: number, text: string, error: string): void {
+  const body = JSON.stringify({ error });
+  socket.end(
+    `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+export function attachForwardChannel(server: Server, opts: ChannelServerOptions): ForwardChannelServer {
+  const { auth, handlers } = opts;
+  const wss = new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    // A forward frame is the forward body plus the envelope (and a tag in shared-secret mode).
+    maxPayload: opts.maxForwardBytes + FRAME_TAG_BYTES + 256,
+  });
+
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on("error", () => {}); // a peer hanging up mid-handshake is not our error
+    const path = req.url ?? "";
+    if (path !== CHANNEL_PATH || req.method !== "GET") {
+      refuse(socket, 404, "Not Found", "no such peer endpoint");
+      return;
+    }
+    const r = auth.verify({
+      method: "GET",
+      path,
+      headers: req.headers,
+      body: undefined,
+      socket: req.socket,
+    });
+    if (!r.ok) {
+      handlers.onAuthRejected?.(r.reason);
+      refuse(socket, 401, "Unauthorized", `peer authentication failed: ${r.reason}`);
+      return;
+    }
+    if (!handlers.isKnownPeer(r.sender)) {
+      handlers.onAuthRejected?.("unknown-peer");
+      refuse(socket, 403, "Forbidden", `'${r.sender}' is not a member of this cluster`);
+      return;
+    }
+    const nonce = req.headers[HEADER_NONCE];
+    const mac = auth.channelMac(typeof nonce === "string" ? nonce : "", "server");
+    wss.handleUpgrade(req, socket, head, (ws) => serveChannel(ws, r.sender, mac));
+  });
+
+  function serveChannel(ws: WebSocket, peer: string, mac: FrameMac | undefined): void {
+    ws.on("error", () => {}); // 'close' follows; open streams see `closed`
+    // Records made in one event-loop turn leave together (see the wire format): one frame, one write.
+    let outbox: object[] = [];
+    const flush = () => {
+      const records = outbox;
+      outbox = [];
+      if (ws.readyState !== ws.OPEN) return;
+      for (let i = 0; i < records.length; i += MAX_RECORDS_PER_FRAME) {
+        const payload = Buffer.from(JSON.stringify(records.slice(i, i + MAX_RECORDS_PER_FRAME)));
+        ws.send(mac ? mac.seal(payload) : payload, { binary: true });
+      }
+    };
+    const send = (record: object) => {
+      if (outbox.push(record) === 1) setImmediate(flush);
+    };
+    const drop = (code: number, why: string) => {
+      opts.logger?.warn({ peer, why }, "forward channel closed: bad frame");
+      ws.close(code, why);
+    };
+    ws.on("message", (data: Buffer) => {
+      const payload = mac ? mac.open(data) : data;
+      if (!payload) return drop(1008, "bad frame tag");
+      let json: unknown;
+      try {
+        json = JSON.parse(payload.toString("utf8"));
+      } catch {
+        return drop(1007, "frame is not JSON");
+      }
+      const frame = channelForwardSchema.safeParse(json);
+      if (!frame.success) return drop(1008, "not a forward frame");
+      const { k, f } = frame.data;
+      const parsed = parseForward(f);
+      if (!parsed.ok) return send({ t: "rej", k, error: parsed.error });
+      const write = orderedWrites(opts.delay);
+      let finished = false;
+      const acker = deferredAck(() => write(() => send({ t: "ack", k })));
+      const stream: ForwardReplyStream = {
+        ack: acker.ack,
+        chunk(text) {
+          acker.answered();
+          if (!finished) write(() => send({ t: "chunk", k, text }));
+        },
+        finish(m) {
+          acker.answered();
+          if (finished) return;
+          finished = true;
+          write(() => send({ t: "msg", k, msg: replyToWire(m) }));
+        },
+        get closed() {
+          return finished || ws.readyState !== ws.OPEN;
+        },
+      };
+      handlers.onForward(peer, parsed.msg, stream);
+    });
+  }
+
+  return {
+    close() {
+      for (const ws of wss.clients) {
+        ws.close(1001, "shutting down");
+        // A peer that does not answer the closing handshake must not hold the server open.
+        setTimeout(() => ws.terminate(), 1000).unref();
+      }
+      wss.close();
+    },
+  };
+}

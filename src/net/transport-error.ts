@@ -1,0 +1,53 @@
+/**
+ * How a peer message failed, as the runtime needs to know it: a refused or reset connection, a
+ * timeout, a stream cut off before its final record, a refusal (HTTP status), an abort, or garbage.
+ */
+export type TransportFailure = "connection" | "timeout" | "cut-off" | "http" | "aborted" | "protocol";
+
+export class TransportError extends Error {
+  constructor(
+    readonly kind: TransportFailure,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = "TransportError";
+  }
+}
+
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+  "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+
+export function classify(err: unknown): TransportError {
+  if (err instanceof TransportError) return err;
+  let e = err as (Error & { code?: string; cause?: unknown; name?: string }) | undefined;
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (e.name === "TimeoutError" || (e.code && TIMEOUT_CODES.has(e.code))) {
+      return new TransportError("timeout", e.message);
+    }
+    if (e.code && CONNECTION_CODES.has(e.code))
+      return new TransportError("connection", `${e.code}: ${e.message}`);
+    if (e.name === "AbortError" || e.code === "UND_ERR_ABORTED") {
+      // An abort whose reason is a timeout is a timeout.
+      if (e.cause && (e.cause as Error).name === "TimeoutError")
+        return new TransportError("timeout", e.message);
+      return new TransportError("aborted", e.message);
+    }
+    e = e.cause as typeof e;
+  }
+  const m = (err as Error)?.message ?? String(err);
+  // TLS handshake refusals and other socket-level failures: the peer is unreachable for us.
+  return new TransportError("connection", m);
+}

@@ -1,0 +1,275 @@
+/**
+ * Forward acks: the receiver of a forward acks it at once, so the origin falls back within about one
+ * RTT (the ack timeout) when the forward, its ack or the peer is lost — not after the whole forward
+ * timeout — and probes (re-sends the same forward) when an acked answer is overdue, which the receiver
+ * answers without running the request twice.
+ */
+import { describe, expect, it } from "vitest";
+import type { Effect, PeerMessage } from "../../src/core/node/types.js";
+import { Harness, type Mail, prompt } from "./node-harness.js";
+
+/** Serves `tokens` at `id` before the first gossip (peers unknown yet → local). */
+function warm(h: Harness, id: string, reqId: string, tokens: Uint32Array): void {
+  h.client(id, reqId, tokens);
+  h.finishRuns(id);
+  if (h.repliesFor(reqId)[0]?.record.servedBy !== id) throw new Error(`warm-up of ${id} was not local`);
+}
+
+/** Advances `ms` in small steps, delivering snapshots so nobody is suspected on the way. */
+function advanceLive(h: Harness, ms: number, step = 10): void {
+  for (let t = 0; t < ms; t += step) {
+    h.advance(Math.min(step, ms - t));
+    h.deliver((m) => m.msg.type === "snapshot");
+  }
+}
+
+const isType =
+  (type: PeerMessage["type"]) =>
+  (m: Mail): boolean =>
+    m.msg.type === type;
+
+function sentTypes(effects: Effect[]): string[] {
+  return effects.flatMap((e) => (e.type === "send" ? [e.msg.type] : []));
+}
+
+/** A, B; B holds topics 1-5 so A forwards their prompts to B. */
+function setup(overrides = {}): Harness {
+  const h = new Harness(["A", "B"], overrides);
+  for (let t = 1; t <= 5; t++) warm(h, "B", `warm${t}`, prompt(t, 0));
+  h.gossip(3);
+  return h;
+}
+
+describe("PrefixNode — forward acks", () => {
+  it("acks an accepted forward at once with an ETA; refused forwards get no ack", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    const fwd = h.mailbox.find(isType("forward")) as Mail;
+    h.drop((m) => m === fwd);
+    const atB = h.input("B", { type: "peer-message", from: "A", msg: fwd.msg });
+    // The ack leaves before the engine work starts.
+    expect(atB.map((e) => (e.type === "send" ? e.msg.type : e.type))).toEqual(["forward-ack", "engine-run"]);
+    const ack = atB[0];
+    expect(ack?.type === "send" && ack.msg).toMatchObject({ type: "forward-ack", reqId: "r1", attempt: 1 });
+    const eta = ack?.type === "send" && ack.msg.type === "forward-ack" ? ack.msg.etaMs : undefined;
+    expect(eta).toBeGreaterThan(0);
+    // Refused (hop limit): an error, no ack.
+    const req = { id: "x", tokens: prompt(1, 2), maxTokens: 1 };
+    const far = h.input("B", {
+      type: "peer-message",
+      from: "A",
+      msg: { type: "forward", reqId: "x", attempt: 1, hops: 2, request: req },
+    });
+    expect(sentTypes(far)).toEqual(["error"]);
+    // Dropped because its cancel overtook it: nothing at all.
+    h.input("B", { type: "peer-message", from: "A", msg: { type: "cancel", reqId: "y", attempt: 1 } });
+    const late = h.input("B", {
+      type: "peer-message",
+      from: "A",
+      msg: { type: "forward", reqId: "y", attempt: 1, hops: 1, request: req },
+    });
+    expect(late).toEqual([]);
+  });
+
+  it("a lost forward falls back after the ack timeout, not the forward timeout", () => {
+    const h = setup({ forwardTimeoutMs: 30_000 });
+    expect(h.node("A").ackTimeoutMs({ rttMs: h.node("A").peers()[0]?.rttMs })).toBe(250);
+    h.client("A", "r1", prompt(1, 1));
+    expect(h.drop(isType("forward"))).toBe(1);
+    advanceLive(h, 240);
+    expect(h.members.get("A")?.runs.size).toBe(0); // still waiting
+    advanceLive(h, 20);
+    expect(h.members.get("A")?.runs.size).toBe(1); // fell back to local
+    expect(h.mailbox.filter(isType("cancel"))).toMatchObject([{ to: "B", msg: { reqId: "r1", attempt: 1 } }]);
+    expect(h.node("A").stats().ackTimeouts).toBe(1);
+    h.finishRuns("A");
+    const replies = h.repliesFor("r1");
+    expect(replies).toHaveLength(1);
+    expect(replies[0]?.record.servedBy).toBe("A");
+    expect(replies[0]?.record.fallbacks).toBe(1);
+    expect(replies[0]?.record.totalMs).toBeLessThan(300);
+  });
+
+  it("a lost ack counts like a lost forward; the peer's late answer is dropped (exactly once)", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(isType("forward"));
+    expect(h.drop(isType("forward-ack"))).toBe(1);
+    advanceLive(h, 260);
+    expect(h.node("A").stats().ackTimeouts).toBe(1);
+    h.deliver(isType("cancel")); // B already runs it: it finishes
+    h.finishRuns();
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.node("A").stats().lateReplies).toBe(1);
+  });
+
+  it("once acked, waits past the ack timeout; a lost result is recovered by a probe, not a rerun", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
+    advanceLive(h, 300); // acked: no fallback at the ack timeout
+    expect(h.node("A").stats().ackTimeouts).toBe(0);
+    h.finishRuns("B");
+    expect(h.drop(isType("result"))).toBe(1); // the answer is lost
+    let probeAt = -1;
+    for (let t = 0; t < 1_000 && probeAt < 0; t += 10) {
+      advanceLive(h, 10);
+      if (h.mailbox.some(isType("forward"))) probeAt = h.now;
+    }
+    expect(probeAt).toBeGreaterThan(0);
+    expect(h.node("A").stats().probes).toBe(1);
+    const probe = h.mailbox.find(isType("forward"));
+    expect(probe?.msg).toMatchObject({ reqId: "r1", attempt: 1 }); // the same attempt again
+    h.deliver(isType("forward"));
+    expect(h.node("B").stats().resentAnswers).toBe(1);
+    expect(h.members.get("B")?.runs.size).toBe(0); // not run again
+    h.deliver();
+    const replies = h.repliesFor("r1");
+    expect(replies).toHaveLength(1);
+    expect(replies[0]?.record.servedBy).toBe("B");
+    expect(replies[0]?.record.fallbacks).toBe(0);
+    expect(h.node("B").stats().servedForPeers).toBe(1);
+    // The probe's wait is no round trip: the measured RTT is untouched.
+    expect(h.node("A").peers()[0]?.rttMs).toBe(0);
+  });
+
+  it("a probe of a job still running is acked again; an unanswered probe falls back", () => {
+    const h = setup({ forwardTimeoutMs: 30_000 });
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
+    const probeTimes: number[] = [];
+    const untilProbe = (): void => {
+      for (let t = 0; t < 20_000; t += 10) {
+        advanceLive(h, 10);
+        if (h.mailbox.some(isType("forward"))) {
+          probeTimes.push(h.now);
+          return;
+        }
+      }
+    };
+    untilProbe();
+    const reack = h.mailbox.find(isType("forward")) as Mail;
+    h.drop((m) => m === reack);
+    const atB = h.input("B", { type: "peer-message", from: "A", msg: reack.msg });
+    expect(sentTypes(atB)).toEqual(["forward-ack"]); // running: acked again, not rerun
+    expect(atB.some((e) => e.type === "engine-run")).toBe(false);
+    h.deliver(isType("forward-ack"));
+    untilProbe();
+    expect(probeTimes).toHaveLength(2);
+    // The job is overdue (ETA 0 in the re-ack), yet the wait doubles per probe: 2 × the ack timeout.
+    expect((probeTimes[1] as number) - (probeTimes[0] as number)).toBeGreaterThanOrEqual(2 * 250);
+    // This probe is lost: after one more ack timeout the attempt is abandoned.
+    expect(h.drop(isType("forward"))).toBe(1);
+    advanceLive(h, 260);
+    expect(h.node("A").stats().ackTimeouts).toBe(1);
+    expect(h.mailbox.filter(isType("cancel"))).toHaveLength(1);
+    h.finishRuns();
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+  });
+
+  it("ignores duplicated acks and acks for unknown or finished requests", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(isType("forward"));
+    const ack = h.mailbox.find(isType("forward-ack")) as Mail;
+    h.deliver(isType("forward-ack"));
+    const again = h.input("A", { type: "peer-message", from: "B", msg: ack.msg });
+    expect(again).toEqual([]);
+    expect(h.node("A").stats().ignoredAcks).toBe(1);
+    const unknown: PeerMessage = { type: "forward-ack", reqId: "nope", attempt: 1, etaMs: 5 };
+    expect(h.input("A", { type: "peer-message", from: "B", msg: unknown })).toEqual([]);
+    h.finishRuns("B");
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    // After the answer: ignored too, and nothing is answered twice.
+    expect(h.input("A", { type: "peer-message", from: "B", msg: ack.msg })).toEqual([]);
+    expect(h.node("A").stats().ignoredAcks).toBe(3);
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    // Malformed: counted, ignored.
+    const bad: PeerMessage = { type: "forward-ack", reqId: "x".repeat(600), attempt: 1 };
+    expect(h.input("A", { type: "peer-message", from: "B", msg: bad })).toEqual([]);
+    expect(h.node("A").stats().invalidMessages).toBe(1);
+  });
+
+  it("an ETA that is not a finite, non-negative number leaves only the forward timeout", () => {
+    const h = setup();
+    for (const [i, etaMs] of [Number.NaN, -5, Number.POSITIVE_INFINITY].entries()) {
+      const reqId = `r${i}`;
+      h.client("A", reqId, prompt(1 + i, 1));
+      h.deliver(isType("forward"));
+      h.drop(isType("forward-ack"));
+      const eff = h.input("A", {
+        type: "peer-message",
+        from: "B",
+        msg: { type: "forward-ack", reqId, attempt: 1, etaMs },
+      });
+      expect(eff).toEqual([{ type: "cancel-timer", timer: `ack:${reqId}` }]);
+    }
+  });
+
+  it("stops requiring acks from a peer that answers but never acks, until it acks", () => {
+    const h = setup({ forwardTimeoutMs: 30_000 });
+    const peerB = () => h.node("A").peers()[0];
+    for (let t = 1; t <= 3; t++) {
+      expect(peerB()?.acksForwards).toBe(true);
+      h.client("A", `old${t}`, prompt(t, 1));
+      h.deliver(isType("forward"));
+      h.drop(isType("forward-ack")); // an older peer sends none
+      advanceLive(h, 260); // → local
+      h.drop(isType("cancel")); // an older peer may ignore it, too
+      h.finishRuns();
+      h.deliver(); // B's answer arrives late
+      expect(h.repliesFor(`old${t}`)).toHaveLength(1);
+    }
+    expect(peerB()?.acksForwards).toBe(false);
+    expect(h.node("A").stats().ackTimeouts).toBe(3);
+    // Now forwards to B wait for the answer as before acks existed.
+    h.client("A", "r4", prompt(4, 1));
+    h.deliver(isType("forward"));
+    h.drop(isType("forward-ack"));
+    advanceLive(h, 1_000);
+    expect(h.node("A").stats().ackTimeouts).toBe(3);
+    h.finishRuns("B");
+    h.deliver();
+    expect(h.repliesFor("r4")[0]?.record.servedBy).toBe("B");
+    // Any ack from it (e.g. after an upgrade) makes acks required again.
+    h.client("A", "r5", prompt(5, 1));
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
+    expect(peerB()?.acksForwards).toBe(true);
+  });
+
+  it("the runtime can declare a peer that does not ack (e.g. from its hello)", () => {
+    const h = setup();
+    expect(h.node("A").setForwardAcks("B", false)).toBe(true);
+    expect(h.node("A").setForwardAcks("nobody", false)).toBe(false);
+    const eff = h.client("A", "r1", prompt(1, 1));
+    expect(eff.some((e) => e.type === "set-timer" && e.timer.startsWith("ack:"))).toBe(false);
+    expect(h.node("A").peers()[0]?.acksForwards).toBe(false);
+  });
+
+  it("an ack timeout as long as the forward timeout turns the ack wait off", () => {
+    const h = setup({ forwardTimeoutMs: 1_000, forwardAckTimeoutMs: 1_000 });
+    const eff = h.client("A", "r1", prompt(1, 1));
+    expect(eff.some((e) => e.type === "set-timer" && e.timer.startsWith("ack:"))).toBe(false);
+    h.drop(isType("forward"));
+    advanceLive(h, 990);
+    expect(h.members.get("A")?.runs.size).toBe(0);
+    advanceLive(h, 20);
+    expect(h.members.get("A")?.runs.size).toBe(1);
+    expect(h.node("A").stats().ackTimeouts).toBe(0);
+  });
+
+  it("the ack timeout is max(floor, 4 × RTT), the RTT prior until measured, at most the forward timeout", () => {
+    const h = new Harness(["A", "B"], { forwardTimeoutMs: 5_000, forwardAckTimeoutMs: 300 });
+    const a = h.node("A");
+    expect(a.ackTimeoutMs({ rttMs: 2 })).toBe(300);
+    expect(a.ackTimeoutMs({ rttMs: 200 })).toBe(800);
+    expect(a.ackTimeoutMs({ rttMs: 2_000 })).toBe(5_000);
+    expect(a.ackTimeoutMs({ rttMs: undefined })).toBe(1_000); // 4 × the 250 ms prior
+  });
+});
