@@ -1,18 +1,26 @@
 /**
  * Router overhead: the same request sent (1) straight to an engine endpoint, (2) through a node that
  * serves it locally, (3) through a node that forwards it to the peer holding its prefix (mTLS peer
- * hop, no injected delay). Every process is separate; the engine is the simulated one at zero cost,
- * so the differences are the router's own cost. Run: npm run build && node dist/bench/router.js
+ * hop, no injected delay), over the forward channel and over an HTTP request per forward; beside them
+ * (4) the bare wire: a WebSocket echo round trip between two processes, what any hop pays here before
+ * a router does anything. Every process is separate; the engine is the simulated one at zero cost, so
+ * the differences are the router's own cost. Run: npm run build && node dist/bench/router.js
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { loadavg } from "node:os";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
+import { WebSocket } from "ws";
+import { initCa, issueNodeCert } from "../net/auth/ca.js";
+import { opensslAvailable } from "../net/auth/openssl.js";
+import { clientTlsOptions, loadTlsMaterial } from "../net/auth/tls.js";
 import { startCluster } from "../server/cluster/launcher.js";
 
 const N = Number(process.env.ROUTER_BENCH_N ?? 2000);
 const WARMUP = 200;
+const RUNS = Number(process.env.ROUTER_BENCH_RUNS ?? 3);
 const prompt = Array.from({ length: 540 }, (_, i) => `tok${i}`).join(" ");
 
 /** Sequential requests through `url`; latencies after warm-up, sorted. Fails if the wrong node serves. */
@@ -43,6 +51,48 @@ async function measure(url: string, model: string, expectServedBy?: string, p = 
   return lat.sort((a, b) => a - b);
 }
 
+/** Starts a bench helper script (dist/bench/NAME.js) that prints its URL on its first line. */
+async function spawnHelper(name: string, env: NodeJS.ProcessEnv = {}) {
+  const proc = spawn(process.execPath, [fileURLToPath(new URL(`./${name}.js`, import.meta.url))], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, ...env },
+  });
+  const url = await new Promise<string>((resolve) =>
+    proc.stdout?.once("data", (d: Buffer) => resolve(d.toString().trim())),
+  );
+  return { proc, url };
+}
+
+/**
+ * Round trips to the wire echo, a forward-sized frame out (a 540-token forward is ≈ 6.5 KB) and an
+ * answer-sized frame back, with the channel's client settings (no compression, zero mask).
+ */
+async function measureWire(url: string, tls: Record<string, unknown> | undefined): Promise<number[]> {
+  const ws = new WebSocket(url, {
+    perMessageDeflate: false,
+    generateMask: (m: Buffer) => void m.fill(0),
+    ...(tls ?? {}),
+  });
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("error", reject);
+  });
+  const frame = Buffer.alloc(6500, 0x61);
+  const lat: number[] = [];
+  let answered: (() => void) | undefined;
+  ws.on("message", () => answered?.());
+  for (let i = 0; i < WARMUP + N; i++) {
+    const t0 = performance.now();
+    await new Promise<void>((resolve) => {
+      answered = resolve;
+      ws.send(frame, { binary: true });
+    });
+    if (i >= WARMUP) lat.push(performance.now() - t0);
+  }
+  ws.terminate();
+  return lat.sort((a, b) => a - b);
+}
+
 /** CPU time (user + system) a process has used so far, ms, from /proc (Linux); NaN elsewhere. */
 function cpuMs(pid: number | undefined): number {
   try {
@@ -67,18 +117,19 @@ async function withCpu(pids: (number | undefined)[], fn: () => Promise<number[]>
 const q = (s: number[], p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] as number;
 
 async function main() {
-  const engineProc = spawn(
-    process.execPath,
-    [fileURLToPath(new URL("./engine-server.js", import.meta.url))],
-    {
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
-  const engineUrl = await new Promise<string>((resolve) =>
-    engineProc.stdout?.once("data", (d: Buffer) => resolve(d.toString().trim())),
-  );
+  const { proc: engineProc, url: engineUrl } = await spawnHelper("engine-server");
+  // The wire baseline speaks the nodes' security mode: mTLS with a cluster CA, or plain TCP (HMAC).
+  const secret = process.env.ROUTER_BENCH_SECRET === "1" || !(await opensslAvailable());
+  const certDir = mkdtempSync(join(tmpdir(), "pm-wire-"));
+  if (!secret) {
+    await initCa(certDir, { clusterId: "bench" });
+    await Promise.all([issueNodeCert(certDir, "E"), issueNodeCert(certDir, "C")]);
+  }
+  const wire = await spawnHelper("wire-echo", secret ? {} : { WIRE_TLS_DIR: certDir });
+  const wireTls = secret ? undefined : clientTlsOptions(await loadTlsMaterial(certDir, "C"), "E");
   // Two 2-node clusters, alike but for how forwards travel: one WebSocket channel per peer (the
-  // default) vs one HTTP request per forward, measured side by side in this run.
+  // default) vs one HTTP request per forward. One cluster at a time (no idle cluster's gossip in the
+  // other's numbers); ROUTER_BENCH_RUNS rounds, every path once per round, medians reported.
   const base = {
     nodes: 2,
     host: "127.0.0.1",
@@ -90,66 +141,118 @@ async function main() {
     // not a policy's judgment of whether it pays (cost-aware may rightly keep a zero-cost request local).
     policy: "affinity",
     // ROUTER_BENCH_SECRET=1: shared-secret (HMAC) peer auth instead of mTLS, to see what TLS costs.
-    sharedSecret: process.env.ROUTER_BENCH_SECRET === "1",
+    sharedSecret: secret,
   } as const;
-  const cluster = await startCluster(base);
-  const httpCluster = await startCluster({ ...base, extraArgs: ["--forward-transport", "http"] });
+  const fprompt = Array.from({ length: 540 }, (_, i) => `fwd${i}`).join(" ");
+  /** Forward path: B gets a prompt A has never seen, A learns B's tree by anti-entropy, then forwards. */
+  const forwarded = async (c: Awaited<ReturnType<typeof startCluster>>, model: string) => {
+    const [ca, cb] = c.nodes as [(typeof c.nodes)[0], (typeof c.nodes)[0]];
+    await fetch(`${cb.apiUrl}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, prompt: fprompt, max_tokens: 1 }),
+    });
+    await new Promise((r) => setTimeout(r, 2000));
+    return withCpu([ca.pid, cb.pid], () => measure(ca.apiUrl, model, "B", fprompt));
+  };
+  const names = [
+    secret ? "wire: WebSocket echo" : "wire: TLS WebSocket echo",
+    "engine direct",
+    "node, served locally",
+    "forwarded, channel",
+    "forwarded, HTTP/forward",
+  ] as const;
+  type Stat = { p50: number; p99: number; mean: number; cpu: number };
+  const runs: Stat[][] = [];
+  const stat = ({ lat, cpu }: { lat: number[]; cpu: number }): Stat => ({
+    p50: q(lat, 0.5),
+    p99: q(lat, 0.99),
+    mean: lat.reduce((x, y) => x + y, 0) / lat.length,
+    cpu,
+  });
   try {
-    const a = cluster.nodes[0] as (typeof cluster.nodes)[0];
-    const model = ((await (await fetch(`${a.apiUrl}/v1/models`)).json()) as { data: { id: string }[] })
-      .data[0]?.id as string;
-    const direct = await withCpu([engineProc.pid], () => measure(engineUrl, model));
-    // Local path: A holds the prompt after its first run; routing keeps it at A (ties go to self).
-    const local = await withCpu([a.pid], () => measure(a.apiUrl, model, "A"));
-    // Forward path: B gets a prompt A has never seen, A learns B's tree by anti-entropy, then forwards.
-    const fprompt = Array.from({ length: 540 }, (_, i) => `fwd${i}`).join(" ");
-    const forwarded = async (c: typeof cluster) => {
-      const [ca, cb] = c.nodes as [(typeof c.nodes)[0], (typeof c.nodes)[0]];
-      await fetch(`${cb.apiUrl}/v1/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model, prompt: fprompt, max_tokens: 1 }),
-      });
-      await new Promise((r) => setTimeout(r, 2000));
-      return withCpu([ca.pid, cb.pid], () => measure(ca.apiUrl, model, "B", fprompt));
-    };
-    const fwdChannel = await forwarded(cluster);
-    const fwdHttp = await forwarded(httpCluster);
-    const rows = [
-      ["engine direct", direct],
-      ["node, served locally", local],
-      ["forwarded, channel", fwdChannel],
-      ["forwarded, HTTP/forward", fwdHttp],
-    ] as const;
-    console.log(`router overhead, ${N} sequential requests each (540-token prompt, 1 output token), ms`);
-    console.log(
-      `load average ${loadavg()
-        .map((l) => l.toFixed(2))
-        .join(" ")}`,
-    );
-    // cpu/req: CPU time of the serving processes (engine server; A; A + B) per request, load-insensitive.
-    console.log("path                      p50     p99     mean    cpu/req");
-    for (const [name, { lat: s, cpu }] of rows) {
-      const mean = s.reduce((x, y) => x + y, 0) / s.length;
-      console.log(
-        `${name.padEnd(24)} ${q(s, 0.5).toFixed(3)}  ${q(s, 0.99).toFixed(3)}  ${mean.toFixed(3)}  ${cpu.toFixed(3)}`,
-      );
+    for (let r = 0; r < RUNS; r++) {
+      const wireRun = await withCpu([wire.proc.pid], () => measureWire(wire.url, wireTls));
+      const cluster = await startCluster(base);
+      let direct: Stat;
+      let local: Stat;
+      let model: string;
+      let fwdChannel: Stat;
+      try {
+        const a = cluster.nodes[0] as (typeof cluster.nodes)[0];
+        model = ((await (await fetch(`${a.apiUrl}/v1/models`)).json()) as { data: { id: string }[] }).data[0]
+          ?.id as string;
+        direct = stat(await withCpu([engineProc.pid], () => measure(engineUrl, model)));
+        // Local path: A holds the prompt after its first run; routing keeps it at A (ties go to self).
+        local = stat(await withCpu([a.pid], () => measure(a.apiUrl, model, "A")));
+        fwdChannel = stat(await forwarded(cluster, model));
+      } finally {
+        await cluster.stop();
+      }
+      const httpCluster = await startCluster({ ...base, extraArgs: ["--forward-transport", "http"] });
+      try {
+        runs.push([stat(wireRun), direct, local, fwdChannel, stat(await forwarded(httpCluster, model))]);
+      } finally {
+        await httpCluster.stop();
+      }
     }
-    const added = (label: string, s: number[], from: number[], nodes: number) =>
-      console.log(
-        `${label.padEnd(44)} p50 ${((q(s, 0.5) - q(from, 0.5)) / nodes).toFixed(3)}  p99 ${((q(s, 0.99) - q(from, 0.99)) / nodes).toFixed(3)}`,
-      );
-    console.log("added per node on the path (target: p50 <= 0.3, p99 <= 1):");
-    added("  entry node serving (local − direct)", local.lat, direct.lat, 1);
-    added("  forwarded, channel ((fwd − direct) / 2)", fwdChannel.lat, direct.lat, 2);
-    added("  forwarded, HTTP ((fwd − direct) / 2)", fwdHttp.lat, direct.lat, 2);
-    console.log("added by the peer hop alone (forwarded − local):");
-    added("  channel", fwdChannel.lat, local.lat, 1);
-    added("  HTTP request per forward", fwdHttp.lat, local.lat, 1);
   } finally {
-    await Promise.all([cluster.stop(), httpCluster.stop()]);
     engineProc.kill("SIGTERM");
+    wire.proc.kill("SIGTERM");
+    rmSync(certDir, { recursive: true, force: true });
   }
+
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] as number;
+  const med = names.map((_, i) => {
+    const col = runs.map((run) => run[i] as Stat);
+    return {
+      p50: median(col.map((c) => c.p50)),
+      p99: median(col.map((c) => c.p99)),
+      mean: median(col.map((c) => c.mean)),
+      cpu: median(col.map((c) => c.cpu)),
+    };
+  });
+  const f = (x: number) => x.toFixed(3);
+  console.log(
+    `router overhead, ${N} sequential requests per path and round (540-token prompt, 1 output token), ${RUNS} rounds, ms`,
+  );
+  console.log(
+    `load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
+  // cpu/req: CPU time of the serving processes (echo; engine server; A; A + B) per request, load-insensitive.
+  console.log(`path (median of ${RUNS})         p50     p99     mean    cpu/req   p50 per round`);
+  names.forEach((name, i) => {
+    const m = med[i] as Stat;
+    const per = runs.map((run) => f((run[i] as Stat).p50)).join(" ");
+    console.log(`${name.padEnd(28)} ${f(m.p50)}  ${f(m.p99)}  ${f(m.mean)}  ${f(m.cpu)}     ${per}`);
+  });
+  const [wireM, directM, localM, chanM, httpM] = med as [Stat, Stat, Stat, Stat, Stat];
+  const line = (label: string, p50: number, p99: number) =>
+    console.log(`${label.padEnd(46)} p50 ${f(p50)}  p99 ${f(p99)}`);
+  console.log("added per node on the path (target: p50 <= 0.3, p99 <= 1):");
+  line("  entry node serving (local − direct)", localM.p50 - directM.p50, localM.p99 - directM.p99);
+  for (const [label, m] of [
+    ["channel", chanM],
+    ["HTTP", httpM],
+  ] as const) {
+    line(`  forwarded, ${label} ((fwd − direct) / 2)`, (m.p50 - directM.p50) / 2, (m.p99 - directM.p99) / 2);
+  }
+  console.log("the same, net of the wire round trip ((fwd − direct − wire) / 2):");
+  for (const [label, m] of [
+    ["channel", chanM],
+    ["HTTP", httpM],
+  ] as const) {
+    line(
+      `  forwarded, ${label}`,
+      (m.p50 - directM.p50 - wireM.p50) / 2,
+      (m.p99 - directM.p99 - wireM.p99) / 2,
+    );
+  }
+  console.log("added by the peer hop alone (forwarded − local):");
+  line("  channel", chanM.p50 - localM.p50, chanM.p99 - localM.p99);
+  line("  HTTP request per forward", httpM.p50 - localM.p50, httpM.p99 - localM.p99);
 }
 
 await main();

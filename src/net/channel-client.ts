@@ -14,8 +14,8 @@ import {
   CHANNEL_PATH,
   channelFrameSchema,
   type channelRecordSchema,
+  encodeForwardFrame,
   type ForwardMsg,
-  forwardToWire,
   type ReplyMsg,
 } from "./transport-wire.js";
 
@@ -73,7 +73,7 @@ export class ForwardChannel {
   ): Promise<ReplyMsg> {
     const ws = this.ws?.readyState === WebSocket.OPEN ? this.ws : await this.open();
     const k = this.nextK++;
-    const payload = Buffer.from(JSON.stringify({ t: "fwd", k, f: forwardToWire(msg) }));
+    const payload = encodeForwardFrame(k, msg);
     return new Promise<ReplyMsg>((resolve, reject) => {
       const fail = (e: TransportError) => this.end(k)?.reject(e);
       const onAbort = () => fail(new TransportError("aborted", `forward to ${this.peerId} aborted`));
@@ -152,6 +152,10 @@ export class ForwardChannel {
     const ws = new WebSocket(wsUrl, {
       headers,
       perMessageDeflate: false,
+      // RFC 6455 masks client frames so browsers cannot poison proxy caches (§10.3); between two
+      // authenticated peers there is no such party, and an all-zero mask lets `ws` skip the per-byte
+      // XOR (and a random draw per frame) on both ends.
+      generateMask: (mask: Buffer) => void mask.fill(0),
       handshakeTimeout: this.t.connectMs,
       maxPayload: MAX_FRAME_BYTES,
       ...(this.auth.connectOptions(this.peerId) ?? {}),

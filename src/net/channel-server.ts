@@ -15,13 +15,7 @@ import { HEADER_NONCE } from "./auth/hmac.js";
 import { orderedWrites } from "./ordered-writes.js";
 import type { PeerAuth } from "./transport-auth.js";
 import { deferredAck, type ForwardReplyStream, type PeerServerHandlers } from "./transport-server.js";
-import {
-  CHANNEL_PATH,
-  channelForwardSchema,
-  MAX_RECORDS_PER_FRAME,
-  parseForward,
-  replyToWire,
-} from "./transport-wire.js";
+import { CHANNEL_PATH, decodeForwardFrame, MAX_RECORDS_PER_FRAME, replyToWire } from "./transport-wire.js";
 
 export interface ChannelServerOptions {
   auth: PeerAuth;
@@ -105,17 +99,12 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
     ws.on("message", (data: Buffer) => {
       const payload = mac ? mac.open(data) : data;
       if (!payload) return drop(1008, "bad frame tag");
-      let json: unknown;
-      try {
-        json = JSON.parse(payload.toString("utf8"));
-      } catch {
-        return drop(1007, "frame is not JSON");
+      const frame = decodeForwardFrame(payload);
+      if (!frame.ok) {
+        if (frame.k === undefined) return drop(1008, frame.error);
+        return send({ t: "rej", k: frame.k, error: frame.error });
       }
-      const frame = channelForwardSchema.safeParse(json);
-      if (!frame.success) return drop(1008, "not a forward frame");
-      const { k, f } = frame.data;
-      const parsed = parseForward(f);
-      if (!parsed.ok) return send({ t: "rej", k, error: parsed.error });
+      const { k, msg } = frame;
       const write = orderedWrites(opts.delay);
       let finished = false;
       const acker = deferredAck(() => write(() => send({ t: "ack", k })));
@@ -135,7 +124,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
           return finished || ws.readyState !== ws.OPEN;
         },
       };
-      handlers.onForward(peer, parsed.msg, stream);
+      handlers.onForward(peer, msg, stream);
     });
   }
 

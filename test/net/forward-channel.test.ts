@@ -2,12 +2,17 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import { type WebSocket, WebSocketServer } from "ws";
+import { WebSocket, WebSocketServer } from "ws";
 import { frameMac } from "../../src/net/auth/channel-mac.js";
 import { hmacAuth, insecureAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { PeerClient, type TransportError } from "../../src/net/transport-client.js";
 import { buildPeerServer, type PeerServerHandlers } from "../../src/net/transport-server.js";
-import { CHANNEL_PATH, type ForwardMsg, type ReplyMsg } from "../../src/net/transport-wire.js";
+import {
+  CHANNEL_PATH,
+  decodeForwardFrame,
+  type ForwardMsg,
+  type ReplyMsg,
+} from "../../src/net/transport-wire.js";
 
 const SECRET = Buffer.alloc(32, 7);
 
@@ -86,13 +91,13 @@ function client(auth: PeerAuth, timeouts = {}) {
 async function scriptedPeer(onFrame: (ws: WebSocket, frame: { k: number }) => void) {
   const http: Server = createServer((_req, res) => res.writeHead(404).end());
   const wss = new WebSocketServer({ server: http, path: CHANNEL_PATH });
-  // Frames are JSON, or a 16-byte tag then JSON from a shared-secret client (not checked here).
+  // Forward frames, or a 16-byte tag then one from a shared-secret client (the tag is not checked here).
   const parse = (d: Buffer) => {
     for (const b of [d, d.subarray(16)]) {
-      try {
-        return JSON.parse(b.toString());
-      } catch {}
+      const f = decodeForwardFrame(b);
+      if (f.ok) return { k: f.k };
     }
+    return { k: -1 };
   };
   wss.on("connection", (ws) => ws.on("message", (d: Buffer) => onFrame(ws, parse(d))));
   await new Promise<void>((r) => http.listen(0, "127.0.0.1", r));
@@ -207,6 +212,26 @@ describe("forward channel", () => {
       expect(err.kind).toBe("timeout");
       expect(performance.now() - t0).toBeLessThan(1500);
     }
+  });
+
+  it("closes a channel that sends something other than a bounded forward frame", async () => {
+    const { url, log } = await peer(insecureAuth("B"));
+    const closeCode = async (frame: Buffer) => {
+      const ws = new WebSocket(`${url.replace("http", "ws")}${CHANNEL_PATH}`, {
+        headers: { "x-prefixmesh-sender": "A" },
+      });
+      await new Promise((r) => ws.once("open", r));
+      ws.send(frame);
+      return new Promise<number>((r) => ws.once("close", (code) => r(code)));
+    };
+    expect(await closeCode(Buffer.from("garbage"))).toBe(1008);
+    const header = Buffer.from(JSON.stringify({ t: "nope", k: 1 }));
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(header.length);
+    expect(await closeCode(Buffer.concat([len, header]))).toBe(1008);
+    // Larger than any forward the server admits (16 MiB by default): refused by size, unread.
+    expect(await closeCode(Buffer.alloc(17 * 1024 * 1024))).toBe(1009);
+    expect(log.forwards).toEqual([]);
   });
 
   it("treats garbage from the peer as a protocol error, never as an answer", async () => {
