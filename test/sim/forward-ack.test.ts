@@ -7,19 +7,9 @@
 import { describe, expect, it } from "vitest";
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig, SimFaults, SimResult } from "../../src/sim/types.js";
-import { tinyWorkload } from "./helpers.js";
+import { smallCluster, tinyWorkload } from "./helpers.js";
 
-const base: SimConfig = {
-  nodes: 4,
-  policy: "affinity",
-  commMs: 2,
-  jitterMs: 0.5,
-  pollMs: 100,
-  profile: "paper-h100-qwen0.5b",
-  capacityTokens: 2_000,
-  seed: 1,
-  checkInvariants: true,
-};
+const base: SimConfig = smallCluster({ capacityTokens: 2_000, checkInvariants: true });
 // 12 topics over 4 small caches: about 60% of requests are forwarded.
 const workload = tinyWorkload({ seed: 5, requests: 600, topics: 12, prefix: 400, suffix: 20 });
 const ACKS_OFF = { forwardAckTimeoutMs: 30_000 };

@@ -1,6 +1,6 @@
 /** Small seeded workloads and fault schedules for the simulator tests. */
 import { Prng } from "../../src/core/prng.js";
-import type { SimFaults } from "../../src/sim/types.js";
+import type { SimConfig, SimFaults } from "../../src/sim/types.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
 
 /** `topics` shared prefixes of ~prefix tokens, each request = one prefix + a unique suffix. */
@@ -68,4 +68,19 @@ export function randomFaults(seed: number, nodes: number, horizonMs: number): Si
     f.crashes?.push({ node: rng.int(nodes), atMs: at, restartAtMs: at + 1 + rng.next() * horizonMs * 0.2 });
   }
   return f;
+}
+
+/** Four small nodes on a 2 ± 0.5 ms network, polling every 100 ms: the simulator tests' usual cluster. */
+export function smallCluster(over: Partial<SimConfig> = {}): SimConfig {
+  return {
+    nodes: 4,
+    policy: "affinity",
+    commMs: 2,
+    jitterMs: 0.5,
+    pollMs: 100,
+    profile: "paper-h100-qwen0.5b",
+    capacityTokens: 1_000,
+    seed: 1,
+    ...over,
+  };
 }

@@ -4,18 +4,9 @@ import { isPolicyName, POLICY_NAMES } from "../../src/core/node/policies/index.j
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig } from "../../src/sim/types.js";
 import { syntheticMmlu } from "../../src/workload/synthetic.js";
-import { randomFaults, tinyWorkload } from "./helpers.js";
+import { randomFaults, smallCluster, tinyWorkload } from "./helpers.js";
 
-const base: SimConfig = {
-  nodes: 4,
-  policy: "affinity",
-  commMs: 2,
-  jitterMs: 0.5,
-  pollMs: 100,
-  profile: "paper-h100-qwen0.5b",
-  capacityTokens: 1_000,
-  seed: 1,
-};
+const base: SimConfig = smallCluster();
 
 describe("simulator", () => {
   it("is deterministic: same seed, identical run; another seed, another run", () => {
