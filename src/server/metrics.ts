@@ -19,6 +19,8 @@ export interface GaugeView {
   queueDepth: number;
   pushBackActive: boolean;
   peers: PeerGaugeView[];
+  /** The node's own cumulative counts of forwarding events (fallbacks, ack timeouts, …), by name. */
+  forwardEvents?: Record<string, number>;
 }
 
 export type NodeMetrics = ReturnType<typeof createMetrics>;
@@ -116,6 +118,15 @@ export function createMetrics(nodeId: string) {
     this.reset();
     for (const p of view().peers) this.set({ peer: p.peer }, p.estimateTokens);
   });
+  g(
+    "prefixmesh_forward_events",
+    "Forwarding events since start, as the node counts them (fallback, ack_timeout, late_reply, …)",
+    ["event"],
+    function () {
+      if (!view) return;
+      for (const [event, n] of Object.entries(view().forwardEvents ?? {})) this.set({ event }, n);
+    },
+  );
   g("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", ["peer"], function () {
     if (!view) return;
     this.reset();

@@ -50,6 +50,8 @@ describe("node runtime (two in-process nodes, sim engine)", () => {
     expect(cached).toBeGreaterThanOrEqual(256);
     const metrics = await (await fetch(`${a.apiUrl}/metrics`)).text();
     expect(metrics).toMatch(/prefixmesh_requests_total\{[^}]*route="forwarded"[^}]*\} 1/);
+    expect(metrics).toMatch(/prefixmesh_forward_events\{[^}]*event="forwarded"[^}]*\} 1/);
+    expect(metrics).toMatch(/prefixmesh_forward_events\{[^}]*event="ack_timeout"[^}]*\} 0/);
     expect(metrics).toMatch(/prefixmesh_gossip_bytes_total\{[^}]*direction="in"[^}]*\} [1-9]/);
   });
 

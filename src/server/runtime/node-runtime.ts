@@ -120,6 +120,7 @@ export class NodeRuntime implements NodeService {
           estimateTokens: p.estimateTokens,
           pushBackActive: p.pushBackUntil > now,
         })),
+        forwardEvents: forwardEvents(this.node.stats()),
       };
     });
   }
@@ -713,4 +714,16 @@ export class NodeRuntime implements NodeService {
 
 function streamKey(peer: string, reqId: string, attempt: number): string {
   return `${peer}|${reqId}|${attempt}`;
+}
+
+/** The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}). */
+function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, number> {
+  return {
+    forwarded: s.forwarded,
+    fallback: s.fallbacks,
+    ack_timeout: s.ackTimeouts,
+    late_reply: s.lateReplies,
+    duplicate_forward: s.duplicateForwards,
+    cancelled_forward: s.cancelledForwards,
+  };
 }
