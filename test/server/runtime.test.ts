@@ -1,9 +1,7 @@
 import OpenAI from "openai";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { resolveNodeSettings } from "../../src/cli/config.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
-import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { pair } from "./helpers.js";
 
 /** Two in-process nodes with the simulated engine (time-scaled) and fast anti-entropy. */
 describe("node runtime (two in-process nodes, sim engine)", () => {
@@ -77,34 +75,6 @@ describe("node runtime (two in-process nodes, sim engine)", () => {
     expect(view.inFlightClients).toBe(0);
   });
 });
-
-async function pair(extra: Record<string, unknown>) {
-  const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
-  const common = {
-    engine: "sim",
-    pollMs: "50",
-    simTimeScale: "0.02",
-    insecure: true,
-    logLevel: "silent",
-    ...extra,
-  };
-  const logger = pino({ level: "silent" });
-  // Each node peers with the other's peer port.
-  const settings = (id: string, api: number, peer: number, other: string, otherPeer: number) =>
-    resolveNodeSettings(
-      {
-        ...common,
-        id,
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        peers: `${other}=http://127.0.0.1:${otherPeer}`,
-      },
-      {},
-    );
-  const sa = settings("A", ports[0]!, ports[1]!, "B", ports[3]!);
-  const sb = settings("B", ports[2]!, ports[3]!, "A", ports[1]!);
-  return Promise.all([startNode(sa, { logger }), startNode(sb, { logger })]);
-}
 
 async function complete(url: string, prompt: string) {
   const model = ((await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] }).data[0]?.id;

@@ -357,6 +357,16 @@ export class PrefixNode {
   pendingCount(): number {
     return this.pending.size;
   }
+  /**
+   * Whose output a client request of ours waits for now: the peer of its current forward attempt, this
+   * node once it runs (or queues) here; undefined when it is not pending. Output from any other node
+   * belongs to an attempt we moved on from.
+   */
+  servingNow(reqId: string): NodeId | undefined {
+    const p = this.pending.get(reqId);
+    if (!p) return undefined;
+    return p.local ? this.config.id : p.current;
+  }
   peers(): PeerView[] {
     const now = this.deps.now();
     return this.members.all().map((p) => ({

@@ -68,6 +68,12 @@ interface ClientSlot {
   reject(e: Error): void;
   /** Which node produced the output already relayed (streaming), if any. */
   relayedFrom: string | undefined;
+  /** All text relayed to the client so far. */
+  sent: string;
+  /** After a fallback: how much of `sent` the new source has reproduced so far (see relay). */
+  replayed: number;
+  /** Greedy decoding (temperature 0): the same model gives the same text on any node. */
+  greedy: boolean;
   done: boolean;
 }
 
@@ -176,7 +182,16 @@ export class NodeRuntime implements NodeService {
     if (input.seed !== undefined) request.seed = input.seed;
     if (input.stop) request.stop = input.stop;
     return new Promise<ServeOutcome>((resolve, reject) => {
-      const slot: ClientSlot = { events, resolve, reject, relayedFrom: undefined, done: false };
+      const slot: ClientSlot = {
+        events,
+        resolve,
+        reject,
+        relayedFrom: undefined,
+        sent: "",
+        replayed: 0,
+        greedy: (request.temperature ?? 0) === 0,
+        done: false,
+      };
       this.clients.set(reqId, slot);
       this.sinks.set(request, { kind: "client", reqId });
       // The node has no cancel input: a client that hangs up just stops listening; the answer is dropped.
@@ -524,6 +539,9 @@ export class NodeRuntime implements NodeService {
     m.predictedCached.inc(record.predictedHitTokens);
     if (outcome.ok) {
       m.actualCached.inc(outcome.result.cachedTokens);
+      const slot = this.clients.get(reqId);
+      // A fallback that stopped short of what the client was already sent cannot be its answer.
+      if (slot && slot.replayed < slot.sent.length) return this.failMidStream(reqId, slot);
       this.finishClient(reqId, undefined, {
         reqId,
         result: outcome.result,
@@ -558,20 +576,38 @@ export class NodeRuntime implements NodeService {
     }
     const slot = this.clients.get(sink.reqId);
     if (!slot) return;
+    // Only the attempt the node waits for now may speak: a peer we fell back from (slow, not dead)
+    // may still stream its answer, which the client must not see.
+    if (this.node.servingNow(sink.reqId) !== source) return;
     if (slot.relayedFrom !== undefined && slot.relayedFrom !== source) {
-      // Output from a second attempt cannot be spliced onto what the client already has.
-      this.finishClient(
-        sink.reqId,
-        new ServiceError(
-          502,
-          "server_error",
-          `node ${slot.relayedFrom} failed mid-stream after partial output`,
-        ),
-      );
-      return;
+      // A fallback after partial output. Under greedy decoding the new node produces the same text
+      // (same model on every node), so the client's stream goes on from where it stopped: the new
+      // source's output is checked against what was sent and only what is new is relayed. Sampling,
+      // or any disagreement, cannot be spliced: the stream ends with an error instead.
+      if (!slot.greedy) return this.failMidStream(sink.reqId, slot);
+      slot.relayedFrom = source;
+      slot.replayed = 0;
     }
     slot.relayedFrom = source;
-    slot.events.onChunk(text, source);
+    let fresh = text;
+    if (slot.replayed < slot.sent.length) {
+      const overlap = Math.min(text.length, slot.sent.length - slot.replayed);
+      if (text.slice(0, overlap) !== slot.sent.slice(slot.replayed, slot.replayed + overlap))
+        return this.failMidStream(sink.reqId, slot);
+      slot.replayed += overlap;
+      fresh = text.slice(overlap);
+    }
+    if (fresh.length === 0) return;
+    slot.sent += fresh;
+    slot.replayed = slot.sent.length;
+    slot.events.onChunk(fresh, source);
+  }
+
+  private failMidStream(reqId: string, slot: ClientSlot): void {
+    this.finishClient(
+      reqId,
+      new ServiceError(502, "server_error", `node ${slot.relayedFrom} failed mid-stream after partial output`),
+    );
   }
 
   private runEngine(

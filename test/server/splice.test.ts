@@ -1,0 +1,132 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { EngineChunk, EngineRequest, EngineResult } from "../../src/core/engine.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { resolveProfile } from "../../src/sim/profiles.js";
+import { SimEngine } from "../../src/sim/sim-engine.js";
+import { pair } from "./helpers.js";
+
+/**
+ * Test-only engine: the simulator's engine with its answer streamed word by word (`wordMs` apart, 5),
+ * that can crash after `failAfter` words or answer other words from the third on (`variant`).
+ */
+class FakeStreamingEngine extends SimEngine {
+  constructor(private readonly behaviour: { failAfter?: number; variant?: string; wordMs?: number } = {}) {
+    super({ profile: resolveProfile("paper-h100-qwen0.5b"), timeScale: 0.001 });
+  }
+  override async run(req: EngineRequest, onChunk?: (c: EngineChunk) => void, signal?: AbortSignal) {
+    const r: EngineResult = await super.run(req, undefined, signal);
+    const words = r.text.split(/(?= )/);
+    let text = "";
+    for (const [i, w] of words.entries()) {
+      if (i === this.behaviour.failAfter) throw new Error("engine crashed mid-answer (test engine)");
+      const out = this.behaviour.variant && i >= 2 ? ` ${this.behaviour.variant}` : w;
+      text += out;
+      onChunk?.({ text: out });
+      await new Promise((resolve) => setTimeout(resolve, this.behaviour.wordMs ?? 5));
+    }
+    return { ...r, text };
+  }
+}
+
+const prefix = Array.from({ length: 300 }, (_, i) => `splice${i}`).join(" ");
+let nodes: NodeHandle[] = [];
+afterEach(async () => {
+  await Promise.all(nodes.map((n) => n.stop()));
+  nodes = [];
+});
+
+/** A and B; B has served the prefix and A's estimate shows it, so A forwards prompts with it to B. */
+async function routedPair(b: FakeStreamingEngine, a: FakeStreamingEngine, extra = {}) {
+  const [na, nb] = await pair({ policy: "affinity", ...extra }, { A: a, B: b });
+  nodes = [na, nb];
+  const model = ((await (await fetch(`${nb.apiUrl}/v1/models`)).json()) as { data: { id: string }[] }).data[0]
+    ?.id as string;
+  await post(nb.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });
+  for (const deadline = Date.now() + 5000; ; ) {
+    const v = (await (await fetch(`${na.apiUrl}/cluster`)).json()) as { peers: { estimateTokens: number }[] };
+    if ((v.peers[0]?.estimateTokens ?? 0) >= 256) break;
+    if (Date.now() > deadline) throw new Error("A never learned B's tree");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { a: na, b: nb, model };
+}
+
+function post(url: string, body: object) {
+  return fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+/** A streamed completion: the text of its chunks, and any error event it ended with. */
+async function stream(url: string, body: object) {
+  const sse = await (await post(url, { ...body, stream: true })).text();
+  let text = "";
+  let error: string | undefined;
+  for (const line of sse.split("\n")) {
+    if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
+    const ev = JSON.parse(line.slice(6)) as { choices?: { text?: string }[]; error?: { message: string } };
+    if (ev.error) error = ev.error.message;
+    text += ev.choices?.[0]?.text ?? "";
+  }
+  return { text, error };
+}
+
+describe("a streamed answer whose serving peer fails after partial output", () => {
+  it("continues from the fallback under greedy decoding: every word once, no error", async () => {
+    const { a, model } = await routedPair(
+      new FakeStreamingEngine({ failAfter: 3 }),
+      new FakeStreamingEngine(),
+    );
+    const req = { model, prompt: `${prefix} a long answer`, max_tokens: 12 };
+    const { text, error } = await stream(a.apiUrl, req);
+    expect(error).toBeUndefined();
+    // What A's (healthy) engine answers on its own: the same model, the same greedy text.
+    const alone = (await (await post(a.apiUrl, req)).json()) as { choices: { text: string }[] };
+    expect(text).toBe(alone.choices[0]?.text);
+    expect(text.split(" ")).toHaveLength(12);
+    const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { stats: { fallbacks: number } };
+    expect(view.stats.fallbacks).toBeGreaterThanOrEqual(1);
+  });
+
+  it("ends the stream with an error when the fallback's text disagrees with what was sent", async () => {
+    const { a, model } = await routedPair(
+      new FakeStreamingEngine({ failAfter: 4 }),
+      new FakeStreamingEngine({ variant: "other" }),
+    );
+    const { text, error } = await stream(a.apiUrl, { model, prompt: `${prefix} another`, max_tokens: 12 });
+    expect(error).toMatch(/failed mid-stream/);
+    expect(text.split(" ")).toHaveLength(4); // B's four words, nothing spliced on
+  });
+
+  it("never splices sampled output: a fallback after partial output is an error", async () => {
+    const { a, model } = await routedPair(
+      new FakeStreamingEngine({ failAfter: 3 }),
+      new FakeStreamingEngine(),
+    );
+    const { error } = await stream(a.apiUrl, {
+      model,
+      prompt: `${prefix} sampled`,
+      max_tokens: 12,
+      temperature: 0.8,
+    });
+    expect(error).toMatch(/failed mid-stream/);
+  });
+
+  it("keeps a slow peer's late output out of the stream once the node has fallen back", async () => {
+    // B streams slowly (a word per 40 ms) and past A's 150 ms forward timeout; A falls back and
+    // answers itself. B's later words belong to an abandoned attempt and must not reach the client.
+    const { a, model } = await routedPair(
+      new FakeStreamingEngine({ wordMs: 40 }),
+      new FakeStreamingEngine(),
+      { forwardTimeoutMs: "150" },
+    );
+    const req = { model, prompt: `${prefix} slow peer`, max_tokens: 12 };
+    const { text, error } = await stream(a.apiUrl, req);
+    expect(error).toBeUndefined();
+    const alone = (await (await post(a.apiUrl, req)).json()) as { choices: { text: string }[] };
+    expect(text).toBe(alone.choices[0]?.text);
+    await new Promise((r) => setTimeout(r, 400)); // B's stream runs out meanwhile: nothing breaks
+  });
+});
