@@ -541,7 +541,10 @@ export class NodeRuntime implements NodeService {
       m.actualCached.inc(outcome.result.cachedTokens);
       const slot = this.clients.get(reqId);
       // A fallback that stopped short of what the client was already sent cannot be its answer.
-      if (slot && slot.replayed < slot.sent.length) return this.failMidStream(reqId, slot);
+      if (slot && slot.replayed < slot.sent.length) {
+        this.failMidStream(reqId, slot);
+        return;
+      }
       this.finishClient(reqId, undefined, {
         reqId,
         result: outcome.result,
@@ -584,7 +587,10 @@ export class NodeRuntime implements NodeService {
       // (same model on every node), so the client's stream goes on from where it stopped: the new
       // source's output is checked against what was sent and only what is new is relayed. Sampling,
       // or any disagreement, cannot be spliced: the stream ends with an error instead.
-      if (!slot.greedy) return this.failMidStream(sink.reqId, slot);
+      if (!slot.greedy) {
+        this.failMidStream(sink.reqId, slot);
+        return;
+      }
       slot.relayedFrom = source;
       slot.replayed = 0;
     }
@@ -592,8 +598,10 @@ export class NodeRuntime implements NodeService {
     let fresh = text;
     if (slot.replayed < slot.sent.length) {
       const overlap = Math.min(text.length, slot.sent.length - slot.replayed);
-      if (text.slice(0, overlap) !== slot.sent.slice(slot.replayed, slot.replayed + overlap))
-        return this.failMidStream(sink.reqId, slot);
+      if (text.slice(0, overlap) !== slot.sent.slice(slot.replayed, slot.replayed + overlap)) {
+        this.failMidStream(sink.reqId, slot);
+        return;
+      }
       slot.replayed += overlap;
       fresh = text.slice(overlap);
     }
@@ -606,7 +614,11 @@ export class NodeRuntime implements NodeService {
   private failMidStream(reqId: string, slot: ClientSlot): void {
     this.finishClient(
       reqId,
-      new ServiceError(502, "server_error", `node ${slot.relayedFrom} failed mid-stream after partial output`),
+      new ServiceError(
+        502,
+        "server_error",
+        `node ${slot.relayedFrom} failed mid-stream after partial output`,
+      ),
     );
   }
 
