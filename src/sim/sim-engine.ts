@@ -137,7 +137,11 @@ export class SimEngine implements Engine {
     await this.sleep(durationMs * this.timeScale, signal);
     if (fits) this.complete(req.tokens, req.tokens.length);
     if (result.text.length > 0) onChunk?.({ text: result.text });
-    return result;
+    // Report the times that passed, not the modelled ones: the node learns its costs from them and
+    // weighs them against wall-clock round trips (a time-scaled engine would otherwise look 1/scale
+    // times slower than it is, and cost-aware routing would forward far too eagerly).
+    if (this.timeScale === 1) return result;
+    return { ...result, prefillMs: result.prefillMs * this.timeScale, decodeMs: result.decodeMs * this.timeScale };
   }
 
   evict(runs: EvictedRun[]): void {

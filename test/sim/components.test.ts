@@ -140,4 +140,18 @@ describe("SimEngine", () => {
     expect(e.cache.size).toBe(0);
     expect((await e.health()).ok).toBe(true);
   });
+
+  it("reports the times that passed when time-scaled (the daemon's --sim-time-scale)", async () => {
+    const slept: number[] = [];
+    const sleep = async (ms: number) => void slept.push(ms);
+    const scaled = new SimEngine({ profile: PAPER_H100_QWEN05B, timeScale: 0.01, sleep });
+    const real = new SimEngine({ profile: PAPER_H100_QWEN05B, sleep });
+    const tokens = Uint32Array.from({ length: 500 }, (_, i) => i);
+    const a = await scaled.run({ id: "a", tokens, maxTokens: 4 });
+    const b = await real.run({ id: "b", tokens, maxTokens: 4 });
+    expect(a.prefillMs).toBeCloseTo(b.prefillMs * 0.01);
+    expect(a.decodeMs).toBeCloseTo(b.decodeMs * 0.01);
+    expect(a.prefillMs + a.decodeMs).toBeCloseTo(slept[0] as number);
+    expect(a.text).toBe(b.text);
+  });
 });
