@@ -79,8 +79,13 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
   function serveChannel(ws: WebSocket, peer: string, mac: FrameMac | undefined): void {
     ws.on("error", () => {}); // 'close' follows; open streams see `closed`
     // Records made in one event-loop turn leave together (see the wire format): one frame, one write.
+    // A final record leaves at once with whatever waits before it: its stream is done, and this saves
+    // the event-loop turn the deferred flush would cost.
     let outbox: object[] = [];
+    let pending: NodeJS.Immediate | undefined;
     const flush = () => {
+      if (pending) clearImmediate(pending);
+      pending = undefined;
       const records = outbox;
       outbox = [];
       if (ws.readyState !== ws.OPEN) return;
@@ -89,8 +94,10 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
         ws.send(mac ? mac.seal(payload) : payload, { binary: true });
       }
     };
-    const send = (record: object) => {
-      if (outbox.push(record) === 1) setImmediate(flush);
+    const send = (record: object, last = false) => {
+      outbox.push(record);
+      if (last) flush();
+      else pending ??= setImmediate(flush);
     };
     const drop = (code: number, why: string) => {
       opts.logger?.warn({ peer, why }, "forward channel closed: bad frame");
@@ -102,7 +109,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       const frame = decodeForwardFrame(payload);
       if (!frame.ok) {
         if (frame.k === undefined) return drop(1008, frame.error);
-        return send({ t: "rej", k: frame.k, error: frame.error });
+        return send({ t: "rej", k: frame.k, error: frame.error }, true);
       }
       const { k, msg } = frame;
       const write = orderedWrites(opts.delay);
@@ -118,7 +125,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
           acker.answered();
           if (finished) return;
           finished = true;
-          write(() => send({ t: "msg", k, msg: replyToWire(m) }));
+          write(() => send({ t: "msg", k, msg: replyToWire(m) }, true));
         },
         get closed() {
           return finished || ws.readyState !== ws.OPEN;
