@@ -141,7 +141,11 @@ export class SimEngine implements Engine {
     // weighs them against wall-clock round trips (a time-scaled engine would otherwise look 1/scale
     // times slower than it is, and cost-aware routing would forward far too eagerly).
     if (this.timeScale === 1) return result;
-    return { ...result, prefillMs: result.prefillMs * this.timeScale, decodeMs: result.decodeMs * this.timeScale };
+    return {
+      ...result,
+      prefillMs: result.prefillMs * this.timeScale,
+      decodeMs: result.decodeMs * this.timeScale,
+    };
   }
 
   evict(runs: EvictedRun[]): void {
