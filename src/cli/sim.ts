@@ -42,6 +42,7 @@ export interface SimOptions {
   faultsUntilMs?: string;
   forwardTimeoutMs?: string;
   forwardAckTimeoutMs?: string;
+  forwardResends?: string;
   oracle?: boolean;
   rate?: string;
 }
@@ -152,6 +153,13 @@ export function parseSimOptions(o: SimOptions): {
     config.node.forwardAckTimeoutMs = parseNumber("--forward-ack-timeout-ms", o.forwardAckTimeoutMs, {
       min: 1,
       max: 3_600_000,
+    });
+  }
+  if (o.forwardResends !== undefined) {
+    config.node.forwardResends = parseNumber("--forward-resends", o.forwardResends, {
+      min: 0,
+      max: 8,
+      integer: true,
     });
   }
   const faults: NonNullable<SimConfig["faults"]> = {};
@@ -312,6 +320,7 @@ export function registerSim(program: Command): void {
       "--forward-ack-timeout-ms <ms>",
       "floor of the wait for a forward's ack: max(this, 4 × RTT) (default 250; ≥ the forward timeout: acks off)",
     )
+    .option("--forward-resends <n>", "re-send an unacked forward this often before falling back (default 0)")
     .option("--rate <req/s>", "open loop: Poisson arrivals at this rate (default: closed loop, the paper)")
     .option("--oracle", "simulation-only reference: estimates always equal the owners' true trees, free")
     .option("--json <file>", "also write the full result (config, totals, per-request records) as JSON")

@@ -75,4 +75,16 @@ describe("simulator — forward acks", () => {
     expect(r.totals.fallbacks).toBe(0);
     expect(r.totals.duplicateRuns).toBe(0);
   });
+
+  it("one re-send before falling back (forwardResends 1): fewer duplicate runs, still bounded", () => {
+    const once = run({ lossProb: 0.05 });
+    const resend = run({ lossProb: 0.05 }, { forwardResends: 1 });
+    expectAllAnsweredOnce(resend);
+    // A lost ack no longer makes the request run twice: the re-send is acked again, not rerun.
+    expect(resend.totals.duplicateRuns).toBeLessThan(once.totals.duplicateRuns);
+    expect(resend.totals.fallbacks).toBeLessThan(once.totals.fallbacks);
+    // At most one more ack timeout (250 ms) on the worst request.
+    expect(resend.totals.p99LatencyMs).toBeLessThan(once.totals.p99LatencyMs + 500);
+    expect(maxNetworkMs(resend)).toBeLessThan(2_500);
+  });
 });

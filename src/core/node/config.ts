@@ -44,6 +44,14 @@ export const nodeConfigSchema = z
      */
     forwardAckTimeoutMs: z.number().positive().max(3_600_000).default(250),
     /**
+     * Re-sends of an unacked forward before the attempt is abandoned (a probe each; the receiver
+     * never runs a re-sent forward twice, it acks again). Trades latency for compute: falling back
+     * at once runs the request a second time whenever only the ack was lost. MMLU, 5% loss, 2 ms: 1
+     * re-send cuts duplicate engine runs 194 → 57 for +1% mean / +6% p99 latency; at 200 ms links it
+     * costs +14% mean (each re-send waits 4 × RTT) for no gain. Default 0: latency first.
+     */
+    forwardResends: z.number().int().min(0).max(8).default(0),
+    /**
      * Forwards arriving with more hops than this are refused. This node never re-forwards (a
      * forwarded request is served by its receiver), so chains cannot form whatever the value.
      */

@@ -999,9 +999,16 @@ export class PrefixNode {
   private onAckTimer(p: Pending, now: number, out: Effect[]): void {
     p.ackArmed = false;
     const peer = this.members.get(p.current as NodeId);
+    if (!p.acked && peer && p.probes < this.config.forwardResends) {
+      // Not acked yet: re-send the same forward once more (a probe) before giving up on the peer.
+      p.probes++;
+      this.stats_.probes++;
+      this.sendForward(p, peer, now, out);
+      return;
+    }
     if (!p.acked || !peer) {
       this.stats_.ackTimeouts++;
-      if (p.probes === 0 && peer) this.rememberUnacked(p.reqId, p.attempt, peer.id);
+      if (p.probes <= this.config.forwardResends && peer) this.rememberUnacked(p.reqId, p.attempt, peer.id);
       this.fallback(p, now, out, true);
       return;
     }
