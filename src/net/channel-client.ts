@@ -28,7 +28,18 @@ export interface ChannelTimeouts {
   forwardTotalMs: number;
 }
 
+/** One WebSocket and what belongs to it; a channel reopens as a new connection after one closes. */
+interface Conn {
+  ws: WebSocket;
+  mac: FrameMac | undefined;
+  /** Something arrived since the last ping. */
+  alive: boolean;
+  ping: NodeJS.Timeout | undefined;
+}
+
 interface OpenStream {
+  /** The connection the forward was sent on: only its frames answer it, only its close fails it. */
+  conn: Conn;
   onChunk: (text: string) => void;
   onAck: (() => void) | undefined;
   resolve: (m: ReplyMsg) => void;
@@ -46,13 +57,11 @@ const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 const PING_MS = 15_000;
 
 export class ForwardChannel {
-  private ws: WebSocket | undefined;
-  private opening: Promise<WebSocket> | undefined;
-  private mac: FrameMac | undefined;
+  /** The open connection, if any (one closing meanwhile still answers its own streams). */
+  private conn: Conn | undefined;
+  private opening: Promise<Conn> | undefined;
   private readonly streams = new Map<number, OpenStream>();
   private nextK = 0;
-  private ping: NodeJS.Timeout | undefined;
-  private alive = true;
   private closed = false;
 
   constructor(
@@ -71,7 +80,7 @@ export class ForwardChannel {
     signal?: AbortSignal,
     onAck?: () => void,
   ): Promise<ReplyMsg> {
-    const ws = this.ws?.readyState === WebSocket.OPEN ? this.ws : await this.open();
+    const conn = this.conn?.ws.readyState === WebSocket.OPEN ? this.conn : await this.open();
     const k = this.nextK++;
     const payload = encodeForwardFrame(k, msg);
     return new Promise<ReplyMsg>((resolve, reject) => {
@@ -80,6 +89,7 @@ export class ForwardChannel {
       if (signal?.aborted) return reject(new TransportError("aborted", `forward to ${this.peerId} aborted`));
       signal?.addEventListener("abort", onAbort, { once: true });
       const s: OpenStream = {
+        conn,
         onChunk,
         onAck,
         resolve: (m) => {
@@ -110,14 +120,16 @@ export class ForwardChannel {
       s.idle.unref();
       s.total.unref();
       this.streams.set(k, s);
-      ws.send(this.mac ? this.mac.seal(payload) : payload, { binary: true });
+      conn.ws.send(conn.mac ? conn.mac.seal(payload) : payload, { binary: true });
     });
   }
 
   /** Closes the channel; open streams fail as cut off. */
   close(): void {
     this.closed = true;
-    this.ws?.terminate();
+    const conns = new Set([...this.streams.values()].map((s) => s.conn));
+    if (this.conn) conns.add(this.conn);
+    for (const c of conns) c.ws.terminate(); // each one's 'close' fails its streams
     this.failAll(new TransportError("cut-off", `channel to ${this.peerId} closed`));
   }
 
@@ -131,11 +143,12 @@ export class ForwardChannel {
     return s;
   }
 
-  private failAll(e: TransportError): void {
-    for (const k of [...this.streams.keys()]) this.end(k)?.reject(e);
+  /** Fails the open streams (of one connection, or all). */
+  private failAll(e: TransportError, conn?: Conn): void {
+    for (const [k, s] of [...this.streams]) if (!conn || s.conn === conn) this.end(k)?.reject(e);
   }
 
-  private open(): Promise<WebSocket> {
+  private open(): Promise<Conn> {
     if (this.closed)
       return Promise.reject(new TransportError("connection", `channel to ${this.peerId} closed`));
     this.opening ??= this.connect().finally(() => {
@@ -144,7 +157,7 @@ export class ForwardChannel {
     return this.opening;
   }
 
-  private connect(): Promise<WebSocket> {
+  private connect(): Promise<Conn> {
     const headers = this.auth.sign("GET", CHANNEL_PATH, undefined);
     const nonce = (headers as Record<string, string>)[HEADER_NONCE] ?? "";
     const base = new URL(this.url);
@@ -160,8 +173,8 @@ export class ForwardChannel {
       maxPayload: MAX_FRAME_BYTES,
       ...(this.auth.connectOptions(this.peerId) ?? {}),
     });
-    const mac = this.auth.channelMac(nonce, "client");
-    return new Promise<WebSocket>((resolve, reject) => {
+    const conn: Conn = { ws, mac: this.auth.channelMac(nonce, "client"), alive: true, ping: undefined };
+    return new Promise<Conn>((resolve, reject) => {
       let settled = false;
       ws.once("unexpected-response", (_req, res) => {
         settled = true;
@@ -174,11 +187,14 @@ export class ForwardChannel {
       });
       ws.once("open", () => {
         settled = true;
-        this.ws = ws;
-        this.mac = mac;
-        this.alive = true;
-        this.watch(ws);
-        resolve(ws);
+        if (this.closed) {
+          ws.terminate();
+          reject(new TransportError("connection", `channel to ${this.peerId} closed`));
+          return;
+        }
+        this.conn = conn;
+        this.watch(conn);
+        resolve(conn);
       });
       ws.on("error", (err) => {
         if (settled) return; // after open, 'close' follows and fails the open streams
@@ -186,46 +202,45 @@ export class ForwardChannel {
         reject(classify(err));
       });
       ws.on("close", (code, reason) => {
-        if (this.ws !== ws) return;
-        this.ws = undefined;
-        if (this.ping) clearInterval(this.ping);
+        if (conn.ping) clearInterval(conn.ping);
+        if (this.conn === conn) this.conn = undefined;
         // 1006: the connection died (reset, peer gone); otherwise the peer closed it on purpose.
         const kind = code === 1006 ? "connection" : "cut-off";
-        this.failAll(
-          new TransportError(kind, `channel to ${this.peerId} closed (${code} ${reason.toString()})`),
-        );
+        const why = `channel to ${this.peerId} closed (${code} ${reason.toString()})`;
+        this.failAll(new TransportError(kind, why), conn);
       });
     });
   }
 
-  private watch(ws: WebSocket): void {
+  private watch(conn: Conn): void {
+    const { ws } = conn;
     ws.on("message", (data: Buffer) => {
-      this.alive = true;
-      const payload = this.mac ? this.mac.open(data) : data;
-      if (!payload) return this.garbled(ws, "bad frame tag");
+      conn.alive = true;
+      const payload = conn.mac ? conn.mac.open(data) : data;
+      if (!payload) return this.garbled(conn, "bad frame tag");
       let frame: ReturnType<typeof channelFrameSchema.safeParse>;
       try {
         frame = channelFrameSchema.safeParse(JSON.parse(payload.toString("utf8")));
       } catch {
-        return this.garbled(ws, "frame is not JSON");
+        return this.garbled(conn, "frame is not JSON");
       }
-      if (!frame.success) return this.garbled(ws, "invalid frame");
-      for (const r of frame.data) this.deliver(r);
+      if (!frame.success) return this.garbled(conn, "invalid frame");
+      for (const r of frame.data) this.deliver(conn, r);
     });
     ws.on("pong", () => {
-      this.alive = true;
+      conn.alive = true;
     });
-    this.ping = setInterval(() => {
-      if (!this.alive) return ws.terminate();
-      this.alive = false;
+    conn.ping = setInterval(() => {
+      if (!conn.alive) return ws.terminate();
+      conn.alive = false;
       ws.ping();
     }, PING_MS);
-    this.ping.unref();
+    conn.ping.unref();
   }
 
-  private deliver(r: ChannelRecord): void {
+  private deliver(conn: Conn, r: ChannelRecord): void {
     const s = this.streams.get(r.k);
-    if (!s) return; // an answer we gave up on
+    if (!s || s.conn !== conn) return; // an answer we gave up on (or not this connection's to give)
     if (r.t === "ack" || r.t === "chunk") {
       if (s.answered) s.idle.refresh();
       else {
@@ -247,8 +262,8 @@ export class ForwardChannel {
   }
 
   /** A peer sending frames we cannot read: fail its streams as a protocol error and start over. */
-  private garbled(ws: WebSocket, why: string): void {
-    this.failAll(new TransportError("protocol", `peer ${this.peerId}: ${why}`));
-    ws.close(1002, why);
+  private garbled(conn: Conn, why: string): void {
+    this.failAll(new TransportError("protocol", `peer ${this.peerId}: ${why}`), conn);
+    conn.ws.close(1002, why);
   }
 }
