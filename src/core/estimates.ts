@@ -11,16 +11,14 @@
  * The snapshot's version is `header.version` (the codec guarantees a delta's `version` equals it).
  */
 import type { PeerIndex } from "./peer-index.js";
-import type { Snapshot, SnapshotHeader } from "./snapshot.js";
+import type { Snapshot } from "./snapshot.js";
 
 export type ApplyOutcome = "applied" | "stale" | "duplicate" | "need-full";
 
+/** The (epoch, version) held per sender; what the header carries besides is the node's (PeerState). */
 interface Held {
   epoch: number;
   version: number;
-  /** Latest header not older than the held state (heartbeats refresh queue depth and push-back). */
-  header: SnapshotHeader;
-  receivedAt: number | undefined;
 }
 
 const EMPTY_BODY = { blockSize: 0, keys: new Float64Array(0) };
@@ -30,19 +28,12 @@ export class Estimates {
 
   constructor(private readonly index: PeerIndex) {}
 
-  apply(s: Snapshot, now?: number): ApplyOutcome {
+  apply(s: Snapshot): ApplyOutcome {
     const h = s.header;
-    const peer = h.sender;
-    const cur = this.heldBy.get(peer);
+    const cur = this.heldBy.get(h.sender);
     if (cur !== undefined && h.epoch < cur.epoch) return "stale";
-    if (cur === undefined || h.epoch > cur.epoch) return this.newEpoch(s, now);
-    // same epoch
-    const outcome = this.sameEpoch(s, cur);
-    if (outcome !== "stale") {
-      cur.header = h;
-      cur.receivedAt = now;
-    }
-    return outcome;
+    if (cur === undefined || h.epoch > cur.epoch) return this.newEpoch(s);
+    return this.sameEpoch(s, cur);
   }
 
   /** The (epoch, version) of `peer` we hold, if any. */
@@ -51,25 +42,15 @@ export class Estimates {
     return cur === undefined ? undefined : { epoch: cur.epoch, version: cur.version };
   }
 
-  /** The latest non-stale header from `peer` (queue depth, push-back), and when it arrived. */
-  lastHeader(peer: string): { header: SnapshotHeader; receivedAt: number | undefined } | undefined {
-    const cur = this.heldBy.get(peer);
-    return cur === undefined ? undefined : { header: cur.header, receivedAt: cur.receivedAt };
-  }
-
   remove(peer: string): void {
     this.heldBy.delete(peer);
     this.index.removePeer(peer);
   }
 
-  peers(): string[] {
-    return [...this.heldBy.keys()];
-  }
-
-  private newEpoch(s: Snapshot, now: number | undefined): ApplyOutcome {
+  private newEpoch(s: Snapshot): ApplyOutcome {
     const h = s.header;
     // Restarted (or first contact): whatever we believed is gone; the epoch's version 0 is empty.
-    const held: Held = { epoch: h.epoch, version: 0, header: h, receivedAt: now };
+    const held: Held = { epoch: h.epoch, version: 0 };
     this.heldBy.set(h.sender, held);
     if (s.kind === "full") {
       this.index.replaceEstimate(h.sender, s.body);

@@ -8,21 +8,6 @@ import { describe, expect, it } from "vitest";
 import type { Effect, PeerMessage } from "../../src/core/node/types.js";
 import { Harness, type Mail, prompt } from "./node-harness.js";
 
-/** Serves `tokens` at `id` before the first gossip (peers unknown yet → local). */
-function warm(h: Harness, id: string, reqId: string, tokens: Uint32Array): void {
-  h.client(id, reqId, tokens);
-  h.finishRuns(id);
-  if (h.repliesFor(reqId)[0]?.record.servedBy !== id) throw new Error(`warm-up of ${id} was not local`);
-}
-
-/** Advances `ms` in small steps, delivering snapshots so nobody is suspected on the way. */
-function advanceLive(h: Harness, ms: number, step = 10): void {
-  for (let t = 0; t < ms; t += step) {
-    h.advance(Math.min(step, ms - t));
-    h.deliver((m) => m.msg.type === "snapshot");
-  }
-}
-
 const isType =
   (type: PeerMessage["type"]) =>
   (m: Mail): boolean =>
@@ -35,7 +20,7 @@ function sentTypes(effects: Effect[]): string[] {
 /** A, B; B holds topics 1-5 so A forwards their prompts to B. */
 function setup(overrides = {}): Harness {
   const h = new Harness(["A", "B"], overrides);
-  for (let t = 1; t <= 5; t++) warm(h, "B", `warm${t}`, prompt(t, 0));
+  for (let t = 1; t <= 5; t++) h.warm("B", `warm${t}`, prompt(t, 0));
   h.gossip(3);
   return h;
 }
@@ -76,9 +61,9 @@ describe("PrefixNode — forward acks", () => {
     expect(h.node("A").ackTimeoutMs({ rttMs: h.node("A").peers()[0]?.rttMs })).toBe(250);
     h.client("A", "r1", prompt(1, 1));
     expect(h.drop(isType("forward"))).toBe(1);
-    advanceLive(h, 240);
+    h.advanceLive(240);
     expect(h.members.get("A")?.runs.size).toBe(0); // still waiting
-    advanceLive(h, 20);
+    h.advanceLive(20);
     expect(h.members.get("A")?.runs.size).toBe(1); // fell back to local
     expect(h.mailbox.filter(isType("cancel"))).toMatchObject([{ to: "B", msg: { reqId: "r1", attempt: 1 } }]);
     expect(h.node("A").stats().ackTimeouts).toBe(1);
@@ -95,7 +80,7 @@ describe("PrefixNode — forward acks", () => {
     h.client("A", "r1", prompt(1, 1));
     h.deliver(isType("forward"));
     expect(h.drop(isType("forward-ack"))).toBe(1);
-    advanceLive(h, 260);
+    h.advanceLive(260);
     expect(h.node("A").stats().ackTimeouts).toBe(1);
     h.deliver(isType("cancel")); // B already runs it: it finishes
     h.finishRuns();
@@ -109,13 +94,13 @@ describe("PrefixNode — forward acks", () => {
     h.client("A", "r1", prompt(1, 1));
     h.deliver(isType("forward"));
     h.deliver(isType("forward-ack"));
-    advanceLive(h, 300); // acked: no fallback at the ack timeout
+    h.advanceLive(300); // acked: no fallback at the ack timeout
     expect(h.node("A").stats().ackTimeouts).toBe(0);
     h.finishRuns("B");
     expect(h.drop(isType("result"))).toBe(1); // the answer is lost
     let probeAt = -1;
     for (let t = 0; t < 1_000 && probeAt < 0; t += 10) {
-      advanceLive(h, 10);
+      h.advanceLive(10);
       if (h.mailbox.some(isType("forward"))) probeAt = h.now;
     }
     expect(probeAt).toBeGreaterThan(0);
@@ -143,7 +128,7 @@ describe("PrefixNode — forward acks", () => {
     const probeTimes: number[] = [];
     const untilProbe = (): void => {
       for (let t = 0; t < 20_000; t += 10) {
-        advanceLive(h, 10);
+        h.advanceLive(10);
         if (h.mailbox.some(isType("forward"))) {
           probeTimes.push(h.now);
           return;
@@ -163,7 +148,7 @@ describe("PrefixNode — forward acks", () => {
     expect((probeTimes[1] as number) - (probeTimes[0] as number)).toBeGreaterThanOrEqual(2 * 250);
     // This probe is lost: after one more ack timeout the attempt is abandoned.
     expect(h.drop(isType("forward"))).toBe(1);
-    advanceLive(h, 260);
+    h.advanceLive(260);
     expect(h.node("A").stats().ackTimeouts).toBe(1);
     expect(h.mailbox.filter(isType("cancel"))).toHaveLength(1);
     h.finishRuns();
@@ -219,7 +204,7 @@ describe("PrefixNode — forward acks", () => {
       h.client("A", `old${t}`, prompt(t, 1));
       h.deliver(isType("forward"));
       h.drop(isType("forward-ack")); // an older peer sends none
-      advanceLive(h, 260); // → local
+      h.advanceLive(260); // → local
       h.drop(isType("cancel")); // an older peer may ignore it, too
       h.finishRuns();
       h.deliver(); // B's answer arrives late
@@ -231,7 +216,7 @@ describe("PrefixNode — forward acks", () => {
     h.client("A", "r4", prompt(4, 1));
     h.deliver(isType("forward"));
     h.drop(isType("forward-ack"));
-    advanceLive(h, 1_000);
+    h.advanceLive(1_000);
     expect(h.node("A").stats().ackTimeouts).toBe(3);
     h.finishRuns("B");
     h.deliver();
@@ -241,6 +226,41 @@ describe("PrefixNode — forward acks", () => {
     h.deliver(isType("forward"));
     h.deliver(isType("forward-ack"));
     expect(peerB()?.acksForwards).toBe(true);
+  });
+
+  it("re-sends an unacked forward forwardResends times, then abandons it", () => {
+    const h = setup({ forwardTimeoutMs: 30_000, forwardResends: 1 });
+    h.client("A", "r1", prompt(1, 1));
+    expect(h.drop(isType("forward"))).toBe(1);
+    h.advanceLive(260); // the ack timeout: one re-send of the same attempt, no fallback yet
+    expect(h.mailbox.filter(isType("forward"))).toMatchObject([
+      { to: "B", msg: { reqId: "r1", attempt: 1 } },
+    ]);
+    expect(h.node("A").stats()).toMatchObject({ probes: 1, ackTimeouts: 0, fallbacks: 0 });
+    expect(h.drop(isType("forward"))).toBe(1);
+    h.advanceLive(260);
+    expect(h.node("A").stats()).toMatchObject({ probes: 1, ackTimeouts: 1, fallbacks: 1 });
+    expect(h.members.get("A")?.runs.size).toBe(1); // fell back to local
+  });
+
+  it("an acked attempt abandoned after a lost probe does not count against the peer's acks", () => {
+    // With a re-send allowed, the probe counter no longer tells whether the attempt was ever acked.
+    const h = setup({ forwardTimeoutMs: 30_000, forwardResends: 1 });
+    for (let t = 1; t <= 3; t++) h.client("A", `r${t}`, prompt(t, 1));
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
+    // B holds the jobs; every probe (and then every cancel) from A is lost, until A gives up on all three.
+    for (let t = 0; t < 30_000 && h.node("A").stats().ackTimeouts < 3; t += 10) {
+      h.advanceLive(10);
+      h.drop((m) => m.msg.type === "forward" || m.msg.type === "cancel");
+    }
+    expect(h.node("A").stats().ackTimeouts).toBe(3);
+    for (let i = 0; i < 4; i++) {
+      h.finishRuns();
+      h.deliver();
+    }
+    expect(h.node("A").stats().lateReplies).toBe(3); // B's three answers, after A moved on
+    expect(h.node("A").peers()[0]?.acksForwards).toBe(true);
   });
 
   it("the runtime can declare a peer that does not ack (e.g. from its hello)", () => {
@@ -257,9 +277,9 @@ describe("PrefixNode — forward acks", () => {
     const eff = h.client("A", "r1", prompt(1, 1));
     expect(eff.some((e) => e.type === "set-timer" && e.timer.startsWith("ack:"))).toBe(false);
     h.drop(isType("forward"));
-    advanceLive(h, 990);
+    h.advanceLive(990);
     expect(h.members.get("A")?.runs.size).toBe(0);
-    advanceLive(h, 20);
+    h.advanceLive(20);
     expect(h.members.get("A")?.runs.size).toBe(1);
     expect(h.node("A").stats().ackTimeouts).toBe(0);
   });

@@ -7,22 +7,6 @@ import { describe, expect, it } from "vitest";
 import type { Effect } from "../../src/core/node/types.js";
 import { Harness, prompt } from "./node-harness.js";
 
-/** Serves `tokens` at `id` before the first gossip (peers unknown yet → local), taking `ms`. */
-function warm(h: Harness, id: string, reqId: string, tokens: Uint32Array, ms = 0): void {
-  h.client(id, reqId, tokens);
-  h.advance(ms);
-  h.finishRuns(id);
-  if (h.repliesFor(reqId)[0]?.record.servedBy !== id) throw new Error(`warm-up of ${id} was not local`);
-}
-
-/** Advances `ms` in poll-sized steps, delivering snapshots so nobody is suspected on the way. */
-function advanceLive(h: Harness, ms: number): void {
-  for (let t = 0; t < ms; t += 100) {
-    h.advance(Math.min(100, ms - t));
-    h.deliver((m) => m.msg.type === "snapshot");
-  }
-}
-
 function sends(effects: Effect[], type: string): Effect[] {
   return effects.filter((e) => e.type === "send" && e.msg.type === type);
 }
@@ -34,7 +18,7 @@ function engineRuns(effects: Effect[]): number {
 /** A, B; B holds topic 1 so A forwards topic-1 prompts to B. */
 function setup(): Harness {
   const h = new Harness(["A", "B"]);
-  warm(h, "B", "warm", prompt(1, 0));
+  h.warm("B", "warm", prompt(1, 0));
   h.gossip(3);
   return h;
 }
@@ -50,7 +34,7 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     const atB = h.input("B", { type: "peer-message", from: fwd.from, msg: fwd.msg });
     expect(engineRuns(atB)).toBe(0); // queued behind "busy"
     expect(h.node("B").queueDepth()).toBe(2);
-    advanceLive(h, 1_000); // A's forward timeout: cancel to B, then local
+    h.advanceLive(1_000, 100); // A's forward timeout: cancel to B, then local
     const cancel = h.mailbox.filter((m) => m.msg.type === "cancel");
     expect(cancel).toHaveLength(1);
     expect(cancel[0]).toMatchObject({ from: "A", to: "B", msg: { reqId: "r1", attempt: 1 } });
@@ -76,7 +60,7 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     h.client("A", "r1", prompt(1, 1));
     h.deliver((m) => m.msg.type === "forward");
     expect(h.node("B").queueDepth()).toBe(1); // running
-    advanceLive(h, 1_000);
+    h.advanceLive(1_000, 100);
     h.deliver((m) => m.msg.type === "cancel");
     expect(h.node("B").stats().cancelledForwards).toBe(0);
     h.finishRuns();
@@ -90,7 +74,7 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
   it("a cancel that overtakes its forward makes the receiver drop the forward on arrival", () => {
     const h = setup();
     h.client("A", "r1", prompt(1, 1));
-    advanceLive(h, 1_000);
+    h.advanceLive(1_000, 100);
     h.deliver((m) => m.msg.type === "cancel");
     const atB = h.mailbox.filter((m) => m.msg.type === "forward");
     expect(atB).toHaveLength(1);
@@ -110,7 +94,7 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     h.client("B", "busy", prompt(9, 1));
     h.client("A", "r1", prompt(1, 1));
     h.deliver((m) => m.msg.type === "forward");
-    advanceLive(h, 1_000);
+    h.advanceLive(1_000, 100);
     expect(h.drop((m) => m.msg.type === "cancel")).toBe(1);
     h.finishRuns(); // B: "busy" done, starts r1; A: r1 done locally
     h.finishRuns();
@@ -140,7 +124,7 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
 
   it("refuses at once a forward it cannot finish before the origin's deadline", () => {
     const h = new Harness(["A", "B"]);
-    warm(h, "B", "warm", prompt(1, 0), 400); // B measures a 400 ms service time
+    h.warm("B", "warm", prompt(1, 0), 400); // B measures a 400 ms service time
     h.gossip(3);
     // B: one running, three waiting → expected wait ≈ (3 + ½) × 400 = 1400 ms > 1.25 × 1000 ms.
     for (let i = 0; i < 4; i++) h.client("B", `busy${i}`, prompt(9, i));
@@ -159,7 +143,7 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
 
   it("accepts a forward it can start in time, and one without a deadline (older peers)", () => {
     const h = new Harness(["A", "B"]);
-    warm(h, "B", "warm", prompt(1, 0), 400);
+    h.warm("B", "warm", prompt(1, 0), 400);
     h.gossip(3);
     // One running, two waiting → expected wait ≈ 1000 ms: within the 1.25 × 1000 ms slack.
     for (let i = 0; i < 3; i++) h.client("B", `busy${i}`, prompt(9, i));

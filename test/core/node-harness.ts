@@ -166,6 +166,25 @@ export class Harness {
     this.now = end;
   }
 
+  /**
+   * Serves `tokens` at `id`, taking `ms`. Call before the first gossip: peers are still unknown to
+   * each other, so the request runs locally; `gossip()` afterwards spreads the estimates.
+   */
+  warm(id: string, reqId: string, tokens: Uint32Array, ms = 0): void {
+    this.client(id, reqId, tokens);
+    this.advance(ms);
+    this.finishRuns(id);
+    if (this.repliesFor(reqId)[0]?.record.servedBy !== id) throw new Error(`warm-up of ${id} was not local`);
+  }
+
+  /** Advances `ms` in `step`-sized steps, delivering snapshots so nobody is suspected on the way. */
+  advanceLive(ms: number, step = 10): void {
+    for (let t = 0; t < ms; t += step) {
+      this.advance(Math.min(step, ms - t));
+      this.deliver((m) => m.msg.type === "snapshot");
+    }
+  }
+
   /** One anti-entropy round for everyone, delivered (snapshots and acks). */
   gossip(rounds = 2): void {
     for (let r = 0; r < rounds; r++) {
@@ -191,6 +210,11 @@ export class Harness {
   repliesFor(reqId: string): Harness["replies"] {
     return this.replies.filter((r) => r.reqId === reqId);
   }
+}
+
+/** The peers `effects` forward a request to. */
+export function forwardsIn(effects: Effect[]): string[] {
+  return effects.flatMap((e) => (e.type === "send" && e.msg.type === "forward" ? [e.to] : []));
 }
 
 /** A prompt: `shared` tokens of topic `topic`, then `unique` tokens specific to `q`. */

@@ -3,17 +3,7 @@ import { describe, expect, it } from "vitest";
 import { resolveNodeConfig } from "../../src/core/node/config.js";
 import type { Effect } from "../../src/core/node/types.js";
 import { simOutput } from "../../src/sim/cost.js";
-import { Harness, prompt } from "./node-harness.js";
-
-function warm(h: Harness, id: string, reqId: string, tokens: Uint32Array): void {
-  h.client(id, reqId, tokens);
-  h.finishRuns(id);
-  if (h.repliesFor(reqId)[0]?.record.servedBy !== id) throw new Error(`warm-up of ${id} was not local`);
-}
-
-function forwardsIn(effects: Effect[]): string[] {
-  return effects.flatMap((e) => (e.type === "send" && e.msg.type === "forward" ? [e.to] : []));
-}
+import { forwardsIn, Harness, prompt } from "./node-harness.js";
 
 function sendsTo(effects: Effect[], to: string): Effect[] {
   return effects.filter((e) => e.type === "send" && e.to === to);
@@ -28,8 +18,8 @@ function tickOf(h: Harness, id: string): Effect[] {
 describe("PrefixNode — dynamic membership", () => {
   it("removing the target of a pending forward fails over to the next candidate at once, answered once", () => {
     const h = new Harness(["A", "B", "C"]);
-    warm(h, "B", "wb", prompt(1, 1)); // B holds the whole topic prefix
-    warm(h, "C", "wc", prompt(1, 2, 32, 48)); // C holds half of it
+    h.warm("B", "wb", prompt(1, 1)); // B holds the whole topic prefix
+    h.warm("C", "wc", prompt(1, 2, 32, 48)); // C holds half of it
     h.gossip(3);
     const tokens = prompt(1, 3);
     expect(forwardsIn(h.client("A", "r1", tokens))).toEqual(["B"]);
@@ -62,7 +52,7 @@ describe("PrefixNode — dynamic membership", () => {
 
   it("removing the only candidate falls back to local execution at once", () => {
     const h = new Harness(["A", "B"]);
-    warm(h, "B", "wb", prompt(2, 1));
+    h.warm("B", "wb", prompt(2, 1));
     h.gossip(3);
     expect(forwardsIn(h.client("A", "r", prompt(2, 2)))).toEqual(["B"]);
     const eff = h.node("A").removePeer("B");
@@ -75,7 +65,7 @@ describe("PrefixNode — dynamic membership", () => {
 
   it("a removed peer's estimate is dropped; it is no longer routed or gossiped to", () => {
     const h = new Harness(["A", "B", "C"]);
-    warm(h, "B", "wb", prompt(3, 1));
+    h.warm("B", "wb", prompt(3, 1));
     h.gossip(3);
     const a = h.node("A");
     expect(a.peerIndex().estimateSize("B")).toBeGreaterThan(0);
@@ -98,7 +88,7 @@ describe("PrefixNode — dynamic membership", () => {
     // A and C do not know each other yet (e.g. C's address is not in A's DNS answer).
     h.node("A").removePeer("C");
     h.node("C").removePeer("A");
-    warm(h, "C", "wc", prompt(4, 1));
+    h.warm("C", "wc", prompt(4, 1));
     h.gossip(3);
     h.advance(5_000); // long after A's start: silence must count from the join, not from the start
     h.deliver();
@@ -155,7 +145,7 @@ describe("PrefixNode — dynamic membership", () => {
 
   it("a removed peer's messages are ignored and counted; re-adding starts from scratch", () => {
     const h = new Harness(["A", "B"], { maxPeers: 1 });
-    warm(h, "B", "wb", prompt(5, 1));
+    h.warm("B", "wb", prompt(5, 1));
     h.gossip(3);
     const a = h.node("A");
     a.removePeer("B");

@@ -3,27 +3,13 @@ import { describe, expect, it } from "vitest";
 import { resolveNodeConfig } from "../../src/core/node/config.js";
 import { PrefixNode } from "../../src/core/node/node.js";
 import { simOutput } from "../../src/sim/cost.js";
-import { Harness, prompt } from "./node-harness.js";
-
-/**
- * Serves `tokens` at `id`. Call before the first gossip: peers are still unknown to each other, so
- * the request runs locally; `h.gossip()` afterwards spreads the estimates.
- */
-function warm(h: Harness, id: string, reqId: string, tokens: Uint32Array): void {
-  h.client(id, reqId, tokens);
-  h.finishRuns(id);
-  if (h.repliesFor(reqId)[0]?.record.servedBy !== id) throw new Error(`warm-up of ${id} was not local`);
-}
-
-function forwardsIn(effects: ReturnType<Harness["client"]>): string[] {
-  return effects.flatMap((e) => (e.type === "send" && e.msg.type === "forward" ? [e.to] : []));
-}
+import { forwardsIn, Harness, prompt } from "./node-harness.js";
 
 describe("PrefixNode — Algorithm 1", () => {
   it("forwards to the peer with the longest estimated match and answers once with its result", () => {
     const h = new Harness(["A", "B", "C"]);
-    warm(h, "B", "warm-b", prompt(1, 1));
-    warm(h, "C", "warm-c", prompt(1, 2, 32, 48)); // C holds only half the topic prefix
+    h.warm("B", "warm-b", prompt(1, 1));
+    h.warm("C", "warm-c", prompt(1, 2, 32, 48)); // C holds only half the topic prefix
     h.gossip(3);
     const tokens = prompt(1, 3);
     const eff = h.client("A", "r1", tokens);
@@ -45,8 +31,8 @@ describe("PrefixNode — Algorithm 1", () => {
 
   it("ties go to self: no forward when the local match is as long", () => {
     const h = new Harness(["A", "B"]);
-    warm(h, "B", "wb", prompt(2, 1));
-    warm(h, "A", "wa", prompt(2, 2));
+    h.warm("B", "wb", prompt(2, 1));
+    h.warm("A", "wa", prompt(2, 2));
     h.gossip(3);
     const eff = h.client("A", "r", prompt(2, 3));
     expect(forwardsIn(eff)).toEqual([]);
@@ -64,7 +50,7 @@ describe("PrefixNode — Algorithm 1", () => {
 
   it("respects push-back until it expires", () => {
     const h = new Harness(["A", "B"], { pushBackQueueThreshold: 1, pushBackMs: 250 });
-    warm(h, "B", "wb", prompt(4, 1));
+    h.warm("B", "wb", prompt(4, 1));
     h.gossip(3);
     // Load B: three client requests queue there (one running, two waiting).
     for (let i = 0; i < 3; i++) h.client("B", `load${i}`, prompt(9, i));
@@ -82,7 +68,7 @@ describe("PrefixNode — Algorithm 1", () => {
 
   it("skips a suspected peer (silent for k × Δpoll) and clears suspicion on any message", () => {
     const h = new Harness(["A", "B"], { suspectAfterPolls: 3 });
-    warm(h, "B", "wb", prompt(5, 1));
+    h.warm("B", "wb", prompt(5, 1));
     h.gossip(3);
     h.advance(350); // B's snapshots never arrive
     h.drop((m) => m.from === "B");
@@ -101,8 +87,8 @@ describe("PrefixNode — Algorithm 1", () => {
       forwardAckTimeoutMs: 500,
       suspectAfterPolls: 100,
     });
-    warm(h, "B", "wb", prompt(6, 1));
-    warm(h, "C", "wc", prompt(6, 2, 32, 48));
+    h.warm("B", "wb", prompt(6, 1));
+    h.warm("C", "wc", prompt(6, 2, 32, 48));
     h.gossip(3);
     const tokens = prompt(6, 3);
     expect(forwardsIn(h.client("A", "r", tokens))).toEqual(["B"]);
@@ -130,7 +116,7 @@ describe("PrefixNode — Algorithm 1", () => {
 
   it("target crashes mid-request: fallback on its restart (new epoch), answered once", () => {
     const h = new Harness(["A", "B"], { forwardTimeoutMs: 60_000, suspectAfterPolls: 100 });
-    warm(h, "B", "wb", prompt(7, 1));
+    h.warm("B", "wb", prompt(7, 1));
     h.gossip(3);
     const tokens = prompt(7, 2);
     expect(forwardsIn(h.client("A", "r", tokens))).toEqual(["B"]);
@@ -148,7 +134,7 @@ describe("PrefixNode — Algorithm 1", () => {
 
   it("connection refused suspects the peer at once and fails over", () => {
     const h = new Harness(["A", "B"]);
-    warm(h, "B", "wb", prompt(8, 1));
+    h.warm("B", "wb", prompt(8, 1));
     h.gossip(3);
     h.client("A", "r", prompt(8, 2));
     const fwd = h.mailbox.find((m) => m.msg.type === "forward")!;
@@ -162,7 +148,7 @@ describe("PrefixNode — Algorithm 1", () => {
 
   it("a forwarded request is served by its receiver, never forwarded again; duplicates not rerun", () => {
     const h = new Harness(["A", "B", "C"]);
-    warm(h, "C", "wc", prompt(10, 1));
+    h.warm("C", "wc", prompt(10, 1));
     h.gossip(3);
     const tokens = prompt(10, 2);
     const msg = {
@@ -195,7 +181,7 @@ describe("PrefixNode — Algorithm 1", () => {
 
   it("goodbye stops routing to a peer at once", () => {
     const h = new Harness(["A", "B"]);
-    warm(h, "B", "wb", prompt(11, 1));
+    h.warm("B", "wb", prompt(11, 1));
     h.gossip(3);
     h.input("A", { type: "peer-message", from: "B", msg: { type: "goodbye" } });
     expect(h.node("A").peers()[0]?.liveness).toBe("down");
@@ -244,7 +230,7 @@ describe("PrefixNode — anti-entropy", () => {
     const h = new Harness(["A", "B"]);
     h.gossip(3);
     const sentBy = () => ({ ...h.node("A").stats().snapshotsSent });
-    warm(h, "A", "a1", prompt(1, 1));
+    h.warm("A", "a1", prompt(1, 1));
     const before = sentBy();
     h.gossip(1);
     const afterChange = sentBy();
@@ -286,6 +272,8 @@ describe("PrefixNode — anti-entropy", () => {
       msg: { type: "snapshot", snapshot: { kind: "heartbeat", header } },
     });
     expect(h.node("A").peers()[0]?.pushBackUntil).toBe(h.now + 1_000);
+    // A heartbeat of a version already held still refreshes what the peer advertises.
+    expect(h.node("A").peers()[0]?.queueDepth).toBe(99);
     const msg = {
       type: "forward" as const,
       reqId: "x".repeat(600),

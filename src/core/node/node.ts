@@ -80,16 +80,19 @@ interface Pending {
   next: number;
   attempt: number;
   target: NodeId;
+  /** The peer of the current forward attempt; undefined once the request runs (or queues) here. */
   current: NodeId | undefined;
   attemptSentAt: number;
   predicted: number;
   fallbacks: number;
-  local: boolean;
-  /** The current attempt's target confirmed it holds it (`forward-ack`); false again after a probe. */
-  acked: boolean;
+  /**
+   * `probes` when the current attempt's target last confirmed it holds it (`forward-ack`); -1 if it
+   * never did. The latest send is acked iff it equals `probes` (a probe needs a new ack).
+   */
+  ackedAt: number;
   /** The ack timer is armed (so a fallback cancels it). */
   ackArmed: boolean;
-  /** Probes sent for the current attempt (each doubles the wait before the next one). */
+  /** Re-sends of the current attempt (each doubles the wait before the next one). */
   probes: number;
 }
 
@@ -354,9 +357,6 @@ export class PrefixNode {
   heldOf(peer: NodeId): { epoch: number; version: number } | undefined {
     return this.estimates.held(peer);
   }
-  pendingCount(): number {
-    return this.pending.size;
-  }
   /**
    * Whose output a client request of ours waits for now: the peer of its current forward attempt, this
    * node once it runs (or queues) here; undefined when it is not pending. Output from any other node
@@ -365,7 +365,7 @@ export class PrefixNode {
   servingNow(reqId: string): NodeId | undefined {
     const p = this.pending.get(reqId);
     if (!p) return undefined;
-    return p.local ? this.config.id : p.current;
+    return p.current ?? this.config.id;
   }
   peers(): PeerView[] {
     const now = this.deps.now();
@@ -470,8 +470,7 @@ export class PrefixNode {
       attemptSentAt: now,
       predicted,
       fallbacks: 0,
-      local: false,
-      acked: false,
+      ackedAt: -1,
       ackArmed: false,
       probes: 0,
     };
@@ -501,8 +500,8 @@ export class PrefixNode {
     const blocks = Math.floor(Math.min(best, tokens.length) / BLOCK_SIZE);
     if (blocks === 0) return undefined;
     this.hasher.reset();
-    for (let b = 0; b < blocks; b++) this.hasher.step(tokens, b * BLOCK_SIZE);
-    const key = this.hasher.hi * 2 ** 32 + (this.hasher.lo >>> 0);
+    let key = 0;
+    for (let b = 0; b < blocks; b++) key = this.hasher.next(tokens, b * BLOCK_SIZE);
     const seen = this.demand.record(key) + 1;
     const pressure = this.insertedDecayed > 0 ? Math.min(1, this.evictedDecayed / this.insertedDecayed) : 0;
     return this.demand.expectedFuture(seen) * (1 - pressure);
@@ -518,7 +517,7 @@ export class PrefixNode {
       p.attempt++;
       p.current = to;
       p.attemptSentAt = now;
-      p.acked = false;
+      p.ackedAt = -1;
       p.probes = 0;
       peer.sentSinceQueue++;
       this.stats_.forwarded++;
@@ -530,8 +529,8 @@ export class PrefixNode {
       });
       return;
     }
+    // No peer attempt left (current undefined from now on): the request runs here.
     p.current = undefined;
-    p.local = true;
     this.enqueue("client", p.reqId, undefined, p.attempt, p.request, now, out);
   }
 
@@ -668,7 +667,7 @@ export class PrefixNode {
         break;
       case "error": {
         const p = this.pending.get(msg.reqId);
-        if (!p || p.local || p.current !== from || p.attempt !== msg.attempt) {
+        if (!p || p.current !== from || p.attempt !== msg.attempt) {
           this.stats_.lateReplies++;
           this.onLateAnswer(peer, msg.reqId, msg.attempt);
           return;
@@ -716,7 +715,7 @@ export class PrefixNode {
       return;
     }
     const restarted = peer.epoch !== undefined && h.epoch > peer.epoch;
-    const verdict = this.estimates.apply(s, now);
+    const verdict = this.estimates.apply(s);
     const rx = this.stats_.snapshotsReceived;
     if (verdict === "applied") rx.applied++;
     else if (verdict === "duplicate") rx.duplicate++;
@@ -870,8 +869,7 @@ export class PrefixNode {
 
   /** Expected service time of `request` here: its uncached prefill, at least the measured mean. */
   private serviceFor(request: EngineRequest): number {
-    const f = this.prefillFit.fit();
-    const prefill = f.fixedMs + f.msPerToken * (request.tokens.length - this.tree.match(request.tokens));
+    const prefill = this.prefillFit.predict(request.tokens.length - this.tree.match(request.tokens));
     return Math.max(prefill, this.serviceMsEwma ?? 0);
   }
 
@@ -930,7 +928,7 @@ export class PrefixNode {
     out: Effect[],
   ): void {
     const p = this.pending.get(reqId);
-    if (!p || p.local || p.current !== peer.id || p.attempt !== attempt) {
+    if (!p || p.current !== peer.id || p.attempt !== attempt) {
       this.stats_.lateReplies++;
       this.onLateAnswer(peer, reqId, attempt);
       return;
@@ -950,7 +948,7 @@ export class PrefixNode {
   /** Every pending forward to `to` fails over now (target departed, restarted or unreachable). */
   private failPendingTo(to: NodeId, now: number, out: Effect[]): void {
     for (const p of this.pending.values()) {
-      if (!p.local && p.current === to) this.fallback(p, now, out, true, false);
+      if (p.current === to) this.fallback(p, now, out, true, false);
     }
   }
 
@@ -961,7 +959,7 @@ export class PrefixNode {
     const now = this.deps.now();
     if (msg?.type === "forward") {
       const p = this.pending.get(msg.reqId);
-      if (p && !p.local && p.current === to && p.attempt === msg.attempt) this.fallback(p, now, out, true);
+      if (p && p.current === to && p.attempt === msg.attempt) this.fallback(p, now, out, true);
     }
   }
 
@@ -973,7 +971,7 @@ export class PrefixNode {
       this.antiEntropy(now, out);
       // Forwards to peers that went silent need not wait for their full timeout.
       for (const p of this.pending.values()) {
-        if (p.local || p.current === undefined) continue;
+        if (p.current === undefined) continue;
         const peer = this.members.get(p.current);
         if (peer && this.members.liveness(peer, now) !== "live") this.fallback(p, now, out, true);
       }
@@ -982,12 +980,12 @@ export class PrefixNode {
     }
     if (timer.startsWith(FWD_TIMER_PREFIX)) {
       const p = this.pending.get(timer.slice(FWD_TIMER_PREFIX.length));
-      if (p && !p.local && p.current !== undefined) this.fallback(p, now, out, false);
+      if (p?.current !== undefined) this.fallback(p, now, out, false);
       return;
     }
     if (timer.startsWith(ACK_TIMER_PREFIX)) {
       const p = this.pending.get(timer.slice(ACK_TIMER_PREFIX.length));
-      if (p && !p.local && p.current !== undefined && p.ackArmed) this.onAckTimer(p, now, out);
+      if (p?.current !== undefined && p.ackArmed) this.onAckTimer(p, now, out);
     }
   }
 
@@ -999,20 +997,21 @@ export class PrefixNode {
   private onAckTimer(p: Pending, now: number, out: Effect[]): void {
     p.ackArmed = false;
     const peer = this.members.get(p.current as NodeId);
-    if (!p.acked && peer && p.probes < this.config.forwardResends) {
+    const acked = p.ackedAt === p.probes;
+    if (!acked && peer && p.probes < this.config.forwardResends) {
       // Not acked yet: re-send the same forward once more (a probe) before giving up on the peer.
       p.probes++;
       this.stats_.probes++;
       this.sendForward(p, peer, now, out);
       return;
     }
-    if (!p.acked || !peer) {
+    if (!acked || !peer) {
       this.stats_.ackTimeouts++;
-      if (p.probes <= this.config.forwardResends && peer) this.rememberUnacked(p.reqId, p.attempt, peer.id);
+      // Only an attempt never acked may hint at a peer that does not ack.
+      if (p.ackedAt < 0 && peer) this.rememberUnacked(p.reqId, p.attempt, peer.id);
       this.fallback(p, now, out, true);
       return;
     }
-    p.acked = false;
     p.probes++;
     this.stats_.probes++;
     this.sendForward(p, peer, now, out);
@@ -1038,11 +1037,11 @@ export class PrefixNode {
     peer.missedAcks = 0;
     this.unackedAbandoned.delete(attemptKey(reqId, attempt));
     const p = this.pending.get(reqId);
-    if (!p || p.local || p.current !== peer.id || p.attempt !== attempt || p.acked) {
+    if (!p || p.current !== peer.id || p.attempt !== attempt || p.ackedAt === p.probes) {
       this.stats_.ignoredAcks++;
       return;
     }
-    p.acked = true;
+    p.ackedAt = p.probes;
     // A peer-controlled number: only a finite, non-negative one counts, and never beyond our timeout.
     const eta =
       typeof etaMs === "number" && Number.isFinite(etaMs) && etaMs >= 0

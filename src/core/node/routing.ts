@@ -36,24 +36,12 @@ export function buildCandidates(
       capacityTokens: self.capacityTokens,
     },
   ];
-  const peers = members.all();
-  let any = false;
-  for (const p of peers) {
-    if (members.routable(p, now, self.queueDepth)) {
-      any = true;
-      break;
-    }
-  }
-  if (!any) return out;
-  const { owners, lengths } = index.matchAll(tokens);
-  scratch.clear();
-  for (let i = 0; i < owners.length; i++) scratch.set(owners[i] as string, lengths[i] as number);
-  for (const p of peers) {
+  for (const p of members.all()) {
     if (!members.routable(p, now, self.queueDepth)) continue;
     out.push({
       id: p.id,
       self: false,
-      estimatedMatch: scratch.get(p.id) ?? 0,
+      estimatedMatch: 0, // filled in below, by one walk for all peers
       estimateAgeMs: p.estimateAt === undefined ? Number.POSITIVE_INFINITY : now - p.estimateAt,
       queueDepth: p.queueDepth,
       queueAgeMs: p.queueAt === undefined ? undefined : now - p.queueAt,
@@ -61,6 +49,14 @@ export function buildCandidates(
       rttMs: p.rttMs,
       capacityTokens: p.capacityTokens,
     });
+  }
+  if (out.length === 1) return out; // nobody to forward to: no index walk
+  const { owners, lengths } = index.matchAll(tokens);
+  scratch.clear();
+  for (let i = 0; i < owners.length; i++) scratch.set(owners[i] as string, lengths[i] as number);
+  for (let i = 1; i < out.length; i++) {
+    const c = out[i] as Candidate;
+    c.estimatedMatch = scratch.get(c.id) ?? 0;
   }
   return out;
 }

@@ -4,18 +4,14 @@
  * position, so ties (including "nobody holds anything") go to the lowest id rather than to self.
  * Not the default: kept to study how much of the paper's hotspot share that tie rule explains.
  */
-import type { Candidate, Policy } from "./policy.js";
+import { type Candidate, type Policy, rankBy } from "./policy.js";
 
 export class AffinityArgmaxPolicy implements Policy {
   readonly name = "affinity-argmax";
   rank(candidates: readonly Candidate[]): number[] {
-    const order = candidates.map((_, i) => i);
-    order.sort((a, b) => {
-      const ca = candidates[a] as Candidate;
-      const cb = candidates[b] as Candidate;
+    return rankBy(candidates, (ca, cb) => {
       if (cb.estimatedMatch !== ca.estimatedMatch) return cb.estimatedMatch - ca.estimatedMatch;
       return ca.id < cb.id ? -1 : ca.id > cb.id ? 1 : 0;
     });
-    return order;
   }
 }

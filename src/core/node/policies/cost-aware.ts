@@ -25,23 +25,11 @@
  */
 import { BLOCK_SIZE } from "../../block-hash.js";
 import type { LearnedCosts } from "../cost-model.js";
-import { type Candidate, type Policy, type RoutingContext, selfIndex } from "./policy.js";
-
-/**
- * Used only when no node supplies learned costs (a policy driven outside PrefixNode); the same
- * values as the config's `costPrior` defaults.
- */
-const FALLBACK_COSTS: LearnedCosts = {
-  prefillFixedMs: 50,
-  prefillMsPerToken: 0.5,
-  serviceMs: 0,
-  rttPriorMs: 250,
-  samples: 0,
-};
+import { type Candidate, type Policy, type RoutingContext, rankBy, selfIndex } from "./policy.js";
 
 /** Expected end-to-end latency (ms, decode excluded: it is the same wherever the request runs). */
-export function expectedLatencyMs(c: Candidate, ctx: RoutingContext): number {
-  const k = ctx.costs ?? FALLBACK_COSTS;
+function expectedLatencyMs(c: Candidate, ctx: RoutingContext): number {
+  const k = ctx.costs;
   const rtt = c.self ? 0 : (c.rttMs ?? k.rttPriorMs);
   const uncached = Math.max(0, ctx.promptTokens - c.estimatedMatch);
   const service = serviceMs(k, ctx);
@@ -62,7 +50,7 @@ export function expectedLatencyMs(c: Candidate, ctx: RoutingContext): number {
  *    skewed, 8 req/s, Δcomm 200 ms: 1.30 s → 1.06 s; affinity 1.14 s). Closed loop: L = 0, no effect.
  */
 function rankingCostMs(c: Candidate, selfQueue: number, ctx: RoutingContext): number {
-  const k = ctx.costs ?? FALLBACK_COSTS;
+  const k = ctx.costs;
   const service = serviceMs(k, ctx);
   const externality = k.prefillMsPerToken * Math.max(0, ctx.promptTokens - c.estimatedMatch) * selfQueue;
   const base = expectedLatencyMs(c, ctx) + externality;
@@ -84,12 +72,11 @@ export class CostAwarePolicy implements Policy {
   readonly name = "cost-aware";
   readonly usesDemand = true;
   rank(candidates: readonly Candidate[], ctx: RoutingContext): number[] {
-    const k = ctx.costs ?? FALLBACK_COSTS;
+    const k = ctx.costs;
     const selfQueue = (candidates[selfIndex(candidates)] as Candidate).queueDepth;
     const cost = candidates.map((c) => rankingCostMs(c, selfQueue, ctx));
     const tieBreak = candidates.map((c) => (c.self ? -1 : ctx.random()));
-    const order = candidates.map((_, i) => i);
-    order.sort((a, b) => {
+    const order = rankBy(candidates, (_ca, _cb, a, b) => {
       const d = (cost[a] as number) - (cost[b] as number);
       // Sub-microsecond differences are float noise, not a reason to forward.
       if (Math.abs(d) > 1e-6) return d;
@@ -118,7 +105,7 @@ export class CostAwarePolicy implements Policy {
       const self = candidates[s] as Candidate;
       if (best.estimatedMatch > self.estimatedMatch) {
         const loss = (cost[s] as number) - (cost[order[0] as number] as number);
-        const rtt = best.rttMs ?? (ctx.costs ?? FALLBACK_COSTS).rttPriorMs;
+        const rtt = best.rttMs ?? k.rttPriorMs;
         if (loss <= reuse * rtt) return [s];
       }
     }

@@ -2,20 +2,16 @@
  * `least-loaded`: the node with the smallest known queue depth; ties to self, then to the longest
  * estimated match (so it is cache-aware among equally loaded nodes).
  */
-import type { Candidate, Policy } from "./policy.js";
+import { type Candidate, type Policy, rankBy } from "./policy.js";
 
 export class LeastLoadedPolicy implements Policy {
   readonly name = "least-loaded";
   rank(candidates: readonly Candidate[]): number[] {
-    const order = candidates.map((_, i) => i);
-    order.sort((a, b) => {
-      const ca = candidates[a] as Candidate;
-      const cb = candidates[b] as Candidate;
+    return rankBy(candidates, (ca, cb, a, b) => {
       if (ca.queueDepth !== cb.queueDepth) return ca.queueDepth - cb.queueDepth;
       if (ca.self !== cb.self) return ca.self ? -1 : 1;
       if (ca.estimatedMatch !== cb.estimatedMatch) return cb.estimatedMatch - ca.estimatedMatch;
       return a - b;
     });
-    return order;
   }
 }

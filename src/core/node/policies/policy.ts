@@ -32,8 +32,8 @@ export interface RoutingContext {
   now: number;
   /** Uniform in [0,1): injected, so routing replays exactly. */
   random(): number;
-  /** The node's learned costs (prefill fit, service time, RTT prior); set by PrefixNode. */
-  costs?: LearnedCosts;
+  /** The node's learned costs (prefill fit, service time, RTT prior). */
+  costs: LearnedCosts;
   /**
    * Requests expected to arrive HERE later that reuse the longest prefix any candidate holds
    * (demand.ts); set by PrefixNode for policies with `usesDemand`, undefined when nothing matches.
@@ -52,6 +52,15 @@ export interface Policy {
    * ignored (self always succeeds).
    */
   rank(candidates: readonly Candidate[], ctx: RoutingContext): number[];
+}
+
+/** Candidate indexes ordered by `cmp` over (candidate, index) pairs: the shape of most rankings. */
+export function rankBy(
+  candidates: readonly Candidate[],
+  cmp: (a: Candidate, b: Candidate, i: number, j: number) => number,
+): number[] {
+  const order = candidates.map((_, i) => i);
+  return order.sort((i, j) => cmp(candidates[i] as Candidate, candidates[j] as Candidate, i, j));
 }
 
 /** Index of the self candidate (always present). */
