@@ -72,34 +72,22 @@ export class ForwardChannel {
     private readonly t: ChannelTimeouts,
   ) {}
 
-  /** Sends one forward and streams its answer; rejects with TransportError on any failure. */
-  /** `onAck` once the peer has accepted the forward: its ack record, or the first chunk. */
-  async forward(
-    msg: ForwardMsg,
-    onChunk: (text: string) => void,
-    signal?: AbortSignal,
-    onAck?: () => void,
-  ): Promise<ReplyMsg> {
+  /**
+   * Sends one forward and streams its answer; rejects with TransportError on any failure. `onAck`
+   * once the peer has accepted the forward: its ack record, or the first chunk.
+   */
+  async forward(msg: ForwardMsg, onChunk: (text: string) => void, onAck?: () => void): Promise<ReplyMsg> {
     const conn = this.conn?.ws.readyState === WebSocket.OPEN ? this.conn : await this.open();
     const k = this.nextK++;
     const payload = encodeForwardFrame(k, msg);
     return new Promise<ReplyMsg>((resolve, reject) => {
       const fail = (e: TransportError) => this.end(k)?.reject(e);
-      const onAbort = () => fail(new TransportError("aborted", `forward to ${this.peerId} aborted`));
-      if (signal?.aborted) return reject(new TransportError("aborted", `forward to ${this.peerId} aborted`));
-      signal?.addEventListener("abort", onAbort, { once: true });
       const s: OpenStream = {
         conn,
         onChunk,
         onAck,
-        resolve: (m) => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve(m);
-        },
-        reject: (e) => {
-          signal?.removeEventListener("abort", onAbort);
-          reject(e);
-        },
+        resolve,
+        reject,
         idle: setTimeout(
           () =>
             fail(new TransportError("timeout", `peer ${this.peerId}: no answer in ${this.t.firstByteMs} ms`)),

@@ -12,9 +12,9 @@ import { type WebSocket, WebSocketServer } from "ws";
 import type { FrameMac } from "./auth/channel-mac.js";
 import { FRAME_TAG_BYTES } from "./auth/channel-mac.js";
 import { HEADER_NONCE } from "./auth/hmac.js";
-import { orderedWrites } from "./ordered-writes.js";
+import { replyStream } from "./reply-stream.js";
 import type { PeerAuth } from "./transport-auth.js";
-import { deferredAck, type ForwardReplyStream, type PeerServerHandlers } from "./transport-server.js";
+import type { PeerServerHandlers } from "./transport-server.js";
 import { CHANNEL_PATH, decodeForwardFrame, MAX_RECORDS_PER_FRAME, replyToWire } from "./transport-wire.js";
 
 export interface ChannelServerOptions {
@@ -99,6 +99,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       if (last) flush();
       else pending ??= setImmediate(flush);
     };
+    const gone = () => ws.readyState !== ws.OPEN;
     const drop = (code: number, why: string) => {
       opts.logger?.warn({ peer, why }, "forward channel closed: bad frame");
       ws.close(code, why);
@@ -112,25 +113,12 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
         return send({ t: "rej", k: frame.k, error: frame.error }, true);
       }
       const { k, msg } = frame;
-      const write = orderedWrites(opts.delay);
-      let finished = false;
-      const acker = deferredAck(() => write(() => send({ t: "ack", k })));
-      const stream: ForwardReplyStream = {
-        ack: acker.ack,
-        chunk(text) {
-          acker.answered();
-          if (!finished) write(() => send({ t: "chunk", k, text }));
-        },
-        finish(m) {
-          acker.answered();
-          if (finished) return;
-          finished = true;
-          write(() => send({ t: "msg", k, msg: replyToWire(m) }, true));
-        },
-        get closed() {
-          return finished || ws.readyState !== ws.OPEN;
-        },
-      };
+      const stream = replyStream(opts.delay, {
+        ack: () => send({ t: "ack", k }),
+        chunk: (text) => send({ t: "chunk", k, text }),
+        final: (m) => send({ t: "msg", k, msg: replyToWire(m) }, true),
+        gone,
+      });
       handlers.onForward(peer, msg, stream);
     });
   }

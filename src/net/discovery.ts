@@ -30,7 +30,7 @@ export interface StaticPeer {
 }
 
 /** A peer base URL: http or https, host and optional port, nothing else. */
-export function parsePeerUrl(raw: string): string {
+function parsePeerUrl(raw: string): string {
   let u: URL;
   try {
     u = new URL(raw);
@@ -249,7 +249,7 @@ export class DnsPeerDiscovery {
 }
 
 /** What a node answers on `GET /peer/hello`. Unknown fields are ignored (newer peers may add some). */
-export const peerHelloSchema = z.object({
+const peerHelloSchema = z.object({
   id: nodeIdSchema,
   cluster: clusterIdSchema,
   model: z.string().min(1).max(256),

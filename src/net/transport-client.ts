@@ -39,7 +39,7 @@ export interface TransportTimeouts {
 
 export { classify, TransportError, type TransportFailure } from "./transport-error.js";
 
-export const DEFAULT_TIMEOUTS: TransportTimeouts = {
+const DEFAULT_TIMEOUTS: TransportTimeouts = {
   connectMs: 2_000,
   firstByteMs: 60_000,
   gapMs: 30_000,
@@ -208,7 +208,6 @@ export class PeerClient {
     id: string,
     msg: ForwardMsg,
     onChunk: (text: string) => void,
-    signal?: AbortSignal,
     /** The peer accepted the forward (its ack, first chunk, or — over HTTP — response headers). */
     onAck?: () => void,
   ): Promise<ReplyMsg> {
@@ -216,7 +215,7 @@ export class PeerClient {
     if (peer.channel) {
       try {
         if (this.opts.delay) await this.opts.delay();
-        return await peer.channel.forward(msg, onChunk, signal, onAck);
+        return await peer.channel.forward(msg, onChunk, onAck);
       } catch (err) {
         // A peer without a channel endpoint (an older version) is served over HTTP from now on.
         if (!(err instanceof TransportError && err.kind === "http" && err.status === 404)) throw err;
@@ -226,8 +225,8 @@ export class PeerClient {
     }
     const body = Buffer.from(JSON.stringify(forwardToWire(msg)));
     const path = "/peer/forward";
-    // One controller and one timer, cleared when the answer is in: cheaper per forward than
-    // AbortSignal.timeout + AbortSignal.any, and no timer outlives its request.
+    // One controller and one timer, cleared when the answer is in: unlike AbortSignal.timeout's, no
+    // timer outlives its request.
     const ac = new AbortController();
     const timer = setTimeout(
       () =>
@@ -235,9 +234,6 @@ export class PeerClient {
       this.t.forwardTotalMs,
     );
     timer.unref?.();
-    const onAbort = () => ac.abort(signal?.reason);
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener("abort", onAbort, { once: true });
     try {
       if (this.opts.delay) await this.opts.delay();
       const res = await peer.pool.request({
@@ -261,7 +257,6 @@ export class PeerClient {
       throw classify(err);
     } finally {
       clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
     }
   }
 

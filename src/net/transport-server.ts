@@ -5,7 +5,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { attachForwardChannel } from "./channel-server.js";
-import { orderedWrites } from "./ordered-writes.js";
+import { type ForwardReplyStream, replyStream } from "./reply-stream.js";
 import type { PeerAuth } from "./transport-auth.js";
 import {
   type ForwardMsg,
@@ -16,7 +16,6 @@ import {
   parseEcho,
   parseForward,
   parseHolds,
-  type ReplyMsg,
   replyToWire,
   type SnapshotMeta,
 } from "./transport-wire.js";
@@ -24,19 +23,6 @@ import {
 export type { SnapshotMeta };
 
 export type IncomingMessage = import("zod").infer<typeof messageWireSchema>;
-
-/** Where the node writes the answer to a forwarded request: chunks, then exactly one final message. */
-export interface ForwardReplyStream {
-  /**
-   * The node accepted the forward (`forward-ack`). Sent only if no chunk or answer leaves within
-   * ACK_DEFER_MS (those imply it at the origin): a quick answer costs no extra message.
-   */
-  ack(): void;
-  chunk(text: string): void;
-  finish(msg: ReplyMsg): void;
-  /** True once finished or once the origin hung up. */
-  readonly closed: boolean;
-}
 
 export interface PeerServerHandlers {
   hello(): PeerHello;
@@ -66,9 +52,7 @@ declare module "fastify" {
   }
 }
 
-export const DEFAULT_MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024;
-/** Far below the origin's ack timeout (≥ 250 ms), far above a quick answer's time on a LAN. */
-export const ACK_DEFER_MS = 10;
+const DEFAULT_MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024;
 const DEFAULT_MAX_FORWARD_BYTES = 16 * 1024 * 1024;
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
@@ -179,39 +163,24 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     raw.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-store" });
     // Node corks the socket for the tick, so a chunk and the final record written together leave
     // in one packet.
-    const write = orderedWrites(opts.delay);
-    let closed = false;
-    const put = (line: string, end: boolean) =>
-      write(() => {
-        if (raw.destroyed || raw.writableEnded) return;
-        if (end) raw.end(line);
-        else raw.write(line);
-      });
+    let gone = false;
     raw.on("close", () => {
-      closed = true;
+      gone = true;
     });
-    // The ack of an HTTP forward is its response headers (sent with the first record otherwise).
-    const acker = deferredAck(() =>
-      write(() => {
-        if (!raw.destroyed && !raw.headersSent) raw.flushHeaders();
-      }),
-    );
-    const stream: ForwardReplyStream = {
-      ack: acker.ack,
-      chunk(text) {
-        acker.answered();
-        if (!closed) put(`${JSON.stringify({ t: "chunk", text })}\n`, false);
-      },
-      finish(m) {
-        acker.answered();
-        if (closed) return;
-        closed = true;
-        put(`${JSON.stringify({ t: "msg", msg: replyToWire(m) })}\n`, true);
-      },
-      get closed() {
-        return closed;
-      },
+    const put = (line: string, end: boolean) => {
+      if (raw.destroyed || raw.writableEnded) return;
+      if (end) raw.end(line);
+      else raw.write(line);
     };
+    const stream = replyStream(opts.delay, {
+      // The ack of an HTTP forward is its response headers (sent with the first record otherwise).
+      ack: () => {
+        if (!raw.destroyed && !raw.headersSent) raw.flushHeaders();
+      },
+      chunk: (text) => put(`${JSON.stringify({ t: "chunk", text })}\n`, false),
+      final: (m) => put(`${JSON.stringify({ t: "msg", msg: replyToWire(m) })}\n`, true),
+      gone: () => gone,
+    });
     handlers.onForward(req.peerId!, msg, stream);
     return reply;
   });
@@ -229,27 +198,4 @@ function parseJson(b: Buffer): unknown {
   } catch {
     return undefined;
   }
-}
-
-/**
- * An ack that leaves ACK_DEFER_MS after `ack()` unless the answer starts first (`answered()`): acks
- * bound how long an origin waits on a lost forward, but a quick answer should not pay a message for one.
- */
-export function deferredAck(sendAck: () => void): { ack(): void; answered(): void } {
-  let timer: NodeJS.Timeout | undefined;
-  let done = false;
-  return {
-    ack() {
-      if (done || timer) return;
-      timer = setTimeout(() => {
-        done = true;
-        sendAck();
-      }, ACK_DEFER_MS);
-      timer.unref();
-    },
-    answered() {
-      done = true;
-      if (timer) clearTimeout(timer);
-    },
-  };
 }

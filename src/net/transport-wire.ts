@@ -10,16 +10,16 @@ import { z } from "zod";
 import type { EngineRequest, EngineResult } from "../core/engine.js";
 import type { HeldVersion, PeerMessage, SnapshotEcho } from "../core/node/types.js";
 
-export const MAX_PROMPT_TOKENS = 1 << 20;
+const MAX_PROMPT_TOKENS = 1 << 20;
 const MAX_TEXT = 8 * 1024 * 1024;
 
 /** Tokens travel as base64 of little-endian uint32: ~4x smaller and far faster to parse than a JSON array. */
-export function encodeTokens(t: Uint32Array): string {
+function encodeTokens(t: Uint32Array): string {
   const le = new Uint32Array(t); // copy: own buffer, aligned
   return Buffer.from(le.buffer, le.byteOffset, le.byteLength).toString("base64");
 }
 
-export function decodeTokens(b64: string): Uint32Array {
+function decodeTokens(b64: string): Uint32Array {
   const buf = Buffer.from(b64, "base64");
   if (buf.length % 4 !== 0) throw new Error("token bytes not a multiple of 4");
   const out = new Uint32Array(buf.length / 4);
@@ -160,16 +160,7 @@ export function decodeForwardFrame(frame: Buffer): ForwardFrame {
   if (!parsed.success) return { ok: false, k, error: `bad forward: ${parsed.error.issues[0]?.message}` };
   const tokens = new Uint32Array(tokenBytes / 4);
   Buffer.from(tokens.buffer).set(frame.subarray(4 + n));
-  const f = parsed.data.f;
-  const msg: ForwardMsg = {
-    type: "forward",
-    reqId: f.reqId,
-    attempt: f.attempt,
-    hops: f.hops,
-    request: { ...f.request, tokens },
-  };
-  if (f.deadlineMs !== undefined) msg.deadlineMs = f.deadlineMs;
-  return { ok: true, k, msg };
+  return { ok: true, k, msg: forwardMsg(parsed.data.f, tokens) };
 }
 export const channelRecordSchema = z.discriminatedUnion("t", [
   chunkRecord.extend({ k: streamNo }),
@@ -219,10 +210,15 @@ export function forwardToWire(m: ForwardMsg) {
 }
 
 export function forwardFromWire(w: z.infer<typeof forwardWireSchema>): ForwardMsg {
-  const { tokens, ...rest } = w.request;
-  const request: EngineRequest = { ...rest, tokens: decodeTokens(tokens) };
-  const msg: ForwardMsg = { type: "forward", reqId: w.reqId, attempt: w.attempt, hops: w.hops, request };
-  if (w.deadlineMs !== undefined) msg.deadlineMs = w.deadlineMs;
+  const { tokens, ...request } = w.request;
+  return forwardMsg({ ...w, request }, decodeTokens(tokens));
+}
+
+/** The ForwardMsg for validated wire fields and their decoded tokens (both forward encodings). */
+function forwardMsg(f: z.infer<typeof forwardMetaSchema>, tokens: Uint32Array): ForwardMsg {
+  const request: EngineRequest = { ...f.request, tokens };
+  const msg: ForwardMsg = { type: "forward", reqId: f.reqId, attempt: f.attempt, hops: f.hops, request };
+  if (f.deadlineMs !== undefined) msg.deadlineMs = f.deadlineMs;
   return msg;
 }
 

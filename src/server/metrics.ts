@@ -33,12 +33,13 @@ export function createMetrics(nodeId: string) {
   let view: (() => GaugeView) | undefined;
   const registers = [registry];
 
-  const requests = new Counter({
-    name: "prefixmesh_requests_total",
-    help: "Client requests by outcome and route (local = served here, forwarded = served by a peer)",
-    labelNames: ["outcome", "route"] as const,
-    registers,
-  });
+  const counter = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
+    new Counter<L>({ name, help, labelNames, registers });
+  const requests = counter(
+    "prefixmesh_requests_total",
+    "Client requests by outcome and route (local = served here, forwarded = served by a peer)",
+    ["outcome", "route"],
+  );
   const latency = new Histogram({
     name: "prefixmesh_request_duration_seconds",
     help: "End-to-end client request latency at the entry node",
@@ -46,50 +47,42 @@ export function createMetrics(nodeId: string) {
     buckets: LATENCY_BUCKETS,
     registers,
   });
-  const served = new Counter({
-    name: "prefixmesh_served_total",
-    help: "Requests this node's engine ran, by origin (self or a peer)",
-    labelNames: ["origin"] as const,
-    registers,
-  });
-  const promptTokens = new Counter({
-    name: "prefixmesh_prompt_tokens_total",
-    help: "Prompt tokens of requests that entered here",
-    registers,
-  });
-  const predictedCached = new Counter({
-    name: "prefixmesh_predicted_cached_tokens_total",
-    help: "Cached tokens the routing decision predicted (estimated match at decision time)",
-    registers,
-  });
-  const actualCached = new Counter({
-    name: "prefixmesh_actual_cached_tokens_total",
-    help: "Cached tokens the serving engine actually reused",
-    registers,
-  });
-  const gossipBytes = new Counter({
-    name: "prefixmesh_gossip_bytes_total",
-    help: "Anti-entropy snapshot bytes by peer and direction",
-    labelNames: ["peer", "direction"] as const,
-    registers,
-  });
-  const peerFailures = new Counter({
-    name: "prefixmesh_peer_send_failures_total",
-    help: "Peer messages that failed at the transport (refused, reset, timeout)",
-    labelNames: ["peer", "reason"] as const,
-    registers,
-  });
-  const authRejected = new Counter({
-    name: "prefixmesh_peer_auth_rejected_total",
-    help: "Peer requests refused by authentication (they never reach a tree or an engine)",
-    labelNames: ["reason"] as const,
-    registers,
-  });
-  const pushBack = new Counter({
-    name: "prefixmesh_pushback_advertised_total",
-    help: "Snapshots sent while advertising push-back",
-    registers,
-  });
+  const served = counter(
+    "prefixmesh_served_total",
+    "Requests this node's engine ran, by origin (self or a peer)",
+    ["origin"],
+  );
+  const promptTokens = counter(
+    "prefixmesh_prompt_tokens_total",
+    "Prompt tokens of requests that entered here",
+  );
+  const predictedCached = counter(
+    "prefixmesh_predicted_cached_tokens_total",
+    "Cached tokens the routing decision predicted (estimated match at decision time)",
+  );
+  const actualCached = counter(
+    "prefixmesh_actual_cached_tokens_total",
+    "Cached tokens the serving engine actually reused",
+  );
+  const gossipBytes = counter(
+    "prefixmesh_gossip_bytes_total",
+    "Anti-entropy snapshot bytes by peer and direction",
+    ["peer", "direction"],
+  );
+  const peerFailures = counter(
+    "prefixmesh_peer_send_failures_total",
+    "Peer messages that failed at the transport (refused, reset, timeout)",
+    ["peer", "reason"],
+  );
+  const authRejected = counter(
+    "prefixmesh_peer_auth_rejected_total",
+    "Peer requests refused by authentication (they never reach a tree or an engine)",
+    ["reason"],
+  );
+  const pushBack = counter(
+    "prefixmesh_pushback_advertised_total",
+    "Snapshots sent while advertising push-back",
+  );
 
   const g = (name: string, help: string, labelNames: string[], collect: (this: Gauge) => void) =>
     new Gauge({ name, help, labelNames, registers, collect });
@@ -102,22 +95,27 @@ export function createMetrics(nodeId: string) {
   g("prefixmesh_pushback_active", "1 while this node advertises push-back", [], function () {
     if (view) this.set(view().pushBackActive ? 1 : 0);
   });
-  g("prefixmesh_peer_suspected", "1 when a peer is suspected failed", ["peer"], function () {
-    if (!view) return;
-    this.reset();
-    for (const p of view().peers) this.set({ peer: p.peer }, p.suspected ? 1 : 0);
-  });
-  g("prefixmesh_peer_estimate_age_seconds", "Age of the estimate held for a peer", ["peer"], function () {
-    if (!view) return;
-    this.reset();
-    for (const p of view().peers)
-      if (p.estimateAgeSec !== undefined) this.set({ peer: p.peer }, p.estimateAgeSec);
-  });
-  g("prefixmesh_peer_estimate_tokens", "Tokens in the estimate held for a peer", ["peer"], function () {
-    if (!view) return;
-    this.reset();
-    for (const p of view().peers) this.set({ peer: p.peer }, p.estimateTokens);
-  });
+  /** A gauge per peer, rebuilt at each scrape (peers come and go); undefined leaves a peer out. */
+  const perPeer = (name: string, help: string, value: (p: PeerGaugeView) => number | undefined) =>
+    g(name, help, ["peer"], function () {
+      if (!view) return;
+      this.reset();
+      for (const p of view().peers) {
+        const v = value(p);
+        if (v !== undefined) this.set({ peer: p.peer }, v);
+      }
+    });
+  perPeer("prefixmesh_peer_suspected", "1 when a peer is suspected failed", (p) => (p.suspected ? 1 : 0));
+  perPeer(
+    "prefixmesh_peer_estimate_age_seconds",
+    "Age of the estimate held for a peer",
+    (p) => p.estimateAgeSec,
+  );
+  perPeer(
+    "prefixmesh_peer_estimate_tokens",
+    "Tokens in the estimate held for a peer",
+    (p) => p.estimateTokens,
+  );
   g(
     "prefixmesh_forward_events",
     "Forwarding events since start, as the node counts them (fallback, ack_timeout, late_reply, …)",
@@ -127,11 +125,9 @@ export function createMetrics(nodeId: string) {
       for (const [event, n] of Object.entries(view().forwardEvents ?? {})) this.set({ event }, n);
     },
   );
-  g("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", ["peer"], function () {
-    if (!view) return;
-    this.reset();
-    for (const p of view().peers) this.set({ peer: p.peer }, p.pushBackActive ? 1 : 0);
-  });
+  perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>
+    p.pushBackActive ? 1 : 0,
+  );
 
   return {
     registry,

@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -70,9 +70,12 @@ const fwd = (reqId: string): ForwardMsg => ({
 
 const servers: FastifyInstance[] = [];
 const clients: PeerClient[] = [];
+const raws: Server[] = [];
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
   await Promise.all(servers.splice(0).map((s) => s.close()));
+  for (const r of raws) r.closeAllConnections();
+  await Promise.all(raws.splice(0).map((r) => new Promise((done) => r.close(done))));
 });
 
 async function start(auth: PeerAuth, self = "B", maxSnapshotBytes?: number) {
@@ -87,6 +90,14 @@ function client(auth: PeerAuth, timeouts = {}, forwardTransport: ForwardTranspor
   const c = new PeerClient({ auth, timeouts, forwardTransport });
   clients.push(c);
   return c;
+}
+
+/** A plain HTTP server scripted to misbehave as a peer; closed after each test. */
+async function rawPeer(handler: RequestListener): Promise<string> {
+  const srv = createServer(handler);
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  raws.push(srv);
+  return `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
 }
 
 describe("peer transport (HMAC shared secret)", () => {
@@ -166,32 +177,26 @@ describe("peer transport failures (HTTP forwards)", () => {
   );
 
   it("surfaces a stream cut off mid-answer as an error at once, never a short answer", async () => {
-    const srv = createServer((_req, res) => {
+    const url = await rawPeer((_req, res) => {
       res.writeHead(200, { "content-type": "application/x-ndjson" });
       res.write(`${JSON.stringify({ t: "chunk", text: "partial" })}\n`);
       setTimeout(() => res.socket?.destroy(), 20);
     });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-    try {
-      const c = client(insecureAuth("A"), {}, "http");
-      c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
-      const chunks: string[] = [];
-      const t0 = performance.now();
-      const err = await c.forward("B", fwd("A-1"), (t) => chunks.push(t)).catch((e) => e);
-      expect(chunks).toEqual(["partial"]);
-      expect(err).toBeInstanceOf(TransportError);
-      expect(["connection", "cut-off"]).toContain((err as TransportError).kind);
-      expect(performance.now() - t0).toBeLessThan(2000);
-    } finally {
-      srv.closeAllConnections();
-      await new Promise((r) => srv.close(r));
-    }
+    const c = client(insecureAuth("A"), {}, "http");
+    c.setPeer("B", url);
+    const chunks: string[] = [];
+    const t0 = performance.now();
+    const err = await c.forward("B", fwd("A-1"), (t) => chunks.push(t)).catch((e) => e);
+    expect(chunks).toEqual(["partial"]);
+    expect(err).toBeInstanceOf(TransportError);
+    expect(["connection", "cut-off"]).toContain((err as TransportError).kind);
+    expect(performance.now() - t0).toBeLessThan(2000);
   });
 
   it("decodes a multi-byte character split across two network writes", async () => {
     const line = Buffer.from(`${JSON.stringify({ t: "chunk", text: "née €" })}\n`);
     const cut = line.indexOf(Buffer.from("€")) + 1; // inside the 3-byte euro sign
-    const srv = createServer((_req, res) => {
+    const url = await rawPeer((_req, res) => {
       res.writeHead(200, { "content-type": "application/x-ndjson" });
       res.write(line.subarray(0, cut));
       setTimeout(() => {
@@ -201,66 +206,48 @@ describe("peer transport failures (HTTP forwards)", () => {
         );
       }, 30);
     });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-    try {
-      const c = client(insecureAuth("A"), {}, "http");
-      c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
-      const chunks: string[] = [];
-      const reply = await c.forward("B", fwd("A-1"), (t) => chunks.push(t));
-      expect(chunks).toEqual(["née €"]);
-      expect(reply.type).toBe("error");
-    } finally {
-      srv.closeAllConnections();
-      await new Promise((r) => srv.close(r));
-    }
+    const c = client(insecureAuth("A"), {}, "http");
+    c.setPeer("B", url);
+    const chunks: string[] = [];
+    const reply = await c.forward("B", fwd("A-1"), (t) => chunks.push(t));
+    expect(chunks).toEqual(["née €"]);
+    expect(reply.type).toBe("error");
   });
 
   it("bounds the whole forward: a peer trickling chunks forever times out", async () => {
-    const srv = createServer((_req, res) => {
+    const url = await rawPeer((_req, res) => {
       res.writeHead(200, { "content-type": "application/x-ndjson" });
       const t = setInterval(() => res.write(`${JSON.stringify({ t: "chunk", text: "." })}\n`), 20);
       res.on("close", () => clearInterval(t));
     });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-    try {
-      const c = client(insecureAuth("A"), { forwardTotalMs: 300 }, "http");
-      c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
-      const t0 = performance.now();
-      const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
-      expect((err as TransportError).kind).toBe("timeout");
-      expect(performance.now() - t0).toBeLessThan(2000);
-    } finally {
-      srv.closeAllConnections();
-      await new Promise((r) => srv.close(r));
-    }
+    const c = client(insecureAuth("A"), { forwardTotalMs: 300 }, "http");
+    c.setPeer("B", url);
+    const t0 = performance.now();
+    const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
+    expect((err as TransportError).kind).toBe("timeout");
+    expect(performance.now() - t0).toBeLessThan(2000);
   });
 
   it("times out a silent peer between chunks", async () => {
-    const srv = createServer((_req, res) => {
+    const url = await rawPeer((_req, res) => {
       res.writeHead(200, { "content-type": "application/x-ndjson" });
       res.write(`${JSON.stringify({ t: "chunk", text: "a" })}\n`);
       // then silence
     });
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-    try {
-      const c = client(insecureAuth("A"), { gapMs: 200 }, "http");
-      c.setPeer("B", `http://127.0.0.1:${(srv.address() as AddressInfo).port}`);
-      const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
-      expect((err as TransportError).kind).toBe("timeout");
-    } finally {
-      srv.closeAllConnections();
-      await new Promise((r) => srv.close(r));
-    }
+    const c = client(insecureAuth("A"), { gapMs: 200 }, "http");
+    c.setPeer("B", url);
+    const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
+    expect((err as TransportError).kind).toBe("timeout");
   });
 });
 
 const haveOpenssl = await opensslAvailable();
+if (!haveOpenssl) console.log("skipped mutual-TLS transport tests: openssl not installed");
 describe.skipIf(!haveOpenssl)("peer transport (mutual TLS)", () => {
   const dir = mkdtempSync(join(tmpdir(), "pm-tls-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("authenticates peers by certificate and refuses a pinned id mismatch", async () => {
-    if (!haveOpenssl) console.log("skipped: openssl not installed");
     await initCa(dir, { clusterId: "c1" });
     await issueNodeCert(dir, "A");
     await issueNodeCert(dir, "B");

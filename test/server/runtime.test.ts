@@ -51,6 +51,12 @@ describe("node runtime (two in-process nodes, sim engine)", () => {
     expect(metrics).toMatch(/prefixmesh_forward_events\{[^}]*event="forwarded"[^}]*\} 1/);
     expect(metrics).toMatch(/prefixmesh_forward_events\{[^}]*event="ack_timeout"[^}]*\} 0/);
     expect(metrics).toMatch(/prefixmesh_gossip_bytes_total\{[^}]*direction="in"[^}]*\} [1-9]/);
+    // Per-peer gauges, read from the node's view at scrape time.
+    expect(metrics).toMatch(
+      /prefixmesh_peer_estimate_tokens\{[^}]*peer="B"[^}]*\} (25[6-9]|2[6-9]\d|[3-9]\d\d)/,
+    );
+    expect(metrics).toMatch(/prefixmesh_peer_suspected\{[^}]*peer="B"[^}]*\} 0/);
+    expect(metrics).toMatch(/prefixmesh_peer_estimate_age_seconds\{[^}]*peer="B"[^}]*\} \d/);
   });
 
   it("streams a forwarded answer and answers each request exactly once", async () => {

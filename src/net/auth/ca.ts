@@ -245,7 +245,7 @@ export async function readClusterId(dir: string): Promise<string> {
 }
 
 /** Validates SAN entries (IP addresses or DNS host names), dropping duplicates. */
-export function normalizeSans(sans: readonly string[]): string[] {
+function normalizeSans(sans: readonly string[]): string[] {
   const out: string[] = [];
   for (const raw of sans) {
     const s = raw.trim();

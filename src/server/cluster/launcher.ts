@@ -54,7 +54,7 @@ export interface RunningCluster {
   stop(): Promise<void>;
 }
 
-export function nodeIds(n: number): string[] {
+function nodeIds(n: number): string[] {
   const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
   return Array.from({ length: n }, (_, i) => (n <= 26 ? (letters[i] as string) : `n${i + 1}`));
 }
@@ -71,7 +71,7 @@ export async function freePort(host: string): Promise<number> {
   });
 }
 
-export function mainScript(): string {
+function mainScript(): string {
   const p = fileURLToPath(new URL("../../cli/main.js", import.meta.url));
   if (!existsSync(p)) throw new Error(`${p} is missing: run 'npm run build' first`);
   return p;

@@ -9,7 +9,7 @@ export interface ResponseMeta {
   model: string;
 }
 
-export function usageOf(o: ServeOutcome) {
+function usageOf(o: ServeOutcome) {
   const r = o.result;
   return {
     prompt_tokens: r.promptTokens,
@@ -20,7 +20,7 @@ export function usageOf(o: ServeOutcome) {
 }
 
 /** Our own extension field: which node served the request and how far away it was. */
-export function prefixmeshField(o: ServeOutcome) {
+function prefixmeshField(o: ServeOutcome) {
   return { served_by: o.servedBy, hops: o.hops, request_id: o.reqId };
 }
 

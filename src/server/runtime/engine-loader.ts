@@ -19,7 +19,7 @@ export interface EngineSettings {
 /** `--model generated` means the benchmark-sized generated model (~57M params): no download needed. */
 export const DEFAULT_GENERATED = "generated:bench";
 
-export function engineSpec(s: EngineSettings): EngineSpec {
+function engineSpec(s: EngineSettings): EngineSpec {
   switch (s.engine) {
     case "sim":
       return {

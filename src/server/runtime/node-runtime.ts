@@ -12,9 +12,10 @@ import type { Engine, EngineRequest, EngineResult } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
 import type { Snapshot } from "../../core/snapshot.js";
+import type { ForwardReplyStream } from "../../net/reply-stream.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import { TransportError } from "../../net/transport-client.js";
-import type { ForwardReplyStream, IncomingMessage, PeerServerHandlers } from "../../net/transport-server.js";
+import type { IncomingMessage, PeerServerHandlers } from "../../net/transport-server.js";
 import {
   type ForwardMsg,
   type PeerHello,
@@ -79,6 +80,15 @@ interface ClientSlot {
 
 type Sink = { kind: "client"; reqId: string } | { kind: "forward"; stream: ForwardReplyStream };
 
+/** A forward we serve whose answer stream is still open. */
+interface ServedForward {
+  stream: ForwardReplyStream;
+  reqId: string;
+  attempt: number;
+  /** Closes a stream the node never answers (armed only if it was not answered at once). */
+  ttl: NodeJS.Timeout | undefined;
+}
+
 const nowDefault = () => performance.timeOrigin + performance.now();
 
 export class NodeRuntime implements NodeService {
@@ -90,7 +100,7 @@ export class NodeRuntime implements NodeService {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly clients = new Map<string, ClientSlot>();
   /** Open answer streams of forwards we serve, by `${from}|${reqId}|${attempt}`. */
-  private readonly streams = new Map<string, ForwardReplyStream>();
+  private readonly streams = new Map<string, ServedForward>();
   private readonly sinks = new WeakMap<EngineRequest, Sink>();
   private readonly snapshotInFlight = new Set<string>();
   /** Peers whose hello showed another cluster/model/id: never talked to. */
@@ -290,47 +300,22 @@ export class NodeRuntime implements NodeService {
       },
       onForward: (from, msg, stream) => {
         if (this.stopping) {
-          stream.finish({
-            type: "error",
-            reqId: msg.reqId,
-            attempt: msg.attempt,
-            error: "shutting down",
-            retryable: true,
-          });
+          stream.finish(retryableError(msg, "shutting down"));
           return;
         }
         const key = streamKey(from, msg.reqId, msg.attempt);
+        const served: ServedForward = { stream, reqId: msg.reqId, attempt: msg.attempt, ttl: undefined };
+        this.streams.set(key, served);
+        this.sinks.set(msg.request, { kind: "forward", stream });
+        this.feed({ type: "peer-message", from, msg });
+        if (this.streams.get(key) !== served) return; // answered at once
         // The node may drop a forward without answering (e.g. a duplicate); the origin has given up on it
         // after its forward timeout, so an answer stream still open long after that is closed here. The
         // timer goes with the answer, so answered forwards keep no timer (nor their stream) alive.
-        let ttl: NodeJS.Timeout | undefined;
-        const answer: ForwardReplyStream = {
-          ack: () => stream.ack(),
-          chunk: (text) => stream.chunk(text),
-          finish: (m) => {
-            clearTimeout(ttl);
-            stream.finish(m);
-          },
-          get closed() {
-            return stream.closed;
-          },
-        };
-        this.streams.set(key, answer);
-        this.sinks.set(msg.request, { kind: "forward", stream: answer });
-        this.feed({ type: "peer-message", from, msg });
-        if (this.streams.get(key) !== answer) return; // answered at once
-        ttl = setTimeout(() => {
-          if (this.streams.get(key) !== answer) return;
-          this.streams.delete(key);
-          answer.finish({
-            type: "error",
-            reqId: msg.reqId,
-            attempt: msg.attempt,
-            error: "not answered",
-            retryable: true,
-          });
+        served.ttl = setTimeout(() => {
+          if (this.streams.get(key) === served) this.answerForward(key, retryableError(msg, "not answered"));
         }, this.o.forwardStreamTtlMs ?? 120_000);
-        ttl.unref?.();
+        served.ttl.unref?.();
       },
       onMessage: (from, msg: IncomingMessage) => {
         if (msg.type === "cancel") {
@@ -354,11 +339,17 @@ export class NodeRuntime implements NodeService {
     const before = this.node.stats().cancelledForwards;
     this.feed({ type: "peer-message", from, msg });
     if (this.node.stats().cancelledForwards === before) return;
-    const key = streamKey(from, msg.reqId, msg.attempt);
-    const stream = this.streams.get(key);
-    if (!stream) return;
+    this.answerForward(streamKey(from, msg.reqId, msg.attempt), retryableError(msg, "cancelled by origin"));
+  }
+
+  /** Ends forward `key`'s answer stream with `reply`; false if it is not open (any more). */
+  private answerForward(key: string, reply: ReplyMsg): boolean {
+    const served = this.streams.get(key);
+    if (!served) return false;
     this.streams.delete(key);
-    stream.finish({ ...msg, type: "error", error: "cancelled by origin", retryable: true });
+    clearTimeout(served.ttl);
+    served.stream.finish(reply);
+    return true;
   }
 
   /**
@@ -453,17 +444,9 @@ export class NodeRuntime implements NodeService {
     while ((this.clients.size > 0 || this.node.queueDepth() > 0) && this.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
     }
-    for (const [key, stream] of this.streams) {
-      const [, reqId, attempt] = key.split("|");
-      stream.finish({
-        type: "error",
-        reqId: reqId ?? "",
-        attempt: Number(attempt),
-        error: "shutting down",
-        retryable: true,
-      });
+    for (const [key, served] of [...this.streams]) {
+      this.answerForward(key, retryableError(served, "shutting down"));
     }
-    this.streams.clear();
     for (const reqId of [...this.clients.keys()]) {
       this.finishClient(reqId, new ServiceError(503, "server_error", "node shut down before answering"));
     }
@@ -591,7 +574,6 @@ export class NodeRuntime implements NodeService {
         this.failMidStream(sink.reqId, slot);
         return;
       }
-      slot.relayedFrom = source;
       slot.replayed = 0;
     }
     slot.relayedFrom = source;
@@ -660,13 +642,7 @@ export class NodeRuntime implements NodeService {
         return;
       case "result":
       case "error": {
-        const key = streamKey(to, msg.reqId, msg.attempt);
-        const stream = this.streams.get(key);
-        if (stream) {
-          this.streams.delete(key);
-          stream.finish(msg);
-          return;
-        }
+        if (this.answerForward(streamKey(to, msg.reqId, msg.attempt), msg)) return;
         this.o.client.sendMessage(to, msg).catch((err) => this.sendFailed(to, msg, err));
         return;
       }
@@ -680,7 +656,7 @@ export class NodeRuntime implements NodeService {
       case "forward-ack":
         // On the forward's own answer stream (deferred: a quick answer makes it unnecessary). Without
         // an open stream there is nobody to tell: the origin falls back after its ack timeout.
-        this.streams.get(streamKey(to, msg.reqId, msg.attempt))?.ack();
+        this.streams.get(streamKey(to, msg.reqId, msg.attempt))?.stream.ack();
         return;
       default: {
         const unhandled: never = msg;
@@ -723,24 +699,14 @@ export class NodeRuntime implements NodeService {
         msg: { type: "forward-ack", reqId: msg.reqId, attempt: msg.attempt },
       });
     this.o.client
-      .forward(to, msg, (text) => this.relay(msg.request, to, text), undefined, onAck)
+      .forward(to, msg, (text) => this.relay(msg.request, to, text), onAck)
       .then(
         (reply: ReplyMsg) => this.feed({ type: "peer-message", from: to, msg: reply }),
         (err) => {
           if (err instanceof TransportError && (err.kind === "http" || err.kind === "protocol")) {
             // The peer is up but refused or garbled it: fall back without suspecting the peer.
             this.o.logger.warn({ peer: to, err: err.message }, "forward refused");
-            this.feed({
-              type: "peer-message",
-              from: to,
-              msg: {
-                type: "error",
-                reqId: msg.reqId,
-                attempt: msg.attempt,
-                error: err.message,
-                retryable: true,
-              },
-            });
+            this.feed({ type: "peer-message", from: to, msg: retryableError(msg, err.message) });
             return;
           }
           this.sendFailed(to, msg, err);
@@ -762,6 +728,11 @@ export class NodeRuntime implements NodeService {
 
 function streamKey(peer: string, reqId: string, attempt: number): string {
   return `${peer}|${reqId}|${attempt}`;
+}
+
+/** An error answer to a forward that the origin may retry elsewhere. */
+function retryableError(f: { reqId: string; attempt: number }, error: string): ReplyMsg {
+  return { type: "error", reqId: f.reqId, attempt: f.attempt, error, retryable: true };
 }
 
 /** The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}). */

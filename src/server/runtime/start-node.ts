@@ -41,7 +41,7 @@ export interface NodeHandle {
   stop(): Promise<void>;
 }
 
-export function staticPeersOf(s: NodeSettings): StaticPeer[] {
+function staticPeersOf(s: NodeSettings): StaticPeer[] {
   if (s.peers === undefined) return [];
   if (typeof s.peers === "string") return parseStaticPeers(s.peers, { self: s.id });
   return parsePeerList(s.peers, { self: s.id });
