@@ -2,8 +2,8 @@
  * `npm run bench:core`: the core data structures on MMLU-shaped data.
  *
  * Prompts: real 5-shot MMLU prompts (cl100k tokens) when ../shared/datasets/mmlu exists (or
- * $PREFIXMESH_MMLU_DIR), else a synthetic generator of the same shape (57 subjects, ~450-token shared
- * prefix + ~90-token unique suffix, ids < 100k). Owners are radix trees of 200k tokens filled by random
+ * $PREFIXMESH_MMLU_DIR), else the synthetic MMLU-shaped pool (`syntheticPool`: each subject's measured
+ * size and prefix/suffix lengths, ids < 100k). Owners are radix trees of 200k tokens filled by random
  * prompts under LRU, exactly as a node fills its cache. Prints one table; BENCHMARKS.md keeps results.
  */
 import { existsSync } from "node:fs";
@@ -17,6 +17,7 @@ import { RadixTree } from "../core/radix-tree.js";
 import type { Snapshot, SnapshotHeader } from "../core/snapshot.js";
 import { decodeSnapshot, encodedSize, encodeSnapshot } from "../core/snapshot-codec.js";
 import { varintSize } from "../core/varint.js";
+import { syntheticPool } from "../workload/synthetic.js";
 
 const CAPACITY = 200_000;
 const OWNER_COUNTS = [4, 16, 64];
@@ -43,18 +44,9 @@ async function loadPool(): Promise<Pool> {
   } else {
     console.error(`bench: ${dir} not found; using synthetic MMLU-shaped data`);
   }
-  const rng = new Prng(42);
-  const prompts: Tokens[] = [];
-  for (let s = 0; s < 57; s++) {
-    const prefix = Uint32Array.from({ length: 430 + rng.int(40) }, () => rng.int(100_000));
-    for (let q = 0; q < 246; q++) {
-      const t = new Uint32Array(prefix.length + 70 + rng.int(40));
-      t.set(prefix);
-      for (let i = prefix.length; i < t.length; i++) t[i] = rng.int(100_000);
-      prompts.push(t);
-    }
-  }
-  return { source: "synthetic MMLU-shaped (57 subjects × 246, ~450 + ~90 tokens)", prompts };
+  // The simulator's synthetic pool: MMLU's per-subject sizes and prefix/suffix lengths.
+  const prompts = syntheticPool().map((i) => i.tokens);
+  return { source: `synthetic MMLU-shaped (syntheticPool: 57 subjects, ${prompts.length} prompts)`, prompts };
 }
 
 function histogram(): hdr.Histogram {

@@ -8,6 +8,8 @@
  */
 import { cpus, loadavg } from "node:os";
 import type { PolicyName } from "../core/node/policies/index.js";
+import { simConfigFor } from "../experiments/execute.js";
+import { type ExperimentRun, paperGrid, RUN } from "../experiments/grid.js";
 import { runSimulation } from "../sim/run.js";
 import type { SimConfig } from "../sim/types.js";
 import { syntheticMmlu } from "../workload/synthetic.js";
@@ -56,15 +58,8 @@ function bench(name: string, cfg: SimConfig, openLoopRate?: number): Row {
   };
 }
 
-const base: SimConfig = {
-  nodes: 4,
-  policy: "affinity",
-  commMs: 2,
-  jitterMs: 0.5,
-  pollMs: 500,
-  profile: "paper-h100-qwen0.5b",
-  seed: 1,
-};
+// The paper experiment's own grid point (uniform, affinity, Δcomm 2 ms, Δpoll 500 ms, paper memory).
+const base: SimConfig = simConfigFor(paperGrid().find((r) => r.id === RUN.u2) as ExperimentRun, undefined, 1);
 
 const rows: Row[] = [];
 const log = (r: Row): void => {

@@ -3,7 +3,7 @@
  * (what crosses the worker boundary and lands in results.json).
  */
 import { runSimulation } from "../sim/run.js";
-import type { MessageTotals } from "../sim/types.js";
+import type { MessageTotals, SimConfig } from "../sim/types.js";
 import type { Workload } from "../workload/types.js";
 import type { ExperimentRun } from "./grid.js";
 
@@ -41,6 +41,24 @@ export interface RunResult {
   served?: number[];
 }
 
+/** The simulator configuration of one grid run (the profile's own cache unless `capacityTokens`). */
+export function simConfigFor(
+  run: ExperimentRun,
+  capacityTokens: number | undefined,
+  seed: number,
+): SimConfig {
+  return {
+    nodes: NODES,
+    policy: run.policy,
+    commMs: run.commMs,
+    jitterMs: run.jitterMs,
+    pollMs: run.pollMs,
+    profile: PROFILE,
+    seed,
+    ...(capacityTokens !== undefined ? { capacityTokens } : {}),
+  };
+}
+
 export function executeRun(
   run: ExperimentRun,
   workload: Workload,
@@ -49,25 +67,14 @@ export function executeRun(
   onProgress?: (done: number, total: number) => void,
 ): RunResult {
   const r = runSimulation(
-    {
-      nodes: NODES,
-      policy: run.policy,
-      commMs: run.commMs,
-      jitterMs: run.jitterMs,
-      pollMs: run.pollMs,
-      profile: PROFILE,
-      seed,
-      ...(capacityTokens !== undefined ? { capacityTokens } : {}),
-      keepRecords: true,
-    },
+    { ...simConfigFor(run, capacityTokens, seed), keepRecords: true },
     workload,
     onProgress ? { onProgress } : {},
   );
   const t = r.totals;
   const served = new Array<number>(t.requests).fill(-1);
   for (const rec of r.records) served[rec.index] = rec.served;
-  const servedPerNode = new Array<number>(NODES).fill(0);
-  for (const n of r.perNode.map((p, i) => [i, p.served] as const)) servedPerNode[n[0]] = n[1];
+  const servedPerNode = r.perNode.map((p) => p.served);
   const out: RunResult = {
     id: run.id,
     capacityTokens: r.capacityTokens,

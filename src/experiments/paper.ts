@@ -11,6 +11,8 @@ import type { Workload } from "../workload/types.js";
 import {
   pickSubjects,
   type ShareWindow,
+  SPECIALIZED_SHARE,
+  STRIDE,
   shareWindows,
   WINDOW,
   type ZoneSegment,
@@ -310,7 +312,7 @@ function buildFigures(r: PaperResults) {
   if (r.figure3.panels.length > 0) {
     figs.figure3 = shareFigure(
       "Figure 3: per-node share of a subject's requests over time",
-      `${src}; window 300 requests, stride 30; Δcomm 2 ms, Δpoll 500 ms unless noted`,
+      `${src}; window ${WINDOW} requests, stride ${STRIDE}; Δcomm 2 ms, Δpoll 500 ms unless noted`,
       r.figure3.panels,
       false,
     );
@@ -318,7 +320,7 @@ function buildFigures(r: PaperResults) {
   if (r.figure4.panels.length > 0) {
     figs.figure4 = shareFigure(
       "Figure 4: the specialization–eviction cycle (zones shaded)",
-      `${src}; routed, Δpoll 500 ms; zone 2 = one node serves ≥ 90% of the window`,
+      `${src}; routed, Δpoll 500 ms; zone 2 = one node serves ≥ ${SPECIALIZED_SHARE * 100}% of the window`,
       r.figure4.panels,
       true,
     );
@@ -349,7 +351,7 @@ function buildFigures(r: PaperResults) {
   });
   figs.hotspots = barFigure(
     "Table 3 as a chart: hotspot share",
-    `${src}; 25% = perfectly even over 4 nodes`,
+    `${src}; ${100 / r.nodes}% = perfectly even over ${r.nodes} nodes`,
     "busiest node's share (%)",
     hotRows,
   );

@@ -3,7 +3,7 @@
  * of the paper's qualitative findings checked against our numbers, with the reason for any gap.
  * Generated only: never edit the output by hand.
  */
-import { breakEvenMs } from "./analysis.js";
+import { breakEvenMs, WINDOW } from "./analysis.js";
 import { OPEN_LOOP_RATE, RUN } from "./grid.js";
 import type { CycleStats, PaperResults, RunSummary, ShareFigureData } from "./paper.js";
 import { PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3 } from "./paper-data.js";
@@ -17,6 +17,18 @@ const ratio = (ours: number | undefined, paper: number | undefined) =>
 const int = (x: number) => Math.round(x).toLocaleString("en-US");
 const check = (ok: boolean | undefined) =>
   ok === undefined ? "n/a (run not in this grid)" : ok ? "**reproduced**" : "**not reproduced**";
+
+/** The paper's figures the prose quotes, derived from the transcribed tables (never typed twice). */
+const P_NO = PAPER_TABLE1.comm[0].noRoute;
+const P_C2 = PAPER_TABLE1.comm[0];
+const P_C200 = PAPER_TABLE1.comm[1];
+const P_SK = PAPER_TABLE1.skewed;
+/** Table 3's routed uniform hotspots at Δpoll ≤ 2 s (the range finding 3 quotes; 300 s is finding 4's). */
+const P_HOT = [
+  ...PAPER_TABLE3.comm.map((c) => c.hotspot),
+  ...PAPER_TABLE3.poll.slice(0, 3).map((c) => c.hotspot),
+];
+const P_HOT_RANGE = `${Math.round(Math.min(...P_HOT) * 100)}–${Math.round(Math.max(...P_HOT) * 100)}%`;
 
 function table(head: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
@@ -55,18 +67,20 @@ export function writeReport(r: PaperResults, figures: string[]): string {
 
   // ---- setup
   const p = r.profile;
-  const capGb = (t: number) => ((t * r.paper.setup.kvBytesPerToken) / 1e9).toFixed(2);
+  const ps = r.paper.setup;
+  const kb = `${ps.kvBytesPerToken / 1000} KB/token`;
+  const capGb = (t: number) => ((t * ps.kvBytesPerToken) / 1e9).toFixed(2);
   out.push("## Setup");
   out.push("");
   out.push(
     table(
       ["", "paper (§4)", "ours"],
       [
-        ["nodes", "4", String(r.nodes)],
+        ["nodes", String(ps.nodes), String(r.nodes)],
         [
           "KV cache per node",
-          "10% of an H100's 80 GB (SGLang, Qwen2.5-0.5B, ~14 KB/token)",
-          `${int(r.capacities.paper)} tokens (≈ ${capGb(r.capacities.paper)} GB at 14 KB/token)`,
+          `10% of an H100's 80 GB (SGLang, Qwen2.5-0.5B, ~${kb})`,
+          `${int(r.capacities.paper)} tokens (≈ ${capGb(r.capacities.paper)} GB at ${kb})`,
         ],
         [
           "engine cost",
@@ -80,11 +94,15 @@ export function writeReport(r: PaperResults, figures: string[]): string {
         ],
         [
           "mean prompt length",
-          "~540 tokens",
+          `~${ps.meanPromptTokens} tokens`,
           `${w.uniform ? w.uniform.meanPromptTokens.toFixed(0) : "—"} tokens (uniform)`,
         ],
         ["schedule", "random order, round-robin entry, closed loop", "same (seeded), one request at a time"],
-        ["Δcomm jitter", "2 ± 0.5 ms (others unstated)", "±0.5 ms at 2 ms; ±2.5% of Δcomm above"],
+        [
+          "Δcomm jitter",
+          `2 ± ${ps.jitterMsAt2} ms (others unstated)`,
+          "±0.5 ms at 2 ms; ±2.5% of Δcomm above",
+        ],
       ],
     ),
   );
@@ -108,7 +126,7 @@ export function writeReport(r: PaperResults, figures: string[]): string {
     "**Skew.** The paper says only that 80% of requests come from 20% of topics. We pick 20% of the subjects " +
       "(11 of 57) at random (seeded) and draw each request from the hot subjects with probability 0.8, uniformly " +
       "over their questions. The default draws **with replacement** (so questions repeat): the paper's routed " +
-      "skewed hit rate, 91.4%, is above what shared prefixes alone allow (the `skewed-norepeat` ideal bound), " +
+      `skewed hit rate, ${pct(PAPER_TABLE2.skewedRouted.actualHit)}%, is above what shared prefixes alone allow (the \`skewed-norepeat\` ideal bound), ` +
       "so its schedule must have repeated whole prompts. The variant without repeats is run too. " +
       `**Hit rate** = cached prompt tokens ÷ prompt tokens. **Expected hit** = the routing node's estimate of the chosen ` +
       "node's match at decision time. **Hotspot** = share of requests served by the busiest node.",
@@ -149,12 +167,12 @@ export function writeReport(r: PaperResults, figures: string[]): string {
   out.push("");
   let t1note =
     "No-route never forwards, so one no-route run per workload is the paired baseline at every Δcomm (the paper, too, " +
-    "pairs the same 0.323 s with all three).";
+    `pairs the same ${sec(P_NO)} s with all three).`;
   if (w.uniform && w.skewed && sNo) {
     t1note +=
       ` Which subjects are hot is a seeded draw: ours average ${w.skewed.meanPromptTokens.toFixed(0)} prompt tokens vs ` +
       `${w.uniform.meanPromptTokens.toFixed(0)} for the uniform schedule, so skewed no-route costs ${sec(sNo.meanLatencyS)} s ` +
-      "here; the paper's skewed no-route (0.266 s) ran faster than its uniform one (0.323 s), so its hot subjects had " +
+      `here; the paper's skewed no-route (${sec(P_SK.noRoute)} s) ran faster than its uniform one (${sec(P_NO)} s), so its hot subjects had ` +
       "shorter prompts or more reuse. Compare the gaps, not the absolute skewed latencies.";
   }
   out.push(t1note);
@@ -171,20 +189,18 @@ export function writeReport(r: PaperResults, figures: string[]): string {
     out.push(
       table(
         ["Δcomm", "affinity (paper's rule)", "cost-aware", "no-route", "cost-aware forwarded"],
-        [
-          ["2 ms", get(RUN.u2), c2],
-          ["200 ms", u200Run, c200],
-        ].map(([label, a, c]) => {
-          const aa = a as RunSummary | undefined;
-          const cc = c as RunSummary | undefined;
-          return [
-            label as string,
-            sec(aa?.meanLatencyS),
-            sec(cc?.meanLatencyS),
-            sec(base?.meanLatencyS),
-            pct(cc?.forwardedShare),
-          ];
-        }),
+        (
+          [
+            ["2 ms", get(RUN.u2), c2],
+            ["200 ms", u200Run, c200],
+          ] as const
+        ).map(([label, a, c]) => [
+          label,
+          sec(a?.meanLatencyS),
+          sec(c?.meanLatencyS),
+          sec(base?.meanLatencyS),
+          pct(c?.forwardedShare),
+        ]),
       ),
     );
     out.push("");
@@ -225,7 +241,7 @@ export function writeReport(r: PaperResults, figures: string[]): string {
   out.push("");
   out.push(
     "Our no-route *expected* hit equals the actual one because a node that never forwards predicts from its own exact " +
-      "tree; the paper's no-route expected hit (47.3%) presumably comes from its router's peer estimates, which it then ignores.",
+      `tree; the paper's no-route expected hit (${pct(PAPER_TABLE2.uniformNoRoute.expectedHit)}%) presumably comes from its router's peer estimates, which it then ignores.`,
   );
   out.push("");
 
@@ -274,7 +290,7 @@ export function writeReport(r: PaperResults, figures: string[]): string {
   );
   out.push("");
   out.push(
-    "Our entry is strict round-robin, so no-route is exactly 25% (the paper's 28.7% / 34.7% reflect its random " +
+    `Our entry is strict round-robin, so no-route is exactly 25% (the paper's ${pct(PAPER_TABLE3.uniformNoRoute)}% / ${pct(PAPER_TABLE3.skewedNoRoute)}% reflect its random ` +
       "assignment). *Forwarded* = requests served by a node other than the one they entered. *Subject concentration* = for each " +
       "subject, the share of its requests served by its busiest node, averaged over requests: 100% means every " +
       "subject lives on exactly one node (full specialization) however evenly the subjects are spread.",
@@ -328,12 +344,16 @@ export function writeReport(r: PaperResults, figures: string[]): string {
   // ---- open loop
   const oNo = get(RUN.oNo);
   const o2 = get(RUN.o2);
+  // Offered load: arrivals × mean service time (no-route, closed loop) ÷ nodes.
+  const openLoad = base
+    ? `${Math.round(((OPEN_LOOP_RATE * base.meanLatencyS) / r.nodes) * 100)}%`
+    : "a fraction";
   if (oNo || o2) {
     out.push(`## Beyond the paper — open loop (Poisson arrivals, ${OPEN_LOOP_RATE} requests/s)`);
     out.push("");
     out.push(
       `The paper sends one request at a time, so a hotspot never queues. Here the first ${int(w["uniform-open"]?.requests ?? 0)} ` +
-        `requests of a uniform schedule arrive as a Poisson process at ${OPEN_LOOP_RATE}/s (about 40% of what four warm ` +
+        `requests of a uniform schedule arrive as a Poisson process at ${OPEN_LOOP_RATE}/s (about ${openLoad} of what four warm ` +
         "no-route nodes serve; cold caches make the first minutes far heavier), the paper's memory, Δcomm 2 ms, " +
         "Δpoll 500 ms, push-back (§3.2) at its default threshold. Routing now trades two effects: fewer cold prefills " +
         "(each subject is prefilled on one node instead of four), and queueing at the node that owns the most traffic.",
@@ -352,13 +372,14 @@ export function writeReport(r: PaperResults, figures: string[]): string {
           "forwarded",
           "fallbacks",
         ],
-        [
-          ["uniform, no-route", oNo],
-          ["uniform, routed", o2],
-        ].map(([label, o]) => {
-          const x = o as RunSummary | undefined;
+        (
+          [
+            ["uniform, no-route", oNo],
+            ["uniform, routed", o2],
+          ] as const
+        ).map(([label, x]) => {
           return [
-            label as string,
+            label,
             pct(x?.actualHit),
             pct(x?.idealHit),
             sec(x?.meanLatencyS),
@@ -434,9 +455,9 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
     const g2 = u2.meanLatencyS - uNo.meanLatencyS;
     const g200 = u200.meanLatencyS - uNo.meanLatencyS;
     const be = breakEvenMs(2, g2, 200, g200);
-    const pbe = breakEvenMs(2, PAPER_TABLE1.comm[0].routed - 0.323, 200, PAPER_TABLE1.comm[1].routed - 0.323);
-    const perMs = (u200.meanLatencyS - u2.meanLatencyS) / 198;
-    const paperSlope = (PAPER_TABLE1.comm[1].routed - PAPER_TABLE1.comm[0].routed) / 0.198;
+    const pbe = breakEvenMs(P_C2.commMs, P_C2.routed - P_NO, P_C200.commMs, P_C200.routed - P_NO);
+    const perMs = (u200.meanLatencyS - u2.meanLatencyS) / (P_C200.commMs - P_C2.commMs);
+    const paperSlope = ((P_C200.routed - P_C2.routed) * 1000) / (P_C200.commMs - P_C2.commMs);
     out.push(
       `1. **Break-even between 2 and 200 ms** — ${check(g2 < 0 && g200 > 0)}. Gap (routed − no-route): ` +
         `${signed(g2)} s at 2 ms, ${signed(g200)} s at 200 ms${u1000 ? `, ${signed(u1000.meanLatencyS - uNo.meanLatencyS)} s at 1 s` : ""}. ` +
@@ -448,7 +469,7 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
         "so its forwards cost more than one round trip each, e.g. queueing at its hotspot node)." +
         (be !== undefined && pbe !== undefined
           ? ` Our break-even is ${be > pbe ? "higher" : "lower"} than the paper's: routing saves ` +
-            `${(-g2 * 1000).toFixed(0)} ms per request at 2 ms here vs the paper's 13 ms, and each ms of Δcomm costs ` +
+            `${(-g2 * 1000).toFixed(0)} ms per request at 2 ms here vs the paper's ${((P_NO - P_C2.routed) * 1000).toFixed(0)} ms, and each ms of Δcomm costs ` +
             `${(perMs * 1000).toFixed(2)} ms vs the paper's ${paperSlope.toFixed(2)} ms.`
           : ""),
     );
@@ -461,7 +482,9 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
     const hs = s2.actualHit - sNo.actualHit;
     out.push(
       `2. **Larger gain under skew** — ${check(gs < gu && hs > hu)}. Latency gap ${signed(gs)} s skewed vs ${signed(gu)} s ` +
-        `uniform (paper: −0.060 vs −0.013); hit-rate gain ${pct(hs)} points skewed vs ${pct(hu)} uniform (paper: +5.8 vs +0.6 points). ` +
+        `uniform (paper: ${signed(P_SK.routed - P_SK.noRoute)} vs ${signed(P_C2.routed - P_NO)}); hit-rate gain ${pct(hs)} points skewed ` +
+        `vs ${pct(hu)} uniform (paper: +${pct(PAPER_TABLE2.skewedRouted.actualHit - PAPER_TABLE2.skewedNoRoute.actualHit)} vs ` +
+        `+${pct(PAPER_TABLE2.uniformRouted.actualHit - PAPER_TABLE2.uniformNoRoute.actualHit)} points). ` +
         `With repeats, a routed request for a question seen before goes to the node that holds the whole prompt; without routing ` +
         `it lands there only by chance (1 in 4), which is why skewed no-route (${pct(sNo.actualHit)}%) stays far below the ideal ` +
         `(${pct(sNo.idealHit)}%) while routed reaches ${pct(s2.actualHit)}%.`,
@@ -497,14 +520,14 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
           ? ` Taken literally (\`affinity-argmax\`: the first maximum in node order wins, self included), every zero-match ` +
             `tie — each cold or evicted subject — goes to the first node, and the busiest node serves ${pct(uArg.hotspotShare)}% ` +
             `(uniform) and ${sArg ? pct(sArg.hotspotShare) : "—"}% (skewed) at no latency cost in a closed loop ` +
-            `(${sec(uArg.meanLatencyS)} s vs ${sec(u2?.meanLatencyS)} s). The paper's 65–76% lies between the two tie rules, ` +
+            `(${sec(uArg.meanLatencyS)} s vs ${sec(u2?.meanLatencyS)} s). The paper's ${P_HOT_RANGE} lies between the two tie rules, ` +
             "so its exact figure depends on details it does not give (estimate staleness, SGLang's eviction)."
           : "") +
         " In a closed loop (one request at a time) a hotspot costs no queueing, so it does not show in latency (see " +
         "the open-loop section for where it does).";
     out.push(
       `3. **Affinity hotspots far above 25%** — ${verdict}: with our default tie rule the busiest node serves ` +
-        `${pct(lo)}–${pct(hi)}% (paper 65–76%)${s2 ? `, skewed ${pct(s2.hotspotShare)}% (paper 88.1%)` : ""}.${why}`,
+        `${pct(lo)}–${pct(hi)}% (paper ${P_HOT_RANGE})${s2 ? `, skewed ${pct(s2.hotspotShare)}% (paper ${pct(PAPER_TABLE3.skewedRouted)}%)` : ""}.${why}`,
     );
   }
   // 4. polling
@@ -521,7 +544,7 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
         : "**not reproduced**";
     out.push(
       `4. **Slower polling lowers concentration** — ${verdict}. Default tie rule: busiest node ${pct(p20.hotspotShare)}% ` +
-        `at Δpoll 20 ms vs ${pct(p300.hotspotShare)}% at 300 s (paper: 74.8% → 42.2%)` +
+        `at Δpoll 20 ms vs ${pct(p300.hotspotShare)}% at 300 s (paper: ${pct(PAPER_TABLE3.poll[0].hotspot)}% → ${pct(PAPER_TABLE3.poll[3].hotspot)}%)` +
         (uArg && uArg300
           ? `; literal argmax: ${pct(uArg.hotspotShare)}% at 500 ms vs ${pct(uArg300.hotspotShare)}% at 300 s`
           : "") +
@@ -553,7 +576,7 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
     const u200ev = u200 ? int(u200.evictedTokens) : "—";
     const line = (c: CycleStats | undefined) =>
       c
-        ? `of the ${c.subjects} subjects with ≥ 300 requests, ${c.withSpecialization} reach specialization (zone 2), ` +
+        ? `of the ${c.subjects} subjects with ≥ ${WINDOW} requests, ${c.withSpecialization} reach specialization (zone 2), ` +
           `${c.withRedispersion} later re-disperse (zone 3), ${c.withAllThree} show all three zones`
         : "no data";
     out.push(
@@ -562,7 +585,7 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
         "pushes a specialist's prefix out and zone 3 (eviction) cannot occur. LRU pressure is what ends a specialization, " +
         "but in our runs it rarely shows as a lasting zone 3: every request of a subject refreshes its prefix in the " +
         "owner's LRU, so eviction takes the owner's coldest subjects, and an evicted subject is likely re-owned by the next node " +
-        "it enters within a few requests — shorter than the 300-request window. " +
+        `it enters within a few requests — shorter than the ${WINDOW}-request window. ` +
         `The figure shows ${fig4.selection ?? "two subjects"} (${fig4.subjects.join(", ")}): ` +
         `${zoneLine(fig4, "Δcomm 200 ms, constrained cache")}. The paper's memory (10% of an H100, ` +
         `~${int(r.capacities.paper)} tokens here) is far above MMLU's ${int(r.capacities.prefixWorkingSet)}-token prefix ` +

@@ -459,7 +459,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     checkConvergence(nodes, violations, finished === total && settle > 0 && Number.isFinite(faultsEnd));
 
   // ---- totals
-  const lat = latencies.subarray(0, total).filter((_, i) => (client[i] as ClientReq).done);
+  const lat = latencies.filter((_, i) => (client[i] as ClientReq).done);
   lat.sort();
   let sumLat = 0;
   for (const v of lat) sumLat += v;

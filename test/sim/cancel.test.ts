@@ -5,23 +5,20 @@
 import { describe, expect, it } from "vitest";
 import { runSimulation } from "../../src/sim/run.js";
 import { syntheticMmlu } from "../../src/workload/synthetic.js";
+import { smallCluster } from "./helpers.js";
 
 describe("simulator — cancelled and deadline-refused forwards under overload", () => {
   it("falls back without duplicate computation, answering everything exactly once", () => {
     // 12 req/s on 4 batching-free nodes is past capacity: queues (and waits) grow without bound.
     const w = syntheticMmlu({ seed: 1, openLoopRate: 12, nodes: 4, requests: 1_000, skewed: true });
+    // The profile's own (paper-sized) cache: the overload, not eviction, is under test.
     const r = runSimulation(
-      {
-        nodes: 4,
-        policy: "affinity",
-        commMs: 2,
-        jitterMs: 0.5,
+      smallCluster({
         pollMs: 500,
-        profile: "paper-h100-qwen0.5b",
-        seed: 1,
+        capacityTokens: undefined,
         checkInvariants: true,
         node: { forwardTimeoutMs: 5_000 },
-      },
+      }),
       w,
     );
     const t = r.totals;

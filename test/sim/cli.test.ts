@@ -159,3 +159,20 @@ describe("prefixmesh sim — fault flags", () => {
     expect(r.perNode[1]?.crashes).toBe(1);
   });
 });
+
+describe("prefixmesh sim --oracle / --rate", () => {
+  const base: SimOptions = { ...defaults, policy: "cost-aware" };
+
+  it("parses the oracle flag and an open-loop rate", () => {
+    const o = parseSimOptions({ ...base, oracle: true, rate: "8" });
+    expect(o.config.oracle).toBe(true);
+    expect(o.config.policy).toBe("cost-aware");
+    expect(o.rate).toBe(8);
+    expect(parseSimOptions(base).config.oracle).toBeUndefined();
+  });
+
+  it("rejects a bad rate with a CliError", () => {
+    expect(() => parseSimOptions({ ...base, rate: "0" })).toThrow(CliError);
+    expect(() => parseSimOptions({ ...base, rate: "fast" })).toThrow(/--rate/);
+  });
+});

@@ -27,27 +27,13 @@ describe("EventQueue", () => {
 
 describe("Prng", () => {
   it("replays by seed and differs across seeds", () => {
-    const a = Array.from(
-      { length: 5 },
-      (
-        (r) => () =>
-          r.nextUint32()
-      )(new Prng(42)),
-    );
-    const b = Array.from(
-      { length: 5 },
-      (
-        (r) => () =>
-          r.nextUint32()
-      )(new Prng(42)),
-    );
-    const c = Array.from(
-      { length: 5 },
-      (
-        (r) => () =>
-          r.nextUint32()
-      )(new Prng(43)),
-    );
+    const draws = (seed: number) => {
+      const r = new Prng(seed);
+      return Array.from({ length: 5 }, () => r.nextUint32());
+    };
+    const a = draws(42);
+    const b = draws(42);
+    const c = draws(43);
     expect(a).toEqual(b);
     expect(a).not.toEqual(c);
     const r = new Prng(9);

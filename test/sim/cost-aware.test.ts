@@ -4,8 +4,6 @@
  * informed as the paper's affinity routing.
  */
 import { describe, expect, it } from "vitest";
-import { CliError } from "../../src/cli/errors.js";
-import { parseSimOptions, type SimOptions } from "../../src/cli/sim.js";
 import type { PolicyName } from "../../src/core/node/policies/index.js";
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig } from "../../src/sim/types.js";
@@ -49,8 +47,10 @@ describe("cost-aware routing (simulated)", () => {
     const affinity = run("affinity", 2);
     const oracle = run("affinity", 2, { oracle: true });
     expect(oracle.actualHitRate).toBeGreaterThanOrEqual(affinity.actualHitRate);
-    // Oracle refreshes are free: the traffic is the ordinary protocol's only.
     expect(oracle.answered).toBe(3000);
+    // Oracle refreshes are free: the traffic is the ordinary protocol's only. (Counted, they would
+    // multiply it: one refresh per changed peer pair after nearly every event.)
+    expect(oracle.messagesTotal).toBeLessThanOrEqual(affinity.messagesTotal * 1.05);
   });
 
   it("oracle runs keep the protocol's invariants", () => {
@@ -72,31 +72,5 @@ describe("cost-aware routing (simulated)", () => {
     );
     expect(r.invariantViolations).toEqual([]);
     expect(r.totals.incorrect).toBe(0);
-  });
-});
-
-describe("prefixmesh sim --oracle / --rate", () => {
-  const base: SimOptions = {
-    nodes: "4",
-    policy: "cost-aware",
-    commMs: "2",
-    jitterMs: "0.5",
-    pollMs: "500",
-    workload: "synthetic",
-    seed: "1",
-    profile: "paper-h100-qwen0.5b",
-  };
-
-  it("parses the oracle flag and an open-loop rate", () => {
-    const o = parseSimOptions({ ...base, oracle: true, rate: "8" });
-    expect(o.config.oracle).toBe(true);
-    expect(o.config.policy).toBe("cost-aware");
-    expect(o.rate).toBe(8);
-    expect(parseSimOptions(base).config.oracle).toBeUndefined();
-  });
-
-  it("rejects a bad rate with a CliError", () => {
-    expect(() => parseSimOptions({ ...base, rate: "0" })).toThrow(CliError);
-    expect(() => parseSimOptions({ ...base, rate: "fast" })).toThrow(/--rate/);
   });
 });
