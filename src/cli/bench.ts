@@ -10,6 +10,7 @@ import type { ReplaySummary } from "../server/bench/replay.js";
 import type { Workload } from "../workload/types.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
+import { DEFAULT_MMLU_DIR, parseWorkloadName, WORKLOADS, type WorkloadName } from "./workload-flags.js";
 
 interface BenchFlags {
   url: string;
@@ -23,7 +24,6 @@ interface BenchFlags {
   json?: string;
 }
 
-const WORKLOADS = ["mmlu", "mmlu-skewed", "synthetic", "synthetic-skewed"] as const;
 /**
  * The baseline first, then the paper's policy, then the default: the cluster is left on the default.
  * Every name must be one the nodes accept (POLICY_NAMES).
@@ -36,7 +36,7 @@ export function registerBench(program: Command): void {
     .description("Replay a workload through running nodes' OpenAI API and report latency and cache hits")
     .requiredOption("--url <urls>", "node API URL(s), comma-separated: http://127.0.0.1:8080,…")
     .option("--workload <name>", `one of ${WORKLOADS.join(", ")}`, "synthetic")
-    .option("--mmlu-dir <dir>", "MMLU data folder (dev/ and test/)", "../shared/datasets/mmlu")
+    .option("--mmlu-dir <dir>", "MMLU data folder (dev/ and test/)", DEFAULT_MMLU_DIR)
     .option("--requests <n>", "requests to send", "200")
     .option("--concurrency <c>", "concurrent clients (1 = the paper's closed loop)", "1")
     .option("--entry <mode>", "entry node choice: round-robin", "round-robin")
@@ -60,14 +60,12 @@ export function registerBench(program: Command): void {
           throw new CliError(`--url: '${u}' is not an http(s) URL`);
         }
       }
-      if (!(WORKLOADS as readonly string[]).includes(f.workload)) {
-        throw new CliError(`--workload must be one of ${WORKLOADS.join(", ")}, got '${f.workload}'`);
-      }
+      const workloadName = parseWorkloadName(f.workload);
       if (f.entry !== "round-robin") throw new CliError("--entry: only round-robin is supported");
       const requests = parseNumber("--requests", f.requests, { min: 1, max: 1_000_000, integer: true });
       const concurrency = parseNumber("--concurrency", f.concurrency, { min: 1, max: 1024, integer: true });
       const seed = parseNumber("--seed", f.seed, { min: 0, max: 2 ** 31, integer: true });
-      const workload = await loadWorkload(f.workload, {
+      const workload = await loadWorkload(workloadName, {
         requests,
         seed,
         mmluDir: f.mmluDir ?? "",
@@ -133,7 +131,7 @@ export function registerBench(program: Command): void {
 }
 
 async function loadWorkload(
-  name: string,
+  name: WorkloadName,
   o: { requests: number; seed: number; mmluDir: string; nodes: number },
 ): Promise<Workload> {
   const skewed = name.endsWith("-skewed");

@@ -1,6 +1,7 @@
 /** `prefixmesh cluster`: N nodes on loopback with fresh credentials, until Ctrl-C / SIGTERM. */
 import type { Command } from "commander";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
+import { flagName, nodeSettingsSchema, parseSetting, type SettingKey } from "./config.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
 
@@ -31,7 +32,7 @@ export function registerCluster(program: Command): void {
       "Start N prefixmesh nodes on loopback with fresh cluster credentials (Ctrl-C stops them all)",
     )
     .option("--nodes <n>", "number of nodes", "4")
-    .option("--engine <kind>", "llamacpp | sim | openai", "llamacpp")
+    .option("--engine <kind>", nodeSettingsSchema.shape.engine.unwrap().options.join(" | "), "llamacpp")
     .option("--model <path|generated>", "model for every node", "generated")
     .option("--host <ip>", "loopback address to bind", "127.0.0.1")
     .option(
@@ -52,41 +53,36 @@ export function registerCluster(program: Command): void {
     .option("--json", "print one JSON line with the node URLs once ready")
     .action(async (f: ClusterFlags) => {
       const nodes = parseNumber("--nodes", f.nodes, { min: 1, max: 64, integer: true });
-      if (!["llamacpp", "sim", "openai"].includes(f.engine)) {
-        throw new CliError(`--engine must be llamacpp, sim or openai, got '${f.engine}'`);
-      }
-      const num = (name: string, v: string | undefined, max = 1e9) =>
-        v === undefined ? undefined : parseNumber(name, v, { min: 0, max });
+      const engine = parseSetting("engine", f.engine);
+      // Checked against the nodes' own schema before anything starts: a bad value is a usage error
+      // (exit 2) here, not a failed node start.
+      const num = (key: SettingKey, v: string | undefined) =>
+        v === undefined ? undefined : (parseSetting(key, v) as number | undefined);
+      const options = {
+        nodes,
+        host: f.host,
+        engine,
+        model: f.model,
+        policy: f.policy,
+        pollMs: num("pollMs", f.pollMs),
+        injectDelayMs: num("injectDelayMs", f.injectDelayMs),
+        injectJitterMs: num("injectJitterMs", f.injectJitterMs),
+        capacityTokens: num("capacityTokens", f.capacityTokens),
+        simTimeScale: num("simTimeScale", f.simTimeScale),
+        threads: num("threads", f.threads) ?? (engine === "llamacpp" ? 1 : undefined),
+        logLevel: f.logLevel === undefined ? undefined : parseSetting("logLevel", f.logLevel),
+        extraArgs: (["slots", "slotContext", "savedStates"] as const).flatMap((key) => {
+          const v = num(key, f[key]);
+          return v === undefined ? [] : [flagName(key), String(v)];
+        }),
+        sharedSecret: f.sharedSecret,
+      };
       const { startCluster } = await import("../server/cluster/launcher.js");
       const say = (s: string) => process.stderr.write(`${s}\n`);
-      say(`starting ${nodes} ${f.engine} node(s) on ${f.host}…`);
+      say(`starting ${nodes} ${engine} node(s) on ${f.host}…`);
       let cluster: Awaited<ReturnType<typeof startCluster>>;
       try {
-        cluster = await startCluster({
-          nodes,
-          host: f.host,
-          engine: f.engine as "llamacpp" | "sim" | "openai",
-          model: f.model,
-          policy: f.policy,
-          pollMs: num("--poll-ms", f.pollMs),
-          injectDelayMs: num("--inject-delay-ms", f.injectDelayMs, 60_000),
-          injectJitterMs: num("--inject-jitter-ms", f.injectJitterMs, 60_000),
-          capacityTokens: num("--capacity-tokens", f.capacityTokens),
-          simTimeScale: num("--sim-time-scale", f.simTimeScale, 1000),
-          threads: num("--threads", f.threads, 256) ?? (f.engine === "llamacpp" ? 1 : undefined),
-          logLevel: f.logLevel,
-          extraArgs: [
-            ...(f.slots !== undefined ? ["--slots", String(num("--slots", f.slots, 64))] : []),
-            ...(f.slotContext !== undefined
-              ? ["--slot-context", String(num("--slot-context", f.slotContext))]
-              : []),
-            ...(f.savedStates !== undefined
-              ? ["--saved-states", String(num("--saved-states", f.savedStates, 10_000))]
-              : []),
-          ],
-          sharedSecret: f.sharedSecret,
-          onLog: say,
-        });
+        cluster = await startCluster({ ...options, onLog: say });
       } catch (err) {
         throw new CliError(`cluster failed to start: ${(err as Error).message}`, 1);
       }

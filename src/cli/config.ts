@@ -99,8 +99,19 @@ export function envName(key: string): string {
   return `PREFIXMESH_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
 }
 
-function kebab(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+/** The command-line flag of a setting: `pollMs` → `--poll-ms`. */
+export function flagName(key: string): string {
+  return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+
+/**
+ * Validates one setting given as a flag value elsewhere (e.g. `prefixmesh cluster` passing it on to
+ * its nodes), against the same schema the node applies: the bounds are stated once.
+ */
+export function parseSetting<K extends SettingKey>(key: K, raw: string): NodeSettings[K] {
+  const r = nodeSettingsSchema.shape[key].safeParse(raw);
+  if (!r.success) throw new CliError(`${flagName(key)}: ${r.error.issues[0]?.message}`);
+  return r.data as NodeSettings[K];
 }
 
 function camel(key: string): string {
@@ -167,14 +178,14 @@ export function resolveNodeSettings(
     const key = String(issue?.path[0] ?? "");
     const source =
       key in fromFlags
-        ? `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`
+        ? flagName(key)
         : key in fromEnv
           ? envName(key)
           : key in file
             ? `${key} in ${configPath}`
             : key;
     if (issue?.code === "invalid_type" && merged[key as keyof typeof merged] === undefined) {
-      throw new CliError(`--${kebab(key)} is required (or ${envName(key)}, or '${key}' in the config file)`);
+      throw new CliError(`${flagName(key)} is required (or ${envName(key)}, or '${key}' in the config file)`);
     }
     throw new CliError(`${source || "config"}: ${issue?.message}`);
   }

@@ -1,9 +1,15 @@
 /** `prefixmesh node`: runs one mesh node (client API + peer port + engine) until SIGTERM/SIGINT. */
 import type { Command } from "commander";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
-import { type NodeSettings, resolveNodeSettings } from "./config.js";
+import { LlamaCppOptionsSchema } from "../engines/llamacpp/engine.js";
+import { type NodeSettings, nodeSettingsSchema, resolveNodeSettings, type SettingKey } from "./config.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError } from "./errors.js";
+import { defaultNote } from "./help.js";
+
+const S = nodeSettingsSchema.shape;
+const L = LlamaCppOptionsSchema.shape;
+const def = (key: SettingKey) => defaultNote(S[key]);
 
 export function registerNode(program: Command): void {
   program
@@ -11,8 +17,8 @@ export function registerNode(program: Command): void {
     .description("Run one prefixmesh node: OpenAI-compatible API, peer transport, routing, engine")
     .option("--config <file>", "YAML config file (flags > PREFIXMESH_* env > file)")
     .option("--id <id>", "this node's id (unique in the cluster)")
-    .option("--listen <host:port>", "client API address (default 127.0.0.1:8080)")
-    .option("--peer-listen <host:port>", "peer port address (default 127.0.0.1:9080)")
+    .option("--listen <host:port>", `client API address ${def("listen")}`)
+    .option("--peer-listen <host:port>", `peer port address ${def("peerListen")}`)
     .option("--peers <list>", "static peers: B=https://host:port,C=…")
     .option(
       "--peers-dns <name[:port]>",
@@ -20,21 +26,21 @@ export function registerNode(program: Command): void {
     )
     .option(
       "--peers-dns-interval-ms <ms>",
-      "re-resolve --peers-dns and re-check its peers this often (default 10000)",
+      `re-resolve --peers-dns and re-check its peers this often ${def("peersDnsIntervalMs")}`,
     )
     .option(
       "--peers-dns-file <file>",
       "answer --peers-dns from a JSON file {name: [addresses]} instead of DNS",
     )
-    .option("--max-peers <n>", "most peers at once, static + DNS-found (default 256)")
-    .option("--engine <kind>", "llamacpp | openai | sim (default llamacpp)")
+    .option("--max-peers <n>", `most peers at once, static + DNS-found ${def("maxPeers")}`)
+    .option("--engine <kind>", `${S.engine.unwrap().options.join(" | ")} ${def("engine")}`)
     .option("--model <path|generated>", "GGUF path, 'generated', or the remote model name")
     .option("--engine-url <url>", "openai engine: the remote server's base URL")
     .option(
       "--policy <name>",
       `routing policy: ${POLICY_NAMES.join(" | ")} (default ${DEFAULT_POLICY}; affinity = the paper's)`,
     )
-    .option("--poll-ms <ms>", "anti-entropy period Δpoll (default 500)")
+    .option("--poll-ms <ms>", `anti-entropy period Δpoll ${def("pollMs")}`)
     .option("--cluster-id <id>", "cluster id (mTLS: taken from the CA)")
     .option("--tls-dir <dir>", "mutual TLS: directory from 'prefixmesh certs init/issue'")
     .option("--secret-file <file>", "shared-secret (HMAC) peer authentication")
@@ -42,22 +48,28 @@ export function registerNode(program: Command): void {
     .option("--inject-delay-ms <ms>", "add this delay to every peer message (experiments)")
     .option("--inject-jitter-ms <ms>", "plus uniform jitter up to this")
     .option("--capacity-tokens <n>", "KV capacity in tokens (default: the engine's)")
-    .option("--concurrency <n>", "requests run at once (default 1, batching-free)")
-    .option("--forward-timeout-ms <ms>", "give up on a forward after this (default 30000)")
-    .option("--forward-ack-timeout-ms <ms>", "fall back if a forward is not acked in this (default 1000)")
+    .option("--concurrency <n>", `requests run at once ${def("concurrency")}; 1 = batching-free`)
+    .option("--forward-timeout-ms <ms>", `give up on a forward after this ${def("forwardTimeoutMs")}`)
+    .option(
+      "--forward-ack-timeout-ms <ms>",
+      `fall back if a forward is not acked in this ${def("forwardAckTimeoutMs")}`,
+    )
     .option(
       "--forward-transport <kind>",
       "channel (one WebSocket per peer, default) | http (a request per forward)",
     )
-    .option("--max-pending <n>", "client requests in flight before 429 (default 256)")
-    .option("--drain-sec <s>", "on SIGTERM, let in-flight work finish this long (default 20)")
+    .option("--max-pending <n>", `client requests in flight before 429 ${def("maxPending")}`)
+    .option("--drain-sec <s>", `on SIGTERM, let in-flight work finish this long ${def("drainSec")}`)
     .option("--threads <n>", "engine threads")
-    .option("--slots <n>", "llamacpp: KV slots (default 4)")
-    .option("--saved-states <n>", "llamacpp: saved sequence states kept (default 32)")
-    .option("--slot-context <n>", "llamacpp: tokens per slot, the longest request (default 2048)")
+    .option("--slots <n>", `llamacpp: KV slots ${defaultNote(L.slots)}`)
+    .option("--saved-states <n>", `llamacpp: saved sequence states kept ${defaultNote(L.maxSavedStates)}`)
+    .option(
+      "--slot-context <n>",
+      `llamacpp: tokens per slot, the longest request ${defaultNote(L.slotContext)}`,
+    )
     .option("--sim-profile <name>", "sim engine cost profile")
     .option("--sim-time-scale <x>", "sim engine: scale modelled times (tests)")
-    .option("--log-level <level>", "fatal|error|warn|info|debug|trace|silent (default info)")
+    .option("--log-level <level>", `${S.logLevel.unwrap().options.join("|")} ${def("logLevel")}`)
     .action(async (flags: Record<string, unknown>) => {
       const settings = resolveNodeSettings(flags);
       await runNode(settings);

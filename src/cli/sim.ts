@@ -7,6 +7,7 @@ import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import * as hdr from "hdr-histogram-js";
+import { nodeConfigSchema } from "../core/node/config.js";
 import { isPolicyName, POLICY_NAMES } from "../core/node/policies/index.js";
 import { isProfileName, PROFILE_NAMES } from "../sim/profiles.js";
 import { runSimulation } from "../sim/run.js";
@@ -16,9 +17,11 @@ import { syntheticMmlu } from "../workload/synthetic.js";
 import type { Workload } from "../workload/types.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
+import { defaultNote } from "./help.js";
+import { DEFAULT_MMLU_DIR, parseWorkloadName, WORKLOADS, type WorkloadName } from "./workload-flags.js";
 
-const WORKLOADS = ["synthetic", "mmlu", "mmlu-skewed", "synthetic-skewed"] as const;
-type WorkloadName = (typeof WORKLOADS)[number];
+/** The simulated nodes' settings, whose defaults the help states. */
+const N = nodeConfigSchema.shape;
 
 export interface SimOptions {
   nodes: string;
@@ -112,9 +115,7 @@ export function parseSimOptions(o: SimOptions): {
 } {
   if (!isPolicyName(o.policy))
     throw new CliError(`--policy must be one of ${POLICY_NAMES.join(", ")}, got '${o.policy}'`);
-  if (!(WORKLOADS as readonly string[]).includes(o.workload)) {
-    throw new CliError(`--workload must be one of ${WORKLOADS.join(", ")}, got '${o.workload}'`);
-  }
+  const workload = parseWorkloadName(o.workload);
   if (!isProfileName(o.profile))
     throw new CliError(`--profile must be one of ${PROFILE_NAMES.join(", ")}, got '${o.profile}'`);
   const config: SimConfig = {
@@ -182,8 +183,8 @@ export function parseSimOptions(o: SimOptions): {
     o.rate === undefined ? undefined : parseNumber("--rate", o.rate, { min: 0.001, max: 1_000_000 });
   return {
     config,
-    workload: o.workload as WorkloadName,
-    mmluDir: o.mmluDir ?? "../shared/datasets/mmlu",
+    workload,
+    mmluDir: o.mmluDir ?? DEFAULT_MMLU_DIR,
     requests,
     rate,
   };
@@ -300,12 +301,15 @@ export function registerSim(program: Command): void {
     .option("--jitter-ms <ms>", "uniform jitter on Δcomm (±)", "0.5")
     .option("--poll-ms <ms>", "Δpoll: anti-entropy period", "500")
     .option("--workload <name>", `workload: ${WORKLOADS.join(" | ")}`, "synthetic")
-    .option("--mmlu-dir <dir>", "MMLU CSV folder (dev/, test/)", "../shared/datasets/mmlu")
+    .option("--mmlu-dir <dir>", "MMLU CSV folder (dev/, test/)", DEFAULT_MMLU_DIR)
     .option("--requests <n>", "number of requests (default: the whole workload)")
     .option("--seed <s>", "seed of the schedule and of the simulation", "1")
     .option("--profile <name>", `engine cost profile: ${PROFILE_NAMES.join(" | ")}`, "paper-h100-qwen0.5b")
     .option("--capacity-tokens <n>", "KV capacity per node in tokens (default: the profile's)")
-    .option("--concurrency <n>", "requests each node runs at once (default 1: batching-free)")
+    .option(
+      "--concurrency <n>",
+      `requests each node runs at once ${defaultNote(N.concurrency)}; 1 = batching-free`,
+    )
     .option("--loss <p>", "probability each message is lost")
     .option("--dup <p>", "probability each message is duplicated")
     .option("--reorder <p>", "probability each message gets an extra random delay (reordering)")
@@ -315,12 +319,18 @@ export function registerSim(program: Command): void {
     )
     .option("--faults-until-ms <ms>", "loss/duplication/reordering stop at this virtual time")
     .option("--crash <spec...>", "crash a node: NODE@MS[:RESTART_MS] (virtual ms; repeatable)")
-    .option("--forward-timeout-ms <ms>", "give up on a forward after this long (default 30000)")
+    .option(
+      "--forward-timeout-ms <ms>",
+      `give up on a forward after this long ${defaultNote(N.forwardTimeoutMs)}`,
+    )
     .option(
       "--forward-ack-timeout-ms <ms>",
-      "floor of the wait for a forward's ack: max(this, 4 × RTT) (default 250; ≥ the forward timeout: acks off)",
+      `floor of the wait for a forward's ack: max(this, 4 × RTT) ${defaultNote(N.forwardAckTimeoutMs)}; ≥ the forward timeout: acks off`,
     )
-    .option("--forward-resends <n>", "re-send an unacked forward this often before falling back (default 0)")
+    .option(
+      "--forward-resends <n>",
+      `re-send an unacked forward this often before falling back ${defaultNote(N.forwardResends)}`,
+    )
     .option("--rate <req/s>", "open loop: Poisson arrivals at this rate (default: closed loop, the paper)")
     .option("--oracle", "simulation-only reference: estimates always equal the owners' true trees, free")
     .option("--json <file>", "also write the full result (config, totals, per-request records) as JSON")

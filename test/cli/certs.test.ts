@@ -29,15 +29,16 @@ async function run(...args: string[]): Promise<string> {
   return printed;
 }
 
-describe.skipIf(!hasOpenssl)("prefixmesh certs", () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "pm-certs-cli-"));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+// One scratch directory for the file; each test uses its own subpath in it.
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "pm-certs-cli-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
+describe.skipIf(!hasOpenssl)("prefixmesh certs", () => {
   it("init creates a CA and issue creates loadable node certificates", async () => {
     const ca = join(dir, "c");
     expect(await run("init", "--dir", ca, "--cluster-id", "lab")).toMatch(
@@ -68,14 +69,6 @@ describe.skipIf(!hasOpenssl)("prefixmesh certs", () => {
 
 // No openssl needed: shared-secret mode is the fallback when openssl is missing.
 describe("prefixmesh certs secret", () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "pm-secret-cli-"));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
-
   it("secret writes a 0600 file with 32 random bytes", async () => {
     const f = join(dir, "secret.hex");
     expect(await run("secret", "--out", f)).toMatch(/shared secret written/);

@@ -49,7 +49,9 @@ describe("createEngine", () => {
     await expect(createEngine({ kind: "llamacpp", model: "generated:huge" })).rejects.toThrow(
       /unknown generated model 'huge'/,
     );
-    await expect(createEngine({ kind: "openai", baseUrl: "not a url", model: "m" })).rejects.toThrow();
+    await expect(createEngine({ kind: "openai", baseUrl: "not a url", model: "m" })).rejects.toThrow(
+      /Invalid URL/,
+    );
     await expect(createEngine({ kind: "sim", profile: "nope" })).rejects.toThrow(/unknown cost profile/);
     await expect(createEngine({ kind: "llamacpp", model: "/nonexistent.gguf" })).rejects.toThrow(
       /cannot open/,

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EngineInputError, EngineUnavailableError } from "../../src/engines/errors.js";
 import { OpenAIEngine, type OpenAIEngineOptions } from "../../src/engines/openai/engine.js";
 import { retryAfterMs } from "../../src/engines/openai/http.js";
-import { sseData } from "../../src/engines/openai/sse.js";
+import { MAX_SSE_EVENT_BYTES, sseData } from "../../src/engines/openai/sse.js";
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 interface Seen {
@@ -279,5 +279,18 @@ describe("protocol helpers", () => {
     const out: string[] = [];
     for await (const d of sseData(body())) out.push(d);
     expect(out).toEqual(['{"a":\n1}', "second"]);
+  });
+
+  it("bounds an event's data lines together, not only the unparsed buffer", async () => {
+    const line = `data: ${"x".repeat(64 * 1024)}\n`;
+    async function* body() {
+      // Each chunk is small, but the event never ends: its data lines must not grow without bound.
+      for (let i = 0; i <= MAX_SSE_EVENT_BYTES / (64 * 1024); i++) yield line;
+      yield "\n";
+    }
+    const drain = async () => {
+      for await (const _ of sseData(body()));
+    };
+    await expect(drain()).rejects.toThrow(/SSE event larger than/);
   });
 });

@@ -28,7 +28,7 @@ import { GgufError, validateGguf } from "../gguf/validate.js";
 import { StopAwareOutput } from "../output.js";
 import { renderChat } from "./chat.js";
 import { cpuLlama, takeLlamaErrors } from "./runtime.js";
-import { commonPrefix, type SavedState, StateCache } from "./state-cache.js";
+import { type SavedState, StateCache } from "./state-cache.js";
 
 export const LlamaCppOptionsSchema = z.object({
   modelPath: z.string().min(1),
@@ -307,9 +307,10 @@ export class LlamaCppEngine implements Engine {
     const t0 = performance.now();
     let slot: Slot;
     try {
-      slot = await this.prepareSlot(tokens);
+      const prepared = await this.prepareSlot(tokens);
+      slot = prepared.slot;
       // A full hit still needs the last prompt token evaluated to produce logits.
-      const keep = Math.min(commonPrefix(slot.seq.contextTokens, tokens), tokens.length - 1);
+      const keep = Math.min(prepared.shared, tokens.length - 1);
       await slot.seq.adaptStateToTokens(tokens.slice(0, keep), false);
     } catch (e) {
       throw new EngineUnavailableError(`preparing the prefix cache failed: ${(e as Error).message}`);
@@ -385,9 +386,10 @@ export class LlamaCppEngine implements Engine {
    * `slotReuseFraction` of the prompt, or the slot loses almost nothing (it holds a prefix of the
    * prompt). Without this, every prompt would pile onto one slot, since all prompts share BOS (and
    * often a template header). A saved state is loaded into the chosen slot when it shares more than
-   * the slot does. Slot contents about to be lost are spilled to the state cache first.
+   * the slot does. Slot contents about to be lost are spilled to the state cache first. Returns the
+   * slot and the prefix it now shares with the prompt.
    */
-  private async prepareSlot(tokens: Token[]): Promise<Slot> {
+  private async prepareSlot(tokens: Token[]): Promise<{ slot: Slot; shared: number }> {
     const shared = (s: Slot) => s.seq.compareContextTokens(tokens).firstDifferentIndex;
     let best: Slot | undefined;
     let bestLen = 0;
@@ -409,8 +411,12 @@ export class LlamaCppEngine implements Engine {
       // The spill must not evict the state we are about to load (it used to: LRU picked it).
       await this.spill(slot, 0, saved.state);
       await this.loadState(slot, saved.state);
-    } else await this.spill(slot, slotLen);
-    return slot;
+      // Measured after the load: a failed load leaves the slot empty.
+      return { slot, shared: shared(slot) };
+    }
+    // Spilling saves the slot without changing it: the shared prefix is still slotLen.
+    await this.spill(slot, slotLen);
+    return { slot, shared: slotLen };
   }
 
   /**

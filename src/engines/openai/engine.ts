@@ -9,9 +9,10 @@
  * exactly what the server evaluates. `/v1/chat/completions` is not used, because the server's template
  * output is not observable there.
  * Cache. `cacheMode: "node-managed"`: the server evicts on its own, so the node's tree approximates it
- * by LRU with `capacityTokens` (the paper lets the engine evict independently). Where the server
- * reports hits (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`), the
- * result carries them with `cacheReported: true`, so predicted vs reported hits can be a metric.
+ * by LRU with `capacityTokens` (the paper lets the engine evict independently); the server cannot be
+ * told of the tree's evictions, so there is no `evict`. Where the server reports hits
+ * (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`), the result carries
+ * them with `cacheReported: true`, so predicted vs reported hits can be a metric.
  */
 import { encode as gptEncode } from "gpt-tokenizer";
 import { z } from "zod";
@@ -22,7 +23,6 @@ import type {
   EngineInfo,
   EngineRequest,
   EngineResult,
-  EvictedRun,
   Tokens,
 } from "../../core/engine.js";
 import { renderFallbackChat } from "../chat-fallback.js";
@@ -55,10 +55,11 @@ export interface RemoteEngineResult extends EngineResult {
   cacheReported: boolean;
 }
 
-const TokenIds = z.array(z.number().int().min(0));
 const TokenizeResponse = z.object({
   tokens: z.array(z.union([z.number().int().min(0), z.object({ id: z.number() })])),
 });
+
+const ApplyTemplateResponse = z.object({ prompt: z.string() });
 
 const StreamChunk = z.object({
   choices: z
@@ -97,8 +98,6 @@ export class OpenAIEngine implements Engine {
   private tokenizeShape: TokenizeShape | undefined;
   private applyTemplateAvailable: boolean | undefined;
   private closed = false;
-  /** Runs the node evicted from its LRU mirror; the server cannot be told, so they are counted only. */
-  evictedRuns = 0;
 
   constructor(options: OpenAIEngineOptions) {
     this.opts = OpenAIEngineOptionsSchema.parse(options);
@@ -147,9 +146,9 @@ export class OpenAIEngine implements Engine {
   async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
     if (this.opts.chatTemplate === "auto" && this.applyTemplateAvailable !== false) {
       try {
-        const res = z
-          .object({ prompt: z.string() })
-          .safeParse(await this.http.json("POST", "/apply-template", { messages }));
+        const res = ApplyTemplateResponse.safeParse(
+          await this.http.json("POST", "/apply-template", { messages }),
+        );
         if (res.success) {
           this.applyTemplateAvailable = true;
           return res.data.prompt;
@@ -177,7 +176,7 @@ export class OpenAIEngine implements Engine {
     let prompt: string | number[];
     if (req.prompt !== undefined) prompt = req.prompt;
     else if (this.tokenizeShape === "vllm" || this.tokenizeShape === "llamacpp")
-      prompt = Array.from(TokenIds.parse(Array.from(req.tokens)));
+      prompt = Array.from(req.tokens);
     else
       throw new EngineInputError(
         "remote engine needs the prompt text (local tokenizer ids may not be the server's)",
@@ -246,10 +245,6 @@ export class OpenAIEngine implements Engine {
       decodeMs,
       finishReason: finish === "length" ? "length" : "stop",
     };
-  }
-
-  evict(runs: EvictedRun[]): void {
-    this.evictedRuns += runs.length;
   }
 
   async health(): Promise<{ ok: boolean; detail?: string }> {

@@ -30,15 +30,6 @@ const RETRY_CODES = new Set([
   "UND_ERR_CLOSED",
 ]);
 
-export class HttpStatusError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: string,
-  ) {
-    super(`HTTP ${status}: ${body.slice(0, 300)}`);
-  }
-}
-
 export function retryAfterMs(header: string | string[] | undefined, nowMs: number): number | undefined {
   const v = Array.isArray(header) ? header[0] : header;
   if (!v) return undefined;
@@ -124,13 +115,11 @@ export class HttpClient {
         if (res.statusCode >= 200 && res.statusCode < 300) return res;
         const text = await readLimited(res.body, 64 * 1024).catch(() => "");
         if (!RETRY_STATUS.has(res.statusCode)) {
-          const err = new HttpStatusError(res.statusCode, text);
+          const what = `${method} ${path} → HTTP ${res.statusCode}: ${text.slice(0, 300)}`;
           if (res.statusCode >= 400 && res.statusCode < 500) {
-            throw Object.assign(new EngineInputError(`${method} ${path} → ${err.message}`), {
-              status: res.statusCode,
-            });
+            throw Object.assign(new EngineInputError(what), { status: res.statusCode });
           }
-          throw new EngineUnavailableError(`${method} ${path} → ${err.message}`, res.statusCode);
+          throw new EngineUnavailableError(what, res.statusCode);
         }
         lastError = `HTTP ${res.statusCode}${text ? `: ${text.slice(0, 200)}` : ""}`;
         const ra = retryAfterMs(res.headers["retry-after"], Date.now());

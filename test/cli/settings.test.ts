@@ -1,0 +1,36 @@
+import { Command } from "commander";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { nodeSettingsSchema, parseSetting } from "../../src/cli/config.js";
+import { CliError } from "../../src/cli/errors.js";
+import { defaultNote } from "../../src/cli/help.js";
+import { registerNode } from "../../src/cli/node.js";
+import { LlamaCppOptionsSchema } from "../../src/engines/llamacpp/engine.js";
+
+describe("one setting checked against the node schema (prefixmesh cluster's flags)", () => {
+  it("coerces in-bounds values and names the flag when out of bounds", () => {
+    expect(parseSetting("slots", "4")).toBe(4);
+    expect(parseSetting("engine", "sim")).toBe("sim");
+    expect(() => parseSetting("slots", "65")).toThrow(CliError);
+    expect(() => parseSetting("slots", "65")).toThrow(/^--slots: /);
+    expect(() => parseSetting("pollMs", "0")).toThrow(/^--poll-ms: /);
+    expect(() => parseSetting("engine", "gpu")).toThrow(/^--engine: /);
+  });
+});
+
+describe("help texts state the schema's defaults", () => {
+  it("derives the note from the default, and refuses a schema without one", () => {
+    expect(defaultNote(z.number().default(7))).toBe("(default 7)");
+    expect(() => defaultNote(z.number().optional())).toThrow(/no default/);
+  });
+
+  it("node --help shows the applied defaults", () => {
+    const program = new Command("prefixmesh");
+    registerNode(program);
+    const help = program.commands[0]?.helpInformation().replace(/\s+/g, " ") ?? "";
+    const poll = nodeSettingsSchema.shape.pollMs.def.defaultValue;
+    const slots = LlamaCppOptionsSchema.shape.slots.def.defaultValue;
+    expect(help).toContain(`anti-entropy period Δpoll (default ${poll})`);
+    expect(help).toContain(`llamacpp: KV slots (default ${slots})`);
+  });
+});
