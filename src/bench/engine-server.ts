@@ -4,10 +4,10 @@
  * Prints its URL on stdout, runs until killed.
  */
 import Fastify from "fastify";
-import { resolveProfile } from "../sim/profiles.js";
+import { DEFAULT_PROFILE, resolveProfile } from "../sim/profiles.js";
 import { SimEngine } from "../sim/sim-engine.js";
 
-const engine = new SimEngine({ profile: resolveProfile("paper-h100-qwen0.5b"), timeScale: 0 });
+const engine = new SimEngine({ profile: resolveProfile(DEFAULT_PROFILE), timeScale: 0 });
 const app = Fastify({ logger: false });
 app.post("/v1/completions", async (req) => {
   const body = req.body as { prompt: string; max_tokens?: number };

@@ -9,7 +9,7 @@ import type { Command } from "commander";
 import * as hdr from "hdr-histogram-js";
 import { nodeConfigSchema } from "../core/node/config.js";
 import { isPolicyName, POLICY_NAMES } from "../core/node/policies/index.js";
-import { isProfileName, PROFILE_NAMES } from "../sim/profiles.js";
+import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../sim/profiles.js";
 import { runSimulation } from "../sim/run.js";
 import type { SimConfig, SimResult } from "../sim/types.js";
 import { mmluWorkload } from "../workload/mmlu-workload.js";
@@ -304,7 +304,7 @@ export function registerSim(program: Command): void {
     .option("--mmlu-dir <dir>", "MMLU CSV folder (dev/, test/)", DEFAULT_MMLU_DIR)
     .option("--requests <n>", "number of requests (default: the whole workload)")
     .option("--seed <s>", "seed of the schedule and of the simulation", "1")
-    .option("--profile <name>", `engine cost profile: ${PROFILE_NAMES.join(" | ")}`, "paper-h100-qwen0.5b")
+    .option("--profile <name>", `engine cost profile: ${PROFILE_NAMES.join(" | ")}`, DEFAULT_PROFILE)
     .option("--capacity-tokens <n>", "KV capacity per node in tokens (default: the profile's)")
     .option(
       "--concurrency <n>",

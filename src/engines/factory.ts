@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import type { Engine } from "../core/engine.js";
+import { DEFAULT_PROFILE } from "../sim/profiles.js"; // names only: the engine itself loads lazily
 import { MODEL_PRESETS, type ModelPreset } from "./gguf/presets.js";
 import { type LlamaCppLog, LlamaCppOptionsSchema } from "./llamacpp/engine.js";
 import { OpenAIEngineOptionsSchema } from "./openai/engine.js";
@@ -23,7 +24,7 @@ export const EngineSpecSchema = z.discriminatedUnion("kind", [
   OpenAIEngineOptionsSchema.extend({ kind: z.literal("openai") }),
   z.object({
     kind: z.literal("sim"),
-    profile: z.string().default("paper-h100-qwen0.5b"),
+    profile: z.string().default(DEFAULT_PROFILE),
     capacityTokens: z.number().int().min(1).optional(),
     timeScale: z.number().positive().max(1000).optional(),
     maxContextTokens: z.number().int().min(1).optional(),

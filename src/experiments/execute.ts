@@ -2,12 +2,13 @@
  * Runs one grid configuration through the simulator and keeps a compact, serializable summary
  * (what crosses the worker boundary and lands in results.json).
  */
+import { DEFAULT_PROFILE } from "../sim/profiles.js";
 import { runSimulation } from "../sim/run.js";
 import type { MessageTotals, SimConfig } from "../sim/types.js";
 import type { Workload } from "../workload/types.js";
 import type { ExperimentRun } from "./grid.js";
 
-export const PROFILE = "paper-h100-qwen0.5b" as const;
+export const PROFILE = DEFAULT_PROFILE;
 export const NODES = 4;
 
 export interface RunResult {

@@ -65,6 +65,8 @@ export const PROFILES = {
 } as const satisfies Record<string, CostProfile>;
 
 export type ProfileName = keyof typeof PROFILES;
+/** The profile fitted to the paper's own measurements: what the simulator uses unless told otherwise. */
+export const DEFAULT_PROFILE: ProfileName = "paper-h100-qwen0.5b";
 export const PROFILE_NAMES = Object.keys(PROFILES) as ProfileName[];
 
 export function isProfileName(s: string): s is ProfileName {
