@@ -19,7 +19,12 @@ import { clientTlsOptions, loadTlsMaterial } from "../net/auth/tls.js";
 import { startCluster } from "../server/cluster/launcher.js";
 
 const N = Number(process.env.ROUTER_BENCH_N ?? 2000);
-const WARMUP = 200;
+/**
+ * Requests sent before measuring, per path: V8 keeps tiering a process's hot code up (TurboFan, on a
+ * background thread that competes for the same cores) for the first few thousand requests, and a
+ * daemon serves in the steady state after that (BENCHMARKS.md shows both).
+ */
+const WARMUP = Number(process.env.ROUTER_BENCH_WARMUP ?? 3000);
 const RUNS = Number(process.env.ROUTER_BENCH_RUNS ?? 3);
 const prompt = Array.from({ length: 540 }, (_, i) => `tok${i}`).join(" ");
 

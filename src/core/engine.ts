@@ -72,6 +72,11 @@ export interface EngineInfo {
   cacheMode: "node-managed" | "engine-managed";
   /** Largest prompt + output the engine accepts, in tokens. */
   maxContextTokens: number;
+  /**
+   * false: the engine runs from `EngineRequest.tokens` alone, so peers may leave the prompt text out
+   * of what they forward here. Absent means true (remote servers take text).
+   */
+  needsPromptText?: boolean;
 }
 
 export interface Engine {

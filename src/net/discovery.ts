@@ -253,6 +253,8 @@ const peerHelloSchema = z.object({
   id: nodeIdSchema,
   cluster: clusterIdSchema,
   model: z.string().min(1).max(256),
+  /** See the wire hello: false lets forwards to this peer leave the prompt text out. */
+  promptText: z.boolean().optional(),
 });
 
 export type PeerHello = z.infer<typeof peerHelloSchema>;

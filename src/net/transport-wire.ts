@@ -153,14 +153,16 @@ export function decodeForwardFrame(frame: Buffer): ForwardFrame {
   } catch {
     return bad("frame header is not JSON");
   }
-  const head = channelForwardHead.safeParse(json);
-  if (!head.success) return bad("not a forward frame");
-  const { k } = head.data;
   const parsed = channelForwardSchema.safeParse(json);
-  if (!parsed.success) return { ok: false, k, error: `bad forward: ${parsed.error.issues[0]?.message}` };
+  if (!parsed.success) {
+    // Which stream to refuse, if the envelope at least is sound (a bad frame otherwise).
+    const head = channelForwardHead.safeParse(json);
+    if (!head.success) return bad("not a forward frame");
+    return { ok: false, k: head.data.k, error: `bad forward: ${parsed.error.issues[0]?.message}` };
+  }
   const tokens = new Uint32Array(tokenBytes / 4);
   Buffer.from(tokens.buffer).set(frame.subarray(4 + n));
-  return { ok: true, k, msg: forwardMsg(parsed.data.f, tokens) };
+  return { ok: true, k: parsed.data.k, msg: forwardMsg(parsed.data.f, tokens) };
 }
 export const channelRecordSchema = z.discriminatedUnion("t", [
   chunkRecord.extend({ k: streamNo }),
@@ -176,6 +178,8 @@ export const helloSchema = z.object({
   cluster: z.string().max(64),
   model: z.string().max(256),
   protocol: z.number().int(),
+  /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
+  promptText: z.boolean().optional(),
 });
 export type PeerHello = z.infer<typeof helloSchema>;
 export const PROTOCOL_VERSION = 1;

@@ -36,9 +36,11 @@ const url = (addr: string) => `http://${addr}:${PORT}`;
 function world(opts: { statics?: string[]; max?: number } = {}) {
   const answers = new Map<
     string,
-    { id: string; cluster?: string; model?: string; certId?: string } | undefined
+    { id: string; cluster?: string; model?: string; certId?: string; promptText?: boolean } | undefined
   >();
   const members = new Map<string, string>();
+  /** What each admitted peer's hello said about prompt text (the runtime keeps it for forwards). */
+  const promptText = new Map<string, boolean | undefined>();
   const log: string[] = [];
   const ports: DnsMembershipPorts = {
     async probeHello(u) {
@@ -54,9 +56,10 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
     },
     hasPeer: (id) => members.has(id) || (opts.statics ?? []).includes(id),
     isStatic: (id) => (opts.statics ?? []).includes(id),
-    addPeer(id, u) {
+    addPeer(id, u, hello) {
       if (members.size >= (opts.max ?? 256)) return false;
       members.set(id, u);
+      promptText.set(id, hello.promptText);
       log.push(`+${id}`);
       return true;
     },
@@ -83,6 +86,7 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
     dns,
     answers,
     members,
+    promptText,
     log,
     setRecords: (r: string[]) => {
       records = r;
@@ -103,11 +107,14 @@ describe("DnsMembership", () => {
     w.answers.set(url("10.0.0.2"), { id: "B" });
     w.answers.set(url("10.0.0.3"), { id: "C", cluster: "other" });
     w.answers.set(url("10.0.0.4"), { id: "D", model: "other-model" });
-    w.answers.set(url("10.0.0.5"), { id: "E" });
+    w.answers.set(url("10.0.0.5"), { id: "E", promptText: false });
     w.setRecords(["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5"]);
     await w.dns.start();
     await waitFor(() => w.members.size === 2, 5_000, "B and E admitted");
     expect([...w.members.keys()].sort()).toEqual(["B", "E"]);
+    // The checked hello reaches the runtime with the admission: E's engine needs no prompt text.
+    expect(w.promptText.get("E")).toBe(false);
+    expect(w.promptText.get("B")).toBeUndefined();
     const status = Object.fromEntries(w.dns.view().map((v) => [v.url, v.status]));
     expect(status[url("10.0.0.1")]).toBe("self");
     expect(status[url("10.0.0.3")]).toBe("refused");

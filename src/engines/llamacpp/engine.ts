@@ -152,6 +152,7 @@ export class LlamaCppEngine implements Engine {
       capacityTokens: (opts.slots + opts.maxSavedStates) * context.contextSize,
       cacheMode: "engine-managed",
       maxContextTokens: context.contextSize,
+      needsPromptText: false,
     };
   }
 

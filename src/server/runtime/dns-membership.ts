@@ -19,6 +19,7 @@ import {
   DnsPeerDiscovery,
   type DnsTarget,
   type PeerAddress,
+  type PeerHello,
   type Resolver,
 } from "../../net/discovery.js";
 import type { RuntimeLogger } from "./node-runtime.js";
@@ -30,7 +31,7 @@ export interface DnsMembershipPorts {
   hello(id: string): Promise<{ id: string }>;
   hasPeer(id: string): boolean;
   isStatic(id: string): boolean;
-  addPeer(id: string, url: string): boolean;
+  addPeer(id: string, url: string, hello: PeerHello): boolean;
   movePeer(id: string, url: string): void;
   removePeer(id: string, why: string): void;
 }
@@ -144,13 +145,14 @@ export class DnsMembership {
       const id = check.hello.id;
       if (e.status === "peer" && e.id === id) return;
       if (e.status === "peer" && e.id !== undefined) this.drop(e.id, `address now answers as '${id}'`);
-      this.admit(e, id);
+      this.admit(e, check.hello);
     } finally {
       e.busy = false;
     }
   }
 
-  private admit(e: Entry, id: string): void {
+  private admit(e: Entry, hello: PeerHello): void {
+    const { id } = hello;
     if (this.o.ports.isStatic(id)) {
       this.settle(e, "static", id, `announces static peer '${id}'; the static entry is kept`);
       return;
@@ -160,7 +162,7 @@ export class DnsMembership {
       this.settle(e, "alias", id, `another address of peer '${id}'`);
       return;
     }
-    if (!this.o.ports.addPeer(id, e.address.url)) {
+    if (!this.o.ports.addPeer(id, e.address.url, hello)) {
       this.settle(e, "full", id, "membership is full (--max-peers)");
       return;
     }

@@ -105,6 +105,8 @@ export class NodeRuntime implements NodeService {
   private readonly snapshotInFlight = new Set<string>();
   /** Peers whose hello showed another cluster/model/id: never talked to. */
   private readonly refused = new Map<string, string>();
+  /** Peers whose hello said their engine runs from tokens alone: forwards leave the prompt text out. */
+  private readonly tokensOnly = new Set<string>();
   private readonly engineJobs = new Set<Promise<void>>();
   private seq = 0;
   private engineHealth: { ok: boolean; detail?: string } = { ok: true };
@@ -272,6 +274,8 @@ export class NodeRuntime implements NodeService {
         pushBackActive: p.pushBackUntil > now,
         pushBackUntil: p.pushBackUntil,
         rttMs: p.rttMs,
+        /** Forwards to it carry the prompt text (false once its hello said its engine needs tokens only). */
+        promptText: !this.tokensOnly.has(p.id),
       })),
       ...(this.discoveryView ? { discovery: this.discoveryView() } : {}),
     };
@@ -286,6 +290,7 @@ export class NodeRuntime implements NodeService {
         cluster: this.o.clusterId,
         model: this.modelId,
         protocol: PROTOCOL_VERSION,
+        promptText: this.engine.info.needsPromptText !== false,
       }),
       isKnownPeer: (id) => this.o.peerUrls.has(id) && !this.refused.has(id),
       onSnapshot: (from, bytes, meta) => {
@@ -396,12 +401,22 @@ export class NodeRuntime implements NodeService {
    * Admits a peer found at run time (its hello already checked): a transport pool pinned to its id,
    * then the node's `addPeer`. False if the node refuses it (membership full, already a member).
    */
-  addPeer(id: string, url: string): boolean {
+  addPeer(id: string, url: string, hello?: { promptText?: boolean | undefined }): boolean {
     if (this.stopping || this.o.peerUrls.has(id) || !this.node.addPeer(id)) return false;
     this.o.client.setPeer(id, url);
     this.o.peerUrls.set(id, url);
+    if (hello) this.notePeerHello(id, hello);
     this.o.logger.info({ peer: id, url }, "peer added");
     return true;
+  }
+
+  /**
+   * What a peer's (checked) hello tells the transport: whether its engine needs the prompt text. Until
+   * a hello says otherwise, forwards carry it (a peer that takes text cannot run without it).
+   */
+  notePeerHello(id: string, hello: { promptText?: boolean | undefined }): void {
+    if (hello.promptText === false) this.tokensOnly.add(id);
+    else this.tokensOnly.delete(id);
   }
 
   /** Points a member at another address (its old one vanished, another still announces its id). */
@@ -698,8 +713,14 @@ export class NodeRuntime implements NodeService {
         from: to,
         msg: { type: "forward-ack", reqId: msg.reqId, attempt: msg.attempt },
       });
+    // The node's own request object stays as it is: it keys the answer's sink (see relay).
+    let wire = msg;
+    if (this.tokensOnly.has(to) && msg.request.prompt !== undefined) {
+      const { prompt: _text, ...request } = msg.request;
+      wire = { ...msg, request };
+    }
     this.o.client
-      .forward(to, msg, (text) => this.relay(msg.request, to, text), onAck)
+      .forward(to, wire, (text) => this.relay(msg.request, to, text), onAck)
       .then(
         (reply: ReplyMsg) => this.feed({ type: "peer-message", from: to, msg: reply }),
         (err) => {

@@ -180,7 +180,7 @@ export async function startNode(
         hello: (id) => client.hello(id),
         hasPeer: (id) => runtime.hasPeer(id),
         isStatic: (id) => staticIds.has(id),
-        addPeer: (id, url) => runtime.addPeer(id, url),
+        addPeer: (id, url, hello) => runtime.addPeer(id, url, hello),
         movePeer: (id, url) => runtime.movePeer(id, url),
         removePeer: (id, why) => runtime.removePeer(id, why),
       },
@@ -247,7 +247,8 @@ function checkPeers(
             hello,
           );
           if (r.ok) {
-            ctx.logger.info({ peer: p.id }, "peer verified");
+            ctx.runtime.notePeerHello(p.id, r.hello);
+            ctx.logger.info({ peer: p.id, promptText: r.hello.promptText !== false }, "peer verified");
           } else {
             ctx.logger.error({ peer: p.id, reason: r.reason }, `peer refused: ${r.message}`);
             ctx.runtime.refusePeer(p.id, r.message);
