@@ -1,7 +1,7 @@
 /** `prefixmesh node`: runs one mesh node (client API + peer port + engine) until SIGTERM/SIGINT. */
 import type { Command } from "commander";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
-import { LlamaCppOptionsSchema } from "../engines/llamacpp/engine.js";
+import { LlamaCppOptionsSchema } from "../engines/llamacpp/options.js";
 import { type NodeSettings, nodeSettingsSchema, resolveNodeSettings, type SettingKey } from "./config.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError } from "./errors.js";

@@ -8,8 +8,10 @@ import { z } from "zod";
 import type { Engine } from "../core/engine.js";
 import { DEFAULT_PROFILE } from "../sim/profiles.js"; // names only: the engine itself loads lazily
 import { MODEL_PRESETS, type ModelPreset } from "./gguf/presets.js";
-import { type LlamaCppLog, LlamaCppOptionsSchema } from "./llamacpp/engine.js";
-import { OpenAIEngineOptionsSchema } from "./openai/engine.js";
+// Option schemas only: each engine (node-llama-cpp, the remote engine's tokenizer tables) loads when
+// a spec asks for it.
+import { type LlamaCppLog, LlamaCppOptionsSchema } from "./llamacpp/options.js";
+import { OpenAIEngineOptionsSchema } from "./openai/options.js";
 
 const GENERATED = /^generated:(.+)$/;
 

@@ -5,7 +5,7 @@ import { nodeSettingsSchema, parseSetting } from "../../src/cli/config.js";
 import { CliError } from "../../src/cli/errors.js";
 import { defaultNote } from "../../src/cli/help.js";
 import { registerNode } from "../../src/cli/node.js";
-import { LlamaCppOptionsSchema } from "../../src/engines/llamacpp/engine.js";
+import { LlamaCppOptionsSchema } from "../../src/engines/llamacpp/options.js";
 
 describe("one setting checked against the node schema (prefixmesh cluster's flags)", () => {
   it("coerces in-bounds values and names the flag when out of bounds", () => {

@@ -18,10 +18,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ensureGeneratedModel } from "../../src/engines/gguf/generate.js";
 import {
   LlamaCppEngine,
-  type LlamaCppOptions,
   ORPHAN_STATE_DIR_AGE_MS,
   removeOrphanStateDirs,
 } from "../../src/engines/llamacpp/engine.js";
+import type { LlamaCppOptions } from "../../src/engines/llamacpp/options.js";
 import { StateCache } from "../../src/engines/llamacpp/state-cache.js";
 import { TEST_MODEL_CACHE } from "./helpers.js";
 

@@ -7,8 +7,9 @@ import type { AddressInfo } from "node:net";
 import { encode } from "gpt-tokenizer";
 import { afterEach, describe, expect, it } from "vitest";
 import { EngineInputError, EngineUnavailableError } from "../../src/engines/errors.js";
-import { OpenAIEngine, type OpenAIEngineOptions } from "../../src/engines/openai/engine.js";
+import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { retryAfterMs } from "../../src/engines/openai/http.js";
+import type { OpenAIEngineOptions } from "../../src/engines/openai/options.js";
 import { MAX_SSE_EVENT_BYTES, sseData } from "../../src/engines/openai/sse.js";
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;

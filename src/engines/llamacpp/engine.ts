@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } fro
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
-import { z } from "zod";
+import type { z } from "zod";
 import type {
   ChatMessage,
   Engine,
@@ -27,40 +27,10 @@ import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "..
 import { GgufError, validateGguf } from "../gguf/validate.js";
 import { StopAwareOutput } from "../output.js";
 import { renderChat } from "./chat.js";
+import { type LlamaCppLog, type LlamaCppOptions, LlamaCppOptionsSchema } from "./options.js";
 import { cpuLlama, takeLlamaErrors } from "./runtime.js";
 import { type SavedState, StateCache } from "./state-cache.js";
 
-export const LlamaCppOptionsSchema = z.object({
-  modelPath: z.string().min(1),
-  /** Model identity advertised to peers; defaults to the file name. */
-  modelName: z.string().min(1).optional(),
-  slots: z.number().int().min(1).max(64).default(4),
-  /** Tokens per slot (prompt + output). */
-  slotContext: z.number().int().min(64).max(131072).default(2048),
-  /** CPU threads for this engine: 1 holds up best when several nodes share a machine. */
-  threads: z.number().int().min(1).max(256).default(1),
-  batchSize: z.number().int().min(1).max(8192).default(512),
-  flashAttention: z.boolean().default(false),
-  /** Where saved states go; a private subdirectory is created (tmpfs /dev/shm when present). */
-  stateDir: z.string().optional(),
-  maxSavedStates: z.number().int().min(0).max(10000).default(32),
-  maxSavedBytes: z
-    .number()
-    .int()
-    .min(0)
-    .default(256 * 1024 * 1024),
-  /** Take the longest-prefix slot only if it shares at least this fraction of the prompt (else LRU). */
-  slotReuseFraction: z.number().min(0).max(1).default(0.5),
-  /** Spill a slot to a saved state only when at least this many of its tokens would be lost. */
-  minSpillTokens: z.number().int().min(1).default(32),
-});
-export type LlamaCppOptions = z.input<typeof LlamaCppOptionsSchema>;
-
-/**
- * Where the engine reports degraded-but-handled events (a saved state that failed to save or load).
- * The daemon passes its logger; the default writes one line to stderr.
- */
-export type LlamaCppLog = (msg: string, fields: Record<string, unknown>) => void;
 const stderrLog: LlamaCppLog = (msg, fields) =>
   console.warn(`prefixmesh llamacpp: ${msg}`, JSON.stringify(fields));
 

@@ -28,27 +28,8 @@ import type {
 import { renderFallbackChat } from "../chat-fallback.js";
 import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
 import { HttpClient } from "./http.js";
+import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
 import { sseData } from "./sse.js";
-
-export const OpenAIEngineOptionsSchema = z.object({
-  baseUrl: z.url({ protocol: /^https?$/ }),
-  model: z.string().min(1),
-  apiKey: z.string().optional(),
-  /** Tokens the node's tree may hold for this server (LRU approximation of the remote cache). */
-  capacityTokens: z.number().int().min(1).default(65536),
-  maxContextTokens: z.number().int().min(1).default(4096),
-  /** "auto": server /tokenize, else local; "server": server only; "local": gpt-tokenizer only. */
-  tokenizer: z.enum(["auto", "server", "local"]).default("auto"),
-  /** "auto": llama.cpp's /apply-template when present, else the fallback; "fallback": always the fallback. */
-  chatTemplate: z.enum(["auto", "fallback"]).default("auto"),
-  connectTimeoutMs: z.number().int().min(1).default(5_000),
-  headersTimeoutMs: z.number().int().min(1).default(120_000),
-  bodyTimeoutMs: z.number().int().min(1).default(120_000),
-  retries: z.number().int().min(0).max(10).default(3),
-  backoffMs: z.number().int().min(0).default(200),
-  maxBackoffMs: z.number().int().min(0).default(10_000),
-});
-export type OpenAIEngineOptions = z.input<typeof OpenAIEngineOptionsSchema>;
 
 /** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
 export interface RemoteEngineResult extends EngineResult {

@@ -1,0 +1,25 @@
+/**
+ * The remote engine's options, apart from the engine: the factory and the CLI validate specs with them
+ * without loading the engine (and its local tokenizer tables) for nodes that run another engine.
+ */
+import { z } from "zod";
+
+export const OpenAIEngineOptionsSchema = z.object({
+  baseUrl: z.url({ protocol: /^https?$/ }),
+  model: z.string().min(1),
+  apiKey: z.string().optional(),
+  /** Tokens the node's tree may hold for this server (LRU approximation of the remote cache). */
+  capacityTokens: z.number().int().min(1).default(65536),
+  maxContextTokens: z.number().int().min(1).default(4096),
+  /** "auto": server /tokenize, else local; "server": server only; "local": gpt-tokenizer only. */
+  tokenizer: z.enum(["auto", "server", "local"]).default("auto"),
+  /** "auto": llama.cpp's /apply-template when present, else the fallback; "fallback": always the fallback. */
+  chatTemplate: z.enum(["auto", "fallback"]).default("auto"),
+  connectTimeoutMs: z.number().int().min(1).default(5_000),
+  headersTimeoutMs: z.number().int().min(1).default(120_000),
+  bodyTimeoutMs: z.number().int().min(1).default(120_000),
+  retries: z.number().int().min(0).max(10).default(3),
+  backoffMs: z.number().int().min(0).default(200),
+  maxBackoffMs: z.number().int().min(0).default(10_000),
+});
+export type OpenAIEngineOptions = z.input<typeof OpenAIEngineOptionsSchema>;
