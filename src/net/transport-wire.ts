@@ -188,14 +188,17 @@ export type ForwardMsg = Extract<PeerMessage, { type: "forward" }>;
 export type ReplyMsg = Extract<PeerMessage, { type: "result" | "error" }>;
 export type CancelMsg = Extract<PeerMessage, { type: "cancel" }>;
 
-/** A forward's wire fields, without its tokens (which travel base64 in JSON, or as raw bytes). */
+/**
+ * A forward's wire fields, without its tokens (which travel base64 in JSON, or as raw bytes). Every
+ * field written out, no spreads (once per forward on the hot path); undefined ones drop out of JSON.
+ */
 function forwardFields(m: ForwardMsg) {
   const r = m.request;
   return {
     reqId: m.reqId,
     attempt: m.attempt,
     hops: m.hops,
-    ...(m.deadlineMs !== undefined ? { deadlineMs: m.deadlineMs } : {}),
+    deadlineMs: m.deadlineMs,
     request: {
       id: r.id,
       prompt: r.prompt,
@@ -220,7 +223,17 @@ export function forwardFromWire(w: z.infer<typeof forwardWireSchema>): ForwardMs
 
 /** The ForwardMsg for validated wire fields and their decoded tokens (both forward encodings). */
 function forwardMsg(f: z.infer<typeof forwardMetaSchema>, tokens: Uint32Array): ForwardMsg {
-  const request: EngineRequest = { ...f.request, tokens };
+  const r = f.request;
+  const request: EngineRequest = {
+    id: r.id,
+    tokens,
+    prompt: r.prompt,
+    maxTokens: r.maxTokens,
+    temperature: r.temperature,
+    topP: r.topP,
+    seed: r.seed,
+    stop: r.stop,
+  };
   const msg: ForwardMsg = { type: "forward", reqId: f.reqId, attempt: f.attempt, hops: f.hops, request };
   if (f.deadlineMs !== undefined) msg.deadlineMs = f.deadlineMs;
   return msg;
@@ -242,7 +255,10 @@ export function replyToWire(m: ReplyMsg): ReplyMsg {
   if (m.type === "error") return m;
   const r: EngineResult = m.result;
   return {
-    ...m,
+    type: m.type,
+    reqId: m.reqId,
+    attempt: m.attempt,
+    timing: m.timing,
     result: {
       text: r.text,
       completionTokens: r.completionTokens,

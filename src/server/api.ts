@@ -24,7 +24,13 @@ import {
   describeZodError,
   policySwitchSchema,
 } from "./openai/schemas.js";
-import { type InferenceInput, type NodeService, type ServeOutcome, ServiceError } from "./service.js";
+import {
+  type ClientLink,
+  type InferenceInput,
+  type NodeService,
+  type ServeOutcome,
+  ServiceError,
+} from "./service.js";
 
 export interface ApiOptions {
   service: NodeService;
@@ -219,9 +225,9 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       created: Math.floor(Date.now() / 1000),
       model: service.modelId,
     };
-    const abort = new AbortController();
+    const link: ClientLink = {};
     reply.raw.on("close", () => {
-      if (!reply.raw.writableFinished) abort.abort(new Error("client disconnected"));
+      if (!reply.raw.writableFinished) link.onGone?.();
     });
     metrics.promptTokens.inc(input.tokens.length);
     const done = (outcome: string, o?: ServeOutcome) => {
@@ -229,22 +235,22 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       metrics.requests.inc({ outcome, route });
       if (o) metrics.latency.observe({ route }, (performance.now() - started) / 1000);
     };
-    const headersFor = (servedBy: string): Record<string, string> => ({
+    const headersFor = (servedBy: string, hops = servedBy === service.nodeId ? 0 : 1) => ({
       "x-prefixmesh-served-by": servedBy,
-      "x-prefixmesh-hops": servedBy === service.nodeId ? "0" : "1",
+      "x-prefixmesh-hops": String(hops),
       "x-request-id": meta.id,
     });
 
     if (!body.stream) {
       let o: ServeOutcome;
       try {
-        o = await service.submit(input, { onChunk() {} }, abort.signal);
+        o = await service.submit(input, { onChunk() {} }, link);
       } catch (err) {
         done(err instanceof ServiceError && err.status === 429 ? "overloaded" : "error");
         throw err;
       }
       done("ok", o);
-      reply.headers({ ...headersFor(o.servedBy), "x-prefixmesh-hops": String(o.hops) });
+      reply.headers(headersFor(o.servedBy, o.hops));
       return reply.send(fullResponse(kind, meta, o));
     }
 
@@ -276,7 +282,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
             first = false;
           },
         },
-        abort.signal,
+        link,
       );
     } catch (err) {
       done(err instanceof ServiceError && err.status === 429 ? "overloaded" : "error");

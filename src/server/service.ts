@@ -29,6 +29,15 @@ export interface ServeEvents {
   onChunk(text: string, servedBy: string): void;
 }
 
+/**
+ * The API's side of one request: the service sets `onGone`, and the API calls it once if the client
+ * hangs up before its answer. Not an AbortSignal: an EventTarget and a listener per request cost
+ * ≈ 30 µs, a tenth of the router's whole overhead (BENCHMARKS.md, "Router overhead").
+ */
+export interface ClientLink {
+  onGone?: (() => void) | undefined;
+}
+
 /** A failure the API reports to the client with an HTTP status (overload, timeouts, engine errors). */
 export class ServiceError extends Error {
   constructor(
@@ -51,7 +60,7 @@ export interface NodeService {
   tokenize(text: string): Promise<Tokens>;
   applyChatTemplate(messages: ChatMessage[]): Promise<string>;
   /** Serves one request exactly once. Rejects with ServiceError (e.g. 429 on overload). */
-  submit(input: InferenceInput, events: ServeEvents, signal: AbortSignal): Promise<ServeOutcome>;
+  submit(input: InferenceInput, events: ServeEvents, link: ClientLink): Promise<ServeOutcome>;
   /** Liveness of the serving path: engine loaded, local route usable. */
   ready(): { ok: boolean; detail?: string };
   /** This node's view of the cluster for GET /cluster (JSON-serialisable). */

@@ -172,12 +172,11 @@ export class SimEngine implements Engine {
     // Report the times that passed, not the modelled ones: the node learns its costs from them and
     // weighs them against wall-clock round trips (a time-scaled engine would otherwise look 1/scale
     // times slower than it is, and cost-aware routing would forward far too eagerly).
-    if (this.timeScale === 1) return result;
-    return {
-      ...result,
-      prefillMs: result.prefillMs * this.timeScale,
-      decodeMs: result.decodeMs * this.timeScale,
-    };
+    if (this.timeScale !== 1) {
+      result.prefillMs *= this.timeScale;
+      result.decodeMs *= this.timeScale;
+    }
+    return result;
   }
 
   evict(runs: EvictedRun[]): void {

@@ -1,6 +1,8 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { resolveProfile } from "../../src/sim/profiles.js";
+import { SimEngine } from "../../src/sim/sim-engine.js";
 import { pair } from "./helpers.js";
 
 /** Two in-process nodes with the simulated engine (time-scaled) and fast anti-entropy. */
@@ -82,12 +84,13 @@ describe("node runtime (two in-process nodes, sim engine)", () => {
   });
 });
 
-async function complete(url: string, prompt: string) {
+async function complete(url: string, prompt: string, signal?: AbortSignal) {
   const model = ((await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] }).data[0]?.id;
   return fetch(`${url}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ model, prompt, max_tokens: 1 }),
+    ...(signal ? { signal } : {}),
   });
 }
 
@@ -133,6 +136,42 @@ describe("node runtime: delay injection and overload", () => {
       const limited = res.find((r) => r.status === 429)!;
       expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
       expect(((await limited.json()) as { error: { type: string } }).error.type).toBe("rate_limit_error");
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+});
+
+describe("node runtime: a client that hangs up", () => {
+  it("frees its slot at once, without waiting for the engine", async () => {
+    /** Test-only engine: the simulator's, 1.5 s late. */
+    class SlowEngine extends SimEngine {
+      constructor() {
+        super({ profile: resolveProfile("paper-h100-qwen0.5b"), timeScale: 0.001 });
+      }
+      override async run(...args: Parameters<SimEngine["run"]>) {
+        await new Promise((r) => setTimeout(r, 1500));
+        return super.run(...args);
+      }
+    }
+    const [a, b] = await pair({ policy: "local" }, { A: new SlowEngine() });
+    try {
+      const inFlight = async () =>
+        ((await (await fetch(`${a.apiUrl}/cluster`)).json()) as { inFlightClients: number }).inFlightClients;
+      const gone = new AbortController();
+      const req = complete(a.apiUrl, "hang up before the answer", gone.signal).catch(() => "aborted");
+      const t0 = Date.now();
+      while ((await inFlight()) === 0) {
+        if (Date.now() - t0 > 1000) throw new Error("the request never arrived");
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      gone.abort();
+      expect(await req).toBe("aborted");
+      while ((await inFlight()) !== 0) {
+        // Well before the engine's 1.5 s: the hang-up itself freed it.
+        expect(Date.now() - t0).toBeLessThan(1200);
+        await new Promise((r) => setTimeout(r, 10));
+      }
     } finally {
       await Promise.all([a.stop(), b.stop()]);
     }

@@ -24,6 +24,7 @@ import {
 } from "../../net/transport-wire.js";
 import type { NodeMetrics } from "../metrics.js";
 import {
+  type ClientLink,
   type InferenceInput,
   type NodeService,
   type ServeEvents,
@@ -172,7 +173,7 @@ export class NodeRuntime implements NodeService {
     return this.engine.applyChatTemplate(messages);
   }
 
-  submit(input: InferenceInput, events: ServeEvents, signal: AbortSignal): Promise<ServeOutcome> {
+  submit(input: InferenceInput, events: ServeEvents, link: ClientLink): Promise<ServeOutcome> {
     if (this.stopping || !this.started) {
       return Promise.reject(new ServiceError(503, "server_error", "node is shutting down", 1));
     }
@@ -207,13 +208,7 @@ export class NodeRuntime implements NodeService {
       this.clients.set(reqId, slot);
       this.sinks.set(request, { kind: "client", reqId });
       // The node has no cancel input: a client that hangs up just stops listening; the answer is dropped.
-      signal.addEventListener(
-        "abort",
-        () => this.finishClient(reqId, new ServiceError(499, "aborted", "client gone")),
-        {
-          once: true,
-        },
-      );
+      link.onGone = () => this.finishClient(reqId, new ServiceError(499, "aborted", "client gone"));
       this.feed({ type: "client-request", reqId, request });
     });
   }
