@@ -15,7 +15,13 @@ import { HEADER_NONCE } from "./auth/hmac.js";
 import { replyStream } from "./reply-stream.js";
 import type { PeerAuth } from "./transport-auth.js";
 import type { PeerServerHandlers } from "./transport-server.js";
-import { CHANNEL_PATH, decodeForwardFrame, MAX_RECORDS_PER_FRAME, replyToWire } from "./transport-wire.js";
+import {
+  CHANNEL_PATH,
+  decodeForwardFrame,
+  MAX_RECORDS_PER_FRAME,
+  type ReplyMsg,
+  replyToWire,
+} from "./transport-wire.js";
 
 export interface ChannelServerOptions {
   auth: PeerAuth;
@@ -112,15 +118,22 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
         if (frame.k === undefined) return drop(1008, frame.error);
         return send({ t: "rej", k: frame.k, error: frame.error }, true);
       }
-      const { k, msg } = frame;
-      const stream = replyStream(opts.delay, {
-        ack: () => send({ t: "ack", k }),
-        chunk: (text) => send({ t: "chunk", k, text }),
-        final: (m) => send({ t: "msg", k, msg: replyToWire(m) }, true),
-        gone,
-      });
-      handlers.onForward(peer, msg, stream);
+      handlers.onForward(peer, frame.msg, replyStream(opts.delay, carrier(frame.k)));
     });
+
+    /**
+     * Stream k's writer. Made apart from the message handler: closures made there would share its
+     * context (the frame, its buffer and the decoded forward) and keep all of it alive as long as the
+     * answer stream lives — long enough to be copied by a scavenge or two.
+     */
+    function carrier(k: number) {
+      return {
+        ack: () => send({ t: "ack", k }),
+        chunk: (text: string) => send({ t: "chunk", k, text }),
+        final: (m: ReplyMsg) => send({ t: "msg", k, msg: replyToWire(m) }, true),
+        gone,
+      };
+    }
   }
 
   return {
