@@ -72,6 +72,8 @@ export const nodeSettingsSchema = z.object({
   forwardTransport: z.enum(["channel", "http"]).default("channel"),
   /** Client requests admitted at once; beyond: 429. */
   maxPending: num(1, 100_000, true).default(256),
+  /** Client connections open at once on the API port; beyond: 503 and closed (idle keep-alives count). */
+  maxConnections: num(1, 1_000_000, true).default(1024),
   bodyLimitBytes: num(1024, 256 * 1024 * 1024, true).default(4 * 1024 * 1024),
   maxSnapshotBytes: num(1024, 1024 * 1024 * 1024, true).default(16 * 1024 * 1024),
   /** Seconds to let in-flight work finish on SIGTERM. */

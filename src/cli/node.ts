@@ -59,6 +59,7 @@ export function registerNode(program: Command): void {
       "channel (one WebSocket per peer, default) | http (a request per forward)",
     )
     .option("--max-pending <n>", `client requests in flight before 429 ${def("maxPending")}`)
+    .option("--max-connections <n>", `client connections open at once before 503 ${def("maxConnections")}`)
     .option("--drain-sec <s>", `on SIGTERM, let in-flight work finish this long ${def("drainSec")}`)
     .option("--threads <n>", "engine threads")
     .option("--slots <n>", `llamacpp: KV slots ${defaultNote(L.slots)}`)

@@ -23,6 +23,9 @@ import {
   replyToWire,
 } from "./transport-wire.js";
 
+/** Channels one peer may hold open at once. */
+export const MAX_CHANNELS_PER_PEER = 4;
+
 export interface ChannelServerOptions {
   auth: PeerAuth;
   handlers: Pick<PeerServerHandlers, "isKnownPeer" | "onForward" | "onAuthRejected">;
@@ -53,6 +56,8 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
     maxPayload: opts.maxForwardBytes + FRAME_TAG_BYTES + 256,
   });
 
+  /** Open channels per peer id. */
+  const channelsOf = new Map<string, number>();
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => {}); // a peer hanging up mid-handshake is not our error
     const path = req.url ?? "";
@@ -77,6 +82,23 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       refuse(socket, 403, "Forbidden", `'${r.sender}' is not a member of this cluster`);
       return;
     }
+    // A peer needs one channel (two while a dead one is being replaced): more is a bug or abuse.
+    const open = channelsOf.get(r.sender) ?? 0;
+    if (open >= MAX_CHANNELS_PER_PEER) {
+      refuse(
+        socket,
+        429,
+        "Too Many Requests",
+        `peer '${r.sender}' already has ${open} forward channels open`,
+      );
+      return;
+    }
+    channelsOf.set(r.sender, open + 1);
+    socket.once("close", () => {
+      const n = (channelsOf.get(r.sender) ?? 1) - 1;
+      if (n > 0) channelsOf.set(r.sender, n);
+      else channelsOf.delete(r.sender);
+    });
     const nonce = req.headers[HEADER_NONCE];
     const mac = auth.channelMac(typeof nonce === "string" ? nonce : "", "server");
     wss.handleUpgrade(req, socket, head, (ws) => serveChannel(ws, r.sender, mac));

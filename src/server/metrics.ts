@@ -79,6 +79,11 @@ export function createMetrics(nodeId: string) {
     "Peer requests refused by authentication (they never reach a tree or an engine)",
     ["reason"],
   );
+  const connectionsRefused = counter(
+    "prefixmesh_connections_refused_total",
+    "Connections closed at once because the port already had its limit open (api: --max-connections)",
+    ["port"],
+  );
   const pushBack = counter(
     "prefixmesh_pushback_advertised_total",
     "Snapshots sent while advertising push-back",
@@ -140,6 +145,7 @@ export function createMetrics(nodeId: string) {
     gossipBytes,
     peerFailures,
     authRejected,
+    connectionsRefused,
     pushBack,
     setViewProvider(fn: () => GaugeView): void {
       view = fn;

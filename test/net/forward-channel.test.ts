@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import { frameMac } from "../../src/net/auth/channel-mac.js";
+import { MAX_CHANNELS_PER_PEER } from "../../src/net/channel-server.js";
 import { hmacAuth, insecureAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { PeerClient, type TransportError } from "../../src/net/transport-client.js";
 import { buildPeerServer, type PeerServerHandlers } from "../../src/net/transport-server.js";
@@ -232,6 +233,40 @@ describe("forward channel", () => {
     // Larger than any forward the server admits (16 MiB by default): refused by size, unread.
     expect(await closeCode(Buffer.alloc(17 * 1024 * 1024))).toBe(1009);
     expect(log.forwards).toEqual([]);
+  });
+
+  it("holds at most MAX_CHANNELS_PER_PEER channels per peer: the next upgrade gets 429", async () => {
+    const { url } = await peer(insecureAuth("B"));
+    const open = (sender: string) =>
+      new Promise<{ ws: WebSocket; status: number }>((resolve) => {
+        const ws = new WebSocket(`${url.replace("http", "ws")}${CHANNEL_PATH}`, {
+          headers: { "x-prefixmesh-sender": sender },
+        });
+        ws.once("open", () => resolve({ ws, status: 101 }));
+        ws.once("unexpected-response", (_req, res) => {
+          res.resume();
+          resolve({ ws, status: res.statusCode ?? 0 });
+        });
+        ws.on("error", () => {});
+      });
+    const held = await Promise.all(Array.from({ length: MAX_CHANNELS_PER_PEER }, () => open("A")));
+    expect(held.map((h) => h.status)).toEqual(held.map(() => 101));
+    expect((await open("A")).status).toBe(429);
+    // Another peer is not held back by A's channels; a closed channel frees its place.
+    const c = await open("C");
+    expect(c.status).toBe(101);
+    const first = held[0] as { ws: WebSocket };
+    await new Promise((r) => {
+      first.ws.once("close", r);
+      first.ws.close();
+    });
+    for (let i = 0; ; i++) {
+      const again = await open("A");
+      if (again.status === 101) break;
+      expect(i).toBeLessThan(50); // the server sees the close a moment after the client does
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    for (const h of [...held, c]) h.ws.terminate();
   });
 
   it("treats garbage from the peer as a protocol error, never as an answer", async () => {

@@ -177,3 +177,35 @@ describe("node runtime: a client that hangs up", () => {
     }
   });
 });
+
+describe("node runtime: --max-connections", () => {
+  it("answers a client connection over the limit with 503 and counts it", async () => {
+    const [a, b] = await pair({ policy: "local", maxConnections: "2" });
+    const { connect } = await import("node:net");
+    const { port } = new URL(a.apiUrl);
+    const held = [connect(Number(port), "127.0.0.1"), connect(Number(port), "127.0.0.1")];
+    try {
+      await Promise.all(held.map((s) => new Promise((r) => s.once("connect", r))));
+      await new Promise((r) => setTimeout(r, 50)); // the server has accepted both
+      const res = await fetch(`${a.apiUrl}/health`);
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("too_many_connections");
+      for (const s of held) s.destroy();
+      for (let i = 0; ; i++) {
+        const ok = await fetch(`${a.apiUrl}/metrics`);
+        if (ok.status === 200) {
+          // At least the one above (a retry here may also have met the limit before the close landed).
+          expect(await ok.text()).toMatch(
+            /prefixmesh_connections_refused_total\{[^}]*port="api"[^}]*\} [1-9]/,
+          );
+          break;
+        }
+        expect(i).toBeLessThan(50);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      for (const s of held) s.destroy();
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+});

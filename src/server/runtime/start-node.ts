@@ -14,6 +14,7 @@ import { decodeSnapshot, encodeSnapshot } from "../../core/snapshot-codec.js";
 import { loadSecretFile } from "../../net/auth/secret.js";
 import { checkSecurityMode } from "../../net/auth/security-mode.js";
 import { loadTlsMaterial, type TlsMaterial } from "../../net/auth/tls.js";
+import { limitConnections } from "../../net/connection-limit.js";
 import { createDelayInjector } from "../../net/delay.js";
 import {
   checkPeerHello,
@@ -46,6 +47,14 @@ function staticPeersOf(s: NodeSettings): StaticPeer[] {
   if (typeof s.peers === "string") return parseStaticPeers(s.peers, { self: s.id });
   return parsePeerList(s.peers, { self: s.id });
 }
+
+/**
+ * The peer port's connection bound, per peer (its client pool — 8 connections — and its forward
+ * channel, with room for a reconnect) plus spare for DNS probes: generous for members, finite for
+ * anyone else (in shared-secret mode a connection is authenticated only per request).
+ */
+const PEER_CONNECTIONS_PER_PEER = 10;
+const PEER_CONNECTIONS_SPARE = 64;
 
 /** Decoding limits follow the transport's body limit; anything malformed is a 400 before the node sees it. */
 function snapshotCodec(maxBytes: number): SnapshotCodec {
@@ -142,6 +151,14 @@ export async function startNode(
     logger,
   });
   const api = buildApi({ service: runtime, metrics, logger, bodyLimit: s.bodyLimitBytes });
+  limitConnections(api.server, s.maxConnections, {
+    onRefused: () => metrics.connectionsRefused.inc({ port: "api" }),
+  });
+  // Peers: a pool and a forward channel each, plus DNS probes and reconnects in flight.
+  limitConnections(peerServer.server, PEER_CONNECTIONS_PER_PEER * s.maxPeers + PEER_CONNECTIONS_SPARE, {
+    tls: tls !== undefined,
+    onRefused: () => metrics.connectionsRefused.inc({ port: "peer" }),
+  });
 
   const al = splitHostPort(s.listen);
   let peerUrl: string;
