@@ -26,15 +26,33 @@ const N = Number(process.env.ROUTER_BENCH_N ?? 2000);
  */
 const WARMUP = Number(process.env.ROUTER_BENCH_WARMUP ?? 3000);
 const RUNS = Number(process.env.ROUTER_BENCH_RUNS ?? 3);
+/** Each path's N measured requests come in this many turns, interleaved with the other paths'. */
+const BATCHES = 10;
 const prompt = Array.from({ length: 540 }, (_, i) => `tok${i}`).join(" ");
 
-/** Sequential requests through `url`; latencies after warm-up, sorted. Fails if the wrong node serves. */
-async function measure(url: string, model: string, expectServedBy?: string, p = prompt): Promise<number[]> {
+/**
+ * One measured path: `send` makes one request and resolves with its latency (ms); `pids` are the
+ * serving processes whose CPU time the path is charged with while its requests run.
+ */
+interface Path {
+  pids: (number | undefined)[];
+  send(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** A path of sequential completions through `url`; fails if the wrong node serves. */
+function httpPath(
+  url: string,
+  model: string,
+  pids: (number | undefined)[],
+  expectServedBy?: string,
+  p = prompt,
+): Path {
   const pool = new Pool(url, { connections: 1 });
   const body = JSON.stringify({ model, prompt: p, max_tokens: 1 });
-  const lat: number[] = [];
-  try {
-    for (let i = 0; i < WARMUP + N; i++) {
+  return {
+    pids,
+    async send() {
       const t0 = performance.now();
       const res = await pool.request({
         method: "POST",
@@ -48,12 +66,32 @@ async function measure(url: string, model: string, expectServedBy?: string, p = 
       if (expectServedBy && json.prefixmesh?.served_by !== expectServedBy) {
         throw new Error(`expected served_by ${expectServedBy}, got ${json.prefixmesh?.served_by}`);
       }
-      if (i >= WARMUP) lat.push(dt);
+      return dt;
+    },
+    close: () => pool.close(),
+  };
+}
+
+/**
+ * Runs `paths` side by side: WARMUP requests on each, then N each in BATCHES rounds of N / BATCHES,
+ * path after path — so a moment when the machine is slow (a neighbour, a helper thread) falls on every
+ * path alike rather than on whichever ran then. Returns each path's sorted latencies and CPU per request.
+ */
+async function interleaved(paths: Path[]): Promise<{ lat: number[]; cpu: number }[]> {
+  for (const path of paths) for (let i = 0; i < WARMUP; i++) await path.send();
+  const out = paths.map(() => ({ lat: [] as number[], cpuMs: 0 }));
+  const per = Math.max(1, Math.floor(N / BATCHES));
+  for (let b = 0; b < BATCHES; b++) {
+    for (const [i, path] of paths.entries()) {
+      const before = path.pids.map(cpuMs);
+      for (let k = 0; k < per; k++) (out[i] as { lat: number[] }).lat.push(await path.send());
+      (out[i] as { cpuMs: number }).cpuMs += path.pids.reduce<number>(
+        (sum, pid, j) => sum + cpuMs(pid) - (before[j] as number),
+        0,
+      );
     }
-  } finally {
-    await pool.close();
   }
-  return lat.sort((a, b) => a - b);
+  return out.map((o) => ({ lat: o.lat.sort((a, b) => a - b), cpu: o.cpuMs / o.lat.length }));
 }
 
 /** Starts a bench helper script (dist/bench/NAME.js) that prints its URL on its first line. */
@@ -72,7 +110,11 @@ async function spawnHelper(name: string, env: NodeJS.ProcessEnv = {}) {
  * Round trips to the wire echo, a forward-sized frame out (a 540-token forward is ≈ 6.5 KB) and an
  * answer-sized frame back, with the channel's client settings (no compression, zero mask).
  */
-async function measureWire(url: string, tls: Record<string, unknown> | undefined): Promise<number[]> {
+async function wirePath(
+  url: string,
+  tls: Record<string, unknown> | undefined,
+  pid: number | undefined,
+): Promise<Path> {
   const ws = new WebSocket(url, {
     perMessageDeflate: false,
     generateMask: (m: Buffer) => void m.fill(0),
@@ -83,19 +125,22 @@ async function measureWire(url: string, tls: Record<string, unknown> | undefined
     ws.once("error", reject);
   });
   const frame = Buffer.alloc(6500, 0x61);
-  const lat: number[] = [];
   let answered: (() => void) | undefined;
   ws.on("message", () => answered?.());
-  for (let i = 0; i < WARMUP + N; i++) {
-    const t0 = performance.now();
-    await new Promise<void>((resolve) => {
-      answered = resolve;
-      ws.send(frame, { binary: true });
-    });
-    if (i >= WARMUP) lat.push(performance.now() - t0);
-  }
-  ws.terminate();
-  return lat.sort((a, b) => a - b);
+  return {
+    pids: [pid],
+    async send() {
+      const t0 = performance.now();
+      await new Promise<void>((resolve) => {
+        answered = resolve;
+        ws.send(frame, { binary: true });
+      });
+      return performance.now() - t0;
+    },
+    async close() {
+      ws.terminate();
+    },
+  };
 }
 
 /** CPU time (user + system) a process has used so far, ms, from /proc (Linux); NaN elsewhere. */
@@ -108,15 +153,6 @@ function cpuMs(pid: number | undefined): number {
   } catch {
     return Number.NaN;
   }
-}
-
-/** Runs `fn`, returning its latencies and the CPU ms per request spent by `pids` meanwhile. */
-async function withCpu(pids: (number | undefined)[], fn: () => Promise<number[]>) {
-  const before = pids.map(cpuMs);
-  const lat = await fn();
-  const cpu =
-    pids.reduce<number>((sum, pid, i) => sum + cpuMs(pid) - (before[i] as number), 0) / (WARMUP + N);
-  return { lat, cpu };
 }
 
 const q = (s: number[], p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] as number;
@@ -150,7 +186,7 @@ async function main() {
   } as const;
   const fprompt = Array.from({ length: 540 }, (_, i) => `fwd${i}`).join(" ");
   /** Forward path: B gets a prompt A has never seen, A learns B's tree by anti-entropy, then forwards. */
-  const forwarded = async (c: Awaited<ReturnType<typeof startCluster>>, model: string) => {
+  const forwarded = async (c: Awaited<ReturnType<typeof startCluster>>, model: string): Promise<Path> => {
     const [ca, cb] = c.nodes as [(typeof c.nodes)[0], (typeof c.nodes)[0]];
     await fetch(`${cb.apiUrl}/v1/completions`, {
       method: "POST",
@@ -158,13 +194,14 @@ async function main() {
       body: JSON.stringify({ model, prompt: fprompt, max_tokens: 1 }),
     });
     await new Promise((r) => setTimeout(r, 2000));
-    return withCpu([ca.pid, cb.pid], () => measure(ca.apiUrl, model, "B", fprompt));
+    return httpPath(ca.apiUrl, model, [ca.pid, cb.pid], "B", fprompt);
   };
   const names = [
     secret ? "wire: WebSocket echo" : "wire: TLS WebSocket echo",
     "engine direct",
     "node, served locally",
     "forwarded, channel",
+    "engine direct (beside HTTP)",
     "forwarded, HTTP/forward",
   ] as const;
   type Stat = { p50: number; p99: number; mean: number; cpu: number };
@@ -175,28 +212,43 @@ async function main() {
     mean: lat.reduce((x, y) => x + y, 0) / lat.length,
     cpu,
   });
+  /** Measures `paths` interleaved, then closes them. */
+  const measureAll = async (paths: Path[]) => {
+    try {
+      return (await interleaved(paths)).map(stat);
+    } finally {
+      await Promise.all(paths.map((p) => p.close()));
+    }
+  };
+  const modelOf = async (apiUrl: string) =>
+    ((await (await fetch(`${apiUrl}/v1/models`)).json()) as { data: { id: string }[] }).data[0]?.id as string;
   try {
     for (let r = 0; r < RUNS; r++) {
-      const wireRun = await withCpu([wire.proc.pid], () => measureWire(wire.url, wireTls));
+      // The channel cluster: the wire, the bare engine, A serving, A forwarding to B, side by side.
       const cluster = await startCluster(base);
-      let direct: Stat;
-      let local: Stat;
-      let model: string;
-      let fwdChannel: Stat;
+      let first: Stat[];
       try {
         const a = cluster.nodes[0] as (typeof cluster.nodes)[0];
-        model = ((await (await fetch(`${a.apiUrl}/v1/models`)).json()) as { data: { id: string }[] }).data[0]
-          ?.id as string;
-        direct = stat(await withCpu([engineProc.pid], () => measure(engineUrl, model)));
-        // Local path: A holds the prompt after its first run; routing keeps it at A (ties go to self).
-        local = stat(await withCpu([a.pid], () => measure(a.apiUrl, model, "A")));
-        fwdChannel = stat(await forwarded(cluster, model));
+        const model = await modelOf(a.apiUrl);
+        first = await measureAll([
+          await wirePath(wire.url, wireTls, wire.proc.pid),
+          httpPath(engineUrl, model, [engineProc.pid]),
+          // Local path: A holds the prompt after its first run; routing keeps it at A (ties go to self).
+          httpPath(a.apiUrl, model, [a.pid], "A"),
+          await forwarded(cluster, model),
+        ]);
       } finally {
         await cluster.stop();
       }
+      // Then the HTTP-per-forward cluster (never both at once: no idle cluster's gossip in the figures).
       const httpCluster = await startCluster({ ...base, extraArgs: ["--forward-transport", "http"] });
       try {
-        runs.push([stat(wireRun), direct, local, fwdChannel, stat(await forwarded(httpCluster, model))]);
+        const model = await modelOf((httpCluster.nodes[0] as (typeof httpCluster.nodes)[0]).apiUrl);
+        const second = await measureAll([
+          httpPath(engineUrl, model, [engineProc.pid]),
+          await forwarded(httpCluster, model),
+        ]);
+        runs.push([...first, ...second]);
       } finally {
         await httpCluster.stop();
       }
@@ -233,27 +285,22 @@ async function main() {
     const per = runs.map((run) => f((run[i] as Stat).p50)).join(" ");
     console.log(`${name.padEnd(28)} ${f(m.p50)}  ${f(m.p99)}  ${f(m.mean)}  ${f(m.cpu)}     ${per}`);
   });
-  const [wireM, directM, localM, chanM, httpM] = med as [Stat, Stat, Stat, Stat, Stat];
+  const [wireM, directM, localM, chanM, direct2M, httpM] = med as [Stat, Stat, Stat, Stat, Stat, Stat];
   const line = (label: string, p50: number, p99: number) =>
     console.log(`${label.padEnd(46)} p50 ${f(p50)}  p99 ${f(p99)}`);
+  // Each forwarded path against the bare engine measured beside it (interleaved, same moments).
+  const fwd = [
+    ["channel", chanM, directM],
+    ["HTTP", httpM, direct2M],
+  ] as const;
   console.log("added per node on the path (target: p50 <= 0.3, p99 <= 1):");
   line("  entry node serving (local − direct)", localM.p50 - directM.p50, localM.p99 - directM.p99);
-  for (const [label, m] of [
-    ["channel", chanM],
-    ["HTTP", httpM],
-  ] as const) {
-    line(`  forwarded, ${label} ((fwd − direct) / 2)`, (m.p50 - directM.p50) / 2, (m.p99 - directM.p99) / 2);
+  for (const [label, m, d] of fwd) {
+    line(`  forwarded, ${label} ((fwd − direct) / 2)`, (m.p50 - d.p50) / 2, (m.p99 - d.p99) / 2);
   }
   console.log("the same, net of the wire round trip ((fwd − direct − wire) / 2):");
-  for (const [label, m] of [
-    ["channel", chanM],
-    ["HTTP", httpM],
-  ] as const) {
-    line(
-      `  forwarded, ${label}`,
-      (m.p50 - directM.p50 - wireM.p50) / 2,
-      (m.p99 - directM.p99 - wireM.p99) / 2,
-    );
+  for (const [label, m, d] of fwd) {
+    line(`  forwarded, ${label}`, (m.p50 - d.p50 - wireM.p50) / 2, (m.p99 - d.p99 - wireM.p99) / 2);
   }
   console.log("added by the peer hop alone (forwarded − local):");
   line("  channel", chanM.p50 - localM.p50, chanM.p99 - localM.p99);
