@@ -209,3 +209,49 @@ describe("node runtime: --max-connections", () => {
     }
   });
 });
+
+describe("node runtime: a forward the node never answers", () => {
+  it("has its answer stream closed after the TTL (4 × the forward timeout) with a retryable error", async () => {
+    // forwardTimeoutMs 50 → streams live 200 ms.
+    const [a, b] = await pair({ policy: "local", forwardTimeoutMs: "50" });
+    try {
+      const h = a.runtime.peerHandlers();
+      // A cancel that overtakes its forward: the node then drops the forward without a word.
+      h.onMessage("B", { type: "cancel", reqId: "B-1-1", attempt: 0 });
+      const got: string[] = [];
+      let closed = false;
+      const stream = {
+        ack() {},
+        chunk: (t: string) => got.push(t),
+        finish: (m: { type: string; error?: string }) => {
+          got.push(`${m.type}:${m.error ?? ""}`);
+          closed = true;
+        },
+        get closed() {
+          return closed;
+        },
+      };
+      const t0 = Date.now();
+      h.onForward(
+        "B",
+        {
+          type: "forward",
+          reqId: "B-1-1",
+          attempt: 0,
+          hops: 1,
+          request: { id: "B-1-1", tokens: Uint32Array.from([1, 2, 3]), maxTokens: 1 },
+        },
+        stream,
+      );
+      expect(got).toEqual([]); // dropped: nothing said yet
+      while (!closed) {
+        expect(Date.now() - t0).toBeLessThan(3000);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
+      expect(got).toEqual(["error:not answered"]);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+});

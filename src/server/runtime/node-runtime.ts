@@ -65,6 +65,8 @@ export interface NodeRuntimeOptions {
 }
 
 interface ClientSlot {
+  /** The node's request object: the key of this client's output sink. */
+  request: EngineRequest;
   events: ServeEvents;
   resolve(o: ServeOutcome): void;
   reject(e: Error): void;
@@ -84,10 +86,12 @@ type Sink = { kind: "client"; reqId: string } | { kind: "forward"; stream: Forwa
 /** A forward we serve whose answer stream is still open. */
 interface ServedForward {
   stream: ForwardReplyStream;
+  /** The forwarded request object: the key of this forward's output sink. */
+  request: EngineRequest;
   reqId: string;
   attempt: number;
-  /** Closes a stream the node never answers (armed only if it was not answered at once). */
-  ttl: NodeJS.Timeout | undefined;
+  /** When a stream the node never answered is closed (see sweepStreams). */
+  expiresAt: number;
 }
 
 const nowDefault = () => performance.timeOrigin + performance.now();
@@ -102,6 +106,11 @@ export class NodeRuntime implements NodeService {
   private readonly clients = new Map<string, ClientSlot>();
   /** Open answer streams of forwards we serve, by `${from}|${reqId}|${attempt}`. */
   private readonly streams = new Map<string, ServedForward>();
+  /**
+   * Where each running request's output goes. Weak, so a corner case that never answers leaks
+   * nothing; deleted as soon as the answer is given all the same, so the common case leaves no
+   * ephemeron for the scavenger to trace (it kept each forward's graph alive a while longer).
+   */
   private readonly sinks = new WeakMap<EngineRequest, Sink>();
   private readonly snapshotInFlight = new Set<string>();
   /** Peers whose hello showed another cluster/model/id: never talked to. */
@@ -112,6 +121,9 @@ export class NodeRuntime implements NodeService {
   private seq = 0;
   private engineHealth: { ok: boolean; detail?: string } = { ok: true };
   private healthTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  /** How long an unanswered forward's stream stays open (see sweepStreams). */
+  private readonly streamTtlMs: number;
   private started = false;
   private stopping = false;
   private readonly now: () => number;
@@ -126,6 +138,7 @@ export class NodeRuntime implements NodeService {
     this.maxContextTokens = o.engine.info.maxContextTokens;
     this.now = o.now ?? nowDefault;
     this.maxPending = o.maxPending ?? 256;
+    this.streamTtlMs = o.forwardStreamTtlMs ?? 120_000;
     o.metrics.setViewProvider(() => {
       const now = this.now();
       return {
@@ -161,6 +174,11 @@ export class NodeRuntime implements NodeService {
     void check();
     this.healthTimer = setInterval(check, 5_000);
     this.healthTimer.unref?.();
+    this.sweepTimer = setInterval(
+      () => this.sweepStreams(),
+      Math.min(5_000, Math.max(20, this.streamTtlMs / 4)),
+    );
+    this.sweepTimer.unref?.();
   }
 
   // ------------------------------------------------------------------ NodeService (client API)
@@ -196,6 +214,7 @@ export class NodeRuntime implements NodeService {
     if (input.stop) request.stop = input.stop;
     return new Promise<ServeOutcome>((resolve, reject) => {
       const slot: ClientSlot = {
+        request,
         events,
         resolve,
         reject,
@@ -314,18 +333,15 @@ export class NodeRuntime implements NodeService {
           return;
         }
         const key = streamKey(from, msg.reqId, msg.attempt);
-        const served: ServedForward = { stream, reqId: msg.reqId, attempt: msg.attempt, ttl: undefined };
-        this.streams.set(key, served);
+        this.streams.set(key, {
+          stream,
+          request: msg.request,
+          reqId: msg.reqId,
+          attempt: msg.attempt,
+          expiresAt: this.now() + this.streamTtlMs,
+        });
         this.sinks.set(msg.request, { kind: "forward", stream });
         this.feed({ type: "peer-message", from, msg });
-        if (this.streams.get(key) !== served) return; // answered at once
-        // The node may drop a forward without answering (e.g. a duplicate); the origin has given up on it
-        // after its forward timeout, so an answer stream still open long after that is closed here. The
-        // timer goes with the answer, so answered forwards keep no timer (nor their stream) alive.
-        served.ttl = setTimeout(() => {
-          if (this.streams.get(key) === served) this.answerForward(key, retryableError(msg, "not answered"));
-        }, this.o.forwardStreamTtlMs ?? 120_000);
-        served.ttl.unref?.();
       },
       onMessage: (from, msg: IncomingMessage) => {
         if (msg.type === "cancel") {
@@ -357,9 +373,21 @@ export class NodeRuntime implements NodeService {
     const served = this.streams.get(key);
     if (!served) return false;
     this.streams.delete(key);
-    clearTimeout(served.ttl);
+    this.sinks.delete(served.request);
     served.stream.finish(reply);
     return true;
+  }
+
+  /**
+   * The node may drop a forward without answering (e.g. a duplicate); its origin gave up on it after
+   * the forward timeout, so a stream still open past its TTL is closed here. One sweep for all streams
+   * rather than a timer per forward: a timer per forward was allocated, and cleared, on every one.
+   */
+  private sweepStreams(): void {
+    const now = this.now();
+    for (const [key, served] of [...this.streams]) {
+      if (served.expiresAt <= now) this.answerForward(key, retryableError(served, "not answered"));
+    }
   }
 
   /**
@@ -473,6 +501,7 @@ export class NodeRuntime implements NodeService {
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
     if (this.healthTimer) clearInterval(this.healthTimer);
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
   }
 
   // ------------------------------------------------------------------ effects
@@ -568,6 +597,7 @@ export class NodeRuntime implements NodeService {
     if (!slot || slot.done) return;
     slot.done = true;
     this.clients.delete(reqId);
+    this.sinks.delete(slot.request);
     if (err) slot.reject(err);
     else if (ok) slot.resolve(ok);
   }
