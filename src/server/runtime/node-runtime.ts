@@ -236,7 +236,7 @@ export class NodeRuntime implements NodeService {
    * and its answer is dropped. Made here, not inline in `submit`: a closure there would share
    * submit's context — the request, the API's events, and through them the whole HTTP exchange — and
    * kept that alive past its answer, so every scavenge copied ~2.7 MB and paused 5–9 ms instead of
-   * ~1 (BENCHMARKS.md, "Router overhead").
+   * 1–3 (BENCHMARKS.md, "Router overhead").
    */
   private hangUpHandler(reqId: string): () => void {
     return () => this.finishClient(reqId, new ServiceError(499, "aborted", "client gone"));
