@@ -6,12 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Effect, PeerMessage } from "../../src/core/node/types.js";
-import { Harness, type Mail, prompt } from "./node-harness.js";
-
-const isType =
-  (type: PeerMessage["type"]) =>
-  (m: Mail): boolean =>
-    m.msg.type === type;
+import { Harness, isType, type Mail, prompt } from "./node-harness.js";
 
 function sentTypes(effects: Effect[]): string[] {
   return effects.flatMap((e) => (e.type === "send" ? [e.msg.type] : []));

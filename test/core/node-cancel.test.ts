@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Effect } from "../../src/core/node/types.js";
-import { Harness, prompt } from "./node-harness.js";
+import { Harness, isType, prompt } from "./node-harness.js";
 
 function sends(effects: Effect[], type: string): Effect[] {
   return effects.filter((e) => e.type === "send" && e.msg.type === type);
@@ -29,16 +29,16 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     h.client("B", "busy", prompt(9, 1)); // B's only slot is taken
     const eff = h.client("A", "r1", prompt(1, 1));
     expect(sends(eff, "forward").map((e) => e.type === "send" && e.to)).toEqual(["B"]);
-    const fwd = h.mailbox.find((m) => m.msg.type === "forward")!;
+    const fwd = h.mailbox.find(isType("forward"))!;
     h.drop((m) => m === fwd);
     const atB = h.input("B", { type: "peer-message", from: fwd.from, msg: fwd.msg });
     expect(engineRuns(atB)).toBe(0); // queued behind "busy"
     expect(h.node("B").queueDepth()).toBe(2);
     h.advanceLive(1_000, 100); // A's forward timeout: cancel to B, then local
-    const cancel = h.mailbox.filter((m) => m.msg.type === "cancel");
+    const cancel = h.mailbox.filter(isType("cancel"));
     expect(cancel).toHaveLength(1);
     expect(cancel[0]).toMatchObject({ from: "A", to: "B", msg: { reqId: "r1", attempt: 1 } });
-    h.deliver((m) => m.msg.type === "cancel");
+    h.deliver(isType("cancel"));
     expect(h.node("B").stats().cancelledForwards).toBe(1);
     expect(h.node("B").queueDepth()).toBe(1);
     // B finishes "busy" and starts nothing else; A serves r1 itself.
@@ -58,10 +58,10 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
   it("a running forward is not dropped: it finishes and its reply is dropped as late", () => {
     const h = setup();
     h.client("A", "r1", prompt(1, 1));
-    h.deliver((m) => m.msg.type === "forward");
+    h.deliver(isType("forward"));
     expect(h.node("B").queueDepth()).toBe(1); // running
     h.advanceLive(1_000, 100);
-    h.deliver((m) => m.msg.type === "cancel");
+    h.deliver(isType("cancel"));
     expect(h.node("B").stats().cancelledForwards).toBe(0);
     h.finishRuns();
     h.deliver();
@@ -75,12 +75,12 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     const h = setup();
     h.client("A", "r1", prompt(1, 1));
     h.advanceLive(1_000, 100);
-    h.deliver((m) => m.msg.type === "cancel");
-    const atB = h.mailbox.filter((m) => m.msg.type === "forward");
+    h.deliver(isType("cancel"));
+    const atB = h.mailbox.filter(isType("forward"));
     expect(atB).toHaveLength(1);
     let runs = 0;
     for (const m of atB) runs += engineRuns(h.input("B", { type: "peer-message", from: m.from, msg: m.msg }));
-    h.drop((m) => m.msg.type === "forward");
+    h.drop(isType("forward"));
     expect(runs).toBe(0);
     expect(h.node("B").stats().cancelledForwards).toBe(1);
     expect(h.node("B").stats().duplicateForwards).toBe(0);
@@ -93,9 +93,9 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     const h = setup();
     h.client("B", "busy", prompt(9, 1));
     h.client("A", "r1", prompt(1, 1));
-    h.deliver((m) => m.msg.type === "forward");
+    h.deliver(isType("forward"));
     h.advanceLive(1_000, 100);
-    expect(h.drop((m) => m.msg.type === "cancel")).toBe(1);
+    expect(h.drop(isType("cancel"))).toBe(1);
     h.finishRuns(); // B: "busy" done, starts r1; A: r1 done locally
     h.finishRuns();
     h.deliver();
@@ -107,7 +107,7 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
   it("no cancel to a peer that said goodbye (it drains or hands back its work itself)", () => {
     const h = setup();
     h.client("A", "r1", prompt(1, 1));
-    h.deliver((m) => m.msg.type === "forward");
+    h.deliver(isType("forward"));
     const eff = h.input("A", { type: "peer-message", from: "B", msg: { type: "goodbye" } });
     expect(sends(eff, "cancel")).toHaveLength(0);
     expect(engineRuns(eff)).toBe(1); // fell back to local at once
@@ -129,12 +129,12 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     // B: one running, three waiting → expected wait ≈ (3 + ½) × 400 = 1400 ms > 1.25 × 1000 ms.
     for (let i = 0; i < 4; i++) h.client("B", `busy${i}`, prompt(9, i));
     h.client("A", "r1", prompt(1, 1));
-    h.deliver((m) => m.msg.type === "forward");
+    h.deliver(isType("forward"));
     expect(h.node("B").stats().rejectedDeadline).toBe(1);
     expect(h.node("B").queueDepth()).toBe(4); // not queued
-    const err = h.mailbox.find((m) => m.msg.type === "error");
+    const err = h.mailbox.find(isType("error"));
     expect(err?.msg).toMatchObject({ type: "error", reqId: "r1", retryable: true });
-    h.deliver((m) => m.msg.type === "error"); // A falls back now, not after its 1 s timeout
+    h.deliver(isType("error")); // A falls back now, not after its 1 s timeout
     expect(h.now).toBeLessThan(1_000);
     h.finishRuns("A");
     expect(h.repliesFor("r1")).toHaveLength(1);
@@ -148,7 +148,7 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     // One running, two waiting → expected wait ≈ 1000 ms: within the 1.25 × 1000 ms slack.
     for (let i = 0; i < 3; i++) h.client("B", `busy${i}`, prompt(9, i));
     h.client("A", "r1", prompt(1, 1));
-    h.deliver((m) => m.msg.type === "forward");
+    h.deliver(isType("forward"));
     expect(h.node("B").queueDepth()).toBe(4);
     expect(h.node("B").stats().rejectedDeadline).toBe(0);
     const req = { id: "r2", tokens: prompt(1, 2), maxTokens: 1 };

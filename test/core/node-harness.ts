@@ -17,6 +17,12 @@ import { Prng } from "../../src/core/prng.js";
 import { PAPER_H100_QWEN05B } from "../../src/sim/profiles.js";
 import { SimEngine } from "../../src/sim/sim-engine.js";
 
+/** A mailbox predicate: messages of this type. */
+export const isType =
+  (type: PeerMessage["type"]) =>
+  (m: Mail): boolean =>
+    m.msg.type === type;
+
 export interface Mail {
   from: string;
   to: string;
@@ -181,7 +187,7 @@ export class Harness {
   advanceLive(ms: number, step = 10): void {
     for (let t = 0; t < ms; t += step) {
       this.advance(Math.min(step, ms - t));
-      this.deliver((m) => m.msg.type === "snapshot");
+      this.deliver(isType("snapshot"));
     }
   }
 
@@ -189,7 +195,7 @@ export class Harness {
   gossip(rounds = 2): void {
     for (let r = 0; r < rounds; r++) {
       this.advance(100);
-      this.deliver((m) => m.msg.type === "snapshot");
+      this.deliver(isType("snapshot"));
     }
   }
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { resolveNodeConfig } from "../../src/core/node/config.js";
 import { PrefixNode } from "../../src/core/node/node.js";
 import { simOutput } from "../../src/sim/cost.js";
-import { forwardsIn, Harness, prompt } from "./node-harness.js";
+import { forwardsIn, Harness, isType, prompt } from "./node-harness.js";
 
 describe("PrefixNode — Algorithm 1", () => {
   it("forwards to the peer with the longest estimated match and answers once with its result", () => {
@@ -94,18 +94,18 @@ describe("PrefixNode — Algorithm 1", () => {
     expect(forwardsIn(h.client("A", "r", tokens))).toEqual(["B"]);
     h.deliver((m) => m.to === "B" && m.msg.type === "forward"); // B runs it but is slow
     h.advance(500); // timeout → C
-    const toC = h.mailbox.filter((m) => m.msg.type === "forward");
+    const toC = h.mailbox.filter(isType("forward"));
     expect(toC.map((m) => m.to)).toEqual(["C"]);
-    h.deliver((m) => m.msg.type === "forward");
+    h.deliver(isType("forward"));
     // C fails the run: the error makes A try its next candidate, which is itself.
     const cRun = [...(h.members.get("C")?.runs.keys() ?? [])][0]!;
     h.input("C", { type: "engine-failed", jobId: cRun, error: "boom" });
     h.members.get("C")?.runs.clear();
-    h.deliver((m) => m.msg.type === "error");
+    h.deliver(isType("error"));
     h.finishRuns("A");
     // B finally answers: too late.
     h.finishRuns("B");
-    h.deliver((m) => m.msg.type === "result");
+    h.deliver(isType("result"));
     const replies = h.repliesFor("r");
     expect(replies).toHaveLength(1);
     expect(replies[0]?.record.servedBy).toBe("A");
@@ -120,7 +120,7 @@ describe("PrefixNode — Algorithm 1", () => {
     h.gossip(3);
     const tokens = prompt(7, 2);
     expect(forwardsIn(h.client("A", "r", tokens))).toEqual(["B"]);
-    h.deliver((m) => m.msg.type === "forward");
+    h.deliver(isType("forward"));
     h.crash("B");
     h.restart("B");
     h.gossip(1); // B's first snapshot carries its new epoch: A learns B lost everything
@@ -137,7 +137,7 @@ describe("PrefixNode — Algorithm 1", () => {
     h.warm("B", "wb", prompt(8, 1));
     h.gossip(3);
     h.client("A", "r", prompt(8, 2));
-    const fwd = h.mailbox.find((m) => m.msg.type === "forward")!;
+    const fwd = h.mailbox.find(isType("forward"))!;
     h.drop((m) => m === fwd);
     const eff = h.input("A", { type: "send-failed", to: "B", msg: fwd.msg, reason: "ECONNREFUSED" });
     expect(eff.some((e) => e.type === "engine-run")).toBe(true);

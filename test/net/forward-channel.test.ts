@@ -8,38 +8,8 @@ import { MAX_CHANNELS_PER_PEER } from "../../src/net/channel-server.js";
 import { hmacAuth, insecureAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { PeerClient, type TransportError } from "../../src/net/transport-client.js";
 import { buildPeerServer, type PeerServerHandlers } from "../../src/net/transport-server.js";
-import {
-  CHANNEL_PATH,
-  decodeForwardFrame,
-  type ForwardMsg,
-  type ReplyMsg,
-} from "../../src/net/transport-wire.js";
-
-const SECRET = Buffer.alloc(32, 7);
-
-const fwd = (reqId: string, maxTokens = 2): ForwardMsg => ({
-  type: "forward",
-  reqId,
-  attempt: 0,
-  hops: 1,
-  request: { id: reqId, tokens: Uint32Array.from([1, 2, 3, 4_000_000_000]), prompt: "abcd", maxTokens },
-});
-
-const result = (msg: ForwardMsg, text: string): ReplyMsg => ({
-  type: "result",
-  reqId: msg.reqId,
-  attempt: msg.attempt,
-  result: {
-    text,
-    completionTokens: text.length,
-    promptTokens: msg.request.tokens.length,
-    cachedTokens: 0,
-    prefillMs: 0,
-    decodeMs: 0,
-    finishReason: "stop",
-  },
-  timing: { servedBy: "B", queueMs: 0, prefillMs: 0, decodeMs: 0 },
-});
+import { CHANNEL_PATH, decodeForwardFrame } from "../../src/net/transport-wire.js";
+import { fwd, resultFor, SECRET } from "./fixtures.js";
 
 const servers: FastifyInstance[] = [];
 const clients: PeerClient[] = [];
@@ -65,7 +35,7 @@ async function peer(auth: PeerAuth, onForward?: PeerServerHandlers["onForward"])
         setTimeout(
           () => {
             for (const ch of msg.reqId) reply.chunk(ch);
-            reply.finish(result(msg, msg.reqId));
+            reply.finish(resultFor(msg, msg.reqId));
           },
           msg.request.maxTokens, // the test's way to vary how long each answer takes
         );
@@ -175,7 +145,7 @@ describe("forward channel", () => {
     let held: (() => void) | undefined;
     const { url, server } = await peer(insecureAuth("B"), (_from, msg, reply) => {
       reply.chunk("partial");
-      held = () => reply.finish(result(msg, "late"));
+      held = () => reply.finish(resultFor(msg, "late"));
     });
     const c = client(insecureAuth("A"));
     c.setPeer("B", url);
@@ -328,7 +298,7 @@ describe("forward channel frame integrity (shared-secret mode)", () => {
   it("closes a channel whose frames are not sealed with the secret", async () => {
     // A scripted peer that accepts the upgrade (it does not check) but cannot seal its answers.
     const url = await scriptedPeer((ws, f) =>
-      ws.send(JSON.stringify([{ t: "msg", k: f.k, msg: result(fwd("A-1"), "forged") }])),
+      ws.send(JSON.stringify([{ t: "msg", k: f.k, msg: resultFor(fwd("A-1"), "forged") }])),
     );
     const c = client(hmacAuth("A", SECRET));
     c.setPeer("B", url);

@@ -16,8 +16,7 @@ import {
   type PeerServerHandlers,
 } from "../../src/net/transport-server.js";
 import type { ForwardMsg } from "../../src/net/transport-wire.js";
-
-const SECRET = Buffer.alloc(32, 7);
+import { fwd, resultFor, SECRET } from "./fixtures.js";
 
 /** Fake node handlers recording what the transport delivered; forwards answer "ok" in two chunks. */
 function fakeHandlers(selfId: string) {
@@ -39,34 +38,12 @@ function fakeHandlers(selfId: string) {
       log.forwards.push(msg);
       reply.chunk("o");
       reply.chunk("k");
-      reply.finish({
-        type: "result",
-        reqId: msg.reqId,
-        attempt: msg.attempt,
-        result: {
-          text: "ok",
-          completionTokens: 2,
-          promptTokens: msg.request.tokens.length,
-          cachedTokens: 1,
-          prefillMs: 0,
-          decodeMs: 0,
-          finishReason: "stop",
-        },
-        timing: { servedBy: selfId, queueMs: 0, prefillMs: 0, decodeMs: 0 },
-      });
+      reply.finish(resultFor(msg, "ok", selfId));
     },
     onAuthRejected: (r) => log.rejected.push(r),
   };
   return { log, handlers };
 }
-
-const fwd = (reqId: string): ForwardMsg => ({
-  type: "forward",
-  reqId,
-  attempt: 0,
-  hops: 1,
-  request: { id: reqId, tokens: Uint32Array.from([1, 2, 3, 4_000_000_000]), prompt: "abcd", maxTokens: 2 },
-});
 
 const servers: FastifyInstance[] = [];
 const clients: PeerClient[] = [];
