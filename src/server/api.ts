@@ -244,7 +244,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     if (!body.stream) {
       let o: ServeOutcome;
       try {
-        o = await service.submit(input, { onChunk() {} }, link);
+        o = await service.submit(input, {}, link);
       } catch (err) {
         done(err instanceof ServiceError && err.status === 429 ? "overloaded" : "error");
         throw err;

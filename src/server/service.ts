@@ -25,8 +25,11 @@ export interface ServeOutcome {
 }
 
 export interface ServeEvents {
-  /** Output as it is produced, with the node producing it. */
-  onChunk(text: string, servedBy: string): void;
+  /**
+   * Output as it is produced, with the node producing it; absent when the client takes the answer
+   * whole (nothing partial is ever sent, so a fallback never has a stream to continue or break).
+   */
+  onChunk?(text: string, servedBy: string): void;
 }
 
 /**

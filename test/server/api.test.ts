@@ -29,7 +29,7 @@ class FakeService implements NodeService {
     this.lastInput = input;
     if (this.overloaded) throw new ServiceError(429, "rate_limit_error", "node overloaded", 2);
     const pieces = ["hel", "lo"];
-    for (const p of pieces) events.onChunk(p, "B");
+    for (const p of pieces) events.onChunk?.(p, "B");
     return {
       reqId: "A-1",
       servedBy: "B",

@@ -114,6 +114,21 @@ describe("a streamed answer whose serving peer fails after partial output", () =
     expect(error).toMatch(/failed mid-stream/);
   });
 
+  it("answers a sampled non-streaming request whole after such a fallback", async () => {
+    // Nothing partial reached this client, so there is no stream to break: the fallback's answer is it.
+    const { a, model } = await routedPair(
+      new FakeStreamingEngine({ failAfter: 3 }),
+      new FakeStreamingEngine(),
+    );
+    const res = await post(a.apiUrl, { model, prompt: `${prefix} whole`, max_tokens: 12, temperature: 0.8 });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { choices: { text: string }[]; prefixmesh: { served_by: string } };
+    expect(body.prefixmesh.served_by).toBe("A");
+    expect(body.choices[0]?.text.split(" ")).toHaveLength(12);
+    const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { stats: { fallbacks: number } };
+    expect(view.stats.fallbacks).toBe(1); // B did stream three words before it failed
+  });
+
   it("keeps a slow peer's late output out of the stream once the node has fallen back", async () => {
     // B streams slowly (a word per 40 ms) and past A's 150 ms forward timeout; A falls back and
     // answers itself. B's later words belong to an abandoned attempt and must not reach the client.

@@ -611,7 +611,8 @@ export class NodeRuntime implements NodeService {
       return;
     }
     const slot = this.clients.get(sink.reqId);
-    if (!slot) return;
+    // A client taking the answer whole gets it from the reply: nothing to relay, splice or refuse.
+    if (!slot?.events.onChunk) return;
     // Only the attempt the node waits for now may speak: a peer we fell back from (slow, not dead)
     // may still stream its answer, which the client must not see.
     if (this.node.servingNow(sink.reqId) !== source) return;
