@@ -76,10 +76,15 @@ export class ForwardChannel {
    * Sends one forward and streams its answer; rejects with TransportError on any failure. `onAck`
    * once the peer has accepted the forward: its ack record, or the first chunk.
    */
-  async forward(msg: ForwardMsg, onChunk: (text: string) => void, onAck?: () => void): Promise<ReplyMsg> {
+  async forward(
+    msg: ForwardMsg,
+    onChunk: (text: string) => void,
+    onAck?: () => void,
+    withPrompt = true,
+  ): Promise<ReplyMsg> {
     const conn = this.conn?.ws.readyState === WebSocket.OPEN ? this.conn : await this.open();
     const k = this.nextK++;
-    const payload = encodeForwardFrame(k, msg);
+    const payload = encodeForwardFrame(k, msg, withPrompt);
     return new Promise<ReplyMsg>((resolve, reject) => {
       const fail = (e: TransportError) => this.end(k)?.reject(e);
       const s: OpenStream = {

@@ -69,6 +69,8 @@ interface PeerEntry {
   pool: Pool;
   /** The forward channel, opened on first use; undefined in HTTP mode or for a peer without one. */
   channel: ForwardChannel | undefined;
+  /** Forwards carry the prompt text (false once the peer's hello said its engine needs tokens only). */
+  promptText: boolean;
 }
 
 export class PeerClient {
@@ -100,7 +102,19 @@ export class PeerClient {
       (this.opts.forwardTransport ?? "channel") === "channel"
         ? new ForwardChannel(key, url, this.opts.auth, this.t)
         : undefined;
-    this.peers.set(key, { url, pool, channel });
+    // A member moving to another address keeps what its hello said.
+    this.peers.set(key, { url, pool, channel, promptText: existing?.promptText ?? true });
+  }
+
+  /** Whether forwards to `id` carry the prompt text: what the peer's (checked) hello said. */
+  setPromptText(id: string, needed: boolean): void {
+    const p = this.peers.get(id);
+    if (p) p.promptText = needed;
+  }
+
+  /** True unless the peer's hello said its engine runs from tokens alone. */
+  sendsPromptText(id: string): boolean {
+    return this.peers.get(id)?.promptText ?? true;
   }
 
   removePeer(id: string): void {
@@ -212,10 +226,10 @@ export class PeerClient {
     onAck?: () => void,
   ): Promise<ReplyMsg> {
     const peer = this.get(id);
+    if (this.opts.delay) await this.opts.delay();
     if (peer.channel) {
       try {
-        if (this.opts.delay) await this.opts.delay();
-        return await peer.channel.forward(msg, onChunk, onAck);
+        return await peer.channel.forward(msg, onChunk, onAck, peer.promptText);
       } catch (err) {
         // A peer without a channel endpoint (an older version) is served over HTTP from now on.
         if (!(err instanceof TransportError && err.kind === "http" && err.status === 404)) throw err;
@@ -223,7 +237,7 @@ export class PeerClient {
         peer.channel = undefined;
       }
     }
-    const body = Buffer.from(JSON.stringify(forwardToWire(msg)));
+    const body = Buffer.from(JSON.stringify(forwardToWire(msg, peer.promptText)));
     const path = "/peer/forward";
     // One controller and one timer, cleared when the answer is in: unlike AbortSignal.timeout's, no
     // timer outlives its request.
@@ -235,7 +249,6 @@ export class PeerClient {
     );
     timer.unref?.();
     try {
-      if (this.opts.delay) await this.opts.delay();
       const res = await peer.pool.request({
         method: "POST",
         path,

@@ -163,10 +163,6 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     raw.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-store" });
     // Node corks the socket for the tick, so a chunk and the final record written together leave
     // in one packet.
-    let gone = false;
-    raw.on("close", () => {
-      gone = true;
-    });
     const put = (line: string, end: boolean) => {
       if (raw.destroyed || raw.writableEnded) return;
       if (end) raw.end(line);
@@ -179,7 +175,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       },
       chunk: (text) => put(`${JSON.stringify({ t: "chunk", text })}\n`, false),
       final: (m) => put(`${JSON.stringify({ t: "msg", msg: replyToWire(m) })}\n`, true),
-      gone: () => gone,
+      gone: () => raw.destroyed,
     });
     handlers.onForward(req.peerId!, msg, stream);
     return reply;

@@ -122,9 +122,10 @@ const channelForwardSchema = channelForwardHead.extend({ f: forwardMetaSchema })
  * A forward as a binary channel frame: [u32 BE n][n bytes of JSON {"t":"fwd","k":K,"f":<forward
  * without request.tokens>}][the tokens as little-endian u32]. Raw tokens, not base64 in the JSON: a
  * 540-token prompt is 2.2 KB instead of 2.9 KB that both ends would encode, scan, validate and decode.
+ * `withPrompt` false leaves the prompt text out (a peer whose engine runs from tokens alone).
  */
-export function encodeForwardFrame(k: number, m: ForwardMsg): Buffer {
-  const meta = Buffer.from(JSON.stringify({ t: "fwd", k, f: forwardFields(m) }));
+export function encodeForwardFrame(k: number, m: ForwardMsg, withPrompt = true): Buffer {
+  const meta = Buffer.from(JSON.stringify({ t: "fwd", k, f: forwardFields(m, withPrompt) }));
   const t = m.request.tokens;
   const out = Buffer.allocUnsafe(4 + meta.length + t.byteLength);
   out.writeUInt32BE(meta.length, 0);
@@ -192,10 +193,10 @@ export type CancelMsg = Extract<PeerMessage, { type: "cancel" }>;
  * An engine request's fields but its tokens, written out: this runs once per forward at each end, and
  * spreads are several times slower here. Undefined fields drop out of JSON.
  */
-function requestFields(r: Omit<EngineRequest, "tokens">): Omit<EngineRequest, "tokens"> {
+function requestFields(r: Omit<EngineRequest, "tokens">, withPrompt = true): Omit<EngineRequest, "tokens"> {
   return {
     id: r.id,
-    prompt: r.prompt,
+    prompt: withPrompt ? r.prompt : undefined,
     maxTokens: r.maxTokens,
     temperature: r.temperature,
     topP: r.topP,
@@ -205,18 +206,18 @@ function requestFields(r: Omit<EngineRequest, "tokens">): Omit<EngineRequest, "t
 }
 
 /** A forward's wire fields, without its tokens (which travel base64 in JSON, or as raw bytes). */
-function forwardFields(m: ForwardMsg) {
+function forwardFields(m: ForwardMsg, withPrompt: boolean) {
   return {
     reqId: m.reqId,
     attempt: m.attempt,
     hops: m.hops,
     deadlineMs: m.deadlineMs,
-    request: requestFields(m.request),
+    request: requestFields(m.request, withPrompt),
   };
 }
 
-export function forwardToWire(m: ForwardMsg) {
-  const f = forwardFields(m);
+export function forwardToWire(m: ForwardMsg, withPrompt = true) {
+  const f = forwardFields(m, withPrompt);
   return { ...f, request: { ...f.request, tokens: encodeTokens(m.request.tokens) } };
 }
 

@@ -115,8 +115,6 @@ export class NodeRuntime implements NodeService {
   private readonly snapshotInFlight = new Set<string>();
   /** Peers whose hello showed another cluster/model/id: never talked to. */
   private readonly refused = new Map<string, string>();
-  /** Peers whose hello said their engine runs from tokens alone: forwards leave the prompt text out. */
-  private readonly tokensOnly = new Set<string>();
   private readonly engineJobs = new Set<Promise<void>>();
   private seq = 0;
   private engineHealth: { ok: boolean; detail?: string } = { ok: true };
@@ -299,7 +297,7 @@ export class NodeRuntime implements NodeService {
         pushBackUntil: p.pushBackUntil,
         rttMs: p.rttMs,
         /** Forwards to it carry the prompt text (false once its hello said its engine needs tokens only). */
-        promptText: !this.tokensOnly.has(p.id),
+        promptText: this.o.client.sendsPromptText(p.id),
       })),
       ...(this.discoveryView ? { discovery: this.discoveryView() } : {}),
     };
@@ -448,8 +446,7 @@ export class NodeRuntime implements NodeService {
    * a hello says otherwise, forwards carry it (a peer that takes text cannot run without it).
    */
   notePeerHello(id: string, hello: { promptText?: boolean | undefined }): void {
-    if (hello.promptText === false) this.tokensOnly.add(id);
-    else this.tokensOnly.delete(id);
+    this.o.client.setPromptText(id, hello.promptText !== false);
   }
 
   /** Points a member at another address (its old one vanished, another still announces its id). */
@@ -749,14 +746,8 @@ export class NodeRuntime implements NodeService {
         from: to,
         msg: { type: "forward-ack", reqId: msg.reqId, attempt: msg.attempt },
       });
-    // The node's own request object stays as it is: it keys the answer's sink (see relay).
-    let wire = msg;
-    if (this.tokensOnly.has(to) && msg.request.prompt !== undefined) {
-      const { prompt: _text, ...request } = msg.request;
-      wire = { ...msg, request };
-    }
     this.o.client
-      .forward(to, wire, (text) => this.relay(msg.request, to, text), onAck)
+      .forward(to, msg, (text) => this.relay(msg.request, to, text), onAck)
       .then(
         (reply: ReplyMsg) => this.feed({ type: "peer-message", from: to, msg: reply }),
         (err) => {
