@@ -12,8 +12,9 @@ import { type WebSocket, WebSocketServer } from "ws";
 import type { FrameMac } from "./auth/channel-mac.js";
 import { FRAME_TAG_BYTES } from "./auth/channel-mac.js";
 import { HEADER_NONCE } from "./auth/hmac.js";
+import { rawJsonResponse } from "./connection-limit.js";
 import { replyStream } from "./reply-stream.js";
-import type { PeerAuth } from "./transport-auth.js";
+import { admitPeer, type PeerAuth } from "./transport-auth.js";
 import type { PeerServerHandlers } from "./transport-server.js";
 import {
   CHANNEL_PATH,
@@ -40,11 +41,8 @@ export interface ForwardChannelServer {
 }
 
 /** Ends an upgrade that will not become a channel with a plain HTTP answer, like any refused request. */
-function refuse(socket: Duplex, status: number, text: string, error: string): void {
-  const body = JSON.stringify({ error });
-  socket.end(
-    `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+function refuse(socket: Duplex, status: number, error: string): void {
+  socket.end(rawJsonResponse(status, { error }));
 }
 
 export function attachForwardChannel(server: Server, opts: ChannelServerOptions): ForwardChannelServer {
@@ -62,35 +60,22 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
     socket.on("error", () => {}); // a peer hanging up mid-handshake is not our error
     const path = req.url ?? "";
     if (path !== CHANNEL_PATH || req.method !== "GET") {
-      refuse(socket, 404, "Not Found", "no such peer endpoint");
+      refuse(socket, 404, "no such peer endpoint");
       return;
     }
-    const r = auth.verify({
-      method: "GET",
-      path,
-      headers: req.headers,
-      body: undefined,
-      socket: req.socket,
-    });
+    const r = admitPeer(
+      auth,
+      { isKnownPeer: handlers.isKnownPeer, onRejected: handlers.onAuthRejected },
+      { method: "GET", path, headers: req.headers, body: undefined, socket: req.socket },
+    );
     if (!r.ok) {
-      handlers.onAuthRejected?.(r.reason);
-      refuse(socket, 401, "Unauthorized", `peer authentication failed: ${r.reason}`);
-      return;
-    }
-    if (!handlers.isKnownPeer(r.sender)) {
-      handlers.onAuthRejected?.("unknown-peer");
-      refuse(socket, 403, "Forbidden", `'${r.sender}' is not a member of this cluster`);
+      refuse(socket, r.status, r.error);
       return;
     }
     // A peer needs one channel (two while a dead one is being replaced): more is a bug or abuse.
     const open = channelsOf.get(r.sender) ?? 0;
     if (open >= MAX_CHANNELS_PER_PEER) {
-      refuse(
-        socket,
-        429,
-        "Too Many Requests",
-        `peer '${r.sender}' already has ${open} forward channels open`,
-      );
+      refuse(socket, 429, `peer '${r.sender}' already has ${open} forward channels open`);
       return;
     }
     channelsOf.set(r.sender, open + 1);

@@ -3,61 +3,59 @@
  * and buffers whether or not it ever sends a request, so their number is capped like every other size
  * the far side controls. Over the cap, a plain-HTTP server answers the new connection with a 503 and a
  * JSON error (the client learns why and when to retry) and closes it; a TLS server closes it before
- * the handshake (there is no channel yet to say anything on).
+ * the handshake (there is no channel yet to say anything on) — Node's own `maxConnections` does that.
  */
-import type { Server } from "node:http";
-import type { Socket } from "node:net";
+import { type Server, STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 
-export interface ConnectionLimit {
-  /** Connections open now. */
-  readonly open: number;
-  /** Connections refused at the cap so far. */
-  readonly refused: number;
+/**
+ * A whole HTTP/1.1 response written straight to a socket that never reaches a request handler (a
+ * refused connection or upgrade), with a JSON body; the connection then closes.
+ */
+export function rawJsonResponse(status: number, json: object, headers: Record<string, string> = {}): string {
+  const body = JSON.stringify(json);
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join("");
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`;
 }
 
 export function limitConnections(
   server: Server,
   max: number,
   opts: { tls?: boolean; onRefused?: () => void } = {},
-): ConnectionLimit {
-  const state = { open: 0, refused: 0 };
-  // The server's own `connection` listeners (the HTTP parser, or the TLS handshake) run only for
-  // admitted sockets: a refused one never gets a parser, so nothing it sends can reach a handler.
-  const admitted = server.listeners("connection") as ((socket: Socket) => void)[];
+): void {
+  if (opts.tls) {
+    server.maxConnections = max;
+    server.on("drop", () => opts.onRefused?.());
+    return;
+  }
+  let open = 0;
+  // The server's own `connection` listener (the HTTP parser) runs only for admitted sockets: a refused
+  // one never gets a parser, so nothing it sends can reach a handler.
+  const admitted = server.listeners("connection") as ((socket: Duplex) => void)[];
   server.removeAllListeners("connection");
-  server.on("connection", (socket: Socket) => {
-    if (state.open >= max) {
-      state.refused++;
+  server.on("connection", (socket: Duplex) => {
+    if (open >= max) {
       opts.onRefused?.();
       socket.on("error", () => {}); // a client resetting a refused socket is not our error
-      if (opts.tls) {
-        socket.destroy();
-        return;
-      }
       // Read and drop whatever the client sends (else its close is never seen and the server cannot
       // finish closing), answer, and do not wait on a client that never hangs up.
       socket.resume();
-      socket.end(refusal(max));
+      const error = {
+        message: `too many open connections (limit ${max}); retry shortly`,
+        type: "server_error",
+        param: null,
+        code: "too_many_connections",
+      };
+      socket.end(rawJsonResponse(503, { error }, { "Retry-After": "1" }));
       setTimeout(() => socket.destroy(), 1000).unref();
       return;
     }
-    state.open++;
+    open++;
     socket.once("close", () => {
-      state.open--;
+      open--;
     });
     for (const listener of admitted) listener.call(server, socket);
   });
-  return state;
-}
-
-function refusal(max: number): string {
-  const body = JSON.stringify({
-    error: {
-      message: `too many open connections (limit ${max}); retry shortly`,
-      type: "server_error",
-      param: null,
-      code: "too_many_connections",
-    },
-  });
-  return `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n${body}`;
 }

@@ -38,6 +38,29 @@ export interface PeerAuth {
   channelMac(nonce: string, side: "client" | "server"): FrameMac | undefined;
 }
 
+/**
+ * The peer port's one gate, for its requests and its channel upgrades alike: authenticated (else 401)
+ * and, unless `member` is false, a member of this cluster (else 403). Every refusal is reported to
+ * `onRejected` with its reason; a refused message never reaches a tree or an engine.
+ */
+export function admitPeer(
+  auth: PeerAuth,
+  gate: { isKnownPeer(id: string): boolean; onRejected?: ((reason: string) => void) | undefined },
+  req: IncomingPeerRequest,
+  member = true,
+): { ok: true; sender: string } | { ok: false; status: 401 | 403; error: string } {
+  const r = auth.verify(req);
+  if (!r.ok) {
+    gate.onRejected?.(r.reason);
+    return { ok: false, status: 401, error: `peer authentication failed: ${r.reason}` };
+  }
+  if (member && !gate.isKnownPeer(r.sender)) {
+    gate.onRejected?.("unknown-peer");
+    return { ok: false, status: 403, error: `'${r.sender}' is not a member of this cluster` };
+  }
+  return r;
+}
+
 export function mtlsAuth(material: TlsMaterial): PeerAuth {
   // The certificate is fixed for a connection's life: read it once per socket, not per request.
   const ids = new WeakMap<Socket, string | undefined>();

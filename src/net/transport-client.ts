@@ -63,6 +63,9 @@ export interface PeerClientOptions {
 
 export type ForwardTransport = "channel" | "http";
 
+/** Connections in each peer's pool (snapshots, messages, hello; forwards over HTTP when so set). */
+export const PEER_POOL_CONNECTIONS = 8;
+
 const MAX_LINE = 16 * 1024 * 1024;
 interface PeerEntry {
   url: string;
@@ -90,7 +93,7 @@ export class PeerClient {
       void existing.pool.close().catch(() => {});
     }
     const pool = new Pool(new URL(url).origin, {
-      connections: this.opts.connections ?? 8,
+      connections: this.opts.connections ?? PEER_POOL_CONNECTIONS,
       pipelining: 1,
       keepAliveTimeout: 30_000,
       connectTimeout: this.t.connectMs,

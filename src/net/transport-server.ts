@@ -6,7 +6,7 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { attachForwardChannel } from "./channel-server.js";
 import { type ForwardReplyStream, replyStream } from "./reply-stream.js";
-import type { PeerAuth } from "./transport-auth.js";
+import { admitPeer, type PeerAuth } from "./transport-auth.js";
 import {
   type ForwardMsg,
   messageWireSchema,
@@ -85,23 +85,22 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
 
   // Callback style (not async): no promise and microtask hop per peer request.
   app.addHook("preHandler", (req, reply, done) => {
-    const r = auth.verify({
-      method: req.method,
-      path: req.url,
-      headers: req.headers,
-      body: req.body instanceof Buffer ? req.body : undefined,
-      socket: req.raw.socket,
-    });
+    const r = admitPeer(
+      auth,
+      { isKnownPeer: handlers.isKnownPeer, onRejected: handlers.onAuthRejected },
+      {
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+        body: req.body instanceof Buffer ? req.body : undefined,
+        socket: req.raw.socket,
+      },
+      // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
+      // who we are; it reveals only id, cluster and model, so membership is not required for it.
+      req.routeOptions.url !== "/peer/hello",
+    );
     if (!r.ok) {
-      handlers.onAuthRejected?.(r.reason);
-      reply.status(401).send({ error: `peer authentication failed: ${r.reason}` });
-      return;
-    }
-    // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
-    // who we are; it reveals only id, cluster and model, so membership is not required for it.
-    if (req.routeOptions.url !== "/peer/hello" && !handlers.isKnownPeer(r.sender)) {
-      handlers.onAuthRejected?.("unknown-peer");
-      reply.status(403).send({ error: `'${r.sender}' is not a member of this cluster` });
+      reply.status(r.status).send({ error: r.error });
       return;
     }
     req.peerId = r.sender;

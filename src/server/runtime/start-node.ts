@@ -14,6 +14,7 @@ import { decodeSnapshot, encodeSnapshot } from "../../core/snapshot-codec.js";
 import { loadSecretFile } from "../../net/auth/secret.js";
 import { checkSecurityMode } from "../../net/auth/security-mode.js";
 import { loadTlsMaterial, type TlsMaterial } from "../../net/auth/tls.js";
+import { MAX_CHANNELS_PER_PEER } from "../../net/channel-server.js";
 import { limitConnections } from "../../net/connection-limit.js";
 import { createDelayInjector } from "../../net/delay.js";
 import {
@@ -26,7 +27,7 @@ import {
   systemResolver,
 } from "../../net/discovery.js";
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../net/transport-auth.js";
-import { PeerClient } from "../../net/transport-client.js";
+import { PEER_POOL_CONNECTIONS, PeerClient } from "../../net/transport-client.js";
 import { buildPeerServer } from "../../net/transport-server.js";
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
@@ -49,11 +50,11 @@ function staticPeersOf(s: NodeSettings): StaticPeer[] {
 }
 
 /**
- * The peer port's connection bound, per peer (its client pool — 8 connections — and its forward
- * channel, with room for a reconnect) plus spare for DNS probes: generous for members, finite for
- * anyone else (in shared-secret mode a connection is authenticated only per request).
+ * The peer port's connection bound: per possible peer its client pool and its most forward channels,
+ * plus spare for DNS probes — generous for members, finite for anyone else (in shared-secret mode a
+ * connection is authenticated only per request).
  */
-const PEER_CONNECTIONS_PER_PEER = 10;
+const PEER_CONNECTIONS_PER_PEER = PEER_POOL_CONNECTIONS + MAX_CHANNELS_PER_PEER;
 const PEER_CONNECTIONS_SPARE = 64;
 
 /** Decoding limits follow the transport's body limit; anything malformed is a 400 before the node sees it. */
