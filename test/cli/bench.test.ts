@@ -3,14 +3,19 @@ import { describe, expect, it } from "vitest";
 import { formatRatios } from "../../src/cli/bench.js";
 import type { ReplaySummary } from "../../src/server/bench/replay.js";
 
-const summary = (meanMs: number, cachedShare: number, hotspotShare: number): ReplaySummary => ({
+/** Latencies as [mean, p50, p99], independent so that each ratio column differs from the others. */
+const summary = (
+  [meanMs, p50Ms, p99Ms]: [number, number, number],
+  cachedShare: number,
+  hotspotShare: number,
+): ReplaySummary => ({
   requests: 10,
   ok: 10,
   failed: 0,
   wallSec: 1,
   meanMs,
-  p50Ms: meanMs / 2,
-  p99Ms: meanMs * 4,
+  p50Ms,
+  p99Ms,
   cachedShare,
   hotspotShare,
   forwardedShare: 0,
@@ -22,26 +27,30 @@ describe("bench --compare-policies ratios", () => {
   it("prints affinity's and cost-aware's latency ratios to local, with cached and hotspot shares", () => {
     const out = formatRatios(
       {
-        local: summary(400, 0.49, 0.25),
-        affinity: summary(328, 0.6, 0.587),
-        "cost-aware": summary(284, 0.65, 0.333),
+        local: summary([400, 200, 1_000], 0.49, 0.25),
+        affinity: summary([328, 180, 700], 0.6, 0.587),
+        "cost-aware": summary([284, 150, 1_200], 0.65, 0.333),
       },
       "every run starts from empty caches",
     );
     const lines = out.trimEnd().split("\n");
     expect(lines).toHaveLength(4);
-    expect(lines[1]).toMatch(/^ {2}affinity \/ local +mean 0\.820 {2}p50 0\.820 {2}p99 0\.820 /);
+    expect(lines[1]).toMatch(/^ {2}affinity \/ local +mean 0\.820 {2}p50 0\.900 {2}p99 0\.700 /);
     expect(lines[1]).toContain("cached share 60.0% vs 49.0%  hotspot 58.7% vs 25.0%");
-    expect(lines[2]).toMatch(/^ {2}cost-aware \/ local mean 0\.710 /);
+    expect(lines[2]).toMatch(/^ {2}cost-aware \/ local mean 0\.710 {2}p50 0\.750 {2}p99 1\.200 /);
+    expect(lines[2]).toContain("cached share 65.0% vs 49.0%  hotspot 33.3% vs 25.0%");
     expect(lines[2]).toContain("hotspot 33.3% vs 25.0%");
     expect(lines[3]).toBe("  (every run starts from empty caches)");
   });
 
   it("skips a policy that did not run and never divides by a zero baseline", () => {
-    const out = formatRatios({ local: summary(0, 0, 0.25), affinity: summary(10, 0.5, 0.5) }, "x");
+    const out = formatRatios(
+      { local: summary([0, 0, 0], 0, 0.25), affinity: summary([10, 5, 40], 0.5, 0.5) },
+      "x",
+    );
     expect(out).toContain("affinity / local");
     expect(out).not.toContain("cost-aware");
-    expect(out).toContain("mean n/a");
-    expect(formatRatios({ affinity: summary(10, 0.5, 0.5) }, "x")).toBe("");
+    expect(out).toContain("mean n/a  p50 n/a  p99 n/a");
+    expect(formatRatios({ affinity: summary([10, 5, 40], 0.5, 0.5) }, "x")).toBe("");
   });
 });

@@ -4,6 +4,7 @@
  * open: nothing fails and B was heard from a moment ago, so only the missing forward-ack can tell A.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BLOCK_SIZE } from "../../src/core/block-hash.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type Spawned, spawnCli, waitFor } from "./helpers.js";
 
@@ -75,10 +76,11 @@ describe("forward acks between two node processes", () => {
   });
 
   it("falls back within the ack timeout from a peer that froze, long before suspecting it", async () => {
-    const prefix = words("acked", 400);
+    const PREFIX = 400;
+    const prefix = words("acked", PREFIX);
     expect((await complete(1, `${prefix} warm`)).headers.get("x-prefixmesh-served-by")).toBe("B");
     await waitFor(
-      async () => ((await view(0)).peers[0]?.estimateTokens ?? 0) >= 384,
+      async () => ((await view(0)).peers[0]?.estimateTokens ?? 0) >= PREFIX - BLOCK_SIZE,
       10_000,
       "A to learn B's tree",
     );

@@ -248,7 +248,11 @@ describe("forward channel", () => {
 
   it("falls back to one HTTP request per forward for a peer without a channel endpoint", async () => {
     // An older peer: GET /peer/channel is a 404; POST /peer/forward streams NDJSON.
+    const hits = { channel: 0, forward: 0 };
     const http = createServer((req, res) => {
+      const path = req.url?.split("?")[0];
+      if (path === CHANNEL_PATH) hits.channel++;
+      if (path === "/peer/forward") hits.forward++;
       if (req.url !== "/peer/forward") return void res.writeHead(404).end();
       req.resume();
       res.writeHead(200, { "content-type": "application/x-ndjson" });
@@ -265,6 +269,8 @@ describe("forward channel", () => {
       reqId: "A-1",
     });
     await expect(c.forward("B", fwd("A-1"), () => {})).resolves.toMatchObject({ type: "error" });
+    // The channel was tried once; the second forward went straight to HTTP.
+    expect(hits).toEqual({ channel: 1, forward: 2 });
   });
 });
 

@@ -59,8 +59,15 @@ async function start(auth: PeerAuth, self = "B", maxSnapshotBytes?: number) {
   const { log, handlers } = fakeHandlers(self);
   const server = buildPeerServer({ auth, handlers, ...(maxSnapshotBytes ? { maxSnapshotBytes } : {}) });
   servers.push(server);
+  // What reached the server at all, before authentication: requests to the HTTP forward route, and
+  // connections (TLS ones count once their handshake completes).
+  const wire = { httpForwards: 0, connections: 0 };
+  server.server.on("request", (req: { url?: string }) => {
+    if (req.url === "/peer/forward") wire.httpForwards++;
+  });
   const url = await server.listen({ host: "127.0.0.1", port: 0 });
-  return { url, log };
+  server.server.on(url.startsWith("https://") ? "secureConnection" : "connection", () => wire.connections++);
+  return { url, log, wire };
 }
 
 function client(auth: PeerAuth, timeouts = {}, forwardTransport: ForwardTransport = "channel") {
@@ -78,19 +85,25 @@ async function rawPeer(handler: RequestListener): Promise<string> {
 }
 
 describe("peer transport (HMAC shared secret)", () => {
-  it("streams a forwarded request back chunk by chunk with its final result", async () => {
-    const { url, log } = await start(hmacAuth("B", SECRET));
-    const c = client(hmacAuth("A", SECRET));
+  // Forwards default to the channel (test/net/forward-channel.test.ts); these go over HTTP so the
+  // server's POST /peer/forward route is exercised too.
+  it("streams a forwarded request (HTTP transport) back chunk by chunk with its final result", async () => {
+    const { url, log, wire } = await start(hmacAuth("B", SECRET));
+    const c = client(hmacAuth("A", SECRET), {}, "http");
     c.setPeer("B", url);
     const chunks: string[] = [];
     const reply = await c.forward("B", fwd("A-1"), (t) => chunks.push(t));
     expect(chunks).toEqual(["o", "k"]);
     expect(reply).toMatchObject({ type: "result", reqId: "A-1", result: { text: "ok", promptTokens: 4 } });
     expect([...(log.forwards[0]?.request.tokens ?? [])]).toEqual([1, 2, 3, 4_000_000_000]);
-    // keep-alive pool: a second forward reuses the pool
+    // Keep-alive pool: three requests, fewer connections. A forward resolves at its final record, a
+    // moment before its connection is released, so the second forward may open a second one; the
+    // hello then finds one idle.
     await c.forward("B", fwd("A-2"), () => {});
     expect(log.forwards).toHaveLength(2);
     expect((await c.hello("B")).id).toBe("B");
+    expect(wire.httpForwards).toBe(2);
+    expect(wire.connections).toBeLessThan(3);
   });
 
   it("delivers snapshots with the holds ack, and messages", async () => {
@@ -105,7 +118,7 @@ describe("peer transport (HMAC shared secret)", () => {
   });
 
   it("refuses unauthenticated or wrongly signed snapshots with 401 before they reach the node", async () => {
-    const { url, log } = await start(hmacAuth("B", SECRET));
+    const { url, log, wire } = await start(hmacAuth("B", SECRET));
     const unsigned = await fetch(`${url}/peer/snapshot`, {
       method: "POST",
       headers: { "content-type": "application/octet-stream", "x-prefixmesh-sender": "A" },
@@ -115,12 +128,13 @@ describe("peer transport (HMAC shared secret)", () => {
     const wrong = client(hmacAuth("A", Buffer.alloc(32, 9)));
     wrong.setPeer("B", url);
     await expect(wrong.sendSnapshot("B", Uint8Array.from([1]))).rejects.toMatchObject({ status: 401 });
-    const stranger = client(hmacAuth("stranger", SECRET));
+    const stranger = client(hmacAuth("stranger", SECRET), {}, "http");
     stranger.setPeer("B", url);
     await expect(stranger.forward("B", fwd("s-1"), () => {})).rejects.toMatchObject({
       kind: "http",
       status: 403,
     });
+    expect(wire.httpForwards).toBe(1); // refused at POST /peer/forward, not at the channel upgrade
     expect(log.snapshots).toHaveLength(0);
     expect(log.forwards).toHaveLength(0);
     expect(log.rejected).toEqual(["missing", "bad-signature", "unknown-peer"]);
@@ -229,12 +243,14 @@ describe.skipIf(!haveOpenssl)("peer transport (mutual TLS)", () => {
     await issueNodeCert(dir, "A");
     await issueNodeCert(dir, "B");
     const [a, b] = await Promise.all([loadTlsMaterial(dir, "A"), loadTlsMaterial(dir, "B")]);
-    const { url, log } = await start(mtlsAuth(b));
+    const { url, log, wire } = await start(mtlsAuth(b));
     expect(url.startsWith("https://")).toBe(true);
-    const c = client(mtlsAuth(a));
+    const c = client(mtlsAuth(a), {}, "http");
     c.setPeer("B", url);
     const reply = await c.forward("B", fwd("A-1"), () => {});
     expect(reply.type).toBe("result");
+    expect(wire.httpForwards).toBe(1);
+    expect(log.forwards.map((f) => f.reqId)).toEqual(["A-1"]);
     await c.sendSnapshot("B", Uint8Array.from([7]));
     expect(log.snapshots[0]?.from).toBe("A");
     // Pinned to the wrong id: the client refuses B's certificate.

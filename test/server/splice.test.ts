@@ -140,8 +140,13 @@ describe("a streamed answer whose serving peer fails after partial output", () =
     const req = { model, prompt: `${prefix} slow peer`, max_tokens: 12 };
     const { text, error } = await stream(a.apiUrl, req);
     expect(error).toBeUndefined();
+    // A really did fall back (read before the request below, which may fall back again).
+    const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { stats: { fallbacks: number } };
+    expect(view.stats.fallbacks).toBeGreaterThanOrEqual(1);
     const alone = (await (await post(a.apiUrl, req)).json()) as { choices: { text: string }[] };
     expect(text).toBe(alone.choices[0]?.text);
     await new Promise((r) => setTimeout(r, 400)); // B's stream runs out meanwhile: nothing breaks
+    const after = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { inFlightClients: number };
+    expect(after.inFlightClients).toBe(0);
   });
 });
