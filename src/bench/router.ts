@@ -16,7 +16,10 @@ import { WebSocket } from "ws";
 import { initCa, issueNodeCert } from "../net/auth/ca.js";
 import { opensslAvailable } from "../net/auth/openssl.js";
 import { clientTlsOptions, loadTlsMaterial } from "../net/auth/tls.js";
+import { encodeForwardFrame, type ForwardMsg, type ReplyMsg, replyToWire } from "../net/transport-wire.js";
 import { startCluster } from "../server/cluster/launcher.js";
+import { DEFAULT_PROFILE, resolveProfile } from "../sim/profiles.js";
+import { SimEngine } from "../sim/sim-engine.js";
 
 const N = Number(process.env.ROUTER_BENCH_N ?? 2000);
 /**
@@ -107,13 +110,45 @@ async function spawnHelper(name: string, env: NodeJS.ProcessEnv = {}) {
 }
 
 /**
- * Round trips to the wire echo, a forward-sized frame out (a 540-token forward is ≈ 6.5 KB) and an
- * answer-sized frame back, with the channel's client settings (no compression, zero mask).
+ * The channel frames of one forward of `text` to a sim peer and of its answer, encoded as the node
+ * encodes them (tokens only: a sim engine needs no prompt text; the answer's chunk and final record
+ * in one frame): what the wire baseline must carry to cost what a forward's hop costs.
+ */
+async function forwardFrames(text: string): Promise<{ out: Buffer; back: Buffer }> {
+  const engine = new SimEngine({ profile: resolveProfile(DEFAULT_PROFILE), timeScale: 1e-9 });
+  const request = { id: "A-1-1", tokens: await engine.tokenize(text), maxTokens: 1 };
+  const forward: ForwardMsg = {
+    type: "forward",
+    reqId: "A-1-1",
+    attempt: 0,
+    hops: 1,
+    deadlineMs: 30_000,
+    request,
+  };
+  const result = await engine.run(request);
+  const answer: ReplyMsg = {
+    type: "result",
+    reqId: "A-1-1",
+    attempt: 0,
+    result,
+    timing: { servedBy: "B", queueMs: 0.01, prefillMs: result.prefillMs, decodeMs: result.decodeMs },
+  };
+  const records = [
+    { t: "chunk", k: 0, text: result.text },
+    { t: "msg", k: 0, msg: replyToWire(answer) },
+  ];
+  return { out: encodeForwardFrame(0, forward, false), back: Buffer.from(JSON.stringify(records)) };
+}
+
+/**
+ * Round trips to the wire echo: a forward's frame out, its answer's size back (see forwardFrames),
+ * with the channel's client settings (no compression, zero mask).
  */
 async function wirePath(
   url: string,
   tls: Record<string, unknown> | undefined,
   pid: number | undefined,
+  frame: Buffer,
 ): Promise<Path> {
   const ws = new WebSocket(url, {
     perMessageDeflate: false,
@@ -124,7 +159,6 @@ async function wirePath(
     ws.once("open", resolve);
     ws.once("error", reject);
   });
-  const frame = Buffer.alloc(6500, 0x61);
   let answered: (() => void) | undefined;
   ws.on("message", () => answered?.());
   return {
@@ -166,7 +200,12 @@ async function main() {
     await initCa(certDir, { clusterId: "bench" });
     await Promise.all([issueNodeCert(certDir, "E"), issueNodeCert(certDir, "C")]);
   }
-  const wire = await spawnHelper("wire-echo", secret ? {} : { WIRE_TLS_DIR: certDir });
+  const fprompt = Array.from({ length: 540 }, (_, i) => `fwd${i}`).join(" ");
+  const frames = await forwardFrames(fprompt);
+  const wire = await spawnHelper("wire-echo", {
+    WIRE_REPLY_BYTES: String(frames.back.length),
+    ...(secret ? {} : { WIRE_TLS_DIR: certDir }),
+  });
   const wireTls = secret ? undefined : clientTlsOptions(await loadTlsMaterial(certDir, "C"), "E");
   // Two 2-node clusters, alike but for how forwards travel: one WebSocket channel per peer (the
   // default) vs one HTTP request per forward. One cluster at a time (no idle cluster's gossip in the
@@ -184,7 +223,6 @@ async function main() {
     // ROUTER_BENCH_SECRET=1: shared-secret (HMAC) peer auth instead of mTLS, to see what TLS costs.
     sharedSecret: secret,
   } as const;
-  const fprompt = Array.from({ length: 540 }, (_, i) => `fwd${i}`).join(" ");
   /** Forward path: B gets a prompt A has never seen, A learns B's tree by anti-entropy, then forwards. */
   const forwarded = async (c: Awaited<ReturnType<typeof startCluster>>, model: string): Promise<Path> => {
     const [ca, cb] = c.nodes as [(typeof c.nodes)[0], (typeof c.nodes)[0]];
@@ -231,7 +269,7 @@ async function main() {
         const a = cluster.nodes[0] as (typeof cluster.nodes)[0];
         const model = await modelOf(a.apiUrl);
         first = await measureAll([
-          await wirePath(wire.url, wireTls, wire.proc.pid),
+          await wirePath(wire.url, wireTls, wire.proc.pid, frames.out),
           httpPath(engineUrl, model, [engineProc.pid]),
           // Local path: A holds the prompt after its first run; routing keeps it at A (ties go to self).
           httpPath(a.apiUrl, model, [a.pid], "A"),
@@ -273,6 +311,7 @@ async function main() {
   console.log(
     `router overhead, ${N} sequential requests per path and round (540-token prompt, 1 output token), ${RUNS} rounds, ms`,
   );
+  console.log(`wire frames: forward ${frames.out.length} B out, answer ${frames.back.length} B back`);
   console.log(
     `load average ${loadavg()
       .map((l) => l.toFixed(2))

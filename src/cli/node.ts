@@ -56,7 +56,7 @@ export function registerNode(program: Command): void {
     )
     .option(
       "--forward-transport <kind>",
-      "channel (one WebSocket per peer, default) | http (a request per forward)",
+      `${S.forwardTransport.unwrap().options.join(" | ")}: one WebSocket per peer, or a request per forward ${def("forwardTransport")}`,
     )
     .option("--max-pending <n>", `client requests in flight before 429 ${def("maxPending")}`)
     .option("--max-connections <n>", `client connections open at once before 503 ${def("maxConnections")}`)

@@ -15,6 +15,7 @@ import type { SimConfig, SimResult } from "../sim/types.js";
 import { mmluWorkload } from "../workload/mmlu-workload.js";
 import { syntheticMmlu } from "../workload/synthetic.js";
 import type { Workload } from "../workload/types.js";
+import { flagName } from "./config.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
 import { defaultNote } from "./help.js";
@@ -137,32 +138,14 @@ export function parseSimOptions(o: SimOptions): {
     });
   }
   config.node = {};
-  if (o.concurrency !== undefined) {
-    config.node.concurrency = parseNumber("--concurrency", o.concurrency, {
-      min: 1,
-      max: 1024,
-      integer: true,
-    });
-  }
-  if (o.forwardTimeoutMs !== undefined) {
-    config.node.forwardTimeoutMs = parseNumber("--forward-timeout-ms", o.forwardTimeoutMs, {
-      min: 1,
-      max: 3_600_000,
-    });
-  }
-  if (o.forwardAckTimeoutMs !== undefined) {
-    config.node.forwardAckTimeoutMs = parseNumber("--forward-ack-timeout-ms", o.forwardAckTimeoutMs, {
-      min: 1,
-      max: 3_600_000,
-    });
-  }
-  if (o.forwardResends !== undefined) {
-    config.node.forwardResends = parseNumber("--forward-resends", o.forwardResends, {
-      min: 0,
-      max: 8,
-      integer: true,
-    });
-  }
+  // Bounded by the node's own config schema: the bounds are stated once, in src/core/node/config.ts.
+  if (o.concurrency !== undefined) config.node.concurrency = nodeSetting("concurrency", o.concurrency);
+  if (o.forwardTimeoutMs !== undefined)
+    config.node.forwardTimeoutMs = nodeSetting("forwardTimeoutMs", o.forwardTimeoutMs);
+  if (o.forwardAckTimeoutMs !== undefined)
+    config.node.forwardAckTimeoutMs = nodeSetting("forwardAckTimeoutMs", o.forwardAckTimeoutMs);
+  if (o.forwardResends !== undefined)
+    config.node.forwardResends = nodeSetting("forwardResends", o.forwardResends);
   const faults: NonNullable<SimConfig["faults"]> = {};
   if (o.loss !== undefined) faults.lossProb = parseNumber("--loss", o.loss, { min: 0, max: 1 });
   if (o.dup !== undefined) faults.dupProb = parseNumber("--dup", o.dup, { min: 0, max: 1 });
@@ -285,6 +268,16 @@ export async function runSimCommand(
     io.out.write(`wrote ${o.json}\n`);
   }
   return result;
+}
+
+type NumericNodeKey = "concurrency" | "forwardTimeoutMs" | "forwardAckTimeoutMs" | "forwardResends";
+
+/** A node-config number from its flag (`--forward-ack-timeout-ms` for forwardAckTimeoutMs), checked by the schema. */
+function nodeSetting(key: NumericNodeKey, raw: string): number {
+  const flag = flagName(key);
+  const r = nodeConfigSchema.shape[key].safeParse(raw.trim() === "" ? Number.NaN : Number(raw));
+  if (!r.success) throw new CliError(`${flag}: ${r.error.issues[0]?.message ?? "invalid"} (got '${raw}')`);
+  return r.data;
 }
 
 export function registerSim(program: Command): void {

@@ -4,7 +4,7 @@
  * Generated only: never edit the output by hand.
  */
 import { breakEvenMs, WINDOW } from "./analysis.js";
-import { OPEN_LOOP_RATE, RUN } from "./grid.js";
+import { jitterFor, OPEN_LOOP_RATE, RUN } from "./grid.js";
 import type { CycleStats, PaperResults, RunSummary, ShareFigureData } from "./paper.js";
 import { PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3 } from "./paper-data.js";
 
@@ -101,7 +101,7 @@ export function writeReport(r: PaperResults, figures: string[]): string {
         [
           "Δcomm jitter",
           `2 ± ${ps.jitterMsAt2} ms (others unstated)`,
-          "±0.5 ms at 2 ms; ±2.5% of Δcomm above",
+          `±${jitterFor(2)} ms at 2 ms; ±${pct(jitterFor(200) / 200)}% of Δcomm above`,
         ],
       ],
     ),
@@ -290,7 +290,7 @@ export function writeReport(r: PaperResults, figures: string[]): string {
   );
   out.push("");
   out.push(
-    `Our entry is strict round-robin, so no-route is exactly 25% (the paper's ${pct(PAPER_TABLE3.uniformNoRoute)}% / ${pct(PAPER_TABLE3.skewedNoRoute)}% reflect its random ` +
+    `Our entry is strict round-robin, so no-route is exactly ${pct(1 / r.nodes)}% (the paper's ${pct(PAPER_TABLE3.uniformNoRoute)}% / ${pct(PAPER_TABLE3.skewedNoRoute)}% reflect its random ` +
       "assignment). *Forwarded* = requests served by a node other than the one they entered. *Subject concentration* = for each " +
       "subject, the share of its requests served by its busiest node, averaged over requests: 100% means every " +
       "subject lives on exactly one node (full specialization) however evenly the subjects are spread.",
@@ -486,7 +486,7 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
         `vs ${pct(hu)} uniform (paper: +${pct(PAPER_TABLE2.skewedRouted.actualHit - PAPER_TABLE2.skewedNoRoute.actualHit)} vs ` +
         `+${pct(PAPER_TABLE2.uniformRouted.actualHit - PAPER_TABLE2.uniformNoRoute.actualHit)} points). ` +
         `With repeats, a routed request for a question seen before goes to the node that holds the whole prompt; without routing ` +
-        `it lands there only by chance (1 in 4), which is why skewed no-route (${pct(sNo.actualHit)}%) stays far below the ideal ` +
+        `it lands there only by chance (1 in ${r.nodes}), which is why skewed no-route (${pct(sNo.actualHit)}%) stays far below the ideal ` +
         `(${pct(sNo.idealHit)}%) while routed reaches ${pct(s2.actualHit)}%.`,
     );
   }
@@ -526,7 +526,7 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
         " In a closed loop (one request at a time) a hotspot costs no queueing, so it does not show in latency (see " +
         "the open-loop section for where it does).";
     out.push(
-      `3. **Affinity hotspots far above 25%** — ${verdict}: with our default tie rule the busiest node serves ` +
+      `3. **Affinity hotspots far above ${pct(1 / r.nodes)}%** — ${verdict}: with our default tie rule the busiest node serves ` +
         `${pct(lo)}–${pct(hi)}% (paper ${P_HOT_RANGE})${s2 ? `, skewed ${pct(s2.hotspotShare)}% (paper ${pct(PAPER_TABLE3.skewedRouted)}%)` : ""}.${why}`,
     );
   }

@@ -284,20 +284,6 @@ export class PrefixNode {
     return out;
   }
 
-  /**
-   * Whether forwards to `id` must be acked in time (default true). For a runtime that knows better
-   * than the node can learn, e.g. a peer whose hello announces a protocol without forward acks; the
-   * node also learns it by itself (an answer to attempts it gave up on unacked, several times in a
-   * row, clears it; any ack sets it). Returns false for a non-member.
-   */
-  setForwardAcks(id: NodeId, acks: boolean): boolean {
-    const peer = this.members.get(id);
-    if (!peer) return false;
-    peer.acksForwards = acks;
-    peer.missedAcks = 0;
-    return true;
-  }
-
   handle(input: NodeInput): Effect[] {
     const out: Effect[] = [];
     switch (input.type) {
