@@ -75,24 +75,52 @@ function orderedWrites(delay: (() => Promise<void>) | undefined): (write: () => 
 }
 
 /**
- * An ack that leaves ACK_DEFER_MS after `ack()` unless the answer starts first (`answered()`): acks
- * bound how long an origin waits on a lost forward, but a quick answer should not pay a message for one.
+ * Acks waiting to leave: each is sent ACK_DEFER_MS (or up to twice that) after `ack()` unless its
+ * answer starts first (`answered()`). One shared timer for all of them, armed only while some wait:
+ * a timer per forward was allocated, and nearly always cleared, on every forward served.
+ */
+const waitingAcks = new Set<{ due: number; send(): void }>();
+let ackTimer: NodeJS.Timeout | undefined;
+
+function flushAcks(): void {
+  ackTimer = undefined;
+  const now = performance.now();
+  for (const a of waitingAcks) {
+    if (a.due > now) continue;
+    waitingAcks.delete(a);
+    a.send();
+  }
+  if (waitingAcks.size > 0) armAckTimer();
+}
+
+function armAckTimer(): void {
+  ackTimer ??= setTimeout(flushAcks, ACK_DEFER_MS);
+  ackTimer.unref();
+}
+
+/**
+ * An ack that leaves after ACK_DEFER_MS unless the answer starts first: acks bound how long an origin
+ * waits on a lost forward, but a quick answer should not pay a message for one.
  */
 function deferredAck(sendAck: () => void): { ack(): void; answered(): void } {
-  let timer: NodeJS.Timeout | undefined;
   let done = false;
+  const entry = {
+    due: 0,
+    send() {
+      done = true;
+      sendAck();
+    },
+  };
   return {
     ack() {
-      if (done || timer) return;
-      timer = setTimeout(() => {
-        done = true;
-        sendAck();
-      }, ACK_DEFER_MS);
-      timer.unref();
+      if (done || waitingAcks.has(entry)) return;
+      entry.due = performance.now() + ACK_DEFER_MS;
+      waitingAcks.add(entry);
+      armAckTimer();
     },
     answered() {
       done = true;
-      if (timer) clearTimeout(timer);
+      waitingAcks.delete(entry);
     },
   };
 }
