@@ -52,6 +52,14 @@ export const nodeConfigSchema = z
      */
     forwardResends: z.number().int().min(0).max(8).default(0),
     /**
+     * Whether origins may probe this node for a lost answer: its acks carry an ETA and it keeps its
+     * recent answers to send again. Over a lossy network (the simulator) that is how a lost answer is
+     * recovered without running the request twice. The daemon's peers talk over streams that fail
+     * loudly and never probe, so it turns this off: no second tree match per forward for the ETA, and
+     * no finished answers kept alive.
+     */
+    answerProbes: z.boolean().default(true),
+    /**
      * Forwards arriving with more hops than this are refused. This node never re-forwards (a
      * forwarded request is served by its receiver), so chains cannot form whatever the value.
      */

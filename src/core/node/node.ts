@@ -793,8 +793,11 @@ export class PrefixNode {
       }
     }
     // Accepted: ack at once (before any engine work) so the origin knows it need not fall back.
-    const etaMs = Math.ceil((this.expectedWaitMs(this.serviceEstimate()) ?? 0) + this.serviceFor(request));
-    out.push({ type: "send", to: peer.id, msg: { type: "forward-ack", reqId, attempt, etaMs } });
+    const ack: PeerMessage = { type: "forward-ack", reqId, attempt };
+    if (this.config.answerProbes) {
+      ack.etaMs = Math.ceil((this.expectedWaitMs(this.serviceEstimate()) ?? 0) + this.serviceFor(request));
+    }
+    out.push({ type: "send", to: peer.id, msg: ack });
     // Served here: never forwarded again (hop limit 1 by default), so no chains or loops.
     this.enqueue("forward", reqId, peer.id, attempt, request, now, out);
   }
@@ -840,10 +843,11 @@ export class PrefixNode {
 
   /** Sends the answer to a forward and keeps it (bounded) for an origin that may lose it. */
   private answerForward(job: Job, msg: PeerMessage, now: number, out: Effect[]): void {
-    const key = forwardKey(job.from as NodeId, job.reqId, job.attempt);
-    this.recentAnswers.set(key, { msg, at: now });
-    if (this.recentAnswers.size > MAX_RECENT_ANSWERS) {
-      this.recentAnswers.delete(this.recentAnswers.keys().next().value as string);
+    if (this.config.answerProbes) {
+      this.recentAnswers.set(forwardKey(job.from as NodeId, job.reqId, job.attempt), { msg, at: now });
+      if (this.recentAnswers.size > MAX_RECENT_ANSWERS) {
+        this.recentAnswers.delete(this.recentAnswers.keys().next().value as string);
+      }
     }
     out.push({ type: "send", to: job.from as NodeId, msg });
   }

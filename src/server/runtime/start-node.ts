@@ -106,6 +106,8 @@ export async function startNode(
       pollMs: s.pollMs,
       forwardTimeoutMs: s.forwardTimeoutMs,
       forwardAckTimeoutMs: s.forwardAckTimeoutMs,
+      // The transport's own ack carries no ETA, and a broken stream fails at once: nobody probes.
+      answerProbes: false,
       concurrency: s.concurrency,
     },
     { now, random: Math.random },
