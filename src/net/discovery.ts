@@ -12,7 +12,8 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { z } from "zod";
-import { clusterIdSchema, NODE_ID_PATTERN, nodeIdSchema } from "./node-id.js";
+import { NODE_ID_PATTERN, nodeIdSchema } from "./node-id.js";
+import { helloSchema, type PeerHello, PROTOCOL_VERSION } from "./transport-wire.js";
 
 export const MAX_PEERS = 256;
 
@@ -248,17 +249,6 @@ export class DnsPeerDiscovery {
   }
 }
 
-/** What a node answers on `GET /peer/hello`. Unknown fields are ignored (newer peers may add some). */
-const peerHelloSchema = z.object({
-  id: nodeIdSchema,
-  cluster: clusterIdSchema,
-  model: z.string().min(1).max(256),
-  /** See the wire hello: false lets forwards to this peer leave the prompt text out. */
-  promptText: z.boolean().optional(),
-});
-
-export type PeerHello = z.infer<typeof peerHelloSchema>;
-
 export interface HelloExpectation {
   /** This node's cluster id and model: a peer must match both. */
   cluster: string;
@@ -273,13 +263,13 @@ export type HelloCheck =
   | { ok: true; hello: PeerHello }
   | {
       ok: false;
-      reason: "malformed" | "self" | "wrong-id" | "wrong-cluster" | "wrong-model";
+      reason: "malformed" | "self" | "wrong-id" | "wrong-cluster" | "wrong-model" | "wrong-protocol";
       message: string;
     };
 
 /** Decides whether a hello answer makes this address a peer. Pure; the transport acts on the result. */
 export function checkPeerHello(expected: HelloExpectation, hello: unknown): HelloCheck {
-  const parsed = peerHelloSchema.safeParse(hello);
+  const parsed = helloSchema.safeParse(hello);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     return {
@@ -310,6 +300,13 @@ export function checkPeerHello(expected: HelloExpectation, hello: unknown): Hell
       ok: false,
       reason: "wrong-model",
       message: `peer '${h.id}' serves model '${h.model}', not '${expected.model}'`,
+    };
+  }
+  if (h.protocol !== PROTOCOL_VERSION) {
+    return {
+      ok: false,
+      reason: "wrong-protocol",
+      message: `peer '${h.id}' speaks protocol ${h.protocol}, this node ${PROTOCOL_VERSION}`,
     };
   }
   return { ok: true, hello: h };

@@ -9,6 +9,7 @@
 import { z } from "zod";
 import type { EngineRequest, EngineResult } from "../core/engine.js";
 import type { HeldVersion, PeerMessage, SnapshotEcho } from "../core/node/types.js";
+import { clusterIdSchema, nodeIdSchema } from "./node-id.js";
 
 const MAX_PROMPT_TOKENS = 1 << 20;
 const MAX_TEXT = 8 * 1024 * 1024;
@@ -174,11 +175,16 @@ export const channelRecordSchema = z.discriminatedUnion("t", [
 export const MAX_RECORDS_PER_FRAME = 4096;
 export const channelFrameSchema = z.array(channelRecordSchema).min(1).max(MAX_RECORDS_PER_FRAME);
 
+/**
+ * What a node answers on `GET /peer/hello`: who it is, which cluster and model it serves, which
+ * protocol it speaks. Unknown fields are ignored (newer peers may add some); `checkPeerHello` decides
+ * whether the answer makes its sender a peer.
+ */
 export const helloSchema = z.object({
-  id: z.string().min(1).max(64),
-  cluster: z.string().max(64),
-  model: z.string().max(256),
-  protocol: z.number().int(),
+  id: nodeIdSchema,
+  cluster: clusterIdSchema,
+  model: z.string().min(1).max(256),
+  protocol: z.number().int().min(0).max(1_000_000),
   /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
   promptText: z.boolean().optional(),
 });

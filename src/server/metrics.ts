@@ -30,7 +30,22 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 export function createMetrics(nodeId: string) {
   const registry = new Registry();
   registry.setDefaultLabels({ node: nodeId });
-  let view: (() => GaugeView) | undefined;
+  let provider: (() => GaugeView) | undefined;
+  let scraped: GaugeView | undefined;
+  /**
+   * The cluster view for this scrape: prom-client runs every gauge's `collect` in one synchronous
+   * pass, so the view is built once per scrape and dropped in the next microtask.
+   */
+  const view = (): GaugeView | undefined => {
+    if (!provider) return undefined;
+    if (!scraped) {
+      scraped = provider();
+      queueMicrotask(() => {
+        scraped = undefined;
+      });
+    }
+    return scraped;
+  };
   const registers = [registry];
 
   const counter = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
@@ -92,20 +107,24 @@ export function createMetrics(nodeId: string) {
   const g = (name: string, help: string, labelNames: string[], collect: (this: Gauge) => void) =>
     new Gauge({ name, help, labelNames, registers, collect });
   g("prefixmesh_tree_tokens", "Tokens in this node's own radix tree", [], function () {
-    if (view) this.set(view().treeTokens);
+    const v = view();
+    if (v) this.set(v.treeTokens);
   });
   g("prefixmesh_queue_depth", "Requests queued or running at this node's engine", [], function () {
-    if (view) this.set(view().queueDepth);
+    const v = view();
+    if (v) this.set(v.queueDepth);
   });
   g("prefixmesh_pushback_active", "1 while this node advertises push-back", [], function () {
-    if (view) this.set(view().pushBackActive ? 1 : 0);
+    const v = view();
+    if (v) this.set(v.pushBackActive ? 1 : 0);
   });
   /** A gauge per peer, rebuilt at each scrape (peers come and go); undefined leaves a peer out. */
   const perPeer = (name: string, help: string, value: (p: PeerGaugeView) => number | undefined) =>
     g(name, help, ["peer"], function () {
-      if (!view) return;
+      const v = view();
+      if (!v) return;
       this.reset();
-      for (const p of view().peers) {
+      for (const p of v.peers) {
         const v = value(p);
         if (v !== undefined) this.set({ peer: p.peer }, v);
       }
@@ -126,8 +145,9 @@ export function createMetrics(nodeId: string) {
     "Forwarding events since start, as the node counts them (fallback, ack_timeout, late_reply, …)",
     ["event"],
     function () {
-      if (!view) return;
-      for (const [event, n] of Object.entries(view().forwardEvents ?? {})) this.set({ event }, n);
+      const v = view();
+      if (!v) return;
+      for (const [event, n] of Object.entries(v.forwardEvents ?? {})) this.set({ event }, n);
     },
   );
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>
@@ -148,7 +168,7 @@ export function createMetrics(nodeId: string) {
     connectionsRefused,
     pushBack,
     setViewProvider(fn: () => GaugeView): void {
-      view = fn;
+      provider = fn;
     },
   };
 }

@@ -10,7 +10,7 @@
 
 import type { EngineResult } from "../core/engine.js";
 import { PrefixNode } from "../core/node/node.js";
-import type { Effect, NodeInput, PeerMessage } from "../core/node/types.js";
+import type { Effect, NodeInput, NodeStats, PeerMessage } from "../core/node/types.js";
 import { Prng } from "../core/prng.js";
 import type { Workload } from "../workload/types.js";
 // The answer every correct run must give: the simulated engine's deterministic output.
@@ -471,24 +471,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     msgCount += t.count;
     msgBytes += t.bytes;
   }
-  let lateReplies = 0;
-  let fallbacks = 0;
-  let cancelledForwards = 0;
-  let rejectedDeadline = 0;
-  let ackTimeouts = 0;
-  let probes = 0;
-  let resentAnswers = 0;
+  const sums = Object.fromEntries(SUMMED_STATS.map((k) => [k, 0])) as Record<SummedStat, number>;
   let evicted = 0;
   for (const s of nodes) {
     if (s.node) {
       const st = s.node.stats();
-      lateReplies += st.lateReplies;
-      fallbacks += st.fallbacks;
-      cancelledForwards += st.cancelledForwards;
-      rejectedDeadline += st.rejectedDeadline;
-      ackTimeouts += st.ackTimeouts;
-      probes += st.probes;
-      resentAnswers += st.resentAnswers;
+      for (const k of SUMMED_STATS) sums[k] += st[k];
       s.summary.servedForPeers += st.servedForPeers;
       s.summary.treeTokens = s.node.treeSize();
     }
@@ -525,15 +513,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       messages,
       messagesTotal: msgCount,
       bytesTotal: msgBytes,
-      lateReplies,
-      fallbacks,
+      ...sums,
       engineRuns,
       duplicateRuns,
-      cancelledForwards,
-      rejectedDeadline,
-      ackTimeouts,
-      probes,
-      resentAnswers,
       evictedTokens: evicted,
       retries,
     },
@@ -544,6 +526,18 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     invariantViolations: violations,
   };
 }
+
+/** Node counters the run's totals add up over every node. */
+const SUMMED_STATS = [
+  "lateReplies",
+  "fallbacks",
+  "cancelledForwards",
+  "rejectedDeadline",
+  "ackTimeouts",
+  "probes",
+  "resentAnswers",
+] as const satisfies readonly (keyof NodeStats)[];
+type SummedStat = (typeof SUMMED_STATS)[number];
 
 function validate(c: SimConfig): void {
   const bad = (m: string): never => {

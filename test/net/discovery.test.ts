@@ -189,17 +189,22 @@ describe("checkPeerHello", () => {
   const expected = { cluster: "c1", model: "generated", self: "A" };
 
   it("accepts a peer of the same cluster and model (unknown fields ignored)", () => {
-    expect(checkPeerHello(expected, { id: "B", cluster: "c1", model: "generated", extra: 1 })).toEqual({
+    expect(
+      checkPeerHello(expected, { id: "B", cluster: "c1", model: "generated", protocol: 1, extra: 1 }),
+    ).toEqual({
       ok: true,
-      hello: { id: "B", cluster: "c1", model: "generated" },
+      hello: { id: "B", cluster: "c1", model: "generated", protocol: 1 },
     });
   });
 
-  it("refuses other clusters, other models, itself, a wrong id and malformed answers", () => {
+  it("refuses other clusters, other models, other protocols, itself, a wrong id and malformed answers", () => {
     const reason = (h: unknown, e: Partial<typeof expected & { peerId: string }> = {}) => {
-      const r = checkPeerHello({ ...expected, ...e }, h);
+      const r = checkPeerHello({ ...expected, ...e }, h && typeof h === "object" ? { protocol: 1, ...h } : h);
       return r.ok ? "ok" : r.reason;
     };
+    expect(reason({ id: "B", cluster: "c1", model: "generated", protocol: 2 })).toBe("wrong-protocol");
+    expect(reason({ id: "B", cluster: "c1", model: "generated", protocol: undefined })).toBe("malformed");
+    expect(reason({ id: "B", cluster: "c.1/x", model: "generated" })).toBe("malformed");
     expect(reason({ id: "B", cluster: "c2", model: "generated" })).toBe("wrong-cluster");
     expect(reason({ id: "B", cluster: "c1", model: "other.gguf" })).toBe("wrong-model");
     expect(reason({ id: "A", cluster: "c1", model: "generated" })).toBe("self");

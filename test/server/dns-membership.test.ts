@@ -46,7 +46,7 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
     async probeHello(u) {
       const a = answers.get(u);
       if (!a) throw new Error("ECONNREFUSED");
-      return { hello: { cluster: "c1", model: "m", ...a }, certId: a.certId };
+      return { hello: { cluster: "c1", model: "m", protocol: 1, ...a }, certId: a.certId };
     },
     async hello(id) {
       const u = members.get(id);

@@ -988,14 +988,9 @@ export class PrefixNode {
     p.ackArmed = false;
     const peer = this.members.get(p.current as NodeId);
     const acked = p.ackedAt === p.probes;
-    if (!acked && peer && p.probes < this.config.forwardResends) {
-      // Not acked yet: re-send the same forward once more (a probe) before giving up on the peer.
-      p.probes++;
-      this.stats_.probes++;
-      this.sendForward(p, peer, now, out);
-      return;
-    }
-    if (!acked || !peer) {
+    // Probe (re-send the same forward) when the peer acked this round and owes only the answer, or
+    // has not acked yet but has resends left; otherwise give up on the peer.
+    if (!peer || (!acked && p.probes >= this.config.forwardResends)) {
       this.stats_.ackTimeouts++;
       // Only an attempt never acked may hint at a peer that does not ack.
       if (p.ackedAt < 0 && peer) this.rememberUnacked(p.reqId, p.attempt, peer.id);

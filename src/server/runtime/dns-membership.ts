@@ -19,9 +19,9 @@ import {
   DnsPeerDiscovery,
   type DnsTarget,
   type PeerAddress,
-  type PeerHello,
   type Resolver,
 } from "../../net/discovery.js";
+import type { PeerHello } from "../../net/transport-wire.js";
 import type { RuntimeLogger } from "./node-runtime.js";
 
 /** What this module needs from the transport (PeerClient) and the runtime (NodeRuntime). */
