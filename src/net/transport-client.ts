@@ -19,6 +19,7 @@ import {
   forwardToWire,
   helloSchema,
   type PeerHello,
+  PROMPT_TEXT_NEEDED,
   type ReplyMsg,
   replyToWire,
   type SnapshotMeta,
@@ -229,10 +230,27 @@ export class PeerClient {
     onAck?: () => void,
   ): Promise<ReplyMsg> {
     const peer = this.get(id);
+    const withText = peer.promptText;
+    const reply = await this.forwardOnce(id, peer, msg, onChunk, onAck, withText);
+    if (withText || reply.type !== "error" || reply.error !== PROMPT_TEXT_NEEDED) return reply;
+    // The peer's engine now needs the text (it came back under the same id with another engine): say
+    // so for good and send the same forward again, text included — it never reached the peer's node.
+    peer.promptText = true;
+    return this.forwardOnce(id, peer, msg, onChunk, onAck, true);
+  }
+
+  private async forwardOnce(
+    id: string,
+    peer: PeerEntry,
+    msg: ForwardMsg,
+    onChunk: (text: string) => void,
+    onAck: (() => void) | undefined,
+    withText: boolean,
+  ): Promise<ReplyMsg> {
     if (this.opts.delay) await this.opts.delay();
     if (peer.channel) {
       try {
-        return await peer.channel.forward(msg, onChunk, onAck, peer.promptText);
+        return await peer.channel.forward(msg, onChunk, onAck, withText);
       } catch (err) {
         // A peer without a channel endpoint (an older version) is served over HTTP from now on.
         if (!(err instanceof TransportError && err.kind === "http" && err.status === 404)) throw err;
@@ -240,7 +258,7 @@ export class PeerClient {
         peer.channel = undefined;
       }
     }
-    const body = Buffer.from(JSON.stringify(forwardToWire(msg, peer.promptText)));
+    const body = Buffer.from(JSON.stringify(forwardToWire(msg, withText)));
     const path = "/peer/forward";
     // One controller and one timer, cleared when the answer is in: unlike AbortSignal.timeout's, no
     // timer outlives its request.

@@ -32,8 +32,12 @@ const post = (url: string, body: object) =>
     body: JSON.stringify(body),
   });
 
-/** A forwards a prompt to B (B holds its prefix); returns what B's engine was handed, and A's view of B. */
-async function forwardOnce(bNeedsText: boolean) {
+/**
+ * A forwards a prompt to B (B holds its prefix); returns what B's engine was handed, what B's engine
+ * ran, and whether A now sends B the text. `needsTextLater`: B's engine changes its answer after its
+ * hello (as after a restart with another engine under the same id).
+ */
+async function forwardOnce(bNeedsText: boolean, needsTextLater = bNeedsText) {
   const b = new RecordingEngine(bNeedsText);
   const [na, nb] = await pair({ policy: "affinity" }, { B: b });
   nodes = [na, nb];
@@ -48,11 +52,20 @@ async function forwardOnce(bNeedsText: boolean) {
     if (Date.now() > deadline) throw new Error(`A never learned B's tree or hello: ${JSON.stringify(view)}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+  b.info.needsPromptText = needsTextLater;
+  const runsBefore = b.seen.length;
   const prompt = `${prefix} asked at A`;
   const res = await post(na.apiUrl, { model, prompt, max_tokens: 4 });
   expect(res.headers.get("x-prefixmesh-served-by")).toBe("B");
   const body = (await res.json()) as { choices: { text: string }[] };
-  return { prompt, atB: b.seen.at(-1), text: body.choices[0]?.text };
+  const after = (await (await fetch(`${na.apiUrl}/cluster`)).json()) as typeof view;
+  return {
+    prompt,
+    atB: b.seen.at(-1),
+    runsAtB: b.seen.length - runsBefore,
+    text: body.choices[0]?.text,
+    sendsText: after.peers[0]?.promptText,
+  };
 }
 
 describe("prompt text in forwards", () => {
@@ -65,5 +78,13 @@ describe("prompt text in forwards", () => {
   it("is carried to a peer whose engine needs it", async () => {
     const { prompt, atB } = await forwardOnce(true);
     expect(atB).toBe(prompt);
+  });
+
+  it("is sent again, and from then on, when the peer's engine has come to need it since its hello", async () => {
+    const { prompt, atB, runsAtB, sendsText } = await forwardOnce(false, true);
+    // B refused the tokens-only forward before its node or engine saw it; A re-sent it with the text.
+    expect(runsAtB).toBe(1);
+    expect(atB).toBe(prompt);
+    expect(sendsText).toBe(true);
   });
 });

@@ -19,6 +19,7 @@ import type { IncomingMessage, PeerServerHandlers } from "../../net/transport-se
 import {
   type ForwardMsg,
   type PeerHello,
+  PROMPT_TEXT_NEEDED,
   PROTOCOL_VERSION,
   type ReplyMsg,
 } from "../../net/transport-wire.js";
@@ -328,6 +329,11 @@ export class NodeRuntime implements NodeService {
       onForward: (from, msg, stream) => {
         if (this.stopping) {
           stream.finish(retryableError(msg, "shutting down"));
+          return;
+        }
+        if (msg.request.prompt === undefined && this.engine.info.needsPromptText !== false) {
+          // Refused before the node sees it, so the origin's re-send with the text is not a duplicate.
+          stream.finish(retryableError(msg, PROMPT_TEXT_NEEDED));
           return;
         }
         const key = streamKey(from, msg.reqId, msg.attempt);
