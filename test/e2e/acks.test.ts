@@ -6,9 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BLOCK_SIZE } from "../../src/core/block-hash.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
-import { type Spawned, spawnCli, waitFor } from "./helpers.js";
-
-const words = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(" ");
+import { modelOf } from "../api-client.js";
+import { type Spawned, spawnCli, waitFor, words } from "./helpers.js";
 
 describe("forward acks between two node processes", () => {
   const api: string[] = [];
@@ -64,8 +63,7 @@ describe("forward acks between two node processes", () => {
       30_000,
       "both nodes ready",
     );
-    model = ((await (await fetch(`${api[0]}/v1/models`)).json()) as { data: { id: string }[] }).data[0]
-      ?.id as string;
+    model = await modelOf(api[0] as string);
   });
   afterAll(async () => {
     for (const p of procs) {

@@ -2,11 +2,11 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BLOCK_SIZE } from "../../src/core/block-hash.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
-import { alive, type ClusterInfo, type Spawned, spawnCli, waitFor } from "./helpers.js";
+import { modelOf } from "../api-client.js";
+import { alive, type ClusterInfo, type Spawned, spawnCli, waitFor, words } from "./helpers.js";
 
 const haveOpenssl = await opensslAvailable();
 type Usage = { prompt_tokens_details?: { cached_tokens?: number } };
-const words = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(" ");
 /**
  * Words (= sim-engine tokens) of a prefix that B holds and A's requests reuse. The cluster runs the
  * default policy, cost-aware, which forwards only when the prefill saved beats renting the prefix,
@@ -313,8 +313,7 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
     try {
       const line = await node.waitForLine(/"node started"/, 30_000);
       const api = (JSON.parse(line) as { api: string }).api;
-      const model = ((await (await fetch(`${api}/v1/models`)).json()) as { data: { id: string }[] }).data[0]
-        ?.id;
+      const model = await modelOf(api);
       const pending = fetch(`${api}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },

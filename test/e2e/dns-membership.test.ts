@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import { writeSecretFile } from "../../src/net/auth/secret.js";
-import { type Spawned, spawnCli, waitFor } from "./helpers.js";
+import { modelOf } from "../api-client.js";
+import { type Spawned, spawnCli, waitFor, words } from "./helpers.js";
 
 const HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"] as const;
 const IDS = ["A", "B", "C"] as const;
@@ -46,8 +47,6 @@ async function sharedFreePort(): Promise<number> {
   }
   throw new Error("no port free on 127.0.0.1-3");
 }
-
-const words = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(" ");
 
 describe("peers from DNS (--peers-dns, injected resolver file)", () => {
   let dir: string;
@@ -126,8 +125,7 @@ describe("peers from DNS (--peers-dns, injected resolver file)", () => {
       nodes.push({ id, api: `http://127.0.0.1:${apiPort}`, proc });
     }
     await Promise.all(nodes.map((n) => n.proc.waitForLine(/"msg":"node started"/, 30_000)));
-    const models = (await (await fetch(`${nodes[0]?.api}/v1/models`)).json()) as { data: { id: string }[] };
-    model = models.data[0]?.id as string;
+    model = await modelOf(nodes[0]?.api as string);
   });
 
   afterAll(async () => {

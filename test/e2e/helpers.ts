@@ -94,3 +94,7 @@ export interface ClusterInfo {
   dir: string;
   nodes: { id: string; apiUrl: string; peerUrl: string; pid: number }[];
 }
+
+/** A prompt of `n` words `tag0 tag1 …`: n tokens for the simulated engine, distinct per tag. */
+export const words = (tag: string, n: number): string =>
+  Array.from({ length: n }, (_, i) => `${tag}${i}`).join(" ");

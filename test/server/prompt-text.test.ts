@@ -3,6 +3,7 @@ import type { EngineChunk, EngineRequest } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { resolveProfile } from "../../src/sim/profiles.js";
 import { SimEngine } from "../../src/sim/sim-engine.js";
+import { modelOf, postCompletion } from "../api-client.js";
 import { pair } from "./helpers.js";
 
 /** Test-only engine: the simulator's, recording the prompt text of every request it runs. */
@@ -25,12 +26,7 @@ afterEach(async () => {
 });
 
 const prefix = Array.from({ length: 300 }, (_, i) => `text${i}`).join(" ");
-const post = (url: string, body: object) =>
-  fetch(`${url}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
+const post = postCompletion;
 
 /**
  * A forwards a prompt to B (B holds its prefix); returns what B's engine was handed, what B's engine
@@ -41,8 +37,7 @@ async function forwardOnce(bNeedsText: boolean, needsTextLater = bNeedsText) {
   const b = new RecordingEngine(bNeedsText);
   const [na, nb] = await pair({ policy: "affinity" }, { B: b });
   nodes = [na, nb];
-  const model = ((await (await fetch(`${nb.apiUrl}/v1/models`)).json()) as { data: { id: string }[] }).data[0]
-    ?.id as string;
+  const model = await modelOf(nb.apiUrl);
   await post(nb.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });
   let view: { peers: { estimateTokens: number; promptText: boolean }[] } = { peers: [] };
   for (const deadline = Date.now() + 5000; ; ) {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { resolveProfile } from "../../src/sim/profiles.js";
 import { SimEngine } from "../../src/sim/sim-engine.js";
+import { modelOf } from "../api-client.js";
 import { pair } from "./helpers.js";
 
 /** Two in-process nodes with the simulated engine (time-scaled) and fast anti-entropy. */
@@ -85,7 +86,7 @@ describe("node runtime (two in-process nodes, sim engine)", () => {
 });
 
 async function complete(url: string, prompt: string, signal?: AbortSignal) {
-  const model = ((await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] }).data[0]?.id;
+  const model = await modelOf(url);
   return fetch(`${url}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },

@@ -3,6 +3,7 @@ import type { EngineChunk, EngineRequest, EngineResult } from "../../src/core/en
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { resolveProfile } from "../../src/sim/profiles.js";
 import { SimEngine } from "../../src/sim/sim-engine.js";
+import { modelOf, postCompletion } from "../api-client.js";
 import { pair } from "./helpers.js";
 
 /**
@@ -39,8 +40,7 @@ afterEach(async () => {
 async function routedPair(b: FakeStreamingEngine, a: FakeStreamingEngine, extra = {}) {
   const [na, nb] = await pair({ policy: "affinity", ...extra }, { A: a, B: b });
   nodes = [na, nb];
-  const model = ((await (await fetch(`${nb.apiUrl}/v1/models`)).json()) as { data: { id: string }[] }).data[0]
-    ?.id as string;
+  const model = await modelOf(nb.apiUrl);
   await post(nb.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });
   for (const deadline = Date.now() + 5000; ; ) {
     const v = (await (await fetch(`${na.apiUrl}/cluster`)).json()) as { peers: { estimateTokens: number }[] };
@@ -51,13 +51,7 @@ async function routedPair(b: FakeStreamingEngine, a: FakeStreamingEngine, extra 
   return { a: na, b: nb, model };
 }
 
-function post(url: string, body: object) {
-  return fetch(`${url}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-}
+const post = postCompletion;
 
 /** A streamed completion: the text of its chunks, and any error event it ended with. */
 async function stream(url: string, body: object) {

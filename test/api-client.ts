@@ -1,0 +1,18 @@
+/** Small clients of a node's OpenAI-compatible API, shared by the in-process and multi-process tests. */
+
+/** POST a completion request body to a node's API. */
+export function postCompletion(url: string, body: object): Promise<Response> {
+  return fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+/** The id of the model a node serves (the first of `GET /v1/models`). */
+export async function modelOf(url: string): Promise<string> {
+  const body = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
+  const id = body.data[0]?.id;
+  if (id === undefined) throw new Error(`${url} lists no model`);
+  return id;
+}
