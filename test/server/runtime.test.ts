@@ -211,6 +211,61 @@ describe("node runtime: --max-connections", () => {
   });
 });
 
+describe("node runtime: a forward sent again while the first copy is open", () => {
+  it("acks the re-send on its own stream, runs once, and finishes both streams with the answer", async () => {
+    let runs = 0;
+    class CountingEngine extends SimEngine {
+      constructor() {
+        super({ profile: resolveProfile("paper-h100-qwen0.5b"), timeScale: 0.001 });
+      }
+      override run(...args: Parameters<SimEngine["run"]>) {
+        runs++;
+        return super.run(...args);
+      }
+    }
+    const [a, b] = await pair({ policy: "local" }, { A: new CountingEngine() });
+    try {
+      const h = a.runtime.peerHandlers();
+      const fakeStream = (log: string[]) => {
+        let closed = false;
+        return {
+          ack: () => log.push("ack"),
+          chunk: () => {},
+          finish: (m: { type: string }) => {
+            log.push(m.type);
+            closed = true;
+          },
+          get closed() {
+            return closed;
+          },
+        };
+      };
+      const first: string[] = [];
+      const again: string[] = [];
+      const forward = {
+        type: "forward" as const,
+        reqId: "B-7-1",
+        attempt: 0,
+        hops: 1,
+        request: { id: "B-7-1", tokens: Uint32Array.from([5, 6, 7]), maxTokens: 1 },
+      };
+      h.onForward("B", forward, fakeStream(first));
+      // The same forward again (an origin's probe) before the first is answered; a new request object,
+      // as decoding a second frame gives.
+      h.onForward("B", { ...forward, request: { ...forward.request } }, fakeStream(again));
+      for (const t0 = Date.now(); first.at(-1) !== "result" || again.at(-1) !== "result"; ) {
+        expect(Date.now() - t0, `first ${first}, again ${again}`).toBeLessThan(3000);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(first).toEqual(["ack", "result"]);
+      expect(again).toEqual(["ack", "result"]);
+      expect(runs).toBe(1);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+});
+
 describe("node runtime: a forward the node never answers", () => {
   it("has its answer stream closed after the TTL (4 × the forward timeout) with a retryable error", async () => {
     // forwardTimeoutMs 50 → streams live 200 ms.

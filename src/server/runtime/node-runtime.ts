@@ -87,6 +87,11 @@ type Sink = { kind: "client"; reqId: string } | { kind: "forward"; stream: Forwa
 /** A forward we serve whose answer stream is still open. */
 interface ServedForward {
   stream: ForwardReplyStream;
+  /**
+   * Streams of the same forward sent again while this one was open (the origin probing after a late
+   * ack). The node acks on the newest — a stream acks once — and its answer finishes them all.
+   */
+  resent?: ForwardReplyStream[];
   /** The forwarded request object: the key of this forward's output sink. */
   request: EngineRequest;
   reqId: string;
@@ -337,14 +342,21 @@ export class NodeRuntime implements NodeService {
           return;
         }
         const key = streamKey(from, msg.reqId, msg.attempt);
-        this.streams.set(key, {
-          stream,
-          request: msg.request,
-          reqId: msg.reqId,
-          attempt: msg.attempt,
-          expiresAt: this.now() + this.streamTtlMs,
-        });
-        this.sinks.set(msg.request, { kind: "forward", stream });
+        const open = this.streams.get(key);
+        if (open) {
+          // The node will see a duplicate: it never runs this copy, and the first one's output and
+          // answer are the only ones coming. Replacing the first stream here left it open for good.
+          (open.resent ??= []).push(stream);
+        } else {
+          this.streams.set(key, {
+            stream,
+            request: msg.request,
+            reqId: msg.reqId,
+            attempt: msg.attempt,
+            expiresAt: this.now() + this.streamTtlMs,
+          });
+          this.sinks.set(msg.request, { kind: "forward", stream });
+        }
         this.feed({ type: "peer-message", from, msg });
       },
       onMessage: (from, msg: IncomingMessage) => {
@@ -379,6 +391,7 @@ export class NodeRuntime implements NodeService {
     this.streams.delete(key);
     this.sinks.delete(served.request);
     served.stream.finish(reply);
+    if (served.resent) for (const s of served.resent) s.finish(reply);
     return true;
   }
 
@@ -707,11 +720,13 @@ export class NodeRuntime implements NodeService {
         // Best effort: a lost cancel only costs the peer the work (an old peer answers 400).
         this.o.client.sendMessage(to, msg).catch(() => {});
         return;
-      case "forward-ack":
+      case "forward-ack": {
         // On the forward's own answer stream (deferred: a quick answer makes it unnecessary). Without
         // an open stream there is nobody to tell: the origin falls back after its ack timeout.
-        this.streams.get(streamKey(to, msg.reqId, msg.attempt))?.stream.ack();
+        const served = this.streams.get(streamKey(to, msg.reqId, msg.attempt));
+        (served?.resent?.at(-1) ?? served?.stream)?.ack();
         return;
+      }
       default: {
         const unhandled: never = msg;
         this.o.logger.error({ msg: unhandled }, "no transport for this peer message");
