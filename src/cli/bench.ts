@@ -229,6 +229,13 @@ function print(title: string, s: ReplaySummary): void {
     `  cached-token share ${pct(s.cachedShare)}  hotspot share ${pct(s.hotspotShare)}  forwarded ${pct(s.forwardedShare)}`,
     `  per node ${nodes || "-"}`,
   ];
+  const t = s.meanTimingMs;
+  if (t) {
+    lines.push(
+      `  where the time went (mean, as the entry nodes report it): queue ${ms(t.queue)}  prefill ${ms(t.prefill)}  ` +
+        `decode ${ms(t.decode)}  network ${ms(t.network)}; failed attempts ${s.fallbacks}`,
+    );
+  }
   for (const [e, c] of Object.entries(s.errors).slice(0, 5)) lines.push(`  error ×${c}: ${e}`);
   process.stdout.write(`${lines.join("\n")}\n`);
 }

@@ -13,6 +13,7 @@ import {
   errorBody,
   fullResponse,
   type ResponseMeta,
+  serverTiming,
   streamChunk,
   usageChunk,
 } from "./openai/format.js";
@@ -251,6 +252,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       }
       done("ok", o);
       reply.headers(headersFor(o.servedBy, o.hops));
+      if (o.timing) reply.header("server-timing", serverTiming(o.timing));
       return reply.send(fullResponse(kind, meta, o));
     }
 

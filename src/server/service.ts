@@ -22,6 +22,20 @@ export interface ServeOutcome {
   servedBy: string;
   /** Network hops from this node to the serving node (0 = served locally). */
   hops: number;
+  /** Where the request's time went, as the entry node saw it (the paper's §5 per-request record). */
+  timing?: ServeTiming;
+  /** Forward attempts that failed before the one that answered. */
+  fallbacks?: number;
+}
+
+/** Milliseconds of one request: at the serving engine, and the rest (peer hops, failed attempts). */
+export interface ServeTiming {
+  queueMs: number;
+  prefillMs: number;
+  decodeMs: number;
+  /** Total minus queue, prefill and decode: routing, peer round trips, failed attempts. */
+  networkMs: number;
+  totalMs: number;
 }
 
 export interface ServeEvents {

@@ -21,6 +21,8 @@ const summary = (
   forwardedShare: 0,
   perNode: {},
   errors: {},
+  meanTimingMs: undefined,
+  fallbacks: 0,
 });
 
 describe("bench --compare-policies ratios", () => {

@@ -34,6 +34,8 @@ class FakeService implements NodeService {
       reqId: "A-1",
       servedBy: "B",
       hops: 1,
+      timing: { queueMs: 0.25, prefillMs: 1, decodeMs: 1, networkMs: 0.4567891, totalMs: 2.7067891 },
+      fallbacks: 1,
       result: {
         text: pieces.join(""),
         completionTokens: 2,
@@ -82,6 +84,17 @@ describe("OpenAI-compatible API (fake service)", () => {
     expect(response.headers.get("x-prefixmesh-served-by")).toBe("B");
     expect(response.headers.get("x-prefixmesh-hops")).toBe("1");
     expect(service.lastInput?.maxTokens).toBe(4);
+    // Where the time went: in the body (to the microsecond) and as a Server-Timing header.
+    expect((data as unknown as { prefixmesh: unknown }).prefixmesh).toEqual({
+      served_by: "B",
+      hops: 1,
+      request_id: "A-1",
+      fallbacks: 1,
+      timing_ms: { queue: 0.25, prefill: 1, decode: 1, network: 0.457, total: 2.707 },
+    });
+    expect(response.headers.get("server-timing")).toBe(
+      "queue;dur=0.25, prefill;dur=1, decode;dur=1, network;dur=0.457, total;dur=2.707",
+    );
   });
 
   it("serves chat; the routing key covers every message", async () => {

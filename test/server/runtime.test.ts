@@ -211,6 +211,33 @@ describe("node runtime: --max-connections", () => {
   });
 });
 
+describe("node runtime: where a request's time went", () => {
+  it("is reported in the response and as Server-Timing, and adds up to the total", async () => {
+    const [a, b] = await pair({ policy: "local" });
+    try {
+      const res = await complete(a.apiUrl, "time me please");
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as {
+        prefixmesh: { hops: number; fallbacks: number; timing_ms: Record<string, number> };
+      };
+      const t = body.prefixmesh.timing_ms;
+      expect(body.prefixmesh.hops).toBe(0);
+      expect(body.prefixmesh.fallbacks).toBe(0);
+      for (const k of ["queue", "prefill", "decode", "network", "total"])
+        expect(t[k]).toBeGreaterThanOrEqual(0);
+      expect(t.prefill).toBeGreaterThan(0); // the simulated engine models a prefill
+      // Rounded to the microsecond each, so the parts add up to the total within a few of them.
+      expect(Math.abs(t.queue! + t.prefill! + t.decode! + t.network! - t.total!)).toBeLessThan(0.01);
+      const header = res.headers.get("server-timing") ?? "";
+      expect(header).toBe(
+        `queue;dur=${t.queue}, prefill;dur=${t.prefill}, decode;dur=${t.decode}, network;dur=${t.network}, total;dur=${t.total}`,
+      );
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+});
+
 describe("node runtime: a forward sent again while the first copy is open", () => {
   it("acks the re-send on its own stream, runs once, and finishes both streams with the answer", async () => {
     let runs = 0;

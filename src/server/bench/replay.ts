@@ -25,7 +25,20 @@ export interface RequestSample {
   cachedTokens: number;
   servedBy: string | undefined;
   hops: number;
+  /** Where the entry node says the time went (ms), when it reports it. */
+  timing?: TimingMs;
+  /** Forward attempts that failed before the one that answered. */
+  fallbacks?: number;
   error?: string;
+}
+
+/** The nodes' own breakdown of a request's time (the response's `prefixmesh.timing_ms`). */
+export interface TimingMs {
+  queue: number;
+  prefill: number;
+  decode: number;
+  /** Routing, peer round trips, failed attempts: all but queue and compute. */
+  network: number;
 }
 
 export interface ReplaySummary {
@@ -43,6 +56,10 @@ export interface ReplaySummary {
   forwardedShare: number;
   perNode: Record<string, number>;
   errors: Record<string, number>;
+  /** Mean of the nodes' breakdown over the successful requests that reported one (undefined: none did). */
+  meanTimingMs: TimingMs | undefined;
+  /** Forward attempts that failed before an answer, summed over the requests. */
+  fallbacks: number;
 }
 
 /** Prompt text for a request; token-only workloads get one pseudo-word per token (keeps the sharing). */
@@ -55,8 +72,17 @@ function promptText(r: WorkloadRequest): string {
 
 interface CompletionBody {
   usage?: { prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
-  prefixmesh?: { served_by?: string; hops?: number };
+  prefixmesh?: { served_by?: string; hops?: number; fallbacks?: number; timing_ms?: Partial<TimingMs> };
   error?: { message?: string };
+}
+
+/** The response's breakdown if it has one with every part a finite number (an older node has none). */
+function timingOf(t: Partial<TimingMs> | undefined): TimingMs | undefined {
+  if (!t) return undefined;
+  const { queue, prefill, decode, network } = t;
+  const all = [queue, prefill, decode, network];
+  if (!all.every((x) => typeof x === "number" && Number.isFinite(x))) return undefined;
+  return { queue, prefill, decode, network } as TimingMs;
 }
 
 export async function replay(workload: Workload, model: string, o: ReplayOptions): Promise<RequestSample[]> {
@@ -132,6 +158,8 @@ async function one(
       cachedTokens: json.usage?.prompt_tokens_details?.cached_tokens ?? 0,
       servedBy: json.prefixmesh?.served_by,
       hops: json.prefixmesh?.hops ?? 0,
+      timing: timingOf(json.prefixmesh?.timing_ms),
+      fallbacks: json.prefixmesh?.fallbacks ?? 0,
     };
   } catch (err) {
     return {
@@ -173,5 +201,14 @@ export function summarize(samples: RequestSample[], wallSec: number): ReplaySumm
     forwardedShare: ok.length ? ok.filter((s) => s.hops > 0).length / ok.length : 0,
     perNode,
     errors,
+    meanTimingMs: meanTiming(ok),
+    fallbacks: ok.reduce((a, s) => a + (s.fallbacks ?? 0), 0),
   };
+}
+
+function meanTiming(samples: RequestSample[]): TimingMs | undefined {
+  const ts = samples.flatMap((s) => (s.timing ? [s.timing] : []));
+  if (ts.length === 0) return undefined;
+  const mean = (k: keyof TimingMs) => ts.reduce((a, t) => a + t[k], 0) / ts.length;
+  return { queue: mean("queue"), prefill: mean("prefill"), decode: mean("decode"), network: mean("network") };
 }

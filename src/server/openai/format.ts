@@ -1,5 +1,5 @@
 /** Builders for OpenAI-shaped responses, stream chunks and errors (so the official client parses them). */
-import type { ServeOutcome } from "../service.js";
+import type { ServeOutcome, ServeTiming } from "../service.js";
 
 export type ApiKind = "completion" | "chat";
 
@@ -19,9 +19,38 @@ function usageOf(o: ServeOutcome) {
   };
 }
 
-/** Our own extension field: which node served the request and how far away it was. */
+/** Milliseconds to the microsecond: enough for a breakdown, and short in JSON. */
+const ms = (x: number) => Math.round(x * 1000) / 1000;
+
+/**
+ * Our own extension field: which node served the request, how far away it was, how many attempts
+ * failed first, and where the time went.
+ */
 function prefixmeshField(o: ServeOutcome) {
-  return { served_by: o.servedBy, hops: o.hops, request_id: o.reqId };
+  const t = o.timing;
+  return {
+    served_by: o.servedBy,
+    hops: o.hops,
+    request_id: o.reqId,
+    fallbacks: o.fallbacks,
+    timing_ms: t
+      ? {
+          queue: ms(t.queueMs),
+          prefill: ms(t.prefillMs),
+          decode: ms(t.decodeMs),
+          network: ms(t.networkMs),
+          total: ms(t.totalMs),
+        }
+      : undefined,
+  };
+}
+
+/**
+ * The same breakdown as a Server-Timing header (W3C Server Timing; browsers' developer tools show
+ * it): `queue;dur=…, prefill;dur=…, decode;dur=…, network;dur=…, total;dur=…`.
+ */
+export function serverTiming(t: ServeTiming): string {
+  return `queue;dur=${ms(t.queueMs)}, prefill;dur=${ms(t.prefillMs)}, decode;dur=${ms(t.decodeMs)}, network;dur=${ms(t.networkMs)}, total;dur=${ms(t.totalMs)}`;
 }
 
 export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome) {

@@ -346,7 +346,8 @@ export class NodeRuntime implements NodeService {
         if (open) {
           // The node will see a duplicate: it never runs this copy, and the first one's output and
           // answer are the only ones coming. Replacing the first stream here left it open for good.
-          (open.resent ??= []).push(stream);
+          if (open.resent) open.resent.push(stream);
+          else open.resent = [stream];
         } else {
           this.streams.set(key, {
             stream,
@@ -598,6 +599,14 @@ export class NodeRuntime implements NodeService {
         result: outcome.result,
         servedBy: record.servedBy ?? this.nodeId,
         hops: record.hops,
+        timing: {
+          queueMs: record.queueMs,
+          prefillMs: record.prefillMs,
+          decodeMs: record.decodeMs,
+          networkMs: record.networkMs,
+          totalMs: record.totalMs,
+        },
+        fallbacks: record.fallbacks,
       });
     } else {
       const status = outcome.code === "overloaded" ? 429 : outcome.code === "invalid" ? 400 : 502;
