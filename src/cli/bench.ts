@@ -236,6 +236,12 @@ function print(title: string, s: ReplaySummary): void {
         `decode ${ms(t.decode)}  network ${ms(t.network)}; failed attempts ${s.fallbacks}`,
     );
   }
+  if (s.tooLong > 0) {
+    lines.push(
+      `  ${s.tooLong} prompts longer than the model's context were refused (400 context_length_exceeded) and ` +
+        "are left out; give the engine a longer context to include them (llamacpp: --slot-context)",
+    );
+  }
   for (const [e, c] of Object.entries(s.errors).slice(0, 5)) lines.push(`  error ×${c}: ${e}`);
   process.stdout.write(`${lines.join("\n")}\n`);
 }

@@ -12,6 +12,7 @@ const summary = (
   requests: 10,
   ok: 10,
   failed: 0,
+  tooLong: 0,
   wallSec: 1,
   meanMs,
   p50Ms,

@@ -33,4 +33,16 @@ describe("bench summary: where the time went", () => {
   it("has no breakdown when no request reported one", () => {
     expect(summarize([sample({})], 1).meanTimingMs).toBeUndefined();
   });
+
+  it("counts prompts refused as too long apart from failures", () => {
+    const s = summarize(
+      [
+        sample({}),
+        sample({ ok: false, status: 400, error: "400 prompt has 2343 tokens", tooLong: true }),
+        sample({ ok: false, status: 502, error: "502 all routes failed" }),
+      ],
+      1,
+    );
+    expect(s).toMatchObject({ ok: 1, failed: 1, tooLong: 1, errors: { "502 all routes failed": 1 } });
+  });
 });

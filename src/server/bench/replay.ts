@@ -30,6 +30,8 @@ export interface RequestSample {
   /** Forward attempts that failed before the one that answered. */
   fallbacks?: number;
   error?: string;
+  /** Refused because the prompt does not fit the model's context (400 context_length_exceeded). */
+  tooLong?: boolean;
 }
 
 /** The nodes' own breakdown of a request's time (the response's `prefixmesh.timing_ms`). */
@@ -44,7 +46,10 @@ export interface TimingMs {
 export interface ReplaySummary {
   requests: number;
   ok: number;
+  /** Requests that got no answer, but for `tooLong`. */
   failed: number;
+  /** Prompts the nodes refused as longer than the model's context: the workload's, not a failure. */
+  tooLong: number;
   wallSec: number;
   meanMs: number;
   p50Ms: number;
@@ -73,7 +78,7 @@ function promptText(r: WorkloadRequest): string {
 interface CompletionBody {
   usage?: { prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
   prefixmesh?: { served_by?: string; hops?: number; fallbacks?: number; timing_ms?: Partial<TimingMs> };
-  error?: { message?: string };
+  error?: { message?: string; code?: string };
 }
 
 /** The response's breakdown if it has one with every part a finite number (an older node has none). */
@@ -147,6 +152,7 @@ async function one(
         status: res.statusCode,
         latencyMs,
         error: `${res.statusCode} ${json.error?.message ?? ""}`.trim(),
+        tooLong: res.statusCode === 400 && json.error?.code === "context_length_exceeded",
       };
     }
     return {
@@ -184,14 +190,20 @@ export function summarize(samples: RequestSample[], wallSec: number): ReplaySumm
   const perNode: Record<string, number> = {};
   for (const s of ok) if (s.servedBy) perNode[s.servedBy] = (perNode[s.servedBy] ?? 0) + 1;
   const errors: Record<string, number> = {};
-  for (const s of samples) if (!s.ok) errors[s.error ?? "?"] = (errors[s.error ?? "?"] ?? 0) + 1;
+  let tooLong = 0;
+  for (const s of samples) {
+    if (s.ok) continue;
+    if (s.tooLong) tooLong++;
+    else errors[s.error ?? "?"] = (errors[s.error ?? "?"] ?? 0) + 1;
+  }
   const prompt = ok.reduce((a, s) => a + s.promptTokens, 0);
   const cached = ok.reduce((a, s) => a + s.cachedTokens, 0);
   const max = Math.max(0, ...Object.values(perNode));
   return {
     requests: samples.length,
     ok: ok.length,
-    failed: samples.length - ok.length,
+    failed: samples.length - ok.length - tooLong,
+    tooLong,
     wallSec,
     meanMs: lat.length ? lat.reduce((a, b) => a + b, 0) / lat.length : Number.NaN,
     p50Ms: percentile(lat, 0.5),
