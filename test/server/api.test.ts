@@ -153,7 +153,10 @@ describe("OpenAI-compatible API (fake service)", () => {
         headers: { "content-type": "application/json" },
         body,
       });
-      return { status: r.status, json: (await r.json()) as { error: { message: string; type: string } } };
+      return {
+        status: r.status,
+        json: (await r.json()) as { error: { message: string; type: string; code?: string } },
+      };
     };
     const bad = await post("/v1/completions", JSON.stringify({ model: "fake-model", prompt: 42 }));
     expect(bad.status).toBe(400);
@@ -168,6 +171,8 @@ describe("OpenAI-compatible API (fake service)", () => {
     );
     expect(long.status).toBe(400);
     expect(long.json.error.message).toContain("context");
+    // OpenAI's code for it, which `prefixmesh bench` counts apart from failures.
+    expect(long.json.error.code).toBe("context_length_exceeded");
     const n2 = await post(
       "/v1/chat/completions",
       JSON.stringify({ model: "fake-model", n: 2, messages: [{ role: "user", content: "x" }] }),
