@@ -238,8 +238,8 @@ function print(title: string, s: ReplaySummary): void {
   }
   if (s.tooLong > 0) {
     lines.push(
-      `  ${s.tooLong} prompts longer than the model's context were refused (400 context_length_exceeded) and ` +
-        "are left out; give the engine a longer context to include them (llamacpp: --slot-context)",
+      `  ${s.tooLong} requests did not fit the model's context (prompt + max_tokens; 400 context_length_exceeded) ` +
+        "and are left out; give the engine a longer context to include them (llamacpp: --slot-context)",
     );
   }
   for (const [e, c] of Object.entries(s.errors).slice(0, 5)) lines.push(`  error ×${c}: ${e}`);

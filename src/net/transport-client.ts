@@ -17,8 +17,6 @@ import {
   formatEcho,
   formatHolds,
   forwardToWire,
-  helloSchema,
-  type PeerHello,
   PROMPT_TEXT_NEEDED,
   type ReplyMsg,
   replyToWire,
@@ -133,11 +131,17 @@ export class PeerClient {
     return this.peers.has(id);
   }
 
-  async hello(id: string): Promise<PeerHello> {
+  /**
+   * What the peer answers on `GET /peer/hello`, unchecked: `checkPeerHello` decides, so a malformed
+   * answer is refused with its reason rather than retried as a transport error.
+   */
+  async hello(id: string): Promise<unknown> {
     const body = await this.exchange(id, "GET", "/peer/hello", undefined, {});
-    const parsed = helloSchema.safeParse(JSON.parse(body.toString("utf8") || "null"));
-    if (!parsed.success) throw new TransportError("protocol", `peer ${id}: malformed hello`);
-    return parsed.data;
+    try {
+      return JSON.parse(body.toString("utf8"));
+    } catch {
+      throw new TransportError("protocol", `peer ${id}: hello is not JSON`);
+    }
   }
 
   /**
@@ -230,13 +234,22 @@ export class PeerClient {
     onAck?: () => void,
   ): Promise<ReplyMsg> {
     const peer = this.get(id);
-    const withText = peer.promptText;
-    const reply = await this.forwardOnce(id, peer, msg, onChunk, onAck, withText);
-    if (withText || reply.type !== "error" || reply.error !== PROMPT_TEXT_NEEDED) return reply;
+    if (peer.promptText) return this.forwardOnce(id, peer, msg, onChunk, onAck, true);
+    // Tokens only. Over HTTP a refusal also comes with a 200 (which acks), so the ack counts once.
+    let acked = false;
+    const ackOnce = onAck
+      ? () => {
+          if (acked) return;
+          acked = true;
+          onAck();
+        }
+      : undefined;
+    const reply = await this.forwardOnce(id, peer, msg, onChunk, ackOnce, false);
+    if (reply.type !== "error" || reply.error !== PROMPT_TEXT_NEEDED) return reply;
     // The peer's engine now needs the text (it came back under the same id with another engine): say
     // so for good and send the same forward again, text included — it never reached the peer's node.
     peer.promptText = true;
-    return this.forwardOnce(id, peer, msg, onChunk, onAck, true);
+    return this.forwardOnce(id, peer, msg, onChunk, ackOnce, true);
   }
 
   private async forwardOnce(

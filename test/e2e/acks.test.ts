@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BLOCK_SIZE } from "../../src/core/block-hash.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
-import { modelOf } from "../api-client.js";
+import { modelOf, postCompletion } from "../api-client.js";
 import { type Spawned, spawnCli, waitFor, words } from "./helpers.js";
 
 describe("forward acks between two node processes", () => {
@@ -14,11 +14,7 @@ describe("forward acks between two node processes", () => {
   const procs: Spawned[] = [];
   let model: string;
   const complete = (i: number, prompt: string) =>
-    fetch(`${api[i]}/v1/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model, prompt, max_tokens: 1 }),
-    });
+    postCompletion(api[i] as string, { model, prompt, max_tokens: 1 });
   const view = async (i: number) =>
     (await (await fetch(`${api[i]}/cluster`)).json()) as {
       stats: { ackTimeouts: number; fallbacks: number };

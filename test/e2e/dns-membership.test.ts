@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import { writeSecretFile } from "../../src/net/auth/secret.js";
-import { modelOf } from "../api-client.js";
+import { modelOf, postCompletion } from "../api-client.js";
 import { type Spawned, spawnCli, waitFor, words } from "./helpers.js";
 
 const HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"] as const;
@@ -62,11 +62,7 @@ describe("peers from DNS (--peers-dns, injected resolver file)", () => {
     };
   const peersOf = async (i: number) => (await view(i)).peers;
   const complete = async (i: number, prompt: string) => {
-    const r = await fetch(`${nodes[i]?.api}/v1/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model, prompt, max_tokens: 1 }),
-    });
+    const r = await postCompletion(nodes[i]?.api as string, { model, prompt, max_tokens: 1 });
     expect(r.status).toBe(200);
     return r.headers.get("x-prefixmesh-served-by");
   };

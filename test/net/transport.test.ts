@@ -101,7 +101,7 @@ describe("peer transport (HMAC shared secret)", () => {
     // hello then finds one idle.
     await c.forward("B", fwd("A-2"), () => {});
     expect(log.forwards).toHaveLength(2);
-    expect((await c.hello("B")).id).toBe("B");
+    expect(await c.hello("B")).toMatchObject({ id: "B" });
     expect(wire.httpForwards).toBe(2);
     expect(wire.connections).toBeLessThan(3);
   });

@@ -30,7 +30,7 @@ export interface RequestSample {
   /** Forward attempts that failed before the one that answered. */
   fallbacks?: number;
   error?: string;
-  /** Refused because the prompt does not fit the model's context (400 context_length_exceeded). */
+  /** Refused because prompt + max_tokens do not fit the model's context (400 context_length_exceeded). */
   tooLong?: boolean;
 }
 
@@ -48,7 +48,7 @@ export interface ReplaySummary {
   ok: number;
   /** Requests that got no answer, but for `tooLong`. */
   failed: number;
-  /** Prompts the nodes refused as longer than the model's context: the workload's, not a failure. */
+  /** Requests the nodes refused as not fitting the model's context: the workload's, not a failure. */
   tooLong: number;
   wallSec: number;
   meanMs: number;

@@ -599,13 +599,7 @@ export class NodeRuntime implements NodeService {
         result: outcome.result,
         servedBy: record.servedBy ?? this.nodeId,
         hops: record.hops,
-        timing: {
-          queueMs: record.queueMs,
-          prefillMs: record.prefillMs,
-          decodeMs: record.decodeMs,
-          networkMs: record.networkMs,
-          totalMs: record.totalMs,
-        },
+        timing: record, // its queueMs … totalMs are the breakdown
         fallbacks: record.fallbacks,
       });
     } else {

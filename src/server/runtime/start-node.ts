@@ -29,6 +29,7 @@ import {
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../net/transport-auth.js";
 import { PEER_POOL_CONNECTIONS, PeerClient } from "../../net/transport-client.js";
 import { buildPeerServer } from "../../net/transport-server.js";
+import { helloSchema } from "../../net/transport-wire.js";
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
@@ -197,7 +198,11 @@ export async function startNode(
       expect: { cluster: clusterId, model: engine.info.model, self: s.id },
       ports: {
         probeHello: (url) => client.probeHello(url),
-        hello: (id) => client.hello(id),
+        hello: async (id) => {
+          const r = helloSchema.safeParse(await client.hello(id));
+          if (!r.success) throw new Error(`peer ${id}: malformed hello`);
+          return r.data;
+        },
         hasPeer: (id) => runtime.hasPeer(id),
         isStatic: (id) => staticIds.has(id),
         addPeer: (id, url, hello) => runtime.addPeer(id, url, hello),
