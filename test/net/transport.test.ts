@@ -15,7 +15,7 @@ import {
   type IncomingMessage,
   type PeerServerHandlers,
 } from "../../src/net/transport-server.js";
-import type { ForwardMsg } from "../../src/net/transport-wire.js";
+import { type ForwardMsg, PROMPT_TEXT_NEEDED } from "../../src/net/transport-wire.js";
 import { fwd, resultFor, SECRET } from "./fixtures.js";
 
 /** Fake node handlers recording what the transport delivered; forwards answer "ok" in two chunks. */
@@ -283,4 +283,51 @@ describe("snapshot clock headers", () => {
       expect(parseEcho(bad)).toBeUndefined();
     expect(parseEcho(["1:2"])).toBeUndefined();
   });
+});
+
+describe("a peer that needs the prompt text its hello said it did not", () => {
+  it.each(["channel", "http"] as const)(
+    "gets the forward again with the text at once, and from then on (%s), acked at most once",
+    async (transport) => {
+      const { handlers } = fakeHandlers("B");
+      const seen: (string | undefined)[] = [];
+      // The peer's engine now needs the text: a forward without it is refused before its node sees it.
+      handlers.onForward = (_from, msg, reply) => {
+        seen.push(msg.request.prompt);
+        if (msg.request.prompt === undefined) {
+          reply.finish({
+            type: "error",
+            reqId: msg.reqId,
+            attempt: msg.attempt,
+            error: PROMPT_TEXT_NEEDED,
+            retryable: true,
+          });
+          return;
+        }
+        reply.ack();
+        reply.finish(resultFor(msg, "ok"));
+      };
+      const server = buildPeerServer({ auth: hmacAuth("B", SECRET), handlers });
+      servers.push(server);
+      const url = await server.listen({ host: "127.0.0.1", port: 0 });
+      const c = client(hmacAuth("A", SECRET), {}, transport);
+      c.setPeer("B", url);
+      c.setPromptText("B", false); // what its hello said
+      let acks = 0;
+      const reply = await c.forward(
+        "B",
+        fwd("A-1"),
+        () => {},
+        () => acks++,
+      );
+      expect(reply).toMatchObject({ type: "result", reqId: "A-1" });
+      expect(seen).toEqual([undefined, "abcd"]);
+      // HTTP: the response headers ack — the refused copy's and the re-send's count once. Channel: the
+      // peer's ack is deferred and the quick answer makes it unnecessary.
+      expect(acks).toBe(transport === "http" ? 1 : 0);
+      expect(c.sendsPromptText("B")).toBe(true);
+      await c.forward("B", fwd("A-2"), () => {});
+      expect(seen).toEqual([undefined, "abcd", "abcd"]);
+    },
+  );
 });
