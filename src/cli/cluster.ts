@@ -1,4 +1,5 @@
 /** `prefixmesh cluster`: N nodes on loopback with fresh credentials, until Ctrl-C / SIGTERM. */
+import { join } from "node:path";
 import type { Command } from "commander";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { flagName, nodeSettingsSchema, parseSetting, type SettingKey } from "./config.js";
@@ -82,7 +83,7 @@ export function registerCluster(program: Command): void {
       say(`starting ${nodes} ${engine} node(s) on ${f.host}…`);
       let cluster: Awaited<ReturnType<typeof startCluster>>;
       try {
-        cluster = await startCluster({ ...options, onLog: say });
+        cluster = await startCluster({ ...options, keepLogs: true, onLog: say });
       } catch (err) {
         throw new CliError(`cluster failed to start: ${(err as Error).message}`, 1);
       }
@@ -118,6 +119,6 @@ export function registerCluster(program: Command): void {
         process.on("SIGINT", onSignal);
         process.on("SIGTERM", onSignal);
       });
-      say("all nodes stopped");
+      say(`all nodes stopped; logs kept in ${join(cluster.dir, "logs")}`);
     });
 }

@@ -1,7 +1,10 @@
+import { existsSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BLOCK_SIZE } from "../../src/core/block-hash.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
+import type { startCluster as StartCluster } from "../../src/server/cluster/launcher.js";
 import { modelOf } from "../api-client.js";
 import { alive, type ClusterInfo, type Spawned, spawnCli, waitFor, words } from "./helpers.js";
 
@@ -279,9 +282,29 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
       cluster.child.kill("SIGTERM");
       expect(await cluster.exited).toBe(0);
       for (const n of info.nodes) await waitFor(() => !alive(n.pid), 5000, `node ${n.id} to exit`);
+      // `prefixmesh cluster` keeps the logs to look at afterwards; the credentials are gone.
+      expect(existsSync(join(info.dir, "credentials"))).toBe(false);
+      expect(existsSync(join(info.dir, "logs", "A.log"))).toBe(true);
+      rmSync(info.dir, { recursive: true, force: true });
     } finally {
       if (cluster.child.exitCode === null) cluster.child.kill("SIGKILL");
     }
+  });
+
+  it("a cluster started from code leaves nothing in the temp dir once stopped", async () => {
+    // The built launcher: it starts the built CLI next to it.
+    const launcher = new URL("../../dist/server/cluster/launcher.js", import.meta.url).href;
+    const { startCluster } = (await import(launcher)) as { startCluster: typeof StartCluster };
+    const c = await startCluster({
+      nodes: 2,
+      engine: "sim",
+      model: "generated",
+      host: "127.0.0.1",
+      sharedSecret: true,
+    });
+    expect(existsSync(join(c.dir, "logs", "A.log"))).toBe(true);
+    await c.stop();
+    expect(existsSync(c.dir)).toBe(false);
   });
 
   it("nodes exit by themselves when the launcher is killed hard (no orphans)", async () => {

@@ -36,6 +36,11 @@ export interface ClusterOptions {
   extraArgs?: string[] | undefined;
   /** Where credentials and logs go (default: a fresh temp dir, removed on stop). */
   dir?: string | undefined;
+  /**
+   * Keep the temp dir's logs after stop (its credentials go all the same): `prefixmesh cluster` does,
+   * for a look afterwards. Logs of a cluster that failed to start are always kept.
+   */
+  keepLogs?: boolean | undefined;
   onLog?: (line: string) => void;
 }
 
@@ -112,6 +117,7 @@ export async function startCluster(o: ClusterOptions): Promise<RunningCluster> {
   const exited = new Map<ChildProcess, Promise<void>>();
   let stopping = false;
 
+  let failed = false;
   const stop = async () => {
     stopping = true;
     await Promise.all(
@@ -124,7 +130,7 @@ export async function startCluster(o: ClusterOptions): Promise<RunningCluster> {
         clearTimeout(timer);
       }),
     );
-    if (ownDir) await rm(credDir, { recursive: true, force: true });
+    if (ownDir) await rm(o.keepLogs || failed ? credDir : dir, { recursive: true, force: true });
   };
 
   try {
@@ -181,6 +187,7 @@ export async function startCluster(o: ClusterOptions): Promise<RunningCluster> {
     }
     await waitUntilMeshed(nodes, children, o.readyTimeoutMs ?? 180_000);
   } catch (err) {
+    failed = true; // the error names a log file: keep it
     await stop();
     throw err;
   }
