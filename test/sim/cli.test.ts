@@ -1,5 +1,5 @@
 /** `prefixmesh sim`: flag validation and the printed summary (in-process, synthetic workload). */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -67,7 +67,8 @@ describe("prefixmesh sim", () => {
 
   it("prints latency, hit rates, hotspot share and gossip cost; writes --json", async () => {
     const out = sink();
-    const json = join(mkdtempSync(join(tmpdir(), "pm-sim-")), "r.json");
+    const dir = mkdtempSync(join(tmpdir(), "pm-sim-"));
+    const json = join(dir, "r.json");
     const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
     const r = await runSimCommand({ ...defaults, requests: "400", json }, { out: out.stream, err });
     const text = out.text();
@@ -81,6 +82,7 @@ describe("prefixmesh sim", () => {
     const saved = JSON.parse(readFileSync(json, "utf8"));
     expect(saved.records).toHaveLength(400);
     expect(saved.totals.answered).toBe(400);
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 
