@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,7 +6,7 @@ import { BLOCK_SIZE } from "../../src/core/block-hash.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import type { startCluster as StartCluster } from "../../src/server/cluster/launcher.js";
 import { modelOf } from "../api-client.js";
-import { alive, type ClusterInfo, type Spawned, spawnCli, waitFor, words } from "./helpers.js";
+import { alive, type ClusterInfo, clusterTmp, type Spawned, spawnCli, waitFor, words } from "./helpers.js";
 
 const haveOpenssl = await opensslAvailable();
 type Usage = { prompt_tokens_details?: { cached_tokens?: number } };
@@ -22,19 +22,15 @@ const SHARED = 4000;
 /** A's RTT to B must read under this before a routed request is sent (well inside the 220 ms). */
 const NEAR_MS = 120;
 
+const tmp = clusterTmp();
+afterAll(() => tmp.remove());
+
 /** `prefixmesh cluster` of N nodes on the time-scaled sim engine, printing its ready line as JSON. */
 function spawnSimCluster(nodes: number, ...extra: string[]) {
-  return spawnCli([
-    "cluster",
-    "--nodes",
-    String(nodes),
-    "--engine",
-    "sim",
-    "--sim-time-scale",
-    "0.02",
-    ...extra,
-    "--json",
-  ]);
+  return spawnCli(
+    ["cluster", "--nodes", String(nodes), "--engine", "sim", "--sim-time-scale", "0.02", ...extra, "--json"],
+    tmp.env,
+  );
 }
 
 describe("3-node cluster (mTLS, sim engine) through the official openai client", () => {
@@ -285,7 +281,6 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
       // `prefixmesh cluster` keeps the logs to look at afterwards; the credentials are gone.
       expect(existsSync(join(info.dir, "credentials"))).toBe(false);
       expect(existsSync(join(info.dir, "logs", "A.log"))).toBe(true);
-      rmSync(info.dir, { recursive: true, force: true });
     } finally {
       if (cluster.child.exitCode === null) cluster.child.kill("SIGKILL");
     }

@@ -1,6 +1,8 @@
 /** Spawning the built CLI for multi-process tests (loopback only). */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const CLI = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
@@ -98,3 +100,12 @@ export interface ClusterInfo {
 /** A prompt of `n` words `tag0 tag1 …`: n tokens for the simulated engine, distinct per tag. */
 export const words = (tag: string, n: number): string =>
   Array.from({ length: n }, (_, i) => `${tag}${i}`).join(" ");
+
+/**
+ * A temp root for the `prefixmesh cluster` processes a test file starts (the command keeps their logs
+ * after stop): pass `env` to spawnCli, call `remove` after the file's tests.
+ */
+export function clusterTmp(): { env: NodeJS.ProcessEnv; remove(): void } {
+  const root = mkdtempSync(join(tmpdir(), "pm-e2e-"));
+  return { env: { TMPDIR: root }, remove: () => rmSync(root, { recursive: true, force: true }) };
+}

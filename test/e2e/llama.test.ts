@@ -1,6 +1,6 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ClusterInfo, type Spawned, spawnCli, waitFor } from "./helpers.js";
+import { type ClusterInfo, clusterTmp, type Spawned, spawnCli, waitFor } from "./helpers.js";
 
 type Usage = { prompt_tokens_details?: { cached_tokens?: number } };
 
@@ -8,27 +8,31 @@ type Usage = { prompt_tokens_details?: { cached_tokens?: number } };
 describe("2-node llama.cpp cluster (generated tiny model)", () => {
   let cluster: Spawned;
   let info: ClusterInfo;
+  const tmp = clusterTmp();
   const client = (i: number) =>
     new OpenAI({ baseURL: `${info.nodes[i]?.apiUrl}/v1`, apiKey: "unused", maxRetries: 0, timeout: 60_000 });
 
   beforeAll(async () => {
-    cluster = spawnCli([
-      "cluster",
-      "--nodes",
-      "2",
-      "--engine",
-      "llamacpp",
-      "--model",
-      "generated:tiny",
-      "--poll-ms",
-      "100",
-      // The smoke test checks the forward path, so it names the policy that always takes it. The
-      // default (cost-aware) may rightly keep this ~300-token prefix local: the tiny model's prefill
-      // of it costs less than expected reuse × a loaded machine's loopback RTT.
-      "--policy",
-      "affinity",
-      "--json",
-    ]);
+    cluster = spawnCli(
+      [
+        "cluster",
+        "--nodes",
+        "2",
+        "--engine",
+        "llamacpp",
+        "--model",
+        "generated:tiny",
+        "--poll-ms",
+        "100",
+        // The smoke test checks the forward path, so it names the policy that always takes it. The
+        // default (cost-aware) may rightly keep this ~300-token prefix local: the tiny model's prefill
+        // of it costs less than expected reuse × a loaded machine's loopback RTT.
+        "--policy",
+        "affinity",
+        "--json",
+      ],
+      tmp.env,
+    );
     info = JSON.parse(await cluster.waitForLine(/"ready":true/, 120_000)) as ClusterInfo;
   });
   afterAll(async () => {
@@ -36,6 +40,7 @@ describe("2-node llama.cpp cluster (generated tiny model)", () => {
       cluster.child.kill("SIGTERM");
       await cluster.exited;
     }
+    tmp.remove();
   });
 
   it("answers completions, chat and streams, and forwards to the node caching the prefix", async () => {
