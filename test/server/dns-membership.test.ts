@@ -52,7 +52,7 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
       const u = members.get(id);
       const a = u === undefined ? undefined : answers.get(u);
       if (!a) throw new Error("ECONNREFUSED");
-      return { id: a.id };
+      return { cluster: "c1", model: "m", protocol: 1, ...a };
     },
     hasPeer: (id) => members.has(id) || (opts.statics ?? []).includes(id),
     isStatic: (id) => (opts.statics ?? []).includes(id),
@@ -62,6 +62,9 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
       promptText.set(id, hello.promptText);
       log.push(`+${id}`);
       return true;
+    },
+    noteHello(id, hello) {
+      promptText.set(id, hello.promptText);
     },
     movePeer(id, u) {
       members.set(id, u);
@@ -124,6 +127,26 @@ describe("DnsMembership", () => {
     await waitFor(() => !w.members.has("B"), 5_000, "B removed");
     expect([...w.members.keys()]).toEqual(["E"]);
     expect(w.log).toContain("-B");
+  });
+
+  it("re-checks each member's whole hello every round: a changed engine updates it, a changed model re-probes", async () => {
+    const w = world();
+    running.push(w.dns);
+    w.answers.set(url("10.0.0.2"), { id: "B", promptText: false });
+    w.answers.set(url("10.0.0.3"), { id: "C" });
+    w.setRecords(["10.0.0.2", "10.0.0.3"]);
+    await w.dns.start();
+    await waitFor(() => w.members.size === 2, 5_000, "B and C admitted");
+    expect(w.promptText.get("B")).toBe(false);
+    // B restarts with an engine that needs the prompt text; C comes back serving another model.
+    w.answers.set(url("10.0.0.2"), { id: "B", promptText: true });
+    w.answers.set(url("10.0.0.3"), { id: "C", model: "other-model" });
+    await waitFor(() => w.promptText.get("B") === true, 5_000, "B's new hello noted");
+    await waitFor(
+      () => w.dns.view().find((v) => v.url === url("10.0.0.3"))?.status === "refused",
+      5_000,
+      "C refused",
+    );
   });
 
   it("retries an address that is not up yet, and keeps a member that merely goes down", async () => {

@@ -27,11 +27,13 @@ import type { RuntimeLogger } from "./node-runtime.js";
 /** What this module needs from the transport (PeerClient) and the runtime (NodeRuntime). */
 export interface DnsMembershipPorts {
   probeHello(url: string): Promise<{ hello: unknown; certId: string | undefined }>;
-  /** Hello over the member's pinned pool: its id must still be the same. */
-  hello(id: string): Promise<{ id: string }>;
+  /** Hello over the member's pinned pool, unchecked: it must still pass `checkPeerHello` as the same id. */
+  hello(id: string): Promise<unknown>;
   hasPeer(id: string): boolean;
   isStatic(id: string): boolean;
   addPeer(id: string, url: string, hello: PeerHello): boolean;
+  /** A member's re-checked hello (its engine may have changed: whether forwards carry the text). */
+  noteHello(id: string, hello: PeerHello): void;
   movePeer(id: string, url: string): void;
   removePeer(id: string, why: string): void;
 }
@@ -195,7 +197,15 @@ export class DnsMembership {
           if (e.busy || e.status === "self" || e.status === "static" || e.status === "alias") return;
           if (e.status === "peer" && e.id !== undefined) {
             try {
-              if ((await this.o.ports.hello(e.id)).id === e.id) return;
+              const check = checkPeerHello(
+                { ...this.o.expect, peerId: e.id },
+                await this.o.ports.hello(e.id),
+              );
+              if (check.ok) {
+                this.o.ports.noteHello(e.id, check.hello);
+                return;
+              }
+              // Another id, cluster, model or protocol behind the address now: probed afresh below.
             } catch {
               // Down, or another node behind the address (its certificate no longer names e.id).
             }

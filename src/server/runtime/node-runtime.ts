@@ -452,11 +452,11 @@ export class NodeRuntime implements NodeService {
    * Admits a peer found at run time (its hello already checked): a transport pool pinned to its id,
    * then the node's `addPeer`. False if the node refuses it (membership full, already a member).
    */
-  addPeer(id: string, url: string, hello?: { promptText?: boolean | undefined }): boolean {
+  addPeer(id: string, url: string, hello: { promptText?: boolean | undefined }): boolean {
     if (this.stopping || this.o.peerUrls.has(id) || !this.node.addPeer(id)) return false;
     this.o.client.setPeer(id, url);
     this.o.peerUrls.set(id, url);
-    if (hello) this.notePeerHello(id, hello);
+    this.notePeerHello(id, hello);
     this.o.logger.info({ peer: id, url }, "peer added");
     return true;
   }

@@ -29,7 +29,6 @@ import {
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../net/transport-auth.js";
 import { PEER_POOL_CONNECTIONS, PeerClient } from "../../net/transport-client.js";
 import { buildPeerServer } from "../../net/transport-server.js";
-import { helloSchema } from "../../net/transport-wire.js";
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
@@ -198,14 +197,11 @@ export async function startNode(
       expect: { cluster: clusterId, model: engine.info.model, self: s.id },
       ports: {
         probeHello: (url) => client.probeHello(url),
-        hello: async (id) => {
-          const r = helloSchema.safeParse(await client.hello(id));
-          if (!r.success) throw new Error(`peer ${id}: malformed hello`);
-          return r.data;
-        },
+        hello: (id) => client.hello(id),
         hasPeer: (id) => runtime.hasPeer(id),
         isStatic: (id) => staticIds.has(id),
         addPeer: (id, url, hello) => runtime.addPeer(id, url, hello),
+        noteHello: (id, hello) => runtime.notePeerHello(id, hello),
         movePeer: (id, url) => runtime.movePeer(id, url),
         removePeer: (id, why) => runtime.removePeer(id, why),
       },
