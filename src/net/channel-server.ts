@@ -63,11 +63,13 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       refuse(socket, 404, "no such peer endpoint");
       return;
     }
-    const r = admitPeer(
-      auth,
-      { isKnownPeer: handlers.isKnownPeer, onRejected: handlers.onAuthRejected },
-      { method: "GET", path, headers: req.headers, body: undefined, socket: req.socket },
-    );
+    const r = admitPeer(auth, handlers, {
+      method: "GET",
+      path,
+      headers: req.headers,
+      body: undefined,
+      socket: req.socket,
+    });
     if (!r.ok) {
       refuse(socket, r.status, r.error);
       return;

@@ -23,7 +23,12 @@ export function rawJsonResponse(status: number, json: object, headers: Record<st
 export function limitConnections(
   server: Server,
   max: number,
-  opts: { tls?: boolean; onRefused?: () => void } = {},
+  opts: {
+    tls?: boolean;
+    onRefused?: () => void;
+    /** The 503's JSON body for a plain-HTTP refusal, in the port's own error format. */
+    body?: (message: string) => object;
+  } = {},
 ): void {
   if (opts.tls) {
     server.maxConnections = max;
@@ -42,13 +47,8 @@ export function limitConnections(
       // Read and drop whatever the client sends (else its close is never seen and the server cannot
       // finish closing), answer, and do not wait on a client that never hangs up.
       socket.resume();
-      const error = {
-        message: `too many open connections (limit ${max}); retry shortly`,
-        type: "server_error",
-        param: null,
-        code: "too_many_connections",
-      };
-      socket.end(rawJsonResponse(503, { error }, { "Retry-After": "1" }));
+      const message = `too many open connections (limit ${max}); retry shortly`;
+      socket.end(rawJsonResponse(503, opts.body?.(message) ?? { error: message }, { "Retry-After": "1" }));
       setTimeout(() => socket.destroy(), 1000).unref();
       return;
     }

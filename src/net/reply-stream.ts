@@ -34,20 +34,25 @@ export function replyStream(
   delay: (() => Promise<void>) | undefined,
   carrier: ReplyCarrier,
 ): ForwardReplyStream {
-  const write = orderedWrites(delay);
+  // Without injected delay (the daemon's normal case) records go straight to the carrier: no queue,
+  // and no closure per chunk.
+  const write = delay ? orderedWrites(delay) : undefined;
   let finished = false;
-  const acker = deferredAck(() => write(carrier.ack));
+  const acker = deferredAck(() => (write ? write(carrier.ack) : carrier.ack()));
   return {
     ack: acker.ack,
     chunk(text) {
       acker.answered();
-      if (!finished && !carrier.gone()) write(() => carrier.chunk(text));
+      if (finished || carrier.gone()) return;
+      if (write) write(() => carrier.chunk(text));
+      else carrier.chunk(text);
     },
     finish(m) {
       acker.answered();
       if (finished || carrier.gone()) return;
       finished = true;
-      write(() => carrier.final(m));
+      if (write) write(() => carrier.final(m));
+      else carrier.final(m);
     },
     get closed() {
       return finished || carrier.gone();
@@ -57,11 +62,11 @@ export function replyStream(
 
 /**
  * The answer direction of a forward under delay injection (the paper's Δcomm): the whole answer waits
- * one injected delay, then its records leave in order. Without a delay (or once it is over and the
- * queue has drained) a record is written at once, with no promise hop on the hot path.
+ * one injected delay, then its records leave in order. Once it is over and the queue has drained, a
+ * record is written at once, with no promise hop.
  */
-function orderedWrites(delay: (() => Promise<void>) | undefined): (write: () => void) => void {
-  let queue: Promise<void> | undefined = delay?.();
+function orderedWrites(delay: () => Promise<void>): (write: () => void) => void {
+  let queue: Promise<void> | undefined = delay();
   let queued = 0;
   return (write) => {
     if (!queue) return write();
@@ -119,6 +124,7 @@ function deferredAck(sendAck: () => void): { ack(): void; answered(): void } {
       armAckTimer();
     },
     answered() {
+      if (done) return;
       done = true;
       waitingAcks.delete(entry);
     },

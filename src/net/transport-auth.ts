@@ -41,21 +41,22 @@ export interface PeerAuth {
 /**
  * The peer port's one gate, for its requests and its channel upgrades alike: authenticated (else 401)
  * and, unless `member` is false, a member of this cluster (else 403). Every refusal is reported to
- * `onRejected` with its reason; a refused message never reaches a tree or an engine.
+ * `onAuthRejected` with its reason; a refused message never reaches a tree or an engine.
  */
 export function admitPeer(
   auth: PeerAuth,
-  gate: { isKnownPeer(id: string): boolean; onRejected?: ((reason: string) => void) | undefined },
+  /** The peer server's handlers (membership, and where refusals are reported). */
+  handlers: { isKnownPeer(id: string): boolean; onAuthRejected?(reason: string): void },
   req: IncomingPeerRequest,
   member = true,
 ): { ok: true; sender: string } | { ok: false; status: 401 | 403; error: string } {
   const r = auth.verify(req);
   if (!r.ok) {
-    gate.onRejected?.(r.reason);
+    handlers.onAuthRejected?.(r.reason);
     return { ok: false, status: 401, error: `peer authentication failed: ${r.reason}` };
   }
-  if (member && !gate.isKnownPeer(r.sender)) {
-    gate.onRejected?.("unknown-peer");
+  if (member && !handlers.isKnownPeer(r.sender)) {
+    handlers.onAuthRejected?.("unknown-peer");
     return { ok: false, status: 403, error: `'${r.sender}' is not a member of this cluster` };
   }
   return r;

@@ -51,8 +51,6 @@ export interface PeerClientOptions {
   timeouts?: Partial<TransportTimeouts>;
   /** Delay injection (Δcomm) applied before every outgoing peer message. */
   delay?: () => Promise<void>;
-  /** Connections per peer pool. */
-  connections?: number;
   /**
    * How forwards travel: multiplexed on one WebSocket per peer ("channel", the default: a frame round
    * trip instead of an HTTP exchange per forward), or one HTTP request each ("http").
@@ -92,7 +90,7 @@ export class PeerClient {
       void existing.pool.close().catch(() => {});
     }
     const pool = new Pool(new URL(url).origin, {
-      connections: this.opts.connections ?? PEER_POOL_CONNECTIONS,
+      connections: PEER_POOL_CONNECTIONS,
       pipelining: 1,
       keepAliveTimeout: 30_000,
       connectTimeout: this.t.connectMs,
@@ -235,21 +233,13 @@ export class PeerClient {
   ): Promise<ReplyMsg> {
     const peer = this.get(id);
     if (peer.promptText) return this.forwardOnce(id, peer, msg, onChunk, onAck, true);
-    // Tokens only. Over HTTP a refusal also comes with a 200 (which acks), so the ack counts once.
-    let acked = false;
-    const ackOnce = onAck
-      ? () => {
-          if (acked) return;
-          acked = true;
-          onAck();
-        }
-      : undefined;
-    const reply = await this.forwardOnce(id, peer, msg, onChunk, ackOnce, false);
+    const reply = await this.forwardOnce(id, peer, msg, onChunk, onAck, false);
     if (reply.type !== "error" || reply.error !== PROMPT_TEXT_NEEDED) return reply;
     // The peer's engine now needs the text (it came back under the same id with another engine): say
     // so for good and send the same forward again, text included — it never reached the peer's node.
+    // Over HTTP the refused copy's 200 has already acked; a channel refusal carries no ack.
     peer.promptText = true;
-    return this.forwardOnce(id, peer, msg, onChunk, ackOnce, true);
+    return this.forwardOnce(id, peer, msg, onChunk, peer.channel ? onAck : undefined, true);
   }
 
   private async forwardOnce(

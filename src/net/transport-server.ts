@@ -87,7 +87,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
   app.addHook("preHandler", (req, reply, done) => {
     const r = admitPeer(
       auth,
-      { isKnownPeer: handlers.isKnownPeer, onRejected: handlers.onAuthRejected },
+      handlers,
       {
         method: req.method,
         path: req.url,

@@ -230,13 +230,16 @@ function forwardFields(m: ForwardMsg, withPrompt: boolean) {
 
 export function forwardToWire(m: ForwardMsg, withPrompt = true) {
   const f = forwardFields(m, withPrompt);
-  return { ...f, request: { ...f.request, tokens: encodeTokens(m.request.tokens) } };
+  (f.request as EngineRequestWire).tokens = encodeTokens(m.request.tokens);
+  return f;
 }
 
 export function forwardFromWire(w: z.infer<typeof forwardWireSchema>): ForwardMsg {
-  const { tokens, ...request } = w.request;
-  return forwardMsg({ ...w, request }, decodeTokens(tokens));
+  // forwardMsg copies the request's fields but its tokens: the wire's base64 is left behind.
+  return forwardMsg(w, decodeTokens(w.request.tokens));
 }
+
+type EngineRequestWire = Omit<EngineRequest, "tokens"> & { tokens: string };
 
 /** The ForwardMsg for validated wire fields and their decoded tokens (both forward encodings). */
 function forwardMsg(f: z.infer<typeof forwardMetaSchema>, tokens: Uint32Array): ForwardMsg {

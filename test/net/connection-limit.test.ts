@@ -16,7 +16,10 @@ async function server(max: number) {
   let served = 0;
   app.get("/", async () => ({ served: ++served }));
   const limit = { refused: 0 };
-  limitConnections(app.server, max, { onRefused: () => limit.refused++ });
+  limitConnections(app.server, max, {
+    onRefused: () => limit.refused++,
+    body: (message) => ({ error: { message, code: "too_many_connections" } }),
+  });
   apps.push(app);
   await app.listen({ host: "127.0.0.1", port: 0 });
   const { port } = app.server.address() as import("node:net").AddressInfo;

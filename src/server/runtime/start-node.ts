@@ -31,6 +31,7 @@ import { PEER_POOL_CONNECTIONS, PeerClient } from "../../net/transport-client.js
 import { buildPeerServer } from "../../net/transport-server.js";
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
+import { errorBody } from "../openai/format.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
 import { NodeRuntime, type SnapshotCodec } from "./node-runtime.js";
@@ -156,6 +157,7 @@ export async function startNode(
   const api = buildApi({ service: runtime, metrics, logger, bodyLimit: s.bodyLimitBytes });
   limitConnections(api.server, s.maxConnections, {
     onRefused: () => metrics.connectionsRefused.inc({ port: "api" }),
+    body: (message) => errorBody(message, "server_error", null, "too_many_connections"),
   });
   // Peers: a pool and a forward channel each, plus DNS probes and reconnects in flight.
   limitConnections(peerServer.server, PEER_CONNECTIONS_PER_PEER * s.maxPeers + PEER_CONNECTIONS_SPARE, {
