@@ -1,11 +1,12 @@
 /** Small clients of a node's OpenAI-compatible API, shared by the in-process and multi-process tests. */
 
-/** POST a completion request body to a node's API. */
-export function postCompletion(url: string, body: object): Promise<Response> {
+/** POST a completion request body to a node's API (`signal`: to hang up early). */
+export function postCompletion(url: string, body: object, signal?: AbortSignal): Promise<Response> {
   return fetch(`${url}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
+    ...(signal ? { signal } : {}),
   });
 }
 

@@ -10,11 +10,13 @@ import { dashboardHtml } from "./dashboard.js";
 import type { NodeMetrics } from "./metrics.js";
 import {
   type ApiKind,
+  CONTEXT_LENGTH_EXCEEDED,
   errorBody,
   fullResponse,
   type ResponseMeta,
   serverTiming,
   streamChunk,
+  timingMs,
   usageChunk,
 } from "./openai/format.js";
 import {
@@ -193,7 +195,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
         400,
         `prompt has ${tokens.length} tokens; this model's context is ${limit}`,
         "prompt",
-        "context_length_exceeded",
+        CONTEXT_LENGTH_EXCEEDED,
       );
     }
     // Chat without a limit: generate up to the context's end, as OpenAI does.
@@ -203,7 +205,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
         400,
         `prompt (${tokens.length} tokens) + max_tokens (${max}) exceeds this model's context of ${limit}`,
         "max_tokens",
-        "context_length_exceeded",
+        CONTEXT_LENGTH_EXCEEDED,
       );
     }
     const input: InferenceInput = { prompt, tokens, maxTokens: max };
@@ -252,8 +254,9 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       }
       done("ok", o);
       reply.headers(headersFor(o.servedBy, o.hops));
-      if (o.timing) reply.header("server-timing", serverTiming(o.timing));
-      return reply.send(fullResponse(kind, meta, o));
+      const timing = o.timing && timingMs(o.timing);
+      if (timing) reply.header("server-timing", serverTiming(timing));
+      return reply.send(fullResponse(kind, meta, o, timing));
     }
 
     // Streaming: headers wait for the first chunk (or the result), so a request refused before any output

@@ -3,6 +3,7 @@
  * in production, a fake inside tests). The API only parses, validates and formats; it never routes.
  */
 import type { ChatMessage, EngineResult, Tokens } from "../core/engine.js";
+import type { RequestRecord } from "../core/node/types.js";
 
 export interface InferenceInput {
   /** Prompt text after any chat template: exactly what was tokenized. */
@@ -28,15 +29,11 @@ export interface ServeOutcome {
   fallbacks?: number;
 }
 
-/** Milliseconds of one request: at the serving engine, and the rest (peer hops, failed attempts). */
-export interface ServeTiming {
-  queueMs: number;
-  prefillMs: number;
-  decodeMs: number;
-  /** Total minus queue, prefill and decode: routing, peer round trips, failed attempts. */
-  networkMs: number;
-  totalMs: number;
-}
+/**
+ * Milliseconds of one request, from the node's per-request record: queue, prefill and decode at the
+ * serving engine; network = the rest (routing, peer round trips, failed attempts); total.
+ */
+export type ServeTiming = Pick<RequestRecord, "queueMs" | "prefillMs" | "decodeMs" | "networkMs" | "totalMs">;
 
 export interface ServeEvents {
   /**

@@ -2,7 +2,10 @@ import pino from "pino";
 import { resolveNodeSettings } from "../../src/cli/config.js";
 import type { Engine } from "../../src/core/engine.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
-import { startNode } from "../../src/server/runtime/start-node.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { DEFAULT_PROFILE, resolveProfile } from "../../src/sim/profiles.js";
+import { SimEngine } from "../../src/sim/sim-engine.js";
+import { modelOf, postCompletion } from "../api-client.js";
 
 /**
  * Two in-process nodes A and B peered with each other (insecure, loopback), the simulated engine
@@ -37,4 +40,45 @@ export async function pair(extra: Record<string, unknown>, engines: { A?: Engine
     startNode(sa, { logger, ...(engines.A ? { engine: engines.A } : {}) }),
     startNode(sb, { logger, ...(engines.B ? { engine: engines.B } : {}) }),
   ]);
+}
+
+/** Test-only engine: the simulator's at the default cost profile, a thousand times faster. */
+export class TestSimEngine extends SimEngine {
+  constructor() {
+    super({ profile: resolveProfile(DEFAULT_PROFILE), timeScale: 0.001 });
+  }
+}
+
+/** A's view of its peer B on `GET /cluster` (the fields these tests read). */
+export interface PeerRow {
+  estimateTokens: number;
+  promptText: boolean;
+}
+
+/**
+ * A and B (policy affinity unless `extra` says otherwise) where B has served `prefix` (≥ 256 tokens)
+ * and A's estimate shows it — and `ready(A's view of B)` holds, if given — so A forwards prompts that
+ * start with the prefix to B. `onStart` gets both nodes at once, for the caller to stop them.
+ */
+export async function routedPair(
+  prefix: string,
+  engines: { A?: Engine; B?: Engine },
+  o: {
+    extra?: Record<string, unknown>;
+    ready?: (b: PeerRow) => boolean;
+    onStart: (a: NodeHandle, b: NodeHandle) => void;
+  },
+) {
+  const [a, b] = await pair({ policy: "affinity", ...o.extra }, engines);
+  o.onStart(a, b);
+  const model = await modelOf(b.apiUrl);
+  await postCompletion(b.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });
+  for (const deadline = Date.now() + 5000; ; ) {
+    const v = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { peers: PeerRow[] };
+    const p = v.peers[0];
+    if (p && p.estimateTokens >= 256 && (o.ready?.(p) ?? true)) break;
+    if (Date.now() > deadline) throw new Error(`A never learned B's tree: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { a, b, model };
 }

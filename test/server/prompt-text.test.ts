@@ -1,16 +1,14 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { EngineChunk, EngineRequest } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
-import { resolveProfile } from "../../src/sim/profiles.js";
-import { SimEngine } from "../../src/sim/sim-engine.js";
-import { modelOf, postCompletion } from "../api-client.js";
-import { pair } from "./helpers.js";
+import { postCompletion } from "../api-client.js";
+import { type PeerRow, routedPair, TestSimEngine } from "./helpers.js";
 
 /** Test-only engine: the simulator's, recording the prompt text of every request it runs. */
-class RecordingEngine extends SimEngine {
+class RecordingEngine extends TestSimEngine {
   readonly seen: (string | undefined)[] = [];
   constructor(needsPromptText: boolean) {
-    super({ profile: resolveProfile("paper-h100-qwen0.5b"), timeScale: 0.001 });
+    super();
     this.info.needsPromptText = needsPromptText;
   }
   override run(req: EngineRequest, onChunk?: (c: EngineChunk) => void, signal?: AbortSignal) {
@@ -26,7 +24,6 @@ afterEach(async () => {
 });
 
 const prefix = Array.from({ length: 300 }, (_, i) => `text${i}`).join(" ");
-const post = postCompletion;
 
 /**
  * A forwards a prompt to B (B holds its prefix); returns what B's engine was handed, what B's engine
@@ -35,25 +32,24 @@ const post = postCompletion;
  */
 async function forwardOnce(bNeedsText: boolean, needsTextLater = bNeedsText) {
   const b = new RecordingEngine(bNeedsText);
-  const [na, nb] = await pair({ policy: "affinity" }, { B: b });
-  nodes = [na, nb];
-  const model = await modelOf(nb.apiUrl);
-  await post(nb.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });
-  let view: { peers: { estimateTokens: number; promptText: boolean }[] } = { peers: [] };
-  for (const deadline = Date.now() + 5000; ; ) {
-    view = (await (await fetch(`${na.apiUrl}/cluster`)).json()) as typeof view;
-    // Learned B's tree, and B's hello (which says promptText: false when B needs tokens only).
-    if ((view.peers[0]?.estimateTokens ?? 0) >= 256 && view.peers[0]?.promptText === bNeedsText) break;
-    if (Date.now() > deadline) throw new Error(`A never learned B's tree or hello: ${JSON.stringify(view)}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const { a: na, model } = await routedPair(
+    prefix,
+    { B: b },
+    {
+      // …and learned B's hello, which says promptText: false when B needs tokens only.
+      ready: (p) => p.promptText === bNeedsText,
+      onStart: (x, y) => {
+        nodes = [x, y];
+      },
+    },
+  );
   b.info.needsPromptText = needsTextLater;
   const runsBefore = b.seen.length;
   const prompt = `${prefix} asked at A`;
-  const res = await post(na.apiUrl, { model, prompt, max_tokens: 4 });
+  const res = await postCompletion(na.apiUrl, { model, prompt, max_tokens: 4 });
   expect(res.headers.get("x-prefixmesh-served-by")).toBe("B");
   const body = (await res.json()) as { choices: { text: string }[] };
-  const after = (await (await fetch(`${na.apiUrl}/cluster`)).json()) as typeof view;
+  const after = (await (await fetch(`${na.apiUrl}/cluster`)).json()) as { peers: PeerRow[] };
   return {
     prompt,
     atB: b.seen.at(-1),

@@ -1,10 +1,9 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { NodeHandle } from "../../src/server/runtime/start-node.js";
-import { resolveProfile } from "../../src/sim/profiles.js";
-import { SimEngine } from "../../src/sim/sim-engine.js";
-import { modelOf } from "../api-client.js";
-import { pair } from "./helpers.js";
+import { FORWARD_STREAM_TTL_FACTOR, type NodeHandle } from "../../src/server/runtime/start-node.js";
+import type { SimEngine } from "../../src/sim/sim-engine.js";
+import { modelOf, postCompletion } from "../api-client.js";
+import { pair, TestSimEngine } from "./helpers.js";
 
 /** Two in-process nodes with the simulated engine (time-scaled) and fast anti-entropy. */
 describe("node runtime (two in-process nodes, sim engine)", () => {
@@ -85,14 +84,8 @@ describe("node runtime (two in-process nodes, sim engine)", () => {
   });
 });
 
-async function complete(url: string, prompt: string, signal?: AbortSignal) {
-  const model = await modelOf(url);
-  return fetch(`${url}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model, prompt, max_tokens: 1 }),
-    ...(signal ? { signal } : {}),
-  });
+function complete(url: string, prompt: string, signal?: AbortSignal) {
+  return modelOf(url).then((model) => postCompletion(url, { model, prompt, max_tokens: 1 }, signal));
 }
 
 describe("node runtime: delay injection and overload", () => {
@@ -146,10 +139,7 @@ describe("node runtime: delay injection and overload", () => {
 describe("node runtime: a client that hangs up", () => {
   it("frees its slot at once, without waiting for the engine", async () => {
     /** Test-only engine: the simulator's, 1.5 s late. */
-    class SlowEngine extends SimEngine {
-      constructor() {
-        super({ profile: resolveProfile("paper-h100-qwen0.5b"), timeScale: 0.001 });
-      }
+    class SlowEngine extends TestSimEngine {
       override async run(...args: Parameters<SimEngine["run"]>) {
         await new Promise((r) => setTimeout(r, 1500));
         return super.run(...args);
@@ -241,10 +231,7 @@ describe("node runtime: where a request's time went", () => {
 describe("node runtime: a forward sent again while the first copy is open", () => {
   it("acks the re-send on its own stream, runs once, and finishes both streams with the answer", async () => {
     let runs = 0;
-    class CountingEngine extends SimEngine {
-      constructor() {
-        super({ profile: resolveProfile("paper-h100-qwen0.5b"), timeScale: 0.001 });
-      }
+    class CountingEngine extends TestSimEngine {
       override run(...args: Parameters<SimEngine["run"]>) {
         runs++;
         return super.run(...args);
@@ -294,9 +281,10 @@ describe("node runtime: a forward sent again while the first copy is open", () =
 });
 
 describe("node runtime: a forward the node never answers", () => {
-  it("has its answer stream closed after the TTL (4 × the forward timeout) with a retryable error", async () => {
-    // forwardTimeoutMs 50 → streams live 200 ms.
-    const [a, b] = await pair({ policy: "local", forwardTimeoutMs: "50" });
+  it("has its answer stream closed after the TTL (a few forward timeouts) with a retryable error", async () => {
+    const forwardTimeoutMs = 50;
+    const ttl = forwardTimeoutMs * FORWARD_STREAM_TTL_FACTOR;
+    const [a, b] = await pair({ policy: "local", forwardTimeoutMs: String(forwardTimeoutMs) });
     try {
       const h = a.runtime.peerHandlers();
       // A cancel that overtakes its forward: the node then drops the forward without a word.
@@ -331,7 +319,7 @@ describe("node runtime: a forward the node never answers", () => {
         expect(Date.now() - t0).toBeLessThan(3000);
         await new Promise((r) => setTimeout(r, 20));
       }
-      expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(ttl - 10);
       expect(got).toEqual(["error:not answered"]);
     } finally {
       await Promise.all([a.stop(), b.stop()]);

@@ -1,18 +1,16 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { EngineChunk, EngineRequest, EngineResult } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
-import { resolveProfile } from "../../src/sim/profiles.js";
-import { SimEngine } from "../../src/sim/sim-engine.js";
-import { modelOf, postCompletion } from "../api-client.js";
-import { pair } from "./helpers.js";
+import { postCompletion } from "../api-client.js";
+import { routedPair, TestSimEngine } from "./helpers.js";
 
 /**
  * Test-only engine: the simulator's engine with its answer streamed word by word (`wordMs` apart, 5),
  * that can crash after `failAfter` words or answer other words from the third on (`variant`).
  */
-class FakeStreamingEngine extends SimEngine {
+class FakeStreamingEngine extends TestSimEngine {
   constructor(private readonly behaviour: { failAfter?: number; variant?: string; wordMs?: number } = {}) {
-    super({ profile: resolveProfile("paper-h100-qwen0.5b"), timeScale: 0.001 });
+    super();
   }
   override async run(req: EngineRequest, onChunk?: (c: EngineChunk) => void, signal?: AbortSignal) {
     const r: EngineResult = await super.run(req, undefined, signal);
@@ -37,25 +35,22 @@ afterEach(async () => {
 });
 
 /** A and B; B has served the prefix and A's estimate shows it, so A forwards prompts with it to B. */
-async function routedPair(b: FakeStreamingEngine, a: FakeStreamingEngine, extra = {}) {
-  const [na, nb] = await pair({ policy: "affinity", ...extra }, { A: a, B: b });
-  nodes = [na, nb];
-  const model = await modelOf(nb.apiUrl);
-  await post(nb.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });
-  for (const deadline = Date.now() + 5000; ; ) {
-    const v = (await (await fetch(`${na.apiUrl}/cluster`)).json()) as { peers: { estimateTokens: number }[] };
-    if ((v.peers[0]?.estimateTokens ?? 0) >= 256) break;
-    if (Date.now() > deadline) throw new Error("A never learned B's tree");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return { a: na, b: nb, model };
+function forwardingPair(b: FakeStreamingEngine, a: FakeStreamingEngine, extra = {}) {
+  return routedPair(
+    prefix,
+    { A: a, B: b },
+    {
+      extra,
+      onStart: (na, nb) => {
+        nodes = [na, nb];
+      },
+    },
+  );
 }
-
-const post = postCompletion;
 
 /** A streamed completion: the text of its chunks, and any error event it ended with. */
 async function stream(url: string, body: object) {
-  const sse = await (await post(url, { ...body, stream: true })).text();
+  const sse = await (await postCompletion(url, { ...body, stream: true })).text();
   let text = "";
   let error: string | undefined;
   for (const line of sse.split("\n")) {
@@ -69,7 +64,7 @@ async function stream(url: string, body: object) {
 
 describe("a streamed answer whose serving peer fails after partial output", () => {
   it("continues from the fallback under greedy decoding: every word once, no error", async () => {
-    const { a, model } = await routedPair(
+    const { a, model } = await forwardingPair(
       new FakeStreamingEngine({ failAfter: 3 }),
       new FakeStreamingEngine(),
     );
@@ -77,7 +72,7 @@ describe("a streamed answer whose serving peer fails after partial output", () =
     const { text, error } = await stream(a.apiUrl, req);
     expect(error).toBeUndefined();
     // What A's (healthy) engine answers on its own: the same model, the same greedy text.
-    const alone = (await (await post(a.apiUrl, req)).json()) as { choices: { text: string }[] };
+    const alone = (await (await postCompletion(a.apiUrl, req)).json()) as { choices: { text: string }[] };
     expect(text).toBe(alone.choices[0]?.text);
     expect(text.split(" ")).toHaveLength(12);
     const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { stats: { fallbacks: number } };
@@ -85,7 +80,7 @@ describe("a streamed answer whose serving peer fails after partial output", () =
   });
 
   it("ends the stream with an error when the fallback's text disagrees with what was sent", async () => {
-    const { a, model } = await routedPair(
+    const { a, model } = await forwardingPair(
       new FakeStreamingEngine({ failAfter: 4 }),
       new FakeStreamingEngine({ variant: "other" }),
     );
@@ -95,7 +90,7 @@ describe("a streamed answer whose serving peer fails after partial output", () =
   });
 
   it("never splices sampled output: a fallback after partial output is an error", async () => {
-    const { a, model } = await routedPair(
+    const { a, model } = await forwardingPair(
       new FakeStreamingEngine({ failAfter: 3 }),
       new FakeStreamingEngine(),
     );
@@ -110,11 +105,16 @@ describe("a streamed answer whose serving peer fails after partial output", () =
 
   it("answers a sampled non-streaming request whole after such a fallback", async () => {
     // Nothing partial reached this client, so there is no stream to break: the fallback's answer is it.
-    const { a, model } = await routedPair(
+    const { a, model } = await forwardingPair(
       new FakeStreamingEngine({ failAfter: 3 }),
       new FakeStreamingEngine(),
     );
-    const res = await post(a.apiUrl, { model, prompt: `${prefix} whole`, max_tokens: 12, temperature: 0.8 });
+    const res = await postCompletion(a.apiUrl, {
+      model,
+      prompt: `${prefix} whole`,
+      max_tokens: 12,
+      temperature: 0.8,
+    });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { choices: { text: string }[]; prefixmesh: { served_by: string } };
     expect(body.prefixmesh.served_by).toBe("A");
@@ -126,7 +126,7 @@ describe("a streamed answer whose serving peer fails after partial output", () =
   it("keeps a slow peer's late output out of the stream once the node has fallen back", async () => {
     // B streams slowly (a word per 40 ms) and past A's 150 ms forward timeout; A falls back and
     // answers itself. B's later words belong to an abandoned attempt and must not reach the client.
-    const { a, model } = await routedPair(
+    const { a, model } = await forwardingPair(
       new FakeStreamingEngine({ wordMs: 40 }),
       new FakeStreamingEngine(),
       { forwardTimeoutMs: "150" },
@@ -137,7 +137,7 @@ describe("a streamed answer whose serving peer fails after partial output", () =
     // A really did fall back (read before the request below, which may fall back again).
     const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { stats: { fallbacks: number } };
     expect(view.stats.fallbacks).toBeGreaterThanOrEqual(1);
-    const alone = (await (await post(a.apiUrl, req)).json()) as { choices: { text: string }[] };
+    const alone = (await (await postCompletion(a.apiUrl, req)).json()) as { choices: { text: string }[] };
     expect(text).toBe(alone.choices[0]?.text);
     await new Promise((r) => setTimeout(r, 400)); // B's stream runs out meanwhile: nothing breaks
     const after = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { inFlightClients: number };

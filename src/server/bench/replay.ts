@@ -5,6 +5,7 @@
  */
 import { Pool } from "undici";
 import type { Workload, WorkloadRequest } from "../../workload/types.js";
+import { type TimingMs as ApiTimingMs, CONTEXT_LENGTH_EXCEEDED } from "../openai/format.js";
 
 export interface ReplayOptions {
   urls: string[];
@@ -34,14 +35,8 @@ export interface RequestSample {
   tooLong?: boolean;
 }
 
-/** The nodes' own breakdown of a request's time (the response's `prefixmesh.timing_ms`). */
-export interface TimingMs {
-  queue: number;
-  prefill: number;
-  decode: number;
-  /** Routing, peer round trips, failed attempts: all but queue and compute. */
-  network: number;
-}
+/** The nodes' own breakdown of a request's time (the response's `prefixmesh.timing_ms`), but its total. */
+export type TimingMs = Omit<ApiTimingMs, "total">;
 
 export interface ReplaySummary {
   requests: number;
@@ -152,7 +147,7 @@ async function one(
         status: res.statusCode,
         latencyMs,
         error: `${res.statusCode} ${json.error?.message ?? ""}`.trim(),
-        tooLong: res.statusCode === 400 && json.error?.code === "context_length_exceeded",
+        tooLong: res.statusCode === 400 && json.error?.code === CONTEXT_LENGTH_EXCEEDED,
       };
     }
     return {

@@ -3,6 +3,9 @@ import type { ServeOutcome, ServeTiming } from "../service.js";
 
 export type ApiKind = "completion" | "chat";
 
+/** OpenAI's error code for a prompt (or prompt + max_tokens) beyond the model's context. */
+export const CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded";
+
 export interface ResponseMeta {
   id: string;
   created: number;
@@ -22,26 +25,29 @@ function usageOf(o: ServeOutcome) {
 /** Milliseconds to the microsecond: enough for a breakdown, and short in JSON. */
 const ms = (x: number) => Math.round(x * 1000) / 1000;
 
+/** A request's time breakdown as the API reports it: milliseconds, rounded once. */
+export function timingMs(t: ServeTiming) {
+  return {
+    queue: ms(t.queueMs),
+    prefill: ms(t.prefillMs),
+    decode: ms(t.decodeMs),
+    network: ms(t.networkMs),
+    total: ms(t.totalMs),
+  };
+}
+export type TimingMs = ReturnType<typeof timingMs>;
+
 /**
  * Our own extension field: which node served the request, how far away it was, how many attempts
  * failed first, and where the time went.
  */
-function prefixmeshField(o: ServeOutcome) {
-  const t = o.timing;
+function prefixmeshField(o: ServeOutcome, timing = o.timing && timingMs(o.timing)) {
   return {
     served_by: o.servedBy,
     hops: o.hops,
     request_id: o.reqId,
     fallbacks: o.fallbacks,
-    timing_ms: t
-      ? {
-          queue: ms(t.queueMs),
-          prefill: ms(t.prefillMs),
-          decode: ms(t.decodeMs),
-          network: ms(t.networkMs),
-          total: ms(t.totalMs),
-        }
-      : undefined,
+    timing_ms: timing,
   };
 }
 
@@ -49,11 +55,11 @@ function prefixmeshField(o: ServeOutcome) {
  * The same breakdown as a Server-Timing header (W3C Server Timing; browsers' developer tools show
  * it): `queue;dur=…, prefill;dur=…, decode;dur=…, network;dur=…, total;dur=…`.
  */
-export function serverTiming(t: ServeTiming): string {
-  return `queue;dur=${ms(t.queueMs)}, prefill;dur=${ms(t.prefillMs)}, decode;dur=${ms(t.decodeMs)}, network;dur=${ms(t.networkMs)}, total;dur=${ms(t.totalMs)}`;
+export function serverTiming(t: TimingMs): string {
+  return `queue;dur=${t.queue}, prefill;dur=${t.prefill}, decode;dur=${t.decode}, network;dur=${t.network}, total;dur=${t.total}`;
 }
 
-export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome) {
+export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome, timing?: TimingMs) {
   // Object literals with every field written out (no spreads): this runs once per request, and a
   // spread made it ~10× slower.
   const finish_reason = o.result.finishReason;
@@ -65,7 +71,7 @@ export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome)
       model: meta.model,
       choices: [{ index: 0, text: o.result.text, logprobs: null, finish_reason }],
       usage: usageOf(o),
-      prefixmesh: prefixmeshField(o),
+      prefixmesh: prefixmeshField(o, timing),
     };
   }
   return {
@@ -82,7 +88,7 @@ export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome)
       },
     ],
     usage: usageOf(o),
-    prefixmesh: prefixmeshField(o),
+    prefixmesh: prefixmeshField(o, timing),
   };
 }
 

@@ -88,8 +88,9 @@ type Sink = { kind: "client"; reqId: string } | { kind: "forward"; stream: Forwa
 interface ServedForward {
   stream: ForwardReplyStream;
   /**
-   * Streams of the same forward sent again while this one was open (the origin probing after a late
-   * ack). The node acks on the newest — a stream acks once — and its answer finishes them all.
+   * Streams of the same forward sent again while this one was open: an origin that re-sends an
+   * unanswered forward (`forwardResends` > 0; the daemon's own nodes leave it at 0). The node acks on
+   * the newest — a stream acks once — and its one answer finishes them all.
    */
   resent?: ForwardReplyStream[];
   /** The forwarded request object: the key of this forward's output sink. */

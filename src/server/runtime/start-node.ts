@@ -58,6 +58,12 @@ function staticPeersOf(s: NodeSettings): StaticPeer[] {
 const PEER_CONNECTIONS_PER_PEER = PEER_POOL_CONNECTIONS + MAX_CHANNELS_PER_PEER;
 const PEER_CONNECTIONS_SPARE = 64;
 
+/**
+ * A forward's answer stream the node never answers is closed after this many forward timeouts: by
+ * then its origin has long moved on (and a slow answer had time to come).
+ */
+export const FORWARD_STREAM_TTL_FACTOR = 4;
+
 /** Decoding limits follow the transport's body limit; anything malformed is a 400 before the node sees it. */
 function snapshotCodec(maxBytes: number): SnapshotCodec {
   return { encode: encodeSnapshot, decode: (b) => decodeSnapshot(b, { maxBytes }) };
@@ -143,7 +149,7 @@ export async function startNode(
     clusterId,
     peerUrls,
     maxPending: s.maxPending,
-    forwardStreamTtlMs: s.forwardTimeoutMs * 4,
+    forwardStreamTtlMs: s.forwardTimeoutMs * FORWARD_STREAM_TTL_FACTOR,
     policies: POLICY_NAMES,
     now,
   });
