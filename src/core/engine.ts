@@ -74,9 +74,9 @@ export interface EngineInfo {
   maxContextTokens: number;
   /**
    * false: the engine runs from `EngineRequest.tokens` alone, so peers may leave the prompt text out
-   * of what they forward here. Absent means true (remote servers take text).
+   * of what they forward here (remote servers take text: true).
    */
-  needsPromptText?: boolean;
+  needsPromptText: boolean;
 }
 
 export interface Engine {

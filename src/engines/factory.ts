@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import type { Engine } from "../core/engine.js";
-import { DEFAULT_PROFILE } from "../sim/profiles.js"; // names only: the engine itself loads lazily
+import { DEFAULT_PROFILE, isProfileName, resolveProfile } from "../sim/profiles.js"; // names and costs only
 import { MODEL_PRESETS, type ModelPreset } from "./gguf/presets.js";
 // Option schemas only: each engine (node-llama-cpp, the remote engine's tokenizer tables) loads when
 // a spec asks for it.
@@ -26,7 +26,10 @@ export const EngineSpecSchema = z.discriminatedUnion("kind", [
   OpenAIEngineOptionsSchema.extend({ kind: z.literal("openai") }),
   z.object({
     kind: z.literal("sim"),
-    profile: z.string().default(DEFAULT_PROFILE),
+    profile: z
+      .string()
+      .default(DEFAULT_PROFILE)
+      .refine(isProfileName, { error: (iss) => `unknown cost profile '${String(iss.input)}'` }),
     capacityTokens: z.number().int().min(1).optional(),
     timeScale: z.number().positive().max(1000).optional(),
     maxContextTokens: z.number().int().min(1).optional(),
@@ -70,11 +73,7 @@ export async function createEngine(input: EngineSpec, hooks: EngineHooks = {}): 
       return new OpenAIEngine(rest);
     }
     case "sim": {
-      const [{ SimEngine }, { resolveProfile, isProfileName }] = await Promise.all([
-        import("../sim/sim-engine.js"),
-        import("../sim/profiles.js"),
-      ]);
-      if (!isProfileName(spec.profile)) throw new Error(`unknown cost profile '${spec.profile}'`);
+      const { SimEngine } = await import("../sim/sim-engine.js");
       return new SimEngine({
         profile: resolveProfile(spec.profile),
         capacityTokens: spec.capacityTokens,

@@ -8,7 +8,6 @@ import type { MessageTotals, SimConfig } from "../sim/types.js";
 import type { Workload } from "../workload/types.js";
 import type { ExperimentRun } from "./grid.js";
 
-export const PROFILE = DEFAULT_PROFILE;
 export const NODES = 4;
 
 export interface RunResult {
@@ -54,7 +53,7 @@ export function simConfigFor(
     commMs: run.commMs,
     jitterMs: run.jitterMs,
     pollMs: run.pollMs,
-    profile: PROFILE,
+    profile: DEFAULT_PROFILE,
     seed,
     ...(capacityTokens !== undefined ? { capacityTokens } : {}),
   };

@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CostProfile } from "../sim/profiles.js";
-import { resolveProfile } from "../sim/profiles.js";
+import { DEFAULT_PROFILE, resolveProfile } from "../sim/profiles.js";
 import { hitRate, idealHits } from "../workload/ideal-hit.js";
 import type { Workload } from "../workload/types.js";
 import {
@@ -19,7 +19,7 @@ import {
   zoneSummary,
   zones,
 } from "./analysis.js";
-import { NODES, PROFILE, type RunResult } from "./execute.js";
+import { NODES, type RunResult } from "./execute.js";
 import { barFigure, figure2, type LatencyPoint, type SharePanel, shareFigure } from "./figures.js";
 import { type ExperimentRun, paperGrid, RUN, smallGrid, type WorkloadKind } from "./grid.js";
 import { PAPER_SETUP, PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3 } from "./paper-data.js";
@@ -134,7 +134,7 @@ export async function runPaperExperiment(opts: PaperOptions): Promise<PaperResul
   const workloads = new Map<WorkloadKind, Workload>();
   for (const k of kinds) workloads.set(k, await buildWorkload(spec, k));
   const uniform = workloads.get("uniform") ?? (await buildWorkload(spec, "uniform"));
-  const profile = resolveProfile(PROFILE);
+  const profile = resolveProfile(DEFAULT_PROFILE);
   const workingSet = prefixWorkingSet(uniform);
   const capacities = {
     paper: profile.capacityTokens,

@@ -3,6 +3,8 @@
  * of the paper's qualitative findings checked against our numbers, with the reason for any gap.
  * Generated only: never edit the output by hand.
  */
+
+import { PAPER_SKEW } from "../workload/schedule.js";
 import { breakEvenMs, WINDOW } from "./analysis.js";
 import { jitterFor, OPEN_LOOP_RATE, RUN } from "./grid.js";
 import type { CycleStats, PaperResults, RunSummary, ShareFigureData } from "./paper.js";
@@ -26,8 +28,12 @@ const P_SK = PAPER_TABLE1.skewed;
 /** Table 3's routed uniform hotspots at Δpoll ≤ 2 s (the range finding 3 quotes; 300 s is finding 4's). */
 const P_HOT = [
   ...PAPER_TABLE3.comm.map((c) => c.hotspot),
-  ...PAPER_TABLE3.poll.slice(0, 3).map((c) => c.hotspot),
+  ...PAPER_TABLE3.poll.filter((c) => c.pollMs <= 2000).map((c) => c.hotspot),
 ];
+/** MMLU's subjects (the test split's 57 CSVs); the paper's skew as the schedule draws it. */
+const MMLU_SUBJECTS = 57;
+const SKEW_SHARE = Math.round(PAPER_SKEW.hotShare * 100);
+const SKEW_HOT = Math.round(PAPER_SKEW.hotFraction * 100);
 const P_HOT_RANGE = `${Math.round(Math.min(...P_HOT) * 100)}–${Math.round(Math.max(...P_HOT) * 100)}%`;
 
 function table(head: string[], rows: string[][]): string {
@@ -123,8 +129,8 @@ export function writeReport(r: PaperResults, figures: string[]): string {
   );
   out.push("");
   out.push(
-    "**Skew.** The paper says only that 80% of requests come from 20% of topics. We pick 20% of the subjects " +
-      "(11 of 57) at random (seeded) and draw each request from the hot subjects with probability 0.8, uniformly " +
+    `**Skew.** The paper says only that ${SKEW_SHARE}% of requests come from ${SKEW_HOT}% of topics. We pick ${SKEW_HOT}% of the subjects ` +
+      `(${Math.round(PAPER_SKEW.hotFraction * MMLU_SUBJECTS)} of ${MMLU_SUBJECTS}) at random (seeded) and draw each request from the hot subjects with probability ${PAPER_SKEW.hotShare}, uniformly ` +
       "over their questions. The default draws **with replacement** (so questions repeat): the paper's routed " +
       `skewed hit rate, ${pct(PAPER_TABLE2.skewedRouted.actualHit)}%, is above what shared prefixes alone allow (the \`skewed-norepeat\` ideal bound), ` +
       "so its schedule must have repeated whole prompts. The variant without repeats is run too. " +
@@ -301,9 +307,9 @@ export function writeReport(r: PaperResults, figures: string[]): string {
   out.push(`## Beyond the paper — constrained cache (${int(r.capacities.constrained)} tokens per node)`);
   out.push("");
   out.push(
-    `At the paper's memory every node can hold all 57 subject prefixes (${int(r.capacities.prefixWorkingSet)} tokens in all), ` +
+    `At the paper's memory every node can hold all ${MMLU_SUBJECTS} subject prefixes (${int(r.capacities.prefixWorkingSet)} tokens in all), ` +
       "so without routing the uniform workload is already near the ideal bound and routing has little to win. Here each " +
-      `node caches ${Math.round(r.capacities.constrainedFraction * 100)}% of that prefix working set: the four caches together hold every ` +
+      `node caches ${Math.round(r.capacities.constrainedFraction * 100)}% of that prefix working set: the ${r.nodes} caches together hold every ` +
       "prefix only if routing partitions the subjects between nodes.",
   );
   out.push("");
@@ -353,10 +359,10 @@ export function writeReport(r: PaperResults, figures: string[]): string {
     out.push("");
     out.push(
       `The paper sends one request at a time, so a hotspot never queues. Here the first ${int(w["uniform-open"]?.requests ?? 0)} ` +
-        `requests of a uniform schedule arrive as a Poisson process at ${OPEN_LOOP_RATE}/s (about ${openLoad} of what four warm ` +
+        `requests of a uniform schedule arrive as a Poisson process at ${OPEN_LOOP_RATE}/s (about ${openLoad} of what ${r.nodes} warm ` +
         "no-route nodes serve; cold caches make the first minutes far heavier), the paper's memory, Δcomm 2 ms, " +
         "Δpoll 500 ms, push-back (§3.2) at its default threshold. Routing now trades two effects: fewer cold prefills " +
-        "(each subject is prefilled on one node instead of four), and queueing at the node that owns the most traffic.",
+        `(each subject is prefilled on one node instead of ${r.nodes}), and queueing at the node that owns the most traffic.`,
     );
     out.push("");
     out.push(
@@ -454,15 +460,15 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
   if (uNo && u2 && u200) {
     const g2 = u2.meanLatencyS - uNo.meanLatencyS;
     const g200 = u200.meanLatencyS - uNo.meanLatencyS;
-    const be = breakEvenMs(2, g2, 200, g200);
+    const be = breakEvenMs(u2.commMs, g2, u200.commMs, g200);
     const pbe = breakEvenMs(P_C2.commMs, P_C2.routed - P_NO, P_C200.commMs, P_C200.routed - P_NO);
-    const perMs = (u200.meanLatencyS - u2.meanLatencyS) / (P_C200.commMs - P_C2.commMs);
+    const perMs = (u200.meanLatencyS - u2.meanLatencyS) / (u200.commMs - u2.commMs);
     const paperSlope = ((P_C200.routed - P_C2.routed) * 1000) / (P_C200.commMs - P_C2.commMs);
     out.push(
       `1. **Break-even between 2 and 200 ms** — ${check(g2 < 0 && g200 > 0)}. Gap (routed − no-route): ` +
         `${signed(g2)} s at 2 ms, ${signed(g200)} s at 200 ms${u1000 ? `, ${signed(u1000.meanLatencyS - uNo.meanLatencyS)} s at 1 s` : ""}. ` +
         `Interpolated break-even: ${be === undefined ? "—" : `${be.toFixed(1)} ms`} (paper's own numbers: ${pbe?.toFixed(1)} ms). ` +
-        `Why: routing saves prefill (hit rate ${pct(uNo.actualHit)}% → ${pct(u2.actualHit)}%, worth ${(-g2 * 1000 + 2 * 2 * u2.forwardedShare).toFixed(0)} ms ` +
+        `Why: routing saves prefill (hit rate ${pct(uNo.actualHit)}% → ${pct(u2.actualHit)}%, worth ${(-g2 * 1000 + 2 * u2.commMs * u2.forwardedShare).toFixed(0)} ms ` +
         `per request before network cost), while ${pct(u2.forwardedShare)}% of requests are forwarded and pay a round trip ` +
         `(2 × Δcomm): each extra ms of Δcomm costs ${(perMs * 1000).toFixed(2)} ms per request on average ` +
         `(≈ 2 × ${u2.forwardedShare.toFixed(2)} forwarded; the paper's slope is ${paperSlope.toFixed(2)} ms/ms, ` +

@@ -162,10 +162,9 @@ export class SimEngine implements Engine {
     onChunk?: (c: EngineChunk) => void,
     signal?: AbortSignal,
   ): Promise<EngineResult> {
-    // Caches the whole prompt when it fits, as the node's tree will (the node evicted first).
-    const fits =
-      this.cache.size + req.tokens.length - this.cache.match(req.tokens) <= this.info.capacityTokens;
     const { result, durationMs } = this.execute(req, []);
+    // Caches the whole prompt when it fits, as the node's tree will (the node evicted first).
+    const fits = this.cache.size + req.tokens.length - result.cachedTokens <= this.info.capacityTokens;
     await this.sleep(durationMs * this.timeScale, signal);
     if (fits) this.complete(req.tokens, req.tokens.length);
     if (result.text.length > 0) onChunk?.({ text: result.text });

@@ -131,7 +131,7 @@ export interface SimTotals {
   rejectedDeadline: number;
   /** Forward attempts abandoned because no `forward-ack` came in time (nodes alive at the end). */
   ackTimeouts: number;
-  /** Forwards re-sent to ask for an acked but overdue answer (nodes alive at the end). */
+  /** Forwards re-sent for the same attempt, unacked or acked but overdue (nodes alive at the end). */
   probes: number;
   /** Answers re-sent to an origin that probed for one it lost (nodes alive at the end). */
   resentAnswers: number;

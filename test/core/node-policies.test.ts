@@ -1,5 +1,6 @@
 /** Routing policies on hand-made candidate lists. */
 import { describe, expect, it } from "vitest";
+import { resolveNodeConfig } from "../../src/core/node/config.js";
 import {
   type Candidate,
   createPolicy,
@@ -24,9 +25,18 @@ function cands(spec: string): Candidate[] {
   });
 }
 
+/** A node's cost priors before it has timed anything (the config's defaults), no service time yet. */
+const prior = resolveNodeConfig({ id: "A", capacityTokens: 1000 }).costPrior;
+
 const ctx = (seed = 1) => {
   const r = new Prng(seed);
-  const costs = { prefillFixedMs: 50, prefillMsPerToken: 0.5, serviceMs: 0, rttPriorMs: 250, samples: 0 };
+  const costs = {
+    prefillFixedMs: prior.prefillFixedMs,
+    prefillMsPerToken: prior.prefillMsPerToken,
+    serviceMs: 0,
+    rttPriorMs: prior.rttMs,
+    samples: 0,
+  };
   return { promptTokens: 100, now: 0, random: () => r.next(), costs };
 };
 

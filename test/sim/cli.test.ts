@@ -6,6 +6,7 @@ import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { CliError } from "../../src/cli/errors.js";
 import { parseSimOptions, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
+import { DEFAULT_PROFILE } from "../../src/sim/profiles.js";
 
 const defaults: SimOptions = {
   nodes: "4",
@@ -15,7 +16,7 @@ const defaults: SimOptions = {
   pollMs: "500",
   workload: "synthetic",
   seed: "1",
-  profile: "paper-h100-qwen0.5b",
+  profile: DEFAULT_PROFILE,
 };
 
 function sink(): { stream: Writable; text: () => string } {

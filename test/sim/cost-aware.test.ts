@@ -8,22 +8,21 @@ import type { PolicyName } from "../../src/core/node/policies/index.js";
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig } from "../../src/sim/types.js";
 import { syntheticMmlu } from "../../src/workload/synthetic.js";
+import { smallCluster } from "./helpers.js";
 
 const workload = syntheticMmlu({ seed: 5, requests: 3000 });
 
 function run(policy: PolicyName, commMs: number, extra: Partial<SimConfig> = {}) {
   return runSimulation(
-    {
-      nodes: 4,
+    smallCluster({
       policy,
       commMs,
-      jitterMs: 0.5,
       pollMs: 500,
-      profile: "paper-h100-qwen0.5b",
       seed: 5,
+      capacityTokens: undefined,
       keepRecords: false,
       ...extra,
-    },
+    }),
     workload,
   ).totals;
 }
@@ -55,19 +54,18 @@ describe("cost-aware routing (simulated)", () => {
 
   it("oracle runs keep the protocol's invariants", () => {
     const r = runSimulation(
-      {
+      smallCluster({
         nodes: 3,
         policy: "cost-aware",
         commMs: 5,
         jitterMs: 1,
         pollMs: 200,
-        profile: "paper-h100-qwen0.5b",
         capacityTokens: 8000,
         seed: 9,
         oracle: true,
         checkInvariants: true,
         settleMs: 2000,
-      },
+      }),
       syntheticMmlu({ seed: 9, requests: 300 }),
     );
     expect(r.invariantViolations).toEqual([]);

@@ -1,5 +1,6 @@
 /** Small seeded workloads and fault schedules for the simulator tests. */
 import { Prng } from "../../src/core/prng.js";
+import { DEFAULT_PROFILE } from "../../src/sim/profiles.js";
 import type { SimConfig, SimFaults } from "../../src/sim/types.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
 
@@ -78,7 +79,7 @@ export function smallCluster(over: Partial<SimConfig> = {}): SimConfig {
     commMs: 2,
     jitterMs: 0.5,
     pollMs: 100,
-    profile: "paper-h100-qwen0.5b",
+    profile: DEFAULT_PROFILE,
     capacityTokens: 1_000,
     seed: 1,
     ...over,

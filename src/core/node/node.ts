@@ -793,11 +793,14 @@ export class PrefixNode {
       }
     }
     // Accepted: ack at once (before any engine work) so the origin knows it need not fall back.
-    const ack: PeerMessage = { type: "forward-ack", reqId, attempt };
-    if (this.config.answerProbes) {
-      ack.etaMs = Math.ceil((this.expectedWaitMs(this.serviceEstimate()) ?? 0) + this.serviceFor(request));
-    }
-    out.push({ type: "send", to: peer.id, msg: ack });
+    out.push(
+      this.forwardAck(
+        peer.id,
+        reqId,
+        attempt,
+        () => (this.expectedWaitMs(this.serviceEstimate()) ?? 0) + this.serviceFor(request),
+      ),
+    );
     // Served here: never forwarded again (hop limit 1 by default), so no chains or loops.
     this.enqueue("forward", reqId, peer.id, attempt, request, now, out);
   }
@@ -814,31 +817,44 @@ export class PrefixNode {
     now: number,
     out: Effect[],
   ): void {
-    const svc = this.serviceEstimate();
-    let etaMs: number | undefined;
     const queued = this.queuedForwards.get(key);
-    if (queued) etaMs = (this.expectedWaitMs(svc) ?? 0) + this.serviceFor(queued.request);
-    else {
-      for (const job of this.running.values()) {
-        if (job.kind === "forward" && job.from === from && job.reqId === reqId && job.attempt === attempt) {
-          etaMs = Math.max(0, this.serviceFor(job.request) - (now - job.startedAt));
-          break;
-        }
-      }
-    }
-    if (etaMs !== undefined) {
-      out.push({
-        type: "send",
-        to: from,
-        msg: { type: "forward-ack", reqId, attempt, etaMs: Math.ceil(etaMs) },
-      });
+    if (queued) {
+      out.push(
+        this.forwardAck(
+          from,
+          reqId,
+          attempt,
+          () => (this.expectedWaitMs(this.serviceEstimate()) ?? 0) + this.serviceFor(queued.request),
+        ),
+      );
       return;
     }
+    for (const job of this.running.values()) {
+      if (job.kind === "forward" && job.from === from && job.reqId === reqId && job.attempt === attempt) {
+        out.push(
+          this.forwardAck(from, reqId, attempt, () =>
+            Math.max(0, this.serviceFor(job.request) - (now - job.startedAt)),
+          ),
+        );
+        return;
+      }
+    }
+    if (!this.config.answerProbes) return; // no answers are kept to re-send
     const answer = this.recentAnswers.get(key);
     if (answer && now - answer.at <= this.config.forwardTimeoutMs) {
       this.stats_.resentAnswers++;
       out.push({ type: "send", to: from, msg: answer.msg });
     }
+  }
+
+  /**
+   * A `forward-ack` for the origin; with `answerProbes` it carries the ETA (`eta()`, ms) the origin
+   * times its probes by, else none — and the ETA, a tree match, is not even computed.
+   */
+  private forwardAck(to: NodeId, reqId: string, attempt: number, eta: () => number): Effect {
+    const msg: PeerMessage = { type: "forward-ack", reqId, attempt };
+    if (this.config.answerProbes) msg.etaMs = Math.ceil(eta());
+    return { type: "send", to, msg };
   }
 
   /** Sends the answer to a forward and keeps it (bounded) for an origin that may lose it. */

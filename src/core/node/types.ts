@@ -206,7 +206,7 @@ export interface NodeStats {
   cancelledForwards: number;
   /** Forward attempts abandoned because their `forward-ack` (or the answer to a probe) never came. */
   ackTimeouts: number;
-  /** Forwards re-sent (same attempt) to a peer that acked but whose answer was overdue. */
+  /** Forwards re-sent for the same attempt: unacked (up to `forwardResends`), or acked but overdue. */
   probes: number;
   /** Answers re-sent to an origin that probed for a forward we had already answered. */
   resentAnswers: number;

@@ -89,6 +89,7 @@ export class OpenAIEngine implements Engine {
       capacityTokens: this.opts.capacityTokens,
       cacheMode: "node-managed",
       maxContextTokens: this.opts.maxContextTokens,
+      needsPromptText: true,
     };
   }
 

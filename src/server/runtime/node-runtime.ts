@@ -319,7 +319,7 @@ export class NodeRuntime implements NodeService {
         cluster: this.o.clusterId,
         model: this.modelId,
         protocol: PROTOCOL_VERSION,
-        promptText: this.engine.info.needsPromptText !== false,
+        promptText: this.engine.info.needsPromptText,
       }),
       isKnownPeer: (id) => this.o.peerUrls.has(id) && !this.refused.has(id),
       onSnapshot: (from, bytes, meta) => {
@@ -337,7 +337,7 @@ export class NodeRuntime implements NodeService {
           stream.finish(retryableError(msg, "shutting down"));
           return;
         }
-        if (msg.request.prompt === undefined && this.engine.info.needsPromptText !== false) {
+        if (msg.request.prompt === undefined && this.engine.info.needsPromptText) {
           // Refused before the node sees it, so the origin's re-send with the text is not a duplicate.
           stream.finish(retryableError(msg, PROMPT_TEXT_NEEDED));
           return;
