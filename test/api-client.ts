@@ -11,9 +11,4 @@ export function postCompletion(url: string, body: object, signal?: AbortSignal):
 }
 
 /** The id of the model a node serves (the first of `GET /v1/models`). */
-export async function modelOf(url: string): Promise<string> {
-  const body = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
-  const id = body.data[0]?.id;
-  if (id === undefined) throw new Error(`${url} lists no model`);
-  return id;
-}
+export { modelOf } from "../src/server/bench/replay.js";

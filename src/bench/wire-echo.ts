@@ -12,8 +12,11 @@ import { loadTlsMaterial, serverTlsOptions } from "../net/auth/tls.js";
 const dir = process.env.WIRE_TLS_DIR;
 const server = dir ? createHttps(serverTlsOptions(await loadTlsMaterial(dir, "E"))) : createHttp();
 const wss = new WebSocketServer({ server, perMessageDeflate: false });
-// A reply the size of a forward's answer frame (a chunk and the final result), as the bench measured it.
-const reply = Buffer.alloc(Number(process.env.WIRE_REPLY_BYTES ?? 400), 0x20);
+// A reply the size of a forward's answer frame (a chunk and the final result), which the bench encodes.
+const replyBytes = Number(process.env.WIRE_REPLY_BYTES);
+if (!(Number.isInteger(replyBytes) && replyBytes > 0))
+  throw new Error("WIRE_REPLY_BYTES: the answer frame's size");
+const reply = Buffer.alloc(replyBytes, 0x20);
 wss.on("connection", (ws) => ws.on("message", () => ws.send(reply, { binary: true })));
 server.listen(0, "127.0.0.1", () => {
   const a = server.address() as import("node:net").AddressInfo;

@@ -156,12 +156,9 @@ async function loadWorkload(
 }
 
 async function modelOf(url: string): Promise<string> {
+  const { modelOf: listed } = await import("../server/bench/replay.js");
   try {
-    const r = await fetch(`${url}/v1/models`, { signal: AbortSignal.timeout(5000) });
-    const j = (await r.json()) as { data?: { id: string }[] };
-    const id = j.data?.[0]?.id;
-    if (!id) throw new Error("no model listed");
-    return id;
+    return await listed(url);
   } catch (err) {
     throw new CliError(`cannot reach ${url}/v1/models: ${(err as Error).message}`, 1);
   }
@@ -218,7 +215,8 @@ export function formatRatios(results: Record<string, ReplaySummary>, caches: str
   return `${["latency ratios to local (< 1: routing wins):", ...lines.map((x) => `  ${x}`), `  (${caches})`].join("\n")}\n`;
 }
 
-function print(title: string, s: ReplaySummary): void {
+/** The lines `bench` prints for one run. */
+export function summaryLines(title: string, s: ReplaySummary): string[] {
   const nodes = Object.entries(s.perNode)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([n, c]) => `${n}:${c}`)
@@ -243,5 +241,9 @@ function print(title: string, s: ReplaySummary): void {
     );
   }
   for (const [e, c] of Object.entries(s.errors).slice(0, 5)) lines.push(`  error ×${c}: ${e}`);
-  process.stdout.write(`${lines.join("\n")}\n`);
+  return lines;
+}
+
+function print(title: string, s: ReplaySummary): void {
+  process.stdout.write(`${summaryLines(title, s).join("\n")}\n`);
 }

@@ -64,7 +64,7 @@ export function registerCluster(program: Command): void {
         host: f.host,
         engine,
         model: f.model,
-        policy: f.policy,
+        policy: f.policy === undefined ? undefined : parseSetting("policy", f.policy),
         pollMs: num("pollMs", f.pollMs),
         injectDelayMs: num("injectDelayMs", f.injectDelayMs),
         injectJitterMs: num("injectJitterMs", f.injectJitterMs),

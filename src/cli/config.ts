@@ -7,6 +7,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { nodeIdSchema } from "../net/node-id.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError } from "./errors.js";
@@ -47,7 +48,7 @@ export const nodeSettingsSchema = z.object({
   /** openai engine: the remote server's base URL, and its API key (prefer the env variable). */
   engineUrl: z.string().url().max(2048).optional(),
   engineApiKey: z.string().max(4096).optional(),
-  policy: z.string().min(1).max(64).default(DEFAULT_POLICY),
+  policy: z.enum(POLICY_NAMES).default(DEFAULT_POLICY),
   pollMs: num(1, 3_600_000).default(500),
   clusterId: z
     .string()

@@ -24,6 +24,18 @@ import {
   replyToWire,
 } from "./transport-wire.js";
 
+/** The records of answer stream k on the channel (see the wire format in transport-wire.ts). */
+export const answerRecord = {
+  ack: (k: number) => ({ t: "ack", k }),
+  chunk: (k: number, text: string) => ({ t: "chunk", k, text }),
+  final: (k: number, m: ReplyMsg) => ({ t: "msg", k, msg: replyToWire(m) }),
+};
+
+/** One channel frame's payload: the records one event-loop turn produced, as a JSON array. */
+export function encodeRecords(records: object[]): Buffer {
+  return Buffer.from(JSON.stringify(records));
+}
+
 /** Channels one peer may hold open at once. */
 export const MAX_CHANNELS_PER_PEER = 4;
 
@@ -105,7 +117,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       outbox = [];
       if (ws.readyState !== ws.OPEN) return;
       for (let i = 0; i < records.length; i += MAX_RECORDS_PER_FRAME) {
-        const payload = Buffer.from(JSON.stringify(records.slice(i, i + MAX_RECORDS_PER_FRAME)));
+        const payload = encodeRecords(records.slice(i, i + MAX_RECORDS_PER_FRAME));
         ws.send(mac ? mac.seal(payload) : payload, { binary: true });
       }
     };
@@ -137,9 +149,9 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
      */
     function carrier(k: number) {
       return {
-        ack: () => send({ t: "ack", k }),
-        chunk: (text: string) => send({ t: "chunk", k, text }),
-        final: (m: ReplyMsg) => send({ t: "msg", k, msg: replyToWire(m) }, true),
+        ack: () => send(answerRecord.ack(k)),
+        chunk: (text: string) => send(answerRecord.chunk(k, text)),
+        final: (m: ReplyMsg) => send(answerRecord.final(k, m), true),
         gone,
       };
     }

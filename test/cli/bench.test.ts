@@ -1,6 +1,6 @@
 /** `prefixmesh bench --compare-policies`: the ratio lines printed after the three runs. */
 import { describe, expect, it } from "vitest";
-import { formatRatios } from "../../src/cli/bench.js";
+import { formatRatios, summaryLines } from "../../src/cli/bench.js";
 import type { ReplaySummary } from "../../src/server/bench/replay.js";
 
 /** Latencies as [mean, p50, p99], independent so that each ratio column differs from the others. */
@@ -42,7 +42,6 @@ describe("bench --compare-policies ratios", () => {
     expect(lines[1]).toContain("cached share 60.0% vs 49.0%  hotspot 58.7% vs 25.0%");
     expect(lines[2]).toMatch(/^ {2}cost-aware \/ local mean 0\.710 {2}p50 0\.750 {2}p99 1\.200 /);
     expect(lines[2]).toContain("cached share 65.0% vs 49.0%  hotspot 33.3% vs 25.0%");
-    expect(lines[2]).toContain("hotspot 33.3% vs 25.0%");
     expect(lines[3]).toBe("  (every run starts from empty caches)");
   });
 
@@ -55,5 +54,30 @@ describe("bench --compare-policies ratios", () => {
     expect(out).not.toContain("cost-aware");
     expect(out).toContain("mean n/a  p50 n/a  p99 n/a");
     expect(formatRatios({ affinity: summary([10, 5, 40], 0.5, 0.5) }, "x")).toBe("");
+  });
+});
+
+describe("bench summary lines", () => {
+  it("say where the time went, and count requests too long for the model apart from errors", () => {
+    const s = {
+      ...summary([10, 9, 20], 0.5, 0.5),
+      ok: 8,
+      failed: 1,
+      tooLong: 1,
+      errors: { "502 all routes failed": 1 },
+      meanTimingMs: { queue: 1.25, prefill: 6, decode: 0.5, network: 2.25 },
+      fallbacks: 3,
+    };
+    const lines = summaryLines("result", s);
+    expect(lines[0]).toBe("result: 8/10 ok in 1.0 s");
+    expect(lines).toContain(
+      "  where the time went (mean, as the entry nodes report it): queue 1.3 ms  prefill 6.0 ms  decode 0.5 ms  network 2.3 ms; failed attempts 3",
+    );
+    expect(lines.some((l) => l.startsWith("  1 requests did not fit the model's context"))).toBe(true);
+    expect(lines.at(-1)).toBe("  error ×1: 502 all routes failed");
+    // A node that reports no breakdown: no such line.
+    expect(
+      summaryLines("result", { ...s, meanTimingMs: undefined }).some((l) => l.includes("where the time")),
+    ).toBe(false);
   });
 });

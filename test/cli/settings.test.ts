@@ -15,6 +15,9 @@ describe("one setting checked against the node schema (prefixmesh cluster's flag
     expect(() => parseSetting("slots", "65")).toThrow(/^--slots: /);
     expect(() => parseSetting("pollMs", "0")).toThrow(/^--poll-ms: /);
     expect(() => parseSetting("engine", "gpu")).toThrow(/^--engine: /);
+    // A routing policy is one of the node's: a typo is a usage error before any node starts.
+    expect(parseSetting("policy", "cost-aware")).toBe("cost-aware");
+    expect(() => parseSetting("policy", "afinity")).toThrow(/^--policy: .*affinity/);
   });
 });
 

@@ -4,8 +4,9 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
 
 /**
- * A node loads only the engine it runs: node-llama-cpp and gpt-tokenizer's tables (≈ 40 MB of heap and
- * half a second of start-up between them) are reached from the daemon only through dynamic `import()`.
+ * A node loads only the engine it runs: node-llama-cpp and gpt-tokenizer's tables are reached from the
+ * daemon only through dynamic `import()` (gpt-tokenizer's alone cost a sim node ≈ 20 MB of heap and
+ * 0.3 s of start-up, BENCHMARKS.md).
  * Checked on the static import graph from the daemon's entry points.
  */
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");

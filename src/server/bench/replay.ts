@@ -219,3 +219,12 @@ function meanTiming(samples: RequestSample[]): TimingMs | undefined {
   const mean = (k: keyof TimingMs) => ts.reduce((a, t) => a + t[k], 0) / ts.length;
   return { queue: mean("queue"), prefill: mean("prefill"), decode: mean("decode"), network: mean("network") };
 }
+
+/** The id of the model a node serves (the first of its `GET /v1/models`); throws when none is listed. */
+export async function modelOf(url: string, timeoutMs = 5000): Promise<string> {
+  const r = await fetch(`${url}/v1/models`, { signal: AbortSignal.timeout(timeoutMs) });
+  const j = (await r.json()) as { data?: { id: string }[] };
+  const id = j.data?.[0]?.id;
+  if (!id) throw new Error(`${url} lists no model`);
+  return id;
+}

@@ -95,9 +95,6 @@ export async function startNode(
   if (mode === "insecure") logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
   const clusterId = tls?.clusterId ?? s.clusterId ?? "prefixmesh";
 
-  if (!(POLICY_NAMES as readonly string[]).includes(s.policy)) {
-    throw new Error(`unknown policy '${s.policy}' (one of ${POLICY_NAMES.join(", ")})`);
-  }
   const engine = opts.engine ?? (await loadEngine(s));
   const codec = snapshotCodec(s.maxSnapshotBytes);
   const now = () => performance.timeOrigin + performance.now();
@@ -107,7 +104,7 @@ export async function startNode(
       peers: peers.map((p) => p.id),
       // DNS-found peers join at run time, up to --max-peers in all; otherwise the list is fixed.
       ...(dnsTarget ? { maxPeers: s.maxPeers } : {}),
-      policy: s.policy as (typeof POLICY_NAMES)[number],
+      policy: s.policy,
       capacityTokens: s.capacityTokens ?? engine.info.capacityTokens,
       cacheMode: engine.info.cacheMode,
       pollMs: s.pollMs,
