@@ -7,10 +7,9 @@
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import type { ReplaySummary } from "../server/bench/replay.js";
-import type { Workload } from "../workload/types.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
-import { DEFAULT_MMLU_DIR, parseWorkloadName, WORKLOADS, type WorkloadName } from "./workload-flags.js";
+import { DEFAULT_MMLU_DIR, loadWorkload, parseWorkloadName, WORKLOADS } from "./workload-flags.js";
 
 interface BenchFlags {
   url: string;
@@ -68,8 +67,9 @@ export function registerBench(program: Command): void {
       const workload = await loadWorkload(workloadName, {
         requests,
         seed,
-        mmluDir: f.mmluDir ?? "",
+        dir: f.mmluDir ?? "",
         nodes: urls.length,
+        text: true,
       });
       const model = await modelOf(urls[0] as string);
       const { replay, summarize } = await import("../server/bench/replay.js");
@@ -128,31 +128,6 @@ export function registerBench(program: Command): void {
       const failed = Object.values(results).reduce((a, r) => a + r.failed, 0);
       if (failed > 0) process.exitCode = 1;
     });
-}
-
-async function loadWorkload(
-  name: WorkloadName,
-  o: { requests: number; seed: number; mmluDir: string; nodes: number },
-): Promise<Workload> {
-  const skewed = name.endsWith("-skewed");
-  if (name.startsWith("mmlu")) {
-    const { mmluWorkload } = await import("../workload/mmlu-workload.js");
-    try {
-      return await mmluWorkload({
-        dir: o.mmluDir,
-        seed: o.seed,
-        skewed,
-        requests: o.requests,
-        nodes: o.nodes,
-      });
-    } catch (err) {
-      throw new CliError(
-        `cannot load MMLU from '${o.mmluDir}': ${(err as Error).message} (or use --workload synthetic)`,
-      );
-    }
-  }
-  const { syntheticMmlu } = await import("../workload/synthetic.js");
-  return syntheticMmlu({ seed: o.seed, skewed, requests: o.requests, nodes: o.nodes, text: true });
 }
 
 async function modelOf(url: string): Promise<string> {

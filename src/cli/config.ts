@@ -7,6 +7,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { nodeIdSchema } from "../net/node-id.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
@@ -21,6 +22,12 @@ const num = (min: number, max: number, int = false) => {
   const base = int ? z.coerce.number().int() : z.coerce.number();
   return base.min(min).max(max);
 };
+/**
+ * A node-config number given as a flag or env value: coerced, bounded by the core node's own schema
+ * (the bounds are stated once, in src/core/node/config.ts), with the daemon's default.
+ */
+const nodeNum = (key: "concurrency" | "forwardTimeoutMs" | "forwardAckTimeoutMs", daemonDefault: number) =>
+  z.coerce.number().pipe(nodeConfigSchema.shape[key].unwrap()).default(daemonDefault);
 const bool = z.union([
   z.boolean(),
   z.enum(["true", "false", "1", "0"]).transform((s) => s === "true" || s === "1"),
@@ -61,14 +68,14 @@ export const nodeSettingsSchema = z.object({
   injectJitterMs: num(0, 60_000).default(0),
   /** KV capacity in tokens (default: the engine's). */
   capacityTokens: num(1, 1e9, true).optional(),
-  concurrency: num(1, 1024, true).default(1),
-  forwardTimeoutMs: num(1, 3_600_000).default(30_000),
+  concurrency: nodeNum("concurrency", 1),
+  forwardTimeoutMs: nodeNum("forwardTimeoutMs", 30_000),
   /**
    * A forward not acked in max(this, 4 × RTT) falls back. Higher than the simulator's 250 ms: over TCP
    * nothing is lost silently, so the ack only guards against a frozen or black-holed peer, and a busy
    * machine must not turn slow acks into spurious fallbacks (duplicate work).
    */
-  forwardAckTimeoutMs: num(1, 3_600_000).default(1_000),
+  forwardAckTimeoutMs: nodeNum("forwardAckTimeoutMs", 1_000),
   /** Forwards multiplexed on one WebSocket per peer ("channel"), or one HTTP request each ("http"). */
   forwardTransport: z.enum(["channel", "http"]).default("channel"),
   /** Client requests admitted at once; beyond: 429. */
@@ -107,14 +114,20 @@ export function flagName(key: string): string {
   return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 
+/** `value` (given on the command line as flag `key`) checked by `schema`; a usage error names the flag. */
+export function parseFlag<T>(schema: z.ZodType<T>, key: string, value: unknown, shown = value): T {
+  const r = schema.safeParse(value);
+  if (!r.success)
+    throw new CliError(`${flagName(key)}: ${r.error.issues[0]?.message ?? "invalid"} (got '${shown}')`);
+  return r.data;
+}
+
 /**
  * Validates one setting given as a flag value elsewhere (e.g. `prefixmesh cluster` passing it on to
  * its nodes), against the same schema the node applies: the bounds are stated once.
  */
 export function parseSetting<K extends SettingKey>(key: K, raw: string): NodeSettings[K] {
-  const r = nodeSettingsSchema.shape[key].safeParse(raw);
-  if (!r.success) throw new CliError(`${flagName(key)}: ${r.error.issues[0]?.message}`);
-  return r.data as NodeSettings[K];
+  return parseFlag(nodeSettingsSchema.shape[key] as z.ZodType, key, raw) as NodeSettings[K];
 }
 
 function camel(key: string): string {

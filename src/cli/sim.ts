@@ -1,8 +1,3 @@
-/**
- * `prefixmesh sim`: runs the discrete-event simulator (src/sim) on a workload and prints the paper's
- * measurements (latency, expected vs actual hit, hotspot share, gossip cost).
- */
-import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
@@ -12,14 +7,17 @@ import { isPolicyName, POLICY_NAMES } from "../core/node/policies/index.js";
 import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../sim/profiles.js";
 import { runSimulation } from "../sim/run.js";
 import type { SimConfig, SimResult } from "../sim/types.js";
-import { mmluWorkload } from "../workload/mmlu-workload.js";
-import { syntheticMmlu } from "../workload/synthetic.js";
-import type { Workload } from "../workload/types.js";
-import { flagName } from "./config.js";
+import { parseFlag } from "./config.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
 import { defaultNote } from "./help.js";
-import { DEFAULT_MMLU_DIR, parseWorkloadName, WORKLOADS, type WorkloadName } from "./workload-flags.js";
+import {
+  DEFAULT_MMLU_DIR,
+  loadWorkload,
+  parseWorkloadName,
+  WORKLOADS,
+  type WorkloadName,
+} from "./workload-flags.js";
 
 /** The simulated nodes' settings, whose defaults the help states. */
 const N = nodeConfigSchema.shape;
@@ -173,26 +171,6 @@ export function parseSimOptions(o: SimOptions): {
   };
 }
 
-async function loadWorkload(
-  name: WorkloadName,
-  dir: string,
-  seed: number,
-  requests: number | undefined,
-  openLoopRate?: number,
-): Promise<Workload> {
-  if (name === "synthetic" || name === "synthetic-skewed") {
-    return syntheticMmlu({ seed, requests, skewed: name === "synthetic-skewed", openLoopRate });
-  }
-  if (!existsSync(dir)) {
-    throw new CliError(`MMLU data not found at '${dir}' (pass --mmlu-dir DIR, or use --workload synthetic)`);
-  }
-  try {
-    return await mmluWorkload({ dir, seed, requests, skewed: name === "mmlu-skewed", openLoopRate });
-  } catch (err) {
-    throw new CliError(`cannot load MMLU from '${dir}': ${(err as Error).message}`);
-  }
-}
-
 function fmtBytes(n: number): string {
   if (n >= 1e9) return `${(n / 1e9).toFixed(2)} GB`;
   if (n >= 1e6) return `${(n / 1e6).toFixed(2)} MB`;
@@ -247,7 +225,7 @@ export async function runSimCommand(
   io: { out: NodeJS.WritableStream; err: NodeJS.WriteStream },
 ): Promise<SimResult> {
   const { config, workload, mmluDir, requests, rate } = parseSimOptions(o);
-  const w = await loadWorkload(workload, mmluDir, config.seed, requests, rate);
+  const w = await loadWorkload(workload, { dir: mmluDir, seed: config.seed, requests, openLoopRate: rate });
   const useBar = io.err.isTTY === true;
   const bar = useBar
     ? new SingleBar({ stream: io.err, format: "simulating [{bar}] {value}/{total} requests" })
@@ -274,10 +252,7 @@ type NumericNodeKey = "concurrency" | "forwardTimeoutMs" | "forwardAckTimeoutMs"
 
 /** A node-config number from its flag (`--forward-ack-timeout-ms` for forwardAckTimeoutMs), checked by the schema. */
 function nodeSetting(key: NumericNodeKey, raw: string): number {
-  const flag = flagName(key);
-  const r = nodeConfigSchema.shape[key].safeParse(raw.trim() === "" ? Number.NaN : Number(raw));
-  if (!r.success) throw new CliError(`${flag}: ${r.error.issues[0]?.message ?? "invalid"} (got '${raw}')`);
-  return r.data;
+  return parseFlag(nodeConfigSchema.shape[key], key, raw.trim() === "" ? Number.NaN : Number(raw), raw);
 }
 
 export function registerSim(program: Command): void {
