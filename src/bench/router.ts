@@ -5,6 +5,7 @@
  * (4) the bare wire: a WebSocket echo round trip between two processes, what any hop pays here before
  * a router does anything. Every process is separate; the engine is the simulated one at zero cost, so
  * the differences are the router's own cost. Run: npm run build && node dist/bench/router.js
+ * (ROUTER_BENCH_CPU_LATENCY_US=0 in front: idle CPUs poll for the run, see CPU_LATENCY_US)
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -20,6 +21,11 @@ import { answerRecord, encodeRecords } from "../net/channel-server.js";
 import { encodeForwardFrame, type ForwardMsg, type ReplyMsg } from "../net/transport-wire.js";
 import { modelOf } from "../server/bench/replay.js";
 import { startCluster } from "../server/cluster/launcher.js";
+import {
+  type CpuLatencyHold,
+  cpuLatencyInForceUs,
+  holdCpuLatency,
+} from "../server/runtime/cpu-latency-qos.js";
 import { DEFAULT_PROFILE, resolveProfile } from "../sim/profiles.js";
 import { SimEngine } from "../sim/sim-engine.js";
 
@@ -33,6 +39,12 @@ const WARMUP = Number(process.env.ROUTER_BENCH_WARMUP ?? 3000);
 const RUNS = Number(process.env.ROUTER_BENCH_RUNS ?? 3);
 /** Each path's N measured requests come in this many turns, interleaved with the other paths'. */
 const BATCHES = 10;
+/**
+ * ROUTER_BENCH_CPU_LATENCY_US=0: hold Linux's PM QoS CPU latency limit for the whole run, for every
+ * path alike (idle CPUs poll instead of halting; see src/server/runtime/cpu-latency-qos.ts). Unset: the
+ * machine's own setting.
+ */
+const CPU_LATENCY_US = process.env.ROUTER_BENCH_CPU_LATENCY_US;
 const prompt = Array.from({ length: 540 }, (_, i) => `tok${i}`).join(" ");
 
 /**
@@ -191,7 +203,24 @@ function cpuMs(pid: number | undefined): number {
 
 const q = (s: number[], p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] as number;
 
+/** What the run's CPU wake-up latency limit is, for the report's header. */
+function cpuLatencyNote(held: CpuLatencyHold | undefined): string {
+  if (held) return `held at ${held.requestedUs} µs by the bench (idle CPUs poll instead of halting)`;
+  try {
+    return `the machine's (${cpuLatencyInForceUs()} µs in force)`;
+  } catch {
+    return "the machine's";
+  }
+}
+
 async function main() {
+  let cpuLatency: CpuLatencyHold | undefined;
+  try {
+    cpuLatency = CPU_LATENCY_US === undefined ? undefined : holdCpuLatency(Number(CPU_LATENCY_US));
+  } catch (err) {
+    console.error(`ROUTER_BENCH_CPU_LATENCY_US: ${(err as Error).message}`);
+    process.exit(2);
+  }
   const { proc: engineProc, url: engineUrl } = await spawnHelper("engine-server");
   // The wire baseline speaks the nodes' security mode: mTLS with a cluster CA, or plain TCP (HMAC).
   const secret = process.env.ROUTER_BENCH_SECRET === "1" || !(await opensslAvailable());
@@ -294,6 +323,8 @@ async function main() {
     wire.proc.kill("SIGTERM");
     rmSync(certDir, { recursive: true, force: true });
   }
+  const latencyNote = cpuLatencyNote(cpuLatency);
+  cpuLatency?.release();
 
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] as number;
   const med = names.map((_, i) => {
@@ -310,6 +341,7 @@ async function main() {
     `router overhead, ${N} sequential requests per path and round (540-token prompt, 1 output token), ${RUNS} rounds, ms`,
   );
   console.log(`wire frames: forward ${frames.out.length} B out, answer ${frames.back.length} B back`);
+  console.log(`CPU latency limit: ${latencyNote}`);
   console.log(
     `load average ${loadavg()
       .map((l) => l.toFixed(2))

@@ -21,6 +21,7 @@ interface ClusterFlags {
   slots?: string;
   savedStates?: string;
   slotContext?: string;
+  cpuLatencyUs?: string;
   logLevel?: string;
   sharedSecret?: boolean;
   json?: boolean;
@@ -49,6 +50,7 @@ export function registerCluster(program: Command): void {
     .option("--slots <n>", "llamacpp: KV slots per node")
     .option("--saved-states <n>", "llamacpp: saved sequence states per node")
     .option("--slot-context <n>", "llamacpp: tokens per slot per node")
+    .option("--cpu-latency-us <µs>", "every node holds Linux's PM QoS CPU latency limit at this")
     .option("--log-level <level>", "node log level (logs go to files)")
     .option("--shared-secret", "use a shared secret instead of mutual TLS")
     .option("--json", "print one JSON line with the node URLs once ready")
@@ -72,7 +74,7 @@ export function registerCluster(program: Command): void {
         simTimeScale: num("simTimeScale", f.simTimeScale),
         threads: num("threads", f.threads) ?? (engine === "llamacpp" ? 1 : undefined),
         logLevel: f.logLevel === undefined ? undefined : parseSetting("logLevel", f.logLevel),
-        extraArgs: (["slots", "slotContext", "savedStates"] as const).flatMap((key) => {
+        extraArgs: (["slots", "slotContext", "savedStates", "cpuLatencyUs"] as const).flatMap((key) => {
           const v = num(key, f[key]);
           return v === undefined ? [] : [flagName(key), String(v)];
         }),

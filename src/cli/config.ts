@@ -84,6 +84,11 @@ export const nodeSettingsSchema = z.object({
   maxConnections: num(1, 1_000_000, true).default(1024),
   bodyLimitBytes: num(1024, 256 * 1024 * 1024, true).default(4 * 1024 * 1024),
   maxSnapshotBytes: num(1024, 1024 * 1024 * 1024, true).default(16 * 1024 * 1024),
+  /**
+   * Hold Linux's PM QoS CPU latency limit at this many µs while the node runs (0: idle CPUs poll
+   * instead of halting). Unset: the machine's own setting. See src/server/runtime/cpu-latency-qos.ts.
+   */
+  cpuLatencyUs: num(0, 2_000_000_000, true).optional(),
   /** Seconds to let in-flight work finish on SIGTERM. */
   drainSec: num(0, 3600).default(20),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

@@ -60,6 +60,11 @@ export function registerNode(program: Command): void {
     )
     .option("--max-pending <n>", `client requests in flight before 429 ${def("maxPending")}`)
     .option("--max-connections <n>", `client connections open at once before 503 ${def("maxConnections")}`)
+    .option(
+      "--cpu-latency-us <µs>",
+      "Linux: hold the PM QoS CPU latency limit at this while running (0: idle CPUs poll, not halt; " +
+        "faster wake-ups on VMs, idle CPU burnt; needs write access to /dev/cpu_dma_latency)",
+    )
     .option("--drain-sec <s>", `on SIGTERM, let in-flight work finish this long ${def("drainSec")}`)
     .option("--threads <n>", "engine threads")
     .option("--slots <n>", `llamacpp: KV slots ${defaultNote(L.slots)}`)
@@ -84,9 +89,14 @@ async function runNode(settings: NodeSettings): Promise<void> {
     handle = await startNode(settings);
   } catch (err) {
     // Configuration problems (credentials, peers, security mode) are usage errors: exit 2.
-    const usage = ["SecurityModeError", "DiscoveryError", "CertError", "SecretError", "ZodError"].includes(
-      (err as Error).name,
-    );
+    const usage = [
+      "SecurityModeError",
+      "DiscoveryError",
+      "CertError",
+      "SecretError",
+      "ZodError",
+      "CpuLatencyQosError",
+    ].includes((err as Error).name);
     throw new CliError(`node ${settings.id} failed to start: ${(err as Error).message}`, usage ? 2 : 1);
   }
   await new Promise<void>((resolve) => {

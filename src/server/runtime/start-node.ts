@@ -32,6 +32,7 @@ import { buildPeerServer } from "../../net/transport-server.js";
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
 import { errorBody } from "../openai/format.js";
+import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
 import { NodeRuntime, type SnapshotCodec } from "./node-runtime.js";
@@ -95,7 +96,15 @@ export async function startNode(
   if (mode === "insecure") logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
   const clusterId = tls?.clusterId ?? s.clusterId ?? "prefixmesh";
 
-  const engine = opts.engine ?? (await loadEngine(s));
+  // Held before the engine loads: a limit that cannot be set is a configuration error, found early.
+  const cpuLatency = s.cpuLatencyUs === undefined ? undefined : holdCpuLatency(s.cpuLatencyUs);
+  let engine: Engine;
+  try {
+    engine = opts.engine ?? (await loadEngine(s));
+  } catch (err) {
+    cpuLatency?.release();
+    throw err;
+  }
   const codec = snapshotCodec(s.maxSnapshotBytes);
   const now = () => performance.timeOrigin + performance.now();
   const node = new PrefixNode(
@@ -176,6 +185,7 @@ export async function startNode(
     apiUrl = await api.listen({ host: al.host, port: al.port });
   } catch (err) {
     await Promise.allSettled([peerServer.close(), api.close(), engine.close(), client.close()]);
+    cpuLatency?.release();
     throw err;
   }
   runtime.start();
@@ -187,6 +197,7 @@ export async function startNode(
       mode,
       engine: engine.info,
       policy: s.policy,
+      ...(cpuLatency ? { cpuLatencyUs: cpuLatency.requestedUs } : {}),
     },
     "node started",
   );
@@ -236,6 +247,7 @@ export async function startNode(
       await peerClosed;
       await client.close();
       await engine.close().catch(() => {});
+      cpuLatency?.release();
       logger.info({}, "stopped");
     })();
     return stopping;
