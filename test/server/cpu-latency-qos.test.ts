@@ -81,6 +81,7 @@ describe.skipIf(!deviceWritable)("CPU latency hold on this kernel", () => {
     const node = await startNode(s, { logger: pino({ level: "silent" }) });
     try {
       expect(cpuLatencyInForceUs()).toBe(0);
+      expect((node.runtime.clusterView() as { cpuLatencyUs: number | null }).cpuLatencyUs).toBe(0);
     } finally {
       await node.stop();
     }

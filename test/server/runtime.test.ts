@@ -79,8 +79,13 @@ describe("node runtime (two in-process nodes, sim engine)", () => {
       ),
     );
     expect(new Set(many.map((m) => m.id)).size).toBe(20);
-    const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { inFlightClients: number };
+    const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as {
+      inFlightClients: number;
+      cpuLatencyUs: number | null;
+    };
     expect(view.inFlightClients).toBe(0);
+    // No --cpu-latency-us: the machine's own idle behaviour, shown as null.
+    expect(view.cpuLatencyUs).toBeNull();
   });
 });
 

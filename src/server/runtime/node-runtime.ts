@@ -63,6 +63,8 @@ export interface NodeRuntimeOptions {
   policies?: readonly string[];
   /** Monotonic ms (default: wall-clock origin + performance.now()). */
   now?: () => number;
+  /** The PM QoS CPU latency limit this node holds (`--cpu-latency-us`), for the cluster view. */
+  cpuLatencyUs?: number;
 }
 
 interface ClientSlot {
@@ -287,6 +289,8 @@ export class NodeRuntime implements NodeService {
       capacityTokens: this.engine.info.capacityTokens,
       queueDepth: this.node.queueDepth(),
       pushBackActive: this.node.currentPushBackMs() > 0,
+      // null: the machine's own setting (idle CPUs may halt).
+      cpuLatencyUs: this.o.cpuLatencyUs ?? null,
       inFlightClients: this.clients.size,
       served: s.servedLocal + s.servedForPeers,
       stats: s,

@@ -158,6 +158,7 @@ export async function startNode(
     forwardStreamTtlMs: s.forwardTimeoutMs * FORWARD_STREAM_TTL_FACTOR,
     policies: POLICY_NAMES,
     now,
+    ...(cpuLatency ? { cpuLatencyUs: cpuLatency.requestedUs } : {}),
   });
   const peerServer = buildPeerServer({
     auth,
