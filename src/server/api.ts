@@ -303,7 +303,14 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     startStream(outcome.servedBy);
     if (first && kind === "chat")
       send(streamChunk(kind, meta, { text: "", first: true, servedBy: outcome.servedBy }));
-    send(streamChunk(kind, meta, { finishReason: outcome.result.finishReason, servedBy: outcome.servedBy }));
+    send(
+      streamChunk(
+        kind,
+        meta,
+        { finishReason: outcome.result.finishReason, servedBy: outcome.servedBy },
+        outcome,
+      ),
+    );
     if (body.stream_options?.include_usage) send(usageChunk(kind, meta, outcome));
     raw.end("data: [DONE]\n\n");
     return reply;

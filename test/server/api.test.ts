@@ -120,8 +120,22 @@ describe("OpenAI-compatible API (fake service)", () => {
       stream: true,
     });
     let text = "";
-    for await (const c of s) text += c.choices[0]?.text ?? "";
+    const tails: unknown[] = [];
+    for await (const c of s) {
+      text += c.choices[0]?.text ?? "";
+      if (c.choices[0]?.finish_reason) tails.push((c as unknown as { prefixmesh: unknown }).prefixmesh);
+    }
     expect(text).toBe("hello");
+    // The final choice chunk says where the time went, without the usage chunk being asked for.
+    expect(tails).toEqual([
+      {
+        served_by: "B",
+        hops: 1,
+        request_id: "A-1",
+        fallbacks: 1,
+        timing_ms: { queue: 0.25, prefill: 1, decode: 1, network: 0.457, total: 2.707 },
+      },
+    ]);
     const cs = await client.chat.completions.create({
       model: "fake-model",
       messages: [{ role: "user", content: "hi" }],

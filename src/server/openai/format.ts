@@ -92,14 +92,20 @@ export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome,
   };
 }
 
-/** One SSE chunk; `text` undefined with a finish reason is the final choice chunk. */
+/**
+ * One SSE chunk; `text` undefined with a finish reason is the final choice chunk. The final one also
+ * gets the whole outcome (hops, fallbacks, where the time went), so a streaming client has it without
+ * asking for the usage chunk; the others carry only the node whose output they are.
+ */
 export function streamChunk(
   kind: ApiKind,
   meta: ResponseMeta,
   piece: { text?: string; first?: boolean; finishReason?: string | null; servedBy: string },
+  outcome?: ServeOutcome,
 ) {
   // Written out, no spreads: this runs once per streamed piece.
   const finish_reason = piece.finishReason ?? null;
+  const prefixmesh = outcome ? prefixmeshField(outcome) : { served_by: piece.servedBy };
   if (kind === "completion") {
     return {
       id: meta.id,
@@ -107,7 +113,7 @@ export function streamChunk(
       created: meta.created,
       model: meta.model,
       choices: [{ index: 0, text: piece.text ?? "", logprobs: null, finish_reason }],
-      prefixmesh: { served_by: piece.servedBy },
+      prefixmesh,
     };
   }
   const delta: Record<string, string> = {};
@@ -119,7 +125,7 @@ export function streamChunk(
     created: meta.created,
     model: meta.model,
     choices: [{ index: 0, delta, logprobs: null, finish_reason }],
-    prefixmesh: { served_by: piece.servedBy },
+    prefixmesh,
   };
 }
 
