@@ -5,6 +5,7 @@
  * answers without running the request twice.
  */
 import { describe, expect, it } from "vitest";
+import { DUPLICATE_ANSWERED } from "../../src/core/node/node.js";
 import type { Effect, PeerMessage } from "../../src/core/node/types.js";
 import { Harness, isType, type Mail, prompt } from "./node-harness.js";
 
@@ -117,6 +118,19 @@ describe("PrefixNode — forward acks", () => {
     expect(again.some((e) => e.type === "send" && e.msg.type === "result")).toBe(false);
     expect(h.node("B").stats().resentAnswers).toBe(0);
     expect(h.members.get("B")?.runs.size).toBe(0);
+    // ...but the copy is told at once, so whatever waits on it (a transport stream) ends now.
+    expect(again).toEqual([
+      {
+        type: "send",
+        to: "A",
+        msg: { type: "error", reqId: "r1", attempt: 1, error: DUPLICATE_ANSWERED, retryable: true },
+      },
+    ]);
+    // A already has its answer: the error is a late reply, not a second answer or a fallback.
+    h.deliver(isType("result"));
+    h.input("A", { type: "peer-message", from: "B", msg: (again[0] as { msg: PeerMessage }).msg });
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.members.get("A")?.runs.size).toBe(0);
   });
 
   it("once acked, waits past the ack timeout; a lost result is recovered by a probe, not a rerun", () => {

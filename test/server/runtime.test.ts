@@ -233,8 +233,8 @@ describe("node runtime: where a request's time went", () => {
   });
 });
 
-describe("node runtime: a forward sent again while the first copy is open", () => {
-  it("acks the re-send on its own stream, runs once, and finishes both streams with the answer", async () => {
+describe("node runtime: a forward sent again", () => {
+  it("while the first copy is open: acked on its own stream, run once, both streams get the answer; after: an error at once", async () => {
     let runs = 0;
     class CountingEngine extends TestSimEngine {
       override run(...args: Parameters<SimEngine["run"]>) {
@@ -278,6 +278,12 @@ describe("node runtime: a forward sent again while the first copy is open", () =
       }
       expect(first).toEqual(["ack", "result"]);
       expect(again).toEqual(["ack", "result"]);
+      expect(runs).toBe(1);
+      // A copy after the answer left: no answer is kept, so its stream ends at once with a retryable
+      // error rather than staying open until the TTL sweep (forward timeout × 4).
+      const late: string[] = [];
+      h.onForward("B", { ...forward, request: { ...forward.request } }, fakeStream(late));
+      expect(late).toEqual(["error"]);
       expect(runs).toBe(1);
     } finally {
       await Promise.all([a.stop(), b.stop()]);

@@ -839,7 +839,16 @@ export class PrefixNode {
         return;
       }
     }
-    if (!this.config.answerProbes) return; // no answers are kept to re-send
+    if (!this.config.answerProbes) {
+      // No answers are kept to send again: say so, so the copy ends now (its sender falls back, if it
+      // still waits) rather than at its timeout, and a transport stream opened for it is closed.
+      out.push({
+        type: "send",
+        to: from,
+        msg: { type: "error", reqId, attempt, error: DUPLICATE_ANSWERED, retryable: true },
+      });
+      return;
+    }
     const answer = this.recentAnswers.get(key);
     if (answer && now - answer.at <= this.config.forwardTimeoutMs) {
       this.stats_.resentAnswers++;
@@ -1362,6 +1371,9 @@ export class PrefixNode {
     this.pump(now, out);
   }
 }
+
+/** The error a copy of an already-answered forward gets when answers are not kept (no probes). */
+export const DUPLICATE_ANSWERED = "duplicate forward: already answered (answers are not kept)";
 
 /** Identifies one of our own attempts (origin side). */
 function attemptKey(reqId: string, attempt: number): string {
