@@ -207,7 +207,7 @@ export function formatSummary(r: SimResult, workloadLabel: string): string {
       .join(", ")}`,
     `answered   ${t.answered}/${t.requests}${t.failed ? `, ${t.failed} failed` : ""}${t.incorrect ? `, ${t.incorrect} WRONG` : ""}   fallbacks ${t.fallbacks}   late replies ${t.lateReplies}`,
     `engine     ${t.engineRuns} runs, ${t.duplicateRuns} duplicate   forwards cancelled ${t.cancelledForwards}, refused by deadline ${t.rejectedDeadline}`,
-    `acks       ${t.ackTimeouts} ack timeouts, ${t.probes} probes, ${t.resentAnswers} answers re-sent`,
+    `acks       ${t.ackTimeouts} ack timeouts, ${t.probes} probes, ${t.resends} unacked re-sends, ${t.resentAnswers} answers re-sent`,
     `simulated  ${(r.virtualMs / 1000).toFixed(1)} s virtual in ${(r.wallMs / 1000).toFixed(2)} s wall (${Math.round(t.requests / (r.wallMs / 1000))} requests/s, ${r.events} events)`,
   ];
   const f = c.faults;

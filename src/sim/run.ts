@@ -535,6 +535,7 @@ const SUMMED_STATS = [
   "rejectedDeadline",
   "ackTimeouts",
   "probes",
+  "resends",
   "resentAnswers",
 ] as const satisfies readonly (keyof NodeStats)[];
 type SummedStat = (typeof SUMMED_STATS)[number];

@@ -131,8 +131,10 @@ export interface SimTotals {
   rejectedDeadline: number;
   /** Forward attempts abandoned because no `forward-ack` came in time (nodes alive at the end). */
   ackTimeouts: number;
-  /** Forwards re-sent for the same attempt, unacked or acked but overdue (nodes alive at the end). */
+  /** Forwards re-sent for the same attempt, acked but overdue (nodes alive at the end). */
   probes: number;
+  /** Forwards re-sent for the same attempt, not acked (`forwardResends`; nodes alive at the end). */
+  resends: number;
   /** Answers re-sent to an origin that probed for one it lost (nodes alive at the end). */
   resentAnswers: number;
   evictedTokens: number;

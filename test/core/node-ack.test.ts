@@ -148,7 +148,7 @@ describe("PrefixNode — forward acks", () => {
       if (h.mailbox.some(isType("forward"))) probeAt = h.now;
     }
     expect(probeAt).toBeGreaterThan(0);
-    expect(h.node("A").stats().probes).toBe(1);
+    expect(h.node("A").stats()).toMatchObject({ probes: 1, resends: 0 });
     const probe = h.mailbox.find(isType("forward"));
     expect(probe?.msg).toMatchObject({ reqId: "r1", attempt: 1 }); // the same attempt again
     h.deliver(isType("forward"));
@@ -280,10 +280,11 @@ describe("PrefixNode — forward acks", () => {
     expect(h.mailbox.filter(isType("forward"))).toMatchObject([
       { to: "B", msg: { reqId: "r1", attempt: 1 } },
     ]);
-    expect(h.node("A").stats()).toMatchObject({ probes: 1, ackTimeouts: 0, fallbacks: 0 });
+    // Never acked: a re-send, not a probe (a probe asks for an answer the peer owes).
+    expect(h.node("A").stats()).toMatchObject({ resends: 1, probes: 0, ackTimeouts: 0, fallbacks: 0 });
     expect(h.drop(isType("forward"))).toBe(1);
     h.advanceLive(ackMs(h) + 10);
-    expect(h.node("A").stats()).toMatchObject({ probes: 1, ackTimeouts: 1, fallbacks: 1 });
+    expect(h.node("A").stats()).toMatchObject({ resends: 1, probes: 0, ackTimeouts: 1, fallbacks: 1 });
     expect(h.members.get("A")?.runs.size).toBe(1); // fell back to local
   });
 

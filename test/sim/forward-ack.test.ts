@@ -90,6 +90,8 @@ describe("simulator — forward acks", () => {
     expectAllAnsweredOnce(resend);
     // A lost ack no longer makes the request run twice: the re-send is acked again, not rerun.
     expect(resend.totals.duplicateRuns).toBeLessThan(once.totals.duplicateRuns);
+    expect(resend.totals.resends).toBeGreaterThan(0);
+    expect(once.totals.resends).toBe(0); // forwardResends 0: an unacked attempt is abandoned at once
     expect(resend.totals.fallbacks).toBeLessThan(once.totals.fallbacks);
     // At most one more ack timeout on the worst request (with a margin of one more).
     expect(resend.totals.p99LatencyMs).toBeLessThan(once.totals.p99LatencyMs + 2 * ACK_TIMEOUT_MS);

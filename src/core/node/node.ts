@@ -131,6 +131,7 @@ function emptyStats(): NodeStats {
     cancelledForwards: 0,
     ackTimeouts: 0,
     probes: 0,
+    resends: 0,
     resentAnswers: 0,
     ignoredAcks: 0,
     rejectedDeadline: 0,
@@ -1023,7 +1024,9 @@ export class PrefixNode {
       return;
     }
     p.probes++;
-    this.stats_.probes++;
+    // Counted apart: a probe asks for an answer the peer owes; a re-send is a forward that may be lost.
+    if (acked) this.stats_.probes++;
+    else this.stats_.resends++;
     this.sendForward(p, peer, now, out);
   }
 

@@ -206,8 +206,10 @@ export interface NodeStats {
   cancelledForwards: number;
   /** Forward attempts abandoned because their `forward-ack` (or the answer to a probe) never came. */
   ackTimeouts: number;
-  /** Forwards re-sent for the same attempt: unacked (up to `forwardResends`), or acked but overdue. */
+  /** Probes: forwards re-sent for the same attempt because it was acked but its answer is overdue. */
   probes: number;
+  /** Forwards re-sent for the same attempt because it was not acked (up to `forwardResends`). */
+  resends: number;
   /** Answers re-sent to an origin that probed for a forward we had already answered. */
   resentAnswers: number;
   /** `forward-ack`s ignored: unknown or finished request, an older attempt, or a duplicate. */
