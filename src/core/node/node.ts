@@ -1375,8 +1375,9 @@ export class PrefixNode {
   }
 }
 
-/** The error a copy of an already-answered forward gets when answers are not kept (no probes). */
-export const DUPLICATE_ANSWERED = "duplicate forward: already answered (answers are not kept)";
+/** The error a copy of an already-handled forward gets when answers are not kept (no probes). */
+export const DUPLICATE_ANSWERED =
+  "duplicate forward: this attempt was already handled (answers are not kept)";
 
 /** Identifies one of our own attempts (origin side). */
 function attemptKey(reqId: string, attempt: number): string {
