@@ -5,7 +5,7 @@
  * answers without running the request twice.
  */
 import { describe, expect, it } from "vitest";
-import { DUPLICATE_ANSWERED } from "../../src/core/node/node.js";
+import { DUPLICATE_HANDLED } from "../../src/core/node/node.js";
 import type { Effect, PeerMessage } from "../../src/core/node/types.js";
 import { Harness, isType, type Mail, prompt } from "./node-harness.js";
 
@@ -123,7 +123,7 @@ describe("PrefixNode — forward acks", () => {
       {
         type: "send",
         to: "A",
-        msg: { type: "error", reqId: "r1", attempt: 1, error: DUPLICATE_ANSWERED, retryable: true },
+        msg: { type: "error", reqId: "r1", attempt: 1, error: DUPLICATE_HANDLED, retryable: true },
       },
     ]);
     // A already has its answer: the error is a late reply, not a second answer or a fallback.

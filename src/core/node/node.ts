@@ -846,7 +846,7 @@ export class PrefixNode {
       out.push({
         type: "send",
         to: from,
-        msg: { type: "error", reqId, attempt, error: DUPLICATE_ANSWERED, retryable: true },
+        msg: { type: "error", reqId, attempt, error: DUPLICATE_HANDLED, retryable: true },
       });
       return;
     }
@@ -1376,8 +1376,7 @@ export class PrefixNode {
 }
 
 /** The error a copy of an already-handled forward gets when answers are not kept (no probes). */
-export const DUPLICATE_ANSWERED =
-  "duplicate forward: this attempt was already handled (answers are not kept)";
+export const DUPLICATE_HANDLED = "duplicate forward: this attempt was already handled (answers are not kept)";
 
 /** Identifies one of our own attempts (origin side). */
 function attemptKey(reqId: string, attempt: number): string {

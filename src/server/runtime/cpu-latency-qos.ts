@@ -11,7 +11,6 @@
  * with the process however it ends.
  */
 import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from "node:fs";
-import { endianness } from "node:os";
 
 export const CPU_LATENCY_DEVICE = "/dev/cpu_dma_latency";
 
@@ -25,13 +24,6 @@ export interface CpuLatencyHold {
   /** Ends the request (idempotent); the kernel then applies the other holders' limits, if any. */
   release(): void;
 }
-
-const s32 = (v: number) => {
-  const b = Buffer.alloc(4);
-  if (endianness() === "LE") b.writeInt32LE(v);
-  else b.writeInt32BE(v);
-  return b;
-};
 
 function openDevice(device: string, flags: number): number {
   let fd: number;
@@ -61,7 +53,8 @@ export function holdCpuLatency(us: number, device = CPU_LATENCY_DEVICE): CpuLate
   }
   const fd = openDevice(device, constants.O_WRONLY);
   try {
-    writeSync(fd, s32(us));
+    // The kernel reads an s32 in the machine's byte order: an Int32Array is exactly that.
+    writeSync(fd, new Int32Array([us]));
   } catch (err) {
     closeSync(fd);
     throw new CpuLatencyQosError(`cannot write ${device}: ${(err as Error).message}`);
@@ -81,9 +74,9 @@ export function holdCpuLatency(us: number, device = CPU_LATENCY_DEVICE): CpuLate
 export function cpuLatencyInForceUs(device = CPU_LATENCY_DEVICE): number {
   const fd = openDevice(device, constants.O_RDONLY);
   try {
-    const b = Buffer.alloc(4);
-    if (readSync(fd, b, 0, 4, null) !== 4) throw new CpuLatencyQosError(`short read from ${device}`);
-    return endianness() === "LE" ? b.readInt32LE() : b.readInt32BE();
+    const v = new Int32Array(1);
+    if (readSync(fd, v) !== 4) throw new CpuLatencyQosError(`short read from ${device}`);
+    return v[0] as number;
   } finally {
     closeSync(fd);
   }
