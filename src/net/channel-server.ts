@@ -29,6 +29,8 @@ export const answerRecord = {
   ack: (k: number) => ({ t: "ack", k }),
   chunk: (k: number, text: string) => ({ t: "chunk", k, text }),
   final: (k: number, m: ReplyMsg) => ({ t: "msg", k, msg: replyToWire(m) }),
+  /** The forward in frame k was refused before any node saw it (a malformed forward). */
+  rej: (k: number, error: string) => ({ t: "rej", k, error }),
 };
 
 /** One channel frame's payload: the records one event-loop turn produced, as a JSON array. */
@@ -137,7 +139,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       const frame = decodeForwardFrame(payload);
       if (!frame.ok) {
         if (frame.k === undefined) return drop(1008, frame.error);
-        return send({ t: "rej", k: frame.k, error: frame.error }, true);
+        return send(answerRecord.rej(frame.k, frame.error), true);
       }
       handlers.onForward(peer, frame.msg, replyStream(opts.delay, carrier(frame.k)));
     });

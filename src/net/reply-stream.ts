@@ -36,23 +36,21 @@ export function replyStream(
 ): ForwardReplyStream {
   // Without injected delay (the daemon's normal case) records go straight to the carrier: no queue,
   // and no closure per chunk.
-  const write = delay ? orderedWrites(delay) : undefined;
+  const out = delay ? delayedCarrier(delay, carrier) : carrier;
   let finished = false;
-  const acker = deferredAck(() => (write ? write(carrier.ack) : carrier.ack()));
+  const acker = deferredAck(out.ack);
   return {
     ack: acker.ack,
     chunk(text) {
       acker.answered();
       if (finished || carrier.gone()) return;
-      if (write) write(() => carrier.chunk(text));
-      else carrier.chunk(text);
+      out.chunk(text);
     },
     finish(m) {
       acker.answered();
       if (finished || carrier.gone()) return;
       finished = true;
-      if (write) write(() => carrier.final(m));
-      else carrier.final(m);
+      out.final(m);
     },
     get closed() {
       return finished || carrier.gone();
@@ -61,21 +59,27 @@ export function replyStream(
 }
 
 /**
- * The answer direction of a forward under delay injection (the paper's Δcomm): the whole answer waits
- * one injected delay, then its records leave in order. Once it is over and the queue has drained, a
- * record is written at once, with no promise hop.
+ * `carrier` under delay injection (the paper's Δcomm): the whole answer waits one injected delay,
+ * then its records leave in order. Once it is over and the queue has drained, a record is written at
+ * once, with no promise hop.
  */
-function orderedWrites(delay: () => Promise<void>): (write: () => void) => void {
+function delayedCarrier(delay: () => Promise<void>, carrier: ReplyCarrier): ReplyCarrier {
   let queue: Promise<void> | undefined = delay();
   let queued = 0;
-  return (write) => {
-    if (!queue) return write();
+  const write = (w: () => void): void => {
+    if (!queue) return w();
     queued++;
     const q = queue.then(() => {
-      write();
+      w();
       if (--queued === 0 && queue === q) queue = undefined;
     });
     queue = q;
+  };
+  return {
+    ack: () => write(carrier.ack),
+    chunk: (text) => write(() => carrier.chunk(text)),
+    final: (m) => write(() => carrier.final(m)),
+    gone: carrier.gone,
   };
 }
 

@@ -224,15 +224,32 @@ export class PeerClient {
    * Sends a forward and streams the answer: `onChunk` for each output piece, resolving with the final
    * result/error message. Rejects with TransportError if the stream breaks before its final record.
    */
-  async forward(
+  forward(
     id: string,
     msg: ForwardMsg,
     onChunk: (text: string) => void,
     /** The peer accepted the forward (its ack, first chunk, or — over HTTP — response headers). */
     onAck?: () => void,
   ): Promise<ReplyMsg> {
-    const peer = this.get(id);
+    let peer: PeerEntry;
+    try {
+      peer = this.get(id);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    // The usual case goes straight on: no wrapping promise on the per-forward path.
     if (peer.promptText) return this.forwardOnce(id, peer, msg, onChunk, onAck, true);
+    return this.forwardTokensOnly(id, peer, msg, onChunk, onAck);
+  }
+
+  /** A forward without the prompt text; re-sent with it if the peer's engine turns out to need it. */
+  private async forwardTokensOnly(
+    id: string,
+    peer: PeerEntry,
+    msg: ForwardMsg,
+    onChunk: (text: string) => void,
+    onAck: (() => void) | undefined,
+  ): Promise<ReplyMsg> {
     const reply = await this.forwardOnce(id, peer, msg, onChunk, onAck, false);
     if (reply.type !== "error" || reply.error !== PROMPT_TEXT_NEEDED) return reply;
     // The peer's engine now needs the text (it came back under the same id with another engine): say

@@ -96,7 +96,8 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
         socket: req.raw.socket,
       },
       // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
-      // who we are; it reveals only id, cluster and model, so membership is not required for it.
+      // who we are; it reveals only id, cluster, model, protocol version and whether we need prompt
+      // text, so membership is not required for it.
       req.routeOptions.url !== "/peer/hello",
     );
     if (!r.ok) {

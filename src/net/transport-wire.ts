@@ -205,9 +205,15 @@ export type CancelMsg = Extract<PeerMessage, { type: "cancel" }>;
  * An engine request's fields but its tokens, written out: this runs once per forward at each end, and
  * spreads are several times slower here. Undefined fields drop out of JSON.
  */
-function requestFields(r: Omit<EngineRequest, "tokens">, withPrompt = true): Omit<EngineRequest, "tokens"> {
+function requestFields(
+  r: Omit<EngineRequest, "tokens">,
+  withPrompt = true,
+  /** The tokens already encoded for JSON (base64), when they travel in it. */
+  tokens?: string,
+): Omit<EngineRequest, "tokens"> & { tokens?: string } {
   return {
     id: r.id,
+    tokens,
     prompt: withPrompt ? r.prompt : undefined,
     maxTokens: r.maxTokens,
     temperature: r.temperature,
@@ -218,20 +224,18 @@ function requestFields(r: Omit<EngineRequest, "tokens">, withPrompt = true): Omi
 }
 
 /** A forward's wire fields, without its tokens (which travel base64 in JSON, or as raw bytes). */
-function forwardFields(m: ForwardMsg, withPrompt: boolean) {
+function forwardFields(m: ForwardMsg, withPrompt: boolean, tokens?: string) {
   return {
     reqId: m.reqId,
     attempt: m.attempt,
     hops: m.hops,
     deadlineMs: m.deadlineMs,
-    request: requestFields(m.request, withPrompt),
+    request: requestFields(m.request, withPrompt, tokens),
   };
 }
 
 export function forwardToWire(m: ForwardMsg, withPrompt = true) {
-  const f = forwardFields(m, withPrompt);
-  (f.request as EngineRequestWire).tokens = encodeTokens(m.request.tokens);
-  return f;
+  return forwardFields(m, withPrompt, encodeTokens(m.request.tokens));
 }
 
 export function forwardFromWire(w: z.infer<typeof forwardWireSchema>): ForwardMsg {
@@ -239,13 +243,18 @@ export function forwardFromWire(w: z.infer<typeof forwardWireSchema>): ForwardMs
   return forwardMsg(w, decodeTokens(w.request.tokens));
 }
 
-type EngineRequestWire = Omit<EngineRequest, "tokens"> & { tokens: string };
-
 /** The ForwardMsg for validated wire fields and their decoded tokens (both forward encodings). */
 function forwardMsg(f: z.infer<typeof forwardMetaSchema>, tokens: Uint32Array): ForwardMsg {
-  const request = requestFields(f.request) as EngineRequest;
+  // requestFields' `tokens` slot (undefined here) takes the decoded tokens.
+  const request = requestFields(f.request) as Omit<EngineRequest, "tokens"> & { tokens: unknown };
   request.tokens = tokens;
-  const msg: ForwardMsg = { type: "forward", reqId: f.reqId, attempt: f.attempt, hops: f.hops, request };
+  const msg: ForwardMsg = {
+    type: "forward",
+    reqId: f.reqId,
+    attempt: f.attempt,
+    hops: f.hops,
+    request: request as EngineRequest,
+  };
   if (f.deadlineMs !== undefined) msg.deadlineMs = f.deadlineMs;
   return msg;
 }

@@ -46,3 +46,21 @@ describe("reply stream: the deferred ack", () => {
     expect(k.wrote).toEqual(["final"]);
   });
 });
+
+describe("reply stream: under injected delay", () => {
+  it("holds the whole answer one delay, then writes its records in order, and nothing after the final", async () => {
+    const k = carrier();
+    let release: () => void = () => {};
+    const s = replyStream(() => new Promise<void>((r) => (release = r)), k.c);
+    s.chunk("a");
+    s.chunk("b");
+    s.finish(resultFor(fwd("A-4"), "ab"));
+    s.chunk("late");
+    await wait(5);
+    expect(k.wrote).toEqual([]); // still inside the injected delay
+    release();
+    await wait(5);
+    expect(k.wrote).toEqual(["chunk:a", "chunk:b", "final"]);
+    expect(s.closed).toBe(true);
+  });
+});
