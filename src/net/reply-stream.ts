@@ -67,7 +67,10 @@ function delayedCarrier(delay: () => Promise<void>, carrier: ReplyCarrier): Repl
   let queue: Promise<void> | undefined = delay();
   let queued = 0;
   const write = (w: () => void): void => {
-    if (!queue) return w();
+    if (!queue) {
+      w();
+      return;
+    }
     queued++;
     const q = queue.then(() => {
       w();
