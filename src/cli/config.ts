@@ -10,6 +10,7 @@ import { z } from "zod";
 import { nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { nodeIdSchema } from "../net/node-id.js";
+import { MAX_CPU_LATENCY_US } from "../server/runtime/cpu-latency-qos.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError } from "./errors.js";
 
@@ -88,7 +89,7 @@ export const nodeSettingsSchema = z.object({
    * Hold Linux's PM QoS CPU latency limit at this many µs while the node runs (0: idle CPUs poll
    * instead of halting). Unset: the machine's own setting. See src/server/runtime/cpu-latency-qos.ts.
    */
-  cpuLatencyUs: num(0, 2_000_000_000, true).optional(),
+  cpuLatencyUs: num(0, MAX_CPU_LATENCY_US, true).optional(),
   /** Seconds to let in-flight work finish on SIGTERM. */
   drainSec: num(0, 3600).default(20),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

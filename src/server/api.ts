@@ -13,6 +13,7 @@ import {
   CONTEXT_LENGTH_EXCEEDED,
   errorBody,
   fullResponse,
+  prefixmeshField,
   type ResponseMeta,
   serverTiming,
   streamChunk,
@@ -254,8 +255,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       }
       done("ok", o);
       reply.headers(headersFor(o.servedBy, o.hops));
-      const timing = o.timing && timingMs(o.timing);
-      if (timing) reply.header("server-timing", serverTiming(timing));
+      const timing = timingMs(o.timing);
+      reply.header("server-timing", serverTiming(timing));
       return reply.send(fullResponse(kind, meta, o, timing));
     }
 
@@ -303,15 +304,16 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     startStream(outcome.servedBy);
     if (first && kind === "chat")
       send(streamChunk(kind, meta, { text: "", first: true, servedBy: outcome.servedBy }));
+    const whole = prefixmeshField(outcome);
     send(
       streamChunk(
         kind,
         meta,
         { finishReason: outcome.result.finishReason, servedBy: outcome.servedBy },
-        outcome,
+        whole,
       ),
     );
-    if (body.stream_options?.include_usage) send(usageChunk(kind, meta, outcome));
+    if (body.stream_options?.include_usage) send(usageChunk(kind, meta, outcome, whole));
     raw.end("data: [DONE]\n\n");
     return reply;
   }

@@ -24,9 +24,9 @@ export interface ServeOutcome {
   /** Network hops from this node to the serving node (0 = served locally). */
   hops: number;
   /** Where the request's time went, as the entry node saw it (the paper's §5 per-request record). */
-  timing?: ServeTiming;
+  timing: ServeTiming;
   /** Forward attempts that failed before the one that answered. */
-  fallbacks?: number;
+  fallbacks: number;
 }
 
 /**

@@ -18,6 +18,7 @@ import { DiscoveryError } from "../../src/net/discovery.js";
 import { hmacAuth, mtlsAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { PeerClient } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
+import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import {
   DnsMembership,
   type DnsMembershipPorts,
@@ -46,13 +47,13 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
     async probeHello(u) {
       const a = answers.get(u);
       if (!a) throw new Error("ECONNREFUSED");
-      return { hello: { cluster: "c1", model: "m", protocol: 1, ...a }, certId: a.certId };
+      return { hello: { cluster: "c1", model: "m", protocol: PROTOCOL_VERSION, ...a }, certId: a.certId };
     },
     async hello(id) {
       const u = members.get(id);
       const a = u === undefined ? undefined : answers.get(u);
       if (!a) throw new Error("ECONNREFUSED");
-      return { cluster: "c1", model: "m", protocol: 1, ...a };
+      return { cluster: "c1", model: "m", protocol: PROTOCOL_VERSION, ...a };
     },
     hasPeer: (id) => members.has(id) || (opts.statics ?? []).includes(id),
     isStatic: (id) => (opts.statics ?? []).includes(id),
@@ -252,7 +253,7 @@ describe("PeerClient.probeHello", () => {
     const app = buildPeerServer({
       auth,
       handlers: {
-        hello: () => ({ id, cluster: "c1", model: "m", protocol: 1 }),
+        hello: () => ({ id, cluster: "c1", model: "m", protocol: PROTOCOL_VERSION }),
         isKnownPeer: () => false, // nobody is a member yet: only hello may pass
         onSnapshot() {},
         onForward() {},

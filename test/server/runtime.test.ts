@@ -1,9 +1,10 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serverTiming } from "../../src/server/openai/format.js";
 import { FORWARD_STREAM_TTL_FACTOR, type NodeHandle } from "../../src/server/runtime/start-node.js";
 import type { SimEngine } from "../../src/sim/sim-engine.js";
 import { modelOf, postCompletion } from "../api-client.js";
-import { pair, TestSimEngine } from "./helpers.js";
+import { pair, routedPair, TestSimEngine } from "./helpers.js";
 
 /** Two in-process nodes with the simulated engine (time-scaled) and fast anti-entropy. */
 describe("node runtime (two in-process nodes, sim engine)", () => {
@@ -207,28 +208,37 @@ describe("node runtime: --max-connections", () => {
 });
 
 describe("node runtime: where a request's time went", () => {
-  it("is reported in the response and as Server-Timing, and adds up to the total", async () => {
-    const [a, b] = await pair({ policy: "local" });
+  it("a forwarded request's network time covers the peer hop's injected delay; Server-Timing says the same", async () => {
+    const D = 15; // injected each way on the peer hop
+    const prefix = Array.from({ length: 300 }, (_, i) => `timed${i}`).join(" ");
+    let nodes: NodeHandle[] = [];
+    const { a, model } = await routedPair(
+      prefix,
+      {},
+      {
+        extra: { injectDelayMs: String(D) },
+        onStart: (x, y) => {
+          nodes = [x, y];
+        },
+      },
+    );
     try {
-      const res = await complete(a.apiUrl, "time me please");
+      const res = await postCompletion(a.apiUrl, { model, prompt: `${prefix} asked at A`, max_tokens: 1 });
       expect(res.status).toBe(200);
       const body = (await res.json()) as {
         prefixmesh: { hops: number; fallbacks: number; timing_ms: Record<string, number> };
       };
-      const t = body.prefixmesh.timing_ms;
-      expect(body.prefixmesh.hops).toBe(0);
-      expect(body.prefixmesh.fallbacks).toBe(0);
-      for (const k of ["queue", "prefill", "decode", "network", "total"])
-        expect(t[k]).toBeGreaterThanOrEqual(0);
-      expect(t.prefill).toBeGreaterThan(0); // the simulated engine models a prefill
-      // Rounded to the microsecond each, so the parts add up to the total within a few of them.
-      expect(Math.abs(t.queue! + t.prefill! + t.decode! + t.network! - t.total!)).toBeLessThan(0.01);
-      const header = res.headers.get("server-timing") ?? "";
-      expect(header).toBe(
-        `queue;dur=${t.queue}, prefill;dur=${t.prefill}, decode;dur=${t.decode}, network;dur=${t.network}, total;dur=${t.total}`,
-      );
+      const p = body.prefixmesh;
+      expect(p.hops).toBe(1);
+      expect(p.fallbacks).toBe(0);
+      const t = p.timing_ms as Record<"queue" | "prefill" | "decode" | "network" | "total", number>;
+      // The forward and its answer each waited D: that is network time, not the serving engine's.
+      expect(t.network).toBeGreaterThanOrEqual(2 * D - 1);
+      expect(t.prefill).toBeGreaterThan(0); // B's simulated engine models a prefill, and B reported it
+      expect(t.prefill + t.decode + t.queue).toBeLessThan(t.total - 2 * D + 1);
+      expect(res.headers.get("server-timing")).toBe(serverTiming(t));
     } finally {
-      await Promise.all([a.stop(), b.stop()]);
+      await Promise.all(nodes.map((n) => n.stop()));
     }
   });
 });

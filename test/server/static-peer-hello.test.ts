@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { resolveNodeSettings } from "../../src/cli/config.js";
+import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 
@@ -53,7 +54,13 @@ async function decision(n: NodeHandle): Promise<"refused" | "member"> {
 }
 
 describe("static peers: the hello check", () => {
-  const good = (model: string) => ({ id: "B", cluster: "prefixmesh", model, protocol: 1, promptText: false });
+  const good = (model: string) => ({
+    id: "B",
+    cluster: "prefixmesh",
+    model,
+    protocol: PROTOCOL_VERSION,
+    promptText: false,
+  });
 
   it("admits a peer of the same cluster, model and protocol", async () => {
     expect(await decision(await nodeWithPeerSaying(good))).toBe("member");
@@ -62,7 +69,7 @@ describe("static peers: the hello check", () => {
   it.each([
     ["another cluster", (m: string) => ({ ...good(m), cluster: "other" })],
     ["another model", (m: string) => ({ ...good(m), model: `${m}-other` })],
-    ["another protocol", (m: string) => ({ ...good(m), protocol: 2 })],
+    ["another protocol", (m: string) => ({ ...good(m), protocol: PROTOCOL_VERSION + 1 })],
     ["another id", (m: string) => ({ ...good(m), id: "C" })],
     ["a malformed hello", (m: string) => ({ ...good(m), id: "B B" })],
   ])("refuses a peer announcing %s", async (_what, hello) => {

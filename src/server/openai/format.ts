@@ -41,7 +41,7 @@ export type TimingMs = ReturnType<typeof timingMs>;
  * Our own extension field: which node served the request, how far away it was, how many attempts
  * failed first, and where the time went.
  */
-function prefixmeshField(o: ServeOutcome, timing = o.timing && timingMs(o.timing)) {
+export function prefixmeshField(o: ServeOutcome, timing = timingMs(o.timing)) {
   return {
     served_by: o.servedBy,
     hops: o.hops,
@@ -51,6 +51,8 @@ function prefixmeshField(o: ServeOutcome, timing = o.timing && timingMs(o.timing
   };
 }
 
+export type PrefixmeshField = ReturnType<typeof prefixmeshField>;
+
 /**
  * The same breakdown as a Server-Timing header (W3C Server Timing; browsers' developer tools show
  * it): `queue;dur=…, prefill;dur=…, decode;dur=…, network;dur=…, total;dur=…`.
@@ -59,7 +61,7 @@ export function serverTiming(t: TimingMs): string {
   return `queue;dur=${t.queue}, prefill;dur=${t.prefill}, decode;dur=${t.decode}, network;dur=${t.network}, total;dur=${t.total}`;
 }
 
-export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome, timing?: TimingMs) {
+export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome, timing: TimingMs) {
   // Object literals with every field written out (no spreads): this runs once per request, and a
   // spread made it ~10× slower.
   const finish_reason = o.result.finishReason;
@@ -94,18 +96,19 @@ export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome,
 
 /**
  * One SSE chunk; `text` undefined with a finish reason is the final choice chunk. The final one also
- * gets the whole outcome (hops, fallbacks, where the time went), so a streaming client has it without
+ * gets the whole field (hops, fallbacks, where the time went), so a streaming client has it without
  * asking for the usage chunk; the others carry only the node whose output they are.
  */
 export function streamChunk(
   kind: ApiKind,
   meta: ResponseMeta,
   piece: { text?: string; first?: boolean; finishReason?: string | null; servedBy: string },
-  outcome?: ServeOutcome,
+  /** The final chunk's: the whole field (prefixmeshField), built once per answer by the caller. */
+  whole?: PrefixmeshField,
 ) {
   // Written out, no spreads: this runs once per streamed piece.
   const finish_reason = piece.finishReason ?? null;
-  const prefixmesh = outcome ? prefixmeshField(outcome) : { served_by: piece.servedBy };
+  const prefixmesh = whole ?? { served_by: piece.servedBy };
   if (kind === "completion") {
     return {
       id: meta.id,
@@ -129,7 +132,7 @@ export function streamChunk(
   };
 }
 
-export function usageChunk(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome) {
+export function usageChunk(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome, prefixmesh: PrefixmeshField) {
   return {
     id: meta.id,
     created: meta.created,
@@ -137,7 +140,7 @@ export function usageChunk(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome) {
     object: kind === "completion" ? "text_completion" : "chat.completion.chunk",
     choices: [],
     usage: usageOf(o),
-    prefixmesh: prefixmeshField(o),
+    prefixmesh,
   };
 }
 

@@ -13,6 +13,8 @@
 import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from "node:fs";
 
 export const CPU_LATENCY_DEVICE = "/dev/cpu_dma_latency";
+/** The largest limit the kernel's s32 request carries, µs. */
+export const MAX_CPU_LATENCY_US = 0x7fffffff;
 
 export class CpuLatencyQosError extends Error {
   override name = "CpuLatencyQosError";
@@ -48,8 +50,10 @@ function openDevice(device: string, flags: number): number {
 
 /** Asks the kernel to keep CPU wake-up latency at or below `us` µs until `release()` or exit. */
 export function holdCpuLatency(us: number, device = CPU_LATENCY_DEVICE): CpuLatencyHold {
-  if (!Number.isInteger(us) || us < 0 || us > 0x7fffffff) {
-    throw new CpuLatencyQosError(`CPU latency limit must be an integer from 0 to 2147483647 µs, got ${us}`);
+  if (!Number.isInteger(us) || us < 0 || us > MAX_CPU_LATENCY_US) {
+    throw new CpuLatencyQosError(
+      `CPU latency limit must be an integer from 0 to ${MAX_CPU_LATENCY_US} µs, got ${us}`,
+    );
   }
   const fd = openDevice(device, constants.O_WRONLY);
   try {

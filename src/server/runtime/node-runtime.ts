@@ -818,8 +818,6 @@ function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, numbe
     forwarded: s.forwarded,
     fallback: s.fallbacks,
     ack_timeout: s.ackTimeouts,
-    probe: s.probes,
-    resend: s.resends,
     late_reply: s.lateReplies,
     duplicate_forward: s.duplicateForwards,
     cancelled_forward: s.cancelledForwards,
