@@ -4,7 +4,8 @@
  * Generated only: never edit the output by hand.
  */
 
-import { PAPER_SKEW } from "../workload/schedule.js";
+import { hotGroupCount, PAPER_SKEW } from "../workload/schedule.js";
+import { MMLU_SUBJECT_SHAPES } from "../workload/synthetic.js";
 import { breakEvenMs, WINDOW } from "./analysis.js";
 import { jitterFor, OPEN_LOOP_RATE, RUN } from "./grid.js";
 import type { CycleStats, PaperResults, RunSummary, ShareFigureData } from "./paper.js";
@@ -30,8 +31,10 @@ const P_HOT = [
   ...PAPER_TABLE3.comm.map((c) => c.hotspot),
   ...PAPER_TABLE3.poll.filter((c) => c.pollMs <= 2000).map((c) => c.hotspot),
 ];
-/** MMLU's subjects (the test split's 57 CSVs); the paper's skew as the schedule draws it. */
-const MMLU_SUBJECTS = 57;
+/** MMLU's subjects (one shape each in the synthetic stand-in); the paper's skew as the schedule draws it. */
+const MMLU_SUBJECTS = MMLU_SUBJECT_SHAPES.length;
+/** A Δcomm as the prose names it: "2 ms", "1 s". */
+const delay = (ms: number) => (ms >= 1000 ? `${ms / 1000} s` : `${ms} ms`);
 const SKEW_SHARE = Math.round(PAPER_SKEW.hotShare * 100);
 const SKEW_HOT = Math.round(PAPER_SKEW.hotFraction * 100);
 const P_HOT_RANGE = `${Math.round(Math.min(...P_HOT) * 100)}–${Math.round(Math.max(...P_HOT) * 100)}%`;
@@ -130,7 +133,7 @@ export function writeReport(r: PaperResults, figures: string[]): string {
   out.push("");
   out.push(
     `**Skew.** The paper says only that ${SKEW_SHARE}% of requests come from ${SKEW_HOT}% of topics. We pick ${SKEW_HOT}% of the subjects ` +
-      `(${Math.round(PAPER_SKEW.hotFraction * MMLU_SUBJECTS)} of ${MMLU_SUBJECTS}) at random (seeded) and draw each request from the hot subjects with probability ${PAPER_SKEW.hotShare}, uniformly ` +
+      `(${hotGroupCount(MMLU_SUBJECTS, PAPER_SKEW)} of ${MMLU_SUBJECTS}) at random (seeded) and draw each request from the hot subjects with probability ${PAPER_SKEW.hotShare}, uniformly ` +
       "over their questions. The default draws **with replacement** (so questions repeat): the paper's routed " +
       `skewed hit rate, ${pct(PAPER_TABLE2.skewedRouted.actualHit)}%, is above what shared prefixes alone allow (the \`skewed-norepeat\` ideal bound), ` +
       "so its schedule must have repeated whole prompts. The variant without repeats is run too. " +
@@ -466,7 +469,7 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
     const paperSlope = ((P_C200.routed - P_C2.routed) * 1000) / (P_C200.commMs - P_C2.commMs);
     out.push(
       `1. **Break-even between 2 and 200 ms** — ${check(g2 < 0 && g200 > 0)}. Gap (routed − no-route): ` +
-        `${signed(g2)} s at 2 ms, ${signed(g200)} s at 200 ms${u1000 ? `, ${signed(u1000.meanLatencyS - uNo.meanLatencyS)} s at 1 s` : ""}. ` +
+        `${signed(g2)} s at ${delay(u2.commMs)}, ${signed(g200)} s at ${delay(u200.commMs)}${u1000 ? `, ${signed(u1000.meanLatencyS - uNo.meanLatencyS)} s at ${delay(u1000.commMs)}` : ""}. ` +
         `Interpolated break-even: ${be === undefined ? "—" : `${be.toFixed(1)} ms`} (paper's own numbers: ${pbe?.toFixed(1)} ms). ` +
         `Why: routing saves prefill (hit rate ${pct(uNo.actualHit)}% → ${pct(u2.actualHit)}%, worth ${(-g2 * 1000 + 2 * u2.commMs * u2.forwardedShare).toFixed(0)} ms ` +
         `per request before network cost), while ${pct(u2.forwardedShare)}% of requests are forwarded and pay a round trip ` +
@@ -475,7 +478,7 @@ function findings(r: PaperResults, get: (id: string) => RunSummary | undefined):
         "so its forwards cost more than one round trip each, e.g. queueing at its hotspot node)." +
         (be !== undefined && pbe !== undefined
           ? ` Our break-even is ${be > pbe ? "higher" : "lower"} than the paper's: routing saves ` +
-            `${(-g2 * 1000).toFixed(0)} ms per request at 2 ms here vs the paper's ${((P_NO - P_C2.routed) * 1000).toFixed(0)} ms, and each ms of Δcomm costs ` +
+            `${(-g2 * 1000).toFixed(0)} ms per request at ${delay(u2.commMs)} here vs the paper's ${((P_NO - P_C2.routed) * 1000).toFixed(0)} ms, and each ms of Δcomm costs ` +
             `${(perMs * 1000).toFixed(2)} ms vs the paper's ${paperSlope.toFixed(2)} ms.`
           : ""),
     );

@@ -10,7 +10,7 @@
 
 import type { EngineResult } from "../core/engine.js";
 import { PrefixNode } from "../core/node/node.js";
-import type { Effect, NodeInput, NodeStats, PeerMessage } from "../core/node/types.js";
+import type { Effect, NodeInput, PeerMessage } from "../core/node/types.js";
 import { Prng } from "../core/prng.js";
 import type { Workload } from "../workload/types.js";
 // The answer every correct run must give: the simulated engine's deterministic output.
@@ -22,7 +22,16 @@ import { SimNetwork } from "./network.js";
 import { Oracle } from "./oracle.js";
 import { resolveProfile } from "./profiles.js";
 import { SimEngine } from "./sim-engine.js";
-import type { MessageTotals, SimConfig, SimNodeSummary, SimProgress, SimRecord, SimResult } from "./types.js";
+import {
+  type MessageTotals,
+  type SimConfig,
+  type SimNodeSummary,
+  type SimProgress,
+  type SimRecord,
+  type SimResult,
+  SUMMED_STATS,
+  type SummedStat,
+} from "./types.js";
 
 export type { SimConfig, SimFaults, SimProgress, SimRecord, SimResult } from "./types.js";
 
@@ -526,19 +535,6 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     invariantViolations: violations,
   };
 }
-
-/** Node counters the run's totals add up over every node. */
-const SUMMED_STATS = [
-  "lateReplies",
-  "fallbacks",
-  "cancelledForwards",
-  "rejectedDeadline",
-  "ackTimeouts",
-  "probes",
-  "resends",
-  "resentAnswers",
-] as const satisfies readonly (keyof NodeStats)[];
-type SummedStat = (typeof SUMMED_STATS)[number];
 
 function validate(c: SimConfig): void {
   const bad = (m: string): never => {

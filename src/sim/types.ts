@@ -4,6 +4,7 @@
  */
 import type { NodeConfigInput } from "../core/node/config.js";
 import type { PolicyName } from "../core/node/policies/index.js";
+import type { NodeStats } from "../core/node/types.js";
 import type { CostProfile, ProfileName } from "./profiles.js";
 
 /** Faults injected into a run. Times are virtual ms from the start. */
@@ -96,7 +97,23 @@ export interface MessageTotals {
   bytes: number;
 }
 
-export interface SimTotals {
+/**
+ * Node counters the run's totals add up over the nodes alive at the end, under their NodeStats names
+ * and meanings.
+ */
+export const SUMMED_STATS = [
+  "lateReplies",
+  "fallbacks",
+  "cancelledForwards",
+  "rejectedDeadline",
+  "ackTimeouts",
+  "probes",
+  "resends",
+  "resentAnswers",
+] as const satisfies readonly (keyof NodeStats)[];
+export type SummedStat = (typeof SUMMED_STATS)[number];
+
+export interface SimTotals extends Pick<NodeStats, SummedStat> {
   requests: number;
   answered: number;
   failed: number;
@@ -119,24 +136,10 @@ export interface SimTotals {
   messages: Record<string, MessageTotals>;
   messagesTotal: number;
   bytesTotal: number;
-  lateReplies: number;
-  fallbacks: number;
   /** Engine runs started (any node, any attempt; a crash may cut one short). */
   engineRuns: number;
   /** Engine runs beyond the first per workload request: work computed twice (e.g. after a fallback). */
   duplicateRuns: number;
-  /** Queued forwards dropped because their origin cancelled them (nodes alive at the end). */
-  cancelledForwards: number;
-  /** Forwards refused at once because they could not finish before the origin's deadline. */
-  rejectedDeadline: number;
-  /** Forward attempts abandoned because no `forward-ack` came in time (nodes alive at the end). */
-  ackTimeouts: number;
-  /** Forwards re-sent for the same attempt, acked but overdue (nodes alive at the end). */
-  probes: number;
-  /** Forwards re-sent for the same attempt, not acked (`forwardResends`; nodes alive at the end). */
-  resends: number;
-  /** Answers re-sent to an origin that probed for one it lost (nodes alive at the end). */
-  resentAnswers: number;
   evictedTokens: number;
   retries: number;
 }

@@ -65,6 +65,11 @@ export function describeSkew(s: SkewOptions | undefined): string {
   return `hot-set ${Math.round(s.hotShare * 100)}/${Math.round(s.hotFraction * 100)} ${rep}`;
 }
 
+/** How many of `groups` groups a hot-set skew makes hot: at least one, and never all. */
+export function hotGroupCount(groups: number, skew: Pick<HotSetSkew, "hotFraction">): number {
+  return Math.min(groups - 1, Math.max(1, Math.round(skew.hotFraction * groups)));
+}
+
 /** Items (global ids) grouped: `groups[g]` lists the ids of group g. */
 export type Pool = readonly (readonly number[])[];
 
@@ -104,7 +109,7 @@ function hotSetSchedule(
   requests?: number,
 ): Schedule {
   const shuffled = rng.shuffle([...groups]);
-  const hotCount = Math.min(groups.length - 1, Math.max(1, Math.round(skew.hotFraction * groups.length)));
+  const hotCount = hotGroupCount(groups.length, skew);
   const hotGroups = shuffled.slice(0, hotCount).sort((a, b) => a - b);
   const hotSet = new Set(hotGroups);
   const hot = groups.filter((g) => hotSet.has(g)).flatMap((g) => [...pool[g]!]);

@@ -794,14 +794,7 @@ export class PrefixNode {
       }
     }
     // Accepted: ack at once (before any engine work) so the origin knows it need not fall back.
-    out.push(
-      this.forwardAck(
-        peer.id,
-        reqId,
-        attempt,
-        () => (this.expectedWaitMs(this.serviceEstimate()) ?? 0) + this.serviceFor(request),
-      ),
-    );
+    out.push(this.forwardAck(peer.id, reqId, attempt, request));
     // Served here: never forwarded again (hop limit 1 by default), so no chains or loops.
     this.enqueue("forward", reqId, peer.id, attempt, request, now, out);
   }
@@ -820,23 +813,12 @@ export class PrefixNode {
   ): void {
     const queued = this.queuedForwards.get(key);
     if (queued) {
-      out.push(
-        this.forwardAck(
-          from,
-          reqId,
-          attempt,
-          () => (this.expectedWaitMs(this.serviceEstimate()) ?? 0) + this.serviceFor(queued.request),
-        ),
-      );
+      out.push(this.forwardAck(from, reqId, attempt, queued.request));
       return;
     }
     for (const job of this.running.values()) {
       if (job.kind === "forward" && job.from === from && job.reqId === reqId && job.attempt === attempt) {
-        out.push(
-          this.forwardAck(from, reqId, attempt, () =>
-            Math.max(0, this.serviceFor(job.request) - (now - job.startedAt)),
-          ),
-        );
+        out.push(this.forwardAck(from, reqId, attempt, job.request, now - job.startedAt));
         return;
       }
     }
@@ -858,12 +840,25 @@ export class PrefixNode {
   }
 
   /**
-   * A `forward-ack` for the origin; with `answerProbes` it carries the ETA (`eta()`, ms) the origin
-   * times its probes by, else none — and the ETA, a tree match, is not even computed.
+   * A `forward-ack` for the origin of `request`; with `answerProbes` it carries the ETA (ms) the origin
+   * times its probes by — the rest of the run if it has run `ranMs`, else the queue wait plus the
+   * run — and without, none: the ETA, a tree match, is not even computed.
    */
-  private forwardAck(to: NodeId, reqId: string, attempt: number, eta: () => number): Effect {
+  private forwardAck(
+    to: NodeId,
+    reqId: string,
+    attempt: number,
+    request: EngineRequest,
+    ranMs?: number,
+  ): Effect {
     const msg: PeerMessage = { type: "forward-ack", reqId, attempt };
-    if (this.config.answerProbes) msg.etaMs = Math.ceil(eta());
+    if (this.config.answerProbes) {
+      const eta =
+        ranMs === undefined
+          ? (this.expectedWaitMs(this.serviceEstimate()) ?? 0) + this.serviceFor(request)
+          : Math.max(0, this.serviceFor(request) - ranMs);
+      msg.etaMs = Math.ceil(eta);
+    }
     return { type: "send", to, msg };
   }
 
