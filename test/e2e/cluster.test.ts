@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BLOCK_SIZE } from "../../src/core/block-hash.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import type { startCluster as StartCluster } from "../../src/server/cluster/launcher.js";
-import { modelOf } from "../api-client.js";
+import { modelOf, postCompletion } from "../api-client.js";
 import { alive, type ClusterInfo, clusterTmp, type Spawned, spawnCli, waitFor, words } from "./helpers.js";
 
 const haveOpenssl = await opensslAvailable();
@@ -297,9 +297,15 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
       host: "127.0.0.1",
       sharedSecret: true,
     });
-    expect(existsSync(join(c.dir, "logs", "A.log"))).toBe(true);
-    await c.stop();
-    expect(existsSync(c.dir)).toBe(false);
+    let stopped = false;
+    try {
+      expect(existsSync(join(c.dir, "logs", "A.log"))).toBe(true);
+      await c.stop();
+      stopped = true;
+      expect(existsSync(c.dir)).toBe(false);
+    } finally {
+      if (!stopped) await c.stop();
+    }
   });
 
   it("nodes exit by themselves when the launcher is killed hard (no orphans)", async () => {
@@ -332,11 +338,7 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
       const line = await node.waitForLine(/"node started"/, 30_000);
       const api = (JSON.parse(line) as { api: string }).api;
       const model = await modelOf(api);
-      const pending = fetch(`${api}/v1/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model, prompt: words("slow", 1000), max_tokens: 1 }),
-      });
+      const pending = postCompletion(api, { model, prompt: words("slow", 1000), max_tokens: 1 });
       await new Promise((r) => setTimeout(r, 300));
       node.child.kill("SIGTERM");
       const res = await pending;

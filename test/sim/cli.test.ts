@@ -71,19 +71,22 @@ describe("prefixmesh sim", () => {
     const dir = mkdtempSync(join(tmpdir(), "pm-sim-"));
     const json = join(dir, "r.json");
     const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
-    const r = await runSimCommand({ ...defaults, requests: "400", json }, { out: out.stream, err });
-    const text = out.text();
-    expect(text).toMatch(/latency\s+mean \d+\.\d{3} s\s+p50 \d+\.\d{3} s\s+p99 \d+\.\d{3} s/);
-    expect(text).toMatch(/hit rate\s+expected \d+\.\d% {3}actual \d+\.\d%/);
-    expect(text).toMatch(/hotspot\s+\d+\.\d% of requests on n\d/);
-    expect(text).toMatch(/messages\s+\d+ \(/);
-    expect(text).toMatch(/engine\s+\d+ runs, 0 duplicate/);
-    expect(text).toContain("SYNTHETIC");
-    expect(r.totals.answered).toBe(400);
-    const saved = JSON.parse(readFileSync(json, "utf8"));
-    expect(saved.records).toHaveLength(400);
-    expect(saved.totals.answered).toBe(400);
-    rmSync(dir, { recursive: true, force: true });
+    try {
+      const r = await runSimCommand({ ...defaults, requests: "400", json }, { out: out.stream, err });
+      const text = out.text();
+      expect(text).toMatch(/latency\s+mean \d+\.\d{3} s\s+p50 \d+\.\d{3} s\s+p99 \d+\.\d{3} s/);
+      expect(text).toMatch(/hit rate\s+expected \d+\.\d% {3}actual \d+\.\d%/);
+      expect(text).toMatch(/hotspot\s+\d+\.\d% of requests on n\d/);
+      expect(text).toMatch(/messages\s+\d+ \(/);
+      expect(text).toMatch(/engine\s+\d+ runs, 0 duplicate/);
+      expect(text).toContain("SYNTHETIC");
+      expect(r.totals.answered).toBe(400);
+      const saved = JSON.parse(readFileSync(json, "utf8"));
+      expect(saved.records).toHaveLength(400);
+      expect(saved.totals.answered).toBe(400);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
