@@ -23,12 +23,23 @@ const num = (min: number, max: number, int = false) => {
   const base = int ? z.coerce.number().int() : z.coerce.number();
   return base.min(min).max(max);
 };
+export type NodeConfigNumberKey =
+  | "concurrency"
+  | "forwardTimeoutMs"
+  | "forwardAckTimeoutMs"
+  | "forwardResends";
 /**
- * A node-config number given as a flag or env value: coerced, bounded by the core node's own schema
- * (the bounds are stated once, in src/core/node/config.ts), with the daemon's default.
+ * A core node-config number as a flag, env or YAML value gives it: non-blank, coerced, bounded by the
+ * core node's own schema (the bounds are stated once, in src/core/node/config.ts).
  */
-const nodeNum = (key: "concurrency" | "forwardTimeoutMs" | "forwardAckTimeoutMs", daemonDefault: number) =>
-  z.coerce.number().pipe(nodeConfigSchema.shape[key].unwrap()).default(daemonDefault);
+export const nodeConfigNumber = (key: NodeConfigNumberKey) =>
+  z
+    .union([z.number(), z.string().trim().min(1, "must be a number")])
+    .transform(Number)
+    .pipe(nodeConfigSchema.shape[key].unwrap());
+/** The same with the daemon's default. */
+const nodeNum = (key: Exclude<NodeConfigNumberKey, "forwardResends">, daemonDefault: number) =>
+  nodeConfigNumber(key).default(daemonDefault);
 const bool = z.union([
   z.boolean(),
   z.enum(["true", "false", "1", "0"]).transform((s) => s === "true" || s === "1"),

@@ -1,13 +1,17 @@
+/**
+ * `prefixmesh sim`: runs the discrete-event simulator (src/sim) on a workload and prints the paper's
+ * measurements (latency, expected vs actual hit, hotspot share, gossip cost).
+ */
 import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import * as hdr from "hdr-histogram-js";
 import { nodeConfigSchema } from "../core/node/config.js";
-import { isPolicyName, POLICY_NAMES } from "../core/node/policies/index.js";
+import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../sim/profiles.js";
 import { runSimulation } from "../sim/run.js";
 import type { SimConfig, SimResult } from "../sim/types.js";
-import { parseFlag } from "./config.js";
+import { type NodeConfigNumberKey, nodeConfigNumber, nodeSettingsSchema, parseFlag } from "./config.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
 import { defaultNote } from "./help.js";
@@ -112,14 +116,13 @@ export function parseSimOptions(o: SimOptions): {
   requests: number | undefined;
   rate: number | undefined;
 } {
-  if (!isPolicyName(o.policy))
-    throw new CliError(`--policy must be one of ${POLICY_NAMES.join(", ")}, got '${o.policy}'`);
+  const policy = parseFlag(nodeSettingsSchema.shape.policy.unwrap(), "policy", o.policy);
   const workload = parseWorkloadName(o.workload);
   if (!isProfileName(o.profile))
     throw new CliError(`--profile must be one of ${PROFILE_NAMES.join(", ")}, got '${o.profile}'`);
   const config: SimConfig = {
     nodes: parseNumber("--nodes", o.nodes, { min: 1, max: 1024, integer: true }),
-    policy: o.policy,
+    policy,
     commMs: parseNumber("--comm-ms", o.commMs, { min: 0, max: 3_600_000 }),
     jitterMs: parseNumber("--jitter-ms", o.jitterMs, { min: 0, max: 3_600_000 }),
     pollMs: parseNumber("--poll-ms", o.pollMs, { min: 1, max: 3_600_000 }),
@@ -248,11 +251,9 @@ export async function runSimCommand(
   return result;
 }
 
-type NumericNodeKey = "concurrency" | "forwardTimeoutMs" | "forwardAckTimeoutMs" | "forwardResends";
-
 /** A node-config number from its flag (`--forward-ack-timeout-ms` for forwardAckTimeoutMs), checked by the schema. */
-function nodeSetting(key: NumericNodeKey, raw: string): number {
-  return parseFlag(nodeConfigSchema.shape[key], key, raw.trim() === "" ? Number.NaN : Number(raw), raw);
+function nodeSetting(key: NodeConfigNumberKey, raw: string): number {
+  return parseFlag(nodeConfigNumber(key), key, raw);
 }
 
 export function registerSim(program: Command): void {

@@ -35,7 +35,7 @@ describe("prefixmesh sim", () => {
     const bad: [Partial<SimOptions>, RegExp][] = [
       [{ nodes: "0" }, /--nodes must be ≥ 1/],
       [{ nodes: "two" }, /--nodes must be a number/],
-      [{ policy: "fastest" }, /--policy must be one of/],
+      [{ policy: "fastest" }, /^--policy: .*affinity/],
       [{ commMs: "-1" }, /--comm-ms/],
       [{ pollMs: "0" }, /--poll-ms/],
       [{ workload: "imagenet" }, /--workload must be one of/],
