@@ -39,6 +39,8 @@ const WARMUP = Number(process.env.ROUTER_BENCH_WARMUP ?? 3000);
 const RUNS = Number(process.env.ROUTER_BENCH_RUNS ?? 3);
 /** Each path's N measured requests come in this many turns, interleaved with the other paths'. */
 const BATCHES = 10;
+/** Requests per path and turn: N rounded down to whole turns (the report says how many were measured). */
+const PER_BATCH = Math.max(1, Math.floor(N / BATCHES));
 /**
  * ROUTER_BENCH_CPU_LATENCY_US=0: hold Linux's PM QoS CPU latency limit for the whole run, for every
  * path alike (idle CPUs poll instead of halting; see src/server/runtime/cpu-latency-qos.ts). Unset: the
@@ -97,11 +99,10 @@ function httpPath(
 async function interleaved(paths: Path[]): Promise<{ lat: number[]; cpu: number }[]> {
   for (const path of paths) for (let i = 0; i < WARMUP; i++) await path.send();
   const out = paths.map(() => ({ lat: [] as number[], cpuMs: 0 }));
-  const per = Math.max(1, Math.floor(N / BATCHES));
   for (let b = 0; b < BATCHES; b++) {
     for (const [i, path] of paths.entries()) {
       const before = path.pids.map(cpuMs);
-      for (let k = 0; k < per; k++) (out[i] as { lat: number[] }).lat.push(await path.send());
+      for (let k = 0; k < PER_BATCH; k++) (out[i] as { lat: number[] }).lat.push(await path.send());
       (out[i] as { cpuMs: number }).cpuMs += path.pids.reduce<number>(
         (sum, pid, j) => sum + cpuMs(pid) - (before[j] as number),
         0,
@@ -131,10 +132,12 @@ async function spawnHelper(name: string, env: NodeJS.ProcessEnv = {}) {
 async function forwardFrames(text: string): Promise<{ out: Buffer; back: Buffer }> {
   // At zero modelled cost, as the measured nodes run (--sim-time-scale 0).
   const engine = new SimEngine({ profile: resolveProfile(DEFAULT_PROFILE), timeScale: 0 });
-  const request = { id: "A-1-1", tokens: await engine.tokenize(text), maxTokens: 1 };
+  // Request ids as the daemon makes them: node, epoch (wall-clock ms at start), sequence number.
+  const reqId = `A-${Date.now()}-1`;
+  const request = { id: reqId, tokens: await engine.tokenize(text), maxTokens: 1 };
   const forward: ForwardMsg = {
     type: "forward",
-    reqId: "A-1-1",
+    reqId,
     attempt: 0,
     hops: 1,
     deadlineMs: 30_000,
@@ -143,7 +146,7 @@ async function forwardFrames(text: string): Promise<{ out: Buffer; back: Buffer 
   const result = await engine.run(request);
   const answer: ReplyMsg = {
     type: "result",
-    reqId: "A-1-1",
+    reqId,
     attempt: 0,
     result,
     timing: { servedBy: "B", queueMs: 0, prefillMs: result.prefillMs, decodeMs: result.decodeMs },
@@ -338,7 +341,7 @@ async function main() {
   });
   const f = (x: number) => x.toFixed(3);
   console.log(
-    `router overhead, ${N} sequential requests per path and round (540-token prompt, 1 output token), ${RUNS} rounds, ms`,
+    `router overhead, ${PER_BATCH * BATCHES} sequential requests per path and round (540-token prompt, 1 output token), ${RUNS} rounds, ms`,
   );
   console.log(`wire frames: forward ${frames.out.length} B out, answer ${frames.back.length} B back`);
   console.log(`CPU latency limit: ${latencyNote}`);

@@ -102,9 +102,8 @@ export function registerCluster(program: Command): void {
         process.stdout.write(
           `dashboard: ${first?.apiUrl}/dashboard   cluster view: ${first?.apiUrl}/cluster\n`,
         );
-        const model = await fetch(`${first?.apiUrl}/v1/models`)
-          .then(async (r) => ((await r.json()) as { data: { id: string }[] }).data[0]?.id)
-          .catch(() => undefined);
+        const { modelOf } = await import("../server/bench/replay.js");
+        const model = first ? await modelOf(first.apiUrl).catch(() => undefined) : undefined;
         process.stdout.write(
           `try: curl ${first?.apiUrl}/v1/completions -H 'content-type: application/json' ` +
             `-d '{"model":"${model ?? "<see /v1/models>"}","prompt":"Once upon a time","max_tokens":8}'\n`,
