@@ -5,7 +5,7 @@
  * answers without running the request twice.
  */
 import { describe, expect, it } from "vitest";
-import { DUPLICATE_HANDLED } from "../../src/core/node/node.js";
+import { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "../../src/core/node/node.js";
 import type { Effect, PeerMessage } from "../../src/core/node/types.js";
 import { Harness, isType, type Mail, prompt } from "./node-harness.js";
 
@@ -30,7 +30,7 @@ function ackMs(h: Harness): number {
 }
 
 describe("PrefixNode — forward acks", () => {
-  it("acks an accepted forward at once with an ETA; refused forwards get no ack", () => {
+  it("acks an accepted forward at once with an ETA; refused or cancelled forwards get an error, no ack", () => {
     const h = setup();
     h.client("A", "r1", prompt(1, 1));
     const fwd = h.mailbox.find(isType("forward")) as Mail;
@@ -50,14 +50,20 @@ describe("PrefixNode — forward acks", () => {
       msg: { type: "forward", reqId: "x", attempt: 1, hops: 2, request: req },
     });
     expect(sentTypes(far)).toEqual(["error"]);
-    // Dropped because its cancel overtook it: nothing at all.
+    // Dropped because its cancel overtook it: no ack, no run, one retryable error saying why.
     h.input("B", { type: "peer-message", from: "A", msg: { type: "cancel", reqId: "y", attempt: 1 } });
     const late = h.input("B", {
       type: "peer-message",
       from: "A",
       msg: { type: "forward", reqId: "y", attempt: 1, hops: 1, request: req },
     });
-    expect(late).toEqual([]);
+    expect(late).toEqual([
+      {
+        type: "send",
+        to: "A",
+        msg: { type: "error", reqId: "y", attempt: 1, error: FORWARD_CANCELLED, retryable: true },
+      },
+    ]);
   });
 
   it("a lost forward falls back after the ack timeout, not the forward timeout", () => {

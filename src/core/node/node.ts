@@ -647,7 +647,7 @@ export class PrefixNode {
         this.onForwardAck(peer, msg.reqId, msg.attempt, msg.etaMs, out);
         break;
       case "cancel":
-        this.onCancel(peer, msg.reqId, msg.attempt);
+        this.onCancel(peer, msg.reqId, msg.attempt, out);
         break;
       case "result":
         this.onResult(peer, msg.reqId, msg.attempt, msg.result, msg.timing, now, out);
@@ -756,13 +756,14 @@ export class PrefixNode {
     const key = forwardKey(peer.id, reqId, attempt);
     const seen = this.seenForwards.get(key);
     if (seen !== undefined) {
-      // false: its cancel overtook it; the origin has moved on, so it is dropped unanswered.
+      // false: its cancel overtook it; the origin has moved on, so it is dropped, and said so.
       if (seen) {
         this.stats_.duplicateForwards++;
         this.onDuplicateForward(peer.id, key, reqId, attempt, now, out);
       } else {
         this.stats_.cancelledForwards++;
         this.seenForwards.set(key, true);
+        out.push(this.forwardDropped(peer.id, reqId, attempt, FORWARD_CANCELLED));
       }
       return;
     }
@@ -822,21 +823,24 @@ export class PrefixNode {
         return;
       }
     }
-    if (!this.config.answerProbes) {
-      // No answers are kept to send again: say so, so the copy ends now (its sender falls back, if it
-      // still waits) rather than at its timeout, and a transport stream opened for it is closed.
-      out.push({
-        type: "send",
-        to: from,
-        msg: { type: "error", reqId, attempt, error: DUPLICATE_HANDLED, retryable: true },
-      });
-      return;
-    }
-    const answer = this.recentAnswers.get(key);
+    const answer = this.config.answerProbes ? this.recentAnswers.get(key) : undefined;
     if (answer && now - answer.at <= this.config.forwardTimeoutMs) {
       this.stats_.resentAnswers++;
       out.push({ type: "send", to: from, msg: answer.msg });
+      return;
     }
+    // Nothing to send again (answers not kept, or no longer): say so, so the copy ends now — its
+    // sender falls back, if it still waits — rather than at its timeout.
+    out.push(this.forwardDropped(from, reqId, attempt, DUPLICATE_HANDLED));
+  }
+
+  /**
+   * The one reply to a forward this node drops without running it (cancelled, or a copy of one
+   * already handled): a retryable error, so nothing waits on it — the origin, or a transport stream
+   * opened for it — until a timeout.
+   */
+  private forwardDropped(to: NodeId, reqId: string, attempt: number, error: string): Effect {
+    return { type: "send", to, msg: { type: "error", reqId, attempt, error, retryable: true } };
   }
 
   /**
@@ -899,7 +903,7 @@ export class PrefixNode {
    * nothing — the origin has moved on). A running job finishes; its reply is dropped there as late.
    * A cancel that overtook its forward is remembered so the forward is dropped when it arrives.
    */
-  private onCancel(peer: PeerState, reqId: string, attempt: number): void {
+  private onCancel(peer: PeerState, reqId: string, attempt: number, out: Effect[]): void {
     if (typeof reqId !== "string" || reqId.length > MAX_REQ_ID) {
       this.stats_.invalidMessages++;
       return;
@@ -911,6 +915,7 @@ export class PrefixNode {
       job.cancelled = true;
       this.cancelledQueued++;
       this.stats_.cancelledForwards++;
+      out.push(this.forwardDropped(peer.id, reqId, attempt, FORWARD_CANCELLED));
       return;
     }
     if (!this.seenForwards.has(key)) this.rememberForward(key, false);
@@ -1370,8 +1375,10 @@ export class PrefixNode {
   }
 }
 
-/** The error a copy of an already-handled forward gets when answers are not kept (no probes). */
-export const DUPLICATE_HANDLED = "duplicate forward: this attempt was already handled (answers are not kept)";
+/** The error a copy of an already-handled forward gets when no answer is kept to send again. */
+export const DUPLICATE_HANDLED = "duplicate forward: this attempt was already handled (no answer kept)";
+/** The error a forward gets when its origin cancelled it before it ran. */
+export const FORWARD_CANCELLED = "cancelled by origin";
 
 /** Identifies one of our own attempts (origin side). */
 function attemptKey(reqId: string, attempt: number): string {

@@ -366,10 +366,7 @@ export class NodeRuntime implements NodeService {
         this.feed({ type: "peer-message", from, msg });
       },
       onMessage: (from, msg: IncomingMessage) => {
-        if (msg.type === "cancel") {
-          this.onCancel(from, msg);
-          return;
-        }
+        // A cancel the node acts on makes it answer the forward's stream itself (FORWARD_CANCELLED).
         this.feed({ type: "peer-message", from, msg: msg as PeerMessage });
       },
       onAuthRejected: (reason) => {
@@ -377,17 +374,6 @@ export class NodeRuntime implements NodeService {
         this.o.logger.warn({ reason }, "peer request refused by authentication");
       },
     };
-  }
-
-  /**
-   * The origin gave up on a forward: if the node dropped it from its queue, close its answer stream
-   * now (the origin counts the error as a late reply) instead of holding the connection for the TTL.
-   */
-  private onCancel(from: string, msg: Extract<PeerMessage, { type: "cancel" }>): void {
-    const before = this.node.stats().cancelledForwards;
-    this.feed({ type: "peer-message", from, msg });
-    if (this.node.stats().cancelledForwards === before) return;
-    this.answerForward(streamKey(from, msg.reqId, msg.attempt), retryableError(msg, "cancelled by origin"));
   }
 
   /** Ends forward `key`'s answer stream with `reply`; false if it is not open (any more). */
