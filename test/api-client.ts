@@ -11,4 +11,4 @@ export function postCompletion(url: string, body: object, signal?: AbortSignal):
 }
 
 /** The id of the model a node serves (the first of `GET /v1/models`). */
-export { modelOf } from "../src/server/bench/replay.js";
+export { modelOf } from "../src/bench/replay.js";

@@ -4,8 +4,8 @@
  * Prints its URL on stdout, runs until killed.
  */
 import Fastify from "fastify";
-import { DEFAULT_PROFILE, resolveProfile } from "../sim/profiles.js";
-import { SimEngine } from "../sim/sim-engine.js";
+import { DEFAULT_PROFILE, resolveProfile } from "../engines/sim/profiles.js";
+import { SimEngine } from "../engines/sim/sim-engine.js";
 
 const engine = new SimEngine({ profile: resolveProfile(DEFAULT_PROFILE), timeScale: 0 });
 const app = Fastify({ logger: false });

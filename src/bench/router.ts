@@ -14,20 +14,20 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
 import { WebSocket } from "ws";
+import { DEFAULT_PROFILE, resolveProfile } from "../engines/sim/profiles.js";
+import { SimEngine } from "../engines/sim/sim-engine.js";
 import { initCa, issueNodeCert } from "../net/auth/ca.js";
 import { opensslAvailable } from "../net/auth/openssl.js";
 import { clientTlsOptions, loadTlsMaterial } from "../net/auth/tls.js";
 import { answerRecord, encodeRecords } from "../net/channel-server.js";
 import { encodeForwardFrame, type ForwardMsg, type ReplyMsg } from "../net/transport-wire.js";
-import { modelOf } from "../server/bench/replay.js";
 import { startCluster } from "../server/cluster/launcher.js";
 import {
   type CpuLatencyHold,
   cpuLatencyInForceUs,
   holdCpuLatency,
 } from "../server/runtime/cpu-latency-qos.js";
-import { DEFAULT_PROFILE, resolveProfile } from "../sim/profiles.js";
-import { SimEngine } from "../sim/sim-engine.js";
+import { modelOf } from "./replay.js";
 
 const N = Number(process.env.ROUTER_BENCH_N ?? 2000);
 /**

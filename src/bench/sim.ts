@@ -8,8 +8,7 @@
  */
 import { cpus, loadavg } from "node:os";
 import type { PolicyName } from "../core/node/policies/index.js";
-import { simConfigFor } from "../experiments/execute.js";
-import { type ExperimentRun, paperGrid, RUN } from "../experiments/grid.js";
+import { DEFAULT_PROFILE } from "../engines/sim/profiles.js";
 import { runSimulation } from "../sim/run.js";
 import type { SimConfig } from "../sim/types.js";
 import { syntheticMmlu } from "../workload/synthetic.js";
@@ -58,8 +57,17 @@ function bench(name: string, cfg: SimConfig, openLoopRate?: number): Row {
   };
 }
 
-// The paper experiment's own grid point (uniform, affinity, Δcomm 2 ms, Δpoll 500 ms, paper memory).
-const base: SimConfig = simConfigFor(paperGrid().find((r) => r.id === RUN.u2) as ExperimentRun, undefined, 1);
+// The paper's own setting: 4 nodes, affinity, Δcomm 2 ± 0.5 ms, Δpoll 500 ms, the profile's memory
+// (the experiment grid's point "uniform-affinity-c2-p500").
+const base: SimConfig = {
+  nodes: 4,
+  policy: "affinity",
+  commMs: 2,
+  jitterMs: 0.5,
+  pollMs: 500,
+  profile: DEFAULT_PROFILE,
+  seed: 1,
+};
 
 const rows: Row[] = [];
 const log = (r: Row): void => {

@@ -2,9 +2,10 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
-import { flagName, nodeSettingsSchema, parseSetting, type SettingKey } from "./config.js";
-import { DEFAULT_POLICY } from "./default-policy.js";
+import { DEFAULT_POLICY } from "../server/default-policy.js";
+import { flagName, nodeSettingsSchema, type SettingKey } from "../server/settings.js";
 import { CliError, parseNumber } from "./errors.js";
+import { parseSetting } from "./flags.js";
 
 interface ClusterFlags {
   nodes: string;
@@ -102,7 +103,7 @@ export function registerCluster(program: Command): void {
         process.stdout.write(
           `dashboard: ${first?.apiUrl}/dashboard   cluster view: ${first?.apiUrl}/cluster\n`,
         );
-        const { modelOf } = await import("../server/bench/replay.js");
+        const { modelOf } = await import("../bench/replay.js");
         const model = first ? await modelOf(first.apiUrl).catch(() => undefined) : undefined;
         process.stdout.write(
           `try: curl ${first?.apiUrl}/v1/completions -H 'content-type: application/json' ` +

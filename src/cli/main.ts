@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `prefixmesh` command: each subcommand lives in its own file and registers itself here. */
 import { Command, CommanderError } from "commander";
+import { SettingsError } from "../server/settings.js";
 import { registerBench } from "./bench.js";
 import { registerCerts } from "./certs.js";
 import { registerCluster } from "./cluster.js";
@@ -28,7 +29,7 @@ try {
     // Help and version exit 0; usage errors exit 2 (commander already printed the message).
     process.exit(err.exitCode === 0 ? 0 : 2);
   }
-  if (err instanceof CliError) {
+  if (err instanceof CliError || err instanceof SettingsError) {
     process.stderr.write(`prefixmesh: ${err.message}\n`);
     process.exit(err.exitCode);
   }

@@ -2,8 +2,13 @@
 import type { Command } from "commander";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { LlamaCppOptionsSchema } from "../engines/llamacpp/options.js";
-import { type NodeSettings, nodeSettingsSchema, resolveNodeSettings, type SettingKey } from "./config.js";
-import { DEFAULT_POLICY } from "./default-policy.js";
+import { DEFAULT_POLICY } from "../server/default-policy.js";
+import {
+  type NodeSettings,
+  nodeSettingsSchema,
+  resolveNodeSettings,
+  type SettingKey,
+} from "../server/settings.js";
 import { CliError } from "./errors.js";
 import { defaultNote } from "./help.js";
 

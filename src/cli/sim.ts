@@ -8,12 +8,13 @@ import type { Command } from "commander";
 import * as hdr from "hdr-histogram-js";
 import { nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
-import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../sim/profiles.js";
+import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../engines/sim/profiles.js";
+import { DEFAULT_POLICY } from "../server/default-policy.js";
+import { type NodeConfigNumberKey, nodeConfigNumber, nodeSettingsSchema } from "../server/settings.js";
 import { runSimulation } from "../sim/run.js";
 import type { SimConfig, SimResult } from "../sim/types.js";
-import { type NodeConfigNumberKey, nodeConfigNumber, nodeSettingsSchema, parseFlag } from "./config.js";
-import { DEFAULT_POLICY } from "./default-policy.js";
 import { CliError, parseNumber } from "./errors.js";
+import { parseFlag } from "./flags.js";
 import { defaultNote } from "./help.js";
 import {
   DEFAULT_MMLU_DIR,

@@ -6,12 +6,12 @@
  */
 import { z } from "zod";
 import type { Engine } from "../core/engine.js";
-import { DEFAULT_PROFILE, isProfileName, resolveProfile } from "../sim/profiles.js"; // names and costs only
 import { MODEL_PRESETS, type ModelPreset } from "./gguf/presets.js";
 // Option schemas only: each engine (node-llama-cpp, the remote engine's tokenizer tables) loads when
 // a spec asks for it.
 import { type LlamaCppLog, LlamaCppOptionsSchema } from "./llamacpp/options.js";
 import { OpenAIEngineOptionsSchema } from "./openai/options.js";
+import { DEFAULT_PROFILE, isProfileName, resolveProfile } from "./sim/profiles.js";
 
 const GENERATED = /^generated:(.+)$/;
 
@@ -73,7 +73,7 @@ export async function createEngine(input: EngineSpec, hooks: EngineHooks = {}): 
       return new OpenAIEngine(rest);
     }
     case "sim": {
-      const { SimEngine } = await import("../sim/sim-engine.js");
+      const { SimEngine } = await import("./sim/sim-engine.js");
       return new SimEngine({
         profile: resolveProfile(spec.profile),
         capacityTokens: spec.capacityTokens,

@@ -2,7 +2,7 @@
  * Runs one grid configuration through the simulator and keeps a compact, serializable summary
  * (what crosses the worker boundary and lands in results.json).
  */
-import { DEFAULT_PROFILE } from "../sim/profiles.js";
+import { DEFAULT_PROFILE } from "../engines/sim/profiles.js";
 import { runSimulation } from "../sim/run.js";
 import type { MessageTotals, SimConfig } from "../sim/types.js";
 import type { Workload } from "../workload/types.js";

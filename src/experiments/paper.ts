@@ -4,8 +4,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { CostProfile } from "../sim/profiles.js";
-import { DEFAULT_PROFILE, resolveProfile } from "../sim/profiles.js";
+import { DEFAULT_PROFILE, resolveProfile } from "../engines/sim/profiles.js";
 import { hitRate, idealHits } from "../workload/ideal-hit.js";
 import type { Workload } from "../workload/types.js";
 import {
@@ -19,12 +18,13 @@ import {
   zoneSummary,
   zones,
 } from "./analysis.js";
-import { NODES, type RunResult } from "./execute.js";
-import { barFigure, figure2, type LatencyPoint, type SharePanel, shareFigure } from "./figures.js";
-import { type ExperimentRun, paperGrid, RUN, smallGrid, type WorkloadKind } from "./grid.js";
+import { NODES } from "./execute.js";
+import { barFigure, figure2, type LatencyPoint, shareFigure } from "./figures.js";
+import { paperGrid, RUN, smallGrid, type WorkloadKind } from "./grid.js";
 import { PAPER_SETUP, PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3 } from "./paper-data.js";
 import { renderVegaLite } from "./render.js";
 import { writeReport } from "./report.js";
+import type { CycleStats, PaperResults, RunSummary, ShareFigureData, WorkloadSummary } from "./results.js";
 import { runGrid } from "./runner.js";
 import {
   buildWorkload,
@@ -50,61 +50,6 @@ export interface PaperOptions {
   onProgress?(done: number, total: number): void;
   /** Called once per phase, for a status line. */
   onPhase?(phase: string): void;
-}
-
-export interface WorkloadSummary {
-  kind: WorkloadKind;
-  name: string;
-  schedule: string;
-  requests: number;
-  distinctPrompts: number;
-  repeatedRequests: number;
-  meanPromptTokens: number;
-  idealHit: number;
-  hotGroups?: string[];
-}
-
-export interface RunSummary extends ExperimentRun, Omit<RunResult, "id" | "served"> {
-  idealHit: number;
-}
-
-export interface ShareFigureData {
-  subjects: string[];
-  /** How the subjects were chosen (printed in the report). */
-  selection?: string;
-  panels: (SharePanel & { zoneSummary?: ReturnType<typeof zoneSummary> })[];
-  /** Per configuration: over every subject with ≥ 300 requests, how many show each zone. */
-  cycles?: CycleStats[];
-}
-
-export interface CycleStats {
-  config: string;
-  subjects: number;
-  withSpecialization: number;
-  withRedispersion: number;
-  withAllThree: number;
-}
-
-export interface PaperResults {
-  generatedBy: string;
-  command: string;
-  synthetic: boolean;
-  seed: number;
-  nodes: number;
-  profile: CostProfile;
-  encoding?: string;
-  capacities: { paper: number; constrained: number; constrainedFraction: number; prefixWorkingSet: number };
-  workloads: Record<string, WorkloadSummary>;
-  runs: RunSummary[];
-  figure3: ShareFigureData;
-  figure4: ShareFigureData;
-  paper: {
-    table1: typeof PAPER_TABLE1;
-    table2: typeof PAPER_TABLE2;
-    table3: typeof PAPER_TABLE3;
-    setup: typeof PAPER_SETUP;
-  };
-  wallMs: number;
 }
 
 const FIG3 = [

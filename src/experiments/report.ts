@@ -8,8 +8,8 @@ import { hotGroupCount, PAPER_SKEW } from "../workload/schedule.js";
 import { MMLU_SUBJECT_SHAPES } from "../workload/synthetic.js";
 import { breakEvenMs, WINDOW } from "./analysis.js";
 import { jitterFor, OPEN_LOOP_RATE, RUN } from "./grid.js";
-import type { CycleStats, PaperResults, RunSummary, ShareFigureData } from "./paper.js";
 import { PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3 } from "./paper-data.js";
+import type { CycleStats, PaperResults, RunSummary, ShareFigureData } from "./results.js";
 
 const pct = (x: number | undefined) => (x === undefined ? "—" : `${(x * 100).toFixed(1)}`);
 const sec = (x: number | undefined) => (x === undefined ? "—" : x.toFixed(3));

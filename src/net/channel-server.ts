@@ -13,9 +13,9 @@ import type { FrameMac } from "./auth/channel-mac.js";
 import { FRAME_TAG_BYTES } from "./auth/channel-mac.js";
 import { HEADER_NONCE } from "./auth/hmac.js";
 import { rawJsonResponse } from "./connection-limit.js";
+import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
-import type { PeerServerHandlers } from "./transport-server.js";
 import {
   CHANNEL_PATH,
   decodeForwardFrame,

@@ -5,36 +5,18 @@
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { attachForwardChannel } from "./channel-server.js";
-import { type ForwardReplyStream, replyStream } from "./reply-stream.js";
+import type { PeerServerHandlers } from "./peer-handlers.js";
+import { replyStream } from "./reply-stream.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
 import {
-  type ForwardMsg,
   messageWireSchema,
-  type PeerHello,
   parseClock,
   parseCount,
   parseEcho,
   parseForward,
   parseHolds,
   replyToWire,
-  type SnapshotMeta,
 } from "./transport-wire.js";
-
-export type { SnapshotMeta };
-
-export type IncomingMessage = import("zod").infer<typeof messageWireSchema>;
-
-export interface PeerServerHandlers {
-  hello(): PeerHello;
-  /** Only configured (or discovered) peers may talk to us; others get 403. */
-  isKnownPeer(id: string): boolean;
-  /** A snapshot's codec bytes; throw to refuse it (400). */
-  onSnapshot(from: string, bytes: Uint8Array, meta: SnapshotMeta): void;
-  onForward(from: string, msg: ForwardMsg, reply: ForwardReplyStream): void;
-  onMessage(from: string, msg: IncomingMessage): void;
-  /** A request failed authentication (it was answered 401 and went no further). */
-  onAuthRejected?(reason: string): void;
-}
 
 export interface PeerServerOptions {
   auth: PeerAuth;

@@ -6,7 +6,7 @@
  */
 import type { PrefixNode } from "../core/node/node.js";
 import { isNewer } from "../core/snapshot.js";
-import type { SimEngine } from "./sim-engine.js";
+import type { SimEngine } from "../engines/sim/sim-engine.js";
 
 type Held = { epoch: number; version: number } | undefined;
 

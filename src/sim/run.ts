@@ -12,16 +12,16 @@ import type { EngineResult } from "../core/engine.js";
 import { PrefixNode } from "../core/node/node.js";
 import type { Effect, NodeInput, PeerMessage } from "../core/node/types.js";
 import { Prng } from "../core/prng.js";
-import type { Workload } from "../workload/types.js";
 // The answer every correct run must give: the simulated engine's deterministic output.
-import { simOutput as expectedText } from "./cost.js";
+import { simOutput as expectedText } from "../engines/sim/cost.js";
+import { resolveProfile } from "../engines/sim/profiles.js";
+import { SimEngine } from "../engines/sim/sim-engine.js";
+import type { Workload } from "../workload/types.js";
 import { EventQueue, type SimEvent } from "./event-queue.js";
 import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invariants.js";
 import { messageBytes, messageKind } from "./message-size.js";
 import { SimNetwork } from "./network.js";
 import { Oracle } from "./oracle.js";
-import { resolveProfile } from "./profiles.js";
-import { SimEngine } from "./sim-engine.js";
 import {
   type MessageTotals,
   type SimConfig,

@@ -5,7 +5,7 @@
 import type { NodeConfigInput } from "../core/node/config.js";
 import type { PolicyName } from "../core/node/policies/index.js";
 import type { NodeStats } from "../core/node/types.js";
-import type { CostProfile, ProfileName } from "./profiles.js";
+import type { CostProfile, ProfileName } from "../engines/sim/profiles.js";
 
 /** Faults injected into a run. Times are virtual ms from the start. */
 export interface SimFaults {

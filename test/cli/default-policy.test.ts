@@ -5,10 +5,10 @@
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { registerCluster } from "../../src/cli/cluster.js";
-import { resolveNodeSettings } from "../../src/cli/config.js";
 import { registerNode } from "../../src/cli/node.js";
 import { registerSim } from "../../src/cli/sim.js";
 import { resolveNodeConfig } from "../../src/core/node/config.js";
+import { resolveNodeSettings } from "../../src/server/settings.js";
 
 function command(name: string): Command {
   const program = new Command("prefixmesh");

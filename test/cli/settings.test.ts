@@ -1,11 +1,12 @@
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { nodeSettingsSchema, parseSetting } from "../../src/cli/config.js";
 import { CliError } from "../../src/cli/errors.js";
+import { parseSetting } from "../../src/cli/flags.js";
 import { defaultNote } from "../../src/cli/help.js";
 import { registerNode } from "../../src/cli/node.js";
 import { LlamaCppOptionsSchema } from "../../src/engines/llamacpp/options.js";
+import { nodeSettingsSchema } from "../../src/server/settings.js";
 
 describe("one setting checked against the node schema (prefixmesh cluster's flags)", () => {
   it("coerces in-bounds values and names the flag when out of bounds", () => {

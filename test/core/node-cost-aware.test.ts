@@ -6,7 +6,7 @@ import type { Candidate, RoutingContext } from "../../src/core/node/policies/ind
 import { createPolicy } from "../../src/core/node/policies/index.js";
 import type { PeerMessage } from "../../src/core/node/types.js";
 import { Prng } from "../../src/core/prng.js";
-import { PAPER_H100_QWEN05B } from "../../src/sim/profiles.js";
+import { PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
 import { Harness } from "./node-harness.js";
 
 function cand(id: string, self: boolean, match: number, rttMs: number | undefined, queue = 0): Candidate {

@@ -14,8 +14,8 @@ import type {
   RequestRecord,
 } from "../../src/core/node/types.js";
 import { Prng } from "../../src/core/prng.js";
-import { PAPER_H100_QWEN05B } from "../../src/sim/profiles.js";
-import { SimEngine } from "../../src/sim/sim-engine.js";
+import { PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
+import { SimEngine } from "../../src/engines/sim/sim-engine.js";
 
 /** A mailbox predicate: messages of this type. */
 export const isType =

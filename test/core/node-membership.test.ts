@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { resolveNodeConfig } from "../../src/core/node/config.js";
 import type { Effect } from "../../src/core/node/types.js";
-import { simOutput } from "../../src/sim/cost.js";
+import { simOutput } from "../../src/engines/sim/cost.js";
 import { forwardsIn, Harness, prompt } from "./node-harness.js";
 
 function sendsTo(effects: Effect[], to: string): Effect[] {

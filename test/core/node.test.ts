@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { resolveNodeConfig } from "../../src/core/node/config.js";
 import { PrefixNode } from "../../src/core/node/node.js";
-import { simOutput } from "../../src/sim/cost.js";
+import { simOutput } from "../../src/engines/sim/cost.js";
 import { forwardsIn, Harness, isType, prompt } from "./node-harness.js";
 
 describe("PrefixNode — Algorithm 1", () => {

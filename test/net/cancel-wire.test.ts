@@ -4,9 +4,10 @@
  */
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import type { IncomingMessage } from "../../src/net/peer-handlers.js";
 import { insecureAuth } from "../../src/net/transport-auth.js";
 import { PeerClient } from "../../src/net/transport-client.js";
-import { buildPeerServer, type IncomingMessage } from "../../src/net/transport-server.js";
+import { buildPeerServer } from "../../src/net/transport-server.js";
 import {
   type ForwardMsg,
   forwardFromWire,

@@ -5,9 +5,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import { frameMac } from "../../src/net/auth/channel-mac.js";
 import { MAX_CHANNELS_PER_PEER } from "../../src/net/channel-server.js";
+import type { PeerServerHandlers } from "../../src/net/peer-handlers.js";
 import { hmacAuth, insecureAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { PeerClient, type TransportError } from "../../src/net/transport-client.js";
-import { buildPeerServer, type PeerServerHandlers } from "../../src/net/transport-server.js";
+import { buildPeerServer } from "../../src/net/transport-server.js";
 import { CHANNEL_PATH, decodeForwardFrame } from "../../src/net/transport-wire.js";
 import { fwd, resultFor, SECRET } from "./fixtures.js";
 

@@ -8,13 +8,10 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import { loadTlsMaterial } from "../../src/net/auth/tls.js";
+import type { IncomingMessage, PeerServerHandlers } from "../../src/net/peer-handlers.js";
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { type ForwardTransport, PeerClient, TransportError } from "../../src/net/transport-client.js";
-import {
-  buildPeerServer,
-  type IncomingMessage,
-  type PeerServerHandlers,
-} from "../../src/net/transport-server.js";
+import { buildPeerServer } from "../../src/net/transport-server.js";
 import { type ForwardMsg, PROMPT_TEXT_NEEDED } from "../../src/net/transport-wire.js";
 import { fwd, resultFor, SECRET } from "./fixtures.js";
 

@@ -1,11 +1,28 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
 
-/** The architecture's rule, checked: src/core is pure and depends on nothing of ours outside itself. */
+/**
+ * The architecture's layer order, checked on every import in src/:
+ *   core < engines, net, workload < sim < server < experiments, bench < cli
+ * A file may import its own folder or a folder of a LOWER level; folders on one level do not import
+ * each other. src/core is also pure: no Node built-ins, no clock, no randomness, no timers.
+ */
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const core = join(root, "src/core");
+const src = join(root, "src");
+
+const LEVELS: Readonly<Record<string, number>> = {
+  core: 0,
+  engines: 1,
+  net: 1,
+  workload: 1,
+  sim: 2,
+  server: 3,
+  experiments: 4,
+  bench: 4,
+  cli: 5,
+};
 
 function tsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -13,25 +30,66 @@ function tsFiles(dir: string): string[] {
   );
 }
 
-describe("src/core stays pure", () => {
-  const files = tsFiles(core);
+/** Static (`from "x"`), side-effect (`import "x"`) and dynamic (`import("x")`) import specifiers. */
+function importsOf(code: string): string[] {
+  return [...code.matchAll(/(?:\bfrom\s+|\bimport\s*\(?\s*)"([^"]+)"/g)].map((m) => m[1] as string);
+}
 
-  test("has files to check", () => {
-    expect(files.length).toBeGreaterThan(10);
+/** The top-level folder of src/ a path lies in. */
+function folderOf(path: string): string {
+  return relative(src, path).split(sep)[0] as string;
+}
+
+/** Why `spec`, imported by `file`, breaks the order (undefined: it does not). */
+function layerViolation(file: string, spec: string): string | undefined {
+  if (!spec.startsWith(".")) return undefined;
+  const from = folderOf(file);
+  const to = folderOf(resolve(dirname(file), spec));
+  if (to === from) return undefined;
+  const lf = LEVELS[from];
+  const lt = LEVELS[to];
+  if (lf === undefined) return `src/${from} has no level`;
+  if (lt === undefined) return `${spec} leaves src/ or reaches a folder with no level`;
+  if (lt >= lf) return `src/${from} (level ${lf}) imports src/${to} (level ${lt}): ${spec}`;
+  return undefined;
+}
+
+const files = tsFiles(src);
+
+describe("the layer order", () => {
+  test("every folder of src/ has a level", () => {
+    const folders = readdirSync(src, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
+    expect(folders.filter((f) => LEVELS[f] === undefined)).toEqual([]);
+    expect(files.length).toBeGreaterThan(100);
   });
 
-  test.each(files.map((f) => [relative(root, f), f]))("%s imports only core, no I/O", (_name, file) => {
-    const src = readFileSync(file, "utf8");
-    // Static (`from "x"`), side-effect (`import "x"`) and dynamic (`import("x")`) imports alike.
-    for (const m of src.matchAll(/(?:\bfrom\s+|\bimport\s*\(?\s*)"([^"]+)"/g)) {
-      const spec = m[1] as string;
+  test.each(files.map((f) => [relative(root, f), f]))("%s imports only lower levels", (_name, file) => {
+    const bad = importsOf(readFileSync(file, "utf8"))
+      .map((spec) => layerViolation(file, spec))
+      .filter((v) => v !== undefined);
+    expect(bad).toEqual([]);
+  });
+
+  test("an upward or sideways import is caught", () => {
+    expect(layerViolation(join(src, "core/node/node.ts"), "../../sim/run.js")).toMatch(/level 0.*level 2/);
+    expect(layerViolation(join(src, "server/api.ts"), "../cli/main.js")).toMatch(/imports src\/cli/);
+    expect(layerViolation(join(src, "net/delay.ts"), "../engines/errors.js")).toMatch(/imports src\/engines/);
+    expect(layerViolation(join(src, "cli/main.ts"), "../core/prng.js")).toBeUndefined();
+    expect(layerViolation(join(src, "sim/run.ts"), "./network.js")).toBeUndefined();
+  });
+});
+
+describe("src/core stays pure", () => {
+  const core = files.filter((f) => folderOf(f) === "core");
+
+  test.each(core.map((f) => [relative(root, f), f]))("%s: no I/O, clock or randomness", (_name, file) => {
+    const text = readFileSync(file, "utf8");
+    for (const spec of importsOf(text)) {
       expect(spec.startsWith("node:"), `${spec}: no Node built-ins in core`).toBe(false);
-      if (spec.startsWith(".")) {
-        const target = resolve(dirname(file), spec);
-        expect(target.startsWith(`${core}/`), `${spec} leaves src/core`).toBe(true);
-      }
     }
-    const code = src.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+    const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
     expect(code).not.toMatch(
       /\bDate\.now\(|\bnew Date\(|\bMath\.random\(|\bsetTimeout\(|\bsetInterval\(|\bsetImmediate\(|\bperformance\.now\(|\bprocess\./,
     );

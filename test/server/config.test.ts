@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { envName, resolveNodeSettings } from "../../src/cli/config.js";
-import { CliError } from "../../src/cli/errors.js";
+import { envName, resolveNodeSettings, SettingsError } from "../../src/server/settings.js";
 
 describe("node settings: flags > PREFIXMESH_* env > YAML file", () => {
   const dir = mkdtempSync(join(tmpdir(), "pm-config-"));
@@ -34,7 +33,7 @@ describe("node settings: flags > PREFIXMESH_* env > YAML file", () => {
     expect(() => resolveNodeSettings({ id: "A" }, { PREFIXMESH_LISTEN: "nope" })).toThrow(
       /PREFIXMESH_LISTEN/,
     );
-    expect(() => resolveNodeSettings({ id: "A", engine: "gpu" }, {})).toThrow(CliError);
+    expect(() => resolveNodeSettings({ id: "A", engine: "gpu" }, {})).toThrow(SettingsError);
     const typo = file("b.yaml", "id: A\npol-ms: 3\n");
     expect(() => resolveNodeSettings({ config: typo }, {})).toThrow(/unknown setting 'pol-ms'/);
     const bad = file("c.yaml", "id: [unclosed\n");

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { parseSetting, resolveNodeSettings } from "../../src/cli/config.js";
+import { parseSetting } from "../../src/cli/flags.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import {
   CPU_LATENCY_DEVICE,
@@ -13,6 +13,7 @@ import {
   holdCpuLatency,
 } from "../../src/server/runtime/cpu-latency-qos.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings.js";
 
 const deviceWritable = (() => {
   try {

@@ -9,8 +9,6 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { resolveNodeSettings } from "../../src/cli/config.js";
-import { CliError } from "../../src/cli/errors.js";
 import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import { loadTlsMaterial } from "../../src/net/auth/tls.js";
@@ -25,6 +23,7 @@ import {
   fileResolver,
 } from "../../src/server/runtime/dns-membership.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings, SettingsError } from "../../src/server/settings.js";
 import { waitFor } from "../e2e/helpers.js";
 
 const haveOpenssl = await opensslAvailable();
@@ -310,8 +309,8 @@ describe("--peers-dns settings", () => {
     const s = resolveNodeSettings({ id: "A", peersDns: "mesh.svc:9080" }, {});
     expect(s.peersDnsIntervalMs).toBe(10_000);
     expect(s.maxPeers).toBe(256);
-    expect(() => resolveNodeSettings({ id: "A", peersDnsIntervalMs: "50" }, {})).toThrow(CliError);
-    expect(() => resolveNodeSettings({ id: "A", maxPeers: "257" }, {})).toThrow(CliError);
+    expect(() => resolveNodeSettings({ id: "A", peersDnsIntervalMs: "50" }, {})).toThrow(SettingsError);
+    expect(() => resolveNodeSettings({ id: "A", maxPeers: "257" }, {})).toThrow(SettingsError);
     const env = { PREFIXMESH_PEERS_DNS: "mesh", PREFIXMESH_PEERS_DNS_FILE: "/tmp/x.json" };
     expect(resolveNodeSettings({ id: "A" }, env)).toMatchObject({
       peersDns: "mesh",

@@ -1,10 +1,10 @@
 import pino from "pino";
-import { resolveNodeSettings } from "../../src/cli/config.js";
 import type { Engine } from "../../src/core/engine.js";
+import { DEFAULT_PROFILE, resolveProfile } from "../../src/engines/sim/profiles.js";
+import { SimEngine } from "../../src/engines/sim/sim-engine.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { DEFAULT_PROFILE, resolveProfile } from "../../src/sim/profiles.js";
-import { SimEngine } from "../../src/sim/sim-engine.js";
+import { resolveNodeSettings } from "../../src/server/settings.js";
 import { modelOf, postCompletion } from "../api-client.js";
 
 /**

@@ -1,8 +1,8 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SimEngine } from "../../src/engines/sim/sim-engine.js";
 import { serverTiming } from "../../src/server/openai/format.js";
 import { FORWARD_STREAM_TTL_FACTOR, type NodeHandle } from "../../src/server/runtime/start-node.js";
-import type { SimEngine } from "../../src/sim/sim-engine.js";
 import { modelOf, postCompletion } from "../api-client.js";
 import { pair, routedPair, TestSimEngine } from "./helpers.js";
 

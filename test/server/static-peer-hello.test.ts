@@ -2,10 +2,10 @@
 import { createServer, type Server } from "node:http";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { resolveNodeSettings } from "../../src/cli/config.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings.js";
 
 let node: NodeHandle | undefined;
 let peer: Server | undefined;

@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { CliError } from "../../src/cli/errors.js";
 import { parseSimOptions, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
-import { DEFAULT_PROFILE } from "../../src/sim/profiles.js";
+import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
 
 const defaults: SimOptions = {
   nodes: "4",

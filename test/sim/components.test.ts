@@ -1,12 +1,12 @@
 /** Simulator building blocks: event order, network faults, the engine's cache and cost model. */
 import { describe, expect, it } from "vitest";
 import { Prng } from "../../src/core/prng.js";
-import { engineCost, simOutput } from "../../src/sim/cost.js";
+import { engineCost, simOutput } from "../../src/engines/sim/cost.js";
+import { KvCache } from "../../src/engines/sim/kv-cache.js";
+import { PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
+import { SimEngine } from "../../src/engines/sim/sim-engine.js";
 import { EventQueue, type SimEvent } from "../../src/sim/event-queue.js";
-import { KvCache } from "../../src/sim/kv-cache.js";
 import { SimNetwork } from "../../src/sim/network.js";
-import { PAPER_H100_QWEN05B } from "../../src/sim/profiles.js";
-import { SimEngine } from "../../src/sim/sim-engine.js";
 
 describe("EventQueue", () => {
   it("pops by time, then by insertion order", () => {

@@ -1,6 +1,6 @@
 /** Small seeded workloads and fault schedules for the simulator tests. */
 import { Prng } from "../../src/core/prng.js";
-import { DEFAULT_PROFILE } from "../../src/sim/profiles.js";
+import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
 import type { SimConfig, SimFaults } from "../../src/sim/types.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
 

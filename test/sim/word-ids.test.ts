@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { wordIds } from "../../src/sim/sim-engine.js";
+import { wordIds } from "../../src/engines/sim/sim-engine.js";
 
 /** The definition the one-pass tokenizer must match: FNV-1a of each `\s`-separated word, mod 100 000. */
 function reference(text: string): number[] {

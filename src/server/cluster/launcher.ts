@@ -20,7 +20,7 @@ export interface ClusterOptions {
   host: string;
   engine: "llamacpp" | "openai" | "sim";
   model: string;
-  /** Unset: no `--policy` flag, so every node takes the daemon default (cost-aware, cli/default-policy.ts). */
+  /** Unset: no `--policy` flag, so every node takes the daemon default (cost-aware, server/default-policy.ts). */
   policy?: string | undefined;
   pollMs?: number | undefined;
   injectDelayMs?: number | undefined;

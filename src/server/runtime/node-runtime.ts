@@ -12,10 +12,10 @@ import type { Engine, EngineRequest, EngineResult } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
 import type { Snapshot } from "../../core/snapshot.js";
+import type { IncomingMessage, PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { ForwardReplyStream } from "../../net/reply-stream.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import { TransportError } from "../../net/transport-client.js";
-import type { IncomingMessage, PeerServerHandlers } from "../../net/transport-server.js";
 import {
   type ForwardMsg,
   type PeerHello,

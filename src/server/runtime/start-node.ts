@@ -5,8 +5,6 @@
  */
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
-import type { NodeSettings } from "../../cli/config.js";
-import { splitHostPort } from "../../cli/config.js";
 import type { Engine } from "../../core/engine.js";
 import { PrefixNode } from "../../core/node/node.js";
 import { POLICY_NAMES } from "../../core/node/policies/index.js";
@@ -32,6 +30,7 @@ import { buildPeerServer } from "../../net/transport-server.js";
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
 import { errorBody } from "../openai/format.js";
+import { type NodeSettings, splitHostPort } from "../settings.js";
 import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";

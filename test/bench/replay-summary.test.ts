@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type RequestSample, summarize } from "../../src/server/bench/replay.js";
+import { type RequestSample, summarize } from "../../src/bench/replay.js";
 
 const sample = (over: Partial<RequestSample>): RequestSample => ({
   id: "r",

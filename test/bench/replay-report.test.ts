@@ -1,7 +1,7 @@
 /** `prefixmesh bench --compare-policies`: the ratio lines printed after the three runs. */
 import { describe, expect, it } from "vitest";
-import { formatRatios, summaryLines } from "../../src/cli/bench.js";
-import type { ReplaySummary } from "../../src/server/bench/replay.js";
+import type { ReplaySummary } from "../../src/bench/replay.js";
+import { formatRatios, summaryLines } from "../../src/bench/replay-run.js";
 
 /** Latencies as [mean, p50, p99], independent so that each ratio column differs from the others. */
 const summary = (

@@ -4,7 +4,7 @@
  * is a real check. The engine decides nothing here (node-managed): it caches what it ran and frees
  * exactly the runs the node evicted.
  */
-import type { EvictedRun, Tokens } from "../core/engine.js";
+import type { EvictedRun, Tokens } from "../../core/engine.js";
 
 interface KvNode {
   edge: Uint32Array;

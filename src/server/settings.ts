@@ -10,9 +10,18 @@ import { z } from "zod";
 import { nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { nodeIdSchema } from "../net/node-id.js";
-import { MAX_CPU_LATENCY_US } from "../server/runtime/cpu-latency-qos.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
-import { CliError } from "./errors.js";
+import { MAX_CPU_LATENCY_US } from "./runtime/cpu-latency-qos.js";
+
+/** A setting that is missing, malformed or out of bounds: one line naming it and where it came from. */
+export class SettingsError extends Error {
+  /** A usage error, as the CLI reports it. */
+  readonly exitCode = 2;
+  constructor(message: string) {
+    super(message);
+    this.name = "SettingsError";
+  }
+}
 
 const hostPort = z
   .string()
@@ -104,7 +113,7 @@ export const nodeSettingsSchema = z.object({
   /** Seconds to let in-flight work finish on SIGTERM. */
   drainSec: num(0, 3600).default(20),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  /** sim engine: cost-profile name (see src/sim/profiles.ts). */
+  /** sim engine: cost-profile name (see src/engines/sim/profiles.ts). */
   simProfile: z.string().max(64).optional(),
   /** sim engine: multiplies modelled times (e.g. 0.05 makes multi-process tests fast). */
   simTimeScale: num(0, 1000).default(1),
@@ -131,22 +140,6 @@ export function flagName(key: string): string {
   return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 
-/** `value` (given on the command line as flag `key`) checked by `schema`; a usage error names the flag. */
-export function parseFlag<T>(schema: z.ZodType<T>, key: string, value: unknown, shown = value): T {
-  const r = schema.safeParse(value);
-  if (!r.success)
-    throw new CliError(`${flagName(key)}: ${r.error.issues[0]?.message ?? "invalid"} (got '${shown}')`);
-  return r.data;
-}
-
-/**
- * Validates one setting given as a flag value elsewhere (e.g. `prefixmesh cluster` passing it on to
- * its nodes), against the same schema the node applies: the bounds are stated once.
- */
-export function parseSetting<K extends SettingKey>(key: K, raw: string): NodeSettings[K] {
-  return parseFlag(nodeSettingsSchema.shape[key] as z.ZodType, key, raw) as NodeSettings[K];
-}
-
 function camel(key: string): string {
   return key.replace(/[-_]([a-z])/g, (_m, c: string) => c.toUpperCase());
 }
@@ -156,26 +149,30 @@ export function readConfigFile(path: string): Record<string, unknown> {
   let text: string;
   try {
     const st = statSync(path);
-    if (st.size > MAX_CONFIG_BYTES) throw new CliError(`config file ${path} is larger than 1 MiB`);
+    if (st.size > MAX_CONFIG_BYTES) throw new SettingsError(`config file ${path} is larger than 1 MiB`);
     text = readFileSync(path, "utf8");
   } catch (err) {
-    if (err instanceof CliError) throw err;
-    throw new CliError(`cannot read config file ${path}: ${(err as Error).message}`);
+    if (err instanceof SettingsError) throw err;
+    throw new SettingsError(`cannot read config file ${path}: ${(err as Error).message}`);
   }
   let doc: unknown;
   try {
     doc = parseYaml(text, { maxAliasCount: 100 });
   } catch (err) {
-    throw new CliError(`config file ${path} is not valid YAML: ${(err as Error).message.split("\n")[0]}`);
+    throw new SettingsError(
+      `config file ${path} is not valid YAML: ${(err as Error).message.split("\n")[0]}`,
+    );
   }
   if (doc == null) return {};
   if (typeof doc !== "object" || Array.isArray(doc))
-    throw new CliError(`config file ${path} must be a YAML mapping`);
+    throw new SettingsError(`config file ${path} must be a YAML mapping`);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(doc)) {
     const key = camel(k);
     if (!(SETTING_KEYS as string[]).includes(key)) {
-      throw new CliError(`config file ${path}: unknown setting '${k}' (known: ${SETTING_KEYS.join(", ")})`);
+      throw new SettingsError(
+        `config file ${path}: unknown setting '${k}' (known: ${SETTING_KEYS.join(", ")})`,
+      );
     }
     out[key] = v;
   }
@@ -218,9 +215,11 @@ export function resolveNodeSettings(
             ? `${key} in ${configPath}`
             : key;
     if (issue?.code === "invalid_type" && merged[key as keyof typeof merged] === undefined) {
-      throw new CliError(`${flagName(key)} is required (or ${envName(key)}, or '${key}' in the config file)`);
+      throw new SettingsError(
+        `${flagName(key)} is required (or ${envName(key)}, or '${key}' in the config file)`,
+      );
     }
-    throw new CliError(`${source || "config"}: ${issue?.message}`);
+    throw new SettingsError(`${source || "config"}: ${issue?.message}`);
   }
   return r.data;
 }

@@ -4,8 +4,8 @@
  * cached-token share, per-node counts and the hotspot share (the paper's §5 metrics, measured live).
  */
 import { Pool } from "undici";
-import type { Workload, WorkloadRequest } from "../../workload/types.js";
-import { type TimingMs as ApiTimingMs, CONTEXT_LENGTH_EXCEEDED } from "../openai/format.js";
+import { type TimingMs as ApiTimingMs, CONTEXT_LENGTH_EXCEEDED } from "../server/openai/format.js";
+import type { Workload, WorkloadRequest } from "../workload/types.js";
 
 export interface ReplayOptions {
   urls: string[];

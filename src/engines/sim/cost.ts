@@ -1,5 +1,5 @@
 /** The simulated engine's cost model and its deterministic output. */
-import type { Tokens } from "../core/engine.js";
+import type { Tokens } from "../../core/engine.js";
 import type { CostProfile } from "./profiles.js";
 
 export interface EngineCost {

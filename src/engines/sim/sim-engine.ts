@@ -16,7 +16,7 @@ import type {
   EngineResult,
   EvictedRun,
   Tokens,
-} from "../core/engine.js";
+} from "../../core/engine.js";
 import { engineCost, simOutput } from "./cost.js";
 import { KvCache } from "./kv-cache.js";
 import type { CostProfile } from "./profiles.js";
