@@ -12,7 +12,7 @@ import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../engines/sim/pr
 import { DEFAULT_POLICY } from "../server/default-policy.js";
 import { type NodeConfigNumberKey, nodeConfigNumber, nodeSettingsSchema } from "../server/settings.js";
 import { runSimulation } from "../sim/run.js";
-import type { SimConfig, SimResult } from "../sim/types.js";
+import type { NetworkFaults, NodeFaults, SimConfig, SimFaults, SimResult } from "../sim/types.js";
 import { CliError, parseNumber } from "./errors.js";
 import { parseFlag } from "./flags.js";
 import { defaultNote } from "./help.js";
@@ -109,6 +109,24 @@ export function parsePartition(
   return { startMs, endMs, groups };
 }
 
+/** The fault flags, grouped as the simulator takes them (SimFaults); undefined without any. */
+export function parseFaultFlags(o: SimOptions, nodes: number): SimFaults | undefined {
+  const network: NetworkFaults = {};
+  if (o.loss !== undefined) network.lossProb = parseNumber("--loss", o.loss, { min: 0, max: 1 });
+  if (o.dup !== undefined) network.dupProb = parseNumber("--dup", o.dup, { min: 0, max: 1 });
+  if (o.reorder !== undefined) network.reorderProb = parseNumber("--reorder", o.reorder, { min: 0, max: 1 });
+  if (o.partition !== undefined && o.partition.length > 0)
+    network.partitions = o.partition.map((s) => parsePartition(s, nodes));
+  if (o.faultsUntilMs !== undefined)
+    network.untilMs = parseNumber("--faults-until-ms", o.faultsUntilMs, { min: 0, max: 1e12 });
+  const node: NodeFaults = {};
+  if (o.crash !== undefined && o.crash.length > 0) node.crashes = o.crash.map((c) => parseCrash(c, nodes));
+  const faults: SimFaults = {};
+  if (Object.keys(network).length > 0) faults.network = network;
+  if (Object.keys(node).length > 0) faults.node = node;
+  return Object.keys(faults).length > 0 ? faults : undefined;
+}
+
 /** Checks every flag; returns the simulator config and the workload choice, or throws CliError. */
 export function parseSimOptions(o: SimOptions): {
   config: SimConfig;
@@ -148,18 +166,8 @@ export function parseSimOptions(o: SimOptions): {
     config.node.forwardAckTimeoutMs = nodeSetting("forwardAckTimeoutMs", o.forwardAckTimeoutMs);
   if (o.forwardResends !== undefined)
     config.node.forwardResends = nodeSetting("forwardResends", o.forwardResends);
-  const faults: NonNullable<SimConfig["faults"]> = {};
-  if (o.loss !== undefined) faults.lossProb = parseNumber("--loss", o.loss, { min: 0, max: 1 });
-  if (o.dup !== undefined) faults.dupProb = parseNumber("--dup", o.dup, { min: 0, max: 1 });
-  if (o.reorder !== undefined) faults.reorderProb = parseNumber("--reorder", o.reorder, { min: 0, max: 1 });
-  if (o.partition !== undefined && o.partition.length > 0)
-    faults.partitions = o.partition.map((s) => parsePartition(s, config.nodes));
-  if (o.faultsUntilMs !== undefined) {
-    faults.linkFaultsUntilMs = parseNumber("--faults-until-ms", o.faultsUntilMs, { min: 0, max: 1e12 });
-  }
-  if (o.crash !== undefined && o.crash.length > 0)
-    faults.crashes = o.crash.map((c) => parseCrash(c, config.nodes));
-  if (Object.keys(faults).length > 0) config.faults = faults;
+  const faults = parseFaultFlags(o, config.nodes);
+  if (faults !== undefined) config.faults = faults;
   const requests =
     o.requests === undefined
       ? undefined
@@ -216,9 +224,10 @@ export function formatSummary(r: SimResult, workloadLabel: string): string {
   ];
   const f = c.faults;
   if (f) {
-    const crashes = r.perNode.reduce((n, x) => n + x.crashes, 0);
+    const n = f.network ?? {};
+    const crashes = r.perNode.reduce((k, x) => k + x.crashes, 0);
     lines.push(
-      `faults     loss ${f.lossProb ?? 0}, duplication ${f.dupProb ?? 0}, reordering ${f.reorderProb ?? 0}, partitions ${f.partitions?.length ?? 0}, crashes ${crashes}, client re-submissions ${t.retries}`,
+      `faults     loss ${n.lossProb ?? 0}, duplication ${n.dupProb ?? 0}, reordering ${n.reorderProb ?? 0}, partitions ${n.partitions?.length ?? 0}, crashes ${crashes}, client re-submissions ${t.retries}`,
     );
   }
   return `${lines.join("\n")}\n`;

@@ -75,9 +75,11 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const profile = resolveProfile(config.profile);
   const capacity = config.capacityTokens ?? profile.capacityTokens;
   const N = config.nodes;
-  const faults = config.faults ?? {};
+  const netFaults = config.faults?.network ?? {};
+  const engineFaults = config.faults?.engine ?? {};
+  const nodeFaults = config.faults?.node ?? {};
   const rng = new Prng(config.seed);
-  const net = new SimNetwork(rng.fork(), config.commMs, config.jitterMs, faults);
+  const net = new SimNetwork(rng.fork(), config.commMs, config.jitterMs, netFaults);
   const engineRng = rng.fork();
   const ids = Array.from({ length: N }, (_, i) => `n${i}`);
   const idxOf = new Map(ids.map((id, i) => [id, i]));
@@ -306,7 +308,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           const ri = Number(e.request.id.slice(1, e.request.id.indexOf(".")));
           if (ri >= 0 && ri < total) runsPerRequest[ri] = (runsPerRequest[ri] as number) + 1;
           s.runs.set(e.jobId, { tokens: e.request.tokens, cacheTokens: e.cacheTokens, result });
-          const fail = faults.engineFailProb !== undefined && engineRng.chance(faults.engineFailProb);
+          const fail = engineFaults.failProb !== undefined && engineRng.chance(engineFaults.failProb);
           queue.push({ at: now + durationMs, k: "engine", node: s.idx, inc: s.inc, jobId: e.jobId, fail });
           break;
         }
@@ -365,7 +367,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   }
 
   // ---- schedule
-  for (const c of faults.crashes ?? []) {
+  for (const c of nodeFaults.crashes ?? []) {
     lastRestartAt = Math.max(lastRestartAt, c.restartAtMs ?? 0);
     queue.push({ at: c.atMs, k: "crash", node: c.node });
     if (c.restartAtMs !== undefined) queue.push({ at: c.restartAtMs, k: "restart", node: c.node });
@@ -383,10 +385,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const settle = config.settleMs ?? 0;
   // Settling (convergence checks) starts once the last fault is over, not just the last request.
   let faultsEnd =
-    faults.linkFaultsUntilMs ??
-    (faults.lossProb || faults.dupProb || faults.reorderProb ? Number.POSITIVE_INFINITY : 0);
-  for (const p of faults.partitions ?? []) faultsEnd = Math.max(faultsEnd, p.endMs);
-  for (const c of faults.crashes ?? []) faultsEnd = Math.max(faultsEnd, c.restartAtMs ?? c.atMs);
+    netFaults.untilMs ??
+    (netFaults.lossProb || netFaults.dupProb || netFaults.reorderProb ? Number.POSITIVE_INFINITY : 0);
+  for (const p of netFaults.partitions ?? []) faultsEnd = Math.max(faultsEnd, p.endMs);
+  for (const c of nodeFaults.crashes ?? []) faultsEnd = Math.max(faultsEnd, c.restartAtMs ?? c.atMs);
   let stopAt = Number.POSITIVE_INFINITY;
   while (queue.size > 0) {
     const ev = queue.pop() as Ev;
@@ -547,7 +549,7 @@ function validate(c: SimConfig): void {
   if (!(c.pollMs > 0)) bad(`pollMs must be > 0, got ${c.pollMs}`);
   if (c.capacityTokens !== undefined && !(c.capacityTokens > 0)) bad(`capacityTokens must be > 0`);
   if (!Number.isFinite(c.seed)) bad(`seed must be a number`);
-  for (const cr of c.faults?.crashes ?? []) {
+  for (const cr of c.faults?.node?.crashes ?? []) {
     if (!Number.isInteger(cr.node) || cr.node < 0 || cr.node >= c.nodes)
       bad(`crash node ${cr.node} out of range`);
     if (cr.restartAtMs !== undefined && !(cr.restartAtMs > cr.atMs)) bad(`restartAtMs must follow atMs`);

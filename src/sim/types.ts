@@ -7,8 +7,23 @@ import type { PolicyName } from "../core/node/policies/index.js";
 import type { NodeStats } from "../core/node/types.js";
 import type { CostProfile, ProfileName } from "../engines/sim/profiles.js";
 
-/** Faults injected into a run. Times are virtual ms from the start. */
-export interface SimFaults {
+/** A partition that heals: while active, nodes in different groups cannot exchange messages. */
+export interface SimPartition {
+  startMs: number;
+  endMs: number;
+  /** Node indexes per group; nodes not listed form their own singleton groups. */
+  groups: number[][];
+}
+
+/** Crash node `node` at `atMs` (cache, queue and pending requests lost); restart at `restartAtMs`. */
+export interface SimCrash {
+  node: number;
+  atMs: number;
+  restartAtMs?: number;
+}
+
+/** Faults of the network between the nodes (network.ts). */
+export interface NetworkFaults {
   /** Probability each message is lost. */
   lossProb?: number;
   /** Probability each message is delivered twice (independent delays). */
@@ -17,13 +32,29 @@ export interface SimFaults {
   reorderProb?: number;
   reorderMaxMs?: number;
   /** Link faults (loss, duplication, reordering) stop at this time; default: never. */
-  linkFaultsUntilMs?: number;
-  /** While active, nodes in different groups cannot exchange messages (nodes not listed: own group). */
-  partitions?: { startMs: number; endMs: number; groups: number[][] }[];
-  /** Crash node `node` at `atMs` (cache, queue and pending requests lost); restart at `restartAtMs`. */
-  crashes?: { node: number; atMs: number; restartAtMs?: number }[];
+  untilMs?: number;
+  partitions?: SimPartition[];
+}
+
+/** Faults of the nodes' engines. */
+export interface EngineFaults {
   /** Probability an engine run fails (the node reports engine-failed). */
-  engineFailProb?: number;
+  failProb?: number;
+}
+
+/** Faults of the node processes. */
+export interface NodeFaults {
+  crashes?: SimCrash[];
+}
+
+/**
+ * Faults injected into a run, by the component they hit. Times are virtual ms from the start. Adding a
+ * fault class: its field here, its application in run.ts (or network.ts), its `prefixmesh sim` flag.
+ */
+export interface SimFaults {
+  network?: NetworkFaults;
+  engine?: EngineFaults;
+  node?: NodeFaults;
 }
 
 export interface SimConfig {

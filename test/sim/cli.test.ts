@@ -99,12 +99,13 @@ describe("prefixmesh sim — fault flags", () => {
       crash: ["1@6000:9000", "n2@100"],
     });
     expect(config.faults).toEqual({
-      lossProb: 0.1,
-      dupProb: 0.01,
-      crashes: [
-        { node: 1, atMs: 6000, restartAtMs: 9000 },
-        { node: 2, atMs: 100 },
-      ],
+      network: { lossProb: 0.1, dupProb: 0.01 },
+      node: {
+        crashes: [
+          { node: 1, atMs: 6000, restartAtMs: 9000 },
+          { node: 2, atMs: 100 },
+        ],
+      },
     });
     expect(() => parseSimOptions({ ...defaults, crash: ["9@1"] })).toThrow(/does not exist/);
     expect(() => parseSimOptions({ ...defaults, crash: ["1@9:5"] })).toThrow(/after the crash/);
@@ -115,17 +116,19 @@ describe("prefixmesh sim — fault flags", () => {
   it("parses healing partitions and reordering, rejecting bad ones", () => {
     const { config } = parseSimOptions({ ...defaults, reorder: "0.2", partition: ["0,1/2,3@1000:5000"] });
     expect(config.faults).toEqual({
-      reorderProb: 0.2,
-      partitions: [
-        {
-          startMs: 1000,
-          endMs: 5000,
-          groups: [
-            [0, 1],
-            [2, 3],
-          ],
-        },
-      ],
+      network: {
+        reorderProb: 0.2,
+        partitions: [
+          {
+            startMs: 1000,
+            endMs: 5000,
+            groups: [
+              [0, 1],
+              [2, 3],
+            ],
+          },
+        ],
+      },
     });
     expect(() => parseSimOptions({ ...defaults, partition: ["0,1@1:2"] })).toThrow(/two groups/);
     expect(() => parseSimOptions({ ...defaults, partition: ["0,1/1,2@1:2"] })).toThrow(/twice/);

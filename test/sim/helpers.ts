@@ -1,7 +1,7 @@
 /** Small seeded workloads and fault schedules for the simulator tests. */
 import { Prng } from "../../src/core/prng.js";
 import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
-import type { SimConfig, SimFaults } from "../../src/sim/types.js";
+import type { SimConfig, SimCrash, SimFaults, SimPartition } from "../../src/sim/types.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
 
 /** `topics` shared prefixes of ~prefix tokens, each request = one prefix + a unique suffix. */
@@ -43,30 +43,34 @@ export function tinyWorkload(opts: {
 /** A random fault schedule over [0, horizonMs): link faults, partitions, crashes that restart. */
 export function randomFaults(seed: number, nodes: number, horizonMs: number): SimFaults {
   const rng = new Prng(seed ^ 0x5eed);
-  const f: SimFaults = {
-    lossProb: rng.next() * 0.2,
-    dupProb: rng.next() * 0.1,
-    reorderProb: rng.next() * 0.2,
-    reorderMaxMs: 50,
-    linkFaultsUntilMs: horizonMs,
-    partitions: [],
-    crashes: [],
-  };
+  const partitions: SimPartition[] = [];
+  const crashes: SimCrash[] = [];
+  const f = {
+    network: {
+      lossProb: rng.next() * 0.2,
+      dupProb: rng.next() * 0.1,
+      reorderProb: rng.next() * 0.2,
+      reorderMaxMs: 50,
+      untilMs: horizonMs,
+      partitions,
+    },
+    node: { crashes },
+  } satisfies SimFaults;
   const parts = rng.int(3);
   for (let i = 0; i < parts; i++) {
     const start = rng.next() * horizonMs;
     const cut = 1 + rng.int(nodes - 1);
     const order = rng.shuffle(Array.from({ length: nodes }, (_, k) => k));
-    f.partitions?.push({
+    partitions.push({
       startMs: start,
       endMs: Math.min(horizonMs, start + rng.next() * horizonMs * 0.3),
       groups: [order.slice(0, cut), order.slice(cut)],
     });
   }
-  const crashes = rng.int(3);
-  for (let i = 0; i < crashes; i++) {
+  const crashCount = rng.int(3);
+  for (let i = 0; i < crashCount; i++) {
     const at = rng.next() * horizonMs * 0.8;
-    f.crashes?.push({ node: rng.int(nodes), atMs: at, restartAtMs: at + 1 + rng.next() * horizonMs * 0.2 });
+    crashes.push({ node: rng.int(nodes), atMs: at, restartAtMs: at + 1 + rng.next() * horizonMs * 0.2 });
   }
   return f;
 }

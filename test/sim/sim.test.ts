@@ -72,7 +72,7 @@ describe("simulator", () => {
   it("ends (with failures, not a hang) when every node is down for good", () => {
     const w = tinyWorkload({ seed: 8, requests: 50 });
     const crashes = [0, 1, 2, 3].map((node) => ({ node, atMs: 2_000 }));
-    const r = runSimulation({ ...base, faults: { crashes } }, w);
+    const r = runSimulation({ ...base, faults: { node: { crashes } } }, w);
     expect(r.totals.answered).toBeGreaterThan(0);
     expect(r.totals.answered + r.totals.failed).toBe(50);
     expect(r.totals.failed).toBeGreaterThan(0);
@@ -83,9 +83,9 @@ describe("simulator", () => {
     const w = tinyWorkload({ seed: 1, requests: 1 });
     expect(() => runSimulation({ ...base, nodes: 0 }, w)).toThrow(/nodes/);
     expect(() => runSimulation({ ...base, pollMs: 0 }, w)).toThrow(/pollMs/);
-    expect(() => runSimulation({ ...base, faults: { crashes: [{ node: 9, atMs: 1 }] } }, w)).toThrow(
-      /crash node/,
-    );
+    expect(() =>
+      runSimulation({ ...base, faults: { node: { crashes: [{ node: 9, atMs: 1 }] } } }, w),
+    ).toThrow(/crash node/);
   });
 });
 
@@ -98,7 +98,7 @@ describe(`invariants over ${SEEDS} random fault schedules`, () => {
       const nodes = 2 + (seed % 4);
       const w = tinyWorkload({ seed, requests: 40, topics: 4, prefix: 48 });
       const faults = randomFaults(seed, nodes, 5_000);
-      faults.engineFailProb = seed % 5 === 0 ? 0.05 : 0;
+      faults.engine = { failProb: seed % 5 === 0 ? 0.05 : 0 };
       const policy = (["affinity", "round-robin", "random", "least-loaded"] as const)[seed % 4]!;
       const k = 3;
       const r = runSimulation(
@@ -121,7 +121,7 @@ describe(`invariants over ${SEEDS} random fault schedules`, () => {
         r.totals.answered + r.totals.failed !== 40 ||
         r.totals.incorrect > 0 ||
         r.totals.duplicateReplies > 0 ||
-        (faults.engineFailProb === 0 && r.totals.failed > 0) ||
+        (faults.engine.failProb === 0 && r.totals.failed > 0) ||
         r.invariantViolations.length > 0;
       if (bad) {
         failures.push(
