@@ -22,6 +22,28 @@ export interface SimCrash {
   restartAtMs?: number;
 }
 
+/**
+ * Node `node`'s engine runs take `factor` × the modelled time (and report it) for runs started in
+ * [atMs, untilMs) (default: the whole run): a slower or throttled accelerator.
+ */
+export interface SimSlowdown {
+  node: number;
+  factor: number;
+  atMs?: number;
+  untilMs?: number;
+}
+
+/**
+ * Node `node` freezes in [atMs, untilMs) (a GC pause, SIGSTOP, a swapped-out process): it handles
+ * nothing — messages, timers, engine completions, clients and a restart wait — then resumes where it
+ * was, same epoch. Its peers' failure detectors wrongly suspect a node that is alive.
+ */
+export interface SimPause {
+  node: number;
+  atMs: number;
+  untilMs: number;
+}
+
 /** Faults of the network between the nodes (network.ts). */
 export interface NetworkFaults {
   /** Probability each message is lost. */
@@ -40,11 +62,13 @@ export interface NetworkFaults {
 export interface EngineFaults {
   /** Probability an engine run fails (the node reports engine-failed). */
   failProb?: number;
+  slowdowns?: SimSlowdown[];
 }
 
 /** Faults of the node processes. */
 export interface NodeFaults {
   crashes?: SimCrash[];
+  pauses?: SimPause[];
 }
 
 /**
@@ -73,6 +97,12 @@ export interface SimConfig {
   capacityTokens?: number;
   seed: number;
   faults?: SimFaults;
+  /**
+   * Run the nodes as the daemon configures them (DAEMON_NODE_DEFAULTS in src/core/node/config.ts:
+   * answer probes off, the daemon's ack floor…) instead of the core schema's defaults. `policy`,
+   * `pollMs` and `node` still apply on top, as the daemon's own flags would.
+   */
+  daemonConfig?: boolean;
   /** Extra node settings (forward timeout, push-back, concurrency, k…). */
   node?: Partial<Omit<NodeConfigInput, "id" | "peers" | "policy" | "capacityTokens" | "pollMs">>;
   /** Check invariants after every engine step and at the end (slower; tests). */
