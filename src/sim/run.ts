@@ -456,6 +456,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         const run = s.runs.get(ev.jobId);
         if (!run) break;
         s.runs.delete(ev.jobId);
+        // A run still going after the last answer (work its origin gave up on) changes a tree: the
+        // settling that convergence is checked after starts again from here.
+        if (stopAt !== Number.POSITIVE_INFINITY) stopAt = Math.max(stopAt, now + settle);
         if (ev.fail) {
           handle(s, { type: "engine-failed", jobId: ev.jobId, error: "injected engine failure" });
           break;
