@@ -296,7 +296,7 @@ export function formatSummary(r: SimResult, workloadLabel: string): string {
   const lines = [
     `prefixmesh sim — ${c.nodes} nodes, policy ${c.policy}, Δcomm ${c.commMs} ± ${c.jitterMs} ms, Δpoll ${c.pollMs} ms, profile ${r.profile.name}, KV ${r.capacityTokens} tokens/node, seed ${c.seed}`,
     `workload ${workloadLabel}: ${t.requests} requests${r.workload.synthetic ? " (SYNTHETIC data)" : ""}`,
-    ...(c.daemonConfig ? [`nodes      as the daemon configures them: ${daemonConfigLabel()}`] : []),
+    ...(c.daemonConfig ? [`nodes      as the daemon configures them: ${daemonConfigLabel(c.node)}`] : []),
     ...(c.oracle
       ? ["ORACLE     every estimate = its owner's true tree, instantly and free (simulation-only reference)"]
       : []),
@@ -352,9 +352,16 @@ export async function runSimCommand(
   return result;
 }
 
-/** DAEMON_NODE_DEFAULTS as the help and the summary state them. */
-function daemonConfigLabel(): string {
-  return Object.entries(DAEMON_NODE_DEFAULTS)
+/**
+ * DAEMON_NODE_DEFAULTS as the help states them; for a run (`over`: its node flags), the node settings
+ * it ran with (the policy is on the summary's first line).
+ */
+function daemonConfigLabel(over?: SimConfig["node"]): string {
+  const entries = Object.entries(
+    over === undefined ? DAEMON_NODE_DEFAULTS : { ...DAEMON_NODE_DEFAULTS, ...over },
+  );
+  return entries
+    .filter(([k]) => over === undefined || k !== "policy")
     .map(([k, v]) => `${k} ${v}`)
     .join(", ");
 }

@@ -1,6 +1,7 @@
 /**
  * The simulator's public shapes: what `runSimulation` (run.ts) takes and returns. The experiments
- * (src/experiments) and `prefixmesh sim` code against these; fields are only ever added.
+ * (src/experiments) and `prefixmesh sim` (and its `--json` readers) code against these: add fields
+ * rather than change them.
  */
 import type { NodeConfigInput } from "../core/node/config.js";
 import type { PolicyName } from "../core/node/policies/index.js";
