@@ -119,8 +119,8 @@ export type NodeConfigInput = z.input<typeof nodeConfigSchema>;
  * to these (src/server/settings.ts, default-policy.ts), its node is built from them
  * (src/server/runtime/daemon-node-config.ts), and the simulator runs them with `daemonConfig`. A test
  * holds the node the daemon assembles from default settings to every key here, so they cannot drift.
- * Where a value differs from the schema's default above, the schema's is the simulator's and the
- * paper's; the daemon's peers talk over reliable streams.
+ * The schema's own defaults above stay the paper's and the simulator's: they differ where the daemon's
+ * peers, talking over reliable streams, need something else.
  */
 export const DAEMON_NODE_DEFAULTS = {
   /** Forwards only where the prefill saved outweighs the hop (default-policy.ts says why). */
