@@ -6,13 +6,21 @@ import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import * as hdr from "hdr-histogram-js";
-import { nodeConfigSchema } from "../core/node/config.js";
+import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../engines/sim/profiles.js";
 import { DEFAULT_POLICY } from "../server/default-policy.js";
 import { type NodeConfigNumberKey, nodeConfigNumber, nodeSettingsSchema } from "../server/settings.js";
+import { faultFlags, faultScheduleFor } from "../sim/fault-schedule.js";
 import { runSimulation } from "../sim/run.js";
-import type { SimConfig, SimResult } from "../sim/types.js";
+import type {
+  EngineFaults,
+  NetworkFaults,
+  NodeFaults,
+  SimConfig,
+  SimFaults,
+  SimResult,
+} from "../sim/types.js";
 import { CliError, parseNumber } from "./errors.js";
 import { parseFlag } from "./flags.js";
 import { defaultNote } from "./help.js";
@@ -45,8 +53,14 @@ export interface SimOptions {
   dup?: string;
   crash?: string[];
   reorder?: string;
+  reorderMaxMs?: string;
   partition?: string[];
   faultsUntilMs?: string;
+  engineFail?: string;
+  slowEngine?: string[];
+  pause?: string[];
+  randomFaults?: string;
+  daemonConfig?: boolean;
   forwardTimeoutMs?: string;
   forwardAckTimeoutMs?: string;
   forwardResends?: string;
@@ -109,6 +123,98 @@ export function parsePartition(
   return { startMs, endMs, groups };
 }
 
+/** `--pause 2@30000:32000` = node 2 freezes from 30 s to 32 s of virtual time, then resumes. */
+export function parsePause(spec: string, nodes: number): { node: number; atMs: number; untilMs: number } {
+  const m = /^n?(\d+)@(\d+(?:\.\d+)?):(\d+(?:\.\d+)?)$/.exec(spec.trim());
+  if (!m) throw new CliError(`--pause must look like NODE@MS:UNTIL_MS (e.g. 2@30000:32000), got '${spec}'`);
+  const node = Number(m[1]);
+  if (node >= nodes) throw new CliError(`--pause node ${node} does not exist (nodes are 0-${nodes - 1})`);
+  const atMs = Number(m[2]);
+  const untilMs = Number(m[3]);
+  if (!(untilMs > atMs)) throw new CliError(`--pause must end after it starts, got '${spec}'`);
+  return { node, atMs, untilMs };
+}
+
+/**
+ * `--slow-engine 1x3` = node 1's engine runs take 3 × the modelled time; `1x3@10000:20000` only for runs
+ * started in [10 s, 20 s) (`@10000:` from 10 s on).
+ */
+export function parseSlowEngine(
+  spec: string,
+  nodes: number,
+): { node: number; factor: number; atMs?: number; untilMs?: number } {
+  const m = /^n?(\d+)x(\d+(?:\.\d+)?)(?:@(\d+(?:\.\d+)?):(\d+(?:\.\d+)?)?)?$/.exec(spec.trim());
+  if (!m)
+    throw new CliError(
+      `--slow-engine must look like NODExFACTOR or NODExFACTOR@START_MS:END_MS (e.g. 1x3@10000:20000), got '${spec}'`,
+    );
+  const node = Number(m[1]);
+  if (node >= nodes)
+    throw new CliError(`--slow-engine node ${node} does not exist (nodes are 0-${nodes - 1})`);
+  const factor = Number(m[2]);
+  if (!(factor > 0 && factor <= 1000))
+    throw new CliError(`--slow-engine factor must be in (0, 1000], got '${spec}'`);
+  if (m[3] === undefined) return { node, factor };
+  const atMs = Number(m[3]);
+  if (m[4] === undefined) return { node, factor, atMs };
+  const untilMs = Number(m[4]);
+  if (!(untilMs > atMs)) throw new CliError(`--slow-engine must end after it starts, got '${spec}'`);
+  return { node, factor, atMs, untilMs };
+}
+
+/** Flags that set one fault each; --random-faults draws them all instead. */
+const FAULT_FLAGS = {
+  loss: "--loss",
+  dup: "--dup",
+  reorder: "--reorder",
+  reorderMaxMs: "--reorder-max-ms",
+  partition: "--partition",
+  faultsUntilMs: "--faults-until-ms",
+  engineFail: "--engine-fail",
+  slowEngine: "--slow-engine",
+  crash: "--crash",
+  pause: "--pause",
+} as const satisfies Partial<Record<keyof SimOptions, string>>;
+
+/** The fault flags, grouped as the simulator takes them (SimFaults); undefined without any. */
+export function parseFaultFlags(o: SimOptions, nodes: number, seed: number): SimFaults | undefined {
+  const given = (Object.keys(FAULT_FLAGS) as (keyof typeof FAULT_FLAGS)[]).filter((k) => {
+    const v = o[k];
+    return v !== undefined && !(Array.isArray(v) && v.length === 0);
+  });
+  if (o.randomFaults !== undefined) {
+    if (given.length > 0)
+      throw new CliError(
+        `--random-faults draws every fault; drop ${given.map((k) => FAULT_FLAGS[k]).join(", ")}`,
+      );
+    const ms = parseNumber("--random-faults", o.randomFaults, { min: 1, max: 1e12 });
+    return faultScheduleFor(seed, nodes, ms);
+  }
+  const network: NetworkFaults = {};
+  if (o.loss !== undefined) network.lossProb = parseNumber("--loss", o.loss, { min: 0, max: 1 });
+  if (o.dup !== undefined) network.dupProb = parseNumber("--dup", o.dup, { min: 0, max: 1 });
+  if (o.reorder !== undefined) network.reorderProb = parseNumber("--reorder", o.reorder, { min: 0, max: 1 });
+  if (o.reorderMaxMs !== undefined)
+    network.reorderMaxMs = parseNumber("--reorder-max-ms", o.reorderMaxMs, { min: 0, max: 3_600_000 });
+  if (o.faultsUntilMs !== undefined)
+    network.untilMs = parseNumber("--faults-until-ms", o.faultsUntilMs, { min: 0, max: 1e12 });
+  if (o.partition !== undefined && o.partition.length > 0)
+    network.partitions = o.partition.map((s) => parsePartition(s, nodes));
+  const engine: EngineFaults = {};
+  if (o.engineFail !== undefined)
+    engine.failProb = parseNumber("--engine-fail", o.engineFail, { min: 0, max: 1 });
+  if (o.slowEngine !== undefined && o.slowEngine.length > 0)
+    engine.slowdowns = o.slowEngine.map((s) => parseSlowEngine(s, nodes));
+  const node: NodeFaults = {};
+  if (o.crash !== undefined && o.crash.length > 0) node.crashes = o.crash.map((c) => parseCrash(c, nodes));
+  if (o.pause !== undefined && o.pause.length > 0) node.pauses = o.pause.map((p) => parsePause(p, nodes));
+  const faults: SimFaults = {};
+  if (Object.keys(network).length > 0) faults.network = network;
+  if (Object.keys(engine).length > 0) faults.engine = engine;
+  if (Object.keys(node).length > 0) faults.node = node;
+  return Object.keys(faults).length > 0 ? faults : undefined;
+}
+
 /** Checks every flag; returns the simulator config and the workload choice, or throws CliError. */
 export function parseSimOptions(o: SimOptions): {
   config: SimConfig;
@@ -148,18 +254,9 @@ export function parseSimOptions(o: SimOptions): {
     config.node.forwardAckTimeoutMs = nodeSetting("forwardAckTimeoutMs", o.forwardAckTimeoutMs);
   if (o.forwardResends !== undefined)
     config.node.forwardResends = nodeSetting("forwardResends", o.forwardResends);
-  const faults: NonNullable<SimConfig["faults"]> = {};
-  if (o.loss !== undefined) faults.lossProb = parseNumber("--loss", o.loss, { min: 0, max: 1 });
-  if (o.dup !== undefined) faults.dupProb = parseNumber("--dup", o.dup, { min: 0, max: 1 });
-  if (o.reorder !== undefined) faults.reorderProb = parseNumber("--reorder", o.reorder, { min: 0, max: 1 });
-  if (o.partition !== undefined && o.partition.length > 0)
-    faults.partitions = o.partition.map((s) => parsePartition(s, config.nodes));
-  if (o.faultsUntilMs !== undefined) {
-    faults.linkFaultsUntilMs = parseNumber("--faults-until-ms", o.faultsUntilMs, { min: 0, max: 1e12 });
-  }
-  if (o.crash !== undefined && o.crash.length > 0)
-    faults.crashes = o.crash.map((c) => parseCrash(c, config.nodes));
-  if (Object.keys(faults).length > 0) config.faults = faults;
+  if (o.daemonConfig === true) config.daemonConfig = true;
+  const faults = parseFaultFlags(o, config.nodes, config.seed);
+  if (faults !== undefined) config.faults = faults;
   const requests =
     o.requests === undefined
       ? undefined
@@ -199,6 +296,7 @@ export function formatSummary(r: SimResult, workloadLabel: string): string {
   const lines = [
     `prefixmesh sim — ${c.nodes} nodes, policy ${c.policy}, Δcomm ${c.commMs} ± ${c.jitterMs} ms, Δpoll ${c.pollMs} ms, profile ${r.profile.name}, KV ${r.capacityTokens} tokens/node, seed ${c.seed}`,
     `workload ${workloadLabel}: ${t.requests} requests${r.workload.synthetic ? " (SYNTHETIC data)" : ""}`,
+    ...(c.daemonConfig ? [`nodes      as the daemon configures them: ${daemonConfigLabel(c.node)}`] : []),
     ...(c.oracle
       ? ["ORACLE     every estimate = its owner's true tree, instantly and free (simulation-only reference)"]
       : []),
@@ -216,9 +314,11 @@ export function formatSummary(r: SimResult, workloadLabel: string): string {
   ];
   const f = c.faults;
   if (f) {
-    const crashes = r.perNode.reduce((n, x) => n + x.crashes, 0);
+    const n = f.network ?? {};
+    const crashes = r.perNode.reduce((k, x) => k + x.crashes, 0);
     lines.push(
-      `faults     loss ${f.lossProb ?? 0}, duplication ${f.dupProb ?? 0}, reordering ${f.reorderProb ?? 0}, partitions ${f.partitions?.length ?? 0}, crashes ${crashes}, client re-submissions ${t.retries}`,
+      `faults     loss ${n.lossProb ?? 0}, duplication ${n.dupProb ?? 0}, reordering ${n.reorderProb ?? 0}, partitions ${n.partitions?.length ?? 0}, engine failures ${f.engine?.failProb ?? 0}, slow engines ${f.engine?.slowdowns?.length ?? 0}, crashes ${crashes}, pauses ${f.node?.pauses?.length ?? 0}, client re-submissions ${t.retries}`,
+      `schedule   ${faultFlags(f).join(" ")}`,
     );
   }
   return `${lines.join("\n")}\n`;
@@ -250,6 +350,20 @@ export async function runSimCommand(
     io.out.write(`wrote ${o.json}\n`);
   }
   return result;
+}
+
+/**
+ * DAEMON_NODE_DEFAULTS as the help states them; for a run (`over`: its node flags), the node settings
+ * it ran with (the policy is on the summary's first line).
+ */
+function daemonConfigLabel(over?: SimConfig["node"]): string {
+  const entries = Object.entries(
+    over === undefined ? DAEMON_NODE_DEFAULTS : { ...DAEMON_NODE_DEFAULTS, ...over },
+  );
+  return entries
+    .filter(([k]) => over === undefined || k !== "policy")
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ");
 }
 
 /** A node-config number from its flag (`--forward-ack-timeout-ms` for forwardAckTimeoutMs), checked by the schema. */
@@ -287,15 +401,33 @@ export function registerSim(program: Command): void {
       "--partition <spec...>",
       "partition that heals: GROUP/GROUP@START_MS:END_MS, e.g. 0,1/2,3@60000:120000 (repeatable)",
     )
+    .option("--reorder-max-ms <ms>", "largest extra delay of a reordered message (default 10 × (Δcomm + 1))")
     .option("--faults-until-ms <ms>", "loss/duplication/reordering stop at this virtual time")
+    .option("--engine-fail <p>", "probability each engine run fails")
+    .option(
+      "--slow-engine <spec...>",
+      "slow a node's engine: NODExFACTOR[@START_MS:END_MS], e.g. 1x3@10000:20000 (repeatable)",
+    )
     .option("--crash <spec...>", "crash a node: NODE@MS[:RESTART_MS] (virtual ms; repeatable)")
+    .option(
+      "--pause <spec...>",
+      "freeze a node, then resume it (peers may wrongly suspect it): NODE@MS:UNTIL_MS (repeatable)",
+    )
+    .option(
+      "--random-faults <ms>",
+      "draw every fault class over [0, MS) of virtual time from --seed (printed; instead of the fault flags)",
+    )
+    .option(
+      "--daemon-config",
+      `run the nodes as \`prefixmesh node\` does by default (${daemonConfigLabel()}); --policy and the node flags still apply`,
+    )
     .option(
       "--forward-timeout-ms <ms>",
       `give up on a forward after this long ${defaultNote(N.forwardTimeoutMs)}`,
     )
     .option(
       "--forward-ack-timeout-ms <ms>",
-      `floor of the wait for a forward's ack: max(this, 4 × RTT) ${defaultNote(N.forwardAckTimeoutMs)}; ≥ the forward timeout: acks off`,
+      `floor of the wait for a forward's ack: max(this, 4 × RTT) ${defaultNote(N.forwardAckTimeoutMs)}, ${DAEMON_NODE_DEFAULTS.forwardAckTimeoutMs} with --daemon-config; ≥ the forward timeout: acks off`,
     )
     .option(
       "--forward-resends <n>",

@@ -6,6 +6,7 @@
  * 33% against 59% (BENCHMARKS.md, "Routing policies" and "Node daemon"). `affinity` stays available
  * by name; the paper experiments name it explicitly, and the core node config keeps it as its default.
  */
+import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
 import type { PolicyName } from "../core/node/policies/index.js";
 
-export const DEFAULT_POLICY: PolicyName = "cost-aware";
+export const DEFAULT_POLICY: PolicyName = DAEMON_NODE_DEFAULTS.policy;

@@ -7,7 +7,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { nodeConfigSchema } from "../core/node/config.js";
+import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { nodeIdSchema } from "../net/node-id.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
@@ -46,9 +46,9 @@ export const nodeConfigNumber = (key: NodeConfigNumberKey) =>
     .union([z.number(), z.string().trim().min(1, "must be a number")])
     .transform(Number)
     .pipe(nodeConfigSchema.shape[key].unwrap());
-/** The same with the daemon's default. */
-const nodeNum = (key: Exclude<NodeConfigNumberKey, "forwardResends">, daemonDefault: number) =>
-  nodeConfigNumber(key).default(daemonDefault);
+/** The same with the daemon's default (DAEMON_NODE_DEFAULTS). */
+const nodeNum = (key: Exclude<NodeConfigNumberKey, "forwardResends">) =>
+  nodeConfigNumber(key).default(DAEMON_NODE_DEFAULTS[key]);
 const bool = z.union([
   z.boolean(),
   z.enum(["true", "false", "1", "0"]).transform((s) => s === "true" || s === "1"),
@@ -89,14 +89,10 @@ export const nodeSettingsSchema = z.object({
   injectJitterMs: num(0, 60_000).default(0),
   /** KV capacity in tokens (default: the engine's). */
   capacityTokens: num(1, 1e9, true).optional(),
-  concurrency: nodeNum("concurrency", 1),
-  forwardTimeoutMs: nodeNum("forwardTimeoutMs", 30_000),
-  /**
-   * A forward not acked in max(this, 4 × RTT) falls back. Higher than the simulator's 250 ms: over TCP
-   * nothing is lost silently, so the ack only guards against a frozen or black-holed peer, and a busy
-   * machine must not turn slow acks into spurious fallbacks (duplicate work).
-   */
-  forwardAckTimeoutMs: nodeNum("forwardAckTimeoutMs", 1_000),
+  concurrency: nodeNum("concurrency"),
+  forwardTimeoutMs: nodeNum("forwardTimeoutMs"),
+  /** A forward not acked in max(this, 4 × RTT) falls back (DAEMON_NODE_DEFAULTS says why it is higher). */
+  forwardAckTimeoutMs: nodeNum("forwardAckTimeoutMs"),
   /** Forwards multiplexed on one WebSocket per peer ("channel"), or one HTTP request each ("http"). */
   forwardTransport: z.enum(["channel", "http"]).default("channel"),
   /** Client requests admitted at once; beyond: 429. */

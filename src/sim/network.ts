@@ -5,7 +5,7 @@
  * is dropped). All randomness comes from one seeded stream.
  */
 import type { Prng } from "../core/prng.js";
-import type { SimFaults } from "./types.js";
+import type { NetworkFaults } from "./types.js";
 
 export class SimNetwork {
   private readonly groupOf: ((now: number, node: number) => number)[] = [];
@@ -14,7 +14,7 @@ export class SimNetwork {
     private readonly rng: Prng,
     private readonly commMs: number,
     private readonly jitterMs: number,
-    private readonly faults: SimFaults = {},
+    private readonly faults: NetworkFaults = {},
   ) {
     for (const p of faults.partitions ?? []) {
       const map = new Map<number, number>();
@@ -40,7 +40,7 @@ export class SimNetwork {
   delays(now: number, a: number, b: number, out: number[]): number {
     if (this.groupOf.length > 0 && this.partitioned(now, a, b)) return 0;
     const f = this.faults;
-    const linkFaults = f.linkFaultsUntilMs === undefined || now < f.linkFaultsUntilMs;
+    const linkFaults = f.untilMs === undefined || now < f.untilMs;
     if (linkFaults && f.lossProb && this.rng.chance(f.lossProb)) return 0;
     out[0] = this.oneDelay(linkFaults);
     if (linkFaults && f.dupProb && this.rng.chance(f.dupProb)) {

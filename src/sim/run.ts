@@ -9,6 +9,7 @@
  */
 
 import type { EngineResult } from "../core/engine.js";
+import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
 import { PrefixNode } from "../core/node/node.js";
 import type { Effect, NodeInput, PeerMessage } from "../core/node/types.js";
 import { Prng } from "../core/prng.js";
@@ -26,9 +27,11 @@ import {
   type MessageTotals,
   type SimConfig,
   type SimNodeSummary,
+  type SimPause,
   type SimProgress,
   type SimRecord,
   type SimResult,
+  type SimSlowdown,
   SUMMED_STATS,
   type SummedStat,
 } from "./types.js";
@@ -75,9 +78,14 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const profile = resolveProfile(config.profile);
   const capacity = config.capacityTokens ?? profile.capacityTokens;
   const N = config.nodes;
-  const faults = config.faults ?? {};
+  const netFaults = config.faults?.network ?? {};
+  const engineFaults = config.faults?.engine ?? {};
+  const nodeFaults = config.faults?.node ?? {};
+  const slowdowns = byNode(N, engineFaults.slowdowns);
+  const pauses = byNode(N, nodeFaults.pauses);
+  const hasPauses = (nodeFaults.pauses?.length ?? 0) > 0;
   const rng = new Prng(config.seed);
-  const net = new SimNetwork(rng.fork(), config.commMs, config.jitterMs, faults);
+  const net = new SimNetwork(rng.fork(), config.commMs, config.jitterMs, netFaults);
   const engineRng = rng.fork();
   const ids = Array.from({ length: N }, (_, i) => `n${i}`);
   const idxOf = new Map(ids.map((id, i) => [id, i]));
@@ -122,6 +130,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     s.epoch = epoch;
     s.node = new PrefixNode(
       {
+        ...(config.daemonConfig === true ? DAEMON_NODE_DEFAULTS : {}),
         ...config.node,
         id: s.id,
         peers: ids.filter((x) => x !== s.id),
@@ -188,6 +197,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       }
     }
     if (c.startMs < 0) c.startMs = now;
+    const frozenUntil = origin >= 0 && pauses ? pausedUntil(pauses[origin], now) : -1;
+    if (frozenUntil >= 0) {
+      // Its client's connection is accepted by the kernel, then waits for the process to resume.
+      queue.push({ at: frozenUntil, k: "submit", req: ri });
+      return;
+    }
     if (origin < 0) {
       if (lastRestartAt > now) {
         // Whole cluster down for now: the client waits and tries again.
@@ -302,11 +317,18 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         }
         case "engine-run": {
           for (const r of e.evicted) s.summary.evictedTokens += r.path.length - r.keep;
-          const { result, durationMs } = s.engine.execute(e.request, e.evicted);
+          const { result, durationMs: modelledMs } = s.engine.execute(e.request, e.evicted);
+          // A slowed engine takes longer and says so: the node learns its costs from these times.
+          const slow = slowdowns === undefined ? 1 : slowdownAt(slowdowns[s.idx], now);
+          const durationMs = modelledMs * slow;
+          if (slow !== 1) {
+            result.prefillMs *= slow;
+            result.decodeMs *= slow;
+          }
           const ri = Number(e.request.id.slice(1, e.request.id.indexOf(".")));
           if (ri >= 0 && ri < total) runsPerRequest[ri] = (runsPerRequest[ri] as number) + 1;
           s.runs.set(e.jobId, { tokens: e.request.tokens, cacheTokens: e.cacheTokens, result });
-          const fail = faults.engineFailProb !== undefined && engineRng.chance(faults.engineFailProb);
+          const fail = engineFaults.failProb !== undefined && engineRng.chance(engineFaults.failProb);
           queue.push({ at: now + durationMs, k: "engine", node: s.idx, inc: s.inc, jobId: e.jobId, fail });
           break;
         }
@@ -352,6 +374,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         for (const a of nodes) {
           for (const b of nodes) {
             if (a === b || !a.node || !b.node) continue;
+            if (pauses && pausedUntil(pauses[b.idx], now) >= 0) continue; // refreshed once it resumes
             const msg = oracle.refresh(a.node, b.node);
             if (!msg) continue;
             changed = true;
@@ -365,7 +388,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   }
 
   // ---- schedule
-  for (const c of faults.crashes ?? []) {
+  for (const c of nodeFaults.crashes ?? []) {
     lastRestartAt = Math.max(lastRestartAt, c.restartAtMs ?? 0);
     queue.push({ at: c.atMs, k: "crash", node: c.node });
     if (c.restartAtMs !== undefined) queue.push({ at: c.restartAtMs, k: "restart", node: c.node });
@@ -383,10 +406,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const settle = config.settleMs ?? 0;
   // Settling (convergence checks) starts once the last fault is over, not just the last request.
   let faultsEnd =
-    faults.linkFaultsUntilMs ??
-    (faults.lossProb || faults.dupProb || faults.reorderProb ? Number.POSITIVE_INFINITY : 0);
-  for (const p of faults.partitions ?? []) faultsEnd = Math.max(faultsEnd, p.endMs);
-  for (const c of faults.crashes ?? []) faultsEnd = Math.max(faultsEnd, c.restartAtMs ?? c.atMs);
+    netFaults.untilMs ??
+    (netFaults.lossProb || netFaults.dupProb || netFaults.reorderProb ? Number.POSITIVE_INFINITY : 0);
+  for (const p of netFaults.partitions ?? []) faultsEnd = Math.max(faultsEnd, p.endMs);
+  for (const c of nodeFaults.crashes ?? []) faultsEnd = Math.max(faultsEnd, c.restartAtMs ?? c.atMs);
+  for (const p of nodeFaults.pauses ?? []) faultsEnd = Math.max(faultsEnd, p.untilMs);
+  // (A slowed engine is not a fault convergence waits out: anti-entropy runs at any engine speed.)
   let stopAt = Number.POSITIVE_INFINITY;
   while (queue.size > 0) {
     const ev = queue.pop() as Ev;
@@ -395,6 +420,15 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       stopAt = Math.max(lastFinishAt, Number.isFinite(faultsEnd) ? faultsEnd : lastFinishAt) + settle;
     }
     if (ev.at > stopAt) break;
+    if (hasPauses && ev.k !== "submit" && ev.k !== "crash") {
+      // A frozen node handles nothing (a restart neither): what reaches it waits, in order, until it resumes.
+      const until = pausedUntil(pauses?.[ev.k === "deliver" ? ev.to : ev.node], ev.at);
+      if (until >= 0) {
+        ev.at = until;
+        queue.push(ev);
+        continue;
+      }
+    }
     now = ev.at;
     events++;
     switch (ev.k) {
@@ -422,6 +456,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         const run = s.runs.get(ev.jobId);
         if (!run) break;
         s.runs.delete(ev.jobId);
+        // A run still going after the last answer (work its origin gave up on) changes a tree: the
+        // settling that convergence is checked after starts again from here.
+        if (stopAt !== Number.POSITIVE_INFINITY) stopAt = Math.max(stopAt, now + settle);
         if (ev.fail) {
           handle(s, { type: "engine-failed", jobId: ev.jobId, error: "injected engine failure" });
           break;
@@ -536,6 +573,39 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   };
 }
 
+/** Per node index, its entries of a per-node fault list; undefined when the list is empty. */
+function byNode<T extends { node: number }>(n: number, list: readonly T[] | undefined): T[][] | undefined {
+  if (list === undefined || list.length === 0) return undefined;
+  const out = Array.from({ length: n }, (): T[] => []);
+  for (const x of list) out[x.node]?.push(x);
+  return out;
+}
+
+/** The slowdown factor of engine runs starting at `now` (slowdowns that overlap multiply). */
+function slowdownAt(list: readonly SimSlowdown[] | undefined, now: number): number {
+  let f = 1;
+  for (const x of list ?? []) {
+    if (now >= (x.atMs ?? 0) && now < (x.untilMs ?? Number.POSITIVE_INFINITY)) f *= x.factor;
+  }
+  return f;
+}
+
+/** When the node resumes if it is frozen at `now`, else -1 (back-to-back pauses: the last end). */
+function pausedUntil(list: readonly SimPause[] | undefined, now: number): number {
+  let until = -1;
+  for (let again = true; again; ) {
+    again = false;
+    const t = until < 0 ? now : until;
+    for (const p of list ?? []) {
+      if (t >= p.atMs && t < p.untilMs && p.untilMs > until) {
+        until = p.untilMs;
+        again = true;
+      }
+    }
+  }
+  return until;
+}
+
 function validate(c: SimConfig): void {
   const bad = (m: string): never => {
     throw new RangeError(`invalid simulation config: ${m}`);
@@ -547,10 +617,31 @@ function validate(c: SimConfig): void {
   if (!(c.pollMs > 0)) bad(`pollMs must be > 0, got ${c.pollMs}`);
   if (c.capacityTokens !== undefined && !(c.capacityTokens > 0)) bad(`capacityTokens must be > 0`);
   if (!Number.isFinite(c.seed)) bad(`seed must be a number`);
-  for (const cr of c.faults?.crashes ?? []) {
-    if (!Number.isInteger(cr.node) || cr.node < 0 || cr.node >= c.nodes)
-      bad(`crash node ${cr.node} out of range`);
+  const f = c.faults ?? {};
+  const nodeIndex = (what: string, node: number): void => {
+    if (!Number.isInteger(node) || node < 0 || node >= c.nodes) bad(`${what} node ${node} out of range`);
+  };
+  const prob = (what: string, p: number | undefined): void => {
+    if (p !== undefined && !(p >= 0 && p <= 1)) bad(`${what} must be a probability in [0, 1], got ${p}`);
+  };
+  prob("network.lossProb", f.network?.lossProb);
+  prob("network.dupProb", f.network?.dupProb);
+  prob("network.reorderProb", f.network?.reorderProb);
+  prob("engine.failProb", f.engine?.failProb);
+  for (const cr of f.node?.crashes ?? []) {
+    nodeIndex("crash", cr.node);
     if (cr.restartAtMs !== undefined && !(cr.restartAtMs > cr.atMs)) bad(`restartAtMs must follow atMs`);
+  }
+  for (const p of f.node?.pauses ?? []) {
+    nodeIndex("pause", p.node);
+    if (!(p.atMs >= 0 && p.untilMs > p.atMs && Number.isFinite(p.untilMs)))
+      bad(`a pause must end (untilMs finite) after it starts (atMs ≥ 0), got ${p.atMs}-${p.untilMs}`);
+  }
+  for (const x of f.engine?.slowdowns ?? []) {
+    nodeIndex("slowdown", x.node);
+    if (!(x.factor > 0 && x.factor <= 1_000)) bad(`slowdown factor must be in (0, 1000], got ${x.factor}`);
+    if (x.atMs !== undefined && x.untilMs !== undefined && !(x.untilMs > x.atMs))
+      bad(`a slowdown must end after it starts, got ${x.atMs}-${x.untilMs}`);
   }
 }
 

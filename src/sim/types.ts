@@ -1,14 +1,52 @@
 /**
  * The simulator's public shapes: what `runSimulation` (run.ts) takes and returns. The experiments
- * (src/experiments) and `prefixmesh sim` code against these; fields are only ever added.
+ * (src/experiments) and `prefixmesh sim` (and its `--json` readers) code against these: add fields
+ * rather than change them.
  */
 import type { NodeConfigInput } from "../core/node/config.js";
 import type { PolicyName } from "../core/node/policies/index.js";
 import type { NodeStats } from "../core/node/types.js";
 import type { CostProfile, ProfileName } from "../engines/sim/profiles.js";
 
-/** Faults injected into a run. Times are virtual ms from the start. */
-export interface SimFaults {
+/** A partition that heals: while active, nodes in different groups cannot exchange messages. */
+export interface SimPartition {
+  startMs: number;
+  endMs: number;
+  /** Node indexes per group; nodes not listed form their own singleton groups. */
+  groups: number[][];
+}
+
+/** Crash node `node` at `atMs` (cache, queue and pending requests lost); restart at `restartAtMs`. */
+export interface SimCrash {
+  node: number;
+  atMs: number;
+  restartAtMs?: number;
+}
+
+/**
+ * Node `node`'s engine runs take `factor` × the modelled time (and report it) for runs started in
+ * [atMs, untilMs) (default: the whole run): a slower or throttled accelerator.
+ */
+export interface SimSlowdown {
+  node: number;
+  factor: number;
+  atMs?: number;
+  untilMs?: number;
+}
+
+/**
+ * Node `node` freezes in [atMs, untilMs) (a GC pause, SIGSTOP, a swapped-out process): it handles
+ * nothing — messages, timers, engine completions, clients and a restart wait — then resumes where it
+ * was, same epoch. Its peers' failure detectors wrongly suspect a node that is alive.
+ */
+export interface SimPause {
+  node: number;
+  atMs: number;
+  untilMs: number;
+}
+
+/** Faults of the network between the nodes (network.ts). */
+export interface NetworkFaults {
   /** Probability each message is lost. */
   lossProb?: number;
   /** Probability each message is delivered twice (independent delays). */
@@ -17,13 +55,31 @@ export interface SimFaults {
   reorderProb?: number;
   reorderMaxMs?: number;
   /** Link faults (loss, duplication, reordering) stop at this time; default: never. */
-  linkFaultsUntilMs?: number;
-  /** While active, nodes in different groups cannot exchange messages (nodes not listed: own group). */
-  partitions?: { startMs: number; endMs: number; groups: number[][] }[];
-  /** Crash node `node` at `atMs` (cache, queue and pending requests lost); restart at `restartAtMs`. */
-  crashes?: { node: number; atMs: number; restartAtMs?: number }[];
+  untilMs?: number;
+  partitions?: SimPartition[];
+}
+
+/** Faults of the nodes' engines. */
+export interface EngineFaults {
   /** Probability an engine run fails (the node reports engine-failed). */
-  engineFailProb?: number;
+  failProb?: number;
+  slowdowns?: SimSlowdown[];
+}
+
+/** Faults of the node processes. */
+export interface NodeFaults {
+  crashes?: SimCrash[];
+  pauses?: SimPause[];
+}
+
+/**
+ * Faults injected into a run, by the component they hit. Times are virtual ms from the start. Adding a
+ * fault class: its field here, its application in run.ts (or network.ts), its `prefixmesh sim` flag.
+ */
+export interface SimFaults {
+  network?: NetworkFaults;
+  engine?: EngineFaults;
+  node?: NodeFaults;
 }
 
 export interface SimConfig {
@@ -42,6 +98,12 @@ export interface SimConfig {
   capacityTokens?: number;
   seed: number;
   faults?: SimFaults;
+  /**
+   * Run the nodes as the daemon configures them (DAEMON_NODE_DEFAULTS in src/core/node/config.ts:
+   * answer probes off, the daemon's ack floor…) instead of the core schema's defaults. `policy`,
+   * `pollMs` and `node` still apply on top, as the daemon's own flags would.
+   */
+  daemonConfig?: boolean;
   /** Extra node settings (forward timeout, push-back, concurrency, k…). */
   node?: Partial<Omit<NodeConfigInput, "id" | "peers" | "policy" | "capacityTokens" | "pollMs">>;
   /** Check invariants after every engine step and at the end (slower; tests). */

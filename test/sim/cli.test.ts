@@ -3,10 +3,13 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { CliError } from "../../src/cli/errors.js";
-import { parseSimOptions, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
+import { parseSimOptions, registerSim, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
+import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
 import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
+import { faultFlags, faultScheduleFor } from "../../src/sim/fault-schedule.js";
 
 const defaults: SimOptions = {
   nodes: "4",
@@ -99,12 +102,13 @@ describe("prefixmesh sim — fault flags", () => {
       crash: ["1@6000:9000", "n2@100"],
     });
     expect(config.faults).toEqual({
-      lossProb: 0.1,
-      dupProb: 0.01,
-      crashes: [
-        { node: 1, atMs: 6000, restartAtMs: 9000 },
-        { node: 2, atMs: 100 },
-      ],
+      network: { lossProb: 0.1, dupProb: 0.01 },
+      node: {
+        crashes: [
+          { node: 1, atMs: 6000, restartAtMs: 9000 },
+          { node: 2, atMs: 100 },
+        ],
+      },
     });
     expect(() => parseSimOptions({ ...defaults, crash: ["9@1"] })).toThrow(/does not exist/);
     expect(() => parseSimOptions({ ...defaults, crash: ["1@9:5"] })).toThrow(/after the crash/);
@@ -115,17 +119,19 @@ describe("prefixmesh sim — fault flags", () => {
   it("parses healing partitions and reordering, rejecting bad ones", () => {
     const { config } = parseSimOptions({ ...defaults, reorder: "0.2", partition: ["0,1/2,3@1000:5000"] });
     expect(config.faults).toEqual({
-      reorderProb: 0.2,
-      partitions: [
-        {
-          startMs: 1000,
-          endMs: 5000,
-          groups: [
-            [0, 1],
-            [2, 3],
-          ],
-        },
-      ],
+      network: {
+        reorderProb: 0.2,
+        partitions: [
+          {
+            startMs: 1000,
+            endMs: 5000,
+            groups: [
+              [0, 1],
+              [2, 3],
+            ],
+          },
+        ],
+      },
     });
     expect(() => parseSimOptions({ ...defaults, partition: ["0,1@1:2"] })).toThrow(/two groups/);
     expect(() => parseSimOptions({ ...defaults, partition: ["0,1/1,2@1:2"] })).toThrow(/twice/);
@@ -180,5 +186,86 @@ describe("prefixmesh sim --oracle / --rate", () => {
   it("rejects a bad rate with a CliError", () => {
     expect(() => parseSimOptions({ ...base, rate: "0" })).toThrow(CliError);
     expect(() => parseSimOptions({ ...base, rate: "fast" })).toThrow(/--rate/);
+  });
+});
+
+/** `args` as the sim command's action receives them (commander's own parsing, nothing run). */
+function optionsOf(args: string[]): SimOptions {
+  const program = new Command("prefixmesh").exitOverride();
+  registerSim(program);
+  const sim = program.commands[0] as Command;
+  sim.action(() => {});
+  program.parse(["sim", ...args], { from: "user" });
+  return sim.opts() as SimOptions;
+}
+
+describe("prefixmesh sim — engine and node fault flags, drawn schedules, the daemon's config", () => {
+  it("parses slow engines, engine failures and pauses, rejecting bad ones", () => {
+    const { config } = parseSimOptions({
+      ...defaults,
+      engineFail: "0.02",
+      slowEngine: ["1x3", "2x1.5@100:200", "n3x2@50:"],
+      pause: ["0@10:20"],
+      reorderMaxMs: "40",
+    });
+    expect(config.faults).toEqual({
+      network: { reorderMaxMs: 40 },
+      engine: {
+        failProb: 0.02,
+        slowdowns: [
+          { node: 1, factor: 3 },
+          { node: 2, factor: 1.5, atMs: 100, untilMs: 200 },
+          { node: 3, factor: 2, atMs: 50 },
+        ],
+      },
+      node: { pauses: [{ node: 0, atMs: 10, untilMs: 20 }] },
+    });
+    const bad: [Partial<SimOptions>, RegExp][] = [
+      [{ engineFail: "1.5" }, /--engine-fail must be ≤ 1/],
+      [{ slowEngine: ["1*3"] }, /--slow-engine must look like NODExFACTOR/],
+      [{ slowEngine: ["7x3"] }, /--slow-engine node 7 does not exist/],
+      [{ slowEngine: ["1x0"] }, /factor must be in \(0, 1000\]/],
+      [{ slowEngine: ["1x2@9:3"] }, /--slow-engine must end after it starts/],
+      [{ pause: ["1@5"] }, /--pause must look like NODE@MS:UNTIL_MS/],
+      [{ pause: ["5@1:2"] }, /--pause node 5 does not exist/],
+      [{ pause: ["1@5:5"] }, /--pause must end after it starts/],
+      [{ reorderMaxMs: "-1" }, /--reorder-max-ms/],
+      [{ randomFaults: "0" }, /--random-faults must be ≥ 1/],
+      [{ randomFaults: "1000", crash: ["1@5"] }, /--random-faults draws every fault; drop --crash/],
+    ];
+    for (const [o, re] of bad) {
+      let caught: unknown;
+      try {
+        parseSimOptions({ ...defaults, ...o });
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught, JSON.stringify(o)).toBeInstanceOf(CliError);
+      expect((caught as CliError).message).toMatch(re);
+    }
+  });
+
+  it("--random-faults draws the seed's schedule, and the printed flags replay it exactly", () => {
+    for (const seed of [1, 2, 3, 17, 99, 1234]) {
+      const drawn = parseSimOptions({ ...defaults, seed: String(seed), randomFaults: "20000" }).config.faults;
+      expect(drawn).toEqual(faultScheduleFor(seed, 4, 20_000));
+      const replayed = parseSimOptions({ ...optionsOf(faultFlags(drawn)), seed: String(seed) }).config.faults;
+      expect(replayed).toEqual(drawn);
+    }
+  });
+
+  it("--daemon-config runs the daemon's node configuration and says so", async () => {
+    expect(parseSimOptions(defaults).config.daemonConfig).toBeUndefined();
+    const out = sink();
+    const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
+    const r = await runSimCommand(
+      { ...defaults, requests: "200", daemonConfig: true, randomFaults: "30000", seed: "3" },
+      { out: out.stream, err },
+    );
+    expect(r.config.daemonConfig).toBe(true);
+    expect(r.totals.probes).toBe(0);
+    expect(r.totals.answered + r.totals.failed).toBe(200);
+    expect(out.text()).toContain(`forwardAckTimeoutMs ${DAEMON_NODE_DEFAULTS.forwardAckTimeoutMs}`);
+    expect(out.text()).toContain(`schedule   ${faultFlags(r.config.faults).join(" ")}`);
   });
 });

@@ -60,8 +60,8 @@ describe("SimNetwork", () => {
     expect(net.delays(20, 0, 1, buf)).toBe(1);
   });
 
-  it("loses and duplicates at the configured rates, and stops at linkFaultsUntilMs", () => {
-    const net = new SimNetwork(new Prng(2), 1, 0, { lossProb: 0.3, dupProb: 0.2, linkFaultsUntilMs: 1000 });
+  it("loses and duplicates at the configured rates, and stops at untilMs", () => {
+    const net = new SimNetwork(new Prng(2), 1, 0, { lossProb: 0.3, dupProb: 0.2, untilMs: 1000 });
     const buf = [0, 0];
     let lost = 0;
     let dup = 0;

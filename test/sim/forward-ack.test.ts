@@ -39,8 +39,8 @@ const maxNetworkMs = (r: SimResult, from = 0, to = Number.POSITIVE_INFINITY): nu
 
 describe("simulator — forward acks", () => {
   it("5% message loss: p99 from the forward timeout down to about a second, nothing lost", () => {
-    const off = run({ lossProb: 0.05 }, ACKS_OFF);
-    const on = run({ lossProb: 0.05 });
+    const off = run({ network: { lossProb: 0.05 } }, ACKS_OFF);
+    const on = run({ network: { lossProb: 0.05 } });
     expectAllAnsweredOnce(off);
     expectAllAnsweredOnce(on);
     expect(off.totals.forwardedShare).toBeGreaterThan(0.5);
@@ -57,8 +57,10 @@ describe("simulator — forward acks", () => {
   it("a partitioned or crashed target: fallback within the ack timeout, not the detector's", () => {
     // A slow failure detector (50 × Δpoll = 5 s) shows what the acks alone bound.
     const slowDetector = { suspectAfterPolls: 50 };
-    const cut: SimFaults = { partitions: [{ startMs: 5_000, endMs: 15_000, groups: [[2], [0, 1, 3]] }] };
-    const crash: SimFaults = { crashes: [{ node: 2, atMs: 5_000, restartAtMs: 15_000 }] };
+    const cut: SimFaults = {
+      network: { partitions: [{ startMs: 5_000, endMs: 15_000, groups: [[2], [0, 1, 3]] }] },
+    };
+    const crash: SimFaults = { node: { crashes: [{ node: 2, atMs: 5_000, restartAtMs: 15_000 }] } };
     for (const faults of [cut, crash]) {
       const off = run(faults, { ...slowDetector, ...ACKS_OFF }, { settleMs: 1_000 });
       const on = run(faults, slowDetector, { settleMs: 1_000 });
@@ -73,7 +75,7 @@ describe("simulator — forward acks", () => {
 
   it("duplicated and reordered acks are harmless", () => {
     const r = run(
-      { dupProb: 0.3, reorderProb: 0.2, linkFaultsUntilMs: 20_000 },
+      { network: { dupProb: 0.3, reorderProb: 0.2, untilMs: 20_000 } },
       {},
       { settleMs: 1_000, seed: 2 },
     );
@@ -85,8 +87,8 @@ describe("simulator — forward acks", () => {
   });
 
   it("one re-send before falling back (forwardResends 1): fewer duplicate runs, still bounded", () => {
-    const once = run({ lossProb: 0.05 });
-    const resend = run({ lossProb: 0.05 }, { forwardResends: 1 });
+    const once = run({ network: { lossProb: 0.05 } });
+    const resend = run({ network: { lossProb: 0.05 } }, { forwardResends: 1 });
     expectAllAnsweredOnce(resend);
     // A lost ack no longer makes the request run twice: the re-send is acked again, not rerun.
     expect(resend.totals.duplicateRuns).toBeLessThan(once.totals.duplicateRuns);

@@ -1,7 +1,7 @@
-/** Small seeded workloads and fault schedules for the simulator tests. */
+/** Small seeded workloads, clusters and invariant checks for the simulator tests. */
 import { Prng } from "../../src/core/prng.js";
 import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
-import type { SimConfig, SimFaults } from "../../src/sim/types.js";
+import type { SimConfig, SimResult } from "../../src/sim/types.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
 
 /** `topics` shared prefixes of ~prefix tokens, each request = one prefix + a unique suffix. */
@@ -40,35 +40,30 @@ export function tinyWorkload(opts: {
   return { name: "tiny", synthetic: true, requests, arrival: opts.arrival ?? "closed-loop" };
 }
 
-/** A random fault schedule over [0, horizonMs): link faults, partitions, crashes that restart. */
-export function randomFaults(seed: number, nodes: number, horizonMs: number): SimFaults {
-  const rng = new Prng(seed ^ 0x5eed);
-  const f: SimFaults = {
-    lossProb: rng.next() * 0.2,
-    dupProb: rng.next() * 0.1,
-    reorderProb: rng.next() * 0.2,
-    reorderMaxMs: 50,
-    linkFaultsUntilMs: horizonMs,
-    partitions: [],
-    crashes: [],
-  };
-  const parts = rng.int(3);
-  for (let i = 0; i < parts; i++) {
-    const start = rng.next() * horizonMs;
-    const cut = 1 + rng.int(nodes - 1);
-    const order = rng.shuffle(Array.from({ length: nodes }, (_, k) => k));
-    f.partitions?.push({
-      startMs: start,
-      endMs: Math.min(horizonMs, start + rng.next() * horizonMs * 0.3),
-      groups: [order.slice(0, cut), order.slice(cut)],
-    });
+/**
+ * What breaks the fault-schedule invariants in a run of `total` requests, or undefined: every request
+ * finishes, none answered twice or wrongly, none failed unless engines failed, no invariant violated.
+ */
+export function runProblems(r: SimResult, total: number): string | undefined {
+  const t = r.totals;
+  const out: string[] = [];
+  if (t.answered + t.failed !== total) out.push(`${total - t.answered - t.failed} never finished`);
+  if (t.incorrect > 0) out.push(`${t.incorrect} wrong answers`);
+  if (t.duplicateReplies > 0) out.push(`${t.duplicateReplies} answered twice`);
+  // Only an engine failing every try of a request fails it: nothing else may.
+  if (t.failed > 0 && !((r.config.faults?.engine?.failProb ?? 0) > 0))
+    out.push(`${t.failed} failed without engine failures`);
+  out.push(...r.invariantViolations.slice(0, 3));
+  return out.length === 0 ? undefined : out.join("; ");
+}
+
+/** Seeds 1…count in runs of `size`: one test per run keeps each within the test timeout. */
+export function seedChunks(count: number, size = 50): number[][] {
+  const out: number[][] = [];
+  for (let from = 1; from <= count; from += size) {
+    out.push(Array.from({ length: Math.min(size, count - from + 1) }, (_, i) => from + i));
   }
-  const crashes = rng.int(3);
-  for (let i = 0; i < crashes; i++) {
-    const at = rng.next() * horizonMs * 0.8;
-    f.crashes?.push({ node: rng.int(nodes), atMs: at, restartAtMs: at + 1 + rng.next() * horizonMs * 0.2 });
-  }
-  return f;
+  return out;
 }
 
 /** Four small nodes on a 2 ± 0.5 ms network, polling every 100 ms: the simulator tests' usual cluster. */

@@ -1,10 +1,11 @@
-/** The simulator: determinism, invariants under random fault schedules, paper-shaped behaviour. */
+/** The simulator: determinism, invariants under seeded fault schedules, paper-shaped behaviour. */
 import { describe, expect, it } from "vitest";
 import { isPolicyName, POLICY_NAMES } from "../../src/core/node/policies/index.js";
+import { faultFlags, faultScheduleFor } from "../../src/sim/fault-schedule.js";
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig } from "../../src/sim/types.js";
 import { syntheticMmlu } from "../../src/workload/synthetic.js";
-import { randomFaults, smallCluster, tinyWorkload } from "./helpers.js";
+import { runProblems, seedChunks, smallCluster, tinyWorkload } from "./helpers.js";
 
 const base: SimConfig = smallCluster();
 
@@ -72,7 +73,7 @@ describe("simulator", () => {
   it("ends (with failures, not a hang) when every node is down for good", () => {
     const w = tinyWorkload({ seed: 8, requests: 50 });
     const crashes = [0, 1, 2, 3].map((node) => ({ node, atMs: 2_000 }));
-    const r = runSimulation({ ...base, faults: { crashes } }, w);
+    const r = runSimulation({ ...base, faults: { node: { crashes } } }, w);
     expect(r.totals.answered).toBeGreaterThan(0);
     expect(r.totals.answered + r.totals.failed).toBe(50);
     expect(r.totals.failed).toBeGreaterThan(0);
@@ -83,52 +84,59 @@ describe("simulator", () => {
     const w = tinyWorkload({ seed: 1, requests: 1 });
     expect(() => runSimulation({ ...base, nodes: 0 }, w)).toThrow(/nodes/);
     expect(() => runSimulation({ ...base, pollMs: 0 }, w)).toThrow(/pollMs/);
-    expect(() => runSimulation({ ...base, faults: { crashes: [{ node: 9, atMs: 1 }] } }, w)).toThrow(
-      /crash node/,
+    expect(() =>
+      runSimulation({ ...base, faults: { node: { crashes: [{ node: 9, atMs: 1 }] } } }, w),
+    ).toThrow(/crash node/);
+  });
+});
+
+const SOAK = process.env.SOAK !== undefined;
+const SEEDS = SOAK ? 2_000 : 200;
+/** Requests per run, and the virtual time the faults are drawn over. */
+const REQUESTS = SOAK ? 120 : 40;
+const FAULT_WINDOW_MS = SOAK ? 15_000 : 5_000;
+const K = 3;
+
+/**
+ * The other policies, answer probes on, a fast detector (k × 50 ms) and forward timeout: one fault
+ * schedule per seed (faultScheduleFor). A failing seed prints its schedule as `prefixmesh sim` flags.
+ */
+describe(`invariants over ${SEEDS} seeded fault schedules, four policies`, () => {
+  for (const seeds of seedChunks(SEEDS)) {
+    const name = `seeds ${seeds[0]}–${seeds.at(-1)}: every request answered exactly once and correctly; tree = engine cache; estimates never regress; convergence after faults`;
+    it(name, () => runSeeds(seeds), SOAK ? 1_800_000 : undefined);
+  }
+});
+
+function runSeeds(seeds: number[]): void {
+  const failures: string[] = [];
+  for (const seed of seeds) {
+    const nodes = 2 + (seed % 4);
+    const w = tinyWorkload({ seed, requests: REQUESTS, topics: 4, prefix: 48 });
+    const policy = (["affinity", "round-robin", "random", "least-loaded"] as const)[seed % 4]!;
+    const r = runSimulation(
+      {
+        ...base,
+        nodes,
+        policy,
+        seed,
+        pollMs: 50,
+        capacityTokens: 400,
+        faults: faultScheduleFor(seed, nodes, FAULT_WINDOW_MS),
+        checkInvariants: true,
+        // Once faults stop, k × Δpoll (jitter included) must bring every estimate to its owner's tree.
+        settleMs: K * 50 * 1.1 + 10,
+        node: { suspectAfterPolls: K, forwardTimeoutMs: 300 },
+        keepRecords: false,
+      },
+      w,
     );
-  });
-});
-
-const SEEDS = process.env.SOAK ? 2_000 : 200;
-
-describe(`invariants over ${SEEDS} random fault schedules`, () => {
-  it("every request answered exactly once and correctly; tree = engine cache; estimates never regress; convergence after faults", () => {
-    const failures: string[] = [];
-    for (let seed = 1; seed <= SEEDS; seed++) {
-      const nodes = 2 + (seed % 4);
-      const w = tinyWorkload({ seed, requests: 40, topics: 4, prefix: 48 });
-      const faults = randomFaults(seed, nodes, 5_000);
-      faults.engineFailProb = seed % 5 === 0 ? 0.05 : 0;
-      const policy = (["affinity", "round-robin", "random", "least-loaded"] as const)[seed % 4]!;
-      const k = 3;
-      const r = runSimulation(
-        {
-          ...base,
-          nodes,
-          policy,
-          seed,
-          pollMs: 50,
-          capacityTokens: 400,
-          faults,
-          checkInvariants: true,
-          // Once faults stop, k × Δpoll (jitter included) must bring every estimate to its owner's tree.
-          settleMs: k * 50 * 1.1 + 10,
-          node: { suspectAfterPolls: k, forwardTimeoutMs: 300 },
-        },
-        w,
+    const bad = runProblems(r, REQUESTS);
+    if (bad !== undefined) {
+      failures.push(
+        `seed ${seed} (${nodes} nodes, ${policy}): ${bad}\n    faults: ${faultFlags(r.config.faults).join(" ")}`,
       );
-      const bad =
-        r.totals.answered + r.totals.failed !== 40 ||
-        r.totals.incorrect > 0 ||
-        r.totals.duplicateReplies > 0 ||
-        (faults.engineFailProb === 0 && r.totals.failed > 0) ||
-        r.invariantViolations.length > 0;
-      if (bad) {
-        failures.push(
-          `seed ${seed}: answered ${r.totals.answered} failed ${r.totals.failed} incorrect ${r.totals.incorrect} dup ${r.totals.duplicateReplies} ${r.invariantViolations.slice(0, 3).join(" | ")}`,
-        );
-      }
     }
-    expect(failures).toEqual([]);
-  });
-});
+  }
+  expect(failures).toEqual([]);
+}

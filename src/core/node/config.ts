@@ -114,6 +114,29 @@ export const nodeConfigSchema = z
 export type NodeConfig = z.output<typeof nodeConfigSchema>;
 export type NodeConfigInput = z.input<typeof nodeConfigSchema>;
 
+/**
+ * The node configuration the daemon (`prefixmesh node`) runs with, stated once: its settings default
+ * to these (src/server/settings.ts, default-policy.ts), its node is built from them
+ * (src/server/runtime/daemon-node-config.ts), and the simulator runs them with `daemonConfig`. A test
+ * holds the node the daemon assembles from default settings to every key here, so they cannot drift.
+ * The schema's own defaults above stay the paper's and the simulator's: they differ where the daemon's
+ * peers, talking over reliable streams, need something else.
+ */
+export const DAEMON_NODE_DEFAULTS = {
+  /** Forwards only where the prefill saved outweighs the hop (default-policy.ts says why). */
+  policy: "cost-aware",
+  /** The transport's own ack carries no ETA, and a broken stream fails at once: nobody probes. */
+  answerProbes: false,
+  /**
+   * Over TCP nothing is lost silently, so the ack only guards against a frozen or black-holed peer;
+   * a busy machine must not turn slow acks into spurious fallbacks (duplicate work).
+   */
+  forwardAckTimeoutMs: 1_000,
+  forwardTimeoutMs: 30_000,
+  concurrency: 1,
+  // The transport's deferred forward ack (ackDeferMs) belongs here too, once the core has it.
+} as const satisfies Partial<NodeConfigInput>;
+
 /** Validates and fills defaults; throws an Error with every problem listed. */
 export function resolveNodeConfig(input: NodeConfigInput): NodeConfig {
   const r = nodeConfigSchema.safeParse(input);

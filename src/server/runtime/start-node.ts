@@ -6,6 +6,7 @@
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import type { Engine } from "../../core/engine.js";
+import type { NodeConfig } from "../../core/node/config.js";
 import { PrefixNode } from "../../core/node/node.js";
 import { POLICY_NAMES } from "../../core/node/policies/index.js";
 import { decodeSnapshot, encodeSnapshot } from "../../core/snapshot-codec.js";
@@ -32,12 +33,15 @@ import { createMetrics } from "../metrics.js";
 import { errorBody } from "../openai/format.js";
 import { type NodeSettings, splitHostPort } from "../settings.js";
 import { holdCpuLatency } from "./cpu-latency-qos.js";
+import { daemonNodeConfig } from "./daemon-node-config.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
 import { NodeRuntime, type SnapshotCodec } from "./node-runtime.js";
 
 export interface NodeHandle {
   runtime: NodeRuntime;
+  /** The node's configuration as resolved (defaults filled). */
+  nodeConfig: NodeConfig;
   apiUrl: string;
   peerUrl: string;
   logger: Logger;
@@ -107,21 +111,11 @@ export async function startNode(
   const codec = snapshotCodec(s.maxSnapshotBytes);
   const now = () => performance.timeOrigin + performance.now();
   const node = new PrefixNode(
-    {
-      id: s.id,
+    daemonNodeConfig(s, {
       peers: peers.map((p) => p.id),
-      // DNS-found peers join at run time, up to --max-peers in all; otherwise the list is fixed.
-      ...(dnsTarget ? { maxPeers: s.maxPeers } : {}),
-      policy: s.policy,
-      capacityTokens: s.capacityTokens ?? engine.info.capacityTokens,
-      cacheMode: engine.info.cacheMode,
-      pollMs: s.pollMs,
-      forwardTimeoutMs: s.forwardTimeoutMs,
-      forwardAckTimeoutMs: s.forwardAckTimeoutMs,
-      // The transport's own ack carries no ETA, and a broken stream fails at once: nobody probes.
-      answerProbes: false,
-      concurrency: s.concurrency,
-    },
+      dynamicPeers: dnsTarget !== undefined,
+      engine: engine.info,
+    }),
     { now, random: Math.random },
     // Epochs order incarnations across restarts: wall-clock ms at start.
     { epoch: Date.now() },
@@ -252,7 +246,7 @@ export async function startNode(
     })();
     return stopping;
   };
-  return { runtime, apiUrl, peerUrl, logger, stop };
+  return { runtime, nodeConfig: node.config, apiUrl, peerUrl, logger, stop };
 }
 
 async function closeQuietly(app: FastifyInstance): Promise<void> {

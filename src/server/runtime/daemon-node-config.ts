@@ -1,0 +1,33 @@
+/**
+ * The PrefixNode configuration a daemon builds from its settings: the daemon's node defaults
+ * (DAEMON_NODE_DEFAULTS, src/core/node/config.ts) under what the settings and the engine decide.
+ * Kept apart from start-node.ts so a test can hold the assembled config to those defaults.
+ */
+import type { EngineInfo } from "../../core/engine.js";
+import { DAEMON_NODE_DEFAULTS, type NodeConfigInput } from "../../core/node/config.js";
+import type { NodeSettings } from "../settings.js";
+
+export function daemonNodeConfig(
+  s: NodeSettings,
+  o: {
+    peers: readonly string[];
+    dynamicPeers: boolean;
+    engine: Pick<EngineInfo, "capacityTokens" | "cacheMode">;
+  },
+): NodeConfigInput {
+  return {
+    // What the daemon fixes without a setting (answer probes off) comes from here alone.
+    ...DAEMON_NODE_DEFAULTS,
+    id: s.id,
+    peers: [...o.peers],
+    // DNS-found peers join at run time, up to --max-peers in all; otherwise the list is fixed.
+    ...(o.dynamicPeers ? { maxPeers: s.maxPeers } : {}),
+    policy: s.policy,
+    capacityTokens: s.capacityTokens ?? o.engine.capacityTokens,
+    cacheMode: o.engine.cacheMode,
+    pollMs: s.pollMs,
+    forwardTimeoutMs: s.forwardTimeoutMs,
+    forwardAckTimeoutMs: s.forwardAckTimeoutMs,
+    concurrency: s.concurrency,
+  };
+}

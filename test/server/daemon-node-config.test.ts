@@ -1,0 +1,79 @@
+/** The daemon's node configuration is DAEMON_NODE_DEFAULTS wherever the settings are left alone. */
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { DAEMON_NODE_DEFAULTS, type NodeConfig, resolveNodeConfig } from "../../src/core/node/config.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
+import { DEFAULT_POLICY } from "../../src/server/default-policy.js";
+import { daemonNodeConfig } from "../../src/server/runtime/daemon-node-config.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings.js";
+
+const KEYS = Object.keys(DAEMON_NODE_DEFAULTS) as (keyof typeof DAEMON_NODE_DEFAULTS)[];
+
+function expectDaemonDefaults(c: NodeConfig): void {
+  for (const k of KEYS) expect(c[k], k).toEqual(DAEMON_NODE_DEFAULTS[k]);
+}
+
+let node: NodeHandle | undefined;
+afterEach(async () => {
+  await node?.stop();
+  node = undefined;
+});
+
+describe("the daemon's node configuration", () => {
+  it("differs from the core schema's defaults only on the constant's keys", () => {
+    // The other direction of the drift: a value the daemon passes on its own that the constant lacks.
+    const engine = { capacityTokens: 1_000, cacheMode: "node-managed" } as const;
+    const daemon = resolveNodeConfig(
+      daemonNodeConfig(resolveNodeSettings({ id: "A" }, {}), { peers: ["B"], dynamicPeers: false, engine }),
+    );
+    const core = resolveNodeConfig({ id: "A", peers: ["B"], ...engine });
+    const differ = (Object.keys(daemon) as (keyof NodeConfig)[]).filter(
+      (k) => JSON.stringify(daemon[k]) !== JSON.stringify(core[k]),
+    );
+    expect(differ.length).toBeGreaterThan(0);
+    expect(differ.filter((k) => !(KEYS as string[]).includes(k))).toEqual([]);
+    expect(DEFAULT_POLICY).toBe(DAEMON_NODE_DEFAULTS.policy);
+  });
+
+  it("is assembled from default settings as DAEMON_NODE_DEFAULTS", () => {
+    const s = resolveNodeSettings({ id: "A" }, {});
+    const input = daemonNodeConfig(s, {
+      peers: ["B"],
+      dynamicPeers: false,
+      engine: { capacityTokens: 1_000, cacheMode: "node-managed" },
+    });
+    expectDaemonDefaults(resolveNodeConfig(input));
+  });
+
+  it("is what a started daemon's node runs with", async () => {
+    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+    const s = resolveNodeSettings(
+      {
+        id: "A",
+        engine: "sim",
+        insecure: true,
+        logLevel: "silent",
+        listen: `127.0.0.1:${api}`,
+        peerListen: `127.0.0.1:${peer}`,
+      },
+      {},
+    );
+    node = await startNode(s, { logger: pino({ level: "silent" }) });
+    expectDaemonDefaults(node.nodeConfig);
+  });
+
+  it("still lets a setting override a default", () => {
+    const s = resolveNodeSettings({ id: "A", forwardAckTimeoutMs: "400", policy: "affinity" }, {});
+    const c = resolveNodeConfig(
+      daemonNodeConfig(s, {
+        peers: [],
+        dynamicPeers: false,
+        engine: { capacityTokens: 1, cacheMode: "node-managed" },
+      }),
+    );
+    expect(c.forwardAckTimeoutMs).toBe(400);
+    expect(c.policy).toBe("affinity");
+    expect(c.answerProbes).toBe(false);
+  });
+});

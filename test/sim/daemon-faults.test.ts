@@ -1,0 +1,101 @@
+/**
+ * Fault schedules in the configuration the daemon ships (DAEMON_NODE_DEFAULTS: cost-aware, answer
+ * probes off, the 1 s ack floor; the daemon's Δpoll), one schedule per seed (faultScheduleFor): every
+ * request answered exactly once and correctly, tree = engine cache, estimates never regress, and
+ * every estimate equal to its owner's tree once the faults are over and k × Δpoll has passed.
+ *
+ * A failing seed prints its schedule as `prefixmesh sim` flags; replay it alone with
+ *   SIM_SEED=<seed> npx vitest run test/sim/daemon-faults.test.ts
+ * `npm run soak` (SOAK=1) runs many more seeds, with longer runs.
+ */
+import { describe, expect, it } from "vitest";
+import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../../src/core/node/config.js";
+import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
+import { nodeSettingsSchema } from "../../src/server/settings.js";
+import { faultFlags, faultScheduleFor } from "../../src/sim/fault-schedule.js";
+import { runSimulation } from "../../src/sim/run.js";
+import type { SimConfig } from "../../src/sim/types.js";
+import { assembleWorkload } from "../../src/workload/assemble.js";
+import { syntheticPool } from "../../src/workload/synthetic.js";
+import type { Workload } from "../../src/workload/types.js";
+import { runProblems, seedChunks } from "./helpers.js";
+
+const SOAK = process.env.SOAK !== undefined;
+const ONLY = process.env.SIM_SEED === undefined ? undefined : Number(process.env.SIM_SEED);
+const SEEDS = SOAK ? 2_000 : 200;
+/** Requests per run, and the virtual time the faults are drawn over (about the arrivals' span). */
+const REQUESTS = SOAK ? 150 : 32;
+const FAULT_WINDOW_MS = SOAK ? 50_000 : 12_000;
+
+/** The daemon's anti-entropy period and failure detector, as its settings default them. */
+const POLL_MS = nodeSettingsSchema.shape.pollMs.def.defaultValue;
+const SUSPECT_AFTER_POLLS = nodeConfigSchema.shape.suspectAfterPolls.def.defaultValue;
+
+// MMLU-shaped prompts (the synthetic workload's subject shapes), few enough subjects that prefixes
+// recur and a small cache that they evict each other. Built once: only the schedule varies by seed.
+const pool = syntheticPool({ subjects: 8, scale: 0.05 });
+
+function workloadFor(seed: number): Workload {
+  return assembleWorkload("synthetic", "synthetic", pool, {
+    seed,
+    requests: REQUESTS,
+    skewed: seed % 2 === 0,
+    openLoopRate: 2 + (seed % 3),
+  });
+}
+
+function configFor(seed: number, nodes: number): SimConfig {
+  return {
+    nodes,
+    policy: DAEMON_NODE_DEFAULTS.policy,
+    daemonConfig: true,
+    commMs: 2,
+    jitterMs: 0.5,
+    pollMs: POLL_MS,
+    profile: DEFAULT_PROFILE,
+    capacityTokens: 3_000,
+    seed,
+    faults: faultScheduleFor(seed, nodes, FAULT_WINDOW_MS),
+    checkInvariants: true,
+    // Once faults stop, k × Δpoll (jitter included) must bring every estimate to its owner's tree.
+    settleMs: SUSPECT_AFTER_POLLS * POLL_MS * 1.1 + 10,
+    keepRecords: false,
+  };
+}
+
+const chunks = ONLY === undefined ? seedChunks(SEEDS) : [[ONLY]];
+
+describe(`the daemon's configuration under ${chunks.flat().length} seeded fault schedules`, () => {
+  for (const seeds of chunks) {
+    const name = `seeds ${seeds[0]}–${seeds.at(-1)}: every request answered once and correctly; tree = engine cache; estimates never regress; convergence after faults`;
+    it(name, () => runSeeds(seeds), SOAK ? 1_800_000 : undefined);
+  }
+});
+
+function runSeeds(seeds: number[]): void {
+  const failures: string[] = [];
+  let answered = 0;
+  let fallbacks = 0;
+  let forwards = 0;
+  for (const seed of seeds) {
+    const nodes = 3 + (seed % 3);
+    const w = workloadFor(seed);
+    const r = runSimulation(configFor(seed, nodes), w);
+    answered += r.totals.answered;
+    fallbacks += r.totals.fallbacks;
+    forwards += r.totals.messages.forward?.count ?? 0;
+    const bad = runProblems(r, w.requests.length);
+    if (bad !== undefined) {
+      failures.push(
+        `seed ${seed} (${nodes} nodes): ${bad}\n    faults: ${faultFlags(r.config.faults).join(" ")}`,
+      );
+    }
+  }
+  expect(failures, `replay one with SIM_SEED=<seed>\n${failures.join("\n")}`).toEqual([]);
+  // The schedules did bite: requests were forwarded, and faults made origins fall back.
+  expect(answered).toBeGreaterThan(seeds.length * REQUESTS * 0.9);
+  if (seeds.length > 1) {
+    expect(forwards).toBeGreaterThan(seeds.length);
+    expect(fallbacks).toBeGreaterThan(0);
+  }
+}
