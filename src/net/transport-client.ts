@@ -6,23 +6,22 @@
 import { StringDecoder } from "node:string_decoder";
 import type { PeerCertificate } from "node:tls";
 import { Client, Pool } from "undici";
+import type { Snapshot } from "../core/snapshot.js";
+import { encodeSnapshot } from "../core/snapshot-codec.js";
 import { peerIdFromCert } from "./auth/tls.js";
 import { ForwardChannel } from "./channel-client.js";
 import type { PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
 import {
-  type CancelMsg,
+  FORWARD_PATH,
   type ForwardMsg,
-  formatClock,
-  formatEcho,
-  formatHolds,
   forwardToWire,
+  type LoneMessage,
+  loneMessageToWire,
   PROMPT_TEXT_NEEDED,
   type ReplyMsg,
-  replyToWire,
-  type SnapshotMeta,
-  streamRecordSchema,
 } from "./transport-wire.js";
+import { streamRecordSchema } from "./wire-schemas.js";
 
 export interface TransportTimeouts {
   connectMs: number;
@@ -201,24 +200,29 @@ export class PeerClient {
     }
   }
 
-  async sendSnapshot(id: string, bytes: Uint8Array, meta: SnapshotMeta = {}): Promise<void> {
-    const h = formatHolds(meta.holds);
-    const echo = formatEcho(meta.echo);
-    await this.exchange(id, "POST", "/peer/snapshot", bytes, {
-      "content-type": "application/octet-stream",
-      ...(h ? { "x-prefixmesh-holds": h } : {}),
-      ...(meta.blocks !== undefined ? { "x-prefixmesh-blocks": String(meta.blocks) } : {}),
-      ...(meta.at !== undefined ? { "x-prefixmesh-at": formatClock(meta.at) } : {}),
-      ...(echo ? { "x-prefixmesh-echo": echo } : {}),
-    });
+  /**
+   * Sends a message on its own request (anything but a forward: `forward` streams its answer) and
+   * resolves with the size of its body once the peer has taken it. A round hands every peer the same
+   * snapshot object (one full, one delta per base, one heartbeat): each is encoded once, not once per
+   * peer.
+   */
+  async send(id: string, msg: LoneMessage): Promise<number> {
+    const req = loneMessageToWire(msg, this.snapshotBytes);
+    await this.exchange(id, "POST", req.path, req.body, req.headers);
+    return req.body.byteLength;
   }
 
-  async sendMessage(id: string, msg: ReplyMsg | CancelMsg | { type: "goodbye" }): Promise<void> {
-    const wire = msg.type === "result" || msg.type === "error" ? replyToWire(msg) : msg;
-    await this.exchange(id, "POST", "/peer/message", Buffer.from(JSON.stringify(wire)), {
-      "content-type": "application/json",
-    });
-  }
+  /** Encoded bytes per snapshot object; weak, so a round's snapshots go with the round. */
+  private readonly encoded = new WeakMap<Snapshot, Uint8Array>();
+
+  private readonly snapshotBytes = (s: Snapshot): Uint8Array => {
+    let bytes = this.encoded.get(s);
+    if (bytes === undefined) {
+      bytes = encodeSnapshot(s);
+      this.encoded.set(s, bytes);
+    }
+    return bytes;
+  };
 
   /**
    * Sends a forward and streams the answer: `onChunk` for each output piece, resolving with the final
@@ -279,7 +283,7 @@ export class PeerClient {
       }
     }
     const body = Buffer.from(JSON.stringify(forwardToWire(msg, withText)));
-    const path = "/peer/forward";
+    const path = FORWARD_PATH;
     // One controller and one timer, cleared when the answer is in: unlike AbortSignal.timeout's, no
     // timer outlives its request.
     const ac = new AbortController();
@@ -391,7 +395,7 @@ function readForwardStream(
           buf = buf.slice(nl + 1);
           if (rec.t === "msg") {
             settled = true;
-            resolve(rec.msg as ReplyMsg);
+            resolve(rec.msg);
             return;
           }
           onChunk(rec.text);

@@ -21,7 +21,7 @@ import {
   type PeerAddress,
   type Resolver,
 } from "../../net/discovery.js";
-import type { PeerHello } from "../../net/transport-wire.js";
+import type { PeerHello } from "../../net/wire-schemas.js";
 import type { RuntimeLogger } from "./node-runtime.js";
 
 /** What this module needs from the transport (PeerClient) and the runtime (NodeRuntime). */

@@ -11,18 +11,18 @@
 import type { Engine, EngineRequest, EngineResult } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
-import type { Snapshot } from "../../core/snapshot.js";
-import type { IncomingMessage, PeerServerHandlers } from "../../net/peer-handlers.js";
+import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { ForwardReplyStream } from "../../net/reply-stream.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import { TransportError } from "../../net/transport-client.js";
 import {
+  carrierAck,
   type ForwardMsg,
-  type PeerHello,
   PROMPT_TEXT_NEEDED,
   PROTOCOL_VERSION,
   type ReplyMsg,
 } from "../../net/transport-wire.js";
+import type { PeerHello } from "../../net/wire-schemas.js";
 import type { NodeMetrics } from "../metrics.js";
 import {
   type ClientLink,
@@ -32,11 +32,6 @@ import {
   type ServeOutcome,
   ServiceError,
 } from "../service.js";
-
-export interface SnapshotCodec {
-  encode(s: Snapshot): Uint8Array;
-  decode(bytes: Uint8Array): Snapshot;
-}
 
 export interface RuntimeLogger {
   info(obj: object, msg?: string): void;
@@ -49,7 +44,6 @@ export interface NodeRuntimeOptions {
   node: PrefixNode;
   engine: Engine;
   client: PeerClient;
-  codec: SnapshotCodec;
   metrics: NodeMetrics;
   logger: RuntimeLogger;
   clusterId: string;
@@ -326,16 +320,6 @@ export class NodeRuntime implements NodeService {
         promptText: this.engine.info.needsPromptText,
       }),
       isKnownPeer: (id) => this.o.peerUrls.has(id) && !this.refused.has(id),
-      onSnapshot: (from, bytes, meta) => {
-        const snapshot = this.o.codec.decode(bytes); // throws → 400, never reaches the node
-        this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, bytes.byteLength);
-        const msg: PeerMessage = { type: "snapshot", snapshot };
-        if (meta.holds) msg.holds = meta.holds;
-        if (meta.blocks !== undefined) msg.blocks = meta.blocks;
-        if (meta.at !== undefined) msg.at = meta.at;
-        if (meta.echo) msg.echo = meta.echo;
-        this.feed({ type: "peer-message", from, msg });
-      },
       onForward: (from, msg, stream) => {
         if (this.stopping) {
           stream.finish(retryableError(msg, "shutting down"));
@@ -365,9 +349,11 @@ export class NodeRuntime implements NodeService {
         }
         this.feed({ type: "peer-message", from, msg });
       },
-      onMessage: (from, msg: IncomingMessage) => {
+      onMessage: (from, msg, wireBytes) => {
+        if (msg.type === "snapshot")
+          this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, wireBytes);
         // A cancel the node acts on makes it answer the forward's stream itself (FORWARD_CANCELLED).
-        this.feed({ type: "peer-message", from, msg: msg as PeerMessage });
+        this.feed({ type: "peer-message", from, msg });
       },
       onAuthRejected: (reason) => {
         this.o.metrics.authRejected.inc({ reason });
@@ -493,7 +479,7 @@ export class NodeRuntime implements NodeService {
     const goodbyes = this.node
       .goodbye()
       .map((e) =>
-        e.type === "send" ? this.o.client.sendMessage(e.to, { type: "goodbye" }).catch(() => {}) : undefined,
+        e.type === "send" ? this.o.client.send(e.to, { type: "goodbye" }).catch(() => {}) : undefined,
       );
     await Promise.all(goodbyes);
     const deadline = this.now() + drainMs;
@@ -704,15 +690,15 @@ export class NodeRuntime implements NodeService {
       case "result":
       case "error": {
         if (this.answerForward(streamKey(to, msg.reqId, msg.attempt), msg)) return;
-        this.o.client.sendMessage(to, msg).catch((err) => this.sendFailed(to, msg, err));
+        this.o.client.send(to, msg).catch((err) => this.sendFailed(to, msg, err));
         return;
       }
       case "goodbye":
-        this.o.client.sendMessage(to, msg).catch(() => {});
+        this.o.client.send(to, msg).catch(() => {});
         return;
       case "cancel":
         // Best effort: a lost cancel only costs the peer the work (an old peer answers 400).
-        this.o.client.sendMessage(to, msg).catch(() => {});
+        this.o.client.send(to, msg).catch(() => {});
         return;
       case "forward-ack": {
         // On the forward's own answer stream (deferred: a quick answer makes it unnecessary). Without
@@ -728,25 +714,16 @@ export class NodeRuntime implements NodeService {
     }
   }
 
-  /** Encoded bytes per snapshot object; weak, so a round's snapshots go with the round. */
-  private readonly encoded = new WeakMap<object, Uint8Array>();
-
   private sendSnapshot(to: string, msg: Extract<PeerMessage, { type: "snapshot" }>): void {
     // Anti-entropy tolerates loss: with one still in flight to a slow peer, skip this round for it.
     if (this.snapshotInFlight.has(to)) return;
-    // A round hands every peer the same snapshot object (one full, one delta per base, one heartbeat):
-    // encode each once, not once per peer.
-    let bytes = this.encoded.get(msg.snapshot);
-    if (bytes === undefined) {
-      bytes = this.o.codec.encode(msg.snapshot);
-      this.encoded.set(msg.snapshot, bytes);
-    }
     if (msg.snapshot.header.pushBackMs > 0) this.o.metrics.pushBack.inc();
     this.snapshotInFlight.add(to);
+    // The transport encodes each snapshot object once, however many peers it goes to.
     this.o.client
-      .sendSnapshot(to, bytes, { holds: msg.holds, blocks: msg.blocks, at: msg.at, echo: msg.echo })
+      .send(to, msg)
       .then(
-        () => this.o.metrics.gossipBytes.inc({ peer: to, direction: "out" }, bytes.byteLength),
+        (bytes) => this.o.metrics.gossipBytes.inc({ peer: to, direction: "out" }, bytes),
         (err) => this.sendFailed(to, msg, err),
       )
       .finally(() => this.snapshotInFlight.delete(to));
@@ -755,12 +732,7 @@ export class NodeRuntime implements NodeService {
   private sendForward(to: string, msg: ForwardMsg): void {
     // The transport's ack carries no ETA: the answer comes back on the same reliable stream, so the
     // node needs no probes for it — a broken stream is reported as a failure at once.
-    const onAck = () =>
-      this.feed({
-        type: "peer-message",
-        from: to,
-        msg: { type: "forward-ack", reqId: msg.reqId, attempt: msg.attempt },
-      });
+    const onAck = () => this.feed({ type: "peer-message", from: to, msg: carrierAck(msg) });
     this.o.client
       .forward(to, msg, (text) => this.relay(msg.request, to, text), onAck)
       .then(

@@ -8,7 +8,6 @@ import pino, { type Logger } from "pino";
 import type { Engine } from "../../core/engine.js";
 import { PrefixNode } from "../../core/node/node.js";
 import { POLICY_NAMES } from "../../core/node/policies/index.js";
-import { decodeSnapshot, encodeSnapshot } from "../../core/snapshot-codec.js";
 import { loadSecretFile } from "../../net/auth/secret.js";
 import { checkSecurityMode } from "../../net/auth/security-mode.js";
 import { loadTlsMaterial, type TlsMaterial } from "../../net/auth/tls.js";
@@ -34,7 +33,7 @@ import { type NodeSettings, splitHostPort } from "../settings.js";
 import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
-import { NodeRuntime, type SnapshotCodec } from "./node-runtime.js";
+import { NodeRuntime } from "./node-runtime.js";
 
 export interface NodeHandle {
   runtime: NodeRuntime;
@@ -63,11 +62,6 @@ const PEER_CONNECTIONS_SPARE = 64;
  * then its origin has long moved on (and a slow answer had time to come).
  */
 export const FORWARD_STREAM_TTL_FACTOR = 4;
-
-/** Decoding limits follow the transport's body limit; anything malformed is a 400 before the node sees it. */
-function snapshotCodec(maxBytes: number): SnapshotCodec {
-  return { encode: encodeSnapshot, decode: (b) => decodeSnapshot(b, { maxBytes }) };
-}
 
 export async function startNode(
   s: NodeSettings,
@@ -104,7 +98,6 @@ export async function startNode(
     cpuLatency?.release();
     throw err;
   }
-  const codec = snapshotCodec(s.maxSnapshotBytes);
   const now = () => performance.timeOrigin + performance.now();
   const node = new PrefixNode(
     {
@@ -148,7 +141,6 @@ export async function startNode(
     node,
     engine,
     client,
-    codec,
     metrics,
     logger,
     clusterId,
