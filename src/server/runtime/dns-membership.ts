@@ -22,7 +22,7 @@ import {
   type Resolver,
 } from "../../net/discovery.js";
 import type { PeerHello } from "../../net/wire-schemas.js";
-import type { RuntimeLogger } from "./node-runtime.js";
+import type { RuntimeLogger } from "./logger.js";
 
 /** What this module needs from the transport (PeerClient) and the runtime (NodeRuntime). */
 export interface DnsMembershipPorts {

@@ -32,13 +32,8 @@ import {
   type ServeOutcome,
   ServiceError,
 } from "../service.js";
-
-export interface RuntimeLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
+import type { RuntimeLogger } from "./logger.js";
+import { isPollTimer, type NodeTimer, TimerTable } from "./timers.js";
 
 export interface NodeRuntimeOptions {
   node: PrefixNode;
@@ -105,7 +100,7 @@ export class NodeRuntime implements NodeService {
   readonly maxContextTokens: number;
   private readonly node: PrefixNode;
   private readonly engine: Engine;
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new TimerTable();
   private readonly clients = new Map<string, ClientSlot>();
   /** Open answer streams of forwards we serve, by `${from}|${reqId}|${attempt}`. */
   private readonly streams = new Map<string, ServedForward>();
@@ -404,7 +399,6 @@ export class NodeRuntime implements NodeService {
         throw new ServiceError(501, "server_error", `engine ${this.engine.info.kind} cannot drop its cache`);
       await reset.call(this.engine);
     }
-    for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
     this.applyAll(this.node.restart(Date.now()));
     this.o.logger.info({ epoch: this.node.currentEpoch }, "cache reset: new epoch");
@@ -492,7 +486,6 @@ export class NodeRuntime implements NodeService {
     for (const reqId of [...this.clients.keys()]) {
       this.finishClient(reqId, new ServiceError(503, "server_error", "node shut down before answering"));
     }
-    for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
     if (this.healthTimer) clearInterval(this.healthTimer);
     if (this.sweepTimer) clearInterval(this.sweepTimer);
@@ -524,26 +517,12 @@ export class NodeRuntime implements NodeService {
 
   private apply(e: Effect): void {
     switch (e.type) {
-      case "set-timer": {
-        const old = this.timers.get(e.timer);
-        if (old) clearTimeout(old);
-        const t = setTimeout(
-          () => {
-            this.timers.delete(e.timer);
-            if (!this.stopping || e.timer !== "poll") this.feed({ type: "timer", timer: e.timer });
-          },
-          Math.max(0, e.delayMs),
-        );
-        t.unref?.();
-        this.timers.set(e.timer, t);
+      case "set-timer":
+        this.timers.set(e.timer, e.delayMs, this.onTimer);
         return;
-      }
-      case "cancel-timer": {
-        const t = this.timers.get(e.timer);
-        if (t) clearTimeout(t);
-        this.timers.delete(e.timer);
+      case "cancel-timer":
+        this.timers.cancel(e.timer);
         return;
-      }
       case "reply":
         this.onReply(e.reqId, e.outcome, e.record);
         return;
@@ -555,6 +534,11 @@ export class NodeRuntime implements NodeService {
         return;
     }
   }
+
+  /** A timer expired: back to the node, but no anti-entropy once shutdown has begun. */
+  private readonly onTimer = (timer: NodeTimer): void => {
+    if (!this.stopping || !isPollTimer(timer)) this.feed({ type: "timer", timer });
+  };
 
   private onReply(
     reqId: string,
