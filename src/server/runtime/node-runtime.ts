@@ -32,6 +32,7 @@ import {
   type ServeOutcome,
   ServiceError,
 } from "../service.js";
+import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import type { RuntimeLogger } from "./logger.js";
 import { isPollTimer, type NodeTimer, TimerTable } from "./timers.js";
 
@@ -55,25 +56,6 @@ export interface NodeRuntimeOptions {
   /** The PM QoS CPU latency limit this node holds (`--cpu-latency-us`), for the cluster view. */
   cpuLatencyUs?: number;
 }
-
-interface ClientSlot {
-  /** The node's request object: the key of this client's output sink. */
-  request: EngineRequest;
-  events: ServeEvents;
-  resolve(o: ServeOutcome): void;
-  reject(e: Error): void;
-  /** Which node produced the output already relayed (streaming), if any. */
-  relayedFrom: string | undefined;
-  /** All text relayed to the client so far. */
-  sent: string;
-  /** After a fallback: how much of `sent` the new source has reproduced so far (see relay). */
-  replayed: number;
-  /** Greedy decoding (temperature 0): the same model gives the same text on any node. */
-  greedy: boolean;
-  done: boolean;
-}
-
-type Sink = { kind: "client"; reqId: string } | { kind: "forward"; stream: ForwardReplyStream };
 
 /** A forward we serve whose answer stream is still open. */
 interface ServedForward {
@@ -101,15 +83,15 @@ export class NodeRuntime implements NodeService {
   private readonly node: PrefixNode;
   private readonly engine: Engine;
   private readonly timers = new TimerTable();
-  private readonly clients = new Map<string, ClientSlot>();
+  private readonly clients = new ClientStreams();
   /** Open answer streams of forwards we serve, by `${from}|${reqId}|${attempt}`. */
   private readonly streams = new Map<string, ServedForward>();
   /**
-   * Where each running request's output goes. Weak, so a corner case that never answers leaks
-   * nothing; deleted as soon as the answer is given all the same, so the common case leaves no
+   * Which stream each running forward's output goes to. Weak, so a corner case that never answers
+   * leaks nothing; deleted as soon as the answer is given all the same, so the common case leaves no
    * ephemeron for the scavenger to trace (it kept each forward's graph alive a while longer).
    */
-  private readonly sinks = new WeakMap<EngineRequest, Sink>();
+  private readonly sinks = new WeakMap<EngineRequest, ForwardReplyStream>();
   private readonly snapshotInFlight = new Set<string>();
   /** Peers whose hello showed another cluster/model/id: never talked to. */
   private readonly refused = new Map<string, string>();
@@ -198,44 +180,10 @@ export class NodeRuntime implements NodeService {
       );
     }
     const reqId = `${this.nodeId}-${this.node.currentEpoch}-${++this.seq}`;
-    const request: EngineRequest = {
-      id: reqId,
-      tokens: input.tokens,
-      prompt: input.prompt,
-      maxTokens: input.maxTokens,
-    };
-    if (input.temperature !== undefined) request.temperature = input.temperature;
-    if (input.topP !== undefined) request.topP = input.topP;
-    if (input.seed !== undefined) request.seed = input.seed;
-    if (input.stop) request.stop = input.stop;
-    return new Promise<ServeOutcome>((resolve, reject) => {
-      const slot: ClientSlot = {
-        request,
-        events,
-        resolve,
-        reject,
-        relayedFrom: undefined,
-        sent: "",
-        replayed: 0,
-        greedy: (request.temperature ?? 0) === 0,
-        done: false,
-      };
-      this.clients.set(reqId, slot);
-      this.sinks.set(request, { kind: "client", reqId });
-      link.onGone = this.hangUpHandler(reqId);
-      this.feed({ type: "client-request", reqId, request });
-    });
-  }
-
-  /**
-   * What a client hanging up does: the node has no cancel input, so the client just stops listening
-   * and its answer is dropped. Made here, not inline in `submit`: a closure there would share
-   * submit's context — the request, the API's events, and through them the whole HTTP exchange — and
-   * kept that alive past its answer, so every scavenge copied ~2.7 MB and paused 5–9 ms instead of
-   * 1–3 (BENCHMARKS.md, "Router overhead").
-   */
-  private hangUpHandler(reqId: string): () => void {
-    return () => this.finishClient(reqId, new ServiceError(499, "aborted", "client gone"));
+    const request = engineRequestOf(reqId, input);
+    const answer = this.clients.open(reqId, request, events, link);
+    this.feed({ type: "client-request", reqId, request });
+    return answer;
   }
 
   ready() {
@@ -340,7 +288,7 @@ export class NodeRuntime implements NodeService {
             attempt: msg.attempt,
             expiresAt: this.now() + this.streamTtlMs,
           });
-          this.sinks.set(msg.request, { kind: "forward", stream });
+          this.sinks.set(msg.request, stream);
         }
         this.feed({ type: "peer-message", from, msg });
       },
@@ -483,9 +431,7 @@ export class NodeRuntime implements NodeService {
     for (const [key, served] of [...this.streams]) {
       this.answerForward(key, retryableError(served, "shutting down"));
     }
-    for (const reqId of [...this.clients.keys()]) {
-      this.finishClient(reqId, new ServiceError(503, "server_error", "node shut down before answering"));
-    }
+    this.clients.failAll(() => new ServiceError(503, "server_error", "node shut down before answering"));
     this.timers.clear();
     if (this.healthTimer) clearInterval(this.healthTimer);
     if (this.sweepTimer) clearInterval(this.sweepTimer);
@@ -549,13 +495,7 @@ export class NodeRuntime implements NodeService {
     m.predictedCached.inc(record.predictedHitTokens);
     if (outcome.ok) {
       m.actualCached.inc(outcome.result.cachedTokens);
-      const slot = this.clients.get(reqId);
-      // A fallback that stopped short of what the client was already sent cannot be its answer.
-      if (slot && slot.replayed < slot.sent.length) {
-        this.failMidStream(reqId, slot);
-        return;
-      }
-      this.finishClient(reqId, undefined, {
+      const answered = this.clients.answer(reqId, {
         reqId,
         result: outcome.result,
         servedBy: record.servedBy ?? this.nodeId,
@@ -563,76 +503,27 @@ export class NodeRuntime implements NodeService {
         timing: record, // its queueMs … totalMs are the breakdown
         fallbacks: record.fallbacks,
       });
+      if (!answered) return;
     } else {
-      const status = outcome.code === "overloaded" ? 429 : outcome.code === "invalid" ? 400 : 502;
-      const type =
-        status === 429 ? "rate_limit_error" : status === 400 ? "invalid_request_error" : "server_error";
-      this.finishClient(reqId, new ServiceError(status, type, outcome.error, status === 429 ? 1 : undefined));
+      this.clients.fail(reqId, serviceErrorOf(outcome));
     }
     this.o.logger.debug({ record }, "request done");
   }
 
-  private finishClient(reqId: string, err: Error | undefined, ok?: ServeOutcome): void {
-    const slot = this.clients.get(reqId);
-    if (!slot || slot.done) return;
-    slot.done = true;
-    this.clients.delete(reqId);
-    this.sinks.delete(slot.request);
-    if (err) slot.reject(err);
-    else if (ok) slot.resolve(ok);
-  }
-
   /** Output produced for `request` by node `source`, to whoever waits for it. */
   private relay(request: EngineRequest, source: string, text: string): void {
-    const sink = this.sinks.get(request);
-    if (!sink) return;
-    if (sink.kind === "forward") {
-      sink.stream.chunk(text);
+    const stream = this.sinks.get(request);
+    if (stream) {
+      stream.chunk(text);
       return;
     }
-    const slot = this.clients.get(sink.reqId);
     // A client taking the answer whole gets it from the reply: nothing to relay, splice or refuse.
-    if (!slot?.events.onChunk) return;
+    const reqId = this.clients.streamingFor(request);
+    if (reqId === undefined) return;
     // Only the attempt the node waits for now may speak: a peer we fell back from (slow, not dead)
     // may still stream its answer, which the client must not see.
-    if (this.node.servingNow(sink.reqId) !== source) return;
-    if (slot.relayedFrom !== undefined && slot.relayedFrom !== source) {
-      // A fallback after partial output. Under greedy decoding the new node produces the same text
-      // (same model on every node), so the client's stream goes on from where it stopped: the new
-      // source's output is checked against what was sent and only what is new is relayed. Sampling,
-      // or any disagreement, cannot be spliced: the stream ends with an error instead.
-      if (!slot.greedy) {
-        this.failMidStream(sink.reqId, slot);
-        return;
-      }
-      slot.replayed = 0;
-    }
-    slot.relayedFrom = source;
-    let fresh = text;
-    if (slot.replayed < slot.sent.length) {
-      const overlap = Math.min(text.length, slot.sent.length - slot.replayed);
-      if (text.slice(0, overlap) !== slot.sent.slice(slot.replayed, slot.replayed + overlap)) {
-        this.failMidStream(sink.reqId, slot);
-        return;
-      }
-      slot.replayed += overlap;
-      fresh = text.slice(overlap);
-    }
-    if (fresh.length === 0) return;
-    slot.sent += fresh;
-    slot.replayed = slot.sent.length;
-    slot.events.onChunk(fresh, source);
-  }
-
-  private failMidStream(reqId: string, slot: ClientSlot): void {
-    this.finishClient(
-      reqId,
-      new ServiceError(
-        502,
-        "server_error",
-        `node ${slot.relayedFrom} failed mid-stream after partial output`,
-      ),
-    );
+    if (this.node.servingNow(reqId) !== source) return;
+    this.clients.relay(reqId, source, text);
   }
 
   private runEngine(
@@ -641,9 +532,7 @@ export class NodeRuntime implements NodeService {
     evicted: Extract<Effect, { type: "engine-run" }>["evicted"],
   ): void {
     if (evicted.length > 0) this.engine.evict?.(evicted);
-    const sink = this.sinks.get(request);
-    if (sink?.kind === "forward") this.o.metrics.served.inc({ origin: "peer" });
-    else this.o.metrics.served.inc({ origin: "self" });
+    this.o.metrics.served.inc({ origin: this.sinks.has(request) ? "peer" : "self" });
     const job = this.engine
       .run(request, (c) => this.relay(request, this.nodeId, c.text))
       .then(
