@@ -12,7 +12,6 @@ import type { Engine, EngineRequest, EngineResult } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
-import type { ForwardReplyStream } from "../../net/reply-stream.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import { TransportError } from "../../net/transport-client.js";
 import {
@@ -34,6 +33,7 @@ import {
 } from "../service.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import type { RuntimeLogger } from "./logger.js";
+import { retryableError, ServedForwards } from "./served-forwards.js";
 import { isPollTimer, type NodeTimer, TimerTable } from "./timers.js";
 
 export interface NodeRuntimeOptions {
@@ -57,23 +57,6 @@ export interface NodeRuntimeOptions {
   cpuLatencyUs?: number;
 }
 
-/** A forward we serve whose answer stream is still open. */
-interface ServedForward {
-  stream: ForwardReplyStream;
-  /**
-   * Streams of the same forward sent again while this one was open: an origin that re-sends an
-   * unanswered forward (`forwardResends` > 0; the daemon's own nodes leave it at 0). The node acks on
-   * the newest — a stream acks once — and its one answer finishes them all.
-   */
-  resent?: ForwardReplyStream[];
-  /** The forwarded request object: the key of this forward's output sink. */
-  request: EngineRequest;
-  reqId: string;
-  attempt: number;
-  /** When a stream the node never answered is closed (see sweepStreams). */
-  expiresAt: number;
-}
-
 const nowDefault = () => performance.timeOrigin + performance.now();
 
 export class NodeRuntime implements NodeService {
@@ -84,14 +67,6 @@ export class NodeRuntime implements NodeService {
   private readonly engine: Engine;
   private readonly timers = new TimerTable();
   private readonly clients = new ClientStreams();
-  /** Open answer streams of forwards we serve, by `${from}|${reqId}|${attempt}`. */
-  private readonly streams = new Map<string, ServedForward>();
-  /**
-   * Which stream each running forward's output goes to. Weak, so a corner case that never answers
-   * leaks nothing; deleted as soon as the answer is given all the same, so the common case leaves no
-   * ephemeron for the scavenger to trace (it kept each forward's graph alive a while longer).
-   */
-  private readonly sinks = new WeakMap<EngineRequest, ForwardReplyStream>();
   private readonly snapshotInFlight = new Set<string>();
   /** Peers whose hello showed another cluster/model/id: never talked to. */
   private readonly refused = new Map<string, string>();
@@ -100,8 +75,9 @@ export class NodeRuntime implements NodeService {
   private engineHealth: { ok: boolean; detail?: string } = { ok: true };
   private healthTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
-  /** How long an unanswered forward's stream stays open (see sweepStreams). */
+  /** How long an unanswered forward's stream stays open (see ServedForwards.sweep). */
   private readonly streamTtlMs: number;
+  private readonly served: ServedForwards;
   private started = false;
   private stopping = false;
   private readonly now: () => number;
@@ -117,6 +93,7 @@ export class NodeRuntime implements NodeService {
     this.now = o.now ?? nowDefault;
     this.maxPending = o.maxPending ?? 256;
     this.streamTtlMs = o.forwardStreamTtlMs ?? 120_000;
+    this.served = new ServedForwards(this.streamTtlMs);
     o.metrics.setViewProvider(() => {
       const now = this.now();
       return {
@@ -153,7 +130,7 @@ export class NodeRuntime implements NodeService {
     this.healthTimer = setInterval(check, 5_000);
     this.healthTimer.unref?.();
     this.sweepTimer = setInterval(
-      () => this.sweepStreams(),
+      () => this.served.sweep(this.now()),
       Math.min(5_000, Math.max(20, this.streamTtlMs / 4)),
     );
     this.sweepTimer.unref?.();
@@ -273,23 +250,7 @@ export class NodeRuntime implements NodeService {
           stream.finish(retryableError(msg, PROMPT_TEXT_NEEDED));
           return;
         }
-        const key = streamKey(from, msg.reqId, msg.attempt);
-        const open = this.streams.get(key);
-        if (open) {
-          // The node will see a duplicate: it never runs this copy, and the first one's output and
-          // answer are the only ones coming. Replacing the first stream here left it open for good.
-          if (open.resent) open.resent.push(stream);
-          else open.resent = [stream];
-        } else {
-          this.streams.set(key, {
-            stream,
-            request: msg.request,
-            reqId: msg.reqId,
-            attempt: msg.attempt,
-            expiresAt: this.now() + this.streamTtlMs,
-          });
-          this.sinks.set(msg.request, stream);
-        }
+        this.served.add(from, msg, stream, this.now());
         this.feed({ type: "peer-message", from, msg });
       },
       onMessage: (from, msg, wireBytes) => {
@@ -303,29 +264,6 @@ export class NodeRuntime implements NodeService {
         this.o.logger.warn({ reason }, "peer request refused by authentication");
       },
     };
-  }
-
-  /** Ends forward `key`'s answer stream with `reply`; false if it is not open (any more). */
-  private answerForward(key: string, reply: ReplyMsg): boolean {
-    const served = this.streams.get(key);
-    if (!served) return false;
-    this.streams.delete(key);
-    this.sinks.delete(served.request);
-    served.stream.finish(reply);
-    if (served.resent) for (const s of served.resent) s.finish(reply);
-    return true;
-  }
-
-  /**
-   * The node may drop a forward without answering (e.g. a duplicate); its origin gave up on it after
-   * the forward timeout, so a stream still open past its TTL is closed here. One sweep for all streams
-   * rather than a timer per forward: a timer per forward was allocated, and cleared, on every one.
-   */
-  private sweepStreams(): void {
-    const now = this.now();
-    for (const [key, served] of [...this.streams]) {
-      if (served.expiresAt <= now) this.answerForward(key, retryableError(served, "not answered"));
-    }
   }
 
   /**
@@ -428,9 +366,7 @@ export class NodeRuntime implements NodeService {
     while ((this.clients.size > 0 || this.node.queueDepth() > 0) && this.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
     }
-    for (const [key, served] of [...this.streams]) {
-      this.answerForward(key, retryableError(served, "shutting down"));
-    }
+    this.served.finishAll("shutting down");
     this.clients.failAll(() => new ServiceError(503, "server_error", "node shut down before answering"));
     this.timers.clear();
     if (this.healthTimer) clearInterval(this.healthTimer);
@@ -512,11 +448,7 @@ export class NodeRuntime implements NodeService {
 
   /** Output produced for `request` by node `source`, to whoever waits for it. */
   private relay(request: EngineRequest, source: string, text: string): void {
-    const stream = this.sinks.get(request);
-    if (stream) {
-      stream.chunk(text);
-      return;
-    }
+    if (this.served.chunk(request, text)) return;
     // A client taking the answer whole gets it from the reply: nothing to relay, splice or refuse.
     const reqId = this.clients.streamingFor(request);
     if (reqId === undefined) return;
@@ -532,7 +464,7 @@ export class NodeRuntime implements NodeService {
     evicted: Extract<Effect, { type: "engine-run" }>["evicted"],
   ): void {
     if (evicted.length > 0) this.engine.evict?.(evicted);
-    this.o.metrics.served.inc({ origin: this.sinks.has(request) ? "peer" : "self" });
+    this.o.metrics.served.inc({ origin: this.served.serves(request) ? "peer" : "self" });
     const job = this.engine
       .run(request, (c) => this.relay(request, this.nodeId, c.text))
       .then(
@@ -562,7 +494,7 @@ export class NodeRuntime implements NodeService {
         return;
       case "result":
       case "error": {
-        if (this.answerForward(streamKey(to, msg.reqId, msg.attempt), msg)) return;
+        if (this.served.answer(to, msg)) return;
         this.o.client.send(to, msg).catch((err) => this.sendFailed(to, msg, err));
         return;
       }
@@ -576,8 +508,7 @@ export class NodeRuntime implements NodeService {
       case "forward-ack": {
         // On the forward's own answer stream (deferred: a quick answer makes it unnecessary). Without
         // an open stream there is nobody to tell: the origin falls back after its ack timeout.
-        const served = this.streams.get(streamKey(to, msg.reqId, msg.attempt));
-        (served?.resent?.at(-1) ?? served?.stream)?.ack();
+        this.served.ack(to, msg.reqId, msg.attempt);
         return;
       }
       default: {
@@ -632,15 +563,6 @@ export class NodeRuntime implements NodeService {
     this.o.logger.debug({ peer: to, msg: msg.type, kind, err: (err as Error)?.message }, "peer send failed");
     this.feed({ type: "send-failed", to, msg, reason: `${kind}: ${(err as Error)?.message ?? ""}` });
   }
-}
-
-function streamKey(peer: string, reqId: string, attempt: number): string {
-  return `${peer}|${reqId}|${attempt}`;
-}
-
-/** An error answer to a forward that the origin may retry elsewhere. */
-function retryableError(f: { reqId: string; attempt: number }, error: string): ReplyMsg {
-  return { type: "error", reqId: f.reqId, attempt: f.attempt, error, retryable: true };
 }
 
 /** The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}). */
