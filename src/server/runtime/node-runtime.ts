@@ -13,14 +13,7 @@ import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
-import { TransportError } from "../../net/transport-client.js";
-import {
-  carrierAck,
-  type ForwardMsg,
-  PROMPT_TEXT_NEEDED,
-  PROTOCOL_VERSION,
-  type ReplyMsg,
-} from "../../net/transport-wire.js";
+import { PROMPT_TEXT_NEEDED, PROTOCOL_VERSION } from "../../net/transport-wire.js";
 import type { PeerHello } from "../../net/wire-schemas.js";
 import type { NodeMetrics } from "../metrics.js";
 import {
@@ -33,6 +26,7 @@ import {
 } from "../service.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import type { RuntimeLogger } from "./logger.js";
+import { PeerSender } from "./peer-sender.js";
 import { retryableError, ServedForwards } from "./served-forwards.js";
 import { isPollTimer, type NodeTimer, TimerTable } from "./timers.js";
 
@@ -67,7 +61,6 @@ export class NodeRuntime implements NodeService {
   private readonly engine: Engine;
   private readonly timers = new TimerTable();
   private readonly clients = new ClientStreams();
-  private readonly snapshotInFlight = new Set<string>();
   /** Peers whose hello showed another cluster/model/id: never talked to. */
   private readonly refused = new Map<string, string>();
   private readonly engineJobs = new Set<Promise<void>>();
@@ -78,6 +71,7 @@ export class NodeRuntime implements NodeService {
   /** How long an unanswered forward's stream stays open (see ServedForwards.sweep). */
   private readonly streamTtlMs: number;
   private readonly served: ServedForwards;
+  private readonly sender: PeerSender;
   private started = false;
   private stopping = false;
   private readonly now: () => number;
@@ -94,6 +88,11 @@ export class NodeRuntime implements NodeService {
     this.maxPending = o.maxPending ?? 256;
     this.streamTtlMs = o.forwardStreamTtlMs ?? 120_000;
     this.served = new ServedForwards(this.streamTtlMs);
+    this.sender = new PeerSender({
+      ...o,
+      deliver: (input) => this.feed(input),
+      relay: (request, source, text) => this.relay(request, source, text),
+    });
     o.metrics.setViewProvider(() => {
       const now = this.now();
       return {
@@ -343,7 +342,7 @@ export class NodeRuntime implements NodeService {
     this.o.peerUrls.delete(id);
     this.applyAll(this.node.removePeer(id));
     this.o.client.removePeer(id);
-    this.snapshotInFlight.delete(id);
+    this.sender.forget(id);
     this.o.logger.info({ peer: id, why }, "peer removed");
   }
 
@@ -358,9 +357,7 @@ export class NodeRuntime implements NodeService {
     this.stopping = true;
     const goodbyes = this.node
       .goodbye()
-      .map((e) =>
-        e.type === "send" ? this.o.client.send(e.to, { type: "goodbye" }).catch(() => {}) : undefined,
-      );
+      .map((e) => (e.type === "send" ? this.sender.bestEffort(e.to, { type: "goodbye" }) : undefined));
     await Promise.all(goodbyes);
     const deadline = this.now() + drainMs;
     while ((this.clients.size > 0 || this.node.queueDepth() > 0) && this.now() < deadline) {
@@ -480,88 +477,34 @@ export class NodeRuntime implements NodeService {
 
   private send(to: string, msg: PeerMessage): void {
     if (this.refused.has(to)) {
-      // Not deliverable by policy: the node treats it like an unreachable peer.
-      const reason = this.refused.get(to) ?? "refused";
-      queueMicrotask(() => this.feed({ type: "send-failed", to, msg, reason }));
+      this.sender.undeliverable(to, msg, this.refused.get(to) ?? "refused");
       return;
     }
     switch (msg.type) {
       case "snapshot":
-        this.sendSnapshot(to, msg);
+        this.sender.snapshot(to, msg);
         return;
       case "forward":
-        this.sendForward(to, msg);
+        this.sender.forward(to, msg);
         return;
       case "result":
-      case "error": {
-        if (this.served.answer(to, msg)) return;
-        this.o.client.send(to, msg).catch((err) => this.sendFailed(to, msg, err));
+      case "error":
+        // On the forward's own answer stream while it is open, else on its own.
+        if (!this.served.answer(to, msg)) this.sender.reply(to, msg);
         return;
-      }
       case "goodbye":
-        this.o.client.send(to, msg).catch(() => {});
-        return;
       case "cancel":
-        // Best effort: a lost cancel only costs the peer the work (an old peer answers 400).
-        this.o.client.send(to, msg).catch(() => {});
+        void this.sender.bestEffort(to, msg);
         return;
-      case "forward-ack": {
-        // On the forward's own answer stream (deferred: a quick answer makes it unnecessary). Without
-        // an open stream there is nobody to tell: the origin falls back after its ack timeout.
+      case "forward-ack":
+        // On the forward's own answer stream (deferred: a quick answer makes it unnecessary).
         this.served.ack(to, msg.reqId, msg.attempt);
         return;
-      }
       default: {
         const unhandled: never = msg;
         this.o.logger.error({ msg: unhandled }, "no transport for this peer message");
       }
     }
-  }
-
-  private sendSnapshot(to: string, msg: Extract<PeerMessage, { type: "snapshot" }>): void {
-    // Anti-entropy tolerates loss: with one still in flight to a slow peer, skip this round for it.
-    if (this.snapshotInFlight.has(to)) return;
-    if (msg.snapshot.header.pushBackMs > 0) this.o.metrics.pushBack.inc();
-    this.snapshotInFlight.add(to);
-    // The transport encodes each snapshot object once, however many peers it goes to.
-    this.o.client
-      .send(to, msg)
-      .then(
-        (bytes) => this.o.metrics.gossipBytes.inc({ peer: to, direction: "out" }, bytes),
-        (err) => this.sendFailed(to, msg, err),
-      )
-      .finally(() => this.snapshotInFlight.delete(to));
-  }
-
-  private sendForward(to: string, msg: ForwardMsg): void {
-    // The transport's ack carries no ETA: the answer comes back on the same reliable stream, so the
-    // node needs no probes for it — a broken stream is reported as a failure at once.
-    const onAck = () => this.feed({ type: "peer-message", from: to, msg: carrierAck(msg) });
-    this.o.client
-      .forward(to, msg, (text) => this.relay(msg.request, to, text), onAck)
-      .then(
-        (reply: ReplyMsg) => this.feed({ type: "peer-message", from: to, msg: reply }),
-        (err) => {
-          if (err instanceof TransportError && (err.kind === "http" || err.kind === "protocol")) {
-            // The peer is up but refused or garbled it: fall back without suspecting the peer.
-            this.o.logger.warn({ peer: to, err: err.message }, "forward refused");
-            this.feed({ type: "peer-message", from: to, msg: retryableError(msg, err.message) });
-            return;
-          }
-          this.sendFailed(to, msg, err);
-        },
-      );
-  }
-
-  private sendFailed(to: string, msg: PeerMessage, err: unknown): void {
-    const kind = err instanceof TransportError ? err.kind : "connection";
-    this.o.metrics.peerFailures.inc({ peer: to, reason: kind });
-    if (kind === "http" || kind === "protocol") {
-      this.o.logger.warn({ peer: to, msg: msg.type, err: (err as Error).message }, "peer refused message");
-      return;
-    }
-    this.o.logger.debug({ peer: to, msg: msg.type, kind, err: (err as Error)?.message }, "peer send failed");
-    this.feed({ type: "send-failed", to, msg, reason: `${kind}: ${(err as Error)?.message ?? ""}` });
   }
 }
 
