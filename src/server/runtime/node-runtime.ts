@@ -25,6 +25,7 @@ import {
   ServiceError,
 } from "../service.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
+import { ClusterView } from "./cluster-view.js";
 import type { RuntimeLogger } from "./logger.js";
 import { PeerSender } from "./peer-sender.js";
 import { retryableError, ServedForwards } from "./served-forwards.js";
@@ -72,11 +73,11 @@ export class NodeRuntime implements NodeService {
   private readonly streamTtlMs: number;
   private readonly served: ServedForwards;
   private readonly sender: PeerSender;
+  private readonly view: ClusterView;
   private started = false;
   private stopping = false;
   private readonly now: () => number;
   private readonly maxPending: number;
-  private discoveryView: (() => unknown) | undefined;
 
   constructor(private readonly o: NodeRuntimeOptions) {
     this.node = o.node;
@@ -93,22 +94,13 @@ export class NodeRuntime implements NodeService {
       deliver: (input) => this.feed(input),
       relay: (request, source, text) => this.relay(request, source, text),
     });
-    o.metrics.setViewProvider(() => {
-      const now = this.now();
-      return {
-        treeTokens: this.node.treeSize(),
-        queueDepth: this.node.queueDepth(),
-        pushBackActive: this.node.currentPushBackMs() > 0,
-        peers: this.node.peers().map((p) => ({
-          peer: p.id,
-          suspected: p.liveness !== "live",
-          ...(p.silentMs !== undefined ? { estimateAgeSec: p.silentMs / 1000 } : {}),
-          estimateTokens: p.estimateTokens,
-          pushBackActive: p.pushBackUntil > now,
-        })),
-        forwardEvents: forwardEvents(this.node.stats()),
-      };
+    this.view = new ClusterView({
+      ...o,
+      now: this.now,
+      peerUrl: (id) => this.o.peerUrls.get(id),
+      sendsPromptText: (id) => o.client.sendsPromptText(id),
     });
+    o.metrics.setViewProvider(() => this.view.gauges());
   }
 
   start(): void {
@@ -188,43 +180,7 @@ export class NodeRuntime implements NodeService {
   }
 
   clusterView() {
-    const now = this.now();
-    const s = this.node.stats();
-    return {
-      id: this.nodeId,
-      cluster: this.o.clusterId,
-      model: this.modelId,
-      engine: this.engine.info.kind,
-      policy: this.node.policyName,
-      epoch: this.node.currentEpoch,
-      treeTokens: this.node.treeSize(),
-      treeVersion: this.node.treeVersion(),
-      capacityTokens: this.engine.info.capacityTokens,
-      queueDepth: this.node.queueDepth(),
-      pushBackActive: this.node.currentPushBackMs() > 0,
-      // null: the machine's own setting (idle CPUs may halt).
-      cpuLatencyUs: this.o.cpuLatencyUs ?? null,
-      inFlightClients: this.clients.size,
-      served: s.servedLocal + s.servedForPeers,
-      stats: s,
-      peers: this.node.peers().map((p) => ({
-        id: p.id,
-        url: this.o.peerUrls.get(p.id),
-        liveness: p.liveness,
-        suspected: p.liveness !== "live",
-        estimateTokens: p.estimateTokens,
-        estimateAgeMs: p.silentMs,
-        held: p.held,
-        holdsOfUs: p.holdsOfUs,
-        queueDepth: p.queueDepth,
-        pushBackActive: p.pushBackUntil > now,
-        pushBackUntil: p.pushBackUntil,
-        rttMs: p.rttMs,
-        /** Forwards to it carry the prompt text (false once its hello said its engine needs tokens only). */
-        promptText: this.o.client.sendsPromptText(p.id),
-      })),
-      ...(this.discoveryView ? { discovery: this.discoveryView() } : {}),
-    };
+    return this.view.cluster(this.clients.size);
   }
 
   // ------------------------------------------------------------------ peer server handlers
@@ -296,7 +252,7 @@ export class NodeRuntime implements NodeService {
 
   /** Adds what peer discovery sees (e.g. each DNS address and its status) to `/cluster`. */
   setDiscoveryView(fn: () => unknown): void {
-    this.discoveryView = fn;
+    this.view.setDiscovery(fn);
   }
 
   /** True if `id` is a member now (static or admitted at run time). */
@@ -506,16 +462,4 @@ export class NodeRuntime implements NodeService {
       }
     }
   }
-}
-
-/** The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}). */
-function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, number> {
-  return {
-    forwarded: s.forwarded,
-    fallback: s.fallbacks,
-    ack_timeout: s.ackTimeouts,
-    late_reply: s.lateReplies,
-    duplicate_forward: s.duplicateForwards,
-    cancelled_forward: s.cancelledForwards,
-  };
 }
