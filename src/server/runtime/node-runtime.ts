@@ -13,8 +13,7 @@ import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
-import { PROMPT_TEXT_NEEDED, PROTOCOL_VERSION } from "../../net/transport-wire.js";
-import type { PeerHello } from "../../net/wire-schemas.js";
+import { PROMPT_TEXT_NEEDED } from "../../net/transport-wire.js";
 import type { NodeMetrics } from "../metrics.js";
 import {
   type ClientLink,
@@ -24,6 +23,7 @@ import {
   type ServeOutcome,
   ServiceError,
 } from "../service.js";
+import { Admin } from "./admin.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
 import type { RuntimeLogger } from "./logger.js";
@@ -58,12 +58,12 @@ export class NodeRuntime implements NodeService {
   readonly nodeId: string;
   readonly modelId: string;
   readonly maxContextTokens: number;
+  /** Admin and membership calls that need nothing else (refuse, move, hello news); see also below. */
+  readonly admin: Admin;
   private readonly node: PrefixNode;
   private readonly engine: Engine;
   private readonly timers = new TimerTable();
   private readonly clients = new ClientStreams();
-  /** Peers whose hello showed another cluster/model/id: never talked to. */
-  private readonly refused = new Map<string, string>();
   private readonly engineJobs = new Set<Promise<void>>();
   private seq = 0;
   private engineHealth: { ok: boolean; detail?: string } = { ok: true };
@@ -89,6 +89,7 @@ export class NodeRuntime implements NodeService {
     this.maxPending = o.maxPending ?? 256;
     this.streamTtlMs = o.forwardStreamTtlMs ?? 120_000;
     this.served = new ServedForwards(this.streamTtlMs);
+    this.admin = new Admin(o);
     this.sender = new PeerSender({
       ...o,
       deliver: (input) => this.feed(input),
@@ -97,7 +98,7 @@ export class NodeRuntime implements NodeService {
     this.view = new ClusterView({
       ...o,
       now: this.now,
-      peerUrl: (id) => this.o.peerUrls.get(id),
+      peerUrl: (id) => this.admin.peerUrl(id),
       sendsPromptText: (id) => o.client.sendsPromptText(id),
     });
     o.metrics.setViewProvider(() => this.view.gauges());
@@ -167,18 +168,6 @@ export class NodeRuntime implements NodeService {
     return this.stopping;
   }
 
-  setPolicy(name: string): void {
-    if (this.o.policies && !this.o.policies.includes(name)) {
-      throw new ServiceError(
-        400,
-        "invalid_request_error",
-        `unknown policy '${name}' (one of ${this.o.policies.join(", ")})`,
-      );
-    }
-    this.node.setPolicy(name as Parameters<PrefixNode["setPolicy"]>[0]);
-    this.o.logger.info({ policy: name }, "routing policy switched");
-  }
-
   clusterView() {
     return this.view.cluster(this.clients.size);
   }
@@ -187,14 +176,8 @@ export class NodeRuntime implements NodeService {
 
   peerHandlers(): PeerServerHandlers {
     return {
-      hello: (): PeerHello => ({
-        id: this.nodeId,
-        cluster: this.o.clusterId,
-        model: this.modelId,
-        protocol: PROTOCOL_VERSION,
-        promptText: this.engine.info.needsPromptText,
-      }),
-      isKnownPeer: (id) => this.o.peerUrls.has(id) && !this.refused.has(id),
+      hello: () => this.admin.hello(),
+      isKnownPeer: (id) => this.admin.isKnownPeer(id),
       onForward: (from, msg, stream) => {
         if (this.stopping) {
           stream.finish(retryableError(msg, "shutting down"));
@@ -221,33 +204,21 @@ export class NodeRuntime implements NodeService {
     };
   }
 
+  // ------------------------------------------------------------------ admin calls
+
+  setPolicy(name: string): void {
+    this.admin.setPolicy(name);
+  }
+
   /**
    * Empties the cache and starts a new epoch, exactly like a crash-restart (§2) but without losing
    * the process: peers replace their estimate of us on our next snapshot. Only when idle.
    */
   async resetCache(): Promise<void> {
-    if (this.clients.size > 0 || this.node.queueDepth() > 0) {
-      throw new ServiceError(409, "invalid_request_error", "node is busy; reset only between runs");
-    }
-    if (this.engine.info.cacheMode === "node-managed") {
-      // The tree is about to be replaced; free exactly what it holds in the engine first.
-      const tree = this.node.localTree();
-      const runs = tree.evict(tree.size);
-      if (runs.length > 0) this.engine.evict?.(runs);
-    } else {
-      const reset = this.engine.resetCache;
-      if (!reset)
-        throw new ServiceError(501, "server_error", `engine ${this.engine.info.kind} cannot drop its cache`);
-      await reset.call(this.engine);
-    }
+    await this.admin.dropEngineCache(this.clients.size > 0 || this.node.queueDepth() > 0);
     this.timers.clear();
     this.applyAll(this.node.restart(Date.now()));
     this.o.logger.info({ epoch: this.node.currentEpoch }, "cache reset: new epoch");
-  }
-
-  /** Stops all traffic with a peer that proved to be from another cluster or model. */
-  refusePeer(id: string, reason: string): void {
-    this.refused.set(id, reason);
   }
 
   /** Adds what peer discovery sees (e.g. each DNS address and its status) to `/cluster`. */
@@ -255,51 +226,18 @@ export class NodeRuntime implements NodeService {
     this.view.setDiscovery(fn);
   }
 
-  /** True if `id` is a member now (static or admitted at run time). */
-  hasPeer(id: string): boolean {
-    return this.o.peerUrls.has(id);
-  }
-
-  /**
-   * Admits a peer found at run time (its hello already checked): a transport pool pinned to its id,
-   * then the node's `addPeer`. False if the node refuses it (membership full, already a member).
-   */
+  /** Admits a peer found at run time (its hello already checked); false if refused or shutting down. */
   addPeer(id: string, url: string, hello: { promptText?: boolean | undefined }): boolean {
-    if (this.stopping || this.o.peerUrls.has(id) || !this.node.addPeer(id)) return false;
-    this.o.client.setPeer(id, url);
-    this.o.peerUrls.set(id, url);
-    this.notePeerHello(id, hello);
-    this.o.logger.info({ peer: id, url }, "peer added");
-    return true;
+    return !this.stopping && this.admin.addPeer(id, url, hello);
   }
 
-  /**
-   * What a peer's (checked) hello tells the transport: whether its engine needs the prompt text. Until
-   * a hello says otherwise, forwards carry it (a peer that takes text cannot run without it).
-   */
-  notePeerHello(id: string, hello: { promptText?: boolean | undefined }): void {
-    this.o.client.setPromptText(id, hello.promptText !== false);
-  }
-
-  /** Points a member at another address (its old one vanished, another still announces its id). */
-  movePeer(id: string, url: string): void {
-    if (!this.o.peerUrls.has(id)) return;
-    this.o.client.setPeer(id, url);
-    this.o.peerUrls.set(id, url);
-    this.o.logger.info({ peer: id, url }, "peer moved");
-  }
-
-  /**
-   * Removes a member (gone from DNS, or its address now answers with another id): the node drops its
-   * estimate and fails pending forwards over at once; then its pool is closed.
-   */
+  /** Removes a member: its pending forwards fail over at once, then its pool is closed. */
   removePeer(id: string, why: string): void {
-    if (!this.o.peerUrls.has(id)) return;
-    this.o.peerUrls.delete(id);
-    this.applyAll(this.node.removePeer(id));
-    this.o.client.removePeer(id);
+    const effects = this.admin.removePeer(id);
+    if (effects === undefined) return;
+    this.applyAll(effects);
+    this.admin.closePeer(id, why);
     this.sender.forget(id);
-    this.o.logger.info({ peer: id, why }, "peer removed");
   }
 
   // ------------------------------------------------------------------ shutdown
@@ -432,8 +370,9 @@ export class NodeRuntime implements NodeService {
   }
 
   private send(to: string, msg: PeerMessage): void {
-    if (this.refused.has(to)) {
-      this.sender.undeliverable(to, msg, this.refused.get(to) ?? "refused");
+    const refusal = this.admin.refusal(to);
+    if (refusal !== undefined) {
+      this.sender.undeliverable(to, msg, refusal);
       return;
     }
     switch (msg.type) {

@@ -206,11 +206,11 @@ export async function startNode(
       ports: {
         probeHello: (url) => client.probeHello(url),
         hello: (id) => client.hello(id),
-        hasPeer: (id) => runtime.hasPeer(id),
+        hasPeer: (id) => runtime.admin.hasPeer(id),
         isStatic: (id) => staticIds.has(id),
         addPeer: (id, url, hello) => runtime.addPeer(id, url, hello),
-        noteHello: (id, hello) => runtime.notePeerHello(id, hello),
-        movePeer: (id, url) => runtime.movePeer(id, url),
+        noteHello: (id, hello) => runtime.admin.notePeerHello(id, hello),
+        movePeer: (id, url) => runtime.admin.movePeer(id, url),
         removePeer: (id, why) => runtime.removePeer(id, why),
       },
       logger,
@@ -277,11 +277,11 @@ function checkPeers(
             hello,
           );
           if (r.ok) {
-            ctx.runtime.notePeerHello(p.id, r.hello);
+            ctx.runtime.admin.notePeerHello(p.id, r.hello);
             ctx.logger.info({ peer: p.id, promptText: r.hello.promptText !== false }, "peer verified");
           } else {
             ctx.logger.error({ peer: p.id, reason: r.reason }, `peer refused: ${r.message}`);
-            ctx.runtime.refusePeer(p.id, r.message);
+            ctx.runtime.admin.refusePeer(p.id, r.message);
           }
           return;
         } catch {
