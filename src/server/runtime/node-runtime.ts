@@ -1,14 +1,23 @@
 /**
- * The runtime around the pure PrefixNode: it performs the node's effects with real timers, the peer
- * transport and the engine, and feeds their outcomes back as inputs. It is also the NodeService the
+ * The effect interpreter around the pure PrefixNode, the daemon's equivalent of the simulator's event
+ * loop (src/sim/run.ts): it feeds the node its inputs and performs its effects with real timers, the
+ * engine and the peer transport, feeding their outcomes back as inputs. It is also the NodeService the
  * HTTP API calls: each client request becomes one `client-request` input and is answered exactly once,
  * by the node's `reply` effect.
+ *
+ * Every decision that spans rooms is made here; each room owns its own state:
+ *  - client-streams.ts: the clients waiting for an answer, and a streaming client's splice;
+ *  - served-forwards.ts: the answer streams of forwards this node serves;
+ *  - peer-sender.ts: messages to peers, and what became of them;
+ *  - cluster-view.ts: `/cluster` and the metrics view;
+ *  - admin.ts: admin calls, membership changes, hello;
+ *  - engine-health.ts: the engine's health for /ready.
  *
  * Streaming: engine output is routed by the EngineRequest object the node hands to `engine-run` (the
  * same object that came in with the client request or the forward), to the client or to the forward
  * stream of the peer that sent it.
  */
-import type { Engine, EngineRequest, EngineResult } from "../../core/engine.js";
+import type { Engine, EngineRequest, EngineResult, EvictedRun } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
@@ -26,6 +35,7 @@ import {
 import { Admin } from "./admin.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
+import { EngineHealth } from "./engine-health.js";
 import type { RuntimeLogger } from "./logger.js";
 import { PeerSender } from "./peer-sender.js";
 import { retryableError, ServedForwards } from "./served-forwards.js";
@@ -62,22 +72,21 @@ export class NodeRuntime implements NodeService {
   readonly admin: Admin;
   private readonly node: PrefixNode;
   private readonly engine: Engine;
-  private readonly timers = new TimerTable();
-  private readonly clients = new ClientStreams();
-  private readonly engineJobs = new Set<Promise<void>>();
-  private seq = 0;
-  private engineHealth: { ok: boolean; detail?: string } = { ok: true };
-  private healthTimer: NodeJS.Timeout | undefined;
-  private sweepTimer: NodeJS.Timeout | undefined;
+  private readonly now: () => number;
+  private readonly maxPending: number;
   /** How long an unanswered forward's stream stays open (see ServedForwards.sweep). */
   private readonly streamTtlMs: number;
+  private readonly timers = new TimerTable();
+  private readonly clients = new ClientStreams();
   private readonly served: ServedForwards;
   private readonly sender: PeerSender;
   private readonly view: ClusterView;
+  private readonly health: EngineHealth;
+  private readonly engineJobs = new Set<Promise<void>>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private seq = 0;
   private started = false;
   private stopping = false;
-  private readonly now: () => number;
-  private readonly maxPending: number;
 
   constructor(private readonly o: NodeRuntimeOptions) {
     this.node = o.node;
@@ -89,6 +98,7 @@ export class NodeRuntime implements NodeService {
     this.maxPending = o.maxPending ?? 256;
     this.streamTtlMs = o.forwardStreamTtlMs ?? 120_000;
     this.served = new ServedForwards(this.streamTtlMs);
+    this.health = new EngineHealth(o.engine);
     this.admin = new Admin(o);
     this.sender = new PeerSender({
       ...o,
@@ -108,19 +118,7 @@ export class NodeRuntime implements NodeService {
     if (this.started) return;
     this.started = true;
     this.applyAll(this.node.start());
-    // /ready reflects the engine's own health check, refreshed in the background (never per request).
-    const check = () =>
-      this.engine.health().then(
-        (h) => {
-          this.engineHealth = h;
-        },
-        (err: Error) => {
-          this.engineHealth = { ok: false, detail: err.message };
-        },
-      );
-    void check();
-    this.healthTimer = setInterval(check, 5_000);
-    this.healthTimer.unref?.();
+    this.health.start();
     this.sweepTimer = setInterval(
       () => this.served.sweep(this.now()),
       Math.min(5_000, Math.max(20, this.streamTtlMs / 4)),
@@ -158,8 +156,8 @@ export class NodeRuntime implements NodeService {
   ready() {
     if (!this.started) return { ok: false, detail: "starting" };
     if (this.stopping) return { ok: false, detail: "shutting down" };
-    if (!this.engineHealth.ok)
-      return { ok: false, detail: `engine: ${this.engineHealth.detail ?? "unhealthy"}` };
+    const engine = this.health.current;
+    if (!engine.ok) return { ok: false, detail: `engine: ${engine.detail ?? "unhealthy"}` };
     return { ok: true };
   }
 
@@ -260,7 +258,7 @@ export class NodeRuntime implements NodeService {
     this.served.finishAll("shutting down");
     this.clients.failAll(() => new ServiceError(503, "server_error", "node shut down before answering"));
     this.timers.clear();
-    if (this.healthTimer) clearInterval(this.healthTimer);
+    this.health.stop();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
   }
 
@@ -349,11 +347,7 @@ export class NodeRuntime implements NodeService {
     this.clients.relay(reqId, source, text);
   }
 
-  private runEngine(
-    jobId: string,
-    request: EngineRequest,
-    evicted: Extract<Effect, { type: "engine-run" }>["evicted"],
-  ): void {
+  private runEngine(jobId: string, request: EngineRequest, evicted: EvictedRun[]): void {
     if (evicted.length > 0) this.engine.evict?.(evicted);
     this.o.metrics.served.inc({ origin: this.served.serves(request) ? "peer" : "self" });
     const job = this.engine
