@@ -48,7 +48,7 @@ export class Admin {
     return this.o.peerUrls.has(id) && !this.refused.has(id);
   }
 
-  /** Why nothing may be sent to `id`, if it was refused (transport-rules.ts, rule 6). */
+  /** Why nothing may be sent to `id`, if it was refused (transport-rules.ts, [Refused peers]). */
   refusal(id: string): string | undefined {
     return this.refused.get(id);
   }

@@ -11,7 +11,7 @@
  *  - peer-sender.ts: messages to peers, and what became of them;
  *  - cluster-view.ts: `/cluster` and the metrics view;
  *  - admin.ts: admin calls, membership changes, hello;
- *  - engine-health.ts: the engine's health for /ready.
+ *  - transport-rules.ts: the protocol rules the daemon's transport adds to the core's.
  *
  * Streaming: engine output is routed by the EngineRequest object the node hands to `engine-run` (the
  * same object that came in with the client request or the forward), to the client or to the forward
@@ -22,7 +22,6 @@ import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
-import { PROMPT_TEXT_NEEDED } from "../../net/transport-wire.js";
 import type { NodeMetrics } from "../metrics.js";
 import {
   type ClientLink,
@@ -38,8 +37,9 @@ import { ClusterView } from "./cluster-view.js";
 import { EngineHealth } from "./engine-health.js";
 import type { RuntimeLogger } from "./logger.js";
 import { PeerSender } from "./peer-sender.js";
-import { retryableError, ServedForwards } from "./served-forwards.js";
+import { ServedForwards } from "./served-forwards.js";
 import { isPollTimer, type NodeTimer, TimerTable } from "./timers.js";
+import { mayReachClient, refuseTokensOnly, retryableError } from "./transport-rules.js";
 
 export interface NodeRuntimeOptions {
   node: PrefixNode;
@@ -74,7 +74,7 @@ export class NodeRuntime implements NodeService {
   private readonly engine: Engine;
   private readonly now: () => number;
   private readonly maxPending: number;
-  /** How long an unanswered forward's stream stays open (see ServedForwards.sweep). */
+  /** How long an unanswered forward's stream stays open (transport-rules.ts, [Stream TTL]). */
   private readonly streamTtlMs: number;
   private readonly timers = new TimerTable();
   private readonly clients = new ClientStreams();
@@ -181,9 +181,9 @@ export class NodeRuntime implements NodeService {
           stream.finish(retryableError(msg, "shutting down"));
           return;
         }
-        if (msg.request.prompt === undefined && this.engine.info.needsPromptText) {
-          // Refused before the node sees it, so the origin's re-send with the text is not a duplicate.
-          stream.finish(retryableError(msg, PROMPT_TEXT_NEEDED));
+        const refusal = refuseTokensOnly(msg, this.engine.info.needsPromptText);
+        if (refusal) {
+          stream.finish(refusal);
           return;
         }
         this.served.add(from, msg, stream, this.now());
@@ -306,7 +306,7 @@ export class NodeRuntime implements NodeService {
     }
   }
 
-  /** A timer expired: back to the node, but no anti-entropy once shutdown has begun. */
+  /** A timer expired: back to the node, but no anti-entropy once shutdown has begun [Shutting down]. */
   private readonly onTimer = (timer: NodeTimer): void => {
     if (!this.stopping || !isPollTimer(timer)) this.feed({ type: "timer", timer });
   };
@@ -341,9 +341,7 @@ export class NodeRuntime implements NodeService {
     // A client taking the answer whole gets it from the reply: nothing to relay, splice or refuse.
     const reqId = this.clients.streamingFor(request);
     if (reqId === undefined) return;
-    // Only the attempt the node waits for now may speak: a peer we fell back from (slow, not dead)
-    // may still stream its answer, which the client must not see.
-    if (this.node.servingNow(reqId) !== source) return;
+    if (!mayReachClient(this.node.servingNow(reqId), source)) return;
     this.clients.relay(reqId, source, text);
   }
 
@@ -378,7 +376,7 @@ export class NodeRuntime implements NodeService {
         return;
       case "result":
       case "error":
-        // On the forward's own answer stream while it is open, else on its own.
+        // On the forward's own answer stream while it is open [Answer on the stream], else on its own.
         if (!this.served.answer(to, msg)) this.sender.reply(to, msg);
         return;
       case "goodbye":
@@ -386,7 +384,7 @@ export class NodeRuntime implements NodeService {
         void this.sender.bestEffort(to, msg);
         return;
       case "forward-ack":
-        // On the forward's own answer stream (deferred: a quick answer makes it unnecessary).
+        // On the forward's own answer stream [Transport acks].
         this.served.ack(to, msg.reqId, msg.attempt);
         return;
       default: {

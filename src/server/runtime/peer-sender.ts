@@ -1,6 +1,7 @@
 /**
  * Sending the node's messages to peers through the transport, and reporting what became of them as
- * node inputs: a forward's streamed answer and its transport ack, a refusal, or a failure to deliver.
+ * node inputs: a forward's streamed answer and its transport ack, a refusal, or a failure to deliver
+ * (transport-rules.ts: [Transport acks], [Refused is not unreachable], [One snapshot in flight]).
  */
 import type { EngineRequest } from "../../core/engine.js";
 import type { NodeInput, PeerMessage } from "../../core/node/types.js";
@@ -8,12 +9,7 @@ import { type PeerClient, TransportError } from "../../net/transport-client.js";
 import { carrierAck, type ForwardMsg, type ReplyMsg, type SnapshotMsg } from "../../net/transport-wire.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { RuntimeLogger } from "./logger.js";
-import { retryableError } from "./served-forwards.js";
-
-/** The peer is up and refused or garbled the message (an HTTP status, or a protocol error). */
-function isRefusal(err: unknown): err is TransportError {
-  return err instanceof TransportError && (err.kind === "http" || err.kind === "protocol");
-}
+import { isRefusal, retryableError } from "./transport-rules.js";
 
 export interface PeerSenderOptions {
   client: PeerClient;

@@ -1,10 +1,12 @@
 /**
  * The forwards this node serves for peers whose answer streams are still open: where each one's
- * output goes, which stream acks it, and closing streams the node never answers.
+ * output goes, which stream acks it, and closing streams the node never answers (transport-rules.ts:
+ * [Transport acks], [Answer on the stream], [Stream TTL]).
  */
 import type { EngineRequest } from "../../core/engine.js";
 import type { ForwardReplyStream } from "../../net/reply-stream.js";
 import type { ForwardMsg, ReplyMsg } from "../../net/transport-wire.js";
+import { retryableError } from "./transport-rules.js";
 
 /** A forward we serve whose answer stream is still open. */
 interface ServedForward {
@@ -21,11 +23,6 @@ interface ServedForward {
   attempt: number;
   /** When a stream the node never answered is closed (see sweep). */
   expiresAt: number;
-}
-
-/** An error answer to a forward that the origin may retry elsewhere. */
-export function retryableError(f: { reqId: string; attempt: number }, error: string): ReplyMsg {
-  return { type: "error", reqId: f.reqId, attempt: f.attempt, error, retryable: true };
 }
 
 function streamKey(peer: string, reqId: string, attempt: number): string {

@@ -111,7 +111,8 @@ export async function startNode(
       pollMs: s.pollMs,
       forwardTimeoutMs: s.forwardTimeoutMs,
       forwardAckTimeoutMs: s.forwardAckTimeoutMs,
-      // The transport's own ack carries no ETA, and a broken stream fails at once: nobody probes.
+      // The transport's own ack carries no ETA, and a broken stream fails at once: nobody probes
+      // (transport-rules.ts, [Transport acks]).
       answerProbes: false,
       concurrency: s.concurrency,
     },
