@@ -188,7 +188,10 @@ export function parseCount(v: string | string[] | undefined): number | undefined
 
 // ---------------------------------------------------------------- forwards
 
-/** Tokens travel as base64 of little-endian uint32: ~4x smaller and far faster to parse than a JSON array. */
+/**
+ * Tokens travel as base64 of little-endian uint32: smaller than a JSON array of numbers, and decoded
+ * natively rather than parsed number by number (BENCHMARKS.md, "Forward frame sizes").
+ */
 function encodeTokens(t: Uint32Array): string {
   const le = new Uint32Array(t); // copy: own buffer, aligned
   return Buffer.from(le.buffer, le.byteOffset, le.byteLength).toString("base64");
@@ -205,7 +208,8 @@ function decodeTokens(b64: string): Uint32Array {
 /**
  * A forward as a binary channel frame: [u32 BE n][n bytes of JSON {"t":"fwd","k":K,"f":<forward
  * without request.tokens>}][the tokens as little-endian u32]. Raw tokens, not base64 in the JSON: a
- * 540-token prompt is 2.2 KB instead of 2.9 KB that both ends would encode, scan, validate and decode.
+ * smaller frame, and no text that both ends would encode, scan, validate and decode (BENCHMARKS.md,
+ * "Forward frame sizes").
  * `withPrompt` false leaves the prompt text out (a peer whose engine runs from tokens alone).
  */
 export function encodeForwardFrame(k: number, m: ForwardMsg, withPrompt = true): Buffer {

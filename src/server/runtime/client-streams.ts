@@ -95,9 +95,9 @@ export class ClientStreams {
   /**
    * What a client hanging up does: the node has no cancel input, so the client just stops listening
    * and its answer is dropped. Made here, not inline in `open`: a closure there would share open's
-   * context — the request, the API's events, and through them the whole HTTP exchange — and kept that
-   * alive past its answer, so every scavenge copied ~2.7 MB and paused 5–9 ms instead of 1–3
-   * (BENCHMARKS.md, "Router overhead").
+   * context — the request, the API's events, and through them the whole HTTP exchange — and keep that
+   * alive past its answer, for every scavenge to copy, lengthening its pauses (BENCHMARKS.md, "Router
+   * overhead").
    */
   private hangUpHandler(reqId: string): () => void {
     return () => this.fail(reqId, new ServiceError(499, "aborted", "client gone"));
