@@ -135,6 +135,39 @@ describe("peer transport (HMAC shared secret)", () => {
     expect(log.snapshots).toHaveLength(1);
   });
 
+  it("encodes a snapshot object once, however many peers it goes to", async () => {
+    const { url, log } = await start(hmacAuth("B", SECRET));
+    const c = client(hmacAuth("A", SECRET));
+    // Two peer ids at one server: the sender is A either way.
+    c.setPeer("B", url);
+    c.setPeer("C", url);
+    // Only encoding reads a snapshot's header: count each object's reads.
+    const counted = () => {
+      const msg = snapshotMsg([1, 2, 3], { holds: { epoch: 5, version: 9 } });
+      const { header } = msg.snapshot;
+      const reads = { n: 0 };
+      Object.defineProperty(msg.snapshot, "header", {
+        enumerable: true,
+        get: () => {
+          reads.n++;
+          return header;
+        },
+      });
+      return { msg, reads };
+    };
+    const round1 = counted();
+    await c.send("B", round1.msg);
+    const once = round1.reads.n;
+    expect(once).toBeGreaterThan(0);
+    await c.send("C", round1.msg);
+    expect(round1.reads.n).toBe(once);
+    // The next round's snapshot, equal but another object, is encoded afresh.
+    const round2 = counted();
+    await c.send("B", round2.msg);
+    expect(round2.reads.n).toBe(once);
+    expect(log.snapshots.map((x) => x.msg)).toEqual([round1.msg, round1.msg, round2.msg]);
+  });
+
   it("carries all four snapshot headers, and leaves a malformed one out", async () => {
     const { url, log } = await start(hmacAuth("B", SECRET));
     const c = client(hmacAuth("A", SECRET));
