@@ -19,8 +19,8 @@ import { SimEngine } from "../engines/sim/sim-engine.js";
 import { initCa, issueNodeCert } from "../net/auth/ca.js";
 import { opensslAvailable } from "../net/auth/openssl.js";
 import { clientTlsOptions, loadTlsMaterial } from "../net/auth/tls.js";
-import { answerRecord, encodeRecords } from "../net/channel-server.js";
-import { encodeForwardFrame, type ForwardMsg, type ReplyMsg } from "../net/transport-wire.js";
+import { encodeRecords } from "../net/channel-server.js";
+import { answerRecord, encodeForwardFrame, type ForwardMsg, type ReplyMsg } from "../net/transport-wire.js";
 import { startCluster } from "../server/cluster/launcher.js";
 import {
   type CpuLatencyHold,

@@ -10,14 +10,8 @@ import type { FrameMac } from "./auth/channel-mac.js";
 import { HEADER_NONCE } from "./auth/hmac.js";
 import type { PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
-import {
-  CHANNEL_PATH,
-  channelFrameSchema,
-  type channelRecordSchema,
-  encodeForwardFrame,
-  type ForwardMsg,
-  type ReplyMsg,
-} from "./transport-wire.js";
+import { CHANNEL_PATH, encodeForwardFrame, type ForwardMsg, type ReplyMsg } from "./transport-wire.js";
+import { channelFrameSchema, type channelRecordSchema } from "./wire-schemas.js";
 
 type ChannelRecord = import("zod").infer<typeof channelRecordSchema>;
 
@@ -250,7 +244,7 @@ export class ForwardChannel {
       return;
     }
     this.end(r.k);
-    if (r.t === "msg") s.resolve(r.msg as ReplyMsg);
+    if (r.t === "msg") s.resolve(r.msg);
     else s.reject(new TransportError("http", `peer ${this.peerId} refused forward: ${r.error}`, 400));
   }
 

@@ -16,22 +16,8 @@ import { rawJsonResponse } from "./connection-limit.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
-import {
-  CHANNEL_PATH,
-  decodeForwardFrame,
-  MAX_RECORDS_PER_FRAME,
-  type ReplyMsg,
-  replyToWire,
-} from "./transport-wire.js";
-
-/** The records of answer stream k on the channel (see the wire format in transport-wire.ts). */
-export const answerRecord = {
-  ack: (k: number) => ({ t: "ack", k }),
-  chunk: (k: number, text: string) => ({ t: "chunk", k, text }),
-  final: (k: number, m: ReplyMsg) => ({ t: "msg", k, msg: replyToWire(m) }),
-  /** The forward in frame k was refused before any node saw it (a malformed forward). */
-  rej: (k: number, error: string) => ({ t: "rej", k, error }),
-};
+import { answerRecord, CHANNEL_PATH, decodeForwardFrame, type ReplyMsg } from "./transport-wire.js";
+import { MAX_RECORDS_PER_FRAME } from "./wire-schemas.js";
 
 /** One channel frame's payload: the records one event-loop turn produced, as a JSON array. */
 export function encodeRecords(records: object[]): Buffer {

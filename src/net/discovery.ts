@@ -13,7 +13,8 @@ import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { z } from "zod";
 import { NODE_ID_PATTERN, nodeIdSchema } from "./node-id.js";
-import { helloSchema, type PeerHello, PROTOCOL_VERSION } from "./transport-wire.js";
+import { PROTOCOL_VERSION } from "./transport-wire.js";
+import { helloSchema, type PeerHello } from "./wire-schemas.js";
 
 export const MAX_PEERS = 256;
 

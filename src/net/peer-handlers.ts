@@ -1,17 +1,19 @@
-/** What the peer server (HTTP routes and the forward channel) hands to the node runtime. */
+/** What the peer server (HTTP routes and the forward channel) hands to the node runtime: decoded messages. */
 import type { ForwardReplyStream } from "./reply-stream.js";
-import type { ForwardMsg, messageWireSchema, PeerHello, SnapshotMeta } from "./transport-wire.js";
-
-export type IncomingMessage = import("zod").infer<typeof messageWireSchema>;
+import type { ForwardMsg, LoneMessage } from "./transport-wire.js";
+import type { PeerHello } from "./wire-schemas.js";
 
 export interface PeerServerHandlers {
   hello(): PeerHello;
   /** Only configured (or discovered) peers may talk to us; others get 403. */
   isKnownPeer(id: string): boolean;
-  /** A snapshot's codec bytes; throw to refuse it (400). */
-  onSnapshot(from: string, bytes: Uint8Array, meta: SnapshotMeta): void;
+  /**
+   * A message that came on its own (a snapshot, a reply without an open stream, a cancel, a goodbye),
+   * decoded and validated: one that does not decode was answered 400 and never gets here.
+   * `wireBytes`: the size of its body on the wire.
+   */
+  onMessage(from: string, msg: LoneMessage, wireBytes: number): void;
   onForward(from: string, msg: ForwardMsg, reply: ForwardReplyStream): void;
-  onMessage(from: string, msg: IncomingMessage): void;
   /** A request failed authentication (it was answered 401 and went no further). */
   onAuthRejected?(reason: string): void;
 }

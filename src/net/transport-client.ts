@@ -3,25 +3,23 @@
  * (undici's defaults are 300 s), and failures classified so the runtime can tell the node: a refused or
  * reset connection, a timeout, a stream cut off before its final record, or an HTTP refusal.
  */
-import { StringDecoder } from "node:string_decoder";
 import type { PeerCertificate } from "node:tls";
 import { Client, Pool } from "undici";
+import type { Snapshot } from "../core/snapshot.js";
+import { encodeSnapshot } from "../core/snapshot-codec.js";
+import { readBounded, readForwardStream } from "./answer-stream.js";
 import { peerIdFromCert } from "./auth/tls.js";
 import { ForwardChannel } from "./channel-client.js";
 import type { PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
 import {
-  type CancelMsg,
+  FORWARD_PATH,
   type ForwardMsg,
-  formatClock,
-  formatEcho,
-  formatHolds,
   forwardToWire,
+  type LoneMessage,
+  loneMessageToWire,
   PROMPT_TEXT_NEEDED,
   type ReplyMsg,
-  replyToWire,
-  type SnapshotMeta,
-  streamRecordSchema,
 } from "./transport-wire.js";
 
 export interface TransportTimeouts {
@@ -63,7 +61,6 @@ export type ForwardTransport = "channel" | "http";
 /** Connections in each peer's pool (snapshots, messages, hello; forwards over HTTP when so set). */
 export const PEER_POOL_CONNECTIONS = 8;
 
-const MAX_LINE = 16 * 1024 * 1024;
 interface PeerEntry {
   url: string;
   pool: Pool;
@@ -201,24 +198,29 @@ export class PeerClient {
     }
   }
 
-  async sendSnapshot(id: string, bytes: Uint8Array, meta: SnapshotMeta = {}): Promise<void> {
-    const h = formatHolds(meta.holds);
-    const echo = formatEcho(meta.echo);
-    await this.exchange(id, "POST", "/peer/snapshot", bytes, {
-      "content-type": "application/octet-stream",
-      ...(h ? { "x-prefixmesh-holds": h } : {}),
-      ...(meta.blocks !== undefined ? { "x-prefixmesh-blocks": String(meta.blocks) } : {}),
-      ...(meta.at !== undefined ? { "x-prefixmesh-at": formatClock(meta.at) } : {}),
-      ...(echo ? { "x-prefixmesh-echo": echo } : {}),
-    });
+  /**
+   * Sends a message on its own request (anything but a forward: `forward` streams its answer) and
+   * resolves with the size of its body once the peer has taken it. A round hands every peer the same
+   * snapshot object (one full, one delta per base, one heartbeat): each is encoded once, not once per
+   * peer.
+   */
+  async send(id: string, msg: LoneMessage): Promise<number> {
+    const req = loneMessageToWire(msg, this.snapshotBytes);
+    await this.exchange(id, "POST", req.path, req.body, req.headers);
+    return req.body.byteLength;
   }
 
-  async sendMessage(id: string, msg: ReplyMsg | CancelMsg | { type: "goodbye" }): Promise<void> {
-    const wire = msg.type === "result" || msg.type === "error" ? replyToWire(msg) : msg;
-    await this.exchange(id, "POST", "/peer/message", Buffer.from(JSON.stringify(wire)), {
-      "content-type": "application/json",
-    });
-  }
+  /** Encoded bytes per snapshot object; weak, so a round's snapshots go with the round. */
+  private readonly encoded = new WeakMap<Snapshot, Uint8Array>();
+
+  private readonly snapshotBytes = (s: Snapshot): Uint8Array => {
+    let bytes = this.encoded.get(s);
+    if (bytes === undefined) {
+      bytes = encodeSnapshot(s);
+      this.encoded.set(s, bytes);
+    }
+    return bytes;
+  };
 
   /**
    * Sends a forward and streams the answer: `onChunk` for each output piece, resolving with the final
@@ -279,7 +281,7 @@ export class PeerClient {
       }
     }
     const body = Buffer.from(JSON.stringify(forwardToWire(msg, withText)));
-    const path = "/peer/forward";
+    const path = FORWARD_PATH;
     // One controller and one timer, cleared when the answer is in: unlike AbortSignal.timeout's, no
     // timer outlives its request.
     const ac = new AbortController();
@@ -357,78 +359,4 @@ export class PeerClient {
       throw classify(err);
     }
   }
-}
-
-/**
- * Reads a forward's NDJSON answer with plain stream events (no async iterator: fewer promises and
- * microtask hops per record): `onChunk` per chunk record, resolving on the final record. The tail after
- * it is drained in the background (the connection's reuse); a broken tail only costs the connection.
- */
-function readForwardStream(
-  id: string,
-  body: NodeJS.ReadableStream & { destroy(err?: Error): void },
-  onChunk: (text: string) => void,
-): Promise<ReplyMsg> {
-  return new Promise<ReplyMsg>((resolve, reject) => {
-    let buf = "";
-    let settled = false;
-    const fail = (err: unknown) => {
-      if (settled) return;
-      settled = true;
-      reject(err);
-    };
-    // A decoder, not Buffer#toString per chunk: a multi-byte character may straddle two chunks
-    // (undici's body stream ignores setEncoding).
-    const utf8 = new StringDecoder("utf8");
-    body.on("data", (piece: Buffer) => {
-      if (settled) return; // the answer is in: discard the tail
-      try {
-        buf += utf8.write(piece);
-        if (buf.length > MAX_LINE) throw new TransportError("protocol", `peer ${id}: stream record too long`);
-        let nl = buf.indexOf("\n");
-        while (nl >= 0) {
-          const rec = parseRecord(id, buf.slice(0, nl));
-          buf = buf.slice(nl + 1);
-          if (rec.t === "msg") {
-            settled = true;
-            resolve(rec.msg as ReplyMsg);
-            return;
-          }
-          onChunk(rec.text);
-          nl = buf.indexOf("\n");
-        }
-      } catch (err) {
-        fail(err);
-        body.destroy();
-      }
-    });
-    body.on("error", fail);
-    body.on("end", () =>
-      fail(new TransportError("cut-off", `peer ${id}: answer stream ended before its final record`)),
-    );
-  });
-}
-
-function parseRecord(id: string, line: string) {
-  let json: unknown;
-  try {
-    json = JSON.parse(line);
-  } catch {
-    throw new TransportError("protocol", `peer ${id}: malformed stream record`);
-  }
-  const r = streamRecordSchema.safeParse(json);
-  if (!r.success) throw new TransportError("protocol", `peer ${id}: invalid stream record`);
-  return r.data;
-}
-
-async function readBounded(body: AsyncIterable<unknown> & { destroy(): void }, max: number): Promise<string> {
-  let out = "";
-  for await (const c of body) {
-    out += (c as Buffer).toString("utf8");
-    if (out.length > max) {
-      body.destroy();
-      break;
-    }
-  }
-  return out.slice(0, max);
 }

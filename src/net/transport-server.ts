@@ -9,13 +9,13 @@ import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
 import {
-  messageWireSchema,
-  parseClock,
-  parseCount,
-  parseEcho,
+  FORWARD_PATH,
+  MESSAGE_PATH,
+  messageFromWire,
   parseForward,
-  parseHolds,
-  replyToWire,
+  SNAPSHOT_PATH,
+  snapshotFromWire,
+  streamLine,
 } from "./transport-wire.js";
 
 export interface PeerServerOptions {
@@ -108,34 +108,25 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
 
   app.get("/peer/hello", async () => handlers.hello());
 
-  app.post(
-    "/peer/snapshot",
-    { bodyLimit: opts.maxSnapshotBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES },
-    async (req, reply) => {
-      const bytes = bodyBytes(req);
-      try {
-        handlers.onSnapshot(req.peerId!, bytes, {
-          holds: parseHolds(req.headers["x-prefixmesh-holds"]),
-          blocks: parseCount(req.headers["x-prefixmesh-blocks"]),
-          at: parseClock(req.headers["x-prefixmesh-at"]),
-          echo: parseEcho(req.headers["x-prefixmesh-echo"]),
-        });
-      } catch (err) {
-        return reply.status(400).send({ error: `bad snapshot: ${(err as Error).message}` });
-      }
-      return reply.status(204).send();
-    },
-  );
-
-  app.post("/peer/message", async (req, reply) => {
-    const parsed = messageWireSchema.safeParse(parseJson(bodyBytes(req)));
-    if (!parsed.success)
-      return reply.status(400).send({ error: `bad message: ${parsed.error.issues[0]?.message}` });
-    handlers.onMessage(req.peerId!, parsed.data);
+  const maxSnapshotBytes = opts.maxSnapshotBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES;
+  // Decoded here, within the body limit: a snapshot that does not decode is a 400 before the node sees it.
+  app.post(SNAPSHOT_PATH, { bodyLimit: maxSnapshotBytes }, async (req, reply) => {
+    const bytes = bodyBytes(req);
+    const decoded = snapshotFromWire(bytes, req.headers, maxSnapshotBytes);
+    if (!decoded.ok) return reply.status(400).send({ error: decoded.error });
+    handlers.onMessage(req.peerId!, decoded.msg, bytes.byteLength);
     return reply.status(204).send();
   });
 
-  app.post("/peer/forward", { bodyLimit: maxForwardBytes }, async (req, reply) => {
+  app.post(MESSAGE_PATH, async (req, reply) => {
+    const bytes = bodyBytes(req);
+    const decoded = messageFromWire(parseJson(bytes));
+    if (!decoded.ok) return reply.status(400).send({ error: decoded.error });
+    handlers.onMessage(req.peerId!, decoded.msg, bytes.byteLength);
+    return reply.status(204).send();
+  });
+
+  app.post(FORWARD_PATH, { bodyLimit: maxForwardBytes }, async (req, reply) => {
     const parsed = parseForward(parseJson(bodyBytes(req)));
     if (!parsed.ok) return reply.status(400).send({ error: parsed.error });
     const msg = parsed.msg;
@@ -155,8 +146,8 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       ack: () => {
         if (!raw.destroyed && !raw.headersSent) raw.flushHeaders();
       },
-      chunk: (text) => put(`${JSON.stringify({ t: "chunk", text })}\n`, false),
-      final: (m) => put(`${JSON.stringify({ t: "msg", msg: replyToWire(m) })}\n`, true),
+      chunk: (text) => put(streamLine.chunk(text), false),
+      final: (m) => put(streamLine.final(m), true),
       gone: () => raw.destroyed,
     });
     handlers.onForward(req.peerId!, msg, stream);

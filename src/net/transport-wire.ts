@@ -1,20 +1,197 @@
 /**
- * Wire formats of the peer transport (JSON parts; snapshots travel as the core codec's binary bytes).
- * Everything a peer sends is validated here with bounded sizes before it reaches the node.
+ * The wire form of every `PeerMessage` (src/core/node/types.ts), both ways: the one place that maps
+ * the core's messages to bodies, headers and records and back. The carriers (transport-client.ts and
+ * transport-server.ts over HTTP, channel-client.ts and channel-server.ts over the forward channel) move
+ * what this module makes and hand back what it decodes; they never build or read a message's fields.
+ * Everything a peer sends is validated first (wire-schemas.ts; the core codec for snapshots).
+ *
+ *   kind            HTTP                                          forward channel
+ *   snapshot        POST /peer/snapshot: the core codec's bytes;  —
+ *                   holds, blocks, at, echo as x-prefixmesh-*
+ *                   headers (snapshotHeaders)
+ *   forward         POST /peer/forward: JSON, tokens base64       binary frame (encodeForwardFrame)
+ *   forward-ack     the forward's 200 response headers            {"t":"ack","k":K}
+ *   result, error   the forward's final NDJSON record; without    {"t":"msg","k":K,"msg":…}
+ *                   an open stream, POST /peer/message (JSON)
+ *   cancel, goodbye POST /peer/message (JSON)                     —
  *
  * Forward stream (response of POST /peer/forward), NDJSON, one record per line:
  *   {"t":"chunk","text":"…"}*  then exactly one  {"t":"msg","msg":<result|error message>}
  * A stream that ends without the final record was cut off and is an error, never a short answer.
+ *
+ * Forward channel (a WebSocket on the peer port, GET /peer/channel): many forwards multiplexed on one
+ * connection, each named by a stream number `k` the origin picks. Origin → peer, a binary frame:
+ *   {"t":"fwd","k":K,"f":<forward, as POST /peer/forward's body without tokens>} + raw tokens
+ *   (see encodeForwardFrame)
+ * Peer → origin: the forward stream's records with its `k`, or a refusal of a malformed forward,
+ *   {"t":"ack","k":K}?  {"t":"chunk","k":K,"text":"…"}*  then  {"t":"msg","k":K,"msg":…}
+ *   | {"t":"rej","k":K,"error":"…"}
+ * (`ack`: the peer accepted the forward; left out when a chunk or the answer leaves first.)
+ * as a JSON array per frame: the records one event-loop turn produced (typically a forward's last
+ * chunk and its final message) leave in one frame and one write, waking the origin once.
+ * A channel that closes with streams open has cut them off: an error for each, never a short answer.
  */
-import { z } from "zod";
+import type { IncomingHttpHeaders } from "node:http";
+import type { z } from "zod";
 import type { EngineRequest, EngineResult } from "../core/engine.js";
 import type { HeldVersion, PeerMessage, SnapshotEcho } from "../core/node/types.js";
-import { clusterIdSchema, nodeIdSchema } from "./node-id.js";
+import type { Snapshot } from "../core/snapshot.js";
+import { decodeSnapshot } from "../core/snapshot-codec.js";
+import {
+  channelForwardHead,
+  channelForwardSchema,
+  type forwardMetaSchema,
+  forwardWireSchema,
+  MAX_PROMPT_TOKENS,
+  messageWireSchema,
+} from "./wire-schemas.js";
 
-const MAX_PROMPT_TOKENS = 1 << 20;
-const MAX_TEXT = 8 * 1024 * 1024;
+export type ForwardMsg = Extract<PeerMessage, { type: "forward" }>;
+export type ForwardAckMsg = Extract<PeerMessage, { type: "forward-ack" }>;
+export type ReplyMsg = Extract<PeerMessage, { type: "result" | "error" }>;
+export type CancelMsg = Extract<PeerMessage, { type: "cancel" }>;
+export type SnapshotMsg = Extract<PeerMessage, { type: "snapshot" }>;
+/** The messages that travel on a request of their own (a forward streams its answer instead). */
+export type LoneMessage = SnapshotMsg | ReplyMsg | CancelMsg | Extract<PeerMessage, { type: "goodbye" }>;
 
-/** Tokens travel as base64 of little-endian uint32: ~4x smaller and far faster to parse than a JSON array. */
+export const PROTOCOL_VERSION = 1;
+export const SNAPSHOT_PATH = "/peer/snapshot";
+export const MESSAGE_PATH = "/peer/message";
+export const FORWARD_PATH = "/peer/forward";
+export const CHANNEL_PATH = "/peer/channel";
+/**
+ * A peer's refusal of a forward that came without the prompt text while its engine needs it (it
+ * restarted with another engine since its hello said otherwise): the origin sends the text from then
+ * on and re-sends this forward at once.
+ */
+export const PROMPT_TEXT_NEEDED = "prompt text needed: this node's engine does not run from tokens alone";
+
+// ---------------------------------------------------------------- messages on their own
+
+/** A lone message as one HTTP request: where it goes, its body and its headers. */
+export interface WireRequest {
+  path: string;
+  body: Uint8Array;
+  headers: Record<string, string>;
+}
+
+/** `m` as its request; `snapshotBytes` gives a snapshot's codec bytes (the caller encodes each once). */
+export function loneMessageToWire(m: LoneMessage, snapshotBytes: (s: Snapshot) => Uint8Array): WireRequest {
+  if (m.type === "snapshot") {
+    return { path: SNAPSHOT_PATH, body: snapshotBytes(m.snapshot), headers: snapshotHeaders(m) };
+  }
+  const wire = m.type === "result" || m.type === "error" ? replyToWire(m) : m;
+  return {
+    path: MESSAGE_PATH,
+    body: Buffer.from(JSON.stringify(wire)),
+    headers: { "content-type": "application/json" },
+  };
+}
+
+export type Decoded<T> = { ok: true; msg: T } | { ok: false; error: string };
+
+/** The body of POST /peer/message (parsed JSON) as its message, validated; or why it was refused. */
+export function messageFromWire(json: unknown): Decoded<Exclude<LoneMessage, SnapshotMsg>> {
+  const parsed = messageWireSchema.safeParse(json);
+  if (!parsed.success) return { ok: false, error: `bad message: ${parsed.error.issues[0]?.message}` };
+  return { ok: true, msg: parsed.data };
+}
+
+/** The headers beside a snapshot's bytes: the ack, the sender's block count, the RTT clock and echo. */
+export function snapshotHeaders(m: SnapshotMsg): Record<string, string> {
+  const h = formatHolds(m.holds);
+  const echo = formatEcho(m.echo);
+  return {
+    "content-type": "application/octet-stream",
+    ...(h ? { "x-prefixmesh-holds": h } : {}),
+    ...(m.blocks !== undefined ? { "x-prefixmesh-blocks": String(m.blocks) } : {}),
+    ...(m.at !== undefined ? { "x-prefixmesh-at": formatClock(m.at) } : {}),
+    ...(echo ? { "x-prefixmesh-echo": echo } : {}),
+  };
+}
+
+/**
+ * A snapshot as it came off the wire: its bytes decoded by the core codec (within `maxBytes`) and its
+ * headers read; a malformed header is left out (the node treats the field as absent), a body that
+ * does not decode refuses the whole message.
+ */
+export function snapshotFromWire(
+  bytes: Uint8Array,
+  headers: IncomingHttpHeaders,
+  maxBytes: number,
+): Decoded<SnapshotMsg> {
+  let snapshot: Snapshot;
+  try {
+    snapshot = decodeSnapshot(bytes, { maxBytes });
+  } catch (err) {
+    return { ok: false, error: `bad snapshot: ${(err as Error).message}` };
+  }
+  const msg: SnapshotMsg = { type: "snapshot", snapshot };
+  const holds = parseHolds(headers["x-prefixmesh-holds"]);
+  const blocks = parseCount(headers["x-prefixmesh-blocks"]);
+  const at = parseClock(headers["x-prefixmesh-at"]);
+  const echo = parseEcho(headers["x-prefixmesh-echo"]);
+  if (holds) msg.holds = holds;
+  if (blocks !== undefined) msg.blocks = blocks;
+  if (at !== undefined) msg.at = at;
+  if (echo) msg.echo = echo;
+  return { ok: true, msg };
+}
+
+/** `x-prefixmesh-holds: <epoch>:<version>` — the ack piggybacked on a snapshot. */
+export function formatHolds(h: HeldVersion | undefined): string | undefined {
+  return h ? `${h.epoch}:${h.version}` : undefined;
+}
+
+export function parseHolds(v: string | string[] | undefined): HeldVersion | undefined {
+  if (typeof v !== "string" || v.length > 64) return undefined;
+  const m = /^(\d{1,16}):(\d{1,16})$/.exec(v);
+  if (!m) return undefined;
+  const epoch = Number(m[1]);
+  const version = Number(m[2]);
+  return Number.isSafeInteger(epoch) && Number.isSafeInteger(version) ? { epoch, version } : undefined;
+}
+
+/** A clock reading in ms (`x-prefixmesh-at`): finite, non-negative, short; else undefined. */
+export function parseClock(v: string | string[] | undefined): number | undefined {
+  if (typeof v !== "string" || !/^\d{1,16}(\.\d{1,6})?$/.test(v)) return undefined;
+  return Number(v);
+}
+
+/**
+ * `x-prefixmesh-echo: <t>:<heldMs>` — the receiver's last `at` sent back with how long it was held, so
+ * the receiver measures a round trip on its own clock (no clock sync needed).
+ */
+export function formatEcho(e: SnapshotEcho | undefined): string | undefined {
+  return e ? `${formatClock(e.t)}:${formatClock(e.heldMs)}` : undefined;
+}
+
+/** Fixed-point with µs resolution: never exponent notation, never more digits than `parseClock` takes. */
+export function formatClock(ms: number): string {
+  return ms.toFixed(3);
+}
+
+export function parseEcho(v: string | string[] | undefined): SnapshotEcho | undefined {
+  if (typeof v !== "string" || v.length > 48) return undefined;
+  const [t, heldMs, extra] = v.split(":");
+  if (extra !== undefined) return undefined;
+  const pt = parseClock(t);
+  const ph = parseClock(heldMs);
+  return pt !== undefined && ph !== undefined ? { t: pt, heldMs: ph } : undefined;
+}
+
+/** A small non-negative integer header (e.g. `x-prefixmesh-blocks`), or undefined if absent/invalid. */
+export function parseCount(v: string | string[] | undefined): number | undefined {
+  if (typeof v !== "string" || !/^\d{1,15}$/.test(v)) return undefined;
+  return Number(v);
+}
+
+// ---------------------------------------------------------------- forwards
+
+/**
+ * Tokens travel as base64 of little-endian uint32: smaller than a JSON array of numbers, and decoded
+ * natively rather than parsed number by number (BENCHMARKS.md, "Forward frame sizes").
+ */
 function encodeTokens(t: Uint32Array): string {
   const le = new Uint32Array(t); // copy: own buffer, aligned
   return Buffer.from(le.buffer, le.byteOffset, le.byteLength).toString("base64");
@@ -28,101 +205,11 @@ function decodeTokens(b64: string): Uint32Array {
   return out;
 }
 
-const tokensB64 = z
-  .string()
-  .max(Math.ceil((MAX_PROMPT_TOKENS * 4) / 3) + 4)
-  .regex(/^[A-Za-z0-9+/]*={0,2}$/, "tokens must be base64");
-
-const engineRequestWire = z.object({
-  id: z.string().min(1).max(256),
-  tokens: tokensB64,
-  prompt: z.string().max(MAX_TEXT).optional(),
-  maxTokens: z.number().int().min(1).max(1_000_000),
-  temperature: z.number().min(0).max(2).optional(),
-  topP: z.number().gt(0).max(1).optional(),
-  seed: z.number().int().optional(),
-  stop: z.array(z.string().max(256)).max(16).optional(),
-});
-
-const engineResultWire = z.object({
-  text: z.string().max(MAX_TEXT),
-  completionTokens: z.number().int().min(0),
-  promptTokens: z.number().int().min(0),
-  cachedTokens: z.number().int().min(0),
-  prefillMs: z.number().min(0),
-  decodeMs: z.number().min(0),
-  finishReason: z.enum(["stop", "length"]),
-});
-
-const reqRef = { reqId: z.string().min(1).max(256), attempt: z.number().int().min(0).max(1_000_000) };
-
-export const forwardWireSchema = z.object({
-  ...reqRef,
-  hops: z.number().int().min(0).max(64),
-  request: engineRequestWire,
-  /** The origin's time budget for this attempt (optional: older peers send none). */
-  deadlineMs: z.number().min(0).max(3_600_000).optional(),
-});
-/** A forward on the channel: the same fields, its tokens travelling as raw bytes beside them. */
-const forwardMetaSchema = forwardWireSchema.extend({ request: engineRequestWire.omit({ tokens: true }) });
-
-const resultWire = z.object({
-  type: z.literal("result"),
-  ...reqRef,
-  result: engineResultWire,
-  timing: z.object({
-    servedBy: z.string().min(1).max(64),
-    queueMs: z.number().min(0),
-    prefillMs: z.number().min(0),
-    decodeMs: z.number().min(0),
-  }),
-});
-const errorWire = z.object({
-  type: z.literal("error"),
-  ...reqRef,
-  error: z.string().max(4096),
-  retryable: z.boolean(),
-});
-/**
- * Messages sent on their own (POST /peer/message): replies without an open stream, goodbye, and the
- * origin's cancel of a forward it moved on from (older peers answer it 400; it is best effort).
- */
-export const messageWireSchema = z.discriminatedUnion("type", [
-  resultWire,
-  errorWire,
-  z.object({ type: z.literal("goodbye") }),
-  z.object({ type: z.literal("cancel"), ...reqRef }),
-]);
-
-const chunkRecord = z.object({ t: z.literal("chunk"), text: z.string().max(MAX_TEXT) });
-const finalRecord = z.object({
-  t: z.literal("msg"),
-  msg: z.discriminatedUnion("type", [resultWire, errorWire]),
-});
-export const streamRecordSchema = z.discriminatedUnion("t", [chunkRecord, finalRecord]);
-
-/**
- * Forward channel (a WebSocket on the peer port, GET /peer/channel): many forwards multiplexed on one
- * connection, each named by a stream number `k` the origin picks. Origin → peer, a binary frame:
- *   {"t":"fwd","k":K,"f":<forward, as POST /peer/forward's body without tokens>} + raw tokens
- *   (see encodeForwardFrame)
- * Peer → origin: the forward stream's records with its `k`, or a refusal of a malformed forward,
- *   {"t":"ack","k":K}?  {"t":"chunk","k":K,"text":"…"}*  then  {"t":"msg","k":K,"msg":…}
- *   | {"t":"rej","k":K,"error":"…"}
- * (`ack`: the peer accepted the forward; left out when a chunk or the answer leaves first.)
- * as a JSON array per frame: the records one event-loop turn produced (typically a forward's last
- * chunk and its final message) leave in one frame and one write, waking the origin once.
- * A channel that closes with streams open has cut them off: an error for each, never a short answer.
- */
-export const CHANNEL_PATH = "/peer/channel";
-const streamNo = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-const channelForwardHead = z.object({ t: z.literal("fwd"), k: streamNo });
-const channelForwardSchema = channelForwardHead.extend({ f: forwardMetaSchema });
-
 /**
  * A forward as a binary channel frame: [u32 BE n][n bytes of JSON {"t":"fwd","k":K,"f":<forward
  * without request.tokens>}][the tokens as little-endian u32]. Raw tokens, not base64 in the JSON: a
- * 540-token prompt is 2.2 KB instead of 2.9 KB that both ends would encode, scan, validate and decode.
+ * smaller frame, and no text that both ends would encode, scan, validate and decode (BENCHMARKS.md,
+ * "Forward frame sizes").
  * `withPrompt` false leaves the prompt text out (a peer whose engine runs from tokens alone).
  */
 export function encodeForwardFrame(k: number, m: ForwardMsg, withPrompt = true): Buffer {
@@ -166,40 +253,6 @@ export function decodeForwardFrame(frame: Buffer): ForwardFrame {
   Buffer.from(tokens.buffer).set(frame.subarray(4 + n));
   return { ok: true, k: parsed.data.k, msg: forwardMsg(parsed.data.f, tokens) };
 }
-export const channelRecordSchema = z.discriminatedUnion("t", [
-  chunkRecord.extend({ k: streamNo }),
-  finalRecord.extend({ k: streamNo }),
-  z.object({ t: z.literal("rej"), k: streamNo, error: z.string().max(4096) }),
-  z.object({ t: z.literal("ack"), k: streamNo }),
-]);
-export const MAX_RECORDS_PER_FRAME = 4096;
-export const channelFrameSchema = z.array(channelRecordSchema).min(1).max(MAX_RECORDS_PER_FRAME);
-
-/**
- * What a node answers on `GET /peer/hello`: who it is, which cluster and model it serves, which
- * protocol it speaks. Unknown fields are ignored (newer peers may add some); `checkPeerHello` decides
- * whether the answer makes its sender a peer.
- */
-export const helloSchema = z.object({
-  id: nodeIdSchema,
-  cluster: clusterIdSchema,
-  model: z.string().min(1).max(256),
-  protocol: z.number().int().min(0).max(1_000_000),
-  /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
-  promptText: z.boolean().optional(),
-});
-export type PeerHello = z.infer<typeof helloSchema>;
-/**
- * A peer's refusal of a forward that came without the prompt text while its engine needs it (it
- * restarted with another engine since its hello said otherwise): the origin sends the text from then
- * on and re-sends this forward at once.
- */
-export const PROMPT_TEXT_NEEDED = "prompt text needed: this node's engine does not run from tokens alone";
-export const PROTOCOL_VERSION = 1;
-
-export type ForwardMsg = Extract<PeerMessage, { type: "forward" }>;
-export type ReplyMsg = Extract<PeerMessage, { type: "result" | "error" }>;
-export type CancelMsg = Extract<PeerMessage, { type: "cancel" }>;
 
 /**
  * An engine request's fields but its tokens, written out: this runs once per forward at each end, and
@@ -234,6 +287,7 @@ function forwardFields(m: ForwardMsg, withPrompt: boolean, tokens?: string) {
   };
 }
 
+/** The body of POST /peer/forward. */
 export function forwardToWire(m: ForwardMsg, withPrompt = true) {
   return forwardFields(m, withPrompt, encodeTokens(m.request.tokens));
 }
@@ -260,7 +314,7 @@ function forwardMsg(f: z.infer<typeof forwardMetaSchema>, tokens: Uint32Array): 
 }
 
 /** A forward as it came off the wire (parsed JSON), validated and decoded; or why it was refused. */
-export function parseForward(json: unknown): { ok: true; msg: ForwardMsg } | { ok: false; error: string } {
+export function parseForward(json: unknown): Decoded<ForwardMsg> {
   const parsed = forwardWireSchema.safeParse(json);
   if (!parsed.success) return { ok: false, error: `bad forward: ${parsed.error.issues[0]?.message}` };
   try {
@@ -269,6 +323,16 @@ export function parseForward(json: unknown): { ok: true; msg: ForwardMsg } | { o
     return { ok: false, error: `bad forward: ${(err as Error).message}` };
   }
 }
+
+/**
+ * The `forward-ack` a carrier's own ack stands for (the forward's HTTP response headers, or the
+ * channel's `ack` record or first chunk): it carries no ETA.
+ */
+export function carrierAck(f: ForwardMsg): ForwardAckMsg {
+  return { type: "forward-ack", reqId: f.reqId, attempt: f.attempt };
+}
+
+// ---------------------------------------------------------------- answers
 
 /** Strips engine-local fields (cachedSequences) from a reply before it crosses the network. */
 export function replyToWire(m: ReplyMsg): ReplyMsg {
@@ -291,61 +355,17 @@ export function replyToWire(m: ReplyMsg): ReplyMsg {
   };
 }
 
-/** `x-prefixmesh-holds: <epoch>:<version>` — the ack piggybacked on a snapshot. */
-export function formatHolds(h: HeldVersion | undefined): string | undefined {
-  return h ? `${h.epoch}:${h.version}` : undefined;
-}
+/** The answer stream's records over HTTP: one NDJSON line each. */
+export const streamLine = {
+  chunk: (text: string) => `${JSON.stringify({ t: "chunk", text })}\n`,
+  final: (m: ReplyMsg) => `${JSON.stringify({ t: "msg", msg: replyToWire(m) })}\n`,
+};
 
-export function parseHolds(v: string | string[] | undefined): HeldVersion | undefined {
-  if (typeof v !== "string" || v.length > 64) return undefined;
-  const m = /^(\d{1,16}):(\d{1,16})$/.exec(v);
-  if (!m) return undefined;
-  const epoch = Number(m[1]);
-  const version = Number(m[2]);
-  return Number.isSafeInteger(epoch) && Number.isSafeInteger(version) ? { epoch, version } : undefined;
-}
-
-/**
- * What travels beside a snapshot's bytes (headers): the ack, the sender's block count, and the clock
- * stamp + echo from which each side measures its round trip to the other.
- */
-export interface SnapshotMeta {
-  holds?: HeldVersion | undefined;
-  blocks?: number | undefined;
-  at?: number | undefined;
-  echo?: SnapshotEcho | undefined;
-}
-
-/** A clock reading in ms (`x-prefixmesh-at`): finite, non-negative, short; else undefined. */
-export function parseClock(v: string | string[] | undefined): number | undefined {
-  if (typeof v !== "string" || !/^\d{1,16}(\.\d{1,6})?$/.test(v)) return undefined;
-  return Number(v);
-}
-
-/**
- * `x-prefixmesh-echo: <t>:<heldMs>` — the receiver's last `at` sent back with how long it was held, so
- * the receiver measures a round trip on its own clock (no clock sync needed).
- */
-export function formatEcho(e: SnapshotEcho | undefined): string | undefined {
-  return e ? `${formatClock(e.t)}:${formatClock(e.heldMs)}` : undefined;
-}
-
-/** Fixed-point with µs resolution: never exponent notation, never more digits than `parseClock` takes. */
-export function formatClock(ms: number): string {
-  return ms.toFixed(3);
-}
-
-export function parseEcho(v: string | string[] | undefined): SnapshotEcho | undefined {
-  if (typeof v !== "string" || v.length > 48) return undefined;
-  const [t, heldMs, extra] = v.split(":");
-  if (extra !== undefined) return undefined;
-  const pt = parseClock(t);
-  const ph = parseClock(heldMs);
-  return pt !== undefined && ph !== undefined ? { t: pt, heldMs: ph } : undefined;
-}
-
-/** A small non-negative integer header (e.g. `x-prefixmesh-blocks`), or undefined if absent/invalid. */
-export function parseCount(v: string | string[] | undefined): number | undefined {
-  if (typeof v !== "string" || !/^\d{1,15}$/.test(v)) return undefined;
-  return Number(v);
-}
+/** The records of answer stream k on the channel. */
+export const answerRecord = {
+  ack: (k: number) => ({ t: "ack", k }),
+  chunk: (k: number, text: string) => ({ t: "chunk", k, text }),
+  final: (k: number, m: ReplyMsg) => ({ t: "msg", k, msg: replyToWire(m) }),
+  /** The forward in frame k was refused before any node saw it (a malformed forward). */
+  rej: (k: number, error: string) => ({ t: "rej", k, error }),
+};

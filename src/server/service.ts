@@ -45,8 +45,8 @@ export interface ServeEvents {
 
 /**
  * The API's side of one request: the service sets `onGone`, and the API calls it once if the client
- * hangs up before its answer. Not an AbortSignal: an EventTarget and a listener per request cost
- * ≈ 30 µs, a tenth of the router's whole overhead (BENCHMARKS.md, "Router overhead").
+ * hangs up before its answer. Not an AbortSignal: an EventTarget and a listener per request were a
+ * visible share of the router's own overhead (BENCHMARKS.md, "Router overhead").
  */
 export interface ClientLink {
   onGone?: (() => void) | undefined;

@@ -4,7 +4,6 @@
  */
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import type { IncomingMessage } from "../../src/net/peer-handlers.js";
 import { insecureAuth } from "../../src/net/transport-auth.js";
 import { PeerClient } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
@@ -12,9 +11,9 @@ import {
   type ForwardMsg,
   forwardFromWire,
   forwardToWire,
-  forwardWireSchema,
-  messageWireSchema,
+  type LoneMessage,
 } from "../../src/net/transport-wire.js";
+import { forwardWireSchema, messageWireSchema } from "../../src/net/wire-schemas.js";
 
 const fwd = (deadlineMs?: number): ForwardMsg => ({
   type: "forward",
@@ -63,13 +62,12 @@ describe("cancel + deadline wire format", () => {
     });
 
     it("delivers a cancel to the node's message handler", async () => {
-      const got: { from: string; msg: IncomingMessage }[] = [];
+      const got: { from: string; msg: LoneMessage }[] = [];
       server = buildPeerServer({
         auth: insecureAuth("B"),
         handlers: {
           hello: () => ({ id: "B", cluster: "c", model: "m", protocol: 1 }),
           isKnownPeer: () => true,
-          onSnapshot: () => {},
           onForward: () => {},
           onMessage: (from, msg) => got.push({ from, msg }),
         },
@@ -77,7 +75,7 @@ describe("cancel + deadline wire format", () => {
       const url = await server.listen({ host: "127.0.0.1", port: 0 });
       client = new PeerClient({ auth: insecureAuth("A") });
       client.setPeer("B", url);
-      await client.sendMessage("B", { type: "cancel", reqId: "A-1", attempt: 2 });
+      await client.send("B", { type: "cancel", reqId: "A-1", attempt: 2 });
       expect(got).toEqual([{ from: "A", msg: { type: "cancel", reqId: "A-1", attempt: 2 } }]);
     });
   });

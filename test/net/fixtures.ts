@@ -1,5 +1,7 @@
 /** Forward fixtures shared by the transport tests (HTTP per forward, and the forward channel). */
-import type { ForwardMsg, ReplyMsg } from "../../src/net/transport-wire.js";
+import { BLOCK_SIZE } from "../../src/core/block-hash.js";
+import type { PeerAuth } from "../../src/net/transport-auth.js";
+import type { ForwardMsg, ReplyMsg, SnapshotMsg } from "../../src/net/transport-wire.js";
 
 export const SECRET = Buffer.alloc(32, 7);
 
@@ -27,4 +29,33 @@ export const resultFor = (msg: ForwardMsg, text: string, servedBy = "B"): ReplyM
     finishReason: "stop",
   },
   timing: { servedBy, queueMs: 0, prefillMs: 0, decodeMs: 0 },
+});
+
+/** A full snapshot from `sender` holding `keys` (block keys), with `extra` message fields. */
+export const snapshotMsg = (
+  keys: number[],
+  extra: Omit<SnapshotMsg, "type" | "snapshot"> = {},
+  sender = "A",
+): SnapshotMsg => ({
+  type: "snapshot",
+  snapshot: {
+    kind: "full",
+    header: {
+      sender,
+      epoch: 1,
+      version: 1,
+      tokenCount: keys.length * BLOCK_SIZE,
+      capacity: 1024,
+      queueDepth: 0,
+      pushBackMs: 0,
+    },
+    body: { blockSize: BLOCK_SIZE, keys: Float64Array.from(keys) },
+  },
+  ...extra,
+});
+
+/** Headers signing a raw body to `path` as `auth`'s node: what PeerClient sends beside it. */
+export const signed = (auth: PeerAuth, path: string, body: Uint8Array, contentType: string) => ({
+  "content-type": contentType,
+  ...auth.sign("POST", path, body),
 });

@@ -27,7 +27,6 @@ async function peer(auth: PeerAuth, onForward?: PeerServerHandlers["onForward"])
   const handlers: PeerServerHandlers = {
     hello: () => ({ id: "B", cluster: "c1", model: "m", protocol: 1 }),
     isKnownPeer: (id) => id !== "stranger",
-    onSnapshot() {},
     onMessage() {},
     onForward:
       onForward ??

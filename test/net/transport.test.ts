@@ -5,32 +5,37 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { encodeSnapshot } from "../../src/core/snapshot-codec.js";
 import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import { loadTlsMaterial } from "../../src/net/auth/tls.js";
-import type { IncomingMessage, PeerServerHandlers } from "../../src/net/peer-handlers.js";
+import type { PeerServerHandlers } from "../../src/net/peer-handlers.js";
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { type ForwardTransport, PeerClient, TransportError } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
-import { type ForwardMsg, PROMPT_TEXT_NEEDED } from "../../src/net/transport-wire.js";
-import { fwd, resultFor, SECRET } from "./fixtures.js";
+import {
+  type ForwardMsg,
+  type LoneMessage,
+  PROMPT_TEXT_NEEDED,
+  type SnapshotMsg,
+} from "../../src/net/transport-wire.js";
+import { fwd, resultFor, SECRET, signed, snapshotMsg } from "./fixtures.js";
 
 /** Fake node handlers recording what the transport delivered; forwards answer "ok" in two chunks. */
 function fakeHandlers(selfId: string) {
   const log = {
-    snapshots: [] as { from: string; bytes: number[]; holds: unknown }[],
-    messages: [] as { from: string; msg: IncomingMessage }[],
+    snapshots: [] as { from: string; msg: SnapshotMsg; wireBytes: number }[],
+    messages: [] as { from: string; msg: LoneMessage }[],
     forwards: [] as ForwardMsg[],
     rejected: [] as string[],
   };
   const handlers: PeerServerHandlers = {
     hello: () => ({ id: selfId, cluster: "c1", model: "m", protocol: 1 }),
     isKnownPeer: (id) => id !== "stranger",
-    onSnapshot(from, bytes, meta) {
-      if (bytes[0] === 0xff) throw new Error("undecodable");
-      log.snapshots.push({ from, bytes: [...bytes], holds: meta.holds });
+    onMessage(from, msg, wireBytes) {
+      if (msg.type === "snapshot") log.snapshots.push({ from, msg, wireBytes });
+      else log.messages.push({ from, msg });
     },
-    onMessage: (from, msg) => log.messages.push({ from, msg }),
     onForward(_from, msg, reply) {
       log.forwards.push(msg);
       reply.chunk("o");
@@ -113,11 +118,81 @@ describe("peer transport (HMAC shared secret)", () => {
     const { url, log } = await start(hmacAuth("B", SECRET));
     const c = client(hmacAuth("A", SECRET));
     c.setPeer("B", url);
-    await c.sendSnapshot("B", Uint8Array.from([1, 2, 3]), { holds: { epoch: 5, version: 9 }, blocks: 3 });
-    await c.sendMessage("B", { type: "goodbye" });
-    expect(log.snapshots).toEqual([{ from: "A", bytes: [1, 2, 3], holds: { epoch: 5, version: 9 } }]);
+    const sent = snapshotMsg([1, 2, 3], { holds: { epoch: 5, version: 9 }, blocks: 3 });
+    const bytes = await c.send("B", sent);
+    await c.send("B", { type: "goodbye" });
+    expect(log.snapshots).toEqual([{ from: "A", msg: sent, wireBytes: bytes }]);
     expect(log.messages).toEqual([{ from: "A", msg: { type: "goodbye" } }]);
-    await expect(c.sendSnapshot("B", Uint8Array.from([0xff]))).rejects.toMatchObject({ status: 400 });
+    // Bytes that do not decode as a snapshot: refused before the node sees them.
+    const bad = Uint8Array.from([0xff]);
+    const res = await fetch(`${url}/peer/snapshot`, {
+      method: "POST",
+      headers: signed(hmacAuth("A", SECRET), "/peer/snapshot", bad, "application/octet-stream"),
+      body: bad,
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toMatch(/^bad snapshot: /);
+    expect(log.snapshots).toHaveLength(1);
+  });
+
+  it("encodes a snapshot object once, however many peers it goes to", async () => {
+    const { url, log } = await start(hmacAuth("B", SECRET));
+    const c = client(hmacAuth("A", SECRET));
+    // Two peer ids at one server: the sender is A either way.
+    c.setPeer("B", url);
+    c.setPeer("C", url);
+    // Only encoding reads a snapshot's header: count each object's reads.
+    const counted = () => {
+      const msg = snapshotMsg([1, 2, 3], { holds: { epoch: 5, version: 9 } });
+      const { header } = msg.snapshot;
+      const reads = { n: 0 };
+      Object.defineProperty(msg.snapshot, "header", {
+        enumerable: true,
+        get: () => {
+          reads.n++;
+          return header;
+        },
+      });
+      return { msg, reads };
+    };
+    const round1 = counted();
+    await c.send("B", round1.msg);
+    const once = round1.reads.n;
+    expect(once).toBeGreaterThan(0);
+    await c.send("C", round1.msg);
+    expect(round1.reads.n).toBe(once);
+    // The next round's snapshot, equal but another object, is encoded afresh.
+    const round2 = counted();
+    await c.send("B", round2.msg);
+    expect(round2.reads.n).toBe(once);
+    expect(log.snapshots.map((x) => x.msg)).toEqual([round1.msg, round1.msg, round2.msg]);
+  });
+
+  it("carries all four snapshot headers, and leaves a malformed one out", async () => {
+    const { url, log } = await start(hmacAuth("B", SECRET));
+    const c = client(hmacAuth("A", SECRET));
+    c.setPeer("B", url);
+    const sent = snapshotMsg([4], {
+      holds: { epoch: 1, version: 2 },
+      blocks: 7,
+      at: 1795976827696.25,
+      echo: { t: 12.5, heldMs: 0.75 },
+    });
+    await c.send("B", sent);
+    expect(log.snapshots[0]?.msg).toEqual(sent);
+    // The same snapshot again, by hand, with a holds header that is not `epoch:version`.
+    const body = Buffer.from(encodeSnapshot(sent.snapshot));
+    expect(log.snapshots[0]?.wireBytes).toBe(body.byteLength);
+    const res = await fetch(`${url}/peer/snapshot`, {
+      method: "POST",
+      headers: {
+        ...signed(hmacAuth("A", SECRET), "/peer/snapshot", body, "application/octet-stream"),
+        "x-prefixmesh-holds": "not:a:version",
+      },
+      body,
+    });
+    expect(res.status).toBe(204);
+    expect(log.snapshots[1]?.msg).toEqual({ type: "snapshot", snapshot: sent.snapshot });
   });
 
   it("refuses unauthenticated or wrongly signed snapshots with 401 before they reach the node", async () => {
@@ -130,7 +205,7 @@ describe("peer transport (HMAC shared secret)", () => {
     expect(unsigned.status).toBe(401);
     const wrong = client(hmacAuth("A", Buffer.alloc(32, 9)));
     wrong.setPeer("B", url);
-    await expect(wrong.sendSnapshot("B", Uint8Array.from([1]))).rejects.toMatchObject({ status: 401 });
+    await expect(wrong.send("B", snapshotMsg([1]))).rejects.toMatchObject({ status: 401 });
     const stranger = client(hmacAuth("stranger", SECRET), {}, "http");
     stranger.setPeer("B", url);
     await expect(stranger.forward("B", fwd("s-1"), () => {})).rejects.toMatchObject({
@@ -147,7 +222,8 @@ describe("peer transport (HMAC shared secret)", () => {
     const { url, log } = await start(hmacAuth("B", SECRET), "B", 1024);
     const c = client(hmacAuth("A", SECRET));
     c.setPeer("B", url);
-    await expect(c.sendSnapshot("B", new Uint8Array(4096))).rejects.toMatchObject({ status: 413 });
+    const big = snapshotMsg(Array.from({ length: 700 }, (_, i) => i + 1));
+    await expect(c.send("B", big)).rejects.toMatchObject({ status: 413 });
     expect(log.snapshots).toHaveLength(0);
   });
 });
@@ -254,12 +330,12 @@ describe.skipIf(!haveOpenssl)("peer transport (mutual TLS)", () => {
     expect(reply.type).toBe("result");
     expect(wire.httpForwards).toBe(1);
     expect(log.forwards.map((f) => f.reqId)).toEqual(["A-1"]);
-    await c.sendSnapshot("B", Uint8Array.from([7]));
+    await c.send("B", snapshotMsg([7]));
     expect(log.snapshots[0]?.from).toBe("A");
     // Pinned to the wrong id: the client refuses B's certificate.
     const pinned = client(mtlsAuth(a));
     pinned.setPeer("C", url);
-    const err = await pinned.sendSnapshot("C", Uint8Array.from([7])).catch((e) => e);
+    const err = await pinned.send("C", snapshotMsg([7])).catch((e) => e);
     expect(err).toBeInstanceOf(TransportError);
     // No client certificate at all: refused at the handshake.
     const plain = await fetch(`${url}/peer/hello`).catch((e) => e);

@@ -25,6 +25,7 @@ import {
 import { startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings, SettingsError } from "../../src/server/settings.js";
 import { waitFor } from "../e2e/helpers.js";
+import { snapshotMsg } from "../net/fixtures.js";
 
 const haveOpenssl = await opensslAvailable();
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
@@ -254,7 +255,6 @@ describe("PeerClient.probeHello", () => {
       handlers: {
         hello: () => ({ id, cluster: "c1", model: "m", protocol: PROTOCOL_VERSION }),
         isKnownPeer: () => false, // nobody is a member yet: only hello may pass
-        onSnapshot() {},
         onForward() {},
         onMessage() {},
         onAuthRejected: (r) => rejected.push(r),
@@ -275,7 +275,7 @@ describe("PeerClient.probeHello", () => {
     expect(r.hello).toMatchObject({ id: "B", cluster: "c1", model: "m" });
     expect(r.certId).toBeUndefined();
     client.setPeer("B", u);
-    await expect(client.sendSnapshot("B", new Uint8Array([1]))).rejects.toMatchObject({ status: 403 });
+    await expect(client.send("B", snapshotMsg([1]))).rejects.toMatchObject({ status: 403 });
     const wrong = new PeerClient({ auth: hmacAuth("A", Buffer.alloc(32, 4)) });
     await expect(wrong.probeHello(u)).rejects.toMatchObject({ status: 401 });
     expect(rejected).toEqual(["unknown-peer", "bad-signature"]);

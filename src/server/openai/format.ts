@@ -63,7 +63,7 @@ export function serverTiming(t: TimingMs): string {
 
 export function fullResponse(kind: ApiKind, meta: ResponseMeta, o: ServeOutcome, timing: TimingMs) {
   // Object literals with every field written out (no spreads): this runs once per request, and a
-  // spread made it ~10× slower.
+  // spread made it many times slower (BENCHMARKS.md, "Router overhead").
   const finish_reason = o.result.finishReason;
   if (kind === "completion") {
     return {

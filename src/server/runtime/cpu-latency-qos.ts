@@ -2,11 +2,11 @@
  * Linux's PM QoS CPU latency request (/dev/cpu_dma_latency), held while a node runs.
  *
  * Why: a node spends most of its life waiting for a message. When its CPU is idle the kernel halts
- * it, and waking a halted CPU for the next message costs a few µs on bare metal but, on a VM whose
- * host does not poll for it (halt-polling off), a trip through the hypervisor: ≈ 0.1 ms at the median
- * and milliseconds in the tail, paid at every process hand-off (BENCHMARKS.md, "Router overhead").
- * Holding the latency limit at 0 makes idle CPUs poll instead of halting, so a hand-off costs µs —
- * at the price of idle CPUs spinning. This is the kernel's documented interface for that trade (what
+ * it, and waking a halted CPU for the next message is cheap on bare metal but, on a VM whose host
+ * does not poll for it (halt-polling off), a trip through the hypervisor with a long tail, paid at
+ * every process hand-off (BENCHMARKS.md, "Router overhead" has the figures). Holding the latency limit
+ * at 0 makes idle CPUs poll instead of halting, so a hand-off stays cheap — at the price of idle CPUs
+ * spinning. This is the kernel's documented interface for that trade (what
  * tuned's latency-performance profile does); the request lasts while the file stays open, so it ends
  * with the process however it ends.
  */

@@ -21,8 +21,8 @@ import {
   type PeerAddress,
   type Resolver,
 } from "../../net/discovery.js";
-import type { PeerHello } from "../../net/transport-wire.js";
-import type { RuntimeLogger } from "./node-runtime.js";
+import type { PeerHello } from "../../net/wire-schemas.js";
+import type { RuntimeLogger } from "./logger.js";
 
 /** What this module needs from the transport (PeerClient) and the runtime (NodeRuntime). */
 export interface DnsMembershipPorts {

@@ -9,7 +9,6 @@ import type { Engine } from "../../core/engine.js";
 import type { NodeConfig } from "../../core/node/config.js";
 import { PrefixNode } from "../../core/node/node.js";
 import { POLICY_NAMES } from "../../core/node/policies/index.js";
-import { decodeSnapshot, encodeSnapshot } from "../../core/snapshot-codec.js";
 import { loadSecretFile } from "../../net/auth/secret.js";
 import { checkSecurityMode } from "../../net/auth/security-mode.js";
 import { loadTlsMaterial, type TlsMaterial } from "../../net/auth/tls.js";
@@ -36,7 +35,7 @@ import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { daemonNodeConfig } from "./daemon-node-config.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
-import { NodeRuntime, type SnapshotCodec } from "./node-runtime.js";
+import { NodeRuntime } from "./node-runtime.js";
 
 export interface NodeHandle {
   runtime: NodeRuntime;
@@ -67,11 +66,6 @@ const PEER_CONNECTIONS_SPARE = 64;
  * then its origin has long moved on (and a slow answer had time to come).
  */
 export const FORWARD_STREAM_TTL_FACTOR = 4;
-
-/** Decoding limits follow the transport's body limit; anything malformed is a 400 before the node sees it. */
-function snapshotCodec(maxBytes: number): SnapshotCodec {
-  return { encode: encodeSnapshot, decode: (b) => decodeSnapshot(b, { maxBytes }) };
-}
 
 export async function startNode(
   s: NodeSettings,
@@ -108,7 +102,6 @@ export async function startNode(
     cpuLatency?.release();
     throw err;
   }
-  const codec = snapshotCodec(s.maxSnapshotBytes);
   const now = () => performance.timeOrigin + performance.now();
   const node = new PrefixNode(
     daemonNodeConfig(s, {
@@ -142,7 +135,6 @@ export async function startNode(
     node,
     engine,
     client,
-    codec,
     metrics,
     logger,
     clusterId,
@@ -208,11 +200,11 @@ export async function startNode(
       ports: {
         probeHello: (url) => client.probeHello(url),
         hello: (id) => client.hello(id),
-        hasPeer: (id) => runtime.hasPeer(id),
+        hasPeer: (id) => runtime.admin.hasPeer(id),
         isStatic: (id) => staticIds.has(id),
         addPeer: (id, url, hello) => runtime.addPeer(id, url, hello),
-        noteHello: (id, hello) => runtime.notePeerHello(id, hello),
-        movePeer: (id, url) => runtime.movePeer(id, url),
+        noteHello: (id, hello) => runtime.admin.notePeerHello(id, hello),
+        movePeer: (id, url) => runtime.admin.movePeer(id, url),
         removePeer: (id, why) => runtime.removePeer(id, why),
       },
       logger,
@@ -279,11 +271,11 @@ function checkPeers(
             hello,
           );
           if (r.ok) {
-            ctx.runtime.notePeerHello(p.id, r.hello);
+            ctx.runtime.admin.notePeerHello(p.id, r.hello);
             ctx.logger.info({ peer: p.id, promptText: r.hello.promptText !== false }, "peer verified");
           } else {
             ctx.logger.error({ peer: p.id, reason: r.reason }, `peer refused: ${r.message}`);
-            ctx.runtime.refusePeer(p.id, r.message);
+            ctx.runtime.admin.refusePeer(p.id, r.message);
           }
           return;
         } catch {

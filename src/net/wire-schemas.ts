@@ -1,0 +1,115 @@
+/**
+ * What a peer may send, as zod schemas with bounded sizes: everything is validated against these
+ * before it is mapped to a `PeerMessage` (transport-wire.ts) and reaches the node. The record and frame
+ * layouts themselves are described in transport-wire.ts.
+ */
+import { z } from "zod";
+import { clusterIdSchema, nodeIdSchema } from "./node-id.js";
+
+export const MAX_PROMPT_TOKENS = 1 << 20;
+const MAX_TEXT = 8 * 1024 * 1024;
+
+const tokensB64 = z
+  .string()
+  .max(Math.ceil((MAX_PROMPT_TOKENS * 4) / 3) + 4)
+  .regex(/^[A-Za-z0-9+/]*={0,2}$/, "tokens must be base64");
+
+const engineRequestWire = z.object({
+  id: z.string().min(1).max(256),
+  tokens: tokensB64,
+  prompt: z.string().max(MAX_TEXT).optional(),
+  maxTokens: z.number().int().min(1).max(1_000_000),
+  temperature: z.number().min(0).max(2).optional(),
+  topP: z.number().gt(0).max(1).optional(),
+  seed: z.number().int().optional(),
+  stop: z.array(z.string().max(256)).max(16).optional(),
+});
+
+const engineResultWire = z.object({
+  text: z.string().max(MAX_TEXT),
+  completionTokens: z.number().int().min(0),
+  promptTokens: z.number().int().min(0),
+  cachedTokens: z.number().int().min(0),
+  prefillMs: z.number().min(0),
+  decodeMs: z.number().min(0),
+  finishReason: z.enum(["stop", "length"]),
+});
+
+const reqRef = { reqId: z.string().min(1).max(256), attempt: z.number().int().min(0).max(1_000_000) };
+
+export const forwardWireSchema = z.object({
+  ...reqRef,
+  hops: z.number().int().min(0).max(64),
+  request: engineRequestWire,
+  /** The origin's time budget for this attempt (optional: older peers send none). */
+  deadlineMs: z.number().min(0).max(3_600_000).optional(),
+});
+/** A forward on the channel: the same fields, its tokens travelling as raw bytes beside them. */
+export const forwardMetaSchema = forwardWireSchema.extend({
+  request: engineRequestWire.omit({ tokens: true }),
+});
+
+const resultWire = z.object({
+  type: z.literal("result"),
+  ...reqRef,
+  result: engineResultWire,
+  timing: z.object({
+    servedBy: z.string().min(1).max(64),
+    queueMs: z.number().min(0),
+    prefillMs: z.number().min(0),
+    decodeMs: z.number().min(0),
+  }),
+});
+const errorWire = z.object({
+  type: z.literal("error"),
+  ...reqRef,
+  error: z.string().max(4096),
+  retryable: z.boolean(),
+});
+/**
+ * Messages sent on their own (POST /peer/message): replies without an open stream, goodbye, and the
+ * origin's cancel of a forward it moved on from (older peers answer it 400; it is best effort).
+ */
+export const messageWireSchema = z.discriminatedUnion("type", [
+  resultWire,
+  errorWire,
+  z.object({ type: z.literal("goodbye") }),
+  z.object({ type: z.literal("cancel"), ...reqRef }),
+]);
+
+const chunkRecord = z.object({ t: z.literal("chunk"), text: z.string().max(MAX_TEXT) });
+const finalRecord = z.object({
+  t: z.literal("msg"),
+  msg: z.discriminatedUnion("type", [resultWire, errorWire]),
+});
+/** A record of a forward's NDJSON answer stream (HTTP). */
+export const streamRecordSchema = z.discriminatedUnion("t", [chunkRecord, finalRecord]);
+
+const streamNo = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+/** A channel forward frame's envelope: enough to refuse stream k when the forward inside is bad. */
+export const channelForwardHead = z.object({ t: z.literal("fwd"), k: streamNo });
+export const channelForwardSchema = channelForwardHead.extend({ f: forwardMetaSchema });
+/** A record of the channel's answer direction. */
+export const channelRecordSchema = z.discriminatedUnion("t", [
+  chunkRecord.extend({ k: streamNo }),
+  finalRecord.extend({ k: streamNo }),
+  z.object({ t: z.literal("rej"), k: streamNo, error: z.string().max(4096) }),
+  z.object({ t: z.literal("ack"), k: streamNo }),
+]);
+export const MAX_RECORDS_PER_FRAME = 4096;
+export const channelFrameSchema = z.array(channelRecordSchema).min(1).max(MAX_RECORDS_PER_FRAME);
+
+/**
+ * What a node answers on `GET /peer/hello`: who it is, which cluster and model it serves, which
+ * protocol it speaks. Unknown fields are ignored (newer peers may add some); `checkPeerHello` decides
+ * whether the answer makes its sender a peer.
+ */
+export const helloSchema = z.object({
+  id: nodeIdSchema,
+  cluster: clusterIdSchema,
+  model: z.string().min(1).max(256),
+  protocol: z.number().int().min(0).max(1_000_000),
+  /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
+  promptText: z.boolean().optional(),
+});
+export type PeerHello = z.infer<typeof helloSchema>;

@@ -1,0 +1,147 @@
+/**
+ * Calls from outside the protocol: the admin endpoints (policy switch, cache reset), the membership
+ * changes peer discovery makes (add, move, remove, refuse), and the hello this node answers. It owns
+ * the membership's addresses and the peers refused for good; whatever the node returns to be done
+ * (effects) goes back to the interpreter.
+ */
+
+import type { Engine } from "../../core/engine.js";
+import type { PrefixNode } from "../../core/node/node.js";
+import type { Effect } from "../../core/node/types.js";
+import type { PeerClient } from "../../net/transport-client.js";
+import { PROTOCOL_VERSION } from "../../net/transport-wire.js";
+import type { PeerHello } from "../../net/wire-schemas.js";
+import { ServiceError } from "../service.js";
+import type { RuntimeLogger } from "./logger.js";
+
+export interface AdminOptions {
+  node: PrefixNode;
+  engine: Engine;
+  client: PeerClient;
+  logger: RuntimeLogger;
+  clusterId: string;
+  /** Peer id → peer URL: the static members, then those admitted at run time. */
+  peerUrls: Map<string, string>;
+  /** Policy names the node accepts (for the admin switch). */
+  policies?: readonly string[] | undefined;
+}
+
+export class Admin {
+  /** Peers whose hello showed another cluster/model/id: never talked to. */
+  private readonly refused = new Map<string, string>();
+
+  constructor(private readonly o: AdminOptions) {}
+
+  /** What this node answers on `GET /peer/hello`. */
+  hello(): PeerHello {
+    return {
+      id: this.o.node.id,
+      cluster: this.o.clusterId,
+      model: this.o.engine.info.model,
+      protocol: PROTOCOL_VERSION,
+      promptText: this.o.engine.info.needsPromptText,
+    };
+  }
+
+  /** A member we have not refused: the only senders the peer server lets through. */
+  isKnownPeer(id: string): boolean {
+    return this.o.peerUrls.has(id) && !this.refused.has(id);
+  }
+
+  /** Why nothing may be sent to `id`, if it was refused (transport-rules.ts, [Refused peers]). */
+  refusal(id: string): string | undefined {
+    return this.refused.get(id);
+  }
+
+  /** Stops all traffic with a peer that proved to be from another cluster or model. */
+  refusePeer(id: string, reason: string): void {
+    this.refused.set(id, reason);
+  }
+
+  /** True if `id` is a member now (static or admitted at run time). */
+  hasPeer(id: string): boolean {
+    return this.o.peerUrls.has(id);
+  }
+
+  peerUrl(id: string): string | undefined {
+    return this.o.peerUrls.get(id);
+  }
+
+  /**
+   * Admits a peer found at run time (its hello already checked): a transport pool pinned to its id,
+   * then the node's `addPeer`. False if the node refuses it (membership full, already a member).
+   */
+  addPeer(id: string, url: string, hello: { promptText?: boolean | undefined }): boolean {
+    if (this.o.peerUrls.has(id) || !this.o.node.addPeer(id)) return false;
+    this.o.client.setPeer(id, url);
+    this.o.peerUrls.set(id, url);
+    this.notePeerHello(id, hello);
+    this.o.logger.info({ peer: id, url }, "peer added");
+    return true;
+  }
+
+  /**
+   * What a peer's (checked) hello tells the transport: whether its engine needs the prompt text. Until
+   * a hello says otherwise, forwards carry it (a peer that takes text cannot run without it).
+   */
+  notePeerHello(id: string, hello: { promptText?: boolean | undefined }): void {
+    this.o.client.setPromptText(id, hello.promptText !== false);
+  }
+
+  /** Points a member at another address (its old one vanished, another still announces its id). */
+  movePeer(id: string, url: string): void {
+    if (!this.o.peerUrls.has(id)) return;
+    this.o.client.setPeer(id, url);
+    this.o.peerUrls.set(id, url);
+    this.o.logger.info({ peer: id, url }, "peer moved");
+  }
+
+  /**
+   * Removes a member (gone from DNS, or its address now answers with another id): the node drops its
+   * estimate and fails pending forwards over at once — the effects returned, for the interpreter to
+   * apply before `closePeer`. Undefined if `id` is not a member.
+   */
+  removePeer(id: string): Effect[] | undefined {
+    if (!this.o.peerUrls.has(id)) return undefined;
+    this.o.peerUrls.delete(id);
+    return this.o.node.removePeer(id);
+  }
+
+  /** Closes a removed member's pool and channel. */
+  closePeer(id: string, why: string): void {
+    this.o.client.removePeer(id);
+    this.o.logger.info({ peer: id, why }, "peer removed");
+  }
+
+  setPolicy(name: string): void {
+    if (this.o.policies && !this.o.policies.includes(name)) {
+      throw new ServiceError(
+        400,
+        "invalid_request_error",
+        `unknown policy '${name}' (one of ${this.o.policies.join(", ")})`,
+      );
+    }
+    this.o.node.setPolicy(name as Parameters<PrefixNode["setPolicy"]>[0]);
+    this.o.logger.info({ policy: name }, "routing policy switched");
+  }
+
+  /**
+   * The engine's half of a cache reset (the node's restart is the interpreter's): only when idle, and
+   * only for an engine whose cache can be emptied.
+   */
+  async dropEngineCache(busy: boolean): Promise<void> {
+    if (busy) throw new ServiceError(409, "invalid_request_error", "node is busy; reset only between runs");
+    const { engine, node } = this.o;
+    if (engine.info.cacheMode === "node-managed") {
+      // The tree is about to be replaced; free exactly what it holds in the engine first.
+      const tree = node.localTree();
+      const runs = tree.evict(tree.size);
+      if (runs.length > 0) engine.evict?.(runs);
+    } else {
+      const reset = engine.resetCache;
+      if (!reset)
+        throw new ServiceError(501, "server_error", `engine ${engine.info.kind} cannot drop its cache`);
+      await reset.call(engine);
+    }
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * The client requests this node is the origin of, from admission to their one answer: each waiting
+ * client's slot, which request object its output belongs to, and a streaming client's output across a
+ * fallback (the splice).
+ *
+ * The splice: a fallback after partial output. Under greedy decoding (temperature 0) the new node
+ * produces the same text (same model on every node), so the client's stream goes on from where it
+ * stopped: the new source's output is checked against what was sent and only what is new is relayed.
+ * Sampling, any disagreement, or a fallback whose answer stops short of what was sent cannot be
+ * spliced: the stream ends with an error instead.
+ */
+import type { EngineRequest } from "../../core/engine.js";
+import type { ReplyOutcome } from "../../core/node/types.js";
+import {
+  type ClientLink,
+  type InferenceInput,
+  type ServeEvents,
+  type ServeOutcome,
+  ServiceError,
+} from "../service.js";
+
+interface ClientSlot {
+  /** The node's request object: the key of this client's output sink. */
+  request: EngineRequest;
+  events: ServeEvents;
+  resolve(o: ServeOutcome): void;
+  reject(e: Error): void;
+  /** Which node produced the output already relayed (streaming), if any. */
+  relayedFrom: string | undefined;
+  /** All text relayed to the client so far. */
+  sent: string;
+  /** After a fallback: how much of `sent` the new source has reproduced so far (see relay). */
+  replayed: number;
+  /** Greedy decoding (temperature 0): the same model gives the same text on any node. */
+  greedy: boolean;
+  done: boolean;
+}
+
+/** The request the node runs for a client's input, under the client request's id. */
+export function engineRequestOf(reqId: string, input: InferenceInput): EngineRequest {
+  const request: EngineRequest = {
+    id: reqId,
+    tokens: input.tokens,
+    prompt: input.prompt,
+    maxTokens: input.maxTokens,
+  };
+  if (input.temperature !== undefined) request.temperature = input.temperature;
+  if (input.topP !== undefined) request.topP = input.topP;
+  if (input.seed !== undefined) request.seed = input.seed;
+  if (input.stop) request.stop = input.stop;
+  return request;
+}
+
+/** What a client sees for a node's error reply. */
+export function serviceErrorOf(outcome: Extract<ReplyOutcome, { ok: false }>): ServiceError {
+  const status = outcome.code === "overloaded" ? 429 : outcome.code === "invalid" ? 400 : 502;
+  const type =
+    status === 429 ? "rate_limit_error" : status === 400 ? "invalid_request_error" : "server_error";
+  return new ServiceError(status, type, outcome.error, status === 429 ? 1 : undefined);
+}
+
+export class ClientStreams {
+  private readonly slots = new Map<string, ClientSlot>();
+  /**
+   * Which client each running request's output goes to. Weak, so a corner case that never answers
+   * leaks nothing; deleted as soon as the answer is given all the same, so the common case leaves no
+   * ephemeron for the scavenger to trace (it kept each request's graph alive a while longer).
+   */
+  private readonly byRequest = new WeakMap<EngineRequest, string>();
+
+  /** Clients waiting for their answer. */
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /** Admits client request `reqId`: the returned promise settles with its one answer. */
+  open(reqId: string, request: EngineRequest, events: ServeEvents, link: ClientLink): Promise<ServeOutcome> {
+    return new Promise<ServeOutcome>((resolve, reject) => {
+      this.slots.set(reqId, {
+        request,
+        events,
+        resolve,
+        reject,
+        relayedFrom: undefined,
+        sent: "",
+        replayed: 0,
+        greedy: (request.temperature ?? 0) === 0,
+        done: false,
+      });
+      this.byRequest.set(request, reqId);
+      link.onGone = this.hangUpHandler(reqId);
+    });
+  }
+
+  /**
+   * What a client hanging up does: the node has no cancel input, so the client just stops listening
+   * and its answer is dropped. Made here, not inline in `open`: a closure there would share open's
+   * context — the request, the API's events, and through them the whole HTTP exchange — and keep that
+   * alive past its answer, for every scavenge to copy, lengthening its pauses (BENCHMARKS.md, "Router
+   * overhead").
+   */
+  private hangUpHandler(reqId: string): () => void {
+    return () => this.fail(reqId, new ServiceError(499, "aborted", "client gone"));
+  }
+
+  /** The streaming client `request`'s output goes to, if any (a client taking it whole has none). */
+  streamingFor(request: EngineRequest): string | undefined {
+    const reqId = this.byRequest.get(request);
+    if (reqId === undefined) return undefined;
+    return this.slots.get(reqId)?.events.onChunk ? reqId : undefined;
+  }
+
+  /**
+   * Output from node `source` for streaming client `reqId` (one the node waits on now): relayed, or
+   * spliced after a fallback; output that cannot be spliced ends the stream with an error.
+   */
+  relay(reqId: string, source: string, text: string): void {
+    const slot = this.slots.get(reqId);
+    if (!slot?.events.onChunk) return;
+    if (slot.relayedFrom !== undefined && slot.relayedFrom !== source) {
+      if (!slot.greedy) {
+        this.failMidStream(reqId, slot);
+        return;
+      }
+      slot.replayed = 0;
+    }
+    slot.relayedFrom = source;
+    let fresh = text;
+    if (slot.replayed < slot.sent.length) {
+      const overlap = Math.min(text.length, slot.sent.length - slot.replayed);
+      if (text.slice(0, overlap) !== slot.sent.slice(slot.replayed, slot.replayed + overlap)) {
+        this.failMidStream(reqId, slot);
+        return;
+      }
+      slot.replayed += overlap;
+      fresh = text.slice(overlap);
+    }
+    if (fresh.length === 0) return;
+    slot.sent += fresh;
+    slot.replayed = slot.sent.length;
+    slot.events.onChunk(fresh, source);
+  }
+
+  /**
+   * The node's answer to client `reqId`. False if it cannot be the answer: a fallback that stopped
+   * short of what the client was already sent (the stream then ends with an error).
+   */
+  answer(reqId: string, outcome: ServeOutcome): boolean {
+    const slot = this.slots.get(reqId);
+    if (slot && slot.replayed < slot.sent.length) {
+      this.failMidStream(reqId, slot);
+      return false;
+    }
+    this.finish(reqId, undefined, outcome);
+    return true;
+  }
+
+  /** Ends client `reqId` with an error (a no-op once it has its answer). */
+  fail(reqId: string, err: Error): void {
+    this.finish(reqId, err, undefined);
+  }
+
+  /** Ends every waiting client with `err` (shutdown). */
+  failAll(err: () => Error): void {
+    for (const reqId of [...this.slots.keys()]) this.fail(reqId, err());
+  }
+
+  private failMidStream(reqId: string, slot: ClientSlot): void {
+    this.fail(
+      reqId,
+      new ServiceError(
+        502,
+        "server_error",
+        `node ${slot.relayedFrom} failed mid-stream after partial output`,
+      ),
+    );
+  }
+
+  private finish(reqId: string, err: Error | undefined, ok: ServeOutcome | undefined): void {
+    const slot = this.slots.get(reqId);
+    if (!slot || slot.done) return;
+    slot.done = true;
+    this.slots.delete(reqId);
+    this.byRequest.delete(slot.request);
+    if (err) slot.reject(err);
+    else if (ok) slot.resolve(ok);
+  }
+}

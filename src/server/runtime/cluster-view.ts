@@ -1,0 +1,105 @@
+/**
+ * What the node shows of itself and its peers: the `/cluster` object, and the view the metrics
+ * gauges read at scrape time (with the node's forwarding counters under Prometheus-style names).
+ * Read-only: it changes nothing it reads.
+ */
+import type { Engine } from "../../core/engine.js";
+import type { PrefixNode } from "../../core/node/node.js";
+import type { GaugeView } from "../metrics.js";
+
+export interface ClusterViewOptions {
+  node: PrefixNode;
+  engine: Engine;
+  clusterId: string;
+  now: () => number;
+  /** The PM QoS CPU latency limit this node holds (`--cpu-latency-us`), if any. */
+  cpuLatencyUs?: number | undefined;
+  /** A member's URL. */
+  peerUrl(id: string): string | undefined;
+  /** Whether forwards to a peer carry the prompt text. */
+  sendsPromptText(id: string): boolean;
+}
+
+export class ClusterView {
+  private discovery: (() => unknown) | undefined;
+
+  constructor(private readonly o: ClusterViewOptions) {}
+
+  /** Adds what peer discovery sees (e.g. each DNS address and its status) to `/cluster`. */
+  setDiscovery(fn: () => unknown): void {
+    this.discovery = fn;
+  }
+
+  /** The `/cluster` object, with `inFlightClients` client requests waiting for their answer. */
+  cluster(inFlightClients: number) {
+    const { node, engine } = this.o;
+    const now = this.o.now();
+    const s = node.stats();
+    return {
+      id: node.id,
+      cluster: this.o.clusterId,
+      model: engine.info.model,
+      engine: engine.info.kind,
+      policy: node.policyName,
+      epoch: node.currentEpoch,
+      treeTokens: node.treeSize(),
+      treeVersion: node.treeVersion(),
+      capacityTokens: engine.info.capacityTokens,
+      queueDepth: node.queueDepth(),
+      pushBackActive: node.currentPushBackMs() > 0,
+      // null: the machine's own setting (idle CPUs may halt).
+      cpuLatencyUs: this.o.cpuLatencyUs ?? null,
+      inFlightClients,
+      served: s.servedLocal + s.servedForPeers,
+      stats: s,
+      peers: node.peers().map((p) => ({
+        id: p.id,
+        url: this.o.peerUrl(p.id),
+        liveness: p.liveness,
+        suspected: p.liveness !== "live",
+        estimateTokens: p.estimateTokens,
+        estimateAgeMs: p.silentMs,
+        held: p.held,
+        holdsOfUs: p.holdsOfUs,
+        queueDepth: p.queueDepth,
+        pushBackActive: p.pushBackUntil > now,
+        pushBackUntil: p.pushBackUntil,
+        rttMs: p.rttMs,
+        /** Forwards to it carry the prompt text (false once its hello said its engine needs tokens only). */
+        promptText: this.o.sendsPromptText(p.id),
+      })),
+      ...(this.discovery ? { discovery: this.discovery() } : {}),
+    };
+  }
+
+  /** What the metrics gauges show (built once per scrape). */
+  gauges(): GaugeView {
+    const { node } = this.o;
+    const now = this.o.now();
+    return {
+      treeTokens: node.treeSize(),
+      queueDepth: node.queueDepth(),
+      pushBackActive: node.currentPushBackMs() > 0,
+      peers: node.peers().map((p) => ({
+        peer: p.id,
+        suspected: p.liveness !== "live",
+        ...(p.silentMs !== undefined ? { estimateAgeSec: p.silentMs / 1000 } : {}),
+        estimateTokens: p.estimateTokens,
+        pushBackActive: p.pushBackUntil > now,
+      })),
+      forwardEvents: forwardEvents(node.stats()),
+    };
+  }
+}
+
+/** The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}). */
+function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, number> {
+  return {
+    forwarded: s.forwarded,
+    fallback: s.fallbacks,
+    ack_timeout: s.ackTimeouts,
+    late_reply: s.lateReplies,
+    duplicate_forward: s.duplicateForwards,
+    cancelled_forward: s.cancelledForwards,
+  };
+}

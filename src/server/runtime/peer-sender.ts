@@ -1,0 +1,100 @@
+/**
+ * Sending the node's messages to peers through the transport, and reporting what became of them as
+ * node inputs: a forward's streamed answer and its transport ack, a refusal, or a failure to deliver
+ * (transport-rules.ts: [Transport acks], [Refused is not unreachable], [One snapshot in flight]).
+ */
+import type { EngineRequest } from "../../core/engine.js";
+import type { NodeInput, PeerMessage } from "../../core/node/types.js";
+import { type PeerClient, TransportError } from "../../net/transport-client.js";
+import { carrierAck, type ForwardMsg, type ReplyMsg, type SnapshotMsg } from "../../net/transport-wire.js";
+import type { NodeMetrics } from "../metrics.js";
+import type { RuntimeLogger } from "./logger.js";
+import { isRefusal, retryableError } from "./transport-rules.js";
+
+export interface PeerSenderOptions {
+  client: PeerClient;
+  metrics: NodeMetrics;
+  logger: RuntimeLogger;
+  /** Feeds an outcome back to the node. */
+  deliver(input: NodeInput): void;
+  /** Output a peer produced for `request` (a forward's answer, as it streams). */
+  relay(request: EngineRequest, source: string, text: string): void;
+}
+
+export class PeerSender {
+  /** Peers with a snapshot on its way (one at a time each). */
+  private readonly snapshotInFlight = new Set<string>();
+
+  constructor(private readonly o: PeerSenderOptions) {}
+
+  /**
+   * One round's snapshot to `to`. Anti-entropy tolerates loss: with one still in flight to a slow peer,
+   * this round skips it. The transport encodes each snapshot object once, however many peers it goes to.
+   */
+  snapshot(to: string, msg: SnapshotMsg): void {
+    if (this.snapshotInFlight.has(to)) return;
+    if (msg.snapshot.header.pushBackMs > 0) this.o.metrics.pushBack.inc();
+    this.snapshotInFlight.add(to);
+    this.o.client
+      .send(to, msg)
+      .then(
+        (bytes) => this.o.metrics.gossipBytes.inc({ peer: to, direction: "out" }, bytes),
+        (err) => this.failed(to, msg, err),
+      )
+      .finally(() => this.snapshotInFlight.delete(to));
+  }
+
+  /**
+   * A forward, its answer streamed back to `relay` as it comes and then fed to the node. The transport's
+   * ack carries no ETA: the answer comes back on the same reliable stream, so the node needs no probes
+   * for it — a broken stream is reported as a failure at once.
+   */
+  forward(to: string, msg: ForwardMsg): void {
+    const onAck = () => this.o.deliver({ type: "peer-message", from: to, msg: carrierAck(msg) });
+    this.o.client
+      .forward(to, msg, (text) => this.o.relay(msg.request, to, text), onAck)
+      .then(
+        (reply: ReplyMsg) => this.o.deliver({ type: "peer-message", from: to, msg: reply }),
+        (err) => {
+          if (isRefusal(err)) {
+            // The peer is up but refused or garbled it: fall back without suspecting the peer.
+            this.o.logger.warn({ peer: to, err: err.message }, "forward refused");
+            this.o.deliver({ type: "peer-message", from: to, msg: retryableError(msg, err.message) });
+            return;
+          }
+          this.failed(to, msg, err);
+        },
+      );
+  }
+
+  /** An answer to a forward whose stream has closed, on a request of its own. */
+  reply(to: string, msg: ReplyMsg): void {
+    this.o.client.send(to, msg).catch((err) => this.failed(to, msg, err));
+  }
+
+  /** Best effort: a lost goodbye or cancel only costs the peer time or work (an old peer answers 400). */
+  bestEffort(to: string, msg: Extract<PeerMessage, { type: "goodbye" | "cancel" }>): Promise<unknown> {
+    return this.o.client.send(to, msg).catch(() => {});
+  }
+
+  /** A message to a peer nothing may be sent to: the node treats it like an unreachable peer. */
+  undeliverable(to: string, msg: PeerMessage, reason: string): void {
+    queueMicrotask(() => this.o.deliver({ type: "send-failed", to, msg, reason }));
+  }
+
+  /** A peer that left the membership. */
+  forget(peer: string): void {
+    this.snapshotInFlight.delete(peer);
+  }
+
+  private failed(to: string, msg: PeerMessage, err: unknown): void {
+    const kind = err instanceof TransportError ? err.kind : "connection";
+    this.o.metrics.peerFailures.inc({ peer: to, reason: kind });
+    if (isRefusal(err)) {
+      this.o.logger.warn({ peer: to, msg: msg.type, err: err.message }, "peer refused message");
+      return;
+    }
+    this.o.logger.debug({ peer: to, msg: msg.type, kind, err: (err as Error)?.message }, "peer send failed");
+    this.o.deliver({ type: "send-failed", to, msg, reason: `${kind}: ${(err as Error)?.message ?? ""}` });
+  }
+}
