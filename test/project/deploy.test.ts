@@ -190,6 +190,15 @@ describe("Dockerfile", () => {
     }
   });
 
+  test("its build context leaves out local installs and credentials", () => {
+    const ignored = read(".dockerignore")
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l !== "" && !l.startsWith("#"));
+    expect(ignored).toEqual(expect.arrayContaining(["node_modules", "dist", "deploy/k8s/tls"]));
+    expect(read(".gitignore")).toContain("/deploy/k8s/tls/");
+  });
+
   test("builds what it runs: the entry point is the CLI's, and the build stage compiles src/", () => {
     expect(of("RUN").map((r) => r.args)).toEqual(
       expect.arrayContaining(["npm ci", "npm run build", "npm ci --omit=dev"]),
