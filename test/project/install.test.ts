@@ -112,7 +112,10 @@ describe("install", () => {
   });
 
   test("node-llama-cpp's install script is declined: the CPU build ships prebuilt", () => {
+    // npm 11 blocks it (allowScripts); npm 10, which runs every script, is told by node-llama-cpp's
+    // own package.json setting to skip it (it would otherwise probe for GPUs, maybe build from source).
     expect(pkg.allowScripts).toEqual({ "node-llama-cpp": false });
+    expect(pkg.config).toEqual({ nodeLlamaCppPostinstall: "skip" });
   });
 
   test("fastify's inject still encodes cookies with the overridden cookie package", async () => {
