@@ -63,7 +63,7 @@ export interface ReplaySummary {
 }
 
 /** Prompt text for a request; token-only workloads get one pseudo-word per token (keeps the sharing). */
-function promptText(r: WorkloadRequest): string {
+export function promptText(r: WorkloadRequest): string {
   if (r.prompt !== undefined) return r.prompt;
   const words: string[] = [];
   for (const t of r.tokens) words.push(`w${t.toString(36)}`);

@@ -33,9 +33,10 @@ export function registerBench(program: Command): void {
     )
     .option("--json <file>", "also write the results as JSON")
     .action(async (f: BenchFlags) => {
+      // A node's base URL; the `…/v1` form the cluster command prints (OpenAI clients' base) is taken too.
       const urls = f.url
         .split(",")
-        .map((u) => u.trim())
+        .map((u) => u.trim().replace(/\/+$/, "").replace(/\/v1$/, ""))
         .filter(Boolean);
       if (urls.length === 0) throw new CliError("--url needs at least one URL");
       for (const u of urls) {
@@ -63,6 +64,14 @@ export function registerBench(program: Command): void {
         `${workload.name}${workload.synthetic ? " (synthetic)" : ""}: ${workload.requests.length} requests, ` +
           `${concurrency} concurrent, ${urls.length} entry node(s), model ${model}\n`,
       );
+      // Said before the run, not after it: a workload the model's context cannot hold is the user's to fix.
+      const { checkContextFit, fitWarning } = await import("../bench/context-fit.js");
+      const warning = fitWarning(
+        await checkContextFit(urls[0] as string, model, workload),
+        model,
+        workload.requests.length,
+      );
+      if (warning) process.stderr.write(`${warning}\n`);
       const { runBench, AdminError } = await import("../bench/replay-run.js");
       const results = await runBench(workload, {
         urls,

@@ -2,10 +2,24 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
+import { MODEL_PRESETS, type ModelPreset } from "../engines/gguf/presets.js";
 import { DEFAULT_POLICY } from "../server/default-policy.js";
+import { DEFAULT_GENERATED } from "../server/runtime/engine-loader.js";
 import { flagName, nodeSettingsSchema, type SettingKey } from "../server/settings.js";
 import { CliError, parseNumber } from "./errors.js";
 import { parseSetting } from "./flags.js";
+
+/**
+ * A generated model's own context in tokens (undefined for any other model). The demo gives its slots
+ * all of it: the engine's default slot (2048) would refuse a sizeable share of MMLU's 5-shot prompts,
+ * which reach about 4000 of this model's tokens.
+ */
+export function generatedContext(model: string): number | undefined {
+  const spec = model === "generated" ? DEFAULT_GENERATED : model;
+  const preset = /^generated:([\w-]+)$/.exec(spec)?.[1];
+  if (preset === undefined || !Object.hasOwn(MODEL_PRESETS, preset)) return undefined;
+  return MODEL_PRESETS[preset as ModelPreset].contextLength;
+}
 
 interface ClusterFlags {
   nodes: string;
@@ -50,7 +64,10 @@ export function registerCluster(program: Command): void {
     .option("--threads <n>", "engine threads per node (default 1 for llamacpp: nodes share the cores)")
     .option("--slots <n>", "llamacpp: KV slots per node")
     .option("--saved-states <n>", "llamacpp: saved sequence states per node")
-    .option("--slot-context <n>", "llamacpp: tokens per slot per node")
+    .option(
+      "--slot-context <n>",
+      `llamacpp: tokens per slot per node (default with a generated model: its own context, ${generatedContext("generated")} for 'generated')`,
+    )
     .option("--cpu-latency-us <µs>", "every node holds Linux's PM QoS CPU latency limit at this")
     .option("--log-level <level>", "node log level (logs go to files)")
     .option("--shared-secret", "use a shared secret instead of mutual TLS")
@@ -76,7 +93,9 @@ export function registerCluster(program: Command): void {
         threads: num("threads", f.threads) ?? (engine === "llamacpp" ? 1 : undefined),
         logLevel: f.logLevel === undefined ? undefined : parseSetting("logLevel", f.logLevel),
         extraArgs: (["slots", "slotContext", "savedStates", "cpuLatencyUs"] as const).flatMap((key) => {
-          const v = num(key, f[key]);
+          const v =
+            num(key, f[key]) ??
+            (key === "slotContext" && engine === "llamacpp" ? generatedContext(f.model) : undefined);
           return v === undefined ? [] : [flagName(key), String(v)];
         }),
         sharedSecret: f.sharedSecret,
@@ -108,6 +127,9 @@ export function registerCluster(program: Command): void {
         process.stdout.write(
           `try: curl ${first?.apiUrl}/v1/completions -H 'content-type: application/json' ` +
             `-d '{"model":"${model ?? "<see /v1/models>"}","prompt":"Once upon a time","max_tokens":8}'\n`,
+        );
+        process.stdout.write(
+          `bench: npm run prefixmesh -- bench --url ${cluster.nodes.map((n) => n.apiUrl).join(",")}\n`,
         );
         process.stdout.write("Ctrl-C stops every node.\n");
       }

@@ -35,7 +35,9 @@ export async function loadWorkload(
   };
   if (!name.startsWith("mmlu")) {
     const { syntheticMmlu } = await import("../workload/synthetic.js");
-    return syntheticMmlu({ ...schedule, text: o.text });
+    // Text only where a real node's API needs it (bench); its words cost loading GPT-2's ranks.
+    const words = o.text ? (await import("../workload/common-words.js")).commonWords() : undefined;
+    return syntheticMmlu({ ...schedule, text: words });
   }
   if (!existsSync(o.dir)) {
     throw new CliError(

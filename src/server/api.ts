@@ -27,6 +27,7 @@ import {
   completionRequestSchema,
   describeZodError,
   policySwitchSchema,
+  tokenizeRequestSchema,
 } from "./openai/schemas.js";
 import {
   type ClientLink,
@@ -111,8 +112,26 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
   app.get("/dashboard", async (_req, reply) => reply.type("text/html; charset=utf-8").send(dashboardHtml));
   app.get("/v1/models", async () => ({
     object: "list",
-    data: [{ id: service.modelId, object: "model", created: 0, owned_by: "prefixmesh" }],
+    data: [
+      {
+        id: service.modelId,
+        object: "model",
+        created: 0,
+        owned_by: "prefixmesh",
+        // vLLM's name for the longest prompt + output: clients (prefixmesh bench) check prompts fit.
+        max_model_len: service.maxContextTokens,
+      },
+    ],
   }));
+
+  // The model's own token count of a text, so a client can tell beforehand whether a prompt fits.
+  app.post("/tokenize", async (req) => {
+    const parsed = tokenizeRequestSchema.safeParse(req.body);
+    if (!parsed.success) throw invalid(parsed.error);
+    if (parsed.data.model !== undefined) checkModel(parsed.data.model);
+    const tokens = await service.tokenize(parsed.data.prompt ?? parsed.data.content ?? "");
+    return { tokens: Array.from(tokens), count: tokens.length, max_model_len: service.maxContextTokens };
+  });
 
   // Policy switching is an operator action (bench --compare-policies): loopback callers only.
   app.post("/admin/policy", async (req, reply) => {

@@ -9,6 +9,8 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
+import { LlamaCppOptionsSchema } from "../engines/llamacpp/options.js";
+import { DEFAULT_PROFILE, PROFILE_NAMES } from "../engines/sim/profiles.js";
 import { nodeIdSchema } from "../net/node-id.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { MAX_CPU_LATENCY_US } from "./runtime/cpu-latency-qos.js";
@@ -54,71 +56,318 @@ const bool = z.union([
   z.enum(["true", "false", "1", "0"]).transform((s) => s === "true" || s === "1"),
 ]);
 
+/**
+ * How a setting is documented: what it means, its value's shape (`--flag <value>`), a default stated in
+ * words where the schema has none (the engine's own, the CA's…), its section in
+ * docs/configuration.md, and `flag: false` for a setting that is never a flag. `--help` and
+ * docs/configuration.md are both made from this, so the meaning is written once, here.
+ */
+export interface SettingDoc {
+  description: string;
+  section: SettingSection;
+  value?: string;
+  defaultText?: string;
+  flag?: false;
+}
+export const SETTING_SECTIONS = [
+  "Identity and addresses",
+  "Membership",
+  "Engine",
+  "Routing and forwarding",
+  "Peer security",
+  "Limits",
+  "Operations",
+  "Experiments",
+] as const;
+export type SettingSection = (typeof SETTING_SECTIONS)[number];
+
+const docs = new WeakMap<z.ZodType, SettingDoc>();
+function setting<T extends z.ZodType>(schema: T, doc: SettingDoc): T {
+  const described = schema.describe(doc.description) as T;
+  docs.set(described, doc);
+  return described;
+}
+/** A setting's documentation (every key of the schema has one, or this throws: a bug caught at startup). */
+export function settingDoc(key: SettingKey): SettingDoc {
+  const d = docs.get(nodeSettingsSchema.shape[key]);
+  if (!d) throw new Error(`setting '${key}' has no documentation`);
+  return d;
+}
+
+/** A setting's default as `--help` and the docs state it (markdown): the schema's own, else its words. */
+export function settingDefault(key: SettingKey): string | undefined {
+  const s = nodeSettingsSchema.shape[key] as z.ZodType;
+  if (s instanceof z.ZodDefault) return `\`${String(s.def.defaultValue)}\``;
+  return settingDoc(key).defaultText;
+}
+
+/** The settings that are flags of `prefixmesh node` (all but the ones documented `flag: false`). */
+export function flagSettings(): SettingKey[] {
+  return SETTING_KEYS.filter((k) => settingDoc(k).flag !== false);
+}
+
+const L = LlamaCppOptionsSchema.shape;
+/** "`4` (the engine's)" from the engine's own default: stated once, in the engine's schema. */
+const engineDefault = (s: z.ZodDefault) => `\`${s.def.defaultValue}\` (the engine's)`;
+
 export const nodeSettingsSchema = z.object({
-  id: nodeIdSchema,
-  listen: hostPort.default("127.0.0.1:8080"),
-  peerListen: hostPort.default("127.0.0.1:9080"),
-  /** `B=http://…,C=…` or (YAML) a list of {id, url} / a map id → url. */
-  peers: z.union([z.string().max(65536), z.array(z.unknown()), z.record(z.string(), z.string())]).optional(),
-  /** `name[:port]`: peers are every A/AAAA record of the name (port: default our peer port). */
-  peersDns: z.string().max(300).optional(),
-  /** How often the --peers-dns name is re-resolved (and DNS-found peers re-checked), ms. */
-  peersDnsIntervalMs: num(100, 3_600_000, true).default(10_000),
-  /**
-   * Answer --peers-dns look-ups from this JSON file ({"name": ["10.0.0.7", …]}), re-read each round,
-   * instead of DNS: for tests and for environments that publish peer addresses as a file.
-   */
-  peersDnsFile: z.string().min(1).max(4096).optional(),
-  /** Most peers at once, static + DNS-found (DNS-found ones beyond it are refused). */
-  maxPeers: num(1, 256, true).default(256),
-  engine: z.enum(["llamacpp", "openai", "sim"]).default("llamacpp"),
-  model: z.string().min(1).max(4096).default("generated"),
-  /** openai engine: the remote server's base URL, and its API key (prefer the env variable). */
-  engineUrl: z.string().url().max(2048).optional(),
-  engineApiKey: z.string().max(4096).optional(),
-  policy: z.enum(POLICY_NAMES).default(DEFAULT_POLICY),
-  pollMs: num(1, 3_600_000).default(500),
-  clusterId: z
-    .string()
-    .regex(/^[A-Za-z0-9_.-]{1,64}$/)
-    .optional(),
-  tlsDir: z.string().min(1).max(4096).optional(),
-  secretFile: z.string().min(1).max(4096).optional(),
-  insecure: bool.default(false),
-  injectDelayMs: num(0, 60_000).default(0),
-  injectJitterMs: num(0, 60_000).default(0),
-  /** KV capacity in tokens (default: the engine's). */
-  capacityTokens: num(1, 1e9, true).optional(),
-  concurrency: nodeNum("concurrency"),
-  forwardTimeoutMs: nodeNum("forwardTimeoutMs"),
-  /** A forward not acked in max(this, 4 × RTT) falls back (DAEMON_NODE_DEFAULTS says why it is higher). */
-  forwardAckTimeoutMs: nodeNum("forwardAckTimeoutMs"),
-  /** Forwards multiplexed on one WebSocket per peer ("channel"), or one HTTP request each ("http"). */
-  forwardTransport: z.enum(["channel", "http"]).default("channel"),
-  /** Client requests admitted at once; beyond: 429. */
-  maxPending: num(1, 100_000, true).default(256),
-  /** Client connections open at once on the API port; beyond: 503 and closed (idle keep-alives count). */
-  maxConnections: num(1, 1_000_000, true).default(1024),
-  bodyLimitBytes: num(1024, 256 * 1024 * 1024, true).default(4 * 1024 * 1024),
-  maxSnapshotBytes: num(1024, 1024 * 1024 * 1024, true).default(16 * 1024 * 1024),
-  /**
-   * Hold Linux's PM QoS CPU latency limit at this many µs while the node runs (0: idle CPUs poll
-   * instead of halting). Unset: the machine's own setting. See src/server/runtime/cpu-latency-qos.ts.
-   */
-  cpuLatencyUs: num(0, MAX_CPU_LATENCY_US, true).optional(),
-  /** Seconds to let in-flight work finish on SIGTERM. */
-  drainSec: num(0, 3600).default(20),
-  logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  /** sim engine: cost-profile name (see src/engines/sim/profiles.ts). */
-  simProfile: z.string().max(64).optional(),
-  /** sim engine: multiplies modelled times (e.g. 0.05 makes multi-process tests fast). */
-  simTimeScale: num(0, 1000).default(1),
-  threads: num(1, 256, true).optional(),
-  /** llamacpp engine: KV slots, and saved sequence states (second-level cache); bounds the cache size. */
-  slots: num(1, 64, true).optional(),
-  savedStates: num(0, 10_000, true).optional(),
-  /** llamacpp engine: tokens per slot (prompt + output), i.e. the longest request. */
-  slotContext: num(64, 131_072, true).optional(),
+  id: setting(nodeIdSchema, {
+    section: "Identity and addresses",
+    value: "id",
+    description:
+      "This node's id, unique in the cluster. With mutual TLS it must be the id its certificate was issued for.",
+  }),
+  listen: setting(hostPort.default("127.0.0.1:8080"), {
+    section: "Identity and addresses",
+    value: "host:port",
+    description:
+      "Client API address: the OpenAI-compatible API, /health, /ready, /metrics, /cluster and /dashboard. " +
+      "Bind 0.0.0.0:PORT to serve other machines.",
+  }),
+  peerListen: setting(hostPort.default("127.0.0.1:9080"), {
+    section: "Identity and addresses",
+    value: "host:port",
+    description:
+      "Peer port address: anti-entropy snapshots and forwarded requests from the other nodes, authenticated " +
+      "(mutual TLS or shared secret). Other nodes must reach it.",
+  }),
+  peers: setting(
+    z.union([z.string().max(65536), z.array(z.unknown()), z.record(z.string(), z.string())]).optional(),
+    {
+      section: "Membership",
+      value: "list",
+      description:
+        "Static peers, each an id and its peer-port URL: `B=https://10.0.0.2:9080,C=https://10.0.0.3:9080` " +
+        "(https with --tls-dir, http otherwise). In YAML also a list of `{id, url}` or a map id → url.",
+    },
+  ),
+  peersDns: setting(z.string().max(300).optional(), {
+    section: "Membership",
+    value: "name[:port]",
+    description:
+      "Peers from DNS: every A/AAAA record of the name is a peer (e.g. a Kubernetes headless Service); " +
+      "each is asked its id with a hello before it joins. Port: this node's own peer port.",
+  }),
+  peersDnsIntervalMs: setting(num(100, 3_600_000, true).default(10_000), {
+    section: "Membership",
+    value: "ms",
+    description: "How often the --peers-dns name is re-resolved and DNS-found peers re-checked, in ms.",
+  }),
+  peersDnsFile: setting(z.string().min(1).max(4096).optional(), {
+    section: "Membership",
+    value: "file",
+    description:
+      'Answer --peers-dns look-ups from this JSON file (`{"name": ["10.0.0.7", …]}`), re-read each round, ' +
+      "instead of DNS: for tests and for environments that publish peer addresses as a file.",
+  }),
+  maxPeers: setting(num(1, 256, true).default(256), {
+    section: "Membership",
+    value: "n",
+    description: "Most peers at once, static and DNS-found together; DNS-found ones beyond it are refused.",
+  }),
+  engine: setting(z.enum(["llamacpp", "openai", "sim"]).default("llamacpp"), {
+    section: "Engine",
+    value: "kind",
+    description:
+      "The inference engine: `llamacpp` (embedded llama.cpp, CPU build), `openai` (a remote " +
+      "OpenAI-compatible server: llama-server, vLLM, SGLang, Ollama) or `sim` (the simulator's cost model).",
+  }),
+  model: setting(z.string().min(1).max(4096).default("generated"), {
+    section: "Engine",
+    value: "path|generated|name",
+    description:
+      "llamacpp: a GGUF file, or `generated` for the built-in generated model (made once, cached in " +
+      "$PREFIXMESH_CACHE_DIR or ~/.cache/prefixmesh). openai: the remote server's model name. " +
+      "Every node of a cluster must serve the same model.",
+  }),
+  engineUrl: setting(z.string().url().max(2048).optional(), {
+    section: "Engine",
+    value: "url",
+    description:
+      "openai engine: the remote server's root URL, without `/v1` (e.g. `http://127.0.0.1:8000`); the node " +
+      "calls its /v1/completions, /tokenize and /health.",
+  }),
+  engineApiKey: setting(z.string().max(4096).optional(), {
+    section: "Engine",
+    flag: false,
+    description:
+      "openai engine: the remote server's API key, sent as a bearer token. Never a flag (a command line is " +
+      "visible to every user of the machine): set the variable or the YAML key.",
+  }),
+  policy: setting(z.enum(POLICY_NAMES).default(DEFAULT_POLICY), {
+    section: "Routing and forwarding",
+    value: "name",
+    description:
+      "Routing policy. `cost-aware` forwards only when the prefill a peer saves exceeds the round trip and " +
+      "its queue; `affinity` is the paper's Algorithm 1 (longest estimated prefix match, ties to self); " +
+      "`local` never forwards; `round-robin`, `random`, `least-loaded` and `affinity-argmax` are baselines.",
+  }),
+  pollMs: setting(num(1, 3_600_000).default(500), {
+    section: "Routing and forwarding",
+    value: "ms",
+    description:
+      "Δpoll, the anti-entropy period: every Δpoll each node sends its snapshot to every peer (also the " +
+      "heartbeat: a peer silent for 3 periods is suspected). Lower: fresher estimates, more gossip.",
+  }),
+  clusterId: setting(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, "a cluster id is 1-64 characters from A-Z a-z 0-9 _ . -")
+      .optional(),
+    {
+      section: "Peer security",
+      value: "id",
+      defaultText: "`prefixmesh` (mutual TLS: the CA's)",
+      description:
+        "The cluster's name, checked in every peer hello: nodes of another cluster are refused. With mutual " +
+        "TLS it is read from the cluster CA and this setting is not used.",
+    },
+  ),
+  tlsDir: setting(z.string().min(1).max(4096).optional(), {
+    section: "Peer security",
+    value: "dir",
+    description:
+      "Mutual TLS: a directory holding `ca.crt` and this node's `node-<id>.crt` and `node-<id>.key` " +
+      "(`prefixmesh certs init`, then `certs issue --id <id>`). Peers are then `https://` URLs.",
+  }),
+  secretFile: setting(z.string().min(1).max(4096).optional(), {
+    section: "Peer security",
+    value: "file",
+    description:
+      "Shared-secret mode: peer messages are signed with HMAC-SHA256 under this file's secret " +
+      "(`prefixmesh certs secret --out FILE`), the same file on every node. For trusted LANs: not encrypted.",
+  }),
+  insecure: setting(bool.default(false), {
+    section: "Peer security",
+    description:
+      "Allow unauthenticated peer traffic. A node with peers and neither --tls-dir nor --secret-file refuses " +
+      "to start without it. Trusted networks only.",
+  }),
+  injectDelayMs: setting(num(0, 60_000).default(0), {
+    section: "Experiments",
+    value: "ms",
+    description: "Delay added to every peer message, in ms (experiments: emulate a slower network).",
+  }),
+  injectJitterMs: setting(num(0, 60_000).default(0), {
+    section: "Experiments",
+    value: "ms",
+    description: "Plus a uniform random jitter up to this, in ms.",
+  }),
+  capacityTokens: setting(num(1, 1e9, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: "the engine's",
+    description: "KV capacity in tokens that the node's radix tree models (and peers' estimates assume).",
+  }),
+  concurrency: setting(nodeNum("concurrency"), {
+    section: "Routing and forwarding",
+    value: "n",
+    description: "Requests the engine runs at once; 1 is the paper's batching-free setting.",
+  }),
+  forwardTimeoutMs: setting(nodeNum("forwardTimeoutMs"), {
+    section: "Routing and forwarding",
+    value: "ms",
+    description:
+      "Give up on a forward attempt after this long, in ms; the request then goes to the next-best node, " +
+      "finally this one.",
+  }),
+  forwardAckTimeoutMs: setting(nodeNum("forwardAckTimeoutMs"), {
+    section: "Routing and forwarding",
+    value: "ms",
+    description:
+      "Fall back when a forward is not acknowledged in max(this, 4 × the peer's RTT), in ms. Over TCP " +
+      "nothing is lost silently, so the ack only guards against a frozen or black-holed peer; too low, and a " +
+      "busy machine's slow acks become spurious fallbacks (work done twice).",
+  }),
+  forwardTransport: setting(z.enum(["channel", "http"]).default("channel"), {
+    section: "Routing and forwarding",
+    value: "kind",
+    description:
+      "How forwards travel: `channel`, multiplexed on one WebSocket per peer upgraded on the peer port; " +
+      "`http`, one HTTP request per forward.",
+  }),
+  maxPending: setting(num(1, 100_000, true).default(256), {
+    section: "Limits",
+    value: "n",
+    description: "Client requests admitted at once; beyond it the API answers 429.",
+  }),
+  maxConnections: setting(num(1, 1_000_000, true).default(1024), {
+    section: "Limits",
+    value: "n",
+    description:
+      "Client connections open at once on the API port (idle keep-alives count); beyond it a connection " +
+      "gets 503 and is closed.",
+  }),
+  bodyLimitBytes: setting(num(1024, 256 * 1024 * 1024, true).default(4 * 1024 * 1024), {
+    section: "Limits",
+    value: "bytes",
+    description: "Largest client request body on the API port; a larger one gets 413.",
+  }),
+  maxSnapshotBytes: setting(num(1024, 1024 * 1024 * 1024, true).default(16 * 1024 * 1024), {
+    section: "Limits",
+    value: "bytes",
+    description:
+      "Largest anti-entropy snapshot accepted from a peer, as sent and as decoded; a larger one is refused. " +
+      "Raise it only for very large caches (a snapshot grows with the radix tree).",
+  }),
+  cpuLatencyUs: setting(num(0, MAX_CPU_LATENCY_US, true).optional(), {
+    section: "Operations",
+    value: "µs",
+    defaultText: "the machine's own",
+    description:
+      "Linux: hold the PM QoS CPU latency limit at this many µs while the node runs (0: idle CPUs poll " +
+      "instead of halting: faster wake-ups on VMs, idle CPU time burnt). Needs write access to " +
+      "/dev/cpu_dma_latency.",
+  }),
+  drainSec: setting(num(0, 3600).default(20), {
+    section: "Operations",
+    value: "s",
+    description:
+      "On SIGTERM, stop taking requests and let in-flight work finish for up to this many seconds.",
+  }),
+  logLevel: setting(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), {
+    section: "Operations",
+    value: "level",
+    description: "Log level of the node's JSON log lines (pino, on stdout).",
+  }),
+  simProfile: setting(z.string().max(64).optional(), {
+    section: "Engine",
+    value: "name",
+    defaultText: `\`${DEFAULT_PROFILE}\``,
+    description: `sim engine: the cost profile (${PROFILE_NAMES.map((p) => `\`${p}\``).join(", ")}).`,
+  }),
+  simTimeScale: setting(num(0, 1000).default(1), {
+    section: "Engine",
+    value: "x",
+    description: "sim engine: multiplies the modelled times (e.g. 0.05 makes multi-process tests fast).",
+  }),
+  threads: setting(num(1, 256, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: engineDefault(L.threads),
+    description: "llamacpp engine: CPU threads (1 holds up best when several nodes share a machine).",
+  }),
+  slots: setting(num(1, 64, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: engineDefault(L.slots),
+    description: "llamacpp engine: KV slots, i.e. prompts whose KV cache stays live at once.",
+  }),
+  savedStates: setting(num(0, 10_000, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: engineDefault(L.maxSavedStates),
+    description:
+      "llamacpp engine: saved sequence states kept, the second-level prefix cache (in /dev/shm when present).",
+  }),
+  slotContext: setting(num(64, 131_072, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: engineDefault(L.slotContext),
+    description:
+      "llamacpp engine: tokens per slot (prompt + output), the longest request; a longer one gets 400 " +
+      "context_length_exceeded. Memory grows with slots × this.",
+  }),
 });
 
 export type NodeSettings = z.output<typeof nodeSettingsSchema>;
@@ -126,6 +375,13 @@ export type SettingKey = keyof NodeSettings;
 export const SETTING_KEYS = Object.keys(nodeSettingsSchema.shape) as SettingKey[];
 
 const MAX_CONFIG_BYTES = 1024 * 1024;
+
+/** Variables the node reads besides one per setting (docs/configuration.md lists them too). */
+export const OTHER_ENV = {
+  PREFIXMESH_CONFIG: "The YAML config file, as `--config` (the flag wins).",
+  PREFIXMESH_CACHE_DIR:
+    "Where generated models and tokenized MMLU pools are cached (default `~/.cache/prefixmesh`).",
+} as const;
 
 export function envName(key: string): string {
   return `PREFIXMESH_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;

@@ -94,8 +94,11 @@ export interface SyntheticOptions extends ScheduleChoice {
   skewed?: boolean | Partial<SkewOptions>;
   /** Seed of the prompt contents (default fixed), independent of the schedule seed. */
   poolSeed?: number;
-  /** Also produce prompt text (one pseudo-word per token); off by default to keep the pool cheap. */
-  text?: boolean;
+  /**
+   * Also produce prompt text, one of these words per token (`commonWords()`, src/workload/common-words.ts);
+   * off by default to keep the pool cheap.
+   */
+  text?: readonly string[];
 }
 
 function lognormal(rng: Prng, mu: number, sigma: number): number {
@@ -149,18 +152,28 @@ export function syntheticPool(opts: Omit<SyntheticOptions, "seed"> = {}): PoolIt
       }
       randomTokens(rng, tokens.length - at, tokens, at);
       const item: PoolItem = { id: `${group}/${q}`, group, tokens };
-      if (opts.text) item.prompt = pseudoText(group, tokens);
+      if (opts.text) item.prompt = pseudoText(group, tokens, opts.text);
       items.push(item);
     }
   }
   return items;
 }
 
-/** One pseudo-word per token under an MMLU-like header: deterministic text with the same sharing structure. */
-function pseudoText(group: string, tokens: Uint32Array): string {
-  const words: string[] = [];
-  for (const t of tokens) words.push(`w${t.toString(36)}`);
-  return `The following are multiple choice questions (with answers) about ${group.replace("_", " ")}.\n\n${words.join(" ")}\nAnswer:`;
+/**
+ * Text for token ids, one word per id. Ids map onto the words modulo their count, so two prompts that
+ * share a prefix of ids share it as text; unrelated prompts coincide on a word 1 time in `words.length`,
+ * which leaves the workload's sharing structure (shared system prompts and stems) as it is.
+ */
+export function wordsFor(tokens: ArrayLike<number>, words: readonly string[]): string {
+  const out: string[] = new Array(tokens.length);
+  for (let i = 0; i < tokens.length; i++) out[i] = words[(tokens[i] as number) % words.length] as string;
+  return out.join(" ");
+}
+
+/** One word per token under an MMLU-like header: deterministic text with the same sharing structure. */
+function pseudoText(group: string, tokens: Uint32Array, words: readonly string[]): string {
+  if (words.length === 0) throw new RangeError("text needs at least one word");
+  return `The following are multiple choice questions (with answers) about ${group.replace("_", " ")}.\n\n${wordsFor(tokens, words)}\nAnswer:`;
 }
 
 /** The synthetic workload: same schedules as MMLU (uniform / skewed, repeats, open loop). */

@@ -6,7 +6,7 @@ import { parseSetting } from "../../src/cli/flags.js";
 import { defaultNote } from "../../src/cli/help.js";
 import { registerNode } from "../../src/cli/node.js";
 import { LlamaCppOptionsSchema } from "../../src/engines/llamacpp/options.js";
-import { nodeSettingsSchema } from "../../src/server/settings.js";
+import { flagName, flagSettings, nodeSettingsSchema, settingDoc } from "../../src/server/settings.js";
 
 describe("one setting checked against the node schema (prefixmesh cluster's flags)", () => {
   it("coerces in-bounds values and names the flag when out of bounds", () => {
@@ -34,7 +34,24 @@ describe("help texts state the schema's defaults", () => {
     const help = program.commands[0]?.helpInformation().replace(/\s+/g, " ") ?? "";
     const poll = nodeSettingsSchema.shape.pollMs.def.defaultValue;
     const slots = LlamaCppOptionsSchema.shape.slots.def.defaultValue;
-    expect(help).toContain(`anti-entropy period Δpoll (default ${poll})`);
-    expect(help).toContain(`llamacpp: KV slots (default ${slots})`);
+    expect(help).toMatch(new RegExp(`--poll-ms <ms> Δpoll, the anti-entropy period.*?\\(default ${poll}\\)`));
+    expect(help).toMatch(
+      new RegExp(`--slots <n> llamacpp engine: KV slots.*?\\(default ${slots} \\(the engine's\\)\\)`),
+    );
+  });
+
+  it("node's flags are the settings', each with its schema's meaning; the API key is no flag", () => {
+    const program = new Command("prefixmesh");
+    registerNode(program);
+    const options = program.commands[0]?.options ?? [];
+    const longs = options.map((o) => o.long);
+    expect(longs).toEqual(["--config", ...flagSettings().map(flagName)]);
+    expect(longs).not.toContain("--engine-api-key");
+    expect(longs).toContain("--body-limit-bytes");
+    expect(longs).toContain("--max-snapshot-bytes");
+    for (const key of flagSettings()) {
+      const o = options.find((x) => x.long === flagName(key));
+      expect(o?.description, key).toContain(settingDoc(key).description.replace(/`/g, ""));
+    }
   });
 });

@@ -235,4 +235,28 @@ describe("OpenAI-compatible API (fake service)", () => {
     expect(m).toMatch(/prefixmesh_requests_total\{[^}]*outcome="overloaded"/);
     expect(m).toContain("prefixmesh_request_duration_seconds_bucket");
   });
+
+  it("states the model's context and counts a text's tokens (vLLM's and llama.cpp's /tokenize shapes)", async () => {
+    const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { max_model_len: number }[] };
+    expect(models.data[0]?.max_model_len).toBe(service.maxContextTokens);
+    const post = (body: unknown) =>
+      fetch(`${base}/tokenize`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const vllm = await post({ model: "fake-model", prompt: "abcd" });
+    expect(vllm.status).toBe(200);
+    expect(await vllm.json()).toEqual({ tokens: [97, 98, 99, 100], count: 4, max_model_len: 256 });
+    expect(await (await post({ content: "xy" })).json()).toMatchObject({ count: 2 });
+    const neither = await post({ model: "fake-model" });
+    expect(neither.status).toBe(400);
+    expect(((await neither.json()) as { error: { param: string } }).error.param).toBe("prompt");
+    expect((await post({ prompt: "a", content: "b" })).status).toBe(400);
+    const wrongModel = await post({ model: "other", prompt: "a" });
+    expect(wrongModel.status).toBe(404);
+    expect(((await wrongModel.json()) as { error: { code: string } }).error.code).toBe("model_not_found");
+    // Bounded like every request: the API's body limit (64 KiB in this test).
+    expect((await post({ prompt: "x".repeat(70 * 1024) })).status).toBe(413);
+  });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { COMMON_WORD_COUNT, commonWords } from "../../src/workload/common-words.js";
 import { hitRate, idealHits } from "../../src/workload/ideal-hit.js";
-import { syntheticMmlu, syntheticPool } from "../../src/workload/synthetic.js";
+import { syntheticMmlu, syntheticPool, wordsFor } from "../../src/workload/synthetic.js";
 
 describe("synthetic MMLU", () => {
   it("has MMLU's shape: 57 topics, 14,042 prompts, ~685-token mean, shared per-topic prefixes", () => {
@@ -26,12 +27,29 @@ describe("synthetic MMLU", () => {
     expect(c[0]!.tokens).not.toEqual(a[0]!.tokens);
   });
 
-  it("can carry prompt text, one pseudo-word per token", () => {
-    const [it0] = syntheticPool({ scale: 0.01, subjects: 1, text: true });
-    expect(it0!.prompt).toMatch(
+  it("can carry prompt text, one common word per token, keeping the shared prefixes", () => {
+    const words = commonWords();
+    expect(new Set(words).size).toBe(COMMON_WORD_COUNT);
+    expect(words.every((w) => /^[a-z]{2,}$/.test(w))).toBe(true);
+    const pool = syntheticPool({ scale: 0.05, subjects: 2, text: words });
+    const [a, b] = pool;
+    expect(a!.prompt).toMatch(
       /^The following are multiple choice questions \(with answers\) about topic 00\./,
     );
-    expect(it0!.prompt!.split(" ").length).toBeGreaterThan(it0!.tokens.length);
+    const body = (p: string) =>
+      p
+        .split("\n\n")[1]!
+        .replace(/\nAnswer:$/, "")
+        .split(" ");
+    // One word per token: the text is as long as the workload says, in words.
+    expect(body(a!.prompt!)).toHaveLength(a!.tokens.length);
+    expect(body(a!.prompt!)).toEqual(Array.from(a!.tokens, (t) => words[t % words.length]));
+    // Two questions of a topic share its prefix of tokens, and so of words.
+    let shared = 0;
+    while (a!.tokens[shared] === b!.tokens[shared]) shared++;
+    expect(shared).toBeGreaterThan(0);
+    expect(body(a!.prompt!).slice(0, shared)).toEqual(body(b!.prompt!).slice(0, shared));
+    expect(wordsFor([0, 1001], ["x", "y"])).toBe("x y");
   });
 
   it("rejects bad sizes", () => {

@@ -54,6 +54,21 @@ export type ChatRequest = z.infer<typeof chatRequestSchema>;
 
 export const policySwitchSchema = z.object({ policy: z.string().min(1).max(64) });
 
+/**
+ * `POST /tokenize` in the two shapes remote servers use: vLLM/SGLang's `{model?, prompt}` and
+ * llama.cpp server's `{content}`. The text's length is bounded by the API's body limit.
+ */
+export const tokenizeRequestSchema = z
+  .object({
+    model: z.string().max(512).optional(),
+    prompt: z.string().optional(),
+    content: z.string().optional(),
+  })
+  .refine((b) => (b.prompt === undefined) !== (b.content === undefined), {
+    message: "give the text as 'prompt' (or 'content'), exactly one of them",
+    path: ["prompt"],
+  });
+
 /** A short human-readable summary of a zod failure, for the OpenAI error `message`. */
 export function describeZodError(err: z.ZodError): { message: string; param: string | null } {
   const first = err.issues[0];

@@ -1,0 +1,93 @@
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { checkContextFit, fits, fitWarning, summarizeFit } from "../../src/bench/context-fit.js";
+import { generatedContext } from "../../src/cli/cluster.js";
+import { MODEL_PRESETS } from "../../src/engines/gguf/presets.js";
+import { DEFAULT_PROFILE, resolveProfile } from "../../src/engines/sim/profiles.js";
+import { SimEngine } from "../../src/engines/sim/sim-engine.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings.js";
+import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
+
+const request = (id: string, words: number, maxTokens = 1): WorkloadRequest => ({
+  id,
+  group: "g",
+  tokens: new Uint32Array(words),
+  prompt: Array.from({ length: words }, (_, i) => `w${i}`).join(" "),
+  maxTokens,
+});
+const workload = (requests: WorkloadRequest[]): Workload => ({
+  name: "test",
+  synthetic: true,
+  requests,
+  arrival: "closed-loop",
+});
+
+describe("bench: does the workload fit the model's context, before the run", () => {
+  test("a request fits as the API decides: prompt below the context, prompt + max_tokens within it", () => {
+    expect(fits(39, 1, 40)).toBe(true);
+    expect(fits(40, 0, 40)).toBe(false);
+    expect(fits(35, 6, 40)).toBe(false);
+  });
+
+  test("counts requests, not distinct prompts, and only those counted", () => {
+    const reqs = [request("a", 10), request("b", 50), request("c", 50), request("d", 5)];
+    const counts = new Map([
+      [reqs[0]?.prompt, 10],
+      [reqs[1]?.prompt, 50],
+    ]);
+    const fit = summarizeFit(reqs, (t) => counts.get(t), 40);
+    // b and c share a prompt: both refused; d was not counted.
+    expect(fit).toEqual({ known: true, contextTokens: 40, checked: 3, tooLong: 2, longest: 51 });
+    expect(fitWarning(fit, "m", 4)).toMatch(
+      /^warning: 2 of 3 checked \(of 4\) requests \(67%\) do not fit model m's context of 40 tokens/,
+    );
+    expect(fitWarning({ ...fit, tooLong: 0 }, "m", 3)).toBeUndefined();
+    expect(fitWarning({ known: false, reason: "x" }, "m", 3)).toMatch(/^note: could not check/);
+  });
+
+  describe("against a real node (sim engine, 40-token context)", () => {
+    let node: NodeHandle;
+    beforeAll(async () => {
+      const [api, peer] = [await freePort("127.0.0.1"), await freePort("127.0.0.1")];
+      const settings = resolveNodeSettings(
+        {
+          id: "A",
+          engine: "sim",
+          listen: `127.0.0.1:${api}`,
+          peerListen: `127.0.0.1:${peer}`,
+          logLevel: "silent",
+        },
+        {},
+      );
+      const engine = new SimEngine({
+        profile: resolveProfile(DEFAULT_PROFILE),
+        timeScale: 0.001,
+        maxContextTokens: 40,
+      });
+      node = await startNode(settings, { engine, logger: pino({ level: "silent" }) });
+    });
+    afterAll(async () => {
+      await node.stop();
+    });
+
+    test("learns the context from /v1/models and the counts from /tokenize", async () => {
+      const w = workload([request("short", 10), request("long", 45), request("edge", 39, 2)]);
+      const fit = await checkContextFit(node.apiUrl, node.runtime.modelId, w);
+      expect(fit).toEqual({ known: true, contextTokens: 40, checked: 3, tooLong: 2, longest: 46 });
+    });
+
+    test("a node that cannot answer is a note, not a failure", async () => {
+      const fit = await checkContextFit("http://127.0.0.1:1", "m", workload([request("a", 1)]));
+      expect(fit.known).toBe(false);
+    });
+  });
+
+  test("the demo's generated model gets its whole context per slot", () => {
+    expect(generatedContext("generated")).toBe(MODEL_PRESETS.bench.contextLength);
+    expect(generatedContext("generated:tiny")).toBe(MODEL_PRESETS.tiny.contextLength);
+    expect(generatedContext("/models/x.gguf")).toBeUndefined();
+    expect(generatedContext("generated:nope")).toBeUndefined();
+  });
+});
