@@ -17,17 +17,19 @@ import { CliError, parseNumber } from "./errors.js";
 import { parseFlag } from "./flags.js";
 import { defaultNote } from "./help.js";
 import {
+  addWorkloadOptions,
   DEFAULT_MMLU_DIR,
   loadWorkload,
-  parseWorkloadName,
+  parseWorkloadChoice,
   WORKLOADS,
-  type WorkloadName,
+  type WorkloadChoice,
+  type WorkloadFlagValues,
 } from "./workload-flags.js";
 
 /** The simulated nodes' settings, whose defaults the help states. */
 const N = nodeConfigSchema.shape;
 
-export interface SimOptions {
+export interface SimOptions extends WorkloadFlagValues {
   nodes: string;
   policy: string;
   commMs: string;
@@ -112,13 +114,13 @@ export function parsePartition(
 /** Checks every flag; returns the simulator config and the workload choice, or throws CliError. */
 export function parseSimOptions(o: SimOptions): {
   config: SimConfig;
-  workload: WorkloadName;
+  workload: WorkloadChoice;
   mmluDir: string;
   requests: number | undefined;
   rate: number | undefined;
 } {
   const policy = parseFlag(nodeSettingsSchema.shape.policy.unwrap(), "policy", o.policy);
-  const workload = parseWorkloadName(o.workload);
+  const workload = parseWorkloadChoice(o.workload, o);
   if (!isProfileName(o.profile))
     throw new CliError(`--profile must be one of ${PROFILE_NAMES.join(", ")}, got '${o.profile}'`);
   const config: SimConfig = {
@@ -240,7 +242,7 @@ export async function runSimCommand(
     onProgress: (done) => bar?.update(done),
   });
   bar?.stop();
-  io.out.write(formatSummary(result, w.name));
+  io.out.write(formatSummary(result, w.meta ? `${w.name} (${w.meta.schedule})` : w.name));
   if (o.json !== undefined) {
     try {
       await writeFile(o.json, `${JSON.stringify({ ...result, config })}\n`);
@@ -258,7 +260,7 @@ function nodeSetting(key: NodeConfigNumberKey, raw: string): number {
 }
 
 export function registerSim(program: Command): void {
-  program
+  const cmd = program
     .command("sim")
     .description("Run the deterministic discrete-event simulator of a prefixmesh cluster")
     .option("--nodes <n>", "number of nodes", "4")
@@ -271,7 +273,8 @@ export function registerSim(program: Command): void {
     .option("--jitter-ms <ms>", "uniform jitter on Δcomm (±)", "0.5")
     .option("--poll-ms <ms>", "Δpoll: anti-entropy period", "500")
     .option("--workload <name>", `workload: ${WORKLOADS.join(" | ")}`, "synthetic")
-    .option("--mmlu-dir <dir>", "MMLU CSV folder (dev/, test/)", DEFAULT_MMLU_DIR)
+    .option("--mmlu-dir <dir>", "MMLU CSV folder (dev/, test/)", DEFAULT_MMLU_DIR);
+  addWorkloadOptions(cmd)
     .option("--requests <n>", "number of requests (default: the whole workload)")
     .option("--seed <s>", "seed of the schedule and of the simulation", "1")
     .option("--profile <name>", `engine cost profile: ${PROFILE_NAMES.join(" | ")}`, DEFAULT_PROFILE)

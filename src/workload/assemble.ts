@@ -37,6 +37,16 @@ export interface ScheduleChoice {
   maxTokens?: number;
 }
 
+/**
+ * A workload's name from its pool and schedule: `mmlu`, `mmlu-skewed` (hot set), `mmlu-zipf`; the
+ * CLI's `--workload` names, so a report always says which schedule it ran.
+ */
+export function scheduleName(base: string, skewed: ScheduleChoice["skewed"]): string {
+  if (!skewed) return base;
+  if (skewed !== true && skewed.kind === "zipf") return `${base}-zipf`;
+  return `${base}-skewed`;
+}
+
 export function assembleWorkload(
   name: string,
   source: WorkloadMeta["source"],

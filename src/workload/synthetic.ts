@@ -12,7 +12,7 @@
  * The prompt contents depend only on `poolSeed`; `seed` drives the schedule, as with real MMLU.
  */
 import { Prng } from "../core/prng.js";
-import { assembleWorkload, type PoolItem, type ScheduleChoice } from "./assemble.js";
+import { assembleWorkload, type PoolItem, type ScheduleChoice, scheduleName } from "./assemble.js";
 import type { SkewOptions } from "./schedule.js";
 import type { Workload } from "./types.js";
 
@@ -166,6 +166,6 @@ function pseudoText(group: string, tokens: Uint32Array): string {
 /** The synthetic workload: same schedules as MMLU (uniform / skewed, repeats, open loop). */
 export function syntheticMmlu(opts: SyntheticOptions): Workload {
   const items = syntheticPool(opts);
-  const name = opts.skewed ? "synthetic-skewed" : "synthetic";
+  const name = scheduleName("synthetic", opts.skewed);
   return assembleWorkload(name, "synthetic", items, opts);
 }
