@@ -20,6 +20,8 @@ export interface PoolItem {
   group: string;
   tokens: Tokens;
   prompt?: string;
+  /** Tokens of the group's shared prefix at the start of `tokens`, when the pool knows it (synthetic). */
+  prefixLength?: number;
 }
 
 export interface ScheduleChoice {
