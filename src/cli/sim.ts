@@ -13,6 +13,8 @@ import { DEFAULT_POLICY } from "../server/default-policy.js";
 import { type NodeConfigNumberKey, nodeConfigNumber, nodeSettingsSchema } from "../server/settings.js";
 import { runSimulation } from "../sim/run.js";
 import type { SimConfig, SimResult } from "../sim/types.js";
+import { historyHits, hitRate, idealHits } from "../workload/ideal-hit.js";
+import type { Workload } from "../workload/types.js";
 import { CliError, parseNumber } from "./errors.js";
 import { parseFlag } from "./flags.js";
 import { defaultNote } from "./help.js";
@@ -120,7 +122,7 @@ export function parseSimOptions(o: SimOptions): {
   rate: number | undefined;
 } {
   const policy = parseFlag(nodeSettingsSchema.shape.policy.unwrap(), "policy", o.policy);
-  const workload = parseWorkloadChoice(o.workload, o);
+  const workload = parseWorkloadChoice(o.workload, o, { openLoop: o.rate !== undefined });
   if (!isProfileName(o.profile))
     throw new CliError(`--profile must be one of ${PROFILE_NAMES.join(", ")}, got '${o.profile}'`);
   const config: SimConfig = {
@@ -185,7 +187,11 @@ function fmtBytes(n: number): string {
 }
 
 /** The human summary; latency percentiles from an HDR histogram (µs resolution, 3 digits). */
-export function formatSummary(r: SimResult, workloadLabel: string): string {
+export function formatSummary(
+  r: SimResult,
+  workloadLabel: string,
+  bound?: { ideal: number; history?: number },
+): string {
   const h = hdr.build({
     lowestDiscernibleValue: 1,
     highestTrackableValue: 3_600_000_000,
@@ -205,7 +211,9 @@ export function formatSummary(r: SimResult, workloadLabel: string): string {
       ? ["ORACLE     every estimate = its owner's true tree, instantly and free (simulation-only reference)"]
       : []),
     `latency    mean ${(t.meanLatencyMs / 1000).toFixed(3)} s   p50 ${(p50 / 1000).toFixed(3)} s   p99 ${(p99 / 1000).toFixed(3)} s`,
-    `hit rate   expected ${(100 * t.expectedHitRate).toFixed(1)}%   actual ${(100 * t.actualHitRate).toFixed(1)}%`,
+    `hit rate   expected ${(100 * t.expectedHitRate).toFixed(1)}%   actual ${(100 * t.actualHitRate).toFixed(1)}%` +
+      (bound ? `   ideal ${(100 * bound.ideal).toFixed(1)}%` : "") +
+      (bound?.history !== undefined ? `   own history ${(100 * bound.history).toFixed(1)}%` : ""),
     `hotspot    ${(100 * t.hotspotShare).toFixed(1)}% of requests on n${t.hotspotNode}   forwarded ${(100 * t.forwardedShare).toFixed(1)}%`,
     `served     ${r.perNode.map((n) => `${n.id}=${n.served}`).join(" ")}`,
     `messages   ${t.messagesTotal} (${fmtBytes(t.bytesTotal)}): ${Object.entries(t.messages)
@@ -242,7 +250,9 @@ export async function runSimCommand(
     onProgress: (done) => bar?.update(done),
   });
   bar?.stop();
-  io.out.write(formatSummary(result, w.meta ? `${w.name} (${w.meta.schedule})` : w.name));
+  io.out.write(
+    formatSummary(result, w.meta ? `${w.name} (${w.meta.schedule})` : w.name, hitBounds(w, result)),
+  );
   if (o.json !== undefined) {
     try {
       await writeFile(o.json, `${JSON.stringify({ ...result, config })}\n`);
@@ -252,6 +262,21 @@ export async function runSimCommand(
     io.out.write(`wrote ${o.json}\n`);
   }
   return result;
+}
+
+/**
+ * The ideal hit rate over the requests in the order they were sent (an open-loop chat's follow-ups
+ * go out when their predecessor is answered, so only the run knows that order), and for chat the
+ * share a conversation's own history alone would give.
+ */
+function hitBounds(w: Workload, r: SimResult): { ideal: number; history?: number } | undefined {
+  if (r.records.length !== w.requests.length) return undefined;
+  const order = r.records
+    .map((rec) => [rec.startMs, rec.index] as const)
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1])
+    .map(([, i]) => i);
+  const ideal = hitRate(w.requests, idealHits(w.requests, order));
+  return w.meta?.chat ? { ideal, history: hitRate(w.requests, historyHits(w.requests)) } : { ideal };
 }
 
 /** A node-config number from its flag (`--forward-ack-timeout-ms` for forwardAckTimeoutMs), checked by the schema. */
