@@ -240,10 +240,10 @@ export async function loadWorkload(
       throw scheduleError(c.name, err);
     }
   }
+  // The synthetic twin of an MMLU workload: same schedule, MMLU-shaped pool.
+  const twin = c.name.replace(/^mmlu/, "synthetic");
   if (!existsSync(o.dir)) {
-    throw new CliError(
-      `MMLU data not found at '${o.dir}' (pass --mmlu-dir DIR, or use --workload synthetic)`,
-    );
+    throw new CliError(`MMLU data not found at '${o.dir}' (pass --mmlu-dir DIR, or use --workload ${twin})`);
   }
   try {
     if (chat) {
@@ -255,7 +255,7 @@ export async function loadWorkload(
   } catch (err) {
     if (err instanceof RangeError) throw scheduleError(c.name, err);
     throw new CliError(
-      `cannot load MMLU from '${o.dir}': ${(err as Error).message} (or use --workload synthetic)`,
+      `cannot load MMLU from '${o.dir}': ${(err as Error).message} (or use --workload ${twin})`,
     );
   }
 }

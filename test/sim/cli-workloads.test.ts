@@ -201,6 +201,6 @@ describe("prefixmesh sim --workload *-chat", () => {
         { ...defaults, workload: "mmlu-chat", mmluDir: "/nonexistent/mmlu" },
         { out: sink().stream, err: quietErr() },
       ),
-    ).rejects.toThrow(/MMLU data not found at '\/nonexistent\/mmlu'/);
+    ).rejects.toThrow(/MMLU data not found at '\/nonexistent\/mmlu' .*use --workload synthetic-chat\)/);
   });
 });
