@@ -487,11 +487,13 @@ function slopeParagraph(
   const oB = u1000 ? msPerMs(u200.meanLatencyS, u1000.meanLatencyS, u200.commMs, u1000.commMs) : undefined;
   const fwd = (u2.forwardedShare + u200.forwardedShare) / 2;
   const delays = oA / fwd;
-  // The paper's busiest node served H of all requests; at most 1/N entered it, so ≥ H − 1/N were forwarded.
+  // The paper's busiest node served H of all requests; at most E entered it, where E is the largest share
+  // any node received (its no-route hotspot: no-route serves what enters), so ≥ H − E were forwarded.
   const hot200 = PAPER_TABLE3.comm.find((c) => c.commMs === P_C200.commMs)!.hotspot;
   const hot1000 = PAPER_TABLE3.comm.find((c) => c.commMs === P_C1000.commMs)!.hotspot;
   const hot2 = PAPER_TABLE3.comm.find((c) => c.commMs === P_C2.commMs)!.hotspot;
-  const minForwarded = hot200 - 1 / r.nodes;
+  const entered = Math.max(1 / r.nodes, PAPER_TABLE3.uniformNoRoute);
+  const minForwarded = hot200 - entered;
   const twoRt = 4;
   const n2 = (x: number) => x.toFixed(2);
   return (
@@ -504,7 +506,7 @@ function slopeParagraph(
     `trip per forward gives at most 2.00 ms per ms even if every request were forwarded, so the paper's ${n2(pA)} needs ` +
     `more one-way delays per forwarded request: ${n2(pA / fwd)} at our forwarded share; between ${n2(pA)} (all forwarded) ` +
     `and ${n2(pA / minForwarded)} (the fewest forwards its Table 3 allows: its busiest node served ${pct(hot200)}% of requests at ` +
-    `${delay(P_C200.commMs)}, of which at most ${pct(1 / r.nodes)}% entered it, so ≥ ${pct(minForwarded)}% were forwarded). ` +
+    `${delay(P_C200.commMs)}, of which at most ${pct(entered)}% entered it — its no-route busiest share — so ≥ ${pct(minForwarded)}% were forwarded). ` +
     `Two round trips per forward (${twoRt} one-way delays: e.g. a new TCP connection per forwarded request, handshake then ` +
     `request and reply, under a per-packet delay) fit with ${pct(pA / twoRt)}% of requests forwarded. No constant count fits ` +
     `both of its segments, though: between ${delay(P_C200.commMs)} and ${delay(P_C1000.commMs)} its slope falls to ${n2(pB)} ms per ms` +
