@@ -1,6 +1,7 @@
 /**
  * Replays a workload through real nodes' HTTP API (the completions endpoint, prompt text), closed loop
- * with C concurrent clients, entry nodes round-robin, and summarises what the nodes reported: latency,
+ * with C concurrent clients (a chat follow-up waits for the turn it follows), entry nodes round-robin,
+ * and summarises what the nodes reported: latency,
  * cached-token share, per-node counts and the hotspot share (the paper's §5 metrics, measured live).
  */
 import { Pool } from "undici";
@@ -91,6 +92,14 @@ export async function replay(workload: Workload, model: string, o: ReplayOptions
   );
   const reqs = workload.requests;
   const samples: RequestSample[] = new Array(reqs.length);
+  // A chat follow-up is sent only once the turn it follows is answered (that turn is earlier in the
+  // list, so some client already holds it: waiting cannot deadlock).
+  const answered = new Map<number, Promise<void>>();
+  const waitFor = new Map<number, () => void>();
+  reqs.forEach((r) => {
+    const p = r.after?.request;
+    if (p !== undefined && !answered.has(p)) answered.set(p, new Promise((res) => waitFor.set(p, res)));
+  });
   let next = 0;
   let done = 0;
   const worker = async () => {
@@ -98,8 +107,13 @@ export async function replay(workload: Workload, model: string, o: ReplayOptions
       const i = next++;
       if (i >= reqs.length) return;
       const r = reqs[i] as WorkloadRequest;
+      if (r.after) await answered.get(r.after.request);
       const entry = (r.entry ?? i) % o.urls.length;
-      samples[i] = await one(pools[entry] as Pool, r, entry, model, o.timeoutMs ?? 300_000);
+      try {
+        samples[i] = await one(pools[entry] as Pool, r, entry, model, o.timeoutMs ?? 300_000);
+      } finally {
+        waitFor.get(i)?.();
+      }
       done++;
       o.onProgress?.(done, reqs.length);
     }

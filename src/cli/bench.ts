@@ -2,9 +2,16 @@
 import type { Command } from "commander";
 import { COMPARED } from "../bench/replay-run.js";
 import { CliError, parseNumber } from "./errors.js";
-import { DEFAULT_MMLU_DIR, loadWorkload, parseWorkloadName, WORKLOADS } from "./workload-flags.js";
+import {
+  addWorkloadOptions,
+  DEFAULT_MMLU_DIR,
+  loadWorkload,
+  parseWorkloadChoice,
+  WORKLOADS,
+  type WorkloadFlagValues,
+} from "./workload-flags.js";
 
-interface BenchFlags {
+interface BenchFlags extends WorkloadFlagValues {
   url: string;
   workload: string;
   mmluDir?: string;
@@ -17,12 +24,13 @@ interface BenchFlags {
 }
 
 export function registerBench(program: Command): void {
-  program
+  const cmd = program
     .command("bench")
     .description("Replay a workload through running nodes' OpenAI API and report latency and cache hits")
     .requiredOption("--url <urls>", "node API URL(s), comma-separated: http://127.0.0.1:8080,…")
     .option("--workload <name>", `one of ${WORKLOADS.join(", ")}`, "synthetic")
-    .option("--mmlu-dir <dir>", "MMLU data folder (dev/ and test/)", DEFAULT_MMLU_DIR)
+    .option("--mmlu-dir <dir>", "MMLU data folder (dev/ and test/)", DEFAULT_MMLU_DIR);
+  addWorkloadOptions(cmd)
     .option("--requests <n>", "requests to send", "200")
     .option("--concurrency <c>", "concurrent clients (1 = the paper's closed loop)", "1")
     .option("--entry <mode>", "entry node choice: round-robin", "round-robin")
@@ -47,12 +55,12 @@ export function registerBench(program: Command): void {
           throw new CliError(`--url: '${u}' is not an http(s) URL`);
         }
       }
-      const workloadName = parseWorkloadName(f.workload);
+      const workloadChoice = parseWorkloadChoice(f.workload, f);
       if (f.entry !== "round-robin") throw new CliError("--entry: only round-robin is supported");
       const requests = parseNumber("--requests", f.requests, { min: 1, max: 1_000_000, integer: true });
       const concurrency = parseNumber("--concurrency", f.concurrency, { min: 1, max: 1024, integer: true });
       const seed = parseNumber("--seed", f.seed, { min: 0, max: 2 ** 31, integer: true });
-      const workload = await loadWorkload(workloadName, {
+      const workload = await loadWorkload(workloadChoice, {
         requests,
         seed,
         dir: f.mmluDir ?? "",

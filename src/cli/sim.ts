@@ -21,21 +21,25 @@ import type {
   SimFaults,
   SimResult,
 } from "../sim/types.js";
+import { historyHits, hitRate, idealHits } from "../workload/ideal-hit.js";
+import type { Workload } from "../workload/types.js";
 import { CliError, parseNumber } from "./errors.js";
 import { parseFlag } from "./flags.js";
 import { defaultNote } from "./help.js";
 import {
+  addWorkloadOptions,
   DEFAULT_MMLU_DIR,
   loadWorkload,
-  parseWorkloadName,
+  parseWorkloadChoice,
   WORKLOADS,
-  type WorkloadName,
+  type WorkloadChoice,
+  type WorkloadFlagValues,
 } from "./workload-flags.js";
 
 /** The simulated nodes' settings, whose defaults the help states. */
 const N = nodeConfigSchema.shape;
 
-export interface SimOptions {
+export interface SimOptions extends WorkloadFlagValues {
   nodes: string;
   policy: string;
   commMs: string;
@@ -218,13 +222,13 @@ export function parseFaultFlags(o: SimOptions, nodes: number, seed: number): Sim
 /** Checks every flag; returns the simulator config and the workload choice, or throws CliError. */
 export function parseSimOptions(o: SimOptions): {
   config: SimConfig;
-  workload: WorkloadName;
+  workload: WorkloadChoice;
   mmluDir: string;
   requests: number | undefined;
   rate: number | undefined;
 } {
   const policy = parseFlag(nodeSettingsSchema.shape.policy.unwrap(), "policy", o.policy);
-  const workload = parseWorkloadName(o.workload);
+  const workload = parseWorkloadChoice(o.workload, o, { openLoop: o.rate !== undefined });
   if (!isProfileName(o.profile))
     throw new CliError(`--profile must be one of ${PROFILE_NAMES.join(", ")}, got '${o.profile}'`);
   const config: SimConfig = {
@@ -280,7 +284,11 @@ function fmtBytes(n: number): string {
 }
 
 /** The human summary; latency percentiles from an HDR histogram (µs resolution, 3 digits). */
-export function formatSummary(r: SimResult, workloadLabel: string): string {
+export function formatSummary(
+  r: SimResult,
+  workloadLabel: string,
+  bound?: { ideal: number; history?: number },
+): string {
   const h = hdr.build({
     lowestDiscernibleValue: 1,
     highestTrackableValue: 3_600_000_000,
@@ -301,7 +309,9 @@ export function formatSummary(r: SimResult, workloadLabel: string): string {
       ? ["ORACLE     every estimate = its owner's true tree, instantly and free (simulation-only reference)"]
       : []),
     `latency    mean ${(t.meanLatencyMs / 1000).toFixed(3)} s   p50 ${(p50 / 1000).toFixed(3)} s   p99 ${(p99 / 1000).toFixed(3)} s`,
-    `hit rate   expected ${(100 * t.expectedHitRate).toFixed(1)}%   actual ${(100 * t.actualHitRate).toFixed(1)}%`,
+    `hit rate   expected ${(100 * t.expectedHitRate).toFixed(1)}%   actual ${(100 * t.actualHitRate).toFixed(1)}%` +
+      (bound ? `   ideal ${(100 * bound.ideal).toFixed(1)}%` : "") +
+      (bound?.history !== undefined ? `   own history ${(100 * bound.history).toFixed(1)}%` : ""),
     `hotspot    ${(100 * t.hotspotShare).toFixed(1)}% of requests on n${t.hotspotNode}   forwarded ${(100 * t.forwardedShare).toFixed(1)}%`,
     `served     ${r.perNode.map((n) => `${n.id}=${n.served}`).join(" ")}`,
     `messages   ${t.messagesTotal} (${fmtBytes(t.bytesTotal)}): ${Object.entries(t.messages)
@@ -340,7 +350,9 @@ export async function runSimCommand(
     onProgress: (done) => bar?.update(done),
   });
   bar?.stop();
-  io.out.write(formatSummary(result, w.name));
+  io.out.write(
+    formatSummary(result, w.meta ? `${w.name} (${w.meta.schedule})` : w.name, hitBounds(w, result)),
+  );
   if (o.json !== undefined) {
     try {
       await writeFile(o.json, `${JSON.stringify({ ...result, config })}\n`);
@@ -366,13 +378,28 @@ function daemonConfigLabel(over?: SimConfig["node"]): string {
     .join(", ");
 }
 
+/**
+ * The ideal hit rate over the requests in the order they were sent (an open-loop chat's follow-ups
+ * go out when their predecessor is answered, so only the run knows that order), and for chat the
+ * share a conversation's own history alone would give.
+ */
+function hitBounds(w: Workload, r: SimResult): { ideal: number; history?: number } | undefined {
+  if (r.records.length !== w.requests.length) return undefined;
+  const order = r.records
+    .map((rec) => [rec.startMs, rec.index] as const)
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1])
+    .map(([, i]) => i);
+  const ideal = hitRate(w.requests, idealHits(w.requests, order));
+  return w.meta?.chat ? { ideal, history: hitRate(w.requests, historyHits(w.requests)) } : { ideal };
+}
+
 /** A node-config number from its flag (`--forward-ack-timeout-ms` for forwardAckTimeoutMs), checked by the schema. */
 function nodeSetting(key: NodeConfigNumberKey, raw: string): number {
   return parseFlag(nodeConfigNumber(key), key, raw);
 }
 
 export function registerSim(program: Command): void {
-  program
+  const cmd = program
     .command("sim")
     .description("Run the deterministic discrete-event simulator of a prefixmesh cluster")
     .option("--nodes <n>", "number of nodes", "4")
@@ -385,7 +412,8 @@ export function registerSim(program: Command): void {
     .option("--jitter-ms <ms>", "uniform jitter on Δcomm (±)", "0.5")
     .option("--poll-ms <ms>", "Δpoll: anti-entropy period", "500")
     .option("--workload <name>", `workload: ${WORKLOADS.join(" | ")}`, "synthetic")
-    .option("--mmlu-dir <dir>", "MMLU CSV folder (dev/, test/)", DEFAULT_MMLU_DIR)
+    .option("--mmlu-dir <dir>", "MMLU CSV folder (dev/, test/)", DEFAULT_MMLU_DIR);
+  addWorkloadOptions(cmd)
     .option("--requests <n>", "number of requests (default: the whole workload)")
     .option("--seed <s>", "seed of the schedule and of the simulation", "1")
     .option("--profile <name>", `engine cost profile: ${PROFILE_NAMES.join(" | ")}`, DEFAULT_PROFILE)

@@ -13,18 +13,39 @@ const SOURCE_COLORS = ["#f58518", "#f58518", "#4c78a8", "#4c78a8", "#9d9d9d"];
 export interface LatencyPoint {
   commMs: number;
   latencyS: number;
-  policy: "routed" | "no-route";
+  policy: "routed" | "no-route" | "cost-aware";
   source: "ours" | "paper";
 }
 
-/** Figure 2: mean latency vs Δcomm, routed vs no-route, ours beside the paper's. */
+/** Figure 2's series in legend order: one hue per policy, solid + circles for ours, dashed + squares for the paper's. */
+const FIG2_SERIES = [
+  { policy: "routed", source: "ours", color: "#4c78a8" },
+  { policy: "routed", source: "paper", color: "#4c78a8" },
+  { policy: "no-route", source: "ours", color: "#f58518" },
+  { policy: "no-route", source: "paper", color: "#f58518" },
+  { policy: "cost-aware", source: "ours", color: "#54a24b" },
+  { policy: "cost-aware", source: "paper", color: "#54a24b" },
+] as const;
+
+const seriesLabel = (policy: string, source: string) =>
+  `${policy} — ${source === "ours" ? "ours (simulator)" : "paper"}`;
+
+/**
+ * Figure 2: mean latency vs Δcomm per policy, ours beside the paper's. Color, dash and point shape
+ * all encode one `series` field, so the single legend names each line as ours or the paper's.
+ */
 export function figure2(points: LatencyPoint[], subtitle: string): TopLevelSpec {
+  const present = FIG2_SERIES.filter((s) =>
+    points.some((p) => p.policy === s.policy && p.source === s.source),
+  );
+  const domain = present.map((s) => seriesLabel(s.policy, s.source));
+  const scale = (range: unknown[]) => ({ domain, range });
   return {
     $schema: SCHEMA,
     title: { text: "Figure 2: mean latency vs Δcomm (uniform MMLU)", subtitle },
     width: 420,
     height: 260,
-    data: { values: points },
+    data: { values: points.map((p) => ({ ...p, series: seriesLabel(p.policy, p.source) })) },
     mark: { type: "line", point: true },
     encoding: {
       x: {
@@ -35,24 +56,22 @@ export function figure2(points: LatencyPoint[], subtitle: string): TopLevelSpec 
         axis: { values: [2, 10, 50, 200, 1000] },
       },
       y: { field: "latencyS", type: "quantitative", title: "mean latency per request (s)" },
-      color: { field: "policy", type: "nominal", title: "policy" },
-      strokeDash: {
-        field: "source",
+      color: {
+        field: "series",
         type: "nominal",
-        title: "source",
-        scale: {
-          domain: ["ours", "paper"],
-          range: [
-            [1, 0],
-            [6, 4],
-          ],
-        },
+        title: "policy — source",
+        scale: scale(present.map((s) => s.color)),
+        legend: { labelLimit: 300, symbolStrokeWidth: 2 },
+      },
+      strokeDash: {
+        field: "series",
+        type: "nominal",
+        scale: scale(present.map((s) => (s.source === "ours" ? [1, 0] : [6, 4]))),
       },
       shape: {
-        field: "source",
+        field: "series",
         type: "nominal",
-        legend: null,
-        scale: { domain: ["ours", "paper"], range: ["circle", "square"] },
+        scale: scale(present.map((s) => (s.source === "ours" ? "circle" : "square"))),
       },
     },
   } as TopLevelSpec;

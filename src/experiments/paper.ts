@@ -255,11 +255,15 @@ function buildFigures(r: PaperResults) {
     const base = byId.get(RUN.uNo);
     if (base)
       points.push({ commMs: p.commMs, latencyS: base.meanLatencyS, policy: "no-route", source: "ours" });
+    // Beyond the paper: cost-aware where the grid ran it.
+    const cost = byId.get(`uniform-cost-aware-c${p.commMs}-p500`);
+    if (cost)
+      points.push({ commMs: p.commMs, latencyS: cost.meanLatencyS, policy: "cost-aware", source: "ours" });
   }
   const figs: Record<string, ReturnType<typeof figure2>> = {
     figure2: figure2(
       points,
-      `${src}, Δpoll 500 ms; solid lines and circles = ours (simulator), dashed and squares = paper`,
+      `${src}, Δpoll 500 ms; solid lines and circles = ours (simulator), dashed lines and squares = the paper's; cost-aware is ours only`,
     ),
   };
   if (r.figure3.panels.length > 0) {

@@ -183,6 +183,21 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const progressStep = Math.max(1, Math.floor(total / 200));
   const closedLoop = workload.arrival === "closed-loop";
   let lastRestartAt = 0;
+  // Open loop: follow-up turns (chat) are sent a think time after their predecessor is answered.
+  const followUps = new Map<number, number[]>();
+  if (!closedLoop) {
+    reqs.forEach((r, i) => {
+      if (!r.after) return;
+      const p = r.after.request;
+      if (!(Number.isInteger(p) && p >= 0 && p < i))
+        throw new RangeError(`workload request ${i} follows request ${p}, which is not an earlier one`);
+      if (!(r.after.thinkMs >= 0 && Number.isFinite(r.after.thinkMs)))
+        throw new RangeError(`workload request ${i}: think time must be ≥ 0 ms, got ${r.after.thinkMs}`);
+      const list = followUps.get(p);
+      if (list) list.push(i);
+      else followUps.set(p, [i]);
+    });
+  }
 
   const submit = (ri: number): void => {
     const c = client[ri] as ClientReq;
@@ -245,6 +260,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     if (opts.onProgress && (finished % progressStep === 0 || finished === total))
       opts.onProgress(finished, total);
     if (closedLoop && nextClosed < total) queue.push({ at: now, k: "submit", req: nextClosed++ });
+    for (const f of followUps.get(ri) ?? [])
+      queue.push({ at: now + reqs[f]!.after!.thinkMs, k: "submit", req: f });
   };
 
   const onReply = (s: SimNodeState, e: Extract<Effect, { type: "reply" }>): void => {
@@ -398,7 +415,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     if (total > 0) queue.push({ at: 0, k: "submit", req: nextClosed++ });
   } else {
     reqs.forEach((r, i) => {
-      queue.push({ at: r.arrivalMs ?? 0, k: "submit", req: i });
+      if (!r.after) queue.push({ at: r.arrivalMs ?? 0, k: "submit", req: i });
     });
   }
 

@@ -20,6 +20,8 @@ export interface PoolItem {
   group: string;
   tokens: Tokens;
   prompt?: string;
+  /** Tokens of the group's shared prefix at the start of `tokens`, when the pool knows it (synthetic). */
+  prefixLength?: number;
 }
 
 export interface ScheduleChoice {
@@ -35,6 +37,16 @@ export interface ScheduleChoice {
   /** Fix entry nodes round-robin over this many nodes (else the runner assigns round-robin). */
   nodes?: number;
   maxTokens?: number;
+}
+
+/**
+ * A workload's name from its pool and schedule: `mmlu`, `mmlu-skewed` (hot set), `mmlu-zipf`; the
+ * CLI's `--workload` names, so a report always says which schedule it ran.
+ */
+export function scheduleName(base: string, skewed: ScheduleChoice["skewed"]): string {
+  if (!skewed) return base;
+  if (skewed !== true && skewed.kind === "zipf") return `${base}-zipf`;
+  return `${base}-skewed`;
 }
 
 export function assembleWorkload(

@@ -3,7 +3,7 @@
  * shared prefix), tokenized, then scheduled uniformly or with skew.
  */
 import { z } from "zod";
-import { assembleWorkload, type PoolItem, type ScheduleChoice } from "./assemble.js";
+import { assembleWorkload, type PoolItem, type ScheduleChoice, scheduleName } from "./assemble.js";
 import { loadMmlu, MmluError } from "./mmlu.js";
 import { buildFewShotPrompts } from "./prompts.js";
 import type { SkewOptions } from "./schedule.js";
@@ -83,6 +83,6 @@ export async function mmluWorkload(opts: MmluWorkloadOptions): Promise<Workload>
     throw new MmluError(`invalid MMLU workload options: ${why}`);
   }
   const pool = await loadMmluPool(opts.dir, opts);
-  const name = opts.skewed ? "mmlu-skewed" : "mmlu";
+  const name = scheduleName("mmlu", opts.skewed);
   return assembleWorkload(name, "mmlu", pool.items, opts, { encoding: pool.encoding });
 }

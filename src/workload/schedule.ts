@@ -37,6 +37,31 @@ export type SkewOptions = HotSetSkew | ZipfSkew;
 
 export const PAPER_SKEW: HotSetSkew = { kind: "hot-set", hotFraction: 0.2, hotShare: 0.8, repeats: true };
 
+/** Default Zipf exponent (the classic Zipf law) when none is given. */
+export const DEFAULT_ZIPF_S = 1;
+/**
+ * Largest Zipf exponent accepted: at s = 10 the second-ranked group already gets 0.1% of the
+ * first's requests, so larger exponents only mean "one group"; the bound also keeps k^-s finite.
+ */
+export const MAX_ZIPF_S = 10;
+
+/** Throws a RangeError unless `s` is a usable Zipf exponent: finite, in (0, MAX_ZIPF_S]. */
+export function checkZipfExponent(s: number): number {
+  if (!(Number.isFinite(s) && s > 0 && s <= MAX_ZIPF_S))
+    throw new RangeError(`zipf exponent must be in (0, ${MAX_ZIPF_S}], got ${s}`);
+  return s;
+}
+
+/** Zipf(s) shares of `ranks` groups: P(rank k) = k^-s / Σ j^-s, k = 1…ranks (index 0 = rank 1). */
+export function zipfShares(ranks: number, s: number): number[] {
+  checkZipfExponent(s);
+  if (!(Number.isInteger(ranks) && ranks >= 1))
+    throw new RangeError(`ranks must be a positive integer, got ${ranks}`);
+  const w = Array.from({ length: ranks }, (_, k) => (k + 1) ** -s);
+  const sum = w.reduce((a, b) => a + b, 0);
+  return w.map((x) => x / sum);
+}
+
 /** Fills defaults: `true` means the paper's skew. */
 export function resolveSkew(
   skew: boolean | (Partial<SkewOptions> & { kind?: SkewOptions["kind"] }) | undefined,
@@ -44,8 +69,7 @@ export function resolveSkew(
   if (!skew) return undefined;
   if (skew === true) return { ...PAPER_SKEW };
   if (skew.kind === "zipf") {
-    const s = (skew as Partial<ZipfSkew>).s ?? 1;
-    if (!(s > 0 && s <= 10)) throw new RangeError(`zipf exponent must be in (0, 10], got ${s}`);
+    const s = checkZipfExponent((skew as Partial<ZipfSkew>).s ?? DEFAULT_ZIPF_S);
     return { kind: "zipf", s, repeats: skew.repeats ?? true };
   }
   const h = skew as Partial<HotSetSkew>;
@@ -139,7 +163,7 @@ function hotSetSchedule(
 
 function zipfSchedule(pool: Pool, groups: number[], skew: ZipfSkew, rng: Prng, requests?: number): Schedule {
   const ranked = rng.shuffle([...groups]);
-  const weights = ranked.map((_, k) => (k + 1) ** -skew.s);
+  const weights = zipfShares(ranked.length, skew.s);
   const order: number[] = [];
   if (skew.repeats) {
     const total = groups.reduce((a, g) => a + pool[g]!.length, 0);

@@ -11,8 +11,16 @@
  * - token ids < 100,000 from a seeded generator.
  * The prompt contents depend only on `poolSeed`; `seed` drives the schedule, as with real MMLU.
  */
-import { Prng } from "../core/prng.js";
-import { assembleWorkload, type PoolItem, type ScheduleChoice } from "./assemble.js";
+import { hashString, Prng } from "../core/prng.js";
+import { assembleWorkload, type PoolItem, type ScheduleChoice, scheduleName } from "./assemble.js";
+import {
+  CHAT_SYSTEM_PROMPT,
+  type ChatOptions,
+  type ChatSegment,
+  type ChatStart,
+  type ChatTopic,
+  chatWorkload,
+} from "./chat.js";
 import type { SkewOptions } from "./schedule.js";
 import type { Workload } from "./types.js";
 
@@ -151,7 +159,7 @@ export function syntheticPool(opts: Omit<SyntheticOptions, "seed"> = {}): PoolIt
         at += stem.length;
       }
       randomTokens(rng, tokens.length - at, tokens, at);
-      const item: PoolItem = { id: `${group}/${q}`, group, tokens };
+      const item: PoolItem = { id: `${group}/${q}`, group, tokens, prefixLength: prefixLen };
       if (opts.text) item.prompt = pseudoText(group, tokens, opts.text);
       items.push(item);
     }
@@ -179,6 +187,74 @@ function pseudoText(group: string, tokens: Uint32Array, words: readonly string[]
 /** The synthetic workload: same schedules as MMLU (uniform / skewed, repeats, open loop). */
 export function syntheticMmlu(opts: SyntheticOptions): Workload {
   const items = syntheticPool(opts);
-  const name = opts.skewed ? "synthetic-skewed" : "synthetic";
+  const name = scheduleName("synthetic", opts.skewed);
   return assembleWorkload(name, "synthetic", items, opts);
+}
+
+/** Token ids outside the pool's vocabulary for the chat answers: a letter, then the "\n\n" that ends it. */
+const ANSWER_LETTER_BASE = VOCAB;
+const ANSWER_END = VOCAB + 4;
+/** Tokens of the synthetic system prompt (about what CHAT_SYSTEM_PROMPT takes in cl100k). */
+const SYSTEM_TOKENS = 28;
+
+export interface SyntheticChatOptions extends ChatOptions, Omit<SyntheticOptions, keyof ScheduleChoice> {
+  start?: ChatStart;
+}
+
+/**
+ * The synthetic pool as chat topics: each topic's few-shot prefix (or a system prompt shared by all)
+ * opens its conversations; a question is a pool question without the prefix; its answer is one of
+ * four letters (chosen by a hash of the question id) and an end-of-example token.
+ */
+export function syntheticChatTopics(
+  opts: Omit<SyntheticOptions, "seed"> & { start?: ChatStart } = {},
+): ChatTopic[] {
+  const items = syntheticPool(opts);
+  const start = opts.start ?? "few-shot";
+  let system: ChatSegment | undefined;
+  if (start === "system") {
+    // Its own stream, so the pool is the same with either start.
+    const rng = new Prng(((opts.poolSeed ?? 0x5eed) ^ 0x5157) >>> 0);
+    const tokens = new Uint32Array(SYSTEM_TOKENS);
+    randomTokens(rng, SYSTEM_TOKENS, tokens, 0);
+    system = { tokens, ...(opts.text ? { text: CHAT_SYSTEM_PROMPT } : {}) };
+  }
+  const topics = new Map<string, ChatTopic & { questions: ChatTopic["questions"][number][] }>();
+  for (const it of items) {
+    const cut = it.prefixLength ?? 0;
+    const tokens = it.tokens as Uint32Array;
+    let t = topics.get(it.group);
+    if (!t) {
+      const prefix = tokens.subarray(0, cut);
+      const header = `The following are multiple choice questions (with answers) about ${it.group.replace("_", " ")}.\n\n`;
+      t = {
+        group: it.group,
+        start: system ?? {
+          tokens: prefix,
+          ...(opts.text ? { text: `${header}${wordsFor(prefix, opts.text)}` } : {}),
+        },
+        questions: [],
+      };
+      topics.set(it.group, t);
+    }
+    const letter = hashString(it.id) % 4;
+    const question = tokens.subarray(cut);
+    const answer = Uint32Array.of(ANSWER_LETTER_BASE + letter, ANSWER_END);
+    t.questions.push({
+      id: it.id,
+      question: {
+        tokens: question,
+        ...(opts.text ? { text: ` ${wordsFor(question, opts.text)}\nAnswer:` } : {}),
+      },
+      answer: { tokens: answer, ...(opts.text ? { text: ` ${"ABCD"[letter]}\n\n` } : {}) },
+    });
+  }
+  return [...topics.values()];
+}
+
+/** The synthetic chat workload: MMLU-shaped topics, the same conversation schedules as mmlu-chat. */
+export function syntheticChat(opts: SyntheticChatOptions): Workload {
+  return chatWorkload("synthetic-chat", "synthetic", syntheticChatTopics(opts), opts, {
+    start: opts.start ?? "few-shot",
+  });
 }

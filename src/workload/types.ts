@@ -19,6 +19,12 @@ export interface WorkloadRequest {
   entry?: number;
   /** Arrival time in ms from the start (open loop / trace replay); absent in closed loop. */
   arrivalMs?: number;
+  /**
+   * A follow-up turn (chat): sent only once request `request` (an earlier index) has been answered,
+   * `thinkMs` later in open loop. Its tokens start with that request's tokens. Such a request has no
+   * `arrivalMs`: when it arrives depends on when its predecessor finishes.
+   */
+  after?: { request: number; thinkMs: number };
 }
 
 export interface Workload {
@@ -47,4 +53,6 @@ export interface WorkloadMeta {
   hotGroups?: string[];
   /** Requests whose exact prompt occurred earlier in the schedule. */
   repeatedRequests: number;
+  /** Chat workloads: conversations and turns per conversation. */
+  chat?: { conversations: number; turns: string; meanTurns: number; start: string };
 }
