@@ -42,6 +42,13 @@ export function registerNode(program: Command): void {
     .option("--model <path|generated>", "GGUF path, 'generated', or the remote model name")
     .option("--engine-url <url>", "openai engine: the remote server's base URL")
     .option(
+      "--engine-kv-events <tcp://host:port>",
+      "openai engine, vLLM/SGLang: the server's KV-event PUB endpoint (exact cache mirror)",
+    )
+    .option("--engine-kv-replay <tcp://host:port>", "its KV-event replay endpoint (recovers lost batches)")
+    .option("--engine-kv-topic <topic>", 'its KV-event topic (default "")')
+    .option("--engine-kv-rank <n>", "data-parallel rank followed (its stream is on endpoint port + rank)")
+    .option(
       "--policy <name>",
       `routing policy: ${POLICY_NAMES.join(" | ")} (default ${DEFAULT_POLICY}; affinity = the paper's)`,
     )

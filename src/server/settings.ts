@@ -9,6 +9,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
+import { zmqEndpointSchema } from "../engines/kv-events/options.js";
 import { nodeIdSchema } from "../net/node-id.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { MAX_CPU_LATENCY_US } from "./runtime/cpu-latency-qos.js";
@@ -76,6 +77,14 @@ export const nodeSettingsSchema = z.object({
   /** openai engine: the remote server's base URL, and its API key (prefer the env variable). */
   engineUrl: z.string().url().max(2048).optional(),
   engineApiKey: z.string().max(4096).optional(),
+  /**
+   * openai engine, vLLM/SGLang: the server's KV-event stream (its --kv-events-config endpoint and
+   * replay_endpoint, topic, data-parallel rank), so the node mirrors its cache exactly.
+   */
+  engineKvEvents: zmqEndpointSchema.optional(),
+  engineKvReplay: zmqEndpointSchema.optional(),
+  engineKvTopic: z.string().max(256).optional(),
+  engineKvRank: num(0, 65_535, true).optional(),
   policy: z.enum(POLICY_NAMES).default(DEFAULT_POLICY),
   pollMs: num(1, 3_600_000).default(500),
   clusterId: z
