@@ -4,13 +4,11 @@
  * holds, short of the last token, and publishes the blocks it stores through the KV-event publisher
  * test double. Both on 127.0.0.1.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, test } from "vitest";
 import { OpenAIEngine } from "../../../src/engines/openai/engine.js";
+import { fakePrefixCachingServer } from "./fake-server.js";
 import { type DoubleOptions, KvEventPublisherDouble } from "./publisher-double.js";
 
-const BS = 4;
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close();
@@ -24,60 +22,12 @@ async function waitFor(what: string, cond: () => boolean, ms = 20_000): Promise<
   }
 }
 
-/** A vLLM-like server: blocks of BS tokens keyed by their prefix; prompts are token ids as text. */
-async function fakeServer(pub: KvEventPublisherDouble, opts: { dropEventsOf?: Set<number> } = {}) {
-  const held = new Map<string, number>(); // prefix key → block hash
-  let nextHash = 1;
-  let requests = 0;
-  const server: Server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", async () => {
-      const n = requests++;
-      const tokens = (JSON.parse(body).prompt as string).split(" ").map(Number);
-      const full = Math.floor(tokens.length / BS);
-      let hit = 0;
-      while (hit < full && held.has(tokens.slice(0, (hit + 1) * BS).join(","))) hit++;
-      const cached = Math.min(hit * BS, Math.floor((tokens.length - 1) / BS) * BS);
-      const hashes: number[] = [];
-      for (let b = hit; b < full; b++) {
-        const h = nextHash++;
-        held.set(tokens.slice(0, (b + 1) * BS).join(","), h);
-        hashes.push(h);
-      }
-      if (hashes.length > 0) {
-        const parent = hit === 0 ? null : held.get(tokens.slice(0, hit * BS).join(","))!;
-        await pub.publish(
-          [{ type: "BlockStored", hashes, parent, tokens: tokens.slice(hit * BS, full * BS), blockSize: BS }],
-          { drop: opts.dropEventsOf?.has(n) ?? false },
-        );
-      }
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      res.write(`data: ${JSON.stringify({ choices: [{ text: "ok", finish_reason: "stop" }] })}\n\n`);
-      const usage = {
-        prompt_tokens: tokens.length,
-        completion_tokens: 1,
-        prompt_tokens_details: { cached_tokens: cached },
-      };
-      res.write(`data: ${JSON.stringify({ choices: [], usage })}\n\n`);
-      res.end("data: [DONE]\n\n");
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  open.push({
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
 async function setup(double: DoubleOptions = {}, server: { dropEventsOf?: Set<number> } = {}) {
   const pub = await KvEventPublisherDouble.start(double);
   open.push(pub);
-  const url = await fakeServer(pub, server);
+  const fake = await fakePrefixCachingServer(pub, { blockSize: 4, ...server });
+  open.push(fake);
+  const url = fake.url;
   const engine = await OpenAIEngine.create({
     baseUrl: url,
     model: "m",
