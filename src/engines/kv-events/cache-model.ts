@@ -71,6 +71,7 @@ export class KvEventsCacheModel {
       replayTimeoutMs: this.opts.replayTimeoutMs,
       probeIntervalMs: this.opts.probeIntervalMs,
       maxQueuedBatches: this.opts.maxQueuedBatches,
+      maxQueuedBytes: this.opts.maxQueuedBytes,
       limits: { maxPayloadBytes: this.opts.maxPayloadBytes },
     });
     this.fallback = new RadixTree({ capacity: capacityTokens }, false);

@@ -45,12 +45,19 @@ export const KvEventsOptionsSchema = z.object({
     .min(1024)
     .max(1 << 30)
     .default(16 << 20),
+  /** Live batches (and their bytes) held while a replay runs; beyond, the oldest are dropped. */
   maxQueuedBatches: z
     .number()
     .int()
     .min(1)
     .max(1 << 20)
     .default(4_096),
+  maxQueuedBytes: z
+    .number()
+    .int()
+    .min(1 << 16)
+    .max(2 ** 32)
+    .default(64 << 20),
   /**
    * The engine computes a prompt's last token even when all of it is cached (vLLM does), so it
    * reports at most the whole blocks before that token as cached.

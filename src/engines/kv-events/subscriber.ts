@@ -44,6 +44,8 @@ export interface KvSubscriberOptions {
   maxReplayBatches?: number;
   /** Live batches queued while the worker replays; beyond, the oldest are dropped (and replayed). */
   maxQueuedBatches?: number;
+  /** The same bound in payload bytes. */
+  maxQueuedBytes?: number;
   /** Replay-probe an idle publisher this often (0: never). */
   probeIntervalMs?: number;
   limits?: Partial<WireLimits>;
@@ -94,6 +96,8 @@ export class KvEventsSubscriber {
   private readonly replayTimeoutMs: number;
   private readonly maxReplayBatches: number;
   private readonly maxQueued: number;
+  private readonly maxQueuedBytes: number;
+  private queuedBytes = 0;
   private readonly probeIntervalMs: number;
   private readonly limits: WireLimits;
   private sub: Subscriber | undefined;
@@ -131,6 +135,7 @@ export class KvEventsSubscriber {
     this.replayTimeoutMs = opts.replayTimeoutMs ?? 2_000;
     this.maxReplayBatches = opts.maxReplayBatches ?? 100_000;
     this.maxQueued = opts.maxQueuedBatches ?? 4_096;
+    this.maxQueuedBytes = opts.maxQueuedBytes ?? 64 << 20;
     this.probeIntervalMs = opts.probeIntervalMs ?? 5_000;
     this.limits = { ...DEFAULT_WIRE_LIMITS, ...opts.limits };
   }
@@ -142,7 +147,8 @@ export class KvEventsSubscriber {
       linger: 0,
       // Frames beyond this are refused by ZMQ itself (the connection is dropped, then re-made).
       maxMessageSize: this.limits.maxPayloadBytes + 1024,
-      receiveHighWaterMark: 100_000,
+      // The reader drains ZMQ into the bounded queue below at once; ZMQ itself holds little.
+      receiveHighWaterMark: 1_000,
     });
     sub.connect(this.endpoint);
     sub.subscribe(this.topic);
@@ -243,10 +249,18 @@ export class KvEventsSubscriber {
     const restart = this.lastLiveSeq !== undefined && seq <= this.lastLiveSeq;
     this.lastLiveSeq = seq;
     this.queue.push({ seq, payload: frames[2]!, restart });
-    if (this.queue.length > this.maxQueued) {
+    this.queuedBytes += frames[2]!.byteLength;
+    while (
+      this.queue.length > 1 &&
+      (this.queue.length > this.maxQueued || this.queuedBytes > this.maxQueuedBytes)
+    ) {
       // Keep a restart marker: dropping it would hide the new publisher.
-      const i = this.queue.findIndex((l) => !l.restart);
-      this.queue.splice(Math.max(i, 0), 1);
+      const i = Math.max(
+        this.queue.findIndex((l) => !l.restart),
+        0,
+      );
+      this.queuedBytes -= this.queue[i]!.payload.byteLength;
+      this.queue.splice(i, 1);
       this.counts.dropped++;
     }
     this.wake?.();
@@ -257,6 +271,7 @@ export class KvEventsSubscriber {
     while (!this.closed) {
       const item = this.queue.shift();
       if (item) {
+        this.queuedBytes -= item.payload.byteLength;
         await this.process(item);
         continue;
       }
@@ -301,6 +316,7 @@ export class KvEventsSubscriber {
         this.next = 0;
       } else if (this.replayEndpoint) {
         this.queue.unshift({ ...item, restart: false });
+        this.queuedBytes += item.payload.byteLength;
         await this.fetchHistory(true);
         return;
       } else {

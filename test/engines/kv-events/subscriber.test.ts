@@ -134,6 +134,23 @@ describe("following a publisher", () => {
     expect(sub.status().replayFailures).toBeGreaterThanOrEqual(2);
   });
 
+  test("live batches queued during a replay are bounded: the oldest are dropped, then the stream goes on", async () => {
+    const { pub, mirror, sub } = await setup(
+      { replay: "silent" },
+      { replayTimeoutMs: 500, maxQueuedBatches: 4 },
+    );
+    await pub.publish([block(10)]);
+    await waitFor("batch 0", () => sub.status().nextSequence === 1);
+    await pub.publish([block(12, 10)], { drop: true });
+    await pub.publish([block(14)]); // a gap: the worker waits on the silent replay endpoint
+    await waitFor("the replay", () => sub.status().state === "replaying");
+    for (let i = 0; i < 20; i++) await pub.publish([block(100 + 2 * i)]);
+    await waitFor("the stream to go on", () => sub.status().nextSequence === pub.nextSeq);
+    expect(sub.status().dropped).toBeGreaterThanOrEqual(20 - 4);
+    expect(mirror.degraded).toMatch(/lost batches 1–1/);
+    expect(mirror.match(T(138, 139))).toBe(2);
+  });
+
   test("an unreachable replay endpoint: the gap degrades the mirror", async () => {
     const port = await freePort();
     const { pub, mirror, sub } = await setup(
