@@ -275,9 +275,10 @@ export class KvCacheMirror {
       const hash = ev.hashes[i]!;
       const tokens = ev.tokens.slice(i * per, (i + 1) * per);
       this.counters.stored++;
+      const plain = !ev.namespaced && !ev.blockNamespaced?.[i];
       const held = this.blocks.get(hash);
       if (held) {
-        if (held.parent !== parent || held.plain !== !ev.namespaced || !sameTokens(held.tokens, tokens)) {
+        if (held.parent !== parent || held.plain !== plain || !sameTokens(held.tokens, tokens)) {
           this.counters.conflicts++;
           this.markDegraded(`block ${hash} was stored again with other contents`);
         }
@@ -286,7 +287,7 @@ export class KvCacheMirror {
         this.markDegraded(`more than ${this.maxBlocks} blocks: the mirror stopped storing`);
       } else {
         const key = keyOf(tokens, 0, tokens.length);
-        const block: Block = { hash, parent, tokens, key, copies: 1, plain: !ev.namespaced };
+        const block: Block = { hash, parent, tokens, key, copies: 1, plain };
         this.blocks.set(hash, block);
         if (block.plain) this.link(block);
       }

@@ -41,6 +41,12 @@ export interface BlockStored {
    * multimodal inputs, or an extension we do not know): such blocks never match a plain prompt.
    */
   namespaced: boolean;
+  /**
+   * Per block, where the publisher keys blocks one by one (vLLM's `extra_keys`: multimodal inputs and
+   * the cache salt touch only the blocks they fall in; the blocks after chain to those): true for a
+   * block whose own hash takes more than tokens and parent. Null: `namespaced` says it for all.
+   */
+  blockNamespaced: boolean[] | null;
   /** vLLM's KV-cache group (hybrid models have several); null: the only group. */
   group: number | null;
 }
@@ -259,11 +265,13 @@ function decodeStored(
     namespaced = true;
   } else if (optionalString(loraName, `${where}.lora_name`, limits) !== null) namespaced = true;
   const extra = f("extra_keys");
+  let blockNamespaced: boolean[] | null = null;
   if (extra !== null && extra !== undefined) {
     if (!Array.isArray(extra)) {
       if (!positional) throw new KvWireError(`${where}.extra_keys is not an array`);
       namespaced = true;
-    } else if (extra.some((k) => k !== null)) namespaced = true;
+    } else if (extra.length === hashes.length) blockNamespaced = extra.map((k) => k !== null);
+    else if (extra.some((k) => k !== null)) namespaced = true;
   }
   if (!positional) {
     // Map-encoded events name their fields; these key the hash chain (vLLM's cache_salt, SGLang's
@@ -273,7 +281,17 @@ function decodeStored(
     const meta = f("metadata");
     if (meta !== null && meta !== undefined && !(meta instanceof Map && meta.size === 0)) namespaced = true;
   }
-  return { type: "BlockStored", hashes, parent, tokens, blockSize, medium, namespaced, group };
+  return {
+    type: "BlockStored",
+    hashes,
+    parent,
+    tokens,
+    blockSize,
+    medium,
+    namespaced,
+    blockNamespaced,
+    group,
+  };
 }
 
 function decodeRemoved(f: Fields, where: string, limits: WireLimits): BlockRemoved {

@@ -32,6 +32,7 @@ const stored = (
   blockSize: tokens.length / hashes.length,
   medium: "GPU",
   namespaced: false,
+  blockNamespaced: null,
   group: null,
   ...extra,
 });
@@ -120,6 +121,15 @@ describe("mirror rules", () => {
     m.apply(batch([removed(["s1", "s2"])]));
     expect(m.degraded).toBeUndefined();
     expect(m.stats().blocks).toBe(2);
+  });
+
+  test("per-block extra keys (vLLM): a block before an image or salt matches, the ones from it on do not", () => {
+    const m = new KvCacheMirror();
+    m.apply(
+      batch([stored(["a", "img", "c"], null, [1, 2, 3, 4, 5, 6], { blockNamespaced: [false, true, false] })]),
+    );
+    expect(m.match(T(1, 2, 3, 4, 5, 6))).toBe(2);
+    expect(m.stats()).toMatchObject({ blocks: 3, reachableBlocks: 1 });
   });
 
   test("older SGLang's root parent hash counts as a sequence start; variable block sizes match", () => {

@@ -37,6 +37,7 @@ describe("golden bytes", () => {
           blockSize: 2,
           medium: "GPU",
           namespaced: false,
+          blockNamespaced: null,
           group: null,
         },
       ],
@@ -138,13 +139,22 @@ describe("field semantics", () => {
   test("a LoRA name, a cache salt in extra_keys or an unknown trailing field namespace the blocks", () => {
     const ns = (e: DoubleEvent, style: Style = "vllm-array") => {
       const ev = decodeBatch(encodeBatch(style, [e], 0, 0)).events[0]!;
-      return ev.type === "BlockStored" && ev.namespaced;
+      return ev.type === "BlockStored" && (ev.namespaced || (ev.blockNamespaced ?? []).some(Boolean));
     };
     const base = { type: "BlockStored" as const, hashes: [1], parent: null, tokens: [1, 2], blockSize: 2 };
     expect(ns(base)).toBe(false);
     expect(ns({ ...base, extraKeys: [null] })).toBe(false);
     expect(ns({ ...base, loraName: "adapter-a" })).toBe(true);
     expect(ns({ ...base, extraKeys: [["salt-of-tenant-a"]] }, "vllm-map")).toBe(true);
+    const perBlock = decodeBatch(
+      encodeBatch(
+        "vllm-map",
+        [{ ...base, hashes: [1, 2], tokens: [1, 2, 3, 4], extraKeys: [null, [new Uint8Array([7])]] }],
+        0,
+        0,
+      ),
+    ).events[0]!;
+    expect(perBlock).toMatchObject({ namespaced: false, blockNamespaced: [false, true] });
     // SGLang's positional extension at index 7 (a metadata map carrying a cache salt).
     const salted = msgpack([
       new F64(1),
