@@ -173,7 +173,7 @@ describe("mirror rules", () => {
 
   test("deep chains (one token per block) work without recursion", () => {
     const m = new KvCacheMirror();
-    const n = 50_000;
+    const n = 30_000;
     const events: BlockStored[] = [];
     for (let i = 0; i < n; i++) events.push(stored([`h${i}`], i === 0 ? null : `h${i - 1}`, [i % 7]));
     m.apply(batch(events));
