@@ -70,7 +70,7 @@ export async function createEngine(input: EngineSpec, hooks: EngineHooks = {}): 
     case "openai": {
       const { kind: _k, ...rest } = spec;
       const { OpenAIEngine } = await import("./openai/engine.js");
-      return new OpenAIEngine(rest);
+      return OpenAIEngine.create(rest);
     }
     case "sim": {
       const { SimEngine } = await import("./sim/sim-engine.js");

@@ -9,6 +9,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
+import { zmqEndpointSchema } from "../engines/kv-events/options.js";
 import { LlamaCppOptionsSchema } from "../engines/llamacpp/options.js";
 import { DEFAULT_PROFILE, PROFILE_NAMES } from "../engines/sim/profiles.js";
 import { nodeIdSchema } from "../net/node-id.js";
@@ -193,6 +194,32 @@ export const nodeSettingsSchema = z.object({
     description:
       "openai engine: the remote server's API key, sent as a bearer token. Never a flag (a command line is " +
       "visible to every user of the machine): set the variable or the YAML key.",
+  }),
+  engineKvEvents: setting(zmqEndpointSchema.optional(), {
+    section: "Engine",
+    value: "tcp://host:port",
+    description:
+      "openai engine, vLLM or SGLang: the server's KV-event PUB endpoint (its `--kv-events-config` endpoint), " +
+      "so the node mirrors the server's cache exactly instead of modelling it (docs/engines.md).",
+  }),
+  engineKvReplay: setting(zmqEndpointSchema.optional(), {
+    section: "Engine",
+    value: "tcp://host:port",
+    description:
+      "The server's KV-event replay endpoint (`replay_endpoint`): lost batches are recovered from it.",
+  }),
+  engineKvTopic: setting(z.string().max(256).optional(), {
+    section: "Engine",
+    value: "topic",
+    defaultText: '`""` (every topic)',
+    description: "The server's KV-event topic (`topic` in its `--kv-events-config`).",
+  }),
+  engineKvRank: setting(num(0, 65_535, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: "`0`",
+    description:
+      "The data-parallel rank this node follows: one node per rank, its stream on the endpoint's port + rank.",
   }),
   policy: setting(z.enum(POLICY_NAMES).default(DEFAULT_POLICY), {
     section: "Routing and forwarding",

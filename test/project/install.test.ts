@@ -4,7 +4,7 @@
  * stand-in (so even `npm ci --omit=dev`, which replaces .npmrc's omit=optional, brings only the CPU
  * build), and the cookie override under fastify's inject still works.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import Fastify from "fastify";
 import { describe, expect, test } from "vitest";
 
@@ -111,11 +111,13 @@ describe("install", () => {
     expect(manifest.dependencies).toBeUndefined();
   });
 
-  test("node-llama-cpp's install script is declined: the CPU build ships prebuilt", () => {
-    // npm 11 blocks it (allowScripts); npm 10, which runs every script, is told by node-llama-cpp's
-    // own package.json setting to skip it (it would otherwise probe for GPUs, maybe build from source).
-    expect(pkg.allowScripts).toEqual({ "node-llama-cpp": false });
+  test("install scripts are declined: node-llama-cpp's CPU build and zeromq ship prebuilt", () => {
+    // npm 11 blocks them (allowScripts); npm 10, which runs every script, is told by node-llama-cpp's
+    // own package.json setting to skip it (it would otherwise probe for GPUs, maybe build from source),
+    // and zeromq's only loads its prebuilt addon (it builds from source only when that fails).
+    expect(pkg.allowScripts).toEqual({ "node-llama-cpp": false, zeromq: false });
     expect(pkg.config).toEqual({ nodeLlamaCppPostinstall: "skip" });
+    expect(existsSync(new URL("node_modules/zeromq/build", root))).toBe(true);
   });
 
   test("fastify's inject still encodes cookies with the overridden cookie package", async () => {

@@ -10,7 +10,9 @@
  * output is not observable there.
  * Cache. `cacheMode: "node-managed"`: the server evicts on its own, so the node's tree approximates it
  * by LRU with `capacityTokens` (the paper lets the engine evict independently); the server cannot be
- * told of the tree's evictions, so there is no `evict`. Where the server reports hits
+ * told of the tree's evictions, so there is no `evict`. With `kvEvents` (vLLM, SGLang) the engine is
+ * engine-managed instead: its cache model (src/engines/kv-events) mirrors the server's cache from its
+ * KV events and each result carries `cachedSequences`. Where the server reports hits
  * (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`), the result carries
  * them with `cacheReported: true`, so predicted vs reported hits can be a metric.
  */
@@ -27,6 +29,7 @@ import type {
 } from "../../core/engine.js";
 import { renderFallbackChat } from "../chat-fallback.js";
 import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
+import type { KvEventsCacheModel, KvEventsStatus } from "../kv-events/cache-model.js";
 import { HttpClient } from "./http.js";
 import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
 import { sseData } from "./sse.js";
@@ -79,15 +82,28 @@ export class OpenAIEngine implements Engine {
   private tokenizeShape: TokenizeShape | undefined;
   private applyTemplateAvailable: boolean | undefined;
   private closed = false;
+  private readonly cacheModel: KvEventsCacheModel | undefined;
 
-  constructor(options: OpenAIEngineOptions) {
+  /** Builds the engine; with `kvEvents`, its cache model too (loading zeromq only then). */
+  static async create(options: OpenAIEngineOptions): Promise<OpenAIEngine> {
+    const opts = OpenAIEngineOptionsSchema.parse(options);
+    if (!opts.kvEvents) return new OpenAIEngine(opts);
+    const { KvEventsCacheModel } = await import("../kv-events/cache-model.js");
+    const model = new KvEventsCacheModel(opts.kvEvents, opts.capacityTokens);
+    model.start();
+    return new OpenAIEngine(opts, model);
+  }
+
+  constructor(options: OpenAIEngineOptions, cacheModel?: KvEventsCacheModel) {
     this.opts = OpenAIEngineOptionsSchema.parse(options);
+    if (this.opts.kvEvents && !cacheModel) throw new Error("kvEvents needs OpenAIEngine.create()");
+    this.cacheModel = cacheModel;
     this.http = new HttpClient(this.opts.baseUrl, this.opts);
     this.info = {
       kind: "openai",
       model: this.opts.model,
       capacityTokens: this.opts.capacityTokens,
-      cacheMode: "node-managed",
+      cacheMode: cacheModel ? "engine-managed" : "node-managed",
       maxContextTokens: this.opts.maxContextTokens,
       needsPromptText: true,
     };
@@ -174,6 +190,7 @@ export class OpenAIEngine implements Engine {
       stream: true,
       stream_options: { include_usage: true },
     };
+    const predicted = this.cacheModel?.predict(req.tokens);
     const t0 = performance.now();
     const res = await this.http.send("POST", "/v1/completions", body, signal);
     let text = "";
@@ -217,6 +234,7 @@ export class OpenAIEngine implements Engine {
     const reported = usage?.prompt_tokens_details?.cached_tokens ?? timings?.cache_n;
     const prefillMs = timings?.prompt_ms ?? (firstAt > 0 ? firstAt - t0 : end - t0);
     const decodeMs = timings?.predicted_ms ?? (firstAt > 0 ? end - firstAt : 0);
+    const cachedSequences = await this.cacheModel?.afterRun(req.tokens, predicted, reported ?? undefined);
     return {
       text,
       completionTokens: usage?.completion_tokens ?? chunks,
@@ -226,7 +244,16 @@ export class OpenAIEngine implements Engine {
       prefillMs,
       decodeMs,
       finishReason: finish === "length" ? "length" : "stop",
+      ...(cachedSequences ? { cachedSequences } : {}),
     };
+  }
+
+  /**
+   * With `kvEvents`: whether the mirror is exact (and why not), the stream's state, and the mirror's
+   * prediction accuracy (predicted vs server-reported cached tokens) for /cluster and metrics.
+   */
+  kvEventsStatus(): KvEventsStatus | undefined {
+    return this.cacheModel?.status();
   }
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
@@ -246,6 +273,7 @@ export class OpenAIEngine implements Engine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.cacheModel?.close();
     await this.http.close();
   }
 }

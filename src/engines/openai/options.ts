@@ -3,6 +3,7 @@
  * without loading the engine (and its local tokenizer tables) for nodes that run another engine.
  */
 import { z } from "zod";
+import { KvEventsOptionsSchema } from "../kv-events/options.js";
 
 export const OpenAIEngineOptionsSchema = z.object({
   baseUrl: z.url({ protocol: /^https?$/ }),
@@ -21,5 +22,10 @@ export const OpenAIEngineOptionsSchema = z.object({
   retries: z.number().int().min(0).max(10).default(3),
   backoffMs: z.number().int().min(0).default(200),
   maxBackoffMs: z.number().int().min(0).default(10_000),
+  /**
+   * The server's KV-event stream (vLLM, SGLang): the node then mirrors its cache exactly
+   * (engine-managed), and falls back to the LRU model of `capacityTokens` while the mirror is not exact.
+   */
+  kvEvents: KvEventsOptionsSchema.optional(),
 });
 export type OpenAIEngineOptions = z.input<typeof OpenAIEngineOptionsSchema>;

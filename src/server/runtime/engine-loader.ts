@@ -7,6 +7,10 @@ export interface EngineSettings {
   model: string;
   engineUrl?: string | undefined;
   engineApiKey?: string | undefined;
+  engineKvEvents?: string | undefined;
+  engineKvReplay?: string | undefined;
+  engineKvTopic?: string | undefined;
+  engineKvRank?: number | undefined;
   capacityTokens?: number | undefined;
   simProfile?: string | undefined;
   simTimeScale?: number | undefined;
@@ -46,10 +50,31 @@ function engineSpec(s: EngineSettings): EngineSpec {
         model: s.model,
         ...(s.engineApiKey ? { apiKey: s.engineApiKey } : {}),
         ...(s.capacityTokens ? { capacityTokens: s.capacityTokens } : {}),
+        ...kvEvents(s),
       };
   }
 }
 
-export function loadEngine(s: EngineSettings): Promise<Engine> {
+/** The remote engine's `kvEvents` from the --engine-kv-* settings (the replay, topic, rank need the stream). */
+function kvEvents(s: EngineSettings): Pick<Extract<EngineSpec, { kind: "openai" }>, "kvEvents"> {
+  if (!s.engineKvEvents) {
+    const stray = (["engineKvReplay", "engineKvTopic", "engineKvRank"] as const).find(
+      (k) => s[k] !== undefined,
+    );
+    if (stray)
+      throw new Error(`--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --engine-kv-events`);
+    return {};
+  }
+  return {
+    kvEvents: {
+      endpoint: s.engineKvEvents,
+      ...(s.engineKvReplay ? { replayEndpoint: s.engineKvReplay } : {}),
+      ...(s.engineKvTopic !== undefined ? { topic: s.engineKvTopic } : {}),
+      ...(s.engineKvRank !== undefined ? { rank: s.engineKvRank } : {}),
+    },
+  };
+}
+
+export async function loadEngine(s: EngineSettings): Promise<Engine> {
   return createEngine(engineSpec(s));
 }

@@ -1,0 +1,404 @@
+/**
+ * An exact mirror of an engine's prefix cache, built from its KV events alone.
+ *
+ * What the engine holds, as the events say it: blocks, each a hash, the hash of the block before it
+ * (its parent) and its tokens. A block is matchable as a prefix only while every block before it back
+ * to the sequence's start is held too, exactly as the engines look prefixes up (vLLM walks the hash
+ * chain block by block and stops at the first miss; SGLang walks its radix tree). Blocks are removed
+ * one by one: a block whose parent is gone stays held, but unreachable, until it is removed itself or
+ * its parent is stored again (same tokens, same parent: same hash), which makes it reachable again.
+ *
+ * Copies: vLLM does not deduplicate physical blocks, so one hash may be stored (and removed) several
+ * times; a hash is held while its copy count is above zero. Newer vLLM says how many copies remain
+ * after each removal, which then wins over the count.
+ *
+ * Scope: the GPU medium (blocks offloaded to other media are counted, not mirrored: a prompt cannot
+ * hit them without a reload the engine does not report), the KV-cache group `group` (hybrid models
+ * have several and publish each), and the plain namespace: blocks keyed by a LoRA adapter, a cache
+ * salt or extra inputs are held (so their removals match) but never matched by a plain prompt.
+ *
+ * One mirror per publisher: a data-parallel rank publishes its own stream (port + rank); batches of
+ * another rank are counted and refused (docs/engines-kv-events.md: one node per rank).
+ *
+ * `degraded` says the mirror may lack blocks (events were lost, or an event contradicted it); it then
+ * keeps applying events ("rebuilds from events from then on") and only AllBlocksCleared, or a full
+ * history from sequence 0, makes it exact again (`clear`).
+ */
+import type { Tokens } from "../../core/engine.js";
+import type { BlockHash, BlockRemoved, BlockStored, KvEventBatch } from "./wire.js";
+
+const ROOT = "";
+
+interface Block {
+  hash: BlockHash;
+  /** ROOT for the first block of a sequence. */
+  parent: string;
+  tokens: Uint32Array;
+  /** Index key of `tokens` under the parent. */
+  key: string;
+  copies: number;
+  plain: boolean;
+}
+
+/**
+ * Children of one parent, by their tokens' key (keys of different lengths never collide), plus the
+ * distinct token counts present (usually one: the block size).
+ */
+interface ChildIndex {
+  /** Distinct token counts, longest first. */
+  lengths: number[];
+  /** Keys present per token count. */
+  perLength: Map<number, number>;
+  byKey: Map<string, Block[]>;
+}
+
+export interface MirrorOptions {
+  /** Data-parallel rank this mirror follows (a batch without a rank counts as rank 0). */
+  rank?: number;
+  /** KV-cache group followed (null or this group index in the events). */
+  group?: number;
+  /** Most blocks held (all namespaces); beyond: degraded, and further stores are dropped. */
+  maxBlocks?: number;
+  /**
+   * Parent hashes that mean "the start of a sequence", beside null. Older SGLang sends the hash of its
+   * radix root's empty key (CPython's hash of the empty tuple, a constant) as the first block's parent.
+   */
+  rootHashes?: BlockHash[];
+}
+
+export const OLD_SGLANG_ROOT_HASH: BlockHash = "i:5740354900026072187";
+
+export interface MirrorCounters {
+  batches: number;
+  events: number;
+  stored: number;
+  removed: number;
+  cleared: number;
+  /** Events for another medium, another KV-cache group, and batches of another rank (ignored). */
+  otherMedium: number;
+  otherGroup: number;
+  otherRank: number;
+  /** Stores of a held hash with other tokens or another parent (inconsistent: degrades). */
+  conflicts: number;
+  /** Removals of a hash not held (expected while degraded; otherwise inconsistent: degrades). */
+  unknownRemovals: number;
+  /** Stores whose token count does not split into the hashes given (refused: degrades). */
+  malformed: number;
+}
+
+export interface MirrorStats {
+  degraded: string | undefined;
+  degradedSince: number | undefined;
+  blocks: number;
+  /** Blocks matchable by a plain prompt, and their tokens. */
+  reachableBlocks: number;
+  reachableTokens: number;
+  /** Last block size seen on the GPU medium (undefined before the first store). */
+  blockSize: number | undefined;
+  version: number;
+  counters: MirrorCounters;
+}
+
+export class KvCacheMirror {
+  private readonly blocks = new Map<BlockHash, Block>();
+  private readonly children = new Map<string, ChildIndex>();
+  private readonly rootHashes: Set<BlockHash>;
+  private readonly rank: number;
+  private readonly group: number;
+  private readonly maxBlocks: number;
+  private ver = 0;
+  private degradedReason: string | undefined;
+  private degradedAt: number | undefined;
+  private lastBlockSize: number | undefined;
+  private readonly listeners = new Set<() => void>();
+  readonly counters: MirrorCounters = {
+    batches: 0,
+    events: 0,
+    stored: 0,
+    removed: 0,
+    cleared: 0,
+    otherMedium: 0,
+    otherGroup: 0,
+    otherRank: 0,
+    conflicts: 0,
+    unknownRemovals: 0,
+    malformed: 0,
+  };
+
+  constructor(
+    opts: MirrorOptions = {},
+    private readonly now: () => number = Date.now,
+  ) {
+    this.rank = opts.rank ?? 0;
+    this.group = opts.group ?? 0;
+    this.maxBlocks = opts.maxBlocks ?? 1 << 20;
+    this.rootHashes = new Set(opts.rootHashes ?? [OLD_SGLANG_ROOT_HASH]);
+  }
+
+  /** +1 on every change of what a prompt can match. */
+  get version(): number {
+    return this.ver;
+  }
+
+  get degraded(): string | undefined {
+    return this.degradedReason;
+  }
+
+  get blockSize(): number | undefined {
+    return this.lastBlockSize;
+  }
+
+  /** Called after each change (batch applied, cleared, degraded). */
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** Applies one batch in order; returns false (and changes nothing) for another rank's batch. */
+  apply(batch: KvEventBatch): boolean {
+    if ((batch.dataParallelRank ?? 0) !== this.rank) {
+      this.counters.otherRank++;
+      return false;
+    }
+    this.counters.batches++;
+    for (const ev of batch.events) {
+      this.counters.events++;
+      if (ev.type === "BlockStored") this.store(ev);
+      else if (ev.type === "BlockRemoved") this.remove(ev);
+      else this.reset(true);
+    }
+    this.notify();
+    return true;
+  }
+
+  /** Drops every block; exact again (the engine's cache is known empty). */
+  clear(): void {
+    this.reset(false);
+    this.notify();
+  }
+
+  /** Marks the mirror as possibly missing blocks (the first reason is kept until exact again). */
+  markDegraded(reason: string): void {
+    if (this.degradedReason !== undefined) return;
+    this.degradedReason = reason;
+    this.degradedAt = this.now();
+    this.ver++;
+    this.notify();
+  }
+
+  /** Longest prefix of `tokens` the engine holds as a chain of whole blocks, in tokens. */
+  match(tokens: Tokens): number {
+    let at = ROOT;
+    let pos = 0;
+    for (;;) {
+      const index = this.children.get(at);
+      if (!index) return pos;
+      let next: Block | undefined;
+      for (const len of index.lengths) {
+        if (pos + len > tokens.length) continue;
+        next = index.byKey.get(keyOf(tokens, pos, len))?.[0];
+        if (next) break;
+      }
+      if (!next) return pos;
+      pos += next.tokens.length;
+      at = next.hash;
+    }
+  }
+
+  /** Every cached prefix a plain prompt can match: one token sequence per reachable leaf. */
+  sequences(): Tokens[] {
+    const out: Tokens[] = [];
+    // Iterative: with one token per block (SGLang's default page size) chains are as deep as prompts.
+    const path: Uint32Array[] = [];
+    const stack: { block: Block; depth: number; length: number }[] = [];
+    const pushChildren = (at: string, depth: number, length: number): boolean => {
+      const index = this.children.get(at);
+      if (!index) return false;
+      for (const list of index.byKey.values()) stack.push({ block: list[0]!, depth, length });
+      return true;
+    };
+    pushChildren(ROOT, 0, 0);
+    while (stack.length > 0) {
+      const { block, depth, length } = stack.pop()!;
+      path.length = depth;
+      path.push(block.tokens);
+      const total = length + block.tokens.length;
+      if (pushChildren(block.hash, depth + 1, total)) continue;
+      const seq = new Uint32Array(total);
+      let o = 0;
+      for (const part of path) {
+        seq.set(part, o);
+        o += part.length;
+      }
+      out.push(seq);
+    }
+    return out;
+  }
+
+  stats(): MirrorStats {
+    let reachableBlocks = 0;
+    let reachableTokens = 0;
+    const stack = [ROOT];
+    while (stack.length > 0) {
+      const index = this.children.get(stack.pop()!);
+      if (!index) continue;
+      for (const list of index.byKey.values()) {
+        reachableBlocks++;
+        reachableTokens += list[0]!.tokens.length;
+        stack.push(list[0]!.hash);
+      }
+    }
+    return {
+      degraded: this.degradedReason,
+      degradedSince: this.degradedAt,
+      blocks: this.blocks.size,
+      reachableBlocks,
+      reachableTokens,
+      blockSize: this.lastBlockSize,
+      version: this.ver,
+      counters: { ...this.counters },
+    };
+  }
+
+  private store(ev: BlockStored): void {
+    if (!this.followed(ev.medium, ev.group)) return;
+    const n = ev.hashes.length;
+    if (ev.tokens.length % n !== 0 || ev.tokens.length === 0) {
+      this.counters.malformed++;
+      this.markDegraded(`a BlockStored carried ${ev.tokens.length} tokens for ${n} blocks`);
+      return;
+    }
+    const per = ev.tokens.length / n;
+    this.lastBlockSize = per;
+    let parent = this.parentKey(ev.parent);
+    for (let i = 0; i < n; i++) {
+      const hash = ev.hashes[i]!;
+      const tokens = ev.tokens.slice(i * per, (i + 1) * per);
+      this.counters.stored++;
+      const plain = !ev.namespaced && !ev.blockNamespaced?.[i];
+      const held = this.blocks.get(hash);
+      if (held) {
+        if (held.parent !== parent || held.plain !== plain || !sameTokens(held.tokens, tokens)) {
+          this.counters.conflicts++;
+          this.markDegraded(`block ${hash} was stored again with other contents`);
+        }
+        held.copies++;
+      } else if (this.blocks.size >= this.maxBlocks) {
+        this.markDegraded(`more than ${this.maxBlocks} blocks: the mirror stopped storing`);
+      } else {
+        const key = keyOf(tokens, 0, tokens.length);
+        const block: Block = { hash, parent, tokens, key, copies: 1, plain };
+        this.blocks.set(hash, block);
+        if (block.plain) this.link(block);
+      }
+      parent = hash;
+    }
+  }
+
+  private remove(ev: BlockRemoved): void {
+    if (!this.followed(ev.medium, ev.group)) return;
+    for (let i = 0; i < ev.hashes.length; i++) {
+      const hash = ev.hashes[i]!;
+      this.counters.removed++;
+      const held = this.blocks.get(hash);
+      if (!held) {
+        this.counters.unknownRemovals++;
+        this.markDegraded(`block ${hash} was removed but never stored`);
+        continue;
+      }
+      held.copies = ev.remainingCopies ? ev.remainingCopies[i]! : held.copies - 1;
+      if (held.copies > 0) continue;
+      this.blocks.delete(hash);
+      if (held.plain) this.unlink(held);
+    }
+  }
+
+  private reset(fromEvent: boolean): void {
+    if (fromEvent) this.counters.cleared++;
+    this.blocks.clear();
+    this.children.clear();
+    this.degradedReason = undefined;
+    this.degradedAt = undefined;
+    this.ver++;
+  }
+
+  private followed(medium: string | null, group: number | null): boolean {
+    if (medium !== null && medium !== "GPU") {
+      this.counters.otherMedium++;
+      return false;
+    }
+    if ((group ?? this.group) !== this.group) {
+      this.counters.otherGroup++;
+      return false;
+    }
+    return true;
+  }
+
+  private parentKey(parent: BlockHash | null): string {
+    return parent === null || this.rootHashes.has(parent) ? ROOT : parent;
+  }
+
+  private link(b: Block): void {
+    let index = this.children.get(b.parent);
+    if (!index) {
+      index = { lengths: [], perLength: new Map(), byKey: new Map() };
+      this.children.set(b.parent, index);
+    }
+    const list = index.byKey.get(b.key);
+    if (list) list.push(b);
+    else {
+      index.byKey.set(b.key, [b]);
+      const n = b.tokens.length;
+      const had = index.perLength.get(n) ?? 0;
+      index.perLength.set(n, had + 1);
+      if (had === 0) index.lengths = [...index.perLength.keys()].sort((x, y) => y - x);
+    }
+    this.ver++;
+  }
+
+  private unlink(b: Block): void {
+    const index = this.children.get(b.parent);
+    const list = index?.byKey.get(b.key);
+    const i = list ? list.indexOf(b) : -1;
+    if (!index || !list || i < 0) throw new Error(`mirror: block ${b.hash} was not indexed`);
+    this.ver++;
+    list.splice(i, 1);
+    if (list.length > 0) return;
+    index.byKey.delete(b.key);
+    if (index.byKey.size === 0) {
+      this.children.delete(b.parent);
+      return;
+    }
+    const n = b.tokens.length;
+    const left = index.perLength.get(n)! - 1;
+    if (left > 0) index.perLength.set(n, left);
+    else {
+      index.perLength.delete(n);
+      index.lengths = index.lengths.filter((x) => x !== n);
+    }
+  }
+
+  private notify(): void {
+    for (const fn of this.listeners) fn();
+  }
+}
+
+/**
+ * A token run as a map key: its bytes as UTF-16 code units (two per token), in one allocation. Index
+ * and look-up build keys the same way, so byte order does not matter.
+ */
+function keyOf(tokens: Uint32Array, from: number, len: number): string {
+  const units = new Uint16Array(tokens.buffer, tokens.byteOffset + from * 4, len * 2);
+  if (units.length <= KEY_CHUNK) return String.fromCharCode.apply(null, units as unknown as number[]);
+  let s = "";
+  for (let i = 0; i < units.length; i += KEY_CHUNK)
+    s += String.fromCharCode.apply(null, units.subarray(i, i + KEY_CHUNK) as unknown as number[]);
+  return s;
+}
+const KEY_CHUNK = 8192;
+
+function sameTokens(a: Uint32Array, b: Uint32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

@@ -1,0 +1,481 @@
+/**
+ * Follows one KV-event publisher (vLLM's or SGLang's ZmqEventPublisher) into a `KvCacheMirror`, in
+ * sequence order, with nothing lost silently.
+ *
+ * - SUB on `endpoint` receives (topic, sequence, payload); a reader queues them (bounded: on overflow
+ *   the oldest are dropped, to be recovered like any gap) and one worker applies them in order.
+ * - History: the first time (and after a publisher restart), the worker asks the replay endpoint for
+ *   everything from sequence 0. If the publisher still buffers it all, the mirror is exact from the
+ *   start; if its buffer already dropped the beginning, the engine holds blocks we never saw:
+ *   degraded. A first live batch numbered 0 needs no replay (the publisher just started).
+ * - Gap (a live batch numbered above the next expected): replay from the first missing number. When
+ *   the replay cannot cover it (the buffer starts later, the endpoint is unreachable, it times out,
+ *   or there is no replay endpoint), the mirror is marked degraded and follows the stream from there.
+ * - Restart: a live sequence number lower than the previous live one means a new publisher (the
+ *   engine restarted, its cache empty): the mirror is cleared and the history fetched again.
+ * - Idle probe: with no live batch for `probeIntervalMs`, a replay from the next expected number
+ *   catches batches a SUB dropped silently (ZMQ's slow-joiner loss) before the next live one shows
+ *   the gap.
+ *
+ * Every wait is bounded (`replayTimeoutMs` per replay), every queue and message size capped.
+ */
+import { Dealer, Subscriber } from "zeromq";
+import type { KvCacheMirror } from "./mirror.js";
+import {
+  DEFAULT_WIRE_LIMITS,
+  decodeBatch,
+  decodeSequence,
+  END_OF_REPLAY,
+  encodeSequence,
+  type KvEventBatch,
+  KvWireError,
+  type WireLimits,
+} from "./wire.js";
+
+export interface KvSubscriberOptions {
+  /** The publisher's PUB address, e.g. tcp://10.0.0.5:5557. */
+  endpoint: string;
+  /** Its ROUTER replay address, e.g. tcp://10.0.0.5:5558. Without one, any gap degrades. */
+  replayEndpoint?: string | undefined;
+  /** The publisher's topic (exact match; "" is the engines' default). */
+  topic?: string;
+  replayTimeoutMs?: number;
+  /** Most batches a replay may return (the engines buffer 10 000 by default). */
+  maxReplayBatches?: number;
+  /** Live batches queued while the worker replays; beyond, the oldest are dropped (and replayed). */
+  maxQueuedBatches?: number;
+  /** The same bound in payload bytes. */
+  maxQueuedBytes?: number;
+  /** Replay-probe an idle publisher this often (0: never). */
+  probeIntervalMs?: number;
+  limits?: Partial<WireLimits>;
+}
+
+export type KvSubscriberState = "waiting" | "live" | "replaying" | "closed";
+
+export interface KvSubscriberStatus {
+  state: KvSubscriberState;
+  /** True once the mirror follows the stream (exact or degraded); false while the history is unknown. */
+  synced: boolean;
+  nextSequence: number | undefined;
+  /** Local time of the last batch applied, and the publisher's own timestamp on it (seconds). */
+  lastBatchAt: number | undefined;
+  lastBatchTs: number | undefined;
+  queued: number;
+  gaps: number;
+  replays: number;
+  replayedBatches: number;
+  replayFailures: number;
+  /** Messages refused: wrong frames or topic, bad sequence numbers, payloads that do not decode. */
+  rejected: number;
+  /** Live batches dropped from a full queue (then recovered by replay where the buffer allows). */
+  dropped: number;
+  restarts: number;
+  /** Connections we made again after ZMQ gave one up (it does after an oversized message). */
+  reconnects: number;
+  lastError: string | undefined;
+}
+
+interface Live {
+  seq: number;
+  payload: Uint8Array;
+  /** Numbered below the previous live batch: a new publisher. */
+  restart: boolean;
+}
+
+type ReplayOutcome = { kind: "covered" } | { kind: "short"; from: number } | { kind: "failed"; why: string };
+
+const EMPTY = new Uint8Array(0);
+/** How long a dropped connection may stay down with no reconnect attempt before we make one. */
+const RECONNECT_CHECK_MS = 500;
+
+export class KvEventsSubscriber {
+  private readonly endpoint: string;
+  private readonly replayEndpoint: string | undefined;
+  private readonly topic: Buffer;
+  private readonly replayTimeoutMs: number;
+  private readonly maxReplayBatches: number;
+  private readonly maxQueued: number;
+  private readonly maxQueuedBytes: number;
+  private queuedBytes = 0;
+  private readonly probeIntervalMs: number;
+  private readonly limits: WireLimits;
+  private sub: Subscriber | undefined;
+  private dealer: Dealer | undefined;
+  private queue: Live[] = [];
+  private lastLiveSeq: number | undefined;
+  private next: number | undefined;
+  private synced = false;
+  private state: KvSubscriberState = "waiting";
+  private closed = false;
+  private wake: (() => void) | undefined;
+  private tasks: Promise<void>[] = [];
+  private readonly changed = new Set<() => void>();
+  private readonly counts = {
+    gaps: 0,
+    replays: 0,
+    replayedBatches: 0,
+    replayFailures: 0,
+    rejected: 0,
+    dropped: 0,
+    restarts: 0,
+    reconnects: 0,
+  };
+  private lastBatchAt: number | undefined;
+  private lastBatchTs: number | undefined;
+  private lastError: string | undefined;
+
+  constructor(
+    private readonly mirror: KvCacheMirror,
+    opts: KvSubscriberOptions,
+  ) {
+    this.endpoint = opts.endpoint;
+    this.replayEndpoint = opts.replayEndpoint;
+    this.topic = Buffer.from(opts.topic ?? "", "utf8");
+    this.replayTimeoutMs = opts.replayTimeoutMs ?? 2_000;
+    this.maxReplayBatches = opts.maxReplayBatches ?? 100_000;
+    this.maxQueued = opts.maxQueuedBatches ?? 4_096;
+    this.maxQueuedBytes = opts.maxQueuedBytes ?? 64 << 20;
+    this.probeIntervalMs = opts.probeIntervalMs ?? 5_000;
+    this.limits = { ...DEFAULT_WIRE_LIMITS, ...opts.limits };
+  }
+
+  /** Connects and starts following; returns at once (the sockets connect in the background). */
+  start(): void {
+    if (this.sub) throw new Error("subscriber already started");
+    const sub = new Subscriber({
+      linger: 0,
+      // Frames beyond this are refused by ZMQ itself (the connection is dropped, then re-made).
+      maxMessageSize: this.limits.maxPayloadBytes + 1024,
+      // The reader drains ZMQ into the bounded queue below at once; ZMQ itself holds little.
+      receiveHighWaterMark: 1_000,
+    });
+    sub.connect(this.endpoint);
+    sub.subscribe(this.topic);
+    this.watchConnection(sub);
+    this.sub = sub;
+    this.tasks.push(this.read(sub), this.work());
+  }
+
+  /** Called after the worker applied something or changed state. */
+  onChange(fn: () => void): () => void {
+    this.changed.add(fn);
+    return () => this.changed.delete(fn);
+  }
+
+  get isSynced(): boolean {
+    return this.synced;
+  }
+
+  status(): KvSubscriberStatus {
+    return {
+      state: this.state,
+      synced: this.synced,
+      nextSequence: this.next,
+      lastBatchAt: this.lastBatchAt,
+      lastBatchTs: this.lastBatchTs,
+      queued: this.queue.length,
+      ...this.counts,
+      lastError: this.lastError,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.state = "closed";
+    this.sub?.close();
+    this.dealer?.close();
+    this.dealer = undefined;
+    this.wake?.();
+    await Promise.allSettled(this.tasks);
+  }
+
+  /**
+   * ZMQ reconnects a dropped connection by itself, except after a protocol error, which an oversized
+   * message is: the connection then stays down for good. A disconnect followed by neither a
+   * reconnect nor a retry is made again here (the batches missed meanwhile are a gap).
+   */
+  private watchConnection(sub: Subscriber): void {
+    let timer: NodeJS.Timeout | undefined;
+    const settle = () => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+    };
+    sub.events.on("connect", settle);
+    sub.events.on("connect:retry", settle);
+    sub.events.on("disconnect", () => {
+      settle();
+      this.lastError = "the connection to the publisher dropped";
+      timer = setTimeout(() => {
+        timer = undefined;
+        if (this.closed) return;
+        this.counts.reconnects++;
+        try {
+          sub.disconnect(this.endpoint);
+        } catch {
+          // Already gone: ZMQ terminated the connection.
+        }
+        sub.connect(this.endpoint);
+      }, RECONNECT_CHECK_MS);
+    });
+    sub.events.on("close", settle);
+  }
+
+  private async read(sub: Subscriber): Promise<void> {
+    try {
+      for await (const frames of sub) {
+        if (this.closed) break;
+        this.onMessage(frames);
+      }
+    } catch (e) {
+      if (!this.closed) this.lastError = `subscriber socket failed: ${(e as Error).message}`;
+    }
+  }
+
+  private onMessage(frames: Buffer[]): void {
+    if (frames.length !== 3 || !frames[0]!.equals(this.topic)) {
+      this.reject(`a message of ${frames.length} frames or another topic`);
+      return;
+    }
+    let seq: number;
+    try {
+      seq = decodeSequence(frames[1]!);
+    } catch (e) {
+      this.reject((e as Error).message);
+      return;
+    }
+    // SUB delivers one publisher's messages in order and once: a lower number is a new publisher.
+    const restart = this.lastLiveSeq !== undefined && seq <= this.lastLiveSeq;
+    this.lastLiveSeq = seq;
+    this.queue.push({ seq, payload: frames[2]!, restart });
+    this.queuedBytes += frames[2]!.byteLength;
+    while (
+      this.queue.length > 1 &&
+      (this.queue.length > this.maxQueued || this.queuedBytes > this.maxQueuedBytes)
+    ) {
+      // Keep a restart marker: dropping it would hide the new publisher.
+      const i = Math.max(
+        this.queue.findIndex((l) => !l.restart),
+        0,
+      );
+      this.queuedBytes -= this.queue[i]!.payload.byteLength;
+      this.queue.splice(i, 1);
+      this.counts.dropped++;
+    }
+    this.wake?.();
+  }
+
+  private async work(): Promise<void> {
+    if (this.replayEndpoint) await this.fetchHistory();
+    while (!this.closed) {
+      const item = this.queue.shift();
+      if (item) {
+        this.queuedBytes -= item.payload.byteLength;
+        await this.process(item);
+        continue;
+      }
+      const woke = await this.idle();
+      if (this.closed) break;
+      if (!woke && this.replayEndpoint) {
+        if (!this.synced) await this.fetchHistory();
+        else if (this.next !== undefined) await this.probe(this.next);
+      }
+    }
+  }
+
+  /** Resolves true when a message arrives (or on close), false after the probe interval. */
+  private idle(): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer =
+        this.probeIntervalMs > 0
+          ? setTimeout(() => {
+              this.wake = undefined;
+              resolve(false);
+            }, this.probeIntervalMs)
+          : undefined;
+      this.wake = () => {
+        if (timer) clearTimeout(timer);
+        this.wake = undefined;
+        resolve(true);
+      };
+    });
+  }
+
+  private async process(item: Live): Promise<void> {
+    if (item.restart) {
+      this.counts.restarts++;
+      this.synced = false;
+      this.next = undefined;
+      this.mirror.clear();
+    }
+    if (!this.synced) {
+      if (item.seq === 0) {
+        this.mirror.clear();
+        this.synced = true;
+        this.next = 0;
+      } else if (this.replayEndpoint) {
+        this.queue.unshift({ ...item, restart: false });
+        this.queuedBytes += item.payload.byteLength;
+        await this.fetchHistory(true);
+        return;
+      } else {
+        this.synced = true;
+        this.mirror.markDegraded(`batches before ${item.seq} are unknown and there is no replay endpoint`);
+        this.next = item.seq;
+      }
+    }
+    const next = this.next!;
+    if (item.seq < next) return; // already applied from a replay
+    if (item.seq > next) {
+      this.counts.gaps++;
+      const outcome: ReplayOutcome = this.replayEndpoint
+        ? await this.replay(next)
+        : { kind: "failed", why: "there is no replay endpoint" };
+      if (outcome.kind === "failed")
+        this.mirror.markDegraded(`lost batches ${next}–${item.seq - 1}: ${outcome.why}`);
+      if (outcome.kind === "short")
+        this.mirror.markDegraded(
+          `lost batches ${next}–${outcome.from - 1}: the publisher no longer buffers them`,
+        );
+      if (item.seq < this.next!) return; // the replay brought it
+      if (item.seq > this.next!) {
+        this.mirror.markDegraded(`lost batches ${this.next}–${item.seq - 1}: the replay did not bring them`);
+        this.next = item.seq;
+      }
+    }
+    this.apply(item.seq, item.payload);
+  }
+
+  /**
+   * The history from sequence 0. `force`: a live batch is waiting, so an unreachable endpoint now
+   * means following from that batch, degraded; without it (idle), the worker tries again later.
+   */
+  private async fetchHistory(force = false): Promise<void> {
+    this.next = 0;
+    this.mirror.clear();
+    const outcome = await this.replay(0);
+    if (outcome.kind === "covered") {
+      this.synced = true;
+      return;
+    }
+    if (outcome.kind === "short") {
+      this.synced = true;
+      this.mirror.markDegraded(
+        `the publisher's buffer starts at batch ${outcome.from}: earlier ones are lost`,
+      );
+      return;
+    }
+    this.next = undefined;
+    if (force) {
+      const first = this.queue[0];
+      this.synced = true;
+      this.mirror.markDegraded(`the history is unknown: ${outcome.why}`);
+      this.next = first?.seq;
+    }
+  }
+
+  /** A replay from `from` while idle: nothing lost is the usual answer. */
+  private async probe(from: number): Promise<void> {
+    const outcome = await this.replay(from);
+    if (outcome.kind === "short")
+      this.mirror.markDegraded(
+        `lost batches ${from}–${outcome.from - 1}: the publisher no longer buffers them`,
+      );
+  }
+
+  /**
+   * Asks for every buffered batch from `from` and applies those numbered `next` onward. "short": the
+   * buffer began after `next` (the batches between are lost; the mirror follows from there).
+   */
+  private async replay(from: number): Promise<ReplayOutcome> {
+    this.state = "replaying";
+    this.counts.replays++;
+    try {
+      const dealer = this.replaySocket();
+      const deadline = Date.now() + this.replayTimeoutMs;
+      try {
+        await dealer.send([EMPTY, encodeSequence(from)]);
+      } catch (e) {
+        return this.replayFailed(`the replay endpoint is unreachable (${(e as Error).message})`);
+      }
+      let short: number | undefined;
+      for (let n = 0; ; n++) {
+        if (n > this.maxReplayBatches) return this.replayFailed("the replay sent more batches than allowed");
+        const left = deadline - Date.now();
+        if (left <= 0 || this.closed) return this.replayFailed("the replay timed out");
+        dealer.receiveTimeout = left;
+        let frames: Buffer[];
+        try {
+          frames = await dealer.receive();
+        } catch (e) {
+          return this.replayFailed(this.closed ? "closed" : `the replay timed out (${(e as Error).message})`);
+        }
+        if (frames.length !== 3 || frames[0]!.byteLength !== 0)
+          return this.replayFailed(`a replay reply of ${frames.length} frames`);
+        let seq: number;
+        try {
+          seq = decodeSequence(frames[1]!, true);
+        } catch (e) {
+          return this.replayFailed(`a bad replay sequence number: ${(e as Error).message}`);
+        }
+        if (seq === END_OF_REPLAY) break;
+        const next = this.next ?? from;
+        if (seq < next) continue;
+        if (seq > next) short ??= seq;
+        this.next = seq;
+        this.counts.replayedBatches++;
+        this.apply(seq, frames[2]!);
+      }
+      return short === undefined ? { kind: "covered" } : { kind: "short", from: short };
+    } finally {
+      if (!this.closed) this.state = "live";
+    }
+  }
+
+  private replayFailed(why: string): ReplayOutcome {
+    this.counts.replayFailures++;
+    this.lastError = why;
+    // Replies to this request may still come: a new socket never mixes them into the next replay.
+    this.dealer?.close();
+    this.dealer = undefined;
+    return { kind: "failed", why };
+  }
+
+  private replaySocket(): Dealer {
+    if (!this.dealer) {
+      this.dealer = new Dealer({
+        linger: 0,
+        // Queue a request only on a live connection, so an absent publisher fails the send fast.
+        immediate: true,
+        sendTimeout: this.replayTimeoutMs,
+        maxMessageSize: this.limits.maxPayloadBytes + 1024,
+      });
+      this.dealer.connect(this.replayEndpoint!);
+    }
+    return this.dealer;
+  }
+
+  /** Applies batch `seq` (next expected): a batch that does not decode loses its events: degraded. */
+  private apply(seq: number, payload: Uint8Array): void {
+    this.next = seq + 1;
+    let batch: KvEventBatch;
+    try {
+      batch = decodeBatch(payload, this.limits);
+    } catch (e) {
+      if (!(e instanceof KvWireError)) throw e;
+      this.reject(e.message);
+      this.mirror.markDegraded(`batch ${seq} could not be decoded: ${e.message}`);
+      return;
+    }
+    this.mirror.apply(batch);
+    this.lastBatchAt = Date.now();
+    this.lastBatchTs = batch.ts;
+    for (const fn of this.changed) fn();
+  }
+
+  private reject(why: string): void {
+    this.counts.rejected++;
+    this.lastError = why;
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * The remote engine with `kvEvents`: a FAKE OpenAI-compatible server (scripted here, no inference)
+ * that behaves like vLLM's prefix cache — it reports as cached the whole blocks of the prompt it
+ * holds, short of the last token, and publishes the blocks it stores through the KV-event publisher
+ * test double. Both on 127.0.0.1.
+ */
+import { afterEach, describe, expect, test } from "vitest";
+import { OpenAIEngine } from "../../../src/engines/openai/engine.js";
+import { fakePrefixCachingServer } from "./fake-server.js";
+import { type DoubleOptions, KvEventPublisherDouble } from "./publisher-double.js";
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const o of open.splice(0).reverse()) await o.close();
+});
+
+async function waitFor(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function setup(double: DoubleOptions = {}, server: { dropEventsOf?: Set<number> } = {}) {
+  const pub = await KvEventPublisherDouble.start(double);
+  open.push(pub);
+  const fake = await fakePrefixCachingServer(pub, { blockSize: 4, ...server });
+  open.push(fake);
+  const url = fake.url;
+  const engine = await OpenAIEngine.create({
+    baseUrl: url,
+    model: "m",
+    capacityTokens: 1000,
+    kvEvents: {
+      endpoint: pub.endpoint,
+      ...(pub.replayEndpoint ? { replayEndpoint: pub.replayEndpoint } : {}),
+      topic: "kv-events",
+      replayTimeoutMs: 300,
+      probeIntervalMs: 60_000,
+      settleMs: 2_000,
+    },
+  });
+  open.push(engine);
+  await pub.subscribed();
+  await waitFor("the history", () => engine.kvEventsStatus()!.subscriber.synced);
+  return { pub, engine };
+}
+
+const run = (engine: OpenAIEngine, tokens: number[]) =>
+  engine.run({ id: "r", tokens: Uint32Array.from(tokens), prompt: tokens.join(" "), maxTokens: 1 });
+const seqs = (s: Uint32Array[] | undefined) => (s ?? []).map((x) => Array.from(x).join(",")).sort();
+const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
+
+describe("remote engine with KV events", () => {
+  test("is engine-managed; results carry the server's cache; the mirror predicts the server's report", async () => {
+    const { engine } = await setup();
+    expect(engine.info.cacheMode).toBe("engine-managed");
+    const r1 = await run(engine, range(1, 10)); // blocks [1..4], [5..8]; token 9 is a partial block
+    expect(r1.cachedTokens).toBe(0);
+    expect(seqs(r1.cachedSequences)).toEqual([range(1, 9).join(",")]);
+    const r2 = await run(engine, range(1, 14)); // hits 8, stores [9..12]
+    expect(r2.cachedTokens).toBe(8);
+    const r3 = await run(engine, [...range(1, 5), 50, 51, 52, 53, 54]); // hits 4, stores [50..53]
+    expect(r3.cachedTokens).toBe(4);
+    const r4 = await run(engine, range(1, 13)); // all 12 cached, the last token is computed: reports 8
+    expect(r4.cachedTokens).toBe(8);
+    expect(seqs(r4.cachedSequences)).toEqual(
+      [range(1, 13).join(","), [...range(1, 5), 50, 51, 52, 53].join(",")].sort(),
+    );
+    const st = engine.kvEventsStatus()!;
+    expect(st.exact).toBe(true);
+    expect(st.accuracy).toMatchObject({ requests: 4, exact: 4, reportedTokens: 20, absErrorTokens: 0 });
+  });
+
+  test("while degraded, results add the LRU model's sequences and predictions stop", async () => {
+    const { engine } = await setup({ bufferSteps: 1 }, { dropEventsOf: new Set([0]) });
+    const r1 = await run(engine, range(1, 9)); // its events are lost
+    // Nothing has revealed the loss yet: the mirror is still exact, and (wrongly) empty.
+    expect(r1.cachedSequences).toEqual([]);
+    await run(engine, range(100, 105)); // its batch shows the gap; the buffer no longer has batch 0
+    await waitFor("degraded", () => engine.kvEventsStatus()!.degraded !== undefined);
+    const st = engine.kvEventsStatus()!;
+    expect(st.exact).toBe(false);
+    expect(st.degraded).toMatch(/lost batches 0–0/);
+    const r3 = await run(engine, range(1, 9));
+    expect(r3.cachedTokens).toBe(4); // the server had it all along
+    expect(seqs(r3.cachedSequences)).toEqual(
+      [range(1, 9).join(","), range(100, 104).join(","), range(100, 105).join(",")].sort(),
+    );
+    expect(engine.kvEventsStatus()!.accuracy.unpredicted).toBe(1);
+  });
+
+  test("options are validated: a malformed endpoint is refused before anything connects", async () => {
+    await expect(
+      OpenAIEngine.create({
+        baseUrl: "http://127.0.0.1:1",
+        model: "m",
+        kvEvents: { endpoint: "http://x:1" },
+      }),
+    ).rejects.toThrow(/tcp:\/\/HOST:PORT/);
+    expect(
+      () =>
+        new OpenAIEngine({ baseUrl: "http://127.0.0.1:1", model: "m", kvEvents: { endpoint: "tcp://a:1" } }),
+    ).toThrow(/OpenAIEngine.create/);
+  });
+});

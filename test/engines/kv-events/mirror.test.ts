@@ -1,0 +1,343 @@
+/**
+ * The KV-cache mirror: unit cases for each rule, then a property test of random store / remove /
+ * clear streams against a naive model (a multiset of blocks; a prompt matches the longest chain of
+ * held plain blocks from a sequence start whose tokens it begins with).
+ */
+import fc from "fast-check";
+import { describe, expect, test } from "vitest";
+import { KvCacheMirror, OLD_SGLANG_ROOT_HASH } from "../../../src/engines/kv-events/mirror.js";
+import type {
+  BlockRemoved,
+  BlockStored,
+  KvEvent,
+  KvEventBatch,
+} from "../../../src/engines/kv-events/wire.js";
+
+const T = (...t: number[]) => Uint32Array.from(t);
+const batch = (events: KvEvent[], rank: number | null = 0): KvEventBatch => ({
+  ts: 0,
+  events,
+  dataParallelRank: rank,
+});
+const stored = (
+  hashes: string[],
+  parent: string | null,
+  tokens: number[],
+  extra: Partial<BlockStored> = {},
+): BlockStored => ({
+  type: "BlockStored",
+  hashes,
+  parent,
+  tokens: T(...tokens),
+  blockSize: tokens.length / hashes.length,
+  medium: "GPU",
+  namespaced: false,
+  blockNamespaced: null,
+  group: null,
+  ...extra,
+});
+const removed = (hashes: string[], extra: Partial<BlockRemoved> = {}): BlockRemoved => ({
+  type: "BlockRemoved",
+  hashes,
+  medium: "GPU",
+  group: null,
+  remainingCopies: null,
+  ...extra,
+});
+
+describe("mirror rules", () => {
+  test("a chain of blocks is a prefix; matches stop at whole blocks", () => {
+    const m = new KvCacheMirror();
+    m.apply(batch([stored(["a", "b"], null, [1, 2, 3, 4]), stored(["c"], "b", [5, 6])]));
+    expect(m.match(T(1, 2, 3, 4, 5, 6, 7))).toBe(6);
+    expect(m.match(T(1, 2, 3, 9))).toBe(2);
+    expect(m.match(T(1, 2, 3))).toBe(2);
+    expect(m.match(T(9))).toBe(0);
+    expect(m.sequences()).toEqual([T(1, 2, 3, 4, 5, 6)]);
+    expect(m.degraded).toBeUndefined();
+  });
+
+  test("removing a block makes its descendants unreachable; storing it again reconnects them", () => {
+    const m = new KvCacheMirror();
+    m.apply(batch([stored(["a", "b", "c"], null, [1, 2, 3, 4, 5, 6])]));
+    m.apply(batch([removed(["b"])]));
+    expect(m.match(T(1, 2, 3, 4, 5, 6))).toBe(2);
+    expect(m.stats()).toMatchObject({ blocks: 2, reachableBlocks: 1 });
+    m.apply(batch([stored(["b"], "a", [3, 4])]));
+    expect(m.match(T(1, 2, 3, 4, 5, 6))).toBe(6);
+  });
+
+  test("copies: a hash stored twice stays until removed twice, or until no copy remains", () => {
+    const m = new KvCacheMirror();
+    m.apply(batch([stored(["a"], null, [1, 2]), stored(["a"], null, [1, 2])]));
+    m.apply(batch([removed(["a"])]));
+    expect(m.match(T(1, 2))).toBe(2);
+    m.apply(batch([removed(["a"])]));
+    expect(m.match(T(1, 2))).toBe(0);
+    m.apply(batch([stored(["a"], null, [1, 2]), stored(["a"], null, [1, 2])]));
+    m.apply(batch([removed(["a"], { remainingCopies: [0] })]));
+    expect(m.match(T(1, 2))).toBe(0);
+    expect(m.degraded).toBeUndefined();
+  });
+
+  test("AllBlocksCleared empties the mirror and makes it exact again", () => {
+    const m = new KvCacheMirror();
+    m.apply(batch([stored(["a"], null, [1, 2])]));
+    m.markDegraded("lost batches");
+    expect(m.degraded).toBe("lost batches");
+    m.apply(batch([{ type: "AllBlocksCleared" }, stored(["b"], null, [3, 4])]));
+    expect(m.degraded).toBeUndefined();
+    expect(m.sequences()).toEqual([T(3, 4)]);
+    expect(m.counters.cleared).toBe(1);
+  });
+
+  test("other media, groups and ranks are counted, not mirrored", () => {
+    const m = new KvCacheMirror({ rank: 1 });
+    expect(m.apply(batch([stored(["a"], null, [1, 2])], 0))).toBe(false);
+    m.apply(
+      batch(
+        [
+          stored(["b"], null, [1, 2], { medium: "CPU" }),
+          stored(["c"], null, [1, 2], { group: 1 }),
+          removed(["b"], { medium: "CPU" }),
+        ],
+        1,
+      ),
+    );
+    expect(m.match(T(1, 2))).toBe(0);
+    expect(m.counters).toMatchObject({ otherRank: 1, otherMedium: 2, otherGroup: 1 });
+    expect(m.degraded).toBeUndefined();
+  });
+
+  test("namespaced blocks (LoRA, cache salt) are held but never match a plain prompt", () => {
+    const m = new KvCacheMirror();
+    m.apply(
+      batch([stored(["s1", "s2"], null, [1, 2, 3, 4], { namespaced: true }), stored(["p1"], null, [1, 2])]),
+    );
+    expect(m.match(T(1, 2, 3, 4))).toBe(2);
+    // A plain-looking block chained under a salted one is salted too: unreachable from the plain root.
+    m.apply(batch([stored(["x"], "s2", [5, 6])]));
+    expect(m.match(T(1, 2, 3, 4, 5, 6))).toBe(2);
+    m.apply(batch([removed(["s1", "s2"])]));
+    expect(m.degraded).toBeUndefined();
+    expect(m.stats().blocks).toBe(2);
+  });
+
+  test("per-block extra keys (vLLM): a block before an image or salt matches, the ones from it on do not", () => {
+    const m = new KvCacheMirror();
+    m.apply(
+      batch([stored(["a", "img", "c"], null, [1, 2, 3, 4, 5, 6], { blockNamespaced: [false, true, false] })]),
+    );
+    expect(m.match(T(1, 2, 3, 4, 5, 6))).toBe(2);
+    expect(m.stats()).toMatchObject({ blocks: 3, reachableBlocks: 1 });
+  });
+
+  test("older SGLang's root parent hash counts as a sequence start; variable block sizes match", () => {
+    const m = new KvCacheMirror();
+    m.apply(
+      batch([
+        stored(["a"], OLD_SGLANG_ROOT_HASH, [1, 2, 3]),
+        stored(["b"], "a", [4]),
+        stored(["c"], "a", [4, 5, 6]),
+      ]),
+    );
+    expect(m.match(T(1, 2, 3, 4, 5, 6, 7))).toBe(6);
+    expect(m.match(T(1, 2, 3, 4, 9))).toBe(4);
+    expect(
+      m
+        .sequences()
+        .map((s) => Array.from(s))
+        .sort(),
+    ).toEqual([
+      [1, 2, 3, 4],
+      [1, 2, 3, 4, 5, 6],
+    ]);
+  });
+
+  test("inconsistencies degrade: an unknown removal, a conflicting store, a bad token count, the block cap", () => {
+    const unknown = new KvCacheMirror();
+    unknown.apply(batch([removed(["zz"])]));
+    expect(unknown.degraded).toMatch(/never stored/);
+    const conflict = new KvCacheMirror();
+    conflict.apply(batch([stored(["a"], null, [1, 2]), stored(["a"], null, [3, 4])]));
+    expect(conflict.degraded).toMatch(/other contents/);
+    expect(conflict.match(T(1, 2))).toBe(2);
+    const odd = new KvCacheMirror();
+    odd.apply(batch([stored(["a", "b"], null, [1, 2, 3])]));
+    expect(odd.degraded).toMatch(/3 tokens for 2 blocks/);
+    const capped = new KvCacheMirror({ maxBlocks: 2 });
+    capped.apply(batch([stored(["a", "b", "c"], null, [1, 2, 3])]));
+    expect(capped.degraded).toMatch(/more than 2 blocks/);
+    expect(capped.match(T(1, 2, 3))).toBe(2);
+  });
+
+  test("deep chains (one token per block) work without recursion", () => {
+    const m = new KvCacheMirror();
+    const n = 30_000;
+    const events: BlockStored[] = [];
+    for (let i = 0; i < n; i++) events.push(stored([`h${i}`], i === 0 ? null : `h${i - 1}`, [i % 7]));
+    m.apply(batch(events));
+    const prompt = Uint32Array.from({ length: n }, (_, i) => i % 7);
+    expect(m.match(prompt)).toBe(n);
+    expect(m.sequences()[0]).toEqual(prompt);
+    expect(m.stats().reachableTokens).toBe(n);
+  });
+});
+
+// ---- property test against a naive model ----
+
+interface NaiveBlock {
+  parent: string | null;
+  tokens: number[];
+  copies: number;
+  plain: boolean;
+}
+
+class NaiveCache {
+  blocks = new Map<string, NaiveBlock>();
+  unknownRemoval = false;
+  store(hash: string, b: Omit<NaiveBlock, "copies">) {
+    const held = this.blocks.get(hash);
+    if (held) held.copies++;
+    else this.blocks.set(hash, { ...b, copies: 1 });
+  }
+  remove(hash: string) {
+    const held = this.blocks.get(hash);
+    if (!held) {
+      this.unknownRemoval = true;
+      return;
+    }
+    if (--held.copies === 0) this.blocks.delete(hash);
+  }
+  clear() {
+    this.blocks.clear();
+    this.unknownRemoval = false;
+  }
+  /** Tokens of the chain ending at `hash`, or undefined when a link is missing or not plain. */
+  chain(hash: string): number[] | undefined {
+    const parts: number[][] = [];
+    for (let h: string | null = hash; h !== null; ) {
+      const b = this.blocks.get(h);
+      if (!b?.plain) return undefined;
+      parts.unshift(b.tokens);
+      h = b.parent;
+    }
+    return parts.flat();
+  }
+  match(q: number[]): number {
+    let best = 0;
+    for (const h of this.blocks.keys()) {
+      const c = this.chain(h);
+      if (c && c.length > best && c.length <= q.length && c.every((t, i) => q[i] === t)) best = c.length;
+    }
+    return best;
+  }
+  sequences(): string[] {
+    const reachable = [...this.blocks.keys()].filter((h) => this.chain(h));
+    const parents = new Set(reachable.map((h) => this.blocks.get(h)!.parent));
+    return reachable
+      .filter((h) => !parents.has(h))
+      .map((h) => this.chain(h)!.join(","))
+      .sort();
+  }
+}
+
+const BS = 2;
+const prompt = fc.array(fc.integer({ min: 1, max: 3 }), { minLength: BS, maxLength: 4 * BS });
+type Op =
+  | { kind: "store"; prompt: number[]; from: number; salt: boolean; dup: boolean }
+  | { kind: "remove"; prompt: number[]; block: number; salt: boolean }
+  | { kind: "clear" };
+const op: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant("store" as const),
+      prompt,
+      from: fc.nat(3),
+      salt: fc.boolean(),
+      dup: fc.boolean(),
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("remove" as const),
+      prompt,
+      block: fc.nat(3),
+      salt: fc.boolean(),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: "clear" as const }) },
+);
+
+/** Block hashes as the engines make them: a function of the parent hash, the tokens and any salt. */
+function hashes(p: number[], salt: boolean): string[] {
+  const out: string[] = [];
+  let parent = salt ? "salt" : "";
+  for (let i = 0; i + BS <= p.length; i += BS) {
+    parent = `${parent}|${p.slice(i, i + BS).join(".")}`;
+    out.push(parent);
+  }
+  return out;
+}
+
+describe("mirror vs a naive model", () => {
+  test("random store / remove / clear streams: same matches, same cached sequences", () => {
+    fc.assert(
+      fc.property(
+        fc.array(op, { minLength: 1, maxLength: 40 }),
+        fc.array(prompt, { maxLength: 6 }),
+        (ops, queries) => {
+          const mirror = new KvCacheMirror();
+          const naive = new NaiveCache();
+          const seen: number[][] = [...queries];
+          for (const o of ops) {
+            if (o.kind === "clear") {
+              mirror.apply(batch([{ type: "AllBlocksCleared" }]));
+              naive.clear();
+              continue;
+            }
+            const hs = hashes(o.prompt, o.salt);
+            seen.push(o.prompt);
+            if (o.kind === "remove") {
+              const h = hs[Math.min(o.block, hs.length - 1)]!;
+              mirror.apply(batch([removed([h])]));
+              naive.remove(h);
+              continue;
+            }
+            // vLLM stores the blocks after the ones a request hit, as one event chained to the last hit.
+            const from = Math.min(o.from, hs.length - 1);
+            const ev = stored(
+              hs.slice(from),
+              from === 0 ? null : hs[from - 1]!,
+              o.prompt.slice(from * BS, hs.length * BS),
+              {
+                namespaced: o.salt,
+              },
+            );
+            mirror.apply(batch(o.dup ? [ev, ev] : [ev]));
+            for (let k = 0; k < (o.dup ? 2 : 1); k++)
+              for (let i = from; i < hs.length; i++)
+                naive.store(hs[i]!, {
+                  parent: i === 0 ? null : hs[i - 1]!,
+                  tokens: o.prompt.slice(i * BS, (i + 1) * BS),
+                  plain: !o.salt,
+                });
+            for (const q of seen) expect(mirror.match(Uint32Array.from(q))).toBe(naive.match(q));
+          }
+          for (const q of seen) expect(mirror.match(Uint32Array.from(q))).toBe(naive.match(q));
+          expect(
+            mirror
+              .sequences()
+              .map((s) => Array.from(s).join(","))
+              .sort(),
+          ).toEqual(naive.sequences());
+          expect(mirror.degraded !== undefined).toBe(naive.unknownRemoval);
+          expect(mirror.stats().blocks).toBe(naive.blocks.size);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+});

@@ -1,0 +1,266 @@
+/**
+ * The KV-event subscriber against the KV-event publisher test double on 127.0.0.1: history, live
+ * batches, gaps recovered by replay, gaps replay cannot cover (degraded, then rebuilt from new
+ * events), a cleared cache, a publisher restart, and malformed or oversized messages.
+ */
+import { createServer } from "node:net";
+import { afterEach, describe, expect, test } from "vitest";
+import { KvCacheMirror } from "../../../src/engines/kv-events/mirror.js";
+import { KvEventsSubscriber, type KvSubscriberOptions } from "../../../src/engines/kv-events/subscriber.js";
+import {
+  type DoubleEvent,
+  type DoubleOptions,
+  KvEventPublisherDouble,
+  type Style,
+  seq8,
+} from "./publisher-double.js";
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const o of open.splice(0).reverse()) await o.close();
+});
+
+async function waitFor(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function setup(
+  d: DoubleOptions = {},
+  s: Partial<KvSubscriberOptions> = {},
+  before?: (pub: KvEventPublisherDouble) => Promise<void>,
+) {
+  const pub = await KvEventPublisherDouble.start(d);
+  open.push(pub);
+  await before?.(pub);
+  const mirror = new KvCacheMirror();
+  const sub = new KvEventsSubscriber(mirror, {
+    endpoint: pub.endpoint,
+    replayEndpoint: pub.replayEndpoint || undefined,
+    topic: "kv-events",
+    replayTimeoutMs: 2_000,
+    probeIntervalMs: 60_000,
+    ...s,
+  });
+  open.push(sub);
+  sub.start();
+  await pub.subscribed();
+  return { pub, mirror, sub };
+}
+
+const T = (...t: number[]) => Uint32Array.from(t);
+/** A block of tokens [t, t+1] with hash t, chained to `parent` (a hash) or starting a sequence. */
+const block = (t: number, parent: number | null = null): DoubleEvent => ({
+  type: "BlockStored",
+  hashes: [t],
+  parent,
+  tokens: [t, t + 1],
+  blockSize: 2,
+});
+
+describe("following a publisher", () => {
+  test("history from sequence 0 by replay, then live batches", async () => {
+    const { pub, mirror, sub } = await setup({}, {}, async (p) => {
+      await p.publish([block(10)]);
+      await p.publish([block(12, 10)]);
+    });
+    await waitFor("the history", () => sub.status().synced && sub.status().nextSequence === 2);
+    await pub.publish([block(14, 12)]);
+    await waitFor("the live batch", () => sub.status().nextSequence === 3);
+    expect(mirror.match(T(10, 11, 12, 13, 14, 15, 99))).toBe(6);
+    expect(mirror.degraded).toBeUndefined();
+    expect(pub.replayRequests[0]).toBe(0);
+  });
+
+  test("a gap is recovered from the replay endpoint", async () => {
+    const { pub, mirror, sub } = await setup();
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)], { drop: true });
+    await pub.publish([block(14, 12)]);
+    await waitFor("the gap to close", () => sub.status().nextSequence === 3);
+    expect(mirror.match(T(10, 11, 12, 13, 14, 15))).toBe(6);
+    expect(mirror.degraded).toBeUndefined();
+    expect(sub.status()).toMatchObject({ gaps: 1, replayFailures: 0 });
+    expect(pub.replayRequests).toContain(1);
+  });
+
+  test("a batch lost with no live batch after it is found by the idle probe", async () => {
+    const { pub, mirror, sub } = await setup({}, { probeIntervalMs: 100 });
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)], { drop: true });
+    await waitFor("the probe", () => sub.status().nextSequence === 2);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(4);
+    expect(mirror.degraded).toBeUndefined();
+  });
+
+  test("a gap the buffer no longer covers: degraded, then rebuilt from new events, exact after a clear", async () => {
+    const { pub, mirror, sub } = await setup({ bufferSteps: 2 });
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.publish([block(20)], { drop: true }); // lost for good: the buffer keeps two batches
+    await pub.publish([block(22, 20)], { drop: true });
+    await pub.publish([block(30)], { drop: true });
+    await pub.publish([block(32, 30)]);
+    await waitFor("the gap to be handled", () => sub.status().nextSequence === 5);
+    expect(mirror.degraded).toMatch(/lost batches 1–2/);
+    expect(mirror.match(T(20, 21, 22, 23))).toBe(0); // what the lost batches stored is unknown
+    expect(mirror.match(T(30, 31, 32, 33))).toBe(4); // the buffered part of the gap was replayed
+    await pub.publish([block(40), block(42, 40)]);
+    await waitFor("new events", () => sub.status().nextSequence === 6);
+    expect(mirror.match(T(40, 41, 42, 43))).toBe(4);
+    expect(mirror.degraded).toBeDefined();
+    await pub.publish([{ type: "AllBlocksCleared" }, block(50)]);
+    await waitFor("the clear", () => sub.status().nextSequence === 7);
+    expect(mirror.degraded).toBeUndefined();
+    expect(mirror.sequences()).toEqual([T(50, 51)]);
+  });
+
+  test("a silent replay endpoint: the replay times out and the mirror degrades", async () => {
+    const { pub, mirror, sub } = await setup({ replay: "silent" }, { replayTimeoutMs: 300 });
+    // The history request at start times out too; a first live batch numbered 0 needs none.
+    await pub.publish([block(10)]);
+    await waitFor("batch 0", () => sub.status().nextSequence === 1);
+    expect(mirror.degraded).toBeUndefined();
+    await pub.publish([block(12, 10)], { drop: true });
+    await pub.publish([block(14)]);
+    await waitFor("the timeout", () => sub.status().nextSequence === 3);
+    expect(mirror.degraded).toMatch(/lost batches 1–1: the replay timed out/);
+    expect(mirror.match(T(14, 15))).toBe(2);
+    expect(sub.status().replayFailures).toBeGreaterThanOrEqual(2);
+  });
+
+  test("live batches queued during a replay are bounded: the oldest are dropped, then the stream goes on", async () => {
+    const { pub, mirror, sub } = await setup(
+      { replay: "silent" },
+      { replayTimeoutMs: 500, maxQueuedBatches: 4 },
+    );
+    await pub.publish([block(10)]);
+    await waitFor("batch 0", () => sub.status().nextSequence === 1);
+    await pub.publish([block(12, 10)], { drop: true });
+    await pub.publish([block(14)]); // a gap: the worker waits on the silent replay endpoint
+    await waitFor("the replay", () => sub.status().state === "replaying");
+    for (let i = 0; i < 20; i++) await pub.publish([block(100 + 2 * i)]);
+    await waitFor("the stream to go on", () => sub.status().nextSequence === pub.nextSeq);
+    expect(sub.status().dropped).toBeGreaterThanOrEqual(20 - 4);
+    expect(mirror.degraded).toMatch(/lost batches 1–1/);
+    expect(mirror.match(T(138, 139))).toBe(2);
+  });
+
+  test("an unreachable replay endpoint: the gap degrades the mirror", async () => {
+    const port = await freePort();
+    const { pub, mirror, sub } = await setup(
+      { replay: "none" },
+      { replayEndpoint: `tcp://127.0.0.1:${port}`, replayTimeoutMs: 300 },
+    );
+    await pub.publish([block(10)]);
+    await waitFor("batch 0", () => sub.status().nextSequence === 1);
+    await pub.publish([block(12, 10)], { drop: true });
+    await pub.publish([block(14)]);
+    await waitFor("the gap", () => sub.status().nextSequence === 3);
+    expect(mirror.degraded).toMatch(/unreachable|timed out/);
+    expect(mirror.match(T(14, 15))).toBe(2);
+  });
+
+  test("no replay endpoint and a history already under way: degraded from the start", async () => {
+    const { pub, mirror, sub } = await setup({ replay: "none" }, { replayEndpoint: undefined }, async (p) => {
+      await p.publish([block(10)]);
+    });
+    await pub.publish([block(12)]);
+    await waitFor("the first live batch", () => sub.status().nextSequence === 2);
+    expect(mirror.degraded).toMatch(/before 1 are unknown/);
+    expect(mirror.match(T(12, 13))).toBe(2);
+  });
+
+  test("a publisher restart (numbering back at 0) clears the mirror", async () => {
+    const { pub, mirror, sub } = await setup();
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)]);
+    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    pub.restart();
+    await pub.publish([block(20)]);
+    await waitFor("the restart", () => sub.status().restarts === 1 && sub.status().nextSequence === 1);
+    expect(mirror.sequences()).toEqual([T(20, 21)]);
+    expect(mirror.degraded).toBeUndefined();
+  });
+});
+
+describe("malformed input", () => {
+  test("bad frames, another topic, a bad sequence number, a payload that does not decode", async () => {
+    const { pub, mirror, sub } = await setup();
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.sendRaw(["kv-events", seq8(1)]);
+    await pub.sendRaw(["kv-events-other", seq8(1), new Uint8Array([0x90])]);
+    await pub.sendRaw(["kv-events", new Uint8Array([0, 1]), new Uint8Array([0x90])]);
+    await waitFor("the rejections", () => sub.status().rejected === 3);
+    expect(mirror.degraded).toBeUndefined();
+    await pub.publish([], { payload: new Uint8Array([0xc1, 0xff, 0x00]) });
+    await pub.publish([block(14)]);
+    await waitFor("the batches", () => sub.status().nextSequence === 3);
+    expect(sub.status().rejected).toBe(4);
+    expect(mirror.degraded).toMatch(/batch 1 could not be decoded/);
+    expect(mirror.match(T(14, 15))).toBe(2);
+    expect(mirror.match(T(10, 11))).toBe(2);
+  });
+
+  test("an oversized message is refused and the stream goes on", async () => {
+    const { pub, mirror, sub } = await setup({}, { limits: { maxPayloadBytes: 4096 }, replayTimeoutMs: 500 });
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    const huge: DoubleEvent = {
+      type: "BlockStored",
+      hashes: [20],
+      parent: null,
+      tokens: Array.from({ length: 4000 }, (_, i) => 70_000 + i),
+      blockSize: 4000,
+    };
+    await pub.publish([huge]);
+    // ZMQ drops the connection on an oversized frame and makes it again; batches sent while it is
+    // down are lost to the SUB and found as a gap.
+    for (let i = 0; i < 50 && sub.status().nextSequence !== pub.nextSeq; i++) {
+      await pub.publish([block(30 + 2 * i)]);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await waitFor("the stream to go on", () => sub.status().nextSequence === pub.nextSeq);
+    expect(sub.status().reconnects).toBeGreaterThanOrEqual(1);
+    // The oversized batch cannot be replayed either: its events are lost, and the mirror says so.
+    expect(mirror.degraded).toMatch(/lost batches 1–/);
+    expect(mirror.match(T(70_000))).toBe(0);
+    expect(mirror.match(T(10, 11))).toBe(2);
+    const lastBlock = 30 + 2 * (pub.nextSeq - 3);
+    expect(mirror.match(T(lastBlock, lastBlock + 1))).toBe(2);
+  });
+});
+
+describe.each<Style>(["vllm-map", "vllm-map-batch", "sglang-array", "sglang-map"])(
+  "the %s encoding",
+  (style) => {
+    test("history, live batches and a removal", async () => {
+      const { pub, mirror, sub } = await setup({ style }, {}, async (p) => {
+        await p.publish([block(10), block(12, 10)]);
+      });
+      await waitFor("the history", () => sub.status().nextSequence === 1);
+      await pub.publish([{ type: "BlockRemoved", hashes: [12] }, block(14, 10)]);
+      await waitFor("the live batch", () => sub.status().nextSequence === 2);
+      expect(mirror.sequences()).toEqual([T(10, 11, 14, 15)]);
+      expect(mirror.degraded).toBeUndefined();
+    });
+  },
+);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,92 @@
+/**
+ * A node in front of a FAKE vLLM-like server (test/engines/kv-events/fake-server.ts) whose KV events
+ * come through the KV-event publisher test double: the node's own tree follows the server's cache,
+ * evictions included (at the node's next run: the core takes engine-managed caches after runs).
+ */
+import { encode } from "gpt-tokenizer";
+import pino from "pino";
+import { afterEach, describe, expect, test } from "vitest";
+import { OpenAIEngine } from "../../src/engines/openai/engine.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings.js";
+import { postCompletion } from "../api-client.js";
+import { fakePrefixCachingServer } from "../engines/kv-events/fake-server.js";
+import { KvEventPublisherDouble } from "../engines/kv-events/publisher-double.js";
+
+const open: { close(): Promise<void> }[] = [];
+let node: NodeHandle | undefined;
+afterEach(async () => {
+  await node?.stop();
+  node = undefined;
+  for (const o of open.splice(0).reverse()) await o.close();
+});
+
+async function waitFor(what: string, cond: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("a node with a KV-event mirror", () => {
+  test("its tree is the server's cache, after each run", async () => {
+    const BS = 4;
+    const pub = await KvEventPublisherDouble.start();
+    open.push(pub);
+    const fake = await fakePrefixCachingServer(pub, { blockSize: BS, tokenize: (t) => encode(t) });
+    open.push(fake);
+    const engine = await OpenAIEngine.create({
+      baseUrl: fake.url,
+      model: "m",
+      kvEvents: {
+        endpoint: pub.endpoint,
+        replayEndpoint: pub.replayEndpoint,
+        topic: "kv-events",
+        settleMs: 2_000,
+      },
+    });
+    await pub.subscribed();
+    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+    const settings = resolveNodeSettings(
+      {
+        id: "A",
+        engine: "openai",
+        model: "m",
+        engineUrl: fake.url,
+        insecure: true,
+        logLevel: "silent",
+        listen: `127.0.0.1:${api}`,
+        peerListen: `127.0.0.1:${peer}`,
+      },
+      {},
+    );
+    node = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+    const tree = async () =>
+      ((await (await fetch(`${node!.apiUrl}/cluster`)).json()) as { treeTokens: number }).treeTokens;
+    await waitFor("the history", async () => engine.kvEventsStatus()!.subscriber.synced);
+
+    const first = "The quick brown fox jumps over the lazy dog, again and again and again.";
+    const r1 = await postCompletion(node.apiUrl, { model: "m", prompt: first, max_tokens: 1 });
+    expect(r1.status).toBe(200);
+    await r1.text();
+    const n1 = Math.floor(encode(first).length / BS) * BS;
+    expect(n1).toBeGreaterThan(0);
+    await waitFor("the tree to hold the first prompt's blocks", async () => (await tree()) === n1);
+
+    // The server evicts the first block: its whole chain becomes unreachable.
+    const firstBlock = encode(first).slice(0, BS).join(",");
+    await pub.publish([{ type: "BlockRemoved", hashes: [fake.held.get(firstBlock)!] }]);
+    fake.held.delete(firstBlock);
+    await waitFor("the mirror to see it", async () => engine.kvEventsStatus()!.mirror.reachableTokens === 0);
+
+    const second = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod.";
+    const r2 = await postCompletion(node.apiUrl, { model: "m", prompt: second, max_tokens: 1 });
+    expect(r2.status).toBe(200);
+    await r2.text();
+    const n2 = Math.floor(encode(second).length / BS) * BS;
+    await waitFor("the tree to hold only the second prompt", async () => (await tree()) === n2);
+    expect(engine.kvEventsStatus()).toMatchObject({ exact: true, accuracy: { requests: 2, exact: 2 } });
+  });
+});
