@@ -41,11 +41,9 @@ import type {
   RequestRecord,
   ServedTiming,
   SnapshotEcho,
+  Timer,
 } from "./types.js";
 
-export const POLL_TIMER = "poll";
-const FWD_TIMER_PREFIX = "fwd:";
-const ACK_TIMER_PREFIX = "ack:";
 /** The ack timeout is at least this many smoothed RTTs (TCP's RTO allows SRTT + 4 × RTTVAR). */
 const ACK_RTT_FACTOR = 4;
 /** A peer is taken for one that does not ack after this many answers to unacked attempts in a row. */
@@ -225,7 +223,7 @@ export class PrefixNode {
 
   /** Arms the anti-entropy timer. Call once before feeding inputs. */
   start(): Effect[] {
-    return [{ type: "set-timer", timer: POLL_TIMER, delayMs: this.pollDelay() }];
+    return [{ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() }];
   }
 
   /**
@@ -511,7 +509,7 @@ export class PrefixNode {
       this.sendForward(p, peer, now, out);
       out.push({
         type: "set-timer",
-        timer: FWD_TIMER_PREFIX + p.reqId,
+        timer: { kind: "forward", reqId: p.reqId, attempt: p.attempt },
         delayMs: this.config.forwardTimeoutMs,
       });
       return;
@@ -537,7 +535,7 @@ export class PrefixNode {
     const ackMs = this.ackTimeoutMs(peer);
     // An ack timeout as long as the forward timeout adds nothing: acks are then not waited for.
     p.ackArmed = peer.acksForwards && ackMs < this.config.forwardTimeoutMs;
-    if (p.ackArmed) out.push({ type: "set-timer", timer: ACK_TIMER_PREFIX + p.reqId, delayMs: ackMs });
+    if (p.ackArmed) out.push({ type: "set-timer", timer: ackTimer(p), delayMs: ackMs });
   }
 
   /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
@@ -553,7 +551,7 @@ export class PrefixNode {
   private disarmAck(p: Pending, out: Effect[]): void {
     if (!p.ackArmed) return;
     p.ackArmed = false;
-    out.push({ type: "cancel-timer", timer: ACK_TIMER_PREFIX + p.reqId });
+    out.push({ type: "cancel-timer", timer: ackTimer(p) });
   }
 
   /**
@@ -562,7 +560,7 @@ export class PrefixNode {
    * it answered an error, departed, restarted or left the membership (nothing to drop, or nobody).
    */
   private fallback(p: Pending, now: number, out: Effect[], cancelTimer: boolean, cancel = true): void {
-    if (cancelTimer) out.push({ type: "cancel-timer", timer: FWD_TIMER_PREFIX + p.reqId });
+    if (cancelTimer) out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.disarmAck(p, out);
     if (cancel && p.current !== undefined)
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
@@ -949,7 +947,7 @@ export class PrefixNode {
       this.onLateAnswer(peer, reqId, attempt);
       return;
     }
-    out.push({ type: "cancel-timer", timer: FWD_TIMER_PREFIX + reqId });
+    out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.disarmAck(p, out);
     this.pending.delete(reqId);
     // Algorithm 1 line 17: the peer now caches this prompt; believe it until its next snapshot.
@@ -981,9 +979,9 @@ export class PrefixNode {
 
   // ---------------------------------------------------------------- timers
 
-  private onTimer(timer: string, out: Effect[]): void {
+  private onTimer(timer: Timer, out: Effect[]): void {
     const now = this.deps.now();
-    if (timer === POLL_TIMER) {
+    if (timer.kind === "poll") {
       this.antiEntropy(now, out);
       // Forwards to peers that went silent need not wait for their full timeout.
       for (const p of this.pending.values()) {
@@ -991,18 +989,15 @@ export class PrefixNode {
         const peer = this.members.get(p.current);
         if (peer && this.members.liveness(peer, now) !== "live") this.fallback(p, now, out, true);
       }
-      out.push({ type: "set-timer", timer: POLL_TIMER, delayMs: this.pollDelay() });
+      out.push({ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() });
       return;
     }
-    if (timer.startsWith(FWD_TIMER_PREFIX)) {
-      const p = this.pending.get(timer.slice(FWD_TIMER_PREFIX.length));
-      if (p?.current !== undefined) this.fallback(p, now, out, false);
-      return;
-    }
-    if (timer.startsWith(ACK_TIMER_PREFIX)) {
-      const p = this.pending.get(timer.slice(ACK_TIMER_PREFIX.length));
-      if (p?.current !== undefined && p.ackArmed) this.onAckTimer(p, now, out);
-    }
+    if (timer.kind === "acks") return;
+    // A timer of an attempt we have moved on from never acts on the current one.
+    const p = this.pending.get(timer.reqId);
+    if (p?.current === undefined || p.attempt !== timer.attempt) return;
+    if (timer.kind === "forward") this.fallback(p, now, out, false);
+    else if (p.ackArmed) this.onAckTimer(p, now, out);
   }
 
   /**
@@ -1069,7 +1064,7 @@ export class PrefixNode {
       (2 * eta + this.ackTimeoutMs(peer)) * 2 ** Math.min(p.probes, 16),
     );
     p.ackArmed = true;
-    out.push({ type: "set-timer", timer: ACK_TIMER_PREFIX + reqId, delayMs: waitMs });
+    out.push({ type: "set-timer", timer: ackTimer(p), delayMs: waitMs });
   }
 
   /** Remembers an attempt abandoned unacked, to notice a peer that answers but never acks. */
@@ -1379,6 +1374,14 @@ export class PrefixNode {
 export const DUPLICATE_HANDLED = "duplicate forward: this attempt was already handled (no answer kept)";
 /** The error a forward gets when its origin cancelled it before it ran. */
 export const FORWARD_CANCELLED = "cancelled by origin";
+
+function forwardTimer(p: Pending): Timer {
+  return { kind: "forward", reqId: p.reqId, attempt: p.attempt };
+}
+
+function ackTimer(p: Pending): Timer {
+  return { kind: "ack", reqId: p.reqId, attempt: p.attempt };
+}
 
 /** Identifies one of our own attempts (origin side). */
 function attemptKey(reqId: string, attempt: number): string {

@@ -10,7 +10,13 @@
  */
 import type { Engine, EngineRequest, EngineResult } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
-import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
+import {
+  type Effect,
+  type NodeInput,
+  type PeerMessage,
+  type ReplyOutcome,
+  timerKey,
+} from "../../core/node/types.js";
 import type { Snapshot } from "../../core/snapshot.js";
 import type { IncomingMessage, PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { ForwardReplyStream } from "../../net/reply-stream.js";
@@ -539,23 +545,25 @@ export class NodeRuntime implements NodeService {
   private apply(e: Effect): void {
     switch (e.type) {
       case "set-timer": {
-        const old = this.timers.get(e.timer);
+        const key = timerKey(e.timer);
+        const old = this.timers.get(key);
         if (old) clearTimeout(old);
         const t = setTimeout(
           () => {
-            this.timers.delete(e.timer);
-            if (!this.stopping || e.timer !== "poll") this.feed({ type: "timer", timer: e.timer });
+            this.timers.delete(key);
+            if (!this.stopping || e.timer.kind !== "poll") this.feed({ type: "timer", timer: e.timer });
           },
           Math.max(0, e.delayMs),
         );
         t.unref?.();
-        this.timers.set(e.timer, t);
+        this.timers.set(key, t);
         return;
       }
       case "cancel-timer": {
-        const t = this.timers.get(e.timer);
+        const key = timerKey(e.timer);
+        const t = this.timers.get(key);
         if (t) clearTimeout(t);
-        this.timers.delete(e.timer);
+        this.timers.delete(key);
         return;
       }
       case "reply":
