@@ -131,7 +131,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         cacheMode: "node-managed",
       },
       { now: () => now, random: () => r.next() },
-      { epoch },
+      // Invariant runs also check what costs more than O(1) inside the node (tree and queue walks).
+      { epoch, checkInvariants: check },
     );
     s.engine.cache.clear();
     apply(s, s.node.start());

@@ -64,6 +64,7 @@ export class Harness {
           capacityTokens: capacity,
         },
         { now: () => this.now, random: () => this.rng.next() },
+        { checkInvariants: true },
       );
       const engine = new SimEngine({ profile: PAPER_H100_QWEN05B, capacityTokens: capacity });
       const m: Member = { node, engine, timers: new Map(), runs: new Map(), up: true };

@@ -22,6 +22,9 @@ import type { Snapshot } from "../snapshot.js";
 /** A node id: short printable string, unique in the cluster (validated by the config). */
 export type NodeId = string;
 
+/** Longest request id accepted from a peer (ids are stored in maps and echoed back). */
+export const MAX_REQ_ID = 512;
+
 /** Which (epoch, version) of some node's tree an estimate holds. */
 export interface HeldVersion {
   epoch: number;
@@ -130,6 +133,8 @@ export type PeerMessage =
   | { type: "goodbye" };
 
 export type PeerMessageType = PeerMessage["type"];
+/** The peer message of one type, e.g. `PeerMessageOf<"forward">`. */
+export type PeerMessageOf<T extends PeerMessageType> = Extract<PeerMessage, { type: T }>;
 
 export type NodeInput =
   /** A client request arrived at this node (this node is its origin). */
@@ -244,6 +249,16 @@ export interface NodeStats {
   snapshotsSent: { full: number; delta: number; heartbeat: number };
   snapshotsReceived: { applied: number; stale: number; duplicate: number; needFull: number; invalid: number };
   evictedTokens: number;
+}
+
+export interface NodeOptions {
+  /** Start epoch; default `deps.now()`. Must grow across restarts of the same id. */
+  epoch?: number;
+  /**
+   * Also run the invariant checks that cost more than O(1) (walks of the tree and the queue, the
+   * policy's order): the simulator's `checkInvariants` runs and the tests. The O(1) ones always run.
+   */
+  checkInvariants?: boolean;
 }
 
 /** Injected capabilities: the node has no clock or randomness of its own. */
