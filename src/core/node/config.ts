@@ -3,7 +3,7 @@
  * YAML or a simulator config: a bad value is a clear error, never a misbehaving node.
  */
 import { z } from "zod";
-import { POLICY_NAMES } from "./policies/index.js";
+import { POLICY_NAMES, policyConfigSchema } from "./policies/index.js";
 
 /** A node id as the config accepts it (also checked when a peer is added at run time). */
 export const nodeId = z
@@ -23,6 +23,8 @@ export const nodeConfigSchema = z
      */
     maxPeers: z.number().int().min(0).max(4095).optional(),
     policy: z.enum(POLICY_NAMES).default("affinity"),
+    /** Settings of `policy` (its own schema, in its file; omitted ones take its defaults). */
+    policyConfig: z.record(z.string(), z.unknown()).optional(),
     /** KV capacity in tokens: the tree's capacity. */
     capacityTokens: z.number().int().positive(),
     cacheMode: z.enum(["node-managed", "engine-managed"]).default("node-managed"),
@@ -109,6 +111,12 @@ export const nodeConfigSchema = z
   .refine((c) => new Set(c.peers).size === c.peers.length, { message: "peers must be unique" })
   .refine((c) => c.maxPeers === undefined || c.maxPeers >= c.peers.length, {
     message: "maxPeers must be at least the number of static peers",
+  })
+  .superRefine((c, ctx) => {
+    if (c.policyConfig === undefined) return;
+    const r = policyConfigSchema(c.policy).safeParse(c.policyConfig);
+    for (const i of r.error?.issues ?? [])
+      ctx.addIssue({ code: "custom", path: ["policyConfig", ...i.path], message: i.message });
   });
 
 export type NodeConfig = z.output<typeof nodeConfigSchema>;

@@ -16,7 +16,7 @@ import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
 import { Membership } from "./membership.js";
 import { Origin } from "./origin.js";
-import type { Candidate, PolicyName } from "./policies/index.js";
+import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import { Serving } from "./serving.js";
 import type {
@@ -94,8 +94,8 @@ export class PrefixNode {
   }
 
   /** Switch routing policy at run time (e.g. the daemon's compare-policies admin endpoint). */
-  setPolicy(name: PolicyName): void {
-    this.origin.setPolicy(name);
+  setPolicy(name: PolicyName, config?: PolicyConfigInput<PolicyName>): void {
+    this.origin.setPolicy(name, config);
   }
 
   /** Most peers at once (`maxPeers`; default the static list's size). */

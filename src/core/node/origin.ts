@@ -24,7 +24,13 @@ import { invariant } from "../invariant.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import { PrefixDemand } from "./demand.js";
-import { type Candidate, createPolicy, type Policy, type PolicyName } from "./policies/index.js";
+import {
+  type Candidate,
+  createPolicy,
+  type Policy,
+  type PolicyConfigInput,
+  type PolicyName,
+} from "./policies/index.js";
 import { type Answerer, failReply, okReply } from "./replies.js";
 import { planFromOrder } from "./routing.js";
 import { type Target, Targets } from "./targets.js";
@@ -109,7 +115,7 @@ export class Origin {
     private readonly deps: NodeDeps,
     private readonly paranoid: boolean,
   ) {
-    this.policy = createPolicy(config.policy);
+    this.policy = createPolicy(config.policy, config.policyConfig);
     this.demand = new PrefixDemand(DEMAND_KEYS, config.demandPrior);
   }
 
@@ -120,8 +126,10 @@ export class Origin {
     this.counters = originCounters();
   }
 
-  setPolicy(name: PolicyName): void {
-    this.policy = createPolicy(name);
+  /** Without settings: the configured ones if they are for this policy, else its defaults. */
+  setPolicy(name: PolicyName, config?: PolicyConfigInput<PolicyName>): void {
+    const configured = name === this.config.policy ? this.config.policyConfig : undefined;
+    this.policy = createPolicy(name, config ?? configured);
   }
 
   get policyName(): string {
@@ -130,7 +138,7 @@ export class Origin {
 
   /** The policy ranks peers (false: it never forwards, so no candidates need building). */
   get needsPeers(): boolean {
-    return !this.policy.localOnly;
+    return this.policy.needs.peers;
   }
 
   /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
@@ -185,7 +193,7 @@ export class Origin {
     let target = this.config.id;
     let predicted = selfMatch;
     if (candidates !== undefined) {
-      const expectedReuse = this.policy.usesDemand
+      const expectedReuse = this.policy.needs.demand
         ? this.demand.arrive(request.tokens, candidates, evictionPressure)
         : undefined;
       const order =
