@@ -189,12 +189,8 @@ export const helloSchema = z.object({
   promptText: z.boolean().optional(),
 });
 export type PeerHello = z.infer<typeof helloSchema>;
-/**
- * A peer's refusal of a forward that came without the prompt text while its engine needs it (it
- * restarted with another engine since its hello said otherwise): the origin sends the text from then
- * on and re-sends this forward at once.
- */
-export const PROMPT_TEXT_NEEDED = "prompt text needed: this node's engine does not run from tokens alone";
+/** A peer's refusal of a forward without the prompt text its engine needs (defined by the core node). */
+export { PROMPT_TEXT_NEEDED } from "../core/node/types.js";
 export const PROTOCOL_VERSION = 1;
 
 export type ForwardMsg = Extract<PeerMessage, { type: "forward" }>;

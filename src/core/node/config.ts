@@ -62,6 +62,19 @@ export const nodeConfigSchema = z
      */
     answerProbes: z.boolean().default(true),
     /**
+     * As a forward's receiver, hold each `forward-ack` this long and drop it if the forward's answer
+     * (result or error) leaves first: a quick answer then costs no extra message. 0 = ack at once.
+     * One timer serves every waiting ack, armed only while some wait. Keep it far below the origins'
+     * ack timeout (forwardAckTimeoutMs), which the deferral eats into.
+     */
+    ackDeferMs: z.number().min(0).max(60_000).default(0),
+    /**
+     * This node's engine runs from the prompt text, not from the tokens alone: a forward without the
+     * text is refused at once (retryable, PROMPT_TEXT_NEEDED) and not recorded as seen, so the
+     * origin's re-send with the text is not taken for a duplicate.
+     */
+    needsPromptText: z.boolean().default(false),
+    /**
      * Forwards arriving with more hops than this are refused. This node never re-forwards (a
      * forwarded request is served by its receiver), so chains cannot form whatever the value.
      */

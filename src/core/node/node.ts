@@ -141,7 +141,6 @@ export class PrefixNode {
         this.onPeerMessage(input.from, input.msg, now, out);
         break;
       case "engine-done": {
-        // A finished job answers a peer's forward or a client of ours; then the next job may start.
         const done = this.executor.done(input.jobId, input.result, now);
         if (!done) break; // from before a restart
         const { job, result, timing } = done;
@@ -248,7 +247,7 @@ export class PrefixNode {
         const key = this.serving.cancelKey(from, msg.reqId, msg.attempt);
         if (key === undefined) break;
         // Still queued: dropped, and said so. Started, or not arrived yet: the serving role notes it.
-        if (this.executor.cancelQueued(key)) this.serving.cancelled(from, msg.reqId, msg.attempt, out);
+        if (this.executor.cancelQueued(key)) this.serving.cancelled(from, msg.reqId, msg.attempt, key, out);
         else this.serving.cancelAhead(key);
         break;
       }
@@ -283,7 +282,7 @@ export class PrefixNode {
     }
     const request = job?.request ?? msg.request;
     const eta = this.serving.wantsEta ? this.executor.etaMs(request, job?.ranMs) : undefined;
-    this.serving.ack(from, reqId, attempt, eta, out);
+    this.serving.ack(from, reqId, attempt, verdict.key, eta, now, out);
     if (verdict.kind === "accept")
       this.executor.enqueue({ kind: "forward", reqId, from, attempt, request, key: verdict.key }, now, out);
   }
@@ -316,6 +315,7 @@ export class PrefixNode {
         if (this.origin.onTimer(timer, now, out)) this.advance(timer.reqId, now, out);
         break;
       case "acks":
+        this.serving.onAcksTimer(now, out);
         break;
     }
   }

@@ -15,7 +15,9 @@ import {
   type NodeId,
   type PeerMessage,
   type PeerMessageOf,
+  PROMPT_TEXT_NEEDED,
   type ServedTiming,
+  type Timer,
 } from "./types.js";
 
 /** Answers kept to re-send to an origin probing for one it lost (also dropped after forwardTimeoutMs). */
@@ -26,6 +28,8 @@ const MAX_RECENT_ANSWERS = 256;
  * timeouts are worth refusing (BENCHMARKS.md, "Cancelled forwards and the forward deadline").
  */
 const DEADLINE_SLACK = 1.25;
+
+const ACKS_TIMER: Timer = { kind: "acks" };
 
 /** The error a copy of an already-handled forward gets when no answer is kept to send again. */
 export const DUPLICATE_HANDLED = "duplicate forward: this attempt was already handled (no answer kept)";
@@ -57,6 +61,8 @@ export class Serving {
   private readonly seen = new Map<string, boolean>();
   /** Answers we sent for forwards, by key, to re-send to a probing origin (bounded). */
   private readonly recentAnswers = new Map<string, { msg: PeerMessage; at: number }>();
+  /** Acks held back (`ackDeferMs`), by forward key; in the order they fall due (one fixed delay). */
+  private readonly deferred = new Map<string, { due: number; to: NodeId; msg: PeerMessage }>();
   counters!: ServingCounters;
 
   constructor(private readonly config: NodeConfig) {
@@ -66,6 +72,7 @@ export class Serving {
   reset(): void {
     this.seen.clear();
     this.recentAnswers.clear();
+    this.deferred.clear();
     this.counters = {
       duplicateForwards: 0,
       cancelledForwards: 0,
@@ -96,6 +103,11 @@ export class Serving {
     const { reqId, attempt, request, deadlineMs } = msg;
     if (reqId.length > MAX_REQ_ID) {
       this.counters.invalidMessages++;
+      return undefined;
+    }
+    if (this.config.needsPromptText && request.prompt === undefined) {
+      // Not remembered as seen: the origin re-sends this very forward with the text.
+      out.push(this.dropped(from, reqId, attempt, PROMPT_TEXT_NEEDED));
       return undefined;
     }
     const key = forwardKey(from, reqId, attempt);
@@ -136,12 +148,49 @@ export class Serving {
 
   /**
    * A `forward-ack` for an accepted forward (or a copy whose job still waits or runs); with answer
-   * probes it carries the ETA the origin times its probes by.
+   * probes it carries the ETA the origin times its probes by. With `ackDeferMs` it waits that long
+   * and goes only if the forward has not been answered by then.
    */
-  ack(to: NodeId, reqId: string, attempt: number, etaMs: number | undefined, out: Effect[]): void {
+  ack(
+    to: NodeId,
+    reqId: string,
+    attempt: number,
+    key: string,
+    etaMs: number | undefined,
+    now: number,
+    out: Effect[],
+  ): void {
     const msg: PeerMessage = { type: "forward-ack", reqId, attempt };
     if (etaMs !== undefined) msg.etaMs = Math.ceil(etaMs);
-    out.push({ type: "send", to, msg });
+    const defer = this.config.ackDeferMs;
+    if (!(defer > 0)) {
+      out.push({ type: "send", to, msg });
+      return;
+    }
+    const waiting = this.deferred.get(key);
+    if (waiting) {
+      waiting.msg = msg; // a copy's fresher ETA; still due when the first ack was
+      return;
+    }
+    this.deferred.set(key, { due: now + defer, to, msg });
+    if (this.deferred.size === 1) out.push({ type: "set-timer", timer: ACKS_TIMER, delayMs: defer });
+  }
+
+  /** The deferred acks' timer: the acks now due leave; the timer is armed again for the next one. */
+  onAcksTimer(now: number, out: Effect[]): void {
+    for (const [key, a] of this.deferred) {
+      if (a.due > now) break;
+      this.deferred.delete(key);
+      out.push({ type: "send", to: a.to, msg: a.msg });
+    }
+    const next = this.deferred.values().next().value;
+    if (next) out.push({ type: "set-timer", timer: ACKS_TIMER, delayMs: Math.max(0, next.due - now) });
+  }
+
+  /** The forward is answered: an ack still held back for it is not needed any more. */
+  private dropAck(key: string | undefined, out: Effect[]): void {
+    if (key === undefined || !this.deferred.delete(key)) return;
+    if (this.deferred.size === 0) out.push({ type: "cancel-timer", timer: ACKS_TIMER });
   }
 
   /**
@@ -150,6 +199,7 @@ export class Serving {
    * than at its timeout.
    */
   handled(to: NodeId, reqId: string, attempt: number, key: string, now: number, out: Effect[]): void {
+    this.dropAck(key, out);
     const answer = this.config.answerProbes ? this.recentAnswers.get(key) : undefined;
     if (answer && now - answer.at <= this.config.forwardTimeoutMs) {
       this.counters.resentAnswers++;
@@ -169,8 +219,9 @@ export class Serving {
   }
 
   /** The cancelled forward's job was still queued and is dropped: say so to its origin. */
-  cancelled(to: NodeId, reqId: string, attempt: number, out: Effect[]): void {
+  cancelled(to: NodeId, reqId: string, attempt: number, key: string, out: Effect[]): void {
     this.counters.cancelledForwards++;
+    this.dropAck(key, out);
     out.push(this.dropped(to, reqId, attempt, FORWARD_CANCELLED));
   }
 
@@ -202,6 +253,7 @@ export class Serving {
   /** Sends the answer to a forward and keeps it (bounded) for an origin that may lose it. */
   private answer(job: ServedForward, msg: PeerMessage, now: number, out: Effect[]): void {
     invariant(job.from !== undefined && job.key !== undefined, "a forward's job lost its origin");
+    this.dropAck(job.key, out);
     if (this.config.answerProbes) {
       this.recentAnswers.set(job.key, { msg, at: now });
       if (this.recentAnswers.size > MAX_RECENT_ANSWERS) {

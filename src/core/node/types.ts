@@ -25,6 +25,13 @@ export type NodeId = string;
 /** Longest request id accepted from a peer (ids are stored in maps and echoed back). */
 export const MAX_REQ_ID = 512;
 
+/**
+ * The error of a forward refused because it came without the prompt text while this node's engine
+ * needs it (`needsPromptText`; e.g. the node restarted with another engine since its hello said
+ * otherwise): the origin sends the text from then on and re-sends the forward at once.
+ */
+export const PROMPT_TEXT_NEEDED = "prompt text needed: this node's engine does not run from tokens alone";
+
 /** Which (epoch, version) of some node's tree an estimate holds. */
 export interface HeldVersion {
   epoch: number;
