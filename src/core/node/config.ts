@@ -48,9 +48,9 @@ export const nodeConfigSchema = z
     /**
      * Re-sends of an unacked forward before the attempt is abandoned (a probe each; the receiver
      * never runs a re-sent forward twice, it acks again). Trades latency for compute: falling back
-     * at once runs the request a second time whenever only the ack was lost. MMLU, 5% loss, 2 ms: 1
-     * re-send cuts duplicate engine runs 194 → 57 for +1% mean / +6% p99 latency; at 200 ms links it
-     * costs +14% mean (each re-send waits 4 × RTT) for no gain. Default 0: latency first.
+     * at once runs the request a second time whenever only the ack was lost, while each re-send
+     * waits 4 × RTT, which long links pay for no gain (BENCHMARKS.md, "Forward acks under message
+     * loss"). Default 0: latency first.
      */
     forwardResends: z.number().int().min(0).max(8).default(0),
     /**

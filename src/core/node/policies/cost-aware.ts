@@ -16,8 +16,8 @@
  * queue it delays. Near-equal peers are ordered at random (see `rank`).
  *
  * Rent or buy. Ranking one request at a time is myopic: once one peer holds a popular prefix, every
- * other origin would forward to it forever, paying an RTT per request (measured on MMLU at Δcomm
- * 200 ms: 0.369 s against local's 0.323 s). Serving locally once instead costs the prefill the peer
+ * other origin would forward to it forever, paying an RTT per request (slower than never routing at
+ * long RTTs: BENCHMARKS.md, "Routing policies"). Serving locally once instead costs the prefill the peer
  * would have saved, and every later request for that prefix here then hits without the RTT. So when
  * the best candidate is a peer whose advantage is its cache, the origin serves locally if
  *   cost(self) − cost(peer) ≤ expectedReuse × RTT(peer)
@@ -60,16 +60,16 @@ function expectedLatencyMs(c: Candidate, ctx: RoutingContext): number {
 }
 
 /**
- * The ranking cost: `expectedLatencyMs` with two corrections, each measured.
+ * The ranking cost: `expectedLatencyMs` with two corrections, each measured (BENCHMARKS.md,
+ * "Routing policies").
  *  - A peer's wait never counts as shorter than our own. Load then only ever keeps requests away
  *    from busy peers, never pulls them towards idle ones: every origin sees the same stale "idle"
- *    peer, and moving load on that view herds them onto it (MMLU skewed, open loop 10 req/s: mean
- *    219 s against affinity's 4.8 s, as forwards queued past their timeout and ran twice).
- *    Balancing is push-back's job (§3.2).
+ *    peer, and moving load on that view herds them onto it, until forwards queue past their timeout
+ *    and run twice. Balancing is push-back's job (§3.2).
  *  - Under load, uncached prefill also delays everyone queued after it: each uncached token costs
  *    msPerToken × (1 + L), with L our own queue depth standing in for the cluster's load (the only
- *    exact one we have). Per-request latency alone under-values cache hits once queues form (MMLU
- *    skewed, 8 req/s, Δcomm 200 ms: 1.30 s → 1.06 s; affinity 1.14 s). Closed loop: L = 0, no effect.
+ *    exact one we have). Per-request latency alone under-values cache hits once queues form.
+ *    Closed loop: L = 0, no effect.
  */
 function rankingCostMs(c: Candidate, selfQueue: number, ctx: RoutingContext): number {
   const k = ctx.costs;
