@@ -330,7 +330,7 @@ export class Executor {
   private check(): void {
     invariant(this.running.size <= this.config.concurrency, "more jobs running than slots");
     invariant(this.reserved >= 0, "reserved cache tokens went negative");
-    invariant(this.cancelledQueued >= 0 && this.queueHead <= this.queue.length, "queue accounting broke");
+    invariant(this.cancelledQueued >= 0 && this.queueDepth() >= this.running.size, "queue accounting broke");
     if (this.config.cacheMode === "node-managed") {
       // Every running job pins its prefix; a finished one has let go of it.
       invariant(this.tree_.locks === this.running.size, "tree locks do not match the running jobs");

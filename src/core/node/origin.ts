@@ -243,6 +243,8 @@ export class Origin {
     const p = this.get(reqId);
     const peer = this.targets.get(to);
     invariant(peer !== undefined, () => `forwarding to ${to}, which is not a member`);
+    // Attempts count up, one per forward, and each earlier one ended in exactly one fallback.
+    invariant(p.attempt === p.fallbacks, "a forward attempt began before the last one ended");
     p.attempt++;
     p.current = to;
     p.attemptSentAt = now;
@@ -257,6 +259,7 @@ export class Origin {
   /** No peer attempt left: the request runs here (current undefined from now on). */
   runHere(reqId: string): LocalRun {
     const p = this.get(reqId);
+    invariant(p.attempt === p.fallbacks, "a request runs here while an attempt is still open");
     p.current = undefined;
     return { reqId, attempt: p.attempt, request: p.request };
   }
@@ -315,6 +318,7 @@ export class Origin {
    */
   onTimer(timer: Extract<Timer, { kind: "forward" | "ack" }>, now: number, out: Effect[]): boolean {
     const p = this.pending.get(timer.reqId);
+    invariant(p === undefined || timer.attempt <= p.attempt, "a timer for an attempt not yet made");
     if (p?.current === undefined || p.attempt !== timer.attempt) return false;
     if (timer.kind === "forward") {
       this.fallback(p.reqId, out, false, true);
@@ -389,12 +393,7 @@ export class Origin {
    * A `result` from a peer. For the current attempt: the reply, and the prompt the peer now caches
    * (node.ts believes it: line 17); otherwise late, counted, undefined.
    */
-  onResult(
-    from: NodeId,
-    msg: Extract<Answer, { type: "result" }>,
-    now: number,
-    out: Effect[],
-  ): Tokens | undefined {
+  onResult(from: NodeId, msg: PeerMessageOf<"result">, now: number, out: Effect[]): Tokens | undefined {
     const p = this.current(from, msg);
     if (!p) return undefined;
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
@@ -409,7 +408,7 @@ export class Origin {
   }
 
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */
-  onError(from: NodeId, msg: Extract<Answer, { type: "error" }>, out: Effect[]): boolean {
+  onError(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): boolean {
     const p = this.current(from, msg);
     if (!p) return false;
     // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.
