@@ -3,8 +3,11 @@
  * prompt, overload, a deadline it cannot meet) with a retryable error, so the origin falls back now
  * rather than at its timeout; it keeps the duplicate window, so a forward is never run twice (a copy
  * or a probe is acked again, or answered again from the recent answers when probes are on); and it
- * sends the one answer each forward gets. Whether a job for a forward waits or runs is the
- * executor's business: node.ts asks it and hands this role the answer.
+ * sends the one answer each forward gets. Two rules a transport would otherwise make up live here
+ * too: acks may be held back a moment (`ackDeferMs`) and dropped when the answer leaves first, and a
+ * forward without the prompt text is refused while this node's engine needs it (`needsPromptText`).
+ * Whether a job for a forward waits or runs is the executor's business: node.ts asks it and hands
+ * this role the answer.
  */
 import type { EngineResult } from "../engine.js";
 import { invariant } from "../invariant.js";
