@@ -10,6 +10,7 @@
  *
  * The snapshot's version is `header.version` (the codec guarantees a delta's `version` equals it).
  */
+import { invariant } from "./invariant.js";
 import type { PeerIndex } from "./peer-index.js";
 import type { Snapshot } from "./snapshot.js";
 
@@ -33,7 +34,10 @@ export class Estimates {
     const cur = this.heldBy.get(h.sender);
     if (cur !== undefined && h.epoch < cur.epoch) return "stale";
     if (cur === undefined || h.epoch > cur.epoch) return this.newEpoch(s);
-    return this.sameEpoch(s, cur);
+    const version = cur.version;
+    const outcome = this.sameEpoch(s, cur);
+    invariant(cur.version >= version, () => `estimate of ${h.sender} moved back from version ${version}`);
+    return outcome;
   }
 
   /** The (epoch, version) of `peer` we hold, if any. */

@@ -15,6 +15,7 @@
  */
 import { BLOCK_SIZE, BlockHasher } from "./block-hash.js";
 import type { EvictedRun, Tokens } from "./engine.js";
+import { invariant } from "./invariant.js";
 import type { SnapshotBody, SnapshotDelta } from "./snapshot.js";
 
 class TreeNode {
@@ -282,6 +283,45 @@ export class RadixTree {
   /** Number of distinct block keys held (= snapshot body length). */
   get blockCount(): number {
     return this.keys.size;
+  }
+
+  /** Locks held now (each one pins its path up to the root). */
+  get locks(): number {
+    return this.root.lockCount;
+  }
+
+  /**
+   * Walks the whole tree and throws InvariantError on any inconsistency: links, lock counts, the
+   * token count and (`withKeys`, which hashes every token) the block keys the snapshots are made of.
+   * O(tree): tests and checked runs only.
+   */
+  checkIntegrity(withKeys = true): void {
+    let tokens = 0;
+    let nodes = 0;
+    this.forEachNode((n) => {
+      nodes++;
+      invariant(!n.detached, "a detached node is still linked into the tree");
+      if (n !== this.root) tokens += n.edge.length;
+      if (n.children === null) return;
+      invariant(n.children.size > 0, "an empty child map instead of none");
+      let below = 0;
+      for (const [first, c] of n.children) {
+        invariant(c.parent === n && c.edge.length > 0 && c.edge[0] === first, "a child is misfiled");
+        below += c.lockCount;
+      }
+      invariant(n.lockCount >= below, "a node holds fewer locks than its children");
+    });
+    invariant(tokens === this.tokenCount, () => `token count ${this.tokenCount}, edges hold ${tokens}`);
+    invariant(nodes === this.nodeCount, () => `node count ${this.nodeCount}, the tree has ${nodes}`);
+    if (!this.trackKeys || !withKeys) return;
+    const keys = new Set<number>();
+    const hasher = new BlockHasher();
+    for (const seq of this.sequences()) {
+      hasher.reset();
+      for (let b = 0; (b + 1) * BLOCK_SIZE <= seq.length; b++) keys.add(hasher.next(seq, b * BLOCK_SIZE));
+    }
+    invariant(keys.size === this.keys.size, () => `${this.keys.size} block keys, the tree has ${keys.size}`);
+    for (const k of keys) invariant(this.keys.has(k), "a cached block's key is missing");
   }
 
   // ---- internals ----

@@ -64,7 +64,7 @@ export const CHANNEL_PATH = "/peer/channel";
  * restarted with another engine since its hello said otherwise): the origin sends the text from then
  * on and re-sends this forward at once.
  */
-export const PROMPT_TEXT_NEEDED = "prompt text needed: this node's engine does not run from tokens alone";
+export { PROMPT_TEXT_NEEDED } from "../core/node/types.js";
 
 // ---------------------------------------------------------------- messages on their own
 

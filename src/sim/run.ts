@@ -11,7 +11,7 @@
 import type { EngineResult } from "../core/engine.js";
 import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
 import { PrefixNode } from "../core/node/node.js";
-import type { Effect, NodeInput, PeerMessage } from "../core/node/types.js";
+import { type Effect, type NodeInput, type PeerMessage, type Timer, timerKey } from "../core/node/types.js";
 import { Prng } from "../core/prng.js";
 // The answer every correct run must give: the simulated engine's deterministic output.
 import { simOutput as expectedText } from "../engines/sim/cost.js";
@@ -43,7 +43,7 @@ const MAX_CLIENT_TRIES = 4;
 type Ev = SimEvent &
   (
     | { k: "deliver"; to: number; inc: number; from: number; msg: PeerMessage }
-    | { k: "timer"; node: number; inc: number; timer: string; token: number }
+    | { k: "timer"; node: number; inc: number; timer: Timer; key: string; token: number }
     | { k: "engine"; node: number; inc: number; jobId: string; fail: boolean }
     | { k: "submit"; req: number }
     | { k: "crash"; node: number }
@@ -140,7 +140,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         cacheMode: "node-managed",
       },
       { now: () => now, random: () => r.next() },
-      { epoch },
+      // Invariant runs also check what costs more than O(1) inside the node (tree and queue walks).
+      { epoch, checkInvariants: check },
     );
     s.engine.cache.clear();
     apply(s, s.node.start());
@@ -351,12 +352,21 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         }
         case "set-timer": {
           const token = ++timerSeq;
-          s.timers.set(e.timer, token);
-          queue.push({ at: now + e.delayMs, k: "timer", node: s.idx, inc: s.inc, timer: e.timer, token });
+          const key = timerKey(e.timer);
+          s.timers.set(key, token);
+          queue.push({
+            at: now + e.delayMs,
+            k: "timer",
+            node: s.idx,
+            inc: s.inc,
+            timer: e.timer,
+            key,
+            token,
+          });
           break;
         }
         case "cancel-timer":
-          s.timers.delete(e.timer);
+          s.timers.delete(timerKey(e.timer));
           break;
         case "reply":
           onReply(s, e);
@@ -462,8 +472,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       }
       case "timer": {
         const s = nodes[ev.node] as SimNodeState;
-        if (!s.node || s.inc !== ev.inc || s.timers.get(ev.timer) !== ev.token) break;
-        s.timers.delete(ev.timer);
+        if (!s.node || s.inc !== ev.inc || s.timers.get(ev.key) !== ev.token) break;
+        s.timers.delete(ev.key);
         handle(s, { type: "timer", timer: ev.timer });
         break;
       }

@@ -231,7 +231,7 @@ describe("PrefixNode — forward acks", () => {
         from: "B",
         msg: { type: "forward-ack", reqId, attempt: 1, etaMs },
       });
-      expect(eff).toEqual([{ type: "cancel-timer", timer: `ack:${reqId}` }]);
+      expect(eff).toEqual([{ type: "cancel-timer", timer: { kind: "ack", reqId, attempt: 1 } }]);
     }
   });
 
@@ -306,7 +306,7 @@ describe("PrefixNode — forward acks", () => {
   it("an ack timeout as long as the forward timeout turns the ack wait off", () => {
     const h = setup({ forwardTimeoutMs: 1_000, forwardAckTimeoutMs: 1_000 });
     const eff = h.client("A", "r1", prompt(1, 1));
-    expect(eff.some((e) => e.type === "set-timer" && e.timer.startsWith("ack:"))).toBe(false);
+    expect(eff.some((e) => e.type === "set-timer" && e.timer.kind === "ack")).toBe(false);
     h.drop(isType("forward"));
     h.advanceLive(990);
     expect(h.members.get("A")?.runs.size).toBe(0);

@@ -6,12 +6,14 @@
 import type { EngineResult } from "../../src/core/engine.js";
 import type { NodeConfigInput } from "../../src/core/node/config.js";
 import { PrefixNode } from "../../src/core/node/node.js";
-import type {
-  Effect,
-  NodeInput,
-  PeerMessage,
-  ReplyOutcome,
-  RequestRecord,
+import {
+  type Effect,
+  type NodeInput,
+  type PeerMessage,
+  type ReplyOutcome,
+  type RequestRecord,
+  type Timer,
+  timerKey,
 } from "../../src/core/node/types.js";
 import { Prng } from "../../src/core/prng.js";
 import { PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
@@ -32,7 +34,8 @@ export interface Mail {
 interface Member {
   node: PrefixNode;
   engine: SimEngine;
-  timers: Map<string, number>;
+  /** Pending timers by `timerKey`. */
+  timers: Map<string, { timer: Timer; at: number }>;
   runs: Map<string, { tokens: Uint32Array; cacheTokens: number; result: EngineResult; at: number }>;
   up: boolean;
 }
@@ -61,6 +64,7 @@ export class Harness {
           capacityTokens: capacity,
         },
         { now: () => this.now, random: () => this.rng.next() },
+        { checkInvariants: true },
       );
       const engine = new SimEngine({ profile: PAPER_H100_QWEN05B, capacityTokens: capacity });
       const m: Member = { node, engine, timers: new Map(), runs: new Map(), up: true };
@@ -110,10 +114,10 @@ export class Harness {
           break;
         }
         case "set-timer":
-          m.timers.set(e.timer, this.now + e.delayMs);
+          m.timers.set(timerKey(e.timer), { timer: e.timer, at: this.now + e.delayMs });
           break;
         case "cancel-timer":
-          m.timers.delete(e.timer);
+          m.timers.delete(timerKey(e.timer));
           break;
         case "reply":
           this.replies.push({ node: id, reqId: e.reqId, outcome: e.outcome, record: e.record });
@@ -158,15 +162,15 @@ export class Harness {
   advance(ms: number): void {
     const end = this.now + ms;
     for (;;) {
-      let best: { id: string; timer: string; at: number } | undefined;
+      let best: { id: string; key: string; timer: Timer; at: number } | undefined;
       for (const [id, m] of this.members) {
         if (!m.up) continue;
-        for (const [timer, at] of m.timers)
-          if (at <= end && (!best || at < best.at)) best = { id, timer, at };
+        for (const [key, { timer, at }] of m.timers)
+          if (at <= end && (!best || at < best.at)) best = { id, key, timer, at };
       }
       if (!best) break;
       this.now = Math.max(this.now, best.at);
-      this.m(best.id).timers.delete(best.timer);
+      this.m(best.id).timers.delete(best.key);
       this.input(best.id, { type: "timer", timer: best.timer });
     }
     this.now = end;

@@ -12,7 +12,7 @@ function sendsTo(effects: Effect[], to: string): Effect[] {
 /** Runs A's next anti-entropy tick and returns what A sent (delivering nothing). */
 function tickOf(h: Harness, id: string): Effect[] {
   h.advance(1);
-  return h.input(id, { type: "timer", timer: "poll" });
+  return h.input(id, { type: "timer", timer: { kind: "poll" } });
 }
 
 describe("PrefixNode — dynamic membership", () => {
@@ -27,10 +27,14 @@ describe("PrefixNode — dynamic membership", () => {
     const eff = h.node("A").removePeer("B");
     h.apply("A", eff);
     // The forward's timer is cancelled and the next candidate gets the request, with a new attempt.
-    expect(eff.some((e) => e.type === "cancel-timer" && e.timer === "fwd:r1")).toBe(true);
+    expect(eff).toContainEqual({ type: "cancel-timer", timer: { kind: "forward", reqId: "r1", attempt: 1 } });
     expect(forwardsIn(eff)).toEqual(["C"]);
     const toC = eff.find((e) => e.type === "send" && e.msg.type === "forward");
     expect(toC?.type === "send" && toC.msg.type === "forward" && toC.msg.attempt).toBe(2);
+    // Timers of the abandoned attempt 1 (a runtime that failed to drop them) never act on attempt 2.
+    for (const kind of ["forward", "ack"] as const)
+      expect(h.input("A", { type: "timer", timer: { kind, reqId: "r1", attempt: 1 } })).toEqual([]);
+    expect(h.node("A").stats().fallbacks).toBe(1);
 
     // B answers its (now stale) attempt anyway: A ignores and counts it — B is no longer a member.
     h.deliver((m) => m.to === "B");

@@ -1,4 +1,4 @@
-/** Routing policies on hand-made candidate lists. */
+/** Routing policies on hand-made candidate lists (the contract every policy keeps: policies.case.test.ts). */
 import { describe, expect, it } from "vitest";
 import { resolveNodeConfig } from "../../src/core/node/config.js";
 import {
@@ -8,6 +8,7 @@ import {
   type Policy,
 } from "../../src/core/node/policies/index.js";
 import { Prng } from "../../src/core/prng.js";
+import { forwardsIn, Harness, prompt } from "./node-harness.js";
 
 /** Candidates from "id:match:queue …"; the first one is self. */
 function cands(spec: string): Candidate[] {
@@ -44,16 +45,6 @@ const ctx = (seed = 1) => {
 const first = (p: Policy, spec: string, seed = 1): number | undefined => p.rank(cands(spec), ctx(seed))[0];
 
 describe("routing policies", () => {
-  it("every policy returns a permutation containing self", () => {
-    const c = cands("A:10:3 B:40:0 C:40:1 D:0:0");
-    for (const name of POLICY_NAMES) {
-      const order = createPolicy(name).rank(c, ctx());
-      expect(order, name).toContain(0);
-      expect(new Set(order).size, name).toBe(order.length);
-      for (const i of order) expect(i).toBeLessThan(c.length);
-    }
-  });
-
   it("local always picks self", () => {
     expect(first(createPolicy("local"), "A:0:9 B:99:0")).toBe(0);
   });
@@ -91,5 +82,75 @@ describe("routing policies", () => {
     const ll = createPolicy("least-loaded");
     expect(ll.rank(c, ctx())[0]).toBe(2); // B and C idle; C has the longer match
     expect(first(ll, "A:0:0 B:90:0")).toBe(0);
+  });
+});
+
+describe("policy settings", () => {
+  it("defaults reproduce the unconfigured policy; bad settings are a clear error", () => {
+    const c = cands("A:10:3 B:40:0 C:40:1 D:0:0");
+    for (const name of POLICY_NAMES)
+      expect(createPolicy(name, {}).rank(c, ctx(5)), name).toEqual(createPolicy(name).rank(c, ctx(5)));
+    expect(() => createPolicy("affinity", { ties: "coin" as never })).toThrow(
+      /invalid affinity policy config: ties/,
+    );
+    expect(() => createPolicy("local", { extra: 1 } as never)).toThrow(/invalid local policy config/);
+    expect(() => createPolicy("cost-aware", { tieBlocks: -1 })).toThrow(/tieBlocks/);
+  });
+
+  it("affinity's tie rule: self first (default), at random with self, or by id without randomness", () => {
+    const tied = "B:40:0 A:40:0 C:40:0"; // self (B) ties with both peers
+    const firsts = (ties: "random" | "self-then-random") =>
+      new Set(Array.from({ length: 60 }, (_, s) => first(createPolicy("affinity", { ties }), tied, s + 1)));
+    expect(firsts("self-then-random")).toEqual(new Set([0]));
+    expect(firsts("random")).toEqual(new Set([0, 1, 2]));
+    let draws = 0;
+    const byId = createPolicy("affinity", { ties: "id" });
+    const counting = { ...ctx(), random: () => ++draws };
+    expect(byId.rank(cands(tied), counting)).toEqual([1, 0, 2]); // A, B, C
+    expect(draws).toBe(0);
+    expect(byId.rank(cands(tied), ctx())).toEqual(createPolicy("affinity-argmax").rank(cands(tied), ctx()));
+  });
+
+  it("cost-aware without rent-or-buy needs no demand and rents; tieBlocks 0 stops spreading ties", () => {
+    expect(createPolicy("cost-aware").needs).toEqual({ peers: true, demand: true });
+    const rentOnly = createPolicy("cost-aware", { rentOrBuy: false });
+    expect(rentOnly.needs).toEqual({ peers: true, demand: false });
+    const far = [cands("A:0:0")[0]!, { ...cands("A:0:0 B:90:0")[1]!, rttMs: 5 }];
+    const reuse = { ...ctx(), expectedReuse: 1e6 };
+    expect(createPolicy("cost-aware").rank(far, reuse)).toEqual([0]); // buys: serves here
+    expect(rentOnly.rank(far, reuse)[0]).toBe(1); // rents: forwards
+    // Two replicas 0.1 ms apart: within a block's prefill they are spread; with tieBlocks 0, never.
+    const replicas = [far[0]!, { ...far[1]!, id: "B", rttMs: 4.0 }, { ...far[1]!, id: "C", rttMs: 4.1 }];
+    const strict = createPolicy("cost-aware", { tieBlocks: 0 });
+    const spread = new Set(
+      Array.from({ length: 40 }, (_, s) => createPolicy("cost-aware").rank(replicas, ctx(s + 1))[0]),
+    );
+    const tight = new Set(Array.from({ length: 40 }, (_, s) => strict.rank(replicas, ctx(s + 1))[0]));
+    expect(spread).toEqual(new Set([1, 2]));
+    expect(tight).toEqual(new Set([1]));
+  });
+
+  it("a node takes its policy's settings from its config, validated there", () => {
+    expect(() =>
+      resolveNodeConfig({ id: "A", capacityTokens: 10, policy: "affinity", policyConfig: { ties: 3 } }),
+    ).toThrow(/policyConfig\.ties/);
+    const cfg = resolveNodeConfig({
+      id: "A",
+      capacityTokens: 10,
+      policy: "cost-aware",
+      policyConfig: { rentOrBuy: false },
+    });
+    expect(cfg.policyConfig).toEqual({ rentOrBuy: false });
+  });
+
+  it("a node routes with its configured settings, kept across setPolicy unless new ones are given", () => {
+    const h = new Harness(["A", "B"], { policy: "affinity", policyConfig: { ties: "id" } });
+    h.gossip(2);
+    // Nobody holds anything: by id, B's tie goes to A (the default rule would keep it at B).
+    expect(forwardsIn(h.client("B", "r1", prompt(1, 1)))).toEqual(["A"]);
+    h.node("B").setPolicy("affinity");
+    expect(forwardsIn(h.client("B", "r2", prompt(2, 1)))).toEqual(["A"]);
+    h.node("B").setPolicy("affinity", {});
+    expect(forwardsIn(h.client("B", "r3", prompt(3, 1)))).toEqual([]);
   });
 });

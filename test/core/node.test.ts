@@ -291,6 +291,7 @@ describe("PrefixNode — engine-managed caches", () => {
     const node = new PrefixNode(
       { id: "A", capacityTokens: 100, cacheMode: "engine-managed" },
       { now: () => 0, random: () => 0.5 },
+      { checkInvariants: true },
     );
     node.start();
     const tokens = prompt(1, 1, 40, 10);

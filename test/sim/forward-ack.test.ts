@@ -86,6 +86,15 @@ describe("simulator — forward acks", () => {
     expect(r.totals.duplicateRuns).toBe(0);
   });
 
+  it("acks deferred as the daemon defers them (ackDeferMs 10): still bounded, nothing lost", () => {
+    const deferred = run({ network: { lossProb: 0.05 } }, { ackDeferMs: 10 });
+    expectAllAnsweredOnce(deferred);
+    expect(deferred.totals.p99LatencyMs).toBeLessThan(2_000);
+    expect(maxNetworkMs(deferred)).toBeLessThan(2_000);
+    expect(deferred.totals.messages["forward-ack"]?.count ?? 0).toBeGreaterThan(0);
+    expect(deferred.totals.ackTimeouts).toBeGreaterThan(0); // lost forwards still fall back fast
+  });
+
   it("one re-send before falling back (forwardResends 1): fewer duplicate runs, still bounded", () => {
     const once = run({ network: { lossProb: 0.05 } });
     const resend = run({ network: { lossProb: 0.05 } }, { forwardResends: 1 });

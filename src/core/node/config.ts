@@ -3,7 +3,7 @@
  * YAML or a simulator config: a bad value is a clear error, never a misbehaving node.
  */
 import { z } from "zod";
-import { POLICY_NAMES } from "./policies/index.js";
+import { POLICY_NAMES, policyConfigSchema } from "./policies/index.js";
 
 /** A node id as the config accepts it (also checked when a peer is added at run time). */
 export const nodeId = z
@@ -23,6 +23,8 @@ export const nodeConfigSchema = z
      */
     maxPeers: z.number().int().min(0).max(4095).optional(),
     policy: z.enum(POLICY_NAMES).default("affinity"),
+    /** Settings of `policy` (its own schema, in its file; omitted ones take its defaults). */
+    policyConfig: z.record(z.string(), z.unknown()).optional(),
     /** KV capacity in tokens: the tree's capacity. */
     capacityTokens: z.number().int().positive(),
     cacheMode: z.enum(["node-managed", "engine-managed"]).default("node-managed"),
@@ -46,9 +48,9 @@ export const nodeConfigSchema = z
     /**
      * Re-sends of an unacked forward before the attempt is abandoned (a probe each; the receiver
      * never runs a re-sent forward twice, it acks again). Trades latency for compute: falling back
-     * at once runs the request a second time whenever only the ack was lost. MMLU, 5% loss, 2 ms: 1
-     * re-send cuts duplicate engine runs 194 → 57 for +1% mean / +6% p99 latency; at 200 ms links it
-     * costs +14% mean (each re-send waits 4 × RTT) for no gain. Default 0: latency first.
+     * at once runs the request a second time whenever only the ack was lost, while each re-send
+     * waits 4 × RTT, which long links pay for no gain (BENCHMARKS.md, "Forward acks under message
+     * loss"). Default 0: latency first.
      */
     forwardResends: z.number().int().min(0).max(8).default(0),
     /**
@@ -59,6 +61,19 @@ export const nodeConfigSchema = z
      * no finished answers kept alive.
      */
     answerProbes: z.boolean().default(true),
+    /**
+     * As a forward's receiver, hold each `forward-ack` this long and drop it if the forward's answer
+     * (result or error) leaves first: a quick answer then costs no extra message. 0 = ack at once.
+     * One timer serves every waiting ack, armed only while some wait. Keep it far below the origins'
+     * ack timeout (forwardAckTimeoutMs), which the deferral eats into.
+     */
+    ackDeferMs: z.number().min(0).max(60_000).default(0),
+    /**
+     * This node's engine runs from the prompt text, not from the tokens alone: a forward without the
+     * text is refused at once (retryable, PROMPT_TEXT_NEEDED) and not recorded as seen, so the
+     * origin's re-send with the text is not taken for a duplicate.
+     */
+    needsPromptText: z.boolean().default(false),
     /**
      * Forwards arriving with more hops than this are refused. This node never re-forwards (a
      * forwarded request is served by its receiver), so chains cannot form whatever the value.
@@ -109,6 +124,12 @@ export const nodeConfigSchema = z
   .refine((c) => new Set(c.peers).size === c.peers.length, { message: "peers must be unique" })
   .refine((c) => c.maxPeers === undefined || c.maxPeers >= c.peers.length, {
     message: "maxPeers must be at least the number of static peers",
+  })
+  .superRefine((c, ctx) => {
+    if (c.policyConfig === undefined) return;
+    const r = policyConfigSchema(c.policy).safeParse(c.policyConfig);
+    for (const i of r.error?.issues ?? [])
+      ctx.addIssue({ code: "custom", path: ["policyConfig", ...i.path], message: i.message });
   });
 
 export type NodeConfig = z.output<typeof nodeConfigSchema>;

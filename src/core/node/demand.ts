@@ -12,17 +12,47 @@
  *
  * Bounded: at most `capacity` keys, least recently seen dropped first (their counts leave the mean).
  */
+import { BLOCK_SIZE, BlockHasher } from "../block-hash.js";
+import type { Tokens } from "../engine.js";
+import type { Candidate } from "./policies/policy.js";
+
 export class PrefixDemand {
   /** key → arrivals; Map order = recency (re-inserted on every arrival). */
   private readonly counts = new Map<number, number>();
   private arrivals = 0;
   /** Σ count² over tracked keys: Σc²/Σc is the arrival-weighted mean count. */
   private sumSq = 0;
+  private readonly hasher = new BlockHasher();
 
   constructor(
     private readonly capacity: number,
     private readonly prior: { meanReuse: number; weight: number } = { meanReuse: 0, weight: 0 },
   ) {}
+
+  /**
+   * One request arrived: counts it against the longest prefix any candidate holds (block-aligned,
+   * keyed by its chained block key) and returns how often that prefix is expected to come back here,
+   * discounted by the eviction `pressure` of buying it (undefined: no prefix worth buying).
+   */
+  arrive(tokens: Tokens, candidates: readonly Candidate[], pressure: number): number | undefined {
+    let best = 0;
+    let own = 0;
+    for (const c of candidates) {
+      if (c.estimatedMatch > best) best = c.estimatedMatch;
+      if (c.self) own = c.estimatedMatch;
+    }
+    // Only a prefix we mostly LACK is worth buying. When we hold most of it, the peer's extra is a
+    // one-off tail (e.g. a repeated question after a shared prefix), whose reuse the prefixes'
+    // learned mean would wildly overstate: then plain expected latency decides.
+    if (best - own <= best / 2) return undefined;
+    const blocks = Math.floor(Math.min(best, tokens.length) / BLOCK_SIZE);
+    if (blocks === 0) return undefined;
+    this.hasher.reset();
+    let key = 0;
+    for (let b = 0; b < blocks; b++) key = this.hasher.next(tokens, b * BLOCK_SIZE);
+    const seen = this.record(key) + 1;
+    return this.expectedFuture(seen) * (1 - pressure);
+  }
 
   /** Records one arrival of `key`; returns how many arrivals of it were seen before this one. */
   record(key: number): number {

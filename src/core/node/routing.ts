@@ -1,10 +1,11 @@
 /**
- * Builds the policy's view of the cluster for one request from local state only: one `matchAll`
- * walk over the merged peer estimates answers every peer's estimated match at once.
+ * The policy's view of the cluster for one request, from local state only: one `matchAll` walk over
+ * the merged peer estimates answers every peer's estimated match at once; and the plan a policy's
+ * order makes (the peers it ranks before self).
  */
 import type { Tokens } from "../engine.js";
 import type { PeerIndex } from "../peer-index.js";
-import type { Membership } from "./membership.js";
+import type { PeerLoad } from "./anti-entropy.js";
 import type { Candidate } from "./policies/policy.js";
 import type { NodeId } from "./types.js";
 
@@ -17,46 +18,67 @@ export interface SelfView {
 
 const scratch = new Map<string, number>();
 
-/** Self first, then every routable peer (live, not pushing back at us), in membership order. */
+/** A routable peer as the policy sees it: what it advertised, and what we measured of it. */
+export function peerCandidate(
+  id: NodeId,
+  load: Readonly<PeerLoad>,
+  sentSinceQueue: number,
+  rttMs: number | undefined,
+  now: number,
+): Candidate {
+  return {
+    id,
+    self: false,
+    estimatedMatch: 0, // filled in by `buildCandidates`, one walk for all peers
+    estimateAgeMs: load.estimateAt === undefined ? Number.POSITIVE_INFINITY : now - load.estimateAt,
+    queueDepth: load.queueDepth,
+    queueAgeMs: load.queueAt === undefined ? undefined : now - load.queueAt,
+    sentSinceQueue,
+    rttMs,
+    capacityTokens: load.capacityTokens,
+  };
+}
+
+/**
+ * Self first, then `peers` (the routable ones, as node.ts assembled them, `estimatedMatch` still 0)
+ * with their estimated matches filled in. Reuses `peers` for the result.
+ */
 export function buildCandidates(
-  members: Membership,
+  self: SelfView,
+  peers: Candidate[],
   index: PeerIndex,
   tokens: Tokens,
-  now: number,
-  self: SelfView,
 ): Candidate[] {
-  const out: Candidate[] = [
-    {
-      id: self.id,
-      self: true,
-      estimatedMatch: self.match,
-      estimateAgeMs: 0,
-      queueDepth: self.queueDepth,
-      rttMs: 0,
-      capacityTokens: self.capacityTokens,
-    },
-  ];
-  for (const p of members.all()) {
-    if (!members.routable(p, now, self.queueDepth)) continue;
-    out.push({
-      id: p.id,
-      self: false,
-      estimatedMatch: 0, // filled in below, by one walk for all peers
-      estimateAgeMs: p.estimateAt === undefined ? Number.POSITIVE_INFINITY : now - p.estimateAt,
-      queueDepth: p.queueDepth,
-      queueAgeMs: p.queueAt === undefined ? undefined : now - p.queueAt,
-      sentSinceQueue: p.sentSinceQueue,
-      rttMs: p.rttMs,
-      capacityTokens: p.capacityTokens,
-    });
-  }
-  if (out.length === 1) return out; // nobody to forward to: no index walk
+  peers.unshift({
+    id: self.id,
+    self: true,
+    estimatedMatch: self.match,
+    estimateAgeMs: 0,
+    queueDepth: self.queueDepth,
+    rttMs: 0,
+    capacityTokens: self.capacityTokens,
+  });
+  if (peers.length === 1) return peers; // nobody to forward to: no index walk
   const { owners, lengths } = index.matchAll(tokens);
   scratch.clear();
   for (let i = 0; i < owners.length; i++) scratch.set(owners[i] as string, lengths[i] as number);
-  for (let i = 1; i < out.length; i++) {
-    const c = out[i] as Candidate;
+  for (let i = 1; i < peers.length; i++) {
+    const c = peers[i] as Candidate;
     c.estimatedMatch = scratch.get(c.id) ?? 0;
   }
-  return out;
+  return peers;
+}
+
+/** Appends to `plan` the peers `order` ranks before self: what follows self never matters. */
+export function planFromOrder(
+  order: readonly number[],
+  candidates: readonly Candidate[],
+  plan: NodeId[],
+): NodeId[] {
+  for (const i of order) {
+    const c = candidates[i];
+    if (!c || c.self) break;
+    plan.push(c.id);
+  }
+  return plan;
 }

@@ -9,8 +9,9 @@
  *  - `engine-run`  → node-managed engines first free `evicted`, then run `request`, then keep at most
  *                    `cacheTokens` leading prompt tokens cached; feed back `engine-done`/`engine-failed`
  *                    with the SAME `jobId` (a node-local id, not the client's reqId);
- *  - `set-timer`   → after `delayMs` feed back `{type:"timer", timer}`; setting an id that is already
- *                    pending replaces it; `cancel-timer` drops it (unknown ids are ignored);
+ *  - `set-timer`   → after `delayMs` feed back `{type:"timer", timer}`; timers are keyed by
+ *                    `timerKey(timer)`: setting one whose key is already pending replaces it;
+ *                    `cancel-timer` drops the pending timer of that key (unknown keys are ignored);
  *  - `reply`       → answer the client request `reqId` (exactly once per client-request input).
  *
  * Stable API: fields are only ever added, never renamed.
@@ -21,6 +22,16 @@ import type { Snapshot } from "../snapshot.js";
 /** A node id: short printable string, unique in the cluster (validated by the config). */
 export type NodeId = string;
 
+/** Longest request id accepted from a peer (ids are stored in maps and echoed back). */
+export const MAX_REQ_ID = 512;
+
+/**
+ * The error of a forward refused because it came without the prompt text while this node's engine
+ * needs it (`needsPromptText`; e.g. the node restarted with another engine since its hello said
+ * otherwise): the origin sends the text from then on and re-sends the forward at once.
+ */
+export const PROMPT_TEXT_NEEDED = "prompt text needed: this node's engine does not run from tokens alone";
+
 /** Which (epoch, version) of some node's tree an estimate holds. */
 export interface HeldVersion {
   epoch: number;
@@ -28,11 +39,30 @@ export interface HeldVersion {
 }
 
 /**
- * Timer ids are opaque strings; the runtime keys pending timers by them.
- * "poll" = the anti-entropy tick; "fwd:<reqId>" = the timeout of the current forward attempt;
- * "ack:<reqId>" = waiting for that attempt's `forward-ack` (or, once acked, for its overdue answer).
+ * The node's timers. `poll` = the anti-entropy tick; `forward` = the timeout of one forward attempt;
+ * `ack` = waiting for that attempt's `forward-ack` (or, once acked, for its overdue answer); `acks` =
+ * the one timer of the acks this node defers as a forward's receiver (`ackDeferMs`). A request has at
+ * most one pending timer of each kind (the key leaves the attempt out), and the node ignores a timer
+ * whose attempt is no longer the request's current one.
  */
-export type TimerId = string;
+export type Timer =
+  | { kind: "poll" }
+  | { kind: "forward"; reqId: string; attempt: number }
+  | { kind: "ack"; reqId: string; attempt: number }
+  | { kind: "acks" };
+
+/** The key a runtime files a pending timer under: one per kind, per request for per-request timers. */
+export function timerKey(t: Timer): string {
+  switch (t.kind) {
+    case "poll":
+    case "acks":
+      return t.kind;
+    case "forward":
+      return `fwd:${t.reqId}`;
+    case "ack":
+      return `ack:${t.reqId}`;
+  }
+}
 
 /** See `PeerMessage` "snapshot": the RTT echo. */
 export interface SnapshotEcho {
@@ -110,6 +140,8 @@ export type PeerMessage =
   | { type: "goodbye" };
 
 export type PeerMessageType = PeerMessage["type"];
+/** The peer message of one type, e.g. `PeerMessageOf<"forward">`. */
+export type PeerMessageOf<T extends PeerMessageType> = Extract<PeerMessage, { type: T }>;
 
 export type NodeInput =
   /** A client request arrived at this node (this node is its origin). */
@@ -117,7 +149,7 @@ export type NodeInput =
   | { type: "peer-message"; from: NodeId; msg: PeerMessage }
   | { type: "engine-done"; jobId: string; result: EngineResult }
   | { type: "engine-failed"; jobId: string; error: string }
-  | { type: "timer"; timer: TimerId }
+  | { type: "timer"; timer: Timer }
   /** The transport could not deliver (connection refused / reset): suspect `to` at once. */
   | { type: "send-failed"; to: NodeId; msg?: PeerMessage; reason: string };
 
@@ -139,8 +171,8 @@ export type Effect =
       /** node-managed engines: keep at most this many leading prompt tokens cached afterwards. */
       cacheTokens: number;
     }
-  | { type: "set-timer"; timer: TimerId; delayMs: number }
-  | { type: "cancel-timer"; timer: TimerId }
+  | { type: "set-timer"; timer: Timer; delayMs: number }
+  | { type: "cancel-timer"; timer: Timer }
   | { type: "reply"; reqId: string; outcome: ReplyOutcome; record: RequestRecord };
 
 /** Per-request record, completed at the origin when it replies (the paper's §5 measurements). */
@@ -224,6 +256,16 @@ export interface NodeStats {
   snapshotsSent: { full: number; delta: number; heartbeat: number };
   snapshotsReceived: { applied: number; stale: number; duplicate: number; needFull: number; invalid: number };
   evictedTokens: number;
+}
+
+export interface NodeOptions {
+  /** Start epoch; default `deps.now()`. Must grow across restarts of the same id. */
+  epoch?: number;
+  /**
+   * Also run the invariant checks that cost more than O(1) (walks of the tree and the queue, the
+   * policy's order): the simulator's `checkInvariants` runs and the tests. The O(1) ones always run.
+   */
+  checkInvariants?: boolean;
 }
 
 /** Injected capabilities: the node has no clock or randomness of its own. */

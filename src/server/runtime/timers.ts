@@ -2,19 +2,19 @@
  * The node's timers as real ones. A pending timer is held under its key (`timerKey`): setting one that
  * is pending replaces it, cancelling one that is not does nothing (core/node/types.ts, `set-timer`).
  */
-import type { Effect } from "../../core/node/types.js";
+import { timerKey as coreTimerKey, type Effect } from "../../core/node/types.js";
 
 /** A timer as the node names it in `set-timer` / `cancel-timer` and wants it back in `timer`. */
 export type NodeTimer = Extract<Effect, { type: "set-timer" }>["timer"];
 
 /** The key a pending timer is held under: the one place that knows how a timer is named. */
 export function timerKey(timer: NodeTimer): string {
-  return timer;
+  return coreTimerKey(timer);
 }
 
 /** The anti-entropy tick (the one timer the runtime tells apart: not fed back once it stops). */
 export function isPollTimer(timer: NodeTimer): boolean {
-  return timer === "poll";
+  return timer.kind === "poll";
 }
 
 export class TimerTable {

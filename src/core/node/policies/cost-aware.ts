@@ -16,16 +16,38 @@
  * queue it delays. Near-equal peers are ordered at random (see `rank`).
  *
  * Rent or buy. Ranking one request at a time is myopic: once one peer holds a popular prefix, every
- * other origin would forward to it forever, paying an RTT per request (measured on MMLU at Δcomm
- * 200 ms: 0.369 s against local's 0.323 s). Serving locally once instead costs the prefill the peer
+ * other origin would forward to it forever, paying an RTT per request (slower than never routing at
+ * long RTTs: BENCHMARKS.md, "Routing policies"). Serving locally once instead costs the prefill the peer
  * would have saved, and every later request for that prefix here then hits without the RTT. So when
  * the best candidate is a peer whose advantage is its cache, the origin serves locally if
  *   cost(self) − cost(peer) ≤ expectedReuse × RTT(peer)
  * where expectedReuse (demand.ts) is learned from this origin's own arrivals.
  */
+import { z } from "zod";
 import { BLOCK_SIZE } from "../../block-hash.js";
 import type { LearnedCosts } from "../cost-model.js";
-import { type Candidate, type Policy, type RoutingContext, rankBy, selfIndex } from "./policy.js";
+import {
+  type Candidate,
+  type Policy,
+  type PolicyNeeds,
+  type RoutingContext,
+  rankBy,
+  selfIndex,
+} from "./policy.js";
+
+export const costAwareConfig = z
+  .object({
+    /**
+     * Peers whose cost is within this many blocks' prefill of the best peer are tied, and one is
+     * picked at random: estimates resolve matches to whole blocks only, so a smaller gap is RTT
+     * noise (0: only float noise ties).
+     */
+    tieBlocks: z.number().min(0).max(1_000_000).default(1),
+    /** Rent or buy: serve a prefix expected to come back often here once, instead of renting it. */
+    rentOrBuy: z.boolean().default(true),
+  })
+  .strict();
+export type CostAwareConfig = z.output<typeof costAwareConfig>;
 
 /** Expected end-to-end latency (ms, decode excluded: it is the same wherever the request runs). */
 function expectedLatencyMs(c: Candidate, ctx: RoutingContext): number {
@@ -38,16 +60,16 @@ function expectedLatencyMs(c: Candidate, ctx: RoutingContext): number {
 }
 
 /**
- * The ranking cost: `expectedLatencyMs` with two corrections, each measured.
+ * The ranking cost: `expectedLatencyMs` with two corrections, each measured (BENCHMARKS.md,
+ * "Routing policies").
  *  - A peer's wait never counts as shorter than our own. Load then only ever keeps requests away
  *    from busy peers, never pulls them towards idle ones: every origin sees the same stale "idle"
- *    peer, and moving load on that view herds them onto it (MMLU skewed, open loop 10 req/s: mean
- *    219 s against affinity's 4.8 s, as forwards queued past their timeout and ran twice).
- *    Balancing is push-back's job (§3.2).
+ *    peer, and moving load on that view herds them onto it, until forwards queue past their timeout
+ *    and run twice. Balancing is push-back's job (§3.2).
  *  - Under load, uncached prefill also delays everyone queued after it: each uncached token costs
  *    msPerToken × (1 + L), with L our own queue depth standing in for the cluster's load (the only
- *    exact one we have). Per-request latency alone under-values cache hits once queues form (MMLU
- *    skewed, 8 req/s, Δcomm 200 ms: 1.30 s → 1.06 s; affinity 1.14 s). Closed loop: L = 0, no effect.
+ *    exact one we have). Per-request latency alone under-values cache hits once queues form.
+ *    Closed loop: L = 0, no effect.
  */
 function rankingCostMs(c: Candidate, selfQueue: number, ctx: RoutingContext): number {
   const k = ctx.costs;
@@ -70,7 +92,15 @@ function peerWaitMs(c: Candidate, service: number): number {
 
 export class CostAwarePolicy implements Policy {
   readonly name = "cost-aware";
-  readonly usesDemand = true;
+  readonly needs: Readonly<PolicyNeeds>;
+  private readonly config: CostAwareConfig;
+
+  constructor(config: z.input<typeof costAwareConfig> = {}) {
+    this.config = costAwareConfig.parse(config);
+    // Rent-or-buy is what reads the prefix demand.
+    this.needs = Object.freeze({ peers: true, demand: this.config.rentOrBuy });
+  }
+
   rank(candidates: readonly Candidate[], ctx: RoutingContext): number[] {
     const k = ctx.costs;
     const selfQueue = (candidates[selfIndex(candidates)] as Candidate).queueDepth;
@@ -82,11 +112,10 @@ export class CostAwarePolicy implements Policy {
       if (Math.abs(d) > 1e-6) return d;
       return (tieBreak[a] as number) - (tieBreak[b] as number);
     });
-    // Peers whose cost is within one block's prefill of the best peer are tied: estimates resolve
-    // matches to blocks only, so a smaller gap is RTT noise, and always taking the lowest measured
-    // RTT piles every request onto one of several equal replicas (measured in open loop: MMLU
-    // skewed, 8 req/s, mean 0.96 s against 0.91 s with the tie spread at random).
-    const tol = Math.max(1e-6, k.prefillMsPerToken * BLOCK_SIZE);
+    // Peers within `tieBlocks` blocks' prefill of the best peer are tied: always taking the lowest
+    // measured RTT would pile every request onto one of several equal replicas (BENCHMARKS.md,
+    // "Routing policies").
+    const tol = Math.max(1e-6, k.prefillMsPerToken * BLOCK_SIZE * this.config.tieBlocks);
     const first = order[0] as number;
     if (!(candidates[first] as Candidate).self) {
       let n = 1;
@@ -100,7 +129,7 @@ export class CostAwarePolicy implements Policy {
     }
     const best = candidates[order[0] as number] as Candidate;
     const reuse = ctx.expectedReuse;
-    if (!best.self && reuse !== undefined && reuse > 0) {
+    if (this.config.rentOrBuy && !best.self && reuse !== undefined && reuse > 0) {
       const s = selfIndex(candidates);
       const self = candidates[s] as Candidate;
       if (best.estimatedMatch > self.estimatedMatch) {

@@ -36,23 +36,31 @@ export interface RoutingContext {
   costs: LearnedCosts;
   /**
    * Requests expected to arrive HERE later that reuse the longest prefix any candidate holds
-   * (demand.ts); set by PrefixNode for policies with `usesDemand`, undefined when nothing matches.
+   * (demand.ts); set for policies that declare `needs.demand`, undefined when nothing matches.
    */
   expectedReuse?: number;
 }
 
+/** What a policy needs the node to gather for it; the node does exactly that and no more. */
+export interface PolicyNeeds {
+  /** A candidate per routable peer (false: the policy never forwards, so no index walk). */
+  peers: boolean;
+  /** `ctx.expectedReuse` (the origin then tracks prefix demand). */
+  demand: boolean;
+}
+
 export interface Policy {
   readonly name: string;
-  /** True if the policy never forwards: the node then skips building candidates (no index walk). */
-  readonly localOnly?: boolean;
-  /** True if the policy reads `ctx.expectedReuse` (the node then tracks prefix demand). */
-  readonly usesDemand?: boolean;
+  readonly needs: Readonly<PolicyNeeds>;
   /**
    * Returns candidate indexes, best first. Must contain the self candidate; entries after self are
    * ignored (self always succeeds).
    */
   rank(candidates: readonly Candidate[], ctx: RoutingContext): number[];
 }
+
+/** What most policies need: every routable peer, no demand tracking. */
+export const PEERS_ONLY: Readonly<PolicyNeeds> = Object.freeze({ peers: true, demand: false });
 
 /** Candidate indexes ordered by `cmp` over (candidate, index) pairs: the shape of most rankings. */
 export function rankBy(

@@ -1,8 +1,12 @@
 /** `random`: a uniformly random eligible node (self included), then the rest in random order. */
-import type { Candidate, Policy, RoutingContext } from "./policy.js";
+import { z } from "zod";
+import { type Candidate, PEERS_ONLY, type Policy, type RoutingContext } from "./policy.js";
+
+export const randomConfig = z.object({}).strict();
 
 export class RandomPolicy implements Policy {
   readonly name = "random";
+  readonly needs = PEERS_ONLY;
   rank(candidates: readonly Candidate[], ctx: RoutingContext): number[] {
     const order = candidates.map((_, i) => i);
     for (let i = order.length - 1; i > 0; i--) {

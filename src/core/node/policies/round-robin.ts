@@ -1,8 +1,12 @@
 /** `round-robin`: cycles over the eligible nodes (self included), ignoring cache state. */
-import type { Candidate, Policy } from "./policy.js";
+import { z } from "zod";
+import { type Candidate, PEERS_ONLY, type Policy } from "./policy.js";
+
+export const roundRobinConfig = z.object({}).strict();
 
 export class RoundRobinPolicy implements Policy {
   readonly name = "round-robin";
+  readonly needs = PEERS_ONLY;
   private cursor = 0;
   rank(candidates: readonly Candidate[]): number[] {
     // Order by id so the cycle is stable when the eligible set changes.

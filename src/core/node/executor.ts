@@ -1,0 +1,361 @@
+/**
+ * The local executor: this node's FIFO queue and engine runs, and the exact tree that mirrors the
+ * engine's cache (the paper's Trie_i). Before a run it evicts what the prompt needs (Algorithm 1 lines
+ * 7–10) and pins the matched prefix; after it, the tree takes what the engine now caches (lines
+ * 12–13). It learns the service time and prefill costs from its own runs, and tracks the eviction
+ * pressure rent-or-buy discounts by.
+ *
+ * It knows nothing of who asked: a job finishing is RETURNED (`Completion`) with its timing, and
+ * node.ts decides whether that answers a client of ours or a peer's forward.
+ */
+import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
+import { invariant } from "../invariant.js";
+import { type LockHandle, RadixTree } from "../radix-tree.js";
+import type { NodeConfig } from "./config.js";
+import { type LearnedCosts, PrefillFit } from "./cost-model.js";
+import type { SelfView } from "./routing.js";
+import type { Effect, NodeId, ServedTiming } from "./types.js";
+
+/** Per engine run: eviction pressure remembers ≈ 50 runs. */
+const PRESSURE_DECAY = 0.98;
+
+/** What to run: a request of our own client, or a forward a peer sent us. */
+export interface JobSpec {
+  kind: "client" | "forward";
+  /** The origin's request id. */
+  reqId: string;
+  from: NodeId | undefined;
+  attempt: number;
+  request: EngineRequest;
+  /** Forwards: the key a cancel or a duplicate finds the job by while it waits or runs. */
+  key?: string;
+}
+
+interface Job extends JobSpec {
+  jobId: string;
+  enqueuedAt: number;
+  startedAt: number;
+  handle: LockHandle | undefined;
+  matched: number;
+  cacheTokens: number;
+  /** Cancelled by its origin while queued: skipped when its turn comes. */
+  cancelled: boolean;
+}
+
+/** A job the engine finished: its spec, the result (engine-private fields removed) and its timing. */
+export interface Completion {
+  job: Readonly<JobSpec>;
+  result: EngineResult;
+  timing: ServedTiming;
+}
+
+export interface ExecutorCounters {
+  servedLocal: number;
+  servedForPeers: number;
+  engineFailures: number;
+  evictedTokens: number;
+}
+
+export class Executor {
+  private tree_!: RadixTree;
+  private readonly queue: Job[] = [];
+  private queueHead = 0;
+  private readonly running = new Map<string, Job>();
+  /** Queued jobs that have a key (forwards), by key: what a cancel can still drop. */
+  private readonly queuedByKey = new Map<string, Job>();
+  /** Cancelled jobs still in the queue array (not counted as depth). */
+  private cancelledQueued = 0;
+  /** Tokens promised to running jobs (concurrency > 1) so they cannot over-commit the capacity. */
+  private reserved = 0;
+  // Kept across restart(): ids stay unique, and the machine (its costs) did not change.
+  private jobSeq = 0;
+  /** Logical LRU clock for the tree: strictly increasing per insert. */
+  private tick = 0;
+  private serviceMsEwma: number | undefined;
+  private readonly prefillFit: PrefillFit;
+  /**
+   * Decayed tokens inserted into / evicted from our cache: their ratio is the eviction pressure. A
+   * prefix bought under full pressure only displaces another, so rent-or-buy discounts by it.
+   */
+  private insertedDecayed = 0;
+  private evictedDecayed = 0;
+  /** Paranoid walks made (`checkInvariants`). */
+  private walks = 0;
+  counters!: ExecutorCounters;
+
+  constructor(
+    private readonly config: NodeConfig,
+    private readonly selfId: NodeId,
+    private readonly paranoid: boolean,
+  ) {
+    this.prefillFit = new PrefillFit(config.costPrior, config.costDecay);
+    this.reset();
+  }
+
+  /** A crash-restart: the cache and every job are gone; learned costs stay. */
+  reset(): void {
+    this.tree_ = new RadixTree({ capacity: this.config.capacityTokens });
+    this.queue.length = 0;
+    this.queueHead = 0;
+    this.running.clear();
+    this.queuedByKey.clear();
+    this.cancelledQueued = 0;
+    this.reserved = 0;
+    this.counters = { servedLocal: 0, servedForPeers: 0, engineFailures: 0, evictedTokens: 0 };
+  }
+
+  /** The exact local tree. Read-only outside this file. */
+  get tree(): RadixTree {
+    return this.tree_;
+  }
+
+  /** Waiting + running. */
+  queueDepth(): number {
+    return this.queue.length - this.queueHead - this.cancelledQueued + this.running.size;
+  }
+
+  /** This node as a routing candidate for `tokens` (its match is exact). */
+  selfView(id: NodeId, tokens: Tokens): SelfView {
+    return {
+      id,
+      match: this.tree_.match(tokens),
+      queueDepth: this.queueDepth(),
+      capacityTokens: this.tree_.capacity,
+    };
+  }
+
+  /** The queue bound (`maxQueue`) is reached: refuse more work. */
+  full(): boolean {
+    return this.queueDepth() >= this.config.maxQueue;
+  }
+
+  enqueue(spec: JobSpec, now: number, out: Effect[]): void {
+    const job: Job = {
+      ...spec,
+      jobId: `j${++this.jobSeq}`,
+      enqueuedAt: now,
+      startedAt: now,
+      handle: undefined,
+      matched: 0,
+      cacheTokens: 0,
+      cancelled: false,
+    };
+    this.queue.push(job);
+    if (job.key !== undefined) this.queuedByKey.set(job.key, job);
+    this.pump(now, out);
+  }
+
+  /** Starts queued jobs while there is a free slot (FIFO). Algorithm 1 lines 7-11. */
+  pump(now: number, out: Effect[]): void {
+    const nodeManaged = this.config.cacheMode === "node-managed";
+    while (this.running.size < this.config.concurrency && this.queueHead < this.queue.length) {
+      const job = this.queue[this.queueHead] as Job;
+      this.queue[this.queueHead++] = undefined as unknown as Job;
+      if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+        this.queue.splice(0, this.queueHead);
+        this.queueHead = 0;
+      }
+      if (job.cancelled) {
+        this.cancelledQueued--;
+        continue;
+      }
+      if (job.key !== undefined) this.queuedByKey.delete(job.key);
+      job.startedAt = now;
+      const tokens = job.request.tokens;
+      let evicted: EvictedRun[] = [];
+      if (nodeManaged) {
+        const { length, handle } = this.tree_.lock(tokens);
+        job.handle = handle;
+        job.matched = length;
+        const need = tokens.length - length;
+        let avail = this.tree_.free() - this.reserved;
+        if (need > avail) {
+          evicted = this.tree_.evict(need - avail);
+          for (const r of evicted) {
+            this.counters.evictedTokens += r.path.length - r.keep;
+            this.evictedDecayed += r.path.length - r.keep;
+          }
+          avail = this.tree_.free() - this.reserved;
+        }
+        // If the prompt cannot fit (capacity, or pinned by concurrent runs) it runs uncached.
+        job.cacheTokens = need <= avail ? tokens.length : length;
+        this.reserved += job.cacheTokens - length;
+      } else {
+        job.matched = this.tree_.match(tokens);
+        job.cacheTokens = tokens.length;
+      }
+      this.running.set(job.jobId, job);
+      out.push({
+        type: "engine-run",
+        jobId: job.jobId,
+        request: job.request,
+        evicted,
+        cacheTokens: job.cacheTokens,
+      });
+    }
+    this.check();
+  }
+
+  /** Drops the queued job with this key (it never runs). False if none waits (started, or unknown). */
+  cancelQueued(key: string): boolean {
+    const job = this.queuedByKey.get(key);
+    if (!job) return false;
+    this.queuedByKey.delete(key);
+    job.cancelled = true;
+    this.cancelledQueued++;
+    return true;
+  }
+
+  /** The job with this key while it waits (ranMs undefined) or runs (ranMs = how long so far). */
+  jobFor(key: string, now: number): { request: EngineRequest; ranMs: number | undefined } | undefined {
+    const queued = this.queuedByKey.get(key);
+    if (queued) return { request: queued.request, ranMs: undefined };
+    for (const job of this.running.values()) {
+      if (job.key === key) return { request: job.request, ranMs: now - job.startedAt };
+    }
+    return undefined;
+  }
+
+  /** The engine finished `jobId`; undefined for a job from before a restart. */
+  done(jobId: string, result: EngineResult, now: number): Completion | undefined {
+    const job = this.running.get(jobId);
+    if (!job) return undefined;
+    // Algorithm 1 lines 12-13: the tree mirrors what the engine now caches.
+    if (this.config.cacheMode === "node-managed") {
+      if (job.cacheTokens > job.matched)
+        this.tree_.insert(job.request.tokens.subarray(0, job.cacheTokens), ++this.tick);
+      this.insertedDecayed =
+        PRESSURE_DECAY * this.insertedDecayed + Math.max(0, job.cacheTokens - job.matched);
+      this.evictedDecayed *= PRESSURE_DECAY;
+    } else {
+      this.tree_.resetTo(result.cachedSequences ?? [], ++this.tick);
+    }
+    this.finish(job);
+    this.prefillFit.sample(job.request.tokens.length - result.cachedTokens, result.prefillMs);
+    const serviceMs = now - job.startedAt;
+    this.serviceMsEwma =
+      this.serviceMsEwma === undefined
+        ? serviceMs
+        : this.serviceMsEwma + (serviceMs - this.serviceMsEwma) / 8;
+    if (this.paranoid) this.checkWalks();
+    if (job.kind === "forward") this.counters.servedForPeers++;
+    else this.counters.servedLocal++;
+    const timing: ServedTiming = {
+      servedBy: this.selfId,
+      queueMs: job.startedAt - job.enqueuedAt,
+      prefillMs: result.prefillMs,
+      decodeMs: result.decodeMs,
+    };
+    return { job, result: stripCache(result), timing };
+  }
+
+  /** The engine failed `jobId`; undefined for a job from before a restart. */
+  failed(jobId: string): Readonly<JobSpec> | undefined {
+    const job = this.running.get(jobId);
+    if (!job) return undefined;
+    this.counters.engineFailures++;
+    this.finish(job);
+    return job;
+  }
+
+  private finish(job: Job): void {
+    this.running.delete(job.jobId);
+    if (job.handle !== undefined) {
+      this.reserved -= job.cacheTokens - job.matched;
+      this.tree_.unlock(job.handle);
+      job.handle = undefined;
+    }
+    this.check();
+  }
+
+  /**
+   * How long a job enqueued now would wait before it starts, from the measured service time
+   * (undefined until a run is timed). With every slot busy, the running jobs have half a service
+   * time left on average and the waiting ones drain `concurrency` at a time.
+   */
+  expectedWaitMs(svc = this.serviceMsEwma): number | undefined {
+    if (svc === undefined) return undefined;
+    const c = this.config.concurrency;
+    if (this.running.size < c) return 0;
+    const waiting = this.queue.length - this.queueHead - this.cancelledQueued;
+    return ((waiting + c / 2) / c) * svc;
+  }
+
+  /**
+   * When a job for `request` will be answered: the rest of the run if it has run `ranMs`, else the
+   * queue wait plus the run.
+   */
+  etaMs(request: EngineRequest, ranMs?: number): number {
+    return ranMs === undefined
+      ? (this.expectedWaitMs(this.serviceMsEwma ?? this.learnedCosts().serviceMs) ?? 0) +
+          this.serviceFor(request)
+      : Math.max(0, this.serviceFor(request) - ranMs);
+  }
+
+  /** Expected service time of `request` here: its uncached prefill, at least the measured mean. */
+  private serviceFor(request: EngineRequest): number {
+    const prefill = this.prefillFit.predict(request.tokens.length - this.tree_.match(request.tokens));
+    return Math.max(prefill, this.serviceMsEwma ?? 0);
+  }
+
+  /** The costs learned from our own runs (what cost-aware routing sees). */
+  learnedCosts(): LearnedCosts {
+    const f = this.prefillFit.fit();
+    return {
+      prefillFixedMs: f.fixedMs,
+      prefillMsPerToken: f.msPerToken,
+      // Until a run is timed, the service time of an uncached prompt of typical length.
+      serviceMs: this.serviceMsEwma ?? f.fixedMs + f.msPerToken * 1000,
+      rttPriorMs: this.config.costPrior.rttMs,
+      samples: this.prefillFit.samples,
+    };
+  }
+
+  /** Push-back to advertise now (ms; 0 = none). */
+  pushBackMs(): number {
+    const depth = this.queueDepth();
+    if (depth <= this.config.pushBackQueueThreshold) return 0;
+    if (this.config.pushBackMs > 0) return Math.ceil(this.config.pushBackMs);
+    // Expected time for the excess queue to drain at the measured service time (whole ms: wire field).
+    const service = this.serviceMsEwma ?? this.config.pollMs;
+    return Math.max(1, Math.ceil((depth - this.config.pushBackQueueThreshold) * service));
+  }
+
+  /** Share of what we cache that only displaced something else lately, in [0, 1]. */
+  evictionPressure(): number {
+    return this.insertedDecayed > 0 ? Math.min(1, this.evictedDecayed / this.insertedDecayed) : 0;
+  }
+
+  /** Executor accounting, O(1): after every change of the queue or the running set. */
+  private check(): void {
+    invariant(this.running.size <= this.config.concurrency, "more jobs running than slots");
+    invariant(this.reserved >= 0, "reserved cache tokens went negative");
+    invariant(this.cancelledQueued >= 0 && this.queueDepth() >= this.running.size, "queue accounting broke");
+    if (this.config.cacheMode === "node-managed") {
+      // Every running job pins its prefix; a finished one has let go of it.
+      invariant(this.tree_.locks === this.running.size, "tree locks do not match the running jobs");
+      invariant(this.tree_.size + this.reserved <= this.tree_.capacity, "cache over-committed");
+    } else invariant(this.reserved === 0, "engine-managed caches reserve nothing");
+  }
+
+  /** The walks (`checkInvariants` only): once per engine run, when the tree takes its new contents. */
+  private checkWalks(): void {
+    let waiting = 0;
+    for (let i = this.queueHead; i < this.queue.length; i++) if (!(this.queue[i] as Job).cancelled) waiting++;
+    invariant(
+      waiting === this.queue.length - this.queueHead - this.cancelledQueued,
+      "queue depth miscounted",
+    );
+    for (const job of this.queuedByKey.values())
+      invariant(!job.cancelled, "a cancelled job is still findable");
+    // Re-hashing every cached token is the dearest part: every 16th run (a wrong key set persists).
+    this.tree_.checkIntegrity(++this.walks % 16 === 1);
+  }
+}
+
+/** Cached sequences are the engine's private business: never ship them to peers or clients. */
+function stripCache(r: EngineResult): EngineResult {
+  if (r.cachedSequences === undefined) return r;
+  const { cachedSequences: _drop, ...rest } = r;
+  return rest;
+}

@@ -1,0 +1,87 @@
+/**
+ * The `reply` effects the origin answers its clients with, and their per-request record (the paper's
+ * §5 measurements). Pure: the request's facts in, the effect out.
+ */
+import type { EngineRequest, EngineResult } from "../engine.js";
+import type { Effect, NodeId, ReplyErrorCode, RequestRecord, ServedTiming } from "./types.js";
+
+/** What the origin knows of a request when it answers it. */
+export interface RequestFacts {
+  reqId: string;
+  request: EngineRequest;
+  receivedAt: number;
+  /** The policy's first choice, its estimated match, and the attempts that failed. */
+  target: NodeId;
+  predicted: number;
+  fallbacks: number;
+}
+
+/** Who answers: this node, under its current policy. */
+export interface Answerer {
+  id: NodeId;
+  policy: string;
+}
+
+/** A failure; without `p` the request never got that far (refused at admission). */
+export function failReply(
+  by: Answerer,
+  reqId: string,
+  request: EngineRequest,
+  now: number,
+  error: string,
+  code: ReplyErrorCode,
+  p?: RequestFacts,
+): Effect {
+  const record: RequestRecord = {
+    reqId,
+    origin: by.id,
+    target: p?.target ?? by.id,
+    servedBy: undefined,
+    hops: 0,
+    fallbacks: p?.fallbacks ?? 0,
+    policy: by.policy,
+    promptTokens: request.tokens.length,
+    predictedHitTokens: p?.predicted ?? 0,
+    actualHitTokens: 0,
+    queueMs: 0,
+    prefillMs: 0,
+    decodeMs: 0,
+    networkMs: 0,
+    totalMs: now - (p?.receivedAt ?? now),
+    receivedAt: p?.receivedAt ?? now,
+    finishedAt: now,
+  };
+  return { type: "reply", reqId, outcome: { ok: false, error, code }, record };
+}
+
+/** A result, served `hops` away (0: here) by `timing.servedBy`. */
+export function okReply(
+  by: Answerer,
+  p: RequestFacts,
+  result: EngineResult,
+  timing: ServedTiming,
+  hops: number,
+  now: number,
+): Effect {
+  const totalMs = now - p.receivedAt;
+  const record: RequestRecord = {
+    reqId: p.reqId,
+    origin: by.id,
+    target: p.target,
+    servedBy: timing.servedBy,
+    hops,
+    fallbacks: p.fallbacks,
+    policy: by.policy,
+    promptTokens: p.request.tokens.length,
+    predictedHitTokens: p.predicted,
+    actualHitTokens: result.cachedTokens,
+    queueMs: timing.queueMs,
+    prefillMs: timing.prefillMs,
+    decodeMs: timing.decodeMs,
+    networkMs: Math.max(0, totalMs - timing.queueMs - timing.prefillMs - timing.decodeMs),
+    totalMs,
+    receivedAt: p.receivedAt,
+    finishedAt: now,
+  };
+  return { type: "reply", reqId: p.reqId, outcome: { ok: true, result }, record };
+}

@@ -1,0 +1,125 @@
+/**
+ * What the origin knows of each peer as the target of its forwards: the measured RTT (forwards, and
+ * the anti-entropy echo node.ts feeds in), the forwards sent since it last reported its queue, and
+ * whether it acks forwards at all. Part of the origin role (origin.ts), kept apart for size.
+ */
+import type { NodeId, PeerView } from "./types.js";
+
+/** A peer is taken for one that does not ack after this many answers to unacked attempts in a row. */
+const MISSED_ACKS_TO_EXEMPT = 3;
+/** Attempts abandoned for want of an ack, remembered to notice a peer that answers but never acks. */
+const MAX_UNACKED_ABANDONED = 256;
+
+export interface Target {
+  /** Smoothed measured RTT, ms (undefined until measured). */
+  rttMs: number | undefined;
+  /**
+   * Forwards to it must be acked in time. True until it answers several forwards whose ack never came
+   * (a peer that does not ack, e.g. an older version); any ack from it sets it again.
+   */
+  acksForwards: boolean;
+  /** Answers in a row to attempts we had abandoned for want of an ack, with no ack in between. */
+  missedAcks: number;
+  /** Forwards we sent it since it last reported its queue depth. */
+  sentSinceQueue: number;
+}
+
+/**
+ * Exponentially weighted RTT: up slowly (α = 1/8, as TCP's SRTT), down fast (α = 1/2). A
+ * connection's first samples carry one-off costs (TCP and TLS set-up), which at 1/8 took dozens of
+ * rounds to fade and kept cost-aware routing from forwarding to a near peer for a fresh cluster's
+ * first seconds (BENCHMARKS.md, "Node daemon"); brief spikes still move the estimate little.
+ */
+export function smoothRtt(prev: number | undefined, sampleMs: number): number {
+  const v = Math.max(0, sampleMs);
+  if (prev === undefined) return v;
+  return prev + (v - prev) / (v < prev ? 2 : 8);
+}
+
+export class Targets {
+  private readonly peers = new Map<NodeId, Target>();
+  /** Our attempts abandoned for want of an ack, by reqId + attempt → the peer (bounded). */
+  private readonly unackedAbandoned = new Map<string, NodeId>();
+
+  reset(ids: readonly NodeId[]): void {
+    this.peers.clear();
+    this.unackedAbandoned.clear();
+    for (const id of ids) this.add(id);
+  }
+
+  add(id: NodeId): void {
+    this.peers.set(id, { rttMs: undefined, acksForwards: true, missedAcks: 0, sentSinceQueue: 0 });
+  }
+
+  remove(id: NodeId): void {
+    this.peers.delete(id);
+  }
+
+  get(id: NodeId): Target | undefined {
+    return this.peers.get(id);
+  }
+
+  /** Its part of the peer's `PeerView`. */
+  view(id: NodeId): Pick<PeerView, "rttMs" | "acksForwards"> {
+    return { rttMs: this.rttMs(id), acksForwards: this.acksForwards(id) };
+  }
+
+  rttMs(id: NodeId): number | undefined {
+    return this.peers.get(id)?.rttMs;
+  }
+
+  acksForwards(id: NodeId): boolean {
+    return this.peers.get(id)?.acksForwards ?? true;
+  }
+
+  sentSinceQueue(id: NodeId): number {
+    return this.peers.get(id)?.sentSinceQueue ?? 0;
+  }
+
+  sampleRtt(id: NodeId, ms: number): void {
+    const t = this.peers.get(id);
+    if (t) t.rttMs = smoothRtt(t.rttMs, ms);
+  }
+
+  /** It reported its queue depth: what we sent it before is counted in there. */
+  loadReported(id: NodeId): void {
+    const t = this.peers.get(id);
+    if (t) t.sentSinceQueue = 0;
+  }
+
+  /** Any ack from it: it acks (so its forwards are held to the ack timeout). */
+  acked(id: NodeId, reqId: string, attempt: number): void {
+    const t = this.peers.get(id);
+    if (t) {
+      t.acksForwards = true;
+      t.missedAcks = 0;
+    }
+    this.unackedAbandoned.delete(attemptKey(reqId, attempt));
+  }
+
+  /** We abandoned this attempt, never acked: remembered, to notice a peer that answers but never acks. */
+  abandonedUnacked(id: NodeId, reqId: string, attempt: number): void {
+    this.unackedAbandoned.set(attemptKey(reqId, attempt), id);
+    if (this.unackedAbandoned.size > MAX_UNACKED_ABANDONED) {
+      this.unackedAbandoned.delete(this.unackedAbandoned.keys().next().value as string);
+    }
+  }
+
+  /**
+   * An answer for an attempt we had moved on from. If we had abandoned it for want of an ack, the
+   * peer got it but did not ack: after a few such in a row (no ack in between) we stop requiring its
+   * acks, so a peer that never acks (an older version) is not penalised on every forward.
+   */
+  lateAnswer(id: NodeId, reqId: string, attempt: number): void {
+    const key = attemptKey(reqId, attempt);
+    if (this.unackedAbandoned.get(key) !== id) return;
+    this.unackedAbandoned.delete(key);
+    const t = this.peers.get(id);
+    if (t && ++t.missedAcks >= MISSED_ACKS_TO_EXEMPT) t.acksForwards = false;
+  }
+}
+
+/** Identifies one of our own attempts. */
+function attemptKey(reqId: string, attempt: number): string {
+  return `${reqId}\u0000${attempt}`;
+}
