@@ -1,16 +1,14 @@
 /**
  * The answer stream of a forward we serve, over either carrier (a channel stream or an HTTP
- * response): what both share — ordered delivery under delay injection, the deferred ack, and nothing
- * written after the final record or once the origin is gone — lives here once.
+ * response): what both share — ordered delivery under delay injection, an ack only while it still
+ * says something, and nothing written after the final record or once the origin is gone — lives here
+ * once. (The node itself holds the ack back and drops it when the answer leaves first: ackDeferMs.)
  */
 import type { ReplyMsg } from "./transport-wire.js";
 
 /** Where the node writes the answer to a forwarded request: chunks, then exactly one final message. */
 export interface ForwardReplyStream {
-  /**
-   * The node accepted the forward (`forward-ack`). Sent only if no chunk or answer leaves within
-   * ACK_DEFER_MS (those imply it at the origin): a quick answer costs no extra message.
-   */
+  /** The node accepted the forward (`forward-ack`); dropped once a chunk has left (it implies one). */
   ack(): void;
   chunk(text: string): void;
   finish(msg: ReplyMsg): void;
@@ -27,9 +25,6 @@ export interface ReplyCarrier {
   gone(): boolean;
 }
 
-/** Far below the origin's ack timeout (≥ 250 ms), far above a quick answer's time on a LAN. */
-const ACK_DEFER_MS = 10;
-
 export function replyStream(
   delay: (() => Promise<void>) | undefined,
   carrier: ReplyCarrier,
@@ -38,16 +33,20 @@ export function replyStream(
   // and no closure per chunk.
   const out = delay ? delayedCarrier(delay, carrier) : carrier;
   let finished = false;
-  const acker = deferredAck(out.ack);
+  /** A record has left: the origin counts the first one as the ack. */
+  let spoke = false;
   return {
-    ack: acker.ack,
+    ack() {
+      if (spoke || finished || carrier.gone()) return;
+      spoke = true;
+      out.ack();
+    },
     chunk(text) {
-      acker.answered();
       if (finished || carrier.gone()) return;
+      spoke = true;
       out.chunk(text);
     },
     finish(m) {
-      acker.answered();
       if (finished || carrier.gone()) return;
       finished = true;
       out.final(m);
@@ -83,57 +82,5 @@ function delayedCarrier(delay: () => Promise<void>, carrier: ReplyCarrier): Repl
     chunk: (text) => write(() => carrier.chunk(text)),
     final: (m) => write(() => carrier.final(m)),
     gone: carrier.gone,
-  };
-}
-
-/**
- * Acks waiting to leave: each is sent ACK_DEFER_MS (or up to twice that) after `ack()` unless its
- * answer starts first (`answered()`). One shared timer for all of them, armed only while some wait:
- * a timer per forward was allocated, and nearly always cleared, on every forward served.
- */
-const waitingAcks = new Set<{ due: number; send(): void }>();
-let ackTimer: NodeJS.Timeout | undefined;
-
-function flushAcks(): void {
-  ackTimer = undefined;
-  const now = performance.now();
-  for (const a of waitingAcks) {
-    if (a.due > now) continue;
-    waitingAcks.delete(a);
-    a.send();
-  }
-  if (waitingAcks.size > 0) armAckTimer();
-}
-
-function armAckTimer(): void {
-  ackTimer ??= setTimeout(flushAcks, ACK_DEFER_MS);
-  ackTimer.unref();
-}
-
-/**
- * An ack that leaves after ACK_DEFER_MS unless the answer starts first: acks bound how long an origin
- * waits on a lost forward, but a quick answer should not pay a message for one.
- */
-function deferredAck(sendAck: () => void): { ack(): void; answered(): void } {
-  let done = false;
-  const entry = {
-    due: 0,
-    send() {
-      done = true;
-      sendAck();
-    },
-  };
-  return {
-    ack() {
-      if (done || waitingAcks.has(entry)) return;
-      entry.due = performance.now() + ACK_DEFER_MS;
-      waitingAcks.add(entry);
-      armAckTimer();
-    },
-    answered() {
-      if (done) return;
-      done = true;
-      waitingAcks.delete(entry);
-    },
   };
 }

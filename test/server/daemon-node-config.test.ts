@@ -23,7 +23,7 @@ afterEach(async () => {
 describe("the daemon's node configuration", () => {
   it("differs from the core schema's defaults only on the constant's keys", () => {
     // The other direction of the drift: a value the daemon passes on its own that the constant lacks.
-    const engine = { capacityTokens: 1_000, cacheMode: "node-managed" } as const;
+    const engine = { capacityTokens: 1_000, cacheMode: "node-managed", needsPromptText: false } as const;
     const daemon = resolveNodeConfig(
       daemonNodeConfig(resolveNodeSettings({ id: "A" }, {}), { peers: ["B"], dynamicPeers: false, engine }),
     );
@@ -41,7 +41,7 @@ describe("the daemon's node configuration", () => {
     const input = daemonNodeConfig(s, {
       peers: ["B"],
       dynamicPeers: false,
-      engine: { capacityTokens: 1_000, cacheMode: "node-managed" },
+      engine: { capacityTokens: 1_000, cacheMode: "node-managed", needsPromptText: false },
     });
     expectDaemonDefaults(resolveNodeConfig(input));
   });
@@ -69,9 +69,11 @@ describe("the daemon's node configuration", () => {
       daemonNodeConfig(s, {
         peers: [],
         dynamicPeers: false,
-        engine: { capacityTokens: 1, cacheMode: "node-managed" },
+        engine: { capacityTokens: 1, cacheMode: "node-managed", needsPromptText: true },
       }),
     );
+    // An engine that runs from text alone makes the node refuse tokens-only forwards (serving.ts).
+    expect(c.needsPromptText).toBe(true);
     expect(c.forwardAckTimeoutMs).toBe(400);
     expect(c.policy).toBe("affinity");
     expect(c.answerProbes).toBe(false);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { EngineChunk, EngineRequest } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { startNode } from "../../src/server/runtime/start-node.js";
 import { postCompletion } from "../api-client.js";
 import { type PeerRow, routedPair, TestSimEngine } from "./helpers.js";
 
@@ -25,14 +26,32 @@ afterEach(async () => {
 
 const prefix = Array.from({ length: 300 }, (_, i) => `text${i}`).join(" ");
 
+/** A's view of B on `/cluster`, and B's node counters as B's own `/cluster` shows them. */
+async function views(a: NodeHandle, b: NodeHandle) {
+  const va = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { peers: PeerRow[] };
+  const vb = (await (await fetch(`${b.apiUrl}/cluster`)).json()) as { stats: { promptTextRefused: number } };
+  return { ofB: va.peers[0] as PeerRow, statsB: vb.stats };
+}
+
+/** Sends `prompt` to A, which must forward it to B; returns the answer's text. */
+async function askAtA(a: NodeHandle, model: string, prompt: string) {
+  const res = await postCompletion(a.apiUrl, { model, prompt, max_tokens: 4 });
+  expect(res.headers.get("x-prefixmesh-served-by")).toBe("B");
+  const body = (await res.json()) as { choices: { text: string }[] };
+  return body.choices[0]?.text;
+}
+
 /**
  * A forwards a prompt to B (B holds its prefix); returns what B's engine was handed, what B's engine
- * ran, and whether A now sends B the text. `needsTextLater`: B's engine changes its answer after its
- * hello (as after a restart with another engine under the same id).
+ * ran, and whether A now sends B the text.
  */
-async function forwardOnce(bNeedsText: boolean, needsTextLater = bNeedsText) {
+async function forwardOnce(bNeedsText: boolean) {
   const b = new RecordingEngine(bNeedsText);
-  const { a: na, model } = await routedPair(
+  const {
+    a: na,
+    b: nb,
+    model,
+  } = await routedPair(
     prefix,
     { B: b },
     {
@@ -43,20 +62,11 @@ async function forwardOnce(bNeedsText: boolean, needsTextLater = bNeedsText) {
       },
     },
   );
-  b.info.needsPromptText = needsTextLater;
   const runsBefore = b.seen.length;
   const prompt = `${prefix} asked at A`;
-  const res = await postCompletion(na.apiUrl, { model, prompt, max_tokens: 4 });
-  expect(res.headers.get("x-prefixmesh-served-by")).toBe("B");
-  const body = (await res.json()) as { choices: { text: string }[] };
-  const after = (await (await fetch(`${na.apiUrl}/cluster`)).json()) as { peers: PeerRow[] };
-  return {
-    prompt,
-    atB: b.seen.at(-1),
-    runsAtB: b.seen.length - runsBefore,
-    text: body.choices[0]?.text,
-    sendsText: after.peers[0]?.promptText,
-  };
+  const text = await askAtA(na, model, prompt);
+  const { ofB } = await views(na, nb);
+  return { prompt, atB: b.seen.at(-1), runsAtB: b.seen.length - runsBefore, text, sendsText: ofB.promptText };
 }
 
 describe("prompt text in forwards", () => {
@@ -72,10 +82,40 @@ describe("prompt text in forwards", () => {
   });
 
   it("is sent again, and from then on, when the peer's engine has come to need it since its hello", async () => {
-    const { prompt, atB, runsAtB, sendsText } = await forwardOnce(false, true);
-    // B refused the tokens-only forward before its node or engine saw it; A re-sent it with the text.
-    expect(runsAtB).toBe(1);
-    expect(atB).toBe(prompt);
-    expect(sendsText).toBe(true);
+    // B runs from tokens alone, and A learns so from its hello…
+    const {
+      a: na,
+      b: nb,
+      model,
+    } = await routedPair(
+      prefix,
+      { B: new RecordingEngine(false) },
+      {
+        ready: (p) => p.promptText === false,
+        onStart: (x, y) => {
+          nodes = [x, y];
+        },
+      },
+    );
+    // …then B restarts under the same id and ports with an engine that needs the text: what A knows
+    // of B's hello is stale, so A's next forward leaves the text out.
+    await nb.stop();
+    const b = new RecordingEngine(true);
+    const nb2 = await startNode(nb.settings, { logger: nb.logger, engine: b });
+    nodes = [na, nb2];
+    await postCompletion(nb2.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });
+    for (const deadline = Date.now() + 10_000; (await views(na, nb2)).ofB.estimateTokens < 256; ) {
+      if (Date.now() > deadline) throw new Error("A never learned the restarted B's tree");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const runsBefore = b.seen.length;
+    const prompt = `${prefix} asked at A`;
+    expect(await askAtA(na, model, prompt)).toBeTruthy();
+    const { ofB, statsB } = await views(na, nb2);
+    // B's node refused the tokens-only forward (its engine never saw it); A re-sent it with the text.
+    expect(b.seen.length - runsBefore).toBe(1);
+    expect(b.seen.at(-1)).toBe(prompt);
+    expect(ofB.promptText).toBe(true);
+    expect(statsB.promptTextRefused).toBe(1);
   });
 });

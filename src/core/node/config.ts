@@ -155,7 +155,11 @@ export const DAEMON_NODE_DEFAULTS = {
   forwardAckTimeoutMs: 1_000,
   forwardTimeoutMs: 30_000,
   concurrency: 1,
-  // The transport's deferred forward ack (ackDeferMs) belongs here too, once the core has it.
+  /**
+   * The ack rides the forward's own answer stream: held back a moment and dropped when the answer
+   * leaves first, a quick answer costs no extra record.
+   */
+  ackDeferMs: 10,
 } as const satisfies Partial<NodeConfigInput>;
 
 /** Validates and fills defaults; throws an Error with every problem listed. */

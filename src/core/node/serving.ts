@@ -57,6 +57,7 @@ export interface ServingCounters {
   rejectedDeadline: number;
   rejectedOverload: number;
   invalidMessages: number;
+  promptTextRefused: number;
 }
 
 export class Serving {
@@ -83,6 +84,7 @@ export class Serving {
       rejectedDeadline: 0,
       rejectedOverload: 0,
       invalidMessages: 0,
+      promptTextRefused: 0,
     };
   }
 
@@ -110,6 +112,7 @@ export class Serving {
     }
     if (this.config.needsPromptText && request.prompt === undefined) {
       // Not remembered as seen: the origin re-sends this very forward with the text.
+      this.counters.promptTextRefused++;
       out.push(this.dropped(from, reqId, attempt, PROMPT_TEXT_NEEDED));
       return undefined;
     }

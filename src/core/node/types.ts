@@ -249,6 +249,8 @@ export interface NodeStats {
   /** Forwards refused at once because the expected finish lies beyond the origin's deadline. */
   rejectedDeadline: number;
   rejectedOverload: number;
+  /** Forwards refused for want of the prompt text this node's engine needs (`needsPromptText`). */
+  promptTextRefused: number;
   engineFailures: number;
   unknownSender: number;
   /** Peer messages refused as malformed (e.g. an oversized request id). */

@@ -12,7 +12,7 @@ export function daemonNodeConfig(
   o: {
     peers: readonly string[];
     dynamicPeers: boolean;
-    engine: Pick<EngineInfo, "capacityTokens" | "cacheMode">;
+    engine: Pick<EngineInfo, "capacityTokens" | "cacheMode" | "needsPromptText">;
   },
 ): NodeConfigInput {
   return {
@@ -25,6 +25,8 @@ export function daemonNodeConfig(
     policy: s.policy,
     capacityTokens: s.capacityTokens ?? o.engine.capacityTokens,
     cacheMode: o.engine.cacheMode,
+    // A forward without the prompt text is refused (and re-sent with it) when the engine needs text.
+    needsPromptText: o.engine.needsPromptText,
     pollMs: s.pollMs,
     forwardTimeoutMs: s.forwardTimeoutMs,
     forwardAckTimeoutMs: s.forwardAckTimeoutMs,

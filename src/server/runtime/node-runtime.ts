@@ -39,7 +39,7 @@ import type { RuntimeLogger } from "./logger.js";
 import { PeerSender } from "./peer-sender.js";
 import { ServedForwards } from "./served-forwards.js";
 import { isPollTimer, type NodeTimer, TimerTable } from "./timers.js";
-import { mayReachClient, refuseTokensOnly, retryableError } from "./transport-rules.js";
+import { mayReachClient, retryableError } from "./transport-rules.js";
 
 export interface NodeRuntimeOptions {
   node: PrefixNode;
@@ -179,11 +179,6 @@ export class NodeRuntime implements NodeService {
       onForward: (from, msg, stream) => {
         if (this.stopping) {
           stream.finish(retryableError(msg, "shutting down"));
-          return;
-        }
-        const refusal = refuseTokensOnly(msg, this.engine.info.needsPromptText);
-        if (refusal) {
-          stream.finish(refusal);
           return;
         }
         this.served.add(from, msg, stream, this.now());

@@ -39,6 +39,8 @@ import { NodeRuntime } from "./node-runtime.js";
 
 export interface NodeHandle {
   runtime: NodeRuntime;
+  /** The settings it was started from (a restart under the same id reuses them). */
+  settings: NodeSettings;
   /** The node's configuration as resolved (defaults filled). */
   nodeConfig: NodeConfig;
   apiUrl: string;
@@ -238,7 +240,7 @@ export async function startNode(
     })();
     return stopping;
   };
-  return { runtime, nodeConfig: node.config, apiUrl, peerUrl, logger, stop };
+  return { runtime, settings: s, nodeConfig: node.config, apiUrl, peerUrl, logger, stop };
 }
 
 async function closeQuietly(app: FastifyInstance): Promise<void> {

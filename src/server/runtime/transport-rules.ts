@@ -10,20 +10,17 @@
  *   - Serving side: the node's `forward-ack` effect goes out on the forward's answer stream (HTTP: its
  *     response headers; channel: an `ack` record), on the newest stream when the forward was sent
  *     again (`ServedForwards.ack`).
- *   - [Deferred ack] The stream holds the ack back a moment and drops it if a chunk or the answer
- *     leaves first, so a quick answer costs no extra message (net/reply-stream.ts, `deferredAck`).
- *     (Moving into the core as `ackDeferMs`: then net sends the ack at once and this item goes.)
+ *     The node holds the ack back (`ackDeferMs`, DAEMON_NODE_DEFAULTS) and drops it when the answer
+ *     leaves first; the stream drops one that a chunk already implied (net/reply-stream.ts).
  *   - Origin side: the carrier's ack (HTTP response headers; a channel `ack` record or first chunk) is
  *     fed to the node as a `forward-ack` without an ETA (net/transport-wire.ts `carrierAck`, in
  *     `PeerSender.forward`).
  *   - So nobody probes: the daemon's node runs with `answerProbes: false` (start-node.ts); a broken
  *     stream fails its forward at once instead [Refused is not unreachable].
  * [Prompt text] A forward without the prompt text, to a node whose engine needs it (restarted with
- *   another engine since its hello said otherwise), is refused with `PROMPT_TEXT_NEEDED` before the
- *   node sees it (`refuseTokensOnly`), so the origin's re-send with the text is not a duplicate; the
- *   origin re-sends at once with the text and sends it from then on (net/transport-client.ts,
- *   `forwardTokensOnly`).
- *   (Moving into the core as `needsPromptText`: then `refuseTokensOnly` and its one call go.)
+ *   another engine since its hello said otherwise), is refused by the node (`needsPromptText`,
+ *   serving.ts) with `PROMPT_TEXT_NEEDED`; the origin's transport re-sends it at once with the text
+ *   and sends the text from then on (net/transport-client.ts, `forwardTokensOnly`).
  * [Current attempt] A streaming client gets output only from the node its request waits for now
  *   (`mayReachClient`, asking `PrefixNode.servingNow` per chunk): a slow peer the node fell back from
  *   may keep streaming, and its words are dropped. The splice across a fallback is client-streams.ts.
@@ -45,18 +42,11 @@
  *   `onTimer`, `shutdown`).
  */
 import { TransportError } from "../../net/transport-client.js";
-import { type ForwardMsg, PROMPT_TEXT_NEEDED, type ReplyMsg } from "../../net/transport-wire.js";
+import type { ReplyMsg } from "../../net/transport-wire.js";
 
 /** An error answer to a forward that the origin may retry elsewhere (every one the daemon makes up). */
 export function retryableError(f: { reqId: string; attempt: number }, error: string): ReplyMsg {
   return { type: "error", reqId: f.reqId, attempt: f.attempt, error, retryable: true };
-}
-
-/** [Prompt text] The refusal of a tokens-only forward this node's engine cannot run, if it is one. */
-export function refuseTokensOnly(msg: ForwardMsg, engineNeedsText: boolean): ReplyMsg | undefined {
-  return msg.request.prompt === undefined && engineNeedsText
-    ? retryableError(msg, PROMPT_TEXT_NEEDED)
-    : undefined;
 }
 
 /** [Current attempt] Whether output from `source` may reach the client whose request waits for `servingNow`. */
