@@ -1,6 +1,8 @@
 /**
- * Protocol-edge tests for the remote engine against a FAKE OpenAI-compatible server scripted inside
- * the test (127.0.0.1 only). The fake replays canned responses; it does no inference.
+ * Protocol-edge tests for the remote engine against a TEST DOUBLE of an OpenAI-compatible server
+ * scripted inside the test (127.0.0.1 only). The double replays canned responses, shaped as the real
+ * servers answer (llama.cpp's server, vLLM); it does no inference. The same engine against a real
+ * llama.cpp server: llama-server.test.ts.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -9,7 +11,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EngineInputError, EngineUnavailableError } from "../../src/engines/errors.js";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { retryAfterMs } from "../../src/engines/openai/http.js";
-import type { OpenAIEngineOptions } from "../../src/engines/openai/options.js";
+import {
+  normalizeBaseUrl,
+  type OpenAIEngineOptions,
+  OpenAIEngineOptionsSchema,
+} from "../../src/engines/openai/options.js";
 import { MAX_SSE_EVENT_BYTES, sseData } from "../../src/engines/openai/sse.js";
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
@@ -20,22 +26,22 @@ interface Seen {
   auth?: string;
 }
 
-let fake: Server | undefined;
+let double: Server | undefined;
 let engine: OpenAIEngine | undefined;
 afterEach(async () => {
   await engine?.close();
   engine = undefined;
-  fake?.closeAllConnections();
-  await new Promise<void>((r) => (fake ? fake.close(() => r()) : r()));
-  fake = undefined;
+  double?.closeAllConnections();
+  await new Promise<void>((r) => (double ? double.close(() => r()) : r()));
+  double = undefined;
 });
 
-/** Starts the fake server; `routes` maps "METHOD /path" to a handler or a queue of handlers. */
-async function startFake(
+/** Starts the test double; `routes` maps "METHOD /path" to a handler or a queue of handlers. */
+async function startDouble(
   routes: Record<string, Handler | Handler[]>,
 ): Promise<{ url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
-  fake = createServer((req, res) => {
+  double = createServer((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
@@ -49,8 +55,8 @@ async function startFake(
       h(req, body, res);
     });
   });
-  await new Promise<void>((r) => fake!.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(fake!.address() as AddressInfo).port}`, seen };
+  await new Promise<void>((r) => double!.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(double!.address() as AddressInfo).port}`, seen };
 }
 
 const json =
@@ -83,7 +89,7 @@ const tokenReq = (prompt: string, maxTokens = 4) => ({
 
 describe("remote engine: tokenization", () => {
   it("uses the vLLM/SGLang /tokenize shape and remembers it", async () => {
-    const { url, seen } = await startFake({ "POST /tokenize": json(200, { tokens: [5, 6, 7], count: 3 }) });
+    const { url, seen } = await startDouble({ "POST /tokenize": json(200, { tokens: [5, 6, 7], count: 3 }) });
     engine = new OpenAIEngine(opts(url, { apiKey: "sk-test" }));
     expect(Array.from(await engine.tokenize("hi"))).toEqual([5, 6, 7]);
     await engine.tokenize("again");
@@ -97,13 +103,13 @@ describe("remote engine: tokenization", () => {
       if (b.content === undefined) return json(400, { error: "content required" })(_q, body, res);
       json(200, { tokens: [9, 8] })(_q, body, res);
     };
-    const { url } = await startFake({ "POST /tokenize": handler });
+    const { url } = await startDouble({ "POST /tokenize": handler });
     engine = new OpenAIEngine(opts(url));
     expect(Array.from(await engine.tokenize("x"))).toEqual([9, 8]);
   });
 
   it("uses the local tokenizer when the server has no /tokenize (auto), fails clearly when required", async () => {
-    const { url } = await startFake({});
+    const { url } = await startDouble({});
     engine = new OpenAIEngine(opts(url));
     expect(Array.from(await engine.tokenize("hello world"))).toEqual(encode("hello world"));
     const strict = new OpenAIEngine(opts(url, { tokenizer: "server" }));
@@ -114,7 +120,7 @@ describe("remote engine: tokenization", () => {
 
 describe("remote engine: completions", () => {
   it("streams text, reports usage and cached tokens, and sends greedy sampling by default", async () => {
-    const { url, seen } = await startFake({
+    const { url, seen } = await startDouble({
       "POST /v1/completions": sse([
         { choices: [{ text: "Hel", finish_reason: null }] },
         { choices: [{ text: "lo", finish_reason: "length" }] },
@@ -143,7 +149,7 @@ describe("remote engine: completions", () => {
   });
 
   it("reads llama.cpp server timings (cache_n, prompt_ms, predicted_ms)", async () => {
-    const { url } = await startFake({
+    const { url } = await startDouble({
       "POST /v1/completions": sse([
         {
           choices: [{ text: "A", finish_reason: "stop" }],
@@ -163,7 +169,7 @@ describe("remote engine: completions", () => {
   });
 
   it("marks cached tokens as unreported when the server says nothing", async () => {
-    const { url } = await startFake({
+    const { url } = await startDouble({
       "POST /v1/completions": sse([{ choices: [{ text: "x", finish_reason: "stop" }] }]),
     });
     engine = new OpenAIEngine(opts(url));
@@ -175,7 +181,7 @@ describe("remote engine: completions", () => {
 
   it("retries 503 and 429 (honouring Retry-After), then succeeds", async () => {
     const ok = sse([{ choices: [{ text: "ok", finish_reason: "stop" }] }]);
-    const { url, seen } = await startFake({
+    const { url, seen } = await startDouble({
       "POST /v1/completions": [
         json(503, { error: "busy" }),
         json(429, { error: "slow down" }, { "retry-after": "1" }),
@@ -191,7 +197,7 @@ describe("remote engine: completions", () => {
   });
 
   it("does not retry a 400 and surfaces the server's message as an input error", async () => {
-    const { url, seen } = await startFake({
+    const { url, seen } = await startDouble({
       "POST /v1/completions": json(400, { error: { message: "prompt too long for model" } }),
     });
     engine = new OpenAIEngine(opts(url));
@@ -202,37 +208,37 @@ describe("remote engine: completions", () => {
   });
 
   it("gives up after the configured retries on persistent 5xx", async () => {
-    const { url, seen } = await startFake({ "POST /v1/completions": json(502, { error: "bad gateway" }) });
+    const { url, seen } = await startDouble({ "POST /v1/completions": json(502, { error: "bad gateway" }) });
     engine = new OpenAIEngine(opts(url, { retries: 2 }));
     await expect(engine.run(tokenReq("p"))).rejects.toThrow(/failed after 3 attempt\(s\): HTTP 502/);
     expect(seen.length).toBe(3);
   });
 
   it("reports a refused connection clearly after retrying", async () => {
-    const { url } = await startFake({});
-    await new Promise<void>((r) => fake!.close(() => r()));
-    fake = undefined;
+    const { url } = await startDouble({});
+    await new Promise<void>((r) => double!.close(() => r()));
+    double = undefined;
     engine = new OpenAIEngine(opts(url, { retries: 1 }));
     await expect(engine.run(tokenReq("p"))).rejects.toThrow(/ECONNREFUSED/);
     expect((await engine.health()).ok).toBe(false);
   });
 
   it("times out a server that never answers", async () => {
-    const { url } = await startFake({ "POST /v1/completions": () => {} });
+    const { url } = await startDouble({ "POST /v1/completions": () => {} });
     engine = new OpenAIEngine(opts(url, { headersTimeoutMs: 200, retries: 0 }));
     await expect(engine.run(tokenReq("p"))).rejects.toThrow(EngineUnavailableError);
     await expect(engine.run(tokenReq("p"))).rejects.toThrow(/HEADERS_TIMEOUT|timeout/i);
   });
 
   it("rejects a malformed stream event and an over-long request", async () => {
-    const { url } = await startFake({ "POST /v1/completions": sse(["{not json"]) });
+    const { url } = await startDouble({ "POST /v1/completions": sse(["{not json"]) });
     engine = new OpenAIEngine(opts(url, { maxContextTokens: 10 }));
     await expect(engine.run(tokenReq("p"))).rejects.toThrow(/malformed stream event/);
     await expect(engine.run(tokenReq("p", 8))).rejects.toThrow(EngineInputError);
   });
 
   it("aborts an in-flight stream", async () => {
-    const { url } = await startFake({
+    const { url } = await startDouble({
       "POST /v1/completions": (_q, _b, res) => {
         res.writeHead(200, { "content-type": "text/event-stream" });
         res.write(`data: ${JSON.stringify({ choices: [{ text: "a" }] })}\n\n`);
@@ -245,9 +251,37 @@ describe("remote engine: completions", () => {
   });
 });
 
+describe("remote engine: the server URL", () => {
+  it("normalizes a trailing /v1 and slashes once, and keeps a proxy prefix", () => {
+    expect(normalizeBaseUrl("http://127.0.0.1:8080/v1")).toBe("http://127.0.0.1:8080");
+    expect(normalizeBaseUrl("http://127.0.0.1:8080/v1/")).toBe("http://127.0.0.1:8080");
+    expect(normalizeBaseUrl("http://127.0.0.1:8080//")).toBe("http://127.0.0.1:8080");
+    expect(normalizeBaseUrl("https://h.example/llm/v1")).toBe("https://h.example/llm");
+    expect(normalizeBaseUrl("https://h.example/v1beta")).toBe("https://h.example/v1beta");
+    const bad = OpenAIEngineOptionsSchema.safeParse({ baseUrl: "http://h:1/v1?x=1", model: "m" });
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0]?.message).toMatch(/query or fragment/);
+  });
+
+  it("sends to /v1/completions and /tokenize whether the URL ends in /v1 or not", async () => {
+    const ok = sse([{ choices: [{ text: "x", finish_reason: "stop" }] }]);
+    const { url, seen } = await startDouble({
+      "POST /v1/completions": ok,
+      "POST /tokenize": json(200, { tokens: [4, 2] }),
+    });
+    for (const base of [url, `${url}/`, `${url}/v1`, `${url}/v1/`]) {
+      const e = new OpenAIEngine(opts(base));
+      expect((await e.run(tokenReq("p"))).text).toBe("x");
+      expect(Array.from(await e.tokenize("p"))).toEqual([4, 2]);
+      await e.close();
+    }
+    expect(new Set(seen.map((x) => x.url))).toEqual(new Set(["/v1/completions", "/tokenize"]));
+  });
+});
+
 describe("remote engine: chat template and health", () => {
   it("uses llama.cpp's /apply-template when present, else the fallback template", async () => {
-    const { url } = await startFake({
+    const { url } = await startDouble({
       "POST /apply-template": json(200, { prompt: "<|user|>hi<|assistant|>" }),
     });
     engine = new OpenAIEngine(opts(url));
@@ -258,7 +292,7 @@ describe("remote engine: chat template and health", () => {
   });
 
   it("is healthy when /health answers 200 with an empty body (vLLM)", async () => {
-    const { url } = await startFake({ "GET /health": (_q, _b, res) => res.writeHead(200).end() });
+    const { url } = await startDouble({ "GET /health": (_q, _b, res) => res.writeHead(200).end() });
     engine = new OpenAIEngine(opts(url));
     expect(await engine.health()).toEqual({ ok: true });
   });

@@ -4,8 +4,22 @@
  */
 import { z } from "zod";
 
+/**
+ * The server's root URL, normalized once: OpenAI clients take a base URL ending in `/v1`, while
+ * `/tokenize`, `/props` and `/health` live at the root, so a trailing `/v1` (and trailing slashes) is
+ * dropped; any other path stays (a server behind a reverse-proxy prefix).
+ */
+export function normalizeBaseUrl(url: string): string {
+  const u = new URL(url);
+  u.pathname = u.pathname.replace(/\/+$/, "").replace(/\/v1$/i, "");
+  return u.toString().replace(/\/+$/, "");
+}
+
 export const OpenAIEngineOptionsSchema = z.object({
-  baseUrl: z.url({ protocol: /^https?$/ }),
+  baseUrl: z
+    .url({ protocol: /^https?$/ })
+    .refine((u) => !u.includes("?") && !u.includes("#"), "must not have a query or fragment")
+    .transform(normalizeBaseUrl),
   model: z.string().min(1),
   apiKey: z.string().optional(),
   /** Tokens the node's tree may hold for this server (LRU approximation of the remote cache). */
