@@ -87,13 +87,49 @@ const tokenReq = (prompt: string, maxTokens = 4) => ({
   maxTokens,
 });
 
+/**
+ * llama.cpp's server's /tokenize as the real one answers: `{content}` → its tokens; a body without
+ * `content` (vLLM's `{model, prompt}`) → 200 with no tokens, not an error.
+ */
+const llamaCppTokenize =
+  (tokens: (text: string) => number[]): Handler =>
+  (q, body, res) => {
+    const b = JSON.parse(body) as { content?: unknown };
+    json(200, { tokens: typeof b.content === "string" ? tokens(b.content) : [] })(q, body, res);
+  };
+/** A stand-in tokenizer for the double: one id per character, BOS (1) first. */
+const charIds = (t: string) => [1, ...Array.from(t, (c) => c.charCodeAt(0))];
+
 describe("remote engine: tokenization", () => {
+  it("recognises llama.cpp's server, which answers vLLM's shape with 200 and no tokens", async () => {
+    const { url, seen } = await startDouble({ "POST /tokenize": llamaCppTokenize(charIds) });
+    engine = new OpenAIEngine(opts(url, { tokenizer: "server" }));
+    expect(Array.from(await engine.tokenize("Once"))).toEqual(charIds("Once"));
+    expect(Array.from(await engine.tokenize("upon"))).toEqual(charIds("upon"));
+    const bodies = seen.map((x) => JSON.parse(x.body) as Record<string, unknown>);
+    // vLLM's shape was tried once and came back empty; every later call uses llama.cpp's.
+    expect(bodies.filter((b) => "prompt" in b)).toHaveLength(1);
+    expect(bodies.at(-1)).toMatchObject({ content: "upon", add_special: true });
+  });
+
+  it("takes no shape whose probe comes back empty: such a server has no usable /tokenize", async () => {
+    const { url } = await startDouble({ "POST /tokenize": json(200, { tokens: [] }) });
+    engine = new OpenAIEngine(opts(url));
+    expect(Array.from(await engine.tokenize("hello world"))).toEqual(encode("hello world"));
+    const strict = new OpenAIEngine(opts(url, { tokenizer: "server" }));
+    await expect(strict.tokenize("x")).rejects.toThrow(/no \/tokenize/);
+    await strict.close();
+  });
+
   it("uses the vLLM/SGLang /tokenize shape and remembers it", async () => {
     const { url, seen } = await startDouble({ "POST /tokenize": json(200, { tokens: [5, 6, 7], count: 3 }) });
     engine = new OpenAIEngine(opts(url, { apiKey: "sk-test" }));
     expect(Array.from(await engine.tokenize("hi"))).toEqual([5, 6, 7]);
     await engine.tokenize("again");
-    expect(seen.map((s) => JSON.parse(s.body).prompt)).toEqual(["hi", "again"]);
+    // One probe finds the shape; then each text is tokenized once in it.
+    const prompts = seen.map((s) => JSON.parse(s.body).prompt);
+    expect(prompts.slice(1)).toEqual(["hi", "again"]);
+    expect(prompts[0]).toMatch(/\S/);
     expect(seen[0]!.auth).toBe("Bearer sk-test");
   });
 

@@ -2,8 +2,9 @@
  * The remote engine: any OpenAI-compatible server (SGLang, vLLM, llama.cpp server, Ollama).
  *
  * Tokens. The router's tokens must equal the engine's. Prompts are tokenized by the server's
- * `/tokenize` when it has one (vLLM/SGLang shape `{model, prompt}` or llama.cpp shape `{content}`),
- * else by a configured local tokenizer (gpt-tokenizer), which is only right for matching models.
+ * `/tokenize` when it has one (vLLM/SGLang shape `{model, prompt}` or llama.cpp shape `{content}`,
+ * told apart by a probe that must come back non-empty), else by a configured local tokenizer (gpt-tokenizer), which is only right for matching models.
+ * URL. `--engine-url` may end in `/v1` (the OpenAI convention) or not: it is normalized once to the root.
  * Chat. Messages are rendered locally into a prompt (llama.cpp server's `/apply-template` when present,
  * else the documented fallback template) and sent to `/v1/completions`: the routed tokens are then
  * exactly what the server evaluates. `/v1/chat/completions` is not used, because the server's template
@@ -70,6 +71,9 @@ const StreamChunk = z.object({
 
 const MAX_OUTPUT_CHARS = 4 << 20;
 
+/** Any non-empty text: every tokenizer turns it into at least one token. */
+const TOKENIZE_PROBE = "Hello, world";
+
 type TokenizeShape = "vllm" | "llamacpp" | "none";
 
 export class OpenAIEngine implements Engine {
@@ -77,6 +81,7 @@ export class OpenAIEngine implements Engine {
   private readonly http: HttpClient;
   private readonly opts: z.output<typeof OpenAIEngineOptionsSchema>;
   private tokenizeShape: TokenizeShape | undefined;
+  private tokenizeShapeFound: Promise<TokenizeShape> | undefined;
   private applyTemplateAvailable: boolean | undefined;
   private closed = false;
 
@@ -102,27 +107,58 @@ export class OpenAIEngine implements Engine {
     return Uint32Array.from(gptEncode(text));
   }
 
-  /** Tries the vLLM/SGLang shape, then llama.cpp's; remembers which works (or that none does). */
-  private async tokenizeRemote(text: string): Promise<Tokens | undefined> {
-    const shapes: TokenizeShape[] = this.tokenizeShape ? [this.tokenizeShape] : ["vllm", "llamacpp"];
-    for (const shape of shapes) {
-      if (shape === "none") return undefined;
-      const body =
-        shape === "vllm"
-          ? { model: this.opts.model, prompt: text, add_special_tokens: true }
-          : { content: text, add_special: true };
-      try {
-        const parsed = TokenizeResponse.safeParse(await this.http.json("POST", "/tokenize", body));
-        if (!parsed.success) continue;
-        this.tokenizeShape = shape;
-        return Uint32Array.from(parsed.data.tokens.map((t) => (typeof t === "number" ? t : t.id)));
-      } catch (e) {
-        // 4xx: this shape (or the endpoint) is not supported; anything else is a real failure.
-        if (!(e instanceof EngineInputError)) throw e;
+  /**
+   * The server's tokenize shape, found once with a fixed non-empty probe text: the vLLM/SGLang body
+   * `{model, prompt}`, then llama.cpp's `{content}`. A shape counts only if the probe comes back as a
+   * non-empty token list: llama.cpp's server answers a body without `content` with 200 and no tokens,
+   * so "the request succeeded" says nothing.
+   */
+  private detectTokenizeShape(): Promise<TokenizeShape> {
+    this.tokenizeShapeFound ??= (async () => {
+      for (const shape of ["vllm", "llamacpp"] as const) {
+        const tokens = await this.tokenizeWith(shape, TOKENIZE_PROBE);
+        if (tokens && tokens.length > 0) return shape;
       }
+      return "none" as const;
+    })().then(
+      (shape) => {
+        this.tokenizeShape = shape;
+        return shape;
+      },
+      (e: unknown) => {
+        // A transient failure (server down): detect again next time.
+        this.tokenizeShapeFound = undefined;
+        throw e;
+      },
+    );
+    return this.tokenizeShapeFound;
+  }
+
+  /** One /tokenize call in `shape`; undefined when the server rejects that shape (4xx, other body). */
+  private async tokenizeWith(shape: "vllm" | "llamacpp", text: string): Promise<Tokens | undefined> {
+    const body =
+      shape === "vllm"
+        ? { model: this.opts.model, prompt: text, add_special_tokens: true }
+        : { content: text, add_special: true };
+    try {
+      const parsed = TokenizeResponse.safeParse(await this.http.json("POST", "/tokenize", body));
+      if (!parsed.success) return undefined;
+      return Uint32Array.from(parsed.data.tokens.map((t) => (typeof t === "number" ? t : t.id)));
+    } catch (e) {
+      // 4xx: this shape (or the endpoint) is not supported; anything else is a real failure.
+      if (!(e instanceof EngineInputError)) throw e;
+      return undefined;
     }
-    this.tokenizeShape = "none";
-    return undefined;
+  }
+
+  private async tokenizeRemote(text: string): Promise<Tokens | undefined> {
+    const shape = this.tokenizeShape ?? (await this.detectTokenizeShape());
+    if (shape === "none") return undefined;
+    const tokens = await this.tokenizeWith(shape, text);
+    if (!tokens) throw new EngineUnavailableError(`server's /tokenize stopped accepting the ${shape} shape`);
+    if (tokens.length === 0 && text.length > 0)
+      throw new EngineUnavailableError("server's /tokenize returned no tokens for a non-empty prompt");
+    return tokens;
   }
 
   async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
