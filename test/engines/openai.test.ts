@@ -315,6 +315,69 @@ describe("remote engine: the server URL", () => {
   });
 });
 
+describe("remote engine: the context limit, read from the server", () => {
+  const models = (entries: object[]) => json(200, { object: "list", data: entries });
+  const logged: string[] = [];
+  const log = (msg: string) => logged.push(msg);
+  afterEach(() => {
+    logged.length = 0;
+  });
+
+  it("takes vLLM's max_model_len from /v1/models, and refuses a request beyond it", async () => {
+    const { url } = await startDouble({
+      "GET /v1/models": models([
+        { id: "other", object: "model", max_model_len: 99 },
+        { id: "m", object: "model", max_model_len: 1234 },
+      ]),
+    });
+    engine = await OpenAIEngine.create(opts(url), log);
+    expect(engine.info.maxContextTokens).toBe(1234);
+    expect(engine.contextSource).toBe("server");
+    await expect(engine.run(tokenReq("p", 1232))).rejects.toThrow(/context of 1234 tokens/);
+    expect(logged).toEqual([]);
+  });
+
+  it("takes llama.cpp's per-slot n_ctx from /v1/models, or else from /props", async () => {
+    const { url } = await startDouble({
+      // llama.cpp names its one model by its path: not the name the node was given.
+      "GET /v1/models": models([{ id: "/models/x.gguf", object: "model", meta: { n_ctx: 512 } }]),
+    });
+    engine = await OpenAIEngine.create(opts(url));
+    expect(engine.info.maxContextTokens).toBe(512);
+    await engine.close();
+    double?.close();
+    const props = await startDouble({
+      "GET /props": json(200, { default_generation_settings: { n_ctx: 768 }, total_slots: 2 }),
+    });
+    engine = await OpenAIEngine.create(opts(props.url));
+    expect(engine.info.maxContextTokens).toBe(768);
+  });
+
+  it("keeps the configured limit when the server reports none or an out-of-bounds one", async () => {
+    const { url } = await startDouble({
+      "GET /v1/models": models([{ id: "m", object: "model", max_model_len: 1e12 }]),
+      "GET /props": json(200, { default_generation_settings: { n_ctx: -3 } }),
+    });
+    engine = await OpenAIEngine.create(opts(url, { maxContextTokens: 999 }), log);
+    expect(engine.info.maxContextTokens).toBe(999);
+    expect(engine.contextSource).toBe("configured");
+    expect(logged).toEqual([expect.stringMatching(/reports no context limit/)]);
+  });
+
+  it("reads it once the server answers, when it was down as the engine started", async () => {
+    const { url } = await startDouble({
+      "GET /v1/models": [json(503, { error: "loading model" }), models([{ id: "m", max_model_len: 640 }])],
+      "GET /health": json(200, { status: "ok" }),
+    });
+    engine = await OpenAIEngine.create(opts(url, { retries: 0 }), log);
+    expect(engine.info.maxContextTokens).toBe(4096);
+    expect(logged).toEqual([expect.stringMatching(/did not answer/)]);
+    expect((await engine.health()).ok).toBe(true);
+    expect(engine.info.maxContextTokens).toBe(640);
+    expect(engine.contextSource).toBe("server");
+  });
+});
+
 describe("remote engine: chat template and health", () => {
   it("uses llama.cpp's /apply-template when present, else the fallback template", async () => {
     const { url } = await startDouble({

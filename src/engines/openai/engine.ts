@@ -5,6 +5,8 @@
  * `/tokenize` when it has one (vLLM/SGLang shape `{model, prompt}` or llama.cpp shape `{content}`,
  * told apart by a probe that must come back non-empty), else by a configured local tokenizer (gpt-tokenizer), which is only right for matching models.
  * URL. `--engine-url` may end in `/v1` (the OpenAI convention) or not: it is normalized once to the root.
+ * Context. The limit per request is read from the server (`/v1/models`: vLLM/SGLang `max_model_len`,
+ * llama.cpp `meta.n_ctx`; else llama.cpp's `/props` n_ctx per slot), else the configured value.
  * Chat. Messages are rendered locally into a prompt (llama.cpp server's `/apply-template` when present,
  * else the documented fallback template) and sent to `/v1/completions`: the routed tokens are then
  * exactly what the server evaluates. `/v1/chat/completions` is not used, because the server's template
@@ -29,7 +31,7 @@ import type {
 import { renderFallbackChat } from "../chat-fallback.js";
 import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
 import { HttpClient } from "./http.js";
-import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
+import { MAX_CONTEXT_TOKENS, type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
 import { sseData } from "./sse.js";
 
 /** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
@@ -74,6 +76,27 @@ const MAX_OUTPUT_CHARS = 4 << 20;
 /** Any non-empty text: every tokenizer turns it into at least one token. */
 const TOKENIZE_PROBE = "Hello, world";
 
+const ContextTokens = z.number().int().min(1).max(MAX_CONTEXT_TOKENS);
+/** `/v1/models`: vLLM and SGLang say `max_model_len`, llama.cpp's server `meta.n_ctx` (per slot). */
+const ModelsResponse = z.object({
+  data: z
+    .array(
+      z.object({
+        id: z.string(),
+        max_model_len: ContextTokens.nullish().catch(undefined),
+        meta: z
+          .object({ n_ctx: ContextTokens.nullish().catch(undefined) })
+          .nullish()
+          .catch(undefined),
+      }),
+    )
+    .max(10_000),
+});
+/** llama.cpp's server `/props`: the context of one slot. */
+const PropsResponse = z.object({
+  default_generation_settings: z.object({ n_ctx: ContextTokens }),
+});
+
 type TokenizeShape = "vllm" | "llamacpp" | "none";
 
 export class OpenAIEngine implements Engine {
@@ -82,6 +105,9 @@ export class OpenAIEngine implements Engine {
   private readonly opts: z.output<typeof OpenAIEngineOptionsSchema>;
   private tokenizeShape: TokenizeShape | undefined;
   private tokenizeShapeFound: Promise<TokenizeShape> | undefined;
+  /** Where `info.maxContextTokens` comes from: the server's report, or the configured fallback. */
+  private contextFrom: "server" | "configured" = "configured";
+  private contextReading: Promise<number | undefined> | undefined;
   private applyTemplateAvailable: boolean | undefined;
   private closed = false;
 
@@ -96,6 +122,29 @@ export class OpenAIEngine implements Engine {
       maxContextTokens: this.opts.maxContextTokens,
       needsPromptText: true,
     };
+  }
+
+  /**
+   * An engine with the server's context limit read when the server answers now; when it does not,
+   * the configured limit holds until a health check reaches the server (said through `log`).
+   */
+  static async create(
+    options: OpenAIEngineOptions,
+    log?: (msg: string, fields: Record<string, unknown>) => void,
+  ): Promise<OpenAIEngine> {
+    const engine = new OpenAIEngine(options);
+    try {
+      if ((await engine.readServerContext()) === undefined)
+        log?.("the server reports no context limit: using the configured one", {
+          maxContextTokens: engine.info.maxContextTokens,
+        });
+    } catch (e) {
+      log?.("the server did not answer: using the configured context limit until it does", {
+        maxContextTokens: engine.info.maxContextTokens,
+        error: (e as Error).message,
+      });
+    }
+    return engine;
   }
 
   async tokenize(text: string): Promise<Tokens> {
@@ -161,6 +210,56 @@ export class OpenAIEngine implements Engine {
     return tokens;
   }
 
+  /**
+   * Reads the server's context limit (per request: llama.cpp's per-slot n_ctx, vLLM's max_model_len)
+   * into `info.maxContextTokens`; undefined (the configured value stays) when the server reports none.
+   * Unreachable servers throw (EngineUnavailableError); `health()` tries again until one answers.
+   */
+  readServerContext(): Promise<number | undefined> {
+    this.contextReading ??= this.fetchServerContext().then(
+      (n) => {
+        if (n !== undefined) {
+          this.info.maxContextTokens = n;
+          this.contextFrom = "server";
+        }
+        return n;
+      },
+      (e: unknown) => {
+        this.contextReading = undefined;
+        throw e;
+      },
+    );
+    return this.contextReading;
+  }
+
+  /** Where the context limit in `info` came from. */
+  get contextSource(): "server" | "configured" {
+    return this.contextFrom;
+  }
+
+  private async fetchServerContext(): Promise<number | undefined> {
+    const models = ModelsResponse.safeParse(await this.getOptional("/v1/models"));
+    if (models.success) {
+      const { data } = models.data;
+      const mine = data.find((m) => m.id === this.opts.model) ?? (data.length === 1 ? data[0] : undefined);
+      const n = mine?.max_model_len ?? mine?.meta?.n_ctx;
+      if (n) return n;
+    }
+    const props = PropsResponse.safeParse(await this.getOptional("/props"));
+    return props.success ? props.data.default_generation_settings.n_ctx : undefined;
+  }
+
+  /** GET a JSON endpoint the server may lack: undefined on 4xx or a body that is not JSON. */
+  private async getOptional(path: string): Promise<unknown> {
+    try {
+      return await this.http.json("GET", path);
+    } catch (e) {
+      if (e instanceof EngineInputError) return undefined;
+      if (e instanceof EngineUnavailableError && /not JSON/.test(e.message)) return undefined;
+      throw e;
+    }
+  }
+
   async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
     if (this.opts.chatTemplate === "auto" && this.applyTemplateAvailable !== false) {
       try {
@@ -185,9 +284,10 @@ export class OpenAIEngine implements Engine {
     signal?: AbortSignal,
   ): Promise<RemoteEngineResult> {
     if (this.closed) throw new EngineUnavailableError("engine is closed");
-    if (req.tokens.length + req.maxTokens > this.opts.maxContextTokens) {
+    const limit = this.info.maxContextTokens;
+    if (req.tokens.length + req.maxTokens > limit) {
       throw new EngineInputError(
-        `prompt (${req.tokens.length}) + maxTokens (${req.maxTokens}) exceeds the context of ${this.opts.maxContextTokens} tokens`,
+        `prompt (${req.tokens.length}) + maxTokens (${req.maxTokens}) exceeds the server's context of ${limit} tokens`,
       );
     }
     // Text when we have it (the server tokenizes it to the same ids); ids only when they are the server's.
@@ -271,6 +371,8 @@ export class OpenAIEngine implements Engine {
         // vLLM answers /health with an empty 200, llama.cpp with JSON: the status is what counts.
         const res = await this.http.send("GET", path);
         await res.body.dump();
+        // A server that was down when the engine was created: read its context now.
+        if (this.contextFrom === "configured") await this.readServerContext().catch(() => undefined);
         return { ok: true };
       } catch (e) {
         if (!(e instanceof EngineInputError)) return { ok: false, detail: (e as Error).message };

@@ -15,6 +15,9 @@ export function normalizeBaseUrl(url: string): string {
   return u.toString().replace(/\/+$/, "");
 }
 
+/** Most context tokens a server may report or a user configure (bounds a peer-controlled figure). */
+export const MAX_CONTEXT_TOKENS = 10_000_000;
+
 export const OpenAIEngineOptionsSchema = z.object({
   baseUrl: z
     .url({ protocol: /^https?$/ })
@@ -24,7 +27,11 @@ export const OpenAIEngineOptionsSchema = z.object({
   apiKey: z.string().optional(),
   /** Tokens the node's tree may hold for this server (LRU approximation of the remote cache). */
   capacityTokens: z.number().int().min(1).default(65536),
-  maxContextTokens: z.number().int().min(1).default(4096),
+  /**
+   * Prompt + output tokens per request when the server does not say (it is read from the server:
+   * llama.cpp's `/props` n_ctx per slot, vLLM's and SGLang's `max_model_len` in `/v1/models`).
+   */
+  maxContextTokens: z.number().int().min(1).max(MAX_CONTEXT_TOKENS).default(4096),
   /** "auto": server /tokenize, else local; "server": server only; "local": gpt-tokenizer only. */
   tokenizer: z.enum(["auto", "server", "local"]).default("auto"),
   /** "auto": llama.cpp's /apply-template when present, else the fallback; "fallback": always the fallback. */
