@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { LlamaCppOptionsSchema } from "../engines/llamacpp/options.js";
+import { OpenAIEngineOptionsSchema, TOKENIZER_CHOICES } from "../engines/openai/options.js";
 import { DEFAULT_POLICY } from "../server/default-policy.js";
 import {
   type NodeSettings,
@@ -14,6 +15,7 @@ import { defaultNote } from "./help.js";
 
 const S = nodeSettingsSchema.shape;
 const L = LlamaCppOptionsSchema.shape;
+const O = OpenAIEngineOptionsSchema.shape;
 const def = (key: SettingKey) => defaultNote(S[key]);
 
 export function registerNode(program: Command): void {
@@ -40,7 +42,15 @@ export function registerNode(program: Command): void {
     .option("--max-peers <n>", `most peers at once, static + DNS-found ${def("maxPeers")}`)
     .option("--engine <kind>", `${S.engine.unwrap().options.join(" | ")} ${def("engine")}`)
     .option("--model <path|generated>", "GGUF path, 'generated', or the remote model name")
-    .option("--engine-url <url>", "openai engine: the remote server's base URL")
+    .option("--engine-url <url>", "openai engine: the remote server's base URL (with or without /v1)")
+    .option(
+      "--engine-tokenizer <kind>",
+      `openai engine: ${TOKENIZER_CHOICES.join(" | ")} (auto: the server's /tokenize when it has one, else local) ${defaultNote(O.tokenizer)}`,
+    )
+    .option(
+      "--engine-context-tokens <n>",
+      `openai engine: context per request when the server reports none ${defaultNote(O.maxContextTokens)}`,
+    )
     .option(
       "--policy <name>",
       `routing policy: ${POLICY_NAMES.join(" | ")} (default ${DEFAULT_POLICY}; affinity = the paper's)`,

@@ -9,6 +9,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
+import { MAX_CONTEXT_TOKENS, TOKENIZER_CHOICES } from "../engines/openai/options.js";
 import { nodeIdSchema } from "../net/node-id.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
 import { MAX_CPU_LATENCY_US } from "./runtime/cpu-latency-qos.js";
@@ -76,6 +77,12 @@ export const nodeSettingsSchema = z.object({
   /** openai engine: the remote server's base URL, and its API key (prefer the env variable). */
   engineUrl: z.string().url().max(2048).optional(),
   engineApiKey: z.string().max(4096).optional(),
+  /** openai engine: tokenize with the server's /tokenize (auto: when it has one), or locally. */
+  engineTokenizer: z
+    .enum(TOKENIZER_CHOICES, { error: `must be one of ${TOKENIZER_CHOICES.join(", ")}` })
+    .optional(),
+  /** openai engine: context tokens per request when the server reports none (else the server's). */
+  engineContextTokens: num(1, MAX_CONTEXT_TOKENS, true).optional(),
   policy: z.enum(POLICY_NAMES).default(DEFAULT_POLICY),
   pollMs: num(1, 3_600_000).default(500),
   clusterId: z

@@ -4,8 +4,11 @@
  * servers answer (llama.cpp's server, vLLM); it does no inference. The same engine against a real
  * llama.cpp server: llama-server.test.ts.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { encode } from "gpt-tokenizer";
 import { afterEach, describe, expect, it } from "vitest";
 import { EngineInputError, EngineUnavailableError } from "../../src/engines/errors.js";
@@ -17,6 +20,8 @@ import {
   OpenAIEngineOptionsSchema,
 } from "../../src/engines/openai/options.js";
 import { MAX_SSE_EVENT_BYTES, sseData } from "../../src/engines/openai/sse.js";
+import { loadEngine } from "../../src/server/runtime/engine-loader.js";
+import { envName, resolveNodeSettings } from "../../src/server/settings.js";
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 interface Seen {
@@ -375,6 +380,49 @@ describe("remote engine: the context limit, read from the server", () => {
     expect((await engine.health()).ok).toBe(true);
     expect(engine.info.maxContextTokens).toBe(640);
     expect(engine.contextSource).toBe("server");
+  });
+});
+
+describe("remote engine settings (flag, env, YAML) reach the engine", () => {
+  it("validates --engine-tokenizer and --engine-context-tokens with clear errors", () => {
+    const base = { id: "A", engine: "openai", engineUrl: "http://127.0.0.1:1" };
+    expect(resolveNodeSettings({ ...base, engineTokenizer: "server" }, {}).engineTokenizer).toBe("server");
+    expect(resolveNodeSettings(base, { [envName("engineTokenizer")]: "local" }).engineTokenizer).toBe(
+      "local",
+    );
+    expect(envName("engineTokenizer")).toBe("PREFIXMESH_ENGINE_TOKENIZER");
+    const dir = mkdtempSync(join(tmpdir(), "pm-openai-settings-"));
+    try {
+      const yaml = join(dir, "node.yaml");
+      writeFileSync(yaml, "engine-tokenizer: server\nengine-context-tokens: 1024\n");
+      const fromFile = resolveNodeSettings({ ...base, config: yaml }, {});
+      expect([fromFile.engineTokenizer, fromFile.engineContextTokens]).toEqual(["server", 1024]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(() => resolveNodeSettings({ ...base, engineTokenizer: "gpt" }, {})).toThrow(
+      /^--engine-tokenizer: must be one of auto, server, local$/,
+    );
+    expect(resolveNodeSettings({ ...base, engineContextTokens: "2048" }, {}).engineContextTokens).toBe(2048);
+    expect(() => resolveNodeSettings({ ...base, engineContextTokens: "0" }, {})).toThrow(
+      /^--engine-context-tokens: /,
+    );
+  });
+
+  it("hands the tokenizer choice and the fallback context to the engine", async () => {
+    const { url, seen } = await startDouble({ "POST /tokenize": json(200, { tokens: [7] }) });
+    const s = resolveNodeSettings(
+      { id: "A", engine: "openai", engineUrl: `${url}/v1`, model: "m" },
+      { [envName("engineTokenizer")]: "local", [envName("engineContextTokens")]: "777" },
+    );
+    const e = await loadEngine(s);
+    try {
+      expect(Array.from(await e.tokenize("hello"))).toEqual(encode("hello"));
+      expect(seen.filter((x) => x.url === "/tokenize")).toHaveLength(0);
+      expect(e.info.maxContextTokens).toBe(777);
+    } finally {
+      await e.close();
+    }
   });
 });
 

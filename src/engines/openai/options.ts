@@ -18,6 +18,9 @@ export function normalizeBaseUrl(url: string): string {
 /** Most context tokens a server may report or a user configure (bounds a peer-controlled figure). */
 export const MAX_CONTEXT_TOKENS = 10_000_000;
 
+/** How prompts are tokenized: see `tokenizer` below. */
+export const TOKENIZER_CHOICES = ["auto", "server", "local"] as const;
+
 export const OpenAIEngineOptionsSchema = z.object({
   baseUrl: z
     .url({ protocol: /^https?$/ })
@@ -33,7 +36,7 @@ export const OpenAIEngineOptionsSchema = z.object({
    */
   maxContextTokens: z.number().int().min(1).max(MAX_CONTEXT_TOKENS).default(4096),
   /** "auto": server /tokenize, else local; "server": server only; "local": gpt-tokenizer only. */
-  tokenizer: z.enum(["auto", "server", "local"]).default("auto"),
+  tokenizer: z.enum(TOKENIZER_CHOICES).default("auto"),
   /** "auto": llama.cpp's /apply-template when present, else the fallback; "fallback": always the fallback. */
   chatTemplate: z.enum(["auto", "fallback"]).default("auto"),
   connectTimeoutMs: z.number().int().min(1).default(5_000),

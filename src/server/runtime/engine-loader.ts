@@ -7,6 +7,8 @@ export interface EngineSettings {
   model: string;
   engineUrl?: string | undefined;
   engineApiKey?: string | undefined;
+  engineTokenizer?: "auto" | "server" | "local" | undefined;
+  engineContextTokens?: number | undefined;
   capacityTokens?: number | undefined;
   simProfile?: string | undefined;
   simTimeScale?: number | undefined;
@@ -45,6 +47,8 @@ function engineSpec(s: EngineSettings): EngineSpec {
         baseUrl: s.engineUrl,
         model: s.model,
         ...(s.engineApiKey ? { apiKey: s.engineApiKey } : {}),
+        ...(s.engineTokenizer ? { tokenizer: s.engineTokenizer } : {}),
+        ...(s.engineContextTokens ? { maxContextTokens: s.engineContextTokens } : {}),
         ...(s.capacityTokens ? { capacityTokens: s.capacityTokens } : {}),
       };
   }
