@@ -149,6 +149,20 @@ describe("remote engine: tokenization", () => {
     expect(Array.from(await engine.tokenize("x"))).toEqual([9, 8]);
   });
 
+  it("surfaces the server's 4xx for one prompt as an input error once the shape is known", async () => {
+    const handler: Handler = (q, body, res) => {
+      const b = JSON.parse(body) as { prompt?: string };
+      if ((b.prompt ?? "").length > 20) return json(400, { error: "prompt too long" })(q, body, res);
+      json(200, { tokens: [3, 4] })(q, body, res);
+    };
+    const { url } = await startDouble({ "POST /tokenize": handler });
+    engine = new OpenAIEngine(opts(url, { tokenizer: "server" }));
+    expect(Array.from(await engine.tokenize("short"))).toEqual([3, 4]);
+    const err = await engine.tokenize("x".repeat(50)).catch((e) => e);
+    expect(err).toBeInstanceOf(EngineInputError);
+    expect(String(err.message)).toMatch(/400.*prompt too long/);
+  });
+
   it("uses the local tokenizer when the server has no /tokenize (auto), fails clearly when required", async () => {
     const { url } = await startDouble({});
     engine = new OpenAIEngine(opts(url));

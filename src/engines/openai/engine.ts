@@ -73,6 +73,9 @@ const StreamChunk = z.object({
 
 const MAX_OUTPUT_CHARS = 4 << 20;
 
+const toTokens = (ts: z.infer<typeof TokenizeResponse>["tokens"]): Tokens =>
+  Uint32Array.from(ts.map((t) => (typeof t === "number" ? t : t.id)));
+
 /** Any non-empty text: every tokenizer turns it into at least one token. */
 const TOKENIZE_PROBE = "Hello, world";
 
@@ -183,16 +186,19 @@ export class OpenAIEngine implements Engine {
     return this.tokenizeShapeFound;
   }
 
-  /** One /tokenize call in `shape`; undefined when the server rejects that shape (4xx, other body). */
+  /** A /tokenize request body in `shape`. */
+  private tokenizeBody(shape: "vllm" | "llamacpp", text: string): object {
+    return shape === "vllm"
+      ? { model: this.opts.model, prompt: text, add_special_tokens: true }
+      : { content: text, add_special: true };
+  }
+
+  /** One probe in `shape`; undefined when the server rejects that shape (4xx, another body). */
   private async tokenizeWith(shape: "vllm" | "llamacpp", text: string): Promise<Tokens | undefined> {
-    const body =
-      shape === "vllm"
-        ? { model: this.opts.model, prompt: text, add_special_tokens: true }
-        : { content: text, add_special: true };
     try {
-      const parsed = TokenizeResponse.safeParse(await this.http.json("POST", "/tokenize", body));
-      if (!parsed.success) return undefined;
-      return Uint32Array.from(parsed.data.tokens.map((t) => (typeof t === "number" ? t : t.id)));
+      const res = await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text));
+      const parsed = TokenizeResponse.safeParse(res);
+      return parsed.success ? toTokens(parsed.data.tokens) : undefined;
     } catch (e) {
       // 4xx: this shape (or the endpoint) is not supported; anything else is a real failure.
       if (!(e instanceof EngineInputError)) throw e;
@@ -203,8 +209,12 @@ export class OpenAIEngine implements Engine {
   private async tokenizeRemote(text: string): Promise<Tokens | undefined> {
     const shape = this.tokenizeShape ?? (await this.detectTokenizeShape());
     if (shape === "none") return undefined;
-    const tokens = await this.tokenizeWith(shape, text);
-    if (!tokens) throw new EngineUnavailableError(`server's /tokenize stopped accepting the ${shape} shape`);
+    // Once the shape is known, a 4xx is about this prompt (e.g. too long): the caller's error.
+    const parsed = TokenizeResponse.safeParse(
+      await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text)),
+    );
+    if (!parsed.success) throw new EngineUnavailableError("unexpected /tokenize response from the server");
+    const tokens = toTokens(parsed.data.tokens);
     if (tokens.length === 0 && text.length > 0)
       throw new EngineUnavailableError("server's /tokenize returned no tokens for a non-empty prompt");
     return tokens;
