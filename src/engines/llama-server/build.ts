@@ -55,8 +55,8 @@ function run(cmd: string, args: string[], opts: SpawnSyncOptions & { what: strin
     throw new LlamaServerBuildError(`${opts.what} failed (${cmd} exited with ${r.status ?? r.signal})`);
 }
 
-function version(cmd: string): string | undefined {
-  const r = spawnSync(cmd, ["--version"], { encoding: "utf8" });
+function version(cmd: string, env: NodeJS.ProcessEnv): string | undefined {
+  const r = spawnSync(cmd, ["--version"], { encoding: "utf8", env });
   return r.status === 0 ? r.stdout.split("\n")[0]?.trim() : undefined;
 }
 
@@ -66,7 +66,7 @@ export function checkBuildTools(env: NodeJS.ProcessEnv = process.env): {
   compiler: string;
   generator: string[];
 } {
-  const cmake = version("cmake");
+  const cmake = version("cmake", env);
   if (!cmake)
     throw new LlamaServerBuildError(
       "cmake is not installed (needed to build llama-server): e.g. 'apt-get install cmake build-essential'",
@@ -76,22 +76,22 @@ export function checkBuildTools(env: NodeJS.ProcessEnv = process.env): {
   if (maj < MIN_CMAKE[0] || (maj === MIN_CMAKE[0] && min < MIN_CMAKE[1]))
     throw new LlamaServerBuildError(`${cmake} is too old: llama.cpp needs cmake ≥ ${MIN_CMAKE.join(".")}`);
   const candidates = env.CXX ? [env.CXX] : ["c++", "g++", "clang++"];
-  const cxx = candidates.map(version).find((v) => v !== undefined);
+  const cxx = candidates.map((c) => version(c, env)).find((v) => v !== undefined);
   if (!cxx)
     throw new LlamaServerBuildError(
       `no C++ compiler found (tried ${candidates.join(", ")}): e.g. 'apt-get install build-essential'`,
     );
   const ccs = env.CC ? [env.CC] : ["cc", "gcc", "clang"];
-  if (!ccs.some((c) => version(c) !== undefined))
+  if (!ccs.some((c) => version(c, env) !== undefined))
     throw new LlamaServerBuildError(
       `no C compiler found (tried ${ccs.join(", ")}): e.g. 'apt-get install build-essential'`,
     );
-  if (!version("git"))
+  if (!version("git", env))
     throw new LlamaServerBuildError(
       "git is not installed (needed to unpack the bundled llama.cpp source): e.g. 'apt-get install git'",
     );
   // Ninja when present (its output is one line per step); else CMake's default (make).
-  const generator = version("ninja") ? ["-G", "Ninja"] : [];
+  const generator = version("ninja", env) ? ["-G", "Ninja"] : [];
   return { cmake, compiler: cxx, generator };
 }
 
