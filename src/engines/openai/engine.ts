@@ -39,8 +39,16 @@ export interface RemoteEngineResult extends EngineResult {
   cacheReported: boolean;
 }
 
+/** Token ids are Uint32 here. */
+const MAX_TOKEN_ID = 2 ** 32 - 1;
+
 const TokenizeResponse = z.object({
-  tokens: z.array(z.union([z.number().int().min(0), z.object({ id: z.number() })])),
+  tokens: z.array(
+    z.union([
+      z.number().int().min(0).max(MAX_TOKEN_ID),
+      z.object({ id: z.number().int().min(0).max(MAX_TOKEN_ID) }),
+    ]),
+  ),
 });
 
 const ApplyTemplateResponse = z.object({ prompt: z.string() });
@@ -155,7 +163,7 @@ export class OpenAIEngine implements Engine {
     const remote = await this.tokenizeRemote(text);
     if (remote) return remote;
     if (this.opts.tokenizer === "server")
-      throw new EngineUnavailableError("server has no /tokenize endpoint");
+      throw new EngineUnavailableError("server has no /tokenize endpoint that returns tokens");
     return Uint32Array.from(gptEncode(text));
   }
 
@@ -168,7 +176,7 @@ export class OpenAIEngine implements Engine {
   private detectTokenizeShape(): Promise<TokenizeShape> {
     this.tokenizeShapeFound ??= (async () => {
       for (const shape of ["vllm", "llamacpp"] as const) {
-        const tokens = await this.tokenizeWith(shape, TOKENIZE_PROBE);
+        const tokens = await this.probeShape(shape, TOKENIZE_PROBE);
         if (tokens && tokens.length > 0) return shape;
       }
       return "none" as const;
@@ -194,7 +202,7 @@ export class OpenAIEngine implements Engine {
   }
 
   /** One probe in `shape`; undefined when the server rejects that shape (4xx, another body). */
-  private async tokenizeWith(shape: "vllm" | "llamacpp", text: string): Promise<Tokens | undefined> {
+  private async probeShape(shape: "vllm" | "llamacpp", text: string): Promise<Tokens | undefined> {
     try {
       const res = await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text));
       const parsed = TokenizeResponse.safeParse(res);
