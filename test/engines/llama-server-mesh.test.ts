@@ -26,6 +26,8 @@ async function serverTokens(server: LlamaServer, content: string): Promise<numbe
 interface PeerRow {
   id: string;
   estimateTokens: number;
+  liveness: string;
+  suspected: boolean;
 }
 
 describe.skipIf(skip)("two nodes, each fronting its own real llama.cpp server", () => {
@@ -47,6 +49,8 @@ describe.skipIf(skip)("two nodes, each fronting its own real llama.cpp server", 
           insecure: true,
           logLevel: "silent",
           pollMs: "50",
+          // A busy machine must not turn a slow ack into a fallback that serves the prompt at A.
+          forwardAckTimeoutMs: "15000",
           // The paper's rule (longest estimated prefix): stories260K's prefill is so cheap that the
           // cost-aware default would rightly keep any prompt local.
           policy: "affinity",
@@ -94,8 +98,8 @@ describe.skipIf(skip)("two nodes, each fronting its own real llama.cpp server", 
     const deadline = Date.now() + 30_000;
     for (;;) {
       const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { peers: PeerRow[] };
-      const est = view.peers.find((p) => p.id === "B")?.estimateTokens ?? 0;
-      if (est >= sharedBlocks) break;
+      const peer = view.peers.find((p) => p.id === "B");
+      if (peer && peer.estimateTokens >= sharedBlocks && peer.liveness === "live" && !peer.suspected) break;
       if (Date.now() > deadline) throw new Error(`A never learned B's tree: ${JSON.stringify(view)}`);
       await new Promise((r) => setTimeout(r, 25));
     }
