@@ -70,7 +70,7 @@ export async function createEngine(input: EngineSpec, hooks: EngineHooks = {}): 
     case "openai": {
       const { kind: _k, ...rest } = spec;
       const { OpenAIEngine } = await import("./openai/engine.js");
-      return OpenAIEngine.create(rest);
+      return OpenAIEngine.create(rest, hooks.log ?? logToStderr);
     }
     case "sim": {
       const { SimEngine } = await import("./sim/sim-engine.js");
@@ -82,6 +82,10 @@ export async function createEngine(input: EngineSpec, hooks: EngineHooks = {}): 
       });
     }
   }
+}
+
+function logToStderr(msg: string, fields: Record<string, unknown>): void {
+  console.warn(`prefixmesh openai: ${msg}`, JSON.stringify(fields));
 }
 
 function modelLabel(model: string): string | undefined {

@@ -11,6 +11,11 @@ import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { zmqEndpointSchema } from "../engines/kv-events/options.js";
 import { LlamaCppOptionsSchema } from "../engines/llamacpp/options.js";
+import {
+  MAX_CONTEXT_TOKENS,
+  OpenAIEngineOptionsSchema,
+  TOKENIZER_CHOICES,
+} from "../engines/openai/options.js";
 import { DEFAULT_PROFILE, PROFILE_NAMES } from "../engines/sim/profiles.js";
 import { nodeIdSchema } from "../net/node-id.js";
 import { DEFAULT_POLICY } from "./default-policy.js";
@@ -108,6 +113,7 @@ export function flagSettings(): SettingKey[] {
 }
 
 const L = LlamaCppOptionsSchema.shape;
+const O = OpenAIEngineOptionsSchema.shape;
 /** "`4` (the engine's)" from the engine's own default: stated once, in the engine's schema. */
 const engineDefault = (s: z.ZodDefault) => `\`${s.def.defaultValue}\` (the engine's)`;
 
@@ -185,8 +191,27 @@ export const nodeSettingsSchema = z.object({
     section: "Engine",
     value: "url",
     description:
-      "openai engine: the remote server's root URL, without `/v1` (e.g. `http://127.0.0.1:8000`); the node " +
-      "calls its /v1/completions, /tokenize and /health.",
+      "openai engine: the remote server's URL, with or without a trailing `/v1` (e.g. `http://127.0.0.1:8000`); " +
+      "the node calls its /v1/completions, /tokenize and /health.",
+  }),
+  engineTokenizer: setting(
+    z.enum(TOKENIZER_CHOICES, { error: `must be one of ${TOKENIZER_CHOICES.join(", ")}` }).optional(),
+    {
+      section: "Engine",
+      value: "kind",
+      defaultText: engineDefault(O.tokenizer),
+      description:
+        "openai engine: how prompts are tokenized — `server` (the server's /tokenize), `local` (gpt-tokenizer: " +
+        "right only for a matching model), or `auto` (the server's when it has one, else local).",
+    },
+  ),
+  engineContextTokens: setting(num(1, MAX_CONTEXT_TOKENS, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: engineDefault(O.maxContextTokens),
+    description:
+      "openai engine: tokens per request (prompt + output) when the server reports no limit; the server's own " +
+      "(vLLM/SGLang `max_model_len`, llama.cpp's `n_ctx` per slot) wins when it does.",
   }),
   engineApiKey: setting(z.string().max(4096).optional(), {
     section: "Engine",

@@ -1,16 +1,27 @@
 /**
- * Protocol-edge tests for the remote engine against a FAKE OpenAI-compatible server scripted inside
- * the test (127.0.0.1 only). The fake replays canned responses; it does no inference.
+ * Protocol-edge tests for the remote engine against a TEST DOUBLE of an OpenAI-compatible server
+ * scripted inside the test (127.0.0.1 only). The double replays canned responses, shaped as the real
+ * servers answer (llama.cpp's server, vLLM); it does no inference. The same engine against a real
+ * llama.cpp server: llama-server.test.ts.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { encode } from "gpt-tokenizer";
 import { afterEach, describe, expect, it } from "vitest";
 import { EngineInputError, EngineUnavailableError } from "../../src/engines/errors.js";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { retryAfterMs } from "../../src/engines/openai/http.js";
-import type { OpenAIEngineOptions } from "../../src/engines/openai/options.js";
+import {
+  normalizeBaseUrl,
+  type OpenAIEngineOptions,
+  OpenAIEngineOptionsSchema,
+} from "../../src/engines/openai/options.js";
 import { MAX_SSE_EVENT_BYTES, sseData } from "../../src/engines/openai/sse.js";
+import { loadEngine } from "../../src/server/runtime/engine-loader.js";
+import { envName, resolveNodeSettings } from "../../src/server/settings.js";
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 interface Seen {
@@ -20,22 +31,22 @@ interface Seen {
   auth?: string;
 }
 
-let fake: Server | undefined;
+let double: Server | undefined;
 let engine: OpenAIEngine | undefined;
 afterEach(async () => {
   await engine?.close();
   engine = undefined;
-  fake?.closeAllConnections();
-  await new Promise<void>((r) => (fake ? fake.close(() => r()) : r()));
-  fake = undefined;
+  double?.closeAllConnections();
+  await new Promise<void>((r) => (double ? double.close(() => r()) : r()));
+  double = undefined;
 });
 
-/** Starts the fake server; `routes` maps "METHOD /path" to a handler or a queue of handlers. */
-async function startFake(
+/** Starts the test double; `routes` maps "METHOD /path" to a handler or a queue of handlers. */
+async function startDouble(
   routes: Record<string, Handler | Handler[]>,
 ): Promise<{ url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
-  fake = createServer((req, res) => {
+  double = createServer((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
@@ -49,8 +60,8 @@ async function startFake(
       h(req, body, res);
     });
   });
-  await new Promise<void>((r) => fake!.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(fake!.address() as AddressInfo).port}`, seen };
+  await new Promise<void>((r) => double!.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(double!.address() as AddressInfo).port}`, seen };
 }
 
 const json =
@@ -81,13 +92,49 @@ const tokenReq = (prompt: string, maxTokens = 4) => ({
   maxTokens,
 });
 
+/**
+ * llama.cpp's server's /tokenize as the real one answers: `{content}` → its tokens; a body without
+ * `content` (vLLM's `{model, prompt}`) → 200 with no tokens, not an error.
+ */
+const llamaCppTokenize =
+  (tokens: (text: string) => number[]): Handler =>
+  (q, body, res) => {
+    const b = JSON.parse(body) as { content?: unknown };
+    json(200, { tokens: typeof b.content === "string" ? tokens(b.content) : [] })(q, body, res);
+  };
+/** A stand-in tokenizer for the double: one id per character, BOS (1) first. */
+const charIds = (t: string) => [1, ...Array.from(t, (c) => c.charCodeAt(0))];
+
 describe("remote engine: tokenization", () => {
+  it("recognises llama.cpp's server, which answers vLLM's shape with 200 and no tokens", async () => {
+    const { url, seen } = await startDouble({ "POST /tokenize": llamaCppTokenize(charIds) });
+    engine = new OpenAIEngine(opts(url, { tokenizer: "server" }));
+    expect(Array.from(await engine.tokenize("Once"))).toEqual(charIds("Once"));
+    expect(Array.from(await engine.tokenize("upon"))).toEqual(charIds("upon"));
+    const bodies = seen.map((x) => JSON.parse(x.body) as Record<string, unknown>);
+    // vLLM's shape was tried once and came back empty; every later call uses llama.cpp's.
+    expect(bodies.filter((b) => "prompt" in b)).toHaveLength(1);
+    expect(bodies.at(-1)).toMatchObject({ content: "upon", add_special: true });
+  });
+
+  it("takes no shape whose probe comes back empty: such a server has no usable /tokenize", async () => {
+    const { url } = await startDouble({ "POST /tokenize": json(200, { tokens: [] }) });
+    engine = new OpenAIEngine(opts(url));
+    expect(Array.from(await engine.tokenize("hello world"))).toEqual(encode("hello world"));
+    const strict = new OpenAIEngine(opts(url, { tokenizer: "server" }));
+    await expect(strict.tokenize("x")).rejects.toThrow(/no \/tokenize/);
+    await strict.close();
+  });
+
   it("uses the vLLM/SGLang /tokenize shape and remembers it", async () => {
-    const { url, seen } = await startFake({ "POST /tokenize": json(200, { tokens: [5, 6, 7], count: 3 }) });
+    const { url, seen } = await startDouble({ "POST /tokenize": json(200, { tokens: [5, 6, 7], count: 3 }) });
     engine = new OpenAIEngine(opts(url, { apiKey: "sk-test" }));
     expect(Array.from(await engine.tokenize("hi"))).toEqual([5, 6, 7]);
     await engine.tokenize("again");
-    expect(seen.map((s) => JSON.parse(s.body).prompt)).toEqual(["hi", "again"]);
+    // One probe finds the shape; then each text is tokenized once in it.
+    const prompts = seen.map((s) => JSON.parse(s.body).prompt);
+    expect(prompts.slice(1)).toEqual(["hi", "again"]);
+    expect(prompts[0]).toMatch(/\S/);
     expect(seen[0]!.auth).toBe("Bearer sk-test");
   });
 
@@ -97,13 +144,27 @@ describe("remote engine: tokenization", () => {
       if (b.content === undefined) return json(400, { error: "content required" })(_q, body, res);
       json(200, { tokens: [9, 8] })(_q, body, res);
     };
-    const { url } = await startFake({ "POST /tokenize": handler });
+    const { url } = await startDouble({ "POST /tokenize": handler });
     engine = new OpenAIEngine(opts(url));
     expect(Array.from(await engine.tokenize("x"))).toEqual([9, 8]);
   });
 
+  it("surfaces the server's 4xx for one prompt as an input error once the shape is known", async () => {
+    const handler: Handler = (q, body, res) => {
+      const b = JSON.parse(body) as { prompt?: string };
+      if ((b.prompt ?? "").length > 20) return json(400, { error: "prompt too long" })(q, body, res);
+      json(200, { tokens: [3, 4] })(q, body, res);
+    };
+    const { url } = await startDouble({ "POST /tokenize": handler });
+    engine = new OpenAIEngine(opts(url, { tokenizer: "server" }));
+    expect(Array.from(await engine.tokenize("short"))).toEqual([3, 4]);
+    const err = await engine.tokenize("x".repeat(50)).catch((e) => e);
+    expect(err).toBeInstanceOf(EngineInputError);
+    expect(String(err.message)).toMatch(/400.*prompt too long/);
+  });
+
   it("uses the local tokenizer when the server has no /tokenize (auto), fails clearly when required", async () => {
-    const { url } = await startFake({});
+    const { url } = await startDouble({});
     engine = new OpenAIEngine(opts(url));
     expect(Array.from(await engine.tokenize("hello world"))).toEqual(encode("hello world"));
     const strict = new OpenAIEngine(opts(url, { tokenizer: "server" }));
@@ -114,7 +175,7 @@ describe("remote engine: tokenization", () => {
 
 describe("remote engine: completions", () => {
   it("streams text, reports usage and cached tokens, and sends greedy sampling by default", async () => {
-    const { url, seen } = await startFake({
+    const { url, seen } = await startDouble({
       "POST /v1/completions": sse([
         { choices: [{ text: "Hel", finish_reason: null }] },
         { choices: [{ text: "lo", finish_reason: "length" }] },
@@ -143,7 +204,7 @@ describe("remote engine: completions", () => {
   });
 
   it("reads llama.cpp server timings (cache_n, prompt_ms, predicted_ms)", async () => {
-    const { url } = await startFake({
+    const { url } = await startDouble({
       "POST /v1/completions": sse([
         {
           choices: [{ text: "A", finish_reason: "stop" }],
@@ -163,7 +224,7 @@ describe("remote engine: completions", () => {
   });
 
   it("marks cached tokens as unreported when the server says nothing", async () => {
-    const { url } = await startFake({
+    const { url } = await startDouble({
       "POST /v1/completions": sse([{ choices: [{ text: "x", finish_reason: "stop" }] }]),
     });
     engine = new OpenAIEngine(opts(url));
@@ -175,7 +236,7 @@ describe("remote engine: completions", () => {
 
   it("retries 503 and 429 (honouring Retry-After), then succeeds", async () => {
     const ok = sse([{ choices: [{ text: "ok", finish_reason: "stop" }] }]);
-    const { url, seen } = await startFake({
+    const { url, seen } = await startDouble({
       "POST /v1/completions": [
         json(503, { error: "busy" }),
         json(429, { error: "slow down" }, { "retry-after": "1" }),
@@ -191,7 +252,7 @@ describe("remote engine: completions", () => {
   });
 
   it("does not retry a 400 and surfaces the server's message as an input error", async () => {
-    const { url, seen } = await startFake({
+    const { url, seen } = await startDouble({
       "POST /v1/completions": json(400, { error: { message: "prompt too long for model" } }),
     });
     engine = new OpenAIEngine(opts(url));
@@ -202,37 +263,37 @@ describe("remote engine: completions", () => {
   });
 
   it("gives up after the configured retries on persistent 5xx", async () => {
-    const { url, seen } = await startFake({ "POST /v1/completions": json(502, { error: "bad gateway" }) });
+    const { url, seen } = await startDouble({ "POST /v1/completions": json(502, { error: "bad gateway" }) });
     engine = new OpenAIEngine(opts(url, { retries: 2 }));
     await expect(engine.run(tokenReq("p"))).rejects.toThrow(/failed after 3 attempt\(s\): HTTP 502/);
     expect(seen.length).toBe(3);
   });
 
   it("reports a refused connection clearly after retrying", async () => {
-    const { url } = await startFake({});
-    await new Promise<void>((r) => fake!.close(() => r()));
-    fake = undefined;
+    const { url } = await startDouble({});
+    await new Promise<void>((r) => double!.close(() => r()));
+    double = undefined;
     engine = new OpenAIEngine(opts(url, { retries: 1 }));
     await expect(engine.run(tokenReq("p"))).rejects.toThrow(/ECONNREFUSED/);
     expect((await engine.health()).ok).toBe(false);
   });
 
   it("times out a server that never answers", async () => {
-    const { url } = await startFake({ "POST /v1/completions": () => {} });
+    const { url } = await startDouble({ "POST /v1/completions": () => {} });
     engine = new OpenAIEngine(opts(url, { headersTimeoutMs: 200, retries: 0 }));
     await expect(engine.run(tokenReq("p"))).rejects.toThrow(EngineUnavailableError);
     await expect(engine.run(tokenReq("p"))).rejects.toThrow(/HEADERS_TIMEOUT|timeout/i);
   });
 
   it("rejects a malformed stream event and an over-long request", async () => {
-    const { url } = await startFake({ "POST /v1/completions": sse(["{not json"]) });
+    const { url } = await startDouble({ "POST /v1/completions": sse(["{not json"]) });
     engine = new OpenAIEngine(opts(url, { maxContextTokens: 10 }));
     await expect(engine.run(tokenReq("p"))).rejects.toThrow(/malformed stream event/);
     await expect(engine.run(tokenReq("p", 8))).rejects.toThrow(EngineInputError);
   });
 
   it("aborts an in-flight stream", async () => {
-    const { url } = await startFake({
+    const { url } = await startDouble({
       "POST /v1/completions": (_q, _b, res) => {
         res.writeHead(200, { "content-type": "text/event-stream" });
         res.write(`data: ${JSON.stringify({ choices: [{ text: "a" }] })}\n\n`);
@@ -245,9 +306,143 @@ describe("remote engine: completions", () => {
   });
 });
 
+describe("remote engine: the server URL", () => {
+  it("normalizes a trailing /v1 and slashes once, and keeps a proxy prefix", () => {
+    expect(normalizeBaseUrl("http://127.0.0.1:8080/v1")).toBe("http://127.0.0.1:8080");
+    expect(normalizeBaseUrl("http://127.0.0.1:8080/v1/")).toBe("http://127.0.0.1:8080");
+    expect(normalizeBaseUrl("http://127.0.0.1:8080//")).toBe("http://127.0.0.1:8080");
+    expect(normalizeBaseUrl("https://h.example/llm/v1")).toBe("https://h.example/llm");
+    expect(normalizeBaseUrl("https://h.example/v1beta")).toBe("https://h.example/v1beta");
+    const bad = OpenAIEngineOptionsSchema.safeParse({ baseUrl: "http://h:1/v1?x=1", model: "m" });
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0]?.message).toMatch(/query or fragment/);
+  });
+
+  it("sends to /v1/completions and /tokenize whether the URL ends in /v1 or not", async () => {
+    const ok = sse([{ choices: [{ text: "x", finish_reason: "stop" }] }]);
+    const { url, seen } = await startDouble({
+      "POST /v1/completions": ok,
+      "POST /tokenize": json(200, { tokens: [4, 2] }),
+    });
+    for (const base of [url, `${url}/`, `${url}/v1`, `${url}/v1/`]) {
+      const e = new OpenAIEngine(opts(base));
+      expect((await e.run(tokenReq("p"))).text).toBe("x");
+      expect(Array.from(await e.tokenize("p"))).toEqual([4, 2]);
+      await e.close();
+    }
+    expect(new Set(seen.map((x) => x.url))).toEqual(new Set(["/v1/completions", "/tokenize"]));
+  });
+});
+
+describe("remote engine: the context limit, read from the server", () => {
+  const models = (entries: object[]) => json(200, { object: "list", data: entries });
+  const logged: string[] = [];
+  const log = (msg: string) => logged.push(msg);
+  afterEach(() => {
+    logged.length = 0;
+  });
+
+  it("takes vLLM's max_model_len from /v1/models, and refuses a request beyond it", async () => {
+    const { url } = await startDouble({
+      "GET /v1/models": models([
+        { id: "other", object: "model", max_model_len: 99 },
+        { id: "m", object: "model", max_model_len: 1234 },
+      ]),
+    });
+    engine = await OpenAIEngine.create(opts(url), log);
+    expect(engine.info.maxContextTokens).toBe(1234);
+    expect(engine.contextSource).toBe("server");
+    await expect(engine.run(tokenReq("p", 1232))).rejects.toThrow(/context of 1234 tokens/);
+    expect(logged).toEqual([]);
+  });
+
+  it("takes llama.cpp's per-slot n_ctx from /v1/models, or else from /props", async () => {
+    const { url } = await startDouble({
+      // llama.cpp names its one model by its path: not the name the node was given.
+      "GET /v1/models": models([{ id: "/models/x.gguf", object: "model", meta: { n_ctx: 512 } }]),
+    });
+    engine = await OpenAIEngine.create(opts(url));
+    expect(engine.info.maxContextTokens).toBe(512);
+    await engine.close();
+    double?.close();
+    const props = await startDouble({
+      "GET /props": json(200, { default_generation_settings: { n_ctx: 768 }, total_slots: 2 }),
+    });
+    engine = await OpenAIEngine.create(opts(props.url));
+    expect(engine.info.maxContextTokens).toBe(768);
+  });
+
+  it("keeps the configured limit when the server reports none or an out-of-bounds one", async () => {
+    const { url } = await startDouble({
+      "GET /v1/models": models([{ id: "m", object: "model", max_model_len: 1e12 }]),
+      "GET /props": json(200, { default_generation_settings: { n_ctx: -3 } }),
+    });
+    engine = await OpenAIEngine.create(opts(url, { maxContextTokens: 999 }), log);
+    expect(engine.info.maxContextTokens).toBe(999);
+    expect(engine.contextSource).toBe("configured");
+    expect(logged).toEqual([expect.stringMatching(/reports no context limit/)]);
+  });
+
+  it("reads it once the server answers, when it was down as the engine started", async () => {
+    const { url } = await startDouble({
+      "GET /v1/models": [json(503, { error: "loading model" }), models([{ id: "m", max_model_len: 640 }])],
+      "GET /health": json(200, { status: "ok" }),
+    });
+    engine = await OpenAIEngine.create(opts(url, { retries: 0 }), log);
+    expect(engine.info.maxContextTokens).toBe(4096);
+    expect(logged).toEqual([expect.stringMatching(/did not answer/)]);
+    expect((await engine.health()).ok).toBe(true);
+    expect(engine.info.maxContextTokens).toBe(640);
+    expect(engine.contextSource).toBe("server");
+  });
+});
+
+describe("remote engine settings (flag, env, YAML) reach the engine", () => {
+  it("validates --engine-tokenizer and --engine-context-tokens with clear errors", () => {
+    const base = { id: "A", engine: "openai", engineUrl: "http://127.0.0.1:1" };
+    expect(resolveNodeSettings({ ...base, engineTokenizer: "server" }, {}).engineTokenizer).toBe("server");
+    expect(resolveNodeSettings(base, { [envName("engineTokenizer")]: "local" }).engineTokenizer).toBe(
+      "local",
+    );
+    expect(envName("engineTokenizer")).toBe("PREFIXMESH_ENGINE_TOKENIZER");
+    const dir = mkdtempSync(join(tmpdir(), "pm-openai-settings-"));
+    try {
+      const yaml = join(dir, "node.yaml");
+      writeFileSync(yaml, "engine-tokenizer: server\nengine-context-tokens: 1024\n");
+      const fromFile = resolveNodeSettings({ ...base, config: yaml }, {});
+      expect([fromFile.engineTokenizer, fromFile.engineContextTokens]).toEqual(["server", 1024]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(() => resolveNodeSettings({ ...base, engineTokenizer: "gpt" }, {})).toThrow(
+      /^--engine-tokenizer: must be one of auto, server, local$/,
+    );
+    expect(resolveNodeSettings({ ...base, engineContextTokens: "2048" }, {}).engineContextTokens).toBe(2048);
+    expect(() => resolveNodeSettings({ ...base, engineContextTokens: "0" }, {})).toThrow(
+      /^--engine-context-tokens: /,
+    );
+  });
+
+  it("hands the tokenizer choice and the fallback context to the engine", async () => {
+    const { url, seen } = await startDouble({ "POST /tokenize": json(200, { tokens: [7] }) });
+    const s = resolveNodeSettings(
+      { id: "A", engine: "openai", engineUrl: `${url}/v1`, model: "m" },
+      { [envName("engineTokenizer")]: "local", [envName("engineContextTokens")]: "777" },
+    );
+    const e = await loadEngine(s);
+    try {
+      expect(Array.from(await e.tokenize("hello"))).toEqual(encode("hello"));
+      expect(seen.filter((x) => x.url === "/tokenize")).toHaveLength(0);
+      expect(e.info.maxContextTokens).toBe(777);
+    } finally {
+      await e.close();
+    }
+  });
+});
+
 describe("remote engine: chat template and health", () => {
   it("uses llama.cpp's /apply-template when present, else the fallback template", async () => {
-    const { url } = await startFake({
+    const { url } = await startDouble({
       "POST /apply-template": json(200, { prompt: "<|user|>hi<|assistant|>" }),
     });
     engine = new OpenAIEngine(opts(url));
@@ -258,7 +453,7 @@ describe("remote engine: chat template and health", () => {
   });
 
   it("is healthy when /health answers 200 with an empty body (vLLM)", async () => {
-    const { url } = await startFake({ "GET /health": (_q, _b, res) => res.writeHead(200).end() });
+    const { url } = await startDouble({ "GET /health": (_q, _b, res) => res.writeHead(200).end() });
     engine = new OpenAIEngine(opts(url));
     expect(await engine.health()).toEqual({ ok: true });
   });

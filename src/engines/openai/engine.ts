@@ -2,8 +2,11 @@
  * The remote engine: any OpenAI-compatible server (SGLang, vLLM, llama.cpp server, Ollama).
  *
  * Tokens. The router's tokens must equal the engine's. Prompts are tokenized by the server's
- * `/tokenize` when it has one (vLLM/SGLang shape `{model, prompt}` or llama.cpp shape `{content}`),
- * else by a configured local tokenizer (gpt-tokenizer), which is only right for matching models.
+ * `/tokenize` when it has one (vLLM/SGLang shape `{model, prompt}` or llama.cpp shape `{content}`,
+ * told apart by a probe that must come back non-empty), else by a configured local tokenizer (gpt-tokenizer), which is only right for matching models.
+ * URL. `--engine-url` may end in `/v1` (the OpenAI convention) or not: it is normalized once to the root.
+ * Context. The limit per request is read from the server (`/v1/models`: vLLM/SGLang `max_model_len`,
+ * llama.cpp `meta.n_ctx`; else llama.cpp's `/props` n_ctx per slot), else the configured value.
  * Chat. Messages are rendered locally into a prompt (llama.cpp server's `/apply-template` when present,
  * else the documented fallback template) and sent to `/v1/completions`: the routed tokens are then
  * exactly what the server evaluates. `/v1/chat/completions` is not used, because the server's template
@@ -31,7 +34,7 @@ import { renderFallbackChat } from "../chat-fallback.js";
 import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
 import type { KvEventsCacheModel, KvEventsStatus } from "../kv-events/cache-model.js";
 import { HttpClient } from "./http.js";
-import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
+import { MAX_CONTEXT_TOKENS, type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
 import { sseData } from "./sse.js";
 
 /** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
@@ -39,8 +42,16 @@ export interface RemoteEngineResult extends EngineResult {
   cacheReported: boolean;
 }
 
+/** Token ids are Uint32 here. */
+const MAX_TOKEN_ID = 2 ** 32 - 1;
+
 const TokenizeResponse = z.object({
-  tokens: z.array(z.union([z.number().int().min(0), z.object({ id: z.number() })])),
+  tokens: z.array(
+    z.union([
+      z.number().int().min(0).max(MAX_TOKEN_ID),
+      z.object({ id: z.number().int().min(0).max(MAX_TOKEN_ID) }),
+    ]),
+  ),
 });
 
 const ApplyTemplateResponse = z.object({ prompt: z.string() });
@@ -73,6 +84,33 @@ const StreamChunk = z.object({
 
 const MAX_OUTPUT_CHARS = 4 << 20;
 
+const toTokens = (ts: z.infer<typeof TokenizeResponse>["tokens"]): Tokens =>
+  Uint32Array.from(ts.map((t) => (typeof t === "number" ? t : t.id)));
+
+/** Any non-empty text: every tokenizer turns it into at least one token. */
+const TOKENIZE_PROBE = "Hello, world";
+
+const ContextTokens = z.number().int().min(1).max(MAX_CONTEXT_TOKENS);
+/** `/v1/models`: vLLM and SGLang say `max_model_len`, llama.cpp's server `meta.n_ctx` (per slot). */
+const ModelsResponse = z.object({
+  data: z
+    .array(
+      z.object({
+        id: z.string(),
+        max_model_len: ContextTokens.nullish().catch(undefined),
+        meta: z
+          .object({ n_ctx: ContextTokens.nullish().catch(undefined) })
+          .nullish()
+          .catch(undefined),
+      }),
+    )
+    .max(10_000),
+});
+/** llama.cpp's server `/props`: the context of one slot. */
+const PropsResponse = z.object({
+  default_generation_settings: z.object({ n_ctx: ContextTokens }),
+});
+
 type TokenizeShape = "vllm" | "llamacpp" | "none";
 
 export class OpenAIEngine implements Engine {
@@ -80,20 +118,15 @@ export class OpenAIEngine implements Engine {
   private readonly http: HttpClient;
   private readonly opts: z.output<typeof OpenAIEngineOptionsSchema>;
   private tokenizeShape: TokenizeShape | undefined;
+  private tokenizeShapeFound: Promise<TokenizeShape> | undefined;
+  /** Where `info.maxContextTokens` comes from: the server's report, or the configured fallback. */
+  private contextFrom: "server" | "configured" = "configured";
+  private contextReading: Promise<number | undefined> | undefined;
   private applyTemplateAvailable: boolean | undefined;
   private closed = false;
   private readonly cacheModel: KvEventsCacheModel | undefined;
 
   /** Builds the engine; with `kvEvents`, its cache model too (loading zeromq only then). */
-  static async create(options: OpenAIEngineOptions): Promise<OpenAIEngine> {
-    const opts = OpenAIEngineOptionsSchema.parse(options);
-    if (!opts.kvEvents) return new OpenAIEngine(opts);
-    const { KvEventsCacheModel } = await import("../kv-events/cache-model.js");
-    const model = new KvEventsCacheModel(opts.kvEvents, opts.capacityTokens);
-    model.start();
-    return new OpenAIEngine(opts, model);
-  }
-
   constructor(options: OpenAIEngineOptions, cacheModel?: KvEventsCacheModel) {
     this.opts = OpenAIEngineOptionsSchema.parse(options);
     if (this.opts.kvEvents && !cacheModel) throw new Error("kvEvents needs OpenAIEngine.create()");
@@ -109,36 +142,156 @@ export class OpenAIEngine implements Engine {
     };
   }
 
+  /**
+   * An engine with the server's context limit read when the server answers now; when it does not,
+   * the configured limit holds until a health check reaches the server (said through `log`). With
+   * `kvEvents`, its cache model follows the server's KV events (src/engines/kv-events).
+   */
+  static async create(
+    options: OpenAIEngineOptions,
+    log?: (msg: string, fields: Record<string, unknown>) => void,
+  ): Promise<OpenAIEngine> {
+    const opts = OpenAIEngineOptionsSchema.parse(options);
+    let model: KvEventsCacheModel | undefined;
+    if (opts.kvEvents) {
+      // zeromq loads only for a server that publishes KV events.
+      const { KvEventsCacheModel } = await import("../kv-events/cache-model.js");
+      model = new KvEventsCacheModel(opts.kvEvents, opts.capacityTokens);
+      model.start();
+    }
+    const engine = new OpenAIEngine(opts, model);
+    try {
+      if ((await engine.readServerContext()) === undefined)
+        log?.("the server reports no context limit: using the configured one", {
+          maxContextTokens: engine.info.maxContextTokens,
+        });
+    } catch (e) {
+      log?.("the server did not answer: using the configured context limit until it does", {
+        maxContextTokens: engine.info.maxContextTokens,
+        error: (e as Error).message,
+      });
+    }
+    return engine;
+  }
+
   async tokenize(text: string): Promise<Tokens> {
     if (this.opts.tokenizer === "local") return Uint32Array.from(gptEncode(text));
     const remote = await this.tokenizeRemote(text);
     if (remote) return remote;
     if (this.opts.tokenizer === "server")
-      throw new EngineUnavailableError("server has no /tokenize endpoint");
+      throw new EngineUnavailableError("server has no /tokenize endpoint that returns tokens");
     return Uint32Array.from(gptEncode(text));
   }
 
-  /** Tries the vLLM/SGLang shape, then llama.cpp's; remembers which works (or that none does). */
-  private async tokenizeRemote(text: string): Promise<Tokens | undefined> {
-    const shapes: TokenizeShape[] = this.tokenizeShape ? [this.tokenizeShape] : ["vllm", "llamacpp"];
-    for (const shape of shapes) {
-      if (shape === "none") return undefined;
-      const body =
-        shape === "vllm"
-          ? { model: this.opts.model, prompt: text, add_special_tokens: true }
-          : { content: text, add_special: true };
-      try {
-        const parsed = TokenizeResponse.safeParse(await this.http.json("POST", "/tokenize", body));
-        if (!parsed.success) continue;
-        this.tokenizeShape = shape;
-        return Uint32Array.from(parsed.data.tokens.map((t) => (typeof t === "number" ? t : t.id)));
-      } catch (e) {
-        // 4xx: this shape (or the endpoint) is not supported; anything else is a real failure.
-        if (!(e instanceof EngineInputError)) throw e;
+  /**
+   * The server's tokenize shape, found once with a fixed non-empty probe text: the vLLM/SGLang body
+   * `{model, prompt}`, then llama.cpp's `{content}`. A shape counts only if the probe comes back as a
+   * non-empty token list: llama.cpp's server answers a body without `content` with 200 and no tokens,
+   * so "the request succeeded" says nothing.
+   */
+  private detectTokenizeShape(): Promise<TokenizeShape> {
+    this.tokenizeShapeFound ??= (async () => {
+      for (const shape of ["vllm", "llamacpp"] as const) {
+        const tokens = await this.probeShape(shape, TOKENIZE_PROBE);
+        if (tokens && tokens.length > 0) return shape;
       }
+      return "none" as const;
+    })().then(
+      (shape) => {
+        this.tokenizeShape = shape;
+        return shape;
+      },
+      (e: unknown) => {
+        // A transient failure (server down): detect again next time.
+        this.tokenizeShapeFound = undefined;
+        throw e;
+      },
+    );
+    return this.tokenizeShapeFound;
+  }
+
+  /** A /tokenize request body in `shape`. */
+  private tokenizeBody(shape: "vllm" | "llamacpp", text: string): object {
+    return shape === "vllm"
+      ? { model: this.opts.model, prompt: text, add_special_tokens: true }
+      : { content: text, add_special: true };
+  }
+
+  /** One probe in `shape`; undefined when the server rejects that shape (4xx, another body). */
+  private async probeShape(shape: "vllm" | "llamacpp", text: string): Promise<Tokens | undefined> {
+    try {
+      const res = await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text));
+      const parsed = TokenizeResponse.safeParse(res);
+      return parsed.success ? toTokens(parsed.data.tokens) : undefined;
+    } catch (e) {
+      // 4xx: this shape (or the endpoint) is not supported; anything else is a real failure.
+      if (!(e instanceof EngineInputError)) throw e;
+      return undefined;
     }
-    this.tokenizeShape = "none";
-    return undefined;
+  }
+
+  private async tokenizeRemote(text: string): Promise<Tokens | undefined> {
+    const shape = this.tokenizeShape ?? (await this.detectTokenizeShape());
+    if (shape === "none") return undefined;
+    // Once the shape is known, a 4xx is about this prompt (e.g. too long): the caller's error.
+    const parsed = TokenizeResponse.safeParse(
+      await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text)),
+    );
+    if (!parsed.success) throw new EngineUnavailableError("unexpected /tokenize response from the server");
+    const tokens = toTokens(parsed.data.tokens);
+    if (tokens.length === 0 && text.length > 0)
+      throw new EngineUnavailableError("server's /tokenize returned no tokens for a non-empty prompt");
+    return tokens;
+  }
+
+  /**
+   * Reads the server's context limit (per request: llama.cpp's per-slot n_ctx, vLLM's max_model_len)
+   * into `info.maxContextTokens`; undefined (the configured value stays) when the server reports none.
+   * Unreachable servers throw (EngineUnavailableError); `health()` tries again until one answers.
+   */
+  readServerContext(): Promise<number | undefined> {
+    this.contextReading ??= this.fetchServerContext().then(
+      (n) => {
+        if (n !== undefined) {
+          this.info.maxContextTokens = n;
+          this.contextFrom = "server";
+        }
+        return n;
+      },
+      (e: unknown) => {
+        this.contextReading = undefined;
+        throw e;
+      },
+    );
+    return this.contextReading;
+  }
+
+  /** Where the context limit in `info` came from. */
+  get contextSource(): "server" | "configured" {
+    return this.contextFrom;
+  }
+
+  private async fetchServerContext(): Promise<number | undefined> {
+    const models = ModelsResponse.safeParse(await this.getOptional("/v1/models"));
+    if (models.success) {
+      const { data } = models.data;
+      const mine = data.find((m) => m.id === this.opts.model) ?? (data.length === 1 ? data[0] : undefined);
+      const n = mine?.max_model_len ?? mine?.meta?.n_ctx;
+      if (n) return n;
+    }
+    const props = PropsResponse.safeParse(await this.getOptional("/props"));
+    return props.success ? props.data.default_generation_settings.n_ctx : undefined;
+  }
+
+  /** GET a JSON endpoint the server may lack: undefined on 4xx or a body that is not JSON. */
+  private async getOptional(path: string): Promise<unknown> {
+    try {
+      return await this.http.json("GET", path);
+    } catch (e) {
+      if (e instanceof EngineInputError) return undefined;
+      if (e instanceof EngineUnavailableError && /not JSON/.test(e.message)) return undefined;
+      throw e;
+    }
   }
 
   async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
@@ -165,9 +318,10 @@ export class OpenAIEngine implements Engine {
     signal?: AbortSignal,
   ): Promise<RemoteEngineResult> {
     if (this.closed) throw new EngineUnavailableError("engine is closed");
-    if (req.tokens.length + req.maxTokens > this.opts.maxContextTokens) {
+    const limit = this.info.maxContextTokens;
+    if (req.tokens.length + req.maxTokens > limit) {
       throw new EngineInputError(
-        `prompt (${req.tokens.length}) + maxTokens (${req.maxTokens}) exceeds the context of ${this.opts.maxContextTokens} tokens`,
+        `prompt (${req.tokens.length}) + maxTokens (${req.maxTokens}) exceeds the server's context of ${limit} tokens`,
       );
     }
     // Text when we have it (the server tokenizes it to the same ids); ids only when they are the server's.
@@ -262,6 +416,8 @@ export class OpenAIEngine implements Engine {
         // vLLM answers /health with an empty 200, llama.cpp with JSON: the status is what counts.
         const res = await this.http.send("GET", path);
         await res.body.dump();
+        // A server that was down when the engine was created: read its context now.
+        if (this.contextFrom === "configured") await this.readServerContext().catch(() => undefined);
         return { ok: true };
       } catch (e) {
         if (!(e instanceof EngineInputError)) return { ok: false, detail: (e as Error).message };

@@ -5,15 +5,39 @@
 import { z } from "zod";
 import { KvEventsOptionsSchema } from "../kv-events/options.js";
 
+/**
+ * The server's root URL, normalized once: OpenAI clients take a base URL ending in `/v1`, while
+ * `/tokenize`, `/props` and `/health` live at the root, so a trailing `/v1` (and trailing slashes) is
+ * dropped; any other path stays (a server behind a reverse-proxy prefix).
+ */
+export function normalizeBaseUrl(url: string): string {
+  const u = new URL(url);
+  u.pathname = u.pathname.replace(/\/+$/, "").replace(/\/v1$/i, "");
+  return u.toString().replace(/\/+$/, "");
+}
+
+/** Most context tokens a server may report or a user configure (bounds a peer-controlled figure). */
+export const MAX_CONTEXT_TOKENS = 10_000_000;
+
+/** How prompts are tokenized: see `tokenizer` below. */
+export const TOKENIZER_CHOICES = ["auto", "server", "local"] as const;
+
 export const OpenAIEngineOptionsSchema = z.object({
-  baseUrl: z.url({ protocol: /^https?$/ }),
+  baseUrl: z
+    .url({ protocol: /^https?$/ })
+    .refine((u) => !u.includes("?") && !u.includes("#"), "must not have a query or fragment")
+    .transform(normalizeBaseUrl),
   model: z.string().min(1),
   apiKey: z.string().optional(),
   /** Tokens the node's tree may hold for this server (LRU approximation of the remote cache). */
   capacityTokens: z.number().int().min(1).default(65536),
-  maxContextTokens: z.number().int().min(1).default(4096),
+  /**
+   * Prompt + output tokens per request when the server does not say (it is read from the server:
+   * llama.cpp's `/props` n_ctx per slot, vLLM's and SGLang's `max_model_len` in `/v1/models`).
+   */
+  maxContextTokens: z.number().int().min(1).max(MAX_CONTEXT_TOKENS).default(4096),
   /** "auto": server /tokenize, else local; "server": server only; "local": gpt-tokenizer only. */
-  tokenizer: z.enum(["auto", "server", "local"]).default("auto"),
+  tokenizer: z.enum(TOKENIZER_CHOICES).default("auto"),
   /** "auto": llama.cpp's /apply-template when present, else the fallback; "fallback": always the fallback. */
   chatTemplate: z.enum(["auto", "fallback"]).default("auto"),
   connectTimeoutMs: z.number().int().min(1).default(5_000),

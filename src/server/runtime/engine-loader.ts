@@ -11,6 +11,8 @@ export interface EngineSettings {
   engineKvReplay?: string | undefined;
   engineKvTopic?: string | undefined;
   engineKvRank?: number | undefined;
+  engineTokenizer?: "auto" | "server" | "local" | undefined;
+  engineContextTokens?: number | undefined;
   capacityTokens?: number | undefined;
   simProfile?: string | undefined;
   simTimeScale?: number | undefined;
@@ -49,6 +51,8 @@ function engineSpec(s: EngineSettings): EngineSpec {
         baseUrl: s.engineUrl,
         model: s.model,
         ...(s.engineApiKey ? { apiKey: s.engineApiKey } : {}),
+        ...(s.engineTokenizer ? { tokenizer: s.engineTokenizer } : {}),
+        ...(s.engineContextTokens ? { maxContextTokens: s.engineContextTokens } : {}),
         ...(s.capacityTokens ? { capacityTokens: s.capacityTokens } : {}),
         ...kvEvents(s),
       };
