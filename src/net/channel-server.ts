@@ -87,7 +87,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       else channelsOf.delete(r.sender);
     });
     const nonce = req.headers[HEADER_NONCE];
-    const mac = auth.channelMac(typeof nonce === "string" ? nonce : "", "server");
+    const mac = auth.channelMac(typeof nonce === "string" ? nonce : "", r.sender, "server");
     wss.handleUpgrade(req, socket, head, (ws) => serveChannel(ws, r.sender, mac));
   });
 

@@ -10,6 +10,7 @@ import { replyStream } from "./reply-stream.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
 import {
   FORWARD_PATH,
+  HELLO_PATH,
   MESSAGE_PATH,
   messageFromWire,
   parseForward,
@@ -80,7 +81,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
       // who we are; it reveals only id, cluster, model, protocol version and whether we need prompt
       // text, so membership is not required for it.
-      req.routeOptions.url !== "/peer/hello",
+      req.routeOptions.url !== HELLO_PATH,
     );
     if (!r.ok) {
       reply.status(r.status).send({ error: r.error });
@@ -106,7 +107,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     done();
   });
 
-  app.get("/peer/hello", async () => handlers.hello());
+  app.get(HELLO_PATH, async () => handlers.hello());
 
   const maxSnapshotBytes = opts.maxSnapshotBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES;
   // Decoded here, within the body limit: a snapshot that does not decode is a 400 before the node sees it.
