@@ -5,7 +5,9 @@
  * many of that client's requests were answered and how fast, what the attacker's sockets met (429s,
  * 408s, idle closes), and the node process's memory and open file descriptors during the attack.
  * Run: npm run build && node dist/bench/slow-loris.js (SLOW_LORIS_SOCKETS, SLOW_LORIS_REQUESTS,
- * SLOW_LORIS_ARGS="--headers-timeout-ms 5000" to change the attack, the client or the node's settings).
+ * SLOW_LORIS_ARGS="--headers-timeout-ms 5000" to change the attack, the client or the node's settings;
+ * SLOW_LORIS_CLI=path/to/main.js to attack another build, SLOW_LORIS_ADMITTED=n how many of the
+ * attacker's connections that build admits).
  */
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -199,7 +201,7 @@ async function main(): Promise<void> {
   const requests = Number(process.env.SLOW_LORIS_REQUESTS ?? 2000);
   const extra = (process.env.SLOW_LORIS_ARGS ?? "").split(/\s+/).filter(Boolean);
   const [api, peer] = [await freePort("127.0.0.1"), await freePort("127.0.0.1")];
-  const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+  const cli = process.env.SLOW_LORIS_CLI ?? fileURLToPath(new URL("../cli/main.js", import.meta.url));
   const args = ["node", "--id", "A", "--listen", `127.0.0.1:${api}`, "--peer-listen", `127.0.0.1:${peer}`];
   const node = spawn(
     process.execPath,
@@ -236,15 +238,19 @@ async function main(): Promise<void> {
       const u = processUse(pid);
       if (u && peak) peak = { rssMiB: Math.max(peak.rssMiB, u.rssMiB), fds: Math.max(peak.fds, u.fds) };
     }, 200);
-    // The attack is on once the node has refused every connection beyond the address's share.
+    // The attack is on once the node has refused (429, or 503 over its total) every connection
+    // beyond what it admits of them: by default an eighth of --max-connections.
     const flag = (name: string) => {
       const i = extra.indexOf(name);
       return i >= 0 ? Number(extra[i + 1]) : undefined;
     };
-    const share =
-      flag("--max-connections-per-address") ??
-      Math.max(1, Math.floor((flag("--max-connections") ?? 1024) / 8));
-    for (let i = 0; (await refusedCount(url, "per-address")) < sockets - share; i++) {
+    const admitted = Number(
+      process.env.SLOW_LORIS_ADMITTED ??
+        flag("--max-connections-per-address") ??
+        Math.max(1, Math.floor((flag("--max-connections") ?? 1024) / 8)),
+    );
+    const refusals = () => (attack.stats().statuses["429"] ?? 0) + (attack.stats().statuses["503"] ?? 0);
+    for (let i = 0; refusals() < sockets - admitted; i++) {
       if (i > 600) throw new Error("the node never refused the attacker's connections");
       await new Promise((r) => setTimeout(r, 100));
     }
