@@ -8,7 +8,7 @@ import { type FrameMac, frameMac } from "./auth/channel-mac.js";
 import { HEADER_SENDER, PeerRequestVerifier, signPeerRequest, type VerifyFailure } from "./auth/hmac.js";
 import { clientTlsOptions, peerIdFromTlsSocket, serverTlsOptions, type TlsMaterial } from "./auth/tls.js";
 import { isNodeId } from "./node-id.js";
-import { HELLO_PATH } from "./transport-wire.js";
+import { HELLO_PATH, PROTOCOL_VERSION } from "./transport-wire.js";
 
 export { ANY_DESTINATION } from "./auth/hmac.js";
 
@@ -67,7 +67,11 @@ export function admitPeer(
   const r = auth.verify(req);
   if (!r.ok) {
     handlers.onAuthRejected?.(r.reason);
-    return { ok: false, status: 401, error: `peer authentication failed: ${r.reason}` };
+    const why =
+      r.reason === "old-protocol"
+        ? `${r.reason} (signed as peer protocol 1; this node speaks ${PROTOCOL_VERSION}: upgrade the peer)`
+        : r.reason;
+    return { ok: false, status: 401, error: `peer authentication failed: ${why}` };
   }
   if (member && !handlers.isKnownPeer(r.sender)) {
     handlers.onAuthRejected?.("unknown-peer");

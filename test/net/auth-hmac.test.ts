@@ -255,6 +255,14 @@ describe("what a shared-secret signature covers", () => {
     expect(atC.stats()).toMatchObject({ ok: 1, "wrong-destination": 2, "bad-signature": 2 });
   });
 
+  it("names a request signed as protocol 1 did (no destination) for what it is", () => {
+    const v = new PeerRequestVerifier({ secret, self: "B" });
+    const { [HEADER_DESTINATION]: _gone, ...v1 } = received(sigFor());
+    expect(v.verify({ ...req, headers: v1 })).toEqual({ ok: false, reason: "old-protocol" });
+    const { [HEADER_SIGNATURE]: _sig, ...unsigned } = v1;
+    expect(v.verify({ ...req, headers: unsigned })).toEqual({ ok: false, reason: "missing" });
+  });
+
   it("refuses a replay to the same node, and keeps nonces per destination", () => {
     const v = new PeerRequestVerifier({ secret, self: "B" });
     const nonce = "fedcba9876543210fedc";

@@ -139,6 +139,17 @@ describe("shared-secret peer authentication against captured requests", () => {
     expect(cNode.log.snapshots).toHaveLength(0);
   });
 
+  it("tells a node signing as protocol 1 (no destination) what is wrong", async () => {
+    const b = await node("B");
+    const { c, seen } = clientA();
+    c.setPeer("B", b.url);
+    await c.send("B", snapshotMsg([1]));
+    const r = await resend(b.url, seen.at(-1)!, { [HEADER_DESTINATION]: undefined });
+    expect(r.status).toBe(401);
+    expect(r.text).toContain(`old-protocol (signed as peer protocol 1; this node speaks ${PROTOCOL_VERSION}`);
+    expect(b.log.rejected).toEqual(["old-protocol"]);
+  });
+
   it.each([
     ["x-prefixmesh-holds", "5:10", "an ack for a version not held"],
     ["x-prefixmesh-blocks", "300", "another block count"],

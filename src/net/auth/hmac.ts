@@ -130,7 +130,9 @@ export type VerifyFailure =
   | "replay"
   | "bad-signature"
   | "malformed"
-  | "wrong-destination";
+  | "wrong-destination"
+  /** Signed as protocol 1 did (no destination): a node of the previous version. */
+  | "old-protocol";
 export type VerifyResult = { ok: true; sender: string } | { ok: false; reason: VerifyFailure };
 
 export interface VerifyInput {
@@ -171,6 +173,7 @@ export class PeerRequestVerifier {
     "bad-signature": 0,
     malformed: 0,
     "wrong-destination": 0,
+    "old-protocol": 0,
   };
 
   constructor(opts: VerifierOptions) {
@@ -208,6 +211,8 @@ export class PeerRequestVerifier {
       nonce: headers[HEADER_NONCE],
       signature: headers[HEADER_SIGNATURE],
     };
+    if (raw.destination === undefined && raw.sender && raw.timestamp && raw.nonce && raw.signature)
+      return fail("old-protocol");
     if (Object.values(raw).some((v) => v === undefined)) return fail("missing");
     const parsed = headerSchema.safeParse(raw); // arrays (repeated headers) and oversize values fail here
     if (!parsed.success) return fail("malformed");
