@@ -145,7 +145,7 @@ export class ForwardChannel {
   }
 
   private connect(): Promise<Conn> {
-    const headers = this.auth.sign("GET", CHANNEL_PATH, undefined);
+    const headers = this.auth.sign({ method: "GET", path: CHANNEL_PATH, body: undefined, to: this.peerId });
     const nonce = (headers as Record<string, string>)[HEADER_NONCE] ?? "";
     const base = new URL(this.url);
     const wsUrl = `${base.protocol === "https:" ? "wss:" : "ws:"}//${base.host}${CHANNEL_PATH}`;
@@ -160,7 +160,12 @@ export class ForwardChannel {
       maxPayload: MAX_FRAME_BYTES,
       ...(this.auth.connectOptions(this.peerId) ?? {}),
     });
-    const conn: Conn = { ws, mac: this.auth.channelMac(nonce, "client"), alive: true, ping: undefined };
+    const conn: Conn = {
+      ws,
+      mac: this.auth.channelMac(nonce, this.peerId, "client"),
+      alive: true,
+      ping: undefined,
+    };
     return new Promise<Conn>((resolve, reject) => {
       let settled = false;
       ws.once("unexpected-response", (_req, res) => {

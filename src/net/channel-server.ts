@@ -33,6 +33,8 @@ export interface ChannelServerOptions {
   maxForwardBytes: number;
   delay?: (() => Promise<void>) | undefined;
   logger?: { warn(obj: object, msg: string): void } | undefined;
+  /** The upgrade's connection carries a member's channel (called before it becomes one). */
+  onMember?: ((socket: import("node:net").Socket) => void) | undefined;
 }
 
 export interface ForwardChannelServer {
@@ -80,6 +82,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       refuse(socket, 429, `peer '${r.sender}' already has ${open} forward channels open`);
       return;
     }
+    opts.onMember?.(req.socket);
     channelsOf.set(r.sender, open + 1);
     socket.once("close", () => {
       const n = (channelsOf.get(r.sender) ?? 1) - 1;
@@ -87,7 +90,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       else channelsOf.delete(r.sender);
     });
     const nonce = req.headers[HEADER_NONCE];
-    const mac = auth.channelMac(typeof nonce === "string" ? nonce : "", "server");
+    const mac = auth.channelMac(typeof nonce === "string" ? nonce : "", r.sender, "server");
     wss.handleUpgrade(req, socket, head, (ws) => serveChannel(ws, r.sender, mac));
   });
 

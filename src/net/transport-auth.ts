@@ -8,6 +8,9 @@ import { type FrameMac, frameMac } from "./auth/channel-mac.js";
 import { HEADER_SENDER, PeerRequestVerifier, signPeerRequest, type VerifyFailure } from "./auth/hmac.js";
 import { clientTlsOptions, peerIdFromTlsSocket, serverTlsOptions, type TlsMaterial } from "./auth/tls.js";
 import { isNodeId } from "./node-id.js";
+import { HELLO_PATH, PROTOCOL_VERSION } from "./transport-wire.js";
+
+export { ANY_DESTINATION } from "./auth/hmac.js";
 
 export interface IncomingPeerRequest {
   method: string;
@@ -18,24 +21,35 @@ export interface IncomingPeerRequest {
   socket: Socket;
 }
 
+export interface OutgoingPeerRequest {
+  method: string;
+  /** Path with query, as it will be sent. */
+  path: string;
+  body: Uint8Array | undefined;
+  /** The peer's node id, or ANY_DESTINATION when asking an address who it is. */
+  to: string;
+  /** The request's own headers; in shared-secret mode its `x-prefixmesh-*` ones are signed. */
+  headers?: Record<string, string>;
+}
+
 export type AuthResult =
   | { ok: true; sender: string }
   | { ok: false; reason: VerifyFailure | "no-client-cert" };
 
 export interface PeerAuth {
   readonly mode: "mtls" | "hmac" | "insecure";
-  /** Headers for an outgoing request (HMAC signature, or the plain sender id). */
-  sign(method: string, path: string, body: Uint8Array | undefined): Record<string, string>;
+  /** The headers to send with a request: its own plus the HMAC signature, or the plain sender id. */
+  sign(req: OutgoingPeerRequest): Record<string, string>;
   verify(req: IncomingPeerRequest): AuthResult;
   /** undici `connect` options for a pool to peer `peerId` (TLS pinned to that id). */
   connectOptions(peerId: string | undefined): Record<string, unknown> | undefined;
   /** https options for the peer server, or undefined for plain HTTP. */
   serverTls(): Record<string, unknown> | undefined;
   /**
-   * Per-frame integrity for a forward channel opened by a request signed with `nonce` (shared-secret
-   * mode only: TLS already protects frames, insecure mode protects nothing).
+   * Per-frame integrity for a forward channel between this node and `peer`, opened by a request signed
+   * with `nonce` (shared-secret mode only: TLS already protects frames, insecure mode protects nothing).
    */
-  channelMac(nonce: string, side: "client" | "server"): FrameMac | undefined;
+  channelMac(nonce: string, peer: string, side: "client" | "server"): FrameMac | undefined;
 }
 
 /**
@@ -53,7 +67,11 @@ export function admitPeer(
   const r = auth.verify(req);
   if (!r.ok) {
     handlers.onAuthRejected?.(r.reason);
-    return { ok: false, status: 401, error: `peer authentication failed: ${r.reason}` };
+    const why =
+      r.reason === "old-protocol"
+        ? `${r.reason} (signed as peer protocol 1; this node speaks ${PROTOCOL_VERSION}: upgrade the peer)`
+        : r.reason;
+    return { ok: false, status: 401, error: `peer authentication failed: ${why}` };
   }
   if (member && !handlers.isKnownPeer(r.sender)) {
     handlers.onAuthRejected?.("unknown-peer");
@@ -67,7 +85,7 @@ export function mtlsAuth(material: TlsMaterial): PeerAuth {
   const ids = new WeakMap<Socket, string | undefined>();
   return {
     mode: "mtls",
-    sign: () => ({}),
+    sign: (req) => ({ ...req.headers }),
     verify(req) {
       let id = ids.get(req.socket);
       if (id === undefined) {
@@ -83,11 +101,21 @@ export function mtlsAuth(material: TlsMaterial): PeerAuth {
 }
 
 export function hmacAuth(selfId: string, secret: Uint8Array, now: () => number = Date.now): PeerAuth {
-  const verifier = new PeerRequestVerifier({ secret });
+  const verifier = new PeerRequestVerifier({ secret, self: selfId });
   return {
     mode: "hmac",
-    sign: (method, path, body) => ({
-      ...signPeerRequest({ secret, sender: selfId, method, path, body, now: now() }),
+    sign: (req) => ({
+      ...req.headers,
+      ...signPeerRequest({
+        secret,
+        sender: selfId,
+        destination: req.to,
+        method: req.method,
+        path: req.path,
+        body: req.body,
+        ...(req.headers ? { headers: req.headers } : {}),
+        now: now(),
+      }),
     }),
     verify: (req) =>
       verifier.verify({
@@ -96,10 +124,18 @@ export function hmacAuth(selfId: string, secret: Uint8Array, now: () => number =
         headers: req.headers,
         body: req.body,
         now: now(),
+        // Only the hello may be addressed to whoever listens: it tells what the node would tell
+        // anyone in the cluster and changes nothing, and a prober knows an address, not an id.
+        anyDestination: req.method === "GET" && req.path === HELLO_PATH,
       }),
     connectOptions: () => undefined,
     serverTls: () => undefined,
-    channelMac: (nonce, side) => frameMac(secret, nonce, side),
+    channelMac: (nonce, peer, side) =>
+      frameMac(
+        secret,
+        side === "client" ? { nonce, client: selfId, server: peer } : { nonce, client: peer, server: selfId },
+        side,
+      ),
   };
 }
 
@@ -107,7 +143,7 @@ export function hmacAuth(selfId: string, secret: Uint8Array, now: () => number =
 export function insecureAuth(selfId: string): PeerAuth {
   return {
     mode: "insecure",
-    sign: () => ({ [HEADER_SENDER]: selfId }),
+    sign: (req) => ({ ...req.headers, [HEADER_SENDER]: selfId }),
     verify(req) {
       const s = req.headers[HEADER_SENDER];
       return typeof s === "string" && isNodeId(s)

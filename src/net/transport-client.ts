@@ -10,12 +10,13 @@ import { encodeSnapshot } from "../core/snapshot-codec.js";
 import { readBounded, readForwardStream } from "./answer-stream.js";
 import { peerIdFromCert } from "./auth/tls.js";
 import { ForwardChannel } from "./channel-client.js";
-import type { PeerAuth } from "./transport-auth.js";
+import { ANY_DESTINATION, type PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
 import {
   FORWARD_PATH,
   type ForwardMsg,
   forwardToWire,
+  HELLO_PATH,
   type LoneMessage,
   loneMessageToWire,
   PROMPT_TEXT_NEEDED,
@@ -62,6 +63,8 @@ export type ForwardTransport = "channel" | "http";
 export const PEER_POOL_CONNECTIONS = 8;
 
 interface PeerEntry {
+  /** The peer's node id: what requests to it are signed for. */
+  id: string;
   url: string;
   pool: Pool;
   /** The forward channel, opened on first use; undefined in HTTP mode or for a peer without one. */
@@ -78,8 +81,8 @@ export class PeerClient {
     this.t = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
   }
 
-  setPeer(id: string | undefined, url: string): void {
-    const key = id ?? url;
+  setPeer(id: string, url: string): void {
+    const key = id;
     const existing = this.peers.get(key);
     if (existing?.url === url) return;
     if (existing) {
@@ -100,7 +103,7 @@ export class PeerClient {
         ? new ForwardChannel(key, url, this.opts.auth, this.t)
         : undefined;
     // A member moving to another address keeps what its hello said.
-    this.peers.set(key, { url, pool, channel, promptText: existing?.promptText ?? true });
+    this.peers.set(key, { id, url, pool, channel, promptText: existing?.promptText ?? true });
   }
 
   /** Whether forwards to `id` carry the prompt text: what the peer's (checked) hello said. */
@@ -131,7 +134,7 @@ export class PeerClient {
    * answer is refused with its reason rather than retried as a transport error.
    */
   async hello(id: string): Promise<unknown> {
-    const body = await this.exchange(id, "GET", "/peer/hello", undefined, {});
+    const body = await this.exchange(id, "GET", HELLO_PATH, undefined, {});
     try {
       return JSON.parse(body.toString("utf8"));
     } catch {
@@ -170,13 +173,14 @@ export class PeerClient {
       pipelining: 0,
       ...(connect ? { connect } : {}),
     });
-    const path = "/peer/hello";
+    const path = HELLO_PATH;
     try {
       const res = await client.request({
         method: "GET",
         path,
         signal: AbortSignal.timeout(this.t.messageTotalMs),
-        headers: this.opts.auth.sign("GET", path, undefined),
+        // Whoever answers there: the id is what this asks.
+        headers: this.opts.auth.sign({ method: "GET", path, body: undefined, to: ANY_DESTINATION }),
       });
       const text = await readBounded(res.body, 64 * 1024);
       if (res.statusCode !== 200) {
@@ -297,7 +301,13 @@ export class PeerClient {
         path,
         body,
         signal: ac.signal,
-        headers: { "content-type": "application/json", ...this.opts.auth.sign("POST", path, body) },
+        headers: this.opts.auth.sign({
+          method: "POST",
+          path,
+          body,
+          to: peer.id,
+          headers: { "content-type": "application/json" },
+        }),
       });
       if (res.statusCode !== 200) {
         const text = await readBounded(res.body, 4096);
@@ -344,7 +354,7 @@ export class PeerClient {
         path,
         body: body ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : undefined,
         signal: AbortSignal.timeout(this.t.messageTotalMs),
-        headers: { ...headers, ...this.opts.auth.sign(method, path, body) },
+        headers: this.opts.auth.sign({ method, path, body, to: peer.id, headers }),
       });
       const text = await readBounded(res.body, 1 << 20);
       if (res.statusCode >= 300) {

@@ -4,12 +4,21 @@
  * anything reaches the node; bodies are size-bounded (413) and validated (400).
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
-import { attachForwardChannel } from "./channel-server.js";
+import { attachForwardChannel, MAX_CHANNELS_PER_PEER } from "./channel-server.js";
+import { type ConnectionLimits, limitConnections, type RefusalReason } from "./connection-limit.js";
+import {
+  applyConnectionTimeouts,
+  type ConnectionTimeouts,
+  type TimeoutReason,
+  tlsHandshakeTimeout,
+} from "./connection-timeouts.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
+import { PEER_POOL_CONNECTIONS } from "./transport-client.js";
 import {
   FORWARD_PATH,
+  HELLO_PATH,
   MESSAGE_PATH,
   messageFromWire,
   parseForward,
@@ -26,7 +35,39 @@ export interface PeerServerOptions {
   /** Delay injection (the paper's Δcomm) on the answer direction of forwards. */
   delay?: () => Promise<void>;
   logger?: import("fastify").FastifyBaseLogger;
+  /** Bounds on the port's connections (defaults: PEER_CONNECTION_DEFAULTS). */
+  connections?: Partial<PeerConnectionBounds>;
+  /** A connection refused as it opened, or closed for being idle or slow. */
+  onConnectionClosed?: (reason: RefusalReason | TimeoutReason) => void;
 }
+
+export interface PeerConnectionBounds {
+  /**
+   * `perAddress` counts connections that have not yet carried a member's authenticated request: a
+   * member's own count only against `max`, so peers behind one NAT address are not held to it.
+   */
+  limits: ConnectionLimits;
+  /** Keep-alive is the peer port's own (PEER_KEEP_ALIVE_MS): it must outlast the peers' pools. */
+  timeouts: Omit<ConnectionTimeouts, "keepAliveMs">;
+}
+
+/** What one peer may hold open here: its client pool and its most forward channels. */
+export const PEER_CONNECTIONS_PER_PEER = PEER_POOL_CONNECTIONS + MAX_CHANNELS_PER_PEER;
+/** Besides the members' own: DNS probes, reconnects in flight, strangers refused by authentication. */
+const PEER_CONNECTIONS_SPARE = 64;
+
+/** The peer port's total for `maxPeers` members: generous for them, finite for anyone else. */
+export function peerPortConnectionLimit(maxPeers: number): number {
+  return PEER_CONNECTIONS_PER_PEER * maxPeers + PEER_CONNECTIONS_SPARE;
+}
+
+/** Longer than the peers' pools keep an idle connection (30 s), so a pool never reuses a closing one. */
+export const PEER_KEEP_ALIVE_MS = 65_000;
+
+export const PEER_CONNECTION_DEFAULTS: PeerConnectionBounds = {
+  limits: { max: peerPortConnectionLimit(256), perAddress: 64 },
+  timeouts: { idleMs: 10_000, headersMs: 20_000, requestMs: 120_000 },
+};
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -41,16 +82,24 @@ const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
   const { auth, handlers } = opts;
   const tls = auth.serverTls();
+  const bounds = { ...PEER_CONNECTION_DEFAULTS, ...opts.connections };
+  const timeouts = { ...bounds.timeouts, keepAliveMs: PEER_KEEP_ALIVE_MS };
   const app = Fastify({
-    ...(tls ? { https: tls } : {}),
+    ...(tls ? { https: { ...tls, ...tlsHandshakeTimeout(timeouts) } } : {}),
     // Our own pino logger logs what matters; per-request access logs would dominate the router overhead.
     logger: false,
-    keepAliveTimeout: 65_000,
+    keepAliveTimeout: PEER_KEEP_ALIVE_MS,
     bodyLimit: MAX_MESSAGE_BYTES,
   }) as unknown as FastifyInstance;
 
   // Small NDJSON records must leave at once, not wait for Nagle to coalesce them.
   app.server.on("connection", (socket: import("node:net").Socket) => socket.setNoDelay(true));
+  const watchIdle = applyConnectionTimeouts(app.server, timeouts, opts.onConnectionClosed);
+  const limiter = limitConnections(app.server, bounds.limits, {
+    tls: tls !== undefined,
+    onAdmitted: watchIdle,
+    ...(opts.onConnectionClosed ? { onRefused: opts.onConnectionClosed } : {}),
+  });
 
   // Raw bytes for every body: the HMAC covers the exact bytes, and JSON is parsed only after auth.
   app.removeAllContentTypeParsers();
@@ -80,12 +129,14 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
       // who we are; it reveals only id, cluster, model, protocol version and whether we need prompt
       // text, so membership is not required for it.
-      req.routeOptions.url !== "/peer/hello",
+      req.routeOptions.url !== HELLO_PATH,
     );
     if (!r.ok) {
       reply.status(r.status).send({ error: r.error });
       return;
     }
+    // A member's connection: it no longer counts against its address's share.
+    if (req.routeOptions.url !== HELLO_PATH) limiter.trust(req.raw.socket);
     req.peerId = r.sender;
     done();
   });
@@ -99,6 +150,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     maxForwardBytes,
     delay: opts.delay,
     logger: opts.logger,
+    onMember: (socket) => limiter.trust(socket),
   });
   // Before the server closes: upgraded sockets would otherwise keep `close()` waiting.
   app.addHook("preClose", (done) => {
@@ -106,7 +158,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     done();
   });
 
-  app.get("/peer/hello", async () => handlers.hello());
+  app.get(HELLO_PATH, async () => handlers.hello());
 
   const maxSnapshotBytes = opts.maxSnapshotBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES;
   // Decoded here, within the body limit: a snapshot that does not decode is a 400 before the node sees it.

@@ -54,7 +54,12 @@ export type SnapshotMsg = Extract<PeerMessage, { type: "snapshot" }>;
 /** The messages that travel on a request of their own (a forward streams its answer instead). */
 export type LoneMessage = SnapshotMsg | ReplyMsg | CancelMsg | Extract<PeerMessage, { type: "goodbye" }>;
 
-export const PROTOCOL_VERSION = 1;
+/**
+ * 2: shared-secret signatures cover the destination node and every `x-prefixmesh-*` header (a v1
+ * node's signatures fail a v2 node's check, and the other way round).
+ */
+export const PROTOCOL_VERSION = 2;
+export const HELLO_PATH = "/peer/hello";
 export const SNAPSHOT_PATH = "/peer/snapshot";
 export const MESSAGE_PATH = "/peer/message";
 export const FORWARD_PATH = "/peer/forward";

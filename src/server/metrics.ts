@@ -96,8 +96,9 @@ export function createMetrics(nodeId: string) {
   );
   const connectionsRefused = counter(
     "prefixmesh_connections_refused_total",
-    "Connections closed at once because the port already had its limit open (api: --max-connections)",
-    ["port"],
+    "Connections the server refused or cut short, by port and reason: limit (the port's total open), " +
+      "per-address (the client address's share open), idle (sent nothing), timeout (headers or request late)",
+    ["port", "reason"],
   );
   const pushBack = counter(
     "prefixmesh_pushback_advertised_total",

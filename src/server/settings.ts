@@ -350,6 +350,51 @@ export const nodeSettingsSchema = z.object({
       "Client connections open at once on the API port (idle keep-alives count); beyond it a connection " +
       "gets 503 and is closed.",
   }),
+  maxConnectionsPerAddress: setting(num(1, 1_000_000, true).optional(), {
+    section: "Limits",
+    value: "n",
+    defaultText: "an eighth of `--max-connections` (at least 1)",
+    description:
+      "Of the API port's connections, those open at once from one client address (an IPv6 client counts " +
+      "by its /64, an IPv4-mapped address as the IPv4 one); beyond it a connection gets 429 and is closed, " +
+      "so one client cannot lock the others out. Raise it for a proxy or load balancer that carries many " +
+      "clients on its own address.",
+  }),
+  maxPeerConnectionsPerAddress: setting(num(1, 100_000, true).default(64), {
+    section: "Limits",
+    value: "n",
+    description:
+      "Peer port connections open at once from one address that have not yet carried a member's " +
+      "authenticated request (a member's connections then count only against the port's total, which " +
+      "allows every peer its pool and forward channels, however many share a NAT address).",
+  }),
+  connectionIdleTimeoutMs: setting(num(100, 3_600_000, true).default(10_000), {
+    section: "Limits",
+    value: "ms",
+    description: "Both ports: a connection that has sent nothing at all is closed after this, in ms.",
+  }),
+  headersTimeoutMs: setting(num(100, 3_600_000, true).default(20_000), {
+    section: "Limits",
+    value: "ms",
+    description:
+      "Both ports: a request's headers must be complete this long after the connection opened (or the " +
+      "request started, on a kept-alive connection), in ms; else 408 and the connection is closed. Also " +
+      "bounds a TLS handshake on the peer port.",
+  }),
+  requestTimeoutMs: setting(num(1000, 3_600_000, true).default(120_000), {
+    section: "Limits",
+    value: "ms",
+    description:
+      "Both ports: a whole request, body included, must arrive within this, in ms (at least " +
+      "`--headers-timeout-ms`); else 408. The answer may take as long as it needs.",
+  }),
+  keepAliveTimeoutMs: setting(num(100, 3_600_000, true).default(72_000), {
+    section: "Limits",
+    value: "ms",
+    description:
+      "API port: an idle kept-alive client connection is closed after this, in ms (keep it above a load " +
+      "balancer's idle timeout). The peer port keeps its own, above the peers' pools'.",
+  }),
   bodyLimitBytes: setting(num(1024, 256 * 1024 * 1024, true).default(4 * 1024 * 1024), {
     section: "Limits",
     value: "bytes",

@@ -1,8 +1,11 @@
 import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  ANY_DESTINATION,
+  HEADER_DESTINATION,
   HEADER_NONCE,
   HEADER_SENDER,
   HEADER_SIGNATURE,
@@ -28,6 +31,7 @@ function signed(over: Partial<Parameters<typeof signPeerRequest>[0]> = {}) {
   return signPeerRequest({
     secret,
     sender: "A",
+    destination: "B",
     method: "POST",
     path: "/peer/snapshot",
     body,
@@ -38,10 +42,10 @@ function signed(over: Partial<Parameters<typeof signPeerRequest>[0]> = {}) {
 
 describe("shared-secret request signing", () => {
   it("accepts a valid request once and names the sender", () => {
-    const v = new PeerRequestVerifier({ secret });
+    const v = new PeerRequestVerifier({ secret, self: "B" });
     const headers = signed();
     expect(Object.keys(headers).sort()).toEqual(
-      [HEADER_NONCE, HEADER_SENDER, HEADER_SIGNATURE, HEADER_TIMESTAMP].sort(),
+      [HEADER_DESTINATION, HEADER_NONCE, HEADER_SENDER, HEADER_SIGNATURE, HEADER_TIMESTAMP].sort(),
     );
     expect(v.verify({ method: "POST", path: "/peer/snapshot", headers, body, now: T0 + 1000 })).toEqual({
       ok: true,
@@ -53,7 +57,7 @@ describe("shared-secret request signing", () => {
   });
 
   it("rejects tampered body, path, method and sender", () => {
-    const v = new PeerRequestVerifier({ secret });
+    const v = new PeerRequestVerifier({ secret, self: "B" });
     const base = { method: "POST", path: "/peer/snapshot", body, now: T0 };
     const tampered = new TextEncoder().encode('{"snapshot":2}');
     expect(v.verify({ ...base, headers: signed(), body: tampered })).toEqual({
@@ -79,7 +83,7 @@ describe("shared-secret request signing", () => {
   });
 
   it("rejects a wrong secret", () => {
-    const v = new PeerRequestVerifier({ secret: parseSecret(generateSecret()) });
+    const v = new PeerRequestVerifier({ secret: parseSecret(generateSecret()), self: "B" });
     expect(v.verify({ method: "POST", path: "/peer/snapshot", headers: signed(), body, now: T0 })).toEqual({
       ok: false,
       reason: "bad-signature",
@@ -87,7 +91,7 @@ describe("shared-secret request signing", () => {
   });
 
   it("rejects stale and future timestamps outside the window", () => {
-    const v = new PeerRequestVerifier({ secret, windowMs: 30_000 });
+    const v = new PeerRequestVerifier({ secret, self: "B", windowMs: 30_000 });
     const req = { method: "POST", path: "/peer/snapshot", body };
     expect(v.verify({ ...req, headers: signed(), now: T0 + 30_001 })).toEqual({ ok: false, reason: "stale" });
     expect(v.verify({ ...req, headers: signed(), now: T0 - 30_001 })).toEqual({ ok: false, reason: "stale" });
@@ -95,7 +99,7 @@ describe("shared-secret request signing", () => {
   });
 
   it("rejects a replayed request, even with a new timestamp inside the window", () => {
-    const v = new PeerRequestVerifier({ secret });
+    const v = new PeerRequestVerifier({ secret, self: "B" });
     const headers = signed({ nonce: "0123456789abcdef0123" });
     const req = { method: "POST", path: "/peer/snapshot", headers, body };
     expect(v.verify({ ...req, now: T0 }).ok).toBe(true);
@@ -107,7 +111,7 @@ describe("shared-secret request signing", () => {
   });
 
   it("rejects missing and malformed headers without throwing", () => {
-    const v = new PeerRequestVerifier({ secret });
+    const v = new PeerRequestVerifier({ secret, self: "B" });
     const req = { method: "POST", path: "/peer/snapshot", body, now: T0 };
     const h = signed();
     const { [HEADER_NONCE]: _dropped, ...noNonce } = h;
@@ -137,12 +141,12 @@ describe("shared-secret request signing", () => {
   });
 
   it("keeps the nonce cache bounded without opening a replay", () => {
-    const v = new PeerRequestVerifier({ secret, maxNonces: 3 });
+    const v = new PeerRequestVerifier({ secret, self: "B", maxNonces: 3 });
     const req = { method: "POST", path: "/p", body };
-    const first = signPeerRequest({ secret, sender: "A", method: "POST", path: "/p", body, now: T0 });
+    const first = signed({ path: "/p" });
     expect(v.verify({ ...req, headers: first, now: T0 }).ok).toBe(true);
     for (let i = 1; i <= 5; i++) {
-      const h = signPeerRequest({ secret, sender: "A", method: "POST", path: "/p", body, now: T0 + i });
+      const h = signed({ path: "/p", now: T0 + i });
       expect(v.verify({ ...req, headers: h, now: T0 + i }).ok).toBe(true);
     }
     // `first` was evicted from the cache; it must still not be accepted again
@@ -150,9 +154,172 @@ describe("shared-secret request signing", () => {
   });
 
   it("refuses secrets shorter than 32 bytes", () => {
-    expect(() => new PeerRequestVerifier({ secret: new Uint8Array(16) })).toThrow(/at least 32 bytes/);
+    expect(() => new PeerRequestVerifier({ secret: new Uint8Array(16), self: "B" })).toThrow(
+      /at least 32 bytes/,
+    );
     expect(() => signed({ secret: new Uint8Array(31) })).toThrow(/at least 32 bytes/);
     expect(() => signed({ sender: "bad id" })).toThrow(/invalid sender/);
+  });
+});
+
+/** A snapshot's headers as the transport sends them beside its bytes. */
+const SNAPSHOT_HEADERS = {
+  "content-type": "application/octet-stream",
+  "x-prefixmesh-holds": "5:9",
+  "x-prefixmesh-blocks": "3",
+  "x-prefixmesh-at": "1795976827696.250",
+  "x-prefixmesh-echo": "12.500:0.750",
+};
+
+/** What a server sees: the request's headers and the signature's, names lower-case. */
+function received(sig: Record<string, string>, headers: Record<string, string> = SNAPSHOT_HEADERS) {
+  return Object.fromEntries(Object.entries({ ...headers, ...sig }).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
+describe("what a shared-secret signature covers", () => {
+  const req = { method: "POST", path: "/peer/snapshot", body, now: T0 };
+  const sigFor = (over: Partial<Parameters<typeof signPeerRequest>[0]> = {}) =>
+    signed({ headers: SNAPSHOT_HEADERS, ...over });
+
+  it("accepts the honest request with every x-prefixmesh-* header in place", () => {
+    const v = new PeerRequestVerifier({ secret, self: "B" });
+    expect(v.verify({ ...req, headers: received(sigFor()) })).toEqual({ ok: true, sender: "A" });
+    // Header names are case-insensitive on the wire: signing with other cases changes nothing.
+    const upper = { ...SNAPSHOT_HEADERS, "X-Prefixmesh-Holds": "5:9" } as Record<string, string>;
+    delete upper["x-prefixmesh-holds"];
+    expect(v.verify({ ...req, headers: received(signed({ headers: upper }), upper) }).ok).toBe(true);
+  });
+
+  it.each([
+    ["x-prefixmesh-holds", "5:10"],
+    ["x-prefixmesh-blocks", "4"],
+    ["x-prefixmesh-at", "1795976827697.250"],
+    ["x-prefixmesh-echo", "12.500:9.750"],
+  ])("refuses a request whose %s was altered on the path", (name, forged) => {
+    const v = new PeerRequestVerifier({ secret, self: "B" });
+    const headers = { ...received(sigFor()), [name]: forged };
+    expect(v.verify({ ...req, headers })).toEqual({ ok: false, reason: "bad-signature" });
+  });
+
+  it.each(["x-prefixmesh-holds", "x-prefixmesh-blocks", "x-prefixmesh-at", "x-prefixmesh-echo"])(
+    "refuses a request whose %s was removed on the path",
+    (name) => {
+      const v = new PeerRequestVerifier({ secret, self: "B" });
+      const headers = received(sigFor());
+      delete headers[name];
+      expect(v.verify({ ...req, headers })).toEqual({ ok: false, reason: "bad-signature" });
+    },
+  );
+
+  it("refuses a request with an x-prefixmesh-* header added on the path, whatever its name", () => {
+    const v = new PeerRequestVerifier({ secret, self: "B" });
+    const none = signed(); // a request without the four snapshot headers
+    for (const [name, value] of [
+      ["x-prefixmesh-holds", "1:1"],
+      ["x-prefixmesh-echo", "1.000:0.000"],
+      ["x-prefixmesh-some-future-field", "1"],
+    ] as const) {
+      const headers = { ...received(none, {}), [name]: value };
+      expect(v.verify({ ...req, headers })).toEqual({ ok: false, reason: "bad-signature" });
+    }
+    // Headers outside the prefix are not the signature's business (the body's digest is).
+    const other = { ...received(none, {}), "user-agent": "x", "content-type": "text/plain" };
+    expect(v.verify({ ...req, headers: other })).toEqual({ ok: true, sender: "A" });
+  });
+
+  it("refuses a header repeated on the path (Node joins the values)", () => {
+    const v = new PeerRequestVerifier({ secret, self: "B" });
+    const headers = { ...received(sigFor()), "x-prefixmesh-holds": "5:9, 6:1" };
+    expect(v.verify({ ...req, headers })).toEqual({ ok: false, reason: "bad-signature" });
+    const asArray = { ...received(sigFor()), "x-prefixmesh-blocks": ["3", "4"] };
+    expect(v.verify({ ...req, headers: asArray })).toEqual({ ok: false, reason: "malformed" });
+  });
+
+  it("refuses a request for another node, and one whose destination was swapped", () => {
+    const atC = new PeerRequestVerifier({ secret, self: "C" });
+    const toB = received(sigFor());
+    // Replayed as captured: C sees it was signed for B.
+    expect(atC.verify({ ...req, headers: toB })).toEqual({ ok: false, reason: "wrong-destination" });
+    // Its destination rewritten to C: the signature no longer matches.
+    const swapped = { ...toB, [HEADER_DESTINATION]: "C" };
+    expect(atC.verify({ ...req, headers: swapped })).toEqual({ ok: false, reason: "bad-signature" });
+    // The wildcard only where the verifier's caller allows it (a hello), and not by rewriting.
+    const wild = { ...toB, [HEADER_DESTINATION]: ANY_DESTINATION };
+    expect(atC.verify({ ...req, headers: wild, anyDestination: true })).toEqual({
+      ok: false,
+      reason: "bad-signature",
+    });
+    const probe = received(sigFor({ destination: ANY_DESTINATION }));
+    expect(atC.verify({ ...req, headers: probe })).toEqual({ ok: false, reason: "wrong-destination" });
+    expect(atC.verify({ ...req, headers: probe, anyDestination: true }).ok).toBe(true);
+    expect(atC.stats()).toMatchObject({ ok: 1, "wrong-destination": 2, "bad-signature": 2 });
+  });
+
+  it("names a request signed as protocol 1 did (no destination) for what it is", () => {
+    const v = new PeerRequestVerifier({ secret, self: "B" });
+    const { [HEADER_DESTINATION]: _gone, ...v1 } = received(sigFor());
+    expect(v.verify({ ...req, headers: v1 })).toEqual({ ok: false, reason: "old-protocol" });
+    const { [HEADER_SIGNATURE]: _sig, ...unsigned } = v1;
+    expect(v.verify({ ...req, headers: unsigned })).toEqual({ ok: false, reason: "missing" });
+  });
+
+  it("refuses a replay to the same node, and keeps nonces per destination", () => {
+    const v = new PeerRequestVerifier({ secret, self: "B" });
+    const nonce = "fedcba9876543210fedc";
+    const h = received(sigFor({ nonce }));
+    expect(v.verify({ ...req, headers: h }).ok).toBe(true);
+    expect(v.verify({ ...req, headers: h, now: T0 + 10 })).toEqual({ ok: false, reason: "replay" });
+    // The same nonce in a probe (another destination) is another message, once.
+    const probe = received(sigFor({ nonce, destination: ANY_DESTINATION }));
+    expect(v.verify({ ...req, headers: probe, anyDestination: true }).ok).toBe(true);
+    expect(v.verify({ ...req, headers: probe, anyDestination: true })).toEqual({
+      ok: false,
+      reason: "replay",
+    });
+    expect(v.remembered).toBe(2);
+  });
+
+  it("signs every x-prefixmesh-* header: any one changed, dropped or added fails (property)", () => {
+    const name = fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/).map((n) => `x-prefixmesh-f-${n}`);
+    const value = fc.stringMatching(/^[!-~]([ -~]{0,20}[!-~])?$/);
+    fc.assert(
+      fc.property(
+        fc.dictionary(name, value, { maxKeys: 8 }),
+        fc.nat(),
+        fc.constantFrom("change", "drop", "add"),
+        value,
+        (extra, pick, how, other) => {
+          const v = new PeerRequestVerifier({ secret, self: "B" });
+          const headers = { ...SNAPSHOT_HEADERS, ...extra };
+          const h = received(signed({ headers }), headers);
+          const names = Object.keys(h).filter((n) => n.startsWith("x-prefixmesh-") && n !== HEADER_SIGNATURE);
+          const target = names[pick % names.length]!;
+          const tampered: Record<string, string> = { ...h };
+          if (how === "change") tampered[target] = tampered[target] === other ? `${other}0` : other;
+          else if (how === "drop") delete tampered[target];
+          else tampered["x-prefixmesh-added"] = other;
+          const r = v.verify({ ...req, headers: tampered });
+          expect(r.ok).toBe(false);
+          expect(v.verify({ ...req, headers: h }).ok).toBe(true);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("bounds the signed headers, and refuses to sign what a server would not see as sent", () => {
+    const v = new PeerRequestVerifier({ secret, self: "B" });
+    const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`x-prefixmesh-f${i}`, "1"]));
+    expect(() => signed({ headers: many })).toThrow(/over 32/);
+    expect(v.verify({ ...req, headers: { ...received(signed()), ...many } })).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
+    expect(() => signed({ headers: { "x-prefixmesh-holds": " 5:9" } })).toThrow(/would not see/);
+    expect(() => signed({ headers: { "x-prefixmesh-holds": "5:9\r\nx: y" } })).toThrow(/would not see/);
+    expect(() => signed({ headers: { [HEADER_SENDER]: "C" } })).toThrow(/set by signing/);
+    expect(() => signed({ destination: "not an id" })).toThrow(/invalid destination/);
+    expect(() => new PeerRequestVerifier({ secret, self: "*" })).toThrow(/invalid node id/);
   });
 });
 

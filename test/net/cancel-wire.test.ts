@@ -12,6 +12,7 @@ import {
   forwardFromWire,
   forwardToWire,
   type LoneMessage,
+  PROTOCOL_VERSION,
 } from "../../src/net/transport-wire.js";
 import { forwardWireSchema, messageWireSchema } from "../../src/net/wire-schemas.js";
 
@@ -66,7 +67,7 @@ describe("cancel + deadline wire format", () => {
       server = buildPeerServer({
         auth: insecureAuth("B"),
         handlers: {
-          hello: () => ({ id: "B", cluster: "c", model: "m", protocol: 1 }),
+          hello: () => ({ id: "B", cluster: "c", model: "m", protocol: PROTOCOL_VERSION }),
           isKnownPeer: () => true,
           onForward: () => {},
           onMessage: (from, msg) => got.push({ from, msg }),

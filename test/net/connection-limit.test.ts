@@ -1,7 +1,8 @@
 import { connect, type Socket } from "node:net";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import { limitConnections } from "../../src/net/connection-limit.js";
+import { clientAddressKey } from "../../src/net/client-address.js";
+import { type ConnectionLimiter, limitConnections } from "../../src/net/connection-limit.js";
 
 const apps: FastifyInstance[] = [];
 const sockets: Socket[] = [];
@@ -11,25 +12,32 @@ afterEach(async () => {
 });
 
 /** A server whose one route counts the requests it served. */
-async function server(max: number) {
+async function server(max: number, perAddress = max) {
   const app = Fastify();
   let served = 0;
   app.get("/", async () => ({ served: ++served }));
-  const limit = { refused: 0 };
-  limitConnections(app.server, max, {
-    onRefused: () => limit.refused++,
-    body: (message) => ({ error: { message, code: "too_many_connections" } }),
-  });
+  const refused: string[] = [];
+  const limiter: ConnectionLimiter = limitConnections(
+    app.server,
+    { max, perAddress },
+    {
+      onRefused: (reason) => refused.push(reason),
+      body: (message) => ({ error: { message, code: "too_many_connections" } }),
+    },
+  );
   apps.push(app);
   await app.listen({ host: "127.0.0.1", port: 0 });
   const { port } = app.server.address() as import("node:net").AddressInfo;
-  return { port, limit, served: () => served };
+  return { port, refused, limiter, served: () => served };
 }
 
-/** Opens a raw connection, sends one request, and returns everything the server wrote until it closed (or 300 ms). */
-function exchange(port: number, keepOpen: Socket[] = sockets): Promise<string> {
+/**
+ * Opens a raw connection (from `from`, a loopback address), sends one request, and returns everything
+ * the server wrote until it closed (or 300 ms).
+ */
+function exchange(port: number, keepOpen: Socket[] = sockets, from = "127.0.0.1"): Promise<string> {
   return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
+    const s = connect({ port, host: "127.0.0.1", localAddress: from });
     keepOpen.push(s);
     let got = "";
     s.on("data", (d) => {
@@ -42,9 +50,26 @@ function exchange(port: number, keepOpen: Socket[] = sockets): Promise<string> {
   });
 }
 
+/** Opens `n` idle connections from `from` and resolves once the server has admitted or refused each. */
+async function idle(port: number, n: number, from: string, limiter: ConnectionLimiter, refused: string[]) {
+  const before = limiter.stats().open + refused.length;
+  const held = Array.from({ length: n }, () => {
+    const s = connect({ port, host: "127.0.0.1", localAddress: from });
+    s.on("error", () => {});
+    sockets.push(s);
+    return s;
+  });
+  const deadline = Date.now() + 10_000;
+  while (limiter.stats().open + refused.length < before + n) {
+    expect(Date.now()).toBeLessThan(deadline);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return held;
+}
+
 describe("connection limit", () => {
   it("answers connections over the limit with a 503 JSON error, and serves nothing on them", async () => {
-    const { port, limit, served } = await server(2);
+    const { port, refused, served } = await server(2);
     const first = await exchange(port);
     const second = await exchange(port);
     expect(first).toMatch(/^HTTP\/1\.1 200/);
@@ -55,11 +80,11 @@ describe("connection limit", () => {
     const body = JSON.parse(third.slice(third.indexOf("\r\n\r\n") + 4)) as { error: { code: string } };
     expect(body.error.code).toBe("too_many_connections");
     expect(served()).toBe(2); // the refused connection's request never reached a handler
-    expect(limit.refused).toBe(1);
+    expect(refused).toEqual(["limit"]);
   });
 
   it("frees a place when a connection closes", async () => {
-    const { port, limit } = await server(1);
+    const { port, refused } = await server(1);
     const held: Socket[] = [];
     expect(await exchange(port, held)).toMatch(/^HTTP\/1\.1 200/);
     expect(await exchange(port)).toMatch(/^HTTP\/1\.1 503/);
@@ -71,6 +96,66 @@ describe("connection limit", () => {
       expect(again).toMatch(/^HTTP\/1\.1 503/);
       expect(i).toBeLessThan(20);
     }
-    expect(limit.refused).toBeGreaterThanOrEqual(1);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it("holds one address to its share, with 429, while another address is served", async () => {
+    const { port, refused, limiter } = await server(100, 3);
+    await idle(port, 5, "127.0.0.2", limiter, refused);
+    expect(limiter.stats()).toEqual({ open: 3, perAddress: 3, addresses: 1 });
+    expect(refused).toEqual(["per-address", "per-address"]);
+    const over = await exchange(port, sockets, "127.0.0.2");
+    expect(over).toMatch(/^HTTP\/1\.1 429/);
+    expect(over).toMatch(/from your address \(limit 3\)/);
+    expect(await exchange(port, sockets, "127.0.0.1")).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  it("stops counting a trusted connection against its address, but still in the total", async () => {
+    const { port, refused, limiter } = await server(4, 2);
+    const [a, b] = await idle(port, 2, "127.0.0.2", limiter, refused);
+    limiter.trust({ remoteAddress: "127.0.0.1", remotePort: a!.localPort }); // not this socket's address
+    expect(limiter.stats().perAddress).toBe(2);
+    limiter.trust({ remoteAddress: "127.0.0.2", remotePort: a!.localPort });
+    limiter.trust({ remoteAddress: "127.0.0.2", remotePort: b!.localPort });
+    limiter.trust({ remoteAddress: "127.0.0.2", remotePort: b!.localPort }); // twice: counted once
+    expect(limiter.stats()).toEqual({ open: 2, perAddress: 0, addresses: 0 });
+    await idle(port, 2, "127.0.0.2", limiter, refused);
+    expect(refused).toEqual([]);
+    // The total still holds: a fifth connection, from anywhere, is refused.
+    expect(await exchange(port, sockets, "127.0.0.3")).toMatch(/^HTTP\/1\.1 503/);
+    expect(refused).toEqual(["limit"]);
+  });
+
+  it("refuses nonsense limits", () => {
+    const app = Fastify();
+    apps.push(app);
+    expect(() => limitConnections(app.server, { max: 0, perAddress: 1 })).toThrow(RangeError);
+    expect(() => limitConnections(app.server, { max: 10, perAddress: 0.5 })).toThrow(RangeError);
+  });
+});
+
+describe("client address key", () => {
+  it.each([
+    ["192.0.2.1", "192.0.2.1"],
+    ["::ffff:192.0.2.1", "192.0.2.1"],
+    ["::FFFF:192.0.2.1", "192.0.2.1"],
+    ["::ffff:c000:201", "192.0.2.1"],
+    ["0:0:0:0:0:ffff:127.0.0.2", "127.0.0.2"],
+    ["::1", "::1"],
+    ["0:0:0:0:0:0:0:1", "::1"],
+    ["2001:db8:1:2::5", "2001:db8:1:2::/64"],
+    ["2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"],
+    ["2001:db8::1", "2001:db8:0:0::/64"],
+    ["fe80::1%eth0", "fe80:0:0:0::/64"],
+    ["64:ff9b::192.0.2.1", "64:ff9b:0:0::/64"],
+    [undefined, "unknown"],
+  ])("%s counts as %s", (address, key) => {
+    expect(clientAddressKey(address)).toBe(key);
+  });
+
+  it("keeps distinct /64s and distinct IPv4 addresses apart", () => {
+    expect(clientAddressKey("2001:db8:1:2::1")).not.toBe(clientAddressKey("2001:db8:1:3::1"));
+    expect(clientAddressKey("127.0.0.1")).not.toBe(clientAddressKey("127.0.0.2"));
+    expect(clientAddressKey("::ffff:127.0.0.1")).toBe(clientAddressKey("127.0.0.1"));
   });
 });

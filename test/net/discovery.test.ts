@@ -9,6 +9,7 @@ import {
   parseStaticPeers,
   systemResolver,
 } from "../../src/net/discovery.js";
+import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 
 describe("static peers", () => {
   it("parses id=url lists", () => {
@@ -190,19 +191,34 @@ describe("checkPeerHello", () => {
 
   it("accepts a peer of the same cluster and model (unknown fields ignored)", () => {
     expect(
-      checkPeerHello(expected, { id: "B", cluster: "c1", model: "generated", protocol: 1, extra: 1 }),
+      checkPeerHello(expected, {
+        id: "B",
+        cluster: "c1",
+        model: "generated",
+        protocol: PROTOCOL_VERSION,
+        extra: 1,
+      }),
     ).toEqual({
       ok: true,
-      hello: { id: "B", cluster: "c1", model: "generated", protocol: 1 },
+      hello: { id: "B", cluster: "c1", model: "generated", protocol: PROTOCOL_VERSION },
     });
   });
 
   it("refuses other clusters, other models, other protocols, itself, a wrong id and malformed answers", () => {
     const reason = (h: unknown, e: Partial<typeof expected & { peerId: string }> = {}) => {
-      const r = checkPeerHello({ ...expected, ...e }, h && typeof h === "object" ? { protocol: 1, ...h } : h);
+      const r = checkPeerHello(
+        { ...expected, ...e },
+        h && typeof h === "object" ? { protocol: PROTOCOL_VERSION, ...h } : h,
+      );
       return r.ok ? "ok" : r.reason;
     };
-    expect(reason({ id: "B", cluster: "c1", model: "generated", protocol: 2 })).toBe("wrong-protocol");
+    expect(reason({ id: "B", cluster: "c1", model: "generated", protocol: PROTOCOL_VERSION + 1 })).toBe(
+      "wrong-protocol",
+    );
+    // A node of the previous version (its signatures are not ours either).
+    expect(reason({ id: "B", cluster: "c1", model: "generated", protocol: PROTOCOL_VERSION - 1 })).toBe(
+      "wrong-protocol",
+    );
     expect(reason({ id: "B", cluster: "c1", model: "generated", protocol: undefined })).toBe("malformed");
     expect(reason({ id: "B", cluster: "c.1/x", model: "generated" })).toBe("malformed");
     expect(reason({ id: "B", cluster: "c2", model: "generated" })).toBe("wrong-cluster");

@@ -54,8 +54,15 @@ export const snapshotMsg = (
   ...extra,
 });
 
-/** Headers signing a raw body to `path` as `auth`'s node: what PeerClient sends beside it. */
-export const signed = (auth: PeerAuth, path: string, body: Uint8Array, contentType: string) => ({
-  "content-type": contentType,
-  ...auth.sign("POST", path, body),
-});
+/**
+ * Headers signing a raw body to `path` for node `to` as `auth`'s node, with `extra` headers (signed
+ * too when they are x-prefixmesh-*): what PeerClient sends beside it.
+ */
+export const signed = (
+  auth: PeerAuth,
+  path: string,
+  body: Uint8Array,
+  contentType: string,
+  extra: Record<string, string> = {},
+  to = "B",
+) => auth.sign({ method: "POST", path, body, to, headers: { "content-type": contentType, ...extra } });

@@ -9,7 +9,7 @@ import type { PeerServerHandlers } from "../../src/net/peer-handlers.js";
 import { hmacAuth, insecureAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { PeerClient, type TransportError } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
-import { CHANNEL_PATH, decodeForwardFrame } from "../../src/net/transport-wire.js";
+import { CHANNEL_PATH, decodeForwardFrame, PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { fwd, resultFor, SECRET } from "./fixtures.js";
 
 const servers: FastifyInstance[] = [];
@@ -25,7 +25,7 @@ afterEach(async () => {
 async function peer(auth: PeerAuth, onForward?: PeerServerHandlers["onForward"]) {
   const log = { httpForwards: 0, forwards: [] as string[], rejected: [] as string[] };
   const handlers: PeerServerHandlers = {
-    hello: () => ({ id: "B", cluster: "c1", model: "m", protocol: 1 }),
+    hello: () => ({ id: "B", cluster: "c1", model: "m", protocol: PROTOCOL_VERSION }),
     isKnownPeer: (id) => id !== "stranger",
     onMessage() {},
     onForward:
@@ -276,8 +276,9 @@ describe("forward channel", () => {
 
 describe("forward channel frame integrity (shared-secret mode)", () => {
   it("opens what the other side sealed, in order, and nothing else", () => {
-    const a = frameMac(SECRET, "nonce-1234567890abcdef", "client");
-    const b = frameMac(SECRET, "nonce-1234567890abcdef", "server");
+    const binding = { nonce: "nonce-1234567890abcdef", client: "A", server: "B" };
+    const a = frameMac(SECRET, binding, "client");
+    const b = frameMac(SECRET, binding, "server");
     const f1 = a.seal(Buffer.from("one"));
     const f2 = a.seal(Buffer.from("two"));
     // Reordered: the second frame is refused where the first is expected.
@@ -293,11 +294,16 @@ describe("forward channel frame integrity (shared-secret mode)", () => {
     expect(b.open(altered)).toBeUndefined();
     expect(b.open(f3.subarray(0, 10))).toBeUndefined();
     expect(a.open(b.seal(Buffer.from("x")))?.toString()).toBe("x");
-    const other = frameMac(SECRET, "nonce-ffffffffffffffff", "server");
+    const other = frameMac(SECRET, { ...binding, nonce: "nonce-ffffffffffffffff" }, "server");
     expect(other.open(a.seal(Buffer.from("y")))).toBeUndefined();
+    // The same nonce between other nodes (a channel to C, or opened by C) has other keys.
     expect(
-      frameMac(SECRET, "nonce-1234567890abcdef", "client").open(a.seal(Buffer.from("z"))),
+      frameMac(SECRET, { ...binding, server: "C" }, "server").open(a.seal(Buffer.from("w"))),
     ).toBeUndefined();
+    expect(
+      frameMac(SECRET, { ...binding, client: "C" }, "server").open(a.seal(Buffer.from("v"))),
+    ).toBeUndefined();
+    expect(frameMac(SECRET, binding, "client").open(a.seal(Buffer.from("z")))).toBeUndefined();
     expect(b.open(f3)?.toString()).toBe("three");
   });
 

@@ -17,6 +17,7 @@ import {
   type ForwardMsg,
   type LoneMessage,
   PROMPT_TEXT_NEEDED,
+  PROTOCOL_VERSION,
   type SnapshotMsg,
 } from "../../src/net/transport-wire.js";
 import { fwd, resultFor, SECRET, signed, snapshotMsg } from "./fixtures.js";
@@ -30,7 +31,7 @@ function fakeHandlers(selfId: string) {
     rejected: [] as string[],
   };
   const handlers: PeerServerHandlers = {
-    hello: () => ({ id: selfId, cluster: "c1", model: "m", protocol: 1 }),
+    hello: () => ({ id: selfId, cluster: "c1", model: "m", protocol: PROTOCOL_VERSION }),
     isKnownPeer: (id) => id !== "stranger",
     onMessage(from, msg, wireBytes) {
       if (msg.type === "snapshot") log.snapshots.push({ from, msg, wireBytes });
@@ -137,10 +138,10 @@ describe("peer transport (HMAC shared secret)", () => {
 
   it("encodes a snapshot object once, however many peers it goes to", async () => {
     const { url, log } = await start(hmacAuth("B", SECRET));
+    const atC = await start(hmacAuth("C", SECRET), "C");
     const c = client(hmacAuth("A", SECRET));
-    // Two peer ids at one server: the sender is A either way.
     c.setPeer("B", url);
-    c.setPeer("C", url);
+    c.setPeer("C", atC.url);
     // Only encoding reads a snapshot's header: count each object's reads.
     const counted = () => {
       const msg = snapshotMsg([1, 2, 3], { holds: { epoch: 5, version: 9 } });
@@ -165,7 +166,8 @@ describe("peer transport (HMAC shared secret)", () => {
     const round2 = counted();
     await c.send("B", round2.msg);
     expect(round2.reads.n).toBe(once);
-    expect(log.snapshots.map((x) => x.msg)).toEqual([round1.msg, round1.msg, round2.msg]);
+    expect(log.snapshots.map((x) => x.msg)).toEqual([round1.msg, round2.msg]);
+    expect(atC.log.snapshots.map((x) => x.msg)).toEqual([round1.msg]);
   });
 
   it("carries all four snapshot headers, and leaves a malformed one out", async () => {
@@ -185,10 +187,9 @@ describe("peer transport (HMAC shared secret)", () => {
     expect(log.snapshots[0]?.wireBytes).toBe(body.byteLength);
     const res = await fetch(`${url}/peer/snapshot`, {
       method: "POST",
-      headers: {
-        ...signed(hmacAuth("A", SECRET), "/peer/snapshot", body, "application/octet-stream"),
+      headers: signed(hmacAuth("A", SECRET), "/peer/snapshot", body, "application/octet-stream", {
         "x-prefixmesh-holds": "not:a:version",
-      },
+      }),
       body,
     });
     expect(res.status).toBe(204);

@@ -178,7 +178,8 @@ describe("node runtime: a client that hangs up", () => {
 
 describe("node runtime: --max-connections", () => {
   it("answers a client connection over the limit with 503 and counts it", async () => {
-    const [a, b] = await pair({ policy: "local", maxConnections: "2" });
+    // Per-address share as large as the total: this is about the total.
+    const [a, b] = await pair({ policy: "local", maxConnections: "2", maxConnectionsPerAddress: "2" });
     const { connect } = await import("node:net");
     const { port } = new URL(a.apiUrl);
     const held = [connect(Number(port), "127.0.0.1"), connect(Number(port), "127.0.0.1")];
@@ -194,7 +195,7 @@ describe("node runtime: --max-connections", () => {
         if (ok.status === 200) {
           // At least the one above (a retry here may also have met the limit before the close landed).
           expect(await ok.text()).toMatch(
-            /prefixmesh_connections_refused_total\{[^}]*port="api"[^}]*\} [1-9]/,
+            /prefixmesh_connections_refused_total\{[^}]*port="api",reason="limit"[^}]*\} [1-9]/,
           );
           break;
         }

@@ -2,8 +2,11 @@
  * Frame integrity for the forward channel in shared-secret mode. The channel's upgrade request is
  * signed and replay-checked like every peer request, but after it the socket is plain TCP; so each
  * frame carries a truncated HMAC over a per-direction sequence number and the payload, keyed from the
- * secret and the upgrade's nonce. A frame injected, altered, replayed or reordered on the wire fails
- * `open`, and the channel is closed. (In mTLS mode TLS already gives this; in insecure mode nothing does.)
+ * secret, the upgrade's nonce and the two node ids. A frame injected, altered, replayed, reordered or
+ * moved from another channel fails `open`, and the channel is closed; nothing of a frame is outside the
+ * tag (the sequence number is implicit). (In mTLS mode TLS already gives this; in insecure mode nothing
+ * does.) WebSocket control frames (ping, close) are not covered: an on-path attacker can only end the
+ * channel with them, which it can do by resetting the connection anyway.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 
@@ -16,9 +19,20 @@ export interface FrameMac {
   open(frame: Buffer): Buffer | undefined;
 }
 
-export function frameMac(secret: Uint8Array, nonce: string, side: "client" | "server"): FrameMac {
+/** What makes a channel's keys its own: the upgrade's (signed) nonce and who opened it to whom. */
+export interface ChannelBinding {
+  nonce: string;
+  /** The node that opened the channel (the upgrade's sender). */
+  client: string;
+  /** The node it was opened to (the upgrade's destination). */
+  server: string;
+}
+
+export function frameMac(secret: Uint8Array, binding: ChannelBinding, side: "client" | "server"): FrameMac {
+  // Node ids and nonces never contain `|` (both are validated), so the label is unambiguous.
+  const { nonce, client, server } = binding;
   const key = (dir: string) =>
-    createHmac("sha256", secret).update(`prefixmesh-channel/1|${nonce}|${dir}`).digest();
+    createHmac("sha256", secret).update(`prefixmesh-channel/2|${client}|${server}|${nonce}|${dir}`).digest();
   const sendKey = key(side === "client" ? "c2s" : "s2c");
   const recvKey = key(side === "client" ? "s2c" : "c2s");
   let sendSeq = 0;

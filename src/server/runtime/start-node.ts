@@ -12,8 +12,8 @@ import { POLICY_NAMES } from "../../core/node/policies/index.js";
 import { loadSecretFile } from "../../net/auth/secret.js";
 import { checkSecurityMode } from "../../net/auth/security-mode.js";
 import { loadTlsMaterial, type TlsMaterial } from "../../net/auth/tls.js";
-import { MAX_CHANNELS_PER_PEER } from "../../net/channel-server.js";
 import { limitConnections } from "../../net/connection-limit.js";
+import { applyConnectionTimeouts } from "../../net/connection-timeouts.js";
 import { createDelayInjector } from "../../net/delay.js";
 import {
   checkPeerHello,
@@ -25,8 +25,8 @@ import {
   systemResolver,
 } from "../../net/discovery.js";
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../net/transport-auth.js";
-import { PEER_POOL_CONNECTIONS, PeerClient } from "../../net/transport-client.js";
-import { buildPeerServer } from "../../net/transport-server.js";
+import { PeerClient } from "../../net/transport-client.js";
+import { buildPeerServer, peerPortConnectionLimit } from "../../net/transport-server.js";
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
 import { errorBody } from "../openai/format.js";
@@ -55,13 +55,16 @@ function staticPeersOf(s: NodeSettings): StaticPeer[] {
   return parsePeerList(s.peers, { self: s.id });
 }
 
-/**
- * The peer port's connection bound: per possible peer its client pool and its most forward channels,
- * plus spare for DNS probes — generous for members, finite for anyone else (in shared-secret mode a
- * connection is authenticated only per request).
- */
-const PEER_CONNECTIONS_PER_PEER = PEER_POOL_CONNECTIONS + MAX_CHANNELS_PER_PEER;
-const PEER_CONNECTIONS_SPARE = 64;
+/** The API port's share per client address when not set: a small fraction of the total. */
+export const API_CONNECTIONS_PER_ADDRESS_FRACTION = 1 / 8;
+
+/** `--max-connections-per-address`, or its default from `--max-connections`. */
+export function apiConnectionsPerAddress(s: NodeSettings): number {
+  return (
+    s.maxConnectionsPerAddress ??
+    Math.max(1, Math.floor(s.maxConnections * API_CONNECTIONS_PER_ADDRESS_FRACTION))
+  );
+}
 
 /**
  * A forward's answer stream the node never answers is closed after this many forward timeouts: by
@@ -147,23 +150,40 @@ export async function startNode(
     now,
     ...(cpuLatency ? { cpuLatencyUs: cpuLatency.requestedUs } : {}),
   });
+  const timeouts = {
+    idleMs: s.connectionIdleTimeoutMs,
+    headersMs: s.headersTimeoutMs,
+    requestMs: s.requestTimeoutMs,
+  };
   const peerServer = buildPeerServer({
     auth,
     handlers: runtime.peerHandlers(),
     maxSnapshotBytes: s.maxSnapshotBytes,
     ...(delayFn ? { delay: delayFn } : {}),
     logger,
+    // Peers: a pool and forward channels each, plus DNS probes and reconnects in flight.
+    connections: {
+      limits: { max: peerPortConnectionLimit(s.maxPeers), perAddress: s.maxPeerConnectionsPerAddress },
+      timeouts,
+    },
+    onConnectionClosed: (reason) => metrics.connectionsRefused.inc({ port: "peer", reason }),
   });
   const api = buildApi({ service: runtime, metrics, logger, bodyLimit: s.bodyLimitBytes });
-  limitConnections(api.server, s.maxConnections, {
-    onRefused: () => metrics.connectionsRefused.inc({ port: "api" }),
-    body: (message) => errorBody(message, "server_error", null, "too_many_connections"),
-  });
-  // Peers: a pool and a forward channel each, plus DNS probes and reconnects in flight.
-  limitConnections(peerServer.server, PEER_CONNECTIONS_PER_PEER * s.maxPeers + PEER_CONNECTIONS_SPARE, {
-    tls: tls !== undefined,
-    onRefused: () => metrics.connectionsRefused.inc({ port: "peer" }),
-  });
+  const apiClosed = (reason: string) => metrics.connectionsRefused.inc({ port: "api", reason });
+  const watchApiIdle = applyConnectionTimeouts(
+    api.server,
+    { ...timeouts, keepAliveMs: s.keepAliveTimeoutMs },
+    apiClosed,
+  );
+  limitConnections(
+    api.server,
+    { max: s.maxConnections, perAddress: apiConnectionsPerAddress(s) },
+    {
+      onRefused: apiClosed,
+      onAdmitted: watchApiIdle,
+      body: (message) => errorBody(message, "server_error", null, "too_many_connections"),
+    },
+  );
 
   const al = splitHostPort(s.listen);
   let peerUrl: string;
