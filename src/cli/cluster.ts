@@ -5,7 +5,7 @@ import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { MODEL_PRESETS, type ModelPreset } from "../engines/gguf/presets.js";
 import { DEFAULT_POLICY } from "../server/default-policy.js";
 import { DEFAULT_GENERATED } from "../server/runtime/engine-loader.js";
-import { flagName, nodeSettingsSchema, type SettingKey } from "../server/settings.js";
+import { flagName, nodeSettingsSchema, type SettingKey } from "../server/settings/index.js";
 import { CliError, parseNumber } from "./errors.js";
 import { parseSetting } from "./flags.js";
 

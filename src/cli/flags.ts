@@ -1,6 +1,11 @@
 /** Flag values checked by the settings' own schemas, so a bound is stated once and a typo is a usage error. */
 import type { z } from "zod";
-import { flagName, type NodeSettings, nodeSettingsSchema, type SettingKey } from "../server/settings.js";
+import {
+  flagName,
+  type NodeSettings,
+  nodeSettingsSchema,
+  type SettingKey,
+} from "../server/settings/index.js";
 import { CliError } from "./errors.js";
 
 /** `value` (given on the command line as flag `key`) checked by `schema`; a usage error names the flag. */

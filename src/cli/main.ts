@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** The `prefixmesh` command: each subcommand lives in its own file and registers itself here. */
 import { Command, CommanderError } from "commander";
-import { SettingsError } from "../server/settings.js";
+import { SettingsError } from "../server/settings/index.js";
 import { registerBench } from "./bench.js";
 import { registerCerts } from "./certs.js";
 import { registerCluster } from "./cluster.js";

@@ -8,7 +8,7 @@ import {
   type SettingKey,
   settingDefault,
   settingDoc,
-} from "../server/settings.js";
+} from "../server/settings/index.js";
 import { CliError } from "./errors.js";
 
 /** `--poll-ms <ms>`, with the setting's meaning and default from the schema (src/server/settings.ts). */

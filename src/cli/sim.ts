@@ -10,7 +10,7 @@ import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../core/node/config.js";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../engines/sim/profiles.js";
 import { DEFAULT_POLICY } from "../server/default-policy.js";
-import { type NodeConfigNumberKey, nodeConfigNumber, nodeSettingsSchema } from "../server/settings.js";
+import { type NodeConfigNumberKey, nodeConfigNumber, nodeSettingsSchema } from "../server/settings/index.js";
 import { faultFlags, faultScheduleFor } from "../sim/fault-schedule.js";
 import { runSimulation } from "../sim/run.js";
 import type {

@@ -14,7 +14,7 @@ import {
   type SettingKey,
   settingDefault,
   settingDoc,
-} from "./settings.js";
+} from "./settings/index.js";
 
 /** Where the generated reference lives, from the repository root. */
 export const CONFIGURATION_DOC = "docs/configuration.md";

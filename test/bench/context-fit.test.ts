@@ -7,7 +7,7 @@ import { DEFAULT_PROFILE, resolveProfile } from "../../src/engines/sim/profiles.
 import { SimEngine } from "../../src/engines/sim/sim-engine.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
 
 const request = (id: string, words: number, maxTokens = 1): WorkloadRequest => ({

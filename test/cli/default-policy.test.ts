@@ -8,7 +8,7 @@ import { registerCluster } from "../../src/cli/cluster.js";
 import { registerNode } from "../../src/cli/node.js";
 import { registerSim } from "../../src/cli/sim.js";
 import { resolveNodeConfig } from "../../src/core/node/config.js";
-import { resolveNodeSettings } from "../../src/server/settings.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 
 function command(name: string): Command {
   const program = new Command("prefixmesh");

@@ -6,7 +6,7 @@ import { parseSetting } from "../../src/cli/flags.js";
 import { defaultNote } from "../../src/cli/help.js";
 import { registerNode } from "../../src/cli/node.js";
 import { LlamaCppOptionsSchema } from "../../src/engines/llamacpp/options.js";
-import { flagName, flagSettings, nodeSettingsSchema, settingDoc } from "../../src/server/settings.js";
+import { flagName, flagSettings, nodeSettingsSchema, settingDoc } from "../../src/server/settings/index.js";
 
 describe("one setting checked against the node schema (prefixmesh cluster's flags)", () => {
   it("coerces in-bounds values and names the flag when out of bounds", () => {

@@ -12,7 +12,7 @@ import { createEngine } from "../../src/engines/factory.js";
 import type { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import {
   type LlamaServer,
   llamaServerSkip,

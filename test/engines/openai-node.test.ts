@@ -9,7 +9,7 @@ import { LlamaCppEngine } from "../../src/engines/llamacpp/engine.js";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { TEST_MODEL_CACHE } from "./helpers.js";
 
 describe("remote engine against a prefixmesh node (embedded llama.cpp)", () => {

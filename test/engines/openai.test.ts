@@ -21,7 +21,7 @@ import {
 } from "../../src/engines/openai/options.js";
 import { MAX_SSE_EVENT_BYTES, sseData } from "../../src/engines/openai/sse.js";
 import { loadEngine } from "../../src/server/runtime/engine-loader.js";
-import { envName, resolveNodeSettings } from "../../src/server/settings.js";
+import { envName, resolveNodeSettings } from "../../src/server/settings/index.js";
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 interface Seen {

@@ -14,7 +14,7 @@ import { registerNode } from "../../src/cli/node.js";
 import { buildApi } from "../../src/server/api.js";
 import { createMetrics } from "../../src/server/metrics.js";
 import type { NodeService } from "../../src/server/service.js";
-import { envName, OTHER_ENV, SETTING_KEYS, splitHostPort } from "../../src/server/settings.js";
+import { envName, OTHER_ENV, SETTING_KEYS, splitHostPort } from "../../src/server/settings/index.js";
 
 const root = new URL("../../", import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, root), "utf8");

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { envName, resolveNodeSettings, SettingsError } from "../../src/server/settings.js";
+import { envName, resolveNodeSettings, SettingsError } from "../../src/server/settings/index.js";
 
 describe("node settings: flags > PREFIXMESH_* env > YAML file", () => {
   const dir = mkdtempSync(join(tmpdir(), "pm-config-"));

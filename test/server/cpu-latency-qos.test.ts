@@ -13,7 +13,7 @@ import {
   holdCpuLatency,
 } from "../../src/server/runtime/cpu-latency-qos.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 
 const deviceWritable = (() => {
   try {

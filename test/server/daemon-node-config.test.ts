@@ -6,7 +6,7 @@ import { freePort } from "../../src/server/cluster/launcher.js";
 import { DEFAULT_POLICY } from "../../src/server/default-policy.js";
 import { daemonNodeConfig } from "../../src/server/runtime/daemon-node-config.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 
 const KEYS = Object.keys(DAEMON_NODE_DEFAULTS) as (keyof typeof DAEMON_NODE_DEFAULTS)[];
 

@@ -23,7 +23,7 @@ import {
   fileResolver,
 } from "../../src/server/runtime/dns-membership.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings, SettingsError } from "../../src/server/settings.js";
+import { resolveNodeSettings, SettingsError } from "../../src/server/settings/index.js";
 import { waitFor } from "../e2e/helpers.js";
 import { snapshotMsg } from "../net/fixtures.js";
 

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { postCompletion } from "../api-client.js";
 import { fakePrefixCachingServer } from "../engines/kv-events/fake-server.js";
 import { KvEventPublisherDouble } from "../engines/kv-events/publisher-double.js";

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { loadEngine } from "../../src/server/runtime/engine-loader.js";
-import { envName, resolveNodeSettings } from "../../src/server/settings.js";
+import { envName, resolveNodeSettings } from "../../src/server/settings/index.js";
 
 const base = { id: "A", engine: "openai", model: "m", engineUrl: "http://127.0.0.1:1" };
 

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
-import { envName, flagName, OTHER_ENV, SETTING_KEYS, settingDoc } from "../../src/server/settings.js";
+import { envName, flagName, OTHER_ENV, SETTING_KEYS, settingDoc } from "../../src/server/settings/index.js";
 import { allowedValues, CONFIGURATION_DOC, renderConfigurationDoc } from "../../src/server/settings-doc.js";
 
 const committed = readFileSync(new URL(`../../${CONFIGURATION_DOC}`, import.meta.url), "utf8");

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 
 let node: NodeHandle | undefined;
 let peer: Server | undefined;

@@ -11,7 +11,7 @@
 import { describe, expect, it } from "vitest";
 import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../../src/core/node/config.js";
 import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
-import { nodeSettingsSchema } from "../../src/server/settings.js";
+import { nodeSettingsSchema } from "../../src/server/settings/index.js";
 import { faultFlags, faultScheduleFor } from "../../src/sim/fault-schedule.js";
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig } from "../../src/sim/types.js";

@@ -5,7 +5,7 @@
  */
 import type { EngineInfo } from "../../core/engine.js";
 import { DAEMON_NODE_DEFAULTS, type NodeConfigInput } from "../../core/node/config.js";
-import type { NodeSettings } from "../settings.js";
+import type { NodeSettings } from "../settings/index.js";
 
 export function daemonNodeConfig(
   s: NodeSettings,

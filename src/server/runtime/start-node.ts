@@ -30,7 +30,7 @@ import { buildPeerServer, peerPortConnectionLimit } from "../../net/transport-se
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
 import { errorBody } from "../openai/format.js";
-import { type NodeSettings, splitHostPort } from "../settings.js";
+import { type NodeSettings, splitHostPort } from "../settings/index.js";
 import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { daemonNodeConfig } from "./daemon-node-config.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";

@@ -1,0 +1,128 @@
+/** Settings: The engine a node serves with, and its cache. */
+import { z } from "zod";
+import { zmqEndpointSchema } from "../../engines/kv-events/options.js";
+import { MAX_CONTEXT_TOKENS, TOKENIZER_CHOICES } from "../../engines/openai/options.js";
+import { DEFAULT_PROFILE, PROFILE_NAMES } from "../../engines/sim/profiles.js";
+import { setting } from "./doc.js";
+import { engineDefault, L, num, O } from "./values.js";
+
+export const engineSettings = {
+  engine: setting(z.enum(["llamacpp", "openai", "sim"]).default("llamacpp"), {
+    section: "Engine",
+    value: "kind",
+    description:
+      "The inference engine: `llamacpp` (embedded llama.cpp, CPU build), `openai` (a remote " +
+      "OpenAI-compatible server: llama-server, vLLM, SGLang, Ollama) or `sim` (the simulator's cost model).",
+  }),
+  model: setting(z.string().min(1).max(4096).default("generated"), {
+    section: "Engine",
+    value: "path|generated|name",
+    description:
+      "llamacpp: a GGUF file, or `generated` for the built-in generated model (made once, cached in " +
+      "$PREFIXMESH_CACHE_DIR or ~/.cache/prefixmesh). openai: the remote server's model name. " +
+      "Every node of a cluster must serve the same model.",
+  }),
+  engineUrl: setting(z.string().url().max(2048).optional(), {
+    section: "Engine",
+    value: "url",
+    description:
+      "openai engine: the remote server's URL, with or without a trailing `/v1` (e.g. `http://127.0.0.1:8000`); " +
+      "the node calls its /v1/completions, /tokenize and /health.",
+  }),
+  engineTokenizer: setting(
+    z.enum(TOKENIZER_CHOICES, { error: `must be one of ${TOKENIZER_CHOICES.join(", ")}` }).optional(),
+    {
+      section: "Engine",
+      value: "kind",
+      defaultText: engineDefault(O.tokenizer),
+      description:
+        "openai engine: how prompts are tokenized — `server` (the server's /tokenize), `local` (gpt-tokenizer: " +
+        "right only for a matching model), or `auto` (the server's when it has one, else local).",
+    },
+  ),
+  engineContextTokens: setting(num(1, MAX_CONTEXT_TOKENS, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: engineDefault(O.maxContextTokens),
+    description:
+      "openai engine: tokens per request (prompt + output) when the server reports no limit; the server's own " +
+      "(vLLM/SGLang `max_model_len`, llama.cpp's `n_ctx` per slot) wins when it does.",
+  }),
+  engineApiKey: setting(z.string().max(4096).optional(), {
+    section: "Engine",
+    flag: false,
+    description:
+      "openai engine: the remote server's API key, sent as a bearer token. Never a flag (a command line is " +
+      "visible to every user of the machine): set the variable or the YAML key.",
+  }),
+  engineKvEvents: setting(zmqEndpointSchema.optional(), {
+    section: "Engine",
+    value: "tcp://host:port",
+    description:
+      "openai engine, vLLM or SGLang: the server's KV-event PUB endpoint (its `--kv-events-config` endpoint), " +
+      "so the node mirrors the server's cache exactly instead of modelling it (docs/engines.md).",
+  }),
+  engineKvReplay: setting(zmqEndpointSchema.optional(), {
+    section: "Engine",
+    value: "tcp://host:port",
+    description:
+      "The server's KV-event replay endpoint (`replay_endpoint`): lost batches are recovered from it.",
+  }),
+  engineKvTopic: setting(z.string().max(256).optional(), {
+    section: "Engine",
+    value: "topic",
+    defaultText: '`""` (every topic)',
+    description: "The server's KV-event topic (`topic` in its `--kv-events-config`).",
+  }),
+  engineKvRank: setting(num(0, 65_535, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: "`0`",
+    description:
+      "The data-parallel rank this node follows: one node per rank, its stream on the endpoint's port + rank.",
+  }),
+  capacityTokens: setting(num(1, 1e9, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: "the engine's",
+    description: "KV capacity in tokens that the node's radix tree models (and peers' estimates assume).",
+  }),
+  simProfile: setting(z.string().max(64).optional(), {
+    section: "Engine",
+    value: "name",
+    defaultText: `\`${DEFAULT_PROFILE}\``,
+    description: `sim engine: the cost profile (${PROFILE_NAMES.map((p) => `\`${p}\``).join(", ")}).`,
+  }),
+  simTimeScale: setting(num(0, 1000).default(1), {
+    section: "Engine",
+    value: "x",
+    description: "sim engine: multiplies the modelled times (e.g. 0.05 makes multi-process tests fast).",
+  }),
+  threads: setting(num(1, 256, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: engineDefault(L.threads),
+    description: "llamacpp engine: CPU threads (1 holds up best when several nodes share a machine).",
+  }),
+  slots: setting(num(1, 64, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: engineDefault(L.slots),
+    description: "llamacpp engine: KV slots, i.e. prompts whose KV cache stays live at once.",
+  }),
+  savedStates: setting(num(0, 10_000, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: engineDefault(L.maxSavedStates),
+    description:
+      "llamacpp engine: saved sequence states kept, the second-level prefix cache (in /dev/shm when present).",
+  }),
+  slotContext: setting(num(64, 131_072, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: engineDefault(L.slotContext),
+    description:
+      "llamacpp engine: tokens per slot (prompt + output), the longest request; a longer one gets 400 " +
+      "context_length_exceeded. Memory grows with slots × this.",
+  }),
+};

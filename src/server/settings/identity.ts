@@ -1,0 +1,62 @@
+/** Settings: Identity, addresses and membership: who this node is and how it finds its peers. */
+import { z } from "zod";
+import { nodeIdSchema } from "../../net/node-id.js";
+import { setting } from "./doc.js";
+import { hostPort, num } from "./values.js";
+
+export const identitySettings = {
+  id: setting(nodeIdSchema, {
+    section: "Identity and addresses",
+    value: "id",
+    description:
+      "This node's id, unique in the cluster. With mutual TLS it must be the id its certificate was issued for.",
+  }),
+  listen: setting(hostPort.default("127.0.0.1:8080"), {
+    section: "Identity and addresses",
+    value: "host:port",
+    description:
+      "Client API address: the OpenAI-compatible API, /health, /ready, /metrics, /cluster and /dashboard. " +
+      "Bind 0.0.0.0:PORT to serve other machines.",
+  }),
+  peerListen: setting(hostPort.default("127.0.0.1:9080"), {
+    section: "Identity and addresses",
+    value: "host:port",
+    description:
+      "Peer port address: anti-entropy snapshots and forwarded requests from the other nodes, authenticated " +
+      "(mutual TLS or shared secret). Other nodes must reach it.",
+  }),
+  peers: setting(
+    z.union([z.string().max(65536), z.array(z.unknown()), z.record(z.string(), z.string())]).optional(),
+    {
+      section: "Membership",
+      value: "list",
+      description:
+        "Static peers, each an id and its peer-port URL: `B=https://10.0.0.2:9080,C=https://10.0.0.3:9080` " +
+        "(https with --tls-dir, http otherwise). In YAML also a list of `{id, url}` or a map id → url.",
+    },
+  ),
+  peersDns: setting(z.string().max(300).optional(), {
+    section: "Membership",
+    value: "name[:port]",
+    description:
+      "Peers from DNS: every A/AAAA record of the name is a peer (e.g. a Kubernetes headless Service); " +
+      "each is asked its id with a hello before it joins. Port: this node's own peer port.",
+  }),
+  peersDnsIntervalMs: setting(num(100, 3_600_000, true).default(10_000), {
+    section: "Membership",
+    value: "ms",
+    description: "How often the --peers-dns name is re-resolved and DNS-found peers re-checked, in ms.",
+  }),
+  peersDnsFile: setting(z.string().min(1).max(4096).optional(), {
+    section: "Membership",
+    value: "file",
+    description:
+      'Answer --peers-dns look-ups from this JSON file (`{"name": ["10.0.0.7", …]}`), re-read each round, ' +
+      "instead of DNS: for tests and for environments that publish peer addresses as a file.",
+  }),
+  maxPeers: setting(num(1, 256, true).default(256), {
+    section: "Membership",
+    value: "n",
+    description: "Most peers at once, static and DNS-found together; DNS-found ones beyond it are refused.",
+  }),
+};

@@ -1,0 +1,107 @@
+/** Settings: Limits on what clients and peers may spend, operations, and experiment knobs. */
+import { z } from "zod";
+import { MAX_CPU_LATENCY_US } from "../runtime/cpu-latency-qos.js";
+import { setting } from "./doc.js";
+import { num } from "./values.js";
+
+export const limitsSettings = {
+  injectDelayMs: setting(num(0, 60_000).default(0), {
+    section: "Experiments",
+    value: "ms",
+    description: "Delay added to every peer message, in ms (experiments: emulate a slower network).",
+  }),
+  injectJitterMs: setting(num(0, 60_000).default(0), {
+    section: "Experiments",
+    value: "ms",
+    description: "Plus a uniform random jitter up to this, in ms.",
+  }),
+  maxPending: setting(num(1, 100_000, true).default(256), {
+    section: "Limits",
+    value: "n",
+    description: "Client requests admitted at once; beyond it the API answers 429.",
+  }),
+  maxConnections: setting(num(1, 1_000_000, true).default(1024), {
+    section: "Limits",
+    value: "n",
+    description:
+      "Client connections open at once on the API port (idle keep-alives count); beyond it a connection " +
+      "gets 503 and is closed.",
+  }),
+  maxConnectionsPerAddress: setting(num(1, 1_000_000, true).optional(), {
+    section: "Limits",
+    value: "n",
+    defaultText: "an eighth of `--max-connections` (at least 1)",
+    description:
+      "Of the API port's connections, those open at once from one client address (an IPv6 client counts " +
+      "by its /64, an IPv4-mapped address as the IPv4 one); beyond it a connection gets 429 and is closed, " +
+      "so one client cannot lock the others out. Raise it for a proxy or load balancer that carries many " +
+      "clients on its own address.",
+  }),
+  maxPeerConnectionsPerAddress: setting(num(1, 100_000, true).default(64), {
+    section: "Limits",
+    value: "n",
+    description:
+      "Peer port connections open at once from one address that have not yet carried a member's " +
+      "authenticated request (a member's connections then count only against the port's total, which " +
+      "allows every peer its pool and forward channels, however many share a NAT address).",
+  }),
+  connectionIdleTimeoutMs: setting(num(100, 3_600_000, true).default(10_000), {
+    section: "Limits",
+    value: "ms",
+    description: "Both ports: a connection that has sent nothing at all is closed after this, in ms.",
+  }),
+  headersTimeoutMs: setting(num(100, 3_600_000, true).default(20_000), {
+    section: "Limits",
+    value: "ms",
+    description:
+      "Both ports: a request's headers must be complete this long after the connection opened (or the " +
+      "request started, on a kept-alive connection), in ms; else 408 and the connection is closed. Also " +
+      "bounds a TLS handshake on the peer port.",
+  }),
+  requestTimeoutMs: setting(num(1000, 3_600_000, true).default(120_000), {
+    section: "Limits",
+    value: "ms",
+    description:
+      "Both ports: a whole request, body included, must arrive within this, in ms (at least " +
+      "`--headers-timeout-ms`); else 408. The answer may take as long as it needs.",
+  }),
+  keepAliveTimeoutMs: setting(num(100, 3_600_000, true).default(72_000), {
+    section: "Limits",
+    value: "ms",
+    description:
+      "API port: an idle kept-alive client connection is closed after this, in ms (keep it above a load " +
+      "balancer's idle timeout). The peer port keeps its own, above the peers' pools'.",
+  }),
+  bodyLimitBytes: setting(num(1024, 256 * 1024 * 1024, true).default(4 * 1024 * 1024), {
+    section: "Limits",
+    value: "bytes",
+    description: "Largest client request body on the API port; a larger one gets 413.",
+  }),
+  maxSnapshotBytes: setting(num(1024, 1024 * 1024 * 1024, true).default(16 * 1024 * 1024), {
+    section: "Limits",
+    value: "bytes",
+    description:
+      "Largest anti-entropy snapshot accepted from a peer, as sent and as decoded; a larger one is refused. " +
+      "Raise it only for very large caches (a snapshot grows with the radix tree).",
+  }),
+  cpuLatencyUs: setting(num(0, MAX_CPU_LATENCY_US, true).optional(), {
+    section: "Operations",
+    value: "µs",
+    defaultText: "the machine's own",
+    description:
+      "Linux: hold the PM QoS CPU latency limit at this many µs while the node runs (0: idle CPUs poll " +
+      "instead of halting: faster wake-ups on VMs, idle CPU time burnt). Needs write access to " +
+      "/dev/cpu_dma_latency.",
+  }),
+  drainSec: setting(num(0, 3600).default(20), {
+    section: "Operations",
+    value: "s",
+    description:
+      "On SIGTERM, stop taking requests and let in-flight work finish for up to this many seconds.",
+  }),
+  logLevel: setting(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), {
+    section: "Operations",
+    value: "level",
+    description: "Log level of the node's JSON log lines (pino, on stdout).",
+  }),
+};

@@ -1,0 +1,85 @@
+/** Settings: Routing, forwarding and peer security. */
+import { z } from "zod";
+import { POLICY_NAMES } from "../../core/node/policies/index.js";
+import { DEFAULT_POLICY } from "../default-policy.js";
+import { setting } from "./doc.js";
+import { bool, nodeNum, num } from "./values.js";
+
+export const routingSettings = {
+  policy: setting(z.enum(POLICY_NAMES).default(DEFAULT_POLICY), {
+    section: "Routing and forwarding",
+    value: "name",
+    description:
+      "Routing policy. `cost-aware` forwards only when the prefill a peer saves exceeds the round trip and " +
+      "its queue; `affinity` is the paper's Algorithm 1 (longest estimated prefix match, ties to self); " +
+      "`local` never forwards; `round-robin`, `random`, `least-loaded` and `affinity-argmax` are baselines.",
+  }),
+  pollMs: setting(num(1, 3_600_000).default(500), {
+    section: "Routing and forwarding",
+    value: "ms",
+    description:
+      "Δpoll, the anti-entropy period: every Δpoll each node sends its snapshot to every peer (also the " +
+      "heartbeat: a peer silent for 3 periods is suspected). Lower: fresher estimates, more gossip.",
+  }),
+  clusterId: setting(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, "a cluster id is 1-64 characters from A-Z a-z 0-9 _ . -")
+      .optional(),
+    {
+      section: "Peer security",
+      value: "id",
+      defaultText: "`prefixmesh` (mutual TLS: the CA's)",
+      description:
+        "The cluster's name, checked in every peer hello: nodes of another cluster are refused. With mutual " +
+        "TLS it is read from the cluster CA and this setting is not used.",
+    },
+  ),
+  tlsDir: setting(z.string().min(1).max(4096).optional(), {
+    section: "Peer security",
+    value: "dir",
+    description:
+      "Mutual TLS: a directory holding `ca.crt` and this node's `node-<id>.crt` and `node-<id>.key` " +
+      "(`prefixmesh certs init`, then `certs issue --id <id>`). Peers are then `https://` URLs.",
+  }),
+  secretFile: setting(z.string().min(1).max(4096).optional(), {
+    section: "Peer security",
+    value: "file",
+    description:
+      "Shared-secret mode: peer messages are signed with HMAC-SHA256 under this file's secret " +
+      "(`prefixmesh certs secret --out FILE`), the same file on every node. For trusted LANs: not encrypted.",
+  }),
+  insecure: setting(bool.default(false), {
+    section: "Peer security",
+    description:
+      "Allow unauthenticated peer traffic. A node with peers and neither --tls-dir nor --secret-file refuses " +
+      "to start without it. Trusted networks only.",
+  }),
+  concurrency: setting(nodeNum("concurrency"), {
+    section: "Routing and forwarding",
+    value: "n",
+    description: "Requests the engine runs at once; 1 is the paper's batching-free setting.",
+  }),
+  forwardTimeoutMs: setting(nodeNum("forwardTimeoutMs"), {
+    section: "Routing and forwarding",
+    value: "ms",
+    description:
+      "Give up on a forward attempt after this long, in ms; the request then goes to the next-best node, " +
+      "finally this one.",
+  }),
+  forwardAckTimeoutMs: setting(nodeNum("forwardAckTimeoutMs"), {
+    section: "Routing and forwarding",
+    value: "ms",
+    description:
+      "Fall back when a forward is not acknowledged in max(this, 4 × the peer's RTT), in ms. Over TCP " +
+      "nothing is lost silently, so the ack only guards against a frozen or black-holed peer; too low, and a " +
+      "busy machine's slow acks become spurious fallbacks (work done twice).",
+  }),
+  forwardTransport: setting(z.enum(["channel", "http"]).default("channel"), {
+    section: "Routing and forwarding",
+    value: "kind",
+    description:
+      "How forwards travel: `channel`, multiplexed on one WebSocket per peer upgraded on the peer port; " +
+      "`http`, one HTTP request per forward.",
+  }),
+};
