@@ -98,7 +98,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const violations: string[] = [];
   const estimateWatch = check ? new EstimateWatch(violations) : undefined;
   const keepRecords = config.keepRecords !== false;
-  const oracle = config.oracle === true ? new Oracle() : undefined;
+  // The centralized baseline IS a router with the global view: it always runs with the oracle.
+  const oracle = config.oracle === true || config.policy === "centralized" ? new Oracle() : undefined;
   let oracleBusy = false;
 
   const nodes: SimNodeState[] = ids.map((id, idx) => ({

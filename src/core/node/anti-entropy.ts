@@ -25,6 +25,8 @@ export interface PeerLoad {
   /** When its queue depth was last reported (our clock). */
   queueAt: number | undefined;
   capacityTokens: number;
+  /** Tokens in its tree as its latest header said (undefined until one arrived). */
+  treeTokens: number | undefined;
   /** Our clock until which it asked not to be routed to; 0 = none. */
   pushBackUntil: number;
   /** When our estimate of it last changed or was confirmed (for the estimate's age). */
@@ -263,6 +265,7 @@ export class AntiEntropy {
     peer.queueDepth = h.queueDepth;
     peer.queueAt = now;
     peer.capacityTokens = h.capacity;
+    peer.treeTokens = h.tokenCount;
     peer.pushBackUntil = h.pushBackMs > 0 ? now + Math.min(h.pushBackMs, this.config.maxPushBackMs) : 0;
     if (verdict === "need-full") {
       // The update did not fit what we hold. If we hold something, our ack keeps saying what, and the
@@ -347,6 +350,7 @@ function newPeerSync(): PeerSync {
     queueDepth: 0,
     queueAt: undefined,
     capacityTokens: 0,
+    treeTokens: undefined,
     pushBackUntil: 0,
     estimateAt: undefined,
     holdsOfUs: undefined,

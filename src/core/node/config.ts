@@ -3,7 +3,7 @@
  * YAML or a simulator config: a bad value is a clear error, never a misbehaving node.
  */
 import { z } from "zod";
-import { POLICY_NAMES, policyConfigSchema } from "./policies/index.js";
+import { ALL_POLICY_NAMES, policyConfigSchema } from "./policies/index.js";
 
 /** A node id as the config accepts it (also checked when a peer is added at run time). */
 export const nodeId = z
@@ -22,7 +22,7 @@ export const nodeConfigSchema = z
      * Default: the static list's size, i.e. a fixed membership. Bounds the merged estimate index.
      */
     maxPeers: z.number().int().min(0).max(4095).optional(),
-    policy: z.enum(POLICY_NAMES).default("affinity"),
+    policy: z.enum(ALL_POLICY_NAMES).default("affinity"),
     /** Settings of `policy` (its own schema, in its file; omitted ones take its defaults). */
     policyConfig: z.record(z.string(), z.unknown()).optional(),
     /** KV capacity in tokens: the tree's capacity. */

@@ -121,6 +121,7 @@ export class Executor {
       match: this.tree_.match(tokens),
       queueDepth: this.queueDepth(),
       capacityTokens: this.tree_.capacity,
+      treeTokens: this.tree_.size,
     };
   }
 

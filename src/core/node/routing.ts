@@ -14,6 +14,7 @@ export interface SelfView {
   match: number;
   queueDepth: number;
   capacityTokens: number;
+  treeTokens: number;
 }
 
 const scratch = new Map<string, number>();
@@ -36,6 +37,7 @@ export function peerCandidate(
     sentSinceQueue,
     rttMs,
     capacityTokens: load.capacityTokens,
+    ...(load.treeTokens === undefined ? {} : { treeTokens: load.treeTokens }),
   };
 }
 
@@ -57,6 +59,7 @@ export function buildCandidates(
     queueDepth: self.queueDepth,
     rttMs: 0,
     capacityTokens: self.capacityTokens,
+    treeTokens: self.treeTokens,
   });
   if (peers.length === 1) return peers; // nobody to forward to: no index walk
   const { owners, lengths } = index.matchAll(tokens);

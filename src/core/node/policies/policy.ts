@@ -25,6 +25,8 @@ export interface Candidate {
   rttMs: number | undefined;
   /** Known KV capacity in tokens (0 if unknown). */
   capacityTokens: number;
+  /** Tokens in its tree as last reported (exact for self; undefined if never reported). */
+  treeTokens?: number;
 }
 
 export interface RoutingContext {
