@@ -145,6 +145,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       { epoch, checkInvariants: check },
     );
     s.engine.cache.clear();
+    oracle?.reset();
     apply(s, s.node.start());
   };
 
@@ -400,14 +401,20 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       for (let changed = true; changed; ) {
         changed = false;
         for (const a of nodes) {
+          if (!a.node || !oracle.mayNeedRefresh(a.node)) continue;
+          let complete = true;
           for (const b of nodes) {
             if (a === b || !a.node || !b.node) continue;
-            if (pauses && pausedUntil(pauses[b.idx], now) >= 0) continue; // refreshed once it resumes
+            if (pauses && pausedUntil(pauses[b.idx], now) >= 0) {
+              complete = false; // refreshed once it resumes
+              continue;
+            }
             const msg = oracle.refresh(a.node, b.node);
             if (!msg) continue;
             changed = true;
             deliverSnapshot(b, a.id, msg);
           }
+          if (complete && a.node) oracle.synced(a.node);
         }
       }
     } finally {
