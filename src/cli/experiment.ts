@@ -118,6 +118,10 @@ export function registerExperiment(program: Command): void {
     .option("--open-requests <n>", "open-loop requests per run", "2000")
     .option("--workers <n>", "worker threads (default: min(2, cores))")
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
+    .option(
+      "--no-fresh-peer-load",
+      "queue depth on snapshot headers only (the paper's), not on acks and answers",
+    )
     .action(async (flags: CompareFlags) => {
       const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
       const closedRequests = parseNumber("--requests", flags.requests, {
@@ -151,6 +155,7 @@ export function registerExperiment(program: Command): void {
           seed,
           closedRequests,
           openRequests,
+          freshPeerLoad: flags.freshPeerLoad === true,
           workers,
           onPhase: (phase) => process.stderr.write(`prefixmesh: ${phase}…\n`),
         });
@@ -181,6 +186,7 @@ interface CompareFlags {
   openRequests: string;
   workers?: string;
   syntheticScale: string;
+  freshPeerLoad?: boolean;
 }
 
 function checkMmluDir(dir: string): string {

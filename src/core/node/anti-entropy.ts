@@ -127,6 +127,14 @@ export class AntiEntropy {
     return this.peer(id);
   }
 
+  /** An ack or answer from it said its queue depth (`freshPeerLoad`): fresher than any header. */
+  queueReported(id: NodeId, queueDepth: number, now: number): void {
+    const peer = this.peers.get(id);
+    if (!peer) return;
+    peer.queueDepth = queueDepth;
+    peer.queueAt = now;
+  }
+
   /** Its part of the peer's `PeerView`: our estimate of it, what it advertised, what it holds of us. */
   view(
     id: NodeId,

@@ -69,6 +69,13 @@ export const nodeConfigSchema = z
      */
     ackDeferMs: z.number().min(0).max(60_000).default(0),
     /**
+     * Fresh peer load (beyond the paper; peer-load.ts): acks and answers to forwards carry the
+     * server's queue depth, and an origin adds to a peer's last reported depth the forwards it has
+     * in flight to it (sent, not yet acked or answered) instead of those sent since the report.
+     * Off: queue depth rides on snapshot headers only (a Δpoll old), as in the paper.
+     */
+    freshPeerLoad: z.boolean().default(false),
+    /**
      * This node's engine runs from the prompt text, not from the tokens alone: a forward without the
      * text is refused at once (retryable, PROMPT_TEXT_NEEDED) and not recorded as seen, so the
      * origin's re-send with the text is not taken for a duplicate.

@@ -16,6 +16,7 @@ import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
 import { Membership } from "./membership.js";
 import { Origin } from "./origin.js";
+import { reportedDepth, stampQueueDepth } from "./peer-load.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import { Serving } from "./serving.js";
@@ -164,6 +165,7 @@ export class PrefixNode {
         this.onSendFailed(input.to, input.msg, now, out);
         break;
     }
+    if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
     return out;
   }
 
@@ -184,7 +186,7 @@ export class PrefixNode {
     for (const id of this.members.ids()) {
       if (!this.routable(id, now, self.queueDepth)) continue;
       const load = this.antiEntropy.load(id);
-      peers.push(peerCandidate(id, load, targets.sentSinceQueue(id), targets.rttMs(id), now));
+      peers.push(peerCandidate(id, load, this.origin.unreportedTo(id, now), targets.rttMs(id), now));
     }
     return buildCandidates(self, peers, this.antiEntropy.index, request.tokens);
   }
@@ -226,6 +228,8 @@ export class PrefixNode {
       return;
     }
     this.members.heard(from, now);
+    const depth = this.config.freshPeerLoad ? reportedDepth(msg) : undefined;
+    if (depth !== undefined) this.antiEntropy.queueReported(from, depth, now);
     switch (msg.type) {
       case "snapshot": {
         const rtt = this.antiEntropy.onEcho(from, msg.at, msg.echo, now);

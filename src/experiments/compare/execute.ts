@@ -34,7 +34,12 @@ export interface CompareResult {
 
 const ideal = new WeakMap<Workload, number>();
 
-export function simConfigOf(run: CompareRun, capacityTokens: number | undefined, seed: number): SimConfig {
+export function simConfigOf(
+  run: CompareRun,
+  capacityTokens: number | undefined,
+  seed: number,
+  freshPeerLoad: boolean,
+): SimConfig {
   const policy = run.policy;
   const oracle = policy === "oracle";
   return {
@@ -46,6 +51,7 @@ export function simConfigOf(run: CompareRun, capacityTokens: number | undefined,
     profile: DEFAULT_PROFILE,
     seed,
     keepRecords: false,
+    ...(freshPeerLoad ? { node: { freshPeerLoad: true } } : {}),
     ...(oracle ? { oracle: true } : {}),
     ...(capacityTokens !== undefined ? { capacityTokens } : {}),
     ...(run.hetero ? { faults: { engine: { slowdowns: [{ node: 0, factor: SLOW_FACTOR }] } } } : {}),
@@ -58,9 +64,14 @@ export function executeCompareRun(
   capacityTokens: number | undefined,
   seed: number,
   rate: number | undefined,
+  freshPeerLoad: boolean,
   onProgress?: (done: number, total: number) => void,
 ): CompareResult {
-  const r = runSimulation(simConfigOf(run, capacityTokens, seed), workload, onProgress ? { onProgress } : {});
+  const r = runSimulation(
+    simConfigOf(run, capacityTokens, seed, freshPeerLoad),
+    workload,
+    onProgress ? { onProgress } : {},
+  );
   const t = r.totals;
   let idealHit = ideal.get(workload);
   if (idealHit === undefined) {

@@ -24,6 +24,8 @@ export interface CompareOptions {
   seed: number;
   closedRequests: number;
   openRequests: number;
+  /** Every node runs with `freshPeerLoad` (default false: load on snapshot headers only, the paper's). */
+  freshPeerLoad?: boolean;
   workers: number;
   onPhase?(phase: string): void;
   onProgress?(done: number, total: number): void;
@@ -61,6 +63,7 @@ export async function runCompare(opts: CompareOptions): Promise<CompareOutcome> 
     seed: opts.seed,
     closedRequests: opts.closedRequests,
     openRequests: opts.openRequests,
+    freshPeerLoad: opts.freshPeerLoad ?? false,
   };
   opts.onPhase?.("building workloads");
   // The constrained cache is the paper experiment's (a quarter of the full uniform working set).
@@ -159,7 +162,9 @@ async function pool(
     const rate = t.workload.kind === "open" ? t.workload.rate : undefined;
     out.set(
       t.id,
-      executeCompareRun(t.run, w, t.capacityTokens, spec.seed, rate, (d) => progress(t.id, d)),
+      executeCompareRun(t.run, w, t.capacityTokens, spec.seed, rate, spec.freshPeerLoad, (d) =>
+        progress(t.id, d),
+      ),
     );
   }
   return out;

@@ -14,8 +14,14 @@ port.on("message", (task: CompareTask) => {
     try {
       const w = await compareWorkload(spec, task.workload);
       const rate = task.workload.kind === "open" ? task.workload.rate : undefined;
-      const result = executeCompareRun(task.run, w, task.capacityTokens, spec.seed, rate, (done, total) =>
-        reply({ type: "progress", id: task.id, done, total }),
+      const result = executeCompareRun(
+        task.run,
+        w,
+        task.capacityTokens,
+        spec.seed,
+        rate,
+        spec.freshPeerLoad,
+        (done, total) => reply({ type: "progress", id: task.id, done, total }),
       );
       reply({ type: "result", result });
     } catch (err) {

@@ -14,6 +14,8 @@ export interface CompareWorkloadSpec {
   seed: number;
   closedRequests: number;
   openRequests: number;
+  /** Every node runs with `freshPeerLoad` (peer-load.ts). */
+  freshPeerLoad: boolean;
 }
 
 export type CompareWorkloadKind =
