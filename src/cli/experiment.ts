@@ -122,6 +122,10 @@ export function registerExperiment(program: Command): void {
       "--no-fresh-peer-load",
       "queue depth on snapshot headers only (the paper's), not on acks and answers",
     )
+    .option(
+      "--peer-speed",
+      "cost-aware (and the oracle) with peerSpeed: peers' engine speed learned from their answers",
+    )
     .action(async (flags: CompareFlags) => {
       const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
       const closedRequests = parseNumber("--requests", flags.requests, {
@@ -156,6 +160,7 @@ export function registerExperiment(program: Command): void {
           closedRequests,
           openRequests,
           freshPeerLoad: flags.freshPeerLoad === true,
+          peerSpeed: flags.peerSpeed === true,
           workers,
           onPhase: (phase) => process.stderr.write(`prefixmesh: ${phase}…\n`),
         });
@@ -187,6 +192,7 @@ interface CompareFlags {
   workers?: string;
   syntheticScale: string;
   freshPeerLoad?: boolean;
+  peerSpeed?: boolean;
 }
 
 function checkMmluDir(dir: string): string {

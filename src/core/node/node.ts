@@ -186,7 +186,8 @@ export class PrefixNode {
     for (const id of this.members.ids()) {
       if (!this.routable(id, now, self.queueDepth)) continue;
       const load = this.antiEntropy.load(id);
-      peers.push(peerCandidate(id, load, this.origin.unreportedTo(id, now), targets.rttMs(id), now));
+      const unreported = this.origin.unreportedTo(id, now);
+      peers.push(peerCandidate(id, load, unreported, targets.rttMs(id), now, targets.observed(id)));
     }
     return buildCandidates(self, peers, this.antiEntropy.index, request.tokens);
   }

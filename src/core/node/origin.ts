@@ -414,6 +414,8 @@ export class Origin {
     const remote = timing.queueMs + timing.prefillMs + timing.decodeMs;
     // After a probe the answer may be a re-sent one: its delay is no round trip.
     if (p.probes === 0) this.targets.sampleRtt(from, now - p.attemptSentAt - remote);
+    const r = msg.result;
+    this.targets.samplePrefill(from, timing.prefillMs, Math.max(0, r.promptTokens - r.cachedTokens));
     out.push(okReply(this.by, p, msg.result, { ...timing, servedBy: from }, 1, now));
     return p.request.tokens;
   }

@@ -7,6 +7,7 @@ import type { Tokens } from "../engine.js";
 import type { PeerIndex } from "../peer-index.js";
 import type { PeerLoad } from "./anti-entropy.js";
 import type { Candidate } from "./policies/policy.js";
+import type { ObservedPrefill } from "./targets.js";
 import type { NodeId } from "./types.js";
 
 export interface SelfView {
@@ -26,6 +27,7 @@ export function peerCandidate(
   sentSinceQueue: number,
   rttMs: number | undefined,
   now: number,
+  observed?: Readonly<ObservedPrefill>,
 ): Candidate {
   return {
     id,
@@ -38,6 +40,7 @@ export function peerCandidate(
     rttMs,
     capacityTokens: load.capacityTokens,
     ...(load.treeTokens === undefined ? {} : { treeTokens: load.treeTokens }),
+    ...(observed === undefined ? {} : { observedPrefill: observed }),
   };
 }
 

@@ -29,7 +29,23 @@ export interface Target {
    * queue depth it reported — every report it sends after one arrives counts it (its ack included).
    */
   inFlight: Map<string, number>;
+  /** What its answers showed of its engine's speed (undefined until one came). */
+  observed: ObservedPrefill | undefined;
 }
+
+/**
+ * A peer's prefill as its answers showed it: moving means of its prefill time and of the uncached
+ * tokens behind it. Prefill is linear in uncached tokens, so our own fit at `uncached` against
+ * `prefillMs` says how much slower or faster than us it is (cost-aware's `peerSpeed`).
+ */
+export interface ObservedPrefill {
+  prefillMs: number;
+  uncached: number;
+  samples: number;
+}
+
+/** Weight of a new answer in a peer's observed prefill (an effective memory of ~10 answers). */
+const OBSERVED_ALPHA = 0.1;
 
 /**
  * Exponentially weighted RTT: up slowly (α = 1/8, as TCP's SRTT), down fast (α = 1/2). A
@@ -61,6 +77,7 @@ export class Targets {
       missedAcks: 0,
       sentSinceQueue: 0,
       inFlight: new Map(),
+      observed: undefined,
     });
   }
 
@@ -116,6 +133,28 @@ export class Targets {
       t.inFlight.delete(k);
     }
     return t.inFlight.size;
+  }
+
+  /** An answer from it: its engine took `prefillMs` for `uncached` prompt tokens. */
+  samplePrefill(id: NodeId, prefillMs: number, uncached: number): void {
+    const t = this.peers.get(id);
+    if (
+      !t ||
+      !(prefillMs >= 0 && Number.isFinite(prefillMs)) ||
+      !(uncached >= 0 && Number.isFinite(uncached))
+    )
+      return;
+    const o = t.observed;
+    if (!o) t.observed = { prefillMs, uncached, samples: 1 };
+    else {
+      o.prefillMs += (prefillMs - o.prefillMs) * OBSERVED_ALPHA;
+      o.uncached += (uncached - o.uncached) * OBSERVED_ALPHA;
+      o.samples++;
+    }
+  }
+
+  observed(id: NodeId): Readonly<ObservedPrefill> | undefined {
+    return this.peers.get(id)?.observed;
   }
 
   sampleRtt(id: NodeId, ms: number): void {

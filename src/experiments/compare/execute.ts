@@ -39,9 +39,15 @@ export function simConfigOf(
   capacityTokens: number | undefined,
   seed: number,
   freshPeerLoad: boolean,
+  peerSpeed = false,
 ): SimConfig {
   const policy = run.policy;
   const oracle = policy === "oracle";
+  const speed = peerSpeed && (policy === "cost-aware" || (oracle && ORACLE_POLICY === "cost-aware"));
+  const node = {
+    ...(freshPeerLoad ? { freshPeerLoad: true } : {}),
+    ...(speed ? { policyConfig: { peerSpeed: true } } : {}),
+  };
   return {
     nodes: run.nodes,
     policy: policy === "oracle" ? ORACLE_POLICY : policy,
@@ -51,7 +57,7 @@ export function simConfigOf(
     profile: DEFAULT_PROFILE,
     seed,
     keepRecords: false,
-    ...(freshPeerLoad ? { node: { freshPeerLoad: true } } : {}),
+    ...(Object.keys(node).length > 0 ? { node } : {}),
     ...(oracle ? { oracle: true } : {}),
     ...(capacityTokens !== undefined ? { capacityTokens } : {}),
     ...(run.hetero ? { faults: { engine: { slowdowns: [{ node: 0, factor: SLOW_FACTOR }] } } } : {}),
@@ -65,10 +71,11 @@ export function executeCompareRun(
   seed: number,
   rate: number | undefined,
   freshPeerLoad: boolean,
+  peerSpeed: boolean,
   onProgress?: (done: number, total: number) => void,
 ): CompareResult {
   const r = runSimulation(
-    simConfigOf(run, capacityTokens, seed, freshPeerLoad),
+    simConfigOf(run, capacityTokens, seed, freshPeerLoad, peerSpeed),
     workload,
     onProgress ? { onProgress } : {},
   );

@@ -255,6 +255,7 @@ export async function writeCompareReport(
     `- Heterogeneous: node 0's engine is ${SLOW_FACTOR}× slower (every run's prefill and decode take ${SLOW_FACTOR}× as long); the nodes learn it from their own runs only.`,
     "- Slices (a full cross product would be thousands of runs): closed loop 4 nodes × Δcomm 2/20/200/1000 ms × both memories; closed loop 16 nodes and heterogeneous at Δcomm 2/200 ms; open loop 4 nodes at 50/80/95/120%; 16 nodes at 80/120%; heterogeneous at 80%.",
     `- Peer load: ${o.spec.freshPeerLoad ? "**fresh** (`freshPeerLoad`: acks and answers carry the server's queue depth, and an origin adds its forwards in flight to a peer's last reported depth), for every policy" : "snapshot headers only (the paper's, a Δpoll old; `--fresh-peer-load` turns on `freshPeerLoad`)"}.`,
+    `- cost-aware's \`peerSpeed\` (a peer's engine speed learned from its answers): ${o.spec.peerSpeed ? "**on** for cost-aware and the oracle (`--peer-speed`)" : "off (its default; `--peer-speed` turns it on)"}.`,
     "- Metrics: latency from the client's submit to its answer; hit rate = cached prompt tokens / prompt tokens, actual (the engine's) and ideal (one cache holding every earlier prompt); hotspot = the busiest node's share of answers; refused = client errors after retries; fallbacks = forwards that fell back to the next candidate; gossip = bytes of snapshots and heartbeats.",
     "",
     "## Targets (issue 17), measured",

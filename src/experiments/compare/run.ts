@@ -26,6 +26,8 @@ export interface CompareOptions {
   openRequests: number;
   /** Every node runs with `freshPeerLoad` (default false: load on snapshot headers only, the paper's). */
   freshPeerLoad?: boolean;
+  /** cost-aware and the oracle with `peerSpeed` (default false). */
+  peerSpeed?: boolean;
   workers: number;
   onPhase?(phase: string): void;
   onProgress?(done: number, total: number): void;
@@ -64,6 +66,7 @@ export async function runCompare(opts: CompareOptions): Promise<CompareOutcome> 
     closedRequests: opts.closedRequests,
     openRequests: opts.openRequests,
     freshPeerLoad: opts.freshPeerLoad ?? false,
+    peerSpeed: opts.peerSpeed ?? false,
   };
   opts.onPhase?.("building workloads");
   // The constrained cache is the paper experiment's (a quarter of the full uniform working set).
@@ -162,8 +165,15 @@ async function pool(
     const rate = t.workload.kind === "open" ? t.workload.rate : undefined;
     out.set(
       t.id,
-      executeCompareRun(t.run, w, t.capacityTokens, spec.seed, rate, spec.freshPeerLoad, (d) =>
-        progress(t.id, d),
+      executeCompareRun(
+        t.run,
+        w,
+        t.capacityTokens,
+        spec.seed,
+        rate,
+        spec.freshPeerLoad,
+        spec.peerSpeed,
+        (d) => progress(t.id, d),
       ),
     );
   }

@@ -21,6 +21,7 @@ port.on("message", (task: CompareTask) => {
         spec.seed,
         rate,
         spec.freshPeerLoad,
+        spec.peerSpeed,
         (done, total) => reply({ type: "progress", id: task.id, done, total }),
       );
       reply({ type: "result", result });

@@ -16,6 +16,8 @@ export interface CompareWorkloadSpec {
   openRequests: number;
   /** Every node runs with `freshPeerLoad` (peer-load.ts). */
   freshPeerLoad: boolean;
+  /** cost-aware (and the oracle, which runs it) with `peerSpeed`. */
+  peerSpeed: boolean;
 }
 
 export type CompareWorkloadKind =

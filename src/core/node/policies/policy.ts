@@ -27,6 +27,8 @@ export interface Candidate {
   capacityTokens: number;
   /** Tokens in its tree as last reported (exact for self; undefined if never reported). */
   treeTokens?: number;
+  /** Its prefill as its answers to our forwards showed it (peers we forwarded to only). */
+  observedPrefill?: Readonly<{ prefillMs: number; uncached: number; samples: number }>;
 }
 
 export interface RoutingContext {
