@@ -119,8 +119,8 @@ export function registerExperiment(program: Command): void {
     .option("--workers <n>", "worker threads (default: min(2, cores))")
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
     .option(
-      "--no-fresh-peer-load",
-      "queue depth on snapshot headers only (the paper's), not on acks and answers",
+      "--fresh-peer-load",
+      "every node runs with freshPeerLoad: queue depth also on acks and answers, forwards in flight counted",
     )
     .option(
       "--peer-speed",

@@ -70,6 +70,11 @@ describe("experiment compare", () => {
     registerExperiment(program);
     const argv = (...a: string[]) => ["node", "prefixmesh", "experiment", "compare", ...a];
     await expect(program.parseAsync(argv("--requests", "0"))).rejects.toThrow(CliError);
+    // Opt-in flags: the default is the paper's load reports and cost-aware's defaults.
+    const compare = program.commands[0]?.commands.find((c) => c.name() === "compare");
+    const opts = compare?.options.map((o) => o.long);
+    expect(opts).toContain("--fresh-peer-load");
+    expect(opts).toContain("--peer-speed");
     await expect(program.parseAsync(argv("--mmlu-dir", join(out, "nope")))).rejects.toThrow(
       /expected dev\/ and test\//,
     );

@@ -79,6 +79,8 @@ function expectedLatencyMs(c: Candidate, ctx: RoutingContext, f: number): number
   const uncached = Math.max(0, ctx.promptTokens - c.estimatedMatch);
   const service = serviceMs(k, ctx);
   const wait = c.self ? c.queueDepth * service : peerWaitMs(c, service * f);
+  // Same float order as without peer speed when f = 1: near-ties must break as they always did.
+  if (f === 1) return rtt + wait + k.prefillFixedMs + k.prefillMsPerToken * uncached;
   return rtt + wait + f * (k.prefillFixedMs + k.prefillMsPerToken * uncached);
 }
 
