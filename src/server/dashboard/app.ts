@@ -30,7 +30,8 @@ interface ClusterView {
   capacityTokens?: number;
   queueDepth: number;
   pushBackActive: boolean;
-  stats?: { servedLocal?: number; servedForPeers?: number; clientRequests?: number; fallbacks?: number };
+  /** The node's counters: numbers, and per-kind counts for snapshots. */
+  stats?: Record<string, number | Record<string, number>>;
   peers: PeerView[];
 }
 
@@ -100,7 +101,11 @@ function renderMembers(v: ClusterView): void {
   cell(self, fmtInt(v.treeTokens) + (v.capacityTokens ? ` / ${fmtInt(v.capacityTokens)}` : ""), "num");
   cell(self, "exact", "muted");
   cell(self, "–", "muted");
-  cell(self, `${fmtInt(v.stats?.servedLocal ?? 0)} / ${fmtInt(v.stats?.servedForPeers ?? 0)}`, "num");
+  const count = (k: string) => {
+    const x = v.stats?.[k];
+    return fmtInt(typeof x === "number" ? x : 0);
+  };
+  cell(self, `${count("servedLocal")} / ${count("servedForPeers")}`, "num");
   rows.push(self);
 
   for (const p of v.peers) {
@@ -128,6 +133,39 @@ function renderMembers(v: ClusterView): void {
     rows.push(tr);
   }
   body.replaceChildren(...rows);
+}
+
+/** The node's own counters (from /cluster), as a list of term / value pairs. */
+function renderTotals(v: ClusterView): void {
+  const s = v.stats ?? {};
+  const n = (k: string) => {
+    const x = s[k];
+    return fmtInt(typeof x === "number" ? x : 0);
+  };
+  const sum = (k: string) => {
+    const x = s[k];
+    return fmtInt(typeof x === "object" ? Object.values(x).reduce((a, b) => a + b, 0) : 0);
+  };
+  const items: [string, string][] = [
+    ["client requests", n("clientRequests")],
+    ["forwarded to peers", n("forwarded")],
+    ["served for itself", n("servedLocal")],
+    ["served for peers", n("servedForPeers")],
+    ["fallbacks", n("fallbacks")],
+    ["ack timeouts", n("ackTimeouts")],
+    ["refused (overload)", n("rejectedOverload")],
+    ["engine failures", n("engineFailures")],
+    ["snapshots sent", sum("snapshotsSent")],
+    ["snapshots received", sum("snapshotsReceived")],
+  ];
+  const dl = document.querySelector("#totals dl") as HTMLElement;
+  dl.replaceChildren(
+    ...items.map(([term, value]) => {
+      const row = el("div");
+      row.append(el("dt", term), el("dd", value));
+      return row;
+    }),
+  );
 }
 
 // ---- alerts and status -------------------------------------------------------------------------
@@ -345,6 +383,7 @@ async function tick(): Promise<void> {
     history.add(readingOf(parseMetrics(metrics), lastOk / 1000));
     renderFacts(view);
     renderMembers(view);
+    renderTotals(view);
   } catch (err) {
     error = describe(err);
   }

@@ -27,7 +27,7 @@ export const PAGE_HTML = `<!doctype html>
   <table id="members">
     <thead><tr>
       <th>node</th><th>liveness</th><th>push-back</th><th>queue</th><th>cached tokens</th>
-      <th>estimate age</th><th>RTT</th><th>served here / for peers</th>
+      <th>estimate age</th><th>RTT</th><th>served for itself / peers</th>
     </tr></thead>
     <tbody></tbody>
   </table>
@@ -47,6 +47,8 @@ export const PAGE_HTML = `<!doctype html>
       second)</figcaption><div class="plot"></div></figure>
     <figure id="chart-latency"><figcaption>End-to-end latency of requests entering here
       (ms)</figcaption><div class="plot"></div></figure>
+    <figure id="totals"><figcaption>Counts at this node since it started</figcaption>
+      <dl class="totals"></dl></figure>
   </div>
 </section>
 <footer class="muted small">Polls <code>/cluster</code> and <code>/metrics</code> of this node only;
@@ -95,6 +97,11 @@ body.unreachable section { opacity: 0.45; }
 figure { margin: 0; padding: 8px 10px 4px; border: 1px solid var(--line); border-radius: 8px; }
 figcaption { font-size: 13px; font-weight: 600; margin-bottom: 4px; }
 .plot { min-height: 230px; }
+.totals { display: grid; grid-template-columns: repeat(2, 1fr); gap: 6px 18px; margin: 10px 4px; }
+.totals div { display: flex; justify-content: space-between; border-bottom: 1px dotted var(--line);
+  padding: 3px 0; }
+.totals dt { color: var(--muted); }
+.totals dd { margin: 0; font-weight: 600; font-variant-numeric: tabular-nums; }
 .plot .empty { color: var(--muted); padding: 90px 0; text-align: center; }
 footer { margin-top: 14px; }
 `;
