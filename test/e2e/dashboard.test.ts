@@ -32,11 +32,10 @@ const PAGE_EVERY_MS = 500;
 /** Deadlines are generous: the machine is shared and small. */
 const LONG = 60_000;
 
-const tmp = clusterTmp();
-
 describe.skipIf(!CHROMIUM)(
   `dashboard in a real browser (3-node sim cluster)${CHROMIUM ? "" : ` — skipped: ${SKIP_REASON}`}`,
   () => {
+    let tmp: ReturnType<typeof clusterTmp> | undefined;
     let cluster: RunningCluster;
     let browser: Browser;
     let model: string;
@@ -58,6 +57,7 @@ describe.skipIf(!CHROMIUM)(
 
     beforeAll(async () => {
       requireBuild();
+      tmp = clusterTmp();
       // The built launcher: it starts the built CLI next to it.
       const launcher = new URL("../../dist/server/cluster/launcher.js", import.meta.url).href;
       const { startCluster } = (await import(launcher)) as { startCluster: typeof StartCluster };
@@ -95,7 +95,7 @@ describe.skipIf(!CHROMIUM)(
     afterAll(async () => {
       await browser?.close();
       await cluster?.stop();
-      tmp.remove();
+      tmp?.remove();
     });
 
     it("renders on every node: three members live, no CSP violation or script error", async () => {
