@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
 import type { ChatMessage } from "../core/engine.js";
-import { dashboardHtml } from "./dashboard.js";
+import { registerDashboard } from "./dashboard.js";
 import type { NodeMetrics } from "./metrics.js";
 import {
   type ApiKind,
@@ -108,8 +108,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     return metrics.registry.metrics();
   });
   app.get("/cluster", async () => service.clusterView());
-  app.get("/", async (_req, reply) => reply.redirect("/dashboard"));
-  app.get("/dashboard", async (_req, reply) => reply.type("text/html; charset=utf-8").send(dashboardHtml));
+  registerDashboard(app);
   app.get("/v1/models", async () => ({
     object: "list",
     data: [
@@ -256,7 +255,9 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const done = (outcome: string, o?: ServeOutcome) => {
       const route = o ? (o.hops === 0 ? "local" : "forwarded") : "none";
       metrics.requests.inc({ outcome, route });
-      if (o) metrics.latency.observe({ route }, (performance.now() - started) / 1000);
+      if (!o) return;
+      metrics.latency.observe({ route }, (performance.now() - started) / 1000);
+      metrics.servedBy.inc({ served_by: o.servedBy });
     };
     const headersFor = (servedBy: string, hops = servedBy === service.nodeId ? 0 : 1) => ({
       "x-prefixmesh-served-by": servedBy,

@@ -62,6 +62,11 @@ export function createMetrics(nodeId: string) {
     buckets: LATENCY_BUCKETS,
     registers,
   });
+  const servedBy = counter(
+    "prefixmesh_requests_served_by_total",
+    "Client requests that entered here and were answered, by the node that served them (member ids only)",
+    ["served_by"],
+  );
   const served = counter(
     "prefixmesh_served_total",
     "Requests this node's engine ran, by origin (self or a peer)",
@@ -159,6 +164,7 @@ export function createMetrics(nodeId: string) {
     registry,
     requests,
     latency,
+    servedBy,
     served,
     promptTokens,
     predictedCached,
