@@ -23,7 +23,7 @@ export const PAGE_HTML = `<!doctype html>
 </header>
 <div id="alerts" role="alert" aria-live="polite"></div>
 <section>
-  <h2>Members <span class="muted small">as this node sees them</span></h2>
+  <h2>Members <span class="muted small" id="members-note">as this node sees them</span></h2>
   <table id="members">
     <thead><tr>
       <th>node</th><th>liveness</th><th>push-back</th><th>queue</th><th>cached tokens</th>
