@@ -341,9 +341,8 @@ function drawCharts(): void {
   for (const c of charts) {
     const defs = c.defs();
     const data: uPlotT.AlignedData = [pts.map((p) => p.t), ...defs.map((d) => pts.map((p) => d.value(p)))];
-    const measured = pts.filter((p) => defs.some((d) => d.value(p) !== null)).length;
+    // For tests and scripts: how many points the chart holds, and how many show something above 0.
     c.figure.dataset.points = String(pts.length);
-    c.figure.dataset.measured = String(measured);
     c.figure.dataset.nonzero = String(pts.filter((p) => defs.some((d) => (d.value(p) ?? 0) > 0)).length);
     const holder = c.figure.querySelector(".plot") as HTMLElement;
     const key = defs.map((d) => d.label).join("|");

@@ -102,6 +102,5 @@ figcaption { font-size: 13px; font-weight: 600; margin-bottom: 4px; }
   padding: 3px 0; }
 .totals dt { color: var(--muted); }
 .totals dd { margin: 0; font-weight: 600; font-variant-numeric: tabular-nums; }
-.plot .empty { color: var(--muted); padding: 90px 0; text-align: center; }
 footer { margin-top: 14px; }
 `;
