@@ -41,6 +41,13 @@ export interface EngineRequest {
   topP?: number;
   seed?: number;
   stop?: string[];
+  /**
+   * The tenant's cache salt (vLLM's `cache_salt`): requests of different salts never reuse each
+   * other's cached prefixes (src/core/namespace.ts). Remote engines that know the field get it.
+   */
+  cacheSalt?: string;
+  /** The LoRA adapter to run (a model name the engine serves besides its base model); a namespace too. */
+  adapter?: string;
 }
 
 export interface EngineResult {

@@ -4,6 +4,7 @@
  * fired only when the test advances time. Nothing happens unless the test says so.
  */
 import type { EngineResult } from "../../src/core/engine.js";
+import { keyTokens } from "../../src/core/namespace.js";
 import type { NodeConfigInput } from "../../src/core/node/config.js";
 import { PrefixNode } from "../../src/core/node/node.js";
 import {
@@ -106,7 +107,7 @@ export class Harness {
         case "engine-run": {
           const { result, durationMs } = m.engine.execute(e.request, e.evicted);
           m.runs.set(e.jobId, {
-            tokens: e.request.tokens,
+            tokens: keyTokens(e.request),
             cacheTokens: e.cacheTokens,
             result,
             at: this.now + durationMs,

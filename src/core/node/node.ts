@@ -170,7 +170,7 @@ export class PrefixNode {
   private onClientRequest(reqId: string, request: EngineRequest, now: number, out: Effect[]): void {
     const refused = this.origin.admit(reqId, request, now);
     if (refused) return void out.push(refused);
-    const self = this.executor.selfView(this.config.id, request.tokens);
+    const self = this.executor.selfView(this.config.id, request);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
     const costs = this.executor.learnedCosts();
     this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.evictionPressure());
@@ -186,7 +186,7 @@ export class PrefixNode {
       const load = this.antiEntropy.load(id);
       peers.push(peerCandidate(id, load, targets.sentSinceQueue(id), targets.rttMs(id), now));
     }
-    return buildCandidates(self, peers, this.antiEntropy.index, request.tokens);
+    return buildCandidates(self, peers, this.antiEntropy.index, request);
   }
 
   /** Live and not pushing back — unless our queue is deeper than its own (then local is worse still). */

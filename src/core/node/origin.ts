@@ -21,6 +21,7 @@
  */
 import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
 import { invariant } from "../invariant.js";
+import { keyTokens, namespaceTokens, requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import { PrefixDemand } from "./demand.js";
@@ -166,13 +167,8 @@ export class Origin {
     // The runtime must use unique ids; answering would be ambiguous, so refuse this one only.
     if (this.pending.has(reqId))
       return failReply(this.by, reqId, request, now, "duplicate request id", "invalid");
-    if (request.tokens.length === 0 || request.tokens.length > this.config.maxPromptTokens) {
-      const why =
-        request.tokens.length === 0
-          ? "empty prompt"
-          : `prompt longer than ${this.config.maxPromptTokens} tokens`;
-      return failReply(this.by, reqId, request, now, why, "invalid");
-    }
+    const why = requestProblem(request, this.config.maxPromptTokens);
+    if (why !== undefined) return failReply(this.by, reqId, request, now, why, "invalid");
     return undefined;
   }
 
@@ -194,7 +190,7 @@ export class Origin {
     let predicted = selfMatch;
     if (candidates !== undefined) {
       const expectedReuse = this.policy.needs.demand
-        ? this.demand.arrive(request.tokens, candidates, evictionPressure)
+        ? this.demand.arrive(keyTokens(request), candidates, evictionPressure, namespaceTokens(request))
         : undefined;
       const order =
         candidates.length === 1
@@ -404,7 +400,7 @@ export class Origin {
     // After a probe the answer may be a re-sent one: its delay is no round trip.
     if (p.probes === 0) this.targets.sampleRtt(from, now - p.attemptSentAt - remote);
     out.push(okReply(this.by, p, msg.result, { ...timing, servedBy: from }, 1, now));
-    return p.request.tokens;
+    return keyTokens(p.request);
   }
 
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */

@@ -11,6 +11,7 @@
  */
 import type { EngineResult } from "../engine.js";
 import { invariant } from "../invariant.js";
+import { requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import {
   type Effect,
@@ -131,9 +132,9 @@ export class Serving {
     }
     this.remember(key, true);
     let refusal: string | undefined;
+    const problem = requestProblem(request, this.config.maxPromptTokens);
     if (msg.hops > this.config.maxHops) refusal = "hop limit exceeded";
-    else if (request.tokens.length === 0 || request.tokens.length > this.config.maxPromptTokens)
-      refusal = "prompt empty or too long";
+    else if (problem !== undefined) refusal = `bad request: ${problem}`;
     else if (full) {
       this.counters.rejectedOverload++;
       refusal = "overloaded";

@@ -168,7 +168,10 @@ export type Effect =
       request: EngineRequest;
       /** node-managed engines: free these runs first (what the tree just evicted). */
       evicted: EvictedRun[];
-      /** node-managed engines: keep at most this many leading prompt tokens cached afterwards. */
+      /**
+       * node-managed engines: keep at most this many leading tokens of the request's cache key
+       * (`keyTokens`: the prompt, behind its namespace's pseudo-block if it has one) cached afterwards.
+       */
       cacheTokens: number;
     }
   | { type: "set-timer"; timer: Timer; delayMs: number }
