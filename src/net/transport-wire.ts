@@ -278,6 +278,8 @@ function requestFields(
     topP: r.topP,
     seed: r.seed,
     stop: r.stop,
+    cacheSalt: r.cacheSalt,
+    adapter: r.adapter,
   };
 }
 

@@ -4,6 +4,7 @@
  * layouts themselves are described in transport-wire.ts.
  */
 import { z } from "zod";
+import { MAX_ADAPTER_NAME, MAX_CACHE_SALT } from "../core/namespace.js";
 import { clusterIdSchema, nodeIdSchema } from "./node-id.js";
 
 export const MAX_PROMPT_TOKENS = 1 << 20;
@@ -23,6 +24,9 @@ const engineRequestWire = z.object({
   topP: z.number().gt(0).max(1).optional(),
   seed: z.number().int().optional(),
   stop: z.array(z.string().max(256)).max(16).optional(),
+  /** The request's cache namespace (src/core/namespace.ts); older peers send neither. */
+  cacheSalt: z.string().max(MAX_CACHE_SALT).optional(),
+  adapter: z.string().min(1).max(MAX_ADAPTER_NAME).optional(),
 });
 
 const engineResultWire = z.object({

@@ -158,9 +158,9 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const parsed = completionRequestSchema.safeParse(req.body);
     if (!parsed.success) throw invalid(parsed.error);
     const body: CompletionRequest = parsed.data;
-    checkModel(body.model);
+    const adapter = checkModel(body.model);
     const prompt = Array.isArray(body.prompt) ? (body.prompt[0] ?? "") : body.prompt;
-    const input = await prepare(prompt, body, body.max_tokens ?? opts.defaultMaxTokens ?? 16);
+    const input = await prepare(prompt, body, body.max_tokens ?? opts.defaultMaxTokens ?? 16, false, adapter);
     return serve("completion", reply, body, input);
   });
 
@@ -168,7 +168,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const parsed = chatRequestSchema.safeParse(req.body);
     if (!parsed.success) throw invalid(parsed.error);
     const body: ChatRequest = parsed.data;
-    checkModel(body.model);
+    const adapter = checkModel(body.model);
     // The whole conversation after the template is the routing key, so chats sharing history route together.
     const messages: ChatMessage[] = body.messages.map((m) => ({
       role: m.role,
@@ -181,6 +181,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       body,
       maxTokens,
       body.max_completion_tokens == null && body.max_tokens == null,
+      adapter,
     );
     return serve("chat", reply, body, input);
   });
@@ -190,8 +191,10 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     return new BadRequest(400, d.message, d.param);
   }
 
-  function checkModel(model: string): void {
+  /** The adapter `model` names (undefined: the base model); 404 for a model not served. */
+  function checkModel(model: string): string | undefined {
     if (model !== service.modelId) {
+      if (service.adapters?.includes(model)) return model;
       throw new BadRequest(
         404,
         `model '${model}' does not exist here; this cluster serves '${service.modelId}'`,
@@ -199,6 +202,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
         "model_not_found",
       );
     }
+    return undefined;
   }
 
   async function prepare(
@@ -206,6 +210,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     body: CompletionRequest | ChatRequest,
     maxTokens: number,
     fillContext = false,
+    adapter?: string,
   ): Promise<InferenceInput> {
     const tokens = await service.tokenize(prompt);
     const limit = service.maxContextTokens;
@@ -233,6 +238,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     if (body.top_p != null) input.topP = body.top_p;
     if (body.seed != null) input.seed = body.seed;
     if (body.stop) input.stop = body.stop;
+    if (body.cache_salt != null) input.cacheSalt = body.cache_salt;
+    if (adapter !== undefined) input.adapter = adapter;
     return input;
   }
 
@@ -246,7 +253,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const meta: ResponseMeta = {
       id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID()}`,
       created: Math.floor(Date.now() / 1000),
-      model: service.modelId,
+      model: input.adapter ?? service.modelId,
     };
     const link: ClientLink = {};
     reply.raw.on("close", () => {

@@ -14,6 +14,10 @@ export interface InferenceInput {
   topP?: number;
   seed?: number;
   stop?: string[];
+  /** The tenant's cache salt (`cache_salt`). */
+  cacheSalt?: string;
+  /** The LoRA adapter the request's `model` named (one of `NodeService.adapters`). */
+  adapter?: string;
 }
 
 export interface ServeOutcome {
@@ -69,6 +73,8 @@ export class ServiceError extends Error {
 export interface NodeService {
   readonly nodeId: string;
   readonly modelId: string;
+  /** LoRA adapters the engine serves besides `modelId`: a request names one as its `model`. */
+  readonly adapters?: readonly string[];
   /** Largest prompt + output accepted, in tokens. */
   readonly maxContextTokens: number;
   tokenize(text: string): Promise<Tokens>;

@@ -48,6 +48,8 @@ export function engineRequestOf(reqId: string, input: InferenceInput): EngineReq
   if (input.topP !== undefined) request.topP = input.topP;
   if (input.seed !== undefined) request.seed = input.seed;
   if (input.stop) request.stop = input.stop;
+  if (input.cacheSalt !== undefined) request.cacheSalt = input.cacheSalt;
+  if (input.adapter !== undefined) request.adapter = input.adapter;
   return request;
 }
 

@@ -58,6 +58,8 @@ export interface NodeRuntimeOptions {
   policies?: readonly string[];
   /** Monotonic ms (default: wall-clock origin + performance.now()). */
   now?: () => number;
+  /** LoRA adapters the engine serves (`--adapters`): requests name them as their model. */
+  adapters?: readonly string[];
   /** The PM QoS CPU latency limit this node holds (`--cpu-latency-us`), for the cluster view. */
   cpuLatencyUs?: number;
 }
@@ -67,6 +69,7 @@ const nowDefault = () => performance.timeOrigin + performance.now();
 export class NodeRuntime implements NodeService {
   readonly nodeId: string;
   readonly modelId: string;
+  readonly adapters: readonly string[];
   readonly maxContextTokens: number;
   /** Admin and membership calls that need nothing else (refuse, move, hello news); see also below. */
   readonly admin: Admin;
@@ -93,6 +96,7 @@ export class NodeRuntime implements NodeService {
     this.engine = o.engine;
     this.nodeId = o.node.id;
     this.modelId = o.engine.info.model;
+    this.adapters = o.adapters ?? [];
     this.maxContextTokens = o.engine.info.maxContextTokens;
     this.now = o.now ?? nowDefault;
     this.maxPending = o.maxPending ?? 256;

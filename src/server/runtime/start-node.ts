@@ -145,6 +145,7 @@ export async function startNode(
     clusterId,
     peerUrls,
     maxPending: s.maxPending,
+    ...(s.adapters ? { adapters: s.adapters.split(",") } : {}),
     forwardStreamTtlMs: s.forwardTimeoutMs * FORWARD_STREAM_TTL_FACTOR,
     policies: POLICY_NAMES,
     now,

@@ -81,6 +81,21 @@ export const engineSettings = {
     description:
       "The data-parallel rank this node follows: one node per rank, its stream on the endpoint's port + rank.",
   }),
+  adapters: setting(
+    z
+      .string()
+      .max(64 * 257)
+      .regex(/^[^\s,]{1,256}(,[^\s,]{1,256}){0,63}$/, "a comma-separated list of at most 64 adapter names")
+      .optional(),
+    {
+      section: "Engine",
+      value: "name,…",
+      defaultText: "none",
+      description:
+        "LoRA adapters the engine serves besides its model (vLLM's `--lora-modules` names). A request names " +
+        "one as its `model`, as with vLLM; each adapter is its own cache namespace.",
+    },
+  ),
   capacityTokens: setting(num(1, 1e9, true).optional(), {
     section: "Engine",
     value: "n",
