@@ -280,6 +280,8 @@ function requestFields(
     stop: r.stop,
     cacheSalt: r.cacheSalt,
     adapter: r.adapter,
+    model: r.model,
+    tokenizer: r.tokenizer,
   };
 }
 

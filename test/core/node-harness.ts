@@ -52,6 +52,8 @@ export class Harness {
     ids: string[],
     overrides: Partial<NodeConfigInput> = {},
     readonly capacity = 10_000,
+    /** Per-node settings on top of `overrides`. */
+    perNode: (id: string) => Partial<NodeConfigInput> = () => ({}),
   ) {
     for (const id of ids) {
       const node = new PrefixNode(
@@ -60,6 +62,7 @@ export class Harness {
           pollJitter: 0,
           forwardTimeoutMs: 1_000,
           ...overrides,
+          ...perNode(id),
           id,
           peers: ids.filter((x) => x !== id),
           capacityTokens: capacity,

@@ -33,7 +33,7 @@ export async function startSimNodes(
         `127.0.0.1:${ports[2 * i + 1]}`,
       ],
       ...["--peers", ids.flatMap((_, j) => (j === i ? [] : [peerUrl(j)])).join(","), "--insecure"],
-      ...["--engine", "sim", "--sim-time-scale", "0.02", "--poll-ms", "100", "--log-level", "warn"],
+      ...["--engine", "sim", "--sim-time-scale", "0.02", "--poll-ms", "250", "--log-level", "warn"],
       ...extra(id, i),
     ]),
   );

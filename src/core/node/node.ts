@@ -15,6 +15,7 @@ import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from
 import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
 import { Membership } from "./membership.js";
+import { PeerModels, servesModel } from "./models.js";
 import { Origin } from "./origin.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
@@ -44,6 +45,8 @@ export class PrefixNode {
   private readonly antiEntropy: AntiEntropy;
   private readonly executor: Executor;
   private unknownSender = 0;
+  /** What each peer serves (its hello, via the runtime): requests naming a model route by it. */
+  readonly peerModels = new PeerModels();
 
   constructor(
     config: NodeConfigInput,
@@ -126,6 +129,7 @@ export class PrefixNode {
     if (!this.members.remove(id)) return out;
     this.antiEntropy.remove(id);
     this.origin.targets.remove(id);
+    this.peerModels.delete(id);
     this.failPendingTo(id, this.deps.now(), out);
     return out;
   }
@@ -182,7 +186,7 @@ export class PrefixNode {
     const peers: Candidate[] = [];
     const targets = this.origin.targets;
     for (const id of this.members.ids()) {
-      if (!this.routable(id, now, self.queueDepth)) continue;
+      if (!this.routable(id, now, self.queueDepth) || !this.peerModels.serves(id, request.model)) continue;
       const load = this.antiEntropy.load(id);
       peers.push(peerCandidate(id, load, targets.sentSinceQueue(id), targets.rttMs(id), now));
     }
@@ -205,7 +209,8 @@ export class PrefixNode {
       return;
     }
     const run = this.origin.runHere(reqId);
-    if (this.executor.full()) out.push(this.origin.refuseOverloaded(run, now));
+    if (!servesModel(this.config.models, run.request.model)) out.push(this.origin.refuseUnserved(run, now));
+    else if (this.executor.full()) out.push(this.origin.refuseOverloaded(run, now));
     else this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
   }
 

@@ -25,6 +25,7 @@ import { keyTokens, namespaceTokens, requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import { PrefixDemand } from "./demand.js";
+import { servesModel } from "./models.js";
 import {
   type Candidate,
   createPolicy,
@@ -203,8 +204,10 @@ export class Origin {
               expectedReuse,
             });
       if (this.paranoid) checkOrder(order, candidates);
-      planFromOrder(order, candidates, plan);
-      const first = candidates[order[0] ?? 0];
+      // A node that does not serve the request's model only routes it: every ranked peer is in its plan.
+      const routeOnly = !servesModel(this.config.models, request.model);
+      planFromOrder(order, candidates, plan, routeOnly);
+      const first = routeOnly ? candidates.find((c) => c.id === plan[0]) : candidates[order[0] ?? 0];
       if (first) {
         target = first.id;
         predicted = first.estimatedMatch;
@@ -265,6 +268,13 @@ export class Origin {
     this.counters.rejectedOverload++;
     const p = this.settle(run.reqId);
     return failReply(this.by, run.reqId, run.request, now, "overloaded: queue full", "overloaded", p);
+  }
+
+  /** This node does not serve the request's model and no peer serving it took it: it fails. */
+  refuseUnserved(run: LocalRun, now: number): Effect {
+    const p = this.settle(run.reqId);
+    const why = `no reachable node serves model '${run.request.model}'`;
+    return failReply(this.by, run.reqId, run.request, now, why, "unserved", p);
   }
 
   /** Our local run of the request finished: its reply. */

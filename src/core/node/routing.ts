@@ -72,14 +72,19 @@ export function buildCandidates(
   return peers;
 }
 
-/** Appends to `plan` the peers `order` ranks before self: what follows self never matters. */
+/**
+ * Appends to `plan` the peers `order` ranks before self: what follows self never matters — unless
+ * `pastSelf` (self may not run the request): then every peer, in the policy's order.
+ */
 export function planFromOrder(
   order: readonly number[],
   candidates: readonly Candidate[],
   plan: NodeId[],
+  pastSelf = false,
 ): NodeId[] {
   for (const i of order) {
     const c = candidates[i];
+    if (c?.self && pastSelf) continue;
     if (!c || c.self) break;
     plan.push(c.id);
   }

@@ -13,6 +13,7 @@ import type { EngineResult } from "../engine.js";
 import { invariant } from "../invariant.js";
 import { requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
+import { servesModel } from "./models.js";
 import {
   type Effect,
   MAX_REQ_ID,
@@ -135,6 +136,8 @@ export class Serving {
     const problem = requestProblem(request, this.config.maxPromptTokens);
     if (msg.hops > this.config.maxHops) refusal = "hop limit exceeded";
     else if (problem !== undefined) refusal = `bad request: ${problem}`;
+    else if (!servesModel(this.config.models, request.model))
+      refusal = `model '${request.model}' is not served here`;
     else if (full) {
       this.counters.rejectedOverload++;
       refusal = "overloaded";

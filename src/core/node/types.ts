@@ -157,8 +157,11 @@ export type ReplyOutcome =
   | { ok: true; result: EngineResult }
   | { ok: false; error: string; code: ReplyErrorCode };
 
-/** `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400. */
-export type ReplyErrorCode = "overloaded" | "engine" | "invalid";
+/**
+ * `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400, `unserved` → 503 (no
+ * reachable node serves the request's model).
+ */
+export type ReplyErrorCode = "overloaded" | "engine" | "invalid" | "unserved";
 
 export type Effect =
   | { type: "send"; to: NodeId; msg: PeerMessage }

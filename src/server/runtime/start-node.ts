@@ -108,11 +108,13 @@ export async function startNode(
     throw err;
   }
   const now = () => performance.timeOrigin + performance.now();
+  const adapters = s.adapters ? s.adapters.split(",") : [];
   const node = new PrefixNode(
     daemonNodeConfig(s, {
       peers: peers.map((p) => p.id),
       dynamicPeers: dnsTarget !== undefined,
       engine: engine.info,
+      models: [engine.info.model, ...adapters],
     }),
     { now, random: Math.random },
     // Epochs order incarnations across restarts: wall-clock ms at start.
@@ -145,7 +147,7 @@ export async function startNode(
     clusterId,
     peerUrls,
     maxPending: s.maxPending,
-    ...(s.adapters ? { adapters: s.adapters.split(",") } : {}),
+    adapters,
     forwardStreamTtlMs: s.forwardTimeoutMs * FORWARD_STREAM_TTL_FACTOR,
     policies: POLICY_NAMES,
     now,
@@ -210,7 +212,9 @@ export async function startNode(
     },
     "node started",
   );
-  checkPeers(peers, { client, runtime, logger, clusterId, model: engine.info.model, self: s.id });
+  // With --mixed-models a peer of any model is admitted: requests route by the models hellos advertise.
+  const helloModel = s.mixedModels ? undefined : engine.info.model;
+  checkPeers(peers, { client, runtime, logger, clusterId, model: helloModel, self: s.id });
   let dns: DnsMembership | undefined;
   if (dnsTarget) {
     const staticIds = new Set(peers.map((p) => p.id));
@@ -219,7 +223,7 @@ export async function startNode(
       scheme: tls ? "https" : "http",
       resolver: s.peersDnsFile ? fileResolver(s.peersDnsFile) : systemResolver(),
       intervalMs: s.peersDnsIntervalMs,
-      expect: { cluster: clusterId, model: engine.info.model, self: s.id },
+      expect: { cluster: clusterId, model: helloModel, self: s.id },
       ports: {
         probeHello: (url) => client.probeHello(url),
         hello: (id) => client.hello(id),
@@ -279,7 +283,7 @@ function checkPeers(
     runtime: NodeRuntime;
     logger: Logger;
     clusterId: string;
-    model: string;
+    model: string | undefined;
     self: string;
   },
 ): void {
