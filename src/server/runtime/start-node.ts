@@ -98,8 +98,12 @@ export async function startNode(
   if (mode === "insecure") logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
   const clusterId = tls?.clusterId ?? s.clusterId ?? "prefixmesh";
 
+  // The embedded engine cannot run LoRA adapters: claiming to serve them would run the base model.
+  if (s.adapters && s.engine === "llamacpp" && !opts.engine)
+    throw new Error("--adapters needs --engine openai (a server started with those LoRA adapters) or sim");
   // Held before the engine loads: a limit that cannot be set is a configuration error, found early.
   const cpuLatency = s.cpuLatencyUs === undefined ? undefined : holdCpuLatency(s.cpuLatencyUs);
+  const adapters = s.adapters ? s.adapters.split(",") : [];
   let engine: Engine;
   try {
     engine = opts.engine ?? (await loadEngine(s));
@@ -108,7 +112,6 @@ export async function startNode(
     throw err;
   }
   const now = () => performance.timeOrigin + performance.now();
-  const adapters = s.adapters ? s.adapters.split(",") : [];
   const node = new PrefixNode(
     daemonNodeConfig(s, {
       peers: peers.map((p) => p.id),
