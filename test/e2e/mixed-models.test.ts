@@ -70,6 +70,13 @@ describe("four node processes serving two models", () => {
       }
   });
 
+  it("shows each peer's advertised models on /cluster", async () => {
+    const v = (await (await fetch(`${nodes.api[0]}/cluster`)).json()) as {
+      peers: { id: string; models: string[] }[];
+    };
+    expect(Object.fromEntries(v.peers.map((p) => [p.id, p.models]))).toEqual({ B: [M1], C: [M2], D: [M2] });
+  });
+
   it("answers 404 model_not_found for a model no node serves, at every node", async () => {
     for (const api of nodes.api) {
       const res = await postCompletion(api, { model: "no-such-model", prompt: "hi", max_tokens: 1 });
