@@ -4,6 +4,8 @@
  * layouts themselves are described in transport-wire.ts.
  */
 import { z } from "zod";
+import { MAX_ADAPTER_NAME, MAX_CACHE_SALT } from "../core/namespace.js";
+import { MAX_MODEL_NAME, MAX_MODELS } from "../core/node/models.js";
 import { clusterIdSchema, nodeIdSchema } from "./node-id.js";
 
 export const MAX_PROMPT_TOKENS = 1 << 20;
@@ -23,6 +25,12 @@ const engineRequestWire = z.object({
   topP: z.number().gt(0).max(1).optional(),
   seed: z.number().int().optional(),
   stop: z.array(z.string().max(256)).max(16).optional(),
+  /** The request's cache namespace (src/core/namespace.ts); older peers send neither. */
+  cacheSalt: z.string().max(MAX_CACHE_SALT).optional(),
+  adapter: z.string().min(1).max(MAX_ADAPTER_NAME).optional(),
+  /** The model the client asked for, and the tokenizer that made `tokens` when not its (mixed meshes). */
+  model: z.string().min(1).max(MAX_MODEL_NAME).optional(),
+  tokenizer: z.string().min(1).max(MAX_MODEL_NAME).optional(),
 });
 
 const engineResultWire = z.object({
@@ -111,5 +119,10 @@ export const helloSchema = z.object({
   protocol: z.number().int().min(0).max(1_000_000),
   /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
   promptText: z.boolean().optional(),
+  /**
+   * Every model this node serves: `model` and its LoRA adapters (mixed meshes). Optional: a peer that
+   * sends none serves `model` alone.
+   */
+  models: z.array(z.string().min(1).max(MAX_MODEL_NAME)).min(1).max(MAX_MODELS).optional(),
 });
 export type PeerHello = z.infer<typeof helloSchema>;

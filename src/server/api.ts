@@ -20,6 +20,7 @@ import {
   timingMs,
   usageChunk,
 } from "./openai/format.js";
+import { type ModelRoute, modelList, resolveModel } from "./openai/models.js";
 import {
   type ChatRequest,
   type CompletionRequest,
@@ -111,16 +112,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
   registerDashboard(app);
   app.get("/v1/models", async () => ({
     object: "list",
-    data: [
-      {
-        id: service.modelId,
-        object: "model",
-        created: 0,
-        owned_by: "prefixmesh",
-        // vLLM's name for the longest prompt + output: clients (prefixmesh bench) check prompts fit.
-        max_model_len: service.maxContextTokens,
-      },
-    ],
+    data: modelList(service),
   }));
 
   // The model's own token count of a text, so a client can tell beforehand whether a prompt fits.
@@ -157,9 +149,9 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const parsed = completionRequestSchema.safeParse(req.body);
     if (!parsed.success) throw invalid(parsed.error);
     const body: CompletionRequest = parsed.data;
-    checkModel(body.model);
+    const route = checkModel(body.model);
     const prompt = Array.isArray(body.prompt) ? (body.prompt[0] ?? "") : body.prompt;
-    const input = await prepare(prompt, body, body.max_tokens ?? opts.defaultMaxTokens ?? 16);
+    const input = await prepare(prompt, body, body.max_tokens ?? opts.defaultMaxTokens ?? 16, false, route);
     return serve("completion", reply, body, input);
   });
 
@@ -167,7 +159,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const parsed = chatRequestSchema.safeParse(req.body);
     if (!parsed.success) throw invalid(parsed.error);
     const body: ChatRequest = parsed.data;
-    checkModel(body.model);
+    const route = checkModel(body.model);
     // The whole conversation after the template is the routing key, so chats sharing history route together.
     const messages: ChatMessage[] = body.messages.map((m) => ({
       role: m.role,
@@ -180,6 +172,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       body,
       maxTokens,
       body.max_completion_tokens == null && body.max_tokens == null,
+      route,
     );
     return serve("chat", reply, body, input);
   });
@@ -189,15 +182,18 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     return new BadRequest(400, d.message, d.param);
   }
 
-  function checkModel(model: string): void {
-    if (model !== service.modelId) {
+  /** How `model` is served (resolveModel); 404 for a model no node of the mesh serves. */
+  function checkModel(model: string): ModelRoute {
+    const route = resolveModel(service, model);
+    if (route === undefined) {
       throw new BadRequest(
         404,
-        `model '${model}' does not exist here; this cluster serves '${service.modelId}'`,
+        `model '${model}' does not exist: no node of this mesh serves it (this node serves '${service.modelId}'; GET /v1/models lists the mesh's)`,
         "model",
         "model_not_found",
       );
     }
+    return route;
   }
 
   async function prepare(
@@ -205,6 +201,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     body: CompletionRequest | ChatRequest,
     maxTokens: number,
     fillContext = false,
+    route: ModelRoute = {},
   ): Promise<InferenceInput> {
     const tokens = await service.tokenize(prompt);
     const limit = service.maxContextTokens;
@@ -232,6 +229,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     if (body.top_p != null) input.topP = body.top_p;
     if (body.seed != null) input.seed = body.seed;
     if (body.stop) input.stop = body.stop;
+    if (body.cache_salt != null) input.cacheSalt = body.cache_salt;
+    Object.assign(input, route);
     return input;
   }
 
@@ -245,7 +244,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const meta: ResponseMeta = {
       id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID()}`,
       created: Math.floor(Date.now() / 1000),
-      model: service.modelId,
+      model: input.model ?? service.modelId,
     };
     const link: ClientLink = {};
     reply.raw.on("close", () => {

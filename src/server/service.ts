@@ -14,6 +14,14 @@ export interface InferenceInput {
   topP?: number;
   seed?: number;
   stop?: string[];
+  /** The tenant's cache salt (`cache_salt`). */
+  cacheSalt?: string;
+  /** The LoRA adapter the request's `model` named (one of `NodeService.adapters`). */
+  adapter?: string;
+  /** The model the client named, when the request must run on a node serving it (mixed meshes). */
+  model?: string;
+  /** This node's model, when it does not serve `model`: its tokens are for routing only. */
+  tokenizer?: string;
 }
 
 export interface ServeOutcome {
@@ -69,6 +77,10 @@ export class ServiceError extends Error {
 export interface NodeService {
   readonly nodeId: string;
   readonly modelId: string;
+  /** LoRA adapters the engine serves besides `modelId`: a request names one as its `model`. */
+  readonly adapters?: readonly string[];
+  /** Every model of the mesh and the nodes serving it, this node's own first (mixed meshes). */
+  meshModels?(): { id: string; nodes: string[]; adapter: boolean }[];
   /** Largest prompt + output accepted, in tokens. */
   readonly maxContextTokens: number;
   tokenize(text: string): Promise<Tokens>;

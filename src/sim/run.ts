@@ -9,6 +9,7 @@
  */
 
 import type { EngineResult } from "../core/engine.js";
+import { keyTokens } from "../core/namespace.js";
 import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
 import { PrefixNode } from "../core/node/node.js";
 import { type Effect, type NodeInput, type PeerMessage, type Timer, timerKey } from "../core/node/types.js";
@@ -342,7 +343,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           }
           const ri = Number(e.request.id.slice(1, e.request.id.indexOf(".")));
           if (ri >= 0 && ri < total) runsPerRequest[ri] = (runsPerRequest[ri] as number) + 1;
-          s.runs.set(e.jobId, { tokens: e.request.tokens, cacheTokens: e.cacheTokens, result });
+          s.runs.set(e.jobId, { tokens: keyTokens(e.request), cacheTokens: e.cacheTokens, result });
           const fail = engineFaults.fails();
           queue.push({ at: now + durationMs, k: "engine", node: s.idx, inc: s.inc, jobId: e.jobId, fail });
           break;

@@ -85,6 +85,12 @@ export const nodeConfigSchema = z
      * forwarded request is served by its receiver), so chains cannot form whatever the value.
      */
     maxHops: z.number().int().min(1).max(8).default(1),
+    /**
+     * The models this node serves (its engine's model and adapters): a request naming another model
+     * is never run here, only routed to a peer serving it. Empty (default): serves whatever it is
+     * asked, as before models were known (the simulator, single-model meshes).
+     */
+    models: z.array(z.string().min(1).max(256)).max(64).default([]),
     /** Requests run at once (1 = the paper's batching-free setting). */
     concurrency: z.number().int().min(1).max(1024).default(1),
     /** Push-back (§3.2): advertise "pause" while queue depth (waiting + running) exceeds this. */

@@ -15,6 +15,7 @@ import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from
 import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
 import { Membership } from "./membership.js";
+import { PeerModels, servesModel } from "./models.js";
 import { Origin } from "./origin.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
@@ -44,6 +45,8 @@ export class PrefixNode {
   private readonly antiEntropy: AntiEntropy;
   private readonly executor: Executor;
   private unknownSender = 0;
+  /** What each peer serves (its hello, via the runtime): requests naming a model route by it. */
+  readonly peerModels = new PeerModels();
 
   constructor(
     config: NodeConfigInput,
@@ -126,6 +129,7 @@ export class PrefixNode {
     if (!this.members.remove(id)) return out;
     this.antiEntropy.remove(id);
     this.origin.targets.remove(id);
+    this.peerModels.delete(id);
     this.failPendingTo(id, this.deps.now(), out);
     return out;
   }
@@ -170,7 +174,7 @@ export class PrefixNode {
   private onClientRequest(reqId: string, request: EngineRequest, now: number, out: Effect[]): void {
     const refused = this.origin.admit(reqId, request, now);
     if (refused) return void out.push(refused);
-    const self = this.executor.selfView(this.config.id, request.tokens);
+    const self = this.executor.selfView(this.config.id, request);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
     const costs = this.executor.learnedCosts();
     this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.evictionPressure());
@@ -182,11 +186,11 @@ export class PrefixNode {
     const peers: Candidate[] = [];
     const targets = this.origin.targets;
     for (const id of this.members.ids()) {
-      if (!this.routable(id, now, self.queueDepth)) continue;
+      if (!this.routable(id, now, self.queueDepth) || !this.peerModels.serves(id, request.model)) continue;
       const load = this.antiEntropy.load(id);
       peers.push(peerCandidate(id, load, targets.sentSinceQueue(id), targets.rttMs(id), now));
     }
-    return buildCandidates(self, peers, this.antiEntropy.index, request.tokens);
+    return buildCandidates(self, peers, this.antiEntropy.index, request);
   }
 
   /** Live and not pushing back — unless our queue is deeper than its own (then local is worse still). */
@@ -205,7 +209,8 @@ export class PrefixNode {
       return;
     }
     const run = this.origin.runHere(reqId);
-    if (this.executor.full()) out.push(this.origin.refuseOverloaded(run, now));
+    if (!servesModel(this.config.models, run.request.model)) out.push(this.origin.refuseUnserved(run, now));
+    else if (this.executor.full()) out.push(this.origin.refuseOverloaded(run, now));
     else this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
   }
 

@@ -11,7 +11,9 @@
  */
 import type { EngineResult } from "../engine.js";
 import { invariant } from "../invariant.js";
+import { requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
+import { servesModel } from "./models.js";
 import {
   type Effect,
   MAX_REQ_ID,
@@ -131,9 +133,11 @@ export class Serving {
     }
     this.remember(key, "seen");
     let refusal: string | undefined;
+    const problem = requestProblem(request, this.config.maxPromptTokens);
     if (msg.hops > this.config.maxHops) refusal = "hop limit exceeded";
-    else if (request.tokens.length === 0 || request.tokens.length > this.config.maxPromptTokens)
-      refusal = "prompt empty or too long";
+    else if (problem !== undefined) refusal = `bad request: ${problem}`;
+    else if (!servesModel(this.config.models, request.model))
+      refusal = `model '${request.model}' is not served here`;
     else if (full) {
       this.counters.rejectedOverload++;
       refusal = "overloaded";

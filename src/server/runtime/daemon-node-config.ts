@@ -13,6 +13,8 @@ export function daemonNodeConfig(
     peers: readonly string[];
     dynamicPeers: boolean;
     engine: Pick<EngineInfo, "capacityTokens" | "cacheMode" | "needsPromptText">;
+    /** The models this node serves (its engine's and its adapters): it runs requests for no other. */
+    models?: readonly string[];
   },
 ): NodeConfigInput {
   return {
@@ -32,5 +34,6 @@ export function daemonNodeConfig(
     forwardTimeoutMs: s.forwardTimeoutMs,
     forwardAckTimeoutMs: s.forwardAckTimeoutMs,
     concurrency: s.concurrency,
+    ...(o.models ? { models: [...o.models] } : {}),
   };
 }
