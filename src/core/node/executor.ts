@@ -228,8 +228,10 @@ export class Executor {
       // Checked runs only: a remote engine the tree approximates (LRU) may report another hit.
       if (this.paranoid)
         invariant(
-          result.cachedTokens === job.matched,
-          () => `the engine reused ${result.cachedTokens} cached tokens, the tree held ${job.matched}`,
+          result.cachedTokens === promptMatch(job.request, job.matched),
+          () =>
+            `the engine reused ${result.cachedTokens} cached tokens, the tree held ` +
+            `${promptMatch(job.request, job.matched)}`,
         );
       if (job.cacheTokens > job.matched)
         this.tree_.insert(keyTokens(job.request).subarray(0, job.cacheTokens), ++this.tick);

@@ -32,6 +32,7 @@ import type {
   PeerView,
   Timer,
 } from "./types.js";
+import { nodeStats, peerViews } from "./views.js";
 
 export { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 export type { NodeOptions } from "./types.js";
@@ -365,13 +366,7 @@ export class PrefixNode {
     return this.origin.servingNow(reqId, this.config.id);
   }
   peers(): PeerView[] {
-    const now = this.deps.now();
-    return this.members.ids().map((id) => ({
-      id,
-      ...this.members.view(id, now),
-      ...this.antiEntropy.view(id, now),
-      ...this.origin.targets.view(id),
-    }));
+    return peerViews(this.members, this.antiEntropy, this.origin, this.deps.now());
   }
   /** The costs this node has learned (what cost-aware routing sees). */
   learnedCosts(): LearnedCosts {
@@ -388,18 +383,6 @@ export class PrefixNode {
 
   /** Every role's counters, in one `NodeStats` (a fresh object per call). */
   stats(): Readonly<NodeStats> {
-    const o = this.origin.counters;
-    const s = this.serving.counters;
-    const { snapshotsSent, snapshotsReceived } = this.antiEntropy.counters;
-    return {
-      ...o,
-      ...s,
-      ...this.executor.counters,
-      rejectedOverload: o.rejectedOverload + s.rejectedOverload,
-      invalidMessages: o.invalidMessages + s.invalidMessages,
-      unknownSender: this.unknownSender,
-      snapshotsSent: { ...snapshotsSent },
-      snapshotsReceived: { ...snapshotsReceived },
-    };
+    return nodeStats(this.origin, this.serving, this.executor, this.antiEntropy, this.unknownSender);
   }
 }
