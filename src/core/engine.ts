@@ -41,6 +41,11 @@ export interface EngineRequest {
   topP?: number;
   seed?: number;
   stop?: string[];
+  /**
+   * The client's request id (its `x-request-id`) at the entry node: carried on forwards so the serving
+   * node's log names the same request. Opaque to routing and engines.
+   */
+  traceId?: string;
 }
 
 export interface EngineResult {

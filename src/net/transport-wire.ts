@@ -278,6 +278,7 @@ function requestFields(
     topP: r.topP,
     seed: r.seed,
     stop: r.stop,
+    traceId: r.traceId,
   };
 }
 

@@ -7,6 +7,8 @@ import { z } from "zod";
 import { clusterIdSchema, nodeIdSchema } from "./node-id.js";
 
 export const MAX_PROMPT_TOKENS = 1 << 20;
+/** A client request id (`x-request-id`): letters, digits and `._~:@+=/-`, as tracing systems make them. */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._~:@+=/-]{1,128}$/;
 const MAX_TEXT = 8 * 1024 * 1024;
 
 const tokensB64 = z
@@ -23,6 +25,11 @@ const engineRequestWire = z.object({
   topP: z.number().gt(0).max(1).optional(),
   seed: z.number().int().optional(),
   stop: z.array(z.string().max(256)).max(16).optional(),
+  /** The entry node's client request id (api.md: `x-request-id`), for the serving node's logs. */
+  traceId: z
+    .string()
+    .regex(REQUEST_ID_PATTERN, "traceId must be a request id (1-128 safe characters)")
+    .optional(),
 });
 
 const engineResultWire = z.object({

@@ -14,6 +14,8 @@ export interface InferenceInput {
   topP?: number;
   seed?: number;
   stop?: string[];
+  /** The client's request id (`x-request-id`), carried to the serving node for its logs. */
+  requestId?: string;
 }
 
 export interface ServeOutcome {

@@ -48,6 +48,7 @@ export function engineRequestOf(reqId: string, input: InferenceInput): EngineReq
   if (input.topP !== undefined) request.topP = input.topP;
   if (input.seed !== undefined) request.seed = input.seed;
   if (input.stop) request.stop = input.stop;
+  if (input.requestId !== undefined) request.traceId = input.requestId;
   return request;
 }
 

@@ -23,6 +23,7 @@ import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/no
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { NodeMetrics } from "../metrics.js";
+import { logServedForward } from "../observability/forward-log.js";
 import {
   type ClientLink,
   type InferenceInput,
@@ -97,7 +98,9 @@ export class NodeRuntime implements NodeService {
     this.now = o.now ?? nowDefault;
     this.maxPending = o.maxPending ?? 256;
     this.streamTtlMs = o.forwardStreamTtlMs ?? 120_000;
-    this.served = new ServedForwards(this.streamTtlMs);
+    this.served = new ServedForwards(this.streamTtlMs, (f, reply) =>
+      logServedForward(o.logger, f, reply, this.now()),
+    );
     this.health = new EngineHealth(o.engine);
     this.admin = new Admin(o);
     this.sender = new PeerSender({
