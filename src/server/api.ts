@@ -14,6 +14,7 @@ import type { ChatMessage } from "../core/engine.js";
 import { dashboardHtml } from "./dashboard.js";
 import type { NodeMetrics } from "./metrics.js";
 import { installRequestLog, noteError } from "./observability/request-log.js";
+import type { ApiErrorCode } from "./openai/error-codes.js";
 import {
   type ApiKind,
   CONTEXT_LENGTH_EXCEEDED,
@@ -61,7 +62,7 @@ class BadRequest extends Error {
     readonly status: number,
     message: string,
     readonly param: string | null = null,
-    readonly code: string | null = null,
+    readonly code: ApiErrorCode | null = null,
     readonly type = "invalid_request_error",
   ) {
     super(message);

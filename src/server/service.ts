@@ -4,6 +4,7 @@
  */
 import type { ChatMessage, EngineResult, Tokens } from "../core/engine.js";
 import type { RequestRecord } from "../core/node/types.js";
+import type { ApiErrorCode } from "./openai/error-codes.js";
 
 export interface InferenceInput {
   /** Prompt text after any chat template: exactly what was tokenized. */
@@ -61,7 +62,7 @@ export class ServiceError extends Error {
     readonly type: string,
     message: string,
     readonly retryAfterSec?: number,
-    readonly code?: string,
+    readonly code?: ApiErrorCode,
   ) {
     super(message);
     this.name = "ServiceError";
