@@ -1,6 +1,7 @@
 /**
  * One request followed across two node processes by its `x-request-id`: the entry node's `request`
  * line and the serving node's `forward served` line carry the same id (it travels on the forward).
+ * Then a peer's crash, as the other node's log shows it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BLOCK_SIZE } from "../../src/core/block-hash.js";
@@ -24,11 +25,17 @@ describe("x-request-id across nodes (two processes)", () => {
       .split("\n")
       .filter((l) => l.startsWith("{"))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  const findLine = async (i: number, pred: (l: Record<string, unknown>) => boolean, what: string) => {
+  /** The first line of node i's log from line `from` on that satisfies `pred`, once printed. */
+  const findLine = async (
+    i: number,
+    pred: (l: Record<string, unknown>) => boolean,
+    what: string,
+    from = 0,
+  ) => {
     let found: Record<string, unknown> | undefined;
     await waitFor(
       () => {
-        found = logOf(i).find(pred);
+        found = logOf(i).slice(from).find(pred);
         return found !== undefined;
       },
       10_000,
@@ -120,5 +127,18 @@ describe("x-request-id across nodes (two processes)", () => {
       error: "model_not_found",
       model: "no-such-model",
     });
+  });
+
+  it("logs a peer that crashed (SIGKILL) as suspected", async () => {
+    // Only what A logs after the kill (A may have suspected B once already while B was starting).
+    const before = logOf(0).length;
+    procs[1]?.child.kill("SIGKILL");
+    const l = await findLine(
+      0,
+      (x) => x.msg === "peer suspected" && x.peer === "B",
+      "A's 'peer suspected' after the kill",
+      before,
+    );
+    expect(l).toMatchObject({ level: 40, node: "A", liveness: "suspected", was: "live" });
   });
 });
