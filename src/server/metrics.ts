@@ -146,7 +146,11 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
         if (v !== undefined) this.set({ peer: p.peer }, v);
       }
     });
-  perPeer("prefixmesh_peer_suspected", "1 when a peer is suspected failed", (p) => (p.suspected ? 1 : 0));
+  perPeer(
+    "prefixmesh_peer_suspected",
+    "1 while a peer is not live: suspected (silent), down (left) or not heard from yet",
+    (p) => (p.suspected ? 1 : 0),
+  );
   perPeer(
     "prefixmesh_peer_estimate_age_seconds",
     "Age of the estimate held for a peer",
