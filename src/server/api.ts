@@ -11,7 +11,7 @@ import Fastify, {
   type FastifyRequest,
 } from "fastify";
 import type { ChatMessage } from "../core/engine.js";
-import { dashboardHtml } from "./dashboard.js";
+import { registerDashboard } from "./dashboard.js";
 import type { NodeMetrics } from "./metrics.js";
 import { installRequestLog, noteError } from "./observability/request-log.js";
 import type { ApiErrorCode } from "./openai/error-codes.js";
@@ -123,8 +123,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     return metrics.registry.metrics();
   });
   app.get("/cluster", async () => service.clusterView());
-  app.get("/", async (_req, reply) => reply.redirect("/dashboard"));
-  app.get("/dashboard", async (_req, reply) => reply.type("text/html; charset=utf-8").send(dashboardHtml));
+  registerDashboard(app);
   app.get("/v1/models", async () => ({
     object: "list",
     data: [
@@ -283,6 +282,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       req.logFields.promptTokens = input.tokens.length;
       if (!o) return;
       metrics.latency.observe({ route }, (performance.now() - started) / 1000);
+      metrics.servedBy.inc({ served_by: o.servedBy });
       metrics.phases.observe({ phase: "queue" }, o.timing.queueMs / 1000);
       metrics.phases.observe({ phase: "prefill" }, o.timing.prefillMs / 1000);
       metrics.phases.observe({ phase: "decode" }, o.timing.decodeMs / 1000);

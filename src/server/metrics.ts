@@ -78,6 +78,11 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     buckets: LATENCY_BUCKETS,
     registers,
   });
+  const servedBy = counter(
+    "prefixmesh_requests_served_by_total",
+    "Client requests that entered here and were answered, by the node that served them (member ids only)",
+    ["served_by"],
+  );
   const served = counter(
     "prefixmesh_served_total",
     "Requests this node's engine ran, by origin (self or a peer)",
@@ -184,6 +189,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     requests,
     latency,
     phases,
+    servedBy,
     served,
     promptTokens,
     predictedCached,

@@ -21,4 +21,16 @@ describe("invariant", () => {
     h.node("A").localTree().lock(prompt(1, 1));
     expect(() => h.client("A", "r1", prompt(2, 1))).toThrow(InvariantError);
   });
+
+  it("an engine whose hit differs from the tree's match breaks tree = engine cache", () => {
+    const h = new Harness(["A"]);
+    h.warm("A", "r1", prompt(1, 1));
+    h.client("A", "r2", prompt(1, 2));
+    h.finishRuns("A"); // the engine reused the shared prefix the tree pinned: consistent
+    expect(h.repliesFor("r2")[0]?.record.actualHitTokens).toBe(64);
+    // The engine loses its cache behind the node's back (a test only): its next hit is 0, not 64.
+    h.members.get("A")?.engine.cache.clear();
+    h.client("A", "r3", prompt(1, 3));
+    expect(() => h.finishRuns("A")).toThrow(/engine reused 0 cached tokens, the tree held 64/);
+  });
 });

@@ -56,7 +56,7 @@ describe("x-request-id across nodes (two processes)", () => {
           ...["--peer-listen", `127.0.0.1:${ports[i * 2 + 1]}`],
           ...["--peers", `${other}=http://127.0.0.1:${ports[i === 0 ? 3 : 1]}`, "--insecure"],
           ...["--engine", "sim", "--sim-time-scale", "0.02", "--policy", "affinity"],
-          ...["--poll-ms", "100", "--log-level", "info"],
+          ...["--poll-ms", "500", "--forward-ack-timeout-ms", "10000", "--log-level", "info"],
         ]),
       );
     }
@@ -89,12 +89,12 @@ describe("x-request-id across nodes (two processes)", () => {
     await waitFor(
       async () => {
         const v = (await (await fetch(`${api[0]}/cluster`)).json()) as {
-          peers: { estimateTokens: number }[];
+          peers: { estimateTokens: number; liveness: string }[];
         };
-        return (v.peers[0]?.estimateTokens ?? 0) >= PREFIX - BLOCK_SIZE;
+        return v.peers[0]?.liveness === "live" && (v.peers[0]?.estimateTokens ?? 0) >= PREFIX - BLOCK_SIZE;
       },
-      10_000,
-      "A to learn B's tree",
+      15_000,
+      "A to learn B's tree, and see B live",
     );
     const id = "trace-e2e-0001";
     const r = await complete(0, `${prefix} routed`, id);

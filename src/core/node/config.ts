@@ -34,6 +34,12 @@ export const nodeConfigSchema = z
     pollJitter: z.number().min(0).max(0.9).default(0.1),
     /** k: a peer silent for k × Δpoll is suspected. */
     suspectAfterPolls: z.number().positive().max(1000).default(3),
+    /**
+     * A peer silent for this many Δpoll is down, not just suspected: a crashed node (no goodbye)
+     * then reads as gone, and its stale estimate as stale. Routing treats both alike (never to a
+     * peer that is not live). Unset: only a goodbye marks a peer down.
+     */
+    downAfterPolls: z.number().positive().max(100_000).optional(),
     /** Give up on a forward attempt after this long (then next candidate, finally local). */
     forwardTimeoutMs: z.number().positive().max(3_600_000).default(30_000),
     /**
@@ -122,6 +128,9 @@ export const nodeConfigSchema = z
   })
   .refine((c) => !c.peers.includes(c.id), { message: "peers must not include the node itself" })
   .refine((c) => new Set(c.peers).size === c.peers.length, { message: "peers must be unique" })
+  .refine((c) => c.downAfterPolls === undefined || c.downAfterPolls > c.suspectAfterPolls, {
+    message: "downAfterPolls must exceed suspectAfterPolls (a silent peer is suspected first)",
+  })
   .refine((c) => c.maxPeers === undefined || c.maxPeers >= c.peers.length, {
     message: "maxPeers must be at least the number of static peers",
   })
@@ -160,6 +169,8 @@ export const DAEMON_NODE_DEFAULTS = {
    * leaves first, a quick answer costs no extra record.
    */
   ackDeferMs: 10,
+  /** A crashed peer reads as down after 20 silent polls (10 s at the default Δpoll). */
+  downAfterPolls: 20,
 } as const satisfies Partial<NodeConfigInput>;
 
 /** Validates and fills defaults; throws an Error with every problem listed. */

@@ -222,6 +222,13 @@ export class Executor {
     if (!job) return undefined;
     // Algorithm 1 lines 12-13: the tree mirrors what the engine now caches.
     if (this.config.cacheMode === "node-managed") {
+      // Tree = engine cache, the cheap form: the hit the engine found is the prefix the tree pinned.
+      // Checked runs only: a remote engine the tree approximates (LRU) may report another hit.
+      if (this.paranoid)
+        invariant(
+          result.cachedTokens === job.matched,
+          () => `the engine reused ${result.cachedTokens} cached tokens, the tree held ${job.matched}`,
+        );
       if (job.cacheTokens > job.matched)
         this.tree_.insert(job.request.tokens.subarray(0, job.cacheTokens), ++this.tick);
       this.insertedDecayed =

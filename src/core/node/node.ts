@@ -63,7 +63,7 @@ export class PrefixNode {
     this.epoch = epoch;
     // A restart keeps the current membership (peers added or removed at run time included).
     const ids = this.members === undefined ? [...this.config.peers] : [...this.members.ids()];
-    this.members = new Membership(ids, this.config.suspectAfterPolls * this.config.pollMs, this.deps.now());
+    this.members = new Membership(ids, this.config, this.deps.now());
     this.executor.reset();
     this.antiEntropy.reset(epoch, ids, this.maxPeers() + 1);
     this.origin.reset(ids);

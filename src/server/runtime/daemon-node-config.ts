@@ -28,6 +28,7 @@ export function daemonNodeConfig(
     // A forward without the prompt text is refused (and re-sent with it) when the engine needs text.
     needsPromptText: o.engine.needsPromptText,
     pollMs: s.pollMs,
+    downAfterPolls: s.downAfterPolls,
     forwardTimeoutMs: s.forwardTimeoutMs,
     forwardAckTimeoutMs: s.forwardAckTimeoutMs,
     concurrency: s.concurrency,
