@@ -95,6 +95,18 @@ describe("PrefixNode — Algorithm 1", () => {
     expect(h.node("A").peers()[0]?.liveness).toBe("live");
   });
 
+  it("a peer never heard from goes unknown → suspected → down, counted from our start", () => {
+    const h = new Harness(["A", "B"], { suspectAfterPolls: 3, downAfterPolls: 6 });
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("unknown");
+    h.advance(350);
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("suspected");
+    h.advance(300);
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("down");
+  });
+
   it("without downAfterPolls a silent peer stays suspected (only a goodbye makes it down)", () => {
     const h = new Harness(["A", "B"], { suspectAfterPolls: 3 });
     h.gossip(3);

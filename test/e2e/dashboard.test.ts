@@ -112,6 +112,21 @@ describe.skipIf(!CHROMIUM)(
         // Every chart is drawn by uPlot (a canvas), from the page's own origin's script.
         expect(await page(n.id).locator("figure .uplot canvas").count()).toBe(5);
       }
+      // A node has the same colour on every node's page (its rows and chart lines).
+      const colours = await Promise.all(
+        cluster.nodes.map((n) =>
+          page(n.id).evaluate(() =>
+            Object.fromEntries(
+              Array.from(document.querySelectorAll<HTMLElement>("#members tr[data-node]")).map((tr) => [
+                tr.dataset.node,
+                getComputedStyle(tr.querySelector(".swatch") as Element).backgroundColor,
+              ]),
+            ),
+          ),
+        ),
+      );
+      expect(new Set(Object.values(colours[0] ?? {})).size).toBe(3);
+      for (const c of colours) expect(c).toEqual(colours[0]);
       expect(problems).toEqual([]);
     });
 
@@ -181,6 +196,8 @@ describe.skipIf(!CHROMIUM)(
       expect(await page("C").locator("#alerts .alert.self").textContent()).toContain(
         "This node (C) cannot be reached",
       );
+      // What it still shows of the members is marked as old.
+      expect(await page("C").textContent("#members-note")).toMatch(/as this node saw them .* ago/);
     }, 120_000);
 
     it("a node stopped with SIGTERM shows down (it said goodbye), as /cluster says", async () => {

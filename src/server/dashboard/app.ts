@@ -51,7 +51,10 @@ function el(tag: string, text?: string | null, cls?: string): HTMLElement {
 const fmtInt = (n: number) => Math.round(n).toLocaleString("en-US");
 const fmtSec = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
 
-/** A stable colour per node id (the order ids first appear in). */
+/**
+ * A stable colour per node id: members take them in sorted order when first seen, so every node's
+ * page gives a node the same colour; a node seen only later takes the next one.
+ */
 const colours = new Map<string, string>();
 function colourOf(id: string): string {
   let c = colours.get(id);
@@ -188,10 +191,13 @@ function renderAlerts(error: string | undefined): void {
         `This node (${view?.id ?? location.host}) cannot be reached: ${error}.${since} Retrying every ${fmtSec(EVERY_MS)}.`,
       ),
     );
+    $("members-note").textContent =
+      lastOk === undefined ? "never reached" : `as this node saw them ${fmtSec(now - lastOk)} ago`;
     status.dataset.state = "unreachable";
     status.textContent = "node unreachable";
     document.body.classList.add("unreachable");
   } else {
+    $("members-note").textContent = "as this node sees them";
     status.dataset.state = "ok";
     status.textContent = `live · every ${fmtSec(EVERY_MS)}`;
     document.body.classList.remove("unreachable");
@@ -335,9 +341,8 @@ function drawCharts(): void {
   for (const c of charts) {
     const defs = c.defs();
     const data: uPlotT.AlignedData = [pts.map((p) => p.t), ...defs.map((d) => pts.map((p) => d.value(p)))];
-    const measured = pts.filter((p) => defs.some((d) => d.value(p) !== null)).length;
+    // For tests and scripts: how many points the chart holds, and how many show something above 0.
     c.figure.dataset.points = String(pts.length);
-    c.figure.dataset.measured = String(measured);
     c.figure.dataset.nonzero = String(pts.filter((p) => defs.some((d) => (d.value(p) ?? 0) > 0)).length);
     const holder = c.figure.querySelector(".plot") as HTMLElement;
     const key = defs.map((d) => d.label).join("|");
@@ -381,6 +386,7 @@ async function tick(): Promise<void> {
     view = JSON.parse(cluster) as ClusterView;
     lastOk = Date.now();
     history.add(readingOf(parseMetrics(metrics), lastOk / 1000));
+    for (const id of [view.id, ...view.peers.map((p) => p.id)].sort()) colourOf(id);
     renderFacts(view);
     renderMembers(view);
     renderTotals(view);

@@ -23,7 +23,7 @@ export const PAGE_HTML = `<!doctype html>
 </header>
 <div id="alerts" role="alert" aria-live="polite"></div>
 <section>
-  <h2>Members <span class="muted small">as this node sees them</span></h2>
+  <h2>Members <span class="muted small" id="members-note">as this node sees them</span></h2>
   <table id="members">
     <thead><tr>
       <th>node</th><th>liveness</th><th>push-back</th><th>queue</th><th>cached tokens</th>
@@ -102,6 +102,5 @@ figcaption { font-size: 13px; font-weight: 600; margin-bottom: 4px; }
   padding: 3px 0; }
 .totals dt { color: var(--muted); }
 .totals dd { margin: 0; font-weight: 600; font-variant-numeric: tabular-nums; }
-.plot .empty { color: var(--muted); padding: 90px 0; text-align: center; }
 footer { margin-top: 14px; }
 `;
