@@ -58,6 +58,11 @@ export interface EngineRequest {
   tokenizer?: string;
   /** The LoRA adapter to run (a model name the engine serves besides its base model); a namespace too. */
   adapter?: string;
+  /**
+   * The client's request id (its `x-request-id`) at the entry node: carried on forwards so the serving
+   * node's log names the same request. Opaque to routing and engines.
+   */
+  traceId?: string;
 }
 
 export interface EngineResult {

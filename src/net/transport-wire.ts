@@ -282,6 +282,7 @@ function requestFields(
     adapter: r.adapter,
     model: r.model,
     tokenizer: r.tokenizer,
+    traceId: r.traceId,
   };
 }
 

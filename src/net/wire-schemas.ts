@@ -9,6 +9,8 @@ import { MAX_MODEL_NAME, MAX_MODELS } from "../core/node/models.js";
 import { clusterIdSchema, nodeIdSchema } from "./node-id.js";
 
 export const MAX_PROMPT_TOKENS = 1 << 20;
+/** A client request id (`x-request-id`): letters, digits and `._~:@+=/-`, as tracing systems make them. */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._~:@+=/-]{1,128}$/;
 const MAX_TEXT = 8 * 1024 * 1024;
 
 const tokensB64 = z
@@ -31,6 +33,11 @@ const engineRequestWire = z.object({
   /** The model the client asked for, and the tokenizer that made `tokens` when not its (mixed meshes). */
   model: z.string().min(1).max(MAX_MODEL_NAME).optional(),
   tokenizer: z.string().min(1).max(MAX_MODEL_NAME).optional(),
+  /** The entry node's client request id (api.md: `x-request-id`), for the serving node's logs. */
+  traceId: z
+    .string()
+    .regex(REQUEST_ID_PATTERN, "traceId must be a request id (1-128 safe characters)")
+    .optional(),
 });
 
 const engineResultWire = z.object({

@@ -4,6 +4,7 @@
  */
 import type { ChatMessage, EngineResult, Tokens } from "../core/engine.js";
 import type { RequestRecord } from "../core/node/types.js";
+import type { ApiErrorCode } from "./openai/error-codes.js";
 
 export interface InferenceInput {
   /** Prompt text after any chat template: exactly what was tokenized. */
@@ -22,6 +23,8 @@ export interface InferenceInput {
   model?: string;
   /** This node's model, when it does not serve `model`: its tokens are for routing only. */
   tokenizer?: string;
+  /** The client's request id (`x-request-id`), carried to the serving node for its logs. */
+  requestId?: string;
 }
 
 export interface ServeOutcome {
@@ -67,7 +70,7 @@ export class ServiceError extends Error {
     readonly type: string,
     message: string,
     readonly retryAfterSec?: number,
-    readonly code?: string,
+    readonly code?: ApiErrorCode,
   ) {
     super(message);
     this.name = "ServiceError";

@@ -23,6 +23,8 @@ import type { Effect, NodeInput, PeerMessage, PeerMessageOf, ReplyOutcome } from
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { NodeMetrics } from "../metrics.js";
+import { logServedForward } from "../observability/forward-log.js";
+import { LivenessLog } from "../observability/liveness-log.js";
 import {
   type ClientLink,
   type InferenceInput,
@@ -87,6 +89,7 @@ export class NodeRuntime implements NodeService {
   private readonly view: ClusterView;
   private readonly health: EngineHealth;
   private readonly engineJobs = new Set<Promise<void>>();
+  private readonly liveness: LivenessLog;
   private sweepTimer: NodeJS.Timeout | undefined;
   private seq = 0;
   private started = false;
@@ -102,8 +105,11 @@ export class NodeRuntime implements NodeService {
     this.now = o.now ?? nowDefault;
     this.maxPending = o.maxPending ?? 256;
     this.streamTtlMs = o.forwardStreamTtlMs ?? 120_000;
-    this.served = new ServedForwards(this.streamTtlMs);
+    this.served = new ServedForwards(this.streamTtlMs, (f, reply) =>
+      logServedForward(o.logger, f, reply, this.now()),
+    );
     this.health = new EngineHealth(o.engine);
+    this.liveness = new LivenessLog(o.logger);
     this.admin = new Admin(o);
     this.sender = new PeerSender({
       ...o,
@@ -344,6 +350,7 @@ export class NodeRuntime implements NodeService {
   /** A timer expired: back to the node, but no anti-entropy once shutdown has begun [Shutting down]. */
   private readonly onTimer = (timer: NodeTimer): void => {
     if (!this.stopping || !isPollTimer(timer)) this.feed({ type: "timer", timer });
+    if (isPollTimer(timer)) this.liveness.check(this.node.peers());
   };
 
   private onReply(

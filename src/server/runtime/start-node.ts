@@ -174,7 +174,13 @@ export async function startNode(
     },
     onConnectionClosed: (reason) => metrics.connectionsRefused.inc({ port: "peer", reason }),
   });
-  const api = buildApi({ service: runtime, metrics, logger, bodyLimit: s.bodyLimitBytes });
+  const api = buildApi({
+    service: runtime,
+    metrics,
+    logger,
+    bodyLimit: s.bodyLimitBytes,
+    requestLogSample: s.requestLogSample,
+  });
   const apiClosed = (reason: string) => metrics.connectionsRefused.inc({ port: "api", reason });
   const watchApiIdle = applyConnectionTimeouts(
     api.server,
