@@ -12,6 +12,8 @@ export interface EngineSettings {
   engineKvTopic?: string | undefined;
   engineKvRank?: number | undefined;
   engineTokenizer?: "auto" | "server" | "local" | undefined;
+  engineCacheMirror?: "auto" | "lru" | "llama-slots" | undefined;
+  engineCacheRam?: number | undefined;
   engineContextTokens?: number | undefined;
   capacityTokens?: number | undefined;
   simProfile?: string | undefined;
@@ -53,6 +55,8 @@ function engineSpec(s: EngineSettings): EngineSpec {
         ...(s.engineApiKey ? { apiKey: s.engineApiKey } : {}),
         ...(s.engineTokenizer ? { tokenizer: s.engineTokenizer } : {}),
         ...(s.engineContextTokens ? { maxContextTokens: s.engineContextTokens } : {}),
+        ...(s.engineCacheMirror ? { cacheMirror: s.engineCacheMirror } : {}),
+        ...(s.engineCacheRam !== undefined ? { llamaSlots: { cacheRamMiB: s.engineCacheRam } } : {}),
         ...(s.capacityTokens ? { capacityTokens: s.capacityTokens } : {}),
         ...kvEvents(s),
       };

@@ -1,6 +1,7 @@
 /** Settings: The engine a node serves with, and its cache. */
 import { z } from "zod";
 import { zmqEndpointSchema } from "../../engines/kv-events/options.js";
+import { CACHE_MIRRORS } from "../../engines/llama-slots/options.js";
 import { MAX_CONTEXT_TOKENS, TOKENIZER_CHOICES } from "../../engines/openai/options.js";
 import { DEFAULT_PROFILE, PROFILE_NAMES } from "../../engines/sim/profiles.js";
 import { setting } from "./doc.js";
@@ -80,6 +81,26 @@ export const engineSettings = {
     defaultText: "`0`",
     description:
       "The data-parallel rank this node follows: one node per rank, its stream on the endpoint's port + rank.",
+  }),
+  engineCacheMirror: setting(
+    z.enum(CACHE_MIRRORS, { error: `must be one of ${CACHE_MIRRORS.join(", ")}` }).optional(),
+    {
+      section: "Engine",
+      value: "kind",
+      defaultText: engineDefault(O.cacheMirror),
+      description:
+        "openai engine without KV events: `llama-slots` mirrors a llama.cpp server's slots and RAM prompt " +
+        "cache exactly (the node picks each request's slot), `lru` models any server's cache by LRU, `auto` " +
+        "takes llama-slots when the server is llama.cpp's (its /props names slots), else LRU.",
+    },
+  ),
+  engineCacheRam: setting(num(-1, 1 << 30, true).optional(), {
+    section: "Engine",
+    value: "MiB",
+    defaultText: "`8192` (llama-server's)",
+    description:
+      "llama-slots: the server's `--cache-ram` in MiB (0 off, -1 no limit), so the node models the prompts " +
+      "the server keeps in RAM and restores into slots.",
   }),
   capacityTokens: setting(num(1, 1e9, true).optional(), {
     section: "Engine",
