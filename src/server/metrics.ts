@@ -79,6 +79,12 @@ export function createMetrics(nodeId: string) {
     "prefixmesh_actual_cached_tokens_total",
     "Cached tokens the serving engine actually reused",
   );
+  const enginePredictions = counter(
+    "prefixmesh_engine_cache_predictions_total",
+    "Remote engine runs by how the cache model's predicted cached tokens compared with the server's report " +
+      "(outcome: exact, wrong, unpredicted, unreported; source: llama-slots, kv-events, lru)",
+    ["outcome", "source"],
+  );
   const gossipBytes = counter(
     "prefixmesh_gossip_bytes_total",
     "Anti-entropy snapshot bytes by peer and direction",
@@ -163,6 +169,7 @@ export function createMetrics(nodeId: string) {
     promptTokens,
     predictedCached,
     actualCached,
+    enginePredictions,
     gossipBytes,
     peerFailures,
     authRejected,

@@ -32,6 +32,7 @@ import {
   ServiceError,
 } from "../service.js";
 import { Admin } from "./admin.js";
+import { countPrediction } from "./cache-predictions.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
 import { EngineHealth } from "./engine-health.js";
@@ -346,7 +347,10 @@ export class NodeRuntime implements NodeService {
     const job = this.engine
       .run(request, (c) => this.relay(request, this.nodeId, c.text))
       .then(
-        (result: EngineResult) => this.feed({ type: "engine-done", jobId, result }),
+        (result: EngineResult) => {
+          countPrediction(this.o.metrics, result);
+          this.feed({ type: "engine-done", jobId, result });
+        },
         (err: Error) => {
           this.o.logger.warn({ err: err?.message, jobId }, "engine run failed");
           this.feed({ type: "engine-failed", jobId, error: err?.message ?? String(err) });
