@@ -3,6 +3,9 @@
  * the server's `cache_n`, with the RAM prompt cache on (the server's default) and off, sequentially
  * and with both slots busy; after an abort and after a server restart, `GET /slots` resynchronizes.
  */
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { EngineRequest } from "../../src/core/engine.js";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
@@ -35,13 +38,22 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function start(args: string[] = [], port?: number, cacheRamMiB?: number) {
-  server = await startLlamaServer({ slots: 2, contextTokens: 1024, args, ...(port ? { port } : {}) });
+async function start(
+  args: string[] = [],
+  port?: number,
+  cacheRamMiB?: number,
+  savedSlots?: number,
+  slots = 2,
+) {
+  server = await startLlamaServer({ slots, contextTokens: 512 * slots, args, ...(port ? { port } : {}) });
   engine = await OpenAIEngine.create({
     baseUrl: server.url,
     model: MODEL,
     retries: 0,
-    ...(cacheRamMiB !== undefined ? { llamaSlots: { cacheRamMiB } } : {}),
+    llamaSlots: {
+      ...(cacheRamMiB !== undefined ? { cacheRamMiB } : {}),
+      ...(savedSlots !== undefined ? { savedSlots } : {}),
+    },
   });
   return engine;
 }
@@ -126,4 +138,40 @@ describe.skipIf(skip)("the slot mirror against the real llama.cpp server", () =>
     expect(after.cachePrediction).toMatchObject({ predicted: 0, reported: 0 });
     expect(e.cacheStatus().llamaSlots?.restarts).toBe(1);
   }, 180_000);
+
+  it("saves a slot it is about to overwrite to --slot-save-path, and restores it for its prefix", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "prefixmesh-slot-saves-"));
+    try {
+      // One slot and no RAM cache: only the saved states can bring a prefix back.
+      const e = await start(["--slot-save-path", dir, "--cache-ram", "0"], undefined, 0, 2, 1);
+      const a = prompt(0, 0, 100, 10);
+      const b = prompt(1, 0, 100, 10);
+      await e.run(req(a));
+      await e.run(req(b)); // overwrites a: a is saved first
+      const again = await e.run(req(prompt(0, 1, 100, 10))); // a's prefix, restored from disk
+      expect(again.cachedTokens).toBeGreaterThanOrEqual(101);
+      expect(again.cachePrediction?.predicted).toBe(again.cachePrediction?.reported);
+      const status = e.cacheStatus().llamaSlots!.savedSlots;
+      expect(status).toMatchObject({ enabled: true, restores: 1 });
+      expect(status.saves).toBeGreaterThanOrEqual(2);
+      // A fixed set of file names: never more files than states.
+      expect(readdirSync(dir).length).toBeLessThanOrEqual(2);
+      // The saved states are part of what the node's tree holds.
+      const seqs = again.cachedSequences ?? [];
+      expect(seqs.some((s) => s[1] === b[1] && s.length >= b.length)).toBe(true);
+      expect(e.cacheStatus().accuracy.exact).toBe(3);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("turns slot saving off when the server has no --slot-save-path, and still serves", async () => {
+    const e = await start([], undefined, undefined, 2, 1);
+    await e.run(req(prompt(0, 0)));
+    const r = await e.run(req(prompt(1, 0)));
+    expect(r.text.length).toBeGreaterThanOrEqual(0);
+    const status = e.cacheStatus().llamaSlots!.savedSlots;
+    expect(status.enabled).toBe(false);
+    expect(status.off).toMatch(/slot-save-path/);
+  }, 120_000);
 });

@@ -25,6 +25,11 @@ export const LlamaSlotsOptionsSchema = z.object({
     .positive()
     .max(1 << 30)
     .optional(),
+  /**
+   * Slot states the node saves to the server's `--slot-save-path` and restores into a slot when they
+   * hold more of a prompt than the server would find (0: none; the server must run with the flag).
+   */
+  savedSlots: z.number().int().min(0).max(10_000).default(0),
 });
 export type LlamaSlotsOptions = z.input<typeof LlamaSlotsOptionsSchema>;
 export type LlamaSlotsConfig = z.output<typeof LlamaSlotsOptionsSchema>;

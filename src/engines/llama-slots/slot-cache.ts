@@ -18,7 +18,9 @@ import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "..
 import type { HttpClient } from "../openai/http.js";
 import { sseData } from "../openai/sse.js";
 import type { LlamaSlotsConfig } from "./options.js";
+import { SavedSlots } from "./saved-slots.js";
 import { SlotMirror } from "./slot-mirror.js";
+import { knownPrefix, lcp } from "./tokens.js";
 
 const PropsShape = z.object({
   total_slots: z.number().int().min(1).max(4096),
@@ -85,6 +87,8 @@ export interface LlamaSlotsStatus {
   inexact: string | undefined;
   resyncs: number;
   restarts: number;
+  /** States saved to the server's --slot-save-path, and why saving is off when it was refused. */
+  savedSlots: { enabled: boolean; off: string | undefined; states: number; saves: number; restores: number };
   slotTokens: number[];
   cachedPrompts: number;
   cachedPromptTokens: number;
@@ -97,12 +101,21 @@ export class LlamaSlotCache {
   private readonly waiting: (() => void)[] = [];
   /** Runs holding a turn (at most one per slot): handed straight to the next waiter on release. */
   private turns = 0;
+  /** Launches in order (see lockLaunch), and when each slot's last run ended, on one event clock. */
+  private launching: Promise<void> = Promise.resolve();
+  private events = 0;
+  private readonly endedAt: number[];
   private needsResync = false;
   private resyncing: Promise<void> | undefined;
   private readonly lastTask: (number | undefined)[];
   private inexact: string | undefined;
   private resyncs = 0;
   private restarts = 0;
+  /** States saved to the server's --slot-save-path (undefined: off, or the server refused). */
+  private saved: SavedSlots | undefined;
+  private savedOff: string | undefined;
+  private slotSaves = 0;
+  private slotRestores = 0;
 
   private constructor(
     private readonly http: HttpClient,
@@ -113,6 +126,8 @@ export class LlamaSlotCache {
   ) {
     this.mirror = new SlotMirror({ ...opts, slots, totalContextTokens: slots * slotContext });
     this.lastTask = new Array<number | undefined>(slots).fill(undefined);
+    this.endedAt = new Array<number>(slots).fill(0);
+    if (opts.savedSlots > 0) this.saved = new SavedSlots(opts.savedSlots, `prefixmesh-${process.pid}`);
   }
 
   /**
@@ -151,6 +166,13 @@ export class LlamaSlotCache {
       inexact: this.inexact,
       resyncs: this.resyncs,
       restarts: this.restarts,
+      savedSlots: {
+        enabled: this.saved !== undefined,
+        off: this.savedOff,
+        states: this.saved?.entries.length ?? 0,
+        saves: this.slotSaves,
+        restores: this.slotRestores,
+      },
       ...this.mirror.stats(),
     };
   }
@@ -163,24 +185,50 @@ export class LlamaSlotCache {
   ): Promise<SlotRunResult> {
     await this.acquireTurn(signal);
     let slot: number | undefined;
+    let unlock: (() => void) | undefined;
     try {
+      unlock = await this.lockLaunch();
       if (this.needsResync) await this.resync();
       const free = this.freeSlots();
       const tokens = req.tokens;
       slot = this.mirror.choose(tokens, free).slot;
-      const predicted = this.mirror.launch(slot, tokens, free);
       this.busy.add(slot);
-      return await this.complete(slot, tokens, req.maxTokens, sampling, predicted, onChunk, signal);
+      if (this.saved) await this.useSavedSlots(slot, tokens);
+      const predicted = this.mirror.launch(slot, tokens, [slot, ...this.freeSlots()]);
+      const started = { at: ++this.events, running: [...this.busy].filter((s) => s !== slot) };
+      const launched = () => {
+        // A run whose end came in after this one was sent, but before the server said this one
+        // started, had ended at the server before: it was idle when this one started.
+        for (const o of started.running) if (this.endedAt[o]! > started.at) this.mirror.idleSaved(o);
+        unlock?.();
+        unlock = undefined;
+      };
+      return await this.complete(slot, tokens, req.maxTokens, sampling, predicted, launched, onChunk, signal);
     } catch (e) {
       // The slot holds an unknown part of the prompt (an abort), or the server may have restarted.
       this.needsResync = true;
       throw e;
     } finally {
+      unlock?.();
       if (slot !== undefined) this.busy.delete(slot);
       const next = this.waiting.shift();
       if (next) next();
       else this.turns--;
     }
+  }
+
+  /**
+   * One request starts at a time, from choosing its slot until the server's response begins: the
+   * server then applies starts in the order the mirror does.
+   */
+  private async lockLaunch(): Promise<() => void> {
+    const prev = this.launching;
+    let release!: () => void;
+    this.launching = new Promise<void>((r) => {
+      release = r;
+    });
+    await prev;
+    return release;
   }
 
   private async complete(
@@ -189,6 +237,7 @@ export class LlamaSlotCache {
     maxTokens: number,
     sampling: Record<string, unknown>,
     predicted: number,
+    launched: () => void,
     onChunk: ((c: EngineChunk) => void) | undefined,
     signal: AbortSignal | undefined,
   ): Promise<SlotRunResult> {
@@ -202,7 +251,9 @@ export class LlamaSlotCache {
       stream: true,
     };
     const t0 = performance.now();
-    const res = await this.http.send("POST", "/completion", body, signal);
+    // llama-server closes the connection after a stream: never reuse it (a reuse races the close).
+    const res = await this.http.send("POST", "/completion", body, signal, true);
+    launched();
     let text = "";
     const generated: number[] = [];
     let firstAt = 0;
@@ -240,6 +291,9 @@ export class LlamaSlotCache {
     // All generated tokens but the last were evaluated into the slot (tokens_cached says how many).
     const held = final.tokens_cached ?? tokens.length + Math.max(0, completion - 1);
     this.mirror.finish(slot, tokens, generated, held);
+    this.endedAt[slot] = ++this.events;
+    // Idle at the server from now on: the next start must count it among the idle slots.
+    this.busy.delete(slot);
     const cachePrediction = this.tally.observe(predicted, reported);
     if (reported !== undefined && reported !== predicted) this.needsResync = true;
     return {
@@ -251,14 +305,65 @@ export class LlamaSlotCache {
       prefillMs: final.timings?.prompt_ms ?? (firstAt > 0 ? firstAt - t0 : end - t0),
       decodeMs: final.timings?.predicted_ms ?? (firstAt > 0 ? end - firstAt : 0),
       finishReason: final.stop_type === "limit" ? "length" : "stop",
-      cachedSequences: this.mirror.sequences(),
+      cachedSequences: this.sequences(),
       cachePrediction,
     };
   }
 
-  /** Every sequence the server caches, as the mirror knows it. */
+  /** Every sequence the server caches, as the mirror knows it, and the slot states saved on its disk. */
   sequences(): Tokens[] {
-    return this.mirror.sequences();
+    return [...this.mirror.sequences(), ...(this.saved?.sequences() ?? [])];
+  }
+
+  /**
+   * Before a run on `slot`: restores the saved state that gives `prompt` more cached tokens than the
+   * server would find, and first saves the slot's contents when the run would lose most of them and no
+   * saved state holds them (the embedded engine's spill and restore, on the server's disk).
+   */
+  private async useSavedSlots(slot: number, prompt: Tokens): Promise<void> {
+    const saved = this.saved!;
+    const idle = [slot, ...this.freeSlots()];
+    const current = this.mirror.slotTokens(slot);
+    const without = this.mirror.predict(slot, prompt, idle);
+    const best = saved.best(prompt);
+    const restore =
+      best && this.mirror.predict(slot, prompt, idle, best.state.tokens) > without ? best.state : undefined;
+    if (restore) saved.touch(restore);
+    const loses = restore !== undefined || 2 * lcp(current, prompt) < current.length;
+    if (loses && knownPrefix(current).length > 0 && !saved.covers(current)) {
+      const file = saved.nextFile();
+      if (file !== restore?.filename && (await this.slotAction(slot, "save", file))) {
+        saved.saved(file, current);
+        this.slotSaves++;
+      }
+    }
+    if (!restore || !this.saved) return;
+    if (await this.slotAction(slot, "restore", restore.filename)) {
+      this.mirror.restore(slot, restore.tokens);
+      this.slotRestores++;
+    } else {
+      // A failed restore leaves the slot empty (the server clears it).
+      this.mirror.restore(slot, new Uint32Array(0));
+      saved.drop(restore);
+    }
+  }
+
+  /** `POST /slots/{id}?action=…`; false when the server refused (a refused save turns saving off). */
+  private async slotAction(slot: number, action: "save" | "restore", filename: string): Promise<boolean> {
+    try {
+      await this.http.json("POST", `/slots/${slot}?action=${action}`, { filename });
+      return true;
+    } catch (e) {
+      // 4xx: refused (a missing file, a bad name); 501: the server has no --slot-save-path.
+      const refused =
+        e instanceof EngineInputError || (e instanceof EngineUnavailableError && e.status === 501);
+      if (!refused) throw e;
+      if (action === "save") {
+        this.savedOff = `the server refused to save a slot (is it running with --slot-save-path?): ${e.message}`;
+        this.saved = undefined;
+      }
+      return false;
+    }
   }
 
   private freeSlots(): number[] {

@@ -89,11 +89,43 @@ export class SlotMirror {
     return best!;
   }
 
-  /** What the server will report as cached for `prompt` on `slot` (nothing changes). */
-  predict(slot: number, prompt: Uint32Array, idle: readonly number[] = []): number {
+  /**
+   * What the server will report as cached for `prompt` on `slot` (nothing changes); with `content`,
+   * as if the slot held that instead (a saved state restored into it first).
+   */
+  predict(slot: number, prompt: Uint32Array, idle: readonly number[] = [], content?: Uint32Array): number {
     const cache = this.cache?.clone();
-    const tokens = this.select(slot, prompt, cache, idle);
-    return cachedPrefix(tokens, prompt);
+    const held = this.slots[slot]!;
+    if (content) this.slots[slot] = content;
+    try {
+      return cachedPrefix(this.select(slot, prompt, cache, idle), prompt);
+    } finally {
+      this.slots[slot] = held;
+    }
+  }
+
+  /**
+   * `slot` turned out to be idle when another request started (its end crossed that start): the
+   * server saved it to the RAM cache then (`--cache-idle-slots`), as it does every idle slot.
+   */
+  idleSaved(slot: number): void {
+    const c = this.config;
+    if (!this.cache || !c.cacheIdleSlots) return;
+    this.cache.save(this.slots[slot]!);
+    this.cache.update();
+    if (c.kvUnified) this.slots[slot] = new Uint32Array(0);
+    this.version++;
+  }
+
+  /** The tokens `slot` holds (UNKNOWN_TOKEN where not known). */
+  slotTokens(slot: number): Uint32Array {
+    return this.slots[slot]!;
+  }
+
+  /** A saved state was restored into `slot` (`POST /slots/{id}?action=restore`): it holds `tokens`. */
+  restore(slot: number, tokens: Uint32Array): void {
+    this.slots[slot] = tokens.slice();
+    this.version++;
   }
 
   /**

@@ -14,6 +14,7 @@ export interface EngineSettings {
   engineTokenizer?: "auto" | "server" | "local" | undefined;
   engineCacheMirror?: "auto" | "lru" | "llama-slots" | undefined;
   engineCacheRam?: number | undefined;
+  engineSlotSaves?: number | undefined;
   engineContextTokens?: number | undefined;
   capacityTokens?: number | undefined;
   simProfile?: string | undefined;
@@ -56,7 +57,10 @@ function engineSpec(s: EngineSettings): EngineSpec {
         ...(s.engineTokenizer ? { tokenizer: s.engineTokenizer } : {}),
         ...(s.engineContextTokens ? { maxContextTokens: s.engineContextTokens } : {}),
         ...(s.engineCacheMirror ? { cacheMirror: s.engineCacheMirror } : {}),
-        ...(s.engineCacheRam !== undefined ? { llamaSlots: { cacheRamMiB: s.engineCacheRam } } : {}),
+        llamaSlots: {
+          ...(s.engineCacheRam !== undefined ? { cacheRamMiB: s.engineCacheRam } : {}),
+          ...(s.engineSlotSaves !== undefined ? { savedSlots: s.engineSlotSaves } : {}),
+        },
         ...(s.capacityTokens ? { capacityTokens: s.capacityTokens } : {}),
         ...kvEvents(s),
       };

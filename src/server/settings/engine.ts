@@ -102,6 +102,15 @@ export const engineSettings = {
       "llama-slots: the server's `--cache-ram` in MiB (0 off, -1 no limit), so the node models the prompts " +
       "the server keeps in RAM and restores into slots.",
   }),
+  engineSlotSaves: setting(num(0, 10_000, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: "`0` (none)",
+    description:
+      "llama-slots, with a server started with `--slot-save-path`: slot states the node saves on the server's " +
+      "disk (at most this many files) and restores into a slot when one holds more of a prompt than the " +
+      "server would find.",
+  }),
   capacityTokens: setting(num(1, 1e9, true).optional(), {
     section: "Engine",
     value: "n",
