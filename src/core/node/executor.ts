@@ -249,6 +249,13 @@ export class Executor {
     return { job, result: stripCache(result), timing };
   }
 
+  /** An engine-managed cache changed between runs: the tree takes its contents now (else ignored). */
+  cacheChanged(sequences: readonly Tokens[]): void {
+    if (this.config.cacheMode !== "engine-managed") return;
+    this.tree_.resetTo(sequences as Tokens[], ++this.tick);
+    if (this.paranoid) this.checkWalks();
+  }
+
   /** The engine failed `jobId`; undefined for a job from before a restart. */
   failed(jobId: string): Readonly<JobSpec> | undefined {
     const job = this.running.get(jobId);

@@ -490,6 +490,16 @@ export class OpenAIEngine implements Engine {
     this.lru.insert(tokens, now);
   }
 
+  /** With KV events: calls `onChange` as the server's cache changes, between runs too. */
+  watchCache(onChange: () => void): () => void {
+    return this.cacheModel ? this.cacheModel.watch(onChange) : () => {};
+  }
+
+  /** Engine-managed (KV events, llama-server slots): what the server caches now, as known. */
+  cachedSequences(): Tokens[] {
+    return this.cacheModel?.sequences() ?? this.slotCache?.sequences() ?? [];
+  }
+
   /** How the server's cache is modelled, and the predictions' accuracy so far. */
   cacheStatus(): RemoteCacheStatus {
     const mode = this.slotCache ? "llama-slots" : this.cacheModel ? "kv-events" : "lru";

@@ -35,6 +35,7 @@ import { Admin } from "./admin.js";
 import { countPrediction } from "./cache-predictions.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
+import { watchEngineCache } from "./engine-cache-watch.js";
 import { EngineHealth } from "./engine-health.js";
 import type { RuntimeLogger } from "./logger.js";
 import { PeerSender } from "./peer-sender.js";
@@ -85,6 +86,7 @@ export class NodeRuntime implements NodeService {
   private readonly health: EngineHealth;
   private readonly engineJobs = new Set<Promise<void>>();
   private sweepTimer: NodeJS.Timeout | undefined;
+  private unwatchCache: () => void = () => {};
   private seq = 0;
   private started = false;
   private stopping = false;
@@ -120,6 +122,7 @@ export class NodeRuntime implements NodeService {
     this.started = true;
     this.applyAll(this.node.start());
     this.health.start();
+    this.unwatchCache = watchEngineCache(this.engine, (input) => this.feed(input));
     this.sweepTimer = setInterval(
       () => this.served.sweep(this.now()),
       Math.min(5_000, Math.max(20, this.streamTtlMs / 4)),
@@ -255,6 +258,7 @@ export class NodeRuntime implements NodeService {
     this.clients.failAll(() => new ServiceError(503, "server_error", "node shut down before answering"));
     this.timers.clear();
     this.health.stop();
+    this.unwatchCache();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
   }
 
