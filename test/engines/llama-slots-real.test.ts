@@ -174,4 +174,19 @@ describe.skipIf(skip)("the slot mirror against the real llama.cpp server", () =>
     expect(status.enabled).toBe(false);
     expect(status.off).toMatch(/slot-save-path/);
   }, 120_000);
+
+  it("finds from the runs that the server's RAM prompt cache is off when the node was not told", async () => {
+    const e = await start(["--cache-ram", "0"]); // the node assumes llama-server's default (8192 MiB)
+    const runs: Uint32Array[] = [];
+    for (let round = 0; round < 12; round++) for (let g = 0; g < 3; g++) runs.push(prompt(g, round));
+    const outcomes: boolean[] = [];
+    for (const t of runs) {
+      const r = await e.run(req(t));
+      outcomes.push(r.cachePrediction?.predicted === r.cachePrediction?.reported);
+    }
+    const status = e.cacheStatus().llamaSlots!;
+    expect(status.calibrated).toMatch(/looks off/);
+    // Once calibrated, the mirror is the server's again.
+    expect(outcomes.slice(-8).every(Boolean)).toBe(true);
+  }, 120_000);
 });

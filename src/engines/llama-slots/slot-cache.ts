@@ -67,6 +67,11 @@ const NativeChunk = z.object({
 
 const MAX_OUTPUT_CHARS = 4 << 20;
 
+/** See `calibrate`. */
+const CALIBRATION_RUNS = 16;
+const CALIBRATION_SHADOW = 14;
+const CALIBRATION_MIRROR = 10;
+
 export interface SlotRunResult {
   text: string;
   completionTokens: number;
@@ -85,6 +90,8 @@ export interface LlamaSlotsStatus {
   slots: number;
   /** Why the mirror may be wrong (e.g. the server ran requests before the node), when it may. */
   inexact: string | undefined;
+  /** Set when the runs showed the server's RAM prompt cache set otherwise than the node was told. */
+  calibrated: string | undefined;
   resyncs: number;
   restarts: number;
   /** States saved to the server's --slot-save-path, and why saving is off when it was refused. */
@@ -95,7 +102,12 @@ export interface LlamaSlotsStatus {
 }
 
 export class LlamaSlotCache {
-  readonly mirror: SlotMirror;
+  /** The mirror the node follows, and one with the other RAM-cache setting (see calibrate). */
+  mirror: SlotMirror;
+  private shadow: SlotMirror | undefined;
+  /** The last runs' outcomes: [mirror exact, shadow exact]. */
+  private readonly evidence: [boolean, boolean][] = [];
+  private calibrated: string | undefined;
   readonly tally = new PredictionTally("llama-slots");
   private readonly busy = new Set<number>();
   private readonly waiting: (() => void)[] = [];
@@ -124,7 +136,11 @@ export class LlamaSlotCache {
     slotContext: number,
     opts: LlamaSlotsConfig,
   ) {
-    this.mirror = new SlotMirror({ ...opts, slots, totalContextTokens: slots * slotContext });
+    const config = { ...opts, slots, totalContextTokens: slots * slotContext };
+    this.mirror = new SlotMirror(config);
+    // The server does not say whether its RAM prompt cache is on: a shadow with the other setting
+    // follows the same runs, and takes over when the runs say it is the server's.
+    this.shadow = new SlotMirror({ ...config, cacheRamMiB: opts.cacheRamMiB === 0 ? 8192 : 0 });
     this.lastTask = new Array<number | undefined>(slots).fill(undefined);
     this.endedAt = new Array<number>(slots).fill(0);
     if (opts.savedSlots > 0) this.saved = new SavedSlots(opts.savedSlots, `prefixmesh-${process.pid}`);
@@ -164,6 +180,7 @@ export class LlamaSlotCache {
       mode: "llama-slots",
       slots: this.mirror.config.slots,
       inexact: this.inexact,
+      calibrated: this.calibrated,
       resyncs: this.resyncs,
       restarts: this.restarts,
       savedSlots: {
@@ -194,16 +211,29 @@ export class LlamaSlotCache {
       slot = this.mirror.choose(tokens, free).slot;
       this.busy.add(slot);
       if (this.saved) await this.useSavedSlots(slot, tokens);
-      const predicted = this.mirror.launch(slot, tokens, [slot, ...this.freeSlots()]);
+      const idle = [slot, ...this.freeSlots()];
+      const predicted = this.mirror.launch(slot, tokens, idle);
+      const shadowPredicted = this.shadow?.launch(slot, tokens, idle);
       const started = { at: ++this.events, running: [...this.busy].filter((s) => s !== slot) };
       const launched = () => {
         // A run whose end came in after this one was sent, but before the server said this one
         // started, had ended at the server before: it was idle when this one started.
-        for (const o of started.running) if (this.endedAt[o]! > started.at) this.mirror.idleSaved(o);
+        for (const o of started.running) if (this.endedAt[o]! > started.at) this.each((m) => m.idleSaved(o));
         unlock?.();
         unlock = undefined;
       };
-      return await this.complete(slot, tokens, req.maxTokens, sampling, predicted, launched, onChunk, signal);
+      const r = await this.complete(
+        slot,
+        tokens,
+        req.maxTokens,
+        sampling,
+        predicted,
+        launched,
+        onChunk,
+        signal,
+      );
+      this.calibrate(predicted, shadowPredicted, r.cachePrediction.reported);
+      return r;
     } catch (e) {
       // The slot holds an unknown part of the prompt (an abort), or the server may have restarted.
       this.needsResync = true;
@@ -290,7 +320,7 @@ export class LlamaSlotCache {
     const completion = final.tokens_predicted ?? generated.length;
     // All generated tokens but the last were evaluated into the slot (tokens_cached says how many).
     const held = final.tokens_cached ?? tokens.length + Math.max(0, completion - 1);
-    this.mirror.finish(slot, tokens, generated, held);
+    this.each((m) => m.finish(slot, tokens, generated, held));
     this.endedAt[slot] = ++this.events;
     // Idle at the server from now on: the next start must count it among the idle slots.
     this.busy.delete(slot);
@@ -339,11 +369,11 @@ export class LlamaSlotCache {
     }
     if (!restore || !this.saved) return;
     if (await this.slotAction(slot, "restore", restore.filename)) {
-      this.mirror.restore(slot, restore.tokens);
+      this.each((m) => m.restore(slot, restore.tokens));
       this.slotRestores++;
     } else {
       // A failed restore leaves the slot empty (the server clears it).
-      this.mirror.restore(slot, new Uint32Array(0));
+      this.each((m) => m.restore(slot, new Uint32Array(0)));
       saved.drop(restore);
     }
   }
@@ -364,6 +394,33 @@ export class LlamaSlotCache {
       }
       return false;
     }
+  }
+
+  /** Changes the mirror and its shadow alike. */
+  private each(fn: (m: SlotMirror) => void): void {
+    fn(this.mirror);
+    if (this.shadow) fn(this.shadow);
+  }
+
+  /**
+   * Over the last CALIBRATION_RUNS reported runs, a shadow right at least CALIBRATION_SHADOW times
+   * while the mirror was right at most CALIBRATION_MIRROR times says the server's RAM prompt cache is
+   * set otherwise than the node was told (`--engine-cache-ram`): the shadow becomes the mirror, once.
+   */
+  private calibrate(predicted: number, shadow: number | undefined, reported: number | undefined): void {
+    if (!this.shadow || shadow === undefined || reported === undefined) return;
+    this.evidence.push([predicted === reported, shadow === reported]);
+    if (this.evidence.length > CALIBRATION_RUNS) this.evidence.shift();
+    if (this.evidence.length < CALIBRATION_RUNS) return;
+    const mine = this.evidence.filter((e) => e[0]).length;
+    const other = this.evidence.filter((e) => e[1]).length;
+    if (other < CALIBRATION_SHADOW || mine > CALIBRATION_MIRROR) return;
+    const on = this.shadow.config.cacheRamMiB !== 0;
+    this.calibrated =
+      `the server's RAM prompt cache looks ${on ? "on" : "off"} (${other} of the last ${CALIBRATION_RUNS} ` +
+      `runs predicted right that way, ${mine} as configured): set --engine-cache-ram ${on ? "to its --cache-ram" : "0"}`;
+    this.mirror = this.shadow;
+    this.shadow = undefined;
   }
 
   private freeSlots(): number[] {
@@ -433,7 +490,7 @@ export class LlamaSlotCache {
     if (restarted) {
       this.restarts++;
       this.inexact = undefined;
-      this.mirror.clear();
+      this.each((m) => m.clear());
     }
     const lengths: (number | undefined)[] = [];
     for (const s of slots) {
@@ -441,7 +498,7 @@ export class LlamaSlotCache {
       if (!s.is_processing && !this.busy.has(s.id))
         lengths[s.id] = s.id_task === undefined ? 0 : s.n_prompt_tokens;
     }
-    this.mirror.resync(lengths);
+    this.each((m) => m.resync(lengths));
   }
 }
 
