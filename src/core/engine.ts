@@ -116,6 +116,13 @@ export interface Engine {
    * policies from the same cold cache without restarting the engine.
    */
   resetCache?(): Promise<void>;
+  /**
+   * engine-managed caches that change between runs (a server's KV events): calls `onChange` after
+   * each change (possibly many in a row: coalesce) until the returned function is called.
+   */
+  watchCache?(onChange: () => void): () => void;
+  /** engine-managed caches: every sequence cached now (what the next `cachedSequences` would say). */
+  cachedSequences?(): Tokens[];
   health(): Promise<{ ok: boolean; detail?: string }>;
   close(): Promise<void>;
 }

@@ -100,6 +100,12 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     "prefixmesh_actual_cached_tokens_total",
     "Cached tokens the serving engine actually reused",
   );
+  const enginePredictions = counter(
+    "prefixmesh_engine_cache_predictions_total",
+    "Remote engine runs by how the cache model's predicted cached tokens compared with the server's report " +
+      "(outcome: exact, wrong, unpredicted, unreported; source: llama-slots, kv-events, lru)",
+    ["outcome", "source"],
+  );
   const gossipBytes = counter(
     "prefixmesh_gossip_bytes_total",
     "Anti-entropy snapshot bytes by peer and direction",
@@ -194,6 +200,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     promptTokens,
     predictedCached,
     actualCached,
+    enginePredictions,
     gossipBytes,
     peerFailures,
     authRejected,

@@ -365,4 +365,27 @@ describe("PrefixNode — engine-managed caches", () => {
     expect(node.treeSize()).toBe(33);
     expect(node.localTree().match(tokens)).toBe(30);
   });
+
+  it("takes an engine-managed cache's changes between runs (engine-cache-changed); node-managed ignores them", () => {
+    const mk = (cacheMode: "engine-managed" | "node-managed") => {
+      const n = new PrefixNode(
+        { id: "A", capacityTokens: 100, cacheMode },
+        { now: () => 0, random: () => 0.5 },
+        { checkInvariants: true },
+      );
+      n.start();
+      return n;
+    };
+    const seqs = [prompt(1, 1, 20, 5), Uint32Array.from([7, 8, 9])];
+    const managed = mk("engine-managed");
+    const v0 = managed.treeVersion();
+    expect(managed.handle({ type: "engine-cache-changed", sequences: seqs })).toEqual([]);
+    expect(managed.treeSize()).toBe(28);
+    expect(managed.treeVersion()).toBeGreaterThan(v0);
+    managed.handle({ type: "engine-cache-changed", sequences: [] });
+    expect(managed.treeSize()).toBe(0);
+    const lru = mk("node-managed");
+    lru.handle({ type: "engine-cache-changed", sequences: seqs });
+    expect(lru.treeSize()).toBe(0);
+  });
 });

@@ -8,7 +8,7 @@
  * It knows nothing of who asked: a job finishing is RETURNED (`Completion`) with its timing, and
  * node.ts decides whether that answers a client of ours or a peer's forward.
  */
-import type { EngineRequest, EngineResult, EvictedRun } from "../engine.js";
+import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
 import { invariant } from "../invariant.js";
 import { keyTokens, promptMatch } from "../namespace.js";
 import { type LockHandle, RadixTree } from "../radix-tree.js";
@@ -258,6 +258,13 @@ export class Executor {
       decodeMs: result.decodeMs,
     };
     return { job, result: stripCache(result), timing };
+  }
+
+  /** An engine-managed cache changed between runs: the tree takes its contents now (else ignored). */
+  cacheChanged(sequences: readonly Tokens[]): void {
+    if (this.config.cacheMode !== "engine-managed") return;
+    this.tree_.resetTo(sequences as Tokens[], ++this.tick);
+    if (this.paranoid) this.checkWalks();
   }
 
   /** The engine failed `jobId`; undefined for a job from before a restart. */

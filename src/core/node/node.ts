@@ -168,6 +168,8 @@ export class PrefixNode {
       case "send-failed":
         this.onSendFailed(input.to, input.msg, now, out);
         break;
+      case "engine-cache-changed":
+        this.executor.cacheChanged(input.sequences);
     }
     return out;
   }

@@ -16,7 +16,7 @@
  *
  * Stable API: fields are only ever added, never renamed.
  */
-import type { EngineRequest, EngineResult, EvictedRun } from "../engine.js";
+import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
 import type { Snapshot } from "../snapshot.js";
 
 /** A node id: short printable string, unique in the cluster (validated by the config). */
@@ -150,6 +150,11 @@ export type NodeInput =
   | { type: "engine-done"; jobId: string; result: EngineResult }
   | { type: "engine-failed"; jobId: string; error: string }
   | { type: "timer"; timer: Timer }
+  /**
+   * An engine-managed cache changed on its own (e.g. a server's KV events arrived): the node's tree
+   * becomes `sequences` now, not at the next run, so the next snapshot already says so.
+   */
+  | { type: "engine-cache-changed"; sequences: Tokens[] }
   /** The transport could not deliver (connection refused / reset): suspect `to` at once. */
   | { type: "send-failed"; to: NodeId; msg?: PeerMessage; reason: string };
 

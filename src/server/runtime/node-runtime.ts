@@ -34,8 +34,10 @@ import {
   ServiceError,
 } from "../service.js";
 import { Admin } from "./admin.js";
+import { countPrediction } from "./cache-predictions.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
+import { watchEngineCache } from "./engine-cache-watch.js";
 import { EngineHealth } from "./engine-health.js";
 import type { RuntimeLogger } from "./logger.js";
 import { type MeshModel, meshModels } from "./mesh-models.js";
@@ -91,6 +93,7 @@ export class NodeRuntime implements NodeService {
   private readonly engineJobs = new Set<Promise<void>>();
   private readonly liveness: LivenessLog;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private unwatchCache: () => void = () => {};
   private seq = 0;
   private started = false;
   private stopping = false;
@@ -130,6 +133,7 @@ export class NodeRuntime implements NodeService {
     this.started = true;
     this.applyAll(this.node.start());
     this.health.start();
+    this.unwatchCache = watchEngineCache(this.engine, (input) => this.feed(input));
     this.sweepTimer = setInterval(
       () => this.served.sweep(this.now()),
       Math.min(5_000, Math.max(20, this.streamTtlMs / 4)),
@@ -300,6 +304,7 @@ export class NodeRuntime implements NodeService {
     this.clients.failAll(() => new ServiceError(503, "server_error", "node shut down before answering"));
     this.timers.clear();
     this.health.stop();
+    this.unwatchCache();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
   }
 
@@ -393,7 +398,10 @@ export class NodeRuntime implements NodeService {
     const job = this.engine
       .run(request, (c) => this.relay(request, this.nodeId, c.text))
       .then(
-        (result: EngineResult) => this.feed({ type: "engine-done", jobId, result }),
+        (result: EngineResult) => {
+          countPrediction(this.o.metrics, result);
+          this.feed({ type: "engine-done", jobId, result });
+        },
         (err: Error) => {
           this.o.logger.warn({ err: err?.message, jobId }, "engine run failed");
           this.feed({ type: "engine-failed", jobId, error: err?.message ?? String(err) });
