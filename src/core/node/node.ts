@@ -15,6 +15,7 @@ import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from
 import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
 import { Membership } from "./membership.js";
+import { PeerModels, servesModel } from "./models.js";
 import { Origin } from "./origin.js";
 import { reportedDepth, stampQueueDepth } from "./peer-load.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
@@ -32,6 +33,7 @@ import type {
   PeerView,
   Timer,
 } from "./types.js";
+import { nodeStats, peerViews } from "./views.js";
 
 export { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 export type { NodeOptions } from "./types.js";
@@ -45,6 +47,8 @@ export class PrefixNode {
   private readonly antiEntropy: AntiEntropy;
   private readonly executor: Executor;
   private unknownSender = 0;
+  /** What each peer serves (its hello, via the runtime): requests naming a model route by it. */
+  readonly peerModels = new PeerModels();
 
   constructor(
     config: NodeConfigInput,
@@ -64,7 +68,7 @@ export class PrefixNode {
     this.epoch = epoch;
     // A restart keeps the current membership (peers added or removed at run time included).
     const ids = this.members === undefined ? [...this.config.peers] : [...this.members.ids()];
-    this.members = new Membership(ids, this.config.suspectAfterPolls * this.config.pollMs, this.deps.now());
+    this.members = new Membership(ids, this.config, this.deps.now());
     this.executor.reset();
     this.antiEntropy.reset(epoch, ids, this.maxPeers() + 1);
     this.origin.reset(ids);
@@ -127,6 +131,7 @@ export class PrefixNode {
     if (!this.members.remove(id)) return out;
     this.antiEntropy.remove(id);
     this.origin.targets.remove(id);
+    this.peerModels.delete(id);
     this.failPendingTo(id, this.deps.now(), out);
     return out;
   }
@@ -164,6 +169,8 @@ export class PrefixNode {
       case "send-failed":
         this.onSendFailed(input.to, input.msg, now, out);
         break;
+      case "engine-cache-changed":
+        this.executor.cacheChanged(input.sequences);
     }
     if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
     return out;
@@ -172,7 +179,7 @@ export class PrefixNode {
   private onClientRequest(reqId: string, request: EngineRequest, now: number, out: Effect[]): void {
     const refused = this.origin.admit(reqId, request, now);
     if (refused) return void out.push(refused);
-    const self = this.executor.selfView(this.config.id, request.tokens);
+    const self = this.executor.selfView(this.config.id, request);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
     const costs = this.executor.learnedCosts();
     this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.evictionPressure());
@@ -184,12 +191,12 @@ export class PrefixNode {
     const peers: Candidate[] = [];
     const targets = this.origin.targets;
     for (const id of this.members.ids()) {
-      if (!this.routable(id, now, self.queueDepth)) continue;
+      if (!this.routable(id, now, self.queueDepth) || !this.peerModels.serves(id, request.model)) continue;
       const load = this.antiEntropy.load(id);
       const unreported = this.origin.unreportedTo(id, now);
       peers.push(peerCandidate(id, load, unreported, targets.rttMs(id), now, targets.observed(id)));
     }
-    return buildCandidates(self, peers, this.antiEntropy.index, request.tokens);
+    return buildCandidates(self, peers, this.antiEntropy.index, request);
   }
 
   /** Live and not pushing back — unless our queue is deeper than its own (then local is worse still). */
@@ -208,7 +215,8 @@ export class PrefixNode {
       return;
     }
     const run = this.origin.runHere(reqId);
-    if (this.executor.full()) out.push(this.origin.refuseOverloaded(run, now));
+    if (!servesModel(this.config.models, run.request.model)) out.push(this.origin.refuseUnserved(run, now));
+    else if (this.executor.full()) out.push(this.origin.refuseOverloaded(run, now));
     else this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
   }
 
@@ -365,13 +373,7 @@ export class PrefixNode {
     return this.origin.servingNow(reqId, this.config.id);
   }
   peers(): PeerView[] {
-    const now = this.deps.now();
-    return this.members.ids().map((id) => ({
-      id,
-      ...this.members.view(id, now),
-      ...this.antiEntropy.view(id, now),
-      ...this.origin.targets.view(id),
-    }));
+    return peerViews(this.members, this.antiEntropy, this.origin, this.deps.now());
   }
   /** The costs this node has learned (what cost-aware routing sees). */
   learnedCosts(): LearnedCosts {
@@ -388,18 +390,6 @@ export class PrefixNode {
 
   /** Every role's counters, in one `NodeStats` (a fresh object per call). */
   stats(): Readonly<NodeStats> {
-    const o = this.origin.counters;
-    const s = this.serving.counters;
-    const { snapshotsSent, snapshotsReceived } = this.antiEntropy.counters;
-    return {
-      ...o,
-      ...s,
-      ...this.executor.counters,
-      rejectedOverload: o.rejectedOverload + s.rejectedOverload,
-      invalidMessages: o.invalidMessages + s.invalidMessages,
-      unknownSender: this.unknownSender,
-      snapshotsSent: { ...snapshotsSent },
-      snapshotsReceived: { ...snapshotsReceived },
-    };
+    return nodeStats(this.origin, this.serving, this.executor, this.antiEntropy, this.unknownSender);
   }
 }
