@@ -232,6 +232,7 @@ export class PrefixNode {
         if (rtt !== undefined) this.origin.targets.sampleRtt(from, rtt);
         const rttMs = this.origin.targets.rttMs(from);
         const r = this.antiEntropy.onSnapshot(from, msg.snapshot, msg.holds, msg.blocks, now, rttMs);
+        this.antiEntropy.scheduleSteps(out);
         if (r.reported) this.origin.targets.loadReported(from);
         // A restarted peer lost whatever we had forwarded to it.
         if (r.restarted) this.failPendingTo(from, now, out);
@@ -317,6 +318,8 @@ export class PrefixNode {
       case "acks":
         this.serving.onAcksTimer(now, out);
         break;
+      case "estimates":
+        this.antiEntropy.onStepTimer(now, out);
     }
   }
 
