@@ -132,7 +132,6 @@ export class PeerIndex {
   removePeer(owner: string): void {
     const o = this.byName.get(owner);
     if (o === undefined) return;
-    this.caps.delete(owner);
     const clear = (lo: number, hi: number) => this.clearBit(lo, hi, o.bit);
     if (this.staged?.owner === o) {
       // Bits of the half-applied next set may be set too: clear both sets.
@@ -262,7 +261,11 @@ export class PeerIndex {
    * Caps `owner`'s estimate at `keys` (what it said it can hold), below `maxKeysPerOwner`. Applies to
    * what arrives from now on; an estimate already larger is trimmed by its next full snapshot.
    */
-  capOwner(owner: string, keys: number): void {
+  capOwner(owner: string, keys: number | undefined): void {
+    if (keys === undefined) {
+      this.caps.delete(owner);
+      return;
+    }
     if (!Number.isSafeInteger(keys) || keys < 0) throw new RangeError(`PeerIndex: bad cap ${keys}`);
     this.caps.set(owner, Math.min(keys, this.maxKeysPerOwner));
   }

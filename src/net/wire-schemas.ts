@@ -111,5 +111,7 @@ export const helloSchema = z.object({
   protocol: z.number().int().min(0).max(1_000_000),
   /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
   promptText: z.boolean().optional(),
+  /** Tokens of KV cache this node has: our estimate of it never holds more (older nodes omit it). */
+  capacityTokens: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
 });
 export type PeerHello = z.infer<typeof helloSchema>;

@@ -2,6 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Tokens } from "../../src/core/engine.js";
 import { Estimates } from "../../src/core/estimates.js";
+import { PrefixNode } from "../../src/core/node/node.js";
+import type { Effect } from "../../src/core/node/types.js";
 import { PeerIndex } from "../../src/core/peer-index.js";
 import { RadixTree } from "../../src/core/radix-tree.js";
 import { isNewer, type Snapshot, type SnapshotHeader } from "../../src/core/snapshot.js";
@@ -192,5 +194,50 @@ describe("Estimates applied in steps (estimateStepKeys)", () => {
     expect(est.held("p")).toEqual({ epoch: 1, version: 1 });
     expect(est.held("q")).toEqual({ epoch: 1, version: 1 });
     expect(index.match("q", range(0, 160))).toBe(160);
+  });
+});
+
+describe("PrefixNode: a large snapshot through the 'estimates' timer", () => {
+  const full = (version: number, keys: number): Snapshot => {
+    const t = new RadixTree({ capacity: 1_000_000 });
+    t.insert(range(version * 100_000, keys * 16), 1);
+    return { kind: "full", header: header("B", 1, version), body: t.snapshotBody() };
+  };
+  const make = () => {
+    const node = new PrefixNode(
+      { id: "A", peers: ["B"], capacityTokens: 10_000, estimateStepKeys: 8 },
+      { now: () => 0, random: () => 0.5 },
+      { checkInvariants: true },
+    );
+    node.start();
+    return node;
+  };
+  const deliver = (node: PrefixNode, s: Snapshot) =>
+    node.handle({ type: "peer-message", from: "B", msg: { type: "snapshot", snapshot: s } });
+  const stepTimer = (effects: Effect[]) =>
+    effects.some((e) => e.type === "set-timer" && e.timer.kind === "estimates");
+
+  it("is applied a step per timer, routed on only once whole", () => {
+    const node = make();
+    let effects = deliver(node, full(1, 100));
+    expect(node.heldOf("B")).toEqual({ epoch: 1, version: 0 }); // its epoch's empty version, until all is in
+    expect(node.peerIndex().match("B", range(100_000, 1600))).toBe(0);
+    let steps = 0;
+    while (stepTimer(effects)) {
+      effects = node.handle({ type: "timer", timer: { kind: "estimates" } });
+      steps++;
+    }
+    expect(steps).toBeGreaterThan(10);
+    expect(node.heldOf("B")).toEqual({ epoch: 1, version: 1 });
+    expect(node.peerIndex().match("B", range(100_000, 1600))).toBe(1600);
+    expect(node.stats().snapshotsReceived.deferred).toBe(1);
+  });
+
+  it("caps the estimate at the capacity the peer advertised", () => {
+    const node = make();
+    node.capPeerEstimate("B", 10 * 16);
+    let effects = deliver(node, full(1, 100));
+    while (stepTimer(effects)) effects = node.handle({ type: "timer", timer: { kind: "estimates" } });
+    expect(node.peerIndex().estimateSize("B")).toBe(10 * 16);
   });
 });

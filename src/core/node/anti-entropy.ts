@@ -72,6 +72,8 @@ export class AntiEntropy {
   private index_!: PeerIndex;
   private estimates!: Estimates;
   private readonly peers = new Map<NodeId, PeerSync>();
+  /** Per member, the most keys its estimate may hold (from the capacity in its hello). */
+  private readonly caps = new Map<NodeId, number>();
   /** Peers added at run time that get our full state at the next round, live or not. */
   private readonly joined = new Set<NodeId>();
   counters!: AntiEntropyCounters;
@@ -88,6 +90,7 @@ export class AntiEntropy {
     this.epoch = epoch;
     this.index_ = new PeerIndex({ maxOwners });
     this.estimates = new Estimates(this.index_, this.config.estimateStepKeys);
+    for (const [id, keys] of this.caps) this.index_.capOwner(id, keys);
     this.stepArmed = false;
     this.peers.clear();
     for (const id of ids) this.peers.set(id, newPeerSync());
@@ -106,8 +109,17 @@ export class AntiEntropy {
 
   remove(id: NodeId): void {
     this.peers.delete(id);
+    this.caps.delete(id);
+    this.index_.capOwner(id, undefined);
     this.joined.delete(id);
     this.estimates.remove(id);
+  }
+
+  /** The cache `id` advertised caps our estimate of it (in keys: one per block), across our restarts. */
+  capPeer(id: NodeId, capacityTokens: number): void {
+    const keys = Math.ceil(capacityTokens / this.index_.blockSize);
+    this.caps.set(id, keys);
+    this.index_.capOwner(id, keys);
   }
 
   /** The peer left: its estimate goes (what else we know of it stays until it returns). */

@@ -355,6 +355,10 @@ export class PrefixNode {
   peerIndex(): PeerIndex {
     return this.antiEntropy.index;
   }
+  /** The cache `peer` advertised (its hello): our estimate of it never holds more. */
+  capPeerEstimate(peer: NodeId, capacityTokens: number): void {
+    if (this.members.has(peer)) this.antiEntropy.capPeer(peer, capacityTokens);
+  }
   heldOf(peer: NodeId): { epoch: number; version: number } | undefined {
     return this.antiEntropy.held(peer);
   }

@@ -14,6 +14,9 @@ import type { PeerHello } from "../../net/wire-schemas.js";
 import { ServiceError } from "../service.js";
 import type { RuntimeLogger } from "./logger.js";
 
+/** What the runtime takes from a peer's checked hello. */
+type HelloFacts = { promptText?: boolean | undefined; capacityTokens?: number | undefined };
+
 export interface AdminOptions {
   node: PrefixNode;
   engine: Engine;
@@ -40,6 +43,7 @@ export class Admin {
       model: this.o.engine.info.model,
       protocol: PROTOCOL_VERSION,
       promptText: this.o.engine.info.needsPromptText,
+      capacityTokens: this.o.node.localTree().capacity,
     };
   }
 
@@ -71,7 +75,7 @@ export class Admin {
    * Admits a peer found at run time (its hello already checked): a transport pool pinned to its id,
    * then the node's `addPeer`. False if the node refuses it (membership full, already a member).
    */
-  addPeer(id: string, url: string, hello: { promptText?: boolean | undefined }): boolean {
+  addPeer(id: string, url: string, hello: HelloFacts): boolean {
     if (this.o.peerUrls.has(id) || !this.o.node.addPeer(id)) return false;
     this.o.client.setPeer(id, url);
     this.o.peerUrls.set(id, url);
@@ -82,10 +86,12 @@ export class Admin {
 
   /**
    * What a peer's (checked) hello tells the transport: whether its engine needs the prompt text. Until
-   * a hello says otherwise, forwards carry it (a peer that takes text cannot run without it).
+   * a hello says otherwise, forwards carry it (a peer that takes text cannot run without it). And the
+   * node: the cache it advertised caps our estimate of it.
    */
-  notePeerHello(id: string, hello: { promptText?: boolean | undefined }): void {
+  notePeerHello(id: string, hello: HelloFacts): void {
     this.o.client.setPromptText(id, hello.promptText !== false);
+    if (hello.capacityTokens !== undefined) this.o.node.capPeerEstimate(id, hello.capacityTokens);
   }
 
   /** Points a member at another address (its old one vanished, another still announces its id). */
