@@ -281,7 +281,9 @@ export class AntiEntropy {
     peer.capacityTokens = h.capacity;
     peer.pushBackUntil = h.pushBackMs > 0 ? now + Math.min(h.pushBackMs, this.config.maxPushBackMs) : 0;
     if (verdict === "deferred") {
-      // Taken in steps (or queued behind one): the estimate and its checks follow when it is in.
+      // Taken in steps (or queued behind one): the estimate and its checks follow when it is in; a
+      // full one on its way in answers a request for one.
+      if (s.kind === "full") peer.wantFull = false;
     } else if (verdict === "need-full") {
       // The update did not fit what we hold. If we hold something, our ack keeps saying what, and the
       // sender falls back to a delta from there once its optimism about the lost send runs out; if
