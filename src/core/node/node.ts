@@ -240,6 +240,7 @@ export class PrefixNode {
         if (rtt !== undefined) this.origin.targets.sampleRtt(from, rtt);
         const rttMs = this.origin.targets.rttMs(from);
         const r = this.antiEntropy.onSnapshot(from, msg.snapshot, msg.holds, msg.blocks, now, rttMs);
+        this.antiEntropy.scheduleSteps(out);
         if (r.reported) this.origin.targets.loadReported(from);
         // A restarted peer lost whatever we had forwarded to it.
         if (r.restarted) this.failPendingTo(from, now, out);
@@ -325,6 +326,8 @@ export class PrefixNode {
       case "acks":
         this.serving.onAcksTimer(now, out);
         break;
+      case "estimates":
+        this.antiEntropy.onStepTimer(now, out);
     }
   }
 
@@ -359,6 +362,10 @@ export class PrefixNode {
   }
   peerIndex(): PeerIndex {
     return this.antiEntropy.index;
+  }
+  /** The cache `peer` advertised (its hello): our estimate of it never holds more. */
+  capPeerEstimate(peer: NodeId, capacityTokens: number): void {
+    if (this.members.has(peer)) this.antiEntropy.capPeer(peer, capacityTokens);
   }
   heldOf(peer: NodeId): { epoch: number; version: number } | undefined {
     return this.antiEntropy.held(peer);
