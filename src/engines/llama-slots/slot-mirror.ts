@@ -177,9 +177,12 @@ export class SlotMirror {
     return changed;
   }
 
-  /** The server restarted: every slot and the RAM cache are empty. */
-  clear(): void {
-    for (let i = 0; i < this.slots.length; i++) this.slots[i] = new Uint32Array(0);
+  /**
+   * The server restarted: the RAM cache and every slot are empty, but those in `keep` (slots that
+   * ran the node's requests since the restart: the mirror knows what they hold).
+   */
+  clear(keep: ReadonlySet<number> = new Set()): void {
+    for (let i = 0; i < this.slots.length; i++) if (!keep.has(i)) this.slots[i] = new Uint32Array(0);
     this.cache = this.newCache();
     this.version++;
   }
