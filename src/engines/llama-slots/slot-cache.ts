@@ -209,6 +209,7 @@ export class LlamaSlotCache {
     await this.acquireTurn(signal);
     let slot: number | undefined;
     let unlock: (() => void) | undefined;
+    let notStarted: (() => void) | undefined;
     try {
       unlock = await this.lockLaunch();
       if (this.needsResync) await this.resync();
@@ -218,10 +219,18 @@ export class LlamaSlotCache {
       this.busy.add(slot);
       if (this.saved) await this.useSavedSlots(slot, tokens);
       const idle = [slot, ...this.freeSlots()];
+      // Undone if the server never gets the request (refused, or aborted before it started).
+      const before = this.mirror.save();
+      const shadowBefore = this.shadow?.save();
+      notStarted = () => {
+        this.mirror.undo(before);
+        if (shadowBefore) this.shadow?.undo(shadowBefore);
+      };
       const predicted = this.mirror.launch(slot, tokens, idle);
       const shadowPredicted = this.shadow?.launch(slot, tokens, idle);
       const started = { at: ++this.events, running: [...this.busy].filter((s) => s !== slot) };
       const launched = () => {
+        notStarted = undefined;
         this.started++;
         // A run whose end came in after this one was sent, but before the server said this one
         // started, had ended at the server before: it was idle when this one started.
@@ -243,6 +252,8 @@ export class LlamaSlotCache {
       return r;
     } catch (e) {
       // The slot holds an unknown part of the prompt (an abort), or the server may have restarted.
+      // A request that got no response may still have started: /slots says what the slot holds.
+      notStarted?.();
       this.needsResync = true;
       throw e;
     } finally {

@@ -46,6 +46,12 @@ export interface SlotPlan {
   predicted: number;
 }
 
+export interface MirrorState {
+  slots: Uint32Array[];
+  lastUsed: number[];
+  cache: PromptCacheModel | undefined;
+}
+
 export class SlotMirror {
   private readonly slots: Uint32Array[];
   /** Our clock of each slot's last use: the tie-break between equal slots (least recently used). */
@@ -175,6 +181,21 @@ export class SlotMirror {
     });
     if (changed) this.version++;
     return changed;
+  }
+
+  /** The state now, to go back to when a request the mirror started never reached the server. */
+  save(): MirrorState {
+    return { slots: [...this.slots], lastUsed: [...this.lastUsed], cache: this.cache?.clone() };
+  }
+
+  /** Back to `state` (it holds a clone of the RAM cache; slots are replaced whole, never changed in place). */
+  undo(state: MirrorState): void {
+    for (let i = 0; i < this.slots.length; i++) {
+      this.slots[i] = state.slots[i]!;
+      this.lastUsed[i] = state.lastUsed[i]!;
+    }
+    this.cache = state.cache;
+    this.version++;
   }
 
   /**
