@@ -8,7 +8,12 @@
  * Keys are hash outputs already, so the low bits index the table directly. An entry's position moves
  * on deletion: positions are never valid beyond the current call.
  */
-const EMPTY = -1;
+/**
+ * A free slot holds 0 in its hi word; a key's hi is stored + 1 (keys' hi are 16-bit). So a fresh
+ * table is all zeros: allocating one at the key cap costs no pass over its millions of slots (the
+ * pages are touched as keys arrive).
+ */
+const EMPTY = 0;
 
 export class KeyTable {
   /** Bitset words per key. */
@@ -16,7 +21,7 @@ export class KeyTable {
   /** Int32s per slot: lo, hi, then `words` bitset words. */
   readonly stride: number;
   private mask: number;
-  /** Slot p is data[p * stride, +stride); hi === EMPTY marks a free slot. Read directly on hot paths. */
+  /** Slot p is data[p * stride, +stride): lo, hi + 1 (0: free), bitset. Read directly on hot paths. */
   data: Int32Array;
   size = 0;
 
@@ -31,13 +36,18 @@ export class KeyTable {
 
   private static emptyData(cap: number, stride: number): Int32Array {
     const d = new Int32Array(cap * stride);
-    for (let p = 0; p < cap; p++) d[p * stride + 1] = EMPTY;
+    // One free slot, then doubling copies (memcpy): a table at the key cap is millions of slots, and
+    // a slot-by-slot loop there is a long pause for whoever allocates it.
+    d[1] = EMPTY;
+    for (let filled = stride; filled < d.length; filled *= 2)
+      d.copyWithin(filled, 0, Math.min(filled, d.length - filled));
     return d;
   }
 
-  /** Slot of key (lo, hi), or -1. */
+  /** Slot of key (lo, hi), or -1. `hi` is a key's high 16 bits (0..65535). */
   find(lo: number, hi: number): number {
     const { mask, data, stride } = this;
+    hi += 1;
     let i = lo & mask;
     for (;;) {
       const h = data[i * stride + 1]!;
@@ -51,6 +61,7 @@ export class KeyTable {
   insert(lo: number, hi: number): number {
     if ((this.size + 1) * 2 > this.mask + 1) this.resize((this.mask + 1) * 2);
     const { mask, data, stride } = this;
+    hi += 1;
     let i = lo & mask;
     for (;;) {
       const h = data[i * stride + 1]!;
@@ -107,7 +118,26 @@ export class KeyTable {
   /** Calls fn(lo, hi) for every key. Do not modify the table meanwhile. */
   forEach(fn: (lo: number, hi: number) => void): void {
     const { data, stride } = this;
-    for (let p = 0; p < data.length; p += stride) if (data[p + 1] !== EMPTY) fn(data[p]!, data[p + 1]!);
+    for (let p = 0; p < data.length; p += stride) if (data[p + 1] !== EMPTY) fn(data[p]!, data[p + 1]! - 1);
+  }
+
+  /** Calls fn(lo, hi) for every key in slots [from, to). Do not modify the table meanwhile. */
+  forEachIn(from: number, to: number, fn: (lo: number, hi: number) => void): void {
+    const { data, stride } = this;
+    for (let p = from; p < to; p++)
+      if (data[p * stride + 1] !== EMPTY) fn(data[p * stride]!, data[p * stride + 1]! - 1);
+  }
+
+  /** Slots (free or not): a caller walking `data` in steps visits slots 0..capacity-1. */
+  get capacity(): number {
+    return this.mask + 1;
+  }
+
+  /** Grows now, at most once, so that `n` keys fit without a resize during later inserts. */
+  reserve(n: number): void {
+    let cap = this.mask + 1;
+    while (n * 2 > cap) cap *= 2;
+    if (cap !== this.mask + 1) this.resize(cap);
   }
 
   private resize(cap: number): void {
@@ -117,7 +147,7 @@ export class KeyTable {
     this.size = 0;
     for (let p = 0; p < old.length; p += stride) {
       if (old[p + 1] === EMPTY) continue;
-      const q = this.insert(old[p]!, old[p + 1]!);
+      const q = this.insert(old[p]!, old[p + 1]! - 1);
       this.data.set(old.subarray(p + 2, p + stride), q * stride + 2);
     }
   }

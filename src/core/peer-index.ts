@@ -13,6 +13,7 @@
  */
 import { BLOCK_SIZE, BlockHasher } from "./block-hash.js";
 import type { Tokens } from "./engine.js";
+import { invariant } from "./invariant.js";
 import { KeyTable } from "./key-table.js";
 import type { SnapshotBody, SnapshotDelta } from "./snapshot.js";
 
@@ -39,6 +40,24 @@ interface Owner {
   keys: KeyTable;
 }
 
+/**
+ * A replacement of one owner's estimate done in bounded steps (`stepReplace`), so a snapshot at the key
+ * cap never holds the caller for long. Phases: build the owner's next key set from the body, clear the
+ * old keys it lacks, set the new keys the old lacked. While it runs the owner is hidden from matches
+ * (it matches nothing): its bits are a mix of two versions and must not be routed on.
+ */
+interface Staged {
+  owner: Owner;
+  body: SnapshotBody;
+  /** Allocated by the first step (a table for millions of keys is a step's work of its own). */
+  next: KeyTable | undefined;
+  /** Keys of `body` to take (its length, capped). */
+  n: number;
+  phase: "build" | "clear" | "set";
+  /** Position in the phase: a body index while building, else a slot of the table walked. */
+  at: number;
+}
+
 const TWO32 = 4294967296;
 const keyLo = (key: number): number => (key % TWO32) | 0;
 const keyHi = (key: number): number => Math.floor(key / TWO32);
@@ -57,6 +76,9 @@ export class PeerIndex {
   private ownerList: string[] = [];
   private posOfBit: Int32Array;
   private lengths = new Int32Array(0);
+  private staged: Staged | undefined;
+  /** Per-owner caps below `maxKeysPerOwner` (from what each owner advertised it can hold). */
+  private readonly caps = new Map<string, number>();
 
   constructor(opts: PeerIndexOptions = {}) {
     const maxOwners = opts.maxOwners ?? 64;
@@ -76,8 +98,9 @@ export class PeerIndex {
   /** Replaces `owner`'s estimate by `body`; cost ≈ old + new size of that owner's estimate. */
   replaceEstimate(owner: string, body: SnapshotBody): void {
     this.checkBlockSize(body.blockSize);
+    this.checkNotStaged(owner);
     const o = this.ownerFor(owner);
-    const n = Math.min(body.keys.length, this.maxKeysPerOwner);
+    const n = Math.min(body.keys.length, this.capOf(owner));
     const next = new KeyTable(0, 2 * n);
     for (let i = 0; i < n; i++) next.insert(keyLo(body.keys[i]!), keyHi(body.keys[i]!));
     const old = o.keys;
@@ -92,12 +115,14 @@ export class PeerIndex {
 
   /** Applies a delta to `owner`'s estimate; cost ≈ size of the delta. Ordering is the caller's job (Estimates). */
   applyDelta(owner: string, delta: SnapshotDelta): void {
+    this.checkNotStaged(owner);
     const o = this.ownerFor(owner);
+    const cap = this.capOf(owner);
     for (let i = 0; i < delta.removed.length; i++) {
       const k = delta.removed[i]!;
       this.removeKey(o, keyLo(k), keyHi(k));
     }
-    for (let i = 0; i < delta.added.length && o.keys.size < this.maxKeysPerOwner; i++) {
+    for (let i = 0; i < delta.added.length && o.keys.size < cap; i++) {
       const k = delta.added[i]!;
       this.addKey(o, keyLo(k), keyHi(k));
     }
@@ -107,9 +132,13 @@ export class PeerIndex {
   removePeer(owner: string): void {
     const o = this.byName.get(owner);
     if (o === undefined) return;
-    o.keys.forEach((lo, hi) => {
-      this.clearBit(lo, hi, o.bit);
-    });
+    const clear = (lo: number, hi: number) => this.clearBit(lo, hi, o.bit);
+    if (this.staged?.owner === o) {
+      // Bits of the half-applied next set may be set too: clear both sets.
+      if (this.staged.phase !== "build") this.staged.next?.forEach(clear);
+      this.staged = undefined;
+    }
+    o.keys.forEach(clear);
     this.byName.delete(owner);
     this.byBit[o.bit] = undefined;
     this.live[o.bit >>> 5]! &= ~(1 << (o.bit & 31));
@@ -118,10 +147,13 @@ export class PeerIndex {
 
   /** Paper line 17: optimistically add a just-forwarded request to `owner`'s estimate. */
   updateTrieEstimate(owner: string, tokens: Tokens): void {
+    // Mid-replacement the snapshot being applied is the truth; a guess on top would be lost anyway.
+    if (this.staged?.owner.name === owner) return;
     const o = this.ownerFor(owner);
+    const cap = this.capOf(owner);
     const n = Math.floor(tokens.length / BLOCK_SIZE);
     this.hasher.reset();
-    for (let b = 0; b < n && o.keys.size < this.maxKeysPerOwner; b++) {
+    for (let b = 0; b < n && o.keys.size < cap; b++) {
       this.hasher.step(tokens, b * BLOCK_SIZE);
       this.addKey(o, this.hasher.lo, this.hasher.hi);
     }
@@ -137,6 +169,13 @@ export class PeerIndex {
     for (let w = 0; w < W; w++) {
       active[w] = this.live[w]!;
       any |= active[w]!;
+    }
+    const hidden = this.staged?.owner.bit;
+    if (hidden !== undefined) {
+      active[hidden >>> 5]! &= ~(1 << (hidden & 31));
+      lengths[pos[hidden]!] = 0;
+      any = 0;
+      for (let w = 0; w < W; w++) any |= active[w]!;
     }
     const n = Math.floor(tokens.length / BLOCK_SIZE);
     let b = 0;
@@ -177,7 +216,7 @@ export class PeerIndex {
   /** `owner`'s estimated match for `tokens` (0 for an unknown owner). */
   match(owner: string, tokens: Tokens): number {
     const o = this.byName.get(owner);
-    if (o === undefined) return 0;
+    if (o === undefined || this.staged?.owner === o) return 0;
     const n = Math.floor(tokens.length / BLOCK_SIZE);
     this.hasher.reset();
     let b = 0;
@@ -218,7 +257,94 @@ export class PeerIndex {
     return this.table.size;
   }
 
+  /**
+   * Caps `owner`'s estimate at `keys` (what it said it can hold), below `maxKeysPerOwner`. Applies to
+   * what arrives from now on; an estimate already larger is trimmed by its next full snapshot.
+   */
+  capOwner(owner: string, keys: number | undefined): void {
+    if (keys === undefined) {
+      this.caps.delete(owner);
+      return;
+    }
+    if (!Number.isSafeInteger(keys) || keys < 0) throw new RangeError(`PeerIndex: bad cap ${keys}`);
+    this.caps.set(owner, Math.min(keys, this.maxKeysPerOwner));
+  }
+
+  /** The most keys `owner`'s estimate may hold. */
+  capOf(owner: string): number {
+    return this.caps.get(owner) ?? this.maxKeysPerOwner;
+  }
+
+  /** The owner whose estimate is being replaced in steps, if any (it matches nothing meanwhile). */
+  get replacing(): string | undefined {
+    return this.staged?.owner.name;
+  }
+
+  /** Starts replacing `owner`'s estimate by `body` in steps (one at a time); `stepReplace` does the work. */
+  beginReplace(owner: string, body: SnapshotBody): void {
+    this.checkBlockSize(body.blockSize);
+    invariant(this.staged === undefined, () => `PeerIndex: ${owner} staged while ${this.replacing} is`);
+    const o = this.ownerFor(owner);
+    const n = Math.min(body.keys.length, this.capOf(owner));
+    this.staged = { owner: o, body, next: undefined, n, phase: "build", at: 0 };
+  }
+
+  /**
+   * Does at most about `budget` keys' (or slots') work of the staged replacement; true once it is
+   * complete (the owner matches again, at its new estimate). The merged table grows at most once,
+   * when the set phase starts.
+   */
+  stepReplace(budget: number): boolean {
+    const s = this.staged;
+    if (s === undefined) return true;
+    const o = s.owner;
+    const keys = s.body.keys;
+    let left = Math.max(1, budget);
+    if (s.next === undefined) {
+      s.next = new KeyTable(0, 2 * s.n);
+      return false;
+    }
+    const next = s.next;
+    if (s.phase === "build") {
+      const end = Math.min(s.n, s.at + left);
+      for (let i = s.at; i < end; i++) next.insert(keyLo(keys[i]!), keyHi(keys[i]!));
+      left -= end - s.at;
+      s.at = end;
+      if (end < s.n) return false;
+      s.phase = "clear";
+      s.at = 0;
+    }
+    if (s.phase === "clear") {
+      const capacity = o.keys.capacity;
+      const end = Math.min(capacity, s.at + left);
+      o.keys.forEachIn(s.at, end, (lo, hi) => {
+        if (next.find(lo, hi) < 0) this.clearBit(lo, hi, o.bit);
+      });
+      left -= end - s.at;
+      s.at = end;
+      if (end < capacity) return false;
+      s.phase = "set";
+      s.at = 0;
+      this.table.reserve(this.table.size + next.size);
+      left = 0; // the reserve may have rehashed the table: that is this step's work
+    }
+    const capacity = next.capacity;
+    const end = Math.min(capacity, s.at + left);
+    next.forEachIn(s.at, end, (lo, hi) => {
+      if (o.keys.find(lo, hi) < 0) this.setBit(lo, hi, o.bit);
+    });
+    s.at = end;
+    if (end < capacity) return false;
+    o.keys = next;
+    this.staged = undefined;
+    return true;
+  }
+
   // ---- internals ----
+
+  private checkNotStaged(owner: string): void {
+    invariant(this.staged?.owner.name !== owner, () => `PeerIndex: ${owner} changed mid-replacement`);
+  }
 
   private checkBlockSize(blockSize: number): void {
     if (blockSize !== BLOCK_SIZE) {

@@ -14,6 +14,7 @@ import {
 } from "./connection-timeouts.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
+import { SnapshotDecoder } from "./snapshot-decoder.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
 import { PEER_POOL_CONNECTIONS } from "./transport-client.js";
 import {
@@ -23,7 +24,7 @@ import {
   messageFromWire,
   parseForward,
   SNAPSHOT_PATH,
-  snapshotFromWire,
+  snapshotMsgFromWire,
   streamLine,
 } from "./transport-wire.js";
 
@@ -39,6 +40,8 @@ export interface PeerServerOptions {
   connections?: Partial<PeerConnectionBounds>;
   /** A connection refused as it opened, or closed for being idle or slow. */
   onConnectionClosed?: (reason: RefusalReason | TimeoutReason) => void;
+  /** Decodes snapshot frames (default: a `SnapshotDecoder`, large frames off the event loop). */
+  snapshotDecoder?: SnapshotDecoder;
 }
 
 export interface PeerConnectionBounds {
@@ -161,12 +164,17 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
   app.get(HELLO_PATH, async () => handlers.hello());
 
   const maxSnapshotBytes = opts.maxSnapshotBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES;
-  // Decoded here, within the body limit: a snapshot that does not decode is a 400 before the node sees it.
+  // Decoded here, within the body limit: a snapshot that does not decode is a 400 before the node sees
+  // it; a large one decodes on a worker thread (snapshot-decoder.ts), a busy decoder is a 503.
+  const decoder = opts.snapshotDecoder ?? new SnapshotDecoder();
+  app.addHook("onClose", async () => decoder.close());
   app.post(SNAPSHOT_PATH, { bodyLimit: maxSnapshotBytes }, async (req, reply) => {
     const bytes = bodyBytes(req);
-    const decoded = snapshotFromWire(bytes, req.headers, maxSnapshotBytes);
-    if (!decoded.ok) return reply.status(400).send({ error: decoded.error });
-    handlers.onMessage(req.peerId!, decoded.msg, bytes.byteLength);
+    const decoded = await decoder.decode(bytes, maxSnapshotBytes);
+    if (!decoded.ok) {
+      return reply.status(decoded.busy ? 503 : 400).send({ error: `bad snapshot: ${decoded.error}` });
+    }
+    handlers.onMessage(req.peerId!, snapshotMsgFromWire(decoded.snapshot, req.headers), bytes.byteLength);
     return reply.status(204).send();
   });
 

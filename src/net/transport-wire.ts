@@ -131,6 +131,11 @@ export function snapshotFromWire(
   } catch (err) {
     return { ok: false, error: `bad snapshot: ${(err as Error).message}` };
   }
+  return { ok: true, msg: snapshotMsgFromWire(snapshot, headers) };
+}
+
+/** A snapshot already decoded by the core codec (possibly on a worker) with its headers read. */
+export function snapshotMsgFromWire(snapshot: Snapshot, headers: IncomingHttpHeaders): SnapshotMsg {
   const msg: SnapshotMsg = { type: "snapshot", snapshot };
   const holds = parseHolds(headers["x-prefixmesh-holds"]);
   const blocks = parseCount(headers["x-prefixmesh-blocks"]);
@@ -140,7 +145,7 @@ export function snapshotFromWire(
   if (blocks !== undefined) msg.blocks = blocks;
   if (at !== undefined) msg.at = at;
   if (echo) msg.echo = echo;
-  return { ok: true, msg };
+  return msg;
 }
 
 /** `x-prefixmesh-holds: <epoch>:<version>` — the ack piggybacked on a snapshot. */

@@ -131,5 +131,7 @@ export const helloSchema = z.object({
    * sends none serves `model` alone.
    */
   models: z.array(z.string().min(1).max(MAX_MODEL_NAME)).min(1).max(MAX_MODELS).optional(),
+  /** Tokens of KV cache this node has: our estimate of it never holds more (older nodes omit it). */
+  capacityTokens: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
 });
 export type PeerHello = z.infer<typeof helloSchema>;

@@ -189,4 +189,26 @@ describe.skipIf(skip)("the slot mirror against the real llama.cpp server", () =>
     // Once calibrated, the mirror is the server's again.
     expect(outcomes.slice(-8).every(Boolean)).toBe(true);
   }, 120_000);
+
+  it("finds a restart it did not see fail from the next run's surprise, keeping the slot it just ran", async () => {
+    server = await startLlamaServer({ slots: 2, contextTokens: 1024 });
+    const port = Number(new URL(server.url).port);
+    // Retries: the pooled connections to the old server are dead after the restart.
+    const e = await OpenAIEngine.create({ baseUrl: server.url, model: MODEL, retries: 2, backoffMs: 10 });
+    engine = e;
+    const a = prompt(3, 3, 100, 10);
+    const b = prompt(4, 4, 100, 10);
+    await e.run(req(a));
+    await e.run(req(b));
+    await server.stop();
+    server = await startLlamaServer({ slots: 2, contextTokens: 1024, port });
+    const surprised = await e.run(req(a)); // the mirror expects a cached: the new server has nothing
+    expect(surprised.cachePrediction?.reported).toBe(0);
+    expect(surprised.cachePrediction?.predicted).toBeGreaterThan(0);
+    const next = await e.run(req(a)); // resync: a restart; the slot that ran a is kept
+    expect(e.cacheStatus().llamaSlots?.restarts).toBe(1);
+    expect(next.cachePrediction).toMatchObject({ predicted: a.length - 1, reported: a.length - 1 });
+    const other = await e.run(req(b)); // the RAM cache the mirror had is gone with the restart
+    expect(other.cachePrediction?.predicted).toBe(other.cachePrediction?.reported);
+  }, 180_000);
 });

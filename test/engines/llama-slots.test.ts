@@ -142,4 +142,17 @@ describe("the slot mirror", () => {
     m.clear();
     expect(m.sequences()).toEqual([]);
   });
+
+  it("undoes a start the server never got (slots and RAM cache as they were)", () => {
+    const m = new SlotMirror(CONFIG);
+    const a = range(1, 40);
+    m.launch(0, a, [0, 1]);
+    m.finish(0, a, [], 40);
+    const before = m.save();
+    m.launch(0, range(900, 40), [0, 1]); // saves a to the RAM cache, overwrites the slot
+    expect(m.stats().cachedPrompts).toBe(1);
+    m.undo(before);
+    expect(m.stats()).toMatchObject({ slotTokens: [40, 0], cachedPrompts: 0 });
+    expect(m.predict(0, a)).toBe(39);
+  });
 });

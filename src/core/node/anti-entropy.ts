@@ -74,9 +74,13 @@ export class AntiEntropy {
   private index_!: PeerIndex;
   private estimates!: Estimates;
   private readonly peers = new Map<NodeId, PeerSync>();
+  /** Per member, the most keys its estimate may hold (from the capacity in its hello). */
+  private readonly caps = new Map<NodeId, number>();
   /** Peers added at run time that get our full state at the next round, live or not. */
   private readonly joined = new Set<NodeId>();
   counters!: AntiEntropyCounters;
+  /** An `estimates` timer is pending (staged work continues when it fires). */
+  private stepArmed = false;
 
   constructor(
     private readonly config: NodeConfig,
@@ -87,13 +91,15 @@ export class AntiEntropy {
   reset(epoch: number, ids: readonly NodeId[], maxOwners: number): void {
     this.epoch = epoch;
     this.index_ = new PeerIndex({ maxOwners });
-    this.estimates = new Estimates(this.index_);
+    this.estimates = new Estimates(this.index_, this.config.estimateStepKeys);
+    for (const [id, keys] of this.caps) this.index_.capOwner(id, keys);
+    this.stepArmed = false;
     this.peers.clear();
     for (const id of ids) this.peers.set(id, newPeerSync());
     this.joined.clear();
     this.counters = {
       snapshotsSent: { full: 0, delta: 0, heartbeat: 0 },
-      snapshotsReceived: { applied: 0, stale: 0, duplicate: 0, needFull: 0, invalid: 0 },
+      snapshotsReceived: { applied: 0, stale: 0, duplicate: 0, needFull: 0, invalid: 0, deferred: 0 },
     };
   }
 
@@ -105,8 +111,17 @@ export class AntiEntropy {
 
   remove(id: NodeId): void {
     this.peers.delete(id);
+    this.caps.delete(id);
+    this.index_.capOwner(id, undefined);
     this.joined.delete(id);
     this.estimates.remove(id);
+  }
+
+  /** The cache `id` advertised caps our estimate of it (in keys: one per block), across our restarts. */
+  capPeer(id: NodeId, capacityTokens: number): void {
+    const keys = Math.ceil(capacityTokens / this.index_.blockSize);
+    this.caps.set(id, keys);
+    this.index_.capOwner(id, keys);
   }
 
   /** The peer left: its estimate goes (what else we know of it stays until it returns). */
@@ -128,9 +143,9 @@ export class AntiEntropy {
   }
 
   /** An ack or answer from it said its queue depth (`freshPeerLoad`): fresher than any header. */
-  queueReported(id: NodeId, queueDepth: number, now: number): void {
+  queueReported(id: NodeId, queueDepth: number | undefined, now: number): void {
     const peer = this.peers.get(id);
-    if (!peer) return;
+    if (!peer || queueDepth === undefined) return;
     peer.queueDepth = queueDepth;
     peer.queueAt = now;
   }
@@ -266,6 +281,7 @@ export class AntiEntropy {
     if (verdict === "applied") rx.applied++;
     else if (verdict === "duplicate") rx.duplicate++;
     else if (verdict === "need-full") rx.needFull++;
+    else if (verdict === "deferred") rx.deferred++;
     else rx.stale++;
     // Older than what we hold: its load figures are older too.
     if (verdict === "stale") return { reported: false, restarted: false };
@@ -275,7 +291,11 @@ export class AntiEntropy {
     peer.capacityTokens = h.capacity;
     peer.treeTokens = h.tokenCount;
     peer.pushBackUntil = h.pushBackMs > 0 ? now + Math.min(h.pushBackMs, this.config.maxPushBackMs) : 0;
-    if (verdict === "need-full") {
+    if (verdict === "deferred") {
+      // Taken in steps (or queued behind one): the estimate and its checks follow when it is in; a
+      // full one on its way in answers a request for one.
+      if (s.kind === "full") peer.wantFull = false;
+    } else if (verdict === "need-full") {
       // The update did not fit what we hold. If we hold something, our ack keeps saying what, and the
       // sender falls back to a delta from there once its optimism about the lost send runs out; if
       // we hold nothing of this epoch, ask for the full state at once (omit our ack).
@@ -283,7 +303,7 @@ export class AntiEntropy {
     } else {
       // A full snapshot is the truth at its version, even one we "already hold": it also repairs
       // an estimate polluted by a wrong optimistic insert.
-      if (verdict === "duplicate" && s.kind === "full") this.index_.replaceEstimate(id, s.body);
+      if (verdict === "duplicate" && s.kind === "full") this.estimates.repair(s);
       peer.estimateAt = now;
       // Optimistic inserts only ever add keys, so a count above the sender's means a wrong guess.
       const held = this.estimates.held(id);
@@ -296,6 +316,29 @@ export class AntiEntropy {
     }
     this.onAck(peer, holds, now);
     return { reported: true, restarted };
+  }
+
+  /**
+   * Arms the `estimates` timer while staged snapshot work remains (config `estimateStepKeys`): each
+   * firing does one bounded step, so a snapshot at the key cap never holds the node for long.
+   */
+  scheduleSteps(out: Effect[]): void {
+    if (this.stepArmed || !this.estimates.busy) return;
+    this.stepArmed = true;
+    out.push({ type: "set-timer", timer: { kind: "estimates" }, delayMs: 0 });
+  }
+
+  /** The `estimates` timer: one step of staged work; a snapshot whose apply completes stamps its peer. */
+  onStepTimer(now: number, out: Effect[]): void {
+    this.stepArmed = false;
+    const wasStaged = this.index_.replacing;
+    for (const { sender, outcome } of this.estimates.step()) {
+      if (outcome === "applied" && this.peers.has(sender)) this.peer(sender).estimateAt = now;
+    }
+    if (wasStaged !== undefined && this.index_.replacing !== wasStaged && this.peers.has(wasStaged)) {
+      this.peer(wasStaged).estimateAt = now;
+    }
+    this.scheduleSteps(out);
   }
 
   /** Algorithm 1 line 17: the peer now caches this prompt; believe it until its next snapshot. */

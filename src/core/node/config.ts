@@ -82,6 +82,17 @@ export const nodeConfigSchema = z
      */
     freshPeerLoad: z.boolean().default(false),
     /**
+     * A full snapshot replacing more keys than this is applied in steps of this many keys, one step
+     * per `estimates` timer, so a snapshot at the key cap never holds the node for long; until it is
+     * all in, that peer's estimate matches nothing. 0 = every snapshot applies at once (the paper).
+     */
+    estimateStepKeys: z
+      .number()
+      .int()
+      .min(0)
+      .max(1 << 24)
+      .default(0),
+    /**
      * This node's engine runs from the prompt text, not from the tokens alone: a forward without the
      * text is refused at once (retryable, PROMPT_TEXT_NEEDED) and not recorded as seen, so the
      * origin's re-send with the text is not taken for a duplicate.
@@ -182,6 +193,8 @@ export const DAEMON_NODE_DEFAULTS = {
    * leaves first, a quick answer costs no extra record.
    */
   ackDeferMs: 10,
+  /** A snapshot at the key cap (2^21 keys) is applied in steps: the event loop stays responsive. */
+  estimateStepKeys: 16_384,
   /** A crashed peer reads as down after 20 silent polls (10 s at the default Δpoll). */
   downAfterPolls: 20,
 } as const satisfies Partial<NodeConfigInput>;

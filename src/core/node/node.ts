@@ -192,9 +192,8 @@ export class PrefixNode {
     const targets = this.origin.targets;
     for (const id of this.members.ids()) {
       if (!this.routable(id, now, self.queueDepth) || !this.peerModels.serves(id, request.model)) continue;
-      const load = this.antiEntropy.load(id);
       const unreported = this.origin.unreportedTo(id, now);
-      peers.push(peerCandidate(id, load, unreported, targets.rttMs(id), now, targets.observed(id)));
+      peers.push(peerCandidate(id, this.antiEntropy.load(id), unreported, targets, now));
     }
     return buildCandidates(self, peers, this.antiEntropy.index, request);
   }
@@ -237,14 +236,14 @@ export class PrefixNode {
       return;
     }
     this.members.heard(from, now);
-    const depth = this.config.freshPeerLoad ? reportedDepth(msg) : undefined;
-    if (depth !== undefined) this.antiEntropy.queueReported(from, depth, now);
+    if (this.config.freshPeerLoad) this.antiEntropy.queueReported(from, reportedDepth(msg), now);
     switch (msg.type) {
       case "snapshot": {
         const rtt = this.antiEntropy.onEcho(from, msg.at, msg.echo, now);
         if (rtt !== undefined) this.origin.targets.sampleRtt(from, rtt);
         const rttMs = this.origin.targets.rttMs(from);
         const r = this.antiEntropy.onSnapshot(from, msg.snapshot, msg.holds, msg.blocks, now, rttMs);
+        this.antiEntropy.scheduleSteps(out);
         if (r.reported) this.origin.targets.loadReported(from);
         // A restarted peer lost whatever we had forwarded to it.
         if (r.restarted) this.failPendingTo(from, now, out);
@@ -330,6 +329,8 @@ export class PrefixNode {
       case "acks":
         this.serving.onAcksTimer(now, out);
         break;
+      case "estimates":
+        this.antiEntropy.onStepTimer(now, out);
     }
   }
 
@@ -364,6 +365,10 @@ export class PrefixNode {
   }
   peerIndex(): PeerIndex {
     return this.antiEntropy.index;
+  }
+  /** The cache `peer` advertised (its hello): our estimate of it never holds more. */
+  capPeerEstimate(peer: NodeId, capacityTokens: number): void {
+    if (this.members.has(peer)) this.antiEntropy.capPeer(peer, capacityTokens);
   }
   heldOf(peer: NodeId): { epoch: number; version: number } | undefined {
     return this.antiEntropy.held(peer);

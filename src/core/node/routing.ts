@@ -8,7 +8,7 @@ import { keyTokens, promptMatch } from "../namespace.js";
 import type { PeerIndex } from "../peer-index.js";
 import type { PeerLoad } from "./anti-entropy.js";
 import type { Candidate } from "./policies/policy.js";
-import type { ObservedPrefill } from "./targets.js";
+import type { Targets } from "./targets.js";
 import type { NodeId } from "./types.js";
 
 export interface SelfView {
@@ -21,15 +21,15 @@ export interface SelfView {
 
 const scratch = new Map<string, number>();
 
-/** A routable peer as the policy sees it: what it advertised, and what we measured of it. */
+/** A routable peer as the policy sees it: what it advertised, and what we measured of it (`measured`). */
 export function peerCandidate(
   id: NodeId,
   load: Readonly<PeerLoad>,
   sentSinceQueue: number,
-  rttMs: number | undefined,
+  measured: Pick<Targets, "rttMs" | "observed">,
   now: number,
-  observed?: Readonly<ObservedPrefill>,
 ): Candidate {
+  const observed = measured.observed(id);
   return {
     id,
     self: false,
@@ -38,7 +38,7 @@ export function peerCandidate(
     queueDepth: load.queueDepth,
     queueAgeMs: load.queueAt === undefined ? undefined : now - load.queueAt,
     sentSinceQueue,
-    rttMs,
+    rttMs: measured.rttMs(id),
     capacityTokens: load.capacityTokens,
     ...(load.treeTokens === undefined ? {} : { treeTokens: load.treeTokens }),
     ...(observed === undefined ? {} : { observedPrefill: observed }),

@@ -41,7 +41,8 @@ export interface HeldVersion {
 /**
  * The node's timers. `poll` = the anti-entropy tick; `forward` = the timeout of one forward attempt;
  * `ack` = waiting for that attempt's `forward-ack` (or, once acked, for its overdue answer); `acks` =
- * the one timer of the acks this node defers as a forward's receiver (`ackDeferMs`). A request has at
+ * the one timer of the acks this node defers as a forward's receiver (`ackDeferMs`); `estimates` = the
+ * next step of a large snapshot applied in steps (`estimateStepKeys`). A request has at
  * most one pending timer of each kind (the key leaves the attempt out), and the node ignores a timer
  * whose attempt is no longer the request's current one.
  */
@@ -49,13 +50,15 @@ export type Timer =
   | { kind: "poll" }
   | { kind: "forward"; reqId: string; attempt: number }
   | { kind: "ack"; reqId: string; attempt: number }
-  | { kind: "acks" };
+  | { kind: "acks" }
+  | { kind: "estimates" };
 
 /** The key a runtime files a pending timer under: one per kind, per request for per-request timers. */
 export function timerKey(t: Timer): string {
   switch (t.kind) {
     case "poll":
     case "acks":
+    case "estimates":
       return t.kind;
     case "forward":
       return `fwd:${t.reqId}`;
@@ -275,7 +278,14 @@ export interface NodeStats {
   /** Peer messages refused as malformed (e.g. an oversized request id). */
   invalidMessages: number;
   snapshotsSent: { full: number; delta: number; heartbeat: number };
-  snapshotsReceived: { applied: number; stale: number; duplicate: number; needFull: number; invalid: number };
+  snapshotsReceived: {
+    applied: number;
+    stale: number;
+    duplicate: number;
+    needFull: number;
+    invalid: number;
+    deferred: number;
+  };
   evictedTokens: number;
 }
 

@@ -120,6 +120,12 @@ export class LlamaSlotCache {
   private needsResync = false;
   private resyncing: Promise<void> | undefined;
   private readonly lastTask: (number | undefined)[];
+  /**
+   * Runs the server started (their response began), and the count at which its task ids began: every
+   * run takes a task id, so while the server lives its latest id is at least started − base − 1.
+   */
+  private started = 0;
+  private taskBase = 0;
   private inexact: string | undefined;
   private resyncs = 0;
   private restarts = 0;
@@ -203,6 +209,7 @@ export class LlamaSlotCache {
     await this.acquireTurn(signal);
     let slot: number | undefined;
     let unlock: (() => void) | undefined;
+    let notStarted: (() => void) | undefined;
     try {
       unlock = await this.lockLaunch();
       if (this.needsResync) await this.resync();
@@ -212,10 +219,19 @@ export class LlamaSlotCache {
       this.busy.add(slot);
       if (this.saved) await this.useSavedSlots(slot, tokens);
       const idle = [slot, ...this.freeSlots()];
+      // Undone if the server never gets the request (refused, or aborted before it started).
+      const before = this.mirror.save();
+      const shadowBefore = this.shadow?.save();
+      notStarted = () => {
+        this.mirror.undo(before);
+        if (shadowBefore) this.shadow?.undo(shadowBefore);
+      };
       const predicted = this.mirror.launch(slot, tokens, idle);
       const shadowPredicted = this.shadow?.launch(slot, tokens, idle);
       const started = { at: ++this.events, running: [...this.busy].filter((s) => s !== slot) };
       const launched = () => {
+        notStarted = undefined;
+        this.started++;
         // A run whose end came in after this one was sent, but before the server said this one
         // started, had ended at the server before: it was idle when this one started.
         for (const o of started.running) if (this.endedAt[o]! > started.at) this.each((m) => m.idleSaved(o));
@@ -236,6 +252,8 @@ export class LlamaSlotCache {
       return r;
     } catch (e) {
       // The slot holds an unknown part of the prompt (an abort), or the server may have restarted.
+      // A request that got no response may still have started: /slots says what the slot holds.
+      notStarted?.();
       this.needsResync = true;
       throw e;
     } finally {
@@ -480,17 +498,29 @@ export class LlamaSlotCache {
   private applySlots(slots: z.infer<typeof SlotsShape>): void {
     this.resyncs++;
     const known = this.mirror.stats().slotTokens;
-    const restarted = slots.some((s) => {
-      const last = this.lastTask[s.id];
-      return (
-        (s.id_task === undefined && (known[s.id] ?? 0) > 0) ||
-        (last !== undefined && (s.id_task === undefined || s.id_task < last))
-      );
-    });
+    const latest = slots.reduce<number | undefined>(
+      (m, s) => (s.id_task === undefined ? m : Math.max(m ?? -1, s.id_task)),
+      undefined,
+    );
+    // Task ids restarted (fewer than the runs it started since), or a slot never ran one while the
+    // mirror holds tokens there: a new server.
+    const restarted =
+      (latest ?? -1) < this.started - this.taskBase - 1 ||
+      slots.some((s) => {
+        const last = this.lastTask[s.id];
+        return (
+          (s.id_task === undefined && (known[s.id] ?? 0) > 0) ||
+          (last !== undefined && (s.id_task === undefined || s.id_task < last))
+        );
+      });
+    // Every task the server ran counts as one of ours (the bound stays true without a restart).
+    if (restarted || this.resyncs === 1) this.taskBase = this.started - (latest ?? -1) - 1;
     if (restarted) {
       this.restarts++;
       this.inexact = undefined;
-      this.each((m) => m.clear());
+      // A slot that ran a task on the new server ran one of ours since: the mirror holds it already.
+      const ran = new Set(slots.filter((s) => s.id_task !== undefined).map((s) => s.id));
+      this.each((m) => m.clear(ran));
     }
     const lengths: (number | undefined)[] = [];
     for (const s of slots) {

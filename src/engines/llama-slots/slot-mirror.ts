@@ -46,6 +46,12 @@ export interface SlotPlan {
   predicted: number;
 }
 
+export interface MirrorState {
+  slots: Uint32Array[];
+  lastUsed: number[];
+  cache: PromptCacheModel | undefined;
+}
+
 export class SlotMirror {
   private readonly slots: Uint32Array[];
   /** Our clock of each slot's last use: the tie-break between equal slots (least recently used). */
@@ -177,9 +183,27 @@ export class SlotMirror {
     return changed;
   }
 
-  /** The server restarted: every slot and the RAM cache are empty. */
-  clear(): void {
-    for (let i = 0; i < this.slots.length; i++) this.slots[i] = new Uint32Array(0);
+  /** The state now, to go back to when a request the mirror started never reached the server. */
+  save(): MirrorState {
+    return { slots: [...this.slots], lastUsed: [...this.lastUsed], cache: this.cache?.clone() };
+  }
+
+  /** Back to `state` (it holds a clone of the RAM cache; slots are replaced whole, never changed in place). */
+  undo(state: MirrorState): void {
+    for (let i = 0; i < this.slots.length; i++) {
+      this.slots[i] = state.slots[i]!;
+      this.lastUsed[i] = state.lastUsed[i]!;
+    }
+    this.cache = state.cache;
+    this.version++;
+  }
+
+  /**
+   * The server restarted: the RAM cache and every slot are empty, but those in `keep` (slots that
+   * ran the node's requests since the restart: the mirror knows what they hold).
+   */
+  clear(keep: ReadonlySet<number> = new Set()): void {
+    for (let i = 0; i < this.slots.length; i++) if (!keep.has(i)) this.slots[i] = new Uint32Array(0);
     this.cache = this.newCache();
     this.version++;
   }

@@ -15,7 +15,7 @@ import { ServiceError } from "../service.js";
 import type { RuntimeLogger } from "./logger.js";
 
 /** What a verified hello tells about a peer (tests pass only part of it). */
-export type HelloNews = Partial<Pick<PeerHello, "promptText" | "model" | "models">>;
+export type HelloNews = Partial<Pick<PeerHello, "promptText" | "model" | "models" | "capacityTokens">>;
 
 export interface AdminOptions {
   node: PrefixNode;
@@ -48,6 +48,7 @@ export class Admin {
       protocol: PROTOCOL_VERSION,
       promptText: this.o.engine.info.needsPromptText,
       models: [this.o.engine.info.model, ...(this.o.adapters ?? [])],
+      capacityTokens: this.o.node.localTree().capacity,
     };
   }
 
@@ -95,10 +96,12 @@ export class Admin {
 
   /**
    * What a peer's (checked) hello tells the transport: whether its engine needs the prompt text. Until
-   * a hello says otherwise, forwards carry it (a peer that takes text cannot run without it).
+   * a hello says otherwise, forwards carry it (a peer that takes text cannot run without it). And the
+   * node: the cache it advertised caps our estimate of it.
    */
   notePeerHello(id: string, hello: HelloNews): void {
     this.o.client.setPromptText(id, hello.promptText !== false);
+    if (hello.capacityTokens !== undefined) this.o.node.capPeerEstimate(id, hello.capacityTokens);
     // What it serves (mixed meshes): its models, or its one model when its hello lists none.
     if (hello.model !== undefined) {
       this.baseModels.set(id, hello.model);

@@ -270,7 +270,11 @@ export class NodeRuntime implements NodeService {
   }
 
   /** Admits a peer found at run time (its hello already checked); false if refused or shutting down. */
-  addPeer(id: string, url: string, hello: { promptText?: boolean | undefined }): boolean {
+  addPeer(
+    id: string,
+    url: string,
+    hello: { promptText?: boolean | undefined; capacityTokens?: number | undefined },
+  ): boolean {
     return !this.stopping && this.admin.addPeer(id, url, hello);
   }
 

@@ -1,0 +1,234 @@
+/**
+ * A member that floods a node with full snapshots at the key cap (2^21 keys, 12.6 MB each), and what
+ * that does to the node's event loop, measured as `/health` latency from another process's view.
+ * The flooding member is `SnapshotFloodPeerDouble`: a test double, not a node — it only speaks the
+ * insecure peer protocol's snapshot endpoint under a member's id (the node is started with that id as
+ * a static peer whose own port is closed, so the node's sends to it fail and nothing else happens).
+ * Run: npm run build && node dist/bench/snapshot-stall.js
+ * (SNAPSHOT_STALL_FRAMES=n full snapshots, default 4; SNAPSHOT_STALL_ARGS="--…" extra node flags,
+ * e.g. a `--snapshot-step-keys 0` build comparison is not a flag: see BENCHMARKS.md).
+ */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { BLOCK_SIZE } from "../core/block-hash.js";
+import type { Snapshot } from "../core/snapshot.js";
+import { encodeSnapshot } from "../core/snapshot-codec.js";
+import { freePort } from "../server/cluster/launcher.js";
+
+/** The most keys a snapshot may carry (the codec's and the index's cap). */
+export const CAP_KEYS = 1 << 21;
+
+/** Test double of a member: sends full snapshots of a made-up cache under the id `sender`. */
+export class SnapshotFloodPeerDouble {
+  private version = 0;
+  constructor(
+    private readonly peerUrl: string,
+    private readonly sender: string,
+    private readonly epoch = 1,
+  ) {}
+
+  /** A full snapshot frame of `keys` distinct random 48-bit keys at the next version. */
+  frame(keys = CAP_KEYS, capacityTokens = keys * BLOCK_SIZE): { bytes: Uint8Array; version: number } {
+    const body = new Float64Array(keys);
+    let x = (this.version + 1) * 0x9e3779b1;
+    for (let i = 0; i < keys; i++) {
+      x = (Math.imul(x ^ (x >>> 15), 0x2c1b3c6d) + i) | 0;
+      body[i] = (x >>> 0) + (i % 65536) * 4294967296;
+    }
+    this.version++;
+    const s: Snapshot = {
+      kind: "full",
+      header: {
+        sender: this.sender,
+        epoch: this.epoch,
+        version: this.version,
+        tokenCount: keys * BLOCK_SIZE,
+        capacity: capacityTokens,
+        queueDepth: 0,
+        pushBackMs: 0,
+      },
+      body: { blockSize: BLOCK_SIZE, keys: body },
+    };
+    return { bytes: encodeSnapshot(s), version: this.version };
+  }
+
+  /** POSTs one frame; resolves with the HTTP status. */
+  async send(bytes: Uint8Array): Promise<number> {
+    const r = await fetch(`${this.peerUrl}/peer/snapshot`, {
+      method: "POST",
+      headers: { "content-type": "application/octet-stream", "x-prefixmesh-sender": this.sender },
+      body: new Blob([bytes as Uint8Array<ArrayBuffer>]),
+    });
+    await r.arrayBuffer();
+    return r.status;
+  }
+}
+
+/** Polls `url` back to back (one request at a time) until `stop()`; returns each round trip in ms. */
+export function pollLatency(url: string): { stop: () => Promise<number[]> } {
+  const samples: number[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const t0 = performance.now();
+      const r = await fetch(url);
+      await r.arrayBuffer();
+      samples.push(performance.now() - t0);
+      await new Promise((res) => setTimeout(res, 5));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+export function percentile(xs: number[], p: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+}
+
+/** A node (the built CLI) with a static peer "B" whose port is closed; its API and peer URLs. */
+export async function startVictim(
+  cli: string,
+  extra: string[] = [],
+): Promise<{ apiUrl: string; peerUrl: string; pid: number; stop: () => Promise<void> }> {
+  const [api, peer, dead] = [
+    await freePort("127.0.0.1"),
+    await freePort("127.0.0.1"),
+    await freePort("127.0.0.1"),
+  ];
+  const child = spawn(
+    process.execPath,
+    [
+      cli,
+      "node",
+      ...["--id", "A", "--listen", `127.0.0.1:${api}`, "--peer-listen", `127.0.0.1:${peer}`],
+      ...["--peers", `B=http://127.0.0.1:${dead}`, "--insecure"],
+      ...["--engine", "sim", "--sim-time-scale", "0.02", "--log-level", "error", ...extra],
+    ],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const apiUrl = `http://127.0.0.1:${api}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const ok = await fetch(`${apiUrl}/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error("the node did not become ready");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    apiUrl,
+    peerUrl: `http://127.0.0.1:${peer}`,
+    pid: child.pid as number,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** Our estimate of `peer` at `apiUrl`: the version held and its size in tokens. */
+export async function estimateOf(
+  apiUrl: string,
+  peer: string,
+): Promise<{ version: number | undefined; tokens: number }> {
+  const v = (await (await fetch(`${apiUrl}/cluster`)).json()) as {
+    peers: { id: string; held?: { version: number } | null; estimateTokens: number }[];
+  };
+  const p = v.peers.find((x) => x.id === peer);
+  return { version: p?.held?.version ?? undefined, tokens: p?.estimateTokens ?? 0 };
+}
+
+export interface Latencies {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export function summarize(xs: number[]): Latencies {
+  return { n: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99), max: Math.max(...xs) };
+}
+
+/** `/health` round trips for `ms` with nothing else going on: the same machine load, no snapshots. */
+export async function idleLatency(apiUrl: string, ms: number): Promise<Latencies> {
+  const poll = pollLatency(`${apiUrl}/health`);
+  await new Promise((r) => setTimeout(r, ms));
+  return summarize(await poll.stop());
+}
+
+export interface StallResult {
+  frames: number;
+  frameBytes: number;
+  /** /health round trips while the frames were sent and applied. */
+  health: Latencies;
+  /** From the first frame sent to the last one's version held. */
+  applyMs: number;
+}
+
+/** Sends `frames` full snapshots at the cap as member B and measures `/health` until the last is held. */
+export async function measureStall(
+  node: { apiUrl: string; peerUrl: string },
+  frames: number,
+): Promise<StallResult> {
+  const peer = new SnapshotFloodPeerDouble(node.peerUrl, "B");
+  const built = Array.from({ length: frames }, () => peer.frame());
+  const poll = pollLatency(`${node.apiUrl}/health`);
+  const t0 = performance.now();
+  for (const f of built) {
+    const status = await peer.send(f.bytes);
+    if (status !== 204) throw new Error(`snapshot refused: ${status}`);
+  }
+  const last = built[built.length - 1]!.version;
+  const deadline = Date.now() + 120_000;
+  while ((await estimateOf(node.apiUrl, "B")).version !== last) {
+    if (Date.now() > deadline) throw new Error("the last snapshot was never applied");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const applyMs = performance.now() - t0;
+  const xs = await poll.stop();
+  return {
+    frames,
+    frameBytes: built[0]!.bytes.byteLength,
+    health: summarize(xs),
+    applyMs,
+  };
+}
+
+async function main(): Promise<void> {
+  const cli = process.env.SNAPSHOT_STALL_CLI ?? fileURLToPath(new URL("../cli/main.js", import.meta.url));
+  const frames = Number(process.env.SNAPSHOT_STALL_FRAMES ?? 4);
+  const extra = (process.env.SNAPSHOT_STALL_ARGS ?? "").split(" ").filter((s) => s.length > 0);
+  const node = await startVictim(cli, extra);
+  try {
+    const f = (x: number) => x.toFixed(1);
+    const idle = await idleLatency(node.apiUrl, 5000);
+    console.log(
+      `no snapshots, 5 s: /health n=${idle.n} p50 ${f(idle.p50)} ms, p99 ${f(idle.p99)} ms, max ${f(idle.max)} ms`,
+    );
+    const r = await measureStall(node, frames);
+    console.log(
+      `${r.frames} full snapshots of ${CAP_KEYS} keys (${(r.frameBytes / 1e6).toFixed(1)} MB each): ` +
+        `/health n=${r.health.n} p50 ${f(r.health.p50)} ms, p99 ${f(r.health.p99)} ms, max ${f(r.health.max)} ms; ` +
+        `all applied in ${f(r.applyMs)} ms`,
+    );
+  } finally {
+    await node.stop();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,243 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { Tokens } from "../../src/core/engine.js";
+import { Estimates } from "../../src/core/estimates.js";
+import { PrefixNode } from "../../src/core/node/node.js";
+import type { Effect } from "../../src/core/node/types.js";
+import { PeerIndex } from "../../src/core/peer-index.js";
+import { RadixTree } from "../../src/core/radix-tree.js";
+import { isNewer, type Snapshot, type SnapshotHeader } from "../../src/core/snapshot.js";
+import { arbSeq, sameSet } from "./ref-model.js";
+
+const header = (sender: string, epoch: number, version: number): SnapshotHeader => ({
+  sender,
+  epoch,
+  version,
+  tokenCount: 0,
+  capacity: 1000,
+  queueDepth: 0,
+  pushBackMs: 0,
+});
+const range = (from: number, n: number): Tokens => Uint32Array.from({ length: n }, (_, i) => from + i);
+
+describe("PeerIndex: a replacement in steps", () => {
+  it("ends equal to replaceEstimate, hides only its owner meanwhile, and leaves others intact", () => {
+    fc.assert(
+      fc.property(
+        fc.array(arbSeq, { maxLength: 12 }),
+        fc.array(arbSeq, { maxLength: 12 }),
+        fc.array(arbSeq, { maxLength: 6 }),
+        fc.integer({ min: 1, max: 7 }),
+        (oldSeqs, newSeqs, otherSeqs, budget) => {
+          const tree = (seqs: Tokens[]) => {
+            const t = new RadixTree({ capacity: 10_000 });
+            for (const [i, s] of seqs.entries()) t.insert(s, i);
+            return t;
+          };
+          const [a0, a1, b] = [tree(oldSeqs), tree(newSeqs), tree(otherSeqs)];
+          const stepped = new PeerIndex({ maxOwners: 4 });
+          const direct = new PeerIndex({ maxOwners: 4 });
+          for (const ix of [stepped, direct]) {
+            ix.replaceEstimate("a", a0.snapshotBody());
+            ix.replaceEstimate("b", b.snapshotBody());
+          }
+          direct.replaceEstimate("a", a1.snapshotBody());
+          stepped.beginReplace("a", a1.snapshotBody());
+          let steps = 0;
+          for (;;) {
+            expect(stepped.replacing).toBe("a");
+            for (const s of [...oldSeqs, ...newSeqs]) {
+              expect(stepped.match("a", s)).toBe(0);
+              const all = stepped.matchAll(s);
+              expect(all.lengths[all.owners.indexOf("a")]).toBe(0);
+              expect(all.lengths[all.owners.indexOf("b")]).toBe(direct.match("b", s));
+            }
+            steps++;
+            if (stepped.stepReplace(budget)) break;
+          }
+          expect(stepped.replacing).toBeUndefined();
+          expect(steps).toBeGreaterThanOrEqual(1);
+          expect(sameSet(new Set(stepped.estimateKeys("a")), new Set(direct.estimateKeys("a")))).toBe(true);
+          expect(stepped.keyCount).toBe(direct.keyCount);
+          for (const s of [...oldSeqs, ...newSeqs, ...otherSeqs]) {
+            expect(stepped.matchAll(s).lengths).toEqual(direct.matchAll(s).lengths);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("removing the owner mid-replacement clears both its old and its half-applied new keys", () => {
+    const ix = new PeerIndex();
+    const t = new RadixTree({ capacity: 10_000 });
+    t.insert(range(0, 640), 1);
+    ix.replaceEstimate("a", t.snapshotBody());
+    t.insert(range(5000, 640), 2);
+    ix.beginReplace("a", t.snapshotBody());
+    while (!ix.stepReplace(3)) if (ix.keyCount > 40) break;
+    ix.removePeer("a");
+    expect(ix.keyCount).toBe(0);
+    expect(ix.replacing).toBeUndefined();
+  });
+
+  it("an owner's estimate is capped at what it advertised", () => {
+    const ix = new PeerIndex();
+    ix.capOwner("a", 3);
+    const t = new RadixTree({ capacity: 10_000 });
+    t.insert(range(0, 160), 1);
+    ix.replaceEstimate("a", t.snapshotBody());
+    expect(ix.estimateSize("a")).toBe(3 * 16);
+    ix.updateTrieEstimate("a", range(900, 160));
+    expect(ix.estimateSize("a")).toBe(3 * 16);
+    ix.beginReplace("a", t.snapshotBody());
+    while (!ix.stepReplace(1));
+    expect(ix.estimateSize("a")).toBe(3 * 16);
+  });
+});
+
+type Ev = { k: "insert"; t: Tokens } | { k: "evict"; n: number } | { k: "restart" };
+const arbEv: fc.Arbitrary<Ev> = fc.oneof(
+  { weight: 5, arbitrary: arbSeq.map((t) => ({ k: "insert" as const, t })) },
+  { weight: 2, arbitrary: fc.nat({ max: 60 }).map((n) => ({ k: "evict" as const, n })) },
+  { weight: 1, arbitrary: fc.constant({ k: "restart" as const }) },
+);
+
+describe("Estimates applied in steps (estimateStepKeys)", () => {
+  it("any delivery order, steps interleaved: never regresses; the estimate is the sender's tree at the held version, or hidden while it is replaced", () => {
+    fc.assert(
+      fc.property(
+        fc.array(arbEv, { minLength: 1, maxLength: 16 }),
+        fc.array(fc.tuple(fc.nat(), fc.nat({ max: 3 })), { maxLength: 50 }),
+        fc.integer({ min: 1, max: 4 }),
+        (events, picks, stepKeys) => {
+          const sent: Snapshot[] = [];
+          const bodies = new Map<string, Set<number>>();
+          let epoch = 1;
+          let tree = new RadixTree({ capacity: 120 });
+          let lastFull: Snapshot | undefined;
+          const record = () => {
+            const h = header("p", epoch, tree.version);
+            bodies.set(`${epoch}:${tree.version}`, new Set(tree.snapshotBody().keys));
+            lastFull = { kind: "full", header: h, body: tree.snapshotBody() };
+            sent.push(lastFull, { kind: "heartbeat", header: h });
+            for (const base of [0, tree.version - 1]) {
+              const d = base >= 0 ? tree.changesSince(base) : undefined;
+              if (d !== undefined) sent.push({ kind: "delta", header: h, delta: d });
+            }
+          };
+          record();
+          for (const [i, ev] of events.entries()) {
+            if (ev.k === "insert") tree.insert(ev.t, i);
+            else if (ev.k === "evict") tree.evict(ev.n);
+            else {
+              epoch += 1;
+              tree = new RadixTree({ capacity: 120 });
+            }
+            record();
+          }
+          const index = new PeerIndex();
+          const est = new Estimates(index, stepKeys);
+          let prev: { epoch: number; version: number } | undefined;
+          const check = () => {
+            const now = est.held("p");
+            if (now === undefined) return;
+            if (prev !== undefined) expect(isNewer(prev, now)).toBe(false);
+            prev = now;
+            if (index.replacing === "p") {
+              for (const s of tree.sequences()) expect(index.match("p", s)).toBe(0);
+            } else {
+              const want = bodies.get(`${now.epoch}:${now.version}`)!;
+              expect(sameSet(new Set(index.estimateKeys("p")), want)).toBe(true);
+            }
+          };
+          for (const [p, steps] of picks) {
+            est.apply(sent[p % sent.length]!);
+            check();
+            for (let i = 0; i < steps; i++) {
+              est.step();
+              check();
+            }
+          }
+          est.apply(lastFull!);
+          for (let i = 0; est.busy && i < 100_000; i++) est.step();
+          expect(est.busy).toBe(false);
+          expect(est.held("p")).toEqual({ epoch, version: tree.version });
+          check();
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it("a second sender's large snapshot waits its turn, then applies", () => {
+    const index = new PeerIndex();
+    const est = new Estimates(index, 2);
+    const t = new RadixTree({ capacity: 10_000 });
+    t.insert(range(0, 160), 1);
+    const full = (sender: string): Snapshot => ({
+      kind: "full",
+      header: header(sender, 1, 1),
+      body: t.snapshotBody(),
+    });
+    expect(est.apply(full("p"))).toBe("deferred");
+    expect(est.apply(full("q"))).toBe("deferred");
+    expect(est.apply(full("q"))).toBe("duplicate");
+    expect(index.replacing).toBe("p");
+    expect(est.held("q")).toBeUndefined();
+    let steps = 0;
+    while (est.busy) {
+      est.step();
+      steps++;
+    }
+    expect(steps).toBeGreaterThan(4);
+    expect(est.held("p")).toEqual({ epoch: 1, version: 1 });
+    expect(est.held("q")).toEqual({ epoch: 1, version: 1 });
+    expect(index.match("q", range(0, 160))).toBe(160);
+  });
+});
+
+describe("PrefixNode: a large snapshot through the 'estimates' timer", () => {
+  const full = (version: number, keys: number): Snapshot => {
+    const t = new RadixTree({ capacity: 1_000_000 });
+    t.insert(range(version * 100_000, keys * 16), 1);
+    return { kind: "full", header: header("B", 1, version), body: t.snapshotBody() };
+  };
+  const make = () => {
+    const node = new PrefixNode(
+      { id: "A", peers: ["B"], capacityTokens: 10_000, estimateStepKeys: 8 },
+      { now: () => 0, random: () => 0.5 },
+      { checkInvariants: true },
+    );
+    node.start();
+    return node;
+  };
+  const deliver = (node: PrefixNode, s: Snapshot) =>
+    node.handle({ type: "peer-message", from: "B", msg: { type: "snapshot", snapshot: s } });
+  const stepTimer = (effects: Effect[]) =>
+    effects.some((e) => e.type === "set-timer" && e.timer.kind === "estimates");
+
+  it("is applied a step per timer, routed on only once whole", () => {
+    const node = make();
+    let effects = deliver(node, full(1, 100));
+    expect(node.heldOf("B")).toEqual({ epoch: 1, version: 0 }); // its epoch's empty version, until all is in
+    expect(node.peerIndex().match("B", range(100_000, 1600))).toBe(0);
+    let steps = 0;
+    while (stepTimer(effects)) {
+      effects = node.handle({ type: "timer", timer: { kind: "estimates" } });
+      steps++;
+    }
+    expect(steps).toBeGreaterThan(10);
+    expect(node.heldOf("B")).toEqual({ epoch: 1, version: 1 });
+    expect(node.peerIndex().match("B", range(100_000, 1600))).toBe(1600);
+    expect(node.stats().snapshotsReceived.deferred).toBe(1);
+  });
+
+  it("caps the estimate at the capacity the peer advertised", () => {
+    const node = make();
+    node.capPeerEstimate("B", 10 * 16);
+    let effects = deliver(node, full(1, 100));
+    while (stepTimer(effects)) effects = node.handle({ type: "timer", timer: { kind: "estimates" } });
+    expect(node.peerIndex().estimateSize("B")).toBe(10 * 16);
+  });
+});
