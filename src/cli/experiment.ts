@@ -1,9 +1,11 @@
 /** `prefixmesh experiment paper`: the paper's evaluation grid, written as a report with figures. */
 import { existsSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
+import { writeCompareReport } from "../experiments/compare/report.js";
+import { runCompare } from "../experiments/compare/run.js";
 import { runPaperExperiment } from "../experiments/paper.js";
 import { CliError, parseNumber } from "./errors.js";
 
@@ -101,4 +103,101 @@ export function registerExperiment(program: Command): void {
         throw err;
       }
     });
+  exp
+    .command("compare")
+    .description(
+      "Compare every routing policy with a centralized router (a baseline) and the oracle: closed and open loop, Δcomm, sizes, heterogeneity, memory; writes report.md, results.json and figures",
+    )
+    .option(
+      "--mmlu-dir <dir>",
+      "MMLU CSV folder with dev/ and test/ (default: the synthetic MMLU-shaped workload)",
+    )
+    .option("--out <dir>", "output folder", "out/compare")
+    .option("--seed <n>", "seed for schedules and the simulator", "1")
+    .option("--requests <n>", "closed-loop requests per run", "2000")
+    .option("--open-requests <n>", "open-loop requests per run", "2000")
+    .option("--workers <n>", "worker threads (default: min(2, cores))")
+    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
+    .option(
+      "--fresh-peer-load",
+      "every node runs with freshPeerLoad: queue depth also on acks and answers, forwards in flight counted",
+    )
+    .option(
+      "--peer-speed",
+      "cost-aware (and the oracle) with peerSpeed: peers' engine speed learned from their answers",
+    )
+    .action(async (flags: CompareFlags) => {
+      const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
+      const closedRequests = parseNumber("--requests", flags.requests, {
+        min: 10,
+        max: 1_000_000,
+        integer: true,
+      });
+      const openRequests = parseNumber("--open-requests", flags.openRequests, {
+        min: 10,
+        max: 1_000_000,
+        integer: true,
+      });
+      const workers =
+        flags.workers === undefined
+          ? Math.min(2, availableParallelism())
+          : parseNumber("--workers", flags.workers, { min: 0, max: 64, integer: true });
+      const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
+      const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
+      const outDir = resolve(flags.out);
+      const command = [
+        "prefixmesh experiment compare",
+        ...process.argv.slice(3).filter((a) => a !== "compare"),
+      ]
+        .join(" ")
+        .replace(/\s+/g, " ")
+        .trim();
+      const loadBefore = loadavg()[0] ?? 0;
+      try {
+        const outcome = await runCompare({
+          source: mmluDir ? { kind: "mmlu", dir: mmluDir } : { kind: "synthetic", scale },
+          seed,
+          closedRequests,
+          openRequests,
+          freshPeerLoad: flags.freshPeerLoad === true,
+          peerSpeed: flags.peerSpeed === true,
+          workers,
+          onPhase: (phase) => process.stderr.write(`prefixmesh: ${phase}…\n`),
+        });
+        await writeCompareReport(
+          outcome,
+          { command, loadBefore, loadAfter: loadavg()[0] ?? 0, cores: availableParallelism() },
+          outDir,
+        );
+        process.stdout.write(
+          `wrote ${join(outDir, "report.md")} (${outcome.runs.length} runs, ${(outcome.wallMs / 1000).toFixed(1)} s${
+            outcome.synthetic ? ", SYNTHETIC workload" : ""
+          })\n`,
+        );
+      } catch (err) {
+        const msg = (err as Error)?.message ?? String(err);
+        if ((err as Error)?.name === "MmluError" || (err as Error)?.name === "CsvError")
+          throw new CliError(msg);
+        throw err;
+      }
+    });
+}
+
+interface CompareFlags {
+  mmluDir?: string;
+  out: string;
+  seed: string;
+  requests: string;
+  openRequests: string;
+  workers?: string;
+  syntheticScale: string;
+  freshPeerLoad?: boolean;
+  peerSpeed?: boolean;
+}
+
+function checkMmluDir(dir: string): string {
+  const abs = resolve(dir);
+  if (!existsSync(join(abs, "test")) || !existsSync(join(abs, "dev")))
+    throw new CliError(`--mmlu-dir ${dir}: expected dev/ and test/ folders of MMLU CSV files`);
+  return abs;
 }

@@ -6,11 +6,12 @@ import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import * as hdr from "hdr-histogram-js";
+import { z } from "zod";
 import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../core/node/config.js";
-import { POLICY_NAMES } from "../core/node/policies/index.js";
+import { ALL_POLICY_NAMES } from "../core/node/policies/index.js";
 import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../engines/sim/profiles.js";
 import { DEFAULT_POLICY } from "../server/default-policy.js";
-import { type NodeConfigNumberKey, nodeConfigNumber, nodeSettingsSchema } from "../server/settings/index.js";
+import { type NodeConfigNumberKey, nodeConfigNumber } from "../server/settings/index.js";
 import { faultFlags, faultScheduleFor } from "../sim/fault-schedule.js";
 import { runSimulation } from "../sim/run.js";
 import type {
@@ -227,7 +228,8 @@ export function parseSimOptions(o: SimOptions): {
   requests: number | undefined;
   rate: number | undefined;
 } {
-  const policy = parseFlag(nodeSettingsSchema.shape.policy.unwrap(), "policy", o.policy);
+  // The simulator also runs the baselines the daemon refuses (the centralized router).
+  const policy = parseFlag(z.enum(ALL_POLICY_NAMES), "policy", o.policy);
   const workload = parseWorkloadChoice(o.workload, o, { openLoop: o.rate !== undefined });
   if (!isProfileName(o.profile))
     throw new CliError(`--profile must be one of ${PROFILE_NAMES.join(", ")}, got '${o.profile}'`);
@@ -405,7 +407,7 @@ export function registerSim(program: Command): void {
     .option("--nodes <n>", "number of nodes", "4")
     .option(
       "--policy <name>",
-      `routing policy: ${POLICY_NAMES.join(" | ")} (affinity = the paper's Algorithm 1)`,
+      `routing policy: ${ALL_POLICY_NAMES.join(" | ")} (affinity = the paper's Algorithm 1; centralized = a baseline, SGLang's cache_aware with a global view via the oracle)`,
       DEFAULT_POLICY,
     )
     .option("--comm-ms <ms>", "Δcomm: one-way network delay", "2")

@@ -61,13 +61,44 @@ export async function runGrid(
     }
     return results;
   }
-  const n = Math.min(opts.workers, queue.length);
+  for (const [id, r] of await runInWorkers<ExperimentRun, RunResult>(
+    workerUrl,
+    init,
+    queue,
+    opts.workers,
+    progress,
+  ))
+    results.set(id, r);
+  return results;
+}
+
+/** What a pool worker posts back: progress of a task, its result, or its error. */
+export type PoolReply<R> =
+  | { type: "progress"; id: string; done: number; total: number }
+  | { type: "result"; id?: string; result: R }
+  | { type: "error"; id: string; message: string };
+
+/**
+ * The worker pool every experiment uses: `workers` threads of `workerUrl` (each started with
+ * `workerData`), each taking the next task of `tasks` (in order) until none is left. Tasks are
+ * posted as they are; the worker answers with `PoolReply`s.
+ */
+export async function runInWorkers<T extends { id: string }, R>(
+  workerUrl: URL,
+  workerData: unknown,
+  tasks: readonly T[],
+  workers: number,
+  progress: (id: string, done: number) => void,
+): Promise<Map<string, R>> {
+  const queue = [...tasks];
+  const results = new Map<string, R>();
+  const n = Math.min(workers, queue.length);
   await Promise.all(
     Array.from({ length: n }, async () => {
-      const worker = new Worker(workerUrl, { workerData: init });
+      const worker = new Worker(workerUrl, { workerData });
       try {
-        for (let run = queue.shift(); run; run = queue.shift()) {
-          results.set(run.id, await runOn(worker, run, progress));
+        for (let task = queue.shift(); task; task = queue.shift()) {
+          results.set(task.id, await runOn<T, R>(worker, task, progress));
         }
       } finally {
         await worker.terminate();
@@ -77,13 +108,13 @@ export async function runGrid(
   return results;
 }
 
-function runOn(
+function runOn<T extends { id: string }, R>(
   worker: Worker,
-  run: ExperimentRun,
+  run: T,
   progress: (id: string, done: number) => void,
-): Promise<RunResult> {
+): Promise<R> {
   return new Promise((resolve, reject) => {
-    const onMessage = (m: WorkerReply) => {
+    const onMessage = (m: PoolReply<R>) => {
       if (m.type === "progress") progress(m.id, m.done);
       else {
         cleanup();

@@ -7,6 +7,6 @@
  * name it explicitly, and the core node config keeps it as its default.
  */
 import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
-import type { PolicyName } from "../core/node/policies/index.js";
+import type { DeployablePolicyName } from "../core/node/policies/index.js";
 
-export const DEFAULT_POLICY: PolicyName = DAEMON_NODE_DEFAULTS.policy;
+export const DEFAULT_POLICY: DeployablePolicyName = DAEMON_NODE_DEFAULTS.policy;

@@ -96,7 +96,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const violations: string[] = [];
   const estimateWatch = check ? new EstimateWatch(violations) : undefined;
   const keepRecords = config.keepRecords !== false;
-  const oracle = config.oracle === true ? new Oracle() : undefined;
+  // The centralized baseline IS a router with the global view: it always runs with the oracle.
+  const oracle = config.oracle === true || config.policy === "centralized" ? new Oracle() : undefined;
   let oracleBusy = false;
 
   const nodes: SimNodeState[] = ids.map((id, idx) => ({
@@ -142,6 +143,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       { epoch, checkInvariants: check },
     );
     s.engine.cache.clear();
+    oracle?.reset();
     apply(s, s.node.start());
   };
 
@@ -397,14 +399,20 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       for (let changed = true; changed; ) {
         changed = false;
         for (const a of nodes) {
+          if (!a.node || !oracle.mayNeedRefresh(a.node)) continue;
+          let complete = true;
           for (const b of nodes) {
             if (a === b || !a.node || !b.node) continue;
-            if (nodeFaults.pausedUntil(b.idx, now) >= 0) continue; // refreshed once it resumes
+            if (nodeFaults.pausedUntil(b.idx, now) >= 0) {
+              complete = false; // refreshed once it resumes
+              continue;
+            }
             const msg = oracle.refresh(a.node, b.node);
             if (!msg) continue;
             changed = true;
             deliverSnapshot(b, a.id, msg);
           }
+          if (complete && a.node) oracle.synced(a.node);
         }
       }
     } finally {

@@ -61,6 +61,7 @@ export interface SimConfig {
   /**
    * SIMULATION-ONLY reference, not a deployable policy (oracle.ts): every estimate is refreshed to
    * its owner's true tree, queue depth and push-back the instant they change, free of charge.
+   * Always on for the `centralized` baseline (its global view).
    */
   oracle?: boolean;
 }

@@ -1,14 +1,15 @@
 /**
- * One conformance suite, run against every policy in POLICY_NAMES (the shipped default included):
+ * One conformance suite, run against every policy in ALL_POLICY_NAMES (the shipped default and the
+ * simulation-only baselines included):
  * the contract the origin relies on when it turns a policy's order into a plan, checked on random
  * candidate lists, plus a small seeded simulation per policy with every invariant checked.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  ALL_POLICY_NAMES,
   type Candidate,
   createPolicy,
-  POLICY_NAMES,
   type RoutingContext,
 } from "../../src/core/node/policies/index.js";
 import { planFromOrder } from "../../src/core/node/routing.js";
@@ -25,6 +26,7 @@ const candidatesArb = fc
       queue: fc.integer({ min: 0, max: 20 }),
       queueAge: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: undefined }),
       sent: fc.integer({ min: 0, max: 5 }),
+      tree: fc.option(fc.integer({ min: 0, max: 1_000 }), { nil: undefined }),
       rtt: fc.option(fc.double({ min: 0, max: 500, noNaN: true }), { nil: undefined }),
     }),
     { minLength: 1, maxLength: 8 },
@@ -42,6 +44,7 @@ const candidatesArb = fc
           sentSinceQueue: i === selfAt ? 0 : r.sent,
           rttMs: i === selfAt ? 0 : r.rtt,
           capacityTokens: 1_000,
+          ...(r.tree === undefined ? {} : { treeTokens: r.tree }),
         }),
       ),
     ),
@@ -78,7 +81,7 @@ function ctxOf(c: ContextSpec): RoutingContext {
 const selfAt = (cands: readonly Candidate[]): number => cands.findIndex((c) => c.self);
 const RUNS = { numRuns: 300 };
 
-describe.each(POLICY_NAMES)("policy %s", (name) => {
+describe.each(ALL_POLICY_NAMES)("policy %s", (name) => {
   it("orders distinct candidate indexes, self among them; ranks no peer that was not a candidate", () => {
     fc.assert(
       fc.property(candidatesArb, contextArb, (cands, c) => {

@@ -25,6 +25,8 @@ export interface PeerLoad {
   /** When its queue depth was last reported (our clock). */
   queueAt: number | undefined;
   capacityTokens: number;
+  /** Tokens in its tree as its latest header said (undefined until one arrived). */
+  treeTokens: number | undefined;
   /** Our clock until which it asked not to be routed to; 0 = none. */
   pushBackUntil: number;
   /** When our estimate of it last changed or was confirmed (for the estimate's age). */
@@ -138,6 +140,14 @@ export class AntiEntropy {
 
   load(id: NodeId): Readonly<PeerLoad> {
     return this.peer(id);
+  }
+
+  /** An ack or answer from it said its queue depth (`freshPeerLoad`): fresher than any header. */
+  queueReported(id: NodeId, queueDepth: number | undefined, now: number): void {
+    const peer = this.peers.get(id);
+    if (!peer || queueDepth === undefined) return;
+    peer.queueDepth = queueDepth;
+    peer.queueAt = now;
   }
 
   /** Its part of the peer's `PeerView`: our estimate of it, what it advertised, what it holds of us. */
@@ -279,6 +289,7 @@ export class AntiEntropy {
     peer.queueDepth = h.queueDepth;
     peer.queueAt = now;
     peer.capacityTokens = h.capacity;
+    peer.treeTokens = h.tokenCount;
     peer.pushBackUntil = h.pushBackMs > 0 ? now + Math.min(h.pushBackMs, this.config.maxPushBackMs) : 0;
     if (verdict === "deferred") {
       // Taken in steps (or queued behind one): the estimate and its checks follow when it is in; a
@@ -390,6 +401,7 @@ function newPeerSync(): PeerSync {
     queueDepth: 0,
     queueAt: undefined,
     capacityTokens: 0,
+    treeTokens: undefined,
     pushBackUntil: 0,
     estimateAt: undefined,
     holdsOfUs: undefined,

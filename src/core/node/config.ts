@@ -3,7 +3,7 @@
  * YAML or a simulator config: a bad value is a clear error, never a misbehaving node.
  */
 import { z } from "zod";
-import { POLICY_NAMES, policyConfigSchema } from "./policies/index.js";
+import { ALL_POLICY_NAMES, policyConfigSchema } from "./policies/index.js";
 
 /** A node id as the config accepts it (also checked when a peer is added at run time). */
 export const nodeId = z
@@ -22,7 +22,7 @@ export const nodeConfigSchema = z
      * Default: the static list's size, i.e. a fixed membership. Bounds the merged estimate index.
      */
     maxPeers: z.number().int().min(0).max(4095).optional(),
-    policy: z.enum(POLICY_NAMES).default("affinity"),
+    policy: z.enum(ALL_POLICY_NAMES).default("affinity"),
     /** Settings of `policy` (its own schema, in its file; omitted ones take its defaults). */
     policyConfig: z.record(z.string(), z.unknown()).optional(),
     /** KV capacity in tokens: the tree's capacity. */
@@ -74,6 +74,13 @@ export const nodeConfigSchema = z
      * ack timeout (forwardAckTimeoutMs), which the deferral eats into.
      */
     ackDeferMs: z.number().min(0).max(60_000).default(0),
+    /**
+     * Fresh peer load (beyond the paper; peer-load.ts): acks and answers to forwards carry the
+     * server's queue depth, and an origin adds to a peer's last reported depth the forwards it has
+     * in flight to it (sent, not yet acked or answered) instead of those sent since the report.
+     * Off: queue depth rides on snapshot headers only (a Δpoll old), as in the paper.
+     */
+    freshPeerLoad: z.boolean().default(false),
     /**
      * A full snapshot replacing more keys than this is applied in steps of this many keys, one step
      * per `estimates` timer, so a snapshot at the key cap never holds the node for long; until it is

@@ -122,6 +122,7 @@ export class Executor {
       match: promptMatch(request, this.tree_.match(keyTokens(request))),
       queueDepth: this.queueDepth(),
       capacityTokens: this.tree_.capacity,
+      treeTokens: this.tree_.size,
     };
   }
 

@@ -17,6 +17,7 @@ import { Executor } from "./executor.js";
 import { Membership } from "./membership.js";
 import { PeerModels, servesModel } from "./models.js";
 import { Origin } from "./origin.js";
+import { reportedDepth, stampQueueDepth } from "./peer-load.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import { Serving } from "./serving.js";
@@ -171,6 +172,7 @@ export class PrefixNode {
       case "engine-cache-changed":
         this.executor.cacheChanged(input.sequences);
     }
+    if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
     return out;
   }
 
@@ -190,8 +192,8 @@ export class PrefixNode {
     const targets = this.origin.targets;
     for (const id of this.members.ids()) {
       if (!this.routable(id, now, self.queueDepth) || !this.peerModels.serves(id, request.model)) continue;
-      const load = this.antiEntropy.load(id);
-      peers.push(peerCandidate(id, load, targets.sentSinceQueue(id), targets.rttMs(id), now));
+      const unreported = this.origin.unreportedTo(id, now);
+      peers.push(peerCandidate(id, this.antiEntropy.load(id), unreported, targets, now));
     }
     return buildCandidates(self, peers, this.antiEntropy.index, request);
   }
@@ -234,6 +236,7 @@ export class PrefixNode {
       return;
     }
     this.members.heard(from, now);
+    if (this.config.freshPeerLoad) this.antiEntropy.queueReported(from, reportedDepth(msg), now);
     switch (msg.type) {
       case "snapshot": {
         const rtt = this.antiEntropy.onEcho(from, msg.at, msg.echo, now);

@@ -143,6 +143,15 @@ export class Origin {
     return this.policy.needs.peers;
   }
 
+  /**
+   * Our forwards to `id` its last reported depth does not count: with `freshPeerLoad` those in
+   * flight (for at most their ack timeout), else those sent since its last header.
+   */
+  unreportedTo(id: NodeId, now: number): number {
+    if (!this.config.freshPeerLoad) return this.targets.sentSinceQueue(id);
+    return this.targets.inFlightTo(id, now, this.ackTimeoutMs(this.targets.rttMs(id)));
+  }
+
   /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
   ackTimeoutMs(rttMs: number | undefined): number {
     const rtt = rttMs ?? this.config.costPrior.rttMs;
@@ -249,7 +258,7 @@ export class Origin {
     p.attemptSentAt = now;
     p.ackedAt = -1;
     p.probes = 0;
-    peer.sentSinceQueue++;
+    this.targets.sent(to, reqId, p.attempt, now);
     this.counters.forwarded++;
     this.sendForward(p, to, peer, now, out);
     out.push({ type: "set-timer", timer: forwardTimer(p), delayMs: this.config.forwardTimeoutMs });
@@ -314,6 +323,7 @@ export class Origin {
     this.disarmAck(p, out);
     if (cancel && p.current !== undefined)
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
+    if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
     p.fallbacks++;
     this.counters.fallbacks++;
   }
@@ -404,11 +414,14 @@ export class Origin {
     if (!p) return undefined;
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.disarmAck(p, out);
+    this.targets.landed(from, p.reqId, p.attempt);
     this.settle(p.reqId);
     const { timing } = msg;
     const remote = timing.queueMs + timing.prefillMs + timing.decodeMs;
     // After a probe the answer may be a re-sent one: its delay is no round trip.
     if (p.probes === 0) this.targets.sampleRtt(from, now - p.attemptSentAt - remote);
+    const r = msg.result;
+    this.targets.samplePrefill(from, timing.prefillMs, Math.max(0, r.promptTokens - r.cachedTokens));
     out.push(okReply(this.by, p, msg.result, { ...timing, servedBy: from }, 1, now));
     return keyTokens(p.request);
   }

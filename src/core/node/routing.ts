@@ -8,6 +8,7 @@ import { keyTokens, promptMatch } from "../namespace.js";
 import type { PeerIndex } from "../peer-index.js";
 import type { PeerLoad } from "./anti-entropy.js";
 import type { Candidate } from "./policies/policy.js";
+import type { Targets } from "./targets.js";
 import type { NodeId } from "./types.js";
 
 export interface SelfView {
@@ -15,18 +16,20 @@ export interface SelfView {
   match: number;
   queueDepth: number;
   capacityTokens: number;
+  treeTokens: number;
 }
 
 const scratch = new Map<string, number>();
 
-/** A routable peer as the policy sees it: what it advertised, and what we measured of it. */
+/** A routable peer as the policy sees it: what it advertised, and what we measured of it (`measured`). */
 export function peerCandidate(
   id: NodeId,
   load: Readonly<PeerLoad>,
   sentSinceQueue: number,
-  rttMs: number | undefined,
+  measured: Pick<Targets, "rttMs" | "observed">,
   now: number,
 ): Candidate {
+  const observed = measured.observed(id);
   return {
     id,
     self: false,
@@ -35,8 +38,10 @@ export function peerCandidate(
     queueDepth: load.queueDepth,
     queueAgeMs: load.queueAt === undefined ? undefined : now - load.queueAt,
     sentSinceQueue,
-    rttMs,
+    rttMs: measured.rttMs(id),
     capacityTokens: load.capacityTokens,
+    ...(load.treeTokens === undefined ? {} : { treeTokens: load.treeTokens }),
+    ...(observed === undefined ? {} : { observedPrefill: observed }),
   };
 }
 
@@ -58,6 +63,7 @@ export function buildCandidates(
     queueDepth: self.queueDepth,
     rttMs: 0,
     capacityTokens: self.capacityTokens,
+    treeTokens: self.treeTokens,
   });
   if (peers.length === 1) return peers; // nobody to forward to: no index walk
   // Estimates hold cache keys: a namespace's prefixes match only requests of that namespace.

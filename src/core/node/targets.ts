@@ -9,6 +9,8 @@ import type { NodeId, PeerView } from "./types.js";
 const MISSED_ACKS_TO_EXEMPT = 3;
 /** Attempts abandoned for want of an ack, remembered to notice a peer that answers but never acks. */
 const MAX_UNACKED_ABANDONED = 256;
+/** Forwards in flight remembered per peer (the oldest is forgotten beyond: a bound, not a limit). */
+const MAX_IN_FLIGHT = 1024;
 
 export interface Target {
   /** Smoothed measured RTT, ms (undefined until measured). */
@@ -22,7 +24,28 @@ export interface Target {
   missedAcks: number;
   /** Forwards we sent it since it last reported its queue depth. */
   sentSinceQueue: number;
+  /**
+   * Our forwards it has not acked or answered yet (attempt → when sent): on their way, so in no
+   * queue depth it reported — every report it sends after one arrives counts it (its ack included).
+   */
+  inFlight: Map<string, number>;
+  /** What its answers showed of its engine's speed (undefined until one came). */
+  observed: ObservedPrefill | undefined;
 }
+
+/**
+ * A peer's prefill as its answers showed it: moving means of its prefill time and of the uncached
+ * tokens behind it. Prefill is linear in uncached tokens, so our own fit at `uncached` against
+ * `prefillMs` says how much slower or faster than us it is (cost-aware's `peerSpeed`).
+ */
+export interface ObservedPrefill {
+  prefillMs: number;
+  uncached: number;
+  samples: number;
+}
+
+/** Weight of a new answer in a peer's observed prefill (an effective memory of ~10 answers). */
+const OBSERVED_ALPHA = 0.1;
 
 /**
  * Exponentially weighted RTT: up slowly (α = 1/8, as TCP's SRTT), down fast (α = 1/2). A
@@ -48,7 +71,14 @@ export class Targets {
   }
 
   add(id: NodeId): void {
-    this.peers.set(id, { rttMs: undefined, acksForwards: true, missedAcks: 0, sentSinceQueue: 0 });
+    this.peers.set(id, {
+      rttMs: undefined,
+      acksForwards: true,
+      missedAcks: 0,
+      sentSinceQueue: 0,
+      inFlight: new Map(),
+      observed: undefined,
+    });
   }
 
   remove(id: NodeId): void {
@@ -76,6 +106,57 @@ export class Targets {
     return this.peers.get(id)?.sentSinceQueue ?? 0;
   }
 
+  /** A forward attempt left for it. */
+  sent(id: NodeId, reqId: string, attempt: number, now: number): void {
+    const t = this.peers.get(id);
+    if (!t) return;
+    t.sentSinceQueue++;
+    t.inFlight.set(attemptKey(reqId, attempt), now);
+    if (t.inFlight.size > MAX_IN_FLIGHT) t.inFlight.delete(t.inFlight.keys().next().value as string);
+  }
+
+  /** The attempt reached it (acked or answered) or we gave up on it: no longer in flight. */
+  landed(id: NodeId, reqId: string, attempt: number): void {
+    this.peers.get(id)?.inFlight.delete(attemptKey(reqId, attempt));
+  }
+
+  /**
+   * Our forwards still on their way to it: sent within `maxAgeMs` (an attempt neither acked nor
+   * answered by then is abandoned or lost, and counts no more) and not yet acked or answered.
+   */
+  inFlightTo(id: NodeId, now: number, maxAgeMs: number): number {
+    const t = this.peers.get(id);
+    if (!t) return 0;
+    // Oldest first (insertion order): drop the expired from the front.
+    for (const [k, at] of t.inFlight) {
+      if (now - at <= maxAgeMs) break;
+      t.inFlight.delete(k);
+    }
+    return t.inFlight.size;
+  }
+
+  /** An answer from it: its engine took `prefillMs` for `uncached` prompt tokens. */
+  samplePrefill(id: NodeId, prefillMs: number, uncached: number): void {
+    const t = this.peers.get(id);
+    if (
+      !t ||
+      !(prefillMs >= 0 && Number.isFinite(prefillMs)) ||
+      !(uncached >= 0 && Number.isFinite(uncached))
+    )
+      return;
+    const o = t.observed;
+    if (!o) t.observed = { prefillMs, uncached, samples: 1 };
+    else {
+      o.prefillMs += (prefillMs - o.prefillMs) * OBSERVED_ALPHA;
+      o.uncached += (uncached - o.uncached) * OBSERVED_ALPHA;
+      o.samples++;
+    }
+  }
+
+  observed(id: NodeId): Readonly<ObservedPrefill> | undefined {
+    return this.peers.get(id)?.observed;
+  }
+
   sampleRtt(id: NodeId, ms: number): void {
     const t = this.peers.get(id);
     if (t) t.rttMs = smoothRtt(t.rttMs, ms);
@@ -93,6 +174,7 @@ export class Targets {
     if (t) {
       t.acksForwards = true;
       t.missedAcks = 0;
+      t.inFlight.delete(attemptKey(reqId, attempt));
     }
     this.unackedAbandoned.delete(attemptKey(reqId, attempt));
   }

@@ -136,9 +136,17 @@ export type PeerMessage =
       /** ms the origin will still wait for this attempt when it sends it (relative: no clock sync). */
       deadlineMs?: number;
     }
-  | { type: "forward-ack"; reqId: string; attempt: number; etaMs?: number }
+  /** `queueDepth` (with `freshPeerLoad`): the sender's queue depth as it sends (peer-load.ts). */
+  | { type: "forward-ack"; reqId: string; attempt: number; etaMs?: number; queueDepth?: number }
   | { type: "cancel"; reqId: string; attempt: number }
-  | { type: "result"; reqId: string; attempt: number; result: EngineResult; timing: ServedTiming }
+  | {
+      type: "result";
+      reqId: string;
+      attempt: number;
+      result: EngineResult;
+      timing: ServedTiming;
+      queueDepth?: number;
+    }
   | { type: "error"; reqId: string; attempt: number; error: string; retryable: boolean }
   | { type: "goodbye" };
 

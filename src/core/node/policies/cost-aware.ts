@@ -45,18 +45,43 @@ export const costAwareConfig = z
     tieBlocks: z.number().min(0).max(1_000_000).default(1),
     /** Rent or buy: serve a prefix expected to come back often here once, instead of renting it. */
     rentOrBuy: z.boolean().default(true),
+    /**
+     * Heterogeneous machines: scale a peer's prefill and queue wait by how much slower or faster
+     * than ours its engine is, as its answers to our forwards showed it (`speedFactor`). Off: every
+     * peer is assumed to cost what we do.
+     */
+    peerSpeed: z.boolean().default(false),
   })
   .strict();
 export type CostAwareConfig = z.output<typeof costAwareConfig>;
 
+/** Answers from a peer needed before its speed is believed. */
+const SPEED_SAMPLES = 3;
+/** A peer is taken for at most this many times slower or faster than us (a bound on noise). */
+const MAX_SPEED_RATIO = 10;
+
+/**
+ * How many times our cost a peer's engine takes: its observed mean prefill against what our own
+ * fit predicts for its mean uncached tokens (1 for self, unknown peers, or with `peerSpeed` off).
+ */
+export function speedFactor(c: Candidate, k: LearnedCosts, on: boolean): number {
+  const o = c.observedPrefill;
+  if (!on || c.self || o === undefined || o.samples < SPEED_SAMPLES) return 1;
+  const ours = k.prefillFixedMs + k.prefillMsPerToken * o.uncached;
+  if (!(ours > 0) || !(o.prefillMs > 0)) return 1;
+  return Math.min(MAX_SPEED_RATIO, Math.max(1 / MAX_SPEED_RATIO, o.prefillMs / ours));
+}
+
 /** Expected end-to-end latency (ms, decode excluded: it is the same wherever the request runs). */
-function expectedLatencyMs(c: Candidate, ctx: RoutingContext): number {
+function expectedLatencyMs(c: Candidate, ctx: RoutingContext, f: number): number {
   const k = ctx.costs;
   const rtt = c.self ? 0 : (c.rttMs ?? k.rttPriorMs);
   const uncached = Math.max(0, ctx.promptTokens - c.estimatedMatch);
   const service = serviceMs(k, ctx);
-  const wait = c.self ? c.queueDepth * service : peerWaitMs(c, service);
-  return rtt + wait + k.prefillFixedMs + k.prefillMsPerToken * uncached;
+  const wait = c.self ? c.queueDepth * service : peerWaitMs(c, service * f);
+  // Same float order as without peer speed when f = 1: near-ties must break as they always did.
+  if (f === 1) return rtt + wait + k.prefillFixedMs + k.prefillMsPerToken * uncached;
+  return rtt + wait + f * (k.prefillFixedMs + k.prefillMsPerToken * uncached);
 }
 
 /**
@@ -71,13 +96,13 @@ function expectedLatencyMs(c: Candidate, ctx: RoutingContext): number {
  *    exact one we have). Per-request latency alone under-values cache hits once queues form.
  *    Closed loop: L = 0, no effect.
  */
-function rankingCostMs(c: Candidate, selfQueue: number, ctx: RoutingContext): number {
+function rankingCostMs(c: Candidate, selfQueue: number, ctx: RoutingContext, f: number): number {
   const k = ctx.costs;
   const service = serviceMs(k, ctx);
-  const externality = k.prefillMsPerToken * Math.max(0, ctx.promptTokens - c.estimatedMatch) * selfQueue;
-  const base = expectedLatencyMs(c, ctx) + externality;
+  const externality = f * k.prefillMsPerToken * Math.max(0, ctx.promptTokens - c.estimatedMatch) * selfQueue;
+  const base = expectedLatencyMs(c, ctx, f) + externality;
   if (c.self) return base;
-  const wait = peerWaitMs(c, service);
+  const wait = peerWaitMs(c, service * f);
   return base + Math.max(0, selfQueue * service - wait);
 }
 
@@ -104,7 +129,9 @@ export class CostAwarePolicy implements Policy {
   rank(candidates: readonly Candidate[], ctx: RoutingContext): number[] {
     const k = ctx.costs;
     const selfQueue = (candidates[selfIndex(candidates)] as Candidate).queueDepth;
-    const cost = candidates.map((c) => rankingCostMs(c, selfQueue, ctx));
+    const cost = candidates.map((c) =>
+      rankingCostMs(c, selfQueue, ctx, speedFactor(c, k, this.config.peerSpeed)),
+    );
     const tieBreak = candidates.map((c) => (c.self ? -1 : ctx.random()));
     const order = rankBy(candidates, (_ca, _cb, a, b) => {
       const d = (cost[a] as number) - (cost[b] as number);

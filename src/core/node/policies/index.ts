@@ -6,6 +6,7 @@
 import type { z } from "zod";
 import { AffinityPolicy, affinityConfig } from "./affinity.js";
 import { affinityArgmax, affinityArgmaxConfig } from "./affinity-argmax.js";
+import { CentralizedPolicy, centralizedConfig } from "./centralized.js";
 import { CostAwarePolicy, costAwareConfig } from "./cost-aware.js";
 import { LeastLoadedPolicy, leastLoadedConfig } from "./least-loaded.js";
 import { LocalPolicy, localConfig } from "./local.js";
@@ -22,7 +23,18 @@ export const POLICY_NAMES = [
   "affinity-argmax",
   "cost-aware",
 ] as const;
-export type PolicyName = (typeof POLICY_NAMES)[number];
+
+/**
+ * Baselines the core can run but the daemon refuses (its settings list only POLICY_NAMES): they
+ * need what only the simulator gives — `centralized` is a central router's perfectly fresh global
+ * view, which the simulator provides through its oracle.
+ */
+export const BASELINE_POLICY_NAMES = ["centralized"] as const;
+/** Every policy the core (and so the simulator) accepts. */
+export const ALL_POLICY_NAMES = [...POLICY_NAMES, ...BASELINE_POLICY_NAMES] as const;
+export type PolicyName = (typeof ALL_POLICY_NAMES)[number];
+/** A policy the daemon runs. */
+export type DeployablePolicyName = (typeof POLICY_NAMES)[number];
 
 const REGISTRY = {
   local: { config: localConfig, create: () => new LocalPolicy() },
@@ -32,6 +44,7 @@ const REGISTRY = {
   "least-loaded": { config: leastLoadedConfig, create: () => new LeastLoadedPolicy() },
   "affinity-argmax": { config: affinityArgmaxConfig, create: (c) => affinityArgmax(c) },
   "cost-aware": { config: costAwareConfig, create: (c) => new CostAwarePolicy(c) },
+  centralized: { config: centralizedConfig, create: (c) => new CentralizedPolicy(c) },
 } satisfies { [N in PolicyName]: { config: z.ZodType; create(config: never): Policy } };
 
 /** The settings `createPolicy(name, …)` accepts (every field optional: the defaults fill in). */
@@ -54,7 +67,7 @@ export function createPolicy<N extends PolicyName>(name: N, config?: PolicyConfi
 }
 
 export function isPolicyName(s: string): s is PolicyName {
-  return (POLICY_NAMES as readonly string[]).includes(s);
+  return (ALL_POLICY_NAMES as readonly string[]).includes(s);
 }
 
 export type { Candidate, Policy, PolicyNeeds, RoutingContext } from "./policy.js";

@@ -25,6 +25,10 @@ export interface Candidate {
   rttMs: number | undefined;
   /** Known KV capacity in tokens (0 if unknown). */
   capacityTokens: number;
+  /** Tokens in its tree as last reported (exact for self; undefined if never reported). */
+  treeTokens?: number;
+  /** Its prefill as its answers to our forwards showed it (peers we forwarded to only). */
+  observedPrefill?: Readonly<{ prefillMs: number; uncached: number; samples: number }>;
 }
 
 export interface RoutingContext {

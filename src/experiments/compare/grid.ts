@@ -1,0 +1,89 @@
+/**
+ * The comparison grid of `prefixmesh experiment compare` (issue 17): every policy, the centralized
+ * baseline and the oracle on the same seeds, over slices of the space — a full cross product of
+ * loads × Δcomm × sizes × heterogeneity × memory would be thousands of runs, so each slice varies
+ * the axes its question needs and holds the rest at the paper's setup (4 nodes, Δcomm 2 ms).
+ */
+import type { PolicyName } from "../../core/node/policies/index.js";
+
+/** The policies compared, in report order; `oracle` = cost-aware with perfect estimates (the bound). */
+export const COMPARED = [
+  "local",
+  "random",
+  "round-robin",
+  "least-loaded",
+  "affinity",
+  "cost-aware",
+  "centralized",
+  "oracle",
+] as const;
+export type ComparedPolicy = (typeof COMPARED)[number];
+
+/** The policy the oracle row runs with perfect estimates. */
+export const ORACLE_POLICY: PolicyName = "cost-aware";
+
+export const COMM_MS = [2, 20, 200, 1000] as const;
+/** Open-loop offered load, as a fraction of capacity (capacity.ts says how it is measured). */
+export const LOADS = [0.5, 0.8, 0.95, 1.2] as const;
+/** Engine slowdown of the heterogeneous clusters' slow node (node 0). */
+export const SLOW_FACTOR = 3;
+/** Zipf exponent of the open-loop workload's subject popularity. */
+export const ZIPF_S = 1.1;
+
+export type Memory = "paper" | "constrained";
+
+export interface CompareRun {
+  id: string;
+  /** Which question the run answers (the report's sections). */
+  slice: "closed" | "closed-16" | "closed-hetero" | "open" | "open-16" | "open-hetero";
+  policy: ComparedPolicy;
+  nodes: number;
+  commMs: number;
+  memory: Memory;
+  hetero: boolean;
+  /** Offered load as a fraction of capacity; undefined = closed loop (one request in flight). */
+  load?: number;
+}
+
+function run(
+  slice: CompareRun["slice"],
+  policy: ComparedPolicy,
+  nodes: number,
+  commMs: number,
+  memory: Memory,
+  hetero: boolean,
+  load?: number,
+): CompareRun {
+  const parts = [slice, policy, `n${nodes}`, `c${commMs}`, memory];
+  if (hetero) parts.push("het");
+  if (load !== undefined) parts.push(`l${Math.round(load * 100)}`);
+  return {
+    id: parts.join("-"),
+    slice,
+    policy,
+    nodes,
+    commMs,
+    memory,
+    hetero,
+    ...(load !== undefined ? { load } : {}),
+  };
+}
+
+/** Closed-loop slices (they also give the service time open-loop capacity is measured from). */
+export function closedGrid(): CompareRun[] {
+  const out: CompareRun[] = [];
+  for (const memory of ["paper", "constrained"] as const)
+    for (const c of COMM_MS) for (const p of COMPARED) out.push(run("closed", p, 4, c, memory, false));
+  for (const c of [2, 200]) for (const p of COMPARED) out.push(run("closed-16", p, 16, c, "paper", false));
+  for (const c of [2, 200]) for (const p of COMPARED) out.push(run("closed-hetero", p, 4, c, "paper", true));
+  return out;
+}
+
+/** Open-loop slices: p99 against load at 4 nodes, and the 16-node and heterogeneous clusters. */
+export function openGrid(): CompareRun[] {
+  const out: CompareRun[] = [];
+  for (const l of LOADS) for (const p of COMPARED) out.push(run("open", p, 4, 2, "paper", false, l));
+  for (const l of [0.8, 1.2]) for (const p of COMPARED) out.push(run("open-16", p, 16, 2, "paper", false, l));
+  for (const l of [0.8]) for (const p of COMPARED) out.push(run("open-hetero", p, 4, 2, "paper", true, l));
+  return out;
+}

@@ -1,0 +1,181 @@
+/**
+ * `prefixmesh experiment compare`: the comparison grid through the simulator in two phases — closed
+ * loop first (with the runs that measure each cluster's capacity), then open loop at fractions of
+ * that capacity — written out as report.md, results.json and figures.
+ */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { DEFAULT_PROFILE, resolveProfile } from "../../engines/sim/profiles.js";
+import { runInWorkers } from "../runner.js";
+import { buildWorkload, constrainedCapacity, type WorkloadSource } from "../workloads.js";
+import { type CompareResult, executeCompareRun } from "./execute.js";
+import { type CompareRun, closedGrid, openGrid, SLOW_FACTOR } from "./grid.js";
+import { type CompareWorkloadKind, type CompareWorkloadSpec, compareWorkload } from "./workloads.js";
+
+export interface CompareTask {
+  id: string;
+  run: CompareRun;
+  workload: CompareWorkloadKind;
+  capacityTokens?: number;
+}
+
+export interface CompareOptions {
+  source: WorkloadSource;
+  seed: number;
+  closedRequests: number;
+  openRequests: number;
+  /** Every node runs with `freshPeerLoad` (default false: load on snapshot headers only, the paper's). */
+  freshPeerLoad?: boolean;
+  /** cost-aware and the oracle with `peerSpeed` (default false). */
+  peerSpeed?: boolean;
+  workers: number;
+  onPhase?(phase: string): void;
+  onProgress?(done: number, total: number): void;
+}
+
+/** How a cluster's capacity was measured: `local`, closed loop, on the open-loop schedule. */
+export interface Capacity {
+  nodes: number;
+  /** Mean service time per request (s): that run's mean latency (one request in flight). */
+  serviceS: number;
+  /** Requests/s the cluster serves when every node is busy: nodes / serviceS. */
+  rate: number;
+}
+
+export interface CompareOutcome {
+  runs: { run: CompareRun; result: CompareResult }[];
+  capacities: Capacity[];
+  constrainedTokens: number;
+  paperTokens: number;
+  spec: CompareWorkloadSpec;
+  synthetic: boolean;
+  wallMs: number;
+}
+
+/** Slowest first, so the workers finish together: 16 nodes and the oracle's view cost the most. */
+function cost(t: CompareTask): number {
+  const global = t.run.policy === "oracle" || t.run.policy === "centralized" ? 2 : 1;
+  return t.run.nodes * global * (t.workload.kind === "open" ? 1.5 : 1);
+}
+
+export async function runCompare(opts: CompareOptions): Promise<CompareOutcome> {
+  const t0 = performance.now();
+  const spec: CompareWorkloadSpec = {
+    source: opts.source,
+    seed: opts.seed,
+    closedRequests: opts.closedRequests,
+    openRequests: opts.openRequests,
+    freshPeerLoad: opts.freshPeerLoad ?? false,
+    peerSpeed: opts.peerSpeed ?? false,
+  };
+  opts.onPhase?.("building workloads");
+  // The constrained cache is the paper experiment's (a quarter of the full uniform working set).
+  const full = await buildWorkload({ source: opts.source, seed: opts.seed }, "uniform");
+  const constrainedTokens = constrainedCapacity(full);
+  const paperTokens = resolveProfile(DEFAULT_PROFILE).capacityTokens;
+  const capOf = (run: CompareRun) =>
+    run.memory === "constrained" ? { capacityTokens: constrainedTokens } : {};
+
+  const calibration = [4, 16].map(
+    (nodes): CompareTask => ({
+      id: `capacity-n${nodes}`,
+      run: {
+        id: `capacity-n${nodes}`,
+        slice: "open",
+        policy: "local",
+        nodes,
+        commMs: 2,
+        memory: "paper",
+        hetero: false,
+      },
+      workload: { kind: "open-closed" },
+    }),
+  );
+  const closed = closedGrid().map(
+    (run): CompareTask => ({ id: run.id, run, workload: { kind: "closed" }, ...capOf(run) }),
+  );
+  opts.onPhase?.("simulating closed loop");
+  const first = await pool(
+    spec,
+    [...calibration, ...closed],
+    opts,
+    0,
+    opts.closedRequests * (closed.length + 2) + opts.openRequests * openGrid().length,
+  );
+
+  const capacities: Capacity[] = calibration.map((t) => {
+    const r = first.get(t.id) as CompareResult;
+    return { nodes: t.run.nodes, serviceS: r.meanS, rate: t.run.nodes / r.meanS };
+  });
+  const rateFor = (run: CompareRun): number => {
+    const c = capacities.find((x) => x.nodes === run.nodes) as Capacity;
+    // A node SLOW_FACTOR× slower serves 1/SLOW_FACTOR of a node's rate.
+    const effective = run.hetero ? run.nodes - 1 + 1 / SLOW_FACTOR : run.nodes;
+    return ((run.load ?? 1) * effective) / c.serviceS;
+  };
+  const open = openGrid().map(
+    (run): CompareTask => ({
+      id: run.id,
+      run,
+      workload: { kind: "open", rate: rateFor(run) },
+      ...capOf(run),
+    }),
+  );
+  opts.onPhase?.("simulating open loop");
+  const closedDone = opts.closedRequests * (closed.length + 2);
+  const second = await pool(spec, open, opts, closedDone, closedDone + opts.openRequests * open.length);
+
+  const runs = [...closed, ...open].map((t) => ({
+    run: t.run,
+    result: (first.get(t.id) ?? second.get(t.id)) as CompareResult,
+  }));
+  return {
+    runs,
+    capacities,
+    constrainedTokens,
+    paperTokens,
+    spec,
+    synthetic: opts.source.kind === "synthetic",
+    wallMs: performance.now() - t0,
+  };
+}
+
+async function pool(
+  spec: CompareWorkloadSpec,
+  tasks: CompareTask[],
+  opts: CompareOptions,
+  base: number,
+  total: number,
+): Promise<Map<string, CompareResult>> {
+  const sorted = [...tasks].sort((a, b) => cost(b) - cost(a));
+  const doneBy = new Map<string, number>();
+  let done = base;
+  const progress = (id: string, d: number) => {
+    done += d - (doneBy.get(id) ?? 0);
+    doneBy.set(id, d);
+    opts.onProgress?.(done, total);
+  };
+  const workerUrl = new URL("./worker.js", import.meta.url);
+  if (opts.workers > 0 && existsSync(fileURLToPath(workerUrl)))
+    return runInWorkers<CompareTask, CompareResult>(workerUrl, spec, sorted, opts.workers, progress);
+  // In this thread (tests run from TypeScript sources, where the compiled worker does not exist).
+  const out = new Map<string, CompareResult>();
+  for (const t of sorted) {
+    const w = await compareWorkload(spec, t.workload);
+    const rate = t.workload.kind === "open" ? t.workload.rate : undefined;
+    out.set(
+      t.id,
+      executeCompareRun(
+        t.run,
+        w,
+        t.capacityTokens,
+        spec.seed,
+        rate,
+        spec.freshPeerLoad,
+        spec.peerSpeed,
+        (d) => progress(t.id, d),
+      ),
+    );
+  }
+  return out;
+}

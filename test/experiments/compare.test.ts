@@ -1,0 +1,82 @@
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CliError } from "../../src/cli/errors.js";
+import { registerExperiment } from "../../src/cli/experiment.js";
+import { COMPARED, closedGrid, openGrid } from "../../src/experiments/compare/grid.js";
+import { writeCompareReport } from "../../src/experiments/compare/report.js";
+import { runCompare } from "../../src/experiments/compare/run.js";
+
+let out: string;
+beforeAll(async () => {
+  out = await mkdtemp(join(tmpdir(), "pm-compare-"));
+});
+afterAll(() => rm(out, { recursive: true, force: true }));
+
+describe("experiment compare", () => {
+  it("compares every policy, the centralized baseline and the oracle in every cell", () => {
+    const runs = [...closedGrid(), ...openGrid()];
+    expect(new Set(runs.map((r) => r.id)).size).toBe(runs.length);
+    const cells = new Map<string, Set<string>>();
+    for (const r of runs) {
+      const key = r.id.replace(`-${r.policy}-`, "-*-");
+      const set = cells.get(key) ?? new Set<string>();
+      set.add(r.policy);
+      cells.set(key, set);
+    }
+    for (const set of cells.values()) expect([...set].sort()).toEqual([...COMPARED].sort());
+    // The issue's axes are all there.
+    expect(new Set(runs.map((r) => r.commMs))).toEqual(new Set([2, 20, 200, 1000]));
+    expect(new Set(runs.map((r) => r.load))).toEqual(new Set([undefined, 0.5, 0.8, 0.95, 1.2]));
+    expect(new Set(runs.map((r) => r.nodes))).toEqual(new Set([4, 16]));
+    expect(new Set(runs.map((r) => r.hetero))).toEqual(new Set([false, true]));
+    expect(new Set(runs.map((r) => r.memory))).toEqual(new Set(["paper", "constrained"]));
+  });
+
+  it("runs the grid on a tiny synthetic workload and writes the report with its targets", async () => {
+    const o = await runCompare({
+      source: { kind: "synthetic", scale: 0.02 },
+      seed: 2,
+      closedRequests: 24,
+      openRequests: 24,
+      workers: 0,
+    });
+    expect(o.runs.length).toBe(closedGrid().length + openGrid().length);
+    for (const { result: r } of o.runs) {
+      expect(r.answered + r.refused).toBe(r.requests);
+      expect(r.actualHit).toBeLessThanOrEqual(r.idealHit + 1e-9);
+    }
+    for (const c of o.capacities) expect(c.rate).toBeCloseTo(c.nodes / c.serviceS, 9);
+    // Local never forwards, so it sends no forward and never falls back.
+    for (const { run, result } of o.runs) if (run.policy === "local") expect(result.forwardedShare).toBe(0);
+    const dir = join(out, "report");
+    await writeCompareReport(o, { command: "test", loadBefore: 0, loadAfter: 0, cores: 2 }, dir);
+    const md = await readFile(join(dir, "report.md"), "utf8");
+    expect(md).toMatch(/SYNTHETIC/);
+    expect(md).toMatch(/### Target 1/);
+    expect(md).toMatch(/### Target 3/);
+    expect(md).toMatch(/baseline, simulation only/);
+    for (const f of ["latency-vs-comm", "p99-vs-load", "hit-vs-ideal"])
+      expect((await readFile(join(dir, `${f}.png`))).subarray(0, 4)).toEqual(
+        Buffer.from([0x89, 0x50, 0x4e, 0x47]),
+      );
+  }, 120_000);
+
+  it("rejects bad flags with a CliError", async () => {
+    const program = new Command().exitOverride();
+    program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
+    registerExperiment(program);
+    const argv = (...a: string[]) => ["node", "prefixmesh", "experiment", "compare", ...a];
+    await expect(program.parseAsync(argv("--requests", "0"))).rejects.toThrow(CliError);
+    // Opt-in flags: the default is the paper's load reports and cost-aware's defaults.
+    const compare = program.commands[0]?.commands.find((c) => c.name() === "compare");
+    const opts = compare?.options.map((o) => o.long);
+    expect(opts).toContain("--fresh-peer-load");
+    expect(opts).toContain("--peer-speed");
+    await expect(program.parseAsync(argv("--mmlu-dir", join(out, "nope")))).rejects.toThrow(
+      /expected dev\/ and test\//,
+    );
+  });
+});
