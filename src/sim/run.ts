@@ -26,6 +26,7 @@ import { Oracle } from "./oracle.js";
 import {
   type MessageTotals,
   type SimConfig,
+  type SimMisbehaviour,
   type SimNodeSummary,
   type SimPause,
   type SimProgress,
@@ -83,6 +84,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const nodeFaults = config.faults?.node ?? {};
   const slowdowns = byNode(N, engineFaults.slowdowns);
   const pauses = byNode(N, nodeFaults.pauses);
+  const stalls = byNode(N, nodeFaults.stalls);
+  const refuses = byNode(N, nodeFaults.refuses);
   const hasPauses = (nodeFaults.pauses?.length ?? 0) > 0;
   const rng = new Prng(config.seed);
   const net = new SimNetwork(rng.fork(), config.commMs, config.jitterMs, netFaults);
@@ -318,19 +321,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           if (e.msg.type === "forward") s.summary.forwarded++;
           const to = idxOf.get(e.to);
           if (to === undefined) break;
-          const dest = nodes[to] as SimNodeState;
-          if (!dest.node) break; // host down: silently lost
-          const copies = net.delays(now, s.idx, to, delayBuf);
-          for (let c = 0; c < copies; c++) {
-            queue.push({
-              at: now + (delayBuf[c] as number),
-              k: "deliver",
-              to,
-              inc: dest.inc,
-              from: s.idx,
-              msg: e.msg,
-            });
-          }
+          // A stalling peer's answers never leave it.
+          const answer = e.msg.type === "result" || e.msg.type === "error";
+          if (answer && stalls !== undefined && misbehaves(stalls[s.idx], now)) break;
+          transmit(s.idx, to, e.msg);
           break;
         }
         case "engine-run": {
@@ -372,6 +366,16 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           onReply(s, e);
           break;
       }
+    }
+  }
+
+  /** Puts `msg` from node `from` on the network to node `to` (lost if its host is down). */
+  function transmit(from: number, to: number, msg: PeerMessage): void {
+    const dest = nodes[to] as SimNodeState;
+    if (!dest.node) return; // host down: silently lost
+    const copies = net.delays(now, from, to, delayBuf);
+    for (let c = 0; c < copies; c++) {
+      queue.push({ at: now + (delayBuf[c] as number), k: "deliver", to, inc: dest.inc, from, msg });
     }
   }
 
@@ -463,7 +467,14 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         const dest = nodes[ev.to] as SimNodeState;
         if (!dest.node || dest.inc !== ev.inc) break;
         const from = ids[ev.from] as string;
-        if (ev.msg.type === "snapshot") {
+        if (ev.msg.type === "forward" && refuses !== undefined && misbehaves(refuses[ev.to], now)) {
+          // A refusing peer answers every forward with a retryable error, as an HTTP 503 arrives.
+          const { reqId, attempt } = ev.msg;
+          const error = "refused: HTTP 503 service unavailable";
+          const msg: PeerMessage = { type: "error", reqId, attempt, error, retryable: true };
+          countMessage(msg);
+          transmit(ev.to, ev.from, msg);
+        } else if (ev.msg.type === "snapshot") {
           // A real snapshot may carry older figures than the oracle last pushed: re-push after it.
           oracle?.invalidate(from, dest.id);
           deliverSnapshot(dest, from, ev.msg);
@@ -617,6 +628,13 @@ function slowdownAt(list: readonly SimSlowdown[] | undefined, now: number): numb
   return f;
 }
 
+/** Whether a misbehaviour of the node is in force at `now`. */
+function misbehaves(list: readonly SimMisbehaviour[] | undefined, now: number): boolean {
+  for (const x of list ?? [])
+    if (now >= (x.atMs ?? 0) && now < (x.untilMs ?? Number.POSITIVE_INFINITY)) return true;
+  return false;
+}
+
 /** When the node resumes if it is frozen at `now`, else -1 (back-to-back pauses: the last end). */
 function pausedUntil(list: readonly SimPause[] | undefined, now: number): number {
   let until = -1;
@@ -663,6 +681,11 @@ function validate(c: SimConfig): void {
     nodeIndex("pause", p.node);
     if (!(p.atMs >= 0 && p.untilMs > p.atMs && Number.isFinite(p.untilMs)))
       bad(`a pause must end (untilMs finite) after it starts (atMs ≥ 0), got ${p.atMs}-${p.untilMs}`);
+  }
+  for (const x of [...(f.node?.stalls ?? []), ...(f.node?.refuses ?? [])]) {
+    nodeIndex("stall/refuse", x.node);
+    if (x.atMs !== undefined && x.untilMs !== undefined && !(x.untilMs > x.atMs))
+      bad(`a stall or refusal must end after it starts, got ${x.atMs}-${x.untilMs}`);
   }
   for (const x of f.engine?.slowdowns ?? []) {
     nodeIndex("slowdown", x.node);

@@ -66,10 +66,24 @@ export interface EngineFaults {
   slowdowns?: SimSlowdown[];
 }
 
+/** Node `node` misbehaves as a peer in [atMs, untilMs) (default: the whole run). */
+export interface SimMisbehaviour {
+  node: number;
+  atMs?: number;
+  untilMs?: number;
+}
+
 /** Faults of the node processes. */
 export interface NodeFaults {
   crashes?: SimCrash[];
   pauses?: SimPause[];
+  /**
+   * Stalling peers: they ack every forward and never answer it (their results and errors are lost
+   * on the way out), while their snapshots and their own clients' requests go on as usual.
+   */
+  stalls?: SimMisbehaviour[];
+  /** Refusing peers: every forward they get is answered with a retryable error (an HTTP 503), unrun. */
+  refuses?: SimMisbehaviour[];
 }
 
 /**
@@ -172,6 +186,7 @@ export const SUMMED_STATS = [
   "probes",
   "resends",
   "resentAnswers",
+  "overdueAnswers",
 ] as const satisfies readonly (keyof NodeStats)[];
 export type SummedStat = (typeof SUMMED_STATS)[number];
 

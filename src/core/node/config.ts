@@ -117,6 +117,25 @@ export const nodeConfigSchema = z
         weight: z.number().min(0).max(1_000_000).default(16),
       })
       .prefault({}),
+    /**
+     * Peer trust (trust.ts): score each peer from its answers to our forwards and stop routing to
+     * one whose breaker opened (a stalling, failing or refusing peer). Off: the paper's crash-only
+     * model, where only silence (suspicion) keeps a peer from being chosen.
+     */
+    peerTrust: z.boolean().default(false),
+    /** Failures within trustWindowMs that open a peer's breaker. */
+    trustFailures: z.number().int().min(1).max(1000).default(3),
+    trustWindowMs: z.number().positive().max(3_600_000).default(60_000),
+    /** A breaker stays open this long before one forward probes; doubles per failed probe. */
+    trustOpenMs: z.number().positive().max(3_600_000).default(10_000),
+    trustMaxOpenMs: z.number().positive().max(3_600_000).default(120_000),
+    /**
+     * With peerTrust: an acked forward not answered by answerSlack × its expected time (the ack's
+     * ETA, else our own estimate from the peer's queue and our learned costs) + answerSlackMs fails
+     * over at once (and counts against the peer) instead of waiting for forwardTimeoutMs.
+     */
+    answerSlack: z.number().min(1).max(1000).default(3),
+    answerSlackMs: z.number().min(0).max(3_600_000).default(1_000),
     /** Per-sample decay of the prefill fit: memory ≈ 1 / (1 − decay) engine runs. */
     costDecay: z.number().min(0.5).max(1).default(0.98),
   })
@@ -160,6 +179,8 @@ export const DAEMON_NODE_DEFAULTS = {
    * leaves first, a quick answer costs no extra record.
    */
   ackDeferMs: 10,
+  /** A peer that acks and never answers, fails or keeps refusing is routed around (trust.ts). */
+  peerTrust: true,
 } as const satisfies Partial<NodeConfigInput>;
 
 /** Validates and fills defaults; throws an Error with every problem listed. */

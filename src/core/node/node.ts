@@ -112,7 +112,7 @@ export class PrefixNode {
     if (id === this.config.id || !nodeId.safeParse(id).success) return false;
     if (this.members.has(id) || this.members.size >= this.maxPeers()) return false;
     this.members.add(id, this.deps.now());
-    this.origin.targets.add(id);
+    this.origin.addPeer(id);
     this.antiEntropy.add(id);
     return true;
   }
@@ -125,7 +125,7 @@ export class PrefixNode {
     const out: Effect[] = [];
     if (!this.members.remove(id)) return out;
     this.antiEntropy.remove(id);
-    this.origin.targets.remove(id);
+    this.origin.removePeer(id);
     this.failPendingTo(id, this.deps.now(), out);
     return out;
   }
@@ -189,9 +189,9 @@ export class PrefixNode {
     return buildCandidates(self, peers, this.antiEntropy.index, request.tokens);
   }
 
-  /** Live and not pushing back — unless our queue is deeper than its own (then local is worse still). */
+  /** Live, trusted, not pushing back — unless our queue is deeper than its own (local is worse still). */
   private routable(id: NodeId, now: number, selfQueueDepth = this.executor.queueDepth()): boolean {
-    if (this.members.liveness(id, now) !== "live") return false;
+    if (this.members.liveness(id, now) !== "live" || !this.origin.trust.routable(id, now)) return false;
     const load = this.antiEntropy.load(id);
     return now >= load.pushBackUntil || load.queueDepth < selfQueueDepth;
   }
@@ -365,7 +365,7 @@ export class PrefixNode {
       id,
       ...this.members.view(id, now),
       ...this.antiEntropy.view(id, now),
-      ...this.origin.targets.view(id),
+      ...this.origin.peerView(id),
     }));
   }
   /** The costs this node has learned (what cost-aware routing sees). */

@@ -18,6 +18,7 @@
  */
 import type { EngineRequest, EngineResult, EvictedRun } from "../engine.js";
 import type { Snapshot } from "../snapshot.js";
+import type { TrustView } from "./trust.js";
 
 /** A node id: short printable string, unique in the cluster (validated by the config). */
 export type NodeId = string;
@@ -223,6 +224,8 @@ export interface PeerView {
   holdsOfUs: HeldVersion | undefined;
   /** Forwards to it must be acked within the ack timeout (false: it was seen not to ack, e.g. old). */
   acksForwards: boolean;
+  /** What its answers to our forwards earned it (trust.ts); undefined for a peer we do not track. */
+  trust: TrustView | undefined;
 }
 
 export interface NodeStats {
@@ -240,6 +243,8 @@ export interface NodeStats {
   ackTimeouts: number;
   /** Probes: forwards re-sent for the same attempt because it was acked but its answer is overdue. */
   probes: number;
+  /** Acked forward attempts abandoned because their answer was overdue (peer trust). */
+  overdueAnswers: number;
   /** Forwards re-sent for the same attempt because it was not acked (up to `forwardResends`). */
   resends: number;
   /** Answers re-sent to an origin that probed for a forward we had already answered. */
