@@ -168,7 +168,15 @@ export async function startNode(
     },
     onConnectionClosed: (reason) => metrics.connectionsRefused.inc({ port: "peer", reason }),
   });
-  const api = buildApi({ service: runtime, metrics, logger, bodyLimit: s.bodyLimitBytes });
+  const api = buildApi({
+    service: runtime,
+    metrics,
+    logger,
+    bodyLimit: s.bodyLimitBytes,
+    defaultMaxTokens: s.maxTokensDefault,
+    chatDefaultMaxTokens: s.chatMaxTokensDefault,
+    maxTokensCeiling: s.maxTokensCeiling,
+  });
   const apiClosed = (reason: string) => metrics.connectionsRefused.inc({ port: "api", reason });
   const watchApiIdle = applyConnectionTimeouts(
     api.server,
