@@ -187,6 +187,7 @@ export const SUMMED_STATS = [
   "resends",
   "resentAnswers",
   "overdueAnswers",
+  "expiredForwards",
 ] as const satisfies readonly (keyof NodeStats)[];
 export type SummedStat = (typeof SUMMED_STATS)[number];
 

@@ -29,6 +29,11 @@ export interface JobSpec {
   request: EngineRequest;
   /** Forwards: the key a cancel or a duplicate finds the job by while it waits or runs. */
   key?: string;
+  /**
+   * Forwards: ms its origin still waited for it when it arrived (the forward's `deadlineMs`). A job
+   * whose deadline passes while it waits is dropped when its turn comes: its origin has moved on.
+   */
+  deadlineMs?: number | undefined;
 }
 
 interface Job extends JobSpec {
@@ -40,6 +45,8 @@ interface Job extends JobSpec {
   cacheTokens: number;
   /** Cancelled by its origin while queued: skipped when its turn comes. */
   cancelled: boolean;
+  /** Absolute time past which nobody waits for it (∞: no deadline). */
+  expiresAt: number;
 }
 
 /** A job the engine finished: its spec, the result (engine-private fields removed) and its timing. */
@@ -50,6 +57,8 @@ export interface Completion {
 }
 
 export interface ExecutorCounters {
+  /** Queued forwards dropped at their turn because their origin's deadline had passed. */
+  expiredForwards: number;
   servedLocal: number;
   servedForPeers: number;
   engineFailures: number;
@@ -101,7 +110,13 @@ export class Executor {
     this.queuedByKey.clear();
     this.cancelledQueued = 0;
     this.reserved = 0;
-    this.counters = { servedLocal: 0, servedForPeers: 0, engineFailures: 0, evictedTokens: 0 };
+    this.counters = {
+      expiredForwards: 0,
+      servedLocal: 0,
+      servedForPeers: 0,
+      engineFailures: 0,
+      evictedTokens: 0,
+    };
   }
 
   /** The exact local tree. Read-only outside this file. */
@@ -139,6 +154,7 @@ export class Executor {
       matched: 0,
       cacheTokens: 0,
       cancelled: false,
+      expiresAt: expiry(spec.deadlineMs, now),
     };
     this.queue.push(job);
     if (job.key !== undefined) this.queuedByKey.set(job.key, job);
@@ -160,6 +176,11 @@ export class Executor {
         continue;
       }
       if (job.key !== undefined) this.queuedByKey.delete(job.key);
+      if (now > job.expiresAt) {
+        // Checked at admission too (serving.ts), but a queue can slow down after it: no run for nobody.
+        this.counters.expiredForwards++;
+        continue;
+      }
       job.startedAt = now;
       const tokens = job.request.tokens;
       let evicted: EvictedRun[] = [];
@@ -351,6 +372,13 @@ export class Executor {
     // Re-hashing every cached token is the dearest part: every 16th run (a wrong key set persists).
     this.tree_.checkIntegrity(++this.walks % 16 === 1);
   }
+}
+
+/** When a job of a forward with `deadlineMs` (peer-controlled: only a finite, non-negative one) expires. */
+function expiry(deadlineMs: number | undefined, now: number): number {
+  return typeof deadlineMs === "number" && Number.isFinite(deadlineMs) && deadlineMs >= 0
+    ? now + deadlineMs
+    : Number.POSITIVE_INFINITY;
 }
 
 /** Cached sequences are the engine's private business: never ship them to peers or clients. */

@@ -274,7 +274,7 @@ export class PrefixNode {
   private onForward(from: NodeId, msg: PeerMessageOf<"forward">, now: number, out: Effect[]): void {
     const verdict = this.serving.admit(from, msg, this.executor.full(), this.executor.expectedWaitMs(), out);
     if (verdict === undefined) return;
-    const { reqId, attempt } = msg;
+    const { reqId, attempt, deadlineMs } = msg;
     const job = verdict.kind === "duplicate" ? this.executor.jobFor(verdict.key, now) : undefined;
     if (verdict.kind === "duplicate" && job === undefined) {
       this.serving.handled(from, reqId, attempt, verdict.key, now, out);
@@ -284,7 +284,11 @@ export class PrefixNode {
     const eta = this.serving.wantsEta ? this.executor.etaMs(request, job?.ranMs) : undefined;
     this.serving.ack(from, reqId, attempt, verdict.key, eta, now, out);
     if (verdict.kind === "accept")
-      this.executor.enqueue({ kind: "forward", reqId, from, attempt, request, key: verdict.key }, now, out);
+      this.executor.enqueue(
+        { kind: "forward", reqId, from, attempt, request, key: verdict.key, deadlineMs },
+        now,
+        out,
+      );
   }
 
   private onSendFailed(to: NodeId, msg: PeerMessage | undefined, now: number, out: Effect[]): void {

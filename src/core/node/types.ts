@@ -251,6 +251,8 @@ export interface NodeStats {
   resentAnswers: number;
   /** `forward-ack`s ignored: unknown or finished request, an older attempt, or a duplicate. */
   ignoredAcks: number;
+  /** Queued forwards dropped when their turn came, their origin's deadline passed (never run). */
+  expiredForwards: number;
   /** Forwards refused at once because the expected finish lies beyond the origin's deadline. */
   rejectedDeadline: number;
   rejectedOverload: number;

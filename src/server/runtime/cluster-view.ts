@@ -105,5 +105,6 @@ function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, numbe
     duplicate_forward: s.duplicateForwards,
     cancelled_forward: s.cancelledForwards,
     overdue_answer: s.overdueAnswers,
+    expired_forward: s.expiredForwards,
   };
 }
