@@ -103,6 +103,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const keepRecords = config.keepRecords !== false;
   const oracle = config.oracle === true ? new Oracle() : undefined;
   let oracleBusy = false;
+  /** When the run stops: set once every request is answered (∞ until then). */
+  let stopAt = Number.POSITIVE_INFINITY;
 
   const nodes: SimNodeState[] = ids.map((id, idx) => ({
     idx,
@@ -328,6 +330,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           break;
         }
         case "engine-run": {
+          // A run starting after the last answer (work its origin gave up on) evicts from a tree at
+          // once: settling starts again from here, as it does when such a run ends.
+          if (stopAt !== Number.POSITIVE_INFINITY) stopAt = Math.max(stopAt, now + (config.settleMs ?? 0));
           for (const r of e.evicted) s.summary.evictedTokens += r.path.length - r.keep;
           const { result, durationMs: modelledMs } = s.engine.execute(e.request, e.evicted);
           // A slowed engine takes longer and says so: the node learns its costs from these times.
@@ -443,7 +448,6 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   for (const c of nodeFaults.crashes ?? []) faultsEnd = Math.max(faultsEnd, c.restartAtMs ?? c.atMs);
   for (const p of nodeFaults.pauses ?? []) faultsEnd = Math.max(faultsEnd, p.untilMs);
   // (A slowed engine is not a fault convergence waits out: anti-entropy runs at any engine speed.)
-  let stopAt = Number.POSITIVE_INFINITY;
   while (queue.size > 0) {
     const ev = queue.pop() as Ev;
     if (ev.at > maxT) break;

@@ -188,6 +188,7 @@ export const SUMMED_STATS = [
   "resentAnswers",
   "overdueAnswers",
   "expiredForwards",
+  "offloaded",
 ] as const satisfies readonly (keyof NodeStats)[];
 export type SummedStat = (typeof SUMMED_STATS)[number];
 

@@ -136,6 +136,13 @@ export const nodeConfigSchema = z
      */
     answerSlack: z.number().min(1).max(1000).default(3),
     answerSlackMs: z.number().min(0).max(3_600_000).default(1_000),
+    /**
+     * Offload: our own wait is judged by how long the running jobs have run, not by the queue's count
+     * alone (a job far past the usual service time, e.g. an unbounded generation, is expected to run
+     * as long again), so routing sends new work to a peer that will finish it sooner; and at each
+     * anti-entropy tick our clients' requests still waiting here move to such a peer.
+     */
+    offload: z.boolean().default(false),
     /** Per-sample decay of the prefill fit: memory ≈ 1 / (1 − decay) engine runs. */
     costDecay: z.number().min(0.5).max(1).default(0.98),
   })

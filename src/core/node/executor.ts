@@ -130,13 +130,69 @@ export class Executor {
   }
 
   /** This node as a routing candidate for `tokens` (its match is exact). */
-  selfView(id: NodeId, tokens: Tokens): SelfView {
-    return {
+  selfView(id: NodeId, tokens: Tokens, now?: number): SelfView {
+    const view: SelfView = {
       id,
       match: this.tree_.match(tokens),
       queueDepth: this.queueDepth(),
       capacityTokens: this.tree_.capacity,
     };
+    const wait = this.config.offload && now !== undefined ? this.waitFrom(0, now) : undefined;
+    if (wait !== undefined) view.waitMs = wait;
+    return view;
+  }
+
+  /**
+   * Offload: when the job `ahead` places behind the running ones would start, elapsed-aware.
+   * A running job has half its service left on average while younger than it; one that has run
+   * longer is expected to run as long again (a long generation shows itself only by running long).
+   * Undefined until a run is timed.
+   */
+  waitFrom(ahead: number, now: number): number | undefined {
+    const svc = this.serviceMsEwma;
+    if (svc === undefined) return undefined;
+    const c = this.config.concurrency;
+    if (this.running.size + ahead < c) return 0;
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const job of this.running.values()) {
+      const ran = now - job.startedAt;
+      soonest = Math.min(soonest, ran < svc ? Math.max(svc / 2, svc - ran) : ran);
+    }
+    if (this.running.size < c) soonest = 0;
+    return soonest + Math.floor(ahead / c) * svc;
+  }
+
+  /**
+   * Offload: our clients' jobs still waiting (first `limit`), each with when it would start.
+   * Read-only; `takeQueued` removes one.
+   */
+  waitingClients(
+    now: number,
+    limit: number,
+  ): { reqId: string; request: EngineRequest; startsInMs: number }[] {
+    const out: { reqId: string; request: EngineRequest; startsInMs: number }[] = [];
+    let ahead = 0;
+    for (let i = this.queueHead; i < this.queue.length && out.length < limit; i++) {
+      const job = this.queue[i] as Job;
+      if (job.cancelled) continue;
+      const startsInMs = this.waitFrom(ahead++, now);
+      if (startsInMs === undefined) break;
+      if (job.kind === "client") out.push({ reqId: job.reqId, request: job.request, startsInMs });
+    }
+    return out;
+  }
+
+  /** Offload: removes our client's waiting job for `reqId` (false: none waits). */
+  takeQueued(reqId: string): boolean {
+    for (let i = this.queueHead; i < this.queue.length; i++) {
+      const job = this.queue[i] as Job;
+      if (job.cancelled || job.kind !== "client" || job.reqId !== reqId) continue;
+      job.cancelled = true;
+      this.cancelledQueued++;
+      this.check();
+      return true;
+    }
+    return false;
   }
 
   /** The queue bound (`maxQueue`) is reached: refuse more work. */

@@ -15,6 +15,7 @@ import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from
 import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
 import { Membership } from "./membership.js";
+import { OFFLOAD_SCAN, offloadTarget } from "./offload.js";
 import { Origin } from "./origin.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
@@ -170,7 +171,7 @@ export class PrefixNode {
   private onClientRequest(reqId: string, request: EngineRequest, now: number, out: Effect[]): void {
     const refused = this.origin.admit(reqId, request, now);
     if (refused) return void out.push(refused);
-    const self = this.executor.selfView(this.config.id, request.tokens);
+    const self = this.executor.selfView(this.config.id, request.tokens, now);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
     const costs = this.executor.learnedCosts();
     this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.evictionPressure());
@@ -311,6 +312,7 @@ export class PrefixNode {
         // Forwards to peers that went silent need not wait for their full timeout.
         const silent = (p: NodeId) => this.members.has(p) && this.members.liveness(p, now) !== "live";
         for (const reqId of this.origin.waitingOn(silent)) this.failOver(reqId, now, out, true, true);
+        if (this.config.offload) this.offloadWaiting(now, out);
         out.push({ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() });
         break;
       }
@@ -321,6 +323,17 @@ export class PrefixNode {
       case "acks":
         this.serving.onAcksTimer(now, out);
         break;
+    }
+  }
+
+  /** Offload (offload.ts): our clients' requests waiting here move to a peer that finishes sooner. */
+  private offloadWaiting(now: number, out: Effect[]): void {
+    for (const w of this.executor.waitingClients(now, OFFLOAD_SCAN)) {
+      const self = this.executor.selfView(this.config.id, w.request.tokens);
+      const to = offloadTarget(w, this.candidates(w.request, now, self), this.executor.learnedCosts());
+      if (to === undefined || !this.executor.takeQueued(w.reqId)) continue;
+      this.origin.reroute(w.reqId, to);
+      this.advance(w.reqId, now, out);
     }
   }
 

@@ -107,6 +107,7 @@ function originCounters() {
     rejectedOverload: 0,
     invalidMessages: 0,
     overdueAnswers: 0,
+    offloaded: 0,
   };
 }
 
@@ -316,6 +317,19 @@ export class Origin {
     this.counters.forwarded++;
     this.sendForward(p, to, peer, now, out);
     out.push({ type: "set-timer", timer: forwardTimer(p), delayMs: this.config.forwardTimeoutMs });
+  }
+
+  /**
+   * Offload: the request, waiting in our queue, goes to `to` instead (node.ts took it out of the
+   * queue and advances it next): a plan of that one peer, then here again.
+   */
+  reroute(reqId: string, to: NodeId): void {
+    const p = this.get(reqId);
+    invariant(p.current === undefined && p.attempt === p.fallbacks, "rerouting a request not waiting here");
+    p.plan = [to];
+    p.expect = [];
+    p.next = 0;
+    this.counters.offloaded++;
   }
 
   /** No peer attempt left: the request runs here (current undefined from now on). */

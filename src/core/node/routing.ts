@@ -14,6 +14,8 @@ export interface SelfView {
   match: number;
   queueDepth: number;
   capacityTokens: number;
+  /** With `offload`: the expected wait here, elapsed-aware (see `Candidate.waitMs`). */
+  waitMs?: number;
 }
 
 const scratch = new Map<string, number>();
@@ -57,6 +59,7 @@ export function buildCandidates(
     queueDepth: self.queueDepth,
     rttMs: 0,
     capacityTokens: self.capacityTokens,
+    ...(self.waitMs === undefined ? {} : { waitMs: self.waitMs }),
   });
   if (peers.length === 1) return peers; // nobody to forward to: no index walk
   const { owners, lengths } = index.matchAll(tokens);

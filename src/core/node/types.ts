@@ -251,6 +251,8 @@ export interface NodeStats {
   resentAnswers: number;
   /** `forward-ack`s ignored: unknown or finished request, an older attempt, or a duplicate. */
   ignoredAcks: number;
+  /** Our clients' requests moved from our queue to a peer expected to finish them sooner (offload). */
+  offloaded: number;
   /** Queued forwards dropped when their turn came, their origin's deadline passed (never run). */
   expiredForwards: number;
   /** Forwards refused at once because the expected finish lies beyond the origin's deadline. */

@@ -55,7 +55,7 @@ function expectedLatencyMs(c: Candidate, ctx: RoutingContext): number {
   const rtt = c.self ? 0 : (c.rttMs ?? k.rttPriorMs);
   const uncached = Math.max(0, ctx.promptTokens - c.estimatedMatch);
   const service = serviceMs(k, ctx);
-  const wait = c.self ? c.queueDepth * service : peerWaitMs(c, service);
+  const wait = c.self ? (c.waitMs ?? c.queueDepth * service) : peerWaitMs(c, service);
   return rtt + wait + k.prefillFixedMs + k.prefillMsPerToken * uncached;
 }
 

@@ -25,6 +25,12 @@ export interface Candidate {
   rttMs: number | undefined;
   /** Known KV capacity in tokens (0 if unknown). */
   capacityTokens: number;
+  /**
+   * Self only, with `offload`: the expected wait here, from how long the running jobs have run (a
+   * job far past the usual service time is expected to run as long again); policies that weigh
+   * waits use it instead of queueDepth × the service time. Undefined: the count alone.
+   */
+  waitMs?: number;
 }
 
 export interface RoutingContext {
