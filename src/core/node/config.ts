@@ -137,6 +137,13 @@ export const nodeConfigSchema = z
     answerSlack: z.number().min(1).max(1000).default(3),
     answerSlackMs: z.number().min(0).max(3_600_000).default(1_000),
     /**
+     * Admission by expected wait: a client request that would wait here longer than this (ms; the
+     * executor's elapsed-aware estimate from measured service times) first goes to a peer expected
+     * to start it within it, else is refused at once as overloaded, with when to retry (the time
+     * our queue needs to drain back under the bound). 0 = off: only maxQueue refuses.
+     */
+    maxWaitMs: z.number().min(0).max(3_600_000).default(0),
+    /**
      * Offload: our own wait is judged by how long the running jobs have run, not by the queue's count
      * alone (a job far past the usual service time, e.g. an unbounded generation, is expected to run
      * as long again), so routing sends new work to a peer that will finish it sooner; and at each

@@ -195,6 +195,11 @@ export class Executor {
     return false;
   }
 
+  /** When a job queued now would start (elapsed-aware `waitFrom`; undefined until a run is timed). */
+  admissionWaitMs(now: number): number | undefined {
+    return this.waitFrom(this.queue.length - this.queueHead - this.cancelledQueued, now);
+  }
+
   /** The queue bound (`maxQueue`) is reached: refuse more work. */
   full(): boolean {
     return this.queueDepth() >= this.config.maxQueue;

@@ -15,7 +15,7 @@ import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from
 import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
 import { Membership } from "./membership.js";
-import { OFFLOAD_SCAN, offloadTarget } from "./offload.js";
+import { OFFLOAD_SCAN, offloadTarget, type Waiting } from "./offload.js";
 import { Origin } from "./origin.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
@@ -206,8 +206,18 @@ export class PrefixNode {
       return;
     }
     const run = this.origin.runHere(reqId);
-    if (this.executor.full()) out.push(this.origin.refuseOverloaded(run, now));
-    else this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
+    const waitMs = this.executor.admissionWaitMs(now);
+    const tooLong = this.origin.waitsTooLong(reqId, waitMs);
+    if (tooLong === undefined && !this.executor.full())
+      return this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
+    // About to refuse for our wait: first a peer expected to start it in time, if any.
+    const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
+    const to = tooLong === "spill" ? this.soonerPeer(w, now, this.config.maxWaitMs) : undefined;
+    if (to !== undefined) {
+      this.origin.reroute(reqId, to);
+      return this.advance(reqId, now, out);
+    }
+    out.push(this.origin.refuseOverloaded(run, now, tooLong === undefined ? undefined : waitMs));
   }
 
   /** The current attempt failed: the origin gives it up, then the request moves on. */
@@ -329,12 +339,17 @@ export class PrefixNode {
   /** Offload (offload.ts): our clients' requests waiting here move to a peer that finishes sooner. */
   private offloadWaiting(now: number, out: Effect[]): void {
     for (const w of this.executor.waitingClients(now, OFFLOAD_SCAN)) {
-      const self = this.executor.selfView(this.config.id, w.request.tokens);
-      const to = offloadTarget(w, this.candidates(w.request, now, self), this.executor.learnedCosts());
+      const to = this.soonerPeer(w, now);
       if (to === undefined || !this.executor.takeQueued(w.reqId)) continue;
       this.origin.reroute(w.reqId, to);
       this.advance(w.reqId, now, out);
     }
+  }
+
+  /** A routable peer expected to finish `w` sooner than here, and start it within `maxWaitMs`. */
+  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number): NodeId | undefined {
+    const self = this.executor.selfView(this.config.id, w.request.tokens);
+    return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs);
   }
 
   private pollDelay(): number {

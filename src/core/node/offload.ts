@@ -24,11 +24,15 @@ export interface Waiting {
   startsInMs: number;
 }
 
-/** The peer to move `w` to, if one is expected to finish it sooner by a service time; else undefined. */
+/**
+ * The peer to move `w` to, if one is expected to finish it sooner by a service time (and, for
+ * admission, to start it within `maxWaitMs`); else undefined.
+ */
 export function offloadTarget(
   w: Waiting,
   candidates: readonly Candidate[],
   k: LearnedCosts,
+  maxWaitMs = Number.POSITIVE_INFINITY,
 ): NodeId | undefined {
   const tokens = w.request.tokens.length;
   const prefill = (match: number) => k.prefillFixedMs + k.prefillMsPerToken * Math.max(0, tokens - match);
@@ -38,9 +42,9 @@ export function offloadTarget(
   let bestMs = w.startsInMs + prefill(self.estimatedMatch) - k.serviceMs;
   for (const c of candidates) {
     if (c.self) continue;
-    const queued = (c.queueDepth + (c.sentSinceQueue ?? 0)) * k.serviceMs - (c.queueAgeMs ?? 0);
-    const ms = Math.max(0, queued) + (c.rttMs ?? k.rttPriorMs) + prefill(c.estimatedMatch);
-    if (ms < bestMs) {
+    const queued = Math.max(0, (c.queueDepth + (c.sentSinceQueue ?? 0)) * k.serviceMs - (c.queueAgeMs ?? 0));
+    const ms = queued + (c.rttMs ?? k.rttPriorMs) + prefill(c.estimatedMatch);
+    if (ms < bestMs && queued <= maxWaitMs) {
       best = c.id;
       bestMs = ms;
     }

@@ -341,10 +341,26 @@ export class Origin {
   }
 
   /** The local queue is full: the request fails (answered now, no longer pending). */
-  refuseOverloaded(run: LocalRun, now: number): Effect {
+  refuseOverloaded(run: LocalRun, now: number, waitMs?: number): Effect {
     this.counters.rejectedOverload++;
     const p = this.settle(run.reqId);
-    return failReply(this.by, run.reqId, run.request, now, "overloaded: queue full", "overloaded", p);
+    if (waitMs === undefined)
+      return failReply(this.by, run.reqId, run.request, now, "overloaded: queue full", "overloaded", p);
+    const why = `overloaded: expected wait ${Math.ceil(waitMs)} ms exceeds ${this.config.maxWaitMs} ms`;
+    // Retry once the queue has drained back under the bound, at the measured pace.
+    const retryAfterMs = Math.max(1_000, waitMs - this.config.maxWaitMs);
+    return failReply(this.by, run.reqId, run.request, now, why, "overloaded", p, retryAfterMs);
+  }
+
+  /**
+   * Admission by expected wait (`maxWaitMs`): whether a local run expected to start in `waitMs`
+   * waits too long, and may instead go to a peer expected to start it in time (only a request
+   * never forwarded yet: one whose peers failed it does not try them again).
+   */
+  waitsTooLong(reqId: string, waitMs: number | undefined): "spill" | "refuse" | undefined {
+    const max = this.config.maxWaitMs;
+    if (max <= 0 || waitMs === undefined || waitMs <= max) return undefined;
+    return this.get(reqId).attempt === 0 ? "spill" : "refuse";
   }
 
   /** Our local run of the request finished: its reply. */

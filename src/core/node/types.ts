@@ -156,7 +156,8 @@ export type NodeInput =
 
 export type ReplyOutcome =
   | { ok: true; result: EngineResult }
-  | { ok: false; error: string; code: ReplyErrorCode };
+  /** `retryAfterMs`: an overloaded node's estimate of when it admits again (its queue's drain time). */
+  | { ok: false; error: string; code: ReplyErrorCode; retryAfterMs?: number };
 
 /** `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400. */
 export type ReplyErrorCode = "overloaded" | "engine" | "invalid";

@@ -31,5 +31,6 @@ export function daemonNodeConfig(
     forwardTimeoutMs: s.forwardTimeoutMs,
     forwardAckTimeoutMs: s.forwardAckTimeoutMs,
     concurrency: s.concurrency,
+    maxWaitMs: s.maxWaitMs,
   };
 }
