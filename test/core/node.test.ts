@@ -80,6 +80,47 @@ describe("PrefixNode — Algorithm 1", () => {
     expect(forwardsIn(h.client("A", "r2", prompt(5, 3)))).toEqual(["B"]);
   });
 
+  it("a silent peer is suspected, then down after downAfterPolls × Δpoll; any message revives it", () => {
+    const h = new Harness(["A", "B"], { suspectAfterPolls: 3, downAfterPolls: 6 });
+    h.gossip(3);
+    expect(h.node("A").peers()[0]?.liveness).toBe("live");
+    h.advance(350); // B's snapshots never arrive (a crash: no goodbye)
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("suspected");
+    h.advance(300);
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("down");
+    h.advance(100);
+    h.deliver((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("live");
+  });
+
+  it("a peer never heard from goes unknown → suspected → down, counted from our start", () => {
+    const h = new Harness(["A", "B"], { suspectAfterPolls: 3, downAfterPolls: 6 });
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("unknown");
+    h.advance(350);
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("suspected");
+    h.advance(300);
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("down");
+  });
+
+  it("without downAfterPolls a silent peer stays suspected (only a goodbye makes it down)", () => {
+    const h = new Harness(["A", "B"], { suspectAfterPolls: 3 });
+    h.gossip(3);
+    h.advance(10_000);
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("suspected");
+  });
+
+  it("refuses a down bound not above the suspect bound", () => {
+    expect(() => new Harness(["A", "B"], { suspectAfterPolls: 3, downAfterPolls: 3 })).toThrow(
+      /downAfterPolls must exceed suspectAfterPolls/,
+    );
+  });
+
   it("forward timeout → next best → local, answered exactly once; late replies dropped", () => {
     // No ack wait (ack timeout = forward timeout): this is about the forward timeout itself.
     const h = new Harness(["A", "B", "C"], {

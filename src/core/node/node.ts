@@ -15,6 +15,7 @@ import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from
 import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
 import { Membership } from "./membership.js";
+import { PeerModels, servesModel } from "./models.js";
 import { OFFLOAD_SCAN, offloadTarget, type Waiting } from "./offload.js";
 import { Origin } from "./origin.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
@@ -32,6 +33,7 @@ import type {
   PeerView,
   Timer,
 } from "./types.js";
+import { nodeStats, peerViews } from "./views.js";
 
 export { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 export type { NodeOptions } from "./types.js";
@@ -45,6 +47,8 @@ export class PrefixNode {
   private readonly antiEntropy: AntiEntropy;
   private readonly executor: Executor;
   private unknownSender = 0;
+  /** What each peer serves (its hello, via the runtime): requests naming a model route by it. */
+  readonly peerModels = new PeerModels();
 
   constructor(
     config: NodeConfigInput,
@@ -64,7 +68,7 @@ export class PrefixNode {
     this.epoch = epoch;
     // A restart keeps the current membership (peers added or removed at run time included).
     const ids = this.members === undefined ? [...this.config.peers] : [...this.members.ids()];
-    this.members = new Membership(ids, this.config.suspectAfterPolls * this.config.pollMs, this.deps.now());
+    this.members = new Membership(ids, this.config, this.deps.now());
     this.executor.reset();
     this.antiEntropy.reset(epoch, ids, this.maxPeers() + 1);
     this.origin.reset(ids);
@@ -127,6 +131,7 @@ export class PrefixNode {
     if (!this.members.remove(id)) return out;
     this.antiEntropy.remove(id);
     this.origin.removePeer(id);
+    this.peerModels.delete(id);
     this.failPendingTo(id, this.deps.now(), out);
     return out;
   }
@@ -171,7 +176,7 @@ export class PrefixNode {
   private onClientRequest(reqId: string, request: EngineRequest, now: number, out: Effect[]): void {
     const refused = this.origin.admit(reqId, request, now);
     if (refused) return void out.push(refused);
-    const self = this.executor.selfView(this.config.id, request.tokens, now);
+    const self = this.executor.selfView(this.config.id, request, now);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
     const costs = this.executor.learnedCosts();
     this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.evictionPressure());
@@ -183,11 +188,11 @@ export class PrefixNode {
     const peers: Candidate[] = [];
     const targets = this.origin.targets;
     for (const id of this.members.ids()) {
-      if (!this.routable(id, now, self.queueDepth)) continue;
+      if (!this.routable(id, now, self.queueDepth) || !this.peerModels.serves(id, request.model)) continue;
       const load = this.antiEntropy.load(id);
       peers.push(peerCandidate(id, load, targets.sentSinceQueue(id), targets.rttMs(id), now));
     }
-    return buildCandidates(self, peers, this.antiEntropy.index, request.tokens);
+    return buildCandidates(self, peers, this.antiEntropy.index, request);
   }
 
   /** Live, trusted, not pushing back — unless our queue is deeper than its own (local is worse still). */
@@ -206,16 +211,18 @@ export class PrefixNode {
       return;
     }
     const run = this.origin.runHere(reqId);
+    if (!servesModel(this.config.models, run.request.model))
+      return void out.push(this.origin.refuseUnserved(run, now));
     const waitMs = this.executor.admissionWaitMs(now);
     const tooLong = this.origin.waitsTooLong(reqId, waitMs);
     if (tooLong === undefined && !this.executor.full())
-      return this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
+      return void this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
     // About to refuse for our wait: first a peer expected to start it in time, if any.
     const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
     const to = tooLong === "spill" ? this.soonerPeer(w, now, this.config.maxWaitMs) : undefined;
     if (to !== undefined) {
       this.origin.reroute(reqId, to);
-      return this.advance(reqId, now, out);
+      return void this.advance(reqId, now, out);
     }
     out.push(this.origin.refuseOverloaded(run, now, tooLong === undefined ? undefined : waitMs));
   }
@@ -348,7 +355,7 @@ export class PrefixNode {
 
   /** A routable peer expected to finish `w` sooner than here, and start it within `maxWaitMs`. */
   private soonerPeer(w: Waiting, now: number, maxWaitMs?: number): NodeId | undefined {
-    const self = this.executor.selfView(this.config.id, w.request.tokens);
+    const self = this.executor.selfView(this.config.id, w.request);
     return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs);
   }
 
@@ -392,13 +399,7 @@ export class PrefixNode {
     return this.origin.servingNow(reqId, this.config.id);
   }
   peers(): PeerView[] {
-    const now = this.deps.now();
-    return this.members.ids().map((id) => ({
-      id,
-      ...this.members.view(id, now),
-      ...this.antiEntropy.view(id, now),
-      ...this.origin.peerView(id),
-    }));
+    return peerViews(this.members, this.antiEntropy, this.origin, this.deps.now());
   }
   /** The costs this node has learned (what cost-aware routing sees). */
   learnedCosts(): LearnedCosts {
@@ -415,18 +416,6 @@ export class PrefixNode {
 
   /** Every role's counters, in one `NodeStats` (a fresh object per call). */
   stats(): Readonly<NodeStats> {
-    const o = this.origin.counters;
-    const s = this.serving.counters;
-    const { snapshotsSent, snapshotsReceived } = this.antiEntropy.counters;
-    return {
-      ...o,
-      ...s,
-      ...this.executor.counters,
-      rejectedOverload: o.rejectedOverload + s.rejectedOverload,
-      invalidMessages: o.invalidMessages + s.invalidMessages,
-      unknownSender: this.unknownSender,
-      snapshotsSent: { ...snapshotsSent },
-      snapshotsReceived: { ...snapshotsReceived },
-    };
+    return nodeStats(this.origin, this.serving, this.executor, this.antiEntropy, this.unknownSender);
   }
 }

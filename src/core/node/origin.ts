@@ -21,9 +21,11 @@
  */
 import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
 import { invariant } from "../invariant.js";
+import { keyTokens, namespaceTokens, requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import { PrefixDemand } from "./demand.js";
+import { servesModel } from "./models.js";
 import {
   type Candidate,
   createPolicy,
@@ -207,13 +209,8 @@ export class Origin {
     // The runtime must use unique ids; answering would be ambiguous, so refuse this one only.
     if (this.pending.has(reqId))
       return failReply(this.by, reqId, request, now, "duplicate request id", "invalid");
-    if (request.tokens.length === 0 || request.tokens.length > this.config.maxPromptTokens) {
-      const why =
-        request.tokens.length === 0
-          ? "empty prompt"
-          : `prompt longer than ${this.config.maxPromptTokens} tokens`;
-      return failReply(this.by, reqId, request, now, why, "invalid");
-    }
+    const why = requestProblem(request, this.config.maxPromptTokens);
+    if (why !== undefined) return failReply(this.by, reqId, request, now, why, "invalid");
     return undefined;
   }
 
@@ -236,7 +233,7 @@ export class Origin {
     let predicted = selfMatch;
     if (candidates !== undefined) {
       const expectedReuse = this.policy.needs.demand
-        ? this.demand.arrive(request.tokens, candidates, evictionPressure)
+        ? this.demand.arrive(keyTokens(request), candidates, evictionPressure, namespaceTokens(request))
         : undefined;
       const order =
         candidates.length === 1
@@ -249,12 +246,16 @@ export class Origin {
               expectedReuse,
             });
       if (this.paranoid) checkOrder(order, candidates);
-      planFromOrder(order, candidates, plan);
+      // A node that does not serve the request's model only routes it: every ranked peer is in its plan.
+      const routeOnly = !servesModel(this.config.models, request.model);
+      planFromOrder(order, candidates, plan, routeOnly);
+      const planned = (i: number): Candidate | undefined =>
+        routeOnly ? candidates.find((c) => c.id === plan[i]) : candidates[order[i] as number];
       if (this.trust.enabled) {
         for (let i = 0; i < plan.length; i++)
-          expect.push(this.expectedAnswerMs(candidates[order[i] as number] as Candidate, request, costs));
+          expect.push(this.expectedAnswerMs(planned(i) as Candidate, request, costs));
       }
-      const first = candidates[order[0] ?? 0];
+      const first = routeOnly ? planned(0) : candidates[order[0] ?? 0];
       if (first) {
         target = first.id;
         predicted = first.estimatedMatch;
@@ -361,6 +362,13 @@ export class Origin {
     const max = this.config.maxWaitMs;
     if (max <= 0 || waitMs === undefined || waitMs <= max) return undefined;
     return this.get(reqId).attempt === 0 ? "spill" : "refuse";
+  }
+
+  /** This node does not serve the request's model and no peer serving it took it: it fails. */
+  refuseUnserved(run: LocalRun, now: number): Effect {
+    const p = this.settle(run.reqId);
+    const why = `no reachable node serves model '${run.request.model}'`;
+    return failReply(this.by, run.reqId, run.request, now, why, "unserved", p);
   }
 
   /** Our local run of the request finished: its reply. */
@@ -519,7 +527,7 @@ export class Origin {
     // After a probe the answer may be a re-sent one: its delay is no round trip.
     if (p.probes === 0) this.targets.sampleRtt(from, now - p.attemptSentAt - remote);
     out.push(okReply(this.by, p, msg.result, { ...timing, servedBy: from }, 1, now));
-    return p.request.tokens;
+    return keyTokens(p.request);
   }
 
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */

@@ -159,8 +159,11 @@ export type ReplyOutcome =
   /** `retryAfterMs`: an overloaded node's estimate of when it admits again (its queue's drain time). */
   | { ok: false; error: string; code: ReplyErrorCode; retryAfterMs?: number };
 
-/** `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400. */
-export type ReplyErrorCode = "overloaded" | "engine" | "invalid";
+/**
+ * `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400, `unserved` → 503 (no
+ * reachable node serves the request's model).
+ */
+export type ReplyErrorCode = "overloaded" | "engine" | "invalid" | "unserved";
 
 export type Effect =
   | { type: "send"; to: NodeId; msg: PeerMessage }
@@ -170,7 +173,10 @@ export type Effect =
       request: EngineRequest;
       /** node-managed engines: free these runs first (what the tree just evicted). */
       evicted: EvictedRun[];
-      /** node-managed engines: keep at most this many leading prompt tokens cached afterwards. */
+      /**
+       * node-managed engines: keep at most this many leading tokens of the request's cache key
+       * (`keyTokens`: the prompt, behind its namespace's pseudo-block if it has one) cached afterwards.
+       */
       cacheTokens: number;
     }
   | { type: "set-timer"; timer: Timer; delayMs: number }

@@ -334,7 +334,10 @@ export class OpenAIEngine implements Engine {
         "remote engine needs the prompt text (local tokenizer ids may not be the server's)",
       );
     const body = {
-      model: this.opts.model,
+      // vLLM serves a LoRA adapter as a model of its own name; `cache_salt` is vLLM's tenant field
+      // (servers that do not know it ignore it, and then share their cache across tenants).
+      model: req.adapter ?? this.opts.model,
+      ...(req.cacheSalt !== undefined ? { cache_salt: req.cacheSalt } : {}),
       prompt,
       max_tokens: req.maxTokens,
       temperature: req.temperature ?? 0,

@@ -69,6 +69,8 @@ export class ClusterView {
         trust: p.trust ?? null,
         /** Forwards to it carry the prompt text (false once its hello said its engine needs tokens only). */
         promptText: this.o.sendsPromptText(p.id),
+        /** The models its hello advertised (empty: not heard yet). */
+        models: node.peerModels.of(p.id),
       })),
       ...(this.discovery ? { discovery: this.discovery() } : {}),
     };
