@@ -209,13 +209,13 @@ export class PrefixNode {
     const waitMs = this.executor.admissionWaitMs(now);
     const tooLong = this.origin.waitsTooLong(reqId, waitMs);
     if (tooLong === undefined && !this.executor.full())
-      return this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
+      return void this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
     // About to refuse for our wait: first a peer expected to start it in time, if any.
     const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
     const to = tooLong === "spill" ? this.soonerPeer(w, now, this.config.maxWaitMs) : undefined;
     if (to !== undefined) {
       this.origin.reroute(reqId, to);
-      return this.advance(reqId, now, out);
+      return void this.advance(reqId, now, out);
     }
     out.push(this.origin.refuseOverloaded(run, now, tooLong === undefined ? undefined : waitMs));
   }
