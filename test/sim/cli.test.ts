@@ -257,6 +257,10 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
       },
       node: { stalls: [{ node: 3 }], refuses: [{ node: 0, atMs: 100, untilMs: 200 }] },
     });
+    // The printed schedule replays them (--slow-node as --slow-engine).
+    const replayed = parseSimOptions({ ...defaults, ...optionsOf(faultFlags(config.faults)) }).config.faults;
+    expect(replayed).toEqual(config.faults);
+    expect(faultFlags(config.faults)).toContain("--stall");
     const bad: [Partial<SimOptions>, RegExp][] = [
       [{ slowNode: ["1x10"] }, /--slow-node must look like NODE:FACTOR/],
       [{ slowNode: ["9:2"] }, /--slow-node node 9 does not exist/],
