@@ -86,6 +86,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const pauses = byNode(N, nodeFaults.pauses);
   const stalls = byNode(N, nodeFaults.stalls);
   const refuses = byNode(N, nodeFaults.refuses);
+  const lies = byNode(N, nodeFaults.lies);
   const hasPauses = (nodeFaults.pauses?.length ?? 0) > 0;
   const rng = new Prng(config.seed);
   const net = new SimNetwork(rng.fork(), config.commMs, config.jitterMs, netFaults);
@@ -243,7 +244,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     handle(s, {
       type: "client-request",
       reqId,
-      request: { id: reqId, tokens: wr.tokens, maxTokens: wr.maxTokens },
+      request: {
+        id: reqId,
+        tokens: wr.tokens,
+        maxTokens: wr.maxTokens,
+        ...(wr.temperature === undefined ? {} : { temperature: wr.temperature }),
+      },
     });
   };
 
@@ -326,6 +332,11 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           // A stalling peer's answers never leave it.
           const answer = e.msg.type === "result" || e.msg.type === "error";
           if (answer && stalls !== undefined && misbehaves(stalls[s.idx], now)) break;
+          if (e.msg.type === "result" && lies !== undefined && misbehaves(lies[s.idx], now)) {
+            // A lying peer: the answer's text is not the model's.
+            transmit(s.idx, to, { ...e.msg, result: { ...e.msg.result, text: `lie ${e.msg.result.text}` } });
+            break;
+          }
           transmit(s.idx, to, e.msg);
           break;
         }
@@ -686,7 +697,7 @@ function validate(c: SimConfig): void {
     if (!(p.atMs >= 0 && p.untilMs > p.atMs && Number.isFinite(p.untilMs)))
       bad(`a pause must end (untilMs finite) after it starts (atMs ≥ 0), got ${p.atMs}-${p.untilMs}`);
   }
-  for (const x of [...(f.node?.stalls ?? []), ...(f.node?.refuses ?? [])]) {
+  for (const x of [...(f.node?.stalls ?? []), ...(f.node?.refuses ?? []), ...(f.node?.lies ?? [])]) {
     nodeIndex("stall/refuse", x.node);
     if (x.atMs !== undefined && x.untilMs !== undefined && !(x.untilMs > x.atMs))
       bad(`a stall or refusal must end after it starts, got ${x.atMs}-${x.untilMs}`);

@@ -84,6 +84,8 @@ export interface NodeFaults {
   stalls?: SimMisbehaviour[];
   /** Refusing peers: every forward they get is answered with a retryable error (an HTTP 503), unrun. */
   refuses?: SimMisbehaviour[];
+  /** Lying peers: their answers to forwards carry wrong text (a corrupted or substituted model). */
+  lies?: SimMisbehaviour[];
 }
 
 /**
@@ -189,6 +191,8 @@ export const SUMMED_STATS = [
   "overdueAnswers",
   "expiredForwards",
   "offloaded",
+  "spotChecks",
+  "spotCheckMismatches",
 ] as const satisfies readonly (keyof NodeStats)[];
 export type SummedStat = (typeof SUMMED_STATS)[number];
 
