@@ -238,7 +238,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     handle(s, {
       type: "client-request",
       reqId,
-      request: { id: reqId, tokens: wr.tokens, maxTokens: wr.maxTokens },
+      request: {
+        id: reqId,
+        tokens: wr.tokens,
+        maxTokens: wr.maxTokens,
+        ...(wr.temperature === undefined ? {} : { temperature: wr.temperature }),
+      },
     });
   };
 
@@ -321,6 +326,11 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           // A stalling peer's answers never leave it.
           const answer = e.msg.type === "result" || e.msg.type === "error";
           if (answer && nodeFaults.stalling(s.idx, now)) break;
+          if (e.msg.type === "result" && nodeFaults.lying(s.idx, now)) {
+            // A lying peer: the answer's text is not the model's.
+            transmit(s.idx, to, { ...e.msg, result: { ...e.msg.result, text: `lie ${e.msg.result.text}` } });
+            break;
+          }
           transmit(s.idx, to, e.msg);
           break;
         }

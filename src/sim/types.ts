@@ -119,6 +119,8 @@ export const SUMMED_STATS = [
   "overdueAnswers",
   "expiredForwards",
   "offloaded",
+  "spotChecks",
+  "spotCheckMismatches",
 ] as const satisfies readonly (keyof NodeStats)[];
 export type SummedStat = (typeof SUMMED_STATS)[number];
 

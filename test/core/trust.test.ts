@@ -141,3 +141,17 @@ describe("trust: what is a refusal for load", () => {
     expect(isLoadRefusal("engine: out of memory")).toBe(false);
   });
 });
+
+describe("trust: quarantine (a spot check caught a wrong answer)", () => {
+  it("is never routable again, whatever it answers later", () => {
+    const t = fresh();
+    t.quarantine("b");
+    expect(t.view("b")).toMatchObject({ state: "quarantined", score: 0 });
+    t.answered("b");
+    t.sent("b", 1e9);
+    t.failed("b", 1e9);
+    expect(t.view("b")?.state).toBe("quarantined");
+    expect(t.routable("b", 1e12)).toBe(false);
+    expect(t.routable("c", 0)).toBe(true);
+  });
+});

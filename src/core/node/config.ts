@@ -156,6 +156,12 @@ export const nodeConfigSchema = z
      */
     maxWaitMs: z.number().min(0).max(3_600_000).default(0),
     /**
+     * Spot checks (spot-check.ts): this fraction of peers' answers to deterministic requests
+     * (temperature 0) is recomputed here when idle; a peer whose answer disagrees is quarantined.
+     * 0 = off.
+     */
+    spotCheckRate: z.number().min(0).max(1).default(0),
+    /**
      * Offload: our own wait is judged by how long the running jobs have run, not by the queue's count
      * alone (a job far past the usual service time, e.g. an unbounded generation, is expected to run
      * as long again), so routing sends new work to a peer that will finish it sooner; and at each

@@ -22,7 +22,8 @@ const PRESSURE_DECAY = 0.98;
 
 /** What to run: a request of our own client, or a forward a peer sent us. */
 export interface JobSpec {
-  kind: "client" | "forward";
+  /** `check`: a spot check (spot-check.ts) — run, never kept in the cache. */
+  kind: "client" | "forward" | "check";
   /** The origin's request id. */
   reqId: string;
   from: NodeId | undefined;
@@ -247,7 +248,13 @@ export class Executor {
       // The tree holds cache keys: a namespaced request's tokens behind its namespace's pseudo-block.
       const tokens = keyTokens(job.request);
       let evicted: EvictedRun[] = [];
-      if (nodeManaged) {
+      if (nodeManaged && job.kind === "check") {
+        // A spot check keeps nothing: no eviction, and the engine keeps only what was cached.
+        const { length, handle } = this.tree_.lock(tokens);
+        job.handle = handle;
+        job.matched = length;
+        job.cacheTokens = length;
+      } else if (nodeManaged) {
         const { length, handle } = this.tree_.lock(tokens);
         job.handle = handle;
         job.matched = length;
@@ -332,7 +339,7 @@ export class Executor {
         : this.serviceMsEwma + (serviceMs - this.serviceMsEwma) / 8;
     if (this.paranoid) this.checkWalks();
     if (job.kind === "forward") this.counters.servedForPeers++;
-    else this.counters.servedLocal++;
+    else if (job.kind === "client") this.counters.servedLocal++;
     const timing: ServedTiming = {
       servedBy: this.selfId,
       queueMs: job.startedAt - job.enqueuedAt,

@@ -151,6 +151,7 @@ export class PrefixNode {
         if (!done) break; // from before a restart
         const { job, result, timing } = done;
         if (job.kind === "forward") this.serving.answered(job, result, timing, now, out);
+        else if (job.kind === "check") this.origin.checked(job.reqId, result.text);
         else this.origin.completeLocal(job, result, timing, now, out);
         this.executor.pump(now, out);
         break;
@@ -159,6 +160,7 @@ export class PrefixNode {
         const job = this.executor.failed(input.jobId);
         if (!job) break;
         if (job.kind === "forward") this.serving.failed(job, `engine: ${input.error}`, now, out);
+        else if (job.kind === "check") this.origin.spot.drop(job.reqId);
         else this.origin.failLocal(job, `engine: ${input.error}`, now, out);
         this.executor.pump(now, out);
         break;
@@ -330,6 +332,14 @@ export class PrefixNode {
         const silent = (p: NodeId) => this.members.has(p) && this.members.liveness(p, now) !== "live";
         for (const reqId of this.origin.waitingOn(silent)) this.failOver(reqId, now, out, true, true);
         if (this.config.offload) this.offloadWaiting(now, out);
+        // Spot checks (spot-check.ts) run only when nothing waits here.
+        const c = this.executor.queueDepth() === 0 ? this.origin.spot.take() : undefined;
+        if (c)
+          this.executor.enqueue(
+            { kind: "check", reqId: c.request.id, from: c.peer, attempt: 0, request: c.request },
+            now,
+            out,
+          );
         out.push({ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() });
         break;
       }

@@ -36,6 +36,7 @@ import {
 import { type Answerer, failReply, okReply } from "./replies.js";
 import { planFromOrder } from "./routing.js";
 import { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
+import { SpotChecks } from "./spot-check.js";
 import { type Target, Targets } from "./targets.js";
 import { isLoadRefusal, Trust } from "./trust.js";
 import {
@@ -122,6 +123,8 @@ export class Origin {
   readonly targets = new Targets();
   /** What each peer's answers to our forwards earned it (trust.ts): node.ts asks `routable`. */
   readonly trust: Trust;
+  /** Answers of peers kept to recompute when idle (spot-check.ts). */
+  readonly spot: SpotChecks;
   /** Smoothed decode time per generated token, over every answer we got (our answer-time estimate). */
   private decodeMsPerToken = 0;
   /** Arrivals per prefix at this origin (rent-or-buy); bounded; kept across restart(). */
@@ -142,6 +145,7 @@ export class Origin {
       maxOpenMs: config.trustMaxOpenMs,
     });
     this.demand = new PrefixDemand(DEMAND_KEYS, config.demandPrior);
+    this.spot = new SpotChecks(config.spotCheckRate);
   }
 
   /** A (re)start: no requests, fresh peer state (the policy and the demand learned stay). */
@@ -149,6 +153,7 @@ export class Origin {
     this.pending.clear();
     this.targets.reset(ids);
     this.trust.reset(ids);
+    this.spot.reset();
     this.counters = originCounters();
   }
 
@@ -522,6 +527,7 @@ export class Origin {
     this.settle(p.reqId);
     this.trust.answered(from);
     this.learnDecode(msg.result);
+    this.spot.offer(from, p.request, msg.result.text, this.deps.random);
     const { timing } = msg;
     const remote = timing.queueMs + timing.prefillMs + timing.decodeMs;
     // After a probe the answer may be a re-sent one: its delay is no round trip.
@@ -540,6 +546,12 @@ export class Origin {
     // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.
     this.fallback(p.reqId, out, true, false);
     return true;
+  }
+
+  /** A spot check ran here: a peer that answered otherwise is quarantined (and reported, counted). */
+  checked(reqId: string, ours: string): void {
+    const liar = this.spot.judge(reqId, ours);
+    if (liar !== undefined) this.trust.quarantine(liar);
   }
 
   /** One answer's decode time per generated token, smoothed (ignored when it reports none). */

@@ -21,7 +21,7 @@
 import { invariant } from "../invariant.js";
 import type { NodeId } from "./types.js";
 
-export type BreakerState = "closed" | "open" | "half-open";
+export type BreakerState = "closed" | "open" | "half-open" | "quarantined";
 
 export interface TrustConfig {
   enabled: boolean;
@@ -119,6 +119,8 @@ export class Trust {
     if (!this.config.enabled || t === undefined) return true;
     if (now < t.busyUntil) return false;
     switch (t.state) {
+      case "quarantined":
+        return false;
       case "closed":
         return true;
       case "open":
@@ -131,7 +133,7 @@ export class Trust {
   /** A forward attempt went to `id`: an open breaker past its period half-opens, and this is its probe. */
   sent(id: NodeId, now: number): void {
     const t = this.peers.get(id);
-    if (!this.config.enabled || t === undefined) return;
+    if (!this.config.enabled || t === undefined || t.state === "quarantined") return;
     if (t.state === "open" && now >= t.openUntil) t.state = "half-open";
     if (t.state === "half-open") t.probing = true;
   }
@@ -143,6 +145,7 @@ export class Trust {
     t.score += SCORE_ALPHA * (1 - t.score);
     t.busyMs = 0;
     t.probing = false;
+    if (t.state === "quarantined") return;
     if (t.state === "half-open") {
       t.state = "closed";
       t.openMs = this.config.openMs;
@@ -157,6 +160,7 @@ export class Trust {
     t.failures++;
     t.score -= SCORE_ALPHA * t.score;
     t.probing = false;
+    if (t.state === "quarantined") return;
     if (t.state === "half-open") {
       t.openMs = Math.min(this.config.maxOpenMs, 2 * t.openMs);
       this.open(t, now);
@@ -166,6 +170,15 @@ export class Trust {
     while (t.recent.length > 0 && (t.recent[0] as number) <= now - this.config.windowMs) t.recent.shift();
     if (t.recent.length > this.config.failures) t.recent.shift();
     if (t.state === "closed" && t.recent.length >= this.config.failures) this.open(t, now);
+  }
+
+  /** A spot check caught `id` answering wrongly: never routed to again (until our restart). */
+  quarantine(id: NodeId): void {
+    const t = this.peers.get(id);
+    if (t === undefined) return;
+    t.state = "quarantined";
+    t.score = 0;
+    t.probing = false;
   }
 
   /** `id` refused the attempt for load: a back-off, no mark. */

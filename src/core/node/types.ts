@@ -258,6 +258,9 @@ export interface NodeStats {
   resentAnswers: number;
   /** `forward-ack`s ignored: unknown or finished request, an older attempt, or a duplicate. */
   ignoredAcks: number;
+  /** Spot checks run (peers' deterministic answers recomputed here), and those that disagreed. */
+  spotChecks: number;
+  spotCheckMismatches: number;
   /** Our clients' requests moved from our queue to a peer expected to finish them sooner (offload). */
   offloaded: number;
   /** Queued forwards dropped when their turn came, their origin's deadline passed (never run). */

@@ -40,6 +40,7 @@ export function nodeStats(
     ...o,
     ...s,
     ...executor.counters,
+    ...origin.spot.counters,
     rejectedOverload: o.rejectedOverload + s.rejectedOverload,
     invalidMessages: o.invalidMessages + s.invalidMessages,
     unknownSender,

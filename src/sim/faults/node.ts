@@ -1,9 +1,10 @@
 /**
  * Faults of the node processes: crashes (cache, queue and pending requests lost; a restart in a new
  * epoch), pauses (a frozen process) and peers that misbehave (stalling: forwards acked and never
- * answered; refusing: every forward answered with a 503). Their shape, how a seed draws them, the `prefixmesh sim` flags
- * that replay them, their checks and the pause and misbehaviour arithmetic a run applies (`NodeFaultModel`)
- * live here; the run (../run.ts) schedules the crashes and restarts and drops or answers the messages.
+ * answered; refusing: every forward answered with a 503; lying: wrong text in its answers). Their
+ * shape, how a seed draws them, the `prefixmesh sim` flags that replay them, their checks and the
+ * pause and misbehaviour arithmetic a run applies (`NodeFaultModel`) live here; the run (../run.ts)
+ * schedules the crashes and restarts, and drops, answers or alters the misbehaving peers' messages.
  */
 import { byNode, checkNode, type FaultDraw } from "./draw.js";
 
@@ -43,6 +44,8 @@ export interface NodeFaults {
   stalls?: SimMisbehaviour[];
   /** Refusing peers: every forward they get is answered with a retryable error (an HTTP 503), unrun. */
   refuses?: SimMisbehaviour[];
+  /** Lying peers: their answers to forwards carry wrong text (a corrupted or substituted model). */
+  lies?: SimMisbehaviour[];
 }
 
 export function drawNodeFaults(x: FaultDraw, nodes: number): NodeFaults {
@@ -76,6 +79,7 @@ export function nodeFaultFlags(nd: NodeFaults): string[] {
   for (const p of nd.pauses ?? []) out.push("--pause", `${p.node}@${p.atMs}:${p.untilMs}`);
   for (const x of nd.stalls ?? []) out.push("--stall", `${x.node}${misbehaviourWindow(x)}`);
   for (const x of nd.refuses ?? []) out.push("--refuse", `${x.node}${misbehaviourWindow(x)}`);
+  // (Lying peers have no `prefixmesh sim` flag yet: a run sets them in its config.)
   return out;
 }
 
@@ -95,7 +99,7 @@ export function checkNodeFaults(f: NodeFaults, nodes: number, bad: (m: string) =
     if (!(p.atMs >= 0 && p.untilMs > p.atMs && Number.isFinite(p.untilMs)))
       bad(`a pause must end (untilMs finite) after it starts (atMs ≥ 0), got ${p.atMs}-${p.untilMs}`);
   }
-  for (const x of [...(f.stalls ?? []), ...(f.refuses ?? [])]) {
+  for (const x of [...(f.stalls ?? []), ...(f.refuses ?? []), ...(f.lies ?? [])]) {
     checkNode("stall/refuse", x.node, nodes, bad);
     if (x.atMs !== undefined && x.untilMs !== undefined && !(x.untilMs > x.atMs))
       bad(`a stall or refusal must end after it starts, got ${x.atMs}-${x.untilMs}`);
@@ -118,6 +122,7 @@ export class NodeFaultModel {
   private readonly pauses: SimPause[][] | undefined;
   private readonly stalls: SimMisbehaviour[][] | undefined;
   private readonly refuses: SimMisbehaviour[][] | undefined;
+  private readonly lies: SimMisbehaviour[][] | undefined;
 
   constructor(
     readonly faults: NodeFaults,
@@ -126,6 +131,7 @@ export class NodeFaultModel {
     this.pauses = byNode(nodes, faults.pauses);
     this.stalls = byNode(nodes, faults.stalls);
     this.refuses = byNode(nodes, faults.refuses);
+    this.lies = byNode(nodes, faults.lies);
   }
 
   /** Whether node `node` stalls at `now`: its answers to forwards (results, errors) never leave it. */
@@ -136,6 +142,11 @@ export class NodeFaultModel {
   /** Whether node `node` refuses at `now`: every forward it gets is answered with a 503, unrun. */
   refusing(node: number, now: number): boolean {
     return this.refuses !== undefined && inForce(this.refuses[node], now);
+  }
+
+  /** Whether node `node` lies at `now`: its results to forwards carry text that is not the model's. */
+  lying(node: number, now: number): boolean {
+    return this.lies !== undefined && inForce(this.lies[node], now);
   }
 
   /** Whether any node ever pauses (so events must be checked against pauses at all). */
