@@ -19,9 +19,9 @@
  * Part of the origin role (origin.ts reports outcomes; node.ts asks `routable`). Pure: time comes in.
  */
 import { invariant } from "../invariant.js";
-import type { NodeId } from "./types.js";
+import type { BreakerState, NodeId, TrustView } from "./types.js";
 
-export type BreakerState = "closed" | "open" | "half-open" | "quarantined";
+export type { BreakerState, TrustView } from "./types.js";
 
 export interface TrustConfig {
   enabled: boolean;
@@ -31,18 +31,6 @@ export interface TrustConfig {
   /** First open period, ms (doubles per failed half-open probe, up to `maxOpenMs`). */
   openMs: number;
   maxOpenMs: number;
-}
-
-/** What /cluster and the metrics show of a peer's trust. */
-export interface TrustView {
-  /** Smoothed share of its forwards answered in time, in [0, 1] (1 until a failure). */
-  score: number;
-  state: BreakerState;
-  /** Forwards it failed / refused for load, since our (re)start. */
-  failures: number;
-  refusals: number;
-  /** Times its breaker opened. */
-  opened: number;
 }
 
 /** Weight of the newest outcome in the score. */

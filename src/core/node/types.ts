@@ -18,7 +18,6 @@
  */
 import type { EngineRequest, EngineResult, EvictedRun } from "../engine.js";
 import type { Snapshot } from "../snapshot.js";
-import type { TrustView } from "./trust.js";
 
 /** A node id: short printable string, unique in the cluster (validated by the config). */
 export type NodeId = string;
@@ -233,6 +232,21 @@ export interface PeerView {
   acksForwards: boolean;
   /** What its answers to our forwards earned it (trust.ts); undefined for a peer we do not track. */
   trust: TrustView | undefined;
+}
+
+/** A peer's circuit breaker (trust.ts). */
+export type BreakerState = "closed" | "open" | "half-open" | "quarantined";
+
+/** What /cluster and the metrics show of a peer's trust (trust.ts). */
+export interface TrustView {
+  /** Smoothed share of its forwards answered in time, in [0, 1] (1 until a failure). */
+  score: number;
+  state: BreakerState;
+  /** Forwards it failed / refused for load, since our (re)start. */
+  failures: number;
+  refusals: number;
+  /** Times its breaker opened. */
+  opened: number;
 }
 
 export interface NodeStats {
