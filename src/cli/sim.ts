@@ -63,6 +63,9 @@ export interface SimOptions extends WorkloadFlagValues {
   faultsUntilMs?: string;
   engineFail?: string;
   slowEngine?: string[];
+  slowNode?: string[];
+  stall?: string[];
+  refuse?: string[];
   pause?: string[];
   randomFaults?: string;
   daemonConfig?: boolean;
@@ -167,6 +170,41 @@ export function parseSlowEngine(
   return { node, factor, atMs, untilMs };
 }
 
+/** `--slow-node 1:10` = node 1 is 10 × slower for the whole run (its engine; `--slow-engine 1x10`). */
+export function parseSlowNode(spec: string, nodes: number): { node: number; factor: number } {
+  const m = /^n?(\d+):(\d+(?:\.\d+)?)$/.exec(spec.trim());
+  if (!m) throw new CliError(`--slow-node must look like NODE:FACTOR (e.g. 1:10), got '${spec}'`);
+  const node = Number(m[1]);
+  if (node >= nodes) throw new CliError(`--slow-node node ${node} does not exist (nodes are 0-${nodes - 1})`);
+  const factor = Number(m[2]);
+  if (!(factor > 0 && factor <= 1000))
+    throw new CliError(`--slow-node factor must be in (0, 1000], got '${spec}'`);
+  return { node, factor };
+}
+
+/**
+ * `--stall 3` / `--refuse 3@10000:20000` = node 3 misbehaves as a peer (acks forwards and never
+ * answers; refuses every forward with a 503) for the whole run or in [START_MS, END_MS).
+ */
+export function parseMisbehaviour(
+  flag: "--stall" | "--refuse",
+  spec: string,
+  nodes: number,
+): { node: number; atMs?: number; untilMs?: number } {
+  const m = /^n?(\d+)(?:@(\d+(?:\.\d+)?):(\d+(?:\.\d+)?))?$/.exec(spec.trim());
+  if (!m)
+    throw new CliError(
+      `${flag} must look like NODE or NODE@START_MS:END_MS (e.g. 3@10000:20000), got '${spec}'`,
+    );
+  const node = Number(m[1]);
+  if (node >= nodes) throw new CliError(`${flag} node ${node} does not exist (nodes are 0-${nodes - 1})`);
+  if (m[2] === undefined) return { node };
+  const atMs = Number(m[2]);
+  const untilMs = Number(m[3]);
+  if (!(untilMs > atMs)) throw new CliError(`${flag} must end after it starts, got '${spec}'`);
+  return { node, atMs, untilMs };
+}
+
 /** Flags that set one fault each; --random-faults draws them all instead. */
 const FAULT_FLAGS = {
   loss: "--loss",
@@ -177,6 +215,9 @@ const FAULT_FLAGS = {
   faultsUntilMs: "--faults-until-ms",
   engineFail: "--engine-fail",
   slowEngine: "--slow-engine",
+  slowNode: "--slow-node",
+  stall: "--stall",
+  refuse: "--refuse",
   crash: "--crash",
   pause: "--pause",
 } as const satisfies Partial<Record<keyof SimOptions, string>>;
@@ -208,11 +249,18 @@ export function parseFaultFlags(o: SimOptions, nodes: number, seed: number): Sim
   const engine: EngineFaults = {};
   if (o.engineFail !== undefined)
     engine.failProb = parseNumber("--engine-fail", o.engineFail, { min: 0, max: 1 });
-  if (o.slowEngine !== undefined && o.slowEngine.length > 0)
-    engine.slowdowns = o.slowEngine.map((s) => parseSlowEngine(s, nodes));
+  const slowdowns = [
+    ...(o.slowEngine ?? []).map((s) => parseSlowEngine(s, nodes)),
+    ...(o.slowNode ?? []).map((s) => parseSlowNode(s, nodes)),
+  ];
+  if (slowdowns.length > 0) engine.slowdowns = slowdowns;
   const node: NodeFaults = {};
   if (o.crash !== undefined && o.crash.length > 0) node.crashes = o.crash.map((c) => parseCrash(c, nodes));
   if (o.pause !== undefined && o.pause.length > 0) node.pauses = o.pause.map((p) => parsePause(p, nodes));
+  if (o.stall !== undefined && o.stall.length > 0)
+    node.stalls = o.stall.map((x) => parseMisbehaviour("--stall", x, nodes));
+  if (o.refuse !== undefined && o.refuse.length > 0)
+    node.refuses = o.refuse.map((x) => parseMisbehaviour("--refuse", x, nodes));
   const faults: SimFaults = {};
   if (Object.keys(network).length > 0) faults.network = network;
   if (Object.keys(engine).length > 0) faults.engine = engine;
@@ -329,7 +377,7 @@ export function formatSummary(
     const n = f.network ?? {};
     const crashes = r.perNode.reduce((k, x) => k + x.crashes, 0);
     lines.push(
-      `faults     loss ${n.lossProb ?? 0}, duplication ${n.dupProb ?? 0}, reordering ${n.reorderProb ?? 0}, partitions ${n.partitions?.length ?? 0}, engine failures ${f.engine?.failProb ?? 0}, slow engines ${f.engine?.slowdowns?.length ?? 0}, crashes ${crashes}, pauses ${f.node?.pauses?.length ?? 0}, client re-submissions ${t.retries}`,
+      `faults     loss ${n.lossProb ?? 0}, duplication ${n.dupProb ?? 0}, reordering ${n.reorderProb ?? 0}, partitions ${n.partitions?.length ?? 0}, engine failures ${f.engine?.failProb ?? 0}, slow engines ${f.engine?.slowdowns?.length ?? 0}, crashes ${crashes}, pauses ${f.node?.pauses?.length ?? 0}, stalling peers ${f.node?.stalls?.length ?? 0}, refusing peers ${f.node?.refuses?.length ?? 0}, client re-submissions ${t.retries}`,
       `schedule   ${faultFlags(f).join(" ")}`,
     );
   }
@@ -437,6 +485,18 @@ export function registerSim(program: Command): void {
     .option(
       "--slow-engine <spec...>",
       "slow a node's engine: NODExFACTOR[@START_MS:END_MS], e.g. 1x3@10000:20000 (repeatable)",
+    )
+    .option(
+      "--slow-node <spec...>",
+      "one node FACTOR × slower for the whole run: NODE:FACTOR, e.g. 1:10 (repeatable)",
+    )
+    .option(
+      "--stall <spec...>",
+      "a stalling peer: acks forwards and never answers them: NODE[@START_MS:END_MS] (repeatable)",
+    )
+    .option(
+      "--refuse <spec...>",
+      "a refusing peer: answers every forward with a 503: NODE[@START_MS:END_MS] (repeatable)",
     )
     .option("--crash <spec...>", "crash a node: NODE@MS[:RESTART_MS] (virtual ms; repeatable)")
     .option(

@@ -53,6 +53,10 @@ export interface ApiOptions {
   bodyLimit?: number;
   /** Default max_tokens when the client gives none (OpenAI's completions default is 16). */
   defaultMaxTokens?: number;
+  /** Default max_tokens of a chat request that gives none; default: fill the context (OpenAI's). */
+  chatDefaultMaxTokens?: number;
+  /** Largest max_tokens accepted (400 above); default: the context bounds it alone. */
+  maxTokensCeiling?: number;
   /** Share of successful client requests given a log line (refusals and failures always get one). */
   requestLogSample?: number;
 }
@@ -167,7 +171,9 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     noteRequest(req, body);
     const route = checkModel(body.model);
     const prompt = Array.isArray(body.prompt) ? (body.prompt[0] ?? "") : body.prompt;
-    const input = await prepare(prompt, body, body.max_tokens ?? opts.defaultMaxTokens ?? 16, false, route);
+    const asked = body.max_tokens ?? undefined;
+    const maxTokens = asked ?? opts.defaultMaxTokens ?? 16;
+    const input = await prepare(prompt, body, maxTokens, asked === undefined, route);
     return serve("completion", reply, body, input);
   });
 
@@ -183,12 +189,12 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       content: typeof m.content === "string" ? m.content : (m.content ?? []).map((p) => p.text).join(""),
     }));
     const prompt = await service.applyChatTemplate(messages);
-    const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? service.maxContextTokens;
+    const asked = body.max_completion_tokens ?? body.max_tokens ?? undefined;
     const input = await prepare(
       prompt,
       body,
-      maxTokens,
-      body.max_completion_tokens == null && body.max_tokens == null,
+      asked ?? opts.chatDefaultMaxTokens ?? service.maxContextTokens,
+      asked === undefined,
       route,
     );
     return serve("chat", reply, body, input);
@@ -222,9 +228,18 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     prompt: string,
     body: CompletionRequest | ChatRequest,
     maxTokens: number,
-    fillContext = false,
+    defaulted = false,
     route: ModelRoute = {},
   ): Promise<InferenceInput> {
+    const ceiling = opts.maxTokensCeiling;
+    if (!defaulted && ceiling !== undefined && maxTokens > ceiling) {
+      throw new BadRequest(
+        400,
+        `max_tokens (${maxTokens}) exceeds this node's ceiling of ${ceiling}`,
+        "max_tokens",
+        "max_tokens_exceeded",
+      );
+    }
     const tokens = await service.tokenize(prompt);
     const limit = service.maxContextTokens;
     if (tokens.length === 0) throw new BadRequest(400, "prompt is empty", "prompt");
@@ -236,8 +251,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
         CONTEXT_LENGTH_EXCEEDED,
       );
     }
-    // Chat without a limit: generate up to the context's end, as OpenAI does.
-    const max = fillContext ? limit - tokens.length : maxTokens;
+    // No limit asked: the default, at most what the context leaves (and the ceiling).
+    const max = defaulted ? Math.min(maxTokens, limit - tokens.length, ceiling ?? maxTokens) : maxTokens;
     if (tokens.length + max > limit) {
       throw new BadRequest(
         400,

@@ -13,6 +13,9 @@ export interface PeerGaugeView {
   estimateAgeSec?: number;
   estimateTokens: number;
   pushBackActive: boolean;
+  /** Peer trust (trust.ts): score in [0, 1], and whether its breaker keeps forwards away. */
+  trustScore?: number;
+  breakerOpen?: boolean;
 }
 
 export interface GaugeView {
@@ -188,6 +191,14 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   });
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>
     p.pushBackActive ? 1 : 0,
+  );
+  perPeer(
+    "prefixmesh_peer_trust_score",
+    "A peer's trust score (answers in time, smoothed)",
+    (p) => p.trustScore,
+  );
+  perPeer("prefixmesh_peer_breaker_open", "1 while a peer's circuit breaker is open or half-open", (p) =>
+    p.breakerOpen === undefined ? undefined : p.breakerOpen ? 1 : 0,
   );
 
   return {

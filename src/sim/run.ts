@@ -99,6 +99,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   // The centralized baseline IS a router with the global view: it always runs with the oracle.
   const oracle = config.oracle === true || config.policy === "centralized" ? new Oracle() : undefined;
   let oracleBusy = false;
+  /** When the run stops: set once every request is answered (∞ until then). */
+  let stopAt = Number.POSITIVE_INFINITY;
 
   const nodes: SimNodeState[] = ids.map((id, idx) => ({
     idx,
@@ -238,7 +240,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     handle(s, {
       type: "client-request",
       reqId,
-      request: { id: reqId, tokens: wr.tokens, maxTokens: wr.maxTokens },
+      request: {
+        id: reqId,
+        tokens: wr.tokens,
+        maxTokens: wr.maxTokens,
+        ...(wr.temperature === undefined ? {} : { temperature: wr.temperature }),
+      },
     });
   };
 
@@ -318,22 +325,21 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           if (e.msg.type === "forward") s.summary.forwarded++;
           const to = idxOf.get(e.to);
           if (to === undefined) break;
-          const dest = nodes[to] as SimNodeState;
-          if (!dest.node) break; // host down: silently lost
-          const copies = net.delays(now, s.idx, to, delayBuf);
-          for (let c = 0; c < copies; c++) {
-            queue.push({
-              at: now + (delayBuf[c] as number),
-              k: "deliver",
-              to,
-              inc: dest.inc,
-              from: s.idx,
-              msg: e.msg,
-            });
+          // A stalling peer's answers never leave it.
+          const answer = e.msg.type === "result" || e.msg.type === "error";
+          if (answer && nodeFaults.stalling(s.idx, now)) break;
+          if (e.msg.type === "result" && nodeFaults.lying(s.idx, now)) {
+            // A lying peer: the answer's text is not the model's.
+            transmit(s.idx, to, { ...e.msg, result: { ...e.msg.result, text: `lie ${e.msg.result.text}` } });
+            break;
           }
+          transmit(s.idx, to, e.msg);
           break;
         }
         case "engine-run": {
+          // A run starting after the last answer (work its origin gave up on) evicts from a tree at
+          // once: settling starts again from here, as it does when such a run ends.
+          if (stopAt !== Number.POSITIVE_INFINITY) stopAt = Math.max(stopAt, now + (config.settleMs ?? 0));
           for (const r of e.evicted) s.summary.evictedTokens += r.path.length - r.keep;
           const { result, durationMs: modelledMs } = s.engine.execute(e.request, e.evicted);
           // A slowed engine takes longer and says so: the node learns its costs from these times.
@@ -372,6 +378,16 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           onReply(s, e);
           break;
       }
+    }
+  }
+
+  /** Puts `msg` from node `from` on the network to node `to` (lost if its host is down). */
+  function transmit(from: number, to: number, msg: PeerMessage): void {
+    const dest = nodes[to] as SimNodeState;
+    if (!dest.node) return; // host down: silently lost
+    const copies = net.delays(now, from, to, delayBuf);
+    for (let c = 0; c < copies; c++) {
+      queue.push({ at: now + (delayBuf[c] as number), k: "deliver", to, inc: dest.inc, from, msg });
     }
   }
 
@@ -439,7 +455,6 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const settle = config.settleMs ?? 0;
   // Settling (convergence checks) starts once the last fault is over, not just the last request.
   const faultsEnd = faultsEndOf(faults);
-  let stopAt = Number.POSITIVE_INFINITY;
   while (queue.size > 0) {
     const ev = queue.pop() as Ev;
     if (ev.at > maxT) break;
@@ -463,7 +478,14 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         const dest = nodes[ev.to] as SimNodeState;
         if (!dest.node || dest.inc !== ev.inc) break;
         const from = ids[ev.from] as string;
-        if (ev.msg.type === "snapshot") {
+        if (ev.msg.type === "forward" && nodeFaults.refusing(ev.to, now)) {
+          // A refusing peer answers every forward with a retryable error, as an HTTP 503 arrives.
+          const { reqId, attempt } = ev.msg;
+          const error = "refused: HTTP 503 service unavailable";
+          const msg: PeerMessage = { type: "error", reqId, attempt, error, retryable: true };
+          countMessage(msg);
+          transmit(ev.to, ev.from, msg);
+        } else if (ev.msg.type === "snapshot") {
           // A real snapshot may carry older figures than the oracle last pushed: re-push after it.
           oracle?.invalidate(from, dest.id);
           deliverSnapshot(dest, from, ev.msg);

@@ -13,7 +13,7 @@ import type { NodeFaults } from "./faults/node.js";
 
 export type { EngineFaults, SimSlowdown } from "./faults/engine.js";
 export type { NetworkFaults, SimPartition } from "./faults/network.js";
-export type { NodeFaults, SimCrash, SimPause } from "./faults/node.js";
+export type { NodeFaults, SimCrash, SimMisbehaviour, SimPause } from "./faults/node.js";
 
 /**
  * Faults injected into a run, by the component they hit (src/sim/faults/: one file per component
@@ -117,6 +117,11 @@ export const SUMMED_STATS = [
   "probes",
   "resends",
   "resentAnswers",
+  "overdueAnswers",
+  "expiredForwards",
+  "offloaded",
+  "spotChecks",
+  "spotCheckMismatches",
 ] as const satisfies readonly (keyof NodeStats)[];
 export type SummedStat = (typeof SUMMED_STATS)[number];
 

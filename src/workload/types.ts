@@ -15,6 +15,8 @@ export interface WorkloadRequest {
   group: string;
   /** Output tokens to generate (1 for MMLU, as the paper). */
   maxTokens: number;
+  /** Sampling temperature, when the workload fixes one (0: deterministic, what spot checks recompute). */
+  temperature?: number;
   /** Entry node index, when the schedule fixes it (trace replay); else the runner assigns round-robin. */
   entry?: number;
   /** Arrival time in ms from the start (open loop / trace replay); absent in closed loop. */

@@ -178,3 +178,36 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     expect(h.node("B").queueDepth()).toBe(3);
   });
 });
+
+describe("PrefixNode — a forward whose deadline passes while it waits", () => {
+  it("is dropped when its turn comes, never run; one still in time runs", () => {
+    const h = new Harness(["A", "B"]);
+    const forward = (reqId: string, deadlineMs: number | undefined) =>
+      h.input("B", {
+        type: "peer-message",
+        from: "A",
+        msg: {
+          type: "forward",
+          reqId,
+          attempt: 1,
+          hops: 1,
+          request: { id: reqId, tokens: prompt(2, Number(reqId.slice(1))), maxTokens: 1 },
+          ...(deadlineMs === undefined ? {} : { deadlineMs }),
+        },
+      });
+    const running = h.client("B", "busy", prompt(9, 0));
+    expect(engineRuns(running)).toBe(1);
+    forward("f1", 200); // queued behind `busy`; its origin waits 200 ms more
+    forward("f2", 5_000);
+    forward("f3", undefined); // an older peer: no deadline, never expires
+    expect(h.node("B").queueDepth()).toBe(4);
+    h.advanceLive(300);
+    h.finishRuns("B"); // `busy` ends after f1's deadline: f1 is skipped, f2 starts
+    expect(h.node("B").stats().expiredForwards).toBe(1);
+    expect(h.node("B").queueDepth()).toBe(2);
+    h.finishRuns("B");
+    h.finishRuns("B");
+    expect(h.node("B").stats().servedForPeers).toBe(2);
+    expect(h.node("B").stats().expiredForwards).toBe(1);
+  });
+});

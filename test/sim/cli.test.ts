@@ -245,6 +245,35 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
     }
   });
 
+  it("parses --slow-node, --stall and --refuse (as a user types them), rejecting bad ones", () => {
+    const o = optionsOf(["--slow-node", "1:10", "n2:3", "--stall", "3", "--refuse", "0@100:200"]);
+    const { config } = parseSimOptions({ ...defaults, ...o });
+    expect(config.faults).toEqual({
+      engine: {
+        slowdowns: [
+          { node: 1, factor: 10 },
+          { node: 2, factor: 3 },
+        ],
+      },
+      node: { stalls: [{ node: 3 }], refuses: [{ node: 0, atMs: 100, untilMs: 200 }] },
+    });
+    // The printed schedule replays them (--slow-node as --slow-engine).
+    const replayed = parseSimOptions({ ...defaults, ...optionsOf(faultFlags(config.faults)) }).config.faults;
+    expect(replayed).toEqual(config.faults);
+    expect(faultFlags(config.faults)).toContain("--stall");
+    const bad: [Partial<SimOptions>, RegExp][] = [
+      [{ slowNode: ["1x10"] }, /--slow-node must look like NODE:FACTOR/],
+      [{ slowNode: ["9:2"] }, /--slow-node node 9 does not exist/],
+      [{ slowNode: ["1:0"] }, /--slow-node factor must be in \(0, 1000\]/],
+      [{ stall: ["a"] }, /--stall must look like NODE/],
+      [{ refuse: ["1@5:5"] }, /--refuse must end after it starts/],
+      [{ refuse: ["8"] }, /--refuse node 8 does not exist/],
+      [{ randomFaults: "1000", stall: ["1"] }, /--random-faults draws every fault; drop --stall/],
+    ];
+    for (const [b, re] of bad)
+      expect(() => parseSimOptions({ ...defaults, ...b }), JSON.stringify(b)).toThrow(re);
+  });
+
   it("--random-faults draws the seed's schedule, and the printed flags replay it exactly", () => {
     for (const seed of [1, 2, 3, 17, 99, 1234]) {
       const drawn = parseSimOptions({ ...defaults, seed: String(seed), randomFaults: "20000" }).config.faults;

@@ -147,6 +147,45 @@ export const nodeConfigSchema = z
         weight: z.number().min(0).max(1_000_000).default(16),
       })
       .prefault({}),
+    /**
+     * Peer trust (trust.ts): score each peer from its answers to our forwards and stop routing to
+     * one whose breaker opened (a stalling, failing or refusing peer). Off: the paper's crash-only
+     * model, where only silence (suspicion) keeps a peer from being chosen.
+     */
+    peerTrust: z.boolean().default(false),
+    /** Failures within trustWindowMs that open a peer's breaker. */
+    trustFailures: z.number().int().min(1).max(1000).default(3),
+    trustWindowMs: z.number().positive().max(3_600_000).default(60_000),
+    /** A breaker stays open this long before one forward probes; doubles per failed probe. */
+    trustOpenMs: z.number().positive().max(3_600_000).default(10_000),
+    trustMaxOpenMs: z.number().positive().max(3_600_000).default(120_000),
+    /**
+     * With peerTrust: an acked forward not answered by answerSlack × its expected time (the ack's
+     * ETA, else our own estimate from the peer's queue and our learned costs) + answerSlackMs fails
+     * over at once (and counts against the peer) instead of waiting for forwardTimeoutMs.
+     */
+    answerSlack: z.number().min(1).max(1000).default(3),
+    answerSlackMs: z.number().min(0).max(3_600_000).default(1_000),
+    /**
+     * Admission by expected wait: a client request that would wait here longer than this (ms; the
+     * executor's elapsed-aware estimate from measured service times) first goes to a peer expected
+     * to start it within it, else is refused at once as overloaded, with when to retry (the time
+     * our queue needs to drain back under the bound). 0 = off: only maxQueue refuses.
+     */
+    maxWaitMs: z.number().min(0).max(3_600_000).default(0),
+    /**
+     * Spot checks (spot-check.ts): this fraction of peers' answers to deterministic requests
+     * (temperature 0) is recomputed here when idle; a peer whose answer disagrees is quarantined.
+     * 0 = off.
+     */
+    spotCheckRate: z.number().min(0).max(1).default(0),
+    /**
+     * Offload: our own wait is judged by how long the running jobs have run, not by the queue's count
+     * alone (a job far past the usual service time, e.g. an unbounded generation, is expected to run
+     * as long again), so routing sends new work to a peer that will finish it sooner; and at each
+     * anti-entropy tick our clients' requests still waiting here move to such a peer.
+     */
+    offload: z.boolean().default(false),
     /** Per-sample decay of the prefill fit: memory ≈ 1 / (1 − decay) engine runs. */
     costDecay: z.number().min(0.5).max(1).default(0.98),
   })
@@ -195,6 +234,8 @@ export const DAEMON_NODE_DEFAULTS = {
   ackDeferMs: 10,
   /** A snapshot at the key cap (2^21 keys) is applied in steps: the event loop stays responsive. */
   estimateStepKeys: 16_384,
+  /** A peer that acks and never answers, fails or keeps refusing is routed around (trust.ts). */
+  peerTrust: true,
   /** A crashed peer reads as down after 20 silent polls (10 s at the default Δpoll). */
   downAfterPolls: 20,
 } as const satisfies Partial<NodeConfigInput>;

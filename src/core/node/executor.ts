@@ -22,7 +22,8 @@ const PRESSURE_DECAY = 0.98;
 
 /** What to run: a request of our own client, or a forward a peer sent us. */
 export interface JobSpec {
-  kind: "client" | "forward";
+  /** `check`: a spot check (spot-check.ts) — run, never kept in the cache. */
+  kind: "client" | "forward" | "check";
   /** The origin's request id. */
   reqId: string;
   from: NodeId | undefined;
@@ -30,6 +31,11 @@ export interface JobSpec {
   request: EngineRequest;
   /** Forwards: the key a cancel or a duplicate finds the job by while it waits or runs. */
   key?: string;
+  /**
+   * Forwards: ms its origin still waited for it when it arrived (the forward's `deadlineMs`). A job
+   * whose deadline passes while it waits is dropped when its turn comes: its origin has moved on.
+   */
+  deadlineMs?: number | undefined;
 }
 
 interface Job extends JobSpec {
@@ -41,6 +47,8 @@ interface Job extends JobSpec {
   cacheTokens: number;
   /** Cancelled by its origin while queued: skipped when its turn comes. */
   cancelled: boolean;
+  /** Absolute time past which nobody waits for it (∞: no deadline). */
+  expiresAt: number;
 }
 
 /** A job the engine finished: its spec, the result (engine-private fields removed) and its timing. */
@@ -51,6 +59,8 @@ export interface Completion {
 }
 
 export interface ExecutorCounters {
+  /** Queued forwards dropped at their turn because their origin's deadline had passed. */
+  expiredForwards: number;
   servedLocal: number;
   servedForPeers: number;
   engineFailures: number;
@@ -102,7 +112,13 @@ export class Executor {
     this.queuedByKey.clear();
     this.cancelledQueued = 0;
     this.reserved = 0;
-    this.counters = { servedLocal: 0, servedForPeers: 0, engineFailures: 0, evictedTokens: 0 };
+    this.counters = {
+      expiredForwards: 0,
+      servedLocal: 0,
+      servedForPeers: 0,
+      engineFailures: 0,
+      evictedTokens: 0,
+    };
   }
 
   /** The exact local tree. Read-only outside this file. */
@@ -116,14 +132,75 @@ export class Executor {
   }
 
   /** This node as a routing candidate for `request` (its match is exact, in its namespace). */
-  selfView(id: NodeId, request: EngineRequest): SelfView {
-    return {
+  selfView(id: NodeId, request: EngineRequest, now?: number): SelfView {
+    const view: SelfView = {
       id,
       match: promptMatch(request, this.tree_.match(keyTokens(request))),
       queueDepth: this.queueDepth(),
       capacityTokens: this.tree_.capacity,
       treeTokens: this.tree_.size,
     };
+    const wait = this.config.offload && now !== undefined ? this.waitFrom(0, now) : undefined;
+    if (wait !== undefined) view.waitMs = wait;
+    return view;
+  }
+
+  /**
+   * Offload: when the job `ahead` places behind the running ones would start, elapsed-aware.
+   * A running job has half its service left on average while younger than it; one that has run
+   * longer is expected to run as long again (a long generation shows itself only by running long).
+   * Undefined until a run is timed.
+   */
+  waitFrom(ahead: number, now: number): number | undefined {
+    const svc = this.serviceMsEwma;
+    if (svc === undefined) return undefined;
+    const c = this.config.concurrency;
+    if (this.running.size + ahead < c) return 0;
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const job of this.running.values()) {
+      const ran = now - job.startedAt;
+      soonest = Math.min(soonest, ran < svc ? Math.max(svc / 2, svc - ran) : ran);
+    }
+    if (this.running.size < c) soonest = 0;
+    return soonest + Math.floor(ahead / c) * svc;
+  }
+
+  /**
+   * Offload: our clients' jobs still waiting (first `limit`), each with when it would start.
+   * Read-only; `takeQueued` removes one.
+   */
+  waitingClients(
+    now: number,
+    limit: number,
+  ): { reqId: string; request: EngineRequest; startsInMs: number }[] {
+    const out: { reqId: string; request: EngineRequest; startsInMs: number }[] = [];
+    let ahead = 0;
+    for (let i = this.queueHead; i < this.queue.length && out.length < limit; i++) {
+      const job = this.queue[i] as Job;
+      if (job.cancelled) continue;
+      const startsInMs = this.waitFrom(ahead++, now);
+      if (startsInMs === undefined) break;
+      if (job.kind === "client") out.push({ reqId: job.reqId, request: job.request, startsInMs });
+    }
+    return out;
+  }
+
+  /** Offload: removes our client's waiting job for `reqId` (false: none waits). */
+  takeQueued(reqId: string): boolean {
+    for (let i = this.queueHead; i < this.queue.length; i++) {
+      const job = this.queue[i] as Job;
+      if (job.cancelled || job.kind !== "client" || job.reqId !== reqId) continue;
+      job.cancelled = true;
+      this.cancelledQueued++;
+      this.check();
+      return true;
+    }
+    return false;
+  }
+
+  /** When a job queued now would start (elapsed-aware `waitFrom`; undefined until a run is timed). */
+  admissionWaitMs(now: number): number | undefined {
+    return this.waitFrom(this.queue.length - this.queueHead - this.cancelledQueued, now);
   }
 
   /** The queue bound (`maxQueue`) is reached: refuse more work. */
@@ -141,6 +218,7 @@ export class Executor {
       matched: 0,
       cacheTokens: 0,
       cancelled: false,
+      expiresAt: expiry(spec.deadlineMs, now),
     };
     this.queue.push(job);
     if (job.key !== undefined) this.queuedByKey.set(job.key, job);
@@ -162,11 +240,22 @@ export class Executor {
         continue;
       }
       if (job.key !== undefined) this.queuedByKey.delete(job.key);
+      if (now > job.expiresAt) {
+        // Checked at admission too (serving.ts), but a queue can slow down after it: no run for nobody.
+        this.counters.expiredForwards++;
+        continue;
+      }
       job.startedAt = now;
       // The tree holds cache keys: a namespaced request's tokens behind its namespace's pseudo-block.
       const tokens = keyTokens(job.request);
       let evicted: EvictedRun[] = [];
-      if (nodeManaged) {
+      if (nodeManaged && job.kind === "check") {
+        // A spot check keeps nothing: no eviction, and the engine keeps only what was cached.
+        const { length, handle } = this.tree_.lock(tokens);
+        job.handle = handle;
+        job.matched = length;
+        job.cacheTokens = length;
+      } else if (nodeManaged) {
         const { length, handle } = this.tree_.lock(tokens);
         job.handle = handle;
         job.matched = length;
@@ -251,7 +340,7 @@ export class Executor {
         : this.serviceMsEwma + (serviceMs - this.serviceMsEwma) / 8;
     if (this.paranoid) this.checkWalks();
     if (job.kind === "forward") this.counters.servedForPeers++;
-    else this.counters.servedLocal++;
+    else if (job.kind === "client") this.counters.servedLocal++;
     const timing: ServedTiming = {
       servedBy: this.selfId,
       queueMs: job.startedAt - job.enqueuedAt,
@@ -371,6 +460,13 @@ export class Executor {
     // Re-hashing every cached token is the dearest part: every 16th run (a wrong key set persists).
     this.tree_.checkIntegrity(++this.walks % 16 === 1);
   }
+}
+
+/** When a job of a forward with `deadlineMs` (peer-controlled: only a finite, non-negative one) expires. */
+function expiry(deadlineMs: number | undefined, now: number): number {
+  return typeof deadlineMs === "number" && Number.isFinite(deadlineMs) && deadlineMs >= 0
+    ? now + deadlineMs
+    : Number.POSITIVE_INFINITY;
 }
 
 /** Cached sequences are the engine's private business: never ship them to peers or clients. */

@@ -16,6 +16,7 @@ import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
 import { Membership } from "./membership.js";
 import { PeerModels, servesModel } from "./models.js";
+import { OFFLOAD_SCAN, offloadTarget, type Waiting } from "./offload.js";
 import { Origin } from "./origin.js";
 import { reportedDepth, stampQueueDepth } from "./peer-load.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
@@ -117,7 +118,7 @@ export class PrefixNode {
     if (id === this.config.id || !nodeId.safeParse(id).success) return false;
     if (this.members.has(id) || this.members.size >= this.maxPeers()) return false;
     this.members.add(id, this.deps.now());
-    this.origin.targets.add(id);
+    this.origin.addPeer(id);
     this.antiEntropy.add(id);
     return true;
   }
@@ -130,7 +131,7 @@ export class PrefixNode {
     const out: Effect[] = [];
     if (!this.members.remove(id)) return out;
     this.antiEntropy.remove(id);
-    this.origin.targets.remove(id);
+    this.origin.removePeer(id);
     this.peerModels.delete(id);
     this.failPendingTo(id, this.deps.now(), out);
     return out;
@@ -151,6 +152,7 @@ export class PrefixNode {
         if (!done) break; // from before a restart
         const { job, result, timing } = done;
         if (job.kind === "forward") this.serving.answered(job, result, timing, now, out);
+        else if (job.kind === "check") this.origin.checked(job.reqId, result.text);
         else this.origin.completeLocal(job, result, timing, now, out);
         this.executor.pump(now, out);
         break;
@@ -159,6 +161,7 @@ export class PrefixNode {
         const job = this.executor.failed(input.jobId);
         if (!job) break;
         if (job.kind === "forward") this.serving.failed(job, `engine: ${input.error}`, now, out);
+        else if (job.kind === "check") this.origin.spot.drop(job.reqId);
         else this.origin.failLocal(job, `engine: ${input.error}`, now, out);
         this.executor.pump(now, out);
         break;
@@ -179,7 +182,7 @@ export class PrefixNode {
   private onClientRequest(reqId: string, request: EngineRequest, now: number, out: Effect[]): void {
     const refused = this.origin.admit(reqId, request, now);
     if (refused) return void out.push(refused);
-    const self = this.executor.selfView(this.config.id, request);
+    const self = this.executor.selfView(this.config.id, request, now);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
     const costs = this.executor.learnedCosts();
     this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.evictionPressure());
@@ -198,9 +201,9 @@ export class PrefixNode {
     return buildCandidates(self, peers, this.antiEntropy.index, request);
   }
 
-  /** Live and not pushing back — unless our queue is deeper than its own (then local is worse still). */
+  /** Live, trusted, not pushing back — unless our queue is deeper than its own (local is worse still). */
   private routable(id: NodeId, now: number, selfQueueDepth = this.executor.queueDepth()): boolean {
-    if (this.members.liveness(id, now) !== "live") return false;
+    if (this.members.liveness(id, now) !== "live" || !this.origin.trust.routable(id, now)) return false;
     const load = this.antiEntropy.load(id);
     return now >= load.pushBackUntil || load.queueDepth < selfQueueDepth;
   }
@@ -214,9 +217,20 @@ export class PrefixNode {
       return;
     }
     const run = this.origin.runHere(reqId);
-    if (!servesModel(this.config.models, run.request.model)) out.push(this.origin.refuseUnserved(run, now));
-    else if (this.executor.full()) out.push(this.origin.refuseOverloaded(run, now));
-    else this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
+    if (!servesModel(this.config.models, run.request.model))
+      return void out.push(this.origin.refuseUnserved(run, now));
+    const waitMs = this.executor.admissionWaitMs(now);
+    const tooLong = this.origin.waitsTooLong(reqId, waitMs);
+    if (tooLong === undefined && !this.executor.full())
+      return void this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
+    // About to refuse for our wait: first a peer expected to start it in time, if any.
+    const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
+    const to = tooLong === "spill" ? this.soonerPeer(w, now, this.config.maxWaitMs) : undefined;
+    if (to !== undefined) {
+      this.origin.reroute(reqId, to);
+      return void this.advance(reqId, now, out);
+    }
+    out.push(this.origin.refuseOverloaded(run, now, tooLong === undefined ? undefined : waitMs));
   }
 
   /** The current attempt failed: the origin gives it up, then the request moves on. */
@@ -286,7 +300,7 @@ export class PrefixNode {
   private onForward(from: NodeId, msg: PeerMessageOf<"forward">, now: number, out: Effect[]): void {
     const verdict = this.serving.admit(from, msg, this.executor.full(), this.executor.expectedWaitMs(), out);
     if (verdict === undefined) return;
-    const { reqId, attempt } = msg;
+    const { reqId, attempt, deadlineMs } = msg;
     const job = verdict.kind === "duplicate" ? this.executor.jobFor(verdict.key, now) : undefined;
     if (verdict.kind === "duplicate" && job === undefined) {
       this.serving.handled(from, reqId, attempt, verdict.key, now, out);
@@ -296,7 +310,11 @@ export class PrefixNode {
     const eta = this.serving.wantsEta ? this.executor.etaMs(request, job?.ranMs) : undefined;
     this.serving.ack(from, reqId, attempt, verdict.key, eta, now, out);
     if (verdict.kind === "accept")
-      this.executor.enqueue({ kind: "forward", reqId, from, attempt, request, key: verdict.key }, now, out);
+      this.executor.enqueue(
+        { kind: "forward", reqId, from, attempt, request, key: verdict.key, deadlineMs },
+        now,
+        out,
+      );
   }
 
   private onSendFailed(to: NodeId, msg: PeerMessage | undefined, now: number, out: Effect[]): void {
@@ -319,6 +337,15 @@ export class PrefixNode {
         // Forwards to peers that went silent need not wait for their full timeout.
         const silent = (p: NodeId) => this.members.has(p) && this.members.liveness(p, now) !== "live";
         for (const reqId of this.origin.waitingOn(silent)) this.failOver(reqId, now, out, true, true);
+        if (this.config.offload) this.offloadWaiting(now, out);
+        // Spot checks (spot-check.ts) run only when nothing waits here.
+        const c = this.executor.queueDepth() === 0 ? this.origin.spot.take() : undefined;
+        if (c)
+          this.executor.enqueue(
+            { kind: "check", reqId: c.request.id, from: c.peer, attempt: 0, request: c.request },
+            now,
+            out,
+          );
         out.push({ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() });
         break;
       }
@@ -332,6 +359,22 @@ export class PrefixNode {
       case "estimates":
         this.antiEntropy.onStepTimer(now, out);
     }
+  }
+
+  /** Offload (offload.ts): our clients' requests waiting here move to a peer that finishes sooner. */
+  private offloadWaiting(now: number, out: Effect[]): void {
+    for (const w of this.executor.waitingClients(now, OFFLOAD_SCAN)) {
+      const to = this.soonerPeer(w, now);
+      if (to === undefined || !this.executor.takeQueued(w.reqId)) continue;
+      this.origin.reroute(w.reqId, to);
+      this.advance(w.reqId, now, out);
+    }
+  }
+
+  /** A routable peer expected to finish `w` sooner than here, and start it within `maxWaitMs`. */
+  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number): NodeId | undefined {
+    const self = this.executor.selfView(this.config.id, w.request);
+    return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs);
   }
 
   private pollDelay(): number {

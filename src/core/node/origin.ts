@@ -35,7 +35,10 @@ import {
 } from "./policies/index.js";
 import { type Answerer, failReply, okReply } from "./replies.js";
 import { planFromOrder } from "./routing.js";
+import { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
+import { SpotChecks } from "./spot-check.js";
 import { type Target, Targets } from "./targets.js";
+import { isLoadRefusal, Trust } from "./trust.js";
 import {
   type Effect,
   MAX_REQ_ID,
@@ -43,12 +46,16 @@ import {
   type NodeId,
   type PeerMessage,
   type PeerMessageOf,
+  type PeerView,
+  PROMPT_TEXT_NEEDED,
   type ServedTiming,
   type Timer,
 } from "./types.js";
 
 /** The ack timeout is at least this many smoothed RTTs (TCP's RTO allows SRTT + 4 × RTTVAR). */
 const ACK_RTT_FACTOR = 4;
+/** A peer's errors that follow the protocol, not a fault of the peer: they never count against it. */
+const PROTOCOL_REFUSALS = new Set([FORWARD_CANCELLED, DUPLICATE_HANDLED, PROMPT_TEXT_NEEDED]);
 /** Prefix keys whose demand an origin tracks (LRU beyond). */
 const DEMAND_KEYS = 4096;
 
@@ -76,6 +83,10 @@ interface Pending {
   ackArmed: boolean;
   /** Re-sends of the current attempt (each doubles the wait before the next one). */
   probes: number;
+  /** Our own estimate of each planned peer's answer time (ms from its forward), parallel to `plan`. */
+  expect: number[];
+  /** With peer trust: when the current, acked attempt's answer is overdue (absolute); else ∞. */
+  answerBy: number;
 }
 
 /** A pending request to run here (its forward attempts are over). */
@@ -98,6 +109,8 @@ function originCounters() {
     ignoredAcks: 0,
     rejectedOverload: 0,
     invalidMessages: 0,
+    overdueAnswers: 0,
+    offloaded: 0,
   };
 }
 
@@ -108,6 +121,12 @@ export class Origin {
   private readonly pending = new Map<string, Pending>();
   /** What we know of each peer as a forward target (RTT, acks): node.ts feeds and reads it. */
   readonly targets = new Targets();
+  /** What each peer's answers to our forwards earned it (trust.ts): node.ts asks `routable`. */
+  readonly trust: Trust;
+  /** Answers of peers kept to recompute when idle (spot-check.ts). */
+  readonly spot: SpotChecks;
+  /** Smoothed decode time per generated token, over every answer we got (our answer-time estimate). */
+  private decodeMsPerToken = 0;
   /** Arrivals per prefix at this origin (rent-or-buy); bounded; kept across restart(). */
   private readonly demand: PrefixDemand;
   counters = originCounters();
@@ -118,14 +137,41 @@ export class Origin {
     private readonly paranoid: boolean,
   ) {
     this.policy = createPolicy(config.policy, config.policyConfig);
+    this.trust = new Trust({
+      enabled: config.peerTrust,
+      failures: config.trustFailures,
+      windowMs: config.trustWindowMs,
+      openMs: config.trustOpenMs,
+      maxOpenMs: config.trustMaxOpenMs,
+    });
     this.demand = new PrefixDemand(DEMAND_KEYS, config.demandPrior);
+    this.spot = new SpotChecks(config.spotCheckRate);
   }
 
   /** A (re)start: no requests, fresh peer state (the policy and the demand learned stay). */
   reset(ids: readonly NodeId[]): void {
     this.pending.clear();
     this.targets.reset(ids);
+    this.trust.reset(ids);
+    this.spot.reset();
     this.counters = originCounters();
+  }
+
+  /** A peer joined (run time). */
+  addPeer(id: NodeId): void {
+    this.targets.add(id);
+    this.trust.add(id);
+  }
+
+  /** A peer left the membership (run time). */
+  removePeer(id: NodeId): void {
+    this.targets.remove(id);
+    this.trust.remove(id);
+  }
+
+  /** Its part of the peer's `PeerView`. */
+  peerView(id: NodeId): Pick<PeerView, "rttMs" | "acksForwards" | "trust"> {
+    return { ...this.targets.view(id), trust: this.trust.view(id) };
   }
 
   /** Without settings: the configured ones if they are for this policy, else its defaults. */
@@ -196,6 +242,7 @@ export class Origin {
     evictionPressure: number,
   ): void {
     const plan: NodeId[] = [];
+    const expect: number[] = [];
     let target = this.config.id;
     let predicted = selfMatch;
     if (candidates !== undefined) {
@@ -216,7 +263,13 @@ export class Origin {
       // A node that does not serve the request's model only routes it: every ranked peer is in its plan.
       const routeOnly = !servesModel(this.config.models, request.model);
       planFromOrder(order, candidates, plan, routeOnly);
-      const first = routeOnly ? candidates.find((c) => c.id === plan[0]) : candidates[order[0] ?? 0];
+      const planned = (i: number): Candidate | undefined =>
+        routeOnly ? candidates.find((c) => c.id === plan[i]) : candidates[order[i] as number];
+      if (this.trust.enabled) {
+        for (let i = 0; i < plan.length; i++)
+          expect.push(this.expectedAnswerMs(planned(i) as Candidate, request, costs));
+      }
+      const first = routeOnly ? planned(0) : candidates[order[0] ?? 0];
       if (first) {
         target = first.id;
         predicted = first.estimatedMatch;
@@ -237,7 +290,22 @@ export class Origin {
       ackedAt: -1,
       ackArmed: false,
       probes: 0,
+      expect,
+      answerBy: Number.POSITIVE_INFINITY,
     });
+  }
+
+  /**
+   * When a peer should answer a forward of `request`, from our side alone (the daemon's acks carry
+   * no ETA): its queue and what we sent it since, at our learned service time, then the request's
+   * own prefill and its whole `maxTokens` budget of decode, and the round trip. An upper estimate.
+   */
+  private expectedAnswerMs(c: Candidate, request: EngineRequest, costs: LearnedCosts): number {
+    const queued = c.queueDepth + (c.sentSinceQueue ?? 0);
+    const prefill =
+      costs.prefillFixedMs + costs.prefillMsPerToken * (request.tokens.length - c.estimatedMatch);
+    const run = Math.max(costs.serviceMs, prefill + request.maxTokens * this.decodeMsPerToken);
+    return queued * costs.serviceMs + run + (c.rttMs ?? costs.rttPriorMs);
   }
 
   /** The next peer in the request's plan, consumed (undefined: the plan is spent). */
@@ -258,10 +326,25 @@ export class Origin {
     p.attemptSentAt = now;
     p.ackedAt = -1;
     p.probes = 0;
+    p.answerBy = Number.POSITIVE_INFINITY;
     this.targets.sent(to, reqId, p.attempt, now);
+    this.trust.sent(to, now);
     this.counters.forwarded++;
     this.sendForward(p, to, peer, now, out);
     out.push({ type: "set-timer", timer: forwardTimer(p), delayMs: this.config.forwardTimeoutMs });
+  }
+
+  /**
+   * Offload: the request, waiting in our queue, goes to `to` instead (node.ts took it out of the
+   * queue and advances it next): a plan of that one peer, then here again.
+   */
+  reroute(reqId: string, to: NodeId): void {
+    const p = this.get(reqId);
+    invariant(p.current === undefined && p.attempt === p.fallbacks, "rerouting a request not waiting here");
+    p.plan = [to];
+    p.expect = [];
+    p.next = 0;
+    this.counters.offloaded++;
   }
 
   /** No peer attempt left: the request runs here (current undefined from now on). */
@@ -273,10 +356,26 @@ export class Origin {
   }
 
   /** The local queue is full: the request fails (answered now, no longer pending). */
-  refuseOverloaded(run: LocalRun, now: number): Effect {
+  refuseOverloaded(run: LocalRun, now: number, waitMs?: number): Effect {
     this.counters.rejectedOverload++;
     const p = this.settle(run.reqId);
-    return failReply(this.by, run.reqId, run.request, now, "overloaded: queue full", "overloaded", p);
+    if (waitMs === undefined)
+      return failReply(this.by, run.reqId, run.request, now, "overloaded: queue full", "overloaded", p);
+    const why = `overloaded: expected wait ${Math.ceil(waitMs)} ms exceeds ${this.config.maxWaitMs} ms`;
+    // Retry once the queue has drained back under the bound, at the measured pace.
+    const retryAfterMs = Math.max(1_000, waitMs - this.config.maxWaitMs);
+    return failReply(this.by, run.reqId, run.request, now, why, "overloaded", p, retryAfterMs);
+  }
+
+  /**
+   * Admission by expected wait (`maxWaitMs`): whether a local run expected to start in `waitMs`
+   * waits too long, and may instead go to a peer expected to start it in time (only a request
+   * never forwarded yet: one whose peers failed it does not try them again).
+   */
+  waitsTooLong(reqId: string, waitMs: number | undefined): "spill" | "refuse" | undefined {
+    const max = this.config.maxWaitMs;
+    if (max <= 0 || waitMs === undefined || waitMs <= max) return undefined;
+    return this.get(reqId).attempt === 0 ? "spill" : "refuse";
   }
 
   /** This node does not serve the request's model and no peer serving it took it: it fails. */
@@ -289,6 +388,7 @@ export class Origin {
   /** Our local run of the request finished: its reply. */
   completeLocal(run: LocalRun, result: EngineResult, timing: ServedTiming, now: number, out: Effect[]): void {
     const p = this.settleLocal(run);
+    this.learnDecode(result);
     out.push(okReply(this.by, p, result, timing, 0, now));
   }
 
@@ -324,6 +424,8 @@ export class Origin {
     if (cancel && p.current !== undefined)
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
     if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
+    // Whatever ended the attempt, a half-open probe it was is over (an outcome was noted first).
+    if (p.current !== undefined) this.trust.released(p.current);
     p.fallbacks++;
     this.counters.fallbacks++;
   }
@@ -337,6 +439,7 @@ export class Origin {
     invariant(p === undefined || timer.attempt <= p.attempt, "a timer for an attempt not yet made");
     if (p?.current === undefined || p.attempt !== timer.attempt) return false;
     if (timer.kind === "forward") {
+      this.trust.failed(p.current, now);
       this.fallback(p.reqId, out, false, true);
       return true;
     }
@@ -353,12 +456,22 @@ export class Origin {
     const to = p.current as NodeId;
     const peer = this.targets.get(to);
     const acked = p.ackedAt === p.probes;
+    if (acked && now >= p.answerBy) {
+      // Acked, and its answer is overdue past any slack: a stalled peer, or a lost answer nobody
+      // probes for. Fail over now rather than at the forward timeout, and hold it against the peer.
+      this.counters.overdueAnswers++;
+      this.trust.failed(to, now);
+      this.fallback(p.reqId, out, true, true);
+      return true;
+    }
     // Probe (re-send the same forward) when the peer acked this round and owes only the answer, or
     // has not acked yet but has resends left; otherwise give up on the peer.
     if (!peer || (!acked && p.probes >= this.config.forwardResends)) {
       this.counters.ackTimeouts++;
-      // Only an attempt never acked may hint at a peer that does not ack.
+      // Only an attempt never acked may hint at a peer that does not ack; one acked before and
+      // silent since holds the answer it owes.
       if (p.ackedAt < 0 && peer) this.targets.abandonedUnacked(to, p.reqId, p.attempt);
+      else if (p.ackedAt >= 0) this.trust.failed(to, now);
       this.fallback(p.reqId, out, true, true);
       return true;
     }
@@ -393,14 +506,21 @@ export class Origin {
       typeof etaMs === "number" && Number.isFinite(etaMs) && etaMs >= 0
         ? Math.min(etaMs, this.config.forwardTimeoutMs)
         : undefined;
-    if (eta === undefined) {
+    if (this.trust.enabled && p.answerBy === Number.POSITIVE_INFINITY) {
+      const expected = eta ?? p.expect[p.next - 1] ?? this.config.forwardTimeoutMs;
+      const allowed = this.config.answerSlack * expected + this.config.answerSlackMs;
+      if (allowed < this.config.forwardTimeoutMs) p.answerBy = p.attemptSentAt + allowed;
+    }
+    const overdueIn = p.answerBy - this.deps.now();
+    if (eta === undefined && overdueIn === Number.POSITIVE_INFINITY) {
       this.disarmAck(p, out);
       return;
     }
-    const waitMs = Math.min(
-      this.config.forwardTimeoutMs,
-      (2 * eta + this.ackTimeoutMs(this.targets.get(from)?.rttMs)) * 2 ** Math.min(p.probes, 16),
-    );
+    const probeIn =
+      eta === undefined
+        ? Number.POSITIVE_INFINITY
+        : (2 * eta + this.ackTimeoutMs(this.targets.get(from)?.rttMs)) * 2 ** Math.min(p.probes, 16);
+    const waitMs = Math.max(0, Math.min(this.config.forwardTimeoutMs, probeIn, overdueIn));
     p.ackArmed = true;
     out.push({ type: "set-timer", timer: ackTimer(p), delayMs: waitMs });
   }
@@ -416,6 +536,9 @@ export class Origin {
     this.disarmAck(p, out);
     this.targets.landed(from, p.reqId, p.attempt);
     this.settle(p.reqId);
+    this.trust.answered(from);
+    this.learnDecode(msg.result);
+    this.spot.offer(from, p.request, msg.result.text, this.deps.random);
     const { timing } = msg;
     const remote = timing.queueMs + timing.prefillMs + timing.decodeMs;
     // After a probe the answer may be a re-sent one: its delay is no round trip.
@@ -430,9 +553,25 @@ export class Origin {
   onError(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): boolean {
     const p = this.current(from, msg);
     if (!p) return false;
+    // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer.
+    if (isLoadRefusal(msg.error)) this.trust.refused(from, this.deps.now());
+    else if (!PROTOCOL_REFUSALS.has(msg.error)) this.trust.failed(from, this.deps.now());
     // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.
     this.fallback(p.reqId, out, true, false);
     return true;
+  }
+
+  /** A spot check ran here: a peer that answered otherwise is quarantined (and reported, counted). */
+  checked(reqId: string, ours: string): void {
+    const liar = this.spot.judge(reqId, ours);
+    if (liar !== undefined) this.trust.quarantine(liar);
+  }
+
+  /** One answer's decode time per generated token, smoothed (ignored when it reports none). */
+  private learnDecode(r: EngineResult): void {
+    if (!(r.completionTokens > 0) || !(r.decodeMs >= 0) || !Number.isFinite(r.decodeMs)) return;
+    const v = r.decodeMs / r.completionTokens;
+    this.decodeMsPerToken += (v - this.decodeMsPerToken) / 8;
   }
 
   /** The pending request `msg` answers, if it answers its current attempt; else counted as late. */

@@ -3,7 +3,7 @@
  * §5 measurements). Pure: the request's facts in, the effect out.
  */
 import type { EngineRequest, EngineResult } from "../engine.js";
-import type { Effect, NodeId, ReplyErrorCode, RequestRecord, ServedTiming } from "./types.js";
+import type { Effect, NodeId, ReplyErrorCode, ReplyOutcome, RequestRecord, ServedTiming } from "./types.js";
 
 /** What the origin knows of a request when it answers it. */
 export interface RequestFacts {
@@ -31,6 +31,7 @@ export function failReply(
   error: string,
   code: ReplyErrorCode,
   p?: RequestFacts,
+  retryAfterMs?: number,
 ): Effect {
   const record: RequestRecord = {
     reqId,
@@ -51,7 +52,9 @@ export function failReply(
     receivedAt: p?.receivedAt ?? now,
     finishedAt: now,
   };
-  return { type: "reply", reqId, outcome: { ok: false, error, code }, record };
+  const outcome: ReplyOutcome = { ok: false, error, code };
+  if (retryAfterMs !== undefined) outcome.retryAfterMs = Math.ceil(retryAfterMs);
+  return { type: "reply", reqId, outcome, record };
 }
 
 /** A result, served `hops` away (0: here) by `timing.servedBy`. */

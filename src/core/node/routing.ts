@@ -17,6 +17,8 @@ export interface SelfView {
   queueDepth: number;
   capacityTokens: number;
   treeTokens: number;
+  /** With `offload`: the expected wait here, elapsed-aware (see `Candidate.waitMs`). */
+  waitMs?: number;
 }
 
 const scratch = new Map<string, number>();
@@ -64,6 +66,7 @@ export function buildCandidates(
     rttMs: 0,
     capacityTokens: self.capacityTokens,
     treeTokens: self.treeTokens,
+    ...(self.waitMs === undefined ? {} : { waitMs: self.waitMs }),
   });
   if (peers.length === 1) return peers; // nobody to forward to: no index walk
   // Estimates hold cache keys: a namespace's prefixes match only requests of that namespace.

@@ -171,7 +171,8 @@ export type NodeInput =
 
 export type ReplyOutcome =
   | { ok: true; result: EngineResult }
-  | { ok: false; error: string; code: ReplyErrorCode };
+  /** `retryAfterMs`: an overloaded node's estimate of when it admits again (its queue's drain time). */
+  | { ok: false; error: string; code: ReplyErrorCode; retryAfterMs?: number };
 
 /**
  * `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400, `unserved` → 503 (no
@@ -245,6 +246,23 @@ export interface PeerView {
   holdsOfUs: HeldVersion | undefined;
   /** Forwards to it must be acked within the ack timeout (false: it was seen not to ack, e.g. old). */
   acksForwards: boolean;
+  /** What its answers to our forwards earned it (trust.ts); undefined for a peer we do not track. */
+  trust: TrustView | undefined;
+}
+
+/** A peer's circuit breaker (trust.ts). */
+export type BreakerState = "closed" | "open" | "half-open" | "quarantined";
+
+/** What /cluster and the metrics show of a peer's trust (trust.ts). */
+export interface TrustView {
+  /** Smoothed share of its forwards answered in time, in [0, 1] (1 until a failure). */
+  score: number;
+  state: BreakerState;
+  /** Forwards it failed / refused for load, since our (re)start. */
+  failures: number;
+  refusals: number;
+  /** Times its breaker opened. */
+  opened: number;
 }
 
 export interface NodeStats {
@@ -262,12 +280,21 @@ export interface NodeStats {
   ackTimeouts: number;
   /** Probes: forwards re-sent for the same attempt because it was acked but its answer is overdue. */
   probes: number;
+  /** Acked forward attempts abandoned because their answer was overdue (peer trust). */
+  overdueAnswers: number;
   /** Forwards re-sent for the same attempt because it was not acked (up to `forwardResends`). */
   resends: number;
   /** Answers re-sent to an origin that probed for a forward we had already answered. */
   resentAnswers: number;
   /** `forward-ack`s ignored: unknown or finished request, an older attempt, or a duplicate. */
   ignoredAcks: number;
+  /** Spot checks run (peers' deterministic answers recomputed here), and those that disagreed. */
+  spotChecks: number;
+  spotCheckMismatches: number;
+  /** Our clients' requests moved from our queue to a peer expected to finish them sooner (offload). */
+  offloaded: number;
+  /** Queued forwards dropped when their turn came, their origin's deadline passed (never run). */
+  expiredForwards: number;
   /** Forwards refused at once because the expected finish lies beyond the origin's deadline. */
   rejectedDeadline: number;
   rejectedOverload: number;

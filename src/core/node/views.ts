@@ -21,7 +21,7 @@ export function peerViews(
     id,
     ...members.view(id, now),
     ...antiEntropy.view(id, now),
-    ...origin.targets.view(id),
+    ...origin.peerView(id),
   }));
 }
 
@@ -40,6 +40,7 @@ export function nodeStats(
     ...o,
     ...s,
     ...executor.counters,
+    ...origin.spot.counters,
     rejectedOverload: o.rejectedOverload + s.rejectedOverload,
     invalidMessages: o.invalidMessages + s.invalidMessages,
     unknownSender,

@@ -10,6 +10,10 @@ export const API_ERROR_CODES = {
     status: [400],
     meaning: "the prompt, or prompt + max_tokens, is longer than the model's context",
   },
+  max_tokens_exceeded: {
+    status: [400],
+    meaning: "the request asks for more max_tokens than this node's ceiling (--max-tokens-ceiling)",
+  },
   invalid_request_id: { status: [400], meaning: "the `x-request-id` header is malformed" },
   too_many_connections: {
     status: [503, 429],

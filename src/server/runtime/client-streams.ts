@@ -63,7 +63,10 @@ export function serviceErrorOf(outcome: Extract<ReplyOutcome, { ok: false }>): S
   const status = STATUS_OF[outcome.code];
   const type =
     status === 429 ? "rate_limit_error" : status === 400 ? "invalid_request_error" : "server_error";
-  return new ServiceError(status, type, outcome.error, status === 429 ? 1 : undefined);
+  // Retry-After: the node's estimate of when its queue drains back under its wait bound, else 1 s.
+  const retryAfterSec =
+    status === 429 ? Math.max(1, Math.ceil((outcome.retryAfterMs ?? 1_000) / 1_000)) : undefined;
+  return new ServiceError(status, type, outcome.error, retryAfterSec);
 }
 
 export class ClientStreams {

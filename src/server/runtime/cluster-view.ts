@@ -68,6 +68,8 @@ export class ClusterView {
         pushBackActive: p.pushBackUntil > now,
         pushBackUntil: p.pushBackUntil,
         rttMs: p.rttMs,
+        /** Peer trust: score in [0, 1] and breaker state (closed, open, half-open), failures, refusals. */
+        trust: p.trust ?? null,
         /** Forwards to it carry the prompt text (false once its hello said its engine needs tokens only). */
         promptText: this.o.sendsPromptText(p.id),
         /** The models its hello advertised (empty: not heard yet). */
@@ -91,6 +93,7 @@ export class ClusterView {
         ...(p.silentMs !== undefined ? { estimateAgeSec: p.silentMs / 1000 } : {}),
         estimateTokens: p.estimateTokens,
         pushBackActive: p.pushBackUntil > now,
+        ...(p.trust ? { trustScore: p.trust.score, breakerOpen: p.trust.state !== "closed" } : {}),
       })),
       forwardEvents: forwardEvents(node.stats()),
     };
@@ -106,5 +109,7 @@ function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, numbe
     late_reply: s.lateReplies,
     duplicate_forward: s.duplicateForwards,
     cancelled_forward: s.cancelledForwards,
+    overdue_answer: s.overdueAnswers,
+    expired_forward: s.expiredForwards,
   };
 }

@@ -34,6 +34,7 @@ export function daemonNodeConfig(
     forwardTimeoutMs: s.forwardTimeoutMs,
     forwardAckTimeoutMs: s.forwardAckTimeoutMs,
     concurrency: s.concurrency,
+    maxWaitMs: s.maxWaitMs,
     ...(o.models ? { models: [...o.models] } : {}),
   };
 }

@@ -179,6 +179,9 @@ export async function startNode(
     metrics,
     logger,
     bodyLimit: s.bodyLimitBytes,
+    defaultMaxTokens: s.maxTokensDefault,
+    chatDefaultMaxTokens: s.chatMaxTokensDefault,
+    maxTokensCeiling: s.maxTokensCeiling,
     requestLogSample: s.requestLogSample,
   });
   const apiClosed = (reason: string) => metrics.connectionsRefused.inc({ port: "api", reason });

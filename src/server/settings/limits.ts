@@ -15,6 +15,36 @@ export const limitsSettings = {
     value: "ms",
     description: "Plus a uniform random jitter up to this, in ms.",
   }),
+  maxTokensDefault: setting(num(1, 1_000_000, true).default(16), {
+    section: "Limits",
+    value: "n",
+    description:
+      "max_tokens of a completion request that gives none (OpenAI's default, 16), capped by the room the " +
+      "prompt leaves in the context.",
+  }),
+  chatMaxTokensDefault: setting(num(1, 1_000_000, true).default(512), {
+    section: "Limits",
+    value: "n",
+    description:
+      "max_tokens (max_completion_tokens) of a chat request that gives none, capped by the room the prompt " +
+      "leaves in the context: a request without a limit must not hold an engine slot until the context fills.",
+  }),
+  maxTokensCeiling: setting(num(1, 1_000_000, true).default(4096), {
+    section: "Limits",
+    value: "n",
+    description:
+      "Largest max_tokens a chat or completion request may ask for; above it the API answers 400 (one " +
+      "request must not hold an engine slot for minutes while its peers idle).",
+  }),
+  maxWaitMs: setting(num(0, 3_600_000).default(0), {
+    section: "Limits",
+    value: "ms",
+    description:
+      "Admission by expected wait: a client request expected to wait longer than this here (from measured " +
+      "service times) goes to a peer expected to start it in time, else gets 429 at once with Retry-After " +
+      "the time this node's queue needs to drain back under the bound. 0 = off (only --max-pending refuses); " +
+      "e.g. 10000.",
+  }),
   maxPending: setting(num(1, 100_000, true).default(256), {
     section: "Limits",
     value: "n",

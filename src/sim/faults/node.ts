@@ -1,8 +1,10 @@
 /**
  * Faults of the node processes: crashes (cache, queue and pending requests lost; a restart in a new
- * epoch) and pauses (a frozen process). Their shape, how a seed draws them, the `prefixmesh sim` flags
- * that replay them, their checks and the pause arithmetic a run applies (`NodeFaultModel`) live here;
- * the run (../run.ts) schedules the crashes and restarts.
+ * epoch), pauses (a frozen process) and peers that misbehave (stalling: forwards acked and never
+ * answered; refusing: every forward answered with a 503; lying: wrong text in its answers). Their
+ * shape, how a seed draws them, the `prefixmesh sim` flags that replay them, their checks and the
+ * pause and misbehaviour arithmetic a run applies (`NodeFaultModel`) live here; the run (../run.ts)
+ * schedules the crashes and restarts, and drops, answers or alters the misbehaving peers' messages.
  */
 import { byNode, checkNode, type FaultDraw } from "./draw.js";
 
@@ -24,10 +26,26 @@ export interface SimPause {
   untilMs: number;
 }
 
+/** Node `node` misbehaves as a peer in [atMs, untilMs) (default: the whole run). */
+export interface SimMisbehaviour {
+  node: number;
+  atMs?: number;
+  untilMs?: number;
+}
+
 /** Faults of the node processes. */
 export interface NodeFaults {
   crashes?: SimCrash[];
   pauses?: SimPause[];
+  /**
+   * Stalling peers: they ack every forward and never answer it (their results and errors are lost
+   * on the way out), while their snapshots and their own clients' requests go on as usual.
+   */
+  stalls?: SimMisbehaviour[];
+  /** Refusing peers: every forward they get is answered with a retryable error (an HTTP 503), unrun. */
+  refuses?: SimMisbehaviour[];
+  /** Lying peers: their answers to forwards carry wrong text (a corrupted or substituted model). */
+  lies?: SimMisbehaviour[];
 }
 
 export function drawNodeFaults(x: FaultDraw, nodes: number): NodeFaults {
@@ -59,7 +77,16 @@ export function nodeFaultFlags(nd: NodeFaults): string[] {
   for (const c of nd.crashes ?? [])
     out.push("--crash", `${c.node}@${c.atMs}${c.restartAtMs === undefined ? "" : `:${c.restartAtMs}`}`);
   for (const p of nd.pauses ?? []) out.push("--pause", `${p.node}@${p.atMs}:${p.untilMs}`);
+  for (const x of nd.stalls ?? []) out.push("--stall", `${x.node}${misbehaviourWindow(x)}`);
+  for (const x of nd.refuses ?? []) out.push("--refuse", `${x.node}${misbehaviourWindow(x)}`);
+  // (Lying peers have no `prefixmesh sim` flag yet: a run sets them in its config.)
   return out;
+}
+
+/** `@START_MS:END_MS` of a misbehaviour with a window, as `--stall`/`--refuse` read it; "" for the whole run. */
+function misbehaviourWindow(x: SimMisbehaviour): string {
+  if (x.atMs === undefined && x.untilMs === undefined) return "";
+  return `@${x.atMs ?? 0}:${x.untilMs ?? Number.MAX_SAFE_INTEGER}`;
 }
 
 export function checkNodeFaults(f: NodeFaults, nodes: number, bad: (m: string) => never): void {
@@ -72,9 +99,17 @@ export function checkNodeFaults(f: NodeFaults, nodes: number, bad: (m: string) =
     if (!(p.atMs >= 0 && p.untilMs > p.atMs && Number.isFinite(p.untilMs)))
       bad(`a pause must end (untilMs finite) after it starts (atMs ≥ 0), got ${p.atMs}-${p.untilMs}`);
   }
+  for (const x of [...(f.stalls ?? []), ...(f.refuses ?? []), ...(f.lies ?? [])]) {
+    checkNode("stall/refuse", x.node, nodes, bad);
+    if (x.atMs !== undefined && x.untilMs !== undefined && !(x.untilMs > x.atMs))
+      bad(`a stall or refusal must end after it starts, got ${x.atMs}-${x.untilMs}`);
+  }
 }
 
-/** When the node faults are over: the last restart, crash or pause end. */
+/**
+ * When the node faults are over: the last restart, crash or pause end. (A misbehaving peer is not a
+ * fault convergence waits out: snapshots and anti-entropy go on while it stalls or refuses.)
+ */
 export function nodeFaultsEnd(f: NodeFaults): number {
   let end = 0;
   for (const c of f.crashes ?? []) end = Math.max(end, c.restartAtMs ?? c.atMs);
@@ -85,12 +120,33 @@ export function nodeFaultsEnd(f: NodeFaults): number {
 /** The node faults of one run, as the run applies them. */
 export class NodeFaultModel {
   private readonly pauses: SimPause[][] | undefined;
+  private readonly stalls: SimMisbehaviour[][] | undefined;
+  private readonly refuses: SimMisbehaviour[][] | undefined;
+  private readonly lies: SimMisbehaviour[][] | undefined;
 
   constructor(
     readonly faults: NodeFaults,
     nodes: number,
   ) {
     this.pauses = byNode(nodes, faults.pauses);
+    this.stalls = byNode(nodes, faults.stalls);
+    this.refuses = byNode(nodes, faults.refuses);
+    this.lies = byNode(nodes, faults.lies);
+  }
+
+  /** Whether node `node` stalls at `now`: its answers to forwards (results, errors) never leave it. */
+  stalling(node: number, now: number): boolean {
+    return this.stalls !== undefined && inForce(this.stalls[node], now);
+  }
+
+  /** Whether node `node` refuses at `now`: every forward it gets is answered with a 503, unrun. */
+  refusing(node: number, now: number): boolean {
+    return this.refuses !== undefined && inForce(this.refuses[node], now);
+  }
+
+  /** Whether node `node` lies at `now`: its results to forwards carry text that is not the model's. */
+  lying(node: number, now: number): boolean {
+    return this.lies !== undefined && inForce(this.lies[node], now);
   }
 
   /** Whether any node ever pauses (so events must be checked against pauses at all). */
@@ -114,4 +170,11 @@ export class NodeFaultModel {
     }
     return until;
   }
+}
+
+/** Whether one of a node's misbehaviours is in force at `now`. */
+function inForce(list: readonly SimMisbehaviour[] | undefined, now: number): boolean {
+  for (const x of list ?? [])
+    if (now >= (x.atMs ?? 0) && now < (x.untilMs ?? Number.POSITIVE_INFINITY)) return true;
+  return false;
 }

@@ -78,7 +78,7 @@ function expectedLatencyMs(c: Candidate, ctx: RoutingContext, f: number): number
   const rtt = c.self ? 0 : (c.rttMs ?? k.rttPriorMs);
   const uncached = Math.max(0, ctx.promptTokens - c.estimatedMatch);
   const service = serviceMs(k, ctx);
-  const wait = c.self ? c.queueDepth * service : peerWaitMs(c, service * f);
+  const wait = c.self ? (c.waitMs ?? c.queueDepth * service) : peerWaitMs(c, service * f);
   // Same float order as without peer speed when f = 1: near-ties must break as they always did.
   if (f === 1) return rtt + wait + k.prefillFixedMs + k.prefillMsPerToken * uncached;
   return rtt + wait + f * (k.prefillFixedMs + k.prefillMsPerToken * uncached);

@@ -29,6 +29,12 @@ export interface Candidate {
   treeTokens?: number;
   /** Its prefill as its answers to our forwards showed it (peers we forwarded to only). */
   observedPrefill?: Readonly<{ prefillMs: number; uncached: number; samples: number }>;
+  /**
+   * Self only, with `offload`: the expected wait here, from how long the running jobs have run (a
+   * job far past the usual service time is expected to run as long again); policies that weigh
+   * waits use it instead of queueDepth × the service time. Undefined: the count alone.
+   */
+  waitMs?: number;
 }
 
 export interface RoutingContext {

@@ -1,0 +1,127 @@
+/**
+ * Peer trust in the configuration the daemon ships (DAEMON_NODE_DEFAULTS: cost-aware, peer trust on,
+ * no answer probes), fixed seeds: a stalling peer (acks, never answers) and a refusing peer (answers
+ * every forward with a 503) are routed around after a few forwards, and every request is answered
+ * once and correctly. Without peer trust (the core default) the stalling peer costs forward timeouts.
+ */
+import { describe, expect, it } from "vitest";
+import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../../src/core/node/config.js";
+import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
+import { runSimulation } from "../../src/sim/run.js";
+import type { SimConfig, SimFaults, SimRecord, SimResult } from "../../src/sim/types.js";
+import { assembleWorkload } from "../../src/workload/assemble.js";
+import { syntheticPool } from "../../src/workload/synthetic.js";
+
+const REQUESTS = 2_000;
+const BAD = 3;
+const OPEN_MS = nodeConfigSchema.shape.trustOpenMs.def.defaultValue;
+const FORWARD_TIMEOUT_MS = DAEMON_NODE_DEFAULTS.forwardTimeoutMs;
+// MMLU-shaped prompts (the synthetic workload's subject shapes); one client at a time.
+const workload = assembleWorkload("synthetic", "synthetic", syntheticPool({ subjects: 8, scale: 0.05 }), {
+  seed: 3,
+  requests: REQUESTS,
+  skewed: false,
+});
+
+function run(nodes: number, faults?: SimFaults, node?: SimConfig["node"]): SimResult {
+  return runSimulation(
+    {
+      nodes,
+      policy: DAEMON_NODE_DEFAULTS.policy,
+      daemonConfig: true,
+      commMs: 2,
+      jitterMs: 0.5,
+      pollMs: 500,
+      profile: DEFAULT_PROFILE,
+      capacityTokens: 3_000,
+      seed: 7,
+      ...(faults ? { faults } : {}),
+      ...(node ? { node } : {}),
+      checkInvariants: true,
+    },
+    workload,
+  );
+}
+
+function expectAllAnsweredOnce(r: SimResult): void {
+  expect(r.invariantViolations).toEqual([]);
+  expect(r.totals.answered).toBe(REQUESTS);
+  expect(r.totals.incorrect).toBe(0);
+  expect(r.totals.duplicateReplies).toBe(0);
+}
+
+/** Answered requests per second, first arrival to last answer. */
+function throughput(r: SimResult): number {
+  const start = Math.min(...r.records.map((x) => x.startMs));
+  const end = Math.max(...r.records.map((x) => x.endMs));
+  return (r.totals.answered / (end - start)) * 1000;
+}
+
+/** Per origin, its requests that fell back, in arrival order. */
+function fallbacksByOrigin(r: SimResult): Map<number, SimRecord[]> {
+  const out = new Map<number, SimRecord[]>();
+  for (const x of [...r.records].sort((a, b) => a.startMs - b.startMs)) {
+    if (x.fallbacks === 0) continue;
+    const list = out.get(x.origin) ?? [];
+    list.push(x);
+    out.set(x.origin, list);
+  }
+  return out;
+}
+
+/**
+ * Demoted after at most 3 failed forwards per origin: every later fallback of an origin is a
+ * half-open probe, which comes at least the open period after the failure before it.
+ */
+function expectDemotedAfterThree(r: SimResult): void {
+  for (const [origin, list] of fallbacksByOrigin(r)) {
+    expect(origin).not.toBe(BAD);
+    for (let i = 3; i < list.length; i++) {
+      const gap = (list[i] as SimRecord).startMs - (list[i - 1] as SimRecord).startMs;
+      expect(
+        gap,
+        `origin n${origin}: fallback ${i + 1} comes ${gap} ms after the one before`,
+      ).toBeGreaterThan(OPEN_MS - 5_000);
+    }
+  }
+}
+
+describe("peer trust in the daemon's configuration", () => {
+  const withoutIt = run(3);
+
+  it("routes around a stalling peer: demoted after ≤ 3 forwards per origin, no forward timeout waited", () => {
+    const r = run(4, { node: { stalls: [{ node: BAD }] } });
+    expectAllAnsweredOnce(r);
+    expectDemotedAfterThree(r);
+    expect(r.totals.fallbacks).toBeGreaterThan(0);
+    // An acked, unanswered forward fails over at its expected time plus slack, not at the timeout.
+    expect(Math.max(...r.records.map((x) => x.latencyMs))).toBeLessThan(FORWARD_TIMEOUT_MS / 5);
+    // Throughput within 20% of the same cluster without that peer.
+    expect(throughput(r)).toBeGreaterThan(0.8 * throughput(withoutIt));
+  });
+
+  it("without peer trust (the paper's crash-only model) the stalling peer costs forward timeouts", () => {
+    const r = run(4, { node: { stalls: [{ node: BAD }] } }, { peerTrust: false });
+    expectAllAnsweredOnce(r);
+    expect(Math.max(...r.records.map((x) => x.latencyMs))).toBeGreaterThanOrEqual(FORWARD_TIMEOUT_MS);
+    expect(throughput(r)).toBeLessThan(0.5 * throughput(withoutIt));
+  });
+
+  it("routes around a refusing peer: < 5% of requests fall back once it is demoted", () => {
+    const r = run(4, { node: { refuses: [{ node: BAD }] } });
+    expectAllAnsweredOnce(r);
+    expectDemotedAfterThree(r);
+    let afterDemotion = 0;
+    for (const list of fallbacksByOrigin(r).values()) afterDemotion += Math.max(0, list.length - 3);
+    expect(afterDemotion / REQUESTS).toBeLessThan(0.05);
+    const plain = run(4, { node: { refuses: [{ node: BAD }] } }, { peerTrust: false });
+    expect(r.totals.fallbacks).toBeLessThan(plain.totals.fallbacks / 3);
+  });
+
+  it("a stall that ends: the peer is probed and trusted again", () => {
+    const r = run(4, { node: { stalls: [{ node: BAD, untilMs: 20_000 }] } });
+    expectAllAnsweredOnce(r);
+    const late = r.records.filter((x) => x.startMs > 60_000);
+    expect(late.some((x) => x.served === BAD && x.origin !== BAD)).toBe(true);
+  });
+});
