@@ -4,6 +4,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { resolveSwimConfig, suspicionMinMs } from "../../src/core/node/swim/config.js";
+import { GossipRounds } from "../../src/sim/gossip-rounds.js";
 import { type MembershipSimConfig, runMembership } from "../../src/sim/membership-sim.js";
 
 const base = { seed: 1, commMs: 2, jitterMs: 0.5 } satisfies Partial<MembershipSimConfig>;
@@ -118,5 +119,30 @@ describe("membership by gossip (SWIM + Lifeguard)", () => {
     const r64 = rate(64);
     expect(r16).toBeGreaterThan(0);
     expect(r64).toBeLessThanOrEqual(1.25 * r16);
+  });
+});
+
+describe("scuttlebutt anti-entropy", () => {
+  /** Rounds until every node holds owner 0's change, after a warm-up in which everyone met everyone. */
+  function roundsToSpread(nodes: number, seed: number, lossProb = 0): number {
+    const sim = new GossipRounds({ nodes, seed, lossProb });
+    for (let i = 0; i < nodes; i++) sim.change(i);
+    const converged = () => sim.nodes.every((_, i) => sim.holders(i) === nodes);
+    for (let r = 0; r < 4 * Math.log2(nodes) + 10 && !converged(); r++) sim.round();
+    expect(converged()).toBe(true);
+    sim.change(0);
+    for (let r = 1; r <= 64; r++) {
+      sim.round();
+      if (sim.holders(0) === nodes) return r;
+    }
+    return Number.POSITIVE_INFINITY;
+  }
+
+  test.each([16, 64, 256])("a change reaches all %i nodes in ≤ 2·log2 N rounds", (n) => {
+    for (const seed of n > 64 ? [1] : [1, 2]) expect(roundsToSpread(n, seed)).toBeLessThanOrEqual(2 * Math.log2(n));
+  });
+
+  test("and under 5% message loss still within 2·log2 N rounds at 64 nodes", () => {
+    expect(roundsToSpread(64, 3, 0.05)).toBeLessThanOrEqual(2 * Math.log2(64));
   });
 });
