@@ -49,6 +49,7 @@ export class GossipRounds {
           queueDepth: 0,
           pushBackMs: 0,
         }),
+        blocks: () => tree.blockCount,
         changesSince: (v) => tree.changesSince(v),
         snapshotBody: () => tree.snapshotBody(),
       };

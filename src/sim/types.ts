@@ -119,6 +119,13 @@ export interface SimConfig {
    * its owner's true tree, queue depth and push-back the instant they change, free of charge.
    */
   oracle?: boolean;
+  /**
+   * The mesh protocol (NodeConfig.gossip): "full" (default, the paper's) or "scuttlebutt" (SWIM
+   * membership joined through two seeds + Scuttlebutt digest anti-entropy).
+   */
+  gossip?: "full" | "scuttlebutt";
+  /** gossip "scuttlebutt": estimates each node keeps at most (NodeConfig.maxEstimates). */
+  maxEstimates?: number;
 }
 
 export interface SimRecord {

@@ -14,11 +14,13 @@ import { AntiEntropy } from "./anti-entropy.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
+import { GossipAntiEntropy } from "./gossip-anti-entropy.js";
 import { Membership } from "./membership.js";
 import { Origin } from "./origin.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import { Serving } from "./serving.js";
+import { meshStep, SwimMembership } from "./swim-membership.js";
 import type {
   Effect,
   NodeDeps,
@@ -38,10 +40,10 @@ export type { NodeOptions } from "./types.js";
 export class PrefixNode {
   readonly config: NodeConfig;
   private epoch = 0;
-  private members!: Membership;
+  private members!: Membership | SwimMembership;
   private readonly origin: Origin;
   private readonly serving: Serving;
-  private readonly antiEntropy: AntiEntropy;
+  private readonly antiEntropy: AntiEntropy | GossipAntiEntropy;
   private readonly executor: Executor;
   private unknownSender = 0;
 
@@ -54,7 +56,10 @@ export class PrefixNode {
     const paranoid = opts.checkInvariants === true;
     this.origin = new Origin(this.config, deps, paranoid);
     this.serving = new Serving(this.config);
-    this.antiEntropy = new AntiEntropy(this.config, this.config.id);
+    const full = this.config.gossip === "full";
+    this.antiEntropy = full
+      ? new AntiEntropy(this.config, this.config.id)
+      : new GossipAntiEntropy(this.config, this.config.id, deps);
     this.executor = new Executor(this.config, this.config.id, paranoid);
     this.reset(Math.floor(opts.epoch ?? deps.now()));
   }
@@ -62,8 +67,13 @@ export class PrefixNode {
   private reset(epoch: number): void {
     this.epoch = epoch;
     // A restart keeps the current membership (peers added or removed at run time included).
-    const ids = this.members === undefined ? [...this.config.peers] : [...this.members.ids()];
-    this.members = new Membership(ids, this.config.suspectAfterPolls * this.config.pollMs, this.deps.now());
+    // SWIM learns the members anew at start (`peers` are only its seeds); the full mesh keeps them.
+    const full = this.config.gossip === "full";
+    const ids = !full ? [] : this.members === undefined ? [...this.config.peers] : [...this.members.ids()];
+    const suspectMs = this.config.suspectAfterPolls * this.config.pollMs;
+    this.members = full
+      ? new Membership(ids, suspectMs, this.deps.now())
+      : new SwimMembership(this.config, this.deps);
     this.executor.reset();
     this.antiEntropy.reset(epoch, ids, this.maxPeers() + 1);
     this.origin.reset(ids);
@@ -75,7 +85,9 @@ export class PrefixNode {
 
   /** Arms the anti-entropy timer. Call once before feeding inputs. */
   start(): Effect[] {
-    return [{ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() }];
+    const out: Effect[] = [{ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() }];
+    this.onMesh("start", this.deps.now(), out);
+    return out;
   }
 
   /**
@@ -90,6 +102,7 @@ export class PrefixNode {
 
   /** Stop (graceful leave): tell every peer so they stop routing here at once. */
   goodbye(): Effect[] {
+    if (this.members instanceof SwimMembership) return this.members.leave();
     return this.members.ids().map((to) => ({ type: "send", to, msg: { type: "goodbye" } }) as Effect);
   }
 
@@ -163,6 +176,10 @@ export class PrefixNode {
       case "send-failed":
         this.onSendFailed(input.to, input.msg, now, out);
         break;
+      case "mesh-message":
+      case "member-verified":
+        this.onMesh(input, now, out);
+        break;
     }
     return out;
   }
@@ -191,7 +208,7 @@ export class PrefixNode {
 
   /** Live and not pushing back — unless our queue is deeper than its own (then local is worse still). */
   private routable(id: NodeId, now: number, selfQueueDepth = this.executor.queueDepth()): boolean {
-    if (this.members.liveness(id, now) !== "live") return false;
+    if (this.members.liveness(id, now) !== "live" || !this.antiEntropy.routes(id)) return false;
     const load = this.antiEntropy.load(id);
     return now >= load.pushBackUntil || load.queueDepth < selfQueueDepth;
   }
@@ -317,7 +334,18 @@ export class PrefixNode {
       case "acks":
         this.serving.onAcksTimer(now, out);
         break;
+      case "swim":
+        this.onMesh({ type: "timer", timer }, now, out);
+        break;
     }
+  }
+
+  /** gossip "scuttlebutt" (swim-membership.ts): members that came are routed to once estimated. */
+  private onMesh(input: NodeInput | "start", now: number, out: Effect[]): void {
+    const ev = meshStep(input, this.members, this.antiEntropy, this.executor, now, out);
+    for (const id of ev.up) this.origin.targets.add(id);
+    for (const id of ev.down) this.origin.targets.remove(id);
+    for (const id of ev.down) this.failPendingTo(id, now, out);
   }
 
   private pollDelay(): number {

@@ -34,11 +34,23 @@ export type GossipMessage =
   /** Round start: what I hold; `room`: I take owners I do not hold yet. */
   | { type: "digest"; entries: DigestEntry[]; room: boolean }
   /** States the receiver lacks (deltas of one owner in order), and (answering a digest) what I lack. */
-  | { type: "states"; states: Snapshot[]; wants: DigestEntry[] };
+  | { type: "states"; states: OwnerState[]; wants: DigestEntry[] };
+
+/**
+ * One owner's state as relayed: the snapshot, and the owner's block count at its version, by which a
+ * receiver tells an exact estimate from one holding a wrong guess (then it asks for the whole set).
+ * -1: not known (a delta inside a relayed chain).
+ */
+export interface OwnerState {
+  snapshot: Snapshot;
+  blocks: number;
+}
 
 /** Our own tree as the gossip needs it (RadixTree satisfies it; headers carry our load). */
 export interface OwnState {
   header(): SnapshotHeader;
+  /** Block keys in our tree now. */
+  blocks(): number;
   changesSince(version: number): SnapshotDelta | undefined;
   snapshotBody(): SnapshotBody;
 }
@@ -71,8 +83,12 @@ interface OwnerLog {
   header: SnapshotHeader;
   /** Consecutive deltas, oldest first, ending at header.version. */
   deltas: SnapshotDelta[];
+  /** The owner's block count at header.version. */
+  blocks: number;
   /** Our estimate is exactly the owner's tree at header.version (no optimistic insert since). */
   clean: boolean;
+  /** Our estimate holds a wrong guess: our digest asks for the whole set (version 0). */
+  wantFull: boolean;
 }
 
 export interface ScuttlebuttCounters {
@@ -86,6 +102,8 @@ export interface ScuttlebuttDeps {
   random(): number;
   /** Whether `owner` is a live member now (states of others are dropped); default: all are. */
   member?(owner: NodeId): boolean;
+  /** Told of every state applied (its header: the owner's load as of that version). */
+  onApplied?(header: SnapshotHeader): void;
   /** Usefulness of a held owner (higher keeps it); default 0 for all. */
   score?(owner: NodeId): number;
 }
@@ -125,9 +143,10 @@ export class Scuttlebutt {
   digest(self: OwnState): DigestEntry[] {
     const h = self.header();
     const out: DigestEntry[] = [{ owner: this.selfId, epoch: h.epoch, version: h.version }];
-    for (const owner of this.logs.keys()) {
-      const held = this.estimates.held(owner) as { epoch: number; version: number };
-      out.push({ owner, epoch: held.epoch, version: held.version });
+    for (const [owner, log] of this.logs) {
+      const held = this.estimates.held(owner);
+      if (held === undefined) continue;
+      out.push({ owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version });
     }
     return out;
   }
@@ -176,7 +195,7 @@ export class Scuttlebutt {
       this.counters.invalid++;
       return undefined;
     }
-    for (const s of msg.states) this.apply(s);
+    for (const s of msg.states) this.apply(s.snapshot, s.blocks);
     if (msg.wants.length === 0) return undefined;
     const theirs = new Map<NodeId, DigestEntry>();
     for (const w of msg.wants) theirs.set(w.owner, w);
@@ -195,7 +214,7 @@ export class Scuttlebutt {
   }
 
   /** A state of some owner (relayed or its own): applied by the one-writer rule, logged for relaying. */
-  apply(s: Snapshot): void {
+  apply(s: Snapshot, blocks: number): void {
     const rx = this.counters.statesReceived;
     const owner = s.header.sender;
     if (owner === this.selfId || !(this.deps.member?.(owner) ?? true)) {
@@ -210,9 +229,11 @@ export class Scuttlebutt {
     const log = this.logs.get(owner) as OwnerLog;
     if (verdict === "applied") {
       rx.applied++;
+      this.deps.onApplied?.(s.header);
       const held = this.estimates.held(owner) as { epoch: number; version: number };
       const sameEpoch = log.header.epoch === held.epoch;
       log.header = s.header;
+      if (blocks >= 0) log.blocks = blocks;
       // A full state, or a new epoch built from its empty version 0, is exactly the owner's tree.
       if (s.kind === "full" || !sameEpoch) {
         log.deltas = [];
@@ -222,9 +243,20 @@ export class Scuttlebutt {
         log.deltas.push(s.delta);
         if (log.deltas.length > this.config.deltaLog) log.deltas.shift();
       }
-    } else if (verdict === "duplicate") rx.duplicate++;
-    else if (verdict === "need-full") rx.needFull++;
+    } else if (verdict === "duplicate") {
+      rx.duplicate++;
+      // The whole set at a version we hold: the truth, which also clears a wrong guess.
+      if (s.kind === "full") this.index.replaceEstimate(owner, s.body);
+    } else if (verdict === "need-full") rx.needFull++;
     else rx.stale++;
+    const held = this.estimates.held(owner);
+    const confirms = verdict === "applied" || verdict === "duplicate";
+    if (blocks >= 0 && confirms && held?.version === s.header.version) {
+      // Optimistic inserts only add keys: the owner's count tells whether ours is exact.
+      const exact = this.index.estimateSize(owner) === blocks * this.index.blockSize;
+      log.clean = exact;
+      log.wantFull = !exact;
+    }
     // A first state that did not fit holds nothing usable yet: keep the slot (version 0 of its epoch).
   }
 
@@ -257,7 +289,7 @@ export class Scuttlebutt {
       queueDepth: 0,
       pushBackMs: 0,
     };
-    this.logs.set(owner, { header, deltas: [], clean: false });
+    this.logs.set(owner, { header, blocks: 0, deltas: [], clean: false, wantFull: false });
     invariant(this.logs.size <= this.config.maxEstimates, "scuttlebutt holds more owners than maxEstimates");
     return true;
   }
@@ -272,8 +304,8 @@ export class Scuttlebutt {
     room: boolean,
     self: OwnState,
     onlyListed = false,
-  ): Snapshot[] {
-    const out: Snapshot[] = [];
+  ): OwnerState[] {
+    const out: OwnerState[] = [];
     const max = this.config.maxStates;
     const own = this.ownStates(theirs.get(this.selfId), self, onlyListed);
     for (const s of own) out.push(s);
@@ -297,33 +329,37 @@ export class Scuttlebutt {
     return out.slice(0, max);
   }
 
-  private ownStates(e: DigestEntry | undefined, self: OwnState, onlyListed: boolean): Snapshot[] {
+  /** Version 0 in a digest asks for the whole set (a new owner, or an estimate with a wrong guess). */
+  private ownStates(e: DigestEntry | undefined, self: OwnState, onlyListed: boolean): OwnerState[] {
     if (e === undefined && onlyListed) return [];
     const h = self.header();
+    const blocks = self.blocks();
     if (e !== undefined && e.epoch === h.epoch && e.version >= h.version) return [];
-    if (e !== undefined && e.epoch === h.epoch) {
+    if (e !== undefined && e.epoch === h.epoch && e.version > 0) {
       const delta = self.changesSince(e.version);
       if (delta !== undefined) {
         this.counters.statesSent.delta++;
-        return [{ kind: "delta", header: h, delta }];
+        return [{ snapshot: { kind: "delta", header: h, delta }, blocks }];
       }
     }
     this.counters.statesSent.full++;
-    return [{ kind: "full", header: h, body: self.snapshotBody() }];
+    return [{ snapshot: { kind: "full", header: h, body: self.snapshotBody() }, blocks }];
   }
 
   /** Owner's states from what the peer holds (`e`; undefined = nothing) to ours, into `out`. */
-  private relayStates(owner: NodeId, log: OwnerLog, e: DigestEntry | undefined, out: Snapshot[]): void {
+  private relayStates(owner: NodeId, log: OwnerLog, e: DigestEntry | undefined, out: OwnerState[]): void {
     const held = this.estimates.held(owner);
     if (held === undefined || held.epoch !== log.header.epoch) return;
     if (e !== undefined && (e.epoch > held.epoch || (e.epoch === held.epoch && e.version >= held.version)))
       return;
-    if (e !== undefined && e.epoch === held.epoch) {
+    if (e !== undefined && e.epoch === held.epoch && e.version > 0) {
       const i = log.deltas.findIndex((d) => d.baseVersion === e.version);
       if (i >= 0) {
         for (let j = i; j < log.deltas.length; j++) {
           const d = log.deltas[j] as SnapshotDelta;
-          out.push({ kind: "delta", header: { ...log.header, version: d.version }, delta: d });
+          const header = { ...log.header, version: d.version };
+          const last = j === log.deltas.length - 1;
+          out.push({ snapshot: { kind: "delta", header, delta: d }, blocks: last ? log.blocks : -1 });
           this.counters.statesSent.delta++;
         }
         return;
@@ -331,7 +367,8 @@ export class Scuttlebutt {
     }
     if (!log.clean) return;
     const keys = this.index.estimateKeys(owner);
-    out.push({ kind: "full", header: log.header, body: { blockSize: this.index.blockSize, keys } });
+    const body = { blockSize: this.index.blockSize, keys };
+    out.push({ snapshot: { kind: "full", header: log.header, body }, blocks: log.blocks });
     this.counters.statesSent.full++;
   }
 }

@@ -1,0 +1,127 @@
+/**
+ * Membership for `gossip: "scuttlebutt"`: the SWIM machine (swim/swim.ts) behind the surface node.ts
+ * uses of `Membership`. Members are who SWIM holds alive or suspect (suspect = "suspected": not
+ * routed to); nobody is added by config — `peers` are only the seeds. What node.ts must do when a
+ * member comes or goes (its estimate, its pending forwards) comes back as `up` / `down`.
+ */
+import type { AntiEntropy, OwnTree } from "./anti-entropy.js";
+import type { NodeConfig } from "./config.js";
+import { GossipAntiEntropy } from "./gossip-anti-entropy.js";
+import type { Membership } from "./membership.js";
+import { Swim } from "./swim/swim.js";
+import type { SwimEffect, SwimInput } from "./swim/types.js";
+import type { Effect, Liveness, NodeDeps, NodeId, NodeInput, PeerView } from "./types.js";
+
+/** What one SWIM step asks of the node: effects to carry out, members that came and went. */
+export interface MeshEvents {
+  effects: Effect[];
+  up: NodeId[];
+  down: NodeId[];
+}
+
+export class SwimMembership {
+  readonly swim: Swim;
+
+  constructor(config: NodeConfig, deps: NodeDeps) {
+    this.swim = new Swim(config.id, config.peers, deps, config.swim);
+  }
+
+  start(): MeshEvents {
+    return translate(this.swim.start());
+  }
+
+  /** Leave: our goodbye to every member (and our `left` update rides on anything still sent). */
+  leave(): Effect[] {
+    return translate(this.swim.leave()).effects;
+  }
+
+  /** A SWIM input of the node's (a mesh message on the swim channel, a verification, a swim timer). */
+  handle(input: NodeInput): MeshEvents {
+    let i: SwimInput | undefined;
+    if (input.type === "mesh-message" && input.msg.channel === "swim")
+      i = { type: "message", from: input.from, msg: input.msg.msg };
+    else if (input.type === "member-verified") i = { type: "verified", id: input.id, ok: input.ok };
+    else if (input.type === "timer" && input.timer.kind === "swim")
+      i = { type: "timer", timer: input.timer.timer };
+    return i === undefined ? { effects: [], up: [], down: [] } : translate(this.swim.handle(i));
+  }
+
+  // The Membership surface node.ts reads. Run-time adds and removes are SWIM's, not the runtime's.
+  add(_id: NodeId, _now: number): boolean {
+    return false;
+  }
+  remove(_id: NodeId): boolean {
+    return false;
+  }
+  get size(): number {
+    return this.swim.liveMembers().length;
+  }
+  has(id: NodeId): boolean {
+    const s = this.swim.status(id);
+    return id !== this.swim.selfId && (s === "alive" || s === "suspect");
+  }
+  ids(): readonly NodeId[] {
+    return this.swim.liveMembers();
+  }
+  heard(_id: NodeId, _now: number): void {}
+  sendFailed(_id: NodeId): void {}
+  departed(_id: NodeId): void {}
+  liveness(id: NodeId, _now: number): Liveness {
+    const s = this.swim.status(id);
+    return s === "alive" ? "live" : s === "suspect" ? "suspected" : "down";
+  }
+  view(id: NodeId, now: number): Pick<PeerView, "liveness" | "silentMs"> {
+    return { liveness: this.liveness(id, now), silentMs: undefined };
+  }
+}
+
+function translate(effects: SwimEffect[]): MeshEvents {
+  const ev: MeshEvents = { effects: [], up: [], down: [] };
+  for (const e of effects) {
+    switch (e.type) {
+      case "send":
+        ev.effects.push({ type: "mesh-send", to: e.to, msg: { channel: "swim", msg: e.msg } });
+        break;
+      case "set-timer":
+        ev.effects.push({ type: "set-timer", timer: { kind: "swim", timer: e.timer }, delayMs: e.delayMs });
+        break;
+      case "verify-member":
+        ev.effects.push({ type: "verify-member", id: e.id });
+        break;
+      case "member-up":
+        ev.up.push(e.id);
+        break;
+      case "member-down":
+        ev.down.push(e.id);
+        break;
+    }
+  }
+  return ev;
+}
+
+/**
+ * One step of the `gossip: "scuttlebutt"` mesh for node.ts: a gossip message goes to the anti-entropy,
+ * anything else of the mesh (`start`, a swim message or timer, a verification) to SWIM, whose members
+ * that came or went are added to or dropped from the anti-entropy here. `up`/`down` say which, for
+ * the roles node.ts owns (targets, pending forwards).
+ */
+export function meshStep(
+  input: NodeInput | "start",
+  members: SwimMembership | Membership,
+  antiEntropy: GossipAntiEntropy | AntiEntropy,
+  own: { tree: OwnTree; queueDepth(): number; pushBackMs(): number },
+  now: number,
+  out: Effect[],
+): MeshEvents {
+  const none: MeshEvents = { effects: [], up: [], down: [] };
+  if (!(members instanceof SwimMembership) || !(antiEntropy instanceof GossipAntiEntropy)) return none;
+  if (input !== "start" && input.type === "mesh-message" && input.msg.channel === "gossip") {
+    antiEntropy.onGossip(input.from, input.msg.msg, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
+    return none;
+  }
+  const ev = input === "start" ? members.start() : members.handle(input);
+  out.push(...ev.effects);
+  for (const id of ev.up) antiEntropy.add(id);
+  for (const id of ev.down) antiEntropy.remove(id);
+  return ev;
+}
