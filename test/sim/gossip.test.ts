@@ -139,7 +139,8 @@ describe("scuttlebutt anti-entropy", () => {
   }
 
   test.each([16, 64, 256])("a change reaches all %i nodes in ≤ 2·log2 N rounds", (n) => {
-    for (const seed of n > 64 ? [1] : [1, 2]) expect(roundsToSpread(n, seed)).toBeLessThanOrEqual(2 * Math.log2(n));
+    for (const seed of n > 64 ? [1] : [1, 2])
+      expect(roundsToSpread(n, seed)).toBeLessThanOrEqual(2 * Math.log2(n));
   });
 
   test("and under 5% message loss still within 2·log2 N rounds at 64 nodes", () => {

@@ -346,6 +346,7 @@ export class PrefixNode {
     for (const id of ev.up) this.origin.targets.add(id);
     for (const id of ev.down) this.origin.targets.remove(id);
     for (const id of ev.down) this.failPendingTo(id, now, out);
+    for (const r of ev.rtt) this.origin.targets.sampleRtt(r.id, r.ms);
   }
 
   private pollDelay(): number {

@@ -17,6 +17,8 @@ export interface MeshEvents {
   effects: Effect[];
   up: NodeId[];
   down: NodeId[];
+  /** Round trips of direct probes: RTT samples (the full mesh's snapshot echo has no twin here). */
+  rtt: { id: NodeId; ms: number }[];
 }
 
 export class SwimMembership {
@@ -43,7 +45,7 @@ export class SwimMembership {
     else if (input.type === "member-verified") i = { type: "verified", id: input.id, ok: input.ok };
     else if (input.type === "timer" && input.timer.kind === "swim")
       i = { type: "timer", timer: input.timer.timer };
-    return i === undefined ? { effects: [], up: [], down: [] } : translate(this.swim.handle(i));
+    return i === undefined ? { effects: [], up: [], down: [], rtt: [] } : translate(this.swim.handle(i));
   }
 
   // The Membership surface node.ts reads. Run-time adds and removes are SWIM's, not the runtime's.
@@ -76,7 +78,7 @@ export class SwimMembership {
 }
 
 function translate(effects: SwimEffect[]): MeshEvents {
-  const ev: MeshEvents = { effects: [], up: [], down: [] };
+  const ev: MeshEvents = { effects: [], up: [], down: [], rtt: [] };
   for (const e of effects) {
     switch (e.type) {
       case "send":
@@ -93,6 +95,9 @@ function translate(effects: SwimEffect[]): MeshEvents {
         break;
       case "member-down":
         ev.down.push(e.id);
+        break;
+      case "rtt":
+        ev.rtt.push({ id: e.id, ms: e.ms });
         break;
     }
   }
@@ -113,7 +118,7 @@ export function meshStep(
   now: number,
   out: Effect[],
 ): MeshEvents {
-  const none: MeshEvents = { effects: [], up: [], down: [] };
+  const none: MeshEvents = { effects: [], up: [], down: [], rtt: [] };
   if (!(members instanceof SwimMembership) || !(antiEntropy instanceof GossipAntiEntropy)) return none;
   if (input !== "start" && input.type === "mesh-message" && input.msg.channel === "gossip") {
     antiEntropy.onGossip(input.from, input.msg.msg, now, own.tree, own.queueDepth(), own.pushBackMs(), out);

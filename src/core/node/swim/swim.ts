@@ -63,6 +63,7 @@ interface Suspicion {
 interface Probe {
   seq: number;
   target: NodeId;
+  sentAt: number;
   acked: boolean;
   expectedNacks: number;
   nacks: number;
@@ -220,6 +221,7 @@ export class Swim {
       case "ack": {
         const p = this.probe;
         if (p !== undefined && p.seq === msg.seq) {
+          if (!p.acked && from === p.target) out.push({ type: "rtt", id: from, ms: now - p.sentAt });
           p.acked = true;
           break;
         }
@@ -446,7 +448,7 @@ export class Swim {
     const target = this.nextTarget();
     if (target === undefined) return;
     const seq = ++this.seq;
-    this.probe = { seq, target, acked: false, expectedNacks: 0, nacks: 0 };
+    this.probe = { seq, target, sentAt: now, acked: false, expectedNacks: 0, nacks: 0 };
     this.stats.probes++;
     // Lifeguard's buddy system: a suspect hears of its suspicion first, so it can refute at once.
     const buddy = this.members.get(target)?.status === "suspect" ? this.broadcasts.about(target) : undefined;

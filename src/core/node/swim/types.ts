@@ -6,7 +6,8 @@
  * Effects: `send` (best effort, may be lost), `set-timer` (feed back `{type:"timer"}` after `delayMs`;
  * one pending timer per `swimTimerKey`), `verify-member` (check that `id` holds the cluster's credential
  * — a certificate from the cluster CA or the shared secret — and feed back `verified`), `member-up` /
- * `member-down` (the member list changed: the node adds or drops that member's estimate).
+ * `member-down` (the member list changed: the node adds or drops that member's estimate), `rtt` (a
+ * direct probe's round trip, which routing may use as an RTT sample).
  */
 export type NodeId = string;
 
@@ -67,7 +68,9 @@ export type SwimEffect =
   | { type: "set-timer"; timer: SwimTimer; delayMs: number }
   | { type: "verify-member"; id: NodeId }
   | { type: "member-up"; id: NodeId }
-  | { type: "member-down"; id: NodeId; reason: "dead" | "left" };
+  | { type: "member-down"; id: NodeId; reason: "dead" | "left" }
+  /** A direct probe's round trip to `id` (ms, our clock): a free RTT sample for routing. */
+  | { type: "rtt"; id: NodeId; ms: number };
 
 export type SwimInput =
   | { type: "message"; from: NodeId; msg: SwimMessage }
