@@ -110,6 +110,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const oracle = config.oracle === true ? new Oracle() : undefined;
   const gossip = config.gossip ?? "full";
   let oracleBusy = false;
+  /** Owners whose true state may have moved since the oracle last pushed it (node indexes). */
+  const oracleDirty = new Set<number>();
+  /** Owners with a refresh held back by a paused receiver: pushed again once it resumes. */
+  const oracleDeferred = new Set<number>();
 
   const nodes: SimNodeState[] = ids.map((id, idx) => ({
     idx,
@@ -157,6 +161,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     );
     s.engine.cache.clear();
     apply(s, s.node.start());
+    if (oracle) oracleDirty.add(s.idx);
   };
 
   // ---- messages
@@ -423,7 +428,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     const n = s.node;
     if (!n) return;
     apply(s, n.handle(input));
-    if (oracle && !oracleBusy) oracleSync();
+    if (!oracle) return;
+    // Only the node that handled an input can have changed: its estimates elsewhere are refreshed.
+    oracleDirty.add(s.idx);
+    if (!oracleBusy) oracleSync();
   }
 
   /** A snapshot reaches `dest` (watched for estimate regressions when checking invariants). */
@@ -435,22 +443,29 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     } else handle(dest, { type: "peer-message", from, msg });
   }
 
-  /** Oracle mode: refresh every estimate that differs from its owner, until none does. */
+  /**
+   * Oracle mode: refresh every estimate of an owner that may have changed, until none may. A refresh
+   * is handled by its receiver, which may change in turn (it joins the dirty set): O(N) per changed
+   * owner instead of every pair after every event.
+   */
   function oracleSync(): void {
     if (!oracle) return;
     oracleBusy = true;
     try {
-      for (let changed = true; changed; ) {
-        changed = false;
-        for (const a of nodes) {
-          for (const b of nodes) {
-            if (a === b || !a.node || !b.node) continue;
-            if (pauses && pausedUntil(pauses[b.idx], now) >= 0) continue; // refreshed once it resumes
-            const msg = oracle.refresh(a.node, b.node);
-            if (!msg) continue;
-            changed = true;
-            deliverSnapshot(b, a.id, msg);
+      for (const a of oracleDeferred) oracleDirty.add(a);
+      oracleDeferred.clear();
+      for (const ai of oracleDirty) {
+        oracleDirty.delete(ai);
+        const a = nodes[ai] as SimNodeState;
+        if (!a.node) continue;
+        for (const b of nodes) {
+          if (a === b || !a.node || !b.node) continue;
+          if (pauses && pausedUntil(pauses[b.idx], now) >= 0) {
+            oracleDeferred.add(ai); // refreshed once it resumes
+            continue;
           }
+          const msg = oracle.refresh(a.node, b.node);
+          if (msg) deliverSnapshot(b, a.id, msg);
         }
       }
     } finally {
@@ -510,6 +525,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         if (ev.msg.type === "snapshot") {
           // A real snapshot may carry older figures than the oracle last pushed: re-push after it.
           oracle?.invalidate(from, dest.id);
+          if (oracle) oracleDirty.add(ev.from);
           deliverSnapshot(dest, from, ev.msg);
         } else handle(dest, { type: "peer-message", from, msg: ev.msg });
         break;
