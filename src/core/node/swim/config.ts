@@ -12,6 +12,8 @@ export const swimConfigSchema = z.object({
   probeTimeoutMs: z.number().positive().max(600_000).default(500),
   /** k: members asked to probe a target that missed its direct ack. */
   indirectChecks: z.number().int().min(0).max(16).default(3),
+  /** With the indirect probes, ping the target directly once more (memberlist's TCP fallback). */
+  fallbackPing: z.boolean().default(true),
   gossipIntervalMs: z.number().positive().max(600_000).default(200),
   /** Members each gossip tick sends the pending updates to. */
   gossipFanout: z.number().int().min(1).max(64).default(3),

@@ -64,6 +64,8 @@ interface Probe {
   seq: number;
   target: NodeId;
   sentAt: number;
+  /** The direct ack was late: the probe went indirect (its round trip is no RTT sample). */
+  indirect: boolean;
   acked: boolean;
   expectedNacks: number;
   nacks: number;
@@ -221,7 +223,8 @@ export class Swim {
       case "ack": {
         const p = this.probe;
         if (p !== undefined && p.seq === msg.seq) {
-          if (!p.acked && from === p.target) out.push({ type: "rtt", id: from, ms: now - p.sentAt });
+          if (!p.acked && !p.indirect && from === p.target)
+            out.push({ type: "rtt", id: from, ms: now - p.sentAt });
           p.acked = true;
           break;
         }
@@ -448,7 +451,7 @@ export class Swim {
     const target = this.nextTarget();
     if (target === undefined) return;
     const seq = ++this.seq;
-    this.probe = { seq, target, sentAt: now, acked: false, expectedNacks: 0, nacks: 0 };
+    this.probe = { seq, target, sentAt: now, indirect: false, acked: false, expectedNacks: 0, nacks: 0 };
     this.stats.probes++;
     // Lifeguard's buddy system: a suspect hears of its suspicion first, so it can refute at once.
     const buddy = this.members.get(target)?.status === "suspect" ? this.broadcasts.about(target) : undefined;
@@ -482,6 +485,11 @@ export class Swim {
         to,
         msg: { type: "ping-req", seq, target: p.target, updates: this.piggyback() },
       });
+    // memberlist's fallback ping (over TCP there): a second direct try beside the indirect ones, so
+    // one lost datagram on our own link does not make a live member suspect.
+    if (this.config.fallbackPing)
+      out.push({ type: "send", to: p.target, msg: { type: "ping", seq, updates: [] } });
+    p.indirect = true;
     p.expectedNacks = relays.length;
     this.stats.indirectProbes += relays.length;
   }
@@ -556,7 +564,12 @@ export class Swim {
     let i = Math.floor(this.deps.random() * this.tombstones.size);
     for (const id of this.tombstones) {
       if (i-- > 0) continue;
-      if (this.members.get(id)?.status === "dead") this.sendSync(id, true, out);
+      const m = this.members.get(id);
+      // Small on purpose (most remembered dead members are truly dead): ourselves, and its own
+      // death, which it refutes if it hears it; only then does it answer with its whole list.
+      if (m?.status !== "dead") return;
+      const members = [this.selfUpdate(), { id, status: m.status, incarnation: m.incarnation }];
+      out.push({ type: "send", to: id, msg: { type: "sync", members, reply: true } });
       return;
     }
   }
