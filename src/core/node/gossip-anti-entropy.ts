@@ -30,6 +30,8 @@ export class GossipAntiEntropy {
   /** Recent matches of our traffic per owner: what keeps an estimate when maxEstimates is full. */
   private readonly useful = new Map<NodeId, number>();
   private now = 0;
+  /** When we last guessed an owner's new prefix (an optimistic insert), our clock. */
+  private readonly guessedAt = new Map<NodeId, number>();
 
   constructor(
     private readonly config: NodeConfig,
@@ -43,6 +45,7 @@ export class GossipAntiEntropy {
     for (const id of ids) this.members.add(id);
     this.loads.clear();
     this.useful.clear();
+    this.guessedAt.clear();
     const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
     this.sb = new Scuttlebutt(
       this.selfId,
@@ -52,6 +55,8 @@ export class GossipAntiEntropy {
         member: (id) => this.members.has(id),
         score: (id) => this.useful.get(id) ?? 0,
         onApplied: (h) => this.applied(h),
+        settled: (id) =>
+          this.now - (this.guessedAt.get(id) ?? Number.NEGATIVE_INFINITY) > 2 * this.config.pollMs,
       },
       {
         fanout: this.config.gossipFanout,
@@ -75,6 +80,7 @@ export class GossipAntiEntropy {
     this.sb.remove(id);
     this.loads.delete(id);
     this.useful.delete(id);
+    this.guessedAt.delete(id);
   }
 
   get index(): PeerIndex {
@@ -166,8 +172,9 @@ export class GossipAntiEntropy {
   }
 
   /** Algorithm 1 line 17, on an estimate we hold; it is then a guess and is never relayed whole. */
-  believeServed(id: NodeId, tokens: Tokens, _now: number): void {
+  believeServed(id: NodeId, tokens: Tokens, now: number): void {
     this.useful.set(id, (this.useful.get(id) ?? 0) + 1);
+    this.guessedAt.set(id, now);
     if (!this.sb.holds(id)) return;
     this.sb.index.updateTrieEstimate(id, tokens);
     this.sb.polluted(id);

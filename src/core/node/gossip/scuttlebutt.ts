@@ -102,6 +102,11 @@ export interface ScuttlebuttDeps {
   random(): number;
   /** Whether `owner` is a live member now (states of others are dropped); default: all are. */
   member?(owner: NodeId): boolean;
+  /**
+   * Whether a count mismatch on `owner` is worth a whole set now (default yes). A state that left the
+   * owner before the result of our last forward to it predates the insert we guessed: not yet.
+   */
+  settled?(owner: NodeId): boolean;
   /** Told of every state applied (its header: the owner's load as of that version). */
   onApplied?(header: SnapshotHeader): void;
   /** Usefulness of a held owner (higher keeps it); default 0 for all. */
@@ -255,7 +260,7 @@ export class Scuttlebutt {
       // Optimistic inserts only add keys: the owner's count tells whether ours is exact.
       const exact = this.index.estimateSize(owner) === blocks * this.index.blockSize;
       log.clean = exact;
-      log.wantFull = !exact;
+      log.wantFull = !exact && (this.deps.settled?.(owner) ?? true);
     }
     // A first state that did not fit holds nothing usable yet: keep the slot (version 0 of its epoch).
   }
