@@ -14,7 +14,7 @@
  * costs the sum of its deltas, a fallback 6 bytes per key of the owner's tree.
  *
  * `maxEstimates` bounds the owners held: a new owner is taken while there is room; when full, one in
- * `discoveryOdds` arrivals replaces the least useful held owner (the node scores usefulness: recent
+ * `discoveryOdds` exchanges asks for one owner we lack, which replaces the least useful held owner (the node scores usefulness: recent
  * matches for its traffic, RTT), so new specialists are still discovered.
  */
 import { Estimates } from "../../estimates.js";
@@ -116,6 +116,8 @@ export interface ScuttlebuttDeps {
 export class Scuttlebutt {
   readonly estimates: Estimates;
   private readonly logs = new Map<NodeId, OwnerLog>();
+  /** The one owner we asked for while full (discovery): admitted in place of the least useful. */
+  private discovering: NodeId | undefined;
   readonly counters: ScuttlebuttCounters = {
     digestsSent: 0,
     statesSent: { full: 0, delta: 0 },
@@ -181,17 +183,23 @@ export class Scuttlebutt {
       for (const e of msg.entries) theirs.set(e.owner, e);
       const states = this.statesFor(theirs, msg.room, self);
       const wants: DigestEntry[] = [];
+      const room = this.hasRoom();
+      const unheld: NodeId[] = [];
       for (const e of msg.entries) {
         if (e.owner === this.selfId) continue;
         const held = this.estimates.held(e.owner);
-        const newer =
-          held === undefined
-            ? this.hasRoom()
-            : e.epoch > held.epoch || (e.epoch === held.epoch && e.version > held.version);
-        if (newer)
-          wants.push(
-            held === undefined ? { owner: e.owner, epoch: 0, version: 0 } : { owner: e.owner, ...held },
-          );
+        if (held === undefined) {
+          if (room) wants.push({ owner: e.owner, epoch: 0, version: 0 });
+          else unheld.push(e.owner);
+        } else if (e.epoch > held.epoch || (e.epoch === held.epoch && e.version > held.version))
+          wants.push({ owner: e.owner, ...held });
+      }
+      // Full: one in discoveryOdds exchanges asks for one owner we do not hold (it then replaces
+      // our least useful estimate), so new specialists are still found.
+      if (unheld.length > 0 && this.deps.random() * this.config.discoveryOdds < 1) {
+        const owner = unheld[Math.floor(this.deps.random() * unheld.length)] as NodeId;
+        wants.push({ owner, epoch: 0, version: 0 });
+        this.discovering = owner;
       }
       // An owner we do not hold is wanted from version 0 of epoch 0: anything of it is newer.
       return { type: "states", states, wants: wants.slice(0, this.config.maxDigest) };
@@ -272,7 +280,8 @@ export class Scuttlebutt {
   /** Takes a new owner: while there is room, else (discovery) in place of the least useful. */
   private admit(owner: NodeId): boolean {
     if (!this.hasRoom()) {
-      if (this.deps.random() * this.config.discoveryOdds >= 1) return false;
+      if (owner !== this.discovering) return false;
+      this.discovering = undefined;
       let worst: NodeId | undefined;
       let worstScore = Number.POSITIVE_INFINITY;
       for (const o of this.logs.keys()) {
@@ -302,7 +311,7 @@ export class Scuttlebutt {
   /**
    * What a peer that holds `theirs` lacks: for each owner we hold newer (ourselves included), the
    * delta chain from its version, else the whole key set. `room`: also owners it does not hold at
-   * all (when it has no room, one random such owner: discovery). `onlyListed`: just those in `theirs`.
+   * all (only when it has room: a full receiver asks for its discoveries itself). `onlyListed`: just those in `theirs`.
    */
   private statesFor(
     theirs: Map<NodeId, DigestEntry>,
@@ -324,9 +333,8 @@ export class Scuttlebutt {
       }
       this.relayStates(owner, log, e, out);
     }
-    if (unheld.length > 0) {
-      const take = room ? unheld : [unheld[Math.floor(this.deps.random() * unheld.length)] as NodeId];
-      for (const owner of take) {
+    if (room && unheld.length > 0) {
+      for (const owner of unheld) {
         if (out.length >= max) break;
         this.relayStates(owner, this.logs.get(owner) as OwnerLog, undefined, out);
       }
