@@ -9,9 +9,11 @@ import { CliError } from "./errors.js";
 import { registerExperiment } from "./experiment.js";
 import { registerNode } from "./node.js";
 import { registerSim } from "./sim.js";
+import { packageVersion } from "./version.js";
 
 const program = new Command("prefixmesh")
   .description("Peer-to-peer LLM serving with decentralized, prefix-cache-aware routing")
+  .version(packageVersion(), "-V, --version", "print the version and exit")
   .showHelpAfterError()
   .exitOverride();
 

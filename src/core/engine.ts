@@ -41,6 +41,28 @@ export interface EngineRequest {
   topP?: number;
   seed?: number;
   stop?: string[];
+  /**
+   * The tenant's cache salt (vLLM's `cache_salt`): requests of different salts never reuse each
+   * other's cached prefixes (src/core/namespace.ts). Remote engines that know the field get it.
+   */
+  cacheSalt?: string;
+  /**
+   * The model the client asked for, when it named one: the request runs only on a node serving it
+   * (src/core/node/models.ts). Undefined: any node of the mesh.
+   */
+  model?: string;
+  /**
+   * The model whose tokenizer made `tokens`, when the entry node does not serve `model`: the serving
+   * node tokenizes `prompt` again with its own (the tokens were only good for routing).
+   */
+  tokenizer?: string;
+  /** The LoRA adapter to run (a model name the engine serves besides its base model); a namespace too. */
+  adapter?: string;
+  /**
+   * The client's request id (its `x-request-id`) at the entry node: carried on forwards so the serving
+   * node's log names the same request. Opaque to routing and engines.
+   */
+  traceId?: string;
 }
 
 export interface EngineResult {
@@ -94,6 +116,13 @@ export interface Engine {
    * policies from the same cold cache without restarting the engine.
    */
   resetCache?(): Promise<void>;
+  /**
+   * engine-managed caches that change between runs (a server's KV events): calls `onChange` after
+   * each change (possibly many in a row: coalesce) until the returned function is called.
+   */
+  watchCache?(onChange: () => void): () => void;
+  /** engine-managed caches: every sequence cached now (what the next `cachedSequences` would say). */
+  cachedSequences?(): Tokens[];
   health(): Promise<{ ok: boolean; detail?: string }>;
   close(): Promise<void>;
 }

@@ -16,7 +16,7 @@ import type { Snapshot } from "./snapshot.js";
 
 export type ApplyOutcome = "applied" | "stale" | "duplicate" | "need-full";
 
-/** The (epoch, version) held per sender; what the header carries besides is the node's (PeerState). */
+/** The (epoch, version) held per sender; the rest of its header is anti-entropy's (anti-entropy.ts). */
 interface Held {
   epoch: number;
   version: number;

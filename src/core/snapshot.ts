@@ -5,7 +5,7 @@
  * The body is the set of chained block keys of the sender's exact tree (see block-hash.ts): keys name
  * whole prefixes, so a set is a complete, structure-free description of a prefix tree at block
  * granularity, and deltas are just keys added and removed. Why not token runs: ARCHITECTURE.md
- * ("Snapshot codec") has the measurements.
+ * ("Snapshot codec"); the measurements are in BENCHMARKS.md ("Core data structures").
  */
 
 /** Longest sender id, in UTF-8 bytes. */

@@ -1,6 +1,6 @@
 /**
  * The experiment's workloads, built identically in the main thread and in every worker from a small
- * serializable description (so workers never receive 40 MB of tokens over postMessage).
+ * serializable description (so workers never receive every request's tokens over postMessage).
  */
 import type { Tokens } from "../core/engine.js";
 import { mmluWorkload } from "../workload/mmlu-workload.js";

@@ -251,9 +251,9 @@ export class DnsPeerDiscovery {
 }
 
 export interface HelloExpectation {
-  /** This node's cluster id and model: a peer must match both. */
+  /** This node's cluster id and model: a peer must match both (any model, when undefined: mixed meshes). */
   cluster: string;
-  model: string;
+  model?: string | undefined;
   /** This node's id: an address that turns out to be ourselves is skipped. */
   self: string;
   /** The id we dialled (static peers) or the id in the peer's certificate; undefined for DNS-found peers. */
@@ -296,7 +296,7 @@ export function checkPeerHello(expected: HelloExpectation, hello: unknown): Hell
       message: `peer '${h.id}' belongs to cluster '${h.cluster}', not '${expected.cluster}'`,
     };
   }
-  if (h.model !== expected.model) {
+  if (expected.model !== undefined && h.model !== expected.model) {
     return {
       ok: false,
       reason: "wrong-model",

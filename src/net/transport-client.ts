@@ -244,7 +244,9 @@ export class PeerClient {
       return Promise.reject(err);
     }
     // The usual case goes straight on: no wrapping promise on the per-forward path.
-    if (peer.promptText) return this.forwardOnce(id, peer, msg, onChunk, onAck, true);
+    // Tokens of another model's tokenizer are for routing only: the peer tokenizes the text again.
+    if (peer.promptText || msg.request.tokenizer !== undefined)
+      return this.forwardOnce(id, peer, msg, onChunk, onAck, true);
     return this.forwardTokensOnly(id, peer, msg, onChunk, onAck);
   }
 

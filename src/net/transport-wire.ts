@@ -278,6 +278,11 @@ function requestFields(
     topP: r.topP,
     seed: r.seed,
     stop: r.stop,
+    cacheSalt: r.cacheSalt,
+    adapter: r.adapter,
+    model: r.model,
+    tokenizer: r.tokenizer,
+    traceId: r.traceId,
   };
 }
 

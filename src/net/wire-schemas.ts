@@ -4,9 +4,13 @@
  * layouts themselves are described in transport-wire.ts.
  */
 import { z } from "zod";
+import { MAX_ADAPTER_NAME, MAX_CACHE_SALT } from "../core/namespace.js";
+import { MAX_MODEL_NAME, MAX_MODELS } from "../core/node/models.js";
 import { clusterIdSchema, nodeIdSchema } from "./node-id.js";
 
 export const MAX_PROMPT_TOKENS = 1 << 20;
+/** A client request id (`x-request-id`): letters, digits and `._~:@+=/-`, as tracing systems make them. */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._~:@+=/-]{1,128}$/;
 const MAX_TEXT = 8 * 1024 * 1024;
 
 const tokensB64 = z
@@ -23,6 +27,17 @@ const engineRequestWire = z.object({
   topP: z.number().gt(0).max(1).optional(),
   seed: z.number().int().optional(),
   stop: z.array(z.string().max(256)).max(16).optional(),
+  /** The request's cache namespace (src/core/namespace.ts); older peers send neither. */
+  cacheSalt: z.string().max(MAX_CACHE_SALT).optional(),
+  adapter: z.string().min(1).max(MAX_ADAPTER_NAME).optional(),
+  /** The model the client asked for, and the tokenizer that made `tokens` when not its (mixed meshes). */
+  model: z.string().min(1).max(MAX_MODEL_NAME).optional(),
+  tokenizer: z.string().min(1).max(MAX_MODEL_NAME).optional(),
+  /** The entry node's client request id (api.md: `x-request-id`), for the serving node's logs. */
+  traceId: z
+    .string()
+    .regex(REQUEST_ID_PATTERN, "traceId must be a request id (1-128 safe characters)")
+    .optional(),
 });
 
 const engineResultWire = z.object({
@@ -111,5 +126,10 @@ export const helloSchema = z.object({
   protocol: z.number().int().min(0).max(1_000_000),
   /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
   promptText: z.boolean().optional(),
+  /**
+   * Every model this node serves: `model` and its LoRA adapters (mixed meshes). Optional: a peer that
+   * sends none serves `model` alone.
+   */
+  models: z.array(z.string().min(1).max(MAX_MODEL_NAME)).min(1).max(MAX_MODELS).optional(),
 });
 export type PeerHello = z.infer<typeof helloSchema>;

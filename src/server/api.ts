@@ -4,10 +4,17 @@
  * validates and formats; serving (routing, engines) is the NodeService's job.
  */
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from "fastify";
 import type { ChatMessage } from "../core/engine.js";
-import { dashboardHtml } from "./dashboard.js";
+import { registerDashboard } from "./dashboard.js";
 import type { NodeMetrics } from "./metrics.js";
+import { installRequestLog, noteError } from "./observability/request-log.js";
+import type { ApiErrorCode } from "./openai/error-codes.js";
 import {
   type ApiKind,
   CONTEXT_LENGTH_EXCEEDED,
@@ -20,6 +27,7 @@ import {
   timingMs,
   usageChunk,
 } from "./openai/format.js";
+import { type ModelRoute, modelList, resolveModel } from "./openai/models.js";
 import {
   type ChatRequest,
   type CompletionRequest,
@@ -45,6 +53,8 @@ export interface ApiOptions {
   bodyLimit?: number;
   /** Default max_tokens when the client gives none (OpenAI's completions default is 16). */
   defaultMaxTokens?: number;
+  /** Share of successful client requests given a log line (refusals and failures always get one). */
+  requestLogSample?: number;
 }
 
 /** Thrown inside handlers for a 4xx with an OpenAI-style body. */
@@ -53,7 +63,7 @@ class BadRequest extends Error {
     readonly status: number,
     message: string,
     readonly param: string | null = null,
-    readonly code: string | null = null,
+    readonly code: ApiErrorCode | null = null,
     readonly type = "invalid_request_error",
   ) {
     super(message);
@@ -69,23 +79,29 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     // Our own pino logger logs what matters; per-request access logs would dominate the router overhead.
     logger: false,
   }) as unknown as FastifyInstance;
+  installRequestLog(app, { logger: opts.logger, sample: opts.requestLogSample });
 
-  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     if (err instanceof BadRequest) {
+      noteError(req, err.code ?? err.type, err.message);
       return reply.status(err.status).send(errorBody(err.message, err.type, err.param, err.code));
     }
     if (err instanceof ServiceError) {
+      noteError(req, err.code ?? err.type, err.message);
       if (err.retryAfterSec !== undefined) reply.header("retry-after", String(Math.ceil(err.retryAfterSec)));
       return reply.status(err.status).send(errorBody(err.message, err.type, null, err.code ?? null));
     }
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status === 500) opts.logger?.error({ err }, "unhandled API error");
     const message = status === 500 ? "internal error" : err.message;
+    // fastify's own refusals (a body too large, unparsable or of the wrong type) name themselves by code.
+    noteError(req, err.code ?? (status === 500 ? "server_error" : "invalid_request_error"), err.message);
     return reply
       .status(status)
       .send(errorBody(message, status === 500 ? "server_error" : "invalid_request_error"));
   });
   app.setNotFoundHandler((req, reply) => {
+    noteError(req, "not_found", `no route ${req.method}`);
     reply.status(404).send(errorBody(`no route ${req.method} ${req.url}`, "invalid_request_error"));
   });
 
@@ -108,20 +124,10 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     return metrics.registry.metrics();
   });
   app.get("/cluster", async () => service.clusterView());
-  app.get("/", async (_req, reply) => reply.redirect("/dashboard"));
-  app.get("/dashboard", async (_req, reply) => reply.type("text/html; charset=utf-8").send(dashboardHtml));
+  registerDashboard(app);
   app.get("/v1/models", async () => ({
     object: "list",
-    data: [
-      {
-        id: service.modelId,
-        object: "model",
-        created: 0,
-        owned_by: "prefixmesh",
-        // vLLM's name for the longest prompt + output: clients (prefixmesh bench) check prompts fit.
-        max_model_len: service.maxContextTokens,
-      },
-    ],
+    data: modelList(service),
   }));
 
   // The model's own token count of a text, so a client can tell beforehand whether a prompt fits.
@@ -158,9 +164,10 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const parsed = completionRequestSchema.safeParse(req.body);
     if (!parsed.success) throw invalid(parsed.error);
     const body: CompletionRequest = parsed.data;
-    checkModel(body.model);
+    noteRequest(req, body);
+    const route = checkModel(body.model);
     const prompt = Array.isArray(body.prompt) ? (body.prompt[0] ?? "") : body.prompt;
-    const input = await prepare(prompt, body, body.max_tokens ?? opts.defaultMaxTokens ?? 16);
+    const input = await prepare(prompt, body, body.max_tokens ?? opts.defaultMaxTokens ?? 16, false, route);
     return serve("completion", reply, body, input);
   });
 
@@ -168,7 +175,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const parsed = chatRequestSchema.safeParse(req.body);
     if (!parsed.success) throw invalid(parsed.error);
     const body: ChatRequest = parsed.data;
-    checkModel(body.model);
+    noteRequest(req, body);
+    const route = checkModel(body.model);
     // The whole conversation after the template is the routing key, so chats sharing history route together.
     const messages: ChatMessage[] = body.messages.map((m) => ({
       role: m.role,
@@ -181,6 +189,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       body,
       maxTokens,
       body.max_completion_tokens == null && body.max_tokens == null,
+      route,
     );
     return serve("chat", reply, body, input);
   });
@@ -190,15 +199,23 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     return new BadRequest(400, d.message, d.param);
   }
 
-  function checkModel(model: string): void {
-    if (model !== service.modelId) {
+  function noteRequest(req: FastifyRequest, body: CompletionRequest | ChatRequest): void {
+    req.logFields.model = body.model;
+    req.logFields.stream = body.stream === true;
+  }
+
+  /** How `model` is served (resolveModel); 404 for a model no node of the mesh serves. */
+  function checkModel(model: string): ModelRoute {
+    const route = resolveModel(service, model);
+    if (route === undefined) {
       throw new BadRequest(
         404,
-        `model '${model}' does not exist here; this cluster serves '${service.modelId}'`,
+        `model '${model}' does not exist: no node of this mesh serves it (this node serves '${service.modelId}'; GET /v1/models lists the mesh's)`,
         "model",
         "model_not_found",
       );
     }
+    return route;
   }
 
   async function prepare(
@@ -206,6 +223,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     body: CompletionRequest | ChatRequest,
     maxTokens: number,
     fillContext = false,
+    route: ModelRoute = {},
   ): Promise<InferenceInput> {
     const tokens = await service.tokenize(prompt);
     const limit = service.maxContextTokens;
@@ -233,6 +251,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     if (body.top_p != null) input.topP = body.top_p;
     if (body.seed != null) input.seed = body.seed;
     if (body.stop) input.stop = body.stop;
+    if (body.cache_salt != null) input.cacheSalt = body.cache_salt;
+    Object.assign(input, route);
     return input;
   }
 
@@ -246,8 +266,10 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const meta: ResponseMeta = {
       id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID()}`,
       created: Math.floor(Date.now() / 1000),
-      model: service.modelId,
+      model: input.model ?? service.modelId,
     };
+    const req = reply.request;
+    input.requestId = req.requestId;
     const link: ClientLink = {};
     reply.raw.on("close", () => {
       if (!reply.raw.writableFinished) link.onGone?.();
@@ -256,12 +278,25 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const done = (outcome: string, o?: ServeOutcome) => {
       const route = o ? (o.hops === 0 ? "local" : "forwarded") : "none";
       metrics.requests.inc({ outcome, route });
-      if (o) metrics.latency.observe({ route }, (performance.now() - started) / 1000);
+      req.logFields.promptTokens = input.tokens.length;
+      if (!o) return;
+      metrics.latency.observe({ route }, (performance.now() - started) / 1000);
+      metrics.servedBy.inc({ served_by: o.servedBy });
+      metrics.phases.observe({ phase: "queue" }, o.timing.queueMs / 1000);
+      metrics.phases.observe({ phase: "prefill" }, o.timing.prefillMs / 1000);
+      metrics.phases.observe({ phase: "decode" }, o.timing.decodeMs / 1000);
+      metrics.phases.observe({ phase: "network" }, o.timing.networkMs / 1000);
+      const f = req.logFields;
+      f.servedBy = o.servedBy;
+      f.hops = o.hops;
+      f.cachedTokens = o.result.cachedTokens;
+      f.completionTokens = o.result.completionTokens;
+      f.fallbacks = o.fallbacks;
     };
     const headersFor = (servedBy: string, hops = servedBy === service.nodeId ? 0 : 1) => ({
       "x-prefixmesh-served-by": servedBy,
       "x-prefixmesh-hops": String(hops),
-      "x-request-id": meta.id,
+      "x-request-id": req.requestId,
     });
 
     if (!body.stream) {
@@ -315,6 +350,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       // Output already went out: all we can do is say so in-band and end without [DONE].
       const e =
         err instanceof ServiceError ? err : new ServiceError(500, "server_error", (err as Error).message);
+      noteError(req, e.code ?? e.type, e.message);
       send(errorBody(e.message, e.type));
       raw.end();
       return reply;

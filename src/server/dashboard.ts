@@ -1,34 +1,88 @@
-/** A single self-contained page polling GET /cluster: the node's view of peers, estimates and load. */
-export const dashboardHtml = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>prefixmesh node</title>
-<style>
-body{font:14px system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin-top:1em}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.bad{color:#b00;font-weight:bold}
-pre{background:#f7f7f7;padding:1em;max-width:60em;overflow:auto}
-</style></head><body>
-<h1>prefixmesh — node <span id="id">?</span></h1>
-<div id="summary"></div>
-<table><thead><tr><th>peer</th><th>url</th><th>state</th><th>estimate tokens</th><th>estimate age (s)</th>
-<th>push-back</th><th>queue</th></tr></thead><tbody id="peers"></tbody></table>
-<h2>raw view</h2><pre id="raw"></pre>
-<script>
-const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"}[c]));
-async function tick() {
-  try {
-    const v = await (await fetch("/cluster")).json();
-    document.getElementById("id").textContent = v.id;
-    document.getElementById("summary").innerHTML =
-      "policy <b>" + esc(v.policy) + "</b> · tree " + esc(v.treeTokens) + " tokens · queue " + esc(v.queueDepth) +
-      " · push-back " + (v.pushBackActive ? '<span class="bad">on</span>' : "off") + " · served " + esc(v.served);
-    document.getElementById("peers").innerHTML = (v.peers || []).map((p) =>
-      "<tr><td>" + esc(p.id) + "</td><td>" + esc(p.url) + "</td><td class=" + (p.suspected ? "bad" : "") + ">" +
-      (p.suspected ? "suspected" : "live") + "</td><td>" + esc(p.estimateTokens) + "</td><td>" +
-      (p.estimateAgeMs == null ? "–" : (p.estimateAgeMs / 1000).toFixed(1)) + "</td><td>" +
-      (p.pushBackActive ? "yes" : "no") + "</td><td>" + esc(p.queueDepth) + "</td></tr>").join("");
-    document.getElementById("raw").textContent = JSON.stringify(v, null, 2);
-  } catch (e) { document.getElementById("summary").textContent = "unreachable: " + e; }
+/**
+ * The live dashboard every node serves at `/` and `/dashboard`: a static page, its script (compiled
+ * with the rest of src/, served as-is: no bundler, nothing built at run time) and uPlot's files from
+ * node_modules, so it works offline. A strict Content-Security-Policy: only this origin's scripts,
+ * styles and fetches, no inline code.
+ */
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { PAGE_CSS, PAGE_HTML } from "./dashboard/page.js";
+import { errorBody } from "./openai/format.js";
+
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const require = createRequire(import.meta.url);
+
+/** Files served under /dashboard/: name → where it lies and its type. */
+const ASSETS: Record<string, { path: () => string; type: string }> = {
+  "app.js": { path: () => compiled("app.js"), type: "text/javascript; charset=utf-8" },
+  "series.js": { path: () => compiled("series.js"), type: "text/javascript; charset=utf-8" },
+  "uplot.js": {
+    path: () => require.resolve("uplot/dist/uPlot.iife.min.js"),
+    type: "text/javascript; charset=utf-8",
+  },
+  "uplot.css": { path: () => require.resolve("uplot/dist/uPlot.min.css"), type: "text/css; charset=utf-8" },
+};
+
+/** The browser script as the build emitted it next to this module (dist/server/dashboard/). */
+function compiled(name: string): string {
+  return fileURLToPath(new URL(`./dashboard/${name}`, import.meta.url));
 }
-tick(); setInterval(tick, 1000);
-</script></body></html>
-`;
+
+const cache = new Map<string, string>();
+
+async function asset(name: string): Promise<string | undefined> {
+  const a = ASSETS[name];
+  if (!a) return undefined;
+  let body = cache.get(name);
+  if (body === undefined) {
+    body = await readFile(a.path(), "utf8");
+    cache.set(name, body);
+  }
+  return body;
+}
+
+function secure(reply: FastifyReply, type: string): FastifyReply {
+  return reply
+    .header("content-security-policy", DASHBOARD_CSP)
+    .header("x-content-type-options", "nosniff")
+    .header("referrer-policy", "no-referrer")
+    .header("cache-control", "no-cache")
+    .type(type);
+}
+
+export function registerDashboard(app: FastifyInstance): void {
+  const page = async (_req: unknown, reply: FastifyReply) =>
+    secure(reply, "text/html; charset=utf-8").send(PAGE_HTML);
+  app.get("/", page);
+  app.get("/dashboard", page);
+  app.get("/dashboard/app.css", async (_req, reply) =>
+    secure(reply, "text/css; charset=utf-8").send(PAGE_CSS),
+  );
+  app.get<{ Params: { file: string } }>("/dashboard/:file", async (req, reply) => {
+    const name = req.params.file;
+    let body: string | undefined;
+    try {
+      body = await asset(name);
+    } catch {
+      // Run from src/ without a build (unit tests): the compiled script is not there.
+      return reply
+        .status(503)
+        .send(errorBody(`dashboard file ${name} is missing: run 'npm run build'`, "server_error"));
+    }
+    if (body === undefined)
+      return reply.status(404).send(errorBody(`no dashboard file ${name}`, "invalid_request_error"));
+    return secure(reply, (ASSETS[name] as { type: string }).type).send(body);
+  });
+}

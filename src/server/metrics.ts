@@ -1,9 +1,10 @@
 /**
  * Prometheus metrics for one node (its own Registry, so several nodes can live in one process in tests).
  * Counters are bumped by the API and the runtime; gauges about the cluster view are read lazily from a
- * provider at scrape time, so nothing is computed when nobody scrapes.
+ * provider at scrape time, so nothing is computed when nobody scrapes. The process's own metrics
+ * (`process_*`, `nodejs_*`: CPU, memory, event-loop lag, GC) are prom-client's defaults.
  */
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 export interface PeerGaugeView {
   peer: string;
@@ -27,9 +28,15 @@ export type NodeMetrics = ReturnType<typeof createMetrics>;
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-export function createMetrics(nodeId: string) {
+export interface MetricsOptions {
+  /** The process and Node.js metrics (default true; tests that build many registries may skip them). */
+  processMetrics?: boolean;
+}
+
+export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   const registry = new Registry();
   registry.setDefaultLabels({ node: nodeId });
+  if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
   let provider: (() => GaugeView) | undefined;
   let scraped: GaugeView | undefined;
   /**
@@ -62,6 +69,20 @@ export function createMetrics(nodeId: string) {
     buckets: LATENCY_BUCKETS,
     registers,
   });
+  const phases = new Histogram({
+    name: "prefixmesh_request_phase_seconds",
+    help:
+      "Where a served client request's time went, at the entry node: queue, prefill and decode at the " +
+      "serving engine; network = the rest (routing, peer round trips, failed attempts)",
+    labelNames: ["phase"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const servedBy = counter(
+    "prefixmesh_requests_served_by_total",
+    "Client requests that entered here and were answered, by the node that served them (member ids only)",
+    ["served_by"],
+  );
   const served = counter(
     "prefixmesh_served_total",
     "Requests this node's engine ran, by origin (self or a peer)",
@@ -78,6 +99,12 @@ export function createMetrics(nodeId: string) {
   const actualCached = counter(
     "prefixmesh_actual_cached_tokens_total",
     "Cached tokens the serving engine actually reused",
+  );
+  const enginePredictions = counter(
+    "prefixmesh_engine_cache_predictions_total",
+    "Remote engine runs by how the cache model's predicted cached tokens compared with the server's report " +
+      "(outcome: exact, wrong, unpredicted, unreported; source: llama-slots, kv-events, lru)",
+    ["outcome", "source"],
   );
   const gossipBytes = counter(
     "prefixmesh_gossip_bytes_total",
@@ -130,7 +157,11 @@ export function createMetrics(nodeId: string) {
         if (v !== undefined) this.set({ peer: p.peer }, v);
       }
     });
-  perPeer("prefixmesh_peer_suspected", "1 when a peer is suspected failed", (p) => (p.suspected ? 1 : 0));
+  perPeer(
+    "prefixmesh_peer_suspected",
+    "1 while a peer is not live: suspected (silent), down (left) or not heard from yet",
+    (p) => (p.suspected ? 1 : 0),
+  );
   perPeer(
     "prefixmesh_peer_estimate_age_seconds",
     "Age of the estimate held for a peer",
@@ -141,16 +172,20 @@ export function createMetrics(nodeId: string) {
     "Tokens in the estimate held for a peer",
     (p) => p.estimateTokens,
   );
-  g(
-    "prefixmesh_forward_events",
-    "Forwarding events since start, as the node counts them (fallback, ack_timeout, late_reply, …)",
-    ["event"],
-    function () {
+  // A counter read from the node's own cumulative counts at scrape time (the name predates the
+  // `_total` convention and is kept so existing queries still work).
+  new Counter({
+    name: "prefixmesh_forward_events",
+    help: "Forwarding events since start, as the node counts them (fallback, ack_timeout, late_reply, …)",
+    labelNames: ["event"],
+    registers,
+    collect() {
       const v = view();
       if (!v) return;
-      for (const [event, n] of Object.entries(v.forwardEvents ?? {})) this.set({ event }, n);
+      this.reset();
+      for (const [event, n] of Object.entries(v.forwardEvents ?? {})) this.inc({ event }, n);
     },
-  );
+  });
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>
     p.pushBackActive ? 1 : 0,
   );
@@ -159,10 +194,13 @@ export function createMetrics(nodeId: string) {
     registry,
     requests,
     latency,
+    phases,
+    servedBy,
     served,
     promptTokens,
     predictedCached,
     actualCached,
+    enginePredictions,
     gossipBytes,
     peerFailures,
     authRejected,

@@ -4,6 +4,7 @@
  */
 import type { ChatMessage, EngineResult, Tokens } from "../core/engine.js";
 import type { RequestRecord } from "../core/node/types.js";
+import type { ApiErrorCode } from "./openai/error-codes.js";
 
 export interface InferenceInput {
   /** Prompt text after any chat template: exactly what was tokenized. */
@@ -14,6 +15,16 @@ export interface InferenceInput {
   topP?: number;
   seed?: number;
   stop?: string[];
+  /** The tenant's cache salt (`cache_salt`). */
+  cacheSalt?: string;
+  /** The LoRA adapter the request's `model` named (one of `NodeService.adapters`). */
+  adapter?: string;
+  /** The model the client named, when the request must run on a node serving it (mixed meshes). */
+  model?: string;
+  /** This node's model, when it does not serve `model`: its tokens are for routing only. */
+  tokenizer?: string;
+  /** The client's request id (`x-request-id`), carried to the serving node for its logs. */
+  requestId?: string;
 }
 
 export interface ServeOutcome {
@@ -59,7 +70,7 @@ export class ServiceError extends Error {
     readonly type: string,
     message: string,
     readonly retryAfterSec?: number,
-    readonly code?: string,
+    readonly code?: ApiErrorCode,
   ) {
     super(message);
     this.name = "ServiceError";
@@ -69,6 +80,10 @@ export class ServiceError extends Error {
 export interface NodeService {
   readonly nodeId: string;
   readonly modelId: string;
+  /** LoRA adapters the engine serves besides `modelId`: a request names one as its `model`. */
+  readonly adapters?: readonly string[];
+  /** Every model of the mesh and the nodes serving it, this node's own first (mixed meshes). */
+  meshModels?(): { id: string; nodes: string[]; adapter: boolean }[];
   /** Largest prompt + output accepted, in tokens. */
   readonly maxContextTokens: number;
   tokenize(text: string): Promise<Tokens>;

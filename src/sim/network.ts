@@ -5,7 +5,7 @@
  * is dropped). All randomness comes from one seeded stream.
  */
 import type { Prng } from "../core/prng.js";
-import type { NetworkFaults } from "./types.js";
+import type { NetworkFaults } from "./faults/network.js";
 
 export class SimNetwork {
   private readonly groupOf: ((now: number, node: number) => number)[] = [];

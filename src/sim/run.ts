@@ -9,6 +9,7 @@
  */
 
 import type { EngineResult } from "../core/engine.js";
+import { keyTokens } from "../core/namespace.js";
 import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
 import { PrefixNode } from "../core/node/node.js";
 import {
@@ -26,6 +27,9 @@ import { resolveProfile } from "../engines/sim/profiles.js";
 import { SimEngine } from "../engines/sim/sim-engine.js";
 import type { Workload } from "../workload/types.js";
 import { EventQueue, type SimEvent } from "./event-queue.js";
+import { checkFaults, faultsEnd as faultsEndOf } from "./fault-schedule.js";
+import { EngineFaultModel } from "./faults/engine.js";
+import { NodeFaultModel } from "./faults/node.js";
 import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invariants.js";
 import { meshBytes, meshKind, messageBytes, messageKind } from "./message-size.js";
 import { SimNetwork } from "./network.js";
@@ -34,11 +38,9 @@ import {
   type MessageTotals,
   type SimConfig,
   type SimNodeSummary,
-  type SimPause,
   type SimProgress,
   type SimRecord,
   type SimResult,
-  type SimSlowdown,
   SUMMED_STATS,
   type SummedStat,
 } from "./types.js";
@@ -87,15 +89,11 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const profile = resolveProfile(config.profile);
   const capacity = config.capacityTokens ?? profile.capacityTokens;
   const N = config.nodes;
-  const netFaults = config.faults?.network ?? {};
-  const engineFaults = config.faults?.engine ?? {};
-  const nodeFaults = config.faults?.node ?? {};
-  const slowdowns = byNode(N, engineFaults.slowdowns);
-  const pauses = byNode(N, nodeFaults.pauses);
-  const hasPauses = (nodeFaults.pauses?.length ?? 0) > 0;
+  const faults = config.faults ?? {};
   const rng = new Prng(config.seed);
-  const net = new SimNetwork(rng.fork(), config.commMs, config.jitterMs, netFaults);
-  const engineRng = rng.fork();
+  const net = new SimNetwork(rng.fork(), config.commMs, config.jitterMs, faults.network);
+  const engineFaults = new EngineFaultModel(faults.engine ?? {}, N, rng.fork());
+  const nodeFaults = new NodeFaultModel(faults.node ?? {}, N);
   const ids = Array.from({ length: N }, (_, i) => `n${i}`);
   const idxOf = new Map(ids.map((id, i) => [id, i]));
   const queue = new EventQueue<Ev>();
@@ -230,7 +228,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       }
     }
     if (c.startMs < 0) c.startMs = now;
-    const frozenUntil = origin >= 0 && pauses ? pausedUntil(pauses[origin], now) : -1;
+    const frozenUntil = origin >= 0 ? nodeFaults.pausedUntil(origin, now) : -1;
     if (frozenUntil >= 0) {
       // Its client's connection is accepted by the kernel, then waits for the process to resume.
       queue.push({ at: frozenUntil, k: "submit", req: ri });
@@ -354,7 +352,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           for (const r of e.evicted) s.summary.evictedTokens += r.path.length - r.keep;
           const { result, durationMs: modelledMs } = s.engine.execute(e.request, e.evicted);
           // A slowed engine takes longer and says so: the node learns its costs from these times.
-          const slow = slowdowns === undefined ? 1 : slowdownAt(slowdowns[s.idx], now);
+          const slow = engineFaults.slowdown(s.idx, now);
           const durationMs = modelledMs * slow;
           if (slow !== 1) {
             result.prefillMs *= slow;
@@ -362,8 +360,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           }
           const ri = Number(e.request.id.slice(1, e.request.id.indexOf(".")));
           if (ri >= 0 && ri < total) runsPerRequest[ri] = (runsPerRequest[ri] as number) + 1;
-          s.runs.set(e.jobId, { tokens: e.request.tokens, cacheTokens: e.cacheTokens, result });
-          const fail = engineFaults.failProb !== undefined && engineRng.chance(engineFaults.failProb);
+          s.runs.set(e.jobId, { tokens: keyTokens(e.request), cacheTokens: e.cacheTokens, result });
+          const fail = engineFaults.fails();
           queue.push({ at: now + durationMs, k: "engine", node: s.idx, inc: s.inc, jobId: e.jobId, fail });
           break;
         }
@@ -460,7 +458,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         if (!a.node) continue;
         for (const b of nodes) {
           if (a === b || !a.node || !b.node) continue;
-          if (pauses && pausedUntil(pauses[b.idx], now) >= 0) {
+          if (nodeFaults.pausedUntil(b.idx, now) >= 0) {
             oracleDeferred.add(ai); // refreshed once it resumes
             continue;
           }
@@ -474,7 +472,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   }
 
   // ---- schedule
-  for (const c of nodeFaults.crashes ?? []) {
+  for (const c of nodeFaults.faults.crashes ?? []) {
     lastRestartAt = Math.max(lastRestartAt, c.restartAtMs ?? 0);
     queue.push({ at: c.atMs, k: "crash", node: c.node });
     if (c.restartAtMs !== undefined) queue.push({ at: c.restartAtMs, k: "restart", node: c.node });
@@ -491,13 +489,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const maxT = config.maxVirtualMs ?? 1e10;
   const settle = config.settleMs ?? 0;
   // Settling (convergence checks) starts once the last fault is over, not just the last request.
-  let faultsEnd =
-    netFaults.untilMs ??
-    (netFaults.lossProb || netFaults.dupProb || netFaults.reorderProb ? Number.POSITIVE_INFINITY : 0);
-  for (const p of netFaults.partitions ?? []) faultsEnd = Math.max(faultsEnd, p.endMs);
-  for (const c of nodeFaults.crashes ?? []) faultsEnd = Math.max(faultsEnd, c.restartAtMs ?? c.atMs);
-  for (const p of nodeFaults.pauses ?? []) faultsEnd = Math.max(faultsEnd, p.untilMs);
-  // (A slowed engine is not a fault convergence waits out: anti-entropy runs at any engine speed.)
+  const faultsEnd = faultsEndOf(faults);
   let stopAt = Number.POSITIVE_INFINITY;
   while (queue.size > 0) {
     const ev = queue.pop() as Ev;
@@ -506,9 +498,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       stopAt = Math.max(lastFinishAt, Number.isFinite(faultsEnd) ? faultsEnd : lastFinishAt) + settle;
     }
     if (ev.at > stopAt) break;
-    if (hasPauses && ev.k !== "submit" && ev.k !== "crash") {
+    if (nodeFaults.hasPauses && ev.k !== "submit" && ev.k !== "crash") {
       // A frozen node handles nothing (a restart neither): what reaches it waits, in order, until it resumes.
-      const until = pausedUntil(pauses?.[ev.k === "deliver" || ev.k === "mesh" ? ev.to : ev.node], ev.at);
+      const until = nodeFaults.pausedUntil(ev.k === "deliver" || ev.k === "mesh" ? ev.to : ev.node, ev.at);
       if (until >= 0) {
         ev.at = until;
         queue.push(ev);
@@ -671,39 +663,6 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   };
 }
 
-/** Per node index, its entries of a per-node fault list; undefined when the list is empty. */
-function byNode<T extends { node: number }>(n: number, list: readonly T[] | undefined): T[][] | undefined {
-  if (list === undefined || list.length === 0) return undefined;
-  const out = Array.from({ length: n }, (): T[] => []);
-  for (const x of list) out[x.node]?.push(x);
-  return out;
-}
-
-/** The slowdown factor of engine runs starting at `now` (slowdowns that overlap multiply). */
-function slowdownAt(list: readonly SimSlowdown[] | undefined, now: number): number {
-  let f = 1;
-  for (const x of list ?? []) {
-    if (now >= (x.atMs ?? 0) && now < (x.untilMs ?? Number.POSITIVE_INFINITY)) f *= x.factor;
-  }
-  return f;
-}
-
-/** When the node resumes if it is frozen at `now`, else -1 (back-to-back pauses: the last end). */
-function pausedUntil(list: readonly SimPause[] | undefined, now: number): number {
-  let until = -1;
-  for (let again = true; again; ) {
-    again = false;
-    const t = until < 0 ? now : until;
-    for (const p of list ?? []) {
-      if (t >= p.atMs && t < p.untilMs && p.untilMs > until) {
-        until = p.untilMs;
-        again = true;
-      }
-    }
-  }
-  return until;
-}
-
 function validate(c: SimConfig): void {
   const bad = (m: string): never => {
     throw new RangeError(`invalid simulation config: ${m}`);
@@ -721,32 +680,7 @@ function validate(c: SimConfig): void {
   if (c.gossip === "scuttlebutt" && c.oracle === true) bad(`oracle runs with gossip "full" only`);
   if (c.maxEstimates !== undefined && !(Number.isInteger(c.maxEstimates) && c.maxEstimates >= 1))
     bad(`maxEstimates must be a positive integer, got ${c.maxEstimates}`);
-  const f = c.faults ?? {};
-  const nodeIndex = (what: string, node: number): void => {
-    if (!Number.isInteger(node) || node < 0 || node >= c.nodes) bad(`${what} node ${node} out of range`);
-  };
-  const prob = (what: string, p: number | undefined): void => {
-    if (p !== undefined && !(p >= 0 && p <= 1)) bad(`${what} must be a probability in [0, 1], got ${p}`);
-  };
-  prob("network.lossProb", f.network?.lossProb);
-  prob("network.dupProb", f.network?.dupProb);
-  prob("network.reorderProb", f.network?.reorderProb);
-  prob("engine.failProb", f.engine?.failProb);
-  for (const cr of f.node?.crashes ?? []) {
-    nodeIndex("crash", cr.node);
-    if (cr.restartAtMs !== undefined && !(cr.restartAtMs > cr.atMs)) bad(`restartAtMs must follow atMs`);
-  }
-  for (const p of f.node?.pauses ?? []) {
-    nodeIndex("pause", p.node);
-    if (!(p.atMs >= 0 && p.untilMs > p.atMs && Number.isFinite(p.untilMs)))
-      bad(`a pause must end (untilMs finite) after it starts (atMs ≥ 0), got ${p.atMs}-${p.untilMs}`);
-  }
-  for (const x of f.engine?.slowdowns ?? []) {
-    nodeIndex("slowdown", x.node);
-    if (!(x.factor > 0 && x.factor <= 1_000)) bad(`slowdown factor must be in (0, 1000], got ${x.factor}`);
-    if (x.atMs !== undefined && x.untilMs !== undefined && !(x.untilMs > x.atMs))
-      bad(`a slowdown must end after it starts, got ${x.atMs}-${x.untilMs}`);
-  }
+  checkFaults(c.faults ?? {}, c.nodes, bad);
 }
 
 function failedRecord(

@@ -7,74 +7,18 @@ import type { NodeConfigInput } from "../core/node/config.js";
 import type { PolicyName } from "../core/node/policies/index.js";
 import type { NodeStats } from "../core/node/types.js";
 import type { CostProfile, ProfileName } from "../engines/sim/profiles.js";
+import type { EngineFaults } from "./faults/engine.js";
+import type { NetworkFaults } from "./faults/network.js";
+import type { NodeFaults } from "./faults/node.js";
 
-/** A partition that heals: while active, nodes in different groups cannot exchange messages. */
-export interface SimPartition {
-  startMs: number;
-  endMs: number;
-  /** Node indexes per group; nodes not listed form their own singleton groups. */
-  groups: number[][];
-}
-
-/** Crash node `node` at `atMs` (cache, queue and pending requests lost); restart at `restartAtMs`. */
-export interface SimCrash {
-  node: number;
-  atMs: number;
-  restartAtMs?: number;
-}
+export type { EngineFaults, SimSlowdown } from "./faults/engine.js";
+export type { NetworkFaults, SimPartition } from "./faults/network.js";
+export type { NodeFaults, SimCrash, SimPause } from "./faults/node.js";
 
 /**
- * Node `node`'s engine runs take `factor` × the modelled time (and report it) for runs started in
- * [atMs, untilMs) (default: the whole run): a slower or throttled accelerator.
- */
-export interface SimSlowdown {
-  node: number;
-  factor: number;
-  atMs?: number;
-  untilMs?: number;
-}
-
-/**
- * Node `node` freezes in [atMs, untilMs) (a GC pause, SIGSTOP, a swapped-out process): it handles
- * nothing — messages, timers, engine completions, clients and a restart wait — then resumes where it
- * was, same epoch. Its peers' failure detectors wrongly suspect a node that is alive.
- */
-export interface SimPause {
-  node: number;
-  atMs: number;
-  untilMs: number;
-}
-
-/** Faults of the network between the nodes (network.ts). */
-export interface NetworkFaults {
-  /** Probability each message is lost. */
-  lossProb?: number;
-  /** Probability each message is delivered twice (independent delays). */
-  dupProb?: number;
-  /** Probability a message gets an extra random delay in [0, reorderMaxMs) (so it overtakes/gets overtaken). */
-  reorderProb?: number;
-  reorderMaxMs?: number;
-  /** Link faults (loss, duplication, reordering) stop at this time; default: never. */
-  untilMs?: number;
-  partitions?: SimPartition[];
-}
-
-/** Faults of the nodes' engines. */
-export interface EngineFaults {
-  /** Probability an engine run fails (the node reports engine-failed). */
-  failProb?: number;
-  slowdowns?: SimSlowdown[];
-}
-
-/** Faults of the node processes. */
-export interface NodeFaults {
-  crashes?: SimCrash[];
-  pauses?: SimPause[];
-}
-
-/**
- * Faults injected into a run, by the component they hit. Times are virtual ms from the start. Adding a
- * fault class: its field here, its application in run.ts (or network.ts), its `prefixmesh sim` flag.
+ * Faults injected into a run, by the component they hit (src/sim/faults/: one file per component
+ * holds its classes' shape, seeded draw, flags, checks and run-time model). Times are virtual ms from
+ * the start. Adding a fault class: its component file, and its `prefixmesh sim` flag.
  */
 export interface SimFaults {
   network?: NetworkFaults;

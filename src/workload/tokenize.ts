@@ -3,13 +3,13 @@
  *
  * Encoding: `cl100k_base` by default. The paper's model (Qwen2.5-0.5B) uses a 151k-entry byte-level
  * BPE whose pre-tokenizer regex is cl100k's, and whose merges start from cl100k's, so cl100k token
- * counts are the closest available stand-in (measured mean 5-shot MMLU prompt: see ARCHITECTURE.md;
- * the paper reports ~540 with Qwen's tokenizer). `o200k_base` is available for comparison.
+ * counts are the closest available stand-in (our mean 5-shot MMLU prompt against the paper's ~540
+ * Qwen tokens: BENCHMARKS.md, "Design figures"). `o200k_base` is available for comparison.
  *
  * Prompts are tokenized as prefix + suffix separately when that is provably identical to tokenizing
  * the whole prompt: our prefixes end in "\n\n", which the pre-tokenizer always closes as its own
  * piece when the next character is neither CR nor LF, and BPE never merges across pieces. The shared
- * prefix is then tokenized once per subject, not once per question (5× less work).
+ * prefix is then tokenized once per subject, not once per question.
  *
  * Results are cached on disk (`$PREFIXMESH_CACHE_DIR` or `~/.cache/prefixmesh`) keyed by a hash of the
  * inputs, the encoding and the gpt-tokenizer version: a Uint32 file plus a small JSON index.
@@ -33,7 +33,7 @@ type EncodeFn = (text: string) => number[];
 
 const encoders = new Map<Encoding, EncodeFn>();
 
-/** Loads an encoder once (the BPE tables take ~150 ms to load). Special-token text is plain text here. */
+/** Loads an encoder once (its BPE tables are slow to load). Special-token text is plain text here. */
 export async function getEncoder(encoding: Encoding = DEFAULT_ENCODING): Promise<EncodeFn> {
   let fn = encoders.get(encoding);
   if (!fn) {

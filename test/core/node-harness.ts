@@ -4,6 +4,7 @@
  * fired only when the test advances time. Nothing happens unless the test says so.
  */
 import type { EngineResult } from "../../src/core/engine.js";
+import { keyTokens } from "../../src/core/namespace.js";
 import type { NodeConfigInput } from "../../src/core/node/config.js";
 import { PrefixNode } from "../../src/core/node/node.js";
 import {
@@ -51,6 +52,8 @@ export class Harness {
     ids: string[],
     overrides: Partial<NodeConfigInput> = {},
     readonly capacity = 10_000,
+    /** Per-node settings on top of `overrides`. */
+    perNode: (id: string) => Partial<NodeConfigInput> = () => ({}),
   ) {
     for (const id of ids) {
       const node = new PrefixNode(
@@ -59,6 +62,7 @@ export class Harness {
           pollJitter: 0,
           forwardTimeoutMs: 1_000,
           ...overrides,
+          ...perNode(id),
           id,
           peers: ids.filter((x) => x !== id),
           capacityTokens: capacity,
@@ -106,7 +110,7 @@ export class Harness {
         case "engine-run": {
           const { result, durationMs } = m.engine.execute(e.request, e.evicted);
           m.runs.set(e.jobId, {
-            tokens: e.request.tokens,
+            tokens: keyTokens(e.request),
             cacheTokens: e.cacheTokens,
             result,
             at: this.now + durationMs,

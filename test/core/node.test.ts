@@ -80,6 +80,47 @@ describe("PrefixNode — Algorithm 1", () => {
     expect(forwardsIn(h.client("A", "r2", prompt(5, 3)))).toEqual(["B"]);
   });
 
+  it("a silent peer is suspected, then down after downAfterPolls × Δpoll; any message revives it", () => {
+    const h = new Harness(["A", "B"], { suspectAfterPolls: 3, downAfterPolls: 6 });
+    h.gossip(3);
+    expect(h.node("A").peers()[0]?.liveness).toBe("live");
+    h.advance(350); // B's snapshots never arrive (a crash: no goodbye)
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("suspected");
+    h.advance(300);
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("down");
+    h.advance(100);
+    h.deliver((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("live");
+  });
+
+  it("a peer never heard from goes unknown → suspected → down, counted from our start", () => {
+    const h = new Harness(["A", "B"], { suspectAfterPolls: 3, downAfterPolls: 6 });
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("unknown");
+    h.advance(350);
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("suspected");
+    h.advance(300);
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("down");
+  });
+
+  it("without downAfterPolls a silent peer stays suspected (only a goodbye makes it down)", () => {
+    const h = new Harness(["A", "B"], { suspectAfterPolls: 3 });
+    h.gossip(3);
+    h.advance(10_000);
+    h.drop((m) => m.from === "B");
+    expect(h.node("A").peers()[0]?.liveness).toBe("suspected");
+  });
+
+  it("refuses a down bound not above the suspect bound", () => {
+    expect(() => new Harness(["A", "B"], { suspectAfterPolls: 3, downAfterPolls: 3 })).toThrow(
+      /downAfterPolls must exceed suspectAfterPolls/,
+    );
+  });
+
   it("forward timeout → next best → local, answered exactly once; late replies dropped", () => {
     // No ack wait (ack timeout = forward timeout): this is about the forward timeout itself.
     const h = new Harness(["A", "B", "C"], {
@@ -323,5 +364,28 @@ describe("PrefixNode — engine-managed caches", () => {
     ).toBeUndefined();
     expect(node.treeSize()).toBe(33);
     expect(node.localTree().match(tokens)).toBe(30);
+  });
+
+  it("takes an engine-managed cache's changes between runs (engine-cache-changed); node-managed ignores them", () => {
+    const mk = (cacheMode: "engine-managed" | "node-managed") => {
+      const n = new PrefixNode(
+        { id: "A", capacityTokens: 100, cacheMode },
+        { now: () => 0, random: () => 0.5 },
+        { checkInvariants: true },
+      );
+      n.start();
+      return n;
+    };
+    const seqs = [prompt(1, 1, 20, 5), Uint32Array.from([7, 8, 9])];
+    const managed = mk("engine-managed");
+    const v0 = managed.treeVersion();
+    expect(managed.handle({ type: "engine-cache-changed", sequences: seqs })).toEqual([]);
+    expect(managed.treeSize()).toBe(28);
+    expect(managed.treeVersion()).toBeGreaterThan(v0);
+    managed.handle({ type: "engine-cache-changed", sequences: [] });
+    expect(managed.treeSize()).toBe(0);
+    const lru = mk("node-managed");
+    lru.handle({ type: "engine-cache-changed", sequences: seqs });
+    expect(lru.treeSize()).toBe(0);
   });
 });

@@ -177,6 +177,18 @@ describe.skipIf(skip)("a prefixmesh node fronting the real llama.cpp server (ope
     });
     expect(chat.choices[0]?.message.content?.length).toBeGreaterThan(0);
     expect(chat.usage?.completion_tokens).toBe(4);
+
+    // The node mirrors the server's slots (auto) and shows how its predictions held, per run.
+    const cluster = await getJson<{
+      engineCache: { mode: string; accuracy: { requests: number; exact: number } };
+    }>(`${node.apiUrl}/cluster`);
+    expect(cluster.engineCache.mode).toBe("llama-slots");
+    expect(cluster.engineCache.accuracy.requests).toBe(4);
+    expect(cluster.engineCache.accuracy.exact).toBe(4);
+    const metrics = await (await fetch(`${node.apiUrl}/metrics`)).text();
+    expect(metrics).toMatch(
+      /prefixmesh_engine_cache_predictions_total\{outcome="exact",source="llama-slots",node="A"\} 4/,
+    );
   });
 
   it("refuses a prompt beyond the server's context, naming the server's figure (not a fixed 4096)", async () => {

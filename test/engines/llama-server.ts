@@ -44,6 +44,8 @@ export interface LlamaServerOptions {
   contextTokens?: number;
   /** Extra llama-server flags. */
   args?: string[];
+  /** Listen on this port (e.g. to restart a server where its clients expect it); default: a free one. */
+  port?: number;
   /** Deadline for the server to become healthy (loading, on a busy machine). */
   readyTimeoutMs?: number;
 }
@@ -100,7 +102,7 @@ export async function startLlamaServer(o: LlamaServerOptions = {}): Promise<Llam
   if (!LLAMA_SERVER) throw new Error("llama-server is not built: run 'npm run engines:llama-server'");
   // A free port can be taken between the check and the bind: try another one then.
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort("127.0.0.1");
+    const port = o.port ?? (await freePort("127.0.0.1"));
     const url = `http://127.0.0.1:${port}`;
     const { child, log } = launch(port, o);
     try {

@@ -203,6 +203,28 @@ describe("remote engine: completions", () => {
     expect(engine.info.cacheMode).toBe("node-managed");
   });
 
+  it("predicts each run's cached tokens with its LRU model and counts them against the report", async () => {
+    const usage = (cached: number) =>
+      sse([
+        { choices: [{ text: "A", finish_reason: "stop" }] },
+        {
+          choices: [],
+          usage: { prompt_tokens: 3, completion_tokens: 1, prompt_tokens_details: { cached_tokens: cached } },
+        },
+      ]);
+    const { url } = await startDouble({ "POST /v1/completions": [usage(0), usage(2), usage(3)] });
+    engine = new OpenAIEngine(opts(url));
+    const first = await engine.run(tokenReq("p"));
+    expect(first.cachePrediction).toEqual({ source: "lru", predicted: 0, reported: 0 });
+    // The prompt is now in the model: it predicts all 3 tokens; this server reports 2 (llama.cpp's rule).
+    expect((await engine.run(tokenReq("p"))).cachePrediction).toMatchObject({ predicted: 3, reported: 2 });
+    await engine.run(tokenReq("p"));
+    expect(engine.cacheStatus()).toMatchObject({
+      mode: "lru",
+      accuracy: { source: "lru", requests: 3, exact: 2, absErrorTokens: 1 },
+    });
+  });
+
   it("reads llama.cpp server timings (cache_n, prompt_ms, predicted_ms)", async () => {
     const { url } = await startDouble({
       "POST /v1/completions": sse([

@@ -111,11 +111,18 @@ describe("install", () => {
     expect(manifest.dependencies).toBeUndefined();
   });
 
-  test("install scripts are declined: node-llama-cpp's CPU build and zeromq ship prebuilt", () => {
+  test("install scripts are declined: node-llama-cpp's CPU build, zeromq and msgpackr ship prebuilt", () => {
     // npm 11 blocks them (allowScripts); npm 10, which runs every script, is told by node-llama-cpp's
     // own package.json setting to skip it (it would otherwise probe for GPUs, maybe build from source),
     // and zeromq's only loads its prebuilt addon (it builds from source only when that fails).
-    expect(pkg.allowScripts).toEqual({ "node-llama-cpp": false, zeromq: false });
+    // msgpackr-extract's script only builds the addon its prebuilt optional package already holds
+    // (installed where optional dependencies are, i.e. by `npm ci --omit=dev`).
+    expect(pkg.allowScripts).toEqual({ "msgpackr-extract": false, "node-llama-cpp": false, zeromq: false });
+    // Every locked package with an install script is decided on, so npm 11 warns about none.
+    const scripted = Object.entries(lock.packages)
+      .filter(([, p]) => (p as { hasInstallScript?: boolean }).hasInstallScript)
+      .map(([path]) => path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length));
+    for (const name of scripted) expect(Object.keys(pkg.allowScripts), name).toContain(name);
     expect(pkg.config).toEqual({ nodeLlamaCppPostinstall: "skip" });
     expect(existsSync(new URL("node_modules/zeromq/build", root))).toBe(true);
   });

@@ -81,6 +81,63 @@ describe("the layer order", () => {
   });
 });
 
+/** Import cycles among `files` (type-only imports included), each as its files in order; none expected. */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const cycles: string[][] = [];
+  const state = new Map<string, "open" | "done">();
+  const path: string[] = [];
+  const visit = (f: string): void => {
+    state.set(f, "open");
+    path.push(f);
+    for (const d of graph.get(f) ?? []) {
+      if (state.get(d) === "open") cycles.push(path.slice(path.indexOf(d)));
+      else if (!state.has(d)) visit(d);
+    }
+    path.pop();
+    state.set(f, "done");
+  };
+  for (const f of graph.keys()) if (!state.has(f)) visit(f);
+  return cycles;
+}
+
+function importGraph(): Map<string, string[]> {
+  const known = new Set(files);
+  return new Map(
+    files.map((f) => [
+      f,
+      importsOf(readFileSync(f, "utf8"))
+        .filter((spec) => spec.startsWith("."))
+        .map((spec) => resolve(dirname(f), spec).replace(/\.js$/, ".ts"))
+        .filter((d) => known.has(d)),
+    ]),
+  );
+}
+
+describe("no import cycles", () => {
+  test("no file of src/ reaches itself through its imports", () => {
+    const cycles = importCycles(importGraph()).map((c) => c.map((f) => relative(root, f)).join(" → "));
+    expect(cycles).toEqual([]);
+  });
+
+  test("a cycle is caught", () => {
+    const g = new Map([
+      ["a", ["b"]],
+      ["b", ["c"]],
+      ["c", ["a"]],
+      ["d", ["a"]],
+    ]);
+    expect(importCycles(g)).toEqual([["a", "b", "c"]]);
+    expect(
+      importCycles(
+        new Map([
+          ["a", ["b"]],
+          ["b", []],
+        ]),
+      ),
+    ).toEqual([]);
+  });
+});
+
 describe("src/core stays pure", () => {
   const core = files.filter((f) => folderOf(f) === "core");
 

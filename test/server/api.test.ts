@@ -234,6 +234,34 @@ describe("OpenAI-compatible API (fake service)", () => {
     expect(m).toMatch(/prefixmesh_requests_total\{[^}]*outcome="ok"[^}]*route="forwarded"[^}]*\} [1-9]/);
     expect(m).toMatch(/prefixmesh_requests_total\{[^}]*outcome="overloaded"/);
     expect(m).toContain("prefixmesh_request_duration_seconds_bucket");
+    expect(m).toMatch(/prefixmesh_requests_served_by_total\{[^}]*served_by="B"[^}]*\} [1-9]/);
+  });
+
+  it("serves the dashboard at / and /dashboard under a strict CSP, with uPlot from node_modules", async () => {
+    for (const path of ["/", "/dashboard"]) {
+      const r = await fetch(`${base}${path}`);
+      expect(r.status).toBe(200);
+      expect(r.headers.get("content-type")).toContain("text/html");
+      const csp = r.headers.get("content-security-policy") ?? "";
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).not.toContain("unsafe-inline");
+      const html = await r.text();
+      // No inline script or style: every script and sheet is a file of this origin.
+      expect(html).not.toMatch(/<script>|<style|style=/);
+      expect(html).toContain('src="/dashboard/uplot.js"');
+    }
+    const uplot = await fetch(`${base}/dashboard/uplot.js`);
+    expect(uplot.status).toBe(200);
+    expect(uplot.headers.get("content-type")).toContain("javascript");
+    expect(await uplot.text()).toContain("uPlot");
+    expect((await fetch(`${base}/dashboard/uplot.css`)).status).toBe(200);
+    expect((await fetch(`${base}/dashboard/app.css`)).status).toBe(200);
+    const missing = await fetch(`${base}/dashboard/..%2F..%2Fpackage.json`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { message: string } }).error.message).toContain(
+      "no dashboard file",
+    );
   });
 
   it("states the model's context and counts a text's tokens (vLLM's and llama.cpp's /tokenize shapes)", async () => {

@@ -1,7 +1,7 @@
 /**
  * A node in front of a FAKE vLLM-like server (test/engines/kv-events/fake-server.ts) whose KV events
  * come through the KV-event publisher test double: the node's own tree follows the server's cache,
- * evictions included (at the node's next run: the core takes engine-managed caches after runs).
+ * evictions included: after each run, and as the events arrive between runs (engine-cache-changed).
  */
 import { encode } from "gpt-tokenizer";
 import pino from "pino";
@@ -88,5 +88,55 @@ describe("a node with a KV-event mirror", () => {
     const n2 = Math.floor(encode(second).length / BS) * BS;
     await waitFor("the tree to hold only the second prompt", async () => (await tree()) === n2);
     expect(engine.kvEventsStatus()).toMatchObject({ exact: true, accuracy: { requests: 2, exact: 2 } });
+  });
+
+  test("events change its tree when they arrive, between runs (no request needed)", async () => {
+    const BS = 4;
+    const pub = await KvEventPublisherDouble.start();
+    open.push(pub);
+    const fake = await fakePrefixCachingServer(pub, { blockSize: BS, tokenize: (t) => encode(t) });
+    open.push(fake);
+    const engine = await OpenAIEngine.create({
+      baseUrl: fake.url,
+      model: "m",
+      kvEvents: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint, topic: "kv-events" },
+    });
+    await pub.subscribed();
+    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+    const settings = resolveNodeSettings(
+      {
+        id: "A",
+        engine: "openai",
+        model: "m",
+        engineUrl: fake.url,
+        insecure: true,
+        logLevel: "silent",
+        listen: `127.0.0.1:${api}`,
+        peerListen: `127.0.0.1:${peer}`,
+      },
+      {},
+    );
+    node = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+    const cluster = async () =>
+      (await (await fetch(`${node!.apiUrl}/cluster`)).json()) as { treeTokens: number; served: number };
+    await waitFor("the history", async () => engine.kvEventsStatus()!.subscriber.synced);
+    expect((await cluster()).treeTokens).toBe(0);
+
+    // Another client of the server (not this node) caches two blocks: the node's tree follows at once.
+    await pub.publish([
+      {
+        type: "BlockStored",
+        hashes: [101, 102],
+        parent: null,
+        tokens: [5, 6, 7, 8, 9, 10, 11, 12],
+        blockSize: BS,
+      },
+    ]);
+    await waitFor("the tree to hold the stored blocks", async () => (await cluster()).treeTokens === 8);
+    await pub.publish([{ type: "BlockRemoved", hashes: [102] }]);
+    await waitFor("the tree to drop the removed block", async () => (await cluster()).treeTokens === 4);
+    await pub.publish([{ type: "AllBlocksCleared" }]);
+    await waitFor("the tree to empty", async () => (await cluster()).treeTokens === 0);
+    expect((await cluster()).served).toBe(0);
   });
 });

@@ -121,7 +121,7 @@ describe("the daemon's node configuration (daemonConfig)", () => {
     const cut: SimFaults = {
       network: { partitions: [{ startMs: 5_000, endMs: 15_000, groups: [[2], [0, 1, 3]] }] },
     };
-    const slowDetector = { suspectAfterPolls: 50 };
+    const slowDetector = { suspectAfterPolls: 50, downAfterPolls: 100 };
     const floor = DAEMON_NODE_DEFAULTS.forwardAckTimeoutMs;
     const r = run(cut, { daemonConfig: true, node: slowDetector });
     expectAllAnsweredOnce(r);

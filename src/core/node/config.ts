@@ -48,6 +48,12 @@ export const nodeConfigSchema = z
     pollJitter: z.number().min(0).max(0.9).default(0.1),
     /** k: a peer silent for k × Δpoll is suspected. */
     suspectAfterPolls: z.number().positive().max(1000).default(3),
+    /**
+     * A peer silent for this many Δpoll is down, not just suspected: a crashed node (no goodbye)
+     * then reads as gone, and its stale estimate as stale. Routing treats both alike (never to a
+     * peer that is not live). Unset: only a goodbye marks a peer down.
+     */
+    downAfterPolls: z.number().positive().max(100_000).optional(),
     /** Give up on a forward attempt after this long (then next candidate, finally local). */
     forwardTimeoutMs: z.number().positive().max(3_600_000).default(30_000),
     /**
@@ -93,6 +99,12 @@ export const nodeConfigSchema = z
      * forwarded request is served by its receiver), so chains cannot form whatever the value.
      */
     maxHops: z.number().int().min(1).max(8).default(1),
+    /**
+     * The models this node serves (its engine's model and adapters): a request naming another model
+     * is never run here, only routed to a peer serving it. Empty (default): serves whatever it is
+     * asked, as before models were known (the simulator, single-model meshes).
+     */
+    models: z.array(z.string().min(1).max(256)).max(64).default([]),
     /** Requests run at once (1 = the paper's batching-free setting). */
     concurrency: z.number().int().min(1).max(1024).default(1),
     /** Push-back (§3.2): advertise "pause" while queue depth (waiting + running) exceeds this. */
@@ -136,6 +148,9 @@ export const nodeConfigSchema = z
   })
   .refine((c) => !c.peers.includes(c.id), { message: "peers must not include the node itself" })
   .refine((c) => new Set(c.peers).size === c.peers.length, { message: "peers must be unique" })
+  .refine((c) => c.downAfterPolls === undefined || c.downAfterPolls > c.suspectAfterPolls, {
+    message: "downAfterPolls must exceed suspectAfterPolls (a silent peer is suspected first)",
+  })
   .refine((c) => c.maxPeers === undefined || c.maxPeers >= c.peers.length, {
     message: "maxPeers must be at least the number of static peers",
   })
@@ -174,6 +189,8 @@ export const DAEMON_NODE_DEFAULTS = {
    * leaves first, a quick answer costs no extra record.
    */
   ackDeferMs: 10,
+  /** A crashed peer reads as down after 20 silent polls (10 s at the default Δpoll). */
+  downAfterPolls: 20,
 } as const satisfies Partial<NodeConfigInput>;
 
 /** Validates and fills defaults; throws an Error with every problem listed. */

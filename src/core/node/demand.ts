@@ -34,7 +34,7 @@ export class PrefixDemand {
    * keyed by its chained block key) and returns how often that prefix is expected to come back here,
    * discounted by the eviction `pressure` of buying it (undefined: no prefix worth buying).
    */
-  arrive(tokens: Tokens, candidates: readonly Candidate[], pressure: number): number | undefined {
+  arrive(tokens: Tokens, candidates: readonly Candidate[], pressure: number, offset = 0): number | undefined {
     let best = 0;
     let own = 0;
     for (const c of candidates) {
@@ -45,7 +45,8 @@ export class PrefixDemand {
     // one-off tail (e.g. a repeated question after a shared prefix), whose reuse the prefixes'
     // learned mean would wildly overstate: then plain expected latency decides.
     if (best - own <= best / 2) return undefined;
-    const blocks = Math.floor(Math.min(best, tokens.length) / BLOCK_SIZE);
+    // `offset`: `tokens` is a namespaced cache key, whose first `offset` tokens are its pseudo-block.
+    const blocks = Math.floor((Math.min(best, tokens.length - offset) + offset) / BLOCK_SIZE);
     if (blocks === 0) return undefined;
     this.hasher.reset();
     let key = 0;

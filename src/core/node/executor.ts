@@ -10,6 +10,7 @@
  */
 import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
 import { invariant } from "../invariant.js";
+import { keyTokens, promptMatch } from "../namespace.js";
 import { type LockHandle, RadixTree } from "../radix-tree.js";
 import type { NodeConfig } from "./config.js";
 import { type LearnedCosts, PrefillFit } from "./cost-model.js";
@@ -114,11 +115,11 @@ export class Executor {
     return this.queue.length - this.queueHead - this.cancelledQueued + this.running.size;
   }
 
-  /** This node as a routing candidate for `tokens` (its match is exact). */
-  selfView(id: NodeId, tokens: Tokens): SelfView {
+  /** This node as a routing candidate for `request` (its match is exact, in its namespace). */
+  selfView(id: NodeId, request: EngineRequest): SelfView {
     return {
       id,
-      match: this.tree_.match(tokens),
+      match: promptMatch(request, this.tree_.match(keyTokens(request))),
       queueDepth: this.queueDepth(),
       capacityTokens: this.tree_.capacity,
     };
@@ -161,7 +162,8 @@ export class Executor {
       }
       if (job.key !== undefined) this.queuedByKey.delete(job.key);
       job.startedAt = now;
-      const tokens = job.request.tokens;
+      // The tree holds cache keys: a namespaced request's tokens behind its namespace's pseudo-block.
+      const tokens = keyTokens(job.request);
       let evicted: EvictedRun[] = [];
       if (nodeManaged) {
         const { length, handle } = this.tree_.lock(tokens);
@@ -222,8 +224,17 @@ export class Executor {
     if (!job) return undefined;
     // Algorithm 1 lines 12-13: the tree mirrors what the engine now caches.
     if (this.config.cacheMode === "node-managed") {
+      // Tree = engine cache, the cheap form: the hit the engine found is the prefix the tree pinned.
+      // Checked runs only: a remote engine the tree approximates (LRU) may report another hit.
+      if (this.paranoid)
+        invariant(
+          result.cachedTokens === promptMatch(job.request, job.matched),
+          () =>
+            `the engine reused ${result.cachedTokens} cached tokens, the tree held ` +
+            `${promptMatch(job.request, job.matched)}`,
+        );
       if (job.cacheTokens > job.matched)
-        this.tree_.insert(job.request.tokens.subarray(0, job.cacheTokens), ++this.tick);
+        this.tree_.insert(keyTokens(job.request).subarray(0, job.cacheTokens), ++this.tick);
       this.insertedDecayed =
         PRESSURE_DECAY * this.insertedDecayed + Math.max(0, job.cacheTokens - job.matched);
       this.evictedDecayed *= PRESSURE_DECAY;
@@ -247,6 +258,13 @@ export class Executor {
       decodeMs: result.decodeMs,
     };
     return { job, result: stripCache(result), timing };
+  }
+
+  /** An engine-managed cache changed between runs: the tree takes its contents now (else ignored). */
+  cacheChanged(sequences: readonly Tokens[]): void {
+    if (this.config.cacheMode !== "engine-managed") return;
+    this.tree_.resetTo(sequences as Tokens[], ++this.tick);
+    if (this.paranoid) this.checkWalks();
   }
 
   /** The engine failed `jobId`; undefined for a job from before a restart. */
@@ -294,7 +312,8 @@ export class Executor {
 
   /** Expected service time of `request` here: its uncached prefill, at least the measured mean. */
   private serviceFor(request: EngineRequest): number {
-    const prefill = this.prefillFit.predict(request.tokens.length - this.tree_.match(request.tokens));
+    const reused = promptMatch(request, this.tree_.match(keyTokens(request)));
+    const prefill = this.prefillFit.predict(request.tokens.length - reused);
     return Math.max(prefill, this.serviceMsEwma ?? 0);
   }
 

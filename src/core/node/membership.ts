@@ -2,10 +2,12 @@
  * Membership (the static list, plus peers added or removed at run time, e.g. found by DNS) and the
  * failure detector of §3.3, nothing else: a peer silent for k × Δpoll is suspected and not routed to;
  * any message from it clears that. A transport failure (connection refused/reset) suspects at once; a
- * `goodbye` marks the peer down until it speaks again. What peers advertise and what we measure of
+ * `goodbye` marks the peer down until it speaks again, and so does a silence past the down bound when
+ * one is set (a crash: suspected first, then down). What peers advertise and what we measure of
  * them belongs to the role that receives or measures it (anti-entropy.ts, origin.ts).
  */
 import { invariant } from "../invariant.js";
+import type { NodeConfig } from "./config.js";
 import type { Liveness, NodeId, PeerView } from "./types.js";
 
 interface PeerLiveness {
@@ -21,12 +23,23 @@ interface PeerLiveness {
 export class Membership {
   private readonly peers = new Map<NodeId, PeerLiveness>();
   private readonly ordered: NodeId[] = [];
+  /** Silence after which a peer is suspected (k × Δpoll). */
+  private readonly suspectAfterMs: number;
+  /** Silence after which a peer is down (undefined: only a goodbye makes it down). */
+  private readonly downAfterMs: number | undefined;
 
   constructor(
     ids: readonly NodeId[],
-    private readonly suspectAfterMs: number,
+    detector: Pick<NodeConfig, "pollMs" | "suspectAfterPolls" | "downAfterPolls">,
     startedAt: number,
   ) {
+    const { pollMs, suspectAfterPolls, downAfterPolls } = detector;
+    this.suspectAfterMs = suspectAfterPolls * pollMs;
+    this.downAfterMs = downAfterPolls === undefined ? undefined : downAfterPolls * pollMs;
+    invariant(
+      this.downAfterMs === undefined || this.downAfterMs > this.suspectAfterMs,
+      "a silent peer is suspected before it is down",
+    );
     for (const id of ids) this.insert(id, startedAt);
   }
 
@@ -91,6 +104,7 @@ export class Membership {
   liveness(id: NodeId, now: number): Liveness {
     const p = this.peers.get(id);
     if (!p || p.departed) return "down";
+    if (this.downAfterMs !== undefined && now - (p.lastHeard ?? p.since) > this.downAfterMs) return "down";
     if (p.failed) return "suspected";
     if (p.lastHeard === undefined) return now - p.since > this.suspectAfterMs ? "suspected" : "unknown";
     return now - p.lastHeard > this.suspectAfterMs ? "suspected" : "live";

@@ -4,23 +4,21 @@
  *
  * This file orchestrates. Each role owns one subsystem's state and never calls another: origin.ts
  * (our clients' requests), serving.ts (peers' forwards), anti-entropy.ts (snapshots both ways),
- * executor.ts (queue, engine runs, the exact tree), membership.ts (liveness). Every decision that
- * needs two of them is made here, from the values they return.
+ * executor.ts (queue, engine runs, the exact tree), membership.ts (liveness; mesh.ts picks each
+ * per gossip mode). Every decision that needs two of them is made here, from the values they return.
  */
 import type { EngineRequest } from "../engine.js";
 import type { PeerIndex } from "../peer-index.js";
 import type { RadixTree } from "../radix-tree.js";
-import { AntiEntropy } from "./anti-entropy.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
-import { GossipAntiEntropy } from "./gossip-anti-entropy.js";
-import { Membership } from "./membership.js";
+import * as mesh from "./mesh.js";
+import { PeerModels, servesModel } from "./models.js";
 import { Origin } from "./origin.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import { Serving } from "./serving.js";
-import { meshStep, SwimMembership } from "./swim-membership.js";
 import type {
   Effect,
   NodeDeps,
@@ -33,6 +31,7 @@ import type {
   PeerView,
   Timer,
 } from "./types.js";
+import { nodeStats, peerViews, roundPeers } from "./views.js";
 
 export { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 export type { NodeOptions } from "./types.js";
@@ -40,12 +39,14 @@ export type { NodeOptions } from "./types.js";
 export class PrefixNode {
   readonly config: NodeConfig;
   private epoch = 0;
-  private members!: Membership | SwimMembership;
+  private members!: mesh.Members;
   private readonly origin: Origin;
   private readonly serving: Serving;
-  private readonly antiEntropy: AntiEntropy | GossipAntiEntropy;
+  private readonly antiEntropy: mesh.Gossip;
   private readonly executor: Executor;
   private unknownSender = 0;
+  /** What each peer serves (its hello, via the runtime): requests naming a model route by it. */
+  readonly peerModels = new PeerModels();
 
   constructor(
     config: NodeConfigInput,
@@ -56,24 +57,16 @@ export class PrefixNode {
     const paranoid = opts.checkInvariants === true;
     this.origin = new Origin(this.config, deps, paranoid);
     this.serving = new Serving(this.config);
-    const full = this.config.gossip === "full";
-    this.antiEntropy = full
-      ? new AntiEntropy(this.config, this.config.id)
-      : new GossipAntiEntropy(this.config, this.config.id, deps);
+    this.antiEntropy = mesh.newAntiEntropy(this.config, deps);
     this.executor = new Executor(this.config, this.config.id, paranoid);
     this.reset(Math.floor(opts.epoch ?? deps.now()));
   }
 
   private reset(epoch: number): void {
     this.epoch = epoch;
-    // A restart keeps the current membership (peers added or removed at run time included).
-    // SWIM learns the members anew at start (`peers` are only its seeds); the full mesh keeps them.
-    const full = this.config.gossip === "full";
-    const ids = !full ? [] : this.members === undefined ? [...this.config.peers] : [...this.members.ids()];
-    const suspectMs = this.config.suspectAfterPolls * this.config.pollMs;
-    this.members = full
-      ? new Membership(ids, suspectMs, this.deps.now())
-      : new SwimMembership(this.config, this.deps);
+    // A restart keeps the full mesh's current membership (peers added or removed at run time included).
+    const { members, ids } = mesh.newMembership(this.config, this.deps, this.members);
+    this.members = members;
     this.executor.reset();
     this.antiEntropy.reset(epoch, ids, this.maxPeers() + 1);
     this.origin.reset(ids);
@@ -102,8 +95,7 @@ export class PrefixNode {
 
   /** Stop (graceful leave): tell every peer so they stop routing here at once. */
   goodbye(): Effect[] {
-    if (this.members instanceof SwimMembership) return this.members.leave();
-    return this.members.ids().map((to) => ({ type: "send", to, msg: { type: "goodbye" } }) as Effect);
+    return mesh.goodbyes(this.members);
   }
 
   /** Switch routing policy at run time (e.g. the daemon's compare-policies admin endpoint). */
@@ -139,6 +131,7 @@ export class PrefixNode {
     if (!this.members.remove(id)) return out;
     this.antiEntropy.remove(id);
     this.origin.targets.remove(id);
+    this.peerModels.delete(id);
     this.failPendingTo(id, this.deps.now(), out);
     return out;
   }
@@ -180,6 +173,8 @@ export class PrefixNode {
       case "member-verified":
         this.onMesh(input, now, out);
         break;
+      case "engine-cache-changed":
+        this.executor.cacheChanged(input.sequences);
     }
     return out;
   }
@@ -187,7 +182,7 @@ export class PrefixNode {
   private onClientRequest(reqId: string, request: EngineRequest, now: number, out: Effect[]): void {
     const refused = this.origin.admit(reqId, request, now);
     if (refused) return void out.push(refused);
-    const self = this.executor.selfView(this.config.id, request.tokens);
+    const self = this.executor.selfView(this.config.id, request);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
     const costs = this.executor.learnedCosts();
     this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.evictionPressure());
@@ -199,11 +194,11 @@ export class PrefixNode {
     const peers: Candidate[] = [];
     const targets = this.origin.targets;
     for (const id of this.members.ids()) {
-      if (!this.routable(id, now, self.queueDepth)) continue;
+      if (!this.routable(id, now, self.queueDepth) || !this.peerModels.serves(id, request.model)) continue;
       const load = this.antiEntropy.load(id);
       peers.push(peerCandidate(id, load, targets.sentSinceQueue(id), targets.rttMs(id), now));
     }
-    return buildCandidates(self, peers, this.antiEntropy.index, request.tokens);
+    return buildCandidates(self, peers, this.antiEntropy.index, request);
   }
 
   /** Live and not pushing back — unless our queue is deeper than its own (then local is worse still). */
@@ -222,7 +217,8 @@ export class PrefixNode {
       return;
     }
     const run = this.origin.runHere(reqId);
-    if (this.executor.full()) out.push(this.origin.refuseOverloaded(run, now));
+    if (!servesModel(this.config.models, run.request.model)) out.push(this.origin.refuseUnserved(run, now));
+    else if (this.executor.full()) out.push(this.origin.refuseOverloaded(run, now));
     else this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
   }
 
@@ -314,11 +310,7 @@ export class PrefixNode {
   private onTimer(timer: Timer, now: number, out: Effect[]): void {
     switch (timer.kind) {
       case "poll": {
-        const peers = this.members.ids().map((id) => ({
-          id,
-          live: this.members.liveness(id, now) === "live",
-          rttMs: this.origin.targets.rttMs(id),
-        }));
+        const peers = roundPeers(this.members, this.origin.targets, now);
         const x = this.executor;
         this.antiEntropy.round(now, x.tree, x.queueDepth(), x.pushBackMs(), peers, out);
         // Forwards to peers that went silent need not wait for their full timeout.
@@ -336,15 +328,12 @@ export class PrefixNode {
         break;
       case "swim":
         this.onMesh({ type: "timer", timer }, now, out);
-        break;
     }
   }
 
-  /** gossip "scuttlebutt" (swim-membership.ts): members that came are routed to once estimated. */
+  /** gossip "scuttlebutt" (mesh.ts): members that came are routed to once estimated. */
   private onMesh(input: NodeInput | "start", now: number, out: Effect[]): void {
-    const ev = meshStep(input, this.members, this.antiEntropy, this.executor, now, out);
-    for (const id of ev.up) this.origin.targets.add(id);
-    for (const id of ev.down) this.origin.targets.remove(id);
+    const ev = mesh.step(input, this.members, this.antiEntropy, this.origin.targets, this.executor, now, out);
     for (const id of ev.down) this.failPendingTo(id, now, out);
     for (const r of ev.rtt) this.origin.targets.sampleRtt(r.id, r.ms);
   }
@@ -389,13 +378,7 @@ export class PrefixNode {
     return this.origin.servingNow(reqId, this.config.id);
   }
   peers(): PeerView[] {
-    const now = this.deps.now();
-    return this.members.ids().map((id) => ({
-      id,
-      ...this.members.view(id, now),
-      ...this.antiEntropy.view(id, now),
-      ...this.origin.targets.view(id),
-    }));
+    return peerViews(this.members, this.antiEntropy, this.origin, this.deps.now());
   }
   /** The costs this node has learned (what cost-aware routing sees). */
   learnedCosts(): LearnedCosts {
@@ -412,18 +395,6 @@ export class PrefixNode {
 
   /** Every role's counters, in one `NodeStats` (a fresh object per call). */
   stats(): Readonly<NodeStats> {
-    const o = this.origin.counters;
-    const s = this.serving.counters;
-    const { snapshotsSent, snapshotsReceived } = this.antiEntropy.counters;
-    return {
-      ...o,
-      ...s,
-      ...this.executor.counters,
-      rejectedOverload: o.rejectedOverload + s.rejectedOverload,
-      invalidMessages: o.invalidMessages + s.invalidMessages,
-      unknownSender: this.unknownSender,
-      snapshotsSent: { ...snapshotsSent },
-      snapshotsReceived: { ...snapshotsReceived },
-    };
+    return nodeStats(this.origin, this.serving, this.executor, this.antiEntropy, this.unknownSender);
   }
 }

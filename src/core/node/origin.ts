@@ -21,9 +21,11 @@
  */
 import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
 import { invariant } from "../invariant.js";
+import { keyTokens, namespaceTokens, requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import { PrefixDemand } from "./demand.js";
+import { servesModel } from "./models.js";
 import {
   type Candidate,
   createPolicy,
@@ -166,13 +168,8 @@ export class Origin {
     // The runtime must use unique ids; answering would be ambiguous, so refuse this one only.
     if (this.pending.has(reqId))
       return failReply(this.by, reqId, request, now, "duplicate request id", "invalid");
-    if (request.tokens.length === 0 || request.tokens.length > this.config.maxPromptTokens) {
-      const why =
-        request.tokens.length === 0
-          ? "empty prompt"
-          : `prompt longer than ${this.config.maxPromptTokens} tokens`;
-      return failReply(this.by, reqId, request, now, why, "invalid");
-    }
+    const why = requestProblem(request, this.config.maxPromptTokens);
+    if (why !== undefined) return failReply(this.by, reqId, request, now, why, "invalid");
     return undefined;
   }
 
@@ -194,7 +191,7 @@ export class Origin {
     let predicted = selfMatch;
     if (candidates !== undefined) {
       const expectedReuse = this.policy.needs.demand
-        ? this.demand.arrive(request.tokens, candidates, evictionPressure)
+        ? this.demand.arrive(keyTokens(request), candidates, evictionPressure, namespaceTokens(request))
         : undefined;
       const order =
         candidates.length === 1
@@ -207,8 +204,10 @@ export class Origin {
               expectedReuse,
             });
       if (this.paranoid) checkOrder(order, candidates);
-      planFromOrder(order, candidates, plan);
-      const first = candidates[order[0] ?? 0];
+      // A node that does not serve the request's model only routes it: every ranked peer is in its plan.
+      const routeOnly = !servesModel(this.config.models, request.model);
+      planFromOrder(order, candidates, plan, routeOnly);
+      const first = routeOnly ? candidates.find((c) => c.id === plan[0]) : candidates[order[0] ?? 0];
       if (first) {
         target = first.id;
         predicted = first.estimatedMatch;
@@ -269,6 +268,13 @@ export class Origin {
     this.counters.rejectedOverload++;
     const p = this.settle(run.reqId);
     return failReply(this.by, run.reqId, run.request, now, "overloaded: queue full", "overloaded", p);
+  }
+
+  /** This node does not serve the request's model and no peer serving it took it: it fails. */
+  refuseUnserved(run: LocalRun, now: number): Effect {
+    const p = this.settle(run.reqId);
+    const why = `no reachable node serves model '${run.request.model}'`;
+    return failReply(this.by, run.reqId, run.request, now, why, "unserved", p);
   }
 
   /** Our local run of the request finished: its reply. */
@@ -404,7 +410,7 @@ export class Origin {
     // After a probe the answer may be a re-sent one: its delay is no round trip.
     if (p.probes === 0) this.targets.sampleRtt(from, now - p.attemptSentAt - remote);
     out.push(okReply(this.by, p, msg.result, { ...timing, servedBy: from }, 1, now));
-    return p.request.tokens;
+    return keyTokens(p.request);
   }
 
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */

@@ -3,7 +3,8 @@
  * the merged peer estimates answers every peer's estimated match at once; and the plan a policy's
  * order makes (the peers it ranks before self).
  */
-import type { Tokens } from "../engine.js";
+import type { EngineRequest } from "../engine.js";
+import { keyTokens, promptMatch } from "../namespace.js";
 import type { PeerIndex } from "../peer-index.js";
 import type { PeerLoad } from "./anti-entropy.js";
 import type { Candidate } from "./policies/policy.js";
@@ -47,7 +48,7 @@ export function buildCandidates(
   self: SelfView,
   peers: Candidate[],
   index: PeerIndex,
-  tokens: Tokens,
+  request: EngineRequest,
 ): Candidate[] {
   peers.unshift({
     id: self.id,
@@ -59,9 +60,11 @@ export function buildCandidates(
     capacityTokens: self.capacityTokens,
   });
   if (peers.length === 1) return peers; // nobody to forward to: no index walk
-  const { owners, lengths } = index.matchAll(tokens);
+  // Estimates hold cache keys: a namespace's prefixes match only requests of that namespace.
+  const { owners, lengths } = index.matchAll(keyTokens(request));
   scratch.clear();
-  for (let i = 0; i < owners.length; i++) scratch.set(owners[i] as string, lengths[i] as number);
+  for (let i = 0; i < owners.length; i++)
+    scratch.set(owners[i] as string, promptMatch(request, lengths[i] as number));
   for (let i = 1; i < peers.length; i++) {
     const c = peers[i] as Candidate;
     c.estimatedMatch = scratch.get(c.id) ?? 0;
@@ -69,14 +72,19 @@ export function buildCandidates(
   return peers;
 }
 
-/** Appends to `plan` the peers `order` ranks before self: what follows self never matters. */
+/**
+ * Appends to `plan` the peers `order` ranks before self: what follows self never matters — unless
+ * `pastSelf` (self may not run the request): then every peer, in the policy's order.
+ */
 export function planFromOrder(
   order: readonly number[],
   candidates: readonly Candidate[],
   plan: NodeId[],
+  pastSelf = false,
 ): NodeId[] {
   for (const i of order) {
     const c = candidates[i];
+    if (c?.self && pastSelf) continue;
     if (!c || c.self) break;
     plan.push(c.id);
   }

@@ -11,7 +11,9 @@
  */
 import type { EngineResult } from "../engine.js";
 import { invariant } from "../invariant.js";
+import { requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
+import { servesModel } from "./models.js";
 import {
   type Effect,
   MAX_REQ_ID,
@@ -61,8 +63,8 @@ export interface ServingCounters {
 }
 
 export class Serving {
-  /** Forward keys seen (true), or cancelled before their forward arrived (false: drop it then). */
-  private readonly seen = new Map<string, boolean>();
+  /** Forward keys seen, answered, or cancelled before their forward arrived (drop it then). */
+  private readonly seen = new Map<string, "seen" | "answered" | "cancelled">();
   /** Answers we sent for forwards, by key, to re-send to a probing origin (bounded). */
   private readonly recentAnswers = new Map<string, { msg: PeerMessage; at: number }>();
   /** Acks held back (`ackDeferMs`), by forward key; in the order they fall due (one fixed delay). */
@@ -119,21 +121,23 @@ export class Serving {
     const key = forwardKey(from, reqId, attempt);
     const seen = this.seen.get(key);
     if (seen !== undefined) {
-      if (seen) {
+      if (seen !== "cancelled") {
         this.counters.duplicateForwards++;
         return { kind: "duplicate", key };
       }
       // Its cancel overtook it: the origin has moved on, so it is dropped, and said so.
       this.counters.cancelledForwards++;
-      this.seen.set(key, true);
+      this.seen.set(key, "seen");
       out.push(this.dropped(from, reqId, attempt, FORWARD_CANCELLED));
       return undefined;
     }
-    this.remember(key, true);
+    this.remember(key, "seen");
     let refusal: string | undefined;
+    const problem = requestProblem(request, this.config.maxPromptTokens);
     if (msg.hops > this.config.maxHops) refusal = "hop limit exceeded";
-    else if (request.tokens.length === 0 || request.tokens.length > this.config.maxPromptTokens)
-      refusal = "prompt empty or too long";
+    else if (problem !== undefined) refusal = `bad request: ${problem}`;
+    else if (!servesModel(this.config.models, request.model))
+      refusal = `model '${request.model}' is not served here`;
     else if (full) {
       this.counters.rejectedOverload++;
       refusal = "overloaded";
@@ -236,7 +240,7 @@ export class Serving {
    * origin as late), or the cancel overtook it — remembered, so the forward is dropped on arrival.
    */
   cancelAhead(key: string): void {
-    if (!this.seen.has(key)) this.remember(key, false);
+    if (!this.seen.has(key)) this.remember(key, "cancelled");
   }
 
   /** The forward's job finished: its answer. */
@@ -259,6 +263,10 @@ export class Serving {
   /** Sends the answer to a forward and keeps it (bounded) for an origin that may lose it. */
   private answer(job: ServedForward, msg: PeerMessage, now: number, out: Effect[]): void {
     invariant(job.from !== undefined && job.key !== undefined, "a forward's job lost its origin");
+    // Exactly once (while the key is in the window): a forward runs once, so it is answered once.
+    const state = this.seen.get(job.key);
+    invariant(state !== "answered", () => `forward ${job.reqId} attempt ${job.attempt} answered twice`);
+    if (state !== undefined) this.seen.set(job.key, "answered");
     this.dropAck(job.key, out);
     if (this.config.answerProbes) {
       this.recentAnswers.set(job.key, { msg, at: now });
@@ -279,7 +287,7 @@ export class Serving {
   }
 
   /** Remembers a forward key in the bounded dedup window (oldest forgotten first). */
-  private remember(key: string, seen: boolean): void {
+  private remember(key: string, seen: "seen" | "cancelled"): void {
     if (this.config.dedupWindow === 0) return;
     this.seen.set(key, seen);
     if (this.seen.size > this.config.dedupWindow) this.seen.delete(this.seen.keys().next().value as string);

@@ -4,10 +4,7 @@
  * routed to); nobody is added by config — `peers` are only the seeds. What node.ts must do when a
  * member comes or goes (its estimate, its pending forwards) comes back as `up` / `down`.
  */
-import type { AntiEntropy, OwnTree } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
-import { GossipAntiEntropy } from "./gossip-anti-entropy.js";
-import type { Membership } from "./membership.js";
 import { Swim } from "./swim/swim.js";
 import type { SwimEffect, SwimInput } from "./swim/types.js";
 import type { Effect, Liveness, NodeDeps, NodeId, NodeInput, PeerView } from "./types.js";
@@ -101,32 +98,5 @@ function translate(effects: SwimEffect[]): MeshEvents {
         break;
     }
   }
-  return ev;
-}
-
-/**
- * One step of the `gossip: "scuttlebutt"` mesh for node.ts: a gossip message goes to the anti-entropy,
- * anything else of the mesh (`start`, a swim message or timer, a verification) to SWIM, whose members
- * that came or went are added to or dropped from the anti-entropy here. `up`/`down` say which, for
- * the roles node.ts owns (targets, pending forwards).
- */
-export function meshStep(
-  input: NodeInput | "start",
-  members: SwimMembership | Membership,
-  antiEntropy: GossipAntiEntropy | AntiEntropy,
-  own: { tree: OwnTree; queueDepth(): number; pushBackMs(): number },
-  now: number,
-  out: Effect[],
-): MeshEvents {
-  const none: MeshEvents = { effects: [], up: [], down: [], rtt: [] };
-  if (!(members instanceof SwimMembership) || !(antiEntropy instanceof GossipAntiEntropy)) return none;
-  if (input !== "start" && input.type === "mesh-message" && input.msg.channel === "gossip") {
-    antiEntropy.onGossip(input.from, input.msg.msg, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
-    return none;
-  }
-  const ev = input === "start" ? members.start() : members.handle(input);
-  out.push(...ev.effects);
-  for (const id of ev.up) antiEntropy.add(id);
-  for (const id of ev.down) antiEntropy.remove(id);
   return ev;
 }

@@ -16,7 +16,7 @@
  *
  * Stable API: fields are only ever added, never renamed.
  */
-import type { EngineRequest, EngineResult, EvictedRun } from "../engine.js";
+import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
 import type { Snapshot } from "../snapshot.js";
 import type { GossipMessage } from "./gossip/scuttlebutt.js";
 import { type SwimMessage, type SwimTimer, swimTimerKey } from "./swim/types.js";
@@ -163,6 +163,11 @@ export type NodeInput =
   | { type: "engine-done"; jobId: string; result: EngineResult }
   | { type: "engine-failed"; jobId: string; error: string }
   | { type: "timer"; timer: Timer }
+  /**
+   * An engine-managed cache changed on its own (e.g. a server's KV events arrived): the node's tree
+   * becomes `sequences` now, not at the next run, so the next snapshot already says so.
+   */
+  | { type: "engine-cache-changed"; sequences: Tokens[] }
   /** The transport could not deliver (connection refused / reset): suspect `to` at once. */
   | { type: "send-failed"; to: NodeId; msg?: PeerMessage; reason: string }
   /** A mesh message (gossip: "scuttlebutt") from `from`, who need not be a member yet (a joiner). */
@@ -174,8 +179,11 @@ export type ReplyOutcome =
   | { ok: true; result: EngineResult }
   | { ok: false; error: string; code: ReplyErrorCode };
 
-/** `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400. */
-export type ReplyErrorCode = "overloaded" | "engine" | "invalid";
+/**
+ * `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400, `unserved` → 503 (no
+ * reachable node serves the request's model).
+ */
+export type ReplyErrorCode = "overloaded" | "engine" | "invalid" | "unserved";
 
 export type Effect =
   | { type: "send"; to: NodeId; msg: PeerMessage }
@@ -185,7 +193,10 @@ export type Effect =
       request: EngineRequest;
       /** node-managed engines: free these runs first (what the tree just evicted). */
       evicted: EvictedRun[];
-      /** node-managed engines: keep at most this many leading prompt tokens cached afterwards. */
+      /**
+       * node-managed engines: keep at most this many leading tokens of the request's cache key
+       * (`keyTokens`: the prompt, behind its namespace's pseudo-block if it has one) cached afterwards.
+       */
       cacheTokens: number;
     }
   | { type: "set-timer"; timer: Timer; delayMs: number }

@@ -1,6 +1,6 @@
 /**
  * A minimal GGUF v3 writer: metadata + tensor infos in memory, tensor data streamed to disk
- * tensor by tensor so a 60 MB model never sits in memory twice.
+ * tensor by tensor so a model's weights never sit in memory twice.
  */
 import { closeSync, openSync, writeSync } from "node:fs";
 import { alignUp, GGML_BLOCK, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GgufValueType } from "./format.js";

@@ -111,6 +111,16 @@ export class KvEventsCacheModel {
     return [...this.mirror.sequences(), ...this.fallback.sequences()];
   }
 
+  /** Every sequence the server caches, as well as it is known now (what `afterRun` would return). */
+  sequences(): Tokens[] {
+    return this.exact ? this.mirror.sequences() : [...this.mirror.sequences(), ...this.fallback.sequences()];
+  }
+
+  /** Calls `fn` after each change of the mirror (events applied, cleared, degraded). */
+  watch(fn: () => void): () => void {
+    return this.mirror.onChange(fn);
+  }
+
   status(): KvEventsStatus {
     const subscriber = this.subscriber.status();
     const degraded =

@@ -30,9 +30,12 @@ import type {
   EngineResult,
   Tokens,
 } from "../../core/engine.js";
+import { RadixTree } from "../../core/radix-tree.js";
+import { type CachePrediction, type PredictionAccuracy, PredictionTally } from "../cache-prediction.js";
 import { renderFallbackChat } from "../chat-fallback.js";
 import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
 import type { KvEventsCacheModel, KvEventsStatus } from "../kv-events/cache-model.js";
+import { LlamaSlotCache, type LlamaSlotsStatus } from "../llama-slots/slot-cache.js";
 import { HttpClient } from "./http.js";
 import { MAX_CONTEXT_TOKENS, type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
 import { sseData } from "./sse.js";
@@ -40,6 +43,15 @@ import { sseData } from "./sse.js";
 /** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
 export interface RemoteEngineResult extends EngineResult {
   cacheReported: boolean;
+  /** Engine-local: the cache model's prediction for this run and the server's report. */
+  cachePrediction?: CachePrediction;
+}
+
+/** How the engine models the server's cache, and how well its predictions held (for /cluster). */
+export interface RemoteCacheStatus {
+  mode: "llama-slots" | "kv-events" | "lru";
+  accuracy: PredictionAccuracy;
+  llamaSlots?: LlamaSlotsStatus;
 }
 
 /** Token ids are Uint32 here. */
@@ -125,6 +137,12 @@ export class OpenAIEngine implements Engine {
   private applyTemplateAvailable: boolean | undefined;
   private closed = false;
   private readonly cacheModel: KvEventsCacheModel | undefined;
+  /** A llama.cpp server's slots, mirrored (the node chooses each request's slot). */
+  private slotCache: LlamaSlotCache | undefined;
+  /** Without KV events or slots: the LRU model of `capacityTokens` the node's tree also is. */
+  private readonly lru: RadixTree;
+  private lruTick = 0;
+  private tally: PredictionTally;
 
   /** Builds the engine; with `kvEvents`, its cache model too (loading zeromq only then). */
   constructor(options: OpenAIEngineOptions, cacheModel?: KvEventsCacheModel) {
@@ -132,6 +150,8 @@ export class OpenAIEngine implements Engine {
     if (this.opts.kvEvents && !cacheModel) throw new Error("kvEvents needs OpenAIEngine.create()");
     this.cacheModel = cacheModel;
     this.http = new HttpClient(this.opts.baseUrl, this.opts);
+    this.lru = new RadixTree({ capacity: this.opts.capacityTokens }, false);
+    this.tally = new PredictionTally(cacheModel ? "kv-events" : "lru");
     this.info = {
       kind: "openai",
       model: this.opts.model,
@@ -160,6 +180,7 @@ export class OpenAIEngine implements Engine {
       model.start();
     }
     const engine = new OpenAIEngine(opts, model);
+    if (!opts.kvEvents && opts.cacheMirror !== "lru") await engine.attachSlots(log);
     try {
       if ((await engine.readServerContext()) === undefined)
         log?.("the server reports no context limit: using the configured one", {
@@ -172,6 +193,42 @@ export class OpenAIEngine implements Engine {
       });
     }
     return engine;
+  }
+
+  /**
+   * Mirrors a llama.cpp server's slots when it is one (`cacheMirror` "auto" or "llama-slots"): the
+   * engine is then engine-managed. With "llama-slots", a server that is not one (or is down) fails.
+   */
+  private async attachSlots(log?: (msg: string, fields: Record<string, unknown>) => void): Promise<void> {
+    const wanted = this.opts.cacheMirror === "llama-slots";
+    if (this.opts.tokenizer === "local") {
+      if (wanted)
+        throw new Error("cacheMirror llama-slots needs the server's tokens (tokenizer auto or server)");
+      return;
+    }
+    let slots: LlamaSlotCache | undefined;
+    try {
+      slots = await LlamaSlotCache.detect(this.http, this.opts.llamaSlots);
+    } catch (e) {
+      if (wanted) throw e;
+      log?.(
+        "the server did not answer: its cache is modelled by LRU (restart the node to mirror its slots)",
+        {
+          error: (e as Error).message,
+        },
+      );
+      return;
+    }
+    if (!slots) {
+      if (wanted)
+        throw new Error(
+          "cacheMirror llama-slots: the server's /props names no slots (not a llama.cpp server)",
+        );
+      return;
+    }
+    this.slotCache = slots;
+    this.tally = slots.tally;
+    this.info.cacheMode = "engine-managed";
   }
 
   async tokenize(text: string): Promise<Tokens> {
@@ -324,6 +381,10 @@ export class OpenAIEngine implements Engine {
         `prompt (${req.tokens.length}) + maxTokens (${req.maxTokens}) exceeds the server's context of ${limit} tokens`,
       );
     }
+    if (this.slotCache) {
+      await this.tokenizeShapeKnown();
+      return this.slotCache.run(req, this.sampling(req), onChunk, signal);
+    }
     // Text when we have it (the server tokenizes it to the same ids); ids only when they are the server's.
     let prompt: string | number[];
     if (req.prompt !== undefined) prompt = req.prompt;
@@ -334,7 +395,10 @@ export class OpenAIEngine implements Engine {
         "remote engine needs the prompt text (local tokenizer ids may not be the server's)",
       );
     const body = {
-      model: this.opts.model,
+      // vLLM serves a LoRA adapter as a model of its own name; `cache_salt` is vLLM's tenant field
+      // (servers that do not know it ignore it, and then share their cache across tenants).
+      model: req.adapter ?? this.opts.model,
+      ...(req.cacheSalt !== undefined ? { cache_salt: req.cacheSalt } : {}),
       prompt,
       max_tokens: req.maxTokens,
       temperature: req.temperature ?? 0,
@@ -344,7 +408,7 @@ export class OpenAIEngine implements Engine {
       stream: true,
       stream_options: { include_usage: true },
     };
-    const predicted = this.cacheModel?.predict(req.tokens);
+    const predicted = this.cacheModel ? this.cacheModel.predict(req.tokens) : this.lru.match(req.tokens);
     const t0 = performance.now();
     const res = await this.http.send("POST", "/v1/completions", body, signal);
     let text = "";
@@ -389,6 +453,8 @@ export class OpenAIEngine implements Engine {
     const prefillMs = timings?.prompt_ms ?? (firstAt > 0 ? firstAt - t0 : end - t0);
     const decodeMs = timings?.predicted_ms ?? (firstAt > 0 ? end - firstAt : 0);
     const cachedSequences = await this.cacheModel?.afterRun(req.tokens, predicted, reported ?? undefined);
+    if (!this.cacheModel) this.rememberLru(req.tokens);
+    const cachePrediction = this.tally.observe(predicted, reported ?? undefined);
     return {
       text,
       completionTokens: usage?.completion_tokens ?? chunks,
@@ -399,6 +465,51 @@ export class OpenAIEngine implements Engine {
       decodeMs,
       finishReason: finish === "length" ? "length" : "stop",
       ...(cachedSequences ? { cachedSequences } : {}),
+      cachePrediction,
+    };
+  }
+
+  /** llama.cpp's sampling fields of a request. */
+  private sampling(req: EngineRequest): Record<string, unknown> {
+    return {
+      temperature: req.temperature ?? 0,
+      ...(req.topP !== undefined ? { top_p: req.topP } : {}),
+      ...(req.seed !== undefined ? { seed: req.seed } : {}),
+      ...(req.stop && req.stop.length > 0 ? { stop: req.stop } : {}),
+    };
+  }
+
+  /** The slot mirror sends token ids: they must be the server's (its /tokenize shape found). */
+  private async tokenizeShapeKnown(): Promise<void> {
+    const shape = this.tokenizeShape ?? (await this.detectTokenizeShape());
+    if (shape === "none") throw new EngineUnavailableError("llama-server's /tokenize returned no tokens");
+  }
+
+  /** The LRU model: the prompt is cached, the least recently used runs make room for it. */
+  private rememberLru(tokens: Tokens): void {
+    const now = ++this.lruTick;
+    const need = tokens.length - this.lru.match(tokens);
+    if (need > this.lru.free()) this.lru.evict(need - this.lru.free());
+    this.lru.insert(tokens, now);
+  }
+
+  /** With KV events: calls `onChange` as the server's cache changes, between runs too. */
+  watchCache(onChange: () => void): () => void {
+    return this.cacheModel ? this.cacheModel.watch(onChange) : () => {};
+  }
+
+  /** Engine-managed (KV events, llama-server slots): what the server caches now, as known. */
+  cachedSequences(): Tokens[] {
+    return this.cacheModel?.sequences() ?? this.slotCache?.sequences() ?? [];
+  }
+
+  /** How the server's cache is modelled, and the predictions' accuracy so far. */
+  cacheStatus(): RemoteCacheStatus {
+    const mode = this.slotCache ? "llama-slots" : this.cacheModel ? "kv-events" : "lru";
+    return {
+      mode,
+      accuracy: this.tally.snapshot(),
+      ...(this.slotCache ? { llamaSlots: this.slotCache.status() } : {}),
     };
   }
 

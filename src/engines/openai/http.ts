@@ -93,6 +93,8 @@ export class HttpClient {
     path: string,
     json?: unknown,
     signal?: AbortSignal,
+    /** Close the connection after this request (llama-server drops it after a stream anyway). */
+    reset = false,
   ): Promise<Dispatcher.ResponseData> {
     const headers: Record<string, string> = { accept: "application/json, text/event-stream" };
     if (json !== undefined) headers["content-type"] = "application/json";
@@ -111,6 +113,7 @@ export class HttpClient {
           body: json === undefined ? undefined : JSON.stringify(json),
           dispatcher: this.agent,
           signal,
+          reset,
         });
         if (res.statusCode >= 200 && res.statusCode < 300) return res;
         const text = await readLimited(res.body, 64 * 1024).catch(() => "");

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { KvEventsOptionsSchema } from "../kv-events/options.js";
+import { CACHE_MIRRORS, LlamaSlotsOptionsSchema } from "../llama-slots/options.js";
 
 /**
  * The server's root URL, normalized once: OpenAI clients take a base URL ending in `/v1`, while
@@ -51,5 +52,13 @@ export const OpenAIEngineOptionsSchema = z.object({
    * (engine-managed), and falls back to the LRU model of `capacityTokens` while the mirror is not exact.
    */
   kvEvents: KvEventsOptionsSchema.optional(),
+  /**
+   * How the server's cache is modelled without KV events: "llama-slots" mirrors a llama.cpp server's
+   * slots exactly (the node chooses each request's slot), "lru" approximates any server by LRU, and
+   * "auto" takes llama-slots when the server's `/props` names its slots, else LRU.
+   */
+  cacheMirror: z.enum(CACHE_MIRRORS).default("auto"),
+  /** The llama.cpp server's cache flags, for the slot mirror (defaults: the server's). */
+  llamaSlots: LlamaSlotsOptionsSchema.default(LlamaSlotsOptionsSchema.parse({})),
 });
 export type OpenAIEngineOptions = z.input<typeof OpenAIEngineOptionsSchema>;

@@ -2,7 +2,7 @@
  * Named cost profiles for the simulated engine (an SGLang-like, batching-free worker):
  *   engine time = overheadMs + prefillMsPerToken × uncached + cachedMsPerToken × cached
  *                 + decodeMsPerToken × output tokens.
- * The fit behind each profile is documented in ARCHITECTURE.md ("Simulator: cost profiles").
+ * Where each profile comes from: ARCHITECTURE.md and BENCHMARKS.md ("Simulator: cost profile fit").
  */
 
 export interface CostProfile {
@@ -23,14 +23,12 @@ export interface CostProfile {
 
 /**
  * Fitted to the paper's own measurements (Tables 1-2: Qwen2.5-0.5B on 10% of an H100 under SGLang,
- * MMLU 5-shot, 1 output token). A least-squares line through (uncached tokens, latency) of its four
- * Δcomm = 2 ms points gives 79.4 ms + 2.575 ms per uncached paper token (prompts ≈ 540 tokens).
- * Our MMLU prompts are tokenized with cl100k_base (mean 684.6 tokens, 1.268× the paper's count), so
- * the slope becomes 2.575 / 1.268 ≈ 2.03 ms per token; the overhead is then set so that our
- * no-routing MMLU run (seed 1: 84.7% hit, 105.0 uncached + 579.6 cached tokens per request) lands on
- * the paper's 0.323 s. The decode / cached-token split cannot be identified from 1-token outputs:
- * 5 ms per output token and 0.01 ms per cached token are assumptions. Capacity: 10% of 80 GB minus
- * weights and activations ≈ 6.5 GB at 12 KiB of KV per token (24 layers × 2 × 2 KV heads × 64 × bf16).
+ * MMLU 5-shot, 1 output token): a least-squares line through (uncached tokens, latency) of its four
+ * Δcomm = 2 ms points, its slope rescaled from the paper's token counts to our cl100k ones; the
+ * overhead is then set so that our no-routing MMLU run lands on the paper's no-route latency. The
+ * decode / cached-token split cannot be identified from 1-token outputs: those two are assumptions.
+ * Capacity: 10% of 80 GB minus weights and activations, at 12 KiB of KV per token (24 layers × 2 × 2
+ * KV heads × 64 × bf16). The inputs and the fit: BENCHMARKS.md, "Simulator: cost profile fit".
  */
 export const PAPER_H100_QWEN05B: CostProfile = {
   name: "paper-h100-qwen0.5b",

@@ -17,6 +17,7 @@ import type {
   EvictedRun,
   Tokens,
 } from "../../core/engine.js";
+import { keyTokens, promptMatch } from "../../core/namespace.js";
 import { engineCost, simOutput } from "./cost.js";
 import { KvCache } from "./kv-cache.js";
 import type { CostProfile } from "./profiles.js";
@@ -127,7 +128,8 @@ export class SimEngine implements Engine {
    */
   execute(req: EngineRequest, evicted: readonly EvictedRun[]): { result: EngineResult; durationMs: number } {
     for (const r of evicted) this.cache.remove(r);
-    const cached = this.cache.match(req.tokens);
+    // The cache holds cache keys, as the node's tree does: namespaces (tenants, adapters) stay apart.
+    const cached = promptMatch(req, this.cache.match(keyTokens(req)));
     const cost = engineCost(this.opts.profile, req.tokens.length, cached, req.maxTokens);
     const result: EngineResult = {
       text: simOutput(req.tokens, req.maxTokens),
@@ -141,7 +143,7 @@ export class SimEngine implements Engine {
     return { result, durationMs: cost.prefillMs + cost.decodeMs };
   }
 
-  /** The run ended: keep its first `cacheTokens` prompt tokens cached. */
+  /** The run ended: keep the first `cacheTokens` tokens of its cache key (`keyTokens`) cached. */
   complete(tokens: Tokens, cacheTokens: number): void {
     const n = Math.min(cacheTokens, tokens.length);
     if (n > 0) this.cache.insert(tokens.subarray(0, n));
@@ -164,9 +166,10 @@ export class SimEngine implements Engine {
   ): Promise<EngineResult> {
     const { result, durationMs } = this.execute(req, []);
     // Caches the whole prompt when it fits, as the node's tree will (the node evicted first).
-    const fits = this.cache.size + req.tokens.length - result.cachedTokens <= this.info.capacityTokens;
+    const key = keyTokens(req);
+    const fits = this.cache.size + key.length - this.cache.match(key) <= this.info.capacityTokens;
     await this.sleep(durationMs * this.timeScale, signal);
-    if (fits) this.complete(req.tokens, req.tokens.length);
+    if (fits) this.complete(key, key.length);
     if (result.text.length > 0) onChunk?.({ text: result.text });
     // Report the times that passed, not the modelled ones: the node learns its costs from them and
     // weighs them against wall-clock round trips (a time-scaled engine would otherwise look 1/scale

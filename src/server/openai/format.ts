@@ -1,10 +1,11 @@
 /** Builders for OpenAI-shaped responses, stream chunks and errors (so the official client parses them). */
 import type { ServeOutcome, ServeTiming } from "../service.js";
+import type { ApiErrorCode } from "./error-codes.js";
 
 export type ApiKind = "completion" | "chat";
 
 /** OpenAI's error code for a prompt (or prompt + max_tokens) beyond the model's context. */
-export const CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded";
+export const CONTEXT_LENGTH_EXCEEDED: ApiErrorCode = "context_length_exceeded";
 
 export interface ResponseMeta {
   id: string;
@@ -148,7 +149,7 @@ export function errorBody(
   message: string,
   type: string,
   param: string | null = null,
-  code: string | null = null,
+  code: ApiErrorCode | null = null,
 ) {
   return { error: { message, type, param, code } };
 }

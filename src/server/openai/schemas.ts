@@ -4,6 +4,7 @@
  * prompts) are refused with a clear 400 instead of being silently dropped. Every size is bounded.
  */
 import { z } from "zod";
+import { MAX_CACHE_SALT } from "../../core/namespace.js";
 
 const MAX_TEXT = 1_000_000;
 const stop = z
@@ -22,6 +23,12 @@ const sampling = {
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
   n: z.literal(1, { message: "only n=1 is supported" }).nullish(),
   user: z.string().max(256).optional(),
+  /** vLLM's per-tenant cache salt: requests share cached prefixes only with the same salt. */
+  cache_salt: z
+    .string({ message: "cache_salt must be a string" })
+    .min(1, "cache_salt must not be empty")
+    .max(MAX_CACHE_SALT, `cache_salt is at most ${MAX_CACHE_SALT} characters`)
+    .nullish(),
 };
 
 export const completionRequestSchema = z.looseObject({

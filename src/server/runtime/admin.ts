@@ -14,6 +14,9 @@ import type { PeerHello } from "../../net/wire-schemas.js";
 import { ServiceError } from "../service.js";
 import type { RuntimeLogger } from "./logger.js";
 
+/** What a verified hello tells about a peer (tests pass only part of it). */
+export type HelloNews = Partial<Pick<PeerHello, "promptText" | "model" | "models">>;
+
 export interface AdminOptions {
   node: PrefixNode;
   engine: Engine;
@@ -22,6 +25,8 @@ export interface AdminOptions {
   clusterId: string;
   /** Peer id → peer URL: the static members, then those admitted at run time. */
   peerUrls: Map<string, string>;
+  /** LoRA adapters this node serves besides its engine's model (advertised in the hello). */
+  adapters?: readonly string[] | undefined;
   /** Policy names the node accepts (for the admin switch). */
   policies?: readonly string[] | undefined;
 }
@@ -29,6 +34,8 @@ export interface AdminOptions {
 export class Admin {
   /** Peers whose hello showed another cluster/model/id: never talked to. */
   private readonly refused = new Map<string, string>();
+  /** Each verified member's base model (its hello's `model`). */
+  private readonly baseModels = new Map<string, string>();
 
   constructor(private readonly o: AdminOptions) {}
 
@@ -40,7 +47,13 @@ export class Admin {
       model: this.o.engine.info.model,
       protocol: PROTOCOL_VERSION,
       promptText: this.o.engine.info.needsPromptText,
+      models: [this.o.engine.info.model, ...(this.o.adapters ?? [])],
     };
+  }
+
+  /** A member's base model, as its hello said (its other advertised models are its adapters). */
+  peerBaseModel(id: string): string | undefined {
+    return this.baseModels.get(id);
   }
 
   /** A member we have not refused: the only senders the peer server lets through. */
@@ -71,7 +84,7 @@ export class Admin {
    * Admits a peer found at run time (its hello already checked): a transport pool pinned to its id,
    * then the node's `addPeer`. False if the node refuses it (membership full, already a member).
    */
-  addPeer(id: string, url: string, hello: { promptText?: boolean | undefined }): boolean {
+  addPeer(id: string, url: string, hello: HelloNews): boolean {
     if (this.o.peerUrls.has(id) || !this.o.node.addPeer(id)) return false;
     this.o.client.setPeer(id, url);
     this.o.peerUrls.set(id, url);
@@ -84,8 +97,13 @@ export class Admin {
    * What a peer's (checked) hello tells the transport: whether its engine needs the prompt text. Until
    * a hello says otherwise, forwards carry it (a peer that takes text cannot run without it).
    */
-  notePeerHello(id: string, hello: { promptText?: boolean | undefined }): void {
+  notePeerHello(id: string, hello: HelloNews): void {
     this.o.client.setPromptText(id, hello.promptText !== false);
+    // What it serves (mixed meshes): its models, or its one model when its hello lists none.
+    if (hello.model !== undefined) {
+      this.baseModels.set(id, hello.model);
+      this.o.node.peerModels.set(id, hello.models ?? [hello.model]);
+    }
   }
 
   /** Points a member at another address (its old one vanished, another still announces its id). */
@@ -104,6 +122,7 @@ export class Admin {
   removePeer(id: string): Effect[] | undefined {
     if (!this.o.peerUrls.has(id)) return undefined;
     this.o.peerUrls.delete(id);
+    this.baseModels.delete(id);
     return this.o.node.removePeer(id);
   }
 

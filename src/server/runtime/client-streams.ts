@@ -48,12 +48,19 @@ export function engineRequestOf(reqId: string, input: InferenceInput): EngineReq
   if (input.topP !== undefined) request.topP = input.topP;
   if (input.seed !== undefined) request.seed = input.seed;
   if (input.stop) request.stop = input.stop;
+  if (input.cacheSalt !== undefined) request.cacheSalt = input.cacheSalt;
+  if (input.adapter !== undefined) request.adapter = input.adapter;
+  if (input.model !== undefined) request.model = input.model;
+  if (input.tokenizer !== undefined) request.tokenizer = input.tokenizer;
+  if (input.requestId !== undefined) request.traceId = input.requestId;
   return request;
 }
 
+const STATUS_OF = { overloaded: 429, invalid: 400, engine: 502, unserved: 503 } as const;
+
 /** What a client sees for a node's error reply. */
 export function serviceErrorOf(outcome: Extract<ReplyOutcome, { ok: false }>): ServiceError {
-  const status = outcome.code === "overloaded" ? 429 : outcome.code === "invalid" ? 400 : 502;
+  const status = STATUS_OF[outcome.code];
   const type =
     status === 429 ? "rate_limit_error" : status === 400 ? "invalid_request_error" : "server_error";
   return new ServiceError(status, type, outcome.error, status === 429 ? 1 : undefined);

@@ -6,6 +6,7 @@
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { GaugeView } from "../metrics.js";
+import { engineCacheStatus } from "./cache-predictions.js";
 
 export interface ClusterViewOptions {
   node: PrefixNode;
@@ -45,6 +46,8 @@ export class ClusterView {
       treeTokens: node.treeSize(),
       treeVersion: node.treeVersion(),
       capacityTokens: engine.info.capacityTokens,
+      // Remote engines: how the server's cache is modelled, and how often its predictions held.
+      engineCache: engineCacheStatus(engine) ?? null,
       queueDepth: node.queueDepth(),
       pushBackActive: node.currentPushBackMs() > 0,
       // null: the machine's own setting (idle CPUs may halt).
@@ -67,6 +70,8 @@ export class ClusterView {
         rttMs: p.rttMs,
         /** Forwards to it carry the prompt text (false once its hello said its engine needs tokens only). */
         promptText: this.o.sendsPromptText(p.id),
+        /** The models its hello advertised (empty: not heard yet). */
+        models: node.peerModels.of(p.id),
       })),
       ...(this.discovery ? { discovery: this.discovery() } : {}),
     };

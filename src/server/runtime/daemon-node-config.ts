@@ -13,6 +13,8 @@ export function daemonNodeConfig(
     peers: readonly string[];
     dynamicPeers: boolean;
     engine: Pick<EngineInfo, "capacityTokens" | "cacheMode" | "needsPromptText">;
+    /** The models this node serves (its engine's and its adapters): it runs requests for no other. */
+    models?: readonly string[];
   },
 ): NodeConfigInput {
   return {
@@ -28,8 +30,10 @@ export function daemonNodeConfig(
     // A forward without the prompt text is refused (and re-sent with it) when the engine needs text.
     needsPromptText: o.engine.needsPromptText,
     pollMs: s.pollMs,
+    downAfterPolls: s.downAfterPolls,
     forwardTimeoutMs: s.forwardTimeoutMs,
     forwardAckTimeoutMs: s.forwardAckTimeoutMs,
     concurrency: s.concurrency,
+    ...(o.models ? { models: [...o.models] } : {}),
   };
 }

@@ -43,7 +43,7 @@ export interface DnsMembershipOptions {
   scheme: "http" | "https";
   resolver: Resolver;
   intervalMs: number;
-  expect: { cluster: string; model: string; self: string };
+  expect: { cluster: string; model?: string | undefined; self: string };
   ports: DnsMembershipPorts;
   logger: RuntimeLogger;
 }

@@ -12,6 +12,9 @@ export interface EngineSettings {
   engineKvTopic?: string | undefined;
   engineKvRank?: number | undefined;
   engineTokenizer?: "auto" | "server" | "local" | undefined;
+  engineCacheMirror?: "auto" | "lru" | "llama-slots" | undefined;
+  engineCacheRam?: number | undefined;
+  engineSlotSaves?: number | undefined;
   engineContextTokens?: number | undefined;
   capacityTokens?: number | undefined;
   simProfile?: string | undefined;
@@ -53,6 +56,11 @@ function engineSpec(s: EngineSettings): EngineSpec {
         ...(s.engineApiKey ? { apiKey: s.engineApiKey } : {}),
         ...(s.engineTokenizer ? { tokenizer: s.engineTokenizer } : {}),
         ...(s.engineContextTokens ? { maxContextTokens: s.engineContextTokens } : {}),
+        ...(s.engineCacheMirror ? { cacheMirror: s.engineCacheMirror } : {}),
+        llamaSlots: {
+          ...(s.engineCacheRam !== undefined ? { cacheRamMiB: s.engineCacheRam } : {}),
+          ...(s.engineSlotSaves !== undefined ? { savedSlots: s.engineSlotSaves } : {}),
+        },
         ...(s.capacityTokens ? { capacityTokens: s.capacityTokens } : {}),
         ...kvEvents(s),
       };

@@ -19,10 +19,12 @@
  */
 import type { Engine, EngineRequest, EngineResult, EvictedRun } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
-import type { Effect, NodeInput, PeerMessage, ReplyOutcome } from "../../core/node/types.js";
+import type { Effect, NodeInput, PeerMessage, PeerMessageOf, ReplyOutcome } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { NodeMetrics } from "../metrics.js";
+import { logServedForward } from "../observability/forward-log.js";
+import { LivenessLog } from "../observability/liveness-log.js";
 import {
   type ClientLink,
   type InferenceInput,
@@ -32,10 +34,13 @@ import {
   ServiceError,
 } from "../service.js";
 import { Admin } from "./admin.js";
+import { countPrediction } from "./cache-predictions.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
+import { watchEngineCache } from "./engine-cache-watch.js";
 import { EngineHealth } from "./engine-health.js";
 import type { RuntimeLogger } from "./logger.js";
+import { type MeshModel, meshModels } from "./mesh-models.js";
 import { PeerSender } from "./peer-sender.js";
 import { ServedForwards } from "./served-forwards.js";
 import { isPollTimer, type NodeTimer, TimerTable } from "./timers.js";
@@ -58,6 +63,8 @@ export interface NodeRuntimeOptions {
   policies?: readonly string[];
   /** Monotonic ms (default: wall-clock origin + performance.now()). */
   now?: () => number;
+  /** LoRA adapters the engine serves (`--adapters`): requests name them as their model. */
+  adapters?: readonly string[];
   /** The PM QoS CPU latency limit this node holds (`--cpu-latency-us`), for the cluster view. */
   cpuLatencyUs?: number;
 }
@@ -67,6 +74,7 @@ const nowDefault = () => performance.timeOrigin + performance.now();
 export class NodeRuntime implements NodeService {
   readonly nodeId: string;
   readonly modelId: string;
+  readonly adapters: readonly string[];
   readonly maxContextTokens: number;
   /** Admin and membership calls that need nothing else (refuse, move, hello news); see also below. */
   readonly admin: Admin;
@@ -83,7 +91,9 @@ export class NodeRuntime implements NodeService {
   private readonly view: ClusterView;
   private readonly health: EngineHealth;
   private readonly engineJobs = new Set<Promise<void>>();
+  private readonly liveness: LivenessLog;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private unwatchCache: () => void = () => {};
   private seq = 0;
   private started = false;
   private stopping = false;
@@ -93,12 +103,16 @@ export class NodeRuntime implements NodeService {
     this.engine = o.engine;
     this.nodeId = o.node.id;
     this.modelId = o.engine.info.model;
+    this.adapters = o.adapters ?? [];
     this.maxContextTokens = o.engine.info.maxContextTokens;
     this.now = o.now ?? nowDefault;
     this.maxPending = o.maxPending ?? 256;
     this.streamTtlMs = o.forwardStreamTtlMs ?? 120_000;
-    this.served = new ServedForwards(this.streamTtlMs);
+    this.served = new ServedForwards(this.streamTtlMs, (f, reply) =>
+      logServedForward(o.logger, f, reply, this.now()),
+    );
     this.health = new EngineHealth(o.engine);
+    this.liveness = new LivenessLog(o.logger);
     this.admin = new Admin(o);
     this.sender = new PeerSender({
       ...o,
@@ -119,6 +133,7 @@ export class NodeRuntime implements NodeService {
     this.started = true;
     this.applyAll(this.node.start());
     this.health.start();
+    this.unwatchCache = watchEngineCache(this.engine, (input) => this.feed(input));
     this.sweepTimer = setInterval(
       () => this.served.sweep(this.now()),
       Math.min(5_000, Math.max(20, this.streamTtlMs / 4)),
@@ -127,6 +142,17 @@ export class NodeRuntime implements NodeService {
   }
 
   // ------------------------------------------------------------------ NodeService (client API)
+
+  /** Every model of the mesh with the nodes serving it (mesh-models.ts): ours first. */
+  meshModels(): MeshModel[] {
+    const peers = [...this.o.peerUrls.keys()].map((id) => ({
+      id,
+      base: this.admin.peerBaseModel(id),
+      models: this.node.peerModels.of(id),
+    }));
+    const self = { id: this.nodeId, base: this.modelId, models: [this.modelId, ...this.adapters] };
+    return meshModels(self, peers);
+  }
 
   tokenize(text: string) {
     return this.engine.tokenize(text);
@@ -182,7 +208,9 @@ export class NodeRuntime implements NodeService {
           return;
         }
         this.served.add(from, msg, stream, this.now());
-        this.feed({ type: "peer-message", from, msg });
+        const foreign = msg.request.tokenizer;
+        if (foreign === undefined || foreign === this.modelId) this.feed({ type: "peer-message", from, msg });
+        else this.retokenize(from, msg, stream);
       },
       onMessage: (from, msg, wireBytes) => {
         if (msg.type === "snapshot")
@@ -195,6 +223,28 @@ export class NodeRuntime implements NodeService {
         this.o.logger.warn({ reason }, "peer request refused by authentication");
       },
     };
+  }
+
+  /**
+   * A forward whose tokens another model's tokenizer made (its origin does not serve the model, mixed
+   * meshes): they only routed it, so the prompt is tokenized again here before the node sees it.
+   */
+  private retokenize(
+    from: string,
+    msg: PeerMessageOf<"forward">,
+    stream: { finish(m: PeerMessage): void },
+  ): void {
+    const { prompt } = msg.request;
+    const tokens =
+      prompt === undefined ? Promise.reject(new Error("no prompt text")) : this.engine.tokenize(prompt);
+    tokens.then(
+      (t) => {
+        msg.request.tokens = t;
+        msg.request.tokenizer = undefined;
+        this.feed({ type: "peer-message", from, msg });
+      },
+      (err: Error) => stream.finish(retryableError(msg, `cannot tokenize a forward: ${err.message}`)),
+    );
   }
 
   // ------------------------------------------------------------------ admin calls
@@ -254,6 +304,7 @@ export class NodeRuntime implements NodeService {
     this.clients.failAll(() => new ServiceError(503, "server_error", "node shut down before answering"));
     this.timers.clear();
     this.health.stop();
+    this.unwatchCache();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
   }
 
@@ -304,6 +355,7 @@ export class NodeRuntime implements NodeService {
   /** A timer expired: back to the node, but no anti-entropy once shutdown has begun [Shutting down]. */
   private readonly onTimer = (timer: NodeTimer): void => {
     if (!this.stopping || !isPollTimer(timer)) this.feed({ type: "timer", timer });
+    if (isPollTimer(timer)) this.liveness.check(this.node.peers());
   };
 
   private onReply(
@@ -346,7 +398,10 @@ export class NodeRuntime implements NodeService {
     const job = this.engine
       .run(request, (c) => this.relay(request, this.nodeId, c.text))
       .then(
-        (result: EngineResult) => this.feed({ type: "engine-done", jobId, result }),
+        (result: EngineResult) => {
+          countPrediction(this.o.metrics, result);
+          this.feed({ type: "engine-done", jobId, result });
+        },
         (err: Error) => {
           this.o.logger.warn({ err: err?.message, jobId }, "engine run failed");
           this.feed({ type: "engine-failed", jobId, error: err?.message ?? String(err) });

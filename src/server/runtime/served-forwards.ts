@@ -21,9 +21,15 @@ interface ServedForward {
   request: EngineRequest;
   reqId: string;
   attempt: number;
+  /** The peer that sent it, and when it arrived (ms): for the served-forward log line. */
+  from: string;
+  receivedAt: number;
   /** When a stream the node never answered is closed (see sweep). */
   expiresAt: number;
 }
+
+/** What the served-forward log line is told of a forward this node answered. */
+export type AnsweredForward = Pick<ServedForward, "request" | "reqId" | "attempt" | "from" | "receivedAt">;
 
 function streamKey(peer: string, reqId: string, attempt: number): string {
   return `${peer}|${reqId}|${attempt}`;
@@ -39,8 +45,14 @@ export class ServedForwards {
    */
   private readonly byRequest = new WeakMap<EngineRequest, ForwardReplyStream>();
 
-  /** @param ttlMs how long a stream the node never answers stays open */
-  constructor(private readonly ttlMs: number) {}
+  /**
+   * @param ttlMs how long a stream the node never answers stays open
+   * @param onAnswered told of each forward's one answer (the served-forward log line)
+   */
+  constructor(
+    private readonly ttlMs: number,
+    private readonly onAnswered?: (served: AnsweredForward, reply: ReplyMsg) => void,
+  ) {}
 
   /** Streams open now. */
   get size(): number {
@@ -65,6 +77,8 @@ export class ServedForwards {
       request: msg.request,
       reqId: msg.reqId,
       attempt: msg.attempt,
+      from,
+      receivedAt: now,
       expiresAt: now + this.ttlMs,
     });
     this.byRequest.set(msg.request, stream);
@@ -120,6 +134,7 @@ export class ServedForwards {
     this.byRequest.delete(served.request);
     served.stream.finish(reply);
     if (served.resent) for (const s of served.resent) s.finish(reply);
+    this.onAnswered?.(served, reply);
     return true;
   }
 }

@@ -98,8 +98,12 @@ export async function startNode(
   if (mode === "insecure") logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
   const clusterId = tls?.clusterId ?? s.clusterId ?? "prefixmesh";
 
+  // The embedded engine cannot run LoRA adapters: claiming to serve them would run the base model.
+  if (s.adapters && s.engine === "llamacpp" && !opts.engine)
+    throw new Error("--adapters needs --engine openai (a server started with those LoRA adapters) or sim");
   // Held before the engine loads: a limit that cannot be set is a configuration error, found early.
   const cpuLatency = s.cpuLatencyUs === undefined ? undefined : holdCpuLatency(s.cpuLatencyUs);
+  const adapters = s.adapters ? s.adapters.split(",") : [];
   let engine: Engine;
   try {
     engine = opts.engine ?? (await loadEngine(s));
@@ -113,6 +117,7 @@ export async function startNode(
       peers: peers.map((p) => p.id),
       dynamicPeers: dnsTarget !== undefined,
       engine: engine.info,
+      models: [engine.info.model, ...adapters],
     }),
     { now, random: Math.random },
     // Epochs order incarnations across restarts: wall-clock ms at start.
@@ -145,6 +150,7 @@ export async function startNode(
     clusterId,
     peerUrls,
     maxPending: s.maxPending,
+    adapters,
     forwardStreamTtlMs: s.forwardTimeoutMs * FORWARD_STREAM_TTL_FACTOR,
     policies: POLICY_NAMES,
     now,
@@ -168,7 +174,13 @@ export async function startNode(
     },
     onConnectionClosed: (reason) => metrics.connectionsRefused.inc({ port: "peer", reason }),
   });
-  const api = buildApi({ service: runtime, metrics, logger, bodyLimit: s.bodyLimitBytes });
+  const api = buildApi({
+    service: runtime,
+    metrics,
+    logger,
+    bodyLimit: s.bodyLimitBytes,
+    requestLogSample: s.requestLogSample,
+  });
   const apiClosed = (reason: string) => metrics.connectionsRefused.inc({ port: "api", reason });
   const watchApiIdle = applyConnectionTimeouts(
     api.server,
@@ -209,7 +221,9 @@ export async function startNode(
     },
     "node started",
   );
-  checkPeers(peers, { client, runtime, logger, clusterId, model: engine.info.model, self: s.id });
+  // With --mixed-models a peer of any model is admitted: requests route by the models hellos advertise.
+  const helloModel = s.mixedModels ? undefined : engine.info.model;
+  checkPeers(peers, { client, runtime, logger, clusterId, model: helloModel, self: s.id });
   let dns: DnsMembership | undefined;
   if (dnsTarget) {
     const staticIds = new Set(peers.map((p) => p.id));
@@ -218,7 +232,7 @@ export async function startNode(
       scheme: tls ? "https" : "http",
       resolver: s.peersDnsFile ? fileResolver(s.peersDnsFile) : systemResolver(),
       intervalMs: s.peersDnsIntervalMs,
-      expect: { cluster: clusterId, model: engine.info.model, self: s.id },
+      expect: { cluster: clusterId, model: helloModel, self: s.id },
       ports: {
         probeHello: (url) => client.probeHello(url),
         hello: (id) => client.hello(id),
@@ -278,7 +292,7 @@ function checkPeers(
     runtime: NodeRuntime;
     logger: Logger;
     clusterId: string;
-    model: string;
+    model: string | undefined;
     self: string;
   },
 ): void {

@@ -1,10 +1,11 @@
 /** Settings: The engine a node serves with, and its cache. */
 import { z } from "zod";
 import { zmqEndpointSchema } from "../../engines/kv-events/options.js";
+import { CACHE_MIRRORS } from "../../engines/llama-slots/options.js";
 import { MAX_CONTEXT_TOKENS, TOKENIZER_CHOICES } from "../../engines/openai/options.js";
 import { DEFAULT_PROFILE, PROFILE_NAMES } from "../../engines/sim/profiles.js";
 import { setting } from "./doc.js";
-import { engineDefault, L, num, O } from "./values.js";
+import { bool, engineDefault, L, num, O } from "./values.js";
 
 export const engineSettings = {
   engine: setting(z.enum(["llamacpp", "openai", "sim"]).default("llamacpp"), {
@@ -20,7 +21,7 @@ export const engineSettings = {
     description:
       "llamacpp: a GGUF file, or `generated` for the built-in generated model (made once, cached in " +
       "$PREFIXMESH_CACHE_DIR or ~/.cache/prefixmesh). openai: the remote server's model name. " +
-      "Every node of a cluster must serve the same model.",
+      "Every node of a cluster serves the same model unless --mixed-models.",
   }),
   engineUrl: setting(z.string().url().max(2048).optional(), {
     section: "Engine",
@@ -80,6 +81,57 @@ export const engineSettings = {
     defaultText: "`0`",
     description:
       "The data-parallel rank this node follows: one node per rank, its stream on the endpoint's port + rank.",
+  }),
+  adapters: setting(
+    z
+      .string()
+      .max(64 * 257)
+      .regex(/^[^\s,]{1,256}(,[^\s,]{1,256}){0,63}$/, "a comma-separated list of at most 64 adapter names")
+      .optional(),
+    {
+      section: "Engine",
+      value: "name,…",
+      defaultText: "none",
+      description:
+        "LoRA adapters the engine serves besides its model (vLLM's `--lora-modules` names). A request names " +
+        "one as its `model`, as with vLLM; each adapter is its own cache namespace.",
+    },
+  ),
+  mixedModels: setting(bool.default(false), {
+    section: "Engine",
+    description:
+      "Admit peers that serve other models (a mesh of mixed models): each node advertises its models in its " +
+      "hello, a request runs only on a node serving its model, and a node that does not serve it routes it. " +
+      "Off: a peer serving another model is refused, as a misconfiguration.",
+  }),
+  engineCacheMirror: setting(
+    z.enum(CACHE_MIRRORS, { error: `must be one of ${CACHE_MIRRORS.join(", ")}` }).optional(),
+    {
+      section: "Engine",
+      value: "kind",
+      defaultText: engineDefault(O.cacheMirror),
+      description:
+        "openai engine without KV events: `llama-slots` mirrors a llama.cpp server's slots and RAM prompt " +
+        "cache exactly (the node picks each request's slot), `lru` models any server's cache by LRU, `auto` " +
+        "takes llama-slots when the server is llama.cpp's (its /props names slots), else LRU.",
+    },
+  ),
+  engineCacheRam: setting(num(-1, 1 << 30, true).optional(), {
+    section: "Engine",
+    value: "MiB",
+    defaultText: "`8192` (llama-server's)",
+    description:
+      "llama-slots: the server's `--cache-ram` in MiB (0 off, -1 no limit), so the node models the prompts " +
+      "the server keeps in RAM and restores into slots.",
+  }),
+  engineSlotSaves: setting(num(0, 10_000, true).optional(), {
+    section: "Engine",
+    value: "n",
+    defaultText: "`0` (none)",
+    description:
+      "llama-slots, with a server started with `--slot-save-path`: slot states the node saves on the server's " +
+      "disk (at most this many files) and restores into a slot when one holds more of a prompt than the " +
+      "server would find.",
   }),
   capacityTokens: setting(num(1, 1e9, true).optional(), {
     section: "Engine",

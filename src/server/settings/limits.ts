@@ -104,4 +104,11 @@ export const limitsSettings = {
     value: "level",
     description: "Log level of the node's JSON log lines (pino, on stdout).",
   }),
+  requestLogSample: setting(num(0, 1).default(1), {
+    section: "Operations",
+    value: "share",
+    description:
+      "Share of successful client requests given a `request` log line, 0 to 1 (e.g. 0.01: one in a " +
+      "hundred); refusals (4xx) and failures (5xx) are always logged. Lines are at level info.",
+  }),
 };

@@ -21,6 +21,14 @@ export const routingSettings = {
       "Δpoll, the anti-entropy period: every Δpoll each node sends its snapshot to every peer (also the " +
       "heartbeat: a peer silent for 3 periods is suspected). Lower: fresher estimates, more gossip.",
   }),
+  downAfterPolls: setting(nodeNum("downAfterPolls"), {
+    section: "Routing and forwarding",
+    value: "n",
+    description:
+      "A peer silent for this many Δpoll is shown down, not just suspected (a crash sends no goodbye). " +
+      "Routing avoids suspected and down peers alike; this bounds how long a dead peer reads as suspected " +
+      "on /cluster, the metrics and the dashboard. Must exceed the suspect bound (3 polls).",
+  }),
   clusterId: setting(
     z
       .string()

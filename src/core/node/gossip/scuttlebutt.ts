@@ -21,7 +21,9 @@ import { Estimates } from "../../estimates.js";
 import { invariant } from "../../invariant.js";
 import type { PeerIndex } from "../../peer-index.js";
 import type { Snapshot, SnapshotBody, SnapshotDelta, SnapshotHeader } from "../../snapshot.js";
-import type { NodeId } from "../types.js";
+
+/** A member's id (node/types.ts's NodeId, restated: node/types.ts imports this file's messages). */
+type NodeId = string;
 
 /** One owner in a digest: which (epoch, version) of its tree the digest's sender holds. */
 export interface DigestEntry {

@@ -1,0 +1,413 @@
+/// <reference lib="dom" />
+/**
+ * The dashboard in the browser: polls this node's `/cluster` and `/metrics` every second (`?every=ms`
+ * changes it), fills the members table and draws the charts with uPlot (loaded before this module as
+ * a global). Built DOM nodes only, no HTML strings: nothing a peer advertises can inject markup, and
+ * the page's Content-Security-Policy holds without inline styles or scripts.
+ */
+import type uPlotT from "uplot";
+import { History, type Point, parseMetrics, readingOf, WINDOWS } from "./series.js";
+
+const UPlot = (globalThis as unknown as { uPlot: typeof uPlotT }).uPlot;
+
+interface PeerView {
+  id: string;
+  url?: string;
+  liveness: "unknown" | "live" | "suspected" | "down";
+  estimateTokens: number;
+  estimateAgeMs?: number | null;
+  queueDepth?: number;
+  pushBackActive: boolean;
+  rttMs?: number | null;
+}
+interface ClusterView {
+  id: string;
+  cluster?: string;
+  model?: string;
+  engine?: string;
+  policy?: string;
+  treeTokens: number;
+  capacityTokens?: number;
+  queueDepth: number;
+  pushBackActive: boolean;
+  /** The node's counters: numbers, and per-kind counts for snapshots. */
+  stats?: Record<string, number | Record<string, number>>;
+  peers: PeerView[];
+}
+
+const params = new URLSearchParams(location.search);
+const EVERY_MS = Math.min(60_000, Math.max(250, Number(params.get("every")) || 1000));
+const PALETTE = ["#2f6fdf", "#e5732b", "#2b9a4a", "#b23ab5", "#c9a227", "#1aa3b3", "#d6456c", "#6b5bd6"];
+
+const $ = (id: string) => document.getElementById(id) as HTMLElement;
+
+function el(tag: string, text?: string | null, cls?: string): HTMLElement {
+  const e = document.createElement(tag);
+  if (text != null) e.textContent = text;
+  if (cls) e.className = cls;
+  return e;
+}
+
+const fmtInt = (n: number) => Math.round(n).toLocaleString("en-US");
+const fmtSec = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
+
+/**
+ * A stable colour per node id: members take them in sorted order when first seen, so every node's
+ * page gives a node the same colour; a node seen only later takes the next one.
+ */
+const colours = new Map<string, string>();
+function colourOf(id: string): string {
+  let c = colours.get(id);
+  if (!c) {
+    c = PALETTE[colours.size % PALETTE.length] as string;
+    colours.set(id, c);
+  }
+  return c;
+}
+
+const history = new History();
+let view: ClusterView | undefined;
+let lastOk: number | undefined;
+
+// ---- the members table -------------------------------------------------------------------------
+
+function cell(row: HTMLElement, content: string | HTMLElement, cls?: string): void {
+  const td = el("td", typeof content === "string" ? content : null, cls);
+  if (typeof content !== "string") td.append(content);
+  row.append(td);
+}
+
+function badge(liveness: string): HTMLElement {
+  return el("span", liveness, `badge ${liveness}`);
+}
+
+function nameCell(id: string, self: boolean): HTMLElement {
+  const span = el("span");
+  const sw = el("span", null, "swatch");
+  sw.style.background = colourOf(id);
+  span.append(sw, el("b", id));
+  if (self) span.append(el("span", " (this node)", "muted"));
+  return span;
+}
+
+function renderMembers(v: ClusterView): void {
+  const body = document.querySelector("#members tbody") as HTMLElement;
+  const rows: HTMLElement[] = [];
+  const self = el("tr");
+  self.dataset.node = v.id;
+  self.dataset.liveness = "live";
+  self.className = "live";
+  cell(self, nameCell(v.id, true));
+  cell(self, badge("live"));
+  cell(self, v.pushBackActive ? el("span", "advertised", "yes") : "no");
+  cell(self, fmtInt(v.queueDepth), "num");
+  cell(self, fmtInt(v.treeTokens) + (v.capacityTokens ? ` / ${fmtInt(v.capacityTokens)}` : ""), "num");
+  cell(self, "exact", "muted");
+  cell(self, "–", "muted");
+  const count = (k: string) => {
+    const x = v.stats?.[k];
+    return fmtInt(typeof x === "number" ? x : 0);
+  };
+  cell(self, `${count("servedLocal")} / ${count("servedForPeers")}`, "num");
+  rows.push(self);
+
+  for (const p of v.peers) {
+    const tr = el("tr", null, p.liveness);
+    tr.dataset.node = p.id;
+    tr.dataset.liveness = p.liveness;
+    const gone = p.liveness === "down";
+    cell(tr, nameCell(p.id, false));
+    cell(tr, badge(p.liveness));
+    cell(tr, gone ? "–" : p.pushBackActive ? el("span", "pausing us", "yes") : "no");
+    cell(tr, gone || p.queueDepth == null ? "–" : fmtInt(p.queueDepth), "num");
+    // A down peer's estimate describes a tree that may no longer exist: say so instead of a number.
+    cell(
+      tr,
+      gone
+        ? el("span", `stale (last ${fmtInt(p.estimateTokens)})`, "stale")
+        : p.liveness === "live"
+          ? fmtInt(p.estimateTokens)
+          : el("span", `${fmtInt(p.estimateTokens)}?`, "stale"),
+      "num",
+    );
+    cell(tr, p.estimateAgeMs == null ? "never heard" : fmtSec(p.estimateAgeMs), "num");
+    cell(tr, gone || p.rttMs == null ? "–" : `${p.rttMs.toFixed(1)} ms`, "num");
+    cell(tr, "–", "muted");
+    rows.push(tr);
+  }
+  body.replaceChildren(...rows);
+}
+
+/** The node's own counters (from /cluster), as a list of term / value pairs. */
+function renderTotals(v: ClusterView): void {
+  const s = v.stats ?? {};
+  const n = (k: string) => {
+    const x = s[k];
+    return fmtInt(typeof x === "number" ? x : 0);
+  };
+  const sum = (k: string) => {
+    const x = s[k];
+    return fmtInt(typeof x === "object" ? Object.values(x).reduce((a, b) => a + b, 0) : 0);
+  };
+  const items: [string, string][] = [
+    ["client requests", n("clientRequests")],
+    ["forwarded to peers", n("forwarded")],
+    ["served for itself", n("servedLocal")],
+    ["served for peers", n("servedForPeers")],
+    ["fallbacks", n("fallbacks")],
+    ["ack timeouts", n("ackTimeouts")],
+    ["refused (overload)", n("rejectedOverload")],
+    ["engine failures", n("engineFailures")],
+    ["snapshots sent", sum("snapshotsSent")],
+    ["snapshots received", sum("snapshotsReceived")],
+  ];
+  const dl = document.querySelector("#totals dl") as HTMLElement;
+  dl.replaceChildren(
+    ...items.map(([term, value]) => {
+      const row = el("div");
+      row.append(el("dt", term), el("dd", value));
+      return row;
+    }),
+  );
+}
+
+// ---- alerts and status -------------------------------------------------------------------------
+
+function alertLine(kind: string, text: string): HTMLElement {
+  const d = el("div", text, `alert ${kind}`);
+  d.dataset.kind = kind;
+  return d;
+}
+
+function renderAlerts(error: string | undefined): void {
+  const out: HTMLElement[] = [];
+  const now = Date.now();
+  const status = $("status");
+  if (error !== undefined) {
+    const since = lastOk === undefined ? "" : ` Last data ${fmtSec(now - lastOk)} ago.`;
+    out.push(
+      alertLine(
+        "self",
+        `This node (${view?.id ?? location.host}) cannot be reached: ${error}.${since} Retrying every ${fmtSec(EVERY_MS)}.`,
+      ),
+    );
+    $("members-note").textContent =
+      lastOk === undefined ? "never reached" : `as this node saw them ${fmtSec(now - lastOk)} ago`;
+    status.dataset.state = "unreachable";
+    status.textContent = "node unreachable";
+    document.body.classList.add("unreachable");
+  } else {
+    $("members-note").textContent = "as this node sees them";
+    status.dataset.state = "ok";
+    status.textContent = `live · every ${fmtSec(EVERY_MS)}`;
+    document.body.classList.remove("unreachable");
+  }
+  for (const p of view?.peers ?? []) {
+    if (p.liveness === "live") continue;
+    const heard = p.estimateAgeMs == null ? "never heard from" : `last heard ${fmtSec(p.estimateAgeMs)} ago`;
+    const what =
+      p.liveness === "down"
+        ? "is down (said goodbye, or silent too long): not routed to"
+        : p.liveness === "suspected"
+          ? "cannot be reached (suspected): not routed to"
+          : "has not been heard from yet";
+    out.push(alertLine(p.liveness, `Peer ${p.id} ${what}; ${heard}.`));
+  }
+  $("alerts").replaceChildren(...out);
+}
+
+function renderFacts(v: ClusterView): void {
+  $("node-id").textContent = v.id;
+  document.title = `prefixmesh · ${v.id}`;
+  const parts = [
+    v.cluster && `cluster ${v.cluster}`,
+    v.model && `model ${v.model}`,
+    v.engine && `engine ${v.engine}`,
+    v.policy && `policy ${v.policy}`,
+    `${v.peers.length} peer${v.peers.length === 1 ? "" : "s"}`,
+  ].filter(Boolean);
+  $("facts").textContent = parts.join(" · ");
+}
+
+// ---- charts ------------------------------------------------------------------------------------
+
+interface SeriesDef {
+  label: string;
+  colour: string;
+  value(p: Point): number | null;
+  dash?: number[];
+  width?: number;
+}
+
+interface Chart {
+  figure: HTMLElement;
+  plot?: uPlotT;
+  key: string;
+  defs: () => SeriesDef[];
+  unit: string;
+  range?: [number, number];
+}
+
+function chart(id: string, unit: string, defs: () => SeriesDef[], range?: [number, number]): Chart {
+  return { figure: $(id), key: "", defs, unit, ...(range ? { range } : {}) };
+}
+
+/** Node ids in the share chart: every member, plus any node that served (it may have left since). */
+function shareIds(): string[] {
+  const ids = new Set<string>();
+  if (view) {
+    ids.add(view.id);
+    for (const p of view.peers) ids.add(p.id);
+  }
+  for (const p of history.points) for (const id of Object.keys(p.share)) ids.add(id);
+  return [...ids].sort();
+}
+
+const charts: Chart[] = [
+  chart(
+    "chart-share",
+    "%",
+    // A member that served none of a window's requests has a 0% share of it (none: no window share).
+    () =>
+      shareIds().map((id) => ({
+        label: id,
+        colour: colourOf(id),
+        value: (p) => p.share[id] ?? (Object.values(p.share).some((v) => v !== null) ? 0 : null),
+      })),
+    [0, 100],
+  ),
+  chart("chart-route", "req/s", () => [
+    { label: "local", colour: "#2f6fdf", value: (p) => p.localPerSec },
+    { label: "forwarded", colour: "#e5732b", value: (p) => p.forwardedPerSec },
+  ]),
+  chart(
+    "chart-hit",
+    "%",
+    () => [
+      // Actual first and wider, predicted dashed on top: where they agree, both stay visible.
+      { label: "actual", colour: "#2b9a4a", value: (p) => p.actualHitPct, width: 4 },
+      { label: "predicted", colour: "#6b5bd6", value: (p) => p.predictedHitPct, dash: [6, 4] },
+    ],
+    [0, 100],
+  ),
+  chart("chart-gossip", "B/s", () => [
+    { label: "in", colour: "#1aa3b3", value: (p) => p.gossipInBytesPerSec },
+    { label: "out", colour: "#b23ab5", value: (p) => p.gossipOutBytesPerSec },
+  ]),
+  chart("chart-latency", "ms", () => [
+    { label: "p50", colour: "#2f6fdf", value: (p) => p.p50Ms },
+    { label: "p99", colour: "#d6456c", value: (p) => p.p99Ms },
+  ]),
+];
+
+function fmtAxis(v: number, unit: string): string {
+  if (unit === "B/s") {
+    if (v >= 1e6) return `${(v / 1e6).toFixed(1)} MB/s`;
+    if (v >= 1e3) return `${(v / 1e3).toFixed(1)} kB/s`;
+    return `${Math.round(v)} B/s`;
+  }
+  if (unit === "%") return `${Math.round(v)}%`;
+  return `${Number(v.toPrecision(3))} ${unit}`;
+}
+
+function options(c: Chart, defs: SeriesDef[], width: number): uPlotT.Options {
+  const fmt = (v: number | null) => (v == null ? "–" : fmtAxis(v, c.unit));
+  return {
+    width,
+    height: 220,
+    legend: { live: true },
+    cursor: { drag: { x: false, y: false } },
+    scales: {
+      x: { time: true },
+      y: c.range ? { range: c.range } : { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+    },
+    axes: [{}, { size: 84, values: (_u, vals) => vals.map((v) => fmtAxis(v, c.unit)) }],
+    series: [
+      {},
+      ...defs.map((d) => ({
+        label: d.label,
+        stroke: d.colour,
+        width: d.width ?? 2,
+        spanGaps: false,
+        value: (_u: uPlotT, v: number | null) => fmt(v),
+        ...(d.dash ? { dash: d.dash } : {}),
+      })),
+    ],
+  };
+}
+
+function drawCharts(): void {
+  const pts = history.points;
+  for (const c of charts) {
+    const defs = c.defs();
+    const data: uPlotT.AlignedData = [pts.map((p) => p.t), ...defs.map((d) => pts.map((p) => d.value(p)))];
+    // For tests and scripts: how many points the chart holds, and how many show something above 0.
+    c.figure.dataset.points = String(pts.length);
+    c.figure.dataset.nonzero = String(pts.filter((p) => defs.some((d) => (d.value(p) ?? 0) > 0)).length);
+    const holder = c.figure.querySelector(".plot") as HTMLElement;
+    const key = defs.map((d) => d.label).join("|");
+    const width = Math.max(300, holder.clientWidth);
+    if (!c.plot || c.key !== key) {
+      c.plot?.destroy();
+      holder.replaceChildren();
+      c.plot = new UPlot(options(c, defs, width), data, holder);
+      c.key = key;
+    } else {
+      if (Math.abs(c.plot.width - width) > 2) c.plot.setSize({ width, height: 220 });
+      c.plot.setData(data);
+    }
+    // Without a cursor on the chart, its legend shows the newest values.
+    const plot = c.plot;
+    if (pts.length > 0 && (plot.cursor.left ?? -1) < 0) plot.setLegend({ idx: pts.length - 1 });
+  }
+}
+
+// ---- polling -----------------------------------------------------------------------------------
+
+async function fetchText(path: string): Promise<string> {
+  const r = await fetch(path, {
+    cache: "no-store",
+    signal: AbortSignal.timeout(Math.max(2000, EVERY_MS * 2)),
+  });
+  if (!r.ok) throw new Error(`${path} answered HTTP ${r.status}`);
+  return r.text();
+}
+
+function describe(err: unknown): string {
+  if (err instanceof DOMException && err.name === "TimeoutError") return "no answer in time";
+  if (err instanceof TypeError) return "connection failed";
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function tick(): Promise<void> {
+  let error: string | undefined;
+  try {
+    const [cluster, metrics] = await Promise.all([fetchText("/cluster"), fetchText("/metrics")]);
+    view = JSON.parse(cluster) as ClusterView;
+    lastOk = Date.now();
+    history.add(readingOf(parseMetrics(metrics), lastOk / 1000));
+    for (const id of [view.id, ...view.peers.map((p) => p.id)].sort()) colourOf(id);
+    renderFacts(view);
+    renderMembers(view);
+    renderTotals(view);
+  } catch (err) {
+    error = describe(err);
+  }
+  renderAlerts(error);
+  drawCharts();
+  document.body.dataset.ticks = String(Number(document.body.dataset.ticks ?? 0) + 1);
+}
+
+$("windows").textContent =
+  `shares, hit rates and latency over the last ${WINDOWS.slowSec} s; rates over the last ${WINDOWS.rateSec} s`;
+
+async function loop(): Promise<void> {
+  await tick();
+  setTimeout(loop, EVERY_MS);
+}
+void loop();
+let resizeTimer: ReturnType<typeof setTimeout> | undefined;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(drawCharts, 150);
+});

@@ -1,0 +1,20 @@
+/**
+ * Every `error.code` the client API can send, with its HTTP status(es): the one list docs/api.md is
+ * checked against (test/project/api-doc.test.ts). `errorBody` takes only these, so a new code cannot
+ * be sent without being added here first. Most errors carry no code (`null`): their `type` and HTTP
+ * status say what happened.
+ */
+export const API_ERROR_CODES = {
+  model_not_found: { status: [404], meaning: "the request names a model this cluster does not serve" },
+  context_length_exceeded: {
+    status: [400],
+    meaning: "the prompt, or prompt + max_tokens, is longer than the model's context",
+  },
+  invalid_request_id: { status: [400], meaning: "the `x-request-id` header is malformed" },
+  too_many_connections: {
+    status: [503, 429],
+    meaning: "the API port's connection bound is reached (503), or this client address's share of it (429)",
+  },
+} as const satisfies Record<string, { status: readonly number[]; meaning: string }>;
+
+export type ApiErrorCode = keyof typeof API_ERROR_CODES;

@@ -1,0 +1,92 @@
+/**
+ * A mesh of mixed models in real processes: four sim-engine nodes on 127.0.0.1, two models (two sim
+ * cost profiles, so two model ids), two nodes each, `--mixed-models`. A request for either model,
+ * entering at any node, is served by a node of that model; `/v1/models` at any node lists both with
+ * their nodes; a model nobody serves is 404 `model_not_found`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { postCompletion } from "../api-client.js";
+import { waitFor } from "./helpers.js";
+import { type SimNodes, startSimNodes } from "./sim-nodes.js";
+
+const PROFILE: Record<string, string> = {
+  A: "paper-h100-qwen0.5b",
+  B: "paper-h100-qwen0.5b",
+  C: "cpu-llamacpp",
+  D: "cpu-llamacpp",
+};
+const M1 = "sim:paper-h100-qwen0.5b";
+const M2 = "sim:cpu-llamacpp";
+const SERVES: Record<string, string[]> = { [M1]: ["A", "B"], [M2]: ["C", "D"] };
+
+type ModelList = { data: { id: string; nodes?: string[] }[] };
+
+describe("four node processes serving two models", () => {
+  let nodes: SimNodes;
+  const models = async (i: number) => (await (await fetch(`${nodes.api[i]}/v1/models`)).json()) as ModelList;
+
+  beforeAll(async () => {
+    nodes = await startSimNodes(["A", "B", "C", "D"], (id) => [
+      ...["--mixed-models", "--sim-profile", PROFILE[id] as string],
+    ]);
+    // Every node has every peer's hello (its models) once each lists both models with two nodes each.
+    await waitFor(
+      async () =>
+        (await Promise.all(nodes.api.map((_, i) => models(i)))).every(
+          (l) => l.data.filter((m) => (m.nodes?.length ?? 0) === 2).length === 2,
+        ),
+      30_000,
+      "every node to know every peer's models",
+    );
+  }, 120_000);
+  afterAll(async () => nodes?.stop());
+
+  it("lists both models, each with the nodes serving it, at every node; the node's own first", async () => {
+    for (const [i, id] of nodes.ids.entries()) {
+      const l = await models(i);
+      expect(l.data[0]?.id).toBe(PROFILE[id] === PROFILE.A ? M1 : M2);
+      const byId = Object.fromEntries(l.data.map((m) => [m.id, [...(m.nodes ?? [])].sort()]));
+      expect(byId).toEqual(SERVES);
+    }
+  });
+
+  it("serves a request for either model, entering at any node, on a node of that model", async () => {
+    let q = 0;
+    for (const [i, id] of nodes.ids.entries())
+      for (const model of [M1, M2]) {
+        for (const stream of [false, true]) {
+          const res = await postCompletion(nodes.api[i] as string, {
+            model,
+            prompt: `question ${++q} for ${model} entering at ${id}`,
+            max_tokens: 2,
+            stream,
+          });
+          expect(res.status, await res.clone().text()).toBe(200);
+          const by = res.headers.get("x-prefixmesh-served-by") as string;
+          expect(SERVES[model], `${model} entering at ${id} served by ${by}`).toContain(by);
+          if (!stream) expect(((await res.json()) as { model: string }).model).toBe(model);
+          else expect(await res.text()).toContain("[DONE]");
+        }
+      }
+  });
+
+  it("shows each peer's advertised models on /cluster", async () => {
+    const v = (await (await fetch(`${nodes.api[0]}/cluster`)).json()) as {
+      peers: { id: string; models: string[] }[];
+    };
+    expect(Object.fromEntries(v.peers.map((p) => [p.id, p.models]))).toEqual({ B: [M1], C: [M2], D: [M2] });
+  });
+
+  it("answers 404 model_not_found for a model no node serves, at every node", async () => {
+    for (const api of nodes.api) {
+      const res = await postCompletion(api, { model: "no-such-model", prompt: "hi", max_tokens: 1 });
+      expect(res.status).toBe(404);
+      const body = (await res.json()) as { error: { code: string; type: string; param: string } };
+      expect(body.error).toMatchObject({
+        code: "model_not_found",
+        type: "invalid_request_error",
+        param: "model",
+      });
+    }
+  });
+});

@@ -1,0 +1,202 @@
+/**
+ * The request log and the request id at one node's API (a test double of the node service): one line
+ * per client request with its id, model, status, served-by, hops, cached tokens and duration; 4xx,
+ * 5xx and rejected bodies included; successes sampled; `x-request-id` accepted, validated and returned.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Tokens } from "../../src/core/engine.js";
+import { buildApi } from "../../src/server/api.js";
+import { createMetrics } from "../../src/server/metrics.js";
+import {
+  type InferenceInput,
+  type NodeService,
+  type ServeEvents,
+  type ServeOutcome,
+  ServiceError,
+} from "../../src/server/service.js";
+
+/** Test double of the node service: one token per character; prompts starting "fail" get a 502. */
+class FakeService implements NodeService {
+  nodeId = "A";
+  modelId = "m";
+  maxContextTokens = 64;
+  inputs: InferenceInput[] = [];
+  async tokenize(text: string): Promise<Tokens> {
+    return Uint32Array.from([...text].map((c) => c.charCodeAt(0)));
+  }
+  async applyChatTemplate(): Promise<string> {
+    return "x";
+  }
+  async submit(input: InferenceInput, events: ServeEvents): Promise<ServeOutcome> {
+    this.inputs.push(input);
+    if (input.prompt.startsWith("fail")) throw new ServiceError(502, "server_error", "all routes failed");
+    events.onChunk?.("ok", "B");
+    return {
+      reqId: "A-1",
+      servedBy: "B",
+      hops: 1,
+      timing: { queueMs: 1, prefillMs: 2, decodeMs: 3, networkMs: 4, totalMs: 10 },
+      fallbacks: 0,
+      result: {
+        text: "ok",
+        completionTokens: 1,
+        promptTokens: input.tokens.length,
+        cachedTokens: 5,
+        prefillMs: 2,
+        decodeMs: 3,
+        finishReason: "stop",
+      },
+    };
+  }
+  ready() {
+    return { ok: true };
+  }
+  clusterView() {
+    return {};
+  }
+}
+
+type Line = Record<string, unknown> & { msg: string; level: string };
+/** A logger double that keeps every line. */
+function capture() {
+  const lines: Line[] = [];
+  const at =
+    (level: string) =>
+    (obj: object, msg = "") =>
+      lines.push({ ...obj, msg, level } as Line);
+  const logger = { info: at("info"), warn: at("warn"), error: at("error"), debug: at("debug") };
+  return { lines, logger: logger as unknown as import("fastify").FastifyBaseLogger };
+}
+
+async function start(sample: number) {
+  const service = new FakeService();
+  const log = capture();
+  const app = buildApi({
+    service,
+    metrics: createMetrics("A", { processMetrics: false }),
+    logger: log.logger,
+    bodyLimit: 1024,
+    requestLogSample: sample,
+  });
+  const url = await app.listen({ host: "127.0.0.1", port: 0 });
+  return { app, url, service, lines: log.lines };
+}
+
+const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+
+/** The request line with this id, once written (it is written when the response closes). */
+async function lineFor(lines: Line[], id: string): Promise<Line> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const l = lines.find((x) => x.msg === "request" && x.requestId === id);
+    if (l) return l;
+    if (Date.now() > deadline) throw new Error(`no request line for ${id}: ${JSON.stringify(lines)}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe("request log and x-request-id (every request logged)", () => {
+  let s: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    s = await start(1);
+  });
+  afterAll(() => s.app.close());
+
+  it("logs a served request with its id, model, status, served-by, hops, cached tokens, duration", async () => {
+    const r = await post(
+      s.url,
+      { model: "m", prompt: "hello", max_tokens: 2 },
+      { "x-request-id": "trace-1" },
+    );
+    expect(r.status).toBe(200);
+    expect(r.headers.get("x-request-id")).toBe("trace-1");
+    // The id travels with the request to the serving node (carried on forwards).
+    expect(s.service.inputs.at(-1)?.requestId).toBe("trace-1");
+    const l = await lineFor(s.lines, "trace-1");
+    expect(l).toMatchObject({
+      level: "info",
+      method: "POST",
+      path: "/v1/completions",
+      status: 200,
+      model: "m",
+      stream: false,
+      servedBy: "B",
+      hops: 1,
+      cachedTokens: 5,
+      promptTokens: 5,
+    });
+    expect(typeof l.durationMs).toBe("number");
+    expect(l.error).toBeUndefined();
+  });
+
+  it("makes an id when the client gives none, and returns it", async () => {
+    const r = await post(s.url, { model: "m", prompt: "hello", max_tokens: 2, stream: true });
+    expect(r.status).toBe(200);
+    await r.text();
+    const id = r.headers.get("x-request-id") as string;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(s.service.inputs.at(-1)?.requestId).toBe(id);
+    expect(await lineFor(s.lines, id)).toMatchObject({ status: 200, stream: true, servedBy: "B" });
+  });
+
+  it("refuses an invalid x-request-id with 400, under an id of its own", async () => {
+    for (const bad of ["has space", "x".repeat(129), 'quote"d']) {
+      const r = await post(s.url, { model: "m", prompt: "hello" }, { "x-request-id": bad });
+      expect(r.status).toBe(400);
+      const body = (await r.json()) as { error: { code: string; param: string } };
+      expect(body.error).toMatchObject({ code: "invalid_request_id", param: "x-request-id" });
+      const id = r.headers.get("x-request-id") as string;
+      expect(id).not.toBe(bad);
+      expect(await lineFor(s.lines, id)).toMatchObject({ status: 400, error: "invalid_request_id" });
+    }
+  });
+
+  it("logs 4xx refusals, rejected bodies and 5xx failures with their error code", async () => {
+    const cases: [Promise<Response>, number, string][] = [
+      [post(s.url, { model: "other", prompt: "hi" }), 404, "model_not_found"],
+      [post(s.url, { model: "m", prompt: "y".repeat(100) }), 400, "context_length_exceeded"],
+      [post(s.url, "{not json"), 400, "FST_ERR_CTP_INVALID_JSON_BODY"],
+      [post(s.url, { model: "m", prompt: "z".repeat(2000) }), 413, "FST_ERR_CTP_BODY_TOO_LARGE"],
+      [post(s.url, { model: "m", prompt: "fail now", max_tokens: 1 }), 502, "server_error"],
+      [fetch(`${s.url}/nowhere`), 404, "not_found"],
+    ];
+    for (const [p, status, code] of cases) {
+      const r = await p;
+      expect(r.status, code).toBe(status);
+      await r.text();
+      const l = await lineFor(s.lines, r.headers.get("x-request-id") as string);
+      expect(l, code).toMatchObject({ status, error: code, level: status >= 500 ? "warn" : "info" });
+    }
+  });
+
+  it("leaves successful operations routes (probes, scrapes) out of the log", async () => {
+    const r = await fetch(`${s.url}/health`, { headers: { "x-request-id": "probe-1" } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("x-request-id")).toBe("probe-1");
+    await post(s.url, { model: "m", prompt: "after" }, { "x-request-id": "after-probe" });
+    await lineFor(s.lines, "after-probe");
+    expect(s.lines.some((l) => l.requestId === "probe-1")).toBe(false);
+  });
+});
+
+describe("request log sampling", () => {
+  let s: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    s = await start(0);
+  });
+  afterAll(() => s.app.close());
+
+  it("with a share of 0 logs no success but every refusal", async () => {
+    const ok = await post(s.url, { model: "m", prompt: "hello" }, { "x-request-id": "ok-1" });
+    expect(ok.status).toBe(200);
+    const bad = await post(s.url, { model: "nope", prompt: "hello" }, { "x-request-id": "bad-1" });
+    expect(bad.status).toBe(404);
+    await lineFor(s.lines, "bad-1");
+    expect(s.lines.some((l) => l.requestId === "ok-1")).toBe(false);
+  });
+});
