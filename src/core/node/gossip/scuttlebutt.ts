@@ -380,6 +380,10 @@ export class Scuttlebutt {
         return;
       }
     }
+    // A peer that holds a version our log cannot build on gets nothing from us rather than the whole
+    // set: the owner's deltas are netted (5 → 9), so relays' logs rarely share bases, and a full per
+    // miss made whole key sets most of the bytes. The owner, or a relay with that base, serves it.
+    if (e !== undefined && e.epoch === held.epoch && e.version > 0) return;
     if (!log.clean) return;
     const keys = this.index.estimateKeys(owner);
     const body = { blockSize: this.index.blockSize, keys };
