@@ -74,6 +74,8 @@ export interface SimOptions extends WorkloadFlagValues {
   forwardResends?: string;
   oracle?: boolean;
   rate?: string;
+  gossip?: string;
+  maxEstimates?: string;
 }
 
 /** `--crash 1@60000:90000` = node 1 crashes at 60 s of virtual time and restarts at 90 s. */
@@ -292,6 +294,21 @@ export function parseSimOptions(o: SimOptions): {
     keepRecords: o.json !== undefined,
   };
   if (o.oracle === true) config.oracle = true;
+  if (o.gossip !== undefined) {
+    if (o.gossip !== "full" && o.gossip !== "scuttlebutt")
+      throw new CliError(`--gossip must be full or scuttlebutt, got '${o.gossip}'`);
+    config.gossip = o.gossip;
+  }
+  if (o.maxEstimates !== undefined) {
+    if (config.gossip !== "scuttlebutt") throw new CliError("--max-estimates needs --gossip scuttlebutt");
+    config.maxEstimates = parseNumber("--max-estimates", o.maxEstimates, {
+      min: 1,
+      max: 4095,
+      integer: true,
+    });
+  }
+  if (config.oracle && config.gossip === "scuttlebutt")
+    throw new CliError("--oracle runs with --gossip full only (it pushes full-mesh snapshots)");
   if (o.capacityTokens !== undefined) {
     config.capacityTokens = parseNumber("--capacity-tokens", o.capacityTokens, {
       min: 1,
@@ -355,6 +372,11 @@ export function formatSummary(
     `prefixmesh sim — ${c.nodes} nodes, policy ${c.policy}, Δcomm ${c.commMs} ± ${c.jitterMs} ms, Δpoll ${c.pollMs} ms, profile ${r.profile.name}, KV ${r.capacityTokens} tokens/node, seed ${c.seed}`,
     `workload ${workloadLabel}: ${t.requests} requests${r.workload.synthetic ? " (SYNTHETIC data)" : ""}`,
     ...(c.daemonConfig ? [`nodes      as the daemon configures them: ${daemonConfigLabel(c.node)}`] : []),
+    ...(c.gossip === "scuttlebutt"
+      ? [
+          `mesh       scuttlebutt: SWIM membership through 2 seeds, digests to 3 members per Δpoll${c.maxEstimates ? `, at most ${c.maxEstimates} estimates` : ""}`,
+        ]
+      : []),
     ...(c.oracle
       ? ["ORACLE     every estimate = its owner's true tree, instantly and free (simulation-only reference)"]
       : []),
@@ -525,6 +547,11 @@ export function registerSim(program: Command): void {
     )
     .option("--rate <req/s>", "open loop: Poisson arrivals at this rate (default: closed loop, the paper)")
     .option("--oracle", "simulation-only reference: estimates always equal the owners' true trees, free")
+    .option(
+      "--gossip <mode>",
+      "full (default, the paper's full mesh) or scuttlebutt (SWIM membership + digest anti-entropy)",
+    )
+    .option("--max-estimates <m>", "with --gossip scuttlebutt: keep estimates of at most m members")
     .option("--json <file>", "also write the full result (config, totals, per-request records) as JSON")
     .action(async (opts: SimOptions) => {
       await runSimCommand(opts, { out: process.stdout, err: process.stderr });

@@ -57,6 +57,16 @@ export class KeyTable {
     }
   }
 
+  /**
+   * Room for `n` keys without growing: one resize to the final size instead of a doubling (and a
+   * re-insert of everything) per power of two on the way there.
+   */
+  reserve(n: number): void {
+    let cap = this.mask + 1;
+    while (n * 2 > cap) cap *= 2;
+    if (cap !== this.mask + 1) this.resize(cap);
+  }
+
   /** Slot of key (lo, hi), inserted with an empty bitset if absent. */
   insert(lo: number, hi: number): number {
     if ((this.size + 1) * 2 > this.mask + 1) this.resize((this.mask + 1) * 2);
@@ -131,13 +141,6 @@ export class KeyTable {
   /** Slots (free or not): a caller walking `data` in steps visits slots 0..capacity-1. */
   get capacity(): number {
     return this.mask + 1;
-  }
-
-  /** Grows now, at most once, so that `n` keys fit without a resize during later inserts. */
-  reserve(n: number): void {
-    let cap = this.mask + 1;
-    while (n * 2 > cap) cap *= 2;
-    if (cap !== this.mask + 1) this.resize(cap);
   }
 
   private resize(cap: number): void {

@@ -122,6 +122,8 @@ export class PeerIndex {
       const k = delta.removed[i]!;
       this.removeKey(o, keyLo(k), keyHi(k));
     }
+    // Sized from the delta: at most one resize of the owner's table, not one per doubling.
+    o.keys.reserve(Math.min(o.keys.size + delta.added.length, cap));
     for (let i = 0; i < delta.added.length && o.keys.size < cap; i++) {
       const k = delta.added[i]!;
       this.addKey(o, keyLo(k), keyHi(k));

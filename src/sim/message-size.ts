@@ -4,7 +4,9 @@
  * block count that travel beside it. Other messages: an estimate of the daemon's wire format (a
  * small envelope + 4 bytes per prompt token + the output text) — stated as such in reports.
  */
-import type { PeerMessage } from "../core/node/types.js";
+import { gossipSize } from "../core/node/gossip/size.js";
+import { swimSize } from "../core/node/swim/codec.js";
+import type { MeshMessage, PeerMessage } from "../core/node/types.js";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodedSize } from "../core/snapshot-codec.js";
 
@@ -63,4 +65,14 @@ export function messageBytes(msg: PeerMessage): number {
     case "goodbye":
       return ENVELOPE;
   }
+}
+
+/** A mesh message's kind: "swim-ping", "gossip-digest", … */
+export function meshKind(m: MeshMessage): string {
+  return `${m.channel}-${m.msg.type}`;
+}
+
+/** A mesh message's exact encoded bytes plus its channel byte (no request envelope: a datagram). */
+export function meshBytes(m: MeshMessage): number {
+  return 1 + (m.channel === "swim" ? swimSize(m.msg) : gossipSize(m.msg));
 }

@@ -12,7 +12,14 @@ import type { EngineResult } from "../core/engine.js";
 import { keyTokens } from "../core/namespace.js";
 import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
 import { PrefixNode } from "../core/node/node.js";
-import { type Effect, type NodeInput, type PeerMessage, type Timer, timerKey } from "../core/node/types.js";
+import {
+  type Effect,
+  type MeshMessage,
+  type NodeInput,
+  type PeerMessage,
+  type Timer,
+  timerKey,
+} from "../core/node/types.js";
 import { Prng } from "../core/prng.js";
 // The answer every correct run must give: the simulated engine's deterministic output.
 import { simOutput as expectedText } from "../engines/sim/cost.js";
@@ -24,7 +31,7 @@ import { checkFaults, faultsEnd as faultsEndOf } from "./fault-schedule.js";
 import { EngineFaultModel } from "./faults/engine.js";
 import { NodeFaultModel } from "./faults/node.js";
 import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invariants.js";
-import { messageBytes, messageKind } from "./message-size.js";
+import { meshBytes, meshKind, messageBytes, messageKind } from "./message-size.js";
 import { SimNetwork } from "./network.js";
 import { Oracle } from "./oracle.js";
 import {
@@ -45,6 +52,8 @@ const MAX_CLIENT_TRIES = 4;
 type Ev = SimEvent &
   (
     | { k: "deliver"; to: number; inc: number; from: number; msg: PeerMessage }
+    | { k: "mesh"; to: number; inc: number; from: number; msg: MeshMessage }
+    | { k: "verified"; node: number; inc: number; id: string; ok: boolean }
     | { k: "timer"; node: number; inc: number; timer: Timer; key: string; token: number }
     | { k: "engine"; node: number; inc: number; jobId: string; fail: boolean }
     | { k: "submit"; req: number }
@@ -98,6 +107,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const keepRecords = config.keepRecords !== false;
   // The centralized baseline IS a router with the global view: it always runs with the oracle.
   const oracle = config.oracle === true || config.policy === "centralized" ? new Oracle() : undefined;
+  const gossip = config.gossip ?? "full";
   let oracleBusy = false;
   /** When the run stops: set once every request is answered (∞ until then). */
   let stopAt = Number.POSITIVE_INFINITY;
@@ -132,9 +142,11 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     s.node = new PrefixNode(
       {
         ...(config.daemonConfig === true ? DAEMON_NODE_DEFAULTS : {}),
+        // Scuttlebutt mode: nobody is told the members, only two seeds (n0, n1); SWIM does the rest.
+        ...(gossip === "full" ? {} : { gossip, maxPeers: N - 1, maxEstimates: config.maxEstimates }),
         ...config.node,
         id: s.id,
-        peers: ids.filter((x) => x !== s.id),
+        peers: gossip === "full" ? ids.filter((x) => x !== s.id) : ids.slice(0, 2).filter((x) => x !== s.id),
         policy: config.policy,
         capacityTokens: capacity,
         pollMs: config.pollMs,
@@ -377,6 +389,38 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         case "reply":
           onReply(s, e);
           break;
+        case "mesh-send": {
+          const kind = meshKind(e.msg);
+          const t = messages[kind] ?? { count: 0, bytes: 0 };
+          messages[kind] = t;
+          t.count++;
+          t.bytes += meshBytes(e.msg);
+          const to = idxOf.get(e.to);
+          const dest = to === undefined ? undefined : nodes[to];
+          if (to === undefined || !dest?.node) break;
+          const copies = net.delays(now, s.idx, to, delayBuf);
+          for (let c = 0; c < copies; c++)
+            queue.push({
+              at: now + (delayBuf[c] as number),
+              k: "mesh",
+              to,
+              inc: dest.inc,
+              from: s.idx,
+              msg: e.msg,
+            });
+          break;
+        }
+        case "verify-member":
+          // The cluster authority: the simulation's own ids hold the credential, nobody else does.
+          queue.push({
+            at: now + 2 * config.commMs,
+            k: "verified",
+            node: s.idx,
+            inc: s.inc,
+            id: e.id,
+            ok: idxOf.has(e.id),
+          });
+          break;
       }
     }
   }
@@ -407,7 +451,11 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     } else handle(dest, { type: "peer-message", from, msg });
   }
 
-  /** Oracle mode: refresh every estimate that differs from its owner, until none does. */
+  /**
+   * Oracle mode: refresh every estimate of an owner that may have changed, until none may. A refresh
+   * is handled by its receiver, which may change in turn (it joins the dirty set): O(N) per changed
+   * owner instead of every pair after every event.
+   */
   function oracleSync(): void {
     if (!oracle) return;
     oracleBusy = true;
@@ -464,7 +512,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     if (ev.at > stopAt) break;
     if (nodeFaults.hasPauses && ev.k !== "submit" && ev.k !== "crash") {
       // A frozen node handles nothing (a restart neither): what reaches it waits, in order, until it resumes.
-      const until = nodeFaults.pausedUntil(ev.k === "deliver" ? ev.to : ev.node, ev.at);
+      const until = nodeFaults.pausedUntil(ev.k === "deliver" || ev.k === "mesh" ? ev.to : ev.node, ev.at);
       if (until >= 0) {
         ev.at = until;
         queue.push(ev);
@@ -490,6 +538,17 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           oracle?.invalidate(from, dest.id);
           deliverSnapshot(dest, from, ev.msg);
         } else handle(dest, { type: "peer-message", from, msg: ev.msg });
+        break;
+      }
+      case "mesh": {
+        const dest = nodes[ev.to] as SimNodeState;
+        if (dest.node && dest.inc === ev.inc)
+          handle(dest, { type: "mesh-message", from: ids[ev.from] as string, msg: ev.msg });
+        break;
+      }
+      case "verified": {
+        const s = nodes[ev.node] as SimNodeState;
+        if (s.node && s.inc === ev.inc) handle(s, { type: "member-verified", id: ev.id, ok: ev.ok });
         break;
       }
       case "timer": {
@@ -633,6 +692,12 @@ function validate(c: SimConfig): void {
   if (!(c.pollMs > 0)) bad(`pollMs must be > 0, got ${c.pollMs}`);
   if (c.capacityTokens !== undefined && !(c.capacityTokens > 0)) bad(`capacityTokens must be > 0`);
   if (!Number.isFinite(c.seed)) bad(`seed must be a number`);
+  if (c.gossip !== undefined && c.gossip !== "full" && c.gossip !== "scuttlebutt")
+    bad(`gossip must be "full" or "scuttlebutt", got ${String(c.gossip)}`);
+  // The oracle pushes full-mesh snapshots: it has no meaning under scuttlebutt.
+  if (c.gossip === "scuttlebutt" && c.oracle === true) bad(`oracle runs with gossip "full" only`);
+  if (c.maxEstimates !== undefined && !(Number.isInteger(c.maxEstimates) && c.maxEstimates >= 1))
+    bad(`maxEstimates must be a positive integer, got ${c.maxEstimates}`);
   checkFaults(c.faults ?? {}, c.nodes, bad);
 }
 

@@ -64,6 +64,13 @@ export interface SimConfig {
    * Always on for the `centralized` baseline (its global view).
    */
   oracle?: boolean;
+  /**
+   * The mesh protocol (NodeConfig.gossip): "full" (default, the paper's) or "scuttlebutt" (SWIM
+   * membership joined through two seeds + Scuttlebutt digest anti-entropy).
+   */
+  gossip?: "full" | "scuttlebutt";
+  /** gossip "scuttlebutt": estimates each node keeps at most (NodeConfig.maxEstimates). */
+  maxEstimates?: number;
 }
 
 export interface SimRecord {

@@ -48,3 +48,19 @@ describe("KeyTable vs Map", () => {
     );
   });
 });
+
+describe("KeyTable.reserve", () => {
+  it("sizes the table once for n keys, keeping every key and its bits", () => {
+    const t = new KeyTable(1, 16);
+    for (let k = 0; k < 5; k++) t.setBit(t.insert(k, 1), 0);
+    t.reserve(5000);
+    const data = t.data;
+    for (let k = 5; k < 5000; k++) t.insert(k, 1);
+    // No resize happened while inserting: the same backing array.
+    expect(t.data).toBe(data);
+    expect(t.size).toBe(5000);
+    for (let k = 0; k < 5; k++) expect(t.word(t.find(k, 1), 0)).toBe(1);
+    t.reserve(10);
+    expect(t.data).toBe(data);
+  });
+});

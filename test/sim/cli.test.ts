@@ -189,6 +189,28 @@ describe("prefixmesh sim --oracle / --rate", () => {
   });
 });
 
+describe("prefixmesh sim --gossip / --max-estimates", () => {
+  const base: SimOptions = { ...defaults, policy: "cost-aware" };
+
+  it("selects the mesh protocol; full stays the default", () => {
+    expect(parseSimOptions(base).config.gossip).toBeUndefined();
+    const o = parseSimOptions({ ...base, gossip: "scuttlebutt", maxEstimates: "8" });
+    expect(o.config.gossip).toBe("scuttlebutt");
+    expect(o.config.maxEstimates).toBe(8);
+    expect(optionsOf(["--gossip", "scuttlebutt", "--max-estimates", "4"])).toMatchObject({
+      gossip: "scuttlebutt",
+      maxEstimates: "4",
+    });
+  });
+
+  it("refuses a bad mode, a bound without scuttlebutt, and the oracle with scuttlebutt", () => {
+    expect(() => parseSimOptions({ ...base, gossip: "epidemic" })).toThrow(/--gossip/);
+    expect(() => parseSimOptions({ ...base, maxEstimates: "8" })).toThrow(/needs --gossip scuttlebutt/);
+    expect(() => parseSimOptions({ ...base, gossip: "scuttlebutt", maxEstimates: "0" })).toThrow(CliError);
+    expect(() => parseSimOptions({ ...base, gossip: "scuttlebutt", oracle: true })).toThrow(/--oracle/);
+  });
+});
+
 /** `args` as the sim command's action receives them (commander's own parsing, nothing run). */
 function optionsOf(args: string[]): SimOptions {
   const program = new Command("prefixmesh").exitOverride();

@@ -26,6 +26,13 @@ const SEEDS = SOAK ? 2_000 : 200;
 /** Requests per run, and the virtual time the faults are drawn over (about the arrivals' span). */
 const REQUESTS = SOAK ? 150 : 32;
 const FAULT_WINDOW_MS = SOAK ? 50_000 : 12_000;
+/**
+ * The same schedules under `gossip: "scuttlebutt"` (SWIM + digests). Each run settles longer: a member
+ * a partition had declared dead rejoins through SWIM's reconnect, and a suspicion may outlive the
+ * faults by up to Lifeguard's longest timeout.
+ */
+const GOSSIP_SEEDS = SOAK ? 2_000 : 200;
+const GOSSIP_SETTLE_MS = 90_000;
 
 /** The daemon's anti-entropy period and failure detector, as its settings default them. */
 const POLL_MS = nodeSettingsSchema.shape.pollMs.def.defaultValue;
@@ -44,7 +51,8 @@ function workloadFor(seed: number): Workload {
   });
 }
 
-function configFor(seed: number, nodes: number): SimConfig {
+function configFor(seed: number, nodes: number, gossip: "full" | "scuttlebutt" = "full"): SimConfig {
+  const mesh = gossip === "full" ? {} : { gossip, settleMs: GOSSIP_SETTLE_MS };
   return {
     nodes,
     policy: DAEMON_NODE_DEFAULTS.policy,
@@ -60,6 +68,7 @@ function configFor(seed: number, nodes: number): SimConfig {
     // Once faults stop, k × Δpoll (jitter included) must bring every estimate to its owner's tree.
     settleMs: SUSPECT_AFTER_POLLS * POLL_MS * 1.1 + 10,
     keepRecords: false,
+    ...mesh,
   };
 }
 
@@ -72,7 +81,15 @@ describe(`the daemon's configuration under ${chunks.flat().length} seeded fault 
   }
 });
 
-function runSeeds(seeds: number[]): void {
+describe(`the daemon's configuration with gossip scuttlebutt under ${GOSSIP_SEEDS} seeded fault schedules`, () => {
+  const seeds = ONLY === undefined ? seedChunks(GOSSIP_SEEDS) : [[ONLY]];
+  for (const chunk of seeds) {
+    const name = `seeds ${chunk[0]}–${chunk.at(-1)}: answered once and correctly; tree = cache; estimates never regress; convergence`;
+    it(name, () => runSeeds(chunk, "scuttlebutt"), SOAK ? 1_800_000 : 120_000);
+  }
+});
+
+function runSeeds(seeds: number[], gossip: "full" | "scuttlebutt" = "full"): void {
   const failures: string[] = [];
   let answered = 0;
   let fallbacks = 0;
@@ -80,14 +97,14 @@ function runSeeds(seeds: number[]): void {
   for (const seed of seeds) {
     const nodes = 3 + (seed % 3);
     const w = workloadFor(seed);
-    const r = runSimulation(configFor(seed, nodes), w);
+    const r = runSimulation(configFor(seed, nodes, gossip), w);
     answered += r.totals.answered;
     fallbacks += r.totals.fallbacks;
     forwards += r.totals.messages.forward?.count ?? 0;
     const bad = runProblems(r, w.requests.length);
     if (bad !== undefined) {
       failures.push(
-        `seed ${seed} (${nodes} nodes): ${bad}\n    faults: ${faultFlags(r.config.faults).join(" ")}`,
+        `seed ${seed} (${nodes} nodes, gossip ${gossip}): ${bad}\n    faults: ${faultFlags(r.config.faults).join(" ")}`,
       );
     }
   }

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { ALL_POLICY_NAMES, policyConfigSchema } from "./policies/index.js";
+import { swimConfigSchema } from "./swim/config.js";
 
 /** A node id as the config accepts it (also checked when a peer is added at run time). */
 export const nodeId = z
@@ -22,6 +23,19 @@ export const nodeConfigSchema = z
      * Default: the static list's size, i.e. a fixed membership. Bounds the merged estimate index.
      */
     maxPeers: z.number().int().min(0).max(4095).optional(),
+    /**
+     * How the mesh keeps membership and estimates. "full": the paper's full mesh — every Δpoll a
+     * snapshot (or heartbeat) to every peer, liveness by silence. "scuttlebutt": SWIM membership with
+     * Lifeguard (join through `peers` as seeds; members learned by gossip, verified by the runtime)
+     * and Scuttlebutt digest anti-entropy with `gossipFanout` members per Δpoll, relaying any owner.
+     */
+    gossip: z.enum(["full", "scuttlebutt"]).default("full"),
+    /** gossip "scuttlebutt": members each anti-entropy round talks to. */
+    gossipFanout: z.number().int().min(1).max(64).default(3),
+    /** gossip "scuttlebutt": estimates of at most this many members (default: maxPeers). */
+    maxEstimates: z.number().int().min(1).max(4095).optional(),
+    /** gossip "scuttlebutt": SWIM settings (swim/config.ts; memberlist's defaults). */
+    swim: swimConfigSchema.partial().optional(),
     policy: z.enum(ALL_POLICY_NAMES).default("affinity"),
     /** Settings of `policy` (its own schema, in its file; omitted ones take its defaults). */
     policyConfig: z.record(z.string(), z.unknown()).optional(),

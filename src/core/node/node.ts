@@ -4,17 +4,16 @@
  *
  * This file orchestrates. Each role owns one subsystem's state and never calls another: origin.ts
  * (our clients' requests), serving.ts (peers' forwards), anti-entropy.ts (snapshots both ways),
- * executor.ts (queue, engine runs, the exact tree), membership.ts (liveness). Every decision that
- * needs two of them is made here, from the values they return.
+ * executor.ts (queue, engine runs, the exact tree), membership.ts (liveness; mesh.ts picks each
+ * per gossip mode). Every decision that needs two of them is made here, from the values they return.
  */
 import type { EngineRequest } from "../engine.js";
 import type { PeerIndex } from "../peer-index.js";
 import type { RadixTree } from "../radix-tree.js";
-import { AntiEntropy } from "./anti-entropy.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
-import { Membership } from "./membership.js";
+import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
 import { OFFLOAD_SCAN, offloadTarget, type Waiting } from "./offload.js";
 import { Origin } from "./origin.js";
@@ -34,7 +33,7 @@ import type {
   PeerView,
   Timer,
 } from "./types.js";
-import { nodeStats, peerViews } from "./views.js";
+import { nodeStats, peerViews, roundPeers } from "./views.js";
 
 export { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 export type { NodeOptions } from "./types.js";
@@ -42,10 +41,10 @@ export type { NodeOptions } from "./types.js";
 export class PrefixNode {
   readonly config: NodeConfig;
   private epoch = 0;
-  private members!: Membership;
+  private members!: mesh.Members;
   private readonly origin: Origin;
   private readonly serving: Serving;
-  private readonly antiEntropy: AntiEntropy;
+  private readonly antiEntropy: mesh.Gossip;
   private readonly executor: Executor;
   private unknownSender = 0;
   /** What each peer serves (its hello, via the runtime): requests naming a model route by it. */
@@ -60,16 +59,16 @@ export class PrefixNode {
     const paranoid = opts.checkInvariants === true;
     this.origin = new Origin(this.config, deps, paranoid);
     this.serving = new Serving(this.config);
-    this.antiEntropy = new AntiEntropy(this.config, this.config.id);
+    this.antiEntropy = mesh.newAntiEntropy(this.config, deps);
     this.executor = new Executor(this.config, this.config.id, paranoid);
     this.reset(Math.floor(opts.epoch ?? deps.now()));
   }
 
   private reset(epoch: number): void {
     this.epoch = epoch;
-    // A restart keeps the current membership (peers added or removed at run time included).
-    const ids = this.members === undefined ? [...this.config.peers] : [...this.members.ids()];
-    this.members = new Membership(ids, this.config, this.deps.now());
+    // A restart keeps the full mesh's current membership (peers added or removed at run time included).
+    const { members, ids } = mesh.newMembership(this.config, this.deps, this.members);
+    this.members = members;
     this.executor.reset();
     this.antiEntropy.reset(epoch, ids, this.maxPeers() + 1);
     this.origin.reset(ids);
@@ -81,7 +80,9 @@ export class PrefixNode {
 
   /** Arms the anti-entropy timer. Call once before feeding inputs. */
   start(): Effect[] {
-    return [{ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() }];
+    const out: Effect[] = [{ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() }];
+    this.onMesh("start", this.deps.now(), out);
+    return out;
   }
 
   /**
@@ -96,7 +97,7 @@ export class PrefixNode {
 
   /** Stop (graceful leave): tell every peer so they stop routing here at once. */
   goodbye(): Effect[] {
-    return this.members.ids().map((to) => ({ type: "send", to, msg: { type: "goodbye" } }) as Effect);
+    return mesh.goodbyes(this.members);
   }
 
   /** Switch routing policy at run time (e.g. the daemon's compare-policies admin endpoint). */
@@ -172,6 +173,10 @@ export class PrefixNode {
       case "send-failed":
         this.onSendFailed(input.to, input.msg, now, out);
         break;
+      case "mesh-message":
+      case "member-verified":
+        this.onMesh(input, now, out);
+        break;
       case "engine-cache-changed":
         this.executor.cacheChanged(input.sequences);
     }
@@ -203,7 +208,8 @@ export class PrefixNode {
 
   /** Live, trusted, not pushing back — unless our queue is deeper than its own (local is worse still). */
   private routable(id: NodeId, now: number, selfQueueDepth = this.executor.queueDepth()): boolean {
-    if (this.members.liveness(id, now) !== "live" || !this.origin.trust.routable(id, now)) return false;
+    if (this.members.liveness(id, now) !== "live" || !this.antiEntropy.routes(id)) return false;
+    if (!this.origin.trust.routable(id, now)) return false;
     const load = this.antiEntropy.load(id);
     return now >= load.pushBackUntil || load.queueDepth < selfQueueDepth;
   }
@@ -327,11 +333,7 @@ export class PrefixNode {
   private onTimer(timer: Timer, now: number, out: Effect[]): void {
     switch (timer.kind) {
       case "poll": {
-        const peers = this.members.ids().map((id) => ({
-          id,
-          live: this.members.liveness(id, now) === "live",
-          rttMs: this.origin.targets.rttMs(id),
-        }));
+        const peers = roundPeers(this.members, this.origin.targets, now);
         const x = this.executor;
         this.antiEntropy.round(now, x.tree, x.queueDepth(), x.pushBackMs(), peers, out);
         // Forwards to peers that went silent need not wait for their full timeout.
@@ -358,6 +360,9 @@ export class PrefixNode {
         break;
       case "estimates":
         this.antiEntropy.onStepTimer(now, out);
+        break;
+      case "swim":
+        this.onMesh({ type: "timer", timer }, now, out);
     }
   }
 
@@ -375,6 +380,13 @@ export class PrefixNode {
   private soonerPeer(w: Waiting, now: number, maxWaitMs?: number): NodeId | undefined {
     const self = this.executor.selfView(this.config.id, w.request);
     return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs);
+  }
+
+  /** gossip "scuttlebutt" (mesh.ts): members that came are routed to once estimated. */
+  private onMesh(input: NodeInput | "start", now: number, out: Effect[]): void {
+    const ev = mesh.step(input, this.members, this.antiEntropy, this.origin.targets, this.executor, now, out);
+    for (const id of ev.down) this.failPendingTo(id, now, out);
+    for (const r of ev.rtt) this.origin.targets.sampleRtt(r.id, r.ms);
   }
 
   private pollDelay(): number {

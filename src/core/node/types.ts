@@ -18,6 +18,8 @@
  */
 import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
 import type { Snapshot } from "../snapshot.js";
+import type { GossipMessage } from "./gossip/scuttlebutt.js";
+import { type SwimMessage, type SwimTimer, swimTimerKey } from "./swim/types.js";
 
 /** A node id: short printable string, unique in the cluster (validated by the config). */
 export type NodeId = string;
@@ -51,7 +53,9 @@ export type Timer =
   | { kind: "forward"; reqId: string; attempt: number }
   | { kind: "ack"; reqId: string; attempt: number }
   | { kind: "acks" }
-  | { kind: "estimates" };
+  | { kind: "estimates" }
+  /** `gossip: "scuttlebutt"`: one of the SWIM membership's timers (swim/types.ts). */
+  | { kind: "swim"; timer: SwimTimer };
 
 /** The key a runtime files a pending timer under: one per kind, per request for per-request timers. */
 export function timerKey(t: Timer): string {
@@ -64,6 +68,8 @@ export function timerKey(t: Timer): string {
       return `fwd:${t.reqId}`;
     case "ack":
       return `ack:${t.reqId}`;
+    case "swim":
+      return `swim:${swimTimerKey(t.timer)}`;
   }
 }
 
@@ -150,6 +156,13 @@ export type PeerMessage =
   | { type: "error"; reqId: string; attempt: number; error: string; retryable: boolean }
   | { type: "goodbye" };
 
+/**
+ * `gossip: "scuttlebutt"`'s own traffic, apart from the request path: SWIM membership (swim/) and
+ * Scuttlebutt anti-entropy (gossip/). Best effort, like a datagram; each has an exact encoded size
+ * (swim/codec.ts, gossip/size.ts) so a runtime can carry it and the simulator counts its bytes.
+ */
+export type MeshMessage = { channel: "swim"; msg: SwimMessage } | { channel: "gossip"; msg: GossipMessage };
+
 export type PeerMessageType = PeerMessage["type"];
 /** The peer message of one type, e.g. `PeerMessageOf<"forward">`. */
 export type PeerMessageOf<T extends PeerMessageType> = Extract<PeerMessage, { type: T }>;
@@ -167,7 +180,11 @@ export type NodeInput =
    */
   | { type: "engine-cache-changed"; sequences: Tokens[] }
   /** The transport could not deliver (connection refused / reset): suspect `to` at once. */
-  | { type: "send-failed"; to: NodeId; msg?: PeerMessage; reason: string };
+  | { type: "send-failed"; to: NodeId; msg?: PeerMessage; reason: string }
+  /** A mesh message (gossip: "scuttlebutt") from `from`, who need not be a member yet (a joiner). */
+  | { type: "mesh-message"; from: NodeId; msg: MeshMessage }
+  /** The runtime's answer to `verify-member`: does `id` hold the cluster's credential? */
+  | { type: "member-verified"; id: NodeId; ok: boolean };
 
 export type ReplyOutcome =
   | { ok: true; result: EngineResult }
@@ -196,7 +213,14 @@ export type Effect =
     }
   | { type: "set-timer"; timer: Timer; delayMs: number }
   | { type: "cancel-timer"; timer: Timer }
-  | { type: "reply"; reqId: string; outcome: ReplyOutcome; record: RequestRecord };
+  | { type: "reply"; reqId: string; outcome: ReplyOutcome; record: RequestRecord }
+  /** gossip: "scuttlebutt": deliver a mesh message, best effort (loss is fine, no send-failed). */
+  | { type: "mesh-send"; to: NodeId; msg: MeshMessage }
+  /**
+   * gossip: "scuttlebutt": check that `id` holds the cluster's credential (a certificate from the
+   * cluster CA, or the shared secret) and feed back `member-verified`. Nobody joins without it.
+   */
+  | { type: "verify-member"; id: NodeId };
 
 /** Per-request record, completed at the origin when it replies (the paper's §5 measurements). */
 export interface RequestRecord {

@@ -3,20 +3,16 @@
  * every role's counters as one NodeStats. Pure functions of what the roles expose, so node.ts keeps
  * only control flow.
  */
-import type { AntiEntropy } from "./anti-entropy.js";
+import type { RoundPeer } from "./anti-entropy.js";
 import type { Executor } from "./executor.js";
-import type { Membership } from "./membership.js";
+import type { Gossip, Members } from "./mesh.js";
 import type { Origin } from "./origin.js";
 import type { Serving } from "./serving.js";
+import type { Targets } from "./targets.js";
 import type { NodeId, NodeStats, PeerView } from "./types.js";
 
 /** Every member as membership, anti-entropy and the origin's targets see it at `now`. */
-export function peerViews(
-  members: Membership,
-  antiEntropy: AntiEntropy,
-  origin: Origin,
-  now: number,
-): PeerView[] {
+export function peerViews(members: Members, antiEntropy: Gossip, origin: Origin, now: number): PeerView[] {
   return members.ids().map((id: NodeId) => ({
     id,
     ...members.view(id, now),
@@ -30,7 +26,7 @@ export function nodeStats(
   origin: Origin,
   serving: Serving,
   executor: Executor,
-  antiEntropy: AntiEntropy,
+  antiEntropy: Gossip,
   unknownSender: number,
 ): NodeStats {
   const o = origin.counters;
@@ -47,4 +43,11 @@ export function nodeStats(
     snapshotsSent: { ...snapshotsSent },
     snapshotsReceived: { ...snapshotsReceived },
   };
+}
+
+/** Every member as an anti-entropy round sees it: live or not, and its round trip. */
+export function roundPeers(members: Members, targets: Targets, now: number): RoundPeer[] {
+  return members
+    .ids()
+    .map((id) => ({ id, live: members.liveness(id, now) === "live", rttMs: targets.rttMs(id) }));
 }

@@ -1,0 +1,231 @@
+/**
+ * Anti-entropy for `gossip: "scuttlebutt"`: the Scuttlebutt role (gossip/scuttlebutt.ts) behind the
+ * surface node.ts uses of `AntiEntropy`. Each Δpoll our digest goes to `gossipFanout` live members,
+ * not to all; estimates of any owner arrive from anyone (relays), bounded by `maxEstimates`. There are
+ * no heartbeats (liveness is SWIM's) and no per-peer acks or RTT echoes: a member's advertised load
+ * is the header of the newest state of it we applied, relayed or not, so it is as old as that state.
+ * A member we hold no estimate of is not routed to.
+ */
+import type { Tokens } from "../engine.js";
+import { PeerIndex } from "../peer-index.js";
+import type { SnapshotHeader } from "../snapshot.js";
+import type { AntiEntropyCounters, OwnTree, PeerLoad, RoundPeer } from "./anti-entropy.js";
+import type { NodeConfig } from "./config.js";
+import { type GossipMessage, type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
+import type { Effect, HeldVersion, NodeDeps, NodeId, PeerView, SnapshotEcho } from "./types.js";
+
+const NO_LOAD: Readonly<PeerLoad> = {
+  queueDepth: 0,
+  queueAt: undefined,
+  capacityTokens: 0,
+  pushBackUntil: 0,
+  estimateAt: undefined,
+  treeTokens: undefined,
+};
+
+export class GossipAntiEntropy {
+  private epoch = 0;
+  private sb!: Scuttlebutt;
+  private readonly members = new Set<NodeId>();
+  private readonly loads = new Map<NodeId, PeerLoad>();
+  /** Recent matches of our traffic per owner: what keeps an estimate when maxEstimates is full. */
+  private readonly useful = new Map<NodeId, number>();
+  private now = 0;
+  /** When we last guessed an owner's new prefix (an optimistic insert), our clock. */
+  private readonly guessedAt = new Map<NodeId, number>();
+
+  constructor(
+    private readonly config: NodeConfig,
+    private readonly selfId: NodeId,
+    private readonly deps: NodeDeps,
+  ) {}
+
+  reset(epoch: number, ids: readonly NodeId[], maxOwners: number): void {
+    this.epoch = epoch;
+    this.members.clear();
+    for (const id of ids) this.members.add(id);
+    this.loads.clear();
+    this.useful.clear();
+    this.guessedAt.clear();
+    const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
+    this.sb = new Scuttlebutt(
+      this.selfId,
+      new PeerIndex({ maxOwners: maxEstimates + 1 }),
+      {
+        random: () => this.deps.random(),
+        member: (id) => this.members.has(id),
+        score: (id) => this.useful.get(id) ?? 0,
+        onApplied: (h) => this.applied(h),
+        settled: (id) =>
+          this.now - (this.guessedAt.get(id) ?? Number.NEGATIVE_INFINITY) > 2 * this.config.pollMs,
+      },
+      {
+        fanout: this.config.gossipFanout,
+        deltaLog: 16,
+        maxEstimates,
+        maxStates: 256,
+        maxDigest: 8_192,
+        discoveryOdds: 8,
+      },
+    );
+  }
+
+  add(id: NodeId): void {
+    this.members.add(id);
+  }
+  remove(id: NodeId): void {
+    this.members.delete(id);
+    this.forget(id);
+  }
+  forget(id: NodeId): void {
+    this.sb.remove(id);
+    this.loads.delete(id);
+    this.useful.delete(id);
+    this.guessedAt.delete(id);
+  }
+
+  get index(): PeerIndex {
+    return this.sb.index;
+  }
+  get counters(): AntiEntropyCounters {
+    const c = this.sb.counters;
+    const r = c.statesReceived;
+    return {
+      snapshotsSent: { full: c.statesSent.full, delta: c.statesSent.delta, heartbeat: 0 },
+      snapshotsReceived: {
+        applied: r.applied,
+        stale: r.stale,
+        duplicate: r.duplicate,
+        needFull: r.needFull,
+        invalid: c.invalid + r.dropped,
+        deferred: 0,
+      },
+    };
+  }
+  held(id: NodeId): HeldVersion | undefined {
+    return this.sb.estimates.held(id);
+  }
+  load(id: NodeId): Readonly<PeerLoad> {
+    return this.loads.get(id) ?? NO_LOAD;
+  }
+  /** A fresher queue depth than the newest state's header (freshPeerLoad: acks and answers). */
+  queueReported(id: NodeId, queueDepth: number | undefined, now: number): void {
+    const l = this.loads.get(id);
+    if (l === undefined || queueDepth === undefined) return;
+    l.queueDepth = queueDepth;
+    l.queueAt = now;
+  }
+  /** The capacity a member's hello advertised bounds our estimate of it, relayed or not. */
+  capPeer(id: NodeId, capacityTokens: number): void {
+    this.sb.index.capOwner(id, Math.ceil(capacityTokens / this.sb.index.blockSize));
+  }
+  /** Estimates apply whole in this mode (states are deltas or bounded sets): no staged steps. */
+  scheduleSteps(_out: Effect[]): void {}
+  onStepTimer(_now: number, _out: Effect[]): void {}
+
+  /** Only members we hold an estimate of are routed to. */
+  routes(id: NodeId): boolean {
+    return this.sb.holds(id);
+  }
+  view(
+    id: NodeId,
+    now: number,
+  ): Pick<PeerView, "held" | "estimateTokens" | "queueDepth" | "pushBackUntil" | "holdsOfUs"> {
+    const l = this.load(id);
+    return {
+      held: this.held(id),
+      estimateTokens: this.sb.index.estimateSize(id),
+      queueDepth: l.queueDepth,
+      pushBackUntil: l.pushBackUntil > now ? l.pushBackUntil : 0,
+      holdsOfUs: undefined,
+    };
+  }
+
+  /** One round: our digest to `gossipFanout` random live members. */
+  round(
+    now: number,
+    tree: OwnTree,
+    queueDepth: number,
+    pushBackMs: number,
+    peers: readonly RoundPeer[],
+    out: Effect[],
+  ): void {
+    this.now = now;
+    const live = peers.filter((p) => p.live).map((p) => p.id);
+    if (live.length === 0) return;
+    for (const { to, msg } of this.sb.round(live, this.own(tree, queueDepth, pushBackMs)))
+      out.push({ type: "mesh-send", to, msg: { channel: "gossip", msg } });
+  }
+
+  /** A gossip message from `from` (any member; a relay of other owners' states). */
+  onGossip(
+    from: NodeId,
+    msg: GossipMessage,
+    now: number,
+    tree: OwnTree,
+    queueDepth: number,
+    pushBackMs: number,
+    out: Effect[],
+  ): void {
+    this.now = now;
+    if (!this.members.has(from)) return;
+    const answer = this.sb.onMessage(from, msg, this.own(tree, queueDepth, pushBackMs));
+    if (answer !== undefined)
+      out.push({ type: "mesh-send", to: from, msg: { channel: "gossip", msg: answer } });
+  }
+
+  /** No RTT echo rides on digests. */
+  onEcho(
+    _id: NodeId,
+    _at: number | undefined,
+    _echo: SnapshotEcho | undefined,
+    _now: number,
+  ): number | undefined {
+    return undefined;
+  }
+  /** Snapshots are the full mesh's: refused here. */
+  onSnapshot(): { reported: boolean; restarted: boolean } {
+    return { reported: false, restarted: false };
+  }
+
+  /** Algorithm 1 line 17, on an estimate we hold; it is then a guess and is never relayed whole. */
+  believeServed(id: NodeId, tokens: Tokens, now: number): void {
+    this.useful.set(id, (this.useful.get(id) ?? 0) + 1);
+    this.guessedAt.set(id, now);
+    if (!this.sb.holds(id)) return;
+    this.sb.index.updateTrieEstimate(id, tokens);
+    this.sb.polluted(id);
+  }
+
+  private applied(h: SnapshotHeader): void {
+    let l = this.loads.get(h.sender);
+    if (l === undefined) {
+      l = { ...NO_LOAD };
+      this.loads.set(h.sender, l);
+    }
+    l.queueDepth = h.queueDepth;
+    l.queueAt = this.now;
+    l.capacityTokens = h.capacity;
+    l.pushBackUntil = h.pushBackMs > 0 ? this.now + Math.min(h.pushBackMs, this.config.maxPushBackMs) : 0;
+    l.estimateAt = this.now;
+    l.treeTokens = h.tokenCount;
+  }
+
+  private own(tree: OwnTree, queueDepth: number, pushBackMs: number): OwnState {
+    const header: SnapshotHeader = {
+      sender: this.selfId,
+      epoch: this.epoch,
+      version: tree.version,
+      tokenCount: tree.size,
+      capacity: tree.capacity,
+      queueDepth,
+      pushBackMs,
+    };
+    return {
+      header: () => header,
+      blocks: () => tree.blockCount,
+      changesSince: (v) => tree.changesSince(v),
+      snapshotBody: () => tree.snapshotBody(),
+    };
+  }
+}

@@ -1,0 +1,393 @@
+/**
+ * Scuttlebutt anti-entropy (van Renesse et al. 2008) for the peer estimates of §3.4: each round a node
+ * sends a digest — (owner, epoch, version) of every owner it holds, itself included — to `fanout`
+ * random members; the receiver answers with the states the initiator lacks and the owners it lacks
+ * itself ("wants"), which the initiator then sends. Any node sends any owner's state (relay): safe
+ * because each estimate has one writer and (epoch, version) only moves forward (Estimates), so a
+ * relayed state older than what the receiver holds is ignored.
+ *
+ * How a relay carries another owner's change: it keeps the last `deltaLog` deltas it applied for that
+ * owner, consecutive, and sends the chain from the receiver's version; a receiver further behind (or
+ * of another epoch) gets the owner's whole key set — from our estimate, and only while that estimate
+ * is exactly the owner's (no optimistic insert since: `clean`), else nothing (the owner or a cleaner
+ * relay sends it). Cost: the log holds at most deltaLog × the keys of those deltas per owner; a chain
+ * costs the sum of its deltas, a fallback 6 bytes per key of the owner's tree.
+ *
+ * `maxEstimates` bounds the owners held: a new owner is taken while there is room; when full, one in
+ * `discoveryOdds` exchanges asks for one owner we lack, which replaces the least useful held owner (the node scores usefulness: recent
+ * matches for its traffic, RTT), so new specialists are still discovered.
+ */
+import { Estimates } from "../../estimates.js";
+import { invariant } from "../../invariant.js";
+import type { PeerIndex } from "../../peer-index.js";
+import type { Snapshot, SnapshotBody, SnapshotDelta, SnapshotHeader } from "../../snapshot.js";
+
+/** A member's id (node/types.ts's NodeId, restated: node/types.ts imports this file's messages). */
+type NodeId = string;
+
+/** One owner in a digest: which (epoch, version) of its tree the digest's sender holds. */
+export interface DigestEntry {
+  owner: NodeId;
+  epoch: number;
+  version: number;
+}
+
+export type GossipMessage =
+  /** Round start: what I hold; `room`: I take owners I do not hold yet. */
+  | { type: "digest"; entries: DigestEntry[]; room: boolean }
+  /** States the receiver lacks (deltas of one owner in order), and (answering a digest) what I lack. */
+  | { type: "states"; states: OwnerState[]; wants: DigestEntry[] };
+
+/**
+ * One owner's state as relayed: the snapshot, and the owner's block count at its version, by which a
+ * receiver tells an exact estimate from one holding a wrong guess (then it asks for the whole set).
+ * -1: not known (a delta inside a relayed chain).
+ */
+export interface OwnerState {
+  snapshot: Snapshot;
+  blocks: number;
+}
+
+/** Our own tree as the gossip needs it (RadixTree satisfies it; headers carry our load). */
+export interface OwnState {
+  header(): SnapshotHeader;
+  /** Block keys in our tree now. */
+  blocks(): number;
+  changesSince(version: number): SnapshotDelta | undefined;
+  snapshotBody(): SnapshotBody;
+}
+
+export interface ScuttlebuttConfig {
+  fanout: number;
+  /** Deltas kept per relayed owner. */
+  deltaLog: number;
+  /** Owners held at most (besides ourselves); Infinity = all. */
+  maxEstimates: number;
+  /** Most states in one message (a peer-controlled count on receipt). */
+  maxStates: number;
+  /** Most digest entries accepted in one message. */
+  maxDigest: number;
+  /** When full, one in this many arriving owners replaces the least useful one. */
+  discoveryOdds: number;
+}
+
+export const DEFAULT_SCUTTLEBUTT: ScuttlebuttConfig = {
+  fanout: 3,
+  deltaLog: 16,
+  maxEstimates: Number.POSITIVE_INFINITY,
+  maxStates: 256,
+  maxDigest: 8_192,
+  discoveryOdds: 8,
+};
+
+interface OwnerLog {
+  /** The header of the newest state we applied (its load figures and tokenCount). */
+  header: SnapshotHeader;
+  /** Consecutive deltas, oldest first, ending at header.version. */
+  deltas: SnapshotDelta[];
+  /** The owner's block count at header.version. */
+  blocks: number;
+  /** Our estimate is exactly the owner's tree at header.version (no optimistic insert since). */
+  clean: boolean;
+  /** Our estimate holds a wrong guess: our digest asks for the whole set (version 0). */
+  wantFull: boolean;
+}
+
+export interface ScuttlebuttCounters {
+  digestsSent: number;
+  statesSent: { full: number; delta: number };
+  statesReceived: { applied: number; stale: number; duplicate: number; needFull: number; dropped: number };
+  invalid: number;
+}
+
+export interface ScuttlebuttDeps {
+  random(): number;
+  /** Whether `owner` is a live member now (states of others are dropped); default: all are. */
+  member?(owner: NodeId): boolean;
+  /**
+   * Whether a count mismatch on `owner` is worth a whole set now (default yes). A state that left the
+   * owner before the result of our last forward to it predates the insert we guessed: not yet.
+   */
+  settled?(owner: NodeId): boolean;
+  /** Told of every state applied (its header: the owner's load as of that version). */
+  onApplied?(header: SnapshotHeader): void;
+  /** Usefulness of a held owner (higher keeps it); default 0 for all. */
+  score?(owner: NodeId): number;
+}
+
+export class Scuttlebutt {
+  readonly estimates: Estimates;
+  private readonly logs = new Map<NodeId, OwnerLog>();
+  /** The one owner we asked for while full (discovery): admitted in place of the least useful. */
+  private discovering: NodeId | undefined;
+  readonly counters: ScuttlebuttCounters = {
+    digestsSent: 0,
+    statesSent: { full: 0, delta: 0 },
+    statesReceived: { applied: 0, stale: 0, duplicate: 0, needFull: 0, dropped: 0 },
+    invalid: 0,
+  };
+
+  constructor(
+    private readonly selfId: NodeId,
+    readonly index: PeerIndex,
+    private readonly deps: ScuttlebuttDeps,
+    private readonly config: ScuttlebuttConfig = DEFAULT_SCUTTLEBUTT,
+  ) {
+    this.estimates = new Estimates(index);
+  }
+
+  /** Owners we hold an estimate of (not ourselves). */
+  owners(): IterableIterator<NodeId> {
+    return this.logs.keys();
+  }
+  holds(owner: NodeId): boolean {
+    return this.logs.has(owner);
+  }
+  /** The header of the newest state of `owner` we applied (its advertised load, as relayed). */
+  header(owner: NodeId): SnapshotHeader | undefined {
+    return this.logs.get(owner)?.header;
+  }
+
+  /** Our digest: ourselves first, then every owner held. */
+  digest(self: OwnState): DigestEntry[] {
+    const h = self.header();
+    const out: DigestEntry[] = [{ owner: this.selfId, epoch: h.epoch, version: h.version }];
+    for (const [owner, log] of this.logs) {
+      const held = this.estimates.held(owner);
+      if (held === undefined) continue;
+      out.push({ owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version });
+    }
+    return out;
+  }
+
+  /** A round: our digest to `fanout` members picked at random from `members`. */
+  round(members: readonly NodeId[], self: OwnState): { to: NodeId; msg: GossipMessage }[] {
+    const n = members.length;
+    const k = Math.min(this.config.fanout, n);
+    const picked = new Set<NodeId>();
+    while (picked.size < k) picked.add(members[Math.floor(this.deps.random() * n)] as NodeId);
+    const msg: GossipMessage = { type: "digest", entries: this.digest(self), room: this.hasRoom() };
+    this.counters.digestsSent += picked.size;
+    return [...picked].map((to) => ({ to, msg }));
+  }
+
+  /**
+   * A message from `from`; returns the answer to send back, if any (states for a digest; the wanted
+   * states for a states message that carries wants).
+   */
+  onMessage(_from: NodeId, msg: GossipMessage, self: OwnState): GossipMessage | undefined {
+    if (msg.type === "digest") {
+      if (msg.entries.length > this.config.maxDigest) {
+        this.counters.invalid++;
+        return undefined;
+      }
+      const theirs = new Map<NodeId, DigestEntry>();
+      for (const e of msg.entries) theirs.set(e.owner, e);
+      const states = this.statesFor(theirs, msg.room, self);
+      const wants: DigestEntry[] = [];
+      const room = this.hasRoom();
+      const unheld: NodeId[] = [];
+      for (const e of msg.entries) {
+        if (e.owner === this.selfId) continue;
+        const held = this.estimates.held(e.owner);
+        if (held === undefined) {
+          if (room) wants.push({ owner: e.owner, epoch: 0, version: 0 });
+          else unheld.push(e.owner);
+        } else if (e.epoch > held.epoch || (e.epoch === held.epoch && e.version > held.version))
+          wants.push({ owner: e.owner, ...held });
+      }
+      // Full: one in discoveryOdds exchanges asks for one owner we do not hold (it then replaces
+      // our least useful estimate), so new specialists are still found.
+      if (unheld.length > 0 && this.deps.random() * this.config.discoveryOdds < 1) {
+        const owner = unheld[Math.floor(this.deps.random() * unheld.length)] as NodeId;
+        wants.push({ owner, epoch: 0, version: 0 });
+        this.discovering = owner;
+      }
+      // An owner we do not hold is wanted from version 0 of epoch 0: anything of it is newer.
+      return { type: "states", states, wants: wants.slice(0, this.config.maxDigest) };
+    }
+    if (msg.states.length > this.config.maxStates || msg.wants.length > this.config.maxDigest) {
+      this.counters.invalid++;
+      return undefined;
+    }
+    for (const s of msg.states) this.apply(s.snapshot, s.blocks);
+    if (msg.wants.length === 0) return undefined;
+    const theirs = new Map<NodeId, DigestEntry>();
+    for (const w of msg.wants) theirs.set(w.owner, w);
+    return { type: "states", states: this.statesFor(theirs, false, self, true), wants: [] };
+  }
+
+  /** Our estimate of `owner` now includes a guess (an optimistic insert): never relay it whole. */
+  polluted(owner: NodeId): void {
+    const log = this.logs.get(owner);
+    if (log) log.clean = false;
+  }
+
+  remove(owner: NodeId): void {
+    this.logs.delete(owner);
+    this.estimates.remove(owner);
+  }
+
+  /** A state of some owner (relayed or its own): applied by the one-writer rule, logged for relaying. */
+  apply(s: Snapshot, blocks: number): void {
+    const rx = this.counters.statesReceived;
+    const owner = s.header.sender;
+    if (owner === this.selfId || !(this.deps.member?.(owner) ?? true)) {
+      rx.dropped++;
+      return;
+    }
+    if (!this.logs.has(owner) && !this.admit(owner)) {
+      rx.dropped++;
+      return;
+    }
+    const verdict = this.estimates.apply(s);
+    const log = this.logs.get(owner) as OwnerLog;
+    if (verdict === "applied") {
+      rx.applied++;
+      this.deps.onApplied?.(s.header);
+      const held = this.estimates.held(owner) as { epoch: number; version: number };
+      const sameEpoch = log.header.epoch === held.epoch;
+      log.header = s.header;
+      if (blocks >= 0) log.blocks = blocks;
+      // A full state, or a new epoch built from its empty version 0, is exactly the owner's tree.
+      if (s.kind === "full" || !sameEpoch) {
+        log.deltas = [];
+        log.clean = true;
+      }
+      if (s.kind === "delta") {
+        log.deltas.push(s.delta);
+        if (log.deltas.length > this.config.deltaLog) log.deltas.shift();
+      }
+    } else if (verdict === "duplicate") {
+      rx.duplicate++;
+      // The whole set at a version we hold: the truth, which also clears a wrong guess.
+      if (s.kind === "full") this.index.replaceEstimate(owner, s.body);
+    } else if (verdict === "need-full") rx.needFull++;
+    else rx.stale++;
+    const held = this.estimates.held(owner);
+    const confirms = verdict === "applied" || verdict === "duplicate";
+    if (blocks >= 0 && confirms && held?.version === s.header.version) {
+      // Optimistic inserts only add keys: the owner's count tells whether ours is exact.
+      const exact = this.index.estimateSize(owner) === blocks * this.index.blockSize;
+      log.clean = exact;
+      log.wantFull = !exact && (this.deps.settled?.(owner) ?? true);
+    }
+    // A first state that did not fit holds nothing usable yet: keep the slot (version 0 of its epoch).
+  }
+
+  private hasRoom(): boolean {
+    return this.logs.size < this.config.maxEstimates;
+  }
+
+  /** Takes a new owner: while there is room, else (discovery) in place of the least useful. */
+  private admit(owner: NodeId): boolean {
+    if (!this.hasRoom()) {
+      if (owner !== this.discovering) return false;
+      this.discovering = undefined;
+      let worst: NodeId | undefined;
+      let worstScore = Number.POSITIVE_INFINITY;
+      for (const o of this.logs.keys()) {
+        const sc = this.deps.score?.(o) ?? 0;
+        if (sc < worstScore) {
+          worst = o;
+          worstScore = sc;
+        }
+      }
+      if (worst === undefined) return false;
+      this.remove(worst);
+    }
+    const header: SnapshotHeader = {
+      sender: owner,
+      epoch: -1,
+      version: 0,
+      tokenCount: 0,
+      capacity: 0,
+      queueDepth: 0,
+      pushBackMs: 0,
+    };
+    this.logs.set(owner, { header, blocks: 0, deltas: [], clean: false, wantFull: false });
+    invariant(this.logs.size <= this.config.maxEstimates, "scuttlebutt holds more owners than maxEstimates");
+    return true;
+  }
+
+  /**
+   * What a peer that holds `theirs` lacks: for each owner we hold newer (ourselves included), the
+   * delta chain from its version, else the whole key set. `room`: also owners it does not hold at
+   * all (only when it has room: a full receiver asks for its discoveries itself). `onlyListed`: just those in `theirs`.
+   */
+  private statesFor(
+    theirs: Map<NodeId, DigestEntry>,
+    room: boolean,
+    self: OwnState,
+    onlyListed = false,
+  ): OwnerState[] {
+    const out: OwnerState[] = [];
+    const max = this.config.maxStates;
+    const own = this.ownStates(theirs.get(this.selfId), self, onlyListed);
+    for (const s of own) out.push(s);
+    const unheld: NodeId[] = [];
+    for (const [owner, log] of this.logs) {
+      if (out.length >= max) break;
+      const e = theirs.get(owner);
+      if (e === undefined) {
+        if (!onlyListed) unheld.push(owner);
+        continue;
+      }
+      this.relayStates(owner, log, e, out);
+    }
+    if (room && unheld.length > 0) {
+      for (const owner of unheld) {
+        if (out.length >= max) break;
+        this.relayStates(owner, this.logs.get(owner) as OwnerLog, undefined, out);
+      }
+    }
+    return out.slice(0, max);
+  }
+
+  /** Version 0 in a digest asks for the whole set (a new owner, or an estimate with a wrong guess). */
+  private ownStates(e: DigestEntry | undefined, self: OwnState, onlyListed: boolean): OwnerState[] {
+    if (e === undefined && onlyListed) return [];
+    const h = self.header();
+    const blocks = self.blocks();
+    if (e !== undefined && e.epoch === h.epoch && e.version >= h.version) return [];
+    if (e !== undefined && e.epoch === h.epoch && e.version > 0) {
+      const delta = self.changesSince(e.version);
+      if (delta !== undefined) {
+        this.counters.statesSent.delta++;
+        return [{ snapshot: { kind: "delta", header: h, delta }, blocks }];
+      }
+    }
+    this.counters.statesSent.full++;
+    return [{ snapshot: { kind: "full", header: h, body: self.snapshotBody() }, blocks }];
+  }
+
+  /** Owner's states from what the peer holds (`e`; undefined = nothing) to ours, into `out`. */
+  private relayStates(owner: NodeId, log: OwnerLog, e: DigestEntry | undefined, out: OwnerState[]): void {
+    const held = this.estimates.held(owner);
+    if (held === undefined || held.epoch !== log.header.epoch) return;
+    if (e !== undefined && (e.epoch > held.epoch || (e.epoch === held.epoch && e.version >= held.version)))
+      return;
+    if (e !== undefined && e.epoch === held.epoch && e.version > 0) {
+      const i = log.deltas.findIndex((d) => d.baseVersion === e.version);
+      if (i >= 0) {
+        for (let j = i; j < log.deltas.length; j++) {
+          const d = log.deltas[j] as SnapshotDelta;
+          const header = { ...log.header, version: d.version };
+          const last = j === log.deltas.length - 1;
+          out.push({ snapshot: { kind: "delta", header, delta: d }, blocks: last ? log.blocks : -1 });
+          this.counters.statesSent.delta++;
+        }
+        return;
+      }
+    }
+    // A peer that holds a version our log cannot build on gets nothing from us rather than the whole
+    // set: the owner's deltas are netted (5 → 9), so relays' logs rarely share bases, and a full per
+    // miss made whole key sets most of the bytes. The owner, or a relay with that base, serves it.
+    if (e !== undefined && e.epoch === held.epoch && e.version > 0) return;
+    if (!log.clean) return;
+    const keys = this.index.estimateKeys(owner);
+    const body = { blockSize: this.index.blockSize, keys };
+    out.push({ snapshot: { kind: "full", header: log.header, body }, blocks: log.blocks });
+    this.counters.statesSent.full++;
+  }
+}

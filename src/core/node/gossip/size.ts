@@ -1,0 +1,26 @@
+/**
+ * Exact bytes of a Scuttlebutt message in its wire format: one type byte; a digest is a room byte and
+ * a varint count of entries (owner as a length byte + ASCII, epoch and version as varints); a states
+ * message is a varint count of length-prefixed snapshots (snapshot-codec.ts frames, `encodedSize`),
+ * and the owner's block count; then its wants as digest entries.
+ */
+import { encodedSize } from "../../snapshot-codec.js";
+import { varintSize } from "../../varint.js";
+import type { DigestEntry, GossipMessage } from "./scuttlebutt.js";
+
+function entriesSize(es: readonly DigestEntry[]): number {
+  let n = varintSize(es.length);
+  for (const e of es) n += 1 + e.owner.length + varintSize(e.epoch) + varintSize(e.version);
+  return n;
+}
+
+export function gossipSize(msg: GossipMessage): number {
+  if (msg.type === "digest") return 2 + entriesSize(msg.entries);
+  let n = 1 + varintSize(msg.states.length);
+  for (const s of msg.states) {
+    const b = encodedSize(s.snapshot);
+    // The block count as a zigzag varint (-1 = unknown).
+    n += varintSize(b) + b + varintSize(s.blocks < 0 ? 1 : 2 * s.blocks);
+  }
+  return n + entriesSize(msg.wants);
+}

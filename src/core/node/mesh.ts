@@ -1,0 +1,78 @@
+/**
+ * The `gossip` mode's choice, kept out of node.ts: which membership and anti-entropy a node runs
+ * ("full": the static list and snapshots to every peer; "scuttlebutt": SWIM and digest gossip), and
+ * how one step of the scuttlebutt mesh moves them together.
+ */
+import { AntiEntropy, type OwnTree } from "./anti-entropy.js";
+import type { NodeConfig } from "./config.js";
+import { GossipAntiEntropy } from "./gossip-anti-entropy.js";
+import { Membership } from "./membership.js";
+import { type MeshEvents, SwimMembership } from "./swim-membership.js";
+import type { Targets } from "./targets.js";
+import type { Effect, NodeDeps, NodeId, NodeInput } from "./types.js";
+
+/** The membership of either mode (SWIM's wears Membership's surface). */
+export type Members = Membership | SwimMembership;
+/** The anti-entropy of either mode. */
+export type Gossip = AntiEntropy | GossipAntiEntropy;
+
+/** The anti-entropy of the configured `gossip` mode: snapshots to every peer, or scuttlebutt digests. */
+export function newAntiEntropy(config: NodeConfig, deps: NodeDeps): Gossip {
+  return config.gossip === "full"
+    ? new AntiEntropy(config, config.id)
+    : new GossipAntiEntropy(config, config.id, deps);
+}
+
+/**
+ * The membership of a (re)start. The full mesh keeps the current members (peers added or removed at
+ * run time included); SWIM learns them anew (`peers` are only its seeds), so it starts with none.
+ */
+export function newMembership(
+  config: NodeConfig,
+  deps: NodeDeps,
+  current: Members | undefined,
+): { members: Members; ids: NodeId[] } {
+  if (config.gossip !== "full") return { members: new SwimMembership(config, deps), ids: [] };
+  const ids = current === undefined ? [...config.peers] : [...current.ids()];
+  return { members: new Membership(ids, config, deps.now()), ids };
+}
+
+/** Our goodbye to every member: SWIM's leave, or a `goodbye` message each on the full mesh. */
+export function goodbyes(members: Members): Effect[] {
+  if (members instanceof SwimMembership) return members.leave();
+  return members.ids().map((to) => ({ type: "send", to, msg: { type: "goodbye" } }) as Effect);
+}
+
+/**
+ * One step of the `gossip: "scuttlebutt"` mesh for node.ts: a gossip message goes to the anti-entropy,
+ * anything else of the mesh (`start`, a swim message or timer, a verification) to SWIM, whose members
+ * that came or went are added to or dropped from the anti-entropy and the origin's targets here.
+ * node.ts fails over the forwards of members that went (`down`), then samples the probes' `rtt`.
+ */
+export function step(
+  input: NodeInput | "start",
+  members: Members,
+  antiEntropy: Gossip,
+  targets: Targets,
+  own: { tree: OwnTree; queueDepth(): number; pushBackMs(): number },
+  now: number,
+  out: Effect[],
+): MeshEvents {
+  const none: MeshEvents = { effects: [], up: [], down: [], rtt: [] };
+  if (!(members instanceof SwimMembership) || !(antiEntropy instanceof GossipAntiEntropy)) return none;
+  if (input !== "start" && input.type === "mesh-message" && input.msg.channel === "gossip") {
+    antiEntropy.onGossip(input.from, input.msg.msg, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
+    return none;
+  }
+  const ev = input === "start" ? members.start() : members.handle(input);
+  out.push(...ev.effects);
+  for (const id of ev.up) {
+    antiEntropy.add(id);
+    targets.add(id);
+  }
+  for (const id of ev.down) {
+    antiEntropy.remove(id);
+    targets.remove(id);
+  }
+  return ev;
+}

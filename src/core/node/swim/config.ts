@@ -1,0 +1,71 @@
+/**
+ * SWIM + Lifeguard settings. The defaults are HashiCorp memberlist's LAN profile (the anchor the issue
+ * names): probe every 1 s with a 500 ms timeout, 3 indirect probes, gossip to 3 members every 200 ms,
+ * suspicion 4 × max(1, log10 N) × the probe interval (Lifeguard stretches it up to 6× that until
+ * independent confirmations arrive), a local-health multiplier of at most 8, each update piggybacked
+ * 4 × ⌈log10(N + 1)⌉ times.
+ */
+import { z } from "zod";
+
+export const swimConfigSchema = z.object({
+  probeIntervalMs: z.number().positive().max(600_000).default(1_000),
+  probeTimeoutMs: z.number().positive().max(600_000).default(500),
+  /** k: members asked to probe a target that missed its direct ack. */
+  indirectChecks: z.number().int().min(0).max(16).default(3),
+  /** With the indirect probes, ping the target directly once more (memberlist's TCP fallback). */
+  fallbackPing: z.boolean().default(true),
+  gossipIntervalMs: z.number().positive().max(600_000).default(200),
+  /** Members each gossip tick sends the pending updates to. */
+  gossipFanout: z.number().int().min(1).max(64).default(3),
+  /** Suspicion timeout (its floor) = suspicionMult × max(1, log10 N) × probeIntervalMs. */
+  suspicionMult: z.number().min(1).max(100).default(4),
+  /** Lifeguard: the timeout starts at this × the floor and falls to the floor with confirmations. */
+  suspicionMaxTimeoutMult: z.number().min(1).max(100).default(6),
+  /** Lifeguard's local-health multiplier runs 0 … awarenessMax − 1; probe interval and timeout × (1 + it). */
+  awarenessMax: z.number().int().min(1).max(64).default(8),
+  /** Each update is piggybacked retransmitMult × ⌈log10(N + 1)⌉ times. */
+  retransmitMult: z.number().int().min(1).max(100).default(4),
+  /** Most updates piggybacked on one message (the rest wait: a message stays one datagram). */
+  maxPiggyback: z.number().int().min(1).max(256).default(16),
+  /** A full push-pull of the member list with one random member this often (0 = never). */
+  pushPullIntervalMs: z.number().min(0).max(3_600_000).default(30_000),
+  /** Dead or departed members are remembered this long (refused resurrection by old news; reconnects). */
+  deadRetainMs: z.number().min(0).max(86_400_000).default(600_000),
+  /**
+   * Every this many probe periods, one remembered dead member gets a push-pull: after a partition
+   * heals, each side learns the other is alive (each refutes its own death) and the cluster rejoins.
+   */
+  reconnectEveryProbes: z.number().int().min(1).max(10_000).default(5),
+  /** Members (alive, suspect or remembered dead) at most: a peer-controlled count. */
+  maxMembers: z.number().int().min(1).max(100_000).default(4_096),
+  /** Members heard of through a relay and awaiting this node's own verification, at most. */
+  maxCandidates: z.number().int().min(1).max(100_000).default(64),
+  /** Ids refused by verification, remembered (bounded) so a relay cannot make us ask again and again. */
+  maxRefused: z.number().int().min(0).max(100_000).default(1_024),
+  /** Most entries accepted in one message (updates or a push-pull list): bigger messages are refused. */
+  maxEntriesPerMessage: z.number().int().min(1).max(100_000).default(8_192),
+});
+
+export type SwimConfig = z.output<typeof swimConfigSchema>;
+export type SwimConfigInput = z.input<typeof swimConfigSchema>;
+
+export function resolveSwimConfig(input: SwimConfigInput = {}): SwimConfig {
+  const r = swimConfigSchema.safeParse(input);
+  if (!r.success) {
+    const msg = r.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`).join("; ");
+    throw new Error(`invalid swim config: ${msg}`);
+  }
+  if (r.data.probeTimeoutMs > r.data.probeIntervalMs)
+    throw new Error("invalid swim config: probeTimeoutMs must not exceed probeIntervalMs");
+  return r.data;
+}
+
+/** The suspicion timeout's floor for a cluster of `n` members (memberlist's suspicionTimeout). */
+export function suspicionMinMs(c: SwimConfig, n: number): number {
+  return c.suspicionMult * Math.max(1, Math.log10(Math.max(n, 1))) * c.probeIntervalMs;
+}
+
+/** Times each update is piggybacked in a cluster of `n` (memberlist's retransmitLimit). */
+export function retransmitLimit(c: SwimConfig, n: number): number {
+  return c.retransmitMult * Math.ceil(Math.log10(n + 1));
+}

@@ -1,0 +1,645 @@
+/**
+ * SWIM membership (Das, Gupta, Motivala 2002) with Lifeguard (Dadgar et al. 2018), as a pure state
+ * machine: `handle(input)` → effects (types.ts). Written here rather than taken from npm: no maintained
+ * Node library fits a pure core (swim-js owns its UDP socket and clock, ringpop-node is archived),
+ * and here the simulator runs exactly the code a daemon would.
+ *
+ *  - Each probe period (1 s × (1 + local health)) one member, round-robin over a shuffled list, gets a
+ *    `ping`; no `ack` within the probe timeout → `ping-req` through k members, who answer `ack` or
+ *    (Lifeguard) `nack`; no ack by the period's end → the member is suspected.
+ *  - A suspicion times out into `dead` after 4 × max(1, log10 N) probe periods; Lifeguard starts it
+ *    6× longer and shortens it with each independent suspicion of the same member. The suspect refutes
+ *    by raising its incarnation; beliefs order by (incarnation, alive < suspect < dead).
+ *  - Lifeguard's local health: failed probes, missed nacks and refutations of ourselves raise it, a
+ *    successful probe lowers it; probe interval and timeout stretch by (1 + it), so a slow node
+ *    suspects less.
+ *  - Updates ride on every message (Broadcasts) and on a gossip tick (200 ms, 3 members, only when
+ *    there is news); a push-pull of the whole list (`sync`) joins through seeds, repairs what gossip
+ *    missed (30 s, scaled with N), and now and then goes to a remembered dead member so a healed
+ *    partition rejoins.
+ *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
+ *    once this node's own `verify-member` is answered yes. Unverified senders can name candidates but
+ *    never suspect or kill anyone.
+ */
+import { invariant } from "../../invariant.js";
+import { Broadcasts } from "./broadcasts.js";
+import {
+  resolveSwimConfig,
+  retransmitLimit,
+  type SwimConfig,
+  type SwimConfigInput,
+  suspicionMinMs,
+} from "./config.js";
+import type {
+  MemberStatus,
+  MemberUpdate,
+  NodeId,
+  SwimEffect,
+  SwimInput,
+  SwimMemberView,
+  SwimMessage,
+  SwimStats,
+  SwimTimer,
+} from "./types.js";
+
+interface Member {
+  id: NodeId;
+  status: MemberStatus;
+  incarnation: number;
+  /** When the status last changed (our clock): tombstones expire from here. */
+  changedAt: number;
+  suspicion: Suspicion | undefined;
+}
+
+interface Suspicion {
+  startedAt: number;
+  minMs: number;
+  maxMs: number;
+  /** Independent suspecters (Lifeguard): the timeout shrinks toward minMs as they reach `k`. */
+  confirmers: Set<NodeId>;
+  k: number;
+}
+
+interface Probe {
+  seq: number;
+  target: NodeId;
+  sentAt: number;
+  /** The direct ack was late: the probe went indirect (its round trip is no RTT sample). */
+  indirect: boolean;
+  acked: boolean;
+  expectedNacks: number;
+  nacks: number;
+}
+
+/** Ping-reqs relayed at once, at most (a peer-controlled count). */
+const MAX_RELAYS = 1_024;
+
+export interface SwimDeps {
+  now(): number;
+  random(): number;
+  /** Told of every status change this node makes (the simulator's trace; optional). */
+  observe?(id: NodeId, from: MemberStatus | undefined, to: MemberStatus): void;
+}
+
+export class Swim {
+  readonly config: SwimConfig;
+  private incarnation = 0;
+  private leaving = false;
+  private readonly members = new Map<NodeId, Member>();
+  /** Alive and suspect members, for O(1) random picks (swap-remove). */
+  private readonly live: NodeId[] = [];
+  private readonly liveAt = new Map<NodeId, number>();
+  private readonly suspects = new Set<NodeId>();
+  private readonly tombstones = new Set<NodeId>();
+  /** Heard of, not yet verified by us: id → highest incarnation heard. */
+  private readonly candidates = new Map<NodeId, number>();
+  /** Candidates that asked us for our member list (a joiner): answered once verified. */
+  private readonly wantsSync = new Set<NodeId>();
+  private readonly refused = new Set<NodeId>();
+  private readonly broadcasts = new Broadcasts();
+  private readonly relays = new Map<number, { origin: NodeId; originSeq: number }>();
+  private probeOrder: NodeId[] = [];
+  private probeNext = 0;
+  private probe: Probe | undefined;
+  private probesDone = 0;
+  private seq = 0;
+  private awareness = 0;
+  private lastPushPull: number;
+  readonly stats: SwimStats = {
+    probes: 0,
+    indirectProbes: 0,
+    suspected: 0,
+    refuted: 0,
+    declaredDead: 0,
+    verified: 0,
+    refusedMembers: 0,
+    invalid: 0,
+    unknownSender: 0,
+    candidatesDropped: 0,
+  };
+
+  constructor(
+    readonly selfId: NodeId,
+    private readonly seeds: readonly NodeId[],
+    private readonly deps: SwimDeps,
+    config: SwimConfigInput = {},
+  ) {
+    this.config = resolveSwimConfig(config);
+    this.lastPushPull = deps.now();
+  }
+
+  /** Arms the timers and asks the seeds for their member lists (the join). */
+  start(): SwimEffect[] {
+    const out: SwimEffect[] = [];
+    // A random first offset, so members started together do not probe in lockstep.
+    const first = this.deps.random() * this.config.probeIntervalMs;
+    out.push({ type: "set-timer", timer: { kind: "swim-probe" }, delayMs: first });
+    out.push({ type: "set-timer", timer: { kind: "swim-gossip" }, delayMs: this.config.gossipIntervalMs });
+    this.join(out);
+    return out;
+  }
+
+  /** Leave: our `left` update goes to every member now (and rides on anything we still send). */
+  leave(): SwimEffect[] {
+    this.leaving = true;
+    this.broadcasts.push(this.selfUpdate());
+    return this.live.map((to) => ({
+      type: "send",
+      to,
+      msg: { type: "goodbye", incarnation: this.incarnation },
+    }));
+  }
+
+  handle(input: SwimInput): SwimEffect[] {
+    const out: SwimEffect[] = [];
+    const now = this.deps.now();
+    switch (input.type) {
+      case "message":
+        this.onMessage(input.from, input.msg, now, out);
+        break;
+      case "timer":
+        this.onTimer(input.timer, now, out);
+        break;
+      case "verified":
+        this.onVerified(input.id, input.ok, now, out);
+        break;
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- views
+
+  /** Alive and suspect members (the membership a node routes over), excluding ourselves. */
+  liveMembers(): readonly NodeId[] {
+    return this.live;
+  }
+  status(id: NodeId): MemberStatus | undefined {
+    if (id === this.selfId) return this.leaving ? "left" : "alive";
+    return this.members.get(id)?.status;
+  }
+  memberViews(): SwimMemberView[] {
+    return [...this.members.values()].map(({ id, status, incarnation }) => ({ id, status, incarnation }));
+  }
+  get localHealth(): number {
+    return this.awareness;
+  }
+  get currentIncarnation(): number {
+    return this.incarnation;
+  }
+  /** Members counted for the log N factors: the live ones and ourselves. */
+  clusterSize(): number {
+    return this.live.length + 1;
+  }
+
+  // ---------------------------------------------------------------- messages
+
+  private onMessage(from: NodeId, msg: SwimMessage, now: number, out: SwimEffect[]): void {
+    if (from === this.selfId) return;
+    const m = this.members.get(from);
+    const trusted = m !== undefined;
+    if (!trusted) this.stats.unknownSender++;
+    const entries = msg.type === "sync" ? msg.members : "updates" in msg ? msg.updates : [];
+    if (entries.length > this.config.maxEntriesPerMessage) {
+      this.stats.invalid++;
+      return;
+    }
+    for (const u of entries) this.apply(u, trusted, now, out);
+    switch (msg.type) {
+      case "ping":
+        // Unverified senders get an ack (they may be a joiner not yet verified) but no news.
+        out.push({
+          type: "send",
+          to: from,
+          msg: { type: "ack", seq: msg.seq, updates: trusted ? this.piggyback() : [] },
+        });
+        if (!trusted) this.candidate(from, 0, out);
+        break;
+      case "ping-req":
+        // Relayed for anyone (one ping out per ping-req in, bounded): a member that has not verified
+        // a new prober yet must not make it suspect its targets.
+        this.relay(from, msg.seq, msg.target, out);
+        if (!trusted) this.candidate(from, 0, out);
+        break;
+      case "ack": {
+        const p = this.probe;
+        if (p !== undefined && p.seq === msg.seq) {
+          if (!p.acked && !p.indirect && from === p.target)
+            out.push({ type: "rtt", id: from, ms: now - p.sentAt });
+          p.acked = true;
+          break;
+        }
+        const r = this.relays.get(msg.seq);
+        if (r !== undefined) {
+          this.relays.delete(msg.seq);
+          out.push({ type: "send", to: r.origin, msg: { type: "ack", seq: r.originSeq, updates: [] } });
+        }
+        break;
+      }
+      case "nack":
+        if (this.probe !== undefined && this.probe.seq === msg.seq) this.probe.nacks++;
+        break;
+      case "gossip":
+        break;
+      case "sync":
+        if (!msg.reply) break;
+        if (trusted) this.sendSync(from, false, out);
+        else if (this.candidate(from, 0, out)) this.wantsSync.add(from);
+        break;
+      case "goodbye":
+        if (trusted) this.apply({ id: from, status: "left", incarnation: msg.incarnation }, true, now, out);
+        break;
+    }
+  }
+
+  /**
+   * One update, by the ordering (incarnation, then alive < suspect < dead/left). Unverified senders
+   * (and anyone, for an id we do not know) can only name candidates.
+   */
+  private apply(u: MemberUpdate, trusted: boolean, now: number, out: SwimEffect[]): void {
+    if (u.id === this.selfId) {
+      if (trusted && u.status !== "alive" && !this.leaving && u.incarnation >= this.incarnation)
+        this.refute(u.incarnation);
+      return;
+    }
+    const m = this.members.get(u.id);
+    if (m === undefined) {
+      if (u.status === "alive") this.candidate(u.id, u.incarnation, out);
+      return;
+    }
+    if (!trusted) return;
+    if (u.incarnation < m.incarnation) return;
+    const newer = u.incarnation > m.incarnation;
+    if (u.status === "alive") {
+      if (!newer) return;
+      m.incarnation = u.incarnation;
+      this.setStatus(m, "alive", now, out);
+      this.broadcasts.push(u);
+      return;
+    }
+    if (u.status === "suspect") {
+      if (m.status === "dead" || m.status === "left") return;
+      if (m.status === "suspect" && !newer) {
+        if (u.from !== undefined && this.confirm(m, u.from)) this.broadcasts.push(u);
+        return;
+      }
+      m.incarnation = u.incarnation;
+      this.suspect(m, u.from, now, out);
+      this.broadcasts.push(u);
+      return;
+    }
+    // dead or left
+    if ((m.status === "dead" || m.status === "left") && !newer) return;
+    m.incarnation = u.incarnation;
+    this.setStatus(m, u.status, now, out);
+    this.broadcasts.push(u);
+  }
+
+  /** Someone says we are suspect or dead: outbid it (Lifeguard: a sign our own health is poor). */
+  private refute(incarnation: number): void {
+    this.incarnation = incarnation + 1;
+    this.broadcasts.push(this.selfUpdate());
+    this.stats.refuted++;
+    this.health(1);
+  }
+
+  private selfUpdate(): MemberUpdate {
+    return { id: this.selfId, status: this.leaving ? "left" : "alive", incarnation: this.incarnation };
+  }
+
+  private suspect(m: Member, from: NodeId | undefined, now: number, out: SwimEffect[]): void {
+    this.setStatus(m, "suspect", now, out);
+    const n = this.clusterSize();
+    const minMs = suspicionMinMs(this.config, n);
+    const k = Math.max(0, this.config.suspicionMult - 2);
+    m.suspicion = {
+      startedAt: now,
+      minMs,
+      maxMs: this.config.suspicionMaxTimeoutMult * minMs,
+      confirmers: new Set(from === undefined || from === this.selfId ? [] : [from]),
+      k: n - 2 < k ? Math.max(0, n - 2) : k,
+    };
+    this.stats.suspected++;
+  }
+
+  /** An independent suspicion of a suspect we already hold; true if it is new (then re-gossiped). */
+  private confirm(m: Member, from: NodeId): boolean {
+    const s = m.suspicion;
+    if (s === undefined || from === this.selfId || s.confirmers.has(from)) return false;
+    if (s.confirmers.size >= s.k) return false;
+    s.confirmers.add(from);
+    return true;
+  }
+
+  /** Lifeguard's dynamic suspicion timeout: max → min as confirmations reach k. */
+  private suspicionTimeout(s: Suspicion): number {
+    if (s.k < 1) return s.minMs;
+    const frac = Math.log(s.confirmers.size + 1) / Math.log(s.k + 1);
+    return Math.max(s.minMs, Math.floor(s.maxMs - frac * (s.maxMs - s.minMs)));
+  }
+
+  private setStatus(m: Member, status: MemberStatus, now: number, out: SwimEffect[]): void {
+    const was = m.status;
+    if (was === status) return;
+    m.status = status;
+    m.changedAt = now;
+    this.deps.observe?.(m.id, was, status);
+    const wasLive = was === "alive" || was === "suspect";
+    const isLive = status === "alive" || status === "suspect";
+    if (status !== "suspect") {
+      m.suspicion = undefined;
+      this.suspects.delete(m.id);
+    } else this.suspects.add(m.id);
+    if (wasLive && !isLive) {
+      this.removeLive(m.id);
+      this.tombstones.add(m.id);
+      out.push({ type: "member-down", id: m.id, reason: status === "left" ? "left" : "dead" });
+    } else if (!wasLive && isLive) {
+      this.tombstones.delete(m.id);
+      this.addLive(m.id);
+      out.push({ type: "member-up", id: m.id });
+    }
+  }
+
+  // ---------------------------------------------------------------- verification
+
+  /** Makes `id` a candidate and asks the runtime to verify it; false if refused or no room. */
+  private candidate(id: NodeId, incarnation: number, out: SwimEffect[]): boolean {
+    if (id === this.selfId || this.members.has(id) || this.refused.has(id)) return false;
+    const cur = this.candidates.get(id);
+    if (cur !== undefined) {
+      if (incarnation > cur) this.candidates.set(id, incarnation);
+      return true;
+    }
+    if (this.candidates.size >= this.config.maxCandidates) {
+      this.stats.candidatesDropped++;
+      return false;
+    }
+    this.candidates.set(id, incarnation);
+    out.push({ type: "verify-member", id });
+    return true;
+  }
+
+  private onVerified(id: NodeId, ok: boolean, now: number, out: SwimEffect[]): void {
+    const incarnation = this.candidates.get(id);
+    if (incarnation === undefined) return;
+    this.candidates.delete(id);
+    const asked = this.wantsSync.delete(id);
+    if (!ok) {
+      this.stats.refusedMembers++;
+      if (this.config.maxRefused > 0) {
+        if (this.refused.size >= this.config.maxRefused)
+          this.refused.delete(this.refused.values().next().value as NodeId);
+        this.refused.add(id);
+      }
+      return;
+    }
+    if (this.members.size >= this.config.maxMembers) return;
+    this.stats.verified++;
+    const m: Member = { id, status: "dead", incarnation, changedAt: now, suspicion: undefined };
+    this.members.set(id, m);
+    this.setStatus(m, "alive", now, out);
+    this.broadcasts.push({ id, status: "alive", incarnation });
+    // A new member probes late in our round, not never.
+    this.probeOrder.splice(
+      this.probeNext + Math.floor(this.deps.random() * (this.probeOrder.length - this.probeNext + 1)),
+      0,
+      id,
+    );
+    if (asked) this.sendSync(id, false, out);
+  }
+
+  // ---------------------------------------------------------------- timers
+
+  private onTimer(t: SwimTimer, now: number, out: SwimEffect[]): void {
+    switch (t.kind) {
+      case "swim-probe":
+        this.finishProbe(now, out);
+        this.startProbe(now, out);
+        break;
+      case "swim-probe-timeout":
+        this.goIndirect(t.seq, out);
+        break;
+      case "swim-relay-timeout": {
+        const r = this.relays.get(t.seq);
+        if (r === undefined) break;
+        this.relays.delete(t.seq);
+        out.push({ type: "send", to: r.origin, msg: { type: "nack", seq: r.originSeq } });
+        break;
+      }
+      case "swim-gossip":
+        this.gossipTick(now, out);
+        break;
+    }
+  }
+
+  private scaled(ms: number): number {
+    return ms * (1 + this.awareness);
+  }
+
+  private health(delta: number): void {
+    this.awareness = Math.min(this.config.awarenessMax - 1, Math.max(0, this.awareness + delta));
+  }
+
+  private startProbe(now: number, out: SwimEffect[]): void {
+    out.push({
+      type: "set-timer",
+      timer: { kind: "swim-probe" },
+      delayMs: this.scaled(this.config.probeIntervalMs),
+    });
+    if (this.live.length === 0) this.join(out);
+    if (++this.probesDone % this.config.reconnectEveryProbes === 0) this.reconnect(now, out);
+    const target = this.nextTarget();
+    if (target === undefined) return;
+    const seq = ++this.seq;
+    this.probe = { seq, target, sentAt: now, indirect: false, acked: false, expectedNacks: 0, nacks: 0 };
+    this.stats.probes++;
+    // Lifeguard's buddy system: a suspect hears of its suspicion first, so it can refute at once.
+    const buddy = this.members.get(target)?.status === "suspect" ? this.broadcasts.about(target) : undefined;
+    out.push({ type: "send", to: target, msg: { type: "ping", seq, updates: this.piggyback(buddy) } });
+    out.push({
+      type: "set-timer",
+      timer: { kind: "swim-probe-timeout", seq },
+      delayMs: this.scaled(this.config.probeTimeoutMs),
+    });
+  }
+
+  private nextTarget(): NodeId | undefined {
+    for (let tries = 0; tries < 2; tries++) {
+      while (this.probeNext < this.probeOrder.length) {
+        const id = this.probeOrder[this.probeNext++] as NodeId;
+        if (this.liveAt.has(id)) return id;
+      }
+      this.probeOrder = shuffle([...this.live], this.deps.random);
+      this.probeNext = 0;
+    }
+    return undefined;
+  }
+
+  private goIndirect(seq: number, out: SwimEffect[]): void {
+    const p = this.probe;
+    if (p === undefined || p.seq !== seq || p.acked) return;
+    const relays = this.pick(this.config.indirectChecks, (id) => id !== p.target);
+    for (const to of relays)
+      out.push({
+        type: "send",
+        to,
+        msg: { type: "ping-req", seq, target: p.target, updates: this.piggyback() },
+      });
+    // memberlist's fallback ping (over TCP there): a second direct try beside the indirect ones, so
+    // one lost datagram on our own link does not make a live member suspect.
+    if (this.config.fallbackPing)
+      out.push({ type: "send", to: p.target, msg: { type: "ping", seq, updates: [] } });
+    p.indirect = true;
+    p.expectedNacks = relays.length;
+    this.stats.indirectProbes += relays.length;
+  }
+
+  private relay(origin: NodeId, originSeq: number, target: NodeId, out: SwimEffect[]): void {
+    if (this.relays.size >= MAX_RELAYS || target === this.selfId) return;
+    const seq = ++this.seq;
+    this.relays.set(seq, { origin, originSeq });
+    out.push({ type: "send", to: target, msg: { type: "ping", seq, updates: this.piggyback() } });
+    out.push({
+      type: "set-timer",
+      timer: { kind: "swim-relay-timeout", seq },
+      delayMs: this.config.probeTimeoutMs,
+    });
+  }
+
+  /** The probe period is over: acked → healthier; else suspect the target (Lifeguard's accounting). */
+  private finishProbe(now: number, out: SwimEffect[]): void {
+    const p = this.probe;
+    if (p === undefined) return;
+    this.probe = undefined;
+    if (p.acked) {
+      this.health(-1);
+      return;
+    }
+    // Relays that did not even nack point at our own links: our health, not the target's.
+    this.health(p.expectedNacks > 0 ? p.expectedNacks - p.nacks : 1);
+    const m = this.members.get(p.target);
+    if (m === undefined || m.status !== "alive") return;
+    const u: MemberUpdate = { id: m.id, status: "suspect", incarnation: m.incarnation, from: this.selfId };
+    this.apply(u, true, now, out);
+  }
+
+  private gossipTick(now: number, out: SwimEffect[]): void {
+    out.push({ type: "set-timer", timer: { kind: "swim-gossip" }, delayMs: this.config.gossipIntervalMs });
+    for (const id of this.suspects) {
+      const m = this.members.get(id) as Member;
+      const s = m.suspicion as Suspicion;
+      if (now - s.startedAt < this.suspicionTimeout(s)) continue;
+      this.stats.declaredDead++;
+      this.apply({ id, status: "dead", incarnation: m.incarnation, from: this.selfId }, true, now, out);
+    }
+    for (const id of this.tombstones) {
+      const m = this.members.get(id) as Member;
+      if (now - m.changedAt < this.config.deadRetainMs) continue;
+      this.tombstones.delete(id);
+      this.members.delete(id);
+    }
+    if (this.broadcasts.size > 0) {
+      for (const to of this.pick(this.config.gossipFanout, () => true)) {
+        const updates = this.piggyback();
+        if (updates.length === 0) break;
+        out.push({ type: "send", to, msg: { type: "gossip", updates } });
+      }
+    }
+    const every = this.config.pushPullIntervalMs * pushPullScale(this.clusterSize());
+    if (every > 0 && now - this.lastPushPull >= every && this.live.length > 0) {
+      this.lastPushPull = now;
+      this.sendSync(this.live[Math.floor(this.deps.random() * this.live.length)] as NodeId, true, out);
+    }
+    invariant(this.live.length === this.liveAt.size, "swim live list and index disagree");
+  }
+
+  /** No live member yet (or all gone): ask the seeds again. */
+  private join(out: SwimEffect[]): void {
+    for (const s of this.seeds) if (s !== this.selfId && !this.liveAt.has(s)) this.sendSync(s, true, out);
+  }
+
+  /** A push-pull with one remembered dead member: after a partition heals, both sides refute. */
+  private reconnect(_now: number, out: SwimEffect[]): void {
+    if (this.tombstones.size === 0) return;
+    let i = Math.floor(this.deps.random() * this.tombstones.size);
+    for (const id of this.tombstones) {
+      if (i-- > 0) continue;
+      const m = this.members.get(id);
+      // Small on purpose (most remembered dead members are truly dead): ourselves, and its own
+      // death, which it refutes if it hears it; only then does it answer with its whole list.
+      if (m?.status !== "dead") return;
+      const members = [this.selfUpdate(), { id, status: m.status, incarnation: m.incarnation }];
+      out.push({ type: "send", to: id, msg: { type: "sync", members, reply: true } });
+      return;
+    }
+  }
+
+  private sendSync(to: NodeId, reply: boolean, out: SwimEffect[]): void {
+    const members: MemberUpdate[] = [this.selfUpdate()];
+    for (const m of this.members.values()) {
+      const u: MemberUpdate = { id: m.id, status: m.status, incarnation: m.incarnation };
+      members.push(u);
+    }
+    out.push({ type: "send", to, msg: { type: "sync", members, reply } });
+  }
+
+  private piggyback(first?: MemberUpdate): MemberUpdate[] {
+    return this.broadcasts.take(
+      this.config.maxPiggyback,
+      retransmitLimit(this.config, this.clusterSize()),
+      first,
+    );
+  }
+
+  /** Up to `k` distinct random live members passing `ok`. */
+  private pick(k: number, ok: (id: NodeId) => boolean): NodeId[] {
+    const out: NodeId[] = [];
+    const n = this.live.length;
+    if (n === 0 || k === 0) return out;
+    // Few members: scan a shuffled copy; many: sample with retries (k ≪ n).
+    if (n <= 4 * k) {
+      for (const id of shuffle([...this.live], this.deps.random)) {
+        if (out.length >= k) break;
+        if (ok(id)) out.push(id);
+      }
+      return out;
+    }
+    for (let tries = 0; tries < 4 * k && out.length < k; tries++) {
+      const id = this.live[Math.floor(this.deps.random() * n)] as NodeId;
+      if (ok(id) && !out.includes(id)) out.push(id);
+    }
+    return out;
+  }
+
+  private addLive(id: NodeId): void {
+    if (this.liveAt.has(id)) return;
+    this.liveAt.set(id, this.live.length);
+    this.live.push(id);
+  }
+
+  private removeLive(id: NodeId): void {
+    const i = this.liveAt.get(id);
+    if (i === undefined) return;
+    const last = this.live.pop() as NodeId;
+    if (last !== id) {
+      this.live[i] = last;
+      this.liveAt.set(last, i);
+    }
+    this.liveAt.delete(id);
+  }
+}
+
+/** memberlist's pushPullScale: the push-pull interval grows with log2 N beyond 32 members. */
+function pushPullScale(n: number): number {
+  return n <= 32 ? 1 : Math.ceil(Math.log2(n) - Math.log2(32)) + 1;
+}
+
+function shuffle<T>(a: T[], random: () => number): T[] {
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    const t = a[i] as T;
+    a[i] = a[j] as T;
+    a[j] = t;
+  }
+  return a;
+}

@@ -1,0 +1,228 @@
+/**
+ * The membership simulator: N unchanged `Swim` state machines (src/core/node/swim) on the simulated
+ * network (network.ts: delay, jitter, loss, partitions), with crashes, freezes (pauses), leaves, late
+ * joiners and impostors, in virtual time from one seed. It answers `verify-member` as the cluster
+ * authority would (yes for the cluster's own ids after one round trip, no for an impostor), counts
+ * every message and its exact encoded bytes, and records each node's status changes so tests and the
+ * scale experiment can time detection and spot false suspicions.
+ */
+import { swimSize } from "../core/node/swim/codec.js";
+import type { SwimConfigInput } from "../core/node/swim/config.js";
+import { Swim } from "../core/node/swim/swim.js";
+import {
+  type MemberStatus,
+  type SwimEffect,
+  type SwimInput,
+  type SwimMessage,
+  swimTimerKey,
+} from "../core/node/swim/types.js";
+import { Prng } from "../core/prng.js";
+import { EventQueue, type SimEvent } from "./event-queue.js";
+import { SimNetwork } from "./network.js";
+import type { NetworkFaults, SimPause } from "./types.js";
+
+export interface MembershipSimConfig {
+  /** Cluster members "n0" … "n{N-1}". */
+  nodes: number;
+  seed: number;
+  commMs: number;
+  jitterMs: number;
+  durationMs: number;
+  swim?: SwimConfigInput;
+  /** Node indexes every node names as its seeds (default [0]). */
+  seeds?: number[];
+  /** Per-node start time (a late joiner); default 0 for all. */
+  startAtMs?: Record<number, number>;
+  /** Extra participants "imp0" … that run the protocol but hold no credential (refused). */
+  impostors?: number;
+  network?: NetworkFaults;
+  crashes?: { node: number; atMs: number }[];
+  pauses?: SimPause[];
+  leaves?: { node: number; atMs: number }[];
+  /** Messages sent before this time are not counted (formation left out of a steady-state rate). */
+  countFromMs?: number;
+  /** How long the authority takes to answer `verify-member` (default: one round trip). */
+  verifyMs?: number;
+}
+
+/** One status change node `observer` made about `id`. */
+export interface StatusChange {
+  at: number;
+  observer: string;
+  id: string;
+  to: MemberStatus;
+}
+
+export interface MembershipSimResult {
+  ids: string[];
+  /** Each cluster member's Swim at the end (null: crashed or left). */
+  members: (Swim | null)[];
+  impostors: Swim[];
+  trace: StatusChange[];
+  /** Messages and bytes sent by cluster members, by message type. */
+  messages: Record<string, { count: number; bytes: number }>;
+  /** Messages sent per cluster member (index). */
+  sentPerNode: number[];
+  bytesPerNode: number[];
+  virtualMs: number;
+}
+
+type Ev = SimEvent &
+  (
+    | { k: "deliver"; to: number; from: number; msg: SwimMessage }
+    | { k: "timer"; node: number; key: string; token: number; input: SwimInput }
+    | { k: "verified"; node: number; input: SwimInput }
+    | { k: "start"; node: number }
+    | { k: "crash"; node: number }
+    | { k: "leave"; node: number }
+  );
+
+export function runMembership(c: MembershipSimConfig): MembershipSimResult {
+  if (!Number.isInteger(c.nodes) || c.nodes < 1 || c.nodes > 4096) throw new Error(`nodes must be 1-4096`);
+  const rng = new Prng(c.seed);
+  const net = new SimNetwork(rng.fork(), c.commMs, c.jitterMs, c.network ?? {});
+  const N = c.nodes;
+  const I = c.impostors ?? 0;
+  const ids = [
+    ...Array.from({ length: N }, (_, i) => `n${i}`),
+    ...Array.from({ length: I }, (_, i) => `imp${i}`),
+  ];
+  const idx = new Map(ids.map((id, i) => [id, i]));
+  const seedIds = (c.seeds ?? [0]).map((i) => ids[i] as string);
+  const queue = new EventQueue<Ev>();
+  const trace: StatusChange[] = [];
+  const messages: Record<string, { count: number; bytes: number }> = {};
+  const sentPerNode = new Array<number>(N).fill(0);
+  const bytesPerNode = new Array<number>(N).fill(0);
+  const timers = ids.map(() => new Map<string, number>());
+  const down = new Array<boolean>(ids.length).fill(false);
+  const pausedUntil = (node: number, at: number): number | undefined => {
+    for (const p of c.pauses ?? []) if (p.node === node && at >= p.atMs && at < p.untilMs) return p.untilMs;
+    return undefined;
+  };
+  const verifyMs = c.verifyMs ?? 2 * c.commMs;
+  let now = 0;
+  let token = 0;
+  const delays = [0, 0];
+
+  const swims: (Swim | null)[] = ids.map((id, i) => {
+    const r = rng.fork();
+    const s = new Swim(
+      id,
+      seedIds,
+      {
+        now: () => now,
+        random: () => r.next(),
+        observe: (about, _from, to) => {
+          if (i < N) trace.push({ at: now, observer: id, id: about, to });
+        },
+      },
+      c.swim,
+    );
+    return s;
+  });
+
+  const apply = (node: number, effects: SwimEffect[]): void => {
+    for (const e of effects) {
+      switch (e.type) {
+        case "send": {
+          const to = idx.get(e.to);
+          if (node < N && now >= (c.countFromMs ?? 0)) {
+            const b = swimSize(e.msg);
+            let t = messages[e.msg.type];
+            if (t === undefined) {
+              t = { count: 0, bytes: 0 };
+              messages[e.msg.type] = t;
+            }
+            t.count++;
+            t.bytes += b;
+            sentPerNode[node] = (sentPerNode[node] as number) + 1;
+            bytesPerNode[node] = (bytesPerNode[node] as number) + b;
+          }
+          if (to === undefined) break;
+          const n = net.delays(now, node, to, delays);
+          for (let i = 0; i < n; i++)
+            queue.push({ at: now + (delays[i] as number), k: "deliver", to, from: node, msg: e.msg });
+          break;
+        }
+        case "set-timer": {
+          const key = swimTimerKey(e.timer);
+          const t = ++token;
+          (timers[node] as Map<string, number>).set(key, t);
+          queue.push({
+            at: now + e.delayMs,
+            k: "timer",
+            node,
+            key,
+            token: t,
+            input: { type: "timer", timer: e.timer },
+          });
+          break;
+        }
+        case "verify-member": {
+          const ok = (idx.get(e.id) ?? N) < N;
+          queue.push({ at: now + verifyMs, k: "verified", node, input: { type: "verified", id: e.id, ok } });
+          break;
+        }
+        case "member-up":
+        case "member-down":
+          break;
+      }
+    }
+  };
+
+  for (let i = 0; i < ids.length; i++) queue.push({ at: c.startAtMs?.[i] ?? 0, k: "start", node: i });
+  for (const x of c.crashes ?? []) queue.push({ at: x.atMs, k: "crash", node: x.node });
+  for (const x of c.leaves ?? []) queue.push({ at: x.atMs, k: "leave", node: x.node });
+  const started = new Array<boolean>(ids.length).fill(false);
+
+  for (let ev = queue.pop(); ev !== undefined && ev.at <= c.durationMs; ev = queue.pop()) {
+    now = ev.at;
+    const node = ev.k === "deliver" ? ev.to : ev.node;
+    if (down[node]) continue;
+    const until = pausedUntil(node, now);
+    if (until !== undefined && ev.k !== "crash") {
+      // A frozen process handles nothing; everything waits for it to resume (in order).
+      queue.push({ ...ev, at: until });
+      continue;
+    }
+    const s = swims[node] as Swim;
+    switch (ev.k) {
+      case "start":
+        started[node] = true;
+        apply(node, s.start());
+        break;
+      case "deliver":
+        if (!started[node]) break;
+        apply(node, s.handle({ type: "message", from: ids[ev.from] as string, msg: ev.msg }));
+        break;
+      case "timer":
+        if ((timers[node] as Map<string, number>).get(ev.key) !== ev.token) break;
+        (timers[node] as Map<string, number>).delete(ev.key);
+        apply(node, s.handle(ev.input));
+        break;
+      case "verified":
+        apply(node, s.handle(ev.input));
+        break;
+      case "crash":
+        down[node] = true;
+        swims[node] = null;
+        break;
+      case "leave":
+        apply(node, s.leave());
+        down[node] = true;
+        swims[node] = null;
+        break;
+    }
+  }
+  return {
+    ids,
+    members: swims.slice(0, N),
+    impostors: swims.slice(N).filter((s): s is Swim => s !== null),
+    trace,
+    messages,
+    sentPerNode,
+    bytesPerNode,
+    virtualMs: now,
+  };
+}

@@ -1,0 +1,134 @@
+/**
+ * Scuttlebutt's digest merge against a naive model: every owner's true key set at every version it
+ * ever had. Whatever the interleaving of changes, exchanges and lost legs, an estimate never moves
+ * back and always equals its owner's tree at the version held; once exchanges run loss-free, every
+ * node holds every owner's latest.
+ */
+import fc from "fast-check";
+import { describe, expect, test } from "vitest";
+import type { GossipMessage } from "../../src/core/node/gossip/scuttlebutt.js";
+import { gossipSize } from "../../src/core/node/gossip/size.js";
+import { GossipRounds } from "../../src/sim/gossip-rounds.js";
+
+type Op =
+  | { kind: "change"; i: number; evict: boolean }
+  | { kind: "exchange"; from: number; to: number; lost: [boolean, boolean, boolean] };
+
+const N = 5;
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ kind: fc.constant("change" as const), i: fc.nat({ max: N - 1 }), evict: fc.boolean() }),
+  fc.record({
+    kind: fc.constant("exchange" as const),
+    from: fc.nat({ max: N - 1 }),
+    to: fc.nat({ max: N - 1 }),
+    lost: fc.tuple(fc.boolean(), fc.boolean(), fc.boolean()),
+  }),
+);
+
+const sorted = (keys: Float64Array): number[] => [...keys].sort((a, b) => a - b);
+
+function check(
+  sim: GossipRounds,
+  model: Map<string, number[]>[],
+  last: Map<string, number>,
+  maxEstimates: number,
+) {
+  for (const n of sim.nodes) {
+    let held = 0;
+    for (const o of sim.nodes) {
+      if (o === n) continue;
+      const h = n.gossip.estimates.held(o.id);
+      if (h === undefined) continue;
+      held++;
+      const key = `${n.id}/${o.id}`;
+      expect(h.version).toBeGreaterThanOrEqual(last.get(key) ?? 0);
+      last.set(key, h.version);
+      const truth = model[Number(o.id.slice(1))]?.get(String(h.version)) ?? [];
+      expect(sorted(n.gossip.index.estimateKeys(o.id))).toEqual(truth);
+    }
+    expect(held).toBeLessThanOrEqual(maxEstimates);
+  }
+}
+
+function exchange(sim: GossipRounds, from: number, to: number, lost: boolean[]): void {
+  const a = sim.nodes[from];
+  const b = sim.nodes[to];
+  if (a === undefined || b === undefined || a === b) return;
+  const digest: GossipMessage = { type: "digest", entries: a.gossip.digest(a.own), room: true };
+  if (lost[0]) return;
+  const answer = b.gossip.onMessage(a.id, digest, b.own);
+  if (answer === undefined || lost[1]) return;
+  const back = a.gossip.onMessage(b.id, answer, a.own);
+  if (back === undefined || lost[2]) return;
+  expect(b.gossip.onMessage(a.id, back, b.own)).toBeUndefined();
+}
+
+function play(ops: Op[], maxEstimates: number) {
+  const sim = new GossipRounds({ nodes: N, seed: 7, maxEstimates });
+  const model = sim.nodes.map(() => new Map<string, number[]>([["0", []]]));
+  const last = new Map<string, number>();
+  for (const o of ops) {
+    if (o.kind === "change") {
+      const n = sim.nodes[o.i];
+      if (n === undefined) continue;
+      if (o.evict && n.tree.size > 0) n.tree.evict(32);
+      else sim.change(o.i, 2);
+      model[o.i]?.set(String(n.tree.version), sorted(n.tree.snapshotBody().keys));
+    } else exchange(sim, o.from, o.to, o.lost);
+    check(sim, model, last, maxEstimates);
+  }
+  return sim;
+}
+
+describe("scuttlebutt digest merge", () => {
+  test("estimates never regress and always equal the owner's tree at the version held", () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        const sim = play(ops, Number.POSITIVE_INFINITY);
+        // Loss-free exchanges between every ordered pair, twice: everyone holds every latest.
+        for (let r = 0; r < 2; r++)
+          for (let i = 0; i < N; i++) for (let j = 0; j < N; j++) exchange(sim, i, j, [false, false, false]);
+        for (let i = 0; i < N; i++) expect(sim.holders(i)).toBe(N);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  test("with --max-estimates, at most M owners are held, each still exact", () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        play(ops, 2);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  test("a relay never passes on a key set it guessed at (an optimistic insert)", () => {
+    const sim = new GossipRounds({ nodes: 3, seed: 1 });
+    sim.change(0);
+    const [a, b, c] = sim.nodes;
+    if (!a || !b || !c) throw new Error("three nodes");
+    exchange(sim, 1, 0, [false, false, false]);
+    expect(b.gossip.estimates.held("n0")?.version).toBe(1);
+    // b guesses n0 now caches another prompt (what a forward's result tells an origin).
+    b.gossip.index.updateTrieEstimate("n0", new Uint32Array(64).fill(7));
+    b.gossip.polluted("n0");
+    exchange(sim, 2, 1, [false, false, false]);
+    expect(c.gossip.estimates.held("n0")).toBeUndefined();
+    // From the owner itself, c gets the truth.
+    exchange(sim, 2, 0, [false, false, false]);
+    expect(sorted(c.gossip.index.estimateKeys("n0"))).toEqual(sorted(a.tree.snapshotBody().keys));
+  });
+
+  test("malformed or oversized messages are refused and counted", () => {
+    const sim = new GossipRounds({ nodes: 2, seed: 1 });
+    const n = sim.nodes[0];
+    if (!n) throw new Error("node");
+    const entries = Array.from({ length: 9000 }, (_, i) => ({ owner: `x${i}`, epoch: 1, version: 1 }));
+    expect(n.gossip.onMessage("n1", { type: "digest", entries, room: true }, n.own)).toBeUndefined();
+    expect(n.gossip.counters.invalid).toBe(1);
+    expect(
+      gossipSize({ type: "digest", entries: [{ owner: "n1", epoch: 1, version: 300 }], room: true }),
+    ).toBe(2 + 1 + 3 + 1 + 2);
+  });
+});

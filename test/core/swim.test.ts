@@ -1,0 +1,191 @@
+import fc from "fast-check";
+import { describe, expect, test } from "vitest";
+import { decodeSwim, encodeSwim, SwimDecodeError, swimSize } from "../../src/core/node/swim/codec.js";
+import { Swim } from "../../src/core/node/swim/swim.js";
+import type { MemberUpdate, SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
+
+const id = fc.stringMatching(/^[A-Za-z0-9._-]{1,64}$/);
+const update: fc.Arbitrary<MemberUpdate> = fc
+  .record({
+    id,
+    status: fc.constantFrom("alive", "suspect", "dead", "left"),
+    incarnation: fc.nat({ max: Number.MAX_SAFE_INTEGER }),
+    from: fc.option(id, { nil: undefined }),
+  })
+  .map((u) => {
+    const { from, ...rest } = u;
+    return from === undefined ? rest : { ...rest, from };
+  }) as fc.Arbitrary<MemberUpdate>;
+const updates = fc.array(update, { maxLength: 8 });
+const seq = fc.nat({ max: 2 ** 40 });
+const message: fc.Arbitrary<SwimMessage> = fc.oneof(
+  fc.record({ type: fc.constant("ping" as const), seq, updates }),
+  fc.record({ type: fc.constant("ping-req" as const), seq, target: id, updates }),
+  fc.record({ type: fc.constant("ack" as const), seq, updates }),
+  fc.record({ type: fc.constant("nack" as const), seq }),
+  fc.record({ type: fc.constant("gossip" as const), updates }),
+  fc.record({ type: fc.constant("sync" as const), members: updates, reply: fc.boolean() }),
+  fc.record({ type: fc.constant("goodbye" as const), incarnation: fc.nat() }),
+);
+
+describe("swim codec", () => {
+  test("round-trips every message, at exactly swimSize bytes", () => {
+    fc.assert(
+      fc.property(message, (m) => {
+        const bytes = encodeSwim(m);
+        expect(bytes.length).toBe(swimSize(m));
+        expect(decodeSwim(bytes)).toEqual(m);
+      }),
+    );
+  });
+
+  test("refuses truncated, trailing or oversized input with a clear error", () => {
+    const m: SwimMessage = { type: "gossip", updates: [{ id: "a", status: "alive", incarnation: 3 }] };
+    const b = encodeSwim(m);
+    expect(() => decodeSwim(b.subarray(0, b.length - 1))).toThrow(SwimDecodeError);
+    expect(() => decodeSwim(Uint8Array.from([...b, 0]))).toThrow(/trailing/);
+    expect(() => decodeSwim(b, 0)).toThrow(/at most 0/);
+    expect(() => decodeSwim(Uint8Array.of(99))).toThrow(/unknown type/);
+  });
+});
+
+/** One Swim with a hand-driven clock; `verify` answers its verify-member effects. */
+function harness(self = "a", seeds: string[] = []) {
+  let now = 0;
+  const swim = new Swim(self, seeds, { now: () => now, random: () => 0.5 });
+  const sent: { to: string; msg: SwimMessage }[] = [];
+  const verifies: string[] = [];
+  const run = (effects: SwimEffect[]) => {
+    for (const e of effects) {
+      if (e.type === "send") sent.push({ to: e.to, msg: e.msg });
+      if (e.type === "verify-member") verifies.push(e.id);
+    }
+    return effects;
+  };
+  const admit = (who: string, incarnation = 0) => {
+    run(
+      swim.handle({
+        type: "message",
+        from: "x",
+        msg: { type: "gossip", updates: [{ id: who, status: "alive", incarnation }] },
+      }),
+    );
+    run(swim.handle({ type: "verified", id: who, ok: true }));
+  };
+  return {
+    swim,
+    sent,
+    verifies,
+    run,
+    admit,
+    at: (t: number) => {
+      now = t;
+    },
+    msg: (from: string, msg: SwimMessage) => run(swim.handle({ type: "message", from, msg })),
+  };
+}
+
+describe("swim membership rules", () => {
+  test("a member heard of through a relay joins only after our own verification says yes", () => {
+    const h = harness();
+    h.admit("b");
+    expect(h.swim.liveMembers()).toEqual(["b"]);
+    // A verified member relays news of "evil": a candidate, verified by us, refused.
+    h.msg("b", { type: "gossip", updates: [{ id: "evil", status: "alive", incarnation: 9 }] });
+    expect(h.verifies).toContain("evil");
+    expect(h.swim.liveMembers()).toEqual(["b"]);
+    h.run(h.swim.handle({ type: "verified", id: "evil", ok: false }));
+    expect(h.swim.liveMembers()).toEqual(["b"]);
+    expect(h.swim.stats.refusedMembers).toBe(1);
+    // Once refused, further relays do not make us ask again.
+    const asked = h.verifies.length;
+    h.msg("b", { type: "gossip", updates: [{ id: "evil", status: "alive", incarnation: 10 }] });
+    expect(h.verifies.length).toBe(asked);
+    // A verification nobody asked for is ignored.
+    h.run(h.swim.handle({ type: "verified", id: "ghost", ok: true }));
+    expect(h.swim.status("ghost")).toBeUndefined();
+  });
+
+  test("an unverified sender can name candidates but never suspect or kill a member", () => {
+    const h = harness();
+    h.admit("b");
+    const before = h.swim.stats.unknownSender;
+    h.msg("stranger", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 5 }] });
+    h.msg("stranger", { type: "goodbye", incarnation: 0 });
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.swim.stats.unknownSender).toBe(before + 2);
+  });
+
+  test("suspicion is refuted by a higher incarnation; an older one is ignored", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 0, from: "c" }] });
+    expect(h.swim.status("b")).toBe("suspect");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 0 }] });
+    expect(h.swim.status("b")).toBe("suspect");
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+    expect(h.swim.status("b")).toBe("alive");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 0, from: "c" }] });
+    expect(h.swim.status("b")).toBe("alive");
+  });
+
+  test("we refute a suspicion of ourselves, and our local health worsens", () => {
+    const h = harness();
+    h.admit("b");
+    h.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: 0, from: "b" }] });
+    expect(h.swim.currentIncarnation).toBe(1);
+    expect(h.swim.localHealth).toBe(1);
+    h.msg("b", { type: "gossip", updates: [{ id: "a", status: "dead", incarnation: 0, from: "b" }] });
+    expect(h.swim.currentIncarnation).toBe(1);
+  });
+
+  test("a suspicion expires into dead after Lifeguard's timeout, sooner with confirmations", () => {
+    const timeToDead = (confirmers: string[]) => {
+      const h = harness();
+      for (const m of ["b", "c", "d", "e", "f"]) h.admit(m);
+      h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 0, from: "c" }] });
+      for (const f of confirmers)
+        h.msg(f, { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 0, from: f }] });
+      for (let t = 0; t <= 60_000; t += 200) {
+        h.at(t);
+        h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+        if (h.swim.status("b") === "dead") return t;
+      }
+      return Number.POSITIVE_INFINITY;
+    };
+    const lone = timeToDead([]);
+    const confirmed = timeToDead(["d", "e"]);
+    // 6 members: floor 4 s, Lifeguard's ceiling 24 s, k = 2 confirmations reach the floor.
+    expect(confirmed).toBeGreaterThanOrEqual(4_000);
+    expect(confirmed).toBeLessThan(5_000);
+    expect(lone).toBeGreaterThan(confirmed);
+    expect(lone).toBeLessThanOrEqual(24_200);
+  });
+
+  test("the candidate set is bounded", () => {
+    const h = harness();
+    h.admit("b");
+    const many = Array.from({ length: 200 }, (_, i) => ({
+      id: `z${i}`,
+      status: "alive" as const,
+      incarnation: 0,
+    }));
+    h.msg("b", { type: "gossip", updates: many });
+    expect(h.verifies.length).toBeLessThanOrEqual(h.swim.config.maxCandidates + 1);
+    expect(h.swim.stats.candidatesDropped).toBeGreaterThan(0);
+  });
+
+  test("a joiner asks its seeds for their lists, and a seed answers once it verified the joiner", () => {
+    const j = harness("j", ["s"]);
+    j.run(j.swim.start());
+    expect(j.sent.some((s) => s.to === "s" && s.msg.type === "sync" && s.msg.reply)).toBe(true);
+    const s = harness("s");
+    s.admit("m");
+    s.msg("j", { type: "sync", reply: true, members: [{ id: "j", status: "alive", incarnation: 0 }] });
+    expect(s.sent.filter((x) => x.to === "j")).toEqual([]);
+    s.run(s.swim.handle({ type: "verified", id: "j", ok: true }));
+    const reply = s.sent.find((x) => x.to === "j" && x.msg.type === "sync");
+    expect(reply?.msg.type === "sync" && reply.msg.members.map((u) => u.id).sort()).toEqual(["j", "m", "s"]);
+  });
+});

@@ -1,0 +1,149 @@
+/**
+ * Seeded simulations of the gossip mesh's membership (SWIM + Lifeguard, src/core/node/swim) on the
+ * simulated network, with memberlist's default timings.
+ */
+import { describe, expect, test } from "vitest";
+import { resolveSwimConfig, suspicionMinMs } from "../../src/core/node/swim/config.js";
+import { GossipRounds } from "../../src/sim/gossip-rounds.js";
+import { type MembershipSimConfig, runMembership } from "../../src/sim/membership-sim.js";
+
+const base = { seed: 1, commMs: 2, jitterMs: 0.5 } satisfies Partial<MembershipSimConfig>;
+const defaults = resolveSwimConfig();
+
+/**
+ * memberlist's detection bound for a crashed member: Lifeguard's longest suspicion (6 × the floor
+ * 4 × max(1, log10 N) s) after the first failed probe, plus a few probe periods for some member to
+ * probe it first and for the news to spread.
+ */
+function detectionBoundMs(n: number): number {
+  return defaults.suspicionMaxTimeoutMult * suspicionMinMs(defaults, n) + 5 * defaults.probeIntervalMs;
+}
+
+function liveCounts(r: ReturnType<typeof runMembership>): (number | null)[] {
+  return r.members.map((s) => (s === null ? null : s.liveMembers().length));
+}
+
+describe("membership by gossip (SWIM + Lifeguard)", () => {
+  test("a cluster forms from one seed, and a late joiner is seen by all", () => {
+    const r = runMembership({
+      ...base,
+      nodes: 16,
+      durationMs: 40_000,
+      seeds: [0],
+      startAtMs: { 15: 20_000 },
+    });
+    expect(liveCounts(r)).toEqual(new Array(16).fill(15));
+    const seenLate = r.trace.filter((t) => t.id === "n15" && t.to === "alive");
+    expect(new Set(seenLate.map((t) => t.observer)).size).toBe(15);
+    // Nobody had been told the joiner's id: everyone learned it from gossip, after it started.
+    expect(Math.min(...seenLate.map((t) => t.at))).toBeGreaterThanOrEqual(20_000);
+  });
+
+  test("a crashed member among 16 is found dead by every other within memberlist's bound", () => {
+    for (const seed of [1, 2, 3]) {
+      const crashAt = 20_000;
+      const r = runMembership({
+        ...base,
+        seed,
+        nodes: 16,
+        durationMs: 80_000,
+        crashes: [{ node: 3, atMs: crashAt }],
+      });
+      const dead = r.trace.filter((t) => t.id === "n3" && t.to === "dead");
+      expect(new Set(dead.map((t) => t.observer)).size).toBe(15);
+      const last = Math.max(...dead.map((t) => t.at)) - crashAt;
+      expect(last).toBeLessThanOrEqual(detectionBoundMs(16));
+      // No live member was ever suspected.
+      expect(r.trace.filter((t) => t.id !== "n3" && t.to !== "alive")).toEqual([]);
+      // Dead members are dropped from the live list everywhere.
+      expect(liveCounts(r).filter((c) => c !== null)).toEqual(new Array(15).fill(14));
+    }
+  });
+
+  test("a frozen member refutes its suspicion and is never declared dead", () => {
+    const r = runMembership({
+      ...base,
+      nodes: 16,
+      durationMs: 40_000,
+      pauses: [{ node: 5, atMs: 20_000, untilMs: 24_000 }],
+    });
+    const about5 = r.trace.filter((t) => t.id === "n5" && t.at > 1_000);
+    expect(about5.some((t) => t.to === "suspect")).toBe(true);
+    expect(about5.some((t) => t.to === "dead")).toBe(false);
+    const n5 = r.members[5];
+    expect(n5?.currentIncarnation).toBeGreaterThan(0);
+    expect(n5?.stats.refuted).toBeGreaterThan(0);
+    for (const s of r.members) if (s !== null && s.selfId !== "n5") expect(s.status("n5")).toBe("alive");
+  });
+
+  test("a partition heals: each side declares the other dead, then the cluster rejoins", () => {
+    const left = [0, 1, 2, 3, 4, 5, 6, 7];
+    const right = [8, 9, 10, 11, 12, 13, 14, 15];
+    const r = runMembership({
+      ...base,
+      nodes: 16,
+      durationMs: 120_000,
+      network: { partitions: [{ startMs: 10_000, endMs: 60_000, groups: [left, right] }] },
+    });
+    const deadAcross = r.trace.filter(
+      (t) => t.to === "dead" && Number(t.observer.slice(1)) < 8 !== Number(t.id.slice(1)) < 8,
+    );
+    expect(deadAcross.length).toBe(2 * 8 * 8);
+    expect(liveCounts(r)).toEqual(new Array(16).fill(15));
+  });
+
+  test("a member that leaves with a goodbye is marked left by all at once", () => {
+    const r = runMembership({ ...base, nodes: 16, durationMs: 20_000, leaves: [{ node: 7, atMs: 10_000 }] });
+    const left = r.trace.filter((t) => t.id === "n7" && t.to === "left");
+    expect(new Set(left.map((t) => t.observer)).size).toBe(15);
+    expect(Math.max(...left.map((t) => t.at)) - 10_000).toBeLessThan(100);
+    expect(r.trace.filter((t) => t.id === "n7" && t.to === "suspect")).toEqual([]);
+  });
+
+  test("an impostor is refused everywhere, whoever it talks to", () => {
+    const r = runMembership({ ...base, nodes: 16, durationMs: 30_000, seeds: [0, 1, 2], impostors: 2 });
+    expect(r.trace.filter((t) => t.id.startsWith("imp"))).toEqual([]);
+    for (const s of r.members) expect(s?.liveMembers().some((id) => id.startsWith("imp"))).toBe(false);
+    const refused = r.members.reduce((a, s) => a + (s?.stats.refusedMembers ?? 0), 0);
+    expect(refused).toBeGreaterThanOrEqual(3);
+    expect(liveCounts(r)).toEqual(new Array(16).fill(15));
+  });
+
+  test("messages per member grow with change, not with N: at 64 ≤ 1.25 × at 16", () => {
+    const rate = (nodes: number) => {
+      const r = runMembership({ ...base, nodes, durationMs: 60_000, countFromMs: 30_000 });
+      expect(liveCounts(r)).toEqual(new Array(nodes).fill(nodes - 1));
+      return r.sentPerNode.reduce((a, b) => a + b, 0) / nodes / 30;
+    };
+    const r16 = rate(16);
+    const r64 = rate(64);
+    expect(r16).toBeGreaterThan(0);
+    expect(r64).toBeLessThanOrEqual(1.25 * r16);
+  });
+});
+
+describe("scuttlebutt anti-entropy", () => {
+  /** Rounds until every node holds owner 0's change, after a warm-up in which everyone met everyone. */
+  function roundsToSpread(nodes: number, seed: number, lossProb = 0): number {
+    const sim = new GossipRounds({ nodes, seed, lossProb });
+    for (let i = 0; i < nodes; i++) sim.change(i);
+    const converged = () => sim.nodes.every((_, i) => sim.holders(i) === nodes);
+    for (let r = 0; r < 4 * Math.log2(nodes) + 10 && !converged(); r++) sim.round();
+    expect(converged()).toBe(true);
+    sim.change(0);
+    for (let r = 1; r <= 64; r++) {
+      sim.round();
+      if (sim.holders(0) === nodes) return r;
+    }
+    return Number.POSITIVE_INFINITY;
+  }
+
+  test.each([16, 64, 256])("a change reaches all %i nodes in ≤ 2·log2 N rounds", (n) => {
+    for (const seed of n > 64 ? [1] : [1, 2])
+      expect(roundsToSpread(n, seed)).toBeLessThanOrEqual(2 * Math.log2(n));
+  });
+
+  test("and under 5% message loss still within 2·log2 N rounds at 64 nodes", () => {
+    expect(roundsToSpread(64, 3, 0.05)).toBeLessThanOrEqual(2 * Math.log2(64));
+  });
+});
