@@ -5,13 +5,11 @@
  * This file orchestrates. Each role owns one subsystem's state and never calls another: origin.ts
  * (our clients' requests), serving.ts (peers' forwards), anti-entropy.ts (snapshots both ways),
  * executor.ts (queue, engine runs, the exact tree), membership.ts (liveness; mesh.ts picks each
- * per gossip mode). Every decision that needs two of them is made here, from the values they return.
+ * per gossip mode). Every decision that needs two of them is made here, from the values they return;
+ * the read-only views over them are views.ts's NodeViews.
  */
 import type { EngineRequest } from "../engine.js";
-import type { PeerIndex } from "../peer-index.js";
-import type { RadixTree } from "../radix-tree.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
-import type { LearnedCosts } from "./cost-model.js";
 import { Executor } from "./executor.js";
 import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
@@ -21,40 +19,40 @@ import { reportedDepth, stampQueueDepth } from "./peer-load.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import { Serving } from "./serving.js";
+import { checkJob } from "./spot-check.js";
 import type {
   Effect,
   NodeDeps,
   NodeId,
   NodeInput,
   NodeOptions,
-  NodeStats,
   PeerMessage,
   PeerMessageOf,
-  PeerView,
   Timer,
 } from "./types.js";
-import { nodeStats, peerViews, roundPeers } from "./views.js";
+import { NodeViews, roundPeers } from "./views.js";
 
 export { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 export type { NodeOptions } from "./types.js";
 
-export class PrefixNode {
+export class PrefixNode extends NodeViews {
   readonly config: NodeConfig;
-  private epoch = 0;
-  private members!: mesh.Members;
-  private readonly origin: Origin;
-  private readonly serving: Serving;
-  private readonly antiEntropy: mesh.Gossip;
-  private readonly executor: Executor;
-  private unknownSender = 0;
+  protected epoch = 0;
+  protected members!: mesh.Members;
+  protected readonly origin: Origin;
+  protected readonly serving: Serving;
+  protected readonly antiEntropy: mesh.Gossip;
+  protected readonly executor: Executor;
+  protected unknownSender = 0;
   /** What each peer serves (its hello, via the runtime): requests naming a model route by it. */
   readonly peerModels = new PeerModels();
 
   constructor(
     config: NodeConfigInput,
-    private readonly deps: NodeDeps,
+    protected readonly deps: NodeDeps,
     opts: NodeOptions = {},
   ) {
+    super();
     this.config = resolveNodeConfig(config);
     const paranoid = opts.checkInvariants === true;
     this.origin = new Origin(this.config, deps, paranoid);
@@ -103,11 +101,6 @@ export class PrefixNode {
   /** Switch routing policy at run time (e.g. the daemon's compare-policies admin endpoint). */
   setPolicy(name: PolicyName, config?: PolicyConfigInput<PolicyName>): void {
     this.origin.setPolicy(name, config);
-  }
-
-  /** Most peers at once (`maxPeers`; default the static list's size). */
-  maxPeers(): number {
-    return this.config.maxPeers ?? this.config.peers.length;
   }
 
   /**
@@ -342,12 +335,7 @@ export class PrefixNode {
         if (this.config.offload) this.offloadWaiting(now, out);
         // Spot checks (spot-check.ts) run only when nothing waits here.
         const c = this.executor.queueDepth() === 0 ? this.origin.spot.take() : undefined;
-        if (c)
-          this.executor.enqueue(
-            { kind: "check", reqId: c.request.id, from: c.peer, attempt: 0, request: c.request },
-            now,
-            out,
-          );
+        if (c) this.executor.enqueue(checkJob(c), now, out);
         out.push({ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() });
         break;
       }
@@ -394,62 +382,8 @@ export class PrefixNode {
     return this.config.pollMs * (1 + j * (2 * this.deps.random() - 1));
   }
 
-  // ---------------------------------------------------------------- read-only views
-
-  get id(): NodeId {
-    return this.config.id;
-  }
-  get currentEpoch(): number {
-    return this.epoch;
-  }
-  get policyName(): string {
-    return this.origin.policyName;
-  }
-  queueDepth(): number {
-    return this.executor.queueDepth();
-  }
-  treeSize(): number {
-    return this.executor.tree.size;
-  }
-  treeVersion(): number {
-    return this.executor.tree.version;
-  }
-  /** The exact local tree and the peer estimates (tests and invariant checks only: do not mutate). */
-  localTree(): RadixTree {
-    return this.executor.tree;
-  }
-  peerIndex(): PeerIndex {
-    return this.antiEntropy.index;
-  }
   /** The cache `peer` advertised (its hello): our estimate of it never holds more. */
   capPeerEstimate(peer: NodeId, capacityTokens: number): void {
     if (this.members.has(peer)) this.antiEntropy.capPeer(peer, capacityTokens);
-  }
-  heldOf(peer: NodeId): { epoch: number; version: number } | undefined {
-    return this.antiEntropy.held(peer);
-  }
-  /** Whose output a client request of ours waits for now (origin.ts); undefined: not pending. */
-  servingNow(reqId: string): NodeId | undefined {
-    return this.origin.servingNow(reqId, this.config.id);
-  }
-  peers(): PeerView[] {
-    return peerViews(this.members, this.antiEntropy, this.origin, this.deps.now());
-  }
-  /** The costs this node has learned (what cost-aware routing sees). */
-  learnedCosts(): LearnedCosts {
-    return this.executor.learnedCosts();
-  }
-  /** Push-back we would advertise now (ms; 0 = none). */
-  currentPushBackMs(): number {
-    return this.executor.pushBackMs();
-  }
-  /** How long an attempt to a peer with this RTT may go unacked (origin.ts). */
-  ackTimeoutMs(peer: { rttMs: number | undefined }): number {
-    return this.origin.ackTimeoutMs(peer.rttMs);
-  }
-
-  /** Every role's counters, in one `NodeStats` (a fresh object per call). */
-  stats(): Readonly<NodeStats> {
-    return nodeStats(this.origin, this.serving, this.executor, this.antiEntropy, this.unknownSender);
   }
 }

@@ -12,6 +12,7 @@
  * Part of the origin role (origin.ts offers answers and judges); node.ts runs a check when idle.
  */
 import type { EngineRequest } from "../engine.js";
+import type { JobSpec } from "./executor.js";
 import type { NodeId } from "./types.js";
 
 /** Characters of the answers compared. */
@@ -29,6 +30,11 @@ export interface SpotCheck {
 /** Whether two answers to one deterministic request agree (the rule above). */
 export function answersAgree(a: string, b: string): boolean {
   return a.slice(0, COMPARE_CHARS) === b.slice(0, COMPARE_CHARS);
+}
+
+/** The executor job that recomputes `c` here (spot checks are keyed by the request's id). */
+export function checkJob(c: SpotCheck): JobSpec {
+  return { kind: "check", reqId: c.request.id, from: c.peer, attempt: 0, request: c.request };
 }
 
 export class SpotChecks {

@@ -3,13 +3,17 @@
  * every role's counters as one NodeStats. Pure functions of what the roles expose, so node.ts keeps
  * only control flow.
  */
+import type { PeerIndex } from "../peer-index.js";
+import type { RadixTree } from "../radix-tree.js";
 import type { RoundPeer } from "./anti-entropy.js";
+import type { NodeConfig } from "./config.js";
+import type { LearnedCosts } from "./cost-model.js";
 import type { Executor } from "./executor.js";
 import type { Gossip, Members } from "./mesh.js";
 import type { Origin } from "./origin.js";
 import type { Serving } from "./serving.js";
 import type { Targets } from "./targets.js";
-import type { NodeId, NodeStats, PeerView } from "./types.js";
+import type { NodeDeps, NodeId, NodeStats, PeerView } from "./types.js";
 
 /** Every member as membership, anti-entropy and the origin's targets see it at `now`. */
 export function peerViews(members: Members, antiEntropy: Gossip, origin: Origin, now: number): PeerView[] {
@@ -50,4 +54,79 @@ export function roundPeers(members: Members, targets: Targets, now: number): Rou
   return members
     .ids()
     .map((id) => ({ id, live: members.liveness(id, now) === "live", rttMs: targets.rttMs(id) }));
+}
+
+/**
+ * PrefixNode's read-only face: the getters the runtime, tests and invariant checks read. The roles
+ * stay PrefixNode's (it builds and drives them); this class only reads them, so node.ts keeps the
+ * control flow.
+ */
+export abstract class NodeViews {
+  abstract readonly config: NodeConfig;
+  protected abstract readonly deps: NodeDeps;
+  protected abstract epoch: number;
+  protected abstract members: Members;
+  protected abstract readonly origin: Origin;
+  protected abstract readonly serving: Serving;
+  protected abstract readonly antiEntropy: Gossip;
+  protected abstract readonly executor: Executor;
+  protected abstract unknownSender: number;
+
+  /** Most peers at once (`maxPeers`; default the static list's size). */
+  maxPeers(): number {
+    return this.config.maxPeers ?? this.config.peers.length;
+  }
+
+  get id(): NodeId {
+    return this.config.id;
+  }
+  get currentEpoch(): number {
+    return this.epoch;
+  }
+  get policyName(): string {
+    return this.origin.policyName;
+  }
+  queueDepth(): number {
+    return this.executor.queueDepth();
+  }
+  treeSize(): number {
+    return this.executor.tree.size;
+  }
+  treeVersion(): number {
+    return this.executor.tree.version;
+  }
+  /** The exact local tree and the peer estimates (tests and invariant checks only: do not mutate). */
+  localTree(): RadixTree {
+    return this.executor.tree;
+  }
+  peerIndex(): PeerIndex {
+    return this.antiEntropy.index;
+  }
+  heldOf(peer: NodeId): { epoch: number; version: number } | undefined {
+    return this.antiEntropy.held(peer);
+  }
+  /** Whose output a client request of ours waits for now (origin.ts); undefined: not pending. */
+  servingNow(reqId: string): NodeId | undefined {
+    return this.origin.servingNow(reqId, this.config.id);
+  }
+  peers(): PeerView[] {
+    return peerViews(this.members, this.antiEntropy, this.origin, this.deps.now());
+  }
+  /** The costs this node has learned (what cost-aware routing sees). */
+  learnedCosts(): LearnedCosts {
+    return this.executor.learnedCosts();
+  }
+  /** Push-back we would advertise now (ms; 0 = none). */
+  currentPushBackMs(): number {
+    return this.executor.pushBackMs();
+  }
+  /** How long an attempt to a peer with this RTT may go unacked (origin.ts). */
+  ackTimeoutMs(peer: { rttMs: number | undefined }): number {
+    return this.origin.ackTimeoutMs(peer.rttMs);
+  }
+
+  /** Every role's counters, in one `NodeStats` (a fresh object per call). */
+  stats(): Readonly<NodeStats> {
+    return nodeStats(this.origin, this.serving, this.executor, this.antiEntropy, this.unknownSender);
+  }
 }
