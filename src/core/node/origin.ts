@@ -8,36 +8,24 @@
  * (`lateReplies`). Moving on also sends the abandoned target a `cancel`, so it drops the job if it has
  * not started it: a fallback then costs one computation, not two.
  *
- * Forward acks (bounded latency under message loss and silent partitions): the receiver answers
- * `forward-ack` with its ETA. An attempt not acked within the ack timeout (max(floor, 4 × RTT)) is
- * abandoned like a timed-out one, instead of waiting the whole forward timeout. Once acked, it waits
- * for the answer until ETA-based probe time; then it re-sends the same forward (a probe: idempotent at
- * the receiver, which acks again or re-sends its lost answer) and again needs an ack in time. The
- * forward timeout stays the hard bound of every attempt. A peer that answers but never acks (an older
- * version) is noticed and no longer held to acks.
+ * Forward acks bound each attempt's latency under message loss and silent partitions: their timing
+ * (wait, probe, give up) is forward-acks.ts's; this role acts on its verdicts.
  *
  * Which peer is routable and where a local run goes are node.ts's decisions: this role says what it
  * wants next (`nextPlanned`, `runHere`) and node.ts acts.
  */
 import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
 import { invariant } from "../invariant.js";
-import { keyTokens, namespaceTokens, requestProblem } from "../namespace.js";
+import { keyTokens, requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
-import { PrefixDemand } from "./demand.js";
-import { servesModel } from "./models.js";
-import {
-  type Candidate,
-  createPolicy,
-  type Policy,
-  type PolicyConfigInput,
-  type PolicyName,
-} from "./policies/index.js";
+import { type AttemptClock, ForwardAcks } from "./forward-acks.js";
+import { type Plan, Planner } from "./planner.js";
+import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { type Answerer, failReply, okReply } from "./replies.js";
-import { planFromOrder } from "./routing.js";
 import { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 import { SpotChecks } from "./spot-check.js";
-import { type Target, Targets } from "./targets.js";
+import { Targets } from "./targets.js";
 import { isLoadRefusal, Trust } from "./trust.js";
 import {
   type Effect,
@@ -52,41 +40,17 @@ import {
   type Timer,
 } from "./types.js";
 
-/** The ack timeout is at least this many smoothed RTTs (TCP's RTO allows SRTT + 4 × RTTVAR). */
-const ACK_RTT_FACTOR = 4;
 /** A peer's errors that follow the protocol, not a fault of the peer: they never count against it. */
 const PROTOCOL_REFUSALS = new Set([FORWARD_CANCELLED, DUPLICATE_HANDLED, PROMPT_TEXT_NEEDED]);
-/** Prefix keys whose demand an origin tracks (LRU beyond). */
-const DEMAND_KEYS = 4096;
 
 /** A request this node originated (a client sent it here) and has not answered yet. */
-interface Pending {
-  reqId: string;
-  request: EngineRequest;
+interface Pending extends AttemptClock, Plan {
   receivedAt: number;
-  /** Peers to try, best first (the policy's order up to self). */
-  plan: NodeId[];
+  /** The next entry of `plan` to try. */
   next: number;
-  attempt: number;
-  target: NodeId;
   /** The peer of the current forward attempt; undefined once the request runs (or queues) here. */
   current: NodeId | undefined;
-  attemptSentAt: number;
-  predicted: number;
   fallbacks: number;
-  /**
-   * `probes` when the current attempt's target last confirmed it holds it (`forward-ack`); -1 if it
-   * never did. The latest send is acked iff it equals `probes` (a probe needs a new ack).
-   */
-  ackedAt: number;
-  /** The ack timer is armed (so a fallback cancels it). */
-  ackArmed: boolean;
-  /** Re-sends of the current attempt (each doubles the wait before the next one). */
-  probes: number;
-  /** Our own estimate of each planned peer's answer time (ms from its forward), parallel to `plan`. */
-  expect: number[];
-  /** With peer trust: when the current, acked attempt's answer is overdue (absolute); else ∞. */
-  answerBy: number;
 }
 
 /** A pending request to run here (its forward attempts are over). */
@@ -117,26 +81,26 @@ function originCounters() {
 type Answer = Extract<PeerMessage, { type: "result" | "error" }>;
 
 export class Origin {
-  private policy: Policy;
+  /** The policy's plan per request, and what routing learns across requests (planner.ts). */
+  private readonly planner: Planner;
   private readonly pending = new Map<string, Pending>();
   /** What we know of each peer as a forward target (RTT, acks): node.ts feeds and reads it. */
   readonly targets = new Targets();
+  /** The timing of each forward attempt: acks, probes, answer deadline (forward-acks.ts). */
+  private readonly acks: ForwardAcks;
   /** What each peer's answers to our forwards earned it (trust.ts): node.ts asks `routable`. */
   readonly trust: Trust;
   /** Answers of peers kept to recompute when idle (spot-check.ts). */
   readonly spot: SpotChecks;
-  /** Smoothed decode time per generated token, over every answer we got (our answer-time estimate). */
-  private decodeMsPerToken = 0;
-  /** Arrivals per prefix at this origin (rent-or-buy); bounded; kept across restart(). */
-  private readonly demand: PrefixDemand;
   counters = originCounters();
 
   constructor(
     private readonly config: NodeConfig,
     private readonly deps: NodeDeps,
-    private readonly paranoid: boolean,
+    paranoid: boolean,
   ) {
-    this.policy = createPolicy(config.policy, config.policyConfig);
+    this.planner = new Planner(config, deps, paranoid);
+    this.acks = new ForwardAcks(config, this.targets);
     this.trust = new Trust({
       enabled: config.peerTrust,
       failures: config.trustFailures,
@@ -144,7 +108,6 @@ export class Origin {
       openMs: config.trustOpenMs,
       maxOpenMs: config.trustMaxOpenMs,
     });
-    this.demand = new PrefixDemand(DEMAND_KEYS, config.demandPrior);
     this.spot = new SpotChecks(config.spotCheckRate);
   }
 
@@ -176,17 +139,16 @@ export class Origin {
 
   /** Without settings: the configured ones if they are for this policy, else its defaults. */
   setPolicy(name: PolicyName, config?: PolicyConfigInput<PolicyName>): void {
-    const configured = name === this.config.policy ? this.config.policyConfig : undefined;
-    this.policy = createPolicy(name, config ?? configured);
+    this.planner.setPolicy(name, config);
   }
 
   get policyName(): string {
-    return this.policy.name;
+    return this.planner.policyName;
   }
 
   /** The policy ranks peers (false: it never forwards, so no candidates need building). */
   get needsPeers(): boolean {
-    return this.policy.needs.peers;
+    return this.planner.needsPeers;
   }
 
   /**
@@ -200,11 +162,7 @@ export class Origin {
 
   /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
   ackTimeoutMs(rttMs: number | undefined): number {
-    const rtt = rttMs ?? this.config.costPrior.rttMs;
-    return Math.min(
-      this.config.forwardTimeoutMs,
-      Math.max(this.config.forwardAckTimeoutMs, ACK_RTT_FACTOR * rtt),
-    );
+    return this.acks.timeoutMs(rttMs);
   }
 
   /**
@@ -241,71 +199,22 @@ export class Origin {
     costs: LearnedCosts,
     evictionPressure: number,
   ): void {
-    const plan: NodeId[] = [];
-    const expect: number[] = [];
-    let target = this.config.id;
-    let predicted = selfMatch;
-    if (candidates !== undefined) {
-      const expectedReuse = this.policy.needs.demand
-        ? this.demand.arrive(keyTokens(request), candidates, evictionPressure, namespaceTokens(request))
-        : undefined;
-      const order =
-        candidates.length === 1
-          ? [0]
-          : this.policy.rank(candidates, {
-              promptTokens: request.tokens.length,
-              now,
-              random: this.deps.random,
-              costs,
-              expectedReuse,
-            });
-      if (this.paranoid) checkOrder(order, candidates);
-      // A node that does not serve the request's model only routes it: every ranked peer is in its plan.
-      const routeOnly = !servesModel(this.config.models, request.model);
-      planFromOrder(order, candidates, plan, routeOnly);
-      const planned = (i: number): Candidate | undefined =>
-        routeOnly ? candidates.find((c) => c.id === plan[i]) : candidates[order[i] as number];
-      if (this.trust.enabled) {
-        for (let i = 0; i < plan.length; i++)
-          expect.push(this.expectedAnswerMs(planned(i) as Candidate, request, costs));
-      }
-      const first = routeOnly ? planned(0) : candidates[order[0] ?? 0];
-      if (first) {
-        target = first.id;
-        predicted = first.estimatedMatch;
-      }
-    }
+    const plan = this.planner.route(request, now, selfMatch, candidates, costs, evictionPressure);
     this.pending.set(reqId, {
+      ...plan,
       reqId,
       request,
       receivedAt: now,
-      plan,
       next: 0,
       attempt: 0,
-      target,
       current: undefined,
       attemptSentAt: now,
-      predicted,
       fallbacks: 0,
       ackedAt: -1,
       ackArmed: false,
       probes: 0,
-      expect,
       answerBy: Number.POSITIVE_INFINITY,
     });
-  }
-
-  /**
-   * When a peer should answer a forward of `request`, from our side alone (the daemon's acks carry
-   * no ETA): its queue and what we sent it since, at our learned service time, then the request's
-   * own prefill and its whole `maxTokens` budget of decode, and the round trip. An upper estimate.
-   */
-  private expectedAnswerMs(c: Candidate, request: EngineRequest, costs: LearnedCosts): number {
-    const queued = c.queueDepth + (c.sentSinceQueue ?? 0);
-    const prefill =
-      costs.prefillFixedMs + costs.prefillMsPerToken * (request.tokens.length - c.estimatedMatch);
-    const run = Math.max(costs.serviceMs, prefill + request.maxTokens * this.decodeMsPerToken);
-    return queued * costs.serviceMs + run + (c.rttMs ?? costs.rttPriorMs);
   }
 
   /** The next peer in the request's plan, consumed (undefined: the plan is spent). */
@@ -323,14 +232,11 @@ export class Origin {
     invariant(p.attempt === p.fallbacks, "a forward attempt began before the last one ended");
     p.attempt++;
     p.current = to;
-    p.attemptSentAt = now;
-    p.ackedAt = -1;
-    p.probes = 0;
-    p.answerBy = Number.POSITIVE_INFINITY;
+    this.acks.begin(p, now);
     this.targets.sent(to, reqId, p.attempt, now);
     this.trust.sent(to, now);
     this.counters.forwarded++;
-    this.sendForward(p, to, peer, now, out);
+    this.acks.send(p, to, peer, now, out);
     out.push({ type: "set-timer", timer: forwardTimer(p), delayMs: this.config.forwardTimeoutMs });
   }
 
@@ -388,7 +294,7 @@ export class Origin {
   /** Our local run of the request finished: its reply. */
   completeLocal(run: LocalRun, result: EngineResult, timing: ServedTiming, now: number, out: Effect[]): void {
     const p = this.settleLocal(run);
-    this.learnDecode(result);
+    this.planner.learnDecode(result);
     out.push(okReply(this.by, p, result, timing, 0, now));
   }
 
@@ -420,7 +326,7 @@ export class Origin {
   fallback(reqId: string, out: Effect[], cancelTimer: boolean, cancel: boolean): void {
     const p = this.get(reqId);
     if (cancelTimer) out.push({ type: "cancel-timer", timer: forwardTimer(p) });
-    this.disarmAck(p, out);
+    this.acks.disarm(p, out);
     if (cancel && p.current !== undefined)
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
     if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
@@ -446,41 +352,22 @@ export class Origin {
     return p.ackArmed && this.onAckTimer(p, now, out);
   }
 
-  /**
-   * The ack timer of the current attempt fired. Not acked (the forward, its ack, or the probe was
-   * lost, or the peer is cut off): abandon the attempt like a timed-out one — cancel, next candidate.
-   * Acked but unanswered past its ETA (the answer may be lost): probe by re-sending the same forward.
-   */
+  /** The ack timer of the current attempt fired: act on forward-acks.ts's verdict (true: moved on). */
   private onAckTimer(p: Pending, now: number, out: Effect[]): boolean {
-    p.ackArmed = false;
     const to = p.current as NodeId;
-    const peer = this.targets.get(to);
-    const acked = p.ackedAt === p.probes;
-    if (acked && now >= p.answerBy) {
-      // Acked, and its answer is overdue past any slack: a stalled peer, or a lost answer nobody
-      // probes for. Fail over now rather than at the forward timeout, and hold it against the peer.
-      this.counters.overdueAnswers++;
-      this.trust.failed(to, now);
-      this.fallback(p.reqId, out, true, true);
-      return true;
+    const verdict = this.acks.onTimer(p, to, now, out);
+    if (verdict === "probe" || verdict === "resend") {
+      this.counters[verdict === "probe" ? "probes" : "resends"]++;
+      return false;
     }
-    // Probe (re-send the same forward) when the peer acked this round and owes only the answer, or
-    // has not acked yet but has resends left; otherwise give up on the peer.
-    if (!peer || (!acked && p.probes >= this.config.forwardResends)) {
-      this.counters.ackTimeouts++;
-      // Only an attempt never acked may hint at a peer that does not ack; one acked before and
-      // silent since holds the answer it owes.
-      if (p.ackedAt < 0 && peer) this.targets.abandonedUnacked(to, p.reqId, p.attempt);
-      else if (p.ackedAt >= 0) this.trust.failed(to, now);
-      this.fallback(p.reqId, out, true, true);
-      return true;
-    }
-    p.probes++;
-    // Counted apart: a probe asks for an answer the peer owes; a re-send is a forward that may be lost.
-    if (acked) this.counters.probes++;
-    else this.counters.resends++;
-    this.sendForward(p, to, peer, now, out);
-    return false;
+    if (verdict === "overdue") this.counters.overdueAnswers++;
+    else this.counters.ackTimeouts++;
+    // A stalled peer, or one silent since its ack, owes the answer: held against it. A never-acked
+    // attempt only hints at a peer that does not ack.
+    if (verdict === "unacked") this.targets.abandonedUnacked(to, p.reqId, p.attempt);
+    else if (verdict !== "gone") this.trust.failed(to, now);
+    this.fallback(p.reqId, out, true, true);
+    return true;
   }
 
   /**
@@ -500,29 +387,7 @@ export class Origin {
       this.counters.ignoredAcks++;
       return;
     }
-    p.ackedAt = p.probes;
-    // A peer-controlled number: only a finite, non-negative one counts, and never beyond our timeout.
-    const eta =
-      typeof etaMs === "number" && Number.isFinite(etaMs) && etaMs >= 0
-        ? Math.min(etaMs, this.config.forwardTimeoutMs)
-        : undefined;
-    if (this.trust.enabled && p.answerBy === Number.POSITIVE_INFINITY) {
-      const expected = eta ?? p.expect[p.next - 1] ?? this.config.forwardTimeoutMs;
-      const allowed = this.config.answerSlack * expected + this.config.answerSlackMs;
-      if (allowed < this.config.forwardTimeoutMs) p.answerBy = p.attemptSentAt + allowed;
-    }
-    const overdueIn = p.answerBy - this.deps.now();
-    if (eta === undefined && overdueIn === Number.POSITIVE_INFINITY) {
-      this.disarmAck(p, out);
-      return;
-    }
-    const probeIn =
-      eta === undefined
-        ? Number.POSITIVE_INFINITY
-        : (2 * eta + this.ackTimeoutMs(this.targets.get(from)?.rttMs)) * 2 ** Math.min(p.probes, 16);
-    const waitMs = Math.max(0, Math.min(this.config.forwardTimeoutMs, probeIn, overdueIn));
-    p.ackArmed = true;
-    out.push({ type: "set-timer", timer: ackTimer(p), delayMs: waitMs });
+    this.acks.acked(p, from, etaMs, p.expect[p.next - 1], this.deps.now(), out);
   }
 
   /**
@@ -533,11 +398,11 @@ export class Origin {
     const p = this.current(from, msg);
     if (!p) return undefined;
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
-    this.disarmAck(p, out);
+    this.acks.disarm(p, out);
     this.targets.landed(from, p.reqId, p.attempt);
     this.settle(p.reqId);
     this.trust.answered(from);
-    this.learnDecode(msg.result);
+    this.planner.learnDecode(msg.result);
     this.spot.offer(from, p.request, msg.result.text, this.deps.random);
     const { timing } = msg;
     const remote = timing.queueMs + timing.prefillMs + timing.decodeMs;
@@ -567,13 +432,6 @@ export class Origin {
     if (liar !== undefined) this.trust.quarantine(liar);
   }
 
-  /** One answer's decode time per generated token, smoothed (ignored when it reports none). */
-  private learnDecode(r: EngineResult): void {
-    if (!(r.completionTokens > 0) || !(r.decodeMs >= 0) || !Number.isFinite(r.decodeMs)) return;
-    const v = r.decodeMs / r.completionTokens;
-    this.decodeMsPerToken += (v - this.decodeMsPerToken) / 8;
-  }
-
   /** The pending request `msg` answers, if it answers its current attempt; else counted as late. */
   private current(from: NodeId, msg: Answer): Pending | undefined {
     const p = this.pending.get(msg.reqId);
@@ -581,32 +439,6 @@ export class Origin {
     this.counters.lateReplies++;
     this.targets.lateAnswer(from, msg.reqId, msg.attempt);
     return undefined;
-  }
-
-  /**
-   * Sends the current attempt's forward (first send or probe) and, if the peer acks, arms the wait
-   * for its ack.
-   */
-  private sendForward(p: Pending, to: NodeId, peer: Target, now: number, out: Effect[]): void {
-    // The budget the target has: what is left of our timeout less the round trip the answer needs.
-    const left = this.config.forwardTimeoutMs - (now - p.attemptSentAt);
-    const deadlineMs = Math.max(0, Math.floor(left - (peer.rttMs ?? 0)));
-    out.push({
-      type: "send",
-      to,
-      msg: { type: "forward", reqId: p.reqId, attempt: p.attempt, hops: 1, request: p.request, deadlineMs },
-    });
-    const ackMs = this.ackTimeoutMs(peer.rttMs);
-    // An ack timeout as long as the forward timeout adds nothing: acks are then not waited for.
-    p.ackArmed = peer.acksForwards && ackMs < this.config.forwardTimeoutMs;
-    if (p.ackArmed) out.push({ type: "set-timer", timer: ackTimer(p), delayMs: ackMs });
-  }
-
-  /** The ack of the current attempt, or of a probe, is not needed any more. */
-  private disarmAck(p: Pending, out: Effect[]): void {
-    if (!p.ackArmed) return;
-    p.ackArmed = false;
-    out.push({ type: "cancel-timer", timer: ackTimer(p) });
   }
 
   private get(reqId: string): Pending {
@@ -634,22 +466,10 @@ export class Origin {
 
   /** This node, under its current policy: who signs the replies. */
   private get by(): Answerer {
-    return { id: this.config.id, policy: this.policy.name };
+    return { id: this.config.id, policy: this.planner.policyName };
   }
-}
-
-/** The policy contract (O(candidates), checked runs only): a permutation of indexes holding self. */
-function checkOrder(order: readonly number[], candidates: readonly Candidate[]): void {
-  const seen = new Set(order);
-  const valid = order.every((i) => Number.isInteger(i) && i >= 0 && i < candidates.length);
-  invariant(valid && seen.size === order.length, "the policy's order is no permutation of candidates");
-  invariant(seen.has(candidates.findIndex((c) => c.self)), "the policy's order lacks self");
 }
 
 function forwardTimer(p: Pending): Timer {
   return { kind: "forward", reqId: p.reqId, attempt: p.attempt };
-}
-
-function ackTimer(p: Pending): Timer {
-  return { kind: "ack", reqId: p.reqId, attempt: p.attempt };
 }

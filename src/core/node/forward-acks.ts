@@ -1,0 +1,165 @@
+/**
+ * Forward acks: the timing of one forward attempt of the origin (bounded latency under message loss
+ * and silent partitions). Owned by the origin (origin.ts holds the instance; no other role calls it);
+ * it decides when to wait, probe or give up, and the origin acts on the verdict (counters, trust,
+ * fallback).
+ *
+ * The receiver answers `forward-ack` with its ETA. An attempt not acked within the ack timeout
+ * (max(floor, 4 × RTT)) is abandoned like a timed-out one, instead of waiting the whole forward
+ * timeout. Once acked, it waits for the answer until ETA-based probe time; then it re-sends the same
+ * forward (a probe: idempotent at the receiver, which acks again or re-sends its lost answer) and
+ * again needs an ack in time. The forward timeout stays the hard bound of every attempt. A peer that
+ * answers but never acks (an older version) is noticed and no longer held to acks.
+ */
+import type { EngineRequest } from "../engine.js";
+import type { NodeConfig } from "./config.js";
+import type { Target, Targets } from "./targets.js";
+import type { Effect, NodeId, Timer } from "./types.js";
+
+/** The ack timeout is at least this many smoothed RTTs (TCP's RTO allows SRTT + 4 × RTTVAR). */
+const ACK_RTT_FACTOR = 4;
+
+/** The timing state of a request's current forward attempt (part of the origin's pending entry). */
+export interface AttemptClock {
+  reqId: string;
+  request: EngineRequest;
+  attempt: number;
+  attemptSentAt: number;
+  /**
+   * `probes` when the current attempt's target last confirmed it holds it (`forward-ack`); -1 if it
+   * never did. The latest send is acked iff it equals `probes` (a probe needs a new ack).
+   */
+  ackedAt: number;
+  /** The ack timer is armed (so a fallback cancels it). */
+  ackArmed: boolean;
+  /** Re-sends of the current attempt (each doubles the wait before the next one). */
+  probes: number;
+  /** With peer trust: when the current, acked attempt's answer is overdue (absolute); else ∞. */
+  answerBy: number;
+}
+
+/**
+ * What an ack timer means: the attempt was re-sent (`probe`: acked, the answer is owed; `resend`:
+ * not acked yet), or it is over — its answer `overdue`, acked once and `silent` since, never acked
+ * (`unacked`), or its target `gone` from the membership.
+ */
+export type AckVerdict = "probe" | "resend" | "overdue" | "silent" | "unacked" | "gone";
+
+export class ForwardAcks {
+  constructor(
+    private readonly config: NodeConfig,
+    private readonly targets: Targets,
+  ) {}
+
+  /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
+  timeoutMs(rttMs: number | undefined): number {
+    const rtt = rttMs ?? this.config.costPrior.rttMs;
+    return Math.min(
+      this.config.forwardTimeoutMs,
+      Math.max(this.config.forwardAckTimeoutMs, ACK_RTT_FACTOR * rtt),
+    );
+  }
+
+  /** A new attempt sent at `now`: no ack, no probe, no answer deadline yet. */
+  begin(a: AttemptClock, now: number): void {
+    a.attemptSentAt = now;
+    a.ackedAt = -1;
+    a.probes = 0;
+    a.answerBy = Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Sends the current attempt's forward (first send or probe) and, if the peer acks, arms the wait
+   * for its ack.
+   */
+  send(a: AttemptClock, to: NodeId, peer: Target, now: number, out: Effect[]): void {
+    // The budget the target has: what is left of our timeout less the round trip the answer needs.
+    const left = this.config.forwardTimeoutMs - (now - a.attemptSentAt);
+    const deadlineMs = Math.max(0, Math.floor(left - (peer.rttMs ?? 0)));
+    out.push({
+      type: "send",
+      to,
+      msg: { type: "forward", reqId: a.reqId, attempt: a.attempt, hops: 1, request: a.request, deadlineMs },
+    });
+    const ackMs = this.timeoutMs(peer.rttMs);
+    // An ack timeout as long as the forward timeout adds nothing: acks are then not waited for.
+    a.ackArmed = peer.acksForwards && ackMs < this.config.forwardTimeoutMs;
+    if (a.ackArmed) out.push({ type: "set-timer", timer: ackTimer(a), delayMs: ackMs });
+  }
+
+  /** The ack of the current attempt, or of a probe, is not needed any more. */
+  disarm(a: AttemptClock, out: Effect[]): void {
+    if (!a.ackArmed) return;
+    a.ackArmed = false;
+    out.push({ type: "cancel-timer", timer: ackTimer(a) });
+  }
+
+  /**
+   * The current, not yet acked send of `a` was acked by `from`: wait for the answer until its ETA
+   * (with margin, doubling per probe) before probing; with peer trust (`expected`: our own estimate
+   * of its answer time, used without an ETA), until the answer is overdue; with neither, the forward
+   * timeout alone bounds the wait.
+   */
+  acked(
+    a: AttemptClock,
+    from: NodeId,
+    etaMs: unknown,
+    expected: number | undefined,
+    now: number,
+    out: Effect[],
+  ): void {
+    a.ackedAt = a.probes;
+    // A peer-controlled number: only a finite, non-negative one counts, and never beyond our timeout.
+    const eta =
+      typeof etaMs === "number" && Number.isFinite(etaMs) && etaMs >= 0
+        ? Math.min(etaMs, this.config.forwardTimeoutMs)
+        : undefined;
+    if (this.config.peerTrust && a.answerBy === Number.POSITIVE_INFINITY) {
+      const expectedMs = eta ?? expected ?? this.config.forwardTimeoutMs;
+      const allowed = this.config.answerSlack * expectedMs + this.config.answerSlackMs;
+      if (allowed < this.config.forwardTimeoutMs) a.answerBy = a.attemptSentAt + allowed;
+    }
+    const overdueIn = a.answerBy - now;
+    if (eta === undefined && overdueIn === Number.POSITIVE_INFINITY) {
+      this.disarm(a, out);
+      return;
+    }
+    const probeIn =
+      eta === undefined
+        ? Number.POSITIVE_INFINITY
+        : (2 * eta + this.timeoutMs(this.targets.get(from)?.rttMs)) * 2 ** Math.min(a.probes, 16);
+    const waitMs = Math.max(0, Math.min(this.config.forwardTimeoutMs, probeIn, overdueIn));
+    a.ackArmed = true;
+    out.push({ type: "set-timer", timer: ackTimer(a), delayMs: waitMs });
+  }
+
+  /**
+   * The ack timer of the current attempt to `to` fired. Not acked (the forward, its ack, or the probe
+   * was lost, or the peer is cut off): over, like a timed-out attempt. Acked but unanswered past its
+   * ETA (the answer may be lost): probe by re-sending the same forward.
+   */
+  onTimer(a: AttemptClock, to: NodeId, now: number, out: Effect[]): AckVerdict {
+    a.ackArmed = false;
+    const peer = this.targets.get(to);
+    const acked = a.ackedAt === a.probes;
+    // Acked, and its answer is overdue past any slack: a stalled peer, or a lost answer nobody
+    // probes for. Over now rather than at the forward timeout.
+    if (acked && now >= a.answerBy) return "overdue";
+    // Probe (re-send the same forward) when the peer acked this round and owes only the answer, or
+    // has not acked yet but has resends left; otherwise give up on the peer.
+    if (!peer || (!acked && a.probes >= this.config.forwardResends)) {
+      // Only an attempt never acked may hint at a peer that does not ack; one acked before and
+      // silent since holds the answer it owes.
+      if (a.ackedAt >= 0) return "silent";
+      return peer ? "unacked" : "gone";
+    }
+    a.probes++;
+    this.send(a, to, peer, now, out);
+    // Told apart: a probe asks for an answer the peer owes; a re-send is a forward that may be lost.
+    return acked ? "probe" : "resend";
+  }
+}
+
+function ackTimer(a: AttemptClock): Timer {
+  return { kind: "ack", reqId: a.reqId, attempt: a.attempt };
+}
