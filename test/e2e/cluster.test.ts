@@ -29,7 +29,8 @@ afterAll(() => tmp.remove());
 function spawnSimCluster(nodes: number, ...extra: string[]) {
   return spawnCli(
     ["cluster", "--nodes", String(nodes), "--engine", "sim", "--sim-time-scale", "0.02", ...extra, "--json"],
-    tmp.env,
+    // Long generations keep a forward running while a node is stalled or killed: above the default ceiling.
+    { ...tmp.env, PREFIXMESH_MAX_TOKENS_CEILING: "32768" },
   );
 }
 
