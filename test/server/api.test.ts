@@ -257,6 +257,9 @@ describe("OpenAI-compatible API (fake service)", () => {
     expect(await uplot.text()).toContain("uPlot");
     expect((await fetch(`${base}/dashboard/uplot.css`)).status).toBe(200);
     expect((await fetch(`${base}/dashboard/app.css`)).status).toBe(200);
+    // The page's modules are dashboard files (served from the build; 503 when run unbuilt), never 404.
+    for (const file of ["app.js", "charts.js", "series.js"])
+      expect((await fetch(`${base}/dashboard/${file}`)).status, file).not.toBe(404);
     const missing = await fetch(`${base}/dashboard/..%2F..%2Fpackage.json`);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { message: string } }).error.message).toContain(

@@ -1,14 +1,12 @@
 /// <reference lib="dom" />
 /**
  * The dashboard in the browser: polls this node's `/cluster` and `/metrics` every second (`?every=ms`
- * changes it), fills the members table and draws the charts with uPlot (loaded before this module as
- * a global). Built DOM nodes only, no HTML strings: nothing a peer advertises can inject markup, and
+ * changes it), fills the members table, the totals and the alerts, and has charts.ts draw the charts.
+ * Built DOM nodes only, no HTML strings: nothing a peer advertises can inject markup, and
  * the page's Content-Security-Policy holds without inline styles or scripts.
  */
-import type uPlotT from "uplot";
-import { History, type Point, parseMetrics, readingOf, WINDOWS } from "./series.js";
-
-const UPlot = (globalThis as unknown as { uPlot: typeof uPlotT }).uPlot;
+import { colourOf, drawCharts } from "./charts.js";
+import { History, parseMetrics, readingOf, WINDOWS } from "./series.js";
 
 interface PeerView {
   id: string;
@@ -37,7 +35,6 @@ interface ClusterView {
 
 const params = new URLSearchParams(location.search);
 const EVERY_MS = Math.min(60_000, Math.max(250, Number(params.get("every")) || 1000));
-const PALETTE = ["#2f6fdf", "#e5732b", "#2b9a4a", "#b23ab5", "#c9a227", "#1aa3b3", "#d6456c", "#6b5bd6"];
 
 const $ = (id: string) => document.getElementById(id) as HTMLElement;
 
@@ -50,20 +47,6 @@ function el(tag: string, text?: string | null, cls?: string): HTMLElement {
 
 const fmtInt = (n: number) => Math.round(n).toLocaleString("en-US");
 const fmtSec = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
-
-/**
- * A stable colour per node id: members take them in sorted order when first seen, so every node's
- * page gives a node the same colour; a node seen only later takes the next one.
- */
-const colours = new Map<string, string>();
-function colourOf(id: string): string {
-  let c = colours.get(id);
-  if (!c) {
-    c = PALETTE[colours.size % PALETTE.length] as string;
-    colours.set(id, c);
-  }
-  return c;
-}
 
 const history = new History();
 let view: ClusterView | undefined;
@@ -229,137 +212,9 @@ function renderFacts(v: ClusterView): void {
   $("facts").textContent = parts.join(" · ");
 }
 
-// ---- charts ------------------------------------------------------------------------------------
-
-interface SeriesDef {
-  label: string;
-  colour: string;
-  value(p: Point): number | null;
-  dash?: number[];
-  width?: number;
-}
-
-interface Chart {
-  figure: HTMLElement;
-  plot?: uPlotT;
-  key: string;
-  defs: () => SeriesDef[];
-  unit: string;
-  range?: [number, number];
-}
-
-function chart(id: string, unit: string, defs: () => SeriesDef[], range?: [number, number]): Chart {
-  return { figure: $(id), key: "", defs, unit, ...(range ? { range } : {}) };
-}
-
-/** Node ids in the share chart: every member, plus any node that served (it may have left since). */
-function shareIds(): string[] {
-  const ids = new Set<string>();
-  if (view) {
-    ids.add(view.id);
-    for (const p of view.peers) ids.add(p.id);
-  }
-  for (const p of history.points) for (const id of Object.keys(p.share)) ids.add(id);
-  return [...ids].sort();
-}
-
-const charts: Chart[] = [
-  chart(
-    "chart-share",
-    "%",
-    // A member that served none of a window's requests has a 0% share of it (none: no window share).
-    () =>
-      shareIds().map((id) => ({
-        label: id,
-        colour: colourOf(id),
-        value: (p) => p.share[id] ?? (Object.values(p.share).some((v) => v !== null) ? 0 : null),
-      })),
-    [0, 100],
-  ),
-  chart("chart-route", "req/s", () => [
-    { label: "local", colour: "#2f6fdf", value: (p) => p.localPerSec },
-    { label: "forwarded", colour: "#e5732b", value: (p) => p.forwardedPerSec },
-  ]),
-  chart(
-    "chart-hit",
-    "%",
-    () => [
-      // Actual first and wider, predicted dashed on top: where they agree, both stay visible.
-      { label: "actual", colour: "#2b9a4a", value: (p) => p.actualHitPct, width: 4 },
-      { label: "predicted", colour: "#6b5bd6", value: (p) => p.predictedHitPct, dash: [6, 4] },
-    ],
-    [0, 100],
-  ),
-  chart("chart-gossip", "B/s", () => [
-    { label: "in", colour: "#1aa3b3", value: (p) => p.gossipInBytesPerSec },
-    { label: "out", colour: "#b23ab5", value: (p) => p.gossipOutBytesPerSec },
-  ]),
-  chart("chart-latency", "ms", () => [
-    { label: "p50", colour: "#2f6fdf", value: (p) => p.p50Ms },
-    { label: "p99", colour: "#d6456c", value: (p) => p.p99Ms },
-  ]),
-];
-
-function fmtAxis(v: number, unit: string): string {
-  if (unit === "B/s") {
-    if (v >= 1e6) return `${(v / 1e6).toFixed(1)} MB/s`;
-    if (v >= 1e3) return `${(v / 1e3).toFixed(1)} kB/s`;
-    return `${Math.round(v)} B/s`;
-  }
-  if (unit === "%") return `${Math.round(v)}%`;
-  return `${Number(v.toPrecision(3))} ${unit}`;
-}
-
-function options(c: Chart, defs: SeriesDef[], width: number): uPlotT.Options {
-  const fmt = (v: number | null) => (v == null ? "–" : fmtAxis(v, c.unit));
-  return {
-    width,
-    height: 220,
-    legend: { live: true },
-    cursor: { drag: { x: false, y: false } },
-    scales: {
-      x: { time: true },
-      y: c.range ? { range: c.range } : { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
-    },
-    axes: [{}, { size: 84, values: (_u, vals) => vals.map((v) => fmtAxis(v, c.unit)) }],
-    series: [
-      {},
-      ...defs.map((d) => ({
-        label: d.label,
-        stroke: d.colour,
-        width: d.width ?? 2,
-        spanGaps: false,
-        value: (_u: uPlotT, v: number | null) => fmt(v),
-        ...(d.dash ? { dash: d.dash } : {}),
-      })),
-    ],
-  };
-}
-
-function drawCharts(): void {
-  const pts = history.points;
-  for (const c of charts) {
-    const defs = c.defs();
-    const data: uPlotT.AlignedData = [pts.map((p) => p.t), ...defs.map((d) => pts.map((p) => d.value(p)))];
-    // For tests and scripts: how many points the chart holds, and how many show something above 0.
-    c.figure.dataset.points = String(pts.length);
-    c.figure.dataset.nonzero = String(pts.filter((p) => defs.some((d) => (d.value(p) ?? 0) > 0)).length);
-    const holder = c.figure.querySelector(".plot") as HTMLElement;
-    const key = defs.map((d) => d.label).join("|");
-    const width = Math.max(300, holder.clientWidth);
-    if (!c.plot || c.key !== key) {
-      c.plot?.destroy();
-      holder.replaceChildren();
-      c.plot = new UPlot(options(c, defs, width), data, holder);
-      c.key = key;
-    } else {
-      if (Math.abs(c.plot.width - width) > 2) c.plot.setSize({ width, height: 220 });
-      c.plot.setData(data);
-    }
-    // Without a cursor on the chart, its legend shows the newest values.
-    const plot = c.plot;
-    if (pts.length > 0 && (plot.cursor.left ?? -1) < 0) plot.setLegend({ idx: pts.length - 1 });
-  }
+/** The charts (charts.ts) over the history, with the members as last seen. */
+function redraw(): void {
+  drawCharts(history.points, view ? [view.id, ...view.peers.map((p) => p.id)] : []);
 }
 
 // ---- polling -----------------------------------------------------------------------------------
@@ -394,7 +249,7 @@ async function tick(): Promise<void> {
     error = describe(err);
   }
   renderAlerts(error);
-  drawCharts();
+  redraw();
   document.body.dataset.ticks = String(Number(document.body.dataset.ticks ?? 0) + 1);
 }
 
@@ -409,5 +264,5 @@ void loop();
 let resizeTimer: ReturnType<typeof setTimeout> | undefined;
 window.addEventListener("resize", () => {
   clearTimeout(resizeTimer);
-  resizeTimer = setTimeout(drawCharts, 150);
+  resizeTimer = setTimeout(redraw, 150);
 });

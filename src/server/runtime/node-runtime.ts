@@ -9,6 +9,7 @@
  *  - client-streams.ts: the clients waiting for an answer, and a streaming client's splice;
  *  - served-forwards.ts: the answer streams of forwards this node serves;
  *  - peer-sender.ts: messages to peers, and what became of them;
+ *  - peer-traffic.ts: what arrives from peers, and the channel each message to a peer takes;
  *  - cluster-view.ts: `/cluster` and the metrics view;
  *  - admin.ts: admin calls, membership changes, hello;
  *  - transport-rules.ts: the protocol rules the daemon's transport adds to the core's.
@@ -19,7 +20,7 @@
  */
 import type { Engine, EngineRequest, EngineResult, EvictedRun } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
-import type { Effect, NodeInput, PeerMessage, PeerMessageOf, ReplyOutcome } from "../../core/node/types.js";
+import type { Effect, NodeInput, ReplyOutcome } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { NodeMetrics } from "../metrics.js";
@@ -42,9 +43,10 @@ import { EngineHealth } from "./engine-health.js";
 import type { RuntimeLogger } from "./logger.js";
 import { type MeshModel, meshModels } from "./mesh-models.js";
 import { PeerSender } from "./peer-sender.js";
+import { PeerTraffic } from "./peer-traffic.js";
 import { ServedForwards } from "./served-forwards.js";
 import { isPollTimer, type NodeTimer, TimerTable } from "./timers.js";
-import { mayReachClient, retryableError } from "./transport-rules.js";
+import { mayReachClient } from "./transport-rules.js";
 
 export interface NodeRuntimeOptions {
   node: PrefixNode;
@@ -88,6 +90,7 @@ export class NodeRuntime implements NodeService {
   private readonly clients = new ClientStreams();
   private readonly served: ServedForwards;
   private readonly sender: PeerSender;
+  private readonly traffic: PeerTraffic;
   private readonly view: ClusterView;
   private readonly health: EngineHealth;
   private readonly engineJobs = new Set<Promise<void>>();
@@ -118,6 +121,15 @@ export class NodeRuntime implements NodeService {
       ...o,
       deliver: (input) => this.feed(input),
       relay: (request, source, text) => this.relay(request, source, text),
+    });
+    this.traffic = new PeerTraffic({
+      ...o,
+      admin: this.admin,
+      served: this.served,
+      sender: this.sender,
+      now: this.now,
+      isStopping: () => this.stopping,
+      feed: (input) => this.feed(input),
     });
     this.view = new ClusterView({
       ...o,
@@ -199,52 +211,7 @@ export class NodeRuntime implements NodeService {
   // ------------------------------------------------------------------ peer server handlers
 
   peerHandlers(): PeerServerHandlers {
-    return {
-      hello: () => this.admin.hello(),
-      isKnownPeer: (id) => this.admin.isKnownPeer(id),
-      onForward: (from, msg, stream) => {
-        if (this.stopping) {
-          stream.finish(retryableError(msg, "shutting down"));
-          return;
-        }
-        this.served.add(from, msg, stream, this.now());
-        const foreign = msg.request.tokenizer;
-        if (foreign === undefined || foreign === this.modelId) this.feed({ type: "peer-message", from, msg });
-        else this.retokenize(from, msg, stream);
-      },
-      onMessage: (from, msg, wireBytes) => {
-        if (msg.type === "snapshot")
-          this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, wireBytes);
-        // A cancel the node acts on makes it answer the forward's stream itself (FORWARD_CANCELLED).
-        this.feed({ type: "peer-message", from, msg });
-      },
-      onAuthRejected: (reason) => {
-        this.o.metrics.authRejected.inc({ reason });
-        this.o.logger.warn({ reason }, "peer request refused by authentication");
-      },
-    };
-  }
-
-  /**
-   * A forward whose tokens another model's tokenizer made (its origin does not serve the model, mixed
-   * meshes): they only routed it, so the prompt is tokenized again here before the node sees it.
-   */
-  private retokenize(
-    from: string,
-    msg: PeerMessageOf<"forward">,
-    stream: { finish(m: PeerMessage): void },
-  ): void {
-    const { prompt } = msg.request;
-    const tokens =
-      prompt === undefined ? Promise.reject(new Error("no prompt text")) : this.engine.tokenize(prompt);
-    tokens.then(
-      (t) => {
-        msg.request.tokens = t;
-        msg.request.tokenizer = undefined;
-        this.feed({ type: "peer-message", from, msg });
-      },
-      (err: Error) => stream.finish(retryableError(msg, `cannot tokenize a forward: ${err.message}`)),
-    );
+    return this.traffic.handlers();
   }
 
   // ------------------------------------------------------------------ admin calls
@@ -351,7 +318,7 @@ export class NodeRuntime implements NodeService {
         this.runEngine(e.jobId, e.request, e.evicted);
         return;
       case "send":
-        this.send(e.to, e.msg);
+        this.traffic.send(e.to, e.msg);
         return;
     }
   }
@@ -413,38 +380,5 @@ export class NodeRuntime implements NodeService {
       );
     this.engineJobs.add(job);
     void job.finally(() => this.engineJobs.delete(job));
-  }
-
-  private send(to: string, msg: PeerMessage): void {
-    const refusal = this.admin.refusal(to);
-    if (refusal !== undefined) {
-      this.sender.undeliverable(to, msg, refusal);
-      return;
-    }
-    switch (msg.type) {
-      case "snapshot":
-        this.sender.snapshot(to, msg);
-        return;
-      case "forward":
-        this.sender.forward(to, msg);
-        return;
-      case "result":
-      case "error":
-        // On the forward's own answer stream while it is open [Answer on the stream], else on its own.
-        if (!this.served.answer(to, msg)) this.sender.reply(to, msg);
-        return;
-      case "goodbye":
-      case "cancel":
-        void this.sender.bestEffort(to, msg);
-        return;
-      case "forward-ack":
-        // On the forward's own answer stream [Transport acks].
-        this.served.ack(to, msg.reqId, msg.attempt);
-        return;
-      default: {
-        const unhandled: never = msg;
-        this.o.logger.error({ msg: unhandled }, "no transport for this peer message");
-      }
-    }
   }
 }

@@ -1,0 +1,122 @@
+/**
+ * The peer transport's two directions as the runtime sees them: what arrives from peers (the peer
+ * server's handlers: forwards, messages, hello) becomes node inputs, and each message the node sends
+ * takes its channel: the sender, or the answer stream of a forward this node serves
+ * (transport-rules.ts: [Answer on the stream], [Transport acks]).
+ */
+import type { Engine } from "../../core/engine.js";
+import type { NodeInput, PeerMessage, PeerMessageOf } from "../../core/node/types.js";
+import type { PeerServerHandlers } from "../../net/peer-handlers.js";
+import type { NodeMetrics } from "../metrics.js";
+import type { Admin } from "./admin.js";
+import type { RuntimeLogger } from "./logger.js";
+import type { PeerSender } from "./peer-sender.js";
+import type { ServedForwards } from "./served-forwards.js";
+import { retryableError } from "./transport-rules.js";
+
+export interface PeerTrafficOptions {
+  engine: Engine;
+  metrics: NodeMetrics;
+  logger: RuntimeLogger;
+  admin: Admin;
+  served: ServedForwards;
+  sender: PeerSender;
+  now: () => number;
+  /** True once shutdown has begun: new forwards are handed back. */
+  isStopping(): boolean;
+  /** Hands an input to the node (and performs its effects). */
+  feed(input: NodeInput): void;
+}
+
+export class PeerTraffic {
+  private readonly modelId: string;
+
+  constructor(private readonly o: PeerTrafficOptions) {
+    this.modelId = o.engine.info.model;
+  }
+
+  handlers(): PeerServerHandlers {
+    return {
+      hello: () => this.o.admin.hello(),
+      isKnownPeer: (id) => this.o.admin.isKnownPeer(id),
+      onForward: (from, msg, stream) => {
+        if (this.o.isStopping()) {
+          stream.finish(retryableError(msg, "shutting down"));
+          return;
+        }
+        this.o.served.add(from, msg, stream, this.o.now());
+        const foreign = msg.request.tokenizer;
+        if (foreign === undefined || foreign === this.modelId)
+          this.o.feed({ type: "peer-message", from, msg });
+        else this.retokenize(from, msg, stream);
+      },
+      onMessage: (from, msg, wireBytes) => {
+        if (msg.type === "snapshot")
+          this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, wireBytes);
+        // A cancel the node acts on makes it answer the forward's stream itself (FORWARD_CANCELLED).
+        this.o.feed({ type: "peer-message", from, msg });
+      },
+      onAuthRejected: (reason) => {
+        this.o.metrics.authRejected.inc({ reason });
+        this.o.logger.warn({ reason }, "peer request refused by authentication");
+      },
+    };
+  }
+
+  /**
+   * A forward whose tokens another model's tokenizer made (its origin does not serve the model, mixed
+   * meshes): they only routed it, so the prompt is tokenized again here before the node sees it.
+   */
+  private retokenize(
+    from: string,
+    msg: PeerMessageOf<"forward">,
+    stream: { finish(m: PeerMessage): void },
+  ): void {
+    const { prompt } = msg.request;
+    const tokens =
+      prompt === undefined ? Promise.reject(new Error("no prompt text")) : this.o.engine.tokenize(prompt);
+    tokens.then(
+      (t) => {
+        msg.request.tokens = t;
+        msg.request.tokenizer = undefined;
+        this.o.feed({ type: "peer-message", from, msg });
+      },
+      (err: Error) => stream.finish(retryableError(msg, `cannot tokenize a forward: ${err.message}`)),
+    );
+  }
+
+  /** A `send` effect: `msg` to peer `to` on the channel its type takes, unless `to` is refused. */
+  send(to: string, msg: PeerMessage): void {
+    const { admin, sender, served } = this.o;
+    const refusal = admin.refusal(to);
+    if (refusal !== undefined) {
+      sender.undeliverable(to, msg, refusal);
+      return;
+    }
+    switch (msg.type) {
+      case "snapshot":
+        sender.snapshot(to, msg);
+        return;
+      case "forward":
+        sender.forward(to, msg);
+        return;
+      case "result":
+      case "error":
+        // On the forward's own answer stream while it is open [Answer on the stream], else on its own.
+        if (!served.answer(to, msg)) sender.reply(to, msg);
+        return;
+      case "goodbye":
+      case "cancel":
+        void sender.bestEffort(to, msg);
+        return;
+      case "forward-ack":
+        // On the forward's own answer stream [Transport acks].
+        served.ack(to, msg.reqId, msg.attempt);
+        return;
+      default: {
+        const unhandled: never = msg;
+        this.o.logger.error({ msg: unhandled }, "no transport for this peer message");
+      }
+    }
+  }
+}
