@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BLOCK_SIZE } from "../../src/core/block-hash.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { modelOf, postCompletion } from "../api-client.js";
-import { type Spawned, spawnCli, waitFor, words } from "./helpers.js";
+import { type Spawned, spawnCli, waitAllReady, waitFor, words } from "./helpers.js";
 
 describe("forward acks between two node processes", () => {
   const api: string[] = [];
@@ -44,21 +44,7 @@ describe("forward acks between two node processes", () => {
         ]),
       );
     }
-    await waitFor(
-      async () =>
-        (
-          await Promise.all(
-            api.map((u) =>
-              fetch(`${u}/ready`).then(
-                (r) => r.ok,
-                () => false,
-              ),
-            ),
-          )
-        ).every(Boolean),
-      30_000,
-      "both nodes ready",
-    );
+    await waitAllReady(api, 30_000, "both nodes ready");
     model = await modelOf(api[0] as string);
   });
   afterAll(async () => {

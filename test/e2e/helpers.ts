@@ -91,6 +91,16 @@ export async function waitFor(
   }
 }
 
+/** Waits until every API URL answers `/ready` with 200. */
+export async function waitAllReady(api: readonly string[], timeoutMs: number, what: string): Promise<void> {
+  const ready = (u: string) =>
+    fetch(`${u}/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+  await waitFor(async () => (await Promise.all(api.map(ready))).every(Boolean), timeoutMs, what);
+}
+
 export interface ClusterInfo {
   auth: string;
   dir: string;

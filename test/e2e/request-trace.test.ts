@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BLOCK_SIZE } from "../../src/core/block-hash.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { modelOf } from "../api-client.js";
-import { type Spawned, spawnCli, waitFor, words } from "./helpers.js";
+import { type Spawned, spawnCli, waitAllReady, waitFor, words } from "./helpers.js";
 
 describe("x-request-id across nodes (two processes)", () => {
   const api: string[] = [];
@@ -60,21 +60,7 @@ describe("x-request-id across nodes (two processes)", () => {
         ]),
       );
     }
-    await waitFor(
-      async () =>
-        (
-          await Promise.all(
-            api.map((u) =>
-              fetch(`${u}/ready`).then(
-                (r) => r.ok,
-                () => false,
-              ),
-            ),
-          )
-        ).every(Boolean),
-      30_000,
-      "both nodes ready",
-    );
+    await waitAllReady(api, 30_000, "both nodes ready");
     model = await modelOf(api[0] as string);
   });
   afterAll(async () => {

@@ -4,7 +4,7 @@
  * per-node flags (`extra`), which `prefixmesh cluster` does not give.
  */
 import { freePort } from "../../src/server/cluster/launcher.js";
-import { type Spawned, spawnCli, waitFor } from "./helpers.js";
+import { type Spawned, spawnCli, waitAllReady } from "./helpers.js";
 
 export interface SimNodes {
   ids: string[];
@@ -42,21 +42,7 @@ export async function startSimNodes(
     await Promise.all(procs.map((p) => p.exited));
   };
   try {
-    await waitFor(
-      async () =>
-        (
-          await Promise.all(
-            api.map((u) =>
-              fetch(`${u}/ready`).then(
-                (r) => r.ok,
-                () => false,
-              ),
-            ),
-          )
-        ).every(Boolean),
-      60_000,
-      `nodes ${ids.join(", ")} ready`,
-    );
+    await waitAllReady(api, 60_000, `nodes ${ids.join(", ")} ready`);
   } catch (err) {
     await stop();
     throw new Error(`${(err as Error).message}\n${procs.map((p) => p.output()).join("\n")}`);
