@@ -69,3 +69,8 @@ export function suspicionMinMs(c: SwimConfig, n: number): number {
 export function retransmitLimit(c: SwimConfig, n: number): number {
   return c.retransmitMult * Math.ceil(Math.log10(n + 1));
 }
+
+/** memberlist's pushPullScale: the push-pull interval grows with log2 N beyond 32 members. */
+export function pushPullScale(n: number): number {
+  return n <= 32 ? 1 : Math.ceil(Math.log2(n) - Math.log2(32)) + 1;
+}

@@ -21,15 +21,17 @@
  *    once this node's own `verify-member` is answered yes. Unverified senders can name candidates but
  *    never suspect or kill anyone.
  */
-import { invariant } from "../../invariant.js";
 import { Broadcasts } from "./broadcasts.js";
+import { Candidates } from "./candidates.js";
 import {
+  pushPullScale,
   resolveSwimConfig,
   retransmitLimit,
   type SwimConfig,
   type SwimConfigInput,
-  suspicionMinMs,
 } from "./config.js";
+import { MemberTable, shuffle } from "./members.js";
+import { Relays } from "./relays.js";
 import type {
   MemberStatus,
   MemberUpdate,
@@ -42,24 +44,6 @@ import type {
   SwimTimer,
 } from "./types.js";
 
-interface Member {
-  id: NodeId;
-  status: MemberStatus;
-  incarnation: number;
-  /** When the status last changed (our clock): tombstones expire from here. */
-  changedAt: number;
-  suspicion: Suspicion | undefined;
-}
-
-interface Suspicion {
-  startedAt: number;
-  minMs: number;
-  maxMs: number;
-  /** Independent suspecters (Lifeguard): the timeout shrinks toward minMs as they reach `k`. */
-  confirmers: Set<NodeId>;
-  k: number;
-}
-
 interface Probe {
   seq: number;
   target: NodeId;
@@ -70,9 +54,6 @@ interface Probe {
   expectedNacks: number;
   nacks: number;
 }
-
-/** Ping-reqs relayed at once, at most (a peer-controlled count). */
-const MAX_RELAYS = 1_024;
 
 export interface SwimDeps {
   now(): number;
@@ -85,19 +66,10 @@ export class Swim {
   readonly config: SwimConfig;
   private incarnation = 0;
   private leaving = false;
-  private readonly members = new Map<NodeId, Member>();
-  /** Alive and suspect members, for O(1) random picks (swap-remove). */
-  private readonly live: NodeId[] = [];
-  private readonly liveAt = new Map<NodeId, number>();
-  private readonly suspects = new Set<NodeId>();
-  private readonly tombstones = new Set<NodeId>();
-  /** Heard of, not yet verified by us: id → highest incarnation heard. */
-  private readonly candidates = new Map<NodeId, number>();
-  /** Candidates that asked us for our member list (a joiner): answered once verified. */
-  private readonly wantsSync = new Set<NodeId>();
-  private readonly refused = new Set<NodeId>();
+  private readonly members: MemberTable;
+  private readonly candidates: Candidates;
   private readonly broadcasts = new Broadcasts();
-  private readonly relays = new Map<number, { origin: NodeId; originSeq: number }>();
+  private readonly relays = new Relays();
   private probeOrder: NodeId[] = [];
   private probeNext = 0;
   private probe: Probe | undefined;
@@ -125,6 +97,8 @@ export class Swim {
     config: SwimConfigInput = {},
   ) {
     this.config = resolveSwimConfig(config);
+    this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
+    this.candidates = new Candidates(selfId, this.config, (id) => this.members.has(id), this.stats);
     this.lastPushPull = deps.now();
   }
 
@@ -143,7 +117,7 @@ export class Swim {
   leave(): SwimEffect[] {
     this.leaving = true;
     this.broadcasts.push(this.selfUpdate());
-    return this.live.map((to) => ({
+    return this.members.live.map((to) => ({
       type: "send",
       to,
       msg: { type: "goodbye", incarnation: this.incarnation },
@@ -171,7 +145,7 @@ export class Swim {
 
   /** Alive and suspect members (the membership a node routes over), excluding ourselves. */
   liveMembers(): readonly NodeId[] {
-    return this.live;
+    return this.members.live;
   }
   status(id: NodeId): MemberStatus | undefined {
     if (id === this.selfId) return this.leaving ? "left" : "alive";
@@ -188,7 +162,7 @@ export class Swim {
   }
   /** Members counted for the log N factors: the live ones and ourselves. */
   clusterSize(): number {
-    return this.live.length + 1;
+    return this.members.live.length + 1;
   }
 
   // ---------------------------------------------------------------- messages
@@ -212,13 +186,13 @@ export class Swim {
           to: from,
           msg: { type: "ack", seq: msg.seq, updates: trusted ? this.piggyback() : [] },
         });
-        if (!trusted) this.candidate(from, 0, out);
+        if (!trusted) this.candidates.name(from, 0, out);
         break;
       case "ping-req":
         // Relayed for anyone (one ping out per ping-req in, bounded): a member that has not verified
         // a new prober yet must not make it suspect its targets.
         this.relay(from, msg.seq, msg.target, out);
-        if (!trusted) this.candidate(from, 0, out);
+        if (!trusted) this.candidates.name(from, 0, out);
         break;
       case "ack": {
         const p = this.probe;
@@ -228,11 +202,9 @@ export class Swim {
           p.acked = true;
           break;
         }
-        const r = this.relays.get(msg.seq);
-        if (r !== undefined) {
-          this.relays.delete(msg.seq);
+        const r = this.relays.close(msg.seq);
+        if (r !== undefined)
           out.push({ type: "send", to: r.origin, msg: { type: "ack", seq: r.originSeq, updates: [] } });
-        }
         break;
       }
       case "nack":
@@ -243,7 +215,7 @@ export class Swim {
       case "sync":
         if (!msg.reply) break;
         if (trusted) this.sendSync(from, false, out);
-        else if (this.candidate(from, 0, out)) this.wantsSync.add(from);
+        else if (this.candidates.name(from, 0, out)) this.candidates.wantSync(from);
         break;
       case "goodbye":
         if (trusted) this.apply({ id: from, status: "left", incarnation: msg.incarnation }, true, now, out);
@@ -263,7 +235,7 @@ export class Swim {
     }
     const m = this.members.get(u.id);
     if (m === undefined) {
-      if (u.status === "alive") this.candidate(u.id, u.incarnation, out);
+      if (u.status === "alive") this.candidates.name(u.id, u.incarnation, out);
       return;
     }
     if (!trusted) return;
@@ -272,25 +244,26 @@ export class Swim {
     if (u.status === "alive") {
       if (!newer) return;
       m.incarnation = u.incarnation;
-      this.setStatus(m, "alive", now, out);
+      this.members.setStatus(m, "alive", now, out);
       this.broadcasts.push(u);
       return;
     }
     if (u.status === "suspect") {
       if (m.status === "dead" || m.status === "left") return;
       if (m.status === "suspect" && !newer) {
-        if (u.from !== undefined && this.confirm(m, u.from)) this.broadcasts.push(u);
+        if (u.from !== undefined && this.members.confirm(m, u.from)) this.broadcasts.push(u);
         return;
       }
       m.incarnation = u.incarnation;
-      this.suspect(m, u.from, now, out);
+      this.members.suspect(m, u.from, now, out);
+      this.stats.suspected++;
       this.broadcasts.push(u);
       return;
     }
     // dead or left
     if ((m.status === "dead" || m.status === "left") && !newer) return;
     m.incarnation = u.incarnation;
-    this.setStatus(m, u.status, now, out);
+    this.members.setStatus(m, u.status, now, out);
     this.broadcasts.push(u);
   }
 
@@ -306,98 +279,14 @@ export class Swim {
     return { id: this.selfId, status: this.leaving ? "left" : "alive", incarnation: this.incarnation };
   }
 
-  private suspect(m: Member, from: NodeId | undefined, now: number, out: SwimEffect[]): void {
-    this.setStatus(m, "suspect", now, out);
-    const n = this.clusterSize();
-    const minMs = suspicionMinMs(this.config, n);
-    const k = Math.max(0, this.config.suspicionMult - 2);
-    m.suspicion = {
-      startedAt: now,
-      minMs,
-      maxMs: this.config.suspicionMaxTimeoutMult * minMs,
-      confirmers: new Set(from === undefined || from === this.selfId ? [] : [from]),
-      k: n - 2 < k ? Math.max(0, n - 2) : k,
-    };
-    this.stats.suspected++;
-  }
-
-  /** An independent suspicion of a suspect we already hold; true if it is new (then re-gossiped). */
-  private confirm(m: Member, from: NodeId): boolean {
-    const s = m.suspicion;
-    if (s === undefined || from === this.selfId || s.confirmers.has(from)) return false;
-    if (s.confirmers.size >= s.k) return false;
-    s.confirmers.add(from);
-    return true;
-  }
-
-  /** Lifeguard's dynamic suspicion timeout: max → min as confirmations reach k. */
-  private suspicionTimeout(s: Suspicion): number {
-    if (s.k < 1) return s.minMs;
-    const frac = Math.log(s.confirmers.size + 1) / Math.log(s.k + 1);
-    return Math.max(s.minMs, Math.floor(s.maxMs - frac * (s.maxMs - s.minMs)));
-  }
-
-  private setStatus(m: Member, status: MemberStatus, now: number, out: SwimEffect[]): void {
-    const was = m.status;
-    if (was === status) return;
-    m.status = status;
-    m.changedAt = now;
-    this.deps.observe?.(m.id, was, status);
-    const wasLive = was === "alive" || was === "suspect";
-    const isLive = status === "alive" || status === "suspect";
-    if (status !== "suspect") {
-      m.suspicion = undefined;
-      this.suspects.delete(m.id);
-    } else this.suspects.add(m.id);
-    if (wasLive && !isLive) {
-      this.removeLive(m.id);
-      this.tombstones.add(m.id);
-      out.push({ type: "member-down", id: m.id, reason: status === "left" ? "left" : "dead" });
-    } else if (!wasLive && isLive) {
-      this.tombstones.delete(m.id);
-      this.addLive(m.id);
-      out.push({ type: "member-up", id: m.id });
-    }
-  }
-
   // ---------------------------------------------------------------- verification
 
-  /** Makes `id` a candidate and asks the runtime to verify it; false if refused or no room. */
-  private candidate(id: NodeId, incarnation: number, out: SwimEffect[]): boolean {
-    if (id === this.selfId || this.members.has(id) || this.refused.has(id)) return false;
-    const cur = this.candidates.get(id);
-    if (cur !== undefined) {
-      if (incarnation > cur) this.candidates.set(id, incarnation);
-      return true;
-    }
-    if (this.candidates.size >= this.config.maxCandidates) {
-      this.stats.candidatesDropped++;
-      return false;
-    }
-    this.candidates.set(id, incarnation);
-    out.push({ type: "verify-member", id });
-    return true;
-  }
-
   private onVerified(id: NodeId, ok: boolean, now: number, out: SwimEffect[]): void {
-    const incarnation = this.candidates.get(id);
+    const { incarnation, asked } = this.candidates.settle(id, ok) ?? {};
     if (incarnation === undefined) return;
-    this.candidates.delete(id);
-    const asked = this.wantsSync.delete(id);
-    if (!ok) {
-      this.stats.refusedMembers++;
-      if (this.config.maxRefused > 0) {
-        if (this.refused.size >= this.config.maxRefused)
-          this.refused.delete(this.refused.values().next().value as NodeId);
-        this.refused.add(id);
-      }
-      return;
-    }
     if (this.members.size >= this.config.maxMembers) return;
     this.stats.verified++;
-    const m: Member = { id, status: "dead", incarnation, changedAt: now, suspicion: undefined };
-    this.members.set(id, m);
-    this.setStatus(m, "alive", now, out);
+    this.members.add(id, incarnation, now, out);
     this.broadcasts.push({ id, status: "alive", incarnation });
     // A new member probes late in our round, not never.
     this.probeOrder.splice(
@@ -420,10 +309,9 @@ export class Swim {
         this.goIndirect(t.seq, out);
         break;
       case "swim-relay-timeout": {
-        const r = this.relays.get(t.seq);
-        if (r === undefined) break;
-        this.relays.delete(t.seq);
-        out.push({ type: "send", to: r.origin, msg: { type: "nack", seq: r.originSeq } });
+        const r = this.relays.close(t.seq);
+        if (r !== undefined)
+          out.push({ type: "send", to: r.origin, msg: { type: "nack", seq: r.originSeq } });
         break;
       }
       case "swim-gossip":
@@ -446,7 +334,7 @@ export class Swim {
       timer: { kind: "swim-probe" },
       delayMs: this.scaled(this.config.probeIntervalMs),
     });
-    if (this.live.length === 0) this.join(out);
+    if (this.members.live.length === 0) this.join(out);
     if (++this.probesDone % this.config.reconnectEveryProbes === 0) this.reconnect(now, out);
     const target = this.nextTarget();
     if (target === undefined) return;
@@ -467,9 +355,9 @@ export class Swim {
     for (let tries = 0; tries < 2; tries++) {
       while (this.probeNext < this.probeOrder.length) {
         const id = this.probeOrder[this.probeNext++] as NodeId;
-        if (this.liveAt.has(id)) return id;
+        if (this.members.isLive(id)) return id;
       }
-      this.probeOrder = shuffle([...this.live], this.deps.random);
+      this.probeOrder = shuffle([...this.members.live], this.deps.random);
       this.probeNext = 0;
     }
     return undefined;
@@ -478,7 +366,7 @@ export class Swim {
   private goIndirect(seq: number, out: SwimEffect[]): void {
     const p = this.probe;
     if (p === undefined || p.seq !== seq || p.acked) return;
-    const relays = this.pick(this.config.indirectChecks, (id) => id !== p.target);
+    const relays = this.members.pick(this.config.indirectChecks, (id) => id !== p.target);
     for (const to of relays)
       out.push({
         type: "send",
@@ -495,9 +383,9 @@ export class Swim {
   }
 
   private relay(origin: NodeId, originSeq: number, target: NodeId, out: SwimEffect[]): void {
-    if (this.relays.size >= MAX_RELAYS || target === this.selfId) return;
+    if (this.relays.full || target === this.selfId) return;
     const seq = ++this.seq;
-    this.relays.set(seq, { origin, originSeq });
+    this.relays.open(seq, { origin, originSeq });
     out.push({ type: "send", to: target, msg: { type: "ping", seq, updates: this.piggyback() } });
     out.push({
       type: "set-timer",
@@ -525,53 +413,39 @@ export class Swim {
 
   private gossipTick(now: number, out: SwimEffect[]): void {
     out.push({ type: "set-timer", timer: { kind: "swim-gossip" }, delayMs: this.config.gossipIntervalMs });
-    for (const id of this.suspects) {
-      const m = this.members.get(id) as Member;
-      const s = m.suspicion as Suspicion;
-      if (now - s.startedAt < this.suspicionTimeout(s)) continue;
+    for (const m of this.members.expiredSuspects(now)) {
       this.stats.declaredDead++;
-      this.apply({ id, status: "dead", incarnation: m.incarnation, from: this.selfId }, true, now, out);
+      this.apply({ id: m.id, status: "dead", incarnation: m.incarnation, from: this.selfId }, true, now, out);
     }
-    for (const id of this.tombstones) {
-      const m = this.members.get(id) as Member;
-      if (now - m.changedAt < this.config.deadRetainMs) continue;
-      this.tombstones.delete(id);
-      this.members.delete(id);
-    }
+    this.members.dropTombstones(now, this.config.deadRetainMs);
     if (this.broadcasts.size > 0) {
-      for (const to of this.pick(this.config.gossipFanout, () => true)) {
+      for (const to of this.members.pick(this.config.gossipFanout, () => true)) {
         const updates = this.piggyback();
         if (updates.length === 0) break;
         out.push({ type: "send", to, msg: { type: "gossip", updates } });
       }
     }
     const every = this.config.pushPullIntervalMs * pushPullScale(this.clusterSize());
-    if (every > 0 && now - this.lastPushPull >= every && this.live.length > 0) {
+    const live = this.members.live;
+    if (every > 0 && now - this.lastPushPull >= every && live.length > 0) {
       this.lastPushPull = now;
-      this.sendSync(this.live[Math.floor(this.deps.random() * this.live.length)] as NodeId, true, out);
+      this.sendSync(live[Math.floor(this.deps.random() * live.length)] as NodeId, true, out);
     }
-    invariant(this.live.length === this.liveAt.size, "swim live list and index disagree");
   }
 
   /** No live member yet (or all gone): ask the seeds again. */
   private join(out: SwimEffect[]): void {
-    for (const s of this.seeds) if (s !== this.selfId && !this.liveAt.has(s)) this.sendSync(s, true, out);
+    for (const s of this.seeds) if (s !== this.selfId && !this.members.isLive(s)) this.sendSync(s, true, out);
   }
 
   /** A push-pull with one remembered dead member: after a partition heals, both sides refute. */
   private reconnect(_now: number, out: SwimEffect[]): void {
-    if (this.tombstones.size === 0) return;
-    let i = Math.floor(this.deps.random() * this.tombstones.size);
-    for (const id of this.tombstones) {
-      if (i-- > 0) continue;
-      const m = this.members.get(id);
-      // Small on purpose (most remembered dead members are truly dead): ourselves, and its own
-      // death, which it refutes if it hears it; only then does it answer with its whole list.
-      if (m?.status !== "dead") return;
-      const members = [this.selfUpdate(), { id, status: m.status, incarnation: m.incarnation }];
-      out.push({ type: "send", to: id, msg: { type: "sync", members, reply: true } });
-      return;
-    }
+    const m = this.members.randomTombstone();
+    // Small on purpose (most remembered dead members are truly dead): ourselves, and its own
+    // death, which it refutes if it hears it; only then does it answer with its whole list.
+    if (m?.status !== "dead") return;
+    const members = [this.selfUpdate(), { id: m.id, status: m.status, incarnation: m.incarnation }];
+    out.push({ type: "send", to: m.id, msg: { type: "sync", members, reply: true } });
   }
 
   private sendSync(to: NodeId, reply: boolean, out: SwimEffect[]): void {
@@ -590,56 +464,4 @@ export class Swim {
       first,
     );
   }
-
-  /** Up to `k` distinct random live members passing `ok`. */
-  private pick(k: number, ok: (id: NodeId) => boolean): NodeId[] {
-    const out: NodeId[] = [];
-    const n = this.live.length;
-    if (n === 0 || k === 0) return out;
-    // Few members: scan a shuffled copy; many: sample with retries (k ≪ n).
-    if (n <= 4 * k) {
-      for (const id of shuffle([...this.live], this.deps.random)) {
-        if (out.length >= k) break;
-        if (ok(id)) out.push(id);
-      }
-      return out;
-    }
-    for (let tries = 0; tries < 4 * k && out.length < k; tries++) {
-      const id = this.live[Math.floor(this.deps.random() * n)] as NodeId;
-      if (ok(id) && !out.includes(id)) out.push(id);
-    }
-    return out;
-  }
-
-  private addLive(id: NodeId): void {
-    if (this.liveAt.has(id)) return;
-    this.liveAt.set(id, this.live.length);
-    this.live.push(id);
-  }
-
-  private removeLive(id: NodeId): void {
-    const i = this.liveAt.get(id);
-    if (i === undefined) return;
-    const last = this.live.pop() as NodeId;
-    if (last !== id) {
-      this.live[i] = last;
-      this.liveAt.set(last, i);
-    }
-    this.liveAt.delete(id);
-  }
-}
-
-/** memberlist's pushPullScale: the push-pull interval grows with log2 N beyond 32 members. */
-function pushPullScale(n: number): number {
-  return n <= 32 ? 1 : Math.ceil(Math.log2(n) - Math.log2(32)) + 1;
-}
-
-function shuffle<T>(a: T[], random: () => number): T[] {
-  for (let i = a.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    const t = a[i] as T;
-    a[i] = a[j] as T;
-    a[j] = t;
-  }
-  return a;
 }
