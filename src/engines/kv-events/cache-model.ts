@@ -13,6 +13,7 @@
  * predictions count; reports that came while degraded are counted apart.
  */
 import type { Tokens } from "../../core/engine.js";
+import { keyTokens, type NamespaceFields } from "../../core/namespace.js";
 import { RadixTree } from "../../core/radix-tree.js";
 import { KvCacheMirror, type MirrorStats } from "./mirror.js";
 import { type KvEventsConfig, type KvEventsOptions, KvEventsOptionsSchema } from "./options.js";
@@ -86,11 +87,11 @@ export class KvEventsCacheModel {
     return this.subscriber.isSynced && this.mirror.degraded === undefined;
   }
 
-  /** What the server will report as cached for `tokens`, while the mirror is exact. */
-  predict(tokens: Tokens): number | undefined {
+  /** What the server will report as cached for `tokens` (of namespace `ns`), while the mirror is exact. */
+  predict(tokens: Tokens, ns: NamespaceFields = {}): number | undefined {
     if (!this.exact) return undefined;
     const n = this.opts.computesLastToken ? Math.max(0, tokens.length - 1) : tokens.length;
-    return this.mirror.match(tokens.subarray(0, n));
+    return this.mirror.match(tokens.subarray(0, n), ns);
   }
 
   /**
@@ -101,11 +102,12 @@ export class KvEventsCacheModel {
     tokens: Tokens,
     predicted: number | undefined,
     reported: number | undefined,
+    ns: NamespaceFields = {},
   ): Promise<Tokens[]> {
     this.observe(predicted, reported);
-    this.remember(tokens);
+    this.remember(keyTokens({ cacheSalt: ns.cacheSalt, adapter: ns.adapter, tokens }));
     if (this.exact) {
-      await this.settle(tokens);
+      await this.settle(tokens, ns);
       if (this.exact) return this.mirror.sequences();
     }
     return [...this.mirror.sequences(), ...this.fallback.sequences()];
@@ -163,14 +165,14 @@ export class KvEventsCacheModel {
    * The server publishes a run's blocks as it computes them, so they are normally in by the time its
    * response ends; a short, bounded wait covers the batch still in flight.
    */
-  private settle(tokens: Tokens): Promise<void> {
+  private settle(tokens: Tokens, ns: NamespaceFields): Promise<void> {
     if (this.opts.settleMs === 0) return Promise.resolve();
     // Before the first store the block size is unknown: wait for it (bounded) as for any block.
     const done = () => {
       const bs = this.mirror.blockSize;
       if (!this.exact) return true;
       if (bs === undefined || bs === 0) return false;
-      return this.mirror.match(tokens) >= Math.floor(tokens.length / bs) * bs;
+      return this.mirror.match(tokens, ns) >= Math.floor(tokens.length / bs) * bs;
     };
     if (done()) return Promise.resolve();
     return new Promise((resolve) => {

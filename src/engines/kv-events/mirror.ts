@@ -14,8 +14,12 @@
  *
  * Scope: the GPU medium (blocks offloaded to other media are counted, not mirrored: a prompt cannot
  * hit them without a reload the engine does not report), the KV-cache group `group` (hybrid models
- * have several and publish each), and the plain namespace: blocks keyed by a LoRA adapter, a cache
- * salt or extra inputs are held (so their removals match) but never matched by a plain prompt.
+ * have several and publish each). Namespaces: a chain whose first block names a LoRA adapter and/or
+ * a cache salt (`BlockStored.namespace`) hangs under that namespace's own root, and `sequences`
+ * reports it as `keyTokens` of its namespace, the key the node's tree gives such a request: it
+ * matches only requests of the same namespace, as in the engine. Blocks keyed by inputs the node
+ * cannot name (multimodal inputs, unknown extensions) are held (so their removals match) but never
+ * matched.
  *
  * One mirror per publisher: a data-parallel rank publishes its own stream (port + rank); batches of
  * another rank are counted and refused (docs/engines-kv-events.md: one node per rank).
@@ -25,19 +29,24 @@
  * history from sequence 0, makes it exact again (`clear`).
  */
 import type { Tokens } from "../../core/engine.js";
+import { keyTokens, type NamespaceFields, namespaceOf } from "../../core/namespace.js";
 import type { BlockHash, BlockRemoved, BlockStored, KvEventBatch } from "./wire.js";
 
 const ROOT = "";
+/** A namespace's root: block hashes never start with NUL ("i:", "b:"), so it is no block's hash. */
+const nsRoot = (ns: string) => `\u0000${ns}`;
 
 interface Block {
   hash: BlockHash;
-  /** ROOT for the first block of a sequence. */
+  /** ROOT (or its namespace's root) for the first block of a sequence. */
   parent: string;
   tokens: Uint32Array;
   /** Index key of `tokens` under the parent. */
   key: string;
   copies: number;
   plain: boolean;
+  /** A namespace root's first block: its namespace (indexes the root when linked). */
+  ns?: NamespaceFields;
 }
 
 /**
@@ -90,7 +99,7 @@ export interface MirrorStats {
   degraded: string | undefined;
   degradedSince: number | undefined;
   blocks: number;
-  /** Blocks matchable by a plain prompt, and their tokens. */
+  /** Blocks matchable by a prompt (of any namespace), and their tokens. */
   reachableBlocks: number;
   reachableTokens: number;
   /** Last block size seen on the GPU medium (undefined before the first store). */
@@ -102,6 +111,8 @@ export interface MirrorStats {
 export class KvCacheMirror {
   private readonly blocks = new Map<BlockHash, Block>();
   private readonly children = new Map<string, ChildIndex>();
+  /** The namespace of each namespace root that has children. */
+  private readonly roots = new Map<string, NamespaceFields>();
   private readonly rootHashes: Set<BlockHash>;
   private readonly rank: number;
   private readonly group: number;
@@ -186,9 +197,10 @@ export class KvCacheMirror {
     this.notify();
   }
 
-  /** Longest prefix of `tokens` the engine holds as a chain of whole blocks, in tokens. */
-  match(tokens: Tokens): number {
-    let at = ROOT;
+  /** Longest prefix of `tokens` (of namespace `ns`) the engine holds as a chain of whole blocks, in tokens. */
+  match(tokens: Tokens, ns: NamespaceFields = {}): number {
+    const name = namespaceOf(ns);
+    let at = name === undefined ? ROOT : nsRoot(name);
     let pos = 0;
     for (;;) {
       const index = this.children.get(at);
@@ -205,7 +217,10 @@ export class KvCacheMirror {
     }
   }
 
-  /** Every cached prefix a plain prompt can match: one token sequence per reachable leaf. */
+  /**
+   * Every cached prefix a prompt can match, one sequence per reachable leaf: plain tokens for the
+   * default namespace, `keyTokens` of the namespace for the others.
+   */
   sequences(): Tokens[] {
     const out: Tokens[] = [];
     // Iterative: with one token per block (SGLang's default page size) chains are as deep as prompts.
@@ -218,6 +233,22 @@ export class KvCacheMirror {
       return true;
     };
     pushChildren(ROOT, 0, 0);
+    this.walk(stack, path, pushChildren, out);
+    for (const [root, ns] of this.roots) {
+      const from = out.length;
+      pushChildren(root, 0, 0);
+      this.walk(stack, path, pushChildren, out);
+      for (let i = from; i < out.length; i++) out[i] = keyTokens({ ...ns, tokens: out[i]! });
+    }
+    return out;
+  }
+
+  private walk(
+    stack: { block: Block; depth: number; length: number }[],
+    path: Uint32Array[],
+    pushChildren: (at: string, depth: number, length: number) => boolean,
+    out: Tokens[],
+  ): void {
     while (stack.length > 0) {
       const { block, depth, length } = stack.pop()!;
       path.length = depth;
@@ -232,13 +263,12 @@ export class KvCacheMirror {
       }
       out.push(seq);
     }
-    return out;
   }
 
   stats(): MirrorStats {
     let reachableBlocks = 0;
     let reachableTokens = 0;
-    const stack = [ROOT];
+    const stack = [ROOT, ...this.roots.keys()];
     while (stack.length > 0) {
       const index = this.children.get(stack.pop()!);
       if (!index) continue;
@@ -270,7 +300,7 @@ export class KvCacheMirror {
     }
     const per = ev.tokens.length / n;
     this.lastBlockSize = per;
-    let parent = this.parentKey(ev.parent);
+    let parent = this.parentKey(ev.parent, ev.namespace);
     for (let i = 0; i < n; i++) {
       const hash = ev.hashes[i]!;
       const tokens = ev.tokens.slice(i * per, (i + 1) * per);
@@ -288,6 +318,7 @@ export class KvCacheMirror {
       } else {
         const key = keyOf(tokens, 0, tokens.length);
         const block: Block = { hash, parent, tokens, key, copies: 1, plain };
+        if (parent.startsWith("\u0000") && ev.namespace) block.ns = { ...ev.namespace };
         this.blocks.set(hash, block);
         if (block.plain) this.link(block);
       }
@@ -317,6 +348,7 @@ export class KvCacheMirror {
     if (fromEvent) this.counters.cleared++;
     this.blocks.clear();
     this.children.clear();
+    this.roots.clear();
     this.degradedReason = undefined;
     this.degradedAt = undefined;
     this.ver++;
@@ -334,11 +366,15 @@ export class KvCacheMirror {
     return true;
   }
 
-  private parentKey(parent: BlockHash | null): string {
-    return parent === null || this.rootHashes.has(parent) ? ROOT : parent;
+  private parentKey(parent: BlockHash | null, ns: NamespaceFields | undefined): string {
+    if (parent !== null && !this.rootHashes.has(parent)) return parent;
+    const name = ns ? namespaceOf(ns) : undefined;
+    if (name === undefined) return ROOT;
+    return nsRoot(name);
   }
 
   private link(b: Block): void {
+    if (b.ns && !this.roots.has(b.parent)) this.roots.set(b.parent, b.ns);
     let index = this.children.get(b.parent);
     if (!index) {
       index = { lengths: [], perLength: new Map(), byKey: new Map() };
@@ -367,6 +403,7 @@ export class KvCacheMirror {
     index.byKey.delete(b.key);
     if (index.byKey.size === 0) {
       this.children.delete(b.parent);
+      this.roots.delete(b.parent);
       return;
     }
     const n = b.tokens.length;

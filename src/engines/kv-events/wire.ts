@@ -37,8 +37,8 @@ export interface BlockStored {
   /** "GPU" in upper case, another medium as sent, or null (older publishers: GPU). */
   medium: string | null;
   /**
-   * Set when the blocks' hashes depend on more than tokens and parent (a LoRA adapter, a cache salt,
-   * multimodal inputs, or an extension we do not know): such blocks never match a plain prompt.
+   * Set when the blocks' hashes depend on more than tokens, parent and `namespace` (multimodal
+   * inputs, an adapter known by id only, or an extension we do not know): such blocks never match.
    */
   namespaced: boolean;
   /**
@@ -47,6 +47,13 @@ export interface BlockStored {
    * block whose own hash takes more than tokens and parent. Null: `namespaced` says it for all.
    */
   blockNamespaced: boolean[] | null;
+  /**
+   * The cache namespace the chain's hashes name, where the publisher says it in a form the API names
+   * too: the LoRA adapter (`lora_name`, vLLM's model name of the adapter) and the tenant's salt (vLLM
+   * mixes `cache_salt` into the sequence's first block's extra keys, after the LoRA name). Absent:
+   * the default namespace. The mirror roots such a chain at `keyTokens` of its namespace.
+   */
+  namespace?: { adapter?: string; cacheSalt?: string };
   /** vLLM's KV-cache group (hybrid models have several); null: the only group. */
   group: number | null;
 }
@@ -254,33 +261,63 @@ function decodeStored(
   const group = optionalInt(f("group_idx"), `${where}.group_idx`, 0, 1 << 16);
   optionalString(f("kv_cache_spec_kind"), `${where}.kv_cache_spec_kind`, limits);
   let namespaced = extension;
-  const loraId = f("lora_id");
-  if (loraId !== null && loraId !== undefined) {
-    int(loraId, `${where}.lora_id`, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-    namespaced = true;
-  }
   const loraName = f("lora_name");
+  let adapter: string | undefined;
   if (positional && loraName !== null && loraName !== undefined && typeof loraName !== "string") {
     // Position 7 is lora_name in vLLM but another extension in other publishers: it may key hashes.
     namespaced = true;
-  } else if (optionalString(loraName, `${where}.lora_name`, limits) !== null) namespaced = true;
+  } else {
+    const name = optionalString(loraName, `${where}.lora_name`, limits);
+    if (name !== null) adapter = name;
+  }
+  const loraId = f("lora_id");
+  if (loraId !== null && loraId !== undefined) {
+    int(loraId, `${where}.lora_id`, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+    // Older vLLM keys blocks by the adapter's integer id alone: not a name the API knows.
+    if (adapter === undefined) namespaced = true;
+  }
   const extra = f("extra_keys");
   let blockNamespaced: boolean[] | null = null;
+  let cacheSalt: string | undefined;
   if (extra !== null && extra !== undefined) {
     if (!Array.isArray(extra)) {
       if (!positional) throw new KvWireError(`${where}.extra_keys is not an array`);
       namespaced = true;
-    } else if (extra.length === hashes.length) blockNamespaced = extra.map((k) => k !== null);
-    else if (extra.some((k) => k !== null)) namespaced = true;
+    } else if (extra.length === hashes.length) {
+      blockNamespaced = extra.map((k, i) => {
+        const rest = namespaceKeysRemoved(k, adapter);
+        if (rest === null) return false;
+        // vLLM: extra keys are LoRA name, multimodal keys, cache salt (first block only), embeddings.
+        // A lone string left on a sequence's first block is the salt; anything else keys the block
+        // by inputs the node cannot reproduce.
+        if (
+          i === 0 &&
+          parent === null &&
+          rest.length === 1 &&
+          typeof rest[0] === "string" &&
+          rest[0] !== ""
+        ) {
+          cacheSalt = rest[0];
+          return false;
+        }
+        return true;
+      });
+    } else if (extra.some((k) => k !== null)) namespaced = true;
   }
   if (!positional) {
     // Map-encoded events name their fields; these key the hash chain (vLLM's cache_salt, SGLang's
     // metadata). An empty metadata map changes nothing.
     const salt = f("cache_salt");
-    if (salt !== null && salt !== undefined) namespaced = true;
+    if (typeof salt === "string" && salt !== "" && (cacheSalt === undefined || cacheSalt === salt)) {
+      if (parent === null) cacheSalt = salt;
+    } else if (salt !== null && salt !== undefined) namespaced = true;
     const meta = f("metadata");
     if (meta !== null && meta !== undefined && !(meta instanceof Map && meta.size === 0)) namespaced = true;
   }
+  const namespace =
+    adapter === undefined && cacheSalt === undefined
+      ? undefined
+      : { ...(adapter !== undefined ? { adapter } : {}), ...(cacheSalt !== undefined ? { cacheSalt } : {}) };
   return {
     type: "BlockStored",
     hashes,
@@ -290,8 +327,17 @@ function decodeStored(
     medium,
     namespaced,
     blockNamespaced,
+    ...(namespace ? { namespace } : {}),
     group,
   };
+}
+
+/** A block's extra keys without the LoRA name vLLM puts first; null when nothing is left. */
+function namespaceKeysRemoved(keys: unknown, adapter: string | undefined): unknown[] | null {
+  if (keys === null || keys === undefined) return null;
+  if (!Array.isArray(keys)) return [keys];
+  const rest = adapter !== undefined && keys[0] === adapter ? keys.slice(1) : keys;
+  return rest.length === 0 ? null : rest;
 }
 
 function decodeRemoved(f: Fields, where: string, limits: WireLimits): BlockRemoved {

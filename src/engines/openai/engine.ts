@@ -408,7 +408,7 @@ export class OpenAIEngine implements Engine {
       stream: true,
       stream_options: { include_usage: true },
     };
-    const predicted = this.cacheModel ? this.cacheModel.predict(req.tokens) : this.lru.match(req.tokens);
+    const predicted = this.cacheModel ? this.cacheModel.predict(req.tokens, req) : this.lru.match(req.tokens);
     const t0 = performance.now();
     const res = await this.http.send("POST", "/v1/completions", body, signal);
     let text = "";
@@ -452,7 +452,12 @@ export class OpenAIEngine implements Engine {
     const reported = usage?.prompt_tokens_details?.cached_tokens ?? timings?.cache_n;
     const prefillMs = timings?.prompt_ms ?? (firstAt > 0 ? firstAt - t0 : end - t0);
     const decodeMs = timings?.predicted_ms ?? (firstAt > 0 ? end - firstAt : 0);
-    const cachedSequences = await this.cacheModel?.afterRun(req.tokens, predicted, reported ?? undefined);
+    const cachedSequences = await this.cacheModel?.afterRun(
+      req.tokens,
+      predicted,
+      reported ?? undefined,
+      req,
+    );
     if (!this.cacheModel) this.rememberLru(req.tokens);
     const cachePrediction = this.tally.observe(predicted, reported ?? undefined);
     return {

@@ -5,6 +5,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
+import { keyTokens, NAMESPACE_TOKENS } from "../../../src/core/namespace.js";
+import { RadixTree } from "../../../src/core/radix-tree.js";
 import { KvCacheMirror, OLD_SGLANG_ROOT_HASH } from "../../../src/engines/kv-events/mirror.js";
 import type {
   BlockRemoved,
@@ -12,6 +14,8 @@ import type {
   KvEvent,
   KvEventBatch,
 } from "../../../src/engines/kv-events/wire.js";
+import { decodeBatch } from "../../../src/engines/kv-events/wire.js";
+import { type DoubleEvent, encodeBatch } from "./publisher-double.js";
 
 const T = (...t: number[]) => Uint32Array.from(t);
 const batch = (events: KvEvent[], rank: number | null = 0): KvEventBatch => ({
@@ -281,6 +285,79 @@ function hashes(p: number[], salt: boolean): string[] {
   }
   return out;
 }
+
+describe("namespaced chains (cache salt, LoRA adapter), from the publisher test double's wire bytes", () => {
+  const BS = 4;
+  const prompt = Array.from({ length: 3 * BS }, (_, i) => i + 1);
+  const chain = (first: number, extra?: (n: number) => unknown[] | null, loraName?: string): DoubleEvent => ({
+    type: "BlockStored",
+    hashes: [first, first + 1, first + 2],
+    parent: null,
+    tokens: prompt,
+    blockSize: BS,
+    ...(loraName !== undefined ? { loraName } : {}),
+    ...(extra ? { extraKeys: [0, 1, 2].map(extra) } : {}),
+  });
+  // vLLM's extra keys: the LoRA name on every block, the cache salt on the sequence's first block only.
+  const salted = chain(10, (i) => (i === 0 ? ["tenant-a"] : null));
+  const plain = chain(20);
+  const lora = chain(30, () => ["adapter-x"], "adapter-x");
+  const mirrored = (events: DoubleEvent[]) => {
+    const m = new KvCacheMirror();
+    m.apply(decodeBatch(encodeBatch("vllm-array", events, 0, 0)));
+    // The node's tree as the engine-managed node builds it: the mirror's sequences.
+    const tree = new RadixTree({ capacity: 1 << 20 }, false);
+    for (const s of m.sequences()) tree.insert(s, 1);
+    return { m, tree };
+  };
+  const tokens = Uint32Array.from(prompt);
+
+  test("a salted chain matches only a request with that salt; a plain chain only a plain request", () => {
+    const { m, tree } = mirrored([salted]);
+    expect(m.sequences()).toEqual([keyTokens({ tokens, cacheSalt: "tenant-a" })]);
+    expect(tree.match(tokens)).toBe(0);
+    expect(tree.match(keyTokens({ tokens, cacheSalt: "tenant-b" }))).toBe(0);
+    expect(tree.match(keyTokens({ tokens, cacheSalt: "tenant-a" }))).toBe(NAMESPACE_TOKENS + prompt.length);
+    expect(m.match(tokens)).toBe(0);
+    expect(m.match(tokens, { cacheSalt: "tenant-a" })).toBe(prompt.length);
+
+    const onlyPlain = mirrored([plain]).tree;
+    expect(onlyPlain.match(tokens)).toBe(prompt.length);
+    expect(onlyPlain.match(keyTokens({ tokens, cacheSalt: "tenant-a" }))).toBe(0);
+  });
+
+  test("salted, plain and adapter chains of the same tokens stay apart side by side", () => {
+    const { m, tree } = mirrored([salted, plain, lora]);
+    const seqs = m.sequences().map((s) => Array.from(s).join(","));
+    expect(seqs.sort()).toEqual(
+      [tokens, keyTokens({ tokens, cacheSalt: "tenant-a" }), keyTokens({ tokens, adapter: "adapter-x" })]
+        .map((s) => Array.from(s).join(","))
+        .sort(),
+    );
+    expect(tree.match(keyTokens({ tokens, adapter: "adapter-x" }))).toBe(NAMESPACE_TOKENS + prompt.length);
+    expect(tree.match(keyTokens({ tokens, adapter: "adapter-x", cacheSalt: "tenant-a" }))).toBe(0);
+    expect(m.stats().reachableBlocks).toBe(9);
+    // A continuation stored later chains to the salted chain and stays in its namespace.
+    m.apply(
+      decodeBatch(
+        encodeBatch(
+          "vllm-array",
+          [{ type: "BlockStored", hashes: [13], parent: 12, tokens: [7, 7, 7, 7], blockSize: BS }],
+          0,
+          0,
+        ),
+      ),
+    );
+    const longer = Uint32Array.from([...prompt, 7, 7, 7, 7]);
+    expect(m.match(longer, { cacheSalt: "tenant-a" })).toBe(longer.length);
+    expect(m.match(longer)).toBe(prompt.length);
+    // Removing the salted chain's first block leaves its namespace root empty: nothing is reported.
+    m.apply(decodeBatch(encodeBatch("vllm-array", [{ type: "BlockRemoved", hashes: [10] }], 0, 0)));
+    expect(m.match(tokens, { cacheSalt: "tenant-a" })).toBe(0);
+    expect(m.sequences()).toHaveLength(2);
+    expect(m.degraded).toBeUndefined();
+  });
+});
 
 describe("mirror vs a naive model", () => {
   test("random store / remove / clear streams: same matches, same cached sequences", () => {

@@ -136,16 +136,43 @@ describe("field semantics", () => {
     ]);
   });
 
-  test("a LoRA name, a cache salt in extra_keys or an unknown trailing field namespace the blocks", () => {
-    const ns = (e: DoubleEvent, style: Style = "vllm-array") => {
+  test("a LoRA name and a first-block cache salt name the namespace; other extra keys hide the blocks", () => {
+    const decoded = (e: DoubleEvent, style: Style = "vllm-array") => {
       const ev = decodeBatch(encodeBatch(style, [e], 0, 0)).events[0]!;
-      return ev.type === "BlockStored" && (ev.namespaced || (ev.blockNamespaced ?? []).some(Boolean));
+      if (ev.type !== "BlockStored") throw new Error("not a BlockStored");
+      return ev;
+    };
+    const ns = (e: DoubleEvent, style: Style = "vllm-array") => {
+      const ev = decoded(e, style);
+      return ev.namespaced || (ev.blockNamespaced ?? []).some(Boolean);
     };
     const base = { type: "BlockStored" as const, hashes: [1], parent: null, tokens: [1, 2], blockSize: 2 };
     expect(ns(base)).toBe(false);
+    expect(decoded(base).namespace).toBeUndefined();
     expect(ns({ ...base, extraKeys: [null] })).toBe(false);
-    expect(ns({ ...base, loraName: "adapter-a" })).toBe(true);
-    expect(ns({ ...base, extraKeys: [["salt-of-tenant-a"]] }, "vllm-map")).toBe(true);
+    // vLLM's extra keys: the LoRA name on every block, then the salt on the sequence's first block.
+    const lora = decoded({ ...base, loraName: "adapter-a", extraKeys: [["adapter-a"]] });
+    expect(lora).toMatchObject({ namespaced: false, namespace: { adapter: "adapter-a" } });
+    const tenant = decoded({ ...base, extraKeys: [["salt-of-tenant-a"]] }, "vllm-map");
+    expect(tenant).toMatchObject({ namespaced: false, namespace: { cacheSalt: "salt-of-tenant-a" } });
+    expect(tenant.blockNamespaced).toEqual([false]);
+    const both = decoded({
+      ...base,
+      hashes: [1, 2],
+      tokens: [1, 2, 3, 4],
+      loraName: "a",
+      extraKeys: [["a", "t"], ["a"]],
+    });
+    expect(both).toMatchObject({
+      namespace: { adapter: "a", cacheSalt: "t" },
+      blockNamespaced: [false, false],
+    });
+    // A salt-looking key on a block that is not a sequence's first keys it by something unnamed.
+    expect(ns({ ...base, parent: 9, extraKeys: [["t"]] })).toBe(true);
+    // An adapter id without its name (older vLLM) cannot be named: hidden.
+    const idOnly = msgpack([new F64(1), [["BlockStored", [1], null, [1, 2], 2, 3, "GPU"]], null]);
+    const ev0 = decodeBatch(idOnly).events[0]!;
+    expect(ev0.type === "BlockStored" && ev0.namespaced).toBe(true);
     const perBlock = decodeBatch(
       encodeBatch(
         "vllm-map",
