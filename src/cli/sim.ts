@@ -307,8 +307,10 @@ export function parseSimOptions(o: SimOptions): {
       integer: true,
     });
   }
-  if (config.oracle && config.gossip === "scuttlebutt")
-    throw new CliError("--oracle runs with --gossip full only (it pushes full-mesh snapshots)");
+  if ((config.oracle || config.policy === "centralized") && config.gossip === "scuttlebutt")
+    throw new CliError(
+      "--oracle and --policy centralized run with --gossip full only (the oracle pushes full-mesh snapshots)",
+    );
   if (o.capacityTokens !== undefined) {
     config.capacityTokens = parseNumber("--capacity-tokens", o.capacityTokens, {
       min: 1,

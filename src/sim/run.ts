@@ -695,7 +695,8 @@ function validate(c: SimConfig): void {
   if (c.gossip !== undefined && c.gossip !== "full" && c.gossip !== "scuttlebutt")
     bad(`gossip must be "full" or "scuttlebutt", got ${String(c.gossip)}`);
   // The oracle pushes full-mesh snapshots: it has no meaning under scuttlebutt.
-  if (c.gossip === "scuttlebutt" && c.oracle === true) bad(`oracle runs with gossip "full" only`);
+  if (c.gossip === "scuttlebutt" && (c.oracle === true || c.policy === "centralized"))
+    bad(`oracle (and centralized, which runs on it) runs with gossip "full" only`);
   if (c.maxEstimates !== undefined && !(Number.isInteger(c.maxEstimates) && c.maxEstimates >= 1))
     bad(`maxEstimates must be a positive integer, got ${c.maxEstimates}`);
   checkFaults(c.faults ?? {}, c.nodes, bad);

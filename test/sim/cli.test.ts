@@ -208,6 +208,10 @@ describe("prefixmesh sim --gossip / --max-estimates", () => {
     expect(() => parseSimOptions({ ...base, maxEstimates: "8" })).toThrow(/needs --gossip scuttlebutt/);
     expect(() => parseSimOptions({ ...base, gossip: "scuttlebutt", maxEstimates: "0" })).toThrow(CliError);
     expect(() => parseSimOptions({ ...base, gossip: "scuttlebutt", oracle: true })).toThrow(/--oracle/);
+    // centralized runs on the oracle's global view, which scuttlebutt's nodes would throw away.
+    expect(() => parseSimOptions({ ...base, gossip: "scuttlebutt", policy: "centralized" })).toThrow(
+      /--policy centralized/,
+    );
   });
 });
 
