@@ -33,6 +33,8 @@ export class GossipAntiEntropy {
   private now = 0;
   /** When we last guessed an owner's new prefix (an optimistic insert), our clock. */
   private readonly guessedAt = new Map<NodeId, number>();
+  /** Owners whose newest header was applied since `drainReported` last ran (bounded by the members). */
+  private readonly reported = new Set<NodeId>();
 
   constructor(
     private readonly config: NodeConfig,
@@ -47,6 +49,7 @@ export class GossipAntiEntropy {
     this.loads.clear();
     this.useful.clear();
     this.guessedAt.clear();
+    this.reported.clear();
     const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
     this.sb = new Scuttlebutt(
       this.selfId,
@@ -197,7 +200,15 @@ export class GossipAntiEntropy {
     this.sb.polluted(id);
   }
 
+  /** Owners whose header (queue depth) was applied since the last call: their queue is reported. */
+  drainReported(): NodeId[] {
+    const ids = [...this.reported];
+    this.reported.clear();
+    return ids;
+  }
+
   private applied(h: SnapshotHeader): void {
+    this.reported.add(h.sender);
     let l = this.loads.get(h.sender);
     if (l === undefined) {
       l = { ...NO_LOAD };

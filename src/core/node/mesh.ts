@@ -62,6 +62,8 @@ export function step(
   if (!(members instanceof SwimMembership) || !(antiEntropy instanceof GossipAntiEntropy)) return none;
   if (input !== "start" && input.type === "mesh-message" && input.msg.channel === "gossip") {
     antiEntropy.onGossip(input.from, input.msg.msg, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
+    // A state's header reports its owner's queue: forwards counted since the last report start over.
+    for (const id of antiEntropy.drainReported()) targets.loadReported(id);
     return none;
   }
   const ev = input === "start" ? members.start() : members.handle(input);
