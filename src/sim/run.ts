@@ -452,9 +452,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   }
 
   /**
-   * Oracle mode: refresh every estimate of an owner that may have changed, until none may. A refresh
-   * is handled by its receiver, which may change in turn (it joins the dirty set): O(N) per changed
-   * owner instead of every pair after every event.
+   * Oracle mode: refresh every estimate of an owner that may have changed (`mayNeedRefresh`), until
+   * none may. A refresh is handled by its receiver, which may change in turn; an owner is `synced`
+   * only once every unpaused peer saw its state, so unchanged owners cost nothing per event.
    */
   function oracleSync(): void {
     if (!oracle) return;

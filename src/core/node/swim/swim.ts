@@ -335,7 +335,7 @@ export class Swim {
       delayMs: this.scaled(this.config.probeIntervalMs),
     });
     if (this.members.live.length === 0) this.join(out);
-    if (++this.probesDone % this.config.reconnectEveryProbes === 0) this.reconnect(now, out);
+    if (++this.probesDone % this.config.reconnectEveryProbes === 0) this.reconnect(out);
     const target = this.nextTarget();
     if (target === undefined) return;
     const seq = ++this.seq;
@@ -439,7 +439,7 @@ export class Swim {
   }
 
   /** A push-pull with one remembered dead member: after a partition heals, both sides refute. */
-  private reconnect(_now: number, out: SwimEffect[]): void {
+  private reconnect(out: SwimEffect[]): void {
     const m = this.members.randomTombstone();
     // Small on purpose (most remembered dead members are truly dead): ourselves, and its own
     // death, which it refutes if it hears it; only then does it answer with its whole list.
