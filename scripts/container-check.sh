@@ -43,10 +43,12 @@ if [ -n "${BASE_IMAGE:-}" ]; then BASE=$BASE_IMAGE
 elif E image inspect "$LOCAL_BASE" >/dev/null 2>&1; then BASE=$LOCAL_BASE
 else BASE=node:20-bookworm-slim; fi
 
-cleanup() { E rm -f "$NAME" "$NAME-llama" >/dev/null 2>&1 || true; }
+# One name per call: podman 4.3's `rm -f a b` removes nothing (and exits 0) when b does not exist.
+cleanup() { for n in "$NAME" "$NAME-llama"; do E rm -f "$n" >/dev/null 2>&1 || true; done; }
 trap cleanup EXIT
 
 t0=$(date +%s)
+step "containers: $NAME, $NAME-llama"
 step "building $IMAGE with $ENGINE from BASE_IMAGE=$BASE"
 # shellcheck disable=SC2086
 E build $BUILD_ARGS --build-arg "BASE_IMAGE=$BASE" -t "$IMAGE" . >"/tmp/$NAME-build.log" 2>&1 \

@@ -53,5 +53,10 @@ describe.skipIf(!ENGINE)(`container image (${ENGINE ?? `skipped: ${SKIP}`})`, ()
       expect(out).toMatch(/chat completion \(llama\.cpp\): model \S+, served by llama: "/);
     expect(out).toContain("container check passed");
     expect(code, out).toBe(0);
+    // It leaves no container behind.
+    const name = /containers: (prefixmesh-check-\d+),/.exec(out)?.[1] as string;
+    expect(name).toBeDefined();
+    const left = execFileSync(ENGINE as string, ["ps", "-a", "--format", "{{.Names}}"], { encoding: "utf8" });
+    expect(left.split("\n").filter((n) => n.startsWith(name))).toEqual([]);
   }, 1_600_000);
 });
