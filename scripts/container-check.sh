@@ -49,6 +49,10 @@ trap cleanup EXIT
 
 t0=$(date +%s)
 step "containers: $NAME, $NAME-llama"
+if ! E image inspect "$BASE" >/dev/null 2>&1; then
+  E pull "$BASE" >/dev/null 2>&1 || fail "cannot pull BASE_IMAGE=$BASE (no registry access?): make a" \
+    "local base with scripts/container-base.sh (docs/deploy.md, \"Check the image\")"
+fi
 step "building $IMAGE with $ENGINE from BASE_IMAGE=$BASE"
 # shellcheck disable=SC2086
 E build $BUILD_ARGS --build-arg "BASE_IMAGE=$BASE" -t "$IMAGE" . >"/tmp/$NAME-build.log" 2>&1 \
