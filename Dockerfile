@@ -5,9 +5,12 @@
 #   docker run --rm -p 8080:8080 --shm-size 512m prefixmesh:0.1.0 node --id A
 #
 # Debian (glibc), not Alpine: node-llama-cpp's prebuilt CPU build links against glibc.
+# BASE_IMAGE: any Debian bookworm image with Node 20 on PATH and a `node` user (uid 1000), e.g. one
+# made without a registry by scripts/container-base.sh (docs/deploy.md, "Check the image").
+ARG BASE_IMAGE=node:20-bookworm-slim
 
 # --- build: compile TypeScript with the dev dependencies -------------------------------------------
-FROM node:20-bookworm-slim AS build
+FROM ${BASE_IMAGE} AS build
 WORKDIR /app
 # The empty stand-in for node-llama-cpp's GPU builds must be there before npm ci (package.json overrides).
 COPY package.json package-lock.json .npmrc ./
@@ -18,14 +21,14 @@ COPY src/ src/
 RUN npm run build
 
 # --- deps: the production dependencies only (no compiler, no test tools, no GPU builds) ------------
-FROM node:20-bookworm-slim AS deps
+FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 COPY deploy/no-gpu-build/package.json deploy/no-gpu-build/package.json
 RUN npm ci --omit=dev
 
 # --- runtime --------------------------------------------------------------------------------------
-FROM node:20-bookworm-slim AS runtime
+FROM ${BASE_IMAGE} AS runtime
 # openssl: `prefixmesh certs init/issue` run inside the image; ca-certificates: https to a remote engine.
 RUN apt-get update \
   && apt-get install -y --no-install-recommends openssl ca-certificates \

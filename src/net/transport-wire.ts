@@ -7,8 +7,8 @@
  *
  *   kind            HTTP                                          forward channel
  *   snapshot        POST /peer/snapshot: the core codec's bytes;  —
- *                   holds, blocks, at, echo as x-prefixmesh-*
- *                   headers (snapshotHeaders)
+ *                   holds, blocks, at, echo, served as
+ *                   x-prefixmesh-* headers (snapshotHeaders)
  *   forward         POST /peer/forward: JSON, tokens base64       binary frame (encodeForwardFrame)
  *   forward-ack     the forward's 200 response headers            {"t":"ack","k":K}
  *   result, error   the forward's final NDJSON record; without    {"t":"msg","k":K,"msg":…}
@@ -102,7 +102,10 @@ export function messageFromWire(json: unknown): Decoded<Exclude<LoneMessage, Sna
   return { ok: true, msg: parsed.data };
 }
 
-/** The headers beside a snapshot's bytes: the ack, the sender's block count, the RTT clock and echo. */
+/**
+ * The headers beside a snapshot's bytes: the ack, the sender's block count, the RTT clock and echo,
+ * and how many requests the sender has served.
+ */
 export function snapshotHeaders(m: SnapshotMsg): Record<string, string> {
   const h = formatHolds(m.holds);
   const echo = formatEcho(m.echo);
@@ -112,6 +115,7 @@ export function snapshotHeaders(m: SnapshotMsg): Record<string, string> {
     ...(m.blocks !== undefined ? { "x-prefixmesh-blocks": String(m.blocks) } : {}),
     ...(m.at !== undefined ? { "x-prefixmesh-at": formatClock(m.at) } : {}),
     ...(echo ? { "x-prefixmesh-echo": echo } : {}),
+    ...(m.served !== undefined ? { "x-prefixmesh-served": String(m.served) } : {}),
   };
 }
 
@@ -141,10 +145,12 @@ export function snapshotMsgFromWire(snapshot: Snapshot, headers: IncomingHttpHea
   const blocks = parseCount(headers["x-prefixmesh-blocks"]);
   const at = parseClock(headers["x-prefixmesh-at"]);
   const echo = parseEcho(headers["x-prefixmesh-echo"]);
+  const served = parseCount(headers["x-prefixmesh-served"]);
   if (holds) msg.holds = holds;
   if (blocks !== undefined) msg.blocks = blocks;
   if (at !== undefined) msg.at = at;
   if (echo) msg.echo = echo;
+  if (served !== undefined) msg.served = served;
   return msg;
 }
 

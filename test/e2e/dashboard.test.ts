@@ -1,7 +1,8 @@
 /**
  * The live dashboard in a real browser: Debian's chromium driven by playwright-core (headless,
  * --no-sandbox), against a 3-node sim cluster this file starts. Every node's page renders under its
- * Content-Security-Policy, the charts move once requests are sent, a SIGKILLed node turns suspected
+ * Content-Security-Policy, the charts move once requests are sent (the share chart mesh-wide, from
+ * every member's served count: requests that never entered a node still show on its page), a SIGKILLed node turns suspected
  * then down, a SIGTERMed one shows down, and a killed node's own page says it cannot be reached.
  * DASHBOARD_SCREENSHOT=docs/dashboard.png saves the screenshot the README shows.
  */
@@ -149,6 +150,42 @@ describe.skipIf(!CHROMIUM)(
         for (const c of ["chart-share", "chart-route", "chart-hit", "chart-latency"])
           expect(await nonzero(id, c), `${id} ${c}`).toBe(0);
       }
+
+      // The share chart is mesh-wide (the paper's Figure 3): requests that enter only at B and C show
+      // on A's page at the shares the serving nodes' own counts give, A's own entries staying at none.
+      const ownServed = async () => {
+        const out: Record<string, number> = {};
+        for (const n of cluster.nodes)
+          out[n.id] = ((await (await fetch(`${n.apiUrl}/cluster`)).json()) as { served: number }).served;
+        return out;
+      };
+      const before = await ownServed();
+      const SOLO = 6;
+      for (let i = 0; i < SOLO; i++) {
+        const entry = node(i % 2 === 0 ? "B" : "C");
+        const r = await postCompletion(entry.apiUrl, {
+          model,
+          prompt: words(`solo${i}_`, 40),
+          max_tokens: 4,
+        });
+        expect(r.status).toBe(200);
+      }
+      const after = await ownServed();
+      const delta = Object.fromEntries(Object.entries(after).map(([id, n]) => [id, n - (before[id] ?? 0)]));
+      expect(Object.values(delta).reduce((x, y) => x + y, 0)).toBe(SOLO);
+      expect((delta.B ?? 0) + (delta.C ?? 0)).toBeGreaterThan(0);
+      const expected = Object.fromEntries(Object.entries(delta).map(([id, n]) => [id, (100 * n) / SOLO]));
+      // Within the share window (30 s) of the first of them.
+      await page("A").waitForFunction(
+        (exp) => {
+          const latest = JSON.parse(document.getElementById("chart-share")?.dataset.latest ?? "{}");
+          return Object.entries(exp).every(([id, pct]) => Math.abs((latest[id] ?? -1) - pct) < 0.01);
+        },
+        expected,
+        { timeout: 20_000, polling: 100 },
+      );
+      expect(await nonzero("A", "chart-route")).toBe(0);
+
       for (let i = 0; i < prompts.length; i++) await send(i);
       for (const id of ["A", "B", "C"]) {
         await page(id).waitForFunction(

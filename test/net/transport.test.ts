@@ -170,7 +170,7 @@ describe("peer transport (HMAC shared secret)", () => {
     expect(atC.log.snapshots.map((x) => x.msg)).toEqual([round1.msg]);
   });
 
-  it("carries all four snapshot headers, and leaves a malformed one out", async () => {
+  it("carries all five snapshot headers, and leaves a malformed one out", async () => {
     const { url, log } = await start(hmacAuth("B", SECRET));
     const c = client(hmacAuth("A", SECRET));
     c.setPeer("B", url);
@@ -179,6 +179,7 @@ describe("peer transport (HMAC shared secret)", () => {
       blocks: 7,
       at: 1795976827696.25,
       echo: { t: 12.5, heldMs: 0.75 },
+      served: 42,
     });
     await c.send("B", sent);
     expect(log.snapshots[0]?.msg).toEqual(sent);
@@ -189,6 +190,7 @@ describe("peer transport (HMAC shared secret)", () => {
       method: "POST",
       headers: signed(hmacAuth("A", SECRET), "/peer/snapshot", body, "application/octet-stream", {
         "x-prefixmesh-holds": "not:a:version",
+        "x-prefixmesh-served": "-3",
       }),
       body,
     });

@@ -163,7 +163,9 @@ describe("Dockerfile", () => {
   test("multi-stage, Debian-based, runs as the non-root node user", () => {
     const froms = of("FROM");
     expect(froms.length).toBeGreaterThanOrEqual(2);
-    for (const f of froms) expect(f.args).toMatch(/^node:20-bookworm-slim AS \w+$/);
+    // Every stage on one base: the official Node 20 image unless BASE_IMAGE names another.
+    expect(steps[0]).toEqual({ op: "ARG", args: "BASE_IMAGE=node:20-bookworm-slim" });
+    for (const f of froms) expect(f.args).toMatch(/^\$\{BASE_IMAGE\} AS \w+$/);
     const last = steps.lastIndexOf(of("FROM").at(-1) as { op: string; args: string });
     const user = steps.slice(last).find((s) => s.op === "USER");
     expect(user?.args).toBe("node");

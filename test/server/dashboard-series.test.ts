@@ -7,6 +7,7 @@ import {
   quantile,
   type Reading,
   readingOf,
+  servedByMember,
   WINDOWS,
 } from "../../src/server/dashboard/series.js";
 
@@ -43,10 +44,11 @@ describe("dashboard series: reading /metrics", () => {
   });
 
   it("sums the counters the charts need across labels", () => {
-    const r = readingOf(parseMetrics(TEXT), 10);
+    const r = readingOf(parseMetrics(TEXT), 10, { A: 4, B: 9 });
     expect(r).toMatchObject({
       t: 10,
-      servedBy: { A: 3, B: 5 },
+      // Mesh-wide, from /cluster: not the requests that entered here (the metric's 3 and 5).
+      servedBy: { A: 4, B: 9 },
       local: 3,
       forwarded: 5,
       promptTokens: 1000,
@@ -60,6 +62,22 @@ describe("dashboard series: reading /metrics", () => {
       [1, 8],
       [Number.POSITIVE_INFINITY, 8],
     ]);
+  });
+
+  it("takes each member's served count from /cluster, leaving out members that report none", () => {
+    const v = {
+      id: "A",
+      served: 7,
+      peers: [
+        { id: "B", served: 12 },
+        { id: "C", served: null },
+        { id: "D" },
+        { id: "E", served: -1 },
+        { id: "F", served: "5" },
+      ],
+    };
+    expect(servedByMember(v)).toEqual({ A: 7, B: 12 });
+    expect(servedByMember({ id: "A" })).toEqual({});
   });
 
   it("treats a counter that went down as restarted from 0", () => {
@@ -141,8 +159,8 @@ describe("dashboard series: points over sliding windows", () => {
 
   it("shares, hit rates and rates are taken over their windows", () => {
     const h = new History();
-    for (let t = 0; t <= WINDOWS.slowSec; t++) h.add(reading(t));
-    // One second later: 3 served here, 1 by B; 400 prompt tokens, 300 predicted cached, 200 actual.
+    for (let t = 0; t <= WINDOWS.slowSec; t++) h.add(reading(t, { servedBy: { A: 0, B: 0 } }));
+    // One second later: 3 served by A, 1 by B; 400 prompt tokens, 300 predicted cached, 200 actual.
     const t = WINDOWS.slowSec + 1;
     const p = h.add(
       reading(t, {
@@ -169,6 +187,17 @@ describe("dashboard series: points over sliding windows", () => {
       last = h.add(reading(s, { servedBy: { A: 3, B: 1 }, local: 3, forwarded: 1, promptTokens: 400 }));
     expect(last?.share).toEqual({ A: null, B: null });
     expect(last?.localPerSec).toBe(0);
+  });
+
+  it("counts a member first heard of mid-window from then on, and a restarted one from 0", () => {
+    const h = new History();
+    h.add(reading(0, { servedBy: { A: 10 } }));
+    // B's first report says 500: requests it served before this page knew it, not in any window.
+    h.add(reading(1, { servedBy: { A: 12, B: 500 } }));
+    expect(h.points.at(-1)?.share).toEqual({ A: 100, B: 0 });
+    // Then B serves 2 more, and A restarts (its count drops to 2, all new).
+    h.add(reading(2, { servedBy: { A: 2, B: 502 } }));
+    expect(h.points.at(-1)?.share).toEqual({ A: 50, B: 50 });
   });
 
   it("ignores a reading that does not move time forward, and bounds its points", () => {

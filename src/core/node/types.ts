@@ -132,6 +132,12 @@ export type PeerMessage =
       /** The sender's clock when it sent this (ms): echoed back so the sender can time a round trip. */
       at?: number;
       echo?: SnapshotEcho;
+      /**
+       * Requests the sender has served (for its own clients and for peers) in its current epoch. For
+       * operators only (each member's share of the mesh's requests, the paper's Figure 3): the runtime
+       * stamps and reads it, the node never does. Optional: older peers send none.
+       */
+      served?: number;
     }
   | {
       type: "forward";

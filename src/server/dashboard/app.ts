@@ -6,7 +6,7 @@
  * the page's Content-Security-Policy holds without inline styles or scripts.
  */
 import { colourOf, drawCharts } from "./charts.js";
-import { History, parseMetrics, readingOf, WINDOWS } from "./series.js";
+import { History, parseMetrics, readingOf, servedByMember, WINDOWS } from "./series.js";
 
 interface PeerView {
   id: string;
@@ -17,6 +17,8 @@ interface PeerView {
   queueDepth?: number;
   pushBackActive: boolean;
   rttMs?: number | null;
+  /** Requests it has served, as its snapshots say (null: never said). */
+  served?: number | null;
 }
 interface ClusterView {
   id: string;
@@ -28,6 +30,8 @@ interface ClusterView {
   capacityTokens?: number;
   queueDepth: number;
   pushBackActive: boolean;
+  /** Requests this node has served (for its clients and for peers) in its epoch. */
+  served?: number;
   /** The node's counters: numbers, and per-kind counts for snapshots. */
   stats?: Record<string, number | Record<string, number>>;
   peers: PeerView[];
@@ -91,7 +95,7 @@ function renderMembers(v: ClusterView): void {
     const x = v.stats?.[k];
     return fmtInt(typeof x === "number" ? x : 0);
   };
-  cell(self, `${count("servedLocal")} / ${count("servedForPeers")}`, "num");
+  cell(self, `${fmtInt(v.served ?? 0)} (${count("servedLocal")} / ${count("servedForPeers")})`, "num");
   rows.push(self);
 
   for (const p of v.peers) {
@@ -115,7 +119,8 @@ function renderMembers(v: ClusterView): void {
     );
     cell(tr, p.estimateAgeMs == null ? "never heard" : fmtSec(p.estimateAgeMs), "num");
     cell(tr, gone || p.rttMs == null ? "–" : `${p.rttMs.toFixed(1)} ms`, "num");
-    cell(tr, "–", "muted");
+    // What its snapshots last said (a peer of an older version says nothing).
+    cell(tr, p.served == null ? "–" : fmtInt(p.served), p.served == null ? "muted" : "num");
     rows.push(tr);
   }
   body.replaceChildren(...rows);
@@ -240,7 +245,7 @@ async function tick(): Promise<void> {
     const [cluster, metrics] = await Promise.all([fetchText("/cluster"), fetchText("/metrics")]);
     view = JSON.parse(cluster) as ClusterView;
     lastOk = Date.now();
-    history.add(readingOf(parseMetrics(metrics), lastOk / 1000));
+    history.add(readingOf(parseMetrics(metrics), lastOk / 1000, servedByMember(view)));
     for (const id of [view.id, ...view.peers.map((p) => p.id)].sort()) colourOf(id);
     renderFacts(view);
     renderMembers(view);

@@ -142,9 +142,14 @@ export function drawCharts(pts: readonly Point[], members: readonly string[]): v
   for (const c of charts) {
     const defs = c.defs({ points: pts, members });
     const data: uPlotT.AlignedData = [pts.map((p) => p.t), ...defs.map((d) => pts.map((p) => d.value(p)))];
-    // For tests and scripts: how many points the chart holds, and how many show something above 0.
+    // For tests and scripts: how many points the chart holds, how many show something above 0, and
+    // the newest value of each series (JSON, by label).
     c.figure.dataset.points = String(pts.length);
     c.figure.dataset.nonzero = String(pts.filter((p) => defs.some((d) => (d.value(p) ?? 0) > 0)).length);
+    const newest = pts.at(-1);
+    c.figure.dataset.latest = JSON.stringify(
+      newest ? Object.fromEntries(defs.map((d) => [d.label, d.value(newest)])) : {},
+    );
     const holder = c.figure.querySelector(".plot") as HTMLElement;
     const key = defs.map((d) => d.label).join("|");
     const width = Math.max(300, holder.clientWidth);

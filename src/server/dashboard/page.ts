@@ -27,7 +27,7 @@ export const PAGE_HTML = `<!doctype html>
   <table id="members">
     <thead><tr>
       <th>node</th><th>liveness</th><th>push-back</th><th>queue</th><th>cached tokens</th>
-      <th>estimate age</th><th>RTT</th><th>served for itself / peers</th>
+      <th>estimate age</th><th>RTT</th><th>served (for itself / peers)</th>
     </tr></thead>
     <tbody></tbody>
   </table>
@@ -37,8 +37,9 @@ export const PAGE_HTML = `<!doctype html>
 <section>
   <h2>Over time <span class="muted small" id="windows"></span></h2>
   <div class="charts">
-    <figure id="chart-share"><figcaption>Requests entering here, by the node that served them (% of the
-      window; the paper's Figure 3, live)</figcaption><div class="plot"></div></figure>
+    <figure id="chart-share"><figcaption>Requests served by each node, mesh-wide (% of the window;
+      the paper's Figure 3, live; each peer's count as its snapshots report it)</figcaption>
+      <div class="plot"></div></figure>
     <figure id="chart-route"><figcaption>Requests entering here: served locally vs forwarded
       (per second)</figcaption><div class="plot"></div></figure>
     <figure id="chart-hit"><figcaption>Prefix-cache hit rate: predicted at routing vs actual at the

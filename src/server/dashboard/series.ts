@@ -1,7 +1,7 @@
 /**
- * What the dashboard draws, derived from successive scrapes of the node's own `/metrics`: shares,
- * rates, hit rates and latency quantiles over sliding windows. Pure (no DOM, no clock): served to the
- * browser as-is (compiled by the build, no bundler) and unit-tested in Node.
+ * What the dashboard draws, derived from successive scrapes of the node's own `/metrics` and
+ * `/cluster`: shares, rates, hit rates and latency quantiles over sliding windows. Pure (no DOM, no
+ * clock): served to the browser as-is (compiled by the build, no bundler) and unit-tested in Node.
  */
 
 /** One Prometheus sample line. */
@@ -14,7 +14,10 @@ export interface MetricSample {
 /** The counters the dashboard reads from one scrape, taken at `t` (seconds). */
 export interface Reading {
   t: number;
-  /** Client requests that entered here, answered, by the node that served them. */
+  /**
+   * Requests each member has served, cluster-wide: this node's own count and each peer's as its
+   * snapshots report it (`/cluster`'s `served`; see servedByMember).
+   */
   servedBy: Record<string, number>;
   local: number;
   forwarded: number;
@@ -30,7 +33,7 @@ export interface Reading {
 /** One point of every chart, at `t` (seconds); null where the window holds nothing to measure. */
 export interface Point {
   t: number;
-  /** Per serving node: its percentage of the requests answered in the share window. */
+  /** Per member: its percentage of the requests the whole mesh served in the share window. */
   share: Record<string, number | null>;
   localPerSec: number;
   forwardedPerSec: number;
@@ -81,11 +84,39 @@ export function parseMetrics(text: string): MetricSample[] {
   return out;
 }
 
-/** The dashboard's counters from one scrape. */
-export function readingOf(samples: readonly MetricSample[], t: number): Reading {
+/** Members counted from one `/cluster` (a member beyond it is left out: the page must stay small). */
+const MAX_MEMBERS = 1024;
+
+/** The parts of `/cluster` servedByMember reads. */
+export interface ServedView {
+  id: string;
+  served?: unknown;
+  peers?: readonly { id: string; served?: unknown }[];
+}
+
+/**
+ * Each member's served requests from one `/cluster`: this node's own count and what each peer last
+ * reported; a member with no count (an older node) is left out.
+ */
+export function servedByMember(v: ServedView): Record<string, number> {
+  const out: Record<string, number> = {};
+  const add = (id: unknown, n: unknown) => {
+    if (typeof id === "string" && typeof n === "number" && Number.isFinite(n) && n >= 0) out[id] = n;
+  };
+  add(v.id, v.served);
+  for (const p of (v.peers ?? []).slice(0, MAX_MEMBERS)) add(p.id, p.served);
+  return out;
+}
+
+/** The dashboard's counters from one scrape of `/metrics`, with `/cluster`'s served counts. */
+export function readingOf(
+  samples: readonly MetricSample[],
+  t: number,
+  servedBy: Record<string, number> = {},
+): Reading {
   const r: Reading = {
     t,
-    servedBy: {},
+    servedBy,
     local: 0,
     forwarded: 0,
     promptTokens: 0,
@@ -98,11 +129,6 @@ export function readingOf(samples: readonly MetricSample[], t: number): Reading 
   const buckets = new Map<number, number>();
   for (const s of samples) {
     switch (s.name) {
-      case "prefixmesh_requests_served_by_total": {
-        const by = s.labels.served_by ?? "?";
-        r.servedBy[by] = (r.servedBy[by] ?? 0) + s.value;
-        break;
-      }
       case "prefixmesh_requests_total":
         if (s.labels.route === "local") r.local += s.value;
         else if (s.labels.route === "forwarded") r.forwarded += s.value;
@@ -183,6 +209,18 @@ export class History {
     return found;
   }
 
+  /**
+   * Member `id`'s served count at the window starting at reading `from`; for a member first heard of
+   * inside the window, its first count (what it served before is not in the window).
+   */
+  private baseline(from: Reading, id: string): number | undefined {
+    for (let i = this.readings.indexOf(from); i >= 0 && i < this.readings.length; i++) {
+      const n = (this.readings[i] as Reading).servedBy[id];
+      if (n !== undefined) return n;
+    }
+    return undefined;
+  }
+
   /** Adds a scrape; returns the new point (undefined for the first scrape: no interval yet). */
   add(r: Reading): Point | undefined {
     const last = this.readings.at(-1);
@@ -199,7 +237,8 @@ export class History {
     const served: Record<string, number> = {};
     let answered = 0;
     for (const [id, n] of Object.entries(r.servedBy)) {
-      served[id] = increase(slow.servedBy[id] ?? 0, n);
+      const before = this.baseline(slow, id);
+      served[id] = before === undefined ? 0 : increase(before, n);
       answered += served[id] as number;
     }
     for (const [id, n] of Object.entries(served)) share[id] = pct(n, answered);

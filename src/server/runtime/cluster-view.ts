@@ -19,6 +19,8 @@ export interface ClusterViewOptions {
   peerUrl(id: string): string | undefined;
   /** Whether forwards to a peer carry the prompt text. */
   sendsPromptText(id: string): boolean;
+  /** Requests a peer has served, as its snapshots last said (null: it never said). */
+  peerServed(id: string): number | null;
 }
 
 export class ClusterView {
@@ -68,6 +70,8 @@ export class ClusterView {
         pushBackActive: p.pushBackUntil > now,
         pushBackUntil: p.pushBackUntil,
         rttMs: p.rttMs,
+        /** Requests it has served in its epoch, as its snapshots say: the cluster-wide share per member. */
+        served: this.o.peerServed(p.id),
         /** Peer trust: score in [0, 1] and breaker state (closed, open, half-open), failures, refusals. */
         trust: p.trust ?? null,
         /** Forwards to it carry the prompt text (false once its hello said its engine needs tokens only). */

@@ -130,10 +130,15 @@ export class NodeRuntime implements NodeService {
       now: this.now,
       isStopping: () => this.stopping,
       feed: (input) => this.feed(input),
+      ownServed: () => {
+        const s = this.node.stats();
+        return s.servedLocal + s.servedForPeers;
+      },
     });
     this.view = new ClusterView({
       ...o,
       now: this.now,
+      peerServed: (id) => this.traffic.servedCounts.of(id),
       peerUrl: (id) => this.admin.peerUrl(id),
       sendsPromptText: (id) => o.client.sendsPromptText(id),
     });
@@ -252,6 +257,7 @@ export class NodeRuntime implements NodeService {
     this.applyAll(effects);
     this.admin.closePeer(id, why);
     this.sender.forget(id);
+    this.traffic.servedCounts.forget(id);
   }
 
   // ------------------------------------------------------------------ shutdown

@@ -11,6 +11,7 @@ import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
 import type { RuntimeLogger } from "./logger.js";
 import type { PeerSender } from "./peer-sender.js";
+import { PeerServedCounts } from "./peer-served.js";
 import type { ServedForwards } from "./served-forwards.js";
 import { retryableError } from "./transport-rules.js";
 
@@ -26,10 +27,14 @@ export interface PeerTrafficOptions {
   isStopping(): boolean;
   /** Hands an input to the node (and performs its effects). */
   feed(input: NodeInput): void;
+  /** Requests this node has served in its current epoch (rides on its snapshots: peer-served.ts). */
+  ownServed(): number;
 }
 
 export class PeerTraffic {
   private readonly modelId: string;
+  /** Each peer's served requests, as its snapshots say (for `/cluster`). */
+  readonly servedCounts = new PeerServedCounts();
 
   constructor(private readonly o: PeerTrafficOptions) {
     this.modelId = o.engine.info.model;
@@ -51,8 +56,11 @@ export class PeerTraffic {
         else this.retokenize(from, msg, stream);
       },
       onMessage: (from, msg, wireBytes) => {
-        if (msg.type === "snapshot")
+        if (msg.type === "snapshot") {
           this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, wireBytes);
+          if (msg.snapshot.header.sender === from)
+            this.servedCounts.report(from, msg.snapshot.header.epoch, msg.served);
+        }
         // A cancel the node acts on makes it answer the forward's stream itself (FORWARD_CANCELLED).
         this.o.feed({ type: "peer-message", from, msg });
       },
@@ -95,7 +103,7 @@ export class PeerTraffic {
     }
     switch (msg.type) {
       case "snapshot":
-        sender.snapshot(to, msg);
+        sender.snapshot(to, { ...msg, served: this.o.ownServed() });
         return;
       case "forward":
         sender.forward(to, msg);

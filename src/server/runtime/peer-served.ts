@@ -1,0 +1,47 @@
+/**
+ * Each member's count of the requests it has served, as its snapshots report it (`served`,
+ * types.ts): what `/cluster` shows per member so a dashboard on any node draws the cluster-wide
+ * share of requests by serving node (the paper's Figure 3), not only the share of those entering
+ * here. Observability only: routing never reads it.
+ *
+ * A count belongs to its sender's epoch (counters start again at a restart): a newer epoch replaces
+ * it, an older one is ignored, and within an epoch it only grows, so snapshots that arrive out of
+ * order never move it back.
+ */
+import { invariant } from "../../core/invariant.js";
+
+/** Members whose counts are kept; a node never has more peers than this (`maxPeers` is bounded). */
+export const MAX_COUNTED_PEERS = 4096;
+
+interface Count {
+  epoch: number;
+  served: number;
+}
+
+export class PeerServedCounts {
+  private readonly counts = new Map<string, Count>();
+
+  /** `from`'s snapshot of epoch `epoch` said it has served `served` requests (undefined: it did not say). */
+  report(from: string, epoch: number, served: number | undefined): void {
+    if (served === undefined || !Number.isSafeInteger(served) || served < 0) return;
+    const c = this.counts.get(from);
+    if (c === undefined) {
+      if (this.counts.size >= MAX_COUNTED_PEERS) return;
+      this.counts.set(from, { epoch, served });
+    } else if (epoch > c.epoch) {
+      c.epoch = epoch;
+      c.served = served;
+    } else if (epoch === c.epoch && served > c.served) c.served = served;
+    invariant(this.counts.size <= MAX_COUNTED_PEERS, "served counts kept beyond the bound");
+  }
+
+  /** What `id` last reported of its served requests; null if it never did (or runs an older version). */
+  of(id: string): number | null {
+    return this.counts.get(id)?.served ?? null;
+  }
+
+  /** A member that left the membership. */
+  forget(id: string): void {
+    this.counts.delete(id);
+  }
+}
