@@ -123,6 +123,12 @@ export interface Engine {
   watchCache?(onChange: () => void): () => void;
   /** engine-managed caches: every sequence cached now (what the next `cachedSequences` would say). */
   cachedSequences?(): Tokens[];
+  /**
+   * Why this engine cannot keep a request's namespace (`cacheSalt`, `adapter`) apart from others'
+   * in its cache, when it cannot (the node refuses such a request rather than share a cache);
+   * undefined: it can. Absent: every namespace is kept apart.
+   */
+  namespaceProblem?(r: Pick<EngineRequest, "cacheSalt" | "adapter">): string | undefined;
   health(): Promise<{ ok: boolean; detail?: string }>;
   close(): Promise<void>;
 }
