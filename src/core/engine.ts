@@ -56,6 +56,11 @@ export interface EngineRequest {
    * node tokenizes `prompt` again with its own (the tokens were only good for routing).
    */
   tokenizer?: string;
+  /**
+   * A chat's messages, with `tokenizer`: the entry node rendered `prompt` with its own model's chat
+   * template, so the serving node renders them again with its own before it tokenizes.
+   */
+  messages?: ChatMessage[];
   /** The LoRA adapter to run (a model name the engine serves besides its base model); a namespace too. */
   adapter?: string;
   /**
