@@ -5,6 +5,9 @@
  * B must take the slot holding tenant A's prompt, directly or restored from the RAM prompt cache) and
  * across a forward between two nodes, each fronting its own one-slot server.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import OpenAI from "openai";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -84,6 +87,51 @@ describe.skipIf(skip)("tenants on one real llama-server with one slot", () => {
     expect((await run(req(b, "tenant-b"))).cachedTokens).toBe(b.length - 1);
     const { accuracy } = engine.cacheStatus();
     expect(accuracy.exact).toBe(accuracy.requests);
+  });
+});
+
+describe.skipIf(skip)("tenants on one real llama-server with saved slots (--slot-save-path)", () => {
+  let server: LlamaServer;
+  let engine: OpenAIEngine;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "prefixmesh-tenant-saves-"));
+    // One slot and no RAM cache: only the saved states can bring a tenant's prompt back.
+    server = await startLlamaServer({
+      slots: 1,
+      contextTokens: 512,
+      args: ["--slot-save-path", dir, "--cache-ram", "0"],
+    });
+    engine = await OpenAIEngine.create({
+      baseUrl: server.url,
+      model: MODEL,
+      retries: 0,
+      llamaSlots: { cacheRamMiB: 0, savedSlots: 4 },
+    });
+  });
+  afterAll(async () => {
+    await engine?.close();
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("saves tenant A's slot before B takes it, and restores it for A only", async () => {
+    const p = prompt(5, 80);
+    const run = async (salt: string) => {
+      const r = await engine.run(req(p, salt));
+      expect(r.cachePrediction?.predicted).toBe(r.cachedTokens);
+      return r.cachedTokens;
+    };
+    expect(await run("tenant-a")).toBe(0);
+    // B on A's slot: A's content is saved to disk first; B reuses none of it.
+    expect(await run("tenant-b")).toBe(0);
+    expect(engine.cacheStatus().llamaSlots?.savedSlots.saves).toBeGreaterThanOrEqual(1);
+    // A again: its own saved state is restored into the slot (B's is saved first).
+    expect(await run("tenant-a")).toBe(p.length - 1);
+    expect(engine.cacheStatus().llamaSlots?.savedSlots.restores).toBe(1);
+    // And B's comes back for B.
+    expect(await run("tenant-b")).toBe(p.length - 1);
+    expect(engine.cacheStatus().llamaSlots?.savedSlots.restores).toBe(2);
   });
 });
 
