@@ -77,6 +77,8 @@ describe("cache_salt on servers that would ignore it", () => {
     expect(ollama.engine.namespaceProblem({ cacheSalt: "t" })).toMatch(/Ollama/);
     expect(llama.engine.namespaceProblem({ cacheSalt: "t" })).toMatch(/llama-server/);
     expect(vllm.engine.namespaceProblem({ cacheSalt: "t" })).toBeUndefined();
+    expect(llama.engine.namespaceProblem({ adapter: "sql-lora" })).toMatch(/base model/);
+    expect(vllm.engine.namespaceProblem({ adapter: "sql-lora" })).toBeUndefined();
     // Adapters are models of their own on Ollama (each its own runner and cache): not refused.
     expect(ollama.engine.namespaceProblem({ adapter: "other-model" })).toBeUndefined();
     const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1 };

@@ -257,14 +257,14 @@ export class OpenAIEngine implements Engine {
   }
 
   /**
-   * A tenant's `cacheSalt` on a server that would ignore it, or a LoRA adapter on llama-server's
-   * slots (the node runs its base model only): refused.
+   * A tenant's `cacheSalt` on a server that would ignore it, or a LoRA adapter on llama-server (it
+   * takes adapters by id per request, not by model name: it would run its base model): refused.
    */
   namespaceProblem(r: Pick<EngineRequest, "cacheSalt" | "adapter">): string | undefined {
     if (r.cacheSalt !== undefined && this.saltIgnoredBy)
       return `cache_salt is not supported by this node's engine: ${this.saltIgnoredBy} would share its cache between tenants`;
-    if (r.adapter !== undefined && this.slotCache)
-      return "LoRA adapters are not supported on llama-server's slots: the node runs its base model only";
+    if (r.adapter !== undefined && (this.slotCache || this.saltIgnoredBy?.startsWith("llama-server")))
+      return "LoRA adapters by name are not supported on llama-server: it would run its base model";
     return undefined;
   }
 
