@@ -83,6 +83,23 @@ describe("the slot mirror with tenants", () => {
     expect(m.reuses(0, own, [0, 1], A, true)).toBe(true);
   });
 
+  it("reuses only when the slot is its own whether or not a run going on elsewhere is saved first", () => {
+    const m = new SlotMirror(CONFIG);
+    const q = range(1, 100);
+    const x = range(5000, 100);
+    m.launch(0, x, [0, 1], B);
+    m.finish(0, x, [], 100);
+    // A's run of q is going on in slot 1 (not idle: not in the RAM cache as far as the mirror knows).
+    m.launch(1, q, [1], A);
+    m.finish(1, q, [], 100);
+    const prompt = cat(range(1, 90), range(9000, 10));
+    // If slot 1's run ends at the server before B's starts, q (A's) is saved and restored into slot 0.
+    expect(m.reuses(0, prompt, [0], B)).toBe(true);
+    expect(m.reuses(0, prompt, [0], B, false, [1])).toBe(false);
+    // Nor A: without that save, slot 0 still holds B's content.
+    expect(m.reuses(0, prompt, [0], A, false, [1])).toBe(false);
+  });
+
   it("reports each namespace's content as its cache key, apart from the default namespace's", () => {
     const m = new SlotMirror({ ...CONFIG, cacheRamMiB: 0 });
     const p = range(1, 20);

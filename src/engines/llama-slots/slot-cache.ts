@@ -12,7 +12,9 @@
  * Namespaces: a request reuses a slot's content only when the mirror says it is its own namespace's
  * (slot-mirror.ts); else it goes with `cache_prompt: false` and the server reuses nothing. While the
  * RAM cache holds prompts the node never saw (`inexact`), a namespaced request reuses only when the
- * server will not restore from that cache. Saved slot states are restored for their namespace only.
+ * server will not touch that cache for it; and a request reuses only when its slot's content is its
+ * own namespace's whether or not the runs going on in other slots end (and are saved to the RAM
+ * cache) before it starts. Saved slot states are restored for their namespace only.
  *
  * At most one request per slot: runs beyond the slot count wait here, first come first served.
  */
@@ -234,9 +236,11 @@ export class LlamaSlotCache {
         this.mirror.undo(before);
         if (shadowBefore) this.shadow?.undo(shadowBefore);
       };
-      // Another namespace's content (or, unknown RAM cache aside, possibly so) is never reused.
+      // Another namespace's content is never reused, whichever of the runs going on elsewhere end at
+      // the server before this one starts; guarded: the RAM cache holds prompts from before the node.
       const guarded = this.inexact !== undefined && ns !== DEFAULT_NAMESPACE;
-      const reuse = this.mirror.reuses(slot, tokens, idle, ns, guarded);
+      const running = [...this.busy].filter((s) => s !== slot);
+      const reuse = this.mirror.reuses(slot, tokens, idle, ns, guarded, running);
       const predicted = this.mirror.launch(slot, tokens, idle, ns, reuse);
       const shadowPredicted = this.shadow?.launch(slot, tokens, idle, ns, reuse);
       const started = { at: ++this.events, running: [...this.busy].filter((s) => s !== slot) };

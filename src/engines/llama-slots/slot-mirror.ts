@@ -144,6 +144,7 @@ export class SlotMirror {
    * slot choice and any RAM-cache restore): only its own namespace's content. `guarded`: the RAM
    * cache holds prompts the mirror does not know (the server ran requests before the node), so also
    * only when the server will not touch the RAM cache for this start (it may restore anything).
+   * `maybeSaved`: slots whose runs may end (and be saved to the RAM cache) before this start.
    */
   reuses(
     slot: number,
@@ -151,9 +152,19 @@ export class SlotMirror {
     idle: readonly number[],
     ns: NamespaceFields,
     guarded = false,
+    maybeSaved: readonly number[] = [],
   ): boolean {
     const r = this.select(slot, prompt, this.cache?.clone(), idle);
-    return sameNamespace(r.ns, ns) && !(guarded && r.cacheUpdated);
+    if (!sameNamespace(r.ns, ns) || (guarded && r.cacheUpdated)) return false;
+    if (maybeSaved.length === 0 || !this.cache || !r.cacheUpdated) return true;
+    // Runs still going on other slots may have ended at the server, and been saved to its RAM cache,
+    // before this one starts: own content under that hypothesis too.
+    const alt = this.cache.clone();
+    for (const o of maybeSaved) {
+      alt.save(this.slots[o]!, this.slotNs[o]);
+      alt.update();
+    }
+    return sameNamespace(this.select(slot, prompt, alt, idle).ns, ns);
   }
 
   /**
