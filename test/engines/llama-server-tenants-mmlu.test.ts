@@ -98,5 +98,6 @@ describe.skipIf(skip)("tenants over an MMLU replay on the real llama-server", ()
     );
     expect(accuracy.requests).toBe(runs.length);
     expect(accuracy.exact / accuracy.requests).toBeGreaterThanOrEqual(0.99);
-  });
+    // About 5 s on an idle machine; the shared machine's load can stretch it many times.
+  }, 300_000);
 });

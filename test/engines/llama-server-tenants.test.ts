@@ -73,7 +73,7 @@ describe.skipIf(skip)("tenants on one real llama-server with one slot", () => {
     expect(engine.cachedSequences().some((s) => s[0] === keyA[0] && s[keyA.length - 1] === p.at(-1))).toBe(
       true,
     );
-  });
+  }, 120_000);
 
   it("gives tenant B nothing of a prompt of A's the server restores from its RAM cache", async () => {
     const a = prompt(2, 100);
@@ -87,7 +87,7 @@ describe.skipIf(skip)("tenants on one real llama-server with one slot", () => {
     expect((await run(req(b, "tenant-b"))).cachedTokens).toBe(b.length - 1);
     const { accuracy } = engine.cacheStatus();
     expect(accuracy.exact).toBe(accuracy.requests);
-  });
+  }, 120_000);
 });
 
 describe.skipIf(skip)("tenants on one real llama-server with saved slots (--slot-save-path)", () => {
@@ -132,7 +132,7 @@ describe.skipIf(skip)("tenants on one real llama-server with saved slots (--slot
     // And B's comes back for B.
     expect(await run("tenant-b")).toBe(p.length - 1);
     expect(engine.cacheStatus().llamaSlots?.savedSlots.restores).toBe(2);
-  });
+  }, 120_000);
 });
 
 /** A's view of B on GET /cluster (the fields read here). */
@@ -241,6 +241,6 @@ describe.skipIf(skip)(
       const gone = await complete(b, text, "tenant-a");
       expect(gone.servedBy).toBe("B");
       expect(gone.cached).toBe(0);
-    });
+    }, 180_000);
   },
 );

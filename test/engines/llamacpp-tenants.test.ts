@@ -75,5 +75,5 @@ describe.skipIf(skip)("tenants on the embedded llama.cpp engine (one slot, saved
         true,
       );
     expect(seqs).toHaveLength(3);
-  });
+  }, 120_000);
 });
