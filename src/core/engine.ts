@@ -56,6 +56,11 @@ export interface EngineRequest {
    * node tokenizes `prompt` again with its own (the tokens were only good for routing).
    */
   tokenizer?: string;
+  /**
+   * A chat's messages, with `tokenizer`: the entry node rendered `prompt` with its own model's chat
+   * template, so the serving node renders them again with its own before it tokenizes.
+   */
+  messages?: ChatMessage[];
   /** The LoRA adapter to run (a model name the engine serves besides its base model); a namespace too. */
   adapter?: string;
   /**
@@ -123,6 +128,12 @@ export interface Engine {
   watchCache?(onChange: () => void): () => void;
   /** engine-managed caches: every sequence cached now (what the next `cachedSequences` would say). */
   cachedSequences?(): Tokens[];
+  /**
+   * Why this engine cannot keep a request's namespace (`cacheSalt`, `adapter`) apart from others'
+   * in its cache, when it cannot (the node refuses such a request rather than share a cache);
+   * undefined: it can. Absent: every namespace is kept apart.
+   */
+  namespaceProblem?(r: Pick<EngineRequest, "cacheSalt" | "adapter">): string | undefined;
   health(): Promise<{ ok: boolean; detail?: string }>;
   close(): Promise<void>;
 }

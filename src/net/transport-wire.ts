@@ -293,6 +293,7 @@ function requestFields(
     adapter: r.adapter,
     model: r.model,
     tokenizer: r.tokenizer,
+    messages: r.messages,
     traceId: r.traceId,
   };
 }

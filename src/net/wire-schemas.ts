@@ -33,6 +33,16 @@ const engineRequestWire = z.object({
   /** The model the client asked for, and the tokenizer that made `tokens` when not its (mixed meshes). */
   model: z.string().min(1).max(MAX_MODEL_NAME).optional(),
   tokenizer: z.string().min(1).max(MAX_MODEL_NAME).optional(),
+  /** A chat's messages, with `tokenizer`: the serving node renders them with its own chat template. */
+  messages: z
+    .array(
+      z.object({
+        role: z.enum(["system", "user", "assistant", "tool", "developer"]),
+        content: z.string().max(MAX_TEXT),
+      }),
+    )
+    .max(4096)
+    .optional(),
   /** The entry node's client request id (api.md: `x-request-id`), for the serving node's logs. */
   traceId: z
     .string()

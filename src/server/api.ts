@@ -197,6 +197,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       asked === undefined,
       route,
     );
+    // Another model's node serves it: the prompt above is in our model's template, not its.
+    if (input.tokenizer !== undefined) input.messages = messages;
     return serve("chat", reply, body, input);
   });
 

@@ -23,6 +23,8 @@ export interface InferenceInput {
   model?: string;
   /** This node's model, when it does not serve `model`: its tokens are for routing only. */
   tokenizer?: string;
+  /** A chat's messages, with `tokenizer`: the serving node applies its own model's chat template. */
+  messages?: ChatMessage[];
   /** The client's request id (`x-request-id`), carried to the serving node for its logs. */
   requestId?: string;
 }

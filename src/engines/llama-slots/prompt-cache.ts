@@ -13,6 +13,8 @@
  * a figure (`bytesPerToken` undefined) the byte limit and the raise it allows are taken as never
  * reached (exact while the cache holds less than the limit).
  */
+import type { NamespaceFields } from "../../core/namespace.js";
+import { DEFAULT_NAMESPACE } from "../namespace-tags.js";
 import { f32, lcp } from "./tokens.js";
 
 export interface PromptCacheLimits {
@@ -26,6 +28,8 @@ export interface PromptCacheLimits {
 
 export interface CachedPrompt {
   tokens: Uint32Array;
+  /** The namespace of the request that computed it (the server compares tokens only). */
+  ns: NamespaceFields;
 }
 
 export class PromptCacheModel {
@@ -54,7 +58,7 @@ export class PromptCacheModel {
   }
 
   /** `prompt_save` → `alloc`: what the server keeps of a slot's prompt. */
-  save(prompt: Uint32Array): void {
+  save(prompt: Uint32Array, ns: NamespaceFields = DEFAULT_NAMESPACE): void {
     if (prompt.length === 0) return;
     for (const st of this.states) if (lcp(st.tokens, prompt) === prompt.length) return;
     const need = this.bytes(prompt.length);
@@ -66,7 +70,7 @@ export class PromptCacheModel {
     }
     if (this.limitBytes > 0)
       while (this.states.length > 0 && this.size() + need > this.limitBytes) this.states.shift();
-    this.states.push({ tokens: prompt.slice() });
+    this.states.push({ tokens: prompt.slice(), ns });
   }
 
   /**
@@ -74,6 +78,11 @@ export class PromptCacheModel {
    * from the cache; undefined when the slot keeps its own prompt.
    */
   load(current: Uint32Array, prompt: Uint32Array): Uint32Array | undefined {
+    return this.loadState(current, prompt)?.tokens;
+  }
+
+  /** `load`, with the restored state's namespace. */
+  loadState(current: Uint32Array, prompt: Uint32Array): CachedPrompt | undefined {
     const base = lcp(current, prompt);
     let keepBest = current.length > 0 ? f32(base / current.length) : -1;
     let simBest = f32(base / prompt.length);
@@ -92,7 +101,7 @@ export class PromptCacheModel {
     }
     if (best < 0) return undefined;
     const [st] = this.states.splice(best, 1);
-    return st!.tokens;
+    return st;
   }
 
   /** `update`: the byte limit, then the token limit (raised to what the bytes allow). */

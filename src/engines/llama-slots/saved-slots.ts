@@ -6,10 +6,14 @@
  * state (least recently used) frees its name for the next save.
  */
 import { invariant } from "../../core/invariant.js";
+import type { NamespaceFields } from "../../core/namespace.js";
+import { DEFAULT_NAMESPACE, sameNamespace, taggedKey } from "../namespace-tags.js";
 import { knownPrefix, lcp } from "./tokens.js";
 
 export interface SavedSlot {
   tokens: Uint32Array;
+  /** The namespace of the request that computed it: only that namespace's requests restore it. */
+  ns: NamespaceFields;
   filename: string;
   lastUsed: number;
 }
@@ -30,20 +34,24 @@ export class SavedSlots {
     return this.states;
   }
 
-  /** The saved state sharing the longest prefix with `prompt` (and that length). */
-  best(prompt: Uint32Array): { state: SavedSlot; length: number } | undefined {
+  /** The saved state of namespace `ns` sharing the longest prefix with `prompt` (and that length). */
+  best(
+    prompt: Uint32Array,
+    ns: NamespaceFields = DEFAULT_NAMESPACE,
+  ): { state: SavedSlot; length: number } | undefined {
     let out: { state: SavedSlot; length: number } | undefined;
     for (const state of this.states) {
+      if (!sameNamespace(state.ns, ns)) continue;
       const length = lcp(state.tokens, prompt);
       if (length > 0 && (!out || length > out.length)) out = { state, length };
     }
     return out;
   }
 
-  /** True when a saved state already holds every known token of `tokens`. */
-  covers(tokens: Uint32Array): boolean {
+  /** True when a saved state of namespace `ns` already holds every known token of `tokens`. */
+  covers(tokens: Uint32Array, ns: NamespaceFields = DEFAULT_NAMESPACE): boolean {
     const k = knownPrefix(tokens);
-    return this.states.some((s) => lcp(s.tokens, k) === k.length);
+    return this.states.some((s) => sameNamespace(s.ns, ns) && lcp(s.tokens, k) === k.length);
   }
 
   /** The file name the next save goes to: a free one, else the least recently used state's. */
@@ -58,16 +66,17 @@ export class SavedSlots {
   }
 
   /**
-   * `filename` now holds `tokens`, UNKNOWN_TOKEN included (a restore gives the slot all of them);
-   * whatever the file held before is gone, and states the new one covers are dropped.
+   * `filename` now holds `tokens` of namespace `ns`, UNKNOWN_TOKEN included (a restore gives the slot
+   * all of them); whatever the file held before is gone, and states the new one covers are dropped.
    */
-  saved(filename: string, tokens: Uint32Array): void {
+  saved(filename: string, tokens: Uint32Array, ns: NamespaceFields = DEFAULT_NAMESPACE): void {
     const k = knownPrefix(tokens);
     for (let i = this.states.length - 1; i >= 0; i--) {
       const s = this.states[i]!;
-      if (s.filename === filename || lcp(s.tokens, k) === s.tokens.length) this.states.splice(i, 1);
+      const covered = sameNamespace(s.ns, ns) && lcp(s.tokens, k) === s.tokens.length;
+      if (s.filename === filename || covered) this.states.splice(i, 1);
     }
-    this.states.push({ tokens: tokens.slice(), filename, lastUsed: ++this.clock });
+    this.states.push({ tokens: tokens.slice(), ns, filename, lastUsed: ++this.clock });
     invariant(this.states.length <= this.maxStates, "more saved slot states than files");
   }
 
@@ -80,7 +89,13 @@ export class SavedSlots {
     if (i >= 0) this.states.splice(i, 1);
   }
 
+  /** The states as cache keys of their namespaces. */
   sequences(): Uint32Array[] {
-    return this.states.map((s) => knownPrefix(s.tokens)).filter((t) => t.length > 0);
+    const out: Uint32Array[] = [];
+    for (const s of this.states) {
+      const k = knownPrefix(s.tokens);
+      if (k.length > 0) out.push(taggedKey(s.ns, k));
+    }
+    return out;
   }
 }

@@ -9,12 +9,21 @@
  * mirror, and a slot that has never run a task (or a task counter that went back) while the mirror
  * holds tokens says the server restarted: the mirror is cleared, RAM cache included.
  *
+ * Namespaces: a request reuses a slot's content only when the mirror says it is its own namespace's
+ * (slot-mirror.ts); else it goes with `cache_prompt: false` and the server reuses nothing. While the
+ * RAM cache holds prompts the node never saw (`inexact`), a namespaced request reuses only when the
+ * server will not touch that cache for it; and a request reuses only when its slot's content is its
+ * own namespace's whether or not the runs going on in other slots end (and are saved to the RAM
+ * cache) before it starts. Saved slot states are restored for their namespace only.
+ *
  * At most one request per slot: runs beyond the slot count wait here, first come first served.
  */
 import { z } from "zod";
 import type { EngineChunk, EngineRequest, Tokens } from "../../core/engine.js";
+import { type NamespaceFields, namespaceOf } from "../../core/namespace.js";
 import { type CachePrediction, PredictionTally } from "../cache-prediction.js";
 import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
+import { DEFAULT_NAMESPACE, namespaceTag } from "../namespace-tags.js";
 import type { HttpClient } from "../openai/http.js";
 import { sseData } from "../openai/sse.js";
 import type { LlamaSlotsConfig } from "./options.js";
@@ -215,9 +224,10 @@ export class LlamaSlotCache {
       if (this.needsResync) await this.resync();
       const free = this.freeSlots();
       const tokens = req.tokens;
-      slot = this.mirror.choose(tokens, free).slot;
+      const ns = namespaceTag(req);
+      slot = this.mirror.choose(tokens, free, ns).slot;
       this.busy.add(slot);
-      if (this.saved) await this.useSavedSlots(slot, tokens);
+      if (this.saved) await this.useSavedSlots(slot, tokens, ns);
       const idle = [slot, ...this.freeSlots()];
       // Undone if the server never gets the request (refused, or aborted before it started).
       const before = this.mirror.save();
@@ -226,8 +236,13 @@ export class LlamaSlotCache {
         this.mirror.undo(before);
         if (shadowBefore) this.shadow?.undo(shadowBefore);
       };
-      const predicted = this.mirror.launch(slot, tokens, idle);
-      const shadowPredicted = this.shadow?.launch(slot, tokens, idle);
+      // Another namespace's content is never reused, whichever of the runs going on elsewhere end at
+      // the server before this one starts; guarded: the RAM cache holds prompts from before the node.
+      const guarded = this.inexact !== undefined && ns !== DEFAULT_NAMESPACE;
+      const running = [...this.busy].filter((s) => s !== slot);
+      const reuse = this.mirror.reuses(slot, tokens, idle, ns, guarded, running);
+      const predicted = this.mirror.launch(slot, tokens, idle, ns, reuse);
+      const shadowPredicted = this.shadow?.launch(slot, tokens, idle, ns, reuse);
       const started = { at: ++this.events, running: [...this.busy].filter((s) => s !== slot) };
       const launched = () => {
         notStarted = undefined;
@@ -244,6 +259,7 @@ export class LlamaSlotCache {
         req.maxTokens,
         sampling,
         predicted,
+        reuse,
         launched,
         onChunk,
         signal,
@@ -285,6 +301,7 @@ export class LlamaSlotCache {
     maxTokens: number,
     sampling: Record<string, unknown>,
     predicted: number,
+    reuse: boolean,
     launched: () => void,
     onChunk: ((c: EngineChunk) => void) | undefined,
     signal: AbortSignal | undefined,
@@ -294,7 +311,8 @@ export class LlamaSlotCache {
       prompt: Array.from(tokens),
       n_predict: maxTokens,
       id_slot: slot,
-      cache_prompt: true,
+      // false: the server computes the whole prompt (n_past = 0), whatever the slot holds.
+      cache_prompt: reuse,
       return_tokens: true,
       stream: true,
     };
@@ -368,26 +386,30 @@ export class LlamaSlotCache {
    * server would find, and first saves the slot's contents when the run would lose most of them and no
    * saved state holds them (the embedded engine's spill and restore, on the server's disk).
    */
-  private async useSavedSlots(slot: number, prompt: Tokens): Promise<void> {
+  private async useSavedSlots(slot: number, prompt: Tokens, ns: NamespaceFields): Promise<void> {
     const saved = this.saved!;
     const idle = [slot, ...this.freeSlots()];
     const current = this.mirror.slotTokens(slot);
-    const without = this.mirror.predict(slot, prompt, idle);
-    const best = saved.best(prompt);
+    const currentNs = this.mirror.slotNamespace(slot);
+    const without = this.mirror.predict(slot, prompt, idle, undefined, ns);
+    const best = saved.best(prompt, ns);
     const restore =
-      best && this.mirror.predict(slot, prompt, idle, best.state.tokens) > without ? best.state : undefined;
+      best && this.mirror.predict(slot, prompt, idle, best.state.tokens, ns) > without
+        ? best.state
+        : undefined;
     if (restore) saved.touch(restore);
-    const loses = restore !== undefined || 2 * lcp(current, prompt) < current.length;
-    if (loses && knownPrefix(current).length > 0 && !saved.covers(current)) {
+    const ownNs = namespaceOf(currentNs) === namespaceOf(ns);
+    const loses = restore !== undefined || !ownNs || 2 * lcp(current, prompt) < current.length;
+    if (loses && knownPrefix(current).length > 0 && !saved.covers(current, currentNs)) {
       const file = saved.nextFile();
       if (file !== restore?.filename && (await this.slotAction(slot, "save", file))) {
-        saved.saved(file, current);
+        saved.saved(file, current, currentNs);
         this.slotSaves++;
       }
     }
     if (!restore || !this.saved) return;
     if (await this.slotAction(slot, "restore", restore.filename)) {
-      this.each((m) => m.restore(slot, restore.tokens));
+      this.each((m) => m.restore(slot, restore.tokens, restore.ns));
       this.slotRestores++;
     } else {
       // A failed restore leaves the slot empty (the server clears it).

@@ -15,11 +15,20 @@
  * When the request ends (`finish`) the slot holds P and the generated tokens it evaluated: all but
  * the last one (`tokens_cached` says how many); tokens the stream did not show are UNKNOWN_TOKEN.
  *
+ * Namespaces (tenants' `cache_salt`, adapters): the server compares tokens only, so the mirror tags
+ * every slot and RAM-cache prompt with the namespace of the request that computed it. A request
+ * reuses the content its slot holds when it starts (a RAM-cache restore included) only when that
+ * content is its own namespace's (`reuses`); otherwise the node sends it with `cache_prompt: false`,
+ * the server then reuses nothing (n_past = 0) and reports 0 cached tokens. `sequences` reports each
+ * tagged content as its namespace's cache key (`keyTokens`).
+ *
  * Not modelled (predictions may then be wrong, and the accuracy figures show it): `--cache-reuse`
  * (KV shifting), sliding-window and recurrent models (context checkpoints), multimodal prompts,
  * LoRA adapters per request, and a server that served requests the node did not send.
  */
 import { invariant } from "../../core/invariant.js";
+import type { NamespaceFields } from "../../core/namespace.js";
+import { DEFAULT_NAMESPACE, sameNamespace, taggedKey } from "../namespace-tags.js";
 import { PromptCacheModel } from "./prompt-cache.js";
 import { f32, knownPrefix, lcp, UNKNOWN_TOKEN } from "./tokens.js";
 
@@ -48,12 +57,15 @@ export interface SlotPlan {
 
 export interface MirrorState {
   slots: Uint32Array[];
+  slotNs: NamespaceFields[];
   lastUsed: number[];
   cache: PromptCacheModel | undefined;
 }
 
 export class SlotMirror {
   private readonly slots: Uint32Array[];
+  /** The namespace of the request that computed each slot's content. */
+  private readonly slotNs: NamespaceFields[];
   /** Our clock of each slot's last use: the tie-break between equal slots (least recently used). */
   private readonly lastUsed: number[];
   private clock = 0;
@@ -64,6 +76,7 @@ export class SlotMirror {
   constructor(readonly config: SlotServerConfig) {
     invariant(config.slots >= 1, "a llama.cpp server has at least one slot");
     this.slots = Array.from({ length: config.slots }, () => new Uint32Array(0));
+    this.slotNs = new Array<NamespaceFields>(config.slots).fill(DEFAULT_NAMESPACE);
     this.lastUsed = new Array<number>(config.slots).fill(0);
     this.cache = this.newCache();
   }
@@ -79,12 +92,15 @@ export class SlotMirror {
         });
   }
 
-  /** The slot for `prompt` among `free` ones: the most cached tokens, then the least recently used. */
-  choose(prompt: Uint32Array, free: readonly number[]): SlotPlan {
+  /**
+   * The slot for `prompt` (of namespace `ns`) among `free` ones: the most cached tokens it may reuse
+   * (its own namespace's only), then the least recently used.
+   */
+  choose(prompt: Uint32Array, free: readonly number[], ns: NamespaceFields = DEFAULT_NAMESPACE): SlotPlan {
     invariant(free.length > 0, "choose needs a free slot");
     let best: SlotPlan | undefined;
     for (const slot of free) {
-      const predicted = this.predict(slot, prompt, free);
+      const predicted = this.predict(slot, prompt, free, undefined, ns);
       if (
         !best ||
         predicted > best.predicted ||
@@ -96,18 +112,59 @@ export class SlotMirror {
   }
 
   /**
-   * What the server will report as cached for `prompt` on `slot` (nothing changes); with `content`,
-   * as if the slot held that instead (a saved state restored into it first).
+   * What the server will report as cached for `prompt` of namespace `ns` on `slot` (nothing changes):
+   * 0 when the slot's content then is another namespace's (the node sends no `cache_prompt`); with
+   * `content`, as if the slot held that instead (a saved state of `ns` restored into it first).
    */
-  predict(slot: number, prompt: Uint32Array, idle: readonly number[] = [], content?: Uint32Array): number {
+  predict(
+    slot: number,
+    prompt: Uint32Array,
+    idle: readonly number[] = [],
+    content?: Uint32Array,
+    ns: NamespaceFields = DEFAULT_NAMESPACE,
+  ): number {
     const cache = this.cache?.clone();
     const held = this.slots[slot]!;
-    if (content) this.slots[slot] = content;
+    const heldNs = this.slotNs[slot]!;
+    if (content) {
+      this.slots[slot] = content;
+      this.slotNs[slot] = ns;
+    }
     try {
-      return cachedPrefix(this.select(slot, prompt, cache, idle), prompt);
+      const r = this.select(slot, prompt, cache, idle);
+      return sameNamespace(r.ns, ns) ? cachedPrefix(r.tokens, prompt) : 0;
     } finally {
       this.slots[slot] = held;
+      this.slotNs[slot] = heldNs;
     }
+  }
+
+  /**
+   * Whether `prompt` of namespace `ns` may reuse what `slot` holds when it starts (after the server's
+   * slot choice and any RAM-cache restore): only its own namespace's content. `guarded`: the RAM
+   * cache holds prompts the mirror does not know (the server ran requests before the node), so also
+   * only when the server will not touch the RAM cache for this start (it may restore anything).
+   * `maybeSaved`: slots whose runs may end (and be saved to the RAM cache) before this start.
+   */
+  reuses(
+    slot: number,
+    prompt: Uint32Array,
+    idle: readonly number[],
+    ns: NamespaceFields,
+    guarded = false,
+    maybeSaved: readonly number[] = [],
+  ): boolean {
+    const r = this.select(slot, prompt, this.cache?.clone(), idle);
+    if (!sameNamespace(r.ns, ns) || (guarded && r.cacheUpdated)) return false;
+    if (maybeSaved.length === 0 || !this.cache || !r.cacheUpdated) return true;
+    // Runs still going on other slots may have ended at the server, and been saved to its RAM cache,
+    // before this one starts: own content under that hypothesis too.
+    const alt = this.cache.clone();
+    for (const o of maybeSaved) {
+      alt.save(this.slots[o]!, this.slotNs[o]);
+      alt.update();
+    }
+    return sameNamespace(this.select(slot, prompt, alt, idle).ns, ns);
   }
 
   /**
@@ -117,7 +174,7 @@ export class SlotMirror {
   idleSaved(slot: number): void {
     const c = this.config;
     if (!this.cache || !c.cacheIdleSlots) return;
-    this.cache.save(this.slots[slot]!);
+    this.cache.save(this.slots[slot]!, this.slotNs[slot]);
     this.cache.update();
     if (c.kvUnified) this.slots[slot] = new Uint32Array(0);
     this.version++;
@@ -128,21 +185,39 @@ export class SlotMirror {
     return this.slots[slot]!;
   }
 
-  /** A saved state was restored into `slot` (`POST /slots/{id}?action=restore`): it holds `tokens`. */
-  restore(slot: number, tokens: Uint32Array): void {
+  /** The namespace of the content `slot` holds. */
+  slotNamespace(slot: number): NamespaceFields {
+    return this.slotNs[slot]!;
+  }
+
+  /**
+   * A saved state was restored into `slot` (`POST /slots/{id}?action=restore`): it holds `tokens`,
+   * computed by a request of namespace `ns`.
+   */
+  restore(slot: number, tokens: Uint32Array, ns: NamespaceFields = DEFAULT_NAMESPACE): void {
     this.slots[slot] = tokens.slice();
+    this.slotNs[slot] = ns;
     this.version++;
   }
 
   /**
-   * The server started `prompt` on `slot` (its response began): its slot choice and idle-slot saves
-   * happen now. `idle`: the slots with no request running, `slot` included. Returns the prediction.
+   * The server started `prompt` of namespace `ns` on `slot` (its response began): its slot choice and
+   * idle-slot saves happen now. `idle`: the slots with no request running, `slot` included. `reuse`:
+   * whether it was sent with `cache_prompt: true` (else the server reuses nothing). Returns the
+   * prediction.
    */
-  launch(slot: number, prompt: Uint32Array, idle: readonly number[]): number {
-    const tokens = this.select(slot, prompt, this.cache, idle);
-    const predicted = cachedPrefix(tokens, prompt);
-    // The slot now computes the prompt after its cached prefix.
+  launch(
+    slot: number,
+    prompt: Uint32Array,
+    idle: readonly number[],
+    ns: NamespaceFields = DEFAULT_NAMESPACE,
+    reuse = true,
+  ): number {
+    const { tokens } = this.select(slot, prompt, this.cache, idle);
+    const predicted = reuse ? cachedPrefix(tokens, prompt) : 0;
+    // The slot now computes the prompt after its cached prefix: its content is ns's.
     this.slots[slot] = prompt.slice();
+    this.slotNs[slot] = ns;
     this.lastUsed[slot] = ++this.clock;
     this.version++;
     return predicted;
@@ -185,13 +260,19 @@ export class SlotMirror {
 
   /** The state now, to go back to when a request the mirror started never reached the server. */
   save(): MirrorState {
-    return { slots: [...this.slots], lastUsed: [...this.lastUsed], cache: this.cache?.clone() };
+    return {
+      slots: [...this.slots],
+      slotNs: [...this.slotNs],
+      lastUsed: [...this.lastUsed],
+      cache: this.cache?.clone(),
+    };
   }
 
   /** Back to `state` (it holds a clone of the RAM cache; slots are replaced whole, never changed in place). */
   undo(state: MirrorState): void {
     for (let i = 0; i < this.slots.length; i++) {
       this.slots[i] = state.slots[i]!;
+      this.slotNs[i] = state.slotNs[i]!;
       this.lastUsed[i] = state.lastUsed[i]!;
     }
     this.cache = state.cache;
@@ -208,16 +289,19 @@ export class SlotMirror {
     this.version++;
   }
 
-  /** Every sequence the server caches, as far as known: the slots, then the RAM cache's prompts. */
+  /**
+   * Every sequence the server caches, as far as known, as its namespace's cache key: the slots, then
+   * the RAM cache's prompts.
+   */
   sequences(): Uint32Array[] {
     const out: Uint32Array[] = [];
-    for (const t of this.slots) {
+    this.slots.forEach((t, i) => {
       const k = knownPrefix(t);
-      if (k.length > 0) out.push(k);
-    }
+      if (k.length > 0) out.push(taggedKey(this.slotNs[i]!, k));
+    });
     for (const st of this.cache?.states ?? []) {
       const k = knownPrefix(st.tokens);
-      if (k.length > 0) out.push(k);
+      if (k.length > 0) out.push(taggedKey(st.ns, k));
     }
     return out;
   }
@@ -232,15 +316,19 @@ export class SlotMirror {
     };
   }
 
-  /** Slot choice and idle saves on `cache` (the live one, or a clone to predict); the slot's tokens after. */
+  /**
+   * Slot choice and idle saves on `cache` (the live one, or a clone to predict): the slot's tokens
+   * after, their namespace, and whether the server saved and loaded the RAM cache for this slot.
+   */
   private select(
     slot: number,
     prompt: Uint32Array,
     cache: PromptCacheModel | undefined,
     idle: readonly number[],
-  ): Uint32Array {
+  ): { tokens: Uint32Array; ns: NamespaceFields; cacheUpdated: boolean } {
     const c = this.config;
     let tokens = this.slots[slot]!;
+    let ns = this.slotNs[slot]!;
     let update = false;
     if (c.similarity !== 0) {
       let simBest = 0;
@@ -253,24 +341,25 @@ export class SlotMirror {
       if (keep < 0.5) update = true;
     }
     if (update && cache) {
-      cache.save(tokens);
-      const restored = cache.load(tokens, prompt);
-      if (restored) tokens = restored;
+      cache.save(tokens, ns);
+      const restored = cache.loadState(tokens, prompt);
+      if (restored) ({ tokens, ns } = restored);
       cache.update();
     }
     if (cache && c.cacheIdleSlots) {
       for (const other of idle) {
         if (other === slot) continue;
-        cache.save(this.slots[other]!);
+        cache.save(this.slots[other]!, this.slotNs[other]);
         cache.update();
       }
     }
     if (cache === this.cache) {
       this.slots[slot] = tokens;
+      this.slotNs[slot] = ns;
       if (cache && c.cacheIdleSlots && c.kvUnified)
         for (const other of idle) if (other !== slot) this.slots[other] = new Uint32Array(0);
     }
-    return tokens;
+    return { tokens, ns, cacheUpdated: update && cache !== undefined };
   }
 }
 

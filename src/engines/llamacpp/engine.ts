@@ -8,6 +8,10 @@
  * ("spilled"), and a saved state is loaded back when it shares a longer prefix than any slot.
  * After every run the engine reports all slot and saved-state sequences, which the node's tree
  * mirrors exactly, evictions included. Runs are serialized: one at a time per engine.
+ * Namespaces (tenants' `cacheSalt`): llama.cpp compares tokens only, so each slot and saved state is
+ * tagged with the namespace that computed it. A request reuses a slot or loads a state of its own
+ * namespace only; a slot holding another's content is spilled and emptied first, so nothing of it is
+ * reused. Slots report their content, and states are kept, as cache keys (`keyTokens`).
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,8 +27,10 @@ import type {
   EngineResult,
   Tokens,
 } from "../../core/engine.js";
+import { type NamespaceFields, promptMatch } from "../../core/namespace.js";
 import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
 import { GgufError, validateGguf } from "../gguf/validate.js";
+import { DEFAULT_NAMESPACE, namespaceTag, sameNamespace, taggedKey } from "../namespace-tags.js";
 import { StopAwareOutput } from "../output.js";
 import { renderChat } from "./chat.js";
 import { type LlamaCppLog, type LlamaCppOptions, LlamaCppOptionsSchema } from "./options.js";
@@ -95,6 +101,8 @@ export function removeOrphanStateDirs(base: string, now = Date.now()): void {
 interface Slot {
   seq: LlamaContextSequence;
   lastUsed: number;
+  /** The namespace of the request that computed the slot's content. */
+  ns: NamespaceFields;
 }
 
 export class LlamaCppEngine implements Engine {
@@ -156,7 +164,11 @@ export class LlamaCppEngine implements Engine {
       await model.dispose();
       throw e;
     }
-    const slots = Array.from({ length: opts.slots }, () => ({ seq: context.getSequence(), lastUsed: 0 }));
+    const slots: Slot[] = Array.from({ length: opts.slots }, () => ({
+      seq: context.getSequence(),
+      lastUsed: 0,
+      ns: DEFAULT_NAMESPACE,
+    }));
     const base = opts.stateDir ?? (existsSync("/dev/shm") ? "/dev/shm" : tmpdir());
     mkdirSync(base, { recursive: true });
     removeOrphanStateDirs(base);
@@ -200,11 +212,10 @@ export class LlamaCppEngine implements Engine {
     return result;
   }
 
-  /** The sequences the node's tree must hold: every slot plus every saved state. */
+  /** The sequences the node's tree must hold (as cache keys): every slot plus every saved state. */
   cachedSequences(): Tokens[] {
     const out: Tokens[] = [];
-    for (const s of this.slots)
-      if (s.seq.nextTokenIndex > 0) out.push(Uint32Array.from(s.seq.contextTokens as number[]));
+    for (const s of this.slots) if (s.seq.nextTokenIndex > 0) out.push(this.slotKey(s));
     for (const st of this.states.entries) out.push(st.tokens);
     return out;
   }
@@ -224,6 +235,7 @@ export class LlamaCppEngine implements Engine {
       for (const s of this.slots) {
         await s.seq.clearHistory();
         s.lastUsed = 0;
+        s.ns = DEFAULT_NAMESPACE;
       }
       this.states.clear();
     });
@@ -246,6 +258,11 @@ export class LlamaCppEngine implements Engine {
     liveStateDirs.delete(this.stateRoot);
     await this.context.dispose();
     await this.model.dispose();
+  }
+
+  /** A slot's content as its namespace's cache key. */
+  private slotKey(s: Slot): Tokens {
+    return taggedKey(s.ns, Uint32Array.from(s.seq.contextTokens as number[]));
   }
 
   private ensureOpen(): void {
@@ -277,12 +294,15 @@ export class LlamaCppEngine implements Engine {
     const tokens = Array.from(req.tokens) as Token[];
     const t0 = performance.now();
     let slot: Slot;
+    const ns = namespaceTag(req);
     try {
-      const prepared = await this.prepareSlot(tokens);
+      const prepared = await this.prepareSlot(tokens, ns);
       slot = prepared.slot;
       // A full hit still needs the last prompt token evaluated to produce logits.
       const keep = Math.min(prepared.shared, tokens.length - 1);
       await slot.seq.adaptStateToTokens(tokens.slice(0, keep), false);
+      // Whatever it held (another namespace's content is cut to nothing above), it is ns's now.
+      slot.ns = ns;
     } catch (e) {
       throw new EngineUnavailableError(`preparing the prefix cache failed: ${(e as Error).message}`);
     }
@@ -360,8 +380,10 @@ export class LlamaCppEngine implements Engine {
    * the slot does. Slot contents about to be lost are spilled to the state cache first. Returns the
    * slot and the prefix it now shares with the prompt.
    */
-  private async prepareSlot(tokens: Token[]): Promise<{ slot: Slot; shared: number }> {
-    const shared = (s: Slot) => s.seq.compareContextTokens(tokens).firstDifferentIndex;
+  private async prepareSlot(tokens: Token[], ns: NamespaceFields): Promise<{ slot: Slot; shared: number }> {
+    // Another namespace's content shares nothing with the prompt, whatever its tokens.
+    const shared = (s: Slot) =>
+      sameNamespace(s.ns, ns) ? s.seq.compareContextTokens(tokens).firstDifferentIndex : 0;
     let best: Slot | undefined;
     let bestLen = 0;
     for (const s of this.slots) {
@@ -377,7 +399,10 @@ export class LlamaCppEngine implements Engine {
         best.seq.nextTokenIndex - bestLen < this.opts.minSpillTokens);
     const slot = worthIt && best ? best : this.slots.reduce((a, b) => (b.lastUsed < a.lastUsed ? b : a));
     const slotLen = slot === best ? bestLen : shared(slot);
-    const saved = this.states.bestMatch(tokens);
+    // States are kept as cache keys: a match counts the namespace's pseudo-block, which reuses nothing.
+    const key = taggedKey(ns, Uint32Array.from(tokens as number[]));
+    const match = this.states.bestMatch(key);
+    const saved = match && { state: match.state, length: promptMatch(ns, match.length) };
     if (saved && saved.length > slotLen) {
       // The spill must not evict the state we are about to load (it used to: LRU picked it).
       await this.spill(slot, 0, saved.state);
@@ -400,6 +425,7 @@ export class LlamaCppEngine implements Engine {
     await slot.seq.clearHistory();
     try {
       await slot.seq.loadStateFromFile(state.file, { acceptRisk: true });
+      slot.ns = state.ns;
       this.counts.loads++;
       this.states.touch(state);
     } catch (e) {
@@ -423,7 +449,7 @@ export class LlamaCppEngine implements Engine {
   private async spill(slot: Slot, keep: number, protect?: SavedState): Promise<void> {
     const n = slot.seq.nextTokenIndex;
     if (n - keep < this.opts.minSpillTokens) return;
-    const tokens = Uint32Array.from(slot.seq.contextTokens as number[]);
+    const tokens = this.slotKey(slot);
     if (this.states.covers(tokens)) return;
     try {
       const added = await this.states.add(
@@ -432,6 +458,7 @@ export class LlamaCppEngine implements Engine {
           await slot.seq.saveStateToFile(file);
         },
         protect,
+        slot.ns,
       );
       if (added) this.counts.saves++;
     } catch (e) {

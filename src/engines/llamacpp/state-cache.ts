@@ -7,9 +7,14 @@
  */
 import { rmSync, statSync } from "node:fs";
 import { join } from "node:path";
+import type { NamespaceFields } from "../../core/namespace.js";
+import { DEFAULT_NAMESPACE } from "../namespace-tags.js";
 
 export interface SavedState {
+  /** The state's cache key: its tokens behind its namespace's pseudo-block (`keyTokens`). */
   tokens: Uint32Array;
+  /** The namespace of the request that computed it. */
+  ns: NamespaceFields;
   file: string;
   bytes: number;
   lastUsed: number;
@@ -77,6 +82,7 @@ export class StateCache {
     tokens: Uint32Array,
     save: (file: string) => Promise<void>,
     protect?: SavedState,
+    ns: NamespaceFields = DEFAULT_NAMESPACE,
   ): Promise<SavedState | undefined> {
     const isProtected = (s: SavedState) => s === protect && this.states.includes(s);
     if (this.limits.maxStates - (protect && isProtected(protect) ? 1 : 0) <= 0) return undefined;
@@ -87,7 +93,7 @@ export class StateCache {
       rmSync(file, { force: true });
       throw e;
     }
-    const state: SavedState = { tokens, file, bytes: statSync(file).size, lastUsed: ++this.clock };
+    const state: SavedState = { tokens, ns, file, bytes: statSync(file).size, lastUsed: ++this.clock };
     // A saved state whose tokens are a prefix of the new one is fully covered by it.
     for (let i = this.states.length - 1; i >= 0; i--) {
       const s = this.states[i]!;

@@ -143,6 +143,8 @@ export class OpenAIEngine implements Engine {
   private readonly lru: RadixTree;
   private lruTick = 0;
   private tally: PredictionTally;
+  /** A server known to ignore `cache_salt` (Ollama; llama-server without the slot mirror), by name. */
+  private saltIgnoredBy: string | undefined;
 
   /** Builds the engine; with `kvEvents`, its cache model too (loading zeromq only then). */
   constructor(options: OpenAIEngineOptions, cacheModel?: KvEventsCacheModel) {
@@ -181,6 +183,7 @@ export class OpenAIEngine implements Engine {
     }
     const engine = new OpenAIEngine(opts, model);
     if (!opts.kvEvents && opts.cacheMirror !== "lru") await engine.attachSlots(log);
+    if (!opts.kvEvents && !engine.slotCache) await engine.detectSaltIgnored();
     try {
       if ((await engine.readServerContext()) === undefined)
         log?.("the server reports no context limit: using the configured one", {
@@ -229,6 +232,40 @@ export class OpenAIEngine implements Engine {
     this.slotCache = slots;
     this.tally = slots.tally;
     this.info.cacheMode = "engine-managed";
+  }
+
+  /**
+   * Without KV events or the slot mirror, the node cannot see the server's cache: tenants stay apart
+   * only if the server itself keys its cache by `cache_salt` (vLLM does). Ollama has no such field,
+   * and llama-server ignores it: those are found here (Ollama's `/api/version`, llama-server's
+   * `/props`) so salted requests are refused instead of sharing a cache. A server that does not
+   * answer now is taken as one that honours the field.
+   */
+  private async detectSaltIgnored(): Promise<void> {
+    try {
+      const version = await this.getOptional("/api/version");
+      if (version && typeof (version as { version?: unknown }).version === "string") {
+        this.saltIgnoredBy = "Ollama";
+        return;
+      }
+      const props = await this.getOptional("/props");
+      if (props && typeof (props as { total_slots?: unknown }).total_slots === "number")
+        this.saltIgnoredBy = "llama-server (without the slot mirror: cacheMirror lru)";
+    } catch {
+      // Down now: nothing known.
+    }
+  }
+
+  /**
+   * A tenant's `cacheSalt` on a server that would ignore it, or a LoRA adapter on llama-server (it
+   * takes adapters by id per request, not by model name: it would run its base model): refused.
+   */
+  namespaceProblem(r: Pick<EngineRequest, "cacheSalt" | "adapter">): string | undefined {
+    if (r.cacheSalt !== undefined && this.saltIgnoredBy)
+      return `cache_salt is not supported by this node's engine: ${this.saltIgnoredBy} would share its cache between tenants`;
+    if (r.adapter !== undefined && (this.slotCache || this.saltIgnoredBy?.startsWith("llama-server")))
+      return "LoRA adapters by name are not supported on llama-server: it would run its base model";
+    return undefined;
   }
 
   async tokenize(text: string): Promise<Tokens> {
@@ -375,6 +412,8 @@ export class OpenAIEngine implements Engine {
     signal?: AbortSignal,
   ): Promise<RemoteEngineResult> {
     if (this.closed) throw new EngineUnavailableError("engine is closed");
+    const refused = this.namespaceProblem(req);
+    if (refused) throw new EngineInputError(refused);
     const limit = this.info.maxContextTokens;
     if (req.tokens.length + req.maxTokens > limit) {
       throw new EngineInputError(

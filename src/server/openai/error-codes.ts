@@ -14,6 +14,11 @@ export const API_ERROR_CODES = {
     status: [400],
     meaning: "the request asks for more max_tokens than this node's ceiling (--max-tokens-ceiling)",
   },
+  cache_salt_unsupported: {
+    status: [400],
+    meaning:
+      "the request's `cache_salt` (or LoRA adapter) cannot be kept apart by this node's engine (e.g. Ollama): refused rather than share a cache",
+  },
   invalid_request_id: { status: [400], meaning: "the `x-request-id` header is malformed" },
   too_many_connections: {
     status: [503, 429],

@@ -52,6 +52,7 @@ export function engineRequestOf(reqId: string, input: InferenceInput): EngineReq
   if (input.adapter !== undefined) request.adapter = input.adapter;
   if (input.model !== undefined) request.model = input.model;
   if (input.tokenizer !== undefined) request.tokenizer = input.tokenizer;
+  if (input.messages !== undefined) request.messages = input.messages;
   if (input.requestId !== undefined) request.traceId = input.requestId;
   return request;
 }

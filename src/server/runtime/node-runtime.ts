@@ -189,6 +189,12 @@ export class NodeRuntime implements NodeService {
         new ServiceError(429, "rate_limit_error", "node overloaded: too many requests in flight", 1),
       );
     }
+    // An engine that would share the namespace's cache: refused here, where the client hears why.
+    const refused = input.tokenizer === undefined ? this.engine.namespaceProblem?.(input) : undefined;
+    if (refused)
+      return Promise.reject(
+        new ServiceError(400, "invalid_request_error", refused, undefined, "cache_salt_unsupported"),
+      );
     const reqId = `${this.nodeId}-${this.node.currentEpoch}-${++this.seq}`;
     const request = engineRequestOf(reqId, input);
     const answer = this.clients.open(reqId, request, events, link);

@@ -73,20 +73,26 @@ export class PeerTraffic {
 
   /**
    * A forward whose tokens another model's tokenizer made (its origin does not serve the model, mixed
-   * meshes): they only routed it, so the prompt is tokenized again here before the node sees it.
+   * meshes): they only routed it, so the prompt is tokenized again here before the node sees it; a
+   * chat's is first rendered again from its messages with this model's chat template.
    */
   private retokenize(
     from: string,
     msg: PeerMessageOf<"forward">,
     stream: { finish(m: PeerMessage): void },
   ): void {
-    const { prompt } = msg.request;
-    const tokens =
-      prompt === undefined ? Promise.reject(new Error("no prompt text")) : this.o.engine.tokenize(prompt);
+    const { messages, prompt } = msg.request;
+    const text = messages ? this.o.engine.applyChatTemplate(messages) : Promise.resolve(prompt);
+    const tokens = text.then((p) => {
+      if (p === undefined) throw new Error("no prompt text");
+      msg.request.prompt = p;
+      return this.o.engine.tokenize(p);
+    });
     tokens.then(
       (t) => {
         msg.request.tokens = t;
         msg.request.tokenizer = undefined;
+        msg.request.messages = undefined;
         this.o.feed({ type: "peer-message", from, msg });
       },
       (err: Error) => stream.finish(retryableError(msg, `cannot tokenize a forward: ${err.message}`)),

@@ -1,0 +1,128 @@
+/**
+ * A server that cannot keep tenants apart is refused `cache_salt` rather than made to share its
+ * cache: Ollama (no such field; found by its `/api/version`) and llama-server without the slot mirror
+ * (it ignores the field; found by its `/props`). A node fronting one answers `400
+ * cache_salt_unsupported`. A server that may honour it (vLLM's shape) gets the field. Against test
+ * doubles of each server's endpoints.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { OpenAIEngine } from "../../src/engines/openai/engine.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
+
+type Kind = "ollama" | "llama-server" | "vllm";
+
+/** A test double of `kind`'s endpoints the engine probes, and a streaming `/v1/completions`. */
+async function serverDouble(kind: Kind): Promise<{ url: string; server: Server; bodies: unknown[] }> {
+  const bodies: unknown[] = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      const json = (status: number, v: unknown) => {
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end(JSON.stringify(v));
+      };
+      const path = req.url ?? "";
+      if (path === "/api/version" && kind === "ollama") return json(200, { version: "0.5.7" });
+      if (path === "/props" && kind === "llama-server")
+        return json(200, { total_slots: 1, default_generation_settings: { n_ctx: 2048 } });
+      if (path === "/health") return json(200, { status: "ok" });
+      if (path === "/v1/models") return json(200, { data: [{ id: "m" }] });
+      if (path === "/v1/completions") {
+        bodies.push(JSON.parse(body));
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(`data: ${JSON.stringify({ choices: [{ text: "x", finish_reason: "stop" }] })}\n\n`);
+        return res.end("data: [DONE]\n\n");
+      }
+      json(404, { error: "not found" });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, bodies };
+}
+
+const servers: Server[] = [];
+const engines: OpenAIEngine[] = [];
+const nodes: NodeHandle[] = [];
+afterEach(async () => {
+  await Promise.all(nodes.splice(0).map((n) => n.stop()));
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise<void>((r) => s.close(() => r()));
+  }
+});
+
+async function engineFor(kind: Kind) {
+  const d = await serverDouble(kind);
+  servers.push(d.server);
+  const engine = await OpenAIEngine.create(
+    { baseUrl: d.url, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+    () => {},
+  );
+  engines.push(engine);
+  return { engine, bodies: d.bodies };
+}
+
+describe("cache_salt on servers that would ignore it", () => {
+  it("refuses it on Ollama and on llama-server without the slot mirror, passes it to the others", async () => {
+    const ollama = await engineFor("ollama");
+    const llama = await engineFor("llama-server");
+    const vllm = await engineFor("vllm");
+    expect(ollama.engine.namespaceProblem({ cacheSalt: "t" })).toMatch(/Ollama/);
+    expect(llama.engine.namespaceProblem({ cacheSalt: "t" })).toMatch(/llama-server/);
+    expect(vllm.engine.namespaceProblem({ cacheSalt: "t" })).toBeUndefined();
+    expect(llama.engine.namespaceProblem({ adapter: "sql-lora" })).toMatch(/base model/);
+    expect(vllm.engine.namespaceProblem({ adapter: "sql-lora" })).toBeUndefined();
+    // Adapters are models of their own on Ollama (each its own runner and cache): not refused.
+    expect(ollama.engine.namespaceProblem({ adapter: "other-model" })).toBeUndefined();
+    const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1 };
+    await expect(ollama.engine.run({ ...r, cacheSalt: "t" })).rejects.toThrow(/cache_salt/);
+    expect(ollama.bodies).toHaveLength(0);
+    await ollama.engine.run(r);
+    await vllm.engine.run({ ...r, cacheSalt: "t" });
+    expect(vllm.bodies[0]).toMatchObject({ cache_salt: "t" });
+  });
+
+  it("answers 400 cache_salt_unsupported at a node fronting Ollama, and serves the unsalted request", async () => {
+    const d = await serverDouble("ollama");
+    servers.push(d.server);
+    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+    const settings = resolveNodeSettings(
+      {
+        id: "O",
+        listen: `127.0.0.1:${api}`,
+        peerListen: `127.0.0.1:${peer}`,
+        insecure: true,
+        logLevel: "silent",
+        engine: "openai",
+        engineUrl: d.url,
+        model: "m",
+      },
+      {},
+    );
+    const node = await startNode(settings, { logger: pino({ level: "silent" }) });
+    nodes.push(node);
+    const post = (extra: Record<string, unknown>) =>
+      fetch(`${node.apiUrl}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", prompt: "Hello there", max_tokens: 1, ...extra }),
+      });
+    const refused = await post({ cache_salt: "tenant-a" });
+    expect(refused.status).toBe(400);
+    const body = (await refused.json()) as { error: { code: string; type: string; message: string } };
+    expect(body.error.code).toBe("cache_salt_unsupported");
+    expect(body.error.type).toBe("invalid_request_error");
+    expect(body.error.message).toMatch(/Ollama/);
+    expect(d.bodies).toHaveLength(0);
+    const ok = await post({});
+    expect(ok.status).toBe(200);
+    expect(d.bodies).toHaveLength(1);
+  });
+});
