@@ -36,6 +36,7 @@ export function daemonNodeConfig(
     concurrency: s.concurrency,
     maxWaitMs: s.maxWaitMs,
     spotCheckRate: s.spotCheckRate,
+    offload: s.offload,
     ...(o.models ? { models: [...o.models] } : {}),
   };
 }

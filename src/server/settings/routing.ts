@@ -83,6 +83,15 @@ export const routingSettings = {
       "nothing is lost silently, so the ack only guards against a frozen or black-holed peer; too low, and a " +
       "busy machine's slow acks become spurious fallbacks (work done twice).",
   }),
+  offload: setting(bool.default(false), {
+    section: "Routing and forwarding",
+    value: "bool",
+    description:
+      "Offload: this node's own wait is judged by how long its running requests have run (one far past the " +
+      "usual service time, e.g. an unbounded generation, is expected to run as long again), so new work " +
+      "goes to a peer that will finish it sooner, and every Δpoll its clients' requests still queued here " +
+      "move to such a peer.",
+  }),
   spotCheckRate: setting(nodeConfigNumber("spotCheckRate").default(0), {
     section: "Routing and forwarding",
     value: "share",
