@@ -105,7 +105,18 @@ describe("stalling, refusing and lying peers among real node processes", () => {
     throw new Error(`${at} never opened ${node}'s breaker in 10 requests`);
   }
 
+  /** Ten requests at once, five entering A and five B, on the prefixes `prompt(i)`: the batch's wall time. */
+  const batch = async (prompt: (at: string, i: number) => string) => {
+    const t0 = performance.now();
+    const rs = await Promise.all(
+      [0, 1, 2, 3, 4].flatMap((i) => ["A", "B"].map((at) => complete(at, prompt(at, i)))),
+    );
+    return { ms: performance.now() - t0, rs };
+  };
+
   it("demotes a peer that acks and never answers after ≤ 3 forwards; every request is answered promptly", async () => {
+    // The cluster without S's trouble: the same batch on prefixes nobody holds.
+    const base = await batch((at, i) => `${words(`fresh${at}${i}x`, PREFIX)} q`);
     const a = await untilOpen("A", "S", 0);
     const b = await untilOpen("B", "S", 20);
     console.log(
@@ -119,22 +130,21 @@ describe("stalling, refusing and lying peers among real node processes", () => {
     expect(Math.max(a.slowest, b.slowest)).toBeLessThan(10_000);
     // Demoted: S's remaining prefixes are served by A and B, with no fallback, at their own pace.
     const before = (await view("A")).stats.fallbacks + (await view("B")).stats.fallbacks;
-    const t0 = performance.now();
-    const after = await Promise.all(
-      [a.next, a.next + 1, a.next + 2, a.next + 3, a.next + 4].flatMap((i) => [
-        complete("A", `${prefix("S", i)} A after`),
-        complete("B", `${prefix("S", i + 20)} B after`),
-      ]),
+    const { ms, rs: after } = await batch(
+      (at, i) => `${prefix("S", (at === "A" ? a.next : b.next) + i)} ${at} after`,
     );
-    const ms = performance.now() - t0;
     for (const r of after) {
       expect(r.status).toBe(200);
       expect(["A", "B"]).toContain(r.servedBy);
     }
     const fellBack = (await view("A")).stats.fallbacks + (await view("B")).stats.fallbacks - before;
-    console.log(`stall: after demotion 10 requests in ${ms.toFixed(0)} ms, ${fellBack} fell back`);
+    console.log(
+      `stall: after demotion 10 requests in ${ms.toFixed(0)} ms (the same batch on fresh prefixes: ` +
+        `${base.ms.toFixed(0)} ms), ${fellBack} fell back`,
+    );
     expect(fellBack).toBe(0);
-    expect(ms).toBeLessThan(10_000);
+    // About the pace of the cluster without S (loose: a busy machine's noise, not S, may differ).
+    expect(ms).toBeLessThan(3 * base.ms + 2_000);
   }, 120_000);
 
   it("demotes a peer that answers 503: under 5% of requests fall back after that", async () => {
