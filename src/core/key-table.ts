@@ -35,13 +35,9 @@ export class KeyTable {
   }
 
   private static emptyData(cap: number, stride: number): Int32Array {
-    const d = new Int32Array(cap * stride);
-    // One free slot, then doubling copies (memcpy): a table at the key cap is millions of slots, and
-    // a slot-by-slot loop there is a long pause for whoever allocates it.
-    d[1] = EMPTY;
-    for (let filled = stride; filled < d.length; filled *= 2)
-      d.copyWithin(filled, 0, Math.min(filled, d.length - filled));
-    return d;
+    // All zeros is all free (EMPTY = 0): no pass over the slots, whose pages are touched as keys
+    // arrive. A pass here held the event loop for the whole table when one at the key cap was made.
+    return new Int32Array(cap * stride);
   }
 
   /** Slot of key (lo, hi), or -1. `hi` is a key's high 16 bits (0..65535). */

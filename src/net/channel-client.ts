@@ -10,7 +10,13 @@ import type { FrameMac } from "./auth/channel-mac.js";
 import { HEADER_NONCE } from "./auth/hmac.js";
 import type { PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
-import { CHANNEL_PATH, encodeForwardFrame, type ForwardMsg, type ReplyMsg } from "./transport-wire.js";
+import {
+  CHANNEL_PATH,
+  encodeCancelFrame,
+  encodeForwardFrame,
+  type ForwardMsg,
+  type ReplyMsg,
+} from "./transport-wire.js";
 import { channelFrameSchema, type channelRecordSchema } from "./wire-schemas.js";
 
 type ChannelRecord = import("zod").infer<typeof channelRecordSchema>;
@@ -34,6 +40,8 @@ interface Conn {
 interface OpenStream {
   /** The connection the forward was sent on: only its frames answer it, only its close fails it. */
   conn: Conn;
+  /** The forward's attempt, `${reqId}|${attempt}`: what a cancel finds it by. */
+  attempt: string;
   onChunk: (text: string) => void;
   onAck: (() => void) | undefined;
   resolve: (m: ReplyMsg) => void;
@@ -83,6 +91,7 @@ export class ForwardChannel {
       const fail = (e: TransportError) => this.end(k)?.reject(e);
       const s: OpenStream = {
         conn,
+        attempt: attemptKey(msg.reqId, msg.attempt),
         onChunk,
         onAck,
         resolve,
@@ -109,6 +118,24 @@ export class ForwardChannel {
       this.streams.set(k, s);
       conn.ws.send(conn.mac ? conn.mac.seal(payload) : payload, { binary: true });
     });
+  }
+
+  /**
+   * Cancels the open forward of `reqId`'s `attempt` on the connection it went on, behind it: a peer
+   * that reads both at once (e.g. resumed after a freeze) drops the forward before it runs. The
+   * stream stays open for the peer's answer (its refusal, or a result the origin drops as late).
+   * False when no such forward is open here (the cancel then goes on its own request).
+   */
+  cancel(reqId: string, attempt: number): boolean {
+    const key = attemptKey(reqId, attempt);
+    for (const [k, s] of this.streams) {
+      if (s.attempt !== key) continue;
+      if (s.conn.ws.readyState !== WebSocket.OPEN) return false;
+      const payload = encodeCancelFrame(k);
+      s.conn.ws.send(s.conn.mac ? s.conn.mac.seal(payload) : payload, { binary: true });
+      return true;
+    }
+    return false;
   }
 
   /** Closes the channel; open streams fail as cut off. */
@@ -258,4 +285,8 @@ export class ForwardChannel {
     this.failAll(new TransportError("protocol", `peer ${this.peerId}: ${why}`), conn);
     conn.ws.close(1002, why);
   }
+}
+
+function attemptKey(reqId: string, attempt: number): string {
+  return `${reqId}|${attempt}`;
 }

@@ -16,7 +16,13 @@ import { rawJsonResponse } from "./connection-limit.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
-import { answerRecord, CHANNEL_PATH, decodeForwardFrame, type ReplyMsg } from "./transport-wire.js";
+import {
+  answerRecord,
+  CHANNEL_PATH,
+  decodeForwardFrame,
+  type ForwardMsg,
+  type ReplyMsg,
+} from "./transport-wire.js";
 import { MAX_RECORDS_PER_FRAME } from "./wire-schemas.js";
 
 /** One channel frame's payload: the records one event-loop turn produced, as a JSON array. */
@@ -29,7 +35,7 @@ export const MAX_CHANNELS_PER_PEER = 4;
 
 export interface ChannelServerOptions {
   auth: PeerAuth;
-  handlers: Pick<PeerServerHandlers, "isKnownPeer" | "onForward" | "onAuthRejected">;
+  handlers: Pick<PeerServerHandlers, "isKnownPeer" | "onForward" | "onMessage" | "onAuthRejected">;
   maxForwardBytes: number;
   delay?: (() => Promise<void>) | undefined;
   logger?: { warn(obj: object, msg: string): void } | undefined;
@@ -122,6 +128,29 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       opts.logger?.warn({ peer, why }, "forward channel closed: bad frame");
       ws.close(code, why);
     };
+    /** Forwards handed to the node whose streams are open, by stream: what a later cancel names. */
+    const handed = new Map<number, { reqId: string; attempt: number }>();
+    /**
+     * Forwards read this event-loop turn, handed to the node at its end, with whether a cancel came
+     * behind them: a peer resumed after a freeze reads the forwards its origins gave up on together
+     * with their cancels, and a forward the node got first would start at once on an idle engine.
+     */
+    let arrived: { k: number; msg: ForwardMsg; cancelled: boolean }[] = [];
+    let handing: NodeJS.Immediate | undefined;
+    const cancelOf = (m: { reqId: string; attempt: number }) =>
+      ({ type: "cancel", reqId: m.reqId, attempt: m.attempt }) as const;
+    const handOver = () => {
+      handing = undefined;
+      const batch = arrived;
+      arrived = [];
+      for (const { k, msg, cancelled } of batch) {
+        if (gone()) return;
+        // The cancel first: the node then drops the forward on arrival and answers it as cancelled.
+        if (cancelled) handlers.onMessage(peer, cancelOf(msg), 0);
+        handed.set(k, { reqId: msg.reqId, attempt: msg.attempt });
+        handlers.onForward(peer, msg, replyStream(opts.delay, carrier(k)));
+      }
+    };
     ws.on("message", (data: Buffer) => {
       const payload = mac ? mac.open(data) : data;
       if (!payload) return drop(1008, "bad frame tag");
@@ -130,7 +159,22 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
         if (frame.k === undefined) return drop(1008, frame.error);
         return send(answerRecord.rej(frame.k, frame.error), true);
       }
-      handlers.onForward(peer, frame.msg, replyStream(opts.delay, carrier(frame.k)));
+      if (frame.msg === undefined) {
+        const waiting = arrived.find((f) => f.k === frame.k);
+        if (waiting) waiting.cancelled = true;
+        else {
+          const forward = handed.get(frame.k);
+          if (forward) handlers.onMessage(peer, cancelOf(forward), payload.length);
+        }
+        return;
+      }
+      arrived.push({ k: frame.k, msg: frame.msg, cancelled: false });
+      handing ??= setImmediate(handOver);
+    });
+    ws.on("close", () => {
+      if (handing) clearImmediate(handing);
+      arrived = [];
+      handed.clear();
     });
 
     /**
@@ -142,7 +186,10 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       return {
         ack: () => send(answerRecord.ack(k)),
         chunk: (text: string) => send(answerRecord.chunk(k, text)),
-        final: (m: ReplyMsg) => send(answerRecord.final(k, m), true),
+        final: (m: ReplyMsg) => {
+          handed.delete(k);
+          send(answerRecord.final(k, m), true);
+        },
         gone,
       };
     }

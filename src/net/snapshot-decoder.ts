@@ -42,6 +42,7 @@ export class SnapshotDecoder {
     return this.hasWorker;
   }
 
+  /** Decodes `bytes`; a large frame that is all of its buffer is handed over (detached here). */
   decode(bytes: Uint8Array, maxBytes: number): Promise<SnapshotDecoded> {
     if (!this.hasWorker || bytes.byteLength <= this.inlineBytes) {
       return Promise.resolve(decodeInline(bytes, maxBytes));
@@ -51,8 +52,10 @@ export class SnapshotDecoder {
     }
     const worker = this.start();
     const id = this.nextId++;
-    // A copy of our own: the request's buffer may be shared with others (Node's pool), never transfer it.
-    const copy = bytes.slice();
+    // Transferred, not copied, when `bytes` is all of its buffer (a large request body is: Node pools
+    // only small buffers); the caller then no longer reads it. Otherwise a copy of our own travels.
+    const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+    const copy = whole && bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
       const job: DecodeJob = { id, bytes: copy, maxBytes };

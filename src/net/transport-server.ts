@@ -170,11 +170,12 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
   app.addHook("onClose", async () => decoder.close());
   app.post(SNAPSHOT_PATH, { bodyLimit: maxSnapshotBytes }, async (req, reply) => {
     const bytes = bodyBytes(req);
+    const wireBytes = bytes.byteLength; // the decoder may take the buffer over
     const decoded = await decoder.decode(bytes, maxSnapshotBytes);
     if (!decoded.ok) {
       return reply.status(decoded.busy ? 503 : 400).send({ error: `bad snapshot: ${decoded.error}` });
     }
-    handlers.onMessage(req.peerId!, snapshotMsgFromWire(decoded.snapshot, req.headers), bytes.byteLength);
+    handlers.onMessage(req.peerId!, snapshotMsgFromWire(decoded.snapshot, req.headers), wireBytes);
     return reply.status(204).send();
   });
 

@@ -38,6 +38,7 @@ import type { HeldVersion, PeerMessage, SnapshotEcho } from "../core/node/types.
 import type { Snapshot } from "../core/snapshot.js";
 import { decodeSnapshot } from "../core/snapshot-codec.js";
 import {
+  channelCancelSchema,
   channelForwardHead,
   channelForwardSchema,
   type forwardMetaSchema,
@@ -238,8 +239,22 @@ export function encodeForwardFrame(k: number, m: ForwardMsg, withPrompt = true):
   return out;
 }
 
+/**
+ * A cancel as a channel frame, in the forward frame's layout with no tokens: [u32 BE n][n bytes of
+ * JSON {"t":"cancel","k":K}]. On the forward's own channel it arrives after the forward it cancels.
+ */
+export function encodeCancelFrame(k: number): Buffer {
+  const meta = Buffer.from(JSON.stringify({ t: "cancel", k }));
+  const out = Buffer.allocUnsafe(4 + meta.length);
+  out.writeUInt32BE(meta.length, 0);
+  meta.copy(out, 4);
+  return out;
+}
+
 export type ForwardFrame =
   | { ok: true; k: number; msg: ForwardMsg }
+  /** The origin cancels stream k. */
+  | { ok: true; k: number; msg: undefined; cancel: true }
   /** A frame we can answer with a refusal on stream k… */
   | { ok: false; k: number; error: string }
   /** …or one that is not a forward frame at all (the channel closes). */
@@ -260,6 +275,9 @@ export function decodeForwardFrame(frame: Buffer): ForwardFrame {
   }
   const parsed = channelForwardSchema.safeParse(json);
   if (!parsed.success) {
+    const cancel = channelCancelSchema.safeParse(json);
+    if (cancel.success && tokenBytes === 0)
+      return { ok: true, k: cancel.data.k, msg: undefined, cancel: true };
     // Which stream to refuse, if the envelope at least is sound (a bad frame otherwise).
     const head = channelForwardHead.safeParse(json);
     if (!head.success) return bad("not a forward frame");

@@ -114,6 +114,8 @@ const streamNo = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /** A channel forward frame's envelope: enough to refuse stream k when the forward inside is bad. */
 export const channelForwardHead = z.object({ t: z.literal("fwd"), k: streamNo });
 export const channelForwardSchema = channelForwardHead.extend({ f: forwardMetaSchema });
+/** A channel cancel frame: the origin gave up on stream k (it travels behind the forward it cancels). */
+export const channelCancelSchema = z.object({ t: z.literal("cancel"), k: streamNo });
 /** A record of the channel's answer direction. */
 export const channelRecordSchema = z.discriminatedUnion("t", [
   chunkRecord.extend({ k: streamNo }),

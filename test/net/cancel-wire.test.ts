@@ -81,3 +81,20 @@ describe("cancel + deadline wire format", () => {
     });
   });
 });
+
+describe("the cancel frame on the forward channel", () => {
+  it("decodes as a cancel of its stream; one with tokens or a bad stream number does not", async () => {
+    const { decodeForwardFrame, encodeCancelFrame } = await import("../../src/net/transport-wire.js");
+    expect(decodeForwardFrame(encodeCancelFrame(7))).toEqual({
+      ok: true,
+      k: 7,
+      msg: undefined,
+      cancel: true,
+    });
+    const withTokens = Buffer.concat([encodeCancelFrame(7), Buffer.alloc(4)]);
+    expect(decodeForwardFrame(withTokens).ok).toBe(false);
+    const meta = Buffer.from(JSON.stringify({ t: "cancel", k: -1 }));
+    const bad = Buffer.concat([Buffer.from([0, 0, 0, meta.length]), meta]);
+    expect(decodeForwardFrame(bad)).toMatchObject({ ok: false, k: undefined });
+  });
+});

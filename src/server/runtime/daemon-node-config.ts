@@ -35,6 +35,8 @@ export function daemonNodeConfig(
     forwardAckTimeoutMs: s.forwardAckTimeoutMs,
     concurrency: s.concurrency,
     maxWaitMs: s.maxWaitMs,
+    spotCheckRate: s.spotCheckRate,
+    offload: s.offload,
     ...(o.models ? { models: [...o.models] } : {}),
   };
 }

@@ -36,6 +36,7 @@ import { daemonNodeConfig } from "./daemon-node-config.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
 import { NodeRuntime } from "./node-runtime.js";
+import { peerFaultDouble } from "./peer-fault-double.js";
 
 export interface NodeHandle {
   runtime: NodeRuntime;
@@ -96,6 +97,7 @@ export async function startNode(
   else if (secret) auth = hmacAuth(s.id, secret);
   else auth = insecureAuth(s.id);
   if (mode === "insecure") logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
+  if (s.testPeerFault) logger.warn({ fault: s.testPeerFault }, "TEST DOUBLE: peers' forwards mistreated");
   const clusterId = tls?.clusterId ?? s.clusterId ?? "prefixmesh";
 
   // The embedded engine cannot run LoRA adapters: claiming to serve them would run the base model.
@@ -163,7 +165,9 @@ export async function startNode(
   };
   const peerServer = buildPeerServer({
     auth,
-    handlers: runtime.peerHandlers(),
+    handlers: s.testPeerFault
+      ? peerFaultDouble(s.testPeerFault, runtime.peerHandlers())
+      : runtime.peerHandlers(),
     maxSnapshotBytes: s.maxSnapshotBytes,
     ...(delayFn ? { delay: delayFn } : {}),
     logger,

@@ -1,6 +1,7 @@
 /** Settings: Limits on what clients and peers may spend, operations, and experiment knobs. */
 import { z } from "zod";
 import { MAX_CPU_LATENCY_US } from "../runtime/cpu-latency-qos.js";
+import { PEER_FAULTS } from "../runtime/peer-fault-double.js";
 import { setting } from "./doc.js";
 import { num } from "./values.js";
 
@@ -14,6 +15,15 @@ export const limitsSettings = {
     section: "Experiments",
     value: "ms",
     description: "Plus a uniform random jitter up to this, in ms.",
+  }),
+  testPeerFault: setting(z.enum(PEER_FAULTS).optional(), {
+    section: "Experiments",
+    value: "fault",
+    defaultText: "none",
+    description:
+      "Test double for multi-process fault tests, never for serving: this node mistreats the forwards its " +
+      "peers send it (`stall`: acks and never answers; `refuse`: answers 503; `lie`: answers wrong text) " +
+      "while serving its own clients normally.",
   }),
   maxTokensDefault: setting(num(1, 1_000_000, true).default(16), {
     section: "Limits",

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { POLICY_NAMES } from "../../core/node/policies/index.js";
 import { DEFAULT_POLICY } from "../default-policy.js";
 import { setting } from "./doc.js";
-import { bool, nodeNum, num } from "./values.js";
+import { bool, nodeConfigNumber, nodeNum, num } from "./values.js";
 
 export const routingSettings = {
   policy: setting(z.enum(POLICY_NAMES).default(DEFAULT_POLICY), {
@@ -82,6 +82,23 @@ export const routingSettings = {
       "Fall back when a forward is not acknowledged in max(this, 4 × the peer's RTT), in ms. Over TCP " +
       "nothing is lost silently, so the ack only guards against a frozen or black-holed peer; too low, and a " +
       "busy machine's slow acks become spurious fallbacks (work done twice).",
+  }),
+  offload: setting(bool.default(false), {
+    section: "Routing and forwarding",
+    value: "bool",
+    description:
+      "Offload: this node's own wait is judged by how long its running requests have run (one far past the " +
+      "usual service time, e.g. an unbounded generation, is expected to run as long again), so new work " +
+      "goes to a peer that will finish it sooner, and every Δpoll its clients' requests still queued here " +
+      "move to such a peer.",
+  }),
+  spotCheckRate: setting(nodeConfigNumber("spotCheckRate").default(0), {
+    section: "Routing and forwarding",
+    value: "share",
+    description:
+      "Spot checks: this share (0 to 1) of peers' answers to deterministic requests (temperature 0) is " +
+      "recomputed here when the node is idle; a peer whose answer's first 64 characters differ is " +
+      "quarantined (never routed to again until this node restarts) and shown on /cluster. 0 = off.",
   }),
   forwardTransport: setting(z.enum(["channel", "http"]).default("channel"), {
     section: "Routing and forwarding",

@@ -18,7 +18,8 @@ export type NodeConfigNumberKey =
   | "forwardTimeoutMs"
   | "forwardAckTimeoutMs"
   | "forwardResends"
-  | "downAfterPolls";
+  | "downAfterPolls"
+  | "spotCheckRate";
 /**
  * A core node-config number as a flag, env or YAML value gives it: non-blank, coerced, bounded by the
  * core node's own schema (the bounds are stated once, in src/core/node/config.ts).
@@ -29,7 +30,7 @@ export const nodeConfigNumber = (key: NodeConfigNumberKey) =>
     .transform(Number)
     .pipe(nodeConfigSchema.shape[key].unwrap());
 /** The same with the daemon's default (DAEMON_NODE_DEFAULTS). */
-export const nodeNum = (key: Exclude<NodeConfigNumberKey, "forwardResends">) =>
+export const nodeNum = (key: Exclude<NodeConfigNumberKey, "forwardResends" | "spotCheckRate">) =>
   nodeConfigNumber(key).default(DAEMON_NODE_DEFAULTS[key]);
 export const bool = z.union([
   z.boolean(),
