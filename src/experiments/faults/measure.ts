@@ -62,11 +62,34 @@ export interface FaultRunResult {
    * undefined when the fault never ends.
    */
   convergeS?: number;
+  /** The slowest request, taken apart. */
+  slowest?: Slowest;
+  /** Per entry node: the requests its clients sent, their p99, the share it served itself, their mean queue wait. */
+  byEntry: { entry: number; requests: number; p99S: number; servedThere: number; meanQueueS: number }[];
   trust?: TrustOfBadPeer[];
+  /** Forwards to the misbehaving peer that failed over: how long the origin waited before moving on. */
+  failover?: {
+    count: number;
+    medianS: number;
+    maxS: number;
+    firstByOrigin: { origin: number; sentS: number[]; waitedS: number[] }[];
+  };
   liar?: LiarMeasure;
   refusal?: RefusalMeasure;
   unbounded?: UnboundedMeasure;
   wallMs: number;
+}
+
+export interface Slowest {
+  index: number;
+  entry: number;
+  target: number;
+  served: number;
+  latencyS: number;
+  queueS: number;
+  networkS: number;
+  runS: number;
+  fallbacks: number;
 }
 
 export interface LiarMeasure {
@@ -155,8 +178,25 @@ export function measureRun(
     spanS: span / 1000,
     throughput: span === 0 ? 0 : t.answered / (span / 1000),
     faultStartS: setup.startMs / 1000,
+    byEntry: byEntry(r),
     wallMs: r.wallMs,
   };
+  const worst = recs.reduce<SimRecord | undefined>(
+    (a, x) => (a === undefined || x.latencyMs > a.latencyMs ? x : a),
+    undefined,
+  );
+  if (worst)
+    out.slowest = {
+      index: worst.index,
+      entry: worst.entry,
+      target: worst.target,
+      served: worst.served,
+      latencyS: worst.latencyMs / 1000,
+      queueS: worst.queueMs / 1000,
+      networkS: worst.networkMs / 1000,
+      runS: (worst.prefillMs + worst.decodeMs) / 1000,
+      fallbacks: worst.fallbacks,
+    };
   if (setup.unbounded !== undefined) out.unbounded = unbounded(r, setup.unbounded, faultFree);
   // An unbounded request's fault is its own run: from its submission to its answer.
   const startMs = out.unbounded ? out.unbounded.startS * 1000 : setup.startMs;
@@ -174,7 +214,10 @@ export function measureRun(
     out.convergeS = (last - endMs) / 1000;
   }
   const bad = r.config.faults?.node;
-  if (bad?.stalls || bad?.refuses || bad?.lies) out.trust = trustOfBadPeer(r);
+  if (bad?.stalls || bad?.refuses || bad?.lies) {
+    out.trust = trustOfBadPeer(r);
+    out.failover = failover(recs);
+  }
   if (bad?.lies) out.liar = liar(r, out.trust ?? []);
   if (bad?.refuses) out.refusal = refusal(recs);
   return out;
@@ -249,4 +292,42 @@ function unbounded(r: SimResult, index: number, faultFree: SimResult | undefined
     out.faultFreeWindow = { requests: ff.length, p99S: p99Of(ff) };
   }
   return out;
+}
+
+function byEntry(r: SimResult): FaultRunResult["byEntry"] {
+  return Array.from({ length: r.config.nodes }, (_, entry) => {
+    const mine = r.records.filter((x) => x.entry === entry);
+    const queue = mine.reduce((a, x) => a + x.queueMs, 0);
+    return {
+      entry,
+      requests: mine.length,
+      p99S: p99Of(mine),
+      servedThere: mine.length === 0 ? 0 : mine.filter((x) => x.served === entry).length / mine.length,
+      meanQueueS: mine.length === 0 ? 0 : queue / mine.length / 1000,
+    };
+  });
+}
+
+function failover(recs: readonly SimRecord[]): NonNullable<FaultRunResult["failover"]> {
+  const failed = recs.filter((x) => x.target === BAD_PEER && x.origin !== BAD_PEER && x.fallbacks > 0);
+  const waits = Float64Array.from(failed, (x) => x.networkMs).sort();
+  const firstByOrigin: NonNullable<FaultRunResult["failover"]>["firstByOrigin"] = [];
+  for (const origin of new Set(failed.map((x) => x.origin))) {
+    const first = failed
+      .filter((x) => x.origin === origin)
+      .sort((a, b) => a.startMs - b.startMs)
+      .slice(0, 3);
+    firstByOrigin.push({
+      origin,
+      sentS: first.map((x) => x.startMs / 1000),
+      waitedS: first.map((x) => x.networkMs / 1000),
+    });
+  }
+  firstByOrigin.sort((a, b) => a.origin - b.origin);
+  return {
+    count: failed.length,
+    medianS: quantile(waits, 0.5) / 1000,
+    maxS: (waits.at(-1) ?? 0) / 1000,
+    firstByOrigin,
+  };
 }

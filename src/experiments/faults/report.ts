@@ -110,7 +110,7 @@ function targets(o: FaultsOutcome): string[] {
     `| Wrong-answer peer quarantined within 200 forwarded deterministic requests at a 5% check rate | ${lies
       .map(
         (x) =>
-          `${x.loop} loop: its last wrong answer was the ${x.l.lastWrongAt}th forward it served another origin (${x.l.servedForOthers} in all); quarantined by ${x.l.quarantinedBy} of ${x.l.origins} origins; ${x.r.spotChecks} checks, ${x.r.spotCheckMismatches} mismatches`,
+          `${x.loop} loop: its last wrong answer was forward no. ${x.l.lastWrongAt} it served another origin (${x.l.servedForOthers} in all); quarantined by ${x.l.quarantinedBy} of ${x.l.origins} origins; ${x.r.spotChecks} checks, ${x.r.spotCheckMismatches} mismatches`,
       )
       .join(
         "; ",
@@ -149,6 +149,75 @@ function targets(o: FaultsOutcome): string[] {
     "",
   );
   return out;
+}
+
+const list = (xs: number[]) => xs.map(s1).join(", ");
+
+/** What these runs' records say about each target they miss (empty when every one is met). */
+function causes(o: FaultsOutcome): string[] {
+  const out: string[] = [];
+  const ffOpen = must(o, "fault-free", "open");
+  const stalls = (["closed", "open"] as const).map((loop) => must(o, "stalling-peer", loop));
+  if (stalls.some((r) => (r.trust ?? []).some((t) => t.beforeFirstOpen > 3))) {
+    out.push(
+      `- **Stalling peer, demotion.** A forward to the staller counts as failed only once its answer is overdue: answerSlack (3) × the expected time it acked (its own queue) + 1 s; the breaker opens after ${TRUST_FAILURES} failures within ${TRUST_WINDOW_MS / 1000} s.`,
+    );
+    for (const r of stalls) {
+      const f = r.failover;
+      if (!f) continue;
+      const first = f.firstByOrigin
+        .map(
+          (x) =>
+            `n${x.origin} sent its first failed forwards at ${list(x.sentS)} s and waited ${list(x.waitedS)} s on each`,
+        )
+        .join("; ");
+      out.push(
+        `  ${r.loop} loop: ${f.count} forwards to it failed over, after a median ${s1(f.medianS)} s (max ${s1(f.maxS)} s); ${first}. ${r.loop === "open" ? "Origins keep forwarding to it while their first forwards wait out their deadlines, so more than 3 go unanswered before the first failure is even counted." : `Where an origin's first failures are more than ${TRUST_WINDOW_MS / 1000} s apart, the window forgets the first and more are needed.`}`,
+      );
+    }
+  }
+  const ub = get(o, "unbounded", "open");
+  const ubOff = get(o, "unbounded+offload", "open");
+  if (ub?.unbounded && ub.unbounded.window.p99S > 2 * ffOpen.p99S) {
+    const e = ub.byEntry[ub.unbounded.entry];
+    const fe = ffOpen.byEntry[ub.unbounded.entry];
+    out.push(
+      `- **Unbounded request.** Offload is off in the daemon's configuration: its node n${ub.unbounded.entry} keeps its own clients' requests queued behind the ${s1(ub.unbounded.latencyS)} s generation (its clients' requests over the run: ${pct(e?.servedThere ?? 0)} served there, mean queue wait ${s1(e?.meanQueueS ?? 0)} s, fault-free ${s1(fe?.meanQueueS ?? 0)} s).${ubOff?.unbounded ? ` With offload on (below) the requests entering it during the generation have p99 ${s3(ubOff.unbounded.window.p99S)} s.` : ""} The daemon's own API never sends such a request: without max_tokens a chat request gets chatMaxTokensDefault (the \`unbounded-api\` class), and above maxTokensCeiling it is refused.`,
+    );
+  }
+  const slow = get(o, "slow-10x", "open");
+  const slowOff = get(o, "slow-10x+offload", "open");
+  if (slow && slow.p99S > 2 * ffOpen.p99S) {
+    const e = slow.byEntry[1];
+    out.push(
+      `- **One node 10× slower.** n1 serves a tenth of a node's rate but keeps ${pct(e?.servedThere ?? 0)} of its own clients' requests (mean queue wait ${s1(e?.meanQueueS ?? 0)} s, p99 ${s1(e?.p99S ?? 0)} s; the other nodes' clients: p99 ${slow.byEntry
+        .filter((x) => x.entry !== 1)
+        .map((x) => s1(x.p99S))
+        .join(
+          ", ",
+        )} s): its queue grows for the whole run, since cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts) and, with offload off, nothing moves work already queued.${slowOff ? ` With offload on (below): p99 ${s3(slowOff.p99S)} s (${(slowOff.p99S / ffOpen.p99S).toFixed(2)}×), n1's clients' mean queue wait ${s1(slowOff.byEntry[1]?.meanQueueS ?? 0)} s.` : ""}`,
+    );
+  }
+  const ack = DAEMON_NODE_DEFAULTS.forwardAckTimeoutMs / 1000;
+  const losses = (["closed", "open"] as const).map((loop) => ({
+    r: must(o, "loss-30", loop),
+    ff: must(o, "fault-free", loop),
+  }));
+  if (losses.some((x) => x.r.maxS > 3 * ack + x.ff.maxRunS)) {
+    const w = losses
+      .map(({ r }) => {
+        const x = r.slowest;
+        return x
+          ? `${r.loop} loop: request ${x.index} took ${s1(x.latencyS)} s — ${s1(x.networkS)} s waiting on forwards (${x.fallbacks} fallbacks), ${s1(x.queueS)} s queued, ${s1(x.runS)} s running`
+          : "";
+      })
+      .join("; ");
+    out.push(
+      `- **30% loss.** ${w}. A lost forward or ack costs one ack timeout (${ack} s), but a lost *answer* is noticed only when it is overdue (3 × the expected time the peer acked + 1 s, at most the ${DAEMON_NODE_DEFAULTS.forwardTimeoutMs / 1000} s forward timeout): the daemon's configuration has answer probes off, because over TCP a lost answer breaks its stream and fails at once. The simulator's loss is silent, harsher than TCP; chained losses add up.`,
+    );
+  }
+  if (out.length === 0) return [];
+  return ["## Why the missed targets are missed (from these runs' records)", "", ...out, ""];
 }
 
 function table(o: FaultsOutcome, loop: Loop): string[] {
@@ -260,6 +329,7 @@ export async function writeFaultsReport(
     "",
     ...invariants(o),
     ...targets(o),
+    ...causes(o),
     "## Closed loop",
     "",
     ...table(o, "closed"),
