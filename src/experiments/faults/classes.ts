@@ -215,7 +215,7 @@ export const FAULT_CLASSES: readonly FaultClass[] = [
   },
   {
     id: "unbounded-api",
-    label: "request without max_tokens, as the daemon's API bounds it",
+    label: "no max_tokens, as the daemon's API bounds it",
     setup: (c) =>
       unbounded(
         c,

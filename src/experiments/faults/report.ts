@@ -282,9 +282,10 @@ function figure(o: FaultsOutcome): TopLevelSpec {
     spec: {
       width: 320,
       height: 300,
-      mark: "bar",
+      // A dot per class: a log axis has no zero for bars to start from.
+      mark: { type: "point", filled: true, size: 80 },
       encoding: {
-        y: { field: "fault", type: "nominal", sort: null, title: null },
+        y: { field: "fault", type: "nominal", sort: null, title: null, axis: { labelLimit: 400 } },
         x: { field: "p99", type: "quantitative", scale: { type: "log" }, title: "p99 latency (s, log)" },
       },
     },
