@@ -292,6 +292,12 @@ function figure(o: FaultsOutcome): TopLevelSpec {
   } as TopLevelSpec;
 }
 
+/** What results.json holds: the outcome and the context it ran in (the report is made from it alone). */
+export interface FaultsResults extends FaultsOutcome {
+  context: ReportContext;
+}
+
+/** Writes report.md, results.json and the figure; returns report.md's path. */
 export async function writeFaultsReport(
   o: FaultsOutcome,
   ctx: ReportContext,
@@ -301,7 +307,17 @@ export async function writeFaultsReport(
   const fig = await renderVegaLite(figure(o));
   await writeFile(join(outDir, "p99-by-fault.svg"), fig.svg);
   await writeFile(join(outDir, "p99-by-fault.png"), fig.png);
-  await writeFile(join(outDir, "results.json"), `${JSON.stringify({ ...o, wallMs: undefined }, null, 1)}\n`);
+  const results: FaultsResults = { ...o, context: ctx };
+  await writeFile(join(outDir, "results.json"), `${JSON.stringify(results, null, 1)}\n`);
+  const path = join(outDir, "report.md");
+  await writeFile(path, faultsReportText(results));
+  return path;
+}
+
+/** report.md's text, from results.json's content alone. */
+export function faultsReportText(results: FaultsResults): string {
+  const o = results;
+  const ctx = results.context;
   const defaults = Object.entries(DAEMON_NODE_DEFAULTS)
     .map(([k, v]) => `${k} ${v}`)
     .join(", ");
@@ -343,7 +359,5 @@ export async function writeFaultsReport(
     "",
     ...investigations(o),
   ];
-  const path = join(outDir, "report.md");
-  await writeFile(path, md.join("\n"));
-  return path;
+  return md.join("\n");
 }
