@@ -114,16 +114,16 @@ export async function runFaults(o: FaultsOptions): Promise<FaultsOutcome> {
   for (const loop of ["closed", "open"] as const) {
     const w = workloads[loop];
     o.onPhase?.(`simulating ${loop} loop`);
-    const ffSetup = FAULT_FREE.setup({} as ClassContext);
-    const faultFree = simulate(ffSetup, w);
-    let spanMs = 0;
-    for (const x of faultFree.records) spanMs = Math.max(spanMs, x.endMs);
+    // The fault-free run places no fault: its span T is what the others' faults are placed in.
     const ctx: ClassContext = {
-      spanMs,
+      spanMs: 0,
       requests: w.requests.length,
       promptTokens: (i) => w.requests[i]?.tokens.length ?? 0,
       chatMaxTokensDefault: CHAT_MAX_TOKENS_DEFAULT,
     };
+    const ffSetup = FAULT_FREE.setup(ctx);
+    const faultFree = simulate(ffSetup, w);
+    for (const x of faultFree.records) ctx.spanMs = Math.max(ctx.spanMs, x.endMs);
     const record = (c: FaultClass, setup: ClassSetup, r: SimResult) => {
       runs.push(measureRun({ classId: c.id, loop }, setup, r, c === FAULT_FREE ? undefined : faultFree));
       setups.push({ classId: c.id, label: c.label, loop, setup });
