@@ -13,6 +13,7 @@ import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../engines/sim/pr
 import { DEFAULT_POLICY } from "../server/default-policy.js";
 import { type NodeConfigNumberKey, nodeConfigNumber } from "../server/settings/index.js";
 import { faultFlags, faultScheduleFor } from "../sim/fault-schedule.js";
+import { MAX_UNBOUNDED_TOKENS } from "../sim/faults/client.js";
 import { runSimulation } from "../sim/run.js";
 import type {
   EngineFaults,
@@ -66,6 +67,8 @@ export interface SimOptions extends WorkloadFlagValues {
   slowNode?: string[];
   stall?: string[];
   refuse?: string[];
+  lie?: string[];
+  unbounded?: string[];
   pause?: string[];
   randomFaults?: string;
   daemonConfig?: boolean;
@@ -189,7 +192,7 @@ export function parseSlowNode(spec: string, nodes: number): { node: number; fact
  * answers; refuses every forward with a 503) for the whole run or in [START_MS, END_MS).
  */
 export function parseMisbehaviour(
-  flag: "--stall" | "--refuse",
+  flag: "--stall" | "--refuse" | "--lie",
   spec: string,
   nodes: number,
 ): { node: number; atMs?: number; untilMs?: number } {
@@ -207,6 +210,16 @@ export function parseMisbehaviour(
   return { node, atMs, untilMs };
 }
 
+/** `--unbounded 120:32000` = workload request 120 asks for 32,000 output tokens (no max_tokens). */
+export function parseUnbounded(spec: string): { request: number; maxTokens: number } {
+  const m = /^(\d+):(\d+)$/.exec(spec.trim());
+  if (!m) throw new CliError(`--unbounded must look like REQUEST:TOKENS (e.g. 120:32000), got '${spec}'`);
+  const maxTokens = Number(m[2]);
+  if (!(maxTokens >= 1 && maxTokens <= MAX_UNBOUNDED_TOKENS))
+    throw new CliError(`--unbounded tokens must be in [1, ${MAX_UNBOUNDED_TOKENS}], got '${spec}'`);
+  return { request: Number(m[1]), maxTokens };
+}
+
 /** Flags that set one fault each; --random-faults draws them all instead. */
 const FAULT_FLAGS = {
   loss: "--loss",
@@ -220,6 +233,8 @@ const FAULT_FLAGS = {
   slowNode: "--slow-node",
   stall: "--stall",
   refuse: "--refuse",
+  lie: "--lie",
+  unbounded: "--unbounded",
   crash: "--crash",
   pause: "--pause",
 } as const satisfies Partial<Record<keyof SimOptions, string>>;
@@ -263,7 +278,11 @@ export function parseFaultFlags(o: SimOptions, nodes: number, seed: number): Sim
     node.stalls = o.stall.map((x) => parseMisbehaviour("--stall", x, nodes));
   if (o.refuse !== undefined && o.refuse.length > 0)
     node.refuses = o.refuse.map((x) => parseMisbehaviour("--refuse", x, nodes));
+  if (o.lie !== undefined && o.lie.length > 0)
+    node.lies = o.lie.map((x) => parseMisbehaviour("--lie", x, nodes));
   const faults: SimFaults = {};
+  if (o.unbounded !== undefined && o.unbounded.length > 0)
+    faults.client = { unbounded: o.unbounded.map(parseUnbounded) };
   if (Object.keys(network).length > 0) faults.network = network;
   if (Object.keys(engine).length > 0) faults.engine = engine;
   if (Object.keys(node).length > 0) faults.node = node;
@@ -401,7 +420,7 @@ export function formatSummary(
     const n = f.network ?? {};
     const crashes = r.perNode.reduce((k, x) => k + x.crashes, 0);
     lines.push(
-      `faults     loss ${n.lossProb ?? 0}, duplication ${n.dupProb ?? 0}, reordering ${n.reorderProb ?? 0}, partitions ${n.partitions?.length ?? 0}, engine failures ${f.engine?.failProb ?? 0}, slow engines ${f.engine?.slowdowns?.length ?? 0}, crashes ${crashes}, pauses ${f.node?.pauses?.length ?? 0}, stalling peers ${f.node?.stalls?.length ?? 0}, refusing peers ${f.node?.refuses?.length ?? 0}, client re-submissions ${t.retries}`,
+      `faults     loss ${n.lossProb ?? 0}, duplication ${n.dupProb ?? 0}, reordering ${n.reorderProb ?? 0}, partitions ${n.partitions?.length ?? 0}, engine failures ${f.engine?.failProb ?? 0}, slow engines ${f.engine?.slowdowns?.length ?? 0}, crashes ${crashes}, pauses ${f.node?.pauses?.length ?? 0}, stalling peers ${f.node?.stalls?.length ?? 0}, refusing peers ${f.node?.refuses?.length ?? 0}, lying peers ${f.node?.lies?.length ?? 0}, unbounded requests ${f.client?.unbounded?.length ?? 0}, client re-submissions ${t.retries}`,
       `schedule   ${faultFlags(f).join(" ")}`,
     );
   }
@@ -521,6 +540,14 @@ export function registerSim(program: Command): void {
     .option(
       "--refuse <spec...>",
       "a refusing peer: answers every forward with a 503: NODE[@START_MS:END_MS] (repeatable)",
+    )
+    .option(
+      "--lie <spec...>",
+      "a lying peer: its answers to forwards carry wrong text: NODE[@START_MS:END_MS] (repeatable)",
+    )
+    .option(
+      "--unbounded <spec...>",
+      "an unbounded request: workload request INDEX asks for TOKENS output tokens (no max_tokens): INDEX:TOKENS (repeatable)",
     )
     .option("--crash <spec...>", "crash a node: NODE@MS[:RESTART_MS] (virtual ms; repeatable)")
     .option(

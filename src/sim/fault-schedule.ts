@@ -7,6 +7,7 @@
  * same seed can drive the run, the workload and its faults without the three being correlated.
  */
 import { hashString, Prng } from "../core/prng.js";
+import { checkClientFaults, clientFaultFlags } from "./faults/client.js";
 import { FaultDraw } from "./faults/draw.js";
 import { checkEngineFaults, drawEngineFaults, engineFaultFlags } from "./faults/engine.js";
 import {
@@ -46,12 +47,19 @@ export function faultFlags(f: SimFaults | undefined): string[] {
     ...networkFaultFlags(f?.network ?? {}),
     ...engineFaultFlags(f?.engine ?? {}),
     ...nodeFaultFlags(f?.node ?? {}),
+    ...clientFaultFlags(f?.client ?? {}),
   ];
 }
 
 /** Throws (through `bad`) on a fault that names no node of the run, or a value out of its range. */
-export function checkFaults(f: SimFaults, nodes: number, bad: (m: string) => never): void {
+export function checkFaults(
+  f: SimFaults,
+  nodes: number,
+  bad: (m: string) => never,
+  requests = Number.POSITIVE_INFINITY,
+): void {
   checkNetworkFaults(f.network ?? {}, bad);
+  checkClientFaults(f.client ?? {}, requests, bad);
   checkEngineFaults(f.engine ?? {}, nodes, bad);
   checkNodeFaults(f.node ?? {}, nodes, bad);
 }

@@ -28,6 +28,7 @@ import { SimEngine } from "../engines/sim/sim-engine.js";
 import type { Workload } from "../workload/types.js";
 import { EventQueue, type SimEvent } from "./event-queue.js";
 import { checkFaults, faultsEnd as faultsEndOf } from "./fault-schedule.js";
+import { ClientFaultModel } from "./faults/client.js";
 import { EngineFaultModel } from "./faults/engine.js";
 import { NodeFaultModel } from "./faults/node.js";
 import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invariants.js";
@@ -85,7 +86,7 @@ interface ClientReq {
 
 export function runSimulation(config: SimConfig, workload: Workload, opts: SimProgress = {}): SimResult {
   const wallStart = performance.now();
-  validate(config);
+  validate(config, workload.requests.length);
   const profile = resolveProfile(config.profile);
   const capacity = config.capacityTokens ?? profile.capacityTokens;
   const N = config.nodes;
@@ -94,6 +95,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const net = new SimNetwork(rng.fork(), config.commMs, config.jitterMs, faults.network);
   const engineFaults = new EngineFaultModel(faults.engine ?? {}, N, rng.fork());
   const nodeFaults = new NodeFaultModel(faults.node ?? {}, N);
+  const clientFaults = new ClientFaultModel(faults.client ?? {});
   const ids = Array.from({ length: N }, (_, i) => `n${i}`);
   const idxOf = new Map(ids.map((id, i) => [id, i]));
   const queue = new EventQueue<Ev>();
@@ -255,7 +257,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       request: {
         id: reqId,
         tokens: wr.tokens,
-        maxTokens: wr.maxTokens,
+        maxTokens: clientFaults.maxTokens(ri, wr.maxTokens),
         ...(wr.temperature === undefined ? {} : { temperature: wr.temperature }),
       },
     });
@@ -300,7 +302,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     }
     const r = e.record;
     const ok = e.outcome.ok;
-    const correct = ok && e.outcome.result.text === expectedText(wr.tokens, wr.maxTokens);
+    const correct =
+      ok && e.outcome.result.text === expectedText(wr.tokens, clientFaults.maxTokens(ri, wr.maxTokens));
     if (check && ok && !correct) violations.push(`t=${now}: wrong output for request ${ri}`);
     finish(ri, {
       index: ri,
@@ -633,6 +636,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       for (const k of SUMMED_STATS) sums[k] += st[k];
       s.summary.servedForPeers += st.servedForPeers;
       s.summary.treeTokens = s.node.treeSize();
+      const trust = s.node.config.peerTrust ? s.node.peers().filter((p) => p.trust !== undefined) : [];
+      if (trust.length > 0) s.summary.trust = Object.fromEntries(trust.map((p) => [p.id, p.trust!]));
     }
     evicted += s.summary.evictedTokens;
   }
@@ -681,7 +686,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   };
 }
 
-function validate(c: SimConfig): void {
+function validate(c: SimConfig, requests: number): void {
   const bad = (m: string): never => {
     throw new RangeError(`invalid simulation config: ${m}`);
   };
@@ -699,7 +704,7 @@ function validate(c: SimConfig): void {
     bad(`oracle (and centralized, which runs on it) runs with gossip "full" only`);
   if (c.maxEstimates !== undefined && !(Number.isInteger(c.maxEstimates) && c.maxEstimates >= 1))
     bad(`maxEstimates must be a positive integer, got ${c.maxEstimates}`);
-  checkFaults(c.faults ?? {}, c.nodes, bad);
+  checkFaults(c.faults ?? {}, c.nodes, bad, requests);
 }
 
 function failedRecord(

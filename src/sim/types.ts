@@ -5,12 +5,14 @@
  */
 import type { NodeConfigInput } from "../core/node/config.js";
 import type { PolicyName } from "../core/node/policies/index.js";
-import type { NodeStats } from "../core/node/types.js";
+import type { NodeStats, TrustView } from "../core/node/types.js";
 import type { CostProfile, ProfileName } from "../engines/sim/profiles.js";
+import type { ClientFaults } from "./faults/client.js";
 import type { EngineFaults } from "./faults/engine.js";
 import type { NetworkFaults } from "./faults/network.js";
 import type { NodeFaults } from "./faults/node.js";
 
+export type { ClientFaults, SimUnbounded } from "./faults/client.js";
 export type { EngineFaults, SimSlowdown } from "./faults/engine.js";
 export type { NetworkFaults, SimPartition } from "./faults/network.js";
 export type { NodeFaults, SimCrash, SimMisbehaviour, SimPause } from "./faults/node.js";
@@ -24,6 +26,7 @@ export interface SimFaults {
   network?: NetworkFaults;
   engine?: EngineFaults;
   node?: NodeFaults;
+  client?: ClientFaults;
 }
 
 export interface SimConfig {
@@ -174,6 +177,11 @@ export interface SimNodeSummary {
   evictedTokens: number;
   treeTokens: number;
   crashes: number;
+  /**
+   * What its peer-trust role thinks of each peer at the end (peer id → breaker state, failures,
+   * times opened); absent when the node is down at the end.
+   */
+  trust?: Record<string, TrustView>;
 }
 
 export interface SimResult {

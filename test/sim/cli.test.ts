@@ -300,6 +300,26 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
       expect(() => parseSimOptions({ ...defaults, ...b }), JSON.stringify(b)).toThrow(re);
   });
 
+  it("parses --lie and --unbounded, replays them from the printed schedule, rejecting bad ones", () => {
+    const o = optionsOf(["--lie", "3", "n1@10:20", "--unbounded", "7:32000"]);
+    const { config } = parseSimOptions({ ...defaults, ...o });
+    expect(config.faults).toEqual({
+      node: { lies: [{ node: 3 }, { node: 1, atMs: 10, untilMs: 20 }] },
+      client: { unbounded: [{ request: 7, maxTokens: 32_000 }] },
+    });
+    const replayed = parseSimOptions({ ...defaults, ...optionsOf(faultFlags(config.faults)) }).config.faults;
+    expect(replayed).toEqual(config.faults);
+    const bad: [Partial<SimOptions>, RegExp][] = [
+      [{ lie: ["x"] }, /--lie must look like NODE/],
+      [{ lie: ["9"] }, /--lie node 9 does not exist/],
+      [{ unbounded: ["7"] }, /--unbounded must look like REQUEST:TOKENS/],
+      [{ unbounded: ["7:0"] }, /--unbounded tokens must be in/],
+      [{ randomFaults: "1000", lie: ["1"] }, /--random-faults draws every fault; drop --lie/],
+    ];
+    for (const [b, re] of bad)
+      expect(() => parseSimOptions({ ...defaults, ...b }), JSON.stringify(b)).toThrow(re);
+  });
+
   it("--random-faults draws the seed's schedule, and the printed flags replay it exactly", () => {
     for (const seed of [1, 2, 3, 17, 99, 1234]) {
       const drawn = parseSimOptions({ ...defaults, seed: String(seed), randomFaults: "20000" }).config.faults;

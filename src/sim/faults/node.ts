@@ -79,11 +79,11 @@ export function nodeFaultFlags(nd: NodeFaults): string[] {
   for (const p of nd.pauses ?? []) out.push("--pause", `${p.node}@${p.atMs}:${p.untilMs}`);
   for (const x of nd.stalls ?? []) out.push("--stall", `${x.node}${misbehaviourWindow(x)}`);
   for (const x of nd.refuses ?? []) out.push("--refuse", `${x.node}${misbehaviourWindow(x)}`);
-  // (Lying peers have no `prefixmesh sim` flag yet: a run sets them in its config.)
+  for (const x of nd.lies ?? []) out.push("--lie", `${x.node}${misbehaviourWindow(x)}`);
   return out;
 }
 
-/** `@START_MS:END_MS` of a misbehaviour with a window, as `--stall`/`--refuse` read it; "" for the whole run. */
+/** `@START_MS:END_MS` of a misbehaviour with a window, as `--stall`/`--refuse`/`--lie` read it; "" for the whole run. */
 function misbehaviourWindow(x: SimMisbehaviour): string {
   if (x.atMs === undefined && x.untilMs === undefined) return "";
   return `@${x.atMs ?? 0}:${x.untilMs ?? Number.MAX_SAFE_INTEGER}`;

@@ -1,0 +1,87 @@
+/** `prefixmesh experiment faults`: every fault class in the daemon's configuration, as a report. */
+import { existsSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { writeFaultsReport } from "../experiments/faults/report.js";
+import { runFaults } from "../experiments/faults/run.js";
+import { CliError, parseNumber } from "./errors.js";
+
+interface FaultsFlags {
+  mmluDir: string;
+  synthetic?: boolean;
+  syntheticScale: string;
+  out: string;
+  seed: string;
+  requests?: string;
+  rate: string;
+  quick?: boolean;
+}
+
+/** Requests per run of `--quick` (a structural check in seconds, not a measurement). */
+export const QUICK_REQUESTS = 300;
+
+export function registerExperimentFaults(exp: Command): void {
+  exp
+    .command("faults")
+    .description(
+      "Run every simulator fault class (crash, loss, duplication, reordering, partitions, wrong failure detector, slow nodes, stalling/lying/refusing peers, an unbounded request) in the daemon's configuration, closed and open loop; writes report.md, results.json and a figure",
+    )
+    .option("--mmlu-dir <dir>", "MMLU CSV folder with dev/ and test/", "../shared/datasets/mmlu")
+    .option("--synthetic", "use the synthetic MMLU-shaped workload instead of MMLU")
+    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (with --synthetic)", "1")
+    .option("--out <dir>", "output folder", "docs/results/faults")
+    .option("--seed <n>", "seed for schedules and the simulator", "1")
+    .option("--requests <n>", "requests per run and loop (default 10000; --quick: 300)")
+    .option("--rate <req/s>", "open-loop Poisson arrival rate", "6")
+    .option("--quick", `a fast structural run (${QUICK_REQUESTS} requests per run): not a measurement`)
+    .action(async (flags: FaultsFlags) => {
+      const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
+      const requests =
+        flags.requests === undefined
+          ? flags.quick
+            ? QUICK_REQUESTS
+            : 10_000
+          : parseNumber("--requests", flags.requests, { min: 50, max: 1_000_000, integer: true });
+      const openRate = parseNumber("--rate", flags.rate, { min: 0.01, max: 100_000 });
+      const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
+      let mmluDir: string | undefined;
+      if (flags.synthetic !== true) {
+        mmluDir = resolve(flags.mmluDir);
+        if (!existsSync(join(mmluDir, "test")) || !existsSync(join(mmluDir, "dev")))
+          throw new CliError(
+            `--mmlu-dir ${flags.mmluDir}: expected dev/ and test/ folders of MMLU CSV files (or pass --synthetic)`,
+          );
+      }
+      const outDir = resolve(flags.out);
+      const command = ["prefixmesh experiment faults", ...process.argv.slice(3).filter((a) => a !== "faults")]
+        .join(" ")
+        .replace(/\s+/g, " ")
+        .trim();
+      const loadBefore = loadavg()[0] ?? 0;
+      try {
+        const outcome = await runFaults({
+          source: mmluDir ? { kind: "mmlu", dir: mmluDir } : { kind: "synthetic", scale },
+          seed,
+          requests,
+          openRate,
+          onPhase: (phase) => process.stderr.write(`prefixmesh: ${phase}…\n`),
+        });
+        const path = await writeFaultsReport(
+          outcome,
+          { command, loadBefore, loadAfter: loadavg()[0] ?? 0, cores: availableParallelism() },
+          outDir,
+        );
+        process.stdout.write(
+          `wrote ${path} (${outcome.runs.length} runs, ${(outcome.wallMs / 1000).toFixed(1)} s${
+            outcome.synthetic ? ", SYNTHETIC workload" : ""
+          })\n`,
+        );
+      } catch (err) {
+        const msg = (err as Error)?.message ?? String(err);
+        if ((err as Error)?.name === "MmluError" || (err as Error)?.name === "CsvError")
+          throw new CliError(msg);
+        throw err;
+      }
+    });
+}
