@@ -10,6 +10,7 @@
  */
 import type { EngineRequest } from "../engine.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
+import { type CostSample, stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
 import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
@@ -98,6 +99,11 @@ export class PrefixNode extends NodeViews {
     return mesh.goodbyes(this.members);
   }
 
+  /** Start-up calibration runs (engine-costs.ts), taken as our own before the node is ready. */
+  calibrate(samples: readonly CostSample[]): void {
+    this.executor.calibrate(samples);
+  }
+
   /** Switch routing policy at run time (e.g. the daemon's compare-policies admin endpoint). */
   setPolicy(name: PolicyName, config?: PolicyConfigInput<PolicyName>): void {
     this.origin.setPolicy(name, config);
@@ -174,6 +180,8 @@ export class PrefixNode extends NodeViews {
         this.executor.cacheChanged(input.sequences);
     }
     if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
+    const costs = this.config.advertiseCosts ? this.executor.engineCosts() : undefined;
+    if (costs) stampCosts(out, costs);
     return out;
   }
 
