@@ -46,6 +46,17 @@ describe("start-up calibration", () => {
     expect(engine.cache.size).toBe(0);
   });
 
+  it("is bounded even by an engine that ignores the abort (wedged)", async () => {
+    class Wedged extends SimEngine {
+      override run(): Promise<never> {
+        return new Promise<never>(() => {});
+      }
+    }
+    const c = await calibrateEngine(new Wedged({ profile: PAPER_H100_QWEN05B }), { budgetMs: 50 });
+    expect(c.stopped).toBe("budget");
+    expect(c.samples).toHaveLength(0);
+  });
+
   it("off at 0 ms: no run at all", async () => {
     const engine = new SimEngine({ profile: PAPER_H100_QWEN05B, sleep: instant });
     const c = await calibrateEngine(engine, { budgetMs: 0 });

@@ -84,15 +84,28 @@ async function prompt(engine: Engine, tag: string, words: number): Promise<Engin
   }
 }
 
-/** Runs `req`, aborted after `ms`: undefined if it was. */
+/**
+ * Runs `req`, aborted after `ms`: undefined if it was. Bounded even when the engine ignores the abort
+ * (a wedged engine): the wait ends at the budget whatever the run does.
+ */
 async function runWithin(engine: Engine, req: EngineRequest, ms: number): Promise<EngineResult | undefined> {
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(), Math.max(1, ms));
-  try {
-    return await engine.run(req, undefined, ac.signal);
-  } catch (err) {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<undefined>((resolve) => {
+    timer = setTimeout(
+      () => {
+        ac.abort();
+        resolve(undefined);
+      },
+      Math.max(1, ms),
+    );
+  });
+  const run = engine.run(req, undefined, ac.signal).catch((err: unknown) => {
     if (ac.signal.aborted) return undefined;
     throw err;
+  });
+  try {
+    return await Promise.race([run, expired]);
   } finally {
     clearTimeout(timer);
   }
