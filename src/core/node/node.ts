@@ -227,12 +227,12 @@ export class PrefixNode extends NodeViews {
     if (!servesModel(this.config.models, run.request.model))
       return void out.push(this.origin.refuseUnserved(run, now));
     const waitMs = this.executor.admissionWaitMs(now);
-    const tooLong = this.origin.waitsTooLong(reqId, waitMs);
+    const tooLong = this.origin.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, 0));
     if (tooLong === undefined && !this.executor.full())
       return void this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
     // About to refuse for our wait: first a peer expected to start it in time, if any.
     const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
-    const to = tooLong === "spill" ? this.soonerPeer(w, now, this.config.maxWaitMs) : undefined;
+    const to = tooLong === "spill" ? this.soonerPeer(w, now, this.origin.waitBoundMs(reqId)) : undefined;
     if (to !== undefined) {
       this.origin.reroute(reqId, to);
       return void this.advance(reqId, now, out);

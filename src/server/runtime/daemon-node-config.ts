@@ -35,6 +35,7 @@ export function daemonNodeConfig(
     forwardAckTimeoutMs: s.forwardAckTimeoutMs,
     concurrency: s.concurrency,
     maxWaitMs: s.maxWaitMs,
+    advertiseCosts: s.advertiseCosts,
     ...(o.models ? { models: [...o.models] } : {}),
   };
 }
