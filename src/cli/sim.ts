@@ -70,6 +70,7 @@ export interface SimOptions extends WorkloadFlagValues {
   randomFaults?: string;
   daemonConfig?: boolean;
   nodeConfig?: string;
+  deadlineMs?: string;
   forwardTimeoutMs?: string;
   forwardAckTimeoutMs?: string;
   forwardResends?: string;
@@ -329,6 +330,8 @@ export function parseSimOptions(o: SimOptions): {
   if (o.forwardResends !== undefined)
     config.node.forwardResends = nodeSetting("forwardResends", o.forwardResends);
   if (o.daemonConfig === true) config.daemonConfig = true;
+  if (o.deadlineMs !== undefined)
+    config.deadlineMs = parseNumber("--deadline-ms", o.deadlineMs, { min: 1, max: 3_600_000, integer: true });
   if (o.nodeConfig !== undefined) Object.assign(config.node, parseNodeConfig(o.nodeConfig, config.policy));
   const faults = parseFaultFlags(o, config.nodes, config.seed);
   if (faults !== undefined) config.faults = faults;
@@ -556,6 +559,10 @@ export function registerSim(program: Command): void {
     .option(
       "--daemon-config",
       `run the nodes as \`prefixmesh node\` does by default (${daemonConfigLabel()}); --policy and the node flags still apply`,
+    )
+    .option(
+      "--deadline-ms <ms>",
+      "every client request carries this deadline (the API's x-prefixmesh-deadline-ms); a refused request is re-submitted up to 3 times, then counted failed",
     )
     .option(
       "--node-config <json>",
