@@ -29,6 +29,20 @@ describe("engine cost fit", () => {
     expect(dropped.costs().fixedMs).toBeCloseTo(5, 1);
   });
 
+  it("stands on data only after calibration or 16 runs", () => {
+    const run = { uncached: 10, cached: 0, prefillMs: 20, outputTokens: 1, decodeMs: 1 };
+    const fit = new EngineCostFit(prior, 0.98);
+    for (let i = 0; i < 15; i++) fit.sample(run);
+    expect(fit.measured).toBe(false);
+    fit.sample(run);
+    expect(fit.measured).toBe(true);
+    const cal = new EngineCostFit(prior, 0.98);
+    expect(cal.measured).toBe(false);
+    cal.dropPrior();
+    cal.sample(run);
+    expect(cal.measured).toBe(true);
+  });
+
   it("is the prior before any sample", () => {
     const c = new EngineCostFit(prior, 0.98).costs();
     expect(c.fixedMs).toBeCloseTo(50, 6);

@@ -30,6 +30,11 @@ export interface CostSample {
 }
 
 const PRIOR_SPAN = 1000;
+/**
+ * Runs before an uncalibrated fit is believed (advertised, compared): until then the prior's guess
+ * still pulls it (weight 2 × 0.98^16 ≈ 1.5 against 14 of data), and equal machines would look unequal.
+ */
+const MIN_SAMPLES = 16;
 const FLOOR_WEIGHT = 1e-6;
 
 export class EngineCostFit {
@@ -39,6 +44,7 @@ export class EngineCostFit {
   private decodeMs = 0;
   private outputTokens = 0;
   private n = 0;
+  private calibrated = false;
 
   constructor(
     private readonly prior: CostPrior,
@@ -72,6 +78,12 @@ export class EngineCostFit {
     if (this.n > 0) return;
     this.a.fill(0);
     this.b.fill(0);
+    this.calibrated = true;
+  }
+
+  /** Whether the fit stands on data: calibrated, or enough runs to outweigh the prior. */
+  get measured(): boolean {
+    return this.n > 0 && (this.calibrated || this.n >= MIN_SAMPLES);
   }
 
   /** One engine run. Anything non-finite or negative is ignored (an engine's numbers, not ours). */

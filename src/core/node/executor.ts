@@ -427,9 +427,9 @@ export class Executor {
     }
   }
 
-  /** Our engine's cost model, once a run (or calibration) measured it; undefined before. */
+  /** Our engine's cost model, once calibration or enough runs measured it; undefined before. */
   engineCosts(): EngineCosts | undefined {
-    return this.engineFit.samples > 0 ? this.engineFit.costs() : undefined;
+    return this.engineFit.measured ? this.engineFit.costs() : undefined;
   }
 
   /** The costs learned from our own runs (what cost-aware routing sees). */
