@@ -72,6 +72,8 @@ export interface SimOptions extends WorkloadFlagValues {
   pause?: string[];
   randomFaults?: string;
   daemonConfig?: boolean;
+  nodeConfig?: string;
+  deadlineMs?: string;
   forwardTimeoutMs?: string;
   forwardAckTimeoutMs?: string;
   forwardResends?: string;
@@ -347,6 +349,9 @@ export function parseSimOptions(o: SimOptions): {
   if (o.forwardResends !== undefined)
     config.node.forwardResends = nodeSetting("forwardResends", o.forwardResends);
   if (o.daemonConfig === true) config.daemonConfig = true;
+  if (o.deadlineMs !== undefined)
+    config.deadlineMs = parseNumber("--deadline-ms", o.deadlineMs, { min: 1, max: 3_600_000, integer: true });
+  if (o.nodeConfig !== undefined) Object.assign(config.node, parseNodeConfig(o.nodeConfig, config.policy));
   const faults = parseFaultFlags(o, config.nodes, config.seed);
   if (faults !== undefined) config.faults = faults;
   const requests =
@@ -461,6 +466,26 @@ export async function runSimCommand(
  * DAEMON_NODE_DEFAULTS as the help states them; for a run (`over`: its node flags), the node settings
  * it ran with (the policy is on the summary's first line).
  */
+/** `--node-config`: a JSON object of node settings, checked by the node's own schema. */
+function parseNodeConfig(json: string, policy: string): NonNullable<SimConfig["node"]> {
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch {
+    throw new CliError("--node-config must be a JSON object");
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    throw new CliError("--node-config must be a JSON object");
+  for (const k of ["id", "peers", "policy", "capacityTokens", "pollMs"])
+    if (k in v) throw new CliError(`--node-config: ${k} is set by the simulator's own flags`);
+  const r = nodeConfigSchema.safeParse({ id: "n0", capacityTokens: 1, ...v, policy });
+  if (!r.success)
+    throw new CliError(
+      `--node-config: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  return v as NonNullable<SimConfig["node"]>;
+}
+
 function daemonConfigLabel(over?: SimConfig["node"]): string {
   const entries = Object.entries(
     over === undefined ? DAEMON_NODE_DEFAULTS : { ...DAEMON_NODE_DEFAULTS, ...over },
@@ -561,6 +586,14 @@ export function registerSim(program: Command): void {
     .option(
       "--daemon-config",
       `run the nodes as \`prefixmesh node\` does by default (${daemonConfigLabel()}); --policy and the node flags still apply`,
+    )
+    .option(
+      "--deadline-ms <ms>",
+      "every client request carries this deadline (the API's x-prefixmesh-deadline-ms); a refused request is re-submitted up to 3 times, then counted failed",
+    )
+    .option(
+      "--node-config <json>",
+      'any node settings (src/core/node/config.ts) as a JSON object, over the defaults and the node flags, e.g. \'{"freshPeerLoad":true,"advertiseCosts":false}\'',
     )
     .option(
       "--forward-timeout-ms <ms>",

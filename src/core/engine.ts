@@ -68,6 +68,12 @@ export interface EngineRequest {
    * node's log names the same request. Opaque to routing and engines.
    */
   traceId?: string;
+  /**
+   * The client's deadline: ms from the request's arrival at the entry node within which it wants its
+   * answer (core/node/deadline.ts). Read by the entry node only: forwards carry what is left of it
+   * as their own `deadlineMs`.
+   */
+  deadlineMs?: number;
 }
 
 export interface EngineResult {

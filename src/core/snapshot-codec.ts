@@ -8,16 +8,23 @@
  *          4  format version (1)          u8
  *          5  kind: 1 full, 2 delta, 3 heartbeat   u8
  *          6  block size (tokens per key) u8
- *          7  reserved, 0                 u8
+ *          7  flags: bit 0 = costs follow the header (other bits 0)   u8
  *          8  sender: varint byte length (1..64), UTF-8
  *             varints: epoch, version, tokenCount, capacity, queueDepth, pushBackMs
+ *             if flags bit 0: varints fixed, per uncached, per cached, per output token, in ns
  *     full:   varint n, n × 6-byte little-endian keys
  *     delta:  varint baseVersion (≤ version), varint n, n keys added, varint m, m keys removed
  *     last 4  CRC-32 (little-endian) of everything before it
  */
 import { BLOCK_SIZE } from "./block-hash.js";
 import { crc32 } from "./crc32.js";
-import { MAX_SENDER_BYTES, type Snapshot, type SnapshotHeader } from "./snapshot.js";
+import {
+  type EngineCosts,
+  MAX_COST_MS,
+  MAX_SENDER_BYTES,
+  type Snapshot,
+  type SnapshotHeader,
+} from "./snapshot.js";
 import { MAX_VARINT_BYTES, varintSize, writeVarint } from "./varint.js";
 
 export const SNAPSHOT_MAGIC = Uint8Array.of(0x50, 0x4d, 0x53, 0x4e); // "PMSN"
@@ -27,6 +34,10 @@ const FIXED = 8;
 const CRC_BYTES = 4;
 const KEY_BYTES = 6;
 const TWO32 = 4294967296;
+/** Flag bit: the header carries the sender's engine costs (frames without it decode as before). */
+const FLAG_COSTS = 1;
+/** Costs travel as whole nanoseconds: per-token costs are far below a millisecond. */
+const NS_PER_MS = 1e6;
 
 export type SnapshotDecodeErrorCode =
   | "bad-input"
@@ -87,7 +98,17 @@ function utf8Length(s: string): number {
 }
 
 function headerNumbers(h: SnapshotHeader): number[] {
-  return [h.epoch, h.version, h.tokenCount, h.capacity, h.queueDepth, h.pushBackMs];
+  const n = [h.epoch, h.version, h.tokenCount, h.capacity, h.queueDepth, h.pushBackMs];
+  const c = h.costs;
+  if (c !== undefined)
+    for (const ms of [c.fixedMs, c.msPerUncached, c.msPerCached, c.msPerOutput]) n.push(costNs(ms));
+  return n;
+}
+
+function costNs(ms: number): number {
+  if (!(ms >= 0 && ms <= MAX_COST_MS))
+    throw new RangeError(`encodeSnapshot: cost ${ms} ms out of [0, ${MAX_COST_MS}]`);
+  return Math.round(ms * NS_PER_MS);
 }
 
 function checkHeader(h: SnapshotHeader): number {
@@ -145,7 +166,7 @@ export function encodeSnapshot(s: Snapshot): Uint8Array {
   buf[4] = SNAPSHOT_FORMAT_VERSION;
   buf[5] = KIND_CODE[s.kind];
   buf[6] = BLOCK_SIZE;
-  buf[7] = 0;
+  buf[7] = s.header.costs === undefined ? 0 : FLAG_COSTS;
   const sender = utf8.encode(s.header.sender);
   let pos = writeVarint(buf, FIXED, sender.length);
   buf.set(sender, pos);
@@ -210,6 +231,20 @@ class Reader {
   }
 }
 
+function readCosts(r: Reader): EngineCosts {
+  const ms = (what: string) => {
+    const v = r.varint(what) / NS_PER_MS;
+    if (v > MAX_COST_MS) throw new SnapshotDecodeError("bad-field", `${what} ${v} ms > ${MAX_COST_MS}`);
+    return v;
+  };
+  return {
+    fixedMs: ms("costs.fixed"),
+    msPerUncached: ms("costs.uncached"),
+    msPerCached: ms("costs.cached"),
+    msPerOutput: ms("costs.output"),
+  };
+}
+
 /** Decodes one frame. Throws SnapshotDecodeError (with a `code`) on anything malformed, and nothing else. */
 export function decodeSnapshot(bytes: Uint8Array, limits?: Partial<DecodeLimits>): Snapshot {
   try {
@@ -244,7 +279,8 @@ function decodeUnsafe(bytes: Uint8Array, limits: DecodeLimits): Snapshot {
   if (kind === undefined) throw new SnapshotDecodeError("bad-kind", `kind ${kindCode}`);
   if (bytes[6] !== BLOCK_SIZE)
     throw new SnapshotDecodeError("bad-field", `block size ${bytes[6]}, expected ${BLOCK_SIZE}`);
-  if (bytes[7] !== 0) throw new SnapshotDecodeError("bad-field", "reserved byte is not 0");
+  const flags = bytes[7] as number;
+  if ((flags & ~FLAG_COSTS) !== 0) throw new SnapshotDecodeError("bad-field", `unknown flags ${flags}`);
 
   const r = new Reader(bytes, view, FIXED, body);
   const senderLen = r.varint("sender length");
@@ -268,6 +304,7 @@ function decodeUnsafe(bytes: Uint8Array, limits: DecodeLimits): Snapshot {
     queueDepth: r.varint("queueDepth"),
     pushBackMs: r.varint("pushBackMs"),
   };
+  if (flags & FLAG_COSTS) header.costs = readCosts(r);
   let s: Snapshot;
   if (kind === "full") {
     s = { kind, header, body: { blockSize: BLOCK_SIZE, keys: r.keys("body", limits.maxKeys) } };

@@ -25,7 +25,23 @@ export interface SnapshotHeader {
   queueDepth: number;
   /** 0 = none; else "do not route to me for this many ms from receipt" (relative: clocks differ). */
   pushBackMs: number;
+  /**
+   * The sender's engine costs as it measured them (calibration + its own runs; engine-costs.ts), so a
+   * receiver knows each peer's speed. Optional: absent in the paper's setting and from older senders.
+   */
+  costs?: EngineCosts;
 }
+
+/** An engine's cost model: run time ≈ fixed + per uncached + per cached prompt token + per output token. */
+export interface EngineCosts {
+  fixedMs: number;
+  msPerUncached: number;
+  msPerCached: number;
+  msPerOutput: number;
+}
+
+/** Largest value of any cost field accepted from a peer (ms): beyond it the header is malformed. */
+export const MAX_COST_MS = 600_000;
 
 /** Immutable: never mutated after it is handed out. */
 export interface SnapshotBody {

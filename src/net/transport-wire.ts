@@ -392,6 +392,8 @@ export function replyToWire(m: ReplyMsg): ReplyMsg {
       decodeMs: r.decodeMs,
       finishReason: r.finishReason,
     },
+    // freshPeerLoad (core peer-load.ts): the server's queue depth as the answer left.
+    ...(m.queueDepth === undefined ? {} : { queueDepth: m.queueDepth }),
   };
 }
 

@@ -84,6 +84,8 @@ const resultWire = z.object({
     prefillMs: z.number().min(0),
     decodeMs: z.number().min(0),
   }),
+  /** The server's queue depth as the answer left (freshPeerLoad; optional: older peers send none). */
+  queueDepth: z.number().int().min(0).max(1_000_000).optional(),
 });
 const errorWire = z.object({
   type: z.literal("error"),

@@ -14,6 +14,7 @@ import type { ChatMessage } from "../core/engine.js";
 import { registerDashboard } from "./dashboard.js";
 import type { NodeMetrics } from "./metrics.js";
 import { installRequestLog, noteError } from "./observability/request-log.js";
+import { DEADLINE_HEADER, parseDeadlineHeader } from "./openai/deadline-header.js";
 import type { ApiErrorCode } from "./openai/error-codes.js";
 import {
   type ApiKind,
@@ -287,6 +288,10 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     };
     const req = reply.request;
     input.requestId = req.requestId;
+    const deadline = parseDeadlineHeader(req.headers[DEADLINE_HEADER]);
+    if (typeof deadline === "object")
+      throw new BadRequest(400, deadline.error, DEADLINE_HEADER, "invalid_deadline");
+    if (deadline !== undefined) input.deadlineMs = deadline;
     const link: ClientLink = {};
     reply.raw.on("close", () => {
       if (!reply.raw.writableFinished) link.onGone?.();

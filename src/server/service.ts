@@ -27,6 +27,8 @@ export interface InferenceInput {
   messages?: ChatMessage[];
   /** The client's request id (`x-request-id`), carried to the serving node for its logs. */
   requestId?: string;
+  /** The client's deadline, ms from now (`x-prefixmesh-deadline-ms`; core/node/deadline.ts). */
+  deadlineMs?: number;
 }
 
 export interface ServeOutcome {

@@ -259,6 +259,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         tokens: wr.tokens,
         maxTokens: clientFaults.maxTokens(ri, wr.maxTokens),
         ...(wr.temperature === undefined ? {} : { temperature: wr.temperature }),
+        ...(config.deadlineMs === undefined ? {} : { deadlineMs: config.deadlineMs }),
       },
     });
   };

@@ -51,6 +51,8 @@ export interface SimConfig {
    * `pollMs` and `node` still apply on top, as the daemon's own flags would.
    */
   daemonConfig?: boolean;
+  /** Every client request's deadline, ms from its (re-)submission (`x-prefixmesh-deadline-ms`). */
+  deadlineMs?: number;
   /** Extra node settings (forward timeout, push-back, concurrency, k…). */
   node?: Partial<Omit<NodeConfigInput, "id" | "peers" | "policy" | "capacityTokens" | "pollMs">>;
   /** Check invariants after every engine step and at the end (slower; tests). */

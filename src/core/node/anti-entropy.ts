@@ -12,7 +12,7 @@ import { Estimates } from "../estimates.js";
 import { invariant } from "../invariant.js";
 import { PeerIndex } from "../peer-index.js";
 import type { RadixTree } from "../radix-tree.js";
-import type { Snapshot, SnapshotHeader } from "../snapshot.js";
+import type { EngineCosts, Snapshot, SnapshotHeader } from "../snapshot.js";
 import type { NodeConfig } from "./config.js";
 import type { Effect, HeldVersion, NodeId, NodeStats, PeerMessage, PeerView, SnapshotEcho } from "./types.js";
 
@@ -31,6 +31,8 @@ export interface PeerLoad {
   pushBackUntil: number;
   /** When our estimate of it last changed or was confirmed (for the estimate's age). */
   estimateAt: number | undefined;
+  /** Its engine costs, as its latest header advertised them (`advertiseCosts`); undefined if none. */
+  costs?: EngineCosts | undefined;
 }
 
 interface PeerSync extends PeerLoad {
@@ -296,6 +298,7 @@ export class AntiEntropy {
     peer.capacityTokens = h.capacity;
     peer.treeTokens = h.tokenCount;
     peer.pushBackUntil = h.pushBackMs > 0 ? now + Math.min(h.pushBackMs, this.config.maxPushBackMs) : 0;
+    if (h.costs !== undefined) peer.costs = h.costs;
     if (verdict === "deferred") {
       // Taken in steps (or queued behind one): the estimate and its checks follow when it is in; a
       // full one on its way in answers a request for one.

@@ -200,6 +200,12 @@ export const nodeConfigSchema = z
      * anti-entropy tick our clients' requests still waiting here move to such a peer.
      */
     offload: z.boolean().default(false),
+    /**
+     * Advertise our engine's measured costs (fixed, per uncached, cached and output token;
+     * engine-costs.ts) in every snapshot header, and compare peers by theirs: cost-aware scales a
+     * peer's prefill and queue wait by its advertised speed against ours. Off: headers as in the paper.
+     */
+    advertiseCosts: z.boolean().default(false),
     /** Per-sample decay of the prefill fit: memory ≈ 1 / (1 − decay) engine runs. */
     costDecay: z.number().min(0.5).max(1).default(0.98),
   })
@@ -252,6 +258,8 @@ export const DAEMON_NODE_DEFAULTS = {
   peerTrust: true,
   /** A crashed peer reads as down after 20 silent polls (10 s at the default Δpoll). */
   downAfterPolls: 20,
+  /** Peers know each other's speed (calibrated at start-up, engine-costs.ts): heterogeneous machines. */
+  advertiseCosts: true,
 } as const satisfies Partial<NodeConfigInput>;
 
 /** Validates and fills defaults; throws an Error with every problem listed. */

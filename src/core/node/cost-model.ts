@@ -13,6 +13,8 @@
  * Pure and deterministic: samples in, numbers out.
  */
 
+import type { EngineCosts } from "../snapshot.js";
+
 export interface CostPrior {
   /** Fixed cost per request (scheduling, tokenization, overhead), ms. */
   prefillFixedMs: number;
@@ -36,6 +38,11 @@ export interface LearnedCosts {
   rttPriorMs: number;
   /** Engine samples behind the fit. */
   samples: number;
+  /**
+   * With `advertiseCosts`, once measured: our whole engine cost model (engine-costs.ts), which peers'
+   * advertised costs are compared with (same model form on both sides).
+   */
+  engine?: EngineCosts;
 }
 
 /** Where the second prior pseudo-observation sits (a typical prompt length). */
@@ -66,6 +73,12 @@ export class PrefillFit {
     this.sy += w * y;
     this.sxx += w * x * x;
     this.sxy += w * x * y;
+  }
+
+  /** Calibration measured this machine: the prior goes (only before any sample; the floor stays). */
+  dropPrior(): void {
+    if (this.n > 0) return;
+    this.sw = this.sx = this.sy = this.sxx = this.sxy = 0;
   }
 
   /** One engine result: `uncached` prompt tokens took `prefillMs`. Non-finite or negative: ignored. */

@@ -12,8 +12,10 @@ import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.
 import { invariant } from "../invariant.js";
 import { keyTokens, promptMatch } from "../namespace.js";
 import { type LockHandle, RadixTree } from "../radix-tree.js";
+import type { EngineCosts } from "../snapshot.js";
 import type { NodeConfig } from "./config.js";
 import { type LearnedCosts, PrefillFit } from "./cost-model.js";
+import { type CostSample, EngineCostFit } from "./engine-costs.js";
 import type { SelfView } from "./routing.js";
 import type { Effect, NodeId, ServedTiming } from "./types.js";
 
@@ -84,6 +86,8 @@ export class Executor {
   private tick = 0;
   private serviceMsEwma: number | undefined;
   private readonly prefillFit: PrefillFit;
+  /** The whole engine cost model (engine-costs.ts): what we advertise and compare peers by. */
+  private readonly engineFit: EngineCostFit;
   /**
    * Decayed tokens inserted into / evicted from our cache: their ratio is the eviction pressure. A
    * prefix bought under full pressure only displaces another, so rent-or-buy discounts by it.
@@ -100,6 +104,7 @@ export class Executor {
     private readonly paranoid: boolean,
   ) {
     this.prefillFit = new PrefillFit(config.costPrior, config.costDecay);
+    this.engineFit = new EngineCostFit(config.costPrior, config.costDecay);
     this.reset();
   }
 
@@ -333,6 +338,7 @@ export class Executor {
     }
     this.finish(job);
     this.prefillFit.sample(job.request.tokens.length - result.cachedTokens, result.prefillMs);
+    this.engineFit.sample(costSample(job.request.tokens.length, result));
     const serviceMs = now - job.startedAt;
     this.serviceMsEwma =
       this.serviceMsEwma === undefined
@@ -407,10 +413,31 @@ export class Executor {
     return Math.max(prefill, this.serviceMsEwma ?? 0);
   }
 
+  /**
+   * Start-up calibration (the daemon's, before it is ready): runs made outside any job, taken by
+   * both fits as if they were our own runs; they replace the configured prior (a guess).
+   */
+  calibrate(samples: readonly CostSample[]): void {
+    if (samples.length === 0) return;
+    this.prefillFit.dropPrior();
+    this.engineFit.dropPrior();
+    for (const s of samples) {
+      this.prefillFit.sample(s.uncached, s.prefillMs);
+      this.engineFit.sample(s);
+    }
+  }
+
+  /** Our engine's cost model, once calibration or enough runs measured it; undefined before. */
+  engineCosts(): EngineCosts | undefined {
+    return this.engineFit.measured ? this.engineFit.costs() : undefined;
+  }
+
   /** The costs learned from our own runs (what cost-aware routing sees). */
   learnedCosts(): LearnedCosts {
     const f = this.prefillFit.fit();
+    const engine = this.config.advertiseCosts ? this.engineCosts() : undefined;
     return {
+      ...(engine === undefined ? {} : { engine }),
       prefillFixedMs: f.fixedMs,
       prefillMsPerToken: f.msPerToken,
       // Until a run is timed, the service time of an uncached prompt of typical length.
@@ -460,6 +487,17 @@ export class Executor {
     // Re-hashing every cached token is the dearest part: every 16th run (a wrong key set persists).
     this.tree_.checkIntegrity(++this.walks % 16 === 1);
   }
+}
+
+/** A finished run as the engine cost fit sees it. */
+function costSample(promptTokens: number, r: EngineResult): CostSample {
+  return {
+    uncached: promptTokens - r.cachedTokens,
+    cached: r.cachedTokens,
+    prefillMs: r.prefillMs,
+    outputTokens: r.completionTokens,
+    decodeMs: r.decodeMs,
+  };
 }
 
 /** When a job of a forward with `deadlineMs` (peer-controlled: only a finite, non-negative one) expires. */

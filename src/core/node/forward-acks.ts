@@ -36,6 +36,8 @@ export interface AttemptClock {
   probes: number;
   /** With peer trust: when the current, acked attempt's answer is overdue (absolute); else ∞. */
   answerBy: number;
+  /** The client's deadline on our clock (deadline.ts); ∞ when it gave none. */
+  deadlineAt: number;
 }
 
 /**
@@ -74,7 +76,8 @@ export class ForwardAcks {
    */
   send(a: AttemptClock, to: NodeId, peer: Target, now: number, out: Effect[]): void {
     // The budget the target has: what is left of our timeout less the round trip the answer needs.
-    const left = this.config.forwardTimeoutMs - (now - a.attemptSentAt);
+    // A client deadline shortens it: the serving node then refuses what it cannot start in time.
+    const left = Math.min(this.config.forwardTimeoutMs - (now - a.attemptSentAt), a.deadlineAt - now);
     const deadlineMs = Math.max(0, Math.floor(left - (peer.rttMs ?? 0)));
     out.push({
       type: "send",

@@ -10,6 +10,7 @@
  */
 import type { EngineRequest } from "../engine.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
+import { type CostSample, stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
 import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
@@ -98,6 +99,11 @@ export class PrefixNode extends NodeViews {
     return mesh.goodbyes(this.members);
   }
 
+  /** Start-up calibration runs (engine-costs.ts), taken as our own before the node is ready. */
+  calibrate(samples: readonly CostSample[]): void {
+    this.executor.calibrate(samples);
+  }
+
   /** Switch routing policy at run time (e.g. the daemon's compare-policies admin endpoint). */
   setPolicy(name: PolicyName, config?: PolicyConfigInput<PolicyName>): void {
     this.origin.setPolicy(name, config);
@@ -174,6 +180,8 @@ export class PrefixNode extends NodeViews {
         this.executor.cacheChanged(input.sequences);
     }
     if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
+    const costs = this.config.advertiseCosts ? this.executor.engineCosts() : undefined;
+    if (costs) stampCosts(out, costs);
     return out;
   }
 
@@ -219,12 +227,12 @@ export class PrefixNode extends NodeViews {
     if (!servesModel(this.config.models, run.request.model))
       return void out.push(this.origin.refuseUnserved(run, now));
     const waitMs = this.executor.admissionWaitMs(now);
-    const tooLong = this.origin.waitsTooLong(reqId, waitMs);
+    const tooLong = this.origin.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, 0));
     if (tooLong === undefined && !this.executor.full())
       return void this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
     // About to refuse for our wait: first a peer expected to start it in time, if any.
     const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
-    const to = tooLong === "spill" ? this.soonerPeer(w, now, this.config.maxWaitMs) : undefined;
+    const to = tooLong === "spill" ? this.soonerPeer(w, now, this.origin.waitBoundMs(reqId)) : undefined;
     if (to !== undefined) {
       this.origin.reroute(reqId, to);
       return void this.advance(reqId, now, out);

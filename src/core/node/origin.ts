@@ -19,6 +19,7 @@ import { invariant } from "../invariant.js";
 import { keyTokens, requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
+import { deadlineAt } from "./deadline.js";
 import { type AttemptClock, ForwardAcks } from "./forward-acks.js";
 import { type Plan, Planner } from "./planner.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
@@ -51,6 +52,8 @@ interface Pending extends AttemptClock, Plan {
   /** The peer of the current forward attempt; undefined once the request runs (or queues) here. */
   current: NodeId | undefined;
   fallbacks: number;
+  /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
+  waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
 }
 
 /** A pending request to run here (its forward attempts are over). */
@@ -72,6 +75,8 @@ function originCounters() {
     resends: 0,
     ignoredAcks: 0,
     rejectedOverload: 0,
+    /** Client requests refused because no node was expected to answer within their deadline. */
+    clientDeadlineRefusals: 0,
     invalidMessages: 0,
     overdueAnswers: 0,
     offloaded: 0,
@@ -214,6 +219,7 @@ export class Origin {
       ackArmed: false,
       probes: 0,
       answerBy: Number.POSITIVE_INFINITY,
+      deadlineAt: deadlineAt(request, now),
     });
   }
 
@@ -264,7 +270,18 @@ export class Origin {
   /** The local queue is full: the request fails (answered now, no longer pending). */
   refuseOverloaded(run: LocalRun, now: number, waitMs?: number): Effect {
     this.counters.rejectedOverload++;
+    const bound = this.get(run.reqId).waitBound;
     const p = this.settle(run.reqId);
+    if (bound?.tripped === true && bound.deadline) {
+      this.counters.clientDeadlineRefusals++;
+      const left = Math.max(0, Math.floor(p.deadlineAt - now));
+      const why =
+        `deadline: no node is expected to answer within the ${left} ms left of the client's deadline ` +
+        `(here: ${Math.ceil(waitMs ?? 0)} ms of queue + ${Math.ceil(bound.runMs)} ms of run)`;
+      // Retry once our queue could fit it: what the wait exceeds the bound by, at the measured pace.
+      const retryAfterMs = Math.max(1_000, (waitMs ?? 0) - Math.max(0, bound.ms));
+      return failReply(this.by, run.reqId, run.request, now, why, "deadline", p, retryAfterMs);
+    }
     if (waitMs === undefined)
       return failReply(this.by, run.reqId, run.request, now, "overloaded: queue full", "overloaded", p);
     const why = `overloaded: expected wait ${Math.ceil(waitMs)} ms exceeds ${this.config.maxWaitMs} ms`;
@@ -278,10 +295,29 @@ export class Origin {
    * waits too long, and may instead go to a peer expected to start it in time (only a request
    * never forwarded yet: one whose peers failed it does not try them again).
    */
-  waitsTooLong(reqId: string, waitMs: number | undefined): "spill" | "refuse" | undefined {
-    const max = this.config.maxWaitMs;
-    if (max <= 0 || waitMs === undefined || waitMs <= max) return undefined;
-    return this.get(reqId).attempt === 0 ? "spill" : "refuse";
+  waitsTooLong(
+    reqId: string,
+    waitMs: number | undefined,
+    now = 0,
+    runMs = 0,
+  ): "spill" | "refuse" | undefined {
+    const p = this.get(reqId);
+    const max = this.config.maxWaitMs > 0 ? this.config.maxWaitMs : Number.POSITIVE_INFINITY;
+    // A client deadline (deadline.ts) bounds the wait too: what is left of it less our own run.
+    const byDeadline = p.deadlineAt - now - runMs;
+    const deadline = byDeadline < max;
+    const ms = Math.min(max, byDeadline);
+    p.waitBound = { ms, deadline, runMs, tripped: false };
+    if (!Number.isFinite(ms) || (waitMs ?? 0) <= ms) return undefined;
+    // Without a measured wait only a deadline already too short for our run refuses.
+    if (waitMs === undefined && !deadline) return undefined;
+    p.waitBound.tripped = true;
+    return p.attempt === 0 ? "spill" : "refuse";
+  }
+
+  /** The wait a peer may make the request wait (its start), as `waitsTooLong` last bounded it. */
+  waitBoundMs(reqId: string): number {
+    return this.get(reqId).waitBound?.ms ?? this.config.maxWaitMs;
   }
 
   /** This node does not serve the request's model and no peer serving it took it: it fails. */

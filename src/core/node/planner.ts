@@ -10,6 +10,7 @@ import { invariant } from "../invariant.js";
 import { keyTokens, namespaceTokens } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
+import { deadlineAt, withinDeadline } from "./deadline.js";
 import { PrefixDemand } from "./demand.js";
 import { servesModel } from "./models.js";
 import {
@@ -82,6 +83,15 @@ export class Planner {
     const expect: number[] = [];
     let target = this.config.id;
     let predicted = selfMatch;
+    // A client deadline: only peers expected to answer in time are ranked (deadline.ts).
+    if (candidates !== undefined && request.deadlineMs !== undefined)
+      candidates = withinDeadline(
+        candidates,
+        request,
+        costs,
+        this.decodeMsPerToken,
+        deadlineAt(request, now) - now,
+      );
     if (candidates !== undefined) {
       const expectedReuse = this.policy.needs.demand
         ? this.demand.arrive(keyTokens(request), candidates, evictionPressure, namespaceTokens(request))

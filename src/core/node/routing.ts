@@ -44,6 +44,7 @@ export function peerCandidate(
     capacityTokens: load.capacityTokens,
     ...(load.treeTokens === undefined ? {} : { treeTokens: load.treeTokens }),
     ...(observed === undefined ? {} : { observedPrefill: observed }),
+    ...(load.costs === undefined ? {} : { advertisedCosts: load.costs }),
   };
 }
 

@@ -199,9 +199,10 @@ export type ReplyOutcome =
 
 /**
  * `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400, `unserved` → 503 (no
- * reachable node serves the request's model).
+ * reachable node serves the request's model), `deadline` → 429 (no node expected to answer within
+ * the client's deadline; deadline.ts).
  */
-export type ReplyErrorCode = "overloaded" | "engine" | "invalid" | "unserved";
+export type ReplyErrorCode = "overloaded" | "engine" | "invalid" | "unserved" | "deadline";
 
 export type Effect =
   | { type: "send"; to: NodeId; msg: PeerMessage }
@@ -327,6 +328,8 @@ export interface NodeStats {
   expiredForwards: number;
   /** Forwards refused at once because the expected finish lies beyond the origin's deadline. */
   rejectedDeadline: number;
+  /** Client requests refused at once: no node was expected to answer within the client's deadline. */
+  clientDeadlineRefusals: number;
   rejectedOverload: number;
   /** Forwards refused for want of the prompt text this node's engine needs (`needsPromptText`). */
   promptTextRefused: number;

@@ -5,6 +5,7 @@
  */
 import type { PeerIndex } from "../peer-index.js";
 import type { RadixTree } from "../radix-tree.js";
+import type { EngineCosts } from "../snapshot.js";
 import type { RoundPeer } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
@@ -88,6 +89,14 @@ export abstract class NodeViews {
   }
   queueDepth(): number {
     return this.executor.queueDepth();
+  }
+  /** Our engine's measured cost model (engine-costs.ts); undefined until a run or calibration. */
+  engineCosts(): EngineCosts | undefined {
+    return this.executor.engineCosts();
+  }
+  /** A peer's engine costs as its header advertised them (`advertiseCosts`). */
+  peerCosts(id: NodeId): EngineCosts | undefined {
+    return this.antiEntropy.load(id).costs;
   }
   treeSize(): number {
     return this.executor.tree.size;

@@ -20,6 +20,18 @@ export const API_ERROR_CODES = {
       "the request's `cache_salt` (or LoRA adapter) cannot be kept apart by this node's engine (e.g. Ollama): refused rather than share a cache",
   },
   invalid_request_id: { status: [400], meaning: "the `x-request-id` header is malformed" },
+  invalid_deadline: {
+    status: [400],
+    meaning: "the `x-prefixmesh-deadline-ms` header is not a whole number of ms in 1..3600000",
+  },
+  deadline_unmeetable: {
+    status: [429],
+    meaning: "no node is expected to answer within the request's deadline (`x-prefixmesh-deadline-ms`)",
+  },
+  deadline_exceeded: {
+    status: [504],
+    meaning: "the request's deadline (`x-prefixmesh-deadline-ms`) passed before its answer",
+  },
   too_many_connections: {
     status: [503, 429],
     meaning: "the API port's connection bound is reached (503), or this client address's share of it (429)",

@@ -54,10 +54,11 @@ export function engineRequestOf(reqId: string, input: InferenceInput): EngineReq
   if (input.tokenizer !== undefined) request.tokenizer = input.tokenizer;
   if (input.messages !== undefined) request.messages = input.messages;
   if (input.requestId !== undefined) request.traceId = input.requestId;
+  if (input.deadlineMs !== undefined) request.deadlineMs = input.deadlineMs;
   return request;
 }
 
-const STATUS_OF = { overloaded: 429, invalid: 400, engine: 502, unserved: 503 } as const;
+const STATUS_OF = { overloaded: 429, invalid: 400, engine: 502, unserved: 503, deadline: 429 } as const;
 
 /** What a client sees for a node's error reply. */
 export function serviceErrorOf(outcome: Extract<ReplyOutcome, { ok: false }>): ServiceError {
@@ -67,7 +68,8 @@ export function serviceErrorOf(outcome: Extract<ReplyOutcome, { ok: false }>): S
   // Retry-After: the node's estimate of when its queue drains back under its wait bound, else 1 s.
   const retryAfterSec =
     status === 429 ? Math.max(1, Math.ceil((outcome.retryAfterMs ?? 1_000) / 1_000)) : undefined;
-  return new ServiceError(status, type, outcome.error, retryAfterSec);
+  const code = outcome.code === "deadline" ? "deadline_unmeetable" : undefined;
+  return new ServiceError(status, type, outcome.error, retryAfterSec, code);
 }
 
 export class ClientStreams {

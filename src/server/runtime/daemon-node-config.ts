@@ -37,6 +37,7 @@ export function daemonNodeConfig(
     maxWaitMs: s.maxWaitMs,
     spotCheckRate: s.spotCheckRate,
     offload: s.offload,
+    advertiseCosts: s.advertiseCosts,
     ...(o.models ? { models: [...o.models] } : {}),
   };
 }

@@ -198,8 +198,21 @@ export class NodeRuntime implements NodeService {
     const reqId = `${this.nodeId}-${this.node.currentEpoch}-${++this.seq}`;
     const request = engineRequestOf(reqId, input);
     const answer = this.clients.open(reqId, request, events, link);
+    if (input.deadlineMs !== undefined) this.expireAt(reqId, answer, input.deadlineMs);
     this.feed({ type: "client-request", reqId, request });
     return answer;
+  }
+
+  /** A client deadline (core/node/deadline.ts) passed before the answer: 504; a later answer is dropped. */
+  private expireAt(reqId: string, answer: Promise<ServeOutcome>, ms: number): void {
+    const timer = setTimeout(() => {
+      const why = `deadline: no answer within the request's ${ms} ms (x-prefixmesh-deadline-ms)`;
+      this.clients.fail(reqId, new ServiceError(504, "server_error", why, undefined, "deadline_exceeded"));
+    }, ms);
+    answer.then(
+      () => clearTimeout(timer),
+      () => clearTimeout(timer),
+    );
   }
 
   ready() {

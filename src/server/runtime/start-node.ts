@@ -31,6 +31,7 @@ import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
 import { errorBody } from "../openai/format.js";
 import { type NodeSettings, splitHostPort } from "../settings/index.js";
+import { calibrateEngine } from "./calibration.js";
 import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { daemonNodeConfig } from "./daemon-node-config.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
@@ -215,6 +216,7 @@ export async function startNode(
     cpuLatency?.release();
     throw err;
   }
+  await calibrate(engine, node, s.calibrationMs, logger);
   runtime.start();
   logger.info(
     {
@@ -282,6 +284,18 @@ export async function startNode(
     return stopping;
   };
   return { runtime, settings: s, nodeConfig: node.config, apiUrl, peerUrl, logger, stop };
+}
+
+/** Start-up calibration (calibration.ts), before the node is ready: never fatal, always bounded. */
+async function calibrate(engine: Engine, node: PrefixNode, budgetMs: number, logger: Logger): Promise<void> {
+  if (!(budgetMs > 0)) return;
+  const c = await calibrateEngine(engine, { budgetMs });
+  node.calibrate(c.samples);
+  const costs = node.engineCosts();
+  logger.info(
+    { runs: c.samples.length, ms: Math.round(c.ms), stopped: c.stopped, costs },
+    "engine calibrated",
+  );
 }
 
 async function closeQuietly(app: FastifyInstance): Promise<void> {

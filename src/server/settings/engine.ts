@@ -177,4 +177,13 @@ export const engineSettings = {
       "llamacpp engine: tokens per slot (prompt + output), the longest request; a longer one gets 400 " +
       "context_length_exceeded. Memory grows with slots × this.",
   }),
+  calibrationMs: setting(num(0, 600_000).default(10_000), {
+    section: "Engine",
+    value: "ms",
+    description:
+      "Start-up calibration: before /ready says ready, a few short runs (two prompt lengths, cold and " +
+      "cached, 8 output tokens each) measure the engine's costs for routing and for the costs this node " +
+      "advertises to its peers; this bounds their total time (a run still going is aborted). 0 = off: the " +
+      "costs are learned from served requests only.",
+  }),
 };

@@ -1,5 +1,6 @@
 /** Settings: Routing, forwarding and peer security. */
 import { z } from "zod";
+import { DAEMON_NODE_DEFAULTS } from "../../core/node/config.js";
 import { POLICY_NAMES } from "../../core/node/policies/index.js";
 import { DEFAULT_POLICY } from "../default-policy.js";
 import { setting } from "./doc.js";
@@ -20,6 +21,15 @@ export const routingSettings = {
     description:
       "Δpoll, the anti-entropy period: every Δpoll each node sends its snapshot to every peer (also the " +
       "heartbeat: a peer silent for 3 periods is suspected). Lower: fresher estimates, more gossip.",
+  }),
+  advertiseCosts: setting(bool.default(DAEMON_NODE_DEFAULTS.advertiseCosts), {
+    section: "Routing and forwarding",
+    value: "bool",
+    description:
+      "Put this node's measured engine costs (calibrated at start-up, refined by every run) in its snapshot " +
+      "header, and weigh each peer by the costs it advertises: a peer 3× slower gets a request only when " +
+      "its cache saves more than that. A node of an older build refuses such snapshots: set false until " +
+      "every node of the mesh is upgraded.",
   }),
   downAfterPolls: setting(nodeNum("downAfterPolls"), {
     section: "Routing and forwarding",

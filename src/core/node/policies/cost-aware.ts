@@ -26,6 +26,7 @@
 import { z } from "zod";
 import { BLOCK_SIZE } from "../../block-hash.js";
 import type { LearnedCosts } from "../cost-model.js";
+import { predictRunMs, usableCosts } from "../engine-costs.js";
 import {
   type Candidate,
   type Policy,
@@ -57,6 +58,11 @@ export type CostAwareConfig = z.output<typeof costAwareConfig>;
 
 /** Answers from a peer needed before its speed is believed. */
 const SPEED_SAMPLES = 3;
+/**
+ * Advertised speeds within this factor of ours count as ours: equal machines fit slightly different
+ * costs from different request mixes, and a 5% "speed" must not pull load onto one of them.
+ */
+const SPEED_DEADBAND = 1.15;
 /** A peer is taken for at most this many times slower or faster than us (a bound on noise). */
 const MAX_SPEED_RATIO = 10;
 
@@ -64,12 +70,33 @@ const MAX_SPEED_RATIO = 10;
  * How many times our cost a peer's engine takes: its observed mean prefill against what our own
  * fit predicts for its mean uncached tokens (1 for self, unknown peers, or with `peerSpeed` off).
  */
-export function speedFactor(c: Candidate, k: LearnedCosts, on: boolean): number {
+export function speedFactor(c: Candidate, k: LearnedCosts, on: boolean, promptTokens = 0): number {
+  if (c.self) return 1;
+  const adv = advertisedFactor(c, k, promptTokens);
+  if (adv !== undefined) return adv;
   const o = c.observedPrefill;
   if (!on || c.self || o === undefined || o.samples < SPEED_SAMPLES) return 1;
   const ours = k.prefillFixedMs + k.prefillMsPerToken * o.uncached;
   if (!(ours > 0) || !(o.prefillMs > 0)) return 1;
   return Math.min(MAX_SPEED_RATIO, Math.max(1 / MAX_SPEED_RATIO, o.prefillMs / ours));
+}
+
+/**
+ * A peer's advertised costs against ours (both from the same model, engine-costs.ts), for this
+ * request's prompt as that peer would run it: undefined unless both are known. Used whether or not
+ * `peerSpeed` is on: only nodes running with `advertiseCosts` have them.
+ */
+function advertisedFactor(c: Candidate, k: LearnedCosts, promptTokens: number): number | undefined {
+  const peer = c.advertisedCosts;
+  const ours = k.engine;
+  if (!usableCosts(peer) || !usableCosts(ours)) return undefined;
+  const cached = Math.min(promptTokens, c.estimatedMatch);
+  const uncached = Math.max(0, promptTokens - cached);
+  const p = predictRunMs(peer, uncached, cached);
+  const s = predictRunMs(ours, uncached, cached);
+  if (!(p > 0) || !(s > 0)) return undefined;
+  if (p / s < SPEED_DEADBAND && s / p < SPEED_DEADBAND) return 1;
+  return Math.min(MAX_SPEED_RATIO, Math.max(1 / MAX_SPEED_RATIO, p / s));
 }
 
 /** Expected end-to-end latency (ms, decode excluded: it is the same wherever the request runs). */
@@ -130,7 +157,7 @@ export class CostAwarePolicy implements Policy {
     const k = ctx.costs;
     const selfQueue = (candidates[selfIndex(candidates)] as Candidate).queueDepth;
     const cost = candidates.map((c) =>
-      rankingCostMs(c, selfQueue, ctx, speedFactor(c, k, this.config.peerSpeed)),
+      rankingCostMs(c, selfQueue, ctx, speedFactor(c, k, this.config.peerSpeed, ctx.promptTokens)),
     );
     const tieBreak = candidates.map((c) => (c.self ? -1 : ctx.random()));
     const order = rankBy(candidates, (_ca, _cb, a, b) => {

@@ -5,6 +5,7 @@
  * tries that order: forward to the first peer, on timeout/error the next, and stops at itself.
  * Policies are pure apart from their own small state (e.g. a round-robin cursor) and `ctx.random`.
  */
+import type { EngineCosts } from "../../snapshot.js";
 import type { LearnedCosts } from "../cost-model.js";
 import type { NodeId } from "../types.js";
 
@@ -29,6 +30,8 @@ export interface Candidate {
   treeTokens?: number;
   /** Its prefill as its answers to our forwards showed it (peers we forwarded to only). */
   observedPrefill?: Readonly<{ prefillMs: number; uncached: number; samples: number }>;
+  /** Its engine costs as its snapshot header advertised them (`advertiseCosts`, engine-costs.ts). */
+  advertisedCosts?: Readonly<EngineCosts>;
   /**
    * Self only, with `offload`: the expected wait here, from how long the running jobs have run (a
    * job far past the usual service time is expected to run as long again); policies that weigh
