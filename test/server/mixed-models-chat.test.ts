@@ -52,6 +52,8 @@ describe("chat templates in a mesh of mixed models", () => {
           forwardAckTimeoutMs: "15000",
           engine: "sim",
           mixedModels: true,
+          // The test engines record every prompt they run: no calibration runs among them.
+          calibrationMs: "0",
         },
         {},
       );
