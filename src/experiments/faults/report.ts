@@ -318,7 +318,7 @@ export async function writeFaultsReport(
 export function faultsReportText(results: FaultsResults): string {
   const o = results;
   const ctx = results.context;
-  const defaults = Object.entries(DAEMON_NODE_DEFAULTS)
+  const defaults = Object.entries(o.daemonDefaults)
     .map(([k, v]) => `${k} ${v}`)
     .join(", ");
   const whats = [...new Map(o.setups.filter((s) => s.loop === "closed").map((s) => [s.classId, s])).values()];

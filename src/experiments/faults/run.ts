@@ -54,6 +54,8 @@ export interface FaultsOutcome {
   synthetic: boolean;
   workloadName: string;
   meanPromptTokens: number;
+  /** The node settings every run started from (DAEMON_NODE_DEFAULTS when it ran): the report names them. */
+  daemonDefaults: Record<string, unknown>;
   wallMs: number;
 }
 
@@ -151,6 +153,7 @@ export async function runFaults(o: FaultsOptions): Promise<FaultsOutcome> {
     synthetic: w.synthetic,
     workloadName: w.name,
     meanPromptTokens: w.meta?.meanPromptTokens ?? 0,
+    daemonDefaults: { ...DAEMON_NODE_DEFAULTS },
     wallMs: performance.now() - t0,
   };
 }
