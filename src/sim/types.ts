@@ -10,6 +10,7 @@ import type { CostProfile, ProfileName } from "../engines/sim/profiles.js";
 import type { EngineFaults } from "./faults/engine.js";
 import type { NetworkFaults } from "./faults/network.js";
 import type { NodeFaults } from "./faults/node.js";
+import type { SimProbe } from "./probe.js";
 
 export type { EngineFaults, SimSlowdown } from "./faults/engine.js";
 export type { NetworkFaults, SimPartition } from "./faults/network.js";
@@ -194,4 +195,6 @@ export interface SimResult {
 
 export interface SimProgress {
   onProgress?(done: number, total: number): void;
+  /** Read-only observation every `probe.everyMs` (probe.ts); changes no node's behaviour. */
+  probe?: SimProbe;
 }
