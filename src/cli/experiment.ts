@@ -8,6 +8,7 @@ import { writeCompareReport } from "../experiments/compare/report.js";
 import { runCompare } from "../experiments/compare/run.js";
 import { runPaperExperiment } from "../experiments/paper.js";
 import { CliError, parseNumber } from "./errors.js";
+import { registerScale } from "./experiment-scale.js";
 
 interface PaperFlags {
   mmluDir?: string;
@@ -181,6 +182,7 @@ export function registerExperiment(program: Command): void {
         throw err;
       }
     });
+  registerScale(exp);
 }
 
 interface CompareFlags {
