@@ -9,6 +9,7 @@ import { runCompare } from "../experiments/compare/run.js";
 import { runPaperExperiment } from "../experiments/paper.js";
 import { CliError, parseNumber } from "./errors.js";
 import { registerExperimentFaults } from "./experiment-faults.js";
+import { registerScale } from "./experiment-scale.js";
 
 interface PaperFlags {
   mmluDir?: string;
@@ -183,6 +184,7 @@ export function registerExperiment(program: Command): void {
       }
     });
   registerExperimentFaults(exp);
+  registerScale(exp);
 }
 
 interface CompareFlags {

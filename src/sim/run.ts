@@ -35,6 +35,7 @@ import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invar
 import { meshBytes, meshKind, messageBytes, messageKind } from "./message-size.js";
 import { SimNetwork } from "./network.js";
 import { Oracle } from "./oracle.js";
+import type { SimProbe } from "./probe.js";
 import {
   type MessageTotals,
   type SimConfig,
@@ -60,6 +61,7 @@ type Ev = SimEvent &
     | { k: "submit"; req: number }
     | { k: "crash"; node: number }
     | { k: "restart"; node: number }
+    | { k: "probe" }
   );
 
 interface SimNodeState {
@@ -503,6 +505,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     });
   }
 
+  const probe = opts.probe;
+  if (probe) {
+    if (!(probe.everyMs > 0)) throw new RangeError(`probe.everyMs must be > 0, got ${probe.everyMs}`);
+    queue.push({ at: probe.fromMs ?? probe.everyMs, k: "probe" });
+  }
+  const live = probe ? nodes.map((s) => s.node) : [];
   const maxT = config.maxVirtualMs ?? 1e10;
   const settle = config.settleMs ?? 0;
   // Settling (convergence checks) starts once the last fault is over, not just the last request.
@@ -514,7 +522,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       stopAt = Math.max(lastFinishAt, Number.isFinite(faultsEnd) ? faultsEnd : lastFinishAt) + settle;
     }
     if (ev.at > stopAt) break;
-    if (nodeFaults.hasPauses && ev.k !== "submit" && ev.k !== "crash") {
+    if (nodeFaults.hasPauses && ev.k !== "submit" && ev.k !== "crash" && ev.k !== "probe") {
       // A frozen node handles nothing (a restart neither): what reaches it waits, in order, until it resumes.
       const until = nodeFaults.pausedUntil(ev.k === "deliver" || ev.k === "mesh" ? ev.to : ev.node, ev.at);
       if (until >= 0) {
@@ -524,6 +532,14 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       }
     }
     now = ev.at;
+    if (ev.k === "probe") {
+      // Observation only: not an event of the cluster (not counted), re-armed while the run lasts.
+      for (let i = 0; i < N; i++) live[i] = (nodes[i] as SimNodeState).node;
+      (probe as SimProbe).observe(now, live);
+      // Alone on the agenda it would keep an idle run going forever.
+      if (queue.size > 0) queue.push({ at: now + (probe as SimProbe).everyMs, k: "probe" });
+      continue;
+    }
     events++;
     switch (ev.k) {
       case "deliver": {

@@ -11,6 +11,7 @@ import type { ClientFaults } from "./faults/client.js";
 import type { EngineFaults } from "./faults/engine.js";
 import type { NetworkFaults } from "./faults/network.js";
 import type { NodeFaults } from "./faults/node.js";
+import type { SimProbe } from "./probe.js";
 
 export type { ClientFaults, SimUnbounded } from "./faults/client.js";
 export type { EngineFaults, SimSlowdown } from "./faults/engine.js";
@@ -204,4 +205,6 @@ export interface SimResult {
 
 export interface SimProgress {
   onProgress?(done: number, total: number): void;
+  /** Read-only observation every `probe.everyMs` (probe.ts); changes no node's behaviour. */
+  probe?: SimProbe;
 }

@@ -1,0 +1,104 @@
+/** `prefixmesh experiment scale`: both gossip modes from 4 to 1,024 nodes, written as a report. */
+import { existsSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { writeScaleReport } from "../experiments/scale/report.js";
+import { runScale } from "../experiments/scale/run.js";
+import { CliError, parseNumber } from "./errors.js";
+
+interface ScaleFlags {
+  mmluDir?: string;
+  out: string;
+  seed: string;
+  maxNodes?: string;
+  quick?: boolean;
+  arrivalS?: string;
+  budgetS?: string;
+  heapBudgetMb: string;
+  syntheticScale: string;
+}
+
+export function registerScale(exp: Command): void {
+  exp
+    .command("scale")
+    .description(
+      "Gossip at scale: full mesh vs SWIM + Scuttlebutt for N = 4 … 1,024 (traffic, CPU, memory, spread, detection, false suspicions, hit rate, latency); writes report.md, results.json and figures",
+    )
+    .option(
+      "--mmlu-dir <dir>",
+      "MMLU CSV folder with dev/ and test/ (default: the synthetic MMLU-shaped workload)",
+    )
+    .option("--out <dir>", "output folder", "docs/results/scale")
+    .option("--seed <n>", "seed for schedules and the simulator", "1")
+    .option("--max-nodes <n>", "largest N of 4, 16, 64, 256, 1024 (default 1024; 16 with --quick)")
+    .option("--quick", "a small, fast run (tests): N ≤ 16 unless --max-nodes, 3 s of arrivals")
+    .option(
+      "--arrival-s <s>",
+      "seconds of open-loop arrivals per node-simulator run (default 10; 3 with --quick)",
+    )
+    .option(
+      "--budget-s <s>",
+      "wall seconds per run: a run projected past it is reported, not started (default 300)",
+    )
+    .option("--heap-budget-mb <mb>", "heap per run, MB, projected the same way", "3000")
+    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
+    .action(async (flags: ScaleFlags) => {
+      const quick = flags.quick === true;
+      const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
+      const maxNodes =
+        flags.maxNodes === undefined
+          ? quick
+            ? 16
+            : 1024
+          : parseNumber("--max-nodes", flags.maxNodes, { min: 4, max: 1024, integer: true });
+      const arrivalS =
+        flags.arrivalS === undefined
+          ? quick
+            ? 3
+            : 10
+          : parseNumber("--arrival-s", flags.arrivalS, { min: 1, max: 600 });
+      const budgetS =
+        flags.budgetS === undefined ? 300 : parseNumber("--budget-s", flags.budgetS, { min: 1, max: 86_400 });
+      const heapBudgetMb = parseNumber("--heap-budget-mb", flags.heapBudgetMb, { min: 16, max: 1_000_000 });
+      const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
+      let mmluDir: string | undefined;
+      if (flags.mmluDir !== undefined) {
+        mmluDir = resolve(flags.mmluDir);
+        if (!existsSync(join(mmluDir, "test")) || !existsSync(join(mmluDir, "dev")))
+          throw new CliError(
+            `--mmlu-dir ${flags.mmluDir}: expected dev/ and test/ folders of MMLU CSV files`,
+          );
+      }
+      const outDir = resolve(flags.out);
+      const command = ["prefixmesh experiment scale", ...process.argv.slice(3).filter((a) => a !== "scale")]
+        .join(" ")
+        .replace(/\s+/g, " ")
+        .trim();
+      const loadBefore = loadavg()[0] ?? 0;
+      try {
+        const o = await runScale({
+          source: mmluDir ? { kind: "mmlu", dir: mmluDir } : { kind: "synthetic", scale },
+          seed,
+          maxNodes,
+          arrivalS,
+          budgetS,
+          heapBudgetMb,
+          onPhase: (p) => process.stderr.write(`prefixmesh: ${p}…\n`),
+        });
+        await writeScaleReport(
+          o,
+          { command, loadBefore, loadAfter: loadavg()[0] ?? 0, cores: availableParallelism() },
+          outDir,
+        );
+        process.stdout.write(
+          `wrote ${join(outDir, "report.md")} (${o.cells.length} simulator runs, ${o.skipped.length} not started, ${(o.wallMs / 1000).toFixed(1)} s${o.synthetic ? ", SYNTHETIC workload" : ""})\n`,
+        );
+      } catch (err) {
+        const msg = (err as Error)?.message ?? String(err);
+        if ((err as Error)?.name === "MmluError" || (err as Error)?.name === "CsvError")
+          throw new CliError(msg);
+        throw err;
+      }
+    });
+}

@@ -1,0 +1,161 @@
+/**
+ * One node-simulator run of the scale grid: N PrefixNodes (the daemon's core) on MMLU open loop, one
+ * node crashed half-way, observed by ScaleProbe. Kept as the compact summary the report needs.
+ */
+import { DEFAULT_PROFILE } from "../../engines/sim/profiles.js";
+import { runSimulation } from "../../sim/run.js";
+import type { SimConfig } from "../../sim/types.js";
+import { hitRate, idealHits } from "../../workload/ideal-hit.js";
+import type { Workload } from "../../workload/types.js";
+import { COMM_MS, type GossipMode, JITTER_MS, POLICY, POLL_MS } from "./grid.js";
+import { liveHeapBytes } from "./heap.js";
+import { type Detection, ScaleProbe, type Spread } from "./probe.js";
+
+export type CellKind = "main" | "oracle" | "loss" | "bounded";
+
+export interface NodeCell {
+  kind: CellKind;
+  mode: GossipMode;
+  nodes: number;
+  loss: number;
+  maxEstimates?: number;
+  requests: number;
+  answered: number;
+  virtualS: number;
+  /** Anti-entropy + membership traffic per node per simulated second (bytes, messages). */
+  gossipBytesPerNodeS: number;
+  gossipMsgsPerNodeS: number;
+  /** Membership/liveness only: heartbeats (full) or SWIM (scuttlebutt). */
+  membershipBytesPerNodeS: number;
+  membershipMsgsPerNodeS: number;
+  /** Process CPU (user + system) of the run ÷ N ÷ simulated seconds, ms. */
+  cpuMsPerNodeS: number;
+  /** (Live heap at full load − live heap before the run) ÷ N, bytes. */
+  heapPerNodeBytes?: number;
+  hit: number;
+  ideal: number;
+  meanS: number;
+  p99S: number;
+  spreads: Spread[];
+  detection?: Detection;
+  /** Sampled (observer, member) episodes of a live member seen suspected or down. */
+  falseSuspicions: number;
+  wallMs: number;
+}
+
+const idealCache = new WeakMap<Workload, number>();
+
+function isGossip(kind: string): boolean {
+  return (
+    kind.startsWith("snapshot") ||
+    kind === "heartbeat" ||
+    kind.startsWith("swim-") ||
+    kind.startsWith("gossip-")
+  );
+}
+
+function isMembership(kind: string): boolean {
+  return kind === "heartbeat" || kind.startsWith("swim-");
+}
+
+export interface CellSpec {
+  kind: CellKind;
+  mode: GossipMode;
+  nodes: number;
+  loss: number;
+  maxEstimates?: number;
+  seed: number;
+  arrivalS: number;
+}
+
+export function simConfigOf(c: CellSpec): SimConfig {
+  const crashAt = Math.round((c.arrivalS * 1000) / 2);
+  return {
+    nodes: c.nodes,
+    policy: POLICY,
+    commMs: COMM_MS,
+    jitterMs: JITTER_MS,
+    pollMs: POLL_MS,
+    profile: DEFAULT_PROFILE,
+    seed: c.seed,
+    keepRecords: false,
+    gossip: c.mode,
+    settleMs: 3 * POLL_MS,
+    ...(c.maxEstimates === undefined ? {} : { maxEstimates: c.maxEstimates }),
+    ...(c.kind === "oracle" ? { oracle: true } : {}),
+    faults: {
+      ...(c.loss > 0 ? { network: { lossProb: c.loss } } : {}),
+      // The last node crashes half-way (not a seed: scuttlebutt joins through n0 and n1).
+      ...(c.nodes >= 4 ? { node: { crashes: [{ node: c.nodes - 1, atMs: crashAt }] } } : {}),
+    },
+  };
+}
+
+export function executeCell(c: CellSpec, workload: Workload): NodeCell {
+  const config = simConfigOf(c);
+  const crash = config.faults?.node?.crashes?.[0];
+  const arrivalMs = c.arrivalS * 1000;
+  const probe = new ScaleProbe({
+    ids: Array.from({ length: c.nodes }, (_, i) => `n${i}`),
+    everyMs: 20,
+    firstChangeMs: Math.min(2_000, arrivalMs / 4),
+    changeEveryMs: Math.max(250, arrivalMs / 8),
+    changes: 5,
+    windowMs: 10_000,
+    ...(crash ? { crash: { node: crash.node, atMs: crash.atMs } } : {}),
+    suspicionEveryMs: POLL_MS,
+    heapAtMs: arrivalMs * 0.9,
+  });
+  const heap0 = liveHeapBytes();
+  const cpu0 = process.cpuUsage();
+  const r = runSimulation(config, workload, { probe });
+  const cpu = process.cpuUsage(cpu0);
+  const t = r.totals;
+  let ideal = idealCache.get(workload);
+  if (ideal === undefined) {
+    ideal = hitRate(workload.requests, idealHits(workload.requests));
+    idealCache.set(workload, ideal);
+  }
+  let gb = 0;
+  let gm = 0;
+  let mb = 0;
+  let mm = 0;
+  for (const [kind, m] of Object.entries(t.messages)) {
+    if (isGossip(kind)) {
+      gb += m.bytes;
+      gm += m.count;
+    }
+    if (isMembership(kind)) {
+      mb += m.bytes;
+      mm += m.count;
+    }
+  }
+  const virtualS = r.virtualMs / 1000;
+  const perNodeS = (x: number) => x / c.nodes / virtualS;
+  return {
+    kind: c.kind,
+    mode: c.mode,
+    nodes: c.nodes,
+    loss: c.loss,
+    ...(c.maxEstimates === undefined ? {} : { maxEstimates: c.maxEstimates }),
+    requests: t.requests,
+    answered: t.answered,
+    virtualS,
+    gossipBytesPerNodeS: perNodeS(gb),
+    gossipMsgsPerNodeS: perNodeS(gm),
+    membershipBytesPerNodeS: perNodeS(mb),
+    membershipMsgsPerNodeS: perNodeS(mm),
+    cpuMsPerNodeS: perNodeS((cpu.user + cpu.system) / 1000),
+    ...(probe.heapBytes === undefined
+      ? {}
+      : { heapPerNodeBytes: Math.max(0, probe.heapBytes - heap0) / c.nodes }),
+    hit: t.actualHitRate,
+    ideal,
+    meanS: t.meanLatencyMs / 1000,
+    p99S: t.p99LatencyMs / 1000,
+    spreads: probe.spreads,
+    ...(probe.detection ? { detection: probe.detection } : {}),
+    falseSuspicions: probe.falseSuspicions,
+    wallMs: r.wallMs,
+  };
+}

@@ -1,0 +1,379 @@
+/**
+ * The scale report: report.md (the issue's targets with the measured values beside them, met or
+ * not; the tables; what was not run and why), results.json and the figures as SVG + PNG.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { TopLevelSpec } from "vega-lite";
+import { renderVegaLite } from "../render.js";
+import type { NodeCell } from "./execute.js";
+import { bytesVsN, convergenceVsN, detectionVsN, hitVsN, type SeriesPoint } from "./figures.js";
+import { BOUNDED_ESTIMATES, COMM_MS, LOSS, MODES, POLL_MS, RATE_PER_NODE } from "./grid.js";
+import { DETECT_EVERY_MS } from "./probe.js";
+import type { ScaleOutcome } from "./run.js";
+
+export interface ScaleContext {
+  command: string;
+  loadBefore: number;
+  loadAfter: number;
+  cores: number;
+}
+
+const mark = (ok: boolean) => (ok ? "met" : "**not met**");
+const f = (x: number | undefined, d = 1) => (x === undefined || !Number.isFinite(x) ? "—" : x.toFixed(d));
+const s = (ms: number | undefined) => (ms === undefined ? "not reached" : (ms / 1000).toFixed(2));
+const pct = (x: number | undefined) => (x === undefined ? "—" : `${(100 * x).toFixed(1)}%`);
+const median = (xs: number[]) => {
+  if (xs.length === 0) return undefined;
+  const v = [...xs].sort((a, b) => a - b);
+  return v[Math.floor((v.length - 1) / 2)];
+};
+
+function cell(o: ScaleOutcome, kind: NodeCell["kind"], mode: string, n: number): NodeCell | undefined {
+  return o.cells.find((c) => c.kind === kind && c.mode === mode && c.nodes === n);
+}
+
+function skipReason(o: ScaleOutcome, kind: NodeCell["kind"], mode: string, n: number): string | undefined {
+  return o.skipped.find((c) => c.kind === kind && c.mode === mode && c.nodes === n)?.reason;
+}
+
+/** Median over the tracked changes of the time to reach a share; undefined if any did not reach it. */
+function spreadMs(c: NodeCell, k: "p50Ms" | "p99Ms" | "p100Ms"): number | undefined {
+  const done = c.spreads.filter((x) => x.changedAtMs !== undefined);
+  if (done.length === 0 || done.some((x) => x[k] === undefined)) return undefined;
+  return median(done.map((x) => x[k] as number));
+}
+
+function targets(o: ScaleOutcome): string[] {
+  const out: string[] = ["## Targets (issue 14), measured", ""];
+  const top = o.nodes[o.nodes.length - 1] as number;
+  // 1. bytes at 1,024 vs 16; heartbeat-only independent of N.
+  const sb = (n: number) => cell(o, "main", "scuttlebutt", n);
+  const fb = (n: number) => cell(o, "main", "full", n);
+  const at16 = sb(16);
+  const atTop = sb(1024);
+  if (at16 && atTop) {
+    const r = atTop.gossipBytesPerNodeS / at16.gossipBytesPerNodeS;
+    out.push(
+      `- Gossip bytes per node per second at 1,024 ≤ 2× that at 16 (scuttlebutt): ${f(atTop.gossipBytesPerNodeS, 0)} B/s vs ${f(at16.gossipBytesPerNodeS, 0)} B/s = ${f(r, 2)}× — ${mark(r <= 2)}`,
+    );
+  } else {
+    const big = [...o.nodes].reverse().find((n) => n > 16 && sb(n));
+    const ratio =
+      at16 && big
+        ? `; measured instead: ${big} nodes ${f(sb(big)?.gossipBytesPerNodeS, 0)} B/s vs 16 nodes ${f(at16.gossipBytesPerNodeS, 0)} B/s = ${f((sb(big)?.gossipBytesPerNodeS ?? 0) / at16.gossipBytesPerNodeS, 2)}×`
+        : "";
+    out.push(
+      `- Gossip bytes per node per second at 1,024 ≤ 2× that at 16: **not measured** at 1,024 (${skipReason(o, "main", "scuttlebutt", 1024) ?? `grid stops at ${top} nodes`})${ratio} — ${ratio && big && at16 && (sb(big)?.gossipBytesPerNodeS ?? 0) > 2 * at16.gossipBytesPerNodeS ? "**not met** already at " + big : "not decided"}`,
+    );
+  }
+  const fullGrowth =
+    fb(16) && fb(top)
+      ? (fb(top) as NodeCell).gossipBytesPerNodeS / (fb(16) as NodeCell).gossipBytesPerNodeS
+      : undefined;
+  if (fullGrowth !== undefined && top > 16)
+    out.push(`  - Full mesh for comparison: ${top} vs 16 nodes = ${f(fullGrowth, 1)}×.`);
+  const sw = o.membership.filter((m) => m.loss === 0);
+  if (sw.length > 1) {
+    const v = sw.map((m) => m.bytesPerNodeS);
+    const r = Math.max(...v) / Math.min(...v);
+    out.push(
+      `- Heartbeat-only (SWIM alone) traffic per node independent of N: ${sw.map((m) => `${m.nodes}: ${f(m.bytesPerNodeS, 0)} B/s`).join(", ")} — max/min ${f(r, 2)}× — ${mark(r <= 1.5)} (read as "within 1.5×")`,
+    );
+  }
+  // 2. rounds to every node.
+  for (const n of [256, 1024]) {
+    const rc = o.rounds.find((r) => r.nodes === n);
+    const bound = 2 * Math.log2(n);
+    if (!rc) {
+      out.push(
+        `- A change reaches every node in ≤ 2·log2 N = ${bound} rounds at N = ${n}: **not measured** (grid stops at ${top} nodes)`,
+      );
+      continue;
+    }
+    const timed = sb(n);
+    const t100 = timed ? spreadMs(timed, "p100Ms") : undefined;
+    const timedTxt = timed
+      ? `; in the node simulator: ${t100 === undefined ? "not every change reached every node within 10 s" : `${s(t100)} s = ${f(t100 / POLL_MS, 1)} Δpoll`}`
+      : "";
+    out.push(
+      `- A change reaches every node in ≤ 2·log2 N = ${bound} rounds at N = ${n}: ${rc.p100 === undefined ? `not within ${rc.maxRounds} rounds` : `${rc.p100} rounds`} (Scuttlebutt alone)${timedTxt} — ${mark(rc.p100 !== undefined && rc.p100 <= bound && (timed === undefined || (t100 !== undefined && t100 / POLL_MS <= bound)))}`,
+    );
+  }
+  // 3. detection and false suspicions.
+  for (const m of sw) {
+    out.push(
+      `- Crash detected by every member within memberlist's bound, N = ${m.nodes}: last member declared it dead after ${s(m.lastDeadMs)} s (${m.declaredDead}/${m.observers}), bound ${s(m.boundMs)} s — ${mark(m.lastDeadMs !== undefined && m.lastDeadMs <= m.boundMs)}`,
+    );
+  }
+  const lossy = o.membership.filter((m) => m.loss === LOSS);
+  const fs = lossy
+    .map((m) => `${m.nodes}: ${m.falseSuspicions} (${m.falselySuspectedMembers} members)`)
+    .join(", ");
+  out.push(
+    `- 0 false suspicions of live nodes under ${LOSS * 100}% loss over the whole run (SWIM, suspect declarations by any member): ${fs} — ${mark(lossy.every((m) => m.falseSuspicions === 0))}`,
+  );
+  // 4. hit rate vs oracle; memory.
+  for (const n of o.nodes) {
+    const or = cell(o, "oracle", "full", n);
+    const parts = MODES.map((mode) => {
+      const c = cell(o, "main", mode, n);
+      return c && or
+        ? `${mode} ${pct(c.hit)} = ${f(c.hit / or.hit, 3)}×`
+        : `${mode} ${c ? pct(c.hit) : "not run"}`;
+    });
+    const ok =
+      or !== undefined &&
+      MODES.every((mode) => {
+        const c = cell(o, "main", mode, n);
+        return c !== undefined && c.hit >= 0.95 * or.hit;
+      });
+    out.push(
+      `- Hit rate ≥ 0.95 × the oracle's, N = ${n}: oracle ${or ? pct(or.hit) : `not run (${skipReason(o, "oracle", "full", n) ?? "—"})`}; ${parts.join("; ")} — ${or ? mark(ok) : "not measured"}`,
+    );
+  }
+  const b = o.cells.find((c) => c.kind === "bounded");
+  const bSkip = o.skipped.find((c) => c.kind === "bounded");
+  out.push(
+    b
+      ? `- Memory per node ≤ 64 MB at ${b.nodes} nodes with --max-estimates ${BOUNDED_ESTIMATES}: ${f((b.heapPerNodeBytes ?? 0) / 1e6, 2)} MB — ${b.nodes === 1024 ? mark((b.heapPerNodeBytes ?? Infinity) <= 64e6) : "measured below 1,024 only"}`
+      : `- Memory per node ≤ 64 MB at 1,024 nodes with --max-estimates ${BOUNDED_ESTIMATES}: **not measured** (${bSkip?.reason ?? `grid stops at ${top} nodes`})`,
+  );
+  out.push(
+    "- Fault-schedule invariants in the new mode (≥ 200 seeds, soak): not part of this command (the seeded fault tests and the soak measure them).",
+    "",
+  );
+  return out;
+}
+
+export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const L: string[] = [];
+  L.push("# Scale: the full mesh vs SWIM + Scuttlebutt, 4 to 1,024 nodes", "");
+  L.push(
+    `Generated by \`${ctx.command}\` in ${(o.wallMs / 1000).toFixed(0)} s wall on ${ctx.cores} cores shared with other work (1-minute load ${ctx.loadBefore.toFixed(1)} before, ${ctx.loadAfter.toFixed(1)} after): wall-clock and CPU figures are inflated by that load.`,
+    "",
+  );
+  if (o.synthetic) L.push("**SYNTHETIC workload** (MMLU-shaped, generated): pass `--mmlu-dir` for MMLU.", "");
+  L.push(
+    `Setting: ${o.synthetic ? "synthetic MMLU-shaped" : "MMLU (uniform subjects)"} open loop, Poisson arrivals at ${RATE_PER_NODE} requests/s per node for ${o.arrivalS} s, Δcomm ${COMM_MS} ms (±0.5 ms), Δpoll ${POLL_MS} ms, policy cost-aware, the paper's H100 cost profile; node n(N−1) crashes half-way through the arrivals; every run ends 1.5 s after its last answer. Both modes run the unchanged core: \`full\` = the paper's full mesh (every Δpoll a snapshot or heartbeat to every peer), \`scuttlebutt\` = SWIM + Lifeguard joined through n0 and n1, Scuttlebutt digests with 3 members per Δpoll.`,
+    "",
+  );
+  L.push(...targets(o));
+  L.push("## How each figure is measured", "");
+  L.push(
+    "- **Bytes and messages**: every message the nodes send, sized as the codec would encode it (snapshots: `encodedSize`; SWIM and Scuttlebutt: their exact codecs; src/sim/message-size.ts), divided by N and by the simulated seconds. *Gossip* = snapshots + heartbeats (full) or SWIM + Scuttlebutt (scuttlebutt); *membership only* = heartbeats (full) or SWIM messages (scuttlebutt). Forwards and answers are not gossip.",
+    "- **CPU per node per simulated second**: the process's user + system CPU time during the run ÷ N ÷ simulated seconds. It includes the simulator's own work (event queue, simulated engines) and the garbage collector, so it bounds a node's share from above.",
+    `- **Memory per node**: (live JS heap + ArrayBuffer memory read by the probe at 90% of the arrival window − the same just before the run) ÷ N${o.gcForced ? ", each read after a forced full GC" : " (no GC could be forced: garbage included)"}. It counts everything the simulation holds for the cluster (nodes, trees, estimates, simulated engines, messages in flight, the event queue), so it is an upper bound on one node's state, not a process RSS.`,
+    `- **Spread of a change**: a read-only probe (src/sim/probe.ts, every 20 ms of virtual time) takes 5 owners in turn, waits for each one's tree version to move, then counts the other live nodes whose estimate holds that (epoch, version) or later; the table gives the median over the 5 changes of the time to reach 50 / 99 / 100 % (resolution 20 ms), and that time in Δpoll rounds. "Scuttlebutt alone" (src/sim/gossip-rounds.ts) counts rounds directly, without timing, and reaches N the node simulator cannot.`,
+    `- **Detection**: full mode — the probe reads every member's view of the crashed node every ${DETECT_EVERY_MS} ms (first and last to see it suspected, i.e. no longer routed to). Scuttlebutt mode — SWIM alone (src/sim/membership-sim.ts, the node's own Swim code, every status change recorded exactly): first suspicion, first and last member to declare it dead, after ≈15 s of formation.`,
+    `- **False suspicions**: SWIM alone — every suspect declaration about a member that was alive, by any member, over the whole run (formation included), with no loss and with ${LOSS * 100}% loss. Node simulator — (observer, member) episodes of a live member seen suspected or down, sampled every Δpoll (both modes; at ${LOSS * 100}% loss in the loss runs).`,
+    "- **Hit rate**: actual hit tokens ÷ prompt tokens; the oracle = the same cluster (full mode) with every estimate refreshed the instant its owner changes (simulation only); the ideal = one cache holding every earlier prompt (routing cannot beat it).",
+    "",
+  );
+  // Table: node simulator.
+  L.push("## Node simulator, per mode and N", "");
+  L.push(
+    "| mode | N | requests | gossip B/node/s | gossip msg/node/s | membership B/node/s | CPU ms/node/s | heap/node | hit | oracle hit | ideal | mean s | p99 s | wall s |",
+  );
+  L.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  for (const mode of MODES)
+    for (const n of o.nodes) {
+      const c = cell(o, "main", mode, n);
+      const or = cell(o, "oracle", "full", n);
+      if (!c) {
+        L.push(
+          `| ${mode} | ${n} | not run: ${skipReason(o, "main", mode, n) ?? "—"} |  |  |  |  |  |  |  |  |  |  |  |`,
+        );
+        continue;
+      }
+      L.push(
+        `| ${mode} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.wallMs / 1000, 1)} |`,
+      );
+    }
+  const b = o.cells.find((c) => c.kind === "bounded");
+  if (b)
+    L.push(
+      "",
+      `Bounded memory: scuttlebutt at ${b.nodes} nodes with --max-estimates ${BOUNDED_ESTIMATES}: heap/node ${f((b.heapPerNodeBytes ?? 0) / 1e6, 2)} MB, gossip ${f(b.gossipBytesPerNodeS, 0)} B/node/s, hit ${pct(b.hit)}, mean ${f(b.meanS, 3)} s, p99 ${f(b.p99S, 3)} s.`,
+    );
+  L.push("");
+  // Table: spread.
+  L.push("## Spread of one change", "");
+  L.push("| mode | N | 50 % (s / rounds) | 99 % (s / rounds) | 100 % (s / rounds) | changes tracked |");
+  L.push("|---|---|---|---|---|---|");
+  for (const mode of MODES)
+    for (const n of o.nodes) {
+      const c = cell(o, "main", mode, n);
+      if (!c) continue;
+      const t = (k: "p50Ms" | "p99Ms" | "p100Ms") => {
+        const v = spreadMs(c, k);
+        return v === undefined ? "not within 10 s" : `${s(v)} / ${f(v / POLL_MS, 1)}`;
+      };
+      L.push(`| ${mode} | ${n} | ${t("p50Ms")} | ${t("p99Ms")} | ${t("p100Ms")} | ${c.spreads.length} |`);
+    }
+  L.push("", "Scuttlebutt alone, in rounds (every node one push-pull with 3 members per round):", "");
+  L.push("| N | 50 % | 99 % | 100 % | 2·log2 N | bytes/node/round | wall s |");
+  L.push("|---|---|---|---|---|---|---|");
+  for (const r of o.rounds)
+    L.push(
+      `| ${r.nodes} | ${r.p50 ?? "—"} | ${r.p99 ?? "—"} | ${r.p100 ?? `> ${r.maxRounds}`} | ${f(2 * Math.log2(r.nodes), 0)} | ${f(r.bytesPerNodeRound, 0)} | ${f(r.wallMs / 1000, 1)} |`,
+    );
+  L.push("");
+  // Detection and suspicions.
+  L.push("## Detection of a crashed node and false suspicions", "");
+  L.push("Full mesh (node simulator; noticed = suspected after 3 silent Δpoll):", "");
+  L.push(
+    `| N | noticed by | first s | last s | false suspicions, 0% loss (sampled) | false suspicions, ${LOSS * 100}% loss (sampled) |`,
+  );
+  L.push("|---|---|---|---|---|---|");
+  for (const n of o.nodes) {
+    const c = cell(o, "main", "full", n);
+    const l = cell(o, "loss", "full", n);
+    const d = c?.detection;
+    L.push(
+      `| ${n} | ${d ? `${d.noticed}/${d.observers}` : "—"} | ${s(d?.firstMs)} | ${s(d?.lastMs)} | ${c ? c.falseSuspicions : `not run: ${skipReason(o, "main", "full", n)}`} | ${l ? l.falseSuspicions : `not run: ${skipReason(o, "loss", "full", n) ?? "—"}`} |`,
+    );
+  }
+  L.push("", "Scuttlebutt mode's membership (SWIM + Lifeguard alone):", "");
+  L.push(
+    "| N | loss | SWIM B/node/s | SWIM msg/node/s | first suspect s | first dead s | last dead s | declared dead | bound s | false suspicions (members) | live members declared dead | node-sim false suspicions (sampled) | wall s |",
+  );
+  L.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  for (const m of o.membership) {
+    const nc = cell(o, m.loss === 0 ? "main" : "loss", "scuttlebutt", m.nodes);
+    L.push(
+      `| ${m.nodes} | ${m.loss * 100}% | ${f(m.bytesPerNodeS, 0)} | ${f(m.msgsPerNodeS, 1)} | ${s(m.firstSuspectMs)} | ${s(m.firstDeadMs)} | ${s(m.lastDeadMs)} | ${m.declaredDead}/${m.observers} | ${s(m.boundMs)} | ${m.falseSuspicions} (${m.falselySuspectedMembers}) | ${m.falseDeaths} | ${nc ? nc.falseSuspicions : "not run"} | ${f(m.wallMs / 1000, 1)} |`,
+    );
+  }
+  L.push("");
+  L.push("## Runs not started (infeasible here)", "");
+  if (o.skipped.length === 0 && o.skippedAlone.length === 0) L.push("None: every run of the grid ran.");
+  for (const k of o.skippedAlone) L.push(`- ${k}.`);
+  for (const k of o.skipped)
+    L.push(
+      `- ${k.kind}${k.kind === "oracle" ? "" : ` ${k.mode}`}${k.loss ? ` at ${k.loss * 100}% loss` : ""}${k.maxEstimates ? ` --max-estimates ${k.maxEstimates}` : ""}, ${k.nodes} nodes: ${k.reason}.`,
+    );
+  L.push(
+    "",
+    `Budget per run: ${o.budgetS} s wall and ${o.heapBudgetMb} MB heap, projected from the same series' last two measured N (growth exponent at least 1). The full mesh sends 2(N − 1) messages per node per Δpoll, so its cost per simulated second grows as N²; the oracle refreshes every pair on every change.`,
+    "",
+  );
+  // Figures.
+  const figs: [string, TopLevelSpec][] = [];
+  const pts = (
+    fn: (c: NodeCell) => number | undefined,
+    kind: NodeCell["kind"],
+    mode: string,
+    label: string,
+  ): SeriesPoint[] =>
+    o.cells
+      .filter((c) => c.kind === kind && c.mode === mode)
+      .flatMap((c) => {
+        const y = fn(c);
+        return y === undefined || !(y > 0) ? [] : [{ series: label, nodes: c.nodes, y }];
+      });
+  figs.push([
+    "bytes-vs-n",
+    bytesVsN(
+      [
+        ...MODES.flatMap((m) => pts((c) => c.gossipBytesPerNodeS, "main", m, `${m}: all gossip`)),
+        ...MODES.flatMap((m) => pts((c) => c.membershipBytesPerNodeS, "main", m, `${m}: membership only`)),
+        ...o.membership
+          .filter((m) => m.loss === 0)
+          .map((m) => ({ series: "SWIM alone", nodes: m.nodes, y: m.bytesPerNodeS })),
+      ],
+      o.nodes,
+    ),
+  ]);
+  figs.push([
+    "convergence-vs-n",
+    convergenceVsN(
+      [
+        ...MODES.flatMap((m) =>
+          pts(
+            (c) => {
+              const v = spreadMs(c, "p100Ms");
+              return v === undefined ? undefined : Math.max(v, 20) / 1000;
+            },
+            "main",
+            m,
+            `${m}: 100 % (node simulator)`,
+          ),
+        ),
+        ...MODES.flatMap((m) =>
+          pts(
+            (c) => {
+              const v = spreadMs(c, "p50Ms");
+              return v === undefined ? undefined : Math.max(v, 20) / 1000;
+            },
+            "main",
+            m,
+            `${m}: 50 % (node simulator)`,
+          ),
+        ),
+        ...o.rounds.flatMap((r) =>
+          r.p100 === undefined
+            ? []
+            : [
+                {
+                  series: "Scuttlebutt alone: 100 % (rounds × Δpoll)",
+                  nodes: r.nodes,
+                  y: (r.p100 * POLL_MS) / 1000,
+                },
+              ],
+        ),
+      ],
+      o.nodes,
+    ),
+  ]);
+  figs.push([
+    "detection-vs-n",
+    detectionVsN(
+      [
+        ...pts(
+          (c) => (c.detection?.firstMs === undefined ? undefined : Math.max(c.detection.firstMs, 1) / 1000),
+          "main",
+          "full",
+          "full: first to suspect",
+        ),
+        ...pts(
+          (c) => (c.detection?.lastMs === undefined ? undefined : c.detection.lastMs / 1000),
+          "main",
+          "full",
+          "full: last to suspect",
+        ),
+        ...o.membership
+          .filter((m) => m.loss === 0 && m.firstDeadMs !== undefined)
+          .map((m) => ({ series: "SWIM: first dead", nodes: m.nodes, y: (m.firstDeadMs as number) / 1000 })),
+        ...o.membership
+          .filter((m) => m.loss === 0 && m.lastDeadMs !== undefined)
+          .map((m) => ({ series: "SWIM: last dead", nodes: m.nodes, y: (m.lastDeadMs as number) / 1000 })),
+        ...o.membership
+          .filter((m) => m.loss === 0)
+          .map((m) => ({ series: "memberlist bound", nodes: m.nodes, y: m.boundMs / 1000 })),
+      ],
+      o.nodes,
+    ),
+  ]);
+  figs.push([
+    "hit-vs-n",
+    hitVsN(
+      [
+        ...MODES.flatMap((m) => pts((c) => c.hit, "main", m, m)),
+        ...pts((c) => c.hit, "oracle", "full", "oracle (full mesh)"),
+        ...pts((c) => c.ideal, "main", "scuttlebutt", "ideal bound"),
+      ],
+      o.nodes,
+    ),
+  ]);
+  L.push("## Figures", "");
+  for (const [name, spec] of figs) {
+    const r = await renderVegaLite(spec);
+    await writeFile(join(dir, `${name}.svg`), r.svg);
+    await writeFile(join(dir, `${name}.png`), r.png);
+    L.push(`![${name}](${name}.svg)`, "");
+  }
+  await writeFile(join(dir, "report.md"), `${L.join("\n")}\n`);
+  await writeFile(join(dir, "results.json"), `${JSON.stringify({ context: ctx, ...o }, null, 1)}\n`);
+}

@@ -1,0 +1,181 @@
+/**
+ * `prefixmesh experiment scale`: for each N and gossip mode, the node simulator (traffic, CPU,
+ * memory, spread of a change, detection of a crash, hit rate, latency), the oracle beside it, a run
+ * under LOSS, the bounded-memory cell, and the two protocols alone (SWIM membership and Scuttlebutt
+ * rounds) that reach N the node simulator cannot. Runs go one at a time in this thread (the machine
+ * is shared); a run projected past the budget is not started and is reported with the projection.
+ */
+import { mmluWorkload } from "../../workload/mmlu-workload.js";
+import { syntheticMmlu } from "../../workload/synthetic.js";
+import type { Workload } from "../../workload/types.js";
+import { type CellKind, type CellSpec, executeCell, type NodeCell } from "./execute.js";
+import {
+  BOUNDED_ESTIMATES,
+  type GossipMode,
+  LOSS,
+  MODES,
+  nodesUpTo,
+  RATE_PER_NODE,
+  type ScaleOptions,
+} from "./grid.js";
+import { canCollect } from "./heap.js";
+import { type MembershipCell, runMembershipCell } from "./membership.js";
+import { type RoundsCell, runRoundsCell } from "./rounds.js";
+
+export interface Skipped {
+  kind: CellKind;
+  mode: GossipMode;
+  nodes: number;
+  loss: number;
+  maxEstimates?: number;
+  /** Why the run was not started, with the measured figures the projection comes from. */
+  reason: string;
+}
+
+export interface ScaleOutcome {
+  nodes: number[];
+  cells: NodeCell[];
+  skipped: Skipped[];
+  /** Runs of the protocols alone not started, with the projection. */
+  skippedAlone: string[];
+  membership: MembershipCell[];
+  rounds: RoundsCell[];
+  synthetic: boolean;
+  arrivalS: number;
+  budgetS: number;
+  heapBudgetMb: number;
+  gcForced: boolean;
+  wallMs: number;
+}
+
+async function workloadFor(o: ScaleOptions, nodes: number): Promise<Workload> {
+  const rate = RATE_PER_NODE * nodes;
+  const requests = Math.max(1, Math.round(rate * o.arrivalS));
+  return o.source.kind === "mmlu"
+    ? mmluWorkload({
+        dir: o.source.dir,
+        seed: o.seed,
+        requests,
+        openLoopRate: rate,
+        ...(o.source.cacheDir ? { cacheDir: o.source.cacheDir } : {}),
+      })
+    : syntheticMmlu({ seed: o.seed, scale: o.source.scale, requests, openLoopRate: rate });
+}
+
+/** Measured (N, cost) points of one series → the cost projected at N: the last growth exponent (2 if unknown). */
+export function project(points: { n: number; v: number }[], n: number): { value: number; exponent: number } {
+  const last = points[points.length - 1];
+  if (!last) return { value: 0, exponent: 2 };
+  const prev = points[points.length - 2];
+  const exponent =
+    prev && prev.v > 0 && last.v > 0 ? Math.max(1, Math.log(last.v / prev.v) / Math.log(last.n / prev.n)) : 2;
+  return { value: last.v * (n / last.n) ** exponent, exponent };
+}
+
+export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
+  const t0 = performance.now();
+  const nodes = nodesUpTo(o.maxNodes);
+  const cells: NodeCell[] = [];
+  const skipped: Skipped[] = [];
+  const series: { key: string; kind: CellKind; mode: GossipMode; loss: number; maxEstimates?: number }[] = [
+    ...MODES.map((mode) => ({ key: `main-${mode}`, kind: "main" as const, mode, loss: 0 })),
+    { key: "oracle", kind: "oracle", mode: "full", loss: 0 },
+    ...MODES.map((mode) => ({ key: `loss-${mode}`, kind: "loss" as const, mode, loss: LOSS })),
+  ];
+  const wall = new Map<string, { n: number; v: number }[]>();
+  const heap = new Map<string, { n: number; v: number }[]>();
+  const attempt = async (s: (typeof series)[number], n: number): Promise<void> => {
+    const w = wall.get(s.key) ?? [];
+    const h = heap.get(s.key) ?? [];
+    wall.set(s.key, w);
+    heap.set(s.key, h);
+    const pw = project(w, n);
+    const ph = project(h, n);
+    const base = {
+      kind: s.kind,
+      mode: s.mode,
+      nodes: n,
+      loss: s.loss,
+      ...(s.maxEstimates ? { maxEstimates: s.maxEstimates } : {}),
+    };
+    const lastW = w[w.length - 1];
+    const lastH = h[h.length - 1];
+    if (lastW && pw.value > o.budgetS) {
+      skipped.push({
+        ...base,
+        reason: `projected ${pw.value.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${lastW.v.toFixed(1)} s at ${lastW.n} nodes, growth ∝ N^${pw.exponent.toFixed(2)})`,
+      });
+      return;
+    }
+    if (lastH && ph.value > o.heapBudgetMb) {
+      skipped.push({
+        ...base,
+        reason: `projected heap ${ph.value.toFixed(0)} MB > budget ${o.heapBudgetMb} MB (measured ${lastH.v.toFixed(0)} MB at ${lastH.n} nodes, growth ∝ N^${ph.exponent.toFixed(2)})`,
+      });
+      return;
+    }
+    o.onPhase?.(`${s.key} at ${n} nodes`);
+    const spec: CellSpec = { ...base, seed: o.seed, arrivalS: o.arrivalS };
+    const cell = executeCell(spec, await workloadFor(o, n));
+    cells.push(cell);
+    w.push({ n, v: cell.wallMs / 1000 });
+    if (cell.heapPerNodeBytes !== undefined) h.push({ n, v: (cell.heapPerNodeBytes * n) / 1e6 });
+  };
+  for (const n of nodes) for (const s of series) await attempt(s, n);
+  // The bounded-memory cell of the issue's target (1,024 nodes, --max-estimates 64), at the largest N.
+  const top = nodes[nodes.length - 1] as number;
+  const bounded = {
+    key: "main-scuttlebutt",
+    kind: "bounded" as const,
+    mode: "scuttlebutt" as const,
+    loss: 0,
+    maxEstimates: BOUNDED_ESTIMATES,
+  };
+  if (top > BOUNDED_ESTIMATES) await attempt(bounded, top);
+
+  const membership: MembershipCell[] = [];
+  const rounds: RoundsCell[] = [];
+  const swimWall: { n: number; v: number }[] = [];
+  const roundsWall: { n: number; v: number }[] = [];
+  /** The protocols alone are budgeted like the node simulator (their skip is reported the same way). */
+  const within = (points: { n: number; v: number }[], n: number, kind: string): boolean => {
+    const p = project(points, n);
+    const last = points[points.length - 1];
+    if (!last || p.value <= o.budgetS) return true;
+    skippedAlone.push(
+      `${kind}, ${n} nodes: projected ${p.value.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${last.v.toFixed(1)} s at ${last.n} nodes, growth ∝ N^${p.exponent.toFixed(2)})`,
+    );
+    return false;
+  };
+  const skippedAlone: string[] = [];
+  for (const n of nodes) {
+    if (within(swimWall, n, "SWIM alone (both losses)")) {
+      const t = performance.now();
+      for (const loss of [0, LOSS]) {
+        o.onPhase?.(`SWIM alone at ${n} nodes, loss ${loss}`);
+        membership.push(runMembershipCell(n, loss, o.seed));
+      }
+      swimWall.push({ n, v: (performance.now() - t) / 1000 });
+    }
+    if (within(roundsWall, n, "Scuttlebutt rounds alone")) {
+      o.onPhase?.(`Scuttlebutt rounds at ${n} nodes`);
+      const r = runRoundsCell(n, o.seed);
+      rounds.push(r);
+      roundsWall.push({ n, v: r.wallMs / 1000 });
+    }
+  }
+  return {
+    nodes,
+    cells,
+    skipped,
+    skippedAlone,
+    membership,
+    rounds,
+    synthetic: o.source.kind === "synthetic",
+    arrivalS: o.arrivalS,
+    budgetS: o.budgetS,
+    heapBudgetMb: o.heapBudgetMb,
+    gcForced: canCollect,
+    wallMs: performance.now() - t0,
+  };
+}

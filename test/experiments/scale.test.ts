@@ -1,0 +1,127 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeScaleReport } from "../../src/experiments/scale/report.js";
+import { project, runScale, type ScaleOutcome } from "../../src/experiments/scale/run.js";
+
+let out: string;
+let o: ScaleOutcome;
+beforeAll(async () => {
+  out = await mkdtemp(join(tmpdir(), "pm-scale-"));
+  // The quick mode's grid (N ≤ 16) on a small synthetic workload.
+  o = await runScale({
+    source: { kind: "synthetic", scale: 0.05 },
+    seed: 3,
+    maxNodes: 16,
+    arrivalS: 3,
+    budgetS: 600,
+    heapBudgetMb: 3000,
+  });
+  await writeScaleReport(o, { command: "test", loadBefore: 0, loadAfter: 0, cores: 2 }, join(out, "r"));
+}, 120_000);
+afterAll(() => rm(out, { recursive: true, force: true }));
+
+const main = (mode: string, n: number) => {
+  const c = o.cells.find((x) => x.kind === "main" && x.mode === mode && x.nodes === n);
+  if (!c) throw new Error(`no ${mode} run at ${n} nodes`);
+  return c;
+};
+
+describe("experiment scale (quick)", () => {
+  it("runs every cell of the small grid: both modes, the oracle, the loss runs, the protocols alone", () => {
+    expect(o.nodes).toEqual([4, 16]);
+    for (const kind of ["main", "loss"])
+      for (const mode of ["full", "scuttlebutt"])
+        for (const n of o.nodes)
+          expect(o.cells.some((c) => c.kind === kind && c.mode === mode && c.nodes === n)).toBe(true);
+    for (const n of o.nodes) expect(o.cells.some((c) => c.kind === "oracle" && c.nodes === n)).toBe(true);
+    expect(o.membership.map((m) => [m.nodes, m.loss])).toEqual([
+      [4, 0],
+      [4, 0.05],
+      [16, 0],
+      [16, 0.05],
+    ]);
+    expect(o.rounds.map((r) => r.nodes)).toEqual([4, 16]);
+    expect(o.skipped).toEqual([]);
+  });
+
+  it("full mesh: messages per node grow with N (2(N − 1) per second at Δpoll 500 ms); scuttlebutt's grow slower", () => {
+    for (const n of o.nodes) {
+      const m = main("full", n).gossipMsgsPerNodeS;
+      // One node of N crashes half-way (a quarter of 4 nodes) and runs end after their last answer: under 2(N − 1).
+      expect(m).toBeGreaterThan(1.25 * (n - 1));
+      expect(m).toBeLessThan(2.2 * (n - 1));
+    }
+    const growth = (mode: string, k: "gossipMsgsPerNodeS" | "membershipBytesPerNodeS") =>
+      main(mode, 16)[k] / main(mode, 4)[k];
+    expect(growth("scuttlebutt", "gossipMsgsPerNodeS")).toBeLessThan(growth("full", "gossipMsgsPerNodeS"));
+    expect(growth("scuttlebutt", "membershipBytesPerNodeS")).toBeLessThan(
+      growth("full", "membershipBytesPerNodeS"),
+    );
+  });
+
+  it("every run answers every request, never beats the ideal, and tracks changes and the crash", () => {
+    for (const c of o.cells) {
+      expect(c.answered).toBe(c.requests);
+      expect(c.hit).toBeLessThanOrEqual(c.ideal + 1e-9);
+      expect(c.cpuMsPerNodeS).toBeGreaterThan(0);
+      expect(c.spreads.length).toBeGreaterThan(0);
+      for (const s of c.spreads) {
+        if (s.p50Ms !== undefined && s.p100Ms !== undefined) expect(s.p50Ms).toBeLessThanOrEqual(s.p100Ms);
+      }
+    }
+    // The full mesh suspects a silent peer after 3 Δpoll: every member notices within 3 Δpoll + one probe step.
+    for (const n of o.nodes) {
+      const d = main("full", n).detection;
+      expect(d?.noticed).toBe(n - 1);
+      expect(d?.lastMs).toBeLessThanOrEqual(1_500 + 100);
+    }
+    // SWIM declares the crashed node dead everywhere, never before it suspected it.
+    for (const m of o.membership) {
+      expect(m.declaredDead).toBe(m.observers);
+      expect(m.firstSuspectMs).toBeLessThanOrEqual(m.firstDeadMs as number);
+    }
+  });
+
+  it("writes the report with its targets, tables and four figures", async () => {
+    const dir = join(out, "r");
+    const md = await readFile(join(dir, "report.md"), "utf8");
+    expect(md).toMatch(/## Targets \(issue 14\), measured/);
+    expect(md).toMatch(/SYNTHETIC/);
+    for (const h of [
+      "## Node simulator",
+      "## Spread of one change",
+      "## Detection of a crashed node",
+      "## Runs not started",
+    ])
+      expect(md).toContain(h);
+    // Every target line says met, not met or not measured.
+    const lines = md
+      .split("\n")
+      .filter((l) => l.startsWith("- ") && md.indexOf(l) < md.indexOf("## How each"));
+    expect(lines.length).toBeGreaterThan(5);
+    for (const name of ["bytes-vs-n", "convergence-vs-n", "detection-vs-n", "hit-vs-n"]) {
+      expect(existsSync(join(dir, `${name}.png`))).toBe(true);
+      const svg = await readFile(join(dir, `${name}.svg`), "utf8");
+      expect(svg).toMatch(/log scale/);
+    }
+    const json = JSON.parse(await readFile(join(dir, "results.json"), "utf8"));
+    expect(json.cells.length).toBe(o.cells.length);
+  });
+
+  it("projects a run's cost from the last two N (quadratic growth → ×16 at 4× N)", () => {
+    const p = project(
+      [
+        { n: 64, v: 1 },
+        { n: 256, v: 16 },
+      ],
+      1024,
+    );
+    expect(p.exponent).toBeCloseTo(2, 9);
+    expect(p.value).toBeCloseTo(256, 6);
+    // Unknown growth: assume N².
+    expect(project([{ n: 16, v: 2 }], 64).value).toBeCloseTo(32, 9);
+  });
+});
