@@ -12,7 +12,7 @@ import type { MeshPeers } from "./mesh-peers.js";
 const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 export const MAX_JOIN = 64;
 const RETRY_FIRST_MS = 250;
-const RETRY_MAX_MS = 5_000;
+const RETRY_MAX_MS = 2_000;
 
 /** `--join` (a comma-separated string, or a YAML list) as peer URLs; throws DiscoveryError on a bad one. */
 export function parseJoin(spec: string | readonly string[] | undefined, scheme: "http" | "https"): string[] {

@@ -226,6 +226,12 @@ export async function startNode(
   }
   const mesh = runtime.mesh;
   if (mesh) {
+    // Members reach us at the address we carry on every mesh message: our peer port's as bound.
+    if (/^(0\.0\.0\.0|::|\[::\])$/.test(pl.host))
+      logger.warn(
+        { peer: peerUrl },
+        "--gossip scuttlebutt: a wildcard --peer-listen is not an address peers can reach",
+      );
     mesh.selfUrl = peerUrl;
     for (const p of peers) mesh.learn(p.id, p.url, true);
   }
