@@ -238,9 +238,13 @@ export class MeshPeers {
     this.o.client.removePeer(id);
   }
 
-  /** Our own address, then those of the members the message names (bounded by mesh-wire.ts). */
+  /**
+   * Our own address, then those of the members the message names (bounded by mesh-wire.ts). None on
+   * anti-entropy: it goes only to members, who hold our address already.
+   */
   private addressesFor(msg: MeshMessage): MeshAddress[] {
     const out: MeshAddress[] = [];
+    if (msg.channel === "gossip") return out;
     if (this.selfUrl !== undefined) out.push({ id: this.o.node.id, url: this.selfUrl });
     for (const id of meshMentions(msg)) {
       const url = this.book.get(id);
