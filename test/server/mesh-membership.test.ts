@@ -10,7 +10,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { encodeSwim } from "../../src/core/node/swim/codec.js";
 import { signPeerRequest } from "../../src/net/auth/hmac.js";
 import { encodeMesh, MESH_PATH } from "../../src/net/mesh-wire.js";
 import { TransportError } from "../../src/net/transport-client.js";

@@ -269,7 +269,11 @@ export async function startNode(
         hasPeer: (id) => runtime.admin.hasPeer(id),
         isStatic: (id) => staticIds.has(id),
         // Under SWIM a DNS-found node is a seed: SWIM admits it (verified) and decides when it is gone.
-        addPeer: (id, url, hello) => (mesh ? (mesh.seed(id, url), true) : runtime.addPeer(id, url, hello)),
+        addPeer: (id, url, hello) => {
+          if (!mesh) return runtime.addPeer(id, url, hello);
+          mesh.seed(id, url);
+          return true;
+        },
         noteHello: (id, hello) => runtime.admin.notePeerHello(id, hello),
         movePeer: (id, url) => (mesh ? mesh.learn(id, url, true) : runtime.admin.movePeer(id, url)),
         removePeer: (id, why) => (mesh ? undefined : runtime.removePeer(id, why)),
