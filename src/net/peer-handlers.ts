@@ -14,6 +14,11 @@ export interface PeerServerHandlers {
    */
   onMessage(from: string, msg: LoneMessage, wireBytes: number): void;
   onForward(from: string, msg: ForwardMsg, reply: ForwardReplyStream): void;
+  /**
+   * gossip "scuttlebutt": a mesh message's body (mesh-wire.ts) from an authenticated sender, member or
+   * not (a joiner). Returns why it was refused (answered 400), or undefined. Absent: answered 404.
+   */
+  onMesh?(from: string, body: Uint8Array): string | undefined;
   /** A request failed authentication (it was answered 401 and went no further). */
   onAuthRejected?(reason: string): void;
 }

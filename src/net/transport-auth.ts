@@ -5,7 +5,14 @@
  */
 import type { Socket } from "node:net";
 import { type FrameMac, frameMac } from "./auth/channel-mac.js";
-import { HEADER_SENDER, PeerRequestVerifier, signPeerRequest, type VerifyFailure } from "./auth/hmac.js";
+import {
+  checkHelloProof,
+  HEADER_SENDER,
+  helloProof,
+  PeerRequestVerifier,
+  signPeerRequest,
+  type VerifyFailure,
+} from "./auth/hmac.js";
 import { clientTlsOptions, peerIdFromTlsSocket, serverTlsOptions, type TlsMaterial } from "./auth/tls.js";
 import { isNodeId } from "./node-id.js";
 import { HELLO_PATH, PROTOCOL_VERSION } from "./transport-wire.js";
@@ -50,6 +57,13 @@ export interface PeerAuth {
    * with `nonce` (shared-secret mode only: TLS already protects frames, insecure mode protects nothing).
    */
   channelMac(nonce: string, peer: string, side: "client" | "server"): FrameMac | undefined;
+  /**
+   * Shared-secret mode: the proof of our id on a hello answered to `requester`'s challenge (mutual
+   * TLS needs none: the connection is pinned to the peer's certificate; insecure mode has none).
+   */
+  proveHello?(requester: string, challenge: string, body: string): string | undefined;
+  /** Whether a hello answered by `peer` proves its id (true where the connection already does). */
+  checkHelloProof?(peer: string, challenge: string, body: string, proof: string | undefined): boolean;
 }
 
 /**
@@ -136,6 +150,9 @@ export function hmacAuth(selfId: string, secret: Uint8Array, now: () => number =
         side === "client" ? { nonce, client: selfId, server: peer } : { nonce, client: peer, server: selfId },
         side,
       ),
+    proveHello: (requester, challenge, body) => helloProof(secret, selfId, requester, challenge, body),
+    checkHelloProof: (peer, challenge, body, proof) =>
+      checkHelloProof(secret, peer, selfId, challenge, body, proof),
   };
 }
 

@@ -3,13 +3,17 @@
  * (undici's defaults are 300 s), and failures classified so the runtime can tell the node: a refused or
  * reset connection, a timeout, a stream cut off before its final record, or an HTTP refusal.
  */
+
+import { randomBytes } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
 import { Client, Pool } from "undici";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
 import { readBounded, readForwardStream } from "./answer-stream.js";
+import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
 import { peerIdFromCert } from "./auth/tls.js";
 import { ForwardChannel } from "./channel-client.js";
+import { MESH_PATH } from "./mesh-wire.js";
 import { ANY_DESTINATION, type PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
 import {
@@ -140,6 +144,55 @@ export class PeerClient {
     } catch {
       throw new TransportError("protocol", `peer ${id}: hello is not JSON`);
     }
+  }
+
+  /**
+   * The hello of `id` at its registered address, with proof that `id` answered it: over mutual TLS
+   * the connection is pinned to `id`'s certificate from the cluster CA; with a shared secret the answer
+   * carries an HMAC over a fresh challenge (hmac.ts, helloProof). Rejects with a TransportError
+   * "protocol" ("proof") when the proof is missing or wrong: whoever answered is not `id` of ours.
+   */
+  async verifiedHello(id: string): Promise<unknown> {
+    const peer = this.get(id);
+    const challenge = randomBytes(16).toString("hex");
+    const path = HELLO_PATH;
+    try {
+      const res = await peer.pool.request({
+        method: "GET",
+        path,
+        signal: AbortSignal.timeout(this.t.messageTotalMs),
+        headers: this.opts.auth.sign({
+          method: "GET",
+          path,
+          body: undefined,
+          to: id,
+          headers: { [HEADER_CHALLENGE]: challenge },
+        }),
+      });
+      const text = await readBounded(res.body, 64 * 1024);
+      if (res.statusCode !== 200)
+        throw new TransportError(
+          "http",
+          `peer ${id} answered ${res.statusCode} to ${path}: ${text}`,
+          res.statusCode,
+        );
+      const proof = res.headers[HEADER_PROOF];
+      const check = this.opts.auth.checkHelloProof;
+      if (check && !check(id, challenge, text, typeof proof === "string" ? proof : undefined))
+        throw new TransportError("protocol", `peer ${id}: hello without a valid proof of its id (proof)`);
+      try {
+        return JSON.parse(text);
+      } catch {
+        throw new TransportError("protocol", `peer ${id}: hello is not JSON`);
+      }
+    } catch (err) {
+      throw classify(err);
+    }
+  }
+
+  /** A mesh message's body (mesh-wire.ts) to `id`, best effort; resolves once the peer took it. */
+  async sendMesh(id: string, body: Uint8Array): Promise<void> {
+    await this.exchange(id, "POST", MESH_PATH, body, { "content-type": "application/octet-stream" });
   }
 
   /**

@@ -4,6 +4,7 @@
  * anything reaches the node; bodies are size-bounded (413) and validated (400).
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
 import { attachForwardChannel, MAX_CHANNELS_PER_PEER } from "./channel-server.js";
 import { type ConnectionLimits, limitConnections, type RefusalReason } from "./connection-limit.js";
 import {
@@ -12,6 +13,7 @@ import {
   type TimeoutReason,
   tlsHandshakeTimeout,
 } from "./connection-timeouts.js";
+import { MESH_PATH } from "./mesh-wire.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
 import { SnapshotDecoder } from "./snapshot-decoder.js";
@@ -131,14 +133,15 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       },
       // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
       // who we are; it reveals only id, cluster, model, protocol version and whether we need prompt
-      // text, so membership is not required for it.
-      req.routeOptions.url !== HELLO_PATH,
+      // text, so membership is not required for it. Mesh messages come from joiners too: the node
+      // admits their senders only after verifying them itself.
+      req.routeOptions.url !== HELLO_PATH && req.routeOptions.url !== MESH_PATH,
     );
     if (!r.ok) {
       reply.status(r.status).send({ error: r.error });
       return;
     }
-    // A member's connection: it no longer counts against its address's share.
+    // A member's (or an authenticated joiner's) connection: no longer counted against its address.
     if (req.routeOptions.url !== HELLO_PATH) limiter.trust(req.raw.socket);
     req.peerId = r.sender;
     done();
@@ -161,7 +164,29 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     done();
   });
 
-  app.get(HELLO_PATH, async () => handlers.hello());
+  app.get(HELLO_PATH, async (req, reply) => {
+    const body = JSON.stringify(handlers.hello());
+    // Asked to prove our id (a node verifying us as a member it heard of through a relay).
+    const challenge = req.headers[HEADER_CHALLENGE];
+    if (typeof challenge === "string" && /^[0-9a-f]{32,128}$/.test(challenge)) {
+      const proof = auth.proveHello?.(req.peerId!, challenge, body);
+      if (proof !== undefined) reply.header(HEADER_PROOF, proof);
+    }
+    return reply.type("application/json").send(body);
+  });
+
+  // gossip "scuttlebutt": SWIM and Scuttlebutt messages (mesh-wire.ts), bounded like a snapshot.
+  app.post(
+    MESH_PATH,
+    { bodyLimit: opts.maxSnapshotBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES },
+    async (req, reply) => {
+      if (!handlers.onMesh)
+        return reply.status(404).send({ error: "this node does not run gossip scuttlebutt" });
+      const error = handlers.onMesh(req.peerId!, bodyBytes(req));
+      if (error !== undefined) return reply.status(400).send({ error });
+      return reply.status(204).send();
+    },
+  );
 
   const maxSnapshotBytes = opts.maxSnapshotBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES;
   // Decoded here, within the body limit: a snapshot that does not decode is a 400 before the node sees

@@ -189,3 +189,23 @@ describe("swim membership rules", () => {
     expect(reply?.msg.type === "sync" && reply.msg.members.map((u) => u.id).sort()).toEqual(["j", "m", "s"]);
   });
 });
+
+describe("seeds found at run time", () => {
+  test("a seed input asks that seed for the member list once, and again while alone", () => {
+    const s = new Swim("me", [], { now: () => 0, random: () => 0.5 });
+    s.start();
+    const out = s.handle({ type: "seed", id: "s1" });
+    expect(out).toEqual([
+      {
+        type: "send",
+        to: "s1",
+        msg: { type: "sync", reply: true, members: [{ id: "me", status: "alive", incarnation: 0 }] },
+      },
+    ]);
+    expect(s.handle({ type: "seed", id: "s1" })).toEqual([]);
+    expect(s.handle({ type: "seed", id: "me" })).toEqual([]);
+    // Alone at the next probe: the seed is asked again.
+    const probe = s.handle({ type: "timer", timer: { kind: "swim-probe" } });
+    expect(probe.some((e) => e.type === "send" && e.to === "s1" && e.msg.type === "sync")).toBe(true);
+  });
+});

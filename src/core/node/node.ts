@@ -174,6 +174,7 @@ export class PrefixNode extends NodeViews {
         break;
       case "mesh-message":
       case "member-verified":
+      case "mesh-seed":
         this.onMesh(input, now, out);
         break;
       case "engine-cache-changed":

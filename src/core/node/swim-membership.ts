@@ -40,6 +40,7 @@ export class SwimMembership {
     if (input.type === "mesh-message" && input.msg.channel === "swim")
       i = { type: "message", from: input.from, msg: input.msg.msg };
     else if (input.type === "member-verified") i = { type: "verified", id: input.id, ok: input.ok };
+    else if (input.type === "mesh-seed") i = { type: "seed", id: input.id };
     else if (input.type === "timer" && input.timer.kind === "swim")
       i = { type: "timer", timer: input.timer.timer };
     return i === undefined ? { effects: [], up: [], down: [], rtt: [] } : translate(this.swim.handle(i));

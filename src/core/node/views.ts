@@ -13,6 +13,8 @@ import type { Executor } from "./executor.js";
 import type { Gossip, Members } from "./mesh.js";
 import type { Origin } from "./origin.js";
 import type { Serving } from "./serving.js";
+import type { SwimMemberView } from "./swim/types.js";
+import { SwimMembership } from "./swim-membership.js";
 import type { Targets } from "./targets.js";
 import type { NodeDeps, NodeId, NodeStats, PeerView } from "./types.js";
 
@@ -120,6 +122,13 @@ export abstract class NodeViews {
   }
   peers(): PeerView[] {
     return peerViews(this.members, this.antiEntropy, this.origin, this.deps.now());
+  }
+  /**
+   * gossip "scuttlebutt": every member SWIM holds, dead and departed ones included while remembered
+   * (with their status); undefined on the full mesh, whose members are `peers()`.
+   */
+  meshMembers(): SwimMemberView[] | undefined {
+    return this.members instanceof SwimMembership ? this.members.swim.memberViews() : undefined;
   }
   /** The costs this node has learned (what cost-aware routing sees). */
   learnedCosts(): LearnedCosts {

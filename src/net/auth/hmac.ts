@@ -282,3 +282,41 @@ function checkSecret(secret: Uint8Array): void {
     );
   }
 }
+
+/** Header of a hello request asking the answering node to prove its id (mesh verification). */
+export const HEADER_CHALLENGE = "x-prefixmesh-challenge";
+/** Header of the hello answer carrying that proof. */
+export const HEADER_PROOF = "x-prefixmesh-proof";
+const PROOF_CONTEXT = "prefixmesh-hello-proof/1";
+
+/**
+ * A signed request authenticates its sender, not the answer: a node verifying a member it heard of
+ * through a relay asks that member's hello with a random challenge, and the member proves it holds the
+ * shared secret by an HMAC over its own id, the asker's id, the challenge and the answer's body.
+ */
+export function helloProof(
+  secret: Uint8Array,
+  responder: string,
+  requester: string,
+  challenge: string,
+  body: string,
+): string {
+  const bodyHash = createHash("sha256").update(body).digest("hex");
+  return createHmac("sha256", secret)
+    .update(`${PROOF_CONTEXT}\n${responder}\n${requester}\n${challenge}\n${bodyHash}`)
+    .digest("hex");
+}
+
+/** Whether `proof` is `helloProof` of these fields (constant time). */
+export function checkHelloProof(
+  secret: Uint8Array,
+  responder: string,
+  requester: string,
+  challenge: string,
+  body: string,
+  proof: string | undefined,
+): boolean {
+  if (typeof proof !== "string" || !/^[0-9a-f]{64}$/.test(proof)) return false;
+  const want = Buffer.from(helloProof(secret, responder, requester, challenge, body), "hex");
+  return timingSafeEqual(want, Buffer.from(proof, "hex"));
+}

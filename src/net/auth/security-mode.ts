@@ -18,6 +18,10 @@ export interface SecurityModeInput {
   peers: readonly { id: string; url: string }[];
   /** DNS discovery name, when peers come from DNS (counts as a multi-node cluster). */
   peersDns?: string | undefined;
+  /** `--join` seed URLs (gossip scuttlebutt; a multi-node cluster too, their scheme checked). */
+  join?: readonly string[] | undefined;
+  /** gossip scuttlebutt: any authenticated node may join through this one, so it is a cluster even alone. */
+  mesh?: boolean | undefined;
   /** Present (truthy) when mutual-TLS material is configured. */
   tls?: unknown;
   /** Present (truthy) when a shared secret is configured. */
@@ -29,7 +33,8 @@ export interface SecurityModeInput {
 export function checkSecurityMode(input: SecurityModeInput): SecurityMode {
   const hasTls = Boolean(input.tls);
   const hasSecret = Boolean(input.secret);
-  const multiNode = input.peers.length > 0 || Boolean(input.peersDns);
+  const multiNode =
+    input.peers.length > 0 || Boolean(input.peersDns) || (input.join?.length ?? 0) > 0 || input.mesh === true;
   for (const p of input.peers) {
     const scheme = safeProtocol(p.url);
     if (hasTls && scheme !== "https:") {

@@ -109,6 +109,25 @@ export class Admin {
     }
   }
 
+  /**
+   * gossip "scuttlebutt": a member SWIM admitted after mesh-peers.ts verified it: reachable at `url`,
+   * its pool pinned to its id, what its hello said noted.
+   */
+  meshJoined(id: string, url: string, hello: HelloNews): void {
+    this.o.client.setPeer(id, url);
+    this.o.peerUrls.set(id, url);
+    this.notePeerHello(id, hello);
+    this.o.logger.info({ peer: id, url }, "member joined the mesh");
+  }
+
+  /** gossip "scuttlebutt": a member SWIM dropped (dead or left): its pool closes, its URL goes. */
+  meshLeft(id: string): void {
+    this.o.peerUrls.delete(id);
+    this.baseModels.delete(id);
+    this.o.node.peerModels.delete(id);
+    this.o.client.removePeer(id);
+  }
+
   /** Points a member at another address (its old one vanished, another still announces its id). */
   movePeer(id: string, url: string): void {
     if (!this.o.peerUrls.has(id)) return;

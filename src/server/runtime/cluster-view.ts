@@ -38,6 +38,7 @@ export class ClusterView {
     const { node, engine } = this.o;
     const now = this.o.now();
     const s = node.stats();
+    const mesh = node.meshMembers();
     return {
       id: node.id,
       cluster: this.o.clusterId,
@@ -80,6 +81,8 @@ export class ClusterView {
         models: node.peerModels.of(p.id),
       })),
       ...(this.discovery ? { discovery: this.discovery() } : {}),
+      // gossip "scuttlebutt": every member SWIM holds, with its status (dead ones while remembered).
+      ...(mesh ? { gossip: "scuttlebutt", members: mesh } : {}),
     };
   }
 

@@ -42,6 +42,7 @@ import { watchEngineCache } from "./engine-cache-watch.js";
 import { EngineHealth } from "./engine-health.js";
 import type { RuntimeLogger } from "./logger.js";
 import { type MeshModel, meshModels } from "./mesh-models.js";
+import { MeshPeers, movesMembers } from "./mesh-peers.js";
 import { PeerSender } from "./peer-sender.js";
 import { PeerTraffic } from "./peer-traffic.js";
 import { ServedForwards } from "./served-forwards.js";
@@ -69,6 +70,8 @@ export interface NodeRuntimeOptions {
   adapters?: readonly string[];
   /** The PM QoS CPU latency limit this node holds (`--cpu-latency-us`), for the cluster view. */
   cpuLatencyUs?: number;
+  /** gossip "scuttlebutt" (mesh-peers.ts): the model members must serve, the largest mesh message. */
+  mesh?: { helloModel: string | undefined; maxMessageBytes: number };
 }
 
 const nowDefault = () => performance.timeOrigin + performance.now();
@@ -95,6 +98,8 @@ export class NodeRuntime implements NodeService {
   private readonly health: EngineHealth;
   private readonly engineJobs = new Set<Promise<void>>();
   private readonly liveness: LivenessLog;
+  /** gossip "scuttlebutt": its transport, seeds, verification (mesh-peers.ts). */
+  readonly mesh: MeshPeers | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private unwatchCache: () => void = () => {};
   private seq = 0;
@@ -143,6 +148,8 @@ export class NodeRuntime implements NodeService {
       sendsPromptText: (id) => o.client.sendsPromptText(id),
     });
     o.metrics.setViewProvider(() => this.view.gauges());
+    const mesh = o.node.config.gossip === "scuttlebutt" ? o.mesh : undefined;
+    this.mesh = mesh && new MeshPeers({ ...o, ...mesh, admin: this.admin, feed: (i) => this.feed(i) });
   }
 
   start(): void {
@@ -235,7 +242,8 @@ export class NodeRuntime implements NodeService {
   // ------------------------------------------------------------------ peer server handlers
 
   peerHandlers(): PeerServerHandlers {
-    return this.traffic.handlers();
+    const mesh = this.mesh;
+    return { ...this.traffic.handlers(), ...(mesh ? { onMesh: (f, b) => mesh.onMesh(f, b) } : {}) };
   }
 
   // ------------------------------------------------------------------ admin calls
@@ -288,10 +296,12 @@ export class NodeRuntime implements NodeService {
   async shutdown(drainMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    const goodbyes = this.node
-      .goodbye()
-      .map((e) => (e.type === "send" ? this.sender.bestEffort(e.to, { type: "goodbye" }) : undefined));
+    const goodbyes = this.node.goodbye().map((e) => {
+      if (e.type === "mesh-send") return this.mesh?.send(e.to, e.msg);
+      return e.type === "send" ? this.sender.bestEffort(e.to, { type: "goodbye" }) : undefined;
+    });
     await Promise.all(goodbyes);
+    this.mesh?.stop();
     const deadline = this.now() + drainMs;
     while ((this.clients.size > 0 || this.node.queueDepth() > 0) && this.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
@@ -316,6 +326,7 @@ export class NodeRuntime implements NodeService {
       return;
     }
     this.applyAll(effects);
+    if (this.mesh && movesMembers(input)) this.mesh.syncMembers();
   }
 
   private applyAll(effects: Effect[]): void {
@@ -345,6 +356,11 @@ export class NodeRuntime implements NodeService {
       case "send":
         this.traffic.send(e.to, e.msg);
         return;
+      case "mesh-send":
+        void this.mesh?.send(e.to, e.msg);
+        return;
+      case "verify-member":
+        this.mesh?.verify(e.id);
     }
   }
 

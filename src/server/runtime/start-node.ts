@@ -36,6 +36,7 @@ import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { daemonNodeConfig } from "./daemon-node-config.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
+import { parseJoin, resolveSeeds } from "./mesh-seeds.js";
 import { NodeRuntime } from "./node-runtime.js";
 import { peerFaultDouble } from "./peer-fault-double.js";
 
@@ -92,7 +93,18 @@ export async function startNode(
     for (const w of tls.warnings) logger.warn({ warning: w }, "TLS material");
   }
   const secret = s.secretFile ? await loadSecretFile(s.secretFile) : undefined;
-  const mode = checkSecurityMode({ peers, peersDns: s.peersDns, tls, secret, insecure: s.insecure });
+  const join = parseJoin(s.join, tls ? "https" : "http");
+  if (join.length > 0 && s.gossip !== "scuttlebutt")
+    throw new DiscoveryError("--join needs --gossip scuttlebutt (the full mesh is told every member)");
+  const mode = checkSecurityMode({
+    peers,
+    peersDns: s.peersDns,
+    join,
+    tls,
+    secret,
+    insecure: s.insecure,
+    mesh: s.gossip === "scuttlebutt",
+  });
   let auth: PeerAuth;
   if (tls) auth = mtlsAuth(tls);
   else if (secret) auth = hmacAuth(s.id, secret);
@@ -158,6 +170,7 @@ export async function startNode(
     policies: POLICY_NAMES,
     now,
     ...(cpuLatency ? { cpuLatencyUs: cpuLatency.requestedUs } : {}),
+    mesh: { helloModel: s.mixedModels ? undefined : engine.info.model, maxMessageBytes: s.maxSnapshotBytes },
   });
   const timeouts = {
     idleMs: s.connectionIdleTimeoutMs,
@@ -217,6 +230,17 @@ export async function startNode(
     throw err;
   }
   await calibrate(engine, node, s.calibrationMs, logger);
+  const mesh = runtime.mesh;
+  if (mesh) {
+    // Members reach us at the address we carry on every mesh message: our peer port's as bound.
+    if (/^(0\.0\.0\.0|::|\[::\])$/.test(pl.host))
+      logger.warn(
+        { peer: peerUrl },
+        "--gossip scuttlebutt: a wildcard --peer-listen is not an address peers can reach",
+      );
+    mesh.selfUrl = peerUrl;
+    for (const p of peers) mesh.learn(p.id, p.url, true);
+  }
   runtime.start();
   logger.info(
     {
@@ -232,7 +256,10 @@ export async function startNode(
   );
   // With --mixed-models a peer of any model is admitted: requests route by the models hellos advertise.
   const helloModel = s.mixedModels ? undefined : engine.info.model;
-  checkPeers(peers, { client, runtime, logger, clusterId, model: helloModel, self: s.id });
+  // SWIM verifies its members itself (mesh-peers.ts); the full mesh checks its static peers here.
+  if (!mesh) checkPeers(peers, { client, runtime, logger, clusterId, model: helloModel, self: s.id });
+  const expect = { cluster: clusterId, model: helloModel, self: s.id };
+  if (mesh) resolveSeeds(join, { client, mesh, logger, expect, isStopping: () => runtime.isStopping });
   let dns: DnsMembership | undefined;
   if (dnsTarget) {
     const staticIds = new Set(peers.map((p) => p.id));
@@ -247,10 +274,15 @@ export async function startNode(
         hello: (id) => client.hello(id),
         hasPeer: (id) => runtime.admin.hasPeer(id),
         isStatic: (id) => staticIds.has(id),
-        addPeer: (id, url, hello) => runtime.addPeer(id, url, hello),
+        // Under SWIM a DNS-found node is a seed: SWIM admits it (verified) and decides when it is gone.
+        addPeer: (id, url, hello) => {
+          if (!mesh) return runtime.addPeer(id, url, hello);
+          mesh.seed(id, url);
+          return true;
+        },
         noteHello: (id, hello) => runtime.admin.notePeerHello(id, hello),
-        movePeer: (id, url) => runtime.admin.movePeer(id, url),
-        removePeer: (id, why) => runtime.removePeer(id, why),
+        movePeer: (id, url) => (mesh ? mesh.learn(id, url, true) : runtime.admin.movePeer(id, url)),
+        removePeer: (id, why) => (mesh ? undefined : runtime.removePeer(id, why)),
       },
       logger,
     });

@@ -54,6 +54,30 @@ export const identitySettings = {
       'Answer --peers-dns look-ups from this JSON file (`{"name": ["10.0.0.7", …]}`), re-read each round, ' +
       "instead of DNS: for tests and for environments that publish peer addresses as a file.",
   }),
+  gossip: setting(z.enum(["full", "scuttlebutt"]).default("full"), {
+    section: "Membership",
+    value: "mode",
+    description:
+      "How the mesh keeps membership and estimates. `full`: the paper's full mesh (every Δpoll a snapshot to " +
+      "every peer; every member configured or found by DNS). `scuttlebutt`: SWIM membership (join through " +
+      "seeds, members learned by gossip and verified by their credential) and digest anti-entropy with 3 " +
+      "members per Δpoll. Every node of a cluster must run the same mode.",
+  }),
+  join: setting(z.union([z.string().max(65536), z.array(z.string().max(300)).max(256)]).optional(), {
+    section: "Membership",
+    value: "host:port,…",
+    description:
+      "With --gossip scuttlebutt: seeds to join through, peer-port addresses of any current members " +
+      "(each is asked its id with a hello). Static --peers and --peers-dns addresses are seeds too.",
+  }),
+  maxEstimates: setting(num(1, 4095, true).optional(), {
+    section: "Membership",
+    value: "n",
+    defaultText: "--max-peers",
+    description:
+      "With --gossip scuttlebutt: keep estimates of at most this many members (the most useful for this " +
+      "node's traffic, plus newcomers now and then); a node forwards only to members it holds one of.",
+  }),
   maxPeers: setting(num(1, 256, true).default(256), {
     section: "Membership",
     value: "n",

@@ -77,6 +77,8 @@ export class Swim {
   private seq = 0;
   private awareness = 0;
   private lastPushPull: number;
+  /** Who a lone node asks for the member list: the configured seeds, then those added at run time. */
+  private readonly seeds: NodeId[];
   readonly stats: SwimStats = {
     probes: 0,
     indirectProbes: 0,
@@ -92,11 +94,12 @@ export class Swim {
 
   constructor(
     readonly selfId: NodeId,
-    private readonly seeds: readonly NodeId[],
+    seeds: readonly NodeId[],
     private readonly deps: SwimDeps,
     config: SwimConfigInput = {},
   ) {
     this.config = resolveSwimConfig(config);
+    this.seeds = [...seeds];
     this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
     this.candidates = new Candidates(selfId, this.config, (id) => this.members.has(id), this.stats);
     this.lastPushPull = deps.now();
@@ -136,6 +139,9 @@ export class Swim {
         break;
       case "verified":
         this.onVerified(input.id, input.ok, now, out);
+        break;
+      case "seed":
+        this.addSeed(input.id, out);
         break;
     }
     return out;
@@ -431,6 +437,17 @@ export class Swim {
       this.lastPushPull = now;
       this.sendSync(live[Math.floor(this.deps.random() * live.length)] as NodeId, true, out);
     }
+  }
+
+  /**
+   * A seed found at run time (an address the runtime resolved to its id): asked for its member list
+   * now, and again whenever this node is alone. Bounded like the candidates (a seed is only a target).
+   */
+  private addSeed(id: NodeId, out: SwimEffect[]): void {
+    if (id === this.selfId || this.seeds.includes(id)) return;
+    if (this.seeds.length >= this.config.maxCandidates) return;
+    this.seeds.push(id);
+    if (!this.members.isLive(id)) this.sendSync(id, true, out);
   }
 
   /** No live member yet (or all gone): ask the seeds again. */

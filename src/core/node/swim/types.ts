@@ -76,7 +76,9 @@ export type SwimInput =
   | { type: "message"; from: NodeId; msg: SwimMessage }
   | { type: "timer"; timer: SwimTimer }
   /** The runtime's answer to `verify-member`. */
-  | { type: "verified"; id: NodeId; ok: boolean };
+  | { type: "verified"; id: NodeId; ok: boolean }
+  /** A seed found at run time (e.g. a `--join` address resolved to its id): ask it for the members. */
+  | { type: "seed"; id: NodeId };
 
 export interface SwimStats {
   probes: number;

@@ -1,0 +1,126 @@
+/**
+ * The Scuttlebutt messages' wire format, byte for byte what gossip/size.ts counts (so the simulator's
+ * byte counts are the daemon's): a type byte (0 digest, 1 states); a digest then has a room byte and
+ * its entries; states have a varint count of (varint length, snapshot-codec frame, zigzag varint block
+ * count) and then the wants. An entry is the owner as a length byte + ASCII, epoch and version as
+ * varints. Decoding bounds every count a peer controls and refuses trailing bytes.
+ */
+import { decodeSnapshot, encodeSnapshot } from "../../snapshot-codec.js";
+import { MAX_VARINT_BYTES, writeVarint } from "../../varint.js";
+import type { DigestEntry, GossipMessage, OwnerState } from "./scuttlebutt.js";
+import { gossipSize } from "./size.js";
+
+const MAX_OWNER = 64;
+const OWNER_CHARS = /^[A-Za-z0-9._-]+$/;
+
+export class GossipDecodeError extends Error {
+  constructor(message: string) {
+    super(`bad gossip message: ${message}`);
+    this.name = "GossipDecodeError";
+  }
+}
+
+export interface GossipDecodeLimits {
+  /** Most digest entries (a digest's, or a states message's wants). */
+  maxEntries: number;
+  /** Most states in one message. */
+  maxStates: number;
+  /** Largest snapshot frame inside a state. */
+  maxSnapshotBytes: number;
+}
+
+export function encodeGossip(msg: GossipMessage): Uint8Array {
+  const size = gossipSize(msg);
+  const buf = new Uint8Array(size);
+  let pos = 0;
+  const entries = (es: readonly DigestEntry[]): void => {
+    pos = writeVarint(buf, pos, es.length);
+    for (const e of es) {
+      buf[pos++] = e.owner.length;
+      for (let i = 0; i < e.owner.length; i++) buf[pos++] = e.owner.charCodeAt(i);
+      pos = writeVarint(buf, pos, e.epoch);
+      pos = writeVarint(buf, pos, e.version);
+    }
+  };
+  if (msg.type === "digest") {
+    buf[pos++] = 0;
+    buf[pos++] = msg.room ? 1 : 0;
+    entries(msg.entries);
+  } else {
+    buf[pos++] = 1;
+    pos = writeVarint(buf, pos, msg.states.length);
+    for (const s of msg.states) {
+      const frame = encodeSnapshot(s.snapshot);
+      pos = writeVarint(buf, pos, frame.length);
+      buf.set(frame, pos);
+      pos += frame.length;
+      pos = writeVarint(buf, pos, s.blocks < 0 ? 1 : 2 * s.blocks);
+    }
+    entries(msg.wants);
+  }
+  if (pos !== size) throw new Error(`gossip codec: wrote ${pos} of ${size} bytes`);
+  return buf;
+}
+
+/** Decodes one message; throws GossipDecodeError on anything malformed or over the limits. */
+export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): GossipMessage {
+  let pos = 0;
+  const byte = (): number => {
+    if (pos >= bytes.length) throw new GossipDecodeError("truncated");
+    return bytes[pos++] as number;
+  };
+  const varint = (): number => {
+    let v = 0;
+    let mul = 1;
+    for (let i = 0; i < MAX_VARINT_BYTES; i++) {
+      const b = byte();
+      v += (b & 0x7f) * mul;
+      if (b < 0x80) return v;
+      mul *= 128;
+    }
+    throw new GossipDecodeError("varint too long");
+  };
+  const entries = (): DigestEntry[] => {
+    const n = varint();
+    if (n > limits.maxEntries) throw new GossipDecodeError(`${n} entries, at most ${limits.maxEntries}`);
+    const out: DigestEntry[] = [];
+    for (let i = 0; i < n; i++) {
+      const len = byte();
+      if (len < 1 || len > MAX_OWNER || pos + len > bytes.length) throw new GossipDecodeError("bad owner");
+      const owner = String.fromCharCode(...bytes.subarray(pos, pos + len));
+      pos += len;
+      if (!OWNER_CHARS.test(owner)) throw new GossipDecodeError("bad owner characters");
+      out.push({ owner, epoch: varint(), version: varint() });
+    }
+    return out;
+  };
+  let msg: GossipMessage;
+  const type = byte();
+  if (type === 0) {
+    const room = byte();
+    if (room > 1) throw new GossipDecodeError("bad room flag");
+    msg = { type: "digest", room: room === 1, entries: entries() };
+  } else if (type === 1) {
+    const n = varint();
+    if (n > limits.maxStates) throw new GossipDecodeError(`${n} states, at most ${limits.maxStates}`);
+    const states: OwnerState[] = [];
+    for (let i = 0; i < n; i++) {
+      const len = varint();
+      if (len > limits.maxSnapshotBytes || pos + len > bytes.length)
+        throw new GossipDecodeError("bad snapshot length");
+      let snapshot: OwnerState["snapshot"];
+      try {
+        snapshot = decodeSnapshot(bytes.subarray(pos, pos + len), { maxBytes: limits.maxSnapshotBytes });
+      } catch (err) {
+        throw new GossipDecodeError((err as Error).message);
+      }
+      pos += len;
+      const z = varint();
+      if (z !== 1 && z % 2 !== 0) throw new GossipDecodeError("bad block count");
+      states.push({ snapshot, blocks: z === 1 ? -1 : z / 2 });
+    }
+    msg = { type: "states", states, wants: entries() };
+  } else throw new GossipDecodeError("unknown type");
+  if (pos !== bytes.length) throw new GossipDecodeError("trailing bytes");
+  return msg;
+}

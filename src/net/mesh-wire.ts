@@ -1,0 +1,138 @@
+/**
+ * The wire form of the core's mesh messages (`gossip: "scuttlebutt"`: SWIM membership and Scuttlebutt
+ * anti-entropy), one per `POST /peer/mesh`, authenticated like every other peer request (mutual TLS,
+ * or the HMAC over the whole body). Body:
+ *
+ *   u8 channel (0 swim, 1 gossip) · varint n · n × (id: u8 length + ASCII, url: u8 length + ASCII)
+ *   · the message in the core's own codec (swim/codec.ts, gossip/codec.ts)
+ *
+ * The addresses say where the ids the message names can be reached: the sender's own first, then
+ * those of the members it mentions (a member learned by gossip has an id, not an address). They are
+ * hints, never credentials: a node is admitted only once the runtime has reached it at that address
+ * and it proved its id (mesh-verifier.ts). Every count and length a peer controls is bounded.
+ */
+import { decodeGossip, encodeGossip } from "../core/node/gossip/codec.js";
+import { decodeSwim, encodeSwim } from "../core/node/swim/codec.js";
+import type { MeshMessage, NodeId } from "../core/node/types.js";
+import { MAX_VARINT_BYTES, varintSize, writeVarint } from "../core/varint.js";
+import { NODE_ID_PATTERN } from "./node-id.js";
+
+export const MESH_PATH = "/peer/mesh";
+/** Most addresses on one message (a sync lists every member; the rest are learned later). */
+export const MAX_MESH_ADDRS = 64;
+/** Longest peer URL carried (scheme://host:port). */
+export const MAX_MESH_URL = 255;
+/** Most entries in one swim message or gossip digest, and states in one gossip message. */
+export const MESH_DECODE_LIMITS = { maxEntries: 8_192, maxStates: 256 };
+
+export interface MeshAddress {
+  id: NodeId;
+  url: string;
+}
+
+export interface MeshEnvelope {
+  msg: MeshMessage;
+  addrs: MeshAddress[];
+}
+
+/** A peer URL as carried: http(s), host and port only, ASCII, bounded. */
+export function meshUrlOk(url: string): boolean {
+  if (url.length === 0 || url.length > MAX_MESH_URL || !/^[\x21-\x7e]+$/.test(url)) return false;
+  try {
+    const u = new URL(url);
+    return (u.protocol === "http:" || u.protocol === "https:") && u.origin === url;
+  } catch {
+    return false;
+  }
+}
+
+export function encodeMesh(msg: MeshMessage, addrs: readonly MeshAddress[]): Uint8Array {
+  const payload = msg.channel === "swim" ? encodeSwim(msg.msg) : encodeGossip(msg.msg);
+  const list = addrs.slice(0, MAX_MESH_ADDRS);
+  let size = 1 + varintSize(list.length) + payload.length;
+  for (const a of list) size += 2 + a.id.length + a.url.length;
+  const buf = new Uint8Array(size);
+  let pos = 0;
+  buf[pos++] = msg.channel === "swim" ? 0 : 1;
+  pos = writeVarint(buf, pos, list.length);
+  const ascii = (s: string): void => {
+    buf[pos++] = s.length;
+    for (let i = 0; i < s.length; i++) buf[pos++] = s.charCodeAt(i);
+  };
+  for (const a of list) {
+    ascii(a.id);
+    ascii(a.url);
+  }
+  buf.set(payload, pos);
+  return buf;
+}
+
+export type MeshDecoded = { ok: true; envelope: MeshEnvelope } | { ok: false; error: string };
+
+/** A mesh body as it came off the wire, validated; or why it was refused. */
+export function decodeMesh(bytes: Uint8Array, maxSnapshotBytes: number): MeshDecoded {
+  let pos = 0;
+  const fail = (error: string): MeshDecoded => ({ ok: false, error: `bad mesh message: ${error}` });
+  const byte = (): number => {
+    if (pos >= bytes.length) throw new RangeError("truncated");
+    return bytes[pos++] as number;
+  };
+  try {
+    const channel = byte();
+    if (channel > 1) return fail("unknown channel");
+    let n = 0;
+    let mul = 1;
+    for (let i = 0; ; i++) {
+      if (i >= MAX_VARINT_BYTES) return fail("varint too long");
+      const b = byte();
+      n += (b & 0x7f) * mul;
+      if (b < 0x80) break;
+      mul *= 128;
+    }
+    if (n > MAX_MESH_ADDRS) return fail(`${n} addresses, at most ${MAX_MESH_ADDRS}`);
+    const ascii = (): string => {
+      const len = byte();
+      if (pos + len > bytes.length) throw new RangeError("truncated");
+      const s = String.fromCharCode(...bytes.subarray(pos, pos + len));
+      pos += len;
+      return s;
+    };
+    const addrs: MeshAddress[] = [];
+    for (let i = 0; i < n; i++) {
+      const id = ascii();
+      const url = ascii();
+      if (!NODE_ID_PATTERN.test(id)) return fail("bad address id");
+      if (!meshUrlOk(url)) return fail("bad address url");
+      addrs.push({ id, url });
+    }
+    const payload = bytes.subarray(pos);
+    const msg: MeshMessage =
+      channel === 0
+        ? { channel: "swim", msg: decodeSwim(payload, MESH_DECODE_LIMITS.maxEntries) }
+        : {
+            channel: "gossip",
+            msg: decodeGossip(payload, { ...MESH_DECODE_LIMITS, maxSnapshotBytes }),
+          };
+    return { ok: true, envelope: { msg, addrs } };
+  } catch (err) {
+    return fail((err as Error).message);
+  }
+}
+
+/** The ids a mesh message names (whose addresses are worth carrying with it). */
+export function meshMentions(msg: MeshMessage): NodeId[] {
+  if (msg.channel === "gossip") return [];
+  const m = msg.msg;
+  switch (m.type) {
+    case "ping":
+    case "ack":
+    case "gossip":
+      return m.updates.filter((u) => u.status === "alive").map((u) => u.id);
+    case "ping-req":
+      return [m.target, ...m.updates.filter((u) => u.status === "alive").map((u) => u.id)];
+    case "sync":
+      return m.members.filter((u) => u.status === "alive" || u.status === "suspect").map((u) => u.id);
+    default:
+      return [];
+  }
+}

@@ -1,0 +1,288 @@
+/**
+ * The daemon's side of `gossip: "scuttlebutt"` (the simulator's is src/sim/run.ts's `mesh-send` and
+ * `verify-member`): it carries the node's mesh messages over the peer transport, answers its
+ * `verify-member` from authentication, feeds seeds found at run time, and keeps the transport's
+ * members (pools, URLs, hellos) in step with SWIM's.
+ *
+ * Invariants:
+ *  - [Verified by contact] A member is admitted only after this node reached it at an address and it
+ *    proved its id there: a certificate from the cluster CA for that id (the pool is pinned to it), or
+ *    an HMAC over our fresh challenge under the shared secret (hmac.ts, helloProof), plus a hello of our
+ *    cluster (and model). What a relay says — that an id is alive, where it lives — only starts that
+ *    check. A definite failure (refused credentials, no proof, another cluster) answers no; an
+ *    unreachable address is retried with backoff while the candidate waits.
+ *  - [Addresses are hints] An id's own messages set its address; a relay's only fill an unknown one.
+ *  - [Bounded] addresses ≤ maxAddresses, pools to non-members ≤ MAX_STRANGER_POOLS, messages in
+ *    flight per peer ≤ MAX_IN_FLIGHT (more are dropped: mesh messages are datagrams), verifications
+ *    pending ≤ MAX_VERIFYING.
+ */
+import type { PrefixNode } from "../../core/node/node.js";
+import type { MeshMessage, NodeId, NodeInput } from "../../core/node/types.js";
+import { checkPeerHello } from "../../net/discovery.js";
+import { decodeMesh, encodeMesh, type MeshAddress, meshMentions } from "../../net/mesh-wire.js";
+import { type PeerClient, TransportError } from "../../net/transport-client.js";
+import type { PeerHello } from "../../net/wire-schemas.js";
+import type { NodeMetrics } from "../metrics.js";
+import type { Admin } from "./admin.js";
+import type { RuntimeLogger } from "./logger.js";
+
+export const MAX_IN_FLIGHT = 8;
+export const MAX_STRANGER_POOLS = 64;
+export const MAX_VERIFYING = 256;
+/** Backoff of a verification whose address did not answer: doubling from the first, up to the cap. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 10_000;
+
+export interface MeshPeersOptions {
+  node: PrefixNode;
+  client: PeerClient;
+  admin: Admin;
+  metrics: NodeMetrics;
+  logger: RuntimeLogger;
+  clusterId: string;
+  /** The model a member must serve (undefined: any, `--mixed-models`). */
+  helloModel: string | undefined;
+  /** Feeds an input to the node (and performs its effects). */
+  feed(input: NodeInput): void;
+  /** Largest mesh message accepted (a gossip states message carries snapshots). */
+  maxMessageBytes: number;
+  /** Addresses remembered at most (default 1024). */
+  maxAddresses?: number;
+}
+
+interface Verifying {
+  attempts: number;
+  timer: NodeJS.Timeout | undefined;
+  running: boolean;
+}
+
+export class MeshPeers {
+  /** This node's own peer URL, carried on every message (set once the peer port listens). */
+  selfUrl: string | undefined;
+  private readonly book = new Map<NodeId, string>();
+  /** Ids the transport holds as members (SWIM's alive and suspect ones). */
+  private readonly members = new Set<NodeId>();
+  /** Non-members with a pool (seeds, joiners we answer, candidates being verified). */
+  private readonly strangers = new Set<NodeId>();
+  private readonly verifying = new Map<NodeId, Verifying>();
+  /** Verified hellos, until SWIM admits their member. */
+  private readonly hellos = new Map<NodeId, PeerHello>();
+  private readonly inFlight = new Map<NodeId, number>();
+  private stopped = false;
+
+  constructor(private readonly o: MeshPeersOptions) {}
+
+  /** `id` is reachable at `url`; `own`: said by `id` itself (or configured), which beats a relay. */
+  learn(id: NodeId, url: string, own: boolean): void {
+    if (id === this.o.node.id) return;
+    const cur = this.book.get(id);
+    if (cur === url || (cur !== undefined && !own)) return;
+    if (cur === undefined && this.book.size >= (this.o.maxAddresses ?? 1024) && !this.evictAddress()) return;
+    this.book.set(id, url);
+    if (this.o.client.has(id)) this.o.client.setPeer(id, url);
+    if (this.members.has(id)) this.o.admin.movePeer(id, url);
+    // A verification waiting for an address (or stuck at a wrong one) tries the new one now.
+    const v = this.verifying.get(id);
+    if (v !== undefined && !v.running) this.attempt(id, v);
+  }
+
+  /** A seed found at run time (a `--join` address, a DNS name's address) under its announced id. */
+  seed(id: NodeId, url: string): void {
+    this.learn(id, url, true);
+    this.o.feed({ type: "mesh-seed", id });
+  }
+
+  /** The `mesh-send` effect: best effort, dropped when nothing is known of `to` or too much is in flight. */
+  send(to: NodeId, msg: MeshMessage): Promise<void> {
+    if (this.stopped && !(msg.channel === "swim" && msg.msg.type === "goodbye")) return Promise.resolve();
+    const n = this.inFlight.get(to) ?? 0;
+    if (n >= MAX_IN_FLIGHT || !this.pool(to)) return Promise.resolve();
+    const body = encodeMesh(msg, this.addressesFor(msg));
+    this.inFlight.set(to, n + 1);
+    return this.o.client
+      .sendMesh(to, body)
+      .then(
+        () => this.o.metrics.gossipBytes.inc({ peer: to, direction: "out" }, body.byteLength),
+        (err: Error) => this.o.logger.debug({ peer: to, err: err.message }, "mesh message not delivered"),
+      )
+      .finally(() => {
+        const left = (this.inFlight.get(to) ?? 1) - 1;
+        if (left > 0) this.inFlight.set(to, left);
+        else this.inFlight.delete(to);
+      });
+  }
+
+  /** The peer server's `onMesh`: decoded, its addresses learned, fed to the node. */
+  onMesh(from: NodeId, body: Uint8Array): string | undefined {
+    if (this.stopped) return undefined;
+    const d = decodeMesh(body, this.o.maxMessageBytes);
+    if (!d.ok) return d.error;
+    this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, body.byteLength);
+    for (const a of d.envelope.addrs) this.learn(a.id, a.url, a.id === from);
+    this.o.feed({ type: "mesh-message", from, msg: d.envelope.msg });
+    return undefined;
+  }
+
+  /** The `verify-member` effect (see [Verified by contact]). */
+  verify(id: NodeId): void {
+    if (this.verifying.has(id) || this.stopped) return;
+    if (this.verifying.size >= MAX_VERIFYING) {
+      // Never admitted without an answer; the core's candidate waits (bounded there).
+      this.o.logger.warn({ peer: id }, "too many members being verified: not verifying this one now");
+      return;
+    }
+    const v: Verifying = { attempts: 0, timer: undefined, running: false };
+    this.verifying.set(id, v);
+    this.attempt(id, v);
+  }
+
+  /** After each input: members SWIM admitted or dropped get (or lose) their pool, URL and hello. */
+  syncMembers(): void {
+    const now = new Set<NodeId>();
+    for (const m of this.o.node.meshMembers() ?? [])
+      if (m.status === "alive" || m.status === "suspect") now.add(m.id);
+    for (const id of now) {
+      if (this.members.has(id)) continue;
+      const url = this.book.get(id);
+      if (url === undefined) continue; // admitted only after a verified contact: cannot happen
+      this.members.add(id);
+      this.strangers.delete(id);
+      this.o.admin.meshJoined(id, url, this.hellos.get(id) ?? {});
+      this.hellos.delete(id);
+    }
+    for (const id of this.members) {
+      if (now.has(id)) continue;
+      this.members.delete(id);
+      this.o.admin.meshLeft(id);
+      this.o.logger.info({ peer: id }, "member left the mesh (dead or departed)");
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const v of this.verifying.values()) clearTimeout(v.timer);
+    this.verifying.clear();
+  }
+
+  /** What `/cluster` shows of the mesh's addresses (for operators; not the member list). */
+  addresses(): Record<NodeId, string> {
+    return Object.fromEntries(this.book);
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private attempt(id: NodeId, v: Verifying): void {
+    clearTimeout(v.timer);
+    v.timer = undefined;
+    if (this.stopped || !this.pool(id)) {
+      this.retry(id, v); // no address (yet)
+      return;
+    }
+    v.running = true;
+    this.o.client.verifiedHello(id).then(
+      (hello) => {
+        v.running = false;
+        const r = checkPeerHello(
+          { cluster: this.o.clusterId, model: this.o.helloModel, self: this.o.node.id, peerId: id },
+          hello,
+        );
+        // Another id answered there: the address is stale or a relay's mistake, not a verdict on `id`.
+        if (r.ok || (r.reason !== "wrong-id" && r.reason !== "self")) {
+          if (!r.ok) this.o.logger.warn({ peer: id, reason: r.reason }, `mesh member refused: ${r.message}`);
+          this.settle(id, r.ok, r.ok ? r.hello : undefined);
+        } else this.retry(id, v);
+      },
+      (err: unknown) => {
+        v.running = false;
+        if (!definiteRefusal(err)) return void this.retry(id, v);
+        this.o.logger.warn({ peer: id, err: (err as Error).message }, "mesh member refused: no credential");
+        this.settle(id, false);
+      },
+    );
+  }
+
+  private retry(id: NodeId, v: Verifying): void {
+    if (this.stopped || this.verifying.get(id) !== v) return;
+    const ms = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** v.attempts++);
+    v.timer = setTimeout(() => this.attempt(id, v), ms);
+    v.timer.unref?.();
+  }
+
+  private settle(id: NodeId, ok: boolean, hello?: PeerHello): void {
+    this.verifying.delete(id);
+    if (this.stopped) return;
+    if (ok && hello) this.hellos.set(id, hello);
+    this.o.feed({ type: "member-verified", id, ok });
+    if (!ok) {
+      this.hellos.delete(id);
+      this.dropStranger(id);
+      this.o.metrics.authRejected.inc({ reason: "mesh-verify" });
+    } else if (!this.members.has(id)) this.hellos.delete(id); // not admitted after all (table full)
+  }
+
+  /** A pool to `id` (one is made for a stranger within the bound); false if none can be had. */
+  private pool(id: NodeId): boolean {
+    if (this.o.client.has(id)) return true;
+    const url = this.book.get(id);
+    if (url === undefined) return false;
+    if (!this.members.has(id)) {
+      if (this.strangers.size >= MAX_STRANGER_POOLS) return false;
+      this.strangers.add(id);
+    }
+    this.o.client.setPeer(id, url);
+    return true;
+  }
+
+  private dropStranger(id: NodeId): void {
+    if (!this.strangers.delete(id)) return;
+    this.o.client.removePeer(id);
+  }
+
+  /**
+   * Our own address, then those of the members the message names (bounded by mesh-wire.ts). None on
+   * anti-entropy: it goes only to members, who hold our address already.
+   */
+  private addressesFor(msg: MeshMessage): MeshAddress[] {
+    const out: MeshAddress[] = [];
+    if (msg.channel === "gossip") return out;
+    if (this.selfUrl !== undefined) out.push({ id: this.o.node.id, url: this.selfUrl });
+    for (const id of meshMentions(msg)) {
+      const url = this.book.get(id);
+      if (url !== undefined) out.push({ id, url });
+    }
+    return out;
+  }
+
+  /** Forgets one address of a node that is neither a member nor being verified; false if none. */
+  private evictAddress(): boolean {
+    for (const id of this.book.keys()) {
+      if (this.members.has(id) || this.verifying.has(id) || this.strangers.has(id)) continue;
+      this.book.delete(id);
+      return true;
+    }
+    return false;
+  }
+}
+
+/** Whether an input can change SWIM's members (a mesh message, a verification, a seed, a swim timer). */
+export function movesMembers(input: NodeInput): boolean {
+  const t = input.type;
+  return (
+    t === "mesh-message" ||
+    t === "member-verified" ||
+    t === "mesh-seed" ||
+    (t === "timer" && input.timer.kind === "swim")
+  );
+}
+
+/**
+ * Whether a failed hello proves the far node lacks our cluster's credential: it refused ours (401,
+ * 403), answered without a valid proof, or presented a certificate the cluster CA did not issue for
+ * that id. Anything else (refused connection, timeout) may pass: retried.
+ */
+export function definiteRefusal(err: unknown): boolean {
+  if (!(err instanceof TransportError)) return false;
+  if (err.kind === "http") return err.status === 401 || err.status === 403;
+  if (err.kind === "protocol") return true;
+  return /certificate|CERT_|ALTNAME|UNKNOWN_CA|self.signed/i.test(err.message);
+}

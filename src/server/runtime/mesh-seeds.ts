@@ -1,0 +1,68 @@
+/**
+ * `gossip: "scuttlebutt"`'s seeds: `--join host:port,…` addresses turned into (id, address) seeds for
+ * SWIM, which asks each for the member list (and again whenever this node is alone). An address is
+ * asked who it is with a hello (like a DNS-found one: mutual TLS holds the id to the certificate's) and
+ * retried with backoff until it answers; one of another cluster or model is refused and logged.
+ */
+import { checkPeerHello, DiscoveryError } from "../../net/discovery.js";
+import type { PeerClient } from "../../net/transport-client.js";
+import type { RuntimeLogger } from "./logger.js";
+import type { MeshPeers } from "./mesh-peers.js";
+
+const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
+export const MAX_JOIN = 64;
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 2_000;
+
+/** `--join` (a comma-separated string, or a YAML list) as peer URLs; throws DiscoveryError on a bad one. */
+export function parseJoin(spec: string | readonly string[] | undefined, scheme: "http" | "https"): string[] {
+  if (spec === undefined) return [];
+  const items = (typeof spec === "string" ? spec.split(",") : [...spec]).map((s) => s.trim()).filter(Boolean);
+  if (items.length > MAX_JOIN)
+    throw new DiscoveryError(`--join lists ${items.length} seeds, at most ${MAX_JOIN}`);
+  const urls = items.map((a) => {
+    const m = HOST_PORT.exec(a);
+    if (!m || Number(m[2]) > 65535 || Number(m[2]) === 0)
+      throw new DiscoveryError(
+        `--join seed '${a}' must be HOST:PORT (a member's peer port), e.g. 10.0.0.2:9080`,
+      );
+    return `${scheme}://${a}`;
+  });
+  return [...new Set(urls)];
+}
+
+export interface SeedOptions {
+  client: PeerClient;
+  mesh: MeshPeers;
+  logger: RuntimeLogger;
+  expect: { cluster: string; model?: string | undefined; self: string };
+  isStopping(): boolean;
+}
+
+/** Resolves each seed address in the background, handing each to the mesh once it answers. */
+export function resolveSeeds(urls: readonly string[], o: SeedOptions): void {
+  for (const url of urls) void resolveOne(url, o);
+}
+
+async function resolveOne(url: string, o: SeedOptions): Promise<void> {
+  for (let attempt = 0; !o.isStopping(); attempt++) {
+    try {
+      const r = await o.client.probeHello(url);
+      const check = checkPeerHello({ ...o.expect, peerId: r.certId }, r.hello);
+      if (check.ok) {
+        o.logger.info({ seed: url, peer: check.hello.id }, "joining through seed");
+        o.mesh.seed(check.hello.id, url);
+        return;
+      }
+      // Ourselves (a seed list shared by every node) is no seed; another cluster or model never is.
+      if (check.reason !== "self")
+        o.logger.error({ seed: url, reason: check.reason }, `seed refused: ${check.message}`);
+      return;
+    } catch (err) {
+      if (attempt === 4) o.logger.warn({ seed: url, err: (err as Error).message }, "seed not answering yet");
+    }
+    await new Promise((res) =>
+      setTimeout(res, Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt)).unref(),
+    );
+  }
+}

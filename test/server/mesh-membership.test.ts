@@ -1,0 +1,163 @@
+/**
+ * gossip scuttlebutt in the daemon (in-process nodes on loopback, shared-secret mode): members join
+ * through a seed, only nodes holding the cluster's secret are ever admitted whatever a relay says, and
+ * a node stopping says goodbye so the others drop it at once.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { signPeerRequest } from "../../src/net/auth/hmac.js";
+import { encodeMesh, MESH_PATH } from "../../src/net/mesh-wire.js";
+import { TransportError } from "../../src/net/transport-client.js";
+import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
+import { definiteRefusal } from "../../src/server/runtime/mesh-peers.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
+
+const dir = mkdtempSync(join(tmpdir(), "pm-mesh-"));
+const secretA = randomBytes(32);
+const secretFile = join(dir, "cluster.secret");
+const otherSecretFile = join(dir, "other.secret");
+writeFileSync(secretFile, secretA.toString("hex"));
+writeFileSync(otherSecretFile, randomBytes(32).toString("hex"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const nodes: NodeHandle[] = [];
+let fake: Server | undefined;
+afterEach(async () => {
+  await Promise.all(nodes.splice(0).map((n) => n.stop()));
+  await new Promise((r) => (fake ? fake.close(r) : r(undefined)));
+  fake = undefined;
+});
+
+async function start(id: string, o: { join?: string; secret?: string } = {}): Promise<NodeHandle> {
+  const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+  const s = resolveNodeSettings(
+    {
+      id,
+      engine: "sim",
+      simTimeScale: "0.02",
+      pollMs: "100",
+      gossip: "scuttlebutt",
+      secretFile: o.secret ?? secretFile,
+      logLevel: "silent",
+      listen: `127.0.0.1:${api}`,
+      peerListen: `127.0.0.1:${peer}`,
+      ...(o.join ? { join: o.join } : {}),
+    },
+    {},
+  );
+  const n = await startNode(s, { logger: pino({ level: "silent" }) });
+  nodes.push(n);
+  return n;
+}
+
+interface View {
+  peers: { id: string; liveness: string }[];
+  members: { id: string; status: string }[];
+}
+const view = (n: NodeHandle) => n.runtime.clusterView() as unknown as View;
+const hostPort = (n: NodeHandle) => n.peerUrl.replace(/^https?:\/\//, "");
+
+async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
+  for (const t0 = Date.now(); !cond(); ) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const meshRejections = async (n: NodeHandle) => {
+  const text = await (await fetch(`${n.apiUrl}/metrics`)).text();
+  const m = /prefixmesh_peer_auth_rejected_total\{[^}]*reason="mesh-verify"[^}]*\} (\d+)/.exec(text);
+  return Number(m?.[1] ?? 0);
+};
+
+/** A swim `gossip` naming `id` alive at `url`, signed with the cluster's secret by a node `R` (the relay). */
+async function relaySays(to: NodeHandle, id: string, url: string): Promise<number> {
+  const body = encodeMesh(
+    { channel: "swim", msg: { type: "gossip", updates: [{ id, status: "alive", incarnation: 0 }] } },
+    [{ id, url }],
+  );
+  const headers = signPeerRequest({
+    secret: secretA,
+    sender: "R",
+    destination: to.runtime.nodeId,
+    method: "POST",
+    path: MESH_PATH,
+    body,
+    now: Date.now(),
+  });
+  const res = await fetch(`${to.peerUrl}${MESH_PATH}`, {
+    method: "POST",
+    body: Buffer.from(body),
+    headers: { ...headers, "content-type": "application/octet-stream" },
+  });
+  return res.status;
+}
+
+describe("gossip scuttlebutt: membership by verified contact", () => {
+  it("joins through a seed, refuses nodes without the secret whatever a relay says, and says goodbye", async () => {
+    const a = await start("A");
+    const b = await start("B", { join: hostPort(a) });
+    await until("A and B list each other live", () => {
+      return (
+        view(a).peers.some((p) => p.id === "B" && p.liveness === "live") &&
+        view(b).peers.some((p) => p.id === "A")
+      );
+    });
+
+    // An impostor with another secret joins through A: its requests are refused (401), it never joins.
+    const m = await start("M", { join: hostPort(a), secret: otherSecretFile });
+    // A relay (holding the secret) says M is alive at M's real address: A asks M to prove its id.
+    expect(await relaySays(a, "M", m.peerUrl)).toBe(204);
+    for (const t0 = Date.now(); (await meshRejections(a)) < 1; ) {
+      if (Date.now() - t0 > 10_000) throw new Error("A never refused M");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // A plain server claiming to be "X" (a hello of our cluster and model, but no proof of the secret).
+    const xPort = await freePort("127.0.0.1");
+    const model = a.runtime.modelId;
+    fake = createServer((_req, res) => {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ id: "X", cluster: "prefixmesh", model, protocol: PROTOCOL_VERSION }));
+    });
+    await new Promise<void>((r) => fake?.listen(xPort, "127.0.0.1", r));
+    expect(await relaySays(b, "X", `http://127.0.0.1:${xPort}`)).toBe(204);
+    for (const t0 = Date.now(); (await meshRejections(b)) < 1; ) {
+      if (Date.now() - t0 > 10_000) throw new Error("B never refused X");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    for (const n of [a, b]) {
+      const ids = view(n).members.map((x) => x.id);
+      expect(ids).not.toContain("M");
+      expect(ids).not.toContain("X");
+      expect(n.runtime.peerHandlers().isKnownPeer("M")).toBe(false);
+    }
+    expect(view(m).peers).toEqual([]);
+
+    // B stops (the SIGTERM path): its goodbye reaches A, which drops it at once (no suspicion wait).
+    const t0 = Date.now();
+    await b.stop();
+    nodes.splice(nodes.indexOf(b), 1);
+    await until("A saw B leave", () => view(a).members.find((x) => x.id === "B")?.status === "left", 2_000);
+    expect(view(a).peers.map((p) => p.id)).not.toContain("B");
+    expect(Date.now() - t0).toBeLessThan(2_000);
+  }, 60_000);
+
+  it("treats only refused credentials, a missing proof or a foreign certificate as a definite refusal", () => {
+    expect(definiteRefusal(new TransportError("http", "401", 401))).toBe(true);
+    expect(definiteRefusal(new TransportError("protocol", "hello without a valid proof of its id"))).toBe(
+      true,
+    );
+    expect(definiteRefusal(new TransportError("connection", "ERR_TLS_CERT_ALTNAME_INVALID: x"))).toBe(true);
+    expect(definiteRefusal(new TransportError("connection", "ECONNREFUSED: x"))).toBe(false);
+    expect(definiteRefusal(new TransportError("timeout", "slow"))).toBe(false);
+    expect(definiteRefusal(new TransportError("http", "503", 503))).toBe(false);
+  });
+});
