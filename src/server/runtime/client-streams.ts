@@ -34,6 +34,8 @@ interface ClientSlot {
   /** Greedy decoding (temperature 0): the same model gives the same text on any node. */
   greedy: boolean;
   done: boolean;
+  /** The client's deadline timer (`expireAfter`), cleared with the answer. */
+  deadline?: NodeJS.Timeout;
 }
 
 /** The request the node runs for a client's input, under the client request's id. */
@@ -168,6 +170,16 @@ export class ClientStreams {
     return true;
   }
 
+  /** A client deadline (core/node/deadline.ts) that passes before the answer: 504; a later answer is dropped. */
+  expireAfter(reqId: string, ms: number): void {
+    const slot = this.slots.get(reqId);
+    if (!slot) return;
+    slot.deadline = setTimeout(() => {
+      const why = `deadline: no answer within the request's ${ms} ms (x-prefixmesh-deadline-ms)`;
+      this.fail(reqId, new ServiceError(504, "server_error", why, undefined, "deadline_exceeded"));
+    }, ms);
+  }
+
   /** Ends client `reqId` with an error (a no-op once it has its answer). */
   fail(reqId: string, err: Error): void {
     this.finish(reqId, err, undefined);
@@ -193,6 +205,7 @@ export class ClientStreams {
     const slot = this.slots.get(reqId);
     if (!slot || slot.done) return;
     slot.done = true;
+    clearTimeout(slot.deadline);
     this.slots.delete(reqId);
     this.byRequest.delete(slot.request);
     if (err) slot.reject(err);

@@ -36,6 +36,7 @@ import {
 } from "../service.js";
 import { Admin } from "./admin.js";
 import { countPrediction } from "./cache-predictions.js";
+import { admissionError } from "./client-admission.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
 import { watchEngineCache } from "./engine-cache-watch.js";
@@ -135,10 +136,7 @@ export class NodeRuntime implements NodeService {
       now: this.now,
       isStopping: () => this.stopping,
       feed: (input) => this.feed(input),
-      ownServed: () => {
-        const s = this.node.stats();
-        return s.servedLocal + s.servedForPeers;
-      },
+      ownServed: () => this.node.stats().servedLocal + this.node.stats().servedForPeers,
     });
     this.view = new ClusterView({
       ...o,
@@ -187,39 +185,15 @@ export class NodeRuntime implements NodeService {
   }
 
   submit(input: InferenceInput, events: ServeEvents, link: ClientLink): Promise<ServeOutcome> {
-    if (this.stopping || !this.started) {
-      return Promise.reject(new ServiceError(503, "server_error", "node is shutting down", 1));
-    }
-    if (this.clients.size >= this.maxPending) {
-      // Retry-After: roughly when the queue ahead should have drained at the current pace.
-      return Promise.reject(
-        new ServiceError(429, "rate_limit_error", "node overloaded: too many requests in flight", 1),
-      );
-    }
-    // An engine that would share the namespace's cache: refused here, where the client hears why.
-    const refused = input.tokenizer === undefined ? this.engine.namespaceProblem?.(input) : undefined;
-    if (refused)
-      return Promise.reject(
-        new ServiceError(400, "invalid_request_error", refused, undefined, "cache_salt_unsupported"),
-      );
+    const state = { open: this.started && !this.stopping, pending: this.clients.size, max: this.maxPending };
+    const refused = admissionError(state, this.engine, input);
+    if (refused) return Promise.reject(refused);
     const reqId = `${this.nodeId}-${this.node.currentEpoch}-${++this.seq}`;
     const request = engineRequestOf(reqId, input);
     const answer = this.clients.open(reqId, request, events, link);
-    if (input.deadlineMs !== undefined) this.expireAt(reqId, answer, input.deadlineMs);
+    if (input.deadlineMs !== undefined) this.clients.expireAfter(reqId, input.deadlineMs);
     this.feed({ type: "client-request", reqId, request });
     return answer;
-  }
-
-  /** A client deadline (core/node/deadline.ts) passed before the answer: 504; a later answer is dropped. */
-  private expireAt(reqId: string, answer: Promise<ServeOutcome>, ms: number): void {
-    const timer = setTimeout(() => {
-      const why = `deadline: no answer within the request's ${ms} ms (x-prefixmesh-deadline-ms)`;
-      this.clients.fail(reqId, new ServiceError(504, "server_error", why, undefined, "deadline_exceeded"));
-    }, ms);
-    answer.then(
-      () => clearTimeout(timer),
-      () => clearTimeout(timer),
-    );
   }
 
   ready() {

@@ -1,0 +1,33 @@
+/**
+ * Whether the node takes a client request at all, before the core sees it: refusals that need no
+ * routing (shutting down, too many clients waiting, an engine that cannot keep the request's cache
+ * namespace apart), each with the status and code the client is told.
+ */
+import type { Engine } from "../../core/engine.js";
+import type { InferenceInput } from "../service.js";
+import { ServiceError } from "../service.js";
+
+export interface AdmissionState {
+  /** Started and not shutting down. */
+  open: boolean;
+  /** Clients waiting for an answer, and the bound on them. */
+  pending: number;
+  max: number;
+}
+
+export function admissionError(
+  s: AdmissionState,
+  engine: Engine,
+  input: InferenceInput,
+): ServiceError | undefined {
+  if (!s.open) return new ServiceError(503, "server_error", "node is shutting down", 1);
+  if (s.pending >= s.max) {
+    return new ServiceError(429, "rate_limit_error", "node overloaded: too many requests in flight", 1);
+  }
+  // An engine that would share the namespace's cache: refused here, where the client hears why. A
+  // request for a model this node does not serve (`tokenizer` set) runs elsewhere: that engine judges.
+  const refused = input.tokenizer === undefined ? engine.namespaceProblem?.(input) : undefined;
+  if (refused)
+    return new ServiceError(400, "invalid_request_error", refused, undefined, "cache_salt_unsupported");
+  return undefined;
+}
