@@ -163,6 +163,32 @@ describe("swim membership rules", () => {
     expect(lone).toBeLessThanOrEqual(24_200);
   });
 
+  test("a member is suspected only after two probe periods in a row fail, probed back to back", () => {
+    const h = harness();
+    for (const m of ["b", "c", "d", "e"]) h.admit(m);
+    const period = () => {
+      h.sent.length = 0;
+      h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-probe" } }));
+      const ping = h.sent.find((s) => s.msg.type === "ping");
+      return ping?.to;
+    };
+    const first = period();
+    expect(first).toBeDefined();
+    // Nobody answers: the next period re-probes the same member instead of suspecting it.
+    expect(period()).toBe(first);
+    expect(h.swim.status(first as string)).toBe("alive");
+    // The second silent period suspects it.
+    period();
+    expect(h.swim.status(first as string)).toBe("suspect");
+    // An ack within a period clears the count: the next target is probed afresh.
+    const next = period();
+    const ping = h.sent.find((s) => s.msg.type === "ping");
+    expect(ping?.msg.type).toBe("ping");
+    const seq = ping?.msg.type === "ping" ? ping.msg.seq : -1;
+    h.msg(next as string, { type: "ack", seq, updates: [] });
+    expect(period()).not.toBe(next);
+  });
+
   test("the candidate set is bounded", () => {
     const h = harness();
     h.admit("b");
