@@ -6,8 +6,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import type { GossipMessage } from "../../src/core/node/gossip/scuttlebutt.js";
+import { type GossipMessage, netDeltas } from "../../src/core/node/gossip/scuttlebutt.js";
 import { gossipSize } from "../../src/core/node/gossip/size.js";
+import type { SnapshotDelta } from "../../src/core/snapshot.js";
 import { GossipRounds } from "../../src/sim/gossip-rounds.js";
 
 type Op =
@@ -118,6 +119,58 @@ describe("scuttlebutt digest merge", () => {
     // From the owner itself, c gets the truth.
     exchange(sim, 2, 0, [false, false, false]);
     expect(sorted(c.gossip.index.estimateKeys("n0"))).toEqual(sorted(a.tree.snapshotBody().keys));
+  });
+
+  test("a relayed chain netted into one delta lands on the same key set as the chain step by step", () => {
+    // Each step: a set of keys toggled (present → removed, absent → added): exact deltas.
+    const steps = fc.array(fc.uniqueArray(fc.integer({ min: 0, max: 40 }), { maxLength: 12 }), {
+      minLength: 1,
+      maxLength: 8,
+    });
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 0, max: 40 })), steps, (base, toggles) => {
+        const set = new Set(base);
+        const chain: SnapshotDelta[] = toggles.map((t, i) => {
+          const added = t.filter((k) => !set.has(k));
+          const removed = t.filter((k) => set.has(k));
+          for (const k of removed) set.delete(k);
+          for (const k of added) set.add(k);
+          return {
+            baseVersion: i,
+            version: i + 1,
+            added: Float64Array.from(added),
+            removed: Float64Array.from(removed),
+          };
+        });
+        const net = netDeltas(chain);
+        expect([net.baseVersion, net.version]).toEqual([0, toggles.length]);
+        const after = new Set(base);
+        for (const k of net.removed) expect(after.delete(k)).toBe(true);
+        for (const k of net.added) {
+          expect(after.has(k)).toBe(false);
+          after.add(k);
+        }
+        expect([...after].sort((a, b) => a - b)).toEqual([...set].sort((a, b) => a - b));
+      }),
+    );
+  });
+
+  test("a round's digests go to one partner after another, each up to date with the last answer", () => {
+    const sim = new GossipRounds({ nodes: 4, seed: 3 });
+    sim.change(1);
+    const a = sim.nodes[0];
+    if (!a) throw new Error("node");
+    const first = a.gossip.round(["n1", "n2", "n3"], a.own);
+    expect(first.length).toBe(1);
+    const p = first[0];
+    if (!p) throw new Error("one digest");
+    // No answer yet: nothing more goes out; an answer from another member does not advance it either.
+    const other = ["n1", "n2", "n3"].find((x) => x !== p.to) as string;
+    expect(a.gossip.continueRound(other, a.own)).toBeUndefined();
+    const next = a.gossip.continueRound(p.to, a.own);
+    expect(next?.msg.type).toBe("digest");
+    expect(next?.to).not.toBe(p.to);
+    expect(a.gossip.continueRound(next?.to as string, a.own)?.to).not.toBe(next?.to);
   });
 
   test("malformed or oversized messages are refused and counted", () => {

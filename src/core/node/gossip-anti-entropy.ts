@@ -56,6 +56,7 @@ export class GossipAntiEntropy {
       new PeerIndex({ maxOwners: maxEstimates + 1 }),
       {
         random: () => this.deps.random(),
+        now: () => this.now,
         member: (id) => this.members.has(id),
         score: (id) => this.useful.get(id) ?? 0,
         onApplied: (h) => this.applied(h),
@@ -69,6 +70,8 @@ export class GossipAntiEntropy {
         maxStates: 256,
         maxDigest: 8_192,
         discoveryOdds: 8,
+        chain: true,
+        pendingMs: this.config.pollMs / 2,
       },
     );
   }
@@ -172,9 +175,13 @@ export class GossipAntiEntropy {
   ): void {
     this.now = now;
     if (!this.members.has(from)) return;
-    const answer = this.sb.onMessage(from, msg, this.own(tree, queueDepth, pushBackMs));
+    const own = this.own(tree, queueDepth, pushBackMs);
+    const answer = this.sb.onMessage(from, msg, own);
     if (answer !== undefined)
       out.push({ type: "mesh-send", to: from, msg: { channel: "gossip", msg: answer } });
+    const next = this.sb.continueRound(from, own);
+    if (next !== undefined && this.members.has(next.to))
+      out.push({ type: "mesh-send", to: next.to, msg: { channel: "gossip", msg: next.msg } });
   }
 
   /** No RTT echo rides on digests. */

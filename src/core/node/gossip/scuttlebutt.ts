@@ -6,12 +6,17 @@
  * because each estimate has one writer and (epoch, version) only moves forward (Estimates), so a
  * relayed state older than what the receiver holds is ignored.
  *
+ * A round's digests go to its partners one after another (`chain`): the second partner is sent a
+ * digest that already holds what the first sent, so the same change is not pulled twice; an owner we
+ * asked one peer for is not asked of another while the answer is on its way (`pendingMs`).
+ *
  * How a relay carries another owner's change: it keeps the last `deltaLog` deltas it applied for that
- * owner, consecutive, and sends the chain from the receiver's version; a receiver further behind (or
+ * owner, consecutive, and sends the chain from the receiver's version netted into one delta (a key
+ * added then evicted costs nothing); a receiver further behind (or
  * of another epoch) gets the owner's whole key set — from our estimate, and only while that estimate
  * is exactly the owner's (no optimistic insert since: `clean`), else nothing (the owner or a cleaner
  * relay sends it). Cost: the log holds at most deltaLog × the keys of those deltas per owner; a chain
- * costs the sum of its deltas, a fallback 6 bytes per key of the owner's tree.
+ * costs at most the sum of its deltas, a fallback 6 bytes per key of the owner's tree.
  *
  * `maxEstimates` bounds the owners held: a new owner is taken while there is room; when full, one in
  * `discoveryOdds` exchanges asks for one owner we lack, which replaces the least useful held owner (the node scores usefulness: recent
@@ -69,6 +74,13 @@ export interface ScuttlebuttConfig {
   maxDigest: number;
   /** When full, one in this many arriving owners replaces the least useful one. */
   discoveryOdds: number;
+  /**
+   * A round's digests go to its partners one after another (the next when the previous answer came):
+   * what one partner sent is not pulled again from the next. false: all at once.
+   */
+  chain: boolean;
+  /** An owner we asked a peer for is not asked of another for this long (ms; the answer is on its way). */
+  pendingMs: number;
 }
 
 export const DEFAULT_SCUTTLEBUTT: ScuttlebuttConfig = {
@@ -78,6 +90,8 @@ export const DEFAULT_SCUTTLEBUTT: ScuttlebuttConfig = {
   maxStates: 256,
   maxDigest: 8_192,
   discoveryOdds: 8,
+  chain: true,
+  pendingMs: 250,
 };
 
 interface OwnerLog {
@@ -102,6 +116,8 @@ export interface ScuttlebuttCounters {
 
 export interface ScuttlebuttDeps {
   random(): number;
+  /** Our clock (ms), for `pendingMs`; default: no clock, nothing is pending. */
+  now?(): number;
   /** Whether `owner` is a live member now (states of others are dropped); default: all are. */
   member?(owner: NodeId): boolean;
   /**
@@ -120,6 +136,10 @@ export class Scuttlebutt {
   private readonly logs = new Map<NodeId, OwnerLog>();
   /** The one owner we asked for while full (discovery): admitted in place of the least useful. */
   private discovering: NodeId | undefined;
+  /** This round's partners still to get our digest, and the one whose answer we wait for. */
+  private chain: { awaiting: NodeId; rest: NodeId[] } | undefined;
+  /** Owners we asked someone for (wants), and when: not asked again while the answer is on its way. */
+  private readonly asked = new Map<NodeId, number>();
   readonly counters: ScuttlebuttCounters = {
     digestsSent: 0,
     statesSent: { full: 0, delta: 0 },
@@ -160,15 +180,43 @@ export class Scuttlebutt {
     return out;
   }
 
-  /** A round: our digest to `fanout` members picked at random from `members`. */
+  /**
+   * A round: our digest to `fanout` members picked at random from `members` — with `chain`, to the
+   * first now and to each next one when the previous answered (`continueRound`); a lost answer ends
+   * the round early (the next round starts afresh).
+   */
   round(members: readonly NodeId[], self: OwnState): { to: NodeId; msg: GossipMessage }[] {
     const n = members.length;
     const k = Math.min(this.config.fanout, n);
     const picked = new Set<NodeId>();
     while (picked.size < k) picked.add(members[Math.floor(this.deps.random() * n)] as NodeId);
+    const to = [...picked];
+    this.chain = undefined;
+    if (this.config.chain && to.length > 1) {
+      const [first, ...rest] = to as [NodeId, ...NodeId[]];
+      this.chain = { awaiting: first, rest };
+      to.length = 1;
+    }
     const msg: GossipMessage = { type: "digest", entries: this.digest(self), room: this.hasRoom() };
-    this.counters.digestsSent += picked.size;
-    return [...picked].map((to) => ({ to, msg }));
+    this.counters.digestsSent += to.length;
+    return to.map((t) => ({ to: t, msg }));
+  }
+
+  /**
+   * After a message from `from`: if it answered our round's digest, that digest (now up to date with
+   * what `from` sent) to the round's next partner.
+   */
+  continueRound(from: NodeId, self: OwnState): { to: NodeId; msg: GossipMessage } | undefined {
+    const c = this.chain;
+    if (c === undefined || c.awaiting !== from) return undefined;
+    const to = c.rest.shift();
+    if (to === undefined) {
+      this.chain = undefined;
+      return undefined;
+    }
+    c.awaiting = to;
+    this.counters.digestsSent++;
+    return { to, msg: { type: "digest", entries: this.digest(self), room: this.hasRoom() } };
   }
 
   /**
@@ -187,8 +235,9 @@ export class Scuttlebutt {
       const wants: DigestEntry[] = [];
       const room = this.hasRoom();
       const unheld: NodeId[] = [];
+      const now = this.deps.now?.();
       for (const e of msg.entries) {
-        if (e.owner === this.selfId) continue;
+        if (e.owner === this.selfId || this.isPending(e.owner, now)) continue;
         const held = this.estimates.held(e.owner);
         if (held === undefined) {
           if (room) wants.push({ owner: e.owner, epoch: 0, version: 0 });
@@ -203,6 +252,8 @@ export class Scuttlebutt {
         wants.push({ owner, epoch: 0, version: 0 });
         this.discovering = owner;
       }
+      if (now !== undefined) for (const w of wants) this.asked.set(w.owner, now);
+      this.prunePending(now);
       // An owner we do not hold is wanted from version 0 of epoch 0: anything of it is newer.
       return { type: "states", states, wants: wants.slice(0, this.config.maxDigest) };
     }
@@ -225,6 +276,7 @@ export class Scuttlebutt {
 
   remove(owner: NodeId): void {
     this.logs.delete(owner);
+    this.asked.delete(owner);
     this.estimates.remove(owner);
   }
 
@@ -242,6 +294,7 @@ export class Scuttlebutt {
     }
     const verdict = this.estimates.apply(s);
     const log = this.logs.get(owner) as OwnerLog;
+    this.asked.delete(owner);
     if (verdict === "applied") {
       rx.applied++;
       this.deps.onApplied?.(s.header);
@@ -273,6 +326,18 @@ export class Scuttlebutt {
       log.wantFull = !exact && (this.deps.settled?.(owner) ?? true);
     }
     // A first state that did not fit holds nothing usable yet: keep the slot (version 0 of its epoch).
+  }
+
+  /** We asked someone for `owner` less than `pendingMs` ago. */
+  private isPending(owner: NodeId, now: number | undefined): boolean {
+    const at = now === undefined ? undefined : this.asked.get(owner);
+    return at !== undefined && now !== undefined && now - at < this.config.pendingMs;
+  }
+
+  /** Forgets answers that never came (lost): `asked` stays within the owners held and a few more. */
+  private prunePending(now: number | undefined): void {
+    if (now === undefined || this.asked.size <= 2 * this.logs.size + 16) return;
+    for (const [owner, at] of this.asked) if (now - at >= this.config.pendingMs) this.asked.delete(owner);
   }
 
   private hasRoom(): boolean {
@@ -370,13 +435,10 @@ export class Scuttlebutt {
     if (e !== undefined && e.epoch === held.epoch && e.version > 0) {
       const i = log.deltas.findIndex((d) => d.baseVersion === e.version);
       if (i >= 0) {
-        for (let j = i; j < log.deltas.length; j++) {
-          const d = log.deltas[j] as SnapshotDelta;
-          const header = { ...log.header, version: d.version };
-          const last = j === log.deltas.length - 1;
-          out.push({ snapshot: { kind: "delta", header, delta: d }, blocks: last ? log.blocks : -1 });
-          this.counters.statesSent.delta++;
-        }
+        // The chain from the peer's version, netted into one delta (as the owner nets its own).
+        const delta = netDeltas(log.deltas.slice(i));
+        out.push({ snapshot: { kind: "delta", header: log.header, delta }, blocks: log.blocks });
+        this.counters.statesSent.delta++;
         return;
       }
     }
@@ -390,4 +452,24 @@ export class Scuttlebutt {
     out.push({ snapshot: { kind: "full", header: log.header, body }, blocks: log.blocks });
     this.counters.statesSent.full++;
   }
+}
+
+/**
+ * Consecutive deltas (each exact: `added` not in its base, `removed` in it) as one exact delta from the
+ * first's base to the last's version: a key added then removed, or removed then added, cancels.
+ */
+export function netDeltas(chain: readonly SnapshotDelta[]): SnapshotDelta {
+  invariant(chain.length > 0, "netDeltas of an empty chain");
+  if (chain.length === 1) return chain[0] as SnapshotDelta;
+  const added = new Set<number>();
+  const removed = new Set<number>();
+  let version = (chain[0] as SnapshotDelta).baseVersion;
+  for (const d of chain) {
+    invariant(d.baseVersion === version, "netDeltas of a chain with a gap");
+    version = d.version;
+    for (const k of d.removed) if (!added.delete(k)) removed.add(k);
+    for (const k of d.added) if (!removed.delete(k)) added.add(k);
+  }
+  const base = (chain[0] as SnapshotDelta).baseVersion;
+  return { baseVersion: base, version, added: Float64Array.from(added), removed: Float64Array.from(removed) };
 }
