@@ -8,6 +8,28 @@ import { GossipAntiEntropy } from "../../src/core/node/gossip-anti-entropy.js";
 import type { Effect } from "../../src/core/node/types.js";
 import { RadixTree } from "../../src/core/radix-tree.js";
 
+/** A's digest to B, B's answer, A's states: a push-pull until quiet (A starts). */
+function pushPull(
+  a: GossipAntiEntropy,
+  b: GossipAntiEntropy,
+  treeA: RadixTree,
+  treeB: RadixTree,
+  now: number,
+) {
+  let toB: Effect[] = [];
+  a.round(now, treeA, 0, 0, [{ id: "B", live: true, rttMs: 1 }], toB);
+  for (let i = 0; i < 4 && toB.length > 0; i++) {
+    const toA: Effect[] = [];
+    for (const e of toB)
+      if (e.type === "mesh-send" && e.msg.channel === "gossip")
+        b.onGossip("A", e.msg.msg, now, treeB, 0, 0, toA);
+    toB = [];
+    for (const e of toA)
+      if (e.type === "mesh-send" && e.msg.channel === "gossip")
+        a.onGossip("B", e.msg.msg, now, treeA, 0, 0, toB);
+  }
+}
+
 function gossiper(id: string, peers: string[]) {
   const config = resolveNodeConfig({ id, peers, capacityTokens: 4096, gossip: "scuttlebutt" });
   const g = new GossipAntiEntropy(config, id, { now: () => 0, random: () => 0.5 });
@@ -43,5 +65,30 @@ describe("gossip mode: load reports", () => {
     expect(b.load("A").queueDepth).toBe(3);
     expect(b.drainReported()).toEqual(["A"]);
     expect(b.drainReported()).toEqual([]);
+  });
+
+  test("the cap a member's hello advertised holds across our restart and its death", () => {
+    const a = gossiper("A", ["B"]);
+    const b = gossiper("B", ["A"]);
+    const treeA = new RadixTree({ capacity: 4096 });
+    treeA.insert(
+      Uint32Array.from({ length: 40 * 16 }, (_, i) => i + 1),
+      1,
+    );
+    const treeB = new RadixTree({ capacity: 4096 });
+    b.capPeer("A", 10 * 16);
+    pushPull(a, b, treeA, treeB, 10);
+    expect(b.index.estimateSize("A")).toBe(10 * 16);
+    // We restart: a new index, the member list learned anew.
+    b.reset(2, [], 8);
+    b.add("A");
+    pushPull(a, b, treeA, treeB, 20);
+    expect(b.held("A")).toBeDefined();
+    expect(b.index.estimateSize("A")).toBe(10 * 16);
+    // A is declared dead and comes back (no new hello): still capped.
+    b.remove("A");
+    b.add("A");
+    pushPull(a, b, treeA, treeB, 30);
+    expect(b.index.estimateSize("A")).toBe(10 * 16);
   });
 });

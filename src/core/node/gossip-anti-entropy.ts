@@ -14,6 +14,9 @@ import type { NodeConfig } from "./config.js";
 import { type GossipMessage, type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
 import type { Effect, HeldVersion, NodeDeps, NodeId, PeerView, SnapshotEcho } from "./types.js";
 
+/** Hello-advertised caps remembered at most (members that come and go; the default maxMembers). */
+const MAX_CAPS = 4_096;
+
 const NO_LOAD: Readonly<PeerLoad> = {
   queueDepth: 0,
   queueAt: undefined,
@@ -35,6 +38,11 @@ export class GossipAntiEntropy {
   private readonly guessedAt = new Map<NodeId, number>();
   /** Owners whose newest header was applied since `drainReported` last ran (bounded by the members). */
   private readonly reported = new Set<NodeId>();
+  /**
+   * The cache each member's hello advertised, in keys: kept across our restarts (a new index) and a
+   * member's death (it may come back without a new hello); at most `maxCaps`, the oldest forgotten.
+   */
+  private readonly caps = new Map<NodeId, number>();
 
   constructor(
     private readonly config: NodeConfig,
@@ -74,6 +82,7 @@ export class GossipAntiEntropy {
         pendingMs: this.config.pollMs / 2,
       },
     );
+    for (const [id, keys] of this.caps) this.sb.index.capOwner(id, keys);
   }
 
   add(id: NodeId): void {
@@ -123,7 +132,11 @@ export class GossipAntiEntropy {
   }
   /** The capacity a member's hello advertised bounds our estimate of it, relayed or not. */
   capPeer(id: NodeId, capacityTokens: number): void {
-    this.sb.index.capOwner(id, Math.ceil(capacityTokens / this.sb.index.blockSize));
+    const keys = Math.ceil(capacityTokens / this.sb.index.blockSize);
+    this.caps.delete(id);
+    this.caps.set(id, keys);
+    if (this.caps.size > MAX_CAPS) this.caps.delete(this.caps.keys().next().value as NodeId);
+    this.sb.index.capOwner(id, keys);
   }
   /** Estimates apply whole in this mode (states are deltas or bounded sets): no staged steps. */
   scheduleSteps(_out: Effect[]): void {}
