@@ -67,6 +67,7 @@ export class GossipRounds {
           maxStates: 4096,
           maxDigest: 8192,
           discoveryOdds: 8,
+          discoveryMs: 0,
           chain: c.chain ?? true,
           pendingMs: 0,
         },

@@ -55,7 +55,7 @@ function exchange(sim: GossipRounds, from: number, to: number, lost: boolean[]):
   const a = sim.nodes[from];
   const b = sim.nodes[to];
   if (a === undefined || b === undefined || a === b) return;
-  const digest: GossipMessage = { type: "digest", entries: a.gossip.digest(a.own), room: true };
+  const digest: GossipMessage = { type: "digest", entries: a.gossip.digest(a.own), room: 8 };
   if (lost[0]) return;
   const answer = b.gossip.onMessage(a.id, digest, b.own);
   if (answer === undefined || lost[1]) return;
@@ -173,15 +173,34 @@ describe("scuttlebutt digest merge", () => {
     expect(a.gossip.continueRound(next?.to as string, a.own)?.to).not.toBe(next?.to);
   });
 
+  test("a digest's room bounds the new owners sent to its sender, picked at random", () => {
+    const sim = new GossipRounds({ nodes: 6, seed: 5 });
+    for (let i = 0; i < 6; i++) sim.change(i);
+    for (let r = 0; r < 4; r++) sim.round();
+    const n5 = sim.nodes[5];
+    if (!n5) throw new Error("node");
+    const sent = (room: number) => {
+      const answer = n5.gossip.onMessage("n0", { type: "digest", entries: [], room }, n5.own);
+      return answer?.type === "states" ? answer.states.map((s) => s.snapshot.header.sender) : [];
+    };
+    expect(sent(0)).toEqual([]);
+    expect(sent(1).length).toBe(1);
+    expect(new Set(sent(3)).size).toBe(3);
+    // Random picks: over a few digests, more than the same first three owners.
+    const seen = new Set<string>();
+    for (let i = 0; i < 12; i++) for (const o of sent(2)) seen.add(o);
+    expect(seen.size).toBeGreaterThan(3);
+  });
+
   test("malformed or oversized messages are refused and counted", () => {
     const sim = new GossipRounds({ nodes: 2, seed: 1 });
     const n = sim.nodes[0];
     if (!n) throw new Error("node");
     const entries = Array.from({ length: 9000 }, (_, i) => ({ owner: `x${i}`, epoch: 1, version: 1 }));
-    expect(n.gossip.onMessage("n1", { type: "digest", entries, room: true }, n.own)).toBeUndefined();
+    expect(n.gossip.onMessage("n1", { type: "digest", entries, room: 8 }, n.own)).toBeUndefined();
     expect(n.gossip.counters.invalid).toBe(1);
-    expect(
-      gossipSize({ type: "digest", entries: [{ owner: "n1", epoch: 1, version: 300 }], room: true }),
-    ).toBe(2 + 1 + 3 + 1 + 2);
+    expect(gossipSize({ type: "digest", entries: [{ owner: "n1", epoch: 1, version: 300 }], room: 8 })).toBe(
+      2 + 1 + 3 + 1 + 2,
+    );
   });
 });

@@ -78,6 +78,8 @@ export class GossipAntiEntropy {
         maxStates: 256,
         maxDigest: 8_192,
         discoveryOdds: 8,
+        // Whole key sets re-fetched for a discovery: at most one per 10 Δpoll.
+        discoveryMs: 10 * this.config.pollMs,
         chain: true,
         pendingMs: this.config.pollMs / 2,
       },

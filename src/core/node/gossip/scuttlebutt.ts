@@ -18,9 +18,11 @@
  * relay sends it). Cost: the log holds at most deltaLog × the keys of those deltas per owner; a chain
  * costs at most the sum of its deltas, a fallback 6 bytes per key of the owner's tree.
  *
- * `maxEstimates` bounds the owners held: a new owner is taken while there is room; when full, one in
- * `discoveryOdds` exchanges asks for one owner we lack, which replaces the least useful held owner (the node scores usefulness: recent
- * matches for its traffic, RTT), so new specialists are still discovered.
+ * `maxEstimates` bounds the owners held: a digest says how many new owners its sender would take, and
+ * no more are sent to it or asked for, picked at random (so owners spread over holders, not the same
+ * first few everywhere); when full, one owner we lack is asked for every `discoveryMs`, which replaces
+ * the least useful held owner (the node scores usefulness: recent matches for its traffic), so new
+ * specialists are still discovered without re-fetching whole key sets all the time.
  */
 import { Estimates } from "../../estimates.js";
 import { invariant } from "../../invariant.js";
@@ -38,8 +40,8 @@ export interface DigestEntry {
 }
 
 export type GossipMessage =
-  /** Round start: what I hold; `room`: I take owners I do not hold yet. */
-  | { type: "digest"; entries: DigestEntry[]; room: boolean }
+  /** Round start: what I hold; `room`: how many owners I do not hold yet I would take (0: none). */
+  | { type: "digest"; entries: DigestEntry[]; room: number }
   /** States the receiver lacks (deltas of one owner in order), and (answering a digest) what I lack. */
   | { type: "states"; states: OwnerState[]; wants: DigestEntry[] };
 
@@ -72,8 +74,10 @@ export interface ScuttlebuttConfig {
   maxStates: number;
   /** Most digest entries accepted in one message. */
   maxDigest: number;
-  /** When full, one in this many arriving owners replaces the least useful one. */
+  /** When full and without a clock, one in this many exchanges discovers a new owner. */
   discoveryOdds: number;
+  /** When full, one new owner is asked for (to replace the least useful one) at most this often (ms). */
+  discoveryMs: number;
   /**
    * A round's digests go to its partners one after another (the next when the previous answer came):
    * what one partner sent is not pulled again from the next. false: all at once.
@@ -90,6 +94,7 @@ export const DEFAULT_SCUTTLEBUTT: ScuttlebuttConfig = {
   maxStates: 256,
   maxDigest: 8_192,
   discoveryOdds: 8,
+  discoveryMs: 5_000,
   chain: true,
   pendingMs: 250,
 };
@@ -136,6 +141,7 @@ export class Scuttlebutt {
   private readonly logs = new Map<NodeId, OwnerLog>();
   /** The one owner we asked for while full (discovery): admitted in place of the least useful. */
   private discovering: NodeId | undefined;
+  private discoveredAt: number | undefined;
   /** This round's partners still to get our digest, and the one whose answer we wait for. */
   private chain: { awaiting: NodeId; rest: NodeId[] } | undefined;
   /** Owners we asked someone for (wants), and when: not asked again while the answer is on its way. */
@@ -197,7 +203,7 @@ export class Scuttlebutt {
       this.chain = { awaiting: first, rest };
       to.length = 1;
     }
-    const msg: GossipMessage = { type: "digest", entries: this.digest(self), room: this.hasRoom() };
+    const msg: GossipMessage = { type: "digest", entries: this.digest(self), room: this.room() };
     this.counters.digestsSent += to.length;
     return to.map((t) => ({ to: t, msg }));
   }
@@ -216,7 +222,7 @@ export class Scuttlebutt {
     }
     c.awaiting = to;
     this.counters.digestsSent++;
-    return { to, msg: { type: "digest", entries: this.digest(self), room: this.hasRoom() } };
+    return { to, msg: { type: "digest", entries: this.digest(self), room: this.room() } };
   }
 
   /**
@@ -231,26 +237,29 @@ export class Scuttlebutt {
       }
       const theirs = new Map<NodeId, DigestEntry>();
       for (const e of msg.entries) theirs.set(e.owner, e);
-      const states = this.statesFor(theirs, msg.room, self);
+      const states = this.statesFor(theirs, Math.max(0, Math.floor(msg.room)), self);
       const wants: DigestEntry[] = [];
-      const room = this.hasRoom();
+      const room = this.room();
       const unheld: NodeId[] = [];
       const now = this.deps.now?.();
       for (const e of msg.entries) {
         if (e.owner === this.selfId || this.isPending(e.owner, now)) continue;
         const held = this.estimates.held(e.owner);
-        if (held === undefined) {
-          if (room) wants.push({ owner: e.owner, epoch: 0, version: 0 });
-          else unheld.push(e.owner);
-        } else if (e.epoch > held.epoch || (e.epoch === held.epoch && e.version > held.version))
+        if (held === undefined) unheld.push(e.owner);
+        else if (e.epoch > held.epoch || (e.epoch === held.epoch && e.version > held.version))
           wants.push({ owner: e.owner, ...held });
       }
-      // Full: one in discoveryOdds exchanges asks for one owner we do not hold (it then replaces
-      // our least useful estimate), so new specialists are still found.
-      if (unheld.length > 0 && this.deps.random() * this.config.discoveryOdds < 1) {
+      // New owners, as many as we have room for, at random (an owner is held by some, not by all).
+      for (const owner of pickRandom(unheld, room, this.deps.random))
+        wants.push({ owner, epoch: 0, version: 0 });
+      // Full: one owner we do not hold is asked for now and then (it then replaces our least useful
+      // estimate), so new specialists are still found: once per discoveryMs, or (no clock) one in
+      // discoveryOdds exchanges.
+      if (room === 0 && unheld.length > 0 && this.mayDiscover(now)) {
         const owner = unheld[Math.floor(this.deps.random() * unheld.length)] as NodeId;
         wants.push({ owner, epoch: 0, version: 0 });
         this.discovering = owner;
+        this.discoveredAt = now;
       }
       if (now !== undefined) for (const w of wants) this.asked.set(w.owner, now);
       this.prunePending(now);
@@ -265,7 +274,7 @@ export class Scuttlebutt {
     if (msg.wants.length === 0) return undefined;
     const theirs = new Map<NodeId, DigestEntry>();
     for (const w of msg.wants) theirs.set(w.owner, w);
-    return { type: "states", states: this.statesFor(theirs, false, self, true), wants: [] };
+    return { type: "states", states: this.statesFor(theirs, 0, self, true), wants: [] };
   }
 
   /** Our estimate of `owner` now includes a guess (an optimistic insert): never relay it whole. */
@@ -344,6 +353,16 @@ export class Scuttlebutt {
     return this.logs.size < this.config.maxEstimates;
   }
 
+  /** Owners we would still take (at most maxStates: one message's worth). */
+  private room(): number {
+    return Math.max(0, Math.min(this.config.maxEstimates - this.logs.size, this.config.maxStates));
+  }
+
+  private mayDiscover(now: number | undefined): boolean {
+    if (now === undefined) return this.deps.random() * this.config.discoveryOdds < 1;
+    return this.discoveredAt === undefined || now - this.discoveredAt >= this.config.discoveryMs;
+  }
+
   /** Takes a new owner: while there is room, else (discovery) in place of the least useful. */
   private admit(owner: NodeId): boolean {
     if (!this.hasRoom()) {
@@ -382,14 +401,19 @@ export class Scuttlebutt {
    */
   private statesFor(
     theirs: Map<NodeId, DigestEntry>,
-    room: boolean,
+    room: number,
     self: OwnState,
     onlyListed = false,
   ): OwnerState[] {
     const out: OwnerState[] = [];
     const max = this.config.maxStates;
-    const own = this.ownStates(theirs.get(this.selfId), self, onlyListed);
-    for (const s of own) out.push(s);
+    const mine = theirs.get(this.selfId);
+    // Ourselves, to a peer that does not hold us, only if it has room (else it would drop it).
+    if (mine !== undefined || room > 0) {
+      const own = this.ownStates(mine, self, onlyListed);
+      for (const s of own) out.push(s);
+      if (mine === undefined) room -= own.length;
+    }
     const unheld: NodeId[] = [];
     for (const [owner, log] of this.logs) {
       if (out.length >= max) break;
@@ -400,12 +424,9 @@ export class Scuttlebutt {
       }
       this.relayStates(owner, log, e, out);
     }
-    if (room && unheld.length > 0) {
-      for (const owner of unheld) {
-        if (out.length >= max) break;
-        this.relayStates(owner, this.logs.get(owner) as OwnerLog, undefined, out);
-      }
-    }
+    // Owners it lacks, as many as it has room for, at random (not the same first few to everyone).
+    for (const owner of pickRandom(unheld, Math.min(room, max - out.length), this.deps.random))
+      this.relayStates(owner, this.logs.get(owner) as OwnerLog, undefined, out);
     return out.slice(0, max);
   }
 
@@ -472,4 +493,16 @@ export function netDeltas(chain: readonly SnapshotDelta[]): SnapshotDelta {
   }
   const base = (chain[0] as SnapshotDelta).baseVersion;
   return { baseVersion: base, version, added: Float64Array.from(added), removed: Float64Array.from(removed) };
+}
+
+/** Up to `k` distinct items of `from`, at random (`from` is reordered). */
+function pickRandom<T>(from: T[], k: number, random: () => number): T[] {
+  const n = Math.min(Math.max(0, k), from.length);
+  for (let i = 0; i < n; i++) {
+    const j = i + Math.floor(random() * (from.length - i));
+    const t = from[i] as T;
+    from[i] = from[j] as T;
+    from[j] = t;
+  }
+  return from.slice(0, n);
 }
