@@ -43,6 +43,7 @@ export class GossipAntiEntropy {
    * member's death (it may come back without a new hello); at most `maxCaps`, the oldest forgotten.
    */
   private readonly caps = new Map<NodeId, number>();
+  private stepArmed = false;
 
   constructor(
     private readonly config: NodeConfig,
@@ -58,6 +59,7 @@ export class GossipAntiEntropy {
     this.useful.clear();
     this.guessedAt.clear();
     this.reported.clear();
+    this.stepArmed = false;
     const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
     this.sb = new Scuttlebutt(
       this.selfId,
@@ -80,6 +82,7 @@ export class GossipAntiEntropy {
         discoveryOdds: 8,
         // Whole key sets re-fetched for a discovery: at most one per 10 Δpoll.
         discoveryMs: 10 * this.config.pollMs,
+        stepKeys: this.config.estimateStepKeys,
         chain: true,
         pendingMs: this.config.pollMs / 2,
       },
@@ -115,7 +118,7 @@ export class GossipAntiEntropy {
         duplicate: r.duplicate,
         needFull: r.needFull,
         invalid: c.invalid + r.dropped,
-        deferred: 0,
+        deferred: r.deferred,
       },
     };
   }
@@ -140,9 +143,18 @@ export class GossipAntiEntropy {
     if (this.caps.size > MAX_CAPS) this.caps.delete(this.caps.keys().next().value as NodeId);
     this.sb.index.capOwner(id, keys);
   }
-  /** Estimates apply whole in this mode (states are deltas or bounded sets): no staged steps. */
-  scheduleSteps(_out: Effect[]): void {}
-  onStepTimer(_now: number, _out: Effect[]): void {}
+  /** A large key set applies in steps (estimateStepKeys), one `estimates` timer each. */
+  scheduleSteps(out: Effect[]): void {
+    if (this.stepArmed || !this.sb.busy) return;
+    this.stepArmed = true;
+    out.push({ type: "set-timer", timer: { kind: "estimates" }, delayMs: 0 });
+  }
+  onStepTimer(now: number, out: Effect[]): void {
+    this.now = now;
+    this.stepArmed = false;
+    this.sb.step();
+    this.scheduleSteps(out);
+  }
 
   /** Only members we hold an estimate of are routed to. */
   routes(id: NodeId): boolean {
@@ -197,6 +209,7 @@ export class GossipAntiEntropy {
     const next = this.sb.continueRound(from, own);
     if (next !== undefined && this.members.has(next.to))
       out.push({ type: "mesh-send", to: next.to, msg: { channel: "gossip", msg: next.msg } });
+    this.scheduleSteps(out);
   }
 
   /** No RTT echo rides on digests. */

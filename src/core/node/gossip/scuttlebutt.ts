@@ -27,7 +27,13 @@
 import { Estimates } from "../../estimates.js";
 import { invariant } from "../../invariant.js";
 import type { PeerIndex } from "../../peer-index.js";
-import type { Snapshot, SnapshotBody, SnapshotDelta, SnapshotHeader } from "../../snapshot.js";
+import {
+  isNewer,
+  type Snapshot,
+  type SnapshotBody,
+  type SnapshotDelta,
+  type SnapshotHeader,
+} from "../../snapshot.js";
 
 /** A member's id (node/types.ts's NodeId, restated: node/types.ts imports this file's messages). */
 type NodeId = string;
@@ -85,6 +91,8 @@ export interface ScuttlebuttConfig {
   chain: boolean;
   /** An owner we asked a peer for is not asked of another for this long (ms; the answer is on its way). */
   pendingMs: number;
+  /** Whole key sets above this many keys apply in steps (`step`; Estimates); 0 = at once. */
+  stepKeys?: number;
 }
 
 export const DEFAULT_SCUTTLEBUTT: ScuttlebuttConfig = {
@@ -110,12 +118,21 @@ interface OwnerLog {
   clean: boolean;
   /** Our estimate holds a wrong guess: our digest asks for the whole set (version 0). */
   wantFull: boolean;
+  /** The newest state whose apply waits for steps (Estimates "deferred"): logged once it is in. */
+  deferred?: { snapshot: Snapshot; blocks: number };
 }
 
 export interface ScuttlebuttCounters {
   digestsSent: number;
   statesSent: { full: number; delta: number };
-  statesReceived: { applied: number; stale: number; duplicate: number; needFull: number; dropped: number };
+  statesReceived: {
+    applied: number;
+    stale: number;
+    duplicate: number;
+    needFull: number;
+    dropped: number;
+    deferred: number;
+  };
   invalid: number;
 }
 
@@ -149,7 +166,7 @@ export class Scuttlebutt {
   readonly counters: ScuttlebuttCounters = {
     digestsSent: 0,
     statesSent: { full: 0, delta: 0 },
-    statesReceived: { applied: 0, stale: 0, duplicate: 0, needFull: 0, dropped: 0 },
+    statesReceived: { applied: 0, stale: 0, duplicate: 0, needFull: 0, dropped: 0, deferred: 0 },
     invalid: 0,
   };
 
@@ -159,7 +176,7 @@ export class Scuttlebutt {
     private readonly deps: ScuttlebuttDeps,
     private readonly config: ScuttlebuttConfig = DEFAULT_SCUTTLEBUTT,
   ) {
-    this.estimates = new Estimates(index);
+    this.estimates = new Estimates(index, config.stepKeys ?? 0);
   }
 
   /** Owners we hold an estimate of (not ourselves). */
@@ -174,16 +191,45 @@ export class Scuttlebutt {
     return this.logs.get(owner)?.header;
   }
 
-  /** Our digest: ourselves first, then every owner held. */
+  /** Our digest: ourselves first, then every owner held (at the version a staged apply will hold). */
   digest(self: OwnState): DigestEntry[] {
     const h = self.header();
     const out: DigestEntry[] = [{ owner: this.selfId, epoch: h.epoch, version: h.version }];
     for (const [owner, log] of this.logs) {
-      const held = this.estimates.held(owner);
+      const held = this.holding(owner, log);
       if (held === undefined) continue;
       out.push({ owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version });
     }
     return out;
+  }
+
+  /** True while a staged apply needs `step` calls (the node arms a timer). */
+  get busy(): boolean {
+    return this.estimates.busy;
+  }
+
+  /** One step of staged apply; states whose apply completed are logged (relayed from then on). */
+  step(): void {
+    this.estimates.step();
+    const busy = this.estimates.busy;
+    for (const [owner, log] of this.logs) {
+      const d = log.deferred;
+      if (d === undefined) continue;
+      const held = this.estimates.held(owner);
+      const h = d.snapshot.header;
+      if (held !== undefined && held.epoch === h.epoch && held.version === h.version) {
+        log.deferred = undefined;
+        this.settle(owner, log, d.snapshot, d.blocks, "applied");
+      } else if (!busy || (held !== undefined && isNewer(held, h))) log.deferred = undefined;
+    }
+  }
+
+  /** What we hold of `owner`, or will once its staged apply is in. */
+  private holding(owner: NodeId, log: OwnerLog): { epoch: number; version: number } | undefined {
+    const held = this.estimates.held(owner);
+    const d = log.deferred?.snapshot.header;
+    if (d === undefined || (held !== undefined && !isNewer(d, held))) return held;
+    return { epoch: d.epoch, version: d.version };
   }
 
   /**
@@ -244,7 +290,8 @@ export class Scuttlebutt {
       const now = this.deps.now?.();
       for (const e of msg.entries) {
         if (e.owner === this.selfId || this.isPending(e.owner, now)) continue;
-        const held = this.estimates.held(e.owner);
+        const log = this.logs.get(e.owner);
+        const held = log === undefined ? undefined : this.holding(e.owner, log);
         if (held === undefined) unheld.push(e.owner);
         else if (e.epoch > held.epoch || (e.epoch === held.epoch && e.version > held.version))
           wants.push({ owner: e.owner, ...held });
@@ -304,6 +351,17 @@ export class Scuttlebutt {
     const verdict = this.estimates.apply(s);
     const log = this.logs.get(owner) as OwnerLog;
     this.asked.delete(owner);
+    if (verdict === "deferred") {
+      rx.deferred++;
+      log.deferred = { snapshot: s, blocks };
+      return;
+    }
+    this.settle(owner, log, s, blocks, verdict);
+  }
+
+  /** The log after `s` was applied (or refused): header, delta chain, whether our estimate is exact. */
+  private settle(owner: NodeId, log: OwnerLog, s: Snapshot, blocks: number, verdict: string): void {
+    const rx = this.counters.statesReceived;
     if (verdict === "applied") {
       rx.applied++;
       this.deps.onApplied?.(s.header);
@@ -322,8 +380,9 @@ export class Scuttlebutt {
       }
     } else if (verdict === "duplicate") {
       rx.duplicate++;
-      // The whole set at a version we hold: the truth, which also clears a wrong guess.
-      if (s.kind === "full") this.index.replaceEstimate(owner, s.body);
+      // The whole set at a version we hold: the truth, which also clears a wrong guess (in steps if
+      // large; our count check below then waits for the next state).
+      if (s.kind === "full") this.estimates.repair(s);
     } else if (verdict === "need-full") rx.needFull++;
     else rx.stale++;
     const held = this.estimates.held(owner);
