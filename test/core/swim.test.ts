@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
+import { leastSent, type Pending } from "../../src/core/node/swim/broadcasts.js";
 import { decodeSwim, encodeSwim, SwimDecodeError, swimSize } from "../../src/core/node/swim/codec.js";
 import { Swim } from "../../src/core/node/swim/swim.js";
 import type { MemberUpdate, SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
@@ -46,6 +47,22 @@ describe("swim codec", () => {
     expect(() => decodeSwim(Uint8Array.from([...b, 0]))).toThrow(/trailing/);
     expect(() => decodeSwim(b, 0)).toThrow(/at most 0/);
     expect(() => decodeSwim(Uint8Array.of(99))).toThrow(/unknown type/);
+  });
+});
+
+describe("swim piggyback queue", () => {
+  test("picks the k least-sent, newest first, as sorting the whole queue would", () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat({ max: 5 }), { maxLength: 80 }), fc.nat({ max: 20 }), (sents, k) => {
+        const all: Pending[] = sents.map((sent, order) => ({
+          update: { id: `m${order}`, status: "alive", incarnation: 0 },
+          sent,
+          order,
+        }));
+        const naive = [...all].sort((a, b) => a.sent - b.sent || b.order - a.order).slice(0, k);
+        expect(leastSent(all, k)).toEqual(naive);
+      }),
+    );
   });
 });
 
