@@ -18,6 +18,8 @@ export interface GossipRoundsConfig {
   maxEstimates?: number;
   /** Probability each message is lost. */
   lossProb?: number;
+  /** Digests of a round one partner after another (the default, as nodes run it). */
+  chain?: boolean;
 }
 
 export interface GossipNode {
@@ -65,6 +67,9 @@ export class GossipRounds {
           maxStates: 4096,
           maxDigest: 8192,
           discoveryOdds: 8,
+          discoveryMs: 0,
+          chain: c.chain ?? true,
+          pendingMs: 0,
         },
       );
       return { id, tree, own, gossip };
@@ -91,12 +96,15 @@ export class GossipRounds {
     for (let i = 0; i < this.nodes.length; i++) {
       const n = this.nodes[i] as GossipNode;
       const others = this.ids.filter((x) => x !== n.id);
-      for (const { to, msg } of n.gossip.round(others, n.own)) {
-        const j = Number(to.slice(1));
-        const answer = this.send(i, j, msg);
+      const queue = n.gossip.round(others, n.own);
+      for (let m = queue.shift(); m !== undefined; m = queue.shift()) {
+        const j = Number(m.to.slice(1));
+        const answer = this.send(i, j, m.msg);
         if (answer === undefined) continue;
         const back = this.send(j, i, answer);
         if (back !== undefined) this.send(i, j, back);
+        const next = n.gossip.continueRound(m.to, n.own);
+        if (next !== undefined) queue.push(next);
       }
     }
   }

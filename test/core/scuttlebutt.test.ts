@@ -6,8 +6,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import type { GossipMessage } from "../../src/core/node/gossip/scuttlebutt.js";
+import { type GossipMessage, netDeltas } from "../../src/core/node/gossip/scuttlebutt.js";
 import { gossipSize } from "../../src/core/node/gossip/size.js";
+import type { SnapshotDelta } from "../../src/core/snapshot.js";
 import { GossipRounds } from "../../src/sim/gossip-rounds.js";
 
 type Op =
@@ -54,7 +55,7 @@ function exchange(sim: GossipRounds, from: number, to: number, lost: boolean[]):
   const a = sim.nodes[from];
   const b = sim.nodes[to];
   if (a === undefined || b === undefined || a === b) return;
-  const digest: GossipMessage = { type: "digest", entries: a.gossip.digest(a.own), room: true };
+  const digest: GossipMessage = { type: "digest", entries: a.gossip.digest(a.own), room: 8 };
   if (lost[0]) return;
   const answer = b.gossip.onMessage(a.id, digest, b.own);
   if (answer === undefined || lost[1]) return;
@@ -120,15 +121,86 @@ describe("scuttlebutt digest merge", () => {
     expect(sorted(c.gossip.index.estimateKeys("n0"))).toEqual(sorted(a.tree.snapshotBody().keys));
   });
 
+  test("a relayed chain netted into one delta lands on the same key set as the chain step by step", () => {
+    // Each step: a set of keys toggled (present → removed, absent → added): exact deltas.
+    const steps = fc.array(fc.uniqueArray(fc.integer({ min: 0, max: 40 }), { maxLength: 12 }), {
+      minLength: 1,
+      maxLength: 8,
+    });
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 0, max: 40 })), steps, (base, toggles) => {
+        const set = new Set(base);
+        const chain: SnapshotDelta[] = toggles.map((t, i) => {
+          const added = t.filter((k) => !set.has(k));
+          const removed = t.filter((k) => set.has(k));
+          for (const k of removed) set.delete(k);
+          for (const k of added) set.add(k);
+          return {
+            baseVersion: i,
+            version: i + 1,
+            added: Float64Array.from(added),
+            removed: Float64Array.from(removed),
+          };
+        });
+        const net = netDeltas(chain);
+        expect([net.baseVersion, net.version]).toEqual([0, toggles.length]);
+        const after = new Set(base);
+        for (const k of net.removed) expect(after.delete(k)).toBe(true);
+        for (const k of net.added) {
+          expect(after.has(k)).toBe(false);
+          after.add(k);
+        }
+        expect([...after].sort((a, b) => a - b)).toEqual([...set].sort((a, b) => a - b));
+      }),
+    );
+  });
+
+  test("a round's digests go to one partner after another, each up to date with the last answer", () => {
+    const sim = new GossipRounds({ nodes: 4, seed: 3 });
+    sim.change(1);
+    const a = sim.nodes[0];
+    if (!a) throw new Error("node");
+    const first = a.gossip.round(["n1", "n2", "n3"], a.own);
+    expect(first.length).toBe(1);
+    const p = first[0];
+    if (!p) throw new Error("one digest");
+    // No answer yet: nothing more goes out; an answer from another member does not advance it either.
+    const other = ["n1", "n2", "n3"].find((x) => x !== p.to) as string;
+    expect(a.gossip.continueRound(other, a.own)).toBeUndefined();
+    const next = a.gossip.continueRound(p.to, a.own);
+    expect(next?.msg.type).toBe("digest");
+    expect(next?.to).not.toBe(p.to);
+    expect(a.gossip.continueRound(next?.to as string, a.own)?.to).not.toBe(next?.to);
+  });
+
+  test("a digest's room bounds the new owners sent to its sender, picked at random", () => {
+    const sim = new GossipRounds({ nodes: 6, seed: 5 });
+    for (let i = 0; i < 6; i++) sim.change(i);
+    for (let r = 0; r < 4; r++) sim.round();
+    const n5 = sim.nodes[5];
+    if (!n5) throw new Error("node");
+    const sent = (room: number) => {
+      const answer = n5.gossip.onMessage("n0", { type: "digest", entries: [], room }, n5.own);
+      return answer?.type === "states" ? answer.states.map((s) => s.snapshot.header.sender) : [];
+    };
+    expect(sent(0)).toEqual([]);
+    expect(sent(1).length).toBe(1);
+    expect(new Set(sent(3)).size).toBe(3);
+    // Random picks: over a few digests, more than the same first three owners.
+    const seen = new Set<string>();
+    for (let i = 0; i < 12; i++) for (const o of sent(2)) seen.add(o);
+    expect(seen.size).toBeGreaterThan(3);
+  });
+
   test("malformed or oversized messages are refused and counted", () => {
     const sim = new GossipRounds({ nodes: 2, seed: 1 });
     const n = sim.nodes[0];
     if (!n) throw new Error("node");
     const entries = Array.from({ length: 9000 }, (_, i) => ({ owner: `x${i}`, epoch: 1, version: 1 }));
-    expect(n.gossip.onMessage("n1", { type: "digest", entries, room: true }, n.own)).toBeUndefined();
+    expect(n.gossip.onMessage("n1", { type: "digest", entries, room: 8 }, n.own)).toBeUndefined();
     expect(n.gossip.counters.invalid).toBe(1);
-    expect(
-      gossipSize({ type: "digest", entries: [{ owner: "n1", epoch: 1, version: 300 }], room: true }),
-    ).toBe(2 + 1 + 3 + 1 + 2);
+    expect(gossipSize({ type: "digest", entries: [{ owner: "n1", epoch: 1, version: 300 }], room: 8 })).toBe(
+      2 + 1 + 3 + 1 + 2,
+    );
   });
 });

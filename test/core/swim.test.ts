@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
+import { leastSent, type Pending } from "../../src/core/node/swim/broadcasts.js";
 import { decodeSwim, encodeSwim, SwimDecodeError, swimSize } from "../../src/core/node/swim/codec.js";
 import { Swim } from "../../src/core/node/swim/swim.js";
 import type { MemberUpdate, SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
@@ -46,6 +47,22 @@ describe("swim codec", () => {
     expect(() => decodeSwim(Uint8Array.from([...b, 0]))).toThrow(/trailing/);
     expect(() => decodeSwim(b, 0)).toThrow(/at most 0/);
     expect(() => decodeSwim(Uint8Array.of(99))).toThrow(/unknown type/);
+  });
+});
+
+describe("swim piggyback queue", () => {
+  test("picks the k least-sent, newest first, as sorting the whole queue would", () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat({ max: 5 }), { maxLength: 80 }), fc.nat({ max: 20 }), (sents, k) => {
+        const all: Pending[] = sents.map((sent, order) => ({
+          update: { id: `m${order}`, status: "alive", incarnation: 0 },
+          sent,
+          order,
+        }));
+        const naive = [...all].sort((a, b) => a.sent - b.sent || b.order - a.order).slice(0, k);
+        expect(leastSent(all, k)).toEqual(naive);
+      }),
+    );
   });
 });
 
@@ -161,6 +178,32 @@ describe("swim membership rules", () => {
     expect(confirmed).toBeLessThan(5_000);
     expect(lone).toBeGreaterThan(confirmed);
     expect(lone).toBeLessThanOrEqual(24_200);
+  });
+
+  test("a member is suspected only after two probe periods in a row fail, probed back to back", () => {
+    const h = harness();
+    for (const m of ["b", "c", "d", "e"]) h.admit(m);
+    const period = () => {
+      h.sent.length = 0;
+      h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-probe" } }));
+      const ping = h.sent.find((s) => s.msg.type === "ping");
+      return ping?.to;
+    };
+    const first = period();
+    expect(first).toBeDefined();
+    // Nobody answers: the next period re-probes the same member instead of suspecting it.
+    expect(period()).toBe(first);
+    expect(h.swim.status(first as string)).toBe("alive");
+    // The second silent period suspects it.
+    period();
+    expect(h.swim.status(first as string)).toBe("suspect");
+    // An ack within a period clears the count: the next target is probed afresh.
+    const next = period();
+    const ping = h.sent.find((s) => s.msg.type === "ping");
+    expect(ping?.msg.type).toBe("ping");
+    const seq = ping?.msg.type === "ping" ? ping.msg.seq : -1;
+    h.msg(next as string, { type: "ack", seq, updates: [] });
+    expect(period()).not.toBe(next);
   });
 
   test("the candidate set is bounded", () => {

@@ -65,7 +65,7 @@ describe("membership by gossip (SWIM + Lifeguard)", () => {
       ...base,
       nodes: 16,
       durationMs: 40_000,
-      pauses: [{ node: 5, atMs: 20_000, untilMs: 24_000 }],
+      pauses: [{ node: 5, atMs: 20_000, untilMs: 27_000 }],
     });
     const about5 = r.trace.filter((t) => t.id === "n5" && t.at > 1_000);
     expect(about5.some((t) => t.to === "suspect")).toBe(true);
@@ -74,6 +74,14 @@ describe("membership by gossip (SWIM + Lifeguard)", () => {
     expect(n5?.currentIncarnation).toBeGreaterThan(0);
     expect(n5?.stats.refuted).toBeGreaterThan(0);
     for (const s of r.members) if (s !== null && s.selfId !== "n5") expect(s.status("n5")).toBe("alive");
+  });
+
+  test("under 5% message loss no live member among 128 is ever suspected", () => {
+    for (const seed of [1, 2]) {
+      const r = runMembership({ ...base, seed, nodes: 128, durationMs: 60_000, network: { lossProb: 0.05 } });
+      expect(r.trace.filter((t) => t.to !== "alive")).toEqual([]);
+      expect(liveCounts(r)).toEqual(new Array(128).fill(127));
+    }
   });
 
   test("a partition heals: each side declares the other dead, then the cluster rejoins", () => {

@@ -14,6 +14,9 @@ import type { NodeConfig } from "./config.js";
 import { type GossipMessage, type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
 import type { Effect, HeldVersion, NodeDeps, NodeId, PeerView, SnapshotEcho } from "./types.js";
 
+/** Hello-advertised caps remembered at most (members that come and go; the default maxMembers). */
+const MAX_CAPS = 4_096;
+
 const NO_LOAD: Readonly<PeerLoad> = {
   queueDepth: 0,
   queueAt: undefined,
@@ -35,6 +38,12 @@ export class GossipAntiEntropy {
   private readonly guessedAt = new Map<NodeId, number>();
   /** Owners whose newest header was applied since `drainReported` last ran (bounded by the members). */
   private readonly reported = new Set<NodeId>();
+  /**
+   * The cache each member's hello advertised, in keys: kept across our restarts (a new index) and a
+   * member's death (it may come back without a new hello); at most `maxCaps`, the oldest forgotten.
+   */
+  private readonly caps = new Map<NodeId, number>();
+  private stepArmed = false;
 
   constructor(
     private readonly config: NodeConfig,
@@ -50,12 +59,14 @@ export class GossipAntiEntropy {
     this.useful.clear();
     this.guessedAt.clear();
     this.reported.clear();
+    this.stepArmed = false;
     const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
     this.sb = new Scuttlebutt(
       this.selfId,
       new PeerIndex({ maxOwners: maxEstimates + 1 }),
       {
         random: () => this.deps.random(),
+        now: () => this.now,
         member: (id) => this.members.has(id),
         score: (id) => this.useful.get(id) ?? 0,
         onApplied: (h) => this.applied(h),
@@ -69,8 +80,14 @@ export class GossipAntiEntropy {
         maxStates: 256,
         maxDigest: 8_192,
         discoveryOdds: 8,
+        // Whole key sets re-fetched for a discovery: at most one per 10 Δpoll.
+        discoveryMs: 10 * this.config.pollMs,
+        stepKeys: this.config.estimateStepKeys,
+        chain: true,
+        pendingMs: this.config.pollMs / 2,
       },
     );
+    for (const [id, keys] of this.caps) this.sb.index.capOwner(id, keys);
   }
 
   add(id: NodeId): void {
@@ -101,7 +118,7 @@ export class GossipAntiEntropy {
         duplicate: r.duplicate,
         needFull: r.needFull,
         invalid: c.invalid + r.dropped,
-        deferred: 0,
+        deferred: r.deferred,
       },
     };
   }
@@ -120,11 +137,24 @@ export class GossipAntiEntropy {
   }
   /** The capacity a member's hello advertised bounds our estimate of it, relayed or not. */
   capPeer(id: NodeId, capacityTokens: number): void {
-    this.sb.index.capOwner(id, Math.ceil(capacityTokens / this.sb.index.blockSize));
+    const keys = Math.ceil(capacityTokens / this.sb.index.blockSize);
+    this.caps.delete(id);
+    this.caps.set(id, keys);
+    if (this.caps.size > MAX_CAPS) this.caps.delete(this.caps.keys().next().value as NodeId);
+    this.sb.index.capOwner(id, keys);
   }
-  /** Estimates apply whole in this mode (states are deltas or bounded sets): no staged steps. */
-  scheduleSteps(_out: Effect[]): void {}
-  onStepTimer(_now: number, _out: Effect[]): void {}
+  /** A large key set applies in steps (estimateStepKeys), one `estimates` timer each. */
+  scheduleSteps(out: Effect[]): void {
+    if (this.stepArmed || !this.sb.busy) return;
+    this.stepArmed = true;
+    out.push({ type: "set-timer", timer: { kind: "estimates" }, delayMs: 0 });
+  }
+  onStepTimer(now: number, out: Effect[]): void {
+    this.now = now;
+    this.stepArmed = false;
+    this.sb.step();
+    this.scheduleSteps(out);
+  }
 
   /** Only members we hold an estimate of are routed to. */
   routes(id: NodeId): boolean {
@@ -172,9 +202,14 @@ export class GossipAntiEntropy {
   ): void {
     this.now = now;
     if (!this.members.has(from)) return;
-    const answer = this.sb.onMessage(from, msg, this.own(tree, queueDepth, pushBackMs));
+    const own = this.own(tree, queueDepth, pushBackMs);
+    const answer = this.sb.onMessage(from, msg, own);
     if (answer !== undefined)
       out.push({ type: "mesh-send", to: from, msg: { channel: "gossip", msg: answer } });
+    const next = this.sb.continueRound(from, own);
+    if (next !== undefined && this.members.has(next.to))
+      out.push({ type: "mesh-send", to: next.to, msg: { channel: "gossip", msg: next.msg } });
+    this.scheduleSteps(out);
   }
 
   /** No RTT echo rides on digests. */

@@ -393,6 +393,8 @@ export class PrefixNode extends NodeViews {
 
   /** The cache `peer` advertised (its hello): our estimate of it never holds more. */
   capPeerEstimate(peer: NodeId, capacityTokens: number): void {
-    if (this.members.has(peer)) this.antiEntropy.capPeer(peer, capacityTokens);
+    // Gossip: a hello may come before SWIM lists its sender (a member joining or coming back).
+    if (this.members.has(peer) || this.config.gossip !== "full")
+      this.antiEntropy.capPeer(peer, capacityTokens);
   }
 }

@@ -6,21 +6,34 @@
  * because each estimate has one writer and (epoch, version) only moves forward (Estimates), so a
  * relayed state older than what the receiver holds is ignored.
  *
+ * A round's digests go to its partners one after another (`chain`): the second partner is sent a
+ * digest that already holds what the first sent, so the same change is not pulled twice; an owner we
+ * asked one peer for is not asked of another while the answer is on its way (`pendingMs`).
+ *
  * How a relay carries another owner's change: it keeps the last `deltaLog` deltas it applied for that
- * owner, consecutive, and sends the chain from the receiver's version; a receiver further behind (or
+ * owner, consecutive, and sends the chain from the receiver's version netted into one delta (a key
+ * added then evicted costs nothing); a receiver further behind (or
  * of another epoch) gets the owner's whole key set — from our estimate, and only while that estimate
  * is exactly the owner's (no optimistic insert since: `clean`), else nothing (the owner or a cleaner
  * relay sends it). Cost: the log holds at most deltaLog × the keys of those deltas per owner; a chain
- * costs the sum of its deltas, a fallback 6 bytes per key of the owner's tree.
+ * costs at most the sum of its deltas, a fallback 6 bytes per key of the owner's tree.
  *
- * `maxEstimates` bounds the owners held: a new owner is taken while there is room; when full, one in
- * `discoveryOdds` exchanges asks for one owner we lack, which replaces the least useful held owner (the node scores usefulness: recent
- * matches for its traffic, RTT), so new specialists are still discovered.
+ * `maxEstimates` bounds the owners held: a digest says how many new owners its sender would take, and
+ * no more are sent to it or asked for, picked at random (so owners spread over holders, not the same
+ * first few everywhere); when full, one owner we lack is asked for every `discoveryMs`, which replaces
+ * the least useful held owner (the node scores usefulness: recent matches for its traffic), so new
+ * specialists are still discovered without re-fetching whole key sets all the time.
  */
 import { Estimates } from "../../estimates.js";
 import { invariant } from "../../invariant.js";
 import type { PeerIndex } from "../../peer-index.js";
-import type { Snapshot, SnapshotBody, SnapshotDelta, SnapshotHeader } from "../../snapshot.js";
+import {
+  isNewer,
+  type Snapshot,
+  type SnapshotBody,
+  type SnapshotDelta,
+  type SnapshotHeader,
+} from "../../snapshot.js";
 
 /** A member's id (node/types.ts's NodeId, restated: node/types.ts imports this file's messages). */
 type NodeId = string;
@@ -33,8 +46,8 @@ export interface DigestEntry {
 }
 
 export type GossipMessage =
-  /** Round start: what I hold; `room`: I take owners I do not hold yet. */
-  | { type: "digest"; entries: DigestEntry[]; room: boolean }
+  /** Round start: what I hold; `room`: how many owners I do not hold yet I would take (0: none). */
+  | { type: "digest"; entries: DigestEntry[]; room: number }
   /** States the receiver lacks (deltas of one owner in order), and (answering a digest) what I lack. */
   | { type: "states"; states: OwnerState[]; wants: DigestEntry[] };
 
@@ -67,8 +80,19 @@ export interface ScuttlebuttConfig {
   maxStates: number;
   /** Most digest entries accepted in one message. */
   maxDigest: number;
-  /** When full, one in this many arriving owners replaces the least useful one. */
+  /** When full and without a clock, one in this many exchanges discovers a new owner. */
   discoveryOdds: number;
+  /** When full, one new owner is asked for (to replace the least useful one) at most this often (ms). */
+  discoveryMs: number;
+  /**
+   * A round's digests go to its partners one after another (the next when the previous answer came):
+   * what one partner sent is not pulled again from the next. false: all at once.
+   */
+  chain: boolean;
+  /** An owner we asked a peer for is not asked of another for this long (ms; the answer is on its way). */
+  pendingMs: number;
+  /** Whole key sets above this many keys apply in steps (`step`; Estimates); 0 = at once. */
+  stepKeys?: number;
 }
 
 export const DEFAULT_SCUTTLEBUTT: ScuttlebuttConfig = {
@@ -78,6 +102,9 @@ export const DEFAULT_SCUTTLEBUTT: ScuttlebuttConfig = {
   maxStates: 256,
   maxDigest: 8_192,
   discoveryOdds: 8,
+  discoveryMs: 5_000,
+  chain: true,
+  pendingMs: 250,
 };
 
 interface OwnerLog {
@@ -91,17 +118,28 @@ interface OwnerLog {
   clean: boolean;
   /** Our estimate holds a wrong guess: our digest asks for the whole set (version 0). */
   wantFull: boolean;
+  /** The newest state whose apply waits for steps (Estimates "deferred"): logged once it is in. */
+  deferred?: { snapshot: Snapshot; blocks: number };
 }
 
 export interface ScuttlebuttCounters {
   digestsSent: number;
   statesSent: { full: number; delta: number };
-  statesReceived: { applied: number; stale: number; duplicate: number; needFull: number; dropped: number };
+  statesReceived: {
+    applied: number;
+    stale: number;
+    duplicate: number;
+    needFull: number;
+    dropped: number;
+    deferred: number;
+  };
   invalid: number;
 }
 
 export interface ScuttlebuttDeps {
   random(): number;
+  /** Our clock (ms), for `pendingMs`; default: no clock, nothing is pending. */
+  now?(): number;
   /** Whether `owner` is a live member now (states of others are dropped); default: all are. */
   member?(owner: NodeId): boolean;
   /**
@@ -120,10 +158,15 @@ export class Scuttlebutt {
   private readonly logs = new Map<NodeId, OwnerLog>();
   /** The one owner we asked for while full (discovery): admitted in place of the least useful. */
   private discovering: NodeId | undefined;
+  private discoveredAt: number | undefined;
+  /** This round's partners still to get our digest, and the one whose answer we wait for. */
+  private chain: { awaiting: NodeId; rest: NodeId[] } | undefined;
+  /** Owners we asked someone for (wants), and when: not asked again while the answer is on its way. */
+  private readonly asked = new Map<NodeId, number>();
   readonly counters: ScuttlebuttCounters = {
     digestsSent: 0,
     statesSent: { full: 0, delta: 0 },
-    statesReceived: { applied: 0, stale: 0, duplicate: 0, needFull: 0, dropped: 0 },
+    statesReceived: { applied: 0, stale: 0, duplicate: 0, needFull: 0, dropped: 0, deferred: 0 },
     invalid: 0,
   };
 
@@ -133,7 +176,7 @@ export class Scuttlebutt {
     private readonly deps: ScuttlebuttDeps,
     private readonly config: ScuttlebuttConfig = DEFAULT_SCUTTLEBUTT,
   ) {
-    this.estimates = new Estimates(index);
+    this.estimates = new Estimates(index, config.stepKeys ?? 0);
   }
 
   /** Owners we hold an estimate of (not ourselves). */
@@ -148,27 +191,84 @@ export class Scuttlebutt {
     return this.logs.get(owner)?.header;
   }
 
-  /** Our digest: ourselves first, then every owner held. */
+  /** Our digest: ourselves first, then every owner held (at the version a staged apply will hold). */
   digest(self: OwnState): DigestEntry[] {
     const h = self.header();
     const out: DigestEntry[] = [{ owner: this.selfId, epoch: h.epoch, version: h.version }];
     for (const [owner, log] of this.logs) {
-      const held = this.estimates.held(owner);
+      const held = this.holding(owner, log);
       if (held === undefined) continue;
       out.push({ owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version });
     }
     return out;
   }
 
-  /** A round: our digest to `fanout` members picked at random from `members`. */
+  /** True while a staged apply needs `step` calls (the node arms a timer). */
+  get busy(): boolean {
+    return this.estimates.busy;
+  }
+
+  /** One step of staged apply; states whose apply completed are logged (relayed from then on). */
+  step(): void {
+    this.estimates.step();
+    const busy = this.estimates.busy;
+    for (const [owner, log] of this.logs) {
+      const d = log.deferred;
+      if (d === undefined) continue;
+      const held = this.estimates.held(owner);
+      const h = d.snapshot.header;
+      if (held !== undefined && held.epoch === h.epoch && held.version === h.version) {
+        log.deferred = undefined;
+        this.settle(owner, log, d.snapshot, d.blocks, "applied");
+      } else if (!busy || (held !== undefined && isNewer(held, h))) log.deferred = undefined;
+    }
+  }
+
+  /** What we hold of `owner`, or will once its staged apply is in. */
+  private holding(owner: NodeId, log: OwnerLog): { epoch: number; version: number } | undefined {
+    const held = this.estimates.held(owner);
+    const d = log.deferred?.snapshot.header;
+    if (d === undefined || (held !== undefined && !isNewer(d, held))) return held;
+    return { epoch: d.epoch, version: d.version };
+  }
+
+  /**
+   * A round: our digest to `fanout` members picked at random from `members` — with `chain`, to the
+   * first now and to each next one when the previous answered (`continueRound`); a lost answer ends
+   * the round early (the next round starts afresh).
+   */
   round(members: readonly NodeId[], self: OwnState): { to: NodeId; msg: GossipMessage }[] {
     const n = members.length;
     const k = Math.min(this.config.fanout, n);
     const picked = new Set<NodeId>();
     while (picked.size < k) picked.add(members[Math.floor(this.deps.random() * n)] as NodeId);
-    const msg: GossipMessage = { type: "digest", entries: this.digest(self), room: this.hasRoom() };
-    this.counters.digestsSent += picked.size;
-    return [...picked].map((to) => ({ to, msg }));
+    const to = [...picked];
+    this.chain = undefined;
+    if (this.config.chain && to.length > 1) {
+      const [first, ...rest] = to as [NodeId, ...NodeId[]];
+      this.chain = { awaiting: first, rest };
+      to.length = 1;
+    }
+    const msg: GossipMessage = { type: "digest", entries: this.digest(self), room: this.room() };
+    this.counters.digestsSent += to.length;
+    return to.map((t) => ({ to: t, msg }));
+  }
+
+  /**
+   * After a message from `from`: if it answered our round's digest, that digest (now up to date with
+   * what `from` sent) to the round's next partner.
+   */
+  continueRound(from: NodeId, self: OwnState): { to: NodeId; msg: GossipMessage } | undefined {
+    const c = this.chain;
+    if (c === undefined || c.awaiting !== from) return undefined;
+    const to = c.rest.shift();
+    if (to === undefined) {
+      this.chain = undefined;
+      return undefined;
+    }
+    c.awaiting = to;
+    this.counters.digestsSent++;
+    return { to, msg: { type: "digest", entries: this.digest(self), room: this.room() } };
   }
 
   /**
@@ -183,26 +283,33 @@ export class Scuttlebutt {
       }
       const theirs = new Map<NodeId, DigestEntry>();
       for (const e of msg.entries) theirs.set(e.owner, e);
-      const states = this.statesFor(theirs, msg.room, self);
+      const states = this.statesFor(theirs, Math.max(0, Math.floor(msg.room)), self);
       const wants: DigestEntry[] = [];
-      const room = this.hasRoom();
+      const room = this.room();
       const unheld: NodeId[] = [];
+      const now = this.deps.now?.();
       for (const e of msg.entries) {
-        if (e.owner === this.selfId) continue;
-        const held = this.estimates.held(e.owner);
-        if (held === undefined) {
-          if (room) wants.push({ owner: e.owner, epoch: 0, version: 0 });
-          else unheld.push(e.owner);
-        } else if (e.epoch > held.epoch || (e.epoch === held.epoch && e.version > held.version))
+        if (e.owner === this.selfId || this.isPending(e.owner, now)) continue;
+        const log = this.logs.get(e.owner);
+        const held = log === undefined ? undefined : this.holding(e.owner, log);
+        if (held === undefined) unheld.push(e.owner);
+        else if (e.epoch > held.epoch || (e.epoch === held.epoch && e.version > held.version))
           wants.push({ owner: e.owner, ...held });
       }
-      // Full: one in discoveryOdds exchanges asks for one owner we do not hold (it then replaces
-      // our least useful estimate), so new specialists are still found.
-      if (unheld.length > 0 && this.deps.random() * this.config.discoveryOdds < 1) {
+      // New owners, as many as we have room for, at random (an owner is held by some, not by all).
+      for (const owner of pickRandom(unheld, room, this.deps.random))
+        wants.push({ owner, epoch: 0, version: 0 });
+      // Full: one owner we do not hold is asked for now and then (it then replaces our least useful
+      // estimate), so new specialists are still found: once per discoveryMs, or (no clock) one in
+      // discoveryOdds exchanges.
+      if (room === 0 && unheld.length > 0 && this.mayDiscover(now)) {
         const owner = unheld[Math.floor(this.deps.random() * unheld.length)] as NodeId;
         wants.push({ owner, epoch: 0, version: 0 });
         this.discovering = owner;
+        this.discoveredAt = now;
       }
+      if (now !== undefined) for (const w of wants) this.asked.set(w.owner, now);
+      this.prunePending(now);
       // An owner we do not hold is wanted from version 0 of epoch 0: anything of it is newer.
       return { type: "states", states, wants: wants.slice(0, this.config.maxDigest) };
     }
@@ -214,7 +321,7 @@ export class Scuttlebutt {
     if (msg.wants.length === 0) return undefined;
     const theirs = new Map<NodeId, DigestEntry>();
     for (const w of msg.wants) theirs.set(w.owner, w);
-    return { type: "states", states: this.statesFor(theirs, false, self, true), wants: [] };
+    return { type: "states", states: this.statesFor(theirs, 0, self, true), wants: [] };
   }
 
   /** Our estimate of `owner` now includes a guess (an optimistic insert): never relay it whole. */
@@ -225,6 +332,7 @@ export class Scuttlebutt {
 
   remove(owner: NodeId): void {
     this.logs.delete(owner);
+    this.asked.delete(owner);
     this.estimates.remove(owner);
   }
 
@@ -242,6 +350,18 @@ export class Scuttlebutt {
     }
     const verdict = this.estimates.apply(s);
     const log = this.logs.get(owner) as OwnerLog;
+    this.asked.delete(owner);
+    if (verdict === "deferred") {
+      rx.deferred++;
+      log.deferred = { snapshot: s, blocks };
+      return;
+    }
+    this.settle(owner, log, s, blocks, verdict);
+  }
+
+  /** The log after `s` was applied (or refused): header, delta chain, whether our estimate is exact. */
+  private settle(owner: NodeId, log: OwnerLog, s: Snapshot, blocks: number, verdict: string): void {
+    const rx = this.counters.statesReceived;
     if (verdict === "applied") {
       rx.applied++;
       this.deps.onApplied?.(s.header);
@@ -260,8 +380,9 @@ export class Scuttlebutt {
       }
     } else if (verdict === "duplicate") {
       rx.duplicate++;
-      // The whole set at a version we hold: the truth, which also clears a wrong guess.
-      if (s.kind === "full") this.index.replaceEstimate(owner, s.body);
+      // The whole set at a version we hold: the truth, which also clears a wrong guess (in steps if
+      // large; our count check below then waits for the next state).
+      if (s.kind === "full") this.estimates.repair(s);
     } else if (verdict === "need-full") rx.needFull++;
     else rx.stale++;
     const held = this.estimates.held(owner);
@@ -275,8 +396,30 @@ export class Scuttlebutt {
     // A first state that did not fit holds nothing usable yet: keep the slot (version 0 of its epoch).
   }
 
+  /** We asked someone for `owner` less than `pendingMs` ago. */
+  private isPending(owner: NodeId, now: number | undefined): boolean {
+    const at = now === undefined ? undefined : this.asked.get(owner);
+    return at !== undefined && now !== undefined && now - at < this.config.pendingMs;
+  }
+
+  /** Forgets answers that never came (lost): `asked` stays within the owners held and a few more. */
+  private prunePending(now: number | undefined): void {
+    if (now === undefined || this.asked.size <= 2 * this.logs.size + 16) return;
+    for (const [owner, at] of this.asked) if (now - at >= this.config.pendingMs) this.asked.delete(owner);
+  }
+
   private hasRoom(): boolean {
     return this.logs.size < this.config.maxEstimates;
+  }
+
+  /** Owners we would still take (at most maxStates: one message's worth). */
+  private room(): number {
+    return Math.max(0, Math.min(this.config.maxEstimates - this.logs.size, this.config.maxStates));
+  }
+
+  private mayDiscover(now: number | undefined): boolean {
+    if (now === undefined) return this.deps.random() * this.config.discoveryOdds < 1;
+    return this.discoveredAt === undefined || now - this.discoveredAt >= this.config.discoveryMs;
   }
 
   /** Takes a new owner: while there is room, else (discovery) in place of the least useful. */
@@ -317,14 +460,19 @@ export class Scuttlebutt {
    */
   private statesFor(
     theirs: Map<NodeId, DigestEntry>,
-    room: boolean,
+    room: number,
     self: OwnState,
     onlyListed = false,
   ): OwnerState[] {
     const out: OwnerState[] = [];
     const max = this.config.maxStates;
-    const own = this.ownStates(theirs.get(this.selfId), self, onlyListed);
-    for (const s of own) out.push(s);
+    const mine = theirs.get(this.selfId);
+    // Ourselves, to a peer that does not hold us, only if it has room (else it would drop it).
+    if (mine !== undefined || room > 0) {
+      const own = this.ownStates(mine, self, onlyListed);
+      for (const s of own) out.push(s);
+      if (mine === undefined) room -= own.length;
+    }
     const unheld: NodeId[] = [];
     for (const [owner, log] of this.logs) {
       if (out.length >= max) break;
@@ -335,12 +483,9 @@ export class Scuttlebutt {
       }
       this.relayStates(owner, log, e, out);
     }
-    if (room && unheld.length > 0) {
-      for (const owner of unheld) {
-        if (out.length >= max) break;
-        this.relayStates(owner, this.logs.get(owner) as OwnerLog, undefined, out);
-      }
-    }
+    // Owners it lacks, as many as it has room for, at random (not the same first few to everyone).
+    for (const owner of pickRandom(unheld, Math.min(room, max - out.length), this.deps.random))
+      this.relayStates(owner, this.logs.get(owner) as OwnerLog, undefined, out);
     return out.slice(0, max);
   }
 
@@ -370,13 +515,10 @@ export class Scuttlebutt {
     if (e !== undefined && e.epoch === held.epoch && e.version > 0) {
       const i = log.deltas.findIndex((d) => d.baseVersion === e.version);
       if (i >= 0) {
-        for (let j = i; j < log.deltas.length; j++) {
-          const d = log.deltas[j] as SnapshotDelta;
-          const header = { ...log.header, version: d.version };
-          const last = j === log.deltas.length - 1;
-          out.push({ snapshot: { kind: "delta", header, delta: d }, blocks: last ? log.blocks : -1 });
-          this.counters.statesSent.delta++;
-        }
+        // The chain from the peer's version, netted into one delta (as the owner nets its own).
+        const delta = netDeltas(log.deltas.slice(i));
+        out.push({ snapshot: { kind: "delta", header: log.header, delta }, blocks: log.blocks });
+        this.counters.statesSent.delta++;
         return;
       }
     }
@@ -390,4 +532,36 @@ export class Scuttlebutt {
     out.push({ snapshot: { kind: "full", header: log.header, body }, blocks: log.blocks });
     this.counters.statesSent.full++;
   }
+}
+
+/**
+ * Consecutive deltas (each exact: `added` not in its base, `removed` in it) as one exact delta from the
+ * first's base to the last's version: a key added then removed, or removed then added, cancels.
+ */
+export function netDeltas(chain: readonly SnapshotDelta[]): SnapshotDelta {
+  invariant(chain.length > 0, "netDeltas of an empty chain");
+  if (chain.length === 1) return chain[0] as SnapshotDelta;
+  const added = new Set<number>();
+  const removed = new Set<number>();
+  let version = (chain[0] as SnapshotDelta).baseVersion;
+  for (const d of chain) {
+    invariant(d.baseVersion === version, "netDeltas of a chain with a gap");
+    version = d.version;
+    for (const k of d.removed) if (!added.delete(k)) removed.add(k);
+    for (const k of d.added) if (!removed.delete(k)) added.add(k);
+  }
+  const base = (chain[0] as SnapshotDelta).baseVersion;
+  return { baseVersion: base, version, added: Float64Array.from(added), removed: Float64Array.from(removed) };
+}
+
+/** Up to `k` distinct items of `from`, at random (`from` is reordered). */
+function pickRandom<T>(from: T[], k: number, random: () => number): T[] {
+  const n = Math.min(Math.max(0, k), from.length);
+  for (let i = 0; i < n; i++) {
+    const j = i + Math.floor(random() * (from.length - i));
+    const t = from[i] as T;
+    from[i] = from[j] as T;
+    from[j] = t;
+  }
+  return from.slice(0, n);
 }

@@ -1,5 +1,6 @@
 /**
- * Exact bytes of a Scuttlebutt message in its wire format: one type byte; a digest is a room byte and
+ * Exact bytes of a Scuttlebutt message in its wire format: one type byte; a digest is its room (a
+ * varint: how many new owners its sender takes) and
  * a varint count of entries (owner as a length byte + ASCII, epoch and version as varints); a states
  * message is a varint count of length-prefixed snapshots (snapshot-codec.ts frames, `encodedSize`),
  * and the owner's block count; then its wants as digest entries.
@@ -15,7 +16,7 @@ function entriesSize(es: readonly DigestEntry[]): number {
 }
 
 export function gossipSize(msg: GossipMessage): number {
-  if (msg.type === "digest") return 2 + entriesSize(msg.entries);
+  if (msg.type === "digest") return 1 + varintSize(msg.room) + entriesSize(msg.entries);
   let n = 1 + varintSize(msg.states.length);
   for (const s of msg.states) {
     const b = encodedSize(s.snapshot);

@@ -14,6 +14,13 @@ export const swimConfigSchema = z.object({
   indirectChecks: z.number().int().min(0).max(16).default(3),
   /** With the indirect probes, ping the target directly once more (memberlist's TCP fallback). */
   fallbackPing: z.boolean().default(true),
+  /**
+   * Probe periods a member must fail in a row before it is suspected: a failed one is followed by an
+   * immediate re-probe of the same member (out of the round-robin). Message loss makes one period fail
+   * by chance (direct, k indirect and the fallback all lost); a second independent failure is that
+   * chance squared, so live members are not suspected, for one more probe period of detection time.
+   */
+  probeAttempts: z.number().int().min(1).max(8).default(2),
   gossipIntervalMs: z.number().positive().max(600_000).default(200),
   /** Members each gossip tick sends the pending updates to. */
   gossipFanout: z.number().int().min(1).max(64).default(3),

@@ -6,7 +6,8 @@
  *
  *  - Each probe period (1 s × (1 + local health)) one member, round-robin over a shuffled list, gets a
  *    `ping`; no `ack` within the probe timeout → `ping-req` through k members, who answer `ack` or
- *    (Lifeguard) `nack`; no ack by the period's end → the member is suspected.
+ *    (Lifeguard) `nack`; no ack by the period's end → it is probed again at once, and suspected
+ *    after `probeAttempts` (2) failed periods in a row (so message loss alone does not suspect it).
  *  - A suspicion times out into `dead` after 4 × max(1, log10 N) probe periods; Lifeguard starts it
  *    6× longer and shortens it with each independent suspicion of the same member. The suspect refutes
  *    by raising its incarnation; beliefs order by (incarnation, alive < suspect < dead).
@@ -73,6 +74,8 @@ export class Swim {
   private probeOrder: NodeId[] = [];
   private probeNext = 0;
   private probe: Probe | undefined;
+  /** A member whose probe period just failed, re-probed next before it is suspected, and its failures. */
+  private retry: { target: NodeId; failed: number } | undefined;
   private probesDone = 0;
   private seq = 0;
   private awareness = 0;
@@ -342,7 +345,10 @@ export class Swim {
     });
     if (this.members.live.length === 0) this.join(out);
     if (++this.probesDone % this.config.reconnectEveryProbes === 0) this.reconnect(out);
-    const target = this.nextTarget();
+    const retry = this.retry;
+    const target =
+      retry !== undefined && this.members.isLive(retry.target) ? retry.target : this.nextTarget();
+    if (target !== retry?.target) this.retry = undefined;
     if (target === undefined) return;
     const seq = ++this.seq;
     this.probe = { seq, target, sentAt: now, indirect: false, acked: false, expectedNacks: 0, nacks: 0 };
@@ -400,19 +406,32 @@ export class Swim {
     });
   }
 
-  /** The probe period is over: acked → healthier; else suspect the target (Lifeguard's accounting). */
+  /**
+   * The probe period is over: acked → healthier; else re-probe the target next period, and suspect it
+   * once `probeAttempts` periods in a row have failed (Lifeguard's accounting on each).
+   */
   private finishProbe(now: number, out: SwimEffect[]): void {
     const p = this.probe;
     if (p === undefined) return;
     this.probe = undefined;
     if (p.acked) {
+      this.retry = undefined;
       this.health(-1);
       return;
     }
     // Relays that did not even nack point at our own links: our health, not the target's.
     this.health(p.expectedNacks > 0 ? p.expectedNacks - p.nacks : 1);
     const m = this.members.get(p.target);
-    if (m === undefined || m.status !== "alive") return;
+    if (m === undefined || m.status !== "alive") {
+      this.retry = undefined;
+      return;
+    }
+    const failed = (this.retry?.target === p.target ? this.retry.failed : 0) + 1;
+    if (failed < this.config.probeAttempts) {
+      this.retry = { target: p.target, failed };
+      return;
+    }
+    this.retry = undefined;
     const u: MemberUpdate = { id: m.id, status: "suspect", incarnation: m.incarnation, from: this.selfId };
     this.apply(u, true, now, out);
   }
