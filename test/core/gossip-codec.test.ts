@@ -32,7 +32,7 @@ function fullState(sender: string, tokens: number[]) {
 describe("gossip codec", () => {
   it("round-trips digests at exactly gossipSize bytes", () => {
     fc.assert(
-      fc.property(fc.array(entry, { maxLength: 20 }), fc.boolean(), (entries, room) => {
+      fc.property(fc.array(entry, { maxLength: 20 }), fc.nat({ max: 64 }), (entries, room) => {
         const msg: GossipMessage = { type: "digest", entries, room };
         const bytes = encodeGossip(msg);
         expect(bytes.length).toBe(gossipSize(msg));
@@ -65,11 +65,12 @@ describe("gossip codec", () => {
     const bytes = encodeGossip({
       type: "digest",
       entries: [{ owner: "a", epoch: 1, version: 2 }],
-      room: true,
+      room: 3,
     });
     expect(() => decodeGossip(bytes.subarray(0, bytes.length - 1), LIMITS)).toThrow(GossipDecodeError);
     expect(() => decodeGossip(Uint8Array.from([...bytes, 0]), LIMITS)).toThrow(GossipDecodeError);
     expect(() => decodeGossip(bytes, { ...LIMITS, maxEntries: 0 })).toThrow(/at most 0/);
+    expect(() => decodeGossip(bytes, { ...LIMITS, maxEntries: 2 })).toThrow(/room for 3 owners/);
     expect(() => decodeGossip(Uint8Array.of(7), LIMITS)).toThrow(/unknown type/);
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 64 }), (junk) => {

@@ -20,7 +20,7 @@ describe("mesh envelope", () => {
     const addrs = [{ id: "a", url: "http://127.0.0.1:9001" }];
     const d = decodeMesh(encodeMesh(sync, addrs), 1 << 20);
     expect(d).toEqual({ ok: true, envelope: { msg: sync, addrs } });
-    const g: MeshMessage = { channel: "gossip", msg: { type: "digest", room: false, entries: [] } };
+    const g: MeshMessage = { channel: "gossip", msg: { type: "digest", room: 0, entries: [] } };
     expect(decodeMesh(encodeMesh(g, []), 1 << 20)).toEqual({ ok: true, envelope: { msg: g, addrs: [] } });
   });
 

@@ -1,7 +1,7 @@
 /**
  * The Scuttlebutt messages' wire format, byte for byte what gossip/size.ts counts (so the simulator's
- * byte counts are the daemon's): a type byte (0 digest, 1 states); a digest then has a room byte and
- * its entries; states have a varint count of (varint length, snapshot-codec frame, zigzag varint block
+ * byte counts are the daemon's): a type byte (0 digest, 1 states); a digest then has its room (a varint:
+ * how many new owners its sender would take) and its entries; states have a varint count of (varint length, snapshot-codec frame, zigzag varint block
  * count) and then the wants. An entry is the owner as a length byte + ASCII, epoch and version as
  * varints. Decoding bounds every count a peer controls and refuses trailing bytes.
  */
@@ -44,7 +44,7 @@ export function encodeGossip(msg: GossipMessage): Uint8Array {
   };
   if (msg.type === "digest") {
     buf[pos++] = 0;
-    buf[pos++] = msg.room ? 1 : 0;
+    pos = writeVarint(buf, pos, msg.room);
     entries(msg.entries);
   } else {
     buf[pos++] = 1;
@@ -97,9 +97,10 @@ export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): Gos
   let msg: GossipMessage;
   const type = byte();
   if (type === 0) {
-    const room = byte();
-    if (room > 1) throw new GossipDecodeError("bad room flag");
-    msg = { type: "digest", room: room === 1, entries: entries() };
+    const room = varint();
+    if (room > limits.maxEntries)
+      throw new GossipDecodeError(`room for ${room} owners, at most ${limits.maxEntries}`);
+    msg = { type: "digest", room, entries: entries() };
   } else if (type === 1) {
     const n = varint();
     if (n > limits.maxStates) throw new GossipDecodeError(`${n} states, at most ${limits.maxStates}`);
