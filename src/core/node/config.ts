@@ -252,6 +252,7 @@ export const DAEMON_NODE_DEFAULTS = {
   peerTrust: true,
   /** A crashed peer reads as down after 20 silent polls (10 s at the default Δpoll). */
   downAfterPolls: 20,
+  offload: true,
 } as const satisfies Partial<NodeConfigInput>;
 
 /** Validates and fills defaults; throws an Error with every problem listed. */

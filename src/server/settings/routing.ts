@@ -1,5 +1,6 @@
 /** Settings: Routing, forwarding and peer security. */
 import { z } from "zod";
+import { DAEMON_NODE_DEFAULTS } from "../../core/node/config.js";
 import { POLICY_NAMES } from "../../core/node/policies/index.js";
 import { DEFAULT_POLICY } from "../default-policy.js";
 import { setting } from "./doc.js";
@@ -83,7 +84,7 @@ export const routingSettings = {
       "nothing is lost silently, so the ack only guards against a frozen or black-holed peer; too low, and a " +
       "busy machine's slow acks become spurious fallbacks (work done twice).",
   }),
-  offload: setting(bool.default(false), {
+  offload: setting(bool.default(DAEMON_NODE_DEFAULTS.offload), {
     section: "Routing and forwarding",
     value: "bool",
     description:
