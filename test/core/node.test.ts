@@ -295,6 +295,30 @@ describe("PrefixNode — anti-entropy", () => {
     expect(h.node("B").stats().snapshotsSent.full).toBeGreaterThanOrEqual(2);
   });
 
+  it("re-sends a lost delta as soon as the peer's ack shows a later snapshot arrived without it", () => {
+    // B polls slowly, so its acks take long and A's optimism window (2 × ack delay + a poll) is long.
+    const h = new Harness(["A", "B"], {}, 10_000, (id) => (id === "B" ? { pollMs: 300 } : {}));
+    h.warm("A", "a0", prompt(2, 1));
+    h.gossip(12);
+    h.warm("A", "a1", prompt(1, 1));
+    h.advance(100);
+    // A's delta carrying the change is lost (a send into a partition that then heals).
+    expect(h.drop((m) => m.from === "A" && m.msg.type === "snapshot")).toBe(1);
+    h.deliver(isType("snapshot"));
+    const want = { epoch: 0, version: h.node("A").treeVersion() };
+    expect(h.node("B").heldOf("A")).not.toEqual(want);
+    let rounds = 0;
+    while (rounds < 20 && h.node("B").heldOf("A")?.version !== want.version) {
+      h.gossip(1);
+      rounds++;
+    }
+    // B's next poll (≤ 300 ms) acks A's next heartbeat; A's round after that re-sends the delta.
+    // Waiting out the window instead took 6 rounds.
+    expect(rounds).toBeLessThanOrEqual(4);
+    expect(h.node("B").heldOf("A")).toEqual(want);
+    expect(h.node("B").peerIndex().match("A", prompt(1, 1))).toBe(80);
+  });
+
   it("caps a peer's advertised push-back and refuses oversized peer request ids", () => {
     const h = new Harness(["A", "B"], { maxPushBackMs: 1_000 });
     h.gossip(2);

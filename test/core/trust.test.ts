@@ -31,12 +31,22 @@ describe("trust: the circuit breaker", () => {
     expect(t.view("c")?.score).toBe(1);
   });
 
-  it("forgets failures older than the window", () => {
+  it("forgets failures older than the window when answers came between them", () => {
     const t = fresh();
     t.failed("b", 0);
     t.failed("b", 1);
+    t.answered("b");
     t.failed("b", 60_001);
     expect(t.view("b")?.state).toBe("closed");
+  });
+
+  it("opens after `failures` failures in a row, however far apart (a peer that never answers)", () => {
+    const t = fresh();
+    t.failed("b", 0);
+    t.failed("b", 100_000);
+    expect(t.view("b")?.state).toBe("closed");
+    t.failed("b", 200_000);
+    expect(t.view("b")?.state).toBe("open");
   });
 
   it("half-opens after openMs for one probe: success closes, failure reopens for twice as long", () => {
@@ -103,7 +113,7 @@ describe("trust: the circuit breaker", () => {
     expect(t.routable("b", 11)).toBe(true);
   });
 
-  it("matches a naive model: open exactly when `failures` fall within the window since the last close", () => {
+  it("matches a naive model: open exactly when `failures` fall within the window, or in a row", () => {
     fc.assert(
       fc.property(
         fc.array(fc.record({ gap: fc.integer({ min: 0, max: 30_000 }), fail: fc.boolean() }), {
@@ -115,14 +125,19 @@ describe("trust: the circuit breaker", () => {
           const fails: number[] = [];
           let now = 0;
           let opened = false;
+          let inRow = 0;
           for (const s of steps) {
             now += s.gap;
             if (s.fail) {
               t.failed("b", now);
               fails.push(now);
-            } else t.answered("b");
+              inRow++;
+            } else {
+              t.answered("b");
+              inRow = 0;
+            }
             const recent = fails.filter((x) => x > now - config.windowMs).length;
-            if (!opened && recent >= 3) opened = true;
+            if (!opened && (recent >= 3 || inRow >= 3)) opened = true;
             expect(t.view("b")?.state).toBe(opened ? "open" : "closed");
           }
         },

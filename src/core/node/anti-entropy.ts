@@ -45,6 +45,13 @@ interface PeerSync extends PeerLoad {
    * first, with when we sent them: while young they are assumed delivered (the ack is in flight).
    */
   unconfirmed: { version: number; at: number }[];
+  /**
+   * `at` of our latest snapshot the peer had received when it sent its last message (its echo), and
+   * of that message's ack (`holds`): a later send seen but an earlier version not held means the
+   * earlier send was lost (or overtaken), whatever the optimism window says.
+   */
+  echoed: number | undefined;
+  ackSawAt: number | undefined;
   /** Smoothed time from sending a version to its ack arriving (≈ RTT + the peer's poll wait). */
   ackDelayMs: number | undefined;
   /** Our estimate of it was found polluted: ask for a full snapshot (omit our ack). */
@@ -203,7 +210,7 @@ export class AntiEntropy {
     for (const { id, live, rttMs } of peers) {
       const peer = this.peer(id);
       let snap: Snapshot | undefined;
-      const base = this.baseFor(peer, now, rttMs);
+      const base = this.baseFor(peer, now, rttMs, tree);
       // A peer added at run time gets our full state at its first tick, before it has said a word.
       const joined = this.joined.delete(id);
       if (!joined && (!live || base === version)) {
@@ -257,6 +264,7 @@ export class AntiEntropy {
       peer.echoT = at;
       peer.echoRxAt = now;
     }
+    peer.echoed = echo !== undefined && Number.isFinite(echo.t) ? echo.t : undefined;
     if (echo === undefined) return undefined;
     const { t, heldMs } = echo;
     if (!Number.isFinite(t) || !Number.isFinite(heldMs) || heldMs < 0) return undefined;
@@ -361,6 +369,8 @@ export class AntiEntropy {
    */
   private onAck(peer: PeerSync, holds: HeldVersion | undefined, now: number): void {
     peer.holdsOfUs = holds;
+    // onEcho ran for this same message: its echo and its ack describe one moment of the peer.
+    peer.ackSawAt = peer.echoed;
     const q = peer.unconfirmed;
     if (holds === undefined || holds.epoch !== this.epoch) {
       q.length = 0;
@@ -381,9 +391,12 @@ export class AntiEntropy {
    * The version of our tree to build the peer's next update on (undefined: nothing usable → full).
    * What we sent recently is assumed delivered while its ack may still be in flight; once the oldest
    * unconfirmed send is clearly overdue (lost, or refused as "need-full"), fall back to the acked
-   * version — usually still within our change log, so a delta rather than a full snapshot.
+   * version — usually still within our change log, so a delta rather than a full snapshot. Sooner
+   * when its ack shows the send lost: it had received a later snapshot of ours yet holds less (a send
+   * into a partition that healed would otherwise wait out the window) — only when a delta from the
+   * acked version can be sent, so a large full snapshot still being applied in steps is not re-sent.
    */
-  private baseFor(peer: PeerSync, now: number, rttMs: number | undefined): number | undefined {
+  private baseFor(peer: PeerSync, now: number, rttMs: number | undefined, tree: OwnTree): number | undefined {
     const ack = peer.holdsOfUs;
     const acked = ack !== undefined && ack.epoch === this.epoch ? ack.version : undefined;
     const q = peer.unconfirmed;
@@ -395,8 +408,13 @@ export class AntiEntropy {
         peer.ackDelayMs === undefined
           ? 2 * this.config.suspectAfterPolls * poll + 2 * (rttMs ?? 0)
           : 2 * peer.ackDelayMs + poll;
-      if (now - (q[0] as { at: number }).at <= window)
-        return (q[q.length - 1] as { version: number }).version;
+      const sentAt = (q[0] as { at: number }).at;
+      const lost =
+        acked !== undefined &&
+        peer.ackSawAt !== undefined &&
+        peer.ackSawAt > sentAt &&
+        tree.changesSince(acked) !== undefined;
+      if (!lost && now - sentAt <= window) return (q[q.length - 1] as { version: number }).version;
       q.length = 0;
     }
     return acked;
@@ -414,6 +432,8 @@ function newPeerSync(): PeerSync {
     estimateAt: undefined,
     holdsOfUs: undefined,
     unconfirmed: [],
+    echoed: undefined,
+    ackSawAt: undefined,
     ackDelayMs: undefined,
     wantFull: false,
     optimisticAt: Number.NEGATIVE_INFINITY,

@@ -260,6 +260,7 @@ export const DAEMON_NODE_DEFAULTS = {
   downAfterPolls: 20,
   /** Peers know each other's speed (calibrated at start-up, engine-costs.ts): heterogeneous machines. */
   advertiseCosts: true,
+  offload: true,
 } as const satisfies Partial<NodeConfigInput>;
 
 /** Validates and fills defaults; throws an Error with every problem listed. */

@@ -5,9 +5,9 @@
  * Outcomes of a forward attempt:
  *  - answered → a success (a half-open breaker closes);
  *  - failed → acked but not answered by its expected time plus slack, an error that is no refusal
- *    for load, or the forward timeout: the score falls, and `failures` of them within `windowMs`
- *    open the breaker (SGLang's gateway opens after 10 in 120 s: a stalled forward costs a client
- *    seconds, so a few suffice);
+ *    for load, or the forward timeout: the score falls, and `failures` of them within `windowMs`,
+ *    or in a row without an answer between them, open the breaker (SGLang's gateway opens after
+ *    10 in 120 s: a stalled forward costs a client seconds, so a few suffice);
  *  - refused for load (overloaded, a deadline it cannot meet, busy) → no mark against the peer,
  *    only a back-off that doubles while refusals continue: being busy is honest, and push-back
  *    already says so;
@@ -43,6 +43,8 @@ interface PeerTrust {
   state: BreakerState;
   /** Times of the recent failures (at most `failures` kept). */
   recent: number[];
+  /** Failures since its last answer, however far apart. */
+  streak: number;
   openUntil: number;
   openMs: number;
   /** A half-open probe is out. */
@@ -86,6 +88,7 @@ export class Trust {
       score: 1,
       state: "closed",
       recent: [],
+      streak: 0,
       openUntil: 0,
       openMs: this.config.openMs,
       probing: false,
@@ -131,6 +134,7 @@ export class Trust {
     const t = this.peers.get(id);
     if (t === undefined) return;
     t.score += SCORE_ALPHA * (1 - t.score);
+    t.streak = 0;
     t.busyMs = 0;
     t.probing = false;
     if (t.state === "quarantined") return;
@@ -146,6 +150,7 @@ export class Trust {
     const t = this.peers.get(id);
     if (t === undefined) return;
     t.failures++;
+    t.streak++;
     t.score -= SCORE_ALPHA * t.score;
     t.probing = false;
     if (t.state === "quarantined") return;
@@ -157,7 +162,10 @@ export class Trust {
     t.recent.push(now);
     while (t.recent.length > 0 && (t.recent[0] as number) <= now - this.config.windowMs) t.recent.shift();
     if (t.recent.length > this.config.failures) t.recent.shift();
-    if (t.state === "closed" && t.recent.length >= this.config.failures) this.open(t, now);
+    // `failures` within the window, or in a row with no answer between them however far apart: a
+    // peer that never answers (a staller sent little) is demoted as fast as a busy route to it.
+    const many = t.recent.length >= this.config.failures || t.streak >= this.config.failures;
+    if (t.state === "closed" && many) this.open(t, now);
   }
 
   /** A spot check caught `id` answering wrongly: never routed to again (until our restart). */
@@ -196,5 +204,6 @@ export class Trust {
     t.openUntil = now + t.openMs;
     t.opened++;
     t.recent.length = 0;
+    t.streak = 0;
   }
 }

@@ -160,7 +160,7 @@ function causes(o: FaultsOutcome): string[] {
   const stalls = (["closed", "open"] as const).map((loop) => must(o, "stalling-peer", loop));
   if (stalls.some((r) => (r.trust ?? []).some((t) => t.beforeFirstOpen > 3))) {
     out.push(
-      `- **Stalling peer, demotion.** A forward to the staller counts as failed only once its answer is overdue: answerSlack (3) × the expected time it acked (its own queue) + 1 s; the breaker opens after ${TRUST_FAILURES} failures within ${TRUST_WINDOW_MS / 1000} s.`,
+      `- **Stalling peer, demotion.** A forward to the staller counts as failed only once its answer is overdue: answerSlack (3) × the expected time it acked (its own queue) + 1 s; the breaker opens after ${TRUST_FAILURES} failures within ${TRUST_WINDOW_MS / 1000} s, or ${TRUST_FAILURES} in a row with no answer between them.`,
     );
     for (const r of stalls) {
       const f = r.failover;
@@ -172,7 +172,7 @@ function causes(o: FaultsOutcome): string[] {
         )
         .join("; ");
       out.push(
-        `  ${r.loop} loop: ${f.count} forwards to it failed over, after a median ${s1(f.medianS)} s (max ${s1(f.maxS)} s); ${first}. ${r.loop === "open" ? "Origins keep forwarding to it while their first forwards wait out their deadlines, so more than 3 go unanswered before the first failure is even counted." : `Where an origin's first failures are more than ${TRUST_WINDOW_MS / 1000} s apart, the window forgets the first and more are needed.`}`,
+        `  ${r.loop} loop: ${f.count} forwards to it failed over, after a median ${s1(f.medianS)} s (max ${s1(f.maxS)} s); ${first}. ${r.loop === "open" ? "Origins keep forwarding to it while their first forwards wait out their deadlines (its advertised queue is long, so the deadline is too; past 30 s only the forward timeout applies), so more than 3 go unanswered before the first failure is even counted." : "Failures counted before demotion follow from the rule above."}`,
       );
     }
   }
@@ -182,7 +182,7 @@ function causes(o: FaultsOutcome): string[] {
     const e = ub.byEntry[ub.unbounded.entry];
     const fe = ffOpen.byEntry[ub.unbounded.entry];
     out.push(
-      `- **Unbounded request.** Offload is off in the daemon's configuration: its node n${ub.unbounded.entry} keeps its own clients' requests queued behind the ${s1(ub.unbounded.latencyS)} s generation (its clients' requests over the run: ${pct(e?.servedThere ?? 0)} served there, mean queue wait ${s1(e?.meanQueueS ?? 0)} s, fault-free ${s1(fe?.meanQueueS ?? 0)} s).${ubOff?.unbounded ? ` With offload on (below) the requests entering it during the generation have p99 ${s3(ubOff.unbounded.window.p99S)} s.` : ""} The daemon's own API never sends such a request: without max_tokens a chat request gets chatMaxTokensDefault (the \`unbounded-api\` class), and above maxTokensCeiling it is refused.`,
+      `- **Unbounded request.** ${DAEMON_NODE_DEFAULTS.offload ? "Offload is on in the daemon's configuration, yet" : "Offload is off in the daemon's configuration:"} its node n${ub.unbounded.entry} keeps its own clients' requests queued behind the ${s1(ub.unbounded.latencyS)} s generation (its clients' requests over the run: ${pct(e?.servedThere ?? 0)} served there, mean queue wait ${s1(e?.meanQueueS ?? 0)} s, fault-free ${s1(fe?.meanQueueS ?? 0)} s).${ubOff?.unbounded ? ` With offload on (below) the requests entering it during the generation have p99 ${s3(ubOff.unbounded.window.p99S)} s.` : ""} The daemon's own API never sends such a request: without max_tokens a chat request gets chatMaxTokensDefault (the \`unbounded-api\` class), and above maxTokensCeiling it is refused.`,
     );
   }
   const slow = get(o, "slow-10x", "open");
@@ -195,7 +195,7 @@ function causes(o: FaultsOutcome): string[] {
         .map((x) => s1(x.p99S))
         .join(
           ", ",
-        )} s): its queue grows for the whole run, since cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts) and, with offload off, nothing moves work already queued.${slowOff ? ` With offload on (below): p99 ${s3(slowOff.p99S)} s (${(slowOff.p99S / ffOpen.p99S).toFixed(2)}×), n1's clients' mean queue wait ${s1(slowOff.byEntry[1]?.meanQueueS ?? 0)} s.` : ""}`,
+        )} s): ${DAEMON_NODE_DEFAULTS.offload ? "cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts), so new requests keep entering its queue, and offload moves them out only at each Δpoll tick, only to a peer expected to finish sooner by a service time (from its queue as last reported): its clients' slowest requests wait behind a 10× slower run." : "its queue grows for the whole run, since cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts) and, with offload off, nothing moves work already queued."}${slowOff && !DAEMON_NODE_DEFAULTS.offload ? ` With offload on (below): p99 ${s3(slowOff.p99S)} s (${(slowOff.p99S / ffOpen.p99S).toFixed(2)}×), n1's clients' mean queue wait ${s1(slowOff.byEntry[1]?.meanQueueS ?? 0)} s.` : ""}`,
     );
   }
   const ack = DAEMON_NODE_DEFAULTS.forwardAckTimeoutMs / 1000;
@@ -329,7 +329,7 @@ export function faultsReportText(results: FaultsResults): string {
     o.synthetic ? "\n**SYNTHETIC workload** (no MMLU folder): MMLU-shaped, not MMLU.\n" : "",
     "## Setup",
     "",
-    `- ${NODES} nodes running the unchanged core node code in the simulator, as \`prefixmesh node\` configures them by default (DAEMON_NODE_DEFAULTS: ${defaults}; Δpoll ${POLL_MS} ms), Δcomm ${COMM_MS} ± ${JITTER_MS} ms, cost profile \`${DEFAULT_PROFILE}\` (fitted to the paper's measurements), seed ${o.seed}. Offload, admission by expected wait (\`maxWaitMs\`) and spot checks are off in that configuration; spot checks are turned on (${100 * SPOT_CHECK_RATE}%) for the lying-peer class only, as its target asks.`,
+    `- ${NODES} nodes running the unchanged core node code in the simulator, as \`prefixmesh node\` configures them by default (DAEMON_NODE_DEFAULTS: ${defaults}; Δpoll ${POLL_MS} ms), Δcomm ${COMM_MS} ± ${JITTER_MS} ms, cost profile \`${DEFAULT_PROFILE}\` (fitted to the paper's measurements), seed ${o.seed}. ${DAEMON_NODE_DEFAULTS.offload ? "Offload is on; admission" : "Offload, admission"} by expected wait (\`maxWaitMs\`) and spot checks are off in that configuration; spot checks are turned on (${100 * SPOT_CHECK_RATE}%) for the lying-peer class only, as its target asks.`,
     `- Workload: \`${o.workloadName}\`, ${o.requests} requests per run (mean prompt ${o.meanPromptTokens.toFixed(0)} tokens, 1 output token, temperature 0). Closed loop: one request in flight (the paper's loop). Open loop: Poisson arrivals at ${o.openRate} requests/s (the issue's rate), the same questions in the same order.`,
     "- Every class runs on the same seed and schedule as the fault-free run of its loop; its fault is placed at fractions of that run's virtual span T (below). A request's node is assigned round-robin; a client whose node crashed re-submits to the next live one (up to 4 tries).",
     "- lost = requests never answered; duplicated = client requests answered twice; wrong = answers delivered that are not the model's output (the simulated engine's output is deterministic, so every answer is checked); fallbacks = forward attempts that moved to another candidate (in brackets: client requests that fell back at least once); duplicate runs = engine runs beyond the first per request (work done twice).",

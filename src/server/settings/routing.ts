@@ -93,7 +93,7 @@ export const routingSettings = {
       "nothing is lost silently, so the ack only guards against a frozen or black-holed peer; too low, and a " +
       "busy machine's slow acks become spurious fallbacks (work done twice).",
   }),
-  offload: setting(bool.default(false), {
+  offload: setting(bool.default(DAEMON_NODE_DEFAULTS.offload), {
     section: "Routing and forwarding",
     value: "bool",
     description:
