@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { TopLevelSpec } from "vega-lite";
-import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../../core/node/config.js";
+import { type DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../../core/node/config.js";
 import { DEFAULT_PROFILE } from "../../engines/sim/profiles.js";
 import { renderVegaLite } from "../render.js";
 import { BAD_PEER, INVESTIGATIONS, SLOW_NODE, SPOT_CHECK_RATE } from "./classes.js";
@@ -21,6 +21,8 @@ export interface ReportContext {
   cores: number;
 }
 
+/** The daemon defaults the run started from (results.json), not today's: the report is its data's. */
+const ran = (o: FaultsOutcome) => o.daemonDefaults as typeof DAEMON_NODE_DEFAULTS;
 const s3 = (x: number) => x.toFixed(3);
 const s1 = (x: number) => x.toFixed(1);
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
@@ -128,7 +130,7 @@ function targets(o: FaultsOutcome): string[] {
   out.push(
     `| One node 10× slower, open loop ${o.openRate} req/s: p99 ≤ 2× the fault-free p99 | p99 ${s3(slow.p99S)} s vs ${s3(ffOpen.p99S)} s (${(slow.p99S / ffOpen.p99S).toFixed(2)}×) | ${mark(slow.p99S <= 2 * ffOpen.p99S)} |`,
   );
-  const ack = DAEMON_NODE_DEFAULTS.forwardAckTimeoutMs / 1000;
+  const ack = ran(o).forwardAckTimeoutMs / 1000;
   const loss = (["closed", "open"] as const).map((loop) => {
     const r = must(o, "loss-30", loop);
     const bound = 3 * ack + must(o, "fault-free", loop).maxRunS;
@@ -182,7 +184,7 @@ function causes(o: FaultsOutcome): string[] {
     const e = ub.byEntry[ub.unbounded.entry];
     const fe = ffOpen.byEntry[ub.unbounded.entry];
     out.push(
-      `- **Unbounded request.** ${DAEMON_NODE_DEFAULTS.offload ? "Offload is on in the daemon's configuration, yet" : "Offload is off in the daemon's configuration:"} its node n${ub.unbounded.entry} keeps its own clients' requests queued behind the ${s1(ub.unbounded.latencyS)} s generation (its clients' requests over the run: ${pct(e?.servedThere ?? 0)} served there, mean queue wait ${s1(e?.meanQueueS ?? 0)} s, fault-free ${s1(fe?.meanQueueS ?? 0)} s).${ubOff?.unbounded ? ` With offload on (below) the requests entering it during the generation have p99 ${s3(ubOff.unbounded.window.p99S)} s.` : ""} The daemon's own API never sends such a request: without max_tokens a chat request gets chatMaxTokensDefault (the \`unbounded-api\` class), and above maxTokensCeiling it is refused.`,
+      `- **Unbounded request.** ${ran(o).offload ? "Offload is on in the daemon's configuration, yet" : "Offload is off in the daemon's configuration:"} its node n${ub.unbounded.entry} keeps its own clients' requests queued behind the ${s1(ub.unbounded.latencyS)} s generation (its clients' requests over the run: ${pct(e?.servedThere ?? 0)} served there, mean queue wait ${s1(e?.meanQueueS ?? 0)} s, fault-free ${s1(fe?.meanQueueS ?? 0)} s).${ubOff?.unbounded ? ` With offload on (below) the requests entering it during the generation have p99 ${s3(ubOff.unbounded.window.p99S)} s.` : ""} The daemon's own API never sends such a request: without max_tokens a chat request gets chatMaxTokensDefault (the \`unbounded-api\` class), and above maxTokensCeiling it is refused.`,
     );
   }
   const slow = get(o, "slow-10x", "open");
@@ -195,10 +197,10 @@ function causes(o: FaultsOutcome): string[] {
         .map((x) => s1(x.p99S))
         .join(
           ", ",
-        )} s): ${DAEMON_NODE_DEFAULTS.offload ? "cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts), so new requests keep entering its queue, and offload moves them out only at each Δpoll tick, only to a peer expected to finish sooner by a service time (from its queue as last reported): its clients' slowest requests wait behind a 10× slower run." : "its queue grows for the whole run, since cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts) and, with offload off, nothing moves work already queued."}${slowOff && !DAEMON_NODE_DEFAULTS.offload ? ` With offload on (below): p99 ${s3(slowOff.p99S)} s (${(slowOff.p99S / ffOpen.p99S).toFixed(2)}×), n1's clients' mean queue wait ${s1(slowOff.byEntry[1]?.meanQueueS ?? 0)} s.` : ""}`,
+        )} s): ${ran(o).offload ? "cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts), so new requests keep entering its queue, and offload moves them out only at each Δpoll tick, only to a peer expected to finish sooner by a service time (from its queue as last reported): its clients' slowest requests wait behind a 10× slower run." : "its queue grows for the whole run, since cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts) and, with offload off, nothing moves work already queued."}${slowOff && !ran(o).offload ? ` With offload on (below): p99 ${s3(slowOff.p99S)} s (${(slowOff.p99S / ffOpen.p99S).toFixed(2)}×), n1's clients' mean queue wait ${s1(slowOff.byEntry[1]?.meanQueueS ?? 0)} s.` : ""}`,
     );
   }
-  const ack = DAEMON_NODE_DEFAULTS.forwardAckTimeoutMs / 1000;
+  const ack = ran(o).forwardAckTimeoutMs / 1000;
   const losses = (["closed", "open"] as const).map((loop) => ({
     r: must(o, "loss-30", loop),
     ff: must(o, "fault-free", loop),
@@ -213,7 +215,7 @@ function causes(o: FaultsOutcome): string[] {
       })
       .join("; ");
     out.push(
-      `- **30% loss.** ${w}. A lost forward or ack costs one ack timeout (${ack} s), but a lost *answer* is noticed only when it is overdue (3 × the expected time the peer acked + 1 s, at most the ${DAEMON_NODE_DEFAULTS.forwardTimeoutMs / 1000} s forward timeout): the daemon's configuration has answer probes off, because over TCP a lost answer breaks its stream and fails at once. The simulator's loss is silent, harsher than TCP; chained losses add up.`,
+      `- **30% loss.** ${w}. A lost forward or ack costs one ack timeout (${ack} s), but a lost *answer* is noticed only when it is overdue (3 × the expected time the peer acked + 1 s, at most the ${ran(o).forwardTimeoutMs / 1000} s forward timeout): the daemon's configuration has answer probes off, because over TCP a lost answer breaks its stream and fails at once. The simulator's loss is silent, harsher than TCP; chained losses add up.`,
     );
   }
   if (out.length === 0) return [];
@@ -318,7 +320,7 @@ export async function writeFaultsReport(
 export function faultsReportText(results: FaultsResults): string {
   const o = results;
   const ctx = results.context;
-  const defaults = Object.entries(o.daemonDefaults)
+  const defaults = Object.entries(ran(o))
     .map(([k, v]) => `${k} ${v}`)
     .join(", ");
   const whats = [...new Map(o.setups.filter((s) => s.loop === "closed").map((s) => [s.classId, s])).values()];
@@ -329,7 +331,7 @@ export function faultsReportText(results: FaultsResults): string {
     o.synthetic ? "\n**SYNTHETIC workload** (no MMLU folder): MMLU-shaped, not MMLU.\n" : "",
     "## Setup",
     "",
-    `- ${NODES} nodes running the unchanged core node code in the simulator, as \`prefixmesh node\` configures them by default (DAEMON_NODE_DEFAULTS: ${defaults}; Δpoll ${POLL_MS} ms), Δcomm ${COMM_MS} ± ${JITTER_MS} ms, cost profile \`${DEFAULT_PROFILE}\` (fitted to the paper's measurements), seed ${o.seed}. ${DAEMON_NODE_DEFAULTS.offload ? "Offload is on; admission" : "Offload, admission"} by expected wait (\`maxWaitMs\`) and spot checks are off in that configuration; spot checks are turned on (${100 * SPOT_CHECK_RATE}%) for the lying-peer class only, as its target asks.`,
+    `- ${NODES} nodes running the unchanged core node code in the simulator, as \`prefixmesh node\` configures them by default (DAEMON_NODE_DEFAULTS: ${defaults}; Δpoll ${POLL_MS} ms), Δcomm ${COMM_MS} ± ${JITTER_MS} ms, cost profile \`${DEFAULT_PROFILE}\` (fitted to the paper's measurements), seed ${o.seed}. ${ran(o).offload ? "Offload is on; admission" : "Offload, admission"} by expected wait (\`maxWaitMs\`) and spot checks are off in that configuration; spot checks are turned on (${100 * SPOT_CHECK_RATE}%) for the lying-peer class only, as its target asks.`,
     `- Workload: \`${o.workloadName}\`, ${o.requests} requests per run (mean prompt ${o.meanPromptTokens.toFixed(0)} tokens, 1 output token, temperature 0). Closed loop: one request in flight (the paper's loop). Open loop: Poisson arrivals at ${o.openRate} requests/s (the issue's rate), the same questions in the same order.`,
     "- Every class runs on the same seed and schedule as the fault-free run of its loop; its fault is placed at fractions of that run's virtual span T (below). A request's node is assigned round-robin; a client whose node crashed re-submits to the next live one (up to 4 tries).",
     "- lost = requests never answered; duplicated = client requests answered twice; wrong = answers delivered that are not the model's output (the simulated engine's output is deterministic, so every answer is checked); fallbacks = forward attempts that moved to another candidate (in brackets: client requests that fell back at least once); duplicate runs = engine runs beyond the first per request (work done twice).",
