@@ -323,4 +323,34 @@ describe("PrefixNode — forward acks", () => {
     expect(a.ackTimeoutMs({ rttMs: 2_000 })).toBe(5_000);
     expect(a.ackTimeoutMs({ rttMs: undefined })).toBe(1_000); // 4 × the 250 ms prior
   });
+
+  it("a forward's timeout covers the request's own run: a long generation is not given up mid-run", () => {
+    const h = new Harness(["A", "B"], { forwardAckTimeoutMs: ACK_FLOOR_MS, forwardTimeoutMs: 30_000 });
+    // A times one run of its own (5 ms per output token in the sim profile); B holds topic 1.
+    h.warm("A", "own", prompt(9, 0));
+    h.warm("B", "warm1", prompt(1, 0));
+    h.gossip(3);
+    const forwardDelay = (eff: Effect[]) =>
+      eff.flatMap((e) => (e.type === "set-timer" && e.timer.kind === "forward" ? [e.delayMs] : []));
+    // A short request keeps the configured timeout exactly.
+    expect(forwardDelay(h.client("A", "short", prompt(1, 1)))).toEqual([30_000]);
+    h.deliver();
+    h.finishRuns("B");
+    h.deliver();
+    expect(h.repliesFor("short")[0]?.record.servedBy).toBe("B");
+    // 20,000 output tokens decode for about 100 s: a 30 s timeout would fall back mid-run and run it
+    // again here; the wait is what peer trust allows that run (3 × run + 1 s).
+    const [long] = forwardDelay(h.client("A", "long", prompt(1, 2), 20_000));
+    expect(long).toBeGreaterThanOrEqual(3 * 20_000 * 5 + 1_000);
+    expect(long).toBeLessThan(3_600_001);
+    for (let t = 0; t < 60_000; t += 100) {
+      h.deliver(); // B's ack, probes and their answers, snapshots
+      h.advance(100);
+    }
+    expect(h.members.get("A")?.runs.size).toBe(0); // still waiting for B, not running it twice
+    expect(h.node("A").stats().fallbacks).toBe(0);
+    h.finishRuns("B");
+    h.deliver();
+    expect(h.repliesFor("long")[0]?.record.servedBy).toBe("B");
+  });
 });

@@ -43,6 +43,8 @@ export interface LearnedCosts {
    * advertised costs are compared with (same model form on both sides).
    */
   engine?: EngineCosts;
+  /** Decode time per output token measured on our runs (engine-costs.ts), ms; absent before any. */
+  msPerOutput?: number;
 }
 
 /** Where the second prior pseudo-observation sits (a typical prompt length). */

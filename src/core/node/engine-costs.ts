@@ -105,6 +105,11 @@ export class EngineCostFit {
     return this.n;
   }
 
+  /** Decode ms per output token of our runs so far (undefined before any run produced tokens). */
+  get msPerOutput(): number | undefined {
+    return this.outputTokens > 0 ? Math.min(MAX_COST_MS, this.decodeMs / this.outputTokens) : undefined;
+  }
+
   /** The current costs (the prior's until samples outweigh it), every field in [0, MAX_COST_MS]. */
   costs(): EngineCosts {
     const a = Float64Array.from(this.a);

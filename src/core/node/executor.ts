@@ -436,8 +436,10 @@ export class Executor {
   learnedCosts(): LearnedCosts {
     const f = this.prefillFit.fit();
     const engine = this.config.advertiseCosts ? this.engineCosts() : undefined;
+    const msPerOutput = this.engineFit.msPerOutput;
     return {
       ...(engine === undefined ? {} : { engine }),
+      ...(msPerOutput === undefined ? {} : { msPerOutput }),
       prefillFixedMs: f.fixedMs,
       prefillMsPerToken: f.msPerToken,
       // Until a run is timed, the service time of an uncached prompt of typical length.

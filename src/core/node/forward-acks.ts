@@ -13,11 +13,14 @@
  */
 import type { EngineRequest } from "../engine.js";
 import type { NodeConfig } from "./config.js";
+import type { LearnedCosts } from "./cost-model.js";
 import type { Target, Targets } from "./targets.js";
 import type { Effect, NodeId, Timer } from "./types.js";
 
 /** The ack timeout is at least this many smoothed RTTs (TCP's RTO allows SRTT + 4 × RTTVAR). */
 const ACK_RTT_FACTOR = 4;
+/** The longest a forward is waited for however long its run (the config's bound on forwardTimeoutMs). */
+const MAX_FORWARD_TIMEOUT_MS = 3_600_000;
 
 /** The timing state of a request's current forward attempt (part of the origin's pending entry). */
 export interface AttemptClock {
@@ -165,4 +168,20 @@ export class ForwardAcks {
 
 function ackTimer(a: AttemptClock): Timer {
   return { kind: "ack", reqId: a.reqId, attempt: a.attempt };
+}
+
+/**
+ * How long an origin waits for a forward's answer: `forwardTimeoutMs`, unless the request's own run
+ * (its uncached prefill plus `maxTokens` of decode at our measured ms per output token) leaves it
+ * less than peer trust's slack (answerSlack × run > the timeout) — then what that slack allows such a
+ * run (answerSlack × run + answerSlackMs). A fixed timeout near or under the run gives a long
+ * generation up mid-run, again at every fallback, holding an engine per attempt; short requests keep
+ * the configured timeout exactly.
+ */
+export function forwardTimeoutFor(config: NodeConfig, request: EngineRequest, k: LearnedCosts): number {
+  const prefill = k.prefillFixedMs + k.prefillMsPerToken * request.tokens.length;
+  const runMs = prefill + Math.max(0, request.maxTokens) * (k.msPerOutput ?? 0);
+  const slack = config.answerSlack * runMs;
+  if (!(slack > config.forwardTimeoutMs)) return config.forwardTimeoutMs;
+  return Math.min(MAX_FORWARD_TIMEOUT_MS, slack + config.answerSlackMs);
 }

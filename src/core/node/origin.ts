@@ -20,7 +20,7 @@ import { keyTokens, requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import { deadlineAt } from "./deadline.js";
-import { type AttemptClock, ForwardAcks } from "./forward-acks.js";
+import { type AttemptClock, ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
 import { type Plan, Planner } from "./planner.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { type Answerer, failReply, okReply } from "./replies.js";
@@ -52,6 +52,8 @@ interface Pending extends AttemptClock, Plan {
   /** The peer of the current forward attempt; undefined once the request runs (or queues) here. */
   current: NodeId | undefined;
   fallbacks: number;
+  /** How long a forward attempt may go unanswered (`forwardTimeoutMs`, or longer for a long run). */
+  forwardTimeoutMs: number;
   /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
   waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
 }
@@ -220,6 +222,7 @@ export class Origin {
       probes: 0,
       answerBy: Number.POSITIVE_INFINITY,
       deadlineAt: deadlineAt(request, now),
+      forwardTimeoutMs: forwardTimeoutFor(this.config, request, costs),
     });
   }
 
@@ -243,7 +246,7 @@ export class Origin {
     this.trust.sent(to, now);
     this.counters.forwarded++;
     this.acks.send(p, to, peer, now, out);
-    out.push({ type: "set-timer", timer: forwardTimer(p), delayMs: this.config.forwardTimeoutMs });
+    out.push({ type: "set-timer", timer: forwardTimer(p), delayMs: p.forwardTimeoutMs });
   }
 
   /**
