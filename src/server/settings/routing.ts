@@ -82,8 +82,8 @@ export const routingSettings = {
     section: "Routing and forwarding",
     value: "ms",
     description:
-      "Give up on a forward attempt after this long, in ms; the request then goes to the next-best node, " +
-      "finally this one.",
+      "Give up on a forward attempt after this long, in ms (longer for a request whose own run needs more: " +
+      "3 × its expected run + 1 s); the request then goes to the next-best node, finally this one.",
   }),
   forwardAckTimeoutMs: setting(nodeNum("forwardAckTimeoutMs"), {
     section: "Routing and forwarding",
