@@ -2,7 +2,7 @@
  * The local executor: this node's FIFO queue and engine runs, and the exact tree that mirrors the
  * engine's cache (the paper's Trie_i). Before a run it evicts what the prompt needs (Algorithm 1 lines
  * 7–10) and pins the matched prefix; after it, the tree takes what the engine now caches (lines
- * 12–13). It learns the service time and prefill costs from its own runs, and tracks the eviction
+ * 12–13). Its runs teach run-costs.ts the service time and prefill costs; it tracks the eviction
  * pressure rent-or-buy discounts by.
  *
  * It knows nothing of who asked: a job finishing is RETURNED (`Completion`) with its timing, and
@@ -14,9 +14,10 @@ import { keyTokens, promptMatch } from "../namespace.js";
 import { type LockHandle, RadixTree } from "../radix-tree.js";
 import type { EngineCosts } from "../snapshot.js";
 import type { NodeConfig } from "./config.js";
-import { type LearnedCosts, PrefillFit } from "./cost-model.js";
-import { type CostSample, EngineCostFit } from "./engine-costs.js";
+import type { LearnedCosts } from "./cost-model.js";
+import type { CostSample } from "./engine-costs.js";
 import type { SelfView } from "./routing.js";
+import { RunCosts } from "./run-costs.js";
 import type { Effect, NodeId, ServedTiming } from "./types.js";
 
 /** Per engine run: eviction pressure remembers ≈ 50 runs. */
@@ -84,10 +85,8 @@ export class Executor {
   private jobSeq = 0;
   /** Logical LRU clock for the tree: strictly increasing per insert. */
   private tick = 0;
-  private serviceMsEwma: number | undefined;
-  private readonly prefillFit: PrefillFit;
-  /** The whole engine cost model (engine-costs.ts): what we advertise and compare peers by. */
-  private readonly engineFit: EngineCostFit;
+  /** What our runs taught us of our costs (run-costs.ts). */
+  private readonly costs: RunCosts;
   /**
    * Decayed tokens inserted into / evicted from our cache: their ratio is the eviction pressure. A
    * prefix bought under full pressure only displaces another, so rent-or-buy discounts by it.
@@ -103,8 +102,7 @@ export class Executor {
     private readonly selfId: NodeId,
     private readonly paranoid: boolean,
   ) {
-    this.prefillFit = new PrefillFit(config.costPrior, config.costDecay);
-    this.engineFit = new EngineCostFit(config.costPrior, config.costDecay);
+    this.costs = new RunCosts(config);
     this.reset();
   }
 
@@ -157,7 +155,7 @@ export class Executor {
    * Undefined until a run is timed.
    */
   waitFrom(ahead: number, now: number): number | undefined {
-    const svc = this.serviceMsEwma;
+    const svc = this.costs.serviceMs;
     if (svc === undefined) return undefined;
     const c = this.config.concurrency;
     if (this.running.size + ahead < c) return 0;
@@ -337,13 +335,7 @@ export class Executor {
       this.tree_.resetTo(result.cachedSequences ?? [], ++this.tick);
     }
     this.finish(job);
-    this.prefillFit.sample(job.request.tokens.length - result.cachedTokens, result.prefillMs);
-    this.engineFit.sample(costSample(job.request.tokens.length, result));
-    const serviceMs = now - job.startedAt;
-    this.serviceMsEwma =
-      this.serviceMsEwma === undefined
-        ? serviceMs
-        : this.serviceMsEwma + (serviceMs - this.serviceMsEwma) / 8;
+    this.costs.sample(job.request.tokens.length, result, now - job.startedAt);
     if (this.paranoid) this.checkWalks();
     if (job.kind === "forward") this.counters.servedForPeers++;
     else if (job.kind === "client") this.counters.servedLocal++;
@@ -387,7 +379,7 @@ export class Executor {
    * (undefined until a run is timed). With every slot busy, the running jobs have half a service
    * time left on average and the waiting ones drain `concurrency` at a time.
    */
-  expectedWaitMs(svc = this.serviceMsEwma): number | undefined {
+  expectedWaitMs(svc = this.costs.serviceMs): number | undefined {
     if (svc === undefined) return undefined;
     const c = this.config.concurrency;
     if (this.running.size < c) return 0;
@@ -401,7 +393,7 @@ export class Executor {
    */
   etaMs(request: EngineRequest, ranMs?: number): number {
     return ranMs === undefined
-      ? (this.expectedWaitMs(this.serviceMsEwma ?? this.learnedCosts().serviceMs) ?? 0) +
+      ? (this.expectedWaitMs(this.costs.serviceMs ?? this.learnedCosts().serviceMs) ?? 0) +
           this.serviceFor(request)
       : Math.max(0, this.serviceFor(request) - ranMs);
   }
@@ -409,44 +401,22 @@ export class Executor {
   /** Expected service time of `request` here: its uncached prefill, at least the measured mean. */
   private serviceFor(request: EngineRequest): number {
     const reused = promptMatch(request, this.tree_.match(keyTokens(request)));
-    const prefill = this.prefillFit.predict(request.tokens.length - reused);
-    return Math.max(prefill, this.serviceMsEwma ?? 0);
+    return this.costs.serviceFor(request.tokens.length - reused);
   }
 
-  /**
-   * Start-up calibration (the daemon's, before it is ready): runs made outside any job, taken by
-   * both fits as if they were our own runs; they replace the configured prior (a guess).
-   */
+  /** Start-up calibration (run-costs.ts): these runs replace the configured prior. */
   calibrate(samples: readonly CostSample[]): void {
-    if (samples.length === 0) return;
-    this.prefillFit.dropPrior();
-    this.engineFit.dropPrior();
-    for (const s of samples) {
-      this.prefillFit.sample(s.uncached, s.prefillMs);
-      this.engineFit.sample(s);
-    }
+    this.costs.calibrate(samples);
   }
 
   /** Our engine's cost model, once calibration or enough runs measured it; undefined before. */
   engineCosts(): EngineCosts | undefined {
-    return this.engineFit.measured ? this.engineFit.costs() : undefined;
+    return this.costs.engineCosts();
   }
 
   /** The costs learned from our own runs (what cost-aware routing sees). */
   learnedCosts(): LearnedCosts {
-    const f = this.prefillFit.fit();
-    const engine = this.config.advertiseCosts ? this.engineCosts() : undefined;
-    const msPerOutput = this.engineFit.msPerOutput;
-    return {
-      ...(engine === undefined ? {} : { engine }),
-      ...(msPerOutput === undefined ? {} : { msPerOutput }),
-      prefillFixedMs: f.fixedMs,
-      prefillMsPerToken: f.msPerToken,
-      // Until a run is timed, the service time of an uncached prompt of typical length.
-      serviceMs: this.serviceMsEwma ?? f.fixedMs + f.msPerToken * 1000,
-      rttPriorMs: this.config.costPrior.rttMs,
-      samples: this.prefillFit.samples,
-    };
+    return this.costs.learned();
   }
 
   /** Push-back to advertise now (ms; 0 = none). */
@@ -455,7 +425,7 @@ export class Executor {
     if (depth <= this.config.pushBackQueueThreshold) return 0;
     if (this.config.pushBackMs > 0) return Math.ceil(this.config.pushBackMs);
     // Expected time for the excess queue to drain at the measured service time (whole ms: wire field).
-    const service = this.serviceMsEwma ?? this.config.pollMs;
+    const service = this.costs.serviceMs ?? this.config.pollMs;
     return Math.max(1, Math.ceil((depth - this.config.pushBackQueueThreshold) * service));
   }
 
@@ -489,17 +459,6 @@ export class Executor {
     // Re-hashing every cached token is the dearest part: every 16th run (a wrong key set persists).
     this.tree_.checkIntegrity(++this.walks % 16 === 1);
   }
-}
-
-/** A finished run as the engine cost fit sees it. */
-function costSample(promptTokens: number, r: EngineResult): CostSample {
-  return {
-    uncached: promptTokens - r.cachedTokens,
-    cached: r.cachedTokens,
-    prefillMs: r.prefillMs,
-    outputTokens: r.completionTokens,
-    decodeMs: r.decodeMs,
-  };
 }
 
 /** When a job of a forward with `deadlineMs` (peer-controlled: only a finite, non-negative one) expires. */

@@ -19,9 +19,9 @@ import { invariant } from "../invariant.js";
 import { keyTokens, requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
-import { deadlineAt } from "./deadline.js";
-import { type AttemptClock, ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
-import { type Plan, Planner } from "./planner.js";
+import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
+import { forwardTimer, type LocalRun, type Pending, PendingRequests } from "./pending-requests.js";
+import { Planner } from "./planner.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { type Answerer, failReply, okReply } from "./replies.js";
 import { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
@@ -43,27 +43,6 @@ import {
 
 /** A peer's errors that follow the protocol, not a fault of the peer: they never count against it. */
 const PROTOCOL_REFUSALS = new Set([FORWARD_CANCELLED, DUPLICATE_HANDLED, PROMPT_TEXT_NEEDED]);
-
-/** A request this node originated (a client sent it here) and has not answered yet. */
-interface Pending extends AttemptClock, Plan {
-  receivedAt: number;
-  /** The next entry of `plan` to try. */
-  next: number;
-  /** The peer of the current forward attempt; undefined once the request runs (or queues) here. */
-  current: NodeId | undefined;
-  fallbacks: number;
-  /** How long a forward attempt may go unanswered (`forwardTimeoutMs`, or longer for a long run). */
-  forwardTimeoutMs: number;
-  /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
-  waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
-}
-
-/** A pending request to run here (its forward attempts are over). */
-export interface LocalRun {
-  reqId: string;
-  attempt: number;
-  request: EngineRequest;
-}
 
 /** The origin's counters (its part of NodeStats). */
 function originCounters() {
@@ -90,7 +69,8 @@ type Answer = Extract<PeerMessage, { type: "result" | "error" }>;
 export class Origin {
   /** The policy's plan per request, and what routing learns across requests (planner.ts). */
   private readonly planner: Planner;
-  private readonly pending = new Map<string, Pending>();
+  /** Requests of ours not answered yet (pending-requests.ts). */
+  private readonly pending = new PendingRequests();
   /** What we know of each peer as a forward target (RTT, acks): node.ts feeds and reads it. */
   readonly targets = new Targets();
   /** The timing of each forward attempt: acks, probes, answer deadline (forward-acks.ts). */
@@ -177,7 +157,7 @@ export class Origin {
    * runs (or queues) here; undefined when it is not pending.
    */
   servingNow(reqId: string, self: NodeId): NodeId | undefined {
-    const p = this.pending.get(reqId);
+    const p = this.pending.find(reqId);
     if (!p) return undefined;
     return p.current ?? self;
   }
@@ -207,34 +187,18 @@ export class Origin {
     evictionPressure: number,
   ): void {
     const plan = this.planner.route(request, now, selfMatch, candidates, costs, evictionPressure);
-    this.pending.set(reqId, {
-      ...plan,
-      reqId,
-      request,
-      receivedAt: now,
-      next: 0,
-      attempt: 0,
-      current: undefined,
-      attemptSentAt: now,
-      fallbacks: 0,
-      ackedAt: -1,
-      ackArmed: false,
-      probes: 0,
-      answerBy: Number.POSITIVE_INFINITY,
-      deadlineAt: deadlineAt(request, now),
-      forwardTimeoutMs: forwardTimeoutFor(this.config, request, costs),
-    });
+    this.pending.open(reqId, request, plan, now, forwardTimeoutFor(this.config, request, costs));
   }
 
   /** The next peer in the request's plan, consumed (undefined: the plan is spent). */
   nextPlanned(reqId: string): NodeId | undefined {
-    const p = this.get(reqId);
+    const p = this.pending.get(reqId);
     return p.next < p.plan.length ? p.plan[p.next++] : undefined;
   }
 
   /** A new forward attempt to `to` (node.ts found it routable): send it, arm its timers. */
   forward(reqId: string, to: NodeId, now: number, out: Effect[]): void {
-    const p = this.get(reqId);
+    const p = this.pending.get(reqId);
     const peer = this.targets.get(to);
     invariant(peer !== undefined, () => `forwarding to ${to}, which is not a member`);
     // Attempts count up, one per forward, and each earlier one ended in exactly one fallback.
@@ -254,7 +218,7 @@ export class Origin {
    * queue and advances it next): a plan of that one peer, then here again.
    */
   reroute(reqId: string, to: NodeId): void {
-    const p = this.get(reqId);
+    const p = this.pending.get(reqId);
     invariant(p.current === undefined && p.attempt === p.fallbacks, "rerouting a request not waiting here");
     p.plan = [to];
     p.expect = [];
@@ -264,7 +228,7 @@ export class Origin {
 
   /** No peer attempt left: the request runs here (current undefined from now on). */
   runHere(reqId: string): LocalRun {
-    const p = this.get(reqId);
+    const p = this.pending.get(reqId);
     invariant(p.attempt === p.fallbacks, "a request runs here while an attempt is still open");
     p.current = undefined;
     return { reqId, attempt: p.attempt, request: p.request };
@@ -273,8 +237,8 @@ export class Origin {
   /** The local queue is full: the request fails (answered now, no longer pending). */
   refuseOverloaded(run: LocalRun, now: number, waitMs?: number): Effect {
     this.counters.rejectedOverload++;
-    const bound = this.get(run.reqId).waitBound;
-    const p = this.settle(run.reqId);
+    const bound = this.pending.get(run.reqId).waitBound;
+    const p = this.pending.settle(run.reqId);
     if (bound?.tripped === true && bound.deadline) {
       this.counters.clientDeadlineRefusals++;
       const left = Math.max(0, Math.floor(p.deadlineAt - now));
@@ -304,7 +268,7 @@ export class Origin {
     now = 0,
     runMs = 0,
   ): "spill" | "refuse" | undefined {
-    const p = this.get(reqId);
+    const p = this.pending.get(reqId);
     const max = this.config.maxWaitMs > 0 ? this.config.maxWaitMs : Number.POSITIVE_INFINITY;
     // A client deadline (deadline.ts) bounds the wait too: what is left of it less our own run.
     const byDeadline = p.deadlineAt - now - runMs;
@@ -320,26 +284,26 @@ export class Origin {
 
   /** The wait a peer may make the request wait (its start), as `waitsTooLong` last bounded it. */
   waitBoundMs(reqId: string): number {
-    return this.get(reqId).waitBound?.ms ?? this.config.maxWaitMs;
+    return this.pending.get(reqId).waitBound?.ms ?? this.config.maxWaitMs;
   }
 
   /** This node does not serve the request's model and no peer serving it took it: it fails. */
   refuseUnserved(run: LocalRun, now: number): Effect {
-    const p = this.settle(run.reqId);
+    const p = this.pending.settle(run.reqId);
     const why = `no reachable node serves model '${run.request.model}'`;
     return failReply(this.by, run.reqId, run.request, now, why, "unserved", p);
   }
 
   /** Our local run of the request finished: its reply. */
   completeLocal(run: LocalRun, result: EngineResult, timing: ServedTiming, now: number, out: Effect[]): void {
-    const p = this.settleLocal(run);
+    const p = this.pending.settleLocal(run);
     this.planner.learnDecode(result);
     out.push(okReply(this.by, p, result, timing, 0, now));
   }
 
   /** Our local run of the request failed: the request fails. */
   failLocal(run: LocalRun, error: string, now: number, out: Effect[]): void {
-    const p = this.settleLocal(run);
+    const p = this.pending.settleLocal(run);
     out.push(failReply(this.by, run.reqId, run.request, now, error, "engine", p));
   }
 
@@ -352,7 +316,7 @@ export class Origin {
 
   /** Whether `to`'s attempt `attempt` is the request's current one. */
   isCurrent(reqId: string, to: NodeId, attempt: number): boolean {
-    const p = this.pending.get(reqId);
+    const p = this.pending.find(reqId);
     return p !== undefined && p.current === to && p.attempt === attempt;
   }
 
@@ -363,7 +327,7 @@ export class Origin {
    * drop, or nobody).
    */
   fallback(reqId: string, out: Effect[], cancelTimer: boolean, cancel: boolean): void {
-    const p = this.get(reqId);
+    const p = this.pending.get(reqId);
     if (cancelTimer) out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
     if (cancel && p.current !== undefined)
@@ -380,7 +344,7 @@ export class Origin {
    * a timer of an attempt we moved on from never acts on the current one.
    */
   onTimer(timer: Extract<Timer, { kind: "forward" | "ack" }>, now: number, out: Effect[]): boolean {
-    const p = this.pending.get(timer.reqId);
+    const p = this.pending.find(timer.reqId);
     invariant(p === undefined || timer.attempt <= p.attempt, "a timer for an attempt not yet made");
     if (p?.current === undefined || p.attempt !== timer.attempt) return false;
     if (timer.kind === "forward") {
@@ -421,7 +385,7 @@ export class Origin {
       return;
     }
     this.targets.acked(from, reqId, attempt);
-    const p = this.pending.get(reqId);
+    const p = this.pending.find(reqId);
     if (!p || p.current !== from || p.attempt !== attempt || p.ackedAt === p.probes) {
       this.counters.ignoredAcks++;
       return;
@@ -439,7 +403,7 @@ export class Origin {
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
     this.targets.landed(from, p.reqId, p.attempt);
-    this.settle(p.reqId);
+    this.pending.settle(p.reqId);
     this.trust.answered(from);
     this.planner.learnDecode(msg.result);
     this.spot.offer(from, p.request, msg.result.text, this.deps.random);
@@ -473,42 +437,15 @@ export class Origin {
 
   /** The pending request `msg` answers, if it answers its current attempt; else counted as late. */
   private current(from: NodeId, msg: Answer): Pending | undefined {
-    const p = this.pending.get(msg.reqId);
+    const p = this.pending.find(msg.reqId);
     if (p && p.current === from && p.attempt === msg.attempt) return p;
     this.counters.lateReplies++;
     this.targets.lateAnswer(from, msg.reqId, msg.attempt);
     return undefined;
   }
 
-  private get(reqId: string): Pending {
-    const p = this.pending.get(reqId);
-    invariant(p !== undefined, () => `request ${reqId} is not pending`);
-    return p;
-  }
-
-  /** Exactly once: the request leaves `pending` as its reply is made, and only then. */
-  private settle(reqId: string): Pending {
-    const p = this.get(reqId);
-    this.pending.delete(reqId);
-    return p;
-  }
-
-  /** A local run ends the request it ran for: that request waits on it, at that attempt. */
-  private settleLocal(run: LocalRun): Pending {
-    const p = this.pending.get(run.reqId);
-    invariant(
-      p !== undefined && p.current === undefined && p.attempt === run.attempt && p.request === run.request,
-      () => `a local run of ${run.reqId} ended, but the request does not wait on it`,
-    );
-    return this.settle(run.reqId);
-  }
-
   /** This node, under its current policy: who signs the replies. */
   private get by(): Answerer {
     return { id: this.config.id, policy: this.planner.policyName };
   }
-}
-
-function forwardTimer(p: Pending): Timer {
-  return { kind: "forward", reqId: p.reqId, attempt: p.attempt };
 }

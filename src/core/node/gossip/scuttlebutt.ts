@@ -27,13 +27,20 @@
 import { Estimates } from "../../estimates.js";
 import { invariant } from "../../invariant.js";
 import type { PeerIndex } from "../../peer-index.js";
+import { isNewer, type Snapshot, type SnapshotHeader } from "../../snapshot.js";
 import {
-  isNewer,
-  type Snapshot,
-  type SnapshotBody,
-  type SnapshotDelta,
-  type SnapshotHeader,
-} from "../../snapshot.js";
+  netDeltas,
+  type OwnerLog,
+  type OwnerState,
+  type OwnState,
+  ownState,
+  pickRandom,
+  relayState,
+} from "./states.js";
+
+// Still importable from here (the selection itself is states.ts's).
+export type { OwnerState, OwnState };
+export { netDeltas };
 
 /** A member's id (node/types.ts's NodeId, restated: node/types.ts imports this file's messages). */
 type NodeId = string;
@@ -50,25 +57,6 @@ export type GossipMessage =
   | { type: "digest"; entries: DigestEntry[]; room: number }
   /** States the receiver lacks (deltas of one owner in order), and (answering a digest) what I lack. */
   | { type: "states"; states: OwnerState[]; wants: DigestEntry[] };
-
-/**
- * One owner's state as relayed: the snapshot, and the owner's block count at its version, by which a
- * receiver tells an exact estimate from one holding a wrong guess (then it asks for the whole set).
- * -1: not known (a delta inside a relayed chain).
- */
-export interface OwnerState {
-  snapshot: Snapshot;
-  blocks: number;
-}
-
-/** Our own tree as the gossip needs it (RadixTree satisfies it; headers carry our load). */
-export interface OwnState {
-  header(): SnapshotHeader;
-  /** Block keys in our tree now. */
-  blocks(): number;
-  changesSince(version: number): SnapshotDelta | undefined;
-  snapshotBody(): SnapshotBody;
-}
 
 export interface ScuttlebuttConfig {
   fanout: number;
@@ -106,21 +94,6 @@ export const DEFAULT_SCUTTLEBUTT: ScuttlebuttConfig = {
   chain: true,
   pendingMs: 250,
 };
-
-interface OwnerLog {
-  /** The header of the newest state we applied (its load figures and tokenCount). */
-  header: SnapshotHeader;
-  /** Consecutive deltas, oldest first, ending at header.version. */
-  deltas: SnapshotDelta[];
-  /** The owner's block count at header.version. */
-  blocks: number;
-  /** Our estimate is exactly the owner's tree at header.version (no optimistic insert since). */
-  clean: boolean;
-  /** Our estimate holds a wrong guess: our digest asks for the whole set (version 0). */
-  wantFull: boolean;
-  /** The newest state whose apply waits for steps (Estimates "deferred"): logged once it is in. */
-  deferred?: { snapshot: Snapshot; blocks: number };
-}
 
 export interface ScuttlebuttCounters {
   digestsSent: number;
@@ -469,9 +442,9 @@ export class Scuttlebutt {
     const mine = theirs.get(this.selfId);
     // Ourselves, to a peer that does not hold us, only if it has room (else it would drop it).
     if (mine !== undefined || room > 0) {
-      const own = this.ownStates(mine, self, onlyListed);
-      for (const s of own) out.push(s);
-      if (mine === undefined) room -= own.length;
+      const own = mine === undefined && onlyListed ? undefined : ownState(mine, self);
+      if (own !== undefined) this.send(own, out);
+      if (mine === undefined && own !== undefined) room -= 1;
     }
     const unheld: NodeId[] = [];
     for (const [owner, log] of this.logs) {
@@ -489,79 +462,15 @@ export class Scuttlebutt {
     return out.slice(0, max);
   }
 
-  /** Version 0 in a digest asks for the whole set (a new owner, or an estimate with a wrong guess). */
-  private ownStates(e: DigestEntry | undefined, self: OwnState, onlyListed: boolean): OwnerState[] {
-    if (e === undefined && onlyListed) return [];
-    const h = self.header();
-    const blocks = self.blocks();
-    if (e !== undefined && e.epoch === h.epoch && e.version >= h.version) return [];
-    if (e !== undefined && e.epoch === h.epoch && e.version > 0) {
-      const delta = self.changesSince(e.version);
-      if (delta !== undefined) {
-        this.counters.statesSent.delta++;
-        return [{ snapshot: { kind: "delta", header: h, delta }, blocks }];
-      }
-    }
-    this.counters.statesSent.full++;
-    return [{ snapshot: { kind: "full", header: h, body: self.snapshotBody() }, blocks }];
-  }
-
   /** Owner's states from what the peer holds (`e`; undefined = nothing) to ours, into `out`. */
   private relayStates(owner: NodeId, log: OwnerLog, e: DigestEntry | undefined, out: OwnerState[]): void {
-    const held = this.estimates.held(owner);
-    if (held === undefined || held.epoch !== log.header.epoch) return;
-    if (e !== undefined && (e.epoch > held.epoch || (e.epoch === held.epoch && e.version >= held.version)))
-      return;
-    if (e !== undefined && e.epoch === held.epoch && e.version > 0) {
-      const i = log.deltas.findIndex((d) => d.baseVersion === e.version);
-      if (i >= 0) {
-        // The chain from the peer's version, netted into one delta (as the owner nets its own).
-        const delta = netDeltas(log.deltas.slice(i));
-        out.push({ snapshot: { kind: "delta", header: log.header, delta }, blocks: log.blocks });
-        this.counters.statesSent.delta++;
-        return;
-      }
-    }
-    // A peer that holds a version our log cannot build on gets nothing from us rather than the whole
-    // set: the owner's deltas are netted (5 → 9), so relays' logs rarely share bases, and a full per
-    // miss made whole key sets most of the bytes. The owner, or a relay with that base, serves it.
-    if (e !== undefined && e.epoch === held.epoch && e.version > 0) return;
-    if (!log.clean) return;
-    const keys = this.index.estimateKeys(owner);
-    const body = { blockSize: this.index.blockSize, keys };
-    out.push({ snapshot: { kind: "full", header: log.header, body }, blocks: log.blocks });
-    this.counters.statesSent.full++;
+    const body = () => ({ blockSize: this.index.blockSize, keys: this.index.estimateKeys(owner) });
+    const s = relayState(log, this.estimates.held(owner), e, body);
+    if (s !== undefined) this.send(s, out);
   }
-}
 
-/**
- * Consecutive deltas (each exact: `added` not in its base, `removed` in it) as one exact delta from the
- * first's base to the last's version: a key added then removed, or removed then added, cancels.
- */
-export function netDeltas(chain: readonly SnapshotDelta[]): SnapshotDelta {
-  invariant(chain.length > 0, "netDeltas of an empty chain");
-  if (chain.length === 1) return chain[0] as SnapshotDelta;
-  const added = new Set<number>();
-  const removed = new Set<number>();
-  let version = (chain[0] as SnapshotDelta).baseVersion;
-  for (const d of chain) {
-    invariant(d.baseVersion === version, "netDeltas of a chain with a gap");
-    version = d.version;
-    for (const k of d.removed) if (!added.delete(k)) removed.add(k);
-    for (const k of d.added) if (!removed.delete(k)) added.add(k);
+  private send(s: OwnerState, out: OwnerState[]): void {
+    out.push(s);
+    this.counters.statesSent[s.snapshot.kind === "full" ? "full" : "delta"]++;
   }
-  const base = (chain[0] as SnapshotDelta).baseVersion;
-  return { baseVersion: base, version, added: Float64Array.from(added), removed: Float64Array.from(removed) };
-}
-
-/** Up to `k` distinct items of `from`, at random (`from` is reordered). */
-function pickRandom<T>(from: T[], k: number, random: () => number): T[] {
-  const n = Math.min(Math.max(0, k), from.length);
-  for (let i = 0; i < n; i++) {
-    const j = i + Math.floor(random() * (from.length - i));
-    const t = from[i] as T;
-    from[i] = from[j] as T;
-    from[j] = t;
-  }
-  return from.slice(0, n);
 }

@@ -31,7 +31,8 @@ import {
   type SwimConfig,
   type SwimConfigInput,
 } from "./config.js";
-import { MemberTable, shuffle } from "./members.js";
+import { MemberTable } from "./members.js";
+import { ProbeOrder } from "./probe-order.js";
 import { Relays } from "./relays.js";
 import type {
   MemberStatus,
@@ -71,8 +72,7 @@ export class Swim {
   private readonly candidates: Candidates;
   private readonly broadcasts = new Broadcasts();
   private readonly relays = new Relays();
-  private probeOrder: NodeId[] = [];
-  private probeNext = 0;
+  private readonly probeOrder: ProbeOrder;
   private probe: Probe | undefined;
   /** A member whose probe period just failed, re-probed next before it is suspected, and its failures. */
   private retry: { target: NodeId; failed: number } | undefined;
@@ -106,6 +106,7 @@ export class Swim {
     this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
     this.candidates = new Candidates(selfId, this.config, (id) => this.members.has(id), this.stats);
     this.lastPushPull = deps.now();
+    this.probeOrder = new ProbeOrder(() => deps.random());
   }
 
   /** Arms the timers and asks the seeds for their member lists (the join). */
@@ -297,12 +298,7 @@ export class Swim {
     this.stats.verified++;
     this.members.add(id, incarnation, now, out);
     this.broadcasts.push({ id, status: "alive", incarnation });
-    // A new member probes late in our round, not never.
-    this.probeOrder.splice(
-      this.probeNext + Math.floor(this.deps.random() * (this.probeOrder.length - this.probeNext + 1)),
-      0,
-      id,
-    );
+    this.probeOrder.insert(id);
     if (asked) this.sendSync(id, false, out);
   }
 
@@ -364,15 +360,10 @@ export class Swim {
   }
 
   private nextTarget(): NodeId | undefined {
-    for (let tries = 0; tries < 2; tries++) {
-      while (this.probeNext < this.probeOrder.length) {
-        const id = this.probeOrder[this.probeNext++] as NodeId;
-        if (this.members.isLive(id)) return id;
-      }
-      this.probeOrder = shuffle([...this.members.live], this.deps.random);
-      this.probeNext = 0;
-    }
-    return undefined;
+    return this.probeOrder.take(
+      () => this.members.live,
+      (id) => this.members.isLive(id),
+    );
   }
 
   private goIndirect(seq: number, out: SwimEffect[]): void {

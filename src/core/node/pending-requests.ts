@@ -1,0 +1,103 @@
+/**
+ * The origin's pending requests: one record per request a client sent here and not yet answered, its
+ * plan and its current attempt. Kept apart from origin.ts so the exactly-once rule (a request leaves
+ * the table as its reply is made, and only then) and the attempt checks live in one small place.
+ */
+import type { EngineRequest } from "../engine.js";
+import { invariant } from "../invariant.js";
+import { deadlineAt } from "./deadline.js";
+import type { AttemptClock } from "./forward-acks.js";
+import type { Plan } from "./planner.js";
+import type { NodeId, Timer } from "./types.js";
+
+/** A request this node originated (a client sent it here) and has not answered yet. */
+export interface Pending extends AttemptClock, Plan {
+  receivedAt: number;
+  /** The next entry of `plan` to try. */
+  next: number;
+  /** The peer of the current forward attempt; undefined once the request runs (or queues) here. */
+  current: NodeId | undefined;
+  fallbacks: number;
+  /** How long a forward attempt may go unanswered (`forwardTimeoutMs`, or longer for a long run). */
+  forwardTimeoutMs: number;
+  /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
+  waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
+}
+
+/** A pending request to run here (its forward attempts are over). */
+export interface LocalRun {
+  reqId: string;
+  attempt: number;
+  request: EngineRequest;
+}
+
+export class PendingRequests {
+  private readonly table = new Map<string, Pending>();
+
+  clear(): void {
+    this.table.clear();
+  }
+
+  has(reqId: string): boolean {
+    return this.table.has(reqId);
+  }
+
+  /** The pending request `reqId`, if it is pending. */
+  find(reqId: string): Pending | undefined {
+    return this.table.get(reqId);
+  }
+
+  /** The pending request `reqId`, which must be pending. */
+  get(reqId: string): Pending {
+    const p = this.table.get(reqId);
+    invariant(p !== undefined, () => `request ${reqId} is not pending`);
+    return p;
+  }
+
+  values(): IterableIterator<Pending> {
+    return this.table.values();
+  }
+
+  /** A routed request: no attempt made yet, its plan unwalked. */
+  open(reqId: string, request: EngineRequest, plan: Plan, now: number, forwardTimeoutMs: number): void {
+    this.table.set(reqId, {
+      ...plan,
+      reqId,
+      request,
+      receivedAt: now,
+      next: 0,
+      attempt: 0,
+      current: undefined,
+      attemptSentAt: now,
+      fallbacks: 0,
+      ackedAt: -1,
+      ackArmed: false,
+      probes: 0,
+      answerBy: Number.POSITIVE_INFINITY,
+      deadlineAt: deadlineAt(request, now),
+      forwardTimeoutMs,
+    });
+  }
+
+  /** Exactly once: the request leaves the table as its reply is made, and only then. */
+  settle(reqId: string): Pending {
+    const p = this.get(reqId);
+    this.table.delete(reqId);
+    return p;
+  }
+
+  /** A local run ends the request it ran for: that request waits on it, at that attempt. */
+  settleLocal(run: LocalRun): Pending {
+    const p = this.table.get(run.reqId);
+    invariant(
+      p !== undefined && p.current === undefined && p.attempt === run.attempt && p.request === run.request,
+      () => `a local run of ${run.reqId} ended, but the request does not wait on it`,
+    );
+    return this.settle(run.reqId);
+  }
+}
+
+/** The timer bounding the request's current forward attempt. */
+export function forwardTimer(p: Pending): Timer {
+  return { kind: "forward", reqId: p.reqId, attempt: p.attempt };
+}
