@@ -1,11 +1,12 @@
 /** `prefixmesh experiment faults`: every fault class in the daemon's configuration, as a report. */
-import { existsSync } from "node:fs";
+
 import { availableParallelism, loadavg } from "node:os";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { writeFaultsReport } from "../experiments/faults/report.js";
 import { runFaults } from "../experiments/faults/run.js";
 import { CliError, parseNumber } from "./errors.js";
+import { checkMmluDir, commandLine } from "./experiment-args.js";
 
 interface FaultsFlags {
   mmluDir: string;
@@ -45,19 +46,10 @@ export function registerExperimentFaults(exp: Command): void {
           : parseNumber("--requests", flags.requests, { min: 50, max: 1_000_000, integer: true });
       const openRate = parseNumber("--rate", flags.rate, { min: 0.01, max: 100_000 });
       const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
-      let mmluDir: string | undefined;
-      if (flags.synthetic !== true) {
-        mmluDir = resolve(flags.mmluDir);
-        if (!existsSync(join(mmluDir, "test")) || !existsSync(join(mmluDir, "dev")))
-          throw new CliError(
-            `--mmlu-dir ${flags.mmluDir}: expected dev/ and test/ folders of MMLU CSV files (or pass --synthetic)`,
-          );
-      }
+      const mmluDir =
+        flags.synthetic === true ? undefined : checkMmluDir(flags.mmluDir, " (or pass --synthetic)");
       const outDir = resolve(flags.out);
-      const command = ["prefixmesh experiment faults", ...process.argv.slice(3).filter((a) => a !== "faults")]
-        .join(" ")
-        .replace(/\s+/g, " ")
-        .trim();
+      const command = commandLine("faults");
       const loadBefore = loadavg()[0] ?? 0;
       try {
         const outcome = await runFaults({

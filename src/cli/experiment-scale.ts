@@ -1,11 +1,12 @@
 /** `prefixmesh experiment scale`: both gossip modes from 4 to 1,024 nodes, written as a report. */
-import { existsSync } from "node:fs";
+
 import { availableParallelism, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { writeScaleReport } from "../experiments/scale/report.js";
 import { runScale } from "../experiments/scale/run.js";
 import { CliError, parseNumber } from "./errors.js";
+import { checkMmluDir, commandLine } from "./experiment-args.js";
 
 interface ScaleFlags {
   mmluDir?: string;
@@ -62,19 +63,9 @@ export function registerScale(exp: Command): void {
         flags.budgetS === undefined ? 300 : parseNumber("--budget-s", flags.budgetS, { min: 1, max: 86_400 });
       const heapBudgetMb = parseNumber("--heap-budget-mb", flags.heapBudgetMb, { min: 16, max: 1_000_000 });
       const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
-      let mmluDir: string | undefined;
-      if (flags.mmluDir !== undefined) {
-        mmluDir = resolve(flags.mmluDir);
-        if (!existsSync(join(mmluDir, "test")) || !existsSync(join(mmluDir, "dev")))
-          throw new CliError(
-            `--mmlu-dir ${flags.mmluDir}: expected dev/ and test/ folders of MMLU CSV files`,
-          );
-      }
+      const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
       const outDir = resolve(flags.out);
-      const command = ["prefixmesh experiment scale", ...process.argv.slice(3).filter((a) => a !== "scale")]
-        .join(" ")
-        .replace(/\s+/g, " ")
-        .trim();
+      const command = commandLine("scale");
       const loadBefore = loadavg()[0] ?? 0;
       try {
         const o = await runScale({

@@ -1,5 +1,3 @@
-/** `prefixmesh experiment paper`: the paper's evaluation grid, written as a report with figures. */
-import { existsSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { SingleBar } from "cli-progress";
@@ -8,6 +6,7 @@ import { writeCompareReport } from "../experiments/compare/report.js";
 import { runCompare } from "../experiments/compare/run.js";
 import { runPaperExperiment } from "../experiments/paper.js";
 import { CliError, parseNumber } from "./errors.js";
+import { checkMmluDir, commandLine } from "./experiment-args.js";
 import { registerExperimentFaults } from "./experiment-faults.js";
 import { registerScale } from "./experiment-scale.js";
 
@@ -46,20 +45,9 @@ export function registerExperiment(program: Command): void {
           ? Math.min(2, availableParallelism())
           : parseNumber("--workers", flags.workers, { min: 0, max: 64, integer: true });
       const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
-      let mmluDir: string | undefined;
-      if (flags.mmluDir !== undefined) {
-        mmluDir = resolve(flags.mmluDir);
-        if (!existsSync(join(mmluDir, "test")) || !existsSync(join(mmluDir, "dev"))) {
-          throw new CliError(
-            `--mmlu-dir ${flags.mmluDir}: expected dev/ and test/ folders of MMLU CSV files`,
-          );
-        }
-      }
+      const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
       const outDir = resolve(flags.out);
-      const command = [
-        "prefixmesh experiment paper",
-        ...process.argv.slice(3).filter((a) => a !== "paper"),
-      ].join(" ");
+      const command = commandLine("paper");
       const tty = process.stderr.isTTY === true;
       const bar = tty
         ? new SingleBar({
@@ -147,13 +135,7 @@ export function registerExperiment(program: Command): void {
       const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
       const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
       const outDir = resolve(flags.out);
-      const command = [
-        "prefixmesh experiment compare",
-        ...process.argv.slice(3).filter((a) => a !== "compare"),
-      ]
-        .join(" ")
-        .replace(/\s+/g, " ")
-        .trim();
+      const command = commandLine("compare");
       const loadBefore = loadavg()[0] ?? 0;
       try {
         const outcome = await runCompare({
@@ -197,11 +179,4 @@ interface CompareFlags {
   syntheticScale: string;
   freshPeerLoad?: boolean;
   peerSpeed?: boolean;
-}
-
-function checkMmluDir(dir: string): string {
-  const abs = resolve(dir);
-  if (!existsSync(join(abs, "test")) || !existsSync(join(abs, "dev")))
-    throw new CliError(`--mmlu-dir ${dir}: expected dev/ and test/ folders of MMLU CSV files`);
-  return abs;
 }
