@@ -5,8 +5,9 @@
  * count) and then the wants. An entry is the owner as a length byte + ASCII, epoch and version as
  * varints. Decoding bounds every count a peer controls and refuses trailing bytes.
  */
+import { ByteReader } from "../../byte-reader.js";
 import { decodeSnapshot, encodeSnapshot } from "../../snapshot-codec.js";
-import { MAX_VARINT_BYTES, writeVarint } from "../../varint.js";
+import { writeVarint } from "../../varint.js";
 import type { DigestEntry, GossipMessage, OwnerState } from "./scuttlebutt.js";
 import { gossipSize } from "./size.js";
 
@@ -64,31 +65,17 @@ export function encodeGossip(msg: GossipMessage): Uint8Array {
 
 /** Decodes one message; throws GossipDecodeError on anything malformed or over the limits. */
 export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): GossipMessage {
-  let pos = 0;
-  const byte = (): number => {
-    if (pos >= bytes.length) throw new GossipDecodeError("truncated");
-    return bytes[pos++] as number;
-  };
-  const varint = (): number => {
-    let v = 0;
-    let mul = 1;
-    for (let i = 0; i < MAX_VARINT_BYTES; i++) {
-      const b = byte();
-      v += (b & 0x7f) * mul;
-      if (b < 0x80) return v;
-      mul *= 128;
-    }
-    throw new GossipDecodeError("varint too long");
-  };
+  const r = new ByteReader(bytes, (why) => new GossipDecodeError(why));
+  const byte = () => r.byte();
+  const varint = () => r.varint();
   const entries = (): DigestEntry[] => {
     const n = varint();
     if (n > limits.maxEntries) throw new GossipDecodeError(`${n} entries, at most ${limits.maxEntries}`);
     const out: DigestEntry[] = [];
     for (let i = 0; i < n; i++) {
       const len = byte();
-      if (len < 1 || len > MAX_OWNER || pos + len > bytes.length) throw new GossipDecodeError("bad owner");
-      const owner = String.fromCharCode(...bytes.subarray(pos, pos + len));
-      pos += len;
+      if (len < 1 || len > MAX_OWNER) throw new GossipDecodeError("bad owner");
+      const owner = String.fromCharCode(...r.take(len, "bad owner"));
       if (!OWNER_CHARS.test(owner)) throw new GossipDecodeError("bad owner characters");
       out.push({ owner, epoch: varint(), version: varint() });
     }
@@ -107,21 +94,20 @@ export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): Gos
     const states: OwnerState[] = [];
     for (let i = 0; i < n; i++) {
       const len = varint();
-      if (len > limits.maxSnapshotBytes || pos + len > bytes.length)
-        throw new GossipDecodeError("bad snapshot length");
+      if (len > limits.maxSnapshotBytes) throw new GossipDecodeError("bad snapshot length");
+      const frame = r.take(len, "bad snapshot length");
       let snapshot: OwnerState["snapshot"];
       try {
-        snapshot = decodeSnapshot(bytes.subarray(pos, pos + len), { maxBytes: limits.maxSnapshotBytes });
+        snapshot = decodeSnapshot(frame, { maxBytes: limits.maxSnapshotBytes });
       } catch (err) {
         throw new GossipDecodeError((err as Error).message);
       }
-      pos += len;
       const z = varint();
       if (z !== 1 && z % 2 !== 0) throw new GossipDecodeError("bad block count");
       states.push({ snapshot, blocks: z === 1 ? -1 : z / 2 });
     }
     msg = { type: "states", states, wants: entries() };
   } else throw new GossipDecodeError("unknown type");
-  if (pos !== bytes.length) throw new GossipDecodeError("trailing bytes");
+  r.end();
   return msg;
 }

@@ -4,7 +4,8 @@
  * ids are ≤ 64 printable ASCII characters, config.ts). An update is id, a flags byte (status in the low
  * two bits, bit 2 = `from` follows), incarnation, [from]. Decoding bounds every count a peer controls.
  */
-import { MAX_VARINT_BYTES, varintSize, writeVarint } from "../../varint.js";
+import { ByteReader } from "../../byte-reader.js";
+import { varintSize, writeVarint } from "../../varint.js";
 import type { MemberStatus, MemberUpdate, SwimMessage } from "./types.js";
 
 const TYPES = ["ping", "ping-req", "ack", "nack", "gossip", "sync", "goodbye"] as const;
@@ -100,27 +101,13 @@ export function encodeSwim(msg: SwimMessage): Uint8Array {
 
 /** Decodes one message; throws SwimDecodeError on anything malformed or over `maxEntries`. */
 export function decodeSwim(bytes: Uint8Array, maxEntries = 8_192): SwimMessage {
-  let pos = 0;
-  const byte = (): number => {
-    if (pos >= bytes.length) throw new SwimDecodeError("truncated");
-    return bytes[pos++] as number;
-  };
-  const varint = (): number => {
-    let v = 0;
-    let mul = 1;
-    for (let i = 0; i < MAX_VARINT_BYTES; i++) {
-      const b = byte();
-      v += (b & 0x7f) * mul;
-      if (b < 0x80) return v;
-      mul *= 128;
-    }
-    throw new SwimDecodeError("varint too long");
-  };
+  const r = new ByteReader(bytes, (why) => new SwimDecodeError(why));
+  const byte = () => r.byte();
+  const varint = () => r.varint();
   const id = (): string => {
     const n = byte();
-    if (n < 1 || n > MAX_ID || pos + n > bytes.length) throw new SwimDecodeError("bad id length");
-    const s = String.fromCharCode(...bytes.subarray(pos, pos + n));
-    pos += n;
+    if (n < 1 || n > MAX_ID) throw new SwimDecodeError("bad id length");
+    const s = String.fromCharCode(...r.take(n, "bad id length"));
     if (!ID_CHARS.test(s)) throw new SwimDecodeError("bad id characters");
     return s;
   };
@@ -157,9 +144,9 @@ export function decodeSwim(bytes: Uint8Array, maxEntries = 8_192): SwimMessage {
       msg = { type, updates: updates() };
       break;
     case "sync": {
-      const r = byte();
-      if (r > 1) throw new SwimDecodeError("bad reply flag");
-      msg = { type, reply: r === 1, members: updates() };
+      const reply = byte();
+      if (reply > 1) throw new SwimDecodeError("bad reply flag");
+      msg = { type, reply: reply === 1, members: updates() };
       break;
     }
     case "goodbye":
@@ -168,6 +155,6 @@ export function decodeSwim(bytes: Uint8Array, maxEntries = 8_192): SwimMessage {
     default:
       throw new SwimDecodeError("unknown type");
   }
-  if (pos !== bytes.length) throw new SwimDecodeError("trailing bytes");
+  r.end();
   return msg;
 }
