@@ -38,6 +38,17 @@ describe("four node processes serving two models", () => {
       30_000,
       "every node to know every peer's models",
     );
+    // A peer is routed to only while live with an estimate: wait until every node sees all three so.
+    type Peers = { peers: { liveness: string }[] };
+    const cluster = async (u: string) => (await (await fetch(`${u}/cluster`)).json()) as Peers;
+    await waitFor(
+      async () =>
+        (await Promise.all(nodes.api.map((u) => cluster(u)))).every(
+          (c) => c.peers.length === 3 && c.peers.every((p) => p.liveness === "live"),
+        ),
+      30_000,
+      "every node to see every peer live",
+    );
   }, 120_000);
   afterAll(async () => nodes?.stop());
 
