@@ -136,7 +136,7 @@ export class NodeRuntime implements NodeService {
       now: this.now,
       isStopping: () => this.stopping,
       feed: (input) => this.feed(input),
-      ownServed: () => this.node.stats().servedLocal + this.node.stats().servedForPeers,
+      ownServed: (s = this.node.stats()) => s.servedLocal + s.servedForPeers,
     });
     this.view = new ClusterView({
       ...o,
