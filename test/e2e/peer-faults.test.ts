@@ -105,6 +105,10 @@ describe("stalling, refusing and lying peers among real node processes", () => {
     throw new Error(`${at} never opened ${node}'s breaker in 10 requests`);
   }
 
+  /** Times A and B have opened `node`'s breaker: a failed half-open probe opens it again. */
+  const probesOf = async (node: string) =>
+    ((await peerAt("A", node)).trust?.opened ?? 0) + ((await peerAt("B", node)).trust?.opened ?? 0);
+
   /** Ten requests at once, five entering A and five B, on the prefixes `prompt(i)`: the batch's wall time. */
   const batch = async (prompt: (at: string, i: number) => string) => {
     const t0 = performance.now();
@@ -128,8 +132,11 @@ describe("stalling, refusing and lying peers among real node processes", () => {
     // Nobody waited for the 30 s forward timeout: an acked forward overdue against its expected
     // time fails over (answerSlack), and the breaker keeps the rest away from S.
     expect(Math.max(a.slowest, b.slowest)).toBeLessThan(10_000);
-    // Demoted: S's remaining prefixes are served by A and B, with no fallback, at their own pace.
+    // Demoted: S's remaining prefixes are served by A and B at their own pace. The only fallbacks
+    // allowed are the breaker's own half-open probes (on a busy machine S's open period of 10 s can
+    // pass before the batch): each failed probe re-opens the breaker, which `opened` counts.
     const before = (await view("A")).stats.fallbacks + (await view("B")).stats.fallbacks;
+    const probesBefore = await probesOf("S");
     const { ms, rs: after } = await batch(
       (at, i) => `${prefix("S", (at === "A" ? a.next : b.next) + i)} ${at} after`,
     );
@@ -138,11 +145,13 @@ describe("stalling, refusing and lying peers among real node processes", () => {
       expect(["A", "B"]).toContain(r.servedBy);
     }
     const fellBack = (await view("A")).stats.fallbacks + (await view("B")).stats.fallbacks - before;
+    const probes = (await probesOf("S")) - probesBefore;
     console.log(
       `stall: after demotion 10 requests in ${ms.toFixed(0)} ms (the same batch on fresh prefixes: ` +
-        `${base.ms.toFixed(0)} ms), ${fellBack} fell back`,
+        `${base.ms.toFixed(0)} ms), ${fellBack} fell back, ${probes} of them half-open probes of S`,
     );
-    expect(fellBack).toBe(0);
+    expect(fellBack).toBeLessThanOrEqual(probes);
+    expect(probes).toBeLessThanOrEqual(2);
     // About the pace of the cluster without S (loose: a busy machine's noise, not S, may differ).
     expect(ms).toBeLessThan(3 * base.ms + 2_000);
   }, 120_000);
