@@ -9,14 +9,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EngineRequest } from "../../src/core/engine.js";
 import { keyTokens } from "../../src/core/namespace.js";
 import { OpenAIEngine, type RemoteEngineResult } from "../../src/engines/openai/engine.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
-import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { startPair } from "../node-pair.js";
 import { type LlamaServer, llamaServerSkip, MODEL, startLlamaServer } from "./llama-server.js";
 
 const skip = llamaServerSkip() !== undefined;
@@ -156,34 +154,17 @@ describe.skipIf(skip)(
       // One slot each: a tenant's request on a server must take the slot the other tenant left there.
       const one = { slots: 1, contextTokens: 512 };
       servers.push(...(await Promise.all([startLlamaServer(one), startLlamaServer(one)])));
-      const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
-      const settings = (i: number, id: string, other: string, otherPeer: number) =>
-        resolveNodeSettings(
-          {
-            id,
-            listen: `127.0.0.1:${ports[2 * i]}`,
-            peerListen: `127.0.0.1:${ports[2 * i + 1]}`,
-            peers: `${other}=http://127.0.0.1:${otherPeer}`,
-            insecure: true,
-            logLevel: "silent",
-            pollMs: "50",
-            forwardAckTimeoutMs: "15000",
-            // The paper's rule (longest estimated prefix): stories260K's prefill is too cheap for the
-            // cost-aware default to forward for a cached prefix.
-            policy: "affinity",
-            engine: "openai",
-            engineUrl: servers[i]!.url,
-            model: MODEL,
-          },
-          {},
-        );
-      const logger = pino({ level: "silent" });
-      nodes.push(
-        ...(await Promise.all([
-          startNode(settings(0, "A", "B", ports[3]!), { logger }),
-          startNode(settings(1, "B", "A", ports[1]!), { logger }),
-        ])),
-      );
+      const pair = await startPair((i) => ({
+        pollMs: "50",
+        forwardAckTimeoutMs: "15000",
+        // The paper's rule (longest estimated prefix): stories260K's prefill is too cheap for the
+        // cost-aware default to forward for a cached prefix.
+        policy: "affinity",
+        engine: "openai",
+        engineUrl: servers[i]!.url,
+        model: MODEL,
+      }));
+      nodes.push(...pair);
     });
     afterAll(async () => {
       await Promise.all(nodes.map((n) => n.stop()));
