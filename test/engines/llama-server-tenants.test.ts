@@ -139,7 +139,7 @@ interface PeerRow {
   liveness: string;
   suspected: boolean;
   estimateTokens: number;
-  estimateAgeMs?: number;
+  held?: { epoch: number; version: number };
 }
 
 describe.skipIf(skip)(
@@ -183,15 +183,23 @@ describe.skipIf(skip)(
       };
     }
 
-    /** Until `from` has heard from `peer` since `since` (its estimate then has the runs done before). */
-    async function untilHeard(from: NodeHandle, peer: string, since: number): Promise<void> {
+    /**
+     * Until `from` holds `peer`'s tree as it is now: its estimate then has the runs done before. (A
+     * snapshot merely received since then may have left `peer` before its last run.)
+     */
+    async function untilHeard(from: NodeHandle, peer: NodeHandle): Promise<void> {
+      const own = (await (await fetch(`${peer.apiUrl}/cluster`)).json()) as {
+        id: string;
+        epoch: number;
+        treeVersion: number;
+      };
       const deadline = Date.now() + 30_000;
       for (;;) {
         const view = (await (await fetch(`${from.apiUrl}/cluster`)).json()) as { peers: PeerRow[] };
-        const row = view.peers.find((p) => p.id === peer);
-        const heard = row?.estimateAgeMs != null && Date.now() - row.estimateAgeMs > since;
-        if (row && heard && row.estimateTokens > 0 && row.liveness === "live" && !row.suspected) return;
-        if (Date.now() > deadline) throw new Error(`no estimate of ${peer}: ${JSON.stringify(view)}`);
+        const row = view.peers.find((p) => p.id === own.id);
+        const held = row?.held?.epoch === own.epoch && row.held.version >= own.treeVersion;
+        if (row && held && row.estimateTokens > 0 && row.liveness === "live" && !row.suspected) return;
+        if (Date.now() > deadline) throw new Error(`no estimate of ${own.id}: ${JSON.stringify(view)}`);
         await new Promise((r) => setTimeout(r, 25));
       }
     }
@@ -204,7 +212,7 @@ describe.skipIf(skip)(
       const warm = await complete(b, text, "tenant-a");
       expect(warm.servedBy).toBe("B");
       expect(warm.cached).toBe(0);
-      await untilHeard(a, "B", Date.now());
+      await untilHeard(a, b);
       // Tenant A's prompt entering at A goes to B, whose server holds it for tenant A.
       const own = await complete(a, text, "tenant-a");
       expect(own.servedBy).toBe("B");
@@ -213,7 +221,7 @@ describe.skipIf(skip)(
       const other = await complete(b, text, "tenant-b");
       expect(other.servedBy).toBe("B");
       expect(other.cached).toBe(0);
-      await untilHeard(a, "B", Date.now());
+      await untilHeard(a, b);
       // Tenant B again, entering at A: forwarded to B, whose server now holds it for tenant B.
       const again = await complete(a, text, "tenant-b");
       expect(again.servedBy).toBe("B");
