@@ -147,11 +147,16 @@ export class PeerIndex {
     this.rebuildOwnerList();
   }
 
-  /** Paper line 17: optimistically add a just-forwarded request to `owner`'s estimate. */
+  /**
+   * Paper line 17: optimistically add a just-forwarded request to `owner`'s estimate. Only to an
+   * estimate held: an owner we hold none of (no snapshot yet, removed, or not among the
+   * `--max-estimates` held) gets no guess, which would take an owner slot past that bound.
+   */
   updateTrieEstimate(owner: string, tokens: Tokens): void {
     // Mid-replacement the snapshot being applied is the truth; a guess on top would be lost anyway.
     if (this.staged?.owner.name === owner) return;
-    const o = this.ownerFor(owner);
+    const o = this.byName.get(owner);
+    if (o === undefined) return;
     const cap = this.capOf(owner);
     const n = Math.floor(tokens.length / BLOCK_SIZE);
     this.hasher.reset();

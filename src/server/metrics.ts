@@ -111,7 +111,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   );
   const gossipBytes = counter(
     "prefixmesh_gossip_bytes_total",
-    "Anti-entropy snapshot bytes by peer and direction",
+    "Gossip bytes by peer and direction: anti-entropy snapshots and mesh (SWIM, Scuttlebutt) messages",
     ["peer", "direction"],
   );
   const peerFailures = counter(

@@ -12,6 +12,7 @@ import type { EngineResult } from "../core/engine.js";
 import { keyTokens } from "../core/namespace.js";
 import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
 import { PrefixNode } from "../core/node/node.js";
+import { retryAfterSec } from "../core/node/replies.js";
 import {
   type Effect,
   type MeshMessage,
@@ -300,7 +301,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     const wr = reqs[ri]!;
     if (!e.outcome.ok && c.tries < MAX_CLIENT_TRIES) {
       retries++;
-      queue.push({ at: now + 1, k: "submit", req: ri });
+      // Refused by load (a 429): the client waits its Retry-After, as a real one does; else at once.
+      const waitSec = retryAfterSec(e.outcome);
+      queue.push({ at: now + (waitSec === undefined ? 1 : waitSec * 1_000), k: "submit", req: ri });
       return;
     }
     const r = e.record;

@@ -79,10 +79,10 @@ describe("PeerIndex vs reference model", () => {
               break;
             }
             case "forward": {
+              // A guess goes only into an estimate held (an unknown owner stays unknown).
               index.updateTrieEstimate(NAMES[op.o]!, op.t);
-              const keys = ref.get(NAMES[op.o]!) ?? new Set<number>();
-              for (const k of blockKeys(op.t)) keys.add(k);
-              ref.set(NAMES[op.o]!, keys);
+              const keys = ref.get(NAMES[op.o]!);
+              if (keys) for (const k of blockKeys(op.t)) keys.add(k);
               break;
             }
             case "remove":
@@ -117,7 +117,10 @@ describe("PeerIndex vs reference model", () => {
       fc.property(fc.integer({ min: 33, max: 40 }), fc.nat(), arbSeq, (n, seed, q) => {
         const seqs = seededSeqs(n, seed);
         const index = new PeerIndex({ maxOwners: 64 });
-        for (const [i, s] of seqs.entries()) index.updateTrieEstimate(`n${i}`, s);
+        for (const [i, s] of seqs.entries()) {
+          hold(index, `n${i}`);
+          index.updateTrieEstimate(`n${i}`, s);
+        }
         for (const probe of [q, ...seqs.slice(0, 3)]) {
           const { owners, lengths } = index.matchAll(probe);
           const want = owners.map((o) => {
@@ -134,6 +137,11 @@ describe("PeerIndex vs reference model", () => {
     );
   });
 });
+
+/** Makes `owner` held, with an empty estimate (as the first empty snapshot of an epoch does). */
+function hold(index: PeerIndex, owner: string): void {
+  index.replaceEstimate(owner, { blockSize: BLOCK_SIZE, keys: new Float64Array(0) });
+}
 
 function seededSeqs(n: number, seed: number): Tokens[] {
   let x = seed | 1;
@@ -154,6 +162,7 @@ describe("PeerIndex units", () => {
 
   it("answers every owner in one walk, block-granular", () => {
     const index = new PeerIndex();
+    for (const o of ["x", "y", "z"]) hold(index, o);
     index.updateTrieEstimate("x", range(0, 100)); // 6 blocks
     index.updateTrieEstimate("y", range(0, 40)); // 2 blocks
     index.updateTrieEstimate("z", range(500, 64));
@@ -182,17 +191,18 @@ describe("PeerIndex units", () => {
 
   it("refuses more owners than maxOwners and reuses freed slots", () => {
     const index = new PeerIndex({ maxOwners: 2 });
-    index.updateTrieEstimate("a", range(0, 16));
-    index.updateTrieEstimate("b", range(0, 16));
-    expect(() => index.updateTrieEstimate("c", range(0, 16))).toThrow(RangeError);
+    hold(index, "a");
+    hold(index, "b");
+    expect(() => hold(index, "c")).toThrow(RangeError);
     index.removePeer("a");
-    index.updateTrieEstimate("c", range(0, 16));
+    hold(index, "c");
     expect(index.owners().sort()).toEqual(["b", "c"]);
     expect(() => new PeerIndex({ maxOwners: 0 })).toThrow(RangeError);
   });
 
   it("bounds each owner's estimate at maxKeysPerOwner, whatever a peer sends", () => {
     const index = new PeerIndex({ maxKeysPerOwner: 3 });
+    hold(index, "a");
     index.updateTrieEstimate("a", range(0, 160)); // 10 blocks
     expect(index.estimateSize("a")).toBe(48);
     expect(index.match("a", range(0, 160))).toBe(48);
@@ -205,6 +215,22 @@ describe("PeerIndex units", () => {
     expect(index.estimateSize("a")).toBe(48);
     index.replaceEstimate("a", { blockSize: 16, keys: Float64Array.of(1, 2, 3, 4, 5) });
     expect(index.estimateSize("a")).toBe(48);
+  });
+
+  it("adds a forward's guess only to an estimate held: an unknown owner is not created", () => {
+    const index = new PeerIndex({ maxOwners: 1 });
+    index.updateTrieEstimate("stranger", range(0, 64));
+    expect(index.has("stranger")).toBe(false);
+    expect(index.owners()).toEqual([]);
+    expect(index.keyCount).toBe(0);
+    // Its owner slot is still free for a member whose snapshot arrives.
+    hold(index, "a");
+    index.updateTrieEstimate("a", range(0, 64));
+    expect(index.match("a", range(0, 64))).toBe(64);
+    // A removed owner gets no guesses either (a late result after it left).
+    index.removePeer("a");
+    index.updateTrieEstimate("a", range(0, 64));
+    expect(index.has("a")).toBe(false);
   });
 
   it("rejects a body with a different block size", () => {

@@ -180,6 +180,50 @@ describe("swim membership rules", () => {
     expect(lone).toBeLessThanOrEqual(24_200);
   });
 
+  test("our own failed probe of a suspect raised by another confirms it; of our own suspicion, never", () => {
+    const probePeriod = (h: ReturnType<typeof harness>) => {
+      h.sent.length = 0;
+      h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-probe" } }));
+      return h.sent.find((s) => s.msg.type === "ping")?.to;
+    };
+    const timeToDead = (h: ReturnType<typeof harness>, id: string) => {
+      for (let t = 0; t <= 60_000; t += 200) {
+        h.at(t);
+        h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+        if (h.swim.status(id) === "dead") return t;
+      }
+      return Number.POSITIVE_INFINITY;
+    };
+    const ours = (s: { msg: SwimMessage }) =>
+      "updates" in s.msg &&
+      s.msg.updates.some((u) => u.id === "b" && u.status === "suspect" && u.from === "a");
+
+    // c raised it; nobody answers our pings: our probe of b, once over, is the second confirmation.
+    const h = harness();
+    for (const m of ["b", "c", "d", "e", "f"]) h.admit(m);
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 0, from: "c" }] });
+    let periods = 0;
+    while (probePeriod(h) !== "b" && periods++ < 20);
+    expect(periods).toBeLessThan(20);
+    probePeriod(h);
+    // Re-gossiped (on the next ping) with us as its source, so the others count us too.
+    expect(h.sent.some(ours)).toBe(true);
+    // 6 members: floor 4 s; without our confirmation c's alone leaves it at ~13.6 s.
+    const confirmed = timeToDead(h, "b");
+    expect(confirmed).toBeGreaterThanOrEqual(4_000);
+    expect(confirmed).toBeLessThan(5_000);
+
+    // We raised it ourselves: our later failed probes of it are not independent (Lifeguard's ceiling).
+    const own = harness();
+    for (const m of ["b", "c", "d", "e", "f"]) own.admit(m);
+    const target = probePeriod(own) as string;
+    probePeriod(own);
+    probePeriod(own);
+    expect(own.swim.status(target)).toBe("suspect");
+    for (let i = 0; i < 12; i++) probePeriod(own);
+    expect(timeToDead(own, target)).toBeGreaterThan(23_000);
+  });
+
   test("a member is suspected only after two probe periods in a row fail, probed back to back", () => {
     const h = harness();
     for (const m of ["b", "c", "d", "e"]) h.admit(m);

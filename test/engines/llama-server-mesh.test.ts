@@ -4,12 +4,10 @@
  * to B, and B's server reports the prefix as cached. Driven by the official `openai` client.
  */
 import OpenAI from "openai";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BLOCK_SIZE } from "../../src/core/block-hash.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
-import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { startPair } from "../node-pair.js";
 import { type LlamaServer, llamaServerSkip, MODEL, startLlamaServer } from "./llama-server.js";
 
 const skip = llamaServerSkip() !== undefined;
@@ -38,36 +36,19 @@ describe.skipIf(skip)("two nodes, each fronting its own real llama.cpp server", 
 
   beforeAll(async () => {
     servers.push(...(await Promise.all([startLlamaServer(), startLlamaServer()])));
-    const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
-    const settings = (i: number, id: string, other: string, otherPeer: number) =>
-      resolveNodeSettings(
-        {
-          id,
-          listen: `127.0.0.1:${ports[2 * i]}`,
-          peerListen: `127.0.0.1:${ports[2 * i + 1]}`,
-          peers: `${other}=http://127.0.0.1:${otherPeer}`,
-          insecure: true,
-          logLevel: "silent",
-          pollMs: "50",
-          // A busy machine must not turn a slow ack into a fallback that serves the prompt at A.
-          forwardAckTimeoutMs: "15000",
-          // The paper's rule (longest estimated prefix): stories260K's prefill is so cheap that the
-          // cost-aware default would rightly keep any prompt local.
-          policy: "affinity",
-          engine: "openai",
-          // One URL the OpenAI way, one without: both must work.
-          engineUrl: i === 0 ? `${servers[0]!.url}/v1` : servers[1]!.url,
-          model: MODEL,
-        },
-        {},
-      );
-    const logger = pino({ level: "silent" });
-    nodes.push(
-      ...(await Promise.all([
-        startNode(settings(0, "A", "B", ports[3]!), { logger }),
-        startNode(settings(1, "B", "A", ports[1]!), { logger }),
-      ])),
-    );
+    const pair = await startPair((i) => ({
+      pollMs: "50",
+      // A busy machine must not turn a slow ack into a fallback that serves the prompt at A.
+      forwardAckTimeoutMs: "15000",
+      // The paper's rule (longest estimated prefix): stories260K's prefill is so cheap that the
+      // cost-aware default would rightly keep any prompt local.
+      policy: "affinity",
+      engine: "openai",
+      // One URL the OpenAI way, one without: both must work.
+      engineUrl: i === 0 ? `${servers[0]!.url}/v1` : servers[1]!.url,
+      model: MODEL,
+    }));
+    nodes.push(...pair);
   });
   afterAll(async () => {
     await Promise.all(nodes.map((n) => n.stop()));

@@ -9,14 +9,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EngineRequest } from "../../src/core/engine.js";
 import { keyTokens } from "../../src/core/namespace.js";
 import { OpenAIEngine, type RemoteEngineResult } from "../../src/engines/openai/engine.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
-import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { startPair } from "../node-pair.js";
 import { type LlamaServer, llamaServerSkip, MODEL, startLlamaServer } from "./llama-server.js";
 
 const skip = llamaServerSkip() !== undefined;
@@ -141,7 +139,7 @@ interface PeerRow {
   liveness: string;
   suspected: boolean;
   estimateTokens: number;
-  estimateAgeMs?: number;
+  held?: { epoch: number; version: number };
 }
 
 describe.skipIf(skip)(
@@ -156,34 +154,17 @@ describe.skipIf(skip)(
       // One slot each: a tenant's request on a server must take the slot the other tenant left there.
       const one = { slots: 1, contextTokens: 512 };
       servers.push(...(await Promise.all([startLlamaServer(one), startLlamaServer(one)])));
-      const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
-      const settings = (i: number, id: string, other: string, otherPeer: number) =>
-        resolveNodeSettings(
-          {
-            id,
-            listen: `127.0.0.1:${ports[2 * i]}`,
-            peerListen: `127.0.0.1:${ports[2 * i + 1]}`,
-            peers: `${other}=http://127.0.0.1:${otherPeer}`,
-            insecure: true,
-            logLevel: "silent",
-            pollMs: "50",
-            forwardAckTimeoutMs: "15000",
-            // The paper's rule (longest estimated prefix): stories260K's prefill is too cheap for the
-            // cost-aware default to forward for a cached prefix.
-            policy: "affinity",
-            engine: "openai",
-            engineUrl: servers[i]!.url,
-            model: MODEL,
-          },
-          {},
-        );
-      const logger = pino({ level: "silent" });
-      nodes.push(
-        ...(await Promise.all([
-          startNode(settings(0, "A", "B", ports[3]!), { logger }),
-          startNode(settings(1, "B", "A", ports[1]!), { logger }),
-        ])),
-      );
+      const pair = await startPair((i) => ({
+        pollMs: "50",
+        forwardAckTimeoutMs: "15000",
+        // The paper's rule (longest estimated prefix): stories260K's prefill is too cheap for the
+        // cost-aware default to forward for a cached prefix.
+        policy: "affinity",
+        engine: "openai",
+        engineUrl: servers[i]!.url,
+        model: MODEL,
+      }));
+      nodes.push(...pair);
     });
     afterAll(async () => {
       await Promise.all(nodes.map((n) => n.stop()));
@@ -202,15 +183,23 @@ describe.skipIf(skip)(
       };
     }
 
-    /** Until `from` has heard from `peer` since `since` (its estimate then has the runs done before). */
-    async function untilHeard(from: NodeHandle, peer: string, since: number): Promise<void> {
+    /**
+     * Until `from` holds `peer`'s tree as it is now: its estimate then has the runs done before. (A
+     * snapshot merely received since then may have left `peer` before its last run.)
+     */
+    async function untilHeard(from: NodeHandle, peer: NodeHandle): Promise<void> {
+      const own = (await (await fetch(`${peer.apiUrl}/cluster`)).json()) as {
+        id: string;
+        epoch: number;
+        treeVersion: number;
+      };
       const deadline = Date.now() + 30_000;
       for (;;) {
         const view = (await (await fetch(`${from.apiUrl}/cluster`)).json()) as { peers: PeerRow[] };
-        const row = view.peers.find((p) => p.id === peer);
-        const heard = row?.estimateAgeMs != null && Date.now() - row.estimateAgeMs > since;
-        if (row && heard && row.estimateTokens > 0 && row.liveness === "live" && !row.suspected) return;
-        if (Date.now() > deadline) throw new Error(`no estimate of ${peer}: ${JSON.stringify(view)}`);
+        const row = view.peers.find((p) => p.id === own.id);
+        const held = row?.held?.epoch === own.epoch && row.held.version >= own.treeVersion;
+        if (row && held && row.estimateTokens > 0 && row.liveness === "live" && !row.suspected) return;
+        if (Date.now() > deadline) throw new Error(`no estimate of ${own.id}: ${JSON.stringify(view)}`);
         await new Promise((r) => setTimeout(r, 25));
       }
     }
@@ -223,7 +212,7 @@ describe.skipIf(skip)(
       const warm = await complete(b, text, "tenant-a");
       expect(warm.servedBy).toBe("B");
       expect(warm.cached).toBe(0);
-      await untilHeard(a, "B", Date.now());
+      await untilHeard(a, b);
       // Tenant A's prompt entering at A goes to B, whose server holds it for tenant A.
       const own = await complete(a, text, "tenant-a");
       expect(own.servedBy).toBe("B");
@@ -232,7 +221,7 @@ describe.skipIf(skip)(
       const other = await complete(b, text, "tenant-b");
       expect(other.servedBy).toBe("B");
       expect(other.cached).toBe(0);
-      await untilHeard(a, "B", Date.now());
+      await untilHeard(a, b);
       // Tenant B again, entering at A: forwarded to B, whose server now holds it for tenant B.
       const again = await complete(a, text, "tenant-b");
       expect(again.servedBy).toBe("B");

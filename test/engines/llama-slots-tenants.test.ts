@@ -6,31 +6,16 @@
 import { describe, expect, it } from "vitest";
 import { keyTokens, NAMESPACE_TOKENS } from "../../src/core/namespace.js";
 import { SavedSlots } from "../../src/engines/llama-slots/saved-slots.js";
-import { SlotMirror, type SlotServerConfig } from "../../src/engines/llama-slots/slot-mirror.js";
+import { SlotMirror } from "../../src/engines/llama-slots/slot-mirror.js";
 import { DEFAULT_NAMESPACE } from "../../src/engines/namespace-tags.js";
+import { cat, range, SLOT_SERVER } from "./slot-fixtures.js";
 
-const range = (from: number, n: number) => Uint32Array.from({ length: n }, (_, i) => from + i);
-const cat = (a: Uint32Array, b: Uint32Array) => {
-  const out = new Uint32Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
-};
-
-const CONFIG: SlotServerConfig = {
-  slots: 2,
-  similarity: 0.1,
-  cacheRamMiB: 8192,
-  cacheIdleSlots: true,
-  kvUnified: false,
-  totalContextTokens: 4096,
-};
 const A = { cacheSalt: "tenant-a" };
 const B = { cacheSalt: "tenant-b" };
 
 describe("the slot mirror with tenants", () => {
   it("reuses a slot's content for its own namespace only, and the slot becomes the new one's", () => {
-    const m = new SlotMirror({ ...CONFIG, cacheRamMiB: 0 });
+    const m = new SlotMirror({ ...SLOT_SERVER, cacheRamMiB: 0 });
     const p = range(1, 40);
     m.launch(0, p, [0, 1], A);
     m.finish(0, p, [], 40);
@@ -48,7 +33,7 @@ describe("the slot mirror with tenants", () => {
   });
 
   it("chooses the slot holding the request's own namespace, not another's longer match", () => {
-    const m = new SlotMirror({ ...CONFIG, cacheRamMiB: 0 });
+    const m = new SlotMirror({ ...SLOT_SERVER, cacheRamMiB: 0 });
     const shared = range(1, 30);
     const a = cat(shared, range(100, 10));
     const b = cat(range(1, 10), range(500, 30));
@@ -62,7 +47,7 @@ describe("the slot mirror with tenants", () => {
   });
 
   it("tags the RAM prompt cache: a prompt restored from another namespace is not reused", () => {
-    const m = new SlotMirror(CONFIG);
+    const m = new SlotMirror(SLOT_SERVER);
     const a = range(1, 100);
     const other = range(5000, 100);
     m.launch(0, a, [0, 1], A);
@@ -84,7 +69,7 @@ describe("the slot mirror with tenants", () => {
   });
 
   it("reuses only when the slot is its own whether or not a run going on elsewhere is saved first", () => {
-    const m = new SlotMirror(CONFIG);
+    const m = new SlotMirror(SLOT_SERVER);
     const q = range(1, 100);
     const x = range(5000, 100);
     m.launch(0, x, [0, 1], B);
@@ -101,7 +86,7 @@ describe("the slot mirror with tenants", () => {
   });
 
   it("reports each namespace's content as its cache key, apart from the default namespace's", () => {
-    const m = new SlotMirror({ ...CONFIG, cacheRamMiB: 0 });
+    const m = new SlotMirror({ ...SLOT_SERVER, cacheRamMiB: 0 });
     const p = range(1, 20);
     m.launch(0, p, [0, 1], A);
     m.finish(0, p, [], 20);
@@ -115,7 +100,7 @@ describe("the slot mirror with tenants", () => {
   });
 
   it("undoes a start together with the slot's namespace", () => {
-    const m = new SlotMirror({ ...CONFIG, cacheRamMiB: 0 });
+    const m = new SlotMirror({ ...SLOT_SERVER, cacheRamMiB: 0 });
     const p = range(1, 20);
     m.launch(0, p, [0, 1], A);
     m.finish(0, p, [], 20);

@@ -5,33 +5,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { PromptCacheModel } from "../../src/engines/llama-slots/prompt-cache.js";
-import { SlotMirror, type SlotServerConfig } from "../../src/engines/llama-slots/slot-mirror.js";
+import { SlotMirror } from "../../src/engines/llama-slots/slot-mirror.js";
 import { UNKNOWN_TOKEN } from "../../src/engines/llama-slots/tokens.js";
+import { cat, range, SLOT_SERVER } from "./slot-fixtures.js";
 
 const t = (...xs: number[]) => Uint32Array.from(xs);
-const range = (from: number, n: number) => Uint32Array.from({ length: n }, (_, i) => from + i);
-const cat = (...parts: Uint32Array[]) => {
-  const out = new Uint32Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-};
-
-const CONFIG: SlotServerConfig = {
-  slots: 2,
-  similarity: 0.1,
-  cacheRamMiB: 8192,
-  cacheIdleSlots: true,
-  kvUnified: false,
-  totalContextTokens: 4096,
-};
 
 describe("the slot mirror", () => {
   it("reports the common prefix, one less when the prompt is all cached", () => {
-    const m = new SlotMirror({ ...CONFIG, cacheRamMiB: 0 });
+    const m = new SlotMirror({ ...SLOT_SERVER, cacheRamMiB: 0 });
     const p = range(1, 10);
     expect(m.launch(0, p, [0, 1])).toBe(0);
     m.finish(0, p, t(100, 101), 11); // the last generated token is never evaluated
@@ -42,7 +24,7 @@ describe("the slot mirror", () => {
   });
 
   it("chooses the slot with the most cached tokens, then the least recently used", () => {
-    const m = new SlotMirror({ ...CONFIG, cacheRamMiB: 0 });
+    const m = new SlotMirror({ ...SLOT_SERVER, cacheRamMiB: 0 });
     const a = range(1, 20);
     const b = range(500, 20);
     m.launch(0, a, [0, 1]);
@@ -57,7 +39,7 @@ describe("the slot mirror", () => {
   });
 
   it("saves a slot it is about to lose most of to the RAM cache, and restores the best prompt", () => {
-    const m = new SlotMirror(CONFIG);
+    const m = new SlotMirror(SLOT_SERVER);
     const shared = range(1, 100);
     const a = cat(shared, range(1000, 20));
     const b = range(5000, 120);
@@ -81,7 +63,7 @@ describe("the slot mirror", () => {
   });
 
   it("keeps the slot when it keeps at least half of it (no RAM round trip)", () => {
-    const m = new SlotMirror(CONFIG);
+    const m = new SlotMirror(SLOT_SERVER);
     const a = range(1, 100);
     m.launch(0, a, [0]);
     m.finish(0, a, [], 100);
@@ -119,7 +101,7 @@ describe("the slot mirror", () => {
   });
 
   it("saves idle slots to the RAM cache when another slot starts, and clears them with a unified KV", () => {
-    const unified = new SlotMirror({ ...CONFIG, kvUnified: true });
+    const unified = new SlotMirror({ ...SLOT_SERVER, kvUnified: true });
     const a = range(1, 50);
     unified.launch(0, a, [0, 1]);
     unified.finish(0, a, [], 50);
@@ -131,7 +113,7 @@ describe("the slot mirror", () => {
   });
 
   it("never matches through tokens it does not know, and resyncs slot lengths", () => {
-    const m = new SlotMirror({ ...CONFIG, cacheRamMiB: 0 });
+    const m = new SlotMirror({ ...SLOT_SERVER, cacheRamMiB: 0 });
     const p = range(1, 10);
     m.launch(0, p, [0, 1]);
     m.finish(0, p, [], 13);
@@ -144,7 +126,7 @@ describe("the slot mirror", () => {
   });
 
   it("undoes a start the server never got (slots and RAM cache as they were)", () => {
-    const m = new SlotMirror(CONFIG);
+    const m = new SlotMirror(SLOT_SERVER);
     const a = range(1, 40);
     m.launch(0, a, [0, 1]);
     m.finish(0, a, [], 40);

@@ -64,3 +64,15 @@ describe("metrics: types and the process's own", () => {
     );
   });
 });
+
+describe("metrics: help texts say what is counted", () => {
+  it("prefixmesh_gossip_bytes_total counts all gossip, not only snapshots", async () => {
+    // peer-traffic.ts and peer-sender.ts count snapshots; mesh-peers.ts counts SWIM and Scuttlebutt messages.
+    const metrics = await createMetrics("A", { processMetrics: false }).registry.getMetricsAsJSON();
+    const help = metrics.find((m) => m.name === "prefixmesh_gossip_bytes_total")?.help ?? "";
+    expect(help).toMatch(/snapshots/);
+    expect(help).toMatch(/SWIM/);
+    expect(help).toMatch(/Scuttlebutt/);
+    expect(help).not.toMatch(/^Anti-entropy snapshot bytes/);
+  });
+});

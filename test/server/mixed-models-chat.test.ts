@@ -4,14 +4,12 @@
  * simulated engine with a chat template of its own model, recording the prompts it runs). A chat for
  * model 2 entering at model 1's node is forwarded with its messages, and model 2's node renders them.
  */
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatMessage, EngineChunk, EngineRequest, EngineResult } from "../../src/core/engine.js";
 import { resolveProfile } from "../../src/engines/sim/profiles.js";
 import { SimEngine } from "../../src/engines/sim/sim-engine.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
-import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { startPair } from "../node-pair.js";
 
 /** Test double: the simulated engine, with a chat template naming its model; records what it runs. */
 class TemplatedSimEngine extends SimEngine {
@@ -37,33 +35,16 @@ describe("chat templates in a mesh of mixed models", () => {
   const nodes: NodeHandle[] = [];
 
   beforeAll(async () => {
-    const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
-    const settings = (i: number, id: string, other: string, otherPeer: number) =>
-      resolveNodeSettings(
-        {
-          id,
-          listen: `127.0.0.1:${ports[2 * i]}`,
-          peerListen: `127.0.0.1:${ports[2 * i + 1]}`,
-          peers: `${other}=http://127.0.0.1:${otherPeer}`,
-          insecure: true,
-          logLevel: "silent",
-          pollMs: "50",
-          // A busy machine must not turn a slow ack into a second attempt.
-          forwardAckTimeoutMs: "15000",
-          engine: "sim",
-          mixedModels: true,
-          // The test engines record every prompt they run: no calibration runs among them.
-          calibrationMs: "0",
-        },
-        {},
-      );
-    const logger = pino({ level: "silent" });
-    nodes.push(
-      ...(await Promise.all([
-        startNode(settings(0, "A", "B", ports[3]!), { logger, engine: engines[0]! }),
-        startNode(settings(1, "B", "A", ports[1]!), { logger, engine: engines[1]! }),
-      ])),
-    );
+    const settings = {
+      pollMs: "50",
+      // A busy machine must not turn a slow ack into a second attempt.
+      forwardAckTimeoutMs: "15000",
+      engine: "sim",
+      mixedModels: true,
+      // The test engines record every prompt they run: no calibration runs among them.
+      calibrationMs: "0",
+    };
+    nodes.push(...(await startPair(() => settings, engines)));
   });
   afterAll(async () => {
     await Promise.all(nodes.map((n) => n.stop()));

@@ -60,6 +60,31 @@ describe("membership by gossip (SWIM + Lifeguard)", () => {
     }
   });
 
+  test("others' failed probes confirm a crashed member's suspicion: all declare it dead near the floor", () => {
+    // Lifeguard: a suspicion starts at 6 × the floor and falls to the floor as k = 2 independent
+    // confirmations arrive; every member probing the suspect and failing is one.
+    for (const nodes of [16, 64])
+      for (const seed of [1, 2]) {
+        const crashAt = 20_000;
+        const r = runMembership({
+          ...base,
+          seed,
+          nodes,
+          durationMs: 60_000,
+          crashes: [{ node: 3, atMs: crashAt }],
+        });
+        const about3 = r.trace.filter((t) => t.id === "n3");
+        const suspectedAt = Math.min(...about3.filter((t) => t.to === "suspect").map((t) => t.at));
+        const dead = about3.filter((t) => t.to === "dead");
+        expect(new Set(dead.map((t) => t.observer)).size).toBe(nodes - 1);
+        // Without the confirmations ~2.8 × the floor (one confirmer: the member that raised it).
+        const lastDead = Math.max(...dead.map((t) => t.at));
+        expect(lastDead - suspectedAt, `${nodes} nodes, seed ${seed}`).toBeLessThanOrEqual(
+          suspicionMinMs(defaults, nodes) + defaults.probeIntervalMs,
+        );
+      }
+  });
+
   test("a frozen member refutes its suspicion and is never declared dead", () => {
     const r = runMembership({
       ...base,

@@ -10,6 +10,7 @@
  * spliced: the stream ends with an error instead.
  */
 import type { EngineRequest } from "../../core/engine.js";
+import { retryAfterSec } from "../../core/node/replies.js";
 import type { ReplyOutcome } from "../../core/node/types.js";
 import {
   type ClientLink,
@@ -68,10 +69,8 @@ export function serviceErrorOf(outcome: Extract<ReplyOutcome, { ok: false }>): S
   const type =
     status === 429 ? "rate_limit_error" : status === 400 ? "invalid_request_error" : "server_error";
   // Retry-After: the node's estimate of when its queue drains back under its wait bound, else 1 s.
-  const retryAfterSec =
-    status === 429 ? Math.max(1, Math.ceil((outcome.retryAfterMs ?? 1_000) / 1_000)) : undefined;
   const code = outcome.code === "deadline" ? "deadline_unmeetable" : undefined;
-  return new ServiceError(status, type, outcome.error, retryAfterSec, code);
+  return new ServiceError(status, type, outcome.error, retryAfterSec(outcome), code);
 }
 
 export class ClientStreams {

@@ -97,7 +97,6 @@ export class NodeRuntime implements NodeService {
   private readonly traffic: PeerTraffic;
   private readonly view: ClusterView;
   private readonly health: EngineHealth;
-  private readonly engineJobs = new Set<Promise<void>>();
   private readonly liveness: LivenessLog;
   /** gossip "scuttlebutt": its transport, seeds, verification (mesh-peers.ts). */
   readonly mesh: MeshPeers | undefined;
@@ -381,7 +380,7 @@ export class NodeRuntime implements NodeService {
   private runEngine(jobId: string, request: EngineRequest, evicted: EvictedRun[]): void {
     if (evicted.length > 0) this.engine.evict?.(evicted);
     this.o.metrics.served.inc({ origin: this.served.serves(request) ? "peer" : "self" });
-    const job = this.engine
+    void this.engine
       .run(request, (c) => this.relay(request, this.nodeId, c.text))
       .then(
         (result: EngineResult) => {
@@ -393,7 +392,5 @@ export class NodeRuntime implements NodeService {
           this.feed({ type: "engine-failed", jobId, error: err?.message ?? String(err) });
         },
       );
-    this.engineJobs.add(job);
-    void job.finally(() => this.engineJobs.delete(job));
   }
 }

@@ -24,6 +24,8 @@ export interface Suspicion {
   /** Independent suspecters (Lifeguard): the timeout shrinks toward minMs as they reach `k`. */
   confirmers: Set<NodeId>;
   k: number;
+  /** We raised it: our own later failed probes of it are not independent. */
+  mine: boolean;
 }
 
 export class MemberTable {
@@ -108,13 +110,19 @@ export class MemberTable {
       maxMs: this.config.suspicionMaxTimeoutMult * minMs,
       confirmers: new Set(from === undefined || from === this.selfId ? [] : [from]),
       k: n - 2 < k ? Math.max(0, n - 2) : k,
+      mine: from === this.selfId,
     };
   }
 
-  /** An independent suspicion of a suspect we already hold; true if it is new (then re-gossiped). */
-  confirm(m: Member, from: NodeId): boolean {
+  /**
+   * An independent suspicion of a suspect we already hold; true if it is new (then re-gossiped). We
+   * count ourselves only for a failed probe of our own (`own`; memberlist's probeNode → suspectNode),
+   * never for news naming us, nor when the suspicion was ours from the start.
+   */
+  confirm(m: Member, from: NodeId, own = false): boolean {
     const s = m.suspicion;
-    if (s === undefined || from === this.selfId || s.confirmers.has(from)) return false;
+    if (s === undefined || s.confirmers.has(from)) return false;
+    if (from === this.selfId && (!own || s.mine)) return false;
     if (s.confirmers.size >= s.k) return false;
     s.confirmers.add(from);
     return true;

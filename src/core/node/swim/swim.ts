@@ -415,6 +415,9 @@ export class Swim {
     const m = this.members.get(p.target);
     if (m === undefined || m.status !== "alive") {
       this.retry = undefined;
+      // Lifeguard: our failed probe of a suspect raised by another confirms it (shortens its timeout).
+      if (m?.status === "suspect" && this.members.confirm(m, this.selfId, true))
+        this.broadcasts.push({ id: m.id, status: "suspect", incarnation: m.incarnation, from: this.selfId });
       return;
     }
     const failed = (this.retry?.target === p.target ? this.retry.failed : 0) + 1;

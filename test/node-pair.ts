@@ -1,0 +1,39 @@
+/**
+ * Two in-process nodes, A and B, on 127.0.0.1 (free ports), each peered with the other's peer port,
+ * insecure and silent: the set-up of every two-node test that drives `startNode` directly.
+ */
+import pino from "pino";
+import type { Engine } from "../src/core/engine.js";
+import { freePort } from "../src/server/cluster/launcher.js";
+import { type NodeHandle, startNode } from "../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../src/server/settings/index.js";
+
+/**
+ * Starts A (i = 0) and B (i = 1). `settingsOf(i)` gives node i's settings beside its id, addresses and
+ * peer (it may override `insecure` and `logLevel`); `engines[i]`, if given, is node i's engine instead
+ * of the one its settings name. The caller stops both.
+ */
+export async function startPair(
+  settingsOf: (i: 0 | 1) => Record<string, unknown>,
+  engines: readonly (Engine | undefined)[] = [],
+): Promise<[NodeHandle, NodeHandle]> {
+  const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
+  const logger = pino({ level: "silent" });
+  const start = (i: 0 | 1) => {
+    const settings = resolveNodeSettings(
+      {
+        insecure: true,
+        logLevel: "silent",
+        ...settingsOf(i),
+        id: i === 0 ? "A" : "B",
+        listen: `127.0.0.1:${ports[2 * i]}`,
+        peerListen: `127.0.0.1:${ports[2 * i + 1]}`,
+        peers: `${i === 0 ? "B" : "A"}=http://127.0.0.1:${ports[2 * (1 - i) + 1]}`,
+      },
+      {},
+    );
+    const engine = engines[i];
+    return startNode(settings, { logger, ...(engine ? { engine } : {}) });
+  };
+  return Promise.all([start(0), start(1)]);
+}
