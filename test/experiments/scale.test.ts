@@ -111,6 +111,17 @@ describe("experiment scale (quick)", () => {
     expect(json.cells.length).toBe(o.cells.length);
   });
 
+  it("times the cluster's formation in both modes, within the arrivals, and reports it", async () => {
+    for (const mode of ["full", "scuttlebutt"])
+      for (const n of o.nodes) {
+        const at = main(mode, n).formedAtMs;
+        expect(at).toBeGreaterThan(0);
+        expect(at).toBeLessThan(o.arrivalS * 1000);
+      }
+    const md = await readFile(join(out, "r", "report.md"), "utf8");
+    expect(md).toMatch(/Formation: .*full 4: \d+\.\d\d s, 16: \d+\.\d\d s; scuttlebutt 4: \d+\.\d\d s/);
+  });
+
   it("projects a run's cost from the last two N (quadratic growth → ×16 at 4× N)", () => {
     const p = project(
       [

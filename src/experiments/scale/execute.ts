@@ -40,6 +40,8 @@ export interface NodeCell {
   detection?: Detection;
   /** Sampled (observer, member) episodes of a live member seen suspected or down. */
   falseSuspicions: number;
+  /** Virtual ms until every live node could route to every other (live and estimated); undefined: never. */
+  formedAtMs?: number;
   wallMs: number;
 }
 
@@ -156,6 +158,7 @@ export function executeCell(c: CellSpec, workload: Workload): NodeCell {
     spreads: probe.spreads,
     ...(probe.detection ? { detection: probe.detection } : {}),
     falseSuspicions: probe.falseSuspicions,
+    ...(probe.formedAtMs === undefined ? {} : { formedAtMs: probe.formedAtMs }),
     wallMs: r.wallMs,
   };
 }

@@ -1,8 +1,8 @@
 /**
  * The scale experiment's observer (src/sim/probe.ts): it only reads the nodes. It times how long
  * one change of an owner's tree takes to reach 50 / 99 / 100 % of the other live nodes, when the
- * members notice a crashed node, how often a live member is seen suspected, and the live heap once
- * the cluster is at full load.
+ * members notice a crashed node, how often a live member is seen suspected, when the cluster has
+ * formed (every node routes to every other), and the live heap once the cluster is at full load.
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import type { SimProbe } from "../../sim/probe.js";
@@ -59,6 +59,12 @@ export class ScaleProbe implements SimProbe {
   detection?: Detection;
   /** (observer, member) episodes of a live member seen suspected or down, sampled. */
   falseSuspicions = 0;
+  /**
+   * Virtual ms at which every live node first saw every other live node live and held an estimate
+   * of it (could route to it), read every DETECT_EVERY_MS; undefined: not within the run.
+   */
+  formedAtMs?: number;
+  private nextFormed = 0;
   heapBytes?: number;
   private readonly waiting: { ownerIdx: number; base: number; epoch: number; since: number }[] = [];
   private readonly active: Track[] = [];
@@ -79,6 +85,10 @@ export class ScaleProbe implements SimProbe {
   observe(now: number, nodes: readonly (PrefixNode | null)[]): void {
     this.startChanges(now, nodes);
     this.spread(now, nodes);
+    if (this.formedAtMs === undefined && now >= this.nextFormed) {
+      this.nextFormed = now + DETECT_EVERY_MS;
+      if (formed(nodes)) this.formedAtMs = now;
+    }
     if (this.o.crash && now >= this.nextDetect) {
       this.nextDetect = now + DETECT_EVERY_MS;
       this.detect(now, nodes, this.o.crash);
@@ -210,4 +220,18 @@ export class ScaleProbe implements SimProbe {
     this.suspected.clear();
     for (const k of now) this.suspected.add(k);
   }
+}
+
+/** Every live node sees every other live node live and holds an estimate of it. */
+function formed(nodes: readonly (PrefixNode | null)[]): boolean {
+  const alive = new Set<string>();
+  for (const n of nodes) if (n) alive.add(n.id);
+  for (const n of nodes) {
+    if (!n) continue;
+    let routable = 0;
+    for (const p of n.peers())
+      if (alive.has(p.id) && p.liveness === "live" && p.held !== undefined) routable++;
+    if (routable < alive.size - 1) return false;
+  }
+  return true;
 }
