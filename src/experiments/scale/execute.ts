@@ -42,6 +42,8 @@ export interface NodeCell {
   falseSuspicions: number;
   /** Virtual ms until every live node could route to every other (live and estimated); undefined: never. */
   formedAtMs?: number;
+  /** The same for 99% of those pairs. */
+  formed99AtMs?: number;
   /** Prompt and hit tokens of the answered requests by arrival, in buckets of `bucketMs` (hit rate vs time). */
   hitByArrival: HitByArrival;
   wallMs: number;
@@ -199,6 +201,7 @@ export function executeCell(c: CellSpec, workload: Workload): NodeCell {
     ...(probe.detection ? { detection: probe.detection } : {}),
     falseSuspicions: probe.falseSuspicions,
     ...(probe.formedAtMs === undefined ? {} : { formedAtMs: probe.formedAtMs }),
+    ...(probe.formed99AtMs === undefined ? {} : { formed99AtMs: probe.formed99AtMs }),
     hitByArrival: hitByArrival(r.records),
     wallMs: r.wallMs,
   };
