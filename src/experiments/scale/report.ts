@@ -244,7 +244,7 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
   });
   L.push(
     "",
-    `Formation: arrivals start with the cluster at 0 s; 99% / all of the live nodes could route to every other live node (seen live, estimate held; read every ${DETECT_EVERY_MS} ms) at ${formed.join("; ")}. Requests before then see fewer candidates, in both modes.`,
+    `Formation: arrivals start with the cluster at 0 s; 99% / all of the (live node, other live node) pairs were routable (the node saw the other live and held its estimate; read every ${DETECT_EVERY_MS} ms) at ${formed.join("; ")}. Requests before then see fewer candidates, in both modes.`,
   );
   L.push("", "Scuttlebutt alone, in rounds (every node one push-pull with 3 members per round):", "");
   L.push("| N | 50 % | 99 % | 100 % | 2·log2 N | bytes/node/round | wall s |");
