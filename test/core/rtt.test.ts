@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { smoothRtt } from "../../src/core/node/targets.js";
+import { smoothRtt, Targets } from "../../src/core/node/targets.js";
 
 describe("RTT estimate", () => {
   it("forgets a high first sample within a few rounds but rises only slowly on a spike", () => {
@@ -19,5 +19,28 @@ describe("RTT estimate", () => {
     expect(rtt).toBe(0);
     rtt = smoothRtt(rtt, -1); // and stays there
     expect(rtt).toBe(0);
+  });
+});
+
+describe("typical RTT of the measured peers", () => {
+  it("is the median of the measured peers, and follows samples and removals", () => {
+    const t = new Targets();
+    t.reset(["a", "b", "c", "d"]);
+    expect(t.typicalRttMs()).toBeUndefined();
+    t.sampleRtt("a", 10);
+    expect(t.typicalRttMs()).toBe(10);
+    t.sampleRtt("b", 2);
+    t.sampleRtt("c", 4);
+    expect(t.typicalRttMs()).toBe(4); // d, unmeasured, does not count
+    t.sampleRtt("d", 100);
+    expect(t.typicalRttMs()).toBe(7); // (4 + 10) / 2
+    t.remove("d");
+    expect(t.typicalRttMs()).toBe(4);
+    t.sampleRtt("c", 0); // falls half way: 2
+    expect(t.typicalRttMs()).toBe(2);
+    t.sampleRtt("gone", 1); // not a target: ignored
+    expect(t.typicalRttMs()).toBe(2);
+    t.reset(["a"]);
+    expect(t.typicalRttMs()).toBeUndefined();
   });
 });

@@ -3,8 +3,10 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hitByArrival, hitFrom } from "../../src/experiments/scale/execute.js";
 import { writeScaleReport } from "../../src/experiments/scale/report.js";
 import { project, runScale, type ScaleOutcome } from "../../src/experiments/scale/run.js";
+import type { SimRecord } from "../../src/sim/types.js";
 
 let out: string;
 let o: ScaleOutcome;
@@ -109,6 +111,48 @@ describe("experiment scale (quick)", () => {
     }
     const json = JSON.parse(await readFile(join(dir, "results.json"), "utf8"));
     expect(json.cells.length).toBe(o.cells.length);
+  });
+
+  it("times the cluster's formation in both modes, within the arrivals, and reports it", async () => {
+    for (const mode of ["full", "scuttlebutt"])
+      for (const n of o.nodes) {
+        const { formedAtMs: all, formed99AtMs: most } = main(mode, n);
+        expect(most).toBeGreaterThan(0);
+        expect(all).toBeGreaterThanOrEqual(most as number);
+        expect(all).toBeLessThan(o.arrivalS * 1000);
+      }
+    const md = await readFile(join(out, "r", "report.md"), "utf8");
+    expect(md).toMatch(
+      /Formation: .*full 4: \d+\.\d\d \/ \d+\.\d\d s, 16: .* s; scuttlebutt 4: \d+\.\d\d \/ \d+\.\d\d s/,
+    );
+  });
+
+  it("keeps every answered request's tokens by arrival, and reports the hit rate after formation", async () => {
+    for (const c of o.cells) {
+      const prompt = c.hitByArrival.prompt.reduce((a, b) => a + b, 0);
+      const hit = c.hitByArrival.hit.reduce((a, b) => a + b, 0);
+      expect(prompt).toBeGreaterThan(0);
+      expect(hit / prompt).toBeCloseTo(c.hit, 9);
+      expect(hitFrom(c.hitByArrival, 0)).toBeCloseTo(c.hit, 9);
+    }
+    const md = await readFile(join(out, "r", "report.md"), "utf8");
+    expect(md).toMatch(
+      /after formation \(arrivals from \d+\.\d\d s, when all three runs had formed\): oracle/,
+    );
+  });
+
+  it("splits the hit rate by arrival bucket", () => {
+    const rec = (startMs: number, promptTokens: number, actualHitTokens: number, ok = true) =>
+      ({ startMs, promptTokens, actualHitTokens, ok }) as SimRecord;
+    const h = hitByArrival(
+      [rec(10, 100, 0), rec(600, 100, 50), rec(620, 100, 100), rec(700, 100, 100, false)],
+      250,
+    );
+    expect(h.prompt).toEqual([100, 0, 200]);
+    expect(h.hit).toEqual([0, 0, 150]);
+    expect(hitFrom(h, 0)).toBeCloseTo(150 / 300, 9);
+    expect(hitFrom(h, 300)).toBeCloseTo(150 / 200, 9); // from the next whole bucket: 500 ms
+    expect(hitFrom(h, 1_000)).toBeUndefined();
   });
 
   it("projects a run's cost from the last two N (quadratic growth → ×16 at 4× N)", () => {

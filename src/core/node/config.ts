@@ -142,6 +142,8 @@ export const nodeConfigSchema = z
      * outweigh them. Conservative on purpose, so a cold node leans to serving locally: a cheap
      * prefill (0.5 ms/token) and a slow network (250 ms RTT) until measured. The RTT prior is replaced
      * by the first echo of an anti-entropy round (one poll), the prefill prior fades after a few runs.
+     * Gossip "scuttlebutt" measures only the members it talks to: there an unmeasured member is
+     * priced at the median RTT measured to the others once there is one (views.ts).
      */
     costPrior: z
       .object({

@@ -191,7 +191,7 @@ export class PrefixNode extends NodeViews {
     if (refused) return void out.push(refused);
     const self = this.executor.selfView(this.config.id, request, now);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
-    const costs = this.executor.learnedCosts();
+    const costs = this.learnedCosts();
     this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.evictionPressure());
     this.advance(reqId, now, out);
   }

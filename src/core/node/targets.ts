@@ -61,11 +61,15 @@ export function smoothRtt(prev: number | undefined, sampleMs: number): number {
 
 export class Targets {
   private readonly peers = new Map<NodeId, Target>();
+  /** The median of the peers' measured RTTs, while no sample or removal has moved it (`typicalRttMs`). */
+  private typical: number | undefined;
+  private typicalStale = true;
   /** Our attempts abandoned for want of an ack, by reqId + attempt → the peer (bounded). */
   private readonly unackedAbandoned = new Map<string, NodeId>();
 
   reset(ids: readonly NodeId[]): void {
     this.peers.clear();
+    this.typicalStale = true;
     this.unackedAbandoned.clear();
     for (const id of ids) this.add(id);
   }
@@ -82,6 +86,7 @@ export class Targets {
   }
 
   remove(id: NodeId): void {
+    if (this.peers.get(id)?.rttMs !== undefined) this.typicalStale = true;
     this.peers.delete(id);
   }
 
@@ -159,7 +164,26 @@ export class Targets {
 
   sampleRtt(id: NodeId, ms: number): void {
     const t = this.peers.get(id);
-    if (t) t.rttMs = smoothRtt(t.rttMs, ms);
+    if (!t) return;
+    t.rttMs = smoothRtt(t.rttMs, ms);
+    this.typicalStale = true;
+  }
+
+  /**
+   * The median RTT over the peers measured so far (undefined: none yet): what a peer not measured
+   * yet is expected to cost, where most peers are unmeasured most of the time (gossip "scuttlebutt"
+   * talks to a few members per round, not to all). Recomputed only after a sample or a removal.
+   */
+  typicalRttMs(): number | undefined {
+    if (!this.typicalStale) return this.typical;
+    const v: number[] = [];
+    for (const t of this.peers.values()) if (t.rttMs !== undefined) v.push(t.rttMs);
+    v.sort((a, b) => a - b);
+    const m = v.length >> 1;
+    this.typical =
+      v.length === 0 ? undefined : v.length % 2 ? v[m] : ((v[m - 1] as number) + (v[m] as number)) / 2;
+    this.typicalStale = false;
+    return this.typical;
   }
 
   /** It reported its queue depth: what we sent it before is counted in there. */

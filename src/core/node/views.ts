@@ -130,9 +130,18 @@ export abstract class NodeViews {
   meshMembers(): SwimMemberView[] | undefined {
     return this.members instanceof SwimMembership ? this.members.swim.memberViews() : undefined;
   }
-  /** The costs this node has learned (what cost-aware routing sees). */
+  /**
+   * The costs this node has learned (what cost-aware routing sees). Gossip "scuttlebutt": a member
+   * not measured yet is priced at the median RTT measured to the others, not at the cold prior — a
+   * node there measures only the members it talks to (SWIM probes, forwards), so most are
+   * unmeasured for many rounds; the full mesh measures every peer at its first echo (one Δpoll).
+   */
   learnedCosts(): LearnedCosts {
-    return this.executor.learnedCosts();
+    const k = this.executor.learnedCosts();
+    if (this.config.gossip === "full") return k;
+    const typical = this.origin.targets.typicalRttMs();
+    if (typical !== undefined) k.rttPriorMs = typical;
+    return k;
   }
   /** Push-back we would advertise now (ms; 0 = none). */
   currentPushBackMs(): number {

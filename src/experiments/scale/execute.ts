@@ -4,7 +4,7 @@
  */
 import { DEFAULT_PROFILE } from "../../engines/sim/profiles.js";
 import { runSimulation } from "../../sim/run.js";
-import type { SimConfig } from "../../sim/types.js";
+import type { SimConfig, SimRecord } from "../../sim/types.js";
 import { hitRate, idealHits } from "../../workload/ideal-hit.js";
 import type { Workload } from "../../workload/types.js";
 import { COMM_MS, type GossipMode, JITTER_MS, POLICY, POLL_MS } from "./grid.js";
@@ -40,7 +40,50 @@ export interface NodeCell {
   detection?: Detection;
   /** Sampled (observer, member) episodes of a live member seen suspected or down. */
   falseSuspicions: number;
+  /** Virtual ms until every live node could route to every other (live and estimated); undefined: never. */
+  formedAtMs?: number;
+  /** The same for 99% of those pairs. */
+  formed99AtMs?: number;
+  /** Prompt and hit tokens of the answered requests by arrival, in buckets of `bucketMs` (hit rate vs time). */
+  hitByArrival: HitByArrival;
   wallMs: number;
+}
+
+/** Width of a `hitByArrival` bucket, virtual ms. */
+export const HIT_BUCKET_MS = 250;
+
+export interface HitByArrival {
+  bucketMs: number;
+  /** Bucket i holds the requests that arrived in [i, i + 1) × bucketMs. */
+  prompt: number[];
+  hit: number[];
+}
+
+/** The answered requests' tokens by arrival bucket. */
+export function hitByArrival(records: readonly SimRecord[], bucketMs = HIT_BUCKET_MS): HitByArrival {
+  const out: HitByArrival = { bucketMs, prompt: [], hit: [] };
+  for (const r of records) {
+    if (!r.ok) continue;
+    const i = Math.max(0, Math.floor(r.startMs / bucketMs));
+    while (out.prompt.length <= i) {
+      out.prompt.push(0);
+      out.hit.push(0);
+    }
+    out.prompt[i] = (out.prompt[i] as number) + r.promptTokens;
+    out.hit[i] = (out.hit[i] as number) + r.actualHitTokens;
+  }
+  return out;
+}
+
+/** Hit rate of the requests that arrived at or after `fromMs` (whole buckets; undefined: none). */
+export function hitFrom(h: HitByArrival, fromMs: number): number | undefined {
+  let prompt = 0;
+  let hit = 0;
+  for (let i = Math.ceil(fromMs / h.bucketMs); i < h.prompt.length; i++) {
+    prompt += h.prompt[i] as number;
+    hit += h.hit[i] as number;
+  }
+  return prompt > 0 ? hit / prompt : undefined;
 }
 
 const idealCache = new WeakMap<Workload, number>();
@@ -78,7 +121,8 @@ export function simConfigOf(c: CellSpec): SimConfig {
     pollMs: POLL_MS,
     profile: DEFAULT_PROFILE,
     seed: c.seed,
-    keepRecords: false,
+    // Kept for the hit rate by arrival (a few hundred bytes per request).
+    keepRecords: true,
     gossip: c.mode,
     settleMs: 3 * POLL_MS,
     ...(c.maxEstimates === undefined ? {} : { maxEstimates: c.maxEstimates }),
@@ -156,6 +200,9 @@ export function executeCell(c: CellSpec, workload: Workload): NodeCell {
     spreads: probe.spreads,
     ...(probe.detection ? { detection: probe.detection } : {}),
     falseSuspicions: probe.falseSuspicions,
+    ...(probe.formedAtMs === undefined ? {} : { formedAtMs: probe.formedAtMs }),
+    ...(probe.formed99AtMs === undefined ? {} : { formed99AtMs: probe.formed99AtMs }),
+    hitByArrival: hitByArrival(r.records),
     wallMs: r.wallMs,
   };
 }

@@ -1,8 +1,8 @@
 /**
  * The scale experiment's observer (src/sim/probe.ts): it only reads the nodes. It times how long
  * one change of an owner's tree takes to reach 50 / 99 / 100 % of the other live nodes, when the
- * members notice a crashed node, how often a live member is seen suspected, and the live heap once
- * the cluster is at full load.
+ * members notice a crashed node, how often a live member is seen suspected, when the cluster has
+ * formed (every node routes to every other), and the live heap once the cluster is at full load.
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import type { SimProbe } from "../../sim/probe.js";
@@ -59,6 +59,14 @@ export class ScaleProbe implements SimProbe {
   detection?: Detection;
   /** (observer, member) episodes of a live member seen suspected or down, sampled. */
   falseSuspicions = 0;
+  /**
+   * Virtual ms at which every live node first saw every other live node live and held an estimate
+   * of it (could route to it), read every DETECT_EVERY_MS; undefined: not within the run.
+   */
+  formedAtMs?: number;
+  /** The same for 99% of the (live node, other live node) pairs: formation without its last stragglers. */
+  formed99AtMs?: number;
+  private nextFormed = 0;
   heapBytes?: number;
   private readonly waiting: { ownerIdx: number; base: number; epoch: number; since: number }[] = [];
   private readonly active: Track[] = [];
@@ -79,6 +87,12 @@ export class ScaleProbe implements SimProbe {
   observe(now: number, nodes: readonly (PrefixNode | null)[]): void {
     this.startChanges(now, nodes);
     this.spread(now, nodes);
+    if (this.formedAtMs === undefined && now >= this.nextFormed) {
+      this.nextFormed = now + DETECT_EVERY_MS;
+      const share = routableShare(nodes);
+      if (this.formed99AtMs === undefined && share >= 0.99) this.formed99AtMs = now;
+      if (share >= 1) this.formedAtMs = now;
+    }
     if (this.o.crash && now >= this.nextDetect) {
       this.nextDetect = now + DETECT_EVERY_MS;
       this.detect(now, nodes, this.o.crash);
@@ -210,4 +224,18 @@ export class ScaleProbe implements SimProbe {
     this.suspected.clear();
     for (const k of now) this.suspected.add(k);
   }
+}
+
+/** Share of (live node, other live node) pairs where the node sees the other live and holds its estimate. */
+function routableShare(nodes: readonly (PrefixNode | null)[]): number {
+  const alive = new Set<string>();
+  for (const n of nodes) if (n) alive.add(n.id);
+  if (alive.size < 2) return 1;
+  let routable = 0;
+  for (const n of nodes) {
+    if (!n) continue;
+    for (const p of n.peers())
+      if (alive.has(p.id) && p.liveness === "live" && p.held !== undefined) routable++;
+  }
+  return routable / (alive.size * (alive.size - 1));
 }
