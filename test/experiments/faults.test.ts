@@ -86,6 +86,24 @@ describe("experiment faults --quick", () => {
     expect(json.runs).toHaveLength(o.runs.length);
   });
 
+  it("explains a missed 30% loss bound by the daemon's answer recovery and timeout cap", async () => {
+    // The same outcome with the closed loop's 30% loss run made to miss its bound.
+    const runs = o.runs.map((r) =>
+      r.classId === "loss-30" && r.loop === "closed" ? { ...r, maxS: 1_000 } : r,
+    );
+    const dir = join(out, "missed");
+    const path = await writeFaultsReport(
+      { ...o, runs },
+      { command: "test", loadBefore: 0, loadAfter: 0, cores: 2 },
+      dir,
+    );
+    const md = await readFile(path, "utf8");
+    const cause = md.split("\n").find((l) => l.startsWith("- **30% loss.**"));
+    expect(cause).toContain("Answer recovery is on");
+    expect(cause).toContain("after 2 timed-out waits");
+    expect(cause).not.toContain("answer probes and answer recovery off");
+  });
+
   it("refuses a missing MMLU folder with a clear message", async () => {
     const program = new Command("prefixmesh").exitOverride();
     registerExperiment(program);

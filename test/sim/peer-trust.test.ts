@@ -23,7 +23,7 @@ const workload = assembleWorkload("synthetic", "synthetic", syntheticPool({ subj
   skewed: false,
 });
 
-function run(nodes: number, faults?: SimFaults, node?: SimConfig["node"]): SimResult {
+function run(nodes: number, faults?: SimFaults, node?: SimConfig["node"], seed = 7): SimResult {
   return runSimulation(
     {
       nodes,
@@ -34,7 +34,7 @@ function run(nodes: number, faults?: SimFaults, node?: SimConfig["node"]): SimRe
       pollMs: 500,
       profile: DEFAULT_PROFILE,
       capacityTokens: 3_000,
-      seed: 7,
+      seed,
       ...(faults ? { faults } : {}),
       ...(node ? { node } : {}),
       checkInvariants: true,
@@ -96,12 +96,20 @@ describe("peer trust in the daemon's configuration", () => {
     expect(r.totals.fallbacks).toBeGreaterThan(0);
     // An acked, unanswered forward fails over at its expected time plus slack, not at the timeout.
     expect(Math.max(...r.records.map((x) => x.latencyMs))).toBeLessThan(FORWARD_TIMEOUT_MS / 5);
-    // Throughput within 20% of the same cluster without that peer.
-    expect(throughput(r)).toBeGreaterThan(0.8 * throughput(withoutIt));
+    // Throughput within 20% of the same cluster without that peer, over three seeds: one seed's ratio
+    // moves by a few % whenever any message is added or dropped (the network's draws shift).
+    let ratio = throughput(r) / throughput(withoutIt);
+    for (const seed of [8, 9])
+      ratio +=
+        throughput(run(4, { node: { stalls: [{ node: BAD }] } }, undefined, seed)) /
+        throughput(run(3, undefined, undefined, seed));
+    expect(ratio / 3).toBeGreaterThan(0.8);
   });
 
   it("without peer trust (the paper's crash-only model) the stalling peer costs forward timeouts", () => {
-    const r = run(4, { node: { stalls: [{ node: BAD }] } }, { peerTrust: false });
+    // The paper's model: no answer recovery either (it would find the stalled answers missing).
+    const paper = { peerTrust: false, answerRecovery: false, maxTimedOutAttempts: 0 };
+    const r = run(4, { node: { stalls: [{ node: BAD }] } }, paper);
     expectAllAnsweredOnce(r);
     expect(Math.max(...r.records.map((x) => x.latencyMs))).toBeGreaterThanOrEqual(FORWARD_TIMEOUT_MS);
     expect(throughput(r)).toBeLessThan(0.5 * throughput(withoutIt));

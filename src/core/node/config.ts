@@ -82,6 +82,25 @@ export const nodeConfigSchema = z
      */
     answerProbes: z.boolean().default(true),
     /**
+     * Answer recovery (beyond the paper; forward-acks.ts), for answers lost without a broken stream
+     * (a frozen or black-holed path; the simulator's silent loss): this node keeps its recent answers
+     * to forwards to send again, and as an origin, once an acked forward's answer is later than our
+     * own estimate of it (the plan's, or offload's; an ETA when the ack carries one) by a margin, asks
+     * for it by re-sending the forward — the peer sends the kept answer again, or acks again while
+     * the job still waits or runs. A lost answer then costs that margin, not the answer deadline
+     * or the forward timeout. Needs no ETA in acks (unlike `answerProbes`).
+     */
+    answerRecovery: z.boolean().default(false),
+    /**
+     * Forward attempts of one request that may end in a timeout (never acked, a probe unanswered,
+     * the peer silent, a failed send; an overdue answer is the peer's failure and does not count)
+     * before it stops trying peers: it then runs here, ahead of the queue. With it set, a request that lost any attempt to a timeout runs here ahead of the
+     * queue (it has waited already) and is never offloaded again, so chained losses cost at most
+     * this many ack timeouts and one local run. With answerRecovery, an unanswered probe counts one
+     * and is re-sent while the cap allows. 0 = no cap: every planned peer, then the queue's tail.
+     */
+    maxTimedOutAttempts: z.number().int().min(0).max(64).default(0),
+    /**
      * As a forward's receiver, hold each `forward-ack` this long and drop it if the forward's answer
      * (result or error) leaves first: a quick answer then costs no extra message. 0 = ack at once.
      * One timer serves every waiting ack, armed only while some wait. Keep it far below the origins'
@@ -254,6 +273,13 @@ export const DAEMON_NODE_DEFAULTS = {
    * leaves first, a quick answer costs no extra record.
    */
   ackDeferMs: 10,
+  /**
+   * A frozen peer or a black-holed path loses an answer without breaking its stream: the origin
+   * asks for it again soon after our estimate of it, rather than at the answer deadline.
+   */
+  answerRecovery: true,
+  /** Chained losses cost at most two ack timeouts before the request runs here, first in line. */
+  maxTimedOutAttempts: 2,
   /** A snapshot at the key cap (2^21 keys) is applied in steps: the event loop stays responsive. */
   estimateStepKeys: 16_384,
   /** A peer that acks and never answers, fails or keeps refusing is routed around (trust.ts). */

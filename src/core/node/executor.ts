@@ -39,6 +39,11 @@ export interface JobSpec {
    * whose deadline passes while it waits is dropped when its turn comes: its origin has moved on.
    */
   deadlineMs?: number | undefined;
+  /**
+   * Client requests: runs ahead of the waiting jobs (it lost forward attempts to timeouts already,
+   * config `maxTimedOutAttempts`), and is never offloaded.
+   */
+  priority?: boolean;
 }
 
 interface Job extends JobSpec {
@@ -183,7 +188,8 @@ export class Executor {
       if (job.cancelled) continue;
       const startsInMs = this.waitFrom(ahead++, now);
       if (startsInMs === undefined) break;
-      if (job.kind === "client") out.push({ reqId: job.reqId, request: job.request, startsInMs });
+      if (job.kind === "client" && job.priority !== true)
+        out.push({ reqId: job.reqId, request: job.request, startsInMs });
     }
     return out;
   }
@@ -223,12 +229,14 @@ export class Executor {
       cancelled: false,
       expiresAt: expiry(spec.deadlineMs, now),
     };
-    this.queue.push(job);
+    if (job.priority !== true) this.queue.push(job);
+    else if (this.queueHead > 0) this.queue[--this.queueHead] = job;
+    else this.queue.unshift(job);
     if (job.key !== undefined) this.queuedByKey.set(job.key, job);
     this.pump(now, out);
   }
 
-  /** Starts queued jobs while there is a free slot (FIFO). Algorithm 1 lines 7-11. */
+  /** Starts queued jobs while there is a free slot (FIFO; a priority job enters at the head). Algorithm 1 lines 7-11. */
   pump(now: number, out: Effect[]): void {
     const nodeManaged = this.config.cacheMode === "node-managed";
     while (this.running.size < this.config.concurrency && this.queueHead < this.queue.length) {

@@ -19,6 +19,13 @@ import type { Effect, NodeId, Timer } from "./types.js";
 
 /** The ack timeout is at least this many smoothed RTTs (TCP's RTO allows SRTT + 4 × RTTVAR). */
 const ACK_RTT_FACTOR = 4;
+/**
+ * Answer recovery asks for an answer this many ack timeouts after our estimate of it: what a lost
+ * answer costs, against a probe per answer our estimate put too early.
+ */
+const RECOVERY_MARGIN = 0.5;
+/** Answer recovery probes an acked attempt at least every this many ack timeouts. */
+const RECOVERY_MAX_GAP = 4;
 /** The longest a forward is waited for however long its run (the config's bound on forwardTimeoutMs). */
 const MAX_FORWARD_TIMEOUT_MS = 3_600_000;
 
@@ -37,6 +44,12 @@ export interface AttemptClock {
   ackArmed: boolean;
   /** Re-sends of the current attempt (each doubles the wait before the next one). */
   probes: number;
+  /**
+   * The request's waits that ended in a timeout, over all its attempts (an attempt never acked, a
+   * probe unanswered, a silent peer; not an overdue answer, which is the peer's failure, trust's
+   * business): `maxTimedOutAttempts` caps them.
+   */
+  timeouts: number;
   /** With peer trust: when the current, acked attempt's answer is overdue (absolute); else ∞. */
   answerBy: number;
   /** The client's deadline on our clock (deadline.ts); ∞ when it gave none. */
@@ -90,7 +103,9 @@ export class ForwardAcks {
     const ackMs = this.timeoutMs(peer.rttMs);
     // An ack timeout as long as the forward timeout adds nothing: acks are then not waited for.
     a.ackArmed = peer.acksForwards && ackMs < this.config.forwardTimeoutMs;
-    if (a.ackArmed) out.push({ type: "set-timer", timer: ackTimer(a), delayMs: ackMs });
+    // A probe's wait ends at the answer deadline too: the answer is overdue then, acked or not.
+    const delayMs = Math.max(0, Math.min(ackMs, a.answerBy - now));
+    if (a.ackArmed) out.push({ type: "set-timer", timer: ackTimer(a), delayMs });
   }
 
   /** The ack of the current attempt, or of a probe, is not needed any more. */
@@ -126,17 +141,33 @@ export class ForwardAcks {
       if (allowed < this.config.forwardTimeoutMs) a.answerBy = a.attemptSentAt + allowed;
     }
     const overdueIn = a.answerBy - now;
-    if (eta === undefined && overdueIn === Number.POSITIVE_INFINITY) {
+    const ackMs = this.timeoutMs(this.targets.get(from)?.rttMs);
+    const probeIn =
+      eta === undefined
+        ? this.recoveryIn(a, expected, ackMs, now)
+        : (2 * eta + ackMs) * 2 ** Math.min(a.probes, 16);
+    if (probeIn === Number.POSITIVE_INFINITY && overdueIn === Number.POSITIVE_INFINITY) {
       this.disarm(a, out);
       return;
     }
-    const probeIn =
-      eta === undefined
-        ? Number.POSITIVE_INFINITY
-        : (2 * eta + this.timeoutMs(this.targets.get(from)?.rttMs)) * 2 ** Math.min(a.probes, 16);
     const waitMs = Math.max(0, Math.min(this.config.forwardTimeoutMs, probeIn, overdueIn));
     a.ackArmed = true;
     out.push({ type: "set-timer", timer: ackTimer(a), delayMs: waitMs });
+  }
+
+  /**
+   * Answer recovery without an ETA: when to ask for the answer of an acked attempt — our own
+   * estimate of it (`expected`, ms from the forward) plus half an ack timeout; after a probe the
+   * peer acked again (its job still waits or runs: our estimate was short), that long again,
+   * doubling. Never more than a few ack timeouts apart: the ack says nothing of when, and an
+   * answer lost from a long queue is then asked for within that, whatever our estimate.
+   */
+  private recoveryIn(a: AttemptClock, expected: number | undefined, ackMs: number, now: number): number {
+    if (!this.config.answerRecovery || expected === undefined) return Number.POSITIVE_INFINITY;
+    const margin = ackMs * RECOVERY_MARGIN;
+    const maxGap = RECOVERY_MAX_GAP * ackMs;
+    if (a.probes === 0) return Math.max(0, a.attemptSentAt + Math.min(expected + margin, maxGap) - now);
+    return Math.min((expected + margin) * 2 ** Math.min(a.probes - 1, 16), maxGap);
   }
 
   /**
@@ -148,21 +179,32 @@ export class ForwardAcks {
     a.ackArmed = false;
     const peer = this.targets.get(to);
     const acked = a.ackedAt === a.probes;
-    // Acked, and its answer is overdue past any slack: a stalled peer, or a lost answer nobody
-    // probes for. Over now rather than at the forward timeout.
-    if (acked && now >= a.answerBy) return "overdue";
+    // Acked (this round or before a probe), and its answer is overdue past any slack: a stalled peer,
+    // or a lost answer nobody recovered. Over now rather than at the forward timeout.
+    if (a.ackedAt >= 0 && now >= a.answerBy) return "overdue";
+    // Answer recovery: the last send went unanswered (it, or the reply, was lost): send it again while
+    // the request's timeouts allow another — the peer holds the job or its answer (it acked), or may
+    // never have got the forward; either way it, not a cold peer, is the one to ask.
+    const recover = !acked && this.config.answerRecovery && this.mayTimeOut(a);
     // Probe (re-send the same forward) when the peer acked this round and owes only the answer, or
     // has not acked yet but has resends left; otherwise give up on the peer.
-    if (!peer || (!acked && a.probes >= this.config.forwardResends)) {
+    if (!peer || (!acked && !recover && a.probes >= this.config.forwardResends)) {
       // Only an attempt never acked may hint at a peer that does not ack; one acked before and
       // silent since holds the answer it owes.
       if (a.ackedAt >= 0) return "silent";
       return peer ? "unacked" : "gone";
     }
+    if (recover) a.timeouts++;
     a.probes++;
     this.send(a, to, peer, now, out);
     // Told apart: a probe asks for an answer the peer owes; a re-send is a forward that may be lost.
     return acked ? "probe" : "resend";
+  }
+
+  /** Whether one more timeout leaves the request within `maxTimedOutAttempts` (0: no cap). */
+  mayTimeOut(a: AttemptClock): boolean {
+    const max = this.config.maxTimedOutAttempts;
+    return max === 0 || a.timeouts + 1 < max;
   }
 }
 

@@ -14,7 +14,7 @@ import { type CostSample, stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
 import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
-import { OFFLOAD_SCAN, offloadTarget, type Waiting } from "./offload.js";
+import { OFFLOAD_SCAN, type Offload, offloadTarget, type Waiting } from "./offload.js";
 import { Origin } from "./origin.js";
 import { reportedDepth, stampQueueDepth } from "./peer-load.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
@@ -235,7 +235,7 @@ export class PrefixNode extends NodeViews {
     const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
     const to = tooLong === "spill" ? this.soonerPeer(w, now, this.origin.waitBoundMs(reqId)) : undefined;
     if (to !== undefined) {
-      this.origin.reroute(reqId, to);
+      this.origin.reroute(reqId, to.to, to.expectMs);
       return void this.advance(reqId, now, out);
     }
     out.push(this.origin.refuseOverloaded(run, now, tooLong === undefined ? undefined : waitMs));
@@ -368,13 +368,13 @@ export class PrefixNode extends NodeViews {
     for (const w of this.executor.waitingClients(now, OFFLOAD_SCAN)) {
       const to = this.soonerPeer(w, now);
       if (to === undefined || !this.executor.takeQueued(w.reqId)) continue;
-      this.origin.reroute(w.reqId, to);
+      this.origin.reroute(w.reqId, to.to, to.expectMs);
       this.advance(w.reqId, now, out);
     }
   }
 
   /** A routable peer expected to finish `w` sooner than here, and start it within `maxWaitMs`. */
-  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number): NodeId | undefined {
+  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number): Offload | undefined {
     const self = this.executor.selfView(this.config.id, w.request);
     return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs);
   }

@@ -24,6 +24,12 @@ export interface Waiting {
   startsInMs: number;
 }
 
+/** Where a waiting request moves: the peer, and when we expect its answer (ms from the forward). */
+export interface Offload {
+  to: NodeId;
+  expectMs: number;
+}
+
 /**
  * The peer to move `w` to, if one is expected to finish it sooner by a service time (and, for
  * admission, to start it within `maxWaitMs`); else undefined.
@@ -33,7 +39,7 @@ export function offloadTarget(
   candidates: readonly Candidate[],
   k: LearnedCosts,
   maxWaitMs = Number.POSITIVE_INFINITY,
-): NodeId | undefined {
+): Offload | undefined {
   const tokens = w.request.tokens.length;
   const prefill = (match: number) => k.prefillFixedMs + k.prefillMsPerToken * Math.max(0, tokens - match);
   const self = candidates.find((c) => c.self);
@@ -49,5 +55,5 @@ export function offloadTarget(
       bestMs = ms;
     }
   }
-  return best;
+  return best === undefined ? undefined : { to: best, expectMs: bestMs };
 }

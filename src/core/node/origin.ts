@@ -190,9 +190,14 @@ export class Origin {
     this.pending.open(reqId, request, plan, now, forwardTimeoutFor(this.config, request, costs));
   }
 
-  /** The next peer in the request's plan, consumed (undefined: the plan is spent). */
+  /**
+   * The next peer in the request's plan, consumed (undefined: the plan is spent, or the request
+   * lost `maxTimedOutAttempts` attempts to timeouts and runs here now).
+   */
   nextPlanned(reqId: string): NodeId | undefined {
     const p = this.pending.get(reqId);
+    const max = this.config.maxTimedOutAttempts;
+    if (max > 0 && p.timeouts >= max) p.next = p.plan.length;
     return p.next < p.plan.length ? p.plan[p.next++] : undefined;
   }
 
@@ -217,11 +222,12 @@ export class Origin {
    * Offload: the request, waiting in our queue, goes to `to` instead (node.ts took it out of the
    * queue and advances it next): a plan of that one peer, then here again.
    */
-  reroute(reqId: string, to: NodeId): void {
+  reroute(reqId: string, to: NodeId, expectMs?: number): void {
     const p = this.pending.get(reqId);
     invariant(p.current === undefined && p.attempt === p.fallbacks, "rerouting a request not waiting here");
     p.plan = [to];
-    p.expect = [];
+    // Offload's estimate of its answer: what the answer deadline and answer recovery time it by.
+    p.expect = expectMs === undefined ? [] : [expectMs];
     p.next = 0;
     this.counters.offloaded++;
   }
@@ -231,7 +237,10 @@ export class Origin {
     const p = this.pending.get(reqId);
     invariant(p.attempt === p.fallbacks, "a request runs here while an attempt is still open");
     p.current = undefined;
-    return { reqId, attempt: p.attempt, request: p.request };
+    const run: LocalRun = { reqId, attempt: p.attempt, request: p.request };
+    // It waited on attempts that timed out already: it runs next, not at the queue's tail.
+    if (this.config.maxTimedOutAttempts > 0 && p.timeouts > 0) run.priority = true;
+    return run;
   }
 
   /** The local queue is full: the request fails (answered now, no longer pending). */
@@ -326,13 +335,15 @@ export class Origin {
    * yet); not sent when it answered an error, departed, restarted or left the membership (nothing to
    * drop, or nobody).
    */
-  fallback(reqId: string, out: Effect[], cancelTimer: boolean, cancel: boolean): void {
+  fallback(reqId: string, out: Effect[], cancelTimer: boolean, cancel: boolean, timedOut = cancel): void {
     const p = this.pending.get(reqId);
     if (cancelTimer) out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
     if (cancel && p.current !== undefined)
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
     if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
+    // Abandoned (a timeout, silence, a failed send) rather than answered: time lost to the network.
+    if (timedOut) p.timeouts++;
     // Whatever ended the attempt, a half-open probe it was is over (an outcome was noted first).
     if (p.current !== undefined) this.trust.released(p.current);
     p.fallbacks++;
@@ -369,7 +380,8 @@ export class Origin {
     // attempt only hints at a peer that does not ack.
     if (verdict === "unacked") this.targets.abandonedUnacked(to, p.reqId, p.attempt);
     else if (verdict !== "gone") this.trust.failed(to, now);
-    this.fallback(p.reqId, out, true, true);
+    // An overdue answer is the peer's failure (trust's business), not the network's: no timeout.
+    this.fallback(p.reqId, out, true, true, verdict !== "overdue");
     return true;
   }
 

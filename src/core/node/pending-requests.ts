@@ -29,6 +29,8 @@ export interface LocalRun {
   reqId: string;
   attempt: number;
   request: EngineRequest;
+  /** Ahead of the queue: it lost forward attempts to timeouts (config `maxTimedOutAttempts`). */
+  priority?: boolean;
 }
 
 export class PendingRequests {
@@ -73,6 +75,7 @@ export class PendingRequests {
       ackedAt: -1,
       ackArmed: false,
       probes: 0,
+      timeouts: 0,
       answerBy: Number.POSITIVE_INFINITY,
       deadlineAt: deadlineAt(request, now),
       forwardTimeoutMs,

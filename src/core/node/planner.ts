@@ -112,7 +112,7 @@ export class Planner {
       planFromOrder(order, candidates, plan, routeOnly);
       const planned = (i: number): Candidate | undefined =>
         routeOnly ? candidates.find((c) => c.id === plan[i]) : candidates[order[i] as number];
-      if (this.config.peerTrust) {
+      if (this.config.peerTrust || this.config.answerRecovery) {
         for (let i = 0; i < plan.length; i++)
           expect.push(this.expectedAnswerMs(planned(i) as Candidate, request, costs));
       }

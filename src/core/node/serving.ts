@@ -2,7 +2,8 @@
  * Serving: the forwards this node runs for peers. It refuses what it must at once (hop limit, a bad
  * prompt, overload, a deadline it cannot meet) with a retryable error, so the origin falls back now
  * rather than at its timeout; it keeps the duplicate window, so a forward is never run twice (a copy
- * or a probe is acked again, or answered again from the recent answers when probes are on); and it
+ * or a probe is acked again, or answered again from the recent answers when probes or answer
+ * recovery are on); and it
  * sends the one answer each forward gets. Two rules a transport would otherwise make up live here
  * too: acks may be held back a moment (`ackDeferMs`) and dropped when the answer leaves first, and a
  * forward without the prompt text is refused while this node's engine needs it (`needsPromptText`).
@@ -88,6 +89,11 @@ export class Serving {
       invalidMessages: 0,
       promptTextRefused: 0,
     };
+  }
+
+  /** Answers are kept to send again to an origin probing for one it lost (answer probes or recovery). */
+  private get keepsAnswers(): boolean {
+    return this.config.answerProbes || this.config.answerRecovery;
   }
 
   /** Acks carry an ETA (which costs a tree match) only when origins may probe us. */
@@ -210,7 +216,7 @@ export class Serving {
    */
   handled(to: NodeId, reqId: string, attempt: number, key: string, now: number, out: Effect[]): void {
     this.dropAck(key, out);
-    const answer = this.config.answerProbes ? this.recentAnswers.get(key) : undefined;
+    const answer = this.keepsAnswers ? this.recentAnswers.get(key) : undefined;
     if (answer && now - answer.at <= this.config.forwardTimeoutMs) {
       this.counters.resentAnswers++;
       out.push({ type: "send", to, msg: answer.msg });
@@ -268,7 +274,7 @@ export class Serving {
     invariant(state !== "answered", () => `forward ${job.reqId} attempt ${job.attempt} answered twice`);
     if (state !== undefined) this.seen.set(job.key, "answered");
     this.dropAck(job.key, out);
-    if (this.config.answerProbes) {
+    if (this.keepsAnswers) {
       this.recentAnswers.set(job.key, { msg, at: now });
       if (this.recentAnswers.size > MAX_RECENT_ANSWERS) {
         this.recentAnswers.delete(this.recentAnswers.keys().next().value as string);

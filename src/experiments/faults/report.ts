@@ -214,9 +214,17 @@ function causes(o: FaultsOutcome): string[] {
           : "";
       })
       .join("; ");
-    out.push(
-      `- **30% loss.** ${w}. A lost forward or ack costs one ack timeout (${ack} s), but a lost *answer* is noticed only when it is overdue (3 × the expected time the peer acked + 1 s, at most the ${ran(o).forwardTimeoutMs / 1000} s forward timeout): the daemon's configuration has answer probes off, because over TCP a lost answer breaks its stream and fails at once. The simulator's loss is silent, harsher than TCP; chained losses add up.`,
-    );
+    const d = ran(o);
+    const ffOpen = must(o, "fault-free", "open");
+    const openQueues =
+      ffOpen.maxS > 3 * ack + ffOpen.maxRunS
+        ? ` (the fault-free open loop's own max is ${s3(ffOpen.maxS)} s, above its bound: that loop cannot meet the bound while it counts queue waits)`
+        : "";
+    const recovery =
+      d.answerRecovery === true
+        ? `Answer recovery is on: a lost answer is asked for again (the forward re-sent, the peer re-sends the answer it kept) half an ack timeout after the origin's estimate of it and at least every 4 ack timeouts, and after ${d.maxTimedOutAttempts} timed-out waits (no ack, a probe unanswered, a silent peer) a request stops trying peers and runs on its own node ahead of the queue. So the network's share is a few ack timeouts; what is left above the bound is runs and queues: a request whose cached peer lost its answer runs again uncached here, and in the open loop it waited on a congested peer's queue before its answer was lost${openQueues}.`
+        : `A lost *answer* is noticed only when it is overdue (3 × the expected time the peer acked + 1 s, at most the ${ran(o).forwardTimeoutMs / 1000} s forward timeout): the configuration has answer probes and answer recovery off. The simulator's loss is silent, harsher than TCP; chained losses add up.`;
+    out.push(`- **30% loss.** ${w}. A lost forward or ack costs one ack timeout (${ack} s). ${recovery}`);
   }
   if (out.length === 0) return [];
   return ["## Why the missed targets are missed (from these runs' records)", "", ...out, ""];

@@ -1,0 +1,165 @@
+/**
+ * Answer recovery and the cap on timed-out attempts (config `answerRecovery`, `maxTimedOutAttempts`;
+ * both on in the daemon's configuration): without ETAs in acks, an origin asks for an acked
+ * forward's answer soon after its own estimate of it, the peer sends its kept answer again without
+ * running the request twice, and a request that lost attempts to timeouts runs here ahead of the
+ * queue, never offloaded again.
+ */
+import { describe, expect, it } from "vitest";
+import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
+import { Harness, isType, type Mail, prompt } from "./node-harness.js";
+
+/** The ack timeout's floor these tests run with (set explicitly: a new default must not move them). */
+const ACK_MS = 250;
+
+/** A, B as the daemon runs them (no ETA in acks, peer trust); B holds topics 1-5, so A forwards them. */
+function setup(overrides = {}): Harness {
+  const h = new Harness(["A", "B"], {
+    answerProbes: false,
+    ackDeferMs: 0,
+    peerTrust: true,
+    answerRecovery: true,
+    maxTimedOutAttempts: 2,
+    forwardAckTimeoutMs: ACK_MS,
+    forwardTimeoutMs: 30_000,
+    ...overrides,
+  });
+  for (let t = 1; t <= 5; t++) h.warm("B", `warm${t}`, prompt(t, 0));
+  h.gossip(3);
+  return h;
+}
+
+/** Advances in small steps until A sends a forward (a probe); its time, or -1 within `limitMs`. */
+function untilForward(h: Harness, limitMs: number): number {
+  for (let t = 0; t < limitMs; t += 10) {
+    h.advanceLive(10);
+    if (h.mailbox.some(isType("forward"))) return h.now;
+  }
+  return -1;
+}
+
+describe("answer recovery (the daemon's configuration)", () => {
+  it("is on in the daemon's configuration, off in the core's defaults", () => {
+    expect(DAEMON_NODE_DEFAULTS).toMatchObject({ answerRecovery: true, maxTimedOutAttempts: 2 });
+    const h = new Harness(["A", "B"], {});
+    expect(h.node("A").config).toMatchObject({ answerRecovery: false, maxTimedOutAttempts: 0 });
+  });
+
+  it("asks for a lost answer soon after its expected time; the peer re-sends it, no second run", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    const sentAt = h.now;
+    h.deliver(isType("forward"));
+    const ack = h.mailbox.find(isType("forward-ack"));
+    expect(ack?.msg).toEqual({ type: "forward-ack", reqId: "r1", attempt: 1 }); // no ETA
+    h.deliver(isType("forward-ack"));
+    h.finishRuns("B");
+    expect(h.drop(isType("result"))).toBe(1); // the answer is lost
+    const probeAt = untilForward(h, 10_000);
+    expect(probeAt).toBeGreaterThan(0);
+    // Within our estimate plus half an ack timeout, and never more than 4 ack timeouts after the forward.
+    expect(probeAt - sentAt).toBeLessThanOrEqual(4 * ACK_MS + 10);
+    expect(h.mailbox.find(isType("forward"))?.msg).toMatchObject({ reqId: "r1", attempt: 1 });
+    h.deliver(isType("forward"));
+    expect(h.node("B").stats().resentAnswers).toBe(1);
+    expect(h.members.get("B")?.runs.size).toBe(0); // not run again
+    h.deliver();
+    const replies = h.repliesFor("r1");
+    expect(replies).toHaveLength(1);
+    expect(replies[0]?.record).toMatchObject({ servedBy: "B", fallbacks: 0 });
+    expect(h.node("B").stats().servedForPeers).toBe(1);
+    expect(h.node("A").stats()).toMatchObject({ overdueAnswers: 0, ackTimeouts: 0 });
+  });
+
+  it("keeps asking while the peer acks again (its job still waits), at most 4 ack timeouts apart", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const at = untilForward(h, 10_000);
+      expect(at).toBeGreaterThan(0);
+      times.push(at);
+      const probe = h.mailbox.find(isType("forward")) as Mail;
+      h.drop((m) => m === probe);
+      h.input("B", { type: "peer-message", from: "A", msg: probe.msg });
+      expect(h.members.get("B")?.runs.size).toBe(1); // the one run, still going
+      h.deliver(isType("forward-ack"));
+    }
+    for (let i = 1; i < times.length; i++)
+      expect((times[i] as number) - (times[i - 1] as number)).toBeLessThanOrEqual(4 * ACK_MS + 10);
+    h.finishRuns("B");
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+  });
+
+  it("an unanswered probe is sent again, not abandoned at once", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
+    h.finishRuns("B");
+    expect(h.drop(isType("result"))).toBe(1);
+    expect(untilForward(h, 10_000)).toBeGreaterThan(0);
+    expect(h.drop(isType("forward"))).toBe(1); // the probe is lost too
+    expect(untilForward(h, ACK_MS + 20)).toBeGreaterThan(0); // asked again after one ack timeout
+    h.deliver(isType("forward"));
+    h.deliver();
+    const replies = h.repliesFor("r1");
+    expect(replies).toHaveLength(1);
+    expect(replies[0]?.record).toMatchObject({ servedBy: "B", fallbacks: 0 });
+    expect(h.node("B").stats().servedForPeers).toBe(1);
+  });
+
+  it("after a timed-out attempt the request runs here ahead of the queue", () => {
+    // maxTimedOutAttempts 1: the first timeout ends the peer attempts.
+    const h = setup({ maxTimedOutAttempts: 1, offload: true });
+    // A's own queue: requests for topics B does not hold (A runs them), two waiting behind one running.
+    for (let i = 0; i < 3; i++) h.client("A", `local${i}`, prompt(20 + i, 1));
+    expect(h.members.get("A")?.runs.size).toBe(1);
+    h.client("A", "r1", prompt(1, 1));
+    expect(h.drop(isType("forward"))).toBe(1); // the forward is lost
+    h.advanceLive(ACK_MS + 20);
+    expect(h.node("A").stats()).toMatchObject({ ackTimeouts: 1, fallbacks: 1 });
+    expect(h.mailbox.filter(isType("forward"))).toHaveLength(0); // no other peer: it stays here
+    // The running job finishes; r1 runs next, before local1 and local2 that queued before it.
+    const answered = () => h.replies.map((r) => r.reqId).filter((id) => !id.startsWith("warm"));
+    h.finishRuns("A");
+    expect(answered()).toEqual(["local0"]);
+    h.finishRuns("A");
+    expect(answered()).toEqual(["local0", "r1"]);
+    h.finishRuns("A");
+    h.finishRuns("A");
+    expect(answered()).toEqual(["local0", "r1", "local1", "local2"]);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A", fallbacks: 1 });
+  });
+
+  it("with the cap, a request stops trying peers after that many timeouts", () => {
+    const lostOnce = (cap: number): Harness => {
+      const h = new Harness(["A", "B", "C"], {
+        answerProbes: false,
+        peerTrust: true,
+        answerRecovery: true,
+        maxTimedOutAttempts: cap,
+        forwardAckTimeoutMs: ACK_MS,
+        forwardTimeoutMs: 30_000,
+      });
+      // B and C both hold topic 1: A plans both before itself.
+      h.warm("B", "warmB", prompt(1, 0));
+      h.warm("C", "warmC", prompt(1, 0));
+      h.gossip(3);
+      h.client("A", "r1", prompt(1, 1));
+      expect(h.drop(isType("forward"))).toBe(1); // the first forward is lost
+      h.advanceLive(ACK_MS + 20);
+      return h;
+    };
+    // Cap 2: one timeout leaves another try (the forward sent once more to the same peer).
+    expect(lostOnce(2).mailbox.filter(isType("forward"))).toHaveLength(1);
+    // Cap 1: it runs here.
+    const h = lostOnce(1);
+    expect(h.mailbox.filter(isType("forward"))).toHaveLength(0);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A", fallbacks: 1 });
+  });
+});
