@@ -75,10 +75,11 @@ function targets(o: ScaleOutcome): string[] {
     out.push(`  - Full mesh for comparison: ${top} vs 16 nodes = ${f(fullGrowth, 1)}×.`);
   const sw = o.membership.filter((m) => m.loss === 0);
   if (sw.length > 1) {
-    const v = sw.map((m) => m.bytesPerNodeS);
+    const v = sw.map((m) => m.steadyBytesPerNodeS);
     const r = Math.max(...v) / Math.min(...v);
     out.push(
-      `- Heartbeat-only (SWIM alone) traffic per node independent of N: ${sw.map((m) => `${m.nodes}: ${f(m.bytesPerNodeS, 0)} B/s`).join(", ")} — max/min ${f(r, 2)}× — ${mark(r <= 1.5)} (read as "within 1.5×")`,
+      `- Heartbeat-only (SWIM alone, steady state: the 10 s before the crash, after formation) traffic per node independent of N: ${sw.map((m) => `${m.nodes}: ${f(m.steadyBytesPerNodeS, 1)} B/s`).join(", ")} — max/min ${f(r, 2)}× — ${mark(r <= 1.5)} (read as "within 1.5×")`,
+      `  - Not in that window: formation (every node joining at once through two seeds), per node ${sw.map((m) => `${m.nodes}: ${f(m.formationBytesPerNode / 1000, 1)} kB over ${s(m.formationMs)} s`).join(", ")}; and the periodic push-pull of the whole member list, on average ${sw.map((m) => `${m.nodes}: ${f(m.pushPullBytesPerNodeS, 1)} B/s`).join(", ")} (grows as N / log N).`,
     );
   }
   // 2. rounds to every node.
@@ -166,7 +167,7 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
     "- **CPU per node per simulated second**: the process's user + system CPU time during the run ÷ N ÷ simulated seconds. It includes the simulator's own work (event queue, simulated engines) and the garbage collector, so it bounds a node's share from above.",
     `- **Memory per node**: (live JS heap + ArrayBuffer memory read by the probe at 90% of the arrival window − the same just before the run) ÷ N${o.gcForced ? ", each read after a forced full GC" : " (no GC could be forced: garbage included)"}. It counts everything the simulation holds for the cluster (nodes, trees, estimates, simulated engines, messages in flight, the event queue), so it is an upper bound on one node's state, not a process RSS.`,
     `- **Spread of a change**: a read-only probe (src/sim/probe.ts, every 20 ms of virtual time) takes 5 owners in turn, waits for each one's tree version to move, then counts the other live nodes whose estimate holds that (epoch, version) or later; the table gives the median over the 5 changes of the time to reach 50 / 99 / 100 % (resolution 20 ms), and that time in Δpoll rounds. "Scuttlebutt alone" (src/sim/gossip-rounds.ts) counts rounds directly, without timing, and reaches N the node simulator cannot.`,
-    `- **Detection**: full mode — the probe reads every member's view of the crashed node every ${DETECT_EVERY_MS} ms (first and last to see it suspected, i.e. no longer routed to). Scuttlebutt mode — SWIM alone (src/sim/membership-sim.ts, the node's own Swim code, every status change recorded exactly): first suspicion, first and last member to declare it dead, after ≈15 s of formation.`,
+    `- **Detection**: full mode — the probe reads every member's view of the crashed node every ${DETECT_EVERY_MS} ms (first and last to see it suspected, i.e. no longer routed to). Scuttlebutt mode — SWIM alone (src/sim/membership-sim.ts, the node's own Swim code, every status change recorded exactly): first suspicion, first and last member to declare it dead, crashed 20 s + 60 ms × N after the start (formation, then a 10 s steady window: *steady* bytes are that window's; *formation* is everything sent before it).`,
     `- **False suspicions**: SWIM alone — every suspect declaration about a member that was alive, by any member, over the whole run (formation included), with no loss and with ${LOSS * 100}% loss. Node simulator — (observer, member) episodes of a live member seen suspected or down, sampled every Δpoll (both modes; at ${LOSS * 100}% loss in the loss runs).`,
     "- **Hit rate**: actual hit tokens ÷ prompt tokens; the oracle = the same cluster (full mode) with every estimate refreshed the instant its owner changes (simulation only); the ideal = one cache holding every earlier prompt (routing cannot beat it).",
     "",
@@ -237,13 +238,13 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
   }
   L.push("", "Scuttlebutt mode's membership (SWIM + Lifeguard alone):", "");
   L.push(
-    "| N | loss | SWIM B/node/s | SWIM msg/node/s | first suspect s | first dead s | last dead s | declared dead | bound s | false suspicions (members) | live members declared dead | node-sim false suspicions (sampled) | wall s |",
+    "| N | loss | formation s | formation kB/node | steady B/node/s | push-pull B/node/s | SWIM B/node/s from steady to end | SWIM msg/node/s | first suspect s | first dead s | last dead s | declared dead | bound s | false suspicions (members) | live members declared dead | node-sim false suspicions (sampled) | wall s |",
   );
-  L.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  L.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const m of o.membership) {
     const nc = cell(o, m.loss === 0 ? "main" : "loss", "scuttlebutt", m.nodes);
     L.push(
-      `| ${m.nodes} | ${m.loss * 100}% | ${f(m.bytesPerNodeS, 0)} | ${f(m.msgsPerNodeS, 1)} | ${s(m.firstSuspectMs)} | ${s(m.firstDeadMs)} | ${s(m.lastDeadMs)} | ${m.declaredDead}/${m.observers} | ${s(m.boundMs)} | ${m.falseSuspicions} (${m.falselySuspectedMembers}) | ${m.falseDeaths} | ${nc ? nc.falseSuspicions : "not run"} | ${f(m.wallMs / 1000, 1)} |`,
+      `| ${m.nodes} | ${m.loss * 100}% | ${s(m.formationMs)} | ${f(m.formationBytesPerNode / 1000, 1)} | ${f(m.steadyBytesPerNodeS, 1)} | ${f(m.pushPullBytesPerNodeS, 1)} | ${f(m.bytesPerNodeS, 0)} | ${f(m.msgsPerNodeS, 1)} | ${s(m.firstSuspectMs)} | ${s(m.firstDeadMs)} | ${s(m.lastDeadMs)} | ${m.declaredDead}/${m.observers} | ${s(m.boundMs)} | ${m.falseSuspicions} (${m.falselySuspectedMembers}) | ${m.falseDeaths} | ${nc ? nc.falseSuspicions : "not run"} | ${f(m.wallMs / 1000, 1)} |`,
     );
   }
   L.push("");
@@ -281,7 +282,7 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
         ...MODES.flatMap((m) => pts((c) => c.membershipBytesPerNodeS, "main", m, `${m}: membership only`)),
         ...o.membership
           .filter((m) => m.loss === 0)
-          .map((m) => ({ series: "SWIM alone", nodes: m.nodes, y: m.bytesPerNodeS })),
+          .map((m) => ({ series: "SWIM alone, steady state", nodes: m.nodes, y: m.steadyBytesPerNodeS })),
       ],
       o.nodes,
     ),
