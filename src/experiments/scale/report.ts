@@ -44,6 +44,35 @@ function spreadMs(c: NodeCell, k: "p50Ms" | "p99Ms" | "p100Ms"): number | undefi
   return median(done.map((x) => x[k] as number));
 }
 
+/**
+ * Bytes with --max-estimates: a node holds and is sent changes of at most M owners, so its traffic is
+ * M × the owners' change rate, not N; with every owner held (M ≥ N − 1) it still grows with N.
+ */
+function boundedBytes(o: ScaleOutcome): string[] {
+  const out: string[] = [];
+  const bc = o.nodes.flatMap((n) => {
+    const c = cell(o, "bounded", "scuttlebutt", n);
+    return c ? [c] : [];
+  });
+  const first = bc[0];
+  const last = bc[bc.length - 1];
+  if (first && last && last !== first)
+    out.push(
+      `  - With --max-estimates ${BOUNDED_ESTIMATES} (node simulator; owners push their changes to their holders): ${bc.map((c) => `${c.nodes}: ${f(c.gossipBytesPerNodeS, 0)} B/s`).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(last.gossipBytesPerNodeS / first.gossipBytesPerNodeS, 2)}×.`,
+    );
+  for (const m of [undefined, BOUNDED_ESTIMATES]) {
+    const rs = o.rounds.filter((r) => r.maxEstimates === m);
+    const a = rs.find((r) => r.nodes === 16);
+    const z = rs[rs.length - 1];
+    if (!a || !z || z === a) continue;
+    const at64 = rs.find((r) => r.nodes === 64);
+    out.push(
+      `  - Scuttlebutt alone, every owner changing once a round, ${m === undefined ? "every owner held" : `--max-estimates ${m}`}: ${rs.map((r) => `${r.nodes}: ${f(r.busyBytesPerNodeRound, 0)} B/node/round`).join(", ")} — ${z.nodes} vs 16 = ${f(z.busyBytesPerNodeRound / a.busyBytesPerNodeRound, 2)}×${at64 && at64 !== z ? `, vs 64 = ${f(z.busyBytesPerNodeRound / at64.busyBytesPerNodeRound, 2)}×` : ""}; held estimates at their owner's version: ${rs.map((r) => pct(r.currentShare)).join(", ")}.`,
+    );
+  }
+  return out;
+}
+
 function targets(o: ScaleOutcome): string[] {
   const out: string[] = ["## Targets (issue 14), measured", ""];
   const top = o.nodes[o.nodes.length - 1] as number;
@@ -73,6 +102,7 @@ function targets(o: ScaleOutcome): string[] {
       : undefined;
   if (fullGrowth !== undefined && top > 16)
     out.push(`  - Full mesh for comparison: ${top} vs 16 nodes = ${f(fullGrowth, 1)}×.`);
+  out.push(...boundedBytes(o));
   const sw = o.membership.filter((m) => m.loss === 0);
   if (sw.length > 1) {
     const v = sw.map((m) => m.steadyBytesPerNodeS);
@@ -84,7 +114,8 @@ function targets(o: ScaleOutcome): string[] {
   }
   // 2. rounds to every node.
   for (const n of [256, 1024]) {
-    const rc = o.rounds.find((r) => r.nodes === n);
+    const rc = o.rounds.find((r) => r.nodes === n && r.maxEstimates === undefined);
+    const rb = o.rounds.find((r) => r.nodes === n && r.maxEstimates !== undefined);
     const bound = 2 * Math.log2(n);
     if (!rc) {
       out.push(
@@ -100,6 +131,10 @@ function targets(o: ScaleOutcome): string[] {
     out.push(
       `- A change reaches every node in ≤ 2·log2 N = ${bound} rounds at N = ${n}: ${rc.p100 === undefined ? `not within ${rc.maxRounds} rounds` : `${rc.p100} rounds`} (Scuttlebutt alone)${timedTxt} — ${mark(rc.p100 !== undefined && rc.p100 <= bound && (timed === undefined || (t100 !== undefined && t100 / POLL_MS <= bound)))}`,
     );
+    if (rb)
+      out.push(
+        `  - With --max-estimates ${rb.maxEstimates}: every node holding the owner has the change after ${rb.p100 === undefined ? `more than ${rb.maxRounds}` : rb.p100} rounds (Scuttlebutt alone) — ${mark(rb.p100 !== undefined && rb.p100 <= bound)}`,
+      );
   }
   // 3. detection and false suspicions.
   for (const m of sw) {
@@ -123,6 +158,11 @@ function targets(o: ScaleOutcome): string[] {
         ? `${mode} ${pct(c.hit)} = ${f(c.hit / or.hit, 3)}×`
         : `${mode} ${c ? pct(c.hit) : "not run"}`;
     });
+    const bn = cell(o, "bounded", "scuttlebutt", n);
+    if (bn)
+      parts.push(
+        `scuttlebutt --max-estimates ${BOUNDED_ESTIMATES} ${pct(bn.hit)}${or ? ` = ${f(bn.hit / or.hit, 3)}×` : ""}`,
+      );
     const ok =
       or !== undefined &&
       MODES.every((mode) => {
@@ -133,7 +173,7 @@ function targets(o: ScaleOutcome): string[] {
       `- Hit rate ≥ 0.95 × the oracle's, N = ${n}: oracle ${or ? pct(or.hit) : `not run (${skipReason(o, "oracle", "full", n) ?? "—"})`}; ${parts.join("; ")} — ${or ? mark(ok) : "not measured"}`,
     );
   }
-  const b = o.cells.find((c) => c.kind === "bounded");
+  const b = o.cells.filter((c) => c.kind === "bounded").at(-1);
   const bSkip = o.skipped.find((c) => c.kind === "bounded");
   out.push(
     b
@@ -192,7 +232,15 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
         `| ${mode} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.wallMs / 1000, 1)} |`,
       );
     }
-  const b = o.cells.find((c) => c.kind === "bounded");
+  for (const n of o.nodes) {
+    const c = cell(o, "bounded", "scuttlebutt", n);
+    const or = cell(o, "oracle", "full", n);
+    if (c)
+      L.push(
+        `| scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.wallMs / 1000, 1)} |`,
+      );
+  }
+  const b = o.cells.filter((c) => c.kind === "bounded").at(-1);
   if (b)
     L.push(
       "",
@@ -213,12 +261,29 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
       };
       L.push(`| ${mode} | ${n} | ${t("p50Ms")} | ${t("p99Ms")} | ${t("p100Ms")} | ${c.spreads.length} |`);
     }
-  L.push("", "Scuttlebutt alone, in rounds (every node one push-pull with 3 members per round):", "");
-  L.push("| N | 50 % | 99 % | 100 % | 2·log2 N | bytes/node/round | wall s |");
-  L.push("|---|---|---|---|---|---|---|");
+  for (const n of o.nodes) {
+    const c = cell(o, "bounded", "scuttlebutt", n);
+    if (!c) continue;
+    const t = (k: "p50Ms" | "p99Ms" | "p100Ms") => {
+      const v = spreadMs(c, k);
+      return v === undefined ? "not within 10 s" : `${s(v)} / ${f(v / POLL_MS, 1)}`;
+    };
+    L.push(
+      `| scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES} | ${n} | ${t("p50Ms")} | ${t("p99Ms")} | ${t("p100Ms")} | ${c.spreads.length} |`,
+    );
+  }
+  L.push(
+    "",
+    `Scuttlebutt alone, in rounds (every node one push-pull with 3 members per round; with --max-estimates, owners also push to their holders). Spread: rounds for one change to reach 50 / 99 / 100 % of the nodes holding that owner, the others quiet; busy: every owner changes once a round (2 requests/s × Δpoll ${POLL_MS} ms), and the share of held estimates then at their owner's version:`,
+    "",
+  );
+  L.push(
+    "| N | owners held | 50 % | 99 % | 100 % | 2·log2 N | bytes/node/round, one change | bytes/node/round, busy | held estimates current | wall s |",
+  );
+  L.push("|---|---|---|---|---|---|---|---|---|---|");
   for (const r of o.rounds)
     L.push(
-      `| ${r.nodes} | ${r.p50 ?? "—"} | ${r.p99 ?? "—"} | ${r.p100 ?? `> ${r.maxRounds}`} | ${f(2 * Math.log2(r.nodes), 0)} | ${f(r.bytesPerNodeRound, 0)} | ${f(r.wallMs / 1000, 1)} |`,
+      `| ${r.nodes} | ${r.maxEstimates === undefined ? "all" : `≤ ${r.maxEstimates}`} | ${r.p50 ?? "—"} | ${r.p99 ?? "—"} | ${r.p100 ?? `> ${r.maxRounds}`} | ${f(2 * Math.log2(r.nodes), 0)} | ${f(r.bytesPerNodeRound, 0)} | ${f(r.busyBytesPerNodeRound, 0)} | ${pct(r.currentShare)} | ${f(r.wallMs / 1000, 1)} |`,
     );
   L.push("");
   // Detection and suspicions.
@@ -280,6 +345,12 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
       [
         ...MODES.flatMap((m) => pts((c) => c.gossipBytesPerNodeS, "main", m, `${m}: all gossip`)),
         ...MODES.flatMap((m) => pts((c) => c.membershipBytesPerNodeS, "main", m, `${m}: membership only`)),
+        ...pts(
+          (c) => c.gossipBytesPerNodeS,
+          "bounded",
+          "scuttlebutt",
+          `scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES}`,
+        ),
         ...o.membership
           .filter((m) => m.loss === 0)
           .map((m) => ({ series: "SWIM alone, steady state", nodes: m.nodes, y: m.steadyBytesPerNodeS })),
