@@ -20,6 +20,8 @@ export interface GossipRoundsConfig {
   lossProb?: number;
   /** Digests of a round one partner after another (the default, as nodes run it). */
   chain?: boolean;
+  /** Owners push their changes to their holders (default: when `maxEstimates` is set, as nodes run it). */
+  pushToHolders?: boolean;
 }
 
 export interface GossipNode {
@@ -70,6 +72,7 @@ export class GossipRounds {
           discoveryMs: 0,
           chain: c.chain ?? true,
           pendingMs: 0,
+          pushToHolders: c.pushToHolders ?? c.maxEstimates !== undefined,
         },
       );
       return { id, tree, own, gossip };
@@ -107,6 +110,21 @@ export class GossipRounds {
         if (next !== undefined) queue.push(next);
       }
     }
+  }
+
+  /** Other nodes holding an estimate of owner `i`, and those of them at its current version. */
+  holding(i: number): { held: number; current: number } {
+    const owner = this.nodes[i] as GossipNode;
+    const v = owner.tree.version;
+    let held = 0;
+    let current = 0;
+    for (const n of this.nodes) {
+      if (n === owner || !n.gossip.holds(owner.id)) continue;
+      held++;
+      const h = n.gossip.estimates.held(owner.id);
+      if (h !== undefined && h.epoch === 1 && h.version === v) current++;
+    }
+    return { held, current };
   }
 
   /** Nodes holding owner `i`'s current (epoch, version) (the owner itself included). */

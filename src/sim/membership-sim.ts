@@ -43,6 +43,8 @@ export interface MembershipSimConfig {
   countFromMs?: number;
   /** How long the authority takes to answer `verify-member` (default: one round trip). */
   verifyMs?: number;
+  /** Also count every member's bytes per window of this many ms (`bytesPerWindow`, from time 0). */
+  windowMs?: number;
 }
 
 /** One status change node `observer` made about `id`. */
@@ -64,6 +66,8 @@ export interface MembershipSimResult {
   /** Messages sent per cluster member (index). */
   sentPerNode: number[];
   bytesPerNode: number[];
+  /** Bytes all members sent in each `windowMs` window from time 0 (empty without `windowMs`). */
+  bytesPerWindow: number[];
   virtualMs: number;
 }
 
@@ -94,6 +98,7 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
   const messages: Record<string, { count: number; bytes: number }> = {};
   const sentPerNode = new Array<number>(N).fill(0);
   const bytesPerNode = new Array<number>(N).fill(0);
+  const bytesPerWindow: number[] = [];
   const timers = ids.map(() => new Map<string, number>());
   const down = new Array<boolean>(ids.length).fill(false);
   const pausedUntil = (node: number, at: number): number | undefined => {
@@ -127,6 +132,11 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
       switch (e.type) {
         case "send": {
           const to = idx.get(e.to);
+          if (node < N && c.windowMs !== undefined) {
+            const w = Math.floor(now / c.windowMs);
+            while (bytesPerWindow.length <= w) bytesPerWindow.push(0);
+            bytesPerWindow[w] = (bytesPerWindow[w] as number) + swimSize(e.msg);
+          }
           if (node < N && now >= (c.countFromMs ?? 0)) {
             const b = swimSize(e.msg);
             let t = messages[e.msg.type];
@@ -223,6 +233,7 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
     messages,
     sentPerNode,
     bytesPerNode,
+    bytesPerWindow,
     virtualMs: now,
   };
 }

@@ -632,8 +632,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     }
   }
 
-  if (check)
-    checkConvergence(nodes, violations, finished === total && settle > 0 && Number.isFinite(faultsEnd));
+  if (check) {
+    const converged = finished === total && settle > 0 && Number.isFinite(faultsEnd);
+    checkConvergence(nodes, violations, converged, config.maxEstimates !== undefined);
+  }
 
   // ---- totals
   const lat = latencies.filter((_, i) => (client[i] as ClientReq).done);

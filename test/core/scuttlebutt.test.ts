@@ -104,6 +104,31 @@ describe("scuttlebutt digest merge", () => {
     );
   });
 
+  test("with push to holders and lost messages, estimates stay exact and never regress", () => {
+    const step = fc.oneof(
+      fc.record({ kind: fc.constant("change" as const), i: fc.nat({ max: N - 1 }), evict: fc.boolean() }),
+      fc.record({ kind: fc.constant("round" as const) }),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), fc.nat(), (ops, seed) => {
+        const sim = new GossipRounds({ nodes: N, seed, maxEstimates: 2, lossProb: 0.2 });
+        const model = sim.nodes.map(() => new Map<string, number[]>([["0", []]]));
+        const last = new Map<string, number>();
+        for (const o of ops) {
+          if (o.kind === "round") sim.round();
+          else {
+            const n = sim.nodes[o.i] as (typeof sim.nodes)[number];
+            if (o.evict && n.tree.size > 0) n.tree.evict(32);
+            else sim.change(o.i, 2);
+            model[o.i]?.set(String(n.tree.version), sorted(n.tree.snapshotBody().keys));
+          }
+          check(sim, model, last, 2);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   test("a relay never passes on a key set it guessed at (an optimistic insert)", () => {
     const sim = new GossipRounds({ nodes: 3, seed: 1 });
     sim.change(0);

@@ -45,7 +45,20 @@ describe("experiment scale (quick)", () => {
       [16, 0],
       [16, 0.05],
     ]);
-    expect(o.rounds.map((r) => r.nodes)).toEqual([4, 16]);
+    for (const n of o.nodes)
+      expect(o.cells.some((c) => c.kind === "bounded" && c.nodes === n && c.maxEstimates === 64)).toBe(true);
+    expect(o.rounds.map((r) => [r.nodes, r.maxEstimates])).toEqual([
+      [4, undefined],
+      [4, 64],
+      [16, undefined],
+      [16, 64],
+    ]);
+    // Busy rounds: every held estimate is at most a round behind its owner, most are current.
+    for (const r of o.rounds) {
+      expect(r.busyBytesPerNodeRound).toBeGreaterThan(r.bytesPerNodeRound);
+      expect(r.currentShare).toBeGreaterThan(0.5);
+      expect(r.p100).toBeLessThanOrEqual(2 * Math.log2(r.nodes));
+    }
     expect(o.skipped).toEqual([]);
   });
 

@@ -179,4 +179,36 @@ describe("scuttlebutt anti-entropy", () => {
   test("and under 5% message loss still within 2·log2 N rounds at 64 nodes", () => {
     expect(roundsToSpread(64, 3, 0.05)).toBeLessThanOrEqual(2 * Math.log2(64));
   });
+
+  /** Every owner changes each round: bytes per node per round, and the share of held estimates current. */
+  function busy(nodes: number, maxEstimates: number) {
+    const sim = new GossipRounds({ nodes, seed: 4, maxEstimates });
+    for (let i = 0; i < nodes; i++) sim.change(i);
+    for (let r = 0; r < 12; r++) sim.round();
+    const bytes0 = sim.bytes;
+    let held = 0;
+    let current = 0;
+    for (let r = 0; r < 3; r++) {
+      for (let i = 0; i < nodes; i++) sim.change(i, 2);
+      sim.round();
+      for (let i = 0; i < nodes; i++) {
+        const h = sim.holding(i);
+        held += h.held;
+        current += h.current;
+      }
+    }
+    return { bytes: (sim.bytes - bytes0) / nodes / 3, current: current / held, held: held / 3 / nodes };
+  }
+
+  test("with --max-estimates, owners push to their holders: estimates stay current, bytes do not grow with N", () => {
+    const small = busy(64, 16);
+    const big = busy(256, 16);
+    for (const b of [small, big]) {
+      expect(b.held).toBeCloseTo(16, 0);
+      // Relays alone (random partners rarely share an owner held by 16 of 256) kept 4% current.
+      expect(b.current).toBeGreaterThan(0.85);
+    }
+    expect(big.bytes / small.bytes).toBeLessThan(1.25);
+    expect(big.bytes / small.bytes).toBeGreaterThan(0.8);
+  });
 });

@@ -85,6 +85,8 @@ export class GossipAntiEntropy {
         stepKeys: this.config.estimateStepKeys,
         chain: true,
         pendingMs: this.config.pollMs / 2,
+        // Holding some owners of many, a node rarely meets another holder of them: owners push.
+        pushToHolders: this.config.maxEstimates !== undefined,
       },
     );
     for (const [id, keys] of this.caps) this.sb.index.capOwner(id, keys);

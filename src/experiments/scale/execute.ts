@@ -149,6 +149,7 @@ export function executeCell(c: CellSpec, workload: Workload): NodeCell {
     ...(crash ? { crash: { node: crash.node, atMs: crash.atMs } } : {}),
     suspicionEveryMs: POLL_MS,
     heapAtMs: arrivalMs * 0.9,
+    ...(c.maxEstimates === undefined ? {} : { holdersOnly: true }),
   });
   const heap0 = liveHeapBytes();
   const cpu0 = process.cpuUsage();

@@ -4,7 +4,13 @@
  * and the suspicions of live members, with no loss and with LOSS. It runs the node's own Swim code
  * without the rest of the node, so it reaches 1,024 nodes where the full node simulator cannot.
  */
-import { resolveSwimConfig, retransmitLimit, suspicionMinMs } from "../../core/node/swim/config.js";
+import { swimSize } from "../../core/node/swim/codec.js";
+import {
+  pushPullScale,
+  resolveSwimConfig,
+  retransmitLimit,
+  suspicionMinMs,
+} from "../../core/node/swim/config.js";
 import { runMembership } from "../../sim/membership-sim.js";
 import { COMM_MS, JITTER_MS } from "./grid.js";
 
@@ -14,6 +20,20 @@ export interface MembershipCell {
   /** SWIM bytes and messages per node per second, from 10 s before the crash to the end (formation left out). */
   bytesPerNodeS: number;
   msgsPerNodeS: number;
+  /**
+   * Formation: when the last member joined someone's list (the last `alive` before the crash), and the
+   * bytes per node sent until STEADY_MS before the crash (all joins and their piggybacked news).
+   */
+  formationMs: number;
+  formationBytesPerNode: number;
+  /** The STEADY_MS before the crash, after formation: probes, acks and no news (heartbeat-only). */
+  steadyBytesPerNodeS: number;
+  /**
+   * The periodic push-pull, per node per second on average: two whole member lists (ours, the
+   * partner's answer) per node per push-pull interval (30 s × memberlist's pushPullScale), the list
+   * sized by the codec at this N. It is the one SWIM cost that grows with N (as N / log N).
+   */
+  pushPullBytesPerNodeS: number;
   crashedAtMs: number;
   observers: number;
   /** Members that declared the crashed node dead within the run. */
@@ -49,14 +69,21 @@ export function memberlistBoundMs(n: number): number {
   );
 }
 
-/** Formation settles before the crash; the run lasts past the bound. */
+/** The steady-state window before the crash. */
+const STEADY_MS = 10_000;
+
+/**
+ * Formation (every node joins through the seeds at once; each join's news is piggybacked
+ * 4 × ⌈log10(N + 1)⌉ times by every member, at most 16 updates a message) takes ≈ 60 ms per node
+ * here; the crash comes after it and a steady window, and the run lasts past the bound.
+ */
 export function runMembershipCell(nodes: number, loss: number, seed: number): MembershipCell {
   const t0 = performance.now();
-  const crashedAtMs = 15_000 + 10 * nodes;
+  const crashedAtMs = 20_000 + 60 * nodes;
   const boundMs = memberlistBoundMs(nodes);
   const durationMs = crashedAtMs + boundMs + 5_000;
   const crashed = nodes - 1;
-  const countFromMs = crashedAtMs - 10_000;
+  const countFromMs = crashedAtMs - STEADY_MS;
   const r = runMembership({
     nodes,
     seed,
@@ -67,6 +94,7 @@ export function runMembershipCell(nodes: number, loss: number, seed: number): Me
     ...(loss > 0 ? { network: { lossProb: loss } } : {}),
     crashes: nodes > 1 ? [{ node: crashed, atMs: crashedAtMs }] : [],
     countFromMs,
+    windowMs: 1_000,
   });
   const crashedId = `n${crashed}`;
   // Counted from countFromMs (formation left out) to the end; the crashed node sends nothing after its crash.
@@ -95,12 +123,35 @@ export function runMembershipCell(nodes: number, loss: number, seed: number): Me
     if (ch.to === "dead") falseDeaths++;
   }
   const observers = r.members.filter((m, i) => m !== null && i !== crashed).length;
+  let formationMs = 0;
+  for (const ch of r.trace)
+    if (ch.at < crashedAtMs && ch.to === "alive") formationMs = Math.max(formationMs, ch.at);
+  const windowSum = (fromS: number, toS: number): number =>
+    r.bytesPerWindow.slice(fromS, toS).reduce((a, b) => a + b, 0);
+  const steadyFromS = Math.ceil(countFromMs / 1000);
+  const steadyToS = Math.floor(crashedAtMs / 1000);
+  const c = resolveSwimConfig();
+  const anyone = r.members.find((m) => m !== null);
+  const list = anyone
+    ? swimSize({
+        type: "sync",
+        reply: true,
+        members: [
+          { id: anyone.selfId, status: "alive", incarnation: 0 },
+          ...anyone.memberViews().map(({ id, status, incarnation }) => ({ id, status, incarnation })),
+        ],
+      })
+    : 0;
   const times = [...deadAt.values()];
   return {
     nodes,
     loss,
     bytesPerNodeS: bytes / nodes / windowS,
     msgsPerNodeS: msgs / nodes / windowS,
+    formationMs,
+    formationBytesPerNode: windowSum(0, steadyFromS) / nodes,
+    steadyBytesPerNodeS: windowSum(steadyFromS, steadyToS) / nodes / (steadyToS - steadyFromS),
+    pushPullBytesPerNodeS: (2 * list) / ((c.pushPullIntervalMs * pushPullScale(nodes)) / 1000),
     crashedAtMs,
     observers,
     declaredDead: deadAt.size,

@@ -45,6 +45,8 @@ export interface ProbeOptions {
   suspicionEveryMs: number;
   /** When the live heap is read (with a GC, once). */
   heapAtMs: number;
+  /** Spread counts only the nodes holding an estimate of the owner (--max-estimates: not all do). */
+  holdersOnly?: boolean;
 }
 
 interface Track extends Spread {
@@ -146,8 +148,9 @@ export class ScaleProbe implements SimProbe {
       for (let j = 0; j < nodes.length; j++) {
         const n = nodes[j];
         if (!n || j === t.ownerIdx) continue;
-        others++;
         const h = n.heldOf(t.owner);
+        if (this.o.holdersOnly && h === undefined) continue;
+        others++;
         if (h && (h.epoch > t.epoch || (h.epoch === t.epoch && h.version >= t.version))) holding++;
       }
       const dt = now - t.changedAtMs;

@@ -44,6 +44,35 @@ function spreadMs(c: NodeCell, k: "p50Ms" | "p99Ms" | "p100Ms"): number | undefi
   return median(done.map((x) => x[k] as number));
 }
 
+/**
+ * Bytes with --max-estimates: a node holds and is sent changes of at most M owners, so its traffic is
+ * M × the owners' change rate, not N; with every owner held (M ≥ N − 1) it still grows with N.
+ */
+function boundedBytes(o: ScaleOutcome): string[] {
+  const out: string[] = [];
+  const bc = o.nodes.flatMap((n) => {
+    const c = cell(o, "bounded", "scuttlebutt", n);
+    return c ? [c] : [];
+  });
+  const first = bc[0];
+  const last = bc[bc.length - 1];
+  if (first && last && last !== first)
+    out.push(
+      `  - With --max-estimates ${BOUNDED_ESTIMATES} (node simulator; owners push their changes to their holders): ${bc.map((c) => `${c.nodes}: ${f(c.gossipBytesPerNodeS, 0)} B/s`).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(last.gossipBytesPerNodeS / first.gossipBytesPerNodeS, 2)}×.`,
+    );
+  for (const m of [undefined, BOUNDED_ESTIMATES]) {
+    const rs = o.rounds.filter((r) => r.maxEstimates === m);
+    const a = rs.find((r) => r.nodes === 16);
+    const z = rs[rs.length - 1];
+    if (!a || !z || z === a) continue;
+    const at64 = rs.find((r) => r.nodes === 64);
+    out.push(
+      `  - Scuttlebutt alone, every owner changing once a round, ${m === undefined ? "every owner held" : `--max-estimates ${m}`}: ${rs.map((r) => `${r.nodes}: ${f(r.busyBytesPerNodeRound, 0)} B/node/round`).join(", ")} — ${z.nodes} vs 16 = ${f(z.busyBytesPerNodeRound / a.busyBytesPerNodeRound, 2)}×${at64 && at64 !== z ? `, vs 64 = ${f(z.busyBytesPerNodeRound / at64.busyBytesPerNodeRound, 2)}×` : ""}; held estimates at their owner's version: ${rs.map((r) => pct(r.currentShare)).join(", ")}.`,
+    );
+  }
+  return out;
+}
+
 function targets(o: ScaleOutcome): string[] {
   const out: string[] = ["## Targets (issue 14), measured", ""];
   const top = o.nodes[o.nodes.length - 1] as number;
@@ -73,17 +102,20 @@ function targets(o: ScaleOutcome): string[] {
       : undefined;
   if (fullGrowth !== undefined && top > 16)
     out.push(`  - Full mesh for comparison: ${top} vs 16 nodes = ${f(fullGrowth, 1)}×.`);
+  out.push(...boundedBytes(o));
   const sw = o.membership.filter((m) => m.loss === 0);
   if (sw.length > 1) {
-    const v = sw.map((m) => m.bytesPerNodeS);
+    const v = sw.map((m) => m.steadyBytesPerNodeS);
     const r = Math.max(...v) / Math.min(...v);
     out.push(
-      `- Heartbeat-only (SWIM alone) traffic per node independent of N: ${sw.map((m) => `${m.nodes}: ${f(m.bytesPerNodeS, 0)} B/s`).join(", ")} — max/min ${f(r, 2)}× — ${mark(r <= 1.5)} (read as "within 1.5×")`,
+      `- Heartbeat-only (SWIM alone, steady state: the 10 s before the crash, after formation) traffic per node independent of N: ${sw.map((m) => `${m.nodes}: ${f(m.steadyBytesPerNodeS, 1)} B/s`).join(", ")} — max/min ${f(r, 2)}× — ${mark(r <= 1.5)} (read as "within 1.5×")`,
+      `  - Not in that window: formation (every node joining at once through two seeds), per node ${sw.map((m) => `${m.nodes}: ${f(m.formationBytesPerNode / 1000, 1)} kB over ${s(m.formationMs)} s`).join(", ")}; and the periodic push-pull of the whole member list, on average ${sw.map((m) => `${m.nodes}: ${f(m.pushPullBytesPerNodeS, 1)} B/s`).join(", ")} (grows as N / log N).`,
     );
   }
   // 2. rounds to every node.
   for (const n of [256, 1024]) {
-    const rc = o.rounds.find((r) => r.nodes === n);
+    const rc = o.rounds.find((r) => r.nodes === n && r.maxEstimates === undefined);
+    const rb = o.rounds.find((r) => r.nodes === n && r.maxEstimates !== undefined);
     const bound = 2 * Math.log2(n);
     if (!rc) {
       out.push(
@@ -99,6 +131,10 @@ function targets(o: ScaleOutcome): string[] {
     out.push(
       `- A change reaches every node in ≤ 2·log2 N = ${bound} rounds at N = ${n}: ${rc.p100 === undefined ? `not within ${rc.maxRounds} rounds` : `${rc.p100} rounds`} (Scuttlebutt alone)${timedTxt} — ${mark(rc.p100 !== undefined && rc.p100 <= bound && (timed === undefined || (t100 !== undefined && t100 / POLL_MS <= bound)))}`,
     );
+    if (rb)
+      out.push(
+        `  - With --max-estimates ${rb.maxEstimates}: every node holding the owner has the change after ${rb.p100 === undefined ? `more than ${rb.maxRounds}` : rb.p100} rounds (Scuttlebutt alone) — ${mark(rb.p100 !== undefined && rb.p100 <= bound)}`,
+      );
   }
   // 3. detection and false suspicions.
   for (const m of sw) {
@@ -122,6 +158,11 @@ function targets(o: ScaleOutcome): string[] {
         ? `${mode} ${pct(c.hit)} = ${f(c.hit / or.hit, 3)}×`
         : `${mode} ${c ? pct(c.hit) : "not run"}`;
     });
+    const bn = cell(o, "bounded", "scuttlebutt", n);
+    if (bn)
+      parts.push(
+        `scuttlebutt --max-estimates ${BOUNDED_ESTIMATES} ${pct(bn.hit)}${or ? ` = ${f(bn.hit / or.hit, 3)}×` : ""}`,
+      );
     const ok =
       or !== undefined &&
       MODES.every((mode) => {
@@ -133,7 +174,7 @@ function targets(o: ScaleOutcome): string[] {
     );
     if (or) out.push(`  - ${afterFormation(o, n, or)}`);
   }
-  const b = o.cells.find((c) => c.kind === "bounded");
+  const b = o.cells.filter((c) => c.kind === "bounded").at(-1);
   const bSkip = o.skipped.find((c) => c.kind === "bounded");
   out.push(
     b
@@ -188,7 +229,7 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
     "- **CPU per node per simulated second**: the process's user + system CPU time during the run ÷ N ÷ simulated seconds. It includes the simulator's own work (event queue, simulated engines) and the garbage collector, so it bounds a node's share from above.",
     `- **Memory per node**: (live JS heap + ArrayBuffer memory read by the probe at 90% of the arrival window − the same just before the run) ÷ N${o.gcForced ? ", each read after a forced full GC" : " (no GC could be forced: garbage included)"}. It counts everything the simulation holds for the cluster (nodes, trees, estimates, simulated engines, messages in flight, the event queue), so it is an upper bound on one node's state, not a process RSS.`,
     `- **Spread of a change**: a read-only probe (src/sim/probe.ts, every 20 ms of virtual time) takes 5 owners in turn, waits for each one's tree version to move, then counts the other live nodes whose estimate holds that (epoch, version) or later; the table gives the median over the 5 changes of the time to reach 50 / 99 / 100 % (resolution 20 ms), and that time in Δpoll rounds. "Scuttlebutt alone" (src/sim/gossip-rounds.ts) counts rounds directly, without timing, and reaches N the node simulator cannot.`,
-    `- **Detection**: full mode — the probe reads every member's view of the crashed node every ${DETECT_EVERY_MS} ms (first and last to see it suspected, i.e. no longer routed to). Scuttlebutt mode — SWIM alone (src/sim/membership-sim.ts, the node's own Swim code, every status change recorded exactly): first suspicion, first and last member to declare it dead, after ≈15 s of formation.`,
+    `- **Detection**: full mode — the probe reads every member's view of the crashed node every ${DETECT_EVERY_MS} ms (first and last to see it suspected, i.e. no longer routed to). Scuttlebutt mode — SWIM alone (src/sim/membership-sim.ts, the node's own Swim code, every status change recorded exactly): first suspicion, first and last member to declare it dead, crashed 20 s + 60 ms × N after the start (formation, then a 10 s steady window: *steady* bytes are that window's; *formation* is everything sent before it).`,
     `- **False suspicions**: SWIM alone — every suspect declaration about a member that was alive, by any member, over the whole run (formation included), with no loss and with ${LOSS * 100}% loss. Node simulator — (observer, member) episodes of a live member seen suspected or down, sampled every Δpoll (both modes; at ${LOSS * 100}% loss in the loss runs).`,
     `- **Hit rate**: actual hit tokens ÷ prompt tokens; the oracle = the same cluster (full mode) with every estimate refreshed the instant its owner changes (simulation only); the ideal = one cache holding every earlier prompt (routing cannot beat it). *After formation*: the same over the requests that arrived once the three runs at that N (full, scuttlebutt, oracle) had each formed — in 99% of the (live node, other live node) pairs the node saw the other live and held its estimate (read every ${DETECT_EVERY_MS} ms; arrivals in ${HIT_BUCKET_MS} ms buckets) — the steady state without the cluster's start-up.`,
     "",
@@ -213,7 +254,15 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
         `| ${mode} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.wallMs / 1000, 1)} |`,
       );
     }
-  const b = o.cells.find((c) => c.kind === "bounded");
+  for (const n of o.nodes) {
+    const c = cell(o, "bounded", "scuttlebutt", n);
+    const or = cell(o, "oracle", "full", n);
+    if (c)
+      L.push(
+        `| scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.wallMs / 1000, 1)} |`,
+      );
+  }
+  const b = o.cells.filter((c) => c.kind === "bounded").at(-1);
   if (b)
     L.push(
       "",
@@ -234,6 +283,17 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
       };
       L.push(`| ${mode} | ${n} | ${t("p50Ms")} | ${t("p99Ms")} | ${t("p100Ms")} | ${c.spreads.length} |`);
     }
+  for (const n of o.nodes) {
+    const c = cell(o, "bounded", "scuttlebutt", n);
+    if (!c) continue;
+    const t = (k: "p50Ms" | "p99Ms" | "p100Ms") => {
+      const v = spreadMs(c, k);
+      return v === undefined ? "not within 10 s" : `${s(v)} / ${f(v / POLL_MS, 1)}`;
+    };
+    L.push(
+      `| scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES} | ${n} | ${t("p50Ms")} | ${t("p99Ms")} | ${t("p100Ms")} | ${c.spreads.length} |`,
+    );
+  }
   // Formation: arrivals start with the cluster, so its first requests see members not yet routable.
   const formed = MODES.map((mode) => {
     const at = o.nodes.flatMap((n) => {
@@ -246,12 +306,18 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
     "",
     `Formation: arrivals start with the cluster at 0 s; 99% / all of the (live node, other live node) pairs were routable (the node saw the other live and held its estimate; read every ${DETECT_EVERY_MS} ms) at ${formed.join("; ")}. Requests before then see fewer candidates, in both modes.`,
   );
-  L.push("", "Scuttlebutt alone, in rounds (every node one push-pull with 3 members per round):", "");
-  L.push("| N | 50 % | 99 % | 100 % | 2·log2 N | bytes/node/round | wall s |");
-  L.push("|---|---|---|---|---|---|---|");
+  L.push(
+    "",
+    `Scuttlebutt alone, in rounds (every node one push-pull with 3 members per round; with --max-estimates, owners also push to their holders). Spread: rounds for one change to reach 50 / 99 / 100 % of the nodes holding that owner, the others quiet; busy: every owner changes once a round (2 requests/s × Δpoll ${POLL_MS} ms), and the share of held estimates then at their owner's version:`,
+    "",
+  );
+  L.push(
+    "| N | owners held | 50 % | 99 % | 100 % | 2·log2 N | bytes/node/round, one change | bytes/node/round, busy | held estimates current | wall s |",
+  );
+  L.push("|---|---|---|---|---|---|---|---|---|---|");
   for (const r of o.rounds)
     L.push(
-      `| ${r.nodes} | ${r.p50 ?? "—"} | ${r.p99 ?? "—"} | ${r.p100 ?? `> ${r.maxRounds}`} | ${f(2 * Math.log2(r.nodes), 0)} | ${f(r.bytesPerNodeRound, 0)} | ${f(r.wallMs / 1000, 1)} |`,
+      `| ${r.nodes} | ${r.maxEstimates === undefined ? "all" : `≤ ${r.maxEstimates}`} | ${r.p50 ?? "—"} | ${r.p99 ?? "—"} | ${r.p100 ?? `> ${r.maxRounds}`} | ${f(2 * Math.log2(r.nodes), 0)} | ${f(r.bytesPerNodeRound, 0)} | ${f(r.busyBytesPerNodeRound, 0)} | ${pct(r.currentShare)} | ${f(r.wallMs / 1000, 1)} |`,
     );
   L.push("");
   // Detection and suspicions.
@@ -271,13 +337,13 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
   }
   L.push("", "Scuttlebutt mode's membership (SWIM + Lifeguard alone):", "");
   L.push(
-    "| N | loss | SWIM B/node/s | SWIM msg/node/s | first suspect s | first dead s | last dead s | declared dead | bound s | false suspicions (members) | live members declared dead | node-sim false suspicions (sampled) | wall s |",
+    "| N | loss | formation s | formation kB/node | steady B/node/s | push-pull B/node/s | SWIM B/node/s from steady to end | SWIM msg/node/s | first suspect s | first dead s | last dead s | declared dead | bound s | false suspicions (members) | live members declared dead | node-sim false suspicions (sampled) | wall s |",
   );
-  L.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  L.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const m of o.membership) {
     const nc = cell(o, m.loss === 0 ? "main" : "loss", "scuttlebutt", m.nodes);
     L.push(
-      `| ${m.nodes} | ${m.loss * 100}% | ${f(m.bytesPerNodeS, 0)} | ${f(m.msgsPerNodeS, 1)} | ${s(m.firstSuspectMs)} | ${s(m.firstDeadMs)} | ${s(m.lastDeadMs)} | ${m.declaredDead}/${m.observers} | ${s(m.boundMs)} | ${m.falseSuspicions} (${m.falselySuspectedMembers}) | ${m.falseDeaths} | ${nc ? nc.falseSuspicions : "not run"} | ${f(m.wallMs / 1000, 1)} |`,
+      `| ${m.nodes} | ${m.loss * 100}% | ${s(m.formationMs)} | ${f(m.formationBytesPerNode / 1000, 1)} | ${f(m.steadyBytesPerNodeS, 1)} | ${f(m.pushPullBytesPerNodeS, 1)} | ${f(m.bytesPerNodeS, 0)} | ${f(m.msgsPerNodeS, 1)} | ${s(m.firstSuspectMs)} | ${s(m.firstDeadMs)} | ${s(m.lastDeadMs)} | ${m.declaredDead}/${m.observers} | ${s(m.boundMs)} | ${m.falseSuspicions} (${m.falselySuspectedMembers}) | ${m.falseDeaths} | ${nc ? nc.falseSuspicions : "not run"} | ${f(m.wallMs / 1000, 1)} |`,
     );
   }
   L.push("");
@@ -313,9 +379,15 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
       [
         ...MODES.flatMap((m) => pts((c) => c.gossipBytesPerNodeS, "main", m, `${m}: all gossip`)),
         ...MODES.flatMap((m) => pts((c) => c.membershipBytesPerNodeS, "main", m, `${m}: membership only`)),
+        ...pts(
+          (c) => c.gossipBytesPerNodeS,
+          "bounded",
+          "scuttlebutt",
+          `scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES}`,
+        ),
         ...o.membership
           .filter((m) => m.loss === 0)
-          .map((m) => ({ series: "SWIM alone", nodes: m.nodes, y: m.bytesPerNodeS })),
+          .map((m) => ({ series: "SWIM alone, steady state", nodes: m.nodes, y: m.steadyBytesPerNodeS })),
       ],
       o.nodes,
     ),

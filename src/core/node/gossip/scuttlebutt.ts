@@ -29,6 +29,15 @@ import { invariant } from "../../invariant.js";
 import type { PeerIndex } from "../../peer-index.js";
 import { isNewer, type Snapshot, type SnapshotHeader } from "../../snapshot.js";
 import {
+  DEFAULT_SCUTTLEBUTT,
+  type DigestEntry,
+  type GossipMessage,
+  type ScuttlebuttConfig,
+  type ScuttlebuttCounters,
+  type ScuttlebuttDeps,
+} from "./config.js";
+import { Holders, Renewals } from "./holders.js";
+import {
   netDeltas,
   type OwnerLog,
   type OwnerState,
@@ -38,93 +47,25 @@ import {
   relayState,
 } from "./states.js";
 
-// Still importable from here (the selection itself is states.ts's).
-export type { OwnerState, OwnState };
-export { netDeltas };
+// Still importable from here (the selection itself is states.ts's, the vocabulary config.ts's).
+export type {
+  DigestEntry,
+  GossipMessage,
+  OwnerState,
+  OwnState,
+  ScuttlebuttConfig,
+  ScuttlebuttCounters,
+  ScuttlebuttDeps,
+};
+export { DEFAULT_SCUTTLEBUTT, netDeltas };
 
-/** A member's id (node/types.ts's NodeId, restated: node/types.ts imports this file's messages). */
+/** A member's id (node/types.ts's NodeId). */
 type NodeId = string;
 
-/** One owner in a digest: which (epoch, version) of its tree the digest's sender holds. */
-export interface DigestEntry {
-  owner: NodeId;
-  epoch: number;
-  version: number;
-}
-
-export type GossipMessage =
-  /** Round start: what I hold; `room`: how many owners I do not hold yet I would take (0: none). */
-  | { type: "digest"; entries: DigestEntry[]; room: number }
-  /** States the receiver lacks (deltas of one owner in order), and (answering a digest) what I lack. */
-  | { type: "states"; states: OwnerState[]; wants: DigestEntry[] };
-
-export interface ScuttlebuttConfig {
-  fanout: number;
-  /** Deltas kept per relayed owner. */
-  deltaLog: number;
-  /** Owners held at most (besides ourselves); Infinity = all. */
-  maxEstimates: number;
-  /** Most states in one message (a peer-controlled count on receipt). */
-  maxStates: number;
-  /** Most digest entries accepted in one message. */
-  maxDigest: number;
-  /** When full and without a clock, one in this many exchanges discovers a new owner. */
-  discoveryOdds: number;
-  /** When full, one new owner is asked for (to replace the least useful one) at most this often (ms). */
-  discoveryMs: number;
-  /**
-   * A round's digests go to its partners one after another (the next when the previous answer came):
-   * what one partner sent is not pulled again from the next. false: all at once.
-   */
-  chain: boolean;
-  /** An owner we asked a peer for is not asked of another for this long (ms; the answer is on its way). */
-  pendingMs: number;
-  /** Whole key sets above this many keys apply in steps (`step`; Estimates); 0 = at once. */
-  stepKeys?: number;
-}
-
-export const DEFAULT_SCUTTLEBUTT: ScuttlebuttConfig = {
-  fanout: 3,
-  deltaLog: 16,
-  maxEstimates: Number.POSITIVE_INFINITY,
-  maxStates: 256,
-  maxDigest: 8_192,
-  discoveryOdds: 8,
-  discoveryMs: 5_000,
-  chain: true,
-  pendingMs: 250,
-};
-
-export interface ScuttlebuttCounters {
-  digestsSent: number;
-  statesSent: { full: number; delta: number };
-  statesReceived: {
-    applied: number;
-    stale: number;
-    duplicate: number;
-    needFull: number;
-    dropped: number;
-    deferred: number;
-  };
-  invalid: number;
-}
-
-export interface ScuttlebuttDeps {
-  random(): number;
-  /** Our clock (ms), for `pendingMs`; default: no clock, nothing is pending. */
-  now?(): number;
-  /** Whether `owner` is a live member now (states of others are dropped); default: all are. */
-  member?(owner: NodeId): boolean;
-  /**
-   * Whether a count mismatch on `owner` is worth a whole set now (default yes). A state that left the
-   * owner before the result of our last forward to it predates the insert we guessed: not yet.
-   */
-  settled?(owner: NodeId): boolean;
-  /** Told of every state applied (its header: the owner's load as of that version). */
-  onApplied?(header: SnapshotHeader): void;
-  /** Usefulness of a held owner (higher keeps it); default 0 for all. */
-  score?(owner: NodeId): number;
-}
+/** Renewal digests to owners just taken (or whose push did not apply) per round, at most. */
+const URGENT_RENEWALS = 8;
+/** Held owners a round's digest lists with push to holders (besides ourselves), by default. */
+const DIGEST_SAMPLE = 16;
 
 export class Scuttlebutt {
   readonly estimates: Estimates;
@@ -136,6 +77,10 @@ export class Scuttlebutt {
   private chain: { awaiting: NodeId; rest: NodeId[] } | undefined;
   /** Owners we asked someone for (wants), and when: not asked again while the answer is on its way. */
   private readonly asked = new Map<NodeId, number>();
+  /** With `pushToHolders`: the members holding us (pushed our change each round), and our renewals. */
+  private readonly holders: Holders | undefined;
+  private readonly renewals = new Renewals();
+  private rounds = 0;
   readonly counters: ScuttlebuttCounters = {
     digestsSent: 0,
     statesSent: { full: 0, delta: 0 },
@@ -150,6 +95,10 @@ export class Scuttlebutt {
     private readonly config: ScuttlebuttConfig = DEFAULT_SCUTTLEBUTT,
   ) {
     this.estimates = new Estimates(index, config.stepKeys ?? 0);
+    if (config.pushToHolders) {
+      const cap = Number.isFinite(config.maxEstimates) ? config.maxEstimates : config.maxStates;
+      this.holders = new Holders(config.maxHolders ?? 4 * cap + 16, config.holderLeaseRounds ?? 4 * cap + 16);
+    }
   }
 
   /** Owners we hold an estimate of (not ourselves). */
@@ -174,6 +123,19 @@ export class Scuttlebutt {
       out.push({ owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version });
     }
     return out;
+  }
+
+  /**
+   * The digest a round sends: the whole one, or with push to holders (where owners keep their holders
+   * up to date themselves) ourselves and `digestSample` held owners at random — enough for partners to
+   * find owners to take or discover, at a size that does not grow with the owners held.
+   */
+  private roundDigest(self: OwnState): DigestEntry[] {
+    const all = this.digest(self);
+    const k = this.config.digestSample ?? DIGEST_SAMPLE;
+    if (this.holders === undefined || all.length <= k + 1) return all;
+    const [mine, ...held] = all as [DigestEntry, ...DigestEntry[]];
+    return [mine, ...pickRandom(held, k, this.deps.random)];
   }
 
   /** True while a staged apply needs `step` calls (the node arms a timer). */
@@ -222,9 +184,35 @@ export class Scuttlebutt {
       this.chain = { awaiting: first, rest };
       to.length = 1;
     }
-    const msg: GossipMessage = { type: "digest", entries: this.digest(self), room: this.room() };
+    const msg: GossipMessage = { type: "digest", entries: this.roundDigest(self), room: this.room() };
     this.counters.digestsSent += to.length;
-    return to.map((t) => ({ to: t, msg }));
+    const out = to.map((t) => ({ to: t, msg }));
+    if (this.holders !== undefined) this.pushRound(self, out);
+    return out;
+  }
+
+  /**
+   * Push to holders (holders.ts): our change to each member holding us, from its cursor; and a
+   * one-entry digest to one owner we hold, which keeps us its holder (and corrects its cursor).
+   */
+  private pushRound(self: OwnState, out: { to: NodeId; msg: GossipMessage }[]): void {
+    const holders = this.holders as Holders;
+    const h = self.header();
+    const member = (id: NodeId) => this.deps.member?.(id) ?? true;
+    for (const { to, from } of holders.due(h, ++this.rounds, member)) {
+      const s = ownState(from, self);
+      if (s === undefined) continue;
+      this.counters.statesSent[s.snapshot.kind === "full" ? "full" : "delta"]++;
+      out.push({ to, msg: { type: "states", states: [s], wants: [] } });
+    }
+    for (const owner of this.renewals.next(this.logs, this.rounds, URGENT_RENEWALS)) {
+      const log = this.logs.get(owner) as OwnerLog;
+      const held = this.holding(owner, log);
+      if (held === undefined || !member(owner)) continue;
+      const entry = { owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version };
+      this.counters.digestsSent++;
+      out.push({ to: owner, msg: { type: "digest", entries: [entry], room: 0 } });
+    }
   }
 
   /**
@@ -241,14 +229,14 @@ export class Scuttlebutt {
     }
     c.awaiting = to;
     this.counters.digestsSent++;
-    return { to, msg: { type: "digest", entries: this.digest(self), room: this.room() } };
+    return { to, msg: { type: "digest", entries: this.roundDigest(self), room: this.room() } };
   }
 
   /**
    * A message from `from`; returns the answer to send back, if any (states for a digest; the wanted
    * states for a states message that carries wants).
    */
-  onMessage(_from: NodeId, msg: GossipMessage, self: OwnState): GossipMessage | undefined {
+  onMessage(from: NodeId, msg: GossipMessage, self: OwnState): GossipMessage | undefined {
     if (msg.type === "digest") {
       if (msg.entries.length > this.config.maxDigest) {
         this.counters.invalid++;
@@ -257,6 +245,7 @@ export class Scuttlebutt {
       const theirs = new Map<NodeId, DigestEntry>();
       for (const e of msg.entries) theirs.set(e.owner, e);
       const states = this.statesFor(theirs, Math.max(0, Math.floor(msg.room)), self);
+      this.noteHolder(from, theirs, states, self);
       const wants: DigestEntry[] = [];
       const room = this.room();
       const unheld: NodeId[] = [];
@@ -290,11 +279,29 @@ export class Scuttlebutt {
       this.counters.invalid++;
       return undefined;
     }
-    for (const s of msg.states) this.apply(s.snapshot, s.blocks);
+    for (const s of msg.states) {
+      const verdict = this.apply(s.snapshot, s.blocks);
+      // The owner's own push did not fit our estimate: our cursor at it is off; renew with it now.
+      if (verdict === "need-full" && s.snapshot.header.sender === from) this.renewals.mismatch(from);
+    }
     if (msg.wants.length === 0) return undefined;
     const theirs = new Map<NodeId, DigestEntry>();
     for (const w of msg.wants) theirs.set(w.owner, w);
-    return { type: "states", states: this.statesFor(theirs, 0, self, true), wants: [] };
+    const states = this.statesFor(theirs, 0, self, true);
+    this.noteHolder(from, theirs, states, self);
+    return { type: "states", states, wants: [] };
+  }
+
+  /** `from` listed us (it holds us or asks for us) or is sent our state: it holds our version now. */
+  private noteHolder(
+    from: NodeId,
+    theirs: Map<NodeId, DigestEntry>,
+    states: OwnerState[],
+    self: OwnState,
+  ): void {
+    if (this.holders === undefined) return;
+    if (!theirs.has(this.selfId) && states[0]?.snapshot.header.sender !== this.selfId) return;
+    this.holders.note(from, self.header(), this.rounds);
   }
 
   /** Our estimate of `owner` now includes a guess (an optimistic insert): never relay it whole. */
@@ -304,22 +311,24 @@ export class Scuttlebutt {
   }
 
   remove(owner: NodeId): void {
+    this.holders?.drop(owner);
+    this.renewals.forget(owner);
     this.logs.delete(owner);
     this.asked.delete(owner);
     this.estimates.remove(owner);
   }
 
   /** A state of some owner (relayed or its own): applied by the one-writer rule, logged for relaying. */
-  apply(s: Snapshot, blocks: number): void {
+  apply(s: Snapshot, blocks: number): string {
     const rx = this.counters.statesReceived;
     const owner = s.header.sender;
     if (owner === this.selfId || !(this.deps.member?.(owner) ?? true)) {
       rx.dropped++;
-      return;
+      return "dropped";
     }
     if (!this.logs.has(owner) && !this.admit(owner)) {
       rx.dropped++;
-      return;
+      return "dropped";
     }
     const verdict = this.estimates.apply(s);
     const log = this.logs.get(owner) as OwnerLog;
@@ -327,9 +336,10 @@ export class Scuttlebutt {
     if (verdict === "deferred") {
       rx.deferred++;
       log.deferred = { snapshot: s, blocks };
-      return;
+      return verdict;
     }
     this.settle(owner, log, s, blocks, verdict);
+    return verdict;
   }
 
   /** The log after `s` was applied (or refused): header, delta chain, whether our estimate is exact. */
@@ -365,6 +375,7 @@ export class Scuttlebutt {
       const exact = this.index.estimateSize(owner) === blocks * this.index.blockSize;
       log.clean = exact;
       log.wantFull = !exact && (this.deps.settled?.(owner) ?? true);
+      if (log.wantFull && this.holders !== undefined) this.renewals.mismatch(owner);
     }
     // A first state that did not fit holds nothing usable yet: keep the slot (version 0 of its epoch).
   }
@@ -422,6 +433,8 @@ export class Scuttlebutt {
       pushBackMs: 0,
     };
     this.logs.set(owner, { header, blocks: 0, deltas: [], clean: false, wantFull: false });
+    // Tell the owner we hold it (a renewal digest), so it pushes its changes to us.
+    if (this.holders !== undefined) this.renewals.mismatch(owner);
     invariant(this.logs.size <= this.config.maxEstimates, "scuttlebutt holds more owners than maxEstimates");
     return true;
   }
