@@ -233,6 +233,67 @@ describe("swim membership rules", () => {
   });
 });
 
+describe("joining and refuting without a seed's help", () => {
+  test("a node whose seeds are out of reach asks the first member it admits for the member list", () => {
+    const r = harness("r", ["s"]);
+    r.run(r.swim.start());
+    r.sent.length = 0;
+    // A member that still holds r alive (r restarted inside a partition) pings it: verified, admitted, asked.
+    r.msg("b", { type: "ping", seq: 1, updates: [] });
+    r.run(r.swim.handle({ type: "verified", id: "b", ok: true }));
+    expect(r.sent.some((x) => x.to === "b" && x.msg.type === "sync" && x.msg.reply)).toBe(true);
+    // b's list arrives: the members it names become candidates, and later admissions ask nobody.
+    r.msg("b", {
+      type: "sync",
+      reply: false,
+      members: [
+        { id: "b", status: "alive", incarnation: 0 },
+        { id: "c", status: "alive", incarnation: 0 },
+      ],
+    });
+    expect(r.verifies).toContain("c");
+    r.sent.length = 0;
+    r.run(r.swim.handle({ type: "verified", id: "c", ok: true }));
+    expect(r.sent.filter((x) => x.msg.type === "sync")).toEqual([]);
+  });
+
+  test("a member we hold suspect or dead hears it in our ack to its ping, and refutes", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 0, from: "c" }] });
+    expect(h.swim.status("b")).toBe("dead");
+    // Drain the queued news of b's death, so only the ack's own notice can tell b.
+    for (let i = 0; i < 20; i++) h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    h.sent.length = 0;
+    h.msg("b", { type: "ping", seq: 7, updates: [] });
+    const ack = h.sent.find((x) => x.to === "b" && x.msg.type === "ack");
+    expect(ack?.msg.type === "ack" && ack.msg.updates).toContainEqual(
+      expect.objectContaining({ id: "b", status: "dead", incarnation: 0 }),
+    );
+    // b, on its side, refutes on hearing it from a member.
+    const b = harness("b");
+    b.admit("a");
+    b.msg("a", { type: "ack", seq: 7, updates: [{ id: "b", status: "dead", incarnation: 0 }] });
+    expect(b.swim.currentIncarnation).toBe(1);
+  });
+
+  test("a probe of a suspect carries its suspicion even after the queued news ran out", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 0, from: "c" }] });
+    for (let i = 0; i < 20; i++) h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    let ping: SwimMessage | undefined;
+    for (let i = 0; i < 6 && ping === undefined; i++) {
+      h.sent.length = 0;
+      h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-probe" } }));
+      ping = h.sent.find((x) => x.to === "b" && x.msg.type === "ping")?.msg;
+    }
+    expect(ping?.type === "ping" && ping.updates[0]).toMatchObject({ id: "b", status: "suspect" });
+  });
+});
+
 describe("seeds found at run time", () => {
   test("a seed input asks that seed for the member list once, and again while alone", () => {
     const s = new Swim("me", [], { now: () => 0, random: () => 0.5 });

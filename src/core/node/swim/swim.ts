@@ -17,7 +17,10 @@
  *  - Updates ride on every message (Broadcasts) and on a gossip tick (200 ms, 3 members, only when
  *    there is news); a push-pull of the whole list (`sync`) joins through seeds, repairs what gossip
  *    missed (30 s, scaled with N), and now and then goes to a remembered dead member so a healed
- *    partition rejoins.
+ *    partition rejoins. Until some list has reached it, a node also asks the first member it admits
+ *    (a node restarted where its seeds are out of reach joins through whoever contacts it).
+ *  - A member we hold suspect or dead that pings us hears so in our ack, and a probe of a suspect
+ *    states its suspicion afresh: it refutes on first contact, not when the news happens to reach it.
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
  *    once this node's own `verify-member` is answered yes. Unverified senders can name candidates but
  *    never suspect or kill anyone.
@@ -80,6 +83,12 @@ export class Swim {
   private seq = 0;
   private awareness = 0;
   private lastPushPull: number;
+  /**
+   * Whether some member's whole list has reached us since we were last alone. Until then the first
+   * member we admit is asked for its list: a node whose seeds are out of reach (restarted inside a
+   * partition) joins through whichever member contacts it, not only through a seed.
+   */
+  private listed = false;
   /** Who a lone node asks for the member list: the configured seeds, then those added at run time. */
   private readonly seeds: NodeId[];
   readonly stats: SwimStats = {
@@ -189,15 +198,22 @@ export class Swim {
     }
     for (const u of entries) this.apply(u, trusted, now, out);
     switch (msg.type) {
-      case "ping":
-        // Unverified senders get an ack (they may be a joiner not yet verified) but no news.
+      case "ping": {
+        // Unverified senders get an ack (they may be a joiner not yet verified) but no news. A
+        // member we hold suspect or dead hears that first (the buddy system from the other side):
+        // it refutes at once instead of waiting for the news to reach it by chance.
+        const own =
+          m !== undefined && (m.status === "suspect" || m.status === "dead")
+            ? (this.broadcasts.about(from) ?? { id: from, status: m.status, incarnation: m.incarnation })
+            : undefined;
         out.push({
           type: "send",
           to: from,
-          msg: { type: "ack", seq: msg.seq, updates: trusted ? this.piggyback() : [] },
+          msg: { type: "ack", seq: msg.seq, updates: trusted ? this.piggyback(own) : [] },
         });
         if (!trusted) this.candidates.name(from, 0, out);
         break;
+      }
       case "ping-req":
         // Relayed for anyone (one ping out per ping-req in, bounded): a member that has not verified
         // a new prober yet must not make it suspect its targets.
@@ -223,6 +239,8 @@ export class Swim {
       case "gossip":
         break;
       case "sync":
+        // A list we asked for (a seed's answer, verified or not yet: its entries named candidates).
+        if (!msg.reply && msg.members.length > 1) this.listed = true;
         if (!msg.reply) break;
         if (trusted) this.sendSync(from, false, out);
         else if (this.candidates.name(from, 0, out)) this.candidates.wantSync(from);
@@ -300,6 +318,7 @@ export class Swim {
     this.broadcasts.push({ id, status: "alive", incarnation });
     this.probeOrder.insert(id);
     if (asked) this.sendSync(id, false, out);
+    else if (!this.listed) this.sendSync(id, true, out);
   }
 
   // ---------------------------------------------------------------- timers
@@ -339,7 +358,10 @@ export class Swim {
       timer: { kind: "swim-probe" },
       delayMs: this.scaled(this.config.probeIntervalMs),
     });
-    if (this.members.live.length === 0) this.join(out);
+    if (this.members.live.length === 0) {
+      this.listed = false;
+      this.join(out);
+    }
     if (++this.probesDone % this.config.reconnectEveryProbes === 0) this.reconnect(out);
     const retry = this.retry;
     const target =
@@ -349,8 +371,13 @@ export class Swim {
     const seq = ++this.seq;
     this.probe = { seq, target, sentAt: now, indirect: false, acked: false, expectedNacks: 0, nacks: 0 };
     this.stats.probes++;
-    // Lifeguard's buddy system: a suspect hears of its suspicion first, so it can refute at once.
-    const buddy = this.members.get(target)?.status === "suspect" ? this.broadcasts.about(target) : undefined;
+    // Lifeguard's buddy system: a suspect hears of its suspicion first, so it can refute at once —
+    // stated afresh (as memberlist does), since the queued update may have run out of retransmits.
+    const t = this.members.get(target);
+    const buddy: MemberUpdate | undefined =
+      t?.status === "suspect"
+        ? (this.broadcasts.about(target) ?? { id: target, status: "suspect", incarnation: t.incarnation })
+        : undefined;
     out.push({ type: "send", to: target, msg: { type: "ping", seq, updates: this.piggyback(buddy) } });
     out.push({
       type: "set-timer",
