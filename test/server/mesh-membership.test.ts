@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { connect, createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
@@ -35,8 +36,11 @@ afterEach(async () => {
   fake = undefined;
 });
 
-async function start(id: string, o: { join?: string; secret?: string } = {}): Promise<NodeHandle> {
-  const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+async function start(
+  id: string,
+  o: { join?: string; secret?: string; peer?: number; advertise?: string } = {},
+): Promise<NodeHandle> {
+  const [api, peer] = await Promise.all([freePort("127.0.0.1"), o.peer ?? freePort("127.0.0.1")]);
   const s = resolveNodeSettings(
     {
       id,
@@ -49,6 +53,7 @@ async function start(id: string, o: { join?: string; secret?: string } = {}): Pr
       listen: `127.0.0.1:${api}`,
       peerListen: `127.0.0.1:${peer}`,
       ...(o.join ? { join: o.join } : {}),
+      ...(o.advertise ? { advertise: o.advertise } : {}),
     },
     {},
   );
@@ -148,6 +153,41 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
     await until("A saw B leave", () => view(a).members.find((x) => x.id === "B")?.status === "left", 2_000);
     expect(view(a).peers.map((p) => p.id)).not.toContain("B");
     expect(Date.now() - t0).toBeLessThan(2_000);
+  }, 60_000);
+
+  it("reaches a member at its --advertise address, not the one it listens on", async () => {
+    // B listens on one port and is reachable only through a forwarder on another (a NAT's mapping).
+    const [bPeer, natPort] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+    let forwarded = 0;
+    const open = new Set<{ destroy(): void }>();
+    const nat = createTcpServer((c) => {
+      forwarded++;
+      const up = connect(bPeer, "127.0.0.1");
+      open.add(c).add(up);
+      c.pipe(up).pipe(c);
+      const close = () => {
+        c.destroy();
+        up.destroy();
+      };
+      c.on("error", close);
+      up.on("error", close);
+    });
+    await new Promise<void>((r) => nat.listen(natPort, "127.0.0.1", r));
+    try {
+      const a = await start("A");
+      const b = await start("B", { join: hostPort(a), peer: bPeer, advertise: `127.0.0.1:${natPort}` });
+      await until("A and B list each other live", () => {
+        return (
+          view(a).peers.some((p) => p.id === "B" && p.liveness === "live") &&
+          view(b).peers.some((p) => p.id === "A" && p.liveness === "live")
+        );
+      });
+      expect(a.runtime.mesh?.addresses().B).toBe(`http://127.0.0.1:${natPort}`);
+      expect(forwarded).toBeGreaterThan(0);
+    } finally {
+      for (const c of open) c.destroy();
+      await new Promise((r) => nat.close(r));
+    }
   }, 60_000);
 
   it("treats only refused credentials, a missing proof or a foreign certificate as a definite refusal", () => {

@@ -25,6 +25,15 @@ export const identitySettings = {
       "Peer port address: anti-entropy snapshots and forwarded requests from the other nodes, authenticated " +
       "(mutual TLS or shared secret). Other nodes must reach it.",
   }),
+  advertise: setting(hostPort.optional(), {
+    section: "Identity and addresses",
+    value: "host:port",
+    defaultText: "--peer-listen",
+    description:
+      "The peer-port address other nodes reach this one at, when it is not --peer-listen's (behind NAT, in a " +
+      "container): with --gossip scuttlebutt it rides every membership message. Default: --peer-listen's " +
+      "address; for a wildcard host (0.0.0.0, ::) this machine's first non-loopback IPv4 address.",
+  }),
   peers: setting(
     z.union([z.string().max(65536), z.array(z.unknown()), z.record(z.string(), z.string())]).optional(),
     {
