@@ -9,7 +9,6 @@ import { GossipAntiEntropy } from "./gossip-anti-entropy.js";
 import { Membership } from "./membership.js";
 import { type MeshEvents, SwimMembership } from "./swim-membership.js";
 import type { Targets } from "./targets.js";
-
 import type { Effect, NodeDeps, NodeId, NodeInput } from "./types.js";
 
 /** The origin's per-peer state (targets.ts, trust.ts): a member that came gets it, one that went loses it. */
