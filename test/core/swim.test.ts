@@ -219,17 +219,33 @@ describe("swim membership rules", () => {
     expect(h.swim.stats.candidatesDropped).toBeGreaterThan(0);
   });
 
-  test("a joiner asks its seeds for their lists, and a seed answers once it verified the joiner", () => {
+  test("a joiner learns every member in one push-pull with its seed, and each member hears of it", () => {
     const j = harness("j", ["s"]);
     j.run(j.swim.start());
     expect(j.sent.some((s) => s.to === "s" && s.msg.type === "sync" && s.msg.reply)).toBe(true);
     const s = harness("s");
     s.admit("m");
+    // The seed answers at once with its whole list, and verifies the joiner before admitting it.
     s.msg("j", { type: "sync", reply: true, members: [{ id: "j", status: "alive", incarnation: 0 }] });
-    expect(s.sent.filter((x) => x.to === "j")).toEqual([]);
-    s.run(s.swim.handle({ type: "verified", id: "j", ok: true }));
     const reply = s.sent.find((x) => x.to === "j" && x.msg.type === "sync");
-    expect(reply?.msg.type === "sync" && reply.msg.members.map((u) => u.id).sort()).toEqual(["j", "m", "s"]);
+    expect(reply?.msg.type === "sync" && reply.msg.members.map((u) => u.id).sort()).toEqual(["m", "s"]);
+    expect(s.verifies).toContain("j");
+    expect(s.swim.status("j")).toBeUndefined();
+    // The joiner verifies each member the list names, then tells it it is alive.
+    j.sent.length = 0;
+    if (reply?.msg.type === "sync") j.msg("s", reply.msg);
+    expect(j.verifies.sort()).toEqual(["m", "s"]);
+    for (const id of ["m", "s"]) j.run(j.swim.handle({ type: "verified", id, ok: true }));
+    expect([...j.swim.liveMembers()].sort()).toEqual(["m", "s"]);
+    const told = j.sent.filter((x) => x.msg.type === "gossip").map((x) => x.to);
+    expect(told.sort()).toEqual(["m", "s"]);
+    const hello = j.sent.find((x) => x.to === "m")?.msg;
+    expect(hello).toEqual({ type: "gossip", updates: [{ id: "j", status: "alive", incarnation: 0 }] });
+    // m, not knowing j, makes it a candidate to verify.
+    const m = harness("m");
+    m.admit("s");
+    if (hello) m.msg("j", hello);
+    expect(m.verifies).toContain("j");
   });
 });
 
@@ -276,6 +292,24 @@ describe("joining and refuting without a seed's help", () => {
     b.admit("a");
     b.msg("a", { type: "ack", seq: 7, updates: [{ id: "b", status: "dead", incarnation: 0 }] });
     expect(b.swim.currentIncarnation).toBe(1);
+  });
+
+  test("old news of our suspicion gets our current incarnation back to its sender", () => {
+    const h = harness();
+    h.admit("b");
+    h.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: 0, from: "b" }] });
+    expect(h.swim.currentIncarnation).toBe(1);
+    for (let i = 0; i < 20; i++) h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    // b missed the refutation and probes us with its old suspicion: our ack says alive at 1, no new refutation.
+    h.sent.length = 0;
+    h.msg("b", { type: "ping", seq: 3, updates: [{ id: "a", status: "suspect", incarnation: 0 }] });
+    const ack = h.sent.find((x) => x.to === "b" && x.msg.type === "ack");
+    expect(ack?.msg.type === "ack" && ack.msg.updates).toContainEqual({
+      id: "a",
+      status: "alive",
+      incarnation: 1,
+    });
+    expect(h.swim.currentIncarnation).toBe(1);
   });
 
   test("a probe of a suspect carries its suspicion even after the queued news ran out", () => {

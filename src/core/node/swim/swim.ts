@@ -19,6 +19,9 @@
  *    missed (30 s, scaled with N), and now and then goes to a remembered dead member so a healed
  *    partition rejoins. Until some list has reached it, a node also asks the first member it admits
  *    (a node restarted where its seeds are out of reach joins through whoever contacts it).
+ *  - Joining is one push-pull: a seed answers a list request at once, and the joiner, as it verifies
+ *    each member the list names, tells it that it is alive, so every member verifies the joiner in
+ *    one round trip instead of waiting for gossip relayed hop by hop.
  *  - A member we hold suspect or dead that pings us hears so in our ack, and a probe of a suspect
  *    states its suspicion afresh: it refutes on first contact, not when the news happens to reach it.
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
@@ -239,11 +242,19 @@ export class Swim {
       case "gossip":
         break;
       case "sync":
-        // A list we asked for (a seed's answer, verified or not yet: its entries named candidates).
-        if (!msg.reply && msg.members.length > 1) this.listed = true;
-        if (!msg.reply) break;
-        if (trusted) this.sendSync(from, false, out);
-        else if (this.candidates.name(from, 0, out)) this.candidates.wantSync(from);
+        if (!msg.reply) {
+          // A list we asked for (a seed's answer, verified or not yet): its entries named candidates,
+          // and each hears from us once verified, so the members learn a joiner in one round trip
+          // instead of by gossip relayed hop by hop (each hop waiting for its own verification).
+          if (msg.members.length > 1) this.listed = true;
+          for (const u of msg.members) if (u.status === "alive") this.candidates.announceTo(u.id);
+          break;
+        }
+        // Answered at once, verified or not: a list names candidates, never members, and the runtime
+        // only lets senders holding the cluster's credential reach us. A joiner's sender joins (or
+        // not) by our own verification, as anyone does.
+        this.sendSync(from, false, out);
+        if (!trusted) this.candidates.name(from, 0, out);
         break;
       case "goodbye":
         if (trusted) this.apply({ id: from, status: "left", incarnation: msg.incarnation }, true, now, out);
@@ -257,8 +268,11 @@ export class Swim {
    */
   private apply(u: MemberUpdate, trusted: boolean, now: number, out: SwimEffect[]): void {
     if (u.id === this.selfId) {
-      if (trusted && u.status !== "alive" && !this.leaving && u.incarnation >= this.incarnation)
-        this.refute(u.incarnation);
+      if (!trusted || u.status === "alive" || this.leaving) return;
+      if (u.incarnation >= this.incarnation) this.refute(u.incarnation);
+      // Older news of our suspicion: our refutation ran out of retransmits before reaching the
+      // sender, who still holds it. Said again (rides on our answer to this very message).
+      else if (this.broadcasts.about(this.selfId) === undefined) this.broadcasts.push(this.selfUpdate());
       return;
     }
     const m = this.members.get(u.id);
@@ -310,15 +324,16 @@ export class Swim {
   // ---------------------------------------------------------------- verification
 
   private onVerified(id: NodeId, ok: boolean, now: number, out: SwimEffect[]): void {
-    const { incarnation, asked } = this.candidates.settle(id, ok) ?? {};
+    const { incarnation, announce } = this.candidates.settle(id, ok) ?? {};
     if (incarnation === undefined) return;
     if (this.members.size >= this.config.maxMembers) return;
     this.stats.verified++;
     this.members.add(id, incarnation, now, out);
     this.broadcasts.push({ id, status: "alive", incarnation });
     this.probeOrder.insert(id);
-    if (asked) this.sendSync(id, false, out);
-    else if (!this.listed) this.sendSync(id, true, out);
+    if (!this.listed) this.sendSync(id, true, out);
+    else if (announce)
+      out.push({ type: "send", to: id, msg: { type: "gossip", updates: [this.selfUpdate()] } });
   }
 
   // ---------------------------------------------------------------- timers
