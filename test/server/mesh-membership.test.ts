@@ -11,7 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
 import { signPeerRequest } from "../../src/net/auth/hmac.js";
+import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import { encodeMesh, MESH_PATH } from "../../src/net/mesh-wire.js";
 import { TransportError } from "../../src/net/transport-client.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
@@ -38,7 +40,15 @@ afterEach(async () => {
 
 async function start(
   id: string,
-  o: { join?: string; secret?: string; peer?: number; advertise?: string } = {},
+  o: {
+    join?: string;
+    secret?: string;
+    tlsDir?: string;
+    peer?: number;
+    advertise?: string;
+    /** Receives the node's warnings (its log otherwise stays silent). */
+    warn?: (line: string) => void;
+  } = {},
 ): Promise<NodeHandle> {
   const [api, peer] = await Promise.all([freePort("127.0.0.1"), o.peer ?? freePort("127.0.0.1")]);
   const s = resolveNodeSettings(
@@ -48,7 +58,7 @@ async function start(
       simTimeScale: "0.02",
       pollMs: "100",
       gossip: "scuttlebutt",
-      secretFile: o.secret ?? secretFile,
+      ...(o.tlsDir ? { tlsDir: o.tlsDir } : { secretFile: o.secret ?? secretFile }),
       logLevel: "silent",
       listen: `127.0.0.1:${api}`,
       peerListen: `127.0.0.1:${peer}`,
@@ -57,7 +67,11 @@ async function start(
     },
     {},
   );
-  const n = await startNode(s, { logger: pino({ level: "silent" }) });
+  const warn = o.warn;
+  const logger = warn
+    ? pino({ level: "warn" }, { write: (line: string) => warn(line) })
+    : pino({ level: "silent" });
+  const n = await startNode(s, { logger });
   nodes.push(n);
   return n;
 }
@@ -188,6 +202,34 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
       for (const c of open) c.destroy();
       await new Promise((r) => nat.close(r));
     }
+  }, 60_000);
+
+  it("with mutual TLS: joins through a seed, and a node certified by another CA is never admitted", async (ctx) => {
+    if (!(await opensslAvailable()))
+      return ctx.skip("openssl is not installed: no certificates to test with");
+    const ca = join(dir, "ca");
+    const otherCa = join(dir, "other-ca");
+    await initCa(ca, { clusterId: "mesh-tls" });
+    await initCa(otherCa, { clusterId: "mesh-tls" });
+    for (const id of ["A", "B"]) await issueNodeCert(ca, id);
+    await issueNodeCert(otherCa, "M");
+    const a = await start("A", { tlsDir: ca });
+    const b = await start("B", { tlsDir: ca, join: hostPort(a) });
+    expect(a.peerUrl).toMatch(/^https:/);
+    await until("A and B list each other live", () => {
+      return (
+        view(a).peers.some((p) => p.id === "B" && p.liveness === "live") &&
+        view(b).peers.some((p) => p.id === "A" && p.liveness === "live")
+      );
+    });
+    // Same cluster id, another CA: its join goes nowhere, and A never lists it.
+    const warnings: string[] = [];
+    const m = await start("M", { tlsDir: otherCa, join: hostPort(a), warn: (l) => warnings.push(l) });
+    await until("M gave up reaching its seed for now", () =>
+      warnings.some((l) => l.includes("seed not answering")),
+    );
+    for (const n of [a, b]) expect(view(n).members.map((x) => x.id)).not.toContain("M");
+    expect(view(m).members).toEqual([]);
   }, 60_000);
 
   it("treats only refused credentials, a missing proof or a foreign certificate as a definite refusal", () => {
