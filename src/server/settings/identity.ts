@@ -1,5 +1,6 @@
 /** Settings: Identity, addresses and membership: who this node is and how it finds its peers. */
 import { z } from "zod";
+import { DAEMON_NODE_DEFAULTS } from "../../core/node/config.js";
 import { nodeIdSchema } from "../../net/node-id.js";
 import { setting } from "./doc.js";
 import { hostPort, num } from "./values.js";
@@ -63,7 +64,7 @@ export const identitySettings = {
       'Answer --peers-dns look-ups from this JSON file (`{"name": ["10.0.0.7", …]}`), re-read each round, ' +
       "instead of DNS: for tests and for environments that publish peer addresses as a file.",
   }),
-  gossip: setting(z.enum(["full", "scuttlebutt"]).default("full"), {
+  gossip: setting(z.enum(["full", "scuttlebutt"]).default(DAEMON_NODE_DEFAULTS.gossip), {
     section: "Membership",
     value: "mode",
     description:
