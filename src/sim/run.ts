@@ -112,7 +112,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const keepRecords = config.keepRecords !== false;
   // The centralized baseline IS a router with the global view: it always runs with the oracle.
   const oracle = config.oracle === true || config.policy === "centralized" ? new Oracle() : undefined;
-  const gossip = config.gossip ?? "full";
+  const gossip = simGossip(config);
   let oracleBusy = false;
   /** When the run stops: set once every request is answered (∞ until then). */
   let stopAt = Number.POSITIVE_INFINITY;
@@ -148,7 +148,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       {
         ...(config.daemonConfig === true ? DAEMON_NODE_DEFAULTS : {}),
         // Scuttlebutt mode: nobody is told the members, only two seeds (n0, n1); SWIM does the rest.
-        ...(gossip === "full" ? {} : { gossip, maxPeers: N - 1, maxEstimates: config.maxEstimates }),
+        ...(gossip === "full" ? { gossip } : { gossip, maxPeers: N - 1, maxEstimates: config.maxEstimates }),
         ...config.node,
         id: s.id,
         peers: gossip === "full" ? ids.filter((x) => x !== s.id) : ids.slice(0, 2).filter((x) => x !== s.id),
@@ -708,6 +708,16 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   };
 }
 
+/**
+ * The run's mesh protocol: as configured, else the daemon's when running as the daemon does (the
+ * oracle, and the centralized baseline on it, push full-mesh snapshots: the full mesh for them).
+ */
+export function simGossip(c: SimConfig): "full" | "scuttlebutt" {
+  if (c.gossip !== undefined) return c.gossip;
+  if (c.daemonConfig !== true || c.oracle === true || c.policy === "centralized") return "full";
+  return DAEMON_NODE_DEFAULTS.gossip;
+}
+
 function validate(c: SimConfig, requests: number): void {
   const bad = (m: string): never => {
     throw new RangeError(`invalid simulation config: ${m}`);
@@ -722,7 +732,7 @@ function validate(c: SimConfig, requests: number): void {
   if (c.gossip !== undefined && c.gossip !== "full" && c.gossip !== "scuttlebutt")
     bad(`gossip must be "full" or "scuttlebutt", got ${String(c.gossip)}`);
   // The oracle pushes full-mesh snapshots: it has no meaning under scuttlebutt.
-  if (c.gossip === "scuttlebutt" && (c.oracle === true || c.policy === "centralized"))
+  if (simGossip(c) === "scuttlebutt" && (c.oracle === true || c.policy === "centralized"))
     bad(`oracle (and centralized, which runs on it) runs with gossip "full" only`);
   if (c.maxEstimates !== undefined && !(Number.isInteger(c.maxEstimates) && c.maxEstimates >= 1))
     bad(`maxEstimates must be a positive integer, got ${c.maxEstimates}`);

@@ -263,17 +263,112 @@ describe("swim membership rules", () => {
     expect(h.swim.stats.candidatesDropped).toBeGreaterThan(0);
   });
 
-  test("a joiner asks its seeds for their lists, and a seed answers once it verified the joiner", () => {
+  test("a joiner learns every member in one push-pull with its seed, and each member hears of it", () => {
     const j = harness("j", ["s"]);
     j.run(j.swim.start());
     expect(j.sent.some((s) => s.to === "s" && s.msg.type === "sync" && s.msg.reply)).toBe(true);
     const s = harness("s");
     s.admit("m");
+    // The seed answers at once with its whole list, and verifies the joiner before admitting it.
     s.msg("j", { type: "sync", reply: true, members: [{ id: "j", status: "alive", incarnation: 0 }] });
-    expect(s.sent.filter((x) => x.to === "j")).toEqual([]);
-    s.run(s.swim.handle({ type: "verified", id: "j", ok: true }));
     const reply = s.sent.find((x) => x.to === "j" && x.msg.type === "sync");
-    expect(reply?.msg.type === "sync" && reply.msg.members.map((u) => u.id).sort()).toEqual(["j", "m", "s"]);
+    expect(reply?.msg.type === "sync" && reply.msg.members.map((u) => u.id).sort()).toEqual(["m", "s"]);
+    expect(s.verifies).toContain("j");
+    expect(s.swim.status("j")).toBeUndefined();
+    // The joiner verifies each member the list names, then tells it it is alive.
+    j.sent.length = 0;
+    if (reply?.msg.type === "sync") j.msg("s", reply.msg);
+    expect(j.verifies.sort()).toEqual(["m", "s"]);
+    for (const id of ["m", "s"]) j.run(j.swim.handle({ type: "verified", id, ok: true }));
+    expect([...j.swim.liveMembers()].sort()).toEqual(["m", "s"]);
+    const told = j.sent.filter((x) => x.msg.type === "gossip").map((x) => x.to);
+    expect(told.sort()).toEqual(["m", "s"]);
+    const hello = j.sent.find((x) => x.to === "m")?.msg;
+    expect(hello).toEqual({ type: "gossip", updates: [{ id: "j", status: "alive", incarnation: 0 }] });
+    // m, not knowing j, makes it a candidate to verify.
+    const m = harness("m");
+    m.admit("s");
+    if (hello) m.msg("j", hello);
+    expect(m.verifies).toContain("j");
+  });
+});
+
+describe("joining and refuting without a seed's help", () => {
+  test("a node whose seeds are out of reach asks the first member it admits for the member list", () => {
+    const r = harness("r", ["s"]);
+    r.run(r.swim.start());
+    r.sent.length = 0;
+    // A member that still holds r alive (r restarted inside a partition) pings it: verified, admitted, asked.
+    r.msg("b", { type: "ping", seq: 1, updates: [] });
+    r.run(r.swim.handle({ type: "verified", id: "b", ok: true }));
+    expect(r.sent.some((x) => x.to === "b" && x.msg.type === "sync" && x.msg.reply)).toBe(true);
+    // b's list arrives: the members it names become candidates, and later admissions ask nobody.
+    r.msg("b", {
+      type: "sync",
+      reply: false,
+      members: [
+        { id: "b", status: "alive", incarnation: 0 },
+        { id: "c", status: "alive", incarnation: 0 },
+      ],
+    });
+    expect(r.verifies).toContain("c");
+    r.sent.length = 0;
+    r.run(r.swim.handle({ type: "verified", id: "c", ok: true }));
+    expect(r.sent.filter((x) => x.msg.type === "sync")).toEqual([]);
+  });
+
+  test("a member we hold suspect or dead hears it in our ack to its ping, and refutes", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 0, from: "c" }] });
+    expect(h.swim.status("b")).toBe("dead");
+    // Drain the queued news of b's death, so only the ack's own notice can tell b.
+    for (let i = 0; i < 20; i++) h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    h.sent.length = 0;
+    h.msg("b", { type: "ping", seq: 7, updates: [] });
+    const ack = h.sent.find((x) => x.to === "b" && x.msg.type === "ack");
+    expect(ack?.msg.type === "ack" && ack.msg.updates).toContainEqual(
+      expect.objectContaining({ id: "b", status: "dead", incarnation: 0 }),
+    );
+    // b, on its side, refutes on hearing it from a member.
+    const b = harness("b");
+    b.admit("a");
+    b.msg("a", { type: "ack", seq: 7, updates: [{ id: "b", status: "dead", incarnation: 0 }] });
+    expect(b.swim.currentIncarnation).toBe(1);
+  });
+
+  test("old news of our suspicion gets our current incarnation back to its sender", () => {
+    const h = harness();
+    h.admit("b");
+    h.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: 0, from: "b" }] });
+    expect(h.swim.currentIncarnation).toBe(1);
+    for (let i = 0; i < 20; i++) h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    // b missed the refutation and probes us with its old suspicion: our ack says alive at 1, no new refutation.
+    h.sent.length = 0;
+    h.msg("b", { type: "ping", seq: 3, updates: [{ id: "a", status: "suspect", incarnation: 0 }] });
+    const ack = h.sent.find((x) => x.to === "b" && x.msg.type === "ack");
+    expect(ack?.msg.type === "ack" && ack.msg.updates).toContainEqual({
+      id: "a",
+      status: "alive",
+      incarnation: 1,
+    });
+    expect(h.swim.currentIncarnation).toBe(1);
+  });
+
+  test("a probe of a suspect carries its suspicion even after the queued news ran out", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 0, from: "c" }] });
+    for (let i = 0; i < 20; i++) h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    let ping: SwimMessage | undefined;
+    for (let i = 0; i < 6 && ping === undefined; i++) {
+      h.sent.length = 0;
+      h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-probe" } }));
+      ping = h.sent.find((x) => x.to === "b" && x.msg.type === "ping")?.msg;
+    }
+    expect(ping?.type === "ping" && ping.updates[0]).toMatchObject({ id: "b", status: "suspect" });
   });
 });
 

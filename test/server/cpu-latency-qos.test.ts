@@ -72,6 +72,8 @@ describe.skipIf(!deviceWritable)("CPU latency hold on this kernel", () => {
       {
         id: "A",
         engine: "sim",
+        // Alone and without credentials: a scuttlebutt node (anyone could join it) must say so.
+        insecure: true,
         logLevel: "silent",
         listen: `127.0.0.1:${api}`,
         peerListen: `127.0.0.1:${peer}`,

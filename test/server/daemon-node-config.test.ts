@@ -32,7 +32,9 @@ describe("the daemon's node configuration", () => {
       (k) => JSON.stringify(daemon[k]) !== JSON.stringify(core[k]),
     );
     expect(differ.length).toBeGreaterThan(0);
-    expect(differ.filter((k) => !(KEYS as string[]).includes(k))).toEqual([]);
+    // maxPeers comes from --max-peers, which bounds SWIM's members when the mode is scuttlebutt.
+    const fromSettings = ["maxPeers"];
+    expect(differ.filter((k) => !(KEYS as string[]).includes(k) && !fromSettings.includes(k))).toEqual([]);
     expect(DEFAULT_POLICY).toBe(DAEMON_NODE_DEFAULTS.policy);
   });
 

@@ -6,11 +6,14 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { connect, createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
 import { signPeerRequest } from "../../src/net/auth/hmac.js";
+import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import { encodeMesh, MESH_PATH } from "../../src/net/mesh-wire.js";
 import { TransportError } from "../../src/net/transport-client.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
@@ -35,8 +38,19 @@ afterEach(async () => {
   fake = undefined;
 });
 
-async function start(id: string, o: { join?: string; secret?: string } = {}): Promise<NodeHandle> {
-  const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+async function start(
+  id: string,
+  o: {
+    join?: string;
+    secret?: string;
+    tlsDir?: string;
+    peer?: number;
+    advertise?: string;
+    /** Receives the node's warnings (its log otherwise stays silent). */
+    warn?: (line: string) => void;
+  } = {},
+): Promise<NodeHandle> {
+  const [api, peer] = await Promise.all([freePort("127.0.0.1"), o.peer ?? freePort("127.0.0.1")]);
   const s = resolveNodeSettings(
     {
       id,
@@ -44,15 +58,20 @@ async function start(id: string, o: { join?: string; secret?: string } = {}): Pr
       simTimeScale: "0.02",
       pollMs: "100",
       gossip: "scuttlebutt",
-      secretFile: o.secret ?? secretFile,
+      ...(o.tlsDir ? { tlsDir: o.tlsDir } : { secretFile: o.secret ?? secretFile }),
       logLevel: "silent",
       listen: `127.0.0.1:${api}`,
       peerListen: `127.0.0.1:${peer}`,
       ...(o.join ? { join: o.join } : {}),
+      ...(o.advertise ? { advertise: o.advertise } : {}),
     },
     {},
   );
-  const n = await startNode(s, { logger: pino({ level: "silent" }) });
+  const warn = o.warn;
+  const logger = warn
+    ? pino({ level: "warn" }, { write: (line: string) => warn(line) })
+    : pino({ level: "silent" });
+  const n = await startNode(s, { logger });
   nodes.push(n);
   return n;
 }
@@ -148,6 +167,69 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
     await until("A saw B leave", () => view(a).members.find((x) => x.id === "B")?.status === "left", 2_000);
     expect(view(a).peers.map((p) => p.id)).not.toContain("B");
     expect(Date.now() - t0).toBeLessThan(2_000);
+  }, 60_000);
+
+  it("reaches a member at its --advertise address, not the one it listens on", async () => {
+    // B listens on one port and is reachable only through a forwarder on another (a NAT's mapping).
+    const [bPeer, natPort] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+    let forwarded = 0;
+    const open = new Set<{ destroy(): void }>();
+    const nat = createTcpServer((c) => {
+      forwarded++;
+      const up = connect(bPeer, "127.0.0.1");
+      open.add(c).add(up);
+      c.pipe(up).pipe(c);
+      const close = () => {
+        c.destroy();
+        up.destroy();
+      };
+      c.on("error", close);
+      up.on("error", close);
+    });
+    await new Promise<void>((r) => nat.listen(natPort, "127.0.0.1", r));
+    try {
+      const a = await start("A");
+      const b = await start("B", { join: hostPort(a), peer: bPeer, advertise: `127.0.0.1:${natPort}` });
+      await until("A and B list each other live", () => {
+        return (
+          view(a).peers.some((p) => p.id === "B" && p.liveness === "live") &&
+          view(b).peers.some((p) => p.id === "A" && p.liveness === "live")
+        );
+      });
+      expect(a.runtime.mesh?.addresses().B).toBe(`http://127.0.0.1:${natPort}`);
+      expect(forwarded).toBeGreaterThan(0);
+    } finally {
+      for (const c of open) c.destroy();
+      await new Promise((r) => nat.close(r));
+    }
+  }, 60_000);
+
+  it("with mutual TLS: joins through a seed, and a node certified by another CA is never admitted", async (ctx) => {
+    if (!(await opensslAvailable()))
+      return ctx.skip("openssl is not installed: no certificates to test with");
+    const ca = join(dir, "ca");
+    const otherCa = join(dir, "other-ca");
+    await initCa(ca, { clusterId: "mesh-tls" });
+    await initCa(otherCa, { clusterId: "mesh-tls" });
+    for (const id of ["A", "B"]) await issueNodeCert(ca, id);
+    await issueNodeCert(otherCa, "M");
+    const a = await start("A", { tlsDir: ca });
+    const b = await start("B", { tlsDir: ca, join: hostPort(a) });
+    expect(a.peerUrl).toMatch(/^https:/);
+    await until("A and B list each other live", () => {
+      return (
+        view(a).peers.some((p) => p.id === "B" && p.liveness === "live") &&
+        view(b).peers.some((p) => p.id === "A" && p.liveness === "live")
+      );
+    });
+    // Same cluster id, another CA: its join goes nowhere, and A never lists it.
+    const warnings: string[] = [];
+    const m = await start("M", { tlsDir: otherCa, join: hostPort(a), warn: (l) => warnings.push(l) });
+    await until("M gave up reaching its seed for now", () =>
+      warnings.some((l) => l.includes("seed not answering")),
+    );
+    for (const n of [a, b]) expect(view(n).members.map((x) => x.id)).not.toContain("M");
+    expect(view(m).members).toEqual([]);
   }, 60_000);
 
   it("treats only refused credentials, a missing proof or a foreign certificate as a definite refusal", () => {

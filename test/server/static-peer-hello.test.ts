@@ -29,6 +29,9 @@ async function nodeWithPeerSaying(hello: (model: string) => object) {
     {
       id: "A",
       engine: "sim",
+      // The full mesh's check of its static peers (scuttlebutt verifies members itself:
+      // mesh-membership.test.ts).
+      gossip: "full",
       insecure: true,
       logLevel: "silent",
       listen: `127.0.0.1:${api}`,

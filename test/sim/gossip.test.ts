@@ -109,14 +109,42 @@ describe("membership by gossip (SWIM + Lifeguard)", () => {
     }
   });
 
+  test("a joiner and the members list each other within one push-pull and one verification each way", () => {
+    // A slow network and a slow authority (a loaded machine): 50 ms a message, 300 ms a verification.
+    const commMs = 50;
+    const verifyMs = 300;
+    for (const seed of [1, 2, 3]) {
+      const r = runMembership({
+        ...base,
+        seed,
+        commMs,
+        jitterMs: 10,
+        verifyMs,
+        nodes: 16,
+        durationMs: 25_000,
+        startAtMs: { 15: 20_000 },
+      });
+      const seen = (observer: string, id: string) =>
+        r.trace.find((t) => t.observer === observer && t.id === id && t.to === "alive")?.at ?? Infinity;
+      let last = 0;
+      for (let i = 0; i < 15; i++) last = Math.max(last, seen(`n${i}`, "n15"), seen("n15", `n${i}`));
+      // Sync there and back, then the joiner's and each member's verification with a message between:
+      // about 2 × 300 + 4 × 50 ms (news of the joiner relayed hop by hop, each hop verifying, missed it).
+      expect(last - 20_000).toBeLessThanOrEqual(2 * verifyMs + 8 * (commMs + 10));
+    }
+  });
+
   test("a partition heals: each side declares the other dead, then the cluster rejoins", () => {
     const left = [0, 1, 2, 3, 4, 5, 6, 7];
     const right = [8, 9, 10, 11, 12, 13, 14, 15];
     const r = runMembership({
       ...base,
       nodes: 16,
-      durationMs: 120_000,
-      network: { partitions: [{ startMs: 10_000, endMs: 60_000, groups: [left, right] }] },
+      // Longer than the detection bound at its slowest: probes across the cut get no nacks, so
+      // Lifeguard stretches each side's probe period up to 8×, and a pass over 15 members then
+      // takes 120 s; a shorter cut may heal while a member is still only suspected (seed-dependent).
+      durationMs: 230_000,
+      network: { partitions: [{ startMs: 10_000, endMs: 170_000, groups: [left, right] }] },
     });
     const deadAcross = r.trace.filter(
       (t) => t.to === "dead" && Number(t.observer.slice(1)) < 8 !== Number(t.id.slice(1)) < 8,

@@ -23,7 +23,13 @@ const workload = assembleWorkload("synthetic", "synthetic", syntheticPool({ subj
   skewed: false,
 });
 
-function run(nodes: number, faults?: SimFaults, node?: SimConfig["node"], seed = 7): SimResult {
+function run(
+  nodes: number,
+  faults?: SimFaults,
+  node?: SimConfig["node"],
+  seed = 7,
+  gossip?: SimConfig["gossip"],
+): SimResult {
   return runSimulation(
     {
       nodes,
@@ -37,6 +43,7 @@ function run(nodes: number, faults?: SimFaults, node?: SimConfig["node"], seed =
       seed,
       ...(faults ? { faults } : {}),
       ...(node ? { node } : {}),
+      ...(gossip ? { gossip } : {}),
       checkInvariants: true,
     },
     workload,
@@ -123,6 +130,14 @@ describe("peer trust in the daemon's configuration", () => {
     for (const list of fallbacksByOrigin(r).values()) afterDemotion += Math.max(0, list.length - 3);
     expect(afterDemotion / REQUESTS).toBeLessThan(0.05);
     const plain = run(4, { node: { refuses: [{ node: BAD }] } }, { peerTrust: false });
+    expect(r.totals.fallbacks).toBeLessThan(plain.totals.fallbacks / 3);
+  });
+
+  it("routes around a refusing member with gossip scuttlebutt too (members learned by SWIM)", () => {
+    const r = run(4, { node: { refuses: [{ node: BAD }] } }, undefined, 7, "scuttlebutt");
+    expectAllAnsweredOnce(r);
+    expectDemotedAfterThree(r);
+    const plain = run(4, { node: { refuses: [{ node: BAD }] } }, { peerTrust: false }, 7, "scuttlebutt");
     expect(r.totals.fallbacks).toBeLessThan(plain.totals.fallbacks / 3);
   });
 

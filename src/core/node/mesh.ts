@@ -11,6 +11,13 @@ import { type MeshEvents, SwimMembership } from "./swim-membership.js";
 import type { Targets } from "./targets.js";
 import type { Effect, NodeDeps, NodeId, NodeInput } from "./types.js";
 
+/** The origin's per-peer state (targets.ts, trust.ts): a member that came gets it, one that went loses it. */
+export interface PeerState {
+  readonly targets: Targets;
+  addPeer(id: NodeId): void;
+  removePeer(id: NodeId): void;
+}
+
 /** The membership of either mode (SWIM's wears Membership's surface). */
 export type Members = Membership | SwimMembership;
 /** The anti-entropy of either mode. */
@@ -46,14 +53,15 @@ export function goodbyes(members: Members): Effect[] {
 /**
  * One step of the `gossip: "scuttlebutt"` mesh for node.ts: a gossip message goes to the anti-entropy,
  * anything else of the mesh (`start`, a swim message or timer, a verification) to SWIM, whose members
- * that came or went are added to or dropped from the anti-entropy and the origin's targets here.
+ * that came or went are added to or dropped from the anti-entropy and the origin's peer state (its
+ * targets and their trust: a member's breaker works as a static peer's) here.
  * node.ts fails over the forwards of members that went (`down`), then samples the probes' `rtt`.
  */
 export function step(
   input: NodeInput | "start",
   members: Members,
   antiEntropy: Gossip,
-  targets: Targets,
+  peers: PeerState,
   own: { tree: OwnTree; queueDepth(): number; pushBackMs(): number },
   now: number,
   out: Effect[],
@@ -63,18 +71,18 @@ export function step(
   if (input !== "start" && input.type === "mesh-message" && input.msg.channel === "gossip") {
     antiEntropy.onGossip(input.from, input.msg.msg, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
     // A state's header reports its owner's queue: forwards counted since the last report start over.
-    for (const id of antiEntropy.drainReported()) targets.loadReported(id);
+    for (const id of antiEntropy.drainReported()) peers.targets.loadReported(id);
     return none;
   }
   const ev = input === "start" ? members.start() : members.handle(input);
   out.push(...ev.effects);
   for (const id of ev.up) {
     antiEntropy.add(id);
-    targets.add(id);
+    peers.addPeer(id);
   }
   for (const id of ev.down) {
     antiEntropy.remove(id);
-    targets.remove(id);
+    peers.removePeer(id);
   }
   return ev;
 }

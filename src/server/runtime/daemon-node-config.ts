@@ -25,12 +25,9 @@ export function daemonNodeConfig(
     // DNS-found peers join at run time, up to --max-peers in all; otherwise the list is fixed.
     ...(o.dynamicPeers ? { maxPeers: s.maxPeers } : {}),
     // SWIM learns its members: at most --max-peers of them, the static peers only its seeds.
+    gossip: s.gossip,
     ...(s.gossip === "scuttlebutt"
-      ? {
-          gossip: s.gossip,
-          maxPeers: s.maxPeers,
-          ...(s.maxEstimates ? { maxEstimates: s.maxEstimates } : {}),
-        }
+      ? { maxPeers: s.maxPeers, ...(s.maxEstimates ? { maxEstimates: s.maxEstimates } : {}) }
       : {}),
     policy: s.policy,
     capacityTokens: s.capacityTokens ?? o.engine.capacityTokens,

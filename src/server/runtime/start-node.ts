@@ -31,6 +31,7 @@ import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
 import { errorBody } from "../openai/format.js";
 import { type NodeSettings, splitHostPort } from "../settings/index.js";
+import { advertisedPeerUrl } from "./advertise.js";
 import { calibrateEngine } from "./calibration.js";
 import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { daemonNodeConfig } from "./daemon-node-config.js";
@@ -232,13 +233,16 @@ export async function startNode(
   await calibrate(engine, node, s.calibrationMs, logger);
   const mesh = runtime.mesh;
   if (mesh) {
-    // Members reach us at the address we carry on every mesh message: our peer port's as bound.
-    if (/^(0\.0\.0\.0|::|\[::\])$/.test(pl.host))
+    // Members reach us at the address we carry on every mesh message (advertise.ts).
+    const self = advertisedPeerUrl(peerUrl, s.advertise);
+    if (self.source === "wildcard")
       logger.warn(
         { peer: peerUrl },
-        "--gossip scuttlebutt: a wildcard --peer-listen is not an address peers can reach",
+        "--gossip scuttlebutt: a wildcard --peer-listen is not an address peers can reach; set --advertise",
       );
-    mesh.selfUrl = peerUrl;
+    else if (self.source === "interface")
+      logger.info({ peer: self.url }, "advertising this machine's address for the wildcard --peer-listen");
+    mesh.selfUrl = self.url;
     for (const p of peers) mesh.learn(p.id, p.url, true);
   }
   runtime.start();

@@ -1,5 +1,6 @@
 /** Settings: Identity, addresses and membership: who this node is and how it finds its peers. */
 import { z } from "zod";
+import { DAEMON_NODE_DEFAULTS } from "../../core/node/config.js";
 import { nodeIdSchema } from "../../net/node-id.js";
 import { setting } from "./doc.js";
 import { hostPort, num } from "./values.js";
@@ -24,6 +25,15 @@ export const identitySettings = {
     description:
       "Peer port address: anti-entropy snapshots and forwarded requests from the other nodes, authenticated " +
       "(mutual TLS or shared secret). Other nodes must reach it.",
+  }),
+  advertise: setting(hostPort.optional(), {
+    section: "Identity and addresses",
+    value: "host:port",
+    defaultText: "--peer-listen",
+    description:
+      "The peer-port address other nodes reach this one at, when it is not --peer-listen's (behind NAT, in a " +
+      "container): with --gossip scuttlebutt it rides every membership message. Default: --peer-listen's " +
+      "address; for a wildcard host (0.0.0.0, ::) this machine's first non-loopback IPv4 address.",
   }),
   peers: setting(
     z.union([z.string().max(65536), z.array(z.unknown()), z.record(z.string(), z.string())]).optional(),
@@ -54,7 +64,7 @@ export const identitySettings = {
       'Answer --peers-dns look-ups from this JSON file (`{"name": ["10.0.0.7", …]}`), re-read each round, ' +
       "instead of DNS: for tests and for environments that publish peer addresses as a file.",
   }),
-  gossip: setting(z.enum(["full", "scuttlebutt"]).default("full"), {
+  gossip: setting(z.enum(["full", "scuttlebutt"]).default(DAEMON_NODE_DEFAULTS.gossip), {
     section: "Membership",
     value: "mode",
     description:

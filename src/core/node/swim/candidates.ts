@@ -10,8 +10,8 @@ import type { NodeId, SwimEffect, SwimStats } from "./types.js";
 export class Candidates {
   /** id → highest incarnation heard. */
   private readonly heard = new Map<NodeId, number>();
-  /** Candidates that asked us for our member list (a joiner): answered once verified. */
-  private readonly wantsSync = new Set<NodeId>();
+  /** Candidates named by a member list we asked for (joining): told we are alive once verified. */
+  private readonly announce = new Set<NodeId>();
   private readonly refused = new Set<NodeId>();
 
   constructor(
@@ -38,20 +38,21 @@ export class Candidates {
     return true;
   }
 
-  /** A candidate asked for our member list: it gets it once verified. */
-  wantSync(id: NodeId): void {
-    this.wantsSync.add(id);
+  /** A candidate our joining learned of: it hears from us once verified (it may not know us yet). */
+  announceTo(id: NodeId): void {
+    if (this.heard.has(id)) this.announce.add(id);
   }
 
   /**
    * The runtime's answer for `id`: the candidate is settled either way. Verified → its incarnation
-   * and whether it asked for our list; refused (remembered, bounded) or not a candidate → undefined.
+   * and whether to announce ourselves to it; refused (remembered, bounded) or not a candidate →
+   * undefined.
    */
-  settle(id: NodeId, ok: boolean): { incarnation: number; asked: boolean } | undefined {
+  settle(id: NodeId, ok: boolean): { incarnation: number; announce: boolean } | undefined {
     const incarnation = this.heard.get(id);
     if (incarnation === undefined) return undefined;
     this.heard.delete(id);
-    const asked = this.wantsSync.delete(id);
+    const announce = this.announce.delete(id);
     if (!ok) {
       this.stats.refusedMembers++;
       if (this.config.maxRefused > 0) {
@@ -61,6 +62,6 @@ export class Candidates {
       }
       return undefined;
     }
-    return { incarnation, asked };
+    return { incarnation, announce };
   }
 }

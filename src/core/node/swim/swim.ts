@@ -17,7 +17,13 @@
  *  - Updates ride on every message (Broadcasts) and on a gossip tick (200 ms, 3 members, only when
  *    there is news); a push-pull of the whole list (`sync`) joins through seeds, repairs what gossip
  *    missed (30 s, scaled with N), and now and then goes to a remembered dead member so a healed
- *    partition rejoins.
+ *    partition rejoins. Until some list has reached it, a node also asks the first member it admits
+ *    (a node restarted where its seeds are out of reach joins through whoever contacts it).
+ *  - Joining is one push-pull: a seed answers a list request at once, and the joiner, as it verifies
+ *    each member the list names, tells it that it is alive, so every member verifies the joiner in
+ *    one round trip instead of waiting for gossip relayed hop by hop.
+ *  - A member we hold suspect or dead that pings us hears so in our ack, and a probe of a suspect
+ *    states its suspicion afresh: it refutes on first contact, not when the news happens to reach it.
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
  *    once this node's own `verify-member` is answered yes. Unverified senders can name candidates but
  *    never suspect or kill anyone.
@@ -80,6 +86,12 @@ export class Swim {
   private seq = 0;
   private awareness = 0;
   private lastPushPull: number;
+  /**
+   * Whether some member's whole list has reached us since we were last alone. Until then the first
+   * member we admit is asked for its list: a node whose seeds are out of reach (restarted inside a
+   * partition) joins through whichever member contacts it, not only through a seed.
+   */
+  private listed = false;
   /** Who a lone node asks for the member list: the configured seeds, then those added at run time. */
   private readonly seeds: NodeId[];
   readonly stats: SwimStats = {
@@ -189,15 +201,22 @@ export class Swim {
     }
     for (const u of entries) this.apply(u, trusted, now, out);
     switch (msg.type) {
-      case "ping":
-        // Unverified senders get an ack (they may be a joiner not yet verified) but no news.
+      case "ping": {
+        // Unverified senders get an ack (they may be a joiner not yet verified) but no news. A
+        // member we hold suspect or dead hears that first (the buddy system from the other side):
+        // it refutes at once instead of waiting for the news to reach it by chance.
+        const own =
+          m !== undefined && (m.status === "suspect" || m.status === "dead")
+            ? (this.broadcasts.about(from) ?? { id: from, status: m.status, incarnation: m.incarnation })
+            : undefined;
         out.push({
           type: "send",
           to: from,
-          msg: { type: "ack", seq: msg.seq, updates: trusted ? this.piggyback() : [] },
+          msg: { type: "ack", seq: msg.seq, updates: trusted ? this.piggyback(own) : [] },
         });
         if (!trusted) this.candidates.name(from, 0, out);
         break;
+      }
       case "ping-req":
         // Relayed for anyone (one ping out per ping-req in, bounded): a member that has not verified
         // a new prober yet must not make it suspect its targets.
@@ -223,9 +242,19 @@ export class Swim {
       case "gossip":
         break;
       case "sync":
-        if (!msg.reply) break;
-        if (trusted) this.sendSync(from, false, out);
-        else if (this.candidates.name(from, 0, out)) this.candidates.wantSync(from);
+        if (!msg.reply) {
+          // A list we asked for (a seed's answer, verified or not yet): its entries named candidates,
+          // and each hears from us once verified, so the members learn a joiner in one round trip
+          // instead of by gossip relayed hop by hop (each hop waiting for its own verification).
+          if (msg.members.length > 1) this.listed = true;
+          for (const u of msg.members) if (u.status === "alive") this.candidates.announceTo(u.id);
+          break;
+        }
+        // Answered at once, verified or not: a list names candidates, never members, and the runtime
+        // only lets senders holding the cluster's credential reach us. A joiner's sender joins (or
+        // not) by our own verification, as anyone does.
+        this.sendSync(from, false, out);
+        if (!trusted) this.candidates.name(from, 0, out);
         break;
       case "goodbye":
         if (trusted) this.apply({ id: from, status: "left", incarnation: msg.incarnation }, true, now, out);
@@ -239,8 +268,11 @@ export class Swim {
    */
   private apply(u: MemberUpdate, trusted: boolean, now: number, out: SwimEffect[]): void {
     if (u.id === this.selfId) {
-      if (trusted && u.status !== "alive" && !this.leaving && u.incarnation >= this.incarnation)
-        this.refute(u.incarnation);
+      if (!trusted || u.status === "alive" || this.leaving) return;
+      if (u.incarnation >= this.incarnation) this.refute(u.incarnation);
+      // Older news of our suspicion: our refutation ran out of retransmits before reaching the
+      // sender, who still holds it. Said again (rides on our answer to this very message).
+      else if (this.broadcasts.about(this.selfId) === undefined) this.broadcasts.push(this.selfUpdate());
       return;
     }
     const m = this.members.get(u.id);
@@ -292,14 +324,16 @@ export class Swim {
   // ---------------------------------------------------------------- verification
 
   private onVerified(id: NodeId, ok: boolean, now: number, out: SwimEffect[]): void {
-    const { incarnation, asked } = this.candidates.settle(id, ok) ?? {};
+    const { incarnation, announce } = this.candidates.settle(id, ok) ?? {};
     if (incarnation === undefined) return;
     if (this.members.size >= this.config.maxMembers) return;
     this.stats.verified++;
     this.members.add(id, incarnation, now, out);
     this.broadcasts.push({ id, status: "alive", incarnation });
     this.probeOrder.insert(id);
-    if (asked) this.sendSync(id, false, out);
+    if (!this.listed) this.sendSync(id, true, out);
+    else if (announce)
+      out.push({ type: "send", to: id, msg: { type: "gossip", updates: [this.selfUpdate()] } });
   }
 
   // ---------------------------------------------------------------- timers
@@ -339,7 +373,10 @@ export class Swim {
       timer: { kind: "swim-probe" },
       delayMs: this.scaled(this.config.probeIntervalMs),
     });
-    if (this.members.live.length === 0) this.join(out);
+    if (this.members.live.length === 0) {
+      this.listed = false;
+      this.join(out);
+    }
     if (++this.probesDone % this.config.reconnectEveryProbes === 0) this.reconnect(out);
     const retry = this.retry;
     const target =
@@ -349,8 +386,13 @@ export class Swim {
     const seq = ++this.seq;
     this.probe = { seq, target, sentAt: now, indirect: false, acked: false, expectedNacks: 0, nacks: 0 };
     this.stats.probes++;
-    // Lifeguard's buddy system: a suspect hears of its suspicion first, so it can refute at once.
-    const buddy = this.members.get(target)?.status === "suspect" ? this.broadcasts.about(target) : undefined;
+    // Lifeguard's buddy system: a suspect hears of its suspicion first, so it can refute at once —
+    // stated afresh (as memberlist does), since the queued update may have run out of retransmits.
+    const t = this.members.get(target);
+    const buddy: MemberUpdate | undefined =
+      t?.status === "suspect"
+        ? (this.broadcasts.about(target) ?? { id: target, status: "suspect", incarnation: t.incarnation })
+        : undefined;
     out.push({ type: "send", to: target, msg: { type: "ping", seq, updates: this.piggyback(buddy) } });
     out.push({
       type: "set-timer",
