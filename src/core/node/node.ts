@@ -16,7 +16,7 @@ import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
 import { OFFLOAD_SCAN, offloadTarget, type Waiting } from "./offload.js";
 import { Origin } from "./origin.js";
-import { reportedDepth, stampQueueDepth } from "./peer-load.js";
+import { reportedDepth, shorterQueue, stampQueueDepth } from "./peer-load.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import { Serving } from "./serving.js";
@@ -213,7 +213,7 @@ export class PrefixNode extends NodeViews {
     if (this.members.liveness(id, now) !== "live" || !this.antiEntropy.routes(id)) return false;
     if (!this.origin.trust.routable(id, now)) return false;
     const load = this.antiEntropy.load(id);
-    return now >= load.pushBackUntil || load.queueDepth < selfQueueDepth;
+    return now >= load.pushBackUntil || shorterQueue(load, selfQueueDepth, this.executor.engineCosts());
   }
 
   /** Next step of a pending request: forward to the next routable planned peer, else run locally. */
