@@ -14,7 +14,7 @@ import { type CostSample, stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
 import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
-import { OFFLOAD_SCAN, offloadTarget, type Waiting } from "./offload.js";
+import { OFFLOAD_SCAN, OffloadRound, offloadTarget, type Waiting } from "./offload.js";
 import { Origin } from "./origin.js";
 import { reportedDepth, shorterQueue, stampQueueDepth } from "./peer-load.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
@@ -364,9 +364,9 @@ export class PrefixNode extends NodeViews {
   }
 
   /** Offload (offload.ts): our clients' requests waiting here move to a peer that finishes sooner. */
-  private offloadWaiting(now: number, out: Effect[]): void {
+  private offloadWaiting(now: number, out: Effect[], round = new OffloadRound()): void {
     for (const w of this.executor.waitingClients(now, OFFLOAD_SCAN)) {
-      const to = this.soonerPeer(w, now);
+      const to = this.soonerPeer(w, now, undefined, round);
       if (to === undefined || !this.executor.takeQueued(w.reqId)) continue;
       this.origin.reroute(w.reqId, to);
       this.advance(w.reqId, now, out);
@@ -374,9 +374,9 @@ export class PrefixNode extends NodeViews {
   }
 
   /** A routable peer expected to finish `w` sooner than here, and start it within `maxWaitMs`. */
-  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number): NodeId | undefined {
+  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number, round?: OffloadRound): NodeId | undefined {
     const self = this.executor.selfView(this.config.id, w.request);
-    return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs);
+    return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs, round);
   }
 
   /** gossip "scuttlebutt" (mesh.ts): members that came are routed to once estimated. */
