@@ -27,6 +27,7 @@ import { simOutput as expectedText } from "../engines/sim/cost.js";
 import { resolveProfile } from "../engines/sim/profiles.js";
 import { SimEngine } from "../engines/sim/sim-engine.js";
 import type { Workload } from "../workload/types.js";
+import { calibrationSamples } from "./calibration.js";
 import { EventQueue, type SimEvent } from "./event-queue.js";
 import { checkFaults, faultsEnd as faultsEndOf } from "./fault-schedule.js";
 import { ClientFaultModel } from "./faults/client.js";
@@ -113,6 +114,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   // The centralized baseline IS a router with the global view: it always runs with the oracle.
   const oracle = config.oracle === true || config.policy === "centralized" ? new Oracle() : undefined;
   const gossip = simGossip(config);
+  const calibrate = config.calibrate ?? config.daemonConfig === true;
   let oracleBusy = false;
   /** When the run stops: set once every request is answered (∞ until then). */
   let stopAt = Number.POSITIVE_INFINITY;
@@ -162,6 +164,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       { epoch, checkInvariants: check },
     );
     s.engine.cache.clear();
+    if (calibrate) s.node.calibrate(calibrationSamples(profile, engineFaults.slowdown(s.idx, now)));
     oracle?.reset();
     apply(s, s.node.start());
   };

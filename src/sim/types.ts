@@ -52,6 +52,12 @@ export interface SimConfig {
    * `pollMs` and `node` still apply on top, as the daemon's own flags would.
    */
   daemonConfig?: boolean;
+  /**
+   * Each node runs the daemon's start-up calibration when it boots (calibration.ts), as
+   * `prefixmesh node` does by default: its cost fit starts from its own engine, slowdown included.
+   * Default: on with `daemonConfig`, else off (the paper's nodes start from the prior).
+   */
+  calibrate?: boolean;
   /** Every client request's deadline, ms from its (re-)submission (`x-prefixmesh-deadline-ms`). */
   deadlineMs?: number;
   /** Extra node settings (forward timeout, push-back, concurrency, k…). */

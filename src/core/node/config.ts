@@ -218,7 +218,9 @@ export const nodeConfigSchema = z
      * Offload: our own wait is judged by how long the running jobs have run, not by the queue's count
      * alone (a job far past the usual service time, e.g. an unbounded generation, is expected to run
      * as long again), so routing sends new work to a peer that will finish it sooner; and at each
-     * anti-entropy tick our clients' requests still waiting here move to such a peer.
+     * anti-entropy tick our clients' requests still waiting here move to such a peer (each move
+     * charged to that peer's wait at once, offload.ts). Cost-aware's "a peer's wait never counts
+     * shorter than ours" is then bounded (`OFFLOAD_WAIT_FLOOR_JOBS`).
      */
     offload: z.boolean().default(false),
     /**

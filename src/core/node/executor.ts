@@ -174,7 +174,8 @@ export class Executor {
   }
 
   /**
-   * Offload: our clients' jobs still waiting (first `limit`), each with when it would start.
+   * Offload: our clients' jobs still waiting (the last `limit`, last first), each with when it
+   * would start.
    * Read-only; `takeQueued` removes one.
    */
   waitingClients(
@@ -182,11 +183,12 @@ export class Executor {
     limit: number,
   ): { reqId: string; request: EngineRequest; startsInMs: number }[] {
     const out: { reqId: string; request: EngineRequest; startsInMs: number }[] = [];
-    let ahead = 0;
-    for (let i = this.queueHead; i < this.queue.length && out.length < limit; i++) {
+    // From the tail: the last ones wait longest, and moving one changes no start ahead of it.
+    let ahead = this.queue.length - this.queueHead - this.cancelledQueued;
+    for (let i = this.queue.length - 1; i >= this.queueHead && out.length < limit; i--) {
       const job = this.queue[i] as Job;
       if (job.cancelled) continue;
-      const startsInMs = this.waitFrom(ahead++, now);
+      const startsInMs = this.waitFrom(--ahead, now);
       if (startsInMs === undefined) break;
       if (job.kind === "client" && job.priority !== true)
         out.push({ reqId: job.reqId, request: job.request, startsInMs });

@@ -14,9 +14,9 @@ import { type CostSample, stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
 import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
-import { OFFLOAD_SCAN, type Offload, offloadTarget, type Waiting } from "./offload.js";
+import { OFFLOAD_SCAN, type Offload, OffloadRound, offloadTarget, type Waiting } from "./offload.js";
 import { Origin } from "./origin.js";
-import { reportedDepth, stampQueueDepth } from "./peer-load.js";
+import { reportedDepth, shorterQueue, stampQueueDepth } from "./peer-load.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import { Serving } from "./serving.js";
@@ -213,7 +213,7 @@ export class PrefixNode extends NodeViews {
     if (this.members.liveness(id, now) !== "live" || !this.antiEntropy.routes(id)) return false;
     if (!this.origin.trust.routable(id, now)) return false;
     const load = this.antiEntropy.load(id);
-    return now >= load.pushBackUntil || load.queueDepth < selfQueueDepth;
+    return now >= load.pushBackUntil || shorterQueue(load, selfQueueDepth, this.executor.engineCosts());
   }
 
   /** Next step of a pending request: forward to the next routable planned peer, else run locally. */
@@ -364,9 +364,9 @@ export class PrefixNode extends NodeViews {
   }
 
   /** Offload (offload.ts): our clients' requests waiting here move to a peer that finishes sooner. */
-  private offloadWaiting(now: number, out: Effect[]): void {
+  private offloadWaiting(now: number, out: Effect[], round = new OffloadRound()): void {
     for (const w of this.executor.waitingClients(now, OFFLOAD_SCAN)) {
-      const to = this.soonerPeer(w, now);
+      const to = this.soonerPeer(w, now, undefined, round);
       if (to === undefined || !this.executor.takeQueued(w.reqId)) continue;
       this.origin.reroute(w.reqId, to.to, to.expectMs);
       this.advance(w.reqId, now, out);
@@ -374,9 +374,9 @@ export class PrefixNode extends NodeViews {
   }
 
   /** A routable peer expected to finish `w` sooner than here, and start it within `maxWaitMs`. */
-  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number): Offload | undefined {
+  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number, round?: OffloadRound): Offload | undefined {
     const self = this.executor.selfView(this.config.id, w.request);
-    return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs);
+    return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs, round);
   }
 
   /** gossip "scuttlebutt" (mesh.ts): members that came are routed to once estimated. */

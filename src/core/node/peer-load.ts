@@ -5,6 +5,9 @@
  * as the node's effects leave, with the depth after the input was handled), and an origin adds the
  * forwards it has in flight to a peer — sent, not yet acked or answered — to the depth it last heard.
  */
+import type { EngineCosts } from "../snapshot.js";
+import type { PeerLoad } from "./anti-entropy.js";
+import { predictRunMs, usableCosts } from "./engine-costs.js";
 import type { Effect, PeerMessage } from "./types.js";
 
 /** Depths above this from a peer are nonsense: ignored (a peer controls the number). */
@@ -23,4 +26,35 @@ export function reportedDepth(msg: PeerMessage): number | undefined {
   if (msg.type !== "forward-ack" && msg.type !== "result") return undefined;
   const d = msg.queueDepth;
   return typeof d === "number" && Number.isInteger(d) && d >= 0 && d <= MAX_REPORTED_DEPTH ? d : undefined;
+}
+
+/** Prompt shape the push-back comparison prices both engines at (a typical uncached prompt, tokens). */
+const TYPICAL_UNCACHED = 512;
+
+/**
+ * How many of our queued jobs one of `peer`'s is worth: its advertised run time against ours for a
+ * typical prompt (`advertiseCosts`; 1 while either is unknown, i.e. queues compare by count).
+ */
+export function queueWeight(peer: EngineCosts | undefined, ours: EngineCosts | undefined): number {
+  if (!usableCosts(peer) || !usableCosts(ours)) return 1;
+  const p = predictRunMs(peer, TYPICAL_UNCACHED, 0);
+  const s = predictRunMs(ours, TYPICAL_UNCACHED, 0);
+  return p > 0 && s > 0 ? Math.min(MAX_QUEUE_WEIGHT, Math.max(1 / MAX_QUEUE_WEIGHT, p / s)) : 1;
+}
+
+/** A peer is taken for at most this many times slower or faster than us (as cost-aware's bound). */
+const MAX_QUEUE_WEIGHT = 10;
+
+/**
+ * A peer pushing back is still routed to while its queue is shorter than ours (§3.2's exception:
+ * local is worse still) — measured in our jobs, so a node 10× slower than its peers routes to a
+ * pushing-back peer with ten times its queue, and a fast node never mistakes a slow peer's short
+ * queue for a short wait.
+ */
+export function shorterQueue(
+  peer: Readonly<Pick<PeerLoad, "queueDepth" | "costs">>,
+  selfDepth: number,
+  ours: EngineCosts | undefined,
+): boolean {
+  return peer.queueDepth * queueWeight(peer.costs, ours) < selfDepth;
 }

@@ -13,6 +13,7 @@ import type { LearnedCosts } from "./cost-model.js";
 import { deadlineAt, withinDeadline } from "./deadline.js";
 import { PrefixDemand } from "./demand.js";
 import { servesModel } from "./models.js";
+import { OFFLOAD_WAIT_FLOOR_JOBS } from "./offload.js";
 import {
   type Candidate,
   createPolicy,
@@ -105,6 +106,7 @@ export class Planner {
               random: this.deps.random,
               costs,
               expectedReuse,
+              ...(this.config.offload ? { waitFloorJobs: OFFLOAD_WAIT_FLOOR_JOBS } : {}),
             });
       if (this.paranoid) checkOrder(order, candidates);
       // A node that does not serve the request's model only routes it: every ranked peer is in its plan.

@@ -191,13 +191,16 @@ function causes(o: FaultsOutcome): string[] {
   const slowOff = get(o, "slow-10x+offload", "open");
   if (slow && slow.p99S > 2 * ffOpen.p99S) {
     const e = slow.byEntry[1];
+    // Whether n1's own clients are the tail (it keeps them queued) or fare like the others'.
+    const others = slow.byEntry.filter((x) => x.entry !== 1).map((x) => x.p99S);
+    const slowClientsWorst = (e?.p99S ?? 0) > 1.5 * Math.max(0, ...others);
     out.push(
       `- **One node 10× slower.** n1 serves a tenth of a node's rate but keeps ${pct(e?.servedThere ?? 0)} of its own clients' requests (mean queue wait ${s1(e?.meanQueueS ?? 0)} s, p99 ${s1(e?.p99S ?? 0)} s; the other nodes' clients: p99 ${slow.byEntry
         .filter((x) => x.entry !== 1)
         .map((x) => s1(x.p99S))
         .join(
           ", ",
-        )} s): ${ran(o).offload ? "cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts), so new requests keep entering its queue, and offload moves them out only at each Δpoll tick, only to a peer expected to finish sooner by a service time (from its queue as last reported): its clients' slowest requests wait behind a 10× slower run." : "its queue grows for the whole run, since cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts) and, with offload off, nothing moves work already queued."}${slowOff && !ran(o).offload ? ` With offload on (below): p99 ${s3(slowOff.p99S)} s (${(slowOff.p99S / ffOpen.p99S).toFixed(2)}×), n1's clients' mean queue wait ${s1(slowOff.byEntry[1]?.meanQueueS ?? 0)} s.` : ""}`,
+        )} s): ${ran(o).offload ? (slowClientsWorst ? "cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts), so new requests keep entering its queue, and offload moves them out only at each Δpoll tick, only to a peer expected to finish sooner by a service time (from its queue as last reported): its clients' slowest requests wait behind a 10× slower run." : `with offload on, cost-aware's wait floor is bounded and queues compare in each node's own jobs, so n1 forwards its clients' requests and its clients fare like the others'. What is left is capacity: the slowest requests are the cold start's (every cache empty) carried by three fast nodes, and the same cluster with no fourth node at all (fault-free, 3 nodes) has p99 ${s3(get(o, "fault-free-3", "open")?.p99S ?? 0)} s.`) : "its queue grows for the whole run, since cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts) and, with offload off, nothing moves work already queued."}${slowOff && !ran(o).offload ? ` With offload on (below): p99 ${s3(slowOff.p99S)} s (${(slowOff.p99S / ffOpen.p99S).toFixed(2)}×), n1's clients' mean queue wait ${s1(slowOff.byEntry[1]?.meanQueueS ?? 0)} s.` : ""}`,
     );
   }
   const ack = ran(o).forwardAckTimeoutMs / 1000;

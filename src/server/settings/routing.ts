@@ -100,7 +100,8 @@ export const routingSettings = {
       "Offload: this node's own wait is judged by how long its running requests have run (one far past the " +
       "usual service time, e.g. an unbounded generation, is expected to run as long again), so new work " +
       "goes to a peer that will finish it sooner, and every Δpoll its clients' requests still queued here " +
-      "move to such a peer.",
+      "move to such a peer (each move counted in that peer's wait at once). A peer's wait then counts at " +
+      "most one of its service times above its own estimate when our queue is longer, not our whole wait.",
   }),
   spotCheckRate: setting(nodeConfigNumber("spotCheckRate").default(0), {
     section: "Routing and forwarding",

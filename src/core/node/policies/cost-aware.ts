@@ -117,7 +117,8 @@ function expectedLatencyMs(c: Candidate, ctx: RoutingContext, f: number): number
  *  - A peer's wait never counts as shorter than our own. Load then only ever keeps requests away
  *    from busy peers, never pulls them towards idle ones: every origin sees the same stale "idle"
  *    peer, and moving load on that view herds them onto it, until forwards queue past their timeout
- *    and run twice. Balancing is push-back's job (§3.2).
+ *    and run twice. Balancing is push-back's job (§3.2). With `ctx.waitFloorJobs` (the node's
+ *    `offload`) the rule is bounded (`waitFloorMs`), and a peer's prefill is charged for its queue.
  *  - Under load, uncached prefill also delays everyone queued after it: each uncached token costs
  *    msPerToken × (1 + L), with L our own queue depth standing in for the cluster's load (the only
  *    exact one we have). Per-request latency alone under-values cache hits once queues form.
@@ -126,11 +127,35 @@ function expectedLatencyMs(c: Candidate, ctx: RoutingContext, f: number): number
 function rankingCostMs(c: Candidate, selfQueue: number, ctx: RoutingContext, f: number): number {
   const k = ctx.costs;
   const service = serviceMs(k, ctx);
-  const externality = f * k.prefillMsPerToken * Math.max(0, ctx.promptTokens - c.estimatedMatch) * selfQueue;
+  const bound = ctx.waitFloorJobs;
+  // Bounded: the queue a peer's uncached prefill delays is the peer's own, not ours.
+  const load = bound === undefined || c.self ? selfQueue : Math.min(selfQueue, queuedAt(c));
+  const externality = f * k.prefillMsPerToken * Math.max(0, ctx.promptTokens - c.estimatedMatch) * load;
   const base = expectedLatencyMs(c, ctx, f) + externality;
   if (c.self) return base;
   const wait = peerWaitMs(c, service * f);
-  return base + Math.max(0, selfQueue * service - wait);
+  return base + Math.max(0, waitFloorMs(selfQueue * service, wait, service * f, bound) - wait);
+}
+
+/**
+ * What a peer's wait counts as at least: ours (`selfWaitMs`) — or, with a bound, at most `bound`
+ * of the peer's own service times above its estimate. Unbounded, a node whose queue is long
+ * because it is slow (or stuck behind a long run) ranks every idle peer as busy as itself; the
+ * bound keeps the herding guard (others' forwards we cannot see yet) at the size of their share.
+ */
+export function waitFloorMs(
+  selfWaitMs: number,
+  peerWaitMs: number,
+  peerServiceMs: number,
+  bound?: number,
+): number {
+  if (bound === undefined) return selfWaitMs;
+  return Math.min(selfWaitMs, peerWaitMs + bound * peerServiceMs);
+}
+
+/** A peer's queue as we count it: its reported depth and our forwards since. */
+function queuedAt(c: Candidate): number {
+  return c.queueDepth + (c.sentSinceQueue ?? 0);
 }
 
 function serviceMs(k: LearnedCosts, ctx: RoutingContext): number {
@@ -139,7 +164,7 @@ function serviceMs(k: LearnedCosts, ctx: RoutingContext): number {
 
 /** A reported depth drains while it ages; our forwards since then add to it. */
 function peerWaitMs(c: Candidate, service: number): number {
-  return Math.max(0, (c.queueDepth + (c.sentSinceQueue ?? 0)) * service - (c.queueAgeMs ?? 0));
+  return Math.max(0, queuedAt(c) * service - (c.queueAgeMs ?? 0));
 }
 
 export class CostAwarePolicy implements Policy {

@@ -52,6 +52,11 @@ export interface RoutingContext {
    * (demand.ts); set for policies that declare `needs.demand`, undefined when nothing matches.
    */
   expectedReuse?: number;
+  /**
+   * Cost-aware: a peer's wait counts at least our own, but at most this many of its service times
+   * above its own estimate (the node's `offload`); undefined: at least our own, unbounded.
+   */
+  waitFloorJobs?: number;
 }
 
 /** What a policy needs the node to gather for it; the node does exactly that and no more. */
