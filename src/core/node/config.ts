@@ -252,8 +252,11 @@ export const DAEMON_NODE_DEFAULTS = {
    * leaves first, a quick answer costs no extra record.
    */
   ackDeferMs: 10,
-  /** A snapshot at the key cap (2^21 keys) is applied in steps: the event loop stays responsive. */
-  estimateStepKeys: 16_384,
+  /**
+   * A snapshot at the key cap (2^21 keys) is applied in steps: the event loop stays responsive. A
+   * step is a few milliseconds on a busy machine; the runtime runs steps back to back in time slices.
+   */
+  estimateStepKeys: 4_096,
   /** A peer that acks and never answers, fails or keeps refusing is routed around (trust.ts). */
   peerTrust: true,
   /** A crashed peer reads as down after 20 silent polls (10 s at the default Δpoll). */
