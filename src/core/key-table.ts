@@ -134,6 +134,17 @@ export class KeyTable {
       if (data[p * stride + 1] !== EMPTY) fn(data[p * stride]!, data[p * stride + 1]! - 1);
   }
 
+  /**
+   * Empties slots [from, to), for a table recycled in steps (on a fresh one it only touches its pages,
+   * so later inserts do not fault them in one by one). Until every slot is wiped the table's probe
+   * runs are broken: use it again only once `size` is 0 and the whole range was wiped.
+   */
+  wipe(from: number, to: number): void {
+    const { data, stride } = this;
+    for (let p = from; p < to; p++) if (data[p * stride + 1] !== EMPTY) this.size--;
+    data.fill(0, from * stride, to * stride);
+  }
+
   /** Slots (free or not): a caller walking `data` in steps visits slots 0..capacity-1. */
   get capacity(): number {
     return this.mask + 1;

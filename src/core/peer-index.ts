@@ -42,21 +42,28 @@ interface Owner {
 
 /**
  * A replacement of one owner's estimate done in bounded steps (`stepReplace`), so a snapshot at the key
- * cap never holds the caller for long. Phases: build the owner's next key set from the body, clear the
- * old keys it lacks, set the new keys the old lacked. While it runs the owner is hidden from matches
- * (it matches nothing): its bits are a mix of two versions and must not be routed on.
+ * cap never holds the caller for long. Phases: wipe the table the owner's next key set goes in (a
+ * recycled one, or a fresh one whose pages are touched in order rather than faulted in by random
+ * inserts), build that set from the body, clear the old keys it lacks, set the new keys the old
+ * lacked. While it runs the owner is hidden from matches (it matches nothing): its bits are a mix of
+ * two versions and must not be routed on.
  */
 interface Staged {
   owner: Owner;
   body: SnapshotBody;
-  /** Allocated by the first step (a table for millions of keys is a step's work of its own). */
+  /** Taken by the first step (a table for millions of keys is a step's work of its own). */
   next: KeyTable | undefined;
   /** Keys of `body` to take (its length, capped). */
   n: number;
-  phase: "build" | "clear" | "set";
+  phase: "wipe" | "build" | "clear" | "set";
   /** Position in the phase: a body index while building, else a slot of the table walked. */
   at: number;
 }
+
+/** Slots wiped per unit of step budget: a sequential fill costs far less per slot than an insert. */
+const WIPE_SLOTS_PER_KEY = 8;
+/** A replaced key set at least this large (slots) is kept for the next staged replacement. */
+const SPARE_MIN_SLOTS = 1 << 16;
 
 const TWO32 = 4294967296;
 const keyLo = (key: number): number => (key % TWO32) | 0;
@@ -79,6 +86,11 @@ export class PeerIndex {
   private staged: Staged | undefined;
   /** Per-owner caps below `maxKeysPerOwner` (from what each owner advertised it can hold). */
   private readonly caps = new Map<string, number>();
+  /**
+   * The key set a staged replacement last replaced, reused by the next one of a like size: at the key
+   * cap that is 32 MB a snapshot need not allocate (and the collector need not reclaim). One at most.
+   */
+  private spare: KeyTable | undefined;
 
   constructor(opts: PeerIndexOptions = {}) {
     const maxOwners = opts.maxOwners ?? 64;
@@ -137,7 +149,7 @@ export class PeerIndex {
     const clear = (lo: number, hi: number) => this.clearBit(lo, hi, o.bit);
     if (this.staged?.owner === o) {
       // Bits of the half-applied next set may be set too: clear both sets.
-      if (this.staged.phase !== "build") this.staged.next?.forEach(clear);
+      if (this.staged.phase === "clear" || this.staged.phase === "set") this.staged.next?.forEach(clear);
       this.staged = undefined;
     }
     o.keys.forEach(clear);
@@ -288,7 +300,7 @@ export class PeerIndex {
     invariant(this.staged === undefined, () => `PeerIndex: ${owner} staged while ${this.replacing} is`);
     const o = this.ownerFor(owner);
     const n = Math.min(body.keys.length, this.capOf(owner));
-    this.staged = { owner: o, body, next: undefined, n, phase: "build", at: 0 };
+    this.staged = { owner: o, body, next: undefined, n, phase: "wipe", at: 0 };
   }
 
   /**
@@ -303,10 +315,20 @@ export class PeerIndex {
     const keys = s.body.keys;
     let left = Math.max(1, budget);
     if (s.next === undefined) {
-      s.next = new KeyTable(0, 2 * s.n);
+      s.next = this.takeTable(2 * s.n);
       return false;
     }
     const next = s.next;
+    if (s.phase === "wipe") {
+      const end = Math.min(next.capacity, s.at + left * WIPE_SLOTS_PER_KEY);
+      next.wipe(s.at, end);
+      s.at = end;
+      if (end < next.capacity) return false;
+      invariant(next.size === 0, () => `PeerIndex: a wiped key set holds ${next.size} keys`);
+      s.phase = "build";
+      s.at = 0;
+      return false;
+    }
     if (s.phase === "build") {
       const end = Math.min(s.n, s.at + left);
       for (let i = s.at; i < end; i++) next.insert(keyLo(keys[i]!), keyHi(keys[i]!));
@@ -337,9 +359,20 @@ export class PeerIndex {
     });
     s.at = end;
     if (end < capacity) return false;
+    if (o.keys.capacity >= SPARE_MIN_SLOTS) this.spare = o.keys;
     o.keys = next;
     this.staged = undefined;
     return true;
+  }
+
+  /** A key set with room for `slots`: the spare if it is of that size (up to twice), else a new one. */
+  private takeTable(slots: number): KeyTable {
+    const spare = this.spare;
+    this.spare = undefined;
+    if (spare !== undefined && spare.capacity >= slots && spare.capacity <= 2 * Math.max(16, slots)) {
+      return spare;
+    }
+    return new KeyTable(0, slots);
   }
 
   // ---- internals ----

@@ -68,6 +68,54 @@ describe("PeerIndex: a replacement in steps", () => {
     );
   });
 
+  it("staged replacements one after another (reusing the replaced key set) equal direct ones", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 0, max: 4000 }), { maxLength: 600 }), {
+          minLength: 2,
+          maxLength: 5,
+        }),
+        fc.integer({ min: 1, max: 5000 }),
+        (bodies, budget) => {
+          const stepped = new PeerIndex({ maxOwners: 4 });
+          const direct = new PeerIndex({ maxOwners: 4 });
+          const other = { blockSize: 16, keys: Float64Array.from([1, 2, 3, 5000]) };
+          stepped.replaceEstimate("b", other);
+          direct.replaceEstimate("b", other);
+          for (const ks of bodies) {
+            const body = { blockSize: 16, keys: Float64Array.from(new Set(ks.map((k) => k * 7919))) };
+            direct.replaceEstimate("a", body);
+            stepped.beginReplace("a", body);
+            while (!stepped.stepReplace(budget));
+            expect(sameSet(new Set(stepped.estimateKeys("a")), new Set(direct.estimateKeys("a")))).toBe(true);
+            expect(stepped.keyCount).toBe(direct.keyCount);
+            expect(stepped.estimateSize("b")).toBe(direct.estimateSize("b"));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("keeps the replaced key set of a large estimate and replaces into it, wiped", () => {
+    const ix = new PeerIndex();
+    const body = (from: number) => ({
+      blockSize: 16,
+      keys: Float64Array.from({ length: 40_000 }, (_, i) => (from + i) * 65_537),
+    });
+    for (const from of [0, 20_000, 100_000]) {
+      ix.beginReplace("a", body(from));
+      let steps = 0;
+      while (!ix.stepReplace(4096)) steps++;
+      // Bounded steps: wipe, build, clear, set, each a few thousand keys or slots at a time.
+      expect(steps).toBeGreaterThan(10);
+      const keys = new Set(ix.estimateKeys("a"));
+      expect(keys.size).toBe(40_000);
+      expect(keys.has(from * 65_537) && keys.has((from + 39_999) * 65_537)).toBe(true);
+      expect(ix.keyCount).toBe(40_000);
+    }
+  });
+
   it("removing the owner mid-replacement clears both its old and its half-applied new keys", () => {
     const ix = new PeerIndex();
     const t = new RadixTree({ capacity: 10_000 });
