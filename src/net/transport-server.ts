@@ -5,6 +5,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
+import { bodyChunksParser, isBodyChunks } from "./body-chunks.js";
 import { attachForwardChannel, MAX_CHANNELS_PER_PEER } from "./channel-server.js";
 import { type ConnectionLimits, limitConnections, type RefusalReason } from "./connection-limit.js";
 import {
@@ -193,16 +194,29 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
   // it; a large one decodes on a worker thread (snapshot-decoder.ts), a busy decoder is a 503.
   const decoder = opts.snapshotDecoder ?? new SnapshotDecoder();
   app.addHook("onClose", async () => decoder.close());
-  app.post(SNAPSHOT_PATH, { bodyLimit: maxSnapshotBytes }, async (req, reply) => {
-    const bytes = bodyBytes(req);
-    const wireBytes = bytes.byteLength; // the decoder may take the buffer over
-    const decoded = await decoder.decode(bytes, maxSnapshotBytes);
-    if (!decoded.ok) {
-      return reply.status(decoded.busy ? 503 : 400).send({ error: `bad snapshot: ${decoded.error}` });
-    }
-    handlers.onMessage(req.peerId!, snapshotMsgFromWire(decoded.snapshot, req.headers), wireBytes);
-    return reply.status(204).send();
-  });
+  const snapshotRoute = (scope: FastifyInstance) =>
+    scope.post(SNAPSHOT_PATH, { bodyLimit: maxSnapshotBytes }, async (req, reply) => {
+      const body = req.body;
+      const frame = isBodyChunks(body) ? body.chunks : bodyBytes(req);
+      const wireBytes = isBodyChunks(body) ? body.length : bodyBytes(req).byteLength;
+      const decoded = await decoder.decode(frame, maxSnapshotBytes); // may take the buffers over
+      if (!decoded.ok) {
+        return reply.status(decoded.busy ? 503 : 400).send({ error: `bad snapshot: ${decoded.error}` });
+      }
+      handlers.onMessage(req.peerId!, snapshotMsgFromWire(decoded.snapshot, req.headers), wireBytes);
+      return reply.status(204).send();
+    });
+  if (auth.mode === "hmac") {
+    // The signature covers the body's digest: authentication needs it whole on this thread.
+    snapshotRoute(app);
+  } else {
+    // The body stays in the chunks it came in; the decoder's worker joins them (body-chunks.ts).
+    app.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser("*", bodyChunksParser(maxSnapshotBytes));
+      snapshotRoute(scope);
+    });
+  }
 
   app.post(MESSAGE_PATH, async (req, reply) => {
     const bytes = bodyBytes(req);
