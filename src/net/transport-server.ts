@@ -129,7 +129,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
         method: req.method,
         path: req.url,
         headers: req.headers,
-        body: req.body instanceof Buffer ? req.body : undefined,
+        body: req.body instanceof Buffer ? req.body : digestOf(req.body),
         socket: req.raw.socket,
       },
       // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
@@ -206,17 +206,13 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       handlers.onMessage(req.peerId!, snapshotMsgFromWire(decoded.snapshot, req.headers), wireBytes);
       return reply.status(204).send();
     });
-  if (auth.mode === "hmac") {
-    // The signature covers the body's digest: authentication needs it whole on this thread.
-    snapshotRoute(app);
-  } else {
-    // The body stays in the chunks it came in; the decoder's worker joins them (body-chunks.ts).
-    app.register(async (scope) => {
-      scope.removeAllContentTypeParsers();
-      scope.addContentTypeParser("*", bodyChunksParser(maxSnapshotBytes));
-      snapshotRoute(scope);
-    });
-  }
+  // The body stays in the chunks it came in (digested as they come in HMAC mode); the decoder's
+  // worker joins them (body-chunks.ts).
+  app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser("*", bodyChunksParser(maxSnapshotBytes, auth.mode === "hmac"));
+    snapshotRoute(scope);
+  });
 
   app.post(MESSAGE_PATH, async (req, reply) => {
     const bytes = bodyBytes(req);
@@ -255,6 +251,11 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
   });
 
   return app;
+}
+
+/** A chunked body's digest for authentication (taken as it arrived; HMAC mode only). */
+function digestOf(body: unknown): { sha256: string } | undefined {
+  return isBodyChunks(body) && body.sha256 !== undefined ? { sha256: body.sha256 } : undefined;
 }
 
 function bodyBytes(req: FastifyRequest): Buffer {
