@@ -155,10 +155,12 @@ export class KeyTable {
     this.mask = cap - 1;
     this.data = KeyTable.emptyData(cap, stride);
     this.size = 0;
+    const data = this.data;
     for (let p = 0; p < old.length; p += stride) {
       if (old[p + 1] === EMPTY) continue;
-      const q = this.insert(old[p]!, old[p + 1]! - 1);
-      this.data.set(old.subarray(p + 2, p + stride), q * stride + 2);
+      const q = this.insert(old[p]!, old[p + 1]! - 1) * stride;
+      // Word by word: a subarray per key allocated millions of views in a large table's rehash.
+      for (let w = 2; w < stride; w++) data[q + w] = old[p + w]!;
     }
   }
 }
