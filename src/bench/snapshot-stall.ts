@@ -9,8 +9,10 @@
  * e.g. a `--snapshot-step-keys 0` build comparison is not a flag: see BENCHMARKS.md).
  */
 import { fork, spawn } from "node:child_process";
+import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { BLOCK_SIZE } from "../core/block-hash.js";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
@@ -68,7 +70,7 @@ export class SnapshotFloodPeerDouble {
 
 /** The compiled `/health` poller beside the CLI `cli` (dist/cli/main.js → dist/bench/health-poller.js). */
 export function pollerBeside(cli: string): string {
-  return join(dirname(cli), "..", "bench", "health-poller.js");
+  return besideCli(cli, "health-poller.js");
 }
 
 /**
@@ -125,12 +127,35 @@ export function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 }
 
-/** A node (the built CLI) with a static peer "B" whose port is closed; its API and peer URLs. */
+/** The compiled bench file `name` beside the CLI `cli` (dist/cli/main.js → dist/bench/NAME). */
+function besideCli(cli: string, name: string): string {
+  return join(dirname(cli), "..", "bench", name);
+}
+
+export interface Victim {
+  apiUrl: string;
+  peerUrl: string;
+  pid: number;
+  /** Where loop-turn-probe.js writes the node's long turns, when started with the probe. */
+  turnsFile?: string;
+  stop: () => Promise<void>;
+}
+
+/**
+ * A node (the built CLI) with a static peer "B" whose port is closed; its API and peer URLs. With
+ * `probe`, the node runs loop-turn-probe.js (beside the CLI), writing its long turns to a temp file.
+ */
 export async function startVictim(
   cli: string,
   extra: string[] = [],
   nodeArgs: string[] = [],
-): Promise<{ apiUrl: string; peerUrl: string; pid: number; stop: () => Promise<void> }> {
+  probe = false,
+): Promise<Victim> {
+  const turnsFile = probe ? join(tmpdir(), `loop-turns-${process.pid}-${Date.now()}.txt`) : undefined;
+  if (turnsFile !== undefined) {
+    writeFileSync(turnsFile, "");
+    nodeArgs = ["--import", pathToFileURL(besideCli(cli, "loop-turn-probe.js")).href, ...nodeArgs];
+  }
   const [api, peer, dead] = [
     await freePort("127.0.0.1"),
     await freePort("127.0.0.1"),
@@ -146,7 +171,10 @@ export async function startVictim(
       ...["--peers", `B=http://127.0.0.1:${dead}`, "--insecure"],
       ...["--engine", "sim", "--sim-time-scale", "0.02", "--log-level", "error", ...extra],
     ],
-    { stdio: ["ignore", "ignore", "inherit"] },
+    {
+      stdio: ["ignore", "ignore", "inherit"],
+      env: turnsFile === undefined ? process.env : { ...process.env, LOOP_TURN_PROBE_OUT: turnsFile },
+    },
   );
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   const apiUrl = `http://127.0.0.1:${api}`;
@@ -164,9 +192,11 @@ export async function startVictim(
     apiUrl,
     peerUrl: `http://127.0.0.1:${peer}`,
     pid: child.pid as number,
+    ...(turnsFile === undefined ? {} : { turnsFile }),
     stop: async () => {
       child.kill("SIGTERM");
       await exited;
+      if (turnsFile !== undefined) rmSync(turnsFile, { force: true });
     },
   };
 }
@@ -225,6 +255,11 @@ export interface StallResult {
   health: Latencies;
   /** The node's longest event-loop delay over the same time (ms). */
   loopDelayMax: number;
+  /**
+   * The most CPU the node's main thread used within one loop turn meanwhile (ms; loop-turn-probe.ts,
+   * NaN without the probe): its own work, apart from the time a busy machine kept it off a CPU.
+   */
+  turnCpuMax: number;
   /** From the first frame sent to the last one's version held. */
   applyMs: number;
 }
@@ -234,7 +269,7 @@ export interface StallResult {
  * (from a process of its own when `poller`, health-poller.js, is given).
  */
 export async function measureStall(
-  node: { apiUrl: string; peerUrl: string },
+  node: { apiUrl: string; peerUrl: string; turnsFile?: string },
   frames: number,
   poller?: string,
 ): Promise<StallResult> {
@@ -243,6 +278,7 @@ export async function measureStall(
   const peer = new SnapshotFloodPeerDouble(node.peerUrl, "B", 1, held);
   const built = Array.from({ length: frames }, () => peer.frame());
   await eventLoopDelayMax(node.apiUrl);
+  const turnsFrom = node.turnsFile === undefined ? 0 : statSync(node.turnsFile).size;
   const poll = await pollLatency(`${node.apiUrl}/health`, poller);
   const t0 = performance.now();
   for (const f of built) {
@@ -262,15 +298,24 @@ export async function measureStall(
     frameBytes: built[0]!.bytes.byteLength,
     health: summarize(xs),
     loopDelayMax: await eventLoopDelayMax(node.apiUrl),
+    turnCpuMax: node.turnsFile === undefined ? Number.NaN : longestTurn(node.turnsFile, turnsFrom),
     applyMs,
   };
+}
+
+/** The most CPU of one turn the probe wrote to `file` after byte `from` (0 when none was above 5 ms). */
+function longestTurn(file: string, from: number): number {
+  const lines = readFileSync(file, "utf8").slice(from).split("\n");
+  let max = 0;
+  for (const l of lines) if (l.length > 0) max = Math.max(max, Number(l.split(" ")[0]));
+  return max;
 }
 
 async function main(): Promise<void> {
   const cli = process.env.SNAPSHOT_STALL_CLI ?? fileURLToPath(new URL("../cli/main.js", import.meta.url));
   const frames = Number(process.env.SNAPSHOT_STALL_FRAMES ?? 4);
   const extra = (process.env.SNAPSHOT_STALL_ARGS ?? "").split(" ").filter((s) => s.length > 0);
-  const node = await startVictim(cli, extra);
+  const node = await startVictim(cli, extra, [], true);
   const poller = fileURLToPath(new URL("./health-poller.js", import.meta.url));
   try {
     const f = (x: number) => x.toFixed(1);
@@ -283,7 +328,8 @@ async function main(): Promise<void> {
     console.log(
       `${r.frames} full snapshots of ${CAP_KEYS} keys (${(r.frameBytes / 1e6).toFixed(1)} MB each): ` +
         `/health n=${r.health.n} p50 ${f(r.health.p50)} ms, p99 ${f(r.health.p99)} ms, max ${f(r.health.max)} ms; ` +
-        `node event-loop delay max ${f(r.loopDelayMax)} ms; all applied in ${f(r.applyMs)} ms`,
+        `node event-loop delay max ${f(r.loopDelayMax)} ms, longest turn ${f(r.turnCpuMax)} ms of CPU; ` +
+        `all applied in ${f(r.applyMs)} ms`,
     );
   } finally {
     await node.stop();
