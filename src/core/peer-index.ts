@@ -55,7 +55,7 @@ interface Staged {
   next: KeyTable | undefined;
   /** Keys of `body` to take (its length, capped). */
   n: number;
-  phase: "wipe" | "build" | "clear" | "set";
+  phase: "wipe" | "build" | "clear" | "grow" | "set";
   /** Position in the phase: a body index while building, else a slot of the table walked. */
   at: number;
 }
@@ -74,7 +74,14 @@ export class PeerIndex {
   readonly maxOwners: number;
   readonly maxKeysPerOwner: number;
   private readonly words: number;
-  private readonly table: KeyTable;
+  private table: KeyTable;
+  /**
+   * The merged table's successor while it grows in steps (the `grow` phase of a staged replacement):
+   * the table stays the one read; every change to it is made in `next` too, and a key whose bits
+   * empty stays in the table (bits 0, a miss to `matchAll`) until the swap, so a backward shift never
+   * moves a key past the copy's position. `next` takes slots [0, at) of the table so far.
+   */
+  private growing: { next: KeyTable; at: number } | undefined;
   private readonly byName = new Map<string, Owner>();
   private readonly byBit: (Owner | undefined)[];
   private readonly live: Uint32Array;
@@ -148,6 +155,8 @@ export class PeerIndex {
     if (o === undefined) return;
     const clear = (lo: number, hi: number) => this.clearBit(lo, hi, o.bit);
     if (this.staged?.owner === o) {
+      // The grow belongs to the replacement being dropped: finish it, so no emptied key stays behind.
+      this.growStep(Number.MAX_SAFE_INTEGER);
       // Bits of the half-applied next set may be set too: clear both sets.
       if (this.staged.phase === "clear" || this.staged.phase === "set") this.staged.next?.forEach(clear);
       this.staged = undefined;
@@ -305,8 +314,8 @@ export class PeerIndex {
 
   /**
    * Does at most about `budget` keys' (or slots') work of the staged replacement; true once it is
-   * complete (the owner matches again, at its new estimate). The merged table grows at most once,
-   * when the set phase starts.
+   * complete (the owner matches again, at its new estimate). When the merged table needs room for the
+   * new keys it grows in steps of its own (`grow`) before the set phase.
    */
   stepReplace(budget: number): boolean {
     const s = this.staged;
@@ -347,10 +356,20 @@ export class PeerIndex {
       left -= end - s.at;
       s.at = end;
       if (end < capacity) return false;
-      s.phase = "set";
       s.at = 0;
-      this.table.reserve(this.table.size + next.size);
-      left = 0; // the reserve may have rehashed the table: that is this step's work
+      s.phase = "set";
+      const cap = this.table.capacityFor(this.table.size + next.size);
+      if (cap !== this.table.capacity) {
+        // A rehash of every key at once held the loop for as long as the apply: done in steps.
+        this.growing = { next: new KeyTable(this.words, cap), at: 0 };
+        s.phase = "grow";
+      }
+      return false;
+    }
+    if (s.phase === "grow") {
+      if (!this.growStep(left * 2)) return false;
+      s.phase = "set";
+      return false;
     }
     const capacity = next.capacity;
     const end = Math.min(capacity, s.at + left);
@@ -362,6 +381,19 @@ export class PeerIndex {
     if (o.keys.capacity >= SPARE_MIN_SLOTS) this.spare = o.keys;
     o.keys = next;
     this.staged = undefined;
+    return true;
+  }
+
+  /** Copies `slots` more slots of the merged table into its successor; swaps them once all are in. */
+  private growStep(slots: number): boolean {
+    const g = this.growing;
+    if (g === undefined) return true;
+    const end = Math.min(this.table.capacity, g.at + slots);
+    this.table.copyInto(g.next, g.at, end);
+    g.at = end;
+    if (end < this.table.capacity) return false;
+    this.table = g.next;
+    this.growing = undefined;
     return true;
   }
 
@@ -427,14 +459,27 @@ export class PeerIndex {
   }
 
   private setBit(lo: number, hi: number, bit: number): void {
+    const g = this.growing;
+    // The table would resize under the copy (others' keys outgrew it meanwhile): finish the copy first.
+    if (g !== undefined && (this.table.size + 1) * 2 > this.table.capacity)
+      this.growStep(Number.MAX_SAFE_INTEGER);
     this.table.setBit(this.table.insert(lo, hi), bit);
+    if (this.growing !== undefined) this.growing.next.setBit(this.growing.next.insert(lo, hi), bit);
   }
 
   private clearBit(lo: number, hi: number, bit: number): void {
     const pos = this.table.find(lo, hi);
     if (pos < 0) return;
     this.table.clearBit(pos, bit);
-    if (this.table.isEmptyAt(pos)) this.table.removeAt(pos);
+    const g = this.growing;
+    if (g === undefined) {
+      if (this.table.isEmptyAt(pos)) this.table.removeAt(pos);
+      return;
+    }
+    const q = g.next.find(lo, hi);
+    if (q < 0) return;
+    g.next.clearBit(q, bit);
+    if (g.next.isEmptyAt(q)) g.next.removeAt(q);
   }
 }
 
