@@ -23,7 +23,7 @@ export function isPollTimer(timer: NodeTimer): boolean {
 }
 
 /** How long staged snapshot steps may run back to back before the event loop is yielded. */
-export const STEP_SLICE_MS = 4;
+export const STEP_SLICE_MS = 2;
 
 export interface TimerTableOptions {
   /** Staged-step slice (default STEP_SLICE_MS). */
