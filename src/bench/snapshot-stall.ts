@@ -8,8 +8,11 @@
  * (SNAPSHOT_STALL_FRAMES=n full snapshots, default 4; SNAPSHOT_STALL_ARGS="--…" extra node flags,
  * e.g. a `--snapshot-step-keys 0` build comparison is not a flag: see BENCHMARKS.md).
  */
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { fork, spawn } from "node:child_process";
+import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { BLOCK_SIZE } from "../core/block-hash.js";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
@@ -20,11 +23,12 @@ export const CAP_KEYS = 1 << 21;
 
 /** Test double of a member: sends full snapshots of a made-up cache under the id `sender`. */
 export class SnapshotFloodPeerDouble {
-  private version = 0;
   constructor(
     private readonly peerUrl: string,
     private readonly sender: string,
     private readonly epoch = 1,
+    /** The version the node holds already: frames go on from the next one. */
+    private version = 0,
   ) {}
 
   /** A full snapshot frame of `keys` distinct random 48-bit keys at the next version. */
@@ -64,8 +68,39 @@ export class SnapshotFloodPeerDouble {
   }
 }
 
-/** Polls `url` back to back (one request at a time) until `stop()`; returns each round trip in ms. */
-export function pollLatency(url: string): { stop: () => Promise<number[]> } {
+/** The compiled `/health` poller beside the CLI `cli` (dist/cli/main.js → dist/bench/health-poller.js). */
+export function pollerBeside(cli: string): string {
+  return besideCli(cli, "health-poller.js");
+}
+
+/**
+ * Polls `url` one request at a time (5 ms apart) until `stop()`; returns each round trip in ms. With
+ * `script` (health-poller.js) the polling runs in a process of its own, else in this one.
+ */
+export async function pollLatency(url: string, script?: string): Promise<{ stop: () => Promise<number[]> }> {
+  if (script === undefined) return pollHere(url);
+  const child = fork(script, [url], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  const samples = new Promise<number[]>((resolve, reject) => {
+    child.on("message", (m: unknown) => {
+      if (typeof m === "object" && m !== null && "samples" in m)
+        resolve((m as { samples: number[] }).samples);
+    });
+    child.once("exit", (code) => reject(new Error(`the /health poller exited (${code}) before reporting`)));
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once("message", () => resolve());
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`the /health poller exited (${code}) at start`)));
+  });
+  return {
+    stop: async () => {
+      child.send("stop");
+      return samples;
+    },
+  };
+}
+
+function pollHere(url: string): { stop: () => Promise<number[]> } {
   const samples: number[] = [];
   let running = true;
   const loop = (async () => {
@@ -92,11 +127,35 @@ export function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 }
 
-/** A node (the built CLI) with a static peer "B" whose port is closed; its API and peer URLs. */
+/** The compiled bench file `name` beside the CLI `cli` (dist/cli/main.js → dist/bench/NAME). */
+function besideCli(cli: string, name: string): string {
+  return join(dirname(cli), "..", "bench", name);
+}
+
+export interface Victim {
+  apiUrl: string;
+  peerUrl: string;
+  pid: number;
+  /** Where loop-turn-probe.js writes the node's long turns, when started with the probe. */
+  turnsFile?: string;
+  stop: () => Promise<void>;
+}
+
+/**
+ * A node (the built CLI) with a static peer "B" whose port is closed; its API and peer URLs. With
+ * `probe`, the node runs loop-turn-probe.js (beside the CLI), writing its long turns to a temp file.
+ */
 export async function startVictim(
   cli: string,
   extra: string[] = [],
-): Promise<{ apiUrl: string; peerUrl: string; pid: number; stop: () => Promise<void> }> {
+  nodeArgs: string[] = [],
+  probe = false,
+): Promise<Victim> {
+  const turnsFile = probe ? join(tmpdir(), `loop-turns-${process.pid}-${Date.now()}.txt`) : undefined;
+  if (turnsFile !== undefined) {
+    writeFileSync(turnsFile, "");
+    nodeArgs = ["--import", pathToFileURL(besideCli(cli, "loop-turn-probe.js")).href, ...nodeArgs];
+  }
   const [api, peer, dead] = [
     await freePort("127.0.0.1"),
     await freePort("127.0.0.1"),
@@ -105,13 +164,17 @@ export async function startVictim(
   const child = spawn(
     process.execPath,
     [
+      ...nodeArgs,
       cli,
       "node",
       ...["--id", "A", "--listen", `127.0.0.1:${api}`, "--peer-listen", `127.0.0.1:${peer}`],
       ...["--peers", `B=http://127.0.0.1:${dead}`, "--insecure"],
       ...["--engine", "sim", "--sim-time-scale", "0.02", "--log-level", "error", ...extra],
     ],
-    { stdio: ["ignore", "ignore", "inherit"] },
+    {
+      stdio: ["ignore", "ignore", "inherit"],
+      env: turnsFile === undefined ? process.env : { ...process.env, LOOP_TURN_PROBE_OUT: turnsFile },
+    },
   );
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   const apiUrl = `http://127.0.0.1:${api}`;
@@ -129,9 +192,11 @@ export async function startVictim(
     apiUrl,
     peerUrl: `http://127.0.0.1:${peer}`,
     pid: child.pid as number,
+    ...(turnsFile === undefined ? {} : { turnsFile }),
     stop: async () => {
       child.kill("SIGTERM");
       await exited;
+      if (turnsFile !== undefined) rmSync(turnsFile, { force: true });
     },
   };
 }
@@ -159,11 +224,28 @@ export function summarize(xs: number[]): Latencies {
   return { n: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99), max: Math.max(...xs) };
 }
 
+/**
+ * The node's own longest event-loop delay (ms) since the previous call: prom-client's
+ * `nodejs_eventloop_lag_max_seconds` (a `monitorEventLoopDelay` histogram at 10 ms resolution, reset
+ * at every scrape).
+ */
+export async function eventLoopDelayMax(apiUrl: string): Promise<number> {
+  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith("nodejs_eventloop_lag_max_seconds"));
+  return line === undefined ? Number.NaN : Number(line.slice(line.lastIndexOf(" ") + 1)) * 1000;
+}
+
 /** `/health` round trips for `ms` with nothing else going on: the same machine load, no snapshots. */
-export async function idleLatency(apiUrl: string, ms: number): Promise<Latencies> {
-  const poll = pollLatency(`${apiUrl}/health`);
+export async function idleLatency(
+  apiUrl: string,
+  ms: number,
+  poller?: string,
+): Promise<Latencies & { loopDelayMax: number }> {
+  await eventLoopDelayMax(apiUrl);
+  const poll = await pollLatency(`${apiUrl}/health`, poller);
   await new Promise((r) => setTimeout(r, ms));
-  return summarize(await poll.stop());
+  const xs = await poll.stop();
+  return { ...summarize(xs), loopDelayMax: await eventLoopDelayMax(apiUrl) };
 }
 
 export interface StallResult {
@@ -171,18 +253,33 @@ export interface StallResult {
   frameBytes: number;
   /** /health round trips while the frames were sent and applied. */
   health: Latencies;
+  /** The node's longest event-loop delay over the same time (ms). */
+  loopDelayMax: number;
+  /**
+   * The most CPU the node's main thread used within one loop turn meanwhile (ms; loop-turn-probe.ts,
+   * NaN without the probe): its own work, apart from the time a busy machine kept it off a CPU.
+   */
+  turnCpuMax: number;
   /** From the first frame sent to the last one's version held. */
   applyMs: number;
 }
 
-/** Sends `frames` full snapshots at the cap as member B and measures `/health` until the last is held. */
+/**
+ * Sends `frames` full snapshots at the cap as member B and measures `/health` until the last is held
+ * (from a process of its own when `poller`, health-poller.js, is given).
+ */
 export async function measureStall(
-  node: { apiUrl: string; peerUrl: string },
+  node: { apiUrl: string; peerUrl: string; turnsFile?: string },
   frames: number,
+  poller?: string,
 ): Promise<StallResult> {
-  const peer = new SnapshotFloodPeerDouble(node.peerUrl, "B");
+  // Versions go on from what the node holds: a frame it holds already would not be applied again.
+  const held = (await estimateOf(node.apiUrl, "B")).version ?? 0;
+  const peer = new SnapshotFloodPeerDouble(node.peerUrl, "B", 1, held);
   const built = Array.from({ length: frames }, () => peer.frame());
-  const poll = pollLatency(`${node.apiUrl}/health`);
+  await eventLoopDelayMax(node.apiUrl);
+  const turnsFrom = node.turnsFile === undefined ? 0 : statSync(node.turnsFile).size;
+  const poll = await pollLatency(`${node.apiUrl}/health`, poller);
   const t0 = performance.now();
   for (const f of built) {
     const status = await peer.send(f.bytes);
@@ -200,25 +297,38 @@ export async function measureStall(
     frames,
     frameBytes: built[0]!.bytes.byteLength,
     health: summarize(xs),
+    loopDelayMax: await eventLoopDelayMax(node.apiUrl),
+    turnCpuMax: node.turnsFile === undefined ? Number.NaN : longestTurn(node.turnsFile, turnsFrom),
     applyMs,
   };
+}
+
+/** The most CPU of one turn the probe wrote to `file` after byte `from` (0 when none was above 5 ms). */
+function longestTurn(file: string, from: number): number {
+  const lines = readFileSync(file, "utf8").slice(from).split("\n");
+  let max = 0;
+  for (const l of lines) if (l.length > 0) max = Math.max(max, Number(l.split(" ")[0]));
+  return max;
 }
 
 async function main(): Promise<void> {
   const cli = process.env.SNAPSHOT_STALL_CLI ?? fileURLToPath(new URL("../cli/main.js", import.meta.url));
   const frames = Number(process.env.SNAPSHOT_STALL_FRAMES ?? 4);
   const extra = (process.env.SNAPSHOT_STALL_ARGS ?? "").split(" ").filter((s) => s.length > 0);
-  const node = await startVictim(cli, extra);
+  const node = await startVictim(cli, extra, [], true);
+  const poller = fileURLToPath(new URL("./health-poller.js", import.meta.url));
   try {
     const f = (x: number) => x.toFixed(1);
-    const idle = await idleLatency(node.apiUrl, 5000);
+    const idle = await idleLatency(node.apiUrl, 5000, poller);
     console.log(
-      `no snapshots, 5 s: /health n=${idle.n} p50 ${f(idle.p50)} ms, p99 ${f(idle.p99)} ms, max ${f(idle.max)} ms`,
+      `no snapshots, 5 s: /health n=${idle.n} p50 ${f(idle.p50)} ms, p99 ${f(idle.p99)} ms, max ${f(idle.max)} ms; ` +
+        `node event-loop delay max ${f(idle.loopDelayMax)} ms`,
     );
-    const r = await measureStall(node, frames);
+    const r = await measureStall(node, frames, poller);
     console.log(
       `${r.frames} full snapshots of ${CAP_KEYS} keys (${(r.frameBytes / 1e6).toFixed(1)} MB each): ` +
         `/health n=${r.health.n} p50 ${f(r.health.p50)} ms, p99 ${f(r.health.p99)} ms, max ${f(r.health.max)} ms; ` +
+        `node event-loop delay max ${f(r.loopDelayMax)} ms, longest turn ${f(r.turnCpuMax)} ms of CPU; ` +
         `all applied in ${f(r.applyMs)} ms`,
     );
   } finally {

@@ -8,6 +8,8 @@
  * Keys are hash outputs already, so the low bits index the table directly. An entry's position moves
  * on deletion: positions are never valid beyond the current call.
  */
+import { invariant } from "./invariant.js";
+
 /**
  * A free slot holds 0 in its hi word; a key's hi is stored + 1 (keys' hi are 16-bit). So a fresh
  * table is all zeros: allocating one at the key cap costs no pass over its millions of slots (the
@@ -58,9 +60,31 @@ export class KeyTable {
    * re-insert of everything) per power of two on the way there.
    */
   reserve(n: number): void {
+    const cap = this.capacityFor(n);
+    if (cap !== this.mask + 1) this.resize(cap);
+  }
+
+  /** The capacity `reserve(n)` would give this table (its own when it has room already). */
+  capacityFor(n: number): number {
     let cap = this.mask + 1;
     while (n * 2 > cap) cap *= 2;
-    if (cap !== this.mask + 1) this.resize(cap);
+    return cap;
+  }
+
+  /**
+   * Inserts the keys of slots [from, to) whose bitset is not empty into `dest` (same words), with
+   * their bitsets (overwriting what `dest` held for them): a rehash done a range at a time.
+   */
+  copyInto(dest: KeyTable, from: number, to: number): void {
+    invariant(dest.words === this.words, () => `KeyTable: copy into ${dest.words} words from ${this.words}`);
+    const { data, stride } = this;
+    for (let p = from; p < to; p++) {
+      const b = p * stride;
+      if (data[b + 1] === EMPTY || this.isEmptyAt(p)) continue;
+      const q = dest.insert(data[b]!, data[b + 1]! - 1) * stride;
+      const out = dest.data;
+      for (let w = 2; w < stride; w++) out[q + w] = data[b + w]!;
+    }
   }
 
   /** Slot of key (lo, hi), inserted with an empty bitset if absent. */
@@ -134,6 +158,17 @@ export class KeyTable {
       if (data[p * stride + 1] !== EMPTY) fn(data[p * stride]!, data[p * stride + 1]! - 1);
   }
 
+  /**
+   * Empties slots [from, to), for a table recycled in steps (on a fresh one it only touches its pages,
+   * so later inserts do not fault them in one by one). Until every slot is wiped the table's probe
+   * runs are broken: use it again only once `size` is 0 and the whole range was wiped.
+   */
+  wipe(from: number, to: number): void {
+    const { data, stride } = this;
+    for (let p = from; p < to; p++) if (data[p * stride + 1] !== EMPTY) this.size--;
+    data.fill(0, from * stride, to * stride);
+  }
+
   /** Slots (free or not): a caller walking `data` in steps visits slots 0..capacity-1. */
   get capacity(): number {
     return this.mask + 1;
@@ -144,10 +179,12 @@ export class KeyTable {
     this.mask = cap - 1;
     this.data = KeyTable.emptyData(cap, stride);
     this.size = 0;
+    const data = this.data;
     for (let p = 0; p < old.length; p += stride) {
       if (old[p + 1] === EMPTY) continue;
-      const q = this.insert(old[p]!, old[p + 1]! - 1);
-      this.data.set(old.subarray(p + 2, p + stride), q * stride + 2);
+      const q = this.insert(old[p]!, old[p + 1]! - 1) * stride;
+      // Word by word: a subarray per key allocated millions of views in a large table's rehash.
+      for (let w = 2; w < stride; w++) data[q + w] = old[p + w]!;
     }
   }
 }

@@ -42,21 +42,28 @@ interface Owner {
 
 /**
  * A replacement of one owner's estimate done in bounded steps (`stepReplace`), so a snapshot at the key
- * cap never holds the caller for long. Phases: build the owner's next key set from the body, clear the
- * old keys it lacks, set the new keys the old lacked. While it runs the owner is hidden from matches
- * (it matches nothing): its bits are a mix of two versions and must not be routed on.
+ * cap never holds the caller for long. Phases: wipe the table the owner's next key set goes in (a
+ * recycled one, or a fresh one whose pages are touched in order rather than faulted in by random
+ * inserts), build that set from the body, clear the old keys it lacks, set the new keys the old
+ * lacked. While it runs the owner is hidden from matches (it matches nothing): its bits are a mix of
+ * two versions and must not be routed on.
  */
 interface Staged {
   owner: Owner;
   body: SnapshotBody;
-  /** Allocated by the first step (a table for millions of keys is a step's work of its own). */
+  /** Taken by the first step (a table for millions of keys is a step's work of its own). */
   next: KeyTable | undefined;
   /** Keys of `body` to take (its length, capped). */
   n: number;
-  phase: "build" | "clear" | "set";
+  phase: "wipe" | "build" | "clear" | "grow" | "set";
   /** Position in the phase: a body index while building, else a slot of the table walked. */
   at: number;
 }
+
+/** Slots wiped per unit of step budget: a sequential fill costs far less per slot than an insert. */
+const WIPE_SLOTS_PER_KEY = 8;
+/** A replaced key set at least this large (slots) is kept for the next staged replacement. */
+const SPARE_MIN_SLOTS = 1 << 16;
 
 const TWO32 = 4294967296;
 const keyLo = (key: number): number => (key % TWO32) | 0;
@@ -67,7 +74,14 @@ export class PeerIndex {
   readonly maxOwners: number;
   readonly maxKeysPerOwner: number;
   private readonly words: number;
-  private readonly table: KeyTable;
+  private table: KeyTable;
+  /**
+   * The merged table's successor while it grows in steps (the `grow` phase of a staged replacement):
+   * the table stays the one read; every change to it is made in `next` too, and a key whose bits
+   * empty stays in the table (bits 0, a miss to `matchAll`) until the swap, so a backward shift never
+   * moves a key past the copy's position. `next` takes slots [0, at) of the table so far.
+   */
+  private growing: { next: KeyTable; at: number } | undefined;
   private readonly byName = new Map<string, Owner>();
   private readonly byBit: (Owner | undefined)[];
   private readonly live: Uint32Array;
@@ -79,6 +93,11 @@ export class PeerIndex {
   private staged: Staged | undefined;
   /** Per-owner caps below `maxKeysPerOwner` (from what each owner advertised it can hold). */
   private readonly caps = new Map<string, number>();
+  /**
+   * The key set a staged replacement last replaced, reused by the next one of a like size: at the key
+   * cap that is 32 MB a snapshot need not allocate (and the collector need not reclaim). One at most.
+   */
+  private spare: KeyTable | undefined;
 
   constructor(opts: PeerIndexOptions = {}) {
     const maxOwners = opts.maxOwners ?? 64;
@@ -136,8 +155,10 @@ export class PeerIndex {
     if (o === undefined) return;
     const clear = (lo: number, hi: number) => this.clearBit(lo, hi, o.bit);
     if (this.staged?.owner === o) {
+      // The grow belongs to the replacement being dropped: finish it, so no emptied key stays behind.
+      this.growStep(Number.MAX_SAFE_INTEGER);
       // Bits of the half-applied next set may be set too: clear both sets.
-      if (this.staged.phase !== "build") this.staged.next?.forEach(clear);
+      if (this.staged.phase === "clear" || this.staged.phase === "set") this.staged.next?.forEach(clear);
       this.staged = undefined;
     }
     o.keys.forEach(clear);
@@ -293,13 +314,13 @@ export class PeerIndex {
     invariant(this.staged === undefined, () => `PeerIndex: ${owner} staged while ${this.replacing} is`);
     const o = this.ownerFor(owner);
     const n = Math.min(body.keys.length, this.capOf(owner));
-    this.staged = { owner: o, body, next: undefined, n, phase: "build", at: 0 };
+    this.staged = { owner: o, body, next: undefined, n, phase: "wipe", at: 0 };
   }
 
   /**
    * Does at most about `budget` keys' (or slots') work of the staged replacement; true once it is
-   * complete (the owner matches again, at its new estimate). The merged table grows at most once,
-   * when the set phase starts.
+   * complete (the owner matches again, at its new estimate). When the merged table needs room for the
+   * new keys it grows in steps of its own (`grow`) before the set phase.
    */
   stepReplace(budget: number): boolean {
     const s = this.staged;
@@ -308,10 +329,20 @@ export class PeerIndex {
     const keys = s.body.keys;
     let left = Math.max(1, budget);
     if (s.next === undefined) {
-      s.next = new KeyTable(0, 2 * s.n);
+      s.next = this.takeTable(2 * s.n);
       return false;
     }
     const next = s.next;
+    if (s.phase === "wipe") {
+      const end = Math.min(next.capacity, s.at + left * WIPE_SLOTS_PER_KEY);
+      next.wipe(s.at, end);
+      s.at = end;
+      if (end < next.capacity) return false;
+      invariant(next.size === 0, () => `PeerIndex: a wiped key set holds ${next.size} keys`);
+      s.phase = "build";
+      s.at = 0;
+      return false;
+    }
     if (s.phase === "build") {
       const end = Math.min(s.n, s.at + left);
       for (let i = s.at; i < end; i++) next.insert(keyLo(keys[i]!), keyHi(keys[i]!));
@@ -330,10 +361,20 @@ export class PeerIndex {
       left -= end - s.at;
       s.at = end;
       if (end < capacity) return false;
-      s.phase = "set";
       s.at = 0;
-      this.table.reserve(this.table.size + next.size);
-      left = 0; // the reserve may have rehashed the table: that is this step's work
+      s.phase = "set";
+      const cap = this.table.capacityFor(this.table.size + next.size);
+      if (cap !== this.table.capacity) {
+        // A rehash of every key at once held the loop for as long as the apply: done in steps.
+        this.growing = { next: new KeyTable(this.words, cap), at: 0 };
+        s.phase = "grow";
+      }
+      return false;
+    }
+    if (s.phase === "grow") {
+      if (!this.growStep(left * 2)) return false;
+      s.phase = "set";
+      return false;
     }
     const capacity = next.capacity;
     const end = Math.min(capacity, s.at + left);
@@ -342,9 +383,33 @@ export class PeerIndex {
     });
     s.at = end;
     if (end < capacity) return false;
+    if (o.keys.capacity >= SPARE_MIN_SLOTS) this.spare = o.keys;
     o.keys = next;
     this.staged = undefined;
     return true;
+  }
+
+  /** Copies `slots` more slots of the merged table into its successor; swaps them once all are in. */
+  private growStep(slots: number): boolean {
+    const g = this.growing;
+    if (g === undefined) return true;
+    const end = Math.min(this.table.capacity, g.at + slots);
+    this.table.copyInto(g.next, g.at, end);
+    g.at = end;
+    if (end < this.table.capacity) return false;
+    this.table = g.next;
+    this.growing = undefined;
+    return true;
+  }
+
+  /** A key set with room for `slots`: the spare if it is of that size (up to twice), else a new one. */
+  private takeTable(slots: number): KeyTable {
+    const spare = this.spare;
+    this.spare = undefined;
+    if (spare !== undefined && spare.capacity >= slots && spare.capacity <= 2 * Math.max(16, slots)) {
+      return spare;
+    }
+    return new KeyTable(0, slots);
   }
 
   // ---- internals ----
@@ -399,14 +464,27 @@ export class PeerIndex {
   }
 
   private setBit(lo: number, hi: number, bit: number): void {
+    const g = this.growing;
+    // The table would resize under the copy (others' keys outgrew it meanwhile): finish the copy first.
+    if (g !== undefined && (this.table.size + 1) * 2 > this.table.capacity)
+      this.growStep(Number.MAX_SAFE_INTEGER);
     this.table.setBit(this.table.insert(lo, hi), bit);
+    if (this.growing !== undefined) this.growing.next.setBit(this.growing.next.insert(lo, hi), bit);
   }
 
   private clearBit(lo: number, hi: number, bit: number): void {
     const pos = this.table.find(lo, hi);
     if (pos < 0) return;
     this.table.clearBit(pos, bit);
-    if (this.table.isEmptyAt(pos)) this.table.removeAt(pos);
+    const g = this.growing;
+    if (g === undefined) {
+      if (this.table.isEmptyAt(pos)) this.table.removeAt(pos);
+      return;
+    }
+    const q = g.next.find(lo, hi);
+    if (q < 0) return;
+    g.next.clearBit(q, bit);
+    if (g.next.isEmptyAt(q)) g.next.removeAt(q);
   }
 }
 

@@ -8,8 +8,24 @@ import { decodeSnapshot } from "../core/snapshot-codec.js";
 
 export interface DecodeJob {
   id: number;
-  bytes: Uint8Array;
+  /** The frame, in the chunks it arrived in (joined here, off the event loop). */
+  chunks: Uint8Array[];
   maxBytes: number;
+}
+
+/** One buffer from `chunks`; a frame above `maxBytes` is refused before anything is copied. */
+function join(chunks: Uint8Array[], maxBytes: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  let n = 0;
+  for (const c of chunks) n += c.byteLength;
+  if (n > maxBytes) throw new Error(`frame of ${n} bytes exceeds ${maxBytes}`);
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
 }
 
 export type DecodeReply =
@@ -28,7 +44,8 @@ export function snapshotBuffers(s: Snapshot): ArrayBuffer[] {
 parentPort?.on("message", (job: DecodeJob) => {
   let reply: DecodeReply;
   try {
-    reply = { id: job.id, ok: true, snapshot: decodeSnapshot(job.bytes, { maxBytes: job.maxBytes }) };
+    const bytes = join(job.chunks, job.maxBytes);
+    reply = { id: job.id, ok: true, snapshot: decodeSnapshot(bytes, { maxBytes: job.maxBytes }) };
   } catch (err) {
     reply = { id: job.id, ok: false, error: (err as Error).message };
   }

@@ -21,6 +21,8 @@ export interface SnapshotDecoderOptions {
   inlineBytes?: number;
   /** Frames waiting for the worker at most (default 4). */
   maxQueued?: number;
+  /** The worker's compiled file (default: snapshot-decode-worker.js beside this one). */
+  workerUrl?: URL;
 }
 
 export class SnapshotDecoder {
@@ -29,12 +31,14 @@ export class SnapshotDecoder {
   private worker: Worker | undefined;
   private readonly waiting = new Map<number, (r: SnapshotDecoded) => void>();
   private nextId = 1;
-  private readonly workerUrl = new URL("./snapshot-decode-worker.js", import.meta.url);
-  private readonly hasWorker = existsSync(fileURLToPath(this.workerUrl));
+  private readonly workerUrl: URL;
+  private readonly hasWorker: boolean;
 
   constructor(opts: SnapshotDecoderOptions = {}) {
     this.inlineBytes = opts.inlineBytes ?? 256 * 1024;
     this.maxQueued = opts.maxQueued ?? 4;
+    this.workerUrl = opts.workerUrl ?? new URL("./snapshot-decode-worker.js", import.meta.url);
+    this.hasWorker = existsSync(fileURLToPath(this.workerUrl));
   }
 
   /** Whether large frames go to a worker thread (false: everything decodes inline). */
@@ -42,24 +46,39 @@ export class SnapshotDecoder {
     return this.hasWorker;
   }
 
-  /** Decodes `bytes`; a large frame that is all of its buffer is handed over (detached here). */
-  decode(bytes: Uint8Array, maxBytes: number): Promise<SnapshotDecoded> {
-    if (!this.hasWorker || bytes.byteLength <= this.inlineBytes) {
-      return Promise.resolve(decodeInline(bytes, maxBytes));
+  /**
+   * Decodes a frame given whole or as the chunks it arrived in (joined on the worker for a large one).
+   * A large frame's chunks that are all of their buffers are handed over (detached here): the caller
+   * no longer reads them.
+   */
+  decode(frame: Uint8Array | readonly Uint8Array[], maxBytes: number): Promise<SnapshotDecoded> {
+    const chunks = frame instanceof Uint8Array ? [frame] : frame;
+    let length = 0;
+    for (const c of chunks) length += c.byteLength;
+    if (!this.hasWorker || length <= this.inlineBytes) {
+      return Promise.resolve(
+        decodeInline(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), maxBytes),
+      );
     }
     if (this.waiting.size >= this.maxQueued) {
       return Promise.resolve({ ok: false, error: "snapshot decoder busy", busy: true });
     }
     const worker = this.start();
     const id = this.nextId++;
-    // Transferred, not copied, when `bytes` is all of its buffer (a large request body is: Node pools
-    // only small buffers); the caller then no longer reads it. Otherwise a copy of our own travels.
-    const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-    const copy = whole && bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice();
+    // Transferred, not copied, when a chunk is all of its buffer (a large body, and a socket read's
+    // chunk, is: Node pools only small buffers). Otherwise a copy of our own travels.
+    const sent: Uint8Array[] = [];
+    const transfer = new Set<ArrayBuffer>();
+    for (const c of chunks) {
+      const whole = c.byteOffset === 0 && c.byteLength === c.buffer.byteLength;
+      const own = whole && c.buffer instanceof ArrayBuffer && !transfer.has(c.buffer) ? c : c.slice();
+      transfer.add(own.buffer as ArrayBuffer);
+      sent.push(own);
+    }
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
-      const job: DecodeJob = { id, bytes: copy, maxBytes };
-      worker.postMessage(job, [copy.buffer as ArrayBuffer]);
+      const job: DecodeJob = { id, chunks: sent, maxBytes };
+      worker.postMessage(job, [...transfer]);
     });
   }
 

@@ -6,6 +6,7 @@
 import type { Socket } from "node:net";
 import { type FrameMac, frameMac } from "./auth/channel-mac.js";
 import {
+  type BodyDigest,
   checkHelloProof,
   HEADER_SENDER,
   helloProof,
@@ -24,7 +25,8 @@ export interface IncomingPeerRequest {
   /** Path with query, as sent. */
   path: string;
   headers: Readonly<Record<string, string | string[] | undefined>>;
-  body: Uint8Array | undefined;
+  /** The body, or (a large one kept in chunks) its digest taken as it arrived. */
+  body: Uint8Array | BodyDigest | undefined;
   socket: Socket;
 }
 

@@ -5,6 +5,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
+import { bodyChunksParser, isBodyChunks } from "./body-chunks.js";
 import { attachForwardChannel, MAX_CHANNELS_PER_PEER } from "./channel-server.js";
 import { type ConnectionLimits, limitConnections, type RefusalReason } from "./connection-limit.js";
 import {
@@ -128,7 +129,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
         method: req.method,
         path: req.url,
         headers: req.headers,
-        body: req.body instanceof Buffer ? req.body : undefined,
+        body: req.body instanceof Buffer ? req.body : digestOf(req.body),
         socket: req.raw.socket,
       },
       // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
@@ -193,15 +194,24 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
   // it; a large one decodes on a worker thread (snapshot-decoder.ts), a busy decoder is a 503.
   const decoder = opts.snapshotDecoder ?? new SnapshotDecoder();
   app.addHook("onClose", async () => decoder.close());
-  app.post(SNAPSHOT_PATH, { bodyLimit: maxSnapshotBytes }, async (req, reply) => {
-    const bytes = bodyBytes(req);
-    const wireBytes = bytes.byteLength; // the decoder may take the buffer over
-    const decoded = await decoder.decode(bytes, maxSnapshotBytes);
-    if (!decoded.ok) {
-      return reply.status(decoded.busy ? 503 : 400).send({ error: `bad snapshot: ${decoded.error}` });
-    }
-    handlers.onMessage(req.peerId!, snapshotMsgFromWire(decoded.snapshot, req.headers), wireBytes);
-    return reply.status(204).send();
+  const snapshotRoute = (scope: FastifyInstance) =>
+    scope.post(SNAPSHOT_PATH, { bodyLimit: maxSnapshotBytes }, async (req, reply) => {
+      const body = req.body;
+      const frame = isBodyChunks(body) ? body.chunks : bodyBytes(req);
+      const wireBytes = isBodyChunks(body) ? body.length : bodyBytes(req).byteLength;
+      const decoded = await decoder.decode(frame, maxSnapshotBytes); // may take the buffers over
+      if (!decoded.ok) {
+        return reply.status(decoded.busy ? 503 : 400).send({ error: `bad snapshot: ${decoded.error}` });
+      }
+      handlers.onMessage(req.peerId!, snapshotMsgFromWire(decoded.snapshot, req.headers), wireBytes);
+      return reply.status(204).send();
+    });
+  // The body stays in the chunks it came in (digested as they come in HMAC mode); the decoder's
+  // worker joins them (body-chunks.ts).
+  app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser("*", bodyChunksParser(maxSnapshotBytes, auth.mode === "hmac"));
+    snapshotRoute(scope);
   });
 
   app.post(MESSAGE_PATH, async (req, reply) => {
@@ -241,6 +251,11 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
   });
 
   return app;
+}
+
+/** A chunked body's digest for authentication (taken as it arrived; HMAC mode only). */
+function digestOf(body: unknown): { sha256: string } | undefined {
+  return isBodyChunks(body) && body.sha256 !== undefined ? { sha256: body.sha256 } : undefined;
 }
 
 function bodyBytes(req: FastifyRequest): Buffer {

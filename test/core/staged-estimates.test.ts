@@ -68,6 +68,123 @@ describe("PeerIndex: a replacement in steps", () => {
     );
   });
 
+  it("staged replacements one after another (reusing the replaced key set) equal direct ones", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 0, max: 4000 }), { maxLength: 600 }), {
+          minLength: 2,
+          maxLength: 5,
+        }),
+        fc.integer({ min: 1, max: 5000 }),
+        (bodies, budget) => {
+          const stepped = new PeerIndex({ maxOwners: 4 });
+          const direct = new PeerIndex({ maxOwners: 4 });
+          const other = { blockSize: 16, keys: Float64Array.from([1, 2, 3, 5000]) };
+          stepped.replaceEstimate("b", other);
+          direct.replaceEstimate("b", other);
+          for (const ks of bodies) {
+            const body = { blockSize: 16, keys: Float64Array.from(new Set(ks.map((k) => k * 7919))) };
+            direct.replaceEstimate("a", body);
+            stepped.beginReplace("a", body);
+            while (!stepped.stepReplace(budget));
+            expect(sameSet(new Set(stepped.estimateKeys("a")), new Set(direct.estimateKeys("a")))).toBe(true);
+            expect(stepped.keyCount).toBe(direct.keyCount);
+            expect(stepped.estimateSize("b")).toBe(direct.estimateSize("b"));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("grows the merged table in steps while other owners change: every match stays exact", () => {
+    const keysOf = (t: RadixTree) => new Set(t.snapshotBody().keys);
+    fc.assert(
+      fc.property(
+        fc.array(arbSeq, { minLength: 1, maxLength: 10 }),
+        fc.array(fc.tuple(fc.nat({ max: 2 }), arbSeq), { minLength: 10, maxLength: 40 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 300, max: 700 }),
+        (aSeqs, ops, budget, filler) => {
+          const stepped = new PeerIndex({ maxOwners: 4 });
+          const direct = new PeerIndex({ maxOwners: 4 });
+          // b's made-up keys fill the merged table, so a's keys make it grow (past 1024 slots).
+          const fill = {
+            blockSize: 16,
+            keys: Float64Array.from({ length: filler }, (_, i) => 2 ** 40 + i * 977),
+          };
+          const ta = new RadixTree({ capacity: 100_000 });
+          for (const [i, q] of aSeqs.entries()) ta.insert(q, i);
+          for (let i = 0; i < 600; i++) ta.insert(range(10_000 + i * 64, 32), 100 + i);
+          // A dry run counts the steps, so c's changes below spread over every phase (the grow too).
+          const dry = new PeerIndex({ maxOwners: 4 });
+          dry.replaceEstimate("b", fill);
+          dry.beginReplace("a", ta.snapshotBody());
+          let steps = 1;
+          while (!dry.stepReplace(budget)) steps++;
+          for (const ix of [stepped, direct]) ix.replaceEstimate("b", fill);
+          direct.replaceEstimate("a", ta.snapshotBody());
+          stepped.beginReplace("a", ta.snapshotBody());
+          const tc = new RadixTree({ capacity: 100_000 });
+          const queries = [...aSeqs];
+          let op = 0;
+          let done = false;
+          for (let step = 0; !done; step++) {
+            done = stepped.stepReplace(budget);
+            // Between steps, c's estimate moves: a delta adding a prompt, one removing some keys.
+            const next = op < (step * ops.length) / steps ? ops[op++] : undefined;
+            if (next !== undefined) {
+              const [kind, q] = next;
+              queries.push(q);
+              const before = keysOf(tc);
+              if (kind === 2) tc.evict(tc.size);
+              else tc.insert(q, op);
+              const after = keysOf(tc);
+              const delta = {
+                baseVersion: 0,
+                version: 0,
+                added: Float64Array.from([...after].filter((k) => !before.has(k))),
+                removed: Float64Array.from([...before].filter((k) => !after.has(k))),
+              };
+              for (const ix of [stepped, direct]) ix.applyDelta("c", delta);
+            }
+            for (const q of queries) {
+              const m = stepped.matchAll(q);
+              const d = direct.matchAll(q);
+              for (const who of ["b", "c"]) {
+                const i = m.owners.indexOf(who);
+                if (i >= 0) expect(m.lengths[i]).toBe(d.lengths[d.owners.indexOf(who)]);
+              }
+            }
+          }
+          expect(stepped.replacing).toBeUndefined();
+          expect(stepped.keyCount).toBe(direct.keyCount);
+          for (const q of queries) expect(stepped.matchAll(q).lengths).toEqual(direct.matchAll(q).lengths);
+        },
+      ),
+      { numRuns: 25 },
+    );
+  });
+
+  it("keeps the replaced key set of a large estimate and replaces into it, wiped", () => {
+    const ix = new PeerIndex();
+    const body = (from: number) => ({
+      blockSize: 16,
+      keys: Float64Array.from({ length: 40_000 }, (_, i) => (from + i) * 65_537),
+    });
+    for (const from of [0, 20_000, 100_000]) {
+      ix.beginReplace("a", body(from));
+      let steps = 0;
+      while (!ix.stepReplace(4096)) steps++;
+      // Bounded steps: wipe, build, clear, set, each a few thousand keys or slots at a time.
+      expect(steps).toBeGreaterThan(10);
+      const keys = new Set(ix.estimateKeys("a"));
+      expect(keys.size).toBe(40_000);
+      expect(keys.has(from * 65_537) && keys.has((from + 39_999) * 65_537)).toBe(true);
+      expect(ix.keyCount).toBe(40_000);
+    }
+  });
+
   it("removing the owner mid-replacement clears both its old and its half-applied new keys", () => {
     const ix = new PeerIndex();
     const t = new RadixTree({ capacity: 10_000 });

@@ -1,32 +1,50 @@
 /**
  * A member that sends full snapshots at the key cap (2^21 keys, 12.6 MB) to a real node process: the
- * node keeps answering `/health` while it decodes them (on a worker thread) and applies them in steps,
- * and ends holding the last one whole. The member is `SnapshotFloodPeerDouble`, a test double.
- * Bounds are generous (a busy 2-core machine); the measured figures are in BENCHMARKS.md.
+ * node keeps answering `/health` while it decodes them (joined and decoded on a worker thread) and
+ * applies them in time-sliced steps, and ends holding the last one whole. The member is
+ * `SnapshotFloodPeerDouble`, a test double; `/health` is polled from a process of its own, and the
+ * node's main-thread CPU per loop turn is read by loop-turn-probe.ts (asserted under 20 ms).
+ * The issue's target (p99 ≤ 50 ms while a 12.6 MB snapshot is applied) is printed, not asserted: on
+ * this shared 2-core machine at load 15+ the idle node alone shows p99 20–50 ms (BENCHMARKS.md,
+ * "Oversized snapshots, time-sliced"); the bounds below catch a return to a stall (p99 ≈ 2 s when a
+ * snapshot was applied in one piece).
  */
+import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CAP_KEYS, estimateOf, measureStall, startVictim } from "../../src/bench/snapshot-stall.js";
+import {
+  CAP_KEYS,
+  estimateOf,
+  measureStall,
+  pollerBeside,
+  startVictim,
+} from "../../src/bench/snapshot-stall.js";
 import { requireBuild } from "./helpers.js";
 
 describe("snapshots at the key cap from a member", () => {
   let node: Awaited<ReturnType<typeof startVictim>>;
   beforeAll(async () => {
-    node = await startVictim(requireBuild());
+    node = await startVictim(requireBuild(), [], [], true);
   }, 60_000);
   afterAll(async () => {
     await node?.stop();
   });
 
   it("keep /health answering while they are applied, and end applied whole", async () => {
-    const r = await measureStall(node, 2);
+    const r = await measureStall(node, 2, pollerBeside(requireBuild()));
     console.log(
-      `oversized snapshots: /health p50 ${r.health.p50.toFixed(1)} ms, p99 ${r.health.p99.toFixed(1)} ms, ` +
-        `max ${r.health.max.toFixed(1)} ms (n ${r.health.n}); ${r.frames} frames applied in ${r.applyMs.toFixed(0)} ms`,
+      `oversized snapshots: /health p50 ${r.health.p50.toFixed(1)} ms, p99 ${r.health.p99.toFixed(1)} ms ` +
+        `(target 50), max ${r.health.max.toFixed(1)} ms (n ${r.health.n}); node event-loop delay max ` +
+        `${r.loopDelayMax.toFixed(1)} ms, longest turn ${r.turnCpuMax.toFixed(1)} ms of main-thread CPU; ` +
+        `${r.frames} frames applied in ${r.applyMs.toFixed(0)} ms`,
     );
+    // The node's own work per loop turn (CPU, not the wait for a CPU): the issue's 20 ms bound.
+    // Only where Linux's per-thread schedstat exists (the probe writes nothing elsewhere).
+    if (existsSync(`/proc/${node.pid}/task/${node.pid}/schedstat`)) expect(r.turnCpuMax).toBeLessThan(20);
     expect(r.frameBytes).toBeGreaterThan(12_000_000);
-    // Applied on the event loop in one piece, each took about a second: /health p50 ≈ 90 ms, p99 ≈ 2 s.
+    expect(r.health.n).toBeGreaterThan(20);
     expect(r.health.p50).toBeLessThan(50);
     expect(r.health.p99).toBeLessThan(500);
+    expect(r.loopDelayMax).toBeLessThan(1_000);
     const est = await estimateOf(node.apiUrl, "B");
     expect(est.version).toBe(2);
     expect(est.tokens).toBe(CAP_KEYS * 16);

@@ -105,6 +105,22 @@ const fullSnapshot = () =>
   });
 
 describe("shared-secret peer authentication against captured requests", () => {
+  it("checks a large snapshot's body by the digest taken as its chunks arrived", async () => {
+    const b = await node("B");
+    const { c, seen } = clientA();
+    c.setPeer("B", b.url);
+    // About 1.2 MB: many socket reads, digested one by one.
+    await c.send("B", snapshotMsg(Array.from({ length: 200_000 }, (_, i) => i * 7 + 1)));
+    expect(b.log.snapshots).toHaveLength(1);
+    const captured = seen.at(-1)!;
+    const altered = Buffer.from(captured.body!);
+    altered[altered.byteLength >> 1]! ^= 1;
+    const res = await resend(b.url, { ...captured, body: altered });
+    expect(res.status).toBe(401);
+    expect(res.text).toMatch(/bad-signature/);
+    expect(b.log.snapshots).toHaveLength(1);
+  });
+
   it("refuses a snapshot replayed to another node, or to the node it was for", async () => {
     const b = await node("B");
     const cNode = await node("C");

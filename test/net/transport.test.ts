@@ -221,6 +221,17 @@ describe("peer transport (HMAC shared secret)", () => {
     expect(log.rejected).toEqual(["missing", "bad-signature", "unknown-peer"]);
   });
 
+  it("answers an oversized snapshot with 413 when its body is kept in chunks (no HMAC)", async () => {
+    const { url, log } = await start(insecureAuth("B"), "B", 1024);
+    const c = client(insecureAuth("A"));
+    c.setPeer("B", url);
+    const big = snapshotMsg(Array.from({ length: 700 }, (_, i) => i + 1));
+    await expect(c.send("B", big)).rejects.toMatchObject({ status: 413 });
+    expect(log.snapshots).toHaveLength(0);
+    await c.send("B", snapshotMsg([1, 2, 3]));
+    expect(log.snapshots).toHaveLength(1);
+  });
+
   it("answers an oversized snapshot with 413", async () => {
     const { url, log } = await start(hmacAuth("B", SECRET), "B", 1024);
     const c = client(hmacAuth("A", SECRET));

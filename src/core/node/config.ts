@@ -282,8 +282,11 @@ export const DAEMON_NODE_DEFAULTS = {
   answerRecovery: true,
   /** Chained losses cost at most two ack timeouts before the request runs here, first in line. */
   maxTimedOutAttempts: 2,
-  /** A snapshot at the key cap (2^21 keys) is applied in steps: the event loop stays responsive. */
-  estimateStepKeys: 16_384,
+  /**
+   * A snapshot at the key cap (2^21 keys) is applied in steps: the event loop stays responsive. A
+   * step is a few milliseconds on a busy machine; the runtime runs steps back to back in time slices.
+   */
+  estimateStepKeys: 4_096,
   /** A peer that acks and never answers, fails or keeps refusing is routed around (trust.ts). */
   peerTrust: true,
   /** A crashed peer reads as down after 20 silent polls (10 s at the default Δpoll). */

@@ -36,7 +36,12 @@ export const MAX_SIGNED_HEADER_VALUE = 1024;
 /** The signature input's first line: a change to what is signed changes it (and the protocol version). */
 const SIGNATURE_CONTEXT = "prefixmesh-request/2";
 
-export type PeerBody = Uint8Array | string | undefined;
+/** A body's SHA-256 (hex), hashed as it arrived: a large body need not be hashed at once to verify. */
+export interface BodyDigest {
+  sha256: string;
+}
+
+export type PeerBody = Uint8Array | string | BodyDigest | undefined;
 
 export interface SignInput {
   secret: Uint8Array;
@@ -267,9 +272,12 @@ function mac(
 ): Buffer {
   if (/[\r\n]/.test(method) || /[\r\n]/.test(path))
     throw new Error("method and path must not contain newlines");
-  const digest = createHash("sha256")
-    .update(body ?? "")
-    .digest("hex");
+  const digest =
+    typeof body === "object" && !(body instanceof Uint8Array)
+      ? body.sha256
+      : createHash("sha256")
+          .update(body ?? "")
+          .digest("hex");
   const lines = [SIGNATURE_CONTEXT, method.toUpperCase(), path, digest, String(headers.size)];
   for (const name of [...headers.keys()].sort()) lines.push(`${name}:${headers.get(name)}`);
   return createHmac("sha256", secret).update(lines.join("\n")).digest();

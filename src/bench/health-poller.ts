@@ -1,0 +1,28 @@
+/**
+ * A `/health` poller in a process of its own (forked by snapshot-stall.ts), so the round trips it
+ * times are not delayed by the event loop of the process that builds and sends the snapshots. It polls
+ * one request at a time, 5 ms apart, from the start until its parent sends "stop", then sends back
+ * every round trip in ms and exits.
+ */
+const url = process.argv[2];
+if (url === undefined || process.send === undefined) {
+  console.error("usage: forked with IPC by snapshot-stall.ts: health-poller.js URL");
+  process.exit(2);
+}
+const samples: number[] = [];
+let running = true;
+process.on("message", (m) => {
+  if (m === "stop") running = false;
+});
+const loop = async () => {
+  process.send?.("started");
+  while (running) {
+    const t0 = performance.now();
+    const r = await fetch(url);
+    await r.arrayBuffer();
+    samples.push(performance.now() - t0);
+    await new Promise((res) => setTimeout(res, 5));
+  }
+  process.send?.({ samples }, () => process.exit(0));
+};
+void loop();
