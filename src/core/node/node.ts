@@ -220,7 +220,7 @@ export class PrefixNode extends NodeViews {
   private advance(reqId: string, now: number, out: Effect[]): void {
     // The first choice was routable a moment ago; later ones are re-checked (state may have moved).
     for (let to = this.origin.nextPlanned(reqId); to !== undefined; to = this.origin.nextPlanned(reqId)) {
-      if (!this.routable(to, now)) continue;
+      if (!this.routable(to, now) || !this.origin.mayForward(to)) continue;
       this.origin.forward(reqId, to, now, out);
       return;
     }
@@ -373,10 +373,11 @@ export class PrefixNode extends NodeViews {
     }
   }
 
-  /** A routable peer expected to finish `w` sooner than here, and start it within `maxWaitMs`. */
+  /** A routable peer that may take a forward, finishing `w` sooner than here, starting within `maxWaitMs`. */
   private soonerPeer(w: Waiting, now: number, maxWaitMs?: number): NodeId | undefined {
     const self = this.executor.selfView(this.config.id, w.request);
-    return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs);
+    const peers = this.candidates(w.request, now, self).filter((c) => c.self || this.origin.mayForward(c.id));
+    return offloadTarget(w, peers, this.learnedCosts(), maxWaitMs);
   }
 
   /** gossip "scuttlebutt" (mesh.ts): members that came are routed to once estimated. */
