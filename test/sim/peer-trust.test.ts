@@ -23,12 +23,22 @@ const workload = assembleWorkload("synthetic", "synthetic", syntheticPool({ subj
   skewed: false,
 });
 
+// The same prompts arriving open loop (Poisson, 6 per second, as the issue's open-loop target): a
+// staller then gets forwards while the first ones wait out their deadlines.
+const openWorkload = assembleWorkload("synthetic", "synthetic", syntheticPool({ subjects: 8, scale: 0.05 }), {
+  seed: 3,
+  requests: REQUESTS,
+  skewed: false,
+  openLoopRate: 6,
+});
+
 function run(
   nodes: number,
   faults?: SimFaults,
   node?: SimConfig["node"],
   seed = 7,
   gossip?: SimConfig["gossip"],
+  w: typeof workload = workload,
 ): SimResult {
   return runSimulation(
     {
@@ -46,7 +56,7 @@ function run(
       ...(gossip ? { gossip } : {}),
       checkInvariants: true,
     },
-    workload,
+    w,
   );
 }
 
@@ -139,6 +149,38 @@ describe("peer trust in the daemon's configuration", () => {
     expectDemotedAfterThree(r);
     const plain = run(4, { node: { refuses: [{ node: BAD }] } }, { peerTrust: false }, 7, "scuttlebutt");
     expect(r.totals.fallbacks).toBeLessThan(plain.totals.fallbacks / 3);
+  });
+
+  it("open loop: each origin has at most 3 forwards unanswered by the staller before demoting it", () => {
+    const r = run(4, { node: { stalls: [{ node: BAD }] } }, undefined, 7, undefined, openWorkload);
+    expectAllAnsweredOnce(r);
+    r.perNode.forEach((n, origin) => {
+      if (origin === BAD) return;
+      const t = n.trust?.[`n${BAD}`];
+      expect(t?.opened, `n${origin}`).toBeGreaterThan(0);
+      // Every opening after the first follows one failed half-open probe.
+      const beforeFirstOpen = (t?.failures ?? 0) - ((t?.opened ?? 1) - 1);
+      expect(
+        beforeFirstOpen,
+        `n${origin}: failed forwards before its breaker first opened`,
+      ).toBeLessThanOrEqual(3);
+    });
+    // Without the probation window the same run leaves more than 3 unanswered at some origin.
+    const open = run(
+      4,
+      { node: { stalls: [{ node: BAD }] } },
+      { trustMaxUnanswered: 0 },
+      7,
+      undefined,
+      openWorkload,
+    );
+    const worst = Math.max(
+      ...open.perNode.map((n, o) => {
+        const t = o === BAD ? undefined : n.trust?.[`n${BAD}`];
+        return t === undefined ? 0 : t.failures - (t.opened - 1);
+      }),
+    );
+    expect(worst).toBeGreaterThan(3);
   });
 
   it("a stall that ends: the peer is probed and trusted again", () => {

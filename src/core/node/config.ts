@@ -195,6 +195,12 @@ export const nodeConfigSchema = z
     trustOpenMs: z.number().positive().max(3_600_000).default(10_000),
     trustMaxOpenMs: z.number().positive().max(3_600_000).default(120_000),
     /**
+     * With peerTrust: a peer on probation (no answer to our forwards yet, since our start or since
+     * its breaker last opened) is sent at most this many forwards it has not answered, open or
+     * failed (trust.ts); more go elsewhere until it answers one. 0 = no bound (the paper's model).
+     */
+    trustMaxUnanswered: z.number().int().min(0).max(1000).default(0),
+    /**
      * With peerTrust: an acked forward not answered by answerSlack × its expected time (the ack's
      * ETA, else our own estimate from the peer's queue and our learned costs) + answerSlackMs fails
      * over at once (and counts against the peer) instead of waiting for forwardTimeoutMs.
@@ -289,6 +295,8 @@ export const DAEMON_NODE_DEFAULTS = {
   estimateStepKeys: 4_096,
   /** A peer that acks and never answers, fails or keeps refusing is routed around (trust.ts). */
   peerTrust: true,
+  /** A peer that never answered us holds at most 3 of our forwards (trust.ts: probation). */
+  trustMaxUnanswered: 3,
   /** A crashed peer reads as down after 20 silent polls (10 s at the default Δpoll). */
   downAfterPolls: 20,
   /** Peers know each other's speed (calibrated at start-up, engine-costs.ts): heterogeneous machines. */

@@ -220,7 +220,7 @@ export class PrefixNode extends NodeViews {
   private advance(reqId: string, now: number, out: Effect[]): void {
     // The first choice was routable a moment ago; later ones are re-checked (state may have moved).
     for (let to = this.origin.nextPlanned(reqId); to !== undefined; to = this.origin.nextPlanned(reqId)) {
-      if (!this.routable(to, now)) continue;
+      if (!this.routable(to, now) || !this.origin.mayForward(to)) continue;
       this.origin.forward(reqId, to, now, out);
       return;
     }
@@ -301,10 +301,7 @@ export class PrefixNode extends NodeViews {
     }
   }
 
-  /**
-   * A forward: refused, or acked at once (before any engine work) and queued here, never forwarded
-   * again. A copy never runs twice: acked again while its job waits or runs, else answered by serving.
-   */
+  /** A forward: refused, or acked at once and queued, never forwarded again; a copy never runs twice. */
   private onForward(from: NodeId, msg: PeerMessageOf<"forward">, now: number, out: Effect[]): void {
     const verdict = this.serving.admit(from, msg, this.executor.full(), this.executor.expectedWaitMs(), out);
     if (verdict === undefined) return;
@@ -373,10 +370,11 @@ export class PrefixNode extends NodeViews {
     }
   }
 
-  /** A routable peer expected to finish `w` sooner than here, and start it within `maxWaitMs`. */
+  /** A routable peer that may take a forward, finishing `w` sooner than here, starting within `maxWaitMs`. */
   private soonerPeer(w: Waiting, now: number, maxWaitMs?: number, round?: OffloadRound): Offload | undefined {
     const self = this.executor.selfView(this.config.id, w.request);
-    return offloadTarget(w, this.candidates(w.request, now, self), this.learnedCosts(), maxWaitMs, round);
+    const peers = this.candidates(w.request, now, self).filter((c) => c.self || this.origin.mayForward(c.id));
+    return offloadTarget(w, peers, this.learnedCosts(), maxWaitMs, round);
   }
 
   /** gossip "scuttlebutt" (mesh.ts): members that came are routed to once estimated. */

@@ -94,6 +94,7 @@ export class Origin {
       windowMs: config.trustWindowMs,
       openMs: config.trustOpenMs,
       maxOpenMs: config.trustMaxOpenMs,
+      maxUnanswered: config.trustMaxUnanswered,
     });
     this.spot = new SpotChecks(config.spotCheckRate);
   }
@@ -145,6 +146,14 @@ export class Origin {
   unreportedTo(id: NodeId, now: number): number {
     if (!this.config.freshPeerLoad) return this.targets.sentSinceQueue(id);
     return this.targets.inFlightTo(id, now, this.ackTimeoutMs(this.targets.rttMs(id)));
+  }
+
+  /**
+   * May one more forward go to `id` now (trust.ts: a peer on probation holds only a few)? Apart from
+   * routability, so such a peer still ranks as a candidate: only the forward it would take goes elsewhere.
+   */
+  mayForward(id: NodeId): boolean {
+    return this.trust.mayHold(id);
   }
 
   /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
@@ -212,7 +221,7 @@ export class Origin {
     p.current = to;
     this.acks.begin(p, now);
     this.targets.sent(to, reqId, p.attempt, now);
-    this.trust.sent(to, now);
+    this.trust.sent(to, attemptKey(p), now);
     this.counters.forwarded++;
     this.acks.send(p, to, peer, now, out);
     out.push({ type: "set-timer", timer: forwardTimer(p), delayMs: p.forwardTimeoutMs });
@@ -344,8 +353,8 @@ export class Origin {
     if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
     // Abandoned (a timeout, silence, a failed send) rather than answered: time lost to the network.
     if (timedOut) p.timeouts++;
-    // Whatever ended the attempt, a half-open probe it was is over (an outcome was noted first).
-    if (p.current !== undefined) this.trust.released(p.current);
+    // Whatever ended the attempt, it is no longer open to trust (an outcome was noted first).
+    if (p.current !== undefined) this.trust.ended(p.current, attemptKey(p));
     p.fallbacks++;
     this.counters.fallbacks++;
   }
@@ -359,7 +368,7 @@ export class Origin {
     invariant(p === undefined || timer.attempt <= p.attempt, "a timer for an attempt not yet made");
     if (p?.current === undefined || p.attempt !== timer.attempt) return false;
     if (timer.kind === "forward") {
-      this.trust.failed(p.current, now);
+      this.trust.failed(p.current, attemptKey(p), now);
       this.fallback(p.reqId, out, false, true);
       return true;
     }
@@ -377,9 +386,14 @@ export class Origin {
     if (verdict === "overdue") this.counters.overdueAnswers++;
     else this.counters.ackTimeouts++;
     // A stalled peer, or one silent since its ack, owes the answer: held against it. A never-acked
-    // attempt only hints at a peer that does not ack.
+    // attempt says nothing of the peer (trust.ts): the forward or its ack may be lost on the way,
+    // and a peer that hears nothing of ours goes silent and is suspected; it only hints at a peer
+    // that does not ack. A half-open probe is the exception: a demoted peer that does not ack it
+    // stays demoted (else every next request would probe it, each costing an ack timeout).
+    const key = attemptKey(p);
+    const held = verdict === "unacked" ? this.trust.isProbe(to, key) : verdict !== "gone";
     if (verdict === "unacked") this.targets.abandonedUnacked(to, p.reqId, p.attempt);
-    else if (verdict !== "gone") this.trust.failed(to, now);
+    if (held) this.trust.failed(to, key, now);
     // An overdue answer is the peer's failure (trust's business), not the network's: no timeout.
     this.fallback(p.reqId, out, true, true, verdict !== "overdue");
     return true;
@@ -416,7 +430,7 @@ export class Origin {
     this.acks.disarm(p, out);
     this.targets.landed(from, p.reqId, p.attempt);
     this.pending.settle(p.reqId);
-    this.trust.answered(from);
+    this.trust.answered(from, attemptKey(p));
     this.planner.learnDecode(msg.result);
     this.spot.offer(from, p.request, msg.result.text, this.deps.random);
     const { timing } = msg;
@@ -435,7 +449,7 @@ export class Origin {
     if (!p) return false;
     // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer.
     if (isLoadRefusal(msg.error)) this.trust.refused(from, this.deps.now());
-    else if (!PROTOCOL_REFUSALS.has(msg.error)) this.trust.failed(from, this.deps.now());
+    else if (!PROTOCOL_REFUSALS.has(msg.error)) this.trust.failed(from, attemptKey(p), this.deps.now());
     // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.
     this.fallback(p.reqId, out, true, false);
     return true;
@@ -452,6 +466,8 @@ export class Origin {
     const p = this.pending.find(msg.reqId);
     if (p && p.current === from && p.attempt === msg.attempt) return p;
     this.counters.lateReplies++;
+    // A late result still shows the peer getting through its work.
+    if (msg.type === "result") this.trust.progressed(from);
     this.targets.lateAnswer(from, msg.reqId, msg.attempt);
     return undefined;
   }
@@ -460,4 +476,9 @@ export class Origin {
   private get by(): Answerer {
     return { id: this.config.id, policy: this.planner.policyName };
   }
+}
+
+/** Names one of our forward attempts to trust (unique among this node's open attempts). */
+function attemptKey(p: Pending): string {
+  return `${p.reqId}\u0000${p.attempt}`;
 }

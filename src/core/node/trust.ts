@@ -11,12 +11,27 @@
  *  - refused for load (overloaded, a deadline it cannot meet, busy) → no mark against the peer,
  *    only a back-off that doubles while refusals continue: being busy is honest, and push-back
  *    already says so;
- *  - anything else (unreachable, departed, restarted, our own cancel) → neutral: liveness and
- *    membership handle those.
+ *  - anything else (unreachable, departed, restarted, our own cancel, a forward never acked) →
+ *    neutral: liveness and membership handle those, and a lost forward or ack is the network's doing
+ *    (under heavy loss honest peers would be demoted) — except for a half-open probe: a demoted peer
+ *    that does not even ack the one forward it is given to prove itself stays demoted.
  * Breaker: closed → open (not routable for `openMs`) → half-open (one forward may probe) → closed on
  * its success, or open again for twice as long (at most `maxOpenMs`) on its failure.
  *
- * Part of the origin role (origin.ts reports outcomes; node.ts asks `routable`). Pure: time comes in.
+ * Probation. An overdue answer is judged against the time the peer itself said it needs, so a peer
+ * that acks and never answers, with a long queue to show, would be sent forward after forward while
+ * the first ones wait out their long deadlines. So a peer on probation — it has not answered any
+ * forward of ours yet, since we (re)started or since its breaker last opened — is sent at most
+ * `maxUnanswered` forwards it has not answered, open or failed, since its last answer (`mayHold`):
+ * more go elsewhere until it answers one, or one ends without failing (TCP's initial window, in
+ * forwards); that many failures in a row open its breaker. It still ranks as a candidate: only the
+ * forward it would take goes elsewhere. One answer ends the probation, so an honest peer, even a
+ * slow one, is held back at most until its first answer; one that stops answering later is caught
+ * by its deadlines and the breaker. Each open attempt is stamped with the count of answers the peer
+ * had given when it was sent, so "sent since its last answer" is one comparison.
+ *
+ * Part of the origin role (origin.ts reports outcomes; node.ts asks `routable` and, through the
+ * origin, `mayHold`). Pure: time comes in.
  */
 import { invariant } from "../invariant.js";
 import type { BreakerState, NodeId, TrustView } from "./types.js";
@@ -31,12 +46,16 @@ export interface TrustConfig {
   /** First open period, ms (doubles per failed half-open probe, up to `maxOpenMs`). */
   openMs: number;
   maxOpenMs: number;
+  /** Open forwards a peer may hold with none of them answered since it was sent (0: no bound). */
+  maxUnanswered: number;
 }
 
 /** Weight of the newest outcome in the score. */
 const SCORE_ALPHA = 0.25;
 /** First back-off after a load refusal, ms (doubles per refusal in a row, up to `maxOpenMs`). */
 const BUSY_BACKOFF_MS = 250;
+/** Open attempts remembered per peer (the oldest is forgotten beyond: a bound, not a limit). */
+const MAX_OPEN_ATTEMPTS = 1024;
 
 interface PeerTrust {
   score: number;
@@ -47,8 +66,18 @@ interface PeerTrust {
   streak: number;
   openUntil: number;
   openMs: number;
-  /** A half-open probe is out. */
-  probing: boolean;
+  /** The half-open probe's attempt while it is out. */
+  probe: string | undefined;
+  /** Results it gave our forwards (current or late): its progress, as we see it. */
+  answers: number;
+  /** Our open attempts to it → `answers` when each was sent, and whether it failed (it ends next). */
+  open: Map<string, { stamp: number; failed: boolean }>;
+  /** Open attempts sent since its last answer (stamped with the current `answers`), not failed. */
+  unanswered: number;
+  /** Attempts sent since its last answer that failed (since its breaker last opened). */
+  failedSince: number;
+  /** It answered a forward of ours since we started tracking it or its breaker last opened. */
+  proven: boolean;
   busyUntil: number;
   busyMs: number;
   failures: number;
@@ -72,6 +101,7 @@ export class Trust {
 
   constructor(private readonly config: TrustConfig) {
     invariant(config.failures >= 1 && config.openMs > 0, "trust: failures ≥ 1 and openMs > 0");
+    invariant(config.maxUnanswered >= 0, "trust: maxUnanswered ≥ 0");
   }
 
   get enabled(): boolean {
@@ -91,7 +121,12 @@ export class Trust {
       streak: 0,
       openUntil: 0,
       openMs: this.config.openMs,
-      probing: false,
+      probe: undefined,
+      answers: 0,
+      open: new Map(),
+      unanswered: 0,
+      failedSince: 0,
+      proven: false,
       busyUntil: 0,
       busyMs: 0,
       failures: 0,
@@ -117,26 +152,70 @@ export class Trust {
       case "open":
         return now >= t.openUntil;
       case "half-open":
-        return !t.probing;
+        return t.probe === undefined;
     }
   }
 
-  /** A forward attempt went to `id`: an open breaker past its period half-opens, and this is its probe. */
-  sent(id: NodeId, now: number): void {
+  /**
+   * May `id` be sent one more forward now, as far as its probation goes? Asked apart from `routable`
+   * (node.ts: when a forward or an offload is about to go), so a peer held to its window still ranks
+   * as a candidate and only the forward it would have taken goes elsewhere.
+   */
+  mayHold(id: NodeId): boolean {
     const t = this.peers.get(id);
-    if (!this.config.enabled || t === undefined || t.state === "quarantined") return;
-    if (t.state === "open" && now >= t.openUntil) t.state = "half-open";
-    if (t.state === "half-open") t.probing = true;
+    if (!this.config.enabled || t === undefined || t.proven || this.config.maxUnanswered === 0) return true;
+    return t.unanswered + t.failedSince < this.config.maxUnanswered;
   }
 
-  /** The attempt to `id` was answered. */
-  answered(id: NodeId): void {
+  /**
+   * Our forward attempt `attempt` (unique among ours) went to `id`: it is open until `answered` or
+   * `ended`. An open breaker past its period half-opens, and this is its probe.
+   */
+  sent(id: NodeId, attempt: string, now: number): void {
     const t = this.peers.get(id);
     if (t === undefined) return;
+    if (t.open.has(attempt)) this.ended(id, attempt);
+    t.open.set(attempt, { stamp: t.answers, failed: false });
+    t.unanswered++;
+    if (t.open.size > MAX_OPEN_ATTEMPTS) this.ended(id, t.open.keys().next().value as string);
+    if (!this.config.enabled || t.state === "quarantined") return;
+    if (t.state === "open" && now >= t.openUntil) t.state = "half-open";
+    if (t.state === "half-open" && t.probe === undefined) t.probe = attempt;
+  }
+
+  /** Whether our attempt `attempt` is `id`'s half-open probe. */
+  isProbe(id: NodeId, attempt: string): boolean {
+    return this.peers.get(id)?.probe === attempt;
+  }
+
+  /** Our attempts to `id` sent since its last answer and not answered: open, or failed. */
+  unansweredTo(id: NodeId): number {
+    const t = this.peers.get(id);
+    return t === undefined ? 0 : t.unanswered + t.failedSince;
+  }
+
+  /**
+   * A result from `id` for an attempt of ours we had moved on from: no success for the breaker, but
+   * progress — it answers, so what we sent before this is not held as unanswered.
+   */
+  progressed(id: NodeId): void {
+    const t = this.peers.get(id);
+    if (t === undefined) return;
+    t.answers++;
+    t.unanswered = 0;
+    t.failedSince = 0;
+    if (t.state !== "open") t.proven = true;
+  }
+
+  /** The attempt `attempt` to `id` was answered (it ends). */
+  answered(id: NodeId, attempt: string): void {
+    const t = this.peers.get(id);
+    if (t === undefined) return;
+    this.ended(id, attempt);
+    this.progressed(id);
     t.score += SCORE_ALPHA * (1 - t.score);
     t.streak = 0;
     t.busyMs = 0;
-    t.probing = false;
     if (t.state === "quarantined") return;
     if (t.state === "half-open") {
       t.state = "closed";
@@ -145,16 +224,29 @@ export class Trust {
     }
   }
 
-  /** The attempt to `id` failed (see the file's comment for what counts). */
-  failed(id: NodeId, now: number): void {
+  /**
+   * The attempt `attempt` to `id` failed (see the file's comment for what counts; it stays open until
+   * `ended`). While half-open only the probe's failure reopens the breaker: an older attempt failing
+   * then says nothing of the peer since it was reopened to a probe.
+   */
+  failed(id: NodeId, attempt: string, now: number): void {
     const t = this.peers.get(id);
     if (t === undefined) return;
     t.failures++;
     t.streak++;
     t.score -= SCORE_ALPHA * t.score;
-    t.probing = false;
+    const a = t.open.get(attempt);
+    if (a !== undefined && !a.failed) {
+      a.failed = true;
+      if (a.stamp === t.answers) {
+        t.unanswered--;
+        t.failedSince++;
+      }
+    }
     if (t.state === "quarantined") return;
     if (t.state === "half-open") {
+      if (t.probe !== attempt) return;
+      t.probe = undefined;
       t.openMs = Math.min(this.config.maxOpenMs, 2 * t.openMs);
       this.open(t, now);
       return;
@@ -174,23 +266,31 @@ export class Trust {
     if (t === undefined) return;
     t.state = "quarantined";
     t.score = 0;
-    t.probing = false;
+    t.probe = undefined;
   }
 
-  /** `id` refused the attempt for load: a back-off, no mark. */
+  /** `id` refused the attempt for load: a back-off, no mark (the attempt ends with `ended`). */
   refused(id: NodeId, now: number): void {
     const t = this.peers.get(id);
     if (t === undefined) return;
     t.refusals++;
-    t.probing = false;
     t.busyMs = Math.min(this.config.maxOpenMs, t.busyMs === 0 ? BUSY_BACKOFF_MS : 2 * t.busyMs);
     t.busyUntil = now + t.busyMs;
   }
 
-  /** The attempt to `id` ended otherwise (unreachable, departed, cancelled): no outcome, probe freed. */
-  released(id: NodeId): void {
+  /**
+   * The attempt `attempt` to `id` is over, whatever ended it (after its outcome, if it had one): no
+   * longer open, and a half-open probe it was is freed.
+   */
+  ended(id: NodeId, attempt: string): void {
     const t = this.peers.get(id);
-    if (t) t.probing = false;
+    if (t === undefined) return;
+    const a = t.open.get(attempt);
+    if (a === undefined) return;
+    t.open.delete(attempt);
+    if (a.stamp === t.answers && !a.failed) t.unanswered--;
+    invariant(t.unanswered >= 0, "trust: more attempts ended than were sent since the last answer");
+    if (t.probe === attempt) t.probe = undefined;
   }
 
   view(id: NodeId): TrustView | undefined {
@@ -205,5 +305,8 @@ export class Trust {
     t.opened++;
     t.recent.length = 0;
     t.streak = 0;
+    t.proven = false;
+    // The breaker holds the peer back now; its half-open probe starts a fresh count.
+    t.failedSince = 0;
   }
 }

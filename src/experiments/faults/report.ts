@@ -30,6 +30,12 @@ const mark = (ok: boolean) => (ok ? "met" : "**not met**");
 const TRUST_FAILURES = nodeConfigSchema.shape.trustFailures.def.defaultValue as number;
 const TRUST_WINDOW_MS = nodeConfigSchema.shape.trustWindowMs.def.defaultValue as number;
 
+/** The probation window the run's nodes had (trustMaxUnanswered; 0: none, as before it existed). */
+function probation(o: FaultsOutcome): number {
+  const d = o.daemonDefaults as { trustMaxUnanswered?: unknown };
+  return typeof d.trustMaxUnanswered === "number" ? d.trustMaxUnanswered : 0;
+}
+
 function get(o: FaultsOutcome, classId: string, loop: Loop): FaultRunResult | undefined {
   return o.runs.find((r) => r.classId === classId && r.loop === loop);
 }
@@ -161,8 +167,9 @@ function causes(o: FaultsOutcome): string[] {
   const ffOpen = must(o, "fault-free", "open");
   const stalls = (["closed", "open"] as const).map((loop) => must(o, "stalling-peer", loop));
   if (stalls.some((r) => (r.trust ?? []).some((t) => t.beforeFirstOpen > 3))) {
+    const window = probation(o);
     out.push(
-      `- **Stalling peer, demotion.** A forward to the staller counts as failed only once its answer is overdue: answerSlack (3) × the expected time it acked (its own queue) + 1 s; the breaker opens after ${TRUST_FAILURES} failures within ${TRUST_WINDOW_MS / 1000} s, or ${TRUST_FAILURES} in a row with no answer between them.`,
+      `- **Stalling peer, demotion.** A forward to the staller counts as failed only once its answer is overdue: answerSlack (3) × the expected time it acked (its own queue) + 1 s; the breaker opens after ${TRUST_FAILURES} failures within ${TRUST_WINDOW_MS / 1000} s, or ${TRUST_FAILURES} in a row with no answer between them.${window > 0 ? ` A peer that has not yet answered an origin (since it started, or since the peer's breaker last opened) is sent at most ${window} of its forwards it has not answered, open or failed (trustMaxUnanswered): failures beyond ${window} before the first opening are forwards sent it while it was off probation, after it had answered that origin once.` : ""}`,
     );
     for (const r of stalls) {
       const f = r.failover;
@@ -174,7 +181,7 @@ function causes(o: FaultsOutcome): string[] {
         )
         .join("; ");
       out.push(
-        `  ${r.loop} loop: ${f.count} forwards to it failed over, after a median ${s1(f.medianS)} s (max ${s1(f.maxS)} s); ${first}. ${r.loop === "open" ? "Origins keep forwarding to it while their first forwards wait out their deadlines (its advertised queue is long, so the deadline is too; past 30 s only the forward timeout applies), so more than 3 go unanswered before the first failure is even counted." : "Failures counted before demotion follow from the rule above."}`,
+        `  ${r.loop} loop: ${f.count} forwards to it failed over, after a median ${s1(f.medianS)} s (max ${s1(f.maxS)} s); ${first}. ${r.loop === "open" && window === 0 ? "Origins keep forwarding to it while their first forwards wait out their deadlines (its advertised queue is long, so the deadline is too; past 30 s only the forward timeout applies), so more than 3 go unanswered before the first failure is even counted." : "Failures counted before demotion follow from the rule above."}`,
       );
     }
   }
@@ -347,7 +354,7 @@ export function faultsReportText(results: FaultsResults): string {
     "- Every class runs on the same seed and schedule as the fault-free run of its loop; its fault is placed at fractions of that run's virtual span T (below). A request's node is assigned round-robin; a client whose node crashed re-submits to the next live one (up to 4 tries).",
     "- lost = requests never answered; duplicated = client requests answered twice; wrong = answers delivered that are not the model's output (the simulated engine's output is deterministic, so every answer is checked); fallbacks = forward attempts that moved to another candidate (in brackets: client requests that fell back at least once); duplicate runs = engine runs beyond the first per request (work done twice).",
     "- **Converged after**: from the end of the fault to the end of the last request started after it that still fell back, was re-submitted, or took longer than any request of the fault-free run (0: none did). This is the client's view; that every estimate equals its owner's tree k × Δpoll after the faults end is asserted separately by test/sim/daemon-faults.test.ts. \"—\": the fault lasts the whole run.",
-    `- Demotion of a misbehaving peer is read from each origin's peer trust at the end (failures, times its breaker opened): failures before the breaker first opened = failures − (opened − 1), since each later opening follows one failed half-open probe. The breaker opens after ${TRUST_FAILURES} failures within ${TRUST_WINDOW_MS / 1000} s (trustFailures, trustWindowMs).`,
+    `- Demotion of a misbehaving peer is read from each origin's peer trust at the end (failures, times its breaker opened): failures before the breaker first opened = failures − (opened − 1), since each later opening follows one failed half-open probe. The breaker opens after ${TRUST_FAILURES} failures within ${TRUST_WINDOW_MS / 1000} s (trustFailures, trustWindowMs).${probation(o) > 0 ? ` A peer that has not answered an origin yet (since it started, or since the peer's breaker last opened) is sent at most ${probation(o)} of that origin's forwards it has not answered, open or failed (trustMaxUnanswered).` : ""}`,
     "",
     "Fault classes (victims: the slow node n" +
       SLOW_NODE +

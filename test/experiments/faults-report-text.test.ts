@@ -1,0 +1,45 @@
+/**
+ * The fault report describes the rule its run's nodes had: results.json records the daemon defaults
+ * it ran with, so a run with the stalling-peer probation (trustMaxUnanswered) says so, and one from
+ * before it keeps the old wording (the committed report: faults-committed-report.test.ts).
+ */
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { type FaultsResults, faultsReportText } from "../../src/experiments/faults/report.js";
+
+const committed = JSON.parse(
+  readFileSync(new URL("../../docs/results/faults/results.json", import.meta.url), "utf8"),
+) as FaultsResults;
+
+/** The stalling peer's paragraph of "Why the missed targets are missed", its lines joined. */
+function stallCause(md: string): string {
+  const lines = md.split("\n");
+  const at = lines.findIndex((l) => l.startsWith("- **Stalling peer, demotion.**"));
+  if (at < 0) return "";
+  const end = lines.findIndex((l, i) => i > at && !l.startsWith("  "));
+  return lines.slice(at, end).join("\n");
+}
+
+describe("fault report: the stalling peer's rule", () => {
+  it("a run with the probation window describes it, in the setup and where the target is missed", () => {
+    const withWindow = {
+      ...committed,
+      daemonDefaults: { ...committed.daemonDefaults, trustMaxUnanswered: 3 },
+    };
+    const md = faultsReportText(withWindow);
+    expect(md).toContain("trustMaxUnanswered 3");
+    expect(md).toContain("is sent at most 3 of that origin's forwards it has not answered");
+    // The committed results still miss the target, so the cause is printed, with the new rule.
+    const cause = stallCause(md);
+    expect(cause).toContain("sent it while it was off probation");
+    expect(cause).not.toContain("so more than 3 go unanswered before the first failure is even counted");
+  });
+
+  it("a run from before it keeps the old wording", () => {
+    const d = { ...committed.daemonDefaults };
+    delete (d as { trustMaxUnanswered?: unknown }).trustMaxUnanswered;
+    const md = faultsReportText({ ...committed, daemonDefaults: d });
+    expect(md).not.toContain("trustMaxUnanswered");
+    expect(stallCause(md)).toContain("so more than 3 go unanswered before the first failure is even counted");
+  });
+});
