@@ -102,7 +102,7 @@ describe("an offload round", () => {
     };
     const fast = cand("fast", 5, { advertisedCosts: ours });
     expect(
-      offloadTarget(waiting(30_000), [cand("self", 3), fast], slowK, undefined, new OffloadRound()),
+      offloadTarget(waiting(30_000), [cand("self", 3), fast], slowK, undefined, new OffloadRound())?.to,
     ).toBe("fast");
     // We are fast; a 10× slower idle peer takes 10 s per run: not sooner than our 2 s wait.
     const slow = cand("slow", 0, { advertisedCosts: times(10) });
@@ -111,7 +111,7 @@ describe("an offload round", () => {
     ).toBeUndefined();
     // The same idle peer with our speed takes it.
     const same = cand("same", 0, { advertisedCosts: ours });
-    expect(offloadTarget(waiting(2_000), [cand("self", 2), same], k, undefined, new OffloadRound())).toBe(
+    expect(offloadTarget(waiting(2_000), [cand("self", 2), same], k, undefined, new OffloadRound())?.to).toBe(
       "same",
     );
   });
