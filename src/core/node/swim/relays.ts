@@ -1,7 +1,7 @@
 /**
- * Ping-reqs this node relays for others (owned by one Swim, swim.ts): our relay ping's seq → the
- * prober and its seq, so the target's ack (or our timeout's nack) goes back to it. Bounded, since
- * any peer can send ping-reqs.
+ * Ping-reqs this node relays for others (owned by one ProbeCycle, probe-cycle.ts): our relay ping's
+ * seq → the prober and its seq, so the target's ack (or our timeout's nack) goes back to it.
+ * Bounded, since any peer can send ping-reqs.
  */
 import type { NodeId } from "./types.js";
 

@@ -8,6 +8,7 @@
  *    `ping`; no `ack` within the probe timeout → `ping-req` through k members, who answer `ack` or
  *    (Lifeguard) `nack`; no ack by the period's end → it is probed again at once, and suspected
  *    after `probeAttempts` (2) failed periods in a row (so message loss alone does not suspect it).
+ *    The probe cycle and the ping-reqs we relay live in probe-cycle.ts; this file applies updates.
  *  - A suspicion times out into `dead` after 4 × max(1, log10 N) probe periods; Lifeguard starts it
  *    6× longer and shortens it with each independent suspicion of the same member. The suspect refutes
  *    by raising its incarnation; beliefs order by (incarnation, alive < suspect < dead).
@@ -38,8 +39,7 @@ import {
   type SwimConfigInput,
 } from "./config.js";
 import { MemberTable } from "./members.js";
-import { ProbeOrder } from "./probe-order.js";
-import { Relays } from "./relays.js";
+import { ProbeCycle } from "./probe-cycle.js";
 import type {
   MemberStatus,
   MemberUpdate,
@@ -51,17 +51,6 @@ import type {
   SwimStats,
   SwimTimer,
 } from "./types.js";
-
-interface Probe {
-  seq: number;
-  target: NodeId;
-  sentAt: number;
-  /** The direct ack was late: the probe went indirect (its round trip is no RTT sample). */
-  indirect: boolean;
-  acked: boolean;
-  expectedNacks: number;
-  nacks: number;
-}
 
 export interface SwimDeps {
   now(): number;
@@ -77,14 +66,8 @@ export class Swim {
   private readonly members: MemberTable;
   private readonly candidates: Candidates;
   private readonly broadcasts = new Broadcasts();
-  private readonly relays = new Relays();
-  private readonly probeOrder: ProbeOrder;
-  private probe: Probe | undefined;
-  /** A member whose probe period just failed, re-probed next before it is suspected, and its failures. */
-  private retry: { target: NodeId; failed: number } | undefined;
+  private readonly probes: ProbeCycle;
   private probesDone = 0;
-  private seq = 0;
-  private awareness = 0;
   private lastPushPull: number;
   /**
    * Whether some member's whole list has reached us since we were last alone. Until then the first
@@ -118,7 +101,18 @@ export class Swim {
     this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
     this.candidates = new Candidates(selfId, this.config, (id) => this.members.has(id), this.stats);
     this.lastPushPull = deps.now();
-    this.probeOrder = new ProbeOrder(() => deps.random());
+    this.probes = new ProbeCycle(
+      selfId,
+      this.config,
+      this.members,
+      this.broadcasts,
+      this.stats,
+      () => deps.random(),
+      {
+        piggyback: (first) => this.piggyback(first),
+        suspect: (u, now, out) => this.apply(u, true, now, out),
+      },
+    );
   }
 
   /** Arms the timers and asks the seeds for their member lists (the join). */
@@ -177,7 +171,7 @@ export class Swim {
     return [...this.members.values()].map(({ id, status, incarnation }) => ({ id, status, incarnation }));
   }
   get localHealth(): number {
-    return this.awareness;
+    return this.probes.localHealth;
   }
   get currentIncarnation(): number {
     return this.incarnation;
@@ -220,24 +214,14 @@ export class Swim {
       case "ping-req":
         // Relayed for anyone (one ping out per ping-req in, bounded): a member that has not verified
         // a new prober yet must not make it suspect its targets.
-        this.relay(from, msg.seq, msg.target, out);
+        this.probes.relay(from, msg.seq, msg.target, out);
         if (!trusted) this.candidates.name(from, 0, out);
         break;
-      case "ack": {
-        const p = this.probe;
-        if (p !== undefined && p.seq === msg.seq) {
-          if (!p.acked && !p.indirect && from === p.target)
-            out.push({ type: "rtt", id: from, ms: now - p.sentAt });
-          p.acked = true;
-          break;
-        }
-        const r = this.relays.close(msg.seq);
-        if (r !== undefined)
-          out.push({ type: "send", to: r.origin, msg: { type: "ack", seq: r.originSeq, updates: [] } });
+      case "ack":
+        this.probes.onAck(from, msg.seq, now, out);
         break;
-      }
       case "nack":
-        if (this.probe !== undefined && this.probe.seq === msg.seq) this.probe.nacks++;
+        this.probes.onNack(msg.seq);
         break;
       case "gossip":
         break;
@@ -314,7 +298,7 @@ export class Swim {
     this.incarnation = incarnation + 1;
     this.broadcasts.push(this.selfUpdate());
     this.stats.refuted++;
-    this.health(1);
+    this.probes.health(1);
   }
 
   private selfUpdate(): MemberUpdate {
@@ -330,7 +314,7 @@ export class Swim {
     this.stats.verified++;
     this.members.add(id, incarnation, now, out);
     this.broadcasts.push({ id, status: "alive", incarnation });
-    this.probeOrder.insert(id);
+    this.probes.admit(id);
     if (!this.listed) this.sendSync(id, true, out);
     else if (announce)
       out.push({ type: "send", to: id, msg: { type: "gossip", updates: [this.selfUpdate()] } });
@@ -341,135 +325,30 @@ export class Swim {
   private onTimer(t: SwimTimer, now: number, out: SwimEffect[]): void {
     switch (t.kind) {
       case "swim-probe":
-        this.finishProbe(now, out);
-        this.startProbe(now, out);
+        this.probes.finish(now, out);
+        this.probePeriod(now, out);
         break;
       case "swim-probe-timeout":
-        this.goIndirect(t.seq, out);
+        this.probes.goIndirect(t.seq, out);
         break;
-      case "swim-relay-timeout": {
-        const r = this.relays.close(t.seq);
-        if (r !== undefined)
-          out.push({ type: "send", to: r.origin, msg: { type: "nack", seq: r.originSeq } });
+      case "swim-relay-timeout":
+        this.probes.relayTimeout(t.seq, out);
         break;
-      }
       case "swim-gossip":
         this.gossipTick(now, out);
         break;
     }
   }
 
-  private scaled(ms: number): number {
-    return ms * (1 + this.awareness);
-  }
-
-  private health(delta: number): void {
-    this.awareness = Math.min(this.config.awarenessMax - 1, Math.max(0, this.awareness + delta));
-  }
-
-  private startProbe(now: number, out: SwimEffect[]): void {
-    out.push({
-      type: "set-timer",
-      timer: { kind: "swim-probe" },
-      delayMs: this.scaled(this.config.probeIntervalMs),
-    });
+  /** A new probe period: re-armed, rejoined if alone, now and then a reconnect, then the probe. */
+  private probePeriod(now: number, out: SwimEffect[]): void {
+    out.push({ type: "set-timer", timer: { kind: "swim-probe" }, delayMs: this.probes.periodMs() });
     if (this.members.live.length === 0) {
       this.listed = false;
       this.join(out);
     }
     if (++this.probesDone % this.config.reconnectEveryProbes === 0) this.reconnect(out);
-    const retry = this.retry;
-    const target =
-      retry !== undefined && this.members.isLive(retry.target) ? retry.target : this.nextTarget();
-    if (target !== retry?.target) this.retry = undefined;
-    if (target === undefined) return;
-    const seq = ++this.seq;
-    this.probe = { seq, target, sentAt: now, indirect: false, acked: false, expectedNacks: 0, nacks: 0 };
-    this.stats.probes++;
-    // Lifeguard's buddy system: a suspect hears of its suspicion first, so it can refute at once —
-    // stated afresh (as memberlist does), since the queued update may have run out of retransmits.
-    const t = this.members.get(target);
-    const buddy: MemberUpdate | undefined =
-      t?.status === "suspect"
-        ? (this.broadcasts.about(target) ?? { id: target, status: "suspect", incarnation: t.incarnation })
-        : undefined;
-    out.push({ type: "send", to: target, msg: { type: "ping", seq, updates: this.piggyback(buddy) } });
-    out.push({
-      type: "set-timer",
-      timer: { kind: "swim-probe-timeout", seq },
-      delayMs: this.scaled(this.config.probeTimeoutMs),
-    });
-  }
-
-  private nextTarget(): NodeId | undefined {
-    return this.probeOrder.take(
-      () => this.members.live,
-      (id) => this.members.isLive(id),
-    );
-  }
-
-  private goIndirect(seq: number, out: SwimEffect[]): void {
-    const p = this.probe;
-    if (p === undefined || p.seq !== seq || p.acked) return;
-    const relays = this.members.pick(this.config.indirectChecks, (id) => id !== p.target);
-    for (const to of relays)
-      out.push({
-        type: "send",
-        to,
-        msg: { type: "ping-req", seq, target: p.target, updates: this.piggyback() },
-      });
-    // memberlist's fallback ping (over TCP there): a second direct try beside the indirect ones, so
-    // one lost datagram on our own link does not make a live member suspect.
-    if (this.config.fallbackPing)
-      out.push({ type: "send", to: p.target, msg: { type: "ping", seq, updates: [] } });
-    p.indirect = true;
-    p.expectedNacks = relays.length;
-    this.stats.indirectProbes += relays.length;
-  }
-
-  private relay(origin: NodeId, originSeq: number, target: NodeId, out: SwimEffect[]): void {
-    if (this.relays.full || target === this.selfId) return;
-    const seq = ++this.seq;
-    this.relays.open(seq, { origin, originSeq });
-    out.push({ type: "send", to: target, msg: { type: "ping", seq, updates: this.piggyback() } });
-    out.push({
-      type: "set-timer",
-      timer: { kind: "swim-relay-timeout", seq },
-      delayMs: this.config.probeTimeoutMs,
-    });
-  }
-
-  /**
-   * The probe period is over: acked → healthier; else re-probe the target next period, and suspect it
-   * once `probeAttempts` periods in a row have failed (Lifeguard's accounting on each).
-   */
-  private finishProbe(now: number, out: SwimEffect[]): void {
-    const p = this.probe;
-    if (p === undefined) return;
-    this.probe = undefined;
-    if (p.acked) {
-      this.retry = undefined;
-      this.health(-1);
-      return;
-    }
-    // Relays that did not even nack point at our own links: our health, not the target's.
-    this.health(p.expectedNacks > 0 ? p.expectedNacks - p.nacks : 1);
-    const m = this.members.get(p.target);
-    if (m === undefined || m.status !== "alive") {
-      this.retry = undefined;
-      // Lifeguard: our failed probe of a suspect raised by another confirms it (shortens its timeout).
-      if (m?.status === "suspect" && this.members.confirm(m, this.selfId, true))
-        this.broadcasts.push({ id: m.id, status: "suspect", incarnation: m.incarnation, from: this.selfId });
-      return;
-    }
-    const failed = (this.retry?.target === p.target ? this.retry.failed : 0) + 1;
-    if (failed < this.config.probeAttempts) {
-      this.retry = { target: p.target, failed };
-      return;
-    }
-    this.retry = undefined;
-    const u: MemberUpdate = { id: m.id, status: "suspect", incarnation: m.incarnation, from: this.selfId };
-    this.apply(u, true, now, out);
+    this.probes.start(now, out);
   }
 
   private gossipTick(now: number, out: SwimEffect[]): void {
