@@ -6,19 +6,15 @@
  * Replay one seed with SIM_SEED=<seed>.
  */
 import { describe, expect, it } from "vitest";
-import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
-import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
-import { nodeSettingsSchema } from "../../src/server/settings/index.js";
-import { faultFlags, faultScheduleFor } from "../../src/sim/fault-schedule.js";
+import { faultFlags } from "../../src/sim/fault-schedule.js";
 import { runSimulation } from "../../src/sim/run.js";
 import { assembleWorkload } from "../../src/workload/assemble.js";
 import { syntheticPool } from "../../src/workload/synthetic.js";
-import { runProblems, seedChunks } from "./helpers.js";
+import { daemonFaultConfig, runProblems, seedChunks } from "./helpers.js";
 
 const ONLY = process.env.SIM_SEED === undefined ? undefined : Number(process.env.SIM_SEED);
 const SEEDS = process.env.SOAK !== undefined ? 1_000 : 60;
 const REQUESTS = 32;
-const POLL_MS = nodeSettingsSchema.shape.pollMs.def.defaultValue;
 const pool = syntheticPool({ subjects: 8, scale: 0.05 });
 
 function runSeeds(seeds: number[]): void {
@@ -36,21 +32,10 @@ function runSeeds(seeds: number[]): void {
     });
     const r = runSimulation(
       {
-        nodes,
-        policy: DAEMON_NODE_DEFAULTS.policy,
-        daemonConfig: true,
-        commMs: 2,
-        jitterMs: 0.5,
-        pollMs: POLL_MS,
-        profile: DEFAULT_PROFILE,
-        capacityTokens: 3_000,
-        seed,
-        faults: faultScheduleFor(seed, nodes, 12_000),
-        checkInvariants: true,
+        ...daemonFaultConfig(seed, nodes, 12_000),
         gossip: "scuttlebutt",
         maxEstimates,
         settleMs: 90_000,
-        keepRecords: false,
       },
       w,
     );

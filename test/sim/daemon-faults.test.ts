@@ -10,15 +10,13 @@
  */
 import { describe, expect, it } from "vitest";
 import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../../src/core/node/config.js";
-import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
-import { nodeSettingsSchema } from "../../src/server/settings/index.js";
-import { faultFlags, faultScheduleFor } from "../../src/sim/fault-schedule.js";
+import { faultFlags } from "../../src/sim/fault-schedule.js";
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig } from "../../src/sim/types.js";
 import { assembleWorkload } from "../../src/workload/assemble.js";
 import { syntheticPool } from "../../src/workload/synthetic.js";
 import type { Workload } from "../../src/workload/types.js";
-import { runProblems, seedChunks } from "./helpers.js";
+import { DAEMON_POLL_MS, daemonFaultConfig, runProblems, seedChunks } from "./helpers.js";
 
 const SOAK = process.env.SOAK !== undefined;
 const ONLY = process.env.SIM_SEED === undefined ? undefined : Number(process.env.SIM_SEED);
@@ -36,7 +34,7 @@ const GOSSIP_SEEDS = SOAK ? 2_000 : 200;
 const GOSSIP_SETTLE_MS = 90_000;
 
 /** The daemon's anti-entropy period and failure detector, as its settings default them. */
-const POLL_MS = nodeSettingsSchema.shape.pollMs.def.defaultValue;
+const POLL_MS = DAEMON_POLL_MS;
 const SUSPECT_AFTER_POLLS = nodeConfigSchema.shape.suspectAfterPolls.def.defaultValue;
 
 // MMLU-shaped prompts (the synthetic workload's subject shapes), few enough subjects that prefixes
@@ -60,20 +58,9 @@ type Gossip = "full" | "scuttlebutt";
 function configFor(seed: number, nodes: number, gossip: Gossip): SimConfig {
   const mesh = gossip === "full" ? { gossip } : { gossip, settleMs: GOSSIP_SETTLE_MS };
   return {
-    nodes,
-    policy: DAEMON_NODE_DEFAULTS.policy,
-    daemonConfig: true,
-    commMs: 2,
-    jitterMs: 0.5,
-    pollMs: POLL_MS,
-    profile: DEFAULT_PROFILE,
-    capacityTokens: 3_000,
-    seed,
-    faults: faultScheduleFor(seed, nodes, FAULT_WINDOW_MS),
-    checkInvariants: true,
+    ...daemonFaultConfig(seed, nodes, FAULT_WINDOW_MS),
     // Once faults stop, k × Δpoll (jitter included) must bring every estimate to its owner's tree.
     settleMs: SUSPECT_AFTER_POLLS * POLL_MS * 1.1 + 10,
-    keepRecords: false,
     ...mesh,
   };
 }

@@ -1,6 +1,9 @@
 /** Small seeded workloads, clusters and invariant checks for the simulator tests. */
+import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
 import { Prng } from "../../src/core/prng.js";
 import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
+import { nodeSettingsSchema } from "../../src/server/settings/index.js";
+import { faultScheduleFor } from "../../src/sim/fault-schedule.js";
 import type { SimConfig, SimResult } from "../../src/sim/types.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
 
@@ -78,5 +81,29 @@ export function smallCluster(over: Partial<SimConfig> = {}): SimConfig {
     capacityTokens: 1_000,
     seed: 1,
     ...over,
+  };
+}
+
+/** The daemon's Δpoll (its settings' default). */
+export const DAEMON_POLL_MS = nodeSettingsSchema.shape.pollMs.def.defaultValue;
+
+/**
+ * A seeded fault-schedule run in the daemon's configuration (`daemonConfig`, its policy and Δpoll),
+ * with the seed's whole fault schedule drawn over `faultWindowMs`; callers add gossip and settling.
+ */
+export function daemonFaultConfig(seed: number, nodes: number, faultWindowMs: number): SimConfig {
+  return {
+    nodes,
+    policy: DAEMON_NODE_DEFAULTS.policy,
+    daemonConfig: true,
+    commMs: 2,
+    jitterMs: 0.5,
+    pollMs: DAEMON_POLL_MS,
+    profile: DEFAULT_PROFILE,
+    capacityTokens: 3_000,
+    seed,
+    faults: faultScheduleFor(seed, nodes, faultWindowMs),
+    checkInvariants: true,
+    keepRecords: false,
   };
 }
