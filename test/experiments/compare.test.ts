@@ -5,7 +5,8 @@ import { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CliError } from "../../src/cli/errors.js";
 import { registerExperiment } from "../../src/cli/experiment.js";
-import { COMPARED, closedGrid, openGrid } from "../../src/experiments/compare/grid.js";
+import { simConfigOf } from "../../src/experiments/compare/execute.js";
+import { COMPARED, closedGrid, DAEMON_ROW, openGrid } from "../../src/experiments/compare/grid.js";
 import { writeCompareReport } from "../../src/experiments/compare/report.js";
 import { runCompare } from "../../src/experiments/compare/run.js";
 
@@ -33,6 +34,16 @@ describe("experiment compare", () => {
     expect(new Set(runs.map((r) => r.nodes))).toEqual(new Set([4, 16]));
     expect(new Set(runs.map((r) => r.hetero))).toEqual(new Set([false, true]));
     expect(new Set(runs.map((r) => r.memory))).toEqual(new Set(["paper", "constrained"]));
+  });
+
+  it("runs the daemon row as the daemon configures cost-aware, every other row as the core does", () => {
+    for (const run of closedGrid().filter((r) => r.commMs === 2 && r.memory === "paper" && r.nodes === 4)) {
+      const c = simConfigOf(run, undefined, 1, false);
+      if (run.policy === DAEMON_ROW) {
+        expect(c.policy).toBe("cost-aware");
+        expect(c.daemonConfig).toBe(true);
+      } else expect(c.daemonConfig).toBeUndefined();
+    }
   });
 
   it("runs the grid on a tiny synthetic workload and writes the report with its targets", async () => {

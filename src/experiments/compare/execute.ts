@@ -8,7 +8,7 @@ import type { SimConfig } from "../../sim/types.js";
 import { hitRate, idealHits } from "../../workload/ideal-hit.js";
 import type { Workload } from "../../workload/types.js";
 import { jitterFor } from "../grid.js";
-import { type CompareRun, ORACLE_POLICY, SLOW_FACTOR } from "./grid.js";
+import { type CompareRun, DAEMON_ROW, ORACLE_POLICY, SLOW_FACTOR } from "./grid.js";
 
 export interface CompareResult {
   id: string;
@@ -41,7 +41,8 @@ export function simConfigOf(
   freshPeerLoad: boolean,
   peerSpeed = false,
 ): SimConfig {
-  const policy = run.policy;
+  const daemon = run.policy === DAEMON_ROW;
+  const policy = run.policy === DAEMON_ROW ? "cost-aware" : run.policy;
   const oracle = policy === "oracle";
   const speed = peerSpeed && (policy === "cost-aware" || (oracle && ORACLE_POLICY === "cost-aware"));
   const node = {
@@ -59,6 +60,8 @@ export function simConfigOf(
     keepRecords: false,
     ...(Object.keys(node).length > 0 ? { node } : {}),
     ...(oracle ? { oracle: true } : {}),
+    // The daemon's node defaults under the run's own settings, calibrated at boot as a daemon is.
+    ...(daemon ? { daemonConfig: true } : {}),
     ...(capacityTokens !== undefined ? { capacityTokens } : {}),
     ...(run.hetero ? { faults: { engine: { slowdowns: [{ node: 0, factor: SLOW_FACTOR }] } } } : {}),
   };

@@ -6,7 +6,12 @@
  */
 import type { PolicyName } from "../../core/node/policies/index.js";
 
-/** The policies compared, in report order; `oracle` = cost-aware with perfect estimates (the bound). */
+/**
+ * The policies compared, in report order; `oracle` = cost-aware with perfect estimates (the bound).
+ * `cost-aware-daemon` = cost-aware with the daemon's node defaults (DAEMON_NODE_DEFAULTS: offload,
+ * advertised costs, start-up calibration…), as `prefixmesh node` runs it; the other rows run the
+ * core schema's defaults (the paper's node).
+ */
 export const COMPARED = [
   "local",
   "random",
@@ -14,10 +19,14 @@ export const COMPARED = [
   "least-loaded",
   "affinity",
   "cost-aware",
+  "cost-aware-daemon",
   "centralized",
   "oracle",
 ] as const;
 export type ComparedPolicy = (typeof COMPARED)[number];
+
+/** The row that runs cost-aware as the daemon configures it (the simulator's `daemonConfig`). */
+export const DAEMON_ROW = "cost-aware-daemon" satisfies ComparedPolicy;
 
 /** The policy the oracle row runs with perfect estimates. */
 export const ORACLE_POLICY: PolicyName = "cost-aware";

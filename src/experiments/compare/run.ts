@@ -9,7 +9,7 @@ import { DEFAULT_PROFILE, resolveProfile } from "../../engines/sim/profiles.js";
 import { runInWorkers } from "../runner.js";
 import { buildWorkload, constrainedCapacity, type WorkloadSource } from "../workloads.js";
 import { type CompareResult, executeCompareRun } from "./execute.js";
-import { type CompareRun, closedGrid, openGrid, SLOW_FACTOR } from "./grid.js";
+import { type CompareRun, closedGrid, DAEMON_ROW, openGrid, SLOW_FACTOR } from "./grid.js";
 import { type CompareWorkloadKind, type CompareWorkloadSpec, compareWorkload } from "./workloads.js";
 
 export interface CompareTask {
@@ -54,7 +54,8 @@ export interface CompareOutcome {
 
 /** Slowest first, so the workers finish together: 16 nodes and the oracle's view cost the most. */
 function cost(t: CompareTask): number {
-  const global = t.run.policy === "oracle" || t.run.policy === "centralized" ? 2 : 1;
+  const p = t.run.policy;
+  const global = p === "oracle" || p === "centralized" ? 2 : p === DAEMON_ROW ? 1.5 : 1;
   return t.run.nodes * global * (t.workload.kind === "open" ? 1.5 : 1);
 }
 
