@@ -6,7 +6,8 @@
  * a static peer whose own port is closed, so the node's sends to it fail and nothing else happens).
  * Run: npm run build && node dist/bench/snapshot-stall.js
  * (SNAPSHOT_STALL_FRAMES=n full snapshots, default 4; SNAPSHOT_STALL_ARGS="--…" extra node flags,
- * e.g. a `--snapshot-step-keys 0` build comparison is not a flag: see BENCHMARKS.md).
+ * e.g. a `--snapshot-step-keys 0` build comparison is not a flag: see BENCHMARKS.md;
+ * SNAPSHOT_STALL_NODE_ARGS="--…" flags for the node's V8/Node runtime, e.g. `--single-threaded-gc`).
  */
 import { fork, spawn } from "node:child_process";
 import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -315,7 +316,8 @@ async function main(): Promise<void> {
   const cli = process.env.SNAPSHOT_STALL_CLI ?? fileURLToPath(new URL("../cli/main.js", import.meta.url));
   const frames = Number(process.env.SNAPSHOT_STALL_FRAMES ?? 4);
   const extra = (process.env.SNAPSHOT_STALL_ARGS ?? "").split(" ").filter((s) => s.length > 0);
-  const node = await startVictim(cli, extra, [], true);
+  const nodeArgs = (process.env.SNAPSHOT_STALL_NODE_ARGS ?? "").split(" ").filter((s) => s.length > 0);
+  const node = await startVictim(cli, extra, nodeArgs, true);
   const poller = fileURLToPath(new URL("./health-poller.js", import.meta.url));
   try {
     const f = (x: number) => x.toFixed(1);
