@@ -11,6 +11,19 @@ const committed = JSON.parse(
   readFileSync(new URL("../../docs/results/faults/results.json", import.meta.url), "utf8"),
 ) as FaultsResults;
 
+/**
+ * The committed results as a run that missed the stalling-peer target: every origin counted 7 failed
+ * forwards before its breaker first opened in the open loop (as runs before the probation window did).
+ */
+const missed: FaultsResults = {
+  ...committed,
+  runs: committed.runs.map((r) =>
+    r.classId === "stalling-peer" && r.loop === "open" && r.trust
+      ? { ...r, trust: r.trust.map((t) => ({ ...t, failures: t.failures + 4, beforeFirstOpen: 7 })) }
+      : r,
+  ),
+};
+
 /** The stalling peer's paragraph of "Why the missed targets are missed", its lines joined. */
 function stallCause(md: string): string {
   const lines = md.split("\n");
@@ -23,22 +36,26 @@ function stallCause(md: string): string {
 describe("fault report: the stalling peer's rule", () => {
   it("a run with the probation window describes it, in the setup and where the target is missed", () => {
     const withWindow = {
-      ...committed,
-      daemonDefaults: { ...committed.daemonDefaults, trustMaxUnanswered: 3 },
+      ...missed,
+      daemonDefaults: { ...missed.daemonDefaults, trustMaxUnanswered: 3 },
     };
     const md = faultsReportText(withWindow);
     expect(md).toContain("trustMaxUnanswered 3");
     expect(md).toContain("is sent at most 3 of that origin's forwards it has not answered");
-    // The committed results still miss the target, so the cause is printed, with the new rule.
+    // A run that misses the target prints the cause, with the new rule.
     const cause = stallCause(md);
     expect(cause).toContain("sent it while it was off probation");
     expect(cause).not.toContain("so more than 3 go unanswered before the first failure is even counted");
   });
 
+  it("the committed run meets the target: no cause is printed for it", () => {
+    expect(stallCause(faultsReportText(committed))).toBe("");
+  });
+
   it("a run from before it keeps the old wording", () => {
-    const d = { ...committed.daemonDefaults };
+    const d = { ...missed.daemonDefaults };
     delete (d as { trustMaxUnanswered?: unknown }).trustMaxUnanswered;
-    const md = faultsReportText({ ...committed, daemonDefaults: d });
+    const md = faultsReportText({ ...missed, daemonDefaults: d });
     expect(md).not.toContain("trustMaxUnanswered");
     expect(stallCause(md)).toContain("so more than 3 go unanswered before the first failure is even counted");
   });
