@@ -4,6 +4,8 @@
  * one request at a time, 5 ms apart, from the start until its parent sends "stop", then sends back
  * every round trip in ms and exits.
  */
+import { pollLoop } from "./poll-loop.js";
+
 const url = process.argv[2];
 if (url === undefined || process.send === undefined) {
   console.error("usage: forked with IPC by snapshot-stall.ts: health-poller.js URL");
@@ -16,13 +18,7 @@ process.on("message", (m) => {
 });
 const loop = async () => {
   process.send?.("started");
-  while (running) {
-    const t0 = performance.now();
-    const r = await fetch(url);
-    await r.arrayBuffer();
-    samples.push(performance.now() - t0);
-    await new Promise((res) => setTimeout(res, 5));
-  }
+  await pollLoop(url, samples, () => running);
   process.send?.({ samples }, () => process.exit(0));
 };
 void loop();

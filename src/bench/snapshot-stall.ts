@@ -9,6 +9,7 @@
  * e.g. a `--snapshot-step-keys 0` build comparison is not a flag: see BENCHMARKS.md;
  * SNAPSHOT_STALL_NODE_ARGS="--…" flags for the node's V8/Node runtime, e.g. `--single-threaded-gc`).
  */
+
 import { fork, spawn } from "node:child_process";
 import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +19,7 @@ import { BLOCK_SIZE } from "../core/block-hash.js";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
 import { freePort } from "../server/cluster/launcher.js";
+import { pollLoop } from "./poll-loop.js";
 
 /** The most keys a snapshot may carry (the codec's and the index's cap). */
 export const CAP_KEYS = 1 << 21;
@@ -104,15 +106,7 @@ export async function pollLatency(url: string, script?: string): Promise<{ stop:
 function pollHere(url: string): { stop: () => Promise<number[]> } {
   const samples: number[] = [];
   let running = true;
-  const loop = (async () => {
-    while (running) {
-      const t0 = performance.now();
-      const r = await fetch(url);
-      await r.arrayBuffer();
-      samples.push(performance.now() - t0);
-      await new Promise((res) => setTimeout(res, 5));
-    }
-  })();
+  const loop = pollLoop(url, samples, () => running);
   return {
     stop: async () => {
       running = false;
