@@ -48,6 +48,8 @@ export interface MeshPeersOptions {
   maxMessageBytes: number;
   /** Addresses remembered at most (default 1024). */
   maxAddresses?: number;
+  /** Each member's served count (peer-served.ts): ours rides on our states, theirs is read off theirs. */
+  served?: { own(): number; report(from: NodeId, epoch: number, served: number | undefined): void };
 }
 
 interface Verifying {
@@ -97,7 +99,7 @@ export class MeshPeers {
     if (this.stopped && !(msg.channel === "swim" && msg.msg.type === "goodbye")) return Promise.resolve();
     const n = this.inFlight.get(to) ?? 0;
     if (n >= MAX_IN_FLIGHT || !this.pool(to)) return Promise.resolve();
-    const body = encodeMesh(msg, this.addressesFor(msg));
+    const body = encodeMesh(this.stampServed(msg), this.addressesFor(msg));
     this.inFlight.set(to, n + 1);
     return this.o.client
       .sendMesh(to, body)
@@ -119,6 +121,10 @@ export class MeshPeers {
     if (!d.ok) return d.error;
     this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, body.byteLength);
     for (const a of d.envelope.addrs) this.learn(a.id, a.url, a.id === from);
+    const m = d.envelope.msg;
+    if (m.channel === "gossip" && m.msg.type === "states")
+      for (const { snapshot: s } of m.msg.states)
+        this.o.served?.report(s.header.sender, s.header.epoch, s.header.served);
     this.o.feed({ type: "mesh-message", from, msg: d.envelope.msg });
     return undefined;
   }
@@ -170,6 +176,24 @@ export class MeshPeers {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /**
+   * Our served count on our own states (copies: the node keeps the originals). Relays pass the
+   * header on as received, so a count reaches every holder of our estimate, as old as our newest state.
+   */
+  private stampServed(msg: MeshMessage): MeshMessage {
+    const served = this.o.served;
+    if (served === undefined || msg.channel !== "gossip" || msg.msg.type !== "states") return msg;
+    const self = this.o.node.id;
+    if (!msg.msg.states.some((s) => s.snapshot.header.sender === self)) return msg;
+    const n = served.own();
+    const states = msg.msg.states.map((s) =>
+      s.snapshot.header.sender !== self
+        ? s
+        : { ...s, snapshot: { ...s.snapshot, header: { ...s.snapshot.header, served: n } } },
+    );
+    return { channel: "gossip", msg: { ...msg.msg, states } };
+  }
 
   private attempt(id: NodeId, v: Verifying): void {
     clearTimeout(v.timer);

@@ -146,7 +146,13 @@ export class NodeRuntime implements NodeService {
     });
     o.metrics.setViewProvider(() => this.view.gauges());
     const mesh = o.node.config.gossip === "scuttlebutt" ? o.mesh : undefined;
-    this.mesh = mesh && new MeshPeers({ ...o, ...mesh, admin: this.admin, feed: (i) => this.feed(i) });
+    const served = {
+      own: () => this.traffic.ownServed(),
+      report: (from: string, epoch: number, n: number | undefined) =>
+        from !== this.nodeId && this.traffic.servedCounts.report(from, epoch, n),
+    };
+    this.mesh =
+      mesh && new MeshPeers({ ...o, ...mesh, admin: this.admin, feed: (i) => this.feed(i), served });
   }
 
   start(): void {
