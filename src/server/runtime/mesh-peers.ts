@@ -10,7 +10,8 @@
  *    an HMAC over our fresh challenge under the shared secret (hmac.ts, helloProof), plus a hello of our
  *    cluster (and model). What a relay says — that an id is alive, where it lives — only starts that
  *    check. A definite failure (refused credentials, no proof, another cluster) answers no; an
- *    unreachable address is retried with backoff while the candidate waits.
+ *    unreachable address is retried with backoff while the candidate waits. A node with no credential
+ *    at all (alone, `admitsNone`) admits nobody: it could not tell a member from anyone else.
  *  - [Addresses are hints] An id's own messages set its address; a relay's only fill an unknown one.
  *  - [Bounded] addresses ≤ maxAddresses, pools to non-members ≤ MAX_STRANGER_POOLS, messages in
  *    flight per peer ≤ MAX_IN_FLIGHT (more are dropped: mesh messages are datagrams), verifications
@@ -46,6 +47,8 @@ export interface MeshPeersOptions {
   feed(input: NodeInput): void;
   /** Largest mesh message accepted (a gossip states message carries snapshots). */
   maxMessageBytes: number;
+  /** A lone node without credentials (start-node.ts): every candidate is refused, none verified. */
+  admitsNone?: boolean;
   /** Addresses remembered at most (default 1024). */
   maxAddresses?: number;
   /** Each member's served count (peer-served.ts): ours rides on our states, theirs is read off theirs. */
@@ -132,6 +135,12 @@ export class MeshPeers {
   /** The `verify-member` effect (see [Verified by contact]). */
   verify(id: NodeId): void {
     if (this.verifying.has(id) || this.stopped) return;
+    if (this.o.admitsNone) {
+      // Warned once at start; each refusal is counted (prefixmesh_peer_auth_rejected_total{reason="mesh-verify"}).
+      this.o.logger.debug({ peer: id }, "mesh member refused: this node has no peer authentication");
+      queueMicrotask(() => this.settle(id, false)); // answered as an input, never inside this effect
+      return;
+    }
     if (this.verifying.size >= MAX_VERIFYING) {
       // Never admitted without an answer; the core's candidate waits (bounded there).
       this.o.logger.warn({ peer: id }, "too many members being verified: not verifying this one now");

@@ -72,7 +72,7 @@ export interface NodeRuntimeOptions {
   /** The PM QoS CPU latency limit this node holds (`--cpu-latency-us`), for the cluster view. */
   cpuLatencyUs?: number;
   /** gossip "scuttlebutt" (mesh-peers.ts): the model members must serve, the largest mesh message. */
-  mesh?: { helloModel: string | undefined; maxMessageBytes: number };
+  mesh?: { helloModel: string | undefined; maxMessageBytes: number; admitsNone?: boolean };
 }
 
 const nowDefault = () => performance.timeOrigin + performance.now();

@@ -104,8 +104,14 @@ export async function startNode(
     tls,
     secret,
     insecure: s.insecure,
-    mesh: s.gossip === "scuttlebutt",
   });
+  // A lone scuttlebutt node without credentials: nothing could prove a joiner's id, so none is admitted.
+  const admitsNone = mode === "single-node" && s.gossip === "scuttlebutt";
+  if (admitsNone)
+    logger.warn(
+      {},
+      "no peer authentication: this node runs alone and admits no member (--tls-dir or --secret-file to let nodes join)",
+    );
   let auth: PeerAuth;
   if (tls) auth = mtlsAuth(tls);
   else if (secret) auth = hmacAuth(s.id, secret);
@@ -171,7 +177,11 @@ export async function startNode(
     policies: POLICY_NAMES,
     now,
     ...(cpuLatency ? { cpuLatencyUs: cpuLatency.requestedUs } : {}),
-    mesh: { helloModel: s.mixedModels ? undefined : engine.info.model, maxMessageBytes: s.maxSnapshotBytes },
+    mesh: {
+      helloModel: s.mixedModels ? undefined : engine.info.model,
+      maxMessageBytes: s.maxSnapshotBytes,
+      admitsNone,
+    },
   });
   const timeouts = {
     idleMs: s.connectionIdleTimeoutMs,
