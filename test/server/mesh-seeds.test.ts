@@ -77,4 +77,21 @@ describe("a lone scuttlebutt node without credentials (no seeds, no peers)", () 
       await Promise.all([a.stop(), b?.stop()]);
     }
   });
+
+  it("with --insecure is a seed others join through (members verified without credentials)", async () => {
+    const a = await startNode(settings({ gossip: "scuttlebutt", insecure: true }), { logger });
+    let b: Awaited<ReturnType<typeof startNode>> | undefined;
+    try {
+      b = await startNode(
+        settings({ id: "B", gossip: "scuttlebutt", insecure: true, join: new URL(a.peerUrl).host }),
+        { logger },
+      );
+      const holds = (n: { runtime: { clusterView(): unknown } }, id: string) =>
+        (n.runtime.clusterView() as { peers: { id: string }[] }).peers.some((p) => p.id === id);
+      const nb = b;
+      await waitFor(() => holds(a, "B") && holds(nb, "A"), 15_000, "A and B to become members of each other");
+    } finally {
+      await Promise.all([a.stop(), b?.stop()]);
+    }
+  });
 });

@@ -105,8 +105,11 @@ export async function startNode(
     secret,
     insecure: s.insecure,
   });
-  // A lone scuttlebutt node without credentials: nothing could prove a joiner's id, so none is admitted.
-  const admitsNone = mode === "single-node" && s.gossip === "scuttlebutt";
+  // A lone scuttlebutt node without credentials: nothing could prove a joiner's id, so none is admitted
+  // (unless --insecure: then, as a seed, it admits anyone, like the cluster it is the seed of).
+  const admitsNone = mode === "single-node" && s.gossip === "scuttlebutt" && !s.insecure;
+  if (mode === "single-node" && s.gossip === "scuttlebutt" && s.insecure)
+    logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
   if (admitsNone)
     logger.warn(
       {},
