@@ -35,5 +35,20 @@ export async function startPair(
     const engine = engines[i];
     return startNode(settings, { logger, ...(engine ? { engine } : {}) });
   };
-  return Promise.all([start(0), start(1)]);
+  const pair = await Promise.all([start(0), start(1)]);
+  // gossip "scuttlebutt": `peers` are only seeds, so each is a member of the other only once SWIM
+  // verified and admitted it (the full mesh's static members are there from the start).
+  if (pair[0].nodeConfig.gossip === "scuttlebutt" || pair[1].nodeConfig.gossip === "scuttlebutt") {
+    // In process, not over HTTP: a pooled client connection would count against --max-connections.
+    const holds = (n: NodeHandle, id: string) =>
+      (n.runtime.clusterView() as { peers: { id: string }[] }).peers.some((p) => p.id === id);
+    for (const deadline = Date.now() + 15_000; !(holds(pair[0], "B") && holds(pair[1], "A")); ) {
+      if (Date.now() > deadline) {
+        await Promise.all(pair.map((n) => n.stop()));
+        throw new Error("A and B never became members of each other (gossip scuttlebutt)");
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  return pair;
 }

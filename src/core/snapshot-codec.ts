@@ -8,10 +8,11 @@
  *          4  format version (1)          u8
  *          5  kind: 1 full, 2 delta, 3 heartbeat   u8
  *          6  block size (tokens per key) u8
- *          7  flags: bit 0 = costs follow the header (other bits 0)   u8
+ *          7  flags: bit 0 = costs follow the header, bit 1 = served follows (other bits 0)   u8
  *          8  sender: varint byte length (1..64), UTF-8
  *             varints: epoch, version, tokenCount, capacity, queueDepth, pushBackMs
  *             if flags bit 0: varints fixed, per uncached, per cached, per output token, in ns
+ *             if flags bit 1: varint served
  *     full:   varint n, n × 6-byte little-endian keys
  *     delta:  varint baseVersion (≤ version), varint n, n keys added, varint m, m keys removed
  *     last 4  CRC-32 (little-endian) of everything before it
@@ -36,6 +37,8 @@ const KEY_BYTES = 6;
 const TWO32 = 4294967296;
 /** Flag bit: the header carries the sender's engine costs (frames without it decode as before). */
 const FLAG_COSTS = 1;
+/** Flag bit: the header carries the sender's served count (gossip "scuttlebutt" states: peer-served). */
+const FLAG_SERVED = 2;
 /** Costs travel as whole nanoseconds: per-token costs are far below a millisecond. */
 const NS_PER_MS = 1e6;
 
@@ -102,6 +105,7 @@ function headerNumbers(h: SnapshotHeader): number[] {
   const c = h.costs;
   if (c !== undefined)
     for (const ms of [c.fixedMs, c.msPerUncached, c.msPerCached, c.msPerOutput]) n.push(costNs(ms));
+  if (h.served !== undefined) n.push(h.served);
   return n;
 }
 
@@ -166,7 +170,8 @@ export function encodeSnapshot(s: Snapshot): Uint8Array {
   buf[4] = SNAPSHOT_FORMAT_VERSION;
   buf[5] = KIND_CODE[s.kind];
   buf[6] = BLOCK_SIZE;
-  buf[7] = s.header.costs === undefined ? 0 : FLAG_COSTS;
+  buf[7] =
+    (s.header.costs === undefined ? 0 : FLAG_COSTS) | (s.header.served === undefined ? 0 : FLAG_SERVED);
   const sender = utf8.encode(s.header.sender);
   let pos = writeVarint(buf, FIXED, sender.length);
   buf.set(sender, pos);
@@ -280,7 +285,8 @@ function decodeUnsafe(bytes: Uint8Array, limits: DecodeLimits): Snapshot {
   if (bytes[6] !== BLOCK_SIZE)
     throw new SnapshotDecodeError("bad-field", `block size ${bytes[6]}, expected ${BLOCK_SIZE}`);
   const flags = bytes[7] as number;
-  if ((flags & ~FLAG_COSTS) !== 0) throw new SnapshotDecodeError("bad-field", `unknown flags ${flags}`);
+  if ((flags & ~(FLAG_COSTS | FLAG_SERVED)) !== 0)
+    throw new SnapshotDecodeError("bad-field", `unknown flags ${flags}`);
 
   const r = new Reader(bytes, view, FIXED, body);
   const senderLen = r.varint("sender length");
@@ -305,6 +311,7 @@ function decodeUnsafe(bytes: Uint8Array, limits: DecodeLimits): Snapshot {
     pushBackMs: r.varint("pushBackMs"),
   };
   if (flags & FLAG_COSTS) header.costs = readCosts(r);
+  if (flags & FLAG_SERVED) header.served = r.varint("served");
   let s: Snapshot;
   if (kind === "full") {
     s = { kind, header, body: { blockSize: BLOCK_SIZE, keys: r.keys("body", limits.maxKeys) } };

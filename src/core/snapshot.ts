@@ -30,6 +30,11 @@ export interface SnapshotHeader {
    * receiver knows each peer's speed. Optional: absent in the paper's setting and from older senders.
    */
   costs?: EngineCosts;
+  /**
+   * gossip "scuttlebutt": requests the sender has served in this epoch, stamped by the daemon's runtime
+   * on its own states (the full mesh's rides on the message instead). Operators only: never routed on.
+   */
+  served?: number;
 }
 
 /** An engine's cost model: run time ≈ fixed + per uncached + per cached prompt token + per output token. */

@@ -5,6 +5,8 @@ import { describe, expect, it } from "vitest";
 import { MAX_JOIN, parseJoin } from "../../src/server/runtime/mesh-seeds.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { modelOf, postCompletion } from "../api-client.js";
+import { waitFor } from "../e2e/helpers.js";
 
 const settings = (o: Record<string, unknown>) =>
   resolveNodeSettings(
@@ -33,12 +35,63 @@ describe("--join", () => {
     expect(() => parseJoin(many, "http")).toThrow(/at most 64/);
   });
 
-  it("is refused without --gossip scuttlebutt, and a scuttlebutt node needs authentication even alone", async () => {
+  it("is refused without --gossip scuttlebutt", async () => {
     const full = settings({ join: "127.0.0.1:1", insecure: true, gossip: "full" });
     await expect(startNode(full, { logger })).rejects.toThrow(/--join needs --gossip scuttlebutt/);
-    // Anyone may join through a scuttlebutt node: without credentials it is an unauthenticated cluster.
-    await expect(startNode(settings({ gossip: "scuttlebutt" }), { logger })).rejects.toThrow(
-      /without peer authentication/,
-    );
+    // Seeds without credentials (or --insecure): an unauthenticated cluster.
+    await expect(
+      startNode(settings({ gossip: "scuttlebutt", join: "127.0.0.1:1" }), { logger }),
+    ).rejects.toThrow(/without peer authentication/);
+  });
+});
+
+describe("a lone scuttlebutt node without credentials (no seeds, no peers)", () => {
+  it("starts, warns once, and admits no member that tries to join through it", async () => {
+    const warnings: string[] = [];
+    const recording = pino({ level: "warn" }, { write: (line: string) => void warnings.push(line) });
+    const a = await startNode(settings({ gossip: "scuttlebutt" }), { logger: recording });
+    let b: Awaited<ReturnType<typeof startNode>> | undefined;
+    try {
+      expect(warnings.filter((w) => /no peer authentication/.test(w))).toHaveLength(1);
+      // B (insecure) names A as its seed: A cannot check B's credential, so it never admits B.
+      const seed = new URL(a.peerUrl).host;
+      b = await startNode(settings({ id: "B", gossip: "scuttlebutt", insecure: true, join: seed }), {
+        logger,
+      });
+      await waitFor(
+        async () =>
+          /prefixmesh_peer_auth_rejected_total\{[^}]*reason="mesh-verify"[^}]*\} [1-9]/.test(
+            await (await fetch(`${a.apiUrl}/metrics`)).text(),
+          ),
+        15_000,
+        "A to refuse B's join",
+      );
+      const peers = async (n: { apiUrl: string }) =>
+        ((await (await fetch(`${n.apiUrl}/cluster`)).json()) as { peers: unknown[] }).peers;
+      expect(await peers(a)).toEqual([]);
+      // Still alone: it serves its own clients.
+      const model = await modelOf(a.apiUrl);
+      expect((await postCompletion(a.apiUrl, { model, prompt: "alone", max_tokens: 1 })).status).toBe(200);
+      expect(warnings.filter((w) => /no peer authentication/.test(w))).toHaveLength(1);
+    } finally {
+      await Promise.all([a.stop(), b?.stop()]);
+    }
+  });
+
+  it("with --insecure is a seed others join through (members verified without credentials)", async () => {
+    const a = await startNode(settings({ gossip: "scuttlebutt", insecure: true }), { logger });
+    let b: Awaited<ReturnType<typeof startNode>> | undefined;
+    try {
+      b = await startNode(
+        settings({ id: "B", gossip: "scuttlebutt", insecure: true, join: new URL(a.peerUrl).host }),
+        { logger },
+      );
+      const holds = (n: { runtime: { clusterView(): unknown } }, id: string) =>
+        (n.runtime.clusterView() as { peers: { id: string }[] }).peers.some((p) => p.id === id);
+      const nb = b;
+      await waitFor(() => holds(a, "B") && holds(nb, "A"), 15_000, "A and B to become members of each other");
+    } finally {
+      await Promise.all([a.stop(), b?.stop()]);
+    }
   });
 });

@@ -38,34 +38,39 @@ interface ClusterJson {
   peers: { id: string; served: number | null }[];
 }
 
-describe("/cluster shows every member's served count (two in-process nodes)", () => {
-  let a: NodeHandle;
-  let b: NodeHandle;
-  beforeAll(async () => {
-    [a, b] = await pair({ pollMs: "100" });
-  });
-  afterAll(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
-  });
+// Both gossip modes: the full mesh's snapshots carry the count, and so do Scuttlebutt's states.
+describe.each(["full", "scuttlebutt"])(
+  "/cluster shows every member's served count (two nodes, gossip %s)",
+  (gossip) => {
+    let a: NodeHandle;
+    let b: NodeHandle;
+    beforeAll(async () => {
+      [a, b] = await pair({ pollMs: "100", gossip });
+    });
+    afterAll(async () => {
+      await Promise.all([a?.stop(), b?.stop()]);
+    });
 
-  const cluster = async (n: NodeHandle) => (await (await fetch(`${n.apiUrl}/cluster`)).json()) as ClusterJson;
+    const cluster = async (n: NodeHandle) =>
+      (await (await fetch(`${n.apiUrl}/cluster`)).json()) as ClusterJson;
 
-  it("carries B's count to A on B's snapshots, and A's to B", async () => {
-    const model = await modelOf(b.apiUrl);
-    for (let i = 0; i < 3; i++) {
-      const r = await postCompletion(b.apiUrl, { model, prompt: `question ${i} for B`, max_tokens: 2 });
-      expect(r.status).toBe(200);
-    }
-    const ownB = (await cluster(b)).served;
-    const ownA = (await cluster(a)).served;
-    expect(ownA + ownB).toBe(3);
-    await waitFor(
-      async () => {
-        const [va, vb] = await Promise.all([cluster(a), cluster(b)]);
-        return va.peers[0]?.served === ownB && vb.peers[0]?.served === ownA;
-      },
-      15_000,
-      "A to show B's served count and B to show A's",
-    );
-  });
-});
+    it("carries B's count to A on B's snapshots, and A's to B", async () => {
+      const model = await modelOf(b.apiUrl);
+      for (let i = 0; i < 3; i++) {
+        const r = await postCompletion(b.apiUrl, { model, prompt: `question ${i} for B`, max_tokens: 2 });
+        expect(r.status).toBe(200);
+      }
+      const ownB = (await cluster(b)).served;
+      const ownA = (await cluster(a)).served;
+      expect(ownA + ownB).toBe(3);
+      await waitFor(
+        async () => {
+          const [va, vb] = await Promise.all([cluster(a), cluster(b)]);
+          return va.peers[0]?.served === ownB && vb.peers[0]?.served === ownA;
+        },
+        15_000,
+        "A to show B's served count and B to show A's",
+      );
+    });
+  },
+);

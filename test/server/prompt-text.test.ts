@@ -81,41 +81,52 @@ describe("prompt text in forwards", () => {
     expect(atB).toBe(prompt);
   });
 
-  it("is sent again, and from then on, when the peer's engine has come to need it since its hello", async () => {
-    // B runs from tokens alone, and A learns so from its hello…
-    const {
-      a: na,
-      b: nb,
-      model,
-    } = await routedPair(
-      prefix,
-      { B: new RecordingEngine(false) },
-      {
-        ready: (p) => p.promptText === false,
-        onStart: (x, y) => {
-          nodes = [x, y];
+  // Full mesh: A keeps B's stale hello across B's restart; B refuses the tokens-only forward once and A
+  // sends it again with the text. Scuttlebutt: B's goodbye drops it from A's members and its rejoin is
+  // verified afresh, so A reads the new hello and sends the text at once (nothing refused).
+  it.each([
+    ["full", 1],
+    ["scuttlebutt", 0],
+  ] as const)(
+    "is sent again, and from then on, when the peer's engine has come to need it since its hello (gossip %s)",
+    async (gossip, refused) => {
+      // B runs from tokens alone, and A learns so from its hello…
+      const {
+        a: na,
+        b: nb,
+        model,
+      } = await routedPair(
+        prefix,
+        { B: new RecordingEngine(false) },
+        {
+          extra: { gossip },
+          ready: (p) => p.promptText === false,
+          onStart: (x, y) => {
+            nodes = [x, y];
+          },
         },
-      },
-    );
-    // …then B restarts under the same id and ports with an engine that needs the text: what A knows
-    // of B's hello is stale, so A's next forward leaves the text out.
-    await nb.stop();
-    const b = new RecordingEngine(true);
-    const nb2 = await startNode(nb.settings, { logger: nb.logger, engine: b });
-    nodes = [na, nb2];
-    await postCompletion(nb2.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });
-    for (const deadline = Date.now() + 10_000; (await views(na, nb2)).ofB.estimateTokens < 256; ) {
-      if (Date.now() > deadline) throw new Error("A never learned the restarted B's tree");
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    const runsBefore = b.seen.length;
-    const prompt = `${prefix} asked at A`;
-    expect(await askAtA(na, model, prompt)).toBeTruthy();
-    const { ofB, statsB } = await views(na, nb2);
-    // B's node refused the tokens-only forward (its engine never saw it); A re-sent it with the text.
-    expect(b.seen.length - runsBefore).toBe(1);
-    expect(b.seen.at(-1)).toBe(prompt);
-    expect(ofB.promptText).toBe(true);
-    expect(statsB.promptTextRefused).toBe(1);
-  });
+      );
+      // …then B restarts under the same id and ports with an engine that needs the text: what A knows
+      // of B's hello is stale, so A's next forward leaves the text out.
+      await nb.stop();
+      const b = new RecordingEngine(true);
+      const nb2 = await startNode(nb.settings, { logger: nb.logger, engine: b });
+      nodes = [na, nb2];
+      await postCompletion(nb2.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });
+      for (const deadline = Date.now() + 10_000; ((await views(na, nb2)).ofB?.estimateTokens ?? 0) < 256; ) {
+        // Until the restarted B (re)joins, A may list no member at all (gossip scuttlebutt).
+        if (Date.now() > deadline) throw new Error("A never learned the restarted B's tree");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const runsBefore = b.seen.length;
+      const prompt = `${prefix} asked at A`;
+      expect(await askAtA(na, model, prompt)).toBeTruthy();
+      const { ofB, statsB } = await views(na, nb2);
+      // B's node refused the tokens-only forward (its engine never saw it); A re-sent it with the text.
+      expect(b.seen.length - runsBefore).toBe(1);
+      expect(b.seen.at(-1)).toBe(prompt);
+      expect(ofB.promptText).toBe(true);
+      expect(statsB.promptTextRefused).toBe(refused);
+    },
+  );
 });

@@ -165,10 +165,14 @@ export class GossipAntiEntropy {
   view(
     id: NodeId,
     now: number,
-  ): Pick<PeerView, "held" | "estimateTokens" | "queueDepth" | "pushBackUntil" | "holdsOfUs"> {
+  ): Pick<
+    PeerView,
+    "held" | "estimateTokens" | "queueDepth" | "pushBackUntil" | "holdsOfUs" | "estimateAgeMs"
+  > {
     const l = this.load(id);
     return {
       held: this.held(id),
+      estimateAgeMs: l.estimateAt === undefined ? undefined : Math.max(0, now - l.estimateAt),
       estimateTokens: this.sb.index.estimateSize(id),
       queueDepth: l.queueDepth,
       pushBackUntil: l.pushBackUntil > now ? l.pushBackUntil : 0,

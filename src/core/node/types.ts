@@ -267,6 +267,11 @@ export interface PeerView {
   liveness: Liveness;
   /** ms since we last heard anything from it (undefined: never). */
   silentMs: number | undefined;
+  /**
+   * gossip "scuttlebutt" (no per-pair heartbeats, so no `silentMs`): ms since the newest state of its
+   * estimate arrived and was applied, from it or a relay (undefined: none yet).
+   */
+  estimateAgeMs?: number | undefined;
   /** Which (epoch, version) of its tree our estimate holds. */
   held: HeldVersion | undefined;
   estimateTokens: number;

@@ -20,8 +20,6 @@ export interface SecurityModeInput {
   peersDns?: string | undefined;
   /** `--join` seed URLs (gossip scuttlebutt; a multi-node cluster too, their scheme checked). */
   join?: readonly string[] | undefined;
-  /** gossip scuttlebutt: any authenticated node may join through this one, so it is a cluster even alone. */
-  mesh?: boolean | undefined;
   /** Present (truthy) when mutual-TLS material is configured. */
   tls?: unknown;
   /** Present (truthy) when a shared secret is configured. */
@@ -33,8 +31,9 @@ export interface SecurityModeInput {
 export function checkSecurityMode(input: SecurityModeInput): SecurityMode {
   const hasTls = Boolean(input.tls);
   const hasSecret = Boolean(input.secret);
-  const multiNode =
-    input.peers.length > 0 || Boolean(input.peersDns) || (input.join?.length ?? 0) > 0 || input.mesh === true;
+  // gossip scuttlebutt: a node with no peers, seeds or DNS name is alone too (a one-node quickstart);
+  // it then admits no member (start-node.ts), since it could not check a joiner's credential.
+  const multiNode = input.peers.length > 0 || Boolean(input.peersDns) || (input.join?.length ?? 0) > 0;
   for (const p of input.peers) {
     const scheme = safeProtocol(p.url);
     if (hasTls && scheme !== "https:") {

@@ -64,7 +64,8 @@ export class ClusterView {
         liveness: p.liveness,
         suspected: p.liveness !== "live",
         estimateTokens: p.estimateTokens,
-        estimateAgeMs: p.silentMs,
+        // Full mesh: since it was last heard; scuttlebutt: since its newest state arrived.
+        estimateAgeMs: p.silentMs ?? p.estimateAgeMs,
         held: p.held,
         holdsOfUs: p.holdsOfUs,
         queueDepth: p.queueDepth,
@@ -97,7 +98,9 @@ export class ClusterView {
       peers: node.peers().map((p) => ({
         peer: p.id,
         suspected: p.liveness !== "live",
-        ...(p.silentMs !== undefined ? { estimateAgeSec: p.silentMs / 1000 } : {}),
+        ...((p.silentMs ?? p.estimateAgeMs) !== undefined
+          ? { estimateAgeSec: (p.silentMs ?? p.estimateAgeMs ?? 0) / 1000 }
+          : {}),
         estimateTokens: p.estimateTokens,
         pushBackActive: p.pushBackUntil > now,
         ...(p.trust ? { trustScore: p.trust.score, breakerOpen: p.trust.state !== "closed" } : {}),

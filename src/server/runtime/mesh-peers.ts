@@ -10,7 +10,8 @@
  *    an HMAC over our fresh challenge under the shared secret (hmac.ts, helloProof), plus a hello of our
  *    cluster (and model). What a relay says — that an id is alive, where it lives — only starts that
  *    check. A definite failure (refused credentials, no proof, another cluster) answers no; an
- *    unreachable address is retried with backoff while the candidate waits.
+ *    unreachable address is retried with backoff while the candidate waits. A node with no credential
+ *    at all (alone, `admitsNone`) admits nobody: it could not tell a member from anyone else.
  *  - [Addresses are hints] An id's own messages set its address; a relay's only fill an unknown one.
  *  - [Bounded] addresses ≤ maxAddresses, pools to non-members ≤ MAX_STRANGER_POOLS, messages in
  *    flight per peer ≤ MAX_IN_FLIGHT (more are dropped: mesh messages are datagrams), verifications
@@ -46,8 +47,12 @@ export interface MeshPeersOptions {
   feed(input: NodeInput): void;
   /** Largest mesh message accepted (a gossip states message carries snapshots). */
   maxMessageBytes: number;
+  /** A lone node without credentials (start-node.ts): every candidate is refused, none verified. */
+  admitsNone?: boolean;
   /** Addresses remembered at most (default 1024). */
   maxAddresses?: number;
+  /** Each member's served count (peer-served.ts): ours rides on our states, theirs is read off theirs. */
+  served?: { own(): number; report(from: NodeId, epoch: number, served: number | undefined): void };
 }
 
 interface Verifying {
@@ -97,7 +102,7 @@ export class MeshPeers {
     if (this.stopped && !(msg.channel === "swim" && msg.msg.type === "goodbye")) return Promise.resolve();
     const n = this.inFlight.get(to) ?? 0;
     if (n >= MAX_IN_FLIGHT || !this.pool(to)) return Promise.resolve();
-    const body = encodeMesh(msg, this.addressesFor(msg));
+    const body = encodeMesh(this.stampServed(msg), this.addressesFor(msg));
     this.inFlight.set(to, n + 1);
     return this.o.client
       .sendMesh(to, body)
@@ -119,6 +124,10 @@ export class MeshPeers {
     if (!d.ok) return d.error;
     this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, body.byteLength);
     for (const a of d.envelope.addrs) this.learn(a.id, a.url, a.id === from);
+    const m = d.envelope.msg;
+    if (m.channel === "gossip" && m.msg.type === "states")
+      for (const { snapshot: s } of m.msg.states)
+        this.o.served?.report(s.header.sender, s.header.epoch, s.header.served);
     this.o.feed({ type: "mesh-message", from, msg: d.envelope.msg });
     return undefined;
   }
@@ -126,6 +135,12 @@ export class MeshPeers {
   /** The `verify-member` effect (see [Verified by contact]). */
   verify(id: NodeId): void {
     if (this.verifying.has(id) || this.stopped) return;
+    if (this.o.admitsNone) {
+      // Warned once at start; each refusal is counted (prefixmesh_peer_auth_rejected_total{reason="mesh-verify"}).
+      this.o.logger.debug({ peer: id }, "mesh member refused: this node has no peer authentication");
+      queueMicrotask(() => this.settle(id, false)); // answered as an input, never inside this effect
+      return;
+    }
     if (this.verifying.size >= MAX_VERIFYING) {
       // Never admitted without an answer; the core's candidate waits (bounded there).
       this.o.logger.warn({ peer: id }, "too many members being verified: not verifying this one now");
@@ -170,6 +185,24 @@ export class MeshPeers {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /**
+   * Our served count on our own states (copies: the node keeps the originals). Relays pass the
+   * header on as received, so a count reaches every holder of our estimate, as old as our newest state.
+   */
+  private stampServed(msg: MeshMessage): MeshMessage {
+    const served = this.o.served;
+    if (served === undefined || msg.channel !== "gossip" || msg.msg.type !== "states") return msg;
+    const self = this.o.node.id;
+    if (!msg.msg.states.some((s) => s.snapshot.header.sender === self)) return msg;
+    const n = served.own();
+    const states = msg.msg.states.map((s) =>
+      s.snapshot.header.sender !== self
+        ? s
+        : { ...s, snapshot: { ...s.snapshot, header: { ...s.snapshot.header, served: n } } },
+    );
+    return { channel: "gossip", msg: { ...msg.msg, states } };
+  }
 
   private attempt(id: NodeId, v: Verifying): void {
     clearTimeout(v.timer);

@@ -72,7 +72,7 @@ export interface NodeRuntimeOptions {
   /** The PM QoS CPU latency limit this node holds (`--cpu-latency-us`), for the cluster view. */
   cpuLatencyUs?: number;
   /** gossip "scuttlebutt" (mesh-peers.ts): the model members must serve, the largest mesh message. */
-  mesh?: { helloModel: string | undefined; maxMessageBytes: number };
+  mesh?: { helloModel: string | undefined; maxMessageBytes: number; admitsNone?: boolean };
 }
 
 const nowDefault = () => performance.timeOrigin + performance.now();
@@ -146,7 +146,11 @@ export class NodeRuntime implements NodeService {
     });
     o.metrics.setViewProvider(() => this.view.gauges());
     const mesh = o.node.config.gossip === "scuttlebutt" ? o.mesh : undefined;
-    this.mesh = mesh && new MeshPeers({ ...o, ...mesh, admin: this.admin, feed: (i) => this.feed(i) });
+    const report = (from: string, epoch: number, n: number | undefined) =>
+      from !== this.nodeId && this.traffic.servedCounts.report(from, epoch, n);
+    const served = { own: () => this.traffic.ownServed(), report };
+    this.mesh =
+      mesh && new MeshPeers({ ...o, ...mesh, admin: this.admin, feed: (i) => this.feed(i), served });
   }
 
   start(): void {

@@ -104,8 +104,17 @@ export async function startNode(
     tls,
     secret,
     insecure: s.insecure,
-    mesh: s.gossip === "scuttlebutt",
   });
+  // A lone scuttlebutt node without credentials: nothing could prove a joiner's id, so none is admitted
+  // (unless --insecure: then, as a seed, it admits anyone, like the cluster it is the seed of).
+  const admitsNone = mode === "single-node" && s.gossip === "scuttlebutt" && !s.insecure;
+  if (mode === "single-node" && s.gossip === "scuttlebutt" && s.insecure)
+    logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
+  if (admitsNone)
+    logger.warn(
+      {},
+      "no peer authentication: this node runs alone and admits no member (--tls-dir or --secret-file to let nodes join)",
+    );
   let auth: PeerAuth;
   if (tls) auth = mtlsAuth(tls);
   else if (secret) auth = hmacAuth(s.id, secret);
@@ -171,7 +180,11 @@ export async function startNode(
     policies: POLICY_NAMES,
     now,
     ...(cpuLatency ? { cpuLatencyUs: cpuLatency.requestedUs } : {}),
-    mesh: { helloModel: s.mixedModels ? undefined : engine.info.model, maxMessageBytes: s.maxSnapshotBytes },
+    mesh: {
+      helloModel: s.mixedModels ? undefined : engine.info.model,
+      maxMessageBytes: s.maxSnapshotBytes,
+      admitsNone,
+    },
   });
   const timeouts = {
     idleMs: s.connectionIdleTimeoutMs,
