@@ -87,11 +87,8 @@ export function smallCluster(over: Partial<SimConfig> = {}): SimConfig {
 /** The daemon's Δpoll (its settings' default). */
 export const DAEMON_POLL_MS = nodeSettingsSchema.shape.pollMs.def.defaultValue;
 
-/**
- * A seeded fault-schedule run in the daemon's configuration (`daemonConfig`, its policy and Δpoll),
- * with the seed's whole fault schedule drawn over `faultWindowMs`; callers add gossip and settling.
- */
-export function daemonFaultConfig(seed: number, nodes: number, faultWindowMs: number): SimConfig {
+/** A run in the daemon's configuration (`daemonConfig`, its policy and Δpoll) on 2 ms links. */
+export function daemonSimConfig(seed: number, nodes: number): SimConfig {
   return {
     nodes,
     policy: DAEMON_NODE_DEFAULTS.policy,
@@ -100,8 +97,18 @@ export function daemonFaultConfig(seed: number, nodes: number, faultWindowMs: nu
     jitterMs: 0.5,
     pollMs: DAEMON_POLL_MS,
     profile: DEFAULT_PROFILE,
-    capacityTokens: 3_000,
     seed,
+  };
+}
+
+/**
+ * A seeded fault-schedule run in the daemon's configuration, with the seed's whole fault schedule
+ * drawn over `faultWindowMs`; callers add gossip and settling.
+ */
+export function daemonFaultConfig(seed: number, nodes: number, faultWindowMs: number): SimConfig {
+  return {
+    ...daemonSimConfig(seed, nodes),
+    capacityTokens: 3_000,
     faults: faultScheduleFor(seed, nodes, faultWindowMs),
     checkInvariants: true,
     keepRecords: false,

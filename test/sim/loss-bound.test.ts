@@ -10,13 +10,13 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
-import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig, SimResult } from "../../src/sim/types.js";
 import { assembleWorkload } from "../../src/workload/assemble.js";
 import { mmluWorkload } from "../../src/workload/mmlu-workload.js";
 import { syntheticPool } from "../../src/workload/synthetic.js";
 import type { Workload } from "../../src/workload/types.js";
+import { daemonSimConfig } from "./helpers.js";
 
 const MMLU_DIR = resolve(import.meta.dirname, "../../../shared/datasets/mmlu");
 const haveMmlu = existsSync(join(MMLU_DIR, "test"));
@@ -30,14 +30,7 @@ const WITHOUT = { answerRecovery: false, maxTimedOutAttempts: 0 };
 function run(w: Workload, lossProb: number, seed: number, extra: Partial<SimConfig> = {}): SimResult {
   return runSimulation(
     {
-      nodes: 4,
-      policy: DAEMON_NODE_DEFAULTS.policy,
-      daemonConfig: true,
-      commMs: 2,
-      jitterMs: 0.5,
-      pollMs: 500,
-      profile: DEFAULT_PROFILE,
-      seed,
+      ...daemonSimConfig(seed, 4),
       ...(lossProb > 0 ? { faults: { network: { lossProb } } } : {}),
       ...extra,
     },

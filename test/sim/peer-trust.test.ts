@@ -6,11 +6,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../../src/core/node/config.js";
-import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig, SimFaults, SimRecord, SimResult } from "../../src/sim/types.js";
 import { assembleWorkload } from "../../src/workload/assemble.js";
 import { syntheticPool } from "../../src/workload/synthetic.js";
+import { daemonSimConfig } from "./helpers.js";
 
 const REQUESTS = 2_000;
 const BAD = 3;
@@ -42,15 +42,8 @@ function run(
 ): SimResult {
   return runSimulation(
     {
-      nodes,
-      policy: DAEMON_NODE_DEFAULTS.policy,
-      daemonConfig: true,
-      commMs: 2,
-      jitterMs: 0.5,
-      pollMs: 500,
-      profile: DEFAULT_PROFILE,
+      ...daemonSimConfig(seed, nodes),
       capacityTokens: 3_000,
-      seed,
       ...(faults ? { faults } : {}),
       ...(node ? { node } : {}),
       ...(gossip ? { gossip } : {}),
