@@ -45,6 +45,8 @@ export class EngineCostFit {
   private outputTokens = 0;
   private n = 0;
   private calibrated = false;
+  /** `costs()` since the last change to the fit: routing asks for it per candidate. */
+  private current: EngineCosts | undefined;
 
   constructor(
     private readonly prior: CostPrior,
@@ -79,6 +81,7 @@ export class EngineCostFit {
     this.a.fill(0);
     this.b.fill(0);
     this.calibrated = true;
+    this.current = undefined;
   }
 
   /** Whether the fit stands on data: calibrated, or enough runs to outweigh the prior. */
@@ -99,6 +102,7 @@ export class EngineCostFit {
       this.outputTokens = this.outputTokens * d + s.outputTokens;
     }
     this.n++;
+    this.current = undefined;
   }
 
   get samples(): number {
@@ -112,6 +116,11 @@ export class EngineCostFit {
 
   /** The current costs (the prior's until samples outweigh it), every field in [0, MAX_COST_MS]. */
   costs(): EngineCosts {
+    this.current ??= Object.freeze(this.solve());
+    return this.current;
+  }
+
+  private solve(): EngineCosts {
     const a = Float64Array.from(this.a);
     const b = Float64Array.from(this.b);
     const p = this.prior;
