@@ -144,6 +144,26 @@ export class EngineCostFit {
   }
 }
 
+/** A peer is taken for at most this many times slower or faster than us. */
+export const MAX_SPEED_RATIO = 10;
+
+/**
+ * `peer`'s predicted run time over ours for a prompt with `uncached` and `cached` tokens, within
+ * [1/MAX_SPEED_RATIO, MAX_SPEED_RATIO]: undefined unless both cost models are usable.
+ */
+export function runTimeRatio(
+  peer: EngineCosts | undefined,
+  ours: EngineCosts | undefined,
+  uncached: number,
+  cached: number,
+): number | undefined {
+  if (!usableCosts(peer) || !usableCosts(ours)) return undefined;
+  const p = predictRunMs(peer, uncached, cached);
+  const s = predictRunMs(ours, uncached, cached);
+  if (!(p > 0) || !(s > 0)) return undefined;
+  return Math.min(MAX_SPEED_RATIO, Math.max(1 / MAX_SPEED_RATIO, p / s));
+}
+
 /** Expected engine time (prefill + decode) of a run under `c`. */
 export function predictRunMs(c: EngineCosts, uncached: number, cached: number, outputTokens = 0): number {
   return c.fixedMs + c.msPerUncached * uncached + c.msPerCached * cached + c.msPerOutput * outputTokens;

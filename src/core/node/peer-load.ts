@@ -7,7 +7,7 @@
  */
 import type { EngineCosts } from "../snapshot.js";
 import type { PeerLoad } from "./anti-entropy.js";
-import { predictRunMs, usableCosts } from "./engine-costs.js";
+import { runTimeRatio } from "./engine-costs.js";
 import type { Effect, PeerMessage } from "./types.js";
 
 /** Depths above this from a peer are nonsense: ignored (a peer controls the number). */
@@ -36,14 +36,8 @@ const TYPICAL_UNCACHED = 512;
  * typical prompt (`advertiseCosts`; 1 while either is unknown, i.e. queues compare by count).
  */
 export function queueWeight(peer: EngineCosts | undefined, ours: EngineCosts | undefined): number {
-  if (!usableCosts(peer) || !usableCosts(ours)) return 1;
-  const p = predictRunMs(peer, TYPICAL_UNCACHED, 0);
-  const s = predictRunMs(ours, TYPICAL_UNCACHED, 0);
-  return p > 0 && s > 0 ? Math.min(MAX_QUEUE_WEIGHT, Math.max(1 / MAX_QUEUE_WEIGHT, p / s)) : 1;
+  return runTimeRatio(peer, ours, TYPICAL_UNCACHED, 0) ?? 1;
 }
-
-/** A peer is taken for at most this many times slower or faster than us (as cost-aware's bound). */
-const MAX_QUEUE_WEIGHT = 10;
 
 /**
  * A peer pushing back is still routed to while its queue is shorter than ours (§3.2's exception:

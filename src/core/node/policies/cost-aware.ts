@@ -26,7 +26,7 @@
 import { z } from "zod";
 import { BLOCK_SIZE } from "../../block-hash.js";
 import type { LearnedCosts } from "../cost-model.js";
-import { predictRunMs, usableCosts } from "../engine-costs.js";
+import { MAX_SPEED_RATIO, runTimeRatio } from "../engine-costs.js";
 import {
   type Candidate,
   type Policy,
@@ -63,8 +63,6 @@ const SPEED_SAMPLES = 3;
  * costs from different request mixes, and a 5% "speed" must not pull load onto one of them.
  */
 const SPEED_DEADBAND = 1.15;
-/** A peer is taken for at most this many times slower or faster than us (a bound on noise). */
-const MAX_SPEED_RATIO = 10;
 
 /**
  * How many times our cost a peer's engine takes: its observed mean prefill against what our own
@@ -87,16 +85,10 @@ export function speedFactor(c: Candidate, k: LearnedCosts, on: boolean, promptTo
  * `peerSpeed` is on: only nodes running with `advertiseCosts` have them.
  */
 function advertisedFactor(c: Candidate, k: LearnedCosts, promptTokens: number): number | undefined {
-  const peer = c.advertisedCosts;
-  const ours = k.engine;
-  if (!usableCosts(peer) || !usableCosts(ours)) return undefined;
   const cached = Math.min(promptTokens, c.estimatedMatch);
-  const uncached = Math.max(0, promptTokens - cached);
-  const p = predictRunMs(peer, uncached, cached);
-  const s = predictRunMs(ours, uncached, cached);
-  if (!(p > 0) || !(s > 0)) return undefined;
-  if (p / s < SPEED_DEADBAND && s / p < SPEED_DEADBAND) return 1;
-  return Math.min(MAX_SPEED_RATIO, Math.max(1 / MAX_SPEED_RATIO, p / s));
+  const r = runTimeRatio(c.advertisedCosts, k.engine, Math.max(0, promptTokens - cached), cached);
+  if (r === undefined) return undefined;
+  return r < SPEED_DEADBAND && 1 / r < SPEED_DEADBAND ? 1 : r;
 }
 
 /** Expected end-to-end latency (ms, decode excluded: it is the same wherever the request runs). */
