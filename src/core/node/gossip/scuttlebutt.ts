@@ -282,7 +282,8 @@ export class Scuttlebutt {
     for (const s of msg.states) {
       const verdict = this.apply(s.snapshot, s.blocks);
       // The owner's own push did not fit our estimate: our cursor at it is off; renew with it now.
-      if (verdict === "need-full" && s.snapshot.header.sender === from) this.renewals.mismatch(from);
+      if (this.holders !== undefined && verdict === "need-full" && s.snapshot.header.sender === from)
+        this.renewals.mismatch(from);
     }
     if (msg.wants.length === 0) return undefined;
     const theirs = new Map<NodeId, DigestEntry>();
