@@ -192,7 +192,7 @@ export class PrefixNode extends NodeViews {
     const self = this.executor.selfView(this.config.id, request, now);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
     const costs = this.learnedCosts();
-    this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.evictionPressure());
+    this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.eviction());
     this.advance(reqId, now, out);
   }
 

@@ -19,6 +19,7 @@ import { invariant } from "../invariant.js";
 import { keyTokens, requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
+import type { Eviction } from "./demand.js";
 import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
 import { forwardTimer, type LocalRun, type Pending, PendingRequests } from "./pending-requests.js";
 import { Planner } from "./planner.js";
@@ -193,9 +194,9 @@ export class Origin {
     selfMatch: number,
     candidates: Candidate[] | undefined,
     costs: LearnedCosts,
-    evictionPressure: number,
+    eviction: Eviction,
   ): void {
-    const plan = this.planner.route(request, now, selfMatch, candidates, costs, evictionPressure);
+    const plan = this.planner.route(request, now, selfMatch, candidates, costs, eviction);
     this.pending.open(reqId, request, plan, now, forwardTimeoutFor(this.config, request, costs));
   }
 
