@@ -13,7 +13,7 @@
  */
 import type { EngineRequest } from "../engine.js";
 import type { NodeConfig } from "./config.js";
-import type { LearnedCosts } from "./cost-model.js";
+import { expectedRunMs, type LearnedCosts } from "./cost-model.js";
 import type { Target, Targets } from "./targets.js";
 import type { Effect, NodeId, Timer } from "./types.js";
 
@@ -231,8 +231,7 @@ function ackTimer(a: AttemptClock): Timer {
  * the configured timeout exactly.
  */
 export function forwardTimeoutFor(config: NodeConfig, request: EngineRequest, k: LearnedCosts): number {
-  const prefill = k.prefillFixedMs + k.prefillMsPerToken * request.tokens.length;
-  const runMs = prefill + Math.max(0, request.maxTokens) * (k.msPerOutput ?? 0);
+  const runMs = expectedRunMs(k, request.tokens.length, request.maxTokens, k.msPerOutput ?? 0);
   const slack = config.answerSlack * runMs;
   if (!(slack > config.forwardTimeoutMs)) return config.forwardTimeoutMs;
   return Math.min(MAX_FORWARD_TIMEOUT_MS, slack + config.answerSlackMs);
