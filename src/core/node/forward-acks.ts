@@ -195,7 +195,7 @@ export class ForwardAcks {
     // Answer recovery: the last send went unanswered (it, or the reply, was lost): send it again while
     // the request's timeouts allow another — the peer holds the job or its answer (it acked), or may
     // never have got the forward; either way it, not a cold peer, is the one to ask.
-    const recover = !acked && this.config.answerRecovery && this.mayTimeOut(a);
+    const recover = !acked && this.config.answerRecovery && !this.outOfTimeouts(a, 1);
     // Probe (re-send the same forward) when the peer acked this round and owes only the answer, or
     // has not acked yet but has resends left; otherwise give up on the peer.
     if (!peer || (!acked && !recover && a.probes >= this.config.forwardResends)) {
@@ -211,10 +211,25 @@ export class ForwardAcks {
     return acked ? "probe" : "resend";
   }
 
-  /** Whether one more timeout leaves the request within `maxTimedOutAttempts` (0: no cap). */
-  mayTimeOut(a: AttemptClock): boolean {
-    const max = this.config.maxTimedOutAttempts;
-    return max === 0 || a.timeouts + 1 < max;
+  /**
+   * The `maxTimedOutAttempts` rule, stated once: whether the request's timeouts, with `more` still to
+   * come, reach the cap (0: no cap) — it then tries no more peers (origin.ts) and re-sends no more.
+   */
+  outOfTimeouts(a: AttemptClock, more = 0): boolean {
+    return a.timeouts + more >= this.timeoutCap;
+  }
+
+  /**
+   * With the cap set, a request that lost any attempt to a timeout has waited already: it runs here
+   * ahead of the queue (and is never offloaded again).
+   */
+  runsFirst(a: AttemptClock): boolean {
+    return a.timeouts > 0 && this.timeoutCap < Number.POSITIVE_INFINITY;
+  }
+
+  /** `maxTimedOutAttempts` as a bound (0: no cap). */
+  private get timeoutCap(): number {
+    return this.config.maxTimedOutAttempts > 0 ? this.config.maxTimedOutAttempts : Number.POSITIVE_INFINITY;
   }
 }
 

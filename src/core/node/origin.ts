@@ -205,8 +205,7 @@ export class Origin {
    */
   nextPlanned(reqId: string): NodeId | undefined {
     const p = this.pending.get(reqId);
-    const max = this.config.maxTimedOutAttempts;
-    if (max > 0 && p.timeouts >= max) p.next = p.plan.length;
+    if (this.acks.outOfTimeouts(p)) p.next = p.plan.length;
     return p.next < p.plan.length ? p.plan[p.next++] : undefined;
   }
 
@@ -248,7 +247,7 @@ export class Origin {
     p.current = undefined;
     const run: LocalRun = { reqId, attempt: p.attempt, request: p.request };
     // It waited on attempts that timed out already: it runs next, not at the queue's tail.
-    if (this.config.maxTimedOutAttempts > 0 && p.timeouts > 0) run.priority = true;
+    if (this.acks.runsFirst(p)) run.priority = true;
     return run;
   }
 
