@@ -220,7 +220,7 @@ export class PrefixNode extends NodeViews {
   private advance(reqId: string, now: number, out: Effect[]): void {
     // The first choice was routable a moment ago; later ones are re-checked (state may have moved).
     for (let to = this.origin.nextPlanned(reqId); to !== undefined; to = this.origin.nextPlanned(reqId)) {
-      if (!this.routable(to, now) || !this.origin.mayForward(to)) continue;
+      if (!this.routable(to, now) || !this.origin.trust.mayHold(to)) continue;
       this.origin.forward(reqId, to, now, out);
       return;
     }
@@ -373,7 +373,9 @@ export class PrefixNode extends NodeViews {
   /** A routable peer that may take a forward, finishing `w` sooner than here, starting within `maxWaitMs`. */
   private soonerPeer(w: Waiting, now: number, maxWaitMs?: number, round?: OffloadRound): Offload | undefined {
     const self = this.executor.selfView(this.config.id, w.request);
-    const peers = this.candidates(w.request, now, self).filter((c) => c.self || this.origin.mayForward(c.id));
+    const peers = this.candidates(w.request, now, self).filter(
+      (c) => c.self || this.origin.trust.mayHold(c.id),
+    );
     return offloadTarget(w, peers, this.learnedCosts(), maxWaitMs, round);
   }
 

@@ -148,14 +148,6 @@ export class Origin {
     return this.targets.inFlightTo(id, now, this.ackTimeoutMs(this.targets.rttMs(id)));
   }
 
-  /**
-   * May one more forward go to `id` now (trust.ts: a peer on probation holds only a few)? Apart from
-   * routability, so such a peer still ranks as a candidate: only the forward it would take goes elsewhere.
-   */
-  mayForward(id: NodeId): boolean {
-    return this.trust.mayHold(id);
-  }
-
   /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
   ackTimeoutMs(rttMs: number | undefined): number {
     return this.acks.timeoutMs(rttMs);
