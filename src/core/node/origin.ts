@@ -149,14 +149,6 @@ export class Origin {
     return this.targets.inFlightTo(id, now, this.ackTimeoutMs(this.targets.rttMs(id)));
   }
 
-  /**
-   * May one more forward go to `id` now (trust.ts: a peer on probation holds only a few)? Apart from
-   * routability, so such a peer still ranks as a candidate: only the forward it would take goes elsewhere.
-   */
-  mayForward(id: NodeId): boolean {
-    return this.trust.mayHold(id);
-  }
-
   /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
   ackTimeoutMs(rttMs: number | undefined): number {
     return this.acks.timeoutMs(rttMs);
@@ -206,8 +198,7 @@ export class Origin {
    */
   nextPlanned(reqId: string): NodeId | undefined {
     const p = this.pending.get(reqId);
-    const max = this.config.maxTimedOutAttempts;
-    if (max > 0 && p.timeouts >= max) p.next = p.plan.length;
+    if (this.acks.outOfTimeouts(p)) p.next = p.plan.length;
     return p.next < p.plan.length ? p.plan[p.next++] : undefined;
   }
 
@@ -249,7 +240,7 @@ export class Origin {
     p.current = undefined;
     const run: LocalRun = { reqId, attempt: p.attempt, request: p.request };
     // It waited on attempts that timed out already: it runs next, not at the queue's tail.
-    if (this.config.maxTimedOutAttempts > 0 && p.timeouts > 0) run.priority = true;
+    if (this.acks.runsFirst(p)) run.priority = true;
     return run;
   }
 

@@ -9,7 +9,7 @@ import type { EngineRequest, EngineResult } from "../engine.js";
 import { invariant } from "../invariant.js";
 import { keyTokens, namespaceTokens } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
-import type { LearnedCosts } from "./cost-model.js";
+import { expectedRunMs, type LearnedCosts } from "./cost-model.js";
 import { deadlineAt, withinDeadline } from "./deadline.js";
 import { type Eviction, PrefixDemand } from "./demand.js";
 import { servesModel } from "./models.js";
@@ -143,9 +143,11 @@ export class Planner {
    */
   private expectedAnswerMs(c: Candidate, request: EngineRequest, costs: LearnedCosts): number {
     const queued = c.queueDepth + (c.sentSinceQueue ?? 0);
-    const prefill =
-      costs.prefillFixedMs + costs.prefillMsPerToken * (request.tokens.length - c.estimatedMatch);
-    const run = Math.max(costs.serviceMs, prefill + request.maxTokens * this.decodeMsPerToken);
+    const uncached = request.tokens.length - c.estimatedMatch;
+    const run = Math.max(
+      costs.serviceMs,
+      expectedRunMs(costs, uncached, request.maxTokens, this.decodeMsPerToken),
+    );
     return queued * costs.serviceMs + run + (c.rttMs ?? costs.rttPriorMs);
   }
 }
