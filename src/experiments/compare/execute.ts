@@ -4,7 +4,7 @@
  */
 import { DEFAULT_PROFILE } from "../../engines/sim/profiles.js";
 import { runSimulation } from "../../sim/run.js";
-import type { SimConfig } from "../../sim/types.js";
+import type { SimConfig, SimRecord } from "../../sim/types.js";
 import { hitRate, idealHits } from "../../workload/ideal-hit.js";
 import type { Workload } from "../../workload/types.js";
 import { jitterFor } from "../grid.js";
@@ -29,6 +29,12 @@ export interface CompareResult {
   gossipBytes: number;
   /** Offered rate (requests/s) of an open-loop run. */
   rate?: number;
+  /**
+   * With admission (`run.maxWaitMs`): how long answered requests waited before their run started
+   * (arrival to engine start: queues, forwards, fallbacks), p99 and max, and how many waited longer
+   * than the bound.
+   */
+  admitted?: { waitP99S: number; waitMaxS: number; overBound: number };
   wallMs: number;
 }
 
@@ -48,6 +54,7 @@ export function simConfigOf(
   const node = {
     ...(freshPeerLoad ? { freshPeerLoad: true } : {}),
     ...(speed ? { policyConfig: { peerSpeed: true } } : {}),
+    ...(run.maxWaitMs !== undefined ? { maxWaitMs: run.maxWaitMs } : {}),
   };
   return {
     nodes: run.nodes,
@@ -57,7 +64,8 @@ export function simConfigOf(
     pollMs: 500,
     profile: DEFAULT_PROFILE,
     seed,
-    keepRecords: false,
+    // Admission runs report each admitted request's wait: their records are kept.
+    keepRecords: run.maxWaitMs !== undefined,
     ...(Object.keys(node).length > 0 ? { node } : {}),
     ...(oracle ? { oracle: true } : {}),
     // The daemon's node defaults under the run's own settings, calibrated at boot as a daemon is.
@@ -106,6 +114,25 @@ export function executeCompareRun(
     fallbacks: t.fallbacks,
     gossipBytes,
     ...(rate !== undefined ? { rate } : {}),
+    ...(run.maxWaitMs !== undefined ? { admitted: admittedWaits(r.records, run.maxWaitMs) } : {}),
     wallMs: r.wallMs,
+  };
+}
+
+/** Answered requests' waits before their run started, against the admission bound. */
+function admittedWaits(
+  records: readonly SimRecord[],
+  boundMs: number,
+): NonNullable<CompareResult["admitted"]> {
+  const waits = records
+    .filter((x) => x.served >= 0)
+    .map((x) => Math.max(0, x.latencyMs - x.prefillMs - x.decodeMs))
+    .sort((a, b) => a - b);
+  if (waits.length === 0) return { waitP99S: 0, waitMaxS: 0, overBound: 0 };
+  const p99 = waits[Math.min(waits.length - 1, Math.floor(0.99 * waits.length))] as number;
+  return {
+    waitP99S: p99 / 1000,
+    waitMaxS: (waits[waits.length - 1] as number) / 1000,
+    overBound: waits.filter((w) => w > boundMs).length,
   };
 }
