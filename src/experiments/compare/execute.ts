@@ -30,11 +30,13 @@ export interface CompareResult {
   /** Offered rate (requests/s) of an open-loop run. */
   rate?: number;
   /**
-   * With admission (`run.maxWaitMs`): how long answered requests waited before their run started
-   * (arrival to engine start: queues, forwards, fallbacks), p99 and max, and how many waited longer
-   * than the bound.
+   * With admission (`run.maxWaitMs`): how long answered requests waited from their admission (the
+   * entry node taking the try that was answered) to the start of their engine run — queues,
+   * forwards, fallbacks; a refused try's back-off is not a wait — p99 and max, how many waited
+   * longer than the bound, and how many were refused at least once (a client retries a refusal
+   * after its Retry-After; `refused` counts those still refused after every retry).
    */
-  admitted?: { waitP99S: number; waitMaxS: number; overBound: number };
+  admitted?: { waitP99S: number; waitMaxS: number; overBound: number; refusedOnce: number };
   wallMs: number;
 }
 
@@ -119,20 +121,22 @@ export function executeCompareRun(
   };
 }
 
-/** Answered requests' waits before their run started, against the admission bound. */
+/** Answered requests' waits from admission to their run, against the admission bound. */
 function admittedWaits(
   records: readonly SimRecord[],
   boundMs: number,
 ): NonNullable<CompareResult["admitted"]> {
   const waits = records
     .filter((x) => x.served >= 0)
-    .map((x) => Math.max(0, x.latencyMs - x.prefillMs - x.decodeMs))
+    .map((x) => x.queueMs + x.networkMs)
     .sort((a, b) => a - b);
-  if (waits.length === 0) return { waitP99S: 0, waitMaxS: 0, overBound: 0 };
+  const refusedOnce = records.filter((x) => x.retries > 0).length;
+  if (waits.length === 0) return { waitP99S: 0, waitMaxS: 0, overBound: 0, refusedOnce };
   const p99 = waits[Math.min(waits.length - 1, Math.floor(0.99 * waits.length))] as number;
   return {
     waitP99S: p99 / 1000,
     waitMaxS: (waits[waits.length - 1] as number) / 1000,
     overBound: waits.filter((w) => w > boundMs).length,
+    refusedOnce,
   };
 }
