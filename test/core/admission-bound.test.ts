@@ -4,6 +4,8 @@
  * what is left of its origin's bound (`waitMs`) and is refused past that or the server's own bound.
  */
 import { describe, expect, it } from "vitest";
+import { resolveNodeConfig } from "../../src/core/node/config.js";
+import { Executor } from "../../src/core/node/executor.js";
 import type { Effect, PeerMessage } from "../../src/core/node/types.js";
 import { PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
 import { calibrationSamples } from "../../src/sim/calibration.js";
@@ -96,5 +98,39 @@ describe("admission by expected wait, for every queued job", () => {
     off.mailbox.length = 0;
     off.client("A", "q", long(1, 2));
     expect(off.mailbox.filter(isType("forward")).map((m) => "waitMs" in m.msg)).toEqual([false]);
+  });
+});
+
+describe("offload's own wait (routing's view of self)", () => {
+  it("counts the jobs queued here, not only the running one", () => {
+    const config = resolveNodeConfig({ id: "A", peers: [], capacityTokens: 100_000, offload: true });
+    const ex = new Executor(config, "A", true);
+    const out: Effect[] = [];
+    const request = (i: number) => ({ id: `r${i}`, tokens: long(i, 1), maxTokens: 1 });
+    const job = (i: number) => ({
+      kind: "client" as const,
+      reqId: `r${i}`,
+      from: undefined,
+      attempt: 0,
+      request: request(i),
+    });
+    ex.enqueue(job(0), 0, out);
+    // One timed run: the mean service time is known from here on.
+    const run = out.find((e) => e.type === "engine-run");
+    if (run?.type !== "engine-run") throw new Error("no run started");
+    const result = {
+      text: "A",
+      completionTokens: 1,
+      promptTokens: 1016,
+      cachedTokens: 0,
+      prefillMs: 2_000,
+      decodeMs: 5,
+      finishReason: "length" as const,
+    };
+    ex.done(run.jobId, result, 2_005);
+    for (let i = 1; i <= 4; i++) ex.enqueue(job(i), 2_005, out);
+    const view = ex.selfView("A", request(9), 2_005);
+    // One running (≈ a service time left) and three waiting: about four service times.
+    expect(view.waitMs).toBeGreaterThan(3 * 2_000);
   });
 });

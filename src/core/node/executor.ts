@@ -157,7 +157,8 @@ export class Executor {
       capacityTokens: this.tree_.capacity,
       treeTokens: this.tree_.size,
     };
-    const wait = this.config.offload && now !== undefined ? this.waitFrom(0, now) : undefined;
+    // When a request queued now would start: behind every job waiting here, not only the running one.
+    const wait = this.config.offload && now !== undefined ? this.admissionWaitMs(now) : undefined;
     if (wait !== undefined) view.waitMs = wait;
     return view;
   }
