@@ -178,7 +178,7 @@ function targets(rows: Row[]): string[] {
   }
   out.push(
     "",
-    `At ${pct(OVERLOAD)} of capacity the ${DAEMON_ROW} row runs with admission by expected wait on`,
+    `At ${Math.round(OVERLOAD * 100)}% of capacity the ${DAEMON_ROW} row runs with admission by expected wait on`,
     `(\`maxWaitMs\` ${ADMISSION_WAIT_MS} ms; every other row, and that row at lower loads, as the defaults: off,`,
     "requests queue up to each node's `maxQueue`, 1024). A refused client retries after the",
     "Retry-After it was given (up to its try limit): refused once = requests refused at least once;",
