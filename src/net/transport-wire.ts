@@ -323,6 +323,7 @@ function forwardFields(m: ForwardMsg, withPrompt: boolean, tokens?: string) {
     attempt: m.attempt,
     hops: m.hops,
     deadlineMs: m.deadlineMs,
+    waitMs: m.waitMs,
     request: requestFields(m.request, withPrompt, tokens),
   };
 }
@@ -350,6 +351,7 @@ function forwardMsg(f: z.infer<typeof forwardMetaSchema>, tokens: Uint32Array): 
     request: request as EngineRequest,
   };
   if (f.deadlineMs !== undefined) msg.deadlineMs = f.deadlineMs;
+  if (f.waitMs !== undefined) msg.waitMs = f.waitMs;
   return msg;
 }
 

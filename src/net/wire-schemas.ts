@@ -68,6 +68,8 @@ export const forwardWireSchema = z.object({
   request: engineRequestWire,
   /** The origin's time budget for this attempt (optional: older peers send none). */
   deadlineMs: z.number().min(0).max(3_600_000).optional(),
+  /** What is left of the origin's wait bound (`maxWaitMs`) for this attempt to start (optional). */
+  waitMs: z.number().min(0).max(3_600_000).optional(),
 });
 /** A forward on the channel: the same fields, its tokens travelling as raw bytes beside them. */
 export const forwardMetaSchema = forwardWireSchema.extend({

@@ -30,7 +30,8 @@ describe("invariant", () => {
     const out: Effect[] = [];
     const request = { id: "r1", tokens: prompt(1, 1), maxTokens: 1 };
     const msg = { type: "forward", reqId: "r1", attempt: 1, hops: 1, request } as const;
-    const verdict = serving.admit("A", msg, false, undefined, out);
+    const idle = { full: false, expectedWaitMs: undefined, admissionWaitMs: undefined };
+    const verdict = serving.admit("A", msg, idle, out);
     expect(verdict?.kind).toBe("accept");
     const job = { reqId: "r1", from: "A", attempt: 1, key: verdict?.key };
     const result = {

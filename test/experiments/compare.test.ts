@@ -6,7 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CliError } from "../../src/cli/errors.js";
 import { registerExperiment } from "../../src/cli/experiment.js";
 import { simConfigOf } from "../../src/experiments/compare/execute.js";
-import { COMPARED, closedGrid, DAEMON_ROW, openGrid } from "../../src/experiments/compare/grid.js";
+import {
+  ADMISSION_WAIT_MS,
+  COMPARED,
+  closedGrid,
+  DAEMON_ROW,
+  OVERLOAD,
+  openGrid,
+} from "../../src/experiments/compare/grid.js";
 import { writeCompareReport } from "../../src/experiments/compare/report.js";
 import { runCompare } from "../../src/experiments/compare/run.js";
 
@@ -46,6 +53,19 @@ describe("experiment compare", () => {
     }
   });
 
+  it("turns admission by expected wait on for the daemon row over capacity, and only there", () => {
+    const runs = [...closedGrid(), ...openGrid()];
+    const admitted = runs.filter((r) => r.maxWaitMs !== undefined);
+    expect(admitted.length).toBeGreaterThan(0);
+    for (const r of runs) {
+      const on = r.policy === DAEMON_ROW && (r.load ?? 0) >= OVERLOAD;
+      expect(r.maxWaitMs).toBe(on ? ADMISSION_WAIT_MS : undefined);
+      const c = simConfigOf(r, undefined, 1, false);
+      expect(c.node?.maxWaitMs).toBe(on ? ADMISSION_WAIT_MS : undefined);
+      expect(c.keepRecords).toBe(on);
+    }
+  });
+
   it("runs the grid on a tiny synthetic workload and writes the report with its targets", async () => {
     const o = await runCompare({
       source: { kind: "synthetic", scale: 0.02 },
@@ -62,12 +82,18 @@ describe("experiment compare", () => {
     for (const c of o.capacities) expect(c.rate).toBeCloseTo(c.nodes / c.serviceS, 9);
     // Local never forwards, so it sends no forward and never falls back.
     for (const { run, result } of o.runs) if (run.policy === "local") expect(result.forwardedShare).toBe(0);
+    // Admission runs report their admitted requests' waits; the others do not.
+    for (const { run, result } of o.runs) {
+      expect(result.admitted !== undefined).toBe(run.maxWaitMs !== undefined);
+      if (result.admitted) expect(result.admitted.waitMaxS).toBeGreaterThanOrEqual(result.admitted.waitP99S);
+    }
     const dir = join(out, "report");
     await writeCompareReport(o, { command: "test", loadBefore: 0, loadAfter: 0, cores: 2 }, dir);
     const md = await readFile(join(dir, "report.md"), "utf8");
     expect(md).toMatch(/SYNTHETIC/);
     expect(md).toMatch(/### Target 1/);
     expect(md).toMatch(/### Target 3/);
+    expect(md).toMatch(/no admitted request waits past 5000 ms/);
     expect(md).toMatch(/baseline, simulation only/);
     for (const f of ["latency-vs-comm", "p99-vs-load", "hit-vs-ideal"])
       expect((await readFile(join(dir, `${f}.png`))).subarray(0, 4)).toEqual(

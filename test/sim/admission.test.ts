@@ -89,9 +89,13 @@ describe("admission by expected wait", () => {
     // Without the bound, the same overload queues without limit.
     const flood = run(gapMs, 0);
     expect(Math.max(...flood.records.map((x) => x.queueMs))).toBeGreaterThan(5 * MAX_WAIT_MS);
-    // Load stopped: the calm requests see normal latency again within 10 s.
+    // Load stopped: within 10 s the queues have drained. A calm request waits at most a fraction of
+    // the bound (another's run ending); its latency is then its own run, up to one uncached prompt's.
     const calm = r.records.filter((x) => x.id.startsWith("calm") && x.startMs > OVERLOAD_MS + 10_000);
     expect(calm.length).toBeGreaterThan(10);
-    expect(calm.every((x) => x.ok && x.latencyMs < MAX_WAIT_MS)).toBe(true);
+    for (const x of calm) {
+      expect(x.ok && x.retries === 0, x.id).toBe(true);
+      expect(x.queueMs + x.networkMs, x.id).toBeLessThan(MAX_WAIT_MS / 2);
+    }
   });
 });

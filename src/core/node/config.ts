@@ -208,10 +208,13 @@ export const nodeConfigSchema = z
     answerSlack: z.number().min(1).max(1000).default(3),
     answerSlackMs: z.number().min(0).max(3_600_000).default(1_000),
     /**
-     * Admission by expected wait: a client request that would wait here longer than this (ms; the
-     * executor's elapsed-aware estimate from measured service times) first goes to a peer expected
-     * to start it within it, else is refused at once as overloaded, with when to retry (the time
-     * our queue needs to drain back under the bound). 0 = off: only maxQueue refuses.
+     * Admission by expected wait: a client request that would wait here longer than this (ms, from
+     * its admission; the executor prices each queued job's run from the cost model) first goes to a
+     * peer expected to start it within it, else is refused at once as overloaded, with when to retry
+     * (the time our queue needs to drain back under the bound). The bound holds for every request
+     * queued: forwards carry what is left of it (`waitMs`) and are refused past it, or past our own
+     * bound; offload moves a request only where it should start within what is left. 0 = off: only
+     * maxQueue refuses.
      */
     maxWaitMs: z.number().min(0).max(3_600_000).default(0),
     /**

@@ -19,6 +19,7 @@ import type { Eviction } from "./demand.js";
 import type { CostSample } from "./engine-costs.js";
 import type { SelfView } from "./routing.js";
 import { RunCosts } from "./run-costs.js";
+import type { ServingLoad } from "./serving.js";
 import type { Effect, NodeId, ServedTiming } from "./types.js";
 
 /** Per engine run: eviction pressure remembers ≈ 50 runs. */
@@ -58,6 +59,8 @@ interface Job extends JobSpec {
   cancelled: boolean;
   /** Absolute time past which nobody waits for it (∞: no deadline). */
   expiresAt: number;
+  /** With queue-aware waits (`workWaits`): its expected run (ms), priced when it was queued. */
+  workMs: number;
 }
 
 /** A job the engine finished: its spec, the result (engine-private fields removed) and its timing. */
@@ -85,6 +88,8 @@ export class Executor {
   private readonly queuedByKey = new Map<string, Job>();
   /** Cancelled jobs still in the queue array (not counted as depth). */
   private cancelledQueued = 0;
+  /** Σ `workMs` of the jobs waiting (not cancelled, not started). */
+  private queuedWorkMs = 0;
   /** Tokens promised to running jobs (concurrency > 1) so they cannot over-commit the capacity. */
   private reserved = 0;
   // Kept across restart(): ids stay unique, and the machine (its costs) did not change.
@@ -122,6 +127,7 @@ export class Executor {
     this.running.clear();
     this.queuedByKey.clear();
     this.cancelledQueued = 0;
+    this.queuedWorkMs = 0;
     this.reserved = 0;
     this.counters = {
       expiredForwards: 0,
@@ -151,7 +157,8 @@ export class Executor {
       capacityTokens: this.tree_.capacity,
       treeTokens: this.tree_.size,
     };
-    const wait = this.config.offload && now !== undefined ? this.waitFrom(0, now) : undefined;
+    // When a request queued now would start: behind every job waiting here, not only the running one.
+    const wait = this.config.offload && now !== undefined ? this.admissionWaitMs(now) : undefined;
     if (wait !== undefined) view.waitMs = wait;
     return view;
   }
@@ -160,20 +167,76 @@ export class Executor {
    * Offload: when the job `ahead` places behind the running ones would start, elapsed-aware.
    * A running job has half its service left on average while younger than it; one that has run
    * longer is expected to run as long again (a long generation shows itself only by running long).
-   * Undefined until a run is timed.
+   * `aheadWorkMs` (priced waits): the priced runs of the jobs ahead, instead of `ahead` × the mean.
+   * Undefined until a run is timed (priced: until the costs are measured).
    */
-  waitFrom(ahead: number, now: number): number | undefined {
-    const svc = this.costs.serviceMs;
+  waitFrom(ahead: number, now: number, aheadWorkMs?: number): number | undefined {
+    // Priced jobs need no timed run here: a calibrated cost model prices them from the start.
+    const priced = this.workWaits() && this.costs.engineCosts() !== undefined;
+    const svc = this.costs.serviceMs ?? (priced ? this.costs.learned().serviceMs : undefined);
     if (svc === undefined) return undefined;
     const c = this.config.concurrency;
     if (this.running.size + ahead < c) return 0;
+    const work = this.workWaits() && aheadWorkMs !== undefined;
     let soonest = Number.POSITIVE_INFINITY;
     for (const job of this.running.values()) {
       const ran = now - job.startedAt;
-      soonest = Math.min(soonest, ran < svc ? Math.max(svc / 2, svc - ran) : ran);
+      // Priced jobs: what is left of their own expected run (overrunning ones: as long again).
+      const own = work && job.workMs > 0 ? job.workMs : svc;
+      const floor = work && job.workMs > 0 ? own - ran : Math.max(svc / 2, svc - ran);
+      soonest = Math.min(soonest, ran < own ? floor : ran);
     }
     if (this.running.size < c) soonest = 0;
+    if (work) return soonest + (aheadWorkMs as number) / c;
     return soonest + Math.floor(ahead / c) * svc;
+  }
+
+  /**
+   * Queue-aware waits (with `maxWaitMs`): a wait is the expected runs of the jobs ahead, each priced
+   * when queued — its uncached prompt given the cache and every job queued before it — rather than
+   * their count × the mean service time. A cold queue of uncached prompts takes several times the
+   * mean, a warm one of hits a fraction of it: counting jobs admitted requests that then waited far
+   * past the bound. Without a bound, routing and offload keep the count (priced waits there raised
+   * the 4-node open-loop p99; BENCHMARKS.md, "Open loop: where the p99 goes").
+   */
+  private workWaits(): boolean {
+    return this.config.maxWaitMs > 0;
+  }
+
+  /** `job`'s expected run here, priced as it joins the queue behind `end` (0 without `workWaits`). */
+  private priceJob(job: Job, end: number): number {
+    if (!this.workWaits() || job.kind === "check") return 0;
+    const key = keyTokens(job.request);
+    const hit = promptMatch(job.request, this.promisedMatch(key, end));
+    return this.costs.runFor(job.request.tokens.length - hit, hit, job.request.maxTokens);
+  }
+
+  /**
+   * The prefix of `key` the cache will hold when a job queued behind `queue[..end)` starts: the
+   * tree's match, or a longer one a job running or waiting ahead of it shares (FIFO: it will have
+   * run and been cached by then).
+   */
+  private promisedMatch(key: Tokens, end: number): number {
+    let m = this.tree_.match(key);
+    const scan = (job: Job) => {
+      if (job.cancelled || job.kind === "check") return;
+      const k = keyTokens(job.request);
+      const n = Math.min(k.length, key.length);
+      let i = 0;
+      while (i < n && k[i] === key[i]) i++;
+      if (i > m) m = i;
+    };
+    for (const job of this.running.values()) scan(job);
+    for (let i = this.queueHead; i < end; i++) scan(this.queue[i] as Job);
+    return m;
+  }
+
+  /** A queued job leaves the queue without running (cancelled, moved or expired): its work goes. */
+  private unqueue(job: Job): void {
+    invariant(job.workMs >= 0, "a queued job's priced run is non-negative");
+    // Nothing left waiting: exactly zero (float sums drift).
+    const waiting = this.queue.length - this.queueHead - this.cancelledQueued;
+    this.queuedWorkMs = waiting <= 0 ? 0 : Math.max(0, this.queuedWorkMs - job.workMs);
   }
 
   /**
@@ -188,10 +251,12 @@ export class Executor {
     const out: { reqId: string; request: EngineRequest; startsInMs: number }[] = [];
     // From the tail: the last ones wait longest, and moving one changes no start ahead of it.
     let ahead = this.queue.length - this.queueHead - this.cancelledQueued;
+    let aheadWork = this.queuedWorkMs;
     for (let i = this.queue.length - 1; i >= this.queueHead && out.length < limit; i--) {
       const job = this.queue[i] as Job;
       if (job.cancelled) continue;
-      const startsInMs = this.waitFrom(--ahead, now);
+      aheadWork = Math.max(0, aheadWork - job.workMs);
+      const startsInMs = this.waitFrom(--ahead, now, aheadWork);
       if (startsInMs === undefined) break;
       if (job.kind === "client" && job.priority !== true)
         out.push({ reqId: job.reqId, request: job.request, startsInMs });
@@ -206,6 +271,7 @@ export class Executor {
       if (job.cancelled || job.kind !== "client" || job.reqId !== reqId) continue;
       job.cancelled = true;
       this.cancelledQueued++;
+      this.unqueue(job);
       this.check();
       return true;
     }
@@ -214,7 +280,16 @@ export class Executor {
 
   /** When a job queued now would start (elapsed-aware `waitFrom`; undefined until a run is timed). */
   admissionWaitMs(now: number): number | undefined {
-    return this.waitFrom(this.queue.length - this.queueHead - this.cancelledQueued, now);
+    return this.waitFrom(this.queue.length - this.queueHead - this.cancelledQueued, now, this.queuedWorkMs);
+  }
+
+  /** What serving judges an arriving forward by (serving.ts `ServingLoad`). */
+  loadNow(now: number): ServingLoad {
+    return {
+      full: this.full(),
+      expectedWaitMs: this.expectedWaitMs(),
+      admissionWaitMs: this.admissionWaitMs(now),
+    };
   }
 
   /** The queue bound (`maxQueue`) is reached: refuse more work. */
@@ -233,7 +308,11 @@ export class Executor {
       cacheTokens: 0,
       cancelled: false,
       expiresAt: expiry(spec.deadlineMs, now),
+      workMs: 0,
     };
+    // A priority job runs next: only what runs now is ahead of it.
+    job.workMs = this.priceJob(job, job.priority === true ? this.queueHead : this.queue.length);
+    this.queuedWorkMs += job.workMs;
     if (job.priority !== true) this.queue.push(job);
     else if (this.queueHead > 0) this.queue[--this.queueHead] = job;
     else this.queue.unshift(job);
@@ -255,6 +334,7 @@ export class Executor {
         this.cancelledQueued--;
         continue;
       }
+      this.unqueue(job);
       if (job.key !== undefined) this.queuedByKey.delete(job.key);
       if (now > job.expiresAt) {
         // Checked at admission too (serving.ts), but a queue can slow down after it: no run for nobody.
@@ -311,6 +391,7 @@ export class Executor {
     this.queuedByKey.delete(key);
     job.cancelled = true;
     this.cancelledQueued++;
+    this.unqueue(job);
     return true;
   }
 

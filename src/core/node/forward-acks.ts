@@ -15,7 +15,7 @@ import type { EngineRequest } from "../engine.js";
 import type { NodeConfig } from "./config.js";
 import { expectedRunMs, type LearnedCosts } from "./cost-model.js";
 import type { Target, Targets } from "./targets.js";
-import type { Effect, NodeId, Timer } from "./types.js";
+import type { Effect, NodeId, PeerMessageOf, Timer } from "./types.js";
 
 /** The ack timeout is at least this many smoothed RTTs (TCP's RTO allows SRTT + 4 × RTTVAR). */
 const ACK_RTT_FACTOR = 4;
@@ -33,6 +33,8 @@ const MAX_FORWARD_TIMEOUT_MS = 3_600_000;
 export interface AttemptClock {
   reqId: string;
   request: EngineRequest;
+  /** When the entry node admitted it (the wait bound, `maxWaitMs`, runs from here). */
+  receivedAt: number;
   attempt: number;
   attemptSentAt: number;
   /**
@@ -104,11 +106,19 @@ export class ForwardAcks {
     // A client deadline shortens it: the serving node then refuses what it cannot start in time.
     const left = Math.min(a.forwardTimeoutMs - (now - a.attemptSentAt), a.deadlineAt - now);
     const deadlineMs = Math.max(0, Math.floor(left - (peer.rttMs ?? 0)));
-    out.push({
-      type: "send",
-      to,
-      msg: { type: "forward", reqId: a.reqId, attempt: a.attempt, hops: 1, request: a.request, deadlineMs },
-    });
+    const msg: PeerMessageOf<"forward"> = {
+      type: "forward",
+      reqId: a.reqId,
+      attempt: a.attempt,
+      hops: 1,
+      request: a.request,
+      deadlineMs,
+    };
+    // Admission by expected wait: the target starts it within what is left of our bound, or refuses.
+    const bound = this.config.maxWaitMs;
+    // Less a whole round trip: the one-way delay varies, and a measured RTT bounds it with margin.
+    if (bound > 0) msg.waitMs = Math.max(0, Math.floor(bound - (now - a.receivedAt) - (peer.rttMs ?? 0)));
+    out.push({ type: "send", to, msg });
     const ackMs = this.timeoutMs(peer.rttMs);
     // An ack timeout as long as the configured forward timeout turns acks off (config.ts), whatever
     // the request's own timeout.

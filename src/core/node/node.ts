@@ -304,7 +304,7 @@ export class PrefixNode extends NodeViews {
 
   /** A forward: refused, or acked at once and queued, never forwarded again; a copy never runs twice. */
   private onForward(from: NodeId, msg: PeerMessageOf<"forward">, now: number, out: Effect[]): void {
-    const verdict = this.serving.admit(from, msg, this.executor.full(), this.executor.expectedWaitMs(), out);
+    const verdict = this.serving.admit(from, msg, this.executor.loadNow(now), out);
     if (verdict === undefined) return;
     const { reqId, attempt, deadlineMs } = msg;
     const job = verdict.kind === "duplicate" ? this.executor.jobFor(verdict.key, now) : undefined;
@@ -361,10 +361,10 @@ export class PrefixNode extends NodeViews {
     }
   }
 
-  /** Offload (offload.ts): waiting client requests move to a peer finishing sooner (one `k` per tick). */
+  /** Offload (offload.ts): waiting client requests move to a peer finishing sooner, within their bound. */
   private offloadWaiting(now: number, out: Effect[], round = new OffloadRound(), k = this.learnedCosts()) {
     for (const w of this.executor.waitingClients(now, OFFLOAD_SCAN)) {
-      const to = this.soonerPeer(w, now, undefined, round, k);
+      const to = this.soonerPeer(w, now, this.origin.waitLeftMs(w.reqId, now), round, k);
       if (to === undefined || !this.executor.takeQueued(w.reqId)) continue;
       this.origin.reroute(w.reqId, to.to, to.expectMs);
       this.advance(w.reqId, now, out);

@@ -279,7 +279,8 @@ export class Origin {
     runMs = 0,
   ): "spill" | "refuse" | undefined {
     const p = this.pending.get(reqId);
-    const max = this.config.maxWaitMs > 0 ? this.config.maxWaitMs : Number.POSITIVE_INFINITY;
+    // The bound runs from admission: a request back from failed attempts has that much less left.
+    const max = this.waitLeftMs(reqId, now);
     // A client deadline (deadline.ts) bounds the wait too: what is left of it less our own run.
     const byDeadline = p.deadlineAt - now - runMs;
     const deadline = byDeadline < max;
@@ -290,6 +291,15 @@ export class Origin {
     if (waitMs === undefined && !deadline) return undefined;
     p.waitBound.tripped = true;
     return p.attempt === 0 ? "spill" : "refuse";
+  }
+
+  /**
+   * What is left of `maxWaitMs` for `reqId` at `now`, counted from its admission here (∞ when the
+   * bound is off): forwards, fallbacks and our queue all spend it.
+   */
+  waitLeftMs(reqId: string, now: number): number {
+    if (!(this.config.maxWaitMs > 0)) return Number.POSITIVE_INFINITY;
+    return Math.max(0, this.config.maxWaitMs - (now - this.pending.get(reqId).receivedAt));
   }
 
   /** The wait a peer may make the request wait (its start), as `waitsTooLong` last bounded it. */

@@ -12,7 +12,6 @@ import type { NodeId, Timer } from "./types.js";
 
 /** A request this node originated (a client sent it here) and has not answered yet. */
 export interface Pending extends AttemptClock, Plan {
-  receivedAt: number;
   /** The next entry of `plan` to try. */
   next: number;
   /** The peer of the current forward attempt; undefined once the request runs (or queues) here. */

@@ -7,7 +7,7 @@ import type { EngineResult } from "../engine.js";
 import type { EngineCosts } from "../snapshot.js";
 import type { NodeConfig } from "./config.js";
 import { type LearnedCosts, PrefillFit } from "./cost-model.js";
-import { type CostSample, EngineCostFit } from "./engine-costs.js";
+import { type CostSample, EngineCostFit, predictRunMs } from "./engine-costs.js";
 
 export class RunCosts {
   private serviceMsEwma: number | undefined;
@@ -38,6 +38,16 @@ export class RunCosts {
   /** Expected service time of a run with `uncached` prompt tokens: its prefill, at least the mean. */
   serviceFor(uncached: number): number {
     return Math.max(this.prefillFit.predict(uncached), this.serviceMsEwma ?? 0);
+  }
+
+  /**
+   * Expected run of a prompt with `uncached` and `cached` tokens and `outputTokens` to generate:
+   * the engine cost model once measured, else the prefill fit plus the measured decode per token.
+   */
+  runFor(uncached: number, cached: number, outputTokens: number): number {
+    const c = this.engineCosts();
+    if (c !== undefined) return Math.max(0, predictRunMs(c, uncached, cached, outputTokens));
+    return this.prefillFit.predict(uncached) + (this.engineFit.msPerOutput ?? 0) * outputTokens;
   }
 
   /**

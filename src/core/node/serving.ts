@@ -51,6 +51,16 @@ export interface ServedForward {
 }
 
 /** What node.ts does with a forward this role has let through. */
+/** The executor's load as a forward arrives (executor.ts `loadNow`). */
+export interface ServingLoad {
+  /** The queue bound is reached. */
+  full: boolean;
+  /** Mean-based expected wait (what a forward's deadline is judged by). */
+  expectedWaitMs: number | undefined;
+  /** Queue-aware wait of a job queued now (`maxWaitMs` bounds it). */
+  admissionWaitMs: number | undefined;
+}
+
 export type ForwardVerdict = { kind: "accept"; key: string } | { kind: "duplicate"; key: string };
 
 export interface ServingCounters {
@@ -104,16 +114,17 @@ export class Serving {
   /**
    * A forward arrived. Refusals and drops are answered here (undefined: nothing more to do); a
    * forward seen before is a `duplicate` (node.ts looks for its job); else it is accepted: node.ts
-   * acks it and queues it. `full` / `expectedWaitMs` are the executor's figures right now.
+   * acks it and queues it. `load` is the executor's figures right now (`admissionWaitMs`, its
+   * queue-aware wait, is what `maxWaitMs` bounds for forwards as for our own clients).
    */
   admit(
     from: NodeId,
     msg: PeerMessageOf<"forward">,
-    full: boolean,
-    expectedWaitMs: number | undefined,
+    load: ServingLoad,
     out: Effect[],
   ): ForwardVerdict | undefined {
     const { reqId, attempt, request, deadlineMs } = msg;
+    const { full, expectedWaitMs, admissionWaitMs } = load;
     if (reqId.length > MAX_REQ_ID) {
       this.counters.invalidMessages++;
       return undefined;
@@ -147,6 +158,15 @@ export class Serving {
     else if (full) {
       this.counters.rejectedOverload++;
       refusal = "overloaded";
+    } else if (
+      admissionWaitMs !== undefined &&
+      admissionWaitMs > waitBound(this.config.maxWaitMs, msg.waitMs)
+    ) {
+      // Our bound holds for every request we queue, and the origin's for its own (what is left of it):
+      // accepted past either, it would wait longer than allowed. The origin falls back.
+      this.counters.rejectedOverload++;
+      const bound = waitBound(this.config.maxWaitMs, msg.waitMs);
+      refusal = `overloaded: expected wait ${Math.ceil(admissionWaitMs)} ms exceeds ${bound} ms`;
     } else if (typeof deadlineMs === "number" && Number.isFinite(deadlineMs) && deadlineMs >= 0) {
       // A peer-controlled number: anything but a finite non-negative budget means "no deadline".
       if (expectedWaitMs !== undefined && expectedWaitMs > deadlineMs * DEADLINE_SLACK) {
@@ -304,4 +324,17 @@ export class Serving {
 /** Identifies one forward attempt from one peer (dedup window, cancels, answers kept). */
 function forwardKey(from: NodeId, reqId: string, attempt: number): string {
   return `${from}\u0000${reqId}\u0000${attempt}`;
+}
+
+/**
+ * The longest a forward may wait to start here: our `maxWaitMs` and the origin's budget (`waitMs`, a
+ * peer-controlled number: only a finite non-negative one counts); ∞ when neither is set.
+ */
+function waitBound(ownMs: number, originMs: unknown): number {
+  const own = ownMs > 0 ? ownMs : Number.POSITIVE_INFINITY;
+  const theirs =
+    typeof originMs === "number" && Number.isFinite(originMs) && originMs >= 0
+      ? originMs
+      : Number.POSITIVE_INFINITY;
+  return Math.min(own, theirs);
 }

@@ -147,6 +147,11 @@ export type PeerMessage =
       request: EngineRequest;
       /** ms the origin will still wait for this attempt when it sends it (relative: no clock sync). */
       deadlineMs?: number;
+      /**
+       * With the origin's `maxWaitMs`: ms this attempt may still wait to START here (what is left of
+       * the bound since the request was admitted, less a round trip); relative, like `deadlineMs`.
+       */
+      waitMs?: number;
     }
   /** `queueDepth` (with `freshPeerLoad`): the sender's queue depth as it sends (peer-load.ts). */
   | { type: "forward-ack"; reqId: string; attempt: number; etaMs?: number; queueDepth?: number }

@@ -4,7 +4,7 @@
  */
 import { DEFAULT_PROFILE } from "../../engines/sim/profiles.js";
 import { runSimulation } from "../../sim/run.js";
-import type { SimConfig } from "../../sim/types.js";
+import type { SimConfig, SimRecord } from "../../sim/types.js";
 import { hitRate, idealHits } from "../../workload/ideal-hit.js";
 import type { Workload } from "../../workload/types.js";
 import { jitterFor } from "../grid.js";
@@ -29,6 +29,14 @@ export interface CompareResult {
   gossipBytes: number;
   /** Offered rate (requests/s) of an open-loop run. */
   rate?: number;
+  /**
+   * With admission (`run.maxWaitMs`): how long answered requests waited from their admission (the
+   * entry node taking the try that was answered) to the start of their engine run — queues,
+   * forwards, fallbacks; a refused try's back-off is not a wait — p99 and max, how many waited
+   * longer than the bound, and how many were refused at least once (a client retries a refusal
+   * after its Retry-After; `refused` counts those still refused after every retry).
+   */
+  admitted?: { waitP99S: number; waitMaxS: number; overBound: number; refusedOnce: number };
   wallMs: number;
 }
 
@@ -48,6 +56,7 @@ export function simConfigOf(
   const node = {
     ...(freshPeerLoad ? { freshPeerLoad: true } : {}),
     ...(speed ? { policyConfig: { peerSpeed: true } } : {}),
+    ...(run.maxWaitMs !== undefined ? { maxWaitMs: run.maxWaitMs } : {}),
   };
   return {
     nodes: run.nodes,
@@ -57,7 +66,8 @@ export function simConfigOf(
     pollMs: 500,
     profile: DEFAULT_PROFILE,
     seed,
-    keepRecords: false,
+    // Admission runs report each admitted request's wait: their records are kept.
+    keepRecords: run.maxWaitMs !== undefined,
     ...(Object.keys(node).length > 0 ? { node } : {}),
     ...(oracle ? { oracle: true } : {}),
     // The daemon's node defaults under the run's own settings, calibrated at boot as a daemon is.
@@ -106,6 +116,27 @@ export function executeCompareRun(
     fallbacks: t.fallbacks,
     gossipBytes,
     ...(rate !== undefined ? { rate } : {}),
+    ...(run.maxWaitMs !== undefined ? { admitted: admittedWaits(r.records, run.maxWaitMs) } : {}),
     wallMs: r.wallMs,
+  };
+}
+
+/** Answered requests' waits from admission to their run, against the admission bound. */
+function admittedWaits(
+  records: readonly SimRecord[],
+  boundMs: number,
+): NonNullable<CompareResult["admitted"]> {
+  const waits = records
+    .filter((x) => x.served >= 0)
+    .map((x) => x.queueMs + x.networkMs)
+    .sort((a, b) => a - b);
+  const refusedOnce = records.filter((x) => x.retries > 0).length;
+  if (waits.length === 0) return { waitP99S: 0, waitMaxS: 0, overBound: 0, refusedOnce };
+  const p99 = waits[Math.min(waits.length - 1, Math.floor(0.99 * waits.length))] as number;
+  return {
+    waitP99S: p99 / 1000,
+    waitMaxS: (waits[waits.length - 1] as number) / 1000,
+    overBound: waits.filter((w) => w > boundMs).length,
+    refusedOnce,
   };
 }

@@ -50,10 +50,11 @@ export const limitsSettings = {
     section: "Limits",
     value: "ms",
     description:
-      "Admission by expected wait: a client request expected to wait longer than this here (from measured " +
-      "service times) goes to a peer expected to start it in time, else gets 429 at once with Retry-After " +
-      "the time this node's queue needs to drain back under the bound. 0 = off (only --max-pending refuses); " +
-      "e.g. 10000.",
+      "Admission by expected wait: a client request expected to wait longer than this here (each queued " +
+      "request priced from the measured costs) goes to a peer expected to start it in time, else gets 429 at " +
+      "once with Retry-After the time this node's queue needs to drain back under the bound. The bound runs " +
+      "from admission and holds for forwards too: they carry what is left and a peer refuses one it cannot " +
+      "start in time (or within its own bound). 0 = off (only --max-pending refuses); e.g. 10000.",
   }),
   maxPending: setting(num(1, 100_000, true).default(256), {
     section: "Limits",
