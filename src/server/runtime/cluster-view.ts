@@ -58,7 +58,7 @@ export class ClusterView {
       inFlightClients,
       served: s.servedLocal + s.servedForPeers,
       stats: s,
-      peers: node.peers().map((p) => ({
+      peers: node.shownPeers().map((p) => ({
         id: p.id,
         url: this.o.peerUrl(p.id),
         liveness: p.liveness,
@@ -66,6 +66,8 @@ export class ClusterView {
         estimateTokens: p.estimateTokens,
         // Full mesh: since it was last heard; scuttlebutt: since its newest state arrived.
         estimateAgeMs: p.silentMs ?? p.estimateAgeMs,
+        // gossip "scuttlebutt": a dead or departed member SWIM still remembers (no longer a member).
+        ...(p.goneForMs !== undefined ? { goneForMs: p.goneForMs } : {}),
         held: p.held,
         holdsOfUs: p.holdsOfUs,
         queueDepth: p.queueDepth,
@@ -95,7 +97,7 @@ export class ClusterView {
       treeTokens: node.treeSize(),
       queueDepth: node.queueDepth(),
       pushBackActive: node.currentPushBackMs() > 0,
-      peers: node.peers().map((p) => ({
+      peers: node.shownPeers().map((p) => ({
         peer: p.id,
         suspected: p.liveness !== "live",
         ...((p.silentMs ?? p.estimateAgeMs) !== undefined
