@@ -20,6 +20,7 @@ import { BLOCK_SIZE } from "../core/block-hash.js";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
 import { freePort } from "../server/cluster/launcher.js";
+import { parseMetrics } from "../server/dashboard/series.js";
 import { pollLoop } from "./poll-loop.js";
 
 /** The most keys a snapshot may carry (the codec's and the index's cap). */
@@ -230,8 +231,8 @@ export function summarize(xs: number[]): Latencies {
  */
 export async function eventLoopDelayMax(apiUrl: string): Promise<number> {
   const text = await (await fetch(`${apiUrl}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith("nodejs_eventloop_lag_max_seconds"));
-  return line === undefined ? Number.NaN : Number(line.slice(line.lastIndexOf(" ") + 1)) * 1000;
+  const sample = parseMetrics(text).find((m) => m.name === "nodejs_eventloop_lag_max_seconds");
+  return sample === undefined ? Number.NaN : sample.value * 1000;
 }
 
 /** `/health` round trips for `ms` with nothing else going on: the same machine load, no snapshots. */
@@ -311,12 +312,14 @@ function longestTurn(file: string, from: number): number {
 }
 
 async function main(): Promise<void> {
-  const cli = process.env.SNAPSHOT_STALL_CLI ?? fileURLToPath(new URL("../cli/main.js", import.meta.url));
+  const ownCli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+  // The node may be another build (SNAPSHOT_STALL_CLI, a before/after comparison); the poller is ours.
+  const cli = process.env.SNAPSHOT_STALL_CLI ?? ownCli;
   const frames = Number(process.env.SNAPSHOT_STALL_FRAMES ?? 4);
   const extra = (process.env.SNAPSHOT_STALL_ARGS ?? "").split(" ").filter((s) => s.length > 0);
   const nodeArgs = (process.env.SNAPSHOT_STALL_NODE_ARGS ?? "").split(" ").filter((s) => s.length > 0);
   const node = await startVictim(cli, extra, nodeArgs, true);
-  const poller = fileURLToPath(new URL("./health-poller.js", import.meta.url));
+  const poller = pollerBeside(ownCli);
   try {
     const f = (x: number) => x.toFixed(1);
     const idle = await idleLatency(node.apiUrl, 5000, poller);

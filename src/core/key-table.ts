@@ -77,19 +77,20 @@ export class KeyTable {
    */
   copyInto(dest: KeyTable, from: number, to: number): void {
     invariant(dest.words === this.words, () => `KeyTable: copy into ${dest.words} words from ${this.words}`);
-    const { data, stride } = this;
-    for (let p = from; p < to; p++) {
-      const b = p * stride;
-      if (data[b + 1] === EMPTY || this.isEmptyAt(p)) continue;
-      const q = dest.insert(data[b]!, data[b + 1]! - 1) * stride;
-      const out = dest.data;
-      for (let w = 2; w < stride; w++) out[q + w] = data[b + w]!;
-    }
+    reinsert(this.data, from, to, dest, false);
+  }
+
+  /**
+   * Whether the next `insert` resizes the table (it keeps at most half its slots full): a caller
+   * holding slot positions, or copying into it in steps, must know before it inserts.
+   */
+  growsOnInsert(): boolean {
+    return (this.size + 1) * 2 > this.mask + 1;
   }
 
   /** Slot of key (lo, hi), inserted with an empty bitset if absent. */
   insert(lo: number, hi: number): number {
-    if ((this.size + 1) * 2 > this.mask + 1) this.resize((this.mask + 1) * 2);
+    if (this.growsOnInsert()) this.resize((this.mask + 1) * 2);
     const { mask, data, stride } = this;
     hi += 1;
     let i = lo & mask;
@@ -140,9 +141,7 @@ export class KeyTable {
 
   /** True if no owner bit is set at `pos`. */
   isEmptyAt(pos: number): boolean {
-    const base = pos * this.stride + 2;
-    for (let w = 0; w < this.words; w++) if (this.data[base + w] !== 0) return false;
-    return true;
+    return bitsetEmpty(this.data, pos * this.stride, this.stride);
   }
 
   /** Calls fn(lo, hi) for every key. Do not modify the table meanwhile. */
@@ -179,12 +178,29 @@ export class KeyTable {
     this.mask = cap - 1;
     this.data = KeyTable.emptyData(cap, stride);
     this.size = 0;
-    const data = this.data;
-    for (let p = 0; p < old.length; p += stride) {
-      if (old[p + 1] === EMPTY) continue;
-      const q = this.insert(old[p]!, old[p + 1]! - 1) * stride;
-      // Word by word: a subarray per key allocated millions of views in a large table's rehash.
-      for (let w = 2; w < stride; w++) data[q + w] = old[p + w]!;
-    }
+    reinsert(old, 0, old.length / stride, this, true);
   }
+}
+
+/**
+ * Inserts into `dest` the keys held in slots [from, to) of `src` (slots of `dest`'s stride), with
+ * their bitsets; `keepEmpty` false leaves out the keys whose bitset is empty. The one rehash loop,
+ * for a resize (everything) and for a copy in steps (only keys some owner still holds).
+ */
+function reinsert(src: Int32Array, from: number, to: number, dest: KeyTable, keepEmpty: boolean): void {
+  const { stride } = dest;
+  for (let p = from; p < to; p++) {
+    const b = p * stride;
+    if (src[b + 1] === EMPTY || (!keepEmpty && bitsetEmpty(src, b, stride))) continue;
+    const q = dest.insert(src[b]!, src[b + 1]! - 1) * stride;
+    // Word by word: a subarray per key allocated millions of views in a large table's rehash.
+    const out = dest.data;
+    for (let w = 2; w < stride; w++) out[q + w] = src[b + w]!;
+  }
+}
+
+/** Whether the slot at `base` of `data` has no owner bit set. */
+function bitsetEmpty(data: Int32Array, base: number, stride: number): boolean {
+  for (let w = 2; w < stride; w++) if (data[base + w] !== 0) return false;
+  return true;
 }

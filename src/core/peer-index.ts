@@ -466,8 +466,7 @@ export class PeerIndex {
   private setBit(lo: number, hi: number, bit: number): void {
     const g = this.growing;
     // The table would resize under the copy (others' keys outgrew it meanwhile): finish the copy first.
-    if (g !== undefined && (this.table.size + 1) * 2 > this.table.capacity)
-      this.growStep(Number.MAX_SAFE_INTEGER);
+    if (g !== undefined && this.table.growsOnInsert()) this.growStep(Number.MAX_SAFE_INTEGER);
     this.table.setBit(this.table.insert(lo, hi), bit);
     if (this.growing !== undefined) this.growing.next.setBit(this.growing.next.insert(lo, hi), bit);
   }

@@ -56,6 +56,9 @@ export function simConfigFor(
     profile: DEFAULT_PROFILE,
     seed,
     ...(capacityTokens !== undefined ? { capacityTokens } : {}),
+    // The report's cost-aware ablation stays the policy it measured: eviction awareness (on by
+    // default) came later and moves a few forwards once the paper's caches start evicting.
+    ...(run.policy === "cost-aware" ? { node: { policyConfig: { evictionAware: false } } } : {}),
   };
 }
 

@@ -11,10 +11,12 @@
  * hints, never credentials: a node is admitted only once the runtime has reached it at that address
  * and it proved its id (mesh-verifier.ts). Every count and length a peer controls is bounded.
  */
+
+import { ByteReader } from "../core/byte-reader.js";
 import { decodeGossip, encodeGossip } from "../core/node/gossip/codec.js";
 import { decodeSwim, encodeSwim } from "../core/node/swim/codec.js";
 import type { MeshMessage, NodeId } from "../core/node/types.js";
-import { MAX_VARINT_BYTES, varintSize, writeVarint } from "../core/varint.js";
+import { varintSize, writeVarint } from "../core/varint.js";
 import { NODE_ID_PATTERN } from "./node-id.js";
 
 export const MESH_PATH = "/peer/mesh";
@@ -55,57 +57,49 @@ export function encodeMesh(msg: MeshMessage, addrs: readonly MeshAddress[]): Uin
   let pos = 0;
   buf[pos++] = msg.channel === "swim" ? 0 : 1;
   pos = writeVarint(buf, pos, list.length);
-  const ascii = (s: string): void => {
-    buf[pos++] = s.length;
-    for (let i = 0; i < s.length; i++) buf[pos++] = s.charCodeAt(i);
-  };
   for (const a of list) {
-    ascii(a.id);
-    ascii(a.url);
+    pos = writeAscii(buf, pos, a.id);
+    pos = writeAscii(buf, pos, a.url);
   }
   buf.set(payload, pos);
   return buf;
+}
+
+/**
+ * An address field (u8 length + ASCII) written at `pos`; the position after it. Ids and URLs are
+ * checked ASCII and at most MAX_MESH_URL long before they are carried.
+ */
+function writeAscii(buf: Uint8Array, pos: number, s: string): number {
+  buf[pos++] = s.length;
+  for (let i = 0; i < s.length; i++) buf[pos++] = s.charCodeAt(i);
+  return pos;
+}
+
+/** An address field as `writeAscii` wrote it. */
+function readAscii(r: ByteReader): string {
+  return String.fromCharCode(...r.take(r.byte(), "truncated"));
 }
 
 export type MeshDecoded = { ok: true; envelope: MeshEnvelope } | { ok: false; error: string };
 
 /** A mesh body as it came off the wire, validated; or why it was refused. */
 export function decodeMesh(bytes: Uint8Array, maxSnapshotBytes: number): MeshDecoded {
-  let pos = 0;
   const fail = (error: string): MeshDecoded => ({ ok: false, error: `bad mesh message: ${error}` });
-  const byte = (): number => {
-    if (pos >= bytes.length) throw new RangeError("truncated");
-    return bytes[pos++] as number;
-  };
+  const r = new ByteReader(bytes, (why) => new RangeError(why));
   try {
-    const channel = byte();
+    const channel = r.byte();
     if (channel > 1) return fail("unknown channel");
-    let n = 0;
-    let mul = 1;
-    for (let i = 0; ; i++) {
-      if (i >= MAX_VARINT_BYTES) return fail("varint too long");
-      const b = byte();
-      n += (b & 0x7f) * mul;
-      if (b < 0x80) break;
-      mul *= 128;
-    }
+    const n = r.varint();
     if (n > MAX_MESH_ADDRS) return fail(`${n} addresses, at most ${MAX_MESH_ADDRS}`);
-    const ascii = (): string => {
-      const len = byte();
-      if (pos + len > bytes.length) throw new RangeError("truncated");
-      const s = String.fromCharCode(...bytes.subarray(pos, pos + len));
-      pos += len;
-      return s;
-    };
     const addrs: MeshAddress[] = [];
     for (let i = 0; i < n; i++) {
-      const id = ascii();
-      const url = ascii();
+      const id = readAscii(r);
+      const url = readAscii(r);
       if (!NODE_ID_PATTERN.test(id)) return fail("bad address id");
       if (!meshUrlOk(url)) return fail("bad address url");
       addrs.push({ id, url });
     }
-    const payload = bytes.subarray(pos);
+    const payload = bytes.subarray(r.pos);
     const msg: MeshMessage =
       channel === 0
         ? { channel: "swim", msg: decodeSwim(payload, MESH_DECODE_LIMITS.maxEntries) }

@@ -353,4 +353,41 @@ describe("PrefixNode — forward acks", () => {
     h.deliver();
     expect(h.repliesFor("long")[0]?.record.servedBy).toBe("B");
   });
+
+  it("a long run's own timeout bounds its attempt: the peer's budget, the ETA and the ack wait", () => {
+    const h = new Harness(["A", "B"], { forwardAckTimeoutMs: ACK_FLOOR_MS, forwardTimeoutMs: 30_000 });
+    h.warm("A", "own", prompt(9, 0));
+    h.warm("B", "warm1", prompt(1, 0));
+    h.gossip(3);
+    const eff = h.client("A", "long", prompt(1, 2), 20_000);
+    const timeoutMs = eff.flatMap((e) =>
+      e.type === "set-timer" && e.timer.kind === "forward" ? [e.delayMs] : [],
+    )[0] as number;
+    expect(timeoutMs).toBeGreaterThan(30_000);
+    // The budget B is told is what A waits for this request (less the round trip), not the configured
+    // 30 s: B would otherwise refuse the run, or drop it from its queue, while A still waits for it.
+    const forward = h.mailbox.find(isType("forward"))?.msg;
+    const budget = forward?.type === "forward" ? (forward.deadlineMs ?? 0) : 0;
+    expect(budget).toBeGreaterThan(30_000);
+    expect(budget).toBeLessThanOrEqual(timeoutMs);
+    h.deliver(isType("forward"));
+    h.drop(isType("forward-ack"));
+    // An ETA beyond the configured timeout but within the request's own is believed: the probe waits
+    // for twice it (plus an ack timeout), not for the configured 30 s.
+    const etaMs = 50_000;
+    const acked = h.input("A", {
+      type: "peer-message",
+      from: "B",
+      msg: { type: "forward-ack", reqId: "long", attempt: 1, etaMs },
+    });
+    const ackWait = acked.flatMap((e) =>
+      e.type === "set-timer" && e.timer.kind === "ack" ? [e.delayMs] : [],
+    );
+    expect(ackWait).toEqual([Math.min(timeoutMs, 2 * etaMs + ackMs(h))]);
+    for (let t = 0; t < 60_000; t += 100) {
+      h.deliver(isType("forward-ack"));
+      h.advance(100);
+    }
+    expect(h.node("A").stats().probes).toBe(0);
+  });
 });

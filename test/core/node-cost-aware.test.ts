@@ -1,7 +1,7 @@
 /** Cost-aware routing: the policy's choices, the learned costs, prefix demand and the RTT echo. */
 import { describe, expect, it } from "vitest";
 import { PrefillFit } from "../../src/core/node/cost-model.js";
-import { PrefixDemand } from "../../src/core/node/demand.js";
+import { hitChain, PrefixDemand, survival } from "../../src/core/node/demand.js";
 import type { Candidate, RoutingContext } from "../../src/core/node/policies/index.js";
 import { createPolicy } from "../../src/core/node/policies/index.js";
 import type { PeerMessage } from "../../src/core/node/types.js";
@@ -64,6 +64,27 @@ describe("cost-aware policy", () => {
     expect(p.rank(c, ctx({ expectedReuse: 2 }))[0]).toBe(1);
     // 10 future requests × 200 ms ≥ 800: buy (serve here, cache it).
     expect(p.rank(c, ctx({ expectedReuse: 10 }))).toEqual([0]);
+  });
+
+  it("under eviction pressure, serving a prefix a peer holds is charged for what it displaces", () => {
+    // Here 100 uncached tokens (100 + 200 ms); there 60 ms RTT + 80 uncached (100 + 160 ms): stay.
+    const c = [cand("A", true, 900, 0), cand("B", false, 920, 60)];
+    expect(p.rank(c, ctx())[0]).toBe(0);
+    // Full pressure: each uncached token also evicts one: here 100 + 400 ms, there 60 + 100 + 320.
+    expect(p.rank(c, ctx({ evictionPressure: 1 }))[0]).toBe(1);
+    // No pressure is exactly the unpressured ranking.
+    expect(p.rank(c, ctx({ evictionPressure: 0 }))).toEqual(p.rank(c, ctx()));
+    // With eviction awareness off, pressure changes nothing.
+    const off = createPolicy("cost-aware", { evictionAware: false });
+    expect(off.rank(c, ctx({ evictionPressure: 1 }))[0]).toBe(0);
+  });
+
+  it("rent or buy counts the hits a bought prefix survives to, unless eviction awareness is off", () => {
+    const c = [cand("A", true, 0, 0), cand("B", false, 500, 200)];
+    // Loss 800 ms if we buy: 10 surviving hits × 200 ms buy; the flat discount (1 hit) rents.
+    const x = ctx({ expectedReuse: 1, survivingReuse: 10 });
+    expect(p.rank(c, x)).toEqual([0]);
+    expect(createPolicy("cost-aware", { evictionAware: false }).rank(c, x)[0]).toBe(1);
   });
 
   it("equal replicas share the load at random instead of by RTT noise", () => {
@@ -155,6 +176,48 @@ describe("prefix demand", () => {
     expect(d.expectedFuture(1)).toBeCloseTo(7.2, 6);
     for (let k = 10; k < 20; k++) d.record(k);
     expect(d.size).toBe(3);
+  });
+});
+
+describe("prefix demand under eviction pressure", () => {
+  it("a bought prefix survives to its next arrival by its share of arrivals and the cache turnover", () => {
+    expect(survival({ pressure: 0 }, 0.01)).toBe(1);
+    // Without a turnover: the flat 1 − pressure.
+    expect(survival({ pressure: 0.9 }, 0.01)).toBeCloseTo(0.1, 9);
+    // A key that is 1/10 of the arrivals, a cache turned over every 20 runs: 1 − e^−2.
+    expect(survival({ pressure: 1, turnoverRuns: 20 }, 0.1)).toBeCloseTo(1 - Math.exp(-2), 9);
+    // A rare key in the same cache is nearly always evicted first.
+    expect(survival({ pressure: 1, turnoverRuns: 20 }, 0.001)).toBeLessThan(0.02);
+  });
+
+  it("a buy is worth the chain of hits its survival allows, at most its expected arrivals", () => {
+    expect(hitChain(3, 1)).toBe(3);
+    expect(hitChain(3, 0.5)).toBeCloseTo(0.5 + 0.25 + 0.125, 9);
+    expect(hitChain(0, 0.5)).toBe(0);
+    expect(hitChain(5, 0)).toBe(0);
+  });
+
+  it("arrive: a frequent key keeps its reuse in a churning cache, a rare one loses it", () => {
+    const tokens = Uint32Array.from({ length: 64 }, (_, i) => i + 1);
+    const other = Uint32Array.from({ length: 64 }, (_, i) => i + 1000);
+    const peerHolds = [cand("A", true, 0, 0), cand("B", false, 64, 10)];
+    const d = new PrefixDemand(100, { meanReuse: 8, weight: 16 });
+    const churn = { pressure: 1, turnoverRuns: 10 };
+    let frequent = 0;
+    let rare = 0;
+    for (let i = 0; i < 50; i++) {
+      frequent = d.arrive(tokens, peerHolds, churn)?.surviving ?? 0;
+      for (let j = 0; j < 3; j++) d.arrive(other, [cand("A", true, 0, 0)], churn);
+    }
+    const e = new PrefixDemand(100, { meanReuse: 8, weight: 16 });
+    for (let i = 0; i < 50; i++) {
+      for (let j = 0; j < 49; j++) e.arrive(other, [cand("A", true, 0, 0)], churn);
+      rare = e.arrive(tokens, peerHolds, churn)?.surviving ?? 0;
+    }
+    expect(frequent).toBeGreaterThan(1);
+    expect(rare).toBeLessThan(0.3);
+    // The flat discount gives the frequent key no more than the pressure leaves: nothing.
+    expect(d.arrive(tokens, peerHolds, churn)?.flat).toBe(0);
   });
 });
 

@@ -154,7 +154,6 @@ describe("trust: progress (a peer holds at most `maxUnanswered` forwards it has 
     t.sent("b", "2", 0);
     expect(t.mayHold("b")).toBe(true);
     t.sent("b", "3", 0);
-    expect(t.unansweredTo("b")).toBe(3);
     expect(t.mayHold("b")).toBe(false);
     expect(t.mayHold("c")).toBe(true);
     // Held to its window, it still ranks as a candidate (routable): only the next forward waits.
@@ -166,12 +165,10 @@ describe("trust: progress (a peer holds at most `maxUnanswered` forwards it has 
     expect(t.mayHold("b")).toBe(false);
     // An answer, to any of them, shows progress: the ones sent before it no longer count.
     t.answered("b", "1");
-    expect(t.unansweredTo("b")).toBe(0);
     expect(t.mayHold("b")).toBe(true);
     expect(t.view("b")).toMatchObject({ state: "closed", failures: 0 });
     // And it ends the probation: a peer that answered is held to its deadlines, not to the window.
     for (const k of ["5", "6", "7", "8"]) t.sent("b", k, 0);
-    expect(t.unansweredTo("b")).toBe(4);
     expect(t.mayHold("b")).toBe(true);
   });
 
@@ -203,7 +200,6 @@ describe("trust: progress (a peer holds at most `maxUnanswered` forwards it has 
     t.ended("b", "1");
     t.sent("b", "2", 100_000);
     t.sent("b", "3", 100_000);
-    expect(t.unansweredTo("b")).toBe(3);
     expect(t.mayHold("b")).toBe(false);
     // A neutral end (cancelled, unreachable) frees its slot; a failure does not.
     t.ended("b", "3");
@@ -304,7 +300,6 @@ describe("trust: progress (a peer holds at most `maxUnanswered` forwards it has 
               open.delete(k);
             }
             const unanswered = [...open.values()].filter((a) => a === answers).length + failedSince;
-            expect(t.unansweredTo("b")).toBe(unanswered);
             // On probation until its first answer (the breaker never opens here: no failures).
             expect(t.mayHold("b")).toBe(answers > 0 || unanswered < 4);
             blocked ||= !t.mayHold("b");

@@ -6,6 +6,8 @@ import { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CliError } from "../../src/cli/errors.js";
 import { registerExperiment } from "../../src/cli/experiment.js";
+import { simConfigFor } from "../../src/experiments/execute.js";
+import { paperGrid } from "../../src/experiments/grid.js";
 import { runPaperExperiment } from "../../src/experiments/paper.js";
 
 let out: string;
@@ -15,6 +17,16 @@ beforeAll(async () => {
 afterAll(() => rm(out, { recursive: true, force: true }));
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
+
+describe("experiment paper grid", () => {
+  it("runs its cost-aware ablation as it was measured (no eviction awareness), every other run untouched", () => {
+    for (const run of paperGrid()) {
+      const c = simConfigFor(run, undefined, 1);
+      if (run.policy === "cost-aware") expect(c.node?.policyConfig).toEqual({ evictionAware: false });
+      else expect(c.node).toBeUndefined();
+    }
+  });
+});
 
 describe("experiment paper (small grid, synthetic)", () => {
   it("writes report.md, results.json and every figure as SVG and PNG", async () => {

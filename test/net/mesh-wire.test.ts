@@ -35,6 +35,10 @@ describe("mesh envelope", () => {
     expect(decodeMesh(Uint8Array.of(0, 0, 200), 1 << 20)).toMatchObject({ ok: false });
     const many = Uint8Array.of(0, MAX_MESH_ADDRS + 1);
     expect(decodeMesh(many, 1 << 20)).toMatchObject({ ok: false, error: /addresses, at most/ });
+    const longVarint = Uint8Array.of(0, ...Array(8).fill(0x80), 1);
+    expect(decodeMesh(longVarint, 1 << 20)).toMatchObject({ ok: false, error: /varint too long/ });
+    // One address announced, its id cut short.
+    expect(decodeMesh(Uint8Array.of(0, 1, 5, 97), 1 << 20)).toMatchObject({ ok: false, error: /truncated/ });
   });
 
   it("accepts only scheme://host:port URLs", () => {

@@ -47,6 +47,20 @@ export interface LearnedCosts {
   msPerOutput?: number;
 }
 
+/**
+ * How long a run takes by our learned costs: the prefill of `uncached` prompt tokens, then its whole
+ * `maxTokens` budget of decode at `msPerOutput` per token (an upper estimate: it may stop sooner).
+ * The one run-length estimate of an origin: its forward timeout and its answer estimates use it.
+ */
+export function expectedRunMs(
+  k: LearnedCosts,
+  uncached: number,
+  maxTokens: number,
+  msPerOutput: number,
+): number {
+  return k.prefillFixedMs + k.prefillMsPerToken * uncached + Math.max(0, maxTokens) * msPerOutput;
+}
+
 /** Where the second prior pseudo-observation sits (a typical prompt length). */
 const PRIOR_SPAN = 1000;
 /** Weight of the non-decaying prior floor, in samples. */

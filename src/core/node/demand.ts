@@ -10,11 +10,33 @@
  * typically reused many times already buys, with no hand-set horizon. Until counts exist the
  * config's `demandPrior` (pseudo-keys) stands in, leaning towards buying: serving locally.
  *
+ * Under eviction pressure a bought prefix helps only while it stays cached. LRU keeps a key whose
+ * arrivals come within the cache's turnover (Che's approximation): of a key that is a share p of the
+ * arrivals here, the next arrival finds it still cached with probability
+ * s = 1 − pressure × exp(−p × turnover runs), and a buy is worth the chain of hits s + s² + … over
+ * its expected arrivals (`Reuse.surviving`). The flat discount (`Reuse.flat`, × (1 − pressure))
+ * stops a full cache from ever buying even its most frequent prefixes, which then pay a round trip
+ * on every request.
+ *
  * Bounded: at most `capacity` keys, least recently seen dropped first (their counts leave the mean).
  */
 import { BLOCK_SIZE, BlockHasher } from "../block-hash.js";
 import type { Tokens } from "../engine.js";
 import type { Candidate } from "./policies/policy.js";
+
+/** Our cache's churn (executor.ts): the share of insertions that evict, and runs per full turnover. */
+export interface Eviction {
+  pressure: number;
+  turnoverRuns?: number;
+}
+
+/** How often a prefix is expected to come back here, discounted for eviction two ways (header). */
+export interface Reuse {
+  /** Expected further arrivals × (1 − pressure). */
+  flat: number;
+  /** Expected hits a buy gives before the prefix is evicted (the survival chain). */
+  surviving: number;
+}
 
 export class PrefixDemand {
   /** key → arrivals; Map order = recency (re-inserted on every arrival). */
@@ -22,6 +44,8 @@ export class PrefixDemand {
   private arrivals = 0;
   /** Σ count² over tracked keys: Σc²/Σc is the arrival-weighted mean count. */
   private sumSq = 0;
+  /** Every request routed here, buyable or not: a key's share of them is its arrival rate. */
+  private routed = 0;
   private readonly hasher = new BlockHasher();
 
   constructor(
@@ -32,9 +56,15 @@ export class PrefixDemand {
   /**
    * One request arrived: counts it against the longest prefix any candidate holds (block-aligned,
    * keyed by its chained block key) and returns how often that prefix is expected to come back here,
-   * discounted by the eviction `pressure` of buying it (undefined: no prefix worth buying).
+   * discounted for eviction (undefined: no prefix worth buying).
    */
-  arrive(tokens: Tokens, candidates: readonly Candidate[], pressure: number, offset = 0): number | undefined {
+  arrive(
+    tokens: Tokens,
+    candidates: readonly Candidate[],
+    eviction: Eviction,
+    offset = 0,
+  ): Reuse | undefined {
+    this.routed++;
     let best = 0;
     let own = 0;
     for (const c of candidates) {
@@ -52,7 +82,11 @@ export class PrefixDemand {
     let key = 0;
     for (let b = 0; b < blocks; b++) key = this.hasher.next(tokens, b * BLOCK_SIZE);
     const seen = this.record(key) + 1;
-    return this.expectedFuture(seen) * (1 - pressure);
+    const future = this.expectedFuture(seen);
+    return {
+      flat: future * (1 - eviction.pressure),
+      surviving: hitChain(future, survival(eviction, seen / this.routed)),
+    };
   }
 
   /** Records one arrival of `key`; returns how many arrivals of it were seen before this one. */
@@ -91,4 +125,23 @@ export class PrefixDemand {
   get size(): number {
     return this.counts.size;
   }
+}
+
+/**
+ * The chance a prefix bought now is still cached at its next arrival, for a key that is `share` of
+ * the arrivals (see the header). Without a measured turnover, the flat 1 − pressure.
+ */
+export function survival(e: Eviction, share: number): number {
+  const p = Math.min(1, Math.max(0, e.pressure));
+  if (p === 0) return 1;
+  if (e.turnoverRuns === undefined || !(share > 0)) return 1 - p;
+  return 1 - p * Math.exp(-share * e.turnoverRuns);
+}
+
+/** Expected hits from buying: s + s² + … + s^future (`future` arrivals, each surviving with s). */
+export function hitChain(future: number, s: number): number {
+  if (!(future > 0)) return 0;
+  if (s >= 1) return future;
+  if (!(s > 0)) return 0;
+  return (s * (1 - s ** future)) / (1 - s);
 }

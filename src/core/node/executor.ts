@@ -15,6 +15,7 @@ import { type LockHandle, RadixTree } from "../radix-tree.js";
 import type { EngineCosts } from "../snapshot.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
+import type { Eviction } from "./demand.js";
 import type { CostSample } from "./engine-costs.js";
 import type { SelfView } from "./routing.js";
 import { RunCosts } from "./run-costs.js";
@@ -98,6 +99,8 @@ export class Executor {
    */
   private insertedDecayed = 0;
   private evictedDecayed = 0;
+  /** Runs decayed alike: insertedDecayed / runsDecayed = new tokens a run inserts, lately. */
+  private runsDecayed = 0;
   /** Paranoid walks made (`checkInvariants`). */
   private walks = 0;
   counters!: ExecutorCounters;
@@ -341,6 +344,7 @@ export class Executor {
       this.insertedDecayed =
         PRESSURE_DECAY * this.insertedDecayed + Math.max(0, job.cacheTokens - job.matched);
       this.evictedDecayed *= PRESSURE_DECAY;
+      this.runsDecayed = PRESSURE_DECAY * this.runsDecayed + 1;
     } else {
       this.tree_.resetTo(result.cachedSequences ?? [], ++this.tick);
     }
@@ -439,9 +443,15 @@ export class Executor {
     return Math.max(1, Math.ceil((depth - this.config.pushBackQueueThreshold) * service));
   }
 
-  /** Share of what we cache that only displaced something else lately, in [0, 1]. */
-  evictionPressure(): number {
-    return this.insertedDecayed > 0 ? Math.min(1, this.evictedDecayed / this.insertedDecayed) : 0;
+  /**
+   * Share of what we cache that only displaced something else lately, in [0, 1], and how many runs
+   * it takes our runs' new tokens to fill the cache once (its turnover): what rent-or-buy needs to
+   * tell a bought prefix that survives until it is asked again from one evicted first.
+   */
+  eviction(): Eviction {
+    const pressure = this.insertedDecayed > 0 ? Math.min(1, this.evictedDecayed / this.insertedDecayed) : 0;
+    const perRun = this.runsDecayed > 0 ? this.insertedDecayed / this.runsDecayed : 0;
+    return perRun > 0 ? { pressure, turnoverRuns: this.tree_.capacity / perRun } : { pressure };
   }
 
   /** Executor accounting, O(1): after every change of the queue or the running set. */

@@ -13,7 +13,7 @@
  */
 import type { EngineRequest } from "../engine.js";
 import type { NodeConfig } from "./config.js";
-import type { LearnedCosts } from "./cost-model.js";
+import { expectedRunMs, type LearnedCosts } from "./cost-model.js";
 import type { Target, Targets } from "./targets.js";
 import type { Effect, NodeId, Timer } from "./types.js";
 
@@ -54,6 +54,11 @@ export interface AttemptClock {
   answerBy: number;
   /** The client's deadline on our clock (deadline.ts); ∞ when it gave none. */
   deadlineAt: number;
+  /**
+   * How long each attempt may go unanswered: `forwardTimeoutMs`, or longer for a long run
+   * (`forwardTimeoutFor`). Every bound of the attempt's own waits is this one, not the config's.
+   */
+  forwardTimeoutMs: number;
 }
 
 /**
@@ -69,7 +74,11 @@ export class ForwardAcks {
     private readonly targets: Targets,
   ) {}
 
-  /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
+  /**
+   * How long an attempt may go unacked: max(floor, 4 × RTT), at most the configured forward timeout
+   * (not a request's longer one: an ack timeout reaching the configured one is the switch that
+   * turns the ack wait off, and it is asked for peers, not requests).
+   */
   timeoutMs(rttMs: number | undefined): number {
     const rtt = rttMs ?? this.config.costPrior.rttMs;
     return Math.min(
@@ -93,7 +102,7 @@ export class ForwardAcks {
   send(a: AttemptClock, to: NodeId, peer: Target, now: number, out: Effect[]): void {
     // The budget the target has: what is left of our timeout less the round trip the answer needs.
     // A client deadline shortens it: the serving node then refuses what it cannot start in time.
-    const left = Math.min(this.config.forwardTimeoutMs - (now - a.attemptSentAt), a.deadlineAt - now);
+    const left = Math.min(a.forwardTimeoutMs - (now - a.attemptSentAt), a.deadlineAt - now);
     const deadlineMs = Math.max(0, Math.floor(left - (peer.rttMs ?? 0)));
     out.push({
       type: "send",
@@ -101,7 +110,8 @@ export class ForwardAcks {
       msg: { type: "forward", reqId: a.reqId, attempt: a.attempt, hops: 1, request: a.request, deadlineMs },
     });
     const ackMs = this.timeoutMs(peer.rttMs);
-    // An ack timeout as long as the forward timeout adds nothing: acks are then not waited for.
+    // An ack timeout as long as the configured forward timeout turns acks off (config.ts), whatever
+    // the request's own timeout.
     a.ackArmed = peer.acksForwards && ackMs < this.config.forwardTimeoutMs;
     // A probe's wait ends at the answer deadline too: the answer is overdue then, acked or not.
     const delayMs = Math.max(0, Math.min(ackMs, a.answerBy - now));
@@ -133,12 +143,12 @@ export class ForwardAcks {
     // A peer-controlled number: only a finite, non-negative one counts, and never beyond our timeout.
     const eta =
       typeof etaMs === "number" && Number.isFinite(etaMs) && etaMs >= 0
-        ? Math.min(etaMs, this.config.forwardTimeoutMs)
+        ? Math.min(etaMs, a.forwardTimeoutMs)
         : undefined;
     if (this.config.peerTrust && a.answerBy === Number.POSITIVE_INFINITY) {
-      const expectedMs = eta ?? expected ?? this.config.forwardTimeoutMs;
+      const expectedMs = eta ?? expected ?? a.forwardTimeoutMs;
       const allowed = this.config.answerSlack * expectedMs + this.config.answerSlackMs;
-      if (allowed < this.config.forwardTimeoutMs) a.answerBy = a.attemptSentAt + allowed;
+      if (allowed < a.forwardTimeoutMs) a.answerBy = a.attemptSentAt + allowed;
     }
     const overdueIn = a.answerBy - now;
     const ackMs = this.timeoutMs(this.targets.get(from)?.rttMs);
@@ -150,7 +160,7 @@ export class ForwardAcks {
       this.disarm(a, out);
       return;
     }
-    const waitMs = Math.max(0, Math.min(this.config.forwardTimeoutMs, probeIn, overdueIn));
+    const waitMs = Math.max(0, Math.min(a.forwardTimeoutMs, probeIn, overdueIn));
     a.ackArmed = true;
     out.push({ type: "set-timer", timer: ackTimer(a), delayMs: waitMs });
   }
@@ -185,7 +195,7 @@ export class ForwardAcks {
     // Answer recovery: the last send went unanswered (it, or the reply, was lost): send it again while
     // the request's timeouts allow another — the peer holds the job or its answer (it acked), or may
     // never have got the forward; either way it, not a cold peer, is the one to ask.
-    const recover = !acked && this.config.answerRecovery && this.mayTimeOut(a);
+    const recover = !acked && this.config.answerRecovery && !this.outOfTimeouts(a, 1);
     // Probe (re-send the same forward) when the peer acked this round and owes only the answer, or
     // has not acked yet but has resends left; otherwise give up on the peer.
     if (!peer || (!acked && !recover && a.probes >= this.config.forwardResends)) {
@@ -201,10 +211,25 @@ export class ForwardAcks {
     return acked ? "probe" : "resend";
   }
 
-  /** Whether one more timeout leaves the request within `maxTimedOutAttempts` (0: no cap). */
-  mayTimeOut(a: AttemptClock): boolean {
-    const max = this.config.maxTimedOutAttempts;
-    return max === 0 || a.timeouts + 1 < max;
+  /**
+   * The `maxTimedOutAttempts` rule, stated once: whether the request's timeouts, with `more` still to
+   * come, reach the cap (0: no cap) — it then tries no more peers (origin.ts) and re-sends no more.
+   */
+  outOfTimeouts(a: AttemptClock, more = 0): boolean {
+    return a.timeouts + more >= this.timeoutCap;
+  }
+
+  /**
+   * With the cap set, a request that lost any attempt to a timeout has waited already: it runs here
+   * ahead of the queue (and is never offloaded again).
+   */
+  runsFirst(a: AttemptClock): boolean {
+    return a.timeouts > 0 && this.timeoutCap < Number.POSITIVE_INFINITY;
+  }
+
+  /** `maxTimedOutAttempts` as a bound (0: no cap). */
+  private get timeoutCap(): number {
+    return this.config.maxTimedOutAttempts > 0 ? this.config.maxTimedOutAttempts : Number.POSITIVE_INFINITY;
   }
 }
 
@@ -221,8 +246,7 @@ function ackTimer(a: AttemptClock): Timer {
  * the configured timeout exactly.
  */
 export function forwardTimeoutFor(config: NodeConfig, request: EngineRequest, k: LearnedCosts): number {
-  const prefill = k.prefillFixedMs + k.prefillMsPerToken * request.tokens.length;
-  const runMs = prefill + Math.max(0, request.maxTokens) * (k.msPerOutput ?? 0);
+  const runMs = expectedRunMs(k, request.tokens.length, request.maxTokens, k.msPerOutput ?? 0);
   const slack = config.answerSlack * runMs;
   if (!(slack > config.forwardTimeoutMs)) return config.forwardTimeoutMs;
   return Math.min(MAX_FORWARD_TIMEOUT_MS, slack + config.answerSlackMs);

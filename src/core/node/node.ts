@@ -10,11 +10,12 @@
  */
 import type { EngineRequest } from "../engine.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
+import type { LearnedCosts } from "./cost-model.js";
 import { type CostSample, stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
 import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
-import { OFFLOAD_SCAN, type Offload, OffloadRound, offloadTarget, type Waiting } from "./offload.js";
+import { OFFLOAD_SCAN, OffloadRound, offloadTarget, type Waiting } from "./offload.js";
 import { Origin } from "./origin.js";
 import { reportedDepth, shorterQueue, stampQueueDepth } from "./peer-load.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
@@ -192,7 +193,7 @@ export class PrefixNode extends NodeViews {
     const self = this.executor.selfView(this.config.id, request, now);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
     const costs = this.learnedCosts();
-    this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.evictionPressure());
+    this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.eviction());
     this.advance(reqId, now, out);
   }
 
@@ -220,7 +221,7 @@ export class PrefixNode extends NodeViews {
   private advance(reqId: string, now: number, out: Effect[]): void {
     // The first choice was routable a moment ago; later ones are re-checked (state may have moved).
     for (let to = this.origin.nextPlanned(reqId); to !== undefined; to = this.origin.nextPlanned(reqId)) {
-      if (!this.routable(to, now) || !this.origin.mayForward(to)) continue;
+      if (!this.routable(to, now) || !this.origin.trust.mayHold(to)) continue;
       this.origin.forward(reqId, to, now, out);
       return;
     }
@@ -360,10 +361,10 @@ export class PrefixNode extends NodeViews {
     }
   }
 
-  /** Offload (offload.ts): our clients' requests waiting here move to a peer that finishes sooner. */
-  private offloadWaiting(now: number, out: Effect[], round = new OffloadRound()): void {
+  /** Offload (offload.ts): waiting client requests move to a peer finishing sooner (one `k` per tick). */
+  private offloadWaiting(now: number, out: Effect[], round = new OffloadRound(), k = this.learnedCosts()) {
     for (const w of this.executor.waitingClients(now, OFFLOAD_SCAN)) {
-      const to = this.soonerPeer(w, now, undefined, round);
+      const to = this.soonerPeer(w, now, undefined, round, k);
       if (to === undefined || !this.executor.takeQueued(w.reqId)) continue;
       this.origin.reroute(w.reqId, to.to, to.expectMs);
       this.advance(w.reqId, now, out);
@@ -371,10 +372,11 @@ export class PrefixNode extends NodeViews {
   }
 
   /** A routable peer that may take a forward, finishing `w` sooner than here, starting within `maxWaitMs`. */
-  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number, round?: OffloadRound): Offload | undefined {
+  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number, round?: OffloadRound, k?: LearnedCosts) {
     const self = this.executor.selfView(this.config.id, w.request);
-    const peers = this.candidates(w.request, now, self).filter((c) => c.self || this.origin.mayForward(c.id));
-    return offloadTarget(w, peers, this.learnedCosts(), maxWaitMs, round);
+    const mayTake = (c: Candidate) => c.self || this.origin.trust.mayHold(c.id);
+    const peers = this.candidates(w.request, now, self).filter(mayTake);
+    return offloadTarget(w, peers, k ?? this.learnedCosts(), maxWaitMs, round);
   }
 
   /** gossip "scuttlebutt" (mesh.ts): members that came are routed to once estimated. */

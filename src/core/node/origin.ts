@@ -19,6 +19,7 @@ import { invariant } from "../invariant.js";
 import { keyTokens, requestProblem } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
+import type { Eviction } from "./demand.js";
 import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
 import { forwardTimer, type LocalRun, type Pending, PendingRequests } from "./pending-requests.js";
 import { Planner } from "./planner.js";
@@ -148,14 +149,6 @@ export class Origin {
     return this.targets.inFlightTo(id, now, this.ackTimeoutMs(this.targets.rttMs(id)));
   }
 
-  /**
-   * May one more forward go to `id` now (trust.ts: a peer on probation holds only a few)? Apart from
-   * routability, so such a peer still ranks as a candidate: only the forward it would take goes elsewhere.
-   */
-  mayForward(id: NodeId): boolean {
-    return this.trust.mayHold(id);
-  }
-
   /** How long an attempt may go unacked: max(floor, 4 × RTT), at most the forward timeout. */
   ackTimeoutMs(rttMs: number | undefined): number {
     return this.acks.timeoutMs(rttMs);
@@ -193,9 +186,9 @@ export class Origin {
     selfMatch: number,
     candidates: Candidate[] | undefined,
     costs: LearnedCosts,
-    evictionPressure: number,
+    eviction: Eviction,
   ): void {
-    const plan = this.planner.route(request, now, selfMatch, candidates, costs, evictionPressure);
+    const plan = this.planner.route(request, now, selfMatch, candidates, costs, eviction);
     this.pending.open(reqId, request, plan, now, forwardTimeoutFor(this.config, request, costs));
   }
 
@@ -205,8 +198,7 @@ export class Origin {
    */
   nextPlanned(reqId: string): NodeId | undefined {
     const p = this.pending.get(reqId);
-    const max = this.config.maxTimedOutAttempts;
-    if (max > 0 && p.timeouts >= max) p.next = p.plan.length;
+    if (this.acks.outOfTimeouts(p)) p.next = p.plan.length;
     return p.next < p.plan.length ? p.plan[p.next++] : undefined;
   }
 
@@ -248,7 +240,7 @@ export class Origin {
     p.current = undefined;
     const run: LocalRun = { reqId, attempt: p.attempt, request: p.request };
     // It waited on attempts that timed out already: it runs next, not at the queue's tail.
-    if (this.config.maxTimedOutAttempts > 0 && p.timeouts > 0) run.priority = true;
+    if (this.acks.runsFirst(p)) run.priority = true;
     return run;
   }
 

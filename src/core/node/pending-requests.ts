@@ -18,8 +18,6 @@ export interface Pending extends AttemptClock, Plan {
   /** The peer of the current forward attempt; undefined once the request runs (or queues) here. */
   current: NodeId | undefined;
   fallbacks: number;
-  /** How long a forward attempt may go unanswered (`forwardTimeoutMs`, or longer for a long run). */
-  forwardTimeoutMs: number;
   /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
   waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
 }

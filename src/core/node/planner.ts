@@ -9,9 +9,9 @@ import type { EngineRequest, EngineResult } from "../engine.js";
 import { invariant } from "../invariant.js";
 import { keyTokens, namespaceTokens } from "../namespace.js";
 import type { NodeConfig } from "./config.js";
-import type { LearnedCosts } from "./cost-model.js";
+import { expectedRunMs, type LearnedCosts } from "./cost-model.js";
 import { deadlineAt, withinDeadline } from "./deadline.js";
-import { PrefixDemand } from "./demand.js";
+import { type Eviction, PrefixDemand } from "./demand.js";
 import { servesModel } from "./models.js";
 import { OFFLOAD_WAIT_FLOOR_JOBS } from "./offload.js";
 import {
@@ -78,7 +78,7 @@ export class Planner {
     selfMatch: number,
     candidates: Candidate[] | undefined,
     costs: LearnedCosts,
-    evictionPressure: number,
+    eviction: Eviction,
   ): Plan {
     const plan: NodeId[] = [];
     const expect: number[] = [];
@@ -94,8 +94,8 @@ export class Planner {
         deadlineAt(request, now) - now,
       );
     if (candidates !== undefined) {
-      const expectedReuse = this.policy.needs.demand
-        ? this.demand.arrive(keyTokens(request), candidates, evictionPressure, namespaceTokens(request))
+      const reuse = this.policy.needs.demand
+        ? this.demand.arrive(keyTokens(request), candidates, eviction, namespaceTokens(request))
         : undefined;
       const order =
         candidates.length === 1
@@ -105,8 +105,10 @@ export class Planner {
               now,
               random: this.deps.random,
               costs,
-              expectedReuse,
+              expectedReuse: reuse?.flat,
+              ...(reuse === undefined ? {} : { survivingReuse: reuse.surviving }),
               ...(this.config.offload ? { waitFloorJobs: OFFLOAD_WAIT_FLOOR_JOBS } : {}),
+              ...(eviction.pressure > 0 ? { evictionPressure: eviction.pressure } : {}),
             });
       if (this.paranoid) checkOrder(order, candidates);
       // A node that does not serve the request's model only routes it: every ranked peer is in its plan.
@@ -141,9 +143,11 @@ export class Planner {
    */
   private expectedAnswerMs(c: Candidate, request: EngineRequest, costs: LearnedCosts): number {
     const queued = c.queueDepth + (c.sentSinceQueue ?? 0);
-    const prefill =
-      costs.prefillFixedMs + costs.prefillMsPerToken * (request.tokens.length - c.estimatedMatch);
-    const run = Math.max(costs.serviceMs, prefill + request.maxTokens * this.decodeMsPerToken);
+    const uncached = request.tokens.length - c.estimatedMatch;
+    const run = Math.max(
+      costs.serviceMs,
+      expectedRunMs(costs, uncached, request.maxTokens, this.decodeMsPerToken),
+    );
     return queued * costs.serviceMs + run + (c.rttMs ?? costs.rttPriorMs);
   }
 }

@@ -173,12 +173,13 @@ export class Trust {
    */
   sent(id: NodeId, attempt: string, now: number): void {
     const t = this.peers.get(id);
-    if (t === undefined) return;
+    // Off, no attempt is held open: nobody asks for probation (`mayHold`) or a half-open probe.
+    if (t === undefined || !this.config.enabled) return;
     if (t.open.has(attempt)) this.ended(id, attempt);
     t.open.set(attempt, { stamp: t.answers, failed: false });
     t.unanswered++;
     if (t.open.size > MAX_OPEN_ATTEMPTS) this.ended(id, t.open.keys().next().value as string);
-    if (!this.config.enabled || t.state === "quarantined") return;
+    if (t.state === "quarantined") return;
     if (t.state === "open" && now >= t.openUntil) t.state = "half-open";
     if (t.state === "half-open" && t.probe === undefined) t.probe = attempt;
   }
@@ -188,19 +189,14 @@ export class Trust {
     return this.peers.get(id)?.probe === attempt;
   }
 
-  /** Our attempts to `id` sent since its last answer and not answered: open, or failed. */
-  unansweredTo(id: NodeId): number {
-    const t = this.peers.get(id);
-    return t === undefined ? 0 : t.unanswered + t.failedSince;
-  }
-
   /**
    * A result from `id` for an attempt of ours we had moved on from: no success for the breaker, but
    * progress — it answers, so what we sent before this is not held as unanswered.
    */
   progressed(id: NodeId): void {
     const t = this.peers.get(id);
-    if (t === undefined) return;
+    // Off: probation is not kept (`sent` holds no attempt open).
+    if (t === undefined || !this.config.enabled) return;
     t.answers++;
     t.unanswered = 0;
     t.failedSince = 0;

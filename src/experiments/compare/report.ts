@@ -6,6 +6,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DAEMON_NODE_DEFAULTS } from "../../core/node/config.js";
 import { renderVegaLite } from "../render.js";
+import { conflictSection } from "./conflict.js";
 import type { CompareResult } from "./execute.js";
 import { type HitBar, hitVsIdeal, latencyVsComm, type PolicyPoint, p99VsLoad } from "./figures.js";
 import {
@@ -124,6 +125,7 @@ function targets(rows: Row[]): string[] {
     );
   }
   out.push("", `Overall: cost-aware ${mark(all2)}; ${DAEMON_ROW} ${mark(all2d)}.`, "");
+  out.push(...conflictSection(closedCells, cellLabel));
 
   out.push(
     "### Target 3: open loop at 80%: `cost-aware` p99 ≤ 0.5 × local's and ≤ centralized's; at 120% refusals reported",

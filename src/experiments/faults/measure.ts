@@ -38,6 +38,11 @@ export interface FaultRunResult {
   maxRunS: number;
   /** Longest latency less its queue wait, s (what the network and fallbacks added to a run). */
   maxUnqueuedS: number;
+  /**
+   * The same figures over the requests after the warm-up (from no. WARMUP_SHARE × requests): an open
+   * loop starts with every cache empty, and its cold start, not the fault, can set the whole run's tail.
+   */
+  afterWarmup?: { from: number; p99S: number; maxS: number };
   /** Forward attempts that fell back to another candidate (the nodes' counter). */
   fallbacks: number;
   /** Client requests that fell back at least once. */
@@ -123,6 +128,18 @@ export interface UnboundedMeasure {
   nodeP99S: number;
 }
 
+/** The share of a run's requests (by arrival) counted as its warm-up in `afterWarmup`. */
+export const WARMUP_SHARE = 0.1;
+
+function afterWarmup(records: readonly SimRecord[]): NonNullable<FaultRunResult["afterWarmup"]> {
+  const from = Math.floor(WARMUP_SHARE * records.length);
+  const lat = Float64Array.from(
+    records.filter((x) => x.index >= from),
+    (x) => x.latencyMs,
+  ).sort();
+  return { from, p99S: quantile(lat, 0.99) / 1000, maxS: (lat.at(-1) ?? 0) / 1000 };
+}
+
 export function quantile(sorted: ArrayLike<number>, p: number): number {
   return sorted.length === 0
     ? 0
@@ -167,6 +184,7 @@ export function measureRun(
     maxS: (lat.at(-1) ?? 0) / 1000,
     maxRunS: maxRun / 1000,
     maxUnqueuedS: maxUnqueued / 1000,
+    afterWarmup: afterWarmup(recs),
     fallbacks: t.fallbacks,
     fellBack,
     retries: t.retries,

@@ -5,6 +5,7 @@
  */
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
+import type { PeerView } from "../../core/node/types.js";
 import type { GaugeView } from "../metrics.js";
 import { engineCacheStatus } from "./cache-predictions.js";
 
@@ -56,7 +57,7 @@ export class ClusterView {
       // null: the machine's own setting (idle CPUs may halt).
       cpuLatencyUs: this.o.cpuLatencyUs ?? null,
       inFlightClients,
-      served: s.servedLocal + s.servedForPeers,
+      served: this.ownServed(),
       stats: s,
       peers: node.shownPeers().map((p) => ({
         id: p.id,
@@ -64,8 +65,7 @@ export class ClusterView {
         liveness: p.liveness,
         suspected: p.liveness !== "live",
         estimateTokens: p.estimateTokens,
-        // Full mesh: since it was last heard; scuttlebutt: since its newest state arrived.
-        estimateAgeMs: p.silentMs ?? p.estimateAgeMs,
+        estimateAgeMs: memberAgeMs(p),
         // gossip "scuttlebutt": a dead or departed member SWIM still remembers (no longer a member).
         ...(p.goneForMs !== undefined ? { goneForMs: p.goneForMs } : {}),
         held: p.held,
@@ -97,19 +97,34 @@ export class ClusterView {
       treeTokens: node.treeSize(),
       queueDepth: node.queueDepth(),
       pushBackActive: node.currentPushBackMs() > 0,
-      peers: node.shownPeers().map((p) => ({
-        peer: p.id,
-        suspected: p.liveness !== "live",
-        ...((p.silentMs ?? p.estimateAgeMs) !== undefined
-          ? { estimateAgeSec: (p.silentMs ?? p.estimateAgeMs ?? 0) / 1000 }
-          : {}),
-        estimateTokens: p.estimateTokens,
-        pushBackActive: p.pushBackUntil > now,
-        ...(p.trust ? { trustScore: p.trust.score, breakerOpen: p.trust.state !== "closed" } : {}),
-      })),
+      peers: node.shownPeers().map((p) => {
+        const ageMs = memberAgeMs(p);
+        return {
+          peer: p.id,
+          suspected: p.liveness !== "live",
+          ...(ageMs !== undefined ? { estimateAgeSec: ageMs / 1000 } : {}),
+          estimateTokens: p.estimateTokens,
+          pushBackActive: p.pushBackUntil > now,
+          ...(p.trust ? { trustScore: p.trust.score, breakerOpen: p.trust.state !== "closed" } : {}),
+        };
+      }),
       forwardEvents: forwardEvents(node.stats()),
     };
   }
+
+  /** Requests this node has served in its current epoch (`/cluster`, and what its snapshots report). */
+  ownServed(): number {
+    const s = this.o.node.stats();
+    return s.servedLocal + s.servedForPeers;
+  }
+}
+
+/**
+ * How old a member's estimate is, as `/cluster` and the metrics show it (ms; undefined: never heard).
+ * Full mesh: since it was last heard; scuttlebutt: since its newest state arrived.
+ */
+function memberAgeMs(p: PeerView): number | undefined {
+  return p.silentMs ?? p.estimateAgeMs;
 }
 
 /** The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}). */

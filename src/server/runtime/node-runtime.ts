@@ -135,7 +135,7 @@ export class NodeRuntime implements NodeService {
       now: this.now,
       isStopping: () => this.stopping,
       feed: (input) => this.feed(input),
-      ownServed: (s = this.node.stats()) => s.servedLocal + s.servedForPeers,
+      ownServed: () => this.view.ownServed(),
     });
     this.view = new ClusterView({
       ...o,
@@ -148,7 +148,7 @@ export class NodeRuntime implements NodeService {
     const mesh = o.node.config.gossip === "scuttlebutt" ? o.mesh : undefined;
     const report = (from: string, epoch: number, n: number | undefined) =>
       from !== this.nodeId && this.traffic.servedCounts.report(from, epoch, n);
-    const served = { own: () => this.traffic.ownServed(), report };
+    const served = { own: () => this.view.ownServed(), report };
     this.mesh =
       mesh && new MeshPeers({ ...o, ...mesh, admin: this.admin, feed: (i) => this.feed(i), served });
   }

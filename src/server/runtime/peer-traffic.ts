@@ -40,11 +40,6 @@ export class PeerTraffic {
     this.modelId = o.engine.info.model;
   }
 
-  /** Requests this node has served in its current epoch (what its snapshots and states report). */
-  ownServed(): number {
-    return this.o.ownServed();
-  }
-
   handlers(): PeerServerHandlers {
     return {
       hello: () => this.o.admin.hello(),
@@ -114,7 +109,7 @@ export class PeerTraffic {
     }
     switch (msg.type) {
       case "snapshot":
-        sender.snapshot(to, { ...msg, served: this.ownServed() });
+        sender.snapshot(to, { ...msg, served: this.o.ownServed() });
         return;
       case "forward":
         sender.forward(to, msg);

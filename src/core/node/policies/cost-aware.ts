@@ -21,7 +21,8 @@
  * would have saved, and every later request for that prefix here then hits without the RTT. So when
  * the best candidate is a peer whose advantage is its cache, the origin serves locally if
  *   cost(self) − cost(peer) ≤ expectedReuse × RTT(peer)
- * where expectedReuse (demand.ts) is learned from this origin's own arrivals.
+ * where expectedReuse (demand.ts) is learned from this origin's own arrivals, counting only the
+ * arrivals a bought prefix is expected to survive in our cache until.
  */
 import { z } from "zod";
 import { BLOCK_SIZE } from "../../block-hash.js";
@@ -52,6 +53,13 @@ export const costAwareConfig = z
      * peer is assumed to cost what we do.
      */
     peerSpeed: z.boolean().default(false),
+    /**
+     * Caches smaller than the working set: charge uncached tokens for what they evict
+     * (`ctx.evictionPressure`), and count a buy's reuse only over the arrivals the prefix survives
+     * to (`ctx.survivingReuse`). Off: reuse discounted by the pressure alone, no eviction charge.
+     * Either way a cache that never evicts routes the same.
+     */
+    evictionAware: z.boolean().default(true),
   })
   .strict();
 export type CostAwareConfig = z.output<typeof costAwareConfig>;
@@ -115,14 +123,26 @@ function expectedLatencyMs(c: Candidate, ctx: RoutingContext, f: number): number
  *    msPerToken × (1 + L), with L our own queue depth standing in for the cluster's load (the only
  *    exact one we have). Per-request latency alone under-values cache hits once queues form.
  *    Closed loop: L = 0, no effect.
+ *  - Under eviction pressure P (our cache full, every new token displacing another), each uncached
+ *    token also evicts a cached one, whose next request must prefill it again: it costs msPerToken
+ *    × (1 + L + P). With room to spare (P = 0) nothing changes; with caches smaller than the working
+ *    set, serving a prefix a peer already holds duplicates it at the price of another prefix's only
+ *    copy, which the per-request latency alone does not see.
  */
-function rankingCostMs(c: Candidate, selfQueue: number, ctx: RoutingContext, f: number): number {
+function rankingCostMs(
+  c: Candidate,
+  selfQueue: number,
+  ctx: RoutingContext,
+  f: number,
+  pressure: number,
+): number {
   const k = ctx.costs;
   const service = serviceMs(k, ctx);
   const bound = ctx.waitFloorJobs;
   // Bounded: the queue a peer's uncached prefill delays is the peer's own, not ours.
   const load = bound === undefined || c.self ? selfQueue : Math.min(selfQueue, queuedAt(c));
-  const externality = f * k.prefillMsPerToken * Math.max(0, ctx.promptTokens - c.estimatedMatch) * load;
+  const displaced = load + pressure;
+  const externality = f * k.prefillMsPerToken * Math.max(0, ctx.promptTokens - c.estimatedMatch) * displaced;
   const base = expectedLatencyMs(c, ctx, f) + externality;
   if (c.self) return base;
   const wait = peerWaitMs(c, service * f);
@@ -173,8 +193,10 @@ export class CostAwarePolicy implements Policy {
   rank(candidates: readonly Candidate[], ctx: RoutingContext): number[] {
     const k = ctx.costs;
     const selfQueue = (candidates[selfIndex(candidates)] as Candidate).queueDepth;
+    const aware = this.config.evictionAware;
+    const pressure = aware ? (ctx.evictionPressure ?? 0) : 0;
     const cost = candidates.map((c) =>
-      rankingCostMs(c, selfQueue, ctx, speedFactor(c, k, this.config.peerSpeed, ctx.promptTokens)),
+      rankingCostMs(c, selfQueue, ctx, speedFactor(c, k, this.config.peerSpeed, ctx.promptTokens), pressure),
     );
     const tieBreak = candidates.map((c) => (c.self ? -1 : ctx.random()));
     const order = rankBy(candidates, (_ca, _cb, a, b) => {
@@ -199,7 +221,7 @@ export class CostAwarePolicy implements Policy {
       for (let j = 0; j < n; j++) order[j] = tied[j] as number;
     }
     const best = candidates[order[0] as number] as Candidate;
-    const reuse = ctx.expectedReuse;
+    const reuse = aware ? (ctx.survivingReuse ?? ctx.expectedReuse) : ctx.expectedReuse;
     if (this.config.rentOrBuy && !best.self && reuse !== undefined && reuse > 0) {
       const s = selfIndex(candidates);
       const self = candidates[s] as Candidate;

@@ -53,10 +53,20 @@ export interface RoutingContext {
    */
   expectedReuse?: number;
   /**
+   * The hits here a prefix bought now is expected to give before our cache evicts it (demand.ts);
+   * `expectedReuse` discounts by the eviction pressure alone. Undefined: `expectedReuse`.
+   */
+  survivingReuse?: number;
+  /**
    * Cost-aware: a peer's wait counts at least our own, but at most this many of its service times
    * above its own estimate (the node's `offload`); undefined: at least our own, unbounded.
    */
   waitFloorJobs?: number;
+  /**
+   * Share of what our cache takes in that evicts something else lately (executor.ts), in [0, 1]:
+   * standing in for the cluster's, as our queue does for its load. Undefined: 0.
+   */
+  evictionPressure?: number;
 }
 
 /** What a policy needs the node to gather for it; the node does exactly that and no more. */
