@@ -3,7 +3,8 @@
  * that does to the node's event loop, measured as `/health` latency from another process's view.
  * The flooding member is `SnapshotFloodPeerDouble`: a test double, not a node — it only speaks the
  * insecure peer protocol's snapshot endpoint under a member's id (the node is started with that id as
- * a static peer whose own port is closed, so the node's sends to it fail and nothing else happens).
+ * a static peer whose own port is closed, so the node's sends to it fail and nothing else happens),
+ * so the node runs the full mesh (`--gossip full`), whose wire that endpoint is.
  * Run: npm run build && node dist/bench/snapshot-stall.js
  * (SNAPSHOT_STALL_FRAMES=n full snapshots, default 4; SNAPSHOT_STALL_ARGS="--…" extra node flags,
  * e.g. a `--snapshot-step-keys 0` build comparison is not a flag: see BENCHMARKS.md;
@@ -165,6 +166,9 @@ export async function startVictim(
       "node",
       ...["--id", "A", "--listen", `127.0.0.1:${api}`, "--peer-listen", `127.0.0.1:${peer}`],
       ...["--peers", `B=http://127.0.0.1:${dead}`, "--insecure"],
+      // The full snapshot frame at the key cap is the full mesh's wire (`/peer/snapshot`, which the
+      // double speaks); the scuttlebutt mode carries estimates in mesh messages (`/peer/mesh`).
+      ...["--gossip", "full"],
       ...["--engine", "sim", "--sim-time-scale", "0.02", "--log-level", "error", ...extra],
     ],
     {

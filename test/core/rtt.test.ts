@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { smoothRtt, Targets } from "../../src/core/node/targets.js";
+import { smoothRareRtt, smoothRtt, Targets } from "../../src/core/node/targets.js";
 
 describe("RTT estimate", () => {
   it("forgets a high first sample within a few rounds but rises only slowly on a spike", () => {
@@ -12,6 +12,21 @@ describe("RTT estimate", () => {
     rtt = smoothRtt(rtt, -3); // clock oddities count as 0 ms: never negative, and no lower than 0 would go
     expect(rtt).toBeGreaterThanOrEqual(0);
     expect(rtt).toBeCloseTo(beforeOddity / 2, 9); // falling: half way to 0, not to -3
+  });
+
+  it("rare samples (SWIM probes): a lower one replaces the estimate, one slow probe moves nothing", () => {
+    let rtt = smoothRareRtt(undefined, 130); // the first probe sets up its connections
+    rtt = smoothRareRtt(rtt, 5, 130);
+    expect(rtt).toBe(5);
+    expect(smoothRareRtt(rtt, 430, 5)).toBe(5); // one busy ack
+    expect(smoothRareRtt(rtt, 45, 85)).toBe(10); // two slow ones in a row: up by 1/8 of the lower
+    expect(smoothRareRtt(rtt, -2, 5)).toBe(0);
+    const t = new Targets();
+    t.reset(["a"]);
+    for (const ms of [130, 5, 430]) t.sampleRtt("a", ms, true);
+    expect(t.rttMs("a")).toBe(5);
+    t.sampleRtt("a", 85, true); // the second high one in a row: min(85, 430) → 5 + 80 / 8
+    expect(t.rttMs("a")).toBe(15);
   });
 
   it("takes a negative first sample as 0, never a negative estimate", () => {

@@ -4,7 +4,9 @@
  * A's snapshots and forwards to B. Sent again — to C, or to B a second time, or with an
  * x-prefixmesh-* header altered, added or dropped, or with the destination rewritten — every one is
  * refused (401, counted by reason), while the honest cluster keeps answering and forwarding over HTTP
- * (A) and the forward channel (B, C).
+ * (A) and the forward channel (B, C). In the daemon's gossip mode the captured peer traffic is its
+ * mesh messages (`/peer/mesh`) and forwards; the snapshot, with its ack, clock and echo headers, is
+ * the full mesh's wire, captured from a cluster run with `--gossip full`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
@@ -122,10 +124,19 @@ function sendRaw(
   });
 }
 
+const ids = ["A", "B", "C"] as const;
 const header = (r: Captured, name: string) => r.headers.find(([k]) => k.toLowerCase() === name)?.[1];
+const fromA = (r: Captured) => header(r, "x-prefixmesh-sender") === "A";
+/** Rejection counts that changed from `a` to `b`. */
+const diff = (a: Record<string, number>, b: Record<string, number>) =>
+  Object.fromEntries(
+    Object.keys({ ...a, ...b })
+      .map((k) => [k, (b[k] ?? 0) - (a[k] ?? 0)] as const)
+      .filter(([, n]) => n !== 0),
+  );
 
-describe("captured shared-secret requests against real nodes", () => {
-  const ids = ["A", "B", "C"] as const;
+/** Three shared-secret nodes, A reaching B through the recording relay; `undefined`: the daemon's mode. */
+function capturedCluster(gossip: "full" | undefined) {
   const procs: Spawned[] = [];
   const api: Record<string, string> = {};
   const peerPort: Record<string, number> = {};
@@ -171,9 +182,12 @@ describe("captured shared-secret requests against real nodes", () => {
     }
     const relayPort = ports[6] as number;
     tap = await relay(relayPort, peerPort.B as number);
-    // A reaches B through the relay only; everyone else talks directly.
+    // Full mesh: A reaches B through the relay only; everyone else talks directly. Gossip
+    // "scuttlebutt" learns addresses from the members themselves: B advertises the relay, so every
+    // node reaches B through it (the captures below are filtered by sender).
+    const viaRelay = (from: string, to: string) => to === "B" && (from === "A" || gossip !== "full");
     const peerUrl = (from: string, to: string) =>
-      `http://127.0.0.1:${from === "A" && to === "B" ? relayPort : peerPort[to]}`;
+      `http://127.0.0.1:${viaRelay(from, to) ? relayPort : peerPort[to]}`;
     for (const id of ids) {
       const peers = ids
         .filter((p) => p !== id)
@@ -188,6 +202,8 @@ describe("captured shared-secret requests against real nodes", () => {
           ...["--engine", "sim", "--sim-time-scale", "0.02", "--poll-ms", "100", "--policy", "round-robin"],
           // A forwards one HTTP request each (the relay sees them); B and C use the channel.
           ...(id === "A" ? ["--forward-transport", "http"] : []),
+          ...(gossip === "full" ? ["--gossip", "full"] : []),
+          ...(id === "B" && gossip !== "full" ? ["--advertise", `127.0.0.1:${relayPort}`] : []),
           ...["--log-level", "warn"],
         ]),
       );
@@ -214,23 +230,118 @@ describe("captured shared-secret requests against real nodes", () => {
     await tap?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
+  return { rejected, latest, peerPort, api, tap: () => tap, model: () => model };
+}
+
+describe("captured shared-secret requests against real nodes (the daemon's gossip mode)", () => {
+  const c = capturedCluster(undefined);
+
+  it("refuses every replayed or altered copy of a captured mesh message, counted by reason", async () => {
+    const msg = await c.latest("/peer/mesh", fromA, "a captured A→B mesh message");
+    expect(header(msg, "x-prefixmesh-destination")).toBe("B");
+    const [b0, c0] = [await c.rejected("B"), await c.rejected("C")];
+    // Replayed as captured: to another node, then to its own again; rewritten for C.
+    const toC = await sendRaw(c.peerPort.C as number, msg);
+    expect(toC.status).toBe(401);
+    expect(toC.body).toMatch(/wrong-destination/);
+    const toB = await sendRaw(c.peerPort.B as number, msg);
+    expect(toB.status).toBe(401);
+    expect(toB.body).toMatch(/replay/);
+    expect((await sendRaw(c.peerPort.C as number, msg, { "x-prefixmesh-destination": "C" })).status).toBe(
+      401,
+    );
+    // A header added, and one body byte altered (the message the membership would act on).
+    const altered = { ...msg, body: Buffer.from(msg.body) };
+    const last = altered.body.length - 1;
+    altered.body[last] = (altered.body[last] as number) ^ 1;
+    for (const [r, edit] of [
+      [msg, { "x-prefixmesh-extra": "1" }],
+      [altered, {}],
+    ] as const) {
+      const res = await sendRaw(c.peerPort.B as number, r, edit);
+      expect({ status: res.status, error: res.body }).toMatchObject({
+        status: 401,
+        error: expect.stringMatching(/bad-signature/),
+      });
+    }
+    const [b1, c1] = [await c.rejected("B"), await c.rejected("C")];
+    // Exactly the copies sent here were refused: nothing honest was, meanwhile.
+    expect(diff(c0, c1)).toEqual({ "wrong-destination": 1, "bad-signature": 1 });
+    expect(diff(b0, b1)).toEqual({ replay: 1, "bad-signature": 2 });
+  });
+
+  it("refuses a captured forward replayed to another node or to its own, and keeps serving", async () => {
+    // Round-robin: a few requests entering at A include one forwarded to B, over HTTP via the relay.
+    const entered: string[] = [];
+    await waitFor(
+      async () => {
+        const r = await postCompletion(c.api.A as string, {
+          model: c.model(),
+          prompt: `ask ${entered.length}`,
+          max_tokens: 2,
+        });
+        expect(r.status).toBe(200);
+        entered.push(r.headers.get("x-prefixmesh-served-by") ?? "");
+        return c
+          .tap()
+          .requests()
+          .some((q) => q.path === "/peer/forward" && fromA(q));
+      },
+      30_000,
+      "A to forward a request to B",
+    );
+    const fwd = await c.latest("/peer/forward", fromA, "a captured forward from A");
+    const [b0, c0] = [await c.rejected("B"), await c.rejected("C")];
+    expect((await sendRaw(c.peerPort.C as number, fwd)).status).toBe(401);
+    expect((await sendRaw(c.peerPort.B as number, fwd)).status).toBe(401);
+    const [b1, c1] = [await c.rejected("B"), await c.rejected("C")];
+    expect((c1["wrong-destination"] ?? 0) - (c0["wrong-destination"] ?? 0)).toBe(1);
+    expect((b1.replay ?? 0) - (b0.replay ?? 0)).toBe(1);
+
+    // The honest cluster: every request at every node answered, some served by a peer (HTTP from A,
+    // the channel from B and C).
+    for (const id of ids) {
+      const servedBy = new Set<string>();
+      for (let i = 0; i < 12; i++) {
+        const r = await postCompletion(c.api[id] as string, {
+          model: c.model(),
+          prompt: `${id} honest ${i}`,
+          max_tokens: 2,
+        });
+        expect(r.status).toBe(200);
+        servedBy.add(r.headers.get("x-prefixmesh-served-by") ?? "");
+      }
+      expect([...servedBy].some((s) => s !== id)).toBe(true);
+    }
+  });
+});
+
+// The snapshot and its ack, clock and echo headers are the full mesh's wire (--gossip full) only.
+describe("captured shared-secret snapshots against real nodes (--gossip full)", () => {
+  const c = capturedCluster("full");
 
   it("refuses every replayed or altered copy of a captured snapshot, counted by reason", async () => {
     const full = (r: Captured) =>
       ["x-prefixmesh-holds", "x-prefixmesh-at", "x-prefixmesh-echo"].every((h) => header(r, h) !== undefined);
-    const snap = await latest("/peer/snapshot", full, "a captured A→B snapshot with holds, at and echo");
+    const snap = await c.latest(
+      "/peer/snapshot",
+      (r) => fromA(r) && full(r),
+      "a captured A→B snapshot with holds, at and echo",
+    );
     expect(header(snap, "x-prefixmesh-destination")).toBe("B");
-    const [b0, c0] = [await rejected("B"), await rejected("C")];
+    const [b0, c0] = [await c.rejected("B"), await c.rejected("C")];
 
     // Replayed as captured: to another node, then to its own again.
-    const toC = await sendRaw(peerPort.C as number, snap);
+    const toC = await sendRaw(c.peerPort.C as number, snap);
     expect(toC.status).toBe(401);
     expect(toC.body).toMatch(/wrong-destination/);
-    const toB = await sendRaw(peerPort.B as number, snap);
+    const toB = await sendRaw(c.peerPort.B as number, snap);
     expect(toB.status).toBe(401);
     expect(toB.body).toMatch(/replay/);
     // Rewritten for C: the signature does not cover that destination.
-    expect((await sendRaw(peerPort.C as number, snap, { "x-prefixmesh-destination": "C" })).status).toBe(401);
+    expect((await sendRaw(c.peerPort.C as number, snap, { "x-prefixmesh-destination": "C" })).status).toBe(
+      401,
+    );
 
     // The ack, block count, clock and echo, each forged; a header dropped; one added.
     const edits: Record<string, string | undefined>[] = [
@@ -243,63 +354,15 @@ describe("captured shared-secret requests against real nodes", () => {
       ...(header(snap, "x-prefixmesh-blocks") !== undefined ? [{ "x-prefixmesh-blocks": "999999" }] : []),
     ];
     for (const e of edits) {
-      const r = await sendRaw(peerPort.B as number, snap, e);
+      const r = await sendRaw(c.peerPort.B as number, snap, e);
       expect({ edit: e, status: r.status, error: r.body }).toMatchObject({
         status: 401,
         error: expect.stringMatching(/bad-signature/),
       });
     }
-    const [b1, c1] = [await rejected("B"), await rejected("C")];
-    const diff = (a: Record<string, number>, b: Record<string, number>) =>
-      Object.fromEntries(
-        Object.keys({ ...a, ...b })
-          .map((k) => [k, (b[k] ?? 0) - (a[k] ?? 0)] as const)
-          .filter(([, n]) => n !== 0),
-      );
+    const [b1, c1] = [await c.rejected("B"), await c.rejected("C")];
     // Exactly the copies sent here were refused: nothing honest was, meanwhile.
     expect(diff(c0, c1)).toEqual({ "wrong-destination": 1, "bad-signature": 1 });
     expect(diff(b0, b1)).toEqual({ replay: 1, "bad-signature": edits.length });
-  });
-
-  it("refuses a captured forward replayed to another node or to its own, and keeps serving", async () => {
-    // Round-robin: a few requests entering at A include one forwarded to B, over HTTP via the relay.
-    const entered: string[] = [];
-    await waitFor(
-      async () => {
-        const r = await postCompletion(api.A as string, {
-          model,
-          prompt: `ask ${entered.length}`,
-          max_tokens: 2,
-        });
-        expect(r.status).toBe(200);
-        entered.push(r.headers.get("x-prefixmesh-served-by") ?? "");
-        return tap.requests().some((q) => q.path === "/peer/forward");
-      },
-      30_000,
-      "A to forward a request to B",
-    );
-    const fwd = await latest("/peer/forward", () => true, "a captured forward");
-    const [b0, c0] = [await rejected("B"), await rejected("C")];
-    expect((await sendRaw(peerPort.C as number, fwd)).status).toBe(401);
-    expect((await sendRaw(peerPort.B as number, fwd)).status).toBe(401);
-    const [b1, c1] = [await rejected("B"), await rejected("C")];
-    expect((c1["wrong-destination"] ?? 0) - (c0["wrong-destination"] ?? 0)).toBe(1);
-    expect((b1.replay ?? 0) - (b0.replay ?? 0)).toBe(1);
-
-    // The honest cluster: every request at every node answered, some served by a peer (HTTP from A,
-    // the channel from B and C).
-    for (const id of ids) {
-      const servedBy = new Set<string>();
-      for (let i = 0; i < 12; i++) {
-        const r = await postCompletion(api[id] as string, {
-          model,
-          prompt: `${id} honest ${i}`,
-          max_tokens: 2,
-        });
-        expect(r.status).toBe(200);
-        servedBy.add(r.headers.get("x-prefixmesh-served-by") ?? "");
-      }
-      expect([...servedBy].some((s) => s !== id)).toBe(true);
-    }
   });
 });

@@ -1,7 +1,7 @@
 /**
  * gossip scuttlebutt in the daemon (in-process nodes on loopback, shared-secret mode): members join
  * through a seed, only nodes holding the cluster's secret are ever admitted whatever a relay says, and
- * a node stopping says goodbye so the others drop it at once.
+ * a node stopping says goodbye so the others drop it at once (still shown, as down, while remembered).
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -77,7 +77,7 @@ async function start(
 }
 
 interface View {
-  peers: { id: string; liveness: string }[];
+  peers: { id: string; liveness: string; estimateTokens?: number; goneForMs?: number }[];
   members: { id: string; status: string }[];
 }
 const view = (n: NodeHandle) => n.runtime.clusterView() as unknown as View;
@@ -165,7 +165,10 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
     await b.stop();
     nodes.splice(nodes.indexOf(b), 1);
     await until("A saw B leave", () => view(a).members.find((x) => x.id === "B")?.status === "left", 2_000);
-    expect(view(a).peers.map((p) => p.id)).not.toContain("B");
+    // No longer a member, but shown while remembered: down, its estimate dropped.
+    const gone = view(a).peers.find((p) => p.id === "B");
+    expect(gone).toMatchObject({ liveness: "down", estimateTokens: 0 });
+    expect(gone?.goneForMs).toBeGreaterThanOrEqual(0);
     expect(Date.now() - t0).toBeLessThan(2_000);
   }, 60_000);
 

@@ -44,12 +44,13 @@ function workload(gapMs: number) {
   return { ...hot, requests };
 }
 
-function run(gapMs: number, maxWaitMs: number): SimResult {
+function run(gapMs: number, maxWaitMs: number, gossip?: "full"): SimResult {
   return runSimulation(
     {
       nodes: NODES,
       policy: DAEMON_NODE_DEFAULTS.policy,
       daemonConfig: true,
+      ...(gossip ? { gossip } : {}),
       node: { maxWaitMs },
       commMs: 2,
       jitterMs: 0.5,
@@ -65,11 +66,12 @@ function run(gapMs: number, maxWaitMs: number): SimResult {
 
 describe("admission by expected wait", () => {
   it("sheds within 2 s of a 2× overload, bounds the admitted wait, recovers after", () => {
-    // Capacity: what the cluster serves when it never sheds, per ms.
-    const unbounded = run(5, 0);
-    const served = unbounded.records.filter((x) => x.ok);
-    const capacityPerMs = served.length / Math.max(...served.map((x) => x.endMs));
-    const gapMs = 1 / (2 * capacityPerMs);
+    // Capacity: what the cluster serves when it never sheds, per ms; arrivals at twice that.
+    const overloadGapMs = (gossip?: "full") => {
+      const served = run(5, 0, gossip).records.filter((x) => x.ok);
+      return 1 / ((2 * served.length) / Math.max(...served.map((x) => x.endMs)));
+    };
+    const gapMs = overloadGapMs();
     const r = run(gapMs, MAX_WAIT_MS);
     expect(r.invariantViolations).toEqual([]);
     expect(r.totals.duplicateReplies).toBe(0);
@@ -84,8 +86,22 @@ describe("admission by expected wait", () => {
     expect(r.records.filter((x) => !x.ok).every((x) => x.latencyMs > 3_000 - 1)).toBe(true);
     // The admitted wait in a queue stays about the bound (plus one service time and the estimate's error).
     const ok = r.records.filter((x) => x.ok && x.startMs < OVERLOAD_MS);
-    const queue = ok.map((x) => x.queueMs).sort((a, b) => a - b);
-    expect(queue[Math.floor(0.99 * queue.length)]).toBeLessThan(3 * MAX_WAIT_MS);
+    const p99 = (x: SimResult) => {
+      const q = x.records
+        .filter((y) => y.ok && y.startMs < OVERLOAD_MS)
+        .map((y) => y.queueMs)
+        .sort((a, b) => a - b);
+      return q[Math.floor(0.99 * q.length)] as number;
+    };
+    expect(ok.length).toBeGreaterThan(0);
+    // Gossip scuttlebutt (the daemon's mode) holds a looser bound: a peer's queue depth travels only
+    // with its tree's changes, so forwards and offloads herd onto peers that read idle a while longer
+    // (BENCHMARKS.md, "Gossip scuttlebutt as the daemon's default"). The full mesh, a header from every
+    // peer each Δpoll, still holds the tight one: that run guards the bound itself.
+    expect(p99(r)).toBeLessThan(
+      (DAEMON_NODE_DEFAULTS.gossip as string) === "full" ? 3 * MAX_WAIT_MS : 4.5 * MAX_WAIT_MS,
+    );
+    expect(p99(run(overloadGapMs("full"), MAX_WAIT_MS, "full"))).toBeLessThan(3 * MAX_WAIT_MS);
     // Without the bound, the same overload queues without limit.
     const flood = run(gapMs, 0);
     expect(Math.max(...flood.records.map((x) => x.queueMs))).toBeGreaterThan(5 * MAX_WAIT_MS);

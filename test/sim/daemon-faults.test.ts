@@ -51,7 +51,7 @@ function workloadFor(seed: number): Workload {
 }
 
 /** The daemon's mesh protocol, and the other one (selectable with --gossip): both are run. */
-const DAEMON_GOSSIP: Gossip = DAEMON_NODE_DEFAULTS.gossip;
+const DAEMON_GOSSIP = DAEMON_NODE_DEFAULTS.gossip as Gossip;
 const OTHER_GOSSIP: Gossip = DAEMON_GOSSIP === "full" ? "scuttlebutt" : "full";
 type Gossip = "full" | "scuttlebutt";
 

@@ -383,7 +383,7 @@ export class PrefixNode extends NodeViews {
   private onMesh(input: NodeInput | "start", now: number, out: Effect[]): void {
     const ev = mesh.step(input, this.members, this.antiEntropy, this.origin, this.executor, now, out);
     for (const id of ev.down) this.failPendingTo(id, now, out);
-    for (const r of ev.rtt) this.origin.targets.sampleRtt(r.id, r.ms);
+    for (const r of ev.rtt) this.origin.targets.sampleRtt(r.id, r.ms, true);
   }
 
   private pollDelay(): number {

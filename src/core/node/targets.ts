@@ -15,6 +15,8 @@ const MAX_IN_FLIGHT = 1024;
 export interface Target {
   /** Smoothed measured RTT, ms (undefined until measured). */
   rttMs: number | undefined;
+  /** The last rare (probe) sample, ms: a rise needs two high ones in a row (smoothRareRtt). */
+  lastRareMs: number | undefined;
   /**
    * Forwards to it must be acked in time. True until it answers several forwards whose ack never came
    * (a peer that does not ack, e.g. an older version); any ack from it sets it again.
@@ -59,6 +61,20 @@ export function smoothRtt(prev: number | undefined, sampleMs: number): number {
   return prev + (v - prev) / (v < prev ? 2 : 8);
 }
 
+/**
+ * The same for rare samples (SWIM's direct probes: each member once per N probe periods). A probe's
+ * round trip is two mesh messages through both event loops, the first ones also setting up their
+ * connections (TLS both ways); averaged like frequent samples, one slow probe priced a near member
+ * as far for seconds. So a lower sample replaces the estimate at once, and the estimate rises (by
+ * 1/8) only to the lower of this sample and the one before: one slow probe moves nothing.
+ */
+export function smoothRareRtt(prev: number | undefined, sampleMs: number, lastSampleMs?: number): number {
+  const v = Math.max(0, sampleMs);
+  if (prev === undefined || v < prev) return v;
+  const up = Math.min(v, lastSampleMs ?? v);
+  return up > prev ? prev + (up - prev) / 8 : prev;
+}
+
 export class Targets {
   private readonly peers = new Map<NodeId, Target>();
   /** The median of the peers' measured RTTs, while no sample or removal has moved it (`typicalRttMs`). */
@@ -77,6 +93,7 @@ export class Targets {
   add(id: NodeId): void {
     this.peers.set(id, {
       rttMs: undefined,
+      lastRareMs: undefined,
       acksForwards: true,
       missedAcks: 0,
       sentSinceQueue: 0,
@@ -162,10 +179,14 @@ export class Targets {
     return this.peers.get(id)?.observed;
   }
 
-  sampleRtt(id: NodeId, ms: number): void {
+  /** A round-trip sample; `rare`: from a source that samples each peer seldom (smoothRareRtt). */
+  sampleRtt(id: NodeId, ms: number, rare = false): void {
     const t = this.peers.get(id);
     if (!t) return;
-    t.rttMs = smoothRtt(t.rttMs, ms);
+    if (rare) {
+      t.rttMs = smoothRareRtt(t.rttMs, ms, t.lastRareMs);
+      t.lastRareMs = Math.max(0, ms);
+    } else t.rttMs = smoothRtt(t.rttMs, ms);
     this.typicalStale = true;
   }
 

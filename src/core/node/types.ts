@@ -291,6 +291,11 @@ export interface PeerView {
   acksForwards: boolean;
   /** What its answers to our forwards earned it (trust.ts); undefined for a peer we do not track. */
   trust: TrustView | undefined;
+  /**
+   * gossip "scuttlebutt": a member SWIM declared dead or saw leave, shown while SWIM remembers it
+   * (no longer a member: its estimate is dropped): ms since it went.
+   */
+  goneForMs?: number | undefined;
 }
 
 /** A peer's circuit breaker (trust.ts). */

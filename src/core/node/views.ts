@@ -3,6 +3,7 @@
  * every role's counters as one NodeStats. Pure functions of what the roles expose, so node.ts keeps
  * only control flow.
  */
+import { invariant } from "../invariant.js";
 import type { PeerIndex } from "../peer-index.js";
 import type { RadixTree } from "../radix-tree.js";
 import type { EngineCosts } from "../snapshot.js";
@@ -122,6 +123,34 @@ export abstract class NodeViews {
   }
   peers(): PeerView[] {
     return peerViews(this.members, this.antiEntropy, this.origin, this.deps.now());
+  }
+  /**
+   * What an operator is shown: `peers()`, and under gossip "scuttlebutt" also the dead and departed
+   * members SWIM still remembers, as down. SWIM removes a dead member from the membership (the full
+   * mesh keeps it, down), yet that it died is what an operator must see.
+   */
+  shownPeers(): PeerView[] {
+    const live = this.peers();
+    if (!(this.members instanceof SwimMembership)) return live;
+    const now = this.deps.now();
+    for (const m of this.members.swim.formerMembers(now)) {
+      if (m.id === this.config.id) continue;
+      invariant(!this.members.has(m.id), "a former member is still a member");
+      live.push({
+        id: m.id,
+        liveness: "down",
+        silentMs: undefined,
+        estimateAgeMs: undefined,
+        held: undefined,
+        estimateTokens: 0,
+        queueDepth: 0,
+        pushBackUntil: 0,
+        holdsOfUs: undefined,
+        ...this.origin.peerView(m.id),
+        goneForMs: m.goneForMs,
+      });
+    }
+    return live;
   }
   /**
    * gossip "scuttlebutt": every member SWIM holds, dead and departed ones included while remembered

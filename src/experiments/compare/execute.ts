@@ -99,8 +99,9 @@ export function executeCompareRun(
     ideal.set(workload, idealHit);
   }
   let gossipBytes = 0;
+  // Full mesh: snapshots and heartbeats; gossip scuttlebutt: its SWIM and digest messages.
   for (const [kind, m] of Object.entries(t.messages))
-    if (kind.startsWith("snapshot") || kind === "heartbeat") gossipBytes += m.bytes;
+    if (/^(snapshot|heartbeat|swim-|gossip-)/.test(kind)) gossipBytes += m.bytes;
   return {
     id: run.id,
     requests: t.requests,

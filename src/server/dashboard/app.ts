@@ -14,6 +14,8 @@ interface PeerView {
   liveness: "unknown" | "live" | "suspected" | "down";
   estimateTokens: number;
   estimateAgeMs?: number | null;
+  /** gossip "scuttlebutt": a dead or departed member, remembered for a while: ms since it went. */
+  goneForMs?: number;
   queueDepth?: number;
   pushBackActive: boolean;
   rttMs?: number | null;
@@ -117,7 +119,11 @@ function renderMembers(v: ClusterView): void {
           : el("span", `${fmtInt(p.estimateTokens)}?`, "stale"),
       "num",
     );
-    cell(tr, p.estimateAgeMs == null ? "never heard" : fmtSec(p.estimateAgeMs), "num");
+    cell(
+      tr,
+      p.goneForMs != null ? "dropped" : p.estimateAgeMs == null ? "never heard" : fmtSec(p.estimateAgeMs),
+      "num",
+    );
     cell(tr, gone || p.rttMs == null ? "–" : `${p.rttMs.toFixed(1)} ms`, "num");
     // What its snapshots last said (a peer of an older version says nothing).
     cell(tr, p.served == null ? "–" : fmtInt(p.served), p.served == null ? "muted" : "num");
@@ -192,7 +198,12 @@ function renderAlerts(error: string | undefined): void {
   }
   for (const p of view?.peers ?? []) {
     if (p.liveness === "live") continue;
-    const heard = p.estimateAgeMs == null ? "never heard from" : `last heard ${fmtSec(p.estimateAgeMs)} ago`;
+    const heard =
+      p.goneForMs != null
+        ? `no longer a member for ${fmtSec(p.goneForMs)}, its estimate dropped`
+        : p.estimateAgeMs == null
+          ? "never heard from"
+          : `last heard ${fmtSec(p.estimateAgeMs)} ago`;
     const what =
       p.liveness === "down"
         ? "is down (said goodbye, or silent too long): not routed to"

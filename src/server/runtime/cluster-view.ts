@@ -59,13 +59,15 @@ export class ClusterView {
       inFlightClients,
       served: this.ownServed(),
       stats: s,
-      peers: node.peers().map((p) => ({
+      peers: node.shownPeers().map((p) => ({
         id: p.id,
         url: this.o.peerUrl(p.id),
         liveness: p.liveness,
         suspected: p.liveness !== "live",
         estimateTokens: p.estimateTokens,
         estimateAgeMs: memberAgeMs(p),
+        // gossip "scuttlebutt": a dead or departed member SWIM still remembers (no longer a member).
+        ...(p.goneForMs !== undefined ? { goneForMs: p.goneForMs } : {}),
         held: p.held,
         holdsOfUs: p.holdsOfUs,
         queueDepth: p.queueDepth,
@@ -95,7 +97,7 @@ export class ClusterView {
       treeTokens: node.treeSize(),
       queueDepth: node.queueDepth(),
       pushBackActive: node.currentPushBackMs() > 0,
-      peers: node.peers().map((p) => {
+      peers: node.shownPeers().map((p) => {
         const ageMs = memberAgeMs(p);
         return {
           peer: p.id,

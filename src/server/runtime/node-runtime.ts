@@ -344,7 +344,7 @@ export class NodeRuntime implements NodeService {
   /** A timer expired: back to the node, but no anti-entropy once shutdown has begun [Shutting down]. */
   private readonly onTimer = (timer: NodeTimer): void => {
     if (!this.stopping || !isPollTimer(timer)) this.feed({ type: "timer", timer });
-    if (isPollTimer(timer)) this.liveness.check(this.node.peers());
+    if (isPollTimer(timer)) this.liveness.check(this.node.shownPeers());
   };
 
   private onReply(

@@ -289,7 +289,8 @@ export async function startNode(
       ports: {
         probeHello: (url) => client.probeHello(url),
         hello: (id) => client.hello(id),
-        hasPeer: (id) => runtime.admin.hasPeer(id),
+        // Under SWIM every answering address is a seed of its id, never a spare of another address.
+        hasPeer: (id) => !mesh && runtime.admin.hasPeer(id),
         isStatic: (id) => staticIds.has(id),
         // Under SWIM a DNS-found node is a seed: SWIM admits it (verified) and decides when it is gone.
         addPeer: (id, url, hello) => {

@@ -42,7 +42,8 @@ export const identitySettings = {
       value: "list",
       description:
         "Static peers, each an id and its peer-port URL: `B=https://10.0.0.2:9080,C=https://10.0.0.3:9080` " +
-        "(https with --tls-dir, http otherwise). In YAML also a list of `{id, url}` or a map id → url.",
+        "(https with --tls-dir, http otherwise). In YAML also a list of `{id, url}` or a map id → url. " +
+        "With --gossip scuttlebutt (the default) they are seeds; with --gossip full, the membership.",
     },
   ),
   peersDns: setting(z.string().max(300).optional(), {
@@ -50,7 +51,9 @@ export const identitySettings = {
     value: "name[:port]",
     description:
       "Peers from DNS: every A/AAAA record of the name is a peer (e.g. a Kubernetes headless Service); " +
-      "each is asked its id with a hello before it joins. Port: this node's own peer port.",
+      "each is asked its id with a hello before it joins. Port: this node's own peer port. With --gossip " +
+      "scuttlebutt (the default) they are seeds, and an address leaving DNS does not remove a live member; " +
+      "with --gossip full, they are the membership and an address leaving DNS removes its peer.",
   }),
   peersDnsIntervalMs: setting(num(100, 3_600_000, true).default(10_000), {
     section: "Membership",
@@ -68,10 +71,12 @@ export const identitySettings = {
     section: "Membership",
     value: "mode",
     description:
-      "How the mesh keeps membership and estimates. `full`: the paper's full mesh (every Δpoll a snapshot to " +
-      "every peer; every member configured or found by DNS). `scuttlebutt`: SWIM membership (join through " +
-      "seeds, members learned by gossip and verified by their credential) and digest anti-entropy with 3 " +
-      "members per Δpoll. Every node of a cluster must run the same mode.",
+      "How the mesh keeps membership and estimates. `scuttlebutt` (the default): SWIM membership (join " +
+      "through seeds — --join, static --peers and --peers-dns addresses — members learned by gossip and " +
+      "verified by their credential; a dead or departed member is shown down while remembered) and digest " +
+      "anti-entropy with 3 members per Δpoll. `full`: the paper's full mesh (every Δpoll a snapshot to " +
+      "every peer; every member configured or found by DNS, and removed when it leaves DNS). Every node of " +
+      "a cluster must run the same mode.",
   }),
   join: setting(z.union([z.string().max(65536), z.array(z.string().max(300)).max(256)]).optional(), {
     section: "Membership",

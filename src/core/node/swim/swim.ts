@@ -170,6 +170,14 @@ export class Swim {
   memberViews(): SwimMemberView[] {
     return [...this.members.values()].map(({ id, status, incarnation }) => ({ id, status, incarnation }));
   }
+  /** Dead and departed members still remembered (`deadRetainMs`), and how long ago each went. */
+  formerMembers(now: number): { id: NodeId; status: "dead" | "left"; goneForMs: number }[] {
+    const out: { id: NodeId; status: "dead" | "left"; goneForMs: number }[] = [];
+    for (const m of this.members.values())
+      if (m.status === "dead" || m.status === "left")
+        out.push({ id: m.id, status: m.status, goneForMs: Math.max(0, now - m.changedAt) });
+    return out;
+  }
   get localHealth(): number {
     return this.probes.localHealth;
   }
