@@ -180,6 +180,16 @@ export class GossipAntiEntropy {
     };
   }
 
+  /** A member SWIM just admitted: greeted at once (Scuttlebutt.greet), not left to the rounds. */
+  greet(id: NodeId, now: number, tree: OwnTree, queueDepth: number, pushBackMs: number, out: Effect[]): void {
+    this.now = now;
+    if (!this.members.has(id)) return;
+    let held = 0;
+    for (const o of this.sb.owners()) if (this.members.has(o)) held++;
+    const msg = this.sb.greet(id, this.own(tree, queueDepth, pushBackMs), this.members.size - held);
+    if (msg !== undefined) out.push({ type: "mesh-send", to: id, msg: { channel: "gossip", msg } });
+  }
+
   /** One round: our digest to `gossipFanout` random live members. */
   round(
     now: number,

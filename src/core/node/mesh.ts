@@ -54,7 +54,8 @@ export function goodbyes(members: Members): Effect[] {
  * One step of the `gossip: "scuttlebutt"` mesh for node.ts: a gossip message goes to the anti-entropy,
  * anything else of the mesh (`start`, a swim message or timer, a verification) to SWIM, whose members
  * that came or went are added to or dropped from the anti-entropy and the origin's peer state (its
- * targets and their trust: a member's breaker works as a static peer's) here.
+ * targets and their trust: a member's breaker works as a static peer's) here; a member that came is
+ * greeted with a digest at once, so the two hold each other's estimate within a round trip.
  * node.ts fails over the forwards of members that went (`down`), then samples the probes' `rtt`.
  */
 export function step(
@@ -79,6 +80,7 @@ export function step(
   for (const id of ev.up) {
     antiEntropy.add(id);
     peers.addPeer(id);
+    antiEntropy.greet(id, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
   }
   for (const id of ev.down) {
     antiEntropy.remove(id);
