@@ -180,13 +180,25 @@ export class GossipAntiEntropy {
     };
   }
 
-  /** A member SWIM just admitted: greeted at once (Scuttlebutt.greet), not left to the rounds. */
-  greet(id: NodeId, now: number, tree: OwnTree, queueDepth: number, pushBackMs: number, out: Effect[]): void {
+  /**
+   * A member SWIM just admitted: greeted at once (Scuttlebutt.greet), not left to the rounds. `pending`:
+   * members SWIM is still verifying, counted among those we lack, so that while a cluster forms the
+   * first members admitted (the same few everywhere) are not all greeted, and held sets stay spread.
+   */
+  greet(
+    id: NodeId,
+    pending: number,
+    now: number,
+    tree: OwnTree,
+    queueDepth: number,
+    pushBackMs: number,
+    out: Effect[],
+  ): void {
     this.now = now;
     if (!this.members.has(id)) return;
-    let held = 0;
-    for (const o of this.sb.owners()) if (this.members.has(o)) held++;
-    const msg = this.sb.greet(id, this.own(tree, queueDepth, pushBackMs), this.members.size - held);
+    // Owners held are members (a member's estimate goes when it does).
+    const unheld = this.members.size - this.sb.held + pending;
+    const msg = this.sb.greet(id, this.own(tree, queueDepth, pushBackMs), unheld);
     if (msg !== undefined) out.push({ type: "mesh-send", to: id, msg: { channel: "gossip", msg } });
   }
 

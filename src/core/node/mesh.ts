@@ -80,7 +80,8 @@ export function step(
   for (const id of ev.up) {
     antiEntropy.add(id);
     peers.addPeer(id);
-    antiEntropy.greet(id, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
+    const pending = members.swim.pendingMembers();
+    antiEntropy.greet(id, pending, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
   }
   for (const id of ev.down) {
     antiEntropy.remove(id);

@@ -105,6 +105,10 @@ export class Scuttlebutt {
   owners(): IterableIterator<NodeId> {
     return this.logs.keys();
   }
+  /** How many owners we hold. */
+  get held(): number {
+    return this.logs.size;
+  }
   holds(owner: NodeId): boolean {
     return this.logs.has(owner);
   }

@@ -53,6 +53,11 @@ export class Candidates {
     return true;
   }
 
+  /** Candidates being verified or waiting: members we are about to admit, most of them. */
+  get size(): number {
+    return this.heard.size + this.queued.size;
+  }
+
   /** A candidate our joining learned of: it hears from us once verified (it may not know us yet). */
   announceTo(id: NodeId): void {
     if (this.heard.has(id) || this.queued.has(id)) this.announce.add(id);

@@ -184,6 +184,10 @@ export class Swim {
   get currentIncarnation(): number {
     return this.incarnation;
   }
+  /** Ids heard of and being verified (or waiting to be): the members about to join, as far as we know. */
+  pendingMembers(): number {
+    return this.candidates.size;
+  }
   /** Members counted for the log N factors: the live ones and ourselves. */
   clusterSize(): number {
     return this.members.live.length + 1;
