@@ -75,6 +75,11 @@ export function step(
     for (const id of antiEntropy.drainReported()) peers.targets.loadReported(id);
     return none;
   }
+  if (input !== "start" && input.type === "timer" && input.timer.kind === "gossip-round") {
+    const live = members.ids().filter((id) => members.liveness(id, now) === "live");
+    antiEntropy.extraRound(now, own.tree, own.queueDepth(), own.pushBackMs(), live, out);
+    return none;
+  }
   const ev = input === "start" ? members.start() : members.handle(input);
   out.push(...ev.effects);
   for (const id of ev.up) {

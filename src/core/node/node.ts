@@ -356,6 +356,7 @@ export class PrefixNode extends NodeViews {
         this.antiEntropy.onStepTimer(now, out);
         break;
       case "swim":
+      case "gossip-round":
         this.onMesh({ type: "timer", timer }, now, out);
     }
   }
