@@ -386,8 +386,7 @@ export class PrefixNode extends NodeViews {
   }
 
   private pollDelay(): number {
-    const j = this.config.pollJitter;
-    return this.config.pollMs * (1 + j * (2 * this.deps.random() - 1));
+    return this.config.pollMs * (1 + this.config.pollJitter * (2 * this.deps.random() - 1));
   }
 
   /** The cache `peer` advertised (its hello): our estimate of it never holds more. */
