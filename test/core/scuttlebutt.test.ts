@@ -198,6 +198,36 @@ describe("scuttlebutt digest merge", () => {
     expect(a.gossip.continueRound(next?.to as string, a.own)?.to).not.toBe(next?.to);
   });
 
+  test("a member greeted on admission and its greeter hold each other after one exchange, empty or not", () => {
+    for (const changed of [false, true]) {
+      const sim = new GossipRounds({ nodes: 3, seed: 3 });
+      const [a, b] = sim.nodes as [(typeof sim.nodes)[number], (typeof sim.nodes)[number]];
+      if (changed) sim.change(1, 2);
+      const hello = a.gossip.greet(b.id, a.own, 2);
+      expect(hello).toMatchObject({ type: "digest", room: 1 });
+      const answer = b.gossip.onMessage(a.id, hello as GossipMessage, b.own);
+      const back = a.gossip.onMessage(b.id, answer as GossipMessage, a.own);
+      expect(b.gossip.onMessage(a.id, back as GossipMessage, b.own)).toBeUndefined();
+      // Each holds the other at its version (version 0 of an empty cache is held too), nothing more.
+      const epoch = a.own.header().epoch;
+      expect(b.tree.version > 0).toBe(changed);
+      expect(a.gossip.estimates.held(b.id)).toEqual({ epoch, version: b.tree.version });
+      expect(b.gossip.estimates.held(a.id)).toEqual({ epoch, version: 0 });
+      expect([...a.gossip.owners()]).toEqual([b.id]);
+      expect(a.gossip.greet(b.id, a.own, 1)).toBeUndefined();
+    }
+  });
+
+  test("below --max-estimates, a random share of the members admitted is greeted, never past M", () => {
+    const sim = new GossipRounds({ nodes: 2, seed: 5, maxEstimates: 4 });
+    const a = sim.nodes[0] as (typeof sim.nodes)[number];
+    let greeted = 0;
+    for (let i = 0; i < 400; i++) if (a.gossip.greet(`m${i}`, a.own, 400) !== undefined) greeted++;
+    // Room 4 of 400 unheld: about 1 in 100.
+    expect(greeted).toBeGreaterThan(0);
+    expect(greeted).toBeLessThan(20);
+  });
+
   test("a digest's room bounds the new owners sent to its sender, picked at random", () => {
     const sim = new GossipRounds({ nodes: 6, seed: 5 });
     for (let i = 0; i < 6; i++) sim.change(i);

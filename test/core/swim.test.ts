@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { leastSent, type Pending } from "../../src/core/node/swim/broadcasts.js";
 import { decodeSwim, encodeSwim, SwimDecodeError, swimSize } from "../../src/core/node/swim/codec.js";
+import type { SwimConfigInput } from "../../src/core/node/swim/config.js";
 import { Swim } from "../../src/core/node/swim/swim.js";
 import type { MemberUpdate, SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
 
@@ -67,9 +68,9 @@ describe("swim piggyback queue", () => {
 });
 
 /** One Swim with a hand-driven clock; `verify` answers its verify-member effects. */
-function harness(self = "a", seeds: string[] = []) {
+function harness(self = "a", seeds: string[] = [], config: SwimConfigInput = {}) {
   let now = 0;
-  const swim = new Swim(self, seeds, { now: () => now, random: () => 0.5 });
+  const swim = new Swim(self, seeds, { now: () => now, random: () => 0.5 }, config);
   const sent: { to: string; msg: SwimMessage }[] = [];
   const verifies: string[] = [];
   const run = (effects: SwimEffect[]) => {
@@ -251,7 +252,7 @@ describe("swim membership rules", () => {
   });
 
   test("the candidate set is bounded", () => {
-    const h = harness();
+    const h = harness("a", [], { maxQueuedCandidates: 100 });
     h.admit("b");
     const many = Array.from({ length: 200 }, (_, i) => ({
       id: `z${i}`,
@@ -260,7 +261,48 @@ describe("swim membership rules", () => {
     }));
     h.msg("b", { type: "gossip", updates: many });
     expect(h.verifies.length).toBeLessThanOrEqual(h.swim.config.maxCandidates + 1);
-    expect(h.swim.stats.candidatesDropped).toBeGreaterThan(0);
+    expect(h.swim.stats.candidatesDropped).toBe(200 - h.swim.config.maxCandidates - 100);
+  });
+
+  test("candidates beyond the verifications in flight wait, and are verified as slots free", () => {
+    const h = harness("a", [], { maxCandidates: 4 });
+    h.admit("b");
+    h.verifies.length = 0;
+    const ids = Array.from({ length: 10 }, (_, i) => `z${i}`);
+    h.msg("b", {
+      type: "gossip",
+      updates: ids.map((id) => ({ id, status: "alive" as const, incarnation: 0 })),
+    });
+    expect(h.verifies).toEqual(ids.slice(0, 4));
+    // Each answer, yes or no, hands its slot to the oldest waiting candidate; none is lost.
+    for (let i = 0; i < ids.length; i++)
+      h.run(h.swim.handle({ type: "verified", id: ids[i] as string, ok: i !== 3 }));
+    expect(h.verifies).toEqual(ids);
+    expect(h.swim.stats.candidatesDropped).toBe(0);
+    expect([...h.swim.liveMembers()].sort()).toEqual(["b", ...ids.filter((id) => id !== "z3")].sort());
+  });
+
+  test("a list that names members new to us is followed by a push-pull with another member", () => {
+    const h = harness("a", [], { maxCandidates: 64 });
+    h.admit("b");
+    h.sent.length = 0;
+    const list = (ids: string[]): SwimMessage => ({
+      type: "sync",
+      reply: false,
+      members: ids.map((id) => ({ id, status: "alive" as const, incarnation: 0 })),
+    });
+    h.msg("b", list(["b", "c", "d"]));
+    for (const id of ["c", "d"]) h.run(h.swim.handle({ type: "verified", id, ok: true }));
+    h.at(200);
+    h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    const asked = h.sent.filter((s) => s.msg.type === "sync" && s.msg.reply);
+    expect(asked).toHaveLength(1);
+    // A list that teaches nothing new ends it: no push-pull until the periodic one.
+    h.sent.length = 0;
+    h.msg(asked[0]?.to as string, list(["b", "c", "d"]));
+    h.at(400);
+    h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    expect(h.sent.filter((s) => s.msg.type === "sync")).toHaveLength(0);
   });
 
   test("a joiner learns every member in one push-pull with its seed, and each member hears of it", () => {

@@ -39,6 +39,27 @@ describe("membership by gossip (SWIM + Lifeguard)", () => {
     expect(Math.min(...seenLate.map((t) => t.at))).toBeGreaterThanOrEqual(20_000);
   });
 
+  test("256 members starting at once through two seeds all know each other within a second", () => {
+    // A seed's answers go out while its own list is still filling: each partial list is followed by
+    // another push-pull, and no candidate named by a list is dropped, so nobody waits for gossip.
+    const r = runMembership({
+      ...base,
+      nodes: 256,
+      durationMs: 6_000,
+      seeds: [0, 1],
+      network: { lossProb: 0.05 },
+    });
+    const learned = new Map<string, number>();
+    for (const t of r.trace)
+      if (t.to === "alive" && !learned.has(`${t.observer}>${t.id}`))
+        learned.set(`${t.observer}>${t.id}`, t.at);
+    const times = [...learned.values()].sort((a, b) => a - b);
+    expect(times).toHaveLength(256 * 255);
+    expect(times[Math.ceil(0.99 * times.length) - 1]).toBeLessThan(1_000);
+    expect(r.members.reduce((a, m) => a + (m?.stats.candidatesDropped ?? 0), 0)).toBe(0);
+    expect(r.trace.filter((t) => t.to !== "alive")).toEqual([]);
+  });
+
   test("a crashed member among 16 is found dead by every other within memberlist's bound", () => {
     for (const seed of [1, 2, 3]) {
       const crashAt = 20_000;

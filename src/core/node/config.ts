@@ -32,6 +32,12 @@ export const nodeConfigSchema = z
     gossip: z.enum(["full", "scuttlebutt"]).default("full"),
     /** gossip "scuttlebutt": members each anti-entropy round talks to. */
     gossipFanout: z.number().int().min(1).max(64).default(3),
+    /**
+     * gossip "scuttlebutt": anti-entropy rounds per Δpoll, evenly spaced. A change takes about two
+     * rounds to reach every node, so two rounds per Δpoll keep estimates about as fresh as the full
+     * mesh's one snapshot per Δpoll, which routing needs while caches fill.
+     */
+    gossipRoundsPerPoll: z.number().int().min(1).max(8).default(2),
     /** gossip "scuttlebutt": estimates of at most this many members (default: maxPeers). */
     maxEstimates: z.number().int().min(1).max(4095).optional(),
     /** gossip "scuttlebutt": SWIM settings (swim/config.ts; memberlist's defaults). */

@@ -44,6 +44,8 @@ export class GossipAntiEntropy {
    */
   private readonly caps = new Map<NodeId, number>();
   private stepArmed = false;
+  /** Rounds of this Δpoll tick still to run (gossipRoundsPerPoll). */
+  private extraRounds = 0;
 
   constructor(
     private readonly config: NodeConfig,
@@ -60,6 +62,7 @@ export class GossipAntiEntropy {
     this.guessedAt.clear();
     this.reported.clear();
     this.stepArmed = false;
+    this.extraRounds = 0;
     const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
     this.sb = new Scuttlebutt(
       this.selfId,
@@ -180,7 +183,32 @@ export class GossipAntiEntropy {
     };
   }
 
-  /** One round: our digest to `gossipFanout` random live members. */
+  /**
+   * A member SWIM just admitted: greeted at once (Scuttlebutt.greet), not left to the rounds. `pending`:
+   * members SWIM is still verifying, counted among those we lack, so that while a cluster forms the
+   * first members admitted (the same few everywhere) are not all greeted, and held sets stay spread.
+   */
+  greet(
+    id: NodeId,
+    pending: number,
+    now: number,
+    tree: OwnTree,
+    queueDepth: number,
+    pushBackMs: number,
+    out: Effect[],
+  ): void {
+    this.now = now;
+    if (!this.members.has(id)) return;
+    // Owners held are members (a member's estimate goes when it does).
+    const unheld = this.members.size - this.sb.held + pending;
+    const msg = this.sb.greet(id, this.own(tree, queueDepth, pushBackMs), unheld);
+    if (msg !== undefined) out.push({ type: "mesh-send", to: id, msg: { channel: "gossip", msg } });
+  }
+
+  /**
+   * The Δpoll tick's round: our digest to `gossipFanout` random live members; the tick's other
+   * `gossipRoundsPerPoll − 1` rounds follow at even spacing (`gossip-round` timers, `extraRound`).
+   */
   round(
     now: number,
     tree: OwnTree,
@@ -189,8 +217,38 @@ export class GossipAntiEntropy {
     peers: readonly RoundPeer[],
     out: Effect[],
   ): void {
-    this.now = now;
+    this.extraRounds = this.config.gossipRoundsPerPoll - 1;
     const live = peers.filter((p) => p.live).map((p) => p.id);
+    this.roundTo(now, tree, queueDepth, pushBackMs, live, out);
+  }
+
+  /** One of a Δpoll tick's later rounds (the node's `gossip-round` timer). */
+  extraRound(
+    now: number,
+    tree: OwnTree,
+    queueDepth: number,
+    pushBackMs: number,
+    live: readonly NodeId[],
+    out: Effect[],
+  ): void {
+    if (this.extraRounds <= 0) return;
+    this.extraRounds--;
+    this.roundTo(now, tree, queueDepth, pushBackMs, live, out);
+  }
+
+  private roundTo(
+    now: number,
+    tree: OwnTree,
+    queueDepth: number,
+    pushBackMs: number,
+    live: readonly NodeId[],
+    out: Effect[],
+  ): void {
+    this.now = now;
+    if (this.extraRounds > 0) {
+      const delayMs = this.config.pollMs / this.config.gossipRoundsPerPoll;
+      out.push({ type: "set-timer", timer: { kind: "gossip-round" }, delayMs });
+    }
     if (live.length === 0) return;
     for (const { to, msg } of this.sb.round(live, this.own(tree, queueDepth, pushBackMs)))
       out.push({ type: "mesh-send", to, msg: { channel: "gossip", msg } });

@@ -54,7 +54,8 @@ export function goodbyes(members: Members): Effect[] {
  * One step of the `gossip: "scuttlebutt"` mesh for node.ts: a gossip message goes to the anti-entropy,
  * anything else of the mesh (`start`, a swim message or timer, a verification) to SWIM, whose members
  * that came or went are added to or dropped from the anti-entropy and the origin's peer state (its
- * targets and their trust: a member's breaker works as a static peer's) here.
+ * targets and their trust: a member's breaker works as a static peer's) here; a member that came is
+ * greeted with a digest at once, so the two hold each other's estimate within a round trip.
  * node.ts fails over the forwards of members that went (`down`), then samples the probes' `rtt`.
  */
 export function step(
@@ -74,11 +75,18 @@ export function step(
     for (const id of antiEntropy.drainReported()) peers.targets.loadReported(id);
     return none;
   }
+  if (input !== "start" && input.type === "timer" && input.timer.kind === "gossip-round") {
+    const live = members.ids().filter((id) => members.liveness(id, now) === "live");
+    antiEntropy.extraRound(now, own.tree, own.queueDepth(), own.pushBackMs(), live, out);
+    return none;
+  }
   const ev = input === "start" ? members.start() : members.handle(input);
   out.push(...ev.effects);
   for (const id of ev.up) {
     antiEntropy.add(id);
     peers.addPeer(id);
+    const pending = members.swim.pendingMembers();
+    antiEntropy.greet(id, pending, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
   }
   for (const id of ev.down) {
     antiEntropy.remove(id);

@@ -357,6 +357,7 @@ export class PrefixNode extends NodeViews {
         this.antiEntropy.onStepTimer(now, out);
         break;
       case "swim":
+      case "gossip-round":
         this.onMesh({ type: "timer", timer }, now, out);
     }
   }
@@ -387,8 +388,7 @@ export class PrefixNode extends NodeViews {
   }
 
   private pollDelay(): number {
-    const j = this.config.pollJitter;
-    return this.config.pollMs * (1 + j * (2 * this.deps.random() - 1));
+    return this.config.pollMs * (1 + this.config.pollJitter * (2 * this.deps.random() - 1));
   }
 
   /** The cache `peer` advertised (its hello): our estimate of it never holds more. */

@@ -54,6 +54,8 @@ export type Timer =
   | { kind: "ack"; reqId: string; attempt: number }
   | { kind: "acks" }
   | { kind: "estimates" }
+  /** `gossip: "scuttlebutt"`: an anti-entropy round between two Δpoll ticks (gossipRoundsPerPoll). */
+  | { kind: "gossip-round" }
   /** `gossip: "scuttlebutt"`: one of the SWIM membership's timers (swim/types.ts). */
   | { kind: "swim"; timer: SwimTimer };
 
@@ -63,6 +65,7 @@ export function timerKey(t: Timer): string {
     case "poll":
     case "acks":
     case "estimates":
+    case "gossip-round":
       return t.kind;
     case "forward":
       return `fwd:${t.reqId}`;

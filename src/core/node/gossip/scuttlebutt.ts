@@ -105,6 +105,10 @@ export class Scuttlebutt {
   owners(): IterableIterator<NodeId> {
     return this.logs.keys();
   }
+  /** How many owners we hold. */
+  get held(): number {
+    return this.logs.size;
+  }
   holds(owner: NodeId): boolean {
     return this.logs.has(owner);
   }
@@ -216,6 +220,22 @@ export class Scuttlebutt {
   }
 
   /**
+   * A member just admitted that we hold no estimate of (`unheld`: how many live members we lack): a
+   * digest of ourselves alone, with room for one owner, so it answers with its own state and asks for
+   * ours — the pair hold each other within a round trip instead of after the rounds relays take to
+   * reach everyone (a cluster forming, a node joining). Bounded by what we would take: below
+   * `maxEstimates`, a random share (room / unheld) of the members admitted is greeted.
+   */
+  greet(to: NodeId, self: OwnState, unheld: number): GossipMessage | undefined {
+    if (to === this.selfId || this.logs.has(to)) return undefined;
+    const room = this.config.maxEstimates - this.logs.size;
+    if (room <= 0 || (room < unheld && this.deps.random() * unheld >= room)) return undefined;
+    const h = self.header();
+    this.counters.digestsSent++;
+    return { type: "digest", entries: [{ owner: this.selfId, epoch: h.epoch, version: h.version }], room: 1 };
+  }
+
+  /**
    * After a message from `from`: if it answered our round's digest, that digest (now up to date with
    * what `from` sent) to the round's next partner.
    */
@@ -286,8 +306,10 @@ export class Scuttlebutt {
         this.renewals.mismatch(from);
     }
     if (msg.wants.length === 0) return undefined;
-    const theirs = new Map<NodeId, DigestEntry>();
-    for (const w of msg.wants) theirs.set(w.owner, w);
+    const theirs = new Map<NodeId, DigestEntry | undefined>();
+    // A want at version 0 is of an owner the peer does not hold (or whose whole set it needs): sent
+    // whole even when that owner is itself still at version 0 (an empty cache, a cluster forming).
+    for (const w of msg.wants) theirs.set(w.owner, w.version === 0 ? undefined : w);
     const states = this.statesFor(theirs, 0, self, true);
     this.noteHolder(from, theirs, states, self);
     return { type: "states", states, wants: [] };
@@ -296,7 +318,7 @@ export class Scuttlebutt {
   /** `from` listed us (it holds us or asks for us) or is sent our state: it holds our version now. */
   private noteHolder(
     from: NodeId,
-    theirs: Map<NodeId, DigestEntry>,
+    theirs: Map<NodeId, DigestEntry | undefined>,
     states: OwnerState[],
     self: OwnState,
   ): void {
@@ -446,7 +468,7 @@ export class Scuttlebutt {
    * all (only when it has room: a full receiver asks for its discoveries itself). `onlyListed`: just those in `theirs`.
    */
   private statesFor(
-    theirs: Map<NodeId, DigestEntry>,
+    theirs: Map<NodeId, DigestEntry | undefined>,
     room: number,
     self: OwnState,
     onlyListed = false,
@@ -454,21 +476,21 @@ export class Scuttlebutt {
     const out: OwnerState[] = [];
     const max = this.config.maxStates;
     const mine = theirs.get(this.selfId);
+    const listed = theirs.has(this.selfId);
     // Ourselves, to a peer that does not hold us, only if it has room (else it would drop it).
-    if (mine !== undefined || room > 0) {
-      const own = mine === undefined && onlyListed ? undefined : ownState(mine, self);
+    if (listed || room > 0) {
+      const own = !listed && onlyListed ? undefined : ownState(mine, self);
       if (own !== undefined) this.send(own, out);
-      if (mine === undefined && own !== undefined) room -= 1;
+      if (!listed && own !== undefined) room -= 1;
     }
     const unheld: NodeId[] = [];
     for (const [owner, log] of this.logs) {
       if (out.length >= max) break;
-      const e = theirs.get(owner);
-      if (e === undefined) {
+      if (!theirs.has(owner)) {
         if (!onlyListed) unheld.push(owner);
         continue;
       }
-      this.relayStates(owner, log, e, out);
+      this.relayStates(owner, log, theirs.get(owner), out);
     }
     // Owners it lacks, as many as it has room for, at random (not the same first few to everyone).
     for (const owner of pickRandom(unheld, Math.min(room, max - out.length), this.deps.random))

@@ -45,8 +45,13 @@ export const swimConfigSchema = z.object({
   reconnectEveryProbes: z.number().int().min(1).max(10_000).default(5),
   /** Members (alive, suspect or remembered dead) at most: a peer-controlled count. */
   maxMembers: z.number().int().min(1).max(100_000).default(4_096),
-  /** Members heard of through a relay and awaiting this node's own verification, at most. */
+  /** Members heard of through a relay and being verified by this node, at most (verifications in flight). */
   maxCandidates: z.number().int().min(1).max(100_000).default(64),
+  /**
+   * Candidates waiting for one of those verification slots, at most (beyond it, newly named ids are
+   * dropped): a whole member list fits, so a joiner learns every member from one push-pull.
+   */
+  maxQueuedCandidates: z.number().int().min(0).max(100_000).default(4_096),
   /** Ids refused by verification, remembered (bounded) so a relay cannot make us ask again and again. */
   maxRefused: z.number().int().min(0).max(100_000).default(1_024),
   /** Most entries accepted in one message (updates or a push-pull list): bigger messages are refused. */

@@ -22,7 +22,9 @@
  *    (a node restarted where its seeds are out of reach joins through whoever contacts it).
  *  - Joining is one push-pull: a seed answers a list request at once, and the joiner, as it verifies
  *    each member the list names, tells it that it is alive, so every member verifies the joiner in
- *    one round trip instead of waiting for gossip relayed hop by hop.
+ *    one round trip instead of waiting for gossip relayed hop by hop. A list that named members new
+ *    to us is followed by a push-pull with a random member at the next gossip tick, until one names
+ *    none: lists answered while a cluster forms (everyone joining at once) are partial.
  *  - A member we hold suspect or dead that pings us hears so in our ack, and a probe of a suspect
  *    states its suspicion afresh: it refutes on first contact, not when the news happens to reach it.
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
@@ -75,6 +77,12 @@ export class Swim {
    * partition) joins through whichever member contacts it, not only through a seed.
    */
   private listed = false;
+  /**
+   * When to push-pull again because the last list we asked for named members we did not know: lists
+   * answered while the cluster is still forming (everyone joining at once) are partial, so a node
+   * asks another member until a list teaches it nothing, instead of waiting for piggybacked news.
+   */
+  private resyncAt: number | undefined;
   /** Who a lone node asks for the member list: the configured seeds, then those added at run time. */
   private readonly seeds: NodeId[];
   readonly stats: SwimStats = {
@@ -184,6 +192,10 @@ export class Swim {
   get currentIncarnation(): number {
     return this.incarnation;
   }
+  /** Ids heard of and being verified (or waiting to be): the members about to join, as far as we know. */
+  pendingMembers(): number {
+    return this.candidates.size;
+  }
   /** Members counted for the log N factors: the live ones and ourselves. */
   clusterSize(): number {
     return this.members.live.length + 1;
@@ -201,6 +213,7 @@ export class Swim {
       this.stats.invalid++;
       return;
     }
+    const named = this.candidates.named;
     for (const u of entries) this.apply(u, trusted, now, out);
     switch (msg.type) {
       case "ping": {
@@ -240,6 +253,8 @@ export class Swim {
           // instead of by gossip relayed hop by hop (each hop waiting for its own verification).
           if (msg.members.length > 1) this.listed = true;
           for (const u of msg.members) if (u.status === "alive") this.candidates.announceTo(u.id);
+          // It named members new to us: another list (next gossip tick, another member) may too.
+          if (this.candidates.named > named) this.resyncAt ??= now;
           break;
         }
         // Answered at once, verified or not: a list names candidates, never members, and the runtime
@@ -316,7 +331,7 @@ export class Swim {
   // ---------------------------------------------------------------- verification
 
   private onVerified(id: NodeId, ok: boolean, now: number, out: SwimEffect[]): void {
-    const { incarnation, announce } = this.candidates.settle(id, ok) ?? {};
+    const { incarnation, announce } = this.candidates.settle(id, ok, out) ?? {};
     if (incarnation === undefined) return;
     if (this.members.size >= this.config.maxMembers) return;
     this.stats.verified++;
@@ -375,8 +390,10 @@ export class Swim {
     }
     const every = this.config.pushPullIntervalMs * pushPullScale(this.clusterSize());
     const live = this.members.live;
-    if (every > 0 && now - this.lastPushPull >= every && live.length > 0) {
+    const resync = this.resyncAt !== undefined && now >= this.resyncAt;
+    if (((every > 0 && now - this.lastPushPull >= every) || resync) && live.length > 0) {
       this.lastPushPull = now;
+      this.resyncAt = undefined;
       this.sendSync(live[Math.floor(this.deps.random() * live.length)] as NodeId, true, out);
     }
   }
