@@ -41,6 +41,31 @@ describe("gossip codec", () => {
     );
   });
 
+  it("round-trips digests that carry their sender's load, and refuses an absurd queue depth", () => {
+    fc.assert(
+      fc.property(
+        fc.array(entry, { maxLength: 20 }),
+        fc.nat({ max: 64 }),
+        fc.nat({ max: 1_000_000 }),
+        fc.nat({ max: 600_000 }),
+        (entries, room, queueDepth, pushBackMs) => {
+          const msg: GossipMessage = { type: "digest", entries, room, load: { queueDepth, pushBackMs } };
+          const bytes = encodeGossip(msg);
+          expect(bytes[0]).toBe(2);
+          expect(bytes.length).toBe(gossipSize(msg));
+          expect(decodeGossip(bytes, LIMITS)).toEqual(msg);
+        },
+      ),
+    );
+    const bad = encodeGossip({
+      type: "digest",
+      entries: [],
+      room: 0,
+      load: { queueDepth: 2_000_000, pushBackMs: 0 },
+    });
+    expect(() => decodeGossip(bad, LIMITS)).toThrow(GossipDecodeError);
+  });
+
   it("round-trips states (full snapshots, unknown block counts) and wants at exactly gossipSize bytes", () => {
     const s = fullState(
       "n1",

@@ -3,7 +3,8 @@
  * surface node.ts uses of `AntiEntropy`. Each Δpoll our digest goes to `gossipFanout` live members,
  * not to all; estimates of any owner arrive from anyone (relays), bounded by `maxEstimates`. There are
  * no heartbeats (liveness is SWIM's) and no per-peer acks or RTT echoes: a member's advertised load
- * is the header of the newest state of it we applied, relayed or not, so it is as old as that state.
+ * is what its last digest to us carried, or the header of the newest state of it we applied (relayed
+ * or not), whichever came last.
  * A member we hold no estimate of is not routed to.
  */
 import type { Tokens } from "../engine.js";
@@ -11,6 +12,7 @@ import { PeerIndex } from "../peer-index.js";
 import type { SnapshotHeader } from "../snapshot.js";
 import type { AntiEntropyCounters, OwnTree, PeerLoad, RoundPeer } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
+import type { DigestLoad } from "./gossip/config.js";
 import { type GossipMessage, type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
 import type { Effect, HeldVersion, NodeDeps, NodeId, PeerView, SnapshotEcho } from "./types.js";
 
@@ -202,7 +204,7 @@ export class GossipAntiEntropy {
     // Owners held are members (a member's estimate goes when it does).
     const unheld = this.members.size - this.sb.held + pending;
     const msg = this.sb.greet(id, this.own(tree, queueDepth, pushBackMs), unheld);
-    if (msg !== undefined) out.push({ type: "mesh-send", to: id, msg: { channel: "gossip", msg } });
+    if (msg !== undefined) this.send(id, msg, queueDepth, pushBackMs, out);
   }
 
   /**
@@ -251,7 +253,7 @@ export class GossipAntiEntropy {
     }
     if (live.length === 0) return;
     for (const { to, msg } of this.sb.round(live, this.own(tree, queueDepth, pushBackMs)))
-      out.push({ type: "mesh-send", to, msg: { channel: "gossip", msg } });
+      this.send(to, msg, queueDepth, pushBackMs, out);
   }
 
   /** A gossip message from `from` (any member; a relay of other owners' states). */
@@ -266,14 +268,34 @@ export class GossipAntiEntropy {
   ): void {
     this.now = now;
     if (!this.members.has(from)) return;
+    if (msg.type === "digest" && msg.load !== undefined) this.loadReported(from, msg.load);
     const own = this.own(tree, queueDepth, pushBackMs);
     const answer = this.sb.onMessage(from, msg, own);
-    if (answer !== undefined)
-      out.push({ type: "mesh-send", to: from, msg: { channel: "gossip", msg: answer } });
+    if (answer !== undefined) this.send(from, answer, queueDepth, pushBackMs, out);
     const next = this.sb.continueRound(from, own);
     if (next !== undefined && this.members.has(next.to))
-      out.push({ type: "mesh-send", to: next.to, msg: { channel: "gossip", msg: next.msg } });
+      this.send(next.to, next.msg, queueDepth, pushBackMs, out);
     this.scheduleSteps(out);
+  }
+
+  /** A message to a member; a digest carries our load as we send it (its partner's view of our queue). */
+  private send(to: NodeId, msg: GossipMessage, queueDepth: number, pushBackMs: number, out: Effect[]): void {
+    const m: GossipMessage = msg.type === "digest" ? { ...msg, load: { queueDepth, pushBackMs } } : msg;
+    out.push({ type: "mesh-send", to, msg: { channel: "gossip", msg: m } });
+  }
+
+  /**
+   * A member's load from its own digest: fresher than the header of its newest state, which changes
+   * only with its tree. Only for a member we hold an estimate of (we route to no other).
+   */
+  private loadReported(from: NodeId, load: DigestLoad): void {
+    const l = this.loads.get(from);
+    if (l === undefined) return;
+    l.queueDepth = load.queueDepth;
+    l.queueAt = this.now;
+    l.pushBackUntil =
+      load.pushBackMs > 0 ? this.now + Math.min(load.pushBackMs, this.config.maxPushBackMs) : 0;
+    this.reported.add(from);
   }
 
   /** No RTT echo rides on digests. */

@@ -1,7 +1,8 @@
 /**
  * The Scuttlebutt messages' wire format, byte for byte what gossip/size.ts counts (so the simulator's
- * byte counts are the daemon's): a type byte (0 digest, 1 states); a digest then has its room (a varint:
- * how many new owners its sender would take) and its entries; states have a varint count of (varint length, snapshot-codec frame, zigzag varint block
+ * byte counts are the daemon's): a type byte (0 digest, 2 digest with its sender's load, 1 states); a
+ * digest then has its room (a varint: how many new owners its sender would take), with type 2 the
+ * sender's queue depth and push-back ms (varints), and its entries; states have a varint count of (varint length, snapshot-codec frame, zigzag varint block
  * count) and then the wants. An entry is the owner as a length byte + ASCII, epoch and version as
  * varints. Decoding bounds every count a peer controls and refuses trailing bytes.
  */
@@ -12,6 +13,8 @@ import type { DigestEntry, GossipMessage, OwnerState } from "./scuttlebutt.js";
 import { gossipSize } from "./size.js";
 
 const MAX_OWNER = 64;
+/** Largest queue depth a digest may report (far above any node's admission bound). */
+const MAX_QUEUE_DEPTH = 1_000_000;
 const OWNER_CHARS = /^[A-Za-z0-9._-]+$/;
 
 export class GossipDecodeError extends Error {
@@ -44,8 +47,12 @@ export function encodeGossip(msg: GossipMessage): Uint8Array {
     }
   };
   if (msg.type === "digest") {
-    buf[pos++] = 0;
+    buf[pos++] = msg.load ? 2 : 0;
     pos = writeVarint(buf, pos, msg.room);
+    if (msg.load) {
+      pos = writeVarint(buf, pos, msg.load.queueDepth);
+      pos = writeVarint(buf, pos, msg.load.pushBackMs);
+    }
     entries(msg.entries);
   } else {
     buf[pos++] = 1;
@@ -83,11 +90,17 @@ export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): Gos
   };
   let msg: GossipMessage;
   const type = byte();
-  if (type === 0) {
+  if (type === 0 || type === 2) {
     const room = varint();
     if (room > limits.maxEntries)
       throw new GossipDecodeError(`room for ${room} owners, at most ${limits.maxEntries}`);
-    msg = { type: "digest", room, entries: entries() };
+    if (type === 2) {
+      const queueDepth = varint();
+      const pushBackMs = varint();
+      // The receiver clamps push-back to its own maxPushBackMs; the depth is bounded like a header's.
+      if (queueDepth > MAX_QUEUE_DEPTH) throw new GossipDecodeError("bad queue depth");
+      msg = { type: "digest", room, load: { queueDepth, pushBackMs }, entries: entries() };
+    } else msg = { type: "digest", room, entries: entries() };
   } else if (type === 1) {
     const n = varint();
     if (n > limits.maxStates) throw new GossipDecodeError(`${n} states, at most ${limits.maxStates}`);

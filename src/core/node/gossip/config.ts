@@ -14,9 +14,19 @@ export interface DigestEntry {
   version: number;
 }
 
+/** A digest sender's own load: its queue depth and push-back, as a snapshot header carries them. */
+export interface DigestLoad {
+  queueDepth: number;
+  pushBackMs: number;
+}
+
 export type GossipMessage =
-  /** Round start: what I hold; `room`: how many owners I do not hold yet I would take (0: none). */
-  | { type: "digest"; entries: DigestEntry[]; room: number }
+  /**
+   * Round start: what I hold; `room`: how many owners I do not hold yet I would take (0: none);
+   * `load`: the sender's queue as it sends, so a partner's view of it is a round old, not as old as
+   * the sender's last tree change.
+   */
+  | { type: "digest"; entries: DigestEntry[]; room: number; load?: DigestLoad }
   /** States the receiver lacks (deltas of one owner in order), and (answering a digest) what I lack. */
   | { type: "states"; states: OwnerState[]; wants: DigestEntry[] };
 

@@ -1,6 +1,7 @@
 /**
  * Exact bytes of a Scuttlebutt message in its wire format: one type byte; a digest is its room (a
- * varint: how many new owners its sender takes) and
+ * varint: how many new owners its sender takes), with type 2 its sender's queue depth and push-back
+ * (varints), and
  * a varint count of entries (owner as a length byte + ASCII, epoch and version as varints); a states
  * message is a varint count of length-prefixed snapshots (snapshot-codec.ts frames, `encodedSize`),
  * and the owner's block count; then its wants as digest entries.
@@ -16,7 +17,13 @@ function entriesSize(es: readonly DigestEntry[]): number {
 }
 
 export function gossipSize(msg: GossipMessage): number {
-  if (msg.type === "digest") return 1 + varintSize(msg.room) + entriesSize(msg.entries);
+  if (msg.type === "digest")
+    return (
+      1 +
+      varintSize(msg.room) +
+      (msg.load ? varintSize(msg.load.queueDepth) + varintSize(msg.load.pushBackMs) : 0) +
+      entriesSize(msg.entries)
+    );
   let n = 1 + varintSize(msg.states.length);
   for (const s of msg.states) {
     const b = encodedSize(s.snapshot);
