@@ -14,7 +14,7 @@ import { DEFAULT_POLICY } from "../server/default-policy.js";
 import { type NodeConfigNumberKey, nodeConfigNumber } from "../server/settings/index.js";
 import { faultFlags, faultScheduleFor } from "../sim/fault-schedule.js";
 import { MAX_UNBOUNDED_TOKENS } from "../sim/faults/client.js";
-import { runSimulation } from "../sim/run.js";
+import { runSimulation, simGossip } from "../sim/run.js";
 import type {
   EngineFaults,
   NetworkFaults,
@@ -397,8 +397,13 @@ export function formatSummary(
   const lines = [
     `prefixmesh sim — ${c.nodes} nodes, policy ${c.policy}, Δcomm ${c.commMs} ± ${c.jitterMs} ms, Δpoll ${c.pollMs} ms, profile ${r.profile.name}, KV ${r.capacityTokens} tokens/node, seed ${c.seed}`,
     `workload ${workloadLabel}: ${t.requests} requests${r.workload.synthetic ? " (SYNTHETIC data)" : ""}`,
-    ...(c.daemonConfig ? [`nodes      as the daemon configures them: ${daemonConfigLabel(c.node)}`] : []),
-    ...(c.gossip === "scuttlebutt"
+    // The label names the mode the run used (`--gossip` over the daemon's default).
+    ...(c.daemonConfig
+      ? [
+          `nodes      as the daemon configures them: ${daemonConfigLabel({ ...c.node, gossip: simGossip(c) })}`,
+        ]
+      : []),
+    ...(simGossip(c) === "scuttlebutt"
       ? [
           `mesh       scuttlebutt: SWIM membership through 2 seeds, digests to 3 members per Δpoll${c.maxEstimates ? `, at most ${c.maxEstimates} estimates` : ""}`,
         ]
