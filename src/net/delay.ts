@@ -8,6 +8,16 @@ import { z } from "zod";
 
 const MAX_DELAY_MS = 60_000;
 
+/**
+ * Sleeps at least `ms` by the monotonic clock. A timer is armed from libuv's loop time, cached when
+ * the loop turn began; on a busy machine that is milliseconds stale, so a bare timer can end early by
+ * as much, and an injected delay would be shorter than the one asked for.
+ */
+async function sleepAtLeast(ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  for (let left = ms; left > 0; left = until - performance.now()) await sleepMs(Math.ceil(left));
+}
+
 const optionsSchema = z.object({
   delayMs: z.number().finite().min(0).max(MAX_DELAY_MS),
   jitterMs: z.number().finite().min(0).max(MAX_DELAY_MS),
@@ -18,7 +28,7 @@ export interface DelayInjectorOptions {
   jitterMs?: number;
   /** Uniform [0, 1) source; injected so experiments are reproducible (default Math.random). */
   random?: () => number;
-  /** Timer, injected for tests (default node:timers/promises setTimeout). Note: timers have ~1 ms granularity. */
+  /** Timer, injected for tests (default: a timer re-armed until the monotonic clock says `ms` passed). */
   sleep?: (ms: number) => Promise<unknown>;
 }
 
@@ -41,7 +51,7 @@ export function createDelayInjector(opts: DelayInjectorOptions): DelayInjector {
   }
   const { delayMs, jitterMs } = parsed.data;
   const random = opts.random ?? Math.random;
-  const sleep = opts.sleep ?? sleepMs;
+  const sleep = opts.sleep ?? sleepAtLeast;
   const enabled = delayMs > 0 || jitterMs > 0;
   const resolved = Promise.resolve();
   const sample = () => delayMs + (jitterMs > 0 ? Math.min(Math.max(random(), 0), 1) * jitterMs : 0);

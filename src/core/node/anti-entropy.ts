@@ -76,6 +76,11 @@ export interface RoundPeer {
   rttMs: number | undefined;
 }
 
+/** Until when a member's advertised push-back holds, capped by ours (0: none): one rule for every carrier. */
+export function pushBackUntil(now: number, pushBackMs: number, maxPushBackMs: number): number {
+  return pushBackMs > 0 ? now + Math.min(pushBackMs, maxPushBackMs) : 0;
+}
+
 export type AntiEntropyCounters = Pick<NodeStats, "snapshotsSent" | "snapshotsReceived">;
 
 export class AntiEntropy {
@@ -305,7 +310,7 @@ export class AntiEntropy {
     peer.queueAt = now;
     peer.capacityTokens = h.capacity;
     peer.treeTokens = h.tokenCount;
-    peer.pushBackUntil = h.pushBackMs > 0 ? now + Math.min(h.pushBackMs, this.config.maxPushBackMs) : 0;
+    peer.pushBackUntil = pushBackUntil(now, h.pushBackMs, this.config.maxPushBackMs);
     if (h.costs !== undefined) peer.costs = h.costs;
     if (verdict === "deferred") {
       // Taken in steps (or queued behind one): the estimate and its checks follow when it is in; a

@@ -10,7 +10,13 @@
 import type { Tokens } from "../engine.js";
 import { PeerIndex } from "../peer-index.js";
 import type { SnapshotHeader } from "../snapshot.js";
-import type { AntiEntropyCounters, OwnTree, PeerLoad, RoundPeer } from "./anti-entropy.js";
+import {
+  type AntiEntropyCounters,
+  type OwnTree,
+  type PeerLoad,
+  pushBackUntil,
+  type RoundPeer,
+} from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import type { DigestLoad } from "./gossip/config.js";
 import { type GossipMessage, type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
@@ -293,8 +299,7 @@ export class GossipAntiEntropy {
     if (l === undefined) return;
     l.queueDepth = load.queueDepth;
     l.queueAt = this.now;
-    l.pushBackUntil =
-      load.pushBackMs > 0 ? this.now + Math.min(load.pushBackMs, this.config.maxPushBackMs) : 0;
+    l.pushBackUntil = pushBackUntil(this.now, load.pushBackMs, this.config.maxPushBackMs);
     this.reported.add(from);
   }
 
@@ -338,7 +343,7 @@ export class GossipAntiEntropy {
     l.queueDepth = h.queueDepth;
     l.queueAt = this.now;
     l.capacityTokens = h.capacity;
-    l.pushBackUntil = h.pushBackMs > 0 ? this.now + Math.min(h.pushBackMs, this.config.maxPushBackMs) : 0;
+    l.pushBackUntil = pushBackUntil(this.now, h.pushBackMs, this.config.maxPushBackMs);
     l.estimateAt = this.now;
     l.treeTokens = h.tokenCount;
   }

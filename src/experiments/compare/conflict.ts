@@ -10,8 +10,7 @@
  */
 import type { CompareResult } from "./execute.js";
 import type { CompareRun } from "./grid.js";
-
-type Row = { run: CompareRun; result: CompareResult };
+import { pct, type Row, resultOf, s3 } from "./rows.js";
 
 /** Policies whose routing a mix may borrow to raise the hit rate. */
 const DONORS = ["affinity", "centralized"] as const;
@@ -42,15 +41,12 @@ export function cheapestMix(
   return best;
 }
 
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-const s3 = (x: number) => x.toFixed(3);
-
 /** The report's section: one row per closed-loop cell where cost-aware misses the hit target. */
 export function conflictSection(closedCells: Row[][], label: (r: CompareRun) => string): string[] {
   const rows: string[] = [];
   let conflicts = 0;
   for (const cell of closedCells) {
-    const g = (p: string) => cell.find((r) => r.run.policy === p)?.result;
+    const g = (p: string) => resultOf(cell, p);
     const ca = g("cost-aware");
     const ce = g("centralized");
     const lo = g("local");

@@ -21,6 +21,7 @@ import {
   SLOW_FACTOR,
   ZIPF_S,
 } from "./grid.js";
+import { pct, type Row, resultOf, s3 } from "./rows.js";
 import type { CompareOutcome } from "./run.js";
 
 export interface ReportContext {
@@ -31,10 +32,6 @@ export interface ReportContext {
   cores: number;
 }
 
-type Row = { run: CompareRun; result: CompareResult };
-
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-const s3 = (x: number) => x.toFixed(3);
 const mark = (ok: boolean) => (ok ? "met" : "**not met**");
 
 function find(rows: Row[], f: (r: CompareRun) => boolean): Row[] {
@@ -84,7 +81,7 @@ function targets(rows: Row[]): string[] {
   let all1 = true;
   let all1d = true;
   for (const cell of closedCells) {
-    const g = (p: string) => cell.find((r) => r.run.policy === p)?.result;
+    const g = (p: string) => resultOf(cell, p);
     const ca = g("cost-aware");
     const lo = g("local");
     const af = g("affinity");
@@ -140,7 +137,7 @@ function targets(rows: Row[]): string[] {
   let all3 = true;
   let all3d = true;
   for (const cell of cells(rows.filter((r) => r.run.load === 0.8))) {
-    const g = (p: string) => cell.find((r) => r.run.policy === p)?.result;
+    const g = (p: string) => resultOf(cell, p);
     const ca = g("cost-aware");
     const lo = g("local");
     const ce = g("centralized");
