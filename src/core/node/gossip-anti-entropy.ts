@@ -44,6 +44,8 @@ export class GossipAntiEntropy {
    */
   private readonly caps = new Map<NodeId, number>();
   private stepArmed = false;
+  /** The live ids of the last round's `peers` (frozen peers: the same array, the same ids). */
+  private live: { peers: readonly RoundPeer[]; ids: NodeId[] } | undefined;
 
   constructor(
     private readonly config: NodeConfig,
@@ -190,7 +192,9 @@ export class GossipAntiEntropy {
     out: Effect[],
   ): void {
     this.now = now;
-    const live = peers.filter((p) => p.live).map((p) => p.id);
+    if (this.live?.peers !== peers || !Object.isFrozen(peers))
+      this.live = { peers, ids: peers.filter((p) => p.live).map((p) => p.id) };
+    const live = this.live.ids;
     if (live.length === 0) return;
     for (const { to, msg } of this.sb.round(live, this.own(tree, queueDepth, pushBackMs)))
       out.push({ type: "mesh-send", to, msg: { channel: "gossip", msg } });

@@ -4,6 +4,7 @@
  * routed to); nobody is added by config — `peers` are only the seeds. What node.ts must do when a
  * member comes or goes (its estimate, its pending forwards) comes back as `up` / `down`.
  */
+import type { RoundPeer } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import { Swim } from "./swim/swim.js";
 import type { SwimEffect, SwimInput } from "./swim/types.js";
@@ -20,6 +21,9 @@ export interface MeshEvents {
 
 export class SwimMembership {
   readonly swim: Swim;
+
+  /** The last `roundPeers` and SWIM's members version it was built at. */
+  private rounds: { version: number; peers: readonly RoundPeer[] } | undefined;
 
   constructor(config: NodeConfig, deps: NodeDeps) {
     this.swim = new Swim(config.id, config.peers, deps, config.swim);
@@ -55,6 +59,21 @@ export class SwimMembership {
   }
   get size(): number {
     return this.swim.liveMembers().length;
+  }
+  /**
+   * Every member as a gossip round sees it, rebuilt only when SWIM's members change: a rebuild per
+   * round (a pass over all members) grew as N per node per round. No RTT: the scuttlebutt round,
+   * the only one fed by SWIM, reads none. Frozen, so its identity stands for its content.
+   */
+  roundPeers(): readonly RoundPeer[] {
+    const version = this.swim.membersVersion;
+    if (this.rounds?.version !== version) {
+      const peers = this.ids().map((id) =>
+        Object.freeze({ id, live: this.liveness(id, 0) === "live", rttMs: undefined }),
+      );
+      this.rounds = { version, peers: Object.freeze(peers) };
+    }
+    return this.rounds.peers;
   }
   has(id: NodeId): boolean {
     const s = this.swim.status(id);

@@ -53,7 +53,8 @@ export function nodeStats(
 }
 
 /** Every member as an anti-entropy round sees it: live or not, and its round trip. */
-export function roundPeers(members: Members, targets: Targets, now: number): RoundPeer[] {
+export function roundPeers(members: Members, targets: Targets, now: number): readonly RoundPeer[] {
+  if (members instanceof SwimMembership) return members.roundPeers();
   return members
     .ids()
     .map((id) => ({ id, live: members.liveness(id, now) === "live", rttMs: targets.rttMs(id) }));
