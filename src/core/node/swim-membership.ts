@@ -24,6 +24,8 @@ export class SwimMembership {
 
   /** The last `roundPeers` and SWIM's members version it was built at. */
   private rounds: { version: number; peers: readonly RoundPeer[] } | undefined;
+  /** Each member's RoundPeer as last built (reused while its liveness stands: a rebuild allocates little). */
+  private readonly peerOf = new Map<NodeId, RoundPeer>();
 
   constructor(config: NodeConfig, deps: NodeDeps) {
     this.swim = new Swim(config.id, config.peers, deps, config.swim);
@@ -67,12 +69,22 @@ export class SwimMembership {
    */
   roundPeers(): readonly RoundPeer[] {
     const version = this.swim.membersVersion;
-    if (this.rounds?.version !== version) {
-      const peers = this.ids().map((id) =>
-        Object.freeze({ id, live: this.liveness(id, 0) === "live", rttMs: undefined }),
-      );
-      this.rounds = { version, peers: Object.freeze(peers) };
+    if (this.rounds?.version === version) return this.rounds.peers;
+    const ids = this.ids();
+    // Members gone for good leave their entries behind: dropped once they outnumber the members.
+    if (this.peerOf.size > 2 * ids.length + 64) this.peerOf.clear();
+    const peers: RoundPeer[] = new Array(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i] as NodeId;
+      const live = this.swim.status(id) === "alive";
+      let p = this.peerOf.get(id);
+      if (p === undefined || p.live !== live) {
+        p = Object.freeze({ id, live, rttMs: undefined });
+        this.peerOf.set(id, p);
+      }
+      peers[i] = p;
     }
+    this.rounds = { version, peers: Object.freeze(peers) };
     return this.rounds.peers;
   }
   has(id: NodeId): boolean {

@@ -85,12 +85,18 @@ export class Broadcasts {
     return this.buckets[s] as Pending[];
   }
 
-  /** `p` into its bucket, at its place by order (updates sent again are mostly the newest: near the tail). */
+  /** `p` into its bucket, at its place by order (a binary search: an old update belongs near the head). */
   private insert(p: Pending): void {
     const b = this.bucket(p.sent);
-    let i = b.length;
-    while (i > 0 && (b[i - 1] as Pending).order > p.order) i--;
-    b.splice(i, 0, p);
+    let lo = 0;
+    let hi = b.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((b[mid] as Pending).order < p.order) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo === b.length) b.push(p);
+    else b.splice(lo, 0, p);
     this.entries++;
   }
 
