@@ -81,6 +81,11 @@ export class Scuttlebutt {
   private readonly holders: Holders | undefined;
   private readonly renewals = new Renewals();
   private rounds = 0;
+  /** An owner's whole key set, from our estimate (for relayState; one function, not one per call). */
+  private readonly bodyOf = (owner: NodeId) => ({
+    blockSize: this.index.blockSize,
+    keys: this.index.estimateKeys(owner),
+  });
   /** Scratch for a round's sampled digest: the owners held (reused: one round at a time). */
   private readonly sampleFrom: NodeId[] = [];
   readonly counters: ScuttlebuttCounters = {
@@ -492,8 +497,7 @@ export class Scuttlebutt {
 
   /** Owner's states from what the peer holds (`e`; undefined = nothing) to ours, into `out`. */
   private relayStates(owner: NodeId, log: OwnerLog, e: DigestEntry | undefined, out: OwnerState[]): void {
-    const body = () => ({ blockSize: this.index.blockSize, keys: this.index.estimateKeys(owner) });
-    const s = relayState(log, this.estimates.heldNow(owner), e, body);
+    const s = relayState(log, this.estimates.heldNow(owner), e, this.bodyOf, owner);
     if (s !== undefined) this.send(s, out);
   }
 
