@@ -146,6 +146,11 @@ export class Estimates {
     return outcome;
   }
 
+  /** What `peer`'s entry holds now, not a copy (read it at once: it moves as states apply). */
+  heldNow(peer: string): Readonly<Held> | undefined {
+    return this.heldBy.get(peer);
+  }
+
   /** The (epoch, version) of `peer` we hold, if any. */
   held(peer: string): { epoch: number; version: number } | undefined {
     const cur = this.heldBy.get(peer);

@@ -64,6 +64,9 @@ export interface RadixTreeOptions {
   logVersionLimit?: number;
 }
 
+/** Bases whose delta to the current version is kept (holders at other bases get theirs built). */
+const DELTA_CACHE_BASES = 32;
+
 export class RadixTree {
   readonly capacity: number;
   private readonly root = new TreeNode(new Uint32Array(0), null, 0);
@@ -83,6 +86,12 @@ export class RadixTree {
   private readonly logKeyLimit: number;
   private readonly logVersionLimit: number;
   private bodyCache: { version: number; body: SnapshotBody } | undefined;
+  /**
+   * Deltas to this version already built, by base: gossip sends the same change to every holder at
+   * the same base each round, and rebuilding it per holder was a large share of the simulator's
+   * allocations. Dropped when the version moves; a few bases at most.
+   */
+  private deltaCache: { version: number; byBase: Map<number, SnapshotDelta> } | undefined;
   /**
    * LRU candidates, kept lazily: a leaf is pushed whenever it becomes a leaf or its recency changes,
    * and entries that no longer hold (recency moved, got children, locked, gone) are skipped on pop.
@@ -253,6 +262,16 @@ export class RadixTree {
     if (version === this.ver) {
       return { baseVersion: version, version, added: EMPTY_KEYS, removed: EMPTY_KEYS };
     }
+    if (this.deltaCache?.version !== this.ver) this.deltaCache = { version: this.ver, byBase: new Map() };
+    const cached = this.deltaCache.byBase.get(version);
+    if (cached !== undefined) return cached;
+    const delta = this.buildDelta(version);
+    if (this.deltaCache.byBase.size < DELTA_CACHE_BASES) this.deltaCache.byBase.set(version, delta);
+    return delta;
+  }
+
+  /** The net change from `version` (in the log) to now. */
+  private buildDelta(version: number): SnapshotDelta {
     // +1: absent at base, present now; -1: present at base, absent now. Anything else cancels out.
     const net = new Map<number, number>();
     const first = this.logHead + (version - this.logBase);

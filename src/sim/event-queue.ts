@@ -11,11 +11,16 @@ export interface SimEvent {
 export type WithoutSeq<E> = E extends unknown ? Omit<E, "seq"> : never;
 
 export class EventQueue<E extends SimEvent> {
-  private heap: E[] = [];
+  /**
+   * Slots [0, n) hold the heap; the array never shrinks (a pop that shrank it made V8 reallocate and
+   * copy the backing store as the agenda swung, a large share of the simulator's garbage).
+   */
+  private heap: (E | undefined)[] = [];
+  private n = 0;
   private seq = 0;
 
   get size(): number {
-    return this.heap.length;
+    return this.n;
   }
 
   /** Schedules `ev` (its `seq` is assigned here). */
@@ -23,8 +28,8 @@ export class EventQueue<E extends SimEvent> {
     const e = ev as unknown as E;
     e.seq = this.seq++;
     const h = this.heap;
-    let i = h.length;
-    h.push(e);
+    let i = this.n++;
+    if (i === h.length) h.push(e);
     while (i > 0) {
       const p = (i - 1) >> 1;
       const parent = h[p] as E;
@@ -36,15 +41,16 @@ export class EventQueue<E extends SimEvent> {
   }
 
   peekTime(): number | undefined {
-    return this.heap[0]?.at;
+    return this.n === 0 ? undefined : this.heap[0]?.at;
   }
 
   pop(): E | undefined {
+    if (this.n === 0) return undefined;
     const h = this.heap;
-    const top = h[0];
-    if (top === undefined) return undefined;
-    const last = h.pop() as E;
-    const n = h.length;
+    const top = h[0] as E;
+    const n = --this.n;
+    const last = h[n] as E;
+    h[n] = undefined; // released: a popped event is not kept alive by the agenda
     if (n > 0) {
       let i = 0;
       for (;;) {

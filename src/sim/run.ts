@@ -112,7 +112,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const estimateWatch = check ? new EstimateWatch(violations) : undefined;
   const keepRecords = config.keepRecords !== false;
   // The centralized baseline IS a router with the global view: it always runs with the oracle.
-  const oracle = config.oracle === true || config.policy === "centralized" ? new Oracle() : undefined;
+  const oracle = config.oracle === true || config.policy === "centralized" ? new Oracle(N) : undefined;
   const gossip = simGossip(config);
   const calibrate = config.calibrate ?? config.daemonConfig === true;
   let oracleBusy = false;
@@ -451,7 +451,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     const n = s.node;
     if (!n) return;
     apply(s, n.handle(input));
-    if (oracle && !oracleBusy) oracleSync();
+    if (!oracle) return;
+    oracle.touch(s.idx);
+    if (!oracleBusy) oracleSync();
   }
 
   /** A snapshot reaches `dest` (watched for estimate regressions when checking invariants). */
@@ -474,8 +476,13 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     try {
       for (let changed = true; changed; ) {
         changed = false;
-        for (const a of nodes) {
-          if (!a.node || !oracle.mayNeedRefresh(a.node)) continue;
+        // In index order, as a pass over every node did: the same refreshes in the same order.
+        for (let i = oracle.next(-1); i >= 0; i = oracle.next(i)) {
+          const a = nodes[i] as SimNodeState;
+          if (!a.node || !oracle.mayNeedRefresh(a.node)) {
+            oracle.settle(i);
+            continue;
+          }
           let complete = true;
           for (const b of nodes) {
             if (a === b || !a.node || !b.node) continue;
@@ -488,7 +495,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
             changed = true;
             deliverSnapshot(b, a.id, msg);
           }
-          if (complete && a.node) oracle.synced(a.node);
+          if (complete && a.node) {
+            oracle.synced(a.node);
+            oracle.settle(i);
+          }
         }
       }
     } finally {
@@ -561,7 +571,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           transmit(ev.to, ev.from, msg);
         } else if (ev.msg.type === "snapshot") {
           // A real snapshot may carry older figures than the oracle last pushed: re-push after it.
-          oracle?.invalidate(from, dest.id);
+          oracle?.invalidate(from, dest.id, ev.from);
           deliverSnapshot(dest, from, ev.msg);
         } else handle(dest, { type: "peer-message", from, msg: ev.msg });
         break;

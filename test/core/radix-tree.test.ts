@@ -103,26 +103,31 @@ describe("RadixTree vs reference model", () => {
           expect(sameSet(keys, ref.blockKeySet())).toBe(true);
           bodies.set(tree.version, keys);
           for (const l of locks) expect(tree.match(l.t)).toBeGreaterThanOrEqual(l.len);
-        }
-        // every delta the log still answers turns the body at its base into the current body
-        const current = setOf(tree.snapshotBody().keys);
-        for (const [v, body] of bodies) {
-          const d = tree.changesSince(v);
-          if (d === undefined) continue;
-          expect(d.baseVersion).toBe(v);
-          expect(d.version).toBe(tree.version);
-          const got = new Set(body);
-          for (const k of d.removed) {
-            expect(got.has(k)).toBe(true);
-            got.delete(k);
-          }
-          for (const k of d.added) {
-            expect(got.has(k)).toBe(false);
-            got.add(k);
-          }
-          expect(sameSet(got, current)).toBe(true);
+          // Asked at every version (deltas are kept per version): a kept one must not outlive it.
+          checkDeltas();
         }
         expect(tree.changesSince(tree.version + 1)).toBeUndefined();
+
+        // every delta the log still answers turns the body at its base into the current body
+        function checkDeltas(): void {
+          const current = setOf(tree.snapshotBody().keys);
+          for (const [v, body] of bodies) {
+            const d = tree.changesSince(v);
+            if (d === undefined) continue;
+            expect(d.baseVersion).toBe(v);
+            expect(d.version).toBe(tree.version);
+            const got = new Set(body);
+            for (const k of d.removed) {
+              expect(got.has(k)).toBe(true);
+              got.delete(k);
+            }
+            for (const k of d.added) {
+              expect(got.has(k)).toBe(false);
+              got.add(k);
+            }
+            expect(sameSet(got, current)).toBe(true);
+          }
+        }
       }),
       { numRuns: 1000 },
     );

@@ -22,6 +22,8 @@ import type { DigestLoad } from "./gossip/config.js";
 import { type GossipMessage, type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
 import type { Effect, HeldVersion, NodeDeps, NodeId, PeerView, SnapshotEcho } from "./types.js";
 
+const NO_IDS: NodeId[] = Object.freeze([]) as unknown as NodeId[];
+
 /** Hello-advertised caps remembered at most (members that come and go; the default maxMembers). */
 const MAX_CAPS = 4_096;
 
@@ -54,6 +56,11 @@ export class GossipAntiEntropy {
   private stepArmed = false;
   /** Rounds of this Δpoll tick still to run (gossipRoundsPerPoll). */
   private extraRounds = 0;
+  /** The last `own` and the tree it reads. */
+  private ownState: OwnState | undefined;
+  private ownTree: OwnTree | undefined;
+  /** The live ids of the last round's `peers` (frozen peers: the same array, the same ids). */
+  private live: { peers: readonly RoundPeer[]; ids: NodeId[] } | undefined;
 
   constructor(
     private readonly config: NodeConfig,
@@ -226,8 +233,9 @@ export class GossipAntiEntropy {
     out: Effect[],
   ): void {
     this.extraRounds = this.config.gossipRoundsPerPoll - 1;
-    const live = peers.filter((p) => p.live).map((p) => p.id);
-    this.roundTo(now, tree, queueDepth, pushBackMs, live, out);
+    if (this.live?.peers !== peers || !Object.isFrozen(peers))
+      this.live = { peers, ids: peers.filter((p) => p.live).map((p) => p.id) };
+    this.roundTo(now, tree, queueDepth, pushBackMs, this.live.ids, out);
   }
 
   /** One of a Δpoll tick's later rounds (the node's `gossip-round` timer). */
@@ -328,6 +336,7 @@ export class GossipAntiEntropy {
 
   /** Owners whose header (queue depth) was applied since the last call: their queue is reported. */
   drainReported(): NodeId[] {
+    if (this.reported.size === 0) return NO_IDS;
     const ids = [...this.reported];
     this.reported.clear();
     return ids;
@@ -348,7 +357,26 @@ export class GossipAntiEntropy {
     l.treeTokens = h.tokenCount;
   }
 
+  /**
+   * Our state as the gossip reads it. Kept while nothing in it moved (a header travels inside the
+   * states we send, so a changed one is a new object, never an edit): one per gossip message was a
+   * header and four closures of garbage each time.
+   */
   private own(tree: OwnTree, queueDepth: number, pushBackMs: number): OwnState {
+    const o = this.ownState;
+    const h = o?.header();
+    if (
+      o !== undefined &&
+      h !== undefined &&
+      this.ownTree === tree &&
+      h.epoch === this.epoch &&
+      h.version === tree.version &&
+      h.tokenCount === tree.size &&
+      h.capacity === tree.capacity &&
+      h.queueDepth === queueDepth &&
+      h.pushBackMs === pushBackMs
+    )
+      return o;
     const header: SnapshotHeader = {
       sender: this.selfId,
       epoch: this.epoch,
@@ -358,11 +386,13 @@ export class GossipAntiEntropy {
       queueDepth,
       pushBackMs,
     };
-    return {
+    this.ownTree = tree;
+    this.ownState = {
       header: () => header,
       blocks: () => tree.blockCount,
       changesSince: (v) => tree.changesSince(v),
       snapshotBody: () => tree.snapshotBody(),
     };
+    return this.ownState;
   }
 }

@@ -50,6 +50,14 @@ export function goodbyes(members: Members): Effect[] {
   return members.ids().map((to) => ({ type: "send", to, msg: { type: "goodbye" } }) as Effect);
 }
 
+/** No events (most gossip messages): one frozen value, not four arrays per message. */
+const NONE: MeshEvents = Object.freeze({
+  effects: Object.freeze([]) as unknown as Effect[],
+  up: Object.freeze([]) as unknown as NodeId[],
+  down: Object.freeze([]) as unknown as NodeId[],
+  rtt: Object.freeze([]) as unknown as MeshEvents["rtt"],
+});
+
 /**
  * One step of the `gossip: "scuttlebutt"` mesh for node.ts: a gossip message goes to the anti-entropy,
  * anything else of the mesh (`start`, a swim message or timer, a verification) to SWIM, whose members
@@ -67,18 +75,17 @@ export function step(
   now: number,
   out: Effect[],
 ): MeshEvents {
-  const none: MeshEvents = { effects: [], up: [], down: [], rtt: [] };
-  if (!(members instanceof SwimMembership) || !(antiEntropy instanceof GossipAntiEntropy)) return none;
+  if (!(members instanceof SwimMembership) || !(antiEntropy instanceof GossipAntiEntropy)) return NONE;
   if (input !== "start" && input.type === "mesh-message" && input.msg.channel === "gossip") {
     antiEntropy.onGossip(input.from, input.msg.msg, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
     // A state's header reports its owner's queue: forwards counted since the last report start over.
     for (const id of antiEntropy.drainReported()) peers.targets.loadReported(id);
-    return none;
+    return NONE;
   }
   if (input !== "start" && input.type === "timer" && input.timer.kind === "gossip-round") {
     const live = members.ids().filter((id) => members.liveness(id, now) === "live");
     antiEntropy.extraRound(now, own.tree, own.queueDepth(), own.pushBackMs(), live, out);
-    return none;
+    return NONE;
   }
   const ev = input === "start" ? members.start() : members.handle(input);
   out.push(...ev.effects);

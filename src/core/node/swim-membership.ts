@@ -4,6 +4,7 @@
  * routed to); nobody is added by config — `peers` are only the seeds. What node.ts must do when a
  * member comes or goes (its estimate, its pending forwards) comes back as `up` / `down`.
  */
+import type { RoundPeer } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import { Swim } from "./swim/swim.js";
 import type { SwimEffect, SwimInput } from "./swim/types.js";
@@ -20,6 +21,11 @@ export interface MeshEvents {
 
 export class SwimMembership {
   readonly swim: Swim;
+
+  /** The last `roundPeers` and SWIM's members version it was built at. */
+  private rounds: { version: number; peers: readonly RoundPeer[] } | undefined;
+  /** Each member's RoundPeer as last built (reused while its liveness stands: a rebuild allocates little). */
+  private readonly peerOf = new Map<NodeId, RoundPeer>();
 
   constructor(config: NodeConfig, deps: NodeDeps) {
     this.swim = new Swim(config.id, config.peers, deps, config.swim);
@@ -55,6 +61,31 @@ export class SwimMembership {
   }
   get size(): number {
     return this.swim.liveMembers().length;
+  }
+  /**
+   * Every member as a gossip round sees it, rebuilt only when SWIM's members change: a rebuild per
+   * round (a pass over all members) grew as N per node per round. No RTT: the scuttlebutt round,
+   * the only one fed by SWIM, reads none. Frozen, so its identity stands for its content.
+   */
+  roundPeers(): readonly RoundPeer[] {
+    const version = this.swim.membersVersion;
+    if (this.rounds?.version === version) return this.rounds.peers;
+    const ids = this.ids();
+    // Members gone for good leave their entries behind: dropped once they outnumber the members.
+    if (this.peerOf.size > 2 * ids.length + 64) this.peerOf.clear();
+    const peers: RoundPeer[] = new Array(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i] as NodeId;
+      const live = this.swim.status(id) === "alive";
+      let p = this.peerOf.get(id);
+      if (p === undefined || p.live !== live) {
+        p = Object.freeze({ id, live, rttMs: undefined });
+        this.peerOf.set(id, p);
+      }
+      peers[i] = p;
+    }
+    this.rounds = { version, peers: Object.freeze(peers) };
+    return this.rounds.peers;
   }
   has(id: NodeId): boolean {
     const s = this.swim.status(id);

@@ -17,7 +17,7 @@ import type { Serving } from "./serving.js";
 import type { SwimMemberView } from "./swim/types.js";
 import { SwimMembership } from "./swim-membership.js";
 import type { Targets } from "./targets.js";
-import type { NodeDeps, NodeId, NodeStats, PeerView } from "./types.js";
+import type { Liveness, NodeDeps, NodeId, NodeStats, PeerView } from "./types.js";
 
 /** Every member as membership, anti-entropy and the origin's targets see it at `now`. */
 export function peerViews(members: Members, antiEntropy: Gossip, origin: Origin, now: number): PeerView[] {
@@ -54,7 +54,8 @@ export function nodeStats(
 }
 
 /** Every member as an anti-entropy round sees it: live or not, and its round trip. */
-export function roundPeers(members: Members, targets: Targets, now: number): RoundPeer[] {
+export function roundPeers(members: Members, targets: Targets, now: number): readonly RoundPeer[] {
+  if (members instanceof SwimMembership) return members.roundPeers();
   return members
     .ids()
     .map((id) => ({ id, live: members.liveness(id, now) === "live", rttMs: targets.rttMs(id) }));
@@ -123,6 +124,14 @@ export abstract class NodeViews {
   }
   peers(): PeerView[] {
     return peerViews(this.members, this.antiEntropy, this.origin, this.deps.now());
+  }
+  /** The ids `peers()` lists, without building a view of each (observers that read every pair). */
+  memberIds(): readonly NodeId[] {
+    return this.members.ids();
+  }
+  /** `peer`'s liveness as `peers()` shows it now. */
+  livenessOf(peer: NodeId): Liveness {
+    return this.members.liveness(peer, this.deps.now());
   }
   /**
    * What an operator is shown: `peers()`, and under gossip "scuttlebutt" also the dead and departed

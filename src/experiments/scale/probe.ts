@@ -183,14 +183,13 @@ export class ScaleProbe implements SimProbe {
     if (!this.knewCrashed) {
       // The first observation after the crash: who knew it then (the members that can notice).
       this.knewCrashed = new Set();
-      for (const n of nodes)
-        if (n && n.id !== id && n.peers().some((p) => p.id === id)) this.knewCrashed.add(n.id);
+      for (const n of nodes) if (n && n.id !== id && n.memberIds().includes(id)) this.knewCrashed.add(n.id);
     }
     if (this.noticedBy.size >= this.knewCrashed.size) return;
     for (const n of nodes) {
       if (!n || !this.knewCrashed.has(n.id) || this.noticedBy.has(n.id)) continue;
-      const p = n.peers().find((x) => x.id === id);
-      if (!p || p.liveness === "suspected" || p.liveness === "down")
+      const liveness = n.memberIds().includes(id) ? n.livenessOf(id) : undefined;
+      if (liveness === undefined || liveness === "suspected" || liveness === "down")
         this.noticedBy.set(n.id, now - crash.atMs);
     }
     let first: number | undefined;
@@ -216,10 +215,12 @@ export class ScaleProbe implements SimProbe {
     const now = new Set<string>();
     for (const n of nodes) {
       if (!n) continue;
-      for (const p of n.peers()) {
-        if (p.id === crashed || !alive.has(p.id)) continue;
-        if (p.liveness !== "suspected" && p.liveness !== "down") continue;
-        const key = `${n.id}>${p.id}`;
+      // Ids and liveness only: a PeerView per pair per sample was most of a 1,024-node cell.
+      for (const id of n.memberIds()) {
+        if (id === crashed || !alive.has(id)) continue;
+        const liveness = n.livenessOf(id);
+        if (liveness !== "suspected" && liveness !== "down") continue;
+        const key = `${n.id}>${id}`;
         now.add(key);
         if (!this.suspected.has(key)) this.falseSuspicions++;
       }
@@ -237,8 +238,8 @@ function routableShare(nodes: readonly (PrefixNode | null)[]): number {
   let routable = 0;
   for (const n of nodes) {
     if (!n) continue;
-    for (const p of n.peers())
-      if (alive.has(p.id) && p.liveness === "live" && p.held !== undefined) routable++;
+    for (const id of n.memberIds())
+      if (alive.has(id) && n.livenessOf(id) === "live" && n.heldOf(id) !== undefined) routable++;
   }
   return routable / (alive.size * (alive.size - 1));
 }

@@ -81,6 +81,13 @@ export class Scuttlebutt {
   private readonly holders: Holders | undefined;
   private readonly renewals = new Renewals();
   private rounds = 0;
+  /** An owner's whole key set, from our estimate (for relayState; one function, not one per call). */
+  private readonly bodyOf = (owner: NodeId) => ({
+    blockSize: this.index.blockSize,
+    keys: this.index.estimateKeys(owner),
+  });
+  /** Scratch for a round's sampled digest: the owners held (reused: one round at a time). */
+  private readonly sampleFrom: NodeId[] = [];
   readonly counters: ScuttlebuttCounters = {
     digestsSent: 0,
     statesSent: { full: 0, delta: 0 },
@@ -135,11 +142,22 @@ export class Scuttlebutt {
    * find owners to take or discover, at a size that does not grow with the owners held.
    */
   private roundDigest(self: OwnState): DigestEntry[] {
-    const all = this.digest(self);
     const k = this.config.digestSample ?? DIGEST_SAMPLE;
-    if (this.holders === undefined || all.length <= k + 1) return all;
-    const [mine, ...held] = all as [DigestEntry, ...DigestEntry[]];
-    return [mine, ...pickRandom(held, k, this.deps.random)];
+    if (this.holders === undefined) return this.digest(self);
+    // The sample is drawn over the owners the whole digest would list, in its order, and only the
+    // picked get an entry: the same draws and entries as sampling the whole digest, without it.
+    const owners = this.sampleFrom;
+    owners.length = 0;
+    for (const [owner, log] of this.logs) if (this.holding(owner, log) !== undefined) owners.push(owner);
+    if (owners.length <= k) return this.digest(self);
+    const h = self.header();
+    const out: DigestEntry[] = [{ owner: this.selfId, epoch: h.epoch, version: h.version }];
+    for (const owner of pickRandom(owners, k, this.deps.random)) {
+      const log = this.logs.get(owner) as OwnerLog;
+      const held = this.holding(owner, log) as { epoch: number; version: number };
+      out.push({ owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version });
+    }
+    return out;
   }
 
   /** True while a staged apply needs `step` calls (the node arms a timer). */
@@ -165,7 +183,7 @@ export class Scuttlebutt {
 
   /** What we hold of `owner`, or will once its staged apply is in. */
   private holding(owner: NodeId, log: OwnerLog): { epoch: number; version: number } | undefined {
-    const held = this.estimates.held(owner);
+    const held = this.estimates.heldNow(owner);
     const d = log.deferred?.snapshot.header;
     if (d === undefined || (held !== undefined && !isNewer(d, held))) return held;
     return { epoch: d.epoch, version: d.version };
@@ -487,7 +505,8 @@ export class Scuttlebutt {
     for (const [owner, log] of this.logs) {
       if (out.length >= max) break;
       if (!theirs.has(owner)) {
-        if (!onlyListed) unheld.push(owner);
+        // Only drawn from when the peer has room (a draw of none takes nothing and draws nothing).
+        if (!onlyListed && room > 0) unheld.push(owner);
         continue;
       }
       this.relayStates(owner, log, theirs.get(owner), out);
@@ -500,8 +519,7 @@ export class Scuttlebutt {
 
   /** Owner's states from what the peer holds (`e`; undefined = nothing) to ours, into `out`. */
   private relayStates(owner: NodeId, log: OwnerLog, e: DigestEntry | undefined, out: OwnerState[]): void {
-    const body = () => ({ blockSize: this.index.blockSize, keys: this.index.estimateKeys(owner) });
-    const s = relayState(log, this.estimates.held(owner), e, body);
+    const s = relayState(log, this.estimates.heldNow(owner), e, this.bodyOf, owner);
     if (s !== undefined) this.send(s, out);
   }
 

@@ -63,13 +63,14 @@ export function ownState(e: Held | undefined, self: OwnState): OwnerState | unde
 
 /**
  * A relayed owner's state for a peer holding `e` of it (undefined: nothing), given what we hold
- * (`held`) and our log of it; `body` makes its whole key set from our estimate. Undefined: nothing.
+ * (`held`) and our log of it; `body(owner)` makes its whole key set from our estimate. Undefined: nothing.
  */
-export function relayState(
+export function relayState<O>(
   log: OwnerLog,
   held: Held | undefined,
   e: Held | undefined,
-  body: () => SnapshotBody,
+  body: (owner: O) => SnapshotBody,
+  owner: O,
 ): OwnerState | undefined {
   if (held === undefined || held.epoch !== log.header.epoch) return undefined;
   if (e !== undefined && (e.epoch > held.epoch || (e.epoch === held.epoch && e.version >= held.version)))
@@ -88,7 +89,7 @@ export function relayState(
     return undefined;
   }
   if (!log.clean) return undefined;
-  return { snapshot: { kind: "full", header: log.header, body: body() }, blocks: log.blocks };
+  return { snapshot: { kind: "full", header: log.header, body: body(owner) }, blocks: log.blocks };
 }
 
 /**

@@ -35,6 +35,8 @@ export class MemberTable {
   private readonly liveAt = new Map<NodeId, number>();
   private readonly suspects = new Set<NodeId>();
   private readonly tombstones = new Set<NodeId>();
+  /** Moves on every status change: a view built from the table is current while this stands. */
+  version = 0;
 
   constructor(
     private readonly selfId: NodeId,
@@ -131,6 +133,7 @@ export class MemberTable {
   setStatus(m: Member, status: MemberStatus, now: number, out: SwimEffect[]): void {
     const was = m.status;
     if (was === status) return;
+    this.version++;
     m.status = status;
     m.changedAt = now;
     this.observe?.(m.id, was, status);

@@ -171,6 +171,10 @@ export class Swim {
   liveMembers(): readonly NodeId[] {
     return this.members.live;
   }
+  /** Moves whenever a member's status changes (views of the members are rebuilt only then). */
+  get membersVersion(): number {
+    return this.members.version;
+  }
   status(id: NodeId): MemberStatus | undefined {
     if (id === this.selfId) return this.leaving ? "left" : "alive";
     return this.members.get(id)?.status;
