@@ -15,6 +15,7 @@ interface ScaleFlags {
   maxNodes?: string;
   quick?: boolean;
   arrivalS?: string;
+  minRequests?: string;
   budgetS?: string;
   heapBudgetMb: string;
   syntheticScale: string;
@@ -39,6 +40,10 @@ export function registerScale(exp: Command): void {
       "seconds of open-loop arrivals per node-simulator run (default 10; 3 with --quick)",
     )
     .option(
+      "--min-requests <n>",
+      "requests per node-simulator run at least: small N get a longer arrival window (default 1000; 0 with --quick)",
+    )
+    .option(
       "--budget-s <s>",
       "wall seconds per run: a run projected past it is reported, not started (default 300)",
     )
@@ -59,6 +64,12 @@ export function registerScale(exp: Command): void {
             ? 3
             : 10
           : parseNumber("--arrival-s", flags.arrivalS, { min: 1, max: 600 });
+      const minRequests =
+        flags.minRequests === undefined
+          ? quick
+            ? 0
+            : 1000
+          : parseNumber("--min-requests", flags.minRequests, { min: 0, max: 100_000, integer: true });
       const budgetS =
         flags.budgetS === undefined ? 300 : parseNumber("--budget-s", flags.budgetS, { min: 1, max: 86_400 });
       const heapBudgetMb = parseNumber("--heap-budget-mb", flags.heapBudgetMb, { min: 16, max: 1_000_000 });
@@ -73,6 +84,7 @@ export function registerScale(exp: Command): void {
           seed,
           maxNodes,
           arrivalS,
+          minRequests,
           budgetS,
           heapBudgetMb,
           onPhase: (p) => process.stderr.write(`prefixmesh: ${p}…\n`),

@@ -182,3 +182,13 @@ describe("experiment scale (quick)", () => {
     expect(project([{ n: 16, v: 2 }], 64).value).toBeCloseTo(32, 9);
   });
 });
+
+describe("arrival window per N", () => {
+  it("stretches small N to the minimum request count and leaves large N at arrivalS", async () => {
+    const { arrivalSAt, RATE_PER_NODE } = await import("../../src/experiments/scale/grid.js");
+    const o = { arrivalS: 5, minRequests: 1000 };
+    expect(arrivalSAt(o, 4) * RATE_PER_NODE * 4).toBeCloseTo(1000);
+    expect(arrivalSAt(o, 1024)).toBe(5);
+    expect(arrivalSAt({ arrivalS: 5 }, 4)).toBe(5);
+  });
+});

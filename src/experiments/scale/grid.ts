@@ -23,8 +23,13 @@ export interface ScaleOptions {
   seed: number;
   /** Largest N tried (the grid is SCALE_NODES up to it). */
   maxNodes: number;
-  /** Seconds of open-loop arrivals per node-simulator run. */
+  /** Seconds of open-loop arrivals per node-simulator run (at least; see minRequests). */
   arrivalS: number;
+  /**
+   * Requests per node-simulator run at least: small N get a longer arrival window, so a hit rate at
+   * 4 nodes is not read off a few dozen requests. 0 = arrivalS for every N.
+   */
+  minRequests?: number;
   /**
    * Wall-clock budget per run, s: a run whose projected wall time (from the previous N's measured
    * time and growth) exceeds it is not started, and the report says so with the projection.
@@ -37,4 +42,9 @@ export interface ScaleOptions {
 
 export function nodesUpTo(max: number): number[] {
   return SCALE_NODES.filter((n) => n <= max);
+}
+
+/** The arrival window at N: arrivalS, stretched so the run has at least minRequests requests. */
+export function arrivalSAt(o: Pick<ScaleOptions, "arrivalS" | "minRequests">, nodes: number): number {
+  return Math.max(o.arrivalS, (o.minRequests ?? 0) / (RATE_PER_NODE * nodes));
 }

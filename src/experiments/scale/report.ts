@@ -8,7 +8,7 @@ import type { TopLevelSpec } from "vega-lite";
 import { renderVegaLite } from "../render.js";
 import { HIT_BUCKET_MS, hitFrom, type NodeCell } from "./execute.js";
 import { bytesVsN, convergenceVsN, detectionVsN, hitVsN, type SeriesPoint } from "./figures.js";
-import { BOUNDED_ESTIMATES, COMM_MS, LOSS, MODES, POLL_MS, RATE_PER_NODE } from "./grid.js";
+import { arrivalSAt, BOUNDED_ESTIMATES, COMM_MS, LOSS, MODES, POLL_MS, RATE_PER_NODE } from "./grid.js";
 import { DETECT_EVERY_MS } from "./probe.js";
 import type { ScaleOutcome } from "./run.js";
 
@@ -219,7 +219,7 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
   );
   if (o.synthetic) L.push("**SYNTHETIC workload** (MMLU-shaped, generated): pass `--mmlu-dir` for MMLU.", "");
   L.push(
-    `Setting: ${o.synthetic ? "synthetic MMLU-shaped" : "MMLU (uniform subjects)"} open loop, Poisson arrivals at ${RATE_PER_NODE} requests/s per node for ${o.arrivalS} s, Δcomm ${COMM_MS} ms (±0.5 ms), Δpoll ${POLL_MS} ms, policy cost-aware, the paper's H100 cost profile; node n(N−1) crashes half-way through the arrivals; every run ends 1.5 s after its last answer. Both modes run the unchanged core: \`full\` = the paper's full mesh (every Δpoll a snapshot or heartbeat to every peer), \`scuttlebutt\` = SWIM + Lifeguard joined through n0 and n1, Scuttlebutt digests with 3 members per Δpoll.`,
+    `Setting: ${o.synthetic ? "synthetic MMLU-shaped" : "MMLU (uniform subjects)"} open loop, Poisson arrivals at ${RATE_PER_NODE} requests/s per node for ${o.arrivalS} s${o.minRequests > 0 ? ` or, where that makes fewer than ${o.minRequests} requests, long enough for ${o.minRequests} (${o.nodes.map((n) => `${n} nodes: ${f(arrivalSAt(o, n), 1)} s`).join(", ")}; wall times are projected per ${o.arrivalS} s of arrivals)` : ""}, Δcomm ${COMM_MS} ms (±0.5 ms), Δpoll ${POLL_MS} ms, policy cost-aware, the paper's H100 cost profile; node n(N−1) crashes half-way through the arrivals; every run ends 1.5 s after its last answer. Both modes run the unchanged core: \`full\` = the paper's full mesh (every Δpoll a snapshot or heartbeat to every peer), \`scuttlebutt\` = SWIM + Lifeguard joined through n0 and n1, Scuttlebutt digests with 3 members per Δpoll.`,
     "",
   );
   L.push(...targets(o));

@@ -10,6 +10,7 @@ import { syntheticMmlu } from "../../workload/synthetic.js";
 import type { Workload } from "../../workload/types.js";
 import { type CellKind, type CellSpec, executeCell, type NodeCell } from "./execute.js";
 import {
+  arrivalSAt,
   BOUNDED_ESTIMATES,
   type GossipMode,
   LOSS,
@@ -42,6 +43,7 @@ export interface ScaleOutcome {
   rounds: RoundsCell[];
   synthetic: boolean;
   arrivalS: number;
+  minRequests: number;
   budgetS: number;
   heapBudgetMb: number;
   gcForced: boolean;
@@ -50,7 +52,7 @@ export interface ScaleOutcome {
 
 async function workloadFor(o: ScaleOptions, nodes: number): Promise<Workload> {
   const rate = RATE_PER_NODE * nodes;
-  const requests = Math.max(1, Math.round(rate * o.arrivalS));
+  const requests = Math.max(1, Math.round(rate * arrivalSAt(o, nodes)));
   return o.source.kind === "mmlu"
     ? mmluWorkload({
         dir: o.source.dir,
@@ -123,11 +125,13 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
       return;
     }
     o.onPhase?.(`${s.key} at ${n} nodes`);
-    const spec: CellSpec = { ...base, seed: o.seed, arrivalS: o.arrivalS };
+    const spec: CellSpec = { ...base, seed: o.seed, arrivalS: arrivalSAt(o, n) };
     const cell = executeCell(spec, await workloadFor(o, n));
     cells.push(cell);
-    w.push({ n, v: cell.wallMs / 1000 });
-    if (cell.heapPerNodeBytes !== undefined) h.push({ n, v: (cell.heapPerNodeBytes * n) / 1e6 });
+    // Projected per base window: a small N's longer window must not flatten the growth.
+    const perBase = o.arrivalS / spec.arrivalS;
+    w.push({ n, v: (cell.wallMs / 1000) * perBase });
+    if (cell.heapPerNodeBytes !== undefined) h.push({ n, v: ((cell.heapPerNodeBytes * n) / 1e6) * perBase });
   };
   for (const n of nodes) for (const s of series) await attempt(s, n);
   const membership: MembershipCell[] = [];
@@ -174,6 +178,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     rounds,
     synthetic: o.source.kind === "synthetic",
     arrivalS: o.arrivalS,
+    minRequests: o.minRequests ?? 0,
     budgetS: o.budgetS,
     heapBudgetMb: o.heapBudgetMb,
     gcForced: canCollect,
