@@ -8,12 +8,19 @@
  */
 import { encodedSize } from "../../snapshot-codec.js";
 import { varintSize } from "../../varint.js";
-import type { DigestEntry, GossipMessage } from "./scuttlebutt.js";
+import type { DigestEntry, GossipMessage, OwnerState } from "./scuttlebutt.js";
 
 function entriesSize(es: readonly DigestEntry[]): number {
   let n = varintSize(es.length);
   for (const e of es) n += 1 + e.owner.length + varintSize(e.epoch) + varintSize(e.version);
   return n;
+}
+
+/** One state inside a states message: its frame's length, the frame, the owner's block count. */
+export function stateSize(s: OwnerState): number {
+  const b = encodedSize(s.snapshot);
+  // The block count as a zigzag varint (-1 = unknown).
+  return varintSize(b) + b + varintSize(s.blocks < 0 ? 1 : 2 * s.blocks);
 }
 
 export function gossipSize(msg: GossipMessage): number {
@@ -25,10 +32,6 @@ export function gossipSize(msg: GossipMessage): number {
       entriesSize(msg.entries)
     );
   let n = 1 + varintSize(msg.states.length);
-  for (const s of msg.states) {
-    const b = encodedSize(s.snapshot);
-    // The block count as a zigzag varint (-1 = unknown).
-    n += varintSize(b) + b + varintSize(s.blocks < 0 ? 1 : 2 * s.blocks);
-  }
+  for (const s of msg.states) n += stateSize(s);
   return n + entriesSize(msg.wants);
 }
