@@ -3,8 +3,9 @@
  * varint: how many new owners its sender takes), with type 2 its sender's queue depth and push-back
  * (varints), and
  * a varint count of entries (owner as a length byte + ASCII, epoch and version as varints); a states
- * message is a varint count of length-prefixed snapshots (snapshot-codec.ts frames, `encodedSize`),
- * and the owner's block count; then its wants as digest entries.
+ * message is a varint count of length-prefixed compact snapshot frames (snapshot-codec.ts frames,
+ * `encodedSize`, less what codec.ts leaves out), and the owner's block count; then its wants as
+ * digest entries.
  */
 import { encodedSize } from "../../snapshot-codec.js";
 import { varintSize } from "../../varint.js";
@@ -16,9 +17,15 @@ function entriesSize(es: readonly DigestEntry[]): number {
   return n;
 }
 
-/** One state inside a states message: its frame's length, the frame, the owner's block count. */
+/**
+ * Bytes of a snapshot frame a compact frame leaves out (codec.ts): magic 4, format version 1, block
+ * size 1, CRC 4.
+ */
+export const COMPACT_DROPPED = 10;
+
+/** One state inside a states message: its compact frame's length, that frame, the owner's block count. */
 export function stateSize(s: OwnerState): number {
-  const b = encodedSize(s.snapshot);
+  const b = encodedSize(s.snapshot) - COMPACT_DROPPED;
   // The block count as a zigzag varint (-1 = unknown).
   return varintSize(b) + b + varintSize(s.blocks < 0 ? 1 : 2 * s.blocks);
 }
