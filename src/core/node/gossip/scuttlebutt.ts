@@ -392,6 +392,7 @@ export class Scuttlebutt {
       const held = this.estimates.held(owner) as { epoch: number; version: number };
       const sameEpoch = log.header.epoch === held.epoch;
       log.header = s.header;
+      log.round = this.rounds;
       if (blocks >= 0) log.blocks = blocks;
       // A full state, or a new epoch built from its empty version 0, is exactly the owner's tree.
       if (s.kind === "full" || !sameEpoch) {
@@ -517,8 +518,14 @@ export class Scuttlebutt {
     return out.slice(0, max);
   }
 
-  /** Owner's states from what the peer holds (`e`; undefined = nothing) to ours, into `out`. */
+  /**
+   * Owner's states from what the peer holds (`e`; undefined = nothing) to ours, into `out`. With push
+   * to holders, a change we took this round is not relayed to a peer that holds the owner: the owner
+   * pushes it to its holders this round too, so relaying it made the same delta arrive twice. A
+   * holder still behind a round later (a lost push, a holder the owner does not know yet) gets it.
+   */
   private relayStates(owner: NodeId, log: OwnerLog, e: DigestEntry | undefined, out: OwnerState[]): void {
+    if (this.holders !== undefined && e !== undefined && e.version > 0 && log.round === this.rounds) return;
     const s = relayState(log, this.estimates.heldNow(owner), e, this.bodyOf, owner);
     if (s !== undefined) this.send(s, out);
   }
