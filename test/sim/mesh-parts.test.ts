@@ -78,4 +78,21 @@ describe("holders-first relaying (push to holders)", () => {
     expect(redundant).toBeLessThan(0.05 * (g.bytes - bytes0));
     for (let i = 0; i < 16; i++) expect(g.holding(i)).toEqual({ held: 15, current: 15 });
   });
+
+  it("a sampled digest says room 0, so no whole key set goes to a member that holds it", () => {
+    // 40 nodes, room for 64: every digest is a sample (39 held > 16), and every node has room.
+    const g = new GossipRounds({ nodes: 40, seed: 2, maxEstimates: 64 });
+    for (let i = 0; i < 40; i++) g.change(i);
+    for (let r = 0; r < 8; r++) g.round();
+    g.parts = {};
+    for (let r = 0; r < 4; r++) {
+      for (let i = 0; i < 40; i++) g.change(i, 2);
+      g.round();
+    }
+    const wholeTwice = Object.entries(g.parts).filter(
+      ([k]) => k.startsWith("redundant-") && k.endsWith("-full"),
+    );
+    expect(wholeTwice).toEqual([]);
+    for (let i = 0; i < 40; i++) expect(g.holding(i)).toEqual({ held: 39, current: 39 });
+  });
 });
