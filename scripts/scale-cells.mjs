@@ -2,7 +2,7 @@
 // Chosen node-simulator cells of `experiment scale` (its setting, seed and workload: MMLU open loop,
 // 2 req/s per node, Δcomm 2 ms, Δpoll 500 ms, cost-aware, one node crashed half-way), without the
 // rest of the grid, one JSON line each: hit rate overall and by arrival, formation, gossip bytes.
-// Usage: npm run build && node scripts/scale-cells.mjs --mmlu-dir DIR [--arrival-s 5] KIND:MODE:N[:M] ...
+// Usage: npm run build && node scripts/scale-cells.mjs --mmlu-dir DIR [--arrival-s 5] [--parts] KIND:MODE:N[:M] ...
 //   KIND main | oracle | loss | bounded; MODE full | scuttlebutt; M --max-estimates (bounded).
 //   swim:N[:LOSS] is the experiment's SWIM-alone cell instead (formation, steady bytes, detection).
 import { executeCell, hitFrom } from "../dist/experiments/scale/execute.js";
@@ -18,6 +18,10 @@ const flag = (name, fallback) => {
 };
 const dir = flag("--mmlu-dir");
 const arrivalS = Number(flag("--arrival-s", "5"));
+// --parts: also the gossip bytes per node per second by part (src/sim/mesh-parts.ts).
+const partsAt = args.indexOf("--parts");
+const parts = partsAt >= 0;
+if (parts) args.splice(partsAt, 1);
 if ((!dir && args.some((a) => !a.startsWith("swim:"))) || args.length === 0) {
   console.error("usage: node scripts/scale-cells.mjs --mmlu-dir DIR [--arrival-s S] KIND:MODE:N[:M] ...");
   process.exit(2);
@@ -34,7 +38,7 @@ for (const spec of args) {
   const nodes = Number(n);
   const w = await mmluWorkload({ dir, seed: 1, requests: Math.round(2 * nodes * arrivalS), openLoopRate: 2 * nodes });
   const loss = kind === "loss" ? 0.05 : 0;
-  const c = executeCell({ kind, mode, nodes, loss, ...(m ? { maxEstimates: Number(m) } : {}), seed: 1, arrivalS }, w);
+  const c = executeCell({ kind, mode, nodes, loss, ...(m ? { maxEstimates: Number(m) } : {}), seed: 1, arrivalS, meshParts: parts }, w);
   const pct = (x) => (x === undefined ? null : +(100 * x).toFixed(2));
   const h = c.hitByArrival;
   console.log(
@@ -60,6 +64,15 @@ for (const spec of args) {
       falseSuspicions: c.falseSuspicions,
       meanS: +c.meanS.toFixed(3),
       p99S: +c.p99S.toFixed(3),
+      ...(c.meshParts
+        ? {
+            partsBPerNodeS: Object.fromEntries(
+              Object.entries(c.meshParts)
+                .sort((a, b) => b[1].bytes - a[1].bytes)
+                .map(([k, v]) => [k, { b: +(v.bytes / c.nodes / c.virtualS).toFixed(1), n: +(v.count / c.nodes / c.virtualS).toFixed(2) }]),
+            ),
+          }
+        : {}),
       wallS: +(c.wallMs / 1000).toFixed(1),
     }),
   );

@@ -10,6 +10,7 @@ import { gossipSize } from "../core/node/gossip/size.js";
 import { PeerIndex } from "../core/peer-index.js";
 import { Prng } from "../core/prng.js";
 import { RadixTree } from "../core/radix-tree.js";
+import { addGossipParts, type MeshParts } from "./mesh-parts.js";
 
 export interface GossipRoundsConfig {
   nodes: number;
@@ -36,6 +37,8 @@ export class GossipRounds {
   readonly rng: Prng;
   messages = 0;
   bytes = 0;
+  /** Set to count where the bytes go (mesh-parts.ts), redundancy included. */
+  parts: MeshParts | undefined;
   private readonly ids: string[];
 
   constructor(private readonly c: GossipRoundsConfig) {
@@ -89,8 +92,10 @@ export class GossipRounds {
   private send(from: number, to: number, msg: GossipMessage): GossipMessage | undefined {
     this.messages++;
     this.bytes += gossipSize(msg);
-    if (this.c.lossProb && this.rng.chance(this.c.lossProb)) return undefined;
     const n = this.nodes[to] as GossipNode;
+    if (this.parts)
+      addGossipParts(this.parts, msg, this.ids[from] as string, (o) => n.gossip.estimates.held(o));
+    if (this.c.lossProb && this.rng.chance(this.c.lossProb)) return undefined;
     return n.gossip.onMessage(this.ids[from] as string, msg, n.own);
   }
 

@@ -34,6 +34,7 @@ import { ClientFaultModel } from "./faults/client.js";
 import { EngineFaultModel } from "./faults/engine.js";
 import { NodeFaultModel } from "./faults/node.js";
 import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invariants.js";
+import { addMeshParts, type MeshParts } from "./mesh-parts.js";
 import { meshBytes, meshKind, messageBytes, messageKind } from "./message-size.js";
 import { SimNetwork } from "./network.js";
 import { Oracle } from "./oracle.js";
@@ -171,6 +172,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
 
   // ---- messages
   const messages: Record<string, MessageTotals> = {};
+  /** Mesh bytes by part, as delivered (config.meshParts). */
+  const meshParts: MeshParts | undefined = config.meshParts ? {} : undefined;
   const countMessage = (msg: PeerMessage): void => {
     const kind = messageKind(msg);
     let t = messages[kind];
@@ -578,6 +581,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       }
       case "mesh": {
         const dest = nodes[ev.to] as SimNodeState;
+        if (meshParts && dest.node) {
+          const n = dest.node;
+          addMeshParts(meshParts, ev.msg, ids[ev.from] as string, (o) => n.heldOf(o));
+        }
         if (dest.node && dest.inc === ev.inc)
           handle(dest, { type: "mesh-message", from: ids[ev.from] as string, msg: ev.msg });
         break;
@@ -705,6 +712,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       hotspotNode: hot,
       forwardedShare: answered === 0 ? 0 : forwardedServed / answered,
       messages,
+      ...(meshParts ? { meshParts } : {}),
       messagesTotal: msgCount,
       bytesTotal: msgBytes,
       ...sums,

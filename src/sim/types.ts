@@ -33,6 +33,8 @@ export interface SimFaults {
 export interface SimConfig {
   /** Number of nodes (node ids "n0" … "n{N-1}"). */
   nodes: number;
+  /** Count SWIM and Scuttlebutt bytes by part as delivered (totals.meshParts; a measurement). */
+  meshParts?: boolean;
   policy: PolicyName;
   /** Δcomm: fixed one-way delay per message, ms. */
   commMs: number;
@@ -165,6 +167,8 @@ export interface SimTotals extends Pick<NodeStats, SummedStat> {
   forwardedShare: number;
   /** By kind: snapshot-full, snapshot-delta, heartbeat, forward, forward-ack, result, error, cancel, goodbye. */
   messages: Record<string, MessageTotals>;
+  /** With `meshParts`: SWIM and Scuttlebutt bytes by part, as delivered (mesh-parts.ts). */
+  meshParts?: Record<string, MessageTotals>;
   messagesTotal: number;
   bytesTotal: number;
   /** Engine runs started (any node, any attempt; a crash may cut one short). */

@@ -46,6 +46,8 @@ export interface NodeCell {
   formed99AtMs?: number;
   /** Prompt and hit tokens of the answered requests by arrival, in buckets of `bucketMs` (hit rate vs time). */
   hitByArrival: HitByArrival;
+  /** With `meshParts`: SWIM and Scuttlebutt bytes by part over the run (all nodes). */
+  meshParts?: Record<string, { count: number; bytes: number }>;
   wallMs: number;
 }
 
@@ -109,6 +111,8 @@ export interface CellSpec {
   maxEstimates?: number;
   seed: number;
   arrivalS: number;
+  /** Also count the mesh bytes by part (sim/mesh-parts.ts). */
+  meshParts?: boolean;
 }
 
 export function simConfigOf(c: CellSpec): SimConfig {
@@ -127,6 +131,7 @@ export function simConfigOf(c: CellSpec): SimConfig {
     settleMs: 3 * POLL_MS,
     ...(c.maxEstimates === undefined ? {} : { maxEstimates: c.maxEstimates }),
     ...(c.kind === "oracle" ? { oracle: true } : {}),
+    ...(c.meshParts ? { meshParts: true } : {}),
     faults: {
       ...(c.loss > 0 ? { network: { lossProb: c.loss } } : {}),
       // The last node crashes half-way (not a seed: scuttlebutt joins through n0 and n1).
@@ -204,6 +209,7 @@ export function executeCell(c: CellSpec, workload: Workload): NodeCell {
     ...(probe.formedAtMs === undefined ? {} : { formedAtMs: probe.formedAtMs }),
     ...(probe.formed99AtMs === undefined ? {} : { formed99AtMs: probe.formed99AtMs }),
     hitByArrival: hitByArrival(r.records),
+    ...(t.meshParts ? { meshParts: t.meshParts } : {}),
     wallMs: r.wallMs,
   };
 }

@@ -7,6 +7,7 @@
  * the owners push to their holders (gossip/holders.ts), as nodes run it.
  */
 import { GossipRounds } from "../../sim/gossip-rounds.js";
+import type { MeshParts } from "../../sim/mesh-parts.js";
 
 export interface RoundsCell {
   nodes: number;
@@ -23,13 +24,16 @@ export interface RoundsCell {
   busyBytesPerNodeRound: number;
   /** Share of the estimates held at their owner's current version after those busy rounds. */
   currentShare: number;
+  /** With `parts`: the busy rounds' bytes by part (sim/mesh-parts.ts), all nodes, all busy rounds. */
+  busyParts?: MeshParts;
+  busyRounds: number;
   wallMs: number;
 }
 
 /** Busy rounds measured (after the warm-up). */
 const BUSY_ROUNDS = 3;
 
-export function runRoundsCell(nodes: number, seed: number, maxEstimates?: number): RoundsCell {
+export function runRoundsCell(nodes: number, seed: number, maxEstimates?: number, parts = false): RoundsCell {
   const t0 = performance.now();
   const g = new GossipRounds({ nodes, seed, ...(maxEstimates === undefined ? {} : { maxEstimates }) });
   for (let i = 0; i < nodes; i++) g.change(i);
@@ -38,10 +42,13 @@ export function runRoundsCell(nodes: number, seed: number, maxEstimates?: number
   for (let r = 0; r < log2 + 2; r++) g.round();
   // Busy: every owner changes each round (one new prompt of 2 blocks).
   let bytes0 = g.bytes;
+  const busyParts: MeshParts | undefined = parts ? {} : undefined;
+  g.parts = busyParts;
   for (let r = 0; r < BUSY_ROUNDS; r++) {
     for (let i = 0; i < nodes; i++) g.change(i, 2);
     g.round();
   }
+  g.parts = undefined;
   const busyBytesPerNodeRound = (g.bytes - bytes0) / nodes / BUSY_ROUNDS;
   let held = 0;
   let current = 0;
@@ -62,6 +69,8 @@ export function runRoundsCell(nodes: number, seed: number, maxEstimates?: number
     bytesPerNodeRound: 0,
     busyBytesPerNodeRound,
     currentShare: held === 0 ? 1 : current / held,
+    ...(busyParts ? { busyParts } : {}),
+    busyRounds: BUSY_ROUNDS,
     wallMs: 0,
   };
   let r = 0;

@@ -1,21 +1,49 @@
 /**
  * The Scuttlebutt messages' wire format, byte for byte what gossip/size.ts counts (so the simulator's
- * byte counts are the daemon's): a type byte (0 digest, 2 digest with its sender's load, 1 states); a
- * digest then has its room (a varint: how many new owners its sender would take), with type 2 the
- * sender's queue depth and push-back ms (varints), and its entries; states have a varint count of (varint length, snapshot-codec frame, zigzag varint block
- * count) and then the wants. An entry is the owner as a length byte + ASCII, epoch and version as
- * varints. Decoding bounds every count a peer controls and refuses trailing bytes.
+ * byte counts are the daemon's): a type byte (0 digest, 2 digest with its sender's load, 3 states;
+ * 1 = states with whole snapshot frames, still decoded); a digest then has its room (a varint: how
+ * many new owners its sender would take), with type 2 the sender's queue depth and push-back ms
+ * (varints), and its entries; states have a varint count of (varint length, compact frame, zigzag
+ * varint block count) and then the wants. A compact frame is a snapshot-codec frame without the bytes
+ * every frame repeats — magic, format version, block size — and without its CRC (the mesh request is
+ * authenticated whole, TLS or HMAC, so the CRC guarded nothing more): kind, flags, then the frame from
+ * its sender on; the decoder rebuilds the whole frame and the snapshot codec checks it as ever. An
+ * entry is the owner as a length byte + ASCII, epoch and version as varints. Decoding bounds every
+ * count a peer controls and refuses trailing bytes.
  */
+import { BLOCK_SIZE } from "../../block-hash.js";
 import { ByteReader } from "../../byte-reader.js";
-import { decodeSnapshot, encodeSnapshot } from "../../snapshot-codec.js";
+import { crc32 } from "../../crc32.js";
+import {
+  decodeSnapshot,
+  encodeSnapshot,
+  SNAPSHOT_FORMAT_VERSION,
+  SNAPSHOT_MAGIC,
+} from "../../snapshot-codec.js";
 import { writeVarint } from "../../varint.js";
 import type { DigestEntry, GossipMessage, OwnerState } from "./scuttlebutt.js";
-import { gossipSize } from "./size.js";
+import { COMPACT_DROPPED, gossipSize } from "./size.js";
 
 const MAX_OWNER = 64;
 /** Largest queue depth a digest may report (far above any node's admission bound). */
 const MAX_QUEUE_DEPTH = 1_000_000;
 const OWNER_CHARS = /^[A-Za-z0-9._-]+$/;
+/** Type byte of a states message with compact frames (1: whole frames, the earlier form). */
+const STATES = 3;
+
+/** The whole snapshot frame a compact one (`rec`: kind, flags, the frame from its sender on) stands for. */
+function wholeFrame(rec: Uint8Array): Uint8Array {
+  const n = rec.length + COMPACT_DROPPED;
+  const frame = new Uint8Array(n);
+  frame.set(SNAPSHOT_MAGIC, 0);
+  frame[4] = SNAPSHOT_FORMAT_VERSION;
+  frame[5] = rec[0] as number;
+  frame[6] = BLOCK_SIZE;
+  frame[7] = rec[1] as number;
+  frame.set(rec.subarray(2), 8);
+  new DataView(frame.buffer).setUint32(n - 4, crc32(frame, 0, n - 4), true);
+  return frame;
+}
 
 export class GossipDecodeError extends Error {
   constructor(message: string) {
@@ -55,13 +83,16 @@ export function encodeGossip(msg: GossipMessage): Uint8Array {
     }
     entries(msg.entries);
   } else {
-    buf[pos++] = 1;
+    buf[pos++] = STATES;
     pos = writeVarint(buf, pos, msg.states.length);
     for (const s of msg.states) {
       const frame = encodeSnapshot(s.snapshot);
-      pos = writeVarint(buf, pos, frame.length);
-      buf.set(frame, pos);
-      pos += frame.length;
+      pos = writeVarint(buf, pos, frame.length - COMPACT_DROPPED);
+      buf[pos++] = frame[5] as number;
+      buf[pos++] = frame[7] as number;
+      const rest = frame.subarray(8, frame.length - 4);
+      buf.set(rest, pos);
+      pos += rest.length;
       pos = writeVarint(buf, pos, s.blocks < 0 ? 1 : 2 * s.blocks);
     }
     entries(msg.wants);
@@ -101,14 +132,17 @@ export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): Gos
       if (queueDepth > MAX_QUEUE_DEPTH) throw new GossipDecodeError("bad queue depth");
       msg = { type: "digest", room, load: { queueDepth, pushBackMs }, entries: entries() };
     } else msg = { type: "digest", room, entries: entries() };
-  } else if (type === 1) {
+  } else if (type === 1 || type === STATES) {
     const n = varint();
     if (n > limits.maxStates) throw new GossipDecodeError(`${n} states, at most ${limits.maxStates}`);
     const states: OwnerState[] = [];
+    // A compact frame is bounded so that the whole frame it stands for is within the limit.
+    const maxLen = type === STATES ? limits.maxSnapshotBytes - COMPACT_DROPPED : limits.maxSnapshotBytes;
     for (let i = 0; i < n; i++) {
       const len = varint();
-      if (len > limits.maxSnapshotBytes) throw new GossipDecodeError("bad snapshot length");
-      const frame = r.take(len, "bad snapshot length");
+      if (len > maxLen || (type === STATES && len < 2)) throw new GossipDecodeError("bad snapshot length");
+      const taken = r.take(len, "bad snapshot length");
+      const frame = type === STATES ? wholeFrame(taken) : taken;
       let snapshot: OwnerState["snapshot"];
       try {
         snapshot = decodeSnapshot(frame, { maxBytes: limits.maxSnapshotBytes });

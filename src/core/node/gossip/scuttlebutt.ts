@@ -88,6 +88,8 @@ export class Scuttlebutt {
   });
   /** Scratch for a round's sampled digest: the owners held (reused: one round at a time). */
   private readonly sampleFrom: NodeId[] = [];
+  /** Whether the last round digest listed a sample of the owners held (roundDigest). */
+  private sampled = false;
   readonly counters: ScuttlebuttCounters = {
     digestsSent: 0,
     statesSent: { full: 0, delta: 0 },
@@ -143,6 +145,7 @@ export class Scuttlebutt {
    */
   private roundDigest(self: OwnState): DigestEntry[] {
     const k = this.config.digestSample ?? DIGEST_SAMPLE;
+    this.sampled = false;
     if (this.holders === undefined) return this.digest(self);
     // The sample is drawn over the owners the whole digest would list, in its order, and only the
     // picked get an entry: the same draws and entries as sampling the whole digest, without it.
@@ -150,6 +153,7 @@ export class Scuttlebutt {
     owners.length = 0;
     for (const [owner, log] of this.logs) if (this.holding(owner, log) !== undefined) owners.push(owner);
     if (owners.length <= k) return this.digest(self);
+    this.sampled = true;
     const h = self.header();
     const out: DigestEntry[] = [{ owner: this.selfId, epoch: h.epoch, version: h.version }];
     for (const owner of pickRandom(owners, k, this.deps.random)) {
@@ -158,6 +162,17 @@ export class Scuttlebutt {
       out.push({ owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version });
     }
     return out;
+  }
+
+  /**
+   * A round's digest message. A sampled digest (fewer entries than owners held) says room 0: its
+   * receiver reads an owner missing from a digest as one its sender lacks and sends it whole (itself
+   * too) to a sender with room, so with a sample it sent whole key sets to members that held them.
+   * The sender still takes new owners: those listed in the digests it receives (wants, up to its room).
+   */
+  private roundMessage(self: OwnState): GossipMessage {
+    const entries = this.roundDigest(self);
+    return { type: "digest", entries, room: this.sampled ? 0 : this.room() };
   }
 
   /** True while a staged apply needs `step` calls (the node arms a timer). */
@@ -206,7 +221,7 @@ export class Scuttlebutt {
       this.chain = { awaiting: first, rest };
       to.length = 1;
     }
-    const msg: GossipMessage = { type: "digest", entries: this.roundDigest(self), room: this.room() };
+    const msg = this.roundMessage(self);
     this.counters.digestsSent += to.length;
     const out = to.map((t) => ({ to: t, msg }));
     if (this.holders !== undefined) this.pushRound(self, out);
@@ -267,7 +282,7 @@ export class Scuttlebutt {
     }
     c.awaiting = to;
     this.counters.digestsSent++;
-    return { to, msg: { type: "digest", entries: this.roundDigest(self), room: this.room() } };
+    return { to, msg: this.roundMessage(self) };
   }
 
   /**
@@ -392,6 +407,7 @@ export class Scuttlebutt {
       const held = this.estimates.held(owner) as { epoch: number; version: number };
       const sameEpoch = log.header.epoch === held.epoch;
       log.header = s.header;
+      log.round = this.rounds;
       if (blocks >= 0) log.blocks = blocks;
       // A full state, or a new epoch built from its empty version 0, is exactly the owner's tree.
       if (s.kind === "full" || !sameEpoch) {
@@ -517,8 +533,14 @@ export class Scuttlebutt {
     return out.slice(0, max);
   }
 
-  /** Owner's states from what the peer holds (`e`; undefined = nothing) to ours, into `out`. */
+  /**
+   * Owner's states from what the peer holds (`e`; undefined = nothing) to ours, into `out`. With push
+   * to holders, a change we took this round is not relayed to a peer that holds the owner: the owner
+   * pushes it to its holders this round too, so relaying it made the same delta arrive twice. A
+   * holder still behind a round later (a lost push, a holder the owner does not know yet) gets it.
+   */
   private relayStates(owner: NodeId, log: OwnerLog, e: DigestEntry | undefined, out: OwnerState[]): void {
+    if (this.holders !== undefined && e !== undefined && e.version > 0 && log.round === this.rounds) return;
     const s = relayState(log, this.estimates.heldNow(owner), e, this.bodyOf, owner);
     if (s !== undefined) this.send(s, out);
   }
