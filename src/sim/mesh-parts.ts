@@ -8,8 +8,9 @@
  * ignored as a duplicate or old). Sizes are the codecs' own (gossip/size.ts, swim/codec.ts), so the
  * parts of a message sum to its bytes (keys and redundant-* excepted: they are within the others).
  */
-import type { GossipMessage } from "../core/node/gossip/config.js";
+
 import { gossipSize, stateSize } from "../core/node/gossip/size.js";
+import type { MeshGossip } from "../core/node/gossip/summary.js";
 import { swimSize } from "../core/node/swim/codec.js";
 import type { MemberUpdate } from "../core/node/swim/types.js";
 import type { MeshMessage } from "../core/node/types.js";
@@ -59,11 +60,15 @@ export function addMeshParts(
 
 export function addGossipParts(
   into: MeshParts,
-  msg: GossipMessage,
+  msg: MeshGossip,
   from: string,
   heldBy?: (owner: string) => Held,
 ): void {
   const total = gossipSize(msg);
+  if (msg.type === "summary") {
+    add(into, "summary", total);
+    return;
+  }
   if (msg.type === "digest") {
     // A holder's one-entry renewal to an owner (holders.ts), apart from round digests.
     if (msg.entries.length === 1 && msg.room === 0 && msg.load === undefined) {

@@ -66,7 +66,7 @@ interface PeerSync extends PeerLoad {
 /** The parts of our own tree a round reads. */
 export type OwnTree = Pick<
   RadixTree,
-  "version" | "size" | "capacity" | "blockCount" | "changesSince" | "snapshotBody"
+  "version" | "size" | "capacity" | "blockCount" | "changesSince" | "snapshotBody" | "summaryKeys"
 >;
 
 /** One peer as a round needs it: whether it is live, and its RTT (node.ts joins these). */

@@ -5,9 +5,13 @@
  * no heartbeats (liveness is SWIM's) and no per-peer acks or RTT echoes: a member's advertised load
  * is what its last digest to us carried, or the header of the newest state of it we applied (relayed
  * or not), whichever came last.
- * A member we hold no estimate of is not routed to.
+ * A member we hold no estimate of is not routed to. Under `maxEstimates` members also swap cache
+ * summaries (gossip/summary.ts), and a request whose first block no held estimate has brings in a
+ * member whose summary lists it (`seek`).
  */
-import type { Tokens } from "../engine.js";
+import { BLOCK_SIZE, blockKeys } from "../block-hash.js";
+import type { EngineRequest, Tokens } from "../engine.js";
+import { keyTokens } from "../namespace.js";
 import { PeerIndex } from "../peer-index.js";
 import type { SnapshotHeader } from "../snapshot.js";
 import {
@@ -19,13 +23,23 @@ import {
 } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import type { DigestLoad } from "./gossip/config.js";
-import { type GossipMessage, type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
+import { type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
+import {
+  checkpoints,
+  type MeshGossip,
+  OwnSummary,
+  SUMMARY_MAX_BLOCKS,
+  SummaryIndex,
+  type SummaryMessage,
+} from "./gossip/summary.js";
 import type { Effect, HeldVersion, NodeDeps, NodeId, PeerView, SnapshotEcho } from "./types.js";
 
 const NO_IDS: NodeId[] = Object.freeze([]) as unknown as NodeId[];
 
 /** Hello-advertised caps remembered at most (members that come and go; the default maxMembers). */
 const MAX_CAPS = 4_096;
+/** Members' cache summaries held at most (each ≤ SUMMARY_MAX_KEYS keys). */
+const MAX_SUMMARIES = 1_024;
 
 const NO_LOAD: Readonly<PeerLoad> = {
   queueDepth: 0,
@@ -54,6 +68,12 @@ export class GossipAntiEntropy {
    */
   private readonly caps = new Map<NodeId, number>();
   private stepArmed = false;
+  /** With `maxEstimates`: the summaries of members we met (summary.ts), ours, our last seek. */
+  private summaries: SummaryIndex | undefined;
+  private readonly ownSummary = new OwnSummary();
+  private seekAt = Number.NEGATIVE_INFINITY;
+  /** Owners held at most: summaries are asked for only when the members outnumber it. */
+  private maxHeld = 0;
   /** Rounds of this Δpoll tick still to run (gossipRoundsPerPoll). */
   private extraRounds = 0;
   /** The last `own` and the tree it reads. */
@@ -78,7 +98,10 @@ export class GossipAntiEntropy {
     this.reported.clear();
     this.stepArmed = false;
     this.extraRounds = 0;
+    this.summaries = this.config.maxEstimates === undefined ? undefined : new SummaryIndex(MAX_SUMMARIES);
+    this.seekAt = Number.NEGATIVE_INFINITY;
     const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
+    this.maxHeld = maxEstimates;
     this.sb = new Scuttlebutt(
       this.selfId,
       new PeerIndex({ maxOwners: maxEstimates + 1 }),
@@ -115,6 +138,7 @@ export class GossipAntiEntropy {
   }
   remove(id: NodeId): void {
     this.members.delete(id);
+    this.summaries?.remove(id);
     this.forget(id);
   }
   forget(id: NodeId): void {
@@ -273,7 +297,7 @@ export class GossipAntiEntropy {
   /** A gossip message from `from` (any member; a relay of other owners' states). */
   onGossip(
     from: NodeId,
-    msg: GossipMessage,
+    msg: MeshGossip,
     now: number,
     tree: OwnTree,
     queueDepth: number,
@@ -282,8 +306,22 @@ export class GossipAntiEntropy {
   ): void {
     this.now = now;
     if (!this.members.has(from)) return;
-    if (msg.type === "digest" && msg.load !== undefined) this.loadReported(from, msg.load);
     const own = this.own(tree, queueDepth, pushBackMs);
+    if (msg.type === "summary") {
+      this.onSummary(from, msg, queueDepth, pushBackMs, out);
+      return;
+    }
+    if (msg.type === "digest" && msg.load !== undefined) this.loadReported(from, msg.load);
+    // A summary we lack (or hold at another tag) of a member we hold no estimate of (an estimate says
+    // more): asked for, with our tag (the exchange runs both ways).
+    if (
+      msg.type === "digest" &&
+      msg.summary !== undefined &&
+      this.members.size > this.maxHeld &&
+      !this.sb.holds(from) &&
+      this.summaries?.wants(from, msg.summary)
+    )
+      this.send(from, { type: "summary", want: true, tag: this.ownSummary.tag }, queueDepth, pushBackMs, out);
     const answer = this.sb.onMessage(from, msg, own);
     if (answer !== undefined) this.send(from, answer, queueDepth, pushBackMs, out);
     const next = this.sb.continueRound(from, own);
@@ -292,9 +330,79 @@ export class GossipAntiEntropy {
     this.scheduleSteps(out);
   }
 
+  /**
+   * A summary exchange: a body is learnt; a want is answered with ours, asking for theirs in turn only
+   * when the want came without a body (so an exchange ends after at most three messages).
+   */
+  private onSummary(
+    from: NodeId,
+    msg: SummaryMessage,
+    queueDepth: number,
+    pushBackMs: number,
+    out: Effect[],
+  ): void {
+    const idx = this.summaries;
+    if (idx === undefined) return;
+    if (msg.keys !== undefined) idx.set(from, msg.tag, msg.keys);
+    if (!msg.want) return;
+    const own = this.ownSummary;
+    const want = msg.keys === undefined && idx.wants(from, msg.tag);
+    this.send(from, { type: "summary", want, tag: own.tag, keys: own.keys }, queueDepth, pushBackMs, out);
+  }
+
+  /**
+   * Content discovery for a request about to be routed: when a member's summary shows it caches a
+   * longer prefix of the request than we and every owner held do (by at least one checkpoint), that
+   * member is taken as an owner now (Scuttlebutt `seek`: in place of the least useful one when full),
+   * its estimate seeded with the prefix its summary proves (Algorithm 1's optimistic insert, never
+   * relayed), and asked for its state, which then replaces the seed. At most one seek per Δpoll / 8.
+   */
+  seek(
+    request: EngineRequest,
+    selfMatch: number,
+    now: number,
+    queueDepth: number,
+    pushBackMs: number,
+    out: Effect[],
+  ): void {
+    const idx = this.summaries;
+    if (idx === undefined || idx.size === 0 || now - this.seekAt < this.config.pollMs / 8) return;
+    const tokens = keyTokens(request);
+    const keys = blockKeys(tokens, Math.min(tokens.length, SUMMARY_MAX_BLOCKS * BLOCK_SIZE));
+    let best = selfMatch;
+    const m = this.sb.index.matchAll(tokens);
+    for (let i = 0; i < m.owners.length; i++) best = Math.max(best, m.lengths[i] as number);
+    const fit: NodeId[] = [];
+    for (const [blocks, key] of checkpoints(keys)) {
+      if (blocks * BLOCK_SIZE <= best) return;
+      for (const h of idx.holders(key)) if (this.members.has(h) && !this.sb.holds(h)) fit.push(h);
+      if (fit.length === 0) continue;
+      const owner = fit[Math.floor(this.deps.random() * fit.length)] as NodeId;
+      const msg = this.sb.seek(owner);
+      if (msg === undefined) return;
+      this.now = now;
+      this.seekAt = now;
+      this.useful.set(owner, Math.max(1, this.useful.get(owner) ?? 0));
+      // A seed (not an update: the index holds no estimate of it yet), replaced by its state.
+      const seed = Float64Array.from(keys.slice(0, blocks));
+      this.sb.index.replaceEstimate(owner, { blockSize: BLOCK_SIZE, keys: seed });
+      this.sb.polluted(owner);
+      this.guessedAt.set(owner, now);
+      this.send(owner, msg, queueDepth, pushBackMs, out);
+      return;
+    }
+  }
+
   /** A message to a member; a digest carries our load as we send it (its partner's view of our queue). */
-  private send(to: NodeId, msg: GossipMessage, queueDepth: number, pushBackMs: number, out: Effect[]): void {
-    const m: GossipMessage = msg.type === "digest" ? { ...msg, load: { queueDepth, pushBackMs } } : msg;
+  private send(to: NodeId, msg: MeshGossip, queueDepth: number, pushBackMs: number, out: Effect[]): void {
+    const m: MeshGossip =
+      msg.type === "digest"
+        ? {
+            ...msg,
+            load: { queueDepth, pushBackMs },
+            ...(this.summaries === undefined ? {} : { summary: this.ownSummary.tag }),
+          }
+        : msg;
     out.push({ type: "mesh-send", to, msg: { channel: "gossip", msg: m } });
   }
 
@@ -387,6 +495,7 @@ export class GossipAntiEntropy {
       pushBackMs,
     };
     this.ownTree = tree;
+    if (this.summaries !== undefined) this.ownSummary.refresh(tree);
     this.ownState = {
       header: () => header,
       blocks: () => tree.blockCount,

@@ -3,6 +3,7 @@
  * ("full": the static list and snapshots to every peer; "scuttlebutt": SWIM and digest gossip), and
  * how one step of the scuttlebutt mesh moves them together.
  */
+import type { EngineRequest } from "../engine.js";
 import { AntiEntropy, type OwnTree } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import { GossipAntiEntropy } from "./gossip-anti-entropy.js";
@@ -100,4 +101,17 @@ export function step(
     peers.removePeer(id);
   }
   return ev;
+}
+
+/** Content discovery for a client request (scuttlebutt under `maxEstimates`; GossipAntiEntropy.seek). */
+export function seek(
+  antiEntropy: Gossip,
+  request: EngineRequest,
+  selfMatch: number,
+  own: { queueDepth(): number; pushBackMs(): number },
+  now: number,
+  out: Effect[],
+): void {
+  if (antiEntropy instanceof GossipAntiEntropy)
+    antiEntropy.seek(request, selfMatch, now, own.queueDepth(), own.pushBackMs(), out);
 }

@@ -76,8 +76,6 @@ export class PrefixNode extends NodeViews {
     this.unknownSender = 0;
   }
 
-  // ---------------------------------------------------------------- lifecycle
-
   /** Arms the anti-entropy timer. Call once before feeding inputs. */
   start(): Effect[] {
     const out: Effect[] = [{ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() }];
@@ -191,6 +189,7 @@ export class PrefixNode extends NodeViews {
     const refused = this.origin.admit(reqId, request, now);
     if (refused) return void out.push(refused);
     const self = this.executor.selfView(this.config.id, request, now);
+    mesh.seek(this.antiEntropy, request, self.match, this.executor, now, out);
     const candidates = this.origin.needsPeers ? this.candidates(request, now, self) : undefined;
     const costs = this.learnedCosts();
     this.origin.open(reqId, request, now, self.match, candidates, costs, this.executor.eviction());

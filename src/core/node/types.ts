@@ -18,7 +18,7 @@
  */
 import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
 import type { Snapshot } from "../snapshot.js";
-import type { GossipMessage } from "./gossip/scuttlebutt.js";
+import type { MeshGossip } from "./gossip/summary.js";
 import { type SwimMessage, type SwimTimer, swimTimerKey } from "./swim/types.js";
 
 /** A node id: short printable string, unique in the cluster (validated by the config). */
@@ -175,7 +175,7 @@ export type PeerMessage =
  * Scuttlebutt anti-entropy (gossip/). Best effort, like a datagram; each has an exact encoded size
  * (swim/codec.ts, gossip/size.ts) so a runtime can carry it and the simulator counts its bytes.
  */
-export type MeshMessage = { channel: "swim"; msg: SwimMessage } | { channel: "gossip"; msg: GossipMessage };
+export type MeshMessage = { channel: "swim"; msg: SwimMessage } | { channel: "gossip"; msg: MeshGossip };
 
 export type PeerMessageType = PeerMessage["type"];
 /** The peer message of one type, e.g. `PeerMessageOf<"forward">`. */

@@ -1,9 +1,10 @@
 /**
  * The Scuttlebutt messages' wire format, byte for byte what gossip/size.ts counts (so the simulator's
- * byte counts are the daemon's): a type byte (0 digest, 2 digest with its sender's load, 3 states;
- * 1 = states with whole snapshot frames, still decoded); a digest then has its room (a varint: how
- * many new owners its sender would take), with type 2 the sender's queue depth and push-back ms
- * (varints), and its entries; states have a varint count of (varint length, compact frame, zigzag
+ * byte counts are the daemon's): a type byte (digests: 0, + 2 with its sender's load, + 4 with its
+ * sender's summary tag; 3 states; 5 a cache summary, summary.ts; 1 = states with whole snapshot
+ * frames, still decoded). A digest then has its room (a varint: how many new owners its sender would
+ * take), with bit 2 the sender's queue depth and push-back ms (varints), with bit 4 the summary tag
+ * (a varint), and its entries; states have a varint count of (varint length, compact frame, zigzag
  * varint block count) and then the wants. A compact frame is a snapshot-codec frame without the bytes
  * every frame repeats — magic, format version, block size — and without its CRC (the mesh request is
  * authenticated whole, TLS or HMAC, so the CRC guarded nothing more): kind, flags, then the frame from
@@ -23,6 +24,7 @@ import {
 import { writeVarint } from "../../varint.js";
 import type { DigestEntry, GossipMessage, OwnerState } from "./scuttlebutt.js";
 import { COMPACT_DROPPED, gossipSize } from "./size.js";
+import { type MeshGossip, readSummary, writeSummary } from "./summary.js";
 
 const MAX_OWNER = 64;
 /** Largest queue depth a digest may report (far above any node's admission bound). */
@@ -30,6 +32,8 @@ const MAX_QUEUE_DEPTH = 1_000_000;
 const OWNER_CHARS = /^[A-Za-z0-9._-]+$/;
 /** Type byte of a states message with compact frames (1: whole frames, the earlier form). */
 const STATES = 3;
+/** Type byte of a cache summary (summary.ts). */
+const SUMMARY = 5;
 
 /** The whole snapshot frame a compact one (`rec`: kind, flags, the frame from its sender on) stands for. */
 function wholeFrame(rec: Uint8Array): Uint8Array {
@@ -61,7 +65,7 @@ export interface GossipDecodeLimits {
   maxSnapshotBytes: number;
 }
 
-export function encodeGossip(msg: GossipMessage): Uint8Array {
+export function encodeGossip(msg: MeshGossip): Uint8Array {
   const size = gossipSize(msg);
   const buf = new Uint8Array(size);
   let pos = 0;
@@ -74,13 +78,17 @@ export function encodeGossip(msg: GossipMessage): Uint8Array {
       pos = writeVarint(buf, pos, e.version);
     }
   };
-  if (msg.type === "digest") {
-    buf[pos++] = msg.load ? 2 : 0;
+  if (msg.type === "summary") {
+    buf[pos++] = SUMMARY;
+    pos = writeSummary(buf, pos, msg);
+  } else if (msg.type === "digest") {
+    buf[pos++] = (msg.load ? 2 : 0) | (msg.summary === undefined ? 0 : 4);
     pos = writeVarint(buf, pos, msg.room);
     if (msg.load) {
       pos = writeVarint(buf, pos, msg.load.queueDepth);
       pos = writeVarint(buf, pos, msg.load.pushBackMs);
     }
+    if (msg.summary !== undefined) pos = writeVarint(buf, pos, msg.summary);
     entries(msg.entries);
   } else {
     buf[pos++] = STATES;
@@ -102,7 +110,7 @@ export function encodeGossip(msg: GossipMessage): Uint8Array {
 }
 
 /** Decodes one message; throws GossipDecodeError on anything malformed or over the limits. */
-export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): GossipMessage {
+export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): MeshGossip {
   const r = new ByteReader(bytes, (why) => new GossipDecodeError(why));
   const byte = () => r.byte();
   const varint = () => r.varint();
@@ -119,19 +127,29 @@ export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): Gos
     }
     return out;
   };
-  let msg: GossipMessage;
+  let msg: MeshGossip;
   const type = byte();
-  if (type === 0 || type === 2) {
+  if (type === 0 || type === 2 || type === 4 || type === 6) {
     const room = varint();
     if (room > limits.maxEntries)
       throw new GossipDecodeError(`room for ${room} owners, at most ${limits.maxEntries}`);
-    if (type === 2) {
+    const digest: GossipMessage & { type: "digest" } = { type: "digest", room, entries: [] };
+    if (type & 2) {
       const queueDepth = varint();
       const pushBackMs = varint();
       // The receiver clamps push-back to its own maxPushBackMs; the depth is bounded like a header's.
       if (queueDepth > MAX_QUEUE_DEPTH) throw new GossipDecodeError("bad queue depth");
-      msg = { type: "digest", room, load: { queueDepth, pushBackMs }, entries: entries() };
-    } else msg = { type: "digest", room, entries: entries() };
+      digest.load = { queueDepth, pushBackMs };
+    }
+    if (type & 4) {
+      const summary = varint();
+      if (summary > 0xffff) throw new GossipDecodeError("bad summary tag");
+      digest.summary = summary;
+    }
+    digest.entries = entries();
+    msg = digest;
+  } else if (type === SUMMARY) {
+    msg = readSummary(r, (why) => new GossipDecodeError(why));
   } else if (type === 1 || type === STATES) {
     const n = varint();
     if (n > limits.maxStates) throw new GossipDecodeError(`${n} states, at most ${limits.maxStates}`);

@@ -24,9 +24,9 @@ export type GossipMessage =
   /**
    * Round start: what I hold; `room`: how many owners I do not hold yet I would take (0: none);
    * `load`: the sender's queue as it sends, so a partner's view of it is a round old, not as old as
-   * the sender's last tree change.
+   * the sender's last tree change; `summary`: the sender's cache summary tag (gossip/summary.ts).
    */
-  | { type: "digest"; entries: DigestEntry[]; room: number; load?: DigestLoad }
+  | { type: "digest"; entries: DigestEntry[]; room: number; load?: DigestLoad; summary?: number }
   /** States the receiver lacks (deltas of one owner in order), and (answering a digest) what I lack. */
   | { type: "states"; states: OwnerState[]; wants: DigestEntry[] };
 

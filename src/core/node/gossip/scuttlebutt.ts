@@ -269,6 +269,21 @@ export class Scuttlebutt {
   }
 
   /**
+   * Content discovery (summary.ts): `owner`'s cache summary lists a prefix our traffic asks for and
+   * no owner held has. It is admitted now (in place of the least useful owner when full), holding
+   * nothing until its state comes, and asked for that state. undefined: held already, or not a member.
+   */
+  seek(owner: NodeId): GossipMessage | undefined {
+    if (owner === this.selfId || this.logs.has(owner) || !(this.deps.member?.(owner) ?? true))
+      return undefined;
+    this.discovering = owner;
+    if (!this.admit(owner)) return undefined;
+    const now = this.deps.now?.();
+    if (now !== undefined) this.asked.set(owner, now);
+    return { type: "states", states: [], wants: [{ owner, epoch: 0, version: 0 }] };
+  }
+
+  /**
    * After a message from `from`: if it answered our round's digest, that digest (now up to date with
    * what `from` sent) to the round's next partner.
    */

@@ -1,15 +1,16 @@
 /**
  * Exact bytes of a Scuttlebutt message in its wire format: one type byte; a digest is its room (a
  * varint: how many new owners its sender takes), with type 2 its sender's queue depth and push-back
- * (varints), and
+ * (varints), with bit 2 of the type its sender's summary tag (a varint), and
  * a varint count of entries (owner as a length byte + ASCII, epoch and version as varints); a states
  * message is a varint count of length-prefixed compact snapshot frames (snapshot-codec.ts frames,
  * `encodedSize`, less what codec.ts leaves out), and the owner's block count; then its wants as
- * digest entries.
+ * digest entries. A summary: summary.ts.
  */
 import { encodedSize } from "../../snapshot-codec.js";
 import { varintSize } from "../../varint.js";
-import type { DigestEntry, GossipMessage, OwnerState } from "./scuttlebutt.js";
+import type { DigestEntry, OwnerState } from "./scuttlebutt.js";
+import { type MeshGossip, summarySize } from "./summary.js";
 
 function entriesSize(es: readonly DigestEntry[]): number {
   let n = varintSize(es.length);
@@ -30,12 +31,14 @@ export function stateSize(s: OwnerState): number {
   return varintSize(b) + b + varintSize(s.blocks < 0 ? 1 : 2 * s.blocks);
 }
 
-export function gossipSize(msg: GossipMessage): number {
+export function gossipSize(msg: MeshGossip): number {
+  if (msg.type === "summary") return 1 + summarySize(msg);
   if (msg.type === "digest")
     return (
       1 +
       varintSize(msg.room) +
       (msg.load ? varintSize(msg.load.queueDepth) + varintSize(msg.load.pushBackMs) : 0) +
+      (msg.summary === undefined ? 0 : varintSize(msg.summary)) +
       entriesSize(msg.entries)
     );
   let n = 1 + varintSize(msg.states.length);
