@@ -89,7 +89,9 @@ export async function runCompare(opts: CompareOptions): Promise<CompareOutcome> 
   // The constrained cache is the paper experiment's (a quarter of the full uniform working set).
   const constrainedTokens: number[] = [];
   for (const seed of seeds)
-    constrainedTokens.push(constrainedCapacity(await buildWorkload({ source: opts.source, seed }, "uniform")));
+    constrainedTokens.push(
+      constrainedCapacity(await buildWorkload({ source: opts.source, seed }, "uniform")),
+    );
   const constrainedOf = new Map(seeds.map((s, i) => [s, constrainedTokens[i] as number]));
   const paperTokens = resolveProfile(DEFAULT_PROFILE).capacityTokens;
   const capOf = (run: CompareRun, seed: number) =>
@@ -206,15 +208,8 @@ async function pool(
     const rate = t.workload.kind === "open" ? t.workload.rate : undefined;
     out.set(
       t.id,
-      executeCompareRun(
-        t.run,
-        w,
-        t.capacityTokens,
-        t.seed,
-        rate,
-        spec.freshPeerLoad,
-        spec.peerSpeed,
-        (d) => progress(t.id, d),
+      executeCompareRun(t.run, w, t.capacityTokens, t.seed, rate, spec.freshPeerLoad, spec.peerSpeed, (d) =>
+        progress(t.id, d),
       ),
     );
   }
