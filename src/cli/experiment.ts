@@ -4,6 +4,7 @@ import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import { writeCompareReport } from "../experiments/compare/report.js";
 import { runCompare } from "../experiments/compare/run.js";
+import { parseSeeds } from "../experiments/compare/seeds.js";
 import { runPaperExperiment } from "../experiments/paper.js";
 import { CliError, parseNumber } from "./errors.js";
 import { checkMmluDir, commandLine } from "./experiment-args.js";
@@ -103,7 +104,11 @@ export function registerExperiment(program: Command): void {
       "MMLU CSV folder with dev/ and test/ (default: the synthetic MMLU-shaped workload)",
     )
     .option("--out <dir>", "output folder", "out/compare")
-    .option("--seed <n>", "seed for schedules and the simulator", "1")
+    .option("--seed <n>", "seed for schedules and the simulator (default 1)")
+    .option(
+      "--seeds <list>",
+      "run every run once per seed, e.g. 1,2,3 (tables report the mean over seeds; not with --seed)",
+    )
     .option("--requests <n>", "closed-loop requests per run", "2000")
     .option("--open-requests <n>", "open-loop requests per run", "2000")
     .option("--workers <n>", "worker threads (default: min(2, cores))")
@@ -117,7 +122,7 @@ export function registerExperiment(program: Command): void {
       "cost-aware (and the oracle) with peerSpeed: peers' engine speed learned from their answers",
     )
     .action(async (flags: CompareFlags) => {
-      const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
+      const seeds = compareSeeds(flags);
       const closedRequests = parseNumber("--requests", flags.requests, {
         min: 10,
         max: 1_000_000,
@@ -140,7 +145,7 @@ export function registerExperiment(program: Command): void {
       try {
         const outcome = await runCompare({
           source: mmluDir ? { kind: "mmlu", dir: mmluDir } : { kind: "synthetic", scale },
-          seed,
+          seeds,
           closedRequests,
           openRequests,
           freshPeerLoad: flags.freshPeerLoad === true,
@@ -169,10 +174,23 @@ export function registerExperiment(program: Command): void {
   registerScale(exp);
 }
 
+/** `--seed n` or `--seeds a,b,…` (not both); seed 1 without either. */
+function compareSeeds(flags: CompareFlags): number[] {
+  if (flags.seed !== undefined && flags.seeds !== undefined)
+    throw new CliError("--seed and --seeds: give one of them");
+  if (flags.seeds !== undefined) {
+    const seeds = parseSeeds(flags.seeds);
+    if (typeof seeds === "string") throw new CliError(`--seeds ${flags.seeds}: ${seeds}`);
+    return seeds;
+  }
+  return [parseNumber("--seed", flags.seed ?? "1", { min: 0, max: 2 ** 32 - 1, integer: true })];
+}
+
 interface CompareFlags {
   mmluDir?: string;
   out: string;
-  seed: string;
+  seed?: string;
+  seeds?: string;
   requests: string;
   openRequests: string;
   workers?: string;

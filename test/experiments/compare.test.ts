@@ -69,7 +69,7 @@ describe("experiment compare", () => {
   it("runs the grid on a tiny synthetic workload and writes the report with its targets", async () => {
     const o = await runCompare({
       source: { kind: "synthetic", scale: 0.02 },
-      seed: 2,
+      seeds: [2],
       closedRequests: 24,
       openRequests: 24,
       workers: 0,

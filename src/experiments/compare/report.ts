@@ -23,6 +23,7 @@ import {
 } from "./grid.js";
 import { pct, type Row, resultOf, s3 } from "./rows.js";
 import type { CompareOutcome } from "./run.js";
+import { bySeed, meanRows, type SeedRow } from "./seeds.js";
 
 export interface ReportContext {
   command: string;
@@ -42,11 +43,14 @@ function one(rows: Row[], f: (r: CompareRun) => boolean): CompareResult | undefi
   return rows.find((r) => f(r.run))?.result;
 }
 
+/** A run's cell: its id without the policy. */
+const cellKey = (r: CompareRun) => r.id.replace(`-${r.policy}-`, "-*-");
+
 /** Cells: runs grouped by everything but the policy. */
 function cells(rows: Row[]): Row[][] {
   const by = new Map<string, Row[]>();
   for (const r of rows) {
-    const k = r.run.id.replace(`-${r.run.policy}-`, "-*-");
+    const k = cellKey(r.run);
     const list = by.get(k);
     if (list) list.push(r);
     else by.set(k, [r]);
@@ -65,13 +69,43 @@ function cellLabel(r: CompareRun): string {
   return parts.join(", ");
 }
 
-function targets(rows: Row[]): string[] {
+/** Target 1's ratios of one cell's runs: cost-aware and the daemon row ÷ best of local/affinity, ÷ oracle. */
+function t1Ratios(cell: readonly Row[]): number[] | undefined {
+  const g = (p: string) => resultOf(cell, p);
+  const [ca, lo, af, or, da] = [g("cost-aware"), g("local"), g("affinity"), g("oracle"), g(DAEMON_ROW)];
+  if (!ca || !lo || !af || !or || !da) return undefined;
+  const best = Math.min(lo.meanS, af.meanS);
+  return [ca.meanS / best, ca.meanS / or.meanS, da.meanS / best, da.meanS / or.meanS];
+}
+
+/** Each of target 1's ratios over the seeds ("min–max"), and how many seeds meet the bound alone. */
+function t1Spread(cell: readonly Row[], seedRows: readonly Row[][]): { range: string[]; met: number[] } {
+  const k = cellKey(cell[0]!.run);
+  const per = seedRows.flatMap((rows) => {
+    const r = t1Ratios(rows.filter((x) => cellKey(x.run) === k));
+    return r ? [r] : [];
+  });
+  const range = [0, 1, 2, 3].map((i) => {
+    const xs = per.map((r) => r[i] as number);
+    return `${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`;
+  });
+  const met = [0, 2].map(
+    (i) => per.filter((r) => (r[i] as number) <= 1.02 && (r[i + 1] as number) <= 1.02).length,
+  );
+  return { range, met };
+}
+
+function targets(rows: Row[], seedRows: Row[][], seedIds: readonly number[]): string[] {
   const out: string[] = [];
   const closedCells = cells(rows.filter((r) => r.run.load === undefined));
+  const many = seedRows.length > 1;
   out.push(
     "### Target 1: `cost-aware` mean ≤ 1.02 × min(local, affinity) and ≤ 1.02 × the oracle's, every closed-loop cell",
     "",
     `Checked for \`cost-aware\` (the paper's node) and for \`${DAEMON_ROW}\` (the same policy as the daemon configures it).`,
+    many
+      ? `Over ${seedRows.length} seeds: every latency is the mean over the seeds of that run's mean latency; each ratio is the ratio of those means, with the smallest and largest of the same ratio taken seed by seed beside it (min–max). **Verdict: met when both ratios of the means are ≤ 1.02**; "k/${seedRows.length}" says how many seeds meet the bound on their own.`
+      : "",
     "",
   );
   out.push(
@@ -93,8 +127,11 @@ function targets(rows: Row[]): string[] {
     const okd = da.meanS <= 1.02 * best && da.meanS <= 1.02 * or.meanS;
     all1 &&= ok;
     all1d &&= okd;
+    const sp = many ? t1Spread(cell, seedRows) : undefined;
+    const ratio = (x: number, i: number) => `${x.toFixed(3)}${sp ? ` (${sp.range[i]})` : ""}`;
+    const seedsMet = (i: number) => (sp ? `, ${sp.met[i]}/${seedRows.length}` : "");
     out.push(
-      `| ${cellLabel(cell[0]!.run)} | ${s3(ca.meanS)} | ${s3(lo.meanS)} | ${s3(af.meanS)} | ${s3(or.meanS)} | ${(ca.meanS / best).toFixed(3)} | ${(ca.meanS / or.meanS).toFixed(3)} | ${mark(ok)} | ${s3(da.meanS)} | ${(da.meanS / best).toFixed(3)} | ${(da.meanS / or.meanS).toFixed(3)} | ${mark(okd)} |`,
+      `| ${cellLabel(cell[0]!.run)} | ${s3(ca.meanS)} | ${s3(lo.meanS)} | ${s3(af.meanS)} | ${s3(or.meanS)} | ${ratio(ca.meanS / best, 0)} | ${ratio(ca.meanS / or.meanS, 1)} | ${mark(ok)}${seedsMet(0)} | ${s3(da.meanS)} | ${ratio(da.meanS / best, 2)} | ${ratio(da.meanS / or.meanS, 3)} | ${mark(okd)}${seedsMet(1)} |`,
     );
   }
   out.push("", `Overall: cost-aware ${mark(all1)}; ${DAEMON_ROW} ${mark(all1d)}.`, "");
@@ -181,22 +218,24 @@ function targets(rows: Row[]): string[] {
     "requests queue up to each node's `maxQueue`, 1024). A refused client retries after the",
     "Retry-After it was given (up to its try limit): refused once = requests refused at least once;",
     "refused = still refused after every retry. Wait = admission (the entry node taking the try that",
-    "was answered) to the start of its engine run (queues, forwards, fallbacks), over the requests answered:",
+    `was answered) to the start of its engine run (queues, forwards, fallbacks), over the requests answered${many ? " (one row per seed: the bound holds for every request of every seed)" : ""}:`,
     "",
     "| cell | refused once | refused | wait p99 s | wait max s | waited past the bound | verdict |",
     "|---|---|---|---|---|---|---|",
   );
   let all3w = true;
-  for (const cell of cells(rows.filter((r) => r.run.load === OVERLOAD))) {
-    const d = cell.find((r) => r.run.policy === DAEMON_ROW);
-    const a = d?.result.admitted;
-    if (!d || !a || d.run.maxWaitMs === undefined) continue;
-    const ok = a.overBound === 0;
-    all3w &&= ok;
-    out.push(
-      `| ${cellLabel(d.run)} | ${a.refusedOnce} (${pct(a.refusedOnce / d.result.requests)}) | ${d.result.refused} (${pct(d.result.refused / d.result.requests)}) | ${s3(a.waitP99S)} | ${s3(a.waitMaxS)} | ${a.overBound} (${pct(a.overBound / Math.max(1, d.result.answered))}) | ${mark(ok)} |`,
-    );
-  }
+  const seedOf = new Map(seedRows.map((rs, i) => [rs, seedIds[i]]));
+  for (const rs of seedRows)
+    for (const cell of cells(rs.filter((r) => r.run.load === OVERLOAD))) {
+      const d = cell.find((r) => r.run.policy === DAEMON_ROW);
+      const a = d?.result.admitted;
+      if (!d || !a || d.run.maxWaitMs === undefined) continue;
+      const ok = a.overBound === 0;
+      all3w &&= ok;
+      out.push(
+        `| ${cellLabel(d.run)}${many ? `, seed ${seedOf.get(rs)}` : ""} | ${a.refusedOnce} (${pct(a.refusedOnce / d.result.requests)}) | ${d.result.refused} (${pct(d.result.refused / d.result.requests)}) | ${s3(a.waitP99S)} | ${s3(a.waitMaxS)} | ${a.overBound} (${pct(a.overBound / Math.max(1, d.result.answered))}) | ${mark(ok)} |`,
+      );
+    }
   out.push(
     "",
     `Overall (no admitted request waits past ${ADMISSION_WAIT_MS} ms): ${DAEMON_ROW} ${mark(all3w)}.`,
@@ -228,14 +267,14 @@ function matrix(
   return out;
 }
 
-function detail(rows: Row[]): string[] {
+function detail(rows: SeedRow[]): string[] {
   const out = [
-    "| run | mean s | p50 s | p99 s | hit actual | hit ideal | hotspot | forwarded | refused | fallbacks | gossip MB | rate/s | wall s |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| run | seed | mean s | p50 s | p99 s | hit actual | hit ideal | hotspot | forwarded | refused | fallbacks | gossip MB | rate/s | wall s |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   ];
-  for (const { run, result: r } of rows) {
+  for (const { run, seed, result: r } of rows) {
     out.push(
-      `| ${run.id} | ${s3(r.meanS)} | ${s3(r.p50S)} | ${s3(r.p99S)} | ${pct(r.actualHit)} | ${pct(r.idealHit)} | ${pct(r.hotspotShare)} | ${pct(r.forwardedShare)} | ${r.refused} | ${r.fallbacks} | ${(r.gossipBytes / 1e6).toFixed(2)} | ${r.rate === undefined ? "—" : r.rate.toFixed(2)} | ${(r.wallMs / 1000).toFixed(1)} |`,
+      `| ${run.id} | ${seed} | ${s3(r.meanS)} | ${s3(r.p50S)} | ${s3(r.p99S)} | ${pct(r.actualHit)} | ${pct(r.idealHit)} | ${pct(r.hotspotShare)} | ${pct(r.forwardedShare)} | ${r.refused} | ${r.fallbacks} | ${(r.gossipBytes / 1e6).toFixed(2)} | ${r.rate === undefined ? "—" : r.rate.toFixed(2)} | ${(r.wallMs / 1000).toFixed(1)} |`,
     );
   }
   return out;
@@ -247,7 +286,11 @@ export async function writeCompareReport(
   outDir: string,
 ): Promise<void> {
   await mkdir(outDir, { recursive: true });
-  const rows = o.runs;
+  // Every table and figure reads the mean over seeds; target 1 also the seed-by-seed spread.
+  const rows = meanRows(o.runs);
+  const seedRows = bySeed(o.runs, o.seeds);
+  const many = o.seeds.length > 1;
+  const constrained = [...new Set(o.constrainedTokens)].join("/");
   const order = [...COMPARED];
   // Figures.
   const commPoints: PolicyPoint[] = [];
@@ -256,7 +299,7 @@ export async function writeCompareReport(
       policy: run.policy,
       x: run.commMs,
       y: result.meanS,
-      panel: run.memory === "paper" ? "paper memory" : `constrained cache (${o.constrainedTokens} tokens)`,
+      panel: run.memory === "paper" ? "paper memory" : `constrained cache (${constrained} tokens)`,
     });
   const loadPoints: PolicyPoint[] = [];
   for (const { run, result } of find(rows, (r) => r.load !== undefined && !r.hetero))
@@ -286,7 +329,7 @@ export async function writeCompareReport(
   }
   await writeFile(
     join(outDir, "results.json"),
-    `${JSON.stringify({ capacities: o.capacities, constrainedTokens: o.constrainedTokens, spec: o.spec, runs: rows }, null, 1)}\n`,
+    `${JSON.stringify({ seeds: o.seeds, capacities: o.capacities, constrainedTokens: o.constrainedTokens, spec: o.spec, runs: o.runs }, null, 1)}\n`,
   );
 
   const closedCols = (memory: string) =>
@@ -306,13 +349,13 @@ export async function writeCompareReport(
     o.synthetic ? "\n**SYNTHETIC workload** (no `--mmlu-dir`): MMLU-shaped, not MMLU.\n" : "",
     "## Setup",
     "",
-    `- Policies: ${COMPARED.map((p) => `\`${p}\``).join(", ")}, all on the same seed (${o.spec.seed}) and schedules. Each node runs the unchanged core node code in the simulator (profile \`paper-h100-qwen0.5b\`, Δpoll 500 ms).`,
+    `- Policies: ${COMPARED.map((p) => `\`${p}\``).join(", ")}, all on the same ${many ? `seeds (${o.seeds.join(", ")}; each run once per seed, and every table below the mean over the seeds unless it says otherwise)` : `seed (${o.seeds[0]})`} and schedules. Each node runs the unchanged core node code in the simulator (profile \`paper-h100-qwen0.5b\`, Δpoll 500 ms).`,
     "- **`centralized` is a baseline, simulation only** (the daemon refuses it): one router with a perfectly fresh global view of every node's tree and queue — the simulator's oracle — applying SGLang model gateway's `cache_aware` rule with sgl-router's CLI defaults: if (max − min load) > 64 and max > 1.5 × min → shortest queue; else the best prefix match if it covers more than 0.3 of the prompt; else the node with the smallest tree. SGLang's tree is per character and approximate (what the router sent where); here it is per token and the owners' true caches (block-granular estimates). Its load is the true queue depth plus the origin's forwards not yet reported, and there is no extra router hop.",
     `- **\`${DAEMON_ROW}\`** is \`cost-aware\` with the daemon's node defaults (\`DAEMON_NODE_DEFAULTS\`, the simulator's \`daemonConfig\`): offload (waiting requests move to a peer that will finish them sooner, each move charged to that peer at once; cost-aware's wait floor bounded to one service time), advertised engine costs (queues and prefills weighed by each side's speed), each node calibrated at boot, answer recovery, peer trust, the daemon's ack timeouts; gossip \`${DAEMON_NODE_DEFAULTS.gossip}\` (the others run the full mesh), Δpoll 500 ms as here. Every other row (cost-aware included) runs the core schema's defaults, i.e. the paper's node, where none of these is on.`,
     `- **\`oracle\`** is the bound: \`${ORACLE_POLICY}\` with perfect estimates (every estimate, queue depth and push-back refreshed the instant it changes, free).`,
     `- Closed loop: MMLU uniform, the first ${o.spec.closedRequests} requests of the seeded schedule, one request in flight (the paper's loop).`,
-    `- Open loop: MMLU with Zipf-skewed subjects (s = ${ZIPF_S}, questions repeat), ${o.spec.openRequests} requests, Poisson arrivals. **Capacity** is measured, not assumed: \`local\` runs the same schedule closed loop (one request in flight) on 4 and 16 nodes; its mean latency is the service time S, and capacity = nodes / S (a ${SLOW_FACTOR}× slower node counts as 1/${SLOW_FACTOR} of a node). ${o.capacities.map((c) => `${c.nodes} nodes: S = ${s3(c.serviceS)} s, capacity ${c.rate.toFixed(2)} requests/s`).join("; ")}.`,
-    `- Memory: the paper's (${o.paperTokens} tokens per node) and a constrained cache (${o.constrainedTokens} tokens per node: a quarter of the MMLU prefix working set, as in the paper experiment).`,
+    `- Open loop: MMLU with Zipf-skewed subjects (s = ${ZIPF_S}, questions repeat), ${o.spec.openRequests} requests, Poisson arrivals. **Capacity** is measured, not assumed: \`local\` runs the same schedule closed loop (one request in flight) on 4 and 16 nodes; its mean latency is the service time S, and capacity = nodes / S (a ${SLOW_FACTOR}× slower node counts as 1/${SLOW_FACTOR} of a node). ${o.capacities.map((c) => `${many ? `seed ${c.seed}, ` : ""}${c.nodes} nodes: S = ${s3(c.serviceS)} s, capacity ${c.rate.toFixed(2)} requests/s`).join("; ")}.`,
+    `- Memory: the paper's (${o.paperTokens} tokens per node) and a constrained cache (${constrained} tokens per node: a quarter of the MMLU prefix working set, as in the paper experiment).`,
     `- Heterogeneous: node 0's engine is ${SLOW_FACTOR}× slower (every run's prefill and decode take ${SLOW_FACTOR}× as long); the nodes learn it from their own runs only.`,
     "- Slices (a full cross product would be thousands of runs): closed loop 4 nodes × Δcomm 2/20/200/1000 ms × both memories; closed loop 16 nodes and heterogeneous at Δcomm 2/200 ms; open loop 4 nodes at 50/80/95/120%; 16 nodes at 80/120%; heterogeneous at 80%.",
     `- Peer load: ${o.spec.freshPeerLoad ? "**fresh** (`freshPeerLoad`: acks and answers carry the server's queue depth, and an origin adds its forwards in flight to a peer's last reported depth), for every policy" : "snapshot headers only (the paper's, a Δpoll old; `--fresh-peer-load` turns on `freshPeerLoad`)"}.`,
@@ -321,7 +364,7 @@ export async function writeCompareReport(
     "",
     "## Targets (issue 17), measured",
     "",
-    ...targets(rows),
+    ...targets(rows, seedRows, o.seeds),
     "## Mean latency (s), closed loop, 4 nodes",
     "",
     "Paper memory:",
@@ -363,7 +406,7 @@ export async function writeCompareReport(
     "",
     "## Every run",
     "",
-    ...detail(rows),
+    ...detail(o.runs),
     "",
   ];
   await writeFile(join(outDir, "report.md"), md.filter((l) => l !== undefined).join("\n"));

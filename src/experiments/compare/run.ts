@@ -1,7 +1,8 @@
 /**
  * `prefixmesh experiment compare`: the comparison grid through the simulator in two phases — closed
  * loop first (with the runs that measure each cluster's capacity), then open loop at fractions of
- * that capacity — written out as report.md, results.json and figures.
+ * that capacity — once per seed (every seed's runs share each phase's worker pool), written out as
+ * report.md, results.json and figures.
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -10,10 +11,13 @@ import { runInWorkers } from "../runner.js";
 import { buildWorkload, constrainedCapacity, type WorkloadSource } from "../workloads.js";
 import { type CompareResult, executeCompareRun } from "./execute.js";
 import { type CompareRun, closedGrid, DAEMON_ROW, openGrid, SLOW_FACTOR } from "./grid.js";
+import type { SeedRow } from "./seeds.js";
 import { type CompareWorkloadKind, type CompareWorkloadSpec, compareWorkload } from "./workloads.js";
 
 export interface CompareTask {
+  /** The run's id and its seed: a task is one run of one seed. */
   id: string;
+  seed: number;
   run: CompareRun;
   workload: CompareWorkloadKind;
   capacityTokens?: number;
@@ -21,7 +25,8 @@ export interface CompareTask {
 
 export interface CompareOptions {
   source: WorkloadSource;
-  seed: number;
+  /** Every run is run once per seed (schedules and simulator), in this order. */
+  seeds: number[];
   closedRequests: number;
   openRequests: number;
   /** Every node runs with `freshPeerLoad` (default false: load on snapshot headers only, the paper's). */
@@ -35,6 +40,7 @@ export interface CompareOptions {
 
 /** How a cluster's capacity was measured: `local`, closed loop, on the open-loop schedule. */
 export interface Capacity {
+  seed: number;
   nodes: number;
   /** Mean service time per request (s): that run's mean latency (one request in flight). */
   serviceS: number;
@@ -43,10 +49,15 @@ export interface Capacity {
 }
 
 export interface CompareOutcome {
-  runs: { run: CompareRun; result: CompareResult }[];
+  seeds: number[];
+  /** Every run of every seed, seed by seed. */
+  runs: SeedRow[];
+  /** Each seed's measured capacities (its own open-loop schedule). */
   capacities: Capacity[];
-  constrainedTokens: number;
+  /** Each seed's constrained cache (tokens), in `seeds` order. */
+  constrainedTokens: number[];
   paperTokens: number;
+  /** The workload settings every seed shares (`seed`: the first seed's). */
   spec: CompareWorkloadSpec;
   synthetic: boolean;
   wallMs: number;
@@ -59,11 +70,16 @@ function cost(t: CompareTask): number {
   return t.run.nodes * global * (t.workload.kind === "open" ? 1.5 : 1);
 }
 
+const taskId = (id: string, seed: number) => `${id}@s${seed}`;
+
 export async function runCompare(opts: CompareOptions): Promise<CompareOutcome> {
   const t0 = performance.now();
+  const seeds = opts.seeds;
+  if (seeds.length === 0 || new Set(seeds).size !== seeds.length)
+    throw new Error("runCompare: seeds must be distinct and at least one");
   const spec: CompareWorkloadSpec = {
     source: opts.source,
-    seed: opts.seed,
+    seed: seeds[0] as number,
     closedRequests: opts.closedRequests,
     openRequests: opts.openRequests,
     freshPeerLoad: opts.freshPeerLoad ?? false,
@@ -71,66 +87,92 @@ export async function runCompare(opts: CompareOptions): Promise<CompareOutcome> 
   };
   opts.onPhase?.("building workloads");
   // The constrained cache is the paper experiment's (a quarter of the full uniform working set).
-  const full = await buildWorkload({ source: opts.source, seed: opts.seed }, "uniform");
-  const constrainedTokens = constrainedCapacity(full);
+  const constrainedTokens: number[] = [];
+  for (const seed of seeds)
+    constrainedTokens.push(
+      constrainedCapacity(await buildWorkload({ source: opts.source, seed }, "uniform")),
+    );
+  const constrainedOf = new Map(seeds.map((s, i) => [s, constrainedTokens[i] as number]));
   const paperTokens = resolveProfile(DEFAULT_PROFILE).capacityTokens;
-  const capOf = (run: CompareRun) =>
-    run.memory === "constrained" ? { capacityTokens: constrainedTokens } : {};
+  const capOf = (run: CompareRun, seed: number) =>
+    run.memory === "constrained" ? { capacityTokens: constrainedOf.get(seed) as number } : {};
 
-  const calibration = [4, 16].map(
-    (nodes): CompareTask => ({
-      id: `capacity-n${nodes}`,
-      run: {
-        id: `capacity-n${nodes}`,
-        slice: "open",
-        policy: "local",
-        nodes,
-        commMs: 2,
-        memory: "paper",
-        hetero: false,
-      },
-      workload: { kind: "open-closed" },
-    }),
+  const calibration = seeds.flatMap((seed) =>
+    [4, 16].map(
+      (nodes): CompareTask => ({
+        id: taskId(`capacity-n${nodes}`, seed),
+        seed,
+        run: {
+          id: `capacity-n${nodes}`,
+          slice: "open",
+          policy: "local",
+          nodes,
+          commMs: 2,
+          memory: "paper",
+          hetero: false,
+        },
+        workload: { kind: "open-closed" },
+      }),
+    ),
   );
-  const closed = closedGrid().map(
-    (run): CompareTask => ({ id: run.id, run, workload: { kind: "closed" }, ...capOf(run) }),
+  const closed = seeds.flatMap((seed) =>
+    closedGrid().map(
+      (run): CompareTask => ({
+        id: taskId(run.id, seed),
+        seed,
+        run,
+        workload: { kind: "closed" },
+        ...capOf(run, seed),
+      }),
+    ),
   );
+  const openCount = openGrid().length * seeds.length;
   opts.onPhase?.("simulating closed loop");
   const first = await pool(
     spec,
     [...calibration, ...closed],
     opts,
     0,
-    opts.closedRequests * (closed.length + 2) + opts.openRequests * openGrid().length,
+    opts.closedRequests * (closed.length + calibration.length) + opts.openRequests * openCount,
   );
 
   const capacities: Capacity[] = calibration.map((t) => {
     const r = first.get(t.id) as CompareResult;
-    return { nodes: t.run.nodes, serviceS: r.meanS, rate: t.run.nodes / r.meanS };
+    return { seed: t.seed, nodes: t.run.nodes, serviceS: r.meanS, rate: t.run.nodes / r.meanS };
   });
-  const rateFor = (run: CompareRun): number => {
-    const c = capacities.find((x) => x.nodes === run.nodes) as Capacity;
+  const rateFor = (run: CompareRun, seed: number): number => {
+    const c = capacities.find((x) => x.nodes === run.nodes && x.seed === seed) as Capacity;
     // A node SLOW_FACTOR× slower serves 1/SLOW_FACTOR of a node's rate.
     const effective = run.hetero ? run.nodes - 1 + 1 / SLOW_FACTOR : run.nodes;
     return ((run.load ?? 1) * effective) / c.serviceS;
   };
-  const open = openGrid().map(
-    (run): CompareTask => ({
-      id: run.id,
-      run,
-      workload: { kind: "open", rate: rateFor(run) },
-      ...capOf(run),
-    }),
+  const open = seeds.flatMap((seed) =>
+    openGrid().map(
+      (run): CompareTask => ({
+        id: taskId(run.id, seed),
+        seed,
+        run,
+        workload: { kind: "open", rate: rateFor(run, seed) },
+        ...capOf(run, seed),
+      }),
+    ),
   );
   opts.onPhase?.("simulating open loop");
-  const closedDone = opts.closedRequests * (closed.length + 2);
+  const closedDone = opts.closedRequests * (closed.length + calibration.length);
   const second = await pool(spec, open, opts, closedDone, closedDone + opts.openRequests * open.length);
 
-  const runs = [...closed, ...open].map((t) => ({
-    run: t.run,
-    result: (first.get(t.id) ?? second.get(t.id)) as CompareResult,
-  }));
+  // Seed by seed, each seed's runs in grid order.
+  const runs: SeedRow[] = seeds.flatMap((seed) =>
+    [...closed, ...open]
+      .filter((t) => t.seed === seed)
+      .map((t) => ({
+        seed,
+        run: t.run,
+        result: (first.get(t.id) ?? second.get(t.id)) as CompareResult,
+      })),
+  );
   return {
+    seeds,
     runs,
     capacities,
     constrainedTokens,
@@ -162,19 +204,12 @@ async function pool(
   // In this thread (tests run from TypeScript sources, where the compiled worker does not exist).
   const out = new Map<string, CompareResult>();
   for (const t of sorted) {
-    const w = await compareWorkload(spec, t.workload);
+    const w = await compareWorkload({ ...spec, seed: t.seed }, t.workload);
     const rate = t.workload.kind === "open" ? t.workload.rate : undefined;
     out.set(
       t.id,
-      executeCompareRun(
-        t.run,
-        w,
-        t.capacityTokens,
-        spec.seed,
-        rate,
-        spec.freshPeerLoad,
-        spec.peerSpeed,
-        (d) => progress(t.id, d),
+      executeCompareRun(t.run, w, t.capacityTokens, t.seed, rate, spec.freshPeerLoad, spec.peerSpeed, (d) =>
+        progress(t.id, d),
       ),
     );
   }

@@ -1,4 +1,4 @@
-/** Worker-thread entry of `experiment compare`: runs the tasks the pool hands it, one at a time. */
+/** Worker-thread entry of `experiment compare`: runs the tasks the pool hands it (each with its seed), one at a time. */
 import { parentPort, workerData } from "node:worker_threads";
 import type { PoolReply } from "../runner.js";
 import { type CompareResult, executeCompareRun } from "./execute.js";
@@ -12,13 +12,13 @@ port.on("message", (task: CompareTask) => {
   void (async () => {
     const reply = (m: PoolReply<CompareResult>) => port.postMessage(m);
     try {
-      const w = await compareWorkload(spec, task.workload);
+      const w = await compareWorkload({ ...spec, seed: task.seed }, task.workload);
       const rate = task.workload.kind === "open" ? task.workload.rate : undefined;
       const result = executeCompareRun(
         task.run,
         w,
         task.capacityTokens,
-        spec.seed,
+        task.seed,
         rate,
         spec.freshPeerLoad,
         spec.peerSpeed,
