@@ -183,7 +183,7 @@ export class PrefixNode extends NodeViews {
     }
     if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
     const costs = this.config.advertiseCosts ? this.executor.engineCosts() : undefined;
-    if (costs) stampCosts(out, costs);
+    if (costs) stampCosts(out, costs, this.config.id);
     return out;
   }
 
