@@ -287,7 +287,7 @@ export class PrefixNode extends NodeViews {
         break;
       }
       case "result": {
-        const served = this.origin.onResult(from, msg, now, out);
+        const served = this.origin.onResult(from, msg, now, out, (id) => this.executor.takeQueued(id));
         if (served) this.antiEntropy.believeServed(from, served, now);
         break;
       }
