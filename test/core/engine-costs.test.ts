@@ -194,6 +194,33 @@ describe("snapshot header costs", () => {
     expect(snap.header.costs).toBeUndefined();
     expect(sent[2]).toBeUndefined();
   });
+
+  it("stampCosts puts them on gossip states of our own tree only, and relays keep the owner's", () => {
+    const own: Snapshot = { kind: "heartbeat", header };
+    const theirs: Snapshot = {
+      kind: "heartbeat",
+      header: { ...header, sender: "c", costs: { ...costs, fixedMs: 99 } },
+    };
+    const states = (ss: Snapshot[]): Effect => ({
+      type: "mesh-send",
+      to: "b",
+      msg: {
+        channel: "gossip",
+        msg: { type: "states", states: ss.map((s) => ({ snapshot: s, blocks: 0 })), wants: [] },
+      },
+    });
+    const out: Effect[] = [states([own, theirs]), states([theirs])];
+    stampCosts(out, costs, header.sender);
+    const sent = out.map((e) =>
+      e.type === "mesh-send" && e.msg.channel === "gossip" && e.msg.msg.type === "states"
+        ? e.msg.msg.states.map((s) => s.snapshot)
+        : [],
+    );
+    expect(sent[0]?.[0]?.header.costs).toEqual(costs);
+    expect(sent[0]?.[1]).toBe(theirs);
+    expect(sent[1]?.[0]).toBe(theirs);
+    expect(own.header.costs).toBeUndefined();
+  });
 });
 
 describe("routing by advertised costs", () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Effect } from "../../src/core/node/types.js";
-import { Harness, isType, prompt } from "./node-harness.js";
+import { forwardsIn, Harness, isType, prompt } from "./node-harness.js";
 
 function sends(effects: Effect[], type: string): Effect[] {
   return effects.filter((e) => e.type === "send" && e.msg.type === type);
@@ -69,6 +69,65 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     expect(h.node("A").stats().lateReplies).toBe(1);
     expect(h.repliesFor("r1")).toHaveLength(1);
     expect(h.repliesFor("r1")[0]?.record.servedBy).toBe("A");
+  });
+
+  it("a late answer still answers a request waiting in the origin's queue: it never runs twice", () => {
+    const h = setup();
+    h.client("A", "busy", prompt(9, 1)); // A's only slot is taken
+    expect(h.node("A").queueDepth()).toBe(1);
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(isType("forward"));
+    expect(h.node("B").queueDepth()).toBe(1); // running at B
+    h.drop(isType("forward-ack")); // lost: A gives up on B and queues r1 behind "busy"
+    h.advanceLive(1_000, 100);
+    expect(h.node("A").queueDepth()).toBe(2);
+    h.deliver(isType("cancel")); // too late for B: it runs already
+    h.finishRuns("B");
+    h.deliver(); // B's answer: r1 still waits at A, so it is answered now and leaves A's queue
+    const replies = h.repliesFor("r1");
+    expect(replies).toHaveLength(1);
+    expect(replies[0]?.record.servedBy).toBe("B");
+    expect(h.node("A").queueDepth()).toBe(1);
+    h.finishRuns();
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("busy")).toHaveLength(1);
+    expect(h.node("A").queueDepth()).toBe(0);
+  });
+
+  it("a late answer still answers a request forwarded on to another peer, which is cancelled", () => {
+    const h = new Harness(["A", "B", "C"]);
+    h.warm("B", "warmB", prompt(1, 0));
+    h.warm("C", "warmC", prompt(1, 0));
+    h.gossip(3);
+    // Both holders are busy: a forward waits in their queue.
+    h.client("B", "busyB", prompt(9, 1));
+    h.client("C", "busyC", prompt(8, 1));
+    const first = forwardsIn(h.client("A", "r1", prompt(1, 1)));
+    expect(first).toHaveLength(1);
+    const [to, other] = first[0] === "B" ? ["B", "C"] : ["C", "B"];
+    h.deliver(isType("forward"));
+    h.drop(isType("forward-ack")); // lost: A moves on to the other holder
+    const toOther = (m: { msg: { type: string }; to: string }) => m.msg.type === "forward" && m.to === other;
+    for (let t = 0; t < 1_000 && !h.mailbox.some(toOther); t += 10) h.advanceLive(10, 10);
+    h.drop(isType("cancel"));
+    h.deliver(toOther);
+    h.deliver(isType("forward-ack"));
+    expect(h.node(other).queueDepth()).toBe(2); // r1 waits behind busyC
+    h.finishRuns(to); // busy done; r1 starts at `to`
+    h.finishRuns(to);
+    h.deliver((m) => m.msg.type === "result" && m.from === to);
+    const replies = h.repliesFor("r1");
+    expect(replies).toHaveLength(1);
+    expect(replies[0]?.record.servedBy).toBe(to);
+    // The attempt at the other peer is abandoned with a cancel: it never runs there.
+    expect(h.mailbox.filter((m) => m.msg.type === "cancel" && m.to === other)).toHaveLength(1);
+    h.deliver();
+    expect(h.node(other).queueDepth()).toBe(1);
+    h.finishRuns();
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.node(other).stats().servedForPeers).toBe(0);
   });
 
   it("a cancel that overtakes its forward makes the receiver drop the forward on arrival", () => {

@@ -15,7 +15,7 @@
  * The routing fit (cost-model.ts, `PrefillFit`) stays the paper-era one-variable line; this one is
  * what peers compare each other by. Pure and deterministic: samples in, numbers out.
  */
-import type { EngineCosts } from "../snapshot.js";
+import type { EngineCosts, Snapshot } from "../snapshot.js";
 import { MAX_COST_MS } from "../snapshot.js";
 import type { CostPrior } from "./cost-model.js";
 import type { Effect } from "./types.js";
@@ -214,20 +214,31 @@ function solvePinned(a: Float64Array, b: Float64Array, zero: boolean[]): number[
 }
 
 /**
- * Puts our costs on every snapshot among `out` (`advertiseCosts`). Snapshots are shared between the
- * round's messages, so each distinct one is copied once with the field added (never mutated).
+ * Puts our costs on every snapshot of ours among `out` (`advertiseCosts`): the full mesh's snapshot
+ * messages, and gossip "scuttlebutt"'s states of our own tree (`self`), whose header relays carry on
+ * unchanged, so every member learns our speed, not only those we talk to. Snapshots are shared
+ * between the round's messages, so each distinct one is copied once with the field added (never
+ * mutated); relayed owners' states keep the costs their owner stamped.
  */
-export function stampCosts(out: Effect[], costs: EngineCosts): void {
-  const copies = new Map<object, object>();
-  for (const e of out) {
-    if (e.type !== "send" || e.msg.type !== "snapshot") continue;
-    const s = e.msg.snapshot;
+export function stampCosts(out: Effect[], costs: EngineCosts, self?: string): void {
+  const copies = new Map<Snapshot, Snapshot>();
+  const stamp = (s: Snapshot): Snapshot => {
     let c = copies.get(s);
     if (c === undefined) {
       c = { ...s, header: { ...s.header, costs } };
       copies.set(s, c);
     }
-    e.msg = { ...e.msg, snapshot: c as typeof s };
+    return c;
+  };
+  for (const e of out) {
+    if (e.type === "send" && e.msg.type === "snapshot") e.msg = { ...e.msg, snapshot: stamp(e.msg.snapshot) };
+    if (e.type !== "mesh-send" || e.msg.channel !== "gossip" || e.msg.msg.type !== "states") continue;
+    const g = e.msg.msg;
+    if (!g.states.some((x) => x.snapshot.header.sender === self)) continue;
+    const states = g.states.map((x) =>
+      x.snapshot.header.sender === self ? { ...x, snapshot: stamp(x.snapshot) } : x,
+    );
+    e.msg = { channel: "gossip", msg: { ...g, states } };
   }
 }
 

@@ -461,6 +461,8 @@ export class GossipAntiEntropy {
     l.queueAt = this.now;
     l.capacityTokens = h.capacity;
     l.pushBackUntil = pushBackUntil(this.now, h.pushBackMs, this.config.maxPushBackMs);
+    // Its speed (advertiseCosts), relayed or not: routing and push-back compare queues by it.
+    if (h.costs !== undefined) l.costs = h.costs;
     l.estimateAt = this.now;
     l.treeTokens = h.tokenCount;
   }

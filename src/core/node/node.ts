@@ -181,7 +181,7 @@ export class PrefixNode extends NodeViews {
     }
     if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
     const costs = this.config.advertiseCosts ? this.executor.engineCosts() : undefined;
-    if (costs) stampCosts(out, costs);
+    if (costs) stampCosts(out, costs, this.config.id);
     return out;
   }
 
@@ -286,7 +286,7 @@ export class PrefixNode extends NodeViews {
         break;
       }
       case "result": {
-        const served = this.origin.onResult(from, msg, now, out);
+        const served = this.origin.onResult(from, msg, now, out, (id) => this.executor.takeQueued(id));
         if (served) this.antiEntropy.believeServed(from, served, now);
         break;
       }

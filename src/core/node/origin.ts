@@ -353,6 +353,11 @@ export class Origin {
     if (cancel && p.current !== undefined)
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
     if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
+    // Abandoned, not answered: its answer may still come, and answers the request if it still waits.
+    if (cancel && p.current !== undefined) {
+      p.abandoned ??= [];
+      p.abandoned.push({ to: p.current, attempt: p.attempt });
+    }
     // Abandoned (a timeout, silence, a failed send) rather than answered: time lost to the network.
     if (timedOut) p.timeouts++;
     // Whatever ended the attempt, it is no longer open to trust (an outcome was noted first).
@@ -425,24 +430,51 @@ export class Origin {
    * A `result` from a peer. For the current attempt: the reply, and the prompt the peer now caches
    * (node.ts believes it: line 17); otherwise late, counted, undefined.
    */
-  onResult(from: NodeId, msg: PeerMessageOf<"result">, now: number, out: Effect[]): Tokens | undefined {
-    const p = this.current(from, msg);
+  onResult(
+    from: NodeId,
+    msg: PeerMessageOf<"result">,
+    now: number,
+    out: Effect[],
+    takeQueued: (reqId: string) => boolean = () => false,
+  ): Tokens | undefined {
+    const current = this.current(from, msg);
+    const p = current ?? this.lateAnswered(from, msg, out, takeQueued);
     if (!p) return undefined;
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
-    this.targets.landed(from, p.reqId, p.attempt);
+    this.targets.landed(from, p.reqId, msg.attempt);
     this.pending.settle(p.reqId);
-    this.trust.answered(from, attemptKey(p));
+    // A late answer's attempt ended already (trust counted it then, and its progress just now).
+    if (current) this.trust.answered(from, attemptKey(p));
     this.planner.learnDecode(msg.result);
     this.spot.offer(from, p.request, msg.result.text, this.deps.random);
     const { timing } = msg;
     const remote = timing.queueMs + timing.prefillMs + timing.decodeMs;
-    // After a probe the answer may be a re-sent one: its delay is no round trip.
-    if (p.probes === 0) this.targets.sampleRtt(from, now - p.attemptSentAt - remote);
+    // After a probe the answer may be a re-sent one, and a late one is older: no round trip either.
+    if (current && p.probes === 0) this.targets.sampleRtt(from, now - p.attemptSentAt - remote);
     const r = msg.result;
     this.targets.samplePrefill(from, timing.prefillMs, Math.max(0, r.promptTokens - r.cachedTokens));
     out.push(okReply(this.by, p, msg.result, { ...timing, servedBy: from }, 1, now));
     return keyTokens(p.request);
+  }
+
+  /**
+   * A late answer, to an attempt we gave up on (a lost message, an overdue answer), still answers
+   * the request while nothing else has started on it: it waits in our queue (`takeQueued` takes it
+   * out) or on a later attempt at a peer (abandoned now, with a cancel). Dropping it would make a
+   * request that already waits, often behind a long queue, wait for a second run of its own.
+   */
+  private lateAnswered(
+    from: NodeId,
+    msg: PeerMessageOf<"result">,
+    out: Effect[],
+    takeQueued: (reqId: string) => boolean,
+  ): Pending | undefined {
+    const p = this.pending.find(msg.reqId);
+    if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt)) return undefined;
+    if (p.current === undefined) return takeQueued(p.reqId) ? p : undefined;
+    this.fallback(p.reqId, out, true, true, false);
+    return p;
   }
 
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */

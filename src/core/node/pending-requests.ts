@@ -17,6 +17,8 @@ export interface Pending extends AttemptClock, Plan {
   /** The peer of the current forward attempt; undefined once the request runs (or queues) here. */
   current: NodeId | undefined;
   fallbacks: number;
+  /** Attempts abandoned while their peer may still answer (a late answer then still counts). */
+  abandoned?: { to: NodeId; attempt: number }[];
   /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
   waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
 }
