@@ -5,9 +5,11 @@
  * forward); a channel that closes with streams open fails each of them at once — a cut-off answer is
  * an error, never a short one.
  */
+
 import { WebSocket } from "ws";
 import type { FrameMac } from "./auth/channel-mac.js";
 import { HEADER_NONCE } from "./auth/hmac.js";
+import { forwardTimeouts } from "./forward-timeouts.js";
 import type { PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
 import {
@@ -49,6 +51,8 @@ interface OpenStream {
   /** First-frame, then between-frames timer. */
   idle: NodeJS.Timeout;
   total: NodeJS.Timeout;
+  /** Longest silence between frames once the first came (forward-timeouts.ts). */
+  gapMs: number;
   /** A frame of this stream arrived (ack or chunk): the peer has it; the gap timer runs from now on. */
   answered: boolean;
 }
@@ -87,6 +91,7 @@ export class ForwardChannel {
     const conn = this.conn?.ws.readyState === WebSocket.OPEN ? this.conn : await this.open();
     const k = this.nextK++;
     const payload = encodeForwardFrame(k, msg, withPrompt);
+    const t = forwardTimeouts(this.t, msg.deadlineMs);
     return new Promise<ReplyMsg>((resolve, reject) => {
       const fail = (e: TransportError) => this.end(k)?.reject(e);
       const s: OpenStream = {
@@ -97,20 +102,15 @@ export class ForwardChannel {
         resolve,
         reject,
         idle: setTimeout(
-          () =>
-            fail(new TransportError("timeout", `peer ${this.peerId}: no answer in ${this.t.firstByteMs} ms`)),
-          this.t.firstByteMs,
+          () => fail(new TransportError("timeout", `peer ${this.peerId}: no answer in ${t.firstByteMs} ms`)),
+          t.firstByteMs,
         ),
         total: setTimeout(
           () =>
-            fail(
-              new TransportError(
-                "timeout",
-                `forward to ${this.peerId} took over ${this.t.forwardTotalMs} ms`,
-              ),
-            ),
-          this.t.forwardTotalMs,
+            fail(new TransportError("timeout", `forward to ${this.peerId} took over ${t.forwardTotalMs} ms`)),
+          t.forwardTotalMs,
         ),
+        gapMs: t.gapMs,
         answered: false,
       };
       s.idle.unref();
@@ -267,8 +267,8 @@ export class ForwardChannel {
         clearTimeout(s.idle);
         s.idle = setTimeout(() => {
           if (this.end(r.k))
-            s.reject(new TransportError("timeout", `peer ${this.peerId}: silent for ${this.t.gapMs} ms`));
-        }, this.t.gapMs);
+            s.reject(new TransportError("timeout", `peer ${this.peerId}: silent for ${s.gapMs} ms`));
+        }, s.gapMs);
         s.idle.unref();
         s.onAck?.();
       }

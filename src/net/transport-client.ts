@@ -13,6 +13,7 @@ import { readBounded, readForwardStream } from "./answer-stream.js";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
 import { peerIdFromCert } from "./auth/tls.js";
 import { ForwardChannel } from "./channel-client.js";
+import { forwardTimeouts } from "./forward-timeouts.js";
 import { MESH_PATH } from "./mesh-wire.js";
 import { ANY_DESTINATION, type PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
@@ -343,13 +344,13 @@ export class PeerClient {
     }
     const body = Buffer.from(JSON.stringify(forwardToWire(msg, withText)));
     const path = FORWARD_PATH;
+    const t = forwardTimeouts(this.t, msg.deadlineMs);
     // One controller and one timer, cleared when the answer is in: unlike AbortSignal.timeout's, no
     // timer outlives its request.
     const ac = new AbortController();
     const timer = setTimeout(
-      () =>
-        ac.abort(new DOMException(`forward to ${id} took over ${this.t.forwardTotalMs} ms`, "TimeoutError")),
-      this.t.forwardTotalMs,
+      () => ac.abort(new DOMException(`forward to ${id} took over ${t.forwardTotalMs} ms`, "TimeoutError")),
+      t.forwardTotalMs,
     );
     timer.unref?.();
     try {
@@ -358,6 +359,8 @@ export class PeerClient {
         path,
         body,
         signal: ac.signal,
+        headersTimeout: t.firstByteMs,
+        bodyTimeout: t.gapMs,
         headers: this.opts.auth.sign({
           method: "POST",
           path,

@@ -185,6 +185,21 @@ describe("forward channel", () => {
     }
   });
 
+  it("waits for a forward as long as its origin does (deadlineMs), past the configured timeouts", async () => {
+    const { url } = await peer(insecureAuth("B"));
+    const short = { firstByteMs: 150, gapMs: 150, forwardTotalMs: 250 };
+    for (const forwardTransport of ["channel", "http"] as const) {
+      const c = new PeerClient({ auth: insecureAuth("A"), timeouts: short, forwardTransport });
+      clients.push(c);
+      c.setPeer("B", url);
+      // The fake node answers after maxTokens ms: 600 ms, past every configured bound.
+      const cut = (await c.forward("B", fwd("A-1", 600), () => {}).catch((e) => e)) as TransportError;
+      expect(cut.kind).toBe("timeout");
+      const waited = await c.forward("B", { ...fwd("A-2", 600), deadlineMs: 2_000 }, () => {});
+      expect(waited).toMatchObject({ type: "result", reqId: "A-2" });
+    }
+  });
+
   it("closes a channel that sends something other than a bounded forward frame", async () => {
     const { url, log } = await peer(insecureAuth("B"));
     const closeCode = async (frame: Buffer) => {

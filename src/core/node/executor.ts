@@ -493,10 +493,13 @@ export class Executor {
       : Math.max(0, this.serviceFor(request) - ranMs);
   }
 
-  /** Expected service time of `request` here: its uncached prefill, at least the measured mean. */
+  /**
+   * Expected service time of `request` here: its uncached prefill and the decode of its `maxTokens`,
+   * at least the measured mean.
+   */
   private serviceFor(request: EngineRequest): number {
     const reused = promptMatch(request, this.tree_.match(keyTokens(request)));
-    return this.costs.serviceFor(request.tokens.length - reused);
+    return this.costs.serviceFor(request.tokens.length - reused, reused, request.maxTokens);
   }
 
   /** Start-up calibration (run-costs.ts): these runs replace the configured prior. */

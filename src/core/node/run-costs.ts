@@ -35,9 +35,12 @@ export class RunCosts {
         : this.serviceMsEwma + (serviceMs - this.serviceMsEwma) / 8;
   }
 
-  /** Expected service time of a run with `uncached` prompt tokens: its prefill, at least the mean. */
-  serviceFor(uncached: number): number {
-    return Math.max(this.prefillFit.predict(uncached), this.serviceMsEwma ?? 0);
+  /**
+   * Expected service time of a run with `uncached` and `cached` prompt tokens and up to `outputTokens`
+   * to generate (the whole run: a long answer is mostly decode), at least the measured mean.
+   */
+  serviceFor(uncached: number, cached: number, outputTokens: number): number {
+    return Math.max(this.runFor(uncached, cached, outputTokens), this.serviceMsEwma ?? 0);
   }
 
   /**

@@ -9,12 +9,16 @@
  * mirror, and a slot that has never run a task (or a task counter that went back) while the mirror
  * holds tokens says the server restarted: the mirror is cleared, RAM cache included.
  *
+ * Order of events: a run's end and another's start come in on two connections, in either order
+ * whatever the server's; where the order decides what the RAM cache holds, the mirror keeps both
+ * worlds (worlds.ts) until a reported `cache_n` tells them apart.
+ *
  * Namespaces: a request reuses a slot's content only when the mirror says it is its own namespace's
  * (slot-mirror.ts); else it goes with `cache_prompt: false` and the server reuses nothing. While the
  * RAM cache holds prompts the node never saw (`inexact`), a namespaced request reuses only when the
  * server will not touch that cache for it; and a request reuses only when its slot's content is its
  * own namespace's whether or not the runs going on in other slots end (and are saved to the RAM
- * cache) before it starts. Saved slot states are restored for their namespace only.
+ * cache) before it starts, in every world. Saved slot states are restored for their namespace only.
  *
  * At most one request per slot: runs beyond the slot count wait here, first come first served.
  */
@@ -30,6 +34,7 @@ import type { LlamaSlotsConfig } from "./options.js";
 import { SavedSlots } from "./saved-slots.js";
 import { SlotMirror } from "./slot-mirror.js";
 import { knownPrefix, lcp } from "./tokens.js";
+import { MirrorWorlds } from "./worlds.js";
 
 const PropsShape = z.object({
   total_slots: z.number().int().min(1).max(4096),
@@ -103,6 +108,8 @@ export interface LlamaSlotsStatus {
   calibrated: string | undefined;
   resyncs: number;
   restarts: number;
+  /** Orders of events the node could not tell apart (worlds.ts): worlds kept now, forks, worlds dropped. */
+  worlds: { now: number; forks: number; dropped: number };
   /** States saved to the server's --slot-save-path, and why saving is off when it was refused. */
   savedSlots: { enabled: boolean; off: string | undefined; states: number; saves: number; restores: number };
   slotTokens: number[];
@@ -111,8 +118,11 @@ export interface LlamaSlotsStatus {
 }
 
 export class LlamaSlotCache {
-  /** The mirror the node follows, and one with the other RAM-cache setting (see calibrate). */
-  mirror: SlotMirror;
+  /**
+   * The mirrors the server may be in (worlds.ts): the likeliest is the one the node follows; and one
+   * with the other RAM-cache setting (see calibrate).
+   */
+  private readonly worlds: MirrorWorlds;
   private shadow: SlotMirror | undefined;
   /** The last runs' outcomes: [mirror exact, shadow exact]. */
   private readonly evidence: [boolean, boolean][] = [];
@@ -125,6 +135,8 @@ export class LlamaSlotCache {
   /** Launches in order (see lockLaunch), and when each slot's last run ended, on one event clock. */
   private launching: Promise<void> = Promise.resolve();
   private events = 0;
+  /** The latest start sent: when (event clock), the slots running then, and whether it began. */
+  private lastStart: { at: number; running: number[]; launched: boolean } | undefined;
   private readonly endedAt: number[];
   private needsResync = false;
   private resyncing: Promise<void> | undefined;
@@ -152,7 +164,7 @@ export class LlamaSlotCache {
     opts: LlamaSlotsConfig,
   ) {
     const config = { ...opts, slots, totalContextTokens: slots * slotContext };
-    this.mirror = new SlotMirror(config);
+    this.worlds = new MirrorWorlds(new SlotMirror(config));
     // The server does not say whether its RAM prompt cache is on: a shadow with the other setting
     // follows the same runs, and takes over when the runs say it is the server's.
     this.shadow = new SlotMirror({ ...config, cacheRamMiB: opts.cacheRamMiB === 0 ? 8192 : 0 });
@@ -190,6 +202,11 @@ export class LlamaSlotCache {
     return cache;
   }
 
+  /** The mirror the node follows: the likeliest of the worlds. */
+  get mirror(): SlotMirror {
+    return this.worlds.primary;
+  }
+
   status(): LlamaSlotsStatus {
     return {
       mode: "llama-slots",
@@ -198,6 +215,7 @@ export class LlamaSlotCache {
       calibrated: this.calibrated,
       resyncs: this.resyncs,
       restarts: this.restarts,
+      worlds: { now: this.worlds.size, forks: this.worlds.forks, dropped: this.worlds.dropped },
       savedSlots: {
         enabled: this.saved !== undefined,
         off: this.savedOff,
@@ -230,26 +248,35 @@ export class LlamaSlotCache {
       if (this.saved) await this.useSavedSlots(slot, tokens, ns);
       const idle = [slot, ...this.freeSlots()];
       // Undone if the server never gets the request (refused, or aborted before it started).
-      const before = this.mirror.save();
+      const before = this.worlds.save();
       const shadowBefore = this.shadow?.save();
+      const chosen = slot;
       notStarted = () => {
-        this.mirror.undo(before);
+        this.worlds.undo(before, chosen);
         if (shadowBefore) this.shadow?.undo(shadowBefore);
       };
       // Another namespace's content is never reused, whichever of the runs going on elsewhere end at
       // the server before this one starts; guarded: the RAM cache holds prompts from before the node.
       const guarded = this.inexact !== undefined && ns !== DEFAULT_NAMESPACE;
       const running = [...this.busy].filter((s) => s !== slot);
-      const reuse = this.mirror.reuses(slot, tokens, idle, ns, guarded, running);
-      const predicted = this.mirror.launch(slot, tokens, idle, ns, reuse);
+      // In every world the server may be in: a wrong guess of the order of events must not leak.
+      const reuse = this.worlds.every((m) => m.reuses(chosen, tokens, idle, ns, guarded, running));
+      const predicted = this.worlds.launch(slot, (m) => m.launch(chosen, tokens, idle, ns, reuse));
       const shadowPredicted = this.shadow?.launch(slot, tokens, idle, ns, reuse);
-      const started = { at: ++this.events, running: [...this.busy].filter((s) => s !== slot) };
+      const started = { at: ++this.events, running, launched: false };
+      this.lastStart = started;
       const launched = () => {
         notStarted = undefined;
         this.started++;
+        started.launched = true;
         // A run whose end came in after this one was sent, but before the server said this one
-        // started, had ended at the server before: it was idle when this one started.
-        for (const o of started.running) if (this.endedAt[o]! > started.at) this.each((m) => m.idleSaved(o));
+        // started, most likely ended at the server before (it was idle, and saved, when this one
+        // started); its end may also have overtaken this start on the way (worlds.ts).
+        for (const o of started.running)
+          if (this.endedAt[o]! > started.at) {
+            this.worlds.fork((m) => m.idleSaved(o), true);
+            this.shadow?.idleSaved(o);
+          }
         unlock?.();
         unlock = undefined;
       };
@@ -361,7 +388,13 @@ export class LlamaSlotCache {
     // Idle at the server from now on: the next start must count it among the idle slots.
     this.busy.delete(slot);
     const cachePrediction = this.tally.observe(predicted, reported);
-    if (reported !== undefined && reported !== predicted) this.needsResync = true;
+    const foreseen = this.worlds.report(slot, reported);
+    // The latest start began before this end came in, though the server may have ended this run
+    // first (the two responses travel apart): then this slot was idle, and saved, at that start.
+    // Nothing has touched the RAM cache since that start's own idle saves, so saving it now is that.
+    const last = this.lastStart;
+    if (last?.launched && last.running.includes(slot)) this.worlds.fork((m) => m.idleSaved(slot), false);
+    if (reported !== undefined && reported !== predicted && !foreseen) this.needsResync = true;
     return {
       text,
       completionTokens: completion,
@@ -436,9 +469,9 @@ export class LlamaSlotCache {
     }
   }
 
-  /** Changes the mirror and its shadow alike. */
+  /** Changes every world's mirror and the shadow alike. */
   private each(fn: (m: SlotMirror) => void): void {
-    fn(this.mirror);
+    this.worlds.each(fn);
     if (this.shadow) fn(this.shadow);
   }
 
@@ -459,7 +492,7 @@ export class LlamaSlotCache {
     this.calibrated =
       `the server's RAM prompt cache looks ${on ? "on" : "off"} (${other} of the last ${CALIBRATION_RUNS} ` +
       `runs predicted right that way, ${mine} as configured): set --engine-cache-ram ${on ? "to its --cache-ram" : "0"}`;
-    this.mirror = this.shadow;
+    this.worlds.reset(this.shadow);
     this.shadow = undefined;
   }
 

@@ -279,6 +279,28 @@ export class SlotMirror {
     this.version++;
   }
 
+  /** An independent copy (slots and cached prompts are never changed in place, so they are shared). */
+  clone(): SlotMirror {
+    const m = new SlotMirror(this.config);
+    m.undo(this.save());
+    m.clock = this.clock;
+    return m;
+  }
+
+  /** Whether `other` holds the same slots and the same RAM cache, in the same order. */
+  sameAs(other: SlotMirror): boolean {
+    const a = this.cache?.states ?? [];
+    const b = other.cache?.states ?? [];
+    if (a.length !== b.length) return false;
+    const same = (x: Uint32Array, y: Uint32Array) =>
+      x === y || (x.length === y.length && x.every((t, i) => t === y[i]));
+    for (let i = 0; i < a.length; i++)
+      if (!same(a[i]!.tokens, b[i]!.tokens) || !sameNamespace(a[i]!.ns, b[i]!.ns)) return false;
+    return this.slots.every(
+      (t, i) => same(t, other.slots[i]!) && sameNamespace(this.slotNs[i]!, other.slotNs[i]!),
+    );
+  }
+
   /**
    * The server restarted: the RAM cache and every slot are empty, but those in `keep` (slots that
    * ran the node's requests since the restart: the mirror knows what they hold).

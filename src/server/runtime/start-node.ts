@@ -24,6 +24,7 @@ import {
   type StaticPeer,
   systemResolver,
 } from "../../net/discovery.js";
+import { FORWARD_TIMEOUT_MARGIN_MS } from "../../net/forward-timeouts.js";
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../net/transport-auth.js";
 import { PeerClient } from "../../net/transport-client.js";
 import { buildPeerServer, peerPortConnectionLimit } from "../../net/transport-server.js";
@@ -154,10 +155,11 @@ export async function startNode(
   const delayFn = delay.enabled ? () => delay.wait() : undefined;
   const client = new PeerClient({
     auth,
-    // The node's own forward timer decides fallbacks; transport timeouts are a backstop behind it.
+    // The node's own forward timer decides fallbacks; transport timeouts are a backstop behind it
+    // (each forward widens them to its own wait: net/forward-timeouts.ts).
     timeouts: {
-      firstByteMs: s.forwardTimeoutMs + 5_000,
-      gapMs: s.forwardTimeoutMs + 5_000,
+      firstByteMs: s.forwardTimeoutMs + FORWARD_TIMEOUT_MARGIN_MS,
+      gapMs: s.forwardTimeoutMs + FORWARD_TIMEOUT_MARGIN_MS,
       forwardTotalMs: Math.max(s.forwardTimeoutMs * 2, 10_000),
     },
     forwardTransport: s.forwardTransport,
