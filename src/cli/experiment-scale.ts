@@ -52,24 +52,22 @@ export function registerScale(exp: Command): void {
     .action(async (flags: ScaleFlags) => {
       const quick = flags.quick === true;
       const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
-      const maxNodes =
-        flags.maxNodes === undefined
-          ? quick
-            ? 16
-            : 1024
-          : parseNumber("--max-nodes", flags.maxNodes, { min: 4, max: 1024, integer: true });
-      const arrivalS =
-        flags.arrivalS === undefined
-          ? quick
-            ? 3
-            : 10
-          : parseNumber("--arrival-s", flags.arrivalS, { min: 1, max: 600 });
-      const minRequests =
-        flags.minRequests === undefined
-          ? quick
-            ? 0
-            : 1000
-          : parseNumber("--min-requests", flags.minRequests, { min: 0, max: 100_000, integer: true });
+      // A flag's value, else its --quick or full default.
+      const orDefault = (
+        v: string | undefined,
+        quickDefault: number,
+        fullDefault: number,
+        parse: (v: string) => number,
+      ) => (v === undefined ? (quick ? quickDefault : fullDefault) : parse(v));
+      const maxNodes = orDefault(flags.maxNodes, 16, 1024, (v) =>
+        parseNumber("--max-nodes", v, { min: 4, max: 1024, integer: true }),
+      );
+      const arrivalS = orDefault(flags.arrivalS, 3, 10, (v) =>
+        parseNumber("--arrival-s", v, { min: 1, max: 600 }),
+      );
+      const minRequests = orDefault(flags.minRequests, 0, 1000, (v) =>
+        parseNumber("--min-requests", v, { min: 0, max: 100_000, integer: true }),
+      );
       const budgetS =
         flags.budgetS === undefined ? 300 : parseNumber("--budget-s", flags.budgetS, { min: 1, max: 86_400 });
       const heapBudgetMb = parseNumber("--heap-budget-mb", flags.heapBudgetMb, { min: 16, max: 1_000_000 });
