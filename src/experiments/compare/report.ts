@@ -207,7 +207,9 @@ function targets(rows: Row[], seedRows: Row[][], seedIds: readonly number[]): st
   for (const cell of cells(rows.filter((r) => r.run.load === OVERLOAD))) {
     const vals = COMPARED.map((p) => {
       const r = cell.find((x) => x.run.policy === p)?.result;
-      return r ? `${r.refused} (${pct(r.refused / r.requests)})` : "—";
+      // A mean over seeds need not be whole.
+      const n = Number.isInteger(r?.refused) ? String(r?.refused) : r?.refused.toFixed(1);
+      return r ? `${n} (${pct(r.refused / r.requests)})` : "—";
     });
     out.push(`| ${cellLabel(cell[0]!.run)} | ${vals.join(" | ")} |`);
   }
