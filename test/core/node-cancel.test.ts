@@ -120,6 +120,8 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     const replies = h.repliesFor("r1");
     expect(replies).toHaveLength(1);
     expect(replies[0]?.record.servedBy).toBe(to);
+    // One fallback (the lost ack); the late answer ending the other attempt is not a second.
+    expect(replies[0]?.record.fallbacks).toBe(1);
     // The attempt at the other peer is abandoned with a cancel: it never runs there.
     expect(h.mailbox.filter((m) => m.msg.type === "cancel" && m.to === other)).toHaveLength(1);
     h.deliver();

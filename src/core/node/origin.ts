@@ -347,6 +347,19 @@ export class Origin {
    * drop, or nobody).
    */
   fallback(reqId: string, out: Effect[], cancelTimer: boolean, cancel: boolean, timedOut = cancel): void {
+    const p = this.endAttempt(reqId, out, cancelTimer, cancel, timedOut);
+    p.fallbacks++;
+    this.counters.fallbacks++;
+  }
+
+  /** The current attempt ends (fallback's work bar the count: a late answer ends it answered). */
+  private endAttempt(
+    reqId: string,
+    out: Effect[],
+    cancelTimer: boolean,
+    cancel: boolean,
+    timedOut: boolean,
+  ): Pending {
     const p = this.pending.get(reqId);
     if (cancelTimer) out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
@@ -362,8 +375,7 @@ export class Origin {
     if (timedOut) p.timeouts++;
     // Whatever ended the attempt, it is no longer open to trust (an outcome was noted first).
     if (p.current !== undefined) this.trust.ended(p.current, attemptKey(p));
-    p.fallbacks++;
-    this.counters.fallbacks++;
+    return p;
   }
 
   /**
@@ -473,8 +485,8 @@ export class Origin {
     const p = this.pending.find(msg.reqId);
     if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt)) return undefined;
     if (p.current === undefined) return takeQueued(p.reqId) ? p : undefined;
-    this.fallback(p.reqId, out, true, true, false);
-    return p;
+    // Answered, not a fallback: the other attempt is only cancelled.
+    return this.endAttempt(p.reqId, out, true, true, false);
   }
 
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */
