@@ -113,8 +113,16 @@ export class MirrorWorlds {
     return this.list.map((w) => ({ world: w, state: w.mirror.save() }));
   }
 
+  /**
+   * Back to `saved` for the worlds still held: one a report refuted since stays refuted. Worlds forked
+   * since carry the launch and have no saved state, so they go too — unless none of the saved ones is
+   * left, when all of `saved` comes back (the only state without the launch).
+   */
   undo(saved: { world: World; state: ReturnType<SlotMirror["save"]> }[], slot: number): void {
-    this.list = saved.map(({ world, state }) => {
+    const still = saved.filter(({ world }) => this.list.includes(world));
+    const back = still.length > 0 ? still : saved;
+    this.dropped += this.list.filter((w) => !back.some((b) => b.world === w)).length;
+    this.list = back.map(({ world, state }) => {
       world.mirror.undo(state);
       world.predicted.delete(slot);
       return world;
