@@ -99,7 +99,10 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     const h = heap.get(s.key) ?? [];
     wall.set(s.key, w);
     heap.set(s.key, h);
-    const pw = project(w, n);
+    // Wall points are per base window (below): scaled back up to the window this N gets.
+    const windowAt = arrivalSAt(o, n) / o.arrivalS;
+    const pw0 = project(w, n);
+    const pw = { ...pw0, value: pw0.value * windowAt };
     const ph = project(h, n);
     const base = {
       kind: s.kind,
@@ -113,7 +116,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     if (lastW && pw.value > o.budgetS) {
       skipped.push({
         ...base,
-        reason: `projected ${pw.value.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${lastW.v.toFixed(1)} s at ${lastW.n} nodes, growth ∝ N^${pw.exponent.toFixed(2)})`,
+        reason: `projected ${pw.value.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${lastW.v.toFixed(1)} s per ${o.arrivalS} s of arrivals at ${lastW.n} nodes, growth ∝ N^${pw.exponent.toFixed(2)})`,
       });
       return;
     }
@@ -128,10 +131,10 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     const spec: CellSpec = { ...base, seed: o.seed, arrivalS: arrivalSAt(o, n) };
     const cell = executeCell(spec, await workloadFor(o, n));
     cells.push(cell);
-    // Projected per base window: a small N's longer window must not flatten the growth.
-    const perBase = o.arrivalS / spec.arrivalS;
-    w.push({ n, v: (cell.wallMs / 1000) * perBase });
-    if (cell.heapPerNodeBytes !== undefined) h.push({ n, v: ((cell.heapPerNodeBytes * n) / 1e6) * perBase });
+    // Wall time per base window: a small N's longer window must not flatten the growth. Heap is
+    // state, which a shorter window does not shrink: it is projected as measured.
+    w.push({ n, v: ((cell.wallMs / 1000) * o.arrivalS) / spec.arrivalS });
+    if (cell.heapPerNodeBytes !== undefined) h.push({ n, v: (cell.heapPerNodeBytes * n) / 1e6 });
   };
   for (const n of nodes) for (const s of series) await attempt(s, n);
   const membership: MembershipCell[] = [];
