@@ -378,10 +378,11 @@ export class GossipAntiEntropy {
       for (const h of idx.holders(key)) if (this.members.has(h) && !this.sb.holds(h)) fit.push(h);
       if (fit.length === 0) continue;
       const owner = fit[Math.floor(this.deps.random() * fit.length)] as NodeId;
+      // A refused seek counts too: the rate bound holds whatever the outcome (this is the routing path).
+      this.seekAt = now;
       const msg = this.sb.seek(owner);
       if (msg === undefined) return;
       this.now = now;
-      this.seekAt = now;
       this.useful.set(owner, Math.max(1, this.useful.get(owner) ?? 0));
       // A seed (not an update: the index holds no estimate of it yet), replaced by its state.
       const seed = Float64Array.from(keys.slice(0, blocks));
