@@ -198,7 +198,7 @@ function opt(flag: string, v: string | number | undefined): string[] {
   return v === undefined ? [] : [flag, String(v)];
 }
 
-/** Every node ready and seeing every peer live (they have exchanged snapshots). */
+/** Every node ready (/ready) and seeing every peer live (they have exchanged snapshots). */
 async function waitUntilMeshed(
   nodes: ClusterNode[],
   children: ChildProcess[],
@@ -214,6 +214,9 @@ async function waitUntilMeshed(
     const views = await Promise.all(
       nodes.map(async (n) => {
         try {
+          // Ready too: peers can see a node live while it still boots (calibrates) and refuses clients.
+          const ready = await fetch(`${n.apiUrl}/ready`, { signal: AbortSignal.timeout(2000) });
+          if (!ready.ok) return undefined;
           const r = await fetch(`${n.apiUrl}/cluster`, { signal: AbortSignal.timeout(2000) });
           return r.ok ? ((await r.json()) as { peers: { liveness: string }[] }) : undefined;
         } catch {
