@@ -8,8 +8,8 @@ import type { InferenceInput } from "../service.js";
 import { ServiceError } from "../service.js";
 
 export interface AdmissionState {
-  /** Started and not shutting down. */
-  open: boolean;
+  /** Starting: still booting (calibrating its engine); stopping: shutting down. */
+  phase: "starting" | "open" | "stopping";
   /** Clients waiting for an answer, and the bound on them. */
   pending: number;
   max: number;
@@ -20,7 +20,9 @@ export function admissionError(
   engine: Engine,
   input: InferenceInput,
 ): ServiceError | undefined {
-  if (!s.open) return new ServiceError(503, "server_error", "node is shutting down", 1);
+  // Both retryable: a booting node is ready in moments, a leaving one's peers take over.
+  if (s.phase === "starting") return new ServiceError(503, "server_error", "node is starting", 1);
+  if (s.phase === "stopping") return new ServiceError(503, "server_error", "node is shutting down", 1);
   if (s.pending >= s.max) {
     return new ServiceError(429, "rate_limit_error", "node overloaded: too many requests in flight", 1);
   }

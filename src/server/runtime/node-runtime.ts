@@ -188,7 +188,8 @@ export class NodeRuntime implements NodeService {
   }
 
   submit(input: InferenceInput, events: ServeEvents, link: ClientLink): Promise<ServeOutcome> {
-    const state = { open: this.started && !this.stopping, pending: this.clients.size, max: this.maxPending };
+    const phase = !this.started ? "starting" : this.stopping ? "stopping" : "open";
+    const state = { phase, pending: this.clients.size, max: this.maxPending } as const;
     const refused = admissionError(state, this.engine, input);
     if (refused) return Promise.reject(refused);
     const reqId = `${this.nodeId}-${this.node.currentEpoch}-${++this.seq}`;
@@ -263,8 +264,6 @@ export class NodeRuntime implements NodeService {
     this.sender.forget(id);
     this.traffic.servedCounts.forget(id);
   }
-
-  // ------------------------------------------------------------------ shutdown
 
   /**
    * Graceful leave: refuse new work, tell peers (goodbye) so they stop routing here, let in-flight work
