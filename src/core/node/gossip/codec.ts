@@ -3,7 +3,7 @@
  * byte counts are the daemon's): a type byte (digests: 0, + 2 with its sender's load, + 4 with its
  * sender's summary tag; 3 states; 5 a cache summary, summary.ts; 1 = states with whole snapshot
  * frames, still decoded). A digest then has its room (a varint: how many new owners its sender would
- * take), with bit 2 the sender's queue depth and push-back ms (varints), with bit 4 the summary tag
+ * take), with type & 2 the sender's queue depth and push-back ms (varints), with type & 4 the summary tag
  * (a varint), and its entries; states have a varint count of (varint length, compact frame, zigzag
  * varint block count) and then the wants. A compact frame is a snapshot-codec frame without the bytes
  * every frame repeats — magic, format version, block size — and without its CRC (the mesh request is
