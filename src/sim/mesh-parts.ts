@@ -70,8 +70,9 @@ export function addGossipParts(
     return;
   }
   if (msg.type === "digest") {
-    // A holder's one-entry renewal to an owner (holders.ts), apart from round digests.
-    if (msg.entries.length === 1 && msg.room === 0 && msg.load === undefined) {
+    // A holder's one-entry renewal to an owner (holders.ts), apart from round digests: it names the
+    // owner, where every other digest starts with its sender (a node's carry its load too).
+    if (msg.entries.length === 1 && msg.entries[0]?.owner !== from) {
       add(into, "digest-renewal", total);
       return;
     }
