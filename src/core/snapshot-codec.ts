@@ -33,7 +33,8 @@ export const SNAPSHOT_FORMAT_VERSION = 1;
 const KIND_CODE = { full: 1, delta: 2, heartbeat: 3 } as const;
 const FIXED = 8;
 const CRC_BYTES = 4;
-const KEY_BYTES = 6;
+/** Bytes of one 48-bit block key on the wire, little-endian: here and in gossip's cache summaries. */
+export const KEY_BYTES = 6;
 const TWO32 = 4294967296;
 /** Flag bit: the header carries the sender's engine costs (frames without it decode as before). */
 const FLAG_COSTS = 1;
@@ -144,13 +145,22 @@ export function encodedSize(s: Snapshot): number {
   return n;
 }
 
+/** Writes block key `k` (< 2^48) at `pos`: KEY_BYTES bytes, little-endian. */
+export function writeKey(view: DataView, pos: number, k: number): void {
+  const lo = k % TWO32;
+  view.setUint32(pos, lo, true);
+  view.setUint16(pos + 4, (k - lo) / TWO32, true);
+}
+
+/** The block key writeKey wrote at `pos`. */
+export function readKey(view: DataView, pos: number): number {
+  return view.getUint16(pos + 4, true) * TWO32 + view.getUint32(pos, true);
+}
+
 function writeKeys(view: DataView, buf: Uint8Array, pos: number, keys: Float64Array): number {
   pos = writeVarint(buf, pos, keys.length);
   for (let i = 0; i < keys.length; i++) {
-    const k = keys[i]!;
-    const lo = k % TWO32;
-    view.setUint32(pos, lo, true);
-    view.setUint16(pos + 4, (k - lo) / TWO32, true);
+    writeKey(view, pos, keys[i]!);
     pos += KEY_BYTES;
   }
   return pos;
@@ -228,7 +238,7 @@ class Reader {
     const out = new Float64Array(n);
     let p = this.pos;
     for (let i = 0; i < n; i++) {
-      out[i] = this.view.getUint16(p + 4, true) * TWO32 + this.view.getUint32(p, true);
+      out[i] = readKey(this.view, p);
       p += KEY_BYTES;
     }
     this.pos = p;

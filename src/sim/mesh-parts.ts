@@ -14,14 +14,12 @@ import type { MeshGossip } from "../core/node/gossip/summary.js";
 import { swimSize } from "../core/node/swim/codec.js";
 import type { MemberUpdate } from "../core/node/swim/types.js";
 import type { MeshMessage } from "../core/node/types.js";
+import { KEY_BYTES } from "../core/snapshot-codec.js";
 import { varintSize } from "../core/varint.js";
 
 export type MeshParts = Record<string, { count: number; bytes: number }>;
 
 type Held = { epoch: number; version: number } | undefined;
-
-/** Bytes of one snapshot key on the wire (snapshot-codec.ts). */
-const KEY_BYTES = 6;
 
 function add(into: MeshParts, part: string, bytes: number, count = 1): void {
   const t = into[part] ?? { count: 0, bytes: 0 };
@@ -70,8 +68,9 @@ export function addGossipParts(
     return;
   }
   if (msg.type === "digest") {
-    // A holder's one-entry renewal to an owner (holders.ts), apart from round digests.
-    if (msg.entries.length === 1 && msg.room === 0 && msg.load === undefined) {
+    // A holder's one-entry renewal to an owner (holders.ts), apart from round digests: it names the
+    // owner, where every other digest starts with its sender (a node's carry its load too).
+    if (msg.entries.length === 1 && msg.entries[0]?.owner !== from) {
       add(into, "digest-renewal", total);
       return;
     }

@@ -581,12 +581,11 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       }
       case "mesh": {
         const dest = nodes[ev.to] as SimNodeState;
-        if (meshParts && dest.node) {
-          const n = dest.node;
-          addMeshParts(meshParts, ev.msg, ids[ev.from] as string, (o) => n.heldOf(o));
-        }
-        if (dest.node && dest.inc === ev.inc)
-          handle(dest, { type: "mesh-message", from: ids[ev.from] as string, msg: ev.msg });
+        // Sent to an incarnation that crashed since: never delivered, so not a part either.
+        if (!dest.node || dest.inc !== ev.inc) break;
+        const n = dest.node;
+        if (meshParts) addMeshParts(meshParts, ev.msg, ids[ev.from] as string, (o) => n.heldOf(o));
+        handle(dest, { type: "mesh-message", from: ids[ev.from] as string, msg: ev.msg });
         break;
       }
       case "verified": {

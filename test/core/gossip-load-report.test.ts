@@ -3,47 +3,9 @@
  * the origin's count of forwards sent since the last report must start over when one is applied.
  */
 import { describe, expect, test } from "vitest";
-import { resolveNodeConfig } from "../../src/core/node/config.js";
-import { GossipAntiEntropy } from "../../src/core/node/gossip-anti-entropy.js";
 import type { Effect } from "../../src/core/node/types.js";
 import { RadixTree } from "../../src/core/radix-tree.js";
-
-/** A's digest to B, B's answer, A's states: a push-pull until quiet (A starts). */
-function pushPull(
-  a: GossipAntiEntropy,
-  b: GossipAntiEntropy,
-  treeA: RadixTree,
-  treeB: RadixTree,
-  now: number,
-  atB: Effect[] = [],
-) {
-  let toB: Effect[] = [];
-  a.round(now, treeA, 0, 0, [{ id: "B", live: true, rttMs: 1 }], toB);
-  for (let i = 0; i < 4 && toB.length > 0; i++) {
-    const toA: Effect[] = [];
-    for (const e of toB)
-      if (e.type === "mesh-send" && e.msg.channel === "gossip")
-        b.onGossip("A", e.msg.msg, now, treeB, 0, 0, toA);
-    atB.push(...toA);
-    toB = [];
-    for (const e of toA)
-      if (e.type === "mesh-send" && e.msg.channel === "gossip")
-        a.onGossip("B", e.msg.msg, now, treeA, 0, 0, toB);
-  }
-}
-
-function gossiper(id: string, peers: string[], estimateStepKeys = 0) {
-  const config = resolveNodeConfig({
-    id,
-    peers,
-    capacityTokens: 4096,
-    gossip: "scuttlebutt",
-    estimateStepKeys,
-  });
-  const g = new GossipAntiEntropy(config, id, { now: () => 0, random: () => 0.5 });
-  g.reset(1, peers, 8);
-  return g;
-}
+import { gossiper, pushPull } from "./gossip-pair.js";
 
 describe("gossip mode: load reports", () => {
   test("an applied state reports its owner once, and a drain empties the set", () => {

@@ -40,6 +40,14 @@ describe("summary wire form", () => {
     );
   });
 
+  it("writes keys as the snapshot codec does: 6 bytes, little-endian (the wire this release speaks)", () => {
+    const key = 0x0605_0403_0201;
+    const msg = { type: "summary" as const, want: false, tag: 1, keys: [key] };
+    // type (5: summary), flags (body), tag, count, then the key.
+    expect([...encodeGossip(msg)]).toEqual([5, 2, 1, 1, 1, 2, 3, 4, 5, 6]);
+    expect(decodeGossip(Uint8Array.from([5, 2, 1, 1, 1, 2, 3, 4, 5, 6]), LIMITS)).toEqual(msg);
+  });
+
   it("refuses more keys than SUMMARY_MAX_KEYS before reading them, unknown flags, bad tags, truncation", () => {
     const over = encodeGossip({ type: "summary", want: false, tag: 1, keys: [] });
     // type (5: summary), flags (body), tag, count: a count one over the bound, and no keys behind it.

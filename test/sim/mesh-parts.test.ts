@@ -1,8 +1,13 @@
 /** The byte breakdown (mesh-parts.ts): its parts sum to the bytes sent, and redundancy is found. */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { gossipSize } from "../../src/core/node/gossip/size.js";
+import type { MeshGossip } from "../../src/core/node/gossip/summary.js";
+import { PrefixNode } from "../../src/core/node/node.js";
+import type { NodeInput } from "../../src/core/node/types.js";
 import { GossipRounds } from "../../src/sim/gossip-rounds.js";
 import { addGossipParts, type MeshParts } from "../../src/sim/mesh-parts.js";
+import { runSimulation } from "../../src/sim/run.js";
+import { daemonSimConfig, tinyWorkload } from "./helpers.js";
 
 /** Parts that count bytes already inside another part. */
 const inside = (k: string) => k === "keys" || k.startsWith("redundant-");
@@ -59,6 +64,71 @@ describe("mesh parts", () => {
       expect(redundant).toEqual(part === undefined ? [] : [part]);
     }
   });
+});
+
+describe("mesh parts in the node simulator", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("tells a node's renewal digest (its load on it) from its round and greeting digests", () => {
+    const load = { queueDepth: 2, pushBackMs: 0 };
+    const entry = (owner: string) => ({ owner, epoch: 1, version: 4 });
+    const renewal: MeshGossip = { type: "digest", entries: [entry("n2")], room: 0, load, summary: 7 };
+    const greeting: MeshGossip = { type: "digest", entries: [entry("n1")], room: 1, load };
+    const round: MeshGossip = { type: "digest", entries: [entry("n1"), entry("n3")], room: 0, load };
+    const parts: MeshParts = {};
+    addGossipParts(parts, renewal, "n1");
+    expect(parts["digest-renewal"]).toEqual({ count: 1, bytes: gossipSize(renewal) });
+    addGossipParts(parts, greeting, "n1");
+    addGossipParts(parts, round, "n1");
+    expect(parts["digest-renewal"]?.count).toBe(1);
+    expect(parts["digest-head"]?.count).toBe(2);
+    expect(parts["digest-entries"]?.count).toBe(3);
+  });
+
+  it("counts what the live incarnation handles: renewals apart, nothing sent to a crashed one", () => {
+    // Handled mesh messages, counted where the node takes them.
+    let handled = 0;
+    const real = PrefixNode.prototype.handle;
+    vi.spyOn(PrefixNode.prototype, "handle").mockImplementation(function (
+      this: PrefixNode,
+      input: NodeInput,
+    ) {
+      if (input.type === "mesh-message") handled++;
+      return real.call(this, input);
+    });
+    // Restarts within a link's delay: messages sent to the old incarnation land on the new one.
+    const crashes = [1, 2, 3].map((node, i) => ({
+      node,
+      atMs: 3_000 + 1_500 * i,
+      restartAtMs: 3_001 + 1_500 * i,
+    }));
+    const w = tinyWorkload({
+      seed: 4,
+      requests: 120,
+      topics: 8,
+      prefix: 200,
+      arrival: "open-loop",
+      gapMs: 60,
+    });
+    const r = runSimulation(
+      {
+        ...daemonSimConfig(4, 12),
+        commMs: 50,
+        jitterMs: 10,
+        gossip: "scuttlebutt",
+        maxEstimates: 4,
+        meshParts: true,
+        settleMs: 2_000,
+        faults: { node: { crashes } },
+      },
+      w,
+    );
+    const parts = r.totals.meshParts ?? {};
+    expect(parts.channel?.count).toBe(handled);
+    expect(parts["digest-renewal"]?.count ?? 0).toBeGreaterThan(0);
+  }, 120_000);
 });
 
 describe("holders-first relaying (push to holders)", () => {

@@ -462,8 +462,10 @@ export class GossipAntiEntropy {
     l.queueAt = this.now;
     l.capacityTokens = h.capacity;
     l.pushBackUntil = pushBackUntil(this.now, h.pushBackMs, this.config.maxPushBackMs);
-    // Its speed (advertiseCosts), relayed or not: routing and push-back compare queues by it.
-    if (h.costs !== undefined) l.costs = h.costs;
+    // Its speed (advertiseCosts), relayed or not: routing and push-back compare queues by it. A newer
+    // header without costs (its owner restarted uncalibrated, or stopped advertising) clears them;
+    // only newer states apply, so an older header (relays carry them as is) never puts them back.
+    l.costs = h.costs;
     l.estimateAt = this.now;
     l.treeTokens = h.tokenCount;
   }

@@ -287,7 +287,10 @@ export class SlotMirror {
     return m;
   }
 
-  /** Whether `other` holds the same slots and the same RAM cache, in the same order. */
+  /**
+   * Whether `other` holds the same slots and the same RAM cache, in the same order (worlds.ts merges
+   * such worlds). `lastUsed` is not compared: launches reach every world alike, so worlds never differ in it.
+   */
   sameAs(other: SlotMirror): boolean {
     const a = this.cache?.states ?? [];
     const b = other.cache?.states ?? [];

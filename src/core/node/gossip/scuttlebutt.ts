@@ -128,14 +128,28 @@ export class Scuttlebutt {
 
   /** Our digest: ourselves first, then every owner held (at the version a staged apply will hold). */
   digest(self: OwnState): DigestEntry[] {
-    const h = self.header();
-    const out: DigestEntry[] = [{ owner: this.selfId, epoch: h.epoch, version: h.version }];
+    const out: DigestEntry[] = [this.selfEntry(self)];
     for (const [owner, log] of this.logs) {
-      const held = this.holding(owner, log);
-      if (held === undefined) continue;
-      out.push({ owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version });
+      const e = this.entryOf(owner, log);
+      if (e !== undefined) out.push(e);
     }
     return out;
+  }
+
+  /** Our own digest entry: our tree's (epoch, version). */
+  private selfEntry(self: OwnState): DigestEntry {
+    const h = self.header();
+    return { owner: this.selfId, epoch: h.epoch, version: h.version };
+  }
+
+  /**
+   * A held owner's digest entry, at what we hold or will once its staged apply is in; version 0 while
+   * our estimate holds a wrong guess (asks for the whole set). Undefined: nothing of it held yet.
+   */
+  private entryOf(owner: NodeId, log: OwnerLog): DigestEntry | undefined {
+    const held = this.holding(owner, log);
+    if (held === undefined) return undefined;
+    return { owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version };
   }
 
   /**
@@ -154,13 +168,9 @@ export class Scuttlebutt {
     for (const [owner, log] of this.logs) if (this.holding(owner, log) !== undefined) owners.push(owner);
     if (owners.length <= k) return this.digest(self);
     this.sampled = true;
-    const h = self.header();
-    const out: DigestEntry[] = [{ owner: this.selfId, epoch: h.epoch, version: h.version }];
-    for (const owner of pickRandom(owners, k, this.deps.random)) {
-      const log = this.logs.get(owner) as OwnerLog;
-      const held = this.holding(owner, log) as { epoch: number; version: number };
-      out.push({ owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version });
-    }
+    const out: DigestEntry[] = [this.selfEntry(self)];
+    for (const owner of pickRandom(owners, k, this.deps.random))
+      out.push(this.entryOf(owner, this.logs.get(owner) as OwnerLog) as DigestEntry);
     return out;
   }
 
@@ -243,10 +253,8 @@ export class Scuttlebutt {
       out.push({ to, msg: { type: "states", states: [s], wants: [] } });
     }
     for (const owner of this.renewals.next(this.logs, this.rounds, URGENT_RENEWALS)) {
-      const log = this.logs.get(owner) as OwnerLog;
-      const held = this.holding(owner, log);
-      if (held === undefined || !member(owner)) continue;
-      const entry = { owner, epoch: held.epoch, version: log.wantFull ? 0 : held.version };
+      const entry = this.entryOf(owner, this.logs.get(owner) as OwnerLog);
+      if (entry === undefined || !member(owner)) continue;
       this.counters.digestsSent++;
       out.push({ to: owner, msg: { type: "digest", entries: [entry], room: 0 } });
     }
@@ -263,9 +271,8 @@ export class Scuttlebutt {
     if (to === this.selfId || this.logs.has(to)) return undefined;
     const room = this.config.maxEstimates - this.logs.size;
     if (room <= 0 || (room < unheld && this.deps.random() * unheld >= room)) return undefined;
-    const h = self.header();
     this.counters.digestsSent++;
-    return { type: "digest", entries: [{ owner: this.selfId, epoch: h.epoch, version: h.version }], room: 1 };
+    return { type: "digest", entries: [this.selfEntry(self)], room: 1 };
   }
 
   /**

@@ -17,6 +17,7 @@
  */
 import type { ByteReader } from "../../byte-reader.js";
 import { invariant } from "../../invariant.js";
+import { KEY_BYTES, readKey, writeKey } from "../../snapshot-codec.js";
 import { varintSize, writeVarint } from "../../varint.js";
 import type { GossipMessage } from "./config.js";
 
@@ -27,7 +28,7 @@ type NodeId = string;
 export const SUMMARY_MAX_KEYS = 256;
 /** Deepest checkpoint, in blocks (block 64: 1,024 tokens). */
 export const SUMMARY_MAX_BLOCKS = 64;
-const KEY_BYTES = 6;
+/** Splits a 48-bit key into 32-bit halves for the tag hash. */
 const TWO32 = 4294967296;
 const FLAG_WANT = 1;
 const FLAG_BODY = 2;
@@ -69,12 +70,10 @@ export function writeSummary(buf: Uint8Array, pos: number, m: SummaryMessage): n
   pos = writeVarint(buf, pos, m.tag);
   if (m.keys === undefined) return pos;
   pos = writeVarint(buf, pos, m.keys.length);
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   for (const k of m.keys) {
-    const lo = k % TWO32;
-    const hi = (k - lo) / TWO32;
-    for (let i = 0; i < 4; i++) buf[pos++] = (lo >>> (8 * i)) & 0xff;
-    buf[pos++] = hi & 0xff;
-    buf[pos++] = (hi >>> 8) & 0xff;
+    writeKey(view, pos, k);
+    pos += KEY_BYTES;
   }
   return pos;
 }
@@ -90,13 +89,9 @@ export function readSummary(r: ByteReader, fail: (why: string) => Error): Summar
   const n = r.varint();
   if (n > SUMMARY_MAX_KEYS) throw fail(`${n} summary keys, at most ${SUMMARY_MAX_KEYS}`);
   const bytes = r.take(n * KEY_BYTES, "truncated summary");
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const keys: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const o = i * KEY_BYTES;
-    const b = (j: number) => bytes[o + j] as number;
-    const lo = (b(0) | (b(1) << 8) | (b(2) << 16) | (b(3) << 24)) >>> 0;
-    keys.push((b(4) | (b(5) << 8)) * TWO32 + lo);
-  }
+  for (let i = 0; i < n; i++) keys.push(readKey(view, i * KEY_BYTES));
   return { type: "summary", want, tag, keys };
 }
 
