@@ -47,6 +47,8 @@ export interface JobSpec {
    * config `maxTimedOutAttempts`), and is never offloaded.
    */
   priority?: boolean;
+  /** Client requests: never offloaded, though it waits in line (`priority` under a wait bound). */
+  stays?: boolean;
 }
 
 interface Job extends JobSpec {
@@ -274,7 +276,7 @@ export class Executor {
       aheadWork = Math.max(0, aheadWork - job.workMs);
       const startsInMs = this.waitFrom(--ahead, now, aheadWork);
       if (startsInMs === undefined) break;
-      if (job.kind === "client" && job.priority !== true)
+      if (job.kind === "client" && job.priority !== true && job.stays !== true)
         out.push({ reqId: job.reqId, request: job.request, startsInMs });
     }
     return out;
