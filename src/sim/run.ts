@@ -56,7 +56,7 @@ const MAX_CLIENT_TRIES = 4;
 
 type Ev = SimEvent &
   (
-    | { k: "deliver"; to: number; inc: number; from: number; msg: PeerMessage }
+    | { k: "deliver"; to: number; inc: number; from: number; msg: PeerMessage; sentAt: number }
     | { k: "mesh"; to: number; inc: number; from: number; msg: MeshMessage }
     | { k: "verified"; node: number; inc: number; id: string; ok: boolean }
     | { k: "timer"; node: number; inc: number; timer: Timer; key: string; token: number }
@@ -197,6 +197,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   let failed = 0;
   let incorrect = 0;
   let duplicateReplies = 0;
+  /** The peer's answer being delivered now (a reply made while handling it is the one it answers). */
+  let delivering: { reqId: string; sentAt: number } | undefined;
   let retries = 0;
   let finished = 0;
   let sumPrompt = 0;
@@ -337,6 +339,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       prefillMs: r.prefillMs,
       decodeMs: r.decodeMs,
       networkMs: r.networkMs,
+      answerLegMs: delivering?.reqId === e.reqId ? now - delivering.sentAt : 0,
       retries: c.tries - 1,
       ok,
       correct,
@@ -446,7 +449,15 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     if (!dest.node) return; // host down: silently lost
     const copies = net.delays(now, from, to, delayBuf);
     for (let c = 0; c < copies; c++) {
-      queue.push({ at: now + (delayBuf[c] as number), k: "deliver", to, inc: dest.inc, from, msg });
+      queue.push({
+        at: now + (delayBuf[c] as number),
+        k: "deliver",
+        to,
+        inc: dest.inc,
+        from,
+        msg,
+        sentAt: now,
+      });
     }
   }
 
@@ -576,7 +587,11 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           // A real snapshot may carry older figures than the oracle last pushed: re-push after it.
           oracle?.invalidate(from, dest.id, ev.from);
           deliverSnapshot(dest, from, ev.msg);
-        } else handle(dest, { type: "peer-message", from, msg: ev.msg });
+        } else {
+          if (ev.msg.type === "result") delivering = { reqId: ev.msg.reqId, sentAt: ev.sentAt };
+          handle(dest, { type: "peer-message", from, msg: ev.msg });
+          delivering = undefined;
+        }
         break;
       }
       case "mesh": {

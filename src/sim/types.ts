@@ -112,6 +112,11 @@ export interface SimRecord {
   prefillMs: number;
   decodeMs: number;
   networkMs: number;
+  /**
+   * Of `networkMs`, the answer's way back from the peer that ran it (0 when its origin ran it): not
+   * part of the wait before its run.
+   */
+  answerLegMs?: number;
   /** Client re-submissions because its origin crashed. */
   retries: number;
   ok: boolean;

@@ -101,6 +101,62 @@ describe("admission by expected wait, for every queued job", () => {
   });
 });
 
+describe("a job leaving the queue without running", () => {
+  const executor = () => {
+    const config = resolveNodeConfig({ id: "B", peers: [], capacityTokens: 100_000, maxWaitMs: BOUND });
+    const ex = new Executor(config, "B", true);
+    ex.calibrate(calibrationSamples(PAPER_H100_QWEN05B));
+    return ex;
+  };
+  const request = (topic: number, q: number) => ({
+    id: `t${topic}q${q}`,
+    tokens: long(topic, q),
+    maxTokens: 1,
+  });
+  const client = (reqId: string, topic: number, q: number) => ({
+    kind: "client" as const,
+    reqId,
+    from: undefined,
+    attempt: 0,
+    request: request(topic, q),
+  });
+  const fwd = (reqId: string, topic: number, q: number) => ({
+    kind: "forward" as const,
+    reqId,
+    from: "A",
+    attempt: 1,
+    request: request(topic, q),
+    key: `key-${reqId}`,
+  });
+
+  it("prices again the jobs behind it that counted on its prefix: the wait is the queue's without it", () => {
+    // The queue without the job: one running, one waiting with its prefix uncached.
+    const without = executor();
+    without.enqueue(client("r0", 1, 1), 0, []);
+    without.enqueue(client("d", 2, 2), 0, []);
+    const expected = without.admissionWaitMs(0) as number;
+
+    // Moved by offload: `d` was priced as a hit on the prefix `x` would have cached.
+    const moved = executor();
+    moved.enqueue(client("r0", 1, 1), 0, []);
+    moved.enqueue(client("x", 2, 1), 0, []);
+    moved.enqueue(client("d", 2, 2), 0, []);
+    const before = moved.admissionWaitMs(0) as number;
+    expect(moved.takeQueued("x")).toBe(true);
+    expect(moved.admissionWaitMs(0)).toBeCloseTo(expected, 6);
+    // Leaving never makes the jobs behind it wait longer: its own run held that prefill.
+    expect(expected).toBeLessThan(before);
+
+    // Cancelled by its origin: the same.
+    const cancelled = executor();
+    cancelled.enqueue(client("r0", 1, 1), 0, []);
+    cancelled.enqueue(fwd("x", 2, 1), 0, []);
+    cancelled.enqueue(fwd("d", 2, 2), 0, []);
+    expect(cancelled.cancelQueued("key-x")).toBe(true);
+    expect(cancelled.admissionWaitMs(0)).toBeCloseTo(expected, 6);
+  });
+});
+
 describe("offload's own wait (routing's view of self)", () => {
   it("counts the jobs queued here, not only the running one", () => {
     const config = resolveNodeConfig({ id: "A", peers: [], capacityTokens: 100_000, offload: true });

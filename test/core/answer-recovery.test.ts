@@ -3,10 +3,13 @@
  * both on in the daemon's configuration): without ETAs in acks, an origin asks for an acked
  * forward's answer soon after its own estimate of it, the peer sends its kept answer again without
  * running the request twice, and a request that lost attempts to timeouts runs here ahead of the
- * queue, never offloaded again.
+ * queue (behind those admitted, under a wait bound), never offloaded again.
  */
 import { describe, expect, it } from "vitest";
-import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
+import { DAEMON_NODE_DEFAULTS, resolveNodeConfig } from "../../src/core/node/config.js";
+import { Executor } from "../../src/core/node/executor.js";
+import { PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
+import { calibrationSamples } from "../../src/sim/calibration.js";
 import { Harness, isType, type Mail, prompt } from "./node-harness.js";
 
 /** The ack timeout's floor these tests run with (set explicitly: a new default must not move them). */
@@ -110,6 +113,35 @@ describe("answer recovery (the daemon's configuration)", () => {
     expect(replies).toHaveLength(1);
     expect(replies[0]?.record).toMatchObject({ servedBy: "B", fallbacks: 0 });
     expect(h.node("B").stats().servedForPeers).toBe(1);
+  });
+
+  it("with a wait bound, a request back from a timed-out attempt queues behind those admitted", () => {
+    const h = setup({ maxTimedOutAttempts: 1, offload: true, maxWaitMs: 30_000 });
+    for (let i = 0; i < 3; i++) h.client("A", `local${i}`, prompt(20 + i, 1));
+    h.client("A", "r1", prompt(1, 1));
+    expect(h.drop(isType("forward"))).toBe(1); // the forward is lost
+    h.advanceLive(ACK_MS + 20);
+    expect(h.node("A").stats()).toMatchObject({ ackTimeouts: 1, fallbacks: 1 });
+    // Going first would delay local1 and local2, already promised a start within the bound.
+    for (let i = 0; i < 4; i++) h.finishRuns("A");
+    const answered = h.replies.map((r) => r.reqId).filter((id) => !id.startsWith("warm"));
+    expect(answered).toEqual(["local0", "local1", "local2", "r1"]);
+  });
+
+  it("a request that stays in line is never offered to offload (it would only come back)", () => {
+    const config = resolveNodeConfig({ id: "A", peers: [], capacityTokens: 100_000, maxWaitMs: 30_000 });
+    const ex = new Executor(config, "A", true);
+    ex.calibrate(calibrationSamples(PAPER_H100_QWEN05B));
+    const job = (reqId: string, stays?: boolean) => ({
+      kind: "client" as const,
+      reqId,
+      from: undefined,
+      attempt: 1,
+      request: { id: reqId, tokens: prompt(1, reqId.length), maxTokens: 1 },
+      ...(stays ? { stays } : {}),
+    });
+    for (const j of [job("run"), job("a"), job("bb", true), job("ccc")]) ex.enqueue(j, 0, []);
+    expect(ex.waitingClients(0, 8).map((w) => w.reqId)).toEqual(["ccc", "a"]);
   });
 
   it("after a timed-out attempt the request runs here ahead of the queue", () => {

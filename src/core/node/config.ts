@@ -101,7 +101,8 @@ export const nodeConfigSchema = z
      * Forward attempts of one request that may end in a timeout (never acked, a probe unanswered,
      * the peer silent, a failed send; an overdue answer is the peer's failure and does not count)
      * before it stops trying peers: it then runs here, ahead of the queue. With it set, a request that lost any attempt to a timeout runs here ahead of the
-     * queue (it has waited already) and is never offloaded again, so chained losses cost at most
+     * queue (it has waited already; with maxWaitMs, at the tail, so the jobs admitted keep their
+     * bound) and is never offloaded again, so chained losses cost at most
      * this many ack timeouts and one local run. With answerRecovery, an unanswered probe counts one
      * and is re-sent while the cap allows. 0 = no cap: every planned peer, then the queue's tail.
      */

@@ -17,6 +17,7 @@ import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
 import type { CostSample } from "./engine-costs.js";
+import { repriceBehind } from "./queue-prices.js";
 import type { SelfView } from "./routing.js";
 import { RunCosts } from "./run-costs.js";
 import type { ServingLoad } from "./serving.js";
@@ -46,6 +47,8 @@ export interface JobSpec {
    * config `maxTimedOutAttempts`), and is never offloaded.
    */
   priority?: boolean;
+  /** Client requests: never offloaded, though it waits in line (`priority` under a wait bound). */
+  stays?: boolean;
 }
 
 interface Job extends JobSpec {
@@ -61,6 +64,8 @@ interface Job extends JobSpec {
   expiresAt: number;
   /** With queue-aware waits (`workWaits`): its expected run (ms), priced when it was queued. */
   workMs: number;
+  /** The cached prefix (key tokens) that price counted on (queue-prices.ts). */
+  pricedMatch: number;
 }
 
 /** A job the engine finished: its spec, the result (engine-private fields removed) and its timing. */
@@ -203,12 +208,25 @@ export class Executor {
     return this.config.maxWaitMs > 0;
   }
 
-  /** `job`'s expected run here, priced as it joins the queue behind `end` (0 without `workWaits`). */
-  private priceJob(job: Job, end: number): number {
-    if (!this.workWaits() || job.kind === "check") return 0;
-    const key = keyTokens(job.request);
-    const hit = promptMatch(job.request, this.promisedMatch(key, end));
-    return this.costs.runFor(job.request.tokens.length - hit, hit, job.request.maxTokens);
+  /** Prices `job`'s expected run here, waiting behind `queue[..end)` (0 without `workWaits`). */
+  private priceJob(job: Job, end: number): void {
+    job.workMs = 0;
+    job.pricedMatch = 0;
+    if (!this.workWaits() || job.kind === "check") return;
+    job.pricedMatch = this.promisedMatch(keyTokens(job.request), end);
+    const hit = promptMatch(job.request, job.pricedMatch);
+    job.workMs = this.costs.runFor(job.request.tokens.length - hit, hit, job.request.maxTokens);
+  }
+
+  /**
+   * `job` left the queue without running (moved, cancelled, expired, failed): the jobs behind it
+   * that counted on the prefix it would have cached are priced again (queue-prices.ts).
+   */
+  private repriceAfter(job: Job): void {
+    if (!this.workWaits()) return;
+    const delta = repriceBehind(this.queue, this.queueHead, job, (j, i) => this.priceJob(j, i));
+    const waiting = this.queue.length - this.queueHead - this.cancelledQueued;
+    this.queuedWorkMs = waiting <= 0 ? 0 : Math.max(0, this.queuedWorkMs + delta);
   }
 
   /**
@@ -258,7 +276,7 @@ export class Executor {
       aheadWork = Math.max(0, aheadWork - job.workMs);
       const startsInMs = this.waitFrom(--ahead, now, aheadWork);
       if (startsInMs === undefined) break;
-      if (job.kind === "client" && job.priority !== true)
+      if (job.kind === "client" && job.priority !== true && job.stays !== true)
         out.push({ reqId: job.reqId, request: job.request, startsInMs });
     }
     return out;
@@ -272,6 +290,7 @@ export class Executor {
       job.cancelled = true;
       this.cancelledQueued++;
       this.unqueue(job);
+      this.repriceAfter(job);
       this.check();
       return true;
     }
@@ -309,9 +328,10 @@ export class Executor {
       cancelled: false,
       expiresAt: expiry(spec.deadlineMs, now),
       workMs: 0,
+      pricedMatch: 0,
     };
     // A priority job runs next: only what runs now is ahead of it.
-    job.workMs = this.priceJob(job, job.priority === true ? this.queueHead : this.queue.length);
+    this.priceJob(job, job.priority === true ? this.queueHead : this.queue.length);
     this.queuedWorkMs += job.workMs;
     if (job.priority !== true) this.queue.push(job);
     else if (this.queueHead > 0) this.queue[--this.queueHead] = job;
@@ -339,6 +359,7 @@ export class Executor {
       if (now > job.expiresAt) {
         // Checked at admission too (serving.ts), but a queue can slow down after it: no run for nobody.
         this.counters.expiredForwards++;
+        this.repriceAfter(job);
         continue;
       }
       job.startedAt = now;
@@ -392,6 +413,7 @@ export class Executor {
     job.cancelled = true;
     this.cancelledQueued++;
     this.unqueue(job);
+    this.repriceAfter(job);
     return true;
   }
 
@@ -456,6 +478,8 @@ export class Executor {
     if (!job) return undefined;
     this.counters.engineFailures++;
     this.finish(job);
+    // What it would have cached is not: the jobs that counted on it run colder.
+    this.repriceAfter(job);
     return job;
   }
 

@@ -117,7 +117,12 @@ export class ForwardAcks {
     // Admission by expected wait: the target starts it within what is left of our bound, or refuses.
     const bound = this.config.maxWaitMs;
     // Less a whole round trip: the one-way delay varies, and a measured RTT bounds it with margin.
-    if (bound > 0) msg.waitMs = Math.max(0, Math.floor(bound - (now - a.receivedAt) - (peer.rttMs ?? 0)));
+    // A peer not measured yet costs what peers typically do (the prior before any is measured): the
+    // way there is part of the wait too.
+    if (bound > 0) {
+      const rttMs = peer.rttMs ?? this.targets.typicalRttMs() ?? this.config.costPrior.rttMs;
+      msg.waitMs = Math.max(0, Math.floor(bound - (now - a.receivedAt) - rttMs));
+    }
     out.push({ type: "send", to, msg });
     const ackMs = this.timeoutMs(peer.rttMs);
     // An ack timeout as long as the configured forward timeout turns acks off (config.ts), whatever
@@ -157,7 +162,11 @@ export class ForwardAcks {
         : undefined;
     if (this.config.peerTrust && a.answerBy === Number.POSITIVE_INFINITY) {
       const expectedMs = eta ?? expected ?? a.forwardTimeoutMs;
-      const allowed = this.config.answerSlack * expectedMs + this.config.answerSlackMs;
+      // Admission by expected wait: the peer took it to start within what was left of our bound, so
+      // waiting that long is its right, not a stall (our own estimate does not know its queue). Given
+      // up earlier, it would run a second time here, after the bound.
+      const budgetMs = eta === undefined ? this.waitLeftAtSend(a) : 0;
+      const allowed = this.config.answerSlack * expectedMs + this.config.answerSlackMs + budgetMs;
       if (allowed < a.forwardTimeoutMs) a.answerBy = a.attemptSentAt + allowed;
     }
     const overdueIn = a.answerBy - now;
@@ -173,6 +182,12 @@ export class ForwardAcks {
     const waitMs = Math.max(0, Math.min(a.forwardTimeoutMs, probeIn, overdueIn));
     a.ackArmed = true;
     out.push({ type: "set-timer", timer: ackTimer(a), delayMs: waitMs });
+  }
+
+  /** With `maxWaitMs`: what was left of it when the current attempt was sent (else 0). */
+  private waitLeftAtSend(a: AttemptClock): number {
+    if (!(this.config.maxWaitMs > 0)) return 0;
+    return Math.max(0, this.config.maxWaitMs - (a.attemptSentAt - a.receivedAt));
   }
 
   /**

@@ -239,8 +239,13 @@ export class Origin {
     invariant(p.attempt === p.fallbacks, "a request runs here while an attempt is still open");
     p.current = undefined;
     const run: LocalRun = { reqId, attempt: p.attempt, request: p.request };
-    // It waited on attempts that timed out already: it runs next, not at the queue's tail.
-    if (this.acks.runsFirst(p)) run.priority = true;
+    // It waited on attempts that timed out already: it runs next, not at the queue's tail — unless
+    // a wait bound is set: going first would push jobs already admitted past theirs. Either way it
+    // tries no peer again.
+    if (this.acks.runsFirst(p)) {
+      if (this.config.maxWaitMs > 0) run.stays = true;
+      else run.priority = true;
+    }
     return run;
   }
 

@@ -30,6 +30,8 @@ export interface LocalRun {
   request: EngineRequest;
   /** Ahead of the queue: it lost forward attempts to timeouts (config `maxTimedOutAttempts`). */
   priority?: boolean;
+  /** Never offloaded (it lost forward attempts to timeouts), though in line: see `Origin.runHere`. */
+  stays?: boolean;
 }
 
 export class PendingRequests {

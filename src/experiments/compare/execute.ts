@@ -129,7 +129,8 @@ function admittedWaits(
 ): NonNullable<CompareResult["admitted"]> {
   const waits = records
     .filter((x) => x.served >= 0)
-    .map((x) => x.queueMs + x.networkMs)
+    // To the start of its run: the answer's way back from the peer that ran it comes after.
+    .map((x) => x.queueMs + x.networkMs - (x.answerLegMs ?? 0))
     .sort((a, b) => a - b);
   const refusedOnce = records.filter((x) => x.retries > 0).length;
   if (waits.length === 0) return { waitP99S: 0, waitMaxS: 0, overBound: 0, refusedOnce };

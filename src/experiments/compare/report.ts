@@ -220,7 +220,7 @@ function targets(rows: Row[], seedRows: Row[][], seedIds: readonly number[]): st
     "requests queue up to each node's `maxQueue`, 1024). A refused client retries after the",
     "Retry-After it was given (up to its try limit): refused once = requests refused at least once;",
     "refused = still refused after every retry. Wait = admission (the entry node taking the try that",
-    `was answered) to the start of its engine run (queues, forwards, fallbacks), over the requests answered${many ? " (one row per seed: the bound holds for every request of every seed)" : ""}:`,
+    `was answered) to the start of its engine run (queues, forwards, fallbacks; not the answer's way back), over the requests answered${many ? " (one row per seed: the bound holds for every request of every seed)" : ""}:`,
     "",
     "| cell | refused once | refused | wait p99 s | wait max s | waited past the bound | verdict |",
     "|---|---|---|---|---|---|---|",
