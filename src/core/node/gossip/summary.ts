@@ -19,6 +19,7 @@ import type { ByteReader } from "../../byte-reader.js";
 import { invariant } from "../../invariant.js";
 import { varintSize, writeVarint } from "../../varint.js";
 import type { GossipMessage } from "./config.js";
+import type { HintsMessage } from "./hints.js";
 
 /** A member's id (node/types.ts's NodeId). */
 type NodeId = string;
@@ -42,8 +43,8 @@ export interface SummaryMessage {
   keys?: number[];
 }
 
-/** A gossip-channel message on the wire: Scuttlebutt's, or a summary exchange. */
-export type MeshGossip = GossipMessage | SummaryMessage;
+/** A gossip-channel message on the wire: Scuttlebutt's, a summary exchange, or relayed holder hints. */
+export type MeshGossip = GossipMessage | SummaryMessage | HintsMessage;
 
 /** A 16-bit tag of a key set, independent of order: equal sets, equal tags. */
 export function summaryTag(keys: readonly number[]): number {
