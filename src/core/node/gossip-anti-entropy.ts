@@ -74,6 +74,7 @@ export class GossipAntiEntropy {
   private readonly ownSummary = new OwnSummary();
   /** With `maxEstimates`: holder hints, relayed (hints.ts). */
   private hints: Hints | undefined;
+  private hintsAt = Number.NEGATIVE_INFINITY;
   private seekAt = Number.NEGATIVE_INFINITY;
   /** Owners held at most: summaries are asked for only when the members outnumber it. */
   private maxHeld = 0;
@@ -313,9 +314,12 @@ export class GossipAntiEntropy {
   ): void {
     const hints = this.hints;
     if (hints === undefined || this.members.size <= this.maxHeld || live.length === 0) return;
+    // Relayed news waits up to Δpoll / 16 to share a message: a message a hint was dearer in requests.
+    if (!announce && this.now - this.hintsAt < this.config.pollMs / 16) return;
     if (announce) hints.announce(this.ownSummary.keys);
     const msg = hints.take();
     if (msg === undefined) return;
+    this.hintsAt = this.now;
     const to = new Set<NodeId>();
     const k = Math.min(this.config.gossipFanout, live.length);
     for (let i = 0; to.size < k && i < 4 * k; i++)
