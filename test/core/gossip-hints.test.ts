@@ -2,7 +2,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeGossip, encodeGossip, GossipDecodeError } from "../../src/core/node/gossip/codec.js";
-import { HINT_HOLDERS, HINTS_MAX_KEYS, Hints, type HintsMessage } from "../../src/core/node/gossip/hints.js";
+import {
+  HINT_HOLDERS,
+  HINT_KEYS,
+  HINTS_MAX_KEYS,
+  Hints,
+  type HintsMessage,
+} from "../../src/core/node/gossip/hints.js";
 import { gossipSize } from "../../src/core/node/gossip/size.js";
 
 const LIMITS = { maxEntries: 100, maxStates: 10, maxSnapshotBytes: 1 << 20 };
@@ -88,5 +94,15 @@ describe("Hints", () => {
     for (let m = h.take(); m !== undefined; m = h.take());
     h.announce([...keys, 999]);
     expect(h.take()).toEqual({ type: "hints", groups: [{ holder: "me", keys: [999] }] });
+  });
+
+  it("holds at most HINT_KEYS keys, forgetting the least recently learnt, and sends at most HINTS_MAX_KEYS", () => {
+    const h = new Hints("me");
+    for (let k = 0; k < HINT_KEYS + 10; k++) h.learn(k, `m${k % 7}`);
+    expect(h.keys).toBe(HINT_KEYS);
+    expect(h.holders(0)).toEqual([]);
+    expect(h.holders(HINT_KEYS + 9)).toEqual([`m${(HINT_KEYS + 9) % 7}`]);
+    for (let m = h.take(); m !== undefined; m = h.take())
+      expect(m.groups.reduce((n, g) => n + g.keys.length, 0)).toBeLessThanOrEqual(HINTS_MAX_KEYS);
   });
 });

@@ -26,7 +26,7 @@ export const HINTS_MAX_KEYS = 32;
 /** Holders kept per key (most recent first). */
 export const HINT_HOLDERS = 1;
 /** Keys held at most (the least recently learnt go first). */
-const HINT_KEYS = 4_096;
+export const HINT_KEYS = 4_096;
 /** Rumors queued at most (the oldest dropped). */
 const HINT_QUEUE = 1_024;
 const KEY_BYTES = 6;
