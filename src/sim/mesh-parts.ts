@@ -63,8 +63,8 @@ export function addGossipParts(
   heldBy?: (owner: string) => Held,
 ): void {
   const total = gossipSize(msg);
-  if (msg.type === "summary") {
-    add(into, "summary", total);
+  if (msg.type === "summary" || msg.type === "hints") {
+    add(into, msg.type, total);
     return;
   }
   if (msg.type === "digest") {

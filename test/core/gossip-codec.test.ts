@@ -97,7 +97,7 @@ describe("gossip codec", () => {
     expect(() => decodeGossip(Uint8Array.from([...bytes, 0]), LIMITS)).toThrow(GossipDecodeError);
     expect(() => decodeGossip(bytes, { ...LIMITS, maxEntries: 0 })).toThrow(/at most 0/);
     expect(() => decodeGossip(bytes, { ...LIMITS, maxEntries: 2 })).toThrow(/room for 3 owners/);
-    expect(() => decodeGossip(Uint8Array.of(7), LIMITS)).toThrow(/unknown type/);
+    expect(() => decodeGossip(Uint8Array.of(8), LIMITS)).toThrow(/unknown type/);
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 64 }), (junk) => {
         try {

@@ -7,7 +7,7 @@
  * or not), whichever came last.
  * A member we hold no estimate of is not routed to. Under `maxEstimates` members also swap cache
  * summaries (gossip/summary.ts), and a request whose first block no held estimate has brings in a
- * member whose summary lists it (`seek`).
+ * member whose summary lists it (`seek`); summaries also become holder hints, relayed (gossip/hints.ts).
  */
 import { BLOCK_SIZE, blockKeys } from "../block-hash.js";
 import type { EngineRequest, Tokens } from "../engine.js";
@@ -23,6 +23,7 @@ import {
 } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import type { DigestLoad } from "./gossip/config.js";
+import { Hints } from "./gossip/hints.js";
 import { type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
 import {
   checkpoints,
@@ -71,6 +72,9 @@ export class GossipAntiEntropy {
   /** With `maxEstimates`: the summaries of members we met (summary.ts), ours, our last seek. */
   private summaries: SummaryIndex | undefined;
   private readonly ownSummary = new OwnSummary();
+  /** With `maxEstimates`: holder hints, relayed (hints.ts). */
+  private hints: Hints | undefined;
+  private hintsAt = Number.NEGATIVE_INFINITY;
   private seekAt = Number.NEGATIVE_INFINITY;
   /** Owners held at most: summaries are asked for only when the members outnumber it. */
   private maxHeld = 0;
@@ -99,6 +103,7 @@ export class GossipAntiEntropy {
     this.stepArmed = false;
     this.extraRounds = 0;
     this.summaries = this.config.maxEstimates === undefined ? undefined : new SummaryIndex(MAX_SUMMARIES);
+    this.hints = this.config.maxEstimates === undefined ? undefined : new Hints(this.selfId);
     this.seekAt = Number.NEGATIVE_INFINITY;
     const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
     this.maxHeld = maxEstimates;
@@ -139,6 +144,7 @@ export class GossipAntiEntropy {
   remove(id: NodeId): void {
     this.members.delete(id);
     this.summaries?.remove(id);
+    this.hints?.remove(id);
     this.forget(id);
   }
   forget(id: NodeId): void {
@@ -292,6 +298,33 @@ export class GossipAntiEntropy {
     if (live.length === 0) return;
     for (const { to, msg } of this.sb.round(live, this.own(tree, queueDepth, pushBackMs)))
       this.send(to, msg, queueDepth, pushBackMs, out);
+    this.passHints(live, true, queueDepth, pushBackMs, out);
+  }
+
+  /**
+   * Queued hints (hints.ts; with `announce`, our own summary's new keys too) in one message to
+   * `gossipFanout` live members: only where summaries are swapped at all (more members than we hold).
+   */
+  private passHints(
+    live: readonly NodeId[],
+    announce: boolean,
+    queueDepth: number,
+    pushBackMs: number,
+    out: Effect[],
+  ): void {
+    const hints = this.hints;
+    if (hints === undefined || this.members.size <= this.maxHeld || live.length === 0) return;
+    // Relayed news waits up to Δpoll / 16 to share a message: a message a hint was dearer in requests.
+    if (!announce && this.now - this.hintsAt < this.config.pollMs / 16) return;
+    if (announce) hints.announce(this.ownSummary.keys);
+    const msg = hints.take();
+    if (msg === undefined) return;
+    this.hintsAt = this.now;
+    const to = new Set<NodeId>();
+    const k = Math.min(this.config.gossipFanout, live.length);
+    for (let i = 0; to.size < k && i < 4 * k; i++)
+      to.add(live[Math.floor(this.deps.random() * live.length)] as NodeId);
+    for (const t of to) this.send(t, msg, queueDepth, pushBackMs, out);
   }
 
   /** A gossip message from `from` (any member; a relay of other owners' states). */
@@ -309,6 +342,13 @@ export class GossipAntiEntropy {
     const own = this.own(tree, queueDepth, pushBackMs);
     if (msg.type === "summary") {
       this.onSummary(from, msg, queueDepth, pushBackMs, out);
+      return;
+    }
+    if (msg.type === "hints") {
+      // What is news here goes on at once (a hop costs a network delay, not a round).
+      for (const g of msg.groups)
+        if (this.members.has(g.holder)) for (const k of g.keys) this.hints?.learn(k, g.holder);
+      this.passHints(this.live?.ids ?? NO_IDS, false, queueDepth, pushBackMs, out);
       return;
     }
     if (msg.type === "digest" && msg.load !== undefined) this.loadReported(from, msg.load);
@@ -343,7 +383,10 @@ export class GossipAntiEntropy {
   ): void {
     const idx = this.summaries;
     if (idx === undefined) return;
-    if (msg.keys !== undefined) idx.set(from, msg.tag, msg.keys);
+    if (msg.keys !== undefined) {
+      idx.set(from, msg.tag, msg.keys);
+      for (const k of msg.keys) this.hints?.learn(k, from);
+    }
     if (!msg.want) return;
     const own = this.ownSummary;
     const want = msg.keys === undefined && idx.wants(from, msg.tag);
@@ -366,7 +409,9 @@ export class GossipAntiEntropy {
     out: Effect[],
   ): void {
     const idx = this.summaries;
-    if (idx === undefined || idx.size === 0 || now - this.seekAt < this.config.pollMs / 8) return;
+    const hints = this.hints;
+    if (idx === undefined || hints === undefined || now - this.seekAt < this.config.pollMs / 8) return;
+    if (idx.size === 0 && hints.keys === 0) return;
     const tokens = keyTokens(request);
     const keys = blockKeys(tokens, Math.min(tokens.length, SUMMARY_MAX_BLOCKS * BLOCK_SIZE));
     let best = selfMatch;
@@ -376,6 +421,8 @@ export class GossipAntiEntropy {
     for (const [blocks, key] of checkpoints(keys)) {
       if (blocks * BLOCK_SIZE <= best) return;
       for (const h of idx.holders(key)) if (this.members.has(h) && !this.sb.holds(h)) fit.push(h);
+      for (const h of hints.holders(key))
+        if (this.members.has(h) && !this.sb.holds(h) && !fit.includes(h)) fit.push(h);
       if (fit.length === 0) continue;
       const owner = fit[Math.floor(this.deps.random() * fit.length)] as NodeId;
       // A refused seek counts too: the rate bound holds whatever the outcome (this is the routing path).

@@ -1,7 +1,7 @@
 /**
  * The Scuttlebutt messages' wire format, byte for byte what gossip/size.ts counts (so the simulator's
  * byte counts are the daemon's): a type byte (digests: 0, + 2 with its sender's load, + 4 with its
- * sender's summary tag; 3 states; 5 a cache summary, summary.ts; 1 = states with whole snapshot
+ * sender's summary tag; 3 states; 5 a cache summary, summary.ts; 7 holder hints, hints.ts; 1 = states with whole snapshot
  * frames, still decoded). A digest then has its room (a varint: how many new owners its sender would
  * take), with type & 2 the sender's queue depth and push-back ms (varints), with type & 4 the summary tag
  * (a varint), and its entries; states have a varint count of (varint length, compact frame, zigzag
@@ -22,6 +22,7 @@ import {
   SNAPSHOT_MAGIC,
 } from "../../snapshot-codec.js";
 import { writeVarint } from "../../varint.js";
+import { readHints, writeHints } from "./hints.js";
 import type { DigestEntry, GossipMessage, OwnerState } from "./scuttlebutt.js";
 import { COMPACT_DROPPED, gossipSize } from "./size.js";
 import { type MeshGossip, readSummary, writeSummary } from "./summary.js";
@@ -34,6 +35,8 @@ const OWNER_CHARS = /^[A-Za-z0-9._-]+$/;
 const STATES = 3;
 /** Type byte of a cache summary (summary.ts). */
 const SUMMARY = 5;
+/** Type byte of holder hints (hints.ts). */
+const HINTS = 7;
 
 /** The whole snapshot frame a compact one (`rec`: kind, flags, the frame from its sender on) stands for. */
 function wholeFrame(rec: Uint8Array): Uint8Array {
@@ -81,6 +84,9 @@ export function encodeGossip(msg: MeshGossip): Uint8Array {
   if (msg.type === "summary") {
     buf[pos++] = SUMMARY;
     pos = writeSummary(buf, pos, msg);
+  } else if (msg.type === "hints") {
+    buf[pos++] = HINTS;
+    pos = writeHints(buf, pos, msg);
   } else if (msg.type === "digest") {
     buf[pos++] = (msg.load ? 2 : 0) | (msg.summary === undefined ? 0 : 4);
     pos = writeVarint(buf, pos, msg.room);
@@ -114,17 +120,18 @@ export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): Mes
   const r = new ByteReader(bytes, (why) => new GossipDecodeError(why));
   const byte = () => r.byte();
   const varint = () => r.varint();
+  const owner = (): string => {
+    const len = byte();
+    if (len < 1 || len > MAX_OWNER) throw new GossipDecodeError("bad owner");
+    const id = String.fromCharCode(...r.take(len, "bad owner"));
+    if (!OWNER_CHARS.test(id)) throw new GossipDecodeError("bad owner characters");
+    return id;
+  };
   const entries = (): DigestEntry[] => {
     const n = varint();
     if (n > limits.maxEntries) throw new GossipDecodeError(`${n} entries, at most ${limits.maxEntries}`);
     const out: DigestEntry[] = [];
-    for (let i = 0; i < n; i++) {
-      const len = byte();
-      if (len < 1 || len > MAX_OWNER) throw new GossipDecodeError("bad owner");
-      const owner = String.fromCharCode(...r.take(len, "bad owner"));
-      if (!OWNER_CHARS.test(owner)) throw new GossipDecodeError("bad owner characters");
-      out.push({ owner, epoch: varint(), version: varint() });
-    }
+    for (let i = 0; i < n; i++) out.push({ owner: owner(), epoch: varint(), version: varint() });
     return out;
   };
   let msg: MeshGossip;
@@ -150,6 +157,8 @@ export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): Mes
     msg = digest;
   } else if (type === SUMMARY) {
     msg = readSummary(r, (why) => new GossipDecodeError(why));
+  } else if (type === HINTS) {
+    msg = readHints(r, owner, (why) => new GossipDecodeError(why));
   } else if (type === 1 || type === STATES) {
     const n = varint();
     if (n > limits.maxStates) throw new GossipDecodeError(`${n} states, at most ${limits.maxStates}`);

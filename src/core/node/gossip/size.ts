@@ -4,10 +4,11 @@
  * (varints), with type & 4 its sender's summary tag (a varint), and a varint count of entries (owner as a length byte + ASCII, epoch and version as varints); a states
  * message is a varint count of length-prefixed compact snapshot frames (snapshot-codec.ts frames,
  * `encodedSize`, less what codec.ts leaves out), and the owner's block count; then its wants as
- * digest entries. A summary: summary.ts.
+ * digest entries. A summary: summary.ts; hints: hints.ts.
  */
 import { encodedSize } from "../../snapshot-codec.js";
 import { varintSize } from "../../varint.js";
+import { hintsSize } from "./hints.js";
 import type { DigestEntry, OwnerState } from "./scuttlebutt.js";
 import { type MeshGossip, summarySize } from "./summary.js";
 
@@ -32,6 +33,7 @@ export function stateSize(s: OwnerState): number {
 
 export function gossipSize(msg: MeshGossip): number {
   if (msg.type === "summary") return 1 + summarySize(msg);
+  if (msg.type === "hints") return 1 + hintsSize(msg);
   if (msg.type === "digest")
     return (
       1 +

@@ -20,6 +20,7 @@ import { invariant } from "../../invariant.js";
 import { KEY_BYTES, readKey, writeKey } from "../../snapshot-codec.js";
 import { varintSize, writeVarint } from "../../varint.js";
 import type { GossipMessage } from "./config.js";
+import type { HintsMessage } from "./hints.js";
 
 /** A member's id (node/types.ts's NodeId). */
 type NodeId = string;
@@ -43,8 +44,8 @@ export interface SummaryMessage {
   keys?: number[];
 }
 
-/** A gossip-channel message on the wire: Scuttlebutt's, or a summary exchange. */
-export type MeshGossip = GossipMessage | SummaryMessage;
+/** A gossip-channel message on the wire: Scuttlebutt's, a summary exchange, or relayed holder hints. */
+export type MeshGossip = GossipMessage | SummaryMessage | HintsMessage;
 
 /** A 16-bit tag of a key set, independent of order: equal sets, equal tags. */
 export function summaryTag(keys: readonly number[]): number {

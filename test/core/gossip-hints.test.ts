@@ -1,0 +1,108 @@
+/** Holder hints (gossip/hints.ts): the wire form and its bounds, what is news, what a round sends. */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { decodeGossip, encodeGossip, GossipDecodeError } from "../../src/core/node/gossip/codec.js";
+import {
+  HINT_HOLDERS,
+  HINT_KEYS,
+  HINTS_MAX_KEYS,
+  Hints,
+  type HintsMessage,
+} from "../../src/core/node/gossip/hints.js";
+import { gossipSize } from "../../src/core/node/gossip/size.js";
+
+const LIMITS = { maxEntries: 100, maxStates: 10, maxSnapshotBytes: 1 << 20 };
+const key = fc.integer({ min: 0, max: 2 ** 48 - 1 });
+const holder = fc.stringMatching(/^[A-Za-z0-9._-]{1,64}$/);
+
+function varint(v: number): number[] {
+  const out: number[] = [];
+  while (v >= 0x80) {
+    out.push((v % 0x80) | 0x80);
+    v = Math.floor(v / 0x80);
+  }
+  out.push(v);
+  return out;
+}
+
+describe("hints wire form", () => {
+  it("round-trips at exactly gossipSize bytes", () => {
+    const groups = fc
+      .array(fc.record({ holder, keys: fc.array(key, { minLength: 1, maxLength: 8 }) }), { maxLength: 4 })
+      .filter((gs) => gs.reduce((n, g) => n + g.keys.length, 0) <= HINTS_MAX_KEYS);
+    fc.assert(
+      fc.property(groups, (gs) => {
+        const msg: HintsMessage = { type: "hints", groups: gs };
+        const bytes = encodeGossip(msg);
+        expect(bytes.length).toBe(gossipSize(msg));
+        expect(decodeGossip(bytes, LIMITS)).toEqual(msg);
+      }),
+    );
+  });
+
+  it("refuses counts over the bound before reading keys, empty groups, bad holders, truncation", () => {
+    const owner = [2, ..."n1"].map((c) => (typeof c === "number" ? c : c.charCodeAt(0)));
+    // type 7, one group of one key over the bound, and no keys behind it.
+    const tooMany = Uint8Array.from([7, 1, ...owner, ...varint(HINTS_MAX_KEYS + 1)]);
+    expect(() => decodeGossip(tooMany, LIMITS)).toThrow(/at most/);
+    // Two groups whose keys add up to one over the bound: the second count is refused.
+    const half = HINTS_MAX_KEYS / 2;
+    const keys = (n: number) => Array.from({ length: 6 * n }, () => 1);
+    const split = [7, 2, ...owner, ...varint(half), ...keys(half), ...owner, ...varint(half + 1)];
+    expect(() => decodeGossip(Uint8Array.from(split), LIMITS)).toThrow(/at most/);
+    expect(() => decodeGossip(Uint8Array.from([7, ...varint(HINTS_MAX_KEYS + 1)]), LIMITS)).toThrow(/groups/);
+    expect(() => decodeGossip(Uint8Array.from([7, 1, ...owner, 0]), LIMITS)).toThrow(/hint group/);
+    expect(() => decodeGossip(Uint8Array.from([7, 1, 0]), LIMITS)).toThrow(/owner/);
+    expect(() => decodeGossip(Uint8Array.from([7, 1, 1, 0x20, 1, ...keys(1)]), LIMITS)).toThrow(/owner/);
+    const ok = encodeGossip({ type: "hints", groups: [{ holder: "n1", keys: [5, 6] }] });
+    expect(() => decodeGossip(ok.subarray(0, ok.length - 1), LIMITS)).toThrow(GossipDecodeError);
+    expect(() => decodeGossip(Uint8Array.from([...ok, 0]), LIMITS)).toThrow(/trailing/);
+  });
+});
+
+describe("Hints", () => {
+  it("passes on a pair new to it, a bounded number of times, and never itself as a relayed holder", () => {
+    const h = new Hints("me");
+    h.learn(1, "a");
+    h.learn(1, "me");
+    const sent: HintsMessage[] = [];
+    for (let m = h.take(); m !== undefined; m = h.take()) sent.push(m);
+    expect(sent.length).toBeGreaterThan(0);
+    for (const m of sent) expect(m.groups).toEqual([{ holder: "a", keys: [1] }]);
+    expect(h.holders(1)).toEqual(["a"]);
+  });
+
+  it("keeps HINT_HOLDERS holders a key, newest first; a holder beyond a full list is kept, not passed on", () => {
+    const h = new Hints("me");
+    const names = Array.from({ length: HINT_HOLDERS + 1 }, (_, i) => `m${i}`);
+    for (const n of names) h.learn(7, n);
+    expect(h.holders(7)).toEqual(names.slice(1).reverse());
+    const passed = new Set<string>();
+    for (let m = h.take(); m !== undefined; m = h.take()) for (const g of m.groups) passed.add(g.holder);
+    expect(passed).toEqual(new Set(names.slice(0, HINT_HOLDERS)));
+    h.remove(names[HINT_HOLDERS] as string);
+    expect(h.holders(7)).not.toContain(names[HINT_HOLDERS]);
+  });
+
+  it("announces only its own summary's new keys, with itself as holder, at most HINTS_MAX_KEYS a message", () => {
+    const h = new Hints("me");
+    const keys = Array.from({ length: HINTS_MAX_KEYS + 5 }, (_, i) => 100 + i);
+    h.announce(keys);
+    const first = h.take() as HintsMessage;
+    expect(first.groups).toEqual([{ holder: "me", keys: expect.any(Array) }]);
+    expect(first.groups[0]?.keys.length).toBe(HINTS_MAX_KEYS);
+    for (let m = h.take(); m !== undefined; m = h.take());
+    h.announce([...keys, 999]);
+    expect(h.take()).toEqual({ type: "hints", groups: [{ holder: "me", keys: [999] }] });
+  });
+
+  it("holds at most HINT_KEYS keys, forgetting the least recently learnt, and sends at most HINTS_MAX_KEYS", () => {
+    const h = new Hints("me");
+    for (let k = 0; k < HINT_KEYS + 10; k++) h.learn(k, `m${k % 7}`);
+    expect(h.keys).toBe(HINT_KEYS);
+    expect(h.holders(0)).toEqual([]);
+    expect(h.holders(HINT_KEYS + 9)).toEqual([`m${(HINT_KEYS + 9) % 7}`]);
+    for (let m = h.take(); m !== undefined; m = h.take())
+      expect(m.groups.reduce((n, g) => n + g.keys.length, 0)).toBeLessThanOrEqual(HINTS_MAX_KEYS);
+  });
+});
