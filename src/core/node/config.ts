@@ -154,6 +154,13 @@ export const nodeConfigSchema = z
     pushBackQueueThreshold: z.number().int().min(1).max(1_000_000).default(8),
     /** How long peers should pause routing to us; 0 = estimate from the queue and service time. */
     pushBackMs: z.number().min(0).max(3_600_000).default(0),
+    /**
+     * Push-back's exception ("our queue is deeper: local is worse still") weighs each request: the
+     * prefill a pushing-back peer's cache saves it counts on our side (peer-load.ts). Off: queue
+     * depths alone, as in the paper; then under load everywhere (a cold start) every request whose
+     * prefix only busy peers hold computes it again here.
+     */
+    pushBackByCache: z.boolean().default(false),
     /** Hard bound on queued requests (a peer- and client-controlled size): beyond it, reject. */
     maxQueue: z.number().int().min(1).max(1_000_000).default(1024),
     /** Longest prompt accepted (client or peer), in tokens. */
@@ -311,6 +318,8 @@ export const DAEMON_NODE_DEFAULTS = {
   /** Peers know each other's speed (calibrated at start-up, engine-costs.ts): heterogeneous machines. */
   advertiseCosts: true,
   offload: true,
+  /** A peer pushing back still gets the requests its cache saves more than its extra queue costs. */
+  pushBackByCache: true,
   /**
    * The mesh protocol: SWIM membership + Scuttlebutt anti-entropy, so a node joins through any member
    * and gossip grows with change, not with N. The paper's full mesh stays selectable (`--gossip full`)

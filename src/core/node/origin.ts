@@ -164,6 +164,11 @@ export class Origin {
     return p.current ?? self;
   }
 
+  /** The request a pending id stands for. */
+  requestOf(reqId: string): EngineRequest {
+    return this.pending.get(reqId).request;
+  }
+
   /** A client request arrived: counted; the refusal to reply at once, if it is not acceptable. */
   admit(reqId: string, request: EngineRequest, now: number): Effect | undefined {
     this.counters.clientRequests++;
