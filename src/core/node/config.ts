@@ -100,9 +100,10 @@ export const nodeConfigSchema = z
     /**
      * Forward attempts of one request that may end in a timeout (never acked, a probe unanswered,
      * the peer silent, a failed send; an overdue answer is the peer's failure and does not count)
-     * before it stops trying peers: it then runs here, ahead of the queue. With it set, a request that lost any attempt to a timeout runs here ahead of the
-     * queue (it has waited already) and is never offloaded again, so chained losses cost at most
-     * this many ack timeouts and one local run. With answerRecovery, an unanswered probe counts one
+     * before it stops trying peers: it then runs here. With it set, a request that lost any attempt to
+     * a timeout runs here ahead of every job that arrived after it (it has waited already; by arrival,
+     * so a burst of them never starves what queued before) and is never offloaded again: with nothing
+     * older queued, chained losses cost at most this many ack timeouts and one local run. With answerRecovery, an unanswered probe counts one
      * and is re-sent while the cap allows. 0 = no cap: every planned peer, then the queue's tail.
      */
     maxTimedOutAttempts: z.number().int().min(0).max(64).default(0),
@@ -302,7 +303,7 @@ export const DAEMON_NODE_DEFAULTS = {
    * asks for it again soon after our estimate of it, rather than at the answer deadline.
    */
   answerRecovery: true,
-  /** Chained losses cost at most two ack timeouts before the request runs here, first in line. */
+  /** Chained losses cost at most two ack timeouts before the request runs here, ahead of later arrivals. */
   maxTimedOutAttempts: 2,
   /**
    * A snapshot at the key cap (2^21 keys) is applied in steps: the event loop stays responsive. A

@@ -244,8 +244,11 @@ export class Origin {
     invariant(p.attempt === p.fallbacks, "a request runs here while an attempt is still open");
     p.current = undefined;
     const run: LocalRun = { reqId, attempt: p.attempt, request: p.request };
-    // It waited on attempts that timed out already: it runs next, not at the queue's tail.
-    if (this.acks.runsFirst(p)) run.priority = true;
+    // It waited on attempts that timed out already: it runs ahead of what came after it, not at the tail.
+    if (this.acks.runsFirst(p)) {
+      run.priority = true;
+      run.since = p.receivedAt;
+    }
     return run;
   }
 
