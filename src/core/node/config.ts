@@ -156,10 +156,10 @@ export const nodeConfigSchema = z
     /** How long peers should pause routing to us; 0 = estimate from the queue and service time. */
     pushBackMs: z.number().min(0).max(3_600_000).default(0),
     /**
-     * Push-back's exception ("our queue is deeper: local is worse still") weighs each request: the
-     * prefill a pushing-back peer's cache saves it counts on our side (peer-load.ts). Off: queue
-     * depths alone, as in the paper; then under load everywhere (a cold start) every request whose
-     * prefix only busy peers hold computes it again here.
+     * Push-back's exception ("our queue is deeper: local is worse still") weighs each request while
+     * our own queue is past pushBackQueueThreshold too: the prefill a pushing-back peer's cache saves
+     * it counts on our side (peer-load.ts). Off: queue depths alone, as in the paper; then under load
+     * everywhere (a cold start) every request whose prefix only busy peers hold computes it again here.
      */
     pushBackByCache: z.boolean().default(false),
     /** Hard bound on queued requests (a peer- and client-controlled size): beyond it, reject. */

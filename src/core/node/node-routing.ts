@@ -7,7 +7,8 @@ import type { EngineRequest } from "../engine.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { PeerModels } from "./models.js";
 import { type OffloadRound, offloadTarget, type Waiting } from "./offload.js";
-import { cacheSavedJobs, cacheSavedJobsAt, shorterQueue } from "./peer-load.js";
+import { cacheSavedJobs, cacheSavedJobsAt, queueWeight, shorterQueue } from "./peer-load.js";
+import { SPEED_DEADBAND } from "./policies/cost-aware.js";
 import type { Candidate } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import type { NodeId } from "./types.js";
@@ -20,18 +21,20 @@ export abstract class NodeRouting extends NodeViews {
   /** Self first, then every routable peer, in membership order, with what each role knows of it. */
   protected candidates(request: EngineRequest, now: number, self: SelfView): Candidate[] {
     const peers: Candidate[] = [];
-    // pushBackByCache: a pushing-back peer is judged once its match is known (below).
-    const later = this.config.pushBackByCache ? Number.POSITIVE_INFINITY : 0;
+    const depth = self.queueDepth;
     for (const id of this.members.ids()) {
-      if (!this.routable(id, now, self.queueDepth, later) || !this.peerModels.serves(id, request.model))
-        continue;
+      // pushBackByCache: a pushing-back peer is judged once its match is known (below).
+      const later = this.byCache(depth, id) ? Number.POSITIVE_INFINITY : 0;
+      if (!this.routable(id, now, depth, later) || !this.peerModels.serves(id, request.model)) continue;
       const unreported = this.origin.unreportedTo(id, now);
       peers.push(peerCandidate(id, this.antiEntropy.load(id), unreported, this.origin.targets, now));
     }
     const all = buildCandidates(self, peers, this.antiEntropy.index, request);
-    if (later === 0) return all;
+    if (!this.config.pushBackByCache) return all;
     const k = this.learnedCosts();
-    return all.filter((c) => c.self || this.routable(c.id, now, self.queueDepth, cacheSavedJobs(c, self, k)));
+    const judged = (c: Candidate) =>
+      !this.byCache(depth, c.id) || this.routable(c.id, now, depth, cacheSavedJobs(c, self, k));
+    return all.filter((c) => c.self || judged(c));
   }
 
   /**
@@ -50,9 +53,24 @@ export abstract class NodeRouting extends NodeViews {
     return now >= load.pushBackUntil || shorterQueue(load, selfDepth, this.executor.engineCosts(), savedJobs);
   }
 
+  /**
+   * pushBackByCache counts a peer's cache only while our own queue is past the push-back threshold
+   * too (in the peer's jobs, as push-back compares queues): every node busy (a cold start), where
+   * computing a prefix again costs the most (a node 10× slower is that busy with one job). With room
+   * here, the busy peer keeps its relief — its queue may be stuck behind a long run its depth hides.
+   */
+  private byCache(selfDepth: number, peer: NodeId): boolean {
+    if (!this.config.pushBackByCache) return false;
+    const w = queueWeight(this.antiEntropy.load(peer).costs, this.executor.engineCosts());
+    // Equal machines fit slightly different costs: within the deadband a job is a job.
+    const jobs = w < SPEED_DEADBAND && 1 / w < SPEED_DEADBAND ? 1 : w;
+    return selfDepth > this.config.pushBackQueueThreshold * jobs;
+  }
+
   /** `routable` for a planned peer of a pending request of ours (its cache's saving counted). */
   protected routableFor(reqId: string, to: NodeId, now: number): boolean {
-    if (!this.config.pushBackByCache || now >= this.antiEntropy.load(to).pushBackUntil)
+    const depth = this.executor.queueDepth();
+    if (!this.byCache(depth, to) || now >= this.antiEntropy.load(to).pushBackUntil)
       return this.routable(to, now);
     const r = this.origin.requestOf(reqId);
     const self = this.executor.selfView(this.config.id, r);
