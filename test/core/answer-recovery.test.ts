@@ -144,7 +144,7 @@ describe("answer recovery (the daemon's configuration)", () => {
     expect(ex.waitingClients(0, 8).map((w) => w.reqId)).toEqual(["ccc", "a"]);
   });
 
-  it("after a timed-out attempt the request runs here ahead of the queue", () => {
+  it("after a timed-out attempt the request runs here ahead of what arrived after it", () => {
     // maxTimedOutAttempts 1: the first timeout ends the peer attempts.
     const h = setup({ maxTimedOutAttempts: 1, offload: true });
     // A's own queue: requests for topics B does not hold (A runs them), two waiting behind one running.
@@ -152,18 +152,16 @@ describe("answer recovery (the daemon's configuration)", () => {
     expect(h.members.get("A")?.runs.size).toBe(1);
     h.client("A", "r1", prompt(1, 1));
     expect(h.drop(isType("forward"))).toBe(1); // the forward is lost
+    h.advanceLive(10);
+    h.client("A", "local3", prompt(23, 1)); // arrives after r1
     h.advanceLive(ACK_MS + 20);
     expect(h.node("A").stats()).toMatchObject({ ackTimeouts: 1, fallbacks: 1 });
     expect(h.mailbox.filter(isType("forward"))).toHaveLength(0); // no other peer: it stays here
-    // The running job finishes; r1 runs next, before local1 and local2 that queued before it.
+    // r1 runs behind local1 and local2, which queued before it arrived, and ahead of local3, which
+    // queued while its forward waited (at the head, a burst of such requests starved older ones).
     const answered = () => h.replies.map((r) => r.reqId).filter((id) => !id.startsWith("warm"));
-    h.finishRuns("A");
-    expect(answered()).toEqual(["local0"]);
-    h.finishRuns("A");
-    expect(answered()).toEqual(["local0", "r1"]);
-    h.finishRuns("A");
-    h.finishRuns("A");
-    expect(answered()).toEqual(["local0", "r1", "local1", "local2"]);
+    for (let i = 0; i < 5; i++) h.finishRuns("A");
+    expect(answered()).toEqual(["local0", "local1", "local2", "r1", "local3"]);
     expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A", fallbacks: 1 });
   });
 

@@ -4,7 +4,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { queueWeight, shorterQueue } from "../../src/core/node/peer-load.js";
+import type { LearnedCosts } from "../../src/core/node/cost-model.js";
+import { cacheSavedJobs, queueWeight, shorterQueue } from "../../src/core/node/peer-load.js";
 import type { EngineCosts } from "../../src/core/snapshot.js";
 
 const fast: EngineCosts = { fixedMs: 99, msPerUncached: 2.03, msPerCached: 0.01, msPerOutput: 5 };
@@ -46,5 +47,24 @@ describe("push-back measured in our jobs", () => {
       }),
     );
     expect(queueWeight(fast, fast)).toBe(1);
+  });
+
+  it("with pushBackByCache counts what the peer's cache saves the request on our side", () => {
+    const k: LearnedCosts = {
+      prefillFixedMs: 99,
+      prefillMsPerToken: 2,
+      serviceMs: 400,
+      rttPriorMs: 2,
+      samples: 50,
+    };
+    // 600 cached tokens there, none here: 1,200 ms of prefill saved, three of our service times.
+    const saved = cacheSavedJobs({ estimatedMatch: 600 }, { match: 0 }, k);
+    expect(saved).toBeCloseTo(3, 9);
+    expect(shorterQueue({ queueDepth: 14, costs: undefined }, 12, fast)).toBe(false);
+    expect(shorterQueue({ queueDepth: 14, costs: undefined }, 12, fast, saved)).toBe(true);
+    expect(shorterQueue({ queueDepth: 15, costs: undefined }, 12, fast, saved)).toBe(false);
+    // Nothing saved when we hold as much, or before a service time is known.
+    expect(cacheSavedJobs({ estimatedMatch: 600 }, { match: 600 }, k)).toBe(0);
+    expect(cacheSavedJobs({ estimatedMatch: 600 }, { match: 0 }, { ...k, serviceMs: 0 })).toBe(0);
   });
 });

@@ -100,10 +100,11 @@ export const nodeConfigSchema = z
     /**
      * Forward attempts of one request that may end in a timeout (never acked, a probe unanswered,
      * the peer silent, a failed send; an overdue answer is the peer's failure and does not count)
-     * before it stops trying peers: it then runs here, ahead of the queue. With it set, a request that lost any attempt to a timeout runs here ahead of the
-     * queue (it has waited already; with maxWaitMs, at the tail, so the jobs admitted keep their
-     * bound) and is never offloaded again, so chained losses cost at most
-     * this many ack timeouts and one local run. With answerRecovery, an unanswered probe counts one
+     * before it stops trying peers: it then runs here. With it set, a request that lost any attempt to
+     * a timeout runs here ahead of every job that arrived after it (it has waited already; by arrival,
+     * so a burst of them never starves what queued before; with maxWaitMs, at the tail, so the jobs
+     * admitted keep their bound) and is never offloaded again: with nothing older queued, chained
+     * losses cost at most this many ack timeouts and one local run. With answerRecovery, an unanswered probe counts one
      * and is re-sent while the cap allows. 0 = no cap: every planned peer, then the queue's tail.
      */
     maxTimedOutAttempts: z.number().int().min(0).max(64).default(0),
@@ -155,6 +156,13 @@ export const nodeConfigSchema = z
     pushBackQueueThreshold: z.number().int().min(1).max(1_000_000).default(8),
     /** How long peers should pause routing to us; 0 = estimate from the queue and service time. */
     pushBackMs: z.number().min(0).max(3_600_000).default(0),
+    /**
+     * Push-back's exception ("our queue is deeper: local is worse still") weighs each request while
+     * our own queue is past pushBackQueueThreshold too: the prefill a pushing-back peer's cache saves
+     * it counts on our side (peer-load.ts). Off: queue depths alone, as in the paper; then under load
+     * everywhere (a cold start) every request whose prefix only busy peers hold computes it again here.
+     */
+    pushBackByCache: z.boolean().default(false),
     /** Hard bound on queued requests (a peer- and client-controlled size): beyond it, reject. */
     maxQueue: z.number().int().min(1).max(1_000_000).default(1024),
     /** Longest prompt accepted (client or peer), in tokens. */
@@ -296,7 +304,7 @@ export const DAEMON_NODE_DEFAULTS = {
    * asks for it again soon after our estimate of it, rather than at the answer deadline.
    */
   answerRecovery: true,
-  /** Chained losses cost at most two ack timeouts before the request runs here, first in line. */
+  /** Chained losses cost at most two ack timeouts before the request runs here, ahead of later arrivals. */
   maxTimedOutAttempts: 2,
   /**
    * A snapshot at the key cap (2^21 keys) is applied in steps: the event loop stays responsive. A
@@ -312,6 +320,8 @@ export const DAEMON_NODE_DEFAULTS = {
   /** Peers know each other's speed (calibrated at start-up, engine-costs.ts): heterogeneous machines. */
   advertiseCosts: true,
   offload: true,
+  /** A peer pushing back still gets the requests its cache saves more than its extra queue costs. */
+  pushBackByCache: true,
   /**
    * The mesh protocol: SWIM membership + Scuttlebutt anti-entropy, so a node joins through any member
    * and gossip grows with change, not with N. The paper's full mesh stays selectable (`--gossip full`)

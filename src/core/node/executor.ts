@@ -43,12 +43,14 @@ export interface JobSpec {
    */
   deadlineMs?: number | undefined;
   /**
-   * Client requests: runs ahead of the waiting jobs (it lost forward attempts to timeouts already,
-   * config `maxTimedOutAttempts`), and is never offloaded.
+   * Client requests: it lost forward attempts to timeouts already (config `maxTimedOutAttempts`), so
+   * it runs ahead of every waiting job that reached us after it (`since`), and is never offloaded.
    */
   priority?: boolean;
   /** Client requests: never offloaded, though it waits in line (`priority` under a wait bound). */
   stays?: boolean;
+  /** When the request reached this node (default: now); orders a priority job among the waiting. */
+  since?: number;
 }
 
 interface Job extends JobSpec {
@@ -66,6 +68,7 @@ interface Job extends JobSpec {
   workMs: number;
   /** The cached prefix (key tokens) that price counted on (queue-prices.ts). */
   pricedMatch: number;
+  since: number;
 }
 
 /** A job the engine finished: its spec, the result (engine-private fields removed) and its timing. */
@@ -329,18 +332,32 @@ export class Executor {
       expiresAt: expiry(spec.deadlineMs, now),
       workMs: 0,
       pricedMatch: 0,
+      since: spec.since ?? now,
     };
-    // A priority job runs next: only what runs now is ahead of it.
-    this.priceJob(job, job.priority === true ? this.queueHead : this.queue.length);
+    // A priority job runs ahead of every waiting job that reached us after it.
+    const at = job.priority === true ? this.placeOf(job.since) : this.queue.length;
+    this.priceJob(job, at);
     this.queuedWorkMs += job.workMs;
-    if (job.priority !== true) this.queue.push(job);
-    else if (this.queueHead > 0) this.queue[--this.queueHead] = job;
-    else this.queue.unshift(job);
+    if (at === this.queue.length) this.queue.push(job);
+    else if (at === this.queueHead && this.queueHead > 0) this.queue[--this.queueHead] = job;
+    else this.queue.splice(at, 0, job);
     if (job.key !== undefined) this.queuedByKey.set(job.key, job);
     this.pump(now, out);
   }
 
-  /** Starts queued jobs while there is a free slot (FIFO; a priority job enters at the head). Algorithm 1 lines 7-11. */
+  /**
+   * A priority job's place: behind the waiting jobs that reached us before its request did, ahead of
+   * the rest. It has waited on timed-out attempts already, so it skips the queue that formed since;
+   * but at the head, a burst of them (many losses at once) would starve a request queued before them
+   * all, the longest waits of a lossy open loop.
+   */
+  private placeOf(since: number): number {
+    let i = this.queue.length;
+    while (i > this.queueHead && (this.queue[i - 1] as Job).since > since) i--;
+    return i;
+  }
+
+  /** Starts queued jobs while there is a free slot (FIFO; a priority job by its arrival). Algorithm 1 lines 7-11. */
   pump(now: number, out: Effect[]): void {
     const nodeManaged = this.config.cacheMode === "node-managed";
     while (this.running.size < this.config.concurrency && this.queueHead < this.queue.length) {

@@ -246,7 +246,7 @@ export class ForwardAcks {
 
   /**
    * With the cap set, a request that lost any attempt to a timeout has waited already: it runs here
-   * ahead of the queue (and is never offloaded again).
+   * ahead of every job that arrived after it (and is never offloaded again).
    */
   runsFirst(a: AttemptClock): boolean {
     return a.timeouts > 0 && this.timeoutCap < Number.POSITIVE_INFINITY;

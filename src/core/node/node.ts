@@ -6,20 +6,19 @@
  * (our clients' requests), serving.ts (peers' forwards), anti-entropy.ts (snapshots both ways),
  * executor.ts (queue, engine runs, the exact tree), membership.ts (liveness; mesh.ts picks each
  * per gossip mode). Every decision that needs two of them is made here, from the values they return;
- * the read-only views over them are views.ts's NodeViews.
+ * the read-only views over them are views.ts's NodeViews, its routing reads node-routing.ts's.
  */
 import type { EngineRequest } from "../engine.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
-import type { LearnedCosts } from "./cost-model.js";
 import { type CostSample, stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
 import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
-import { OFFLOAD_SCAN, OffloadRound, offloadTarget, type Waiting } from "./offload.js";
+import { NodeRouting } from "./node-routing.js";
+import { OFFLOAD_SCAN, OffloadRound } from "./offload.js";
 import { Origin } from "./origin.js";
-import { reportedDepth, shorterQueue, stampQueueDepth } from "./peer-load.js";
-import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
-import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
+import { reportedDepth, stampQueueDepth } from "./peer-load.js";
+import type { PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { Serving } from "./serving.js";
 import { checkJob } from "./spot-check.js";
 import type {
@@ -32,12 +31,12 @@ import type {
   PeerMessageOf,
   Timer,
 } from "./types.js";
-import { NodeViews, roundPeers } from "./views.js";
+import { roundPeers } from "./views.js";
 
 export { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 export type { NodeOptions } from "./types.js";
 
-export class PrefixNode extends NodeViews {
+export class PrefixNode extends NodeRouting {
   readonly config: NodeConfig;
   protected epoch = 0;
   protected members!: mesh.Members;
@@ -46,7 +45,6 @@ export class PrefixNode extends NodeViews {
   protected readonly antiEntropy: mesh.Gossip;
   protected readonly executor: Executor;
   protected unknownSender = 0;
-  /** What each peer serves (its hello, via the runtime): requests naming a model route by it. */
   readonly peerModels = new PeerModels();
 
   constructor(
@@ -196,31 +194,11 @@ export class PrefixNode extends NodeViews {
     this.advance(reqId, now, out);
   }
 
-  /** Self first, then every routable peer, in membership order, with what each role knows of it. */
-  private candidates(request: EngineRequest, now: number, self: SelfView): Candidate[] {
-    const peers: Candidate[] = [];
-    const targets = this.origin.targets;
-    for (const id of this.members.ids()) {
-      if (!this.routable(id, now, self.queueDepth) || !this.peerModels.serves(id, request.model)) continue;
-      const unreported = this.origin.unreportedTo(id, now);
-      peers.push(peerCandidate(id, this.antiEntropy.load(id), unreported, targets, now));
-    }
-    return buildCandidates(self, peers, this.antiEntropy.index, request);
-  }
-
-  /** Live, trusted, not pushing back — unless our queue is deeper than its own (local is worse still). */
-  private routable(id: NodeId, now: number, selfQueueDepth = this.executor.queueDepth()): boolean {
-    if (this.members.liveness(id, now) !== "live" || !this.antiEntropy.routes(id)) return false;
-    if (!this.origin.trust.routable(id, now)) return false;
-    const load = this.antiEntropy.load(id);
-    return now >= load.pushBackUntil || shorterQueue(load, selfQueueDepth, this.executor.engineCosts());
-  }
-
   /** Next step of a pending request: forward to the next routable planned peer, else run locally. */
   private advance(reqId: string, now: number, out: Effect[]): void {
     // The first choice was routable a moment ago; later ones are re-checked (state may have moved).
     for (let to = this.origin.nextPlanned(reqId); to !== undefined; to = this.origin.nextPlanned(reqId)) {
-      if (!this.routable(to, now) || !this.origin.trust.mayHold(to)) continue;
+      if (!this.routableFor(reqId, to, now) || !this.origin.trust.mayHold(to)) continue;
       this.origin.forward(reqId, to, now, out);
       return;
     }
@@ -369,14 +347,6 @@ export class PrefixNode extends NodeViews {
       this.origin.reroute(w.reqId, to.to, to.expectMs);
       this.advance(w.reqId, now, out);
     }
-  }
-
-  /** A routable peer that may take a forward, finishing `w` sooner than here, starting within `maxWaitMs`. */
-  private soonerPeer(w: Waiting, now: number, maxWaitMs?: number, round?: OffloadRound, k?: LearnedCosts) {
-    const self = this.executor.selfView(this.config.id, w.request);
-    const mayTake = (c: Candidate) => c.self || this.origin.trust.mayHold(c.id);
-    const peers = this.candidates(w.request, now, self).filter(mayTake);
-    return offloadTarget(w, peers, k ?? this.learnedCosts(), maxWaitMs, round);
   }
 
   /** gossip "scuttlebutt" (mesh.ts): members that came are routed to once estimated. */

@@ -164,6 +164,11 @@ export class Origin {
     return p.current ?? self;
   }
 
+  /** The request a pending id stands for. */
+  requestOf(reqId: string): EngineRequest {
+    return this.pending.get(reqId).request;
+  }
+
   /** A client request arrived: counted; the refusal to reply at once, if it is not acceptable. */
   admit(reqId: string, request: EngineRequest, now: number): Effect | undefined {
     this.counters.clientRequests++;
@@ -239,12 +244,15 @@ export class Origin {
     invariant(p.attempt === p.fallbacks, "a request runs here while an attempt is still open");
     p.current = undefined;
     const run: LocalRun = { reqId, attempt: p.attempt, request: p.request };
-    // It waited on attempts that timed out already: it runs next, not at the queue's tail — unless
-    // a wait bound is set: going first would push jobs already admitted past theirs. Either way it
-    // tries no peer again.
+    // It waited on attempts that timed out already: it runs ahead of what came after it, not at the
+    // tail — unless a wait bound is set: going ahead would push jobs already admitted past theirs.
+    // Either way it tries no peer again.
     if (this.acks.runsFirst(p)) {
       if (this.config.maxWaitMs > 0) run.stays = true;
-      else run.priority = true;
+      else {
+        run.priority = true;
+        run.since = p.receivedAt;
+      }
     }
     return run;
   }

@@ -5,10 +5,14 @@
  * as the node's effects leave, with the depth after the input was handled), and an origin adds the
  * forwards it has in flight to a peer — sent, not yet acked or answered — to the depth it last heard.
  */
+import type { EngineRequest } from "../engine.js";
+import { keyTokens, promptMatch } from "../namespace.js";
+import type { PeerIndex } from "../peer-index.js";
 import type { EngineCosts } from "../snapshot.js";
 import type { PeerLoad } from "./anti-entropy.js";
+import type { LearnedCosts } from "./cost-model.js";
 import { runTimeRatio } from "./engine-costs.js";
-import type { Effect, PeerMessage } from "./types.js";
+import type { Effect, NodeId, PeerMessage } from "./types.js";
 
 /** Depths above this from a peer are nonsense: ignored (a peer controls the number). */
 export const MAX_REPORTED_DEPTH = 1_000_000;
@@ -43,12 +47,43 @@ export function queueWeight(peer: EngineCosts | undefined, ours: EngineCosts | u
  * A peer pushing back is still routed to while its queue is shorter than ours (§3.2's exception:
  * local is worse still) — measured in our jobs, so a node 10× slower than its peers routes to a
  * pushing-back peer with ten times its queue, and a fast node never mistakes a slow peer's short
- * queue for a short wait.
+ * queue for a short wait. `savedJobs` (`pushBackByCache`): what the peer's cache saves this request
+ * counts on our side.
  */
 export function shorterQueue(
   peer: Readonly<Pick<PeerLoad, "queueDepth" | "costs">>,
   selfDepth: number,
   ours: EngineCosts | undefined,
+  savedJobs = 0,
 ): boolean {
-  return peer.queueDepth * queueWeight(peer.costs, ours) < selfDepth;
+  return peer.queueDepth * queueWeight(peer.costs, ours) < selfDepth + savedJobs;
+}
+
+/**
+ * `pushBackByCache`: the prefill a peer's estimated match of a prompt saves it against ours, in our
+ * service times. When every queue is long (a cold start: every cache empty while arrivals keep
+ * coming) every node pushes back, and a request whose prefix only a pushing-back peer holds would
+ * otherwise prefill it again here: more work exactly where there is least room for it.
+ */
+export function cacheSavedJobs(
+  peer: Readonly<{ estimatedMatch: number }>,
+  self: Readonly<{ match: number }>,
+  k: LearnedCosts,
+): number {
+  if (!(k.serviceMs > 0)) return 0;
+  return (k.prefillMsPerToken * Math.max(0, peer.estimatedMatch - self.match)) / k.serviceMs;
+}
+
+/** `cacheSavedJobs` for a planned peer, from its estimate in `index` (one walk). */
+export function cacheSavedJobsAt(
+  index: PeerIndex,
+  peer: NodeId,
+  request: EngineRequest,
+  self: Readonly<{ match: number }>,
+  k: LearnedCosts,
+): number {
+  const { owners, lengths } = index.matchAll(keyTokens(request));
+  const i = owners.indexOf(peer);
+  if (i < 0) return 0;
+  return cacheSavedJobs({ estimatedMatch: promptMatch(request, lengths[i] as number) }, self, k);
 }

@@ -28,10 +28,14 @@ export interface LocalRun {
   reqId: string;
   attempt: number;
   request: EngineRequest;
-  /** Ahead of the queue: it lost forward attempts to timeouts (config `maxTimedOutAttempts`). */
+  /**
+   * It lost forward attempts to timeouts (config `maxTimedOutAttempts`): it runs ahead of every job
+   * that reached us after it did (`since`, its admission here).
+   */
   priority?: boolean;
   /** Never offloaded (it lost forward attempts to timeouts), though in line: see `Origin.runHere`. */
   stays?: boolean;
+  since?: number;
 }
 
 export class PendingRequests {

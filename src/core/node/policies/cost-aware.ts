@@ -70,7 +70,7 @@ const SPEED_SAMPLES = 3;
  * Advertised speeds within this factor of ours count as ours: equal machines fit slightly different
  * costs from different request mixes, and a 5% "speed" must not pull load onto one of them.
  */
-const SPEED_DEADBAND = 1.15;
+export const SPEED_DEADBAND = 1.15;
 
 /**
  * How many times our cost a peer's engine takes: its observed mean prefill against what our own
