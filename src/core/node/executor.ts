@@ -227,7 +227,13 @@ export class Executor {
    */
   private repriceAfter(job: Job): void {
     if (!this.workWaits()) return;
-    const delta = repriceBehind(this.queue, this.queueHead, job, (j, i) => this.priceJob(j, i));
+    const delta = repriceBehind(
+      this.queue,
+      this.queueHead,
+      job,
+      (j, i) => this.priceJob(j, i),
+      (j) => j.kind !== "check",
+    );
     const waiting = this.queue.length - this.queueHead - this.cancelledQueued;
     this.queuedWorkMs = waiting <= 0 ? 0 : Math.max(0, this.queuedWorkMs + delta);
   }

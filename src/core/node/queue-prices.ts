@@ -36,15 +36,23 @@ export function sharedPrefix(a: Tokens, b: Tokens): number {
  * Prices again the jobs of `queue[from..)` behind `removed` (all of them when `removed` has left the
  * array already) whose priced hit it may have supplied; `price(job, i)` sets the job's new price.
  * Returns the change of the queue's summed work (ms).
+ *
+ * One pass, O(queue × prompt): `covered` is the longest prefix of `removed`'s key that a job still
+ * waiting between it and the current one shares, and that job caches it before the current one
+ * starts; a job priced on no more than that lost nothing (two keys sharing p tokens with `removed`
+ * share them with each other). Without it a queue sharing one system prompt was priced again whole,
+ * each job by a scan of the queue ahead of it: quadratic on the event loop, for any cancel or expiry.
  */
 export function repriceBehind<J extends PricedJob>(
   queue: readonly J[],
   from: number,
   removed: J,
   price: (job: J, index: number) => void,
+  caches: (job: J) => boolean = () => true,
 ): number {
   const key = keyTokens(removed.request);
   let behind = !queue.includes(removed, from);
+  let covered = 0;
   let delta = 0;
   for (let i = from; i < queue.length; i++) {
     const job = queue[i] as J;
@@ -52,12 +60,15 @@ export function repriceBehind<J extends PricedJob>(
       behind = true;
       continue;
     }
-    if (!behind || job.cancelled || job.pricedMatch === 0) continue;
-    // Only a job sharing at least its priced prefix with the removed one may have counted on it.
-    if (sharedPrefix(key, keyTokens(job.request)) < job.pricedMatch) continue;
-    const before = job.workMs;
-    price(job, i);
-    delta += job.workMs - before;
+    if (!behind || job.cancelled) continue;
+    const shared = sharedPrefix(key, keyTokens(job.request));
+    // Only a job sharing more of `removed` than a job between them supplies may have counted on it.
+    if (job.pricedMatch > covered && shared >= job.pricedMatch) {
+      const before = job.workMs;
+      price(job, i);
+      delta += job.workMs - before;
+    }
+    if (caches(job)) covered = Math.max(covered, shared);
   }
   return delta;
 }
