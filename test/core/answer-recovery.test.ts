@@ -120,12 +120,15 @@ describe("answer recovery (the daemon's configuration)", () => {
     for (let i = 0; i < 3; i++) h.client("A", `local${i}`, prompt(20 + i, 1));
     h.client("A", "r1", prompt(1, 1));
     expect(h.drop(isType("forward"))).toBe(1); // the forward is lost
+    // local3 arrives after r1: without a bound r1 would go ahead of it (by arrival).
+    h.advanceLive(10);
+    h.client("A", "local3", prompt(23, 1));
     h.advanceLive(ACK_MS + 20);
     expect(h.node("A").stats()).toMatchObject({ ackTimeouts: 1, fallbacks: 1 });
-    // Going first would delay local1 and local2, already promised a start within the bound.
-    for (let i = 0; i < 4; i++) h.finishRuns("A");
+    // Going ahead of local3 would delay it past the start it was promised within the bound.
+    for (let i = 0; i < 5; i++) h.finishRuns("A");
     const answered = h.replies.map((r) => r.reqId).filter((id) => !id.startsWith("warm"));
-    expect(answered).toEqual(["local0", "local1", "local2", "r1"]);
+    expect(answered).toEqual(["local0", "local1", "local2", "local3", "r1"]);
   });
 
   it("a request that stays in line is never offered to offload (it would only come back)", () => {
