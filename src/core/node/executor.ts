@@ -49,7 +49,10 @@ export interface JobSpec {
   priority?: boolean;
   /** Client requests: never offloaded, though it waits in line (`priority` under a wait bound). */
   stays?: boolean;
-  /** When the request reached this node (default: now); orders a priority job among the waiting. */
+  /**
+   * When the job joined this node's queue (default: now; a priority job: its request's arrival here):
+   * a priority job goes ahead of the waiting jobs whose `since` is later.
+   */
   since?: number;
 }
 
@@ -64,7 +67,7 @@ interface Job extends JobSpec {
   cancelled: boolean;
   /** Absolute time past which nobody waits for it (∞: no deadline). */
   expiresAt: number;
-  /** With queue-aware waits (`workWaits`): its expected run (ms), priced when it was queued. */
+  /** With queue-aware waits (`workWaits`): its expected run (ms), priced when queued, again if a job it counted on leaves. */
   workMs: number;
   /** The cached prefix (key tokens) that price counted on (queue-prices.ts). */
   pricedMatch: number;
@@ -352,8 +355,8 @@ export class Executor {
   }
 
   /**
-   * A priority job's place: behind the waiting jobs that reached us before its request did, ahead of
-   * the rest. It has waited on timed-out attempts already, so it skips the queue that formed since;
+   * A priority job's place: behind the waiting jobs queued before its request arrived, ahead of the
+   * rest. It has waited on timed-out attempts already, so it skips the queue that formed since;
    * but at the head, a burst of them (many losses at once) would starve a request queued before them
    * all, the longest waits of a lossy open loop.
    */
