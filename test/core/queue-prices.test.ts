@@ -47,7 +47,7 @@ describe("repriceBehind", () => {
         const queue = spec.map(([a, b, c], i) =>
           job(`j${i}`, [a, a, a, a, ...(b > 0 ? [10 + b, 10 + b, 10 + b] : [99, i]), 20 + c, 1000 + i]),
         );
-        queue.forEach((j, i) => price(queue, j, i));
+        for (const [i, j] of queue.entries()) price(queue, j, i);
         const removed = queue[pick % queue.length] as PricedJob;
         // Cancelled in place, or taken out of the array (moved by offload).
         const after = cancel ? queue : queue.filter((j) => j !== removed);
@@ -68,7 +68,7 @@ describe("repriceBehind", () => {
   it("prices again only the first job behind a removed one when all share its prefix", () => {
     const shared = Array.from({ length: 1500 }, (_, i) => i + 1);
     const queue = Array.from({ length: 1000 }, (_, i) => job(`q${i}`, [...shared, 100_000 + i]));
-    queue.forEach((j, i) => price(queue, j, i));
+    for (const [i, j] of queue.entries()) price(queue, j, i);
     const removed = queue[0] as PricedJob;
     removed.cancelled = true;
     let repriced = 0;
