@@ -8,7 +8,7 @@ import type { LearnedCosts } from "./cost-model.js";
 import type { PeerModels } from "./models.js";
 import { type OffloadRound, offloadTarget, type Waiting } from "./offload.js";
 import { cacheSavedJobs, cacheSavedJobsAt, queueWeight, shorterQueue } from "./peer-load.js";
-import { SPEED_DEADBAND } from "./policies/cost-aware.js";
+import { speedOutsideDeadband } from "./policies/cost-aware.js";
 import type { Candidate } from "./policies/index.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import type { NodeId } from "./types.js";
@@ -62,9 +62,7 @@ export abstract class NodeRouting extends NodeViews {
   private byCache(selfDepth: number, peer: NodeId): boolean {
     if (!this.config.pushBackByCache) return false;
     const w = queueWeight(this.antiEntropy.load(peer).costs, this.executor.engineCosts());
-    // Equal machines fit slightly different costs: within the deadband a job is a job.
-    const jobs = w < SPEED_DEADBAND && 1 / w < SPEED_DEADBAND ? 1 : w;
-    return selfDepth > this.config.pushBackQueueThreshold * jobs;
+    return selfDepth > this.config.pushBackQueueThreshold * speedOutsideDeadband(w);
   }
 
   /** `routable` for a planned peer of a pending request of ours (its cache's saving counted). */

@@ -72,6 +72,11 @@ const SPEED_SAMPLES = 3;
  */
 export const SPEED_DEADBAND = 1.15;
 
+/** A speed ratio, read as 1 within the deadband: equal machines fit slightly different costs. */
+export function speedOutsideDeadband(r: number): number {
+  return r < SPEED_DEADBAND && 1 / r < SPEED_DEADBAND ? 1 : r;
+}
+
 /**
  * How many times our cost a peer's engine takes: its observed mean prefill against what our own
  * fit predicts for its mean uncached tokens (1 for self, unknown peers, or with `peerSpeed` off).
@@ -96,7 +101,7 @@ function advertisedFactor(c: Candidate, k: LearnedCosts, promptTokens: number): 
   const cached = Math.min(promptTokens, c.estimatedMatch);
   const r = runTimeRatio(c.advertisedCosts, k.engine, Math.max(0, promptTokens - cached), cached);
   if (r === undefined) return undefined;
-  return r < SPEED_DEADBAND && 1 / r < SPEED_DEADBAND ? 1 : r;
+  return speedOutsideDeadband(r);
 }
 
 /** Expected end-to-end latency (ms, decode excluded: it is the same wherever the request runs). */
