@@ -9,7 +9,8 @@
  * This never makes a job already waiting wait longer than it was told: the removed job's own price
  * held the prefill of every token it would have added to the cache, and that is the most the jobs
  * behind it can now have to prefill again (they share a prefix tree: the first to run caches it for
- * the rest).
+ * the rest). It covers removals only: a job that runs without caching its prompt, or an eviction
+ * before a job starts, still leaves the jobs behind it priced as hits.
  */
 import type { EngineRequest, Tokens } from "../engine.js";
 import { keyTokens } from "../namespace.js";
