@@ -1,6 +1,7 @@
 /** Holder hints (gossip/hints.ts): the wire form and its bounds, what is news, what a round sends. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { resolveNodeConfig } from "../../src/core/node/config.js";
 import { decodeGossip, encodeGossip, GossipDecodeError } from "../../src/core/node/gossip/codec.js";
 import {
   HINT_HOLDERS,
@@ -10,6 +11,8 @@ import {
   type HintsMessage,
 } from "../../src/core/node/gossip/hints.js";
 import { gossipSize } from "../../src/core/node/gossip/size.js";
+import { GossipAntiEntropy } from "../../src/core/node/gossip-anti-entropy.js";
+import { RadixTree } from "../../src/core/radix-tree.js";
 
 const LIMITS = { maxEntries: 100, maxStates: 10, maxSnapshotBytes: 1 << 20 };
 const key = fc.integer({ min: 0, max: 2 ** 48 - 1 });
@@ -104,5 +107,47 @@ describe("Hints", () => {
     expect(h.holders(HINT_KEYS + 9)).toEqual([`m${(HINT_KEYS + 9) % 7}`]);
     for (let m = h.take(); m !== undefined; m = h.take())
       expect(m.groups.reduce((n, g) => n + g.keys.length, 0)).toBeLessThanOrEqual(HINTS_MAX_KEYS);
+  });
+});
+
+describe("hints from a member", () => {
+  const peers = Array.from({ length: 12 }, (_, i) => `p${i}`);
+  function node(): { g: GossipAntiEntropy; pollMs: number; rounds: number } {
+    const config = resolveNodeConfig({
+      id: "me",
+      peers,
+      capacityTokens: 4096,
+      gossip: "scuttlebutt",
+      maxEstimates: 2,
+    });
+    const g = new GossipAntiEntropy(config, "me", { now: () => 0, random: () => 0.5 });
+    g.reset(1, peers, peers.length + 1);
+    return { g, pollMs: config.pollMs, rounds: config.gossipRoundsPerPoll };
+  }
+  const tree = new RadixTree({ capacity: 100_000 });
+  const msg = (base: number): HintsMessage => ({
+    type: "hints",
+    groups: [{ holder: "p2", keys: Array.from({ length: HINTS_MAX_KEYS }, (_, i) => base + i) }],
+  });
+
+  it("are bounded per sender: a flood cannot flush the index, and other senders still get through", () => {
+    const { g } = node();
+    for (let m = 0; m < 1_000; m++) g.onGossip("p1", msg(m * HINTS_MAX_KEYS), 0, tree, 0, 0, []);
+    expect(g.hintStats.dropped).toBeGreaterThan(900);
+    expect(g.hintStats.keys).toBeLessThan(HINT_KEYS / 2);
+    const before = g.hintStats.keys;
+    g.onGossip("p3", msg(10_000_000), 0, tree, 0, 0, []);
+    expect(g.hintStats.keys).toBe(before + HINTS_MAX_KEYS);
+  });
+
+  it("never drop an honest pace: one relay per Δpoll / 16 and one with each round", () => {
+    const { g, pollMs, rounds } = node();
+    let sent = 0;
+    const send = (t: number) => g.onGossip("p1", msg(HINTS_MAX_KEYS * sent++), t, tree, 0, 0, []);
+    for (let t = 0; t < 50 * pollMs; t += pollMs / 16) {
+      send(t);
+      if (Math.floor((t * rounds) / pollMs) !== Math.floor(((t + pollMs / 16) * rounds) / pollMs)) send(t);
+    }
+    expect(g.hintStats.dropped).toBe(0);
   });
 });

@@ -23,6 +23,7 @@ import {
 } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import type { DigestLoad } from "./gossip/config.js";
+import { HintLimit } from "./gossip/hint-limit.js";
 import { Hints } from "./gossip/hints.js";
 import { type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
 import {
@@ -74,6 +75,8 @@ export class GossipAntiEntropy {
   private readonly ownSummary = new OwnSummary();
   /** With `maxEstimates`: holder hints, relayed (hints.ts). */
   private hints: Hints | undefined;
+  /** Hints messages each sender may send (hint-limit.ts). */
+  private hintLimit: HintLimit | undefined;
   private hintsAt = Number.NEGATIVE_INFINITY;
   private seekAt = Number.NEGATIVE_INFINITY;
   /** Owners held at most: summaries are asked for only when the members outnumber it. */
@@ -104,6 +107,10 @@ export class GossipAntiEntropy {
     this.extraRounds = 0;
     this.summaries = this.config.maxEstimates === undefined ? undefined : new SummaryIndex(MAX_SUMMARIES);
     this.hints = this.config.maxEstimates === undefined ? undefined : new Hints(this.selfId);
+    this.hintLimit =
+      this.hints === undefined
+        ? undefined
+        : new HintLimit(16 + this.config.gossipRoundsPerPoll, this.config.pollMs);
     this.seekAt = Number.NEGATIVE_INFINITY;
     const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
     this.maxHeld = maxEstimates;
@@ -145,6 +152,7 @@ export class GossipAntiEntropy {
     this.members.delete(id);
     this.summaries?.remove(id);
     this.hints?.remove(id);
+    this.hintLimit?.remove(id);
     this.forget(id);
   }
   forget(id: NodeId): void {
@@ -154,6 +162,10 @@ export class GossipAntiEntropy {
     this.guessedAt.delete(id);
   }
 
+  /** Holder hints held, and hints messages refused by the per-sender bound (0 without hints). */
+  get hintStats(): { keys: number; dropped: number } {
+    return { keys: this.hints?.keys ?? 0, dropped: this.hintLimit?.dropped ?? 0 };
+  }
   get index(): PeerIndex {
     return this.sb.index;
   }
@@ -345,6 +357,7 @@ export class GossipAntiEntropy {
       return;
     }
     if (msg.type === "hints") {
+      if (this.hintLimit?.allow(from, now) === false) return;
       // What is news here goes on at once (a hop costs a network delay, not a round).
       for (const g of msg.groups)
         if (this.members.has(g.holder)) for (const k of g.keys) this.hints?.learn(k, g.holder);
