@@ -12,6 +12,7 @@ import {
 } from "../../src/core/node/gossip/hints.js";
 import { gossipSize } from "../../src/core/node/gossip/size.js";
 import { GossipAntiEntropy } from "../../src/core/node/gossip-anti-entropy.js";
+import type { Effect } from "../../src/core/node/types.js";
 import { RadixTree } from "../../src/core/radix-tree.js";
 
 const LIMITS = { maxEntries: 100, maxStates: 10, maxSnapshotBytes: 1 << 20 };
@@ -99,6 +100,22 @@ describe("Hints", () => {
     expect(h.take()).toEqual({ type: "hints", groups: [{ holder: "me", keys: [999] }] });
   });
 
+  it("drops a holder's hints its summary no longer lists, and a removed member's queued rumors", () => {
+    const h = new Hints("me");
+    h.learn(1, "a");
+    h.learn(2, "a");
+    h.learn(3, "b");
+    h.retain("a", [2, 9]);
+    expect(h.holders(1)).toEqual([]);
+    expect(h.holders(2)).toEqual(["a"]);
+    expect(h.holders(3)).toEqual(["b"]);
+    h.remove("b");
+    expect(h.holders(3)).toEqual([]);
+    const sent: HintsMessage["groups"] = [];
+    for (let m = h.take(); m !== undefined; m = h.take()) sent.push(...m.groups);
+    expect(sent).toEqual([{ holder: "a", keys: [2] }]);
+  });
+
   it("holds at most HINT_KEYS keys, forgetting the least recently learnt, and sends at most HINTS_MAX_KEYS", () => {
     const h = new Hints("me");
     for (let k = 0; k < HINT_KEYS + 10; k++) h.learn(k, `m${k % 7}`);
@@ -124,6 +141,34 @@ describe("hints from a member", () => {
     g.reset(1, peers, peers.length + 1);
     return { g, pollMs: config.pollMs, rounds: config.gossipRoundsPerPoll };
   }
+  function node2(id: string): { g: GossipAntiEntropy } {
+    const others = ["me", ...peers.filter((p) => p !== id)];
+    const config = resolveNodeConfig({
+      id,
+      peers: others,
+      capacityTokens: 4096,
+      gossip: "scuttlebutt",
+      maxEstimates: 2,
+    });
+    const g = new GossipAntiEntropy(config, id, { now: () => 0, random: () => 0 });
+    g.reset(1, others, peers.length + 1);
+    return { g };
+  }
+  /** `a` (id p2) and `b` (id me) push-pull until quiet. */
+  function exchange(a: GossipAntiEntropy, b: GossipAntiEntropy, treeA: RadixTree, now: number): void {
+    let toB: Effect[] = [];
+    a.round(now, treeA, 0, 0, [{ id: "me", live: true, rttMs: 1 }], toB);
+    for (let i = 0; i < 6 && toB.length > 0; i++) {
+      const toA: Effect[] = [];
+      for (const e of toB)
+        if (e.type === "mesh-send" && e.msg.channel === "gossip" && e.to === "me")
+          b.onGossip("p2", e.msg.msg, now, tree, 0, 0, toA);
+      toB = [];
+      for (const e of toA)
+        if (e.type === "mesh-send" && e.msg.channel === "gossip" && e.to === "p2")
+          a.onGossip("me", e.msg.msg, now, treeA, 0, 0, toB);
+    }
+  }
   const tree = new RadixTree({ capacity: 100_000 });
   const msg = (base: number): HintsMessage => ({
     type: "hints",
@@ -138,6 +183,20 @@ describe("hints from a member", () => {
     const before = g.hintStats.keys;
     g.onGossip("p3", msg(10_000_000), 0, tree, 0, 0, []);
     expect(g.hintStats.keys).toBe(before + HINTS_MAX_KEYS);
+  });
+
+  it("naming a member that restarted (a new epoch) are dropped", () => {
+    const { g } = node();
+    const { g: p2 } = node2("p2");
+    const t2 = new RadixTree({ capacity: 100_000 });
+    t2.insert(Uint32Array.from({ length: 64 }, (_, i) => i + 1), 0);
+    exchange(p2, g, t2, 1);
+    const own = g.hintStats.keys;
+    g.onGossip("p1", msg(0), 1, tree, 0, 0, []);
+    expect(g.hintStats.keys).toBe(own + HINTS_MAX_KEYS);
+    p2.reset(2, ["me", ...peers.filter((p) => p !== "p2")], peers.length + 1);
+    exchange(p2, g, t2, 2);
+    expect(g.hintStats.keys).toBeLessThanOrEqual(own);
   });
 
   it("never drop an honest pace: one relay per Δpoll / 16 and one with each round", () => {

@@ -77,6 +77,8 @@ export class GossipAntiEntropy {
   private hints: Hints | undefined;
   /** Hints messages each sender may send (hint-limit.ts). */
   private hintLimit: HintLimit | undefined;
+  /** Each member's epoch as its newest applied state said: a new one (a restart) voids its hints. */
+  private readonly epochs = new Map<NodeId, number>();
   private hintsAt = Number.NEGATIVE_INFINITY;
   private seekAt = Number.NEGATIVE_INFINITY;
   /** Owners held at most: summaries are asked for only when the members outnumber it. */
@@ -103,6 +105,7 @@ export class GossipAntiEntropy {
     this.useful.clear();
     this.guessedAt.clear();
     this.reported.clear();
+    this.epochs.clear();
     this.stepArmed = false;
     this.extraRounds = 0;
     this.summaries = this.config.maxEstimates === undefined ? undefined : new SummaryIndex(MAX_SUMMARIES);
@@ -153,6 +156,7 @@ export class GossipAntiEntropy {
     this.summaries?.remove(id);
     this.hints?.remove(id);
     this.hintLimit?.remove(id);
+    this.epochs.delete(id);
     this.forget(id);
   }
   forget(id: NodeId): void {
@@ -398,6 +402,8 @@ export class GossipAntiEntropy {
     if (idx === undefined) return;
     if (msg.keys !== undefined) {
       idx.set(from, msg.tag, msg.keys);
+      // What its summary no longer lists it no longer holds (evicted): hints saying so are stale.
+      this.hints?.retain(from, msg.keys);
       for (const k of msg.keys) this.hints?.learn(k, from);
     }
     if (!msg.want) return;
@@ -513,6 +519,10 @@ export class GossipAntiEntropy {
 
   private applied(h: SnapshotHeader): void {
     this.reported.add(h.sender);
+    const was = this.epochs.get(h.sender);
+    this.epochs.set(h.sender, h.epoch);
+    // A new epoch is a restart: its cache is empty, every hint naming it stale.
+    if (was !== undefined && was !== h.epoch) this.hints?.remove(h.sender);
     let l = this.loads.get(h.sender);
     if (l === undefined) {
       l = { ...NO_LOAD };

@@ -139,14 +139,15 @@ export class Hints {
     this.announced = next;
   }
 
-  /** A member gone: no longer named. */
+  /** `holder`'s summary now lists just `keys`: hints naming it for any other key are stale. */
+  retain(holder: NodeId, keys: readonly number[]): void {
+    const listed = new Set(keys);
+    this.drop(holder, (k) => !listed.has(k));
+  }
+
+  /** A member gone (or restarted, its cache empty): no longer named, nor passed on. */
   remove(holder: NodeId): void {
-    for (const [key, list] of this.byKey) {
-      const i = list.indexOf(holder);
-      if (i < 0) continue;
-      list.splice(i, 1);
-      if (list.length === 0) this.byKey.delete(key);
-    }
+    this.drop(holder, () => true);
   }
 
   /** The next message: the newest HINTS_MAX_KEYS queued pairs, grouped by holder; undefined: none. */
@@ -161,6 +162,18 @@ export class Hints {
     }
     invariant(this.queue.length <= HINT_QUEUE, "hint queue over its bound");
     return { type: "hints", groups: [...byHolder].map(([holder, keys]) => ({ holder, keys })) };
+  }
+
+  private drop(holder: NodeId, stale: (key: number) => boolean): void {
+    for (const [key, list] of this.byKey) {
+      const i = list.indexOf(holder);
+      if (i < 0 || !stale(key)) continue;
+      list.splice(i, 1);
+      if (list.length === 0) this.byKey.delete(key);
+    }
+    let j = 0;
+    for (const r of this.queue) if (r.holder !== holder || !stale(r.key)) this.queue[j++] = r;
+    this.queue.length = j;
   }
 
   private rumor(key: number, holder: NodeId): void {
