@@ -44,6 +44,11 @@ describe("hints wire form", () => {
     );
   });
 
+  it("writes a key as 6 little-endian bytes (the snapshot codec's)", () => {
+    const bytes = encodeGossip({ type: "hints", groups: [{ holder: "n1", keys: [0x010203040506] }] });
+    expect([...bytes]).toEqual([7, 1, 2, 0x6e, 0x31, 1, 6, 5, 4, 3, 2, 1]);
+  });
+
   it("refuses counts over the bound before reading keys, empty groups, bad holders, truncation", () => {
     const owner = [2, ..."n1"].map((c) => (typeof c === "number" ? c : c.charCodeAt(0)));
     // type 7, one group of one key over the bound, and no keys behind it.
@@ -189,7 +194,10 @@ describe("hints from a member", () => {
     const { g } = node();
     const { g: p2 } = node2("p2");
     const t2 = new RadixTree({ capacity: 100_000 });
-    t2.insert(Uint32Array.from({ length: 64 }, (_, i) => i + 1), 0);
+    t2.insert(
+      Uint32Array.from({ length: 64 }, (_, i) => i + 1),
+      0,
+    );
     exchange(p2, g, t2, 1);
     const own = g.hintStats.keys;
     g.onGossip("p1", msg(0), 1, tree, 0, 0, []);

@@ -16,6 +16,7 @@
  */
 import type { ByteReader } from "../../byte-reader.js";
 import { invariant } from "../../invariant.js";
+import { KEY_BYTES, readKey, writeKey } from "../../snapshot-codec.js";
 import { varintSize, writeVarint } from "../../varint.js";
 
 /** A member's id (node/types.ts's NodeId). */
@@ -29,8 +30,6 @@ export const HINT_HOLDERS = 1;
 export const HINT_KEYS = 4_096;
 /** Rumors queued at most (the oldest dropped). */
 const HINT_QUEUE = 1_024;
-const KEY_BYTES = 6;
-const TWO32 = 4294967296;
 
 export interface HintsMessage {
   type: "hints";
@@ -46,17 +45,15 @@ export function hintsSize(m: HintsMessage): number {
 
 /** Writes `m` after its type byte at `pos`; returns the position after it. */
 export function writeHints(buf: Uint8Array, pos: number, m: HintsMessage): number {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   pos = writeVarint(buf, pos, m.groups.length);
   for (const g of m.groups) {
     buf[pos++] = g.holder.length;
     for (let i = 0; i < g.holder.length; i++) buf[pos++] = g.holder.charCodeAt(i);
     pos = writeVarint(buf, pos, g.keys.length);
     for (const k of g.keys) {
-      const lo = k % TWO32;
-      const hi = (k - lo) / TWO32;
-      for (let i = 0; i < 4; i++) buf[pos++] = (lo >>> (8 * i)) & 0xff;
-      buf[pos++] = hi & 0xff;
-      buf[pos++] = (hi >>> 8) & 0xff;
+      writeKey(view, pos, k);
+      pos += KEY_BYTES;
     }
   }
   return pos;
@@ -78,13 +75,9 @@ export function readHints(r: ByteReader, owner: () => NodeId, fail: (why: string
       throw fail(`hint group of ${count} keys, at most ${HINTS_MAX_KEYS} in all`);
     total += count;
     const bytes = r.take(count * KEY_BYTES, "truncated hints");
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const keys: number[] = [];
-    for (let j = 0; j < count; j++) {
-      const o = j * KEY_BYTES;
-      const b = (x: number) => bytes[o + x] as number;
-      const lo = (b(0) | (b(1) << 8) | (b(2) << 16) | (b(3) << 24)) >>> 0;
-      keys.push((b(4) | (b(5) << 8)) * TWO32 + lo);
-    }
+    for (let j = 0; j < count; j++) keys.push(readKey(view, j * KEY_BYTES));
     groups.push({ holder, keys });
   }
   return { type: "hints", groups };
