@@ -330,7 +330,8 @@ export class GossipAntiEntropy {
   ): void {
     const hints = this.hints;
     if (hints === undefined || this.members.size <= this.maxHeld || live.length === 0) return;
-    // Relayed news waits up to Δpoll / 16 to share a message: a message a hint was dearer in requests.
+    // At most one relay per Δpoll / 16 (news held meanwhile shares a later message): a message a hint
+    // was dearer in requests.
     if (!announce && this.now - this.hintsAt < this.config.pollMs / 16) return;
     if (announce) hints.announce(this.ownSummary.keys);
     const msg = hints.take();
@@ -362,7 +363,8 @@ export class GossipAntiEntropy {
     }
     if (msg.type === "hints") {
       if (this.hintLimit?.allow(from, now) === false) return;
-      // What is news here goes on at once (a hop costs a network delay, not a round).
+      // What is news here goes on now if no relay left in the last Δpoll / 16, else with the next
+      // hints message or round (no timer flushes it): a hop mostly costs a network delay, not a round.
       for (const g of msg.groups)
         if (this.members.has(g.holder)) for (const k of g.keys) this.hints?.learn(k, g.holder);
       this.passHints(this.live?.ids ?? NO_IDS, false, queueDepth, pushBackMs, out);

@@ -2,9 +2,10 @@
  * Holder hints, relayed: under `maxEstimates` a node meets the summaries (summary.ts) of only the members
  * that happened to gossip with it, so at hundreds of members it cannot name the holder of most prefixes.
  * Hints are the summaries turned inside out — checkpoint key → the member whose summary listed it last
- * — and relayed as rumors: a key new to a node is passed on once, within Δpoll / 16, to `gossipFanout`
- * members (gossip-anti-entropy.ts), and a node's own summary's new keys with its next round, so a key
- * reaches every node in O(log N) hops of a few ms each, not of a round each. What a node holds and
+ * — and relayed as rumors: a key new to a node is passed on once to `gossipFanout` members
+ * (gossip-anti-entropy.ts), at most one relay per Δpoll / 16 (held news goes with the next hints
+ * message or round; no timer flushes it), and a node's own summary's new keys with its next round, so
+ * a key reaches every node in O(log N) hops, most of a network delay each, not of a round each. What a node holds and
  * sends grows with the distinct prefixes, not with N: a key known everywhere is news nowhere (a later
  * holder replaces the one named, first hand, without being relayed). A message is at most
  * HINTS_MAX_KEYS keys, newest first (the byte budget); the rest wait in a bounded queue, the oldest
