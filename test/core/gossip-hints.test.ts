@@ -6,6 +6,7 @@ import { decodeGossip, encodeGossip, GossipDecodeError } from "../../src/core/no
 import {
   HINT_HOLDERS,
   HINT_KEYS,
+  HINT_RELAYED,
   HINTS_MAX_KEYS,
   Hints,
   type HintsMessage,
@@ -103,6 +104,27 @@ describe("Hints", () => {
     for (let m = h.take(); m !== undefined; m = h.take());
     h.announce([...keys, 999]);
     expect(h.take()).toEqual({ type: "hints", groups: [{ holder: "me", keys: [999] }] });
+  });
+
+  it("passes a pair on once even after its key left the index, again once its holder dropped it", () => {
+    const h = new Hints("me");
+    const drain = () => {
+      let n = 0;
+      for (let m = h.take(); m !== undefined; m = h.take())
+        n += m.groups.reduce((s, g) => s + g.keys.length, 0);
+      return n;
+    };
+    h.learn(1, "a");
+    for (let k = 2; k <= HINT_KEYS + 1; k++) h.learn(k, "b");
+    drain();
+    expect(h.holders(1)).toEqual([]);
+    h.learn(1, "a");
+    expect(h.holders(1)).toEqual(["a"]);
+    expect(drain()).toBe(0);
+    h.remove("a");
+    h.learn(1, "a");
+    expect(drain()).toBe(1);
+    expect(HINT_RELAYED).toBeGreaterThan(HINT_KEYS);
   });
 
   it("drops a holder's hints its summary no longer lists, and a removed member's queued rumors", () => {

@@ -31,6 +31,9 @@ export const HINT_HOLDERS = 1;
 export const HINT_KEYS = 4_096;
 /** Rumors queued at most (the oldest dropped). */
 const HINT_QUEUE = 1_024;
+/** Pairs passed on remembered at most (the oldest forgotten first). */
+export const HINT_RELAYED = 2 * HINT_KEYS;
+const TWO32 = 4294967296;
 
 export interface HintsMessage {
   type: "hints";
@@ -93,6 +96,14 @@ interface Rumor {
 export class Hints {
   private readonly byKey = new Map<number, NodeId[]>();
   private readonly queue: Rumor[] = [];
+  /**
+   * Pairs we passed on, as hashes: a ring that outlives the index's LRU, so a key evicted here and
+   * relayed back is not news again (else, past HINT_KEYS distinct keys, rumors would never die out).
+   */
+  private readonly relayed = new Set<number>();
+  private readonly ring = new Float64Array(HINT_RELAYED);
+  private ringAt = 0;
+  private ringFilled = 0;
   /** Our own summary keys as last announced (a new key among them is a rumor with us as holder). */
   private announced = new Set<number>();
 
@@ -119,7 +130,7 @@ export class Hints {
     this.byKey.set(key, list);
     const i = list.indexOf(holder);
     // News only while the key's list has room: a key held widely stops spreading once lists are full.
-    const news = i < 0 && list.length < HINT_HOLDERS;
+    const news = i < 0 && list.length < HINT_HOLDERS && this.firstRelay(key, holder);
     if (i >= 0) list.splice(i, 1);
     list.unshift(holder);
     if (list.length > HINT_HOLDERS) list.pop();
@@ -163,6 +174,8 @@ export class Hints {
       const i = list.indexOf(holder);
       if (i < 0 || !stale(key)) continue;
       list.splice(i, 1);
+      // Its holder no longer holds it: should it again, that is news.
+      this.relayed.delete(pairHash(key, holder));
       if (list.length === 0) this.byKey.delete(key);
     }
     let j = 0;
@@ -170,8 +183,28 @@ export class Hints {
     this.queue.length = j;
   }
 
+  /** Whether `key`, `holder` is passed on here for the first time (within the ring's window). */
+  private firstRelay(key: number, holder: NodeId): boolean {
+    const h = pairHash(key, holder);
+    if (this.relayed.has(h)) return false;
+    if (this.ringFilled === HINT_RELAYED) this.relayed.delete(this.ring[this.ringAt] as number);
+    else this.ringFilled++;
+    this.ring[this.ringAt] = h;
+    this.ringAt = (this.ringAt + 1) % HINT_RELAYED;
+    this.relayed.add(h);
+    return true;
+  }
+
   private rumor(key: number, holder: NodeId): void {
     if (this.queue.length >= HINT_QUEUE) this.queue.shift();
     this.queue.push({ key, holder });
   }
+}
+
+/** A 48-bit key with its holder's FNV-1a hash folded into its low 32 bits (a collision: one relay missed). */
+function pairHash(key: number, holder: NodeId): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < holder.length; i++) h = Math.imul(h ^ holder.charCodeAt(i), 0x01000193);
+  const lo = key % TWO32;
+  return key - lo + ((lo ^ h) >>> 0);
 }
