@@ -80,6 +80,10 @@ describe("Hints", () => {
     expect(sent.length).toBeGreaterThan(0);
     for (const m of sent) expect(m.groups).toEqual([{ holder: "a", keys: [1] }]);
     expect(h.holders(1)).toEqual(["a"]);
+    // The same pair again is not news: nothing more is passed on.
+    h.learn(1, "a");
+    expect(h.take()).toBeUndefined();
+    expect(h.holders(1)).toEqual(["a"]);
   });
 
   it("keeps HINT_HOLDERS holders a key, newest first; a holder beyond a full list is kept, not passed on", () => {
