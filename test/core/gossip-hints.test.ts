@@ -1,15 +1,20 @@
 /** Holder hints (gossip/hints.ts): the wire form and its bounds, what is news, what a round sends. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { resolveNodeConfig } from "../../src/core/node/config.js";
 import { decodeGossip, encodeGossip, GossipDecodeError } from "../../src/core/node/gossip/codec.js";
 import {
   HINT_HOLDERS,
   HINT_KEYS,
+  HINT_RELAYED,
   HINTS_MAX_KEYS,
   Hints,
   type HintsMessage,
 } from "../../src/core/node/gossip/hints.js";
 import { gossipSize } from "../../src/core/node/gossip/size.js";
+import { GossipAntiEntropy } from "../../src/core/node/gossip-anti-entropy.js";
+import type { Effect } from "../../src/core/node/types.js";
+import { RadixTree } from "../../src/core/radix-tree.js";
 
 const LIMITS = { maxEntries: 100, maxStates: 10, maxSnapshotBytes: 1 << 20 };
 const key = fc.integer({ min: 0, max: 2 ** 48 - 1 });
@@ -38,6 +43,11 @@ describe("hints wire form", () => {
         expect(decodeGossip(bytes, LIMITS)).toEqual(msg);
       }),
     );
+  });
+
+  it("writes a key as 6 little-endian bytes (the snapshot codec's)", () => {
+    const bytes = encodeGossip({ type: "hints", groups: [{ holder: "n1", keys: [0x010203040506] }] });
+    expect([...bytes]).toEqual([7, 1, 2, 0x6e, 0x31, 1, 6, 5, 4, 3, 2, 1]);
   });
 
   it("refuses counts over the bound before reading keys, empty groups, bad holders, truncation", () => {
@@ -70,6 +80,10 @@ describe("Hints", () => {
     expect(sent.length).toBeGreaterThan(0);
     for (const m of sent) expect(m.groups).toEqual([{ holder: "a", keys: [1] }]);
     expect(h.holders(1)).toEqual(["a"]);
+    // The same pair again is not news: nothing more is passed on.
+    h.learn(1, "a");
+    expect(h.take()).toBeUndefined();
+    expect(h.holders(1)).toEqual(["a"]);
   });
 
   it("keeps HINT_HOLDERS holders a key, newest first; a holder beyond a full list is kept, not passed on", () => {
@@ -96,6 +110,43 @@ describe("Hints", () => {
     expect(h.take()).toEqual({ type: "hints", groups: [{ holder: "me", keys: [999] }] });
   });
 
+  it("passes a pair on once even after its key left the index, again once its holder dropped it", () => {
+    const h = new Hints("me");
+    const drain = () => {
+      let n = 0;
+      for (let m = h.take(); m !== undefined; m = h.take())
+        n += m.groups.reduce((s, g) => s + g.keys.length, 0);
+      return n;
+    };
+    h.learn(1, "a");
+    for (let k = 2; k <= HINT_KEYS + 1; k++) h.learn(k, "b");
+    drain();
+    expect(h.holders(1)).toEqual([]);
+    h.learn(1, "a");
+    expect(h.holders(1)).toEqual(["a"]);
+    expect(drain()).toBe(0);
+    h.remove("a");
+    h.learn(1, "a");
+    expect(drain()).toBe(1);
+    expect(HINT_RELAYED).toBeGreaterThan(HINT_KEYS);
+  });
+
+  it("drops a holder's hints its summary no longer lists, and a removed member's queued rumors", () => {
+    const h = new Hints("me");
+    h.learn(1, "a");
+    h.learn(2, "a");
+    h.learn(3, "b");
+    h.retain("a", [2, 9]);
+    expect(h.holders(1)).toEqual([]);
+    expect(h.holders(2)).toEqual(["a"]);
+    expect(h.holders(3)).toEqual(["b"]);
+    h.remove("b");
+    expect(h.holders(3)).toEqual([]);
+    const sent: HintsMessage["groups"] = [];
+    for (let m = h.take(); m !== undefined; m = h.take()) sent.push(...m.groups);
+    expect(sent).toEqual([{ holder: "a", keys: [2] }]);
+  });
+
   it("holds at most HINT_KEYS keys, forgetting the least recently learnt, and sends at most HINTS_MAX_KEYS", () => {
     const h = new Hints("me");
     for (let k = 0; k < HINT_KEYS + 10; k++) h.learn(k, `m${k % 7}`);
@@ -104,5 +155,92 @@ describe("Hints", () => {
     expect(h.holders(HINT_KEYS + 9)).toEqual([`m${(HINT_KEYS + 9) % 7}`]);
     for (let m = h.take(); m !== undefined; m = h.take())
       expect(m.groups.reduce((n, g) => n + g.keys.length, 0)).toBeLessThanOrEqual(HINTS_MAX_KEYS);
+  });
+});
+
+describe("hints from a member", () => {
+  const peers = Array.from({ length: 12 }, (_, i) => `p${i}`);
+  function node(): { g: GossipAntiEntropy; pollMs: number; rounds: number } {
+    const config = resolveNodeConfig({
+      id: "me",
+      peers,
+      capacityTokens: 4096,
+      gossip: "scuttlebutt",
+      maxEstimates: 2,
+    });
+    const g = new GossipAntiEntropy(config, "me", { now: () => 0, random: () => 0.5 });
+    g.reset(1, peers, peers.length + 1);
+    return { g, pollMs: config.pollMs, rounds: config.gossipRoundsPerPoll };
+  }
+  function node2(id: string): { g: GossipAntiEntropy } {
+    const others = ["me", ...peers.filter((p) => p !== id)];
+    const config = resolveNodeConfig({
+      id,
+      peers: others,
+      capacityTokens: 4096,
+      gossip: "scuttlebutt",
+      maxEstimates: 2,
+    });
+    const g = new GossipAntiEntropy(config, id, { now: () => 0, random: () => 0 });
+    g.reset(1, others, peers.length + 1);
+    return { g };
+  }
+  /** `a` (id p2) and `b` (id me) push-pull until quiet. */
+  function exchange(a: GossipAntiEntropy, b: GossipAntiEntropy, treeA: RadixTree, now: number): void {
+    let toB: Effect[] = [];
+    a.round(now, treeA, 0, 0, [{ id: "me", live: true, rttMs: 1 }], toB);
+    for (let i = 0; i < 6 && toB.length > 0; i++) {
+      const toA: Effect[] = [];
+      for (const e of toB)
+        if (e.type === "mesh-send" && e.msg.channel === "gossip" && e.to === "me")
+          b.onGossip("p2", e.msg.msg, now, tree, 0, 0, toA);
+      toB = [];
+      for (const e of toA)
+        if (e.type === "mesh-send" && e.msg.channel === "gossip" && e.to === "p2")
+          a.onGossip("me", e.msg.msg, now, treeA, 0, 0, toB);
+    }
+  }
+  const tree = new RadixTree({ capacity: 100_000 });
+  const msg = (base: number): HintsMessage => ({
+    type: "hints",
+    groups: [{ holder: "p2", keys: Array.from({ length: HINTS_MAX_KEYS }, (_, i) => base + i) }],
+  });
+
+  it("are bounded per sender: a flood cannot flush the index, and other senders still get through", () => {
+    const { g } = node();
+    for (let m = 0; m < 1_000; m++) g.onGossip("p1", msg(m * HINTS_MAX_KEYS), 0, tree, 0, 0, []);
+    expect(g.hintStats.dropped).toBeGreaterThan(900);
+    expect(g.hintStats.keys).toBeLessThan(HINT_KEYS / 2);
+    const before = g.hintStats.keys;
+    g.onGossip("p3", msg(10_000_000), 0, tree, 0, 0, []);
+    expect(g.hintStats.keys).toBe(before + HINTS_MAX_KEYS);
+  });
+
+  it("naming a member that restarted (a new epoch) are dropped", () => {
+    const { g } = node();
+    const { g: p2 } = node2("p2");
+    const t2 = new RadixTree({ capacity: 100_000 });
+    t2.insert(
+      Uint32Array.from({ length: 64 }, (_, i) => i + 1),
+      0,
+    );
+    exchange(p2, g, t2, 1);
+    const own = g.hintStats.keys;
+    g.onGossip("p1", msg(0), 1, tree, 0, 0, []);
+    expect(g.hintStats.keys).toBe(own + HINTS_MAX_KEYS);
+    p2.reset(2, ["me", ...peers.filter((p) => p !== "p2")], peers.length + 1);
+    exchange(p2, g, t2, 2);
+    expect(g.hintStats.keys).toBeLessThanOrEqual(own);
+  });
+
+  it("never drop an honest pace: one relay per Δpoll / 16 and one with each round", () => {
+    const { g, pollMs, rounds } = node();
+    let sent = 0;
+    const send = (t: number) => g.onGossip("p1", msg(HINTS_MAX_KEYS * sent++), t, tree, 0, 0, []);
+    for (let t = 0; t < 50 * pollMs; t += pollMs / 16) {
+      send(t);
+      if (Math.floor((t * rounds) / pollMs) !== Math.floor(((t + pollMs / 16) * rounds) / pollMs)) send(t);
+    }
+    expect(g.hintStats.dropped).toBe(0);
   });
 });

@@ -23,6 +23,7 @@ import {
 } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import type { DigestLoad } from "./gossip/config.js";
+import { HintLimit } from "./gossip/hint-limit.js";
 import { Hints } from "./gossip/hints.js";
 import { type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
 import {
@@ -74,6 +75,10 @@ export class GossipAntiEntropy {
   private readonly ownSummary = new OwnSummary();
   /** With `maxEstimates`: holder hints, relayed (hints.ts). */
   private hints: Hints | undefined;
+  /** Hints messages each sender may send (hint-limit.ts). */
+  private hintLimit: HintLimit | undefined;
+  /** Each member's epoch as its newest applied state said: a new one (a restart) voids its hints. */
+  private readonly epochs = new Map<NodeId, number>();
   private hintsAt = Number.NEGATIVE_INFINITY;
   private seekAt = Number.NEGATIVE_INFINITY;
   /** Owners held at most: summaries are asked for only when the members outnumber it. */
@@ -100,10 +105,15 @@ export class GossipAntiEntropy {
     this.useful.clear();
     this.guessedAt.clear();
     this.reported.clear();
+    this.epochs.clear();
     this.stepArmed = false;
     this.extraRounds = 0;
     this.summaries = this.config.maxEstimates === undefined ? undefined : new SummaryIndex(MAX_SUMMARIES);
     this.hints = this.config.maxEstimates === undefined ? undefined : new Hints(this.selfId);
+    this.hintLimit =
+      this.hints === undefined
+        ? undefined
+        : new HintLimit(16 + this.config.gossipRoundsPerPoll, this.config.pollMs);
     this.seekAt = Number.NEGATIVE_INFINITY;
     const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
     this.maxHeld = maxEstimates;
@@ -145,6 +155,8 @@ export class GossipAntiEntropy {
     this.members.delete(id);
     this.summaries?.remove(id);
     this.hints?.remove(id);
+    this.hintLimit?.remove(id);
+    this.epochs.delete(id);
     this.forget(id);
   }
   forget(id: NodeId): void {
@@ -154,6 +166,10 @@ export class GossipAntiEntropy {
     this.guessedAt.delete(id);
   }
 
+  /** Holder hints held, and hints messages refused by the per-sender bound (0 without hints). */
+  get hintStats(): { keys: number; dropped: number } {
+    return { keys: this.hints?.keys ?? 0, dropped: this.hintLimit?.dropped ?? 0 };
+  }
   get index(): PeerIndex {
     return this.sb.index;
   }
@@ -314,7 +330,8 @@ export class GossipAntiEntropy {
   ): void {
     const hints = this.hints;
     if (hints === undefined || this.members.size <= this.maxHeld || live.length === 0) return;
-    // Relayed news waits up to Δpoll / 16 to share a message: a message a hint was dearer in requests.
+    // At most one relay per Δpoll / 16 (news held meanwhile shares a later message): a message a hint
+    // was dearer in requests.
     if (!announce && this.now - this.hintsAt < this.config.pollMs / 16) return;
     if (announce) hints.announce(this.ownSummary.keys);
     const msg = hints.take();
@@ -345,7 +362,9 @@ export class GossipAntiEntropy {
       return;
     }
     if (msg.type === "hints") {
-      // What is news here goes on at once (a hop costs a network delay, not a round).
+      if (this.hintLimit?.allow(from, now) === false) return;
+      // What is news here goes on now if no relay left in the last Δpoll / 16, else with the next
+      // hints message or round (no timer flushes it): a hop mostly costs a network delay, not a round.
       for (const g of msg.groups)
         if (this.members.has(g.holder)) for (const k of g.keys) this.hints?.learn(k, g.holder);
       this.passHints(this.live?.ids ?? NO_IDS, false, queueDepth, pushBackMs, out);
@@ -385,6 +404,8 @@ export class GossipAntiEntropy {
     if (idx === undefined) return;
     if (msg.keys !== undefined) {
       idx.set(from, msg.tag, msg.keys);
+      // What its summary no longer lists it no longer holds (evicted): hints saying so are stale.
+      this.hints?.retain(from, msg.keys);
       for (const k of msg.keys) this.hints?.learn(k, from);
     }
     if (!msg.want) return;
@@ -500,6 +521,10 @@ export class GossipAntiEntropy {
 
   private applied(h: SnapshotHeader): void {
     this.reported.add(h.sender);
+    const was = this.epochs.get(h.sender);
+    this.epochs.set(h.sender, h.epoch);
+    // A new epoch is a restart: its cache is empty, every hint naming it stale.
+    if (was !== undefined && was !== h.epoch) this.hints?.remove(h.sender);
     let l = this.loads.get(h.sender);
     if (l === undefined) {
       l = { ...NO_LOAD };
