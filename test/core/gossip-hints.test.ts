@@ -15,20 +15,11 @@ import { gossipSize } from "../../src/core/node/gossip/size.js";
 import { GossipAntiEntropy } from "../../src/core/node/gossip-anti-entropy.js";
 import type { Effect } from "../../src/core/node/types.js";
 import { RadixTree } from "../../src/core/radix-tree.js";
+import { varint } from "./gossip-pair.js";
 
 const LIMITS = { maxEntries: 100, maxStates: 10, maxSnapshotBytes: 1 << 20 };
 const key = fc.integer({ min: 0, max: 2 ** 48 - 1 });
 const holder = fc.stringMatching(/^[A-Za-z0-9._-]{1,64}$/);
-
-function varint(v: number): number[] {
-  const out: number[] = [];
-  while (v >= 0x80) {
-    out.push((v % 0x80) | 0x80);
-    v = Math.floor(v / 0x80);
-  }
-  out.push(v);
-  return out;
-}
 
 describe("hints wire form", () => {
   it("round-trips at exactly gossipSize bytes", () => {

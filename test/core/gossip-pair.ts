@@ -3,6 +3,7 @@ import { resolveNodeConfig } from "../../src/core/node/config.js";
 import { GossipAntiEntropy } from "../../src/core/node/gossip-anti-entropy.js";
 import type { Effect } from "../../src/core/node/types.js";
 import type { RadixTree } from "../../src/core/radix-tree.js";
+import { varintSize, writeVarint } from "../../src/core/varint.js";
 
 export function gossiper(id: string, peers: string[], estimateStepKeys = 0): GossipAntiEntropy {
   const config = resolveNodeConfig({
@@ -45,4 +46,11 @@ export function pushPull(
         a.onGossip("B", e.msg.msg, now, treeA, 0, 0, toB);
     fromA(toB);
   }
+}
+
+/** `v` as the codecs write it (src/core/varint.ts), for hand-made frames. */
+export function varint(v: number): number[] {
+  const buf = new Uint8Array(varintSize(v));
+  writeVarint(buf, 0, v);
+  return [...buf];
 }

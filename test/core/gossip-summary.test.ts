@@ -13,6 +13,7 @@ import {
   summaryTag,
 } from "../../src/core/node/gossip/summary.js";
 import { RadixTree } from "../../src/core/radix-tree.js";
+import { varint } from "./gossip-pair.js";
 
 const LIMITS = { maxEntries: 100, maxStates: 10, maxSnapshotBytes: 1 << 20 };
 const key = fc.integer({ min: 0, max: 2 ** 48 - 1 });
@@ -61,16 +62,6 @@ describe("summary wire form", () => {
     expect(() => decodeGossip(Uint8Array.from([...over, 0]), LIMITS)).toThrow(/trailing/);
   });
 });
-
-function varint(v: number): number[] {
-  const out: number[] = [];
-  while (v >= 0x80) {
-    out.push((v % 0x80) | 0x80);
-    v = Math.floor(v / 0x80);
-  }
-  out.push(v);
-  return out;
-}
 
 describe("summary tag and index", () => {
   it("the tag depends on the set, not its order", () => {
