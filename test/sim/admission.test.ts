@@ -65,7 +65,10 @@ function run(gapMs: number, maxWaitMs: number, gossip?: "full"): SimResult {
 }
 
 describe("admission by expected wait", () => {
-  it("sheds within 2 s of a 2× overload, bounds the admitted wait, recovers after", () => {
+  // Several 4-node simulations: CPU, not waiting; on a busy 2-core machine they took over 60 s.
+  it("sheds within 2 s of a 2× overload, bounds the admitted wait, recovers after", {
+    timeout: 240_000,
+  }, () => {
     // Capacity: what the cluster serves when it never sheds, per ms; arrivals at twice that.
     const overloadGapMs = (gossip?: "full") => {
       const served = run(5, 0, gossip).records.filter((x) => x.ok);
