@@ -26,6 +26,7 @@ import type { DigestLoad } from "./gossip/config.js";
 import { HintLimit } from "./gossip/hint-limit.js";
 import { Hints } from "./gossip/hints.js";
 import { type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
+import { pickDistinct } from "./gossip/states.js";
 import {
   checkpoints,
   type MeshGossip,
@@ -337,11 +338,8 @@ export class GossipAntiEntropy {
     const msg = hints.take();
     if (msg === undefined) return;
     this.hintsAt = this.now;
-    const to = new Set<NodeId>();
-    const k = Math.min(this.config.gossipFanout, live.length);
-    for (let i = 0; to.size < k && i < 4 * k; i++)
-      to.add(live[Math.floor(this.deps.random() * live.length)] as NodeId);
-    for (const t of to) this.send(t, msg, queueDepth, pushBackMs, out);
+    for (const t of pickDistinct(live, this.config.gossipFanout, this.deps.random))
+      this.send(t, msg, queueDepth, pushBackMs, out);
   }
 
   /** A gossip message from `from` (any member; a relay of other owners' states). */

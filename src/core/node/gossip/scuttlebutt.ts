@@ -43,6 +43,7 @@ import {
   type OwnerState,
   type OwnState,
   ownState,
+  pickDistinct,
   pickRandom,
   relayState,
 } from "./states.js";
@@ -220,11 +221,7 @@ export class Scuttlebutt {
    * the round early (the next round starts afresh).
    */
   round(members: readonly NodeId[], self: OwnState): { to: NodeId; msg: GossipMessage }[] {
-    const n = members.length;
-    const k = Math.min(this.config.fanout, n);
-    const picked = new Set<NodeId>();
-    while (picked.size < k) picked.add(members[Math.floor(this.deps.random() * n)] as NodeId);
-    const to = [...picked];
+    const to = pickDistinct(members, this.config.fanout, this.deps.random);
     this.chain = undefined;
     if (this.config.chain && to.length > 1) {
       const [first, ...rest] = to as [NodeId, ...NodeId[]];

@@ -125,3 +125,14 @@ export function pickRandom<T>(from: T[], k: number, random: () => number): T[] {
   }
   return from.slice(0, n);
 }
+
+/**
+ * `k` distinct items of `from` drawn uniformly (draw order; k capped at its length), leaving `from`
+ * as it is: rejection sampling, cheap while k ≪ its length (a fanout out of the live members).
+ */
+export function pickDistinct<T>(from: readonly T[], k: number, random: () => number): T[] {
+  const n = from.length;
+  const picked = new Set<T>();
+  while (picked.size < Math.min(k, n)) picked.add(from[Math.floor(random() * n)] as T);
+  return [...picked];
+}
