@@ -74,7 +74,7 @@ export function cacheSavedJobs(
   return (k.prefillMsPerToken * Math.max(0, peer.estimatedMatch - self.match)) / k.serviceMs;
 }
 
-/** `cacheSavedJobs` for a planned peer, from its estimate in `index` (one walk). */
+/** `cacheSavedJobs` for a planned peer, from its estimate in `index` (that owner's walk only). */
 export function cacheSavedJobsAt(
   index: PeerIndex,
   peer: NodeId,
@@ -82,8 +82,6 @@ export function cacheSavedJobsAt(
   self: Readonly<{ match: number }>,
   k: LearnedCosts,
 ): number {
-  const { owners, lengths } = index.matchAll(keyTokens(request));
-  const i = owners.indexOf(peer);
-  if (i < 0) return 0;
-  return cacheSavedJobs({ estimatedMatch: promptMatch(request, lengths[i] as number) }, self, k);
+  const match = index.match(peer, keyTokens(request));
+  return cacheSavedJobs({ estimatedMatch: promptMatch(request, match) }, self, k);
 }
