@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -330,6 +331,47 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
       expect(existsSync(c.dir)).toBe(false);
     } finally {
       if (!stopped) await c.stop();
+    }
+  });
+
+  it("starts again on fresh ports when a port it chose is taken before a node binds it", async () => {
+    const launcher = new URL("../../dist/server/cluster/launcher.js", import.meta.url).href;
+    const { startCluster, freePort } = (await import(launcher)) as {
+      startCluster: typeof StartCluster;
+      freePort: (host: string) => Promise<number>;
+    };
+    // Test double for the race: the first port handed out is already held by this test's server.
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+    const takenPort = (taken.address() as AddressInfo).port;
+    const picked: number[] = [];
+    const lines: string[] = [];
+    const pickPort = async (host: string) => {
+      const p = picked.length === 0 ? takenPort : await freePort(host);
+      picked.push(p);
+      return p;
+    };
+    try {
+      const c = await startCluster({
+        nodes: 2,
+        engine: "sim",
+        model: "generated",
+        host: "127.0.0.1",
+        sharedSecret: true,
+        pickPort,
+        onLog: (l) => lines.push(l),
+      });
+      try {
+        expect(lines.some((l) => l.includes("fresh ports"))).toBe(true);
+        expect(picked.length).toBe(8); // 2 nodes × 2 ports, twice
+        expect(c.nodes.map((n) => n.apiUrl)).not.toContain(`http://127.0.0.1:${takenPort}`);
+        const r = await fetch(`${c.nodes[0]?.apiUrl}/ready`);
+        expect(r.ok).toBe(true);
+      } finally {
+        await c.stop();
+      }
+    } finally {
+      taken.close();
     }
   });
 

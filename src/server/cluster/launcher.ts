@@ -7,13 +7,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { initCa, issueNodeCert } from "../../net/auth/ca.js";
 import { opensslAvailable } from "../../net/auth/openssl.js";
 import { writeSecretFile } from "../../net/auth/secret.js";
+import { freePort } from "./free-port.js";
+
+export { freePort };
 
 export interface ClusterOptions {
   nodes: number;
@@ -42,6 +44,8 @@ export interface ClusterOptions {
    */
   keepLogs?: boolean | undefined;
   onLog?: (line: string) => void;
+  /** Chooses each node's ports (default: freePort); tests substitute a picker that hands out a taken port. */
+  pickPort?: ((host: string) => Promise<number>) | undefined;
 }
 
 export interface ClusterNode {
@@ -62,18 +66,6 @@ export interface RunningCluster {
 function nodeIds(n: number): string[] {
   const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
   return Array.from({ length: n }, (_, i) => (n <= 26 ? (letters[i] as string) : `n${i + 1}`));
-}
-
-export async function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, host, () => {
-      const a = s.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function mainScript(): string {
@@ -103,24 +95,29 @@ export async function startCluster(o: ClusterOptions): Promise<RunningCluster> {
   }
   const scheme = auth === "mtls" ? "https" : "http";
   const ports: { api: number; peer: number }[] = [];
-  for (let i = 0; i < ids.length; i++)
-    ports.push({ api: await freePort(o.host), peer: await freePort(o.host) });
-  const nodes: ClusterNode[] = ids.map((id, i) => ({
+  const nodes: ClusterNode[] = ids.map((id) => ({
     id,
-    apiUrl: `http://${o.host}:${ports[i]?.api}`,
-    peerUrl: `${scheme}://${o.host}:${ports[i]?.peer}`,
+    apiUrl: "",
+    peerUrl: "",
     pid: undefined,
     logFile: join(dir, "logs", `${id}.log`),
   }));
+  const pickPort = o.pickPort ?? freePort;
+  const pickPorts = async () => {
+    for (const [i, n] of nodes.entries()) {
+      ports[i] = { api: await pickPort(o.host), peer: await pickPort(o.host) };
+      n.apiUrl = `http://${o.host}:${ports[i]?.api}`;
+      n.peerUrl = `${scheme}://${o.host}:${ports[i]?.peer}`;
+    }
+  };
   const main = mainScript();
   const children: ChildProcess[] = [];
   const exited = new Map<ChildProcess, Promise<void>>();
   let stopping = false;
 
   let failed = false;
-  const stop = async () => {
-    stopping = true;
-    await Promise.all(
+  const killAll = () =>
+    Promise.all(
       children.map(async (c) => {
         if (c.exitCode !== null || c.signalCode !== null) return;
         c.kill("SIGTERM");
@@ -130,10 +127,13 @@ export async function startCluster(o: ClusterOptions): Promise<RunningCluster> {
         clearTimeout(timer);
       }),
     );
+  const stop = async () => {
+    stopping = true;
+    await killAll();
     if (ownDir) await rm(o.keepLogs || failed ? credDir : dir, { recursive: true, force: true });
   };
 
-  try {
+  const spawnAll = () => {
     for (const [i, n] of nodes.entries()) {
       const peers = nodes
         .filter((_, j) => j !== i)
@@ -185,7 +185,27 @@ export async function startCluster(o: ClusterOptions): Promise<RunningCluster> {
         }),
       );
     }
-    await waitUntilMeshed(nodes, children, o.readyTimeoutMs ?? 180_000);
+  };
+
+  try {
+    for (let attempt = 1; ; attempt++) {
+      await pickPorts();
+      spawnAll();
+      try {
+        await waitUntilMeshed(nodes, children, o.readyTimeoutMs ?? 180_000);
+        break;
+      } catch (err) {
+        // A port checked free can still be taken by another process before the child binds it:
+        // start the whole cluster again on fresh ports, since every node's peer list names them.
+        if (attempt >= PORT_ATTEMPTS || !String(err).includes("EADDRINUSE")) throw err;
+        say(`a port was taken before a node could bind it; restarting the cluster on fresh ports`);
+        stopping = true;
+        await killAll();
+        stopping = false;
+        children.length = 0;
+        exited.clear();
+      }
+    }
   } catch (err) {
     failed = true; // the error names a log file: keep it
     await stop();
@@ -193,6 +213,9 @@ export async function startCluster(o: ClusterOptions): Promise<RunningCluster> {
   }
   return { nodes, dir, auth, stop };
 }
+
+/** Start attempts when a chosen port is taken before its node binds it. */
+const PORT_ATTEMPTS = 3;
 
 function opt(flag: string, v: string | number | undefined): string[] {
   return v === undefined ? [] : [flag, String(v)];

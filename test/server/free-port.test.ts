@@ -1,0 +1,31 @@
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { describe, expect, it } from "vitest";
+import { freePort } from "../../src/server/cluster/free-port.js";
+
+function ephemeralLow(): number | undefined {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+describe("freePort", () => {
+  it("hands out distinct ports below the ephemeral range that bind", async () => {
+    const ports: number[] = [];
+    for (let i = 0; i < 40; i++) ports.push(await freePort("127.0.0.1"));
+    expect(new Set(ports).size).toBe(ports.length);
+    const low = ephemeralLow();
+    for (const p of ports) {
+      expect(p).toBeGreaterThanOrEqual(10_000);
+      if (low !== undefined) expect(p).toBeLessThan(low);
+    }
+    const s = createServer();
+    await new Promise<void>((r, j) => {
+      s.once("error", j);
+      s.listen(ports[0], "127.0.0.1", r);
+    });
+    s.close();
+  });
+});
