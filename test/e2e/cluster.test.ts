@@ -15,13 +15,14 @@ type Usage = { prompt_tokens_details?: { cached_tokens?: number } };
  * Words (= sim-engine tokens) of a prefix that B holds and A's requests reuse. The cluster runs the
  * default policy, cost-aware, which forwards only when the prefill saved beats renting the prefix,
  * i.e. about expected reuse (≈ 7, the demand prior) × RTT. A's prefill cost as calibrated at boot on
- * the time-scaled sim engine is ≈ 0.04 ms/token, so 4000 tokens (≈ 170 ms saved) forward while A's RTT
- * to B reads under ≈ 24 ms. The first RTT samples include TLS set-up (30-300 ms on a loaded 2-core
- * box): A rightly keeps the prefix local until a sample reads the peer as near.
+ * the time-scaled sim engine is ≈ 0.04 ms/token, so 12000 tokens (≈ 480 ms saved) forward while A's RTT
+ * to B reads under ≈ 70 ms. The first RTT samples include TLS set-up (30-300 ms on a loaded 2-core
+ * box): A rightly keeps the prefix local until a sample reads the peer as near. A shorter prefix left
+ * too little room: on a busy machine A's RTT to B can read above 15 ms for tens of seconds.
  */
-const SHARED = 4000;
-/** A's RTT to B must read under this before a routed request is sent (inside the ≈ 24 ms). */
-const NEAR_MS = 15;
+const SHARED = 12_000;
+/** A's RTT to B must read under this before a routed request is sent (inside the ≈ 70 ms). */
+const NEAR_MS = 40;
 
 const tmp = clusterTmp();
 afterAll(() => tmp.remove());
