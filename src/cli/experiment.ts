@@ -2,6 +2,7 @@ import { availableParallelism, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
+import { closedGrid, openGrid } from "../experiments/compare/grid.js";
 import { writeCompareReport } from "../experiments/compare/report.js";
 import { runCompare } from "../experiments/compare/run.js";
 import { parseSeeds } from "../experiments/compare/seeds.js";
@@ -121,8 +122,13 @@ export function registerExperiment(program: Command): void {
       "--peer-speed",
       "cost-aware (and the oracle) with peerSpeed: peers' engine speed learned from their answers",
     )
+    .option(
+      "--cells <regex>",
+      "only the runs whose id matches, e.g. '^closed-(local|affinity|cost-aware|cost-aware-daemon|oracle)-n4-' (ids: <slice>-<policy>-n<nodes>-c<Δcomm>-<memory>[-het][-l<load%>]); the report covers those runs only",
+    )
     .action(async (flags: CompareFlags) => {
       const seeds = compareSeeds(flags);
+      const cells = compareCells(flags.cells);
       const closedRequests = parseNumber("--requests", flags.requests, {
         min: 10,
         max: 1_000_000,
@@ -151,6 +157,7 @@ export function registerExperiment(program: Command): void {
           freshPeerLoad: flags.freshPeerLoad === true,
           peerSpeed: flags.peerSpeed === true,
           workers,
+          ...(cells ? { cells } : {}),
           onPhase: (phase) => process.stderr.write(`prefixmesh: ${phase}…\n`),
         });
         await writeCompareReport(
@@ -172,6 +179,20 @@ export function registerExperiment(program: Command): void {
     });
   registerExperimentFaults(exp);
   registerScale(exp);
+}
+
+/** `--cells`: a regular expression over run ids; one that matches no run is an error. */
+function compareCells(text: string | undefined): RegExp | undefined {
+  if (text === undefined) return undefined;
+  let re: RegExp;
+  try {
+    re = new RegExp(text);
+  } catch (err) {
+    throw new CliError(`--cells ${text}: ${(err as Error).message}`);
+  }
+  if (![...closedGrid(), ...openGrid()].some((r) => re.test(r.id)))
+    throw new CliError(`--cells ${text}: matches no run id (e.g. ${closedGrid()[0]?.id})`);
+  return re;
 }
 
 /** `--seed n` or `--seeds a,b,…` (not both); seed 1 without either. */
@@ -197,4 +218,5 @@ interface CompareFlags {
   syntheticScale: string;
   freshPeerLoad?: boolean;
   peerSpeed?: boolean;
+  cells?: string;
 }

@@ -219,6 +219,16 @@ describe("prefix demand under eviction pressure", () => {
     // The flat discount gives the frequent key no more than the pressure leaves: nothing.
     expect(d.arrive(tokens, peerHolds, churn)?.flat).toBe(0);
   });
+
+  it("arrive: reports the running mean length of the prefixes held anywhere, ours included", () => {
+    const long = Uint32Array.from({ length: 128 }, (_, i) => i + 1);
+    const d = new PrefixDemand(100);
+    const churn = { pressure: 1, turnoverRuns: 10 };
+    // A 32-token prefix we hold ourselves (no buy to price) still counts towards the mean.
+    for (let i = 0; i < 3; i++) d.arrive(long, [cand("A", true, 32, 0), cand("B", false, 0, 10)], churn);
+    const r = d.arrive(long, [cand("A", true, 0, 0), cand("B", false, 128, 10)], churn);
+    expect(r?.prefixTokens).toBeCloseTo((3 * 32 + 128) / 4, 9);
+  });
 });
 
 describe("RTT echo", () => {

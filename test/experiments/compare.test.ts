@@ -101,6 +101,35 @@ describe("experiment compare", () => {
       );
   }, 120_000);
 
+  it("runs only the cells --cells matches, without capacity runs when no open-loop run is kept", async () => {
+    const cells = /^closed-(local|cost-aware)-n4-c200-constrained$/;
+    const o = await runCompare({
+      source: { kind: "synthetic", scale: 0.02 },
+      seeds: [2, 3],
+      closedRequests: 24,
+      openRequests: 24,
+      workers: 0,
+      cells,
+    });
+    expect(o.runs.map((r) => `${r.run.id}@${r.seed}`).sort()).toEqual([
+      "closed-cost-aware-n4-c200-constrained@2",
+      "closed-cost-aware-n4-c200-constrained@3",
+      "closed-local-n4-c200-constrained@2",
+      "closed-local-n4-c200-constrained@3",
+    ]);
+    expect(o.capacities).toEqual([]);
+    const open = await runCompare({
+      source: { kind: "synthetic", scale: 0.02 },
+      seeds: [2],
+      closedRequests: 24,
+      openRequests: 24,
+      workers: 0,
+      cells: /^open-local-n4-c2-paper-l50$/,
+    });
+    expect(open.runs.map((r) => r.run.id)).toEqual(["open-local-n4-c2-paper-l50"]);
+    expect(open.capacities.length).toBe(2);
+  }, 120_000);
+
   it("rejects bad flags with a CliError", async () => {
     const program = new Command().exitOverride();
     program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
@@ -112,6 +141,9 @@ describe("experiment compare", () => {
     const opts = compare?.options.map((o) => o.long);
     expect(opts).toContain("--fresh-peer-load");
     expect(opts).toContain("--peer-speed");
+    expect(opts).toContain("--cells");
+    await expect(program.parseAsync(argv("--cells", "("))).rejects.toThrow(CliError);
+    await expect(program.parseAsync(argv("--cells", "^nothing-"))).rejects.toThrow(/matches no run id/);
     await expect(program.parseAsync(argv("--mmlu-dir", join(out, "nope")))).rejects.toThrow(
       /expected dev\/ and test\//,
     );

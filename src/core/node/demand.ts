@@ -36,7 +36,12 @@ export interface Reuse {
   flat: number;
   /** Expected hits a buy gives before the prefix is evicted (the survival chain). */
   surviving: number;
+  /** Running mean length (tokens) of the longest prefix held anywhere, over arrivals with one. */
+  prefixTokens: number;
 }
+
+/** Arrivals the running mean prefix length averages over (at most). */
+const PREFIX_MEAN_ARRIVALS = 64;
 
 export class PrefixDemand {
   /** key → arrivals; Map order = recency (re-inserted on every arrival). */
@@ -47,6 +52,8 @@ export class PrefixDemand {
   /** Every request routed here, buyable or not: a key's share of them is its arrival rate. */
   private routed = 0;
   private readonly hasher = new BlockHasher();
+  private prefixMean = 0;
+  private prefixSeen = 0;
 
   constructor(
     private readonly capacity: number,
@@ -71,6 +78,10 @@ export class PrefixDemand {
       if (c.estimatedMatch > best) best = c.estimatedMatch;
       if (c.self) own = c.estimatedMatch;
     }
+    if (best > 0) {
+      this.prefixSeen = Math.min(PREFIX_MEAN_ARRIVALS, this.prefixSeen + 1);
+      this.prefixMean += (best - this.prefixMean) / this.prefixSeen;
+    }
     // Only a prefix we mostly LACK is worth buying. When we hold most of it, the peer's extra is a
     // one-off tail (e.g. a repeated question after a shared prefix), whose reuse the prefixes'
     // learned mean would wildly overstate: then plain expected latency decides.
@@ -86,6 +97,7 @@ export class PrefixDemand {
     return {
       flat: future * (1 - eviction.pressure),
       surviving: hitChain(future, survival(eviction, seen / this.routed)),
+      prefixTokens: this.prefixMean,
     };
   }
 

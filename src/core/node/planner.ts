@@ -106,7 +106,9 @@ export class Planner {
               random: this.deps.random,
               costs,
               expectedReuse: reuse?.flat,
-              ...(reuse === undefined ? {} : { survivingReuse: reuse.surviving }),
+              ...(reuse === undefined
+                ? {}
+                : { survivingReuse: reuse.surviving, prefixTokens: reuse.prefixTokens }),
               ...(this.config.offload ? { waitFloorJobs: OFFLOAD_WAIT_FLOOR_JOBS } : {}),
               ...(eviction.pressure > 0 ? { evictionPressure: eviction.pressure } : {}),
             });

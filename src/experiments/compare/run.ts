@@ -34,6 +34,11 @@ export interface CompareOptions {
   /** cost-aware and the oracle with `peerSpeed` (default false). */
   peerSpeed?: boolean;
   workers: number;
+  /**
+   * Only the runs whose id (e.g. `closed-cost-aware-n4-c200-constrained`) this matches; the
+   * capacity runs are made only if an open-loop run is kept. Undefined: the whole grid.
+   */
+  cells?: RegExp;
   onPhase?(phase: string): void;
   onProgress?(done: number, total: number): void;
 }
@@ -97,7 +102,9 @@ export async function runCompare(opts: CompareOptions): Promise<CompareOutcome> 
   const capOf = (run: CompareRun, seed: number) =>
     run.memory === "constrained" ? { capacityTokens: constrainedOf.get(seed) as number } : {};
 
-  const calibration = seeds.flatMap((seed) =>
+  const keep = (run: CompareRun) => opts.cells === undefined || opts.cells.test(run.id);
+  const openRuns = openGrid().filter(keep);
+  const calibration = (openRuns.length === 0 ? [] : seeds).flatMap((seed) =>
     [4, 16].map(
       (nodes): CompareTask => ({
         id: taskId(`capacity-n${nodes}`, seed),
@@ -116,17 +123,19 @@ export async function runCompare(opts: CompareOptions): Promise<CompareOutcome> 
     ),
   );
   const closed = seeds.flatMap((seed) =>
-    closedGrid().map(
-      (run): CompareTask => ({
-        id: taskId(run.id, seed),
-        seed,
-        run,
-        workload: { kind: "closed" },
-        ...capOf(run, seed),
-      }),
-    ),
+    closedGrid()
+      .filter(keep)
+      .map(
+        (run): CompareTask => ({
+          id: taskId(run.id, seed),
+          seed,
+          run,
+          workload: { kind: "closed" },
+          ...capOf(run, seed),
+        }),
+      ),
   );
-  const openCount = openGrid().length * seeds.length;
+  const openCount = openRuns.length * seeds.length;
   opts.onPhase?.("simulating closed loop");
   const first = await pool(
     spec,
@@ -147,7 +156,7 @@ export async function runCompare(opts: CompareOptions): Promise<CompareOutcome> 
     return ((run.load ?? 1) * effective) / c.serviceS;
   };
   const open = seeds.flatMap((seed) =>
-    openGrid().map(
+    openRuns.map(
       (run): CompareTask => ({
         id: taskId(run.id, seed),
         seed,
@@ -157,9 +166,12 @@ export async function runCompare(opts: CompareOptions): Promise<CompareOutcome> 
       }),
     ),
   );
-  opts.onPhase?.("simulating open loop");
   const closedDone = opts.closedRequests * (closed.length + calibration.length);
-  const second = await pool(spec, open, opts, closedDone, closedDone + opts.openRequests * open.length);
+  if (open.length > 0) opts.onPhase?.("simulating open loop");
+  const second =
+    open.length === 0
+      ? new Map<string, CompareResult>()
+      : await pool(spec, open, opts, closedDone, closedDone + opts.openRequests * open.length);
 
   // Seed by seed, each seed's runs in grid order.
   const runs: SeedRow[] = seeds.flatMap((seed) =>

@@ -22,12 +22,15 @@
  * the best candidate is a peer whose advantage is its cache, the origin serves locally if
  *   cost(self) − cost(peer) ≤ expectedReuse × RTT(peer)
  * where expectedReuse (demand.ts) is learned from this origin's own arrivals, counting only the
- * arrivals a bought prefix is expected to survive in our cache until.
+ * arrivals a bought prefix is expected to survive in our cache until. Under eviction pressure the
+ * RTT a reuse saves is net of the hole the duplicate keeps in the cluster's caches while it lives
+ * (displacement.ts): rent where renting is cheaper than the misses the hole causes.
  */
 import { z } from "zod";
 import { BLOCK_SIZE } from "../../block-hash.js";
 import type { LearnedCosts } from "../cost-model.js";
 import { MAX_SPEED_RATIO, runTimeRatio } from "../engine-costs.js";
+import { displacementMs } from "./displacement.js";
 import {
   type Candidate,
   type Policy,
@@ -56,7 +59,8 @@ export const costAwareConfig = z
     /**
      * Caches smaller than the working set: charge uncached tokens for what they evict
      * (`ctx.evictionPressure`), and count a buy's reuse only over the arrivals the prefix survives
-     * to (`ctx.survivingReuse`). Off: reuse discounted by the pressure alone, no eviction charge.
+     * to (`ctx.survivingReuse`), net of the hole a bought duplicate keeps in the cluster's caches
+     * (displacement.ts). Off: reuse discounted by the pressure alone, no eviction charge, no hole.
      * Either way a cache that never evicts routes the same.
      */
     evictionAware: z.boolean().default(true),
@@ -233,7 +237,14 @@ export class CostAwarePolicy implements Policy {
       if (best.estimatedMatch > self.estimatedMatch) {
         const loss = (cost[s] as number) - (cost[order[0] as number] as number);
         const rtt = best.rttMs ?? k.rttPriorMs;
-        if (loss <= reuse * rtt) return [s];
+        // Under eviction pressure a duplicate also keeps another prefix out of every cache while it
+        // lives (displacement.ts); `evictionAware` off: the paper grid's rule, unchanged.
+        const bought = best.estimatedMatch - self.estimatedMatch;
+        const victim = ctx.prefixTokens ?? bought;
+        const hole = aware
+          ? displacementMs(pressure, candidates.length, k.prefillMsPerToken, bought, victim, rtt)
+          : 0;
+        if (loss <= reuse * (rtt - hole)) return [s];
       }
     }
     return order;

@@ -58,6 +58,11 @@ export interface RoutingContext {
    */
   survivingReuse?: number;
   /**
+   * The typical length (tokens) of the prefixes arriving here (demand.ts): what a buy's evictions
+   * are counted in (displacement.ts). Undefined: the bought prefix's own length.
+   */
+  prefixTokens?: number;
+  /**
    * Cost-aware: a peer's wait counts at least our own, but at most this many of its service times
    * above its own estimate (the node's `offload`); undefined: at least our own, unbounded.
    */
