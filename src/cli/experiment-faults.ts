@@ -3,8 +3,11 @@
 import { availableParallelism, loadavg } from "node:os";
 import { resolve } from "node:path";
 import type { Command } from "commander";
+import { nodeConfigSchema } from "../core/node/config.js";
+import type { Loop } from "../experiments/faults/measure.js";
 import { writeFaultsReport } from "../experiments/faults/report.js";
 import { runFaults } from "../experiments/faults/run.js";
+import { faultsSubsetText, writeFaultsSubset } from "../experiments/faults/subset.js";
 import { CliError, parseNumber } from "./errors.js";
 import { checkMmluDir, commandLine } from "./experiment-args.js";
 
@@ -17,6 +20,37 @@ interface FaultsFlags {
   requests?: string;
   rate: string;
   quick?: boolean;
+  classes?: string;
+  loops?: string;
+  set?: string[];
+}
+
+/** `--set key=value`: a node setting over the daemon's (JSON values: true, 256; else a string). */
+function parseSets(sets: readonly string[] | undefined): Record<string, unknown> | undefined {
+  if (sets === undefined || sets.length === 0) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const kv of sets) {
+    const i = kv.indexOf("=");
+    const key = i > 0 ? kv.slice(0, i) : "";
+    if (!(key in nodeConfigSchema.shape)) throw new CliError(`--set ${kv}: not a node setting`);
+    const raw = kv.slice(i + 1);
+    let value: unknown = raw;
+    try {
+      value = JSON.parse(raw);
+    } catch {}
+    const r = nodeConfigSchema.shape[key as keyof typeof nodeConfigSchema.shape].safeParse(value);
+    if (!r.success) throw new CliError(`--set ${kv}: ${r.error.issues.map((x) => x.message).join("; ")}`);
+    out[key] = r.data;
+  }
+  return out;
+}
+
+function parseLoops(list: string | undefined): Loop[] | undefined {
+  if (list === undefined) return undefined;
+  const loops = list.split(",").map((x) => x.trim());
+  for (const l of loops)
+    if (l !== "closed" && l !== "open") throw new CliError(`--loops: ${l} is not closed or open`);
+  return loops as Loop[];
 }
 
 /** Requests per run of `--quick` (a structural check in seconds, not a measurement). */
@@ -36,6 +70,15 @@ export function registerExperimentFaults(exp: Command): void {
     .option("--requests <n>", "requests per run and loop (default 10000; --quick: 300)")
     .option("--rate <req/s>", "open-loop Poisson arrival rate", "6")
     .option("--quick", `a fast structural run (${QUICK_REQUESTS} requests per run): not a measurement`)
+    .option(
+      "--classes <ids>",
+      "only these classes (comma-separated ids, e.g. slow-10x,loss-30) beside the fault-free run: writes results.json and summary.md, not the report",
+    )
+    .option("--loops <list>", "only these loops (closed, open; comma-separated): a subset, as --classes")
+    .option(
+      "--set <key=value...>",
+      "a node setting over the daemon's in every run (e.g. pushBackByCache=false): a subset, as --classes",
+    )
     .action(async (flags: FaultsFlags) => {
       const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
       const requests =
@@ -51,14 +94,26 @@ export function registerExperimentFaults(exp: Command): void {
       const outDir = resolve(flags.out);
       const command = commandLine("faults");
       const loadBefore = loadavg()[0] ?? 0;
+      const classes = flags.classes?.split(",").map((x) => x.trim());
+      const loops = parseLoops(flags.loops);
+      const node = parseSets(flags.set);
+      const subset = classes !== undefined || loops !== undefined || node !== undefined;
       try {
         const outcome = await runFaults({
           source: mmluDir ? { kind: "mmlu", dir: mmluDir } : { kind: "synthetic", scale },
           seed,
           requests,
           openRate,
+          ...(classes ? { classes } : {}),
+          ...(loops ? { loops } : {}),
+          ...(node ? { node } : {}),
           onPhase: (phase) => process.stderr.write(`prefixmesh: ${phase}…\n`),
         });
+        if (subset) {
+          const path = await writeFaultsSubset(outcome, command, outDir);
+          process.stdout.write(`${faultsSubsetText(outcome, command)}\nwrote ${path}\n`);
+          return;
+        }
         const path = await writeFaultsReport(
           outcome,
           { command, loadBefore, loadAfter: loadavg()[0] ?? 0, cores: availableParallelism() },
@@ -71,7 +126,11 @@ export function registerExperimentFaults(exp: Command): void {
         );
       } catch (err) {
         const msg = (err as Error)?.message ?? String(err);
-        if ((err as Error)?.name === "MmluError" || (err as Error)?.name === "CsvError")
+        if (
+          (err as Error)?.name === "MmluError" ||
+          (err as Error)?.name === "CsvError" ||
+          err instanceof RangeError
+        )
           throw new CliError(msg);
         throw err;
       }

@@ -40,6 +40,15 @@ export interface FaultsOptions {
   requests: number;
   /** Open-loop Poisson arrival rate, requests/s (the issue's 6 req/s). */
   openRate: number;
+  /**
+   * A subset (`--classes`): only these classes (ids), each beside the fault-free run of its loop; no
+   * investigations. Undefined: every class.
+   */
+  classes?: readonly string[];
+  /** Only these loops (`--loops`); undefined: both. */
+  loops?: readonly Loop[];
+  /** Node settings over the daemon's in every run (`--set`), e.g. to compare a setting off and on. */
+  node?: SimConfig["node"];
   onPhase?(phase: string): void;
   onProgress?(done: number, total: number): void;
 }
@@ -80,6 +89,20 @@ async function buildWorkloads(o: FaultsOptions): Promise<Record<Loop, Workload>>
   return { closed: await make(), open: await make(o.openRate) };
 }
 
+/** The classes a run (or `--classes` subset) takes; throws on an unknown id. */
+export function selectedClasses(ids: readonly string[] | undefined): FaultClass[] {
+  if (ids === undefined) return [WITHOUT_BAD_PEER, ...FAULT_CLASSES];
+  const all = [WITHOUT_BAD_PEER, ...FAULT_CLASSES];
+  return ids
+    .filter((id) => id !== FAULT_FREE.id)
+    .map((id) => {
+      const c = all.find((x) => x.id === id);
+      if (c === undefined)
+        throw new RangeError(`unknown fault class ${id}: one of ${all.map((x) => x.id).join(", ")}`);
+      return c;
+    });
+}
+
 export function simConfigOf(setup: ClassSetup, seed: number): SimConfig {
   return {
     nodes: setup.nodes ?? NODES,
@@ -100,20 +123,25 @@ export async function runFaults(o: FaultsOptions): Promise<FaultsOutcome> {
   const t0 = performance.now();
   o.onPhase?.("building workloads");
   const workloads = await buildWorkloads(o);
-  const perLoop = 2 + FAULT_CLASSES.length;
-  const total = (2 * perLoop + INVESTIGATIONS.length) * o.requests;
+  const classes = selectedClasses(o.classes);
+  const investigations = o.classes === undefined ? INVESTIGATIONS : [];
+  const loops = o.loops ?? (["closed", "open"] as const);
+  const perLoop = 1 + classes.length;
+  const total = (loops.length * perLoop + investigations.length) * o.requests;
   let done = 0;
   const runs: FaultRunResult[] = [];
   const setups: FaultsOutcome["setups"] = [];
   const simulate = (setup: ClassSetup, w: Workload): SimResult => {
     const base = done;
-    const r = runSimulation(simConfigOf(setup, o.seed), w, {
+    const c = simConfigOf(setup, o.seed);
+    if (o.node !== undefined) c.node = { ...c.node, ...o.node };
+    const r = runSimulation(c, w, {
       onProgress: (d) => o.onProgress?.(base + d, total),
     });
     done = base + w.requests.length;
     return r;
   };
-  for (const loop of ["closed", "open"] as const) {
+  for (const loop of loops) {
     const w = workloads[loop];
     o.onPhase?.(`simulating ${loop} loop`);
     // The fault-free run places no fault: its span T is what the others' faults are placed in.
@@ -131,12 +159,12 @@ export async function runFaults(o: FaultsOptions): Promise<FaultsOutcome> {
       setups.push({ classId: c.id, label: c.label, loop, setup });
     };
     record(FAULT_FREE, ffSetup, faultFree);
-    for (const c of [WITHOUT_BAD_PEER, ...FAULT_CLASSES]) {
+    for (const c of classes) {
       const setup = c.setup(ctx);
       record(c, setup, simulate(setup, w));
     }
     if (loop !== "open") continue;
-    for (const inv of INVESTIGATIONS) {
+    for (const inv of investigations) {
       const c = FAULT_CLASSES.find((x) => x.id === inv.base) as FaultClass;
       const base = c.setup(ctx);
       const setup = { ...base, node: { ...base.node, ...inv.node } };
@@ -153,7 +181,7 @@ export async function runFaults(o: FaultsOptions): Promise<FaultsOutcome> {
     synthetic: w.synthetic,
     workloadName: w.name,
     meanPromptTokens: w.meta?.meanPromptTokens ?? 0,
-    daemonDefaults: { ...DAEMON_NODE_DEFAULTS },
+    daemonDefaults: { ...DAEMON_NODE_DEFAULTS, ...o.node },
     wallMs: performance.now() - t0,
   };
 }
