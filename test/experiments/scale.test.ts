@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hitByArrival, hitFrom } from "../../src/experiments/scale/execute.js";
+import { hitByArrival, hitFrom, steadyWindow } from "../../src/experiments/scale/execute.js";
 import { writeScaleReport } from "../../src/experiments/scale/report.js";
 import { project, runScale, type ScaleOutcome } from "../../src/experiments/scale/run.js";
 import type { SimRecord } from "../../src/sim/types.js";
@@ -152,6 +152,33 @@ describe("experiment scale (quick)", () => {
     expect(md).toMatch(
       /after formation \(arrivals from \d+\.\d\d s, when all three runs had formed\): oracle/,
     );
+  });
+
+  it("measures gossip bytes after membership formed beside the whole run's, and reports both with ratios", async () => {
+    for (const c of o.cells.filter((x) => x.mode === "scuttlebutt")) {
+      expect(c.membersFormedAtMs).toBeDefined();
+      const st = c.steady;
+      if (!st) throw new Error(`no steady window at ${c.nodes} nodes`);
+      expect(st.fromMs).toBeGreaterThan(c.membersFormedAtMs as number);
+      expect(st.toMs).toBeGreaterThan(st.fromMs);
+      expect(st.gossipBytesPerNodeS).toBeGreaterThan(0);
+      expect(st.membershipBytesPerNodeS).toBeLessThanOrEqual(st.gossipBytesPerNodeS);
+    }
+    const md = await readFile(join(out, "r", "report.md"), "utf8");
+    expect(md).toMatch(
+      /\*\*whole run\*\* .*: 4: \d+ B\/s, 16: \d+ B\/s — 16 vs 4 nodes \d+\.\d\d× — not decided/,
+    );
+    expect(md).toMatch(
+      /\*\*steady state after formation\*\* .*16: \d+ B\/s \(.*\) — 16 vs 4 nodes \d+\.\d\d× — not decided/,
+    );
+  });
+
+  it("takes the steady window in whole buckets after formation, up to the arrivals' end or the run's", () => {
+    expect(steadyWindow(undefined, 5000, 9000, 250)).toBeUndefined();
+    expect(steadyWindow(120, 5000, 9000, 250)).toEqual({ fromMs: 250, toMs: 5000 });
+    // Formation outlasting the arrivals: the window runs to the end of the run instead.
+    expect(steadyWindow(4900, 5000, 9100, 250)).toEqual({ fromMs: 5000, toMs: 9000 });
+    expect(steadyWindow(8900, 5000, 9100, 250)).toBeUndefined();
   });
 
   it("splits the hit rate by arrival bucket", () => {
