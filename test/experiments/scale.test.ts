@@ -175,9 +175,9 @@ describe("experiment scale (quick)", () => {
 
   it("takes the steady window in whole buckets after formation, up to the arrivals' end or the run's", () => {
     expect(steadyWindow(undefined, 5000, 9000, 250)).toBeUndefined();
-    expect(steadyWindow(120, 5000, 9000, 250)).toEqual({ fromMs: 250, toMs: 5000 });
+    expect(steadyWindow(120, 5000, 9000, 250)).toEqual({ fromMs: 250, toMs: 5000, afterArrivals: false });
     // Formation outlasting the arrivals: the window runs to the end of the run instead.
-    expect(steadyWindow(4900, 5000, 9100, 250)).toEqual({ fromMs: 5000, toMs: 9000 });
+    expect(steadyWindow(4900, 5000, 9100, 250)).toEqual({ fromMs: 5000, toMs: 9000, afterArrivals: true });
     expect(steadyWindow(8900, 5000, 9100, 250)).toBeUndefined();
   });
 

@@ -64,6 +64,8 @@ export interface NodeCell {
   steady?: {
     fromMs: number;
     toMs: number;
+    /** The window is past the arrivals (formation outlasted them): the drain, not comparable. */
+    afterArrivals: boolean;
     gossipBytesPerNodeS: number;
     membershipBytesPerNodeS: number;
   };
@@ -245,13 +247,13 @@ export function steadyWindow(
   arrivalMs: number,
   endMs: number,
   bucketMs: number,
-): { fromMs: number; toMs: number } | undefined {
+): { fromMs: number; toMs: number; afterArrivals: boolean } | undefined {
   if (formedMs === undefined) return undefined;
   const fromMs = (Math.floor(formedMs / bucketMs) + 1) * bucketMs;
   const arrivalEnd = Math.floor(arrivalMs / bucketMs) * bucketMs;
-  if (arrivalEnd - fromMs >= 2 * bucketMs) return { fromMs, toMs: arrivalEnd };
+  if (arrivalEnd - fromMs >= 2 * bucketMs) return { fromMs, toMs: arrivalEnd, afterArrivals: false };
   const runEnd = Math.floor(endMs / bucketMs) * bucketMs;
-  return runEnd - fromMs >= 2 * bucketMs ? { fromMs, toMs: runEnd } : undefined;
+  return runEnd - fromMs >= 2 * bucketMs ? { fromMs, toMs: runEnd, afterArrivals: true } : undefined;
 }
 
 function sumParts(

@@ -68,9 +68,15 @@ function boundedBytes(o: ScaleOutcome): string[] {
     );
     const a = first.steady;
     const z = last.steady;
+    // A window past the arrivals (formation outlasted them) is the drain: no verdict from it.
+    const drain = [first, last].filter((c) => c.steady?.afterArrivals).map((c) => c.nodes);
+    const steadyVerdict = (r: number) =>
+      drain.length > 0
+        ? `not decided (at ${drain.join(" and ")} nodes membership formed only after the arrivals: that window is the drain)`
+        : verdict(r);
     out.push(
       a && z
-        ? `  - With --max-estimates ${BOUNDED_ESTIMATES}, **steady state after formation** (from every node seeing every other live to the end of the arrivals; the window per N in parentheses): ${bc.map((c) => (c.steady ? `${c.nodes}: ${f(c.steady.gossipBytesPerNodeS, 0)} B/s (${s(c.steady.fromMs)}–${s(c.steady.toMs)} s; membership ${f(c.steady.membershipBytesPerNodeS, 0)})` : `${c.nodes}: not formed`)).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(z.gossipBytesPerNodeS / a.gossipBytesPerNodeS, 2)}× — ${verdict(z.gossipBytesPerNodeS / a.gossipBytesPerNodeS)}.`
+        ? `  - With --max-estimates ${BOUNDED_ESTIMATES}, **steady state after formation** (from every node seeing every other live to the end of the arrivals; the window per N in parentheses): ${bc.map((c) => (c.steady ? `${c.nodes}: ${f(c.steady.gossipBytesPerNodeS, 0)} B/s (${s(c.steady.fromMs)}–${s(c.steady.toMs)} s; membership ${f(c.steady.membershipBytesPerNodeS, 0)})` : `${c.nodes}: not formed`)).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(z.gossipBytesPerNodeS / a.gossipBytesPerNodeS, 2)}× — ${steadyVerdict(z.gossipBytesPerNodeS / a.gossipBytesPerNodeS)}.`
         : `  - With --max-estimates ${BOUNDED_ESTIMATES}, steady state after formation: not measured (membership did not form within the run at ${[
             first,
             last,
