@@ -135,7 +135,7 @@ function targets(o: ScaleOutcome): string[] {
     const r = Math.max(...v) / Math.min(...v);
     out.push(
       `- Heartbeat-only (SWIM alone, steady state: the 10 s before the crash, after formation) traffic per node independent of N: ${sw.map((m) => `${m.nodes}: ${f(m.steadyBytesPerNodeS, 1)} B/s`).join(", ")} — max/min ${f(r, 2)}× — ${mark(r <= 1.5)} (read as "within 1.5×")`,
-      `  - Not in that window: formation (every node joining at once through two seeds), per node ${sw.map((m) => `${m.nodes}: ${f(m.formationBytesPerNode / 1000, 1)} kB over ${s(m.formationMs)} s`).join(", ")}; and the periodic push-pull of the whole member list, on average ${sw.map((m) => `${m.nodes}: ${f(m.pushPullBytesPerNodeS, 1)} B/s`).join(", ")} (grows as N / log N).`,
+      `  - Not in that window: formation (every node joining at once through two seeds), per node ${sw.map((m) => `${m.nodes}: ${f(m.formationBytesPerNode / 1000, 1)} kB over ${s(m.formationMs)} s`).join(", ")}; and the periodic push-pull (our whole member list; the answer names what it lacks: in a settled cluster, the partner alone), on average ${sw.map((m) => `${m.nodes}: ${f(m.pushPullBytesPerNodeS, 1)} B/s`).join(", ")} (grows as N / log N).`,
     );
   }
   // 2. rounds to every node.
