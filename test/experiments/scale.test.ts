@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hitByArrival, hitFrom, steadyWindow } from "../../src/experiments/scale/execute.js";
-import { writeScaleReport } from "../../src/experiments/scale/report.js";
+import { boundedBytes, writeScaleReport } from "../../src/experiments/scale/report.js";
 import { project, runScale, type ScaleOutcome } from "../../src/experiments/scale/run.js";
 import type { SimRecord } from "../../src/sim/types.js";
 
@@ -179,6 +179,32 @@ describe("experiment scale (quick)", () => {
     // Formation outlasting the arrivals: the window runs to the end of the run instead.
     expect(steadyWindow(4900, 5000, 9100, 250)).toEqual({ fromMs: 5000, toMs: 9000, afterArrivals: true });
     expect(steadyWindow(8900, 5000, 9100, 250)).toBeUndefined();
+  });
+
+  it("gives no steady verdict from a window in the drain, and compares the largest N within the arrivals", () => {
+    const cell = (nodes: number, whole: number, steady: number, afterArrivals: boolean) => ({
+      ...main("scuttlebutt", 16),
+      kind: "bounded" as const,
+      nodes,
+      gossipBytesPerNodeS: whole,
+      steady: {
+        fromMs: 500,
+        toMs: 5000,
+        gossipBytesPerNodeS: steady,
+        membershipBytesPerNodeS: 1,
+        afterArrivals,
+      },
+    });
+    const lines = boundedBytes({
+      ...o,
+      nodes: [16, 256, 1024],
+      rounds: [],
+      cells: [cell(16, 1000, 1000, false), cell(256, 3000, 4000, false), cell(1024, 4000, 2000, true)],
+    });
+    expect(lines[0]).toMatch(/\*\*whole run\*\*.* — 1024 vs 16 nodes 4\.00× — \*\*not met\*\*/);
+    expect(lines[1]).toMatch(
+      /\*\*steady state after formation\*\*.* — 1024 vs 16 nodes 2\.00× — not decided \(at 1024 nodes .*drain\); measured instead: 256 vs 16 nodes 4\.00×/,
+    );
   });
 
   it("splits the hit rate by arrival bucket", () => {

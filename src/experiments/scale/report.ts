@@ -48,7 +48,7 @@ function spreadMs(c: NodeCell, k: "p50Ms" | "p99Ms" | "p100Ms"): number | undefi
  * Bytes with --max-estimates: a node holds and is sent changes of at most M owners, so its traffic is
  * M × the owners' change rate, not N; with every owner held (M ≥ N − 1) it still grows with N.
  */
-function boundedBytes(o: ScaleOutcome): string[] {
+export function boundedBytes(o: ScaleOutcome): string[] {
   const out: string[] = [];
   const bc = o.nodes.flatMap((n) => {
     const c = cell(o, "bounded", "scuttlebutt", n);
@@ -70,9 +70,15 @@ function boundedBytes(o: ScaleOutcome): string[] {
     const z = last.steady;
     // A window past the arrivals (formation outlasted them) is the drain: no verdict from it.
     const drain = [first, last].filter((c) => c.steady?.afterArrivals).map((c) => c.nodes);
+    // The largest N whose window lies within its arrivals, compared instead (not the target's N).
+    const inArrivals = [...bc].reverse().find((c) => c !== first && c.steady && !c.steady.afterArrivals);
+    const instead =
+      inArrivals?.steady && a && !a.afterArrivals
+        ? `; measured instead: ${inArrivals.nodes} vs ${first.nodes} nodes ${f(inArrivals.steady.gossipBytesPerNodeS / a.gossipBytesPerNodeS, 2)}×`
+        : "";
     const steadyVerdict = (r: number) =>
       drain.length > 0
-        ? `not decided (at ${drain.join(" and ")} nodes membership formed only after the arrivals: that window is the drain)`
+        ? `not decided (at ${drain.join(" and ")} nodes membership formed only after the arrivals: that window is the drain)${instead}`
         : verdict(r);
     out.push(
       a && z
