@@ -59,7 +59,16 @@ for (const spec of args) {
       }),
       formed99Ms: c.formed99AtMs ?? null,
       formedMs: c.formedAtMs ?? null,
+      membersFormedMs: c.membersFormedAtMs ?? null,
       gossipBPerNodeS: Math.round(c.gossipBytesPerNodeS),
+      steady: c.steady
+        ? {
+            fromMs: c.steady.fromMs,
+            toMs: c.steady.toMs,
+            gossipBPerNodeS: Math.round(c.steady.gossipBytesPerNodeS),
+            membershipBPerNodeS: Math.round(c.steady.membershipBytesPerNodeS),
+          }
+        : null,
       membershipBPerNodeS: Math.round(c.membershipBytesPerNodeS),
       falseSuspicions: c.falseSuspicions,
       meanS: +c.meanS.toFixed(3),
@@ -70,6 +79,18 @@ for (const spec of args) {
               Object.entries(c.meshParts)
                 .sort((a, b) => b[1].bytes - a[1].bytes)
                 .map(([k, v]) => [k, { b: +(v.bytes / c.nodes / c.virtualS).toFixed(1), n: +(v.count / c.nodes / c.virtualS).toFixed(2) }]),
+            ),
+          }
+        : {}),
+      ...(c.meshPartsSteady && c.steady
+        ? {
+            steadyPartsBPerNodeS: Object.fromEntries(
+              Object.entries(c.meshPartsSteady)
+                .sort((a, b) => b[1].bytes - a[1].bytes)
+                .map(([k, v]) => {
+                  const s = (c.steady.toMs - c.steady.fromMs) / 1000;
+                  return [k, { b: +(v.bytes / c.nodes / s).toFixed(1), n: +(v.count / c.nodes / s).toFixed(2) }];
+                }),
             ),
           }
         : {}),

@@ -27,6 +27,7 @@ import { simOutput as expectedText } from "../engines/sim/cost.js";
 import { resolveProfile } from "../engines/sim/profiles.js";
 import { SimEngine } from "../engines/sim/sim-engine.js";
 import type { Workload } from "../workload/types.js";
+import { addBytesAt, BYTES_BUCKET_MS, newBytesByTime } from "./bytes-by-time.js";
 import { calibrationSamples } from "./calibration.js";
 import { EventQueue, type SimEvent } from "./event-queue.js";
 import { checkFaults, faultsEnd as faultsEndOf } from "./fault-schedule.js";
@@ -174,6 +175,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const messages: Record<string, MessageTotals> = {};
   /** Mesh bytes by part, as delivered (config.meshParts). */
   const meshParts: MeshParts | undefined = config.meshParts ? {} : undefined;
+  const meshPartsByTime: MeshParts[] = [];
+  const bytesByTime = newBytesByTime();
   const countMessage = (msg: PeerMessage): void => {
     const kind = messageKind(msg);
     let t = messages[kind];
@@ -181,8 +184,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       t = { count: 0, bytes: 0 };
       messages[kind] = t;
     }
+    const bytes = messageBytes(msg);
     t.count++;
-    t.bytes += messageBytes(msg);
+    t.bytes += bytes;
+    addBytesAt(bytesByTime, now, kind, bytes);
   };
 
   // ---- the client side of the workload
@@ -411,8 +416,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           const kind = meshKind(e.msg);
           const t = messages[kind] ?? { count: 0, bytes: 0 };
           messages[kind] = t;
+          const bytes = meshBytes(e.msg);
           t.count++;
-          t.bytes += meshBytes(e.msg);
+          t.bytes += bytes;
+          addBytesAt(bytesByTime, now, kind, bytes);
           const to = idxOf.get(e.to);
           const dest = to === undefined ? undefined : nodes[to];
           if (to === undefined || !dest?.node) break;
@@ -599,7 +606,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         // Sent to an incarnation that crashed since: never delivered, so not a part either.
         if (!dest.node || dest.inc !== ev.inc) break;
         const n = dest.node;
-        if (meshParts) addMeshParts(meshParts, ev.msg, ids[ev.from] as string, (o) => n.heldOf(o));
+        if (meshParts) {
+          const b = Math.floor(now / BYTES_BUCKET_MS);
+          while (meshPartsByTime.length <= b) meshPartsByTime.push({});
+          for (const into of [meshParts, meshPartsByTime[b] as MeshParts])
+            addMeshParts(into, ev.msg, ids[ev.from] as string, (o) => n.heldOf(o));
+        }
         handle(dest, { type: "mesh-message", from: ids[ev.from] as string, msg: ev.msg });
         break;
       }
@@ -726,7 +738,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       hotspotNode: hot,
       forwardedShare: answered === 0 ? 0 : forwardedServed / answered,
       messages,
-      ...(meshParts ? { meshParts } : {}),
+      ...(meshParts ? { meshParts, meshPartsByTime } : {}),
+      bytesByTime,
       messagesTotal: msgCount,
       bytesTotal: msgBytes,
       ...sums,

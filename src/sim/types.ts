@@ -7,6 +7,7 @@ import type { NodeConfigInput } from "../core/node/config.js";
 import type { PolicyName } from "../core/node/policies/index.js";
 import type { NodeStats, TrustView } from "../core/node/types.js";
 import type { CostProfile, ProfileName } from "../engines/sim/profiles.js";
+import type { BytesByTime } from "./bytes-by-time.js";
 import type { ClientFaults } from "./faults/client.js";
 import type { EngineFaults } from "./faults/engine.js";
 import type { NetworkFaults } from "./faults/network.js";
@@ -174,6 +175,10 @@ export interface SimTotals extends Pick<NodeStats, SummedStat> {
   messages: Record<string, MessageTotals>;
   /** With `meshParts`: SWIM and Scuttlebutt bytes by part, as delivered (mesh-parts.ts). */
   meshParts?: Record<string, MessageTotals>;
+  /** With `meshParts`: the same by delivery time, bucket i = [i, i + 1) × BYTES_BUCKET_MS. */
+  meshPartsByTime?: Record<string, MessageTotals>[];
+  /** Gossip and membership bytes by send time (bytes-by-time.ts). */
+  bytesByTime: BytesByTime;
   messagesTotal: number;
   bytesTotal: number;
   /** Engine runs started (any node, any attempt; a crash may cut one short). */

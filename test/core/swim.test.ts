@@ -376,6 +376,32 @@ describe("swim membership rules", () => {
   });
 });
 
+describe("push-pull answers", () => {
+  test("an answer lists only what the asker's list lacks or holds older, and the asker ends up whole", () => {
+    const s = harness("s");
+    for (const id of ["m", "n", "o"]) s.admit(id);
+    // The asker already holds m as s does, n at an older incarnation, and nothing of o.
+    s.msg("q", {
+      type: "sync",
+      reply: true,
+      members: [
+        { id: "q", status: "alive", incarnation: 0 },
+        { id: "m", status: "alive", incarnation: 0 },
+        { id: "n", status: "dead", incarnation: 0 },
+        { id: "s", status: "alive", incarnation: 0 },
+      ],
+    });
+    const reply = s.sent.find((x) => x.to === "q" && x.msg.type === "sync" && !x.msg.reply)?.msg;
+    // s itself always; o (lacked); not m (same belief) and not n (the asker's dead outranks alive).
+    expect(reply?.type === "sync" && reply.members.map((u) => u.id).sort()).toEqual(["o", "s"]);
+    // A list without the asker's gets the whole list, as before.
+    s.sent.length = 0;
+    s.msg("r", { type: "sync", reply: true, members: [{ id: "r", status: "alive", incarnation: 0 }] });
+    const whole = s.sent.find((x) => x.to === "r" && x.msg.type === "sync")?.msg;
+    expect(whole?.type === "sync" && whole.members.map((u) => u.id).sort()).toEqual(["m", "n", "o", "s"]);
+  });
+});
+
 describe("joining and refuting without a seed's help", () => {
   test("a node whose seeds are out of reach asks the first member it admits for the member list", () => {
     const r = harness("r", ["s"]);

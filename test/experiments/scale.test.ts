@@ -3,8 +3,8 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hitByArrival, hitFrom } from "../../src/experiments/scale/execute.js";
-import { writeScaleReport } from "../../src/experiments/scale/report.js";
+import { hitByArrival, hitFrom, steadyWindow } from "../../src/experiments/scale/execute.js";
+import { boundedBytes, writeScaleReport } from "../../src/experiments/scale/report.js";
 import { project, runScale, type ScaleOutcome } from "../../src/experiments/scale/run.js";
 import type { SimRecord } from "../../src/sim/types.js";
 
@@ -151,6 +151,59 @@ describe("experiment scale (quick)", () => {
     const md = await readFile(join(out, "r", "report.md"), "utf8");
     expect(md).toMatch(
       /after formation \(arrivals from \d+\.\d\d s, when all three runs had formed\): oracle/,
+    );
+  });
+
+  it("measures gossip bytes after membership formed beside the whole run's, and reports both with ratios", async () => {
+    for (const c of o.cells.filter((x) => x.mode === "scuttlebutt")) {
+      expect(c.membersFormedAtMs).toBeDefined();
+      const st = c.steady;
+      if (!st) throw new Error(`no steady window at ${c.nodes} nodes`);
+      expect(st.fromMs).toBeGreaterThan(c.membersFormedAtMs as number);
+      expect(st.toMs).toBeGreaterThan(st.fromMs);
+      expect(st.gossipBytesPerNodeS).toBeGreaterThan(0);
+      expect(st.membershipBytesPerNodeS).toBeLessThanOrEqual(st.gossipBytesPerNodeS);
+    }
+    const md = await readFile(join(out, "r", "report.md"), "utf8");
+    expect(md).toMatch(
+      /\*\*whole run\*\* .*: 4: \d+ B\/s, 16: \d+ B\/s — 16 vs 4 nodes \d+\.\d\d× — not decided/,
+    );
+    expect(md).toMatch(
+      /\*\*steady state after formation\*\* .*16: \d+ B\/s \(.*\) — 16 vs 4 nodes \d+\.\d\d× — not decided/,
+    );
+  });
+
+  it("takes the steady window in whole buckets after formation, up to the arrivals' end or the run's", () => {
+    expect(steadyWindow(undefined, 5000, 9000, 250)).toBeUndefined();
+    expect(steadyWindow(120, 5000, 9000, 250)).toEqual({ fromMs: 250, toMs: 5000, afterArrivals: false });
+    // Formation outlasting the arrivals: the window runs to the end of the run instead.
+    expect(steadyWindow(4900, 5000, 9100, 250)).toEqual({ fromMs: 5000, toMs: 9000, afterArrivals: true });
+    expect(steadyWindow(8900, 5000, 9100, 250)).toBeUndefined();
+  });
+
+  it("gives no steady verdict from a window in the drain, and compares the largest N within the arrivals", () => {
+    const cell = (nodes: number, whole: number, steady: number, afterArrivals: boolean) => ({
+      ...main("scuttlebutt", 16),
+      kind: "bounded" as const,
+      nodes,
+      gossipBytesPerNodeS: whole,
+      steady: {
+        fromMs: 500,
+        toMs: 5000,
+        gossipBytesPerNodeS: steady,
+        membershipBytesPerNodeS: 1,
+        afterArrivals,
+      },
+    });
+    const lines = boundedBytes({
+      ...o,
+      nodes: [16, 256, 1024],
+      rounds: [],
+      cells: [cell(16, 1000, 1000, false), cell(256, 3000, 4000, false), cell(1024, 4000, 2000, true)],
+    });
+    expect(lines[0]).toMatch(/\*\*whole run\*\*.* — 1024 vs 16 nodes 4\.00× — \*\*not met\*\*/);
+    expect(lines[1]).toMatch(
+      /\*\*steady state after formation\*\*.* — 1024 vs 16 nodes 2\.00× — not decided \(at 1024 nodes .*drain\); measured instead: 256 vs 16 nodes 4\.00×/,
     );
   });
 

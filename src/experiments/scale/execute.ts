@@ -3,6 +3,11 @@
  * node crashed half-way, observed by ScaleProbe. Kept as the compact summary the report needs.
  */
 import { DEFAULT_PROFILE } from "../../engines/sim/profiles.js";
+import {
+  bytesBetween,
+  isGossipKind as isGossip,
+  isMembershipKind as isMembership,
+} from "../../sim/bytes-by-time.js";
 import { runSimulation } from "../../sim/run.js";
 import type { SimConfig, SimRecord } from "../../sim/types.js";
 import { hitRate, idealHits } from "../../workload/ideal-hit.js";
@@ -48,6 +53,22 @@ export interface NodeCell {
   hitByArrival: HitByArrival;
   /** With `meshParts`: SWIM and Scuttlebutt bytes by part over the run (all nodes). */
   meshParts?: Record<string, { count: number; bytes: number }>;
+  /** With `meshParts`: the same from `steady.fromMs` to `steady.toMs`. */
+  meshPartsSteady?: Record<string, { count: number; bytes: number }>;
+  /** Virtual ms at which every live node first saw every other live node live (membership formed). */
+  membersFormedAtMs?: number;
+  /**
+   * Gossip after formation: from membership formed to the end of the arrivals (or of the run, when
+   * formation outlasts the arrivals); undefined: membership never formed.
+   */
+  steady?: {
+    fromMs: number;
+    toMs: number;
+    /** The window is past the arrivals (formation outlasted them): the drain, not comparable. */
+    afterArrivals: boolean;
+    gossipBytesPerNodeS: number;
+    membershipBytesPerNodeS: number;
+  };
   wallMs: number;
 }
 
@@ -89,19 +110,6 @@ export function hitFrom(h: HitByArrival, fromMs: number): number | undefined {
 }
 
 const idealCache = new WeakMap<Workload, number>();
-
-function isGossip(kind: string): boolean {
-  return (
-    kind.startsWith("snapshot") ||
-    kind === "heartbeat" ||
-    kind.startsWith("swim-") ||
-    kind.startsWith("gossip-")
-  );
-}
-
-function isMembership(kind: string): boolean {
-  return kind === "heartbeat" || kind.startsWith("swim-");
-}
 
 export interface CellSpec {
   kind: CellKind;
@@ -182,6 +190,9 @@ export function executeCell(c: CellSpec, workload: Workload): NodeCell {
   }
   const virtualS = r.virtualMs / 1000;
   const perNodeS = (x: number) => x / c.nodes / virtualS;
+  const steady = steadyWindow(probe.membersFormedAtMs, arrivalMs, r.virtualMs, t.bytesByTime.bucketMs);
+  const steadyBytes = steady && bytesBetween(t.bytesByTime, steady.fromMs, steady.toMs);
+  const perNodeSteadyS = (x: number) => (steady ? (x * 1000) / c.nodes / (steady.toMs - steady.fromMs) : 0);
   return {
     kind: c.kind,
     mode: c.mode,
@@ -210,6 +221,54 @@ export function executeCell(c: CellSpec, workload: Workload): NodeCell {
     ...(probe.formed99AtMs === undefined ? {} : { formed99AtMs: probe.formed99AtMs }),
     hitByArrival: hitByArrival(r.records),
     ...(t.meshParts ? { meshParts: t.meshParts } : {}),
+    ...(t.meshPartsByTime && steady
+      ? { meshPartsSteady: sumParts(t.meshPartsByTime, steady.fromMs, steady.toMs, t.bytesByTime.bucketMs) }
+      : {}),
+    ...(probe.membersFormedAtMs === undefined ? {} : { membersFormedAtMs: probe.membersFormedAtMs }),
+    ...(steady && steadyBytes
+      ? {
+          steady: {
+            ...steady,
+            gossipBytesPerNodeS: perNodeSteadyS(steadyBytes.gossip),
+            membershipBytesPerNodeS: perNodeSteadyS(steadyBytes.membership),
+          },
+        }
+      : {}),
     wallMs: r.wallMs,
   };
+}
+
+/**
+ * The window after formation, in whole buckets: from the bucket after membership formed to the end
+ * of the arrivals, or to the end of the run when fewer than two buckets of arrivals remain.
+ */
+export function steadyWindow(
+  formedMs: number | undefined,
+  arrivalMs: number,
+  endMs: number,
+  bucketMs: number,
+): { fromMs: number; toMs: number; afterArrivals: boolean } | undefined {
+  if (formedMs === undefined) return undefined;
+  const fromMs = (Math.floor(formedMs / bucketMs) + 1) * bucketMs;
+  const arrivalEnd = Math.floor(arrivalMs / bucketMs) * bucketMs;
+  if (arrivalEnd - fromMs >= 2 * bucketMs) return { fromMs, toMs: arrivalEnd, afterArrivals: false };
+  const runEnd = Math.floor(endMs / bucketMs) * bucketMs;
+  return runEnd - fromMs >= 2 * bucketMs ? { fromMs, toMs: runEnd, afterArrivals: true } : undefined;
+}
+
+function sumParts(
+  byTime: readonly Record<string, { count: number; bytes: number }>[],
+  fromMs: number,
+  toMs: number,
+  bucketMs: number,
+): Record<string, { count: number; bytes: number }> {
+  const out: Record<string, { count: number; bytes: number }> = {};
+  for (let i = Math.floor(fromMs / bucketMs); i < Math.min(byTime.length, Math.ceil(toMs / bucketMs)); i++)
+    for (const [k, v] of Object.entries(byTime[i] ?? {})) {
+      const t = out[k] ?? { count: 0, bytes: 0 };
+      out[k] = t;
+      t.count += v.count;
+      t.bytes += v.bytes;
+    }
+  return out;
 }

@@ -29,8 +29,8 @@ export interface MembershipCell {
   /** The STEADY_MS before the crash, after formation: probes, acks and no news (heartbeat-only). */
   steadyBytesPerNodeS: number;
   /**
-   * The periodic push-pull, per node per second on average: two whole member lists (ours, the
-   * partner's answer) per node per push-pull interval (30 s × memberlist's pushPullScale), the list
+   * The periodic push-pull, per node per second on average: our whole member list and the partner's
+   * answer (what our list lacks: in a settled cluster, only itself) per node per push-pull interval (30 s × memberlist's pushPullScale), the list
    * sized by the codec at this N. It is the one SWIM cost that grows with N (as N / log N).
    */
   pushPullBytesPerNodeS: number;
@@ -142,6 +142,14 @@ export function runMembershipCell(nodes: number, loss: number, seed: number): Me
         ],
       })
     : 0;
+  // A settled partner's answer names only itself (what our list lacked: nothing; swim.ts sendSync).
+  const answer = anyone
+    ? swimSize({
+        type: "sync",
+        reply: false,
+        members: [{ id: anyone.selfId, status: "alive", incarnation: 0 }],
+      })
+    : 0;
   const times = [...deadAt.values()];
   return {
     nodes,
@@ -151,7 +159,7 @@ export function runMembershipCell(nodes: number, loss: number, seed: number): Me
     formationMs,
     formationBytesPerNode: windowSum(0, steadyFromS) / nodes,
     steadyBytesPerNodeS: windowSum(steadyFromS, steadyToS) / nodes / (steadyToS - steadyFromS),
-    pushPullBytesPerNodeS: (2 * list) / ((c.pushPullIntervalMs * pushPullScale(nodes)) / 1000),
+    pushPullBytesPerNodeS: (list + answer) / ((c.pushPullIntervalMs * pushPullScale(nodes)) / 1000),
     crashedAtMs,
     observers,
     declaredDead: deadAt.size,

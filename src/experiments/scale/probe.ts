@@ -68,6 +68,11 @@ export class ScaleProbe implements SimProbe {
   formedAtMs?: number;
   /** The same for 99% of the (live node, other live node) pairs: formation without its last stragglers. */
   formed99AtMs?: number;
+  /**
+   * Membership alone: virtual ms at which every live node first saw every other live node live (with
+   * --max-estimates a node never holds every estimate, so `formedAtMs` cannot mark its start-up).
+   */
+  membersFormedAtMs?: number;
   private nextFormed = 0;
   heapBytes?: number;
   private readonly waiting: { ownerIdx: number; base: number; epoch: number; since: number }[] = [];
@@ -89,11 +94,12 @@ export class ScaleProbe implements SimProbe {
   observe(now: number, nodes: readonly (PrefixNode | null)[]): void {
     this.startChanges(now, nodes);
     this.spread(now, nodes);
-    if (this.formedAtMs === undefined && now >= this.nextFormed) {
+    if ((this.formedAtMs === undefined || this.membersFormedAtMs === undefined) && now >= this.nextFormed) {
       this.nextFormed = now + DETECT_EVERY_MS;
-      const share = routableShare(nodes);
-      if (this.formed99AtMs === undefined && share >= 0.99) this.formed99AtMs = now;
-      if (share >= 1) this.formedAtMs = now;
+      const { routable, live } = routableShare(nodes);
+      if (this.formed99AtMs === undefined && routable >= 0.99) this.formed99AtMs = now;
+      if (this.formedAtMs === undefined && routable >= 1) this.formedAtMs = now;
+      if (this.membersFormedAtMs === undefined && live >= 1) this.membersFormedAtMs = now;
     }
     if (this.o.crash && now >= this.nextDetect) {
       this.nextDetect = now + DETECT_EVERY_MS;
@@ -231,15 +237,21 @@ export class ScaleProbe implements SimProbe {
 }
 
 /** Share of (live node, other live node) pairs where the node sees the other live and holds its estimate. */
-function routableShare(nodes: readonly (PrefixNode | null)[]): number {
+/** Shares of the (live node, other live node) pairs: seen live and estimated; seen live. */
+function routableShare(nodes: readonly (PrefixNode | null)[]): { routable: number; live: number } {
   const alive = new Set<string>();
   for (const n of nodes) if (n) alive.add(n.id);
-  if (alive.size < 2) return 1;
+  if (alive.size < 2) return { routable: 1, live: 1 };
   let routable = 0;
+  let live = 0;
   for (const n of nodes) {
     if (!n) continue;
-    for (const id of n.memberIds())
-      if (alive.has(id) && n.livenessOf(id) === "live" && n.heldOf(id) !== undefined) routable++;
+    for (const id of n.memberIds()) {
+      if (!alive.has(id) || n.livenessOf(id) !== "live") continue;
+      live++;
+      if (n.heldOf(id) !== undefined) routable++;
+    }
   }
-  return routable / (alive.size * (alive.size - 1));
+  const pairs = alive.size * (alive.size - 1);
+  return { routable: routable / pairs, live: live / pairs };
 }

@@ -48,19 +48,50 @@ function spreadMs(c: NodeCell, k: "p50Ms" | "p99Ms" | "p100Ms"): number | undefi
  * Bytes with --max-estimates: a node holds and is sent changes of at most M owners, so its traffic is
  * M × the owners' change rate, not N; with every owner held (M ≥ N − 1) it still grows with N.
  */
-function boundedBytes(o: ScaleOutcome): string[] {
+export function boundedBytes(o: ScaleOutcome): string[] {
   const out: string[] = [];
   const bc = o.nodes.flatMap((n) => {
     const c = cell(o, "bounded", "scuttlebutt", n);
     return c ? [c] : [];
   });
   // The target compares with 16 nodes; the smallest N when 16 was not run.
-  const first = bc.find((c) => c.nodes === 16) ?? bc[0];
   const last = bc[bc.length - 1];
-  if (first && last && last !== first)
+  const first = bc.find((c) => c.nodes === 16 && c !== last) ?? bc[0];
+  if (first && last && last !== first) {
+    const verdict = (r: number) =>
+      last.nodes === 1024 && first.nodes === 16
+        ? mark(r <= 2)
+        : `not decided (${last.nodes} vs ${first.nodes})`;
+    const whole = last.gossipBytesPerNodeS / first.gossipBytesPerNodeS;
     out.push(
-      `  - With --max-estimates ${BOUNDED_ESTIMATES} (node simulator; owners push their changes to their holders): ${bc.map((c) => `${c.nodes}: ${f(c.gossipBytesPerNodeS, 0)} B/s`).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(last.gossipBytesPerNodeS / first.gossipBytesPerNodeS, 2)}× — ${mark(last.nodes === 1024 && first.nodes === 16 && last.gossipBytesPerNodeS <= 2 * first.gossipBytesPerNodeS)}.`,
+      `  - With --max-estimates ${BOUNDED_ESTIMATES} (node simulator; owners push their changes to their holders), **whole run** (formation and the drain after the arrivals included): ${bc.map((c) => `${c.nodes}: ${f(c.gossipBytesPerNodeS, 0)} B/s`).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(whole, 2)}× — ${verdict(whole)}.`,
     );
+    const a = first.steady;
+    const z = last.steady;
+    // A window past the arrivals (formation outlasted them) is the drain: no verdict from it.
+    const drain = [first, last].filter((c) => c.steady?.afterArrivals).map((c) => c.nodes);
+    // The largest N whose window lies within its arrivals, compared instead (not the target's N).
+    const inArrivals = [...bc].reverse().find((c) => c !== first && c.steady && !c.steady.afterArrivals);
+    const instead =
+      inArrivals?.steady && a && !a.afterArrivals
+        ? `; measured instead: ${inArrivals.nodes} vs ${first.nodes} nodes ${f(inArrivals.steady.gossipBytesPerNodeS / a.gossipBytesPerNodeS, 2)}×`
+        : "";
+    const steadyVerdict = (r: number) =>
+      drain.length > 0
+        ? `not decided (at ${drain.join(" and ")} nodes membership formed only after the arrivals: that window is the drain)${instead}`
+        : verdict(r);
+    out.push(
+      a && z
+        ? `  - With --max-estimates ${BOUNDED_ESTIMATES}, **steady state after formation** (from every node seeing every other live to the end of the arrivals; the window per N in parentheses): ${bc.map((c) => (c.steady ? `${c.nodes}: ${f(c.steady.gossipBytesPerNodeS, 0)} B/s (${s(c.steady.fromMs)}–${s(c.steady.toMs)} s; membership ${f(c.steady.membershipBytesPerNodeS, 0)})` : `${c.nodes}: not formed`)).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(z.gossipBytesPerNodeS / a.gossipBytesPerNodeS, 2)}× — ${steadyVerdict(z.gossipBytesPerNodeS / a.gossipBytesPerNodeS)}.`
+        : `  - With --max-estimates ${BOUNDED_ESTIMATES}, steady state after formation: not measured (membership did not form within the run at ${[
+            first,
+            last,
+          ]
+            .filter((c) => !c.steady)
+            .map((c) => c.nodes)
+            .join(" and ")} nodes).`,
+    );
+  }
   for (const m of [undefined, BOUNDED_ESTIMATES]) {
     const rs = o.rounds.filter((r) => r.maxEstimates === m);
     const a = rs.find((r) => r.nodes === 16);
@@ -110,7 +141,7 @@ function targets(o: ScaleOutcome): string[] {
     const r = Math.max(...v) / Math.min(...v);
     out.push(
       `- Heartbeat-only (SWIM alone, steady state: the 10 s before the crash, after formation) traffic per node independent of N: ${sw.map((m) => `${m.nodes}: ${f(m.steadyBytesPerNodeS, 1)} B/s`).join(", ")} — max/min ${f(r, 2)}× — ${mark(r <= 1.5)} (read as "within 1.5×")`,
-      `  - Not in that window: formation (every node joining at once through two seeds), per node ${sw.map((m) => `${m.nodes}: ${f(m.formationBytesPerNode / 1000, 1)} kB over ${s(m.formationMs)} s`).join(", ")}; and the periodic push-pull of the whole member list, on average ${sw.map((m) => `${m.nodes}: ${f(m.pushPullBytesPerNodeS, 1)} B/s`).join(", ")} (grows as N / log N).`,
+      `  - Not in that window: formation (every node joining at once through two seeds), per node ${sw.map((m) => `${m.nodes}: ${f(m.formationBytesPerNode / 1000, 1)} kB over ${s(m.formationMs)} s`).join(", ")}; and the periodic push-pull (our whole member list; the answer names what it lacks: in a settled cluster, the partner alone), on average ${sw.map((m) => `${m.nodes}: ${f(m.pushPullBytesPerNodeS, 1)} B/s`).join(", ")} (grows as N / log N).`,
     );
   }
   // 2. rounds to every node.
@@ -229,7 +260,7 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
   L.push(...targets(o));
   L.push("## How each figure is measured", "");
   L.push(
-    "- **Bytes and messages**: every message the nodes send, sized as the codec would encode it (snapshots: `encodedSize`; SWIM and Scuttlebutt: their exact codecs; src/sim/message-size.ts), divided by N and by the simulated seconds. *Gossip* = snapshots + heartbeats (full) or SWIM + Scuttlebutt (scuttlebutt); *membership only* = heartbeats (full) or SWIM messages (scuttlebutt). Forwards and answers are not gossip.",
+    "- **Bytes and messages**: every message the nodes send, sized as the codec would encode it (snapshots: `encodedSize`; SWIM and Scuttlebutt: their exact codecs; src/sim/message-size.ts), divided by N and by the simulated seconds. *Whole run*: all of it, from the start (formation) to the end (the drain after the last arrival, when little changes); *steady state after formation*: the bytes sent from the first 250 ms bucket after every live node saw every other live node live (membership formed) to the end of the arrivals (to the end of the run when formation outlasts the arrivals), over that window. *Gossip* = snapshots + heartbeats (full) or SWIM + Scuttlebutt (scuttlebutt); *membership only* = heartbeats (full) or SWIM messages (scuttlebutt). Forwards and answers are not gossip.",
     "- **CPU per node per simulated second**: the process's user + system CPU time during the run ÷ N ÷ simulated seconds. It includes the simulator's own work (event queue, simulated engines) and the garbage collector, so it bounds a node's share from above.",
     `- **Memory per node**: (live JS heap + ArrayBuffer memory read by the probe at 90% of the arrival window − the same just before the run) ÷ N${o.gcForced ? ", each read after forced full GCs repeated until the reading stops falling (one left the previous run's garbage in the baseline)" : " (no GC could be forced: garbage included)"}. It counts everything the simulation holds for the cluster (nodes, trees, estimates, simulated engines, messages in flight, the event queue), so it is an upper bound on one node's state, not a process RSS.`,
     `- **Spread of a change**: a read-only probe (src/sim/probe.ts, every 20 ms of virtual time) takes 5 owners in turn, waits for each one's tree version to move, then counts the other live nodes whose estimate holds that (epoch, version) or later; the table gives the median over the 5 changes of the time to reach 50 / 99 / 100 % (resolution 20 ms), and that time in Δpoll rounds. "Scuttlebutt alone" (src/sim/gossip-rounds.ts) counts rounds directly, without timing, and reaches N the node simulator cannot.`,
@@ -241,21 +272,21 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
   // Table: node simulator.
   L.push("## Node simulator, per mode and N", "");
   L.push(
-    "| mode | N | requests | gossip B/node/s | gossip msg/node/s | membership B/node/s | CPU ms/node/s | heap/node | hit | oracle hit | ideal | mean s | p99 s | wall s |",
+    "| mode | N | requests | gossip B/node/s | after formation | gossip msg/node/s | membership B/node/s | CPU ms/node/s | heap/node | hit | oracle hit | ideal | mean s | p99 s | wall s |",
   );
-  L.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  L.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const mode of MODES)
     for (const n of o.nodes) {
       const c = cell(o, "main", mode, n);
       const or = cell(o, "oracle", "full", n);
       if (!c) {
         L.push(
-          `| ${mode} | ${n} | not run: ${skipReason(o, "main", mode, n) ?? "—"} |  |  |  |  |  |  |  |  |  |  |  |`,
+          `| ${mode} | ${n} | not run: ${skipReason(o, "main", mode, n) ?? "—"} |  |  |  |  |  |  |  |  |  |  |  |  |`,
         );
         continue;
       }
       L.push(
-        `| ${mode} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.wallMs / 1000, 1)} |`,
+        `| ${mode} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.steady?.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.wallMs / 1000, 1)} |`,
       );
     }
   for (const n of o.nodes) {
@@ -263,7 +294,7 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
     const or = cell(o, "oracle", "full", n);
     if (c)
       L.push(
-        `| scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.wallMs / 1000, 1)} |`,
+        `| scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.steady?.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.wallMs / 1000, 1)} |`,
       );
   }
   const b = o.cells.filter((c) => c.kind === "bounded").at(-1);

@@ -255,7 +255,9 @@ export class Swim {
           // A list we asked for (a seed's answer, verified or not yet): its entries named candidates,
           // and each hears from us once verified, so the members learn a joiner in one round trip
           // instead of by gossip relayed hop by hop (each hop waiting for its own verification).
-          if (msg.members.length > 1) this.listed = true;
+          // An answer is what our list lacked (sendSync): only ourselves named in it still means a
+          // whole list reached us when we hold other members already.
+          if (msg.members.length > 1 || this.members.live.length > 1) this.listed = true;
           for (const u of msg.members) if (u.status === "alive") this.candidates.announceTo(u.id);
           // It named members new to us: another list (next gossip tick, another member) may too.
           if (this.candidates.named > named) this.resyncAt ??= now;
@@ -264,7 +266,7 @@ export class Swim {
         // Answered at once, verified or not: a list names candidates, never members, and the runtime
         // only lets senders holding the cluster's credential reach us. A joiner's sender joins (or
         // not) by our own verification, as anyone does.
-        this.sendSync(from, false, out);
+        this.sendSync(from, false, out, msg.members);
         if (!trusted) this.candidates.name(from, 0, out);
         break;
       case "goodbye":
@@ -428,11 +430,18 @@ export class Swim {
     out.push({ type: "send", to: m.id, msg: { type: "sync", members, reply: true } });
   }
 
-  private sendSync(to: NodeId, reply: boolean, out: SwimEffect[]): void {
+  /**
+   * Our whole list to `to`; as the answer to its list (`theirs`), only the entries it lacks or holds
+   * older: the asker already applied the rest, so re-sending them was most of a forming cluster's
+   * push-pull bytes (each list answered is then followed by more, while lists are partial).
+   */
+  private sendSync(to: NodeId, reply: boolean, out: SwimEffect[], theirs?: readonly MemberUpdate[]): void {
     const members: MemberUpdate[] = [this.selfUpdate()];
+    const known = theirs === undefined ? undefined : new Map(theirs.map((u) => [u.id, u]));
     for (const m of this.members.values()) {
-      const u: MemberUpdate = { id: m.id, status: m.status, incarnation: m.incarnation };
-      members.push(u);
+      const k = known?.get(m.id);
+      if (k !== undefined && !newerBelief(m, k)) continue;
+      members.push({ id: m.id, status: m.status, incarnation: m.incarnation });
     }
     out.push({ type: "send", to, msg: { type: "sync", members, reply } });
   }
@@ -444,4 +453,17 @@ export class Swim {
       first,
     );
   }
+}
+
+const STATUS_RANK: Record<MemberStatus, number> = { alive: 0, suspect: 1, dead: 2, left: 2 };
+
+/** Whether belief `a` overrides `b`: a higher incarnation, or the same with a higher status rank. */
+function newerBelief(
+  a: { incarnation: number; status: MemberStatus },
+  b: { incarnation: number; status: MemberStatus },
+): boolean {
+  return (
+    a.incarnation > b.incarnation ||
+    (a.incarnation === b.incarnation && STATUS_RANK[a.status] > STATUS_RANK[b.status])
+  );
 }

@@ -1,0 +1,60 @@
+/**
+ * Gossip bytes by send time (a measurement, not part of the protocol): the scale report needs the
+ * bytes after the cluster has formed apart from those of its start-up, so every gossip message's
+ * bytes land in a fixed-width bucket of virtual time, membership (heartbeats, SWIM) apart.
+ */
+
+/** Width of a bucket, virtual ms (the same as the hit-rate-by-arrival buckets). */
+export const BYTES_BUCKET_MS = 250;
+
+export interface BytesByTime {
+  bucketMs: number;
+  /** Bucket i: bytes sent in [i, i + 1) × bucketMs; gossip includes membership. */
+  gossip: number[];
+  membership: number[];
+}
+
+export function newBytesByTime(bucketMs = BYTES_BUCKET_MS): BytesByTime {
+  return { bucketMs, gossip: [], membership: [] };
+}
+
+/** Anti-entropy and membership kinds (run.ts's message kinds); forwards and answers are not gossip. */
+export function isGossipKind(kind: string): boolean {
+  return (
+    kind.startsWith("snapshot") ||
+    kind === "heartbeat" ||
+    kind.startsWith("swim-") ||
+    kind.startsWith("gossip-")
+  );
+}
+
+export function isMembershipKind(kind: string): boolean {
+  return kind === "heartbeat" || kind.startsWith("swim-");
+}
+
+export function addBytesAt(into: BytesByTime, atMs: number, kind: string, bytes: number): void {
+  if (!isGossipKind(kind)) return;
+  const i = Math.max(0, Math.floor(atMs / into.bucketMs));
+  while (into.gossip.length <= i) {
+    into.gossip.push(0);
+    into.membership.push(0);
+  }
+  into.gossip[i] = (into.gossip[i] as number) + bytes;
+  if (isMembershipKind(kind)) into.membership[i] = (into.membership[i] as number) + bytes;
+}
+
+/** Bytes sent in [fromMs, toMs) (whole buckets from the one holding fromMs on). */
+export function bytesBetween(
+  b: BytesByTime,
+  fromMs: number,
+  toMs: number,
+): { gossip: number; membership: number } {
+  let gossip = 0;
+  let membership = 0;
+  const end = Math.min(b.gossip.length, Math.ceil(toMs / b.bucketMs));
+  for (let i = Math.floor(fromMs / b.bucketMs); i < end; i++) {
+    gossip += b.gossip[i] as number;
+    membership += b.membership[i] as number;
+  }
+  return { gossip, membership };
+}
