@@ -30,7 +30,7 @@ export function stateOf(n: PrefixNode): Pushed {
   };
 }
 
-function same(a: Pushed | undefined, b: Pushed): boolean {
+function same(a: Pushed | SnapshotHeader | undefined, b: Pushed): boolean {
   return (
     a !== undefined &&
     a.epoch === b.epoch &&
@@ -103,7 +103,7 @@ export class Oracle {
    */
   private readonly seen: (Pushed | undefined)[];
   /**
-   * Per owner, the peers a real snapshot may have shown older figures since (`invalidate`): only
+   * Per owner, the peers a real snapshot may have shown older figures since (`afterReal`): only
    * those pairs need a refresh while the owner is unchanged. Re-checking every peer of the sender
    * after every real snapshot made the full mesh's N² heartbeats cost N³ per Δpoll.
    */
@@ -111,7 +111,7 @@ export class Oracle {
   /**
    * Nodes (by index) whose state may differ from what every peer saw: only they are checked after
    * an event. A node's state (epoch, tree version, queue, push-back) changes only when it handles an
-   * input (`touch`), and what its peers saw is forgotten only by `invalidate` and `reset`.
+   * input (`touch`), and what its peers saw is forgotten only by `afterReal` and `reset`.
    */
   private readonly marked: Uint8Array;
   private readonly list: number[] = [];
@@ -167,8 +167,13 @@ export class Oracle {
     return best;
   }
 
-  /** A real snapshot from → to (node indices) is about to be handled: it may put older header figures in place. */
-  invalidate(fromIdx: number, toIdx: number): void {
+  /**
+   * A real snapshot from → to (node indices; `owner`: the sender now, null if it crashed since) is
+   * about to be handled. One whose header is the owner's state now puts nothing untrue in place, so
+   * nothing needs pushing after it; one with older figures does (the receiver then sees them).
+   */
+  afterReal(fromIdx: number, toIdx: number, header: SnapshotHeader, owner: PrefixNode | null): void {
+    if (owner !== null && !this.exhaustive && same(header, stateOf(owner))) return;
     this.pushed[fromIdx * this.n + toIdx] = undefined;
     (this.dirty[fromIdx] as number[]).push(toIdx);
     this.touch(fromIdx);

@@ -596,7 +596,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           transmit(ev.to, ev.from, msg);
         } else if (ev.msg.type === "snapshot") {
           // A real snapshot may carry older figures than the oracle last pushed: re-push after it.
-          oracle?.invalidate(ev.from, ev.to);
+          oracle?.afterReal(ev.from, ev.to, ev.msg.snapshot.header, (nodes[ev.from] as SimNodeState).node);
           deliverSnapshot(dest, from, ev.msg);
         } else {
           if (ev.msg.type === "result") delivering = { reqId: ev.msg.reqId, sentAt: ev.sentAt };
