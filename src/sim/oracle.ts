@@ -179,8 +179,13 @@ export class Oracle {
     this.touch(fromIdx);
   }
 
-  /** A node (re)started: everyone's view of everyone is checked again. */
-  reset(): void {
+  /**
+   * Node `j` (re)started: everyone's view of everyone is checked again, and `j`, which holds no
+   * estimate any more, is sent every owner's state (else an unchanged owner reached it only with its
+   * next real snapshot).
+   */
+  reset(j: number): void {
+    for (let i = 0; i < this.n; i++) this.pushed[i * this.n + j] = undefined;
     this.seen.fill(undefined);
     for (let i = 0; i < this.marked.length; i++) this.touch(i);
   }

@@ -169,7 +169,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     );
     s.engine.cache.clear();
     if (calibrate) s.node.calibrate(calibrationSamples(profile, engineFaults.slowdown(s.idx, now)));
-    oracle?.reset();
+    oracle?.reset(s.idx);
     apply(s, s.node.start());
   };
 

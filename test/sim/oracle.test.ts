@@ -101,8 +101,11 @@ describe("Oracle bookkeeping", () => {
     expect(o.peersToCheck(0, s)).toBe("all");
     o.passed(0, s, true);
     expect(o.peersToCheck(0, s)).toEqual([]);
-    // A restart forgets every owner's pass.
-    o.reset();
+    // A restart forgets every owner's pass, and what the restarted node was sent.
+    o.take(0, 2, s);
+    o.reset(2);
     expect(o.peersToCheck(0, s)).toBe("all");
+    expect(o.take(0, 2, s)).toBe(true);
+    expect(o.take(0, 1, s)).toBe(false);
   });
 });
