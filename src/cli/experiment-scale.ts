@@ -3,6 +3,7 @@
 import { availableParallelism, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
+import { SCALE_NODES, SERIES, type SeriesKey } from "../experiments/scale/grid.js";
 import { writeScaleReport } from "../experiments/scale/report.js";
 import { runScale } from "../experiments/scale/run.js";
 import { CliError, parseNumber } from "./errors.js";
@@ -13,6 +14,8 @@ interface ScaleFlags {
   out: string;
   seed: string;
   maxNodes?: string;
+  nodes?: string;
+  series?: string;
   quick?: boolean;
   arrivalS?: string;
   minRequests?: string;
@@ -34,6 +37,14 @@ export function registerScale(exp: Command): void {
     .option("--out <dir>", "output folder", "docs/results/scale")
     .option("--seed <n>", "seed for schedules and the simulator", "1")
     .option("--max-nodes <n>", "largest N of 4, 16, 64, 256, 1024 (default 1024; 16 with --quick)")
+    .option(
+      "--nodes <list>",
+      `only these N, comma-separated, of ${SCALE_NODES.join(", ")} (e.g. 1024: one N; runs at N not measured are not projected)`,
+    )
+    .option(
+      "--series <list>",
+      `only these runs, comma-separated, of ${SERIES.join(", ")} (e.g. --nodes 1024 --series oracle: one cell)`,
+    )
     .option("--quick", "a small, fast run (tests): N ≤ 16 unless --max-nodes, 3 s of arrivals")
     .option(
       "--arrival-s <s>",
@@ -72,6 +83,12 @@ export function registerScale(exp: Command): void {
         flags.budgetS === undefined ? 300 : parseNumber("--budget-s", flags.budgetS, { min: 1, max: 86_400 });
       const heapBudgetMb = parseNumber("--heap-budget-mb", flags.heapBudgetMb, { min: 16, max: 1_000_000 });
       const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
+      const nodes =
+        flags.nodes === undefined
+          ? undefined
+          : listOf("--nodes", flags.nodes, SCALE_NODES.map(String)).map(Number);
+      const series =
+        flags.series === undefined ? undefined : (listOf("--series", flags.series, SERIES) as SeriesKey[]);
       const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
       const outDir = resolve(flags.out);
       const command = commandLine("scale");
@@ -80,7 +97,9 @@ export function registerScale(exp: Command): void {
         const o = await runScale({
           source: mmluDir ? { kind: "mmlu", dir: mmluDir } : { kind: "synthetic", scale },
           seed,
-          maxNodes,
+          maxNodes: nodes === undefined ? maxNodes : Math.max(...nodes),
+          ...(nodes === undefined ? {} : { nodes }),
+          ...(series === undefined ? {} : { series }),
           arrivalS,
           minRequests,
           budgetS,
@@ -102,4 +121,16 @@ export function registerScale(exp: Command): void {
         throw err;
       }
     });
+}
+
+/** A comma-separated list whose every item is one of `allowed`. */
+function listOf(flag: string, v: string, allowed: readonly string[]): string[] {
+  const items = v
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x !== "");
+  const bad = items.filter((x) => !allowed.includes(x));
+  if (items.length === 0 || bad.length > 0)
+    throw new CliError(`${flag}: expected a comma-separated list of ${allowed.join(", ")}, got "${v}"`);
+  return items;
 }

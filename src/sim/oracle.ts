@@ -13,14 +13,15 @@ import type { PrefixNode } from "../core/node/node.js";
 import type { PeerMessage } from "../core/node/types.js";
 import type { Snapshot, SnapshotHeader } from "../core/snapshot.js";
 
-interface Pushed {
+/** An owner's state as a peer was last made to see it (immutable: one object serves every peer). */
+export interface Pushed {
   epoch: number;
   version: number;
   queueDepth: number;
   pushBackMs: number;
 }
 
-function stateOf(n: PrefixNode): Pushed {
+export function stateOf(n: PrefixNode): Pushed {
   return {
     epoch: n.currentEpoch,
     version: n.localTree().version,
@@ -29,7 +30,7 @@ function stateOf(n: PrefixNode): Pushed {
   };
 }
 
-function same(a: Pushed | undefined, b: Pushed): boolean {
+function same(a: Pushed | SnapshotHeader | undefined, b: Pushed): boolean {
   return (
     a !== undefined &&
     a.epoch === b.epoch &&
@@ -39,19 +40,96 @@ function same(a: Pushed | undefined, b: Pushed): boolean {
   );
 }
 
+/**
+ * One owner's refreshes at one moment: the header and each delta are built once and shared by every
+ * peer that needs them (snapshots are immutable), as an anti-entropy round shares them.
+ */
+export class OwnerRefresh {
+  private header: SnapshotHeader | undefined;
+  private full: Snapshot | undefined;
+  private readonly deltas = new Map<number, Snapshot | null>();
+
+  constructor(
+    readonly from: PrefixNode,
+    readonly state: Pushed,
+  ) {}
+
+  /** The message that brings `to`'s estimate of the owner to its state exactly. */
+  messageFor(to: PrefixNode): PeerMessage {
+    const from = this.from;
+    const now = this.state;
+    const tree = from.localTree();
+    this.header ??= {
+      sender: from.id,
+      epoch: now.epoch,
+      version: now.version,
+      tokenCount: tree.size,
+      capacity: tree.capacity,
+      queueDepth: now.queueDepth,
+      pushBackMs: now.pushBackMs,
+    };
+    const header = this.header;
+    const held = to.heldOf(from.id);
+    let snapshot: Snapshot | undefined;
+    if (held !== undefined && held.epoch === now.epoch) {
+      if (held.version === now.version) snapshot = { kind: "heartbeat", header };
+      else if (held.version < now.version) {
+        let d = this.deltas.get(held.version);
+        if (d === undefined) {
+          const delta = tree.changesSince(held.version);
+          d = delta ? { kind: "delta", header, delta } : null;
+          this.deltas.set(held.version, d);
+        }
+        if (d) snapshot = d;
+      }
+    }
+    if (!snapshot) {
+      this.full ??= { kind: "full", header, body: tree.snapshotBody() };
+      snapshot = this.full;
+    }
+    const msg: PeerMessage = { type: "snapshot", snapshot, blocks: tree.blockCount };
+    const holds = from.heldOf(to.id);
+    if (holds) msg.holds = holds;
+    return msg;
+  }
+}
+
 export class Oracle {
-  private readonly pushed = new Map<string, Pushed>();
+  /** Per (owner, peer), at owner × N + peer: the owner's state that peer was last made to see. */
+  private readonly pushed: (Pushed | undefined)[];
+  /**
+   * Per owner, its state when every peer last saw it exactly (set only by a complete pass): an
+   * unchanged owner needs no per-peer check (N² checks per event made 16-node runs ten times slower).
+   */
+  private readonly seen: (Pushed | undefined)[];
+  /**
+   * Per owner, the peers a real snapshot may have shown older figures since (`afterReal`): only
+   * those pairs need a refresh while the owner is unchanged. Re-checking every peer of the sender
+   * after every real snapshot made the full mesh's N² heartbeats cost N³ per Δpoll.
+   */
+  private readonly dirty: number[][];
   /**
    * Nodes (by index) whose state may differ from what every peer saw: only they are checked after
    * an event. A node's state (epoch, tree version, queue, push-back) changes only when it handles an
-   * input (`touch`), and what its peers saw is forgotten only by `invalidate` and `reset`; checking
-   * every node after every event grew as N per event, N² per simulated second on the full mesh.
+   * input (`touch`), and what its peers saw is forgotten only by `afterReal` and `reset`.
    */
   private readonly marked: Uint8Array;
   private readonly list: number[] = [];
   private readonly posOf: Int32Array;
+  private readonly n: number;
 
-  constructor(nodes: number) {
+  /**
+   * `exhaustive`: the naive reference (tests): every node is checked against every peer after every
+   * event, with no shortcut; the refreshes it makes are the ones the shortcuts must make.
+   */
+  constructor(
+    nodes: number,
+    readonly exhaustive = false,
+  ) {
+    this.n = nodes;
+    this.pushed = new Array<Pushed | undefined>(nodes * nodes).fill(undefined);
+    this.seen = new Array<Pushed | undefined>(nodes).fill(undefined);
+    this.dirty = Array.from({ length: nodes }, () => []);
     this.marked = new Uint8Array(nodes);
     this.posOf = new Int32Array(nodes).fill(-1);
   }
@@ -79,6 +157,7 @@ export class Oracle {
 
   /** The lowest index above `after` that may need a refresh, or -1: nodes are refreshed in index order. */
   next(after: number): number {
+    if (this.exhaustive) return after + 1 < this.n ? after + 1 : -1;
     if (this.list.length > 64) {
       for (let i = after + 1; i < this.marked.length; i++) if (this.marked[i] === 1) return i;
       return -1;
@@ -89,63 +168,51 @@ export class Oracle {
   }
 
   /**
-   * Per node, its state when every peer last saw it exactly (`synced`): an unchanged node needs no
-   * per-peer check (N² checks per event made 16-node oracle runs ten times slower).
+   * A real snapshot from → to (node indices; `owner`: the sender now, null if it crashed since) is
+   * about to be handled. One whose header is the owner's state now puts nothing untrue in place, so
+   * nothing needs pushing after it; one with older figures does (the receiver then sees them).
    */
-  private readonly seen = new Map<string, Pushed>();
-
-  /** A real message from → to (`from` is node `fromIdx`) is about to be handled: it may put older header figures in place. */
-  invalidate(from: string, to: string, fromIdx: number): void {
-    this.pushed.delete(`${from}>${to}`);
-    this.seen.delete(from);
+  afterReal(fromIdx: number, toIdx: number, header: SnapshotHeader, owner: PrefixNode | null): void {
+    if (owner !== null && !this.exhaustive && same(header, stateOf(owner))) return;
+    this.pushed[fromIdx * this.n + toIdx] = undefined;
+    (this.dirty[fromIdx] as number[]).push(toIdx);
     this.touch(fromIdx);
   }
 
-  /** A node (re)started: everyone's view of everyone is checked again. */
-  reset(): void {
-    this.seen.clear();
+  /**
+   * Node `j` (re)started: everyone's view of everyone is checked again, and `j`, which holds no
+   * estimate any more, is sent every owner's state (else an unchanged owner reached it only with its
+   * next real snapshot).
+   */
+  reset(j: number): void {
+    for (let i = 0; i < this.n; i++) this.pushed[i * this.n + j] = undefined;
+    this.seen.fill(undefined);
     for (let i = 0; i < this.marked.length; i++) this.touch(i);
   }
 
-  /** Whether some peer may not see `from` exactly as it is now. */
-  mayNeedRefresh(from: PrefixNode): boolean {
-    return !same(this.seen.get(from.id), stateOf(from));
+  /**
+   * The peers (ascending) that may not see owner `i` (in state `now`) exactly: every peer if its
+   * state moved since its last complete pass, else those a real snapshot reached since.
+   */
+  peersToCheck(i: number, now: Pushed): number[] | "all" {
+    if (this.exhaustive || !same(this.seen[i], now)) return "all";
+    const d = this.dirty[i] as number[];
+    if (d.length > 1) d.sort((x, y) => x - y);
+    return d;
   }
 
-  /** Every peer now sees `from` exactly as it is. */
-  synced(from: PrefixNode): void {
-    this.seen.set(from.id, stateOf(from));
+  /** A pass over owner `i`'s peers ended; `complete`: every peer now sees it as `now`. */
+  passed(i: number, now: Pushed, complete: boolean): void {
+    // An incomplete pass (a peer paused) leaves `seen` unset: the next one checks every peer again.
+    this.seen[i] = complete ? now : undefined;
+    (this.dirty[i] as number[]).length = 0;
   }
 
-  /** The refresh `to` needs to see `from` exactly as it is now, or undefined if it already does. */
-  refresh(from: PrefixNode, to: PrefixNode): PeerMessage | undefined {
-    const key = `${from.id}>${to.id}`;
-    const tree = from.localTree();
-    const now = stateOf(from);
-    if (same(this.pushed.get(key), now)) return undefined;
-    this.pushed.set(key, now);
-    const header: SnapshotHeader = {
-      sender: from.id,
-      epoch: now.epoch,
-      version: now.version,
-      tokenCount: tree.size,
-      capacity: tree.capacity,
-      queueDepth: now.queueDepth,
-      pushBackMs: now.pushBackMs,
-    };
-    const held = to.heldOf(from.id);
-    let snapshot: Snapshot | undefined;
-    if (held !== undefined && held.epoch === now.epoch) {
-      if (held.version === now.version) snapshot = { kind: "heartbeat", header };
-      else if (held.version < now.version) {
-        const delta = tree.changesSince(held.version);
-        if (delta) snapshot = { kind: "delta", header, delta };
-      }
-    }
-    snapshot ??= { kind: "full", header, body: tree.snapshotBody() };
-    const msg: PeerMessage = { type: "snapshot", snapshot, blocks: tree.blockCount };
-    const holds = from.heldOf(to.id);
-    if (holds) msg.holds = holds;
-    return msg;
+  /** Whether peer `j` must be sent owner `i`'s state `now` (and records that it is). */
+  take(i: number, j: number, now: Pushed): boolean {
+    const k = i * this.n + j;
+    if (same(this.pushed[k], now)) return false;
+    this.pushed[k] = now;
+    return true;
   }
 }

@@ -38,7 +38,7 @@ import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invar
 import { addMeshParts, type MeshParts } from "./mesh-parts.js";
 import { meshBytes, meshKind, messageBytes, messageKind } from "./message-size.js";
 import { SimNetwork } from "./network.js";
-import { Oracle } from "./oracle.js";
+import { Oracle, OwnerRefresh, stateOf } from "./oracle.js";
 import type { SimProbe } from "./probe.js";
 import {
   type MessageTotals,
@@ -114,7 +114,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   const estimateWatch = check ? new EstimateWatch(violations) : undefined;
   const keepRecords = config.keepRecords !== false;
   // The centralized baseline IS a router with the global view: it always runs with the oracle.
-  const oracle = config.oracle === true || config.policy === "centralized" ? new Oracle(N) : undefined;
+  const oracle =
+    config.oracle === true || config.policy === "centralized"
+      ? new Oracle(N, config.oracleExhaustive === true)
+      : undefined;
   const gossip = simGossip(config);
   const calibrate = config.calibrate ?? config.daemonConfig === true;
   let oracleBusy = false;
@@ -167,7 +170,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     );
     s.engine.cache.clear();
     if (calibrate) s.node.calibrate(calibrationSamples(profile, engineFaults.slowdown(s.idx, now)));
-    oracle?.reset();
+    oracle?.reset(s.idx);
     apply(s, s.node.start());
   };
 
@@ -487,9 +490,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   }
 
   /**
-   * Oracle mode: refresh every estimate of an owner that may have changed (`mayNeedRefresh`), until
-   * none may. A refresh is handled by its receiver, which may change in turn; an owner is `synced`
-   * only once every unpaused peer saw its state, so unchanged owners cost nothing per event.
+   * Oracle mode: refresh every estimate of an owner that may have changed, until none may. A
+   * refresh is handled by its receiver, which may change in turn. An owner whose state is what every
+   * unpaused peer last saw costs nothing per event, and one a real snapshot reached only that peer.
    */
   function oracleSync(): void {
     if (!oracle) return;
@@ -500,26 +503,34 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         // In index order, as a pass over every node did: the same refreshes in the same order.
         for (let i = oracle.next(-1); i >= 0; i = oracle.next(i)) {
           const a = nodes[i] as SimNodeState;
-          if (!a.node || !oracle.mayNeedRefresh(a.node)) {
+          const owner = a.node;
+          if (!owner) {
             oracle.settle(i);
             continue;
           }
+          const state = stateOf(owner);
+          const peers = oracle.peersToCheck(i, state);
+          if (peers !== "all" && peers.length === 0) {
+            oracle.settle(i);
+            continue;
+          }
+          const pass = new OwnerRefresh(owner, state);
           let complete = true;
-          for (const b of nodes) {
-            if (a === b || !a.node || !b.node) continue;
-            if (nodeFaults.pausedUntil(b.idx, now) >= 0) {
+          const count = peers === "all" ? N : peers.length;
+          for (let k = 0; k < count; k++) {
+            const j = peers === "all" ? k : (peers[k] as number);
+            const b = nodes[j] as SimNodeState;
+            if (a === b || !b.node) continue;
+            if (nodeFaults.pausedUntil(j, now) >= 0) {
               complete = false; // refreshed once it resumes
               continue;
             }
-            const msg = oracle.refresh(a.node, b.node);
-            if (!msg) continue;
+            if (!oracle.take(i, j, state)) continue;
             changed = true;
-            deliverSnapshot(b, a.id, msg);
+            deliverSnapshot(b, a.id, pass.messageFor(b.node));
           }
-          if (complete && a.node) {
-            oracle.synced(a.node);
-            oracle.settle(i);
-          }
+          oracle.passed(i, state, complete);
+          if (complete) oracle.settle(i);
         }
       }
     } finally {
@@ -592,7 +603,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           transmit(ev.to, ev.from, msg);
         } else if (ev.msg.type === "snapshot") {
           // A real snapshot may carry older figures than the oracle last pushed: re-push after it.
-          oracle?.invalidate(from, dest.id, ev.from);
+          oracle?.afterReal(ev.from, ev.to, ev.msg.snapshot.header, (nodes[ev.from] as SimNodeState).node);
           deliverSnapshot(dest, from, ev.msg);
         } else {
           if (ev.msg.type === "result") delivering = { reqId: ev.msg.reqId, sentAt: ev.sentAt };

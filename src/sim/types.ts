@@ -80,6 +80,11 @@ export interface SimConfig {
    */
   oracle?: boolean;
   /**
+   * With the oracle: check every pair after every event, no shortcut (oracle.ts) — the slow naive
+   * reference tests hold the oracle's shortcuts to.
+   */
+  oracleExhaustive?: boolean;
+  /**
    * The mesh protocol (NodeConfig.gossip): "full" (default, the paper's) or "scuttlebutt" (SWIM
    * membership joined through two seeds + Scuttlebutt digest anti-entropy).
    */

@@ -245,3 +245,23 @@ describe("arrival window per N", () => {
     expect(arrivalSAt({ arrivalS: 5 }, 4)).toBe(5);
   });
 });
+
+describe("a subset of the grid (--nodes, --series)", () => {
+  it("runs only the cells asked for: one N, one series, no protocols alone", async () => {
+    const sub = await runScale({
+      source: { kind: "synthetic", scale: 0.05 },
+      seed: 3,
+      maxNodes: 16,
+      nodes: [16],
+      series: ["oracle"],
+      arrivalS: 1,
+      budgetS: 600,
+      heapBudgetMb: 3000,
+    });
+    expect(sub.nodes).toEqual([16]);
+    expect(sub.cells.map((c) => [c.kind, c.nodes])).toEqual([["oracle", 16]]);
+    expect(sub.membership).toEqual([]);
+    expect(sub.rounds).toEqual([]);
+    expect(sub.skipped).toEqual([]);
+  }, 120_000);
+});

@@ -37,11 +37,28 @@ export interface ScaleOptions {
   budgetS: number;
   /** Heap budget per run, MB (projected the same way). */
   heapBudgetMb: number;
+  /** Only these N of the grid (default: every N up to maxNodes). */
+  nodes?: readonly number[];
+  /** Only these series (SERIES; default all): e.g. just the oracle at one N. */
+  series?: readonly SeriesKey[];
   onPhase?(phase: string): void;
 }
 
-export function nodesUpTo(max: number): number[] {
-  return SCALE_NODES.filter((n) => n <= max);
+/** The runs of the grid, per N: the node simulator's series, then the protocols alone. */
+export const SERIES = [
+  "main-full",
+  "main-scuttlebutt",
+  "oracle",
+  "loss-full",
+  "loss-scuttlebutt",
+  "bounded-scuttlebutt",
+  "swim",
+  "rounds",
+] as const;
+export type SeriesKey = (typeof SERIES)[number];
+
+export function nodesUpTo(max: number, only?: readonly number[]): number[] {
+  return SCALE_NODES.filter((n) => n <= max && (only === undefined || only.includes(n)));
 }
 
 /** The arrival window at N: arrivalS, stretched so the run has at least minRequests requests. */

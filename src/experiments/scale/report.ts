@@ -204,8 +204,10 @@ function targets(o: ScaleOutcome): string[] {
     // The bounded cell has its own verdict: the unbounded modes meeting it says nothing of M.
     const boundedMark =
       bn && or ? `; with --max-estimates ${BOUNDED_ESTIMATES}: ${mark(bn.hit >= 0.95 * or.hit)}` : "";
+    // A mode not run (skipped, or left out by --series) decides nothing either way.
+    const both = MODES.every((mode) => cell(o, "main", mode, n) !== undefined);
     out.push(
-      `- Hit rate ≥ 0.95 × the oracle's, N = ${n}: oracle ${or ? pct(or.hit) : `not run (${skipReason(o, "oracle", "full", n) ?? "—"})`}; ${parts.join("; ")} — ${or ? `${mark(ok)} (full and scuttlebutt)${boundedMark}` : "not measured"}`,
+      `- Hit rate ≥ 0.95 × the oracle's, N = ${n}: oracle ${or ? pct(or.hit) : `not run (${skipReason(o, "oracle", "full", n) ?? "—"})`}; ${parts.join("; ")} — ${or ? `${both ? mark(ok) : "not decided"} (full and scuttlebutt)${boundedMark}` : "not measured"}`,
     );
     if (or) out.push(`  - ${afterFormation(o, n, or)}`);
   }
@@ -391,7 +393,7 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
     );
   L.push(
     "",
-    `Budget per run: ${o.budgetS} s wall and ${o.heapBudgetMb} MB heap, projected from the same series' last two measured N (growth exponent at least 1). The full mesh sends 2(N − 1) messages per node per Δpoll, so its cost per simulated second grows as N²; the oracle refreshes every pair on every change.`,
+    `Budget per run: ${o.budgetS} s wall and ${o.heapBudgetMb} MB heap, projected from the same series' last two measured N (growth exponent at least 1). The full mesh sends 2(N − 1) messages per node per Δpoll, so its cost per simulated second grows as N²; the oracle refreshes every peer's estimate of an owner on each change of it (N − 1 per change) and the one pair a real snapshot reached.`,
     "",
   );
   // Figures.

@@ -18,6 +18,7 @@ import {
   nodesUpTo,
   RATE_PER_NODE,
   type ScaleOptions,
+  type SeriesKey,
 } from "./grid.js";
 import { canCollect } from "./heap.js";
 import { type MembershipCell, runMembershipCell } from "./membership.js";
@@ -76,13 +77,20 @@ export function project(points: { n: number; v: number }[], n: number): { value:
 
 export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
   const t0 = performance.now();
-  const nodes = nodesUpTo(o.maxNodes);
+  const nodes = nodesUpTo(o.maxNodes, o.nodes);
+  const wanted = (key: SeriesKey): boolean => o.series === undefined || o.series.includes(key);
   const cells: NodeCell[] = [];
   const skipped: Skipped[] = [];
-  const series: { key: string; kind: CellKind; mode: GossipMode; loss: number; maxEstimates?: number }[] = [
-    ...MODES.map((mode) => ({ key: `main-${mode}`, kind: "main" as const, mode, loss: 0 })),
+  const allSeries: {
+    key: SeriesKey;
+    kind: CellKind;
+    mode: GossipMode;
+    loss: number;
+    maxEstimates?: number;
+  }[] = [
+    ...MODES.map((mode) => ({ key: `main-${mode}` as const, kind: "main" as const, mode, loss: 0 })),
     { key: "oracle", kind: "oracle", mode: "full", loss: 0 },
-    ...MODES.map((mode) => ({ key: `loss-${mode}`, kind: "loss" as const, mode, loss: LOSS })),
+    ...MODES.map((mode) => ({ key: `loss-${mode}` as const, kind: "loss" as const, mode, loss: LOSS })),
     // Bounded memory (the issue's --max-estimates 64) at every N: its bytes and hit rate beside the rest.
     {
       key: "bounded-scuttlebutt",
@@ -92,6 +100,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
       maxEstimates: BOUNDED_ESTIMATES,
     },
   ];
+  const series = allSeries.filter((s) => wanted(s.key));
   const wall = new Map<string, { n: number; v: number }[]>();
   const heap = new Map<string, { n: number; v: number }[]>();
   const attempt = async (s: (typeof series)[number], n: number): Promise<void> => {
@@ -153,7 +162,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
   };
   const skippedAlone: string[] = [];
   for (const n of nodes) {
-    if (within(swimWall, n, "SWIM alone (both losses)")) {
+    if (wanted("swim") && within(swimWall, n, "SWIM alone (both losses)")) {
       const t = performance.now();
       for (const loss of [0, LOSS]) {
         o.onPhase?.(`SWIM alone at ${n} nodes, loss ${loss}`);
@@ -161,7 +170,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
       }
       swimWall.push({ n, v: (performance.now() - t) / 1000 });
     }
-    for (const m of [undefined, BOUNDED_ESTIMATES]) {
+    for (const m of wanted("rounds") ? [undefined, BOUNDED_ESTIMATES] : []) {
       const key = m === undefined ? "all held" : `--max-estimates ${m}`;
       const w = roundsWall.get(key) ?? [];
       roundsWall.set(key, w);

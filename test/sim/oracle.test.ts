@@ -1,0 +1,111 @@
+/**
+ * The oracle's shortcuts (only changed owners, and only the pairs a real snapshot showed older
+ * figures, are refreshed) must route exactly as the naive reference does — every pair checked after
+ * every event, and a re-push after every real snapshot — so a seeded run's routing and hits match.
+ */
+import { describe, expect, it } from "vitest";
+import type { PrefixNode } from "../../src/core/node/node.js";
+import type { SnapshotHeader } from "../../src/core/snapshot.js";
+import { Oracle, type Pushed } from "../../src/sim/oracle.js";
+import { runSimulation } from "../../src/sim/run.js";
+import type { SimConfig, SimResult } from "../../src/sim/types.js";
+import { syntheticMmlu } from "../../src/workload/synthetic.js";
+import { smallCluster } from "./helpers.js";
+
+/**
+ * What routing decided and what it hit, per request. Not the bytes: the reference also re-pushes
+ * after a real snapshot that already showed the truth, which moves only anti-entropy's acks.
+ */
+function outcome(r: SimResult) {
+  return {
+    records: r.records.map((x) => [x.index, x.target, x.served, x.actualHitTokens, x.latencyMs, x.retries]),
+    hit: r.totals.actualHitRate,
+    answered: r.totals.answered,
+  };
+}
+
+function both(over: Partial<SimConfig>, requests: number, seed: number) {
+  const config = smallCluster({
+    nodes: 6,
+    policy: "cost-aware",
+    pollMs: 200,
+    capacityTokens: 8000,
+    seed,
+    oracle: true,
+    settleMs: 1000,
+    ...over,
+  });
+  const workload = syntheticMmlu({ seed, requests, openLoopRate: 30 });
+  const fast = runSimulation(config, workload);
+  const naive = runSimulation({ ...config, oracleExhaustive: true }, workload);
+  return { fast, naive };
+}
+
+describe("oracle shortcuts = the naive full refresh", () => {
+  it("the same routing and hits on a seeded run with a crash and a restart", () => {
+    const { fast, naive } = both(
+      { faults: { node: { crashes: [{ node: 5, atMs: 3000, restartAtMs: 6000 }] } } },
+      240,
+      11,
+    );
+    expect(fast.totals.answered).toBe(240);
+    // Routing took peers (not all local), so the estimates mattered.
+    expect(fast.totals.forwardedShare).toBeGreaterThan(0);
+    expect(outcome(fast)).toEqual(outcome(naive));
+  });
+
+  it("the same with a paused node (refreshes to it wait until it resumes) and the centralized baseline", () => {
+    const { fast, naive } = both(
+      { policy: "centralized", faults: { node: { pauses: [{ node: 2, atMs: 2000, untilMs: 3500 }] } } },
+      240,
+      12,
+    );
+    expect(fast.totals.answered).toBe(240);
+    expect(outcome(fast)).toEqual(outcome(naive));
+  });
+});
+
+describe("Oracle bookkeeping", () => {
+  const s: Pushed = { epoch: 1, version: 3, queueDepth: 0, pushBackMs: 0 };
+  const header = (p: Pushed): SnapshotHeader => ({ sender: "n0", tokenCount: 0, capacity: 1, ...p });
+  /** Just what `stateOf` reads of a node. */
+  const owner = (p: Pushed) =>
+    ({
+      currentEpoch: p.epoch,
+      localTree: () => ({ version: p.version }),
+      queueDepth: () => p.queueDepth,
+      currentPushBackMs: () => p.pushBackMs,
+    }) as unknown as PrefixNode;
+
+  it("a real snapshot with older figures makes only its own pair need a refresh", () => {
+    const o = new Oracle(4);
+    expect(o.peersToCheck(0, s)).toBe("all");
+    for (const j of [1, 2, 3]) expect(o.take(0, j, s)).toBe(true);
+    o.passed(0, s, true);
+    expect(o.peersToCheck(0, s)).toEqual([]);
+    expect(o.take(0, 2, s)).toBe(false);
+    // A real snapshot showing the owner as it is needs nothing after it; older figures do.
+    o.afterReal(0, 2, header(s), owner(s));
+    expect(o.peersToCheck(0, s)).toEqual([]);
+    o.afterReal(0, 3, header({ ...s, queueDepth: 2 }), owner(s));
+    o.afterReal(0, 1, header({ ...s, version: 2 }), owner(s));
+    expect(o.peersToCheck(0, s)).toEqual([1, 3]);
+    // The owner changed: every peer again.
+    expect(o.peersToCheck(0, { ...s, queueDepth: 1 })).toBe("all");
+  });
+
+  it("an incomplete pass (a paused peer) leaves the owner to be checked against every peer again", () => {
+    const o = new Oracle(3);
+    o.take(0, 1, s);
+    o.passed(0, s, false);
+    expect(o.peersToCheck(0, s)).toBe("all");
+    o.passed(0, s, true);
+    expect(o.peersToCheck(0, s)).toEqual([]);
+    // A restart forgets every owner's pass, and what the restarted node was sent.
+    o.take(0, 2, s);
+    o.reset(2);
+    expect(o.peersToCheck(0, s)).toBe("all");
+    expect(o.take(0, 2, s)).toBe(true);
+    expect(o.take(0, 1, s)).toBe(false);
+  });
+});
