@@ -24,6 +24,22 @@ const SHARED = 12_000;
 /** A's RTT to B must read under this before a routed request is sent (inside the ≈ 70 ms). */
 const NEAR_MS = 40;
 
+/** The built launcher: it starts the built CLI next to it. */
+async function builtLauncher() {
+  const launcher = new URL("../../dist/server/cluster/launcher.js", import.meta.url).href;
+  return (await import(launcher)) as {
+    startCluster: typeof StartCluster;
+    freePort: (host: string) => Promise<number>;
+  };
+}
+const TWO_SIM_NODES = {
+  nodes: 2,
+  engine: "sim",
+  model: "generated",
+  host: "127.0.0.1",
+  sharedSecret: true,
+} as const;
+
 const tmp = clusterTmp();
 afterAll(() => tmp.remove());
 
@@ -314,16 +330,8 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
   });
 
   it("a cluster started from code leaves nothing in the temp dir once stopped", async () => {
-    // The built launcher: it starts the built CLI next to it.
-    const launcher = new URL("../../dist/server/cluster/launcher.js", import.meta.url).href;
-    const { startCluster } = (await import(launcher)) as { startCluster: typeof StartCluster };
-    const c = await startCluster({
-      nodes: 2,
-      engine: "sim",
-      model: "generated",
-      host: "127.0.0.1",
-      sharedSecret: true,
-    });
+    const { startCluster } = await builtLauncher();
+    const c = await startCluster(TWO_SIM_NODES);
     let stopped = false;
     try {
       expect(existsSync(join(c.dir, "logs", "A.log"))).toBe(true);
@@ -336,11 +344,7 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
   });
 
   it("starts again on fresh ports when a port it chose is taken before a node binds it", async () => {
-    const launcher = new URL("../../dist/server/cluster/launcher.js", import.meta.url).href;
-    const { startCluster, freePort } = (await import(launcher)) as {
-      startCluster: typeof StartCluster;
-      freePort: (host: string) => Promise<number>;
-    };
+    const { startCluster, freePort } = await builtLauncher();
     // Test double for the race: the first port handed out is already held by this test's server.
     const taken = createServer();
     await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
@@ -353,15 +357,7 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
       return p;
     };
     try {
-      const c = await startCluster({
-        nodes: 2,
-        engine: "sim",
-        model: "generated",
-        host: "127.0.0.1",
-        sharedSecret: true,
-        pickPort,
-        onLog: (l) => lines.push(l),
-      });
+      const c = await startCluster({ ...TWO_SIM_NODES, pickPort, onLog: (l) => lines.push(l) });
       try {
         expect(lines.some((l) => l.includes("fresh ports"))).toBe(true);
         expect(picked.length).toBe(8); // 2 nodes × 2 ports, twice

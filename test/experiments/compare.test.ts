@@ -17,6 +17,18 @@ import {
 import { writeCompareReport } from "../../src/experiments/compare/report.js";
 import { runCompare } from "../../src/experiments/compare/run.js";
 
+/** The grid (or the `cells` it keeps) on a tiny synthetic workload: seconds, not minutes. */
+function tinyCompare(seeds: number[], extra: { cells?: RegExp } = {}) {
+  return runCompare({
+    source: { kind: "synthetic", scale: 0.02 },
+    seeds,
+    closedRequests: 24,
+    openRequests: 24,
+    workers: 0,
+    ...extra,
+  });
+}
+
 let out: string;
 beforeAll(async () => {
   out = await mkdtemp(join(tmpdir(), "pm-compare-"));
@@ -67,13 +79,7 @@ describe("experiment compare", () => {
   });
 
   it("runs the grid on a tiny synthetic workload and writes the report with its targets", async () => {
-    const o = await runCompare({
-      source: { kind: "synthetic", scale: 0.02 },
-      seeds: [2],
-      closedRequests: 24,
-      openRequests: 24,
-      workers: 0,
-    });
+    const o = await tinyCompare([2]);
     expect(o.runs.length).toBe(closedGrid().length + openGrid().length);
     for (const { result: r } of o.runs) {
       expect(r.answered + r.refused).toBe(r.requests);
@@ -103,14 +109,7 @@ describe("experiment compare", () => {
 
   it("runs only the cells --cells matches, without capacity runs when no open-loop run is kept", async () => {
     const cells = /^closed-(local|cost-aware)-n4-c200-constrained$/;
-    const o = await runCompare({
-      source: { kind: "synthetic", scale: 0.02 },
-      seeds: [2, 3],
-      closedRequests: 24,
-      openRequests: 24,
-      workers: 0,
-      cells,
-    });
+    const o = await tinyCompare([2, 3], { cells });
     expect(o.runs.map((r) => `${r.run.id}@${r.seed}`).sort()).toEqual([
       "closed-cost-aware-n4-c200-constrained@2",
       "closed-cost-aware-n4-c200-constrained@3",
@@ -118,14 +117,7 @@ describe("experiment compare", () => {
       "closed-local-n4-c200-constrained@3",
     ]);
     expect(o.capacities).toEqual([]);
-    const open = await runCompare({
-      source: { kind: "synthetic", scale: 0.02 },
-      seeds: [2],
-      closedRequests: 24,
-      openRequests: 24,
-      workers: 0,
-      cells: /^open-local-n4-c2-paper-l50$/,
-    });
+    const open = await tinyCompare([2], { cells: /^open-local-n4-c2-paper-l50$/ });
     expect(open.runs.map((r) => r.run.id)).toEqual(["open-local-n4-c2-paper-l50"]);
     expect(open.capacities.length).toBe(2);
   }, 120_000);
