@@ -51,10 +51,20 @@ export function bytesBetween(
 ): { gossip: number; membership: number } {
   let gossip = 0;
   let membership = 0;
-  const end = Math.min(b.gossip.length, Math.ceil(toMs / b.bucketMs));
-  for (let i = Math.floor(fromMs / b.bucketMs); i < end; i++) {
+  const [start, end] = bucketRange(b.bucketMs, fromMs, toMs, b.gossip.length);
+  for (let i = start; i < end; i++) {
     gossip += b.gossip[i] as number;
     membership += b.membership[i] as number;
   }
   return { gossip, membership };
+}
+
+/** Buckets [start, end) of `length` recorded ones covering [fromMs, toMs): whole buckets from fromMs's. */
+export function bucketRange(
+  bucketMs: number,
+  fromMs: number,
+  toMs: number,
+  length: number,
+): [number, number] {
+  return [Math.floor(fromMs / bucketMs), Math.min(length, Math.ceil(toMs / bucketMs))];
 }

@@ -4,6 +4,7 @@
  */
 import { DEFAULT_PROFILE } from "../../engines/sim/profiles.js";
 import {
+  bucketRange,
   bytesBetween,
   isGossipKind as isGossip,
   isMembershipKind as isMembership,
@@ -263,7 +264,8 @@ function sumParts(
   bucketMs: number,
 ): Record<string, { count: number; bytes: number }> {
   const out: Record<string, { count: number; bytes: number }> = {};
-  for (let i = Math.floor(fromMs / bucketMs); i < Math.min(byTime.length, Math.ceil(toMs / bucketMs)); i++)
+  const [start, end] = bucketRange(bucketMs, fromMs, toMs, byTime.length);
+  for (let i = start; i < end; i++)
     for (const [k, v] of Object.entries(byTime[i] ?? {})) {
       const t = out[k] ?? { count: 0, bytes: 0 };
       out[k] = t;

@@ -236,8 +236,10 @@ export class ScaleProbe implements SimProbe {
   }
 }
 
-/** Share of (live node, other live node) pairs where the node sees the other live and holds its estimate. */
-/** Shares of the (live node, other live node) pairs: seen live and estimated; seen live. */
+/**
+ * Shares of the (live node, other live node) pairs where the node sees the other live and holds its
+ * estimate (`routable`), and where it sees it live (`live`).
+ */
 function routableShare(nodes: readonly (PrefixNode | null)[]): { routable: number; live: number } {
   const alive = new Set<string>();
   for (const n of nodes) if (n) alive.add(n.id);
