@@ -1,40 +1,15 @@
 /** `prefixmesh sim --workload …-zipf / …-chat`: parameters checked with clear errors, and full runs. */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { CliError } from "../../src/cli/errors.js";
 import { parseSimOptions, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
-import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
+import { SIM_DEFAULTS as defaults, quietErr, sink } from "./sim-cli-fixture.js";
 
 const MMLU_DIR = resolve(__dirname, "../../../shared/datasets/mmlu");
 const haveMmlu = existsSync(join(MMLU_DIR, "test"));
 if (!haveMmlu)
   console.warn(`[skip] real-MMLU sim CLI runs: ${MMLU_DIR} is absent (the shared dataset folder)`);
-
-const defaults: SimOptions = {
-  nodes: "4",
-  policy: "affinity",
-  commMs: "2",
-  jitterMs: "0.5",
-  pollMs: "500",
-  workload: "synthetic",
-  seed: "1",
-  profile: DEFAULT_PROFILE,
-};
-
-function sink(): { stream: Writable; text: () => string } {
-  let buf = "";
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      buf += String(chunk);
-      cb();
-    },
-  });
-  return { stream, text: () => buf };
-}
-
-const quietErr = () => Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
 
 function usageError(o: Partial<SimOptions>): CliError {
   let caught: unknown;

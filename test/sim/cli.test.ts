@@ -2,36 +2,13 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { CliError } from "../../src/cli/errors.js";
 import { parseSimOptions, registerSim, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
 import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
-import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
 import { faultFlags, faultScheduleFor } from "../../src/sim/fault-schedule.js";
-
-const defaults: SimOptions = {
-  nodes: "4",
-  policy: "affinity",
-  commMs: "2",
-  jitterMs: "0.5",
-  pollMs: "500",
-  workload: "synthetic",
-  seed: "1",
-  profile: DEFAULT_PROFILE,
-};
-
-function sink(): { stream: Writable; text: () => string } {
-  let buf = "";
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      buf += String(chunk);
-      cb();
-    },
-  });
-  return { stream, text: () => buf };
-}
+import { quietErr, SIM_DEFAULTS as defaults, sink } from "./sim-cli-fixture.js";
 
 describe("prefixmesh sim", () => {
   it("rejects bad flags with a clear CliError (exit code 2)", () => {
@@ -73,7 +50,7 @@ describe("prefixmesh sim", () => {
     const out = sink();
     const dir = mkdtempSync(join(tmpdir(), "pm-sim-"));
     const json = join(dir, "r.json");
-    const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
+    const err = quietErr();
     try {
       const r = await runSimCommand({ ...defaults, requests: "400", json }, { out: out.stream, err });
       const text = out.text();
@@ -143,7 +120,7 @@ describe("prefixmesh sim — fault flags", () => {
 
   it("answers everything, correctly, across a partition that heals", async () => {
     const out = sink();
-    const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
+    const err = quietErr();
     const r = await runSimCommand(
       {
         ...defaults,
@@ -161,7 +138,7 @@ describe("prefixmesh sim — fault flags", () => {
 
   it("still answers everything when a node crashes mid-run", async () => {
     const out = sink();
-    const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
+    const err = quietErr();
     const r = await runSimCommand(
       { ...defaults, requests: "300", crash: ["1@20000:40000"], loss: "0.05", forwardTimeoutMs: "2000" },
       { out: out.stream, err },
@@ -332,7 +309,7 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
   it("--daemon-config runs the daemon's node configuration and says so", async () => {
     expect(parseSimOptions(defaults).config.daemonConfig).toBeUndefined();
     const out = sink();
-    const err = Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
+    const err = quietErr();
     const r = await runSimCommand(
       { ...defaults, requests: "200", daemonConfig: true, randomFaults: "30000", seed: "3" },
       { out: out.stream, err },
