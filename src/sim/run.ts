@@ -40,6 +40,7 @@ import { meshBytes, meshKind, messageBytes, messageKind } from "./message-size.j
 import { SimNetwork } from "./network.js";
 import { Oracle, OwnerRefresh, stateOf } from "./oracle.js";
 import type { SimProbe } from "./probe.js";
+import { SharedKeySets, SharedPeerIndex } from "./shared-estimates.js";
 import {
   type MessageTotals,
   type SimConfig,
@@ -119,6 +120,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       ? new Oracle(N, config.oracleExhaustive === true)
       : undefined;
   const gossip = simGossip(config);
+  // Every estimate of an owner is the same under the oracle: one key set serves every node holding it.
+  const stepKeys = { ...(config.daemonConfig === true ? DAEMON_NODE_DEFAULTS : {}), ...config.node }
+    .estimateStepKeys;
+  const keySets =
+    oracle && config.oracleOwnIndexes !== true && (stepKeys ?? 0) === 0 ? new SharedKeySets() : undefined;
+  const peerIndex = keySets ? (maxOwners: number) => new SharedPeerIndex(maxOwners, keySets) : undefined;
   const calibrate = config.calibrate ?? config.daemonConfig === true;
   let oracleBusy = false;
   /** When the run stops: set once every request is answered (∞ until then). */
@@ -164,7 +171,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         pollMs: config.pollMs,
         cacheMode: "node-managed",
       },
-      { now: () => now, random: () => r.next() },
+      { now: () => now, random: () => r.next(), ...(peerIndex ? { peerIndex } : {}) },
       // Invariant runs also check what costs more than O(1) inside the node (tree and queue walks).
       { epoch, checkInvariants: check },
     );

@@ -85,6 +85,11 @@ export interface SimConfig {
    */
   oracleExhaustive?: boolean;
   /**
+   * With the oracle: every node keeps its own `PeerIndex` instead of key sets shared across nodes
+   * (shared-estimates.ts) — the reference tests hold the sharing to.
+   */
+  oracleOwnIndexes?: boolean;
+  /**
    * The mesh protocol (NodeConfig.gossip): "full" (default, the paper's) or "scuttlebutt" (SWIM
    * membership joined through two seeds + Scuttlebutt digest anti-entropy).
    */

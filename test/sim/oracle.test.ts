@@ -1,7 +1,8 @@
 /**
  * The oracle's shortcuts (only changed owners, and only the pairs a real snapshot showed older
- * figures, are refreshed) must route exactly as the naive reference does — every pair checked after
- * every event, and a re-push after every real snapshot — so a seeded run's routing and hits match.
+ * figures, are refreshed; one key set per owner shared by the nodes whose estimates equal it) must
+ * route exactly as the naive reference does — every pair checked after every event, a re-push after
+ * every real snapshot, each node's own PeerIndex — so a seeded run's routing and hits match.
  */
 import { describe, expect, it } from "vitest";
 import type { PrefixNode } from "../../src/core/node/node.js";
@@ -37,7 +38,8 @@ function both(over: Partial<SimConfig>, requests: number, seed: number) {
   });
   const workload = syntheticMmlu({ seed, requests, openLoopRate: 30 });
   const fast = runSimulation(config, workload);
-  const naive = runSimulation({ ...config, oracleExhaustive: true }, workload);
+  // The reference: no shortcut, and every node's own PeerIndex (no key set shared across nodes).
+  const naive = runSimulation({ ...config, oracleExhaustive: true, oracleOwnIndexes: true }, workload);
   return { fast, naive };
 }
 
@@ -62,6 +64,31 @@ describe("oracle shortcuts = the naive full refresh", () => {
     );
     expect(fast.totals.answered).toBe(240);
     expect(outcome(fast)).toEqual(outcome(naive));
+  });
+});
+
+describe("oracle shared key sets = every node's own PeerIndex", () => {
+  it("the same records, latencies and gossip on a 12-node cost-aware run with a crash", () => {
+    const config = smallCluster({
+      nodes: 12,
+      policy: "cost-aware",
+      pollMs: 200,
+      capacityTokens: 6000,
+      seed: 5,
+      oracle: true,
+      settleMs: 1000,
+      faults: { node: { crashes: [{ node: 11, atMs: 2000 }] } },
+    });
+    const workload = syntheticMmlu({ seed: 5, requests: 300, openLoopRate: 60 });
+    const shared = runSimulation(config, workload);
+    const own = runSimulation({ ...config, oracleOwnIndexes: true }, workload);
+    expect(shared.totals.answered).toBe(300);
+    expect(shared.totals.forwardedShare).toBeGreaterThan(0);
+    expect(outcome(shared)).toEqual(outcome(own));
+    // Only the estimates' storage differs: the same messages, byte for byte.
+    expect(shared.totals.messages).toEqual(own.totals.messages);
+    expect(shared.totals.messagesTotal).toBeGreaterThan(0);
+    expect(shared.totals.meanLatencyMs).toBe(own.totals.meanLatencyMs);
   });
 });
 

@@ -99,12 +99,13 @@ export class AntiEntropy {
   constructor(
     private readonly config: NodeConfig,
     private readonly selfId: NodeId,
+    private readonly newIndex: (maxOwners: number) => PeerIndex = (maxOwners) => new PeerIndex({ maxOwners }),
   ) {}
 
   /** A (re)start: our epoch, the members, and no estimates yet. */
   reset(epoch: number, ids: readonly NodeId[], maxOwners: number): void {
     this.epoch = epoch;
-    this.index_ = new PeerIndex({ maxOwners });
+    this.index_ = this.newIndex(maxOwners);
     this.estimates = new Estimates(this.index_, this.config.estimateStepKeys);
     for (const [id, keys] of this.caps) this.index_.capOwner(id, keys);
     this.stepArmed = false;

@@ -27,7 +27,7 @@ export type Gossip = AntiEntropy | GossipAntiEntropy;
 /** The anti-entropy of the configured `gossip` mode: snapshots to every peer, or scuttlebutt digests. */
 export function newAntiEntropy(config: NodeConfig, deps: NodeDeps): Gossip {
   return config.gossip === "full"
-    ? new AntiEntropy(config, config.id)
+    ? new AntiEntropy(config, config.id, deps.peerIndex)
     : new GossipAntiEntropy(config, config.id, deps);
 }
 

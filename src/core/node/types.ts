@@ -17,6 +17,7 @@
  * Stable API: fields are only ever added, never renamed.
  */
 import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
+import type { PeerIndex } from "../peer-index.js";
 import type { Snapshot } from "../snapshot.js";
 import type { MeshGossip } from "./gossip/summary.js";
 import { type SwimMessage, type SwimTimer, swimTimerKey } from "./swim/types.js";
@@ -385,4 +386,9 @@ export interface NodeDeps {
   now(): number;
   /** Uniform in [0, 1). */
   random(): number;
+  /**
+   * The full mesh's peer index for `maxOwners` owners (default: a new `PeerIndex`). The simulator's
+   * oracle runs give one whose estimates share key sets across nodes (sim/shared-estimates.ts).
+   */
+  peerIndex?: (maxOwners: number) => PeerIndex;
 }
