@@ -30,7 +30,7 @@ interface Made {
   keys: KeyTable;
 }
 
-/** The key sets made so far in one run (weakly held: a set no node holds any more is collected). */
+/** The key sets made so far in one run (each kept while its body, or its delta and base set, is reachable). */
 export class SharedKeySets {
   private readonly fromBody = new WeakMap<SnapshotBody, Made>();
   private readonly fromDelta = new WeakMap<SnapshotDelta, WeakMap<KeyTable, Made>>();
@@ -252,6 +252,7 @@ export class SharedPeerIndex extends PeerIndex {
     return this.entries.has(owner);
   }
 
+  /** Distinct keys over every owner (tests and benchmarks only: it builds a table per call). */
   override get keyCount(): number {
     const all = new KeyTable(0, 64);
     for (const e of this.entries.values())

@@ -8,7 +8,7 @@ import { CliError } from "../../src/cli/errors.js";
 import { parseSimOptions, registerSim, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
 import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
 import { faultFlags, faultScheduleFor } from "../../src/sim/fault-schedule.js";
-import { quietErr, SIM_DEFAULTS as defaults, sink } from "./sim-cli-fixture.js";
+import { SIM_DEFAULTS as defaults, quietErr, sink } from "./sim-cli-fixture.js";
 
 describe("prefixmesh sim", () => {
   it("rejects bad flags with a clear CliError (exit code 2)", () => {

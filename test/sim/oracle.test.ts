@@ -6,9 +6,12 @@
  */
 import { describe, expect, it } from "vitest";
 import type { PrefixNode } from "../../src/core/node/node.js";
+import { PeerIndex } from "../../src/core/peer-index.js";
 import type { SnapshotHeader } from "../../src/core/snapshot.js";
 import { Oracle, type Pushed } from "../../src/sim/oracle.js";
+import type { SimProbe } from "../../src/sim/probe.js";
 import { runSimulation } from "../../src/sim/run.js";
+import { SharedPeerIndex } from "../../src/sim/shared-estimates.js";
 import type { SimConfig, SimResult } from "../../src/sim/types.js";
 import { syntheticMmlu } from "../../src/workload/synthetic.js";
 import { smallCluster } from "./helpers.js";
@@ -80,8 +83,19 @@ describe("oracle shared key sets = every node's own PeerIndex", () => {
       faults: { node: { crashes: [{ node: 11, atMs: 2000 }] } },
     });
     const workload = syntheticMmlu({ seed: 5, requests: 300, openLoopRate: 60 });
-    const shared = runSimulation(config, workload);
-    const own = runSimulation({ ...config, oracleOwnIndexes: true }, workload);
+    // Which index each run's nodes hold, read once mid-run: the comparison means nothing unless one shares.
+    const indexes = (into: string[]): SimProbe => ({
+      everyMs: 1500,
+      observe: (_now, nodes) => {
+        if (into.length === 0) for (const n of nodes) if (n) into.push(n.peerIndex().constructor.name);
+      },
+    });
+    const sharedKinds: string[] = [];
+    const ownKinds: string[] = [];
+    const shared = runSimulation(config, workload, { probe: indexes(sharedKinds) });
+    const own = runSimulation({ ...config, oracleOwnIndexes: true }, workload, { probe: indexes(ownKinds) });
+    expect(new Set(sharedKinds)).toEqual(new Set([SharedPeerIndex.name]));
+    expect(new Set(ownKinds)).toEqual(new Set([PeerIndex.name]));
     expect(shared.totals.answered).toBe(300);
     expect(shared.totals.forwardedShare).toBeGreaterThan(0);
     expect(outcome(shared)).toEqual(outcome(own));

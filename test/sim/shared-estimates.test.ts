@@ -151,4 +151,31 @@ describe("SharedPeerIndex = PeerIndex, node by node", () => {
     expect(new Set(nodes.map((n) => n.heldSets()[0])).size).toBe(2);
     expect(nodes[0]?.estimateSize("a")).toBe((nodes[1]?.estimateSize("a") ?? 0) + 32);
   });
+
+  it("overrides every PeerIndex member that reads the merged table (a new one must be added there too)", () => {
+    // Inherited on purpose: the caps (a map both use), the staged replacement (never staged here:
+    // beginReplace throws), and the base's private helpers, which only its own overridden methods call.
+    const inherited = new Set([
+      "constructor",
+      "capOwner",
+      "capOf",
+      "replacing",
+      "stepReplace",
+      "growStep",
+      "takeTable",
+      "checkNotStaged",
+      "checkBlockSize",
+      "ownerFor",
+      "rebuildOwnerList",
+      "addKey",
+      "removeKey",
+      "setBit",
+      "clearBit",
+    ]);
+    const own = new Set(Object.getOwnPropertyNames(SharedPeerIndex.prototype));
+    const missing = Object.getOwnPropertyNames(PeerIndex.prototype).filter(
+      (m) => !inherited.has(m) && !own.has(m),
+    );
+    expect(missing).toEqual([]);
+  });
 });
