@@ -17,6 +17,11 @@ import { invariant } from "./invariant.js";
  */
 const EMPTY = 0;
 
+const TWO32 = 4294967296;
+/** The halves a 48-bit key is stored as: the low 32 bits (as an int32) and the high 16. */
+export const keyLo = (key: number): number => (key % TWO32) | 0;
+export const keyHi = (key: number): number => Math.floor(key / TWO32);
+
 export class KeyTable {
   /** Bitset words per key. */
   readonly words: number;
@@ -148,6 +153,24 @@ export class KeyTable {
   forEach(fn: (lo: number, hi: number) => void): void {
     const { data, stride } = this;
     for (let p = 0; p < data.length; p += stride) if (data[p + 1] !== EMPTY) fn(data[p]!, data[p + 1]! - 1);
+  }
+
+  /** Every key, as the 48-bit numbers keyLo and keyHi split (a copy). */
+  keys(): Float64Array {
+    const out = new Float64Array(this.size);
+    let i = 0;
+    this.forEach((lo, hi) => {
+      out[i++] = hi * TWO32 + (lo >>> 0);
+    });
+    return out;
+  }
+
+  /** An independent table holding the same keys and bitsets in the same slots. */
+  clone(): KeyTable {
+    const c = new KeyTable(this.words, this.capacity);
+    c.data.set(this.data);
+    c.size = this.size;
+    return c;
   }
 
   /** Calls fn(lo, hi) for every key in slots [from, to). Do not modify the table meanwhile. */

@@ -14,7 +14,7 @@
 import { BLOCK_SIZE, BlockHasher } from "./block-hash.js";
 import type { Tokens } from "./engine.js";
 import { invariant } from "./invariant.js";
-import { KeyTable } from "./key-table.js";
+import { KeyTable, keyHi, keyLo } from "./key-table.js";
 import type { SnapshotBody, SnapshotDelta } from "./snapshot.js";
 
 export interface MatchAll {
@@ -64,10 +64,6 @@ interface Staged {
 const WIPE_SLOTS_PER_KEY = 8;
 /** A replaced key set at least this large (slots) is kept for the next staged replacement. */
 const SPARE_MIN_SLOTS = 1 << 16;
-
-const TWO32 = 4294967296;
-const keyLo = (key: number): number => (key % TWO32) | 0;
-const keyHi = (key: number): number => Math.floor(key / TWO32);
 
 export class PeerIndex {
   readonly blockSize = BLOCK_SIZE;
@@ -262,14 +258,7 @@ export class PeerIndex {
 
   /** The keys of `owner`'s estimate (a copy; for checks such as "estimate equals the owner's tree"). */
   estimateKeys(owner: string): Float64Array {
-    const o = this.byName.get(owner);
-    if (o === undefined) return new Float64Array(0);
-    const out = new Float64Array(o.keys.size);
-    let i = 0;
-    o.keys.forEach((lo, hi) => {
-      out[i++] = hi * TWO32 + (lo >>> 0);
-    });
-    return out;
+    return this.byName.get(owner)?.keys.keys() ?? new Float64Array(0);
   }
 
   owners(): string[] {

@@ -17,13 +17,9 @@
  */
 import { BLOCK_SIZE, BlockHasher } from "../core/block-hash.js";
 import type { Tokens } from "../core/engine.js";
-import { KeyTable } from "../core/key-table.js";
+import { KeyTable, keyHi, keyLo } from "../core/key-table.js";
 import { type MatchAll, PeerIndex } from "../core/peer-index.js";
 import type { SnapshotBody, SnapshotDelta } from "../core/snapshot.js";
-
-const TWO32 = 4294967296;
-const keyLo = (key: number): number => (key % TWO32) | 0;
-const keyHi = (key: number): number => Math.floor(key / TWO32);
 
 interface Made {
   cap: number;
@@ -63,7 +59,7 @@ export class SharedKeySets {
       this.reused++;
       return { keys: hit.keys, shared: true };
     }
-    const keys = copyOf(base);
+    const keys = base.clone();
     applyDeltaTo(keys, delta, cap);
     this.made++;
     if (hit !== undefined) return { keys, shared: false };
@@ -74,13 +70,6 @@ export class SharedKeySets {
     byBase.set(base, { cap, keys });
     return { keys, shared: true };
   }
-}
-
-function copyOf(t: KeyTable): KeyTable {
-  const c = new KeyTable(0, t.capacity);
-  c.data.set(t.data);
-  c.size = t.size;
-  return c;
 }
 
 /** `PeerIndex.applyDelta` on one owner's key set: removals, then additions while under the cap. */
@@ -174,7 +163,7 @@ export class SharedPeerIndex extends PeerIndex {
       if (e.shared) {
         if (e.keys.find(h.lo, h.hi) >= 0) continue;
         // This node's guess departs from the shared set: its own copy from here on.
-        e.keys = copyOf(e.keys);
+        e.keys = e.keys.clone();
         e.shared = false;
       }
       e.keys.insert(h.lo, h.hi);
@@ -233,14 +222,7 @@ export class SharedPeerIndex extends PeerIndex {
   }
 
   override estimateKeys(owner: string): Float64Array {
-    const e = this.entries.get(owner);
-    if (e === undefined) return new Float64Array(0);
-    const out = new Float64Array(e.keys.size);
-    let i = 0;
-    e.keys.forEach((lo, hi) => {
-      out[i++] = hi * TWO32 + (lo >>> 0);
-    });
-    return out;
+    return this.entries.get(owner)?.keys.keys() ?? new Float64Array(0);
   }
 
   override owners(): string[] {

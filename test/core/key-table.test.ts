@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { KeyTable } from "../../src/core/key-table.js";
+import { KeyTable, keyHi, keyLo } from "../../src/core/key-table.js";
 
 describe("KeyTable vs Map", () => {
   it("insert / find / remove agree with a Map under heavy collisions, growth and backward-shift deletion", () => {
@@ -62,5 +62,23 @@ describe("KeyTable.reserve", () => {
     for (let k = 0; k < 5; k++) expect(t.word(t.find(k, 1), 0)).toBe(1);
     t.reserve(10);
     expect(t.data).toBe(data);
+  });
+});
+
+describe("KeyTable.keys and clone", () => {
+  it("keys() gives back every 48-bit key split by keyLo/keyHi; a clone changes apart from its source", () => {
+    const keys = [0, 1, 2 ** 32 - 1, 2 ** 32, 2 ** 47 + 12345, 2 ** 48 - 1];
+    const t = new KeyTable(1, 16);
+    for (const k of keys) t.setBit(t.insert(keyLo(k), keyHi(k)), 0);
+    expect([...t.keys()].sort((a, b) => a - b)).toEqual(keys);
+    const c = t.clone();
+    c.removeAt(c.find(keyLo(keys[0] as number), keyHi(keys[0] as number)));
+    c.insert(keyLo(7), keyHi(7));
+    expect(t.size).toBe(keys.length);
+    expect(t.find(keyLo(7), keyHi(7))).toBe(-1);
+    expect(c.size).toBe(keys.length);
+    const pos = c.find(keyLo(2 ** 32), keyHi(2 ** 32));
+    expect(pos).toBeGreaterThanOrEqual(0);
+    expect(c.word(pos, 0) & 1).toBe(1);
   });
 });
