@@ -32,15 +32,23 @@ export function isMembershipKind(kind: string): boolean {
   return kind === "heartbeat" || kind.startsWith("swim-");
 }
 
+/** Per message kind (a handful): 0 not gossip, 1 gossip, 2 membership — classified once, not per message. */
+const classOf = new Map<string, 0 | 1 | 2>();
+
 export function addBytesAt(into: BytesByTime, atMs: number, kind: string, bytes: number): void {
-  if (!isGossipKind(kind)) return;
+  let c = classOf.get(kind);
+  if (c === undefined) {
+    c = isMembershipKind(kind) ? 2 : isGossipKind(kind) ? 1 : 0;
+    classOf.set(kind, c);
+  }
+  if (c === 0) return;
   const i = Math.max(0, Math.floor(atMs / into.bucketMs));
   while (into.gossip.length <= i) {
     into.gossip.push(0);
     into.membership.push(0);
   }
   into.gossip[i] = (into.gossip[i] as number) + bytes;
-  if (isMembershipKind(kind)) into.membership[i] = (into.membership[i] as number) + bytes;
+  if (c === 2) into.membership[i] = (into.membership[i] as number) + bytes;
 }
 
 /** Bytes sent in [fromMs, toMs) (whole buckets from the one holding fromMs on). */

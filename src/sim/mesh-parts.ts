@@ -28,6 +28,14 @@ function add(into: MeshParts, part: string, bytes: number, count = 1): void {
   t.bytes += bytes;
 }
 
+/** Parts summed over buckets [start, end) of `byTime` (default: all), in order of first appearance. */
+export function sumMeshParts(byTime: readonly MeshParts[], start = 0, end = byTime.length): MeshParts {
+  const out: MeshParts = {};
+  for (let i = start; i < end; i++)
+    for (const [part, t] of Object.entries(byTime[i] ?? {})) add(out, part, t.bytes, t.count);
+  return out;
+}
+
 function piggyback(us: readonly MemberUpdate[]): number {
   return (
     swimSize({ type: "gossip", updates: us as MemberUpdate[] }) - swimSize({ type: "gossip", updates: [] })

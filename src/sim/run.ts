@@ -35,7 +35,7 @@ import { ClientFaultModel } from "./faults/client.js";
 import { EngineFaultModel } from "./faults/engine.js";
 import { NodeFaultModel } from "./faults/node.js";
 import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invariants.js";
-import { addMeshParts, type MeshParts } from "./mesh-parts.js";
+import { addMeshParts, type MeshParts, sumMeshParts } from "./mesh-parts.js";
 import { meshBytes, meshKind, messageBytes, messageKind } from "./message-size.js";
 import { SimNetwork } from "./network.js";
 import { Oracle, OwnerRefresh, stateOf } from "./oracle.js";
@@ -183,9 +183,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
 
   // ---- messages
   const messages: Record<string, MessageTotals> = {};
-  /** Mesh bytes by part, as delivered (config.meshParts). */
-  const meshParts: MeshParts | undefined = config.meshParts ? {} : undefined;
-  const meshPartsByTime: MeshParts[] = [];
+  /** Mesh bytes by part, as delivered, per BYTES_BUCKET_MS of virtual time (config.meshParts). */
+  const meshPartsByTime: MeshParts[] | undefined = config.meshParts ? [] : undefined;
   const bytesByTime = newBytesByTime();
   const countMessage = (msg: PeerMessage): void => {
     const kind = messageKind(msg);
@@ -624,11 +623,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         // Sent to an incarnation that crashed since: never delivered, so not a part either.
         if (!dest.node || dest.inc !== ev.inc) break;
         const n = dest.node;
-        if (meshParts) {
+        if (meshPartsByTime) {
           const b = Math.floor(now / BYTES_BUCKET_MS);
           while (meshPartsByTime.length <= b) meshPartsByTime.push({});
-          for (const into of [meshParts, meshPartsByTime[b] as MeshParts])
-            addMeshParts(into, ev.msg, ids[ev.from] as string, (o) => n.heldOf(o));
+          addMeshParts(meshPartsByTime[b] as MeshParts, ev.msg, ids[ev.from] as string, (o) => n.heldOf(o));
         }
         handle(dest, { type: "mesh-message", from: ids[ev.from] as string, msg: ev.msg });
         break;
@@ -756,7 +754,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       hotspotNode: hot,
       forwardedShare: answered === 0 ? 0 : forwardedServed / answered,
       messages,
-      ...(meshParts ? { meshParts, meshPartsByTime } : {}),
+      ...(meshPartsByTime ? { meshParts: sumMeshParts(meshPartsByTime), meshPartsByTime } : {}),
       bytesByTime,
       messagesTotal: msgCount,
       bytesTotal: msgBytes,

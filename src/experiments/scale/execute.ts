@@ -9,6 +9,7 @@ import {
   isGossipKind as isGossip,
   isMembershipKind as isMembership,
 } from "../../sim/bytes-by-time.js";
+import { sumMeshParts } from "../../sim/mesh-parts.js";
 import { runSimulation } from "../../sim/run.js";
 import type { SimConfig, SimRecord } from "../../sim/types.js";
 import { hitRate, idealHits } from "../../workload/ideal-hit.js";
@@ -223,7 +224,12 @@ export function executeCell(c: CellSpec, workload: Workload): NodeCell {
     hitByArrival: hitByArrival(r.records),
     ...(t.meshParts ? { meshParts: t.meshParts } : {}),
     ...(t.meshPartsByTime && steady
-      ? { meshPartsSteady: sumParts(t.meshPartsByTime, steady.fromMs, steady.toMs, t.bytesByTime.bucketMs) }
+      ? {
+          meshPartsSteady: sumMeshParts(
+            t.meshPartsByTime,
+            ...bucketRange(t.bytesByTime.bucketMs, steady.fromMs, steady.toMs, t.meshPartsByTime.length),
+          ),
+        }
       : {}),
     ...(probe.membersFormedAtMs === undefined ? {} : { membersFormedAtMs: probe.membersFormedAtMs }),
     ...(steady && steadyBytes
@@ -255,22 +261,4 @@ export function steadyWindow(
   if (arrivalEnd - fromMs >= 2 * bucketMs) return { fromMs, toMs: arrivalEnd, afterArrivals: false };
   const runEnd = Math.floor(endMs / bucketMs) * bucketMs;
   return runEnd - fromMs >= 2 * bucketMs ? { fromMs, toMs: runEnd, afterArrivals: true } : undefined;
-}
-
-function sumParts(
-  byTime: readonly Record<string, { count: number; bytes: number }>[],
-  fromMs: number,
-  toMs: number,
-  bucketMs: number,
-): Record<string, { count: number; bytes: number }> {
-  const out: Record<string, { count: number; bytes: number }> = {};
-  const [start, end] = bucketRange(bucketMs, fromMs, toMs, byTime.length);
-  for (let i = start; i < end; i++)
-    for (const [k, v] of Object.entries(byTime[i] ?? {})) {
-      const t = out[k] ?? { count: 0, bytes: 0 };
-      out[k] = t;
-      t.count += v.count;
-      t.bytes += v.bytes;
-    }
-  return out;
 }
