@@ -161,11 +161,38 @@ export class ClientStreams {
    */
   answer(reqId: string, outcome: ServeOutcome): boolean {
     const slot = this.slots.get(reqId);
+    if (slot && !this.catchUp(reqId, slot, outcome)) return false;
     if (slot && slot.replayed < slot.sent.length) {
       this.failMidStream(reqId, slot);
       return false;
     }
     this.finish(reqId, undefined, outcome);
+    return true;
+  }
+
+  /**
+   * A streaming client's answer from a node whose output did not (all) stream to it — a late answer,
+   * or a hedged one while our own run streamed (core/node/hedge.ts), or the rest of a source cut off
+   * when the node fell back from it: what the client lacks goes out before the answer, after what was
+   * sent when that is its prefix (another source's only under greedy decoding). False (the stream
+   * ended with an error) when it cannot continue what was sent.
+   */
+  private catchUp(reqId: string, slot: ClientSlot, outcome: ServeOutcome): boolean {
+    if (!slot.events.onChunk) return true;
+    const text = outcome.result.text;
+    // The source whose chunks streamed: only a longer text with what was sent as its prefix adds
+    // anything (an engine's last chunk may differ slightly from its final text: left as it is).
+    if (slot.relayedFrom === outcome.servedBy) {
+      if (text.length <= slot.sent.length || !text.startsWith(slot.sent)) return true;
+    } else if (slot.sent.length > 0 && (!slot.greedy || !text.startsWith(slot.sent))) {
+      this.failMidStream(reqId, slot);
+      return false;
+    }
+    const fresh = text.slice(slot.sent.length);
+    slot.relayedFrom = outcome.servedBy;
+    slot.sent = text;
+    slot.replayed = text.length;
+    if (fresh.length > 0) slot.events.onChunk(fresh, outcome.servedBy);
     return true;
   }
 

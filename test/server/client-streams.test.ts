@@ -1,0 +1,80 @@
+/**
+ * A streaming client's answer from a node whose output did not stream to it — a late answer to an
+ * attempt given up while the request waited here, or a hedged one while our own run streamed
+ * (core/node/hedge.ts): the client gets the whole text once, or an error where it cannot continue.
+ */
+import { describe, expect, it } from "vitest";
+import type { EngineRequest, EngineResult } from "../../src/core/engine.js";
+import { ClientStreams } from "../../src/server/runtime/client-streams.js";
+import type { ServeOutcome } from "../../src/server/service.js";
+
+function open(temperature?: number) {
+  const streams = new ClientStreams();
+  const request: EngineRequest = { id: "r1", tokens: new Uint32Array([1, 2, 3]), maxTokens: 8 };
+  if (temperature !== undefined) request.temperature = temperature;
+  const chunks: [string, string][] = [];
+  const settled = streams.open("r1", request, { onChunk: (text, by) => chunks.push([text, by]) }, {});
+  const outcome = settled.then(
+    (o) => ({ ok: true as const, o }),
+    (e: Error) => ({ ok: false as const, e }),
+  );
+  return { streams, request, chunks, outcome };
+}
+
+function answer(text: string, servedBy: string): ServeOutcome {
+  const result = { text, promptTokens: 3, cachedTokens: 0, outputTokens: 2 } as unknown as EngineResult;
+  const timing = { queueMs: 0, prefillMs: 0, decodeMs: 0, networkMs: 0, totalMs: 0 };
+  return { reqId: "r1", result, servedBy, hops: 1, timing: timing as ServeOutcome["timing"], fallbacks: 1 };
+}
+
+describe("a streaming client answered by a node whose output did not reach it", () => {
+  it("nothing streamed yet: the whole text goes out, then the answer", async () => {
+    const { streams, chunks, outcome } = open();
+    expect(streams.answer("r1", answer("one two", "B"))).toBe(true);
+    expect(chunks).toEqual([["one two", "B"]]);
+    expect((await outcome).ok).toBe(true);
+  });
+
+  it("our own run streamed part of the same greedy text: only the rest goes out", async () => {
+    const { streams, request, chunks, outcome } = open(0);
+    streams.relay(streams.streamingFor(request) as string, "A", "one");
+    expect(streams.answer("r1", answer("one two", "B"))).toBe(true);
+    expect(chunks).toEqual([
+      ["one", "A"],
+      [" two", "B"],
+    ]);
+    expect((await outcome).ok).toBe(true);
+  });
+
+  it("a text that does not continue what was sent, or a sampled one: the stream ends with an error", async () => {
+    for (const [temperature, text] of [
+      [0, "uno dos"],
+      [0.8, "one two"],
+    ] as const) {
+      const { streams, chunks, outcome } = open(temperature);
+      streams.relay("r1", "A", "one");
+      expect(streams.answer("r1", answer(text, "B"))).toBe(false);
+      expect(chunks).toEqual([["one", "A"]]);
+      const o = await outcome;
+      expect(o.ok).toBe(false);
+      expect(o.ok ? "" : o.e.message).toMatch(/mid-stream/);
+    }
+  });
+
+  it("the node whose output streamed answers: nothing is sent twice", async () => {
+    const { streams, chunks, outcome } = open();
+    streams.relay("r1", "B", "one");
+    streams.relay("r1", "B", " two");
+    expect(streams.answer("r1", answer("one two", "B"))).toBe(true);
+    expect(chunks.map(([t]) => t).join("")).toBe("one two");
+    expect((await outcome).ok).toBe(true);
+  });
+
+  it("the node whose output streamed, cut off when the node fell back from it, answers: the rest goes out", async () => {
+    const { streams, chunks, outcome } = open();
+    streams.relay("r1", "B", "one");
+    expect(streams.answer("r1", answer("one two three", "B"))).toBe(true);
+    expect(chunks.map(([t]) => t).join("")).toBe("one two three");
+    expect((await outcome).ok).toBe(true);
+  });
+});
