@@ -120,11 +120,18 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       ? new Oracle(N, config.oracleExhaustive === true)
       : undefined;
   const gossip = simGossip(config);
+  /** Every node's settings bar its id and seeds (what `boot` gives each, and what sharing reads). */
+  const settings = {
+    ...(config.daemonConfig === true ? DAEMON_NODE_DEFAULTS : {}),
+    // Scuttlebutt mode: nobody is told the members, only two seeds (n0, n1); SWIM does the rest.
+    ...(gossip === "full" ? { gossip } : { gossip, maxPeers: N - 1, maxEstimates: config.maxEstimates }),
+    ...config.node,
+  };
   // Every estimate of an owner is the same under the oracle: one key set serves every node holding it.
-  const stepKeys = { ...(config.daemonConfig === true ? DAEMON_NODE_DEFAULTS : {}), ...config.node }
-    .estimateStepKeys;
   const keySets =
-    oracle && config.oracleOwnIndexes !== true && (stepKeys ?? 0) === 0 ? new SharedKeySets() : undefined;
+    oracle && config.oracleOwnIndexes !== true && (settings.estimateStepKeys ?? 0) === 0
+      ? new SharedKeySets()
+      : undefined;
   const peerIndex = keySets ? (maxOwners: number) => new SharedPeerIndex(maxOwners, keySets) : undefined;
   const calibrate = config.calibrate ?? config.daemonConfig === true;
   let oracleBusy = false;
@@ -160,10 +167,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     s.epoch = epoch;
     s.node = new PrefixNode(
       {
-        ...(config.daemonConfig === true ? DAEMON_NODE_DEFAULTS : {}),
-        // Scuttlebutt mode: nobody is told the members, only two seeds (n0, n1); SWIM does the rest.
-        ...(gossip === "full" ? { gossip } : { gossip, maxPeers: N - 1, maxEstimates: config.maxEstimates }),
-        ...config.node,
+        ...settings,
         id: s.id,
         peers: gossip === "full" ? ids.filter((x) => x !== s.id) : ids.slice(0, 2).filter((x) => x !== s.id),
         policy: config.policy,
