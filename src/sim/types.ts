@@ -154,6 +154,7 @@ export const SUMMED_STATS = [
   "probes",
   "resends",
   "resentAnswers",
+  "hedgedAnswers",
   "overdueAnswers",
   "expiredForwards",
   "offloaded",

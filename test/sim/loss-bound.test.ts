@@ -1,10 +1,16 @@
 /**
  * 30% loss of every peer message, in the configuration the daemon ships (DAEMON_NODE_DEFAULTS: answer
- * recovery, at most 2 timed-out attempts before a request runs here ahead of the queue), fixed seeds.
- * Issue 18's target: no request waits for the 30 s forward timeout — the slowest takes at most
- * 3 × the ack timeout + one local run (the fault-free run's longest engine run), as
+ * recovery, at most 2 timed-out attempts before a request runs here ahead of the queue, hedged local
+ * runs), fixed seeds. Issue 18's target: no request waits for the 30 s forward timeout — the slowest
+ * takes at most 3 × the ack timeout + one local run (the fault-free run's longest engine run), as
  * `prefixmesh experiment faults` measures it on MMLU (closed loop: one request in flight). Every
  * request is answered exactly once and correctly.
+ *
+ * The tail this bound used to miss at half the seeds: a request whose cached peer acked it, then lost
+ * its answer and the probes for it, ran here uncached, and that cold run of a long prompt alone
+ * exceeds the bound. Its peer is now asked again while it runs (hedge.ts), and usually answers
+ * first. Not a guarantee: when every re-ask or its answer is lost too, the cold run is the answer
+ * (seeds 1–12: the bound held at 11).
  */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -47,21 +53,29 @@ function expectAllAnsweredOnce(r: SimResult, requests: number): void {
 
 const maxLatency = (r: SimResult) => Math.max(...r.records.map((x) => x.latencyMs));
 const maxRun = (r: SimResult) => Math.max(...r.records.map((x) => x.prefillMs + x.decodeMs));
+/** The longest a request waited outside its own queue and its own run: on forwards and the network. */
+const maxNetworkWait = (r: SimResult) =>
+  Math.max(...r.records.map((x) => x.latencyMs - x.queueMs - x.prefillMs - x.decodeMs));
 
 describe("30% message loss in the daemon's configuration", () => {
   it.skipIf(!haveMmlu)(
-    "MMLU, closed loop: max ≤ 3 × the ack timeout + the fault-free run's longest run",
+    "MMLU, closed loop, seeds 1–3: max ≤ 3 × the ack timeout + the fault-free run's longest run",
     async () => {
       const requests = 3_000;
       const w0 = await mmluWorkload({ dir: MMLU_DIR, seed: 1, requests });
       const w = { ...w0, requests: w0.requests.map((r) => ({ ...r, temperature: 0 })) };
-      const faultFree = run(w, 0, 1);
-      const r = run(w, 0.3, 1);
-      expectAllAnsweredOnce(r, requests);
-      expect(r.totals.resentAnswers).toBeGreaterThan(0); // lost answers were recovered, not rerun
-      expect(maxLatency(r)).toBeLessThanOrEqual(3 * ACK_MS + maxRun(faultFree));
+      for (const seed of [1, 2, 3]) {
+        const faultFree = run(w, 0, seed);
+        const r = run(w, 0.3, seed);
+        expectAllAnsweredOnce(r, requests);
+        expect(r.totals.resentAnswers).toBeGreaterThan(0); // lost answers were recovered, not rerun
+        expect(r.totals.hedgedAnswers).toBeGreaterThan(0); // silent peers answered runs under way
+        expect(maxLatency(r)).toBeLessThanOrEqual(3 * ACK_MS + maxRun(faultFree));
+        // What it spent outside its own queue and run: a few ack timeouts and overdue answers' slack.
+        expect(maxNetworkWait(r)).toBeLessThan(FORWARD_TIMEOUT_MS / 4);
+      }
     },
-    120_000,
+    180_000,
   );
 
   it("synthetic MMLU-shaped, invariants checked: no forward timeout waited, fewer fallbacks than without recovery", () => {

@@ -102,6 +102,26 @@ export class ForwardAcks {
    * for its ack.
    */
   send(a: AttemptClock, to: NodeId, peer: Target, now: number, out: Effect[]): void {
+    out.push({ type: "send", to, msg: this.message(a, peer, now) });
+    const ackMs = this.timeoutMs(peer.rttMs);
+    // An ack timeout as long as the configured forward timeout turns acks off (config.ts), whatever
+    // the request's own timeout.
+    a.ackArmed = peer.acksForwards && ackMs < this.config.forwardTimeoutMs;
+    // A probe's wait ends at the answer deadline too: the answer is overdue then, acked or not.
+    const delayMs = Math.max(0, Math.min(ackMs, a.answerBy - now));
+    if (a.ackArmed) out.push({ type: "set-timer", timer: ackTimer(a), delayMs });
+  }
+
+  /**
+   * A hedge's re-ask (hedge.ts): attempt `attempt`'s forward again, no wait armed — the request runs
+   * here meanwhile, and the peer re-sends the answer it keeps, or holds the job it still has.
+   */
+  ask(a: AttemptClock, attempt: number, to: NodeId, peer: Target, now: number, out: Effect[]): void {
+    out.push({ type: "send", to, msg: this.message(a, peer, now, attempt) });
+  }
+
+  /** Attempt `attempt`'s forward (the current one's by default), with its budgets left at `now`. */
+  private message(a: AttemptClock, peer: Target, now: number, attempt = a.attempt): PeerMessageOf<"forward"> {
     // The budget the target has: what is left of our timeout less the round trip the answer needs.
     // A client deadline shortens it: the serving node then refuses what it cannot start in time.
     const left = Math.min(a.forwardTimeoutMs - (now - a.attemptSentAt), a.deadlineAt - now);
@@ -109,7 +129,7 @@ export class ForwardAcks {
     const msg: PeerMessageOf<"forward"> = {
       type: "forward",
       reqId: a.reqId,
-      attempt: a.attempt,
+      attempt,
       hops: 1,
       request: a.request,
       deadlineMs,
@@ -123,14 +143,7 @@ export class ForwardAcks {
       const rttMs = peer.rttMs ?? this.targets.typicalRttMs() ?? this.config.costPrior.rttMs;
       msg.waitMs = Math.max(0, Math.floor(bound - (now - a.receivedAt) - rttMs));
     }
-    out.push({ type: "send", to, msg });
-    const ackMs = this.timeoutMs(peer.rttMs);
-    // An ack timeout as long as the configured forward timeout turns acks off (config.ts), whatever
-    // the request's own timeout.
-    a.ackArmed = peer.acksForwards && ackMs < this.config.forwardTimeoutMs;
-    // A probe's wait ends at the answer deadline too: the answer is overdue then, acked or not.
-    const delayMs = Math.max(0, Math.min(ackMs, a.answerBy - now));
-    if (a.ackArmed) out.push({ type: "set-timer", timer: ackTimer(a), delayMs });
+    return msg;
   }
 
   /** The ack of the current attempt, or of a probe, is not needed any more. */

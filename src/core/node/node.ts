@@ -207,8 +207,10 @@ export class PrefixNode extends NodeRouting {
       return void out.push(this.origin.refuseUnserved(run, now));
     const waitMs = this.executor.admissionWaitMs(now);
     const tooLong = this.origin.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, 0));
-    if (tooLong === undefined && !this.executor.full())
-      return void this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
+    if (tooLong === undefined && !this.executor.full()) {
+      this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
+      return void this.origin.hedge(reqId, now, out);
+    }
     // About to refuse for our wait: first a peer expected to start it in time, if any.
     const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
     const to = tooLong === "spill" ? this.soonerPeer(w, now, this.origin.waitBoundMs(reqId)) : undefined;
@@ -228,6 +230,7 @@ export class PrefixNode extends NodeRouting {
   /** Every pending forward to `to` fails over now (target departed, restarted or unreachable). */
   private failPendingTo(to: NodeId, now: number, out: Effect[]): void {
     for (const reqId of this.origin.waitingOn((p) => p === to)) this.failOver(reqId, now, out, true, false);
+    this.origin.endHedgesTo(to, out);
   }
 
   private onPeerMessage(from: NodeId, msg: PeerMessage, now: number, out: Effect[]): void {
@@ -326,6 +329,9 @@ export class PrefixNode extends NodeRouting {
       case "forward":
       case "ack":
         if (this.origin.onTimer(timer, now, out)) this.advance(timer.reqId, now, out);
+        break;
+      case "hedge":
+        this.origin.onHedgeTimer(timer, now, out);
         break;
       case "acks":
         this.serving.onAcksTimer(now, out);

@@ -21,6 +21,7 @@ import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
 import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
+import { AnsweredRuns, askAgain, hedgeOf, hedgeTimer } from "./hedge.js";
 import { forwardTimer, type LocalRun, type Pending, PendingRequests } from "./pending-requests.js";
 import { Planner } from "./planner.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
@@ -62,6 +63,7 @@ function originCounters() {
     invalidMessages: 0,
     overdueAnswers: 0,
     offloaded: 0,
+    hedgedAnswers: 0,
   };
 }
 
@@ -72,6 +74,8 @@ export class Origin {
   private readonly planner: Planner;
   /** Requests of ours not answered yet (pending-requests.ts). */
   private readonly pending = new PendingRequests();
+  /** Local runs whose request a silent peer answered first (hedge.ts). */
+  private readonly answeredRuns = new AnsweredRuns();
   /** What we know of each peer as a forward target (RTT, acks): node.ts feeds and reads it. */
   readonly targets = new Targets();
   /** The timing of each forward attempt: acks, probes, answer deadline (forward-acks.ts). */
@@ -103,6 +107,7 @@ export class Origin {
   /** A (re)start: no requests, fresh peer state (the policy and the demand learned stay). */
   reset(ids: readonly NodeId[]): void {
     this.pending.clear();
+    this.answeredRuns.clear();
     this.targets.reset(ids);
     this.trust.reset(ids);
     this.spot.reset();
@@ -329,15 +334,57 @@ export class Origin {
 
   /** Our local run of the request finished: its reply. */
   completeLocal(run: LocalRun, result: EngineResult, timing: ServedTiming, now: number, out: Effect[]): void {
+    if (this.answeredRuns.take(run.reqId, run.attempt)) return void this.planner.learnDecode(result);
     const p = this.pending.settleLocal(run);
+    this.endHedge(p, out);
     this.planner.learnDecode(result);
     out.push(okReply(this.by, p, result, timing, 0, now));
   }
 
   /** Our local run of the request failed: the request fails. */
   failLocal(run: LocalRun, error: string, now: number, out: Effect[]): void {
+    if (this.answeredRuns.take(run.reqId, run.attempt)) return;
     const p = this.pending.settleLocal(run);
+    this.endHedge(p, out);
     out.push(failReply(this.by, run.reqId, run.request, now, error, "engine", p));
+  }
+
+  /**
+   * The request was queued here (node.ts): if a peer acked one of its attempts and went silent or
+   * overdue, that peer is asked again meanwhile (hedge.ts). Not before: a request refused here is
+   * answered already, and asking would only start work nobody wants.
+   */
+  hedge(reqId: string, now: number, out: Effect[]): void {
+    const p = this.pending.find(reqId);
+    if (p !== undefined) this.reask(p, now, out);
+  }
+
+  /** `peer` restarted, left or is down: its duplicate window is gone, so asking it would run the job again. */
+  endHedgesTo(peer: NodeId, out: Effect[]): void {
+    for (const p of this.pending.values()) if (p.hedge?.to === peer) this.endHedge(p, out);
+  }
+
+  /** A hedge's timer fired: ask its peer again while the request still runs here. */
+  onHedgeTimer(timer: Extract<Timer, { kind: "hedge" }>, now: number, out: Effect[]): void {
+    const p = this.pending.find(timer.reqId);
+    if (p !== undefined && hedgeOf(p)?.attempt === timer.attempt) this.reask(p, now, out);
+  }
+
+  /** Asks the silent peer of a request running here for its answer again, if asks are left. */
+  private reask(p: Pending, now: number, out: Effect[]): void {
+    const h = hedgeOf(p);
+    const peer = h && this.targets.get(h.to);
+    if (!h || !peer || this.trust.quarantined(h.to) || !askAgain(h)) return;
+    this.counters.probes++;
+    this.acks.ask(p, h.attempt, h.to, peer, now, out);
+    out.push({ type: "set-timer", timer: hedgeTimer(h, p.reqId), delayMs: this.acks.timeoutMs(peer.rttMs) });
+  }
+
+  /** The request is answered: no more asking its silent peer. */
+  private endHedge(p: Pending, out: Effect[]): void {
+    if (p.hedge === undefined) return;
+    out.push({ type: "cancel-timer", timer: hedgeTimer(p.hedge, p.reqId) });
+    p.hedge = undefined;
   }
 
   /** Requests whose current attempt went to a peer matching `on` (a snapshot: safe to fail over). */
@@ -426,6 +473,12 @@ export class Origin {
     const held = verdict === "unacked" ? this.trust.isProbe(to, key) : verdict !== "gone";
     if (verdict === "unacked") this.targets.abandonedUnacked(to, p.reqId, p.attempt);
     if (held) this.trust.failed(to, key, now);
+    // Acked, then silent or overdue: it holds the job or its answer (or stalls), and answer recovery
+    // asks it again should the request end up running here (hedge.ts). Greedy decoding only: a
+    // sampled answer could not continue what our own run may have streamed already.
+    const owes = verdict === "silent" || verdict === "overdue";
+    if (owes && this.config.answerRecovery && (p.request.temperature ?? 0) === 0)
+      p.hedge = { to, attempt: p.attempt, asks: 0 };
     // An overdue answer is the peer's failure (trust's business), not the network's: no timeout.
     this.fallback(p.reqId, out, true, true, verdict !== "overdue");
     return true;
@@ -467,6 +520,7 @@ export class Origin {
     if (!p) return undefined;
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
+    this.endHedge(p, out);
     this.targets.landed(from, p.reqId, msg.attempt);
     this.pending.settle(p.reqId);
     // A late answer's attempt ended already (trust counted it then, and its progress just now).
@@ -497,13 +551,21 @@ export class Origin {
   ): Pending | undefined {
     const p = this.pending.find(msg.reqId);
     if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt)) return undefined;
-    if (p.current === undefined) return takeQueued(p.reqId) ? p : undefined;
+    if (p.current === undefined) {
+      if (takeQueued(p.reqId)) return p;
+      // It runs here already: its hedge's answer is the reply, and the run completes unreplied.
+      if (!hedgeOf(p) || p.hedge?.to !== from || p.hedge.attempt !== msg.attempt) return undefined;
+      this.answeredRuns.add(p);
+      this.counters.hedgedAnswers++;
+      return p;
+    }
     // Answered, not a fallback: the other attempt is only cancelled.
     return this.endAttempt(p.reqId, out, true, true, false);
   }
 
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */
   onError(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): boolean {
+    this.hedgeRefused(from, msg, out);
     const p = this.current(from, msg);
     if (!p) return false;
     // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer.
@@ -512,6 +574,13 @@ export class Origin {
     // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.
     this.fallback(p.reqId, out, true, false);
     return true;
+  }
+
+  /** The peer a hedge asks answered that attempt with an error (it dropped the job): no more asking. */
+  private hedgeRefused(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): void {
+    const p = typeof msg.reqId === "string" ? this.pending.find(msg.reqId) : undefined;
+    if (p?.hedge !== undefined && p.hedge.to === from && p.hedge.attempt === msg.attempt)
+      this.endHedge(p, out);
   }
 
   /** A spot check ran here: a peer that answered otherwise is quarantined (and reported, counted). */

@@ -7,6 +7,7 @@ import type { EngineRequest } from "../engine.js";
 import { invariant } from "../invariant.js";
 import { deadlineAt } from "./deadline.js";
 import type { AttemptClock } from "./forward-acks.js";
+import type { Hedge } from "./hedge.js";
 import type { Plan } from "./planner.js";
 import type { NodeId, Timer } from "./types.js";
 
@@ -19,6 +20,8 @@ export interface Pending extends AttemptClock, Plan {
   fallbacks: number;
   /** Attempts abandoned while their peer may still answer (a late answer then still counts). */
   abandoned?: { to: NodeId; attempt: number }[];
+  /** Its last attempt's peer acked and went silent: asked again while it runs here (hedge.ts). */
+  hedge?: Hedge;
   /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
   waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
 }

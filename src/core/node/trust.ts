@@ -139,6 +139,11 @@ export class Trust {
     this.peers.delete(id);
   }
 
+  /** Whether `id`'s answers were found wrong (spot checks): none of its answers is taken. */
+  quarantined(id: NodeId): boolean {
+    return this.peers.get(id)?.state === "quarantined";
+  }
+
   /** May a forward go to `id` now? (Read-only: `sent` takes the half-open probe.) */
   routable(id: NodeId, now: number): boolean {
     const t = this.peers.get(id);

@@ -43,7 +43,8 @@ export interface HeldVersion {
 
 /**
  * The node's timers. `poll` = the anti-entropy tick; `forward` = the timeout of one forward attempt;
- * `ack` = waiting for that attempt's `forward-ack` (or, once acked, for its overdue answer); `acks` =
+ * `ack` = waiting for that attempt's `forward-ack` (or, once acked, for its overdue answer); `hedge` =
+ * the next re-ask of a silent peer while the request runs here (hedge.ts); `acks` =
  * the one timer of the acks this node defers as a forward's receiver (`ackDeferMs`); `estimates` = the
  * next step of a large snapshot applied in steps (`estimateStepKeys`). A request has at
  * most one pending timer of each kind (the key leaves the attempt out), and the node ignores a timer
@@ -53,6 +54,8 @@ export type Timer =
   | { kind: "poll" }
   | { kind: "forward"; reqId: string; attempt: number }
   | { kind: "ack"; reqId: string; attempt: number }
+  /** The next re-ask of a silent peer while the request runs here (hedge.ts). */
+  | { kind: "hedge"; reqId: string; attempt: number }
   | { kind: "acks" }
   | { kind: "estimates" }
   /** `gossip: "scuttlebutt"`: an anti-entropy round between two Δpoll ticks (gossipRoundsPerPoll). */
@@ -72,6 +75,8 @@ export function timerKey(t: Timer): string {
       return `fwd:${t.reqId}`;
     case "ack":
       return `ack:${t.reqId}`;
+    case "hedge":
+      return `hedge:${t.reqId}`;
     case "swim":
       return `swim:${swimTimerKey(t.timer)}`;
   }
@@ -338,6 +343,8 @@ export interface NodeStats {
   resends: number;
   /** Answers re-sent to an origin that probed for a forward we had already answered. */
   resentAnswers: number;
+  /** Requests a silent peer answered while they ran here (hedge.ts): the local run went unreplied. */
+  hedgedAnswers: number;
   /** `forward-ack`s ignored: unknown or finished request, an older attempt, or a duplicate. */
   ignoredAcks: number;
   /** Spot checks run (peers' deterministic answers recomputed here), and those that disagreed. */

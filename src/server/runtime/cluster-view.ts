@@ -138,5 +138,6 @@ function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, numbe
     cancelled_forward: s.cancelledForwards,
     overdue_answer: s.overdueAnswers,
     expired_forward: s.expiredForwards,
+    hedged_answer: s.hedgedAnswers,
   };
 }

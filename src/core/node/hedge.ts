@@ -1,0 +1,78 @@
+/**
+ * Hedged local runs (part of answer recovery: config `answerRecovery`). A request whose peer acked it and then went silent or overdue (its answer and
+ * the probes for it lost) moves on, and is queued here once its timed-out waits reach
+ * `maxTimedOutAttempts` or its plan is spent — to run uncached (ahead of later arrivals when it lost
+ * waits to timeouts). Yet that peer holds the job or the answer it keeps for a probe (serving.ts),
+ * usually the cheaper of the two: so while the local run waits or goes on, the latest such peer is
+ * asked again, the same forward (its attempt's number) once per ack timeout, a few times — not once
+ * it answered that attempt with an error (it dropped the job), restarted, left or is down (its
+ * duplicate window is gone: it would run the job again), nor when quarantined. Whichever answer comes first is the reply; a local run whose
+ * request the peer answered completes unreplied (its tree insert stands). The request leaves the
+ * pending table with its one reply, so it is never answered twice. Owned by the origin.
+ */
+import { invariant } from "../invariant.js";
+import type { NodeId, Timer } from "./types.js";
+
+/** Re-asks of the peer per hedged run: each costs a re-sent forward, each may be lost too. */
+export const HEDGE_ASKS = 8;
+
+/** The peer a request may still get its answer from while it runs here. */
+export interface Hedge {
+  to: NodeId;
+  /** The attempt that peer acked (the request's latest acked and abandoned one). */
+  attempt: number;
+  /** Re-asks sent so far (at most HEDGE_ASKS). */
+  asks: number;
+}
+
+/** What of a pending request (pending-requests.ts) a hedge reads. */
+export interface Hedged {
+  reqId: string;
+  attempt: number;
+  current: NodeId | undefined;
+  hedge?: Hedge | undefined;
+}
+
+/** The hedge of a request running here, if a peer acked one of its attempts and went silent. */
+export function hedgeOf(p: Hedged): Hedge | undefined {
+  return p.current === undefined ? p.hedge : undefined;
+}
+
+/** One more re-ask of the hedge's peer, if any is left (counted now). */
+export function askAgain(h: Hedge): boolean {
+  if (h.asks >= HEDGE_ASKS) return false;
+  h.asks++;
+  return true;
+}
+
+/**
+ * Local runs whose request its hedge's peer answered first: they complete unreplied. An entry lives
+ * from that answer to the run's end (engine-done or -failed), or to a restart.
+ */
+export class AnsweredRuns {
+  private readonly runs = new Set<string>();
+
+  clear(): void {
+    this.runs.clear();
+  }
+
+  /** The peer answered `p`, which runs here: its run will complete unreplied. */
+  add(p: Hedged): void {
+    const key = runKey(p.reqId, p.attempt);
+    invariant(!this.runs.has(key), () => `${p.reqId} was answered by its hedge twice`);
+    this.runs.add(key);
+  }
+
+  /** Whether this local run's request was answered already (consumed: asked once, at its end). */
+  take(reqId: string, attempt: number): boolean {
+    return this.runs.delete(runKey(reqId, attempt));
+  }
+}
+
+export function hedgeTimer(h: Hedge, reqId: string): Timer {
+  return { kind: "hedge", reqId, attempt: h.attempt };
+}
+
+function runKey(reqId: string, attempt: number): string {
+  return `${reqId}#${attempt}`;
+}

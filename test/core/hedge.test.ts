@@ -1,0 +1,165 @@
+/**
+ * Hedged local runs (hedge.ts), in the daemon's forward settings: a request whose peer acked it and
+ * went silent runs here after its timed-out waits, and that peer is asked again meanwhile. Its answer
+ * or the local run, whichever comes first, is the one reply.
+ */
+import { describe, expect, it } from "vitest";
+import { HEDGE_ASKS } from "../../src/core/node/hedge.js";
+import { Harness, isType, type Mail, prompt } from "./node-harness.js";
+
+const ACK_MS = 250;
+
+/** A, B as the daemon runs them; B holds topic 1, so A forwards r1 there. */
+function setup(maxTimedOutAttempts = 2, perNode: (id: string) => object = () => ({})): Harness {
+  const config = {
+    answerProbes: false,
+    ackDeferMs: 0,
+    peerTrust: true,
+    answerRecovery: true,
+    maxTimedOutAttempts,
+    forwardAckTimeoutMs: ACK_MS,
+    forwardTimeoutMs: 30_000,
+  };
+  const h = new Harness(["A", "B"], config, 10_000, perNode);
+  h.warm("B", "warm1", prompt(1, 0));
+  h.gossip(3);
+  return h;
+}
+
+const toB = (m: Mail) => m.msg.type === "forward" && m.to === "B";
+
+/**
+ * r1 goes to B, is acked and run there; its answer, the probe for it and the probe's re-send are
+ * lost, so A gives B up (2 timed-out waits) and runs r1 itself, uncached.
+ */
+function silentPeer(h = setup()): Harness {
+  h.client("A", "r1", prompt(1, 1));
+  h.deliver(isType("forward"));
+  h.deliver(isType("forward-ack"));
+  h.finishRuns("B");
+  expect(h.drop(isType("result"))).toBe(1);
+  for (let lost = 0; lost < 2; ) {
+    h.advanceLive(10);
+    lost += h.drop(toB);
+    if (h.now > 10_000) throw new Error("no probe within 10 s");
+  }
+  for (let t = 0; h.node("A").stats().fallbacks === 0; t += 10) {
+    if (t > 10_000) throw new Error("no fallback within 10 s");
+    h.advanceLive(10);
+  }
+  expect(h.node("A").stats()).toMatchObject({ ackTimeouts: 1, fallbacks: 1 });
+  return h;
+}
+
+describe("hedged local runs", () => {
+  it("the silent peer is asked again at once; its kept answer is the reply, the local run goes unreplied", () => {
+    const h = silentPeer();
+    expect(h.members.get("A")?.runs.size).toBe(1); // r1 runs here
+    expect(h.mailbox.filter(toB)).toHaveLength(1);
+    h.deliver(toB);
+    expect(h.node("B").stats().resentAnswers).toBe(1);
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B" });
+    expect(h.node("A").stats().hedgedAnswers).toBe(1);
+    // The local run ends after the reply: no second one, and no more asking.
+    h.finishRuns("A");
+    h.advanceLive(10 * ACK_MS);
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.mailbox.filter(toB)).toHaveLength(0);
+  });
+
+  it("asks at most HEDGE_ASKS times, one ack timeout apart; the local run answers if all are lost", () => {
+    const h = silentPeer();
+    const asks: number[] = [];
+    for (let t = 0; t < (HEDGE_ASKS + 3) * ACK_MS; t += 10) {
+      if (h.drop(toB) > 0) asks.push(h.now);
+      h.advanceLive(10);
+    }
+    expect(asks).toHaveLength(HEDGE_ASKS);
+    for (let i = 1; i < asks.length; i++)
+      expect((asks[i] as number) - (asks[i - 1] as number)).toBeGreaterThanOrEqual(ACK_MS);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A", fallbacks: 1 });
+    expect(h.node("A").stats().hedgedAnswers).toBe(0);
+  });
+
+  it("a local run that ends first is the reply; the peer's answer after it is late, not a second reply", () => {
+    const h = silentPeer();
+    const ask = h.mailbox.find(toB) as Mail;
+    h.drop((m) => m === ask);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+    h.input("B", { type: "peer-message", from: "A", msg: ask.msg });
+    h.deliver();
+    h.advanceLive(10 * ACK_MS);
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.node("A").stats()).toMatchObject({ hedgedAnswers: 0, lateReplies: 1 });
+    expect(h.mailbox.filter(toB)).toHaveLength(0); // no asking after the reply
+  });
+
+  it("a peer whose answer went overdue is asked again too, under its attempt's number", () => {
+    // Timeouts never end B's attempt here: only its answer deadline does (overdue), then r1 runs here.
+    const h = setup(64);
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
+    h.finishRuns("B");
+    expect(h.drop(isType("result"))).toBe(1);
+    for (let t = 0; h.node("A").stats().fallbacks === 0; t += 10) {
+      if (t > 30_000) throw new Error("no fallback within 30 s");
+      h.drop(toB);
+      h.advanceLive(10);
+    }
+    expect(h.node("A").stats()).toMatchObject({ overdueAnswers: 1, fallbacks: 1 });
+    const ask = h.mailbox.find(toB);
+    expect(ask?.msg).toMatchObject({ type: "forward", reqId: "r1", attempt: 1 });
+    h.deliver(toB);
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B" });
+    expect(h.node("A").stats().hedgedAnswers).toBe(1);
+  });
+
+  it("a request refused here (queue full) is not hedged: nobody asks for an answer it no longer needs", () => {
+    const h = silentPeer(
+      (() => {
+        const h0 = setup(2, (id) => (id === "A" ? { maxQueue: 1 } : {}));
+        // A's engine busy and its one queue place taken, by prompts nobody caches.
+        h0.client("A", "x1", prompt(7, 1));
+        h0.client("A", "x2", prompt(7, 2));
+        return h0;
+      })(),
+    );
+    expect(h.repliesFor("r1")[0]?.outcome.ok).toBe(false);
+    h.advanceLive(3 * ACK_MS);
+    expect(h.mailbox.filter(toB)).toHaveLength(0);
+  });
+
+  it("a peer that restarted is not asked again: its duplicate window is gone, it would run the job anew", () => {
+    const h = silentPeer();
+    expect(h.drop(toB)).toBe(1); // the first re-ask is lost
+    h.crash("B");
+    h.restart("B");
+    h.gossip(3); // A learns of the restart
+    h.advanceLive(4 * ACK_MS);
+    expect(h.mailbox.filter(toB)).toHaveLength(0);
+    expect(h.members.get("B")?.runs.size).toBe(0);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+  });
+
+  it("a peer that answers the re-ask with an error (it dropped the job) is not asked again", () => {
+    const h = silentPeer();
+    const ask = h.mailbox.find(toB) as Mail;
+    h.drop((m) => m === ask);
+    h.input("A", {
+      type: "peer-message",
+      from: "B",
+      msg: { type: "error", reqId: "r1", attempt: 1, error: "cancelled by origin", retryable: false },
+    });
+    h.advanceLive(4 * ACK_MS);
+    expect(h.mailbox.filter(toB)).toHaveLength(0);
+  });
+});
