@@ -323,7 +323,7 @@ describe("swim membership rules", () => {
     expect([...h.swim.liveMembers()].sort()).toEqual(["b", ...ids.filter((id) => id !== "z3")].sort());
   });
 
-  test("a list that names members new to us is followed by a push-pull with another member", () => {
+  test("a list that names members new to us is followed by push-pulls until two in a row name no one new", () => {
     const h = harness("a", [], { maxCandidates: 64 });
     h.admit("b");
     h.sent.length = 0;
@@ -338,10 +338,22 @@ describe("swim membership rules", () => {
     h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
     const asked = h.sent.filter((s) => s.msg.type === "sync" && s.msg.reply);
     expect(asked).toHaveLength(1);
-    // A list that teaches nothing new ends it: no push-pull until the periodic one.
+    // A list that teaches nothing new is confirmed by one more (its giver may lack what we lack)...
     h.sent.length = 0;
     h.msg(asked[0]?.to as string, list(["b", "c", "d"]));
     h.at(400);
+    h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    const again = h.sent.filter((s) => s.msg.type === "sync" && s.msg.reply);
+    expect(again).toHaveLength(1);
+    // ...and a second such list in a row ends it: no push-pull until the periodic one.
+    h.sent.length = 0;
+    h.msg(again[0]?.to as string, list(["b", "c", "d"]));
+    h.at(600);
+    h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    expect(h.sent.filter((s) => s.msg.type === "sync")).toHaveLength(0);
+    // A quiet list outside a resync (the periodic push-pull's answer) starts nothing.
+    h.msg("b", list(["b", "c", "d"]));
+    h.at(800);
     h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
     expect(h.sent.filter((s) => s.msg.type === "sync")).toHaveLength(0);
   });

@@ -54,6 +54,9 @@ import type {
   SwimTimer,
 } from "./types.js";
 
+/** Lists in a row naming no one new that end a resync (see `quietLists`). */
+const RESYNC_QUIET_LISTS = 2;
+
 export interface SwimDeps {
   now(): number;
   random(): number;
@@ -83,6 +86,12 @@ export class Swim {
    * asks another member until a list teaches it nothing, instead of waiting for piggybacked news.
    */
   private resyncAt: number | undefined;
+  /**
+   * Lists in a row that named no one new since a list last did (undefined: no resync under way). One
+   * such list ends the asking only after RESYNC_QUIET_LISTS: a partner asked early in a cluster's
+   * formation can lack the same few members we do, and those then came only by gossip, seconds later.
+   */
+  private quietLists: number | undefined;
   /** Who a lone node asks for the member list: the configured seeds, then those added at run time. */
   private readonly seeds: NodeId[];
   readonly stats: SwimStats = {
@@ -260,7 +269,12 @@ export class Swim {
           if (msg.members.length > 1 || this.members.live.length > 1) this.listed = true;
           for (const u of msg.members) if (u.status === "alive") this.candidates.announceTo(u.id);
           // It named members new to us: another list (next gossip tick, another member) may too.
-          if (this.candidates.named > named) this.resyncAt ??= now;
+          if (this.candidates.named > named) {
+            this.resyncAt ??= now;
+            this.quietLists = 0;
+          } else if (this.quietLists !== undefined && ++this.quietLists < RESYNC_QUIET_LISTS)
+            this.resyncAt ??= now;
+          else this.quietLists = undefined;
           break;
         }
         // Answered at once, verified or not: a list names candidates, never members, and the runtime
