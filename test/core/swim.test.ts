@@ -332,30 +332,24 @@ describe("swim membership rules", () => {
       reply: false,
       members: ids.map((id) => ({ id, status: "alive" as const, incarnation: 0 })),
     });
-    h.msg("b", list(["b", "c", "d"]));
-    for (const id of ["c", "d"]) h.run(h.swim.handle({ type: "verified", id, ok: true }));
-    h.at(200);
-    h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
-    const asked = h.sent.filter((s) => s.msg.type === "sync" && s.msg.reply);
-    expect(asked).toHaveLength(1);
+    /** `from`'s list arrives (its new members verified); at `at` the gossip tick: the push-pulls asked. */
+    const listThenTick = (from: string, ids: string[], at: number, verify: string[] = []) => {
+      h.sent.length = 0;
+      h.msg(from, list(ids));
+      for (const id of verify) h.run(h.swim.handle({ type: "verified", id, ok: true }));
+      h.at(at);
+      h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+      return h.sent.filter((s) => s.msg.type === "sync");
+    };
+    const asked = listThenTick("b", ["b", "c", "d"], 200, ["c", "d"]);
+    expect(asked.filter((s) => s.msg.type === "sync" && s.msg.reply)).toHaveLength(1);
     // A list that teaches nothing new is confirmed by one more (its giver may lack what we lack)...
-    h.sent.length = 0;
-    h.msg(asked[0]?.to as string, list(["b", "c", "d"]));
-    h.at(400);
-    h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
-    const again = h.sent.filter((s) => s.msg.type === "sync" && s.msg.reply);
-    expect(again).toHaveLength(1);
+    const again = listThenTick(asked[0]?.to as string, ["b", "c", "d"], 400);
+    expect(again.filter((s) => s.msg.type === "sync" && s.msg.reply)).toHaveLength(1);
     // ...and a second such list in a row ends it: no push-pull until the periodic one.
-    h.sent.length = 0;
-    h.msg(again[0]?.to as string, list(["b", "c", "d"]));
-    h.at(600);
-    h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
-    expect(h.sent.filter((s) => s.msg.type === "sync")).toHaveLength(0);
+    expect(listThenTick(again[0]?.to as string, ["b", "c", "d"], 600)).toHaveLength(0);
     // A quiet list outside a resync (the periodic push-pull's answer) starts nothing.
-    h.msg("b", list(["b", "c", "d"]));
-    h.at(800);
-    h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
-    expect(h.sent.filter((s) => s.msg.type === "sync")).toHaveLength(0);
+    expect(listThenTick("b", ["b", "c", "d"], 800)).toHaveLength(0);
   });
 
   test("a joiner learns every member in one push-pull with its seed, and each member hears of it", () => {
