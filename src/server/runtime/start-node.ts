@@ -38,6 +38,7 @@ import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { daemonNodeConfig } from "./daemon-node-config.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
+import { bound } from "./listen-error.js";
 import { parseJoin, resolveSeeds } from "./mesh-seeds.js";
 import { NodeRuntime } from "./node-runtime.js";
 import { peerFaultDouble } from "./peer-fault-double.js";
@@ -238,8 +239,8 @@ export async function startNode(
   let peerUrl: string;
   let apiUrl: string;
   try {
-    peerUrl = await peerServer.listen({ host: pl.host, port: pl.port });
-    apiUrl = await api.listen({ host: al.host, port: al.port });
+    peerUrl = await bound("--peer-listen", s.peerListen, peerServer.listen({ host: pl.host, port: pl.port }));
+    apiUrl = await bound("--listen", s.listen, api.listen({ host: al.host, port: al.port }));
   } catch (err) {
     await Promise.allSettled([peerServer.close(), api.close(), engine.close(), client.close()]);
     cpuLatency?.release();
