@@ -200,6 +200,17 @@ describe("OpenAI-compatible API (fake service)", () => {
     await expect(client.completions.create({ model: "fake-model", prompt: "" })).rejects.toMatchObject({
       status: 400,
     });
+    // A path that is no valid percent-encoding is refused before routing: OpenAI's shape all the same.
+    const badUrl = await fetch(`${base}/v1/%zz`);
+    expect(badUrl.status).toBe(400);
+    expect(await badUrl.json()).toEqual({
+      error: {
+        message: "'/v1/%zz' is not a valid url component",
+        type: "invalid_request_error",
+        param: null,
+        code: null,
+      },
+    });
   });
 
   it("refuses on overload with 429 and Retry-After", async () => {
