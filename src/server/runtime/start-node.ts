@@ -34,6 +34,7 @@ import { errorBody } from "../openai/format.js";
 import { type NodeSettings, splitHostPort } from "../settings/index.js";
 import { advertisedPeerUrl } from "./advertise.js";
 import { calibrateEngine } from "./calibration.js";
+import { ANSWER_GRACE_MS, closeWithGrace } from "./close-grace.js";
 import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { daemonNodeConfig } from "./daemon-node-config.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
@@ -323,9 +324,7 @@ export async function startNode(
       dns?.stop();
       const apiClosed = closeQuietly(api);
       await runtime.shutdown(s.drainSec * 1000);
-      // Everything is answered: drop keep-alive connections, which would otherwise hold close() open.
-      api.server.closeAllConnections();
-      await apiClosed;
+      await closeWithGrace(api.server, apiClosed, ANSWER_GRACE_MS);
       const peerClosed = closeQuietly(peerServer);
       peerServer.server.closeAllConnections();
       await peerClosed;
