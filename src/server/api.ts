@@ -24,7 +24,7 @@ import {
   timingMs,
   usageChunk,
 } from "./openai/format.js";
-import { type ModelRoute, modelList, resolveModel } from "./openai/models.js";
+import { type ModelRoute, modelEntry, modelList, resolveModel } from "./openai/models.js";
 import {
   type ChatRequest,
   type CompletionRequest,
@@ -126,6 +126,11 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     object: "list",
     data: modelList(service),
   }));
+  // OpenAI's "retrieve model"; a wildcard, for ids with a slash (org/name) that clients send raw.
+  app.get<{ Params: { "*": string } }>("/v1/models/*", async (req) => {
+    checkModel(req.params["*"]);
+    return modelEntry(service, req.params["*"]);
+  });
 
   // The model's own token count of a text, so a client can tell beforehand whether a prompt fits.
   app.post("/tokenize", async (req) => {

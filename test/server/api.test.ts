@@ -234,6 +234,19 @@ describe("OpenAI-compatible API (fake service)", () => {
     }
   });
 
+  it("retrieves one model as OpenAI's client does (GET /v1/models/{model}); an unknown one is 404", async () => {
+    const m = await client.models.retrieve("fake-model");
+    expect(m).toMatchObject({ id: "fake-model", object: "model", max_model_len: 256 });
+    await expect(client.models.retrieve("nope")).rejects.toMatchObject({
+      status: 404,
+      code: "model_not_found",
+    });
+    // A model id with a slash (Hugging Face style), sent raw as some clients do.
+    const r = await fetch(`${base}/v1/models/org/other`);
+    expect(r.status).toBe(404);
+    expect(((await r.json()) as { error: { message: string } }).error.message).toContain("'org/other'");
+  });
+
   it("exposes models, health, ready, cluster, dashboard and metrics", async () => {
     const models = await client.models.list();
     expect(models.data.map((m) => m.id)).toEqual(["fake-model"]);
