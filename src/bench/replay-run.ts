@@ -4,7 +4,6 @@
  * paper's) and the default policy on the same cluster — switched, and caches reset, through each
  * node's loopback-only admin endpoint — and print each routed policy's ratio to `local`.
  */
-import { writeFileSync } from "node:fs";
 import { DEFAULT_POLICY } from "../server/default-policy.js";
 import type { Workload } from "../workload/types.js";
 import { type ReplaySummary, replay, summarize } from "./replay.js";
@@ -20,8 +19,6 @@ export interface BenchRunOptions {
   model: string;
   concurrency: number;
   comparePolicies: boolean;
-  /** Also write the results here as JSON. */
-  json?: string | undefined;
   say(line: string): void;
   print(text: string): void;
 }
@@ -72,11 +69,6 @@ export async function runBench(
     results.run = await runOnce("bench");
     o.print(`${summaryLines("result", results.run).join("\n")}\n`);
   }
-  if (o.json)
-    writeFileSync(
-      o.json,
-      `${JSON.stringify({ workload: workload.name, urls: o.urls, concurrency: o.concurrency, results }, null, 2)}\n`,
-    );
   return results;
 }
 

@@ -1,7 +1,9 @@
 /** `prefixmesh bench`: checks its flags and runs src/bench/replay-run.ts (what it does is said there). */
+import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { COMPARED } from "../bench/replay-run.js";
 import { CliError, parseNumber } from "./errors.js";
+import { checkOutFile } from "./out-file.js";
 import {
   addWorkloadOptions,
   DEFAULT_MMLU_DIR,
@@ -60,6 +62,7 @@ export function registerBench(program: Command): void {
       const requests = parseNumber("--requests", f.requests, { min: 1, max: 1_000_000, integer: true });
       const concurrency = parseNumber("--concurrency", f.concurrency, { min: 1, max: 1024, integer: true });
       const seed = parseNumber("--seed", f.seed, { min: 0, max: 2 ** 31, integer: true });
+      if (f.json !== undefined) checkOutFile("--json", f.json);
       const workload = await loadWorkload(workloadChoice, {
         requests,
         seed,
@@ -86,12 +89,19 @@ export function registerBench(program: Command): void {
         model,
         concurrency,
         comparePolicies: f.comparePolicies === true,
-        json: f.json,
         say: (line) => process.stderr.write(`${line}\n`),
         print: (text) => process.stdout.write(text),
       }).catch((err: Error) => {
         throw err instanceof AdminError ? new CliError(err.message, 1) : err;
       });
+      if (f.json !== undefined) {
+        const doc = { workload: workload.name, urls, concurrency, results };
+        try {
+          writeFileSync(f.json, `${JSON.stringify(doc, null, 2)}\n`);
+        } catch (err) {
+          throw new CliError(`cannot write --json file '${f.json}': ${(err as Error).message}`, 1);
+        }
+      }
       const failed = Object.values(results).reduce((a, r) => a + r.failed, 0);
       if (failed > 0) process.exitCode = 1;
     });

@@ -5,7 +5,7 @@ import { POLICY_NAMES } from "../core/node/policies/index.js";
 import { MODEL_PRESETS, type ModelPreset } from "../engines/gguf/presets.js";
 import { DEFAULT_POLICY } from "../server/default-policy.js";
 import { DEFAULT_GENERATED } from "../server/runtime/engine-loader.js";
-import { flagName, nodeSettingsSchema, type SettingKey } from "../server/settings/index.js";
+import { flagName, type SettingKey } from "../server/settings/index.js";
 import { CliError, parseNumber } from "./errors.js";
 import { parseSetting } from "./flags.js";
 
@@ -20,6 +20,12 @@ export function generatedContext(model: string): number | undefined {
   if (preset === undefined || !Object.hasOwn(MODEL_PRESETS, preset)) return undefined;
   return MODEL_PRESETS[preset as ModelPreset].contextLength;
 }
+
+/**
+ * The engines a loopback cluster runs. An openai node needs a remote server of its own (--engine-url),
+ * which this command does not take: nodes sharing one server would each mirror its cache as their own.
+ */
+const CLUSTER_ENGINES = ["llamacpp", "sim"] as const;
 
 interface ClusterFlags {
   nodes: string;
@@ -49,7 +55,7 @@ export function registerCluster(program: Command): void {
       "Start N prefixmesh nodes on loopback with fresh cluster credentials (Ctrl-C stops them all)",
     )
     .option("--nodes <n>", "number of nodes", "4")
-    .option("--engine <kind>", nodeSettingsSchema.shape.engine.unwrap().options.join(" | "), "llamacpp")
+    .option("--engine <kind>", CLUSTER_ENGINES.join(" | "), "llamacpp")
     .option("--model <path|generated>", "model for every node", "generated")
     .option("--host <ip>", "loopback address to bind", "127.0.0.1")
     .option(
@@ -75,6 +81,11 @@ export function registerCluster(program: Command): void {
     .action(async (f: ClusterFlags) => {
       const nodes = parseNumber("--nodes", f.nodes, { min: 1, max: 64, integer: true });
       const engine = parseSetting("engine", f.engine);
+      if (engine === "openai")
+        throw new CliError(
+          "--engine openai needs a remote server per node (--engine-url), which cluster does not take: " +
+            "start such nodes with 'prefixmesh node' (docs/engines.md)",
+        );
       // Checked against the nodes' own schema before anything starts: a bad value is a usage error
       // (exit 2) here, not a failed node start.
       const num = (key: SettingKey, v: string | undefined) =>

@@ -175,6 +175,8 @@ export interface DnsDiscoveryOptions {
   onChange: (change: { added: PeerAddress[]; removed: PeerAddress[] }) => void;
   /** A failed lookup keeps the current set (a DNS hiccup must not drop every peer). */
   onError?: (err: Error) => void;
+  /** After every lookup that answered: how many addresses the name has now. */
+  onRound?: (addresses: number) => void;
 }
 
 /**
@@ -240,6 +242,7 @@ export class DnsPeerDiscovery {
     const removed = [...this.peers.values()].filter((p) => !next.has(p.address));
     this.peers.clear();
     for (const [k, v] of next) this.peers.set(k, v);
+    this.opts.onRound?.(next.size);
     if (added.length === 0 && removed.length === 0) return;
     try {
       this.opts.onChange({ added, removed });

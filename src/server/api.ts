@@ -4,16 +4,12 @@
  * validates and formats; serving (routing, engines) is the NodeService's job.
  */
 import { randomUUID } from "node:crypto";
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-} from "fastify";
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ChatMessage } from "../core/engine.js";
 import { registerDashboard } from "./dashboard.js";
 import type { NodeMetrics } from "./metrics.js";
 import { installRequestLog, noteError } from "./observability/request-log.js";
+import { createApiApp } from "./openai/api-app.js";
 import { DEADLINE_HEADER, parseDeadlineHeader } from "./openai/deadline-header.js";
 import type { ApiErrorCode } from "./openai/error-codes.js";
 import {
@@ -28,7 +24,7 @@ import {
   timingMs,
   usageChunk,
 } from "./openai/format.js";
-import { type ModelRoute, modelList, resolveModel } from "./openai/models.js";
+import { type ModelRoute, modelEntry, modelList, resolveModel } from "./openai/models.js";
 import {
   type ChatRequest,
   type CompletionRequest,
@@ -79,11 +75,7 @@ const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
 
 export function buildApi(opts: ApiOptions): FastifyInstance {
   const { service, metrics } = opts;
-  const app: FastifyInstance = Fastify({
-    bodyLimit: opts.bodyLimit ?? 4 * 1024 * 1024,
-    // Our own pino logger logs what matters; per-request access logs would dominate the router overhead.
-    logger: false,
-  }) as unknown as FastifyInstance;
+  const app = createApiApp(opts.bodyLimit);
   installRequestLog(app, { logger: opts.logger, sample: opts.requestLogSample });
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
@@ -134,6 +126,11 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     object: "list",
     data: modelList(service),
   }));
+  // OpenAI's "retrieve model"; a wildcard, for ids with a slash (org/name) that clients send raw.
+  app.get<{ Params: { "*": string } }>("/v1/models/*", async (req) => {
+    checkModel(req.params["*"]);
+    return modelEntry(service, req.params["*"]);
+  });
 
   // The model's own token count of a text, so a client can tell beforehand whether a prompt fits.
   app.post("/tokenize", async (req) => {

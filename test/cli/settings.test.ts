@@ -55,3 +55,11 @@ describe("help texts state the schema's defaults", () => {
     }
   });
 });
+
+describe("--poll-ms's help", () => {
+  it("describes Δpoll under the default gossip mode, not only under the full mesh", () => {
+    const text = settingDoc("pollMs").description;
+    expect(text).toMatch(/digests with 3 members \(--gossip scuttlebutt, the default\)/);
+    expect(text).toMatch(/snapshot to every peer \(--gossip full/);
+  });
+});

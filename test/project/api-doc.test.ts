@@ -39,7 +39,10 @@ function routesOf(app: FastifyInstance): string[] {
     const m = /^([│ ]*)(?:├── |└── )(.*?)(?: \(([A-Z, ]+)\))?$/.exec(line);
     if (!m) continue;
     const depth = (m[1] as string).length / 4;
-    const path = (stack[depth - 1] ?? "") + (m[2] as string);
+    const parent = stack[depth - 1] ?? "";
+    // find-my-way prints a wildcard segment (`/a/*`) as a `*` child of `/a`, its slash left out.
+    const label = m[2] as string;
+    const path = parent + (label.startsWith("*") && !parent.endsWith("/") ? `/${label}` : label);
     stack[depth] = path;
     stack.length = depth + 1;
     for (const method of (m[3] ?? "").split(", ").filter((x) => x && x !== "HEAD")) {

@@ -200,6 +200,17 @@ describe("OpenAI-compatible API (fake service)", () => {
     await expect(client.completions.create({ model: "fake-model", prompt: "" })).rejects.toMatchObject({
       status: 400,
     });
+    // A path that is no valid percent-encoding is refused before routing: OpenAI's shape all the same.
+    const badUrl = await fetch(`${base}/v1/%zz`);
+    expect(badUrl.status).toBe(400);
+    expect(await badUrl.json()).toEqual({
+      error: {
+        message: "'/v1/%zz' is not a valid url component",
+        type: "invalid_request_error",
+        param: null,
+        code: null,
+      },
+    });
   });
 
   it("refuses on overload with 429 and Retry-After", async () => {
@@ -221,6 +232,19 @@ describe("OpenAI-compatible API (fake service)", () => {
     } finally {
       service.overloaded = false;
     }
+  });
+
+  it("retrieves one model as OpenAI's client does (GET /v1/models/{model}); an unknown one is 404", async () => {
+    const m = await client.models.retrieve("fake-model");
+    expect(m).toMatchObject({ id: "fake-model", object: "model", max_model_len: 256 });
+    await expect(client.models.retrieve("nope")).rejects.toMatchObject({
+      status: 404,
+      code: "model_not_found",
+    });
+    // A model id with a slash (Hugging Face style), sent raw as some clients do.
+    const r = await fetch(`${base}/v1/models/org/other`);
+    expect(r.status).toBe(404);
+    expect(((await r.json()) as { error: { message: string } }).error.message).toContain("'org/other'");
   });
 
   it("exposes models, health, ready, cluster, dashboard and metrics", async () => {

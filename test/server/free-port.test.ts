@@ -28,4 +28,12 @@ describe("freePort", () => {
     });
     s.close();
   });
+
+  it("fails at once, naming the cause, on a host it can never bind", async () => {
+    // TEST-NET-1 is never a local address; .invalid never resolves (RFC 6761).
+    await expect(freePort("192.0.2.1")).rejects.toThrow(/cannot bind 192\.0\.2\.1: .*EADDRNOTAVAIL/);
+    await expect(freePort("no-such-host.invalid")).rejects.toThrow(
+      /cannot bind no-such-host\.invalid: .*(ENOTFOUND|EAI_AGAIN)/,
+    );
+  }, 30_000);
 });

@@ -23,23 +23,30 @@ function ephemeralLow(): number {
   return 49_152;
 }
 
-function bindsNow(host: string, port: number): Promise<boolean> {
+/** Undefined when `port` binds now, else the bind error. */
+function bindError(host: string, port: number): Promise<NodeJS.ErrnoException | undefined> {
   return new Promise((resolve) => {
     const s = createServer();
-    s.once("error", () => resolve(false));
-    s.listen({ port, host, exclusive: true }, () => s.close(() => resolve(true)));
+    s.once("error", (err) => resolve(err));
+    s.listen({ port, host, exclusive: true }, () => s.close(() => resolve(undefined)));
   });
 }
+
+// Only a taken (or forbidden) port is worth another draw; any other error — a host that does not
+// resolve or is no local address — fails every port alike.
+const PORT_ERRORS = new Set(["EADDRINUSE", "EACCES"]);
 
 export async function freePort(host: string): Promise<number> {
   const high = ephemeralLow();
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = LOWEST + Math.floor(Math.random() * (high - LOWEST));
     if (handedOut.has(port)) continue;
-    if (await bindsNow(host, port)) {
+    const err = await bindError(host, port);
+    if (err === undefined) {
       handedOut.add(port);
       return port;
     }
+    if (!PORT_ERRORS.has(err.code ?? "")) throw new Error(`cannot bind ${host}: ${err.message}`);
   }
   throw new Error(`no free port on ${host} in ${LOWEST}-${high - 1} after 200 tries`);
 }

@@ -37,3 +37,10 @@ export function modelList(service: NodeService) {
     nodes: m.nodes,
   }));
 }
+
+/** `GET /v1/models/{model}`'s answer for a model the mesh serves: its list entry (an adapter has none). */
+export function modelEntry(service: NodeService, id: string) {
+  return (
+    modelList(service).find((m) => m.id === id) ?? { id, object: "model", created: 0, owned_by: "prefixmesh" }
+  );
+}

@@ -1,7 +1,8 @@
 /**
  * zod schemas for the OpenAI-compatible request bodies we accept. Unknown fields are ignored (clients
- * send many optional knobs), but fields whose semantics we cannot honour (n > 1, echo, logprobs, token
- * prompts) are refused with a clear 400 instead of being silently dropped. Every size is bounded.
+ * send many optional knobs), but fields whose semantics we cannot honour (n or best_of > 1, echo,
+ * logprobs, token prompts, tools or functions, a JSON response_format) are refused with a clear 400
+ * instead of being silently dropped. Every size is bounded.
  */
 import { z } from "zod";
 import { MAX_CACHE_SALT } from "../../core/namespace.js";
@@ -40,6 +41,7 @@ export const completionRequestSchema = z.looseObject({
   echo: z.literal(false, { message: "echo is not supported" }).nullish(),
   logprobs: z.null({ message: "logprobs are not supported" }).optional(),
   suffix: z.null({ message: "suffix is not supported" }).optional(),
+  best_of: z.literal(1, { message: "only best_of=1 is supported" }).nullish(),
 });
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 
@@ -56,6 +58,10 @@ export const chatRequestSchema = z.looseObject({
   messages: z.array(message).min(1).max(4096),
   logprobs: z.literal(false, { message: "logprobs are not supported" }).nullish(),
   tools: z.undefined({ message: "tools are not supported" }).optional(),
+  functions: z.undefined({ message: "functions are not supported" }).optional(),
+  response_format: z
+    .looseObject({ type: z.literal("text", { message: "only text responses are supported (no JSON mode)" }) })
+    .nullish(),
 });
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 

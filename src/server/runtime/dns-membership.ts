@@ -66,6 +66,7 @@ export class DnsMembership {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private verifying = false;
+  private emptyRounds = 0;
 
   constructor(private readonly o: DnsMembershipOptions) {
     this.discovery = new DnsPeerDiscovery({
@@ -75,7 +76,25 @@ export class DnsMembership {
       intervalMs: o.intervalMs,
       onChange: (c) => this.onChange(c.added, c.removed),
       onError: (err) => o.logger.warn({ err: err.message, name: o.target.host }, "peer DNS lookup failed"),
+      onRound: (addresses) => this.noteRound(addresses),
     });
+  }
+
+  /**
+   * A name without addresses means no peers (a Service before its first pod), so it is no error; but
+   * a mistyped name would leave the node alone without a word: said at once, then about once a minute.
+   */
+  private noteRound(addresses: number): void {
+    if (addresses > 0) {
+      this.emptyRounds = 0;
+      return;
+    }
+    const every = Math.max(1, Math.round(60_000 / this.o.intervalMs));
+    if (this.emptyRounds++ % every !== 0) return;
+    this.o.logger.warn(
+      { name: this.o.target.host, emptyLookups: this.emptyRounds },
+      `peer DNS name has no address (yet); looking again every ${this.o.intervalMs / 1000} s`,
+    );
   }
 
   /** First resolve (and the probes it starts) now, then every interval. */

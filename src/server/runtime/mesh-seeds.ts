@@ -13,6 +13,10 @@ const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 export const MAX_JOIN = 64;
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 2_000;
+// A seed still silent is said again about once a minute: one line at start-up is easily missed, and
+// a mistyped seed otherwise leaves a node alone without a word.
+const WARN_FIRST = 4;
+const WARN_EVERY = 30;
 
 /** `--join` (a comma-separated string, or a YAML list) as peer URLs; throws DiscoveryError on a bad one. */
 export function parseJoin(spec: string | readonly string[] | undefined, scheme: "http" | "https"): string[] {
@@ -45,6 +49,7 @@ export function resolveSeeds(urls: readonly string[], o: SeedOptions): void {
 }
 
 async function resolveOne(url: string, o: SeedOptions): Promise<void> {
+  const since = Date.now();
   for (let attempt = 0; !o.isStopping(); attempt++) {
     try {
       const r = await o.client.probeHello(url);
@@ -59,7 +64,15 @@ async function resolveOne(url: string, o: SeedOptions): Promise<void> {
         o.logger.error({ seed: url, reason: check.reason }, `seed refused: ${check.message}`);
       return;
     } catch (err) {
-      if (attempt === 4) o.logger.warn({ seed: url, err: (err as Error).message }, "seed not answering yet");
+      if (attempt >= WARN_FIRST && (attempt - WARN_FIRST) % WARN_EVERY === 0) {
+        const waitedS = Math.round((Date.now() - since) / 1000);
+        const fields = { seed: url, err: (err as Error).message, attempts: attempt + 1, waitedS };
+        const retry = `retrying every ${RETRY_MAX_MS / 1000} s`;
+        o.logger.warn(
+          fields,
+          attempt === WARN_FIRST ? `seed not answering yet; ${retry}` : `seed still not answering; ${retry}`,
+        );
+      }
     }
     await new Promise((res) =>
       setTimeout(res, Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt)).unref(),

@@ -34,10 +34,12 @@ import { errorBody } from "../openai/format.js";
 import { type NodeSettings, splitHostPort } from "../settings/index.js";
 import { advertisedPeerUrl } from "./advertise.js";
 import { calibrateEngine } from "./calibration.js";
+import { ANSWER_GRACE_MS, closeWithGrace } from "./close-grace.js";
 import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { daemonNodeConfig } from "./daemon-node-config.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
+import { bound } from "./listen-error.js";
 import { parseJoin, resolveSeeds } from "./mesh-seeds.js";
 import { NodeRuntime } from "./node-runtime.js";
 import { peerFaultDouble } from "./peer-fault-double.js";
@@ -238,8 +240,8 @@ export async function startNode(
   let peerUrl: string;
   let apiUrl: string;
   try {
-    peerUrl = await peerServer.listen({ host: pl.host, port: pl.port });
-    apiUrl = await api.listen({ host: al.host, port: al.port });
+    peerUrl = await bound("--peer-listen", s.peerListen, peerServer.listen({ host: pl.host, port: pl.port }));
+    apiUrl = await bound("--listen", s.listen, api.listen({ host: al.host, port: al.port }));
   } catch (err) {
     await Promise.allSettled([peerServer.close(), api.close(), engine.close(), client.close()]);
     cpuLatency?.release();
@@ -322,9 +324,7 @@ export async function startNode(
       dns?.stop();
       const apiClosed = closeQuietly(api);
       await runtime.shutdown(s.drainSec * 1000);
-      // Everything is answered: drop keep-alive connections, which would otherwise hold close() open.
-      api.server.closeAllConnections();
-      await apiClosed;
+      await closeWithGrace(api.server, apiClosed, ANSWER_GRACE_MS);
       const peerClosed = closeQuietly(peerServer);
       peerServer.server.closeAllConnections();
       await peerClosed;

@@ -19,7 +19,8 @@ export const routingSettings = {
     section: "Routing and forwarding",
     value: "ms",
     description:
-      "Δpoll, the anti-entropy period: every Δpoll each node sends its snapshot to every peer (also the " +
+      "Δpoll, the anti-entropy period: every Δpoll a node exchanges digests with 3 members (--gossip " +
+      "scuttlebutt, the default) or sends its snapshot to every peer (--gossip full, where it is also the " +
       "heartbeat: a peer silent for 3 periods is suspected). Lower: fresher estimates, more gossip.",
   }),
   advertiseCosts: setting(bool.default(DAEMON_NODE_DEFAULTS.advertiseCosts), {

@@ -1,0 +1,25 @@
+/**
+ * Closing a port whose last answers are still being written. When the drain deadline passes, the
+ * clients still waiting are failed with a 503, which fastify writes a few event-loop turns later;
+ * cutting every connection at once would lose those answers and leave the clients with nothing.
+ */
+import type { Server } from "node:http";
+
+/** How long the last answers get to reach their clients: writing one takes far less, even under load. */
+export const ANSWER_GRACE_MS = 2_000;
+
+/**
+ * Waits up to `graceMs` for `closed` (the server's close, which ends once every connection has), then
+ * drops the connections left — a stalled client would otherwise hold the close open — and awaits it.
+ */
+export async function closeWithGrace(server: Server, closed: Promise<void>, graceMs: number): Promise<void> {
+  server.closeIdleConnections();
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, graceMs);
+  });
+  await Promise.race([closed, grace]);
+  clearTimeout(timer);
+  server.closeAllConnections();
+  await closed;
+}

@@ -1,0 +1,26 @@
+/**
+ * A port that will not bind, said in the operator's terms: which flag and address, and why. The
+ * system's bare "listen EADDRINUSE … 127.0.0.1:9080" does not say it is the peer port, which an
+ * operator who kept the defaults never typed.
+ */
+const WHY: Record<string, string> = {
+  EADDRINUSE: "address already in use; another process, perhaps another node, listens there",
+  EADDRNOTAVAIL: "not an address of this machine",
+  EACCES: "permission denied; ports below 1024 need root or CAP_NET_BIND_SERVICE",
+  ENOTFOUND: "the host name does not resolve",
+};
+
+/**
+ * Awaits `listening`, rethrowing a bind failure as an error naming `flag` and `address`. The system's
+ * code stays in the message: it is what one searches for, and the cluster launcher retries on fresh
+ * ports when a node's start failed with EADDRINUSE.
+ */
+export async function bound<T>(flag: string, address: string, listening: Promise<T>): Promise<T> {
+  try {
+    return await listening;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why = WHY[e.code ?? ""];
+    throw why ? new Error(`${flag} ${address}: ${why} (${e.code})`, { cause: err }) : err;
+  }
+}

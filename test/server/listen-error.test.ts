@@ -1,0 +1,38 @@
+/** A node whose port will not bind says which flag and address, and why, in the operator's terms. */
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import { startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
+
+const settings = (o: Record<string, unknown>) =>
+  resolveNodeSettings(
+    { id: "A", engine: "sim", logLevel: "silent", listen: "127.0.0.1:0", peerListen: "127.0.0.1:0", ...o },
+    {},
+  );
+const logger = pino({ level: "silent" });
+
+describe("a port that will not bind", () => {
+  // The cluster launcher restarts on fresh ports when a node's start failed with EADDRINUSE.
+  it("names --listen or --peer-listen when another process holds the address, and keeps the code", async () => {
+    const a = await startNode(settings({}), { logger });
+    try {
+      const api = new URL(a.apiUrl).host;
+      const peer = new URL(a.peerUrl).host;
+      await expect(startNode(settings({ id: "B", listen: api }), { logger })).rejects.toThrow(
+        new RegExp(`^--listen ${api}: address already in use.*\\(EADDRINUSE\\)$`),
+      );
+      await expect(startNode(settings({ id: "B", peerListen: peer }), { logger })).rejects.toThrow(
+        new RegExp(`^--peer-listen ${peer}: address already in use`),
+      );
+    } finally {
+      await a.stop();
+    }
+  });
+
+  it("says when the address is not this machine's", async () => {
+    // TEST-NET-1 is never a local address.
+    await expect(startNode(settings({ listen: "192.0.2.1:8080" }), { logger })).rejects.toThrow(
+      /^--listen 192\.0\.2\.1:8080: not an address of this machine/,
+    );
+  });
+});
