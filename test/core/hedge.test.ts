@@ -162,4 +162,23 @@ describe("hedged local runs", () => {
     h.advanceLive(4 * ACK_MS);
     expect(h.mailbox.filter(toB)).toHaveLength(0);
   });
+
+  it("a peer quarantined meanwhile is not asked again, and its answer to an earlier ask is not taken", () => {
+    const h = silentPeer();
+    const ask = h.mailbox.find(toB) as Mail;
+    h.drop((m) => m === ask);
+    // Spot checks caught B answering wrong (reached into here: the spot-check path is trust.test.ts's).
+    (
+      h.node("A") as unknown as { origin: { trust: { quarantine(id: string): void } } }
+    ).origin.trust.quarantine("B");
+    h.input("B", { type: "peer-message", from: "A", msg: ask.msg }); // the earlier ask reaches B
+    h.deliver(isType("result"));
+    expect(h.repliesFor("r1")).toHaveLength(0);
+    h.advanceLive(4 * ACK_MS);
+    expect(h.mailbox.filter(toB)).toHaveLength(0);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+    expect(h.node("A").stats().hedgedAnswers).toBe(0);
+  });
 });

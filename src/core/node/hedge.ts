@@ -1,14 +1,18 @@
 /**
- * Hedged local runs (part of answer recovery: config `answerRecovery`). A request whose peer acked it and then went silent or overdue (its answer and
- * the probes for it lost) moves on, and is queued here once its timed-out waits reach
- * `maxTimedOutAttempts` or its plan is spent — to run uncached (ahead of later arrivals when it lost
- * waits to timeouts). Yet that peer holds the job or the answer it keeps for a probe (serving.ts),
- * usually the cheaper of the two: so while the local run waits or goes on, the latest such peer is
- * asked again, the same forward (its attempt's number) once per ack timeout, a few times — not once
- * it answered that attempt with an error (it dropped the job), restarted, left or is down (its
- * duplicate window is gone: it would run the job again), nor when quarantined. Whichever answer comes first is the reply; a local run whose
- * request the peer answered completes unreplied (its tree insert stands). The request leaves the
- * pending table with its one reply, so it is never answered twice. Owned by the origin.
+ * Hedged local runs (part of answer recovery: config `answerRecovery`). A request whose peer acked
+ * it and then went silent or overdue (its answer and the probes for it lost) moves on, and is queued
+ * here once its timed-out waits reach `maxTimedOutAttempts` or its plan is spent — to run uncached
+ * (ahead of later arrivals when it lost waits to timeouts). Yet a peer that started or finished the
+ * job holds it, or the answer it keeps for a probe (serving.ts), usually the cheaper of the two: so
+ * while the local run waits or goes on, the latest such peer is asked again, the same forward (its
+ * attempt's number) once per ack timeout, a few times. The fallback's `cancel` drops a job still
+ * queued there, and the peer says so: asking ends at that error. It ends too when the peer is known
+ * to have restarted, left or gone down (its duplicate window is gone: it would run the job again; a
+ * restart is known from the full mesh's snapshots, while under scuttlebutt a peer back within its
+ * suspicion time is still asked, and runs the job a second time), and when it is quarantined.
+ * Whichever answer comes first is the reply; a local run whose request the peer answered completes
+ * unreplied (its tree insert stands). The request leaves the pending table with its one reply, so it
+ * is never answered twice. Owned by the origin.
  */
 import { invariant } from "../invariant.js";
 import type { NodeId, Timer } from "./types.js";

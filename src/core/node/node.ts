@@ -229,8 +229,9 @@ export class PrefixNode extends NodeRouting {
 
   /** Every pending forward to `to` fails over now (target departed, restarted or unreachable). */
   private failPendingTo(to: NodeId, now: number, out: Effect[]): void {
-    for (const reqId of this.origin.waitingOn((p) => p === to)) this.failOver(reqId, now, out, true, false);
+    // Hedges first: a request failing over may queue here at once, and must not re-ask `to`.
     this.origin.endHedgesTo(to, out);
+    for (const reqId of this.origin.waitingOn((p) => p === to)) this.failOver(reqId, now, out, true, false);
   }
 
   private onPeerMessage(from: NodeId, msg: PeerMessage, now: number, out: Effect[]): void {

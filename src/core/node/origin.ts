@@ -553,8 +553,10 @@ export class Origin {
     if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt)) return undefined;
     if (p.current === undefined) {
       if (takeQueued(p.reqId)) return p;
-      // It runs here already: its hedge's answer is the reply, and the run completes unreplied.
+      // It runs here already: its hedge's answer is the reply, and the run completes unreplied —
+      // unless spot checks quarantined that peer since (our own run then answers).
       if (!hedgeOf(p) || p.hedge?.to !== from || p.hedge.attempt !== msg.attempt) return undefined;
+      if (this.trust.quarantined(from)) return undefined;
       this.answeredRuns.add(p);
       this.counters.hedgedAnswers++;
       return p;
