@@ -10,7 +10,7 @@
  * its answer and the probes for it, ran here uncached, and that cold run of a long prompt alone
  * exceeds the bound. Its peer is now asked again while it runs (hedge.ts), and usually answers
  * first. Not a guarantee: when every re-ask or its answer is lost too, the cold run is the answer
- * (seeds 1–12: the bound held at 11).
+ * (BENCHMARKS.md, "30% loss: hedged local runs", measures it over more seeds).
  */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
