@@ -110,8 +110,9 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
   });
 
   app.get("/health", async () => ({ status: "ok", node: service.nodeId }));
-  app.get("/ready", async (_req, reply) => {
+  app.get("/ready", async (req, reply) => {
     const r = service.ready();
+    if (!r.ok) noteError(req, "not_ready", r.detail ?? "not ready");
     return reply
       .status(r.ok ? 200 : 503)
       .send({ ready: r.ok, node: service.nodeId, detail: r.detail ?? null });

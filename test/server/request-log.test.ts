@@ -48,8 +48,9 @@ class FakeService implements NodeService {
       },
     };
   }
+  readiness: { ok: boolean; detail?: string } = { ok: true };
   ready() {
-    return { ok: true };
+    return this.readiness;
   }
   clusterView() {
     return {};
@@ -181,6 +182,43 @@ describe("request log and x-request-id (every request logged)", () => {
     await post(s.url, { model: "m", prompt: "after" }, { "x-request-id": "after-probe" });
     await lineFor(s.lines, "after-probe");
     expect(s.lines.some((l) => l.requestId === "probe-1")).toBe(false);
+  });
+});
+
+describe("request log: /ready while not ready", () => {
+  let s: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    s = await start(1);
+  });
+  afterAll(() => s.app.close());
+
+  const probe = async (id: string, status: number) => {
+    const r = await fetch(`${s.url}/ready`, { headers: { "x-request-id": id } });
+    expect(r.status).toBe(status);
+    await r.text();
+  };
+
+  it("logs a 503 at info when the state changes, repeats at debug, never at warn", async () => {
+    s.service.readiness = { ok: false, detail: "starting" };
+    await probe("r1", 503);
+    await probe("r2", 503);
+    await probe("r3", 503);
+    s.service.readiness = { ok: false, detail: "engine: loading" };
+    await probe("r4", 503);
+    s.service.readiness = { ok: true };
+    await probe("r5", 200);
+    s.service.readiness = { ok: false, detail: "engine: loading" };
+    await probe("r6", 503);
+    const level = async (id: string) => (await lineFor(s.lines, id)).level;
+    expect(await lineFor(s.lines, "r1")).toMatchObject({
+      status: 503,
+      error: "not_ready",
+      errorMessage: "starting",
+    });
+    expect([await level("r1"), await level("r2"), await level("r3")]).toEqual(["info", "debug", "debug"]);
+    expect(await level("r4")).toBe("info");
+    expect(await level("r6")).toBe("info");
+    expect(s.lines.some((l) => l.requestId === "r5")).toBe(false);
   });
 });
 

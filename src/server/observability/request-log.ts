@@ -3,7 +3,9 @@
  * it, hops, cached tokens and duration; refusals (4xx, a body fastify rejected, a bad `x-request-id`)
  * and failures (5xx, an error sent in-band on a stream) always, successes sampled by
  * `--request-log-sample`. Operations routes (`/health`, `/ready`, `/metrics`, `/cluster`, the
- * dashboard) are logged only when they fail: scrapes every few seconds would drown the rest.
+ * dashboard) are logged only when they fail: scrapes every few seconds would drown the rest. A `/ready`
+ * 503 is the node's state, not a failure: logged at info when it changes, else at debug, or a probe
+ * every few seconds while a model loads would fill the log with warnings.
  *
  * The line is written when the response's socket side closes, so it covers hijacked (streaming)
  * replies and clients that hung up, which fastify's own hooks do not.
@@ -36,6 +38,7 @@ declare module "fastify" {
 }
 
 export interface RequestLogLogger {
+  debug(obj: object, msg?: string): void;
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
 }
@@ -69,6 +72,8 @@ export function installRequestLog(app: FastifyInstance, opts: RequestLogOptions)
   const sample = opts.sample ?? 1;
   const random = opts.random ?? Math.random;
   const logger = opts.logger;
+  // The last /ready answer's status and detail: a repeat of it is logged at debug.
+  let lastReady: string | undefined;
   app.decorateRequest("requestId", "");
   app.decorateRequest("logFields", null as unknown as RequestLogFields);
 
@@ -99,6 +104,8 @@ export function installRequestLog(app: FastifyInstance, opts: RequestLogOptions)
     const f = req.logFields;
     const failed = status >= 400 || f.error !== undefined;
     const path = (req.url.split("?")[0] ?? "").slice(0, MAX_PATH);
+    // Ready again: the next 503 is a change.
+    if (path === "/ready" && status !== 503) lastReady = undefined;
     if (!failed && (!isClientRoute(req.method, path) || !(random() < sample))) return;
     const line = {
       requestId: req.requestId,
@@ -111,6 +118,14 @@ export function installRequestLog(app: FastifyInstance, opts: RequestLogOptions)
       // The client hung up before its answer was complete.
       ...(raw.writableFinished ? {} : { clientGone: true }),
     };
+    if (path === "/ready" && req.method === "GET" && status === 503) {
+      const state = `${status} ${f.errorMessage ?? ""}`;
+      const changed = state !== lastReady;
+      lastReady = state;
+      if (changed) logger.info(line, "request");
+      else logger.debug(line, "request");
+      return;
+    }
     if (status >= 500) logger.warn(line, "request");
     else logger.info(line, "request");
   }
