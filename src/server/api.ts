@@ -25,6 +25,7 @@ import {
   usageChunk,
 } from "./openai/format.js";
 import { type ModelRoute, modelEntry, modelList, resolveModel } from "./openai/models.js";
+import { installNotFound } from "./openai/route-methods.js";
 import {
   type ChatRequest,
   type CompletionRequest,
@@ -97,10 +98,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       .status(status)
       .send(errorBody(message, status === 500 ? "server_error" : "invalid_request_error"));
   });
-  app.setNotFoundHandler((req, reply) => {
-    noteError(req, "not_found", `no route ${req.method}`);
-    reply.status(404).send(errorBody(`no route ${req.method} ${req.url}`, "invalid_request_error"));
-  });
+  // Before the routes: it records each route's methods as they are added.
+  installNotFound(app);
 
   // While shutting down, tell keep-alive clients to reconnect elsewhere instead of reusing this socket.
   // Callback style: an async hook costs a promise and a microtask hop on every response.

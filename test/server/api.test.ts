@@ -247,6 +247,27 @@ describe("OpenAI-compatible API (fake service)", () => {
     expect(((await r.json()) as { error: { message: string } }).error.message).toContain("'org/other'");
   });
 
+  it("answers a known path asked with the wrong method 405 with Allow; an unknown path 404", async () => {
+    const cases: [string, string, string][] = [
+      ["POST", "/health", "GET, HEAD"],
+      ["GET", "/v1/completions", "POST"],
+      ["DELETE", "/v1/chat/completions?x=1", "POST"],
+      ["PUT", "/v1/models/org/name", "GET, HEAD"],
+      ["POST", "/dashboard/app.js", "GET, HEAD"],
+    ];
+    for (const [method, path, allow] of cases) {
+      const r = await fetch(`${base}${path}`, { method });
+      expect(r.status, `${method} ${path}`).toBe(405);
+      expect(r.headers.get("allow"), path).toBe(allow);
+      const body = (await r.json()) as { error: { type: string; message: string } };
+      expect(body.error.type).toBe("invalid_request_error");
+      expect(body.error.message).toContain(`allowed: ${allow}`);
+    }
+    const none = await fetch(`${base}/v2/completions`, { method: "POST" });
+    expect(none.status).toBe(404);
+    expect(none.headers.get("allow")).toBeNull();
+  });
+
   it("exposes models, health, ready, cluster, dashboard and metrics", async () => {
     const models = await client.models.list();
     expect(models.data.map((m) => m.id)).toEqual(["fake-model"]);
