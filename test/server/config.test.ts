@@ -1,8 +1,14 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { envName, resolveNodeSettings, SettingsError } from "../../src/server/settings/index.js";
+import {
+  envName,
+  OTHER_ENV,
+  resolveNodeSettings,
+  SETTING_KEYS,
+  SettingsError,
+} from "../../src/server/settings/index.js";
 
 describe("node settings: flags > PREFIXMESH_* env > YAML file", () => {
   const dir = mkdtempSync(join(tmpdir(), "pm-config-"));
@@ -41,5 +47,48 @@ describe("node settings: flags > PREFIXMESH_* env > YAML file", () => {
     expect(() => resolveNodeSettings({ config: join(dir, "missing.yaml") }, {})).toThrow(
       /cannot read config file/,
     );
+  });
+});
+
+describe("PREFIXMESH_* variables", () => {
+  it("refuses an unknown one, naming it and the closest known name", () => {
+    expect(() => resolveNodeSettings({ id: "A" }, { PREFIXMESH_POL_MS: "200" })).toThrow(
+      /unknown environment variable PREFIXMESH_POL_MS; did you mean PREFIXMESH_POLL_MS\?/,
+    );
+    expect(() => resolveNodeSettings({ id: "A" }, { PREFIXMESH_ZZZZZZZZZZZZZZZZ: "1" })).toThrow(
+      SettingsError,
+    );
+    // No suggestion when nothing is near.
+    expect(() => resolveNodeSettings({ id: "A" }, { PREFIXMESH_ZZZZZZZZZZZZZZZZ: "1" })).not.toThrow(
+      /did you mean/,
+    );
+  });
+
+  it("accepts every setting's variable, the other documented ones, and unrelated variables", () => {
+    const env: Record<string, string> = { PREFIXMESH_POLL_MS: "200", PREFIXMESHX: "1", OTHER: "x" };
+    for (const name of Object.keys(OTHER_ENV)) env[name] = "1";
+    delete env.PREFIXMESH_CONFIG;
+    expect(resolveNodeSettings({ id: "A" }, env).pollMs).toBe(200);
+  });
+
+  it("knows every PREFIXMESH_* name the repository uses (code, tests, scripts, deploy files, docs)", () => {
+    const known = new Set([...SETTING_KEYS.map(envName), ...Object.keys(OTHER_ENV)]);
+    const root = join(import.meta.dirname, "../..");
+    const files: string[] = ["README.md", "BENCHMARKS.md", "Dockerfile"].map((f) => join(root, f));
+    const walk = (d: string): void => {
+      for (const e of readdirSync(d)) {
+        const p = join(d, e);
+        if (statSync(p).isDirectory()) walk(p);
+        // This file names misspelt ones on purpose.
+        else if (p !== import.meta.filename && /\.(ts|mjs|js|sh|md|ya?ml|env|service)$|^run$/.test(e))
+          files.push(p);
+      }
+    };
+    for (const d of ["src", "test", "scripts", "deploy", "docs", ".ci"]) walk(join(root, d));
+    const used = new Set<string>();
+    for (const f of files)
+      for (const m of readFileSync(f, "utf8").matchAll(/PREFIXMESH_[A-Z0-9_]*[A-Z0-9]/g)) used.add(m[0]);
+    expect(used.size).toBeGreaterThan(10);
+    expect([...used].filter((n) => !known.has(n))).toEqual([]);
   });
 });

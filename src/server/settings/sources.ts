@@ -20,11 +20,20 @@ export class SettingsError extends Error {
 
 const MAX_CONFIG_BYTES = 1024 * 1024;
 
-/** Variables the node reads besides one per setting (docs/configuration.md lists them too). */
+/**
+ * `PREFIXMESH_*` variables read besides one per setting (docs/configuration.md lists them too). Any
+ * other is refused: a misspelt variable would otherwise be ignored without a word.
+ */
 export const OTHER_ENV = {
   PREFIXMESH_CONFIG: "The YAML config file, as `--config` (the flag wins).",
   PREFIXMESH_CACHE_DIR:
     "Where generated models and tokenized MMLU pools are cached (default `~/.cache/prefixmesh`).",
+  PREFIXMESH_EXIT_WITH_PARENT:
+    "`1`: the node exits when its standard input closes (set by `prefixmesh cluster` for the nodes it starts).",
+  PREFIXMESH_MMLU_DIR: "`npm run bench:core`: the MMLU folder (default `../shared/datasets/mmlu`).",
+  PREFIXMESH_GOSSIP_BENCH: "`1`: test/e2e/gossip-bytes.test.ts runs its measurement (skipped otherwise).",
+  PREFIXMESH_GOSSIP_BENCH_WINDOW_MS:
+    "test/e2e/gossip-bytes.test.ts: the measured window, ms (default 20000).",
 } as const;
 
 export function envName(key: string): string {
@@ -75,7 +84,39 @@ export function readConfigFile(path: string): Record<string, unknown> {
   return out;
 }
 
+/** Edit distance, for the closest known name to a misspelt one. */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(
+        (prev[j] ?? 0) + 1,
+        (row[j - 1] ?? 0) + 1,
+        (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    prev = row;
+  }
+  return prev[b.length] ?? 0;
+}
+
+/** Throws on a `PREFIXMESH_*` variable that is neither a setting's nor in OTHER_ENV, naming the closest. */
+export function checkEnvNames(env: NodeJS.ProcessEnv): void {
+  const known = [...SETTING_KEYS.map(envName), ...Object.keys(OTHER_ENV)];
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith("PREFIXMESH_") || known.includes(name)) continue;
+    let best = known[0] as string;
+    for (const k of known) if (distance(name, k) < distance(name, best)) best = k;
+    // A suggestion only when it is near: a name far from all would get a random one.
+    const hint = distance(name, best) <= 3 ? `; did you mean ${best}?` : "";
+    throw new SettingsError(
+      `unknown environment variable ${name}${hint} (PREFIXMESH_ and a setting's name: docs/configuration.md)`,
+    );
+  }
+}
+
 export function readEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  checkEnvNames(env);
   const out: Record<string, unknown> = {};
   for (const key of SETTING_KEYS) {
     const v = env[envName(key)];
