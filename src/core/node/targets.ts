@@ -3,6 +3,7 @@
  * the anti-entropy echo node.ts feeds in), the forwards sent since it last reported its queue, and
  * whether it acks forwards at all. Part of the origin role (origin.ts), kept apart for size.
  */
+import { SortedValues } from "../sorted-values.js";
 import type { NodeId, PeerView } from "./types.js";
 
 /** A peer is taken for one that does not ack after this many answers to unacked attempts in a row. */
@@ -77,20 +78,20 @@ export function smoothRareRtt(prev: number | undefined, sampleMs: number, lastSa
 
 export class Targets {
   private readonly peers = new Map<NodeId, Target>();
-  /** The median of the peers' measured RTTs, while no sample or removal has moved it (`typicalRttMs`). */
-  private typical: number | undefined;
-  private typicalStale = true;
+  /** The peers' measured RTTs, in order (`typicalRttMs` is their median). */
+  private readonly rtts = new SortedValues();
   /** Our attempts abandoned for want of an ack, by reqId + attempt → the peer (bounded). */
   private readonly unackedAbandoned = new Map<string, NodeId>();
 
   reset(ids: readonly NodeId[]): void {
     this.peers.clear();
-    this.typicalStale = true;
+    this.rtts.clear();
     this.unackedAbandoned.clear();
     for (const id of ids) this.add(id);
   }
 
   add(id: NodeId): void {
+    this.forgetRtt(id);
     this.peers.set(id, {
       rttMs: undefined,
       lastRareMs: undefined,
@@ -103,8 +104,13 @@ export class Targets {
   }
 
   remove(id: NodeId): void {
-    if (this.peers.get(id)?.rttMs !== undefined) this.typicalStale = true;
+    this.forgetRtt(id);
     this.peers.delete(id);
+  }
+
+  private forgetRtt(id: NodeId): void {
+    const rtt = this.peers.get(id)?.rttMs;
+    if (rtt !== undefined) this.rtts.delete(rtt);
   }
 
   get(id: NodeId): Target | undefined {
@@ -183,28 +189,22 @@ export class Targets {
   sampleRtt(id: NodeId, ms: number, rare = false): void {
     const t = this.peers.get(id);
     if (!t) return;
+    if (t.rttMs !== undefined) this.rtts.delete(t.rttMs);
     if (rare) {
       t.rttMs = smoothRareRtt(t.rttMs, ms, t.lastRareMs);
       t.lastRareMs = Math.max(0, ms);
     } else t.rttMs = smoothRtt(t.rttMs, ms);
-    this.typicalStale = true;
+    this.rtts.add(t.rttMs);
   }
 
   /**
    * The median RTT over the peers measured so far (undefined: none yet): what a peer not measured
    * yet is expected to cost, where most peers are unmeasured most of the time (gossip "scuttlebutt"
-   * talks to a few members per round, not to all). Recomputed only after a sample or a removal.
+   * talks to a few members per round, not to all). Read on every forward: the RTTs are kept in
+   * order as samples come, not sorted per read.
    */
   typicalRttMs(): number | undefined {
-    if (!this.typicalStale) return this.typical;
-    const v: number[] = [];
-    for (const t of this.peers.values()) if (t.rttMs !== undefined) v.push(t.rttMs);
-    v.sort((a, b) => a - b);
-    const m = v.length >> 1;
-    this.typical =
-      v.length === 0 ? undefined : v.length % 2 ? v[m] : ((v[m - 1] as number) + (v[m] as number)) / 2;
-    this.typicalStale = false;
-    return this.typical;
+    return this.rtts.median();
   }
 
   /** It reported its queue depth: what we sent it before is counted in there. */
