@@ -4,9 +4,10 @@ import type { Tokens } from "../../src/core/engine.js";
 import { Estimates } from "../../src/core/estimates.js";
 import { PeerIndex } from "../../src/core/peer-index.js";
 import { RadixTree } from "../../src/core/radix-tree.js";
-import { isNewer, type Snapshot, type SnapshotHeader } from "../../src/core/snapshot.js";
+import { isNewer, type SnapshotHeader } from "../../src/core/snapshot.js";
 import { decodeSnapshot, encodeSnapshot } from "../../src/core/snapshot-codec.js";
-import { arbSeq, sameSet } from "./ref-model.js";
+import { sameSet } from "./ref-model.js";
+import { arbSenderEvent, senderHistory } from "./sender-history.js";
 
 const header = (epoch: number, version: number, tokenCount = 0): SnapshotHeader => ({
   sender: "p",
@@ -23,47 +24,19 @@ function holds(index: PeerIndex, bodies: Map<string, Set<number>>, at: string): 
   return sameSet(new Set(index.estimateKeys("p")), bodies.get(at)!);
 }
 
-type Ev = { k: "insert"; t: Tokens } | { k: "evict"; n: number } | { k: "restart" };
-const arbEv: fc.Arbitrary<Ev> = fc.oneof(
-  { weight: 5, arbitrary: arbSeq.map((t) => ({ k: "insert" as const, t })) },
-  { weight: 2, arbitrary: fc.nat({ max: 60 }).map((n) => ({ k: "evict" as const, n })) },
-  { weight: 1, arbitrary: fc.constant({ k: "restart" as const }) },
-);
-
 describe("Estimates: the §3.4 rule", () => {
   it("any delivery order with duplicates: never regresses, and the estimate always equals the sender's tree at the held (epoch, version)", () => {
     fc.assert(
       fc.property(
-        fc.array(arbEv, { minLength: 1, maxLength: 20 }),
+        fc.array(arbSenderEvent, { minLength: 1, maxLength: 20 }),
         fc.array(fc.nat(), { maxLength: 60 }),
         (events, picks) => {
           // The sender's history: every snapshot it could have sent, and its body at each (epoch, version).
-          const sent: Snapshot[] = [];
-          let lastFull: Snapshot | undefined;
-          const bodies = new Map<string, Set<number>>();
-          let epoch = 1;
-          let tree = new RadixTree({ capacity: 120 });
-          const record = () => {
-            const h = header(epoch, tree.version, tree.size);
-            bodies.set(`${epoch}:${tree.version}`, new Set(tree.snapshotBody().keys));
-            lastFull = { kind: "full", header: h, body: tree.snapshotBody() };
-            sent.push(lastFull);
-            sent.push({ kind: "heartbeat", header: h });
-            for (const base of [0, tree.version - 1, tree.version - 2]) {
-              const d = base >= 0 ? tree.changesSince(base) : undefined;
-              if (d !== undefined) sent.push({ kind: "delta", header: h, delta: d });
-            }
-          };
-          record();
-          for (const [i, ev] of events.entries()) {
-            if (ev.k === "insert") tree.insert(ev.t, i);
-            else if (ev.k === "evict") tree.evict(ev.n);
-            else {
-              epoch += 1 + (i % 3);
-              tree = new RadixTree({ capacity: 120 });
-            }
-            record();
-          }
+          const { sent, bodies, lastFull, tree, epoch } = senderHistory(events, {
+            header: (e, t) => header(e, t.version, t.size),
+            restartGap: (i) => 1 + (i % 3),
+            deltaBases: (v) => [0, v - 1, v - 2],
+          });
           const index = new PeerIndex();
           const est = new Estimates(index);
           let prev: { epoch: number; version: number } | undefined;
@@ -82,7 +55,7 @@ describe("Estimates: the §3.4 rule", () => {
             prev = now;
           }
           // the newest full snapshot always brings the estimate up to date
-          const last = lastFull!;
+          const last = lastFull;
           est.apply(last);
           expect(est.held("p")).toEqual({ epoch, version: tree.version });
           if (last.kind === "full") {

@@ -8,6 +8,7 @@ import { PeerIndex } from "../../src/core/peer-index.js";
 import { RadixTree } from "../../src/core/radix-tree.js";
 import { isNewer, type Snapshot, type SnapshotHeader } from "../../src/core/snapshot.js";
 import { arbSeq, sameSet } from "./ref-model.js";
+import { arbSenderEvent, senderHistory } from "./sender-history.js";
 
 const header = (sender: string, epoch: number, version: number): SnapshotHeader => ({
   sender,
@@ -215,46 +216,19 @@ describe("PeerIndex: a replacement in steps", () => {
   });
 });
 
-type Ev = { k: "insert"; t: Tokens } | { k: "evict"; n: number } | { k: "restart" };
-const arbEv: fc.Arbitrary<Ev> = fc.oneof(
-  { weight: 5, arbitrary: arbSeq.map((t) => ({ k: "insert" as const, t })) },
-  { weight: 2, arbitrary: fc.nat({ max: 60 }).map((n) => ({ k: "evict" as const, n })) },
-  { weight: 1, arbitrary: fc.constant({ k: "restart" as const }) },
-);
-
 describe("Estimates applied in steps (estimateStepKeys)", () => {
   it("any delivery order, steps interleaved: never regresses; the estimate is the sender's tree at the held version, or hidden while it is replaced", () => {
     fc.assert(
       fc.property(
-        fc.array(arbEv, { minLength: 1, maxLength: 16 }),
+        fc.array(arbSenderEvent, { minLength: 1, maxLength: 16 }),
         fc.array(fc.tuple(fc.nat(), fc.nat({ max: 3 })), { maxLength: 50 }),
         fc.integer({ min: 1, max: 4 }),
         (events, picks, stepKeys) => {
-          const sent: Snapshot[] = [];
-          const bodies = new Map<string, Set<number>>();
-          let epoch = 1;
-          let tree = new RadixTree({ capacity: 120 });
-          let lastFull: Snapshot | undefined;
-          const record = () => {
-            const h = header("p", epoch, tree.version);
-            bodies.set(`${epoch}:${tree.version}`, new Set(tree.snapshotBody().keys));
-            lastFull = { kind: "full", header: h, body: tree.snapshotBody() };
-            sent.push(lastFull, { kind: "heartbeat", header: h });
-            for (const base of [0, tree.version - 1]) {
-              const d = base >= 0 ? tree.changesSince(base) : undefined;
-              if (d !== undefined) sent.push({ kind: "delta", header: h, delta: d });
-            }
-          };
-          record();
-          for (const [i, ev] of events.entries()) {
-            if (ev.k === "insert") tree.insert(ev.t, i);
-            else if (ev.k === "evict") tree.evict(ev.n);
-            else {
-              epoch += 1;
-              tree = new RadixTree({ capacity: 120 });
-            }
-            record();
-          }
+          const { sent, bodies, lastFull, tree, epoch } = senderHistory(events, {
+            header: (e, t) => header("p", e, t.version),
+            restartGap: () => 1,
+            deltaBases: (v) => [0, v - 1],
+          });
           const index = new PeerIndex();
           const est = new Estimates(index, stepKeys);
           let prev: { epoch: number; version: number } | undefined;
@@ -278,7 +252,7 @@ describe("Estimates applied in steps (estimateStepKeys)", () => {
               check();
             }
           }
-          est.apply(lastFull!);
+          est.apply(lastFull);
           for (let i = 0; est.busy && i < 100_000; i++) est.step();
           expect(est.busy).toBe(false);
           expect(est.held("p")).toEqual({ epoch, version: tree.version });
