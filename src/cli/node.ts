@@ -33,22 +33,35 @@ export function registerNode(program: Command): void {
   });
 }
 
+/** Configuration the node refuses (credentials, peers, security mode, a bad model file): usage errors. */
+const USAGE_ERRORS = [
+  "SettingsError",
+  "SecurityModeError",
+  "DiscoveryError",
+  "CertError",
+  "SecretError",
+  "ZodError",
+  "CpuLatencyQosError",
+  "GgufError",
+];
+
+/**
+ * 2 for what the command line or configuration must change, 1 for a failure at run time (a port
+ * another process holds, an engine that would not load); an error may carry its own `exitCode`.
+ */
+export function startExitCode(err: unknown): 1 | 2 {
+  const e = err as { name?: string; exitCode?: unknown };
+  if (e?.exitCode === 1 || e?.exitCode === 2) return e.exitCode;
+  return USAGE_ERRORS.includes(e?.name ?? "") ? 2 : 1;
+}
+
 async function runNode(settings: NodeSettings): Promise<void> {
   const { startNode } = await import("../server/runtime/start-node.js");
   let handle: Awaited<ReturnType<typeof startNode>>;
   try {
     handle = await startNode(settings);
   } catch (err) {
-    // Configuration problems (credentials, peers, security mode) are usage errors: exit 2.
-    const usage = [
-      "SecurityModeError",
-      "DiscoveryError",
-      "CertError",
-      "SecretError",
-      "ZodError",
-      "CpuLatencyQosError",
-    ].includes((err as Error).name);
-    throw new CliError(`node ${settings.id} failed to start: ${(err as Error).message}`, usage ? 2 : 1);
+    throw new CliError(`node ${settings.id} failed to start: ${(err as Error).message}`, startExitCode(err));
   }
   await new Promise<void>((resolve) => {
     let signals = 0;

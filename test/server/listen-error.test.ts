@@ -1,6 +1,7 @@
 /** A node whose port will not bind says which flag and address, and why, in the operator's terms. */
 import pino from "pino";
 import { describe, expect, it } from "vitest";
+import { startExitCode } from "../../src/cli/node.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 
@@ -31,8 +32,9 @@ describe("a port that will not bind", () => {
 
   it("says when the address is not this machine's", async () => {
     // TEST-NET-1 is never a local address.
-    await expect(startNode(settings({ listen: "192.0.2.1:8080" }), { logger })).rejects.toThrow(
-      /^--listen 192\.0\.2\.1:8080: not an address of this machine/,
-    );
+    const err = await startNode(settings({ listen: "192.0.2.1:8080" }), { logger }).catch((e) => e);
+    expect(err.message).toMatch(/^--listen 192\.0\.2\.1:8080: not an address of this machine/);
+    // The flag must change: a usage error, where a port in use is a failure at run time (1).
+    expect(startExitCode(err)).toBe(2);
   });
 });

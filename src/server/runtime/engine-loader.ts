@@ -1,6 +1,8 @@
 /** Maps a node's settings to an engine spec for `createEngine` (src/engines/factory.ts). */
+import { existsSync } from "node:fs";
 import type { Engine } from "../../core/engine.js";
 import { createEngine, type EngineSpec } from "../../engines/factory.js";
+import { SettingsError } from "../settings/index.js";
 
 export interface EngineSettings {
   engine: "llamacpp" | "openai" | "sim";
@@ -39,6 +41,9 @@ function engineSpec(s: EngineSettings): EngineSpec {
         ...(s.simTimeScale !== undefined ? { timeScale: Math.max(s.simTimeScale, 1e-9) } : {}),
       };
     case "llamacpp":
+      // A usage error (exit 2), not an engine failure: the flag names a file that is not there.
+      if (!s.model.startsWith("generated") && !existsSync(s.model))
+        throw new SettingsError(`--model ${s.model}: no such file (a GGUF file, or 'generated')`);
       return {
         kind: "llamacpp",
         model: s.model === "generated" ? DEFAULT_GENERATED : s.model,
@@ -48,7 +53,8 @@ function engineSpec(s: EngineSettings): EngineSpec {
         ...(s.slotContext ? { slotContext: s.slotContext } : {}),
       };
     case "openai":
-      if (!s.engineUrl) throw new Error("--engine openai needs --engine-url (the remote server's base URL)");
+      if (!s.engineUrl)
+        throw new SettingsError("--engine openai needs --engine-url (the remote server's base URL)");
       return {
         kind: "openai",
         baseUrl: s.engineUrl,
@@ -74,7 +80,9 @@ function kvEvents(s: EngineSettings): Pick<Extract<EngineSpec, { kind: "openai" 
       (k) => s[k] !== undefined,
     );
     if (stray)
-      throw new Error(`--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --engine-kv-events`);
+      throw new SettingsError(
+        `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --engine-kv-events`,
+      );
     return {};
   }
   return {

@@ -11,6 +11,19 @@ const WHY: Record<string, string> = {
 };
 
 /**
+ * A port that would not bind. `exitCode` as the CLI exits: 1 while another process holds the port
+ * (it may be free on a retry), 2 for an address this machine can never bind as given (fix the flag).
+ */
+export class ListenError extends Error {
+  readonly exitCode: 1 | 2;
+  constructor(message: string, code: string, cause: unknown) {
+    super(message, { cause });
+    this.name = "ListenError";
+    this.exitCode = code === "EADDRINUSE" ? 1 : 2;
+  }
+}
+
+/**
  * Awaits `listening`, rethrowing a bind failure as an error naming `flag` and `address`. The system's
  * code stays in the message: it is what one searches for, and the cluster launcher retries on fresh
  * ports when a node's start failed with EADDRINUSE.
@@ -21,6 +34,6 @@ export async function bound<T>(flag: string, address: string, listening: Promise
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     const why = WHY[e.code ?? ""];
-    throw why ? new Error(`${flag} ${address}: ${why} (${e.code})`, { cause: err }) : err;
+    throw why ? new ListenError(`${flag} ${address}: ${why} (${e.code})`, e.code ?? "", err) : err;
   }
 }

@@ -31,7 +31,7 @@ import { buildPeerServer, peerPortConnectionLimit } from "../../net/transport-se
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
 import { errorBody } from "../openai/format.js";
-import { type NodeSettings, splitHostPort } from "../settings/index.js";
+import { type NodeSettings, SettingsError, splitHostPort } from "../settings/index.js";
 import { advertisedPeerUrl } from "./advertise.js";
 import { calibrateEngine } from "./calibration.js";
 import { ANSWER_GRACE_MS, closeWithGrace } from "./close-grace.js";
@@ -128,7 +128,9 @@ export async function startNode(
 
   // The embedded engine cannot run LoRA adapters: claiming to serve them would run the base model.
   if (s.adapters && s.engine === "llamacpp" && !opts.engine)
-    throw new Error("--adapters needs --engine openai (a server started with those LoRA adapters) or sim");
+    throw new SettingsError(
+      "--adapters needs --engine openai (a server started with those LoRA adapters) or sim",
+    );
   // Held before the engine loads: a limit that cannot be set is a configuration error, found early.
   const cpuLatency = s.cpuLatencyUs === undefined ? undefined : holdCpuLatency(s.cpuLatencyUs);
   const adapters = s.adapters ? s.adapters.split(",") : [];
