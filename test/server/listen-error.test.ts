@@ -1,4 +1,5 @@
 /** A node whose port will not bind says which flag and address, and why, in the operator's terms. */
+import { createServer } from "node:http";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { startExitCode } from "../../src/cli/node.js";
@@ -36,5 +37,41 @@ describe("a port that will not bind", () => {
     expect(err.message).toMatch(/^--listen 192\.0\.2\.1:8080: not an address of this machine/);
     // The flag must change: a usage error, where a port in use is a failure at run time (1).
     expect(startExitCode(err)).toBe(2);
+  });
+
+  it("is found before the engine loads: the engine is never asked, and the ports are free again", async () => {
+    // An engine server that counts what it is asked (the openai engine asks it for its model at load).
+    let asked = 0;
+    const engine = createServer((_req, res) => {
+      asked++;
+      res.writeHead(503).end();
+    });
+    await new Promise<void>((res) => engine.listen(0, "127.0.0.1", res));
+    const engineUrl = `http://127.0.0.1:${(engine.address() as { port: number }).port}`;
+    const a = await startNode(settings({}), { logger });
+    try {
+      const api = new URL(a.apiUrl).host;
+      const peer = new URL(a.peerUrl).host;
+      const openai = { engine: "openai", engineUrl, model: "m" };
+      await expect(startNode(settings({ id: "B", listen: api, ...openai }), { logger })).rejects.toThrow(
+        new RegExp(`^--listen ${api}: address already in use`),
+      );
+      await expect(startNode(settings({ id: "B", listen: peer, ...openai }), { logger })).rejects.toThrow(
+        new RegExp(`^--listen ${peer}: address already in use`),
+      );
+      expect(asked).toBe(0);
+    } finally {
+      await a.stop();
+      engine.close();
+    }
+    // The check let its ports go: a node binds them.
+    const again = await startNode(settings({ listen: new URL(a.apiUrl).host }), { logger });
+    await again.stop();
+  });
+
+  it("refuses --listen and --peer-listen naming one address", async () => {
+    await expect(
+      startNode(settings({ listen: "127.0.0.1:39999", peerListen: "127.0.0.1:39999" }), { logger }),
+    ).rejects.toThrow(/--peer-listen and --listen are the same address 127\.0\.0\.1:39999/);
   });
 });

@@ -43,6 +43,7 @@ import { bound } from "./listen-error.js";
 import { parseJoin, resolveSeeds } from "./mesh-seeds.js";
 import { NodeRuntime } from "./node-runtime.js";
 import { peerFaultDouble } from "./peer-fault-double.js";
+import { checkPorts } from "./port-check.js";
 
 export interface NodeHandle {
   runtime: NodeRuntime;
@@ -131,6 +132,11 @@ export async function startNode(
     throw new SettingsError(
       "--adapters needs --engine openai (a server started with those LoRA adapters) or sim",
     );
+  // Before the engine loads, which can take minutes: a port clash is found at once.
+  await checkPorts([
+    { flag: "--peer-listen", address: s.peerListen },
+    { flag: "--listen", address: s.listen },
+  ]);
   // Held before the engine loads: a limit that cannot be set is a configuration error, found early.
   const cpuLatency = s.cpuLatencyUs === undefined ? undefined : holdCpuLatency(s.cpuLatencyUs);
   const adapters = s.adapters ? s.adapters.split(",") : [];
