@@ -40,6 +40,12 @@ export interface EngineRequest {
   temperature?: number;
   topP?: number;
   seed?: number;
+  /**
+   * OpenAI's `presence_penalty` and `frequency_penalty` (-2…2; unset: 0) on tokens already generated:
+   * deterministic, so a greedy request stays greedy (the same prompt and penalties, the same answer).
+   */
+  presencePenalty?: number;
+  frequencyPenalty?: number;
   stop?: string[];
   /**
    * The tenant's cache salt (vLLM's `cache_salt`): requests of different salts never reuse each

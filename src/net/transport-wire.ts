@@ -306,6 +306,8 @@ function requestFields(
     temperature: r.temperature,
     topP: r.topP,
     seed: r.seed,
+    presencePenalty: r.presencePenalty,
+    frequencyPenalty: r.frequencyPenalty,
     stop: r.stop,
     cacheSalt: r.cacheSalt,
     adapter: r.adapter,

@@ -26,6 +26,8 @@ const engineRequestWire = z.object({
   temperature: z.number().min(0).max(2).optional(),
   topP: z.number().gt(0).max(1).optional(),
   seed: z.number().int().optional(),
+  presencePenalty: z.number().min(-2).max(2).optional(),
+  frequencyPenalty: z.number().min(-2).max(2).optional(),
   stop: z.array(z.string().max(256)).max(16).optional(),
   /** The request's cache namespace (src/core/namespace.ts); older peers send neither. */
   cacheSalt: z.string().max(MAX_CACHE_SALT).optional(),

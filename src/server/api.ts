@@ -265,6 +265,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     if (body.temperature != null) input.temperature = body.temperature;
     if (body.top_p != null) input.topP = body.top_p;
     if (body.seed != null) input.seed = body.seed;
+    if (body.presence_penalty) input.presencePenalty = body.presence_penalty;
+    if (body.frequency_penalty) input.frequencyPenalty = body.frequency_penalty;
     if (body.stop) input.stop = body.stop;
     if (body.cache_salt != null) input.cacheSalt = body.cache_salt;
     Object.assign(input, route);

@@ -14,6 +14,9 @@ export interface InferenceInput {
   temperature?: number;
   topP?: number;
   seed?: number;
+  /** OpenAI's penalties, -2…2 (0, the default, is left out). */
+  presencePenalty?: number;
+  frequencyPenalty?: number;
   stop?: string[];
   /** The tenant's cache salt (`cache_salt`). */
   cacheSalt?: string;

@@ -44,6 +44,23 @@ describe("llama.cpp engine on a generated model (tiny)", () => {
     expect(b.cachedTokens).toBe(tokens.length - 1); // full hit: last token re-evaluated for logits
   });
 
+  it("applies presence and frequency penalties to greedy decoding, deterministically", async () => {
+    for (const [text, penalty] of [
+      ["a a a a a a a a", 2],
+      ["The cat sat on the mat and the cat", -2],
+    ] as const) {
+      const tokens = await engine.tokenize(text);
+      const plain = await engine.run(req("p0", tokens, 24));
+      const penalised = { ...req("p1", tokens, 24), presencePenalty: penalty, frequencyPenalty: penalty };
+      const a = await engine.run(penalised);
+      const b = await engine.run({ ...penalised, id: "p2" });
+      expect(a.text, text).toBe(b.text);
+      expect(a.text, text).not.toBe(plain.text);
+      // The next request without penalties is not penalised.
+      expect((await engine.run(req("p3", tokens, 24))).text, text).toBe(plain.text);
+    }
+  });
+
   it("honours maxTokens and streams chunks that add up to the text", async () => {
     const tokens = await engine.tokenize("The quick brown fox");
     const chunks: string[] = [];

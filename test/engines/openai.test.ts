@@ -203,6 +203,22 @@ describe("remote engine: completions", () => {
     expect(engine.info.cacheMode).toBe("node-managed");
   });
 
+  it("sends presence_penalty and frequency_penalty as OpenAI names them, and none when unset", async () => {
+    const answer = () =>
+      sse([
+        { choices: [{ text: "A", finish_reason: "stop" }] },
+        { choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } },
+      ]);
+    const { url, seen } = await startDouble({ "POST /v1/completions": [answer(), answer()] });
+    engine = new OpenAIEngine(opts(url));
+    await engine.run({ ...tokenReq("p", 1), presencePenalty: 0.5, frequencyPenalty: -1 });
+    await engine.run(tokenReq("p", 1));
+    expect(JSON.parse(seen[0]!.body)).toMatchObject({ presence_penalty: 0.5, frequency_penalty: -1 });
+    const plain = JSON.parse(seen[1]!.body);
+    expect(plain.presence_penalty).toBeUndefined();
+    expect(plain.frequency_penalty).toBeUndefined();
+  });
+
   it("predicts each run's cached tokens with its LRU model and counts them against the report", async () => {
     const usage = (cached: number) =>
       sse([

@@ -422,3 +422,24 @@ describe("a peer that needs the prompt text its hello said it did not", () => {
     },
   );
 });
+
+describe("a forward's sampling fields", () => {
+  it.each(["channel", "http"] as const)(
+    "reach the peer's node as sent (%s), penalties included",
+    async (transport) => {
+      const seen: unknown[] = [];
+      const onForward: PeerServerHandlers["onForward"] = (_from, msg, reply) => {
+        seen.push(msg.request);
+        reply.ack();
+        reply.finish(resultFor(msg, "ok"));
+      };
+      const { url } = await start(hmacAuth("B", SECRET), "B", undefined, onForward);
+      const c = client(hmacAuth("A", SECRET), {}, transport);
+      c.setPeer("B", url);
+      const base = fwd("A-1");
+      const sampled = { temperature: 0, topP: 0.9, seed: 7, presencePenalty: 1.5, frequencyPenalty: -0.5 };
+      await c.forward("B", { ...base, request: { ...base.request, ...sampled } }, () => {});
+      expect(seen[0]).toMatchObject(sampled);
+    },
+  );
+});

@@ -247,6 +247,25 @@ describe("OpenAI-compatible API (fake service)", () => {
     expect(((await r.json()) as { error: { message: string } }).error.message).toContain("'org/other'");
   });
 
+  it("passes presence_penalty and frequency_penalty to the node; 0 (the default) is left out", async () => {
+    await client.completions.create({
+      model: "fake-model",
+      prompt: "abc",
+      max_tokens: 2,
+      presence_penalty: 0.5,
+      frequency_penalty: -1,
+    });
+    expect(service.lastInput).toMatchObject({ presencePenalty: 0.5, frequencyPenalty: -1 });
+    await client.chat.completions.create({
+      model: "fake-model",
+      messages: [{ role: "user", content: "hi" }],
+      presence_penalty: 0,
+      frequency_penalty: 1.25,
+    });
+    expect(service.lastInput?.presencePenalty).toBeUndefined();
+    expect(service.lastInput?.frequencyPenalty).toBe(1.25);
+  });
+
   it("answers a known path asked with the wrong method 405 with Allow; an unknown path 404", async () => {
     const cases: [string, string, string][] = [
       ["POST", "/health", "GET, HEAD"],

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { EngineRequest, EngineResult } from "../../src/core/engine.js";
-import { ClientStreams } from "../../src/server/runtime/client-streams.js";
+import { ClientStreams, engineRequestOf } from "../../src/server/runtime/client-streams.js";
 import type { ServeOutcome } from "../../src/server/service.js";
 
 function open(temperature?: number) {
@@ -76,5 +76,22 @@ describe("a streaming client answered by a node whose output did not reach it", 
     expect(streams.answer("r1", answer("one two three", "B"))).toBe(true);
     expect(chunks.map(([t]) => t).join("")).toBe("one two three");
     expect((await outcome).ok).toBe(true);
+  });
+});
+
+describe("engineRequestOf", () => {
+  it("carries the client's sampling fields, penalties included, into the request the mesh runs", () => {
+    const r = engineRequestOf("A-1", {
+      prompt: "p",
+      tokens: Uint32Array.of(1, 2),
+      maxTokens: 3,
+      temperature: 0,
+      presencePenalty: 1,
+      frequencyPenalty: -0.5,
+    });
+    expect(r).toMatchObject({ id: "A-1", temperature: 0, presencePenalty: 1, frequencyPenalty: -0.5 });
+    expect(
+      "presencePenalty" in engineRequestOf("A-2", { prompt: "p", tokens: Uint32Array.of(1), maxTokens: 1 }),
+    ).toBe(false);
   });
 });

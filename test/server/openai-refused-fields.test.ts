@@ -44,4 +44,23 @@ describe("fields the node cannot honour", () => {
     });
     expect(refusal(chat({ tools: [{ type: "function", function: { name: "f" } }] }))?.param).toBe("tools");
   });
+
+  it("refuses a non-empty logit_bias (token ids are one model's); an empty one or null is no bias", () => {
+    for (const parse of [completion, chat]) {
+      expect(refusal(parse({ logit_bias: { "50256": -100 } }))).toEqual({
+        message: "logit_bias: logit_bias is not supported",
+        param: "logit_bias",
+      });
+      expect(parse({ logit_bias: {} }).success).toBe(true);
+      expect(parse({ logit_bias: null }).success).toBe(true);
+    }
+  });
+
+  it("takes presence_penalty and frequency_penalty in OpenAI's range, -2 to 2", () => {
+    for (const parse of [completion, chat]) {
+      expect(parse({ presence_penalty: 1.5, frequency_penalty: -2 }).success).toBe(true);
+      expect(refusal(parse({ presence_penalty: 2.5 }))?.param).toBe("presence_penalty");
+      expect(refusal(parse({ frequency_penalty: -3 }))?.param).toBe("frequency_penalty");
+    }
+  });
 });

@@ -16,7 +16,13 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import type {
+  LlamaContext,
+  LlamaContextSequence,
+  LlamaContextSequenceRepeatPenalty,
+  LlamaModel,
+  Token,
+} from "node-llama-cpp";
 import type { z } from "zod";
 import type {
   ChatMessage,
@@ -103,6 +109,32 @@ interface Slot {
   lastUsed: number;
   /** The namespace of the request that computed the slot's content. */
   ns: NamespaceFields;
+}
+
+/**
+ * OpenAI's penalties as node-llama-cpp's, on the last PENALTY_LAST_N tokens of prompt and output as
+ * llama-server counts them, its multiplicative repeat penalty off (1): OpenAI has none.
+ */
+const PENALTY_LAST_N = 64;
+function repeatPenalty(
+  req: EngineRequest,
+  prompt: readonly Token[],
+  generated: readonly Token[],
+): { repeatPenalty?: LlamaContextSequenceRepeatPenalty } {
+  if (!req.presencePenalty && !req.frequencyPenalty) return {};
+  const recent = () => {
+    const fromPrompt = PENALTY_LAST_N - generated.length;
+    return fromPrompt > 0 ? [...prompt.slice(-fromPrompt), ...generated] : generated.slice(-PENALTY_LAST_N);
+  };
+  return {
+    repeatPenalty: {
+      punishTokens: recent,
+      maxPunishTokens: PENALTY_LAST_N,
+      penalty: 1,
+      presencePenalty: req.presencePenalty ?? 0,
+      frequencyPenalty: req.frequencyPenalty ?? 0,
+    },
+  };
 }
 
 export class LlamaCppEngine implements Engine {
@@ -327,6 +359,7 @@ export class LlamaCppEngine implements Engine {
           temperature: req.temperature ?? 0,
           ...(req.topP !== undefined ? { topP: req.topP } : {}),
           ...(req.seed !== undefined ? { seed: req.seed } : {}),
+          ...repeatPenalty(req, tokens, generated),
         };
         for await (const token of seq.evaluate(fresh, sampling)) {
           if (generated.length === 0) {

@@ -94,6 +94,14 @@ const StreamChunk = z.object({
     .nullish(),
 });
 
+/** OpenAI's penalty fields, which llama-server's /completion and OpenAI-compatible servers take as they are. */
+function penalties(req: EngineRequest): Record<string, number> {
+  return {
+    ...(req.presencePenalty !== undefined ? { presence_penalty: req.presencePenalty } : {}),
+    ...(req.frequencyPenalty !== undefined ? { frequency_penalty: req.frequencyPenalty } : {}),
+  };
+}
+
 const MAX_OUTPUT_CHARS = 4 << 20;
 
 const toTokens = (ts: z.infer<typeof TokenizeResponse>["tokens"]): Tokens =>
@@ -443,6 +451,7 @@ export class OpenAIEngine implements Engine {
       temperature: req.temperature ?? 0,
       ...(req.topP !== undefined ? { top_p: req.topP } : {}),
       ...(req.seed !== undefined ? { seed: req.seed } : {}),
+      ...penalties(req),
       ...(req.stop && req.stop.length > 0 ? { stop: req.stop } : {}),
       stream: true,
       stream_options: { include_usage: true },
@@ -519,6 +528,7 @@ export class OpenAIEngine implements Engine {
       temperature: req.temperature ?? 0,
       ...(req.topP !== undefined ? { top_p: req.topP } : {}),
       ...(req.seed !== undefined ? { seed: req.seed } : {}),
+      ...penalties(req),
       ...(req.stop && req.stop.length > 0 ? { stop: req.stop } : {}),
     };
   }

@@ -1,7 +1,7 @@
 /**
  * zod schemas for the OpenAI-compatible request bodies we accept. Unknown fields are ignored (clients
  * send many optional knobs), but fields whose semantics we cannot honour (n or best_of > 1, echo,
- * logprobs, token prompts, tools or functions, a JSON response_format) are refused with a clear 400
+ * logprobs, token prompts, tools or functions, a JSON response_format, a non-empty logit_bias) are refused with a clear 400
  * instead of being silently dropped. Every size is bounded.
  */
 import { z } from "zod";
@@ -19,6 +19,13 @@ const sampling = {
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
   seed: z.number().int().nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  // Token ids are one model's: a mesh may route to another (--mixed-models), and no engine here takes them.
+  logit_bias: z
+    .record(z.string(), z.unknown())
+    .refine((b) => Object.keys(b).length === 0, "logit_bias is not supported")
+    .nullish(),
   stop,
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),

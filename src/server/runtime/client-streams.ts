@@ -50,6 +50,8 @@ export function engineRequestOf(reqId: string, input: InferenceInput): EngineReq
   if (input.temperature !== undefined) request.temperature = input.temperature;
   if (input.topP !== undefined) request.topP = input.topP;
   if (input.seed !== undefined) request.seed = input.seed;
+  if (input.presencePenalty !== undefined) request.presencePenalty = input.presencePenalty;
+  if (input.frequencyPenalty !== undefined) request.frequencyPenalty = input.frequencyPenalty;
   if (input.stop) request.stop = input.stop;
   if (input.cacheSalt !== undefined) request.cacheSalt = input.cacheSalt;
   if (input.adapter !== undefined) request.adapter = input.adapter;
