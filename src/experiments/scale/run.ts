@@ -8,6 +8,7 @@
 import { mmluWorkload } from "../../workload/mmlu-workload.js";
 import { syntheticMmlu } from "../../workload/synthetic.js";
 import type { Workload } from "../../workload/types.js";
+import { type Measured, overBudget } from "./budget.js";
 import { type CellKind, type CellSpec, executeCell, type NodeCell } from "./execute.js";
 import {
   arrivalSAt,
@@ -65,16 +66,6 @@ async function workloadFor(o: ScaleOptions, nodes: number): Promise<Workload> {
     : syntheticMmlu({ seed: o.seed, scale: o.source.scale, requests, openLoopRate: rate });
 }
 
-/** Measured (N, cost) points of one series → the cost projected at N: the last growth exponent (2 if unknown). */
-export function project(points: { n: number; v: number }[], n: number): { value: number; exponent: number } {
-  const last = points[points.length - 1];
-  if (!last) return { value: 0, exponent: 2 };
-  const prev = points[points.length - 2];
-  const exponent =
-    prev && prev.v > 0 && last.v > 0 ? Math.max(1, Math.log(last.v / prev.v) / Math.log(last.n / prev.n)) : 2;
-  return { value: last.v * (n / last.n) ** exponent, exponent };
-}
-
 export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
   const t0 = performance.now();
   const nodes = nodesUpTo(o.maxNodes, o.nodes);
@@ -101,8 +92,8 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     },
   ];
   const series = allSeries.filter((s) => wanted(s.key));
-  const wall = new Map<string, { n: number; v: number }[]>();
-  const heap = new Map<string, { n: number; v: number }[]>();
+  const wall = new Map<string, Measured[]>();
+  const heap = new Map<string, Measured[]>();
   const attempt = async (s: (typeof series)[number], n: number): Promise<void> => {
     const w = wall.get(s.key) ?? [];
     const h = heap.get(s.key) ?? [];
@@ -110,9 +101,6 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     heap.set(s.key, h);
     // Wall points are per base window (below): scaled back up to the window this N gets.
     const windowAt = arrivalSAt(o, n) / o.arrivalS;
-    const pw0 = project(w, n);
-    const pw = { ...pw0, value: pw0.value * windowAt };
-    const ph = project(h, n);
     const base = {
       kind: s.kind,
       mode: s.mode,
@@ -120,19 +108,19 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
       loss: s.loss,
       ...(s.maxEstimates ? { maxEstimates: s.maxEstimates } : {}),
     };
-    const lastW = w[w.length - 1];
-    const lastH = h[h.length - 1];
-    if (lastW && pw.value > o.budgetS) {
+    const ow = overBudget(w, n, o.budgetS, windowAt);
+    if (ow) {
       skipped.push({
         ...base,
-        reason: `projected ${pw.value.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${lastW.v.toFixed(1)} s per ${o.arrivalS} s of arrivals at ${lastW.n} nodes, growth ∝ N^${pw.exponent.toFixed(2)})`,
+        reason: `projected ${ow.projected.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${ow.last.v.toFixed(1)} s per ${o.arrivalS} s of arrivals at ${ow.last.n} nodes, growth ∝ N^${ow.exponent.toFixed(2)})`,
       });
       return;
     }
-    if (lastH && ph.value > o.heapBudgetMb) {
+    const oh = overBudget(h, n, o.heapBudgetMb);
+    if (oh) {
       skipped.push({
         ...base,
-        reason: `projected heap ${ph.value.toFixed(0)} MB > budget ${o.heapBudgetMb} MB (measured ${lastH.v.toFixed(0)} MB at ${lastH.n} nodes, growth ∝ N^${ph.exponent.toFixed(2)})`,
+        reason: `projected heap ${oh.projected.toFixed(0)} MB > budget ${o.heapBudgetMb} MB (measured ${oh.last.v.toFixed(0)} MB at ${oh.last.n} nodes, growth ∝ N^${oh.exponent.toFixed(2)})`,
       });
       return;
     }
@@ -148,15 +136,14 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
   for (const n of nodes) for (const s of series) await attempt(s, n);
   const membership: MembershipCell[] = [];
   const rounds: RoundsCell[] = [];
-  const swimWall: { n: number; v: number }[] = [];
-  const roundsWall = new Map<string, { n: number; v: number }[]>();
+  const swimWall: Measured[] = [];
+  const roundsWall = new Map<string, Measured[]>();
   /** The protocols alone are budgeted like the node simulator (their skip is reported the same way). */
-  const within = (points: { n: number; v: number }[], n: number, kind: string): boolean => {
-    const p = project(points, n);
-    const last = points[points.length - 1];
-    if (!last || p.value <= o.budgetS) return true;
+  const within = (points: Measured[], n: number, kind: string): boolean => {
+    const ob = overBudget(points, n, o.budgetS);
+    if (!ob) return true;
     skippedAlone.push(
-      `${kind}, ${n} nodes: projected ${p.value.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${last.v.toFixed(1)} s at ${last.n} nodes, growth ∝ N^${p.exponent.toFixed(2)})`,
+      `${kind}, ${n} nodes: projected ${ob.projected.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${ob.last.v.toFixed(1)} s at ${ob.last.n} nodes, growth ∝ N^${ob.exponent.toFixed(2)})`,
     );
     return false;
   };
