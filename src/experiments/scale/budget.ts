@@ -43,3 +43,40 @@ export function overBudget(
   const projected = p.value * scale;
   return projected > budget ? { projected, exponent: p.exponent, last } : undefined;
 }
+
+/** What one run cost: CPU time (user + system of this process during it) and wall time, s. */
+export interface RunCost {
+  n: number;
+  cpuS: number;
+  wallS: number;
+}
+
+/** A run not to start by CPU, with the wall time measured beside the last CPU point (reported only). */
+export interface OverCpuBudget extends OverBudget {
+  lastWallS: number;
+}
+
+/**
+ * The grid's time budget: CPU seconds only. Wall time on a shared machine grows with other jobs'
+ * load, so projecting it made the grid's choices depend on the machine's load, not on the code.
+ */
+export function overCpuBudget(
+  points: readonly RunCost[],
+  n: number,
+  budgetCpuS: number,
+  scale = 1,
+): OverCpuBudget | undefined {
+  const over = overBudget(
+    points.map((p) => ({ n: p.n, v: p.cpuS })),
+    n,
+    budgetCpuS,
+    scale,
+  );
+  const last = points[points.length - 1];
+  return over && last ? { ...over, lastWallS: last.wallS } : undefined;
+}
+
+/** The report's line for a run skipped by CPU: the projection and the figures it came from. */
+export function cpuSkipReason(over: OverCpuBudget, budgetCpuS: number, per = ""): string {
+  return `projected ${over.projected.toFixed(0)} s CPU > budget ${budgetCpuS} s CPU (measured ${over.last.v.toFixed(1)} s CPU, ${over.lastWallS.toFixed(1)} s wall${per} at ${over.last.n} nodes, growth ∝ N^${over.exponent.toFixed(2)})`;
+}

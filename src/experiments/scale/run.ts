@@ -3,12 +3,14 @@
  * memory, spread of a change, detection of a crash, hit rate, latency), the oracle beside it, a run
  * under LOSS, the bounded-memory cell, and the two protocols alone (SWIM membership and Scuttlebutt
  * rounds) that reach N the node simulator cannot. Runs go one at a time in this thread (the machine
- * is shared); a run projected past the budget is not started and is reported with the projection.
+ * is shared), so the process's CPU time during a run is that run's; a run projected past the CPU
+ * budget is not started and is reported with the projection.
  */
 import { mmluWorkload } from "../../workload/mmlu-workload.js";
 import { syntheticMmlu } from "../../workload/synthetic.js";
 import type { Workload } from "../../workload/types.js";
-import { type Measured, overBudget } from "./budget.js";
+import { cpuSkipReason, type Measured, overBudget, overCpuBudget, type RunCost } from "./budget.js";
+import { cpuMsSince } from "./cpu.js";
 import { type CellKind, type CellSpec, executeCell, type NodeCell } from "./execute.js";
 import {
   arrivalSAt,
@@ -50,6 +52,8 @@ export interface ScaleOutcome {
   heapBudgetMb: number;
   gcForced: boolean;
   wallMs: number;
+  /** Process CPU (user + system) of the whole grid, ms. */
+  cpuMs: number;
 }
 
 async function workloadFor(o: ScaleOptions, nodes: number): Promise<Workload> {
@@ -68,6 +72,7 @@ async function workloadFor(o: ScaleOptions, nodes: number): Promise<Workload> {
 
 export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const nodes = nodesUpTo(o.maxNodes, o.nodes);
   const wanted = (key: SeriesKey): boolean => o.series === undefined || o.series.includes(key);
   const cells: NodeCell[] = [];
@@ -92,14 +97,14 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     },
   ];
   const series = allSeries.filter((s) => wanted(s.key));
-  const wall = new Map<string, Measured[]>();
+  const cost = new Map<string, RunCost[]>();
   const heap = new Map<string, Measured[]>();
   const attempt = async (s: (typeof series)[number], n: number): Promise<void> => {
-    const w = wall.get(s.key) ?? [];
+    const w = cost.get(s.key) ?? [];
     const h = heap.get(s.key) ?? [];
-    wall.set(s.key, w);
+    cost.set(s.key, w);
     heap.set(s.key, h);
-    // Wall points are per base window (below): scaled back up to the window this N gets.
+    // Cost points are per base window (below): scaled back up to the window this N gets.
     const windowAt = arrivalSAt(o, n) / o.arrivalS;
     const base = {
       kind: s.kind,
@@ -108,12 +113,9 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
       loss: s.loss,
       ...(s.maxEstimates ? { maxEstimates: s.maxEstimates } : {}),
     };
-    const ow = overBudget(w, n, o.budgetS, windowAt);
+    const ow = overCpuBudget(w, n, o.budgetS, windowAt);
     if (ow) {
-      skipped.push({
-        ...base,
-        reason: `projected ${ow.projected.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${ow.last.v.toFixed(1)} s per ${o.arrivalS} s of arrivals at ${ow.last.n} nodes, growth ∝ N^${ow.exponent.toFixed(2)})`,
-      });
+      skipped.push({ ...base, reason: cpuSkipReason(ow, o.budgetS, ` per ${o.arrivalS} s of arrivals`) });
       return;
     }
     const oh = overBudget(h, n, o.heapBudgetMb);
@@ -128,44 +130,47 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     const spec: CellSpec = { ...base, seed: o.seed, arrivalS: arrivalSAt(o, n) };
     const cell = executeCell(spec, await workloadFor(o, n));
     cells.push(cell);
-    // Wall time per base window: a small N's longer window must not flatten the growth. Heap is
+    // Time per base window: a small N's longer window must not flatten the growth. Heap is
     // state, which a shorter window does not shrink: it is projected as measured.
-    w.push({ n, v: ((cell.wallMs / 1000) * o.arrivalS) / spec.arrivalS });
+    const perBase = (ms: number) => ((ms / 1000) * o.arrivalS) / spec.arrivalS;
+    w.push({ n, cpuS: perBase(cell.cpuMs), wallS: perBase(cell.wallMs) });
     if (cell.heapPerNodeBytes !== undefined) h.push({ n, v: (cell.heapPerNodeBytes * n) / 1e6 });
   };
   for (const n of nodes) for (const s of series) await attempt(s, n);
   const membership: MembershipCell[] = [];
   const rounds: RoundsCell[] = [];
-  const swimWall: Measured[] = [];
-  const roundsWall = new Map<string, Measured[]>();
+  const swimCost: RunCost[] = [];
+  const roundsCost = new Map<string, RunCost[]>();
   /** The protocols alone are budgeted like the node simulator (their skip is reported the same way). */
-  const within = (points: Measured[], n: number, kind: string): boolean => {
-    const ob = overBudget(points, n, o.budgetS);
+  const within = (points: RunCost[], n: number, kind: string): boolean => {
+    const ob = overCpuBudget(points, n, o.budgetS);
     if (!ob) return true;
-    skippedAlone.push(
-      `${kind}, ${n} nodes: projected ${ob.projected.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${ob.last.v.toFixed(1)} s at ${ob.last.n} nodes, growth ∝ N^${ob.exponent.toFixed(2)})`,
-    );
+    skippedAlone.push(`${kind}, ${n} nodes: ${cpuSkipReason(ob, o.budgetS)}`);
     return false;
   };
   const skippedAlone: string[] = [];
   for (const n of nodes) {
-    if (wanted("swim") && within(swimWall, n, "SWIM alone (both losses)")) {
-      const t = performance.now();
+    if (wanted("swim") && within(swimCost, n, "SWIM alone (both losses)")) {
+      let cpuMs = 0;
+      let wallMs = 0;
       for (const loss of [0, LOSS]) {
         o.onPhase?.(`SWIM alone at ${n} nodes, loss ${loss}`);
-        membership.push(runMembershipCell(n, loss, o.seed));
+        const m = runMembershipCell(n, loss, o.seed);
+        membership.push(m);
+        cpuMs += m.cpuMs;
+        wallMs += m.wallMs;
       }
-      swimWall.push({ n, v: (performance.now() - t) / 1000 });
+      swimCost.push({ n, cpuS: cpuMs / 1000, wallS: wallMs / 1000 });
     }
     for (const m of wanted("rounds") ? [undefined, BOUNDED_ESTIMATES] : []) {
       const key = m === undefined ? "all held" : `--max-estimates ${m}`;
-      const w = roundsWall.get(key) ?? [];
-      roundsWall.set(key, w);
+      const w = roundsCost.get(key) ?? [];
+      roundsCost.set(key, w);
       if (!within(w, n, `Scuttlebutt rounds alone (${key})`)) continue;
       o.onPhase?.(`Scuttlebutt rounds at ${n} nodes, ${key}`);
       const r = runRoundsCell(n, o.seed, m);
       rounds.push(r);
-      w.push({ n, v: r.wallMs / 1000 });
+      w.push({ n, cpuS: r.cpuMs / 1000, wallS: r.wallMs / 1000 });
     }
   }
   return {
@@ -182,5 +187,6 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     heapBudgetMb: o.heapBudgetMb,
     gcForced: canCollect,
     wallMs: performance.now() - t0,
+    cpuMs: cpuMsSince(cpu0),
   };
 }
