@@ -95,6 +95,7 @@ for (const spec of args) {
           }
         : {}),
       wallS: +(c.wallMs / 1000).toFixed(1),
+      cpuS: +(c.cpuMs / 1000).toFixed(1),
     }),
   );
 }

@@ -56,7 +56,7 @@ export function registerScale(exp: Command): void {
     )
     .option(
       "--budget-s <s>",
-      "wall seconds per run: a run projected past it is reported, not started (default 300)",
+      "CPU seconds (user + system) per run, not wall: a run projected past it is reported, not started (default 300)",
     )
     .option("--heap-budget-mb <mb>", "heap per run, MB, projected the same way", "3000")
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
@@ -112,7 +112,7 @@ export function registerScale(exp: Command): void {
           outDir,
         );
         process.stdout.write(
-          `wrote ${join(outDir, "report.md")} (${o.cells.length} simulator runs, ${o.skipped.length} not started, ${(o.wallMs / 1000).toFixed(1)} s${o.synthetic ? ", SYNTHETIC workload" : ""})\n`,
+          `wrote ${join(outDir, "report.md")} (${o.cells.length} simulator runs, ${o.skipped.length} not started, ${(o.wallMs / 1000).toFixed(1)} s wall, ${(o.cpuMs / 1000).toFixed(1)} s CPU${o.synthetic ? ", SYNTHETIC workload" : ""})\n`,
         );
       } catch (err) {
         const msg = (err as Error)?.message ?? String(err);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hitByArrival, hitFrom, steadyWindow } from "../../src/experiments/scale/execute.js";
 import { boundedBytes, writeScaleReport } from "../../src/experiments/scale/report.js";
-import { project, runScale, type ScaleOutcome } from "../../src/experiments/scale/run.js";
+import { runScale, type ScaleOutcome } from "../../src/experiments/scale/run.js";
 import type { SimRecord } from "../../src/sim/types.js";
 
 let out: string;
@@ -219,20 +219,6 @@ describe("experiment scale (quick)", () => {
     expect(hitFrom(h, 0)).toBeCloseTo(150 / 300, 9);
     expect(hitFrom(h, 300)).toBeCloseTo(150 / 200, 9); // from the next whole bucket: 500 ms
     expect(hitFrom(h, 1_000)).toBeUndefined();
-  });
-
-  it("projects a run's cost from the last two N (quadratic growth → ×16 at 4× N)", () => {
-    const p = project(
-      [
-        { n: 64, v: 1 },
-        { n: 256, v: 16 },
-      ],
-      1024,
-    );
-    expect(p.exponent).toBeCloseTo(2, 9);
-    expect(p.value).toBeCloseTo(256, 6);
-    // Unknown growth: assume N².
-    expect(project([{ n: 16, v: 2 }], 64).value).toBeCloseTo(32, 9);
   });
 });
 

@@ -72,6 +72,8 @@ export interface NodeCell {
     membershipBytesPerNodeS: number;
   };
   wallMs: number;
+  /** Process CPU (user + system) of the run, ms: what the grid's budget counts. */
+  cpuMs: number;
 }
 
 /** Width of a `hitByArrival` bucket, virtual ms. */
@@ -242,6 +244,7 @@ export function executeCell(c: CellSpec, workload: Workload): NodeCell {
         }
       : {}),
     wallMs: r.wallMs,
+    cpuMs: (cpu.user + cpu.system) / 1000,
   };
 }
 

@@ -31,8 +31,9 @@ export interface ScaleOptions {
    */
   minRequests?: number;
   /**
-   * Wall-clock budget per run, s: a run whose projected wall time (from the previous N's measured
-   * time and growth) exceeds it is not started, and the report says so with the projection.
+   * CPU budget per run, s (the process's user + system CPU, not wall-clock time, so a busy machine
+   * starts the same runs as a quiet one): a run whose projected CPU time (from the previous N's
+   * measured time and growth) exceeds it is not started, and the report says so with the projection.
    */
   budgetS: number;
   /** Heap budget per run, MB (projected the same way). */

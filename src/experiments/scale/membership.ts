@@ -12,6 +12,7 @@ import {
   suspicionMinMs,
 } from "../../core/node/swim/config.js";
 import { runMembership } from "../../sim/membership-sim.js";
+import { cpuMsSince } from "./cpu.js";
 import { COMM_MS, JITTER_MS } from "./grid.js";
 
 export interface MembershipCell {
@@ -51,6 +52,8 @@ export interface MembershipCell {
   falseDeaths: number;
   durationMs: number;
   wallMs: number;
+  /** Process CPU (user + system) of the run, ms. */
+  cpuMs: number;
 }
 
 /**
@@ -79,6 +82,7 @@ const STEADY_MS = 10_000;
  */
 export function runMembershipCell(nodes: number, loss: number, seed: number): MembershipCell {
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const crashedAtMs = 20_000 + 60 * nodes;
   const boundMs = memberlistBoundMs(nodes);
   const durationMs = crashedAtMs + boundMs + 5_000;
@@ -172,5 +176,6 @@ export function runMembershipCell(nodes: number, loss: number, seed: number): Me
     falseDeaths,
     durationMs,
     wallMs: performance.now() - t0,
+    cpuMs: cpuMsSince(cpu0),
   };
 }

@@ -8,6 +8,7 @@
  */
 import { GossipRounds } from "../../sim/gossip-rounds.js";
 import type { MeshParts } from "../../sim/mesh-parts.js";
+import { cpuMsSince } from "./cpu.js";
 
 export interface RoundsCell {
   nodes: number;
@@ -28,6 +29,8 @@ export interface RoundsCell {
   busyParts?: MeshParts;
   busyRounds: number;
   wallMs: number;
+  /** Process CPU (user + system) of the run, ms. */
+  cpuMs: number;
 }
 
 /** Busy rounds measured (after the warm-up). */
@@ -35,6 +38,7 @@ const BUSY_ROUNDS = 3;
 
 export function runRoundsCell(nodes: number, seed: number, maxEstimates?: number, parts = false): RoundsCell {
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const g = new GossipRounds({ nodes, seed, ...(maxEstimates === undefined ? {} : { maxEstimates }) });
   for (let i = 0; i < nodes; i++) g.change(i);
   // Warm-up: every owner's first state spreads (log2 N rounds and a margin), as in a running cluster.
@@ -72,6 +76,7 @@ export function runRoundsCell(nodes: number, seed: number, maxEstimates?: number
     ...(busyParts ? { busyParts } : {}),
     busyRounds: BUSY_ROUNDS,
     wallMs: 0,
+    cpuMs: 0,
   };
   let r = 0;
   while (r < maxRounds) {
@@ -88,5 +93,6 @@ export function runRoundsCell(nodes: number, seed: number, maxEstimates?: number
   }
   out.bytesPerNodeRound = (g.bytes - bytes0) / nodes / r;
   out.wallMs = performance.now() - t0;
+  out.cpuMs = cpuMsSince(cpu0);
   return out;
 }

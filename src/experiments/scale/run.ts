@@ -3,11 +3,14 @@
  * memory, spread of a change, detection of a crash, hit rate, latency), the oracle beside it, a run
  * under LOSS, the bounded-memory cell, and the two protocols alone (SWIM membership and Scuttlebutt
  * rounds) that reach N the node simulator cannot. Runs go one at a time in this thread (the machine
- * is shared); a run projected past the budget is not started and is reported with the projection.
+ * is shared), so the process's CPU time during a run is that run's; a run projected past the CPU
+ * budget is not started and is reported with the projection.
  */
 import { mmluWorkload } from "../../workload/mmlu-workload.js";
 import { syntheticMmlu } from "../../workload/synthetic.js";
 import type { Workload } from "../../workload/types.js";
+import { cpuSkipReason, type Measured, overBudget, overCpuBudget, type RunCost } from "./budget.js";
+import { cpuMsSince } from "./cpu.js";
 import { type CellKind, type CellSpec, executeCell, type NodeCell } from "./execute.js";
 import {
   arrivalSAt,
@@ -49,6 +52,8 @@ export interface ScaleOutcome {
   heapBudgetMb: number;
   gcForced: boolean;
   wallMs: number;
+  /** Process CPU (user + system) of the whole grid, ms. */
+  cpuMs: number;
 }
 
 async function workloadFor(o: ScaleOptions, nodes: number): Promise<Workload> {
@@ -65,18 +70,9 @@ async function workloadFor(o: ScaleOptions, nodes: number): Promise<Workload> {
     : syntheticMmlu({ seed: o.seed, scale: o.source.scale, requests, openLoopRate: rate });
 }
 
-/** Measured (N, cost) points of one series → the cost projected at N: the last growth exponent (2 if unknown). */
-export function project(points: { n: number; v: number }[], n: number): { value: number; exponent: number } {
-  const last = points[points.length - 1];
-  if (!last) return { value: 0, exponent: 2 };
-  const prev = points[points.length - 2];
-  const exponent =
-    prev && prev.v > 0 && last.v > 0 ? Math.max(1, Math.log(last.v / prev.v) / Math.log(last.n / prev.n)) : 2;
-  return { value: last.v * (n / last.n) ** exponent, exponent };
-}
-
 export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const nodes = nodesUpTo(o.maxNodes, o.nodes);
   const wanted = (key: SeriesKey): boolean => o.series === undefined || o.series.includes(key);
   const cells: NodeCell[] = [];
@@ -101,18 +97,15 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     },
   ];
   const series = allSeries.filter((s) => wanted(s.key));
-  const wall = new Map<string, { n: number; v: number }[]>();
-  const heap = new Map<string, { n: number; v: number }[]>();
+  const cost = new Map<string, RunCost[]>();
+  const heap = new Map<string, Measured[]>();
   const attempt = async (s: (typeof series)[number], n: number): Promise<void> => {
-    const w = wall.get(s.key) ?? [];
+    const w = cost.get(s.key) ?? [];
     const h = heap.get(s.key) ?? [];
-    wall.set(s.key, w);
+    cost.set(s.key, w);
     heap.set(s.key, h);
-    // Wall points are per base window (below): scaled back up to the window this N gets.
+    // Cost points are per base window (below): scaled back up to the window this N gets.
     const windowAt = arrivalSAt(o, n) / o.arrivalS;
-    const pw0 = project(w, n);
-    const pw = { ...pw0, value: pw0.value * windowAt };
-    const ph = project(h, n);
     const base = {
       kind: s.kind,
       mode: s.mode,
@@ -120,19 +113,16 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
       loss: s.loss,
       ...(s.maxEstimates ? { maxEstimates: s.maxEstimates } : {}),
     };
-    const lastW = w[w.length - 1];
-    const lastH = h[h.length - 1];
-    if (lastW && pw.value > o.budgetS) {
-      skipped.push({
-        ...base,
-        reason: `projected ${pw.value.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${lastW.v.toFixed(1)} s per ${o.arrivalS} s of arrivals at ${lastW.n} nodes, growth ∝ N^${pw.exponent.toFixed(2)})`,
-      });
+    const ow = overCpuBudget(w, n, o.budgetS, windowAt);
+    if (ow) {
+      skipped.push({ ...base, reason: cpuSkipReason(ow, o.budgetS, ` per ${o.arrivalS} s of arrivals`) });
       return;
     }
-    if (lastH && ph.value > o.heapBudgetMb) {
+    const oh = overBudget(h, n, o.heapBudgetMb);
+    if (oh) {
       skipped.push({
         ...base,
-        reason: `projected heap ${ph.value.toFixed(0)} MB > budget ${o.heapBudgetMb} MB (measured ${lastH.v.toFixed(0)} MB at ${lastH.n} nodes, growth ∝ N^${ph.exponent.toFixed(2)})`,
+        reason: `projected heap ${oh.projected.toFixed(0)} MB > budget ${o.heapBudgetMb} MB (measured ${oh.last.v.toFixed(0)} MB at ${oh.last.n} nodes, growth ∝ N^${oh.exponent.toFixed(2)})`,
       });
       return;
     }
@@ -140,45 +130,47 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     const spec: CellSpec = { ...base, seed: o.seed, arrivalS: arrivalSAt(o, n) };
     const cell = executeCell(spec, await workloadFor(o, n));
     cells.push(cell);
-    // Wall time per base window: a small N's longer window must not flatten the growth. Heap is
+    // Time per base window: a small N's longer window must not flatten the growth. Heap is
     // state, which a shorter window does not shrink: it is projected as measured.
-    w.push({ n, v: ((cell.wallMs / 1000) * o.arrivalS) / spec.arrivalS });
+    const perBase = (ms: number) => ((ms / 1000) * o.arrivalS) / spec.arrivalS;
+    w.push({ n, cpuS: perBase(cell.cpuMs), wallS: perBase(cell.wallMs) });
     if (cell.heapPerNodeBytes !== undefined) h.push({ n, v: (cell.heapPerNodeBytes * n) / 1e6 });
   };
   for (const n of nodes) for (const s of series) await attempt(s, n);
   const membership: MembershipCell[] = [];
   const rounds: RoundsCell[] = [];
-  const swimWall: { n: number; v: number }[] = [];
-  const roundsWall = new Map<string, { n: number; v: number }[]>();
+  const swimCost: RunCost[] = [];
+  const roundsCost = new Map<string, RunCost[]>();
   /** The protocols alone are budgeted like the node simulator (their skip is reported the same way). */
-  const within = (points: { n: number; v: number }[], n: number, kind: string): boolean => {
-    const p = project(points, n);
-    const last = points[points.length - 1];
-    if (!last || p.value <= o.budgetS) return true;
-    skippedAlone.push(
-      `${kind}, ${n} nodes: projected ${p.value.toFixed(0)} s wall > budget ${o.budgetS} s (measured ${last.v.toFixed(1)} s at ${last.n} nodes, growth ∝ N^${p.exponent.toFixed(2)})`,
-    );
+  const within = (points: RunCost[], n: number, kind: string): boolean => {
+    const ob = overCpuBudget(points, n, o.budgetS);
+    if (!ob) return true;
+    skippedAlone.push(`${kind}, ${n} nodes: ${cpuSkipReason(ob, o.budgetS)}`);
     return false;
   };
   const skippedAlone: string[] = [];
   for (const n of nodes) {
-    if (wanted("swim") && within(swimWall, n, "SWIM alone (both losses)")) {
-      const t = performance.now();
+    if (wanted("swim") && within(swimCost, n, "SWIM alone (both losses)")) {
+      let cpuMs = 0;
+      let wallMs = 0;
       for (const loss of [0, LOSS]) {
         o.onPhase?.(`SWIM alone at ${n} nodes, loss ${loss}`);
-        membership.push(runMembershipCell(n, loss, o.seed));
+        const m = runMembershipCell(n, loss, o.seed);
+        membership.push(m);
+        cpuMs += m.cpuMs;
+        wallMs += m.wallMs;
       }
-      swimWall.push({ n, v: (performance.now() - t) / 1000 });
+      swimCost.push({ n, cpuS: cpuMs / 1000, wallS: wallMs / 1000 });
     }
     for (const m of wanted("rounds") ? [undefined, BOUNDED_ESTIMATES] : []) {
       const key = m === undefined ? "all held" : `--max-estimates ${m}`;
-      const w = roundsWall.get(key) ?? [];
-      roundsWall.set(key, w);
+      const w = roundsCost.get(key) ?? [];
+      roundsCost.set(key, w);
       if (!within(w, n, `Scuttlebutt rounds alone (${key})`)) continue;
       o.onPhase?.(`Scuttlebutt rounds at ${n} nodes, ${key}`);
       const r = runRoundsCell(n, o.seed, m);
       rounds.push(r);
-      w.push({ n, v: r.wallMs / 1000 });
+      w.push({ n, cpuS: r.cpuMs / 1000, wallS: r.wallMs / 1000 });
     }
   }
   return {
@@ -195,5 +187,6 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     heapBudgetMb: o.heapBudgetMb,
     gcForced: canCollect,
     wallMs: performance.now() - t0,
+    cpuMs: cpuMsSince(cpu0),
   };
 }
