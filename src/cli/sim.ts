@@ -13,7 +13,7 @@ import { DEFAULT_PROFILE, isProfileName, PROFILE_NAMES } from "../engines/sim/pr
 import { DEFAULT_POLICY } from "../server/default-policy.js";
 import { type NodeConfigNumberKey, nodeConfigNumber } from "../server/settings/index.js";
 import { faultFlags, faultScheduleFor } from "../sim/fault-schedule.js";
-import { MAX_UNBOUNDED_TOKENS } from "../sim/faults/client.js";
+import { type ClientFaults, MAX_UNBOUNDED_TOKENS } from "../sim/faults/client.js";
 import { runSimulation, simGossip } from "../sim/run.js";
 import type {
   EngineFaults,
@@ -69,6 +69,7 @@ export interface SimOptions extends WorkloadFlagValues {
   refuse?: string[];
   lie?: string[];
   unbounded?: string[];
+  abandon?: string[];
   pause?: string[];
   randomFaults?: string;
   daemonConfig?: boolean;
@@ -222,6 +223,13 @@ export function parseUnbounded(spec: string): { request: number; maxTokens: numb
   return { request: Number(m[1]), maxTokens };
 }
 
+/** `--abandon 120:500` = the client of workload request 120 hangs up 500 ms after sending it. */
+export function parseAbandon(spec: string): { request: number; afterMs: number } {
+  const m = /^(\d+):(\d+)$/.exec(spec.trim());
+  if (!m) throw new CliError(`--abandon must look like REQUEST:MS (e.g. 120:500), got '${spec}'`);
+  return { request: Number(m[1]), afterMs: Number(m[2]) };
+}
+
 /** Flags that set one fault each; --random-faults draws them all instead. */
 const FAULT_FLAGS = {
   loss: "--loss",
@@ -237,6 +245,7 @@ const FAULT_FLAGS = {
   refuse: "--refuse",
   lie: "--lie",
   unbounded: "--unbounded",
+  abandon: "--abandon",
   crash: "--crash",
   pause: "--pause",
 } as const satisfies Partial<Record<keyof SimOptions, string>>;
@@ -283,8 +292,10 @@ export function parseFaultFlags(o: SimOptions, nodes: number, seed: number): Sim
   if (o.lie !== undefined && o.lie.length > 0)
     node.lies = o.lie.map((x) => parseMisbehaviour("--lie", x, nodes));
   const faults: SimFaults = {};
-  if (o.unbounded !== undefined && o.unbounded.length > 0)
-    faults.client = { unbounded: o.unbounded.map(parseUnbounded) };
+  const client: ClientFaults = {};
+  if (o.unbounded !== undefined && o.unbounded.length > 0) client.unbounded = o.unbounded.map(parseUnbounded);
+  if (o.abandon !== undefined && o.abandon.length > 0) client.abandon = o.abandon.map(parseAbandon);
+  if (Object.keys(client).length > 0) faults.client = client;
   if (Object.keys(network).length > 0) faults.network = network;
   if (Object.keys(engine).length > 0) faults.engine = engine;
   if (Object.keys(node).length > 0) faults.node = node;
@@ -430,7 +441,7 @@ export function formatSummary(
     const n = f.network ?? {};
     const crashes = r.perNode.reduce((k, x) => k + x.crashes, 0);
     lines.push(
-      `faults     loss ${n.lossProb ?? 0}, duplication ${n.dupProb ?? 0}, reordering ${n.reorderProb ?? 0}, partitions ${n.partitions?.length ?? 0}, engine failures ${f.engine?.failProb ?? 0}, slow engines ${f.engine?.slowdowns?.length ?? 0}, crashes ${crashes}, pauses ${f.node?.pauses?.length ?? 0}, stalling peers ${f.node?.stalls?.length ?? 0}, refusing peers ${f.node?.refuses?.length ?? 0}, lying peers ${f.node?.lies?.length ?? 0}, unbounded requests ${f.client?.unbounded?.length ?? 0}, client re-submissions ${t.retries}`,
+      `faults     loss ${n.lossProb ?? 0}, duplication ${n.dupProb ?? 0}, reordering ${n.reorderProb ?? 0}, partitions ${n.partitions?.length ?? 0}, engine failures ${f.engine?.failProb ?? 0}, slow engines ${f.engine?.slowdowns?.length ?? 0}, crashes ${crashes}, pauses ${f.node?.pauses?.length ?? 0}, stalling peers ${f.node?.stalls?.length ?? 0}, refusing peers ${f.node?.refuses?.length ?? 0}, lying peers ${f.node?.lies?.length ?? 0}, unbounded requests ${f.client?.unbounded?.length ?? 0}, clients gone ${t.abandoned ?? 0}, client re-submissions ${t.retries}`,
       `schedule   ${faultFlags(f).join(" ")}`,
     );
   }
@@ -578,6 +589,10 @@ export function registerSim(program: Command): void {
     .option(
       "--unbounded <spec...>",
       "an unbounded request: workload request INDEX asks for TOKENS output tokens (no max_tokens): INDEX:TOKENS (repeatable)",
+    )
+    .option(
+      "--abandon <spec...>",
+      "a client hanging up: workload request INDEX's client leaves MS (virtual) after sending it, unanswered: INDEX:MS (repeatable)",
     )
     .option("--crash <spec...>", "crash a node: NODE@MS[:RESTART_MS] (virtual ms; repeatable)")
     .option(

@@ -25,6 +25,8 @@ export interface GaugeView {
   peers: PeerGaugeView[];
   /** The node's own cumulative counts of forwarding events (fallbacks, ack timeouts, …), by name. */
   forwardEvents?: Record<string, number>;
+  /** The node's own cumulative counts of client requests whose client hung up, by stage. */
+  clientGone?: Record<string, number>;
 }
 
 export type NodeMetrics = ReturnType<typeof createMetrics>;
@@ -187,6 +189,21 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       if (!v) return;
       this.reset();
       for (const [event, n] of Object.entries(v.forwardEvents ?? {})) this.inc({ event }, n);
+    },
+  });
+  new Counter({
+    name: "prefixmesh_client_gone_total",
+    help:
+      "Client requests whose client hung up before the reply, by where the request was (stage): queued " +
+      "(dropped from this node's queue), forwarded (its peer was sent a cancel), running (ran to its " +
+      "end on this node's engine, unreplied)",
+    labelNames: ["stage"],
+    registers,
+    collect() {
+      const v = view();
+      if (!v) return;
+      this.reset();
+      for (const [stage, n] of Object.entries(v.clientGone ?? {})) this.inc({ stage }, n);
     },
   });
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>

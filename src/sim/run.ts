@@ -64,6 +64,8 @@ type Ev = SimEvent &
     | { k: "timer"; node: number; inc: number; timer: Timer; key: string; token: number }
     | { k: "engine"; node: number; inc: number; jobId: string; fail: boolean }
     | { k: "submit"; req: number }
+    /** The client of a request hangs up (faults/client.ts, `abandon`). */
+    | { k: "gone"; req: number }
     | { k: "crash"; node: number }
     | { k: "restart"; node: number }
     | { k: "probe" }
@@ -218,6 +220,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   /** The peer's answer being delivered now (a reply made while handling it is the one it answers). */
   let delivering: { reqId: string; sentAt: number } | undefined;
   let retries = 0;
+  /** Requests whose client hung up before the answer (faults/client.ts, `abandon`). */
+  let abandoned = 0;
   let finished = 0;
   let sumPrompt = 0;
   let sumPredicted = 0;
@@ -257,7 +261,11 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         break;
       }
     }
-    if (c.startMs < 0) c.startMs = now;
+    if (c.startMs < 0) {
+      c.startMs = now;
+      const hangUp = clientFaults.hangsUpAfter(ri);
+      if (hangUp !== undefined) queue.push({ at: now + hangUp, k: "gone", req: ri });
+    }
     const frozenUntil = origin >= 0 ? nodeFaults.pausedUntil(origin, now) : -1;
     if (frozenUntil >= 0) {
       // Its client's connection is accepted by the kernel, then waits for the process to resume.
@@ -582,7 +590,14 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     if (ev.at > stopAt) break;
     if (nodeFaults.hasPauses && ev.k !== "submit" && ev.k !== "crash" && ev.k !== "probe") {
       // A frozen node handles nothing (a restart neither): what reaches it waits, in order, until it resumes.
-      const until = nodeFaults.pausedUntil(ev.k === "deliver" || ev.k === "mesh" ? ev.to : ev.node, ev.at);
+      // A hang-up reaches its origin once it resumes (the client's record waits with it: it failed anyway).
+      const who =
+        ev.k === "gone"
+          ? (client[ev.req] as ClientReq).origin
+          : ev.k === "deliver" || ev.k === "mesh"
+            ? ev.to
+            : ev.node;
+      const until = nodeFaults.pausedUntil(who, ev.at);
       if (until >= 0) {
         ev.at = until;
         queue.push(ev);
@@ -669,6 +684,18 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       case "submit":
         if (!(client[ev.req] as ClientReq).done) submit(ev.req);
         break;
+      case "gone": {
+        const c = client[ev.req] as ClientReq;
+        if (c.done) break;
+        // Its origin is told (if it still waits there: else a crash or a retry's wait dropped it).
+        const s = c.origin >= 0 ? nodes[c.origin] : undefined;
+        const reqId = `r${ev.req}.${c.tries}`;
+        if (s?.node && s.outstanding.delete(reqId)) handle(s, { type: "client-gone", reqId });
+        abandoned++;
+        const wr = reqs[ev.req]!;
+        finish(ev.req, failedRecord(ev.req, wr, (wr.entry ?? ev.req) % N, c.startMs, now));
+        break;
+      }
       case "crash": {
         const s = nodes[ev.node] as SimNodeState;
         if (!s.node) break;
@@ -767,6 +794,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       duplicateRuns,
       evictedTokens: evicted,
       retries,
+      ...(abandoned > 0 ? { abandoned } : {}),
     },
     perNode: nodes.map((s) => s.summary),
     virtualMs: now,

@@ -198,6 +198,8 @@ export interface SimTotals extends Pick<NodeStats, SummedStat> {
   duplicateRuns: number;
   evictedTokens: number;
   retries: number;
+  /** Requests whose client hung up before the answer (`faults.client.abandon`); absent when none. */
+  abandoned?: number;
 }
 
 export interface SimNodeSummary {

@@ -95,3 +95,24 @@ describe("engineRequestOf", () => {
     ).toBe(false);
   });
 });
+
+describe("a client hanging up", () => {
+  it("ends its slot with 499 and tells the node once; after its answer, a hang-up tells nothing", async () => {
+    const gone: string[] = [];
+    const streams = new ClientStreams((reqId) => gone.push(reqId));
+    const request: EngineRequest = { id: "r1", tokens: new Uint32Array([1, 2, 3]), maxTokens: 8 };
+    const links = [{}, {}] as { onGone?: () => void }[];
+    const first = streams
+      .open("r1", request, {}, links[0] as object)
+      .catch((e: { status: number }) => e.status);
+    links[0]?.onGone?.();
+    links[0]?.onGone?.();
+    expect(await first).toBe(499);
+    expect(gone).toEqual(["r1"]);
+    const second = streams.open("r2", { ...request, id: "r2" }, {}, links[1] as object);
+    expect(streams.answer("r2", { ...answer("done", "A"), reqId: "r2" })).toBe(true);
+    links[1]?.onGone?.();
+    expect((await second).result.text).toBe("done");
+    expect(gone).toEqual(["r1"]);
+  });
+});

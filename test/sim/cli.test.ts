@@ -297,6 +297,25 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
       expect(() => parseSimOptions({ ...defaults, ...b }), JSON.stringify(b)).toThrow(re);
   });
 
+  it("parses --abandon beside --unbounded and replays it from the printed schedule, rejecting bad ones", () => {
+    const o = optionsOf(["--abandon", "4:250", "9:0", "--unbounded", "7:32000"]);
+    const { config } = parseSimOptions({ ...defaults, ...o });
+    expect(config.faults).toEqual({
+      client: {
+        unbounded: [{ request: 7, maxTokens: 32_000 }],
+        abandon: [
+          { request: 4, afterMs: 250 },
+          { request: 9, afterMs: 0 },
+        ],
+      },
+    });
+    const replayed = parseSimOptions({ ...defaults, ...optionsOf(faultFlags(config.faults)) }).config.faults;
+    expect(replayed).toEqual(config.faults);
+    expect(() => parseSimOptions({ ...defaults, abandon: ["4"] })).toThrow(
+      /--abandon must look like REQUEST:MS/,
+    );
+  });
+
   it("--random-faults draws the seed's schedule, and the printed flags replay it exactly", () => {
     for (const seed of [1, 2, 3, 17, 99, 1234]) {
       const drawn = parseSimOptions({ ...defaults, seed: String(seed), randomFaults: "20000" }).config.faults;

@@ -309,6 +309,18 @@ export class Executor {
     return false;
   }
 
+  /**
+   * Our client's job for `reqId`, whose client hung up: taken out of the queue if it waits
+   * ("queued"); left to finish if it runs ("running": no engine abort, and the tree must take what
+   * the run caches); undefined when there is none.
+   */
+  dropClient(reqId: string): "queued" | "running" | undefined {
+    if (this.takeQueued(reqId)) return "queued";
+    for (const job of this.running.values())
+      if (job.kind === "client" && job.reqId === reqId) return "running";
+    return undefined;
+  }
+
   /** When a job queued now would start (elapsed-aware `waitFrom`; undefined until a run is timed). */
   admissionWaitMs(now: number): number | undefined {
     return this.waitFrom(this.queue.length - this.queueHead - this.cancelledQueued, now, this.queuedWorkMs);

@@ -50,8 +50,9 @@ export function askAgain(h: Hedge): boolean {
 }
 
 /**
- * Local runs whose request its hedge's peer answered first: they complete unreplied. An entry lives
- * from that answer to the run's end (engine-done or -failed), or to a restart.
+ * Local runs whose request its hedge's peer answered first (or whose client hung up: client-gone.ts):
+ * they complete unreplied. An entry lives from then to the run's end (engine-done or -failed), or to
+ * a restart.
  */
 export class AnsweredRuns {
   private readonly runs = new Set<string>();

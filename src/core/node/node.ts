@@ -141,6 +141,9 @@ export class PrefixNode extends NodeRouting {
       case "client-request":
         this.onClientRequest(input.reqId, input.request, now, out);
         break;
+      case "client-gone": // client-gone.ts
+        this.origin.clientGone(input.reqId, out, (id) => this.executor.dropClient(id));
+        break;
       case "peer-message":
         this.onPeerMessage(input.from, input.msg, now, out);
         break;
@@ -177,6 +180,7 @@ export class PrefixNode extends NodeRouting {
       case "engine-cache-changed":
         this.executor.cacheChanged(input.sequences);
     }
+    this.origin.gone.check(out);
     if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
     const costs = this.config.advertiseCosts ? this.executor.engineCosts() : undefined;
     if (costs) stampCosts(out, costs, this.config.id);

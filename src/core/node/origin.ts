@@ -17,6 +17,7 @@
 import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
 import { invariant } from "../invariant.js";
 import { keyTokens, requestProblem } from "../namespace.js";
+import { GoneClients, type GoneStage } from "./client-gone.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
@@ -64,6 +65,9 @@ function originCounters() {
     overdueAnswers: 0,
     offloaded: 0,
     hedgedAnswers: 0,
+    clientGoneQueued: 0,
+    clientGoneForwarded: 0,
+    clientGoneRunning: 0,
   };
 }
 
@@ -74,7 +78,7 @@ export class Origin {
   private readonly planner: Planner;
   /** Requests of ours not answered yet (pending-requests.ts). */
   private readonly pending = new PendingRequests();
-  /** Local runs whose request a silent peer answered first (hedge.ts). */
+  /** Local runs that complete unreplied: a silent peer answered first (hedge.ts), or the client left. */
   private readonly answeredRuns = new AnsweredRuns();
   /** What we know of each peer as a forward target (RTT, acks): node.ts feeds and reads it. */
   readonly targets = new Targets();
@@ -84,6 +88,8 @@ export class Origin {
   readonly trust: Trust;
   /** Answers of peers kept to recompute when idle (spot-check.ts). */
   readonly spot: SpotChecks;
+  /** Requests whose client hung up (client-gone.ts): node.ts checks that none is replied to. */
+  readonly gone = new GoneClients();
   counters = originCounters();
 
   constructor(
@@ -111,6 +117,7 @@ export class Origin {
     this.targets.reset(ids);
     this.trust.reset(ids);
     this.spot.reset();
+    this.gone.clear();
     this.counters = originCounters();
   }
 
@@ -177,6 +184,7 @@ export class Origin {
   /** A client request arrived: counted; the refusal to reply at once, if it is not acceptable. */
   admit(reqId: string, request: EngineRequest, now: number): Effect | undefined {
     this.counters.clientRequests++;
+    this.gone.reopened(reqId);
     // The runtime must use unique ids; answering would be ambiguous, so refuse this one only.
     if (this.pending.has(reqId))
       return failReply(this.by, reqId, request, now, "duplicate request id", "invalid");
@@ -330,6 +338,37 @@ export class Origin {
     const p = this.pending.settle(run.reqId);
     const why = `no reachable node serves model '${run.request.model}'`;
     return failReply(this.by, run.reqId, run.request, now, why, "unserved", p);
+  }
+
+  /**
+   * The client of `reqId` hung up (client-gone.ts): the request settles unreplied. `dropLocal` takes
+   * our client's job out of the queue ("queued") or finds it running ("running"). Undefined when the
+   * request is not pending (unknown, or answered already): nothing to do.
+   */
+  clientGone(
+    reqId: string,
+    out: Effect[],
+    dropLocal: (reqId: string) => "queued" | "running" | undefined,
+  ): GoneStage | undefined {
+    const p = this.pending.find(reqId);
+    if (p === undefined) return undefined;
+    let stage: GoneStage;
+    if (p.current !== undefined) {
+      // Neither a timeout nor a failure of the peer: its timers go, its peer gets the cancel.
+      this.endAttempt(reqId, out, true, true, false);
+      stage = "forwarded";
+    } else {
+      const local = dropLocal(reqId);
+      invariant(local !== undefined, () => `${reqId} is pending here, yet neither queued nor running`);
+      // Running: it completes unreplied, as one a hedge answered does.
+      if (local === "running") this.answeredRuns.add(p);
+      stage = local;
+    }
+    this.endHedge(p, out);
+    this.pending.settle(reqId);
+    this.gone.add(reqId);
+    this.counters[GONE_COUNTER[stage]]++;
+    return stage;
   }
 
   /** Our local run of the request finished: its reply. */
@@ -607,6 +646,12 @@ export class Origin {
     return { id: this.config.id, policy: this.planner.policyName };
   }
 }
+
+const GONE_COUNTER = {
+  queued: "clientGoneQueued",
+  forwarded: "clientGoneForwarded",
+  running: "clientGoneRunning",
+} as const;
 
 /** Names one of our forward attempts to trust (unique among this node's open attempts). */
 function attemptKey(p: Pending): string {

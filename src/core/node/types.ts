@@ -12,7 +12,8 @@
  *  - `set-timer`   → after `delayMs` feed back `{type:"timer", timer}`; timers are keyed by
  *                    `timerKey(timer)`: setting one whose key is already pending replaces it;
  *                    `cancel-timer` drops the pending timer of that key (unknown keys are ignored);
- *  - `reply`       → answer the client request `reqId` (exactly once per client-request input).
+ *  - `reply`       → answer the client request `reqId` (exactly once per client-request input, never
+ *                    after a `client-gone` input for it).
  *
  * Stable API: fields are only ever added, never renamed.
  */
@@ -190,6 +191,12 @@ export type PeerMessageOf<T extends PeerMessageType> = Extract<PeerMessage, { ty
 export type NodeInput =
   /** A client request arrived at this node (this node is its origin). */
   | { type: "client-request"; reqId: string; request: EngineRequest }
+  /**
+   * The client of request `reqId` hung up before its reply (client-gone.ts): no reply is made for it
+   * from now on, and what it still costs here or at a peer is dropped where it can be. Unknown or
+   * answered ids are ignored.
+   */
+  | { type: "client-gone"; reqId: string }
   | { type: "peer-message"; from: NodeId; msg: PeerMessage }
   | { type: "engine-done"; jobId: string; result: EngineResult }
   | { type: "engine-failed"; jobId: string; error: string }
@@ -345,6 +352,14 @@ export interface NodeStats {
   resentAnswers: number;
   /** Requests a silent peer answered while they ran here (hedge.ts): the local run went unreplied. */
   hedgedAnswers: number;
+  /**
+   * Our clients' requests settled unreplied because the client hung up (`client-gone`), by where
+   * the request was: waiting in our queue (dropped), forwarded (its peer sent a `cancel`), or
+   * running on our engine (it completes, unreplied: there is no engine abort).
+   */
+  clientGoneQueued: number;
+  clientGoneForwarded: number;
+  clientGoneRunning: number;
   /** `forward-ack`s ignored: unknown or finished request, an older attempt, or a duplicate. */
   ignoredAcks: number;
   /** Spot checks run (peers' deterministic answers recomputed here), and those that disagreed. */

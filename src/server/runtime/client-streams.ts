@@ -84,6 +84,9 @@ export class ClientStreams {
    */
   private readonly byRequest = new WeakMap<EngineRequest, string>();
 
+  /** `gone(reqId)`: a client hung up before its answer (the node then drops the request's work). */
+  constructor(private readonly gone: (reqId: string) => void = () => {}) {}
+
   /** Clients waiting for their answer. */
   get size(): number {
     return this.slots.size;
@@ -109,14 +112,17 @@ export class ClientStreams {
   }
 
   /**
-   * What a client hanging up does: the node has no cancel input, so the client just stops listening
-   * and its answer is dropped. Made here, not inline in `open`: a closure there would share open's
+   * What a client hanging up before its answer does: its slot ends, and the node is told (`gone`: its
+   * `client-gone` input), so the request's queued or forwarded work is dropped and no answer comes.
+   * Made here, not inline in `open`: a closure there would share open's
    * context — the request, the API's events, and through them the whole HTTP exchange — and keep that
    * alive past its answer, for every scavenge to copy, lengthening its pauses (BENCHMARKS.md, "Router
    * overhead").
    */
   private hangUpHandler(reqId: string): () => void {
-    return () => this.fail(reqId, new ServiceError(499, "aborted", "client gone"));
+    return () => {
+      if (this.fail(reqId, new ServiceError(499, "aborted", "client gone"))) this.gone(reqId);
+    };
   }
 
   /** The streaming client `request`'s output goes to, if any (a client taking it whole has none). */
@@ -208,9 +214,9 @@ export class ClientStreams {
     }, ms);
   }
 
-  /** Ends client `reqId` with an error (a no-op once it has its answer). */
-  fail(reqId: string, err: Error): void {
-    this.finish(reqId, err, undefined);
+  /** Ends client `reqId` with an error (a no-op, false, once it has its answer). */
+  fail(reqId: string, err: Error): boolean {
+    return this.finish(reqId, err, undefined);
   }
 
   /** Ends every waiting client with `err` (shutdown). */
@@ -229,14 +235,15 @@ export class ClientStreams {
     );
   }
 
-  private finish(reqId: string, err: Error | undefined, ok: ServeOutcome | undefined): void {
+  private finish(reqId: string, err: Error | undefined, ok: ServeOutcome | undefined): boolean {
     const slot = this.slots.get(reqId);
-    if (!slot || slot.done) return;
+    if (!slot || slot.done) return false;
     slot.done = true;
     clearTimeout(slot.deadline);
     this.slots.delete(reqId);
     this.byRequest.delete(slot.request);
     if (err) slot.reject(err);
     else if (ok) slot.resolve(ok);
+    return true;
   }
 }

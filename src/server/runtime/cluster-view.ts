@@ -93,6 +93,7 @@ export class ClusterView {
   gauges(): GaugeView {
     const { node } = this.o;
     const now = this.o.now();
+    const s = node.stats();
     return {
       treeTokens: node.treeSize(),
       queueDepth: node.queueDepth(),
@@ -108,7 +109,12 @@ export class ClusterView {
           ...(p.trust ? { trustScore: p.trust.score, breakerOpen: p.trust.state !== "closed" } : {}),
         };
       }),
-      forwardEvents: forwardEvents(node.stats()),
+      forwardEvents: forwardEvents(s),
+      clientGone: {
+        queued: s.clientGoneQueued,
+        forwarded: s.clientGoneForwarded,
+        running: s.clientGoneRunning,
+      },
     };
   }
 
