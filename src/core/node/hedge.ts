@@ -8,8 +8,9 @@
  * attempt's number) once per ack timeout, a few times. The fallback's `cancel` drops a job still
  * queued there, and the peer says so: asking ends at that error. It ends too when the peer is known
  * to have restarted, left or gone down (its duplicate window is gone: it would run the job again; a
- * restart is known from the full mesh's snapshots, while under scuttlebutt a peer back within its
- * suspicion time is still asked, and runs the job a second time), and when it is quarantined.
+ * restart shows as a newer epoch, in the full mesh's snapshots or, under scuttlebutt, in any member's
+ * digest or state: SWIM never reports a peer back within its suspicion time), and when it is
+ * quarantined.
  * Whichever answer comes first is the reply; a local run whose request the peer answered completes
  * unreplied (its tree insert stands). The request leaves the pending table with its one reply, so it
  * is never answered twice. Owned by the origin.

@@ -356,10 +356,11 @@ export class PrefixNode extends NodeRouting {
     }
   }
 
-  /** gossip "scuttlebutt" (mesh.ts): members that came are routed to once estimated. */
+  /** gossip "scuttlebutt" (mesh.ts): members came, went, or came back in a new epoch (a restart). */
   private onMesh(input: NodeInput | "start", now: number, out: Effect[]): void {
     const ev = mesh.step(input, this.members, this.antiEntropy, this.origin, this.executor, now, out);
     for (const id of ev.down) this.failPendingTo(id, now, out);
+    for (const id of ev.restarted ?? []) this.failPendingTo(id, now, out);
     for (const r of ev.rtt) this.origin.targets.sampleRtt(r.id, r.ms, true);
   }
 
