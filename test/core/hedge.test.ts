@@ -51,6 +51,30 @@ function silentPeer(h = setup()): Harness {
   return h;
 }
 
+const cancelToB = (m: Mail) => m.msg.type === "cancel" && m.to === "B";
+
+/**
+ * B is busy with a job of its own, so r1 (A's, acked by B) waits in B's queue; its answer goes
+ * overdue and A runs r1 itself (timeouts never end the attempt here, only its answer deadline).
+ */
+function stalledPeer(temperature?: number): Harness {
+  const h = setup(64);
+  h.client("B", "b1", prompt(2, 1));
+  expect(h.members.get("B")?.runs.size).toBe(1);
+  const request = { id: "r1", tokens: prompt(1, 1), maxTokens: 1, ...(temperature ? { temperature } : {}) };
+  h.input("A", { type: "client-request", reqId: "r1", request });
+  h.deliver(isType("forward"));
+  h.deliver(isType("forward-ack"));
+  for (let t = 0; h.node("A").stats().fallbacks === 0; t += 10) {
+    if (t > 30_000) throw new Error("no fallback within 30 s");
+    h.drop(toB);
+    h.advanceLive(10);
+  }
+  expect(h.node("A").stats()).toMatchObject({ overdueAnswers: 1, fallbacks: 1 });
+  expect(h.members.get("A")?.runs.size).toBe(1); // r1 runs at A
+  return h;
+}
+
 describe("hedged local runs", () => {
   it("the silent peer is asked again at once; its kept answer is the reply, the local run goes unreplied", () => {
     const h = silentPeer();
@@ -133,6 +157,8 @@ describe("hedged local runs", () => {
       })(),
     );
     expect(h.repliesFor("r1")[0]?.outcome.ok).toBe(false);
+    // The job the fallback left B (for a hedge that never came) is cancelled with the refusal.
+    expect(h.mailbox.filter(cancelToB)).toHaveLength(1);
     h.advanceLive(3 * ACK_MS);
     expect(h.mailbox.filter(toB)).toHaveLength(0);
   });
@@ -180,5 +206,38 @@ describe("hedged local runs", () => {
     expect(h.repliesFor("r1")).toHaveLength(1);
     expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
     expect(h.node("A").stats().hedgedAnswers).toBe(0);
+  });
+
+  it("the fallback leaves the job queued at a stalled peer be: asked again, its answer comes first", () => {
+    const h = stalledPeer();
+    expect(h.mailbox.filter(cancelToB)).toHaveLength(0);
+    h.deliver(toB); // the re-ask: B still holds r1, and acks it again
+    h.finishRuns("B"); // b1 ends; r1 starts at B
+    h.finishRuns("B");
+    h.deliver();
+    expect(h.node("B").stats().cancelledForwards).toBe(0);
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B" });
+    expect(h.node("A").stats().hedgedAnswers).toBe(1);
+  });
+
+  it("a local run that answers first cancels the peer's job it no longer needs", () => {
+    const h = stalledPeer();
+    h.drop(toB);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+    expect(h.mailbox.filter(cancelToB).map((m) => m.msg)).toEqual([
+      { type: "cancel", reqId: "r1", attempt: 1 },
+    ]);
+    h.deliver(cancelToB);
+    expect(h.node("B").stats().cancelledForwards).toBe(1);
+    h.finishRuns("B"); // b1 ends: r1 is not run
+    expect(h.members.get("B")?.runs.size).toBe(0);
+  });
+
+  it("without a hedge (a sampled request) the fallback cancels the peer's job at once", () => {
+    const h = stalledPeer(0.7);
+    expect(h.mailbox.filter(cancelToB)).toHaveLength(1);
+    expect(h.mailbox.filter(toB)).toHaveLength(0);
   });
 });

@@ -5,12 +5,15 @@
  * (ahead of later arrivals when it lost waits to timeouts). Yet a peer that started or finished the
  * job holds it, or the answer it keeps for a probe (serving.ts), usually the cheaper of the two: so
  * while the local run waits or goes on, the latest such peer is asked again, the same forward (its
- * attempt's number) once per ack timeout, a few times. The fallback's `cancel` drops a job still
- * queued there, and the peer says so: asking ends at that error. It ends too when the peer is known
+ * attempt's number) once per ack timeout, a few times. The fallback sends that attempt no `cancel`
+ * (a job still queued at a stalled peer is what the hedge waits for); the hedge's end does, unless
+ * the peer answered it, refused it or is gone: the request answered otherwise (our run, another
+ * peer), failed or refused, or a later attempt's peer hedged in its place. A peer that dropped the
+ * job says so: asking ends at that error. It ends too when the peer is known
  * to have restarted, left or gone down (its duplicate window is gone: it would run the job again; a
  * restart shows as a newer epoch, in the full mesh's snapshots or, under scuttlebutt, in any member's
  * digest or state: SWIM never reports a peer back within its suspicion time), and when it is
- * quarantined.
+ * quarantined (then only its cancel goes).
  * Whichever answer comes first is the reply; a local run whose request the peer answered completes
  * unreplied (its tree insert stands). The request leaves the pending table with its one reply, so it
  * is never answered twice. Owned by the origin.

@@ -204,7 +204,7 @@ export class PrefixNode extends NodeRouting {
     }
     const run = this.origin.runHere(reqId);
     if (!servesModel(this.config.models, run.request.model))
-      return void out.push(this.origin.refuseUnserved(run, now));
+      return void this.origin.refuseUnserved(run, now, out);
     const waitMs = this.executor.admissionWaitMs(now);
     const tooLong = this.origin.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, 0));
     if (tooLong === undefined && !this.executor.full()) {
@@ -218,7 +218,7 @@ export class PrefixNode extends NodeRouting {
       this.origin.reroute(reqId, to.to, to.expectMs);
       return void this.advance(reqId, now, out);
     }
-    out.push(this.origin.refuseOverloaded(run, now, tooLong === undefined ? undefined : waitMs));
+    this.origin.refuseOverloaded(run, now, out, tooLong === undefined ? undefined : waitMs);
   }
 
   /** The current attempt failed: the origin gives it up, then the request moves on. */

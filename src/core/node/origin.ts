@@ -6,7 +6,8 @@
  * the target being suspected or restarting → the next candidate → finally local execution. A request
  * is answered exactly once: replies that arrive after we moved on are dropped and counted
  * (`lateReplies`). Moving on also sends the abandoned target a `cancel`, so it drops the job if it has
- * not started it: a fallback then costs one computation, not two.
+ * not started it: a fallback then costs one computation, not two (put off while a hedge may still
+ * take that job's answer: hedge.ts).
  *
  * Forward acks bound each attempt's latency under message loss and silent partitions: their timing
  * (wait, probe, give up) is forward-acks.ts's; this role acts on its verdicts.
@@ -263,7 +264,12 @@ export class Origin {
   }
 
   /** The local queue is full: the request fails (answered now, no longer pending). */
-  refuseOverloaded(run: LocalRun, now: number, waitMs?: number): Effect {
+  refuseOverloaded(run: LocalRun, now: number, out: Effect[], waitMs?: number): void {
+    this.endHedge(this.pending.get(run.reqId), out);
+    out.push(this.overloaded(run, now, waitMs));
+  }
+
+  private overloaded(run: LocalRun, now: number, waitMs?: number): Effect {
     this.counters.rejectedOverload++;
     const bound = this.pending.get(run.reqId).waitBound;
     const p = this.pending.settle(run.reqId);
@@ -326,10 +332,11 @@ export class Origin {
   }
 
   /** This node does not serve the request's model and no peer serving it took it: it fails. */
-  refuseUnserved(run: LocalRun, now: number): Effect {
+  refuseUnserved(run: LocalRun, now: number, out: Effect[]): void {
     const p = this.pending.settle(run.reqId);
+    this.endHedge(p, out);
     const why = `no reachable node serves model '${run.request.model}'`;
-    return failReply(this.by, run.reqId, run.request, now, why, "unserved", p);
+    out.push(failReply(this.by, run.reqId, run.request, now, why, "unserved", p));
   }
 
   /** Our local run of the request finished: its reply. */
@@ -361,7 +368,7 @@ export class Origin {
 
   /** `peer` restarted, left or is down: its duplicate window is gone, so asking it would run the job again. */
   endHedgesTo(peer: NodeId, out: Effect[]): void {
-    for (const p of this.pending.values()) if (p.hedge?.to === peer) this.endHedge(p, out);
+    for (const p of this.pending.values()) if (p.hedge?.to === peer) this.endHedge(p, out, false);
   }
 
   /** A hedge's timer fired: ask its peer again while the request still runs here. */
@@ -380,11 +387,18 @@ export class Origin {
     out.push({ type: "set-timer", timer: hedgeTimer(h, p.reqId), delayMs: this.acks.timeoutMs(peer.rttMs) });
   }
 
-  /** The request is answered: no more asking its silent peer. */
-  private endHedge(p: Pending, out: Effect[]): void {
-    if (p.hedge === undefined) return;
-    out.push({ type: "cancel-timer", timer: hedgeTimer(p.hedge, p.reqId) });
+  /**
+   * No more asking the request's silent peer (it is answered, or another peer went silent on it).
+   * The fallback left that peer's job be (hedge.ts): `cancel` drops it now, if still queued there —
+   * not when the peer itself answered or refused it, or is gone.
+   */
+  private endHedge(p: Pending, out: Effect[], cancel = true): void {
+    const h = p.hedge;
+    if (h === undefined) return;
+    out.push({ type: "cancel-timer", timer: hedgeTimer(h, p.reqId) });
     p.hedge = undefined;
+    if (cancel && this.targets.get(h.to) !== undefined)
+      out.push({ type: "send", to: h.to, msg: { type: "cancel", reqId: p.reqId, attempt: h.attempt } });
   }
 
   /** Requests whose current attempt went to a peer matching `on` (a snapshot: safe to fail over). */
@@ -404,7 +418,7 @@ export class Origin {
    * The current forward attempt failed: count it and let node.ts move on. `cancel` tells the
    * abandoned target to drop the job if still queued (timeout, suspicion, send failure: it may hold it
    * yet); not sent when it answered an error, departed, restarted or left the membership (nothing to
-   * drop, or nobody).
+   * drop, or nobody), and put off while a hedge on that attempt may still want its answer (endHedge).
    */
   fallback(reqId: string, out: Effect[], cancelTimer: boolean, cancel: boolean, timedOut = cancel): void {
     const p = this.endAttempt(reqId, out, cancelTimer, cancel, timedOut);
@@ -423,7 +437,8 @@ export class Origin {
     const p = this.pending.get(reqId);
     if (cancelTimer) out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
-    if (cancel && p.current !== undefined)
+    const hedged = p.hedge !== undefined && p.hedge.to === p.current && p.hedge.attempt === p.attempt;
+    if (cancel && !hedged && p.current !== undefined)
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
     if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
     // Abandoned, not answered: its answer may still come, and answers the request if it still waits.
@@ -476,9 +491,13 @@ export class Origin {
     // Acked, then silent or overdue: it holds the job or its answer (or stalls), and answer recovery
     // asks it again should the request end up running here (hedge.ts). Greedy decoding only: a
     // sampled answer could not continue what our own run may have streamed already.
+    // Its job is not cancelled then (a stalled peer may still answer it), only once the hedge ends;
+    // an earlier silent peer's hedge ends now (cancelled).
     const owes = verdict === "silent" || verdict === "overdue";
-    if (owes && this.config.answerRecovery && (p.request.temperature ?? 0) === 0)
+    if (owes && this.config.answerRecovery && (p.request.temperature ?? 0) === 0) {
+      this.endHedge(p, out);
       p.hedge = { to, attempt: p.attempt, asks: 0 };
+    }
     // An overdue answer is the peer's failure (trust's business), not the network's: no timeout.
     this.fallback(p.reqId, out, true, true, verdict !== "overdue");
     return true;
@@ -520,7 +539,8 @@ export class Origin {
     if (!p) return undefined;
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
-    this.endHedge(p, out);
+    // The hedge's own peer answered: nothing of it to cancel.
+    this.endHedge(p, out, p.hedge?.to !== from || p.hedge.attempt !== msg.attempt);
     this.targets.landed(from, p.reqId, msg.attempt);
     this.pending.settle(p.reqId);
     // A late answer's attempt ended already (trust counted it then, and its progress just now).
@@ -582,7 +602,7 @@ export class Origin {
   private hedgeRefused(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): void {
     const p = typeof msg.reqId === "string" ? this.pending.find(msg.reqId) : undefined;
     if (p?.hedge !== undefined && p.hedge.to === from && p.hedge.attempt === msg.attempt)
-      this.endHedge(p, out);
+      this.endHedge(p, out, false);
   }
 
   /** A spot check ran here: a peer that answered otherwise is quarantined (and reported, counted). */
