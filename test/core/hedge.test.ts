@@ -240,4 +240,28 @@ describe("hedged local runs", () => {
     expect(h.mailbox.filter(cancelToB)).toHaveLength(1);
     expect(h.mailbox.filter(toB)).toHaveLength(0);
   });
+
+  it("a quarantined peer's late answer does not take the request out of our queue either", () => {
+    // A's engine busy with a prompt nobody caches: r1, back from B, waits in A's queue.
+    const h = silentPeer(
+      (() => {
+        const h0 = setup();
+        h0.client("A", "x1", prompt(7, 1));
+        return h0;
+      })(),
+    );
+    expect(h.members.get("A")?.runs.size).toBe(1); // x1 runs, r1 waits
+    const ask = h.mailbox.find(toB) as Mail;
+    h.drop((m) => m === ask);
+    (
+      h.node("A") as unknown as { origin: { trust: { quarantine(id: string): void } } }
+    ).origin.trust.quarantine("B");
+    h.input("B", { type: "peer-message", from: "A", msg: ask.msg });
+    h.deliver(isType("result"));
+    expect(h.repliesFor("r1")).toHaveLength(0);
+    h.finishRuns("A"); // x1 ends, r1 starts here
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+  });
 });

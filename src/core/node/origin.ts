@@ -571,12 +571,12 @@ export class Origin {
   ): Pending | undefined {
     const p = this.pending.find(msg.reqId);
     if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt)) return undefined;
+    // A peer spot checks quarantined since (caught answering wrong): its late answer is not taken.
+    if (this.trust.quarantined(from)) return undefined;
     if (p.current === undefined) {
       if (takeQueued(p.reqId)) return p;
-      // It runs here already: its hedge's answer is the reply, and the run completes unreplied —
-      // unless spot checks quarantined that peer since (our own run then answers).
+      // It runs here already: its hedge's answer is the reply, and the run completes unreplied.
       if (!hedgeOf(p) || p.hedge?.to !== from || p.hedge.attempt !== msg.attempt) return undefined;
-      if (this.trust.quarantined(from)) return undefined;
       this.answeredRuns.add(p);
       this.counters.hedgedAnswers++;
       return p;
