@@ -570,26 +570,33 @@ export class Origin {
     takeQueued: (reqId: string) => boolean,
   ): Pending | undefined {
     const p = this.pending.find(msg.reqId);
-    if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt)) return undefined;
+    // Counted once: as a hedged answer (below), else as a late reply, whether it answers or is dropped.
+    if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt)) return this.late(undefined);
     // A peer spot checks quarantined since (caught answering wrong): its late answer is not taken.
-    if (this.trust.quarantined(from)) return undefined;
+    if (this.trust.quarantined(from)) return this.late(undefined);
     if (p.current === undefined) {
-      if (takeQueued(p.reqId)) return p;
+      if (takeQueued(p.reqId)) return this.late(p);
       // It runs here already: its hedge's answer is the reply, and the run completes unreplied.
-      if (!hedgeOf(p) || p.hedge?.to !== from || p.hedge.attempt !== msg.attempt) return undefined;
+      if (!hedgeOf(p) || p.hedge?.to !== from || p.hedge.attempt !== msg.attempt) return this.late(undefined);
       this.answeredRuns.add(p);
       this.counters.hedgedAnswers++;
       return p;
     }
     // Answered, not a fallback: the other attempt is only cancelled.
-    return this.endAttempt(p.reqId, out, true, true, false);
+    return this.late(this.endAttempt(p.reqId, out, true, true, false));
+  }
+
+  /** An answer to an attempt no longer current: counted (`lateReplies`). */
+  private late<T>(v: T): T {
+    this.counters.lateReplies++;
+    return v;
   }
 
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */
   onError(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): boolean {
     this.hedgeRefused(from, msg, out);
     const p = this.current(from, msg);
-    if (!p) return false;
+    if (!p) return this.late(false);
     // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer.
     if (isLoadRefusal(msg.error)) this.trust.refused(from, this.deps.now());
     else if (!PROTOCOL_REFUSALS.has(msg.error)) this.trust.failed(from, attemptKey(p), this.deps.now());
@@ -611,11 +618,10 @@ export class Origin {
     if (liar !== undefined) this.trust.quarantine(liar);
   }
 
-  /** The pending request `msg` answers, if it answers its current attempt; else counted as late. */
+  /** The pending request `msg` answers, if it answers its current attempt (else the caller counts it). */
   private current(from: NodeId, msg: Answer): Pending | undefined {
     const p = this.pending.find(msg.reqId);
     if (p && p.current === from && p.attempt === msg.attempt) return p;
-    this.counters.lateReplies++;
     // A late result still shows the peer getting through its work.
     if (msg.type === "result") this.trust.progressed(from);
     this.targets.lateAnswer(from, msg.reqId, msg.attempt);
