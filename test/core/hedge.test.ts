@@ -32,8 +32,9 @@ const toB = (m: Mail) => m.msg.type === "forward" && m.to === "B";
  * r1 goes to B, is acked and run there; its answer, the probe for it and the probe's re-send are
  * lost, so A gives B up (2 timed-out waits) and runs r1 itself, uncached.
  */
-function silentPeer(h = setup()): Harness {
-  h.client("A", "r1", prompt(1, 1));
+function silentPeer(h = setup(), stream = false): Harness {
+  const request = { id: "r1", tokens: prompt(1, 1), maxTokens: 1, ...(stream ? { stream } : {}) };
+  h.input("A", { type: "client-request", reqId: "r1", request });
   h.deliver(isType("forward"));
   h.deliver(isType("forward-ack"));
   h.finishRuns("B");
@@ -264,5 +265,46 @@ describe("hedged local runs", () => {
     h.finishRuns("A");
     expect(h.repliesFor("r1")).toHaveLength(1);
     expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+  });
+
+  describe("a streaming request (its client has our run's text already once that run starts)", () => {
+    /** A busy with a prompt nobody caches, so r1 (streaming), back from B, waits in A's queue. */
+    const queuedBehindX1 = () => {
+      const h0 = setup();
+      h0.client("A", "x1", prompt(7, 1));
+      return silentPeer(h0, true);
+    };
+
+    it("its peer's answer while it still waits here is the reply (nothing streamed yet)", () => {
+      const h = queuedBehindX1();
+      h.deliver(toB);
+      h.deliver();
+      expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B" });
+    });
+
+    it("once its run started, the peer's answer is not taken: that run answers", () => {
+      const h = queuedBehindX1();
+      const ask = h.mailbox.find(toB) as Mail;
+      h.drop((m) => m === ask);
+      h.finishRuns("A"); // x1 ends: r1 starts here
+      h.input("B", { type: "peer-message", from: "A", msg: ask.msg });
+      h.deliver(isType("result"));
+      expect(h.repliesFor("r1")).toHaveLength(0);
+      h.advanceLive(4 * ACK_MS);
+      expect(h.mailbox.filter(toB)).toHaveLength(0); // no more asking
+      h.finishRuns("A");
+      expect(h.repliesFor("r1")).toHaveLength(1);
+      expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+      expect(h.node("A").stats().hedgedAnswers).toBe(0);
+    });
+
+    it("a run that starts at once ends the hedge at once: the peer is not asked, its job cancelled", () => {
+      const h = silentPeer(setup(), true);
+      expect(h.members.get("A")?.runs.size).toBe(1);
+      expect(h.mailbox.filter(toB)).toHaveLength(0);
+      expect(h.mailbox.filter(cancelToB)).toHaveLength(1);
+      h.finishRuns("A");
+      expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+    });
   });
 });

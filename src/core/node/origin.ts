@@ -361,9 +361,9 @@ export class Origin {
    * overdue, that peer is asked again meanwhile (hedge.ts). Not before: a request refused here is
    * answered already, and asking would only start work nobody wants.
    */
-  hedge(reqId: string, now: number, out: Effect[]): void {
+  hedge(reqId: string, now: number, out: Effect[], started: boolean): void {
     const p = this.pending.find(reqId);
-    if (p !== undefined) this.reask(p, now, out);
+    if (p !== undefined) this.reask(p, now, out, started);
   }
 
   /** `peer` restarted, left or is down: its duplicate window is gone, so asking it would run the job again. */
@@ -372,13 +372,17 @@ export class Origin {
   }
 
   /** A hedge's timer fired: ask its peer again while the request still runs here. */
-  onHedgeTimer(timer: Extract<Timer, { kind: "hedge" }>, now: number, out: Effect[]): void {
+  onHedgeTimer(timer: Extract<Timer, { kind: "hedge" }>, now: number, out: Effect[], started: boolean): void {
     const p = this.pending.find(timer.reqId);
-    if (p !== undefined && hedgeOf(p)?.attempt === timer.attempt) this.reask(p, now, out);
+    if (p !== undefined && hedgeOf(p)?.attempt === timer.attempt) this.reask(p, now, out, started);
   }
 
-  /** Asks the silent peer of a request running here for its answer again, if asks are left. */
-  private reask(p: Pending, now: number, out: Effect[]): void {
+  /**
+   * Asks the silent peer of a request running here for its answer again, if asks are left. A
+   * streaming request's hedge ends once its local run `started` (hedge.ts): that run answers.
+   */
+  private reask(p: Pending, now: number, out: Effect[], started: boolean): void {
+    if (started && p.request.stream === true) return void this.endHedge(p, out);
     const h = hedgeOf(p);
     const peer = h && this.targets.get(h.to);
     if (!h || !peer || this.trust.quarantined(h.to) || !askAgain(h)) return;
@@ -578,6 +582,11 @@ export class Origin {
       if (takeQueued(p.reqId)) return this.late(p);
       // It runs here already: its hedge's answer is the reply, and the run completes unreplied.
       if (!hedgeOf(p) || p.hedge?.to !== from || p.hedge.attempt !== msg.attempt) return this.late(undefined);
+      // Not for a stream our run may have begun already (hedge.ts): that run answers.
+      if (p.request.stream === true) {
+        this.endHedge(p, out, false);
+        return this.late(undefined);
+      }
       this.answeredRuns.add(p);
       this.counters.hedgedAnswers++;
       return p;
