@@ -22,7 +22,7 @@
  * so it is never answered twice. Owned by the origin.
  */
 import { invariant } from "../invariant.js";
-import type { NodeId, Timer } from "./types.js";
+import type { Effect, NodeId, Timer } from "./types.js";
 
 /** Re-asks of the peer per hedged run: each costs a re-sent forward, each may be lost too. */
 export const HEDGE_ASKS = 8;
@@ -47,6 +47,16 @@ export interface Hedged {
 /** The hedge of a request running here, if a peer acked one of its attempts and went silent. */
 export function hedgeOf(p: Hedged): Hedge | undefined {
   return p.current === undefined ? p.hedge : undefined;
+}
+
+/** Whether `h` is the hedge on `to`'s attempt `attempt`. */
+export function hedgeOn(h: Hedge | undefined, to: NodeId | undefined, attempt: number): boolean {
+  return h !== undefined && h.to === to && h.attempt === attempt;
+}
+
+/** The cancel of the job the hedge's peer may still hold (the fallback left it: sent at the hedge's end). */
+export function hedgeCancel(h: Hedge, reqId: string): Effect {
+  return { type: "send", to: h.to, msg: { type: "cancel", reqId, attempt: h.attempt } };
 }
 
 /** One more re-ask of the hedge's peer, if any is left (counted now). */

@@ -22,7 +22,7 @@ import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
 import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
-import { AnsweredRuns, askAgain, hedgeOf, hedgeTimer } from "./hedge.js";
+import { AnsweredRuns, askAgain, hedgeCancel, hedgeOf, hedgeOn, hedgeTimer } from "./hedge.js";
 import { forwardTimer, type LocalRun, type Pending, PendingRequests } from "./pending-requests.js";
 import { Planner } from "./planner.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
@@ -401,8 +401,7 @@ export class Origin {
     if (h === undefined) return;
     out.push({ type: "cancel-timer", timer: hedgeTimer(h, p.reqId) });
     p.hedge = undefined;
-    if (cancel && this.targets.get(h.to) !== undefined)
-      out.push({ type: "send", to: h.to, msg: { type: "cancel", reqId: p.reqId, attempt: h.attempt } });
+    if (cancel && this.targets.get(h.to) !== undefined) out.push(hedgeCancel(h, p.reqId));
   }
 
   /** Requests whose current attempt went to a peer matching `on` (a snapshot: safe to fail over). */
@@ -441,8 +440,7 @@ export class Origin {
     const p = this.pending.get(reqId);
     if (cancelTimer) out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
-    const hedged = p.hedge !== undefined && p.hedge.to === p.current && p.hedge.attempt === p.attempt;
-    if (cancel && !hedged && p.current !== undefined)
+    if (cancel && !hedgeOn(p.hedge, p.current, p.attempt) && p.current !== undefined)
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
     if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
     // Abandoned, not answered: its answer may still come, and answers the request if it still waits.
@@ -544,7 +542,7 @@ export class Origin {
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
     // The hedge's own peer answered: nothing of it to cancel.
-    this.endHedge(p, out, p.hedge?.to !== from || p.hedge.attempt !== msg.attempt);
+    this.endHedge(p, out, !hedgeOn(p.hedge, from, msg.attempt));
     this.targets.landed(from, p.reqId, msg.attempt);
     this.pending.settle(p.reqId);
     // A late answer's attempt ended already (trust counted it then, and its progress just now).
@@ -581,7 +579,7 @@ export class Origin {
     if (p.current === undefined) {
       if (takeQueued(p.reqId)) return this.late(p);
       // It runs here already: its hedge's answer is the reply, and the run completes unreplied.
-      if (!hedgeOf(p) || p.hedge?.to !== from || p.hedge.attempt !== msg.attempt) return this.late(undefined);
+      if (!hedgeOn(hedgeOf(p), from, msg.attempt)) return this.late(undefined);
       // Not for a stream our run may have begun already (hedge.ts): that run answers.
       if (p.request.stream === true) {
         this.endHedge(p, out, false);
@@ -617,8 +615,7 @@ export class Origin {
   /** The peer a hedge asks answered that attempt with an error (it dropped the job): no more asking. */
   private hedgeRefused(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): void {
     const p = typeof msg.reqId === "string" ? this.pending.find(msg.reqId) : undefined;
-    if (p?.hedge !== undefined && p.hedge.to === from && p.hedge.attempt === msg.attempt)
-      this.endHedge(p, out, false);
+    if (p !== undefined && hedgeOn(p.hedge, from, msg.attempt)) this.endHedge(p, out, false);
   }
 
   /** A spot check ran here: a peer that answered otherwise is quarantined (and reported, counted). */
