@@ -80,6 +80,12 @@ export interface EngineRequest {
    * as their own `deadlineMs`.
    */
   deadlineMs?: number;
+  /**
+   * The client takes its answer as a stream, so text our own run sent it cannot be taken back: a
+   * hedged answer is taken only before that run starts (core/node/hedge.ts). Entry node only: never
+   * forwarded.
+   */
+  stream?: boolean;
 }
 
 export interface EngineResult {

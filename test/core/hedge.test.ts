@@ -32,8 +32,9 @@ const toB = (m: Mail) => m.msg.type === "forward" && m.to === "B";
  * r1 goes to B, is acked and run there; its answer, the probe for it and the probe's re-send are
  * lost, so A gives B up (2 timed-out waits) and runs r1 itself, uncached.
  */
-function silentPeer(h = setup()): Harness {
-  h.client("A", "r1", prompt(1, 1));
+function silentPeer(h = setup(), stream = false): Harness {
+  const request = { id: "r1", tokens: prompt(1, 1), maxTokens: 1, ...(stream ? { stream } : {}) };
+  h.input("A", { type: "client-request", reqId: "r1", request });
   h.deliver(isType("forward"));
   h.deliver(isType("forward-ack"));
   h.finishRuns("B");
@@ -51,6 +52,30 @@ function silentPeer(h = setup()): Harness {
   return h;
 }
 
+const cancelToB = (m: Mail) => m.msg.type === "cancel" && m.to === "B";
+
+/**
+ * B is busy with a job of its own, so r1 (A's, acked by B) waits in B's queue; its answer goes
+ * overdue and A runs r1 itself (timeouts never end the attempt here, only its answer deadline).
+ */
+function stalledPeer(temperature?: number): Harness {
+  const h = setup(64);
+  h.client("B", "b1", prompt(2, 1));
+  expect(h.members.get("B")?.runs.size).toBe(1);
+  const request = { id: "r1", tokens: prompt(1, 1), maxTokens: 1, ...(temperature ? { temperature } : {}) };
+  h.input("A", { type: "client-request", reqId: "r1", request });
+  h.deliver(isType("forward"));
+  h.deliver(isType("forward-ack"));
+  for (let t = 0; h.node("A").stats().fallbacks === 0; t += 10) {
+    if (t > 30_000) throw new Error("no fallback within 30 s");
+    h.drop(toB);
+    h.advanceLive(10);
+  }
+  expect(h.node("A").stats()).toMatchObject({ overdueAnswers: 1, fallbacks: 1 });
+  expect(h.members.get("A")?.runs.size).toBe(1); // r1 runs at A
+  return h;
+}
+
 describe("hedged local runs", () => {
   it("the silent peer is asked again at once; its kept answer is the reply, the local run goes unreplied", () => {
     const h = silentPeer();
@@ -61,7 +86,8 @@ describe("hedged local runs", () => {
     h.deliver();
     expect(h.repliesFor("r1")).toHaveLength(1);
     expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B" });
-    expect(h.node("A").stats().hedgedAnswers).toBe(1);
+    // Counted once, as a hedged answer, not also as a late reply.
+    expect(h.node("A").stats()).toMatchObject({ hedgedAnswers: 1, lateReplies: 0 });
     // The local run ends after the reply: no second one, and no more asking.
     h.finishRuns("A");
     h.advanceLive(10 * ACK_MS);
@@ -119,7 +145,7 @@ describe("hedged local runs", () => {
     h.deliver();
     expect(h.repliesFor("r1")).toHaveLength(1);
     expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B" });
-    expect(h.node("A").stats().hedgedAnswers).toBe(1);
+    expect(h.node("A").stats()).toMatchObject({ hedgedAnswers: 1, lateReplies: 0 });
   });
 
   it("a request refused here (queue full) is not hedged: nobody asks for an answer it no longer needs", () => {
@@ -133,6 +159,8 @@ describe("hedged local runs", () => {
       })(),
     );
     expect(h.repliesFor("r1")[0]?.outcome.ok).toBe(false);
+    // The job the fallback left B (for a hedge that never came) is cancelled with the refusal.
+    expect(h.mailbox.filter(cancelToB)).toHaveLength(1);
     h.advanceLive(3 * ACK_MS);
     expect(h.mailbox.filter(toB)).toHaveLength(0);
   });
@@ -180,5 +208,103 @@ describe("hedged local runs", () => {
     expect(h.repliesFor("r1")).toHaveLength(1);
     expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
     expect(h.node("A").stats().hedgedAnswers).toBe(0);
+  });
+
+  it("the fallback leaves the job queued at a stalled peer be: asked again, its answer comes first", () => {
+    const h = stalledPeer();
+    expect(h.mailbox.filter(cancelToB)).toHaveLength(0);
+    h.deliver(toB); // the re-ask: B still holds r1, and acks it again
+    h.finishRuns("B"); // b1 ends; r1 starts at B
+    h.finishRuns("B");
+    h.deliver();
+    expect(h.node("B").stats().cancelledForwards).toBe(0);
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B" });
+    expect(h.node("A").stats().hedgedAnswers).toBe(1);
+  });
+
+  it("a local run that answers first cancels the peer's job it no longer needs", () => {
+    const h = stalledPeer();
+    h.drop(toB);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+    expect(h.mailbox.filter(cancelToB).map((m) => m.msg)).toEqual([
+      { type: "cancel", reqId: "r1", attempt: 1 },
+    ]);
+    h.deliver(cancelToB);
+    expect(h.node("B").stats().cancelledForwards).toBe(1);
+    h.finishRuns("B"); // b1 ends: r1 is not run
+    expect(h.members.get("B")?.runs.size).toBe(0);
+  });
+
+  it("without a hedge (a sampled request) the fallback cancels the peer's job at once", () => {
+    const h = stalledPeer(0.7);
+    expect(h.mailbox.filter(cancelToB)).toHaveLength(1);
+    expect(h.mailbox.filter(toB)).toHaveLength(0);
+  });
+
+  it("a quarantined peer's late answer does not take the request out of our queue either", () => {
+    // A's engine busy with a prompt nobody caches: r1, back from B, waits in A's queue.
+    const h = silentPeer(
+      (() => {
+        const h0 = setup();
+        h0.client("A", "x1", prompt(7, 1));
+        return h0;
+      })(),
+    );
+    expect(h.members.get("A")?.runs.size).toBe(1); // x1 runs, r1 waits
+    const ask = h.mailbox.find(toB) as Mail;
+    h.drop((m) => m === ask);
+    (
+      h.node("A") as unknown as { origin: { trust: { quarantine(id: string): void } } }
+    ).origin.trust.quarantine("B");
+    h.input("B", { type: "peer-message", from: "A", msg: ask.msg });
+    h.deliver(isType("result"));
+    expect(h.repliesFor("r1")).toHaveLength(0);
+    h.finishRuns("A"); // x1 ends, r1 starts here
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+  });
+
+  describe("a streaming request (its client has our run's text already once that run starts)", () => {
+    /** A busy with a prompt nobody caches, so r1 (streaming), back from B, waits in A's queue. */
+    const queuedBehindX1 = () => {
+      const h0 = setup();
+      h0.client("A", "x1", prompt(7, 1));
+      return silentPeer(h0, true);
+    };
+
+    it("its peer's answer while it still waits here is the reply (nothing streamed yet)", () => {
+      const h = queuedBehindX1();
+      h.deliver(toB);
+      h.deliver();
+      expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B" });
+    });
+
+    it("once its run started, the peer's answer is not taken: that run answers", () => {
+      const h = queuedBehindX1();
+      const ask = h.mailbox.find(toB) as Mail;
+      h.drop((m) => m === ask);
+      h.finishRuns("A"); // x1 ends: r1 starts here
+      h.input("B", { type: "peer-message", from: "A", msg: ask.msg });
+      h.deliver(isType("result"));
+      expect(h.repliesFor("r1")).toHaveLength(0);
+      h.advanceLive(4 * ACK_MS);
+      expect(h.mailbox.filter(toB)).toHaveLength(0); // no more asking
+      h.finishRuns("A");
+      expect(h.repliesFor("r1")).toHaveLength(1);
+      expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+      expect(h.node("A").stats().hedgedAnswers).toBe(0);
+    });
+
+    it("a run that starts at once ends the hedge at once: the peer is not asked, its job cancelled", () => {
+      const h = silentPeer(setup(), true);
+      expect(h.members.get("A")?.runs.size).toBe(1);
+      expect(h.mailbox.filter(toB)).toHaveLength(0);
+      expect(h.mailbox.filter(cancelToB)).toHaveLength(1);
+      h.finishRuns("A");
+      expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+    });
   });
 });

@@ -9,6 +9,7 @@ import type { NodeConfigInput } from "../../src/core/node/config.js";
 import { PrefixNode } from "../../src/core/node/node.js";
 import {
   type Effect,
+  type MeshMessage,
   type NodeInput,
   type PeerMessage,
   type ReplyOutcome,
@@ -45,6 +46,10 @@ export class Harness {
   now = 0;
   readonly members = new Map<string, Member>();
   mailbox: Mail[] = [];
+  /** Mesh traffic (gossip "scuttlebutt": SWIM and digests), held until `deliverMesh`. */
+  meshbox: { from: string; to: string; msg: MeshMessage }[] = [];
+  /** `verify-member` effects to answer (the harness's ids hold the cluster's credential). */
+  private verifying: { node: string; id: string }[] = [];
   readonly replies: { node: string; reqId: string; outcome: ReplyOutcome; record: RequestRecord }[] = [];
   private readonly rng = new Prng(7);
 
@@ -126,6 +131,12 @@ export class Harness {
         case "reply":
           this.replies.push({ node: id, reqId: e.reqId, outcome: e.outcome, record: e.record });
           break;
+        case "mesh-send":
+          this.meshbox.push({ from: id, to: e.to, msg: e.msg });
+          break;
+        case "verify-member":
+          this.verifying.push({ node: id, id: e.id });
+          break;
       }
     }
   }
@@ -140,6 +151,26 @@ export class Harness {
       n++;
       if (this.members.get(mail.to)?.up)
         this.input(mail.to, { type: "peer-message", from: mail.from, msg: mail.msg });
+    }
+  }
+
+  /**
+   * Delivers mesh mail and answers verifications (yes for the harness's own ids) until none is left,
+   * advancing no clock; mail to a down node is lost.
+   */
+  deliverMesh(): number {
+    let n = 0;
+    for (;;) {
+      const v = this.verifying.shift();
+      if (v !== undefined) {
+        this.input(v.node, { type: "member-verified", id: v.id, ok: this.members.has(v.id) });
+        continue;
+      }
+      const mail = this.meshbox.shift();
+      if (mail === undefined) return n;
+      if (++n > 100_000) throw new Error("mesh traffic does not settle");
+      if (this.members.get(mail.to)?.up)
+        this.input(mail.to, { type: "mesh-message", from: mail.from, msg: mail.msg });
     }
   }
 
@@ -191,11 +222,12 @@ export class Harness {
     if (this.repliesFor(reqId)[0]?.record.servedBy !== id) throw new Error(`warm-up of ${id} was not local`);
   }
 
-  /** Advances `ms` in `step`-sized steps, delivering snapshots so nobody is suspected on the way. */
+  /** Advances `ms` in `step`-sized steps, delivering snapshots and mesh traffic so nobody is suspected. */
   advanceLive(ms: number, step = 10): void {
     for (let t = 0; t < ms; t += step) {
       this.advance(Math.min(step, ms - t));
       this.deliver(isType("snapshot"));
+      this.deliverMesh();
     }
   }
 

@@ -1,10 +1,11 @@
 /**
  * A streaming client's answer from a node whose output did not stream to it — a late answer to an
- * attempt given up while the request waited here, or a hedged one while our own run streamed
- * (core/node/hedge.ts): the client gets the whole text once, or an error where it cannot continue.
+ * attempt given up while the request waited here (a hedged one is taken for a stream only then:
+ * core/node/hedge.ts): the client gets the whole text once, or an error where it cannot continue.
  */
 import { describe, expect, it } from "vitest";
 import type { EngineRequest, EngineResult } from "../../src/core/engine.js";
+import { forwardToWire } from "../../src/net/transport-wire.js";
 import { ClientStreams, engineRequestOf } from "../../src/server/runtime/client-streams.js";
 import type { ServeOutcome } from "../../src/server/service.js";
 
@@ -76,6 +77,15 @@ describe("a streaming client answered by a node whose output did not reach it", 
     expect(streams.answer("r1", answer("one two three", "B"))).toBe(true);
     expect(chunks.map(([t]) => t).join("")).toBe("one two three");
     expect((await outcome).ok).toBe(true);
+  });
+
+  it("the node knows a streaming client's request streams (hedge.ts); a forward does not carry it", () => {
+    const input = { prompt: "one", tokens: new Uint32Array([1, 2, 3]), maxTokens: 8 };
+    expect(engineRequestOf("r1", input).stream).toBeUndefined();
+    const request = engineRequestOf("r1", input, true);
+    expect(request.stream).toBe(true);
+    const wire = forwardToWire({ type: "forward", reqId: "r1", attempt: 1, hops: 1, request });
+    expect(wire.request).not.toHaveProperty("stream");
   });
 });
 

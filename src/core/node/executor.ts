@@ -294,6 +294,12 @@ export class Executor {
     return out;
   }
 
+  /** Whether our client's job for `reqId` runs now (started, not finished). */
+  runsClient(reqId: string): boolean {
+    for (const job of this.running.values()) if (job.kind === "client" && job.reqId === reqId) return true;
+    return false;
+  }
+
   /** Offload: removes our client's waiting job for `reqId` (false: none waits). */
   takeQueued(reqId: string): boolean {
     for (let i = this.queueHead; i < this.queue.length; i++) {

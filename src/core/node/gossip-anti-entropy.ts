@@ -78,8 +78,13 @@ export class GossipAntiEntropy {
   private hints: Hints | undefined;
   /** Hints messages each sender may send (hint-limit.ts). */
   private hintLimit: HintLimit | undefined;
-  /** Each member's epoch as its newest applied state said: a new one (a restart) voids its hints. */
+  /**
+   * Each member's newest epoch seen in a digest or a state (ours or relayed): a newer one is a restart
+   * (sawEpoch), which voids its hints and loses what we forwarded it.
+   */
   private readonly epochs = new Map<NodeId, number>();
+  /** Members seen in a newer epoch since `drainRestarted` last ran. */
+  private readonly restarted = new Set<NodeId>();
   private hintsAt = Number.NEGATIVE_INFINITY;
   private seekAt = Number.NEGATIVE_INFINITY;
   /** Owners held at most: summaries are asked for only when the members outnumber it. */
@@ -107,6 +112,7 @@ export class GossipAntiEntropy {
     this.guessedAt.clear();
     this.reported.clear();
     this.epochs.clear();
+    this.restarted.clear();
     this.stepArmed = false;
     this.extraRounds = 0;
     this.summaries = this.config.maxEstimates === undefined ? undefined : new SummaryIndex(MAX_SUMMARIES);
@@ -368,6 +374,8 @@ export class GossipAntiEntropy {
       this.passHints(this.live?.ids ?? NO_IDS, false, queueDepth, pushBackMs, out);
       return;
     }
+    if (msg.type === "digest") for (const e of msg.entries) this.sawEpoch(e.owner, e.epoch);
+    else for (const st of msg.states) this.sawEpoch(st.snapshot.header.sender, st.snapshot.header.epoch);
     if (msg.type === "digest" && msg.load !== undefined) this.loadReported(from, msg.load);
     // A summary we lack (or hold at another tag) of a member we hold no estimate of (an estimate says
     // more): asked for, with our tag (the exchange runs both ways).
@@ -517,12 +525,33 @@ export class GossipAntiEntropy {
     return ids;
   }
 
+  /** Members seen back in a newer epoch since the last call (node.ts fails over what waits on them). */
+  drainRestarted(): NodeId[] {
+    if (this.restarted.size === 0) return NO_IDS;
+    const ids = [...this.restarted];
+    this.restarted.clear();
+    return ids;
+  }
+
+  /**
+   * `owner` at `epoch`, as a digest or state from a member said. Epochs only grow, so a strictly newer
+   * one than we knew is a restart — one SWIM never saw when the member came back within its suspicion
+   * time: its cache is empty (every hint naming it stale), and the forwards and hedges waiting on it
+   * are lost (its duplicate window went with it). The first epoch we see of a member is no news.
+   */
+  private sawEpoch(owner: NodeId, epoch: number): void {
+    if (owner === this.selfId || !this.members.has(owner)) return;
+    const was = this.epochs.get(owner);
+    if (was !== undefined && epoch <= was) return;
+    this.epochs.set(owner, epoch);
+    if (was === undefined) return;
+    this.hints?.remove(owner);
+    this.restarted.add(owner);
+  }
+
   private applied(h: SnapshotHeader): void {
     this.reported.add(h.sender);
-    const was = this.epochs.get(h.sender);
-    this.epochs.set(h.sender, h.epoch);
-    // A new epoch is a restart: its cache is empty, every hint naming it stale.
-    if (was !== undefined && was !== h.epoch) this.hints?.remove(h.sender);
+    this.sawEpoch(h.sender, h.epoch);
     let l = this.loads.get(h.sender);
     if (l === undefined) {
       l = { ...NO_LOAD };

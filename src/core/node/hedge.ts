@@ -5,17 +5,24 @@
  * (ahead of later arrivals when it lost waits to timeouts). Yet a peer that started or finished the
  * job holds it, or the answer it keeps for a probe (serving.ts), usually the cheaper of the two: so
  * while the local run waits or goes on, the latest such peer is asked again, the same forward (its
- * attempt's number) once per ack timeout, a few times. The fallback's `cancel` drops a job still
- * queued there, and the peer says so: asking ends at that error. It ends too when the peer is known
+ * attempt's number) once per ack timeout, a few times. The fallback sends that attempt no `cancel`
+ * (a job still queued at a stalled peer is what the hedge waits for); the hedge's end does, unless
+ * the peer answered it, refused it or is gone: the request answered otherwise (our run, another
+ * peer), failed or refused, or a later attempt's peer hedged in its place. A peer that dropped the
+ * job says so: asking ends at that error. It ends too when the peer is known
  * to have restarted, left or gone down (its duplicate window is gone: it would run the job again; a
- * restart is known from the full mesh's snapshots, while under scuttlebutt a peer back within its
- * suspicion time is still asked, and runs the job a second time), and when it is quarantined.
+ * restart shows as a newer epoch, in the full mesh's snapshots or, under scuttlebutt, in any member's
+ * digest or state: SWIM never reports a peer back within its suspicion time), and when it is
+ * quarantined (then only its cancel goes).
  * Whichever answer comes first is the reply; a local run whose request the peer answered completes
- * unreplied (its tree insert stands). The request leaves the pending table with its one reply, so it
- * is never answered twice. Owned by the origin.
+ * unreplied (its tree insert stands). A streaming request (`EngineRequest.stream`) is the exception:
+ * once its local run starts, its client may hold that run's text, which the peer's need not continue
+ * (another engine, batch nondeterminism), so the hedge ends then (cancelled) and the run answers;
+ * before, the peer's answer goes out whole. The request leaves the pending table with its one reply,
+ * so it is never answered twice. Owned by the origin.
  */
 import { invariant } from "../invariant.js";
-import type { NodeId, Timer } from "./types.js";
+import type { Effect, NodeId, Timer } from "./types.js";
 
 /** Re-asks of the peer per hedged run: each costs a re-sent forward, each may be lost too. */
 export const HEDGE_ASKS = 8;
@@ -40,6 +47,16 @@ export interface Hedged {
 /** The hedge of a request running here, if a peer acked one of its attempts and went silent. */
 export function hedgeOf(p: Hedged): Hedge | undefined {
   return p.current === undefined ? p.hedge : undefined;
+}
+
+/** Whether `h` is the hedge on `to`'s attempt `attempt`. */
+export function hedgeOn(h: Hedge | undefined, to: NodeId | undefined, attempt: number): boolean {
+  return h !== undefined && h.to === to && h.attempt === attempt;
+}
+
+/** The cancel of the job the hedge's peer may still hold (the fallback left it: sent at the hedge's end). */
+export function hedgeCancel(h: Hedge, reqId: string): Effect {
+  return { type: "send", to: h.to, msg: { type: "cancel", reqId, attempt: h.attempt } };
 }
 
 /** One more re-ask of the hedge's peer, if any is left (counted now). */

@@ -51,6 +51,14 @@ export function goodbyes(members: Members): Effect[] {
   return members.ids().map((to) => ({ type: "send", to, msg: { type: "goodbye" } }) as Effect);
 }
 
+/**
+ * A mesh step's events: SWIM's, and (`restarted`) members a gossip message showed back in a newer
+ * epoch — a restart SWIM never saw, the member having come back within its suspicion time.
+ */
+export interface StepEvents extends MeshEvents {
+  restarted?: readonly NodeId[];
+}
+
 /** No events (most gossip messages): one frozen value, not four arrays per message. */
 const NONE: MeshEvents = Object.freeze({
   effects: Object.freeze([]) as unknown as Effect[],
@@ -65,7 +73,8 @@ const NONE: MeshEvents = Object.freeze({
  * that came or went are added to or dropped from the anti-entropy and the origin's peer state (its
  * targets and their trust: a member's breaker works as a static peer's) here; a member that came is
  * greeted with a digest at once, so the two hold each other's estimate within a round trip.
- * node.ts fails over the forwards of members that went (`down`), then samples the probes' `rtt`.
+ * node.ts fails over the forwards of members that went (`down`) or came back in a new epoch
+ * (`restarted`), then samples the probes' `rtt`.
  */
 export function step(
   input: NodeInput | "start",
@@ -75,13 +84,14 @@ export function step(
   own: { tree: OwnTree; queueDepth(): number; pushBackMs(): number },
   now: number,
   out: Effect[],
-): MeshEvents {
+): StepEvents {
   if (!(members instanceof SwimMembership) || !(antiEntropy instanceof GossipAntiEntropy)) return NONE;
   if (input !== "start" && input.type === "mesh-message" && input.msg.channel === "gossip") {
     antiEntropy.onGossip(input.from, input.msg.msg, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
     // A state's header reports its owner's queue: forwards counted since the last report start over.
     for (const id of antiEntropy.drainReported()) peers.targets.loadReported(id);
-    return NONE;
+    const restarted = antiEntropy.drainRestarted();
+    return restarted.length === 0 ? NONE : { ...NONE, restarted };
   }
   if (input !== "start" && input.type === "timer" && input.timer.kind === "gossip-round") {
     const live = members.ids().filter((id) => members.liveness(id, now) === "live");

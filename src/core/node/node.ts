@@ -208,12 +208,12 @@ export class PrefixNode extends NodeRouting {
     }
     const run = this.origin.runHere(reqId);
     if (!servesModel(this.config.models, run.request.model))
-      return void out.push(this.origin.refuseUnserved(run, now));
+      return void this.origin.refuseUnserved(run, now, out);
     const waitMs = this.executor.admissionWaitMs(now);
     const tooLong = this.origin.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, 0));
     if (tooLong === undefined && !this.executor.full()) {
       this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
-      return void this.origin.hedge(reqId, now, out);
+      return void this.origin.hedge(reqId, now, out, this.executor.runsClient(reqId));
     }
     // About to refuse for our wait: first a peer expected to start it in time, if any.
     const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
@@ -222,7 +222,7 @@ export class PrefixNode extends NodeRouting {
       this.origin.reroute(reqId, to.to, to.expectMs);
       return void this.advance(reqId, now, out);
     }
-    out.push(this.origin.refuseOverloaded(run, now, tooLong === undefined ? undefined : waitMs));
+    this.origin.refuseOverloaded(run, now, out, tooLong === undefined ? undefined : waitMs);
   }
 
   /** The current attempt failed: the origin gives it up, then the request moves on. */
@@ -336,7 +336,7 @@ export class PrefixNode extends NodeRouting {
         if (this.origin.onTimer(timer, now, out)) this.advance(timer.reqId, now, out);
         break;
       case "hedge":
-        this.origin.onHedgeTimer(timer, now, out);
+        this.origin.onHedgeTimer(timer, now, out, this.executor.runsClient(timer.reqId));
         break;
       case "acks":
         this.serving.onAcksTimer(now, out);
@@ -360,10 +360,11 @@ export class PrefixNode extends NodeRouting {
     }
   }
 
-  /** gossip "scuttlebutt" (mesh.ts): members that came are routed to once estimated. */
+  /** gossip "scuttlebutt" (mesh.ts): members came, went, or came back in a new epoch (a restart). */
   private onMesh(input: NodeInput | "start", now: number, out: Effect[]): void {
     const ev = mesh.step(input, this.members, this.antiEntropy, this.origin, this.executor, now, out);
     for (const id of ev.down) this.failPendingTo(id, now, out);
+    for (const id of ev.restarted ?? []) this.failPendingTo(id, now, out);
     for (const r of ev.rtt) this.origin.targets.sampleRtt(r.id, r.ms, true);
   }
 

@@ -6,7 +6,8 @@
  * the target being suspected or restarting → the next candidate → finally local execution. A request
  * is answered exactly once: replies that arrive after we moved on are dropped and counted
  * (`lateReplies`). Moving on also sends the abandoned target a `cancel`, so it drops the job if it has
- * not started it: a fallback then costs one computation, not two.
+ * not started it: a fallback then costs one computation, not two (put off while a hedge may still
+ * take that job's answer: hedge.ts).
  *
  * Forward acks bound each attempt's latency under message loss and silent partitions: their timing
  * (wait, probe, give up) is forward-acks.ts's; this role acts on its verdicts.
@@ -22,7 +23,7 @@ import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
 import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
-import { AnsweredRuns, askAgain, hedgeOf, hedgeTimer } from "./hedge.js";
+import { AnsweredRuns, askAgain, hedgeCancel, hedgeOf, hedgeOn, hedgeTimer } from "./hedge.js";
 import { forwardTimer, type LocalRun, type Pending, PendingRequests } from "./pending-requests.js";
 import { Planner } from "./planner.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
@@ -271,7 +272,12 @@ export class Origin {
   }
 
   /** The local queue is full: the request fails (answered now, no longer pending). */
-  refuseOverloaded(run: LocalRun, now: number, waitMs?: number): Effect {
+  refuseOverloaded(run: LocalRun, now: number, out: Effect[], waitMs?: number): void {
+    this.endHedge(this.pending.get(run.reqId), out);
+    out.push(this.overloaded(run, now, waitMs));
+  }
+
+  private overloaded(run: LocalRun, now: number, waitMs?: number): Effect {
     this.counters.rejectedOverload++;
     const bound = this.pending.get(run.reqId).waitBound;
     const p = this.pending.settle(run.reqId);
@@ -334,10 +340,11 @@ export class Origin {
   }
 
   /** This node does not serve the request's model and no peer serving it took it: it fails. */
-  refuseUnserved(run: LocalRun, now: number): Effect {
+  refuseUnserved(run: LocalRun, now: number, out: Effect[]): void {
     const p = this.pending.settle(run.reqId);
+    this.endHedge(p, out);
     const why = `no reachable node serves model '${run.request.model}'`;
-    return failReply(this.by, run.reqId, run.request, now, why, "unserved", p);
+    out.push(failReply(this.by, run.reqId, run.request, now, why, "unserved", p));
   }
 
   /**
@@ -393,24 +400,28 @@ export class Origin {
    * overdue, that peer is asked again meanwhile (hedge.ts). Not before: a request refused here is
    * answered already, and asking would only start work nobody wants.
    */
-  hedge(reqId: string, now: number, out: Effect[]): void {
+  hedge(reqId: string, now: number, out: Effect[], started: boolean): void {
     const p = this.pending.find(reqId);
-    if (p !== undefined) this.reask(p, now, out);
+    if (p !== undefined) this.reask(p, now, out, started);
   }
 
   /** `peer` restarted, left or is down: its duplicate window is gone, so asking it would run the job again. */
   endHedgesTo(peer: NodeId, out: Effect[]): void {
-    for (const p of this.pending.values()) if (p.hedge?.to === peer) this.endHedge(p, out);
+    for (const p of this.pending.values()) if (p.hedge?.to === peer) this.endHedge(p, out, false);
   }
 
   /** A hedge's timer fired: ask its peer again while the request still runs here. */
-  onHedgeTimer(timer: Extract<Timer, { kind: "hedge" }>, now: number, out: Effect[]): void {
+  onHedgeTimer(timer: Extract<Timer, { kind: "hedge" }>, now: number, out: Effect[], started: boolean): void {
     const p = this.pending.find(timer.reqId);
-    if (p !== undefined && hedgeOf(p)?.attempt === timer.attempt) this.reask(p, now, out);
+    if (p !== undefined && hedgeOf(p)?.attempt === timer.attempt) this.reask(p, now, out, started);
   }
 
-  /** Asks the silent peer of a request running here for its answer again, if asks are left. */
-  private reask(p: Pending, now: number, out: Effect[]): void {
+  /**
+   * Asks the silent peer of a request running here for its answer again, if asks are left. A
+   * streaming request's hedge ends once its local run `started` (hedge.ts): that run answers.
+   */
+  private reask(p: Pending, now: number, out: Effect[], started: boolean): void {
+    if (started && p.request.stream === true) return void this.endHedge(p, out);
     const h = hedgeOf(p);
     const peer = h && this.targets.get(h.to);
     if (!h || !peer || this.trust.quarantined(h.to) || !askAgain(h)) return;
@@ -419,11 +430,17 @@ export class Origin {
     out.push({ type: "set-timer", timer: hedgeTimer(h, p.reqId), delayMs: this.acks.timeoutMs(peer.rttMs) });
   }
 
-  /** The request is answered: no more asking its silent peer. */
-  private endHedge(p: Pending, out: Effect[]): void {
-    if (p.hedge === undefined) return;
-    out.push({ type: "cancel-timer", timer: hedgeTimer(p.hedge, p.reqId) });
+  /**
+   * No more asking the request's silent peer (it is answered, or another peer went silent on it).
+   * The fallback left that peer's job be (hedge.ts): `cancel` drops it now, if still queued there —
+   * not when the peer itself answered or refused it, or is gone.
+   */
+  private endHedge(p: Pending, out: Effect[], cancel = true): void {
+    const h = p.hedge;
+    if (h === undefined) return;
+    out.push({ type: "cancel-timer", timer: hedgeTimer(h, p.reqId) });
     p.hedge = undefined;
+    if (cancel && this.targets.get(h.to) !== undefined) out.push(hedgeCancel(h, p.reqId));
   }
 
   /** Requests whose current attempt went to a peer matching `on` (a snapshot: safe to fail over). */
@@ -443,7 +460,7 @@ export class Origin {
    * The current forward attempt failed: count it and let node.ts move on. `cancel` tells the
    * abandoned target to drop the job if still queued (timeout, suspicion, send failure: it may hold it
    * yet); not sent when it answered an error, departed, restarted or left the membership (nothing to
-   * drop, or nobody).
+   * drop, or nobody), and put off while a hedge on that attempt may still want its answer (endHedge).
    */
   fallback(reqId: string, out: Effect[], cancelTimer: boolean, cancel: boolean, timedOut = cancel): void {
     const p = this.endAttempt(reqId, out, cancelTimer, cancel, timedOut);
@@ -462,7 +479,7 @@ export class Origin {
     const p = this.pending.get(reqId);
     if (cancelTimer) out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
-    if (cancel && p.current !== undefined)
+    if (cancel && !hedgeOn(p.hedge, p.current, p.attempt) && p.current !== undefined)
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
     if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
     // Abandoned, not answered: its answer may still come, and answers the request if it still waits.
@@ -515,9 +532,13 @@ export class Origin {
     // Acked, then silent or overdue: it holds the job or its answer (or stalls), and answer recovery
     // asks it again should the request end up running here (hedge.ts). Greedy decoding only: a
     // sampled answer could not continue what our own run may have streamed already.
+    // Its job is not cancelled then (a stalled peer may still answer it), only once the hedge ends;
+    // an earlier silent peer's hedge ends now (cancelled).
     const owes = verdict === "silent" || verdict === "overdue";
-    if (owes && this.config.answerRecovery && (p.request.temperature ?? 0) === 0)
+    if (owes && this.config.answerRecovery && (p.request.temperature ?? 0) === 0) {
+      this.endHedge(p, out);
       p.hedge = { to, attempt: p.attempt, asks: 0 };
+    }
     // An overdue answer is the peer's failure (trust's business), not the network's: no timeout.
     this.fallback(p.reqId, out, true, true, verdict !== "overdue");
     return true;
@@ -559,7 +580,8 @@ export class Origin {
     if (!p) return undefined;
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
-    this.endHedge(p, out);
+    // The hedge's own peer answered: nothing of it to cancel.
+    this.endHedge(p, out, !hedgeOn(p.hedge, from, msg.attempt));
     this.targets.landed(from, p.reqId, msg.attempt);
     this.pending.settle(p.reqId);
     // A late answer's attempt ended already (trust counted it then, and its progress just now).
@@ -589,26 +611,38 @@ export class Origin {
     takeQueued: (reqId: string) => boolean,
   ): Pending | undefined {
     const p = this.pending.find(msg.reqId);
-    if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt)) return undefined;
+    // Counted once: as a hedged answer (below), else as a late reply, whether it answers or is dropped.
+    if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt)) return this.late(undefined);
+    // A peer spot checks quarantined since (caught answering wrong): its late answer is not taken.
+    if (this.trust.quarantined(from)) return this.late(undefined);
     if (p.current === undefined) {
-      if (takeQueued(p.reqId)) return p;
-      // It runs here already: its hedge's answer is the reply, and the run completes unreplied —
-      // unless spot checks quarantined that peer since (our own run then answers).
-      if (!hedgeOf(p) || p.hedge?.to !== from || p.hedge.attempt !== msg.attempt) return undefined;
-      if (this.trust.quarantined(from)) return undefined;
+      if (takeQueued(p.reqId)) return this.late(p);
+      // It runs here already: its hedge's answer is the reply, and the run completes unreplied.
+      if (!hedgeOn(hedgeOf(p), from, msg.attempt)) return this.late(undefined);
+      // Not for a stream our run may have begun already (hedge.ts): that run answers.
+      if (p.request.stream === true) {
+        this.endHedge(p, out, false);
+        return this.late(undefined);
+      }
       this.answeredRuns.add(p);
       this.counters.hedgedAnswers++;
       return p;
     }
     // Answered, not a fallback: the other attempt is only cancelled.
-    return this.endAttempt(p.reqId, out, true, true, false);
+    return this.late(this.endAttempt(p.reqId, out, true, true, false));
+  }
+
+  /** An answer to an attempt no longer current: counted (`lateReplies`). */
+  private late<T>(v: T): T {
+    this.counters.lateReplies++;
+    return v;
   }
 
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */
   onError(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): boolean {
     this.hedgeRefused(from, msg, out);
     const p = this.current(from, msg);
-    if (!p) return false;
+    if (!p) return this.late(false);
     // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer.
     if (isLoadRefusal(msg.error)) this.trust.refused(from, this.deps.now());
     else if (!PROTOCOL_REFUSALS.has(msg.error)) this.trust.failed(from, attemptKey(p), this.deps.now());
@@ -620,8 +654,7 @@ export class Origin {
   /** The peer a hedge asks answered that attempt with an error (it dropped the job): no more asking. */
   private hedgeRefused(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): void {
     const p = typeof msg.reqId === "string" ? this.pending.find(msg.reqId) : undefined;
-    if (p?.hedge !== undefined && p.hedge.to === from && p.hedge.attempt === msg.attempt)
-      this.endHedge(p, out);
+    if (p !== undefined && hedgeOn(p.hedge, from, msg.attempt)) this.endHedge(p, out, false);
   }
 
   /** A spot check ran here: a peer that answered otherwise is quarantined (and reported, counted). */
@@ -630,11 +663,10 @@ export class Origin {
     if (liar !== undefined) this.trust.quarantine(liar);
   }
 
-  /** The pending request `msg` answers, if it answers its current attempt; else counted as late. */
+  /** The pending request `msg` answers, if it answers its current attempt (else the caller counts it). */
   private current(from: NodeId, msg: Answer): Pending | undefined {
     const p = this.pending.find(msg.reqId);
     if (p && p.current === from && p.attempt === msg.attempt) return p;
-    this.counters.lateReplies++;
     // A late result still shows the peer getting through its work.
     if (msg.type === "result") this.trust.progressed(from);
     this.targets.lateAnswer(from, msg.reqId, msg.attempt);

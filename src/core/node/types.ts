@@ -335,7 +335,10 @@ export interface NodeStats {
   servedForPeers: number;
   forwarded: number;
   fallbacks: number;
-  /** Replies after a fallback (or duplicates): dropped, never answered twice. */
+  /**
+   * Replies to an attempt no longer current (after a fallback, or duplicates): dropped, or taken while
+   * the request still waits (never answered twice). Hedged answers count as `hedgedAnswers` only.
+   */
   lateReplies: number;
   duplicateForwards: number;
   /** Queued forwards dropped because their origin cancelled them (never started here). */

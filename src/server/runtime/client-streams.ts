@@ -39,14 +39,15 @@ interface ClientSlot {
   deadline?: NodeJS.Timeout;
 }
 
-/** The request the node runs for a client's input, under the client request's id. */
-export function engineRequestOf(reqId: string, input: InferenceInput): EngineRequest {
+/** The request the node runs for a client's input, under the client request's id (`stream`: it streams). */
+export function engineRequestOf(reqId: string, input: InferenceInput, stream = false): EngineRequest {
   const request: EngineRequest = {
     id: reqId,
     tokens: input.tokens,
     prompt: input.prompt,
     maxTokens: input.maxTokens,
   };
+  if (stream) request.stream = true;
   if (input.temperature !== undefined) request.temperature = input.temperature;
   if (input.topP !== undefined) request.topP = input.topP;
   if (input.seed !== undefined) request.seed = input.seed;
@@ -180,7 +181,7 @@ export class ClientStreams {
 
   /**
    * A streaming client's answer from a node whose output did not (all) stream to it — a late answer,
-   * or a hedged one while our own run streamed (core/node/hedge.ts), or the rest of a source cut off
+   * or a hedged one before our own run began (core/node/hedge.ts), or the rest of a source cut off
    * when the node fell back from it: what the client lacks goes out before the answer, after what was
    * sent when that is its prefix (another source's only under greedy decoding). False (the stream
    * ended with an error) when it cannot continue what was sent.

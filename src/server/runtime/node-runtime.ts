@@ -193,7 +193,7 @@ export class NodeRuntime implements NodeService {
     const refused = admissionError(state, this.engine, input);
     if (refused) return Promise.reject(refused);
     const reqId = `${this.nodeId}-${this.node.currentEpoch}-${++this.seq}`;
-    const request = engineRequestOf(reqId, input);
+    const request = engineRequestOf(reqId, input, events.onChunk !== undefined);
     const answer = this.clients.open(reqId, request, events, link);
     if (input.deadlineMs !== undefined) this.clients.expireAfter(reqId, input.deadlineMs);
     this.feed({ type: "client-request", reqId, request });
