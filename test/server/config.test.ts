@@ -71,6 +71,27 @@ describe("PREFIXMESH_* variables", () => {
     expect(resolveNodeSettings({ id: "A" }, env).pollMs).toBe(200);
   });
 
+  it("ignores the variables Kubernetes links a Service named prefixmesh by (deploy/k8s)", () => {
+    // Every pod gets <SERVICE>_SERVICE_HOST, _PORT, _PORT_<n>_TCP… for each Service (enableServiceLinks).
+    const env = {
+      PREFIXMESH_SERVICE_HOST: "10.0.0.7",
+      PREFIXMESH_SERVICE_PORT: "8080",
+      PREFIXMESH_SERVICE_PORT_HTTP: "8080",
+      PREFIXMESH_PORT: "tcp://10.0.0.7:8080",
+      PREFIXMESH_PORT_8080_TCP: "tcp://10.0.0.7:8080",
+      PREFIXMESH_PORT_8080_TCP_PROTO: "tcp",
+      PREFIXMESH_PORT_8080_TCP_PORT: "8080",
+      PREFIXMESH_PORT_8080_TCP_ADDR: "10.0.0.7",
+      PREFIXMESH_PEERS_SERVICE_HOST: "10.0.0.8",
+      PREFIXMESH_PEERS_PORT_9080_TCP: "tcp://10.0.0.8:9080",
+    };
+    expect(resolveNodeSettings({ id: "A" }, env).id).toBe("A");
+    // A setting's own variable is still read, and a misspelt one still refused.
+    expect(() => resolveNodeSettings({ id: "A" }, { ...env, PREFIXMESH_POL_MS: "1" })).toThrow(
+      /PREFIXMESH_POL_MS/,
+    );
+  });
+
   it("knows every PREFIXMESH_* name the repository uses (code, tests, scripts, deploy files, docs)", () => {
     const known = new Set([...SETTING_KEYS.map(envName), ...Object.keys(OTHER_ENV)]);
     const root = join(import.meta.dirname, "../..");

@@ -100,11 +100,19 @@ function distance(a: string, b: string): number {
   return prev[b.length] ?? 0;
 }
 
+/**
+ * Kubernetes' service links: every pod gets `<SERVICE>_SERVICE_HOST`, `_SERVICE_PORT[_<name>]`,
+ * `_PORT` and `_PORT_<n>_<proto>[_PROTO|_PORT|_ADDR]` for each Service in its namespace, so a Service
+ * named `prefixmesh` (deploy/k8s) or `prefixmesh-…` puts such names in every node's environment.
+ */
+const SERVICE_LINK =
+  /^PREFIXMESH(_[A-Z0-9]+)*_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$/;
+
 /** Throws on a `PREFIXMESH_*` variable that is neither a setting's nor in OTHER_ENV, naming the closest. */
 export function checkEnvNames(env: NodeJS.ProcessEnv): void {
   const known = [...SETTING_KEYS.map(envName), ...Object.keys(OTHER_ENV)];
   for (const name of Object.keys(env).sort()) {
-    if (!name.startsWith("PREFIXMESH_") || known.includes(name)) continue;
+    if (!name.startsWith("PREFIXMESH_") || known.includes(name) || SERVICE_LINK.test(name)) continue;
     let best = known[0] as string;
     for (const k of known) if (distance(name, k) < distance(name, best)) best = k;
     // A suggestion only when it is near: a name far from all would get a random one.
