@@ -31,10 +31,19 @@ export async function checkPorts(ports: readonly PortToCheck[]): Promise<void> {
   // All held at once, so two flags naming one port clash here too.
   const held: Server[] = [];
   try {
-    for (const p of fixed) {
+    for (const [i, p] of fixed.entries()) {
       const { host, port } = splitHostPort(p.address);
       const server = createServer();
-      await bound(p.flag, p.address, listen(server, host, port));
+      await bound(p.flag, p.address, listen(server, host, port)).catch((err: { exitCode?: number }) => {
+        // Held by our other flag (one port on a wildcard and a host, or two names of one host): the
+        // flags must change, which "another process" and a retry (exit 1) would not say.
+        const mine = fixed.slice(0, i).find((q) => splitHostPort(q.address).port === port);
+        if (mine && err.exitCode === 1)
+          throw new SettingsError(
+            `${mine.flag} ${mine.address} and ${p.flag} ${p.address} share port ${port}`,
+          );
+        throw err;
+      });
       held.push(server);
     }
   } finally {
