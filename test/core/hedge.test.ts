@@ -237,6 +237,26 @@ describe("hedged local runs", () => {
     expect(h.members.get("B")?.runs.size).toBe(0);
   });
 
+  it("a client that hangs up sends the cancel the fallback put off: the stalled peer drops the job", () => {
+    const h = stalledPeer();
+    h.drop(toB);
+    expect(h.mailbox.filter(cancelToB)).toHaveLength(0);
+    h.input("A", { type: "client-gone", reqId: "r1" });
+    expect(h.mailbox.filter(cancelToB).map((m) => m.msg)).toEqual([
+      { type: "cancel", reqId: "r1", attempt: 1 },
+    ]);
+    h.deliver(cancelToB);
+    expect(h.node("B").stats().cancelledForwards).toBe(1);
+    h.finishRuns();
+    h.finishRuns("B"); // b1 ends: r1 is not run at B
+    expect(h.members.get("B")?.runs.size).toBe(0);
+    h.deliver();
+    h.advanceLive(4 * ACK_MS);
+    expect(h.mailbox.filter(toB)).toHaveLength(0);
+    expect(h.repliesFor("r1")).toHaveLength(0);
+    expect(h.node("A").stats()).toMatchObject({ clientGoneRunning: 1, hedgedAnswers: 0 });
+  });
+
   it("without a hedge (a sampled request) the fallback cancels the peer's job at once", () => {
     const h = stalledPeer(0.7);
     expect(h.mailbox.filter(cancelToB)).toHaveLength(1);
