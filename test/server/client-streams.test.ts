@@ -126,3 +126,15 @@ describe("a client hanging up", () => {
     expect(gone).toEqual(["r1"]);
   });
 });
+
+describe("a client's deadline passing", () => {
+  it("ends its slot with 504 and tells the node, as a hang-up does: its work is for nobody", async () => {
+    const gone: string[] = [];
+    const streams = new ClientStreams((reqId) => gone.push(reqId));
+    const request: EngineRequest = { id: "r1", tokens: new Uint32Array([1, 2, 3]), maxTokens: 8 };
+    const status = streams.open("r1", request, {}, {}).catch((e: { status: number }) => e.status);
+    streams.expireAfter("r1", 1);
+    expect(await status).toBe(504);
+    expect(gone).toEqual(["r1"]);
+  });
+});

@@ -211,7 +211,9 @@ export class ClientStreams {
     if (!slot) return;
     slot.deadline = setTimeout(() => {
       const why = `deadline: no answer within the request's ${ms} ms (x-prefixmesh-deadline-ms)`;
-      this.fail(reqId, new ServiceError(504, "server_error", why, undefined, "deadline_exceeded"));
+      // Answered 504, the client waits no more: its queued or forwarded work is for nobody, as a hang-up's.
+      if (this.fail(reqId, new ServiceError(504, "server_error", why, undefined, "deadline_exceeded")))
+        this.gone(reqId);
     }, ms);
   }
 
