@@ -194,9 +194,9 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   new Counter({
     name: "prefixmesh_client_gone_total",
     help:
-      "Client requests whose client hung up before the reply, by where the request was (stage): queued " +
-      "(dropped from this node's queue), forwarded (its peer was sent a cancel), running (ran to its " +
-      "end on this node's engine, unreplied)",
+      "Client requests given up before the reply (the client hung up, or its deadline passed: 504), by " +
+      "where the request was (stage): queued (dropped from this node's queue), forwarded (its peer was " +
+      "sent a cancel), running (ran to its end on this node's engine, unreplied)",
     labelNames: ["stage"],
     registers,
     collect() {
