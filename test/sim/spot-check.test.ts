@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
-import { answersAgree, COMPARE_CHARS } from "../../src/core/node/spot-check.js";
+import { answersAgree, COMPARE_CHARS, SpotChecks } from "../../src/core/node/spot-check.js";
 import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimResult } from "../../src/sim/types.js";
@@ -67,5 +67,21 @@ describe("spot checks: a lying peer", () => {
     expect(answersAgree(`${a} tail one`, `${a} tail two`)).toBe(true);
     expect(answersAgree("The answer is B", "The answer is C")).toBe(false);
     expect(answersAgree("short", "short")).toBe(true);
+  });
+});
+
+describe("spot checks: which answers are kept for a check", () => {
+  const request = { id: "r", tokens: new Uint32Array([1, 2]), maxTokens: 4, temperature: 0 };
+  const always = () => 0;
+
+  it("keeps a greedy answer, and none with a presence or frequency penalty (engines count those differently)", () => {
+    const checks = new SpotChecks(1);
+    checks.offer("n1", request, "a", always);
+    expect(checks.take()?.peer).toBe("n1");
+    checks.offer("n1", { ...request, presencePenalty: 0.5 }, "a", always);
+    checks.offer("n1", { ...request, frequencyPenalty: -1 }, "a", always);
+    expect(checks.take()).toBeUndefined();
+    checks.offer("n2", { ...request, presencePenalty: 0, frequencyPenalty: 0 }, "a", always);
+    expect(checks.take()?.peer).toBe("n2");
   });
 });

@@ -6,8 +6,11 @@
  * The rule: two answers agree when their first `COMPARE_CHARS` characters are equal (all of them
  * when shorter). Greedy decoding is deterministic on one machine, but kernels and batching differ
  * across machines, and a near-tie between two tokens can flip late in a long answer; the first
- * tokens rarely do, so only they are compared. A check runs without keeping its prompt in our
- * cache (executor.ts), so checking a peer's prefix does not pull later requests here.
+ * tokens rarely do, so only they are compared. Requests with a presence or frequency penalty are not
+ * checked: engines count a penalty over different tokens (llama.cpp's last 64 of prompt and output,
+ * vLLM's output only) and an older peer drops it, so an honest peer could disagree. A check runs
+ * without keeping its prompt in our cache (executor.ts), so checking a peer's prefix does not pull
+ * later requests here.
  *
  * Part of the origin role (origin.ts offers answers and judges); node.ts runs a check when idle.
  */
@@ -37,6 +40,11 @@ export function checkJob(c: SpotCheck): JobSpec {
   return { kind: "check", reqId: c.request.id, from: c.peer, attempt: 0, request: c.request };
 }
 
+/** Whether a penalty makes the request's greedy answer depend on the engine (see above). */
+function penalized(r: EngineRequest): boolean {
+  return (r.presencePenalty ?? 0) !== 0 || (r.frequencyPenalty ?? 0) !== 0;
+}
+
 export class SpotChecks {
   private readonly pending: SpotCheck[] = [];
   /** Checks running on our engine, by request id. */
@@ -47,7 +55,7 @@ export class SpotChecks {
 
   /** A peer's answer: kept for a check with probability `rate` when the request is deterministic. */
   offer(peer: NodeId, request: EngineRequest, text: string, random: () => number): void {
-    if (this.rate <= 0 || request.temperature !== 0 || random() >= this.rate) return;
+    if (this.rate <= 0 || request.temperature !== 0 || penalized(request) || random() >= this.rate) return;
     this.pending.push({ peer, request, text });
     if (this.pending.length > MAX_PENDING) this.pending.shift();
   }
