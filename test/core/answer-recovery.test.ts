@@ -10,7 +10,7 @@ import { DAEMON_NODE_DEFAULTS, resolveNodeConfig } from "../../src/core/node/con
 import { Executor } from "../../src/core/node/executor.js";
 import { PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
 import { calibrationSamples } from "../../src/sim/calibration.js";
-import { Harness, isType, type Mail, prompt } from "./node-harness.js";
+import { answerLost, DAEMON_RECOVERY, Harness, isType, type Mail, prompt } from "./node-harness.js";
 
 /** The ack timeout's floor these tests run with (set explicitly: a new default must not move them). */
 const ACK_MS = 250;
@@ -18,11 +18,7 @@ const ACK_MS = 250;
 /** A, B as the daemon runs them (no ETA in acks, peer trust); B holds topics 1-5, so A forwards them. */
 function setup(overrides = {}): Harness {
   const h = new Harness(["A", "B"], {
-    answerProbes: false,
-    ackDeferMs: 0,
-    peerTrust: true,
-    answerRecovery: true,
-    maxTimedOutAttempts: 2,
+    ...DAEMON_RECOVERY,
     forwardAckTimeoutMs: ACK_MS,
     forwardTimeoutMs: 30_000,
     ...overrides,
@@ -99,11 +95,7 @@ describe("answer recovery (the daemon's configuration)", () => {
 
   it("an unanswered probe is sent again, not abandoned at once", () => {
     const h = setup();
-    h.client("A", "r1", prompt(1, 1));
-    h.deliver(isType("forward"));
-    h.deliver(isType("forward-ack"));
-    h.finishRuns("B");
-    expect(h.drop(isType("result"))).toBe(1);
+    answerLost(h, "r1", prompt(1, 1));
     expect(untilForward(h, 10_000)).toBeGreaterThan(0);
     expect(h.drop(isType("forward"))).toBe(1); // the probe is lost too
     expect(untilForward(h, ACK_MS + 20)).toBeGreaterThan(0); // asked again after one ack timeout

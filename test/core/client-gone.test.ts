@@ -8,18 +8,14 @@ import { describe, expect, it } from "vitest";
 import { GoneClients } from "../../src/core/node/client-gone.js";
 import { FORWARD_CANCELLED } from "../../src/core/node/node.js";
 import type { Effect } from "../../src/core/node/types.js";
-import { Harness, isType, type Mail, prompt } from "./node-harness.js";
+import { answerLost, DAEMON_RECOVERY, Harness, isType, type Mail, prompt } from "./node-harness.js";
 
 const FORWARD_MS = 5_000;
 
 /** A, B as the daemon runs them (trust, answer recovery); B holds topic 1, so A forwards it there. */
 function setup(): Harness {
   const h = new Harness(["A", "B"], {
-    answerProbes: false,
-    ackDeferMs: 0,
-    peerTrust: true,
-    answerRecovery: true,
-    maxTimedOutAttempts: 2,
+    ...DAEMON_RECOVERY,
     forwardAckTimeoutMs: 250,
     forwardTimeoutMs: FORWARD_MS,
   });
@@ -121,11 +117,7 @@ describe("client-gone: a client hangs up before its reply", () => {
 
   it("running at the origin while its silent peer is asked again: no more asking, no reply from either", () => {
     const h = setup();
-    h.client("A", "r1", prompt(1, 1));
-    h.deliver(isType("forward"));
-    h.deliver(isType("forward-ack"));
-    h.finishRuns("B");
-    expect(h.drop(isType("result"))).toBe(1); // B's answer is lost: A gives B up, runs r1 itself
+    answerLost(h, "r1", prompt(1, 1)); // B's answer is lost: A gives B up, runs r1 itself
     for (let t = 0; h.members.get("A")?.runs.size === 0; t += 10) {
       if (t > 10_000) throw new Error("no local run within 10 s");
       h.advanceLive(10);

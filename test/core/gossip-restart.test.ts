@@ -9,7 +9,15 @@ import type { GossipMessage } from "../../src/core/node/gossip/scuttlebutt.js";
 import type { Effect } from "../../src/core/node/types.js";
 import { RadixTree } from "../../src/core/radix-tree.js";
 import { gossiper } from "./gossip-pair.js";
-import { Harness, isType, type Mail, prompt } from "./node-harness.js";
+import {
+  answerLost,
+  DAEMON_RECOVERY,
+  Harness,
+  isType,
+  type Mail,
+  prompt,
+  untilFallback,
+} from "./node-harness.js";
 
 const ACK_MS = 250;
 
@@ -17,11 +25,7 @@ const ACK_MS = 250;
 function setup(): Harness {
   const h = new Harness(["A", "B"], {
     gossip: "scuttlebutt",
-    answerProbes: false,
-    ackDeferMs: 0,
-    peerTrust: true,
-    answerRecovery: true,
-    maxTimedOutAttempts: 2,
+    ...DAEMON_RECOVERY,
     forwardAckTimeoutMs: ACK_MS,
     forwardTimeoutMs: 30_000,
   });
@@ -58,17 +62,9 @@ describe("gossip mode: a member back in a new epoch within its suspicion time", 
 
   it("a hedge on it ends: it is not asked again, and runs nothing", () => {
     const h = setup();
-    h.client("A", "r1", prompt(1, 1));
-    h.deliver(isType("forward"));
-    h.deliver(isType("forward-ack"));
-    h.finishRuns("B");
-    expect(h.drop(isType("result"))).toBe(1);
+    answerLost(h, "r1", prompt(1, 1));
     // Its answer's probes lost too: A gives B up and runs r1 itself, asking B again meanwhile.
-    for (let t = 0; h.node("A").stats().fallbacks === 0; t += 10) {
-      if (t > 10_000) throw new Error("no fallback within 10 s");
-      h.drop(toB);
-      h.advanceLive(10);
-    }
+    untilFallback(h, "A", toB, 10_000);
     expect(h.members.get("A")?.runs.size).toBe(1);
     h.drop(toB);
     quickRestart(h);

@@ -5,17 +5,22 @@
  */
 import { describe, expect, it } from "vitest";
 import { HEDGE_ASKS } from "../../src/core/node/hedge.js";
-import { Harness, isType, type Mail, prompt } from "./node-harness.js";
+import {
+  answerLost,
+  DAEMON_RECOVERY,
+  Harness,
+  isType,
+  type Mail,
+  prompt,
+  untilFallback,
+} from "./node-harness.js";
 
 const ACK_MS = 250;
 
 /** A, B as the daemon runs them; B holds topic 1, so A forwards r1 there. */
 function setup(maxTimedOutAttempts = 2, perNode: (id: string) => object = () => ({})): Harness {
   const config = {
-    answerProbes: false,
-    ackDeferMs: 0,
-    peerTrust: true,
-    answerRecovery: true,
+    ...DAEMON_RECOVERY,
     maxTimedOutAttempts,
     forwardAckTimeoutMs: ACK_MS,
     forwardTimeoutMs: 30_000,
@@ -66,11 +71,7 @@ function stalledPeer(temperature?: number): Harness {
   h.input("A", { type: "client-request", reqId: "r1", request });
   h.deliver(isType("forward"));
   h.deliver(isType("forward-ack"));
-  for (let t = 0; h.node("A").stats().fallbacks === 0; t += 10) {
-    if (t > 30_000) throw new Error("no fallback within 30 s");
-    h.drop(toB);
-    h.advanceLive(10);
-  }
+  untilFallback(h, "A", toB, 30_000);
   expect(h.node("A").stats()).toMatchObject({ overdueAnswers: 1, fallbacks: 1 });
   expect(h.members.get("A")?.runs.size).toBe(1); // r1 runs at A
   return h;
@@ -128,16 +129,8 @@ describe("hedged local runs", () => {
   it("a peer whose answer went overdue is asked again too, under its attempt's number", () => {
     // Timeouts never end B's attempt here: only its answer deadline does (overdue), then r1 runs here.
     const h = setup(64);
-    h.client("A", "r1", prompt(1, 1));
-    h.deliver(isType("forward"));
-    h.deliver(isType("forward-ack"));
-    h.finishRuns("B");
-    expect(h.drop(isType("result"))).toBe(1);
-    for (let t = 0; h.node("A").stats().fallbacks === 0; t += 10) {
-      if (t > 30_000) throw new Error("no fallback within 30 s");
-      h.drop(toB);
-      h.advanceLive(10);
-    }
+    answerLost(h, "r1", prompt(1, 1));
+    untilFallback(h, "A", toB, 30_000);
     expect(h.node("A").stats()).toMatchObject({ overdueAnswers: 1, fallbacks: 1 });
     const ask = h.mailbox.find(toB);
     expect(ask?.msg).toMatchObject({ type: "forward", reqId: "r1", attempt: 1 });

@@ -270,3 +270,36 @@ export function prompt(topic: number, q: number, shared = 64, unique = 16): Uint
   for (let i = 0; i < unique; i++) t[shared + i] = 500_000 + q * 131 + i;
   return t;
 }
+
+/**
+ * Answer recovery as the daemon runs it (no ETA in acks, acks at once, peer trust, 2 timed-out waits):
+ * the settings the recovery, hedge, restart and hang-up tests share (each adds its timeouts).
+ */
+export const DAEMON_RECOVERY = {
+  answerProbes: false,
+  ackDeferMs: 0,
+  peerTrust: true,
+  answerRecovery: true,
+  maxTimedOutAttempts: 2,
+} as const;
+
+/** Advances `h` 10 ms at a time, dropping the mail `lost` matches, until `node` has fallen back. */
+export function untilFallback(h: Harness, node: string, lost: (m: Mail) => boolean, limitMs: number): void {
+  for (let t = 0; h.node(node).stats().fallbacks === 0; t += 10) {
+    if (t > limitMs) throw new Error(`no fallback within ${limitMs / 1000} s`);
+    h.drop(lost);
+    h.advanceLive(10);
+  }
+}
+
+/**
+ * A's client request `reqId` forwarded to B, acked, run there, and B's answer lost on the way back:
+ * the start of every answer-recovery case.
+ */
+export function answerLost(h: Harness, reqId: string, tokens: Uint32Array): void {
+  h.client("A", reqId, tokens);
+  h.deliver(isType("forward"));
+  h.deliver(isType("forward-ack"));
+  h.finishRuns("B");
+  if (h.drop(isType("result")) !== 1) throw new Error(`B's answer to ${reqId} was not on its way`);
+}
