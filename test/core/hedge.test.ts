@@ -280,6 +280,23 @@ describe("hedged local runs", () => {
     expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
   });
 
+  it("a peer quarantined while it ran our forward: its answer is not taken, the request runs elsewhere", () => {
+    const h = setup();
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
+    h.finishRuns("B");
+    (
+      h.node("A") as unknown as { origin: { trust: { quarantine(id: string): void } } }
+    ).origin.trust.quarantine("B");
+    h.deliver(isType("result"));
+    expect(h.repliesFor("r1")).toHaveLength(0);
+    expect(h.node("A").stats()).toMatchObject({ fallbacks: 1 });
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A", fallbacks: 1 });
+  });
+
   describe("a streaming request (its client has our run's text already once that run starts)", () => {
     /** A busy with a prompt nobody caches, so r1 (streaming), back from B, waits in A's queue. */
     const queuedBehindX1 = () => {

@@ -272,6 +272,10 @@ export class PrefixNode extends NodeRouting {
         break;
       }
       case "result": {
+        if (this.origin.refuseQuarantined(from, msg, out)) {
+          this.advance(msg.reqId, now, out);
+          break;
+        }
         const served = this.origin.onResult(from, msg, now, out, (id) => this.executor.takeQueued(id));
         if (served) this.antiEntropy.believeServed(from, served, now);
         break;

@@ -651,6 +651,17 @@ export class Origin {
     return true;
   }
 
+  /**
+   * An answer to the current attempt from a peer spot checks quarantined while it ran (caught
+   * answering wrong since it was chosen): not taken, as on every late path; the attempt ends as an
+   * error would end it (true: node.ts moves on), and routing no longer picks that peer.
+   */
+  refuseQuarantined(from: NodeId, msg: PeerMessageOf<"result">, out: Effect[]): boolean {
+    if (!this.trust.quarantined(from) || !this.isCurrent(msg.reqId, from, msg.attempt)) return false;
+    this.fallback(msg.reqId, out, true, false);
+    return true;
+  }
+
   /** The peer a hedge asks answered that attempt with an error (it dropped the job): no more asking. */
   private hedgeRefused(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): void {
     const p = typeof msg.reqId === "string" ? this.pending.find(msg.reqId) : undefined;
