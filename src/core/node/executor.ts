@@ -322,9 +322,7 @@ export class Executor {
    */
   dropClient(reqId: string): "queued" | "running" | undefined {
     if (this.takeQueued(reqId)) return "queued";
-    for (const job of this.running.values())
-      if (job.kind === "client" && job.reqId === reqId) return "running";
-    return undefined;
+    return this.runsClient(reqId) ? "running" : undefined;
   }
 
   /** When a job queued now would start (elapsed-aware `waitFrom`; undefined until a run is timed). */

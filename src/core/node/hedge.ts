@@ -18,8 +18,9 @@
  * unreplied (its tree insert stands). A streaming request (`EngineRequest.stream`) is the exception:
  * once its local run starts, its client may hold that run's text, which the peer's need not continue
  * (another engine, batch nondeterminism), so the run answers: the hedge ends at its next ask
- * (cancelled), and a peer answer before that is refused; before, the peer's answer goes out whole. The request leaves the pending table with its one reply,
- * so it is never answered twice. Owned by the origin.
+ * (cancelled), and a peer answer before that is refused; before, the peer's answer goes out whole.
+ * The request leaves the pending table with its one reply, so it is never answered twice. Owned by
+ * the origin.
  */
 import { invariant } from "../invariant.js";
 import type { Effect, NodeId, Timer } from "./types.js";

@@ -213,7 +213,7 @@ export class PrefixNode extends NodeRouting {
     const tooLong = this.origin.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, 0));
     if (tooLong === undefined && !this.executor.full()) {
       this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
-      return void this.origin.hedge(reqId, now, out, this.executor.runsClient(reqId));
+      return void this.origin.hedge(reqId, now, out, () => this.executor.runsClient(reqId));
     }
     // About to refuse for our wait: first a peer expected to start it in time, if any.
     const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
@@ -340,7 +340,7 @@ export class PrefixNode extends NodeRouting {
         if (this.origin.onTimer(timer, now, out)) this.advance(timer.reqId, now, out);
         break;
       case "hedge":
-        this.origin.onHedgeTimer(timer, now, out, this.executor.runsClient(timer.reqId));
+        this.origin.onHedgeTimer(timer, now, out, () => this.executor.runsClient(timer.reqId));
         break;
       case "acks":
         this.serving.onAcksTimer(now, out);

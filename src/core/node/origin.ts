@@ -400,7 +400,7 @@ export class Origin {
    * overdue, that peer is asked again meanwhile (hedge.ts). Not before: a request refused here is
    * answered already, and asking would only start work nobody wants.
    */
-  hedge(reqId: string, now: number, out: Effect[], started: boolean): void {
+  hedge(reqId: string, now: number, out: Effect[], started: () => boolean): void {
     const p = this.pending.find(reqId);
     if (p !== undefined) this.reask(p, now, out, started);
   }
@@ -411,17 +411,24 @@ export class Origin {
   }
 
   /** A hedge's timer fired: ask its peer again while the request still runs here. */
-  onHedgeTimer(timer: Extract<Timer, { kind: "hedge" }>, now: number, out: Effect[], started: boolean): void {
+  onHedgeTimer(
+    timer: Extract<Timer, { kind: "hedge" }>,
+    now: number,
+    out: Effect[],
+    started: () => boolean,
+  ): void {
     const p = this.pending.find(timer.reqId);
     if (p !== undefined && hedgeOf(p)?.attempt === timer.attempt) this.reask(p, now, out, started);
   }
 
   /**
    * Asks the silent peer of a request running here for its answer again, if asks are left. A
-   * streaming request's hedge ends once its local run `started` (hedge.ts): that run answers.
+   * streaming request's hedge ends once its local run has `started` (hedge.ts): that run answers.
+   * Asked only of a streaming request with a hedge: the executor walks its running jobs to tell.
    */
-  private reask(p: Pending, now: number, out: Effect[], started: boolean): void {
-    if (started && p.request.stream === true) return void this.endHedge(p, out);
+  private reask(p: Pending, now: number, out: Effect[], started: () => boolean): void {
+    if (p.hedge === undefined) return;
+    if (p.request.stream === true && started()) return void this.endHedge(p, out);
     const h = hedgeOf(p);
     const peer = h && this.targets.get(h.to);
     if (!h || !peer || this.trust.quarantined(h.to) || !askAgain(h)) return;
