@@ -113,10 +113,13 @@ export function checkEnvNames(env: NodeJS.ProcessEnv): void {
   const known = [...SETTING_KEYS.map(envName), ...Object.keys(OTHER_ENV)];
   for (const name of Object.keys(env).sort()) {
     if (!name.startsWith("PREFIXMESH_") || known.includes(name) || SERVICE_LINK.test(name)) continue;
-    let best = known[0] as string;
-    for (const k of known) if (distance(name, k) < distance(name, best)) best = k;
+    let best = { name: "", d: Number.POSITIVE_INFINITY };
+    for (const k of known) {
+      const d = distance(name, k);
+      if (d < best.d) best = { name: k, d };
+    }
     // A suggestion only when it is near: a name far from all would get a random one.
-    const hint = distance(name, best) <= 3 ? `; did you mean ${best}?` : "";
+    const hint = best.d <= 3 ? `; did you mean ${best.name}?` : "";
     throw new SettingsError(
       `unknown environment variable ${name}${hint} (PREFIXMESH_ and a setting's name: docs/configuration.md)`,
     );
