@@ -69,6 +69,54 @@ describe("a port that will not bind", () => {
     await again.stop();
   });
 
+  it("holds both ports while the engine loads, the API saying it is loading", async () => {
+    const free = async () => {
+      const s = createServer();
+      await new Promise<void>((res) => s.listen(0, "127.0.0.1", res));
+      const { port } = s.address() as { port: number };
+      await new Promise<void>((res) => s.close(() => res()));
+      return `127.0.0.1:${port}`;
+    };
+    const [listen, peerListen] = [await free(), await free()];
+    // An engine server whose first answer waits until the test has looked at the node's ports.
+    let looked: () => void = () => undefined;
+    const lookedAt = new Promise<void>((res) => {
+      looked = res;
+    });
+    let asked!: () => void;
+    const askedAt = new Promise<void>((res) => {
+      asked = res;
+    });
+    const engine = createServer((_req, res) => {
+      asked();
+      // Then a connection torn down on every request (the openai engine starts without its answers).
+      void lookedAt.then(() => res.socket?.destroy());
+    });
+    await new Promise<void>((res) => engine.listen(0, "127.0.0.1", res));
+    const engineUrl = `http://127.0.0.1:${(engine.address() as { port: number }).port}`;
+    const starting = startNode(settings({ listen, peerListen, engine: "openai", engineUrl, model: "m" }), {
+      logger,
+    }).catch((e: Error) => e);
+    try {
+      await askedAt;
+      const health = await fetch(`http://${listen}/health`);
+      expect(health.status).toBe(503);
+      expect(await health.json()).toEqual({ status: "loading", node: "A" });
+    } finally {
+      looked();
+    }
+    const started = await starting;
+    engine.close();
+    if (started instanceof Error) throw started;
+    try {
+      // The node's own server took the port over from the holder.
+      const ready = await fetch(`http://${listen}/health`);
+      expect(ready.status).toBe(200);
+    } finally {
+      await started.stop();
+    }
+  });
+
   it("refuses --listen and --peer-listen naming one address", async () => {
     await expect(
       startNode(settings({ listen: "127.0.0.1:39999", peerListen: "127.0.0.1:39999" }), { logger }),

@@ -43,7 +43,7 @@ import { bound } from "./listen-error.js";
 import { parseJoin, resolveSeeds } from "./mesh-seeds.js";
 import { NodeRuntime } from "./node-runtime.js";
 import { peerFaultDouble } from "./peer-fault-double.js";
-import { checkPorts } from "./port-check.js";
+import { holdPorts } from "./port-hold.js";
 
 export interface NodeHandle {
   runtime: NodeRuntime;
@@ -132,19 +132,25 @@ export async function startNode(
     throw new SettingsError(
       "--adapters needs --engine openai (a server started with those LoRA adapters) or sim",
     );
-  // Before the engine loads, which can take minutes: a port clash is found at once.
-  await checkPorts([
-    { flag: "--peer-listen", address: s.peerListen },
-    { flag: "--listen", address: s.listen },
-  ]);
+  // Held through the engine load, which can take minutes: a port clash is found at once, and no other
+  // process takes a port meanwhile.
+  const ports = await holdPorts(
+    [
+      { flag: "--peer-listen", address: s.peerListen, role: "peer" },
+      { flag: "--listen", address: s.listen, role: "api" },
+    ],
+    s.id,
+  );
   // Held before the engine loads: a limit that cannot be set is a configuration error, found early.
-  const cpuLatency = s.cpuLatencyUs === undefined ? undefined : holdCpuLatency(s.cpuLatencyUs);
+  let cpuLatency: ReturnType<typeof holdCpuLatency> | undefined;
   const adapters = s.adapters ? s.adapters.split(",") : [];
   let engine: Engine;
   try {
+    cpuLatency = s.cpuLatencyUs === undefined ? undefined : holdCpuLatency(s.cpuLatencyUs);
     engine = opts.engine ?? (await loadEngine(s));
   } catch (err) {
     cpuLatency?.release();
+    await ports.release();
     throw err;
   }
   const now = () => performance.timeOrigin + performance.now();
@@ -248,6 +254,7 @@ export async function startNode(
   let peerUrl: string;
   let apiUrl: string;
   try {
+    await ports.release();
     peerUrl = await bound("--peer-listen", s.peerListen, peerServer.listen({ host: pl.host, port: pl.port }));
     apiUrl = await bound("--listen", s.listen, api.listen({ host: al.host, port: al.port }));
   } catch (err) {
