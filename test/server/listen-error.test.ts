@@ -3,6 +3,7 @@ import { createServer } from "node:http";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { startExitCode } from "../../src/cli/node.js";
+import { bound } from "../../src/server/runtime/listen-error.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 
@@ -115,6 +116,15 @@ describe("a port that will not bind", () => {
     } finally {
       await started.stop();
     }
+  });
+
+  it("exits 1 (a retry may succeed) for a temporary DNS failure, 2 for a name that does not resolve", async () => {
+    const failing = (code: string) => Promise.reject(Object.assign(new Error(code), { code }));
+    const again = await bound("--listen", "node.example:80", failing("EAI_AGAIN")).catch((e) => e);
+    expect(again.message).toMatch(/^--listen node\.example:80: .*temporary DNS failure\) \(EAI_AGAIN\)$/);
+    expect(startExitCode(again)).toBe(1);
+    const never = await bound("--listen", "node.invalid:80", failing("ENOTFOUND")).catch((e) => e);
+    expect(startExitCode(never)).toBe(2);
   });
 
   it("refuses --listen and --peer-listen naming one address", async () => {

@@ -8,18 +8,22 @@ const WHY: Record<string, string> = {
   EADDRNOTAVAIL: "not an address of this machine",
   EACCES: "permission denied; ports below 1024 need root or CAP_NET_BIND_SERVICE",
   ENOTFOUND: "the host name does not resolve",
+  EAI_AGAIN: "the host name could not be resolved now (a temporary DNS failure)",
 };
 
+/** Codes a retry may clear: another process's port, a DNS outage. Every other code needs a new flag. */
+const TRANSIENT = new Set(["EADDRINUSE", "EAI_AGAIN"]);
+
 /**
- * A port that would not bind. `exitCode` as the CLI exits: 1 while another process holds the port
- * (it may be free on a retry), 2 for an address this machine can never bind as given (fix the flag).
+ * A port that would not bind. `exitCode` as the CLI exits: 1 while another process holds the port or
+ * DNS fails for now (a retry may succeed), 2 for an address this machine can never bind as given.
  */
 export class ListenError extends Error {
   readonly exitCode: 1 | 2;
   constructor(message: string, code: string, cause: unknown) {
     super(message, { cause });
     this.name = "ListenError";
-    this.exitCode = code === "EADDRINUSE" ? 1 : 2;
+    this.exitCode = TRANSIENT.has(code) ? 1 : 2;
   }
 }
 
