@@ -3,7 +3,7 @@
 import { availableParallelism, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import { SCALE_NODES, SERIES, type SeriesKey } from "../experiments/scale/grid.js";
+import { BOUNDED_ESTIMATES, SCALE_NODES, SERIES, type SeriesKey } from "../experiments/scale/grid.js";
 import { writeScaleReport } from "../experiments/scale/report.js";
 import { runScale } from "../experiments/scale/run.js";
 import { CliError, parseNumber } from "./errors.js";
@@ -20,6 +20,7 @@ interface ScaleFlags {
   arrivalS?: string;
   minRequests?: string;
   budgetS?: string;
+  maxEstimates?: string;
   heapBudgetMb: string;
   syntheticScale: string;
 }
@@ -59,6 +60,10 @@ export function registerScale(exp: Command): void {
       "CPU seconds (user + system) per run, not wall: a run projected past it is reported, not started (default 300)",
     )
     .option("--heap-budget-mb <mb>", "heap per run, MB, projected the same way", "3000")
+    .option(
+      "--max-estimates <m>",
+      `estimates each node keeps in the bounded series (default ${BOUNDED_ESTIMATES}, the issue's)`,
+    )
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
     .action(async (flags: ScaleFlags) => {
       const quick = flags.quick === true;
@@ -81,6 +86,10 @@ export function registerScale(exp: Command): void {
       );
       const budgetS =
         flags.budgetS === undefined ? 300 : parseNumber("--budget-s", flags.budgetS, { min: 1, max: 86_400 });
+      const boundedEstimates =
+        flags.maxEstimates === undefined
+          ? undefined
+          : parseNumber("--max-estimates", flags.maxEstimates, { min: 1, max: 4095, integer: true });
       const heapBudgetMb = parseNumber("--heap-budget-mb", flags.heapBudgetMb, { min: 16, max: 1_000_000 });
       const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
       const nodes =
@@ -104,6 +113,7 @@ export function registerScale(exp: Command): void {
           minRequests,
           budgetS,
           heapBudgetMb,
+          ...(boundedEstimates === undefined ? {} : { boundedEstimates }),
           onPhase: (p) => process.stderr.write(`prefixmesh: ${p}…\n`),
         });
         await writeScaleReport(

@@ -250,4 +250,29 @@ describe("a subset of the grid (--nodes, --series)", () => {
     expect(sub.rounds).toEqual([]);
     expect(sub.skipped).toEqual([]);
   }, 120_000);
+
+  it("runs the bounded series with the --max-estimates asked for, and says so", async () => {
+    const sub = await runScale({
+      source: { kind: "synthetic", scale: 0.05 },
+      seed: 3,
+      maxNodes: 16,
+      nodes: [16],
+      series: ["bounded-scuttlebutt"],
+      arrivalS: 1,
+      budgetS: 600,
+      heapBudgetMb: 3000,
+      boundedEstimates: 4,
+    });
+    expect(sub.boundedEstimates).toBe(4);
+    expect(sub.cells.map((c) => [c.kind, c.nodes, c.maxEstimates])).toEqual([["bounded", 16, 4]]);
+    const dir = await mkdtemp(join(tmpdir(), "scale-m-"));
+    try {
+      await writeScaleReport(sub, { command: "test", loadBefore: 0, loadAfter: 0, cores: 2 }, dir);
+      expect(await readFile(join(dir, "report.md"), "utf8")).toMatch(
+        /\| scuttlebutt, --max-estimates 4 \| 16 \|/,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

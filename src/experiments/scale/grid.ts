@@ -42,6 +42,8 @@ export interface ScaleOptions {
   nodes?: readonly number[];
   /** Only these series (SERIES; default all): e.g. just the oracle at one N. */
   series?: readonly SeriesKey[];
+  /** The bounded series' --max-estimates (default BOUNDED_ESTIMATES, the issue's). */
+  boundedEstimates?: number;
   onPhase?(phase: string): void;
 }
 

@@ -64,7 +64,7 @@ export function boundedBytes(o: ScaleOutcome): string[] {
         : `not decided (${last.nodes} vs ${first.nodes})`;
     const whole = last.gossipBytesPerNodeS / first.gossipBytesPerNodeS;
     out.push(
-      `  - With --max-estimates ${BOUNDED_ESTIMATES} (node simulator; owners push their changes to their holders), **whole run** (formation and the drain after the arrivals included): ${bc.map((c) => `${c.nodes}: ${f(c.gossipBytesPerNodeS, 0)} B/s`).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(whole, 2)}× — ${verdict(whole)}.`,
+      `  - With --max-estimates ${o.boundedEstimates} (node simulator; owners push their changes to their holders), **whole run** (formation and the drain after the arrivals included): ${bc.map((c) => `${c.nodes}: ${f(c.gossipBytesPerNodeS, 0)} B/s`).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(whole, 2)}× — ${verdict(whole)}.`,
     );
     const a = first.steady;
     const z = last.steady;
@@ -82,8 +82,8 @@ export function boundedBytes(o: ScaleOutcome): string[] {
         : verdict(r);
     out.push(
       a && z
-        ? `  - With --max-estimates ${BOUNDED_ESTIMATES}, **steady state after formation** (from every node seeing every other live to the end of the arrivals; the window per N in parentheses): ${bc.map((c) => (c.steady ? `${c.nodes}: ${f(c.steady.gossipBytesPerNodeS, 0)} B/s (${s(c.steady.fromMs)}–${s(c.steady.toMs)} s; membership ${f(c.steady.membershipBytesPerNodeS, 0)})` : `${c.nodes}: not formed`)).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(z.gossipBytesPerNodeS / a.gossipBytesPerNodeS, 2)}× — ${steadyVerdict(z.gossipBytesPerNodeS / a.gossipBytesPerNodeS)}.`
-        : `  - With --max-estimates ${BOUNDED_ESTIMATES}, steady state after formation: not measured (membership did not form within the run at ${[
+        ? `  - With --max-estimates ${o.boundedEstimates}, **steady state after formation** (from every node seeing every other live to the end of the arrivals; the window per N in parentheses): ${bc.map((c) => (c.steady ? `${c.nodes}: ${f(c.steady.gossipBytesPerNodeS, 0)} B/s (${s(c.steady.fromMs)}–${s(c.steady.toMs)} s; membership ${f(c.steady.membershipBytesPerNodeS, 0)})` : `${c.nodes}: not formed`)).join(", ")} — ${last.nodes} vs ${first.nodes} nodes ${f(z.gossipBytesPerNodeS / a.gossipBytesPerNodeS, 2)}× — ${steadyVerdict(z.gossipBytesPerNodeS / a.gossipBytesPerNodeS)}.`
+        : `  - With --max-estimates ${o.boundedEstimates}, steady state after formation: not measured (membership did not form within the run at ${[
             first,
             last,
           ]
@@ -92,7 +92,7 @@ export function boundedBytes(o: ScaleOutcome): string[] {
             .join(" and ")} nodes).`,
     );
   }
-  for (const m of [undefined, BOUNDED_ESTIMATES]) {
+  for (const m of [undefined, o.boundedEstimates]) {
     const rs = o.rounds.filter((r) => r.maxEstimates === m);
     const a = rs.find((r) => r.nodes === 16);
     const z = rs[rs.length - 1];
@@ -193,7 +193,7 @@ function targets(o: ScaleOutcome): string[] {
     const bn = cell(o, "bounded", "scuttlebutt", n);
     if (bn)
       parts.push(
-        `scuttlebutt --max-estimates ${BOUNDED_ESTIMATES} ${pct(bn.hit)}${or ? ` = ${f(bn.hit / or.hit, 3)}×` : ""}`,
+        `scuttlebutt --max-estimates ${o.boundedEstimates} ${pct(bn.hit)}${or ? ` = ${f(bn.hit / or.hit, 3)}×` : ""}`,
       );
     const ok =
       or !== undefined &&
@@ -203,7 +203,7 @@ function targets(o: ScaleOutcome): string[] {
       });
     // The bounded cell has its own verdict: the unbounded modes meeting it says nothing of M.
     const boundedMark =
-      bn && or ? `; with --max-estimates ${BOUNDED_ESTIMATES}: ${mark(bn.hit >= 0.95 * or.hit)}` : "";
+      bn && or ? `; with --max-estimates ${o.boundedEstimates}: ${mark(bn.hit >= 0.95 * or.hit)}` : "";
     // A mode not run (skipped, or left out by --series) decides nothing either way.
     const both = MODES.every((mode) => cell(o, "main", mode, n) !== undefined);
     out.push(
@@ -215,8 +215,8 @@ function targets(o: ScaleOutcome): string[] {
   const bSkip = o.skipped.find((c) => c.kind === "bounded");
   out.push(
     b
-      ? `- Memory per node ≤ 64 MB at ${b.nodes} nodes with --max-estimates ${BOUNDED_ESTIMATES}: ${f((b.heapPerNodeBytes ?? 0) / 1e6, 2)} MB — ${b.nodes === 1024 ? mark((b.heapPerNodeBytes ?? Infinity) <= 64e6) : "measured below 1,024 only"}`
-      : `- Memory per node ≤ 64 MB at 1,024 nodes with --max-estimates ${BOUNDED_ESTIMATES}: **not measured** (${bSkip?.reason ?? `grid stops at ${top} nodes`})`,
+      ? `- Memory per node ≤ 64 MB at ${b.nodes} nodes with --max-estimates ${o.boundedEstimates}: ${f((b.heapPerNodeBytes ?? 0) / 1e6, 2)} MB — ${b.nodes !== 1024 ? "measured below 1,024 only" : o.boundedEstimates !== BOUNDED_ESTIMATES ? `not decided (the target names --max-estimates ${BOUNDED_ESTIMATES})` : mark((b.heapPerNodeBytes ?? Infinity) <= 64e6)}`
+      : `- Memory per node ≤ 64 MB at 1,024 nodes with --max-estimates ${o.boundedEstimates}: **not measured** (${bSkip?.reason ?? `grid stops at ${top} nodes`})`,
   );
   out.push(
     "- Fault-schedule invariants in the new mode (≥ 200 seeds, soak): not part of this command (the seeded fault tests and the soak measure them).",
@@ -296,14 +296,14 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
     const or = cell(o, "oracle", "full", n);
     if (c)
       L.push(
-        `| scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.steady?.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.cpuMs / 1000, 1)} | ${f(c.wallMs / 1000, 1)} |`,
+        `| scuttlebutt, --max-estimates ${o.boundedEstimates} | ${n} | ${c.requests} | ${f(c.gossipBytesPerNodeS, 0)} | ${f(c.steady?.gossipBytesPerNodeS, 0)} | ${f(c.gossipMsgsPerNodeS, 1)} | ${f(c.membershipBytesPerNodeS, 0)} | ${f(c.cpuMsPerNodeS, 2)} | ${c.heapPerNodeBytes === undefined ? "—" : `${f(c.heapPerNodeBytes / 1e6, 2)} MB`} | ${pct(c.hit)} | ${or ? pct(or.hit) : "—"} | ${pct(c.ideal)} | ${f(c.meanS, 3)} | ${f(c.p99S, 3)} | ${f(c.cpuMs / 1000, 1)} | ${f(c.wallMs / 1000, 1)} |`,
       );
   }
   const b = o.cells.filter((c) => c.kind === "bounded").at(-1);
   if (b)
     L.push(
       "",
-      `Bounded memory: scuttlebutt at ${b.nodes} nodes with --max-estimates ${BOUNDED_ESTIMATES}: heap/node ${f((b.heapPerNodeBytes ?? 0) / 1e6, 2)} MB, gossip ${f(b.gossipBytesPerNodeS, 0)} B/node/s, hit ${pct(b.hit)}, mean ${f(b.meanS, 3)} s, p99 ${f(b.p99S, 3)} s.`,
+      `Bounded memory: scuttlebutt at ${b.nodes} nodes with --max-estimates ${o.boundedEstimates}: heap/node ${f((b.heapPerNodeBytes ?? 0) / 1e6, 2)} MB, gossip ${f(b.gossipBytesPerNodeS, 0)} B/node/s, hit ${pct(b.hit)}, mean ${f(b.meanS, 3)} s, p99 ${f(b.p99S, 3)} s.`,
     );
   L.push("");
   // Table: spread.
@@ -328,7 +328,7 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
       return v === undefined ? "not within 10 s" : `${s(v)} / ${f(v / POLL_MS, 1)}`;
     };
     L.push(
-      `| scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES} | ${n} | ${t("p50Ms")} | ${t("p99Ms")} | ${t("p100Ms")} | ${c.spreads.length} |`,
+      `| scuttlebutt, --max-estimates ${o.boundedEstimates} | ${n} | ${t("p50Ms")} | ${t("p99Ms")} | ${t("p100Ms")} | ${c.spreads.length} |`,
     );
   }
   // Formation: arrivals start with the cluster, so its first requests see members not yet routable.
@@ -420,7 +420,7 @@ export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: 
           (c) => c.gossipBytesPerNodeS,
           "bounded",
           "scuttlebutt",
-          `scuttlebutt, --max-estimates ${BOUNDED_ESTIMATES}`,
+          `scuttlebutt, --max-estimates ${o.boundedEstimates}`,
         ),
         ...o.membership
           .filter((m) => m.loss === 0)

@@ -51,6 +51,8 @@ export interface ScaleOutcome {
   budgetS: number;
   heapBudgetMb: number;
   gcForced: boolean;
+  /** --max-estimates of the bounded series (and of the bounded rounds). */
+  boundedEstimates: number;
   wallMs: number;
   /** Process CPU (user + system) of the whole grid, ms. */
   cpuMs: number;
@@ -74,6 +76,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   const nodes = nodesUpTo(o.maxNodes, o.nodes);
+  const bounded = o.boundedEstimates ?? BOUNDED_ESTIMATES;
   const wanted = (key: SeriesKey): boolean => o.series === undefined || o.series.includes(key);
   const cells: NodeCell[] = [];
   const skipped: Skipped[] = [];
@@ -88,13 +91,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     { key: "oracle", kind: "oracle", mode: "full", loss: 0 },
     ...MODES.map((mode) => ({ key: `loss-${mode}` as const, kind: "loss" as const, mode, loss: LOSS })),
     // Bounded memory (the issue's --max-estimates 64) at every N: its bytes and hit rate beside the rest.
-    {
-      key: "bounded-scuttlebutt",
-      kind: "bounded",
-      mode: "scuttlebutt",
-      loss: 0,
-      maxEstimates: BOUNDED_ESTIMATES,
-    },
+    { key: "bounded-scuttlebutt", kind: "bounded", mode: "scuttlebutt", loss: 0, maxEstimates: bounded },
   ];
   const series = allSeries.filter((s) => wanted(s.key));
   const cost = new Map<string, RunCost[]>();
@@ -162,7 +159,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
       }
       swimCost.push({ n, cpuS: cpuMs / 1000, wallS: wallMs / 1000 });
     }
-    for (const m of wanted("rounds") ? [undefined, BOUNDED_ESTIMATES] : []) {
+    for (const m of wanted("rounds") ? [undefined, bounded] : []) {
       const key = m === undefined ? "all held" : `--max-estimates ${m}`;
       const w = roundsCost.get(key) ?? [];
       roundsCost.set(key, w);
@@ -186,6 +183,7 @@ export async function runScale(o: ScaleOptions): Promise<ScaleOutcome> {
     budgetS: o.budgetS,
     heapBudgetMb: o.heapBudgetMb,
     gcForced: canCollect,
+    boundedEstimates: bounded,
     wallMs: performance.now() - t0,
     cpuMs: cpuMsSince(cpu0),
   };
