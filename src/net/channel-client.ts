@@ -45,7 +45,7 @@ interface OpenStream {
   /** The forward's attempt, `${reqId}|${attempt}`: what a cancel finds it by. */
   attempt: string;
   onChunk: (text: string) => void;
-  onAck: (() => void) | undefined;
+  onAck: ((epoch?: number) => void) | undefined;
   resolve: (m: ReplyMsg) => void;
   reject: (e: TransportError) => void;
   /** First-frame, then between-frames timer. */
@@ -80,12 +80,12 @@ export class ForwardChannel {
 
   /**
    * Sends one forward and streams its answer; rejects with TransportError on any failure. `onAck`
-   * once the peer has accepted the forward: its ack record, or the first chunk.
+   * once the peer has accepted the forward: its ack record (with the epoch it says), or the first chunk.
    */
   async forward(
     msg: ForwardMsg,
     onChunk: (text: string) => void,
-    onAck?: () => void,
+    onAck?: (epoch?: number) => void,
     withPrompt = true,
   ): Promise<ReplyMsg> {
     const conn = this.conn?.ws.readyState === WebSocket.OPEN ? this.conn : await this.open();
@@ -270,7 +270,7 @@ export class ForwardChannel {
             s.reject(new TransportError("timeout", `peer ${this.peerId}: silent for ${s.gapMs} ms`));
         }, s.gapMs);
         s.idle.unref();
-        s.onAck?.();
+        s.onAck?.(r.t === "ack" ? r.e : undefined);
       }
       if (r.t === "chunk") s.onChunk(r.text);
       return;

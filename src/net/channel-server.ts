@@ -184,7 +184,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
      */
     function carrier(k: number) {
       return {
-        ack: () => send(answerRecord.ack(k)),
+        ack: (epoch?: number) => send(answerRecord.ack(k, epoch)),
         chunk: (text: string) => send(answerRecord.chunk(k, text)),
         final: (m: ReplyMsg) => {
           handed.delete(k);

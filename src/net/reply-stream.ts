@@ -8,8 +8,11 @@ import type { ReplyMsg } from "./transport-wire.js";
 
 /** Where the node writes the answer to a forwarded request: chunks, then exactly one final message. */
 export interface ForwardReplyStream {
-  /** The node accepted the forward (`forward-ack`); dropped once a chunk has left (it implies one). */
-  ack(): void;
+  /**
+   * The node accepted the forward (`forward-ack`, in its `epoch`); dropped once a chunk has left (it
+   * implies one, without an epoch).
+   */
+  ack(epoch?: number): void;
   chunk(text: string): void;
   finish(msg: ReplyMsg): void;
   /** True once finished or once the origin hung up. */
@@ -18,7 +21,7 @@ export interface ForwardReplyStream {
 
 /** How one carrier writes a forward's records; each is called at most in the order the node made them. */
 export interface ReplyCarrier {
-  ack(): void;
+  ack(epoch?: number): void;
   chunk(text: string): void;
   final(msg: ReplyMsg): void;
   /** The origin hung up: nothing more can reach it. */
@@ -36,10 +39,10 @@ export function replyStream(
   /** A record has left: the origin counts the first one as the ack. */
   let spoke = false;
   return {
-    ack() {
+    ack(epoch) {
       if (spoke || finished || carrier.gone()) return;
       spoke = true;
-      out.ack();
+      out.ack(epoch);
     },
     chunk(text) {
       if (finished || carrier.gone()) return;
@@ -78,7 +81,7 @@ function delayedCarrier(delay: () => Promise<void>, carrier: ReplyCarrier): Repl
     queue = q;
   };
   return {
-    ack: () => write(carrier.ack),
+    ack: (epoch) => write(() => carrier.ack(epoch)),
     chunk: (text) => write(() => carrier.chunk(text)),
     final: (m) => write(() => carrier.final(m)),
     gone: carrier.gone,

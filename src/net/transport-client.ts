@@ -25,6 +25,7 @@ import {
   type LoneMessage,
   loneMessageToWire,
   PROMPT_TEXT_NEEDED,
+  parseEpoch,
   type ReplyMsg,
 } from "./transport-wire.js";
 
@@ -290,8 +291,11 @@ export class PeerClient {
     id: string,
     msg: ForwardMsg,
     onChunk: (text: string) => void,
-    /** The peer accepted the forward (its ack, first chunk, or — over HTTP — response headers). */
-    onAck?: () => void,
+    /**
+     * The peer accepted the forward (its ack, first chunk, or — over HTTP — response headers), in
+     * `epoch` when its ack said one.
+     */
+    onAck?: (epoch?: number) => void,
   ): Promise<ReplyMsg> {
     let peer: PeerEntry;
     try {
@@ -312,7 +316,7 @@ export class PeerClient {
     peer: PeerEntry,
     msg: ForwardMsg,
     onChunk: (text: string) => void,
-    onAck: (() => void) | undefined,
+    onAck: ((epoch?: number) => void) | undefined,
   ): Promise<ReplyMsg> {
     const reply = await this.forwardOnce(id, peer, msg, onChunk, onAck, false);
     if (reply.type !== "error" || reply.error !== PROMPT_TEXT_NEEDED) return reply;
@@ -328,7 +332,7 @@ export class PeerClient {
     peer: PeerEntry,
     msg: ForwardMsg,
     onChunk: (text: string) => void,
-    onAck: (() => void) | undefined,
+    onAck: ((epoch?: number) => void) | undefined,
     withText: boolean,
   ): Promise<ReplyMsg> {
     if (this.opts.delay) await this.opts.delay();
@@ -377,7 +381,7 @@ export class PeerClient {
           res.statusCode,
         );
       }
-      onAck?.();
+      onAck?.(parseEpoch(res.headers));
       return await readForwardStream(id, res.body, onChunk);
     } catch (err) {
       throw classify(err);

@@ -21,6 +21,7 @@ import { SnapshotDecoder } from "./snapshot-decoder.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
 import { PEER_POOL_CONNECTIONS } from "./transport-client.js";
 import {
+  EPOCH_HEADER,
   FORWARD_PATH,
   HELLO_PATH,
   MESSAGE_PATH,
@@ -229,18 +230,31 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     // Raw writes (no stream plumbing): each record goes out as one chunk as soon as it exists.
     reply.hijack();
     const raw = reply.raw;
-    raw.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-store" });
+    // The head is written (and then fixed) by the ack, which says the node's epoch in it, or else
+    // by the first record.
+    const head = (epoch?: number) => {
+      if (raw.headersSent) return;
+      const h: Record<string, string> = {
+        "content-type": "application/x-ndjson",
+        "cache-control": "no-store",
+      };
+      if (epoch !== undefined) h[EPOCH_HEADER] = String(epoch);
+      raw.writeHead(200, h);
+    };
     // Node corks the socket for the tick, so a chunk and the final record written together leave
     // in one packet.
     const put = (line: string, end: boolean) => {
       if (raw.destroyed || raw.writableEnded) return;
+      head();
       if (end) raw.end(line);
       else raw.write(line);
     };
     const stream = replyStream(opts.delay, {
       // The ack of an HTTP forward is its response headers (sent with the first record otherwise).
-      ack: () => {
-        if (!raw.destroyed && !raw.headersSent) raw.flushHeaders();
+      ack: (epoch) => {
+        if (raw.destroyed || raw.headersSent) return;
+        head(epoch);
+        raw.flushHeaders();
       },
       chunk: (text) => put(streamLine.chunk(text), false),
       final: (m) => put(streamLine.final(m), true),

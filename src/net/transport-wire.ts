@@ -10,7 +10,8 @@
  *                   holds, blocks, at, echo, served as
  *                   x-prefixmesh-* headers (snapshotHeaders)
  *   forward         POST /peer/forward: JSON, tokens base64       binary frame (encodeForwardFrame)
- *   forward-ack     the forward's 200 response headers            {"t":"ack","k":K}
+ *   forward-ack     the forward's 200 response headers, the       {"t":"ack","k":K,"e":epoch}
+ *                   epoch as x-prefixmesh-epoch
  *   result, error   the forward's final NDJSON record; without    {"t":"msg","k":K,"msg":…}
  *                   an open stream, POST /peer/message (JSON)
  *   cancel, goodbye POST /peer/message (JSON)                     —
@@ -24,9 +25,10 @@
  *   {"t":"fwd","k":K,"f":<forward, as POST /peer/forward's body without tokens>} + raw tokens
  *   (see encodeForwardFrame)
  * Peer → origin: the forward stream's records with its `k`, or a refusal of a malformed forward,
- *   {"t":"ack","k":K}?  {"t":"chunk","k":K,"text":"…"}*  then  {"t":"msg","k":K,"msg":…}
+ *   {"t":"ack","k":K,"e":epoch}?  {"t":"chunk","k":K,"text":"…"}*  then  {"t":"msg","k":K,"msg":…}
  *   | {"t":"rej","k":K,"error":"…"}
- * (`ack`: the peer accepted the forward; left out when a chunk or the answer leaves first.)
+ * (`ack`: the peer accepted the forward; left out when a chunk or the answer leaves first. Its epoch,
+ * the acking node's, is optional: older peers send none, and an implied ack carries none.)
  * as a JSON array per frame: the records one event-loop turn produced (typically a forward's last
  * chunk and its final message) leave in one frame and one write, waking the origin once.
  * A channel that closes with streams open has cut them off: an error for each, never a short answer.
@@ -370,10 +372,26 @@ export function parseForward(json: unknown): Decoded<ForwardMsg> {
 
 /**
  * The `forward-ack` a carrier's own ack stands for (the forward's HTTP response headers, or the
- * channel's `ack` record or first chunk): it carries no ETA.
+ * channel's `ack` record or first chunk): it carries no ETA, and the peer's epoch when its ack said one.
  */
-export function carrierAck(f: ForwardMsg): ForwardAckMsg {
-  return { type: "forward-ack", reqId: f.reqId, attempt: f.attempt };
+export function carrierAck(f: ForwardMsg, epoch?: number): ForwardAckMsg {
+  const ack: ForwardAckMsg = { type: "forward-ack", reqId: f.reqId, attempt: f.attempt };
+  if (epoch !== undefined) ack.epoch = epoch;
+  return ack;
+}
+
+/**
+ * The acking node's epoch on a forward's 200 (its node's `forward-ack`: core types.ts). A response
+ * header, so the shared-secret signature (requests only) does not cover it: like the answer on the
+ * same stream, it is as trusted as the connection (mutual TLS is the real mode).
+ */
+export const EPOCH_HEADER = "x-prefixmesh-epoch";
+
+/** The forward response's epoch header, or undefined if absent or invalid (an older peer). */
+export function parseEpoch(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+): number | undefined {
+  return parseCount(headers[EPOCH_HEADER]);
 }
 
 // ---------------------------------------------------------------- answers
@@ -409,7 +427,7 @@ export const streamLine = {
 
 /** The records of answer stream k on the channel. */
 export const answerRecord = {
-  ack: (k: number) => ({ t: "ack", k }),
+  ack: (k: number, epoch?: number) => (epoch === undefined ? { t: "ack", k } : { t: "ack", k, e: epoch }),
   chunk: (k: number, text: string) => ({ t: "chunk", k, text }),
   final: (k: number, m: ReplyMsg) => ({ t: "msg", k, msg: replyToWire(m) }),
   /** The forward in frame k was refused before any node saw it (a malformed forward). */

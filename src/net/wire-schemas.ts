@@ -127,7 +127,12 @@ export const channelRecordSchema = z.discriminatedUnion("t", [
   chunkRecord.extend({ k: streamNo }),
   finalRecord.extend({ k: streamNo }),
   z.object({ t: z.literal("rej"), k: streamNo, error: z.string().max(4096) }),
-  z.object({ t: z.literal("ack"), k: streamNo }),
+  // `e`: the acking node's epoch (absent from older peers).
+  z.object({
+    t: z.literal("ack"),
+    k: streamNo,
+    e: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  }),
 ]);
 export const MAX_RECORDS_PER_FRAME = 4096;
 export const channelFrameSchema = z.array(channelRecordSchema).min(1).max(MAX_RECORDS_PER_FRAME);

@@ -16,6 +16,8 @@ const SNAPSHOT_EXTRA = 16;
 /** The RTT echo: the send time `at` (a ms timestamp as a varint) and `echo` (t + heldMs). */
 const ECHO_AT = 7;
 const ECHO = 10;
+/** A forward-ack's epoch: a ms timestamp as a varint, like `at`. */
+const EPOCH = 7;
 
 // One anti-entropy round sends the same snapshot object to every peer back to back: remembering
 // the last one is enough (a WeakMap costs more than it saves here).
@@ -60,8 +62,13 @@ export function messageBytes(msg: PeerMessage): number {
     case "cancel":
       return ENVELOPE + msg.reqId.length;
     case "forward-ack":
-      // attempt and etaMs as varints beside the envelope, like cancel's.
-      return ENVELOPE + msg.reqId.length + (msg.etaMs === undefined ? 0 : 4);
+      // attempt, etaMs and the epoch (a ms timestamp) as varints beside the envelope, like cancel's.
+      return (
+        ENVELOPE +
+        msg.reqId.length +
+        (msg.etaMs === undefined ? 0 : 4) +
+        (msg.epoch === undefined ? 0 : EPOCH)
+      );
     case "goodbye":
       return ENVELOPE;
   }

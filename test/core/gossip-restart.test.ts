@@ -99,7 +99,7 @@ describe("gossip mode: which epochs show a restart", () => {
     expect(hear(a, "X", digest("B", 9))).toEqual([]); // from a non-member
     expect(hear(a, "C", digest("X", 1))).toEqual([]); // of a non-member
     expect(hear(a, "C", digest("X", 2))).toEqual([]);
-    expect(hear(a, "C", digest("B", 6))).toEqual(["B"]); // a relay saw B's restart
+    expect(hear(a, "C", digest("B", 6))).toEqual([{ id: "B", epoch: 6 }]); // a relay saw B's restart
     expect(hear(a, "B", digest("B", 6))).toEqual([]); // reported once
     expect(hear(a, "B", digest("A", 99))).toEqual([]); // ourselves
   });
@@ -110,6 +110,6 @@ describe("gossip mode: which epochs show a restart", () => {
     a.remove("B");
     a.add("B");
     expect(hear(a, "B", digest("B", 7))).toEqual([]);
-    expect(hear(a, "B", digest("B", 8))).toEqual(["B"]);
+    expect(hear(a, "B", digest("B", 8))).toEqual([{ id: "B", epoch: 8 }]);
   });
 });

@@ -156,10 +156,11 @@ export class Harness {
 
   /**
    * Delivers mesh mail and answers verifications (yes for the harness's own ids) until none is left,
-   * advancing no clock; mail to a down node is lost.
+   * advancing no clock; mail to a down node is lost. Mail matching `hold` stays queued, undelivered.
    */
-  deliverMesh(): number {
+  deliverMesh(hold: (m: Harness["meshbox"][number]) => boolean = () => false): number {
     let n = 0;
+    const held: Harness["meshbox"] = [];
     for (;;) {
       const v = this.verifying.shift();
       if (v !== undefined) {
@@ -167,7 +168,14 @@ export class Harness {
         continue;
       }
       const mail = this.meshbox.shift();
-      if (mail === undefined) return n;
+      if (mail === undefined) {
+        this.meshbox.push(...held);
+        return n;
+      }
+      if (hold(mail)) {
+        held.push(mail);
+        continue;
+      }
       if (++n > 100_000) throw new Error("mesh traffic does not settle");
       if (this.members.get(mail.to)?.up)
         this.input(mail.to, { type: "mesh-message", from: mail.from, msg: mail.msg });
@@ -222,12 +230,15 @@ export class Harness {
     if (this.repliesFor(reqId)[0]?.record.servedBy !== id) throw new Error(`warm-up of ${id} was not local`);
   }
 
-  /** Advances `ms` in `step`-sized steps, delivering snapshots and mesh traffic so nobody is suspected. */
-  advanceLive(ms: number, step = 10): void {
+  /**
+   * Advances `ms` in `step`-sized steps, delivering snapshots and mesh traffic so nobody is suspected
+   * (mesh mail matching `hold` stays queued).
+   */
+  advanceLive(ms: number, step = 10, hold?: Parameters<Harness["deliverMesh"]>[0]): void {
     for (let t = 0; t < ms; t += step) {
       this.advance(Math.min(step, ms - t));
       this.deliver(isType("snapshot"));
-      this.deliverMesh();
+      this.deliverMesh(hold);
     }
   }
 

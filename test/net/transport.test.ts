@@ -443,3 +443,40 @@ describe("a forward's sampling fields", () => {
     },
   );
 });
+
+describe("a forward's ack says the acking node's epoch", () => {
+  const EPOCH = 1_733_380_000_123;
+  it.each(["channel", "http"] as const)(
+    "reaches the origin with the ack, before the answer (%s); an ack without one says none",
+    async (transport) => {
+      const events: string[] = [];
+      let acked!: () => void;
+      const ackSeen = new Promise<void>((r) => {
+        acked = r;
+      });
+      const onForward: PeerServerHandlers["onForward"] = (_from, msg, reply) => {
+        reply.ack(msg.reqId === "A-old" ? undefined : EPOCH);
+        // The answer waits for the origin to see the ack (a generous fallback keeps a broken ack
+        // from hanging the test: the order check below then fails).
+        const fallback = new Promise((r) => setTimeout(() => r("fallback"), 5_000));
+        void Promise.race([ackSeen, fallback]).then((why) => {
+          if (why === "fallback") events.push("ack not seen");
+          reply.finish(resultFor(msg, "ok"));
+        });
+      };
+      const { url } = await start(hmacAuth("B", SECRET), "B", undefined, onForward);
+      const c = client(hmacAuth("A", SECRET), {}, transport);
+      c.setPeer("B", url);
+      const said: (number | undefined)[] = [];
+      const onAck = (epoch?: number) => {
+        events.push("ack");
+        said.push(epoch);
+        acked();
+      };
+      await c.forward("B", fwd("A-1"), () => {}, onAck).then(() => events.push("answer"));
+      expect(events).toEqual(["ack", "answer"]);
+      await c.forward("B", fwd("A-old"), () => {}, onAck);
+      expect(said).toEqual([EPOCH, undefined]);
+    },
+  );
+});

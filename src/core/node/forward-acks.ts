@@ -42,6 +42,13 @@ export interface AttemptClock {
    * never did. The latest send is acked iff it equals `probes` (a probe needs a new ack).
    */
   ackedAt: number;
+  /**
+   * The newest epoch the current attempt's target said in an ack of it (undefined: no ack said one):
+   * a restart of the target at a newer epoch lost the job, one at this epoch did not.
+   */
+  ackEpoch?: number | undefined;
+  /** A restart of the target, seen at this epoch while the attempt was not acked yet (origin.ts `lostTo`). */
+  restartEpoch?: number | undefined;
   /** The ack timer is armed (so a fallback cancels it). */
   ackArmed: boolean;
   /** Re-sends of the current attempt (each doubles the wait before the next one). */
@@ -93,6 +100,8 @@ export class ForwardAcks {
   begin(a: AttemptClock, now: number): void {
     a.attemptSentAt = now;
     a.ackedAt = -1;
+    a.ackEpoch = undefined;
+    a.restartEpoch = undefined;
     a.probes = 0;
     a.answerBy = Number.POSITIVE_INFINITY;
   }

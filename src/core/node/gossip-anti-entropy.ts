@@ -38,6 +38,13 @@ import {
 import type { Effect, HeldVersion, NodeDeps, NodeId, PeerView, SnapshotEcho } from "./types.js";
 
 const NO_IDS: NodeId[] = Object.freeze([]) as unknown as NodeId[];
+const NO_RESTARTS: Restart[] = Object.freeze([]) as unknown as Restart[];
+
+/** A member seen back in a newer epoch: a restart, `epoch` the newest seen of it. */
+export interface Restart {
+  id: NodeId;
+  epoch: number;
+}
 
 /** Hello-advertised caps remembered at most (members that come and go; the default maxMembers). */
 const MAX_CAPS = 4_096;
@@ -525,12 +532,16 @@ export class GossipAntiEntropy {
     return ids;
   }
 
-  /** Members seen back in a newer epoch since the last call (node.ts fails over what waits on them). */
-  drainRestarted(): NodeId[] {
-    if (this.restarted.size === 0) return NO_IDS;
-    const ids = [...this.restarted];
+  /**
+   * Members seen back in a newer epoch since the last call, each at the newest epoch seen (node.ts
+   * fails over what an older incarnation of it took).
+   */
+  drainRestarted(): Restart[] {
+    if (this.restarted.size === 0) return NO_RESTARTS;
+    const r: Restart[] = [];
+    for (const id of this.restarted) r.push({ id, epoch: this.epochs.get(id) as number });
     this.restarted.clear();
-    return ids;
+    return r;
   }
 
   /**
@@ -538,6 +549,8 @@ export class GossipAntiEntropy {
    * one than we knew is a restart — one SWIM never saw when the member came back within its suspicion
    * time: its cache is empty (every hint naming it stale), and the forwards and hedges waiting on it
    * are lost (its duplicate window went with it). The first epoch we see of a member is no news.
+   * It may be a stale one a relay still carries, and then the member's current epoch reads as a
+   * restart: node.ts fails over only what its acks show an older incarnation took (origin.ts `lostTo`).
    */
   private sawEpoch(owner: NodeId, epoch: number): void {
     if (owner === this.selfId || !this.members.has(owner)) return;

@@ -35,6 +35,8 @@ export interface Hedge {
   attempt: number;
   /** Re-asks sent so far (at most HEDGE_ASKS). */
   asks: number;
+  /** The epoch that peer acked the attempt in, if its acks say one (origin.ts `lostTo`). */
+  epoch?: number | undefined;
 }
 
 /** What of a pending request (pending-requests.ts) a hedge reads. */

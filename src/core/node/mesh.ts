@@ -6,7 +6,7 @@
 import type { EngineRequest } from "../engine.js";
 import { AntiEntropy, type OwnTree } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
-import { GossipAntiEntropy } from "./gossip-anti-entropy.js";
+import { GossipAntiEntropy, type Restart } from "./gossip-anti-entropy.js";
 import { Membership } from "./membership.js";
 import { type MeshEvents, SwimMembership } from "./swim-membership.js";
 import type { Targets } from "./targets.js";
@@ -56,7 +56,7 @@ export function goodbyes(members: Members): Effect[] {
  * epoch — a restart SWIM never saw, the member having come back within its suspicion time.
  */
 export interface StepEvents extends MeshEvents {
-  restarted?: readonly NodeId[];
+  restarted?: readonly Restart[];
 }
 
 /** No events (most gossip messages): one frozen value, not four arrays per message. */

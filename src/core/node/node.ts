@@ -70,7 +70,7 @@ export class PrefixNode extends NodeRouting {
     this.executor.reset();
     this.antiEntropy.reset(epoch, ids, this.maxPeers() + 1);
     this.origin.reset(ids);
-    this.serving.reset();
+    this.serving.reset(epoch);
     this.unknownSender = 0;
   }
 
@@ -231,11 +231,14 @@ export class PrefixNode extends NodeRouting {
     this.advance(reqId, now, out);
   }
 
-  /** Every pending forward to `to` fails over now (target departed, restarted or unreachable). */
-  private failPendingTo(to: NodeId, now: number, out: Effect[]): void {
+  /**
+   * The forwards `to` lost fail over now: it departed or is unreachable, or restarted — seen first-hand
+   * (full mesh: all), or at `epoch` in gossip, which may relay a stale one (origin.ts `lostTo`).
+   */
+  private failPendingTo(to: NodeId, now: number, out: Effect[], epoch?: number): void {
     // Hedges first: a request failing over may queue here at once, and must not re-ask `to`.
-    this.origin.endHedgesTo(to, out);
-    for (const reqId of this.origin.waitingOn((p) => p === to)) this.failOver(reqId, now, out, true, false);
+    this.origin.endHedgesTo(to, out, epoch);
+    for (const reqId of this.origin.lostTo(to, epoch)) this.failOver(reqId, now, out, true, false);
   }
 
   private onPeerMessage(from: NodeId, msg: PeerMessage, now: number, out: Effect[]): void {
@@ -261,7 +264,7 @@ export class PrefixNode extends NodeRouting {
         this.onForward(from, msg, now, out);
         break;
       case "forward-ack":
-        this.origin.onForwardAck(from, msg, out);
+        if (this.origin.onForwardAck(from, msg, out)) this.failOver(msg.reqId, now, out, true, false);
         break;
       case "cancel": {
         const key = this.serving.cancelKey(from, msg.reqId, msg.attempt);
@@ -368,7 +371,7 @@ export class PrefixNode extends NodeRouting {
   private onMesh(input: NodeInput | "start", now: number, out: Effect[]): void {
     const ev = mesh.step(input, this.members, this.antiEntropy, this.origin, this.executor, now, out);
     for (const id of ev.down) this.failPendingTo(id, now, out);
-    for (const id of ev.restarted ?? []) this.failPendingTo(id, now, out);
+    for (const r of ev.restarted ?? []) this.failPendingTo(r.id, now, out, r.epoch);
     for (const r of ev.rtt) this.origin.targets.sampleRtt(r.id, r.ms, true);
   }
 

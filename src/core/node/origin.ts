@@ -405,9 +405,13 @@ export class Origin {
     if (p !== undefined) this.reask(p, now, out, started);
   }
 
-  /** `peer` restarted, left or is down: its duplicate window is gone, so asking it would run the job again. */
-  endHedgesTo(peer: NodeId, out: Effect[]): void {
-    for (const p of this.pending.values()) if (p.hedge?.to === peer) this.endHedge(p, out, false);
+  /**
+   * `peer` restarted (seen at `epoch`), left or is down (no epoch): its duplicate window is gone, so
+   * asking it would run the job again. A restart ends only a hedge on a job an older incarnation took.
+   */
+  endHedgesTo(peer: NodeId, out: Effect[], epoch?: number): void {
+    for (const p of this.pending.values())
+      if (p.hedge?.to === peer && olderThan(p.hedge.epoch, epoch)) this.endHedge(p, out, false);
   }
 
   /** A hedge's timer fired: ask its peer again while the request still runs here. */
@@ -448,6 +452,28 @@ export class Origin {
     out.push({ type: "cancel-timer", timer: hedgeTimer(h, p.reqId) });
     p.hedge = undefined;
     if (cancel && this.targets.get(h.to) !== undefined) out.push(hedgeCancel(h, p.reqId));
+  }
+
+  /**
+   * Requests whose current attempt `peer` lost: every one when it left or is down (no `epoch`); when
+   * it is seen back at `epoch`, those an older incarnation acked (or one whose acks say no epoch).
+   * The epoch that shows a restart may be relayed, and the first one heard of a member may be an
+   * old one: its current epoch then reads as a restart, and only the ack's own epoch tells whether
+   * the job went with it. One not acked yet is left to its ack timeout (a new incarnation that gets
+   * a re-send acks it), unless no ack wait covers it; an older incarnation's ack still on its way
+   * fails it then (`onForwardAck`).
+   */
+  lostTo(peer: NodeId, epoch?: number): string[] {
+    const out: string[] = [];
+    for (const p of this.pending.values()) {
+      if (p.current !== peer) continue;
+      if (epoch !== undefined && p.ackedAt < 0 && p.ackArmed) {
+        p.restartEpoch = Math.max(p.restartEpoch ?? epoch, epoch);
+        continue;
+      }
+      if (p.ackedAt < 0 || olderThan(p.ackEpoch, epoch)) out.push(p.reqId);
+    }
+    return out;
   }
 
   /** Requests whose current attempt went to a peer matching `on` (a snapshot: safe to fail over). */
@@ -544,7 +570,7 @@ export class Origin {
     const owes = verdict === "silent" || verdict === "overdue";
     if (owes && this.config.answerRecovery && (p.request.temperature ?? 0) === 0) {
       this.endHedge(p, out);
-      p.hedge = { to, attempt: p.attempt, asks: 0 };
+      p.hedge = { to, attempt: p.attempt, asks: 0, epoch: p.ackEpoch };
     }
     // An overdue answer is the peer's failure (trust's business), not the network's: no timeout.
     this.fallback(p.reqId, out, true, true, verdict !== "overdue");
@@ -555,20 +581,26 @@ export class Origin {
    * A `forward-ack` arrived. Any ack shows the peer acks (so its forwards are held to the ack
    * timeout). For the current, not yet acked attempt: wait for the answer until its ETA (with margin,
    * doubling per probe) before probing; without an ETA, the forward timeout alone bounds the wait.
+   * True when the ack came from an incarnation older than a restart seen meanwhile (`lostTo`): the job
+   * went with it, and node.ts fails the attempt over.
    */
-  onForwardAck(from: NodeId, msg: PeerMessageOf<"forward-ack">, out: Effect[]): void {
+  onForwardAck(from: NodeId, msg: PeerMessageOf<"forward-ack">, out: Effect[]): boolean {
     const { reqId, attempt, etaMs } = msg;
     if (typeof reqId !== "string" || reqId.length > MAX_REQ_ID || !Number.isInteger(attempt)) {
       this.counters.invalidMessages++;
-      return;
+      return false;
     }
     this.targets.acked(from, reqId, attempt);
     const p = this.pending.find(reqId);
+    // Even a repeated ack: a re-send may have reached a new incarnation, which holds the job now.
+    if (p?.current === from && p.attempt === attempt) p.ackEpoch = newestEpoch(p.ackEpoch, msg.epoch);
     if (!p || p.current !== from || p.attempt !== attempt || p.ackedAt === p.probes) {
       this.counters.ignoredAcks++;
-      return;
+      return false;
     }
+    if (p.restartEpoch !== undefined && olderThan(p.ackEpoch, p.restartEpoch)) return true;
     this.acks.acked(p, from, etaMs, p.expect[p.next - 1], this.deps.now(), out);
+    return false;
   }
 
   /**
@@ -702,6 +734,20 @@ const GONE_COUNTER = {
   forwarded: "clientGoneForwarded",
   running: "clientGoneRunning",
 } as const;
+
+/**
+ * Whether a job a peer acked in `acked` went with its restart seen at `epoch` (undefined: it left or
+ * is down, every job went): an ack that said no epoch (an older peer) counts as lost, as before.
+ */
+function olderThan(acked: number | undefined, epoch: number | undefined): boolean {
+  return epoch === undefined || acked === undefined || acked < epoch;
+}
+
+/** The newer of a held ack epoch and a peer's (a peer-controlled value: only a whole, non-negative one). */
+function newestEpoch(held: number | undefined, said: unknown): number | undefined {
+  if (typeof said !== "number" || !Number.isSafeInteger(said) || said < 0) return held;
+  return held === undefined ? said : Math.max(held, said);
+}
 
 /** Names one of our forward attempts to trust (unique among this node's open attempts). */
 function attemptKey(p: Pending): string {

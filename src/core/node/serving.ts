@@ -82,11 +82,15 @@ export class Serving {
   private readonly deferred = new Map<string, { due: number; to: NodeId; msg: PeerMessage }>();
   counters!: ServingCounters;
 
+  /** Our epoch, said in every ack: the origin tells this incarnation's jobs from an older one's. */
+  private epoch = 0;
+
   constructor(private readonly config: NodeConfig) {
     this.reset();
   }
 
-  reset(): void {
+  reset(epoch = 0): void {
+    this.epoch = epoch;
     this.seen.clear();
     this.recentAnswers.clear();
     this.deferred.clear();
@@ -197,6 +201,9 @@ export class Serving {
     out: Effect[],
   ): void {
     const msg: PeerMessage = { type: "forward-ack", reqId, attempt };
+    // Only gossip relays epochs, so only there can a stale one pass for a restart (origin.ts
+    // `lostTo`); the full mesh hears each peer's epoch from that peer alone.
+    if (this.config.gossip !== "full") msg.epoch = this.epoch;
     if (etaMs !== undefined) msg.etaMs = Math.ceil(etaMs);
     const defer = this.config.ackDeferMs;
     if (!(defer > 0)) {

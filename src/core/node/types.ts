@@ -163,8 +163,19 @@ export type PeerMessage =
        */
       waitMs?: number;
     }
-  /** `queueDepth` (with `freshPeerLoad`): the sender's queue depth as it sends (peer-load.ts). */
-  | { type: "forward-ack"; reqId: string; attempt: number; etaMs?: number; queueDepth?: number }
+  /**
+   * `queueDepth` (with `freshPeerLoad`): the sender's queue depth as it sends (peer-load.ts).
+   * `epoch`: the sender's epoch as it acks, so a later restart of it fails over only the forwards an
+   * older incarnation took (origin.ts `lostTo`). Optional: older peers send none.
+   */
+  | {
+      type: "forward-ack";
+      reqId: string;
+      attempt: number;
+      etaMs?: number;
+      queueDepth?: number;
+      epoch?: number;
+    }
   | { type: "cancel"; reqId: string; attempt: number }
   | {
       type: "result";

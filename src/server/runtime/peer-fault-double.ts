@@ -42,7 +42,7 @@ export function peerFaultDouble(fault: PeerFault, handlers: PeerServerHandlers):
 
 function lyingStream(stream: ForwardReplyStream): ForwardReplyStream {
   return {
-    ack: () => stream.ack(),
+    ack: (epoch) => stream.ack(epoch),
     chunk: (text) => stream.chunk(lieAbout(text)),
     finish(m: ReplyMsg) {
       stream.finish(

@@ -50,7 +50,8 @@ export class PeerSender {
    * for it — a broken stream is reported as a failure at once.
    */
   forward(to: string, msg: ForwardMsg): void {
-    const onAck = () => this.o.deliver({ type: "peer-message", from: to, msg: carrierAck(msg) });
+    const onAck = (epoch?: number) =>
+      this.o.deliver({ type: "peer-message", from: to, msg: carrierAck(msg, epoch) });
     this.o.client
       .forward(to, msg, (text) => this.o.relay(msg.request, to, text), onAck)
       .then(

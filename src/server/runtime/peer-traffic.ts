@@ -125,7 +125,7 @@ export class PeerTraffic {
         return;
       case "forward-ack":
         // On the forward's own answer stream [Transport acks].
-        served.ack(to, msg.reqId, msg.attempt);
+        served.ack(to, msg.reqId, msg.attempt, msg.epoch);
         return;
       default: {
         const unhandled: never = msg;

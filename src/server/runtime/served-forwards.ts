@@ -98,12 +98,12 @@ export class ServedForwards {
   }
 
   /**
-   * The node's `forward-ack`, on the forward's newest stream. Without an open stream there is nobody
-   * to tell: the origin falls back after its ack timeout.
+   * The node's `forward-ack` (in its `epoch`), on the forward's newest stream. Without an open stream
+   * there is nobody to tell: the origin falls back after its ack timeout.
    */
-  ack(from: string, reqId: string, attempt: number): void {
+  ack(from: string, reqId: string, attempt: number, epoch?: number): void {
     const served = this.open.get(streamKey(from, reqId, attempt));
-    (served?.resent?.at(-1) ?? served?.stream)?.ack();
+    (served?.resent?.at(-1) ?? served?.stream)?.ack(epoch);
   }
 
   /** Ends the answer stream(s) of `reply`'s forward from `from`; false if none is open (any more). */

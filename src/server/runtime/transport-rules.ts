@@ -14,7 +14,8 @@
  *     leaves first; the stream drops one that a chunk already implied (net/reply-stream.ts).
  *   - Origin side: the carrier's ack (HTTP response headers; a channel `ack` record or first chunk) is
  *     fed to the node as a `forward-ack` without an ETA (net/transport-wire.ts `carrierAck`, in
- *     `PeerSender.forward`).
+ *     `PeerSender.forward`), with the epoch the node's ack said (HTTP: `x-prefixmesh-epoch`; channel:
+ *     the record's `e`); an ack a chunk implied says none, and the origin treats it as an older peer's.
  *   - So nobody probes: the daemon's node runs with `answerProbes: false` (start-node.ts); a broken
  *     stream fails its forward at once instead [Refused is not unreachable].
  * [Prompt text] A forward without the prompt text, to a node whose engine needs it (restarted with
