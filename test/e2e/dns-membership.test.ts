@@ -151,15 +151,27 @@ describe("peers from DNS (--peers-dns, injected resolver file)", () => {
     );
     const peers = await peersOf(0);
     expect(peers.map((p) => p.id).sort()).toEqual(["B", "C"]);
-    // /cluster shows what DNS gave and what became of each address (its own: "self").
-    const discovery = (await view(0)).discovery;
-    expect(discovery.find((d) => d.url.includes(HOSTS[0]))?.status).toBe("self");
-    expect(
-      discovery
-        .filter((d) => d.status === "peer")
-        .map((d) => d.id)
-        .sort(),
-    ).toEqual(["B", "C"]);
+    // /cluster shows what DNS gave and what became of each address (its own: "self"), once the
+    // address's hello is answered: SWIM may see a member live before its DNS entry is resolved.
+    const resolved = async () => {
+      const discovery = (await view(0)).discovery;
+      return {
+        self: discovery.find((d) => d.url.includes(HOSTS[0]))?.status,
+        peers: discovery
+          .filter((d) => d.status === "peer")
+          .map((d) => d.id)
+          .sort(),
+      };
+    };
+    await waitFor(
+      async () => {
+        const r = await resolved();
+        return r.self === "self" && r.peers.length === 2;
+      },
+      15_000,
+      "A's discovery to resolve every address",
+    );
+    expect(await resolved()).toEqual({ self: "self", peers: ["B", "C"] });
     expect(peers.find((p) => p.id === "B")?.url).toContain(HOSTS[1]);
     // B has C statically and A from DNS; its DNS copy of C does not duplicate the static entry.
     await waitFor(
