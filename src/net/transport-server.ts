@@ -17,6 +17,7 @@ import {
 import { MESH_PATH } from "./mesh-wire.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
+import { trackRouteMethods } from "./route-methods.js";
 import { SnapshotDecoder } from "./snapshot-decoder.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
 import { PEER_POOL_CONNECTIONS } from "./transport-client.js";
@@ -117,8 +118,14 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     if (status === 500) opts.logger?.error({ err }, "peer server error");
     reply.status(status).send({ error: status === 500 ? "internal error" : err.message });
   });
-  app.setNotFoundHandler((_req, reply) => {
-    reply.status(404).send({ error: "no such peer endpoint" });
+  // As the client port: a known path with another method is 405 with `Allow`, not "no such endpoint".
+  const allowedOn = trackRouteMethods(app);
+  app.setNotFoundHandler((req, reply) => {
+    const allow = allowedOn(req.url);
+    if (allow === undefined) return reply.status(404).send({ error: "no such peer endpoint" });
+    const path = req.url.split("?")[0];
+    const error = `${req.method} is not allowed on ${path}; allowed: ${allow}`;
+    return reply.status(405).header("allow", allow).send({ error });
   });
 
   // Callback style (not async): no promise and microtask hop per peer request.

@@ -26,7 +26,8 @@ export interface GaugeView {
   /** The node's own cumulative counts of forwarding events (fallbacks, ack timeouts, …), by name. */
   forwardEvents?: Record<string, number>;
   /** The node's own cumulative counts of client requests whose client hung up, by stage. */
-  clientGone?: Record<string, number>;
+  /** By reason (hangup, deadline), then stage. */
+  clientGone?: Record<string, Record<string, number>>;
 }
 
 export type NodeMetrics = ReturnType<typeof createMetrics>;
@@ -194,16 +195,18 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   new Counter({
     name: "prefixmesh_client_gone_total",
     help:
-      "Client requests given up before the reply (the client hung up, or its deadline passed: 504), by " +
-      "where the request was (stage): queued (dropped from this node's queue), forwarded (its peer was " +
-      "sent a cancel), running (ran to its end on this node's engine, unreplied)",
-    labelNames: ["stage"],
+      "Client requests given up before the reply, by why (reason): hangup (the client hung up) or " +
+      "deadline (its x-prefixmesh-deadline-ms passed: answered 504); and by where the request was " +
+      "(stage): queued (dropped from this node's queue), forwarded (its peer was sent a cancel), " +
+      "running (ran to its end on this node's engine, unreplied)",
+    labelNames: ["stage", "reason"],
     registers,
     collect() {
       const v = view();
       if (!v) return;
       this.reset();
-      for (const [stage, n] of Object.entries(v.clientGone ?? {})) this.inc({ stage }, n);
+      for (const [reason, stages] of Object.entries(v.clientGone ?? {}))
+        for (const [stage, n] of Object.entries(stages)) this.inc({ stage, reason }, n);
     },
   });
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>

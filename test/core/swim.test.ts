@@ -222,6 +222,49 @@ describe("swim membership rules", () => {
     expect(lone).toBeLessThanOrEqual(24_200);
   });
 
+  test("confirmations count distinct members other than the suspicion's source (memberlist's confirm)", () => {
+    /** `members` besides us; c raises b's suspicion, then each of `news` says it again; when b dies. */
+    const timeToDead = (news: string[], members = ["b", "c", "d", "e", "f"], refuteAfter = false) => {
+      const h = harness();
+      for (const m of members) h.admit(m);
+      const suspect = (from: string, incarnation = 0) =>
+        h.msg(from, { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation, from }] });
+      suspect("c");
+      for (const f of news) suspect(f);
+      if (refuteAfter) {
+        // b refutes; c suspects it afresh: the confirmations of the old incarnation are gone.
+        h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+        suspect("c", 1);
+        for (const f of news) suspect(f, 0);
+      }
+      for (let t = 0; t <= 60_000; t += 200) {
+        h.at(t);
+        h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+        if (h.swim.status("b") === "dead") return t;
+      }
+      return Number.POSITIVE_INFINITY;
+    };
+    // 6 members: floor 4 s, Lifeguard's ceiling 24 s, k = 2.
+    const lone = timeToDead([]);
+    expect(lone).toBeGreaterThanOrEqual(24_000);
+    // The source saying it again is not a confirmation.
+    expect(timeToDead(["c", "c", "c"])).toBe(lone);
+    // One other member, however often: one confirmation, log 2 / log 3 of the way down.
+    const once = timeToDead(["d"]);
+    expect(timeToDead(["d", "d", "d"])).toBe(once);
+    expect(once).toBeGreaterThan(11_000);
+    expect(once).toBeLessThan(12_000);
+    // k distinct ones reach the floor.
+    const two = timeToDead(["d", "e"]);
+    expect(two).toBeGreaterThanOrEqual(4_000);
+    expect(two).toBeLessThan(4_400);
+    expect(timeToDead(["d", "e"], undefined, true)).toBe(lone);
+    // 3 members: nobody else could confirm, so (as memberlist) k = 0 and the floor holds at once.
+    const three = timeToDead([], ["b", "c"]);
+    expect(three).toBeGreaterThanOrEqual(4_000);
+    expect(three).toBeLessThan(4_400);
+  });
+
   test("our own failed probe of a suspect raised by another confirms it; of our own suspicion, never", () => {
     const probePeriod = (h: ReturnType<typeof harness>) => {
       h.sent.length = 0;
@@ -240,7 +283,7 @@ describe("swim membership rules", () => {
       "updates" in s.msg &&
       s.msg.updates.some((u) => u.id === "b" && u.status === "suspect" && u.from === "a");
 
-    // c raised it; nobody answers our pings: our probe of b, once over, is the second confirmation.
+    // c raised it; nobody answers our pings: our probe of b, once over, is the first confirmation.
     const h = harness();
     for (const m of ["b", "c", "d", "e", "f"]) h.admit(m);
     h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 0, from: "c" }] });
@@ -250,10 +293,10 @@ describe("swim membership rules", () => {
     probePeriod(h);
     // Re-gossiped (on the next ping) with us as its source, so the others count us too.
     expect(h.sent.some(ours)).toBe(true);
-    // 6 members: floor 4 s; without our confirmation c's alone leaves it at ~13.6 s.
+    // 6 members: floor 4 s, k = 2; without our confirmation c's alone leaves it at the 24 s ceiling.
     const confirmed = timeToDead(h, "b");
-    expect(confirmed).toBeGreaterThanOrEqual(4_000);
-    expect(confirmed).toBeLessThan(5_000);
+    expect(confirmed).toBeGreaterThan(11_000);
+    expect(confirmed).toBeLessThan(12_000);
 
     // We raised it ourselves: our later failed probes of it are not independent (Lifeguard's ceiling).
     const own = harness();

@@ -232,6 +232,30 @@ describe("peer transport (HMAC shared secret)", () => {
     expect(log.snapshots).toHaveLength(1);
   });
 
+  it("answers a known path asked with the wrong method 405 with Allow, as the client port does", async () => {
+    const { url } = await start(insecureAuth("B"));
+    const cases: [string, string, string][] = [
+      ["GET", "/peer/message", "POST"],
+      ["GET", "/peer/forward", "POST"],
+      ["GET", "/peer/snapshot", "POST"],
+      ["PUT", "/peer/mesh", "POST"],
+      ["POST", "/peer/hello?x=1", "GET, HEAD"],
+    ];
+    const as = { "x-prefixmesh-sender": "A" };
+    for (const [method, path, allow] of cases) {
+      const r = await fetch(`${url}${path}`, { method, headers: as });
+      expect(r.status, `${method} ${path}`).toBe(405);
+      expect(r.headers.get("allow"), path).toBe(allow);
+      const body = (await r.json()) as { error: string };
+      expect(body.error).toContain(`allowed: ${allow}`);
+    }
+    const none = await fetch(`${url}/peer/nothing`, { method: "POST", headers: as });
+    expect(none.status).toBe(404);
+    expect(none.headers.get("allow")).toBeNull();
+    // A stranger learns nothing of the routes: authentication comes first.
+    expect((await fetch(`${url}/peer/message`)).status).toBe(401);
+  });
+
   it("answers an oversized snapshot with 413", async () => {
     const { url, log } = await start(hmacAuth("B", SECRET), "B", 1024);
     const c = client(hmacAuth("A", SECRET));

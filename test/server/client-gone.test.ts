@@ -111,8 +111,48 @@ describe("a client hanging up", () => {
     });
 
     const metrics = await (await fetch(`${api}/metrics`)).text();
-    expect(metrics).toMatch(/prefixmesh_client_gone_total\{stage="queued",node="A"\} 2/);
-    expect(metrics).toMatch(/prefixmesh_client_gone_total\{stage="running",node="A"\} 1/);
+    expect(metrics).toMatch(/prefixmesh_client_gone_total\{stage="queued",reason="hangup",node="A"\} 2/);
+    expect(metrics).toMatch(/prefixmesh_client_gone_total\{stage="running",reason="hangup",node="A"\} 1/);
+    expect(metrics).not.toMatch(/prefixmesh_client_gone_total\{[^}]*reason="deadline"[^}]*\} [1-9]/);
+  }, 60_000);
+
+  it("tells a passed deadline (504) from a hang-up in prefixmesh_client_gone_total's reason", async () => {
+    const engine = new GatedEngine();
+    const settings = resolveNodeSettings(
+      {
+        id: "A",
+        engine: "sim",
+        logLevel: "silent",
+        listen: "127.0.0.1:0",
+        peerListen: "127.0.0.1:0",
+        calibrationMs: 0,
+      },
+      {},
+    );
+    const n = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+    node = n;
+    const api = n.apiUrl;
+    const model = await modelOf(api);
+    const post = (prompt: string, headers: Record<string, string> = {}) =>
+      fetch(`${api}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ model, prompt, max_tokens: 4 }),
+      }).then(async (r) => ({ status: r.status, body: await r.text() }));
+
+    const held = post("hold the slot");
+    await waitFor(() => engine.started.length === 1, 15_000, "the first run to start");
+    // Queued behind the held run: its deadline passes while it waits.
+    const late = await post("too late", { "x-prefixmesh-deadline-ms": "1500" });
+    expect(late.status).toBe(504);
+    expect(late.body).toContain("deadline_exceeded");
+    await waitFor(() => viewOf(n).stats.clientGoneQueued === 1, 15_000, "the deadline to reach the node");
+    engine.release();
+    expect((await held).status).toBe(200);
+
+    const metrics = await (await fetch(`${api}/metrics`)).text();
+    expect(metrics).toMatch(/prefixmesh_client_gone_total\{stage="queued",reason="deadline",node="A"\} 1/);
+    expect(metrics).not.toMatch(/prefixmesh_client_gone_total\{[^}]*reason="hangup"[^}]*\} [1-9]/);
   }, 60_000);
 });
 

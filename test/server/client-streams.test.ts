@@ -109,7 +109,7 @@ describe("engineRequestOf", () => {
 describe("a client hanging up", () => {
   it("ends its slot with 499 and tells the node once; after its answer, a hang-up tells nothing", async () => {
     const gone: string[] = [];
-    const streams = new ClientStreams((reqId) => gone.push(reqId));
+    const streams = new ClientStreams((g) => gone.push(`${g.reqId} ${g.reason}`));
     const request: EngineRequest = { id: "r1", tokens: new Uint32Array([1, 2, 3]), maxTokens: 8 };
     const links = [{}, {}] as { onGone?: () => void }[];
     const first = streams
@@ -118,23 +118,23 @@ describe("a client hanging up", () => {
     links[0]?.onGone?.();
     links[0]?.onGone?.();
     expect(await first).toBe(499);
-    expect(gone).toEqual(["r1"]);
+    expect(gone).toEqual(["r1 hangup"]);
     const second = streams.open("r2", { ...request, id: "r2" }, {}, links[1] as object);
     expect(streams.answer("r2", { ...answer("done", "A"), reqId: "r2" })).toBe(true);
     links[1]?.onGone?.();
     expect((await second).result.text).toBe("done");
-    expect(gone).toEqual(["r1"]);
+    expect(gone).toEqual(["r1 hangup"]);
   });
 });
 
 describe("a client's deadline passing", () => {
   it("ends its slot with 504 and tells the node, as a hang-up does: its work is for nobody", async () => {
     const gone: string[] = [];
-    const streams = new ClientStreams((reqId) => gone.push(reqId));
+    const streams = new ClientStreams((g) => gone.push(`${g.reqId} ${g.reason}`));
     const request: EngineRequest = { id: "r1", tokens: new Uint32Array([1, 2, 3]), maxTokens: 8 };
     const status = streams.open("r1", request, {}, {}).catch((e: { status: number }) => e.status);
     streams.expireAfter("r1", 1);
     expect(await status).toBe(504);
-    expect(gone).toEqual(["r1"]);
+    expect(gone).toEqual(["r1 deadline"]);
   });
 });

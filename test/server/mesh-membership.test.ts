@@ -120,6 +120,29 @@ async function relaySays(to: NodeHandle, id: string, url: string): Promise<numbe
 }
 
 describe("gossip scuttlebutt: membership by verified contact", () => {
+  it("a seed whose name does not resolve: the node starts, serves alone, says so, and keeps trying", async () => {
+    const lines: string[] = [];
+    // .invalid never resolves (RFC 6761): a peer's DNS name that does not exist yet.
+    const a = await start("A", { join: "seed.invalid:9080", warn: (l) => void lines.push(l) });
+    const model = ((await (await fetch(`${a.apiUrl}/v1/models`)).json()) as { data: { id: string }[] })
+      .data[0]?.id;
+    const r = await fetch(`${a.apiUrl}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, prompt: "alone for now", max_tokens: 2 }),
+    });
+    expect(r.status).toBe(200);
+    await until(
+      "the unresolved seed in the log",
+      () => lines.some((l) => l.includes("does not resolve")),
+      20_000,
+    );
+    const said = JSON.parse(lines.find((l) => l.includes("does not resolve")) as string) as { seed: string };
+    expect(said.seed).toBe("http://seed.invalid:9080");
+    expect((await fetch(`${a.apiUrl}/health`)).status).toBe(200);
+    expect(view(a).members).toEqual([]);
+  }, 30_000);
+
   it("joins through a seed, refuses nodes without the secret whatever a relay says, and says goodbye", async () => {
     const a = await start("A");
     const b = await start("B", { join: hostPort(a) });

@@ -142,7 +142,7 @@ export class PrefixNode extends NodeRouting {
         this.onClientRequest(input.reqId, input.request, now, out);
         break;
       case "client-gone": // client-gone.ts
-        this.origin.clientGone(input.reqId, out, (id) => this.executor.dropClient(id));
+        this.origin.clientGone(input, out, (id) => this.executor.dropClient(id));
         break;
       case "peer-message":
         this.onPeerMessage(input.from, input.msg, now, out);

@@ -34,6 +34,7 @@ import { Targets } from "./targets.js";
 import { isLoadRefusal, Trust } from "./trust.js";
 import {
   type Effect,
+  type GoneReason,
   MAX_REQ_ID,
   type NodeDeps,
   type NodeId,
@@ -69,6 +70,9 @@ function originCounters() {
     clientGoneQueued: 0,
     clientGoneForwarded: 0,
     clientGoneRunning: 0,
+    clientGoneDeadlineQueued: 0,
+    clientGoneDeadlineForwarded: 0,
+    clientGoneDeadlineRunning: 0,
   };
 }
 
@@ -353,7 +357,7 @@ export class Origin {
    * request is not pending (unknown, or answered already): nothing to do.
    */
   clientGone(
-    reqId: string,
+    { reqId, reason = "hangup" }: { reqId: string; reason?: GoneReason },
     out: Effect[],
     dropLocal: (reqId: string) => "queued" | "running" | undefined,
   ): GoneStage | undefined {
@@ -375,6 +379,7 @@ export class Origin {
     this.pending.settle(reqId);
     this.gone.add(reqId);
     this.counters[GONE_COUNTER[stage]]++;
+    if (reason === "deadline") this.counters[DEADLINE_COUNTER[stage]]++;
     return stage;
   }
 
@@ -733,6 +738,11 @@ const GONE_COUNTER = {
   queued: "clientGoneQueued",
   forwarded: "clientGoneForwarded",
   running: "clientGoneRunning",
+} as const;
+const DEADLINE_COUNTER = {
+  queued: "clientGoneDeadlineQueued",
+  forwarded: "clientGoneDeadlineForwarded",
+  running: "clientGoneDeadlineRunning",
 } as const;
 
 /**

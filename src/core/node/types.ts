@@ -199,15 +199,18 @@ export type PeerMessageType = PeerMessage["type"];
 /** The peer message of one type, e.g. `PeerMessageOf<"forward">`. */
 export type PeerMessageOf<T extends PeerMessageType> = Extract<PeerMessage, { type: T }>;
 
+/** Why a client is gone (`client-gone`): it hung up, or its deadline passed and it was answered 504. */
+export type GoneReason = "hangup" | "deadline";
+
 export type NodeInput =
   /** A client request arrived at this node (this node is its origin). */
   | { type: "client-request"; reqId: string; request: EngineRequest }
   /**
-   * The client of request `reqId` hung up before its reply (client-gone.ts): no reply is made for it
-   * from now on, and what it still costs here or at a peer is dropped where it can be. Unknown or
-   * answered ids are ignored.
+   * The client of request `reqId` hung up before its reply, or its deadline passed (`reason`, default
+   * hangup; counted apart) (client-gone.ts): no reply is made for it from now on, and what it still
+   * costs here or at a peer is dropped where it can be. Unknown or answered ids are ignored.
    */
-  | { type: "client-gone"; reqId: string }
+  | { type: "client-gone"; reqId: string; reason?: GoneReason }
   | { type: "peer-message"; from: NodeId; msg: PeerMessage }
   | { type: "engine-done"; jobId: string; result: EngineResult }
   | { type: "engine-failed"; jobId: string; error: string }
@@ -374,6 +377,10 @@ export interface NodeStats {
   clientGoneQueued: number;
   clientGoneForwarded: number;
   clientGoneRunning: number;
+  /** Of those, the ones given up because their deadline passed (answered 504), not a hang-up. */
+  clientGoneDeadlineQueued: number;
+  clientGoneDeadlineForwarded: number;
+  clientGoneDeadlineRunning: number;
   /** `forward-ack`s ignored: unknown or finished request, an older attempt, or a duplicate. */
   ignoredAcks: number;
   /** Spot checks run (peers' deterministic answers recomputed here), and those that disagreed. */

@@ -11,7 +11,7 @@
  */
 import type { EngineRequest } from "../../core/engine.js";
 import { retryAfterSec } from "../../core/node/replies.js";
-import type { ReplyOutcome } from "../../core/node/types.js";
+import type { NodeInput, ReplyOutcome } from "../../core/node/types.js";
 import {
   type ClientLink,
   type InferenceInput,
@@ -76,6 +76,8 @@ export function serviceErrorOf(outcome: Extract<ReplyOutcome, { ok: false }>): S
   return new ServiceError(status, type, outcome.error, retryAfterSec(outcome), code);
 }
 
+type ClientGone = Extract<NodeInput, { type: "client-gone" }>;
+
 export class ClientStreams {
   private readonly slots = new Map<string, ClientSlot>();
   /**
@@ -85,8 +87,11 @@ export class ClientStreams {
    */
   private readonly byRequest = new WeakMap<EngineRequest, string>();
 
-  /** `gone(reqId)`: a client hung up before its answer (the node then drops the request's work). */
-  constructor(private readonly gone: (reqId: string) => void = () => {}) {}
+  /**
+   * `gone`: the node's `client-gone` input for a client that hung up, or whose deadline passed,
+   * before its answer (the node then drops the request's work).
+   */
+  constructor(private readonly gone: (input: ClientGone) => void = () => {}) {}
 
   /** Clients waiting for their answer. */
   get size(): number {
@@ -122,7 +127,8 @@ export class ClientStreams {
    */
   private hangUpHandler(reqId: string): () => void {
     return () => {
-      if (this.fail(reqId, new ServiceError(499, "aborted", "client gone"))) this.gone(reqId);
+      if (this.fail(reqId, new ServiceError(499, "aborted", "client gone")))
+        this.gone({ type: "client-gone", reqId, reason: "hangup" });
     };
   }
 
@@ -213,7 +219,7 @@ export class ClientStreams {
       const why = `deadline: no answer within the request's ${ms} ms (x-prefixmesh-deadline-ms)`;
       // Answered 504, the client waits no more: its queued or forwarded work is for nobody, as a hang-up's.
       if (this.fail(reqId, new ServiceError(504, "server_error", why, undefined, "deadline_exceeded")))
-        this.gone(reqId);
+        this.gone({ type: "client-gone", reqId, reason: "deadline" });
     }, ms);
   }
 

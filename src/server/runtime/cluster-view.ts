@@ -111,9 +111,16 @@ export class ClusterView {
       }),
       forwardEvents: forwardEvents(s),
       clientGone: {
-        queued: s.clientGoneQueued,
-        forwarded: s.clientGoneForwarded,
-        running: s.clientGoneRunning,
+        hangup: {
+          queued: s.clientGoneQueued - s.clientGoneDeadlineQueued,
+          forwarded: s.clientGoneForwarded - s.clientGoneDeadlineForwarded,
+          running: s.clientGoneRunning - s.clientGoneDeadlineRunning,
+        },
+        deadline: {
+          queued: s.clientGoneDeadlineQueued,
+          forwarded: s.clientGoneDeadlineForwarded,
+          running: s.clientGoneDeadlineRunning,
+        },
       },
     };
   }

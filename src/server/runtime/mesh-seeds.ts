@@ -2,7 +2,9 @@
  * `gossip: "scuttlebutt"`'s seeds: `--join host:port,…` addresses turned into (id, address) seeds for
  * SWIM, which asks each for the member list (and again whenever this node is alone). An address is
  * asked who it is with a hello (like a DNS-found one: mutual TLS holds the id to the certificate's) and
- * retried with backoff until it answers; one of another cluster or model is refused and logged.
+ * retried with backoff until it answers; one of another cluster or model is refused and logged. A
+ * seed whose name does not resolve is retried the same way, never a start-up error: in Kubernetes a
+ * pod's peers' names often do not exist yet when it starts, and the node serves alone meanwhile.
  */
 import { checkPeerHello, DiscoveryError } from "../../net/discovery.js";
 import type { PeerClient } from "../../net/transport-client.js";
@@ -17,6 +19,8 @@ const RETRY_MAX_MS = 2_000;
 // a mistyped seed otherwise leaves a node alone without a word.
 const WARN_FIRST = 4;
 const WARN_EVERY = 30;
+/** The transport's failures for a name DNS does not know (yet), or could not ask about just now. */
+const UNRESOLVED = /\b(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_NODATA|ENODATA)\b/;
 
 /** `--join` (a comma-separated string, or a YAML list) as peer URLs; throws DiscoveryError on a bad one. */
 export function parseJoin(spec: string | readonly string[] | undefined, scheme: "http" | "https"): string[] {
@@ -68,10 +72,12 @@ async function resolveOne(url: string, o: SeedOptions): Promise<void> {
         const waitedS = Math.round((Date.now() - since) / 1000);
         const fields = { seed: url, err: (err as Error).message, attempts: attempt + 1, waitedS };
         const retry = `retrying every ${RETRY_MAX_MS / 1000} s`;
-        o.logger.warn(
-          fields,
-          attempt === WARN_FIRST ? `seed not answering yet; ${retry}` : `seed still not answering; ${retry}`,
-        );
+        const what = UNRESOLVED.test(fields.err)
+          ? "seed's name does not resolve (yet)"
+          : attempt === WARN_FIRST
+            ? "seed not answering yet"
+            : "seed still not answering";
+        o.logger.warn(fields, `${what}; ${retry}`);
       }
     }
     await new Promise((res) =>

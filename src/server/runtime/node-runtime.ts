@@ -91,7 +91,7 @@ export class NodeRuntime implements NodeService {
   /** How long an unanswered forward's stream stays open (transport-rules.ts, [Stream TTL]). */
   private readonly streamTtlMs: number;
   private readonly timers = new TimerTable();
-  private readonly clients = new ClientStreams((reqId) => this.feed({ type: "client-gone", reqId }));
+  private readonly clients = new ClientStreams((gone) => this.feed(gone));
   private readonly served: ServedForwards;
   private readonly sender: PeerSender;
   private readonly traffic: PeerTraffic;

@@ -21,11 +21,15 @@ export interface Suspicion {
   startedAt: number;
   minMs: number;
   maxMs: number;
-  /** Independent suspecters (Lifeguard): the timeout shrinks toward minMs as they reach `k`. */
+  /**
+   * Independent suspecters (Lifeguard): the timeout shrinks toward minMs as they reach `k`. The
+   * source is never one: its own news comes back to us in gossip, and counting it would shorten a
+   * suspicion nobody else shares.
+   */
   confirmers: Set<NodeId>;
   k: number;
-  /** We raised it: our own later failed probes of it are not independent. */
-  mine: boolean;
+  /** Who raised it (undefined: not said); ourselves means our later failed probes are not independent. */
+  source: NodeId | undefined;
 }
 
 export class MemberTable {
@@ -110,21 +114,22 @@ export class MemberTable {
       startedAt: now,
       minMs,
       maxMs: this.config.suspicionMaxTimeoutMult * minMs,
-      confirmers: new Set(from === undefined || from === this.selfId ? [] : [from]),
-      k: n - 2 < k ? Math.max(0, n - 2) : k,
-      mine: from === this.selfId,
+      confirmers: new Set(),
+      // As memberlist: too few others (less ourselves and the suspect) to ever give k, expect none.
+      k: n - 2 < k ? 0 : k,
+      source: from,
     };
   }
 
   /**
-   * An independent suspicion of a suspect we already hold; true if it is new (then re-gossiped). We
-   * count ourselves only for a failed probe of our own (`own`; memberlist's probeNode → suspectNode),
-   * never for news naming us, nor when the suspicion was ours from the start.
+   * An independent suspicion of a suspect we already hold; true if it is new (then re-gossiped). Each
+   * member counts once, its source never; we count ourselves only for a failed probe of our own
+   * (`own`; memberlist's probeNode → suspectNode), never for news naming us as its source.
    */
   confirm(m: Member, from: NodeId, own = false): boolean {
     const s = m.suspicion;
-    if (s === undefined || s.confirmers.has(from)) return false;
-    if (from === this.selfId && (!own || s.mine)) return false;
+    if (s === undefined || s.confirmers.has(from) || from === s.source) return false;
+    if (from === this.selfId && !own) return false;
     if (s.confirmers.size >= s.k) return false;
     s.confirmers.add(from);
     return true;
