@@ -19,8 +19,13 @@ export class EngineUnavailableError extends Error {
   }
 }
 
+/**
+ * The run was aborted through its signal. `keptTokens` (node-managed caches): leading tokens of the
+ * request's cache key the engine kept cached of it (a prompt prefilled before the abort), so the
+ * node's tree takes exactly those; 0 or absent: nothing.
+ */
 export class EngineAbortedError extends Error {
-  constructor() {
+  constructor(readonly keptTokens?: number) {
     super("request aborted");
     this.name = "AbortError";
   }

@@ -27,6 +27,8 @@ export interface GaugeView {
   forwardEvents?: Record<string, number>;
   /** The node's own cumulative counts of client requests whose client hung up, by stage. */
   clientGone?: Record<string, number>;
+  /** The node's own cumulative counts of engine runs aborted (nobody took the answer), by reason. */
+  engineAborted?: Record<string, number>;
 }
 
 export type NodeMetrics = ReturnType<typeof createMetrics>;
@@ -196,7 +198,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     help:
       "Client requests given up before the reply (the client hung up, or its deadline passed: 504), by " +
       "where the request was (stage): queued (dropped from this node's queue), forwarded (its peer was " +
-      "sent a cancel), running (ran to its end on this node's engine, unreplied)",
+      "sent a cancel), running (on this node's engine: aborted where it can, see " +
+      "prefixmesh_engine_aborted_total, else run to its end, unreplied)",
     labelNames: ["stage"],
     registers,
     collect() {
@@ -204,6 +207,21 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       if (!v) return;
       this.reset();
       for (const [stage, n] of Object.entries(v.clientGone ?? {})) this.inc({ stage }, n);
+    },
+  });
+  new Counter({
+    name: "prefixmesh_engine_aborted_total",
+    help:
+      "Engine runs aborted because nobody would take their answer, by reason: client-gone (our client " +
+      "hung up while it ran here), hedged (a peer answered it first), cancelled (a forward's origin " +
+      "settled it elsewhere). Only engines that can abort without the cache going astray do",
+    labelNames: ["reason"],
+    registers,
+    collect() {
+      const v = view();
+      if (!v) return;
+      this.reset();
+      for (const [reason, n] of Object.entries(v.engineAborted ?? {})) this.inc({ reason }, n);
     },
   });
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>

@@ -18,6 +18,7 @@ import type {
   Tokens,
 } from "../../core/engine.js";
 import { keyTokens, promptMatch } from "../../core/namespace.js";
+import { EngineAbortedError } from "../errors.js";
 import { engineCost, simOutput } from "./cost.js";
 import { KvCache } from "./kv-cache.js";
 import type { CostProfile } from "./profiles.js";
@@ -117,6 +118,8 @@ export class SimEngine implements Engine {
       cacheMode: "node-managed",
       maxContextTokens: opts.maxContextTokens ?? 32_768,
       needsPromptText: false,
+      // An aborted run keeps its prompt once prefilled, else nothing: it says which (keptTokens).
+      abortable: true,
     };
     this.sleep = opts.sleep ?? defaultSleep;
     this.timeScale = opts.timeScale ?? 1;
@@ -164,11 +167,22 @@ export class SimEngine implements Engine {
     onChunk?: (c: EngineChunk) => void,
     signal?: AbortSignal,
   ): Promise<EngineResult> {
-    const { result, durationMs } = this.execute(req, []);
+    const { result } = this.execute(req, []);
     // Caches the whole prompt when it fits, as the node's tree will (the node evicted first).
     const key = keyTokens(req);
     const fits = this.cache.size + key.length - this.cache.match(key) <= this.info.capacityTokens;
-    await this.sleep(durationMs * this.timeScale, signal);
+    let prefilled = false;
+    try {
+      await this.sleep(result.prefillMs * this.timeScale, signal);
+      prefilled = true;
+      await this.sleep(result.decodeMs * this.timeScale, signal);
+    } catch (e) {
+      if (!signal?.aborted) throw e;
+      // A prompt prefilled before the abort stays cached, as a server's prefix cache keeps it.
+      const kept = prefilled && fits ? key.length : 0;
+      if (kept > 0) this.complete(key, kept);
+      throw new EngineAbortedError(kept);
+    }
     if (fits) this.complete(key, key.length);
     if (result.text.length > 0) onChunk?.({ text: result.text });
     // Report the times that passed, not the modelled ones: the node learns its costs from them and

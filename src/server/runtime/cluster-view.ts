@@ -115,6 +115,11 @@ export class ClusterView {
         forwarded: s.clientGoneForwarded,
         running: s.clientGoneRunning,
       },
+      engineAborted: {
+        "client-gone": s.abortedClientGone,
+        hedged: s.abortedHedged,
+        cancelled: s.abortedCancelled,
+      },
     };
   }
 
