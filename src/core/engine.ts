@@ -125,7 +125,7 @@ export interface EngineInfo {
   /**
    * `run` honours its signal and says what an aborted run left cached, so the node's tree agrees:
    * node-managed, the leading tokens of the request's cache key it kept (its rejection's
-   * `keptTokens`: none, or the prompt once prefilled); engine-managed, `cachedSequences()`. Absent:
+   * `keptTokens`: what its prefill got through); engine-managed, `cachedSequences()`. Absent:
    * never aborted mid-run (the run goes to its end even when nobody takes its answer).
    */
   abortable?: boolean;

@@ -25,7 +25,7 @@ import { Prng } from "../core/prng.js";
 // The answer every correct run must give: the simulated engine's deterministic output.
 import { simOutput as expectedText } from "../engines/sim/cost.js";
 import { resolveProfile } from "../engines/sim/profiles.js";
-import { SimEngine } from "../engines/sim/sim-engine.js";
+import { keptOnAbort, SimEngine } from "../engines/sim/sim-engine.js";
 import type { Workload } from "../workload/types.js";
 import { addBytesAt, BYTES_BUCKET_MS, newBytesByTime } from "./bytes-by-time.js";
 import { calibrationSamples } from "./calibration.js";
@@ -180,7 +180,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         capacityTokens: capacity,
         pollMs: config.pollMs,
         cacheMode: "node-managed",
-        // The simulated engine is abortable, as the daemon's (it keeps a prompt prefilled before the abort).
+        // The simulated engine is abortable, as the daemon's (it keeps what its prefill got through).
         abortRuns: settings.abortRuns ?? true,
       },
       { now: () => now, random: () => r.next(), ...(peerIndex ? { peerIndex } : {}) },
@@ -702,8 +702,9 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           break;
         }
         if (ev.abort) {
-          // A prompt prefilled before the abort stays cached (as the daemon's sim engine keeps it).
-          const kept = now - run.startedAt >= run.result.prefillMs ? run.cacheTokens : 0;
+          // What its prefill got through stays cached (as the daemon's sim engine keeps it).
+          const done = (now - run.startedAt) / Math.max(1e-9, run.result.prefillMs);
+          const kept = keptOnAbort(s.engine.cache.match(run.tokens), run.cacheTokens, done);
           if (kept > 0) s.engine.complete(run.tokens, kept);
           handle(s, { type: "engine-aborted", jobId: ev.jobId, kept });
           if (check && s.node) checkTreeMirrorsEngine(now, s.id, s.node, s.engine, violations);

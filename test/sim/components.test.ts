@@ -6,7 +6,7 @@ import { EngineAbortedError } from "../../src/engines/errors.js";
 import { engineCost, simOutput } from "../../src/engines/sim/cost.js";
 import { KvCache } from "../../src/engines/sim/kv-cache.js";
 import { PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
-import { SimEngine } from "../../src/engines/sim/sim-engine.js";
+import { keptOnAbort, SimEngine } from "../../src/engines/sim/sim-engine.js";
 import { EventQueue, type SimEvent } from "../../src/sim/event-queue.js";
 import { SimNetwork } from "../../src/sim/network.js";
 
@@ -144,7 +144,15 @@ describe("SimEngine", () => {
     expect(a.text).toBe(b.text);
   });
 
-  it("an aborted run keeps its prompt only once prefilled, and says so (keptTokens)", async () => {
+  it("an aborted run keeps what its prefill got through: the cached prefix and that share of the rest", () => {
+    expect(keptOnAbort(10, 50, 0)).toBe(10);
+    expect(keptOnAbort(10, 50, 0.5)).toBe(30);
+    expect(keptOnAbort(10, 50, 1)).toBe(50);
+    expect(keptOnAbort(10, 50, 7)).toBe(50);
+    expect(keptOnAbort(50, 50, 0.5)).toBe(50);
+  });
+
+  it("an aborted run keeps its whole prompt once prefilled, and says so (keptTokens)", async () => {
     // A sleep that parks until the test aborts it, on the `stall`th call.
     const engineAborting = (stall: number) => {
       let calls = 0;
@@ -162,7 +170,7 @@ describe("SimEngine", () => {
     };
     const tokens = Uint32Array.from({ length: 50 }, (_, i) => i);
     for (const [stall, kept] of [
-      [1, 0], // aborted in its prefill: nothing cached
+      [1, 0], // aborted as its prefill starts: nothing cached
       [2, 50], // aborted in its decode: the prompt stays
     ] as const) {
       const e = engineAborting(stall);
