@@ -6,7 +6,7 @@
  * invariants), and an abort is neither an engine failure nor held against a peer.
  */
 import { describe, expect, it } from "vitest";
-import { FORWARD_CANCELLED } from "../../src/core/node/node.js";
+import { FORWARD_CANCELLED, PrefixNode } from "../../src/core/node/node.js";
 import type { Effect } from "../../src/core/node/types.js";
 import { answerLost, DAEMON_RECOVERY, Harness, isType, type Mail, prompt } from "./node-harness.js";
 
@@ -160,5 +160,47 @@ describe("aborted runs: work nobody takes the answer of", () => {
     const cancels = h.mailbox.filter(toB("cancel"));
     expect(cancels.length).toBeGreaterThan(0);
     for (const c of cancels) expect(c.msg).not.toHaveProperty("final");
+  });
+});
+
+describe("aborted runs on an engine-managed cache", () => {
+  it("the tree takes the engine's cache as it reports it after the abort, nothing else", () => {
+    let now = 0;
+    const node = new PrefixNode(
+      { id: "A", peers: [], capacityTokens: 10_000, cacheMode: "engine-managed", abortRuns: true },
+      { now: () => now, random: () => 0.5 },
+      { checkInvariants: true },
+    );
+    node.start();
+    const tokens = prompt(8, 1);
+    const run = node.handle({
+      type: "client-request",
+      reqId: "r1",
+      request: { id: "r1", tokens, maxTokens: 1 },
+    });
+    const jobId = run.find((e) => e.type === "engine-run")?.jobId as string;
+    now = 10;
+    expect(node.handle({ type: "client-gone", reqId: "r1" })).toContainEqual({ type: "abort-run", jobId });
+    // The engine kept the prompt's first 40 tokens (what it got through): the tree says just that.
+    const eff = node.handle({ type: "engine-aborted", jobId, sequences: [tokens.subarray(0, 40)] });
+    expect(eff.filter((e) => e.type === "reply")).toEqual([]);
+    expect(node.treeSize()).toBe(40);
+    expect(node.queueDepth()).toBe(0);
+    expect(node.stats()).toMatchObject({ abortedClientGone: 1, engineFailures: 0 });
+  });
+
+  it("an abort the node never asked for is a bug (an invariant), not a quiet failure", () => {
+    const node = new PrefixNode(
+      { id: "A", peers: [], capacityTokens: 10_000, abortRuns: true },
+      { now: () => 0, random: () => 0.5 },
+    );
+    node.start();
+    const run = node.handle({
+      type: "client-request",
+      reqId: "r1",
+      request: { id: "r1", tokens: prompt(8, 1), maxTokens: 1 },
+    });
+    const jobId = run.find((e) => e.type === "engine-run")?.jobId as string;
+    expect(() => node.handle({ type: "engine-aborted", jobId })).toThrow(/never asked/);
   });
 });
