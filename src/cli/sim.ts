@@ -432,7 +432,7 @@ export function formatSummary(
       .map(([k, v]) => `${k} ${v.count} / ${fmtBytes(v.bytes)}`)
       .join(", ")}`,
     `answered   ${t.answered}/${t.requests}${t.failed ? `, ${t.failed} failed` : ""}${t.incorrect ? `, ${t.incorrect} WRONG` : ""}   fallbacks ${t.fallbacks}   late replies ${t.lateReplies}`,
-    `engine     ${t.engineRuns} runs, ${t.duplicateRuns} duplicate   forwards cancelled ${t.cancelledForwards}, refused by deadline ${t.rejectedDeadline}`,
+    `engine     ${t.engineRuns} runs, ${t.duplicateRuns} duplicate, ${aborted(t)}, busy ${(t.engineBusyMs / 1000).toFixed(1)} s   forwards cancelled ${t.cancelledForwards}, refused by deadline ${t.rejectedDeadline}`,
     `acks       ${t.ackTimeouts} ack timeouts, ${t.probes} probes, ${t.resends} unacked re-sends, ${t.resentAnswers} answers re-sent`,
     `simulated  ${(r.virtualMs / 1000).toFixed(1)} s virtual in ${(r.wallMs / 1000).toFixed(2)} s wall (${Math.round(t.requests / (r.wallMs / 1000))} requests/s, ${r.events} events)`,
   ];
@@ -638,4 +638,11 @@ export function registerSim(program: Command): void {
     .action(async (opts: SimOptions) => {
       await runSimCommand(opts, { out: process.stdout, err: process.stderr });
     });
+}
+
+/** Runs aborted (nobody took the answer), by reason. */
+function aborted(t: SimResult["totals"]): string {
+  const n = t.abortedClientGone + t.abortedHedged + t.abortedCancelled;
+  if (n === 0) return "0 aborted";
+  return `${n} aborted (client gone ${t.abortedClientGone}, hedged ${t.abortedHedged}, cancelled ${t.abortedCancelled})`;
 }

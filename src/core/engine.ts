@@ -122,6 +122,13 @@ export interface EngineInfo {
    * of what they forward here (remote servers take text: true).
    */
   needsPromptText: boolean;
+  /**
+   * `run` honours its signal and says what an aborted run left cached, so the node's tree agrees:
+   * node-managed, the leading tokens of the request's cache key it kept (its rejection's
+   * `keptTokens`: what its prefill got through); engine-managed, `cachedSequences()`. Absent:
+   * never aborted mid-run (the run goes to its end even when nobody takes its answer).
+   */
+  abortable?: boolean;
 }
 
 export interface Engine {

@@ -19,8 +19,13 @@ export class EngineUnavailableError extends Error {
   }
 }
 
+/**
+ * The run was aborted through its signal. `keptTokens` (node-managed caches): leading tokens of the
+ * request's cache key the engine holds cached after it (what its prefill got through), so the node's
+ * tree takes exactly those; 0 or absent: nothing new.
+ */
 export class EngineAbortedError extends Error {
-  constructor() {
+  constructor(readonly keptTokens?: number) {
     super("request aborted");
     this.name = "AbortError";
   }

@@ -126,12 +126,12 @@ export class ForwardChannel {
    * stream stays open for the peer's answer (its refusal, or a result the origin drops as late).
    * False when no such forward is open here (the cancel then goes on its own request).
    */
-  cancel(reqId: string, attempt: number): boolean {
+  cancel(reqId: string, attempt: number, final = false): boolean {
     const key = attemptKey(reqId, attempt);
     for (const [k, s] of this.streams) {
       if (s.attempt !== key) continue;
       if (s.conn.ws.readyState !== WebSocket.OPEN) return false;
-      const payload = encodeCancelFrame(k);
+      const payload = encodeCancelFrame(k, final);
       s.conn.ws.send(s.conn.mac ? s.conn.mac.seal(payload) : payload, { binary: true });
       return true;
     }

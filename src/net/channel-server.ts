@@ -137,8 +137,10 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
      */
     let arrived: { k: number; msg: ForwardMsg; cancelled: boolean }[] = [];
     let handing: NodeJS.Immediate | undefined;
-    const cancelOf = (m: { reqId: string; attempt: number }) =>
-      ({ type: "cancel", reqId: m.reqId, attempt: m.attempt }) as const;
+    const cancelOf = (m: { reqId: string; attempt: number }, final?: true) =>
+      final
+        ? ({ type: "cancel", reqId: m.reqId, attempt: m.attempt, final } as const)
+        : ({ type: "cancel", reqId: m.reqId, attempt: m.attempt } as const);
     const handOver = () => {
       handing = undefined;
       const batch = arrived;
@@ -164,7 +166,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
         if (waiting) waiting.cancelled = true;
         else {
           const forward = handed.get(frame.k);
-          if (forward) handlers.onMessage(peer, cancelOf(forward), payload.length);
+          if (forward) handlers.onMessage(peer, cancelOf(forward, frame.final), payload.length);
         }
         return;
       }

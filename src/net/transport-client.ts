@@ -265,7 +265,8 @@ export class PeerClient {
    */
   async send(id: string, msg: LoneMessage): Promise<number> {
     // A cancel rides behind its forward on the forward's channel while that forward is open there.
-    if (msg.type === "cancel" && this.peers.get(id)?.channel?.cancel(msg.reqId, msg.attempt)) return 0;
+    if (msg.type === "cancel" && this.peers.get(id)?.channel?.cancel(msg.reqId, msg.attempt, msg.final))
+      return 0;
     const req = loneMessageToWire(msg, this.snapshotBytes);
     await this.exchange(id, "POST", req.path, req.body, req.headers);
     return req.body.byteLength;

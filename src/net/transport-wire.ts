@@ -243,10 +243,11 @@ export function encodeForwardFrame(k: number, m: ForwardMsg, withPrompt = true):
 
 /**
  * A cancel as a channel frame, in the forward frame's layout with no tokens: [u32 BE n][n bytes of
- * JSON {"t":"cancel","k":K}]. On the forward's own channel it arrives after the forward it cancels.
+ * JSON {"t":"cancel","k":K}, with "fin":true for a final cancel]. On the forward's own channel it
+ * arrives after the forward it cancels.
  */
-export function encodeCancelFrame(k: number): Buffer {
-  const meta = Buffer.from(JSON.stringify({ t: "cancel", k }));
+export function encodeCancelFrame(k: number, final = false): Buffer {
+  const meta = Buffer.from(JSON.stringify(final ? { t: "cancel", k, fin: true } : { t: "cancel", k }));
   const out = Buffer.allocUnsafe(4 + meta.length);
   out.writeUInt32BE(meta.length, 0);
   meta.copy(out, 4);
@@ -255,8 +256,8 @@ export function encodeCancelFrame(k: number): Buffer {
 
 export type ForwardFrame =
   | { ok: true; k: number; msg: ForwardMsg }
-  /** The origin cancels stream k. */
-  | { ok: true; k: number; msg: undefined; cancel: true }
+  /** The origin cancels stream k (`final`: it takes no answer any more). */
+  | { ok: true; k: number; msg: undefined; cancel: true; final?: true }
   /** A frame we can answer with a refusal on stream k… */
   | { ok: false; k: number; error: string }
   /** …or one that is not a forward frame at all (the channel closes). */
@@ -279,7 +280,9 @@ export function decodeForwardFrame(frame: Buffer): ForwardFrame {
   if (!parsed.success) {
     const cancel = channelCancelSchema.safeParse(json);
     if (cancel.success && tokenBytes === 0)
-      return { ok: true, k: cancel.data.k, msg: undefined, cancel: true };
+      return cancel.data.fin
+        ? { ok: true, k: cancel.data.k, msg: undefined, cancel: true, final: true }
+        : { ok: true, k: cancel.data.k, msg: undefined, cancel: true };
     // Which stream to refuse, if the envelope at least is sound (a bad frame otherwise).
     const head = channelForwardHead.safeParse(json);
     if (!head.success) return bad("not a forward frame");

@@ -105,7 +105,8 @@ export const messageWireSchema = z.discriminatedUnion("type", [
   resultWire,
   errorWire,
   z.object({ type: z.literal("goodbye") }),
-  z.object({ type: z.literal("cancel"), ...reqRef }),
+  // `final`: the origin takes no answer any more, so a started run may be aborted (abort-runs.ts).
+  z.object({ type: z.literal("cancel"), ...reqRef, final: z.literal(true).optional() }),
 ]);
 
 const chunkRecord = z.object({ t: z.literal("chunk"), text: z.string().max(MAX_TEXT) });
@@ -121,7 +122,11 @@ const streamNo = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 export const channelForwardHead = z.object({ t: z.literal("fwd"), k: streamNo });
 export const channelForwardSchema = channelForwardHead.extend({ f: forwardMetaSchema });
 /** A channel cancel frame: the origin gave up on stream k (it travels behind the forward it cancels). */
-export const channelCancelSchema = z.object({ t: z.literal("cancel"), k: streamNo });
+export const channelCancelSchema = z.object({
+  t: z.literal("cancel"),
+  k: streamNo,
+  fin: z.literal(true).optional(),
+});
 /** A record of the channel's answer direction. */
 export const channelRecordSchema = z.discriminatedUnion("t", [
   chunkRecord.extend({ k: streamNo }),

@@ -28,6 +28,8 @@ export interface GaugeView {
   /** The node's own cumulative counts of client requests whose client hung up, by stage. */
   /** By reason (hangup, deadline), then stage. */
   clientGone?: Record<string, Record<string, number>>;
+  /** The node's own cumulative counts of engine runs aborted (nobody took the answer), by reason. */
+  engineAborted?: Record<string, number>;
 }
 
 export type NodeMetrics = ReturnType<typeof createMetrics>;
@@ -198,7 +200,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       "Client requests given up before the reply, by why (reason): hangup (the client hung up) or " +
       "deadline (its x-prefixmesh-deadline-ms passed: answered 504); and by where the request was " +
       "(stage): queued (dropped from this node's queue), forwarded (its peer was sent a cancel), " +
-      "running (ran to its end on this node's engine, unreplied)",
+      "running (on this node's engine: aborted where it can, see prefixmesh_engine_aborted_total, " +
+      "else run to its end, unreplied)",
     labelNames: ["stage", "reason"],
     registers,
     collect() {
@@ -207,6 +210,21 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       this.reset();
       for (const [reason, stages] of Object.entries(v.clientGone ?? {}))
         for (const [stage, n] of Object.entries(stages)) this.inc({ stage, reason }, n);
+    },
+  });
+  new Counter({
+    name: "prefixmesh_engine_aborted_total",
+    help:
+      "Engine runs aborted because nobody would take their answer, by reason: client-gone (our client " +
+      "hung up while it ran here), hedged (a peer answered it first), cancelled (a forward's origin " +
+      "settled it elsewhere). Only engines that can abort without the cache going astray do",
+    labelNames: ["reason"],
+    registers,
+    collect() {
+      const v = view();
+      if (!v) return;
+      this.reset();
+      for (const [reason, n] of Object.entries(v.engineAborted ?? {})) this.inc({ reason }, n);
     },
   });
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>

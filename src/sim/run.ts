@@ -25,7 +25,7 @@ import { Prng } from "../core/prng.js";
 // The answer every correct run must give: the simulated engine's deterministic output.
 import { simOutput as expectedText } from "../engines/sim/cost.js";
 import { resolveProfile } from "../engines/sim/profiles.js";
-import { SimEngine } from "../engines/sim/sim-engine.js";
+import { keptOnAbort, SimEngine } from "../engines/sim/sim-engine.js";
 import type { Workload } from "../workload/types.js";
 import { addBytesAt, BYTES_BUCKET_MS, newBytesByTime } from "./bytes-by-time.js";
 import { calibrationSamples } from "./calibration.js";
@@ -62,7 +62,8 @@ type Ev = SimEvent &
     | { k: "mesh"; to: number; inc: number; from: number; msg: MeshMessage }
     | { k: "verified"; node: number; inc: number; id: string; ok: boolean }
     | { k: "timer"; node: number; inc: number; timer: Timer; key: string; token: number }
-    | { k: "engine"; node: number; inc: number; jobId: string; fail: boolean }
+    /** A run ends: as modelled, or (`abort`) at once, the node having asked (abort-runs.ts). */
+    | { k: "engine"; node: number; inc: number; jobId: string; fail: boolean; abort?: true }
     | { k: "submit"; req: number }
     /** The client of a request hangs up (faults/client.ts, `abandon`). */
     | { k: "gone"; req: number }
@@ -81,8 +82,11 @@ interface SimNodeState {
   timers: Map<string, number>;
   /** Client reqIds this node owes an answer to. */
   outstanding: Set<string>;
-  /** Engine runs in progress: jobId → what to cache when it ends. */
-  runs: Map<string, { tokens: Uint32Array; cacheTokens: number; result: EngineResult }>;
+  /** Engine runs in progress: jobId → what to cache when it ends, and when it started (aborts). */
+  runs: Map<
+    string,
+    { tokens: Uint32Array; cacheTokens: number; result: EngineResult; startedAt: number; aborted?: true }
+  >;
   summary: SimNodeSummary;
 }
 
@@ -176,6 +180,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         capacityTokens: capacity,
         pollMs: config.pollMs,
         cacheMode: "node-managed",
+        // The simulated engine is abortable, as the daemon's (it keeps what its prefill got through).
+        abortRuns: settings.abortRuns ?? true,
       },
       { now: () => now, random: () => r.next(), ...(peerIndex ? { peerIndex } : {}) },
       // Invariant runs also check what costs more than O(1) inside the node (tree and queue walks).
@@ -222,6 +228,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   let retries = 0;
   /** Requests whose client hung up before the answer (faults/client.ts, `abandon`). */
   let abandoned = 0;
+  /** Engine time spent on runs (ended ones: an aborted run counts until its abort). */
+  let engineBusyMs = 0;
   let finished = 0;
   let sumPrompt = 0;
   let sumPredicted = 0;
@@ -407,9 +415,26 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           }
           const ri = Number(e.request.id.slice(1, e.request.id.indexOf(".")));
           if (ri >= 0 && ri < total) runsPerRequest[ri] = (runsPerRequest[ri] as number) + 1;
-          s.runs.set(e.jobId, { tokens: keyTokens(e.request), cacheTokens: e.cacheTokens, result });
+          const tokens = keyTokens(e.request);
+          s.runs.set(e.jobId, { tokens, cacheTokens: e.cacheTokens, result, startedAt: now });
           const fail = engineFaults.fails();
           queue.push({ at: now + durationMs, k: "engine", node: s.idx, inc: s.inc, jobId: e.jobId, fail });
+          break;
+        }
+        case "abort-run": {
+          // The run ends now (its modelled end is ignored when it comes).
+          const run = s.runs.get(e.jobId);
+          if (run === undefined || run.aborted) break;
+          run.aborted = true;
+          queue.push({
+            at: now,
+            k: "engine",
+            node: s.idx,
+            inc: s.inc,
+            jobId: e.jobId,
+            fail: false,
+            abort: true,
+          });
           break;
         }
         case "set-timer": {
@@ -666,13 +691,23 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         const s = nodes[ev.node] as SimNodeState;
         if (!s.node || s.inc !== ev.inc) break;
         const run = s.runs.get(ev.jobId);
-        if (!run) break;
+        if (!run || run.aborted !== ev.abort) break;
         s.runs.delete(ev.jobId);
+        engineBusyMs += now - run.startedAt;
         // A run still going after the last answer (work its origin gave up on) changes a tree: the
         // settling that convergence is checked after starts again from here.
         if (stopAt !== Number.POSITIVE_INFINITY) stopAt = Math.max(stopAt, now + settle);
         if (ev.fail) {
           handle(s, { type: "engine-failed", jobId: ev.jobId, error: "injected engine failure" });
+          break;
+        }
+        if (ev.abort) {
+          // What its prefill got through stays cached (as the daemon's sim engine keeps it).
+          const done = (now - run.startedAt) / Math.max(1e-9, run.result.prefillMs);
+          const kept = keptOnAbort(s.engine.cache.match(run.tokens), run.cacheTokens, done);
+          if (kept > 0) s.engine.complete(run.tokens, kept);
+          handle(s, { type: "engine-aborted", jobId: ev.jobId, kept });
+          if (check && s.node) checkTreeMirrorsEngine(now, s.id, s.node, s.engine, violations);
           break;
         }
         s.engine.complete(run.tokens, run.cacheTokens);
@@ -791,6 +826,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
       bytesTotal: msgBytes,
       ...sums,
       engineRuns,
+      engineBusyMs,
       duplicateRuns,
       evictedTokens: evicted,
       retries,

@@ -155,6 +155,9 @@ export const SUMMED_STATS = [
   "resends",
   "resentAnswers",
   "hedgedAnswers",
+  "abortedClientGone",
+  "abortedHedged",
+  "abortedCancelled",
   "overdueAnswers",
   "expiredForwards",
   "offloaded",
@@ -194,6 +197,8 @@ export interface SimTotals extends Pick<NodeStats, SummedStat> {
   bytesTotal: number;
   /** Engine runs started (any node, any attempt; a crash may cut one short). */
   engineRuns: number;
+  /** Engine time (ms) of the runs that ended (an aborted run's until its abort): the work done. */
+  engineBusyMs: number;
   /** Engine runs beyond the first per workload request: work computed twice (e.g. after a fallback). */
   duplicateRuns: number;
   evictedTokens: number;

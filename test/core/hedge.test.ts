@@ -222,7 +222,8 @@ describe("hedged local runs", () => {
     h.finishRuns("A");
     expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
     expect(h.mailbox.filter(cancelToB).map((m) => m.msg)).toEqual([
-      { type: "cancel", reqId: "r1", attempt: 1 },
+      // Final: the request settled, so the peer may abort a run it started (abort-runs.ts).
+      { type: "cancel", reqId: "r1", attempt: 1, final: true },
     ]);
     h.deliver(cancelToB);
     expect(h.node("B").stats().cancelledForwards).toBe(1);
@@ -236,7 +237,8 @@ describe("hedged local runs", () => {
     expect(h.mailbox.filter(cancelToB)).toHaveLength(0);
     h.input("A", { type: "client-gone", reqId: "r1" });
     expect(h.mailbox.filter(cancelToB).map((m) => m.msg)).toEqual([
-      { type: "cancel", reqId: "r1", attempt: 1 },
+      // Final: the request settled, so the peer may abort a run it started (abort-runs.ts).
+      { type: "cancel", reqId: "r1", attempt: 1, final: true },
     ]);
     h.deliver(cancelToB);
     expect(h.node("B").stats().cancelledForwards).toBe(1);

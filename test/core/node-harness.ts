@@ -52,6 +52,8 @@ export class Harness {
   private verifying: { node: string; id: string }[] = [];
   readonly replies: { node: string; reqId: string; outcome: ReplyOutcome; record: RequestRecord }[] = [];
   private readonly rng = new Prng(7);
+  /** `abort-run` effects not yet carried out (`endAborted`). */
+  aborts: { node: string; jobId: string }[] = [];
 
   constructor(
     ids: string[],
@@ -137,6 +139,9 @@ export class Harness {
         case "verify-member":
           this.verifying.push({ node: id, id: e.id });
           break;
+        case "abort-run":
+          this.aborts.push({ node: id, jobId: e.jobId });
+          break;
       }
     }
   }
@@ -199,6 +204,26 @@ export class Harness {
         this.input(mid, { type: "engine-done", jobId, result: run.result });
       }
     }
+  }
+
+  /**
+   * Ends the runs of `id` whose abort was asked, as an abortable engine does: `prefilled` ones keep
+   * their prompt cached (`kept`), others nothing. A run that ended first is not there any more.
+   */
+  endAborted(id: string, prefilled = false): number {
+    const m = this.m(id);
+    let n = 0;
+    for (const a of this.aborts.filter((x) => x.node === id)) {
+      const run = m.runs.get(a.jobId);
+      if (run === undefined) continue;
+      m.runs.delete(a.jobId);
+      const kept = prefilled ? run.cacheTokens : 0;
+      if (kept > 0) m.engine.complete(run.tokens, kept);
+      this.input(id, { type: "engine-aborted", jobId: a.jobId, kept });
+      n++;
+    }
+    this.aborts = this.aborts.filter((x) => x.node !== id);
+    return n;
   }
 
   /** Moves the clock forward by `ms`, firing due timers in time order (mail is not delivered). */

@@ -91,6 +91,18 @@ describe("the cancel frame on the forward channel", () => {
       msg: undefined,
       cancel: true,
     });
+    // A final cancel (abort-runs.ts) says so; a plain one stays as older peers send it.
+    expect(decodeForwardFrame(encodeCancelFrame(7, true))).toEqual({
+      ok: true,
+      k: 7,
+      msg: undefined,
+      cancel: true,
+      final: true,
+    });
+    expect(JSON.parse(encodeCancelFrame(7).subarray(4).toString())).toEqual({ t: "cancel", k: 7 });
+    const final = { type: "cancel", reqId: "A-1", attempt: 2, final: true };
+    expect(messageWireSchema.parse(final)).toEqual(final);
+    expect(messageWireSchema.safeParse({ ...final, final: false }).success).toBe(false);
     const withTokens = Buffer.concat([encodeCancelFrame(7), Buffer.alloc(4)]);
     expect(decodeForwardFrame(withTokens).ok).toBe(false);
     const meta = Buffer.from(JSON.stringify({ t: "cancel", k: -1 }));

@@ -96,7 +96,8 @@ describe("a client hanging up", () => {
     await waitFor(() => view().queueDepth === 0, 15_000, "idle");
     expect(engine.started).toEqual(["hold the slot"]);
 
-    // A running request's client hangs up: the run ends (no engine abort), its answer goes nowhere.
+    // A running request's client hangs up: this engine ignores the abort (engine-abort.test.ts has one
+    // that honours it), so the run ends and its answer goes nowhere.
     const running = new AbortController();
     const late = post("gone running", false, running.signal);
     await waitFor(() => engine.started.length === 2, 15_000, "the second run to start");

@@ -1,8 +1,9 @@
 /**
  * Clients that hang up (faults/client.ts `abandon`, the node's `client-gone` input), in the daemon's
  * configuration: the abandoned requests' queued and forwarded work is dropped, so the mesh runs fewer
- * jobs; nobody is answered twice or unasked (a reply after the hang-up would be one); every other
- * request is answered correctly; and under the seeds' fault schedules the invariants still hold.
+ * jobs, and the runs they leave going are aborted; nobody is answered twice or unasked (a reply after
+ * the hang-up would be one); every other request is answered correctly; and under the seeds' fault
+ * schedules the invariants still hold.
  */
 import { describe, expect, it } from "vitest";
 import { runSimulation } from "../../src/sim/run.js";
@@ -38,16 +39,55 @@ describe("sim: clients that hang up", () => {
     expect(r.totals.engineRuns).toBeLessThan(plain.totals.engineRuns - abandon.length / 2);
   });
 
+  it("aborts the runs they leave going (abortRuns): less engine time, the tree still the engine's cache", () => {
+    // Long answers (a second of decode each), no backlog: most jobs run when their client leaves.
+    const steady = tinyWorkload({
+      seed: 5,
+      requests: REQUESTS,
+      topics: 4,
+      prefix: 200,
+      arrival: "open-loop",
+      gapMs: 600,
+    });
+    const long = { ...steady, requests: steady.requests.map((q) => ({ ...q, maxTokens: 200 })) };
+    const late = abandon.map((a) => ({ ...a, afterMs: 500 }));
+    const base: SimConfig = {
+      ...daemonSimConfig(1, 4),
+      capacityTokens: 3_000,
+      checkInvariants: true,
+      faults: { client: { abandon: late } },
+    };
+    const kept = runSimulation({ ...base, node: { abortRuns: false } }, long);
+    const r = runSimulation(base, long); // the sim engine is abortable: on by default
+    for (const x of [kept, r]) {
+      expect(x.invariantViolations).toEqual([]);
+      expect(x.totals.duplicateReplies).toBe(0);
+      expect(x.totals.incorrect).toBe(0);
+      expect(x.totals.answered + x.totals.failed).toBe(REQUESTS);
+    }
+    expect(kept.totals).toMatchObject({ abortedClientGone: 0, abortedCancelled: 0, abortedHedged: 0 });
+    expect(r.totals.abortedClientGone).toBeGreaterThan(0);
+    expect(r.totals.abortedCancelled).toBeGreaterThan(0);
+    // Each aborted run gives back what was left of it: a tenth of the engine time at least here.
+    expect(r.totals.engineBusyMs).toBeLessThan(0.9 * kept.totals.engineBusyMs);
+  });
+
   it("under the seeds' fault schedules: nobody answered twice or unasked, every request finishes", () => {
+    let aborted = 0;
     for (let seed = 1; seed <= 20; seed++) {
       const base = daemonFaultConfig(seed, 4, 3_000);
-      const faults = { ...base.faults, client: { abandon } };
+      // Half the seeds hang up later, while more of the jobs run (and are aborted).
+      const afterMs = seed % 2 === 0 ? 400 : 3;
+      const faults = { ...base.faults, client: { abandon: abandon.map((a) => ({ ...a, afterMs })) } };
       const r = runSimulation({ ...base, faults }, burst);
       const what = `seed ${seed}`;
       expect(r.invariantViolations, what).toEqual([]);
       expect(r.totals.duplicateReplies, what).toBe(0);
       expect(r.totals.incorrect, what).toBe(0);
       expect(r.totals.answered + r.totals.failed, what).toBe(REQUESTS);
+      aborted += r.totals.abortedClientGone + r.totals.abortedCancelled + r.totals.abortedHedged;
     }
+    // The invariants were checked with aborts happening.
+    expect(aborted).toBeGreaterThan(0);
   }, 120_000);
 });

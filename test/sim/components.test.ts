@@ -1,10 +1,12 @@
 /** Simulator building blocks: event order, network faults, the engine's cache and cost model. */
+
 import { describe, expect, it } from "vitest";
 import { Prng } from "../../src/core/prng.js";
+import { EngineAbortedError } from "../../src/engines/errors.js";
 import { engineCost, simOutput } from "../../src/engines/sim/cost.js";
 import { KvCache } from "../../src/engines/sim/kv-cache.js";
 import { PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
-import { SimEngine } from "../../src/engines/sim/sim-engine.js";
+import { keptOnAbort, SimEngine } from "../../src/engines/sim/sim-engine.js";
 import { EventQueue, type SimEvent } from "../../src/sim/event-queue.js";
 import { SimNetwork } from "../../src/sim/network.js";
 
@@ -120,7 +122,8 @@ describe("SimEngine", () => {
     expect(r1.cachedTokens).toBe(0);
     expect(r2.cachedTokens).toBe(6);
     expect(r2.prefillMs).toBeLessThan(r1.prefillMs);
-    expect(slept[0]).toBeCloseTo(r1.prefillMs + r1.decodeMs);
+    // The prefill, then the decode (an abort between them keeps the prompt).
+    expect(slept.slice(0, 2)).toEqual([r1.prefillMs, r1.decodeMs]);
     expect(chunks).toEqual([r1.text]);
     e.evict([{ path: tokens, keep: 0 }]);
     expect(e.cache.size).toBe(0);
@@ -137,7 +140,47 @@ describe("SimEngine", () => {
     const b = await real.run({ id: "b", tokens, maxTokens: 4 });
     expect(a.prefillMs).toBeCloseTo(b.prefillMs * 0.01);
     expect(a.decodeMs).toBeCloseTo(b.decodeMs * 0.01);
-    expect(a.prefillMs + a.decodeMs).toBeCloseTo(slept[0] as number);
+    expect(a.prefillMs + a.decodeMs).toBeCloseTo((slept[0] as number) + (slept[1] as number));
     expect(a.text).toBe(b.text);
+  });
+
+  it("an aborted run keeps what its prefill got through: the cached prefix and that share of the rest", () => {
+    expect(keptOnAbort(10, 50, 0)).toBe(10);
+    expect(keptOnAbort(10, 50, 0.5)).toBe(30);
+    expect(keptOnAbort(10, 50, 1)).toBe(50);
+    expect(keptOnAbort(10, 50, 7)).toBe(50);
+    expect(keptOnAbort(50, 50, 0.5)).toBe(50);
+  });
+
+  it("an aborted run keeps its whole prompt once prefilled, and says so (keptTokens)", async () => {
+    // A sleep that parks until the test aborts it, on the `stall`th call.
+    const engineAborting = (stall: number) => {
+      let calls = 0;
+      return new SimEngine({
+        profile: PAPER_H100_QWEN05B,
+        capacityTokens: 1_000,
+        sleep: (_ms, signal) =>
+          ++calls < stall
+            ? Promise.resolve()
+            : new Promise((_, reject) => {
+                if (signal?.aborted) reject(signal.reason);
+                signal?.addEventListener("abort", () => reject(signal.reason));
+              }),
+      });
+    };
+    const tokens = Uint32Array.from({ length: 50 }, (_, i) => i);
+    for (const [stall, kept] of [
+      [1, 0], // aborted as its prefill starts: nothing cached
+      [2, 50], // aborted in its decode: the prompt stays
+    ] as const) {
+      const e = engineAborting(stall);
+      const ctl = new AbortController();
+      const run = e.run({ id: "a", tokens, maxTokens: 4 }, undefined, ctl.signal);
+      ctl.abort();
+      const err = await run.catch((x: unknown) => x);
+      expect(err).toBeInstanceOf(EngineAbortedError);
+      expect((err as EngineAbortedError).keptTokens).toBe(kept);
+      expect(e.cache.size).toBe(kept);
+    }
   });
 });

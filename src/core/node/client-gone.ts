@@ -2,9 +2,9 @@
  * Clients that hung up before their reply (the `client-gone` input). The origin settles such a
  * request without a reply and stops spending on it where it can: a forward pending at a peer is
  * sent that peer's `cancel` (it drops the job if still queued) and ends as neither a fallback nor a
- * failure of the peer; a job waiting in our queue is taken out; a job running on our engine is left
- * to finish, unreplied — there is no engine abort, and its cache insert must match what the engine
- * then caches. A late answer for it finds nothing pending and is dropped like any late answer.
+ * failure of the peer (a final one: abort-runs.ts); a job waiting in our queue is taken out; a job
+ * running on our engine is aborted when the engine can (abort-runs.ts), else left to finish,
+ * unreplied. A late answer for it finds nothing pending and is dropped like any late answer.
  *
  * This file keeps the recently gone ids, so that a reply for one of them is caught as a bug: the
  * exactly-once rule says the request left the pending table, and nothing else may answer it.

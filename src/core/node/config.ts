@@ -48,6 +48,11 @@ export const nodeConfigSchema = z
     /** KV capacity in tokens: the tree's capacity. */
     capacityTokens: z.number().int().positive(),
     cacheMode: z.enum(["node-managed", "engine-managed"]).default("node-managed"),
+    /**
+     * The engine can abort a run (EngineInfo.abortable): a running job whose answer nobody takes any
+     * more (its client hung up, a hedge's peer answered first, its origin's final cancel) is aborted.
+     */
+    abortRuns: z.boolean().default(false),
     /** Δpoll: anti-entropy period. */
     pollMs: z.number().positive().max(3_600_000).default(500),
     /** Each tick is scheduled at pollMs × (1 ± pollJitter) so peers do not broadcast in lockstep. */

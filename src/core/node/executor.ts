@@ -13,6 +13,7 @@ import { invariant } from "../invariant.js";
 import { keyTokens, promptMatch } from "../namespace.js";
 import { type LockHandle, RadixTree } from "../radix-tree.js";
 import type { EngineCosts } from "../snapshot.js";
+import { ABORT_COUNTER, type AbortReason } from "./abort-runs.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
@@ -65,6 +66,8 @@ interface Job extends JobSpec {
   cacheTokens: number;
   /** Cancelled by its origin while queued: skipped when its turn comes. */
   cancelled: boolean;
+  /** Running, and its abort asked (abort-runs.ts): why nobody takes its answer. */
+  aborting?: AbortReason;
   /** Absolute time past which nobody waits for it (∞: no deadline). */
   expiresAt: number;
   /** With queue-aware waits (`workWaits`): its expected run (ms), priced when queued, again if a job it counted on leaves. */
@@ -88,6 +91,9 @@ export interface ExecutorCounters {
   servedForPeers: number;
   engineFailures: number;
   evictedTokens: number;
+  abortedClientGone: number;
+  abortedHedged: number;
+  abortedCancelled: number;
 }
 
 export class Executor {
@@ -146,6 +152,9 @@ export class Executor {
       servedForPeers: 0,
       engineFailures: 0,
       evictedTokens: 0,
+      abortedClientGone: 0,
+      abortedHedged: 0,
+      abortedCancelled: 0,
     };
   }
 
@@ -317,12 +326,31 @@ export class Executor {
 
   /**
    * Our client's job for `reqId`, whose client hung up: taken out of the queue if it waits
-   * ("queued"); left to finish if it runs ("running": no engine abort, and the tree must take what
-   * the run caches); undefined when there is none.
+   * ("queued"); aborted if it runs and the engine can ("running"; else it runs to its end and the
+   * tree takes what it caches); undefined when there is none.
    */
-  dropClient(reqId: string): "queued" | "running" | undefined {
+  dropClient(reqId: string, out: Effect[]): "queued" | "running" | undefined {
     if (this.takeQueued(reqId)) return "queued";
-    return this.runsClient(reqId) ? "running" : undefined;
+    if (!this.runsClient(reqId)) return undefined;
+    this.abortClient(reqId, "clientGone", out);
+    return "running";
+  }
+
+  /** Our client's running job for `reqId` goes unanswered: its run is aborted if the engine can. */
+  abortClient(reqId: string, reason: AbortReason, out: Effect[]): void {
+    for (const job of this.running.values())
+      if (job.kind === "client" && job.reqId === reqId) this.abort(job, reason, out);
+  }
+
+  /** The running forward with this key was finally cancelled by its origin: aborted if the engine can. */
+  abortForward(key: string, out: Effect[]): void {
+    for (const job of this.running.values()) if (job.key === key) this.abort(job, "cancelled", out);
+  }
+
+  private abort(job: Job, reason: AbortReason, out: Effect[]): void {
+    if (!this.config.abortRuns || job.aborting !== undefined) return;
+    job.aborting = reason;
+    out.push({ type: "abort-run", jobId: job.jobId });
   }
 
   /** When a job queued now would start (elapsed-aware `waitFrom`; undefined until a run is timed). */
@@ -512,6 +540,25 @@ export class Executor {
     if (this.config.cacheMode !== "engine-managed") return;
     this.tree_.resetTo(sequences as Tokens[], ++this.tick);
     if (this.paranoid) this.checkWalks();
+  }
+
+  /**
+   * The engine aborted `jobId` as asked, keeping what it says: node-managed, the first `kept` tokens
+   * of the job's cache key (within what the job reserved); engine-managed, `sequences` (its cache
+   * now), when given. Undefined for a job from before a restart.
+   */
+  aborted(jobId: string, kept: number, sequences: Tokens[] | undefined): Readonly<JobSpec> | undefined {
+    const job = this.running.get(jobId);
+    if (!job) return undefined;
+    invariant(job.aborting !== undefined, () => `job ${jobId} aborted, never asked to`);
+    this.counters[ABORT_COUNTER[job.aborting]]++;
+    const n = Math.min(kept, job.cacheTokens);
+    if (this.config.cacheMode === "node-managed" && n > job.matched)
+      this.tree_.insert(keyTokens(job.request).subarray(0, n), ++this.tick);
+    this.finish(job);
+    if (sequences !== undefined) this.cacheChanged(sequences);
+    this.repriceAfter(job);
+    return job;
   }
 
   /** The engine failed `jobId`; undefined for a job from before a restart. */

@@ -14,8 +14,8 @@
  * restart shows as a newer epoch, in the full mesh's snapshots or, under scuttlebutt, in any member's
  * digest or state: SWIM never reports a peer back within its suspicion time), and when it is
  * quarantined (then only its cancel goes).
- * Whichever answer comes first is the reply; a local run whose request the peer answered completes
- * unreplied (its tree insert stands). A streaming request (`EngineRequest.stream`) is the exception:
+ * Whichever answer comes first is the reply; a local run whose request the peer answered is aborted
+ * when the engine can (abort-runs.ts), else completes unreplied (its tree insert stands). A streaming request (`EngineRequest.stream`) is the exception:
  * once its local run starts, its client may hold that run's text, which the peer's need not continue
  * (another engine, batch nondeterminism), so the run answers: the hedge ends at its next ask
  * (cancelled), and a peer answer before that is refused; before, the peer's answer goes out whole.

@@ -9,6 +9,7 @@
  * the read-only views over them are views.ts's NodeViews, its routing reads node-routing.ts's.
  */
 import type { EngineRequest } from "../engine.js";
+import { markFinalCancels } from "./abort-runs.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
 import { type CostSample, stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
@@ -142,7 +143,7 @@ export class PrefixNode extends NodeRouting {
         this.onClientRequest(input.reqId, input.request, now, out);
         break;
       case "client-gone": // client-gone.ts
-        this.origin.clientGone(input, out, (id) => this.executor.dropClient(id));
+        this.origin.clientGone(input, out, (id) => this.executor.dropClient(id, out));
         break;
       case "peer-message":
         this.onPeerMessage(input.from, input.msg, now, out);
@@ -166,6 +167,14 @@ export class PrefixNode extends NodeRouting {
         this.executor.pump(now, out);
         break;
       }
+      case "engine-aborted": {
+        const job = this.executor.aborted(input.jobId, input.kept ?? 0, input.sequences);
+        // Only our clients' runs and peers' forwards are ever aborted (never a spot check).
+        if (job?.kind === "forward") this.serving.aborted(job, now, out);
+        else if (job?.kind === "client") this.origin.abortedLocal(job);
+        this.executor.pump(now, out);
+        break;
+      }
       case "timer":
         this.onTimer(input.timer, now, out);
         break;
@@ -180,6 +189,7 @@ export class PrefixNode extends NodeRouting {
       case "engine-cache-changed":
         this.executor.cacheChanged(input.sequences);
     }
+    markFinalCancels(out, (id) => this.origin.waits(id));
     this.origin.gone.check(out);
     if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
     const costs = this.config.advertiseCosts ? this.executor.engineCosts() : undefined;
@@ -272,6 +282,7 @@ export class PrefixNode extends NodeRouting {
         // Still queued: dropped, and said so. Started, or not arrived yet: the serving role notes it.
         if (this.executor.cancelQueued(key)) this.serving.cancelled(from, msg.reqId, msg.attempt, key, out);
         else this.serving.cancelAhead(key);
+        if (msg.final === true) this.executor.abortForward(key, out); // abort-runs.ts
         break;
       }
       case "result": {
@@ -279,7 +290,9 @@ export class PrefixNode extends NodeRouting {
           this.advance(msg.reqId, now, out);
           break;
         }
-        const served = this.origin.onResult(from, msg, now, out, (id) => this.executor.takeQueued(id));
+        const x = this.executor;
+        const abort = (id: string) => x.abortClient(id, "hedged", out);
+        const served = this.origin.onResult(from, msg, now, out, (id) => x.takeQueued(id), abort);
         if (served) this.antiEntropy.believeServed(from, served, now);
         break;
       }

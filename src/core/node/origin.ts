@@ -371,7 +371,7 @@ export class Origin {
     } else {
       const local = dropLocal(reqId);
       invariant(local !== undefined, () => `${reqId} is pending here, yet neither queued nor running`);
-      // Running: it completes unreplied, as one a hedge answered does.
+      // Running: it completes unreplied (or is aborted: abort-runs.ts), as one a hedge answered does.
       if (local === "running") this.answeredRuns.add(p);
       stage = local;
     }
@@ -390,6 +390,11 @@ export class Origin {
     this.endHedge(p, out);
     this.planner.learnDecode(result);
     out.push(okReply(this.by, p, result, timing, 0, now));
+  }
+
+  /** Our local run of the request was aborted (abort-runs.ts): it had gone unanswered already. */
+  abortedLocal(run: LocalRun): void {
+    invariant(this.answeredRuns.take(run.reqId, run.attempt), () => `${run.reqId} aborted while wanted`);
   }
 
   /** Our local run of the request failed: the request fails. */
@@ -486,6 +491,11 @@ export class Origin {
     const out: string[] = [];
     for (const p of this.pending.values()) if (p.current !== undefined && on(p.current)) out.push(p.reqId);
     return out;
+  }
+
+  /** Whether `reqId` still waits for its answer here. */
+  waits(reqId: string): boolean {
+    return this.pending.find(reqId) !== undefined;
   }
 
   /** Whether `to`'s attempt `attempt` is the request's current one. */
@@ -618,9 +628,10 @@ export class Origin {
     now: number,
     out: Effect[],
     takeQueued: (reqId: string) => boolean = () => false,
+    abortRun: (reqId: string) => void = () => {},
   ): Tokens | undefined {
     const current = this.current(from, msg);
-    const p = current ?? this.lateAnswered(from, msg, out, takeQueued);
+    const p = current ?? this.lateAnswered(from, msg, out, takeQueued, abortRun);
     if (!p) return undefined;
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
@@ -653,6 +664,7 @@ export class Origin {
     msg: PeerMessageOf<"result">,
     out: Effect[],
     takeQueued: (reqId: string) => boolean,
+    abortRun: (reqId: string) => void,
   ): Pending | undefined {
     const p = this.pending.find(msg.reqId);
     // Counted once: as a hedged answer (below), else as a late reply, whether it answers or is dropped.
@@ -669,6 +681,7 @@ export class Origin {
         return this.late(undefined);
       }
       this.answeredRuns.add(p);
+      abortRun(p.reqId);
       this.counters.hedgedAnswers++;
       return p;
     }

@@ -293,6 +293,12 @@ export class Serving {
     this.answer(job, msg, now, out);
   }
 
+  /** The forward's run was aborted on its origin's final cancel (abort-runs.ts): said so, as a drop. */
+  aborted(job: ServedForward, now: number, out: Effect[]): void {
+    const { reqId, attempt } = job;
+    this.answer(job, { type: "error", reqId, attempt, error: FORWARD_CANCELLED, retryable: true }, now, out);
+  }
+
   /** Sends the answer to a forward and keeps it (bounded) for an origin that may lose it. */
   private answer(job: ServedForward, msg: PeerMessage, now: number, out: Effect[]): void {
     invariant(job.from !== undefined && job.key !== undefined, "a forward's job lost its origin");

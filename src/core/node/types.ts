@@ -127,7 +127,8 @@ export interface ServedTiming {
  *   Not sent for a refused or dropped forward (duplicate without a job, shutting down, overload:
  *   those answer `error` or nothing, as before).
  * - `cancel`: the origin moved this attempt on (timeout, suspicion, error): a receiver still holding
- *   it queued drops it and answers nothing; a started job finishes (its reply is dropped as late).
+ *   it queued drops it and answers nothing; a started job finishes (its answer may still serve
+ *   the request, late) unless the cancel is `final` (abort-runs.ts): then it may be aborted.
  *   Optional to handle: a peer that ignores it is still correct, it only wastes the work.
  * - `result` / `error`: the answer to a `forward`, echoing reqId + attempt.
  *   `retryable` errors (overload, engine failure) make the origin try its next candidate.
@@ -176,7 +177,8 @@ export type PeerMessage =
       queueDepth?: number;
       epoch?: number;
     }
-  | { type: "cancel"; reqId: string; attempt: number }
+  /** `final`: the origin takes no answer for it any more (abort-runs.ts): a started run may be aborted. */
+  | { type: "cancel"; reqId: string; attempt: number; final?: true }
   | {
       type: "result";
       reqId: string;
@@ -214,6 +216,12 @@ export type NodeInput =
   | { type: "peer-message"; from: NodeId; msg: PeerMessage }
   | { type: "engine-done"; jobId: string; result: EngineResult }
   | { type: "engine-failed"; jobId: string; error: string }
+  /**
+   * The engine ended `jobId` early because the node asked (`abort-run`). What it kept cached of the
+   * run: node-managed, `kept` leading tokens of the request's cache key (absent: none);
+   * engine-managed, `sequences`, its whole cache now (absent: the next run says).
+   */
+  | { type: "engine-aborted"; jobId: string; kept?: number; sequences?: Tokens[] }
   | { type: "timer"; timer: Timer }
   /**
    * An engine-managed cache changed on its own (e.g. a server's KV events arrived): the node's tree
@@ -255,6 +263,11 @@ export type Effect =
        */
       cacheTokens: number;
     }
+  /**
+   * Abort the engine run of `jobId` (abort-runs.ts): nobody takes its answer. The engine's rejection
+   * comes back as `engine-aborted`; a run that ends first comes back as `engine-done` as ever.
+   */
+  | { type: "abort-run"; jobId: string }
   | { type: "set-timer"; timer: Timer; delayMs: number }
   | { type: "cancel-timer"; timer: Timer }
   | { type: "reply"; reqId: string; outcome: ReplyOutcome; record: RequestRecord }
@@ -372,7 +385,8 @@ export interface NodeStats {
   /**
    * Our clients' requests settled unreplied because the client hung up (`client-gone`), by where
    * the request was: waiting in our queue (dropped), forwarded (its peer sent a `cancel`), or
-   * running on our engine (it completes, unreplied: there is no engine abort).
+   * running on our engine (aborted when the engine can: `abortedClientGone`; else it completes,
+   * unreplied).
    */
   clientGoneQueued: number;
   clientGoneForwarded: number;
@@ -398,6 +412,13 @@ export interface NodeStats {
   /** Forwards refused for want of the prompt text this node's engine needs (`needsPromptText`). */
   promptTextRefused: number;
   engineFailures: number;
+  /**
+   * Engine runs aborted (abort-runs.ts), by why nobody took the answer: our client hung up, a
+   * hedge's peer answered first, the origin of a forward sent its final cancel. Not failures.
+   */
+  abortedClientGone: number;
+  abortedHedged: number;
+  abortedCancelled: number;
   unknownSender: number;
   /** Peer messages refused as malformed (e.g. an oversized request id). */
   invalidMessages: number;

@@ -163,6 +163,8 @@ export class LlamaCppEngine implements Engine {
       cacheMode: "engine-managed",
       maxContextTokens: context.contextSize,
       needsPromptText: false,
+      // An aborted run stops between tokens; its slot's content is read back (`cachedSequences`).
+      abortable: true,
     };
   }
 

@@ -169,6 +169,9 @@ export class OpenAIEngine implements Engine {
       cacheMode: cacheModel ? "engine-managed" : "node-managed",
       maxContextTokens: this.opts.maxContextTokens,
       needsPromptText: true,
+      // Not by LRU: an aborted run's prompt stays in the server's cache if its prefill ended, which
+      // the node cannot tell; engine-managed, the server's own cache is read back (the KV events).
+      abortable: cacheModel !== undefined,
     };
   }
 
@@ -240,6 +243,8 @@ export class OpenAIEngine implements Engine {
     this.slotCache = slots;
     this.tally = slots.tally;
     this.info.cacheMode = "engine-managed";
+    // An aborted run's slot is read back from the server before the next run (slot-cache.ts).
+    this.info.abortable = true;
   }
 
   /**

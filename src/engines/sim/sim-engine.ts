@@ -18,6 +18,7 @@ import type {
   Tokens,
 } from "../../core/engine.js";
 import { keyTokens, promptMatch } from "../../core/namespace.js";
+import { EngineAbortedError } from "../errors.js";
 import { engineCost, simOutput } from "./cost.js";
 import { KvCache } from "./kv-cache.js";
 import type { CostProfile } from "./profiles.js";
@@ -30,6 +31,8 @@ export interface SimEngineOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Multiplies modelled times in `run` (e.g. 0.01 to make a daemon test 100× faster). */
   timeScale?: number;
+  /** The clock an aborted run's prefill progress is read on (ms); default `performance.now`. */
+  now?: () => number;
   maxContextTokens?: number;
 }
 
@@ -117,6 +120,8 @@ export class SimEngine implements Engine {
       cacheMode: "node-managed",
       maxContextTokens: opts.maxContextTokens ?? 32_768,
       needsPromptText: false,
+      // An aborted run keeps what its prefill got through, and says how much (keptTokens).
+      abortable: true,
     };
     this.sleep = opts.sleep ?? defaultSleep;
     this.timeScale = opts.timeScale ?? 1;
@@ -164,11 +169,25 @@ export class SimEngine implements Engine {
     onChunk?: (c: EngineChunk) => void,
     signal?: AbortSignal,
   ): Promise<EngineResult> {
-    const { result, durationMs } = this.execute(req, []);
+    const { result } = this.execute(req, []);
     // Caches the whole prompt when it fits, as the node's tree will (the node evicted first).
     const key = keyTokens(req);
     const fits = this.cache.size + key.length - this.cache.match(key) <= this.info.capacityTokens;
-    await this.sleep(durationMs * this.timeScale, signal);
+    const prefillMs = result.prefillMs * this.timeScale;
+    const now = this.opts.now ?? (() => performance.now());
+    const start = now();
+    let prefilled = false;
+    try {
+      await this.sleep(prefillMs, signal);
+      prefilled = true;
+      await this.sleep(result.decodeMs * this.timeScale, signal);
+    } catch (e) {
+      if (!signal?.aborted) throw e;
+      const done = prefilled ? 1 : Math.min(1, (now() - start) / Math.max(prefillMs, 1e-9));
+      const kept = fits ? keptOnAbort(this.cache.match(key), key.length, done) : 0;
+      if (kept > 0) this.complete(key, kept);
+      throw new EngineAbortedError(kept);
+    }
     if (fits) this.complete(key, key.length);
     if (result.text.length > 0) onChunk?.({ text: result.text });
     // Report the times that passed, not the modelled ones: the node learns its costs from them and
@@ -190,4 +209,13 @@ export class SimEngine implements Engine {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * What an aborted run leaves cached of its cache key: the prefix it found cached, and the share of
+ * the rest its prefill got through (`done`, 0…1) — a server's prefix cache keeps the blocks it
+ * computed (vLLM, SGLang) — or nothing new.
+ */
+export function keptOnAbort(matched: number, length: number, done: number): number {
+  return matched + Math.floor(Math.max(0, Math.min(1, done)) * Math.max(0, length - matched));
 }

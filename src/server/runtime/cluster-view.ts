@@ -122,6 +122,11 @@ export class ClusterView {
           running: s.clientGoneDeadlineRunning,
         },
       },
+      engineAborted: {
+        "client-gone": s.abortedClientGone,
+        hedged: s.abortedHedged,
+        cancelled: s.abortedCancelled,
+      },
     };
   }
 

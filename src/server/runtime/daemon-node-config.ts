@@ -12,7 +12,7 @@ export function daemonNodeConfig(
   o: {
     peers: readonly string[];
     dynamicPeers: boolean;
-    engine: Pick<EngineInfo, "capacityTokens" | "cacheMode" | "needsPromptText">;
+    engine: Pick<EngineInfo, "capacityTokens" | "cacheMode" | "needsPromptText" | "abortable">;
     /** The models this node serves (its engine's and its adapters): it runs requests for no other. */
     models?: readonly string[];
   },
@@ -32,6 +32,8 @@ export function daemonNodeConfig(
     policy: s.policy,
     capacityTokens: s.capacityTokens ?? o.engine.capacityTokens,
     cacheMode: o.engine.cacheMode,
+    // Runs nobody takes the answer of are aborted where the engine's cache stays as the tree reads it.
+    abortRuns: o.engine.abortable === true,
     // A forward without the prompt text is refused (and re-sent with it) when the engine needs text.
     needsPromptText: o.engine.needsPromptText,
     pollMs: s.pollMs,

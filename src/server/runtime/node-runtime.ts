@@ -18,7 +18,7 @@
  * same object that came in with the client request or the forward), to the client or to the forward
  * stream of the peer that sent it.
  */
-import type { Engine, EngineRequest, EngineResult, EvictedRun } from "../../core/engine.js";
+import type { Engine, EngineRequest } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput, ReplyOutcome } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
@@ -35,12 +35,12 @@ import {
   ServiceError,
 } from "../service.js";
 import { Admin } from "./admin.js";
-import { countPrediction } from "./cache-predictions.js";
 import { admissionError } from "./client-admission.js";
 import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
 import { watchEngineCache } from "./engine-cache-watch.js";
 import { EngineHealth } from "./engine-health.js";
+import { EngineRuns } from "./engine-runs.js";
 import type { RuntimeLogger } from "./logger.js";
 import { type MeshModel, meshModels } from "./mesh-models.js";
 import { MeshPeers, movesMembers } from "./mesh-peers.js";
@@ -97,6 +97,7 @@ export class NodeRuntime implements NodeService {
   private readonly traffic: PeerTraffic;
   private readonly view: ClusterView;
   private readonly health: EngineHealth;
+  private readonly runs: EngineRuns;
   private readonly liveness: LivenessLog;
   /** gossip "scuttlebutt": its transport, seeds, verification (mesh-peers.ts). */
   readonly mesh: MeshPeers | undefined;
@@ -120,6 +121,12 @@ export class NodeRuntime implements NodeService {
       logServedForward(o.logger, f, reply, this.now()),
     );
     this.health = new EngineHealth(o.engine);
+    this.runs = new EngineRuns({
+      ...o,
+      feed: (input) => this.feed(input),
+      relay: (request, text) => this.relay(request, this.nodeId, text),
+      forPeer: (request) => this.served.serves(request),
+    });
     this.liveness = new LivenessLog(o.logger);
     this.admin = new Admin(o);
     this.sender = new PeerSender({
@@ -327,7 +334,10 @@ export class NodeRuntime implements NodeService {
         this.onReply(e.reqId, e.outcome, e.record);
         return;
       case "engine-run":
-        this.runEngine(e.jobId, e.request, e.evicted);
+        this.runs.start(e.jobId, e.request, e.evicted);
+        return;
+      case "abort-run":
+        this.runs.abort(e.jobId);
         return;
       case "send":
         this.traffic.send(e.to, e.msg);
@@ -378,22 +388,5 @@ export class NodeRuntime implements NodeService {
     if (reqId === undefined) return;
     if (!mayReachClient(this.node.servingNow(reqId), source)) return;
     this.clients.relay(reqId, source, text);
-  }
-
-  private runEngine(jobId: string, request: EngineRequest, evicted: EvictedRun[]): void {
-    if (evicted.length > 0) this.engine.evict?.(evicted);
-    this.o.metrics.served.inc({ origin: this.served.serves(request) ? "peer" : "self" });
-    void this.engine
-      .run(request, (c) => this.relay(request, this.nodeId, c.text))
-      .then(
-        (result: EngineResult) => {
-          countPrediction(this.o.metrics, result);
-          this.feed({ type: "engine-done", jobId, result });
-        },
-        (err: Error) => {
-          this.o.logger.warn({ err: err?.message, jobId }, "engine run failed");
-          this.feed({ type: "engine-failed", jobId, error: err?.message ?? String(err) });
-        },
-      );
   }
 }

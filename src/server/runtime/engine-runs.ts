@@ -1,0 +1,72 @@
+/**
+ * The engine runs the node started, each with its AbortController: an `abort-run` effect (the
+ * core's abort-runs.ts: nobody takes the run's answer any more) aborts it, and the engine's
+ * rejection goes back as `engine-aborted` — not `engine-failed`, so trust and the failure counts
+ * never see it. A run that ends before its abort takes hold goes back as `engine-done`, as ever.
+ */
+import type { Engine, EngineRequest, EngineResult, EvictedRun } from "../../core/engine.js";
+import type { NodeInput } from "../../core/node/types.js";
+import { EngineAbortedError } from "../../engines/errors.js";
+import type { NodeMetrics } from "../metrics.js";
+import { countPrediction } from "./cache-predictions.js";
+import type { RuntimeLogger } from "./logger.js";
+
+export class EngineRuns {
+  private readonly running = new Map<string, AbortController>();
+
+  constructor(
+    private readonly o: {
+      engine: Engine;
+      metrics: NodeMetrics;
+      logger: RuntimeLogger;
+      feed: (input: NodeInput) => void;
+      /** Output of a run, to whoever waits for it. */
+      relay: (request: EngineRequest, text: string) => void;
+      /** Whether `request` is a peer's forward (else our own client's). */
+      forPeer: (request: EngineRequest) => boolean;
+    },
+  ) {}
+
+  start(jobId: string, request: EngineRequest, evicted: EvictedRun[]): void {
+    const { engine, metrics, feed } = this.o;
+    if (evicted.length > 0) engine.evict?.(evicted);
+    metrics.served.inc({ origin: this.o.forPeer(request) ? "peer" : "self" });
+    const ctl = new AbortController();
+    this.running.set(jobId, ctl);
+    void engine
+      .run(request, (c) => this.o.relay(request, c.text), ctl.signal)
+      .then(
+        (result: EngineResult) => {
+          this.running.delete(jobId);
+          countPrediction(metrics, result);
+          feed({ type: "engine-done", jobId, result });
+        },
+        (err: Error) => {
+          this.running.delete(jobId);
+          if (ctl.signal.aborted) return void feed(this.abortedInput(jobId, err));
+          this.o.logger.warn({ err: err?.message, jobId }, "engine run failed");
+          feed({ type: "engine-failed", jobId, error: err?.message ?? String(err) });
+        },
+      );
+  }
+
+  /** Aborts the run of `jobId`, if it still runs (else it has ended already: nothing to do). */
+  abort(jobId: string): void {
+    this.running.get(jobId)?.abort();
+  }
+
+  /** Runs going now (tests). */
+  get size(): number {
+    return this.running.size;
+  }
+
+  private abortedInput(jobId: string, err: Error): NodeInput {
+    const { engine } = this.o;
+    this.o.logger.debug({ jobId }, "engine run aborted");
+    // An engine-managed cache kept what it kept of the run: the tree takes it now, not at the next run.
+    if (engine.info.cacheMode === "engine-managed" && engine.cachedSequences)
+      return { type: "engine-aborted", jobId, sequences: engine.cachedSequences() };
+    const kept = err instanceof EngineAbortedError ? (err.keptTokens ?? 0) : 0;
+    return kept > 0 ? { type: "engine-aborted", jobId, kept } : { type: "engine-aborted", jobId };
+  }
+}
