@@ -1,17 +1,9 @@
-/**
- * A client that hangs up before its answer, against the daemon on 127.0.0.1 (HTTP clients that abort):
- * its request, still waiting in the node's one-slot queue, never runs — streaming or not — and one
- * already running finishes unreplied. The node counts them in `prefixmesh_client_gone_total`.
- */
-import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { EngineChunk, EngineRequest, EngineResult } from "../../src/core/engine.js";
 import type { NodeStats } from "../../src/core/node/types.js";
-import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
-import { modelOf } from "../api-client.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { waitFor } from "../e2e/helpers.js";
-import { routedPair, TestSimEngine } from "./helpers.js";
+import { routedPair, soloNode, TestSimEngine } from "./helpers.js";
 
 /**
  * The test's simulated engine: while `gating`, each run waits until the test lets it go; it records
@@ -50,21 +42,9 @@ const viewOf = (n: NodeHandle) => n.runtime.clusterView() as View;
 describe("a client hanging up", () => {
   it("drops its queued request (plain and streaming), lets a running one finish unreplied", async () => {
     const engine = new GatedEngine();
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "sim",
-        logLevel: "silent",
-        listen: "127.0.0.1:0",
-        peerListen: "127.0.0.1:0",
-        calibrationMs: 0,
-      },
-      {},
-    );
-    const n = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+    const { node: n, model } = await soloNode(engine);
     node = n;
     const api = n.apiUrl;
-    const model = await modelOf(api);
     const view = () => viewOf(n);
     const post = (prompt: string, stream: boolean, signal?: AbortSignal) =>
       fetch(`${api}/v1/completions`, {
@@ -119,21 +99,9 @@ describe("a client hanging up", () => {
 
   it("tells a passed deadline (504) from a hang-up in prefixmesh_client_gone_total's reason", async () => {
     const engine = new GatedEngine();
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "sim",
-        logLevel: "silent",
-        listen: "127.0.0.1:0",
-        peerListen: "127.0.0.1:0",
-        calibrationMs: 0,
-      },
-      {},
-    );
-    const n = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+    const { node: n, model } = await soloNode(engine);
     node = n;
     const api = n.apiUrl;
-    const model = await modelOf(api);
     const post = (prompt: string, headers: Record<string, string> = {}) =>
       fetch(`${api}/v1/completions`, {
         method: "POST",

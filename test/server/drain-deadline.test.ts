@@ -1,30 +1,10 @@
-/**
- * SIGTERM's drain deadline passing with a request still running: the client gets the node's 503
- * (a JSON error it can retry elsewhere on), not a connection cut without a word.
- */
-import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
-import { modelOf } from "../api-client.js";
 import { waitFor } from "../e2e/helpers.js";
+import { soloNode } from "./helpers.js";
 
 describe("stop() past the drain deadline", () => {
   it("answers each unfinished client 503 with an OpenAI error body before closing its connection", async () => {
-    const s = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "sim",
-        logLevel: "silent",
-        listen: "127.0.0.1:0",
-        peerListen: "127.0.0.1:0",
-        calibrationMs: 0,
-        drainSec: 0,
-      },
-      {},
-    );
-    const node = await startNode(s, { logger: pino({ level: "silent" }) });
-    const model = await modelOf(node.apiUrl);
+    const { node, model } = await soloNode(undefined, { drainSec: 0 });
     // The sim engine at its own speed: thousands of output tokens run for seconds.
     const body = JSON.stringify({ model, prompt: "a long one", max_tokens: 2000 });
     const answers = [false, true].map((stream) =>

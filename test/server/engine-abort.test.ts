@@ -1,20 +1,11 @@
-/**
- * A client that hangs up while its request runs, against the daemon on 127.0.0.1 with a slow
- * simulated engine (real time): the engine run is aborted through its signal — at the entry node, or
- * at the peer its request was forwarded to (the origin's final cancel, over the real transport) — the
- * slot frees at once, and the abort is counted as such, not as an engine failure.
- */
-import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { EngineChunk, EngineRequest, EngineResult } from "../../src/core/engine.js";
 import type { NodeStats } from "../../src/core/node/types.js";
 import { resolveProfile } from "../../src/engines/sim/profiles.js";
 import { SimEngine } from "../../src/engines/sim/sim-engine.js";
-import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
-import { modelOf } from "../api-client.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { waitFor } from "../e2e/helpers.js";
-import { routedPair } from "./helpers.js";
+import { routedPair, soloNode } from "./helpers.js";
 
 /** The simulator's engine in real time (a long answer takes seconds), noting how each run ended. */
 class SlowEngine extends SimEngine {
@@ -49,21 +40,9 @@ afterEach(async () => {
 describe("a client hanging up while its request runs", () => {
   it("aborts the engine run: the slot frees at once, counted as aborted, not failed", async () => {
     const engine = new SlowEngine();
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "sim",
-        logLevel: "silent",
-        listen: "127.0.0.1:0",
-        peerListen: "127.0.0.1:0",
-        calibrationMs: 0,
-      },
-      {},
-    );
-    const n = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+    const { node: n, model } = await soloNode(engine);
     node = n;
     const api = n.apiUrl;
-    const model = await modelOf(api);
     const stats = () => (n.runtime.clusterView() as { stats: NodeStats }).stats;
     const post = (prompt: string, maxTokens: number, signal?: AbortSignal) =>
       fetch(`${api}/v1/completions`, {

@@ -1,7 +1,9 @@
+import pino from "pino";
 import type { Engine } from "../../src/core/engine.js";
 import { DEFAULT_PROFILE, resolveProfile } from "../../src/engines/sim/profiles.js";
 import { SimEngine } from "../../src/engines/sim/sim-engine.js";
-import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { modelOf, postCompletion } from "../api-client.js";
 import { startPair } from "../node-pair.js";
 
@@ -53,4 +55,33 @@ export async function routedPair(
     await new Promise((r) => setTimeout(r, 20));
   }
   return { a, b, model };
+}
+
+/**
+ * One node "A" alone on 127.0.0.1 (ports 0, no calibration, silent), running `engine` (else the sim
+ * engine); `extra` overrides node settings. Stopped again if its model cannot be read.
+ */
+export async function soloNode(engine?: Engine, extra: Record<string, unknown> = {}) {
+  const settings = resolveNodeSettings(
+    {
+      id: "A",
+      engine: "sim",
+      logLevel: "silent",
+      listen: "127.0.0.1:0",
+      peerListen: "127.0.0.1:0",
+      calibrationMs: 0,
+      ...extra,
+    },
+    {},
+  );
+  const node = await startNode(settings, {
+    logger: pino({ level: "silent" }),
+    ...(engine ? { engine } : {}),
+  });
+  try {
+    return { node, model: await modelOf(node.apiUrl) };
+  } catch (err) {
+    await node.stop();
+    throw err;
+  }
 }
