@@ -120,6 +120,26 @@ describe("gossip mode: a stale relayed epoch is not a restart of the jobs a memb
     expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A", fallbacks: 1 });
   });
 
+  it("an ack without an epoch (implied by an answer's first chunk) after the restart is taken as acked", () => {
+    const { h } = staleRelay();
+    forwardToB(h, "r1");
+    h.deliverMesh(); // the stale relay's successor, B's current epoch: r1 is not acked yet, so it waits
+    expect(h.node("A").stats().fallbacks).toBe(0);
+    // The ack a streaming run's first chunk implies carries no epoch: B's current incarnation (which
+    // holds the job) cannot be told from an older one by it, and failing over would run it twice.
+    h.deliver(isType("forward"));
+    h.deliver((m) => {
+      if (m.msg.type !== "forward-ack") return false;
+      delete (m.msg as { epoch?: number }).epoch;
+      return true;
+    });
+    expect(h.node("A").stats().fallbacks).toBe(0);
+    h.finishRuns("B");
+    h.deliver();
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B", fallbacks: 0 });
+    expect(h.members.get("A")?.runs.size ?? 0).toBe(0);
+  });
+
   it("a hedge on B's current incarnation goes on asking it when that epoch arrives", () => {
     const { h } = staleRelay();
     answerLost(h, "r1", prompt(1, 1));

@@ -1,8 +1,13 @@
 /** The ports held while the engine loads: a clash is found at once, and the API port says "loading". */
 import { connect, createServer } from "node:net";
+import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { startExitCode } from "../../src/cli/node.js";
+import { resolveProfile } from "../../src/engines/sim/profiles.js";
+import { SimEngine } from "../../src/engines/sim/sim-engine.js";
 import { holdPorts } from "../../src/server/runtime/port-hold.js";
+import { startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -99,6 +104,39 @@ describe("holdPorts", () => {
         s.listen(port, "127.0.0.1", res);
       });
       await new Promise<void>((res) => s.close(() => res()));
+    }
+  });
+});
+
+describe("startNode's held ports", () => {
+  it("are let go when the node fails to start after its engine loaded", async () => {
+    const [api, peer] = [await freePort(), await freePort()];
+    const engine = new SimEngine({ profile: resolveProfile("paper-h100-qwen0.5b") });
+    // A capacity the node's config refuses: the start fails after the load, before the servers bind.
+    engine.info.capacityTokens = 0;
+    const settings = resolveNodeSettings(
+      {
+        id: "A",
+        engine: "sim",
+        logLevel: "silent",
+        listen: `127.0.0.1:${api}`,
+        peerListen: `127.0.0.1:${peer}`,
+        calibrationMs: 0,
+      },
+      {},
+    );
+    const err = await startNode(settings, { logger: pino({ level: "silent" }), engine }).catch(
+      (e: Error) => e,
+    );
+    expect(err).toBeInstanceOf(Error);
+    for (const port of [api, peer]) {
+      const s = createServer();
+      const got = await new Promise<string>((res) => {
+        s.once("error", (e: NodeJS.ErrnoException) => res(e.code ?? "?"));
+        s.listen(port, "127.0.0.1", () => res("bound"));
+      });
+      if (got === "bound") await new Promise<void>((res) => s.close(() => res()));
+      expect(got, `port ${port}`).toBe("bound");
     }
   });
 });

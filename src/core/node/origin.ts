@@ -613,7 +613,9 @@ export class Origin {
       this.counters.ignoredAcks++;
       return false;
     }
-    if (p.restartEpoch !== undefined && olderThan(p.ackEpoch, p.restartEpoch)) return true;
+    // Only an ack that names an older epoch is the gone incarnation's: one with none (implied by an
+    // answer's first chunk, or an older peer's) may be the new one's, and the old one's stream breaks.
+    if (p.restartEpoch !== undefined && p.ackEpoch !== undefined && p.ackEpoch < p.restartEpoch) return true;
     this.acks.acked(p, from, etaMs, p.expect[p.next - 1], this.deps.now(), out);
     return false;
   }

@@ -150,8 +150,11 @@ export async function startNode(
     engine = opts.engine ?? (await loadEngine(s));
   } catch (err) {
     cpuLatency?.release();
-    await ports.release();
     throw err;
+  } finally {
+    // Let go here, not at the bind: nothing below awaits before the servers bind, and a start that
+    // fails in between must not keep the ports.
+    await ports.release();
   }
   const now = () => performance.timeOrigin + performance.now();
   const node = new PrefixNode(
@@ -254,7 +257,6 @@ export async function startNode(
   let peerUrl: string;
   let apiUrl: string;
   try {
-    await ports.release();
     peerUrl = await bound("--peer-listen", s.peerListen, peerServer.listen({ host: pl.host, port: pl.port }));
     apiUrl = await bound("--listen", s.listen, api.listen({ host: al.host, port: al.port }));
   } catch (err) {
