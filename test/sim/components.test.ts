@@ -159,6 +159,9 @@ describe("SimEngine", () => {
       return new SimEngine({
         profile: PAPER_H100_QWEN05B,
         capacityTokens: 1_000,
+        // A frozen clock: the prefill's progress at the abort is what the stall says, not how long
+        // a busy machine took between the run's start and the abort.
+        now: () => 0,
         sleep: (_ms, signal) =>
           ++calls < stall
             ? Promise.resolve()
