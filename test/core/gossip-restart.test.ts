@@ -11,8 +11,8 @@ import { RadixTree } from "../../src/core/radix-tree.js";
 import { gossiper } from "./gossip-pair.js";
 import {
   answerLost,
-  DAEMON_RECOVERY,
-  Harness,
+  daemonGossip,
+  type Harness,
   isType,
   type Mail,
   prompt,
@@ -23,14 +23,7 @@ const ACK_MS = 250;
 
 /** A and B as the daemon runs them (scuttlebutt, answer recovery); B holds topic 1. */
 function setup(): Harness {
-  const h = new Harness(["A", "B"], {
-    gossip: "scuttlebutt",
-    ...DAEMON_RECOVERY,
-    forwardAckTimeoutMs: ACK_MS,
-    forwardTimeoutMs: 30_000,
-  });
-  h.warm("B", "warm1", prompt(1, 0));
-  h.advanceLive(3_000);
+  const h = daemonGossip(["A", "B"], ACK_MS);
   expect(h.node("A").heldOf("B")).toBeDefined();
   return h;
 }

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { MeshMessage } from "../../src/core/node/types.js";
-import { answerLost, DAEMON_RECOVERY, Harness, isType, type Mail, prompt } from "./node-harness.js";
+import { answerLost, daemonGossip, type Harness, isType, type Mail, prompt } from "./node-harness.js";
 
 const ACK_MS = 250;
 type MeshMail = { from: string; to: string; msg: MeshMessage };
@@ -22,14 +22,7 @@ const toB = (m: Mail) => m.to === "B";
  * of B's epoch-0 state. Returns B's current epoch.
  */
 function staleRelay(): { h: Harness; epochB: number } {
-  const h = new Harness(["A", "B", "C"], {
-    gossip: "scuttlebutt",
-    ...DAEMON_RECOVERY,
-    forwardAckTimeoutMs: ACK_MS,
-    forwardTimeoutMs: 30_000,
-  });
-  h.warm("B", "warm1", prompt(1, 0));
-  h.advanceLive(3_000);
+  const h = daemonGossip(["A", "B", "C"], ACK_MS);
   expect(h.node("C").heldOf("B")?.epoch).toBe(0);
   h.crash("A");
   h.crash("B");

@@ -319,6 +319,22 @@ export const DAEMON_RECOVERY = {
   maxTimedOutAttempts: 2,
 } as const;
 
+/**
+ * `ids` as the daemon runs them under gossip "scuttlebutt" (answer recovery, an `ackMs` ack timeout),
+ * B having served topic 1 and the gossip settled for 3 s.
+ */
+export function daemonGossip(ids: readonly string[], ackMs: number): Harness {
+  const h = new Harness([...ids], {
+    gossip: "scuttlebutt",
+    ...DAEMON_RECOVERY,
+    forwardAckTimeoutMs: ackMs,
+    forwardTimeoutMs: 30_000,
+  });
+  h.warm("B", "warm1", prompt(1, 0));
+  h.advanceLive(3_000);
+  return h;
+}
+
 /** Advances `h` 10 ms at a time, dropping the mail `lost` matches, until `node` has fallen back. */
 export function untilFallback(h: Harness, node: string, lost: (m: Mail) => boolean, limitMs: number): void {
   for (let t = 0; h.node(node).stats().fallbacks === 0; t += 10) {
