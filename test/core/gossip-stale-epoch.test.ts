@@ -65,6 +65,23 @@ describe("gossip mode: a stale relayed epoch is not a restart of the jobs a memb
     expect(h.node("B").stats().duplicateForwards).toBe(0);
   });
 
+  it("a forward acked without an epoch (implied by a first chunk) is not failed over when B's epoch arrives", () => {
+    const { h } = staleRelay();
+    forwardToB(h, "r1");
+    h.deliver(isType("forward"));
+    h.deliver((m) => {
+      if (m.msg.type !== "forward-ack") return false;
+      delete (m.msg as { epoch?: number }).epoch;
+      return true;
+    });
+    h.deliverMesh(); // B's own gossip: its current epoch, newer than C's relay
+    expect(h.node("A").stats().fallbacks).toBe(0);
+    expect(h.members.get("A")?.runs.size ?? 0).toBe(0);
+    h.finishRuns("B");
+    h.deliver();
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B", fallbacks: 0 });
+  });
+
   it("a forward not acked yet waits for its ack, not for the epoch", () => {
     const { h } = staleRelay();
     forwardToB(h, "r1");

@@ -466,7 +466,7 @@ export class Origin {
 
   /**
    * Requests whose current attempt `peer` lost: every one when it left or is down (no `epoch`); when
-   * it is seen back at `epoch`, those an older incarnation acked (or one whose acks say no epoch).
+   * it is seen back at `epoch`, those an older incarnation acked (`lostIn`).
    * The epoch that shows a restart may be relayed, and the first one heard of a member may be an
    * old one: its current epoch then reads as a restart, and only the ack's own epoch tells whether
    * the job went with it. One not acked yet is left to its ack timeout (a new incarnation that gets
@@ -481,7 +481,7 @@ export class Origin {
         p.restartEpoch = Math.max(p.restartEpoch ?? epoch, epoch);
         continue;
       }
-      if (p.ackedAt < 0 || olderThan(p.ackEpoch, epoch)) out.push(p.reqId);
+      if (p.ackedAt < 0 || lostIn(p.ackEpoch, epoch)) out.push(p.reqId);
     }
     return out;
   }
@@ -613,9 +613,7 @@ export class Origin {
       this.counters.ignoredAcks++;
       return false;
     }
-    // Only an ack that names an older epoch is the gone incarnation's: one with none (implied by an
-    // answer's first chunk, or an older peer's) may be the new one's, and the old one's stream breaks.
-    if (p.restartEpoch !== undefined && p.ackEpoch !== undefined && p.ackEpoch < p.restartEpoch) return true;
+    if (p.restartEpoch !== undefined && lostIn(p.ackEpoch, p.restartEpoch)) return true;
     this.acks.acked(p, from, etaMs, p.expect[p.next - 1], this.deps.now(), out);
     return false;
   }
@@ -761,8 +759,19 @@ const DEADLINE_COUNTER = {
 } as const;
 
 /**
- * Whether a job a peer acked in `acked` went with its restart seen at `epoch` (undefined: it left or
- * is down, every job went): an ack that said no epoch (an older peer) counts as lost, as before.
+ * Whether a forward a peer acked in `acked` went with its restart seen at `epoch` (undefined: it left
+ * or is down, every job went). Only an ack naming an older epoch is the gone incarnation's: one naming
+ * none (implied by a streaming answer's first chunk, or an older peer's) may be the new one's, and
+ * failing it over would run it twice; the gone one's stream breaks, or the answer's probe finds it
+ * unknown, and that fails it over.
+ */
+function lostIn(acked: number | undefined, epoch: number | undefined): boolean {
+  return epoch === undefined || (acked !== undefined && acked < epoch);
+}
+
+/**
+ * Whether a hedge on a job acked in `acked` must end at a restart seen at `epoch`: unlike a forward,
+ * one whose epoch is unknown ends too, since asking a new incarnation again would run the job again.
  */
 function olderThan(acked: number | undefined, epoch: number | undefined): boolean {
   return epoch === undefined || acked === undefined || acked < epoch;
