@@ -55,11 +55,6 @@ export class EngineRuns {
     this.running.get(jobId)?.abort();
   }
 
-  /** Runs going now (tests). */
-  get size(): number {
-    return this.running.size;
-  }
-
   private abortedInput(jobId: string, err: Error): NodeInput {
     const { engine } = this.o;
     this.o.logger.debug({ jobId }, "engine run aborted");
