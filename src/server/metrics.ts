@@ -150,6 +150,15 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     const v = view();
     if (v) this.set(v.queueDepth);
   });
+  let connectedPeers: (() => number) | undefined;
+  g(
+    "prefixmesh_peer_connected_peers",
+    "Peers this node holds connections to (pools, forward channels), at most --max-connected-peers",
+    [],
+    function () {
+      if (connectedPeers) this.set(connectedPeers());
+    },
+  );
   g("prefixmesh_pushback_active", "1 while this node advertises push-back", [], function () {
     const v = view();
     if (v) this.set(v.pushBackActive ? 1 : 0);
@@ -257,6 +266,10 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     pushBack,
     setViewProvider(fn: () => GaugeView): void {
       provider = fn;
+    },
+    /** What the peer client says of its connected peers (PeerClient.connectedPeers). */
+    setConnectedPeers(fn: () => number): void {
+      connectedPeers = fn;
     },
   };
 }
