@@ -169,7 +169,7 @@ export async function startNode(
     { epoch: Date.now() },
   );
 
-  const metrics = createMetrics(s.id);
+  const metrics = createMetrics(s.id, { maxPeerSeries: s.metricsMaxPeers });
   const delay = createDelayInjector({ delayMs: s.injectDelayMs, jitterMs: s.injectJitterMs });
   const delayFn = delay.enabled ? () => delay.wait() : undefined;
   const client = new PeerClient({
