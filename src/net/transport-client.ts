@@ -6,7 +6,7 @@
 
 import { randomBytes } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
-import { Client, Pool } from "undici";
+import { buildConnector, Client, Pool } from "undici";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
 import { readBounded, readForwardStream } from "./answer-stream.js";
@@ -77,6 +77,11 @@ interface PeerEntry {
   url: string;
   /** Its connection pool: made on first use, closed when the peer falls out of the connected ones. */
   pool: Pool | undefined;
+  /**
+   * How its pools connect (TLS modes), kept across pools: its TLS session cache lets a pool made again
+   * after a release resume the session instead of a full handshake with certificate checks.
+   */
+  connector: buildConnector.connector | undefined;
   /** The forward channel, opened on first use; undefined in HTTP mode or for a peer without one. */
   channel: ForwardChannel | undefined;
   /** Forwards carry the prompt text (false once the peer's hello said its engine needs tokens only). */
@@ -112,20 +117,30 @@ export class PeerClient {
         ? new ForwardChannel(key, url, this.opts.auth, this.t)
         : undefined;
     // A member moving to another address keeps what its hello said.
-    this.peers.set(key, { id, url, pool: undefined, channel, promptText: existing?.promptText ?? true });
+    this.peers.set(key, {
+      id,
+      url,
+      pool: undefined,
+      connector: undefined,
+      channel,
+      promptText: existing?.promptText ?? true,
+    });
   }
 
   /** The peer's pool, made if it has none, and the peer marked used: the least recent past the bound go. */
   private poolOf(peer: PeerEntry): Pool {
     this.use(peer);
-    peer.pool ??= new Pool(new URL(peer.url).origin, {
+    if (peer.pool) return peer.pool;
+    const tls = this.opts.auth.connectOptions(peer.id);
+    if (tls) peer.connector ??= buildConnector({ ...tls, timeout: this.t.connectMs });
+    peer.pool = new Pool(new URL(peer.url).origin, {
       connections: PEER_POOL_CONNECTIONS,
       pipelining: 1,
       keepAliveTimeout: 30_000,
       connectTimeout: this.t.connectMs,
       headersTimeout: this.t.firstByteMs,
       bodyTimeout: this.t.gapMs,
-      ...(this.opts.auth.connectOptions(peer.id) ? { connect: this.opts.auth.connectOptions(peer.id) } : {}),
+      ...(peer.connector ? { connect: peer.connector } : {}),
     });
     return peer.pool;
   }

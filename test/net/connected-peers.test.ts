@@ -2,13 +2,19 @@
  * Connections kept to at most `maxConnectedPeers` peers (connected-peers.ts, transport-client.ts):
  * the LRU alone against a naive model, then a real client and three real peer servers on loopback.
  */
+import { mkdtempSync, rmSync } from "node:fs";
 import type { Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TLSSocket } from "node:tls";
 import fc from "fast-check";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
+import { loadTlsMaterial } from "../../src/net/auth/tls.js";
 import { ConnectedPeers } from "../../src/net/connected-peers.js";
 import type { PeerServerHandlers } from "../../src/net/peer-handlers.js";
-import { hmacAuth } from "../../src/net/transport-auth.js";
+import { hmacAuth, mtlsAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { PeerClient } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
@@ -65,24 +71,30 @@ afterEach(async () => {
 });
 
 /** A real peer server `id` answering each forward with its reqId after `maxTokens` ms; counts open sockets. */
-async function peer(id: string) {
+async function peer(id: string, auth: PeerAuth = hmacAuth(id, SECRET)) {
   const open = new Set<Socket>();
+  const tls = { handshakes: 0, resumed: 0 };
   const handlers: PeerServerHandlers = {
     hello: () => ({ id, cluster: "c1", model: "m", protocol: PROTOCOL_VERSION }),
     isKnownPeer: (from) => from === "A",
     onMessage() {},
+    onMesh: () => undefined,
     onForward: (_from, msg, reply) => {
       setTimeout(() => reply.finish(resultFor(msg, msg.reqId, id)), msg.request.maxTokens);
     },
   };
-  const server = buildPeerServer({ auth: hmacAuth(id, SECRET), handlers });
+  const server = buildPeerServer({ auth, handlers });
   server.server.on("connection", (s: Socket) => {
     open.add(s);
     s.on("close", () => open.delete(s));
   });
+  server.server.on("secureConnection", (t: TLSSocket) => {
+    tls.handshakes++;
+    if (t.isSessionReused()) tls.resumed++;
+  });
   servers.push(server);
   const url = await server.listen({ host: "127.0.0.1", port: 0 });
-  return { url, open };
+  return { url, open, tls };
 }
 
 async function answer(c: PeerClient, to: string, reqId: string, ms = 1): Promise<string> {
@@ -128,4 +140,28 @@ describe("PeerClient with maxConnectedPeers 2", () => {
     expect(await answer(c, "P3", "r4")).toBe("r4@P3");
     await waitFor(() => c.connectedPeers === 2, 10_000, "back within the bound");
   }, 30_000);
+});
+
+describe("PeerClient with maxConnectedPeers 1, mutual TLS", () => {
+  it("resumes the TLS session when a released peer is reached again (no full handshake)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pm-conn-tls-"));
+    try {
+      await initCa(dir, { clusterId: "c1" });
+      for (const id of ["A", "P1", "P2"]) await issueNodeCert(dir, id);
+      const [a, t1, t2] = await Promise.all(["A", "P1", "P2"].map((id) => loadTlsMaterial(dir, id)));
+      const [p1, p2] = await Promise.all([peer("P1", mtlsAuth(t1!)), peer("P2", mtlsAuth(t2!))]);
+      const c = new PeerClient({ auth: mtlsAuth(a!), maxConnectedPeers: 1 });
+      clients.push(c);
+      c.setPeer("P1", p1.url);
+      c.setPeer("P2", p2.url);
+      await c.sendMesh("P1", new Uint8Array(8));
+      await c.sendMesh("P2", new Uint8Array(8)); // P1 released
+      await waitFor(() => p1.open.size === 0, 10_000, "P1's connection closed");
+      await c.sendMesh("P1", new Uint8Array(8));
+      expect(p1.tls.handshakes).toBe(2);
+      expect(p1.tls.resumed).toBe(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
