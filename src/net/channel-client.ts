@@ -138,6 +138,18 @@ export class ForwardChannel {
     return false;
   }
 
+  /**
+   * Closes the connection if no forward is open on it (the channel reopens on its next forward): the
+   * peer is no longer among those we keep connected (connected-peers.ts). False while one is open.
+   */
+  release(): boolean {
+    if (this.streams.size > 0 || this.opening !== undefined) return false;
+    const conn = this.conn;
+    this.conn = undefined;
+    conn?.ws.close(1000, "idle");
+    return true;
+  }
+
   /** Closes the channel; open streams fail as cut off. */
   close(): void {
     this.closed = true;

@@ -6,13 +6,14 @@
 
 import { randomBytes } from "node:crypto";
 import type { PeerCertificate } from "node:tls";
-import { Client, Pool } from "undici";
+import { buildConnector, Client, Pool } from "undici";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
 import { readBounded, readForwardStream } from "./answer-stream.js";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
 import { peerIdFromCert } from "./auth/tls.js";
 import { ForwardChannel } from "./channel-client.js";
+import { ConnectedPeers, DEFAULT_MAX_CONNECTED_PEERS } from "./connected-peers.js";
 import { forwardTimeouts } from "./forward-timeouts.js";
 import { MESH_PATH } from "./mesh-wire.js";
 import { ANY_DESTINATION, type PeerAuth } from "./transport-auth.js";
@@ -61,6 +62,8 @@ export interface PeerClientOptions {
    * trip instead of an HTTP exchange per forward), or one HTTP request each ("http").
    */
   forwardTransport?: ForwardTransport;
+  /** Peers kept connected at most (connected-peers.ts); default DEFAULT_MAX_CONNECTED_PEERS. */
+  maxConnectedPeers?: number;
 }
 
 export type ForwardTransport = "channel" | "http";
@@ -72,7 +75,13 @@ interface PeerEntry {
   /** The peer's node id: what requests to it are signed for. */
   id: string;
   url: string;
-  pool: Pool;
+  /** Its connection pool: made on first use, closed when the peer falls out of the connected ones. */
+  pool: Pool | undefined;
+  /**
+   * How its pools connect (TLS modes), kept across pools: its TLS session cache lets a pool made again
+   * after a release resume the session instead of a full handshake with certificate checks.
+   */
+  connector: buildConnector.connector | undefined;
   /** The forward channel, opened on first use; undefined in HTTP mode or for a peer without one. */
   channel: ForwardChannel | undefined;
   /** Forwards carry the prompt text (false once the peer's hello said its engine needs tokens only). */
@@ -82,9 +91,16 @@ interface PeerEntry {
 export class PeerClient {
   private readonly peers = new Map<string, PeerEntry>();
   private readonly t: TransportTimeouts;
+  private readonly connected: ConnectedPeers;
 
   constructor(private readonly opts: PeerClientOptions) {
     this.t = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
+    this.connected = new ConnectedPeers(opts.maxConnectedPeers ?? DEFAULT_MAX_CONNECTED_PEERS);
+  }
+
+  /** Peers we hold connections to (or may: a pool made and not yet closed). */
+  get connectedPeers(): number {
+    return this.connected.size;
   }
 
   setPeer(id: string, url: string): void {
@@ -93,23 +109,55 @@ export class PeerClient {
     if (existing?.url === url) return;
     if (existing) {
       existing.channel?.close();
-      void existing.pool.close().catch(() => {});
+      void existing.pool?.close().catch(() => {});
+      this.connected.drop(key);
     }
-    const pool = new Pool(new URL(url).origin, {
+    const channel =
+      (this.opts.forwardTransport ?? "channel") === "channel"
+        ? new ForwardChannel(key, url, this.opts.auth, this.t)
+        : undefined;
+    // A member moving to another address keeps what its hello said.
+    this.peers.set(key, {
+      id,
+      url,
+      pool: undefined,
+      connector: undefined,
+      channel,
+      promptText: existing?.promptText ?? true,
+    });
+  }
+
+  /** The peer's pool, made if it has none, and the peer marked used: the least recent past the bound go. */
+  private poolOf(peer: PeerEntry): Pool {
+    this.use(peer);
+    if (peer.pool) return peer.pool;
+    const tls = this.opts.auth.connectOptions(peer.id);
+    if (tls) peer.connector ??= buildConnector({ ...tls, timeout: this.t.connectMs });
+    peer.pool = new Pool(new URL(peer.url).origin, {
       connections: PEER_POOL_CONNECTIONS,
       pipelining: 1,
       keepAliveTimeout: 30_000,
       connectTimeout: this.t.connectMs,
       headersTimeout: this.t.firstByteMs,
       bodyTimeout: this.t.gapMs,
-      ...(this.opts.auth.connectOptions(id) ? { connect: this.opts.auth.connectOptions(id) } : {}),
+      ...(peer.connector ? { connect: peer.connector } : {}),
     });
-    const channel =
-      (this.opts.forwardTransport ?? "channel") === "channel"
-        ? new ForwardChannel(key, url, this.opts.auth, this.t)
-        : undefined;
-    // A member moving to another address keeps what its hello said.
-    this.peers.set(key, { id, url, pool, channel, promptText: existing?.promptText ?? true });
+    return peer.pool;
+  }
+
+  /**
+   * `peer` is used now; peers past the bound are released: their pools closed (requests in flight
+   * finish first) and their channels closed if no forward is open on them (one that is stays, and is
+   * offered again at the next use).
+   */
+  private use(peer: PeerEntry): void {
+    for (const id of this.connected.use(peer.id)) {
+      const p = this.peers.get(id);
+      if (p?.channel && !p.channel.release()) continue;
+      if (p?.pool) void p.pool.close().catch(() => {});
+      if (p) p.pool = undefined;
+      this.connected.drop(id);
+    }
   }
 
   /** Whether forwards to `id` carry the prompt text: what the peer's (checked) hello said. */
@@ -127,8 +175,9 @@ export class PeerClient {
     const p = this.peers.get(id);
     if (!p) return;
     this.peers.delete(id);
+    this.connected.drop(id);
     p.channel?.close();
-    void p.pool.destroy().catch(() => {});
+    void p.pool?.destroy().catch(() => {});
   }
 
   has(id: string): boolean {
@@ -159,7 +208,7 @@ export class PeerClient {
     const challenge = randomBytes(16).toString("hex");
     const path = HELLO_PATH;
     try {
-      const res = await peer.pool.request({
+      const res = await this.poolOf(peer).request({
         method: "GET",
         path,
         signal: AbortSignal.timeout(this.t.messageTotalMs),
@@ -338,6 +387,7 @@ export class PeerClient {
   ): Promise<ReplyMsg> {
     if (this.opts.delay) await this.opts.delay();
     if (peer.channel) {
+      this.use(peer);
       try {
         return await peer.channel.forward(msg, onChunk, onAck, withText);
       } catch (err) {
@@ -359,7 +409,7 @@ export class PeerClient {
     );
     timer.unref?.();
     try {
-      const res = await peer.pool.request({
+      const res = await this.poolOf(peer).request({
         method: "POST",
         path,
         body,
@@ -393,7 +443,7 @@ export class PeerClient {
 
   async close(): Promise<void> {
     for (const p of this.peers.values()) p.channel?.close();
-    const pools = [...this.peers.values()].map((p) => p.pool.close().catch(() => {}));
+    const pools = [...this.peers.values()].map((p) => p.pool?.close().catch(() => {}));
     this.peers.clear();
     await Promise.all(pools);
   }
@@ -414,7 +464,7 @@ export class PeerClient {
     const peer = this.get(id);
     try {
       if (this.opts.delay) await this.opts.delay();
-      const res = await peer.pool.request({
+      const res = await this.poolOf(peer).request({
         method,
         path,
         body: body ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : undefined,

@@ -5,10 +5,13 @@
  * (`process_*`, `nodejs_*`: CPU, memory, event-loop lag, GC) are prom-client's defaults.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { CounterPeers, DEFAULT_METRIC_PEERS, gaugePeers } from "./metric-peers.js";
 
 export interface PeerGaugeView {
   peer: string;
   suspected: boolean;
+  /** Down or left (`suspected` is then true too). */
+  down?: boolean;
   /** Age of our estimate of this peer, seconds (undefined when none held yet). */
   estimateAgeSec?: number;
   estimateTokens: number;
@@ -39,6 +42,8 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 export interface MetricsOptions {
   /** The process and Node.js metrics (default true; tests that build many registries may skip them). */
   processMetrics?: boolean;
+  /** Peers with per-peer series of their own (metric-peers.ts; default DEFAULT_METRIC_PEERS). */
+  maxPeerSeries?: number;
 }
 
 export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
@@ -62,6 +67,16 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     return scraped;
   };
   const registers = [registry];
+  const maxPeerSeries = opts.maxPeerSeries ?? DEFAULT_METRIC_PEERS;
+  const counterPeers = new CounterPeers(maxPeerSeries);
+  /** A counter whose `label` names a peer: past the bound, its increments count under `other`. */
+  const byPeer = <L extends string, K extends L>(c: Counter<L>, label: K) => ({
+    inc(labels: Partial<Record<L, string>>, n?: number): void {
+      const id = labels[label];
+      const mapped = id === undefined ? labels : { ...labels, [label]: counterPeers.label(id) };
+      c.inc(mapped as Partial<Record<L, string | number>>, n);
+    },
+  });
 
   const counter = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
     new Counter<L>({ name, help, labelNames, registers });
@@ -86,10 +101,14 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     buckets: LATENCY_BUCKETS,
     registers,
   });
-  const servedBy = counter(
-    "prefixmesh_requests_served_by_total",
-    "Client requests that entered here and were answered, by the node that served them (member ids only)",
-    ["served_by"],
+  const servedBy = byPeer(
+    counter(
+      "prefixmesh_requests_served_by_total",
+      "Client requests that entered here and were answered, by the node that served them (member ids " +
+        "only; past --metrics-max-peers, `other`)",
+      ["served_by"],
+    ),
+    "served_by",
   );
   const served = counter(
     "prefixmesh_served_total",
@@ -114,15 +133,23 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       "(outcome: exact, wrong, unpredicted, unreported; source: llama-slots, kv-events, lru)",
     ["outcome", "source"],
   );
-  const gossipBytes = counter(
-    "prefixmesh_gossip_bytes_total",
-    "Gossip bytes by peer and direction: anti-entropy snapshots and mesh (SWIM, Scuttlebutt) messages",
-    ["peer", "direction"],
+  const gossipBytes = byPeer(
+    counter(
+      "prefixmesh_gossip_bytes_total",
+      "Gossip bytes by peer and direction: anti-entropy snapshots and mesh (SWIM, Scuttlebutt) messages " +
+        "(peers past --metrics-max-peers as `other`)",
+      ["peer", "direction"],
+    ),
+    "peer",
   );
-  const peerFailures = counter(
-    "prefixmesh_peer_send_failures_total",
-    "Peer messages that failed at the transport (refused, reset, timeout)",
-    ["peer", "reason"],
+  const peerFailures = byPeer(
+    counter(
+      "prefixmesh_peer_send_failures_total",
+      "Peer messages that failed at the transport (refused, reset, timeout; peers past " +
+        "--metrics-max-peers as `other`)",
+      ["peer", "reason"],
+    ),
+    "peer",
   );
   const authRejected = counter(
     "prefixmesh_peer_auth_rejected_total",
@@ -150,17 +177,41 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     const v = view();
     if (v) this.set(v.queueDepth);
   });
+  let connectedPeers: (() => number) | undefined;
+  g(
+    "prefixmesh_peer_connected_peers",
+    "Peers this node holds connections to (pools, forward channels), at most --max-connected-peers",
+    [],
+    function () {
+      if (connectedPeers) this.set(connectedPeers());
+    },
+  );
   g("prefixmesh_pushback_active", "1 while this node advertises push-back", [], function () {
     const v = view();
     if (v) this.set(v.pushBackActive ? 1 : 0);
   });
-  /** A gauge per peer, rebuilt at each scrape (peers come and go); undefined leaves a peer out. */
+  g(
+    "prefixmesh_members",
+    "Members this node knows, by state: live, suspected (silent, or not heard from yet), down",
+    ["state"],
+    function () {
+      const v = view();
+      if (!v) return;
+      const n = { live: 0, suspected: 0, down: 0 };
+      for (const p of v.peers) n[p.down ? "down" : p.suspected ? "suspected" : "live"]++;
+      for (const [state, count] of Object.entries(n)) this.set({ state }, count);
+    },
+  );
+  /**
+   * A gauge per peer, rebuilt at each scrape (peers come and go); undefined leaves a peer out. At most
+   * --metrics-max-peers peers, those not live first (metric-peers.ts).
+   */
   const perPeer = (name: string, help: string, value: (p: PeerGaugeView) => number | undefined) =>
     g(name, help, ["peer"], function () {
       const v = view();
       if (!v) return;
       this.reset();
-      for (const p of v.peers) {
+      for (const p of gaugePeers(v.peers, maxPeerSeries)) {
         const v = value(p);
         if (v !== undefined) this.set({ peer: p.peer }, v);
       }
@@ -257,6 +308,10 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     pushBack,
     setViewProvider(fn: () => GaugeView): void {
       provider = fn;
+    },
+    /** What the peer client says of its connected peers (PeerClient.connectedPeers). */
+    setConnectedPeers(fn: () => number): void {
+      connectedPeers = fn;
     },
   };
 }

@@ -762,7 +762,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
 
   if (check) {
     const converged = finished === total && settle > 0 && Number.isFinite(faultsEnd);
-    checkConvergence(nodes, violations, converged, config.maxEstimates !== undefined);
+    // Holding some members, not all: under maxEstimates, or with more members than maxPeers.
+    const heldOnly =
+      settings.maxEstimates !== undefined || (settings.maxPeers !== undefined && settings.maxPeers < N - 1);
+    checkConvergence(nodes, violations, converged, heldOnly);
   }
 
   // ---- totals

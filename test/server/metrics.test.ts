@@ -76,3 +76,44 @@ describe("metrics: help texts say what is counted", () => {
     expect(help).not.toMatch(/^Anti-entropy snapshot bytes/);
   });
 });
+
+describe("metrics: per-peer series are bounded (--metrics-max-peers)", () => {
+  it("counters label the first peers and count the rest as `other`, for good", async () => {
+    const m = createMetrics("A", { processMetrics: false, maxPeerSeries: 2 });
+    m.gossipBytes.inc({ peer: "B", direction: "out" }, 10);
+    m.gossipBytes.inc({ peer: "C", direction: "in" }, 20);
+    m.gossipBytes.inc({ peer: "D", direction: "out" }, 30);
+    m.peerFailures.inc({ peer: "E", reason: "timeout" });
+    m.gossipBytes.inc({ peer: "B", direction: "out" }, 1); // B keeps its own series
+    const text = await m.registry.metrics();
+    expect(text).toContain('prefixmesh_gossip_bytes_total{peer="B",direction="out",node="A"} 11');
+    expect(text).toContain('prefixmesh_gossip_bytes_total{peer="C",direction="in",node="A"} 20');
+    expect(text).toContain('prefixmesh_gossip_bytes_total{peer="other",direction="out",node="A"} 30');
+    expect(text).toContain('prefixmesh_peer_send_failures_total{peer="other",reason="timeout",node="A"} 1');
+    expect(text).not.toContain('peer="D"');
+    expect(text).not.toContain('peer="E"');
+  });
+
+  it("per-peer gauges show the bound's worth, peers not live first; prefixmesh_members counts all", async () => {
+    const m = createMetrics("A", { processMetrics: false, maxPeerSeries: 2 });
+    const peer = (id: string, suspected: boolean, estimateTokens: number, down = false) => ({
+      peer: id,
+      suspected,
+      down,
+      estimateTokens,
+      pushBackActive: false,
+    });
+    m.setViewProvider(() => ({
+      treeTokens: 0,
+      queueDepth: 0,
+      pushBackActive: false,
+      peers: [peer("B", false, 0), peer("C", false, 5), peer("D", true, 0, true), peer("E", false, 0)],
+    }));
+    const text = await m.registry.metrics();
+    const shown = [...text.matchAll(/prefixmesh_peer_suspected\{peer="(\w+)"/g)].map((x) => x[1]);
+    expect(shown).toEqual(["D", "C"]);
+    expect(text).toContain('prefixmesh_members{state="live",node="A"} 3');
+    expect(text).toContain('prefixmesh_members{state="down",node="A"} 1');
+    expect(text).toContain('prefixmesh_members{state="suspected",node="A"} 0');
+  });
+});

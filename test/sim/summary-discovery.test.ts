@@ -13,7 +13,12 @@ const MAX_ESTIMATES = 2;
 
 function run(
   seed: number,
-  extra: { maxEstimates?: number; oracle?: boolean; gossip?: "full" | "scuttlebutt" },
+  extra: {
+    maxEstimates?: number;
+    oracle?: boolean;
+    gossip?: "full" | "scuttlebutt";
+    node?: { maxPeers: number };
+  },
 ) {
   const w = tinyWorkload({ seed, requests: 240, topics: 12, prefix: 600, arrival: "open-loop", gapMs: 60 });
   const r = runSimulation(
@@ -37,5 +42,14 @@ describe(`${NODES} nodes holding ${MAX_ESTIMATES} estimates each, 12 topics`, ()
       const bounded = run(seed, { gossip: "scuttlebutt", maxEstimates: MAX_ESTIMATES });
       expect(oracle).toBeGreaterThan(0.5);
       expect(bounded).toBeGreaterThanOrEqual(0.85 * oracle);
+    }, 120_000);
+});
+
+describe(`${NODES} nodes whose mesh outgrows maxPeers ${MAX_ESTIMATES} (no maxEstimates set)`, () => {
+  for (const seed of [1, 2])
+    it(`seed ${seed}: discovery is on, as under maxEstimates: hit rate within 15% of the oracle's`, () => {
+      const oracle = run(seed, { gossip: "full", oracle: true });
+      const outgrown = run(seed, { gossip: "scuttlebutt", node: { maxPeers: MAX_ESTIMATES } });
+      expect(outgrown).toBeGreaterThanOrEqual(0.85 * oracle);
     }, 120_000);
 });

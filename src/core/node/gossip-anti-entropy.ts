@@ -78,10 +78,10 @@ export class GossipAntiEntropy {
    */
   private readonly caps = new Map<NodeId, number>();
   private stepArmed = false;
-  /** With `maxEstimates`: the summaries of members we met (summary.ts), ours, our last seek. */
+  /** Once bound (`bound()`): the summaries of members we met (summary.ts), ours, our last seek. */
   private summaries: SummaryIndex | undefined;
   private readonly ownSummary = new OwnSummary();
-  /** With `maxEstimates`: holder hints, relayed (hints.ts). */
+  /** Once bound (`bound()`): holder hints, relayed (hints.ts). */
   private hints: Hints | undefined;
   /** Hints messages each sender may send (hint-limit.ts). */
   private hintLimit: HintLimit | undefined;
@@ -122,12 +122,9 @@ export class GossipAntiEntropy {
     this.restarted.clear();
     this.stepArmed = false;
     this.extraRounds = 0;
-    this.summaries = this.config.maxEstimates === undefined ? undefined : new SummaryIndex(MAX_SUMMARIES);
-    this.hints = this.config.maxEstimates === undefined ? undefined : new Hints(this.selfId);
-    this.hintLimit =
-      this.hints === undefined
-        ? undefined
-        : new HintLimit(16 + this.config.gossipRoundsPerPoll, this.config.pollMs);
+    this.summaries = undefined;
+    this.hints = undefined;
+    this.hintLimit = undefined;
     this.seekAt = Number.NEGATIVE_INFINITY;
     const maxEstimates = Math.min(this.config.maxEstimates ?? maxOwners - 1, maxOwners - 1);
     this.maxHeld = maxEstimates;
@@ -155,15 +152,29 @@ export class GossipAntiEntropy {
         stepKeys: this.config.estimateStepKeys,
         chain: true,
         pendingMs: this.config.pollMs / 2,
-        // Holding some owners of many, a node rarely meets another holder of them: owners push.
-        pushToHolders: this.config.maxEstimates !== undefined,
       },
     );
     for (const [id, keys] of this.caps) this.sb.index.capOwner(id, keys);
+    if (this.config.maxEstimates !== undefined || this.members.size > this.maxHeld) this.bound();
+  }
+
+  /**
+   * Holding some owners of many: discovery (summaries, hints) and owners pushing to their holders.
+   * On from the start under `maxEstimates`; otherwise once the members outnumber what `maxPeers` lets
+   * us hold (a mesh grown past it), and then for good: without them the owners we lack are never found.
+   */
+  private bound(): void {
+    if (this.summaries !== undefined) return;
+    this.summaries = new SummaryIndex(MAX_SUMMARIES);
+    this.hints = new Hints(this.selfId);
+    this.hintLimit = new HintLimit(16 + this.config.gossipRoundsPerPoll, this.config.pollMs);
+    // Holding some owners of many, a node rarely meets another holder of them: owners push.
+    this.sb.pushToHolders();
   }
 
   add(id: NodeId): void {
     this.members.add(id);
+    if (this.members.size > this.maxHeld) this.bound();
   }
   remove(id: NodeId): void {
     this.members.delete(id);

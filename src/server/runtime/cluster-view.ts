@@ -103,6 +103,7 @@ export class ClusterView {
         return {
           peer: p.id,
           suspected: p.liveness !== "live",
+          down: p.liveness === "down",
           ...(ageMs !== undefined ? { estimateAgeSec: ageMs / 1000 } : {}),
           estimateTokens: p.estimateTokens,
           pushBackActive: p.pushBackUntil > now,

@@ -169,7 +169,7 @@ export async function startNode(
     { epoch: Date.now() },
   );
 
-  const metrics = createMetrics(s.id);
+  const metrics = createMetrics(s.id, { maxPeerSeries: s.metricsMaxPeers });
   const delay = createDelayInjector({ delayMs: s.injectDelayMs, jitterMs: s.injectJitterMs });
   const delayFn = delay.enabled ? () => delay.wait() : undefined;
   const client = new PeerClient({
@@ -182,8 +182,10 @@ export async function startNode(
       forwardTotalMs: Math.max(s.forwardTimeoutMs * 2, 10_000),
     },
     forwardTransport: s.forwardTransport,
+    maxConnectedPeers: s.maxConnectedPeers,
     ...(delayFn ? { delay: delayFn } : {}),
   });
+  metrics.setConnectedPeers(() => client.connectedPeers);
   const peerUrls = new Map(peers.map((p) => [p.id, p.url]));
   for (const p of peers) client.setPeer(p.id, p.url);
 

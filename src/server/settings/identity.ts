@@ -96,6 +96,9 @@ export const identitySettings = {
   maxPeers: setting(num(1, 256, true).default(256), {
     section: "Membership",
     value: "n",
-    description: "Most peers at once, static and DNS-found together; DNS-found ones beyond it are refused.",
+    description:
+      "Most peers at once, static and DNS-found together; DNS-found ones beyond it are refused. With " +
+      "--gossip scuttlebutt: estimates held at most when --max-estimates is unset; a mesh larger than " +
+      "this finds the owners it holds no estimate of by cache summaries and hints, as under --max-estimates.",
   }),
 };

@@ -1,5 +1,7 @@
 /** Settings: Limits on what clients and peers may spend, operations, and experiment knobs. */
 import { z } from "zod";
+import { DEFAULT_MAX_CONNECTED_PEERS } from "../../net/connected-peers.js";
+import { DEFAULT_METRIC_PEERS } from "../metric-peers.js";
 import { MAX_CPU_LATENCY_US } from "../runtime/cpu-latency-qos.js";
 import { PEER_FAULTS } from "../runtime/peer-fault-double.js";
 import { setting } from "./doc.js";
@@ -86,6 +88,14 @@ export const limitsSettings = {
       "authenticated request (a member's connections then count only against the port's total, which " +
       "allows every peer its pool and forward channels, however many share a NAT address).",
   }),
+  maxConnectedPeers: setting(num(1, 4096, true).default(DEFAULT_MAX_CONNECTED_PEERS), {
+    section: "Limits",
+    value: "n",
+    description:
+      "Peers this node keeps connections to at once (its pools and forward channels); past it the least " +
+      "recently used peer's are closed, and the next message to it reconnects. A node of a large mesh " +
+      "talks to every member now and then: this keeps its sockets from growing with the mesh.",
+  }),
   connectionIdleTimeoutMs: setting(num(100, 3_600_000, true).default(10_000), {
     section: "Limits",
     value: "ms",
@@ -144,6 +154,14 @@ export const limitsSettings = {
     section: "Operations",
     value: "level",
     description: "Log level of the node's JSON log lines (pino, on stdout).",
+  }),
+  metricsMaxPeers: setting(num(0, 4096, true).default(DEFAULT_METRIC_PEERS), {
+    section: "Operations",
+    value: "n",
+    description:
+      "Peers with per-peer metric series of their own (`peer`, `served_by` labels): counters label the " +
+      "first this many and count the rest as `other`; per-peer gauges show this many, those not live " +
+      "first; `prefixmesh_members` counts all. Bounds the series a scrape of a large mesh holds.",
   }),
   requestLogSample: setting(num(0, 1).default(1), {
     section: "Operations",

@@ -79,7 +79,7 @@ export class Scuttlebutt {
   /** Owners we asked someone for (wants), and when: not asked again while the answer is on its way. */
   private readonly asked = new Map<NodeId, number>();
   /** With `pushToHolders`: the members holding us (pushed our change each round), and our renewals. */
-  private readonly holders: Holders | undefined;
+  private holders: Holders | undefined;
   private readonly renewals = new Renewals();
   private rounds = 0;
   /** An owner's whole key set, from our estimate (for relayState; one function, not one per call). */
@@ -105,10 +105,15 @@ export class Scuttlebutt {
     private readonly config: ScuttlebuttConfig = DEFAULT_SCUTTLEBUTT,
   ) {
     this.estimates = new Estimates(index, config.stepKeys ?? 0);
-    if (config.pushToHolders) {
-      const cap = Number.isFinite(config.maxEstimates) ? config.maxEstimates : config.maxStates;
-      this.holders = new Holders(config.maxHolders ?? 4 * cap + 16, config.holderLeaseRounds ?? 4 * cap + 16);
-    }
+    if (config.pushToHolders) this.pushToHolders();
+  }
+
+  /** From now on, push our changes to the members holding us (config `pushToHolders`). */
+  pushToHolders(): void {
+    if (this.holders !== undefined) return;
+    const { config } = this;
+    const cap = Number.isFinite(config.maxEstimates) ? config.maxEstimates : config.maxStates;
+    this.holders = new Holders(config.maxHolders ?? 4 * cap + 16, config.holderLeaseRounds ?? 4 * cap + 16);
   }
 
   /** Owners we hold an estimate of (not ourselves). */
