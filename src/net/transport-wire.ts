@@ -60,8 +60,10 @@ export type LoneMessage = SnapshotMsg | ReplyMsg | CancelMsg | Extract<PeerMessa
 /**
  * 2: shared-secret signatures cover the destination node and every `x-prefixmesh-*` header (a v1
  * node's signatures fail a v2 node's check, and the other way round).
+ * 3: shared-secret HTTP answers carry a response MAC (auth/response-mac.ts): a v2 node's answers fail
+ * a v3 node's check, and a v3 node's hello is refused by a v2 node for its version.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 export const HELLO_PATH = "/peer/hello";
 export const SNAPSHOT_PATH = "/peer/snapshot";
 export const MESSAGE_PATH = "/peer/message";
