@@ -62,8 +62,9 @@ export interface SequencedMac {
 
 export function sequencedMac(secret: Uint8Array, label: string, side: "client" | "server"): SequencedMac {
   const key = (dir: string) => createHmac("sha256", secret).update(`${label}|${dir}`).digest();
-  const sendKey = key(side === "client" ? "c2s" : "s2c");
-  const recvKey = key(side === "client" ? "s2c" : "c2s");
+  // Each key on first use: an HTTP answer is sealed one way only, once per request.
+  let sendKey: Buffer | undefined;
+  let recvKey: Buffer | undefined;
   let sendSeq = 0;
   let recvSeq = 0;
   const seq = Buffer.alloc(8);
@@ -72,9 +73,14 @@ export function sequencedMac(secret: Uint8Array, label: string, side: "client" |
     return createHmac("sha256", k).update(seq).update(payload).digest().subarray(0, FRAME_TAG_BYTES);
   };
   return {
-    tag: (payload) => tag(sendKey, sendSeq++, payload),
+    tag(payload) {
+      sendKey ??= key(side === "client" ? "c2s" : "s2c");
+      return tag(sendKey, sendSeq++, payload);
+    },
     check(t, payload) {
-      if (t.length !== FRAME_TAG_BYTES || !timingSafeEqual(t, tag(recvKey, recvSeq, payload))) return false;
+      if (t.length !== FRAME_TAG_BYTES) return false;
+      recvKey ??= key(side === "client" ? "s2c" : "c2s");
+      if (!timingSafeEqual(t, tag(recvKey, recvSeq, payload))) return false;
       recvSeq++;
       return true;
     },
