@@ -3,6 +3,7 @@
  * other body up to a bound.
  */
 import { StringDecoder } from "node:string_decoder";
+import type { ResponseOpener } from "./auth/response-mac.js";
 import { TransportError } from "./transport-error.js";
 import type { ReplyMsg } from "./transport-wire.js";
 import { streamRecordSchema } from "./wire-schemas.js";
@@ -19,6 +20,8 @@ export function readForwardStream(
   id: string,
   body: NodeJS.ReadableStream & { destroy(err?: Error): void },
   onChunk: (text: string) => void,
+  /** Shared-secret mode: each record's tag is checked (response-mac.ts); a wrong one garbles the answer. */
+  opener?: ResponseOpener,
 ): Promise<ReplyMsg> {
   return new Promise<ReplyMsg>((resolve, reject) => {
     let buf = "";
@@ -38,7 +41,7 @@ export function readForwardStream(
         if (buf.length > MAX_LINE) throw new TransportError("protocol", `peer ${id}: stream record too long`);
         let nl = buf.indexOf("\n");
         while (nl >= 0) {
-          const rec = parseRecord(id, buf.slice(0, nl));
+          const rec = parseRecord(id, buf.slice(0, nl), opener);
           buf = buf.slice(nl + 1);
           if (rec.t === "msg") {
             settled = true;
@@ -60,16 +63,38 @@ export function readForwardStream(
   });
 }
 
-function parseRecord(id: string, line: string) {
+function parseRecord(id: string, line: string, opener: ResponseOpener | undefined) {
+  const authentic = opener ? opener.record(line) : line;
+  if (authentic === undefined)
+    throw new TransportError("protocol", `peer ${id}: stream record fails its response MAC`);
   let json: unknown;
   try {
-    json = JSON.parse(line);
+    json = JSON.parse(authentic);
   } catch {
     throw new TransportError("protocol", `peer ${id}: malformed stream record`);
   }
   const r = streamRecordSchema.safeParse(json);
   if (!r.success) throw new TransportError("protocol", `peer ${id}: invalid stream record`);
   return r.data;
+}
+
+/** A whole body's bytes, up to `max` (what a response MAC covers). */
+export async function readBoundedBytes(
+  body: AsyncIterable<unknown> & { destroy(): void },
+  max: number,
+): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let n = 0;
+  for await (const c of body) {
+    parts.push(c as Buffer);
+    n += (c as Buffer).length;
+    if (n > max) {
+      body.destroy();
+      break;
+    }
+  }
+  const all = Buffer.concat(parts);
+  return all.length > max ? all.subarray(0, max) : all;
 }
 
 export async function readBounded(

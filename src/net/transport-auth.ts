@@ -14,6 +14,13 @@ import {
   signPeerRequest,
   type VerifyFailure,
 } from "./auth/hmac.js";
+import {
+  type ResponseOpener,
+  type ResponseSealer,
+  requestBinding,
+  responseOpener,
+  responseSealer,
+} from "./auth/response-mac.js";
 import { clientTlsOptions, peerIdFromTlsSocket, serverTlsOptions, type TlsMaterial } from "./auth/tls.js";
 import { isNodeId } from "./node-id.js";
 import { HELLO_PATH, PROTOCOL_VERSION } from "./transport-wire.js";
@@ -59,6 +66,13 @@ export interface PeerAuth {
    * with `nonce` (shared-secret mode only: TLS already protects frames, insecure mode protects nothing).
    */
   channelMac(nonce: string, peer: string, side: "client" | "server"): FrameMac | undefined;
+  /**
+   * Shared-secret mode: authenticates our HTTP answer to the verified request with these headers
+   * (response-mac.ts); undefined in the other modes, or for a request that was not signed.
+   */
+  responseSealer(requestHeaders: IncomingPeerRequest["headers"]): ResponseSealer | undefined;
+  /** Shared-secret mode: checks the answer to the request we sent with these (signed) headers. */
+  responseOpener(requestHeaders: Readonly<Record<string, string>>): ResponseOpener | undefined;
   /**
    * Shared-secret mode: the proof of our id on a hello answered to `requester`'s challenge (mutual
    * TLS needs none: the connection is pinned to the peer's certificate; insecure mode has none).
@@ -113,6 +127,8 @@ export function mtlsAuth(material: TlsMaterial): PeerAuth {
     connectOptions: (peerId) => clientTlsOptions(material, peerId),
     serverTls: () => serverTlsOptions(material),
     channelMac: () => undefined,
+    responseSealer: () => undefined,
+    responseOpener: () => undefined,
   };
 }
 
@@ -152,6 +168,8 @@ export function hmacAuth(selfId: string, secret: Uint8Array, now: () => number =
         side === "client" ? { nonce, client: selfId, server: peer } : { nonce, client: peer, server: selfId },
         side,
       ),
+    responseSealer: (h) => (requestBinding(h) ? responseSealer(secret, h) : undefined),
+    responseOpener: (h) => responseOpener(secret, h),
     proveHello: (requester, challenge, body) => helloProof(secret, selfId, requester, challenge, body),
     checkHelloProof: (peer, challenge, body, proof) =>
       checkHelloProof(secret, peer, selfId, challenge, body, proof),
@@ -172,5 +190,7 @@ export function insecureAuth(selfId: string): PeerAuth {
     connectOptions: () => undefined,
     serverTls: () => undefined,
     channelMac: () => undefined,
+    responseSealer: () => undefined,
+    responseOpener: () => undefined,
   };
 }

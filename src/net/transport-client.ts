@@ -9,8 +9,9 @@ import type { PeerCertificate } from "node:tls";
 import { buildConnector, Client, Pool } from "undici";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
-import { readBounded, readForwardStream } from "./answer-stream.js";
+import { readBounded, readBoundedBytes, readForwardStream } from "./answer-stream.js";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
+import { HEADER_RESPONSE_MAC, type ResponseOpener } from "./auth/response-mac.js";
 import { peerIdFromCert } from "./auth/tls.js";
 import { ForwardChannel } from "./channel-client.js";
 import { ConnectedPeers, DEFAULT_MAX_CONNECTED_PEERS } from "./connected-peers.js";
@@ -208,25 +209,28 @@ export class PeerClient {
     const challenge = randomBytes(16).toString("hex");
     const path = HELLO_PATH;
     try {
+      const headers = this.opts.auth.sign({
+        method: "GET",
+        path,
+        body: undefined,
+        to: id,
+        headers: { [HEADER_CHALLENGE]: challenge },
+      });
       const res = await this.poolOf(peer).request({
         method: "GET",
         path,
         signal: AbortSignal.timeout(this.t.messageTotalMs),
-        headers: this.opts.auth.sign({
-          method: "GET",
-          path,
-          body: undefined,
-          to: id,
-          headers: { [HEADER_CHALLENGE]: challenge },
-        }),
+        headers,
       });
-      const text = await readBounded(res.body, 64 * 1024);
+      const bytes = await readBoundedBytes(res.body, 64 * 1024);
+      const text = bytes.toString("utf8");
       if (res.statusCode !== 200)
         throw new TransportError(
           "http",
           `peer ${id} answered ${res.statusCode} to ${path}: ${text}`,
           res.statusCode,
         );
+      checkAnswer(`peer ${id}`, this.opts.auth.responseOpener(headers), res, bytes);
       const proof = res.headers[HEADER_PROOF];
       const check = this.opts.auth.checkHelloProof;
       if (check && !check(id, challenge, text, typeof proof === "string" ? proof : undefined))
@@ -279,14 +283,16 @@ export class PeerClient {
     });
     const path = HELLO_PATH;
     try {
+      // Whoever answers there: the id is what this asks.
+      const headers = this.opts.auth.sign({ method: "GET", path, body: undefined, to: ANY_DESTINATION });
       const res = await client.request({
         method: "GET",
         path,
         signal: AbortSignal.timeout(this.t.messageTotalMs),
-        // Whoever answers there: the id is what this asks.
-        headers: this.opts.auth.sign({ method: "GET", path, body: undefined, to: ANY_DESTINATION }),
+        headers,
       });
-      const text = await readBounded(res.body, 64 * 1024);
+      const bytes = await readBoundedBytes(res.body, 64 * 1024);
+      const text = bytes.toString("utf8");
       if (res.statusCode !== 200) {
         throw new TransportError(
           "http",
@@ -294,6 +300,7 @@ export class PeerClient {
           res.statusCode,
         );
       }
+      checkAnswer(url, this.opts.auth.responseOpener(headers), res, bytes);
       try {
         return { hello: JSON.parse(text), certId };
       } catch {
@@ -409,6 +416,14 @@ export class PeerClient {
     );
     timer.unref?.();
     try {
+      const headers = this.opts.auth.sign({
+        method: "POST",
+        path,
+        body,
+        to: peer.id,
+        headers: { "content-type": "application/json" },
+      });
+      const opener = this.opts.auth.responseOpener(headers);
       const res = await this.poolOf(peer).request({
         method: "POST",
         path,
@@ -416,13 +431,7 @@ export class PeerClient {
         signal: ac.signal,
         headersTimeout: t.firstByteMs,
         bodyTimeout: t.gapMs,
-        headers: this.opts.auth.sign({
-          method: "POST",
-          path,
-          body,
-          to: peer.id,
-          headers: { "content-type": "application/json" },
-        }),
+        headers,
       });
       if (res.statusCode !== 200) {
         const text = await readBounded(res.body, 4096);
@@ -432,8 +441,14 @@ export class PeerClient {
           res.statusCode,
         );
       }
+      // The head (the ack and its epoch) first; each record's tag as it is read.
+      if (opener && !opener.head(res.statusCode, res.headers)) {
+        // Not this request's answer: nothing more of this connection is read.
+        res.body.on("error", () => {}).destroy();
+        throw new TransportError("protocol", `peer ${id}: forward answer fails its response MAC`);
+      }
       onAck?.(parseEpoch(res.headers));
-      return await readForwardStream(id, res.body, onChunk);
+      return await readForwardStream(id, res.body, onChunk, opener);
     } catch (err) {
       throw classify(err);
     } finally {
@@ -464,24 +479,45 @@ export class PeerClient {
     const peer = this.get(id);
     try {
       if (this.opts.delay) await this.opts.delay();
+      const signed = this.opts.auth.sign({ method, path, body, to: peer.id, headers });
       const res = await this.poolOf(peer).request({
         method,
         path,
         body: body ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : undefined,
         signal: AbortSignal.timeout(this.t.messageTotalMs),
-        headers: this.opts.auth.sign({ method, path, body, to: peer.id, headers }),
+        headers: signed,
       });
-      const text = await readBounded(res.body, 1 << 20);
+      const bytes = await readBoundedBytes(res.body, 1 << 20);
       if (res.statusCode >= 300) {
         throw new TransportError(
           "http",
-          `peer ${id} answered ${res.statusCode} to ${path}: ${text}`,
+          `peer ${id} answered ${res.statusCode} to ${path}: ${bytes.toString("utf8")}`,
           res.statusCode,
         );
       }
-      return Buffer.from(text);
+      checkAnswer(`peer ${id}`, this.opts.auth.responseOpener(signed), res, bytes);
+      return bytes;
     } catch (err) {
       throw classify(err);
     }
   }
+}
+
+/**
+ * An answer taken whole must be the serving node's to this request (shared-secret mode): a wrong,
+ * missing or moved response MAC makes it garbage, as a malformed answer is. A node older than
+ * protocol 3 sends none, so the message says so (its hello cannot be trusted to say its version).
+ */
+function checkAnswer(
+  who: string,
+  opener: ResponseOpener | undefined,
+  res: { statusCode: number; headers: Readonly<Record<string, string | string[] | undefined>> },
+  body: Uint8Array,
+): void {
+  if (!opener || opener.head(res.statusCode, res.headers, body)) return;
+  const why =
+    res.headers[HEADER_RESPONSE_MAC] === undefined
+      ? "carries no response MAC (a peer older than protocol 3, or altered on the path)"
+      : "fails its response MAC";
+  throw new TransportError("protocol", `${who}: answer ${why}`);
 }

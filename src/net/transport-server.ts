@@ -5,6 +5,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
+import { HEADER_RESPONSE_MAC } from "./auth/response-mac.js";
 import { bodyChunksParser, isBodyChunks } from "./body-chunks.js";
 import { attachForwardChannel, MAX_CHANNELS_PER_PEER } from "./channel-server.js";
 import { type ConnectionLimits, limitConnections, type RefusalReason } from "./connection-limit.js";
@@ -156,6 +157,19 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     done();
   });
 
+  // Shared-secret mode: an answer to an authenticated request carries its response MAC, bound to that
+  // request (response-mac.ts); the forward's streamed answer seals its head and records itself.
+  if (auth.mode === "hmac") {
+    app.addHook("onSend", (req, reply, payload, done) => {
+      const sealer = req.peerId !== undefined ? auth.responseSealer(req.headers) : undefined;
+      if (sealer && (payload == null || typeof payload === "string" || payload instanceof Buffer)) {
+        const body = payload ?? "";
+        reply.header(HEADER_RESPONSE_MAC, sealer.head(reply.statusCode, reply.getHeaders(), body));
+      }
+      done(null, payload);
+    });
+  }
+
   // Forwards normally travel on a channel (a WebSocket upgraded on this port); POST /peer/forward
   // below serves origins configured for one HTTP request per forward.
   const maxForwardBytes = opts.maxForwardBytes ?? DEFAULT_MAX_FORWARD_BYTES;
@@ -237,6 +251,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     // Raw writes (no stream plumbing): each record goes out as one chunk as soon as it exists.
     reply.hijack();
     const raw = reply.raw;
+    const sealer = auth.responseSealer(req.headers);
     // The head is written (and then fixed) by the ack, which says the node's epoch in it, or else
     // by the first record.
     const head = (epoch?: number) => {
@@ -246,6 +261,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
         "cache-control": "no-store",
       };
       if (epoch !== undefined) h[EPOCH_HEADER] = String(epoch);
+      if (sealer) h[HEADER_RESPONSE_MAC] = sealer.head(200, h);
       raw.writeHead(200, h);
     };
     // Node corks the socket for the tick, so a chunk and the final record written together leave
@@ -253,8 +269,10 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     const put = (line: string, end: boolean) => {
       if (raw.destroyed || raw.writableEnded) return;
       head();
-      if (end) raw.end(line);
-      else raw.write(line);
+      // A record's tag covers the line without its newline (what the origin splits off).
+      const out = sealer ? `${sealer.record(line.slice(0, -1))}\n` : line;
+      if (end) raw.end(out);
+      else raw.write(out);
     };
     const stream = replyStream(opts.delay, {
       // The ack of an HTTP forward is its response headers (sent with the first record otherwise).

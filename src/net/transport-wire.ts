@@ -19,6 +19,10 @@
  * Forward stream (response of POST /peer/forward), NDJSON, one record per line:
  *   {"t":"chunk","text":"…"}*  then exactly one  {"t":"msg","msg":<result|error message>}
  * A stream that ends without the final record was cut off and is an error, never a short answer.
+ * Shared-secret mode (auth/response-mac.ts): every HTTP answer to a signed request is bound to that
+ * request — `x-prefixmesh-response-mac` tags the status, every x-prefixmesh-* response header (the
+ * epoch) and a body sent whole; each forward stream record is its tag (32 hex digits), a space, then
+ * the record. An answer that fails is garbled, like a malformed one: an error, never taken altered.
  *
  * Forward channel (a WebSocket on the peer port, GET /peer/channel): many forwards multiplexed on one
  * connection, each named by a stream number `k` the origin picks. Origin → peer, a binary frame:
@@ -60,8 +64,10 @@ export type LoneMessage = SnapshotMsg | ReplyMsg | CancelMsg | Extract<PeerMessa
 /**
  * 2: shared-secret signatures cover the destination node and every `x-prefixmesh-*` header (a v1
  * node's signatures fail a v2 node's check, and the other way round).
+ * 3: shared-secret HTTP answers carry a response MAC (auth/response-mac.ts): a v2 node's answers fail
+ * a v3 node's check, and a v3 node's hello is refused by a v2 node for its version.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 export const HELLO_PATH = "/peer/hello";
 export const SNAPSHOT_PATH = "/peer/snapshot";
 export const MESSAGE_PATH = "/peer/message";

@@ -26,7 +26,7 @@ import {
 } from "../../net/discovery.js";
 import { FORWARD_TIMEOUT_MARGIN_MS } from "../../net/forward-timeouts.js";
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../net/transport-auth.js";
-import { PeerClient } from "../../net/transport-client.js";
+import { PeerClient, TransportError } from "../../net/transport-client.js";
 import { buildPeerServer, peerPortConnectionLimit } from "../../net/transport-server.js";
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
@@ -390,6 +390,7 @@ function checkPeers(
 ): void {
   for (const p of peers) {
     void (async () => {
+      let garbled = false;
       for (let attempt = 0; attempt < 600; attempt++) {
         if (ctx.runtime.isStopping) return;
         try {
@@ -406,7 +407,13 @@ function checkPeers(
             ctx.runtime.admin.refusePeer(p.id, r.message);
           }
           return;
-        } catch {
+        } catch (err) {
+          // Up but answering garbage (e.g. a node older than protocol 3 under a shared secret, whose
+          // answers carry no response MAC): said once, then retried like a peer still starting.
+          if (err instanceof TransportError && err.kind === "protocol" && !garbled) {
+            garbled = true;
+            ctx.logger.warn({ peer: p.id, err: err.message }, "peer hello not accepted; retrying");
+          }
           await new Promise((res) => setTimeout(res, 1000).unref());
         }
       }
