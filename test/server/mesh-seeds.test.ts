@@ -1,12 +1,18 @@
 /** `--join`: seed addresses parsed into peer URLs, bad ones refused with a message naming them. */
 
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
+import { parseDnsTarget, parseStaticPeers } from "../../src/net/discovery.js";
+import { parseHostPort } from "../../src/net/host-port.js";
 import { MAX_JOIN, parseJoin } from "../../src/server/runtime/mesh-seeds.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { modelOf, postCompletion } from "../api-client.js";
-import { waitFor } from "../e2e/helpers.js";
+import { requireBuild, waitFor } from "../e2e/helpers.js";
 
 const settings = (o: Record<string, unknown>) =>
   resolveNodeSettings(
@@ -33,6 +39,93 @@ describe("--join", () => {
     expect(() => parseJoin("a:70000", "http")).toThrow(/HOST:PORT/);
     const many = Array.from({ length: MAX_JOIN + 1 }, (_, i) => `h${i}:1`).join(",");
     expect(() => parseJoin(many, "http")).toThrow(/at most 64/);
+  });
+
+  it("takes host names with underscores (Docker's container names), FQDNs, IPv4 and IPv6 literals", () => {
+    expect(parseJoin("proj_node_1:9080,_seed.example.:9080, Node-2.LOCAL:1", "http")).toEqual([
+      "http://proj_node_1:9080",
+      "http://_seed.example.:9080",
+      "http://Node-2.LOCAL:1",
+    ]);
+    expect(parseJoin(["127.0.0.1:65535", "[fd00::7]:9080", "[::ffff:10.0.0.1]:9080"], "https")).toEqual([
+      "https://127.0.0.1:65535",
+      "https://[fd00::7]:9080",
+      "https://[::ffff:10.0.0.1]:9080",
+    ]);
+    expect(parseHostPort("proj_node_1:9080")).toEqual({ host: "proj_node_1", port: 9080 });
+  });
+
+  it.each([
+    ["[fd00::_7]:9080", /'\[fd00::_7\]' is not an IPv6 address in brackets/],
+    ["[fe80::1%eth0]:9080", /not an IPv6 address/],
+    ["[::1:9080", /not an IPv6 address/],
+    ["::1:9080", /needs brackets/],
+    ["proj node:9080", /'proj node' is not a host name/],
+    ["-node:9080", /not a host name/],
+    ["node-:9080", /not a host name/],
+    ["a..b:9080", /not a host name/],
+    [":9080", /must be HOST:PORT/],
+    ["node:", /numeric port/],
+    ["node:http", /numeric port/],
+    ["node:0", /port must be 1\.\.65535/],
+    ["999.1.1.1:9080", /not a valid IPv4 address/],
+    ["10.0.0:9080", /not a valid IPv4 address/],
+    [`${"a".repeat(64)}:9080`, /not a host name/],
+  ])("refuses %s, naming the entry", (bad, why) => {
+    const spec = `good_1:9080,${bad}`;
+    expect(() => parseJoin(spec, "http")).toThrow(why);
+    expect(() => parseJoin(spec, "http")).toThrow(`--join seed '${bad}' must be HOST:PORT`);
+  });
+
+  it("names a bad seed and where it came from: flag, environment or config file", () => {
+    const flags = { id: "A", engine: "sim" };
+    expect(() => resolveNodeSettings({ ...flags, join: "ok_1:1,bad seed:1" }, {})).toThrow(
+      /^--join: seed 'bad seed:1' must be HOST:PORT .*: host 'bad seed' is not a host name/,
+    );
+    expect(() => resolveNodeSettings(flags, { PREFIXMESH_JOIN: "[::_1]:9080" })).toThrow(
+      /^PREFIXMESH_JOIN: seed '\[::_1\]:9080'/,
+    );
+    const dir = mkdtempSync(join(tmpdir(), "pm-join-"));
+    const file = join(dir, "node.yaml");
+    writeFileSync(file, "join:\n  - proj_node_1:9080\n  - proj_node_2\n");
+    expect(() => resolveNodeSettings({ ...flags, config: file }, {})).toThrow(
+      new RegExp(`^join in ${file}: seed 'proj_node_2' must be HOST:PORT`),
+    );
+    writeFileSync(file, "join: [proj_node_1:9080, proj_node_2:9080]\n");
+    expect(resolveNodeSettings({ ...flags, config: file }, {}).join).toEqual([
+      "proj_node_1:9080",
+      "proj_node_2:9080",
+    ]);
+  });
+
+  it("on the command line: a message naming the entry and exit code 2", () => {
+    const r = spawnSync(
+      process.execPath,
+      [requireBuild(), "node", "--id", "A", "--engine", "sim", "--join", "proj_node_1:9080,proj node_2:9080"],
+      { encoding: "utf8", timeout: 60_000, env: { PATH: process.env.PATH ?? "" } },
+    );
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/--join: seed 'proj node_2:9080' must be HOST:PORT/);
+  });
+
+  it("--peers, --peers-dns, --advertise and --listen take underscores in host names too", () => {
+    expect(parseStaticPeers("B=http://proj_node_2:9080")).toEqual([
+      { id: "B", url: "http://proj_node_2:9080" },
+    ]);
+    expect(() => parseStaticPeers("B=http://proj node:9080")).toThrow(/invalid peer URL/);
+    expect(parseDnsTarget("proj_peers", 9080)).toEqual({ host: "proj_peers", port: 9080 });
+    expect(() => parseDnsTarget("proj peers", 9080)).toThrow(/invalid --peers-dns/);
+    const s = resolveNodeSettings(
+      { id: "A", engine: "sim", advertise: "proj_node_1:9080", listen: "0.0.0.0:0" },
+      {},
+    );
+    expect(s.advertise).toBe("proj_node_1:9080");
+    expect(() => resolveNodeSettings({ id: "A", advertise: "proj node:9080" }, {})).toThrow(
+      /^--advertise: 'proj node:9080': host 'proj node' is not a host name/,
+    );
+    expect(() => resolveNodeSettings({ id: "A", listen: "127.0.0.1" }, {})).toThrow(
+      /^--listen: '127.0.0.1' must be HOST:PORT/,
+    );
   });
 
   it("is refused without --gossip scuttlebutt", async () => {

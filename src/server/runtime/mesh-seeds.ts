@@ -7,12 +7,12 @@
  * pod's peers' names often do not exist yet when it starts, and the node serves alone meanwhile.
  */
 import { checkPeerHello, DiscoveryError } from "../../net/discovery.js";
+import { MAX_SEEDS, parseSeedList } from "../../net/host-port.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
 import type { MeshPeers } from "./mesh-peers.js";
 
-const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
-export const MAX_JOIN = 64;
+export const MAX_JOIN = MAX_SEEDS;
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 2_000;
 // A seed still silent is said again about once a minute: one line at start-up is easily missed, and
@@ -25,18 +25,9 @@ const UNRESOLVED = /\b(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_NODATA|ENODATA)\b/;
 /** `--join` (a comma-separated string, or a YAML list) as peer URLs; throws DiscoveryError on a bad one. */
 export function parseJoin(spec: string | readonly string[] | undefined, scheme: "http" | "https"): string[] {
   if (spec === undefined) return [];
-  const items = (typeof spec === "string" ? spec.split(",") : [...spec]).map((s) => s.trim()).filter(Boolean);
-  if (items.length > MAX_JOIN)
-    throw new DiscoveryError(`--join lists ${items.length} seeds, at most ${MAX_JOIN}`);
-  const urls = items.map((a) => {
-    const m = HOST_PORT.exec(a);
-    if (!m || Number(m[2]) > 65535 || Number(m[2]) === 0)
-      throw new DiscoveryError(
-        `--join seed '${a}' must be HOST:PORT (a member's peer port), e.g. 10.0.0.2:9080`,
-      );
-    return `${scheme}://${a}`;
-  });
-  return [...new Set(urls)];
+  const r = parseSeedList(spec, MAX_JOIN);
+  if ("error" in r) throw new DiscoveryError(`--join ${r.error}`);
+  return r.seeds.map((a) => `${scheme}://${a}`);
 }
 
 export interface SeedOptions {
