@@ -8,7 +8,10 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { parseDnsTarget, parseStaticPeers } from "../../src/net/discovery.js";
 import { parseHostPort } from "../../src/net/host-port.js";
+import { TransportError } from "../../src/net/transport-error.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
 import { MAX_JOIN, parseJoin } from "../../src/server/runtime/mesh-seeds.js";
+import { SeedStates } from "../../src/server/runtime/seed-states.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { modelOf, postCompletion } from "../api-client.js";
@@ -138,6 +141,37 @@ describe("--join", () => {
   });
 });
 
+describe("a seed's state, as /cluster shows it", () => {
+  it("classifies each attempt: unresolvable, unreachable, refused (an HTTP refusal, or its hello), joined", () => {
+    const url = "http://proj_node_1:9080";
+    const st = new SeedStates([url]);
+    const one = () => st.view()[0];
+    expect(one()).toMatchObject({
+      seed: "proj_node_1:9080",
+      state: "pending",
+      attempts: 0,
+      lastAttemptAt: null,
+    });
+    st.failed(url, new TransportError("connection", "ENOTFOUND: getaddrinfo ENOTFOUND proj_node_1"));
+    expect(one()).toMatchObject({ state: "unresolvable", attempts: 1, retrying: true });
+    st.failed(url, new TransportError("connection", "ECONNREFUSED: connect ECONNREFUSED 172.18.0.3:9080"));
+    expect(one()).toMatchObject({ state: "unreachable", attempts: 2, reason: null });
+    st.failed(url, new TransportError("timeout", "headers timeout"));
+    expect(one()).toMatchObject({ state: "unreachable", attempts: 3 });
+    st.failed(url, new TransportError("http", "answered 403 to /peer/hello", 403));
+    expect(one()).toMatchObject({ state: "refused", reason: "http-403", retrying: true });
+    st.answered(url, "Z", { reason: "wrong-cluster", message: "peer is in cluster 'x'" });
+    expect(one()).toMatchObject({
+      state: "refused",
+      reason: "wrong-cluster",
+      memberId: "Z",
+      retrying: false,
+    });
+    st.answered(url, "B", "joined");
+    expect(one()).toMatchObject({ state: "joined", memberId: "B", error: null, reason: null, attempts: 6 });
+  });
+});
+
 describe("a lone scuttlebutt node without credentials (no seeds, no peers)", () => {
   it("starts, warns once, and admits no member that tries to join through it", async () => {
     const warnings: string[] = [];
@@ -183,6 +217,51 @@ describe("a lone scuttlebutt node without credentials (no seeds, no peers)", () 
         (n.runtime.clusterView() as { peers: { id: string }[] }).peers.some((p) => p.id === id);
       const nb = b;
       await waitFor(() => holds(a, "B") && holds(nb, "A"), 15_000, "A and B to become members of each other");
+    } finally {
+      await Promise.all([a.stop(), b?.stop()]);
+    }
+  });
+
+  it("shows each --join seed in /cluster: joined as its member, unreachable, unresolvable", async () => {
+    const a = await startNode(settings({ gossip: "scuttlebutt", insecure: true }), { logger });
+    let b: Awaited<ReturnType<typeof startNode>> | undefined;
+    try {
+      const good = new URL(a.peerUrl).host;
+      const closed = `127.0.0.1:${await freePort("127.0.0.1")}`;
+      const unknown = "no_such_seed.invalid:9080";
+      b = await startNode(
+        settings({ id: "B", gossip: "scuttlebutt", insecure: true, join: [good, closed, unknown] }),
+        { logger },
+      );
+      const seedsOf = async (n: { apiUrl: string }) =>
+        ((await (await fetch(`${n.apiUrl}/cluster`)).json()) as { seeds: Record<string, unknown>[] }).seeds;
+      const nb = b;
+      const states = async (): Promise<Record<string, Record<string, unknown>>> =>
+        Object.fromEntries((await seedsOf(nb)).map((s) => [s.seed, s]));
+      await waitFor(
+        async () => {
+          const s = await states();
+          return (
+            s[good]?.member === "alive" &&
+            s[closed]?.state === "unreachable" &&
+            s[unknown]?.state === "unresolvable"
+          );
+        },
+        30_000,
+        "B's /cluster to show its three seeds' states",
+      );
+      const s = await states();
+      expect(Object.keys(s)).toEqual([good, closed, unknown]);
+      expect(s[good]).toMatchObject({ state: "joined", memberId: "A", retrying: false, error: null });
+      expect(s[closed]).toMatchObject({ state: "unreachable", memberId: null, retrying: true });
+      expect(s[closed]?.error).toMatch(/ECONNREFUSED/);
+      expect(s[unknown]).toMatchObject({ state: "unresolvable", member: null, retrying: true });
+      for (const x of Object.values(s)) {
+        expect(x.attempts as number).toBeGreaterThanOrEqual(1);
+        expect(Date.parse(x.lastAttemptAt as string)).toBeGreaterThan(0);
+      }
+      // A node given no seeds shows an empty list, not nothing.
+      expect(await seedsOf(a)).toEqual([]);
     } finally {
       await Promise.all([a.stop(), b?.stop()]);
     }

@@ -96,7 +96,8 @@ export const identitySettings = {
       description:
         "With --gossip scuttlebutt: seeds to join through, peer-port addresses of any current members " +
         "(each is asked its id with a hello). Host names may hold `_` (Docker's container names, e.g. " +
-        "`proj_node_1:9080`); IPv6 in brackets. Static --peers and --peers-dns addresses are seeds too.",
+        "`proj_node_1:9080`); IPv6 in brackets. Static --peers and --peers-dns addresses are seeds too. " +
+        "`/cluster` shows what became of each seed (`seeds`).",
     },
   ),
   maxEstimates: setting(num(1, 4095, true).optional(), {
