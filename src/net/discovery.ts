@@ -12,6 +12,7 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { z } from "zod";
+import { HOST_NAME } from "./host-port.js";
 import { NODE_ID_PATTERN, nodeIdSchema } from "./node-id.js";
 import { PROTOCOL_VERSION } from "./transport-wire.js";
 import { helloSchema, type PeerHello } from "./wire-schemas.js";
@@ -113,9 +114,6 @@ export interface DnsTarget {
   host: string;
   port: number;
 }
-
-const HOST_NAME =
-  /^(?=.{1,253}\.?$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*\.?$/;
 
 /** Parses `--peers-dns name[:port]`; the port defaults to `defaultPort` (this node's peer port). */
 export function parseDnsTarget(spec: string, defaultPort: number): DnsTarget {

@@ -124,6 +124,43 @@ describe.skipIf(skip)("the slot mirror against the real llama.cpp server", () =>
     expect(e.cacheStatus().llamaSlots?.resyncs).toBeGreaterThanOrEqual(2);
   }, 120_000);
 
+  it("reads GET /slots back before an abort is reported: the tree gets what the server kept", async () => {
+    const e = await start();
+    const p = prompt(3, 1, 200, 10);
+    const ac = new AbortController();
+    let chunks = 0;
+    const resyncs = e.cacheStatus().llamaSlots?.resyncs ?? 0;
+    const aborted = e.run(
+      req(p, 250),
+      () => {
+        if (++chunks === 3) ac.abort();
+      },
+      ac.signal,
+    );
+    await expect(aborted).rejects.toThrow();
+    // At the rejection, as engine-runs.ts reads it for the node's tree: the mirror is the server's.
+    const mirrored = e.cacheStatus().llamaSlots;
+    const sequences = e.cachedSequences();
+    expect(mirrored?.resyncs).toBeGreaterThan(resyncs);
+    const slots = (await (await fetch(`${server!.url}/slots`)).json()) as {
+      id: number;
+      is_processing: boolean;
+      n_prompt_tokens?: number;
+    }[];
+    const ran = slots.find((s) => (s.n_prompt_tokens ?? 0) > 0);
+    expect(ran?.is_processing).toBe(false);
+    // The server kept the prompt and some output; the launch's guess was the prompt alone.
+    expect(ran?.n_prompt_tokens).toBeGreaterThan(p.length);
+    expect(mirrored?.slotTokens[ran!.id]).toBe(ran?.n_prompt_tokens);
+    expect(
+      sequences.some((s) => s.length >= p.length && s.subarray(0, p.length).every((t, i) => t === p[i])),
+    ).toBe(true);
+    // Read back already: the next run needs no read of its own, and its prediction holds.
+    const again = await e.run(req(p));
+    expect(e.cacheStatus().llamaSlots?.resyncs).toBe(mirrored?.resyncs);
+    expect(again.cachePrediction?.predicted).toBe(again.cachePrediction?.reported);
+  }, 120_000);
+
   it("finds a restarted server's empty cache from GET /slots", async () => {
     const e = await start();
     const port = Number(new URL(server!.url).port);

@@ -1,12 +1,21 @@
 /** `--join`: seed addresses parsed into peer URLs, bad ones refused with a message naming them. */
 
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
+import { parseDnsTarget, parseStaticPeers } from "../../src/net/discovery.js";
+import { parseHostPort } from "../../src/net/host-port.js";
+import { TransportError } from "../../src/net/transport-error.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
 import { MAX_JOIN, parseJoin } from "../../src/server/runtime/mesh-seeds.js";
+import { SeedStates } from "../../src/server/runtime/seed-states.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { modelOf, postCompletion } from "../api-client.js";
-import { waitFor } from "../e2e/helpers.js";
+import { requireBuild, waitFor } from "../e2e/helpers.js";
 
 const settings = (o: Record<string, unknown>) =>
   resolveNodeSettings(
@@ -35,6 +44,93 @@ describe("--join", () => {
     expect(() => parseJoin(many, "http")).toThrow(/at most 64/);
   });
 
+  it("takes host names with underscores (Docker's container names), FQDNs, IPv4 and IPv6 literals", () => {
+    expect(parseJoin("proj_node_1:9080,_seed.example.:9080, Node-2.LOCAL:1", "http")).toEqual([
+      "http://proj_node_1:9080",
+      "http://_seed.example.:9080",
+      "http://Node-2.LOCAL:1",
+    ]);
+    expect(parseJoin(["127.0.0.1:65535", "[fd00::7]:9080", "[::ffff:10.0.0.1]:9080"], "https")).toEqual([
+      "https://127.0.0.1:65535",
+      "https://[fd00::7]:9080",
+      "https://[::ffff:10.0.0.1]:9080",
+    ]);
+    expect(parseHostPort("proj_node_1:9080")).toEqual({ host: "proj_node_1", port: 9080 });
+  });
+
+  it.each([
+    ["[fd00::_7]:9080", /'\[fd00::_7\]' is not an IPv6 address in brackets/],
+    ["[fe80::1%eth0]:9080", /not an IPv6 address/],
+    ["[::1:9080", /not an IPv6 address/],
+    ["::1:9080", /needs brackets/],
+    ["proj node:9080", /'proj node' is not a host name/],
+    ["-node:9080", /not a host name/],
+    ["node-:9080", /not a host name/],
+    ["a..b:9080", /not a host name/],
+    [":9080", /must be HOST:PORT/],
+    ["node:", /numeric port/],
+    ["node:http", /numeric port/],
+    ["node:0", /port must be 1\.\.65535/],
+    ["999.1.1.1:9080", /not a valid IPv4 address/],
+    ["10.0.0:9080", /not a valid IPv4 address/],
+    [`${"a".repeat(64)}:9080`, /not a host name/],
+  ])("refuses %s, naming the entry", (bad, why) => {
+    const spec = `good_1:9080,${bad}`;
+    expect(() => parseJoin(spec, "http")).toThrow(why);
+    expect(() => parseJoin(spec, "http")).toThrow(`--join seed '${bad}' must be HOST:PORT`);
+  });
+
+  it("names a bad seed and where it came from: flag, environment or config file", () => {
+    const flags = { id: "A", engine: "sim" };
+    expect(() => resolveNodeSettings({ ...flags, join: "ok_1:1,bad seed:1" }, {})).toThrow(
+      /^--join: seed 'bad seed:1' must be HOST:PORT .*: host 'bad seed' is not a host name/,
+    );
+    expect(() => resolveNodeSettings(flags, { PREFIXMESH_JOIN: "[::_1]:9080" })).toThrow(
+      /^PREFIXMESH_JOIN: seed '\[::_1\]:9080'/,
+    );
+    const dir = mkdtempSync(join(tmpdir(), "pm-join-"));
+    const file = join(dir, "node.yaml");
+    writeFileSync(file, "join:\n  - proj_node_1:9080\n  - proj_node_2\n");
+    expect(() => resolveNodeSettings({ ...flags, config: file }, {})).toThrow(
+      new RegExp(`^join in ${file}: seed 'proj_node_2' must be HOST:PORT`),
+    );
+    writeFileSync(file, "join: [proj_node_1:9080, proj_node_2:9080]\n");
+    expect(resolveNodeSettings({ ...flags, config: file }, {}).join).toEqual([
+      "proj_node_1:9080",
+      "proj_node_2:9080",
+    ]);
+  });
+
+  it("on the command line: a message naming the entry and exit code 2", () => {
+    const r = spawnSync(
+      process.execPath,
+      [requireBuild(), "node", "--id", "A", "--engine", "sim", "--join", "proj_node_1:9080,proj node_2:9080"],
+      { encoding: "utf8", timeout: 60_000, env: { PATH: process.env.PATH ?? "" } },
+    );
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/--join: seed 'proj node_2:9080' must be HOST:PORT/);
+  });
+
+  it("--peers, --peers-dns, --advertise and --listen take underscores in host names too", () => {
+    expect(parseStaticPeers("B=http://proj_node_2:9080")).toEqual([
+      { id: "B", url: "http://proj_node_2:9080" },
+    ]);
+    expect(() => parseStaticPeers("B=http://proj node:9080")).toThrow(/invalid peer URL/);
+    expect(parseDnsTarget("proj_peers", 9080)).toEqual({ host: "proj_peers", port: 9080 });
+    expect(() => parseDnsTarget("proj peers", 9080)).toThrow(/invalid --peers-dns/);
+    const s = resolveNodeSettings(
+      { id: "A", engine: "sim", advertise: "proj_node_1:9080", listen: "0.0.0.0:0" },
+      {},
+    );
+    expect(s.advertise).toBe("proj_node_1:9080");
+    expect(() => resolveNodeSettings({ id: "A", advertise: "proj node:9080" }, {})).toThrow(
+      /^--advertise: 'proj node:9080': host 'proj node' is not a host name/,
+    );
+    expect(() => resolveNodeSettings({ id: "A", listen: "127.0.0.1" }, {})).toThrow(
+      /^--listen: '127.0.0.1' must be HOST:PORT/,
+    );
+  });
+
   it("is refused without --gossip scuttlebutt", async () => {
     const full = settings({ join: "127.0.0.1:1", insecure: true, gossip: "full" });
     await expect(startNode(full, { logger })).rejects.toThrow(/--join needs --gossip scuttlebutt/);
@@ -42,6 +138,37 @@ describe("--join", () => {
     await expect(
       startNode(settings({ gossip: "scuttlebutt", join: "127.0.0.1:1" }), { logger }),
     ).rejects.toThrow(/without peer authentication/);
+  });
+});
+
+describe("a seed's state, as /cluster shows it", () => {
+  it("classifies each attempt: unresolvable, unreachable, refused (an HTTP refusal, or its hello), joined", () => {
+    const url = "http://proj_node_1:9080";
+    const st = new SeedStates([url]);
+    const one = () => st.view()[0];
+    expect(one()).toMatchObject({
+      seed: "proj_node_1:9080",
+      state: "pending",
+      attempts: 0,
+      lastAttemptAt: null,
+    });
+    st.failed(url, new TransportError("connection", "ENOTFOUND: getaddrinfo ENOTFOUND proj_node_1"));
+    expect(one()).toMatchObject({ state: "unresolvable", attempts: 1, retrying: true });
+    st.failed(url, new TransportError("connection", "ECONNREFUSED: connect ECONNREFUSED 172.18.0.3:9080"));
+    expect(one()).toMatchObject({ state: "unreachable", attempts: 2, reason: null });
+    st.failed(url, new TransportError("timeout", "headers timeout"));
+    expect(one()).toMatchObject({ state: "unreachable", attempts: 3 });
+    st.failed(url, new TransportError("http", "answered 403 to /peer/hello", 403));
+    expect(one()).toMatchObject({ state: "refused", reason: "http-403", retrying: true });
+    st.answered(url, "Z", { reason: "wrong-cluster", message: "peer is in cluster 'x'" });
+    expect(one()).toMatchObject({
+      state: "refused",
+      reason: "wrong-cluster",
+      memberId: "Z",
+      retrying: false,
+    });
+    st.answered(url, "B", "joined");
+    expect(one()).toMatchObject({ state: "joined", memberId: "B", error: null, reason: null, attempts: 6 });
   });
 });
 
@@ -90,6 +217,51 @@ describe("a lone scuttlebutt node without credentials (no seeds, no peers)", () 
         (n.runtime.clusterView() as { peers: { id: string }[] }).peers.some((p) => p.id === id);
       const nb = b;
       await waitFor(() => holds(a, "B") && holds(nb, "A"), 15_000, "A and B to become members of each other");
+    } finally {
+      await Promise.all([a.stop(), b?.stop()]);
+    }
+  });
+
+  it("shows each --join seed in /cluster: joined as its member, unreachable, unresolvable", async () => {
+    const a = await startNode(settings({ gossip: "scuttlebutt", insecure: true }), { logger });
+    let b: Awaited<ReturnType<typeof startNode>> | undefined;
+    try {
+      const good = new URL(a.peerUrl).host;
+      const closed = `127.0.0.1:${await freePort("127.0.0.1")}`;
+      const unknown = "no_such_seed.invalid:9080";
+      b = await startNode(
+        settings({ id: "B", gossip: "scuttlebutt", insecure: true, join: [good, closed, unknown] }),
+        { logger },
+      );
+      const seedsOf = async (n: { apiUrl: string }) =>
+        ((await (await fetch(`${n.apiUrl}/cluster`)).json()) as { seeds: Record<string, unknown>[] }).seeds;
+      const nb = b;
+      const states = async (): Promise<Record<string, Record<string, unknown>>> =>
+        Object.fromEntries((await seedsOf(nb)).map((s) => [s.seed, s]));
+      await waitFor(
+        async () => {
+          const s = await states();
+          return (
+            s[good]?.member === "alive" &&
+            s[closed]?.state === "unreachable" &&
+            s[unknown]?.state === "unresolvable"
+          );
+        },
+        30_000,
+        "B's /cluster to show its three seeds' states",
+      );
+      const s = await states();
+      expect(Object.keys(s)).toEqual([good, closed, unknown]);
+      expect(s[good]).toMatchObject({ state: "joined", memberId: "A", retrying: false, error: null });
+      expect(s[closed]).toMatchObject({ state: "unreachable", memberId: null, retrying: true });
+      expect(s[closed]?.error).toMatch(/ECONNREFUSED/);
+      expect(s[unknown]).toMatchObject({ state: "unresolvable", member: null, retrying: true });
+      for (const x of Object.values(s)) {
+        expect(x.attempts as number).toBeGreaterThanOrEqual(1);
+        expect(Date.parse(x.lastAttemptAt as string)).toBeGreaterThan(0);
+      }
+      // A node given no seeds shows an empty list, not nothing.
+      expect(await seedsOf(a)).toEqual([]);
     } finally {
       await Promise.all([a.stop(), b?.stop()]);
     }

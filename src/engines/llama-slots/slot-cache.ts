@@ -4,8 +4,10 @@
  * streams the generated token ids), so the slot mirror (slot-mirror.ts) knows what each slot and the
  * RAM prompt cache hold, and predicts the server's `cache_n` before each run.
  *
- * Resynchronization: after a failed or aborted run, or a prediction the server contradicts, the next
- * run first reads `GET /slots` (when the server exposes it): each idle slot's token count corrects the
+ * Resynchronization: an aborted run reads `GET /slots` before its abort is reported (so the tree
+ * mirrors what the server kept of it); after a failed run, an abort whose slot was still busy at the
+ * server, or a prediction the server contradicts, the next run first reads it (when the server
+ * exposes it): each idle slot's token count corrects the
  * mirror, and a slot that has never run a task (or a task counter that went back) while the mirror
  * holds tokens says the server restarted: the mirror is cleared, RAM cache included.
  *
@@ -80,6 +82,10 @@ const NativeChunk = z.object({
 });
 
 const MAX_OUTPUT_CHARS = 4 << 20;
+
+/** Reads of `/slots` after an abort until the aborted slot is idle there, and the first pause between them. */
+const ABORT_READS = 6;
+const ABORT_READ_GAP_MS = 10;
 
 /** See `calibrate`. */
 const CALIBRATION_RUNS = 16;
@@ -232,6 +238,22 @@ export class LlamaSlotCache {
     sampling: Record<string, unknown>,
     onChunk?: (c: EngineChunk) => void,
     signal?: AbortSignal,
+  ): Promise<SlotRunResult> {
+    try {
+      return await this.runTurn(req, sampling, onChunk, signal);
+    } catch (e) {
+      // The node's tree takes the engine's sequences with the abort: they must be what the server
+      // kept of the aborted slot, not the guess made at its launch.
+      if (signal?.aborted && this.needsResync) await this.readBackAborted();
+      throw e;
+    }
+  }
+
+  private async runTurn(
+    req: EngineRequest,
+    sampling: Record<string, unknown>,
+    onChunk: ((c: EngineChunk) => void) | undefined,
+    signal: AbortSignal | undefined,
   ): Promise<SlotRunResult> {
     await this.acquireTurn(signal);
     let slot: number | undefined;
@@ -521,6 +543,34 @@ export class LlamaSlotCache {
       signal?.addEventListener("abort", onAbort, { once: true });
       this.waiting.push(go);
     });
+  }
+
+  /**
+   * After an aborted run: reads `/slots` until every slot not running here is idle at the server (it
+   * sees an abort only when it next writes to the closed stream, or after a prefill), ABORT_READS times
+   * at most, the pause doubling from ABORT_READ_GAP_MS. Each read holds the launch lock, like every read
+   * before a start, so starts and reads reach the server in the mirror's order; the pauses do not. A slot
+   * still busy there after that, or a failed read, leaves the flag set: the next run reads again.
+   */
+  private async readBackAborted(): Promise<void> {
+    for (let i = 0; i < ABORT_READS; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, ABORT_READ_GAP_MS * 2 ** (i - 1)));
+      const unlock = await this.lockLaunch();
+      try {
+        const slots = await this.readSlots();
+        if (!slots) return;
+        this.applySlots(slots);
+        if (!slots.some((s) => s.is_processing && !this.busy.has(s.id))) {
+          this.needsResync = false;
+          return;
+        }
+      } catch {
+        // The server is down: the next run says so, and reads /slots first.
+        return;
+      } finally {
+        unlock();
+      }
+    }
   }
 
   /** Reads `/slots` into the mirror (one at a time); a failure leaves the flag set for the next run. */

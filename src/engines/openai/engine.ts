@@ -243,7 +243,7 @@ export class OpenAIEngine implements Engine {
     this.slotCache = slots;
     this.tally = slots.tally;
     this.info.cacheMode = "engine-managed";
-    // An aborted run's slot is read back from the server before the next run (slot-cache.ts).
+    // An aborted run's slot is read back from the server before the abort is reported (slot-cache.ts).
     this.info.abortable = true;
   }
 

@@ -37,6 +37,17 @@ interface ClusterView {
   /** The node's counters: numbers, and per-kind counts for snapshots. */
   stats?: Record<string, number | Record<string, number>>;
   peers: PeerView[];
+  /** gossip "scuttlebutt": each --join seed and what became of it (runtime/seed-states.ts). */
+  seeds?: SeedView[];
+}
+interface SeedView {
+  seed: string;
+  state: string;
+  attempts: number;
+  error: string | null;
+  memberId: string | null;
+  /** SWIM's status of the member it turned out to be (null: not a member). */
+  member: string | null;
 }
 
 const params = new URLSearchParams(location.search);
@@ -132,6 +143,25 @@ function renderMembers(v: ClusterView): void {
   body.replaceChildren(...rows);
 }
 
+/** The --join seeds under the members: what this node was told to join through, and how that went. */
+function renderSeeds(v: ClusterView): void {
+  const p = $("seeds");
+  const seeds = v.seeds ?? [];
+  p.hidden = seeds.length === 0;
+  const items = seeds.map((s) => {
+    const who = s.memberId ? ` as ${s.memberId}${s.member ? `, ${s.member}` : ""}` : "";
+    const tries = s.state === "joined" ? "" : `, ${s.attempts} attempt${s.attempts === 1 ? "" : "s"}`;
+    const span = el("span", `${s.seed}: ${s.state}${who}${tries}`, `seed ${s.state}`);
+    span.dataset.seed = s.seed;
+    span.dataset.state = s.state;
+    if (s.error) span.title = s.error;
+    return span;
+  });
+  const parts: (HTMLElement | string)[] = [el("b", "Seeds (--join): ")];
+  for (const [i, item] of items.entries()) parts.push(...(i > 0 ? [" · ", item] : [item]));
+  p.replaceChildren(...parts);
+}
+
 /** The node's own counters (from /cluster), as a list of term / value pairs. */
 function renderTotals(v: ClusterView): void {
   const s = v.stats ?? {};
@@ -196,6 +226,10 @@ function renderAlerts(error: string | undefined): void {
     status.textContent = `live · every ${fmtSec(EVERY_MS)}`;
     document.body.classList.remove("unreachable");
   }
+  if (view && !view.peers.some((p) => p.liveness === "live"))
+    for (const s of view.seeds ?? [])
+      if (s.state !== "joined" && s.state !== "self" && s.state !== "pending")
+        out.push(alertLine("seed", `Alone: seed ${s.seed} is ${s.state}${s.error ? ` (${s.error})` : ""}.`));
   for (const p of view?.peers ?? []) {
     if (p.liveness === "live") continue;
     const heard =
@@ -260,6 +294,7 @@ async function tick(): Promise<void> {
     for (const id of [view.id, ...view.peers.map((p) => p.id)].sort()) colourOf(id);
     renderFacts(view);
     renderMembers(view);
+    renderSeeds(view);
     renderTotals(view);
   } catch (err) {
     error = describe(err);

@@ -31,6 +31,7 @@ export const PAGE_HTML = `<!doctype html>
     </tr></thead>
     <tbody></tbody>
   </table>
+  <p class="small" id="seeds" hidden></p>
   <p class="muted small">Cached tokens: this node's own radix tree, and for a peer the estimate this node holds of
   its tree (from anti-entropy). A down peer's estimate is stale and not shown as current.</p>
 </section>
@@ -76,7 +77,7 @@ header { display: flex; align-items: baseline; gap: 18px; flex-wrap: wrap; }
 #alerts { margin-top: 10px; }
 .alert { padding: 6px 12px; border-radius: 6px; margin: 4px 0; border-left: 5px solid; }
 .alert.down, .alert.self { border-color: var(--down); background: #fdecec; }
-.alert.suspected { border-color: var(--suspected); background: #fff4e5; }
+.alert.suspected, .alert.seed { border-color: var(--suspected); background: #fff4e5; }
 .alert.unknown { border-color: var(--unknown); background: var(--panel); }
 table { border-collapse: collapse; width: 100%; }
 th, td { padding: 5px 10px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
@@ -90,6 +91,8 @@ td.num { font-variant-numeric: tabular-nums; }
 .badge.suspected { background: #fff1d6; color: var(--suspected); }
 .badge.down { background: var(--down); color: #fff; }
 .badge.unknown { background: var(--panel); color: var(--unknown); }
+.seed.joined { color: var(--live); }
+.seed.unreachable, .seed.unresolvable, .seed.refused { color: var(--suspected); }
 tr.down td:not(:nth-child(2)) { color: var(--muted); }
 .stale { color: var(--muted); font-style: italic; }
 .yes { color: var(--suspected); font-weight: 600; }

@@ -8,6 +8,7 @@ import type { PrefixNode } from "../../core/node/node.js";
 import type { PeerView } from "../../core/node/types.js";
 import type { GaugeView } from "../metrics.js";
 import { engineCacheStatus } from "./cache-predictions.js";
+import type { SeedView } from "./seed-states.js";
 
 export interface ClusterViewOptions {
   node: PrefixNode;
@@ -26,12 +27,18 @@ export interface ClusterViewOptions {
 
 export class ClusterView {
   private discovery: (() => unknown) | undefined;
+  private seeds: (() => SeedView[]) | undefined;
 
   constructor(private readonly o: ClusterViewOptions) {}
 
   /** Adds what peer discovery sees (e.g. each DNS address and its status) to `/cluster`. */
   setDiscovery(fn: () => unknown): void {
     this.discovery = fn;
+  }
+
+  /** Adds what became of each `--join` seed to `/cluster` (gossip "scuttlebutt"). */
+  setSeeds(fn: () => SeedView[]): void {
+    this.seeds = fn;
   }
 
   /** The `/cluster` object, with `inFlightClients` client requests waiting for their answer. */
@@ -86,6 +93,15 @@ export class ClusterView {
       ...(this.discovery ? { discovery: this.discovery() } : {}),
       // gossip "scuttlebutt": every member SWIM holds, with its status (dead ones while remembered).
       ...(mesh ? { gossip: "scuttlebutt", members: mesh } : {}),
+      // gossip "scuttlebutt": each --join seed, what its hello said, and what SWIM holds of it now.
+      ...(mesh && this.seeds
+        ? {
+            seeds: this.seeds().map((s) => ({
+              ...s,
+              member: mesh.find((m) => m.id === s.memberId && s.state === "joined")?.status ?? null,
+            })),
+          }
+        : {}),
     };
   }
 

@@ -7,36 +7,26 @@
  * pod's peers' names often do not exist yet when it starts, and the node serves alone meanwhile.
  */
 import { checkPeerHello, DiscoveryError } from "../../net/discovery.js";
+import { MAX_SEEDS, parseSeedList } from "../../net/host-port.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
 import type { MeshPeers } from "./mesh-peers.js";
+import { SeedStates, UNRESOLVED } from "./seed-states.js";
 
-const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
-export const MAX_JOIN = 64;
+export const MAX_JOIN = MAX_SEEDS;
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 2_000;
 // A seed still silent is said again about once a minute: one line at start-up is easily missed, and
 // a mistyped seed otherwise leaves a node alone without a word.
 const WARN_FIRST = 4;
 const WARN_EVERY = 30;
-/** The transport's failures for a name DNS does not know (yet), or could not ask about just now. */
-const UNRESOLVED = /\b(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_NODATA|ENODATA)\b/;
 
 /** `--join` (a comma-separated string, or a YAML list) as peer URLs; throws DiscoveryError on a bad one. */
 export function parseJoin(spec: string | readonly string[] | undefined, scheme: "http" | "https"): string[] {
   if (spec === undefined) return [];
-  const items = (typeof spec === "string" ? spec.split(",") : [...spec]).map((s) => s.trim()).filter(Boolean);
-  if (items.length > MAX_JOIN)
-    throw new DiscoveryError(`--join lists ${items.length} seeds, at most ${MAX_JOIN}`);
-  const urls = items.map((a) => {
-    const m = HOST_PORT.exec(a);
-    if (!m || Number(m[2]) > 65535 || Number(m[2]) === 0)
-      throw new DiscoveryError(
-        `--join seed '${a}' must be HOST:PORT (a member's peer port), e.g. 10.0.0.2:9080`,
-      );
-    return `${scheme}://${a}`;
-  });
-  return [...new Set(urls)];
+  const r = parseSeedList(spec, MAX_JOIN);
+  if ("error" in r) throw new DiscoveryError(`--join ${r.error}`);
+  return r.seeds.map((a) => `${scheme}://${a}`);
 }
 
 export interface SeedOptions {
@@ -47,17 +37,24 @@ export interface SeedOptions {
   isStopping(): boolean;
 }
 
-/** Resolves each seed address in the background, handing each to the mesh once it answers. */
-export function resolveSeeds(urls: readonly string[], o: SeedOptions): void {
-  for (const url of urls) void resolveOne(url, o);
+/**
+ * Resolves each seed address in the background, handing each to the mesh once it answers; what became
+ * of each is in the returned states (`/cluster`'s `seeds`).
+ */
+export function resolveSeeds(urls: readonly string[], o: SeedOptions): SeedStates {
+  const states = new SeedStates(urls);
+  for (const url of urls) void resolveOne(url, o, states);
+  return states;
 }
 
-async function resolveOne(url: string, o: SeedOptions): Promise<void> {
+async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Promise<void> {
   const since = Date.now();
   for (let attempt = 0; !o.isStopping(); attempt++) {
     try {
       const r = await o.client.probeHello(url);
       const check = checkPeerHello({ ...o.expect, peerId: r.certId }, r.hello);
+      const id = helloId(r.hello) ?? r.certId ?? null;
+      states.answered(url, id, check.ok ? "joined" : check.reason === "self" ? "self" : check);
       if (check.ok) {
         o.logger.info({ seed: url, peer: check.hello.id }, "joining through seed");
         o.mesh.seed(check.hello.id, url);
@@ -68,6 +65,7 @@ async function resolveOne(url: string, o: SeedOptions): Promise<void> {
         o.logger.error({ seed: url, reason: check.reason }, `seed refused: ${check.message}`);
       return;
     } catch (err) {
+      states.failed(url, err as Error);
       if (attempt >= WARN_FIRST && (attempt - WARN_FIRST) % WARN_EVERY === 0) {
         const waitedS = Math.round((Date.now() - since) / 1000);
         const fields = { seed: url, err: (err as Error).message, attempts: attempt + 1, waitedS };
@@ -84,4 +82,10 @@ async function resolveOne(url: string, o: SeedOptions): Promise<void> {
       setTimeout(res, Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt)).unref(),
     );
   }
+}
+
+/** The id a hello names, even one we refuse (an operator wants to know who answered). */
+function helloId(hello: unknown): string | null {
+  const id = (hello as { id?: unknown } | null)?.id;
+  return typeof id === "string" && id.length <= 64 ? id : null;
 }

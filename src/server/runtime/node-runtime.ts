@@ -95,7 +95,8 @@ export class NodeRuntime implements NodeService {
   private readonly served: ServedForwards;
   private readonly sender: PeerSender;
   private readonly traffic: PeerTraffic;
-  private readonly view: ClusterView;
+  /** `/cluster` and the gauges; start-node.ts adds what discovery and the seeds see. */
+  readonly view: ClusterView;
   private readonly health: EngineHealth;
   private readonly runs: EngineRuns;
   private readonly liveness: LivenessLog;
@@ -246,11 +247,6 @@ export class NodeRuntime implements NodeService {
     this.timers.clear();
     this.applyAll(this.node.restart(Date.now()));
     this.o.logger.info({ epoch: this.node.currentEpoch }, "cache reset: new epoch");
-  }
-
-  /** Adds what peer discovery sees (e.g. each DNS address and its status) to `/cluster`. */
-  setDiscoveryView(fn: () => unknown): void {
-    this.view.setDiscovery(fn);
   }
 
   /** Admits a peer found at run time (its hello already checked); false if refused or shutting down. */

@@ -299,7 +299,10 @@ export async function startNode(
   // SWIM verifies its members itself (mesh-peers.ts); the full mesh checks its static peers here.
   if (!mesh) checkPeers(peers, { client, runtime, logger, clusterId, model: helloModel, self: s.id });
   const expect = { cluster: clusterId, model: helloModel, self: s.id };
-  if (mesh) resolveSeeds(join, { client, mesh, logger, expect, isStopping: () => runtime.isStopping });
+  if (mesh) {
+    const seeds = resolveSeeds(join, { client, mesh, logger, expect, isStopping: () => runtime.isStopping });
+    runtime.view.setSeeds(() => seeds.view());
+  }
   let dns: DnsMembership | undefined;
   if (dnsTarget) {
     const staticIds = new Set(peers.map((p) => p.id));
@@ -327,7 +330,7 @@ export async function startNode(
       },
       logger,
     });
-    runtime.setDiscoveryView(() => dns?.view());
+    runtime.view.setDiscovery(() => dns?.view());
     // Not awaited: peers that are not up yet are found on later rounds; startup does not wait for DNS.
     dns.start().catch((err: Error) => logger.error({ err: err.message }, "peer discovery failed to start"));
     logger.info(

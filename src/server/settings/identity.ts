@@ -1,9 +1,16 @@
 /** Settings: Identity, addresses and membership: who this node is and how it finds its peers. */
 import { z } from "zod";
 import { DAEMON_NODE_DEFAULTS } from "../../core/node/config.js";
+import { parseSeedList } from "../../net/host-port.js";
 import { nodeIdSchema } from "../../net/node-id.js";
 import { setting } from "./doc.js";
 import { hostPort, num } from "./values.js";
+
+/** A bad seed is refused where it was given (flag, env or file), naming the entry. */
+function joinProblem(v: string | readonly string[] | undefined, ctx: z.RefinementCtx): void {
+  const r = v === undefined ? undefined : parseSeedList(v);
+  if (r && "error" in r) ctx.addIssue({ code: "custom", message: r.error });
+}
 
 export const identitySettings = {
   id: setting(nodeIdSchema, {
@@ -78,13 +85,21 @@ export const identitySettings = {
       "every peer; every member configured or found by DNS, and removed when it leaves DNS). Every node of " +
       "a cluster must run the same mode.",
   }),
-  join: setting(z.union([z.string().max(65536), z.array(z.string().max(300)).max(256)]).optional(), {
-    section: "Membership",
-    value: "host:port,…",
-    description:
-      "With --gossip scuttlebutt: seeds to join through, peer-port addresses of any current members " +
-      "(each is asked its id with a hello). Static --peers and --peers-dns addresses are seeds too.",
-  }),
+  join: setting(
+    z
+      .union([z.string().max(65536), z.array(z.string().max(300)).max(256)])
+      .optional()
+      .superRefine(joinProblem),
+    {
+      section: "Membership",
+      value: "host:port,…",
+      description:
+        "With --gossip scuttlebutt: seeds to join through, peer-port addresses of any current members " +
+        "(each is asked its id with a hello). Host names may hold `_` (Docker's container names, e.g. " +
+        "`proj_node_1:9080`); IPv6 in brackets. Static --peers and --peers-dns addresses are seeds too. " +
+        "`/cluster` shows what became of each seed (`seeds`).",
+    },
+  ),
   maxEstimates: setting(num(1, 4095, true).optional(), {
     section: "Membership",
     value: "n",

@@ -3,11 +3,16 @@ import { z } from "zod";
 import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../../core/node/config.js";
 import { LlamaCppOptionsSchema } from "../../engines/llamacpp/options.js";
 import { OpenAIEngineOptionsSchema } from "../../engines/openai/options.js";
+import { parseHostPort } from "../../net/host-port.js";
 
-export const hostPort = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be HOST:PORT, e.g. 127.0.0.1:8080")
-  .refine((s) => Number(s.slice(s.lastIndexOf(":") + 1)) <= 65535, "port must be ≤ 65535");
+export const hostPort = z.string().superRefine((s, ctx) => {
+  const r = parseHostPort(s, true);
+  if (typeof r === "string")
+    ctx.addIssue({
+      code: "custom",
+      message: r.startsWith("must") ? `'${s}' ${r}, e.g. 127.0.0.1:8080` : `'${s}': ${r}`,
+    });
+});
 
 export const num = (min: number, max: number, int = false) => {
   const base = int ? z.coerce.number().int() : z.coerce.number();

@@ -1,0 +1,96 @@
+/**
+ * What became of each `--join` seed, for `/cluster`: an operator whose node never joined sees what it
+ * was told to join through and why each seed did not take. mesh-seeds.ts records every hello attempt
+ * here; nothing here retries or decides anything.
+ */
+import { TransportError } from "../../net/transport-error.js";
+
+/**
+ * `pending`: no attempt has ended yet; `joined`: it answered with a hello of our cluster and was handed
+ * to SWIM under its id; `unresolvable`: its name does not resolve (yet); `unreachable`: no answer;
+ * `refused`: it answered, but not with a hello we take (another cluster, model or protocol, or our
+ * credentials refused); `self`: the address is this node's own.
+ */
+export type SeedState = "pending" | "joined" | "unresolvable" | "unreachable" | "refused" | "self";
+
+export interface SeedView {
+  /** As configured (HOST:PORT). */
+  seed: string;
+  url: string;
+  state: SeedState;
+  /** Whether it is still being asked (a hello answered or a definite refusal ends the asking). */
+  retrying: boolean;
+  attempts: number;
+  /** When the last attempt ended (ISO 8601), null before. */
+  lastAttemptAt: string | null;
+  /** Why the last attempt failed: the transport's error or the refusal; null after a success. */
+  error: string | null;
+  /** For `refused`: the hello check's reason (`wrong-cluster`, …) or the HTTP status it answered. */
+  reason: string | null;
+  /** The member id it turned out to be (from its hello), null while unknown. */
+  memberId: string | null;
+}
+
+/** The transport's failures for a name DNS does not know (yet), or could not ask about just now. */
+export const UNRESOLVED = /\b(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_NODATA|ENODATA)\b/;
+
+export class SeedStates {
+  private readonly seeds = new Map<string, SeedView>();
+
+  constructor(urls: readonly string[]) {
+    for (const url of urls)
+      this.seeds.set(url, {
+        seed: new URL(url).host,
+        url,
+        state: "pending",
+        retrying: true,
+        attempts: 0,
+        lastAttemptAt: null,
+        error: null,
+        reason: null,
+        memberId: null,
+      });
+  }
+
+  /** The hello at `url` answered as `id`: accepted (`joined`), ourselves, or refused (its check's verdict). */
+  answered(
+    url: string,
+    id: string | null,
+    outcome: "joined" | "self" | { reason: string; message: string },
+  ): void {
+    const refused = typeof outcome === "object";
+    this.note(url, {
+      state: refused ? "refused" : outcome,
+      retrying: false,
+      memberId: id,
+      error: refused ? outcome.message : null,
+      reason: refused ? outcome.reason : null,
+    });
+  }
+
+  /** The hello at `url` failed with `err`; it is asked again. */
+  failed(url: string, err: Error): void {
+    const refusedBy = err instanceof TransportError && err.kind === "http" ? err.status : undefined;
+    const state: SeedState = UNRESOLVED.test(err.message)
+      ? "unresolvable"
+      : refusedBy !== undefined || (err instanceof TransportError && err.kind === "protocol")
+        ? "refused"
+        : "unreachable";
+    const reason = state === "refused" ? (refusedBy !== undefined ? `http-${refusedBy}` : "protocol") : null;
+    this.note(url, { state, retrying: true, error: err.message, reason });
+  }
+
+  view(): SeedView[] {
+    return [...this.seeds.values()].map((s) => ({ ...s }));
+  }
+
+  private note(url: string, change: Partial<SeedView>): void {
+    const s = this.seeds.get(url);
+    if (!s) return;
+    if (change.state !== undefined) {
+      s.attempts++;
+      s.lastAttemptAt = new Date().toISOString();
+    }
+    Object.assign(s, change);
+  }
+}

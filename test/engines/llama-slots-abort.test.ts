@@ -1,0 +1,122 @@
+/**
+ * An aborted run on the llama-server slot mirror, against a TEST DOUBLE of llama-server's slot API
+ * (`/props`, `/slots`, a `/completion` stream that stops after one token; 127.0.0.1 only, no inference): the
+ * abort reads `GET /slots` back before it is reported, so the sequences the node's tree takes with
+ * the abort (engine-runs.ts) are what the server kept, not the guess made at launch. The real server:
+ * llama-slots-real.test.ts.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { EngineAbortedError } from "../../src/engines/errors.js";
+import { LlamaSlotsOptionsSchema } from "../../src/engines/llama-slots/options.js";
+import { LlamaSlotCache } from "../../src/engines/llama-slots/slot-cache.js";
+import { HttpClient } from "../../src/engines/openai/http.js";
+import { range } from "./slot-fixtures.js";
+
+interface SlotJson {
+  id: number;
+  is_processing: boolean;
+  id_task?: number;
+  n_prompt_tokens?: number;
+}
+
+let double: Server | undefined;
+afterEach(async () => {
+  double?.closeAllConnections();
+  await new Promise<void>((r) => (double ? double.close(() => r()) : r()));
+  double = undefined;
+});
+
+/**
+ * One slot. `/slots` answers the reads in turn (the last one again once they run out), after the
+ * engine's own first one; the first `/completion` streams one token and then says nothing (until the
+ * client goes), later ones end at once. Whatever the server keeps is what the reads say: here less
+ * than the prompt the mirror assumed at launch (as after a context shift), so the two differ.
+ */
+async function startDouble(afterAbort: SlotJson[][]) {
+  const seen: string[] = [];
+  let completions = 0;
+  const reads: SlotJson[][] = [[{ id: 0, is_processing: false }], ...afterAbort];
+  double = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      seen.push(`${req.method} ${req.url}`);
+      const json = (o: unknown) =>
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(o));
+      if (req.url === "/props")
+        return json({ total_slots: 1, endpoint_slots: true, default_generation_settings: { n_ctx: 512 } });
+      if (req.url === "/slots") return json(reads.length > 1 ? reads.shift() : reads[0]);
+      if (req.url === "/completion") {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        if (completions++ === 0) {
+          res.write(`data: ${JSON.stringify({ content: "a", tokens: [7] })}\n\n`);
+          return;
+        }
+        const final = { content: "b", tokens: [8], stop: true, tokens_predicted: 1, timings: { cache_n: 0 } };
+        return void res.end(`data: ${JSON.stringify(final)}\n\n`);
+      }
+      res.writeHead(404).end();
+    });
+  });
+  await new Promise<void>((r) => double!.listen(0, "127.0.0.1", r));
+  const http = new HttpClient(`http://127.0.0.1:${(double!.address() as AddressInfo).port}`, {
+    connectTimeoutMs: 5_000,
+    headersTimeoutMs: 30_000,
+    bodyTimeoutMs: 30_000,
+    retries: 0,
+    backoffMs: 5,
+    maxBackoffMs: 10,
+  });
+  const cache = await LlamaSlotCache.detect(http, LlamaSlotsOptionsSchema.parse({ cacheRamMiB: 0 }));
+  if (!cache) throw new Error("the double is not taken for a llama-server");
+  return { cache, seen };
+}
+
+const PROMPT = range(1, 40);
+const req = (maxTokens = 8) => ({ id: "r", tokens: PROMPT, maxTokens });
+
+/** Runs PROMPT, aborts it at its first token, and returns the sequences as they are at the rejection. */
+async function abortRun(d: Awaited<ReturnType<typeof startDouble>>) {
+  const ac = new AbortController();
+  const run = d.cache.run(req(), {}, () => ac.abort(), ac.signal);
+  await expect(run).rejects.toBeInstanceOf(EngineAbortedError);
+  return d.cache.sequences();
+}
+
+describe("an aborted llama-server run", () => {
+  it("hands the tree what the server kept of the slot, not the launch's guess (its whole prompt)", async () => {
+    const d = await startDouble([[{ id: 0, is_processing: false, id_task: 0, n_prompt_tokens: 16 }]]);
+    const sequences = await abortRun(d);
+    expect(sequences).toEqual([PROMPT.subarray(0, 16)]);
+    expect(d.cache.status().slotTokens).toEqual([16]);
+    // Read already: the next run starts without a read of its own.
+    const before = d.seen.length;
+    await d.cache.run(req(1), {});
+    expect(d.seen.slice(before)).toEqual(["POST /completion"]);
+  });
+
+  it("reads again while the server has not yet seen the abort (the slot still processing)", async () => {
+    const d = await startDouble([
+      [{ id: 0, is_processing: true, id_task: 0 }],
+      [{ id: 0, is_processing: true, id_task: 0 }],
+      [{ id: 0, is_processing: false, id_task: 0, n_prompt_tokens: 24 }],
+    ]);
+    const sequences = await abortRun(d);
+    expect(sequences).toEqual([PROMPT.subarray(0, 24)]);
+    expect(d.seen.filter((s) => s === "GET /slots")).toHaveLength(4);
+  });
+
+  it("gives up after a bounded number of reads, and the next run reads before it starts", async () => {
+    const d = await startDouble([[{ id: 0, is_processing: true, id_task: 0 }]]);
+    const sequences = await abortRun(d);
+    // Nothing better known: the launch's guess stays until the server says otherwise.
+    expect(sequences).toEqual([PROMPT]);
+    const reads = d.seen.filter((s) => s === "GET /slots").length;
+    expect(reads).toBeGreaterThan(2);
+    expect(reads).toBeLessThanOrEqual(10);
+    const before = d.seen.length;
+    await d.cache.run(req(1), {});
+    expect(d.seen.slice(before)).toEqual(["GET /slots", "POST /completion"]);
+  });
+});
