@@ -66,7 +66,7 @@ async function run(mode: "mtls" | "hmac", bounds: number[], messages: number): P
   const auth = await authOf("A");
   for (const bound of bounds) {
     const c = new PeerClient({ auth, maxConnectedPeers: bound });
-    ids.slice(1).forEach((id, i) => c.setPeer(id, urls[i] as string));
+    for (const [i, id] of ids.slice(1).entries()) c.setPeer(id, urls[i] as string);
     for (const id of ids.slice(1)) await c.sendMesh(id, new Uint8Array(40));
     let seed = 1;
     const rnd = () => {
