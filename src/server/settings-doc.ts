@@ -47,7 +47,13 @@ export function allowedValues(key: SettingKey): string {
   if (s instanceof z.ZodUnion) {
     const options = s.def.options as z.ZodType[];
     if (options.some((o) => o instanceof z.ZodBoolean)) return "`true`, `false` (also `1`, `0`)";
-    return `\`${doc.value ?? "value"}\` (YAML: also a list or a map)`;
+    // What YAML may give besides the string: only the shapes the union takes.
+    const shapes = [
+      options.some((o) => o instanceof z.ZodArray) ? "a list" : undefined,
+      options.some((o) => o instanceof z.ZodRecord) ? "a map" : undefined,
+    ].filter((x) => x !== undefined);
+    const also = shapes.length === 0 ? "" : ` (YAML: also ${shapes.join(" or ")})`;
+    return `\`${doc.value ?? "value"}\`${also}`;
   }
   if (s instanceof z.ZodString) {
     const max = s.maxLength;
