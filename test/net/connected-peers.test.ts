@@ -102,14 +102,23 @@ async function answer(c: PeerClient, to: string, reqId: string, ms = 1): Promise
   return r.type === "result" ? `${r.result.text}@${r.timing.servedBy}` : `error ${r.type}`;
 }
 
+/** Three peer servers and a client bounded to 2 of them. */
+async function threePeers() {
+  const [p1, p2, p3] = await Promise.all([peer("P1"), peer("P2"), peer("P3")]);
+  const c = new PeerClient({ auth: hmacAuth("A", SECRET), maxConnectedPeers: 2 });
+  clients.push(c);
+  for (const [id, p] of [
+    ["P1", p1],
+    ["P2", p2],
+    ["P3", p3],
+  ] as const)
+    c.setPeer(id, p.url);
+  return { c, p1, p2, p3 };
+}
+
 describe("PeerClient with maxConnectedPeers 2", () => {
   it("closes the least recently used peer's connections for a third, and reconnects to it on demand", async () => {
-    const [p1, p2, p3] = await Promise.all([peer("P1"), peer("P2"), peer("P3")]);
-    const c = new PeerClient({ auth: hmacAuth("A", SECRET), maxConnectedPeers: 2 });
-    clients.push(c);
-    c.setPeer("P1", p1.url);
-    c.setPeer("P2", p2.url);
-    c.setPeer("P3", p3.url);
+    const { c, p1, p2, p3 } = await threePeers();
     expect(await answer(c, "P1", "r1")).toBe("r1@P1");
     await c.send("P1", { type: "goodbye" }); // the pool too, not only the channel
     expect(await answer(c, "P2", "r2")).toBe("r2@P2");
@@ -126,12 +135,7 @@ describe("PeerClient with maxConnectedPeers 2", () => {
   }, 30_000);
 
   it("keeps a peer's channel while a forward is open on it; the answer arrives whole", async () => {
-    const [p1, p2, p3] = await Promise.all([peer("P1"), peer("P2"), peer("P3")]);
-    const c = new PeerClient({ auth: hmacAuth("A", SECRET), maxConnectedPeers: 2 });
-    clients.push(c);
-    c.setPeer("P1", p1.url);
-    c.setPeer("P2", p2.url);
-    c.setPeer("P3", p3.url);
+    const { c } = await threePeers();
     const slow = answer(c, "P1", "slow", 1_500);
     expect(await answer(c, "P2", "r2")).toBe("r2@P2");
     expect(await answer(c, "P3", "r3")).toBe("r3@P3");
