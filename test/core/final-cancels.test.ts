@@ -3,7 +3,8 @@
  * request that moved on from a peer with a cancel that was not final (its late answer could still
  * answer it) sends that peer a final one once no answer of it can be taken (the request runs here,
  * or settled), so the peer aborts the run nobody takes any more; none to a peer that answered, one
- * known gone with a restart, or twice. Our own restart cancels finally too.
+ * known gone with a restart, or twice. Our own restart cancels finally too, and a streaming
+ * hedge's cancel is final once the local run started.
  */
 import { describe, expect, it } from "vitest";
 import { markFinalCancels, owedCancels } from "../../src/core/node/abort-runs.js";
@@ -152,6 +153,36 @@ describe("final cancels owed to the peers a request moved on from", () => {
     expect(cancelsToB(h)).toMatchObject([{ msg: { reqId: "r1", attempt: 1, final: true } }]);
     h.deliver((m) => m.msg.type === "cancel");
     expect(h.endAborted("B")).toBe(1);
+  });
+});
+
+describe("a streaming request's hedge", () => {
+  it("ends with a final cancel as the local run starts: the peer's run is aborted", () => {
+    const h = setup();
+    h.client("A", "x1", prompt(7, 1)); // A busy: r1, back from B, waits in A's queue
+    h.input("A", {
+      type: "client-request",
+      reqId: "r1",
+      request: { id: "r1", tokens: prompt(1, 1), maxTokens: 1, stream: true },
+    });
+    h.deliver(forwardToB);
+    h.deliver(isType("forward-ack"));
+    expect(runs(h, "B")).toBe(1);
+    // B acked and is silent since (its run never ends here): A gives it up and queues r1, asking
+    // B again meanwhile (nothing of r1 streamed yet: B's answer would still be the reply).
+    untilFallback(h, "A", forwardToB, 30_000);
+    expect(h.node("A").queueDepth()).toBe(2);
+    expect(cancelsToB(h)).toHaveLength(0);
+    h.drop(forwardToB);
+    h.finishRuns("A"); // x1 ends, r1 starts: B's answer can no longer be taken
+    expect(runs(h, "A")).toBe(1);
+    expect(h.repliesFor("r1")).toHaveLength(0);
+    expect(cancelsToB(h)).toMatchObject([{ msg: { reqId: "r1", attempt: 1, final: true } }]);
+    h.deliver((m) => m.msg.type === "cancel");
+    expect(h.endAborted("B")).toBe(1);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")).toMatchObject([{ record: { servedBy: "A" } }]);
+    expect(cancelsToB(h)).toHaveLength(0); // owed nothing more at the settle
   });
 });
 

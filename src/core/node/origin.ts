@@ -152,12 +152,13 @@ export class Origin {
 
   /**
    * A run started on our engine; if it is a request of ours, no answer of the attempts it moved on
-   * from is taken any more — bar its hedge's (`lateAnswered`): their peers get final cancels now
-   * rather than at its end.
+   * from is taken any more — bar its hedge's, if not a stream's (`lateAnswered`): their peers get
+   * final cancels now rather than at its end, and a stream's hedge ends (hedge.ts).
    */
   private runStarted(request: EngineRequest, out: Effect[]): void {
     const p = this.pending.find(request.id);
     if (p?.request !== request || p.current !== undefined || p.abandoned === undefined) return;
+    if (request.stream === true) this.endHedge(p, out, true, true);
     owedCancels(p, this.reachable, out, (a) => !hedgeOn(p.hedge, a.to, a.attempt));
   }
 
@@ -497,7 +498,8 @@ export class Origin {
    */
   private reask(p: Pending, now: number, out: Effect[], started: () => boolean): void {
     if (p.hedge === undefined) return;
-    if (p.request.stream === true && started()) return void this.endHedge(p, out);
+    // From now on the peer's answer is refused (lateAnswered): its cancel is final, its run aborted.
+    if (p.request.stream === true && started()) return void this.endHedge(p, out, true, true);
     const h = hedgeOf(p);
     const peer = h && this.targets.get(h.to);
     if (!h || !peer || this.trust.quarantined(h.to) || !askAgain(h)) return;
@@ -511,12 +513,15 @@ export class Origin {
    * The fallback left that peer's job be (hedge.ts): `cancel` drops it now, if still queued there —
    * not when the peer itself answered or refused it, or is gone.
    */
-  private endHedge(p: Pending, out: Effect[], cancel = true): void {
+  private endHedge(p: Pending, out: Effect[], cancel = true, final = false): void {
     const h = p.hedge;
     if (h === undefined) return;
     out.push({ type: "cancel-timer", timer: hedgeTimer(h, p.reqId) });
     p.hedge = undefined;
-    if (cancel && this.targets.get(h.to) !== undefined) out.push(hedgeCancel(h, p.reqId));
+    if (!cancel || this.targets.get(h.to) === undefined) return;
+    if (!final) return void out.push(hedgeCancel(h, p.reqId));
+    out.push(finalCancel(h.to, p.reqId, h.attempt));
+    for (const a of p.abandoned ?? []) if (a.to === h.to && a.attempt === h.attempt) a.done = true;
   }
 
   /**
