@@ -3,8 +3,8 @@
  * request that moved on from a peer with a cancel that was not final (its late answer could still
  * answer it) sends that peer a final one once no answer of it can be taken (the request runs here,
  * or settled), so the peer aborts the run nobody takes any more; none to a peer that answered, one
- * known gone with a restart, or twice. Our own restart cancels finally too, and a streaming
- * hedge's cancel is final once the local run started.
+ * known gone with a restart, or twice. Our own restart cancels finally too, a streaming hedge's
+ * cancel is final once the local run started, and a hedge keeps the newest epoch its peer acked in.
  */
 import { describe, expect, it } from "vitest";
 import { markFinalCancels, owedCancels } from "../../src/core/node/abort-runs.js";
@@ -220,6 +220,33 @@ describe("gossip mode: a peer's restart", () => {
     const h = sampledSilent();
     h.finishRuns("A"); // x1 ends, r1 starts
     expect(cancelsToB(h)).toMatchObject([{ msg: { reqId: "r1", attempt: 1, final: true } }]);
+  });
+
+  it("a hedge whose re-ask the new incarnation acked goes on past the restart: it holds the job", () => {
+    const h = daemonGossip(["A", "B"], ACK_MS);
+    answerLost(h, "r1", prompt(1, 1));
+    untilFallback(h, "A", forwardToB, 10_000); // A hedges on B and runs r1 itself
+    const ask = h.mailbox.find(forwardToB) as Mail;
+    h.drop(forwardToB);
+    h.crash("B");
+    h.advance(10);
+    h.restart("B");
+    // The re-ask reaches B's new incarnation, whose ack (naming its epoch) reaches A before gossip does.
+    const epoch = h.node("B").currentEpoch;
+    const acked: Effect[] = h.input("A", {
+      type: "peer-message",
+      from: "B",
+      msg: { type: "forward-ack", reqId: "r1", attempt: 1, epoch },
+    });
+    expect(acked.filter((e) => e.type === "send")).toHaveLength(0);
+    h.deliverMesh(); // the restart reaches A
+    h.input("B", { type: "peer-message", from: "A", msg: ask.msg });
+    expect(runs(h, "B")).toBe(1);
+    h.finishRuns("B");
+    h.deliver(isType("result"));
+    // The hedge still stood: B's answer is the reply, and A's own run is the one aborted.
+    expect(h.repliesFor("r1")).toMatchObject([{ record: { servedBy: "B" } }]);
+    expect(h.node("A").stats().hedgedAnswers).toBe(1);
   });
 });
 

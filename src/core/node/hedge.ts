@@ -37,7 +37,10 @@ export interface Hedge {
   attempt: number;
   /** Re-asks sent so far (at most HEDGE_ASKS). */
   asks: number;
-  /** The epoch that peer acked the attempt in, if its acks say one (origin.ts `lostTo`). */
+  /**
+   * The newest epoch that peer's acks of the attempt said (origin.ts `lostTo`): a re-ask acked by
+   * a new incarnation is that incarnation's job, and a restart up to it does not end the hedge.
+   */
   epoch?: number | undefined;
 }
 

@@ -850,9 +850,10 @@ function tookAlong(p: Pending, peer: NodeId, epoch: number, asked: number | unde
 
 /**
  * An ack of an attempt no longer current (a hedge's re-ask, a late one): the epoch it names is the
- * incarnation holding the job now, for the cancel it is owed.
+ * incarnation holding the job now, for the hedge (`endHedgesTo`) and the cancel it is owed.
  */
 function ackedEarlier(p: Pending, from: NodeId, attempt: number, epoch: unknown): void {
+  if (hedgeOn(p.hedge, from, attempt) && p.hedge) p.hedge.epoch = newestEpoch(p.hedge.epoch, epoch);
   for (const a of p.abandoned ?? [])
     if (a.to === from && a.attempt === attempt) a.epoch = newestEpoch(a.epoch, epoch);
 }
