@@ -268,7 +268,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     help:
       "Engine runs aborted because nobody would take their answer, by reason: client-gone (our client " +
       "hung up while it ran here), hedged (a peer answered it first), cancelled (a forward's origin " +
-      "settled it elsewhere). Only engines that can abort without the cache going astray do",
+      "no longer takes its answer). Only engines that can abort without the cache going astray do",
     labelNames: ["reason"],
     registers,
     collect() {

@@ -150,6 +150,7 @@ describe("aborted runs: work nobody takes the answer of", () => {
 
   it("cancels of a request still waiting are not final; those sent as it settles are", () => {
     const h = setup();
+    h.client("A", "x1", prompt(7, 1)); // A busy: r1, back from B, waits in A's queue
     h.client("A", "r1", prompt(1, 1));
     h.deliver(isType("forward"));
     // No ack, no answer: the attempt times out and the request moves on, its cancel not final.

@@ -17,8 +17,10 @@
  * Whichever answer comes first is the reply; a local run whose request the peer answered is aborted
  * when the engine can (abort-runs.ts), else completes unreplied (its tree insert stands). A streaming request (`EngineRequest.stream`) is the exception:
  * once its local run starts, its client may hold that run's text, which the peer's need not continue
- * (another engine, batch nondeterminism), so the run answers: the hedge ends at its next ask
- * (cancelled), and a peer answer before that is refused; before, the peer's answer goes out whole.
+ * (another engine, batch nondeterminism), so the run answers: the hedge ends as it starts, with a
+ * final cancel (the peer aborts: abort-runs.ts), and a peer answer after that is refused; before,
+ * the peer's answer goes out whole. (Aborting the local run instead would be unsafe for the same
+ * reason: its text may already be the client's.)
  * The request leaves the pending table with its one reply, so it is never answered twice. Owned by
  * the origin.
  */
@@ -35,7 +37,10 @@ export interface Hedge {
   attempt: number;
   /** Re-asks sent so far (at most HEDGE_ASKS). */
   asks: number;
-  /** The epoch that peer acked the attempt in, if its acks say one (origin.ts `lostTo`). */
+  /**
+   * The newest epoch that peer's acks of the attempt said (origin.ts `lostTo`): a re-ask acked by
+   * a new incarnation is that incarnation's job, and a restart up to it does not end the hedge.
+   */
   epoch?: number | undefined;
 }
 

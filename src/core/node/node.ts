@@ -9,7 +9,6 @@
  * the read-only views over them are views.ts's NodeViews, its routing reads node-routing.ts's.
  */
 import type { EngineRequest } from "../engine.js";
-import { markFinalCancels } from "./abort-runs.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
 import { type CostSample, stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
@@ -87,9 +86,10 @@ export class PrefixNode extends NodeRouting {
    * Pending client requests are lost with the crash (the runtime fails their connections).
    */
   restart(epoch?: number): Effect[] {
+    const cancels = this.origin.dropAll(); // peers running their forwards: final cancels
     // Epochs are whole, strictly increasing numbers (they go on the wire).
     this.reset(Math.max(Math.floor(epoch ?? this.deps.now()), this.epoch + 1));
-    return this.start();
+    return [...cancels, ...this.start()];
   }
 
   /** Stop (graceful leave): tell every peer so they stop routing here at once. */
@@ -132,7 +132,7 @@ export class PrefixNode extends NodeRouting {
     this.origin.removePeer(id);
     this.peerModels.delete(id);
     this.failPendingTo(id, this.deps.now(), out);
-    return out;
+    return this.origin.finishStep(out);
   }
 
   handle(input: NodeInput): Effect[] {
@@ -189,7 +189,7 @@ export class PrefixNode extends NodeRouting {
       case "engine-cache-changed":
         this.executor.cacheChanged(input.sequences);
     }
-    markFinalCancels(out, (id) => this.origin.waits(id));
+    this.origin.finishStep(out); // final cancels: abort-runs.ts
     this.origin.gone.check(out);
     if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
     const costs = this.config.advertiseCosts ? this.executor.engineCosts() : undefined;

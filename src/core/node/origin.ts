@@ -7,7 +7,8 @@
  * is answered exactly once: replies that arrive after we moved on are dropped and counted
  * (`lateReplies`). Moving on also sends the abandoned target a `cancel`, so it drops the job if it has
  * not started it: a fallback then costs one computation, not two (put off while a hedge may still
- * take that job's answer: hedge.ts).
+ * take that job's answer: hedge.ts). Once none of its answer can be taken any more, a final cancel
+ * follows, so a peer that started it aborts the run (abort-runs.ts `owedCancels`).
  *
  * Forward acks bound each attempt's latency under message loss and silent partitions: their timing
  * (wait, probe, give up) is forward-acks.ts's; this role acts on its verdicts.
@@ -18,13 +19,20 @@
 import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
 import { invariant } from "../invariant.js";
 import { keyTokens, requestProblem } from "../namespace.js";
+import { finalCancel, markFinalCancels, owedCancels } from "./abort-runs.js";
 import { GoneClients, type GoneStage } from "./client-gone.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
 import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
 import { AnsweredRuns, askAgain, hedgeCancel, hedgeOf, hedgeOn, hedgeTimer } from "./hedge.js";
-import { forwardTimer, type LocalRun, type Pending, PendingRequests } from "./pending-requests.js";
+import {
+  forwardTimer,
+  type LocalRun,
+  MAX_ABANDONED,
+  type Pending,
+  PendingRequests,
+} from "./pending-requests.js";
 import { Planner } from "./planner.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { type Answerer, failReply, okReply } from "./replies.js";
@@ -124,6 +132,48 @@ export class Origin {
     this.spot.reset();
     this.gone.clear();
     this.counters = originCounters();
+  }
+
+  /**
+   * The end of a node step: the requests settled in it owe final cancels (abort-runs.ts), and every
+   * cancel of a request no longer waiting is final. Returns `out`.
+   */
+  finishStep(out: Effect[]): Effect[] {
+    for (const p of this.pending.takeSettled()) owedCancels(p, this.reachable, out);
+    for (let i = 0, n = out.length; i < n; i++) {
+      const e = out[i] as Effect;
+      if (e.type === "engine-run") this.runStarted(e.request, out);
+    }
+    markFinalCancels(out, (id) => this.pending.has(id));
+    return out;
+  }
+
+  private readonly reachable = (id: NodeId): boolean => this.targets.get(id) !== undefined;
+
+  /**
+   * A run started on our engine; if it is a request of ours, no answer of the attempts it moved on
+   * from is taken any more — bar its hedge's, if not a stream's (`lateAnswered`): their peers get
+   * final cancels now rather than at its end, and a stream's hedge ends (hedge.ts).
+   */
+  private runStarted(request: EngineRequest, out: Effect[]): void {
+    const p = this.pending.find(request.id);
+    if (p?.request !== request || p.current !== undefined || p.abandoned === undefined) return;
+    if (request.stream === true) this.endHedge(p, out, true, true);
+    owedCancels(p, this.reachable, out, (a) => !hedgeOn(p.hedge, a.to, a.attempt));
+  }
+
+  /**
+   * Our own restart drops every pending request (its client is failed by the runtime): the peers
+   * still running their attempts get final cancels — the current one's, and those abandoned.
+   */
+  dropAll(): Effect[] {
+    const out: Effect[] = [];
+    for (const p of this.pending.values()) {
+      if (p.current !== undefined) out.push(finalCancel(p.current, p.reqId, p.attempt));
+      this.endHedge(p, out);
+      this.pending.settle(p.reqId);
+    }
+    return this.finishStep(out).filter((e) => e.type === "send");
   }
 
   /** A peer joined (run time). */
@@ -420,8 +470,14 @@ export class Origin {
    * asking it would run the job again. A restart ends only a hedge on a job an older incarnation took.
    */
   endHedgesTo(peer: NodeId, out: Effect[], epoch?: number): void {
-    for (const p of this.pending.values())
-      if (p.hedge?.to === peer && olderThan(p.hedge.epoch, epoch)) this.endHedge(p, out, false);
+    for (const p of this.pending.values()) {
+      const h = p.hedge?.to === peer ? p.hedge : undefined;
+      // Re-asked, the job may be the new incarnation's now: its cancel goes (a departed peer may
+      // still drain it; a down or removed one is not reached).
+      const asked = h !== undefined && h.asks > 0;
+      if (epoch !== undefined) tookAlong(p, peer, epoch, asked ? h?.attempt : undefined);
+      if (h !== undefined && olderThan(h.epoch, epoch)) this.endHedge(p, out, asked || epoch === undefined);
+    }
   }
 
   /** A hedge's timer fired: ask its peer again while the request still runs here. */
@@ -442,7 +498,8 @@ export class Origin {
    */
   private reask(p: Pending, now: number, out: Effect[], started: () => boolean): void {
     if (p.hedge === undefined) return;
-    if (p.request.stream === true && started()) return void this.endHedge(p, out);
+    // From now on the peer's answer is refused (lateAnswered): its cancel is final, its run aborted.
+    if (p.request.stream === true && started()) return void this.endHedge(p, out, true, true);
     const h = hedgeOf(p);
     const peer = h && this.targets.get(h.to);
     if (!h || !peer || this.trust.quarantined(h.to) || !askAgain(h)) return;
@@ -456,12 +513,15 @@ export class Origin {
    * The fallback left that peer's job be (hedge.ts): `cancel` drops it now, if still queued there —
    * not when the peer itself answered or refused it, or is gone.
    */
-  private endHedge(p: Pending, out: Effect[], cancel = true): void {
+  private endHedge(p: Pending, out: Effect[], cancel = true, final = false): void {
     const h = p.hedge;
     if (h === undefined) return;
     out.push({ type: "cancel-timer", timer: hedgeTimer(h, p.reqId) });
     p.hedge = undefined;
-    if (cancel && this.targets.get(h.to) !== undefined) out.push(hedgeCancel(h, p.reqId));
+    if (!cancel || this.targets.get(h.to) === undefined) return;
+    if (!final) return void out.push(hedgeCancel(h, p.reqId));
+    out.push(finalCancel(h.to, p.reqId, h.attempt));
+    for (const a of p.abandoned ?? []) if (a.to === h.to && a.attempt === h.attempt) a.done = true;
   }
 
   /**
@@ -491,11 +551,6 @@ export class Origin {
     const out: string[] = [];
     for (const p of this.pending.values()) if (p.current !== undefined && on(p.current)) out.push(p.reqId);
     return out;
-  }
-
-  /** Whether `reqId` still waits for its answer here. */
-  waits(reqId: string): boolean {
-    return this.pending.find(reqId) !== undefined;
   }
 
   /** Whether `to`'s attempt `attempt` is the request's current one. */
@@ -533,7 +588,11 @@ export class Origin {
     // Abandoned, not answered: its answer may still come, and answers the request if it still waits.
     if (cancel && p.current !== undefined) {
       p.abandoned ??= [];
-      p.abandoned.push({ to: p.current, attempt: p.attempt });
+      p.abandoned.push({ to: p.current, attempt: p.attempt, epoch: p.ackEpoch });
+      // Bounded (offload may move a request again and again): the oldest beyond the bound is given
+      // up for good, its answer no longer taken, so its final cancel goes now.
+      if (p.abandoned.length > MAX_ABANDONED)
+        owedCancels({ reqId: p.reqId, abandoned: p.abandoned.splice(0, 1) }, this.reachable, out);
     }
     // Abandoned (a timeout, silence, a failed send) rather than answered: time lost to the network.
     if (timedOut) p.timeouts++;
@@ -609,6 +668,7 @@ export class Origin {
     const p = this.pending.find(reqId);
     // Even a repeated ack: a re-send may have reached a new incarnation, which holds the job now.
     if (p?.current === from && p.attempt === attempt) p.ackEpoch = newestEpoch(p.ackEpoch, msg.epoch);
+    else if (p !== undefined) ackedEarlier(p, from, attempt, msg.epoch);
     if (!p || p.current !== from || p.attempt !== attempt || p.ackedAt === p.probes) {
       this.counters.ignoredAcks++;
       return false;
@@ -738,6 +798,8 @@ export class Origin {
     // A late result still shows the peer getting through its work.
     if (msg.type === "result") this.trust.progressed(from);
     this.targets.lateAnswer(from, msg.reqId, msg.attempt);
+    // Its peer is done with that attempt (answered or dropped it): it is owed no final cancel.
+    for (const a of p?.abandoned ?? []) if (a.to === from && a.attempt === msg.attempt) a.done = true;
     return undefined;
   }
 
@@ -775,6 +837,25 @@ function lostIn(acked: number | undefined, epoch: number | undefined): boolean {
  */
 function olderThan(acked: number | undefined, epoch: number | undefined): boolean {
   return epoch === undefined || acked === undefined || acked < epoch;
+}
+
+/**
+ * `peer` restarted at `epoch`: the attempts an older incarnation acked went with it and are owed no
+ * cancel — bar `asked`, one a hedge re-asked since (the new incarnation may run it).
+ */
+function tookAlong(p: Pending, peer: NodeId, epoch: number, asked: number | undefined): void {
+  for (const a of p.abandoned ?? [])
+    if (a.to === peer && a.epoch !== undefined && a.epoch < epoch && a.attempt !== asked) a.done = true;
+}
+
+/**
+ * An ack of an attempt no longer current (a hedge's re-ask, a late one): the epoch it names is the
+ * incarnation holding the job now, for the hedge (`endHedgesTo`) and the cancel it is owed.
+ */
+function ackedEarlier(p: Pending, from: NodeId, attempt: number, epoch: unknown): void {
+  if (hedgeOn(p.hedge, from, attempt) && p.hedge) p.hedge.epoch = newestEpoch(p.hedge.epoch, epoch);
+  for (const a of p.abandoned ?? [])
+    if (a.to === from && a.attempt === attempt) a.epoch = newestEpoch(a.epoch, epoch);
 }
 
 /** The newer of a held ack epoch and a peer's (a peer-controlled value: only a whole, non-negative one). */

@@ -19,11 +19,27 @@ export interface Pending extends AttemptClock, Plan {
   current: NodeId | undefined;
   fallbacks: number;
   /** Attempts abandoned while their peer may still answer (a late answer then still counts). */
-  abandoned?: { to: NodeId; attempt: number }[];
+  abandoned?: Abandoned[];
   /** Its last attempt's peer acked and went silent: asked again while it runs here (hedge.ts). */
   hedge?: Hedge;
   /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
   waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
+}
+
+/** Abandoned attempts a request keeps (its plan holds each member once; offload may add more). */
+export const MAX_ABANDONED = 16;
+
+/**
+ * An attempt the request moved on from with a cancel that was not final: its peer may still run it,
+ * so the request's settling owes that peer a final cancel (abort-runs.ts `owedCancels`).
+ */
+export interface Abandoned {
+  to: NodeId;
+  attempt: number;
+  /** The epoch its peer acked it in, if an ack said one: a restart past it took the job along. */
+  epoch?: number | undefined;
+  /** Owed no final cancel: its peer answered it, was sent one already, or restarted since it took it. */
+  done?: boolean;
 }
 
 /** A pending request to run here (its forward attempts are over). */
@@ -43,9 +59,12 @@ export interface LocalRun {
 
 export class PendingRequests {
   private readonly table = new Map<string, Pending>();
+  /** Requests settled since the last `takeSettled` (the node's current step): what they owe peers. */
+  private settled: Pending[] = [];
 
   clear(): void {
     this.table.clear();
+    this.settled = [];
   }
 
   has(reqId: string): boolean {
@@ -94,7 +113,15 @@ export class PendingRequests {
   settle(reqId: string): Pending {
     const p = this.get(reqId);
     this.table.delete(reqId);
+    if (p.abandoned !== undefined) this.settled.push(p);
     return p;
+  }
+
+  /** The requests settled since the last call that abandoned attempts on their way (each once). */
+  takeSettled(): Pending[] {
+    const s = this.settled;
+    if (s.length > 0) this.settled = [];
+    return s;
   }
 
   /** A local run ends the request it ran for: that request waits on it, at that attempt. */

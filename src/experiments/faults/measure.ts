@@ -51,6 +51,10 @@ export interface FaultRunResult {
   retries: number;
   /** Engine runs beyond the first per request (work done twice). */
   duplicateRuns: number;
+  /** Engine time of every run, s (an aborted one's until its abort): the work done. */
+  engineBusyS?: number;
+  /** Runs aborted because nobody took their answer (abort-runs.ts), by reason. */
+  aborted?: { clientGone: number; hedged: number; cancelled: number };
   ackTimeouts: number;
   overdueAnswers: number;
   spotChecks: number;
@@ -189,6 +193,8 @@ export function measureRun(
     fellBack,
     retries: t.retries,
     duplicateRuns: t.duplicateRuns,
+    engineBusyS: t.engineBusyMs / 1000,
+    aborted: { clientGone: t.abortedClientGone, hedged: t.abortedHedged, cancelled: t.abortedCancelled },
     ackTimeouts: t.ackTimeouts,
     overdueAnswers: t.overdueAnswers,
     spotChecks: t.spotChecks,
