@@ -66,7 +66,7 @@ export function readForwardStream(
 function parseRecord(id: string, line: string, opener: ResponseOpener | undefined) {
   const authentic = opener ? opener.record(line) : line;
   if (authentic === undefined)
-    throw new TransportError("protocol", `peer ${id}: stream record fails its response MAC`);
+    throw new TransportError("protocol", `peer ${id}: stream record fails its response MAC`, undefined, true);
   let json: unknown;
   try {
     json = JSON.parse(authentic);

@@ -9,7 +9,7 @@ import type { PeerCertificate } from "node:tls";
 import { buildConnector, Client, Pool } from "undici";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
-import { readBounded, readBoundedBytes, readForwardStream } from "./answer-stream.js";
+import { readBoundedBytes, readForwardStream } from "./answer-stream.js";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
 import { HEADER_RESPONSE_MAC, type ResponseOpener } from "./auth/response-mac.js";
 import { peerIdFromCert } from "./auth/tls.js";
@@ -224,13 +224,7 @@ export class PeerClient {
       });
       const bytes = await readBoundedBytes(res.body, 64 * 1024);
       const text = bytes.toString("utf8");
-      if (res.statusCode !== 200)
-        throw new TransportError(
-          "http",
-          `peer ${id} answered ${res.statusCode} to ${path}: ${text}`,
-          res.statusCode,
-        );
-      checkAnswer(`peer ${id}`, this.opts.auth.responseOpener(headers), res, bytes);
+      checkAnswer(`peer ${id}`, this.opts.auth.responseOpener(headers), res, bytes, `${path}: ${text}`, 200);
       const proof = res.headers[HEADER_PROOF];
       const check = this.opts.auth.checkHelloProof;
       if (check && !check(id, challenge, text, typeof proof === "string" ? proof : undefined))
@@ -293,14 +287,7 @@ export class PeerClient {
       });
       const bytes = await readBoundedBytes(res.body, 64 * 1024);
       const text = bytes.toString("utf8");
-      if (res.statusCode !== 200) {
-        throw new TransportError(
-          "http",
-          `${url} answered ${res.statusCode} to ${path}: ${text}`,
-          res.statusCode,
-        );
-      }
-      checkAnswer(url, this.opts.auth.responseOpener(headers), res, bytes);
+      checkAnswer(url, this.opts.auth.responseOpener(headers), res, bytes, `${path}: ${text}`, 200);
       try {
         return { hello: JSON.parse(text), certId };
       } catch {
@@ -434,18 +421,26 @@ export class PeerClient {
         headers,
       });
       if (res.statusCode !== 200) {
-        const text = await readBounded(res.body, 4096);
+        const bytes = await readBoundedBytes(res.body, 4096);
+        // A refusal is the peer's only if it is sealed as its answer to this request.
+        const authentic = !opener || opener.head(res.statusCode, res.headers, bytes);
         throw new TransportError(
           "http",
-          `peer ${id} refused forward: ${res.statusCode} ${text}`,
+          `peer ${id} refused forward: ${res.statusCode} ${bytes.toString("utf8")}${authentic ? "" : UNAUTHENTICATED}`,
           res.statusCode,
+          !authentic,
         );
       }
       // The head (the ack and its epoch) first; each record's tag as it is read.
       if (opener && !opener.head(res.statusCode, res.headers)) {
         // Not this request's answer: nothing more of this connection is read.
         res.body.on("error", () => {}).destroy();
-        throw new TransportError("protocol", `peer ${id}: forward answer fails its response MAC`);
+        throw new TransportError(
+          "protocol",
+          `peer ${id}: forward answer fails its response MAC`,
+          undefined,
+          true,
+        );
       }
       onAck?.(parseEpoch(res.headers));
       return await readForwardStream(id, res.body, onChunk, opener);
@@ -488,14 +483,13 @@ export class PeerClient {
         headers: signed,
       });
       const bytes = await readBoundedBytes(res.body, 1 << 20);
-      if (res.statusCode >= 300) {
-        throw new TransportError(
-          "http",
-          `peer ${id} answered ${res.statusCode} to ${path}: ${bytes.toString("utf8")}`,
-          res.statusCode,
-        );
-      }
-      checkAnswer(`peer ${id}`, this.opts.auth.responseOpener(signed), res, bytes);
+      checkAnswer(
+        `peer ${id}`,
+        this.opts.auth.responseOpener(signed),
+        res,
+        bytes,
+        `${path}: ${bytes.toString("utf8")}`,
+      );
       return bytes;
     } catch (err) {
       throw classify(err);
@@ -513,11 +507,27 @@ function checkAnswer(
   opener: ResponseOpener | undefined,
   res: { statusCode: number; headers: Readonly<Record<string, string | string[] | undefined>> },
   body: Uint8Array,
+  /** What a refusal is said to (`PATH: body`), for its message. */
+  what: string,
+  /** The one status that answers (a hello's 200); otherwise any below 300 does. */
+  wantStatus?: number,
 ): void {
-  if (!opener || opener.head(res.statusCode, res.headers, body)) return;
+  const authentic = !opener || opener.head(res.statusCode, res.headers, body);
+  // A refusal is an HTTP error either way; unsealed, it is no verdict of the peer's.
+  if (wantStatus === undefined ? res.statusCode >= 300 : res.statusCode !== wantStatus)
+    throw new TransportError(
+      "http",
+      `${who} answered ${res.statusCode} to ${what}${authentic ? "" : UNAUTHENTICATED}`,
+      res.statusCode,
+      !authentic,
+    );
+  if (authentic) return;
   const why =
     res.headers[HEADER_RESPONSE_MAC] === undefined
       ? "carries no response MAC (a peer older than protocol 3, or altered on the path)"
       : "fails its response MAC";
-  throw new TransportError("protocol", `${who}: answer ${why}`);
+  throw new TransportError("protocol", `${who}: answer ${why}`, undefined, true);
 }
+
+/** Said of a refusal that carried no valid response MAC. */
+const UNAUTHENTICATED = " (not authenticated: no valid response MAC)";

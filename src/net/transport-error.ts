@@ -9,6 +9,12 @@ export class TransportError extends Error {
     readonly kind: TransportFailure,
     message: string,
     readonly status?: number,
+    /**
+     * Shared-secret mode: the answer this failure read carried no valid response MAC (response-mac.ts),
+     * so what it says — a refusal, garbage — may be an on-path party's, not the peer's: it proves
+     * nothing about the peer (no verdict on its credential may rest on it).
+     */
+    readonly unauthenticated = false,
   ) {
     super(message);
     this.name = "TransportError";

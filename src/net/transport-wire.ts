@@ -19,10 +19,12 @@
  * Forward stream (response of POST /peer/forward), NDJSON, one record per line:
  *   {"t":"chunk","text":"…"}*  then exactly one  {"t":"msg","msg":<result|error message>}
  * A stream that ends without the final record was cut off and is an error, never a short answer.
- * Shared-secret mode (auth/response-mac.ts): every HTTP answer to a signed request is bound to that
- * request — `x-prefixmesh-response-mac` tags the status, every x-prefixmesh-* response header (the
- * epoch) and a body sent whole; each forward stream record is its tag (32 hex digits), a space, then
- * the record. An answer that fails is garbled, like a malformed one: an error, never taken altered.
+ * Shared-secret mode (auth/response-mac.ts): every HTTP answer to a request the node authenticated is
+ * bound to that request — `x-prefixmesh-response-mac` tags the status, every x-prefixmesh-* response
+ * header (the epoch) and a body sent whole; each forward stream record is its tag (32 hex digits), a
+ * space, then the record. An answer that fails is garbled, like a malformed one: an error, never taken
+ * altered. A refusal of a request the node could not authenticate (401) cannot be sealed without
+ * sealing for whoever sent it; it is marked `unauthenticated` and is no verdict on the peer at once.
  *
  * Forward channel (a WebSocket on the peer port, GET /peer/channel): many forwards multiplexed on one
  * connection, each named by a stream number `k` the origin picks. Origin → peer, a binary frame:

@@ -13,6 +13,7 @@ import { hmacAuth, insecureAuth } from "../../src/net/transport-auth.js";
 import { PeerClient, TransportError } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
 import { EPOCH_HEADER, PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
+import { refusedNow, UNAUTHENTICATED_TRIES } from "../../src/server/runtime/mesh-peers.js";
 import { fwd, resultFor, SECRET } from "./fixtures.js";
 import { type Answer, editRecord, onPathRelay } from "./on-path-relay.js";
 
@@ -230,5 +231,48 @@ describe("shared-secret answers on the path", () => {
     const c2 = clientA({ C: v3 }, "v2-hmac");
     expect(await c2.hello("C")).toMatchObject({ id: "C", protocol: 3 });
     expect(PROTOCOL_VERSION).toBe(3);
+  });
+});
+
+describe("shared-secret refusals on the path: only a sealed one is the peer's", () => {
+  const forged = (status: number) => (a: Answer) => ({
+    ...a,
+    status,
+    headers: { "content-type": "application/json" },
+    body: Buffer.from('{"error":"forged"}'),
+  });
+
+  it("a forged 403 to a hello is an unauthenticated refusal, not taken at the first try", async () => {
+    const honest = await relayTo(await node("H"));
+    const r = await relayTo(await node("B"), (a) => (a.path === "/peer/hello" ? forged(403)(a) : a));
+    const c = clientA({ B: r.url, H: honest.url });
+    const err = await c.hello("B").catch((e: unknown) => e);
+    expect(err).toMatchObject({ kind: "http", status: 403, unauthenticated: true });
+    expect(refusedNow(err, 0)).toBe(false);
+    expect(refusedNow(err, UNAUTHENTICATED_TRIES - 1)).toBe(true);
+    // The honest hello through a relay carries its MAC and is taken.
+    await expect(c.hello("H")).resolves.toMatchObject({ id: "H" });
+    expect(honest.answers[0]?.headers[HEADER_RESPONSE_MAC]).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it("a forged refusal of a forward is unauthenticated; an altered 200 is no definite refusal either", async () => {
+    const refused = await relayTo(await node("B"), (a) => (isForward(a) ? forged(503)(a) : a));
+    const got = await forwardTo(clientA({ B: refused.url }), "B");
+    expect(got.error).toMatchObject({ kind: "http", status: 503, unauthenticated: true });
+    const altered = await relayTo(await node("B"), (a) =>
+      a.path === "/peer/hello" ? { ...a, body: Buffer.from(a.body.toString().replace('"m"', '"x"')) } : a,
+    );
+    const err = await clientA({ B: altered.url })
+      .hello("B")
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ kind: "protocol", unauthenticated: true });
+    expect(refusedNow(err, 0)).toBe(false);
+  });
+
+  it("a refusal of an authenticated request is sealed: the peer's own, taken as such", async () => {
+    // No mesh handler: the node refuses /peer/mesh (404) after authenticating the request.
+    const c = clientA({ B: await node("B") });
+    const err = await c.sendMesh("B", new Uint8Array(4)).catch((e: unknown) => e);
+    expect(err).toMatchObject({ kind: "http", status: 404, unauthenticated: false });
   });
 });

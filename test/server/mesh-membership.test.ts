@@ -18,7 +18,7 @@ import { encodeMesh, MESH_PATH } from "../../src/net/mesh-wire.js";
 import { TransportError } from "../../src/net/transport-client.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
-import { definiteRefusal } from "../../src/server/runtime/mesh-peers.js";
+import { definiteRefusal, refusedNow, UNAUTHENTICATED_TRIES } from "../../src/server/runtime/mesh-peers.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 
@@ -267,5 +267,13 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
     expect(definiteRefusal(new TransportError("connection", "ECONNREFUSED: x"))).toBe(false);
     expect(definiteRefusal(new TransportError("timeout", "slow"))).toBe(false);
     expect(definiteRefusal(new TransportError("http", "503", 503))).toBe(false);
+  });
+
+  it("takes a refusal without a valid response MAC only when every try of a few says it", () => {
+    const forged = new TransportError("http", "403", 403, true);
+    const tries = Array.from({ length: UNAUTHENTICATED_TRIES }, (_, i) => refusedNow(forged, i));
+    expect(tries).toEqual([...Array(UNAUTHENTICATED_TRIES - 1).fill(false), true]);
+    expect(refusedNow(new TransportError("http", "403", 403), 0)).toBe(true);
+    expect(refusedNow(new TransportError("http", "503", 503, true), 10)).toBe(false);
   });
 });

@@ -227,7 +227,14 @@ export class MeshPeers {
       },
       (err: unknown) => {
         v.running = false;
-        if (!definiteRefusal(err)) return void this.retry(id, v);
+        if (!refusedNow(err, v.attempts)) {
+          if (err instanceof TransportError && err.unauthenticated && v.attempts === 0)
+            this.o.logger.warn(
+              { peer: id, err: err.message },
+              "mesh member not verified yet: its answer is not authenticated (another shared secret, or altered on the path)",
+            );
+          return void this.retry(id, v);
+        }
         this.o.logger.warn({ peer: id, err: (err as Error).message }, "mesh member refused: no credential");
         this.settle(id, false);
       },
@@ -306,6 +313,21 @@ export function movesMembers(input: NodeInput): boolean {
     t === "mesh-seed" ||
     (t === "timer" && input.timer.kind === "swim")
   );
+}
+
+/** Tries a refusal without a valid response MAC is retried before it is taken as the node's. */
+export const UNAUTHENTICATED_TRIES = 4;
+
+/**
+ * Whether a verification that failed with `err` after `attempts` earlier tries refuses the candidate
+ * now. A refusal is remembered (SWIM's candidates never ask again), and in shared-secret mode one
+ * without a valid response MAC may be an on-path party's, not the node's: it is taken only when every
+ * one of UNAUTHENTICATED_TRIES tries, over a few seconds of backoff, said it (a node holding another
+ * secret says so at each), so one forged answer cannot shut a member out for good.
+ */
+export function refusedNow(err: unknown, attempts: number): boolean {
+  if (!definiteRefusal(err)) return false;
+  return !(err as TransportError).unauthenticated || attempts + 1 >= UNAUTHENTICATED_TRIES;
 }
 
 /**

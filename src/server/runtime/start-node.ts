@@ -413,7 +413,7 @@ function checkPeers(
         } catch (err) {
           // Up but answering garbage (e.g. a node older than protocol 3 under a shared secret, whose
           // answers carry no response MAC): said once, then retried like a peer still starting.
-          if (err instanceof TransportError && err.kind === "protocol" && !garbled) {
+          if (err instanceof TransportError && (err.kind === "protocol" || err.unauthenticated) && !garbled) {
             garbled = true;
             ctx.logger.warn({ peer: p.id, err: err.message }, "peer hello not accepted; retrying");
           }
