@@ -195,6 +195,22 @@ describe("a seed's state, as /cluster shows it", () => {
     st.answered(url, "B", "joined");
     expect(one()).toMatchObject({ state: "joined", memberId: "B", error: null, reason: null, attempts: 6 });
   });
+
+  it("keeps the first 200 characters of an error, whatever answered at the seed's address", () => {
+    const url = "http://seed:9080";
+    const st = new SeedStates([url]);
+    const body = "<html>".padEnd(64 * 1024, "x");
+    st.failed(url, new TransportError("protocol", `invalid hello: ${body}`));
+    const { error, state } = st.view()[0]!;
+    expect(state).toBe("refused");
+    expect(error).toHaveLength(200);
+    expect(error).toMatch(/^invalid hello: <html>x+…$/);
+    // Classified by the whole message, stored cut.
+    st.failed(url, new TransportError("connection", `${"y".repeat(300)} ENOTFOUND seed`));
+    expect(st.view()[0]).toMatchObject({ state: "unresolvable", error: `${"y".repeat(199)}…` });
+    st.failed(url, new TransportError("timeout", "short"));
+    expect(st.view()[0]!.error).toBe("short");
+  });
 });
 
 describe("a lone scuttlebutt node without credentials (no seeds, no peers)", () => {
