@@ -14,7 +14,7 @@ import { TransportError } from "../../net/transport-error.js";
 export type SeedState = "pending" | "joined" | "unresolvable" | "unreachable" | "refused" | "self";
 
 export interface SeedView {
-  /** As configured (HOST:PORT). */
+  /** Its URL's host (`new URL(url).host`): lower-cased, without the scheme's default port. */
   seed: string;
   url: string;
   state: SeedState;
