@@ -66,6 +66,11 @@ export class ForwardChannel {
   /** The open connection, if any (one closing meanwhile still answers its own streams). */
   private conn: Conn | undefined;
   private opening: Promise<Conn> | undefined;
+  /**
+   * Forwards waiting for a connection: `opening` clears (and the connection may be released) before
+   * such a forward resumes and puts its stream on it.
+   */
+  private starting = 0;
   private readonly streams = new Map<number, OpenStream>();
   private nextK = 0;
   private closed = false;
@@ -88,7 +93,15 @@ export class ForwardChannel {
     onAck?: (epoch?: number) => void,
     withPrompt = true,
   ): Promise<ReplyMsg> {
-    const conn = this.conn?.ws.readyState === WebSocket.OPEN ? this.conn : await this.open();
+    let conn = this.conn?.ws.readyState === WebSocket.OPEN ? this.conn : undefined;
+    if (!conn) {
+      this.starting++;
+      try {
+        conn = await this.open();
+      } finally {
+        this.starting--; // the stream is registered below, in this same turn
+      }
+    }
     const k = this.nextK++;
     const payload = encodeForwardFrame(k, msg, withPrompt);
     const t = forwardTimeouts(this.t, msg.deadlineMs);
@@ -140,10 +153,11 @@ export class ForwardChannel {
 
   /**
    * Closes the connection if no forward is open on it (the channel reopens on its next forward): the
-   * peer is no longer among those we keep connected (connected-peers.ts). False while one is open.
+   * peer is no longer among those we keep connected (connected-peers.ts). False while one is open
+   * or about to be (waiting for the connection).
    */
   release(): boolean {
-    if (this.streams.size > 0 || this.opening !== undefined) return false;
+    if (this.streams.size > 0 || this.opening !== undefined || this.starting > 0) return false;
     const conn = this.conn;
     this.conn = undefined;
     conn?.ws.close(1000, "idle");

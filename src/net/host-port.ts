@@ -33,7 +33,20 @@ export function hostProblem(host: string): string | undefined {
   // A name whose last label is numeric is read as an IPv4 address by URL parsers (e.g. 1.2.3):
   // accepting it would dial an address the operator did not write.
   if (/(?:^|\.)\d+\.?$/.test(host)) return "not a valid IPv4 address";
+  // So is a hex one (0x7f000001 is 127.0.0.1); `0x` alone makes the URL parser refuse the name.
+  if (/(?:^|\.)0x[0-9a-f]*\.?$/i.test(host)) return "not a valid IPv4 address";
+  // Whatever else a URL parser would rewrite or refuse (e.g. bad punycode) would dial, or fail at
+  // start-up, as something other than what was written.
+  if (urlHost(host) !== host.toLowerCase()) return "not a host name a URL takes as written";
   return undefined;
+}
+
+function urlHost(host: string): string | undefined {
+  try {
+    return new URL(`http://${host}`).hostname;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Parses `HOST:PORT`; returns why it is not one instead. `anyPort`: port 0 (listen on any) too. */

@@ -180,7 +180,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   let connectedPeers: (() => number) | undefined;
   g(
     "prefixmesh_peer_connected_peers",
-    "Peers this node holds connections to (pools, forward channels), at most --max-connected-peers",
+    "Peers this node holds connections to (pools, forward channels): at most --max-connected-peers, " +
+      "plus those past it kept while a forward is open on their channel",
     [],
     function () {
       if (connectedPeers) this.set(connectedPeers());

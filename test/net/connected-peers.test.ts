@@ -70,9 +70,14 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-/** A real peer server `id` answering each forward with its reqId after `maxTokens` ms; counts open sockets. */
+/**
+ * A real peer server `id` answering each forward with its reqId, chunk by chunk, after `maxTokens`
+ * ms; counts open sockets. A forward whose reqId starts with `held` waits in `held` until the test
+ * calls its release.
+ */
 async function peer(id: string, auth: PeerAuth = hmacAuth(id, SECRET)) {
   const open = new Set<Socket>();
+  const held = new Map<string, () => void>();
   const tls = { handshakes: 0, resumed: 0 };
   const handlers: PeerServerHandlers = {
     hello: () => ({ id, cluster: "c1", model: "m", protocol: PROTOCOL_VERSION }),
@@ -80,7 +85,12 @@ async function peer(id: string, auth: PeerAuth = hmacAuth(id, SECRET)) {
     onMessage() {},
     onMesh: () => undefined,
     onForward: (_from, msg, reply) => {
-      setTimeout(() => reply.finish(resultFor(msg, msg.reqId, id)), msg.request.maxTokens);
+      const finish = () => {
+        for (const ch of msg.reqId) reply.chunk(ch);
+        reply.finish(resultFor(msg, msg.reqId, id));
+      };
+      if (msg.reqId.startsWith("held")) held.set(msg.reqId, finish);
+      else setTimeout(finish, msg.request.maxTokens);
     },
   };
   const server = buildPeerServer({ auth, handlers });
@@ -94,7 +104,7 @@ async function peer(id: string, auth: PeerAuth = hmacAuth(id, SECRET)) {
   });
   servers.push(server);
   const url = await server.listen({ host: "127.0.0.1", port: 0 });
-  return { url, open, tls };
+  return { url, open, tls, held };
 }
 
 async function answer(c: PeerClient, to: string, reqId: string, ms = 1): Promise<string> {
@@ -135,14 +145,26 @@ describe("PeerClient with maxConnectedPeers 2", () => {
   }, 30_000);
 
   it("keeps a peer's channel while a forward is open on it; the answer arrives whole", async () => {
-    const { c } = await threePeers();
-    const slow = answer(c, "P1", "slow", 1_500);
+    const { c, p1 } = await threePeers();
+    const chunks: string[] = [];
+    const slow = c.forward("P1", fwd("held-1"), (t) => chunks.push(t));
+    await waitFor(() => p1.held.has("held-1"), 10_000, "P1 holding the forward");
     expect(await answer(c, "P2", "r2")).toBe("r2@P2");
     expect(await answer(c, "P3", "r3")).toBe("r3@P3");
-    expect(await slow).toBe("slow@P1");
+    // Past the bound of 2, but P1's channel carries an open forward: it stays.
+    expect(c.connectedPeers).toBe(3);
+    expect(p1.open.size).toBeGreaterThan(0);
+    p1.held.get("held-1")?.();
+    expect(await slow).toMatchObject({
+      type: "result",
+      result: { text: "held-1" },
+      timing: { servedBy: "P1" },
+    });
+    expect(chunks.join("")).toBe("held-1");
     // Released at the next use past the bound, once nothing is open on it.
     expect(await answer(c, "P3", "r4")).toBe("r4@P3");
     await waitFor(() => c.connectedPeers === 2, 10_000, "back within the bound");
+    await waitFor(() => p1.open.size === 0, 10_000, "P1's channel closed");
   }, 30_000);
 });
 

@@ -56,6 +56,25 @@ describe("--join", () => {
       "https://[::ffff:10.0.0.1]:9080",
     ]);
     expect(parseHostPort("proj_node_1:9080")).toEqual({ host: "proj_node_1", port: 9080 });
+    // Hex only in the last label is an address; elsewhere, or not hex, it is a name.
+    expect(parseJoin("0x7f.example:9080,node.0xg:9080,xn--bcher-kva.example:1", "http")).toEqual([
+      "http://0x7f.example:9080",
+      "http://node.0xg:9080",
+      "http://xn--bcher-kva.example:1",
+    ]);
+  });
+
+  it("every seed it takes starts a SeedStates with the host as written (lower-cased)", () => {
+    const seeds = [
+      "Node-2.LOCAL:1",
+      "_seed.example.:9080",
+      "node.0xg:9080",
+      "10.0.0.2:9080",
+      "[fd00::7]:9080",
+    ];
+    const urls = parseJoin(seeds, "http");
+    const view = new SeedStates(urls).view();
+    expect(view.map((v) => v.seed)).toEqual(seeds.map((s) => s.toLowerCase()));
   });
 
   it.each([
@@ -74,6 +93,12 @@ describe("--join", () => {
     ["999.1.1.1:9080", /not a valid IPv4 address/],
     ["10.0.0:9080", /not a valid IPv4 address/],
     [`${"a".repeat(64)}:9080`, /not a host name/],
+    // URL parsers read a hex last label as IPv4 (0x7f000001 is 127.0.0.1) or refuse the name.
+    ["0x7f000001:9080", /'0x7f000001' is not a valid IPv4 address/],
+    ["0xdead:9080", /not a valid IPv4 address/],
+    ["node.0x1:9080", /not a valid IPv4 address/],
+    ["node.0X:9080", /not a valid IPv4 address/],
+    ["xn--a.example:9080", /'xn--a.example' is not a host name a URL takes as written/],
   ])("refuses %s, naming the entry", (bad, why) => {
     const spec = `good_1:9080,${bad}`;
     expect(() => parseJoin(spec, "http")).toThrow(why);
@@ -169,6 +194,22 @@ describe("a seed's state, as /cluster shows it", () => {
     });
     st.answered(url, "B", "joined");
     expect(one()).toMatchObject({ state: "joined", memberId: "B", error: null, reason: null, attempts: 6 });
+  });
+
+  it("keeps the first 200 characters of an error, whatever answered at the seed's address", () => {
+    const url = "http://seed:9080";
+    const st = new SeedStates([url]);
+    const body = "<html>".padEnd(64 * 1024, "x");
+    st.failed(url, new TransportError("protocol", `invalid hello: ${body}`));
+    const { error, state } = st.view()[0]!;
+    expect(state).toBe("refused");
+    expect(error).toHaveLength(200);
+    expect(error).toMatch(/^invalid hello: <html>x+…$/);
+    // Classified by the whole message, stored cut.
+    st.failed(url, new TransportError("connection", `${"y".repeat(300)} ENOTFOUND seed`));
+    expect(st.view()[0]).toMatchObject({ state: "unresolvable", error: `${"y".repeat(199)}…` });
+    st.failed(url, new TransportError("timeout", "short"));
+    expect(st.view()[0]!.error).toBe("short");
   });
 });
 

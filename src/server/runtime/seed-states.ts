@@ -14,7 +14,7 @@ import { TransportError } from "../../net/transport-error.js";
 export type SeedState = "pending" | "joined" | "unresolvable" | "unreachable" | "refused" | "self";
 
 export interface SeedView {
-  /** As configured (HOST:PORT). */
+  /** Its URL's host (`new URL(url).host`): lower-cased, without the scheme's default port. */
   seed: string;
   url: string;
   state: SeedState;
@@ -23,7 +23,10 @@ export interface SeedView {
   attempts: number;
   /** When the last attempt ended (ISO 8601), null before. */
   lastAttemptAt: string | null;
-  /** Why the last attempt failed: the transport's error or the refusal; null after a success. */
+  /**
+   * Why the last attempt failed: the transport's error or the refusal (at most MAX_ERROR_CHARS); null
+   * after a success.
+   */
   error: string | null;
   /** For `refused`: the hello check's reason (`wrong-cluster`, …) or the HTTP status it answered. */
   reason: string | null;
@@ -33,6 +36,9 @@ export interface SeedView {
 
 /** The transport's failures for a name DNS does not know (yet), or could not ask about just now. */
 export const UNRESOLVED = /\b(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_NODATA|ENODATA)\b/;
+
+/** Most characters of an error kept: whatever answered at a seed's address may have said a lot. */
+export const MAX_ERROR_CHARS = 200;
 
 export class SeedStates {
   private readonly seeds = new Map<string, SeedView>();
@@ -63,7 +69,7 @@ export class SeedStates {
       state: refused ? "refused" : outcome,
       retrying: false,
       memberId: id,
-      error: refused ? outcome.message : null,
+      error: refused ? bounded(outcome.message) : null,
       reason: refused ? outcome.reason : null,
     });
   }
@@ -77,7 +83,7 @@ export class SeedStates {
         ? "refused"
         : "unreachable";
     const reason = state === "refused" ? (refusedBy !== undefined ? `http-${refusedBy}` : "protocol") : null;
-    this.note(url, { state, retrying: true, error: err.message, reason });
+    this.note(url, { state, retrying: true, error: bounded(err.message), reason });
   }
 
   view(): SeedView[] {
@@ -93,4 +99,10 @@ export class SeedStates {
     }
     Object.assign(s, change);
   }
+}
+
+/** `text` cut to MAX_ERROR_CHARS with an ellipsis (never splitting a surrogate pair). */
+function bounded(text: string): string {
+  if (text.length <= MAX_ERROR_CHARS) return text;
+  return `${text.slice(0, MAX_ERROR_CHARS - 1).replace(/[\uD800-\uDBFF]$/, "")}…`;
 }

@@ -93,8 +93,10 @@ export const limitsSettings = {
     value: "n",
     description:
       "Peers this node keeps connections to at once (its pools and forward channels); past it the least " +
-      "recently used peer's are closed, and the next message to it reconnects. A node of a large mesh " +
-      "talks to every member now and then: this keeps its sockets from growing with the mesh.",
+      "recently used peer's are closed, and the next message to it reconnects. A peer with a forward " +
+      "open on its channel stays connected while it is (and is closed at a later use past the bound), so " +
+      "the count can exceed this by those. A node of a large mesh talks to every member now and then: " +
+      "this keeps its sockets from growing with the mesh.",
   }),
   connectionIdleTimeoutMs: setting(num(100, 3_600_000, true).default(10_000), {
     section: "Limits",
