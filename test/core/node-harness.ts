@@ -283,10 +283,17 @@ export class Harness {
     m.engine.cache.clear();
   }
 
+  /**
+   * Back up (after `crash`, like a new process): the final cancels `restart` owes the peers of the
+   * forwards it had pending are dropped, since a crashed process no longer knows them and its peers
+   * must cope without (the simulator's crash builds a fresh node). A live restart keeps them.
+   */
   restart(id: string): void {
     const m = this.m(id);
+    const crashed = !m.up;
     m.up = true;
-    this.apply(id, m.node.restart(this.now));
+    const out = m.node.restart(this.now);
+    this.apply(id, crashed ? out.filter((e) => !(e.type === "send" && e.msg.type === "cancel")) : out);
   }
 
   repliesFor(reqId: string): Harness["replies"] {
