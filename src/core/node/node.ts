@@ -83,7 +83,7 @@ export class PrefixNode extends NodeRouting {
 
   /**
    * Crash-recovery (§2): the cache is gone, a new epoch starts, peers will replace our estimate.
-   * Pending client requests are lost with the crash (the runtime fails their connections).
+   * Pending client requests are lost with a crash (the daemon's reset runs idle and refuses clients).
    */
   restart(epoch?: number): Effect[] {
     const cancels = this.origin.dropAll(); // peers running their forwards: final cancels

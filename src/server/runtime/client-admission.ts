@@ -8,8 +8,8 @@ import type { InferenceInput } from "../service.js";
 import { ServiceError } from "../service.js";
 
 export interface AdmissionState {
-  /** Starting: still booting (calibrating its engine); stopping: shutting down. */
-  phase: "starting" | "open" | "stopping";
+  /** Starting: still booting (calibrating its engine); resetting: emptying its cache; stopping: shutting down. */
+  phase: "starting" | "open" | "resetting" | "stopping";
   /** Clients waiting for an answer, and the bound on them. */
   pending: number;
   max: number;
@@ -23,6 +23,8 @@ export function admissionError(
   // Both retryable: a booting node is ready in moments, a leaving one's peers take over.
   if (s.phase === "starting") return new ServiceError(503, "server_error", "node is starting", 1);
   if (s.phase === "stopping") return new ServiceError(503, "server_error", "node is shutting down", 1);
+  // A request taken while the engine empties its cache would be dropped by the restart that follows.
+  if (s.phase === "resetting") return new ServiceError(503, "server_error", "node is resetting its cache", 1);
   if (s.pending >= s.max) {
     return new ServiceError(429, "rate_limit_error", "node overloaded: too many requests in flight", 1);
   }

@@ -107,6 +107,8 @@ export class NodeRuntime implements NodeService {
   private seq = 0;
   private started = false;
   private stopping = false;
+  /** `resetCache` is emptying the engine's cache: clients are refused until the restart is done. */
+  private resetting = false;
 
   constructor(private readonly o: NodeRuntimeOptions) {
     this.node = o.node;
@@ -196,7 +198,13 @@ export class NodeRuntime implements NodeService {
   }
 
   submit(input: InferenceInput, events: ServeEvents, link: ClientLink): Promise<ServeOutcome> {
-    const phase = !this.started ? "starting" : this.stopping ? "stopping" : "open";
+    const phase = !this.started
+      ? "starting"
+      : this.stopping
+        ? "stopping"
+        : this.resetting
+          ? "resetting"
+          : "open";
     const state = { phase, pending: this.clients.size, max: this.maxPending } as const;
     const refused = admissionError(state, this.engine, input);
     if (refused) return Promise.reject(refused);
@@ -243,7 +251,12 @@ export class NodeRuntime implements NodeService {
    * the process: peers replace their estimate of us on our next snapshot. Only when idle.
    */
   async resetCache(): Promise<void> {
-    await this.admin.dropEngineCache(this.clients.size > 0 || this.node.queueDepth() > 0);
+    if (this.resetting || this.clients.size > 0 || this.node.queueDepth() > 0)
+      return this.admin.dropEngineCache(true); // refused: 409
+    this.resetting = true;
+    await this.admin.dropEngineCache(false).finally(() => {
+      this.resetting = false;
+    });
     this.timers.clear();
     this.applyAll(this.node.restart(Date.now()));
     this.o.logger.info({ epoch: this.node.currentEpoch }, "cache reset: new epoch");
