@@ -96,18 +96,3 @@ export async function readBoundedBytes(
   const all = Buffer.concat(parts);
   return all.length > max ? all.subarray(0, max) : all;
 }
-
-export async function readBounded(
-  body: AsyncIterable<unknown> & { destroy(): void },
-  max: number,
-): Promise<string> {
-  let out = "";
-  for await (const c of body) {
-    out += (c as Buffer).toString("utf8");
-    if (out.length > max) {
-      body.destroy();
-      break;
-    }
-  }
-  return out.slice(0, max);
-}
