@@ -157,7 +157,8 @@ export class ForwardChannel {
    * or about to be (waiting for the connection).
    */
   release(): boolean {
-    if (this.streams.size > 0 || this.opening !== undefined || this.starting > 0) return false;
+    // `starting` covers a connection being opened: only a forward opens one.
+    if (this.streams.size > 0 || this.starting > 0) return false;
     const conn = this.conn;
     this.conn = undefined;
     conn?.ws.close(1000, "idle");
