@@ -8,22 +8,27 @@
 import { describe, expect, it } from "vitest";
 import { FORWARD_CANCELLED, PrefixNode } from "../../src/core/node/node.js";
 import type { Effect } from "../../src/core/node/types.js";
-import { answerLost, DAEMON_RECOVERY, Harness, isType, type Mail, prompt } from "./node-harness.js";
+import {
+  answerLost,
+  DAEMON_RECOVERY,
+  type Harness,
+  isType,
+  type Mail,
+  prompt,
+  warmPair,
+} from "./node-harness.js";
 
 const FORWARD_MS = 5_000;
 const ACK_MS = 250;
 
 /** A, B as the daemon runs them; B holds topic 1, so A forwards it there. */
 function setup(abortRuns = true): Harness {
-  const h = new Harness(["A", "B"], {
+  return warmPair({
     ...DAEMON_RECOVERY,
     forwardAckTimeoutMs: ACK_MS,
     forwardTimeoutMs: FORWARD_MS,
     abortRuns,
   });
-  h.warm("B", "warm", prompt(1, 0));
-  h.gossip(3);
-  return h;
 }
 
 const gone = (h: Harness, id: string, reqId: string) => h.input(id, { type: "client-gone", reqId });

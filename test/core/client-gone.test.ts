@@ -8,20 +8,21 @@ import { describe, expect, it } from "vitest";
 import { GoneClients } from "../../src/core/node/client-gone.js";
 import { FORWARD_CANCELLED } from "../../src/core/node/node.js";
 import type { Effect } from "../../src/core/node/types.js";
-import { answerLost, DAEMON_RECOVERY, Harness, isType, type Mail, prompt } from "./node-harness.js";
+import {
+  answerLost,
+  DAEMON_RECOVERY,
+  type Harness,
+  isType,
+  type Mail,
+  prompt,
+  warmPair,
+} from "./node-harness.js";
 
 const FORWARD_MS = 5_000;
 
 /** A, B as the daemon runs them (trust, answer recovery); B holds topic 1, so A forwards it there. */
 function setup(): Harness {
-  const h = new Harness(["A", "B"], {
-    ...DAEMON_RECOVERY,
-    forwardAckTimeoutMs: 250,
-    forwardTimeoutMs: FORWARD_MS,
-  });
-  h.warm("B", "warm", prompt(1, 0));
-  h.gossip(3);
-  return h;
+  return warmPair({ ...DAEMON_RECOVERY, forwardAckTimeoutMs: 250, forwardTimeoutMs: FORWARD_MS });
 }
 
 const gone = (h: Harness, id: string, reqId: string) => h.input(id, { type: "client-gone", reqId });

@@ -18,21 +18,19 @@ import {
   type Mail,
   prompt,
   untilFallback,
+  warmPair,
 } from "./node-harness.js";
 
 const ACK_MS = 250;
 
 /** A, B as the daemon runs them; B holds topic 1, so A forwards there. */
 function setup(): Harness {
-  const h = new Harness(["A", "B"], {
+  return warmPair({
     ...DAEMON_RECOVERY,
     forwardAckTimeoutMs: ACK_MS,
     forwardTimeoutMs: 5_000,
     abortRuns: true,
   });
-  h.warm("B", "warm", prompt(1, 0));
-  h.gossip(3);
-  return h;
 }
 
 const runs = (h: Harness, id: string) => h.members.get(id)?.runs.size ?? 0;

@@ -8,11 +8,12 @@ import { HEDGE_ASKS } from "../../src/core/node/hedge.js";
 import {
   answerLost,
   DAEMON_RECOVERY,
-  Harness,
+  type Harness,
   isType,
   type Mail,
   prompt,
   untilFallback,
+  warmPair,
 } from "./node-harness.js";
 
 const ACK_MS = 250;
@@ -25,10 +26,7 @@ function setup(maxTimedOutAttempts = 2, perNode: (id: string) => object = () => 
     forwardAckTimeoutMs: ACK_MS,
     forwardTimeoutMs: 30_000,
   };
-  const h = new Harness(["A", "B"], config, 10_000, perNode);
-  h.warm("B", "warm1", prompt(1, 0));
-  h.gossip(3);
-  return h;
+  return warmPair(config, perNode);
 }
 
 const toB = (m: Mail) => m.msg.type === "forward" && m.to === "B";

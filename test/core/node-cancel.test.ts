@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Effect } from "../../src/core/node/types.js";
-import { forwardsIn, Harness, isType, prompt } from "./node-harness.js";
+import { forwardsIn, Harness, isType, prompt, warmPair } from "./node-harness.js";
 
 function sends(effects: Effect[], type: string): Effect[] {
   return effects.filter((e) => e.type === "send" && e.msg.type === type);
@@ -17,10 +17,7 @@ function engineRuns(effects: Effect[]): number {
 
 /** A, B; B holds topic 1 so A forwards topic-1 prompts to B. */
 function setup(): Harness {
-  const h = new Harness(["A", "B"]);
-  h.warm("B", "warm", prompt(1, 0));
-  h.gossip(3);
-  return h;
+  return warmPair();
 }
 
 describe("PrefixNode — cancel of abandoned forwards", () => {

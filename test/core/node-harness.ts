@@ -327,6 +327,20 @@ export const DAEMON_RECOVERY = {
 } as const;
 
 /**
+ * A and B with `overrides`, B having served topic 1 (`warm`) and the gossip settled, so A forwards
+ * topic-1 prompts to B: the start of the forward, cancel, hedge and hang-up cases.
+ */
+export function warmPair(
+  overrides: Partial<NodeConfigInput> = {},
+  perNode?: (id: string) => Partial<NodeConfigInput>,
+): Harness {
+  const h = new Harness(["A", "B"], overrides, 10_000, perNode);
+  h.warm("B", "warm", prompt(1, 0));
+  h.gossip(3);
+  return h;
+}
+
+/**
  * `ids` as the daemon runs them under gossip "scuttlebutt" (answer recovery, an `ackMs` ack timeout),
  * B having served topic 1 and the gossip settled for 3 s.
  */
