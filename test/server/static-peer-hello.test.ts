@@ -72,7 +72,7 @@ describe("static peers: the hello check", () => {
     expect(await decision(await nodeWithPeerSaying(good))).toBe("member");
   });
 
-  it("admits a later peer that still speaks our protocol; its own hello says which versions it takes", async () => {
+  it("admits a later peer that still speaks our protocol, and says which versions it takes", async () => {
     const later = (m: string) => ({
       ...good(m),
       protocol: PROTOCOL_VERSION + 1,
@@ -81,6 +81,10 @@ describe("static peers: the hello check", () => {
     const n = await nodeWithPeerSaying(later);
     expect(await decision(n)).toBe("member");
     expect(n.runtime.admin.hello()).toMatchObject({
+      protocol: PROTOCOL_VERSION,
+      minProtocol: PROTOCOL_VERSION,
+    });
+    expect(n.runtime.clusterView()).toMatchObject({
       protocol: PROTOCOL_VERSION,
       minProtocol: PROTOCOL_VERSION,
     });
