@@ -5,16 +5,17 @@
  *
  * DNS yields addresses, not ids. The flow for a DNS-found address: the transport calls
  * `GET /peer/hello` on it (over mTLS with `clientTlsOptions(m, undefined)`, or signed in shared-secret
- * mode), validates the answer with `checkPeerHello` — a malformed hello, another cluster, model or protocol
- * version, or our own id → the address is ignored — and from then on treats it as peer `hello.id` (mTLS connections pinned to that
- * id). An address that disappears from DNS is dropped; heartbeats remain the liveness signal.
+ * mode), validates the answer with `checkPeerHello` — a malformed hello, another cluster or model, no
+ * protocol version both speak (protocol-range.ts), or our own id → the address is ignored — and from
+ * then on treats it as peer `hello.id` (mTLS connections pinned to that id). An address that disappears
+ * from DNS is dropped; heartbeats remain the liveness signal.
  */
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { z } from "zod";
 import { HOST_NAME } from "./host-port.js";
 import { NODE_ID_PATTERN, nodeIdSchema } from "./node-id.js";
-import { PROTOCOL_VERSION } from "./transport-wire.js";
+import { type AuthMode, BUILD_RANGE, helloRange, protocolCompatibility } from "./protocol-range.js";
 import { helloSchema, type PeerHello } from "./wire-schemas.js";
 
 export const MAX_PEERS = 256;
@@ -259,6 +260,8 @@ export interface HelloExpectation {
   self: string;
   /** The id we dialled (static peers) or the id in the peer's certificate; undefined for DNS-found peers. */
   peerId?: string | undefined;
+  /** The security mode the wire runs in: which protocol versions are safe (protocol-range.ts). */
+  authMode: AuthMode;
 }
 
 export type HelloCheck =
@@ -304,12 +307,8 @@ export function checkPeerHello(expected: HelloExpectation, hello: unknown): Hell
       message: `peer '${h.id}' serves model '${h.model}', not '${expected.model}'`,
     };
   }
-  if (h.protocol !== PROTOCOL_VERSION) {
-    return {
-      ok: false,
-      reason: "wrong-protocol",
-      message: `peer '${h.id}' speaks protocol ${h.protocol}, this node ${PROTOCOL_VERSION}`,
-    };
-  }
+  const versions = protocolCompatibility(expected.authMode, BUILD_RANGE, helloRange(h));
+  if (!versions.ok)
+    return { ok: false, reason: "wrong-protocol", message: `peer '${h.id}' ${versions.message}` };
   return { ok: true, hello: h };
 }

@@ -99,6 +99,11 @@ export class PeerClient {
     this.connected = new ConnectedPeers(opts.maxConnectedPeers ?? DEFAULT_MAX_CONNECTED_PEERS);
   }
 
+  /** The security mode this client's requests run in. */
+  get authMode(): PeerAuth["mode"] {
+    return this.opts.auth.mode;
+  }
+
   /** Peers we hold connections to (or may: a pool made and not yet closed). */
   get connectedPeers(): number {
     return this.connected.size;

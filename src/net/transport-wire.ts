@@ -68,6 +68,7 @@ export type LoneMessage = SnapshotMsg | ReplyMsg | CancelMsg | Extract<PeerMessa
  * node's signatures fail a v2 node's check, and the other way round).
  * 3: shared-secret HTTP answers carry a response MAC (auth/response-mac.ts): a v2 node's answers fail
  * a v3 node's check, and a v3 node's hello is refused by a v2 node for its version.
+ * The newest version this build speaks; protocol-range.ts has the oldest, and which peers it talks to.
  */
 export const PROTOCOL_VERSION = 3;
 export const HELLO_PATH = "/peer/hello";

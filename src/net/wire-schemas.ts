@@ -142,24 +142,34 @@ export const channelRecordSchema = z.discriminatedUnion("t", [
 export const MAX_RECORDS_PER_FRAME = 4096;
 export const channelFrameSchema = z.array(channelRecordSchema).min(1).max(MAX_RECORDS_PER_FRAME);
 
+const MAX_PROTOCOL = 1_000_000;
+
 /**
  * What a node answers on `GET /peer/hello`: who it is, which cluster and model it serves, which
  * protocol it speaks. Unknown fields are ignored (newer peers may add some); `checkPeerHello` decides
  * whether the answer makes its sender a peer.
  */
-export const helloSchema = z.object({
-  id: nodeIdSchema,
-  cluster: clusterIdSchema,
-  model: z.string().min(1).max(256),
-  protocol: z.number().int().min(0).max(1_000_000),
-  /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
-  promptText: z.boolean().optional(),
-  /**
-   * Every model this node serves: `model` and its LoRA adapters (mixed meshes). Optional: a peer that
-   * sends none serves `model` alone.
-   */
-  models: z.array(z.string().min(1).max(MAX_MODEL_NAME)).min(1).max(MAX_MODELS).optional(),
-  /** Tokens of KV cache this node has: our estimate of it never holds more (older nodes omit it). */
-  capacityTokens: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
-});
+export const helloSchema = z
+  .object({
+    id: nodeIdSchema,
+    cluster: clusterIdSchema,
+    model: z.string().min(1).max(256),
+    /** The newest protocol version the node speaks. */
+    protocol: z.number().int().min(0).max(MAX_PROTOCOL),
+    /** The oldest it still speaks (protocol-range.ts); absent: `protocol` only (older nodes). */
+    minProtocol: z.number().int().min(0).max(MAX_PROTOCOL).optional(),
+    /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
+    promptText: z.boolean().optional(),
+    /**
+     * Every model this node serves: `model` and its LoRA adapters (mixed meshes). Optional: a peer that
+     * sends none serves `model` alone.
+     */
+    models: z.array(z.string().min(1).max(MAX_MODEL_NAME)).min(1).max(MAX_MODELS).optional(),
+    /** Tokens of KV cache this node has: our estimate of it never holds more (older nodes omit it). */
+    capacityTokens: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+  })
+  .refine((h) => h.minProtocol === undefined || h.minProtocol <= h.protocol, {
+    message: "must not exceed protocol",
+    path: ["minProtocol"],
+  });
 export type PeerHello = z.infer<typeof helloSchema>;

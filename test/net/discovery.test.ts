@@ -187,7 +187,7 @@ describe("DNS discovery", () => {
 });
 
 describe("checkPeerHello", () => {
-  const expected = { cluster: "c1", model: "generated", self: "A" };
+  const expected = { cluster: "c1", model: "generated", self: "A", authMode: "mtls" as const };
 
   it("accepts a peer of the same cluster and model (unknown fields ignored)", () => {
     expect(
@@ -219,6 +219,21 @@ describe("checkPeerHello", () => {
     expect(reason({ id: "B", cluster: "c1", model: "generated", protocol: PROTOCOL_VERSION - 1 })).toBe(
       "wrong-protocol",
     );
+    // A later node that still speaks ours is a peer (protocol-range.ts); minProtocol is bounded by protocol.
+    const hello = (protocol: number, minProtocol?: unknown) => ({
+      id: "B",
+      cluster: "c1",
+      model: "generated",
+      protocol,
+      minProtocol,
+    });
+    expect(reason(hello(PROTOCOL_VERSION + 1, PROTOCOL_VERSION))).toBe("ok");
+    expect(reason(hello(PROTOCOL_VERSION + 1, PROTOCOL_VERSION + 1))).toBe("wrong-protocol");
+    expect(reason(hello(PROTOCOL_VERSION, PROTOCOL_VERSION + 1))).toBe("malformed");
+    expect(reason(hello(PROTOCOL_VERSION, 2.5))).toBe("malformed");
+    expect(reason(hello(PROTOCOL_VERSION, -1))).toBe("malformed");
+    expect(reason(hello(PROTOCOL_VERSION, "3"))).toBe("malformed");
+    expect(reason(hello(2_000_000, 1_000_001))).toBe("malformed");
     expect(reason({ id: "B", cluster: "c1", model: "generated", protocol: undefined })).toBe("malformed");
     expect(reason({ id: "B", cluster: "c.1/x", model: "generated" })).toBe("malformed");
     expect(reason({ id: "B", cluster: "c2", model: "generated" })).toBe("wrong-cluster");

@@ -4,11 +4,12 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { encodeSnapshot } from "../../src/core/snapshot-codec.js";
 import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
-import { loadTlsMaterial } from "../../src/net/auth/tls.js";
+import { loadTlsMaterial, type TlsMaterial } from "../../src/net/auth/tls.js";
+import { checkPeerHello } from "../../src/net/discovery.js";
 import type { PeerServerHandlers } from "../../src/net/peer-handlers.js";
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { type ForwardTransport, PeerClient, TransportError } from "../../src/net/transport-client.js";
@@ -78,6 +79,27 @@ async function start(
   server.server.on("connection", () => wire.connections++);
   return { url, log, wire };
 }
+
+/**
+ * How node A (`clientAuth`) judges the hello of a test double B (`serverAuth`) answering `hello`:
+ * the double stands for an older or a later build, whose hello alone says so.
+ */
+async function judgeHello(serverAuth: PeerAuth, clientAuth: PeerAuth, hello: PeerServerHandlers["hello"]) {
+  const { handlers } = fakeHandlers("B");
+  handlers.hello = hello;
+  const server = buildPeerServer({ auth: serverAuth, handlers });
+  servers.push(server);
+  const c = client(clientAuth);
+  c.setPeer("B", await server.listen({ host: "127.0.0.1", port: 0 }));
+  return checkPeerHello(
+    { cluster: "c1", model: "m", self: "A", peerId: "B", authMode: c.authMode },
+    await c.hello("B"),
+  );
+}
+/** The hello of a protocol 2 node (a test double, not a real old build). */
+const protocol2Double = () => ({ id: "B", cluster: "c1", model: "m", protocol: 2 });
+/** The hello of a later node speaking protocol 4 that still speaks 3 (a test double). */
+const laterDouble = () => ({ id: "B", cluster: "c1", model: "m", protocol: 4, minProtocol: 3 });
 
 function client(auth: PeerAuth, timeouts = {}, forwardTransport: ForwardTransport = "channel") {
   const c = new PeerClient({ auth, timeouts, forwardTransport });
@@ -353,13 +375,27 @@ const haveOpenssl = await opensslAvailable();
 if (!haveOpenssl) console.log("skipped mutual-TLS transport tests: openssl not installed");
 describe.skipIf(!haveOpenssl)("peer transport (mutual TLS)", () => {
   const dir = mkdtempSync(join(tmpdir(), "pm-tls-"));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-  it("authenticates peers by certificate and refuses a pinned id mismatch", async () => {
+  let a: TlsMaterial;
+  let b: TlsMaterial;
+  beforeAll(async () => {
     await initCa(dir, { clusterId: "c1" });
     await issueNodeCert(dir, "A");
     await issueNodeCert(dir, "B");
-    const [a, b] = await Promise.all([loadTlsMaterial(dir, "A"), loadTlsMaterial(dir, "B")]);
+    [a, b] = await Promise.all([loadTlsMaterial(dir, "A"), loadTlsMaterial(dir, "B")]);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("takes a later peer that still speaks our protocol; refuses a protocol 2 one, saying why", async () => {
+    expect(await judgeHello(mtlsAuth(b), mtlsAuth(a), laterDouble)).toMatchObject({ ok: true });
+    expect(await judgeHello(mtlsAuth(b), mtlsAuth(a), protocol2Double)).toEqual({
+      ok: false,
+      reason: "wrong-protocol",
+      message:
+        "peer 'B' speaks protocols 2..2, this node accepts 3..3 (below 3, one version number covered several wire forms): upgrade the peer",
+    });
+  });
+
+  it("authenticates peers by certificate and refuses a pinned id mismatch", async () => {
     const { url, log, wire } = await start(mtlsAuth(b));
     expect(url.startsWith("https://")).toBe(true);
     const c = client(mtlsAuth(a), {}, "http");
@@ -379,6 +415,41 @@ describe.skipIf(!haveOpenssl)("peer transport (mutual TLS)", () => {
     const plain = await fetch(`${url}/peer/hello`).catch((e) => e);
     expect(plain).toBeInstanceOf(Error);
     expect(log.snapshots).toHaveLength(1);
+  });
+});
+
+describe("which hellos a node takes (insecure, shared secret; mutual TLS above)", () => {
+  it("takes a later peer that still speaks our protocol, without --insecure's or the secret's help", async () => {
+    expect(await judgeHello(insecureAuth("B"), insecureAuth("A"), laterDouble)).toMatchObject({ ok: true });
+    expect(await judgeHello(hmacAuth("B", SECRET), hmacAuth("A", SECRET), laterDouble)).toMatchObject({
+      ok: true,
+    });
+  });
+
+  it("refuses a protocol 2 peer, in shared-secret mode for the response MACs it lacks", async () => {
+    expect(await judgeHello(insecureAuth("B"), insecureAuth("A"), protocol2Double)).toMatchObject({
+      ok: false,
+      reason: "wrong-protocol",
+      message: expect.stringMatching(
+        /^peer 'B' speaks protocols 2\.\.2, this node accepts 3\.\.3 \(below 3, .*\): upgrade the peer$/,
+      ),
+    });
+    // Sealed, as a real protocol 2 node's hello is not (response-auth.test.ts): it reaches the check.
+    expect(await judgeHello(hmacAuth("B", SECRET), hmacAuth("A", SECRET), protocol2Double)).toEqual({
+      ok: false,
+      reason: "wrong-protocol",
+      message:
+        "peer 'B' speaks protocols 2..2, this node accepts 3..3 (a shared-secret mesh needs 3 or newer: older nodes' answers carry no response MAC): upgrade the peer",
+    });
+  });
+
+  it("refuses a later peer that no longer speaks our protocol: this node is the one to upgrade", async () => {
+    const newer = () => ({ id: "B", cluster: "c1", model: "m", protocol: 4 });
+    const r = await judgeHello(insecureAuth("B"), insecureAuth("A"), newer);
+    expect(r).toMatchObject({ ok: false, reason: "wrong-protocol" });
+    expect(r.ok || r.message).toBe(
+      "peer 'B' speaks protocols 4..4, this node accepts 3..3: this node is too old for the peer, upgrade it",
+    );
   });
 });
 

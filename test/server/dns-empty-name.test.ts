@@ -22,7 +22,7 @@ describe("a --peers-dns name with no address", () => {
       scheme: "http",
       resolver: async () => records,
       intervalMs: 1_000,
-      expect: { cluster: "c", model: "m", self: "A" },
+      expect: { cluster: "c", model: "m", self: "A", authMode: "insecure" },
       ports: {
         probeHello: () => Promise.reject(new Error("ECONNREFUSED")),
         hasPeer: () => false,

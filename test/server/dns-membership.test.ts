@@ -29,7 +29,7 @@ import { snapshotMsg } from "../net/fixtures.js";
 
 const haveOpenssl = await opensslAvailable();
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
-const EXPECT = { cluster: "c1", model: "m", self: "A" };
+const EXPECT = { cluster: "c1", model: "m", self: "A", authMode: "insecure" as const };
 const PORT = 9080;
 const url = (addr: string) => `http://${addr}:${PORT}`;
 

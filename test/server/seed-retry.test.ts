@@ -33,7 +33,7 @@ describe("a seed that never answers", () => {
       client,
       mesh: {} as MeshPeers,
       logger,
-      expect: { cluster: "c", self: "A" },
+      expect: { cluster: "c", self: "A", authMode: "insecure" },
       isStopping: () => stopping,
     });
     await vi.advanceTimersByTimeAsync(10_000);
@@ -89,7 +89,7 @@ describe("a seed whose name does not resolve yet", () => {
       client,
       mesh,
       logger,
-      expect: { cluster: "c", self: "A" },
+      expect: { cluster: "c", self: "A", authMode: "insecure" },
       isStopping: () => false,
     });
     await vi.advanceTimersByTimeAsync(10_000);

@@ -16,7 +16,10 @@ afterEach(async () => {
   peer = undefined;
 });
 
-/** Node A with one static peer B: a plain HTTP server answering `GET /peer/hello` with `hello`. */
+/**
+ * Node A (insecure mode) with one static peer B: a test double, a plain HTTP server answering
+ * `GET /peer/hello` with `hello` (an older or later build is one whose hello says so).
+ */
 async function nodeWithPeerSaying(hello: (model: string) => object) {
   const [api, peerPort, bPort] = await Promise.all([0, 1, 2].map(() => freePort("127.0.0.1")));
   let model = "";
@@ -67,6 +70,32 @@ describe("static peers: the hello check", () => {
 
   it("admits a peer of the same cluster, model and protocol", async () => {
     expect(await decision(await nodeWithPeerSaying(good))).toBe("member");
+  });
+
+  it("admits a later peer that still speaks our protocol, and says which versions it takes", async () => {
+    const later = (m: string) => ({
+      ...good(m),
+      protocol: PROTOCOL_VERSION + 1,
+      minProtocol: PROTOCOL_VERSION,
+    });
+    const n = await nodeWithPeerSaying(later);
+    expect(await decision(n)).toBe("member");
+    expect(n.runtime.admin.hello()).toMatchObject({
+      protocol: PROTOCOL_VERSION,
+      minProtocol: PROTOCOL_VERSION,
+    });
+    expect(n.runtime.clusterView()).toMatchObject({
+      protocol: PROTOCOL_VERSION,
+      minProtocol: PROTOCOL_VERSION,
+    });
+  });
+
+  it("refuses a protocol 2 peer, saying both ranges and to upgrade the peer", async () => {
+    const n = await nodeWithPeerSaying((m) => ({ ...good(m), protocol: 2 }));
+    expect(await decision(n)).toBe("refused");
+    expect(n.runtime.admin.refusal("B")).toMatch(
+      /^peer 'B' speaks protocols 2\.\.2, this node accepts 3\.\.3 \(.+\): upgrade the peer$/,
+    );
   });
 
   it.each([

@@ -8,8 +8,8 @@
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect } from "../../core/node/types.js";
+import { acceptedRange, type ProtocolRange } from "../../net/protocol-range.js";
 import type { PeerClient } from "../../net/transport-client.js";
-import { PROTOCOL_VERSION } from "../../net/transport-wire.js";
 import type { PeerHello } from "../../net/wire-schemas.js";
 import { ServiceError } from "../service.js";
 import type { RuntimeLogger } from "./logger.js";
@@ -37,7 +37,12 @@ export class Admin {
   /** Each verified member's base model (its hello's `model`). */
   private readonly baseModels = new Map<string, string>();
 
-  constructor(private readonly o: AdminOptions) {}
+  /** The protocol versions this node speaks in its security mode (protocol-range.ts). */
+  readonly protocols: ProtocolRange;
+
+  constructor(private readonly o: AdminOptions) {
+    this.protocols = acceptedRange(o.client.authMode);
+  }
 
   /** What this node answers on `GET /peer/hello`. */
   hello(): PeerHello {
@@ -45,7 +50,8 @@ export class Admin {
       id: this.o.node.id,
       cluster: this.o.clusterId,
       model: this.o.engine.info.model,
-      protocol: PROTOCOL_VERSION,
+      protocol: this.protocols.max,
+      minProtocol: this.protocols.min,
       promptText: this.o.engine.info.needsPromptText,
       models: [this.o.engine.info.model, ...(this.o.adapters ?? [])],
       capacityTokens: this.o.node.localTree().capacity,

@@ -6,6 +6,7 @@
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { PeerView } from "../../core/node/types.js";
+import type { ProtocolRange } from "../../net/protocol-range.js";
 import type { GaugeView } from "../metrics.js";
 import { engineCacheStatus } from "./cache-predictions.js";
 import type { SeedView } from "./seed-states.js";
@@ -14,6 +15,8 @@ export interface ClusterViewOptions {
   node: PrefixNode;
   engine: Engine;
   clusterId: string;
+  /** The peer protocol versions this node speaks (its hello's `minProtocol`..`protocol`). */
+  protocols: ProtocolRange;
   now: () => number;
   /** The PM QoS CPU latency limit this node holds (`--cpu-latency-us`), if any. */
   cpuLatencyUs?: number | undefined;
@@ -54,6 +57,9 @@ export class ClusterView {
       engine: engine.info.kind,
       policy: node.policyName,
       epoch: node.currentEpoch,
+      // A peer is taken if its hello's versions overlap these (protocol-range.ts).
+      protocol: this.o.protocols.max,
+      minProtocol: this.o.protocols.min,
       treeTokens: node.treeSize(),
       treeVersion: node.treeVersion(),
       capacityTokens: engine.info.capacityTokens,

@@ -216,7 +216,13 @@ export class MeshPeers {
       (hello) => {
         v.running = false;
         const r = checkPeerHello(
-          { cluster: this.o.clusterId, model: this.o.helloModel, self: this.o.node.id, peerId: id },
+          {
+            cluster: this.o.clusterId,
+            model: this.o.helloModel,
+            self: this.o.node.id,
+            peerId: id,
+            authMode: this.o.client.authMode,
+          },
           hello,
         );
         // Another id answered there: the address is stale or a relay's mistake, not a verdict on `id`.

@@ -6,7 +6,7 @@
  * seed whose name does not resolve is retried the same way, never a start-up error: in Kubernetes a
  * pod's peers' names often do not exist yet when it starts, and the node serves alone meanwhile.
  */
-import { checkPeerHello, DiscoveryError } from "../../net/discovery.js";
+import { checkPeerHello, DiscoveryError, type HelloExpectation } from "../../net/discovery.js";
 import { MAX_SEEDS, parseSeedList } from "../../net/host-port.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
@@ -33,7 +33,7 @@ export interface SeedOptions {
   client: PeerClient;
   mesh: MeshPeers;
   logger: RuntimeLogger;
-  expect: { cluster: string; model?: string | undefined; self: string };
+  expect: Omit<HelloExpectation, "peerId">;
   isStopping(): boolean;
 }
 

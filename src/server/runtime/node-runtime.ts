@@ -150,6 +150,7 @@ export class NodeRuntime implements NodeService {
     this.view = new ClusterView({
       ...o,
       now: this.now,
+      protocols: this.admin.protocols,
       peerServed: (id) => this.traffic.servedCounts.of(id),
       peerUrl: (id) => this.admin.peerUrl(id),
       sendsPromptText: (id) => o.client.sendsPromptText(id),

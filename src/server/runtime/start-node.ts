@@ -18,6 +18,7 @@ import { createDelayInjector } from "../../net/delay.js";
 import {
   checkPeerHello,
   DiscoveryError,
+  type HelloExpectation,
   parseDnsTarget,
   parsePeerList,
   parseStaticPeers,
@@ -297,8 +298,8 @@ export async function startNode(
   // With --mixed-models a peer of any model is admitted: requests route by the models hellos advertise.
   const helloModel = s.mixedModels ? undefined : engine.info.model;
   // SWIM verifies its members itself (mesh-peers.ts); the full mesh checks its static peers here.
-  if (!mesh) checkPeers(peers, { client, runtime, logger, clusterId, model: helloModel, self: s.id });
-  const expect = { cluster: clusterId, model: helloModel, self: s.id };
+  const expect = { cluster: clusterId, model: helloModel, self: s.id, authMode: auth.mode };
+  if (!mesh) checkPeers(peers, { client, runtime, logger, expect });
   if (mesh) {
     const seeds = resolveSeeds(join, { client, mesh, logger, expect, isStopping: () => runtime.isStopping });
     runtime.view.setSeeds(() => seeds.view());
@@ -311,7 +312,7 @@ export async function startNode(
       scheme: tls ? "https" : "http",
       resolver: s.peersDnsFile ? fileResolver(s.peersDnsFile) : systemResolver(),
       intervalMs: s.peersDnsIntervalMs,
-      expect: { cluster: clusterId, model: helloModel, self: s.id },
+      expect,
       ports: {
         probeHello: (url) => client.probeHello(url),
         hello: (id) => client.hello(id),
@@ -386,9 +387,7 @@ function checkPeers(
     client: PeerClient;
     runtime: NodeRuntime;
     logger: Logger;
-    clusterId: string;
-    model: string | undefined;
-    self: string;
+    expect: Omit<HelloExpectation, "peerId">;
   },
 ): void {
   for (const p of peers) {
@@ -398,10 +397,7 @@ function checkPeers(
         if (ctx.runtime.isStopping) return;
         try {
           const hello = await ctx.client.hello(p.id);
-          const r = checkPeerHello(
-            { cluster: ctx.clusterId, model: ctx.model, self: ctx.self, peerId: p.id },
-            hello,
-          );
+          const r = checkPeerHello({ ...ctx.expect, peerId: p.id }, hello);
           if (r.ok) {
             ctx.runtime.admin.notePeerHello(p.id, r.hello);
             ctx.logger.info({ peer: p.id, promptText: r.hello.promptText !== false }, "peer verified");
