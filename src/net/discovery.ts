@@ -262,13 +262,22 @@ export interface HelloExpectation {
   peerId?: string | undefined;
   /** The security mode the wire runs in: which protocol versions are safe (protocol-range.ts). */
   authMode: AuthMode;
+  /** This node's `--gossip` mode: a peer announcing another is refused (one that says none is not). */
+  gossip?: "full" | "scuttlebutt" | undefined;
 }
 
 export type HelloCheck =
   | { ok: true; hello: PeerHello }
   | {
       ok: false;
-      reason: "malformed" | "self" | "wrong-id" | "wrong-cluster" | "wrong-model" | "wrong-protocol";
+      reason:
+        | "malformed"
+        | "self"
+        | "wrong-id"
+        | "wrong-cluster"
+        | "wrong-model"
+        | "wrong-protocol"
+        | "wrong-gossip";
       message: string;
     };
 
@@ -310,5 +319,12 @@ export function checkPeerHello(expected: HelloExpectation, hello: unknown): Hell
   const versions = protocolCompatibility(expected.authMode, BUILD_RANGE, helloRange(h));
   if (!versions.ok)
     return { ok: false, reason: "wrong-protocol", message: `peer '${h.id}' ${versions.message}` };
+  if (expected.gossip !== undefined && h.gossip !== undefined && h.gossip !== expected.gossip) {
+    return {
+      ok: false,
+      reason: "wrong-gossip",
+      message: `peer '${h.id}' runs --gossip ${h.gossip}, this node ${expected.gossip}: set the same mode on every node`,
+    };
+  }
   return { ok: true, hello: h };
 }

@@ -158,6 +158,11 @@ export const helloSchema = z
     protocol: z.number().int().min(0).max(MAX_PROTOCOL),
     /** The oldest it still speaks (protocol-range.ts); absent: `protocol` only (older nodes). */
     minProtocol: z.number().int().min(0).max(MAX_PROTOCOL).optional(),
+    /**
+     * Its anti-entropy mode (`--gossip`): nodes in different modes cannot form one mesh (a full-mesh
+     * node never sends SWIM or digests), so a hello saying another mode is refused. Older nodes omit it.
+     */
+    gossip: z.enum(["full", "scuttlebutt"]).optional(),
     /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
     promptText: z.boolean().optional(),
     /**

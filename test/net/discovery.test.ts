@@ -3,6 +3,7 @@ import {
   checkPeerHello,
   DiscoveryError,
   DnsPeerDiscovery,
+  type HelloExpectation,
   type PeerAddress,
   parseDnsTarget,
   parsePeerList,
@@ -187,7 +188,7 @@ describe("DNS discovery", () => {
 });
 
 describe("checkPeerHello", () => {
-  const expected = { cluster: "c1", model: "generated", self: "A", authMode: "mtls" as const };
+  const expected: HelloExpectation = { cluster: "c1", model: "generated", self: "A", authMode: "mtls" };
 
   it("accepts a peer of the same cluster and model (unknown fields ignored)", () => {
     expect(
@@ -205,7 +206,7 @@ describe("checkPeerHello", () => {
   });
 
   it("refuses other clusters, other models, other protocols, itself, a wrong id and malformed answers", () => {
-    const reason = (h: unknown, e: Partial<typeof expected & { peerId: string }> = {}) => {
+    const reason = (h: unknown, e: Partial<HelloExpectation> = {}) => {
       const r = checkPeerHello(
         { ...expected, ...e },
         h && typeof h === "object" ? { protocol: PROTOCOL_VERSION, ...h } : h,
@@ -238,6 +239,15 @@ describe("checkPeerHello", () => {
     expect(reason({ id: "B", cluster: "c.1/x", model: "generated" })).toBe("malformed");
     expect(reason({ id: "B", cluster: "c2", model: "generated" })).toBe("wrong-cluster");
     expect(reason({ id: "B", cluster: "c1", model: "other.gguf" })).toBe("wrong-model");
+    // Another --gossip mode cannot join our mesh; a hello that names none (an older node) is not judged.
+    const gossiping = (gossip: unknown, ours?: "full" | "scuttlebutt") =>
+      reason({ id: "B", cluster: "c1", model: "generated", gossip }, { gossip: ours });
+    expect(gossiping("full", "scuttlebutt")).toBe("wrong-gossip");
+    expect(gossiping("scuttlebutt", "full")).toBe("wrong-gossip");
+    expect(gossiping("scuttlebutt", "scuttlebutt")).toBe("ok");
+    expect(gossiping(undefined, "scuttlebutt")).toBe("ok");
+    expect(gossiping("full", undefined)).toBe("ok");
+    expect(gossiping("gossipsub", "full")).toBe("malformed");
     expect(reason({ id: "A", cluster: "c1", model: "generated" })).toBe("self");
     expect(reason({ id: "C", cluster: "c1", model: "generated" }, { peerId: "B" })).toBe("wrong-id");
     expect(reason({ id: "B", cluster: "c1", model: "generated" }, { peerId: "B" })).toBe("ok");

@@ -90,6 +90,15 @@ describe("static peers: the hello check", () => {
     });
   });
 
+  it("refuses a peer in another --gossip mode, naming both, and says its own", async () => {
+    const n = await nodeWithPeerSaying((m) => ({ ...good(m), gossip: "scuttlebutt" }));
+    expect(await decision(n)).toBe("refused");
+    expect(n.runtime.admin.refusal("B")).toBe(
+      "peer 'B' runs --gossip scuttlebutt, this node full: set the same mode on every node",
+    );
+    expect(n.runtime.admin.hello()).toMatchObject({ gossip: "full" });
+  });
+
   it("refuses a protocol 2 peer, saying both ranges and to upgrade the peer", async () => {
     const n = await nodeWithPeerSaying((m) => ({ ...good(m), protocol: 2 }));
     expect(await decision(n)).toBe("refused");

@@ -52,6 +52,7 @@ export class Admin {
       model: this.o.engine.info.model,
       protocol: this.protocols.max,
       minProtocol: this.protocols.min,
+      gossip: this.o.node.config.gossip,
       promptText: this.o.engine.info.needsPromptText,
       models: [this.o.engine.info.model, ...(this.o.adapters ?? [])],
       capacityTokens: this.o.node.localTree().capacity,

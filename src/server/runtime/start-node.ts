@@ -298,7 +298,7 @@ export async function startNode(
   // With --mixed-models a peer of any model is admitted: requests route by the models hellos advertise.
   const helloModel = s.mixedModels ? undefined : engine.info.model;
   // SWIM verifies its members itself (mesh-peers.ts); the full mesh checks its static peers here.
-  const expect = { cluster: clusterId, model: helloModel, self: s.id, authMode: auth.mode };
+  const expect = { cluster: clusterId, model: helloModel, self: s.id, authMode: auth.mode, gossip: s.gossip };
   if (!mesh) checkPeers(peers, { client, runtime, logger, expect });
   if (mesh) {
     const seeds = resolveSeeds(join, { client, mesh, logger, expect, isStopping: () => runtime.isStopping });
