@@ -13,7 +13,7 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { z } from "zod";
-import { HOST_NAME } from "./host-port.js";
+import { HOST_NAME, hostProblem } from "./host-port.js";
 import { NODE_ID_PATTERN, nodeIdSchema } from "./node-id.js";
 import { type AuthMode, BUILD_RANGE, helloRange, protocolCompatibility } from "./protocol-range.js";
 import { helloSchema, type PeerHello } from "./wire-schemas.js";
@@ -116,13 +116,29 @@ export interface DnsTarget {
   port: number;
 }
 
+/** `--peers-dns`'s form: a name, then an optional `:port`. */
+const DNS_TARGET = /^([^:]+)(?::(\d{1,5}))?$/;
+
+/**
+ * Why `--peers-dns name[:port]` is not one, if it is not. The name goes to the system resolver, which
+ * (glibc) reads forms such as `0x7f000001` or `1.2.3` as addresses: refused as `--join` refuses them
+ * (host-port.ts `hostProblem`).
+ */
+export function dnsTargetProblem(spec: string): string | undefined {
+  const m = DNS_TARGET.exec(spec.trim());
+  if (!m || !HOST_NAME.test(m[1] ?? "")) return "expected a DNS name with an optional :port";
+  const bad = hostProblem(m[1] as string);
+  if (bad !== undefined) return `host '${m[1]}' is ${bad}; expected a DNS name with an optional :port`;
+  const port = m[2] === undefined ? 1 : Number(m[2]);
+  return port < 1 || port > 65535 ? "port must be 1..65535" : undefined;
+}
+
 /** Parses `--peers-dns name[:port]`; the port defaults to `defaultPort` (this node's peer port). */
 export function parseDnsTarget(spec: string, defaultPort: number): DnsTarget {
   const s = spec.trim();
-  const m = /^([^:]+)(?::(\d{1,5}))?$/.exec(s);
-  if (!m || !HOST_NAME.test(m[1] ?? "")) {
-    throw new DiscoveryError(`invalid --peers-dns '${spec}': expected a DNS name with an optional :port`);
-  }
+  const bad = dnsTargetProblem(s);
+  if (bad !== undefined) throw new DiscoveryError(`invalid --peers-dns '${spec}': ${bad}`);
+  const m = DNS_TARGET.exec(s) as RegExpExecArray;
   const port = m[2] === undefined ? defaultPort : Number(m[2]);
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new DiscoveryError(`invalid port in --peers-dns '${spec}': must be 1..65535`);

@@ -17,6 +17,7 @@ import { ForwardChannel } from "./channel-client.js";
 import { ConnectedPeers, DEFAULT_MAX_CONNECTED_PEERS } from "./connected-peers.js";
 import { forwardTimeouts } from "./forward-timeouts.js";
 import { MESH_PATH } from "./mesh-wire.js";
+import { type ProbeAddresses, recordingConnector } from "./probe-addresses.js";
 import { ANY_DESTINATION, type PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
 import {
@@ -256,7 +257,11 @@ export class PeerClient {
    * certificate names (`certId`) so the caller can hold the announced id against it. Returns the raw
    * answer (validate it with `checkPeerHello`).
    */
-  async probeHello(url: string): Promise<{ hello: unknown; certId: string | undefined }> {
+  /** `seen`, if given, gets what the URL's host resolved to and which address answered (probe-addresses.ts). */
+  async probeHello(
+    url: string,
+    seen?: ProbeAddresses,
+  ): Promise<{ hello: unknown; certId: string | undefined }> {
     const base = this.opts.auth.connectOptions(undefined);
     let certId: string | undefined;
     const check = base?.checkServerIdentity as
@@ -273,12 +278,17 @@ export class PeerClient {
             },
           }
         : base;
-    const client = new Client(new URL(url).origin, {
+    const origin = new URL(url);
+    const client = new Client(origin.origin, {
       connectTimeout: this.t.connectMs,
       headersTimeout: this.t.messageTotalMs,
       bodyTimeout: this.t.messageTotalMs,
       pipelining: 0,
-      ...(connect ? { connect } : {}),
+      ...(seen
+        ? { connect: recordingConnector(origin.hostname, connect, this.t.connectMs, seen) }
+        : connect
+          ? { connect }
+          : {}),
     });
     const path = HELLO_PATH;
     try {

@@ -291,3 +291,85 @@ describe("the cancel effects", () => {
     ]);
   });
 });
+
+describe("a peer that said goodbye drains what it took: it is still owed its final cancels", () => {
+  // Anti-entropy rounds still go to a departed member on the full mesh (it is down until it speaks).
+  const sentToB = (h: Harness) => h.mailbox.filter((m) => m.to === "B" && m.msg.type !== "snapshot");
+
+  it("full mesh: r1 running at B, B leaves, r1 runs here: B gets a final cancel, nothing else", () => {
+    const h = setup();
+    h.client("A", "x1", prompt(7, 1)); // A busy: r1 will wait in A's queue
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(forwardToB);
+    h.deliver(isType("forward-ack"));
+    expect(runs(h, "B")).toBe(1);
+    h.apply("B", h.node("B").goodbye());
+    h.deliver(isType("goodbye"));
+    expect(h.node("A").queueDepth()).toBe(2); // r1 fell back here, behind x1
+    expect(sentToB(h)).toHaveLength(0); // no cancel yet: B's answer could still take r1
+    h.finishRuns("A"); // x1 ends, r1 starts: B's answer is taken no more
+    h.advance(2_000); // rounds and timers: nothing but the cancel goes to B (no forward, no re-ask)
+    expect(sentToB(h).map((m) => m.msg)).toEqual([{ type: "cancel", reqId: "r1", attempt: 1, final: true }]);
+    h.deliver((m) => m.msg.type === "cancel");
+    expect(h.endAborted("B")).toBe(1);
+    expect(h.node("B").stats().abortedCancelled).toBe(1);
+  });
+
+  it("full mesh: B leaves, r1 is answered by C: B gets a final cancel and aborts", () => {
+    const h = new Harness(["A", "B", "C"], {
+      ...DAEMON_RECOVERY,
+      forwardAckTimeoutMs: ACK_MS,
+      forwardTimeoutMs: 5_000,
+      abortRuns: true,
+      maxTimedOutAttempts: 0,
+    });
+    h.warm("B", "warmB", prompt(1, 0));
+    h.warm("C", "warmC", prompt(1, 0));
+    h.gossip(3);
+    h.client("A", "r1", prompt(1, 1));
+    const first = h.mailbox.find(isType("forward"))?.to as string;
+    const second = first === "B" ? "C" : "B";
+    const to = (id: string, type: string) => (m: Mail) => m.to === id && m.msg.type === type;
+    h.deliver(to(first, "forward"));
+    h.deliver(isType("forward-ack"));
+    h.apply(first, h.node(first).goodbye());
+    h.deliver(isType("goodbye"));
+    expect(h.mailbox.filter((m) => m.to === first && m.msg.type !== "snapshot")).toHaveLength(0);
+    h.deliver(to(second, "forward"));
+    h.deliver(isType("forward-ack"));
+    h.finishRuns(second);
+    h.deliver(isType("result"));
+    expect(h.repliesFor("r1")).toMatchObject([{ record: { servedBy: second } }]);
+    expect(h.mailbox.filter((m) => m.to === first && m.msg.type !== "snapshot").map((m) => m.msg)).toEqual([
+      { type: "cancel", reqId: "r1", attempt: 1, final: true },
+    ]);
+    h.deliver(to(first, "cancel"));
+    expect(h.endAborted(first)).toBe(1);
+  });
+
+  it("gossip mode: B's leave drops it from the members, yet its final cancel goes", () => {
+    const h = new Harness(["A", "B"], {
+      gossip: "scuttlebutt",
+      ...DAEMON_RECOVERY,
+      forwardAckTimeoutMs: ACK_MS,
+      forwardTimeoutMs: 30_000,
+      abortRuns: true,
+    });
+    h.warm("B", "warm1", prompt(1, 0));
+    h.advanceLive(3_000);
+    h.client("A", "x1", prompt(7, 1));
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(forwardToB);
+    h.deliver(isType("forward-ack"));
+    expect(runs(h, "B")).toBe(1);
+    h.apply("B", h.node("B").goodbye());
+    h.deliverMesh();
+    expect(h.node("A").memberIds()).not.toContain("B");
+    expect(h.node("A").queueDepth()).toBe(2);
+    expect(sentToB(h)).toHaveLength(0);
+    h.finishRuns("A"); // x1 ends, r1 starts
+    expect(sentToB(h).map((m) => m.msg)).toEqual([{ type: "cancel", reqId: "r1", attempt: 1, final: true }]);
+    h.deliver((m) => m.msg.type === "cancel");
+    expect(h.endAborted("B")).toBe(1);
+  });
+});

@@ -162,13 +162,15 @@ describe("PrefixNode — cancel of abandoned forwards", () => {
     expect(h.node("A").stats().lateReplies).toBe(1);
   });
 
-  it("no cancel to a peer that said goodbye (it drains or hands back its work itself)", () => {
+  it("a peer that said goodbye drains its work: only the final cancel once our own run starts", () => {
     const h = setup();
     h.client("A", "r1", prompt(1, 1));
     h.deliver(isType("forward"));
     const eff = h.input("A", { type: "peer-message", from: "B", msg: { type: "goodbye" } });
-    expect(sends(eff, "cancel")).toHaveLength(0);
-    expect(engineRuns(eff)).toBe(1); // fell back to local at once
+    expect(engineRuns(eff)).toBe(1); // fell back to local at once: B's answer can no longer be taken
+    expect(eff.filter((e) => e.type === "send")).toMatchObject([
+      { to: "B", msg: { type: "cancel", reqId: "r1", attempt: 1, final: true } },
+    ]);
   });
 
   it("forwards carry the deadline: our timeout less the measured round trip", () => {

@@ -12,6 +12,7 @@ import { EngineAbortedError } from "../../src/engines/errors.js";
 import { LlamaSlotsOptionsSchema } from "../../src/engines/llama-slots/options.js";
 import { LlamaSlotCache } from "../../src/engines/llama-slots/slot-cache.js";
 import { HttpClient } from "../../src/engines/openai/http.js";
+import { waitFor } from "../e2e/helpers.js";
 import { range } from "./slot-fixtures.js";
 
 interface SlotJson {
@@ -34,10 +35,24 @@ afterEach(async () => {
  * client goes), later ones end at once. Whatever the server keeps is what the reads say: here less
  * than the prompt the mirror assumed at launch (as after a context shift), so the two differ.
  */
-async function startDouble(afterAbort: SlotJson[][]) {
+async function startDouble(
+  afterAbort: SlotJson[][] | { busyMs: number },
+  /** The engine's bound on a silent server (its headers and body timeouts). */
+  boundMs = 30_000,
+) {
   const seen: string[] = [];
   let completions = 0;
-  const reads: SlotJson[][] = [[{ id: 0, is_processing: false }], ...afterAbort];
+  // Timed: the slot reads busy until `busyMs` after the aborted stream closed (a long prefill).
+  let closedAt: number | undefined;
+  const timed = Array.isArray(afterAbort) ? undefined : afterAbort.busyMs;
+  const reads: SlotJson[][] = [
+    [{ id: 0, is_processing: false }],
+    ...(Array.isArray(afterAbort) ? afterAbort : []),
+  ];
+  const timedRead = (): SlotJson[] =>
+    closedAt === undefined || Date.now() < closedAt + (timed ?? 0)
+      ? [{ id: 0, is_processing: true, id_task: 0 }]
+      : [{ id: 0, is_processing: false, id_task: 0, n_prompt_tokens: 16 }];
   double = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
@@ -46,10 +61,20 @@ async function startDouble(afterAbort: SlotJson[][]) {
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(o));
       if (req.url === "/props")
         return json({ total_slots: 1, endpoint_slots: true, default_generation_settings: { n_ctx: 512 } });
-      if (req.url === "/slots") return json(reads.length > 1 ? reads.shift() : reads[0]);
+      if (req.url === "/slots")
+        return json(
+          timed !== undefined && reads.length === 1
+            ? timedRead()
+            : reads.length > 1
+              ? reads.shift()
+              : reads[0],
+        );
       if (req.url === "/completion") {
         res.writeHead(200, { "content-type": "text/event-stream" });
         if (completions++ === 0) {
+          res.on("close", () => {
+            closedAt = Date.now();
+          });
           res.write(`data: ${JSON.stringify({ content: "a", tokens: [7] })}\n\n`);
           return;
         }
@@ -62,8 +87,8 @@ async function startDouble(afterAbort: SlotJson[][]) {
   await new Promise<void>((r) => double!.listen(0, "127.0.0.1", r));
   const http = new HttpClient(`http://127.0.0.1:${(double!.address() as AddressInfo).port}`, {
     connectTimeoutMs: 5_000,
-    headersTimeoutMs: 30_000,
-    bodyTimeoutMs: 30_000,
+    headersTimeoutMs: boundMs,
+    bodyTimeoutMs: boundMs,
     retries: 0,
     backoffMs: 5,
     maxBackoffMs: 10,
@@ -107,14 +132,47 @@ describe("an aborted llama-server run", () => {
     expect(d.seen.filter((s) => s === "GET /slots")).toHaveLength(4);
   });
 
-  it("gives up after a bounded number of reads, and the next run reads before it starts", async () => {
-    const d = await startDouble([[{ id: 0, is_processing: true, id_task: 0 }]]);
+  it("an abort during a long prefill: reported at once, read back when the server sees it", async () => {
+    // The server notices the abort only when its prefill ends, 1.5 s on: longer than the rejection
+    // waits, well within the engine's bound (30 s).
+    const d = await startDouble({ busyMs: 1_500 });
+    const changed: number[] = [];
+    d.cache.watch(() => changed.push(Date.now()));
+    const t0 = Date.now();
+    // Nothing known yet when the run is reported aborted: the launch's guess stands meanwhile.
+    expect(await abortRun(d)).toEqual([PROMPT]);
+    // Reported before the server saw the abort: the node's next job does not wait on the prefill.
+    expect(Date.now() - t0).toBeLessThan(1_500);
+    expect(changed).toEqual([]);
+    await waitFor(() => changed.length === 1, 15_000, "the read-back to find the slot idle");
+    expect(changed[0]! - t0).toBeGreaterThanOrEqual(1_500);
+    expect(d.cache.sequences()).toContainEqual(PROMPT.subarray(0, 16));
+    // Backed off: a few reads over the prefill's 1.5 s, not one every 10 ms.
+    expect(d.cache.abortReadsMade).toBeGreaterThanOrEqual(4);
+    expect(d.cache.abortReadsMade).toBeLessThanOrEqual(14);
+  });
+
+  it("gives up at the engine's own bound, and the next run reads before it starts", async () => {
+    const d = await startDouble([[{ id: 0, is_processing: true, id_task: 0 }]], 1_000);
     const sequences = await abortRun(d);
     // Nothing better known: the launch's guess stays until the server says otherwise.
     expect(sequences).toEqual([PROMPT]);
-    const reads = d.seen.filter((s) => s === "GET /slots").length;
-    expect(reads).toBeGreaterThan(2);
-    expect(reads).toBeLessThanOrEqual(10);
+    // The reads stop by the bound (1 s after the abort), backed off on the way.
+    const t0 = Date.now();
+    let last = -1;
+    await waitFor(
+      async () => {
+        const n = d.cache.abortReadsMade;
+        const still = n === last;
+        last = n;
+        await new Promise((r) => setTimeout(r, 1_100)); // longer than the longest pause
+        return still && Date.now() - t0 > 1_000;
+      },
+      15_000,
+      "the reads to stop",
+    );
+    expect(last).toBeGreaterThanOrEqual(4);
+    expect(last).toBeLessThanOrEqual(12);
     const before = d.seen.length;
     await d.cache.run(req(1), {});
     expect(d.seen.slice(before)).toEqual(["GET /slots", "POST /completion"]);

@@ -62,6 +62,18 @@ describe("DNS target", () => {
     expect(() => parseDnsTarget("bad name", 9080)).toThrow(/DNS name/);
     expect(() => parseDnsTarget("http://pm", 9080)).toThrow(DiscoveryError);
   });
+
+  it("refuses names the system resolver would read as an address (as --join does)", () => {
+    for (const name of ["0x7f000001", "0x7f000001:9080", "mesh.0x1", "0x", "1.2.3", "127.1", "mesh.10"])
+      expect(() => parseDnsTarget(name, 9080), name).toThrow(/not a valid IPv4 address/);
+    expect(() => parseDnsTarget("0x7f000001", 9080)).toThrow(
+      /^invalid --peers-dns '0x7f000001': host '0x7f000001' is not a valid IPv4 address/,
+    );
+    // Names that only look like hex or digits at the start are names.
+    expect(parseDnsTarget("0xfeed.svc", 9080)).toEqual({ host: "0xfeed.svc", port: 9080 });
+    expect(parseDnsTarget("10-0-0-7.pods", 9080)).toEqual({ host: "10-0-0-7.pods", port: 9080 });
+    expect(() => parseDnsTarget("mesh:0", 9080)).toThrow(/port must be 1..65535/);
+  });
 });
 
 /** A fake resolver: answers from a mutable table, or throws when set to an Error. */

@@ -2,6 +2,7 @@
  * DnsMembership (peers from DNS kept in step with the node's membership) against fake ports and an
  * injected resolver, and PeerClient.probeHello against a real peer server (HMAC and mTLS).
  */
+import { spawnSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -24,7 +25,7 @@ import {
 } from "../../src/server/runtime/dns-membership.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings, SettingsError } from "../../src/server/settings/index.js";
-import { waitFor } from "../e2e/helpers.js";
+import { requireBuild, waitFor } from "../e2e/helpers.js";
 import { snapshotMsg } from "../net/fixtures.js";
 
 const haveOpenssl = await opensslAvailable();
@@ -316,9 +317,30 @@ describe("--peers-dns settings", () => {
       peersDns: "mesh",
       peersDnsFile: "/tmp/x.json",
     });
-    const bad = resolveNodeSettings({ id: "A", peersDns: "not a name!", secretFile: "/nonexistent" }, {});
+    // A bad name is refused with the settings, before anything starts, and so is one the system
+    // resolver would read as an address (glibc takes 0x7f000001 for 127.0.0.1), as --join refuses it.
+    expect(() => resolveNodeSettings({ id: "A", peersDns: "not a name!" }, {})).toThrow(
+      /^--peers-dns: 'not a name!': expected a DNS name/,
+    );
+    for (const name of ["0x7f000001", "0x7f000001:9080", "1.2.3"])
+      expect(() => resolveNodeSettings({ id: "A", peersDns: name }, {}), name).toThrow(
+        new RegExp(`^--peers-dns: '${name}': host '[^']+' is not a valid IPv4 address`),
+      );
+    // startNode still checks it, for settings made without the schema.
+    const ok = resolveNodeSettings({ id: "A", peersDns: "mesh", secretFile: "/nonexistent" }, {});
+    const bad = { ...ok, peersDns: "0x7f000001" };
     await expect(startNode(bad, { logger: pino({ level: "silent" }) })).rejects.toBeInstanceOf(
       DiscoveryError,
     );
+  });
+
+  it("on the command line: a hex address as the name is a message and exit code 2", () => {
+    const r = spawnSync(
+      process.execPath,
+      [requireBuild(), "node", "--id", "A", "--engine", "sim", "--peers-dns", "0x7f000001"],
+      { encoding: "utf8", timeout: 60_000, env: { PATH: process.env.PATH ?? "" } },
+    );
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/--peers-dns: '0x7f000001': host '0x7f000001' is not a valid IPv4 address/);
   });
 });

@@ -196,6 +196,33 @@ describe("a seed's state, as /cluster shows it", () => {
     expect(one()).toMatchObject({ state: "joined", memberId: "B", error: null, reason: null, attempts: 6 });
   });
 
+  it("shows the addresses the last attempt's name resolved to and the one it reached, bounded", () => {
+    const url = "http://proj_node_1:9080";
+    const st = new SeedStates([url]);
+    expect(st.view()[0]).toMatchObject({ addresses: [], reached: null });
+    const many = ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"];
+    const refused = new TransportError("connection", "ECONNREFUSED: connect ECONNREFUSED 10.0.0.1:9080");
+    st.failed(url, refused, { resolved: many, reached: undefined });
+    expect(st.view()[0]).toMatchObject({ state: "unreachable", addresses: many.slice(0, 4), reached: null });
+    // Each address bounded too, whatever filled the record.
+    const long = `fd00::${"a".repeat(100)}`;
+    st.failed(url, refused, { resolved: [long], reached: long });
+    const v = st.view()[0]!;
+    expect(v.addresses[0]).toHaveLength(64);
+    expect(v.reached).toHaveLength(64);
+    // Each attempt says its own: an answer at one address of two, then a name that resolves to nothing.
+    st.answered(url, "B", "joined", { resolved: ["10.0.0.7", "10.0.0.8"], reached: "10.0.0.8" });
+    expect(st.view()[0]).toMatchObject({ addresses: ["10.0.0.7", "10.0.0.8"], reached: "10.0.0.8" });
+    st.failed(url, new TransportError("connection", "getaddrinfo ENOTFOUND proj_node_1"), {
+      resolved: [],
+      reached: undefined,
+    });
+    expect(st.view()[0]).toMatchObject({ state: "unresolvable", addresses: [], reached: null });
+    // The view is a copy: changing it changes nothing held.
+    st.view()[0]!.addresses.push("x");
+    expect(st.view()[0]!.addresses).toEqual([]);
+  });
+
   it("keeps the first 200 characters of an error, whatever answered at the seed's address", () => {
     const url = "http://seed:9080";
     const st = new SeedStates([url]);
@@ -270,8 +297,9 @@ describe("a lone scuttlebutt node without credentials (no seeds, no peers)", () 
       const good = new URL(a.peerUrl).host;
       const closed = `127.0.0.1:${await freePort("127.0.0.1")}`;
       const unknown = "no_such_seed.invalid:9080";
+      const byName = `localhost:${new URL(a.peerUrl).port}`; // the same node, through the resolver
       b = await startNode(
-        settings({ id: "B", gossip: "scuttlebutt", insecure: true, join: [good, closed, unknown] }),
+        settings({ id: "B", gossip: "scuttlebutt", insecure: true, join: [good, closed, unknown, byName] }),
         { logger },
       );
       const seedsOf = async (n: { apiUrl: string }) =>
@@ -284,6 +312,7 @@ describe("a lone scuttlebutt node without credentials (no seeds, no peers)", () 
           const s = await states();
           return (
             s[good]?.member === "alive" &&
+            s[byName]?.state === "joined" &&
             s[closed]?.state === "unreachable" &&
             s[unknown]?.state === "unresolvable"
           );
@@ -292,11 +321,17 @@ describe("a lone scuttlebutt node without credentials (no seeds, no peers)", () 
         "B's /cluster to show its three seeds' states",
       );
       const s = await states();
-      expect(Object.keys(s)).toEqual([good, closed, unknown]);
+      expect(Object.keys(s)).toEqual([good, closed, unknown, byName]);
+      expect(s[byName]?.addresses).toContain("127.0.0.1");
+      expect(s[byName]).toMatchObject({ memberId: "A", reached: "127.0.0.1" });
       expect(s[good]).toMatchObject({ state: "joined", memberId: "A", retrying: false, error: null });
+      // Where each attempt went: the address reached, an address nothing listens at, none at all.
+      expect(s[good]).toMatchObject({ addresses: ["127.0.0.1"], reached: "127.0.0.1" });
       expect(s[closed]).toMatchObject({ state: "unreachable", memberId: null, retrying: true });
+      expect(s[closed]).toMatchObject({ addresses: ["127.0.0.1"], reached: null });
       expect(s[closed]?.error).toMatch(/ECONNREFUSED/);
       expect(s[unknown]).toMatchObject({ state: "unresolvable", member: null, retrying: true });
+      expect(s[unknown]).toMatchObject({ addresses: [], reached: null });
       for (const x of Object.values(s)) {
         expect(x.attempts as number).toBeGreaterThanOrEqual(1);
         expect(Date.parse(x.lastAttemptAt as string)).toBeGreaterThan(0);

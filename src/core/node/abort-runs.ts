@@ -11,7 +11,9 @@
  *    not a stream's: origin.ts `lateAnswered`, hedge.ts). Then every attempt it moved on from with
  *    such a cancel gets a final one (`owedCancels`: one per attempt, and none for a peer that
  *    answered it, was sent one already, restarted since it took the job, or is no member any more:
- *    nothing to reach). Our own restart cancels our forwards finally too (node.ts `restart`).
+ *    nothing to reach — unless it left saying goodbye: it drains what it took, so it is still sent
+ *    the final cancels it is owed, and nothing else). Our own restart cancels our forwards finally
+ *    too (node.ts `restart`).
  * The executor asks (`abort-run`) and keeps the job until the engine says it ended: `engine-aborted`
  * (nothing inserted, as for a failure; an engine-managed cache's sequences taken as they are), or
  * `engine-done` if the run finished first (its answer then goes unreplied, as before aborts).
@@ -35,7 +37,8 @@ export function finalCancel(to: NodeId, reqId: string, attempt: number): Effect 
 
 /**
  * The final cancels a request owes the peers of the attempts it moved on from (`abandoned`), those
- * that `reachable` says we can still send to and `owed` (all by default) picks: each goes once.
+ * that `reachable` says we can still send to or that left draining (`left`), and `owed` (all by
+ * default) picks: each goes once.
  */
 export function owedCancels(
   p: { reqId: string; abandoned?: readonly Abandoned[] | undefined },
@@ -44,7 +47,7 @@ export function owedCancels(
   owed: (a: Abandoned) => boolean = () => true,
 ): void {
   for (const a of p.abandoned ?? []) {
-    if (a.done === true || !reachable(a.to) || !owed(a)) continue;
+    if (a.done === true || (a.left !== true && !reachable(a.to)) || !owed(a)) continue;
     a.done = true;
     out.push(finalCancel(a.to, p.reqId, a.attempt));
   }

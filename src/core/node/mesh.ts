@@ -59,11 +59,12 @@ export interface StepEvents extends MeshEvents {
   restarted?: readonly Restart[];
 }
 
-/** No events (most gossip messages): one frozen value, not four arrays per message. */
+/** No events (most gossip messages): one frozen value, not five arrays per message. */
 const NONE: MeshEvents = Object.freeze({
   effects: Object.freeze([]) as unknown as Effect[],
   up: Object.freeze([]) as unknown as NodeId[],
   down: Object.freeze([]) as unknown as NodeId[],
+  left: Object.freeze([]) as unknown as NodeId[],
   rtt: Object.freeze([]) as unknown as MeshEvents["rtt"],
 });
 

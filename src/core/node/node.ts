@@ -251,6 +251,15 @@ export class PrefixNode extends NodeRouting {
     for (const reqId of this.origin.lostTo(to, epoch)) this.failOver(reqId, now, out, true, false);
   }
 
+  /**
+   * `to` said goodbye: it drains what it took. Its forwards fail over as a departed peer's do, but
+   * each stays owed its final cancel (origin.ts `departed`), so the run nobody takes is aborted.
+   */
+  private peerLeft(to: NodeId, now: number, out: Effect[]): void {
+    this.origin.endHedgesTo(to, out);
+    for (const reqId of this.origin.departed(to, out)) this.advance(reqId, now, out);
+  }
+
   private onPeerMessage(from: NodeId, msg: PeerMessage, now: number, out: Effect[]): void {
     if (!this.members.has(from)) {
       this.unknownSender++;
@@ -302,7 +311,7 @@ export class PrefixNode extends NodeRouting {
       case "goodbye":
         this.members.departed(from);
         this.antiEntropy.forget(from);
-        this.failPendingTo(from, now, out);
+        this.peerLeft(from, now, out);
         break;
     }
   }
@@ -383,7 +392,9 @@ export class PrefixNode extends NodeRouting {
   /** gossip "scuttlebutt" (mesh.ts): members came, went, or came back in a new epoch (a restart). */
   private onMesh(input: NodeInput | "start", now: number, out: Effect[]): void {
     const ev = mesh.step(input, this.members, this.antiEntropy, this.origin, this.executor, now, out);
-    for (const id of ev.down) this.failPendingTo(id, now, out);
+    for (const id of ev.down)
+      if (ev.left.includes(id)) this.peerLeft(id, now, out);
+      else this.failPendingTo(id, now, out);
     for (const r of ev.restarted ?? []) this.failPendingTo(r.id, now, out, r.epoch);
     for (const r of ev.rtt) this.origin.targets.sampleRtt(r.id, r.ms, true);
   }

@@ -27,6 +27,7 @@ import type { Eviction } from "./demand.js";
 import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
 import { AnsweredRuns, askAgain, hedgeCancel, hedgeOf, hedgeOn, hedgeTimer } from "./hedge.js";
 import {
+  type Abandoned,
   forwardTimer,
   type LocalRun,
   MAX_ABANDONED,
@@ -571,6 +572,25 @@ export class Origin {
     this.counters.fallbacks++;
   }
 
+  /**
+   * `peer` said goodbye and drains (it runs what it took, then exits): the requests whose current
+   * attempt it holds move on without a cancel (it drains or hands the work back itself), but every
+   * attempt at it is kept as abandoned and marked `left`, owed its final cancel once no answer of it
+   * can be taken, though the peer is no member any more. Returns the requests to move on.
+   */
+  departed(peer: NodeId, out: Effect[]): string[] {
+    const moved: string[] = [];
+    for (const p of this.pending.values()) {
+      for (const a of p.abandoned ?? []) if (a.to === peer) a.left = true;
+      if (p.current !== peer) continue;
+      this.endAttempt(p.reqId, out, true, false, false, true);
+      p.fallbacks++;
+      this.counters.fallbacks++;
+      moved.push(p.reqId);
+    }
+    return moved;
+  }
+
   /** The current attempt ends (fallback's work bar the count: a late answer ends it answered). */
   private endAttempt(
     reqId: string,
@@ -578,6 +598,7 @@ export class Origin {
     cancelTimer: boolean,
     cancel: boolean,
     timedOut: boolean,
+    left = false,
   ): Pending {
     const p = this.pending.get(reqId);
     if (cancelTimer) out.push({ type: "cancel-timer", timer: forwardTimer(p) });
@@ -586,9 +607,11 @@ export class Origin {
       out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
     if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
     // Abandoned, not answered: its answer may still come, and answers the request if it still waits.
-    if (cancel && p.current !== undefined) {
+    if ((cancel || left) && p.current !== undefined) {
       p.abandoned ??= [];
-      p.abandoned.push({ to: p.current, attempt: p.attempt, epoch: p.ackEpoch });
+      const a: Abandoned = { to: p.current, attempt: p.attempt, epoch: p.ackEpoch };
+      if (left) a.left = true;
+      p.abandoned.push(a);
       // Bounded (offload may move a request again and again): the oldest beyond the bound is given
       // up for good, its answer no longer taken, so its final cancel goes now.
       if (p.abandoned.length > MAX_ABANDONED)

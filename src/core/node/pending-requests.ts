@@ -30,8 +30,9 @@ export interface Pending extends AttemptClock, Plan {
 export const MAX_ABANDONED = 16;
 
 /**
- * An attempt the request moved on from with a cancel that was not final: its peer may still run it,
- * so the request's settling owes that peer a final cancel (abort-runs.ts `owedCancels`).
+ * An attempt the request moved on from with a cancel that was not final, or when its peer said
+ * goodbye: its peer may still run it, so the request's settling owes that peer a final cancel
+ * (abort-runs.ts `owedCancels`).
  */
 export interface Abandoned {
   to: NodeId;
@@ -40,6 +41,11 @@ export interface Abandoned {
   epoch?: number | undefined;
   /** Owed no final cancel: its peer answered it, was sent one already, or restarted since it took it. */
   done?: boolean;
+  /**
+   * Its peer said goodbye: it drains what it took (runs it, then exits), so its final cancel goes
+   * though the peer is no member any more (abort-runs.ts `owedCancels`).
+   */
+  left?: true;
 }
 
 /** A pending request to run here (its forward attempts are over). */

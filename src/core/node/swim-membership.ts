@@ -15,6 +15,8 @@ export interface MeshEvents {
   effects: Effect[];
   up: NodeId[];
   down: NodeId[];
+  /** Those of `down` that left (a goodbye, theirs or relayed): they drain what they took. */
+  left: NodeId[];
   /** Round trips of direct probes: RTT samples (the full mesh's snapshot echo has no twin here). */
   rtt: { id: NodeId; ms: number }[];
 }
@@ -49,7 +51,9 @@ export class SwimMembership {
     else if (input.type === "mesh-seed") i = { type: "seed", id: input.id };
     else if (input.type === "timer" && input.timer.kind === "swim")
       i = { type: "timer", timer: input.timer.timer };
-    return i === undefined ? { effects: [], up: [], down: [], rtt: [] } : translate(this.swim.handle(i));
+    return i === undefined
+      ? { effects: [], up: [], down: [], left: [], rtt: [] }
+      : translate(this.swim.handle(i));
   }
 
   // The Membership surface node.ts reads. Run-time adds and removes are SWIM's, not the runtime's.
@@ -107,7 +111,7 @@ export class SwimMembership {
 }
 
 function translate(effects: SwimEffect[]): MeshEvents {
-  const ev: MeshEvents = { effects: [], up: [], down: [], rtt: [] };
+  const ev: MeshEvents = { effects: [], up: [], down: [], left: [], rtt: [] };
   for (const e of effects) {
     switch (e.type) {
       case "send":
@@ -124,6 +128,7 @@ function translate(effects: SwimEffect[]): MeshEvents {
         break;
       case "member-down":
         ev.down.push(e.id);
+        if (e.reason === "left") ev.left.push(e.id);
         break;
       case "rtt":
         ev.rtt.push({ id: e.id, ms: e.ms });

@@ -32,6 +32,7 @@ import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "..
 import { DEFAULT_NAMESPACE, namespaceTag } from "../namespace-tags.js";
 import type { HttpClient } from "../openai/http.js";
 import { sseData } from "../openai/sse.js";
+import { AbortReadBack, type ReadVerdict } from "./abort-read-back.js";
 import type { LlamaSlotsConfig } from "./options.js";
 import { SavedSlots } from "./saved-slots.js";
 import { SlotMirror } from "./slot-mirror.js";
@@ -82,10 +83,6 @@ const NativeChunk = z.object({
 });
 
 const MAX_OUTPUT_CHARS = 4 << 20;
-
-/** Reads of `/slots` after an abort until the aborted slot is idle there, and the first pause between them. */
-const ABORT_READS = 6;
-const ABORT_READ_GAP_MS = 10;
 
 /** See `calibrate`. */
 const CALIBRATION_RUNS = 16;
@@ -146,6 +143,8 @@ export class LlamaSlotCache {
   private readonly endedAt: number[];
   private needsResync = false;
   private resyncing: Promise<void> | undefined;
+  /** `/slots` read back after an abort (abort-read-back.ts). */
+  private readonly abortReads: AbortReadBack;
   private readonly lastTask: (number | undefined)[];
   /**
    * Runs the server started (their response began), and the count at which its task ids began: every
@@ -177,6 +176,8 @@ export class LlamaSlotCache {
     this.lastTask = new Array<number | undefined>(slots).fill(undefined);
     this.endedAt = new Array<number>(slots).fill(0);
     if (opts.savedSlots > 0) this.saved = new SavedSlots(opts.savedSlots, `prefixmesh-${process.pid}`);
+    // A prefill the abort cut short goes on at most as long as the engine waits on a silent server.
+    this.abortReads = new AbortReadBack(http.silenceBoundMs, () => this.readAborted());
   }
 
   /**
@@ -244,7 +245,7 @@ export class LlamaSlotCache {
     } catch (e) {
       // The node's tree takes the engine's sequences with the abort: they must be what the server
       // kept of the aborted slot, not the guess made at its launch.
-      if (signal?.aborted && this.needsResync) await this.readBackAborted();
+      if (signal?.aborted && this.needsResync) await this.abortReads.after();
       throw e;
     }
   }
@@ -546,31 +547,41 @@ export class LlamaSlotCache {
   }
 
   /**
-   * After an aborted run: reads `/slots` until every slot not running here is idle at the server (it
-   * sees an abort only when it next writes to the closed stream, or after a prefill), ABORT_READS times
-   * at most, the pause doubling from ABORT_READ_GAP_MS. Each read holds the launch lock, like every read
-   * before a start, so starts and reads reach the server in the mirror's order; the pauses do not. A slot
-   * still busy there after that, or a failed read, leaves the flag set: the next run reads again.
+   * One read of `/slots` after an abort (abort-read-back.ts): idle once every slot not running here is
+   * idle at the server. It holds the launch lock, like every read before a start, so starts and reads
+   * reach the server in the mirror's order. A slot still busy when the reads end, or a failed read,
+   * leaves the flag set: the next run reads again.
    */
-  private async readBackAborted(): Promise<void> {
-    for (let i = 0; i < ABORT_READS; i++) {
-      if (i > 0) await new Promise((r) => setTimeout(r, ABORT_READ_GAP_MS * 2 ** (i - 1)));
-      const unlock = await this.lockLaunch();
-      try {
-        const slots = await this.readSlots();
-        if (!slots) return;
-        this.applySlots(slots);
-        if (!slots.some((s) => s.is_processing && !this.busy.has(s.id))) {
-          this.needsResync = false;
-          return;
-        }
-      } catch {
-        // The server is down: the next run says so, and reads /slots first.
-        return;
-      } finally {
-        unlock();
-      }
+  private async readAborted(): Promise<ReadVerdict> {
+    const unlock = await this.lockLaunch();
+    try {
+      const slots = await this.readSlots();
+      if (!slots) return "stop";
+      this.applySlots(slots);
+      if (slots.some((s) => s.is_processing && !this.busy.has(s.id))) return "busy";
+      this.needsResync = false;
+      return "idle";
+    } catch {
+      // The server is down: the next run says so, and reads /slots first.
+      return "stop";
+    } finally {
+      unlock();
     }
+  }
+
+  /** Calls `onChange` when a read-back no aborted run waited for changed what the slots hold. */
+  watch(onChange: () => void): () => void {
+    return this.abortReads.watch(onChange);
+  }
+
+  /** Reads back after an abort so far (status and tests). */
+  get abortReadsMade(): number {
+    return this.abortReads.reads;
+  }
+
+  /** No more reads in the background (the engine closes). */
+  close(): void {
+    this.abortReads.close();
   }
 
   /** Reads `/slots` into the mirror (one at a time); a failure leaves the flag set for the next run. */

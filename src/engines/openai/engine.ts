@@ -552,9 +552,13 @@ export class OpenAIEngine implements Engine {
     this.lru.insert(tokens, now);
   }
 
-  /** With KV events: calls `onChange` as the server's cache changes, between runs too. */
+  /**
+   * With KV events: calls `onChange` as the server's cache changes, between runs too; with the slot
+   * mirror, when an abort's read-back outlasted the run (abort-read-back.ts).
+   */
   watchCache(onChange: () => void): () => void {
-    return this.cacheModel ? this.cacheModel.watch(onChange) : () => {};
+    if (this.cacheModel) return this.cacheModel.watch(onChange);
+    return this.slotCache ? this.slotCache.watch(onChange) : () => {};
   }
 
   /** Engine-managed (KV events, llama-server slots): what the server caches now, as known. */
@@ -599,6 +603,7 @@ export class OpenAIEngine implements Engine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.slotCache?.close();
     await this.cacheModel?.close();
     await this.http.close();
   }

@@ -80,6 +80,11 @@ export class HttpClient {
     });
   }
 
+  /** The longest this client waits on a silent server (for headers, or between body chunks). */
+  get silenceBoundMs(): number {
+    return Math.max(this.opts.headersTimeoutMs, this.opts.bodyTimeoutMs);
+  }
+
   url(path: string): string {
     return `${this.baseUrl.replace(/\/+$/, "")}${path}`;
   }

@@ -48,6 +48,9 @@ interface SeedView {
   memberId: string | null;
   /** SWIM's status of the member it turned out to be (null: not a member). */
   member: string | null;
+  /** What its host resolved to in the last attempt, and the address it reached (older nodes: none). */
+  addresses?: string[];
+  reached?: string | null;
 }
 
 const params = new URLSearchParams(location.search);
@@ -151,7 +154,8 @@ function renderSeeds(v: ClusterView): void {
   const items = seeds.map((s) => {
     const who = s.memberId ? ` as ${s.memberId}${s.member ? `, ${s.member}` : ""}` : "";
     const tries = s.state === "joined" ? "" : `, ${s.attempts} attempt${s.attempts === 1 ? "" : "s"}`;
-    const span = el("span", `${s.seed}: ${s.state}${who}${tries}`, `seed ${s.state}`);
+    const at = s.reached ? ` at ${s.reached}` : s.addresses?.length ? ` (→ ${s.addresses.join(", ")})` : "";
+    const span = el("span", `${s.seed}: ${s.state}${who}${at}${tries}`, `seed ${s.state}`);
     span.dataset.seed = s.seed;
     span.dataset.state = s.state;
     if (s.error) span.title = s.error;

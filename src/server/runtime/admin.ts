@@ -127,12 +127,15 @@ export class Admin {
     this.o.logger.info({ peer: id, url }, "member joined the mesh");
   }
 
-  /** gossip "scuttlebutt": a member SWIM dropped (dead or left): its pool closes, its URL goes. */
-  meshLeft(id: string): void {
+  /**
+   * gossip "scuttlebutt": a member SWIM dropped (dead or left): its URL goes, and its pool closes
+   * unless `keepPool` (it left draining: mesh-peers.ts keeps the pool for its final cancels).
+   */
+  meshLeft(id: string, keepPool = false): void {
     this.o.peerUrls.delete(id);
     this.baseModels.delete(id);
     this.o.node.peerModels.delete(id);
-    this.o.client.removePeer(id);
+    if (!keepPool) this.o.client.removePeer(id);
   }
 
   /** Points a member at another address (its old one vanished, another still announces its id). */

@@ -13,7 +13,8 @@
  *    unreachable address is retried with backoff while the candidate waits. A node with no credential
  *    at all (alone, `admitsNone`) admits nobody: it could not tell a member from anyone else.
  *  - [Addresses are hints] An id's own messages set its address; a relay's only fill an unknown one.
- *  - [Bounded] addresses ≤ maxAddresses, pools to non-members ≤ MAX_STRANGER_POOLS, messages in
+ *  - [Bounded] addresses ≤ maxAddresses, pools to non-members ≤ MAX_STRANGER_POOLS (a member that
+ *    left keeps its pool LEFT_POOL_MS among them, for its final cancels), messages in
  *    flight per peer ≤ MAX_IN_FLIGHT (more are dropped: mesh messages are datagrams), verifications
  *    pending ≤ MAX_VERIFYING.
  */
@@ -30,6 +31,11 @@ import type { RuntimeLogger } from "./logger.js";
 export const MAX_IN_FLIGHT = 8;
 export const MAX_STRANGER_POOLS = 64;
 export const MAX_VERIFYING = 256;
+/**
+ * How long a member that left (its goodbye) keeps its pool as a stranger's: it drains what it took
+ * and reads our final cancels meanwhile (abort-runs.ts), up to its own drain bound (`--drain-sec`).
+ */
+export const LEFT_POOL_MS = 60_000;
 /** Backoff of a verification whose address did not answer: doubling from the first, up to the cap. */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 10_000;
@@ -73,6 +79,8 @@ export class MeshPeers {
   /** Verified hellos, until SWIM admits their member. */
   private readonly hellos = new Map<NodeId, PeerHello>();
   private readonly inFlight = new Map<NodeId, number>();
+  /** Members that left, their pools kept until these timers fire (LEFT_POOL_MS). */
+  private readonly leftPools = new Map<NodeId, NodeJS.Timeout>();
   private stopped = false;
 
   constructor(private readonly o: MeshPeersOptions) {}
@@ -154,8 +162,11 @@ export class MeshPeers {
   /** After each input: members SWIM admitted or dropped get (or lose) their pool, URL and hello. */
   syncMembers(): void {
     const now = new Set<NodeId>();
-    for (const m of this.o.node.meshMembers() ?? [])
+    const left = new Set<NodeId>();
+    for (const m of this.o.node.meshMembers() ?? []) {
       if (m.status === "alive" || m.status === "suspect") now.add(m.id);
+      else if (m.status === "left") left.add(m.id);
+    }
     for (const id of now) {
       if (this.members.has(id)) continue;
       const url = this.book.get(id);
@@ -168,7 +179,7 @@ export class MeshPeers {
     for (const id of this.members) {
       if (now.has(id)) continue;
       this.members.delete(id);
-      this.o.admin.meshLeft(id);
+      this.o.admin.meshLeft(id, left.has(id) && this.keepLeftPool(id));
       this.o.logger.info({ peer: id }, "member left the mesh (dead or departed)");
     }
   }
@@ -177,6 +188,8 @@ export class MeshPeers {
     this.stopped = true;
     for (const v of this.verifying.values()) clearTimeout(v.timer);
     this.verifying.clear();
+    for (const t of this.leftPools.values()) clearTimeout(t);
+    this.leftPools.clear();
   }
 
   /** What `/cluster` shows of the mesh's addresses (for operators; not the member list). */
@@ -276,6 +289,24 @@ export class MeshPeers {
       this.strangers.add(id);
     }
     this.o.client.setPeer(id, url);
+    return true;
+  }
+
+  /**
+   * A member that left drains what it took: its pool stays, as a stranger's (within that bound), for
+   * the final cancels it is owed, then goes. The node sends it nothing else: it is no member.
+   */
+  private keepLeftPool(id: NodeId): boolean {
+    if (this.stopped || !this.o.client.has(id)) return false;
+    if (!this.strangers.has(id) && this.strangers.size >= MAX_STRANGER_POOLS) return false;
+    this.strangers.add(id);
+    clearTimeout(this.leftPools.get(id));
+    const timer = setTimeout(() => {
+      this.leftPools.delete(id);
+      if (!this.members.has(id)) this.dropStranger(id);
+    }, LEFT_POOL_MS);
+    timer.unref?.();
+    this.leftPools.set(id, timer);
     return true;
   }
 

@@ -8,6 +8,7 @@
  */
 import { checkPeerHello, DiscoveryError, type HelloExpectation } from "../../net/discovery.js";
 import { MAX_SEEDS, parseSeedList } from "../../net/host-port.js";
+import { probeAddresses } from "../../net/probe-addresses.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
 import type { MeshPeers } from "./mesh-peers.js";
@@ -50,11 +51,12 @@ export function resolveSeeds(urls: readonly string[], o: SeedOptions): SeedState
 async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Promise<void> {
   const since = Date.now();
   for (let attempt = 0; !o.isStopping(); attempt++) {
+    const seen = probeAddresses();
     try {
-      const r = await o.client.probeHello(url);
+      const r = await o.client.probeHello(url, seen);
       const check = checkPeerHello({ ...o.expect, peerId: r.certId }, r.hello);
       const id = helloId(r.hello) ?? r.certId ?? null;
-      states.answered(url, id, check.ok ? "joined" : check.reason === "self" ? "self" : check);
+      states.answered(url, id, check.ok ? "joined" : check.reason === "self" ? "self" : check, seen);
       if (check.ok) {
         o.logger.info({ seed: url, peer: check.hello.id }, "joining through seed");
         o.mesh.seed(check.hello.id, url);
@@ -65,7 +67,7 @@ async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Prom
         o.logger.error({ seed: url, reason: check.reason }, `seed refused: ${check.message}`);
       return;
     } catch (err) {
-      states.failed(url, err as Error);
+      states.failed(url, err as Error, seen);
       if (attempt >= WARN_FIRST && (attempt - WARN_FIRST) % WARN_EVERY === 0) {
         const waitedS = Math.round((Date.now() - since) / 1000);
         const fields = { seed: url, err: (err as Error).message, attempts: attempt + 1, waitedS };

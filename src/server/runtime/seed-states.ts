@@ -3,6 +3,7 @@
  * was told to join through and why each seed did not take. mesh-seeds.ts records every hello attempt
  * here; nothing here retries or decides anything.
  */
+import { boundedAddress, MAX_PROBE_ADDRESSES, type ProbeAddresses } from "../../net/probe-addresses.js";
 import { TransportError } from "../../net/transport-error.js";
 
 /**
@@ -32,6 +33,13 @@ export interface SeedView {
   reason: string | null;
   /** The member id it turned out to be (from its hello), null while unknown. */
   memberId: string | null;
+  /**
+   * What its host resolved to in the last attempt (an address literal: itself), at most
+   * MAX_PROBE_ADDRESSES, each at most MAX_ADDRESS_CHARS; empty before, or if it resolved to nothing.
+   */
+  addresses: string[];
+  /** The address the last attempt connected to, null if it reached none. */
+  reached: string | null;
 }
 
 /** The transport's failures for a name DNS does not know (yet), or could not ask about just now. */
@@ -55,6 +63,8 @@ export class SeedStates {
         error: null,
         reason: null,
         memberId: null,
+        addresses: [],
+        reached: null,
       });
   }
 
@@ -63,9 +73,11 @@ export class SeedStates {
     url: string,
     id: string | null,
     outcome: "joined" | "self" | { reason: string; message: string },
+    seen?: ProbeAddresses,
   ): void {
     const refused = typeof outcome === "object";
     this.note(url, {
+      ...where(seen),
       state: refused ? "refused" : outcome,
       retrying: false,
       memberId: id,
@@ -75,7 +87,7 @@ export class SeedStates {
   }
 
   /** The hello at `url` failed with `err`; it is asked again. */
-  failed(url: string, err: Error): void {
+  failed(url: string, err: Error, seen?: ProbeAddresses): void {
     const refusedBy = err instanceof TransportError && err.kind === "http" ? err.status : undefined;
     const state: SeedState = UNRESOLVED.test(err.message)
       ? "unresolvable"
@@ -83,11 +95,11 @@ export class SeedStates {
         ? "refused"
         : "unreachable";
     const reason = state === "refused" ? (refusedBy !== undefined ? `http-${refusedBy}` : "protocol") : null;
-    this.note(url, { state, retrying: true, error: bounded(err.message), reason });
+    this.note(url, { ...where(seen), state, retrying: true, error: bounded(err.message), reason });
   }
 
   view(): SeedView[] {
-    return [...this.seeds.values()].map((s) => ({ ...s }));
+    return [...this.seeds.values()].map((s) => ({ ...s, addresses: [...s.addresses] }));
   }
 
   private note(url: string, change: Partial<SeedView>): void {
@@ -99,6 +111,13 @@ export class SeedStates {
     }
     Object.assign(s, change);
   }
+}
+
+/** The addresses an attempt saw, as a view holds them (within the bounds whoever filled `seen`). */
+function where(seen: ProbeAddresses | undefined): Pick<SeedView, "addresses" | "reached"> {
+  const addresses = (seen?.resolved ?? []).slice(0, MAX_PROBE_ADDRESSES).map(boundedAddress);
+  const reached = seen?.reached;
+  return { addresses, reached: reached === undefined ? null : boundedAddress(reached) };
 }
 
 /** `text` cut to MAX_ERROR_CHARS with an ellipsis (never splitting a surrogate pair). */

@@ -1,6 +1,7 @@
 /** Settings: Identity, addresses and membership: who this node is and how it finds its peers. */
 import { z } from "zod";
 import { DAEMON_NODE_DEFAULTS } from "../../core/node/config.js";
+import { dnsTargetProblem } from "../../net/discovery.js";
 import { parseSeedList } from "../../net/host-port.js";
 import { nodeIdSchema } from "../../net/node-id.js";
 import { setting } from "./doc.js";
@@ -10,6 +11,12 @@ import { hostPort, num } from "./values.js";
 function joinProblem(v: string | readonly string[] | undefined, ctx: z.RefinementCtx): void {
   const r = v === undefined ? undefined : parseSeedList(v);
   if (r && "error" in r) ctx.addIssue({ code: "custom", message: r.error });
+}
+
+/** A bad `--peers-dns` is refused where it was given, before any look-up (discovery.ts). */
+function peersDnsProblem(v: string | undefined, ctx: z.RefinementCtx): void {
+  const bad = v === undefined ? undefined : dnsTargetProblem(v);
+  if (bad !== undefined) ctx.addIssue({ code: "custom", message: `'${v}': ${bad}` });
 }
 
 export const identitySettings = {
@@ -53,7 +60,7 @@ export const identitySettings = {
         "With --gossip scuttlebutt (the default) they are seeds; with --gossip full, the membership.",
     },
   ),
-  peersDns: setting(z.string().max(300).optional(), {
+  peersDns: setting(z.string().max(300).optional().superRefine(peersDnsProblem), {
     section: "Membership",
     value: "name[:port]",
     description:
