@@ -229,6 +229,28 @@ describe("PrefixNode — Algorithm 1", () => {
     expect(forwardsIn(h.client("A", "r", prompt(11, 2)))).toEqual([]);
   });
 
+  it("a peer that left stays down while it drains, and is back once it restarts", () => {
+    const h = new Harness(["A", "B"]);
+    h.warm("B", "wb", prompt(12, 1));
+    h.gossip(3);
+    h.client("A", "r", prompt(12, 2));
+    h.deliver(isType("forward"));
+    h.apply("B", h.node("B").goodbye());
+    h.deliver(isType("goodbye"));
+    expect(h.node("A").peers()[0]?.liveness).toBe("down");
+    // Draining, B sends no more anti-entropy, and its answer to the forward does not revive it.
+    h.advance(500);
+    expect(h.mailbox.filter((m) => m.from === "B" && m.msg.type === "snapshot")).toEqual([]);
+    h.finishRuns("B");
+    h.deliver();
+    expect(h.node("A").peers()[0]?.liveness).toBe("down");
+    expect(forwardsIn(h.client("A", "r2", prompt(12, 3)))).toEqual([]);
+    // Restarted, its first snapshot says it is back.
+    h.restart("B");
+    h.gossip(2);
+    expect(h.node("A").peers()[0]?.liveness).toBe("live");
+  });
+
   it("evicts LRU until the request fits and keeps the tree equal to the engine cache", () => {
     const h = new Harness(["A"], {}, 200);
     for (let q = 0; q < 6; q++) {

@@ -2,7 +2,7 @@
  * Membership (the static list, plus peers added or removed at run time, e.g. found by DNS) and the
  * failure detector of §3.3, nothing else: a peer silent for k × Δpoll is suspected and not routed to;
  * any message from it clears that. A transport failure (connection refused/reset) suspects at once; a
- * `goodbye` marks the peer down until it speaks again, and so does a silence past the down bound when
+ * `goodbye` marks the peer down until its anti-entropy speaks again (it restarted), and so does a silence past the down bound when
  * one is set (a crash: suspected first, then down). What peers advertise and what we measure of
  * them belongs to the role that receives or measures it (anti-entropy.ts, origin.ts).
  */
@@ -14,7 +14,7 @@ interface PeerLiveness {
   lastHeard: number | undefined;
   /** Set by a transport failure; cleared by any message. */
   failed: boolean;
-  /** Set by goodbye; cleared by any later message. */
+  /** Set by goodbye; cleared by a later snapshot (answers of the work it drains do not). */
   departed: boolean;
   /** Silence before its first word counts from here (our start, or when it was added). */
   since: number;
@@ -80,12 +80,12 @@ export class Membership {
   }
 
   /** Any message from the peer: it is alive. */
-  heard(id: NodeId, now: number): void {
+  heard(id: NodeId, now: number, revives = true): void {
     const p = this.peers.get(id);
     if (!p) return;
     p.lastHeard = now;
     p.failed = false;
-    p.departed = false;
+    if (revives) p.departed = false;
   }
 
   /** The transport could not reach it: suspected at once. */

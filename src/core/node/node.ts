@@ -45,6 +45,8 @@ export class PrefixNode extends NodeRouting {
   protected readonly antiEntropy: mesh.Gossip;
   protected readonly executor: Executor;
   protected unknownSender = 0;
+  /** Said goodbye: draining, so no more anti-entropy (a snapshot would tell peers we are back). */
+  private leaving = false;
   readonly peerModels = new PeerModels();
 
   constructor(
@@ -72,6 +74,7 @@ export class PrefixNode extends NodeRouting {
     this.origin.reset(ids);
     this.serving.reset(epoch);
     this.unknownSender = 0;
+    this.leaving = false;
   }
 
   /** Arms the anti-entropy timer. Call once before feeding inputs. */
@@ -94,6 +97,7 @@ export class PrefixNode extends NodeRouting {
 
   /** Stop (graceful leave): tell every peer so they stop routing here at once. */
   goodbye(): Effect[] {
+    this.leaving = true;
     return mesh.goodbyes(this.members);
   }
 
@@ -265,7 +269,9 @@ export class PrefixNode extends NodeRouting {
       this.unknownSender++;
       return;
     }
-    this.members.heard(from, now);
+    // Only anti-entropy says a peer that left is back (restarted): a leaver's answers and acks for
+    // the work it drains do not.
+    this.members.heard(from, now, msg.type === "snapshot");
     if (this.config.freshPeerLoad) this.antiEntropy.queueReported(from, reportedDepth(msg), now);
     switch (msg.type) {
       case "snapshot": {
@@ -349,7 +355,7 @@ export class PrefixNode extends NodeRouting {
       case "poll": {
         const peers = roundPeers(this.members, this.origin.targets, now);
         const x = this.executor;
-        this.antiEntropy.round(now, x.tree, x.queueDepth(), x.pushBackMs(), peers, out);
+        if (!this.leaving) this.antiEntropy.round(now, x.tree, x.queueDepth(), x.pushBackMs(), peers, out);
         // Forwards to peers that went silent need not wait for their full timeout.
         const silent = (p: NodeId) => this.members.has(p) && this.members.liveness(p, now) !== "live";
         for (const reqId of this.origin.waitingOn(silent)) this.failOver(reqId, now, out, true, true);
