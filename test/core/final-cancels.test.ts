@@ -36,6 +36,28 @@ function setup(): Harness {
 const runs = (h: Harness, id: string) => h.members.get(id)?.runs.size ?? 0;
 const cancelsToB = (h: Harness) => h.mailbox.filter((m) => m.to === "B" && m.msg.type === "cancel");
 const forwardToB = (m: Mail) => m.to === "B" && m.msg.type === "forward";
+
+const to = (id: string, type: string) => (m: Mail) => m.to === id && m.msg.type === type;
+
+/**
+ * A, B and C, both B and C holding topic 1 and no cap on timed-out waits (r1 tries every peer before
+ * running here); A's client request r1 sent to one of them (`first`), the other is `second`.
+ */
+function twoHolders(): { h: Harness; first: string; second: string } {
+  const h = new Harness(["A", "B", "C"], {
+    ...DAEMON_RECOVERY,
+    forwardAckTimeoutMs: ACK_MS,
+    forwardTimeoutMs: 5_000,
+    abortRuns: true,
+    maxTimedOutAttempts: 0,
+  });
+  h.warm("B", "warmB", prompt(1, 0));
+  h.warm("C", "warmC", prompt(1, 0));
+  h.gossip(3);
+  h.client("A", "r1", prompt(1, 1));
+  const first = h.mailbox.find(isType("forward"))?.to as string;
+  return { h, first, second: first === "B" ? "C" : "B" };
+}
 const ackToA = (m: Mail) => m.to === "A" && m.msg.type === "forward-ack";
 
 /**
@@ -94,20 +116,7 @@ describe("final cancels owed to the peers a request moved on from", () => {
   });
 
   it("answered by the next peer: the first one gets a final cancel and aborts", () => {
-    const h = new Harness(["A", "B", "C"], {
-      ...DAEMON_RECOVERY,
-      forwardAckTimeoutMs: ACK_MS,
-      forwardTimeoutMs: 5_000,
-      abortRuns: true,
-      maxTimedOutAttempts: 0, // no cap: r1 tries every peer before running here
-    });
-    h.warm("B", "warmB", prompt(1, 0));
-    h.warm("C", "warmC", prompt(1, 0));
-    h.gossip(3);
-    h.client("A", "r1", prompt(1, 1));
-    const first = h.mailbox.find(isType("forward"))?.to as string;
-    const second = first === "B" ? "C" : "B";
-    const to = (id: string, type: string) => (m: Mail) => m.to === id && m.msg.type === type;
+    const { h, first, second } = twoHolders();
     h.deliver(to(first, "forward"));
     expect(runs(h, first)).toBe(1);
     // Its acks lost: A moves on to the other holder, with a cancel that is not final.
@@ -316,20 +325,7 @@ describe("a peer that said goodbye drains what it took: it is still owed its fin
   });
 
   it("full mesh: B leaves, r1 is answered by C: B gets a final cancel and aborts", () => {
-    const h = new Harness(["A", "B", "C"], {
-      ...DAEMON_RECOVERY,
-      forwardAckTimeoutMs: ACK_MS,
-      forwardTimeoutMs: 5_000,
-      abortRuns: true,
-      maxTimedOutAttempts: 0,
-    });
-    h.warm("B", "warmB", prompt(1, 0));
-    h.warm("C", "warmC", prompt(1, 0));
-    h.gossip(3);
-    h.client("A", "r1", prompt(1, 1));
-    const first = h.mailbox.find(isType("forward"))?.to as string;
-    const second = first === "B" ? "C" : "B";
-    const to = (id: string, type: string) => (m: Mail) => m.to === id && m.msg.type === type;
+    const { h, first, second } = twoHolders();
     h.deliver(to(first, "forward"));
     h.deliver(isType("forward-ack"));
     h.apply(first, h.node(first).goodbye());
