@@ -103,11 +103,53 @@ const API_PATHS = [
   "/admin/reset-cache",
 ];
 
+/** The client endpoints the fuzz posts to, each with a valid body to start from. */
+function apiTargets(model: string): ApiTarget[] {
+  const m = JSON.stringify(model);
+  return [
+    {
+      path: "/v1/completions",
+      valid: [
+        ["model", m],
+        ["prompt", JSON.stringify("hello world")],
+        ["max_tokens", "4"],
+      ],
+      fields: COMPLETION_FIELDS,
+      chat: false,
+    },
+    {
+      path: "/v1/chat/completions",
+      valid: [
+        ["model", m],
+        ["messages", JSON.stringify([{ role: "user", content: "hello world" }])],
+        ["max_tokens", "4"],
+      ],
+      fields: CHAT_FIELDS,
+      chat: true,
+    },
+    {
+      path: "/tokenize",
+      valid: [["prompt", JSON.stringify("hello")]],
+      fields: ["model", "prompt", "content"],
+      chat: false,
+    },
+    {
+      path: "/admin/policy",
+      valid: [["policy", JSON.stringify("affinity")]],
+      fields: ["policy"],
+      chat: false,
+    },
+    { path: "/admin/reset-cache", valid: [], fields: ["scope"], chat: false },
+  ];
+}
+
 describe("boundary fuzz: a running node answers hostile requests with clear errors", () => {
   const dir = mkdtempSync(join(tmpdir(), "prefixmesh-fuzz-"));
   let a: NodeHandle;
   let b: NodeHandle;
   let secret: NodeHandle;
+  /** A node with little room (few connections, one run at a time, a short wait bound) for bursts. */
+  let tight: NodeHandle;
   let model: string;
 
   beforeAll(async () => {
@@ -116,10 +158,16 @@ describe("boundary fuzz: a running node answers hostile requests with clear erro
     const secretFile = join(dir, "secret");
     await writeSecretFile(secretFile);
     ({ node: secret } = await soloNode(undefined, { insecure: false, secretFile }));
+    ({ node: tight } = await soloNode(undefined, {
+      maxConnections: 24,
+      maxConnectionsPerAddress: 16,
+      concurrency: 1,
+      maxWaitMs: 20,
+    }));
   });
   afterAll(async () => {
     if (process.env.PREFIXMESH_FUZZ_STATS) console.log([...statusCounts].sort().join("\n"));
-    await Promise.all([a, b, secret].filter((n) => n !== undefined).map((n) => n.stop()));
+    await Promise.all([a, b, secret, tight].filter((n) => n !== undefined).map((n) => n.stop()));
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -131,7 +179,8 @@ describe("boundary fuzz: a running node answers hostile requests with clear erro
       unfinished(r, answer) ??
       (answer.body.length > MAX_ANSWER_BYTES ? `an answer of ${answer.body.length} bytes` : undefined);
     if (why) throw new Error(why);
-    const port = base === a.peerUrl ? "peer" : base === a.apiUrl ? "api" : "secret";
+    const port =
+      base === a.peerUrl ? "peer" : base === a.apiUrl ? "api" : base === tight.apiUrl ? "tight" : "secret";
     const detail =
       process.env.PREFIXMESH_FUZZ_STATS === "2" ? (errorMessage(answer.body) ?? "").slice(0, 50) : "";
     const key = `${port} ${answer.status} ${detail}`;
@@ -151,49 +200,26 @@ describe("boundary fuzz: a running node answers hostile requests with clear erro
   }
 
   it("client endpoints: arbitrary JSON and mutated valid requests, streamed or not", async () => {
-    const m = JSON.stringify(model);
-    const targets: ApiTarget[] = [
-      {
-        path: "/v1/completions",
-        valid: [
-          ["model", m],
-          ["prompt", JSON.stringify("hello world")],
-          ["max_tokens", "4"],
-        ],
-        fields: COMPLETION_FIELDS,
-        chat: false,
-      },
-      {
-        path: "/v1/chat/completions",
-        valid: [
-          ["model", m],
-          ["messages", JSON.stringify([{ role: "user", content: "hello world" }])],
-          ["max_tokens", "4"],
-        ],
-        fields: CHAT_FIELDS,
-        chat: true,
-      },
-      {
-        path: "/tokenize",
-        valid: [["prompt", JSON.stringify("hello")]],
-        fields: ["model", "prompt", "content"],
-        chat: false,
-      },
-      {
-        path: "/admin/policy",
-        valid: [["policy", JSON.stringify("affinity")]],
-        fields: ["policy"],
-        chat: false,
-      },
-      { path: "/admin/reset-cache", valid: [], fields: ["scope"], chat: false },
-    ];
     await fc.assert(
-      fc.asyncProperty(printedShort(apiPost(targets)), async (r) => {
+      fc.asyncProperty(printedShort(apiPost(apiTargets(model))), async (r) => {
         await check(a.apiUrl, r);
       }),
       params(20261205, 500),
     );
     await stillServes(a);
+  });
+
+  it("bursts of concurrent requests past the node's bounds: refusals say when to retry", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(printedShort(apiPost(apiTargets(model))), { minLength: 10, maxLength: 40 }),
+        async (rs) => {
+          await Promise.all(rs.map((r) => check(tight.apiUrl, r)));
+        },
+      ),
+      params(20261210, 15),
+    );
+    await stillServes(tight);
   });
 
   it("client and admin routes: odd methods, paths and query strings", async () => {
