@@ -8,6 +8,7 @@ import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
 import { HEADER_RESPONSE_MAC } from "./auth/response-mac.js";
 import { bodyChunksParser, isBodyChunks } from "./body-chunks.js";
 import { attachForwardChannel, MAX_CHANNELS_PER_PEER } from "./channel-server.js";
+import { refuseConnect } from "./connect-method.js";
 import { type ConnectionLimits, limitConnections, type RefusalReason } from "./connection-limit.js";
 import {
   applyConnectionTimeouts,
@@ -101,6 +102,7 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     bodyLimit: MAX_MESSAGE_BYTES,
   }) as unknown as FastifyInstance;
 
+  refuseConnect(app.server as import("node:http").Server, (error) => ({ error }));
   // Small NDJSON records must leave at once, not wait for Nagle to coalesce them.
   app.server.on("connection", (socket: import("node:net").Socket) => socket.setNoDelay(true));
   const watchIdle = applyConnectionTimeouts(app.server, timeouts, opts.onConnectionClosed);

@@ -344,10 +344,10 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       if (started_) return;
       started_ = true;
       reply.hijack();
+      // No `connection` header of our own: Node's says keep-alive or close as the client asked.
       raw.writeHead(200, {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-cache",
-        connection: "keep-alive",
         ...headersFor(servedBy),
       });
     };

@@ -1,5 +1,6 @@
 /** The client API's fastify instance, with fastify's own pre-routing refusals in OpenAI's error shape. */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { refuseConnect } from "../../net/connect-method.js";
 import { errorBody } from "./format.js";
 
 /**
@@ -11,10 +12,12 @@ function frameworkError(err: Error, _req: FastifyRequest, reply: FastifyReply): 
 }
 
 export function createApiApp(bodyLimit: number | undefined): FastifyInstance {
-  return Fastify({
+  const app = Fastify({
     bodyLimit: bodyLimit ?? 4 * 1024 * 1024,
     // Our own pino logger logs what matters; per-request access logs would dominate the router overhead.
     logger: false,
     frameworkErrors: frameworkError,
   }) as unknown as FastifyInstance;
+  refuseConnect(app.server, (message) => errorBody(message, "invalid_request_error"));
+  return app;
 }

@@ -51,8 +51,7 @@ export class PeerTraffic {
         }
         this.o.served.add(from, msg, stream, this.o.now());
         const foreign = msg.request.tokenizer;
-        if (foreign === undefined || foreign === this.modelId)
-          this.o.feed({ type: "peer-message", from, msg });
+        if (foreign === undefined || foreign === this.modelId) this.admit(from, msg, stream);
         else this.retokenize(from, msg, stream);
       },
       onMessage: (from, msg, wireBytes) => {
@@ -93,10 +92,22 @@ export class PeerTraffic {
         msg.request.tokens = t;
         msg.request.tokenizer = undefined;
         msg.request.messages = undefined;
-        this.o.feed({ type: "peer-message", from, msg });
+        this.admit(from, msg, stream);
       },
       (err: Error) => stream.finish(retryableError(msg, `cannot tokenize a forward: ${err.message}`)),
     );
+  }
+
+  /**
+   * A forward in our own tokens goes to the node, unless it overflows the engine's context (read
+   * now: a remote server's may be learned after start). The origin checked its own context, but a
+   * peer's may be larger, or lie; an engine that does not check (the simulator) would decode the
+   * whole budget.
+   */
+  private admit(from: string, msg: PeerMessageOf<"forward">, stream: { finish(m: PeerMessage): void }): void {
+    const over = contextOverflow(msg.request, this.o.engine.info.maxContextTokens);
+    if (over !== undefined) stream.finish(retryableError(msg, over));
+    else this.o.feed({ type: "peer-message", from, msg });
   }
 
   /** A `send` effect: `msg` to peer `to` on the channel its type takes, unless `to` is refused. */
@@ -133,4 +144,13 @@ export class PeerTraffic {
       }
     }
   }
+}
+
+/** Why a forward's prompt plus its output budget does not fit a context of `context` tokens, if so. */
+export function contextOverflow(
+  r: { tokens: { length: number }; maxTokens: number },
+  context: number,
+): string | undefined {
+  if (r.tokens.length + r.maxTokens <= context) return undefined;
+  return `prompt (${r.tokens.length} tokens) + maxTokens (${r.maxTokens}) exceeds this node's context of ${context} tokens`;
 }
