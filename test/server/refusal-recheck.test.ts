@@ -21,7 +21,9 @@ import { resolveNodeSettings } from "../../src/server/settings/index.js";
 const dir = mkdtempSync(join(tmpdir(), "pm-recheck-"));
 const secret = randomBytes(32);
 const secretFile = join(dir, "cluster.secret");
+const otherSecretFile = join(dir, "other.secret");
 writeFileSync(secretFile, secret.toString("hex"));
+writeFileSync(otherSecretFile, randomBytes(32).toString("hex"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const nodes: NodeHandle[] = [];
@@ -46,7 +48,7 @@ interface Refused {
   recheckInMs: number;
 }
 interface View {
-  peers: { id: string; promptText: boolean }[];
+  peers: { id: string; promptText: boolean; liveness: string }[];
   members?: { id: string; status: string }[];
   refused: Refused[];
   seeds?: { state: string; retrying: boolean; nextAttemptAt: string | null; reason: string | null }[];
@@ -69,6 +71,7 @@ describe("full mesh: a refused static peer is asked again", () => {
       {
         id: "A",
         engine: "sim",
+        simTimeScale: "0.02",
         gossip: "full",
         insecure: true,
         logLevel: "silent",
@@ -119,8 +122,63 @@ describe("full mesh: a refused static peer is asked again", () => {
   });
 });
 
+describe("full mesh: two real nodes", () => {
+  it("a peer restarted in the right cluster is admitted and heard from, neither node restarted for it", async () => {
+    const [aApi, aPeer, bApi, bPeer] = (await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")))) as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    const start = async (
+      id: string,
+      api: number,
+      peer: number,
+      other: string,
+      otherPort: number,
+      cluster?: string,
+    ) => {
+      const s = resolveNodeSettings(
+        {
+          id,
+          engine: "sim",
+          simTimeScale: "0.02",
+          pollMs: "100",
+          gossip: "full",
+          insecure: true,
+          ...(cluster ? { clusterId: cluster } : {}),
+          logLevel: "silent",
+          listen: `127.0.0.1:${api}`,
+          peerListen: `127.0.0.1:${peer}`,
+          peers: `${other}=http://127.0.0.1:${otherPort}`,
+        },
+        {},
+      );
+      const n = await startNode(s, {
+        logger: pino({ level: "silent" }),
+        recheck: { firstMs: 200, maxMs: 400 },
+      });
+      nodes.push(n);
+      return n;
+    };
+    const a = await start("A", aApi, aPeer, "B", bPeer);
+    const b1 = await start("B", bApi, bPeer, "A", aPeer, "other");
+    await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"));
+    await b1.stop();
+    nodes.splice(nodes.indexOf(b1), 1);
+    const b2 = await start("B", bApi, bPeer, "A", aPeer);
+    const live = (n: NodeHandle, id: string) =>
+      view(n).peers.some((p) => p.id === id && p.liveness === "live");
+    await until("A and B hear each other", () => live(a, "B") && live(b2, "A"));
+    expect(view(a).refused).toEqual([]);
+  });
+});
+
 describe("gossip scuttlebutt: refused members and seeds are asked again", () => {
-  async function start(id: string, o: { peer?: number; cluster?: string; join?: string } = {}) {
+  async function start(
+    id: string,
+    o: { peer?: number; cluster?: string; join?: string; secret?: string } = {},
+  ) {
     const [api, peer] = await Promise.all([freePort("127.0.0.1"), o.peer ?? freePort("127.0.0.1")]);
     const s = resolveNodeSettings(
       {
@@ -129,7 +187,7 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
         simTimeScale: "0.02",
         pollMs: "100",
         gossip: "scuttlebutt",
-        secretFile,
+        secretFile: o.secret ?? secretFile,
         ...(o.cluster ? { clusterId: o.cluster } : {}),
         logLevel: "silent",
         listen: `127.0.0.1:${api}`,
@@ -198,5 +256,20 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     const { n: b2 } = await start("B", { peer });
     await until("A joins through its seed", () => view(a).seeds?.[0]?.state === "joined");
     await until("A and B are members of each other", () => isMember(a, "B") && isMember(b2, "A"));
+  });
+
+  it("a node without the cluster's secret is re-checked afresh and never admitted, whatever a relay says", async () => {
+    const { n: a } = await start("A");
+    const { n: e } = await start("E", { secret: otherSecretFile });
+    const refusals = () => view(a).refused.find((r) => r.id === "E")?.refusals ?? 0;
+    // A relay keeps saying E is alive: each saying past E's backoff starts a fresh check, which fails.
+    for (const t0 = Date.now(); refusals() < 2; ) {
+      if (Date.now() - t0 > 30_000) throw new Error("timed out: A re-checks E");
+      expect(await relaySays(a, "E", e.peerUrl)).toBeLessThan(300);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(view(a).refused.find((r) => r.id === "E")?.reason).toMatch(/^no-credential: /);
+    expect(isMember(a, "E")).toBe(false);
+    expect(a.runtime.peerHandlers().isKnownPeer("E")).toBe(false);
   });
 });

@@ -84,8 +84,15 @@ export class StaticPeerChecks {
             garbled = true;
             logger.warn({ peer: id, err: err.message }, "peer hello not accepted; retrying");
           }
-          unanswered++;
-          await this.sleep(UNANSWERED_RETRY_MS);
+          // A refused peer not answering its re-check (restarting, say) stays refused and is asked
+          // again after its backoff, for as long as this node runs: never given up on while refused.
+          const refused = this.refusals.get(id);
+          if (refused === undefined) unanswered++;
+          await this.sleep(
+            refused
+              ? Math.max(UNANSWERED_RETRY_MS, refused.recheckAt - refused.refusedAt)
+              : UNANSWERED_RETRY_MS,
+          );
           continue;
         }
       }
