@@ -156,7 +156,7 @@ describe("swim membership rules", () => {
     h.run(h.swim.handle({ type: "verified", id: "evil", ok: false }));
     expect(h.swim.liveMembers()).toEqual(["b"]);
     expect(h.swim.stats.refusedMembers).toBe(1);
-    // Once refused, further relays do not make us ask again.
+    // Once refused, further relays do not make us ask again at once (only after its backoff).
     const asked = h.verifies.length;
     h.msg("b", { type: "gossip", updates: [{ id: "evil", status: "alive", incarnation: 10 }] });
     expect(h.verifies.length).toBe(asked);

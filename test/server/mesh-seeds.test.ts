@@ -185,15 +185,26 @@ describe("a seed's state, as /cluster shows it", () => {
     expect(one()).toMatchObject({ state: "unreachable", attempts: 3 });
     st.failed(url, new TransportError("http", "answered 403 to /peer/hello", 403));
     expect(one()).toMatchObject({ state: "refused", reason: "http-403", retrying: true });
-    st.answered(url, "Z", { reason: "wrong-cluster", message: "peer is in cluster 'x'" });
+    // A refusing hello is asked again too, after its backoff: the view says when.
+    const at = Date.UTC(2030, 0, 1);
+    st.answered(url, "Z", { reason: "wrong-cluster", message: "peer is in cluster 'x'" }, undefined, at);
     expect(one()).toMatchObject({
       state: "refused",
       reason: "wrong-cluster",
       memberId: "Z",
-      retrying: false,
+      retrying: true,
+      nextAttemptAt: "2030-01-01T00:00:00.000Z",
     });
     st.answered(url, "B", "joined");
-    expect(one()).toMatchObject({ state: "joined", memberId: "B", error: null, reason: null, attempts: 6 });
+    expect(one()).toMatchObject({
+      state: "joined",
+      memberId: "B",
+      error: null,
+      reason: null,
+      attempts: 6,
+      retrying: false,
+      nextAttemptAt: null,
+    });
   });
 
   it("shows the addresses the last attempt's name resolved to and the one it reached, bounded", () => {

@@ -47,7 +47,13 @@ export class SwimMembership {
     let i: SwimInput | undefined;
     if (input.type === "mesh-message" && input.msg.channel === "swim")
       i = { type: "message", from: input.from, msg: input.msg.msg };
-    else if (input.type === "member-verified") i = { type: "verified", id: input.id, ok: input.ok };
+    else if (input.type === "member-verified")
+      i = {
+        type: "verified",
+        id: input.id,
+        ok: input.ok,
+        ...(input.reason !== undefined ? { reason: input.reason } : {}),
+      };
     else if (input.type === "mesh-seed") i = { type: "seed", id: input.id };
     else if (input.type === "timer" && input.timer.kind === "swim")
       i = { type: "timer", timer: input.timer.timer };

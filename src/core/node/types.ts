@@ -233,7 +233,7 @@ export type NodeInput =
   /** A mesh message (gossip: "scuttlebutt") from `from`, who need not be a member yet (a joiner). */
   | { type: "mesh-message"; from: NodeId; msg: MeshMessage }
   /** The runtime's answer to `verify-member`: does `id` hold the cluster's credential? */
-  | { type: "member-verified"; id: NodeId; ok: boolean }
+  | { type: "member-verified"; id: NodeId; ok: boolean; reason?: string }
   /** gossip "scuttlebutt": a seed found at run time (a `--join` address resolved to its id). */
   | { type: "mesh-seed"; id: NodeId };
 

@@ -6,6 +6,7 @@
 import { invariant } from "../invariant.js";
 import type { PeerIndex } from "../peer-index.js";
 import type { RadixTree } from "../radix-tree.js";
+import type { RefusedView } from "../refusals.js";
 import type { EngineCosts } from "../snapshot.js";
 import type { RoundPeer } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
@@ -167,6 +168,15 @@ export abstract class NodeViews {
    */
   meshMembers(): SwimMemberView[] | undefined {
     return this.members instanceof SwimMembership ? this.members.swim.memberViews() : undefined;
+  }
+  /**
+   * gossip "scuttlebutt": the candidates SWIM refused and remembers, with the reason and when each
+   * is asked again; undefined on the full mesh (its runtime checks static peers itself).
+   */
+  meshRefused(): RefusedView[] | undefined {
+    return this.members instanceof SwimMembership
+      ? this.members.swim.refusedMembers(this.deps.now())
+      : undefined;
   }
   /**
    * The costs this node has learned (what cost-aware routing sees). Gossip "scuttlebutt": a member

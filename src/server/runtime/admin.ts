@@ -1,7 +1,7 @@
 /**
  * Calls from outside the protocol: the admin endpoints (policy switch, cache reset), the membership
- * changes peer discovery makes (add, move, remove, refuse), and the hello this node answers. It owns
- * the membership's addresses and the peers refused for good; whatever the node returns to be done
+ * changes peer discovery makes (add, move, remove, refuse, readmit), and the hello this node answers.
+ * It owns the membership's addresses and the peers refused until a re-check passes; whatever the node returns to be done
  * (effects) goes back to the interpreter.
  */
 
@@ -77,6 +77,11 @@ export class Admin {
   /** Stops all traffic with a peer that proved to be from another cluster or model. */
   refusePeer(id: string, reason: string): void {
     this.refused.set(id, reason);
+  }
+
+  /** A refused peer passed a fresh hello check: traffic flows again. False if it was not refused. */
+  readmitPeer(id: string): boolean {
+    return this.refused.delete(id);
   }
 
   /** True if `id` is a member now (static or admitted at run time). */

@@ -6,6 +6,7 @@
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { PeerView } from "../../core/node/types.js";
+import type { RefusedView } from "../../core/refusals.js";
 import type { ProtocolRange } from "../../net/protocol-range.js";
 import type { GaugeView } from "../metrics.js";
 import { engineCacheStatus } from "./cache-predictions.js";
@@ -31,6 +32,7 @@ export interface ClusterViewOptions {
 export class ClusterView {
   private discovery: (() => unknown) | undefined;
   private seeds: (() => SeedView[]) | undefined;
+  private refusedPeers: (() => RefusedView[]) | undefined;
 
   constructor(private readonly o: ClusterViewOptions) {}
 
@@ -42,6 +44,11 @@ export class ClusterView {
   /** Adds what became of each `--join` seed to `/cluster` (gossip "scuttlebutt"). */
   setSeeds(fn: () => SeedView[]): void {
     this.seeds = fn;
+  }
+
+  /** Adds the static peers refused (and when each is asked again) to `/cluster` (gossip "full"). */
+  setRefused(fn: () => RefusedView[]): void {
+    this.refusedPeers = fn;
   }
 
   /** The `/cluster` object, with `inFlightClients` client requests waiting for their answer. */
@@ -96,6 +103,8 @@ export class ClusterView {
         /** The models its hello advertised (empty: not heard yet). */
         models: node.peerModels.of(p.id),
       })),
+      // Candidates whose check refused them: why, and in how long each is asked again.
+      refused: [...(node.meshRefused() ?? []), ...(this.refusedPeers?.() ?? [])],
       ...(this.discovery ? { discovery: this.discovery() } : {}),
       // gossip "scuttlebutt": every member SWIM holds, with its status (dead ones while remembered).
       ...(mesh ? { gossip: "scuttlebutt", members: mesh } : {}),

@@ -5,6 +5,7 @@
  */
 import type { EngineInfo } from "../../core/engine.js";
 import { DAEMON_NODE_DEFAULTS, type NodeConfigInput } from "../../core/node/config.js";
+import type { RecheckTiming } from "../../core/refusals.js";
 import type { NodeSettings } from "../settings/index.js";
 
 export function daemonNodeConfig(
@@ -15,6 +16,8 @@ export function daemonNodeConfig(
     engine: Pick<EngineInfo, "capacityTokens" | "cacheMode" | "needsPromptText" | "abortable">;
     /** The models this node serves (its engine's and its adapters): it runs requests for no other. */
     models?: readonly string[];
+    /** When SWIM verifies a refused candidate again (core/refusals.ts). */
+    recheck?: RecheckTiming;
   },
 ): NodeConfigInput {
   return {
@@ -27,7 +30,19 @@ export function daemonNodeConfig(
     // SWIM learns its members: at most --max-peers of them, the static peers only its seeds.
     gossip: s.gossip,
     ...(s.gossip === "scuttlebutt"
-      ? { maxPeers: s.maxPeers, ...(s.maxEstimates ? { maxEstimates: s.maxEstimates } : {}) }
+      ? {
+          maxPeers: s.maxPeers,
+          ...(s.maxEstimates ? { maxEstimates: s.maxEstimates } : {}),
+          ...(o.recheck
+            ? {
+                swim: {
+                  recheckFirstMs: o.recheck.firstMs,
+                  recheckMaxMs: o.recheck.maxMs,
+                  recheckAfterChangeMs: o.recheck.afterChangeMs,
+                },
+              }
+            : {}),
+        }
       : {}),
     policy: s.policy,
     capacityTokens: s.capacityTokens ?? o.engine.capacityTokens,

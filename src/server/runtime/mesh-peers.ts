@@ -9,7 +9,8 @@
  *    proved its id there: a certificate from the cluster CA for that id (the pool is pinned to it), or
  *    an HMAC over our fresh challenge under the shared secret (hmac.ts, helloProof), plus a hello of our
  *    cluster (and model). What a relay says — that an id is alive, where it lives — only starts that
- *    check. A definite failure (refused credentials, no proof, another cluster) answers no; an
+ *    check. A definite failure (refused credentials, no proof, another cluster) answers no, with its
+ *    reason; SWIM asks again after a growing backoff (swim/candidates.ts), through this same check. An
  *    unreachable address is retried with backoff while the candidate waits. A node with no credential
  *    at all (alone, `admitsNone`) admits nobody: it could not tell a member from anyone else.
  *  - [Addresses are hints] An id's own messages set its address; a relay's only fill an unknown one.
@@ -146,7 +147,8 @@ export class MeshPeers {
     if (this.o.admitsNone) {
       // Warned once at start; each refusal is counted (prefixmesh_peer_auth_rejected_total{reason="mesh-verify"}).
       this.o.logger.debug({ peer: id }, "mesh member refused: this node has no peer authentication");
-      queueMicrotask(() => this.settle(id, false)); // answered as an input, never inside this effect
+      // Answered as an input, never inside this effect.
+      queueMicrotask(() => this.settle(id, false, undefined, "this node has no peer authentication"));
       return;
     }
     if (this.verifying.size >= MAX_VERIFYING) {
@@ -241,7 +243,7 @@ export class MeshPeers {
         // Another id answered there: the address is stale or a relay's mistake, not a verdict on `id`.
         if (r.ok || (r.reason !== "wrong-id" && r.reason !== "self")) {
           if (!r.ok) this.o.logger.warn({ peer: id, reason: r.reason }, `mesh member refused: ${r.message}`);
-          this.settle(id, r.ok, r.ok ? r.hello : undefined);
+          this.settle(id, r.ok, r.ok ? r.hello : undefined, r.ok ? undefined : `${r.reason}: ${r.message}`);
         } else this.retry(id, v);
       },
       (err: unknown) => {
@@ -255,7 +257,7 @@ export class MeshPeers {
           return void this.retry(id, v);
         }
         this.o.logger.warn({ peer: id, err: (err as Error).message }, "mesh member refused: no credential");
-        this.settle(id, false);
+        this.settle(id, false, undefined, `no-credential: ${(err as Error).message}`);
       },
     );
   }
@@ -267,11 +269,11 @@ export class MeshPeers {
     v.timer.unref?.();
   }
 
-  private settle(id: NodeId, ok: boolean, hello?: PeerHello): void {
+  private settle(id: NodeId, ok: boolean, hello?: PeerHello, reason?: string): void {
     this.verifying.delete(id);
     if (this.stopped) return;
     if (ok && hello) this.hellos.set(id, hello);
-    this.o.feed({ type: "member-verified", id, ok });
+    this.o.feed({ type: "member-verified", id, ok, ...(reason !== undefined ? { reason } : {}) });
     if (!ok) {
       this.hellos.delete(id);
       this.dropStranger(id);
@@ -357,7 +359,7 @@ export const UNAUTHENTICATED_TRIES = 4;
 
 /**
  * Whether a verification that failed with `err` after `attempts` earlier tries refuses the candidate
- * now. A refusal is remembered (SWIM's candidates never ask again), and in shared-secret mode one
+ * now. A refusal is remembered (SWIM's candidates ask again only after a backoff), and in shared-secret mode one
  * without a valid response MAC may be an on-path party's, not the node's: it is taken only when every
  * one of UNAUTHENTICATED_TRIES tries, over a few seconds of backoff, said it (a node holding another
  * secret says so at each), so one forged answer cannot shut a member out for good.

@@ -2,14 +2,17 @@
  * `gossip: "scuttlebutt"`'s seeds: `--join host:port,…` addresses turned into (id, address) seeds for
  * SWIM, which asks each for the member list (and again whenever this node is alone). An address is
  * asked who it is with a hello (like a DNS-found one: mutual TLS holds the id to the certificate's) and
- * retried with backoff until it answers; one of another cluster or model is refused and logged. A
+ * retried with backoff until it answers. One of another cluster, model or protocol, or one that
+ * refuses our credential (401/403), is refused and logged, and asked again after a backoff that
+ * doubles per refusal (core/refusals.ts): a seed fixed or upgraded is joined without a restart. A
  * seed whose name does not resolve is retried the same way, never a start-up error: in Kubernetes a
  * pod's peers' names often do not exist yet when it starts, and the node serves alone meanwhile.
  */
+import { DEFAULT_RECHECK, type RecheckTiming, recheckDelayMs } from "../../core/refusals.js";
 import { checkPeerHello, DiscoveryError, type HelloExpectation } from "../../net/discovery.js";
 import { MAX_SEEDS, parseSeedList } from "../../net/host-port.js";
 import { probeAddresses } from "../../net/probe-addresses.js";
-import type { PeerClient } from "../../net/transport-client.js";
+import { type PeerClient, TransportError } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
 import type { MeshPeers } from "./mesh-peers.js";
 import { SeedStates, UNRESOLVED } from "./seed-states.js";
@@ -36,6 +39,8 @@ export interface SeedOptions {
   logger: RuntimeLogger;
   expect: Omit<HelloExpectation, "peerId">;
   isStopping(): boolean;
+  /** When a refused seed is asked again (default DEFAULT_RECHECK). */
+  recheck?: RecheckTiming;
 }
 
 /**
@@ -50,39 +55,65 @@ export function resolveSeeds(urls: readonly string[], o: SeedOptions): SeedState
 
 async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Promise<void> {
   const since = Date.now();
+  const timing = o.recheck ?? DEFAULT_RECHECK;
+  let refusals = 0;
   for (let attempt = 0; !o.isStopping(); attempt++) {
     const seen = probeAddresses();
+    let waitMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt);
     try {
       const r = await o.client.probeHello(url, seen);
       const check = checkPeerHello({ ...o.expect, peerId: r.certId }, r.hello);
       const id = helloId(r.hello) ?? r.certId ?? null;
-      states.answered(url, id, check.ok ? "joined" : check.reason === "self" ? "self" : check, seen);
       if (check.ok) {
-        o.logger.info({ seed: url, peer: check.hello.id }, "joining through seed");
+        states.answered(url, id, "joined", seen);
+        o.logger.info(
+          { seed: url, peer: check.hello.id },
+          refusals > 0 ? "joining through seed after re-check" : "joining through seed",
+        );
         o.mesh.seed(check.hello.id, url);
         return;
       }
-      // Ourselves (a seed list shared by every node) is no seed; another cluster or model never is.
-      if (check.reason !== "self")
-        o.logger.error({ seed: url, reason: check.reason }, `seed refused: ${check.message}`);
-      return;
+      // Ourselves (a seed list shared by every node) is no seed.
+      if (check.reason === "self") {
+        states.answered(url, id, "self", seen);
+        return;
+      }
+      // Another cluster, model or protocol: asked again after a growing backoff (it may be fixed).
+      waitMs = recheckDelayMs(timing, ++refusals);
+      states.answered(url, id, check, seen, Date.now() + waitMs);
+      o.logger.error(
+        { seed: url, reason: check.reason, recheckInS: Math.round(waitMs / 1000) },
+        `seed refused: ${check.message}`,
+      );
     } catch (err) {
-      states.failed(url, err as Error, seen);
-      if (attempt >= WARN_FIRST && (attempt - WARN_FIRST) % WARN_EVERY === 0) {
-        const waitedS = Math.round((Date.now() - since) / 1000);
-        const fields = { seed: url, err: (err as Error).message, attempts: attempt + 1, waitedS };
-        const retry = `retrying every ${RETRY_MAX_MS / 1000} s`;
-        const what = UNRESOLVED.test(fields.err)
-          ? "seed's name does not resolve (yet)"
-          : attempt === WARN_FIRST
-            ? "seed not answering yet"
-            : "seed still not answering";
-        o.logger.warn(fields, `${what}; ${retry}`);
+      if (
+        err instanceof TransportError &&
+        err.kind === "http" &&
+        (err.status === 401 || err.status === 403)
+      ) {
+        // Our credential refused: the same backoff as a refusing hello, not a seed still starting.
+        waitMs = recheckDelayMs(timing, ++refusals);
+        states.failed(url, err, seen, Date.now() + waitMs);
+        o.logger.error(
+          { seed: url, err: err.message, recheckInS: Math.round(waitMs / 1000) },
+          "seed refused our credential",
+        );
+      } else {
+        states.failed(url, err as Error, seen, Date.now() + waitMs);
+        if (attempt >= WARN_FIRST && (attempt - WARN_FIRST) % WARN_EVERY === 0) {
+          const waitedS = Math.round((Date.now() - since) / 1000);
+          const fields = { seed: url, err: (err as Error).message, attempts: attempt + 1, waitedS };
+          const retry = `retrying every ${RETRY_MAX_MS / 1000} s`;
+          const what = UNRESOLVED.test(fields.err)
+            ? "seed's name does not resolve (yet)"
+            : attempt === WARN_FIRST
+              ? "seed not answering yet"
+              : "seed still not answering";
+          o.logger.warn(fields, `${what}; ${retry}`);
+        }
       }
     }
-    await new Promise((res) =>
-      setTimeout(res, Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt)).unref(),
-    );
+    await new Promise((res) => setTimeout(res, waitMs).unref());
   }
 }
 

@@ -19,8 +19,13 @@ export interface SeedView {
   seed: string;
   url: string;
   state: SeedState;
-  /** Whether it is still being asked (a hello answered or a definite refusal ends the asking). */
+  /**
+   * Whether it is still being asked: only joining or finding our own address ends the asking (a
+   * refused seed is asked again after a growing backoff).
+   */
   retrying: boolean;
+  /** When it is asked next (ISO 8601), null once the asking ended or before the first attempt. */
+  nextAttemptAt: string | null;
   attempts: number;
   /** When the last attempt ended (ISO 8601), null before. */
   lastAttemptAt: string | null;
@@ -58,6 +63,7 @@ export class SeedStates {
         url,
         state: "pending",
         retrying: true,
+        nextAttemptAt: null,
         attempts: 0,
         lastAttemptAt: null,
         error: null,
@@ -68,26 +74,31 @@ export class SeedStates {
       });
   }
 
-  /** The hello at `url` answered as `id`: accepted (`joined`), ourselves, or refused (its check's verdict). */
+  /**
+   * The hello at `url` answered as `id`: accepted (`joined`), ourselves, or refused (its check's
+   * verdict; asked again at `nextAt`, epoch ms).
+   */
   answered(
     url: string,
     id: string | null,
     outcome: "joined" | "self" | { reason: string; message: string },
     seen?: ProbeAddresses,
+    nextAt?: number,
   ): void {
     const refused = typeof outcome === "object";
     this.note(url, {
       ...where(seen),
       state: refused ? "refused" : outcome,
-      retrying: false,
+      retrying: refused,
+      nextAttemptAt: refused && nextAt !== undefined ? new Date(nextAt).toISOString() : null,
       memberId: id,
       error: refused ? bounded(outcome.message) : null,
       reason: refused ? outcome.reason : null,
     });
   }
 
-  /** The hello at `url` failed with `err`; it is asked again. */
-  failed(url: string, err: Error, seen?: ProbeAddresses): void {
+  /** The hello at `url` failed with `err`; it is asked again (at `nextAt`, epoch ms). */
+  failed(url: string, err: Error, seen?: ProbeAddresses, nextAt?: number): void {
     const refusedBy = err instanceof TransportError && err.kind === "http" ? err.status : undefined;
     const state: SeedState = UNRESOLVED.test(err.message)
       ? "unresolvable"
@@ -95,7 +106,15 @@ export class SeedStates {
         ? "refused"
         : "unreachable";
     const reason = state === "refused" ? (refusedBy !== undefined ? `http-${refusedBy}` : "protocol") : null;
-    this.note(url, { ...where(seen), state, retrying: true, error: bounded(err.message), reason });
+    const nextAttemptAt = nextAt !== undefined ? new Date(nextAt).toISOString() : null;
+    this.note(url, {
+      ...where(seen),
+      state,
+      retrying: true,
+      nextAttemptAt,
+      error: bounded(err.message),
+      reason,
+    });
   }
 
   view(): SeedView[] {

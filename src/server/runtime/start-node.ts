@@ -9,6 +9,7 @@ import type { Engine } from "../../core/engine.js";
 import type { NodeConfig } from "../../core/node/config.js";
 import { PrefixNode } from "../../core/node/node.js";
 import { POLICY_NAMES } from "../../core/node/policies/index.js";
+import { DEFAULT_RECHECK, type RecheckTiming } from "../../core/refusals.js";
 import { loadSecretFile } from "../../net/auth/secret.js";
 import { checkSecurityMode } from "../../net/auth/security-mode.js";
 import { loadTlsMaterial, type TlsMaterial } from "../../net/auth/tls.js";
@@ -45,6 +46,7 @@ import { parseJoin, resolveSeeds } from "./mesh-seeds.js";
 import { NodeRuntime } from "./node-runtime.js";
 import { peerFaultDouble } from "./peer-fault-double.js";
 import { holdPorts } from "./port-hold.js";
+import { StaticPeerChecks } from "./static-peer-checks.js";
 
 export interface NodeHandle {
   runtime: NodeRuntime;
@@ -83,7 +85,12 @@ export const FORWARD_STREAM_TTL_FACTOR = 4;
 
 export async function startNode(
   s: NodeSettings,
-  opts: { logger?: Logger; engine?: Engine } = {},
+  opts: {
+    logger?: Logger;
+    engine?: Engine;
+    /** When refused peers, seeds and members are asked again (tests shorten it; core/refusals.ts). */
+    recheck?: Partial<RecheckTiming>;
+  } = {},
 ): Promise<NodeHandle> {
   const logger = opts.logger ?? pino({ level: s.logLevel, base: { node: s.id } });
   const peers = staticPeersOf(s);
@@ -160,6 +167,7 @@ export async function startNode(
   const now = () => performance.timeOrigin + performance.now();
   const node = new PrefixNode(
     daemonNodeConfig(s, {
+      recheck: recheckTiming(opts.recheck),
       peers: peers.map((p) => p.id),
       dynamicPeers: dnsTarget !== undefined,
       engine: engine.info,
@@ -299,9 +307,21 @@ export async function startNode(
   const helloModel = s.mixedModels ? undefined : engine.info.model;
   // SWIM verifies its members itself (mesh-peers.ts); the full mesh checks its static peers here.
   const expect = { cluster: clusterId, model: helloModel, self: s.id, authMode: auth.mode, gossip: s.gossip };
-  if (!mesh) checkPeers(peers, { client, runtime, logger, expect });
+  const timing = recheckTiming(opts.recheck);
+  if (!mesh) {
+    const checks = new StaticPeerChecks(peers, { client, runtime, logger, expect, now, timing });
+    runtime.view.setRefused(() => checks.view());
+    checks.start();
+  }
   if (mesh) {
-    const seeds = resolveSeeds(join, { client, mesh, logger, expect, isStopping: () => runtime.isStopping });
+    const seeds = resolveSeeds(join, {
+      client,
+      mesh,
+      logger,
+      expect,
+      isStopping: () => runtime.isStopping,
+      recheck: timing,
+    });
     runtime.view.setSeeds(() => seeds.view());
   }
   let dns: DnsMembership | undefined;
@@ -377,45 +397,7 @@ async function closeQuietly(app: FastifyInstance): Promise<void> {
   await app.close().catch(() => {});
 }
 
-/**
- * Asks each static peer who it is (GET /peer/hello), retrying while it starts. A peer that announces
- * another id, cluster or model is refused: nothing is sent to it and nothing it sends is accepted.
- */
-function checkPeers(
-  peers: StaticPeer[],
-  ctx: {
-    client: PeerClient;
-    runtime: NodeRuntime;
-    logger: Logger;
-    expect: Omit<HelloExpectation, "peerId">;
-  },
-): void {
-  for (const p of peers) {
-    void (async () => {
-      let garbled = false;
-      for (let attempt = 0; attempt < 600; attempt++) {
-        if (ctx.runtime.isStopping) return;
-        try {
-          const hello = await ctx.client.hello(p.id);
-          const r = checkPeerHello({ ...ctx.expect, peerId: p.id }, hello);
-          if (r.ok) {
-            ctx.runtime.admin.notePeerHello(p.id, r.hello);
-            ctx.logger.info({ peer: p.id, promptText: r.hello.promptText !== false }, "peer verified");
-          } else {
-            ctx.logger.error({ peer: p.id, reason: r.reason }, `peer refused: ${r.message}`);
-            ctx.runtime.admin.refusePeer(p.id, r.message);
-          }
-          return;
-        } catch (err) {
-          // Up but answering garbage (e.g. a node older than protocol 3 under a shared secret, whose
-          // answers carry no response MAC): said once, then retried like a peer still starting.
-          if (err instanceof TransportError && (err.kind === "protocol" || err.unauthenticated) && !garbled) {
-            garbled = true;
-            ctx.logger.warn({ peer: p.id, err: err.message }, "peer hello not accepted; retrying");
-          }
-          await new Promise((res) => setTimeout(res, 1000).unref());
-        }
-      }
-    })();
-  }
+/** The re-check backoff: the defaults under what a caller (a test) set. */
+function recheckTiming(t: Partial<RecheckTiming> | undefined): RecheckTiming {
+  return { ...DEFAULT_RECHECK, ...t };
 }

@@ -31,8 +31,9 @@
  *   refused is only logged. Cancels and goodbyes are best effort: their failures are ignored.
  * [Answer on the stream] A `result`/`error` for a forward whose answer stream is open ends that stream
  *   and any copies (`ServedForwards.answer`); otherwise it goes on a request of its own.
- * [Refused peers] A peer whose hello showed another cluster, model or id is never sent anything
- *   (`Admin.refusal`); what the node sends it fails as if it were unreachable (`send-failed`).
+ * [Refused peers] A peer whose hello showed another cluster, model or id is sent nothing until a
+ *   re-check of its hello passes (`Admin.refusal`, static-peer-checks.ts); what the node sends it
+ *   meanwhile fails as if it were unreachable (`send-failed`).
  * [One snapshot in flight] Anti-entropy tolerates loss, so a round skips a peer whose last snapshot has
  *   not been delivered yet (`PeerSender.snapshot`).
  * [Stream TTL] A forward's answer stream the node never answers is closed with a retryable error after

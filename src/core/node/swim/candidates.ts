@@ -8,9 +8,19 @@
  * `maxQueuedCandidates`) and are verified as earlier ones settle. Dropping them instead lost most of
  * a joiner's member list (and most of the joiners a seed hears of at a cluster's start), which then
  * trickled in by gossip and periodic push-pulls over tens of seconds.
+ *
+ * A refused id is remembered (at most `maxRefused`, ../../refusals.ts) and not verified again until
+ * its backoff (`recheckFirstMs` doubling to `recheckMaxMs`) runs out, or sooner when news names it
+ * under a higher incarnation than the one it was refused under: a member that refuted a suspicion
+ * is running again. Either way it is only named again, so it is asked through `verify-member`
+ * like any candidate: a re-check is a fresh check, never a relay's word.
  */
+import { Refusals, type RefusedView, refusedView } from "../../refusals.js";
 import type { SwimConfig } from "./config.js";
 import type { NodeId, SwimEffect, SwimStats } from "./types.js";
+
+/** Most characters of a refusal's reason kept (it comes from the runtime, shown on `/cluster`). */
+const MAX_REASON_CHARS = 200;
 
 export class Candidates {
   /** Being verified: id → highest incarnation heard. */
@@ -19,7 +29,7 @@ export class Candidates {
   private readonly queued = new Map<NodeId, number>();
   /** Candidates named by a member list we asked for (joining): told we are alive once verified. */
   private readonly announce = new Set<NodeId>();
-  private readonly refused = new Set<NodeId>();
+  private readonly refused: Refusals<NodeId>;
   /** Ids ever made candidates: a rise across a message says it named someone new to us. */
   named = 0;
 
@@ -28,11 +38,27 @@ export class Candidates {
     private readonly config: SwimConfig,
     private readonly isMember: (id: NodeId) => boolean,
     private readonly stats: SwimStats,
-  ) {}
+  ) {
+    this.refused = new Refusals(
+      {
+        firstMs: config.recheckFirstMs,
+        maxMs: config.recheckMaxMs,
+        afterChangeMs: config.recheckAfterChangeMs,
+      },
+      config.maxRefused,
+    );
+  }
 
-  /** Makes `id` a candidate (verified now, or queued for a slot); false if refused or no room. */
-  name(id: NodeId, incarnation: number, out: SwimEffect[]): boolean {
-    if (id === this.selfId || this.isMember(id) || this.refused.has(id)) return false;
+  /**
+   * Makes `id` a candidate (verified now, or queued for a slot); false if refused (and not due for a
+   * re-check at `now`) or no room.
+   */
+  name(id: NodeId, incarnation: number, now: number, out: SwimEffect[]): boolean {
+    if (id === this.selfId || this.isMember(id)) return false;
+    if (!this.heard.has(id) && !this.queued.has(id) && this.refused.has(id)) {
+      if (!this.refused.mayCheck(id, now, incarnation)) return false;
+      this.stats.rechecks++;
+    }
     for (const m of [this.heard, this.queued]) {
       const cur = m.get(id);
       if (cur === undefined) continue;
@@ -66,9 +92,15 @@ export class Candidates {
   /**
    * The runtime's answer for `id`: the candidate is settled either way, and its slot goes to the
    * oldest queued one. Verified → its incarnation and whether to announce ourselves to it; refused
-   * (remembered, bounded) or not a candidate → undefined.
+   * (remembered with its backoff, bounded) or not a candidate → undefined.
    */
-  settle(id: NodeId, ok: boolean, out: SwimEffect[]): { incarnation: number; announce: boolean } | undefined {
+  settle(
+    id: NodeId,
+    ok: boolean,
+    now: number,
+    out: SwimEffect[],
+    reason = "refused",
+  ): { incarnation: number; announce: boolean } | undefined {
     const incarnation = this.heard.get(id);
     if (incarnation === undefined) return undefined;
     this.heard.delete(id);
@@ -76,22 +108,24 @@ export class Candidates {
     const announce = this.announce.delete(id);
     if (!ok) {
       this.stats.refusedMembers++;
-      if (this.config.maxRefused > 0) {
-        if (this.refused.size >= this.config.maxRefused)
-          this.refused.delete(this.refused.values().next().value as NodeId);
-        this.refused.add(id);
-      }
+      this.refused.refuse(id, reason.slice(0, MAX_REASON_CHARS), now, incarnation);
       return undefined;
     }
+    this.refused.forget(id);
     return { incarnation, announce };
   }
 
-  /** Queued candidates into free verification slots (skipping any that joined or were refused meanwhile). */
+  /** The refused ids remembered: why, and when each may be asked again (for `/cluster`). */
+  refusals(now: number): RefusedView[] {
+    return this.refused.entries().map(([id, r]) => refusedView(id, r, now));
+  }
+
+  /** Queued candidates into free verification slots (skipping any that joined meanwhile). */
   private promote(out: SwimEffect[]): void {
     for (const [id, incarnation] of this.queued) {
       if (this.heard.size >= this.config.maxCandidates) break;
       this.queued.delete(id);
-      if (this.isMember(id) || this.refused.has(id)) {
+      if (this.isMember(id)) {
         this.announce.delete(id);
         continue;
       }

@@ -6,6 +6,7 @@
  * 4 × ⌈log10(N + 1)⌉ times.
  */
 import { z } from "zod";
+import { RECHECK_AFTER_CHANGE_MS, RECHECK_FIRST_MS, RECHECK_MAX_MS } from "../../refusals.js";
 
 export const swimConfigSchema = z.object({
   probeIntervalMs: z.number().positive().max(600_000).default(1_000),
@@ -54,6 +55,12 @@ export const swimConfigSchema = z.object({
   maxQueuedCandidates: z.number().int().min(0).max(100_000).default(4_096),
   /** Ids refused by verification, remembered (bounded) so a relay cannot make us ask again and again. */
   maxRefused: z.number().int().min(0).max(100_000).default(1_024),
+  /** A refused id is verified again after this (../../refusals.ts: a fix takes tens of seconds)… */
+  recheckFirstMs: z.number().positive().max(86_400_000).default(RECHECK_FIRST_MS),
+  /** …doubling per refusal up to this: one that stays wrong costs one check per this long. */
+  recheckMaxMs: z.number().positive().max(86_400_000).default(RECHECK_MAX_MS),
+  /** News of it under a higher incarnation re-checks it at once, but at most this often. */
+  recheckAfterChangeMs: z.number().min(0).max(86_400_000).default(RECHECK_AFTER_CHANGE_MS),
   /** Most entries accepted in one message (updates or a push-pull list): bigger messages are refused. */
   maxEntriesPerMessage: z.number().int().min(1).max(100_000).default(8_192),
 });
@@ -67,6 +74,8 @@ export function resolveSwimConfig(input: SwimConfigInput = {}): SwimConfig {
     const msg = r.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`).join("; ");
     throw new Error(`invalid swim config: ${msg}`);
   }
+  if (r.data.recheckMaxMs < r.data.recheckFirstMs)
+    throw new Error("invalid swim config: recheckMaxMs must not be below recheckFirstMs");
   if (r.data.probeTimeoutMs > r.data.probeIntervalMs)
     throw new Error("invalid swim config: probeTimeoutMs must not exceed probeIntervalMs");
   return r.data;

@@ -31,6 +31,8 @@
  *    once this node's own `verify-member` is answered yes. Unverified senders can name candidates but
  *    never suspect or kill anyone.
  */
+
+import type { RefusedView } from "../../refusals.js";
 import { Broadcasts } from "./broadcasts.js";
 import { Candidates } from "./candidates.js";
 import {
@@ -102,6 +104,7 @@ export class Swim {
     declaredDead: 0,
     verified: 0,
     refusedMembers: 0,
+    rechecks: 0,
     invalid: 0,
     unknownSender: 0,
     candidatesDropped: 0,
@@ -165,7 +168,7 @@ export class Swim {
         this.onTimer(input.timer, now, out);
         break;
       case "verified":
-        this.onVerified(input.id, input.ok, now, out);
+        this.onVerified(input.id, input.ok, now, out, input.reason);
         break;
       case "seed":
         this.addSeed(input.id, out);
@@ -205,6 +208,10 @@ export class Swim {
   get currentIncarnation(): number {
     return this.incarnation;
   }
+  /** Ids refused by verification and remembered: why, and when each may be asked again. */
+  refusedMembers(now: number): RefusedView[] {
+    return this.candidates.refusals(now);
+  }
   /** Ids heard of and being verified (or waiting to be): the members about to join, as far as we know. */
   pendingMembers(): number {
     return this.candidates.size;
@@ -242,14 +249,14 @@ export class Swim {
           to: from,
           msg: { type: "ack", seq: msg.seq, updates: trusted ? this.piggyback(own) : [] },
         });
-        if (!trusted) this.candidates.name(from, 0, out);
+        if (!trusted) this.candidates.name(from, 0, now, out);
         break;
       }
       case "ping-req":
         // Relayed for anyone (one ping out per ping-req in, bounded): a member that has not verified
         // a new prober yet must not make it suspect its targets.
         this.probes.relay(from, msg.seq, msg.target, out);
-        if (!trusted) this.candidates.name(from, 0, out);
+        if (!trusted) this.candidates.name(from, 0, now, out);
         break;
       case "ack":
         this.probes.onAck(from, msg.seq, now, out);
@@ -281,7 +288,7 @@ export class Swim {
         // only lets senders holding the cluster's credential reach us. A joiner's sender joins (or
         // not) by our own verification, as anyone does.
         this.sendSync(from, false, out, msg.members);
-        if (!trusted) this.candidates.name(from, 0, out);
+        if (!trusted) this.candidates.name(from, 0, now, out);
         break;
       case "goodbye":
         if (trusted) this.apply({ id: from, status: "left", incarnation: msg.incarnation }, true, now, out);
@@ -304,7 +311,7 @@ export class Swim {
     }
     const m = this.members.get(u.id);
     if (m === undefined) {
-      if (u.status === "alive") this.candidates.name(u.id, u.incarnation, out);
+      if (u.status === "alive") this.candidates.name(u.id, u.incarnation, now, out);
       return;
     }
     if (!trusted) return;
@@ -350,8 +357,8 @@ export class Swim {
 
   // ---------------------------------------------------------------- verification
 
-  private onVerified(id: NodeId, ok: boolean, now: number, out: SwimEffect[]): void {
-    const { incarnation, announce } = this.candidates.settle(id, ok, out) ?? {};
+  private onVerified(id: NodeId, ok: boolean, now: number, out: SwimEffect[], reason?: string): void {
+    const { incarnation, announce } = this.candidates.settle(id, ok, now, out, reason) ?? {};
     if (incarnation === undefined) return;
     if (this.members.size >= this.config.maxMembers) return;
     this.stats.verified++;

@@ -76,7 +76,7 @@ export type SwimInput =
   | { type: "message"; from: NodeId; msg: SwimMessage }
   | { type: "timer"; timer: SwimTimer }
   /** The runtime's answer to `verify-member`. */
-  | { type: "verified"; id: NodeId; ok: boolean }
+  | { type: "verified"; id: NodeId; ok: boolean; reason?: string }
   /** A seed found at run time (e.g. a `--join` address resolved to its id): ask it for the members. */
   | { type: "seed"; id: NodeId };
 
@@ -89,6 +89,8 @@ export interface SwimStats {
   declaredDead: number;
   verified: number;
   refusedMembers: number;
+  /** Refused ids verified again (their backoff ran out, or news showed a higher incarnation). */
+  rechecks: number;
   /** Malformed or oversized messages dropped. */
   invalid: number;
   /** Messages from a sender that is not a verified member (only sync/ping answered after verification). */

@@ -1,0 +1,114 @@
+/**
+ * The full mesh's check of its static peers (`--peers`): each is asked who it is (GET /peer/hello),
+ * retried while it starts. One that announces another id, cluster, model or no common protocol, or
+ * proves it lacks the cluster's credential, is refused: nothing is sent to it and nothing it sends is
+ * accepted (transport-rules.ts, [Refused peers]). A refusal is not for good: the peer is asked again
+ * after a backoff that doubles per refusal (core/refusals.ts), with a fresh hello through the same
+ * check, and admitted once it passes, so a peer fixed or upgraded joins without restarting this node.
+ * A peer that stays wrong costs one hello per backoff period. (Gossip "scuttlebutt" verifies members
+ * itself: mesh-peers.ts.)
+ */
+import {
+  DEFAULT_RECHECK,
+  type RecheckTiming,
+  Refusals,
+  type RefusedView,
+  refusedView,
+} from "../../core/refusals.js";
+import { checkPeerHello, type HelloExpectation, type StaticPeer } from "../../net/discovery.js";
+import { type PeerClient, TransportError } from "../../net/transport-client.js";
+import type { RuntimeLogger } from "./logger.js";
+import { refusedNow } from "./mesh-peers.js";
+import type { NodeRuntime } from "./node-runtime.js";
+
+/** Hellos tried (one a second) while a peer does not answer at all, before it is left alone. */
+const MAX_UNANSWERED = 600;
+const UNANSWERED_RETRY_MS = 1_000;
+
+export interface StaticPeerCheckOptions {
+  client: PeerClient;
+  runtime: NodeRuntime;
+  logger: RuntimeLogger;
+  expect: Omit<HelloExpectation, "peerId">;
+  now: () => number;
+  timing?: RecheckTiming;
+}
+
+export class StaticPeerChecks {
+  private readonly refusals: Refusals<string>;
+
+  constructor(
+    private readonly peers: readonly StaticPeer[],
+    private readonly o: StaticPeerCheckOptions,
+  ) {
+    this.refusals = new Refusals(o.timing ?? DEFAULT_RECHECK, Math.max(1, peers.length));
+  }
+
+  start(): void {
+    for (const p of this.peers) void this.check(p.id);
+  }
+
+  /** The static peers refused now: why, and when each is asked again. */
+  view(): RefusedView[] {
+    const now = this.o.now();
+    return this.refusals.entries().map(([id, r]) => refusedView(id, r, now));
+  }
+
+  private async check(id: string): Promise<void> {
+    const { client, runtime, logger } = this.o;
+    let garbled = false;
+    for (let unanswered = 0; unanswered < MAX_UNANSWERED; ) {
+      if (runtime.isStopping) return;
+      let refusal: { reason: string; message: string } | undefined;
+      try {
+        const hello = await client.hello(id);
+        const r = checkPeerHello({ ...this.o.expect, peerId: id }, hello);
+        if (r.ok) {
+          runtime.admin.notePeerHello(id, r.hello);
+          const again = runtime.admin.readmitPeer(id);
+          this.refusals.forget(id);
+          logger.info(
+            { peer: id, promptText: r.hello.promptText !== false },
+            again ? "peer verified on re-check: admitted" : "peer verified",
+          );
+          return;
+        }
+        refusal = r;
+      } catch (err) {
+        if (refusedNow(err, unanswered))
+          refusal = { reason: "no-credential", message: (err as Error).message };
+        else {
+          // Up but answering garbage (e.g. a node older than protocol 3 under a shared secret, whose
+          // answers carry no response MAC): said once, then retried like a peer still starting.
+          if (err instanceof TransportError && (err.kind === "protocol" || err.unauthenticated) && !garbled) {
+            garbled = true;
+            logger.warn({ peer: id, err: err.message }, "peer hello not accepted; retrying");
+          }
+          // A refused peer not answering its re-check (restarting, say) stays refused and is asked
+          // again after its backoff, for as long as this node runs: never given up on while refused.
+          const refused = this.refusals.get(id);
+          if (refused === undefined) unanswered++;
+          await this.sleep(
+            refused
+              ? Math.max(UNANSWERED_RETRY_MS, refused.recheckAt - refused.refusedAt)
+              : UNANSWERED_RETRY_MS,
+          );
+          continue;
+        }
+      }
+      const ref = this.refusals.refuse(id, `${refusal.reason}: ${refusal.message}`, this.o.now());
+      const waitMs = ref.recheckAt - ref.refusedAt;
+      logger.error(
+        { peer: id, reason: refusal.reason, recheckInS: Math.round(waitMs / 1000) },
+        `peer refused: ${refusal.message}`,
+      );
+      runtime.admin.refusePeer(id, refusal.message);
+      unanswered = 0;
+      await this.sleep(waitMs);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((res) => setTimeout(res, ms).unref());
+  }
+}

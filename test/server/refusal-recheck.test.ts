@@ -1,0 +1,275 @@
+/**
+ * Refusals are asked again: a node that refused a static peer, a `--join` seed or a SWIM member for
+ * its hello (another cluster, another protocol) admits it once it is fixed, without restarting; one
+ * that stays wrong is asked at most once per backoff period. Backoffs are shortened through
+ * `startNode`'s `recheck` option; every wait is for a condition, with a generous deadline.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { signPeerRequest } from "../../src/net/auth/hmac.js";
+import { encodeMesh, MESH_PATH } from "../../src/net/mesh-wire.js";
+import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
+
+const dir = mkdtempSync(join(tmpdir(), "pm-recheck-"));
+const secret = randomBytes(32);
+const secretFile = join(dir, "cluster.secret");
+const otherSecretFile = join(dir, "other.secret");
+writeFileSync(secretFile, secret.toString("hex"));
+writeFileSync(otherSecretFile, randomBytes(32).toString("hex"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const nodes: NodeHandle[] = [];
+let double: Server | undefined;
+afterEach(async () => {
+  await Promise.all(nodes.splice(0).map((n) => n.stop()));
+  await new Promise((r) => (double ? double.close(r) : r(undefined)));
+  double = undefined;
+});
+
+async function until(what: string, cond: () => boolean, ms = 15_000): Promise<void> {
+  for (const t0 = Date.now(); !cond(); ) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+interface Refused {
+  id: string;
+  reason: string;
+  refusals: number;
+  recheckInMs: number;
+}
+interface View {
+  peers: { id: string; promptText: boolean; liveness: string }[];
+  members?: { id: string; status: string }[];
+  refused: Refused[];
+  seeds?: { state: string; retrying: boolean; nextAttemptAt: string | null; reason: string | null }[];
+}
+const view = (n: NodeHandle) => n.runtime.clusterView() as unknown as View;
+
+describe("full mesh: a refused static peer is asked again", () => {
+  /** Node A (insecure) with static peer B: a double answering `GET /peer/hello` with `hello()`. */
+  async function nodeWithPeer(hello: (model: string) => object, recheck: { firstMs: number; maxMs: number }) {
+    const [api, peerPort, bPort] = await Promise.all([0, 1, 2].map(() => freePort("127.0.0.1")));
+    let model = "";
+    const hellos: number[] = [];
+    double = createServer((req, res) => {
+      res.setHeader("content-type", "application/json");
+      if (req.url === "/peer/hello") hellos.push(Date.now());
+      res.end(req.url === "/peer/hello" ? JSON.stringify(hello(model)) : "{}");
+    });
+    await new Promise<void>((r) => double?.listen(bPort, "127.0.0.1", r));
+    const s = resolveNodeSettings(
+      {
+        id: "A",
+        engine: "sim",
+        simTimeScale: "0.02",
+        gossip: "full",
+        insecure: true,
+        logLevel: "silent",
+        listen: `127.0.0.1:${api}`,
+        peerListen: `127.0.0.1:${peerPort}`,
+        peers: `B=http://127.0.0.1:${bPort}`,
+      },
+      {},
+    );
+    const n = await startNode(s, { logger: pino({ level: "silent" }), recheck });
+    nodes.push(n);
+    model = n.runtime.modelId;
+    return { n, hellos };
+  }
+
+  it("admits a peer fixed after a wrong-cluster refusal, without a restart", async () => {
+    let cluster = "other";
+    const { n } = await nodeWithPeer(
+      (model) => ({ id: "B", cluster, model, protocol: PROTOCOL_VERSION, promptText: false }),
+      { firstMs: 200, maxMs: 400 },
+    );
+    const known = () => n.runtime.peerHandlers().isKnownPeer("B");
+    await until("A refuses B", () => !known());
+    const refused = view(n).refused;
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ id: "B", refusals: expect.any(Number) });
+    expect(refused[0]?.reason).toMatch(/^wrong-cluster: /);
+    expect(refused[0]?.recheckInMs).toBeLessThanOrEqual(400);
+    cluster = "prefixmesh";
+    await until("A admits B on a re-check", () => known());
+    await until("B's hello noted", () => view(n).peers.find((p) => p.id === "B")?.promptText === false);
+    expect(view(n).refused).toEqual([]);
+    expect(n.runtime.admin.refusal("B")).toBeUndefined();
+  });
+
+  it("asks a peer that stays wrong at most once per backoff period", async () => {
+    const period = 300;
+    const { n, hellos } = await nodeWithPeer(
+      (model) => ({ id: "B", cluster: "prefixmesh", model, protocol: PROTOCOL_VERSION + 7 }),
+      { firstMs: period, maxMs: period },
+    );
+    await until("A asks B four times", () => hellos.length >= 4);
+    expect(n.runtime.peerHandlers().isKnownPeer("B")).toBe(false);
+    expect(view(n).refused[0]?.reason).toMatch(/^wrong-protocol: /);
+    const gaps = hellos.slice(1).map((t, i) => t - (hellos[i] as number));
+    // A timer never fires early; a few ms are left for two clocks read at different moments.
+    for (const g of gaps) expect(g).toBeGreaterThanOrEqual(period - 5);
+  });
+});
+
+describe("full mesh: two real nodes", () => {
+  it("a peer restarted in the right cluster is admitted and heard from, neither node restarted for it", async () => {
+    const [aApi, aPeer, bApi, bPeer] = (await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")))) as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    const start = async (
+      id: string,
+      api: number,
+      peer: number,
+      other: string,
+      otherPort: number,
+      cluster?: string,
+    ) => {
+      const s = resolveNodeSettings(
+        {
+          id,
+          engine: "sim",
+          simTimeScale: "0.02",
+          pollMs: "100",
+          gossip: "full",
+          insecure: true,
+          ...(cluster ? { clusterId: cluster } : {}),
+          logLevel: "silent",
+          listen: `127.0.0.1:${api}`,
+          peerListen: `127.0.0.1:${peer}`,
+          peers: `${other}=http://127.0.0.1:${otherPort}`,
+        },
+        {},
+      );
+      const n = await startNode(s, {
+        logger: pino({ level: "silent" }),
+        recheck: { firstMs: 200, maxMs: 400 },
+      });
+      nodes.push(n);
+      return n;
+    };
+    const a = await start("A", aApi, aPeer, "B", bPeer);
+    const b1 = await start("B", bApi, bPeer, "A", aPeer, "other");
+    await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"));
+    await b1.stop();
+    nodes.splice(nodes.indexOf(b1), 1);
+    const b2 = await start("B", bApi, bPeer, "A", aPeer);
+    const live = (n: NodeHandle, id: string) =>
+      view(n).peers.some((p) => p.id === id && p.liveness === "live");
+    await until("A and B hear each other", () => live(a, "B") && live(b2, "A"));
+    expect(view(a).refused).toEqual([]);
+  });
+});
+
+describe("gossip scuttlebutt: refused members and seeds are asked again", () => {
+  async function start(
+    id: string,
+    o: { peer?: number; cluster?: string; join?: string; secret?: string } = {},
+  ) {
+    const [api, peer] = await Promise.all([freePort("127.0.0.1"), o.peer ?? freePort("127.0.0.1")]);
+    const s = resolveNodeSettings(
+      {
+        id,
+        engine: "sim",
+        simTimeScale: "0.02",
+        pollMs: "100",
+        gossip: "scuttlebutt",
+        secretFile: o.secret ?? secretFile,
+        ...(o.cluster ? { clusterId: o.cluster } : {}),
+        logLevel: "silent",
+        listen: `127.0.0.1:${api}`,
+        peerListen: `127.0.0.1:${peer}`,
+        ...(o.join ? { join: o.join } : {}),
+      },
+      {},
+    );
+    const n = await startNode(s, {
+      logger: pino({ level: "silent" }),
+      recheck: { firstMs: 300, maxMs: 600 },
+    });
+    nodes.push(n);
+    return { n, peer };
+  }
+  const isMember = (n: NodeHandle, id: string) =>
+    view(n).members?.some((m) => m.id === id && m.status === "alive") === true;
+
+  /** A swim `gossip` naming `id` alive at `url`, signed with the cluster's secret by a relay `R`. */
+  async function relaySays(to: NodeHandle, id: string, url: string): Promise<number> {
+    const body = encodeMesh(
+      { channel: "swim", msg: { type: "gossip", updates: [{ id, status: "alive", incarnation: 0 }] } },
+      [{ id, url }],
+    );
+    const headers = signPeerRequest({
+      secret,
+      sender: "R",
+      destination: to.runtime.nodeId,
+      method: "POST",
+      path: MESH_PATH,
+      body,
+      now: Date.now(),
+    });
+    const res = await fetch(`${to.peerUrl}${MESH_PATH}`, {
+      method: "POST",
+      body: Buffer.from(body),
+      headers: { ...headers, "content-type": "application/octet-stream" },
+    });
+    return res.status;
+  }
+
+  it("a member refused for another cluster is admitted once it comes back fixed", async () => {
+    const { n: a } = await start("A");
+    const { n: b1, peer } = await start("B", { cluster: "other" });
+    expect(await relaySays(a, "B", b1.peerUrl)).toBeLessThan(300);
+    await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"));
+    expect(view(a).refused.find((r) => r.id === "B")?.reason).toMatch(/^wrong-cluster: /);
+    expect(isMember(a, "B")).toBe(false);
+    // B is fixed: restarted in A's cluster at the same address, joining through A.
+    await b1.stop();
+    nodes.splice(nodes.indexOf(b1), 1);
+    const { n: b2 } = await start("B", { peer, join: a.peerUrl.replace(/^http:\/\//, "") });
+    await until("A admits B", () => isMember(a, "B"));
+    await until("B admits A", () => isMember(b2, "A"));
+    expect(view(a).refused.some((r) => r.id === "B")).toBe(false);
+  });
+
+  it("a --join seed refused for another cluster is joined once it comes back fixed", async () => {
+    const { n: b1, peer } = await start("B", { cluster: "other" });
+    const { n: a } = await start("A", { join: `127.0.0.1:${peer}` });
+    await until("A refuses its seed", () => view(a).seeds?.[0]?.state === "refused");
+    expect(view(a).seeds?.[0]).toMatchObject({ reason: "wrong-cluster", retrying: true });
+    expect(view(a).seeds?.[0]?.nextAttemptAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+    await b1.stop();
+    nodes.splice(nodes.indexOf(b1), 1);
+    const { n: b2 } = await start("B", { peer });
+    await until("A joins through its seed", () => view(a).seeds?.[0]?.state === "joined");
+    await until("A and B are members of each other", () => isMember(a, "B") && isMember(b2, "A"));
+  });
+
+  it("a node without the cluster's secret is re-checked afresh and never admitted, whatever a relay says", async () => {
+    const { n: a } = await start("A");
+    const { n: e } = await start("E", { secret: otherSecretFile });
+    const refusals = () => view(a).refused.find((r) => r.id === "E")?.refusals ?? 0;
+    // A relay keeps saying E is alive: each saying past E's backoff starts a fresh check, which fails.
+    for (const t0 = Date.now(); refusals() < 2; ) {
+      if (Date.now() - t0 > 30_000) throw new Error("timed out: A re-checks E");
+      expect(await relaySays(a, "E", e.peerUrl)).toBeLessThan(300);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(view(a).refused.find((r) => r.id === "E")?.reason).toMatch(/^no-credential: /);
+    expect(isMember(a, "E")).toBe(false);
+    expect(a.runtime.peerHandlers().isKnownPeer("E")).toBe(false);
+  });
+});
