@@ -17,9 +17,7 @@ import { limitConnections } from "../../net/connection-limit.js";
 import { applyConnectionTimeouts } from "../../net/connection-timeouts.js";
 import { createDelayInjector } from "../../net/delay.js";
 import {
-  checkPeerHello,
   DiscoveryError,
-  type HelloExpectation,
   parseDnsTarget,
   parsePeerList,
   parseStaticPeers,
@@ -28,7 +26,7 @@ import {
 } from "../../net/discovery.js";
 import { FORWARD_TIMEOUT_MARGIN_MS } from "../../net/forward-timeouts.js";
 import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../net/transport-auth.js";
-import { PeerClient, TransportError } from "../../net/transport-client.js";
+import { PeerClient } from "../../net/transport-client.js";
 import { buildPeerServer, peerPortConnectionLimit } from "../../net/transport-server.js";
 import { buildApi } from "../api.js";
 import { createMetrics } from "../metrics.js";
