@@ -576,17 +576,21 @@ export class Origin {
    * `peer` said goodbye and drains (it runs what it took, then exits): the requests whose current
    * attempt it holds move on without a cancel (it drains or hands the work back itself), but every
    * attempt at it is kept as abandoned and marked `left`, owed its final cancel once no answer of it
-   * can be taken, though the peer is no member any more. Returns the requests to move on.
+   * can be taken, though the peer is no member any more. Unless `answers` (node.ts still takes its
+   * messages: the full mesh), none can be taken already, so those cancels go now. Returns the
+   * requests to move on.
    */
-  departed(peer: NodeId, out: Effect[]): string[] {
+  departed(peer: NodeId, out: Effect[], answers: boolean): string[] {
     const moved: string[] = [];
     for (const p of this.pending.values()) {
       for (const a of p.abandoned ?? []) if (a.to === peer) a.left = true;
-      if (p.current !== peer) continue;
-      this.endAttempt(p.reqId, out, true, false, false, true);
-      p.fallbacks++;
-      this.counters.fallbacks++;
-      moved.push(p.reqId);
+      if (p.current === peer) {
+        this.endAttempt(p.reqId, out, true, false, false, true);
+        p.fallbacks++;
+        this.counters.fallbacks++;
+        moved.push(p.reqId);
+      }
+      if (!answers) owedCancels(p, this.reachable, out, (a) => a.to === peer);
     }
     return moved;
   }
