@@ -235,6 +235,8 @@ export class MeshPeers {
             self: this.o.node.id,
             peerId: id,
             authMode: this.o.client.authMode,
+            // A full-mesh node answers hellos but no SWIM: a relay's mention of one admits nothing.
+            gossip: this.o.node.config.gossip,
           },
           hello,
         );
