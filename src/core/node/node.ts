@@ -261,7 +261,7 @@ export class PrefixNode extends NodeRouting {
    * once when `to` is no member any more (gossip): its answers are dropped unread from now on.
    */
   private peerLeft(to: NodeId, now: number, out: Effect[]): void {
-    this.origin.endHedgesTo(to, out);
+    this.origin.endHedgesTo(to, out, undefined, (reqId) => this.executor.runsClient(reqId));
     for (const reqId of this.origin.departed(to, out, this.members.has(to))) this.advance(reqId, now, out);
   }
 

@@ -469,15 +469,18 @@ export class Origin {
   /**
    * `peer` restarted (seen at `epoch`), left or is down (no epoch): its duplicate window is gone, so
    * asking it would run the job again. A restart ends only a hedge on a job an older incarnation took.
+   * A request whose local run has `started` takes no answer of that peer once its hedge ends: the
+   * cancel is final then, so a peer that drains (its goodbye) aborts the job rather than run it.
    */
-  endHedgesTo(peer: NodeId, out: Effect[], epoch?: number): void {
+  endHedgesTo(peer: NodeId, out: Effect[], epoch?: number, started?: (reqId: string) => boolean): void {
     for (const p of this.pending.values()) {
       const h = p.hedge?.to === peer ? p.hedge : undefined;
       // Re-asked, the job may be the new incarnation's now: its cancel goes (a departed peer may
       // still drain it; a down or removed one is not reached).
       const asked = h !== undefined && h.asks > 0;
       if (epoch !== undefined) tookAlong(p, peer, epoch, asked ? h?.attempt : undefined);
-      if (h !== undefined && olderThan(h.epoch, epoch)) this.endHedge(p, out, asked || epoch === undefined);
+      if (h !== undefined && olderThan(h.epoch, epoch))
+        this.endHedge(p, out, asked || epoch === undefined, started?.(p.reqId) === true);
     }
   }
 
