@@ -173,6 +173,7 @@ export class MeshPeers {
       if (url === undefined) continue; // admitted only after a verified contact: cannot happen
       this.members.add(id);
       this.strangers.delete(id);
+      this.endLeftPool(id); // back: a member's pool now, which a timer of its leave must not close
       this.o.admin.meshJoined(id, url, this.hellos.get(id) ?? {});
       this.hellos.delete(id);
     }
@@ -310,6 +311,11 @@ export class MeshPeers {
     timer.unref?.();
     this.leftPools.set(id, timer);
     return true;
+  }
+
+  private endLeftPool(id: NodeId): void {
+    clearTimeout(this.leftPools.get(id));
+    this.leftPools.delete(id);
   }
 
   private dropStranger(id: NodeId): void {
