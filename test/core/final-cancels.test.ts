@@ -343,7 +343,35 @@ describe("a peer that said goodbye drains what it took: it is still owed its fin
     expect(h.endAborted(first)).toBe(1);
   });
 
-  it("gossip mode: B's leave drops it from the members, yet its final cancel goes", () => {
+  it("full mesh: B leaves while r1 runs here with a hedge on B: B's run gets its final cancel now", () => {
+    const h = warmPair({
+      ...DAEMON_RECOVERY,
+      maxTimedOutAttempts: 64,
+      forwardAckTimeoutMs: ACK_MS,
+      forwardTimeoutMs: 30_000,
+      abortRuns: true,
+    });
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(forwardToB);
+    h.deliver(isType("forward-ack"));
+    expect(runs(h, "B")).toBe(1);
+    // B's answer goes overdue: A runs r1 itself, asking B again meanwhile (its hedge).
+    untilFallback(h, "A", forwardToB, 30_000);
+    expect(runs(h, "A")).toBe(1);
+    h.drop(forwardToB);
+    h.apply("B", h.node("B").goodbye());
+    h.deliver(isType("goodbye"));
+    // The hedge ends with B's leave; r1's run here has started, so no answer of B's is taken any
+    // more: the cancel is final, not one that leaves B's run going until r1 ends here.
+    expect(sentToB(h).map((m) => m.msg)).toEqual([{ type: "cancel", reqId: "r1", attempt: 1, final: true }]);
+    h.deliver(to("B", "cancel"));
+    expect(h.endAborted("B")).toBe(1);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")).toMatchObject([{ record: { servedBy: "A" } }]);
+    expect(sentToB(h)).toHaveLength(0);
+  });
+
+  it("gossip mode: B's leave drops it from the members, so its answer is taken no more: the final cancel goes at once", () => {
     const h = new Harness(["A", "B"], {
       gossip: "scuttlebutt",
       ...DAEMON_RECOVERY,
@@ -362,10 +390,37 @@ describe("a peer that said goodbye drains what it took: it is still owed its fin
     h.deliverMesh();
     expect(h.node("A").memberIds()).not.toContain("B");
     expect(h.node("A").queueDepth()).toBe(2);
-    expect(sentToB(h)).toHaveLength(0);
-    h.finishRuns("A"); // x1 ends, r1 starts
+    // A non-member's answer is dropped unread, so B's run can serve nobody: aborted now, not once
+    // r1 has run here (B would spend its drain on it meanwhile).
     expect(sentToB(h).map((m) => m.msg)).toEqual([{ type: "cancel", reqId: "r1", attempt: 1, final: true }]);
     h.deliver((m) => m.msg.type === "cancel");
     expect(h.endAborted("B")).toBe(1);
+    h.finishRuns("A"); // x1 ends, r1 runs here and is answered once
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")).toMatchObject([{ record: { servedBy: "A" } }]);
+    expect(sentToB(h)).toHaveLength(0); // and nothing more: no second cancel
+  });
+
+  it("gossip mode: an answer B sends after its leave answers nothing", () => {
+    const h = new Harness(["A", "B"], {
+      gossip: "scuttlebutt",
+      ...DAEMON_RECOVERY,
+      forwardAckTimeoutMs: ACK_MS,
+      forwardTimeoutMs: 30_000,
+      abortRuns: false,
+    });
+    h.warm("B", "warm1", prompt(1, 0));
+    h.advanceLive(3_000);
+    h.client("A", "x1", prompt(7, 1));
+    h.client("A", "r1", prompt(1, 1));
+    h.deliver(forwardToB);
+    h.deliver(isType("forward-ack"));
+    h.apply("B", h.node("B").goodbye());
+    h.deliverMesh();
+    h.finishRuns("B");
+    h.deliver(isType("result"));
+    // Dropped as a non-member's: r1 still waits here, behind x1.
+    expect(h.repliesFor("r1")).toEqual([]);
+    expect(h.node("A").queueDepth()).toBe(2);
   });
 });

@@ -46,6 +46,7 @@ async function start(
     tlsDir?: string;
     peer?: number;
     advertise?: string;
+    gossip?: "full" | "scuttlebutt";
     /** Receives the node's warnings (its log otherwise stays silent). */
     warn?: (line: string) => void;
   } = {},
@@ -57,7 +58,7 @@ async function start(
       engine: "sim",
       simTimeScale: "0.02",
       pollMs: "100",
-      gossip: "scuttlebutt",
+      gossip: o.gossip ?? "scuttlebutt",
       ...(o.tlsDir ? { tlsDir: o.tlsDir } : { secretFile: o.secret ?? secretFile }),
       logLevel: "silent",
       listen: `127.0.0.1:${api}`,
@@ -193,6 +194,19 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
     expect(gone).toMatchObject({ liveness: "down", estimateTokens: 0 });
     expect(gone?.goneForMs).toBeGreaterThanOrEqual(0);
     expect(Date.now() - t0).toBeLessThan(2_000);
+  }, 60_000);
+
+  it("never admits a node of the cluster that runs --gossip full, whatever a relay says", async () => {
+    const a = await start("A");
+    // F holds the secret and serves our model, but its mesh is the full one: it gossips no SWIM.
+    const f = await start("F", { gossip: "full" });
+    expect(await relaySays(a, "F", f.peerUrl)).toBe(204);
+    for (const t0 = Date.now(); (await meshRejections(a)) < 1; ) {
+      if (Date.now() - t0 > 10_000) throw new Error("A never refused F");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(view(a).members.map((x) => x.id)).not.toContain("F");
+    expect(a.runtime.peerHandlers().isKnownPeer("F")).toBe(false);
   }, 60_000);
 
   it("reaches a member at its --advertise address, not the one it listens on", async () => {

@@ -257,11 +257,12 @@ export class PrefixNode extends NodeRouting {
 
   /**
    * `to` said goodbye: it drains what it took. Its forwards fail over as a departed peer's do, but
-   * each stays owed its final cancel (origin.ts `departed`), so the run nobody takes is aborted.
+   * each stays owed its final cancel (origin.ts `departed`), so the run nobody takes is aborted; at
+   * once when `to` is no member any more (gossip): its answers are dropped unread from now on.
    */
   private peerLeft(to: NodeId, now: number, out: Effect[]): void {
-    this.origin.endHedgesTo(to, out);
-    for (const reqId of this.origin.departed(to, out)) this.advance(reqId, now, out);
+    this.origin.endHedgesTo(to, out, undefined, (reqId) => this.executor.runsClient(reqId));
+    for (const reqId of this.origin.departed(to, out, this.members.has(to))) this.advance(reqId, now, out);
   }
 
   private onPeerMessage(from: NodeId, msg: PeerMessage, now: number, out: Effect[]): void {

@@ -469,15 +469,18 @@ export class Origin {
   /**
    * `peer` restarted (seen at `epoch`), left or is down (no epoch): its duplicate window is gone, so
    * asking it would run the job again. A restart ends only a hedge on a job an older incarnation took.
+   * A request whose local run has `started` takes no answer of that peer once its hedge ends: the
+   * cancel is final then, so a peer that drains (its goodbye) aborts the job rather than run it.
    */
-  endHedgesTo(peer: NodeId, out: Effect[], epoch?: number): void {
+  endHedgesTo(peer: NodeId, out: Effect[], epoch?: number, started?: (reqId: string) => boolean): void {
     for (const p of this.pending.values()) {
       const h = p.hedge?.to === peer ? p.hedge : undefined;
       // Re-asked, the job may be the new incarnation's now: its cancel goes (a departed peer may
       // still drain it; a down or removed one is not reached).
       const asked = h !== undefined && h.asks > 0;
       if (epoch !== undefined) tookAlong(p, peer, epoch, asked ? h?.attempt : undefined);
-      if (h !== undefined && olderThan(h.epoch, epoch)) this.endHedge(p, out, asked || epoch === undefined);
+      if (h !== undefined && olderThan(h.epoch, epoch))
+        this.endHedge(p, out, asked || epoch === undefined, started?.(p.reqId) === true);
     }
   }
 
@@ -576,17 +579,21 @@ export class Origin {
    * `peer` said goodbye and drains (it runs what it took, then exits): the requests whose current
    * attempt it holds move on without a cancel (it drains or hands the work back itself), but every
    * attempt at it is kept as abandoned and marked `left`, owed its final cancel once no answer of it
-   * can be taken, though the peer is no member any more. Returns the requests to move on.
+   * can be taken, though the peer is no member any more. Unless `answers` (node.ts still takes its
+   * messages: the full mesh), none can be taken already, so those cancels go now. Returns the
+   * requests to move on.
    */
-  departed(peer: NodeId, out: Effect[]): string[] {
+  departed(peer: NodeId, out: Effect[], answers: boolean): string[] {
     const moved: string[] = [];
     for (const p of this.pending.values()) {
       for (const a of p.abandoned ?? []) if (a.to === peer) a.left = true;
-      if (p.current !== peer) continue;
-      this.endAttempt(p.reqId, out, true, false, false, true);
-      p.fallbacks++;
-      this.counters.fallbacks++;
-      moved.push(p.reqId);
+      if (p.current === peer) {
+        this.endAttempt(p.reqId, out, true, false, false, true);
+        p.fallbacks++;
+        this.counters.fallbacks++;
+        moved.push(p.reqId);
+      }
+      if (!answers) owedCancels(p, this.reachable, out, (a) => a.to === peer);
     }
     return moved;
   }

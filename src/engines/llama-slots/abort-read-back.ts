@@ -59,6 +59,11 @@ export class AbortReadBack {
     }
   }
 
+  /** Whether reads go on now (status and tests: a test waits for them to end, not a fixed time). */
+  get active(): boolean {
+    return this.running !== undefined;
+  }
+
   /** `onChange` is called when a read no rejection waited for found the slots idle. */
   watch(onChange: () => void): () => void {
     this.watchers.add(onChange);

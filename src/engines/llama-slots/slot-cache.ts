@@ -579,6 +579,11 @@ export class LlamaSlotCache {
     return this.abortReads.reads;
   }
 
+  /** Whether reads back after an abort go on now (tests). */
+  get abortReading(): boolean {
+    return this.abortReads.active;
+  }
+
   /** No more reads in the background (the engine closes). */
   close(): void {
     this.abortReads.close();

@@ -175,6 +175,7 @@ export class MeshPeers {
       if (url === undefined) continue; // admitted only after a verified contact: cannot happen
       this.members.add(id);
       this.strangers.delete(id);
+      this.endLeftPool(id); // back: a member's pool now, which a timer of its leave must not close
       this.o.admin.meshJoined(id, url, this.hellos.get(id) ?? {});
       this.hellos.delete(id);
     }
@@ -237,6 +238,8 @@ export class MeshPeers {
             self: this.o.node.id,
             peerId: id,
             authMode: this.o.client.authMode,
+            // A full-mesh node answers hellos but no SWIM: a relay's mention of one admits nothing.
+            gossip: this.o.node.config.gossip,
           },
           hello,
         );
@@ -310,6 +313,11 @@ export class MeshPeers {
     timer.unref?.();
     this.leftPools.set(id, timer);
     return true;
+  }
+
+  private endLeftPool(id: NodeId): void {
+    clearTimeout(this.leftPools.get(id));
+    this.leftPools.delete(id);
   }
 
   private dropStranger(id: NodeId): void {

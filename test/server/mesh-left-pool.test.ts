@@ -1,0 +1,95 @@
+/**
+ * MeshPeers with fakes: a member that left keeps its pool LEFT_POOL_MS for its final cancels, and
+ * that keeping ends when it comes back, so it never closes a pool made later for another reason.
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { PrefixNode } from "../../src/core/node/node.js";
+import type { PeerClient } from "../../src/net/transport-client.js";
+import type { NodeMetrics } from "../../src/server/metrics.js";
+import type { Admin } from "../../src/server/runtime/admin.js";
+import { LEFT_POOL_MS, MeshPeers } from "../../src/server/runtime/mesh-peers.js";
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+function fakes() {
+  let status: string | undefined;
+  const pools = new Set<string>();
+  const node = {
+    id: "A",
+    config: { gossip: "scuttlebutt" },
+    meshMembers: () => (status === undefined ? [] : [{ id: "B", status }]),
+  } as unknown as PrefixNode;
+  const client = {
+    authMode: "insecure",
+    has: (id: string) => pools.has(id),
+    setPeer: (id: string) => void pools.add(id),
+    removePeer: (id: string) => void pools.delete(id),
+    // A verification that takes its time: its pool must stay meanwhile.
+    verifiedHello: () => new Promise(() => {}),
+  } as unknown as PeerClient;
+  const admin = {
+    meshJoined: (id: string) => void pools.add(id),
+    meshLeft: (id: string, keepPool = false) => {
+      if (!keepPool) pools.delete(id);
+    },
+  } as unknown as Admin;
+  const quiet = { info() {}, warn() {}, error() {}, debug() {} };
+  const mesh = new MeshPeers({
+    node,
+    client,
+    admin,
+    metrics: {} as NodeMetrics,
+    logger: quiet,
+    clusterId: "c",
+    helloModel: undefined,
+    feed: () => {},
+    maxMessageBytes: 1 << 20,
+  });
+  return {
+    mesh,
+    pools,
+    set: (s: string | undefined) => {
+      status = s;
+    },
+  };
+}
+
+describe("a member that left: its pool", () => {
+  it("is kept LEFT_POOL_MS, then closed", () => {
+    vi.useFakeTimers();
+    const { mesh, pools, set } = fakes();
+    mesh.learn("B", "http://127.0.0.1:1", true);
+    set("alive");
+    mesh.syncMembers();
+    set("left");
+    mesh.syncMembers();
+    expect(pools.has("B")).toBe(true);
+    vi.advanceTimersByTime(LEFT_POOL_MS);
+    expect(pools.has("B")).toBe(false);
+    mesh.stop();
+  });
+
+  it("once it came back, its old keeping never closes a pool made later (a verification's)", () => {
+    vi.useFakeTimers();
+    const { mesh, pools, set } = fakes();
+    mesh.learn("B", "http://127.0.0.1:1", true);
+    set("alive");
+    mesh.syncMembers();
+    set("left");
+    mesh.syncMembers(); // kept for LEFT_POOL_MS
+    set("alive");
+    mesh.syncMembers(); // back (restarted): a member again
+    vi.advanceTimersByTime(LEFT_POOL_MS / 4);
+    set("dead");
+    mesh.syncMembers(); // gone for good this time: its pool closes
+    expect(pools.has("B")).toBe(false);
+    set(undefined);
+    mesh.verify("B"); // named again: a stranger's pool while it proves its id
+    expect(pools.has("B")).toBe(true);
+    vi.advanceTimersByTime(LEFT_POOL_MS);
+    expect(pools.has("B")).toBe(true);
+    mesh.stop();
+  });
+});
