@@ -33,10 +33,11 @@ export const MAX_IN_FLIGHT = 8;
 export const MAX_STRANGER_POOLS = 64;
 export const MAX_VERIFYING = 256;
 /**
- * How long a member that left (its goodbye) keeps its pool as a stranger's: it drains what it took
- * and reads our final cancels meanwhile (abort-runs.ts), up to its own drain bound (`--drain-sec`).
+ * How long a member that left (its goodbye) keeps its pool as a stranger's: the final cancels it is
+ * owed go when it leaves (no answer of a non-member is taken: origin.ts `departed`), so this need only
+ * carry them, and a short hold keeps left members from filling the stranger pools that joiners need.
  */
-export const LEFT_POOL_MS = 60_000;
+export const LEFT_POOL_MS = 10_000;
 /** Backoff of a verification whose address did not answer: doubling from the first, up to the cap. */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 10_000;
