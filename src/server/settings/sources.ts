@@ -34,6 +34,11 @@ export const OTHER_ENV = {
   PREFIXMESH_GOSSIP_BENCH: "`1`: test/e2e/gossip-bytes.test.ts runs its measurement (skipped otherwise).",
   PREFIXMESH_GOSSIP_BENCH_WINDOW_MS:
     "test/e2e/gossip-bytes.test.ts: the measured window, ms (default 20000).",
+  PREFIXMESH_FUZZ_SEED: "test/server/boundary-fuzz.test.ts: added to every property's seed (default 0).",
+  PREFIXMESH_FUZZ_RUNS:
+    "test/server/boundary-fuzz.test.ts: multiplies every property's run count (default 1).",
+  PREFIXMESH_FUZZ_STATS:
+    "test/server/boundary-fuzz.test.ts: `1` prints how often each status came back; `2` with error messages.",
 } as const;
 
 export function envName(key: string): string {
