@@ -42,9 +42,7 @@ export class AbortReadBack {
    */
   async after(): Promise<void> {
     this.until = this.now() + this.boundMs;
-    this.running ??= this.loop().finally(() => {
-      this.running = undefined;
-    });
+    this.running ??= this.loop();
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((r) => {
       timer = setTimeout(r, ABORT_READ_WAIT_MS);
@@ -75,6 +73,16 @@ export class AbortReadBack {
   }
 
   private async loop(): Promise<void> {
+    try {
+      await this.reading(); // always awaits first, so `running` is set before this ends
+    } finally {
+      // Cleared as the loop ends, not a tick later: an abort in between would join a finished loop
+      // and get no read of its own.
+      this.running = undefined;
+    }
+  }
+
+  private async reading(): Promise<void> {
     for (let gap = ABORT_READ_GAP_MS, first = true; !this.closed; first = false) {
       if (!first) {
         if (this.now() + gap > this.until) return;
