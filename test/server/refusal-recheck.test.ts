@@ -6,7 +6,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
@@ -17,6 +16,7 @@ import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { nodeWithPeerDouble, type StaticPeerDouble } from "./static-peer-double.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pm-recheck-"));
 const secret = randomBytes(32);
@@ -27,11 +27,9 @@ writeFileSync(otherSecretFile, randomBytes(32).toString("hex"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const nodes: NodeHandle[] = [];
-let double: Server | undefined;
+const doubles: StaticPeerDouble[] = [];
 afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((n) => n.stop()));
-  await new Promise((r) => (double ? double.close(r) : r(undefined)));
-  double = undefined;
+  await Promise.all([...nodes.splice(0).map((n) => n.stop()), ...doubles.splice(0).map((d) => d.stop())]);
 });
 
 async function until(what: string, cond: () => boolean, ms = 15_000): Promise<void> {
@@ -56,35 +54,11 @@ interface View {
 const view = (n: NodeHandle) => n.runtime.clusterView() as unknown as View;
 
 describe("full mesh: a refused static peer is asked again", () => {
-  /** Node A (insecure) with static peer B: a double answering `GET /peer/hello` with `hello()`. */
+  /** Node A (insecure) with static peer B, a double (static-peer-double.ts), and short backoffs. */
   async function nodeWithPeer(hello: (model: string) => object, recheck: { firstMs: number; maxMs: number }) {
-    const [api, peerPort, bPort] = await Promise.all([0, 1, 2].map(() => freePort("127.0.0.1")));
-    let model = "";
-    const hellos: number[] = [];
-    double = createServer((req, res) => {
-      res.setHeader("content-type", "application/json");
-      if (req.url === "/peer/hello") hellos.push(Date.now());
-      res.end(req.url === "/peer/hello" ? JSON.stringify(hello(model)) : "{}");
-    });
-    await new Promise<void>((r) => double?.listen(bPort, "127.0.0.1", r));
-    const s = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "sim",
-        simTimeScale: "0.02",
-        gossip: "full",
-        insecure: true,
-        logLevel: "silent",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peerPort}`,
-        peers: `B=http://127.0.0.1:${bPort}`,
-      },
-      {},
-    );
-    const n = await startNode(s, { logger: pino({ level: "silent" }), recheck });
-    nodes.push(n);
-    model = n.runtime.modelId;
-    return { n, hellos };
+    const d = await nodeWithPeerDouble(hello, recheck);
+    doubles.push(d);
+    return { n: d.node, hellos: d.hellos };
   }
 
   it("admits a peer fixed after a wrong-cluster refusal, without a restart", async () => {

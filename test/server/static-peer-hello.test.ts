@@ -1,51 +1,18 @@
 /** A static peer becomes a member only if its hello matches: cluster, model, protocol, and a sound shape. */
-import { createServer, type Server } from "node:http";
-import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
-import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { nodeWithPeerDouble, type StaticPeerDouble } from "./static-peer-double.js";
 
-let node: NodeHandle | undefined;
-let peer: Server | undefined;
+let double: StaticPeerDouble | undefined;
 afterEach(async () => {
-  await node?.stop();
-  await new Promise((r) => (peer ? peer.close(r) : r(undefined)));
-  node = undefined;
-  peer = undefined;
+  await double?.stop();
+  double = undefined;
 });
 
-/**
- * Node A (insecure mode) with one static peer B: a test double, a plain HTTP server answering
- * `GET /peer/hello` with `hello` (an older or later build is one whose hello says so).
- */
-async function nodeWithPeerSaying(hello: (model: string) => object) {
-  const [api, peerPort, bPort] = await Promise.all([0, 1, 2].map(() => freePort("127.0.0.1")));
-  let model = "";
-  peer = createServer((req, res) => {
-    res.setHeader("content-type", "application/json");
-    res.end(req.url === "/peer/hello" ? JSON.stringify(hello(model)) : "{}");
-  });
-  await new Promise<void>((r) => peer?.listen(bPort, "127.0.0.1", r));
-  const s = resolveNodeSettings(
-    {
-      id: "A",
-      engine: "sim",
-      // The full mesh's check of its static peers (scuttlebutt verifies members itself:
-      // mesh-membership.test.ts).
-      gossip: "full",
-      insecure: true,
-      logLevel: "silent",
-      listen: `127.0.0.1:${api}`,
-      peerListen: `127.0.0.1:${peerPort}`,
-      peers: `B=http://127.0.0.1:${bPort}`,
-    },
-    {},
-  );
-  node = await startNode(s, { logger: pino({ level: "silent" }) });
-  model = node.runtime.modelId;
-  return node;
+async function nodeWithPeerSaying(hello: (model: string) => object): Promise<NodeHandle> {
+  double = await nodeWithPeerDouble(hello);
+  return double.node;
 }
 
 /** Waits until A has decided about B: refused (not a known peer) or verified (its hello noted). */
