@@ -372,15 +372,7 @@ describe("a peer that said goodbye drains what it took: it is still owed its fin
   });
 
   it("gossip mode: B's leave drops it from the members, so its answer is taken no more: the final cancel goes at once", () => {
-    const h = new Harness(["A", "B"], {
-      gossip: "scuttlebutt",
-      ...DAEMON_RECOVERY,
-      forwardAckTimeoutMs: ACK_MS,
-      forwardTimeoutMs: 30_000,
-      abortRuns: true,
-    });
-    h.warm("B", "warm1", prompt(1, 0));
-    h.advanceLive(3_000);
+    const h = daemonGossip(["A", "B"], ACK_MS, { abortRuns: true });
     h.client("A", "x1", prompt(7, 1));
     h.client("A", "r1", prompt(1, 1));
     h.deliver(forwardToB);
@@ -402,15 +394,7 @@ describe("a peer that said goodbye drains what it took: it is still owed its fin
   });
 
   it("gossip mode: an answer B sends after its leave answers nothing", () => {
-    const h = new Harness(["A", "B"], {
-      gossip: "scuttlebutt",
-      ...DAEMON_RECOVERY,
-      forwardAckTimeoutMs: ACK_MS,
-      forwardTimeoutMs: 30_000,
-      abortRuns: false,
-    });
-    h.warm("B", "warm1", prompt(1, 0));
-    h.advanceLive(3_000);
+    const h = daemonGossip(["A", "B"], ACK_MS, { abortRuns: false });
     h.client("A", "x1", prompt(7, 1));
     h.client("A", "r1", prompt(1, 1));
     h.deliver(forwardToB);

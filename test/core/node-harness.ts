@@ -344,12 +344,17 @@ export function warmPair(
  * `ids` as the daemon runs them under gossip "scuttlebutt" (answer recovery, an `ackMs` ack timeout),
  * B having served topic 1 and the gossip settled for 3 s.
  */
-export function daemonGossip(ids: readonly string[], ackMs: number): Harness {
+export function daemonGossip(
+  ids: readonly string[],
+  ackMs: number,
+  overrides: Partial<NodeConfigInput> = {},
+): Harness {
   const h = new Harness([...ids], {
     gossip: "scuttlebutt",
     ...DAEMON_RECOVERY,
     forwardAckTimeoutMs: ackMs,
     forwardTimeoutMs: 30_000,
+    ...overrides,
   });
   h.warm("B", "warm1", prompt(1, 0));
   h.advanceLive(3_000);
