@@ -33,6 +33,27 @@ export interface GaugeView {
   clientGone?: Record<string, Record<string, number>>;
   /** The node's own cumulative counts of engine runs aborted (nobody took the answer), by reason. */
   engineAborted?: Record<string, number>;
+  /** Candidate members refused now (asked again after a backoff), by the check's reason. */
+  refused?: Record<RefusalReason, number>;
+}
+
+/** The reasons a hello or credential check refuses a candidate for; anything else counts as `other`. */
+export const REFUSAL_REASONS = [
+  "wrong-cluster",
+  "wrong-model",
+  "wrong-protocol",
+  "wrong-gossip",
+  "wrong-id",
+  "malformed",
+  "no-credential",
+  "other",
+] as const;
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+
+/** The reason code a refusal's text starts with (`wrong-cluster: …`), or `other`. */
+export function refusalReason(text: string): RefusalReason {
+  const code = text.split(":", 1)[0] ?? "";
+  return (REFUSAL_REASONS as readonly string[]).includes(code) ? (code as RefusalReason) : "other";
 }
 
 export type NodeMetrics = ReturnType<typeof createMetrics>;
@@ -191,6 +212,17 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     const v = view();
     if (v) this.set(v.pushBackActive ? 1 : 0);
   });
+  g(
+    "prefixmesh_refused_members",
+    "Candidate members this node refuses now, by the check's reason (another cluster, model, protocol " +
+      "or --gossip mode, no credential, …); each is asked again after a backoff (/cluster `refused`)",
+    ["reason"],
+    function () {
+      const v = view();
+      if (!v?.refused) return;
+      for (const [reason, count] of Object.entries(v.refused)) this.set({ reason }, count);
+    },
+  );
   g(
     "prefixmesh_members",
     "Members this node knows, by state: live, suspected (silent, or not heard from yet), down",

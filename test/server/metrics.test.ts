@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createMetrics, type GaugeView } from "../../src/server/metrics.js";
+import { createMetrics, type GaugeView, refusalReason } from "../../src/server/metrics.js";
 
 describe("metrics: the cluster-view gauges", () => {
   it("build the view once per scrape and report what it says", async () => {
@@ -37,6 +37,18 @@ describe("metrics: the cluster-view gauges", () => {
     const second = await m.registry.metrics();
     expect(builds).toBe(2);
     expect(second).toContain('prefixmesh_tree_tokens{node="A"} 11');
+  });
+});
+
+describe("metrics: refused members by reason", () => {
+  it("labels a refusal by the check's code, anything else as other (bounded labels)", () => {
+    expect(refusalReason("wrong-gossip: peer 'B' runs --gossip full, this node scuttlebutt")).toBe(
+      "wrong-gossip",
+    );
+    expect(refusalReason("no-credential: 403")).toBe("no-credential");
+    expect(refusalReason("this node has no peer authentication")).toBe("other");
+    expect(refusalReason("wrong-clusterish: x")).toBe("other");
+    expect(refusalReason("")).toBe("other");
   });
 });
 

@@ -74,11 +74,21 @@ describe("full mesh: a refused static peer is asked again", () => {
     expect(refused[0]).toMatchObject({ id: "B", refusals: expect.any(Number) });
     expect(refused[0]?.reason).toMatch(/^wrong-cluster: /);
     expect(refused[0]?.recheckInMs).toBeLessThanOrEqual(400);
+    const refusedGauge = async (reason: string) => {
+      const text = await (await fetch(`${n.apiUrl}/metrics`)).text();
+      const line = text
+        .split("\n")
+        .find((l) => l.startsWith("prefixmesh_refused_members{") && l.includes(`reason="${reason}"`));
+      return line === undefined ? undefined : Number(line.split(" ").at(-1));
+    };
+    expect(await refusedGauge("wrong-cluster")).toBe(1);
+    expect(await refusedGauge("wrong-model")).toBe(0);
     cluster = "prefixmesh";
     await until("A admits B on a re-check", () => known());
     await until("B's hello noted", () => view(n).peers.find((p) => p.id === "B")?.promptText === false);
     expect(view(n).refused).toEqual([]);
     expect(n.runtime.admin.refusal("B")).toBeUndefined();
+    expect(await refusedGauge("wrong-cluster")).toBe(0);
   });
 
   it("asks a peer that stays wrong at most once per backoff period", async () => {

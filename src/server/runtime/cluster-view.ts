@@ -8,7 +8,7 @@ import type { PrefixNode } from "../../core/node/node.js";
 import type { PeerView } from "../../core/node/types.js";
 import type { RefusedView } from "../../core/refusals.js";
 import type { ProtocolRange } from "../../net/protocol-range.js";
-import type { GaugeView } from "../metrics.js";
+import { type GaugeView, REFUSAL_REASONS, type RefusalReason, refusalReason } from "../metrics.js";
 import { engineCacheStatus } from "./cache-predictions.js";
 import type { SeedView } from "./seed-states.js";
 
@@ -104,7 +104,7 @@ export class ClusterView {
         models: node.peerModels.of(p.id),
       })),
       // Candidates whose check refused them: why, and in how long each is asked again.
-      refused: [...(node.meshRefused() ?? []), ...(this.refusedPeers?.() ?? [])],
+      refused: this.refused(),
       ...(this.discovery ? { discovery: this.discovery() } : {}),
       // gossip "scuttlebutt": every member SWIM holds, with its status (dead ones while remembered).
       ...(mesh ? { gossip: "scuttlebutt", members: mesh } : {}),
@@ -159,7 +159,13 @@ export class ClusterView {
         hedged: s.abortedHedged,
         cancelled: s.abortedCancelled,
       },
+      refused: refusedCounts(this.refused()),
     };
+  }
+
+  /** Candidates refused now: SWIM's, and the full mesh's static peers. */
+  private refused(): RefusedView[] {
+    return [...(this.o.node.meshRefused() ?? []), ...(this.refusedPeers?.() ?? [])];
   }
 
   /** Requests this node has served in its current epoch (`/cluster`, and what its snapshots report). */
@@ -190,4 +196,11 @@ function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, numbe
     expired_forward: s.expiredForwards,
     hedged_answer: s.hedgedAnswers,
   };
+}
+
+/** Refusals counted by reason, every reason present (a series that drops to 0 stays 0, not gone). */
+function refusedCounts(refused: readonly RefusedView[]): Record<RefusalReason, number> {
+  const n = Object.fromEntries(REFUSAL_REASONS.map((r) => [r, 0])) as Record<RefusalReason, number>;
+  for (const r of refused) n[refusalReason(r.reason)]++;
+  return n;
 }
