@@ -131,6 +131,39 @@ describe.skipIf(!CHROMIUM)(
       expect(problems).toEqual([]);
     });
 
+    it("lists the candidates this node refuses, a peer's markup in a reason as text", async () => {
+      // A's own /cluster, with refusals added on the way to the page: what a real refusal puts there.
+      const p = await browser.newPage();
+      p.on("pageerror", (e) => problems.push(`refused page error: ${e.message}`));
+      const evil = "<img src=x id=injected>";
+      const refused = Array.from({ length: 7 }, (_, i) => ({
+        id: i === 0 ? "X" : `R${i}`,
+        reason:
+          i === 0 ? `wrong-cluster: peer 'X' belongs to cluster '${evil}', not 'test'` : "wrong-model: m",
+        refusals: 3,
+        refusedForMs: 5000,
+        recheckInMs: 25_000,
+      }));
+      await p.route("**/cluster", async (route) => {
+        const res = await route.fetch();
+        await route.fulfill({ response: res, json: { ...(await res.json()), refused } });
+      });
+      await p.goto(`${node("A").apiUrl}/?every=${PAGE_EVERY_MS}`);
+      const x = p.locator('#refused li[data-member="X"]');
+      await x.waitFor({ timeout: LONG });
+      expect(await x.locator(".code").textContent()).toBe("wrong-cluster");
+      expect(await x.locator(".reason").textContent()).toBe(
+        `peer 'X' belongs to cluster '${evil}', not 'test'`,
+      );
+      expect(await x.textContent()).toContain("3 refusals in a row · re-check in 25 s");
+      expect(await p.locator("#refused").textContent()).toContain("and 2 more");
+      expect(await p.locator("#injected").count()).toBe(0);
+      // Without refusals the page (any other node's) shows none.
+      expect(await page("B").locator("#refused").isHidden()).toBe(true);
+      await p.close();
+      expect(problems).toEqual([]);
+    });
+
     it("the charts update after requests are sent", async () => {
       // Three topics, each a long shared prefix: topic k enters first at node k (which keeps it),
       // then at every other node in turn, which affinity routing forwards to its holder.

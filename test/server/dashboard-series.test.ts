@@ -1,6 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  MAX_REFUSED_SHOWN,
+  recheckText,
+  refusedLines,
+  splitReason,
+} from "../../src/server/dashboard/refused.js";
+import {
   History,
   increase,
   parseMetrics,
@@ -207,5 +213,57 @@ describe("dashboard series: points over sliding windows", () => {
     expect(h.add(reading(1))).toBeUndefined();
     for (let t = 2; t < 20; t++) h.add(reading(t));
     expect(h.points).toHaveLength(5);
+  });
+});
+
+describe("dashboard: the refused candidates", () => {
+  const refused = (id: string, reason: string, refusals = 1, recheckInMs = 25_000) => ({
+    id,
+    reason,
+    refusals,
+    refusedForMs: 1000,
+    recheckInMs,
+  });
+
+  it("shows nothing when none is refused (or an older node says nothing)", () => {
+    expect(refusedLines([])).toEqual({ lines: [], more: 0 });
+    expect(refusedLines(undefined)).toEqual({ lines: [], more: 0 });
+  });
+
+  it("splits the reason into its code and the message in full, with the refusals and the re-check", () => {
+    const { lines, more } = refusedLines([
+      refused("B", "wrong-cluster: peer 'B' belongs to cluster 'x', not 'y'", 3, 25_000),
+      refused("C", "no-credential: missing", 1, 0),
+    ]);
+    expect(more).toBe(0);
+    expect(lines[0]).toEqual({
+      id: "B",
+      code: "wrong-cluster",
+      message: "peer 'B' belongs to cluster 'x', not 'y'",
+      refusals: "3 refusals in a row",
+      recheck: "re-check in 25 s",
+    });
+    expect(lines[1]).toMatchObject({
+      code: "no-credential",
+      refusals: "1 refusal in a row",
+      recheck: "re-check due",
+    });
+    expect(recheckText(2500)).toBe("re-check in 2.5 s");
+  });
+
+  it("keeps markup in a reason as text, and a reason without a code whole", () => {
+    const evil = "wrong-model: peer serves '<img src=x onerror=alert(1)>'";
+    expect(splitReason(evil)).toEqual({
+      code: "wrong-model",
+      message: "peer serves '<img src=x onerror=alert(1)>'",
+    });
+    expect(splitReason("<b>no code</b>: here")).toEqual({ code: "refused", message: "<b>no code</b>: here" });
+  });
+
+  it("lists a handful, then counts the rest", () => {
+    const many = Array.from({ length: MAX_REFUSED_SHOWN + 4 }, (_, i) => refused(`n${i}`, "wrong-gossip: x"));
+    const { lines, more } = refusedLines(many);
+    expect(lines.map((l) => l.id)).toEqual(many.slice(0, MAX_REFUSED_SHOWN).map((r) => r.id));
+    expect(more).toBe(4);
   });
 });

@@ -6,6 +6,7 @@
  * the page's Content-Security-Policy holds without inline styles or scripts.
  */
 import { colourOf, drawCharts } from "./charts.js";
+import { type RefusedEntry, refusedLines } from "./refused.js";
 import { History, parseMetrics, readingOf, servedByMember, WINDOWS } from "./series.js";
 
 interface PeerView {
@@ -39,6 +40,8 @@ interface ClusterView {
   peers: PeerView[];
   /** gossip "scuttlebutt": each --join seed and what became of it (runtime/seed-states.ts). */
   seeds?: SeedView[];
+  /** Candidates this node refuses (another cluster, model, protocol or mode; no credential). */
+  refused?: RefusedEntry[];
 }
 interface SeedView {
   seed: string;
@@ -164,6 +167,25 @@ function renderSeeds(v: ClusterView): void {
   const parts: (HTMLElement | string)[] = [el("b", "Seeds (--join): ")];
   for (const [i, item] of items.entries()) parts.push(...(i > 0 ? [" · ", item] : [item]));
   p.replaceChildren(...parts);
+}
+
+/** The candidates this node refuses, under the seeds: why (a peer's words: text only), and when asked again. */
+function renderRefused(v: ClusterView): void {
+  const box = $("refused");
+  const { lines, more } = refusedLines(v.refused);
+  box.hidden = lines.length === 0;
+  const items = lines.map((l) => {
+    const li = el("li");
+    li.dataset.member = l.id;
+    li.dataset.code = l.code;
+    li.append(el("b", l.id), " ", el("span", l.code, "code"), " ", el("span", l.message, "reason"));
+    li.append(el("span", ` · ${l.refusals} · ${l.recheck}`, "muted"));
+    return li;
+  });
+  if (more > 0) items.push(el("li", `and ${more} more`, "muted"));
+  const list = el("ul");
+  list.replaceChildren(...items);
+  box.replaceChildren(el("b", "Refused (not admitted as members):"), list);
 }
 
 /** The node's own counters (from /cluster), as a list of term / value pairs. */
@@ -299,6 +321,7 @@ async function tick(): Promise<void> {
     renderFacts(view);
     renderMembers(view);
     renderSeeds(view);
+    renderRefused(view);
     renderTotals(view);
   } catch (err) {
     error = describe(err);

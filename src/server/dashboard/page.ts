@@ -32,6 +32,7 @@ export const PAGE_HTML = `<!doctype html>
     <tbody></tbody>
   </table>
   <p class="small" id="seeds" hidden></p>
+  <div class="small" id="refused" hidden></div>
   <p class="muted small">Cached tokens: this node's own radix tree, and for a peer the estimate this node holds of
   its tree (from anti-entropy). A down peer's estimate is stale and not shown as current.</p>
 </section>
@@ -93,6 +94,9 @@ td.num { font-variant-numeric: tabular-nums; }
 .badge.unknown { background: var(--panel); color: var(--unknown); }
 .seed.joined { color: var(--live); }
 .seed.unreachable, .seed.unresolvable, .seed.refused { color: var(--suspected); }
+#refused ul { margin: 4px 0; padding-left: 18px; }
+#refused li { margin: 2px 0; overflow-wrap: anywhere; }
+.code { color: var(--suspected); font-weight: 600; font-family: ui-monospace, monospace; }
 tr.down td:not(:nth-child(2)) { color: var(--muted); }
 .stale { color: var(--muted); font-style: italic; }
 .yes { color: var(--suspected); font-weight: 600; }
