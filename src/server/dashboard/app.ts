@@ -6,7 +6,7 @@
  * the page's Content-Security-Policy holds without inline styles or scripts.
  */
 import { colourOf, drawCharts } from "./charts.js";
-import { type RefusedEntry, refusedLines } from "./refused.js";
+import { fmtSec, type RefusedEntry, refusedLines } from "./refused.js";
 import { History, parseMetrics, readingOf, servedByMember, WINDOWS } from "./series.js";
 
 interface PeerView {
@@ -69,7 +69,6 @@ function el(tag: string, text?: string | null, cls?: string): HTMLElement {
 }
 
 const fmtInt = (n: number) => Math.round(n).toLocaleString("en-US");
-const fmtSec = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
 
 const history = new History();
 let view: ClusterView | undefined;

@@ -37,11 +37,13 @@ export function splitReason(text: string): { code: string; message: string } {
   return m ? { code: m[1] as string, message: m[2] as string } : { code: "refused", message: text };
 }
 
-const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
+/** A duration for the page: one decimal under 10 s, whole seconds above (app.ts shares it). */
+export const fmtSec = (ms: number) =>
+  ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 
 /** When the candidate is asked again. */
 export function recheckText(ms: number): string {
-  return Number.isFinite(ms) && ms > 0 ? `re-check in ${seconds(ms)}` : "re-check due";
+  return Number.isFinite(ms) && ms > 0 ? `re-check in ${fmtSec(ms)}` : "re-check due";
 }
 
 /** The first `max` refused candidates as lines, and how many more there are. */
