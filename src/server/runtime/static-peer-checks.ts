@@ -13,6 +13,7 @@ import {
   type RecheckTiming,
   Refusals,
   type RefusedView,
+  recheckDelayMs,
   refusedView,
 } from "../../core/refusals.js";
 import { checkPeerHello, type HelloExpectation, type StaticPeer } from "../../net/discovery.js";
@@ -40,12 +41,14 @@ export interface StaticPeerCheckOptions {
 export class StaticPeerChecks {
   private readonly refusals: Refusals<string>;
   private readonly waits: RecheckWaits;
+  private readonly timing: RecheckTiming;
 
   constructor(
     private readonly peers: readonly StaticPeer[],
     private readonly o: StaticPeerCheckOptions,
   ) {
-    this.refusals = new Refusals(o.timing ?? DEFAULT_RECHECK, Math.max(1, peers.length));
+    this.timing = o.timing ?? DEFAULT_RECHECK;
+    this.refusals = new Refusals(this.timing, Math.max(1, peers.length));
     this.waits = o.waits ?? new RecheckWaits();
   }
 
@@ -95,8 +98,9 @@ export class StaticPeerChecks {
           const refused = this.refusals.get(id);
           if (refused === undefined) unanswered++;
           const waitMs = refused
-            ? Math.max(UNANSWERED_RETRY_MS, refused.recheckAt - refused.refusedAt)
+            ? Math.max(UNANSWERED_RETRY_MS, recheckDelayMs(this.timing, refused.refusals))
             : UNANSWERED_RETRY_MS;
+          if (refused) this.refusals.postpone(id, this.o.now() + waitMs);
           if (!(await this.waits.wait(waitMs))) return;
           continue;
         }
