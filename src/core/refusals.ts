@@ -102,6 +102,15 @@ export class Refusals<K> {
     return r;
   }
 
+  /**
+   * A re-check of `key` got no answer (the candidate restarting, say): it stays refused, its backoff
+   * unchanged, and is asked again at `at`, which its view then shows rather than "due".
+   */
+  postpone(key: K, at: number): void {
+    const r = this.book.get(key);
+    if (r !== undefined && at > r.recheckAt) r.recheckAt = at;
+  }
+
   /** It passed a check: forgotten (a later refusal starts the backoff over). */
   forget(key: K): void {
     this.book.delete(key);

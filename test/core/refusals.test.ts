@@ -21,6 +21,18 @@ describe("refusal backoff", () => {
     expect(recheckDelayMs(DEFAULT_RECHECK, 1_000)).toBe(RECHECK_MAX_MS);
   });
 
+  test("a re-check that got no answer postpones the next without growing the backoff", () => {
+    const r = new Refusals<string>(timing);
+    r.refuse("x", "wrong-cluster", 0);
+    r.postpone("x", 250);
+    expect(r.get("x")).toMatchObject({ recheckAt: 250, refusals: 1, refusedAt: 0 });
+    expect(r.mayCheck("x", 249)).toBe(false);
+    r.postpone("x", 200); // never earlier
+    expect(r.get("x")?.recheckAt).toBe(250);
+    r.postpone("y", 1_000); // not refused: nothing to postpone
+    expect(r.has("y")).toBe(false);
+  });
+
   test("a refused key may be checked only once its wait ran out, and a pass starts the backoff over", () => {
     const r = new Refusals<string>(timing);
     expect(r.mayCheck("x", 0)).toBe(true);

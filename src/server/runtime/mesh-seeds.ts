@@ -15,6 +15,7 @@ import { probeAddresses } from "../../net/probe-addresses.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
 import type { MeshPeers } from "./mesh-peers.js";
+import type { RecheckWaits } from "./recheck-waits.js";
 import { SeedStates, UNRESOLVED } from "./seed-states.js";
 
 export const MAX_JOIN = MAX_SEEDS;
@@ -41,6 +42,8 @@ export interface SeedOptions {
   isStopping(): boolean;
   /** When a refused seed is asked again (default DEFAULT_RECHECK). */
   recheck?: RecheckTiming;
+  /** The waits between hellos: stopped with the node, so none outlives it (default: plain timers). */
+  waits?: RecheckWaits;
 }
 
 /**
@@ -113,7 +116,9 @@ async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Prom
         }
       }
     }
-    await new Promise((res) => setTimeout(res, waitMs).unref());
+    if (o.waits) {
+      if (!(await o.waits.wait(waitMs))) return;
+    } else await new Promise((res) => setTimeout(res, waitMs).unref());
   }
 }
 

@@ -44,6 +44,7 @@ import { parseJoin, resolveSeeds } from "./mesh-seeds.js";
 import { NodeRuntime } from "./node-runtime.js";
 import { peerFaultDouble } from "./peer-fault-double.js";
 import { holdPorts } from "./port-hold.js";
+import { RecheckWaits } from "./recheck-waits.js";
 import { StaticPeerChecks } from "./static-peer-checks.js";
 
 export interface NodeHandle {
@@ -306,10 +307,12 @@ export async function startNode(
   // SWIM verifies its members itself (mesh-peers.ts); the full mesh checks its static peers here.
   const expect = { cluster: clusterId, model: helloModel, self: s.id, authMode: auth.mode, gossip: s.gossip };
   const timing = recheckTiming(opts.recheck);
+  // Refused peers and seeds wait minutes between hellos: stop() ends those waits with the node.
+  const waits = new RecheckWaits();
   if (!mesh) {
-    const checks = new StaticPeerChecks(peers, { client, runtime, logger, expect, now, timing });
+    const checks = new StaticPeerChecks(peers, { client, runtime, logger, expect, now, timing, waits });
     runtime.view.setRefused(() => checks.view());
-    checks.start();
+    void checks.start();
   }
   if (mesh) {
     const seeds = resolveSeeds(join, {
@@ -319,6 +322,7 @@ export async function startNode(
       expect,
       isStopping: () => runtime.isStopping,
       recheck: timing,
+      waits,
     });
     runtime.view.setSeeds(() => seeds.view());
   }
@@ -363,6 +367,7 @@ export async function startNode(
     stopping ??= (async () => {
       logger.info({}, "shutting down: refusing new requests, draining in-flight work");
       dns?.stop();
+      waits.stop();
       const apiClosed = closeQuietly(api);
       await runtime.shutdown(s.drainSec * 1000);
       await closeWithGrace(api.server, apiClosed, ANSWER_GRACE_MS);

@@ -13,6 +13,7 @@ import {
   type RecheckTiming,
   Refusals,
   type RefusedView,
+  recheckDelayMs,
   refusedView,
 } from "../../core/refusals.js";
 import { checkPeerHello, type HelloExpectation, type StaticPeer } from "../../net/discovery.js";
@@ -20,6 +21,7 @@ import { type PeerClient, TransportError } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
 import { refusedNow } from "./mesh-peers.js";
 import type { NodeRuntime } from "./node-runtime.js";
+import { RecheckWaits } from "./recheck-waits.js";
 
 /** Hellos tried (one a second) while a peer does not answer at all, before it is left alone. */
 const MAX_UNANSWERED = 600;
@@ -32,20 +34,27 @@ export interface StaticPeerCheckOptions {
   expect: Omit<HelloExpectation, "peerId">;
   now: () => number;
   timing?: RecheckTiming;
+  /** The waits between hellos: stopped with the node, so none outlives it. */
+  waits?: RecheckWaits;
 }
 
 export class StaticPeerChecks {
   private readonly refusals: Refusals<string>;
+  private readonly waits: RecheckWaits;
+  private readonly timing: RecheckTiming;
 
   constructor(
     private readonly peers: readonly StaticPeer[],
     private readonly o: StaticPeerCheckOptions,
   ) {
-    this.refusals = new Refusals(o.timing ?? DEFAULT_RECHECK, Math.max(1, peers.length));
+    this.timing = o.timing ?? DEFAULT_RECHECK;
+    this.refusals = new Refusals(this.timing, Math.max(1, peers.length));
+    this.waits = o.waits ?? new RecheckWaits();
   }
 
-  start(): void {
-    for (const p of this.peers) void this.check(p.id);
+  /** Checks every peer in the background; the promise settles once every check has ended. */
+  start(): Promise<void> {
+    return Promise.all(this.peers.map((p) => this.check(p.id))).then(() => {});
   }
 
   /** The static peers refused now: why, and when each is asked again. */
@@ -58,7 +67,7 @@ export class StaticPeerChecks {
     const { client, runtime, logger } = this.o;
     let garbled = false;
     for (let unanswered = 0; unanswered < MAX_UNANSWERED; ) {
-      if (runtime.isStopping) return;
+      if (runtime.isStopping || this.waits.stopped) return;
       let refusal: { reason: string; message: string } | undefined;
       try {
         const hello = await client.hello(id);
@@ -88,11 +97,11 @@ export class StaticPeerChecks {
           // again after its backoff, for as long as this node runs: never given up on while refused.
           const refused = this.refusals.get(id);
           if (refused === undefined) unanswered++;
-          await this.sleep(
-            refused
-              ? Math.max(UNANSWERED_RETRY_MS, refused.recheckAt - refused.refusedAt)
-              : UNANSWERED_RETRY_MS,
-          );
+          const waitMs = refused
+            ? Math.max(UNANSWERED_RETRY_MS, recheckDelayMs(this.timing, refused.refusals))
+            : UNANSWERED_RETRY_MS;
+          if (refused) this.refusals.postpone(id, this.o.now() + waitMs);
+          if (!(await this.waits.wait(waitMs))) return;
           continue;
         }
       }
@@ -104,11 +113,7 @@ export class StaticPeerChecks {
       );
       runtime.admin.refusePeer(id, refusal.message);
       unanswered = 0;
-      await this.sleep(waitMs);
+      if (!(await this.waits.wait(waitMs))) return;
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((res) => setTimeout(res, ms).unref());
   }
 }
