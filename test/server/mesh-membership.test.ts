@@ -12,15 +12,14 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { initCa, issueNodeCert } from "../../src/net/auth/ca.js";
-import { signPeerRequest } from "../../src/net/auth/hmac.js";
 import { opensslAvailable } from "../../src/net/auth/openssl.js";
-import { encodeMesh, MESH_PATH } from "../../src/net/mesh-wire.js";
 import { TransportError } from "../../src/net/transport-client.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { definiteRefusal, refusedNow, UNAUTHENTICATED_TRIES } from "../../src/server/runtime/mesh-peers.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { relaySays } from "./mesh-relay.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pm-mesh-"));
 const secretA = randomBytes(32);
@@ -97,29 +96,6 @@ const meshRejections = async (n: NodeHandle) => {
   return Number(m?.[1] ?? 0);
 };
 
-/** A swim `gossip` naming `id` alive at `url`, signed with the cluster's secret by a node `R` (the relay). */
-async function relaySays(to: NodeHandle, id: string, url: string): Promise<number> {
-  const body = encodeMesh(
-    { channel: "swim", msg: { type: "gossip", updates: [{ id, status: "alive", incarnation: 0 }] } },
-    [{ id, url }],
-  );
-  const headers = signPeerRequest({
-    secret: secretA,
-    sender: "R",
-    destination: to.runtime.nodeId,
-    method: "POST",
-    path: MESH_PATH,
-    body,
-    now: Date.now(),
-  });
-  const res = await fetch(`${to.peerUrl}${MESH_PATH}`, {
-    method: "POST",
-    body: Buffer.from(body),
-    headers: { ...headers, "content-type": "application/octet-stream" },
-  });
-  return res.status;
-}
-
 describe("gossip scuttlebutt: membership by verified contact", () => {
   it("a seed whose name does not resolve: the node starts, serves alone, says so, and keeps trying", async () => {
     const lines: string[] = [];
@@ -157,7 +133,7 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
     // An impostor with another secret joins through A: its requests are refused (401), it never joins.
     const m = await start("M", { join: hostPort(a), secret: otherSecretFile });
     // A relay (holding the secret) says M is alive at M's real address: A asks M to prove its id.
-    expect(await relaySays(a, "M", m.peerUrl)).toBe(204);
+    expect(await relaySays(secretA, a, "M", m.peerUrl)).toBe(204);
     for (const t0 = Date.now(); (await meshRejections(a)) < 1; ) {
       if (Date.now() - t0 > 10_000) throw new Error("A never refused M");
       await new Promise((r) => setTimeout(r, 20));
@@ -170,7 +146,7 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
       res.end(JSON.stringify({ id: "X", cluster: "prefixmesh", model, protocol: PROTOCOL_VERSION }));
     });
     await new Promise<void>((r) => fake?.listen(xPort, "127.0.0.1", r));
-    expect(await relaySays(b, "X", `http://127.0.0.1:${xPort}`)).toBe(204);
+    expect(await relaySays(secretA, b, "X", `http://127.0.0.1:${xPort}`)).toBe(204);
     for (const t0 = Date.now(); (await meshRejections(b)) < 1; ) {
       if (Date.now() - t0 > 10_000) throw new Error("B never refused X");
       await new Promise((r) => setTimeout(r, 20));
@@ -200,7 +176,7 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
     const a = await start("A");
     // F holds the secret and serves our model, but its mesh is the full one: it gossips no SWIM.
     const f = await start("F", { gossip: "full" });
-    expect(await relaySays(a, "F", f.peerUrl)).toBe(204);
+    expect(await relaySays(secretA, a, "F", f.peerUrl)).toBe(204);
     for (const t0 = Date.now(); (await meshRejections(a)) < 1; ) {
       if (Date.now() - t0 > 10_000) throw new Error("A never refused F");
       await new Promise((r) => setTimeout(r, 20));

@@ -10,12 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { signPeerRequest } from "../../src/net/auth/hmac.js";
-import { encodeMesh, MESH_PATH } from "../../src/net/mesh-wire.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { relaySays } from "./mesh-relay.js";
 import { nodeWithPeerDouble, type StaticPeerDouble } from "./static-peer-double.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pm-recheck-"));
@@ -190,33 +189,10 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
   const isMember = (n: NodeHandle, id: string) =>
     view(n).members?.some((m) => m.id === id && m.status === "alive") === true;
 
-  /** A swim `gossip` naming `id` alive at `url`, signed with the cluster's secret by a relay `R`. */
-  async function relaySays(to: NodeHandle, id: string, url: string): Promise<number> {
-    const body = encodeMesh(
-      { channel: "swim", msg: { type: "gossip", updates: [{ id, status: "alive", incarnation: 0 }] } },
-      [{ id, url }],
-    );
-    const headers = signPeerRequest({
-      secret,
-      sender: "R",
-      destination: to.runtime.nodeId,
-      method: "POST",
-      path: MESH_PATH,
-      body,
-      now: Date.now(),
-    });
-    const res = await fetch(`${to.peerUrl}${MESH_PATH}`, {
-      method: "POST",
-      body: Buffer.from(body),
-      headers: { ...headers, "content-type": "application/octet-stream" },
-    });
-    return res.status;
-  }
-
   it("a member refused for another cluster is admitted once it comes back fixed", async () => {
     const { n: a } = await start("A");
     const { n: b1, peer } = await start("B", { cluster: "other" });
-    expect(await relaySays(a, "B", b1.peerUrl)).toBeLessThan(300);
+    expect(await relaySays(secret, a, "B", b1.peerUrl)).toBeLessThan(300);
     await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"));
     expect(view(a).refused.find((r) => r.id === "B")?.reason).toMatch(/^wrong-cluster: /);
     expect(isMember(a, "B")).toBe(false);
@@ -249,7 +225,7 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     // A relay keeps saying E is alive: each saying past E's backoff starts a fresh check, which fails.
     for (const t0 = Date.now(); refusals() < 2; ) {
       if (Date.now() - t0 > 30_000) throw new Error("timed out: A re-checks E");
-      expect(await relaySays(a, "E", e.peerUrl)).toBeLessThan(300);
+      expect(await relaySays(secret, a, "E", e.peerUrl)).toBeLessThan(300);
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(view(a).refused.find((r) => r.id === "E")?.reason).toMatch(/^no-credential: /);

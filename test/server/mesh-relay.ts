@@ -1,0 +1,30 @@
+/**
+ * A relay's word, as SWIM carries it: a `gossip` naming `id` alive at `url`, signed with the cluster's
+ * `secret` by a node `R` that is no member. What a node must do with it is verify `id` itself.
+ */
+import { signPeerRequest } from "../../src/net/auth/hmac.js";
+import { encodeMesh, MESH_PATH } from "../../src/net/mesh-wire.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+
+/** Posts the relay's gossip to `to`'s peer port; resolves to the HTTP status. */
+export async function relaySays(secret: Buffer, to: NodeHandle, id: string, url: string): Promise<number> {
+  const body = encodeMesh(
+    { channel: "swim", msg: { type: "gossip", updates: [{ id, status: "alive", incarnation: 0 }] } },
+    [{ id, url }],
+  );
+  const headers = signPeerRequest({
+    secret,
+    sender: "R",
+    destination: to.runtime.nodeId,
+    method: "POST",
+    path: MESH_PATH,
+    body,
+    now: Date.now(),
+  });
+  const res = await fetch(`${to.peerUrl}${MESH_PATH}`, {
+    method: "POST",
+    body: Buffer.from(body),
+    headers: { ...headers, "content-type": "application/octet-stream" },
+  });
+  return res.status;
+}
