@@ -1,5 +1,6 @@
 /** A refused static peer or seed waits minutes for its re-check: stopping the node ends that wait. */
 import { describe, expect, it } from "vitest";
+import type { RecheckTiming } from "../../src/core/refusals.js";
 import type { PeerClient } from "../../src/net/transport-client.js";
 import { TransportError } from "../../src/net/transport-error.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
@@ -23,6 +24,25 @@ async function until(what: string, cond: () => boolean, ms = 10_000): Promise<vo
   }
 }
 
+/** The static-peer check of B, asked through `client`, with its waits (a runtime double that admits). */
+function staticChecks(client: PeerClient, timing: RecheckTiming) {
+  const runtime = {
+    isStopping: false,
+    admin: { refusePeer: () => {}, notePeerHello: () => {}, readmitPeer: () => false },
+  } as unknown as NodeRuntime;
+  const waits = new RecheckWaits();
+  const checks = new StaticPeerChecks([{ id: "B", url: "http://127.0.0.1:1" }], {
+    client,
+    runtime,
+    logger: quiet,
+    expect: expectHello,
+    now: Date.now,
+    timing,
+    waits,
+  });
+  return { checks, waits };
+}
+
 describe("re-check waits", () => {
   it("a refused static peer's check ends when its waits are stopped, not after its backoff", async () => {
     let hellos = 0;
@@ -32,20 +52,7 @@ describe("re-check waits", () => {
         return otherCluster;
       },
     } as unknown as PeerClient;
-    const runtime = {
-      isStopping: false,
-      admin: { refusePeer: () => {}, notePeerHello: () => {}, readmitPeer: () => false },
-    } as unknown as NodeRuntime;
-    const waits = new RecheckWaits();
-    const checks = new StaticPeerChecks([{ id: "B", url: "http://127.0.0.1:1" }], {
-      client,
-      runtime,
-      logger: quiet,
-      expect: expectHello,
-      now: Date.now,
-      timing: LONG,
-      waits,
-    });
+    const { checks, waits } = staticChecks(client, LONG);
     let ended = false;
     void Promise.resolve(checks.start()).then(() => {
       ended = true;
@@ -93,20 +100,7 @@ describe("re-check waits", () => {
         throw new TransportError("connection", "connect ECONNREFUSED 127.0.0.1:1");
       },
     } as unknown as PeerClient;
-    const runtime = {
-      isStopping: false,
-      admin: { refusePeer: () => {}, notePeerHello: () => {}, readmitPeer: () => false },
-    } as unknown as NodeRuntime;
-    const waits = new RecheckWaits();
-    const checks = new StaticPeerChecks([{ id: "B", url: "http://127.0.0.1:1" }], {
-      client,
-      runtime,
-      logger: quiet,
-      expect: expectHello,
-      now: Date.now,
-      timing: { firstMs: 300, maxMs: 60_000, afterChangeMs: 2_000 },
-      waits,
-    });
+    const { checks, waits } = staticChecks(client, { firstMs: 300, maxMs: 60_000, afterChangeMs: 2_000 });
     void checks.start();
     try {
       // The re-check (after 300 ms) found nobody: the next is a backoff (at least 1 s) away, and
