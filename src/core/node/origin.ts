@@ -569,8 +569,15 @@ export class Origin {
    * yet); not sent when it answered an error, departed, restarted or left the membership (nothing to
    * drop, or nobody), and put off while a hedge on that attempt may still want its answer (endHedge).
    */
-  fallback(reqId: string, out: Effect[], cancelTimer: boolean, cancel: boolean, timedOut = cancel): void {
-    const p = this.endAttempt(reqId, out, cancelTimer, cancel, timedOut);
+  fallback(
+    reqId: string,
+    out: Effect[],
+    cancelTimer: boolean,
+    cancel: boolean,
+    timedOut = cancel,
+    left = false,
+  ): void {
+    const p = this.endAttempt(reqId, out, cancelTimer, cancel, timedOut, left);
     p.fallbacks++;
     this.counters.fallbacks++;
   }
@@ -588,9 +595,7 @@ export class Origin {
     for (const p of this.pending.values()) {
       for (const a of p.abandoned ?? []) if (a.to === peer) a.left = true;
       if (p.current === peer) {
-        this.endAttempt(p.reqId, out, true, false, false, true);
-        p.fallbacks++;
-        this.counters.fallbacks++;
+        this.fallback(p.reqId, out, true, false, false, true);
         moved.push(p.reqId);
       }
       if (!answers) owedCancels(p, this.reachable, out, (a) => a.to === peer);
