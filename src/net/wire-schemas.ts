@@ -96,6 +96,13 @@ const errorWire = z.object({
   ...reqRef,
   error: z.string().max(4096),
   retryable: z.boolean(),
+  /** A refusal for fit: the sender's limits (optional: older peers send none; older nodes drop it). */
+  limits: z
+    .object({
+      contextTokens: z.number().int().min(1).max(100_000_000).optional(),
+      maxTokens: z.number().int().min(1).max(100_000_000).optional(),
+    })
+    .optional(),
 });
 /**
  * Messages sent on their own (POST /peer/message): replies without an open stream, goodbye, and the

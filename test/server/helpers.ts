@@ -7,13 +7,20 @@ import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { modelOf, postCompletion } from "../api-client.js";
 import { startPair } from "../node-pair.js";
 
+type Settings = Record<string, unknown>;
+
 /**
  * Two in-process nodes A and B peered with each other (insecure, loopback), the simulated engine
- * time-scaled unless `engines` gives others, fast anti-entropy; `extra` overrides node settings.
+ * time-scaled unless `engines` gives others, fast anti-entropy; `extra` overrides node settings,
+ * `own` one node's.
  */
-export async function pair(extra: Record<string, unknown>, engines: { A?: Engine; B?: Engine } = {}) {
+export async function pair(
+  extra: Settings,
+  engines: { A?: Engine; B?: Engine } = {},
+  own: { A?: Settings; B?: Settings } = {},
+) {
   const common = { engine: "sim", pollMs: "50", simTimeScale: "0.02", ...extra };
-  return startPair(() => common, [engines.A, engines.B]);
+  return startPair((i) => ({ ...common, ...(i === 0 ? own.A : own.B) }), [engines.A, engines.B]);
 }
 
 /** Test-only engine: the simulator's at the default cost profile, a thousand times faster. */
@@ -38,12 +45,14 @@ export async function routedPair(
   prefix: string,
   engines: { A?: Engine; B?: Engine },
   o: {
-    extra?: Record<string, unknown>;
+    extra?: Settings;
+    /** One node's own settings (`pair`'s `own`). */
+    own?: { A?: Settings; B?: Settings };
     ready?: (b: PeerRow) => boolean;
     onStart: (a: NodeHandle, b: NodeHandle) => void;
   },
 ) {
-  const [a, b] = await pair({ policy: "affinity", ...o.extra }, engines);
+  const [a, b] = await pair({ policy: "affinity", ...o.extra }, engines, o.own);
   o.onStart(a, b);
   const model = await modelOf(b.apiUrl);
   await postCompletion(b.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });

@@ -26,6 +26,8 @@ export abstract class NodeRouting extends NodeViews {
       // pushBackByCache: a pushing-back peer is judged once its match is known (below).
       const later = this.byCache(depth, id) ? Number.POSITIVE_INFINITY : 0;
       if (!this.routable(id, now, depth, later) || !this.peerModels.serves(id, request.model)) continue;
+      // A peer that said the request exceeds its limits (peer-limits.ts) would only refuse it.
+      if (!this.origin.limits.fits(id, request)) continue;
       const unreported = this.origin.unreportedTo(id, now);
       peers.push(peerCandidate(id, this.antiEntropy.load(id), unreported, this.origin.targets, now));
     }
@@ -65,8 +67,12 @@ export abstract class NodeRouting extends NodeViews {
     return selfDepth > this.config.pushBackQueueThreshold * speedOutsideDeadband(w);
   }
 
-  /** `routable` for a planned peer of a pending request of ours (its cache's saving counted). */
+  /**
+   * `routable` for a planned peer of a pending request of ours (its cache's saving counted), if the
+   * request fits its limits (a plan made before it said them).
+   */
   protected routableFor(reqId: string, to: NodeId, now: number): boolean {
+    if (!this.origin.limits.fits(to, this.origin.requestOf(reqId))) return false;
     const depth = this.executor.queueDepth();
     if (!this.byCache(depth, to) || now >= this.antiEntropy.load(to).pushBackUntil)
       return this.routable(to, now);

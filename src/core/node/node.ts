@@ -252,6 +252,7 @@ export class PrefixNode extends NodeRouting {
   private failPendingTo(to: NodeId, now: number, out: Effect[], epoch?: number): void {
     // Hedges first: a request failing over may queue here at once, and must not re-ask `to`.
     this.origin.endHedgesTo(to, out, epoch);
+    this.origin.limits.forget(to); // it may come back with other limits
     for (const reqId of this.origin.lostTo(to, epoch)) this.failOver(reqId, now, out, true, false);
   }
 

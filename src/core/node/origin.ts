@@ -26,6 +26,7 @@ import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
 import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
 import { AnsweredRuns, askAgain, hedgeCancel, hedgeOf, hedgeOn, hedgeTimer } from "./hedge.js";
+import { exceedsLimits, PeerLimits, saidLimits } from "./peer-limits.js";
 import {
   type Abandoned,
   forwardTimer,
@@ -100,6 +101,8 @@ export class Origin {
   private readonly acks: ForwardAcks;
   /** What each peer's answers to our forwards earned it (trust.ts): node.ts asks `routable`. */
   readonly trust: Trust;
+  /** What each peer said a forward must fit (peer-limits.ts): node.ts routes only what fits. */
+  readonly limits = new PeerLimits();
   /** Answers of peers kept to recompute when idle (spot-check.ts). */
   readonly spot: SpotChecks;
   /** Requests whose client hung up (client-gone.ts): node.ts checks that none is replied to. */
@@ -130,6 +133,7 @@ export class Origin {
     this.answeredRuns.clear();
     this.targets.reset(ids);
     this.trust.reset(ids);
+    this.limits.clear();
     this.spot.reset();
     this.gone.clear();
     this.counters = originCounters();
@@ -187,11 +191,12 @@ export class Origin {
   removePeer(id: NodeId): void {
     this.targets.remove(id);
     this.trust.remove(id);
+    this.limits.forget(id);
   }
 
   /** Its part of the peer's `PeerView`. */
-  peerView(id: NodeId): Pick<PeerView, "rttMs" | "acksForwards" | "trust"> {
-    return { ...this.targets.view(id), trust: this.trust.view(id) };
+  peerView(id: NodeId): Pick<PeerView, "rttMs" | "acksForwards" | "trust" | "limits"> {
+    return { ...this.targets.view(id), trust: this.trust.view(id), limits: this.limits.of(id) };
   }
 
   /** Without settings: the configured ones if they are for this policy, else its defaults. */
@@ -795,8 +800,12 @@ export class Origin {
     this.hedgeRefused(from, msg, out);
     const p = this.current(from, msg);
     if (!p) return this.late(false);
-    // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer.
-    if (isLoadRefusal(msg.error)) this.trust.refused(from, this.deps.now());
+    // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer, nor
+    // does a refusal of what exceeds its limits (kept: what does not fit goes elsewhere from now on).
+    const limits = saidLimits(msg);
+    if (limits !== undefined && (exceedsLimits(p.request, limits) || p.request.tokenizer !== undefined))
+      this.limits.learn(from, limits);
+    else if (isLoadRefusal(msg.error)) this.trust.refused(from, this.deps.now());
     else if (!PROTOCOL_REFUSALS.has(msg.error)) this.trust.failed(from, attemptKey(p), this.deps.now());
     // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.
     this.fallback(p.reqId, out, true, false);

@@ -131,7 +131,8 @@ export interface ServedTiming {
  *   the request, late) unless the cancel is `final` (abort-runs.ts): then it may be aborted.
  *   Optional to handle: a peer that ignores it is still correct, it only wastes the work.
  * - `result` / `error`: the answer to a `forward`, echoing reqId + attempt.
- *   `retryable` errors (overload, engine failure) make the origin try its next candidate.
+ *   `retryable` errors (overload, engine failure) make the origin try its next candidate. A refusal
+ *   of a forward that does not fit the receiver (its context or max_tokens ceiling) says `limits`.
  * - `goodbye`: the sender is leaving gracefully; peers stop routing to it at once.
  */
 export type PeerMessage =
@@ -187,8 +188,25 @@ export type PeerMessage =
       timing: ServedTiming;
       queueDepth?: number;
     }
-  | { type: "error"; reqId: string; attempt: number; error: string; retryable: boolean }
+  | {
+      type: "error";
+      reqId: string;
+      attempt: number;
+      error: string;
+      retryable: boolean;
+      /** A refusal because the forward does not fit the sender: its limits (older peers send none). */
+      limits?: ForwardLimits;
+    }
   | { type: "goodbye" };
+
+/**
+ * What a forward must fit at the node serving it: its engine's context (prompt + maxTokens) and its
+ * own max_tokens ceiling. Said with a refusal of a forward that exceeds them (peer-limits.ts).
+ */
+export interface ForwardLimits {
+  contextTokens?: number;
+  maxTokens?: number;
+}
 
 /**
  * `gossip: "scuttlebutt"`'s own traffic, apart from the request path: SWIM membership (swim/) and
@@ -334,6 +352,8 @@ export interface PeerView {
   acksForwards: boolean;
   /** What its answers to our forwards earned it (trust.ts); undefined for a peer we do not track. */
   trust: TrustView | undefined;
+  /** What it said a forward must fit, refusing one of ours that did not (peer-limits.ts); undefined: nothing. */
+  limits?: ForwardLimits | undefined;
   /**
    * gossip "scuttlebutt": a member SWIM declared dead or saw leave, shown while SWIM remembers it
    * (no longer a member: its estimate is dropped): ms since it went.

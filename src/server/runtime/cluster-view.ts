@@ -98,6 +98,8 @@ export class ClusterView {
         served: this.o.peerServed(p.id),
         /** Peer trust: score in [0, 1] and breaker state (closed, open, half-open), failures, refusals. */
         trust: p.trust ?? null,
+        /** What it said a forward must fit (`contextTokens`, `maxTokens`: its ceiling), refusing one; null: nothing. */
+        limits: p.limits ?? null,
         /** Forwards to it carry the prompt text (false once its hello said its engine needs tokens only). */
         promptText: this.o.sendsPromptText(p.id),
         /** The models its hello advertised (empty: not heard yet). */

@@ -63,6 +63,8 @@ export interface NodeRuntimeOptions {
   maxPending?: number;
   /** Longest a forward's answer stream stays open (well past the origin's forward timeout). */
   forwardStreamTtlMs?: number;
+  /** Largest max_tokens a peer's forward may ask (`--max-tokens-ceiling`); none: no bound. */
+  maxTokensCeiling?: number;
   /** Policy names the node accepts (for the admin switch). */
   policies?: readonly string[];
   /** Monotonic ms (default: wall-clock origin + performance.now()). */

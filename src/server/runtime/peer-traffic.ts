@@ -5,7 +5,7 @@
  * (transport-rules.ts: [Answer on the stream], [Transport acks]).
  */
 import type { Engine } from "../../core/engine.js";
-import type { NodeInput, PeerMessage, PeerMessageOf } from "../../core/node/types.js";
+import type { ForwardLimits, NodeInput, PeerMessage, PeerMessageOf } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
@@ -29,6 +29,8 @@ export interface PeerTrafficOptions {
   feed(input: NodeInput): void;
   /** Requests this node has served in its current epoch (rides on its snapshots: peer-served.ts). */
   ownServed(): number;
+  /** Largest maxTokens a forward may ask (`--max-tokens-ceiling`, as for our own clients); none: no bound. */
+  maxTokensCeiling?: number;
 }
 
 export class PeerTraffic {
@@ -99,14 +101,22 @@ export class PeerTraffic {
   }
 
   /**
-   * A forward in our own tokens goes to the node, unless it overflows the engine's context (read
-   * now: a remote server's may be learned after start). The origin checked its own context, but a
-   * peer's may be larger, or lie; an engine that does not check (the simulator) would decode the
-   * whole budget.
+   * A forward in our own tokens goes to the node, unless it exceeds our max_tokens ceiling or
+   * overflows the engine's context (read now: a remote server's may be learned after start). The
+   * origin checked its own limits, but a peer's may be larger, or lie: a peer's client must not hold
+   * our engine longer than our own clients may, and an engine that does not check (the simulator)
+   * would decode the whole budget. The refusal says our limits, so the origin routes such requests
+   * elsewhere from then on, without holding it against us (core peer-limits.ts).
    */
   private admit(from: string, msg: PeerMessageOf<"forward">, stream: { finish(m: PeerMessage): void }): void {
-    const over = contextOverflow(msg.request, this.o.engine.info.maxContextTokens);
-    if (over !== undefined) stream.finish(retryableError(msg, over));
+    const context = this.o.engine.info.maxContextTokens;
+    const ceiling = this.o.maxTokensCeiling;
+    const over = contextOverflow(msg.request, context) ?? ceilingOverflow(msg.request, ceiling);
+    const limits: ForwardLimits = {
+      contextTokens: context,
+      ...(ceiling === undefined ? {} : { maxTokens: ceiling }),
+    };
+    if (over !== undefined) stream.finish(retryableError(msg, over, limits));
     else this.o.feed({ type: "peer-message", from, msg });
   }
 
@@ -144,6 +154,12 @@ export class PeerTraffic {
       }
     }
   }
+}
+
+/** Why a forward's output budget exceeds a max_tokens ceiling of `ceiling` (none: no bound), if so. */
+export function ceilingOverflow(r: { maxTokens: number }, ceiling: number | undefined): string | undefined {
+  if (ceiling === undefined || r.maxTokens <= ceiling) return undefined;
+  return `maxTokens (${r.maxTokens}) exceeds this node's max_tokens ceiling of ${ceiling}`;
 }
 
 /** Why a forward's prompt plus its output budget does not fit a context of `context` tokens, if so. */

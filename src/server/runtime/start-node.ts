@@ -206,6 +206,7 @@ export async function startNode(
     clusterId,
     peerUrls,
     maxPending: s.maxPending,
+    maxTokensCeiling: s.maxTokensCeiling,
     adapters,
     forwardStreamTtlMs: s.forwardTimeoutMs * FORWARD_STREAM_TTL_FACTOR,
     policies: POLICY_NAMES,

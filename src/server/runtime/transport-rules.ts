@@ -48,12 +48,27 @@
  *   what is still open at the end of the drain is answered retryable (node-runtime.ts: `onForward`,
  *   `onTimer`, `shutdown`).
  */
+import type { ForwardLimits } from "../../core/node/types.js";
 import { TransportError } from "../../net/transport-client.js";
 import type { ReplyMsg } from "../../net/transport-wire.js";
 
-/** An error answer to a forward that the origin may retry elsewhere (every one the daemon makes up). */
-export function retryableError(f: { reqId: string; attempt: number }, error: string): ReplyMsg {
-  return { type: "error", reqId: f.reqId, attempt: f.attempt, error, retryable: true };
+/**
+ * An error answer to a forward that the origin may retry elsewhere (every one the daemon makes up);
+ * `limits` when it is refused for not fitting this node (core peer-limits.ts).
+ */
+export function retryableError(
+  f: { reqId: string; attempt: number },
+  error: string,
+  limits?: ForwardLimits,
+): ReplyMsg {
+  return {
+    type: "error",
+    reqId: f.reqId,
+    attempt: f.attempt,
+    error,
+    retryable: true,
+    ...(limits ? { limits } : {}),
+  };
 }
 
 /** [Current attempt] Whether output from `source` may reach the client whose request waits for `servingNow`. */

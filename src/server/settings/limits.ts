@@ -46,7 +46,8 @@ export const limitsSettings = {
     value: "n",
     description:
       "Largest max_tokens a chat or completion request may ask for; above it the API answers 400 (one " +
-      "request must not hold an engine slot for minutes while its peers idle).",
+      "request must not hold an engine slot for minutes while its peers idle). A peer's forward above it is " +
+      "refused too (retryable: its entry node serves it elsewhere and sends this node no more such requests).",
   }),
   maxWaitMs: setting(num(0, 3_600_000).default(0), {
     section: "Limits",

@@ -1,0 +1,82 @@
+/**
+ * What each peer said a forward must fit (beyond the paper, whose nodes are alike): nodes of one mesh
+ * may run engines of other contexts and set other max_tokens ceilings, and a node refuses a forward
+ * beyond its own (retryable: the origin falls back). Such a refusal is no fault of the peer, so it
+ * never counts against its trust; and it says the peer's limits, which the origin keeps so that it
+ * stops sending that peer requests that would not fit (one round trip learns them, not one each).
+ *
+ * An older peer says none: its context refusal names the context only in its text, read for it. A
+ * refusal whose stated limits the request does not exceed is no such refusal (a peer's error like any
+ * other). Limits are forgotten when the peer leaves, restarts or is lost (it may come back with others).
+ * Part of the origin role; pure. Bounded: one entry per member.
+ */
+import type { EngineRequest } from "../engine.js";
+import type { ForwardLimits, NodeId, PeerMessageOf } from "./types.js";
+
+/** An older node's context refusal (its serving runtime's `contextOverflow` text). */
+const LEGACY_CONTEXT = /exceeds this node's context of (\d+) tokens$/;
+
+/** A limit a peer said: a whole, positive count, else nothing (a peer-controlled value). */
+function count(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isSafeInteger(v) && v > 0 ? v : undefined;
+}
+
+/** The limits a peer's error says the forward exceeded, if it is a refusal for fit (else undefined). */
+export function saidLimits(msg: PeerMessageOf<"error">): ForwardLimits | undefined {
+  const said = msg.limits;
+  if (said !== undefined && typeof said === "object" && said !== null) {
+    const l: ForwardLimits = {};
+    const context = count(said.contextTokens);
+    const maxTokens = count(said.maxTokens);
+    if (context !== undefined) l.contextTokens = context;
+    if (maxTokens !== undefined) l.maxTokens = maxTokens;
+    return context === undefined && maxTokens === undefined ? undefined : l;
+  }
+  const legacy = typeof msg.error === "string" ? LEGACY_CONTEXT.exec(msg.error) : null;
+  const context = count(Number(legacy?.[1]));
+  return context === undefined ? undefined : { contextTokens: context };
+}
+
+/**
+ * Whether `r` exceeds `l`: its maxTokens the ceiling, or its prompt plus maxTokens the context. A
+ * prompt another model's tokenizer made (`tokenizer`, mixed meshes) is counted again at the peer, so
+ * only the ceiling is judged for it.
+ */
+export function exceedsLimits(
+  r: Pick<EngineRequest, "tokens" | "maxTokens" | "tokenizer">,
+  l: ForwardLimits,
+): boolean {
+  if (l.maxTokens !== undefined && r.maxTokens > l.maxTokens) return true;
+  return (
+    r.tokenizer === undefined &&
+    l.contextTokens !== undefined &&
+    r.tokens.length + r.maxTokens > l.contextTokens
+  );
+}
+
+export class PeerLimits {
+  private readonly held = new Map<NodeId, ForwardLimits>();
+
+  /** `id` refused a forward that exceeded `l`: its newest word on each limit holds. */
+  learn(id: NodeId, l: ForwardLimits): void {
+    this.held.set(id, { ...this.held.get(id), ...l });
+  }
+
+  /** Whether `r` fits what `id` said it takes (yes, if it said nothing). */
+  fits(id: NodeId, r: Pick<EngineRequest, "tokens" | "maxTokens" | "tokenizer">): boolean {
+    const l = this.held.get(id);
+    return l === undefined || !exceedsLimits(r, l);
+  }
+
+  of(id: NodeId): ForwardLimits | undefined {
+    return this.held.get(id);
+  }
+
+  forget(id: NodeId): void {
+    this.held.delete(id);
+  }
+
+  clear(): void {
+    this.held.clear();
+  }
+}
