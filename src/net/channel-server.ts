@@ -48,9 +48,18 @@ export interface ForwardChannelServer {
   close(): void;
 }
 
-/** Ends an upgrade that will not become a channel with a plain HTTP answer, like any refused request. */
-function refuse(socket: Duplex, status: number, error: string): void {
-  socket.end(rawJsonResponse(status, { error }));
+/**
+ * Ends an upgrade that will not become a channel with a plain HTTP answer, like any refused request
+ * (bodiless to a HEAD, which HTTP forbids a body).
+ */
+function refuse(
+  req: IncomingMessage,
+  socket: Duplex,
+  status: number,
+  error: string,
+  headers: Record<string, string> = {},
+): void {
+  socket.end(rawJsonResponse(status, { error }, headers, req.method === "HEAD"));
 }
 
 export function attachForwardChannel(server: Server, opts: ChannelServerOptions): ForwardChannelServer {
@@ -68,7 +77,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
     socket.on("error", () => {}); // a peer hanging up mid-handshake is not our error
     const path = req.url ?? "";
     if (path !== CHANNEL_PATH || req.method !== "GET") {
-      refuse(socket, 404, "no such peer endpoint");
+      refuse(req, socket, 404, "no such peer endpoint");
       return;
     }
     const r = admitPeer(auth, handlers, {
@@ -79,13 +88,14 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
       socket: req.socket,
     });
     if (!r.ok) {
-      refuse(socket, r.status, r.error);
+      refuse(req, socket, r.status, r.error);
       return;
     }
     // A peer needs one channel (two while a dead one is being replaced): more is a bug or abuse.
     const open = channelsOf.get(r.sender) ?? 0;
     if (open >= MAX_CHANNELS_PER_PEER) {
-      refuse(socket, 429, `peer '${r.sender}' already has ${open} forward channels open`);
+      const error = `peer '${r.sender}' already has ${open} forward channels open`;
+      refuse(req, socket, 429, error, { "Retry-After": "1" });
       return;
     }
     opts.onMember?.(req.socket);

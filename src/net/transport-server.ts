@@ -16,6 +16,7 @@ import {
   type TimeoutReason,
   tlsHandshakeTimeout,
 } from "./connection-timeouts.js";
+import { frameworkAnswerOptions, REQUIRE_NO_HOST, refuseBeforeRoutes } from "./framework-answers.js";
 import { MESH_PATH } from "./mesh-wire.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
@@ -85,6 +86,9 @@ declare module "fastify" {
   }
 }
 
+/** The peer port's error shape, for every refusal it makes. */
+const peerErrorBody = (error: string) => ({ error });
+
 const DEFAULT_MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024;
 const DEFAULT_MAX_FORWARD_BYTES = 16 * 1024 * 1024;
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -95,14 +99,16 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
   const bounds = { ...PEER_CONNECTION_DEFAULTS, ...opts.connections };
   const timeouts = { ...bounds.timeouts, keepAliveMs: PEER_KEEP_ALIVE_MS };
   const app = Fastify({
-    ...(tls ? { https: { ...tls, ...tlsHandshakeTimeout(timeouts) } } : {}),
+    ...(tls ? { https: { ...tls, ...tlsHandshakeTimeout(timeouts), ...REQUIRE_NO_HOST } } : {}),
     // Our own pino logger logs what matters; per-request access logs would dominate the router overhead.
     logger: false,
     keepAliveTimeout: PEER_KEEP_ALIVE_MS,
     bodyLimit: MAX_MESSAGE_BYTES,
+    ...frameworkAnswerOptions(peerErrorBody),
   }) as unknown as FastifyInstance;
+  refuseBeforeRoutes(app, peerErrorBody);
 
-  refuseConnect(app.server as import("node:http").Server, (error) => ({ error }));
+  refuseConnect(app.server as import("node:http").Server, peerErrorBody);
   // Small NDJSON records must leave at once, not wait for Nagle to coalesce them.
   app.server.on("connection", (socket: import("node:net").Socket) => socket.setNoDelay(true));
   const watchIdle = applyConnectionTimeouts(app.server, timeouts, opts.onConnectionClosed);
