@@ -76,19 +76,26 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => {}); // a peer hanging up mid-handshake is not our error
     const path = req.url ?? "";
-    if (path !== CHANNEL_PATH || req.method !== "GET") {
+    const channel = path === CHANNEL_PATH;
+    // Authenticated first, as every peer request: a stranger learns nothing, not even which paths
+    // exist. Membership is asked only of a channel (an unknown path has nothing to grant).
+    const r = admitPeer(
+      auth,
+      handlers,
+      { method: req.method ?? "", path, headers: req.headers, body: undefined, socket: req.socket },
+      channel,
+    );
+    if (!r.ok) {
+      refuse(req, socket, r.status, r.error);
+      return;
+    }
+    if (!channel) {
       refuse(req, socket, 404, "no such peer endpoint");
       return;
     }
-    const r = admitPeer(auth, handlers, {
-      method: "GET",
-      path,
-      headers: req.headers,
-      body: undefined,
-      socket: req.socket,
-    });
-    if (!r.ok) {
-      refuse(req, socket, r.status, r.error);
+    if (req.method !== "GET") {
+      const error = `${req.method} is not allowed on ${path}; allowed: GET`;
+      refuse(req, socket, 405, error, { Allow: "GET" });
       return;
     }
     // A peer needs one channel (two while a dead one is being replaced): more is a bug or abuse.

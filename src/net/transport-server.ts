@@ -3,6 +3,7 @@
  * anti-entropy snapshots, forwarded requests and small messages. Every request is authenticated before
  * anything reaches the node; bodies are size-bounded (413) and validated (400).
  */
+import { METHODS } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
 import { HEADER_RESPONSE_MAC } from "./auth/response-mac.js";
@@ -88,6 +89,7 @@ declare module "fastify" {
 
 /** The peer port's error shape, for every refusal it makes. */
 const peerErrorBody = (error: string) => ({ error });
+const BODY_METHOD = { hasBody: true, overrideExisting: true };
 
 const DEFAULT_MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024;
 const DEFAULT_MAX_FORWARD_BYTES = 16 * 1024 * 1024;
@@ -106,6 +108,10 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     bodyLimit: MAX_MESSAGE_BYTES,
     ...frameworkAnswerOptions(peerErrorBody),
   }) as unknown as FastifyInstance;
+  // A signature covers the body, so every method's body is read (fastify skips GET's, HEAD's,
+  // TRACE's and those of methods it does not know): else a signed request with a body and such a
+  // method fails its check (401) where it should learn that no route takes it (404 or 405).
+  for (const method of METHODS) if (method !== "CONNECT") app.addHttpMethod(method, BODY_METHOD);
   refuseBeforeRoutes(app, peerErrorBody);
 
   refuseConnect(app.server as import("node:http").Server, peerErrorBody);
@@ -137,7 +143,9 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     return reply.status(405).header("allow", allow).send({ error });
   });
 
-  // Callback style (not async): no promise and microtask hop per peer request.
+  // Callback style (not async): no promise and microtask hop per peer request. It runs for the
+  // not-found handler too, so an unauthenticated request is refused (401) before any route is looked
+  // at: a stranger learns neither which paths nor which methods this port serves.
   app.addHook("preHandler", (req, reply, done) => {
     const r = admitPeer(
       auth,
@@ -152,15 +160,17 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
       // who we are; it reveals only id, cluster, model, protocol version and whether we need prompt
       // text, so membership is not required for it. Mesh messages come from joiners too: the node
-      // admits their senders only after verifying them itself.
-      req.routeOptions.url !== HELLO_PATH && req.routeOptions.url !== MESH_PATH,
+      // admits their senders only after verifying them itself. A request no route takes (404, or
+      // 405 for a known path) is granted nothing, so it needs no membership: any authenticated node
+      // may learn which of the two it was.
+      !req.is404 && req.routeOptions.url !== HELLO_PATH && req.routeOptions.url !== MESH_PATH,
     );
     if (!r.ok) {
       reply.status(r.status).send({ error: r.error });
       return;
     }
     // A member's (or an authenticated joiner's) connection: no longer counted against its address.
-    if (req.routeOptions.url !== HELLO_PATH) limiter.trust(req.raw.socket);
+    if (!req.is404 && req.routeOptions.url !== HELLO_PATH) limiter.trust(req.raw.socket);
     req.peerId = r.sender;
     done();
   });

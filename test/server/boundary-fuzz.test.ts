@@ -327,6 +327,13 @@ describe("boundary fuzz: a running node answers hostile requests with clear erro
         const known = PEER_PATHS.some((p) => r.path.split("?")[0] === p);
         if (!sign && known && answer.status < 400)
           throw new Error(`unsigned ${r.method} ${r.path} accepted: ${answer.status}`);
+        // A signed request no route takes learns so (404, or 405 for a known path), whatever its
+        // method and body: its signature is checked over the body it sent, not refused unread (nor
+        // asked for a membership no route grants).
+        if (sign && !known && (answer.status === 401 || answer.status === 403))
+          throw new Error(`signed ${r.method} ${r.path} to no route answered ${answer.status}`);
+        if (sign && known && answer.status === 401)
+          throw new Error(`signed ${r.method} ${r.path} refused as unsigned: ${answer.body}`);
       }),
       params(20261208, 300),
     );
