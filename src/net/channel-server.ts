@@ -48,9 +48,18 @@ export interface ForwardChannelServer {
   close(): void;
 }
 
-/** Ends an upgrade that will not become a channel with a plain HTTP answer, like any refused request. */
-function refuse(socket: Duplex, status: number, error: string): void {
-  socket.end(rawJsonResponse(status, { error }));
+/**
+ * Ends an upgrade that will not become a channel with a plain HTTP answer, like any refused request
+ * (bodiless to a HEAD, which HTTP forbids a body).
+ */
+function refuse(
+  req: IncomingMessage,
+  socket: Duplex,
+  status: number,
+  error: string,
+  headers: Record<string, string> = {},
+): void {
+  socket.end(rawJsonResponse(status, { error }, headers, req.method === "HEAD"));
 }
 
 export function attachForwardChannel(server: Server, opts: ChannelServerOptions): ForwardChannelServer {
@@ -67,25 +76,33 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => {}); // a peer hanging up mid-handshake is not our error
     const path = req.url ?? "";
-    if (path !== CHANNEL_PATH || req.method !== "GET") {
-      refuse(socket, 404, "no such peer endpoint");
+    const channel = path === CHANNEL_PATH;
+    // Authenticated first, as every peer request: a stranger learns nothing, not even which paths
+    // exist. Membership is asked only of a channel (an unknown path has nothing to grant).
+    const r = admitPeer(
+      auth,
+      handlers,
+      { method: req.method ?? "", path, headers: req.headers, body: undefined, socket: req.socket },
+      channel,
+    );
+    if (!r.ok) {
+      refuse(req, socket, r.status, r.error);
       return;
     }
-    const r = admitPeer(auth, handlers, {
-      method: "GET",
-      path,
-      headers: req.headers,
-      body: undefined,
-      socket: req.socket,
-    });
-    if (!r.ok) {
-      refuse(socket, r.status, r.error);
+    if (!channel) {
+      refuse(req, socket, 404, "no such peer endpoint");
+      return;
+    }
+    if (req.method !== "GET") {
+      const error = `${req.method} is not allowed on ${path}; allowed: GET`;
+      refuse(req, socket, 405, error, { Allow: "GET" });
       return;
     }
     // A peer needs one channel (two while a dead one is being replaced): more is a bug or abuse.
     const open = channelsOf.get(r.sender) ?? 0;
     if (open >= MAX_CHANNELS_PER_PEER) {
-      refuse(socket, 429, `peer '${r.sender}' already has ${open} forward channels open`);
+      const error = `peer '${r.sender}' already has ${open} forward channels open`;
+      refuse(req, socket, 429, error, { "Retry-After": "1" });
       return;
     }
     opts.onMember?.(req.socket);

@@ -14,17 +14,25 @@ import { type Server, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { clientAddressKey } from "./client-address.js";
+import { methodInPacket } from "./request-line.js";
 
 /**
  * A whole HTTP/1.1 response written straight to a socket that never reaches a request handler (a
- * refused connection or upgrade), with a JSON body; the connection then closes.
+ * refused connection or upgrade), with a JSON body; the connection then closes. The answer to a HEAD
+ * request (`head`) keeps the body's Content-Length but not its bytes: HTTP forbids a body there, and a
+ * keep-alive client would read one as the start of the next response.
  */
-export function rawJsonResponse(status: number, json: object, headers: Record<string, string> = {}): string {
+export function rawJsonResponse(
+  status: number,
+  json: object,
+  headers: Record<string, string> = {},
+  head = false,
+): string {
   const body = JSON.stringify(json);
   const extra = Object.entries(headers)
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join("");
-  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`;
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${head ? "" : body}`;
 }
 
 export interface ConnectionLimits {
@@ -61,6 +69,8 @@ interface Entry {
   trusted: boolean;
 }
 
+/** How long a refusal waits for the request's first bytes (to see its method) before answering anyway. */
+const REFUSED_ANSWER_WAIT_MS = 200;
 /** How long a refused connection may linger (reading and dropping) before it is destroyed. */
 const REFUSED_LINGER_MS = 1000;
 
@@ -100,9 +110,18 @@ export function limitConnections(
       return;
     }
     // Read and drop whatever the client sends (else its close is never seen and the server cannot
-    // finish closing), answer, and do not wait on a client that never hangs up.
+    // finish closing), answer, and do not wait on a client that never hangs up. The answer waits
+    // briefly for the request's first bytes: a HEAD request's answer has no body.
+    let answered = false;
+    const answer = (head: boolean) => {
+      if (answered) return;
+      answered = true;
+      const body = opts.body?.(message) ?? { error: message };
+      socket.end(rawJsonResponse(status, body, { "Retry-After": "1" }, head));
+    };
+    socket.once("data", (chunk: Buffer) => answer(methodInPacket(chunk) === "HEAD"));
     socket.resume();
-    socket.end(rawJsonResponse(status, opts.body?.(message) ?? { error: message }, { "Retry-After": "1" }));
+    setTimeout(() => answer(false), REFUSED_ANSWER_WAIT_MS).unref();
     setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
   };
 

@@ -12,7 +12,7 @@
 import type { Server } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { rawJsonResponse } from "./connection-limit.js";
+import { answerClientError } from "./framework-answers.js";
 
 export interface ConnectionTimeouts {
   idleMs: number;
@@ -57,8 +57,7 @@ export function applyConnectionTimeouts(
     if (timedOut) onClosed?.("timeout");
     // A listener replaces Node's own answer: give it when no other listener (fastify's) does.
     if (server.listenerCount("clientError") > 1) return;
-    if (socket.writable) socket.write(rawJsonResponse(timedOut ? 408 : 400, { error: err.message }));
-    socket.destroy();
+    answerClientError(err, socket, (error) => ({ error }));
   });
   server.on("tlsClientError", (err: NodeJS.ErrnoException) => {
     if (err.code === "ERR_TLS_HANDSHAKE_TIMEOUT") onClosed?.("timeout");

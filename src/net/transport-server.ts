@@ -3,6 +3,7 @@
  * anti-entropy snapshots, forwarded requests and small messages. Every request is authenticated before
  * anything reaches the node; bodies are size-bounded (413) and validated (400).
  */
+import { METHODS } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
 import { HEADER_RESPONSE_MAC } from "./auth/response-mac.js";
@@ -16,6 +17,7 @@ import {
   type TimeoutReason,
   tlsHandshakeTimeout,
 } from "./connection-timeouts.js";
+import { frameworkAnswerOptions, REQUIRE_NO_HOST, refuseBeforeRoutes } from "./framework-answers.js";
 import { MESH_PATH } from "./mesh-wire.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
@@ -85,6 +87,10 @@ declare module "fastify" {
   }
 }
 
+/** The peer port's error shape, for every refusal it makes. */
+const peerErrorBody = (error: string) => ({ error });
+const BODY_METHOD = { hasBody: true, overrideExisting: true };
+
 const DEFAULT_MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024;
 const DEFAULT_MAX_FORWARD_BYTES = 16 * 1024 * 1024;
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -95,14 +101,20 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
   const bounds = { ...PEER_CONNECTION_DEFAULTS, ...opts.connections };
   const timeouts = { ...bounds.timeouts, keepAliveMs: PEER_KEEP_ALIVE_MS };
   const app = Fastify({
-    ...(tls ? { https: { ...tls, ...tlsHandshakeTimeout(timeouts) } } : {}),
+    ...(tls ? { https: { ...tls, ...tlsHandshakeTimeout(timeouts), ...REQUIRE_NO_HOST } } : {}),
     // Our own pino logger logs what matters; per-request access logs would dominate the router overhead.
     logger: false,
     keepAliveTimeout: PEER_KEEP_ALIVE_MS,
     bodyLimit: MAX_MESSAGE_BYTES,
+    ...frameworkAnswerOptions(peerErrorBody),
   }) as unknown as FastifyInstance;
+  // A signature covers the body, so every method's body is read (fastify skips GET's, HEAD's,
+  // TRACE's and those of methods it does not know): else a signed request with a body and such a
+  // method fails its check (401) where it should learn that no route takes it (404 or 405).
+  for (const method of METHODS) if (method !== "CONNECT") app.addHttpMethod(method, BODY_METHOD);
+  refuseBeforeRoutes(app, peerErrorBody);
 
-  refuseConnect(app.server as import("node:http").Server, (error) => ({ error }));
+  refuseConnect(app.server as import("node:http").Server, peerErrorBody);
   // Small NDJSON records must leave at once, not wait for Nagle to coalesce them.
   app.server.on("connection", (socket: import("node:net").Socket) => socket.setNoDelay(true));
   const watchIdle = applyConnectionTimeouts(app.server, timeouts, opts.onConnectionClosed);
@@ -131,7 +143,9 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
     return reply.status(405).header("allow", allow).send({ error });
   });
 
-  // Callback style (not async): no promise and microtask hop per peer request.
+  // Callback style (not async): no promise and microtask hop per peer request. It runs for the
+  // not-found handler too, so an unauthenticated request is refused (401) before any route is looked
+  // at: a stranger learns neither which paths nor which methods this port serves.
   app.addHook("preHandler", (req, reply, done) => {
     const r = admitPeer(
       auth,
@@ -146,15 +160,17 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       // Hello is how an authenticated node that has not admitted us yet (e.g. found us by DNS) learns
       // who we are; it reveals only id, cluster, model, protocol version and whether we need prompt
       // text, so membership is not required for it. Mesh messages come from joiners too: the node
-      // admits their senders only after verifying them itself.
-      req.routeOptions.url !== HELLO_PATH && req.routeOptions.url !== MESH_PATH,
+      // admits their senders only after verifying them itself. A request no route takes (404, or
+      // 405 for a known path) is granted nothing, so it needs no membership: any authenticated node
+      // may learn which of the two it was.
+      !req.is404 && req.routeOptions.url !== HELLO_PATH && req.routeOptions.url !== MESH_PATH,
     );
     if (!r.ok) {
       reply.status(r.status).send({ error: r.error });
       return;
     }
     // A member's (or an authenticated joiner's) connection: no longer counted against its address.
-    if (req.routeOptions.url !== HELLO_PATH) limiter.trust(req.raw.socket);
+    if (!req.is404 && req.routeOptions.url !== HELLO_PATH) limiter.trust(req.raw.socket);
     req.peerId = r.sender;
     done();
   });

@@ -35,7 +35,13 @@ async function server(max: number, perAddress = max) {
  * Opens a raw connection (from `from`, a loopback address), sends one request, and returns everything
  * the server wrote until it closed (or 300 ms).
  */
-function exchange(port: number, keepOpen: Socket[] = sockets, from = "127.0.0.1"): Promise<string> {
+function exchange(
+  port: number,
+  keepOpen: Socket[] = sockets,
+  from = "127.0.0.1",
+  request: string | undefined = "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+  waitMs = 300,
+): Promise<string> {
   return new Promise((resolve) => {
     const s = connect({ port, host: "127.0.0.1", localAddress: from });
     keepOpen.push(s);
@@ -44,9 +50,9 @@ function exchange(port: number, keepOpen: Socket[] = sockets, from = "127.0.0.1"
       got += d.toString();
     });
     s.on("error", () => {});
-    s.once("connect", () => s.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+    if (request !== undefined) s.once("connect", () => s.write(request));
     s.once("close", () => resolve(got));
-    setTimeout(() => resolve(got), 300);
+    setTimeout(() => resolve(got), waitMs);
   });
 }
 
@@ -81,6 +87,20 @@ describe("connection limit", () => {
     expect(body.error.code).toBe("too_many_connections");
     expect(served()).toBe(2); // the refused connection's request never reached a handler
     expect(refused).toEqual(["limit"]);
+  });
+
+  it("answers a HEAD over the limit without a body, and a connection that sends nothing with one", async () => {
+    const { port } = await server(1);
+    expect(await exchange(port)).toMatch(/^HTTP\/1\.1 200/);
+    // Each refusal closes its connection: the wait is only a bound.
+    const head = await exchange(port, sockets, "127.0.0.1", "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", 10_000);
+    expect(head).toMatch(/^HTTP\/1\.1 503/);
+    expect(Number(/Content-Length: (\d+)/.exec(head)?.[1])).toBeGreaterThan(0);
+    expect(head.endsWith("\r\n\r\n")).toBe(true); // nothing after the head
+    const silent = await exchange(port, sockets, "127.0.0.1", undefined, 10_000);
+    expect(silent).toMatch(/^HTTP\/1\.1 503/);
+    const body = JSON.parse(silent.slice(silent.indexOf("\r\n\r\n") + 4)) as { error: { code: string } };
+    expect(body.error.code).toBe("too_many_connections");
   });
 
   it("frees a place when a connection closes", async () => {

@@ -193,8 +193,9 @@ describe("boundary fuzz: a running node answers hostile requests with clear erro
   /** Sends `r` and fails the property with the rule it broke; returns the answer. */
   async function check(base: string, r: RawRequest): Promise<RawAnswer> {
     const answer = await send(base, r, DEADLINE_MS);
+    const shape = base === a.peerUrl || base === secret.peerUrl ? "peer" : "openai";
     const why =
-      breach(r, answer) ??
+      breach(r, answer, shape) ??
       unfinished(r, answer) ??
       (answer.body.length > MAX_ANSWER_BYTES ? `an answer of ${answer.body.length} bytes` : undefined);
     if (why) throw new Error(why);
@@ -251,14 +252,21 @@ describe("boundary fuzz: a running node answers hostile requests with clear erro
     await stillServes(a);
   });
 
-  it("malformed HTTP on either port gets an error answer and a closed connection", async () => {
+  it("malformed HTTP on either port gets an error answer in its shape and a closed connection", async () => {
     const breaches: string[] = [];
-    for (const base of [a.apiUrl, a.peerUrl]) {
-      for (const text of MALFORMED_HTTP) {
+    // Each as sent, and as a HEAD (whose answer must have no body, however early the request failed).
+    const texts = MALFORMED_HTTP.flatMap((t) => [t, t.replace(/^[A-Z]+ /, "HEAD ")]);
+    for (const [base, shape] of [
+      [a.apiUrl, "openai"],
+      [a.peerUrl, "peer"],
+      [secret.peerUrl, "peer"],
+    ] as const) {
+      for (const text of new Set(texts)) {
         const answer = await sendBytes(base, Buffer.from(text, "latin1"), DEADLINE_MS, true);
         const why = breach(
           { method: text.split(" ")[0] ?? "", path: JSON.stringify(text.slice(0, 60)) },
           answer,
+          shape,
         );
         if (why) breaches.push(`${base}: ${why}`);
       }
@@ -319,6 +327,13 @@ describe("boundary fuzz: a running node answers hostile requests with clear erro
         const known = PEER_PATHS.some((p) => r.path.split("?")[0] === p);
         if (!sign && known && answer.status < 400)
           throw new Error(`unsigned ${r.method} ${r.path} accepted: ${answer.status}`);
+        // A signed request no route takes learns so (404, or 405 for a known path), whatever its
+        // method and body: its signature is checked over the body it sent, not refused unread (nor
+        // asked for a membership no route grants).
+        if (sign && !known && (answer.status === 401 || answer.status === 403))
+          throw new Error(`signed ${r.method} ${r.path} to no route answered ${answer.status}`);
+        if (sign && known && answer.status === 401)
+          throw new Error(`signed ${r.method} ${r.path} refused as unsigned: ${answer.body}`);
       }),
       params(20261208, 300),
     );

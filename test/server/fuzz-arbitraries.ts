@@ -238,4 +238,6 @@ export const MALFORMED_HTTP: readonly string[] = [
   "GET /peer/channel HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
   "GET /health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
   "HTTP/1.1 200 OK\r\n\r\n",
+  "GET /health HTTP/1.1\r\n\r\n",
+  `GET /${"a".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
 ];

@@ -44,6 +44,8 @@ function requestBytes(r: RawRequest): Buffer {
  */
 export async function send(base: string, r: RawRequest, deadlineMs: number): Promise<RawAnswer> {
   const a = await sendBytes(base, requestBytes(r), deadlineMs);
+  // An answer to HEAD is judged by its raw bytes: it must have none after its head.
+  if (r.method === "HEAD") return a;
   const te = a.headers["transfer-encoding"];
   return typeof te === "string" && /chunked/i.test(te) ? { ...a, body: dechunk(a.body) } : a;
 }
@@ -130,21 +132,73 @@ function errorCode(body: Buffer): unknown {
 }
 
 /**
- * Why an answer breaks the boundary's rule, or undefined if it keeps it: a 2xx; a 4xx with a JSON
- * error message (none on a HEAD, which has no body); a 503 or 429 with Retry-After; the documented
- * `504 deadline_exceeded` of a request that set its own deadline (docs/api.md). Nothing else.
+ * The bytes after a HEAD answer's head that are no further answer's head: a body. (A request whose
+ * own body turns out malformed after it was answered may get a second, bodiless answer for that.)
  */
-export function breach(r: RawRequest, a: RawAnswer): string | undefined {
+function bytesAfterHeads(rest: Buffer): number {
+  let at = 0;
+  while (at < rest.length && rest.toString("latin1", at, at + 7) === "HTTP/1.") {
+    const end = rest.indexOf("\r\n\r\n", at);
+    if (end < 0) return 0;
+    at = end + 4;
+  }
+  return rest.length - at;
+}
+
+/** Which error shape a port documents (docs/api.md): the client port's OpenAI one, the peer port's. */
+export type ErrorShape = "openai" | "peer";
+
+/**
+ * Why `body` is not an error in `shape`, or undefined: OpenAI's `{error: {message, type, param,
+ * code}}` (message and type non-empty strings, param and code a string or null), or the peer port's
+ * `{error}` with a non-empty message and nothing of fastify's own (`statusCode`, a top-level
+ * `message`).
+ */
+export function shapeBreach(body: Buffer, shape: ErrorShape): string | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString("utf8"));
+  } catch {
+    return "not JSON";
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return "not a JSON object";
+  const o = json as Record<string, unknown>;
+  if ("statusCode" in o || "message" in o) return "fastify's own error shape";
+  const e = o.error;
+  if (shape === "peer")
+    return typeof e === "string" && e.length > 0 ? undefined : "no {error: message} of the peer port";
+  if (typeof e !== "object" || e === null) return "no OpenAI {error: {...}}";
+  const { message, type, param, code } = e as Record<string, unknown>;
+  const strOrNull = (v: unknown) => v === null || typeof v === "string";
+  if (typeof message !== "string" || message.length === 0) return "OpenAI error without a message";
+  if (typeof type !== "string" || type.length === 0) return "OpenAI error without a type";
+  if (!strOrNull(param) || !strOrNull(code)) return "OpenAI error's param or code not a string or null";
+  return undefined;
+}
+
+/**
+ * Why an answer breaks the boundary's rule, or undefined if it keeps it: a 2xx; a 4xx with an error
+ * in the port's shape; a 503 or 429 with Retry-After; the documented `504 deadline_exceeded` of a
+ * request that set its own deadline (docs/api.md). Nothing else. Every error (4xx or 5xx) has the
+ * port's shape; an answer to HEAD has no body bytes at all, whatever its status (HTTP forbids one,
+ * and a keep-alive client would take them for the next answer).
+ */
+export function breach(r: RawRequest, a: RawAnswer, shape: ErrorShape): string | undefined {
   const what = `${summary(r)} → ${a.status} ${a.body.toString("utf8", 0, 300)}`;
+  const extra = r.method === "HEAD" ? bytesAfterHeads(a.body) : 0;
+  if (extra > 0) return `a HEAD answer with ${extra} body bytes: ${what}`;
   if (a.status >= 200 && a.status < 300) return undefined;
+  if (a.status < 400 || a.status >= 600) return `not a 2xx, 4xx or 5xx: ${what}`;
+  if (r.method !== "HEAD") {
+    const why = shapeBreach(a.body, shape);
+    if (why) return `${why}: ${what}`;
+  }
   if (a.status === 503 || a.status === 429) {
     return a.headers["retry-after"] === undefined ? `overload without Retry-After: ${what}` : undefined;
   }
   if (a.status === 504 && r.headers?.["x-prefixmesh-deadline-ms"] !== undefined) {
     return errorCode(a.body) === "deadline_exceeded" ? undefined : `504 not for the deadline: ${what}`;
   }
-  if (a.status < 400 || a.status >= 500) return `not a 2xx or 4xx: ${what}`;
-  if (r.method === "HEAD") return undefined;
-  const message = errorMessage(a.body);
-  return message && message.length > 0 ? undefined : `4xx without a JSON error message: ${what}`;
+  if (a.status >= 500) return `not a 2xx or 4xx: ${what}`;
+  return undefined;
 }
