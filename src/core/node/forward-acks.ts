@@ -47,7 +47,10 @@ export interface AttemptClock {
    * a restart of the target at a newer epoch lost the job, one at this epoch did not.
    */
   ackEpoch?: number | undefined;
-  /** A restart of the target, seen at this epoch while the attempt was not acked yet (origin.ts `lostTo`). */
+  /**
+   * A restart of the target, seen at this epoch while the attempt was not acked yet
+   * (forward-attempts.ts `lostTo`).
+   */
   restartEpoch?: number | undefined;
   /** The ack timer is armed (so a fallback cancels it). */
   ackArmed: boolean;

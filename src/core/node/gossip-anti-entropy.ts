@@ -561,7 +561,8 @@ export class GossipAntiEntropy {
    * time: its cache is empty (every hint naming it stale), and the forwards and hedges waiting on it
    * are lost (its duplicate window went with it). The first epoch we see of a member is no news.
    * It may be a stale one a relay still carries, and then the member's current epoch reads as a
-   * restart: node.ts fails over only what its acks show an older incarnation took (origin.ts `lostTo`).
+   * restart: node.ts fails over only what its acks show an older incarnation took
+   * (forward-attempts.ts `lostTo`).
    */
   private sawEpoch(owner: NodeId, epoch: number): void {
     if (owner === this.selfId || !this.members.has(owner)) return;

@@ -38,7 +38,7 @@ export interface Hedge {
   /** Re-asks sent so far (at most HEDGE_ASKS). */
   asks: number;
   /**
-   * The newest epoch that peer's acks of the attempt said (origin.ts `lostTo`): a re-ask acked by
+   * The newest epoch that peer's acks of the attempt said (forward-attempts.ts `lostTo`): a re-ask acked by
    * a new incarnation is that incarnation's job, and a restart up to it does not end the hedge.
    */
   epoch?: number | undefined;

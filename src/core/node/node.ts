@@ -247,7 +247,7 @@ export class PrefixNode extends NodeRouting {
 
   /**
    * The forwards `to` lost fail over now: it departed or is unreachable, or restarted — seen first-hand
-   * (full mesh: all), or at `epoch` in gossip, which may relay a stale one (origin.ts `lostTo`).
+   * (full mesh: all), or at `epoch` in gossip, which may relay a stale one (forward-attempts.ts `lostTo`).
    */
   private failPendingTo(to: NodeId, now: number, out: Effect[], epoch?: number): void {
     // Hedges first: a request failing over may queue here at once, and must not re-ask `to`.
@@ -258,7 +258,7 @@ export class PrefixNode extends NodeRouting {
 
   /**
    * `to` said goodbye: it drains what it took. Its forwards fail over as a departed peer's do, but
-   * each stays owed its final cancel (origin.ts `departed`), so the run nobody takes is aborted; at
+   * each stays owed its final cancel (forward-attempts.ts `departed`), so the run nobody takes is aborted; at
    * once when `to` is no member any more (gossip): its answers are dropped unread from now on.
    */
   private peerLeft(to: NodeId, now: number, out: Effect[]): void {

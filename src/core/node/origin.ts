@@ -11,7 +11,8 @@
  * follows, so a peer that started it aborts the run (abort-runs.ts `owedCancels`).
  *
  * Forward acks bound each attempt's latency under message loss and silent partitions: their timing
- * (wait, probe, give up) is forward-acks.ts's; this role acts on its verdicts.
+ * (wait, probe, give up) is forward-acks.ts's; an attempt's end, and what it earns its peer, is
+ * forward-attempts.ts's; asking a silent peer again while the request runs here is hedging.ts's.
  *
  * Which peer is routable and where a local run goes are node.ts's decisions: this role says what it
  * wants next (`nextPlanned`, `runHere`) and node.ts acts.
@@ -25,39 +26,27 @@ import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
 import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
-import { AnsweredRuns, askAgain, hedgeCancel, hedgeOf, hedgeOn, hedgeTimer } from "./hedge.js";
-import { exceedsLimits, PeerLimits, saidLimits } from "./peer-limits.js";
-import {
-  type Abandoned,
-  forwardTimer,
-  type LocalRun,
-  MAX_ABANDONED,
-  type Pending,
-  PendingRequests,
-} from "./pending-requests.js";
+import { attemptKey, ForwardAttempts } from "./forward-attempts.js";
+import { AnsweredRuns, hedgeOf, hedgeOn } from "./hedge.js";
+import { Hedging } from "./hedging.js";
+import { PeerLimits } from "./peer-limits.js";
+import { forwardTimer, type LocalRun, type Pending, PendingRequests } from "./pending-requests.js";
 import { Planner } from "./planner.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { type Answerer, failReply, okReply } from "./replies.js";
-import { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 import { SpotChecks } from "./spot-check.js";
 import { Targets } from "./targets.js";
-import { isLoadRefusal, Trust } from "./trust.js";
-import {
-  type Effect,
-  type GoneReason,
-  MAX_REQ_ID,
-  type NodeDeps,
-  type NodeId,
-  type PeerMessage,
-  type PeerMessageOf,
-  type PeerView,
-  PROMPT_TEXT_NEEDED,
-  type ServedTiming,
-  type Timer,
+import { Trust } from "./trust.js";
+import type {
+  Effect,
+  GoneReason,
+  NodeDeps,
+  NodeId,
+  PeerMessageOf,
+  PeerView,
+  ServedTiming,
+  Timer,
 } from "./types.js";
-
-/** A peer's errors that follow the protocol, not a fault of the peer: they never count against it. */
-const PROTOCOL_REFUSALS = new Set([FORWARD_CANCELLED, DUPLICATE_HANDLED, PROMPT_TEXT_NEEDED]);
 
 /** The origin's counters (its part of NodeStats). */
 function originCounters() {
@@ -86,8 +75,6 @@ function originCounters() {
   };
 }
 
-type Answer = Extract<PeerMessage, { type: "result" | "error" }>;
-
 export class Origin {
   /** The policy's plan per request, and what routing learns across requests (planner.ts). */
   private readonly planner: Planner;
@@ -107,7 +94,12 @@ export class Origin {
   readonly spot: SpotChecks;
   /** Requests whose client hung up (client-gone.ts): node.ts checks that none is replied to. */
   readonly gone = new GoneClients();
-  counters = originCounters();
+  /** Kept one object (reset in place): hedging and the attempts count into it. */
+  readonly counters = originCounters();
+  /** Asking a silent peer again while its request runs here (hedging.ts). */
+  private readonly hedging: Hedging;
+  /** Each forward attempt's end and what it earns its peer (forward-attempts.ts). */
+  private readonly attempts: ForwardAttempts;
 
   constructor(
     private readonly config: NodeConfig,
@@ -125,6 +117,17 @@ export class Origin {
       maxUnanswered: config.trustMaxUnanswered,
     });
     this.spot = new SpotChecks(config.spotCheckRate);
+    this.hedging = new Hedging(this.targets, this.trust, this.acks, this.counters);
+    this.attempts = new ForwardAttempts(
+      config.answerRecovery,
+      this.targets,
+      this.trust,
+      this.limits,
+      this.acks,
+      this.hedging,
+      this.counters,
+      deps.now,
+    );
   }
 
   /** A (re)start: no requests, fresh peer state (the policy and the demand learned stay). */
@@ -136,7 +139,7 @@ export class Origin {
     this.limits.clear();
     this.spot.reset();
     this.gone.clear();
-    this.counters = originCounters();
+    Object.assign(this.counters, originCounters());
   }
 
   /**
@@ -163,7 +166,7 @@ export class Origin {
   private runStarted(request: EngineRequest, out: Effect[]): void {
     const p = this.pending.find(request.id);
     if (p?.request !== request || p.current !== undefined || p.abandoned === undefined) return;
-    if (request.stream === true) this.endHedge(p, out, true, true);
+    if (request.stream === true) this.hedging.end(p, out, true, true);
     owedCancels(p, this.reachable, out, (a) => !hedgeOn(p.hedge, a.to, a.attempt));
   }
 
@@ -175,7 +178,7 @@ export class Origin {
     const out: Effect[] = [];
     for (const p of this.pending.values()) {
       if (p.current !== undefined) out.push(finalCancel(p.current, p.reqId, p.attempt));
-      this.endHedge(p, out);
+      this.hedging.end(p, out);
       this.pending.settle(p.reqId);
     }
     return this.finishStep(out).filter((e) => e.type === "send");
@@ -283,19 +286,7 @@ export class Origin {
 
   /** A new forward attempt to `to` (node.ts found it routable): send it, arm its timers. */
   forward(reqId: string, to: NodeId, now: number, out: Effect[]): void {
-    const p = this.pending.get(reqId);
-    const peer = this.targets.get(to);
-    invariant(peer !== undefined, () => `forwarding to ${to}, which is not a member`);
-    // Attempts count up, one per forward, and each earlier one ended in exactly one fallback.
-    invariant(p.attempt === p.fallbacks, "a forward attempt began before the last one ended");
-    p.attempt++;
-    p.current = to;
-    this.acks.begin(p, now);
-    this.targets.sent(to, reqId, p.attempt, now);
-    this.trust.sent(to, attemptKey(p), now);
-    this.counters.forwarded++;
-    this.acks.send(p, to, peer, now, out);
-    out.push({ type: "set-timer", timer: forwardTimer(p), delayMs: p.forwardTimeoutMs });
+    this.attempts.begin(this.pending.get(reqId), to, now, out);
   }
 
   /**
@@ -333,7 +324,7 @@ export class Origin {
 
   /** The local queue is full: the request fails (answered now, no longer pending). */
   refuseOverloaded(run: LocalRun, now: number, out: Effect[], waitMs?: number): void {
-    this.endHedge(this.pending.get(run.reqId), out);
+    this.hedging.end(this.pending.get(run.reqId), out);
     out.push(this.overloaded(run, now, waitMs));
   }
 
@@ -402,7 +393,7 @@ export class Origin {
   /** This node does not serve the request's model and no peer serving it took it: it fails. */
   refuseUnserved(run: LocalRun, now: number, out: Effect[]): void {
     const p = this.pending.settle(run.reqId);
-    this.endHedge(p, out);
+    this.hedging.end(p, out);
     const why = `no reachable node serves model '${run.request.model}'`;
     out.push(failReply(this.by, run.reqId, run.request, now, why, "unserved", p));
   }
@@ -422,7 +413,7 @@ export class Origin {
     let stage: GoneStage;
     if (p.current !== undefined) {
       // Neither a timeout nor a failure of the peer: its timers go, its peer gets the cancel.
-      this.endAttempt(reqId, out, true, true, false);
+      this.attempts.end(p, out, true, true, false);
       stage = "forwarded";
     } else {
       const local = dropLocal(reqId);
@@ -431,7 +422,7 @@ export class Origin {
       if (local === "running") this.answeredRuns.add(p);
       stage = local;
     }
-    this.endHedge(p, out);
+    this.hedging.end(p, out);
     this.pending.settle(reqId);
     this.gone.add(reqId);
     this.counters[GONE_COUNTER[stage]]++;
@@ -443,7 +434,7 @@ export class Origin {
   completeLocal(run: LocalRun, result: EngineResult, timing: ServedTiming, now: number, out: Effect[]): void {
     if (this.answeredRuns.take(run.reqId, run.attempt)) return void this.planner.learnDecode(result);
     const p = this.pending.settleLocal(run);
-    this.endHedge(p, out);
+    this.hedging.end(p, out);
     this.planner.learnDecode(result);
     out.push(okReply(this.by, p, result, timing, 0, now));
   }
@@ -457,7 +448,7 @@ export class Origin {
   failLocal(run: LocalRun, error: string, now: number, out: Effect[]): void {
     if (this.answeredRuns.take(run.reqId, run.attempt)) return;
     const p = this.pending.settleLocal(run);
-    this.endHedge(p, out);
+    this.hedging.end(p, out);
     out.push(failReply(this.by, run.reqId, run.request, now, error, "engine", p));
   }
 
@@ -468,25 +459,12 @@ export class Origin {
    */
   hedge(reqId: string, now: number, out: Effect[], started: () => boolean): void {
     const p = this.pending.find(reqId);
-    if (p !== undefined) this.reask(p, now, out, started);
+    if (p !== undefined) this.hedging.ask(p, now, out, started);
   }
 
-  /**
-   * `peer` restarted (seen at `epoch`), left or is down (no epoch): its duplicate window is gone, so
-   * asking it would run the job again. A restart ends only a hedge on a job an older incarnation took.
-   * A request whose local run has `started` takes no answer of that peer once its hedge ends: the
-   * cancel is final then, so a peer that drains (its goodbye) aborts the job rather than run it.
-   */
+  /** `peer` restarted (at `epoch`), left or is down: the hedges on it end (hedging.ts `endTo`). */
   endHedgesTo(peer: NodeId, out: Effect[], epoch?: number, started?: (reqId: string) => boolean): void {
-    for (const p of this.pending.values()) {
-      const h = p.hedge?.to === peer ? p.hedge : undefined;
-      // Re-asked, the job may be the new incarnation's now: its cancel goes (a departed peer may
-      // still drain it; a down or removed one is not reached).
-      const asked = h !== undefined && h.asks > 0;
-      if (epoch !== undefined) tookAlong(p, peer, epoch, asked ? h?.attempt : undefined);
-      if (h !== undefined && olderThan(h.epoch, epoch))
-        this.endHedge(p, out, asked || epoch === undefined, started?.(p.reqId) === true);
-    }
+    this.hedging.endTo(this.pending.values(), peer, out, epoch, started);
   }
 
   /** A hedge's timer fired: ask its peer again while the request still runs here. */
@@ -497,62 +475,12 @@ export class Origin {
     started: () => boolean,
   ): void {
     const p = this.pending.find(timer.reqId);
-    if (p !== undefined && hedgeOf(p)?.attempt === timer.attempt) this.reask(p, now, out, started);
+    if (p !== undefined && hedgeOf(p)?.attempt === timer.attempt) this.hedging.ask(p, now, out, started);
   }
 
-  /**
-   * Asks the silent peer of a request running here for its answer again, if asks are left. A
-   * streaming request's hedge ends once its local run has `started` (hedge.ts): that run answers.
-   * Asked only of a streaming request with a hedge: the executor walks its running jobs to tell.
-   */
-  private reask(p: Pending, now: number, out: Effect[], started: () => boolean): void {
-    if (p.hedge === undefined) return;
-    // From now on the peer's answer is refused (lateAnswered): its cancel is final, its run aborted.
-    if (p.request.stream === true && started()) return void this.endHedge(p, out, true, true);
-    const h = hedgeOf(p);
-    const peer = h && this.targets.get(h.to);
-    if (!h || !peer || this.trust.quarantined(h.to) || !askAgain(h)) return;
-    this.counters.probes++;
-    this.acks.ask(p, h.attempt, h.to, peer, now, out);
-    out.push({ type: "set-timer", timer: hedgeTimer(h, p.reqId), delayMs: this.acks.timeoutMs(peer.rttMs) });
-  }
-
-  /**
-   * No more asking the request's silent peer (it is answered, or another peer went silent on it).
-   * The fallback left that peer's job be (hedge.ts): `cancel` drops it now, if still queued there —
-   * not when the peer itself answered or refused it, or is gone.
-   */
-  private endHedge(p: Pending, out: Effect[], cancel = true, final = false): void {
-    const h = p.hedge;
-    if (h === undefined) return;
-    out.push({ type: "cancel-timer", timer: hedgeTimer(h, p.reqId) });
-    p.hedge = undefined;
-    if (!cancel || this.targets.get(h.to) === undefined) return;
-    if (!final) return void out.push(hedgeCancel(h, p.reqId));
-    out.push(finalCancel(h.to, p.reqId, h.attempt));
-    for (const a of p.abandoned ?? []) if (a.to === h.to && a.attempt === h.attempt) a.done = true;
-  }
-
-  /**
-   * Requests whose current attempt `peer` lost: every one when it left or is down (no `epoch`); when
-   * it is seen back at `epoch`, those an older incarnation acked (`lostIn`).
-   * The epoch that shows a restart may be relayed, and the first one heard of a member may be an
-   * old one: its current epoch then reads as a restart, and only the ack's own epoch tells whether
-   * the job went with it. One not acked yet is left to its ack timeout (a new incarnation that gets
-   * a re-send acks it), unless no ack wait covers it; an older incarnation's ack still on its way
-   * fails it then (`onForwardAck`).
-   */
+  /** Requests whose current attempt `peer` lost (forward-attempts.ts `lostTo`). */
   lostTo(peer: NodeId, epoch?: number): string[] {
-    const out: string[] = [];
-    for (const p of this.pending.values()) {
-      if (p.current !== peer) continue;
-      if (epoch !== undefined && p.ackedAt < 0 && p.ackArmed) {
-        p.restartEpoch = Math.max(p.restartEpoch ?? epoch, epoch);
-        continue;
-      }
-      if (p.ackedAt < 0 || lostIn(p.ackEpoch, epoch)) out.push(p.reqId);
-    }
-    return out;
+    return this.attempts.lostTo(this.pending.values(), peer, epoch);
   }
 
   /** Requests whose current attempt went to a peer matching `on` (a snapshot: safe to fail over). */
@@ -568,12 +496,7 @@ export class Origin {
     return p !== undefined && p.current === to && p.attempt === attempt;
   }
 
-  /**
-   * The current forward attempt failed: count it and let node.ts move on. `cancel` tells the
-   * abandoned target to drop the job if still queued (timeout, suspicion, send failure: it may hold it
-   * yet); not sent when it answered an error, departed, restarted or left the membership (nothing to
-   * drop, or nobody), and put off while a hedge on that attempt may still want its answer (endHedge).
-   */
+  /** The current forward attempt failed: count it and let node.ts move on (forward-attempts.ts). */
   fallback(
     reqId: string,
     out: Effect[],
@@ -582,140 +505,22 @@ export class Origin {
     timedOut = cancel,
     left = false,
   ): void {
-    const p = this.endAttempt(reqId, out, cancelTimer, cancel, timedOut, left);
-    p.fallbacks++;
-    this.counters.fallbacks++;
+    this.attempts.fallback(this.pending.get(reqId), out, cancelTimer, cancel, timedOut, left);
   }
 
-  /**
-   * `peer` said goodbye and drains (it runs what it took, then exits): the requests whose current
-   * attempt it holds move on without a cancel (it drains or hands the work back itself), but every
-   * attempt at it is kept as abandoned and marked `left`, owed its final cancel once no answer of it
-   * can be taken, though the peer is no member any more. Unless `answers` (node.ts still takes its
-   * messages: the full mesh), none can be taken already, so those cancels go now. Returns the
-   * requests to move on.
-   */
+  /** `peer` said goodbye and drains: the requests to move on (forward-attempts.ts `departed`). */
   departed(peer: NodeId, out: Effect[], answers: boolean): string[] {
-    const moved: string[] = [];
-    for (const p of this.pending.values()) {
-      for (const a of p.abandoned ?? []) if (a.to === peer) a.left = true;
-      if (p.current === peer) {
-        this.fallback(p.reqId, out, true, false, false, true);
-        moved.push(p.reqId);
-      }
-      if (!answers) owedCancels(p, this.reachable, out, (a) => a.to === peer);
-    }
-    return moved;
+    return this.attempts.departed(this.pending.values(), peer, out, answers);
   }
 
-  /** The current attempt ends (fallback's work bar the count: a late answer ends it answered). */
-  private endAttempt(
-    reqId: string,
-    out: Effect[],
-    cancelTimer: boolean,
-    cancel: boolean,
-    timedOut: boolean,
-    left = false,
-  ): Pending {
-    const p = this.pending.get(reqId);
-    if (cancelTimer) out.push({ type: "cancel-timer", timer: forwardTimer(p) });
-    this.acks.disarm(p, out);
-    if (cancel && !hedgeOn(p.hedge, p.current, p.attempt) && p.current !== undefined)
-      out.push({ type: "send", to: p.current, msg: { type: "cancel", reqId: p.reqId, attempt: p.attempt } });
-    if (p.current !== undefined) this.targets.landed(p.current, p.reqId, p.attempt);
-    // Abandoned, not answered: its answer may still come, and answers the request if it still waits.
-    if ((cancel || left) && p.current !== undefined) {
-      p.abandoned ??= [];
-      const a: Abandoned = { to: p.current, attempt: p.attempt, epoch: p.ackEpoch };
-      if (left) a.left = true;
-      p.abandoned.push(a);
-      // Bounded (offload may move a request again and again): the oldest beyond the bound is given
-      // up for good, its answer no longer taken, so its final cancel goes now.
-      if (p.abandoned.length > MAX_ABANDONED)
-        owedCancels({ reqId: p.reqId, abandoned: p.abandoned.splice(0, 1) }, this.reachable, out);
-    }
-    // Abandoned (a timeout, silence, a failed send) rather than answered: time lost to the network.
-    if (timedOut) p.timeouts++;
-    // Whatever ended the attempt, it is no longer open to trust (an outcome was noted first).
-    if (p.current !== undefined) this.trust.ended(p.current, attemptKey(p));
-    return p;
-  }
-
-  /**
-   * A forward or ack timer fired. Returns true when the attempt is abandoned (node.ts moves on);
-   * a timer of an attempt we moved on from never acts on the current one.
-   */
+  /** A forward or ack timer fired. True when the attempt is abandoned (node.ts moves on). */
   onTimer(timer: Extract<Timer, { kind: "forward" | "ack" }>, now: number, out: Effect[]): boolean {
-    const p = this.pending.find(timer.reqId);
-    invariant(p === undefined || timer.attempt <= p.attempt, "a timer for an attempt not yet made");
-    if (p?.current === undefined || p.attempt !== timer.attempt) return false;
-    if (timer.kind === "forward") {
-      this.trust.failed(p.current, attemptKey(p), now);
-      this.fallback(p.reqId, out, false, true);
-      return true;
-    }
-    return p.ackArmed && this.onAckTimer(p, now, out);
+    return this.attempts.onTimer(this.pending.find(timer.reqId), timer, now, out);
   }
 
-  /** The ack timer of the current attempt fired: act on forward-acks.ts's verdict (true: moved on). */
-  private onAckTimer(p: Pending, now: number, out: Effect[]): boolean {
-    const to = p.current as NodeId;
-    const verdict = this.acks.onTimer(p, to, now, out);
-    if (verdict === "probe" || verdict === "resend") {
-      this.counters[verdict === "probe" ? "probes" : "resends"]++;
-      return false;
-    }
-    if (verdict === "overdue") this.counters.overdueAnswers++;
-    else this.counters.ackTimeouts++;
-    // A stalled peer, or one silent since its ack, owes the answer: held against it. A never-acked
-    // attempt says nothing of the peer (trust.ts): the forward or its ack may be lost on the way,
-    // and a peer that hears nothing of ours goes silent and is suspected; it only hints at a peer
-    // that does not ack. A half-open probe is the exception: a demoted peer that does not ack it
-    // stays demoted (else every next request would probe it, each costing an ack timeout).
-    const key = attemptKey(p);
-    const held = verdict === "unacked" ? this.trust.isProbe(to, key) : verdict !== "gone";
-    if (verdict === "unacked") this.targets.abandonedUnacked(to, p.reqId, p.attempt);
-    if (held) this.trust.failed(to, key, now);
-    // Acked, then silent or overdue: it holds the job or its answer (or stalls), and answer recovery
-    // asks it again should the request end up running here (hedge.ts). Greedy decoding only: a
-    // sampled answer could not continue what our own run may have streamed already.
-    // Its job is not cancelled then (a stalled peer may still answer it), only once the hedge ends;
-    // an earlier silent peer's hedge ends now (cancelled).
-    const owes = verdict === "silent" || verdict === "overdue";
-    if (owes && this.config.answerRecovery && (p.request.temperature ?? 0) === 0) {
-      this.endHedge(p, out);
-      p.hedge = { to, attempt: p.attempt, asks: 0, epoch: p.ackEpoch };
-    }
-    // An overdue answer is the peer's failure (trust's business), not the network's: no timeout.
-    this.fallback(p.reqId, out, true, true, verdict !== "overdue");
-    return true;
-  }
-
-  /**
-   * A `forward-ack` arrived. Any ack shows the peer acks (so its forwards are held to the ack
-   * timeout). For the current, not yet acked attempt: wait for the answer until its ETA (with margin,
-   * doubling per probe) before probing; without an ETA, the forward timeout alone bounds the wait.
-   * True when the ack came from an incarnation older than a restart seen meanwhile (`lostTo`): the job
-   * went with it, and node.ts fails the attempt over.
-   */
+  /** A `forward-ack` arrived. True: an older incarnation took the job (node.ts fails it over). */
   onForwardAck(from: NodeId, msg: PeerMessageOf<"forward-ack">, out: Effect[]): boolean {
-    const { reqId, attempt, etaMs } = msg;
-    if (typeof reqId !== "string" || reqId.length > MAX_REQ_ID || !Number.isInteger(attempt)) {
-      this.counters.invalidMessages++;
-      return false;
-    }
-    this.targets.acked(from, reqId, attempt);
-    const p = this.pending.find(reqId);
-    // Even a repeated ack: a re-send may have reached a new incarnation, which holds the job now.
-    if (p?.current === from && p.attempt === attempt) p.ackEpoch = newestEpoch(p.ackEpoch, msg.epoch);
-    else if (p !== undefined) ackedEarlier(p, from, attempt, msg.epoch);
-    if (!p || p.current !== from || p.attempt !== attempt || p.ackedAt === p.probes) {
-      this.counters.ignoredAcks++;
-      return false;
-    }
-    if (p.restartEpoch !== undefined && lostIn(p.ackEpoch, p.restartEpoch)) return true;
-    this.acks.acked(p, from, etaMs, p.expect[p.next - 1], this.deps.now(), out);
-    return false;
+    return this.attempts.onAck(from, msg, this.pending, out);
   }
 
   /**
@@ -730,13 +535,13 @@ export class Origin {
     takeQueued: (reqId: string) => boolean = () => false,
     abortRun: (reqId: string) => void = () => {},
   ): Tokens | undefined {
-    const current = this.current(from, msg);
+    const current = this.attempts.current(this.pending.find(msg.reqId), from, msg);
     const p = current ?? this.lateAnswered(from, msg, out, takeQueued, abortRun);
     if (!p) return undefined;
     out.push({ type: "cancel-timer", timer: forwardTimer(p) });
     this.acks.disarm(p, out);
     // The hedge's own peer answered: nothing of it to cancel.
-    this.endHedge(p, out, !hedgeOn(p.hedge, from, msg.attempt));
+    this.hedging.end(p, out, !hedgeOn(p.hedge, from, msg.attempt));
     this.targets.landed(from, p.reqId, msg.attempt);
     this.pending.settle(p.reqId);
     // A late answer's attempt ended already (trust counted it then, and its progress just now).
@@ -768,17 +573,18 @@ export class Origin {
   ): Pending | undefined {
     const p = this.pending.find(msg.reqId);
     // Counted once: as a hedged answer (below), else as a late reply, whether it answers or is dropped.
-    if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt)) return this.late(undefined);
+    if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt))
+      return this.attempts.late(undefined);
     // A peer spot checks quarantined since (caught answering wrong): its late answer is not taken.
-    if (this.trust.quarantined(from)) return this.late(undefined);
+    if (this.trust.quarantined(from)) return this.attempts.late(undefined);
     if (p.current === undefined) {
-      if (takeQueued(p.reqId)) return this.late(p);
+      if (takeQueued(p.reqId)) return this.attempts.late(p);
       // It runs here already: its hedge's answer is the reply, and the run completes unreplied.
-      if (!hedgeOn(hedgeOf(p), from, msg.attempt)) return this.late(undefined);
+      if (!hedgeOn(hedgeOf(p), from, msg.attempt)) return this.attempts.late(undefined);
       // Not for a stream our run may have begun already (hedge.ts): that run answers.
       if (p.request.stream === true) {
-        this.endHedge(p, out, false);
-        return this.late(undefined);
+        this.hedging.end(p, out, false);
+        return this.attempts.late(undefined);
       }
       this.answeredRuns.add(p);
       abortRun(p.reqId);
@@ -786,30 +592,13 @@ export class Origin {
       return p;
     }
     // Answered, not a fallback: the other attempt is only cancelled.
-    return this.late(this.endAttempt(p.reqId, out, true, true, false));
-  }
-
-  /** An answer to an attempt no longer current: counted (`lateReplies`). */
-  private late<T>(v: T): T {
-    this.counters.lateReplies++;
-    return v;
+    return this.attempts.late(this.attempts.end(p, out, true, true, false));
   }
 
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */
   onError(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): boolean {
-    this.hedgeRefused(from, msg, out);
-    const p = this.current(from, msg);
-    if (!p) return this.late(false);
-    // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer, nor
-    // does a refusal of what exceeds its limits (kept: what does not fit goes elsewhere from now on).
-    const limits = saidLimits(msg);
-    if (limits !== undefined && (exceedsLimits(p.request, limits) || p.request.tokenizer !== undefined))
-      this.limits.learn(from, limits);
-    else if (isLoadRefusal(msg.error)) this.trust.refused(from, this.deps.now());
-    else if (!PROTOCOL_REFUSALS.has(msg.error)) this.trust.failed(from, attemptKey(p), this.deps.now());
-    // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.
-    this.fallback(p.reqId, out, true, false);
-    return true;
+    const p = typeof msg.reqId === "string" ? this.pending.find(msg.reqId) : undefined;
+    return this.attempts.onError(p, from, msg, out);
   }
 
   /**
@@ -823,28 +612,10 @@ export class Origin {
     return true;
   }
 
-  /** The peer a hedge asks answered that attempt with an error (it dropped the job): no more asking. */
-  private hedgeRefused(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): void {
-    const p = typeof msg.reqId === "string" ? this.pending.find(msg.reqId) : undefined;
-    if (p !== undefined && hedgeOn(p.hedge, from, msg.attempt)) this.endHedge(p, out, false);
-  }
-
   /** A spot check ran here: a peer that answered otherwise is quarantined (and reported, counted). */
   checked(reqId: string, ours: string): void {
     const liar = this.spot.judge(reqId, ours);
     if (liar !== undefined) this.trust.quarantine(liar);
-  }
-
-  /** The pending request `msg` answers, if it answers its current attempt (else the caller counts it). */
-  private current(from: NodeId, msg: Answer): Pending | undefined {
-    const p = this.pending.find(msg.reqId);
-    if (p && p.current === from && p.attempt === msg.attempt) return p;
-    // A late result still shows the peer getting through its work.
-    if (msg.type === "result") this.trust.progressed(from);
-    this.targets.lateAnswer(from, msg.reqId, msg.attempt);
-    // Its peer is done with that attempt (answered or dropped it): it is owed no final cancel.
-    for (const a of p?.abandoned ?? []) if (a.to === from && a.attempt === msg.attempt) a.done = true;
-    return undefined;
   }
 
   /** This node, under its current policy: who signs the replies. */
@@ -863,52 +634,3 @@ const DEADLINE_COUNTER = {
   forwarded: "clientGoneDeadlineForwarded",
   running: "clientGoneDeadlineRunning",
 } as const;
-
-/**
- * Whether a forward a peer acked in `acked` went with its restart seen at `epoch` (undefined: it left
- * or is down, every job went). Only an ack naming an older epoch is the gone incarnation's: one naming
- * none (implied by a streaming answer's first chunk, or an older peer's) may be the new one's, and
- * failing it over would run it twice; the gone one's stream breaks, or the answer's probe finds it
- * unknown, and that fails it over.
- */
-function lostIn(acked: number | undefined, epoch: number | undefined): boolean {
-  return epoch === undefined || (acked !== undefined && acked < epoch);
-}
-
-/**
- * Whether a hedge on a job acked in `acked` must end at a restart seen at `epoch`: unlike a forward,
- * one whose epoch is unknown ends too, since asking a new incarnation again would run the job again.
- */
-function olderThan(acked: number | undefined, epoch: number | undefined): boolean {
-  return epoch === undefined || acked === undefined || acked < epoch;
-}
-
-/**
- * `peer` restarted at `epoch`: the attempts an older incarnation acked went with it and are owed no
- * cancel — bar `asked`, one a hedge re-asked since (the new incarnation may run it).
- */
-function tookAlong(p: Pending, peer: NodeId, epoch: number, asked: number | undefined): void {
-  for (const a of p.abandoned ?? [])
-    if (a.to === peer && a.epoch !== undefined && a.epoch < epoch && a.attempt !== asked) a.done = true;
-}
-
-/**
- * An ack of an attempt no longer current (a hedge's re-ask, a late one): the epoch it names is the
- * incarnation holding the job now, for the hedge (`endHedgesTo`) and the cancel it is owed.
- */
-function ackedEarlier(p: Pending, from: NodeId, attempt: number, epoch: unknown): void {
-  if (hedgeOn(p.hedge, from, attempt) && p.hedge) p.hedge.epoch = newestEpoch(p.hedge.epoch, epoch);
-  for (const a of p.abandoned ?? [])
-    if (a.to === from && a.attempt === attempt) a.epoch = newestEpoch(a.epoch, epoch);
-}
-
-/** The newer of a held ack epoch and a peer's (a peer-controlled value: only a whole, non-negative one). */
-function newestEpoch(held: number | undefined, said: unknown): number | undefined {
-  if (typeof said !== "number" || !Number.isSafeInteger(said) || said < 0) return held;
-  return held === undefined ? said : Math.max(held, said);
-}
-
-/** Names one of our forward attempts to trust (unique among this node's open attempts). */
-function attemptKey(p: Pending): string {
-  return `${p.reqId}\u0000${p.attempt}`;
-}

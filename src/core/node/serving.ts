@@ -201,7 +201,7 @@ export class Serving {
     out: Effect[],
   ): void {
     const msg: PeerMessage = { type: "forward-ack", reqId, attempt };
-    // Only gossip relays epochs, so only there can a stale one pass for a restart (origin.ts
+    // Only gossip relays epochs, so only there can a stale one pass for a restart (forward-attempts.ts
     // `lostTo`); the full mesh hears each peer's epoch from that peer alone.
     if (this.config.gossip !== "full") msg.epoch = this.epoch;
     if (etaMs !== undefined) msg.etaMs = Math.ceil(etaMs);

@@ -30,8 +30,8 @@
  * by its deadlines and the breaker. Each open attempt is stamped with the count of answers the peer
  * had given when it was sent, so "sent since its last answer" is one comparison.
  *
- * Part of the origin role (origin.ts reports outcomes; node.ts asks `routable` and, through the
- * origin, `mayHold`). Pure: time comes in.
+ * Part of the origin role (forward-attempts.ts and origin.ts report outcomes; node.ts asks
+ * `routable` and, through the origin, `mayHold`). Pure: time comes in.
  */
 import { invariant } from "../invariant.js";
 import type { BreakerState, NodeId, TrustView } from "./types.js";

@@ -168,7 +168,7 @@ export type PeerMessage =
   /**
    * `queueDepth` (with `freshPeerLoad`): the sender's queue depth as it sends (peer-load.ts).
    * `epoch`: the sender's epoch as it acks, so a later restart of it fails over only the forwards an
-   * older incarnation took (origin.ts `lostTo`). Optional: older peers send none.
+   * older incarnation took (forward-attempts.ts `lostTo`). Optional: older peers send none.
    */
   | {
       type: "forward-ack";

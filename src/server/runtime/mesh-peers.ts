@@ -34,8 +34,9 @@ export const MAX_STRANGER_POOLS = 64;
 export const MAX_VERIFYING = 256;
 /**
  * How long a member that left (its goodbye) keeps its pool as a stranger's: the final cancels it is
- * owed go when it leaves (no answer of a non-member is taken: origin.ts `departed`), so this need only
- * carry them, and a short hold keeps left members from filling the stranger pools that joiners need.
+ * owed go when it leaves (no answer of a non-member is taken: forward-attempts.ts `departed`), so
+ * this need only carry them, and a short hold keeps left members from filling the stranger pools
+ * that joiners need.
  */
 export const LEFT_POOL_MS = 10_000;
 /** Backoff of a verification whose address did not answer: doubling from the first, up to the cap. */
