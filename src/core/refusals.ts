@@ -42,6 +42,12 @@ export interface Refusal {
   refusals: number;
   /** What it was last refused under (SWIM: the incarnation heard); higher news is evidence of change. */
   mark: number;
+  /**
+   * The highest mark heard of it since (≥ `mark`). Evidence heard within `afterChangeMs` is kept, not
+   * lost: the next mention after the floor re-checks it (a restarted member may announce its new
+   * incarnation once, then only ping, which carries none).
+   */
+  heard: number;
 }
 
 /** A refused candidate as operators see it (`/cluster`'s `refused`). */
@@ -84,7 +90,7 @@ export class Refusals<K> {
   /** The check of `key` refused it at `now`: its backoff grows (a first refusal waits `firstMs`). */
   refuse(key: K, reason: string, now: number, mark = 0): Refusal {
     if (this.max <= 0)
-      return { reason, refusedAt: now, recheckAt: now + this.timing.firstMs, refusals: 1, mark };
+      return { reason, refusedAt: now, recheckAt: now + this.timing.firstMs, refusals: 1, mark, heard: mark };
     const prev = this.book.get(key);
     this.book.delete(key); // re-inserted last: the oldest refusal is the one forgotten
     if (prev === undefined && this.book.size >= this.max)
@@ -95,8 +101,11 @@ export class Refusals<K> {
       refusedAt: now,
       recheckAt: now + recheckDelayMs(this.timing, refusals),
       refusals,
-      mark: Math.max(mark, prev?.mark ?? mark),
+      // The evidence that led to this check is spent: only news beyond it is evidence again.
+      mark: Math.max(mark, prev?.heard ?? mark),
+      heard: 0,
     };
+    r.heard = r.mark;
     this.book.set(key, r);
     invariant(this.book.size <= this.max, "refusals exceed their bound");
     return r;
@@ -125,13 +134,15 @@ export class Refusals<K> {
   }
 
   /**
-   * Whether `key` may be checked at `now`: never refused, its wait over, or news of it under a mark
-   * higher than the one it was refused under (and `afterChangeMs` since that refusal).
+   * News of `key` at `now` (under `mark`, if it carries one, which is remembered): whether it may be
+   * checked — never refused, its wait over, or a mark higher than the one it was refused under heard
+   * (now or since) and `afterChangeMs` passed since that refusal.
    */
   mayCheck(key: K, now: number, mark?: number): boolean {
     const r = this.book.get(key);
     if (r === undefined || now >= r.recheckAt) return true;
-    return mark !== undefined && mark > r.mark && now - r.refusedAt >= this.timing.afterChangeMs;
+    if (mark !== undefined && mark > r.heard) r.heard = mark;
+    return r.heard > r.mark && now - r.refusedAt >= this.timing.afterChangeMs;
   }
 
   /** The earliest `recheckAt` of all (undefined when none is refused). */

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { RECHECK_FIRST_MS, type RecheckTiming } from "../../src/core/refusals.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
@@ -160,7 +161,14 @@ describe("full mesh: two real nodes", () => {
 describe("gossip scuttlebutt: refused members and seeds are asked again", () => {
   async function start(
     id: string,
-    o: { peer?: number; cluster?: string; join?: string; secret?: string } = {},
+    o: {
+      peer?: number;
+      cluster?: string;
+      join?: string;
+      secret?: string;
+      /** The re-check backoff: short unless the test needs the defaults (30 s first). */
+      recheck?: Partial<RecheckTiming>;
+    } = {},
   ) {
     const [api, peer] = await Promise.all([freePort("127.0.0.1"), o.peer ?? freePort("127.0.0.1")]);
     const s = resolveNodeSettings(
@@ -181,7 +189,7 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     );
     const n = await startNode(s, {
       logger: pino({ level: "silent" }),
-      recheck: { firstMs: 300, maxMs: 600 },
+      recheck: o.recheck ?? { firstMs: 300, maxMs: 600 },
     });
     nodes.push(n);
     return { n, peer };
@@ -201,6 +209,25 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     nodes.splice(nodes.indexOf(b1), 1);
     const { n: b2 } = await start("B", { peer, join: a.peerUrl.replace(/^http:\/\//, "") });
     await until("A admits B", () => isMember(a, "B"));
+    await until("B admits A", () => isMember(b2, "A"));
+    expect(view(a).refused.some((r) => r.id === "B")).toBe(false);
+  });
+
+  it("a member restarted fixed is admitted on its new life's incarnation, well before the backoff", async () => {
+    const { n: a } = await start("A", { recheck: {} });
+    const { n: b1, peer } = await start("B", { cluster: "other", recheck: {} });
+    // A refuses B's first life under an incarnation at least as high as the one that life started at.
+    expect(await relaySays(secret, a, "B", b1.peerUrl, Date.now())).toBeLessThan(300);
+    await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"));
+    expect(view(a).refused.find((r) => r.id === "B")?.recheckInMs).toBeGreaterThan(RECHECK_FIRST_MS / 2);
+    await b1.stop();
+    nodes.splice(nodes.indexOf(b1), 1);
+    const t0 = Date.now();
+    const join = a.peerUrl.replace(/^http:\/\//, "");
+    const { n: b2 } = await start("B", { peer, join, recheck: {} });
+    await until("A admits B", () => isMember(a, "B"), 2 * RECHECK_FIRST_MS);
+    // Its backoff had not run out: the restart's higher incarnation was the evidence.
+    expect(Date.now() - t0).toBeLessThan(RECHECK_FIRST_MS / 2);
     await until("B admits A", () => isMember(b2, "A"));
     expect(view(a).refused.some((r) => r.id === "B")).toBe(false);
   });
