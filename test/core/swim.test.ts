@@ -384,6 +384,25 @@ describe("swim membership rules", () => {
     expect([...h.swim.liveMembers()].sort()).toEqual(["b", ...ids.filter((id) => id !== "z3")].sort());
   });
 
+  test("a re-check counts once it is queued; one the full queue drops counts apart, and comes again", () => {
+    const h = harness("a", [], { maxCandidates: 1, maxQueuedCandidates: 1, recheckFirstMs: 1_000 });
+    h.admit("b");
+    const alive = (id: string) => ({ id, status: "alive" as const, incarnation: 0 });
+    h.msg("b", { type: "gossip", updates: [alive("x")] });
+    h.run(h.swim.handle({ type: "verified", id: "x", ok: false }));
+    // Its backoff runs out while the one slot and the one queue place are taken.
+    h.at(1_000);
+    h.msg("b", { type: "gossip", updates: [alive("y"), alive("z"), alive("x")] });
+    expect(h.swim.stats).toMatchObject({ rechecks: 0, rechecksDropped: 1, candidatesDropped: 1 });
+    expect(h.swim.refusedMembers(1_000).map((r) => r.id)).toEqual(["x"]);
+    // A place frees: the next mention queues the re-check, and only that one counts.
+    h.run(h.swim.handle({ type: "verified", id: "y", ok: true }));
+    h.msg("b", { type: "gossip", updates: [alive("x")] });
+    expect(h.swim.stats).toMatchObject({ rechecks: 1, rechecksDropped: 1 });
+    h.run(h.swim.handle({ type: "verified", id: "z", ok: true }));
+    expect(h.verifies.at(-1)).toBe("x");
+  });
+
   test("a list that names members new to us is followed by push-pulls until two in a row name no one new", () => {
     const h = harness("a", [], { maxCandidates: 64 });
     h.admit("b");

@@ -111,6 +111,7 @@ export class Swim {
     verified: 0,
     refusedMembers: 0,
     rechecks: 0,
+    rechecksDropped: 0,
     invalid: 0,
     unknownSender: 0,
     candidatesDropped: 0,
