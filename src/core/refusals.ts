@@ -16,6 +16,15 @@ export const RECHECK_FIRST_MS = 30_000;
 export const RECHECK_MAX_MS = 600_000;
 /** Evidence of change re-checks at once, but at most this often: a relay's news alone cannot flood it. */
 export const RECHECK_AFTER_CHANGE_MS = 2_000;
+/**
+ * A refusal's reason code when the peer refused our signed timestamp (a clock is off by more than the
+ * shared-secret window). Its fix is a clock, set right by the operator or by NTP without restarting
+ * anything, so no restart's evidence will come: its backoff stops doubling at CLOCK_SKEW_MAX_MS.
+ */
+export const CLOCK_SKEW = "clock-skew";
+/** The ceiling for clock-skew refusals: a fixed clock is noticed within 2 min, at one refused hello per 2 min. */
+export const CLOCK_SKEW_MAX_MS = 120_000;
+
 /** Refusals remembered at most: any peer can name as many ids as it likes. */
 export const MAX_REFUSALS = 1_024;
 
@@ -72,6 +81,12 @@ export function refusedView(id: string, r: Refusal, now: number): RefusedView {
   };
 }
 
+/** The timing for a refusal saying `reason` (`code: message`): clock skew has a lower ceiling. */
+export function timingFor(t: RecheckTiming, reason: string): RecheckTiming {
+  if (reason !== CLOCK_SKEW && !reason.startsWith(`${CLOCK_SKEW}:`)) return t;
+  return { ...t, maxMs: Math.max(t.firstMs, Math.min(t.maxMs, CLOCK_SKEW_MAX_MS)) };
+}
+
 /** The wait after the `n`th refusal in a row (n ≥ 1): first × 2^(n−1), at most the ceiling. */
 export function recheckDelayMs(t: RecheckTiming, n: number): number {
   return Math.min(t.maxMs, t.firstMs * 2 ** Math.min(Math.max(n - 1, 0), 40));
@@ -99,7 +114,7 @@ export class Refusals<K> {
     const r: Refusal = {
       reason,
       refusedAt: now,
-      recheckAt: now + recheckDelayMs(this.timing, refusals),
+      recheckAt: now + recheckDelayMs(timingFor(this.timing, reason), refusals),
       refusals,
       // The evidence that led to this check is spent: only news beyond it is evidence again.
       mark: Math.max(mark, prev?.heard ?? mark),

@@ -4,11 +4,14 @@ import { MAX_INCARNATION } from "../../src/core/node/swim/codec.js";
 import { bootIncarnation, Swim } from "../../src/core/node/swim/swim.js";
 import type { SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
 import {
+  CLOCK_SKEW,
+  CLOCK_SKEW_MAX_MS,
   DEFAULT_RECHECK,
   RECHECK_FIRST_MS,
   RECHECK_MAX_MS,
   Refusals,
   recheckDelayMs,
+  timingFor,
 } from "../../src/core/refusals.js";
 
 const timing = { firstMs: 100, maxMs: 1_000, afterChangeMs: 10 };
@@ -75,6 +78,21 @@ describe("refusal backoff", () => {
     expect(r.mayCheck("x", 30)).toBe(false);
     expect(r.mayCheck("x", 30, 6)).toBe(false);
     expect(r.mayCheck("x", 30, 7)).toBe(true);
+  });
+
+  test("a clock-skew refusal's backoff stops doubling at CLOCK_SKEW_MAX_MS", () => {
+    const t = { firstMs: 30_000, maxMs: 600_000, afterChangeMs: 2_000 };
+    expect(timingFor(t, "wrong-cluster: x")).toBe(t);
+    expect(timingFor(t, `${CLOCK_SKEW}: x`).maxMs).toBe(CLOCK_SKEW_MAX_MS);
+    expect(timingFor({ ...t, maxMs: 60_000 }, CLOCK_SKEW).maxMs).toBe(60_000); // never above the ceiling
+    const r = new Refusals<string>(t);
+    const waits = [1, 2, 3, 4, 5].map((i) => {
+      const x = r.refuse("x", `${CLOCK_SKEW}: this node's clock is 45 s behind`, i * 1_000_000);
+      return x.recheckAt - x.refusedAt;
+    });
+    expect(waits).toEqual([30_000, 60_000, 120_000, 120_000, 120_000]);
+    const y = [1, 2, 3, 4, 5].map((i) => r.refuse("y", "wrong-model: m", i * 1_000_000));
+    expect(y.map((x) => x.recheckAt - x.refusedAt).at(-1)).toBe(480_000);
   });
 
   test("remembers at most `max` refusals, forgetting the oldest", () => {

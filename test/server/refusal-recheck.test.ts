@@ -52,6 +52,14 @@ interface View {
   seeds?: { state: string; retrying: boolean; nextAttemptAt: string | null; reason: string | null }[];
 }
 const view = (n: NodeHandle) => n.runtime.clusterView() as unknown as View;
+/** `prefixmesh_refused_members{reason}` as `n`'s /metrics says it (undefined: no such series). */
+async function refusedGauge(n: NodeHandle, reason: string): Promise<number | undefined> {
+  const text = await (await fetch(`${n.apiUrl}/metrics`)).text();
+  const line = text
+    .split("\n")
+    .find((l) => l.startsWith("prefixmesh_refused_members{") && l.includes(`reason="${reason}"`));
+  return line === undefined ? undefined : Number(line.split(" ").at(-1));
+}
 
 describe("full mesh: a refused static peer is asked again", () => {
   /** Node A (insecure) with static peer B, a double (static-peer-double.ts), and short backoffs. */
@@ -74,21 +82,14 @@ describe("full mesh: a refused static peer is asked again", () => {
     expect(refused[0]).toMatchObject({ id: "B", refusals: expect.any(Number) });
     expect(refused[0]?.reason).toMatch(/^wrong-cluster: /);
     expect(refused[0]?.recheckInMs).toBeLessThanOrEqual(400);
-    const refusedGauge = async (reason: string) => {
-      const text = await (await fetch(`${n.apiUrl}/metrics`)).text();
-      const line = text
-        .split("\n")
-        .find((l) => l.startsWith("prefixmesh_refused_members{") && l.includes(`reason="${reason}"`));
-      return line === undefined ? undefined : Number(line.split(" ").at(-1));
-    };
-    expect(await refusedGauge("wrong-cluster")).toBe(1);
-    expect(await refusedGauge("wrong-model")).toBe(0);
+    expect(await refusedGauge(n, "wrong-cluster")).toBe(1);
+    expect(await refusedGauge(n, "wrong-model")).toBe(0);
     cluster = "prefixmesh";
     await until("A admits B on a re-check", () => known());
     await until("B's hello noted", () => view(n).peers.find((p) => p.id === "B")?.promptText === false);
     expect(view(n).refused).toEqual([]);
     expect(n.runtime.admin.refusal("B")).toBeUndefined();
-    expect(await refusedGauge("wrong-cluster")).toBe(0);
+    expect(await refusedGauge(n, "wrong-cluster")).toBe(0);
   });
 
   it("asks a peer that stays wrong at most once per backoff period", async () => {
@@ -168,6 +169,9 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
       secret?: string;
       /** The re-check backoff: short unless the test needs the defaults (30 s first). */
       recheck?: Partial<RecheckTiming>;
+      /** The clock its peer requests are signed and checked by (default: the real one). */
+      authClock?: () => number;
+      logger?: pino.Logger;
     } = {},
   ) {
     const [api, peer] = await Promise.all([freePort("127.0.0.1"), o.peer ?? freePort("127.0.0.1")]);
@@ -188,8 +192,9 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
       {},
     );
     const n = await startNode(s, {
-      logger: pino({ level: "silent" }),
+      logger: o.logger ?? pino({ level: "silent" }),
       recheck: o.recheck ?? { firstMs: 300, maxMs: 600 },
+      ...(o.authClock ? { authClock: o.authClock } : {}),
     });
     nodes.push(n);
     return { n, peer };
@@ -243,6 +248,31 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     const { n: b2 } = await start("B", { peer });
     await until("A joins through its seed", () => view(a).seeds?.[0]?.state === "joined");
     await until("A and B are members of each other", () => isMember(a, "B") && isMember(b2, "A"));
+  });
+
+  it("a seed refusing our clock is shown as clock-skew, warned of once, counted, and asked again", async () => {
+    const { n: b, peer } = await start("B");
+    const lines: { msg: string; skewS?: number; level: number }[] = [];
+    const logger = pino({ level: "debug" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    // A's clock is 90 s behind: every request it signs is outside B's window.
+    const { n: a } = await start("A", {
+      join: `127.0.0.1:${peer}`,
+      authClock: () => Date.now() - 90_000,
+      recheck: { firstMs: 200, maxMs: 60_000 },
+      logger,
+    });
+    const seed = () =>
+      view(a).seeds?.[0] as unknown as { state: string; reason: string; error: string; attempts: number };
+    await until("A's seed refuses its clock", () => seed()?.reason === "clock-skew");
+    expect(seed()).toMatchObject({ state: "refused" });
+    expect(seed().error).toMatch(/clock skew: this node's clock is 9\d s behind the peer's/);
+    expect(await refusedGauge(a, "clock-skew")).toBe(1);
+    expect(await refusedGauge(a, "no-credential")).toBe(0);
+    await until("A asks its seed again", () => seed().attempts >= 3);
+    const warned = lines.filter((l) => l.level === 40 && /clock is 9\d s behind the seed's/.test(l.msg));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]?.skewS).toBeLessThanOrEqual(-89);
+    expect(isMember(b, "A")).toBe(false);
   });
 
   it("a node without the cluster's secret is re-checked afresh and never admitted, whatever a relay says", async () => {
