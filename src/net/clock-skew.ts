@@ -34,9 +34,8 @@ export function clockSkewOf(
 
 /** "45 s behind" / "2 min ahead": how our clock stands against the peer's, for a log line or a reason. */
 export function describeSkew(skewMs: number): string {
-  const s = Math.abs(skewMs) / 1000;
-  const size =
-    s < 120 ? `${Math.round(s)} s` : s < 7_200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3_600)} h`;
+  const s = Math.round(Math.abs(skewMs) / 1000);
+  const size = s < 120 ? `${s} s` : s < 7_200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3_600)} h`;
   return `${size} ${skewMs < 0 ? "behind" : "ahead of"}`;
 }
 

@@ -32,6 +32,7 @@ describe("a 401 refusing our timestamp names the clock skew", () => {
 
   it("describes the skew for an operator", () => {
     expect(describeSkew(-45_250)).toBe("45 s behind");
+    expect(describeSkew(-119_990)).toBe("2 min behind"); // rounded before the unit is picked
     expect(describeSkew(600_000)).toBe("10 min ahead of");
     expect(describeSkew(3 * 3_600_000)).toBe("3 h ahead of");
   });

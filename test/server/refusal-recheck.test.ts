@@ -275,6 +275,19 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     expect(isMember(b, "A")).toBe(false);
   });
 
+  it("a member whose clock is off is refused as clock-skew, never as no-credential", async () => {
+    const { n: a } = await start("A", { recheck: { firstMs: 200, maxMs: 600_000 } });
+    // B's clock is 3 min ahead: it refuses A's signed hello, saying the clock it judged by.
+    const { n: b } = await start("B", { authClock: () => Date.now() + 180_000 });
+    expect(await relaySays(secret, a, "B", b.peerUrl)).toBeLessThan(300);
+    await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"), 30_000);
+    const r = view(a).refused.find((x) => x.id === "B");
+    expect(r?.reason).toMatch(/^clock-skew: .*this node's clock is 3 min behind the peer's/);
+    expect(await refusedGauge(a, "clock-skew")).toBe(1);
+    expect(await refusedGauge(a, "no-credential")).toBe(0);
+    expect(isMember(a, "B")).toBe(false);
+  });
+
   it("a node without the cluster's secret is re-checked afresh and never admitted, whatever a relay says", async () => {
     const { n: a } = await start("A");
     const { n: e } = await start("E", { secret: otherSecretFile });
