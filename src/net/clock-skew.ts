@@ -32,7 +32,7 @@ export function clockSkewOf(
   return Math.abs(skew) > DEFAULT_WINDOW_MS ? bounded(skew) : undefined;
 }
 
-/** "45 s behind" / "2 min ahead": how our clock stands against the peer's, for a log line or a reason. */
+/** "45 s behind" / "2 min ahead of": how our clock stands against the peer's ("… the peer's"). */
 export function describeSkew(skewMs: number): string {
   const s = Math.round(Math.abs(skewMs) / 1000);
   const size = s < 120 ? `${s} s` : s < 7_200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3_600)} h`;

@@ -13,8 +13,9 @@
  * its backoff (`recheckFirstMs` doubling to `recheckMaxMs`) runs out, or sooner when news names it
  * under a higher incarnation than the one it was refused under: a member that refuted a suspicion
  * is running again, or a restarted one (its first incarnation is its boot time); such news heard
- * within the floor is kept for its next mention (refusals.ts). Either way it is only named again, so it is asked through `verify-member`
- * like any candidate: a re-check is a fresh check, never a relay's word.
+ * within the floor is kept for its next mention (refusals.ts). Either way it is only named again, so
+ * it is asked through `verify-member` like any candidate: a re-check is a fresh check, never a
+ * relay's word.
  */
 import { Refusals, type RefusedView, refusedView } from "../../refusals.js";
 import type { SwimConfig } from "./config.js";
