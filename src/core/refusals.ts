@@ -16,6 +16,15 @@ export const RECHECK_FIRST_MS = 30_000;
 export const RECHECK_MAX_MS = 600_000;
 /** Evidence of change re-checks at once, but at most this often: a relay's news alone cannot flood it. */
 export const RECHECK_AFTER_CHANGE_MS = 2_000;
+/**
+ * A refusal's reason code when the peer refused our signed timestamp (a clock is off by more than the
+ * shared-secret window). Its fix is a clock, set right by the operator or by NTP without restarting
+ * anything, so no restart's evidence will come: its backoff stops doubling at CLOCK_SKEW_MAX_MS.
+ */
+export const CLOCK_SKEW = "clock-skew";
+/** The ceiling for clock-skew refusals: a fixed clock is noticed within 2 min, at one refused hello per 2 min. */
+export const CLOCK_SKEW_MAX_MS = 120_000;
+
 /** Refusals remembered at most: any peer can name as many ids as it likes. */
 export const MAX_REFUSALS = 1_024;
 
@@ -42,6 +51,12 @@ export interface Refusal {
   refusals: number;
   /** What it was last refused under (SWIM: the incarnation heard); higher news is evidence of change. */
   mark: number;
+  /**
+   * The highest mark heard of it since (≥ `mark`). Evidence heard within `afterChangeMs` is kept, not
+   * lost: the next mention after the floor re-checks it (a restarted member may announce its new
+   * incarnation once, then only ping, which carries none).
+   */
+  heard: number;
 }
 
 /** A refused candidate as operators see it (`/cluster`'s `refused`). */
@@ -66,6 +81,12 @@ export function refusedView(id: string, r: Refusal, now: number): RefusedView {
   };
 }
 
+/** The timing for a refusal saying `reason` (`code: message`): clock skew has a lower ceiling. */
+export function timingFor(t: RecheckTiming, reason: string): RecheckTiming {
+  if (reason !== CLOCK_SKEW && !reason.startsWith(`${CLOCK_SKEW}:`)) return t;
+  return { ...t, maxMs: Math.max(t.firstMs, Math.min(t.maxMs, CLOCK_SKEW_MAX_MS)) };
+}
+
 /** The wait after the `n`th refusal in a row (n ≥ 1): first × 2^(n−1), at most the ceiling. */
 export function recheckDelayMs(t: RecheckTiming, n: number): number {
   return Math.min(t.maxMs, t.firstMs * 2 ** Math.min(Math.max(n - 1, 0), 40));
@@ -84,7 +105,7 @@ export class Refusals<K> {
   /** The check of `key` refused it at `now`: its backoff grows (a first refusal waits `firstMs`). */
   refuse(key: K, reason: string, now: number, mark = 0): Refusal {
     if (this.max <= 0)
-      return { reason, refusedAt: now, recheckAt: now + this.timing.firstMs, refusals: 1, mark };
+      return { reason, refusedAt: now, recheckAt: now + this.timing.firstMs, refusals: 1, mark, heard: mark };
     const prev = this.book.get(key);
     this.book.delete(key); // re-inserted last: the oldest refusal is the one forgotten
     if (prev === undefined && this.book.size >= this.max)
@@ -93,10 +114,13 @@ export class Refusals<K> {
     const r: Refusal = {
       reason,
       refusedAt: now,
-      recheckAt: now + recheckDelayMs(this.timing, refusals),
+      recheckAt: now + recheckDelayMs(timingFor(this.timing, reason), refusals),
       refusals,
-      mark: Math.max(mark, prev?.mark ?? mark),
+      // The evidence that led to this check is spent: only news beyond it is evidence again.
+      mark: Math.max(mark, prev?.heard ?? mark),
+      heard: 0,
     };
+    r.heard = r.mark;
     this.book.set(key, r);
     invariant(this.book.size <= this.max, "refusals exceed their bound");
     return r;
@@ -125,13 +149,15 @@ export class Refusals<K> {
   }
 
   /**
-   * Whether `key` may be checked at `now`: never refused, its wait over, or news of it under a mark
-   * higher than the one it was refused under (and `afterChangeMs` since that refusal).
+   * News of `key` at `now` (under `mark`, if it carries one, which is remembered): whether it may be
+   * checked — never refused, its wait over, or a mark higher than the one it was refused under heard
+   * (now or since) and `afterChangeMs` passed since that refusal.
    */
   mayCheck(key: K, now: number, mark?: number): boolean {
     const r = this.book.get(key);
     if (r === undefined || now >= r.recheckAt) return true;
-    return mark !== undefined && mark > r.mark && now - r.refusedAt >= this.timing.afterChangeMs;
+    if (mark !== undefined && mark > r.heard) r.heard = mark;
+    return r.heard > r.mark && now - r.refusedAt >= this.timing.afterChangeMs;
   }
 
   /** The earliest `recheckAt` of all (undefined when none is refused). */

@@ -8,6 +8,7 @@ import { type FrameMac, frameMac } from "./auth/channel-mac.js";
 import {
   type BodyDigest,
   checkHelloProof,
+  DEFAULT_WINDOW_MS,
   HEADER_SENDER,
   helloProof,
   PeerRequestVerifier,
@@ -50,10 +51,13 @@ export interface OutgoingPeerRequest {
 
 export type AuthResult =
   | { ok: true; sender: string }
-  | { ok: false; reason: VerifyFailure | "no-client-cert" };
+  /** `clockMs`: shared-secret mode, a timestamp outside the window: this node's clock (hmac.ts). */
+  | { ok: false; reason: VerifyFailure | "no-client-cert"; clockMs?: number };
 
 export interface PeerAuth {
   readonly mode: "mtls" | "hmac" | "insecure";
+  /** Shared-secret mode: the clock requests are signed by (epoch ms), which a clock skew is measured against. */
+  readonly clock?: () => number;
   /** The headers to send with a request: its own plus the HMAC signature, or the plain sender id. */
   sign(req: OutgoingPeerRequest): Record<string, string>;
   verify(req: IncomingPeerRequest): AuthResult;
@@ -93,15 +97,21 @@ export function admitPeer(
   handlers: { isKnownPeer(id: string): boolean; onAuthRejected?(reason: string): void },
   req: IncomingPeerRequest,
   member = true,
-): { ok: true; sender: string } | { ok: false; status: 401 | 403; error: string } {
+): { ok: true; sender: string } | { ok: false; status: 401 | 403; error: string; clockMs?: number } {
   const r = auth.verify(req);
   if (!r.ok) {
     handlers.onAuthRejected?.(r.reason);
     const why =
       r.reason === "old-protocol"
         ? `${r.reason} (signed as peer protocol 1; this node speaks ${PROTOCOL_VERSION}: upgrade the peer)`
-        : r.reason;
-    return { ok: false, status: 401, error: `peer authentication failed: ${why}` };
+        : r.clockMs !== undefined
+          ? `${r.reason} (timestamp over ${DEFAULT_WINDOW_MS / 1000} s from this node's clock, sent as clockMs: a clock is off)`
+          : r.reason;
+    const error = `peer authentication failed: ${why}`;
+    // The clock it was judged by: the sender names its skew from it (net/clock-skew.ts).
+    return r.clockMs === undefined
+      ? { ok: false, status: 401, error }
+      : { ok: false, status: 401, error, clockMs: r.clockMs };
   }
   if (member && !handlers.isKnownPeer(r.sender)) {
     handlers.onAuthRejected?.("unknown-peer");
@@ -136,6 +146,7 @@ export function hmacAuth(selfId: string, secret: Uint8Array, now: () => number =
   const verifier = new PeerRequestVerifier({ secret, self: selfId });
   return {
     mode: "hmac",
+    clock: now,
     sign: (req) => ({
       ...req.headers,
       ...signPeerRequest({

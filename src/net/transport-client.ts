@@ -11,9 +11,10 @@ import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
 import { readBoundedBytes, readForwardStream } from "./answer-stream.js";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
-import { HEADER_RESPONSE_MAC, type ResponseOpener } from "./auth/response-mac.js";
+import { HEADER_RESPONSE_MAC } from "./auth/response-mac.js";
 import { peerIdFromCert } from "./auth/tls.js";
 import { ForwardChannel } from "./channel-client.js";
+import { clockSkewOf, describeSkew } from "./clock-skew.js";
 import { ConnectedPeers, DEFAULT_MAX_CONNECTED_PEERS } from "./connected-peers.js";
 import { forwardTimeouts } from "./forward-timeouts.js";
 import { MESH_PATH } from "./mesh-wire.js";
@@ -230,7 +231,7 @@ export class PeerClient {
       });
       const bytes = await readBoundedBytes(res.body, 64 * 1024);
       const text = bytes.toString("utf8");
-      checkAnswer(`peer ${id}`, this.opts.auth.responseOpener(headers), res, bytes, `${path}: ${text}`, 200);
+      checkAnswer(`peer ${id}`, this.opts.auth, headers, res, bytes, `${path}: ${text}`, 200);
       const proof = res.headers[HEADER_PROOF];
       const check = this.opts.auth.checkHelloProof;
       if (check && !check(id, challenge, text, typeof proof === "string" ? proof : undefined))
@@ -302,7 +303,7 @@ export class PeerClient {
       });
       const bytes = await readBoundedBytes(res.body, 64 * 1024);
       const text = bytes.toString("utf8");
-      checkAnswer(url, this.opts.auth.responseOpener(headers), res, bytes, `${path}: ${text}`, 200);
+      checkAnswer(url, this.opts.auth, headers, res, bytes, `${path}: ${text}`, 200);
       try {
         return { hello: JSON.parse(text), certId };
       } catch {
@@ -498,13 +499,7 @@ export class PeerClient {
         headers: signed,
       });
       const bytes = await readBoundedBytes(res.body, 1 << 20);
-      checkAnswer(
-        `peer ${id}`,
-        this.opts.auth.responseOpener(signed),
-        res,
-        bytes,
-        `${path}: ${bytes.toString("utf8")}`,
-      );
+      checkAnswer(`peer ${id}`, this.opts.auth, signed, res, bytes, `${path}: ${bytes.toString("utf8")}`);
       return bytes;
     } catch (err) {
       throw classify(err);
@@ -519,7 +514,9 @@ export class PeerClient {
  */
 function checkAnswer(
   who: string,
-  opener: ResponseOpener | undefined,
+  auth: PeerAuth,
+  /** The headers our request was sent with (its response MAC is bound to them). */
+  sent: Readonly<Record<string, string>>,
   res: { statusCode: number; headers: Readonly<Record<string, string | string[] | undefined>> },
   body: Uint8Array,
   /** What a refusal is said to (`PATH: body`), for its message. */
@@ -527,15 +524,23 @@ function checkAnswer(
   /** The one status that answers (a hello's 200); otherwise any below 300 does. */
   wantStatus?: number,
 ): void {
+  const opener = auth.responseOpener(sent);
   const authentic = !opener || opener.head(res.statusCode, res.headers, body);
   // A refusal is an HTTP error either way; unsealed, it is no verdict of the peer's.
-  if (wantStatus === undefined ? res.statusCode >= 300 : res.statusCode !== wantStatus)
+  if (wantStatus === undefined ? res.statusCode >= 300 : res.statusCode !== wantStatus) {
+    // Only where requests carry a timestamp: shared-secret mode. Said before the body, which a
+    // shown error is cut within (seed-states.ts).
+    const skew = auth.clock ? clockSkewOf(res.statusCode, res.headers, body, auth.clock()) : undefined;
+    const clock =
+      skew === undefined ? "" : ` (clock skew: this node's clock is ${describeSkew(skew)} the peer's)`;
     throw new TransportError(
       "http",
-      `${who} answered ${res.statusCode} to ${what}${authentic ? "" : UNAUTHENTICATED}`,
+      `${who} answered ${res.statusCode}${clock} to ${what}${authentic ? "" : UNAUTHENTICATED}`,
       res.statusCode,
       !authentic,
+      skew,
     );
+  }
   if (authentic) return;
   const why =
     res.headers[HEADER_RESPONSE_MAC] === undefined

@@ -15,6 +15,11 @@ export class TransportError extends Error {
      * nothing about the peer (no verdict on its credential may rest on it).
      */
     readonly unauthenticated = false,
+    /**
+     * A 401 refusing our signed timestamp (clock-skew.ts): our clock minus the peer's, in ms. The
+     * fix is a clock, not the credential.
+     */
+    readonly clockSkewMs?: number,
   ) {
     super(message);
     this.name = "TransportError";

@@ -166,7 +166,9 @@ export function buildPeerServer(opts: PeerServerOptions): FastifyInstance {
       !req.is404 && req.routeOptions.url !== HELLO_PATH && req.routeOptions.url !== MESH_PATH,
     );
     if (!r.ok) {
-      reply.status(r.status).send({ error: r.error });
+      reply
+        .status(r.status)
+        .send(r.clockMs === undefined ? { error: r.error } : { error: r.error, clockMs: r.clockMs });
       return;
     }
     // A member's (or an authenticated joiner's) connection: no longer counted against its address.

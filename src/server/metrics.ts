@@ -5,6 +5,7 @@
  * (`process_*`, `nodejs_*`: CPU, memory, event-loop lag, GC) are prom-client's defaults.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { CLOCK_SKEW } from "../core/refusals.js";
 import { CounterPeers, DEFAULT_METRIC_PEERS, gaugePeers } from "./metric-peers.js";
 
 export interface PeerGaugeView {
@@ -46,6 +47,8 @@ export const REFUSAL_REASONS = [
   "wrong-id",
   "malformed",
   "no-credential",
+  /** Shared-secret mode: a peer refused our signed timestamp; a clock is off, not the credential. */
+  CLOCK_SKEW,
   "other",
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
@@ -215,7 +218,9 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   g(
     "prefixmesh_refused_members",
     "Candidate members this node refuses now, by the check's reason (another cluster, model, protocol " +
-      "or --gossip mode, no credential, …); each is asked again after a backoff (/cluster `refused`)",
+      "or --gossip mode, no credential, clock-skew: a clock off by more than the shared-secret window, " +
+      "which also counts --join seeds that refuse us for it, …); each is asked again after a backoff " +
+      "(/cluster `refused`, `seeds`)",
     ["reason"],
     function () {
       const v = view();

@@ -1,13 +1,17 @@
 /** Refusals that are asked again: the backoff (core/refusals.ts) and SWIM's re-check of a refused candidate. */
 import { describe, expect, test } from "vitest";
-import { Swim } from "../../src/core/node/swim/swim.js";
+import { MAX_INCARNATION } from "../../src/core/node/swim/codec.js";
+import { bootIncarnation, Swim } from "../../src/core/node/swim/swim.js";
 import type { SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
 import {
+  CLOCK_SKEW,
+  CLOCK_SKEW_MAX_MS,
   DEFAULT_RECHECK,
   RECHECK_FIRST_MS,
   RECHECK_MAX_MS,
   Refusals,
   recheckDelayMs,
+  timingFor,
 } from "../../src/core/refusals.js";
 
 const timing = { firstMs: 100, maxMs: 1_000, afterChangeMs: 10 };
@@ -54,13 +58,41 @@ describe("refusal backoff", () => {
   test("evidence of change (a higher mark) allows a check sooner, but not within afterChangeMs", () => {
     const r = new Refusals<string>(timing);
     r.refuse("x", "no", 0, 5);
-    expect(r.mayCheck("x", 5, 6)).toBe(false); // too soon after the refusal
     expect(r.mayCheck("x", 10, 5)).toBe(false); // the same mark is no evidence
+    expect(r.mayCheck("x", 10)).toBe(false); // nor news without one
     expect(r.mayCheck("x", 10, 6)).toBe(true);
     // Refused again under the higher mark: only a still higher one is news.
     r.refuse("x", "no", 10, 6);
     expect(r.mayCheck("x", 30, 6)).toBe(false);
     expect(r.mayCheck("x", 30, 7)).toBe(true);
+  });
+
+  test("evidence heard too soon is kept: the next mention after the floor checks it", () => {
+    const r = new Refusals<string>(timing);
+    r.refuse("x", "no", 0, 5);
+    expect(r.mayCheck("x", 5, 6)).toBe(false); // too soon after the refusal
+    expect(r.mayCheck("x", 10)).toBe(true); // a mention without a mark (a ping) after it
+    // The check that evidence led to refused again: it is spent, only newer news counts.
+    r.refuse("x", "no", 10);
+    expect(r.get("x")).toMatchObject({ mark: 6, heard: 6 });
+    expect(r.mayCheck("x", 30)).toBe(false);
+    expect(r.mayCheck("x", 30, 6)).toBe(false);
+    expect(r.mayCheck("x", 30, 7)).toBe(true);
+  });
+
+  test("a clock-skew refusal's backoff stops doubling at CLOCK_SKEW_MAX_MS", () => {
+    const t = { firstMs: 30_000, maxMs: 600_000, afterChangeMs: 2_000 };
+    expect(timingFor(t, "wrong-cluster: x")).toBe(t);
+    expect(timingFor(t, `${CLOCK_SKEW}: x`).maxMs).toBe(CLOCK_SKEW_MAX_MS);
+    expect(timingFor({ ...t, maxMs: 60_000 }, CLOCK_SKEW).maxMs).toBe(60_000); // never above the ceiling
+    const r = new Refusals<string>(t);
+    const waits = [1, 2, 3, 4, 5].map((i) => {
+      const x = r.refuse("x", `${CLOCK_SKEW}: this node's clock is 45 s behind`, i * 1_000_000);
+      return x.recheckAt - x.refusedAt;
+    });
+    expect(waits).toEqual([30_000, 60_000, 120_000, 120_000, 120_000]);
+    const y = [1, 2, 3, 4, 5].map((i) => r.refuse("y", "wrong-model: m", i * 1_000_000));
+    expect(y.map((x) => x.recheckAt - x.refusedAt).at(-1)).toBe(480_000);
   });
 
   test("remembers at most `max` refusals, forgetting the oldest", () => {
@@ -155,9 +187,6 @@ describe("SWIM re-checks a refused candidate", () => {
     const h = swimWithMember();
     h.relay("x", 3);
     h.verdict("x", false, "protocol");
-    h.at(50);
-    h.relay("x", 4);
-    expect(h.verifies).toEqual(["b", "x"]); // within recheckAfterChangeMs: not yet
     h.at(100);
     h.relay("x", 3); // the incarnation it was refused under: no news
     expect(h.verifies).toEqual(["b", "x"]);
@@ -178,5 +207,53 @@ describe("SWIM re-checks a refused candidate", () => {
     for (let i = 10; i < 20; i++) h.relay("x", i);
     expect(h.swim.status("x")).toBeUndefined();
     expect(h.verifies.filter((v) => v === "x")).toHaveLength(2);
+  });
+});
+
+describe("a restart outranks its previous life", () => {
+  test("a node's first incarnation is its boot time in ms of the injected clock", () => {
+    expect(bootIncarnation(0)).toBe(0);
+    expect(bootIncarnation(1_234.9)).toBe(1_234);
+    expect(bootIncarnation(-5)).toBe(0);
+    expect(bootIncarnation(Number.MAX_VALUE)).toBe(MAX_INCARNATION);
+    const life = (at: number) => new Swim("x", [], { now: () => at, random: () => 0.5 });
+    expect(life(1_764_980_000_123).currentIncarnation).toBe(1_764_980_000_123);
+    expect(life(0).currentIncarnation).toBe(0);
+  });
+
+  test("a refused node restarted fixed is re-checked on its new life's news, long before its backoff", () => {
+    const h = swimWithMember();
+    const first = new Swim("x", [], { now: () => 5_000, random: () => 0.5 });
+    h.at(5_000);
+    h.relay("x", first.currentIncarnation);
+    h.verdict("x", false, "wrong-cluster");
+    // Restarted 30 ms later (fixed): it announces the new life's incarnation once, within the
+    // re-check floor (recheckAfterChangeMs), then only pings, which carry no incarnation.
+    const second = new Swim("x", [], { now: () => 5_030, random: () => 0.5 });
+    expect(second.currentIncarnation).toBeGreaterThan(first.currentIncarnation);
+    h.at(5_030);
+    const self = { id: "x", status: "alive" as const, incarnation: second.currentIncarnation };
+    h.msg("x", { type: "sync", reply: true, members: [self] });
+    expect(h.verifies).toEqual(["b", "x"]);
+    h.at(5_100);
+    h.msg("x", { type: "ping", seq: 1, updates: [] });
+    expect(h.verifies).toEqual(["b", "x", "x"]); // at the floor, not the 1 s backoff
+    expect(h.swim.stats.rechecks).toBe(1);
+    h.verdict("x", true);
+    expect(h.swim.status("x")).toBe("alive");
+  });
+
+  test("a member held dead comes back alive on its restarted life's news", () => {
+    const h = swimWithMember();
+    h.relay("b", 0); // b was admitted at incarnation 0 (booted at t = 0)
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 3, from: "b" }] });
+    expect(h.swim.status("b")).toBe("dead");
+    h.at(60_000);
+    const again = new Swim("b", [], { now: () => 60_000, random: () => 0.5 });
+    h.msg("b", {
+      type: "gossip",
+      updates: [{ id: "b", status: "alive", incarnation: again.currentIncarnation }],
+    });
+    expect(h.swim.status("b")).toBe("alive");
   });
 });

@@ -1,7 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { Broadcasts, leastSent, type Pending } from "../../src/core/node/swim/broadcasts.js";
-import { decodeSwim, encodeSwim, SwimDecodeError, swimSize } from "../../src/core/node/swim/codec.js";
+import {
+  decodeSwim,
+  encodeSwim,
+  MAX_INCARNATION,
+  SwimDecodeError,
+  swimSize,
+} from "../../src/core/node/swim/codec.js";
 import type { SwimConfigInput } from "../../src/core/node/swim/config.js";
 import { Swim } from "../../src/core/node/swim/swim.js";
 import type { MemberUpdate, SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
@@ -48,6 +54,18 @@ describe("swim codec", () => {
     expect(() => decodeSwim(Uint8Array.from([...b, 0]))).toThrow(/trailing/);
     expect(() => decodeSwim(b, 0)).toThrow(/at most 0/);
     expect(() => decodeSwim(Uint8Array.of(99))).toThrow(/unknown type/);
+  });
+
+  test("bounds incarnations to exact numbers: the ceiling round-trips, beyond it is refused", () => {
+    const top: SwimMessage = { type: "goodbye", incarnation: MAX_INCARNATION };
+    expect(decodeSwim(encodeSwim(top))).toEqual(top);
+    const over = encodeSwim({ type: "goodbye", incarnation: 2 ** 55 });
+    expect(() => decodeSwim(over)).toThrow(/incarnation too large/);
+    const update = encodeSwim({
+      type: "gossip",
+      updates: [{ id: "a", status: "suspect", incarnation: 2 ** 54 }],
+    });
+    expect(() => decodeSwim(update)).toThrow(/incarnation too large/);
   });
 });
 
@@ -366,6 +384,25 @@ describe("swim membership rules", () => {
     expect([...h.swim.liveMembers()].sort()).toEqual(["b", ...ids.filter((id) => id !== "z3")].sort());
   });
 
+  test("a re-check counts once it is queued; one the full queue drops counts apart, and comes again", () => {
+    const h = harness("a", [], { maxCandidates: 1, maxQueuedCandidates: 1, recheckFirstMs: 1_000 });
+    h.admit("b");
+    const alive = (id: string) => ({ id, status: "alive" as const, incarnation: 0 });
+    h.msg("b", { type: "gossip", updates: [alive("x")] });
+    h.run(h.swim.handle({ type: "verified", id: "x", ok: false }));
+    // Its backoff runs out while the one slot and the one queue place are taken.
+    h.at(1_000);
+    h.msg("b", { type: "gossip", updates: [alive("y"), alive("z"), alive("x")] });
+    expect(h.swim.stats).toMatchObject({ rechecks: 0, rechecksDropped: 1, candidatesDropped: 1 });
+    expect(h.swim.refusedMembers(1_000).map((r) => r.id)).toEqual(["x"]);
+    // A place frees: the next mention queues the re-check, and only that one counts.
+    h.run(h.swim.handle({ type: "verified", id: "y", ok: true }));
+    h.msg("b", { type: "gossip", updates: [alive("x")] });
+    expect(h.swim.stats).toMatchObject({ rechecks: 1, rechecksDropped: 1 });
+    h.run(h.swim.handle({ type: "verified", id: "z", ok: true }));
+    expect(h.verifies.at(-1)).toBe("x");
+  });
+
   test("a list that names members new to us is followed by push-pulls until two in a row name no one new", () => {
     const h = harness("a", [], { maxCandidates: 64 });
     h.admit("b");
@@ -494,6 +531,15 @@ describe("joining and refuting without a seed's help", () => {
     b.admit("a");
     b.msg("a", { type: "ack", seq: 7, updates: [{ id: "b", status: "dead", incarnation: 0 }] });
     expect(b.swim.currentIncarnation).toBe(1);
+  });
+
+  test("a suspicion of us at the incarnation ceiling is refuted at the ceiling, never past it", () => {
+    const h = harness();
+    h.admit("b");
+    h.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: MAX_INCARNATION }] });
+    expect(h.swim.currentIncarnation).toBe(MAX_INCARNATION);
+    expect(Number.isSafeInteger(h.swim.currentIncarnation)).toBe(true);
+    expect(h.swim.stats.refuted).toBe(1);
   });
 
   test("old news of our suspicion gets our current incarnation back to its sender", () => {

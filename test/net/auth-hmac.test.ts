@@ -93,8 +93,17 @@ describe("shared-secret request signing", () => {
   it("rejects stale and future timestamps outside the window", () => {
     const v = new PeerRequestVerifier({ secret, self: "B", windowMs: 30_000 });
     const req = { method: "POST", path: "/peer/snapshot", body };
-    expect(v.verify({ ...req, headers: signed(), now: T0 + 30_001 })).toEqual({ ok: false, reason: "stale" });
-    expect(v.verify({ ...req, headers: signed(), now: T0 - 30_001 })).toEqual({ ok: false, reason: "stale" });
+    // Outside the window: the refusal says the verifier's clock, so the sender can name its skew.
+    expect(v.verify({ ...req, headers: signed(), now: T0 + 30_001 })).toEqual({
+      ok: false,
+      reason: "stale",
+      clockMs: T0 + 30_001,
+    });
+    expect(v.verify({ ...req, headers: signed(), now: T0 - 30_001 })).toEqual({
+      ok: false,
+      reason: "stale",
+      clockMs: T0 - 30_001,
+    });
     expect(v.verify({ ...req, headers: signed(), now: T0 + 30_000 }).ok).toBe(true);
   });
 

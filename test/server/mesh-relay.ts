@@ -6,10 +6,16 @@ import { signPeerRequest } from "../../src/net/auth/hmac.js";
 import { encodeMesh, MESH_PATH } from "../../src/net/mesh-wire.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 
-/** Posts the relay's gossip to `to`'s peer port; resolves to the HTTP status. */
-export async function relaySays(secret: Buffer, to: NodeHandle, id: string, url: string): Promise<number> {
+/** Posts the relay's gossip (`id` at `incarnation`) to `to`'s peer port; resolves to the HTTP status. */
+export async function relaySays(
+  secret: Buffer,
+  to: NodeHandle,
+  id: string,
+  url: string,
+  incarnation = 0,
+): Promise<number> {
   const body = encodeMesh(
-    { channel: "swim", msg: { type: "gossip", updates: [{ id, status: "alive", incarnation: 0 }] } },
+    { channel: "swim", msg: { type: "gossip", updates: [{ id, status: "alive", incarnation }] } },
     [{ id, url }],
   );
   const headers = signPeerRequest({

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { RECHECK_FIRST_MS, type RecheckTiming } from "../../src/core/refusals.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
@@ -51,6 +52,14 @@ interface View {
   seeds?: { state: string; retrying: boolean; nextAttemptAt: string | null; reason: string | null }[];
 }
 const view = (n: NodeHandle) => n.runtime.clusterView() as unknown as View;
+/** `prefixmesh_refused_members{reason}` as `n`'s /metrics says it (undefined: no such series). */
+async function refusedGauge(n: NodeHandle, reason: string): Promise<number | undefined> {
+  const text = await (await fetch(`${n.apiUrl}/metrics`)).text();
+  const line = text
+    .split("\n")
+    .find((l) => l.startsWith("prefixmesh_refused_members{") && l.includes(`reason="${reason}"`));
+  return line === undefined ? undefined : Number(line.split(" ").at(-1));
+}
 
 describe("full mesh: a refused static peer is asked again", () => {
   /** Node A (insecure) with static peer B, a double (static-peer-double.ts), and short backoffs. */
@@ -73,21 +82,14 @@ describe("full mesh: a refused static peer is asked again", () => {
     expect(refused[0]).toMatchObject({ id: "B", refusals: expect.any(Number) });
     expect(refused[0]?.reason).toMatch(/^wrong-cluster: /);
     expect(refused[0]?.recheckInMs).toBeLessThanOrEqual(400);
-    const refusedGauge = async (reason: string) => {
-      const text = await (await fetch(`${n.apiUrl}/metrics`)).text();
-      const line = text
-        .split("\n")
-        .find((l) => l.startsWith("prefixmesh_refused_members{") && l.includes(`reason="${reason}"`));
-      return line === undefined ? undefined : Number(line.split(" ").at(-1));
-    };
-    expect(await refusedGauge("wrong-cluster")).toBe(1);
-    expect(await refusedGauge("wrong-model")).toBe(0);
+    expect(await refusedGauge(n, "wrong-cluster")).toBe(1);
+    expect(await refusedGauge(n, "wrong-model")).toBe(0);
     cluster = "prefixmesh";
     await until("A admits B on a re-check", () => known());
     await until("B's hello noted", () => view(n).peers.find((p) => p.id === "B")?.promptText === false);
     expect(view(n).refused).toEqual([]);
     expect(n.runtime.admin.refusal("B")).toBeUndefined();
-    expect(await refusedGauge("wrong-cluster")).toBe(0);
+    expect(await refusedGauge(n, "wrong-cluster")).toBe(0);
   });
 
   it("asks a peer that stays wrong at most once per backoff period", async () => {
@@ -160,7 +162,17 @@ describe("full mesh: two real nodes", () => {
 describe("gossip scuttlebutt: refused members and seeds are asked again", () => {
   async function start(
     id: string,
-    o: { peer?: number; cluster?: string; join?: string; secret?: string } = {},
+    o: {
+      peer?: number;
+      cluster?: string;
+      join?: string;
+      secret?: string;
+      /** The re-check backoff: short unless the test needs the defaults (30 s first). */
+      recheck?: Partial<RecheckTiming>;
+      /** The clock its peer requests are signed and checked by (default: the real one). */
+      authClock?: () => number;
+      logger?: pino.Logger;
+    } = {},
   ) {
     const [api, peer] = await Promise.all([freePort("127.0.0.1"), o.peer ?? freePort("127.0.0.1")]);
     const s = resolveNodeSettings(
@@ -180,8 +192,9 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
       {},
     );
     const n = await startNode(s, {
-      logger: pino({ level: "silent" }),
-      recheck: { firstMs: 300, maxMs: 600 },
+      logger: o.logger ?? pino({ level: "silent" }),
+      recheck: o.recheck ?? { firstMs: 300, maxMs: 600 },
+      ...(o.authClock ? { authClock: o.authClock } : {}),
     });
     nodes.push(n);
     return { n, peer };
@@ -205,6 +218,25 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     expect(view(a).refused.some((r) => r.id === "B")).toBe(false);
   });
 
+  it("a member restarted fixed is admitted on its new life's incarnation, well before the backoff", async () => {
+    const { n: a } = await start("A", { recheck: {} });
+    const { n: b1, peer } = await start("B", { cluster: "other", recheck: {} });
+    // A refuses B's first life under an incarnation at least as high as the one that life started at.
+    expect(await relaySays(secret, a, "B", b1.peerUrl, Date.now())).toBeLessThan(300);
+    await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"));
+    expect(view(a).refused.find((r) => r.id === "B")?.recheckInMs).toBeGreaterThan(RECHECK_FIRST_MS / 2);
+    await b1.stop();
+    nodes.splice(nodes.indexOf(b1), 1);
+    const t0 = Date.now();
+    const join = a.peerUrl.replace(/^http:\/\//, "");
+    const { n: b2 } = await start("B", { peer, join, recheck: {} });
+    await until("A admits B", () => isMember(a, "B"), 2 * RECHECK_FIRST_MS);
+    // Its backoff had not run out: the restart's higher incarnation was the evidence.
+    expect(Date.now() - t0).toBeLessThan(RECHECK_FIRST_MS / 2);
+    await until("B admits A", () => isMember(b2, "A"));
+    expect(view(a).refused.some((r) => r.id === "B")).toBe(false);
+  });
+
   it("a --join seed refused for another cluster is joined once it comes back fixed", async () => {
     const { n: b1, peer } = await start("B", { cluster: "other" });
     const { n: a } = await start("A", { join: `127.0.0.1:${peer}` });
@@ -216,6 +248,44 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     const { n: b2 } = await start("B", { peer });
     await until("A joins through its seed", () => view(a).seeds?.[0]?.state === "joined");
     await until("A and B are members of each other", () => isMember(a, "B") && isMember(b2, "A"));
+  });
+
+  it("a seed refusing our clock is shown as clock-skew, warned of once, counted, and asked again", async () => {
+    const { n: b, peer } = await start("B");
+    const lines: { msg: string; skewS?: number; level: number }[] = [];
+    const logger = pino({ level: "debug" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    // A's clock is 90 s behind: every request it signs is outside B's window.
+    const { n: a } = await start("A", {
+      join: `127.0.0.1:${peer}`,
+      authClock: () => Date.now() - 90_000,
+      recheck: { firstMs: 200, maxMs: 60_000 },
+      logger,
+    });
+    const seed = () =>
+      view(a).seeds?.[0] as unknown as { state: string; reason: string; error: string; attempts: number };
+    await until("A's seed refuses its clock", () => seed()?.reason === "clock-skew");
+    expect(seed()).toMatchObject({ state: "refused" });
+    expect(seed().error).toMatch(/clock skew: this node's clock is 9\d s behind the peer's/);
+    expect(await refusedGauge(a, "clock-skew")).toBe(1);
+    expect(await refusedGauge(a, "no-credential")).toBe(0);
+    await until("A asks its seed again", () => seed().attempts >= 3);
+    const warned = lines.filter((l) => l.level === 40 && /clock is 9\d s behind the seed's/.test(l.msg));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]?.skewS).toBeLessThanOrEqual(-89);
+    expect(isMember(b, "A")).toBe(false);
+  });
+
+  it("a member whose clock is off is refused as clock-skew, never as no-credential", async () => {
+    const { n: a } = await start("A", { recheck: { firstMs: 200, maxMs: 600_000 } });
+    // B's clock is 3 min ahead: it refuses A's signed hello, saying the clock it judged by.
+    const { n: b } = await start("B", { authClock: () => Date.now() + 180_000 });
+    expect(await relaySays(secret, a, "B", b.peerUrl)).toBeLessThan(300);
+    await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"), 30_000);
+    const r = view(a).refused.find((x) => x.id === "B");
+    expect(r?.reason).toMatch(/^clock-skew: .*this node's clock is 3 min behind the peer's/);
+    expect(await refusedGauge(a, "clock-skew")).toBe(1);
+    expect(await refusedGauge(a, "no-credential")).toBe(0);
+    expect(isMember(a, "B")).toBe(false);
   });
 
   it("a node without the cluster's secret is re-checked afresh and never admitted, whatever a relay says", async () => {

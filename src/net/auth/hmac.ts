@@ -138,7 +138,14 @@ export type VerifyFailure =
   | "wrong-destination"
   /** Signed as protocol 1 did (no destination): a node of the previous version. */
   | "old-protocol";
-export type VerifyResult = { ok: true; sender: string } | { ok: false; reason: VerifyFailure };
+export type VerifyResult =
+  | { ok: true; sender: string }
+  /**
+   * `clockMs`: for a timestamp outside the window, the verifier's clock (epoch ms), which its refusal
+   * tells the sender so the sender can name its clock skew (a timestamp at or below the replay floor
+   * is `stale` without it: that is a replay or a restarted sender, not a clock).
+   */
+  | { ok: false; reason: VerifyFailure; clockMs?: number };
 
 export interface VerifyInput {
   method: string;
@@ -226,7 +233,8 @@ export class PeerRequestVerifier {
     const signed = signedHeaders(headers);
     if (signed === undefined) return fail("malformed");
     const ts = Number(timestamp);
-    if (Math.abs(now - ts) > this.windowMs || ts <= this.nonces.floor) return fail("stale");
+    if (Math.abs(now - ts) > this.windowMs) return { ok: false, reason: "stale", clockMs: Math.floor(now) };
+    if (ts <= this.nonces.floor) return fail("stale");
     if (destination !== this.self && !(destination === ANY_DESTINATION && anyDestination))
       return fail("wrong-destination");
     const expected = mac(this.secret, method, path, body, signed);

@@ -6,7 +6,7 @@
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { PeerView } from "../../core/node/types.js";
-import type { RefusedView } from "../../core/refusals.js";
+import { CLOCK_SKEW, type RefusedView } from "../../core/refusals.js";
 import type { ProtocolRange } from "../../net/protocol-range.js";
 import { type GaugeView, REFUSAL_REASONS, type RefusalReason, refusalReason } from "../metrics.js";
 import { engineCacheStatus } from "./cache-predictions.js";
@@ -161,7 +161,7 @@ export class ClusterView {
         hedged: s.abortedHedged,
         cancelled: s.abortedCancelled,
       },
-      refused: refusedCounts(this.refused()),
+      refused: refusedCounts(this.refused(), this.seeds?.() ?? []),
     };
   }
 
@@ -200,9 +200,17 @@ function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, numbe
   };
 }
 
-/** Refusals counted by reason, every reason present (a series that drops to 0 stays 0, not gone). */
-function refusedCounts(refused: readonly RefusedView[]): Record<RefusalReason, number> {
+/**
+ * Refusals counted by reason, every reason present (a series that drops to 0 stays 0, not gone). A
+ * seed refusing us for clock skew counts too: a joiner whose clock is off hears of no member at all,
+ * so its seeds are the only place the cause shows.
+ */
+function refusedCounts(
+  refused: readonly RefusedView[],
+  seeds: readonly SeedView[],
+): Record<RefusalReason, number> {
   const n = Object.fromEntries(REFUSAL_REASONS.map((r) => [r, 0])) as Record<RefusalReason, number>;
   for (const r of refused) n[refusalReason(r.reason)]++;
+  for (const s of seeds) if (s.state === "refused" && s.reason === CLOCK_SKEW) n[CLOCK_SKEW]++;
   return n;
 }

@@ -21,6 +21,8 @@
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import type { MeshMessage, NodeId, NodeInput } from "../../core/node/types.js";
+import { CLOCK_SKEW } from "../../core/refusals.js";
+import { describeSkew } from "../../net/clock-skew.js";
 import { checkPeerHello } from "../../net/discovery.js";
 import { decodeMesh, encodeMesh, type MeshAddress, meshMentions } from "../../net/mesh-wire.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
@@ -260,6 +262,14 @@ export class MeshPeers {
               "mesh member not verified yet: its answer is not authenticated (another shared secret, or altered on the path)",
             );
           return void this.retry(id, v);
+        }
+        const skew = err instanceof TransportError ? err.clockSkewMs : undefined;
+        if (skew !== undefined) {
+          this.o.logger.warn(
+            { peer: id, skewS: Math.round(skew / 1000) },
+            `mesh member refused our signed requests: this node's clock is ${describeSkew(skew)} the member's; fix the clock (NTP) on whichever is wrong`,
+          );
+          return void this.settle(id, false, undefined, `${CLOCK_SKEW}: ${(err as Error).message}`);
         }
         this.o.logger.warn({ peer: id, err: (err as Error).message }, "mesh member refused: no credential");
         this.settle(id, false, undefined, `no-credential: ${(err as Error).message}`);

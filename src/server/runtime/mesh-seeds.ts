@@ -5,10 +5,20 @@
  * retried with backoff until it answers. One of another cluster, model or protocol, or one that
  * refuses our credential (401/403), is refused and logged, and asked again after a backoff that
  * doubles per refusal (core/refusals.ts): a seed fixed or upgraded is joined without a restart. A
+ * seed refusing our signed timestamp (a clock off by more than the shared-secret window) is told
+ * apart: one warning naming the skew, reason `clock-skew`, and a backoff that stops at 2 min. A
  * seed whose name does not resolve is retried the same way, never a start-up error: in Kubernetes a
  * pod's peers' names often do not exist yet when it starts, and the node serves alone meanwhile.
  */
-import { DEFAULT_RECHECK, type RecheckTiming, recheckDelayMs } from "../../core/refusals.js";
+import {
+  CLOCK_SKEW,
+  DEFAULT_RECHECK,
+  type RecheckTiming,
+  recheckDelayMs,
+  timingFor,
+} from "../../core/refusals.js";
+import { DEFAULT_WINDOW_MS } from "../../net/auth/hmac.js";
+import { describeSkew } from "../../net/clock-skew.js";
 import { checkPeerHello, DiscoveryError, type HelloExpectation } from "../../net/discovery.js";
 import { MAX_SEEDS, parseSeedList } from "../../net/host-port.js";
 import { probeAddresses } from "../../net/probe-addresses.js";
@@ -60,6 +70,7 @@ async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Prom
   const since = Date.now();
   const timing = o.recheck ?? DEFAULT_RECHECK;
   let refusals = 0;
+  let skewSaid = false;
   for (let attempt = 0; !o.isStopping(); attempt++) {
     const seen = probeAddresses();
     let waitMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt);
@@ -89,7 +100,25 @@ async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Prom
         `seed refused: ${check.message}`,
       );
     } catch (err) {
-      if (
+      if (err instanceof TransportError && err.clockSkewMs !== undefined) {
+        // Our signed timestamp refused: a clock is off. Said once per seed (the fix is the operator's
+        // or NTP's); asked again on the backoff, which stops doubling at CLOCK_SKEW_MAX_MS.
+        waitMs = recheckDelayMs(timingFor(timing, CLOCK_SKEW), ++refusals);
+        states.failed(url, err, seen, Date.now() + waitMs);
+        const fields = {
+          seed: url,
+          skewS: Math.round(err.clockSkewMs / 1000),
+          recheckInS: Math.round(waitMs / 1000),
+        };
+        if (!skewSaid) {
+          skewSaid = true;
+          o.logger.warn(
+            fields,
+            `seed refused our signed requests: this node's clock is ${describeSkew(err.clockSkewMs)} the seed's, ` +
+              `beyond the ±${DEFAULT_WINDOW_MS / 1000} s a shared secret allows; fix the clock (NTP) on whichever is wrong`,
+          );
+        } else o.logger.debug(fields, "seed still refuses our clock");
+      } else if (
         err instanceof TransportError &&
         err.kind === "http" &&
         (err.status === 401 || err.status === 403)

@@ -3,6 +3,7 @@
  * was told to join through and why each seed did not take. mesh-seeds.ts records every hello attempt
  * here; nothing here retries or decides anything.
  */
+import { CLOCK_SKEW } from "../../core/refusals.js";
 import { boundedAddress, MAX_PROBE_ADDRESSES, type ProbeAddresses } from "../../net/probe-addresses.js";
 import { TransportError } from "../../net/transport-error.js";
 
@@ -34,7 +35,10 @@ export interface SeedView {
    * after a success.
    */
   error: string | null;
-  /** For `refused`: the hello check's reason (`wrong-cluster`, …) or the HTTP status it answered. */
+  /**
+   * For `refused`: the hello check's reason (`wrong-cluster`, …), `clock-skew` (a 401 refusing our
+   * signed timestamp: `error` says by how much the clocks differ) or the HTTP status it answered.
+   */
   reason: string | null;
   /** The member id it turned out to be (from its hello), null while unknown. */
   memberId: string | null;
@@ -105,7 +109,15 @@ export class SeedStates {
       : refusedBy !== undefined || (err instanceof TransportError && err.kind === "protocol")
         ? "refused"
         : "unreachable";
-    const reason = state === "refused" ? (refusedBy !== undefined ? `http-${refusedBy}` : "protocol") : null;
+    const skewed = err instanceof TransportError && err.clockSkewMs !== undefined;
+    const reason =
+      state !== "refused"
+        ? null
+        : skewed
+          ? CLOCK_SKEW
+          : refusedBy !== undefined
+            ? `http-${refusedBy}`
+            : "protocol";
     const nextAttemptAt = nextAt !== undefined ? new Date(nextAt).toISOString() : null;
     this.note(url, {
       ...where(seen),

@@ -89,6 +89,8 @@ export async function startNode(
     engine?: Engine;
     /** When refused peers, seeds and members are asked again (tests shorten it; core/refusals.ts). */
     recheck?: Partial<RecheckTiming>;
+    /** Shared-secret mode: the clock peer requests are signed and checked by (tests skew it; default Date.now). */
+    authClock?: () => number;
   } = {},
 ): Promise<NodeHandle> {
   const logger = opts.logger ?? pino({ level: s.logLevel, base: { node: s.id } });
@@ -128,7 +130,7 @@ export async function startNode(
     );
   let auth: PeerAuth;
   if (tls) auth = mtlsAuth(tls);
-  else if (secret) auth = hmacAuth(s.id, secret);
+  else if (secret) auth = hmacAuth(s.id, secret, opts.authClock);
   else auth = insecureAuth(s.id);
   if (mode === "insecure") logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
   if (s.testPeerFault) logger.warn({ fault: s.testPeerFault }, "TEST DOUBLE: peers' forwards mistreated");

@@ -9,13 +9,16 @@
  * itself: mesh-peers.ts.)
  */
 import {
+  CLOCK_SKEW,
   DEFAULT_RECHECK,
   type RecheckTiming,
   Refusals,
   type RefusedView,
   recheckDelayMs,
   refusedView,
+  timingFor,
 } from "../../core/refusals.js";
+import { describeSkew } from "../../net/clock-skew.js";
 import { checkPeerHello, type HelloExpectation, type StaticPeer } from "../../net/discovery.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
@@ -84,9 +87,17 @@ export class StaticPeerChecks {
         }
         refusal = r;
       } catch (err) {
-        if (refusedNow(err, unanswered))
-          refusal = { reason: "no-credential", message: (err as Error).message };
-        else {
+        if (refusedNow(err, unanswered)) {
+          // A refused timestamp is a clock off, not a missing credential (net/clock-skew.ts).
+          const skew = err instanceof TransportError ? err.clockSkewMs : undefined;
+          refusal = {
+            reason: skew === undefined ? "no-credential" : CLOCK_SKEW,
+            message:
+              skew === undefined
+                ? (err as Error).message
+                : `this node's clock is ${describeSkew(skew)} the peer's, beyond the shared secret's window; fix the clock (NTP) on whichever is wrong — ${(err as Error).message}`,
+          };
+        } else {
           // Up but answering garbage (e.g. a node older than protocol 3 under a shared secret, whose
           // answers carry no response MAC): said once, then retried like a peer still starting.
           if (err instanceof TransportError && (err.kind === "protocol" || err.unauthenticated) && !garbled) {
@@ -98,7 +109,10 @@ export class StaticPeerChecks {
           const refused = this.refusals.get(id);
           if (refused === undefined) unanswered++;
           const waitMs = refused
-            ? Math.max(UNANSWERED_RETRY_MS, recheckDelayMs(this.timing, refused.refusals))
+            ? Math.max(
+                UNANSWERED_RETRY_MS,
+                recheckDelayMs(timingFor(this.timing, refused.reason), refused.refusals),
+              )
             : UNANSWERED_RETRY_MS;
           if (refused) this.refusals.postpone(id, this.o.now() + waitMs);
           if (!(await this.waits.wait(waitMs))) return;

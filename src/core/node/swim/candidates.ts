@@ -12,8 +12,10 @@
  * A refused id is remembered (at most `maxRefused`, ../../refusals.ts) and not verified again until
  * its backoff (`recheckFirstMs` doubling to `recheckMaxMs`) runs out, or sooner when news names it
  * under a higher incarnation than the one it was refused under: a member that refuted a suspicion
- * is running again. Either way it is only named again, so it is asked through `verify-member`
- * like any candidate: a re-check is a fresh check, never a relay's word.
+ * is running again, or a restarted one (its first incarnation is its boot time); such news heard
+ * within the floor is kept for its next mention (refusals.ts). Either way it is only named again, so
+ * it is asked through `verify-member` like any candidate: a re-check is a fresh check, never a
+ * relay's word.
  */
 import { Refusals, type RefusedView, refusedView } from "../../refusals.js";
 import type { SwimConfig } from "./config.js";
@@ -55,27 +57,27 @@ export class Candidates {
    */
   name(id: NodeId, incarnation: number, now: number, out: SwimEffect[]): boolean {
     if (id === this.selfId || this.isMember(id)) return false;
-    if (!this.heard.has(id) && !this.queued.has(id) && this.refused.has(id)) {
-      if (!this.refused.mayCheck(id, now, incarnation)) return false;
-      this.stats.rechecks++;
-    }
     for (const m of [this.heard, this.queued]) {
       const cur = m.get(id);
       if (cur === undefined) continue;
       if (incarnation > cur) m.set(id, incarnation);
       return true;
     }
+    // Still refused (it stays so until the check settles): due for a re-check, or not named at all.
+    const recheck = this.refused.has(id);
+    if (recheck && !this.refused.mayCheck(id, now, incarnation)) return false;
     this.named++;
     if (this.heard.size < this.config.maxCandidates) {
       this.heard.set(id, incarnation);
       out.push({ type: "verify-member", id });
-      return true;
-    }
-    if (this.queued.size >= this.config.maxQueuedCandidates) {
+    } else if (this.queued.size < this.config.maxQueuedCandidates) this.queued.set(id, incarnation);
+    else {
+      // Counted as a drop, not a re-check: its refusal stands and the next mention asks again.
       this.stats.candidatesDropped++;
+      if (recheck) this.stats.rechecksDropped++;
       return false;
     }
-    this.queued.set(id, incarnation);
+    if (recheck) this.stats.rechecks++;
     return true;
   }
 

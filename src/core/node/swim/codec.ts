@@ -11,6 +11,8 @@ import type { MemberStatus, MemberUpdate, SwimMessage } from "./types.js";
 const TYPES = ["ping", "ping-req", "ack", "nack", "gossip", "sync", "goodbye"] as const;
 const STATUSES: readonly MemberStatus[] = ["alive", "suspect", "dead", "left"];
 const MAX_ID = 64;
+/** Highest incarnation carried: larger ones are not exact numbers here (a peer's are refused). */
+export const MAX_INCARNATION = Number.MAX_SAFE_INTEGER;
 const ID_CHARS = /^[A-Za-z0-9._-]+$/;
 
 export class SwimDecodeError extends Error {
@@ -104,6 +106,11 @@ export function decodeSwim(bytes: Uint8Array, maxEntries = 8_192): SwimMessage {
   const r = new ByteReader(bytes, (why) => new SwimDecodeError(why));
   const byte = () => r.byte();
   const varint = () => r.varint();
+  const incarnation = (): number => {
+    const v = varint();
+    if (v > MAX_INCARNATION) throw new SwimDecodeError("incarnation too large");
+    return v;
+  };
   const id = (): string => {
     const n = byte();
     if (n < 1 || n > MAX_ID) throw new SwimDecodeError("bad id length");
@@ -119,7 +126,11 @@ export function decodeSwim(bytes: Uint8Array, maxEntries = 8_192): SwimMessage {
       const uid = id();
       const flags = byte();
       if (flags > 7) throw new SwimDecodeError("bad update flags");
-      const u: MemberUpdate = { id: uid, status: STATUSES[flags & 3] as MemberStatus, incarnation: varint() };
+      const u: MemberUpdate = {
+        id: uid,
+        status: STATUSES[flags & 3] as MemberStatus,
+        incarnation: incarnation(),
+      };
       if (flags & 4) u.from = id();
       out.push(u);
     }
@@ -150,7 +161,7 @@ export function decodeSwim(bytes: Uint8Array, maxEntries = 8_192): SwimMessage {
       break;
     }
     case "goodbye":
-      msg = { type, incarnation: varint() };
+      msg = { type, incarnation: incarnation() };
       break;
     default:
       throw new SwimDecodeError("unknown type");

@@ -32,9 +32,11 @@
  *    never suspect or kill anyone.
  */
 
+import { invariant } from "../../invariant.js";
 import type { RefusedView } from "../../refusals.js";
 import { Broadcasts } from "./broadcasts.js";
 import { Candidates } from "./candidates.js";
+import { MAX_INCARNATION } from "./codec.js";
 import {
   pushPullScale,
   resolveSwimConfig,
@@ -68,7 +70,11 @@ export interface SwimDeps {
 
 export class Swim {
   readonly config: SwimConfig;
-  private incarnation = 0;
+  /**
+   * Starts at the boot time (`bootIncarnation`): each restart outranks all that was said of the
+   * previous life, so a peer that refused it or holds it dead sees evidence of change at once.
+   */
+  private incarnation: number;
   private leaving = false;
   private readonly members: MemberTable;
   private readonly candidates: Candidates;
@@ -105,6 +111,7 @@ export class Swim {
     verified: 0,
     refusedMembers: 0,
     rechecks: 0,
+    rechecksDropped: 0,
     invalid: 0,
     unknownSender: 0,
     candidatesDropped: 0,
@@ -117,6 +124,7 @@ export class Swim {
     config: SwimConfigInput = {},
   ) {
     this.config = resolveSwimConfig(config);
+    this.incarnation = bootIncarnation(deps.now());
     this.seeds = [...seeds];
     this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
     this.candidates = new Candidates(selfId, this.config, (id) => this.members.has(id), this.stats);
@@ -345,7 +353,8 @@ export class Swim {
 
   /** Someone says we are suspect or dead: outbid it (Lifeguard: a sign our own health is poor). */
   private refute(incarnation: number): void {
-    this.incarnation = incarnation + 1;
+    // Capped: a (forged) suspicion at the ceiling pins us there rather than leaving safe integers.
+    this.incarnation = Math.min(incarnation + 1, MAX_INCARNATION);
     this.broadcasts.push(this.selfUpdate());
     this.stats.refuted++;
     this.probes.health(1);
@@ -474,6 +483,19 @@ export class Swim {
       first,
     );
   }
+}
+
+/**
+ * A node's first incarnation: its boot time in whole ms of the injected clock (the daemon's is wall
+ * clock, the simulator's starts at 0). Milliseconds, not seconds: a supervisor restarting a crashed
+ * node within the same second must still outrank its previous life. Refutations add 1 each, far
+ * fewer than the ms a life lasts. A clock stepped back across a restart only loses the head start:
+ * a peer holding the old life suspect or dead says so and is refuted, as before.
+ */
+export function bootIncarnation(nowMs: number): number {
+  const inc = Math.min(MAX_INCARNATION, Math.max(0, Math.floor(nowMs)));
+  invariant(Number.isSafeInteger(inc), "boot incarnation must be a safe integer");
+  return inc;
 }
 
 const STATUS_RANK: Record<MemberStatus, number> = { alive: 0, suspect: 1, dead: 2, left: 2 };

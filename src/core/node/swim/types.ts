@@ -89,8 +89,10 @@ export interface SwimStats {
   declaredDead: number;
   verified: number;
   refusedMembers: number;
-  /** Refused ids verified again (their backoff ran out, or news showed a higher incarnation). */
+  /** Refused ids verified again or queued to be (their backoff ran out, or news showed a higher incarnation). */
   rechecks: number;
+  /** Re-checks due but dropped because the candidate queue was full (asked at the next mention). */
+  rechecksDropped: number;
   /** Malformed or oversized messages dropped. */
   invalid: number;
   /** Messages from a sender that is not a verified member (only sync/ping answered after verification). */
