@@ -121,3 +121,25 @@ describe("peer limits at the origin", () => {
     expect(viewOfB(h)?.limits).toBeUndefined();
   });
 });
+
+describe("peer limits: another model's tokens", () => {
+  it("a refusal whose stated ceiling the request does not exceed counts, even for another model's tokens", () => {
+    const h = setup();
+    const refuseForeign = (reqId: string, topic: number, limits: ForwardLimits) => {
+      const request = { id: reqId, tokens: prompt(topic, 1), maxTokens: 10, tokenizer: "other" };
+      expect(forwardsIn(h.input("A", { type: "client-request", reqId, request }))).toEqual(["B"]);
+      const fwd = h.mailbox.find((m) => m.to === "B" && m.msg.type === "forward");
+      h.drop((m) => m === fwd);
+      const attempt = fwd?.msg.type === "forward" ? fwd.msg.attempt : -1;
+      h.input("A", { type: "peer-message", from: "B", msg: { ...refusal("x", limits), reqId, attempt } });
+    };
+    // 10 is within the ceiling B states, and B states no context: this is no refusal for fit.
+    refuseForeign("f1", 1, { maxTokens: 1000 });
+    expect(viewOfB(h)?.trust).toMatchObject({ failures: 1 });
+    expect(viewOfB(h)?.limits).toBeUndefined();
+    // A context B counts in its own tokens: taken on its word.
+    refuseForeign("f2", 2, { contextTokens: 50 });
+    expect(viewOfB(h)?.trust).toMatchObject({ failures: 1 });
+    expect(viewOfB(h)?.limits).toEqual({ contextTokens: 50 });
+  });
+});
