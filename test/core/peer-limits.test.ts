@@ -4,7 +4,7 @@
  * elsewhere from then on, while those that fit still go to it.
  */
 import { describe, expect, it } from "vitest";
-import { exceedsLimits, PeerLimits, saidLimits } from "../../src/core/node/peer-limits.js";
+import { exceedsLimits, LIMITS_TTL_MS, PeerLimits, saidLimits } from "../../src/core/node/peer-limits.js";
 import type { ForwardLimits, PeerMessageOf } from "../../src/core/node/types.js";
 import { forwardsIn, Harness, prompt } from "./node-harness.js";
 
@@ -38,7 +38,8 @@ describe("peer limits: the pure pieces", () => {
     expect(exceedsLimits(r(41, 60), l)).toBe(true);
     // Another model's tokens are counted again at the peer: only the ceiling is judged here.
     expect(exceedsLimits(r(41, 60, "other"), l)).toBe(false);
-    const held = new PeerLimits();
+    let now = 0;
+    const held = new PeerLimits(() => now);
     expect(held.fits("B", r(10, 1000))).toBe(true);
     held.learn("B", { contextTokens: 100 });
     held.learn("B", { maxTokens: 64 });
@@ -46,6 +47,13 @@ describe("peer limits: the pure pieces", () => {
     expect(held.fits("B", r(10, 65))).toBe(false);
     held.forget("B");
     expect(held.fits("B", r(10, 65))).toBe(true);
+    // Believed for LIMITS_TTL_MS from the last refusal, then asked again.
+    held.learn("B", { maxTokens: 64 });
+    now = LIMITS_TTL_MS - 1;
+    expect(held.fits("B", r(10, 65))).toBe(false);
+    now = LIMITS_TTL_MS;
+    expect(held.fits("B", r(10, 65))).toBe(true);
+    expect(held.of("B")).toBeUndefined();
   });
 });
 

@@ -89,7 +89,7 @@ export class Origin {
   /** What each peer's answers to our forwards earned it (trust.ts): node.ts asks `routable`. */
   readonly trust: Trust;
   /** What each peer said a forward must fit (peer-limits.ts): node.ts routes only what fits. */
-  readonly limits = new PeerLimits();
+  readonly limits: PeerLimits;
   /** Answers of peers kept to recompute when idle (spot-check.ts). */
   readonly spot: SpotChecks;
   /** Requests whose client hung up (client-gone.ts): node.ts checks that none is replied to. */
@@ -117,6 +117,7 @@ export class Origin {
       maxUnanswered: config.trustMaxUnanswered,
     });
     this.spot = new SpotChecks(config.spotCheckRate);
+    this.limits = new PeerLimits(() => deps.now());
     this.hedging = new Hedging(this.targets, this.trust, this.acks, this.counters);
     this.attempts = new ForwardAttempts(
       config.answerRecovery,

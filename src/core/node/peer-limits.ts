@@ -54,22 +54,36 @@ export function exceedsLimits(
   );
 }
 
+/**
+ * How long a peer's stated limits are believed: a remote engine's context may be learned after its
+ * node started (a refusal from that window states a smaller one), and nothing else says the limits
+ * changed short of a restart. The next oversized request after this asks the peer again.
+ */
+export const LIMITS_TTL_MS = 300_000;
+
 export class PeerLimits {
-  private readonly held = new Map<NodeId, ForwardLimits>();
+  private readonly held = new Map<NodeId, { limits: ForwardLimits; at: number }>();
+
+  constructor(private readonly now: () => number) {}
 
   /** `id` refused a forward that exceeded `l`: its newest word on each limit holds. */
   learn(id: NodeId, l: ForwardLimits): void {
-    this.held.set(id, { ...this.held.get(id), ...l });
+    this.held.set(id, { limits: { ...this.of(id), ...l }, at: this.now() });
   }
 
-  /** Whether `r` fits what `id` said it takes (yes, if it said nothing). */
+  /** Whether `r` fits what `id` said it takes (yes, if it said nothing or said it too long ago). */
   fits(id: NodeId, r: Pick<EngineRequest, "tokens" | "maxTokens" | "tokenizer">): boolean {
-    const l = this.held.get(id);
+    const l = this.of(id);
     return l === undefined || !exceedsLimits(r, l);
   }
 
+  /** What `id` said, while it is believed (LIMITS_TTL_MS). */
   of(id: NodeId): ForwardLimits | undefined {
-    return this.held.get(id);
+    const e = this.held.get(id);
+    if (e === undefined) return undefined;
+    if (this.now() - e.at < LIMITS_TTL_MS) return e.limits;
+    this.held.delete(id);
+    return undefined;
   }
 
   forget(id: NodeId): void {
