@@ -127,7 +127,7 @@ export class Origin {
       this.acks,
       this.hedging,
       this.counters,
-      deps.now,
+      () => deps.now(),
     );
   }
 
