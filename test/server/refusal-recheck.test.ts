@@ -288,6 +288,25 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     expect(isMember(a, "B")).toBe(false);
   });
 
+  it("a member whose clock stays off is warned of once, however often it is re-checked", async () => {
+    const lines: { msg: string; level: number }[] = [];
+    const logger = pino({ level: "debug" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const { n: a } = await start("A", { recheck: { firstMs: 200, maxMs: 200 }, logger });
+    const { n: b } = await start("B", { authClock: () => Date.now() + 180_000 });
+    const refusals = () => view(a).refused.find((x) => x.id === "B")?.refusals ?? 0;
+    // Each mention after the backoff re-checks B; each check is refused for its clock again.
+    for (const t0 = Date.now(); refusals() < 3; ) {
+      if (Date.now() - t0 > 60_000) throw new Error("timed out: A refuses B three times");
+      expect(await relaySays(secret, a, "B", b.peerUrl)).toBeLessThan(300);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const warned = lines.filter(
+      (l) => l.level === 40 && /mesh member refused our signed requests/.test(l.msg),
+    );
+    expect(warned).toHaveLength(1);
+    expect(lines.some((l) => l.level === 20 && /member still refuses our clock/.test(l.msg))).toBe(true);
+  });
+
   it("a node without the cluster's secret is re-checked afresh and never admitted, whatever a relay says", async () => {
     const { n: a } = await start("A");
     const { n: e } = await start("E", { secret: otherSecretFile });
