@@ -155,8 +155,10 @@ export class Refusals<K> {
    */
   mayCheck(key: K, now: number, mark?: number): boolean {
     const r = this.book.get(key);
-    if (r === undefined || now >= r.recheckAt) return true;
+    if (r === undefined) return true;
+    // Remembered even when due: a mention that starts no check (a full queue) must not lose it.
     if (mark !== undefined && mark > r.heard) r.heard = mark;
+    if (now >= r.recheckAt) return true;
     return r.heard > r.mark && now - r.refusedAt >= this.timing.afterChangeMs;
   }
 

@@ -80,6 +80,19 @@ describe("refusal backoff", () => {
     expect(r.mayCheck("x", 30, 7)).toBe(true);
   });
 
+  test("news heard while a re-check is due is kept too: a check it did not start still spends it", () => {
+    const r = new Refusals<string>(timing);
+    r.refuse("x", "no", 0, 5);
+    // Due (its wait is over) when news of 9 comes, but that mention starts no check (a full queue).
+    expect(r.mayCheck("x", 100, 9)).toBe(true);
+    // A later mention without a mark (a ping) re-checks it, which refuses it again.
+    expect(r.mayCheck("x", 110)).toBe(true);
+    r.refuse("x", "no", 110);
+    // 9 was heard before that check: no evidence of change any more.
+    expect(r.get("x")).toMatchObject({ mark: 9, heard: 9 });
+    expect(r.mayCheck("x", 130, 9)).toBe(false);
+  });
+
   test("a clock-skew refusal's backoff stops doubling at CLOCK_SKEW_MAX_MS", () => {
     const t = { firstMs: 30_000, maxMs: 600_000, afterChangeMs: 2_000 };
     expect(timingFor(t, "wrong-cluster: x")).toBe(t);

@@ -159,6 +159,53 @@ describe("full mesh: two real nodes", () => {
   });
 });
 
+describe("full mesh: a static peer refusing our clock", () => {
+  it("is refused as clock-skew, its log line naming the skew in skewS", async () => {
+    const [aApi, aPeer, bApi, bPeer] = (await Promise.all([1, 2, 3, 4].map(() => freePort("127.0.0.1")))) as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    const lines: { msg: string; level: number; reason?: string; skewS?: number }[] = [];
+    const start = async (id: string, api: number, peer: number, other: string, otherPort: number) => {
+      const s = resolveNodeSettings(
+        {
+          id,
+          engine: "sim",
+          simTimeScale: "0.02",
+          pollMs: "100",
+          gossip: "full",
+          secretFile,
+          logLevel: "silent",
+          listen: `127.0.0.1:${api}`,
+          peerListen: `127.0.0.1:${peer}`,
+          peers: `${other}=http://127.0.0.1:${otherPort}`,
+        },
+        {},
+      );
+      const n = await startNode(s, {
+        logger:
+          id === "A"
+            ? pino({ level: "debug" }, { write: (l: string) => void lines.push(JSON.parse(l)) })
+            : pino({ level: "silent" }),
+        recheck: { firstMs: 200, maxMs: 400 },
+        // B's clock is 3 min ahead: it refuses every request A signs.
+        ...(id === "B" ? { authClock: () => Date.now() + 180_000 } : {}),
+      });
+      nodes.push(n);
+      return n;
+    };
+    const a = await start("A", aApi, aPeer, "B", bPeer);
+    await start("B", bApi, bPeer, "A", aPeer);
+    await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"), 30_000);
+    expect(view(a).refused.find((r) => r.id === "B")?.reason).toMatch(/^clock-skew: /);
+    const said = lines.find((l) => /^peer refused: /.test(l.msg));
+    expect(said).toMatchObject({ reason: "clock-skew" });
+    expect(said?.skewS).toBeLessThanOrEqual(-179);
+  });
+});
+
 describe("gossip scuttlebutt: refused members and seeds are asked again", () => {
   async function start(
     id: string,
@@ -286,6 +333,25 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     expect(await refusedGauge(a, "clock-skew")).toBe(1);
     expect(await refusedGauge(a, "no-credential")).toBe(0);
     expect(isMember(a, "B")).toBe(false);
+  });
+
+  it("a member whose clock stays off is warned of once, however often it is re-checked", async () => {
+    const lines: { msg: string; level: number }[] = [];
+    const logger = pino({ level: "debug" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const { n: a } = await start("A", { recheck: { firstMs: 200, maxMs: 200 }, logger });
+    const { n: b } = await start("B", { authClock: () => Date.now() + 180_000 });
+    const refusals = () => view(a).refused.find((x) => x.id === "B")?.refusals ?? 0;
+    // Each mention after the backoff re-checks B; each check is refused for its clock again.
+    for (const t0 = Date.now(); refusals() < 3; ) {
+      if (Date.now() - t0 > 60_000) throw new Error("timed out: A refuses B three times");
+      expect(await relaySays(secret, a, "B", b.peerUrl)).toBeLessThan(300);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const warned = lines.filter(
+      (l) => l.level === 40 && /mesh member refused our signed requests/.test(l.msg),
+    );
+    expect(warned).toHaveLength(1);
+    expect(lines.some((l) => l.level === 20 && /member still refuses our clock/.test(l.msg))).toBe(true);
   });
 
   it("a node without the cluster's secret is re-checked afresh and never admitted, whatever a relay says", async () => {

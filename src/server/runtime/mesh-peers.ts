@@ -21,7 +21,7 @@
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import type { MeshMessage, NodeId, NodeInput } from "../../core/node/types.js";
-import { CLOCK_SKEW } from "../../core/refusals.js";
+import { CLOCK_SKEW, MAX_REFUSALS } from "../../core/refusals.js";
 import { describeSkew } from "../../net/clock-skew.js";
 import { checkPeerHello } from "../../net/discovery.js";
 import { decodeMesh, encodeMesh, type MeshAddress, meshMentions } from "../../net/mesh-wire.js";
@@ -86,6 +86,8 @@ export class MeshPeers {
   private readonly inFlight = new Map<NodeId, number>();
   /** Members that left, their pools kept until these timers fire (LEFT_POOL_MS). */
   private readonly leftPools = new Map<NodeId, NodeJS.Timeout>();
+  /** Members refused for clock skew and warned of: said once each (its re-checks go on), until admitted. */
+  private readonly skewWarned = new Set<NodeId>();
   private stopped = false;
 
   constructor(private readonly o: MeshPeersOptions) {}
@@ -265,10 +267,16 @@ export class MeshPeers {
         }
         const skew = err instanceof TransportError ? err.clockSkewMs : undefined;
         if (skew !== undefined) {
-          this.o.logger.warn(
-            { peer: id, skewS: Math.round(skew / 1000) },
-            `mesh member refused our signed requests: this node's clock is ${describeSkew(skew)} the member's; fix the clock (NTP) on whichever is wrong`,
-          );
+          const fields = { peer: id, skewS: Math.round(skew / 1000) };
+          // Bounded like the refusals it mirrors: past the bound, a warning per re-check again.
+          if (this.skewWarned.has(id)) this.o.logger.debug(fields, "mesh member still refuses our clock");
+          else {
+            if (this.skewWarned.size < MAX_REFUSALS) this.skewWarned.add(id);
+            this.o.logger.warn(
+              fields,
+              `mesh member refused our signed requests: this node's clock is ${describeSkew(skew)} the member's; fix the clock (NTP) on whichever is wrong`,
+            );
+          }
           return void this.settle(id, false, undefined, `${CLOCK_SKEW}: ${(err as Error).message}`);
         }
         this.o.logger.warn({ peer: id, err: (err as Error).message }, "mesh member refused: no credential");
@@ -288,6 +296,7 @@ export class MeshPeers {
     this.verifying.delete(id);
     if (this.stopped) return;
     if (ok && hello) this.hellos.set(id, hello);
+    if (ok) this.skewWarned.delete(id);
     this.o.feed({ type: "member-verified", id, ok, ...(reason !== undefined ? { reason } : {}) });
     if (!ok) {
       this.hellos.delete(id);

@@ -71,7 +71,7 @@ export class StaticPeerChecks {
     let garbled = false;
     for (let unanswered = 0; unanswered < MAX_UNANSWERED; ) {
       if (runtime.isStopping || this.waits.stopped) return;
-      let refusal: { reason: string; message: string } | undefined;
+      let refusal: { reason: string; message: string; skewMs?: number } | undefined;
       try {
         const hello = await client.hello(id);
         const r = checkPeerHello({ ...this.o.expect, peerId: id }, hello);
@@ -96,6 +96,7 @@ export class StaticPeerChecks {
               skew === undefined
                 ? (err as Error).message
                 : `this node's clock is ${describeSkew(skew)} the peer's, beyond the shared secret's window; fix the clock (NTP) on whichever is wrong — ${(err as Error).message}`,
+            ...(skew === undefined ? {} : { skewMs: skew }),
           };
         } else {
           // Up but answering garbage (e.g. a node older than protocol 3 under a shared secret, whose
@@ -122,7 +123,13 @@ export class StaticPeerChecks {
       const ref = this.refusals.refuse(id, `${refusal.reason}: ${refusal.message}`, this.o.now());
       const waitMs = ref.recheckAt - ref.refusedAt;
       logger.error(
-        { peer: id, reason: refusal.reason, recheckInS: Math.round(waitMs / 1000) },
+        {
+          peer: id,
+          reason: refusal.reason,
+          recheckInS: Math.round(waitMs / 1000),
+          // As a seed's and a member's clock-skew warnings say it: ours minus the peer's.
+          ...(refusal.skewMs === undefined ? {} : { skewS: Math.round(refusal.skewMs / 1000) }),
+        },
         `peer refused: ${refusal.message}`,
       );
       runtime.admin.refusePeer(id, refusal.message);
