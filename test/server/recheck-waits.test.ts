@@ -5,7 +5,7 @@ import type { PeerClient } from "../../src/net/transport-client.js";
 import { TransportError } from "../../src/net/transport-error.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import type { RuntimeLogger } from "../../src/server/runtime/logger.js";
-import type { MeshPeers } from "../../src/server/runtime/mesh-peers.js";
+import { type MeshPeers, UNAUTHENTICATED_TRIES } from "../../src/server/runtime/mesh-peers.js";
 import { resolveSeeds } from "../../src/server/runtime/mesh-seeds.js";
 import type { NodeRuntime } from "../../src/server/runtime/node-runtime.js";
 import { RecheckWaits } from "../../src/server/runtime/recheck-waits.js";
@@ -89,6 +89,26 @@ describe("re-check waits", () => {
     expect(waits.size).toBe(0);
     expect(await waits.wait(LONG.firstMs)).toBe(false);
     expect(probes).toBe(1);
+  });
+
+  it("a static peer refused again without a response MAC at its re-check: its backoff grows", async () => {
+    let hellos = 0;
+    const client = {
+      hello: async () => {
+        hellos++;
+        throw new TransportError("http", "401 another shared secret", 401, true);
+      },
+    } as unknown as PeerClient;
+    const { checks, waits } = staticChecks(client, { firstMs: 300, maxMs: 60_000, afterChangeMs: 2_000 });
+    void checks.start();
+    try {
+      // UNAUTHENTICATED_TRIES unauthenticated refusals make one refusal, at the first check and again
+      // at the re-check: two in a row, so the next wait is twice the first (refusals.ts).
+      await until("B refused twice", () => checks.view()[0]?.refusals === 2, 45_000);
+      expect(hellos).toBe(2 * UNAUTHENTICATED_TRIES);
+    } finally {
+      waits.stop();
+    }
   });
 
   it("a refused static peer that does not answer its re-check shows when it is asked next, not 'due'", async () => {

@@ -22,7 +22,7 @@ import { describeSkew } from "../../net/clock-skew.js";
 import { checkPeerHello, type HelloExpectation, type StaticPeer } from "../../net/discovery.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
-import { refusedNow } from "./mesh-peers.js";
+import { definiteRefusal, refusedNow } from "./mesh-peers.js";
 import type { NodeRuntime } from "./node-runtime.js";
 import { RecheckWaits } from "./recheck-waits.js";
 
@@ -107,14 +107,15 @@ export class StaticPeerChecks {
           }
           // A refused peer not answering its re-check (restarting, say) stays refused and is asked
           // again after its backoff, for as long as this node runs: never given up on while refused.
+          // One refusing it again without a response MAC is tried as a first check is (each try a
+          // second apart, UNAUTHENTICATED_TRIES of them refuse it again), so its backoff grows.
           const refused = this.refusals.get(id);
-          if (refused === undefined) unanswered++;
-          const waitMs = refused
-            ? Math.max(
-                UNANSWERED_RETRY_MS,
-                recheckDelayMs(timingFor(this.timing, refused.reason), refused.refusals),
-              )
-            : UNANSWERED_RETRY_MS;
+          const backoffMs =
+            refused !== undefined && !definiteRefusal(err)
+              ? recheckDelayMs(timingFor(this.timing, refused.reason), refused.refusals)
+              : undefined;
+          if (backoffMs === undefined) unanswered++;
+          const waitMs = Math.max(UNANSWERED_RETRY_MS, backoffMs ?? 0);
           if (refused) this.refusals.postpone(id, this.o.now() + waitMs);
           if (!(await this.waits.wait(waitMs))) return;
           continue;
