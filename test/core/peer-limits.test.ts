@@ -36,8 +36,9 @@ describe("peer limits: the pure pieces", () => {
     expect(exceedsLimits(r(10, 65), l)).toBe(true);
     expect(exceedsLimits(r(40, 60), l)).toBe(false);
     expect(exceedsLimits(r(41, 60), l)).toBe(true);
-    // Another model's tokens are counted again at the peer: only the ceiling is judged here.
-    expect(exceedsLimits(r(41, 60, "other"), l)).toBe(false);
+    // Another model's tokens are counted again at the peer: up to FOREIGN_TOKENS_SLACK (2) × ours.
+    expect(exceedsLimits(r(20, 60, "other"), l)).toBe(false);
+    expect(exceedsLimits(r(21, 60, "other"), l)).toBe(true);
     let now = 0;
     const held = new PeerLimits(() => now);
     expect(held.fits("B", r(10, 1000))).toBe(true);
@@ -145,9 +146,30 @@ describe("peer limits: another model's tokens", () => {
     refuseForeign("f1", 1, { maxTokens: 1000 });
     expect(viewOfB(h)?.trust).toMatchObject({ failures: 1 });
     expect(viewOfB(h)?.limits).toBeUndefined();
-    // A context B counts in its own tokens: taken on its word.
-    refuseForeign("f2", 2, { contextTokens: 50 });
+    // A context our count of 80 + 10 could exceed in B's tokens: excused, and B is sent no more such
+    // requests (a peer stating a small context to refuse for free loses them all).
+    refuseForeign("f2", 2, { contextTokens: 150 });
     expect(viewOfB(h)?.trust).toMatchObject({ failures: 1 });
-    expect(viewOfB(h)?.limits).toEqual({ contextTokens: 50 });
+    expect(viewOfB(h)?.limits).toEqual({ contextTokens: 150 });
+    const again = { id: "f3", tokens: prompt(3, 1), maxTokens: 10, tokenizer: "other" };
+    expect(forwardsIn(h.input("A", { type: "client-request", reqId: "f3", request: again }))).toEqual([]);
+  });
+
+  it("a context no tokenizer could make the request exceed is no refusal for fit", () => {
+    const h = setup();
+    const reqId = "g1";
+    const request = { id: reqId, tokens: prompt(1, 1), maxTokens: 10, tokenizer: "other" };
+    expect(forwardsIn(h.input("A", { type: "client-request", reqId, request }))).toEqual(["B"]);
+    const fwd = h.mailbox.find((m) => m.to === "B" && m.msg.type === "forward");
+    h.drop((m) => m === fwd);
+    const attempt = fwd?.msg.type === "forward" ? fwd.msg.attempt : -1;
+    // 80 tokens of ours are at most 160 of B's: + 10 fits a context of 1000.
+    h.input("A", {
+      type: "peer-message",
+      from: "B",
+      msg: { ...refusal("x", { contextTokens: 1000 }), reqId, attempt },
+    });
+    expect(viewOfB(h)?.trust).toMatchObject({ failures: 1 });
+    expect(viewOfB(h)?.limits).toBeUndefined();
   });
 });

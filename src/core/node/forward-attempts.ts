@@ -223,12 +223,8 @@ export class ForwardAttempts {
     if (!q) return this.late(false);
     // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer, nor
     // does a refusal of what exceeds its limits (kept: what does not fit goes elsewhere from now on).
-    // Another model's tokens are counted again at the peer, so its context is taken on its word
-    // then; a ceiling the request does not exceed is never the reason.
     const limits = saidLimits(msg);
-    const foreign = q.request.tokenizer !== undefined && limits?.contextTokens !== undefined;
-    if (limits !== undefined && (exceedsLimits(q.request, limits) || foreign))
-      this.limits.learn(from, limits);
+    if (limits !== undefined && exceedsLimits(q.request, limits)) this.limits.learn(from, limits);
     else if (isLoadRefusal(msg.error)) this.trust.refused(from, this.now());
     else if (!PROTOCOL_REFUSALS.has(msg.error)) this.trust.failed(from, attemptKey(q), this.now());
     // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.

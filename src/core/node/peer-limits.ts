@@ -38,20 +38,27 @@ export function saidLimits(msg: PeerMessageOf<"error">): ForwardLimits | undefin
 }
 
 /**
- * Whether `r` exceeds `l`: its maxTokens the ceiling, or its prompt plus maxTokens the context. A
- * prompt another model's tokenizer made (`tokenizer`, mixed meshes) is counted again at the peer, so
- * only the ceiling is judged for it.
+ * How much longer than our count another model's tokenizer may make the same text: a prompt in our
+ * tokens (`tokenizer` set: mixed meshes) is counted again at the peer, so its context is judged
+ * against our count with this slack. Generous on purpose: an honest peer's refusal must never count
+ * against it, and a peer that overstates its limits only loses the requests it then is not sent.
+ */
+export const FOREIGN_TOKENS_SLACK = 2;
+
+/**
+ * Whether `r` exceeds `l`: its maxTokens the ceiling, or its prompt plus maxTokens the context (for
+ * another model's tokens, FOREIGN_TOKENS_SLACK × our count of them could). One rule both excuses a
+ * refusal for fit and keeps such requests from that peer afterwards, so a peer stating a small
+ * context to refuse for free is sent none of them again.
  */
 export function exceedsLimits(
   r: Pick<EngineRequest, "tokens" | "maxTokens" | "tokenizer">,
   l: ForwardLimits,
 ): boolean {
   if (l.maxTokens !== undefined && r.maxTokens > l.maxTokens) return true;
-  return (
-    r.tokenizer === undefined &&
-    l.contextTokens !== undefined &&
-    r.tokens.length + r.maxTokens > l.contextTokens
-  );
+  if (l.contextTokens === undefined) return false;
+  const prompt = r.tokenizer === undefined ? r.tokens.length : r.tokens.length * FOREIGN_TOKENS_SLACK;
+  return prompt + r.maxTokens > l.contextTokens;
 }
 
 /**
