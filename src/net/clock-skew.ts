@@ -2,9 +2,10 @@
  * A peer's 401 that says our signed timestamp fell outside its window (shared-secret mode, hmac.ts):
  * the cause is a clock, ours or the peer's, not a credential, and the operator's fix is the clock. The
  * skew is our clock minus the peer's, from the 401 body's `clockMs` (the clock the peer judged by, to
- * the ms) or, from a peer that sends none, its HTTP `Date` header (whole seconds) when that differs by
- * more than the window. The answer is unauthenticated (a 401 cannot be sealed), so the estimate only
- * names a cause for the operator and picks a retry pace; it never admits or refuses anyone by itself.
+ * the ms; at least half the window, else the request itself came late) or, from a peer that sends
+ * none, its HTTP `Date` header (whole seconds) when that differs by more than the window. The answer
+ * is unauthenticated (a 401 cannot be sealed), so the estimate only names a cause for the operator
+ * and picks a retry pace; it never admits or refuses anyone by itself.
  */
 import { DEFAULT_WINDOW_MS } from "./auth/hmac.js";
 
@@ -23,7 +24,12 @@ export function clockSkewOf(
 ): number | undefined {
   if (status !== 401) return undefined;
   const said = bodyClock(body);
-  if (said !== undefined) return bounded(nowMs - said);
+  if (said !== undefined) {
+    // Clocks this close cannot alone put a timestamp past the window: the request itself arrived
+    // late (a stall on the path), and its next try passes; no skew is named.
+    const skew = nowMs - said;
+    return Math.abs(skew) >= DEFAULT_WINDOW_MS / 2 ? bounded(skew) : undefined;
+  }
   const date = headers.date;
   const at = typeof date === "string" ? Date.parse(date) : Number.NaN;
   if (!Number.isFinite(at)) return undefined;

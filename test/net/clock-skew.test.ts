@@ -9,6 +9,8 @@ describe("a 401 refusing our timestamp names the clock skew", () => {
     const body = json({ error: "peer authentication failed: stale (…)", clockMs: NOW + 45_250 });
     expect(clockSkewOf(401, {}, body, NOW)).toBe(-45_250);
     expect(clockSkewOf(401, {}, json({ error: "x", clockMs: NOW - 90_000 }), NOW)).toBe(90_000);
+    // Clocks 2 s apart: the request itself came late past the window, no clock is to blame.
+    expect(clockSkewOf(401, {}, json({ error: "x", clockMs: NOW - 2_000 }), NOW)).toBeUndefined();
   });
 
   it("from a peer that sends no clockMs, by its Date header, only past the window", () => {
