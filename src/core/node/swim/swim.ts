@@ -16,15 +16,8 @@
  *    successful probe lowers it; probe interval and timeout stretch by (1 + it), so a slow node
  *    suspects less.
  *  - Updates ride on every message (Broadcasts) and on a gossip tick (200 ms, 3 members, only when
- *    there is news); a push-pull of the whole list (`sync`) joins through seeds, repairs what gossip
- *    missed (30 s, scaled with N), and now and then goes to a remembered dead member so a healed
- *    partition rejoins. Until some list has reached it, a node also asks the first member it admits
- *    (a node restarted where its seeds are out of reach joins through whoever contacts it).
- *  - Joining is one push-pull: a seed answers a list request at once, and the joiner, as it verifies
- *    each member the list names, tells it that it is alive, so every member verifies the joiner in
- *    one round trip instead of waiting for gossip relayed hop by hop. A list that named members new
- *    to us is followed by a push-pull with a random member at the next gossip tick, until one names
- *    none: lists answered while a cluster forms (everyone joining at once) are partial.
+ *    there is news); a push-pull of the whole list (`sync`) joins through seeds and repairs what
+ *    gossip missed. Joining and push-pull live in push-pull.ts.
  *  - A member we hold suspect or dead that pings us hears so in our ack, and a probe of a suspect
  *    states its suspicion afresh: it refutes on first contact, not when the news happens to reach it.
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
@@ -37,15 +30,10 @@ import type { RefusedView } from "../../refusals.js";
 import { Broadcasts } from "./broadcasts.js";
 import { Candidates } from "./candidates.js";
 import { MAX_INCARNATION } from "./codec.js";
-import {
-  pushPullScale,
-  resolveSwimConfig,
-  retransmitLimit,
-  type SwimConfig,
-  type SwimConfigInput,
-} from "./config.js";
+import { resolveSwimConfig, retransmitLimit, type SwimConfig, type SwimConfigInput } from "./config.js";
 import { MemberTable } from "./members.js";
 import { ProbeCycle } from "./probe-cycle.js";
+import { PushPull } from "./push-pull.js";
 import type {
   MemberStatus,
   MemberUpdate,
@@ -57,9 +45,6 @@ import type {
   SwimStats,
   SwimTimer,
 } from "./types.js";
-
-/** Lists in a row naming no one new that end a resync (see `quietLists`). */
-const RESYNC_QUIET_LISTS = 2;
 
 export interface SwimDeps {
   now(): number;
@@ -80,28 +65,8 @@ export class Swim {
   private readonly candidates: Candidates;
   private readonly broadcasts = new Broadcasts();
   private readonly probes: ProbeCycle;
+  private readonly pushPull: PushPull;
   private probesDone = 0;
-  private lastPushPull: number;
-  /**
-   * Whether some member's whole list has reached us since we were last alone. Until then the first
-   * member we admit is asked for its list: a node whose seeds are out of reach (restarted inside a
-   * partition) joins through whichever member contacts it, not only through a seed.
-   */
-  private listed = false;
-  /**
-   * When to push-pull again because the last list we asked for named members we did not know: lists
-   * answered while the cluster is still forming (everyone joining at once) are partial, so a node
-   * asks another member until a list teaches it nothing, instead of waiting for piggybacked news.
-   */
-  private resyncAt: number | undefined;
-  /**
-   * Lists in a row that named no one new since a list last did (undefined: no resync under way). One
-   * such list ends the asking only after RESYNC_QUIET_LISTS: a partner asked early in a cluster's
-   * formation can lack the same few members we do, and those then came only by gossip, seconds later.
-   */
-  private quietLists: number | undefined;
-  /** Who a lone node asks for the member list: the configured seeds, then those added at run time. */
-  private readonly seeds: NodeId[];
   readonly stats: SwimStats = {
     probes: 0,
     indirectProbes: 0,
@@ -125,10 +90,18 @@ export class Swim {
   ) {
     this.config = resolveSwimConfig(config);
     this.incarnation = bootIncarnation(deps.now());
-    this.seeds = [...seeds];
     this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
     this.candidates = new Candidates(selfId, this.config, (id) => this.members.has(id), this.stats);
-    this.lastPushPull = deps.now();
+    this.pushPull = new PushPull(
+      selfId,
+      seeds,
+      this.config,
+      this.members,
+      this.candidates,
+      () => deps.random(),
+      () => this.selfUpdate(),
+      deps.now(),
+    );
     this.probes = new ProbeCycle(
       selfId,
       this.config,
@@ -150,7 +123,7 @@ export class Swim {
     const first = this.deps.random() * this.config.probeIntervalMs;
     out.push({ type: "set-timer", timer: { kind: "swim-probe" }, delayMs: first });
     out.push({ type: "set-timer", timer: { kind: "swim-gossip" }, delayMs: this.config.gossipIntervalMs });
-    this.join(out);
+    this.pushPull.join(out);
     return out;
   }
 
@@ -179,7 +152,7 @@ export class Swim {
         this.onVerified(input.id, input.ok, now, out, input.reason);
         break;
       case "seed":
-        this.addSeed(input.id, out);
+        this.pushPull.addSeed(input.id, out);
         break;
     }
     return out;
@@ -276,26 +249,10 @@ export class Swim {
         break;
       case "sync":
         if (!msg.reply) {
-          // A list we asked for (a seed's answer, verified or not yet): its entries named candidates,
-          // and each hears from us once verified, so the members learn a joiner in one round trip
-          // instead of by gossip relayed hop by hop (each hop waiting for its own verification).
-          // An answer is what our list lacked (sendSync): only ourselves named in it still means a
-          // whole list reached us when we hold other members already.
-          if (msg.members.length > 1 || this.members.live.length > 1) this.listed = true;
-          for (const u of msg.members) if (u.status === "alive") this.candidates.announceTo(u.id);
-          // It named members new to us: another list (next gossip tick, another member) may too.
-          if (this.candidates.named > named) {
-            this.resyncAt ??= now;
-            this.quietLists = 0;
-          } else if (this.quietLists !== undefined && ++this.quietLists < RESYNC_QUIET_LISTS)
-            this.resyncAt ??= now;
-          else this.quietLists = undefined;
+          this.pushPull.onList(msg.members, named, now);
           break;
         }
-        // Answered at once, verified or not: a list names candidates, never members, and the runtime
-        // only lets senders holding the cluster's credential reach us. A joiner's sender joins (or
-        // not) by our own verification, as anyone does.
-        this.sendSync(from, false, out, msg.members);
+        this.pushPull.answer(from, msg.members, out);
         if (!trusted) this.candidates.name(from, 0, now, out);
         break;
       case "goodbye":
@@ -374,9 +331,7 @@ export class Swim {
     this.members.add(id, incarnation, now, out);
     this.broadcasts.push({ id, status: "alive", incarnation });
     this.probes.admit(id);
-    if (!this.listed) this.sendSync(id, true, out);
-    else if (announce)
-      out.push({ type: "send", to: id, msg: { type: "gossip", updates: [this.selfUpdate()] } });
+    this.pushPull.admitted(id, announce === true, out);
   }
 
   // ---------------------------------------------------------------- timers
@@ -402,11 +357,7 @@ export class Swim {
   /** A new probe period: re-armed, rejoined if alone, now and then a reconnect, then the probe. */
   private probePeriod(now: number, out: SwimEffect[]): void {
     out.push({ type: "set-timer", timer: { kind: "swim-probe" }, delayMs: this.probes.periodMs() });
-    if (this.members.live.length === 0) {
-      this.listed = false;
-      this.join(out);
-    }
-    if (++this.probesDone % this.config.reconnectEveryProbes === 0) this.reconnect(out);
+    this.pushPull.probePeriod(++this.probesDone, out);
     this.probes.start(now, out);
   }
 
@@ -424,56 +375,7 @@ export class Swim {
         out.push({ type: "send", to, msg: { type: "gossip", updates } });
       }
     }
-    const every = this.config.pushPullIntervalMs * pushPullScale(this.clusterSize());
-    const live = this.members.live;
-    const resync = this.resyncAt !== undefined && now >= this.resyncAt;
-    if (((every > 0 && now - this.lastPushPull >= every) || resync) && live.length > 0) {
-      this.lastPushPull = now;
-      this.resyncAt = undefined;
-      this.sendSync(live[Math.floor(this.deps.random() * live.length)] as NodeId, true, out);
-    }
-  }
-
-  /**
-   * A seed found at run time (an address the runtime resolved to its id): asked for its member list
-   * now, and again whenever this node is alone. Bounded like the candidates (a seed is only a target).
-   */
-  private addSeed(id: NodeId, out: SwimEffect[]): void {
-    if (id === this.selfId || this.seeds.includes(id)) return;
-    if (this.seeds.length >= this.config.maxCandidates) return;
-    this.seeds.push(id);
-    if (!this.members.isLive(id)) this.sendSync(id, true, out);
-  }
-
-  /** No live member yet (or all gone): ask the seeds again. */
-  private join(out: SwimEffect[]): void {
-    for (const s of this.seeds) if (s !== this.selfId && !this.members.isLive(s)) this.sendSync(s, true, out);
-  }
-
-  /** A push-pull with one remembered dead member: after a partition heals, both sides refute. */
-  private reconnect(out: SwimEffect[]): void {
-    const m = this.members.randomTombstone();
-    // Small on purpose (most remembered dead members are truly dead): ourselves, and its own
-    // death, which it refutes if it hears it; only then does it answer with its whole list.
-    if (m?.status !== "dead") return;
-    const members = [this.selfUpdate(), { id: m.id, status: m.status, incarnation: m.incarnation }];
-    out.push({ type: "send", to: m.id, msg: { type: "sync", members, reply: true } });
-  }
-
-  /**
-   * Our whole list to `to`; as the answer to its list (`theirs`), only the entries it lacks or holds
-   * older: the asker already applied the rest, so re-sending them was most of a forming cluster's
-   * push-pull bytes (each list answered is then followed by more, while lists are partial).
-   */
-  private sendSync(to: NodeId, reply: boolean, out: SwimEffect[], theirs?: readonly MemberUpdate[]): void {
-    const members: MemberUpdate[] = [this.selfUpdate()];
-    const known = theirs === undefined ? undefined : new Map(theirs.map((u) => [u.id, u]));
-    for (const m of this.members.values()) {
-      const k = known?.get(m.id);
-      if (k !== undefined && !newerBelief(m, k)) continue;
-      members.push({ id: m.id, status: m.status, incarnation: m.incarnation });
-    }
-    out.push({ type: "send", to, msg: { type: "sync", members, reply } });
+    this.pushPull.gossipTick(now, out);
   }
 
   private piggyback(first?: MemberUpdate): MemberUpdate[] {
@@ -496,17 +398,4 @@ export function bootIncarnation(nowMs: number): number {
   const inc = Math.min(MAX_INCARNATION, Math.max(0, Math.floor(nowMs)));
   invariant(Number.isSafeInteger(inc), "boot incarnation must be a safe integer");
   return inc;
-}
-
-const STATUS_RANK: Record<MemberStatus, number> = { alive: 0, suspect: 1, dead: 2, left: 2 };
-
-/** Whether belief `a` overrides `b`: a higher incarnation, or the same with a higher status rank. */
-function newerBelief(
-  a: { incarnation: number; status: MemberStatus },
-  b: { incarnation: number; status: MemberStatus },
-): boolean {
-  return (
-    a.incarnation > b.incarnation ||
-    (a.incarnation === b.incarnation && STATUS_RANK[a.status] > STATUS_RANK[b.status])
-  );
 }
