@@ -186,6 +186,13 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       "per-address (the client address's share open), idle (sent nothing), timeout (headers or request late)",
     ["port", "reason"],
   );
+  const forwardsRefused = counter(
+    "prefixmesh_forwards_refused_total",
+    "Peers' forwards this node refused before its engine saw them, by reason: context (prompt + max_tokens " +
+      "past the engine's context), ceiling (max_tokens past --max-tokens-ceiling), tokenize (another " +
+      "model's prompt it could not tokenize), stopping (shutting down); each is retried elsewhere",
+    ["reason"],
+  );
   const pushBack = counter(
     "prefixmesh_pushback_advertised_total",
     "Snapshots sent while advertising push-back",
@@ -343,6 +350,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     peerFailures,
     authRejected,
     connectionsRefused,
+    forwardsRefused,
     pushBack,
     setViewProvider(fn: () => GaugeView): void {
       provider = fn;

@@ -62,6 +62,24 @@ describe("a forward larger than the engine's context", () => {
     expect(ceilingOverflow({ maxTokens: 65 }, undefined)).toBeUndefined();
   });
 
+  it("counts each refusal by its reason in prefixmesh_forwards_refused_total", async () => {
+    const refused = async (reason: string) => {
+      const text = await (await fetch(`${a.apiUrl}/metrics`)).text();
+      const line = new RegExp(
+        `^prefixmesh_forwards_refused_total\\{[^}]*reason="${reason}"[^}]*\\} (\\d+)$`,
+        "m",
+      );
+      const m = text.match(line);
+      return Number(m?.[1] ?? 0);
+    };
+    const [context, ceiling] = [await refused("context"), await refused("ceiling")];
+    await forward(a, "count-ctx", 4, a.runtime.maxContextTokens);
+    await forward(a, "count-ceil", 4, 65);
+    await forward(a, "count-fits", 4, 8);
+    expect(await refused("context")).toBe(context + 1);
+    expect(await refused("ceiling")).toBe(ceiling + 1);
+  });
+
   it("counts the prompt and the whole output budget", () => {
     expect(contextOverflow({ tokens: { length: 90 }, maxTokens: 10 }, 100)).toBeUndefined();
     expect(contextOverflow({ tokens: { length: 90 }, maxTokens: 11 }, 100)).toMatch(

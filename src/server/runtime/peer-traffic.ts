@@ -48,6 +48,7 @@ export class PeerTraffic {
       isKnownPeer: (id) => this.o.admin.isKnownPeer(id),
       onForward: (from, msg, stream) => {
         if (this.o.isStopping()) {
+          this.o.metrics.forwardsRefused.inc({ reason: "stopping" });
           stream.finish(retryableError(msg, "shutting down"));
           return;
         }
@@ -96,7 +97,10 @@ export class PeerTraffic {
         msg.request.messages = undefined;
         this.admit(from, msg, stream);
       },
-      (err: Error) => stream.finish(retryableError(msg, `cannot tokenize a forward: ${err.message}`)),
+      (err: Error) => {
+        this.o.metrics.forwardsRefused.inc({ reason: "tokenize" });
+        stream.finish(retryableError(msg, `cannot tokenize a forward: ${err.message}`));
+      },
     );
   }
 
@@ -111,13 +115,15 @@ export class PeerTraffic {
   private admit(from: string, msg: PeerMessageOf<"forward">, stream: { finish(m: PeerMessage): void }): void {
     const context = this.o.engine.info.maxContextTokens;
     const ceiling = this.o.maxTokensCeiling;
-    const over = contextOverflow(msg.request, context) ?? ceilingOverflow(msg.request, ceiling);
+    const overContext = contextOverflow(msg.request, context);
+    const over = overContext ?? ceilingOverflow(msg.request, ceiling);
+    if (over === undefined) return void this.o.feed({ type: "peer-message", from, msg });
     const limits: ForwardLimits = {
       contextTokens: context,
       ...(ceiling === undefined ? {} : { maxTokens: ceiling }),
     };
-    if (over !== undefined) stream.finish(retryableError(msg, over, limits));
-    else this.o.feed({ type: "peer-message", from, msg });
+    this.o.metrics.forwardsRefused.inc({ reason: overContext !== undefined ? "context" : "ceiling" });
+    stream.finish(retryableError(msg, over, limits));
   }
 
   /** A `send` effect: `msg` to peer `to` on the channel its type takes, unless `to` is refused. */
