@@ -107,51 +107,60 @@ describe("full mesh: a refused static peer is asked again", () => {
   });
 });
 
+/** Four free loopback ports: A's API and peer port, then B's. */
+async function fourPorts(): Promise<[number, number, number, number]> {
+  return (await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")))) as [
+    number,
+    number,
+    number,
+    number,
+  ];
+}
+
+/**
+ * A full-mesh sim node `id` on 127.0.0.1 (ports `api`, `peer`) whose one static peer is `other` at
+ * `otherPort`, with short re-checks; `extra` adds settings (cluster, credentials), `opts` startNode's
+ * options. Stopped after each test.
+ */
+async function startStatic(
+  [id, api, peer]: [string, number, number],
+  [other, otherPort]: [string, number],
+  extra: Record<string, unknown>,
+  opts: Partial<Parameters<typeof startNode>[1]> = {},
+): Promise<NodeHandle> {
+  const s = resolveNodeSettings(
+    {
+      id,
+      engine: "sim",
+      simTimeScale: "0.02",
+      pollMs: "100",
+      gossip: "full",
+      ...extra,
+      logLevel: "silent",
+      listen: `127.0.0.1:${api}`,
+      peerListen: `127.0.0.1:${peer}`,
+      peers: `${other}=http://127.0.0.1:${otherPort}`,
+    },
+    {},
+  );
+  const n = await startNode(s, {
+    logger: pino({ level: "silent" }),
+    recheck: { firstMs: 200, maxMs: 400 },
+    ...opts,
+  });
+  nodes.push(n);
+  return n;
+}
+
 describe("full mesh: two real nodes", () => {
   it("a peer restarted in the right cluster is admitted and heard from, neither node restarted for it", async () => {
-    const [aApi, aPeer, bApi, bPeer] = (await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")))) as [
-      number,
-      number,
-      number,
-      number,
-    ];
-    const start = async (
-      id: string,
-      api: number,
-      peer: number,
-      other: string,
-      otherPort: number,
-      cluster?: string,
-    ) => {
-      const s = resolveNodeSettings(
-        {
-          id,
-          engine: "sim",
-          simTimeScale: "0.02",
-          pollMs: "100",
-          gossip: "full",
-          insecure: true,
-          ...(cluster ? { clusterId: cluster } : {}),
-          logLevel: "silent",
-          listen: `127.0.0.1:${api}`,
-          peerListen: `127.0.0.1:${peer}`,
-          peers: `${other}=http://127.0.0.1:${otherPort}`,
-        },
-        {},
-      );
-      const n = await startNode(s, {
-        logger: pino({ level: "silent" }),
-        recheck: { firstMs: 200, maxMs: 400 },
-      });
-      nodes.push(n);
-      return n;
-    };
-    const a = await start("A", aApi, aPeer, "B", bPeer);
-    const b1 = await start("B", bApi, bPeer, "A", aPeer, "other");
+    const [aApi, aPeer, bApi, bPeer] = await fourPorts();
+    const a = await startStatic(["A", aApi, aPeer], ["B", bPeer], { insecure: true });
+    const b1 = await startStatic(["B", bApi, bPeer], ["A", aPeer], { insecure: true, clusterId: "other" });
     await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"));
     await b1.stop();
     nodes.splice(nodes.indexOf(b1), 1);
-    const b2 = await start("B", bApi, bPeer, "A", aPeer);
+    const b2 = await startStatic(["B", bApi, bPeer], ["A", aPeer], { insecure: true });
     const live = (n: NodeHandle, id: string) =>
       view(n).peers.some((p) => p.id === id && p.liveness === "live");
     await until("A and B hear each other", () => live(a, "B") && live(b2, "A"));
@@ -161,43 +170,23 @@ describe("full mesh: two real nodes", () => {
 
 describe("full mesh: a static peer refusing our clock", () => {
   it("is refused as clock-skew, its log line naming the skew in skewS", async () => {
-    const [aApi, aPeer, bApi, bPeer] = (await Promise.all([1, 2, 3, 4].map(() => freePort("127.0.0.1")))) as [
-      number,
-      number,
-      number,
-      number,
-    ];
+    const [aApi, aPeer, bApi, bPeer] = await fourPorts();
     const lines: { msg: string; level: number; reason?: string; skewS?: number }[] = [];
-    const start = async (id: string, api: number, peer: number, other: string, otherPort: number) => {
-      const s = resolveNodeSettings(
-        {
-          id,
-          engine: "sim",
-          simTimeScale: "0.02",
-          pollMs: "100",
-          gossip: "full",
-          secretFile,
-          logLevel: "silent",
-          listen: `127.0.0.1:${api}`,
-          peerListen: `127.0.0.1:${peer}`,
-          peers: `${other}=http://127.0.0.1:${otherPort}`,
-        },
-        {},
-      );
-      const n = await startNode(s, {
-        logger:
-          id === "A"
-            ? pino({ level: "debug" }, { write: (l: string) => void lines.push(JSON.parse(l)) })
-            : pino({ level: "silent" }),
-        recheck: { firstMs: 200, maxMs: 400 },
-        // B's clock is 3 min ahead: it refuses every request A signs.
-        ...(id === "B" ? { authClock: () => Date.now() + 180_000 } : {}),
-      });
-      nodes.push(n);
-      return n;
-    };
-    const a = await start("A", aApi, aPeer, "B", bPeer);
-    await start("B", bApi, bPeer, "A", aPeer);
+    const a = await startStatic(
+      ["A", aApi, aPeer],
+      ["B", bPeer],
+      { secretFile },
+      {
+        logger: pino({ level: "debug" }, { write: (l: string) => void lines.push(JSON.parse(l)) }),
+      },
+    );
+    // B's clock is 3 min ahead: it refuses every request A signs.
+    await startStatic(
+      ["B", bApi, bPeer],
+      ["A", aPeer],
+      { secretFile },
+      { authClock: () => Date.now() + 180_000 },
+    );
     await until("A refuses B", () => view(a).refused.some((r) => r.id === "B"), 30_000);
     expect(view(a).refused.find((r) => r.id === "B")?.reason).toMatch(/^clock-skew: /);
     const said = lines.find((l) => /^peer refused: /.test(l.msg));
