@@ -45,6 +45,17 @@ export function describeSkew(skewMs: number): string {
   return `${size} ${skewMs < 0 ? "behind" : "ahead of"}`;
 }
 
+/**
+ * What an operator reads of a clock-skew refusal by `who` ("peer", "seed", "member"): the skew, the
+ * window it exceeds, and the fix.
+ */
+export function skewAdvice(skewMs: number, who: string): string {
+  return (
+    `this node's clock is ${describeSkew(skewMs)} the ${who}'s, beyond the ±${DEFAULT_WINDOW_MS / 1000} s ` +
+    "a shared secret allows; fix the clock (NTP) on whichever is wrong"
+  );
+}
+
 function bodyClock(body: Uint8Array): number | undefined {
   if (body.byteLength > 4_096) return undefined;
   try {

@@ -22,7 +22,7 @@
 import type { PrefixNode } from "../../core/node/node.js";
 import type { MeshMessage, NodeId, NodeInput } from "../../core/node/types.js";
 import { CLOCK_SKEW, MAX_REFUSALS } from "../../core/refusals.js";
-import { describeSkew } from "../../net/clock-skew.js";
+import { skewAdvice } from "../../net/clock-skew.js";
 import { checkPeerHello } from "../../net/discovery.js";
 import { decodeMesh, encodeMesh, type MeshAddress, meshMentions } from "../../net/mesh-wire.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
@@ -274,7 +274,7 @@ export class MeshPeers {
             if (this.skewWarned.size < MAX_REFUSALS) this.skewWarned.add(id);
             this.o.logger.warn(
               fields,
-              `mesh member refused our signed requests: this node's clock is ${describeSkew(skew)} the member's; fix the clock (NTP) on whichever is wrong`,
+              `mesh member refused our signed requests: ${skewAdvice(skew, "member")}`,
             );
           }
           return void this.settle(id, false, undefined, `${CLOCK_SKEW}: ${(err as Error).message}`);

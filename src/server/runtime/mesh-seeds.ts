@@ -17,8 +17,7 @@ import {
   recheckDelayMs,
   timingFor,
 } from "../../core/refusals.js";
-import { DEFAULT_WINDOW_MS } from "../../net/auth/hmac.js";
-import { describeSkew } from "../../net/clock-skew.js";
+import { skewAdvice } from "../../net/clock-skew.js";
 import { checkPeerHello, DiscoveryError, type HelloExpectation } from "../../net/discovery.js";
 import { MAX_SEEDS, parseSeedList } from "../../net/host-port.js";
 import { probeAddresses } from "../../net/probe-addresses.js";
@@ -112,11 +111,7 @@ async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Prom
         };
         if (!skewSaid) {
           skewSaid = true;
-          o.logger.warn(
-            fields,
-            `seed refused our signed requests: this node's clock is ${describeSkew(err.clockSkewMs)} the seed's, ` +
-              `beyond the ±${DEFAULT_WINDOW_MS / 1000} s a shared secret allows; fix the clock (NTP) on whichever is wrong`,
-          );
+          o.logger.warn(fields, `seed refused our signed requests: ${skewAdvice(err.clockSkewMs, "seed")}`);
         } else o.logger.debug(fields, "seed still refuses our clock");
       } else if (
         err instanceof TransportError &&

@@ -18,7 +18,7 @@ import {
   refusedView,
   timingFor,
 } from "../../core/refusals.js";
-import { describeSkew } from "../../net/clock-skew.js";
+import { skewAdvice } from "../../net/clock-skew.js";
 import { checkPeerHello, type HelloExpectation, type StaticPeer } from "../../net/discovery.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
@@ -95,7 +95,7 @@ export class StaticPeerChecks {
             message:
               skew === undefined
                 ? (err as Error).message
-                : `this node's clock is ${describeSkew(skew)} the peer's, beyond the shared secret's window; fix the clock (NTP) on whichever is wrong — ${(err as Error).message}`,
+                : `${skewAdvice(skew, "peer")} — ${(err as Error).message}`,
             ...(skew === undefined ? {} : { skewMs: skew }),
           };
         } else {
