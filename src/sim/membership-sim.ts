@@ -1,16 +1,18 @@
 /**
  * The membership simulator: N unchanged `Swim` state machines (src/core/node/swim) on the simulated
  * network (network.ts: delay, jitter, loss, partitions), with crashes, freezes (pauses), leaves, late
- * joiners and impostors, in virtual time from one seed. It answers `verify-member` as the cluster
- * authority would (yes for the cluster's own ids after one round trip, no for an impostor), counts
- * every message and its exact encoded bytes, and records each node's status changes so tests and the
- * scale experiment can time detection and spot false suspicions.
+ * joiners, impostors, skewed clocks and forged news, in virtual time from one seed. It answers
+ * `verify-member` as the cluster authority would (yes for the cluster's own ids after one round
+ * trip, no for an impostor), counts every message and its exact encoded bytes, and records each
+ * node's status changes so tests and the scale experiment can time detection and spot false
+ * suspicions.
  */
 import { swimSize } from "../core/node/swim/codec.js";
 import type { SwimConfigInput } from "../core/node/swim/config.js";
 import { Swim } from "../core/node/swim/swim.js";
 import {
   type MemberStatus,
+  type MemberUpdate,
   type SwimEffect,
   type SwimInput,
   type SwimMessage,
@@ -45,6 +47,13 @@ export interface MembershipSimConfig {
   verifyMs?: number;
   /** Also count every member's bytes per window of this many ms (`bytesPerWindow`, from time 0). */
   windowMs?: number;
+  /** Per-node clock offset (ms added to the virtual time its Swim reads): clock skew; default 0. */
+  clockOffsetMs?: Record<number, number>;
+  /**
+   * A member holding the credential gossips `update` (forged news of anyone) to every other cluster
+   * member at `atMs`, as one gossip message each.
+   */
+  forgeries?: { node: number; atMs: number; update: MemberUpdate }[];
 }
 
 /** One status change node `observer` made about `id`. */
@@ -79,6 +88,7 @@ type Ev = SimEvent &
     | { k: "start"; node: number }
     | { k: "crash"; node: number }
     | { k: "leave"; node: number }
+    | { k: "forge"; node: number; update: MemberUpdate }
   );
 
 export function runMembership(c: MembershipSimConfig): MembershipSimResult {
@@ -112,11 +122,12 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
 
   const swims: (Swim | null)[] = ids.map((id, i) => {
     const r = rng.fork();
+    const offset = c.clockOffsetMs?.[i] ?? 0;
     const s = new Swim(
       id,
       seedIds,
       {
-        now: () => now,
+        now: () => now + offset,
         random: () => r.next(),
         observe: (about, _from, to) => {
           if (i < N) trace.push({ at: now, observer: id, id: about, to });
@@ -184,6 +195,7 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
   for (let i = 0; i < ids.length; i++) queue.push({ at: c.startAtMs?.[i] ?? 0, k: "start", node: i });
   for (const x of c.crashes ?? []) queue.push({ at: x.atMs, k: "crash", node: x.node });
   for (const x of c.leaves ?? []) queue.push({ at: x.atMs, k: "leave", node: x.node });
+  for (const x of c.forgeries ?? []) queue.push({ at: x.atMs, k: "forge", node: x.node, update: x.update });
   const started = new Array<boolean>(ids.length).fill(false);
 
   for (let ev = queue.pop(); ev !== undefined && ev.at <= c.durationMs; ev = queue.pop()) {
@@ -222,6 +234,13 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
         apply(node, s.leave());
         down[node] = true;
         swims[node] = null;
+        break;
+      case "forge":
+        for (let to = 0; to < N; to++)
+          if (to !== node)
+            apply(node, [
+              { type: "send", to: ids[to] as string, msg: { type: "gossip", updates: [ev.update] } },
+            ]);
         break;
     }
   }

@@ -2,7 +2,8 @@
  * Peer trust at the origin (origin.ts + trust.ts), hand-driven: a peer on probation is sent at most
  * `trustMaxUnanswered` forwards it has not answered, so a staller is demoted after that many
  * unanswered forwards; a peer that answered is off probation; a forward never acked says nothing
- * against the peer, unless it was the half-open probe of a demoted one.
+ * against the peer, unless it was the half-open probe of a demoted one; a probe refused for fit
+ * (peer-limits.ts) frees the probe and costs the peer nothing.
  */
 import { describe, expect, it } from "vitest";
 import type { Effect } from "../../src/core/node/types.js";
@@ -90,6 +91,48 @@ describe("peer trust at the origin: progress", () => {
     h.advanceLive(300); // past the ack timeout
     expect(trustOfB(h)).toMatchObject({ state: "open", opened: 2 });
     expect(forwardsIn(h.client("A", "p2", prompt(5, 41)))).toEqual([]);
+  });
+
+  it("a half-open probe refused for fit frees the probe and costs nothing: the next request probes", () => {
+    const h = setup();
+    for (const i of [1, 2, 3]) stalled(h, `r${i}`, i);
+    while (trustOfB(h)?.state !== "open") h.advanceLive(10);
+    for (let i = 0; i < 4; i++) {
+      h.finishRuns("A");
+      h.advance(1);
+    }
+    h.advanceLive(10_000); // the open period: one forward may probe
+    const demoted = { state: "half-open", failures: 3, refusals: 0, opened: 1 };
+    // The probe asks more tokens than B's ceiling: B refuses it for fit, stating its limits.
+    expect(forwardsIn(h.client("A", "p1", prompt(4, 40), 100))).toEqual(["B"]);
+    expect(trustOfB(h)).toMatchObject(demoted);
+    const fwd = h.mailbox.find((m) => m.to === "B" && m.msg.type === "forward");
+    h.drop((m) => m === fwd);
+    const attempt = fwd?.msg.type === "forward" ? fwd.msg.attempt : -1;
+    const refusal = {
+      type: "error" as const,
+      reqId: "p1",
+      attempt,
+      error: "maxTokens (100) exceeds this node's max_tokens ceiling of 64",
+      retryable: true,
+      limits: { maxTokens: 64 },
+    };
+    const eff = h.input("A", { type: "peer-message", from: "B", msg: refusal });
+    expect(eff.some((e) => e.type === "engine-run")).toBe(true); // fell back: runs here
+    // No mark against B (not a failure, not even a load back-off), its breaker still half-open…
+    expect(trustOfB(h)).toMatchObject(demoted);
+    expect(h.node("A").peers()[0]?.limits).toEqual({ maxTokens: 64 });
+    // …and its probe free: the next request that fits probes B, whose answer closes the breaker.
+    expect(forwardsIn(h.client("A", "p2", prompt(5, 41), 64))).toEqual(["B"]);
+    expect(trustOfB(h)).toMatchObject(demoted);
+    // B still runs the stalled r1-r3 (their answers dropped) ahead of it.
+    for (let i = 0; i < 10 && h.repliesFor("p2").length === 0; i++) {
+      h.deliver();
+      h.finishRuns("B");
+      h.deliver();
+    }
+    expect(h.repliesFor("p2")[0]?.record.servedBy).toBe("B");
+    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 3, opened: 1 });
   });
 
   it("a peer that answered is off probation: more than 3 of ours may wait on it", () => {

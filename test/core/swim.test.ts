@@ -8,7 +8,7 @@ import {
   SwimDecodeError,
   swimSize,
 } from "../../src/core/node/swim/codec.js";
-import type { SwimConfigInput } from "../../src/core/node/swim/config.js";
+import { resolveSwimConfig, type SwimConfigInput } from "../../src/core/node/swim/config.js";
 import { Swim } from "../../src/core/node/swim/swim.js";
 import type { MemberUpdate, SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
 
@@ -127,8 +127,8 @@ describe("swim piggyback queue", () => {
 });
 
 /** One Swim with a hand-driven clock; `verify` answers its verify-member effects. */
-function harness(self = "a", seeds: string[] = [], config: SwimConfigInput = {}) {
-  let now = 0;
+function harness(self = "a", seeds: string[] = [], config: SwimConfigInput = {}, bootAt = 0) {
+  let now = bootAt;
   const swim = new Swim(self, seeds, { now: () => now, random: () => 0.5 }, config);
   const sent: { to: string; msg: SwimMessage }[] = [];
   const verifies: string[] = [];
@@ -533,13 +533,15 @@ describe("joining and refuting without a seed's help", () => {
     expect(b.swim.currentIncarnation).toBe(1);
   });
 
-  test("a suspicion of us at the incarnation ceiling is refuted at the ceiling, never past it", () => {
+  test("a suspicion of us at the incarnation ceiling is refused, not refuted: we stay below it", () => {
     const h = harness();
     h.admit("b");
     h.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: MAX_INCARNATION }] });
-    expect(h.swim.currentIncarnation).toBe(MAX_INCARNATION);
-    expect(Number.isSafeInteger(h.swim.currentIncarnation)).toBe(true);
-    expect(h.swim.stats.refuted).toBe(1);
+    expect(h.swim.currentIncarnation).toBe(0);
+    expect(h.swim.stats).toMatchObject({ refuted: 0, implausibleIncarnations: 1 });
+    // A real suspicion is still refuted as ever.
+    h.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: 0, from: "b" }] });
+    expect(h.swim.currentIncarnation).toBe(1);
   });
 
   test("old news of our suspicion gets our current incarnation back to its sender", () => {
@@ -573,6 +575,97 @@ describe("joining and refuting without a seed's help", () => {
       ping = h.sent.find((x) => x.to === "b" && x.msg.type === "ping")?.msg;
     }
     expect(ping?.type === "ping" && ping.updates[0]).toMatchObject({ id: "b", status: "suspect" });
+  });
+});
+
+describe("incarnations past what a clock allows (forged)", () => {
+  // Wall-clock ms, as the daemon's incarnations are; the defaults' allowances.
+  const T = Date.UTC(2026, 0, 1);
+  const { incarnationSkewMs: S, incarnationRefutations: R } = resolveSwimConfig();
+
+  test("a member's suspicion or death of another at the ceiling is refused; the victim stays alive and refutes", () => {
+    const h = harness("a", [], {}, T);
+    h.admit("b", T);
+    h.admit("c", T);
+    for (const status of ["suspect", "dead", "left"] as const)
+      h.msg("c", { type: "gossip", updates: [{ id: "b", status, incarnation: MAX_INCARNATION, from: "c" }] });
+    // Alive at the ceiling, then suspect at it, would pin b as surely.
+    h.msg("c", {
+      type: "sync",
+      reply: false,
+      members: [{ id: "b", status: "alive", incarnation: MAX_INCARNATION }],
+    });
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.swim.memberViews().find((m) => m.id === "b")?.incarnation).toBe(T);
+    expect(h.swim.stats.implausibleIncarnations).toBe(4);
+    // b can still be suspected and refute, as ever.
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: T, from: "c" }] });
+    expect(h.swim.status("b")).toBe("suspect");
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: T + 1 }] });
+    expect(h.swim.status("b")).toBe("alive");
+  });
+
+  test("a large but plausible incarnation is believed: a clock ahead by the skew allowed, many refutations", () => {
+    const h = harness("a", [], {}, T);
+    h.admit("b", T);
+    h.admit("c", T);
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: T + S + R }] });
+    expect(h.swim.memberViews().find((m) => m.id === "b")?.incarnation).toBe(T + S + R);
+    h.msg("c", { type: "gossip", updates: [{ id: "c", status: "alive", incarnation: T + S + R + 1 }] });
+    expect(h.swim.memberViews().find((m) => m.id === "c")?.incarnation).toBe(T);
+    expect(h.swim.stats.implausibleIncarnations).toBe(1);
+    // The bound moves with our clock: the same news an hour later is believed.
+    h.at(T + 3_600_000);
+    h.msg("c", { type: "gossip", updates: [{ id: "c", status: "alive", incarnation: T + S + R + 1 }] });
+    expect(h.swim.memberViews().find((m) => m.id === "c")?.incarnation).toBe(T + S + R + 1);
+  });
+
+  test("our refutation stays within what a member whose clock is the skew behind accepts", () => {
+    const a = harness("a", [], {}, T);
+    a.admit("b", T);
+    // The highest suspicion of us we refute: our refutation lands exactly on our clock + R.
+    a.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: T + R, from: "b" }] });
+    expect(a.swim.stats.implausibleIncarnations).toBe(1);
+    a.msg("b", {
+      type: "gossip",
+      updates: [{ id: "a", status: "suspect", incarnation: T + R - 1, from: "b" }],
+    });
+    expect(a.swim.currentIncarnation).toBe(T + R);
+    a.run(a.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    const said = a.sent
+      .flatMap((x) => ("updates" in x.msg ? x.msg.updates : []))
+      .find((u) => u.id === "a" && u.status === "alive");
+    expect(said?.incarnation).toBe(T + R);
+    // c's clock reads the full skew behind ours; it held a suspect at the suspicion's incarnation.
+    const c = harness("c", [], {}, T - S);
+    c.admit("a", T);
+    c.admit("b", T);
+    c.msg("b", {
+      type: "gossip",
+      updates: [{ id: "a", status: "suspect", incarnation: T + R - 1, from: "b" }],
+    });
+    expect(c.swim.status("a")).toBe("suspect");
+    c.msg("a", { type: "gossip", updates: [said as MemberUpdate] });
+    expect(c.swim.status("a")).toBe("alive");
+    expect(c.swim.stats.implausibleIncarnations).toBe(0);
+  });
+
+  test("a clock far off at boot: the broken node loses, never a healthy member", () => {
+    // Booted at epoch 0: the others' (real) incarnations are implausible to it, its own is believed.
+    const lost = harness("z", [], {}, 0);
+    lost.admit("b", T);
+    expect(lost.swim.status("b")).toBeUndefined();
+    expect(lost.swim.stats.implausibleIncarnations).toBe(1);
+    const h = harness("a", [], {}, T);
+    h.admit("z", 0);
+    expect(h.swim.status("z")).toBe("alive");
+    // Booted a day ahead: its news of itself is refused, so a suspicion of it cannot be refuted.
+    const ahead = T + 86_400_000;
+    h.admit("y", T);
+    h.msg("z", { type: "gossip", updates: [{ id: "y", status: "alive", incarnation: ahead }] });
+    h.msg("y", { type: "gossip", updates: [{ id: "y", status: "alive", incarnation: ahead }] });
+    expect(h.swim.memberViews().find((m) => m.id === "y")?.incarnation).toBe(T);
+    expect(h.swim.stats.implausibleIncarnations).toBe(2);
   });
 });
 

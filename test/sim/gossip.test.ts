@@ -3,6 +3,7 @@
  * simulated network, with memberlist's default timings.
  */
 import { describe, expect, test } from "vitest";
+import { MAX_INCARNATION } from "../../src/core/node/swim/codec.js";
 import { resolveSwimConfig, suspicionMinMs } from "../../src/core/node/swim/config.js";
 import { GossipRounds } from "../../src/sim/gossip-rounds.js";
 import { type MembershipSimConfig, runMembership } from "../../src/sim/membership-sim.js";
@@ -189,6 +190,45 @@ describe("membership by gossip (SWIM + Lifeguard)", () => {
     const refused = r.members.reduce((a, s) => a + (s?.stats.refusedMembers ?? 0), 0);
     expect(refused).toBeGreaterThanOrEqual(3);
     expect(liveCounts(r)).toEqual(new Array(16).fill(15));
+  });
+
+  test("forged news at the incarnation ceiling is refused everywhere; a plausible forgery is refuted", () => {
+    // Wall clocks spread over the whole skew allowed; the forger's is furthest behind, the plausibly
+    // forged victim's furthest ahead (so it refutes the highest incarnation any member accepts).
+    const T = Date.UTC(2026, 0, 1);
+    const { incarnationSkewMs: S, incarnationRefutations: R } = defaults;
+    const clockOffsetMs = Object.fromEntries(
+      Array.from({ length: 16 }, (_, i) => [i, T + Math.round((i / 15 - 0.5) * S)]),
+    );
+    const at = 20_000;
+    const forged = (id: string, status: "suspect" | "dead", incarnation: number) => ({
+      node: 0,
+      atMs: at,
+      update: { id, status, incarnation, from: "n0" },
+    });
+    for (const seed of [1, 2]) {
+      const r = runMembership({
+        ...base,
+        seed,
+        nodes: 16,
+        durationMs: 60_000,
+        clockOffsetMs,
+        forgeries: [
+          forged("n8", "suspect", MAX_INCARNATION),
+          forged("n9", "dead", MAX_INCARNATION),
+          forged("n15", "suspect", (clockOffsetMs[15] as number) + at + R - 1),
+        ],
+      });
+      expect(r.trace.filter((t) => t.to === "dead" || t.to === "left")).toEqual([]);
+      expect(r.trace.filter((t) => t.id !== "n15" && t.to !== "alive")).toEqual([]);
+      // n15 was suspected by the forgery and refuted it: alive everywhere at the end.
+      expect(r.trace.some((t) => t.id === "n15" && t.to === "suspect")).toBe(true);
+      expect(r.members[15]?.stats.refuted).toBe(1);
+      expect(liveCounts(r)).toEqual(new Array(16).fill(15));
+      // Each member refused the two ceiling forgeries, once each, and nothing else.
+      const refused = r.members.map((m) => m?.stats.implausibleIncarnations);
+      expect(refused).toEqual([0, ...new Array(15).fill(2)]);
+    }
   });
 
   test("messages per member grow with change, not with N: at 64 ≤ 1.25 × at 16", () => {

@@ -5,8 +5,10 @@
  * Built DOM nodes only, no HTML strings: nothing a peer advertises can inject markup, and
  * the page's Content-Security-Policy holds without inline styles or scripts.
  */
+
+import type { RefusedView } from "../../core/refusals.js";
 import { colourOf, drawCharts } from "./charts.js";
-import { fmtSec, type RefusedEntry, refusedLines } from "./refused.js";
+import { fmtSec, refusedLines } from "./refused.js";
 import { History, parseMetrics, readingOf, servedByMember, WINDOWS } from "./series.js";
 
 interface PeerView {
@@ -41,7 +43,7 @@ interface ClusterView {
   /** gossip "scuttlebutt": each --join seed and what became of it (runtime/seed-states.ts). */
   seeds?: SeedView[];
   /** Candidates this node refuses (another cluster, model, protocol or mode; no credential). */
-  refused?: RefusedEntry[];
+  refused?: RefusedView[];
 }
 interface SeedView {
   seed: string;

@@ -4,14 +4,8 @@
  * reason comes from a peer's hello: it is never parsed as markup, only split at its code.
  */
 
-/** One refused candidate as `/cluster` lists it (core/refusals.ts RefusedView). */
-export interface RefusedEntry {
-  id: string;
-  reason: string;
-  refusals: number;
-  refusedForMs: number;
-  recheckInMs: number;
-}
+// A type only (erased): the browser loads just the files dashboard.ts serves, never core's.
+import type { RefusedView } from "../../core/refusals.js";
 
 /** What the page shows of one refused candidate. */
 export interface RefusedLine {
@@ -48,7 +42,7 @@ export function recheckText(ms: number): string {
 
 /** The first `max` refused candidates as lines, and how many more there are. */
 export function refusedLines(
-  refused: readonly RefusedEntry[] | undefined,
+  refused: readonly RefusedView[] | undefined,
   max = MAX_REFUSED_SHOWN,
 ): { lines: RefusedLine[]; more: number } {
   const all = Array.isArray(refused) ? refused : [];

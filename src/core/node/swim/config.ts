@@ -61,6 +61,15 @@ export const swimConfigSchema = z.object({
   recheckMaxMs: z.number().positive().max(86_400_000).default(RECHECK_MAX_MS),
   /** News of it under a higher incarnation re-checks it at once, but at most this often. */
   recheckAfterChangeMs: z.number().min(0).max(86_400_000).default(RECHECK_AFTER_CHANGE_MS),
+  /**
+   * Incarnations are boot times (ms) plus one per refutation, so news of one far past our own clock
+   * is forged or from a broken clock: refused (swim.ts `plausibleMax`). This much clock skew between
+   * members is allowed for, far beyond the window a shared secret allows (net/auth/hmac.ts), since
+   * mTLS checks no clock that closely.
+   */
+  incarnationSkewMs: z.number().int().min(0).max(86_400_000).default(600_000),
+  /** …plus this many refutations beyond a member's own clock (raised only by suspicions of it). */
+  incarnationRefutations: z.number().int().min(1).max(86_400_000).default(3_600_000),
   /** Most entries accepted in one message (updates or a push-pull list): bigger messages are refused. */
   maxEntriesPerMessage: z.number().int().min(1).max(100_000).default(8_192),
 });

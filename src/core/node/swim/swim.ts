@@ -79,6 +79,7 @@ export class Swim {
     rechecksDropped: 0,
     invalid: 0,
     unknownSender: 0,
+    implausibleIncarnations: 0,
     candidatesDropped: 0,
   };
 
@@ -266,6 +267,10 @@ export class Swim {
    * (and anyone, for an id we do not know) can only name candidates.
    */
   private apply(u: MemberUpdate, trusted: boolean, now: number, out: SwimEffect[]): void {
+    if (u.incarnation > this.plausibleMax(u.id, now)) {
+      this.stats.implausibleIncarnations++;
+      return;
+    }
     if (u.id === this.selfId) {
       if (!trusted || u.status === "alive" || this.leaving) return;
       if (u.incarnation >= this.incarnation) this.refute(u.incarnation);
@@ -308,9 +313,22 @@ export class Swim {
     this.broadcasts.push(u);
   }
 
+  /**
+   * The highest incarnation believable at `now`. A member's is its boot time plus its refutations, so
+   * news far past our clock is forged (a suspicion at the ceiling no one could outbid) or from a
+   * broken clock. Others' may lead our clock by the skew allowed plus the refutations; ours is held
+   * to our clock plus the refutations (one less here: refuting adds 1), so every member whose clock
+   * is at most the skew behind ours accepts our refutation.
+   */
+  private plausibleMax(id: NodeId, now: number): number {
+    const ours = Math.floor(now) + this.config.incarnationRefutations;
+    return id === this.selfId ? ours - 1 : ours + this.config.incarnationSkewMs;
+  }
+
   /** Someone says we are suspect or dead: outbid it (Lifeguard: a sign our own health is poor). */
   private refute(incarnation: number): void {
-    // Capped: a (forged) suspicion at the ceiling pins us there rather than leaving safe integers.
+    // apply refuses news of us past plausibleMax, so this stays within it; the cap only keeps a
+    // clock read near the ceiling within safe integers.
     this.incarnation = Math.min(incarnation + 1, MAX_INCARNATION);
     this.broadcasts.push(this.selfUpdate());
     this.stats.refuted++;
@@ -393,6 +411,14 @@ export class Swim {
  * node within the same second must still outrank its previous life. Refutations add 1 each, far
  * fewer than the ms a life lasts. A clock stepped back across a restart only loses the head start:
  * a peer holding the old life suspect or dead says so and is refuted, as before.
+ *
+ * A clock far off at boot (past `incarnationSkewMs`) is a broken node, as auth already treats one (a
+ * shared secret refuses its timestamps; certificates may not be valid yet or any more), and it stays
+ * so for its life (the daemon's clock is read once at boot). Far ahead: its incarnation is implausible
+ * to the others, who refuse its news of itself (`implausibleIncarnations`), so once suspected it
+ * cannot refute until it restarts with a right clock. Far behind (epoch 0): the others' incarnations
+ * are implausible to it, so it refuses their news while they accept its. Either way it is the broken
+ * node that loses, never a healthy member pinned.
  */
 export function bootIncarnation(nowMs: number): number {
   const inc = Math.min(MAX_INCARNATION, Math.max(0, Math.floor(nowMs)));

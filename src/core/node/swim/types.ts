@@ -97,6 +97,11 @@ export interface SwimStats {
   invalid: number;
   /** Messages from a sender that is not a verified member (only sync/ping answered after verification). */
   unknownSender: number;
+  /**
+   * Updates refused for an incarnation past what a clock allows (config `incarnationSkewMs`): forged
+   * (a suspicion no one could refute), or the sender's or our clock is far off.
+   */
+  implausibleIncarnations: number;
   /** Candidates dropped because the candidate set was full. */
   candidatesDropped: number;
 }
