@@ -36,6 +36,8 @@ export interface GaugeView {
   engineAborted?: Record<string, number>;
   /** Candidate members refused now (asked again after a backoff), by the check's reason. */
   refused?: Record<RefusalReason, number>;
+  /** gossip "scuttlebutt": the SWIM failure detector's cumulative counts, by event; absent on the full mesh. */
+  membershipEvents?: Record<string, number>;
 }
 
 /** The reasons a hello or credential check refuses a candidate for; anything else counts as `other`. */
@@ -321,6 +323,26 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       if (!v) return;
       this.reset();
       for (const [reason, n] of Object.entries(v.engineAborted ?? {})) this.inc({ reason }, n);
+    },
+  });
+  new Counter({
+    name: "prefixmesh_membership_events_total",
+    help:
+      "The SWIM failure detector's own events since the node's epoch began, by event; --gossip " +
+      "scuttlebutt only (absent under --gossip full): probe (direct probes sent), indirect_probe " +
+      "(relays asked to probe for us), suspected (members we marked suspect), refuted (suspicions of " +
+      "this node it outbid while alive: poor local health or a lossy network), declared_dead, verified " +
+      "(candidates admitted), refused (candidates whose check failed), recheck, recheck_dropped, " +
+      "invalid (malformed or oversized messages), unknown_sender (messages from a non-member), " +
+      "implausible_incarnation (news past what a clock allows: forged, or a clock far off), " +
+      "candidate_dropped (the candidate set was full)",
+    labelNames: ["event"],
+    registers,
+    collect() {
+      const v = view();
+      if (!v) return;
+      this.reset();
+      for (const [event, n] of Object.entries(v.membershipEvents ?? {})) this.inc({ event }, n);
     },
   });
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>

@@ -89,6 +89,34 @@ describe("metrics: help texts say what is counted", () => {
   });
 });
 
+describe("metrics: SWIM's membership events", () => {
+  it("are read from the view at each scrape, and absent when the view has none (gossip full)", async () => {
+    const m = createMetrics("A", { processMetrics: false });
+    let events: Record<string, number> | undefined = { probe: 4, refuted: 0 };
+    m.setViewProvider(() => ({
+      treeTokens: 0,
+      queueDepth: 0,
+      pushBackActive: false,
+      peers: [],
+      ...(events ? { membershipEvents: events } : {}),
+    }));
+    const text = await m.registry.metrics();
+    expect(text).toContain('prefixmesh_membership_events_total{event="probe",node="A"} 4');
+    // A count still at 0 is a series, so rate() has a baseline before the first refutation.
+    expect(text).toContain('prefixmesh_membership_events_total{event="refuted",node="A"} 0');
+    events = { probe: 9, refuted: 1 };
+    expect(await m.registry.metrics()).toContain(
+      'prefixmesh_membership_events_total{event="probe",node="A"} 9',
+    );
+    events = undefined;
+    expect(await m.registry.metrics()).not.toMatch(/^prefixmesh_membership_events_total\{/m);
+    const help =
+      (await m.registry.getMetricsAsJSON()).find((x) => x.name === "prefixmesh_membership_events_total")
+        ?.help ?? "";
+    expect(help).toMatch(/absent under --gossip full/);
+  });
+});
+
 describe("metrics: per-peer series are bounded (--metrics-max-peers)", () => {
   it("counters label the first peers and count the rest as `other`, for good", async () => {
     const m = createMetrics("A", { processMetrics: false, maxPeerSeries: 2 });

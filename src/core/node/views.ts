@@ -15,7 +15,7 @@ import type { Executor } from "./executor.js";
 import type { Gossip, Members } from "./mesh.js";
 import type { Origin } from "./origin.js";
 import type { Serving } from "./serving.js";
-import type { SwimMemberView } from "./swim/types.js";
+import type { SwimMemberView, SwimStats } from "./swim/types.js";
 import { SwimMembership } from "./swim-membership.js";
 import type { Targets } from "./targets.js";
 import type { Liveness, NodeDeps, NodeId, NodeStats, PeerView } from "./types.js";
@@ -177,6 +177,14 @@ export abstract class NodeViews {
     return this.members instanceof SwimMembership
       ? this.members.swim.refusedMembers(this.deps.now())
       : undefined;
+  }
+  /**
+   * gossip "scuttlebutt": the SWIM failure detector's own counts (probes, suspicions, refutations,
+   * refused news, …) since this epoch began (a restart starts them over; a fresh copy per call);
+   * undefined on the full mesh, which runs no SWIM.
+   */
+  meshStats(): SwimStats | undefined {
+    return this.members instanceof SwimMembership ? { ...this.members.swim.stats } : undefined;
   }
   /**
    * The costs this node has learned (what cost-aware routing sees). Gossip "scuttlebutt": a member

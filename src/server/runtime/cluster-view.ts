@@ -5,6 +5,7 @@
  */
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
+import type { SwimStats } from "../../core/node/swim/types.js";
 import type { PeerView } from "../../core/node/types.js";
 import { CLOCK_SKEW, type RefusedView } from "../../core/refusals.js";
 import type { ProtocolRange } from "../../net/protocol-range.js";
@@ -57,6 +58,7 @@ export class ClusterView {
     const now = this.o.now();
     const s = node.stats();
     const mesh = node.meshMembers();
+    const swim = node.meshStats();
     return {
       id: node.id,
       cluster: this.o.clusterId,
@@ -110,6 +112,9 @@ export class ClusterView {
       ...(this.discovery ? { discovery: this.discovery() } : {}),
       // gossip "scuttlebutt": every member SWIM holds, with its status (dead ones while remembered).
       ...(mesh ? { gossip: "scuttlebutt", members: mesh } : {}),
+      // gossip "scuttlebutt": the SWIM failure detector's own counts in this epoch (refutations,
+      // refused news, …): what an operator alerts on, as prefixmesh_membership_events_total.
+      ...(swim ? { membership: swim } : {}),
       // gossip "scuttlebutt": each --join seed, what its hello said, and what SWIM holds of it now.
       ...(mesh && this.seeds
         ? {
@@ -127,6 +132,7 @@ export class ClusterView {
     const { node } = this.o;
     const now = this.o.now();
     const s = node.stats();
+    const swim = node.meshStats();
     return {
       treeTokens: node.treeSize(),
       queueDepth: node.queueDepth(),
@@ -162,6 +168,7 @@ export class ClusterView {
         cancelled: s.abortedCancelled,
       },
       refused: refusedCounts(this.refused(), this.seeds?.() ?? []),
+      ...(swim ? { membershipEvents: membershipEvents(swim) } : {}),
     };
   }
 
@@ -198,6 +205,32 @@ function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, numbe
     expired_forward: s.expiredForwards,
     hedged_answer: s.hedgedAnswers,
   };
+}
+
+/**
+ * SWIM's counts under the event names of prefixmesh_membership_events_total. A Record over every
+ * SwimStats key, so a count added to the core fails to compile here until it is named.
+ */
+const MEMBERSHIP_EVENTS: Record<keyof SwimStats, string> = {
+  probes: "probe",
+  indirectProbes: "indirect_probe",
+  suspected: "suspected",
+  refuted: "refuted",
+  declaredDead: "declared_dead",
+  verified: "verified",
+  refusedMembers: "refused",
+  rechecks: "recheck",
+  rechecksDropped: "recheck_dropped",
+  invalid: "invalid",
+  unknownSender: "unknown_sender",
+  implausibleIncarnations: "implausible_incarnation",
+  candidatesDropped: "candidate_dropped",
+};
+
+function membershipEvents(s: SwimStats): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [key, event] of Object.entries(MEMBERSHIP_EVENTS)) out[event] = s[key as keyof SwimStats];
+  return out;
 }
 
 /**
