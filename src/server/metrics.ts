@@ -278,20 +278,32 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     "Tokens in the estimate held for a peer",
     (p) => p.estimateTokens,
   );
-  // A counter read from the node's own cumulative counts at scrape time (the name predates the
-  // `_total` convention and is kept so existing queries still work).
-  new Counter({
-    name: "prefixmesh_forward_events",
-    help: "Forwarding events since start, as the node counts them (fallback, ack_timeout, late_reply, …)",
-    labelNames: ["event"],
-    registers,
-    collect() {
-      const v = view();
-      if (!v) return;
-      this.reset();
-      for (const [event, n] of Object.entries(v.forwardEvents ?? {})) this.inc({ event }, n);
-    },
-  });
+  /** A counter read at scrape time from one flat record of the node's cumulative counts. */
+  const countsOf = (
+    name: string,
+    help: string,
+    label: string,
+    read: (v: GaugeView) => Record<string, number> | undefined,
+  ) =>
+    new Counter({
+      name,
+      help,
+      labelNames: [label],
+      registers,
+      collect() {
+        const v = view();
+        if (!v) return;
+        this.reset();
+        for (const [value, n] of Object.entries(read(v) ?? {})) this.inc({ [label]: value }, n);
+      },
+    });
+  // The name predates the `_total` convention and is kept so existing queries still work.
+  countsOf(
+    "prefixmesh_forward_events",
+    "Forwarding events since start, as the node counts them (fallback, ack_timeout, late_reply, …)",
+    "event",
+    (v) => v.forwardEvents,
+  );
   new Counter({
     name: "prefixmesh_client_gone_total",
     help:
@@ -310,25 +322,17 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
         for (const [stage, n] of Object.entries(stages)) this.inc({ stage, reason }, n);
     },
   });
-  new Counter({
-    name: "prefixmesh_engine_aborted_total",
-    help:
-      "Engine runs aborted because nobody would take their answer, by reason: client-gone (our client " +
+  countsOf(
+    "prefixmesh_engine_aborted_total",
+    "Engine runs aborted because nobody would take their answer, by reason: client-gone (our client " +
       "hung up while it ran here), hedged (a peer answered it first), cancelled (a forward's origin " +
       "no longer takes its answer). Only engines that can abort without the cache going astray do",
-    labelNames: ["reason"],
-    registers,
-    collect() {
-      const v = view();
-      if (!v) return;
-      this.reset();
-      for (const [reason, n] of Object.entries(v.engineAborted ?? {})) this.inc({ reason }, n);
-    },
-  });
-  new Counter({
-    name: "prefixmesh_membership_events_total",
-    help:
-      "The SWIM failure detector's own events since the node's epoch began, by event; --gossip " +
+    "reason",
+    (v) => v.engineAborted,
+  );
+  countsOf(
+    "prefixmesh_membership_events_total",
+    "The SWIM failure detector's own events since the node's epoch began, by event; --gossip " +
       "scuttlebutt only (absent under --gossip full): probe (direct probes sent), indirect_probe " +
       "(relays asked to probe for us), suspected (members we marked suspect), refuted (suspicions of " +
       "this node it outbid while alive: poor local health or a lossy network), declared_dead, verified " +
@@ -336,15 +340,9 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       "invalid (malformed or oversized messages), unknown_sender (messages from a non-member), " +
       "implausible_incarnation (news past what a clock allows: forged, or a clock far off), " +
       "candidate_dropped (the candidate set was full)",
-    labelNames: ["event"],
-    registers,
-    collect() {
-      const v = view();
-      if (!v) return;
-      this.reset();
-      for (const [event, n] of Object.entries(v.membershipEvents ?? {})) this.inc({ event }, n);
-    },
-  });
+    "event",
+    (v) => v.membershipEvents,
+  );
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>
     p.pushBackActive ? 1 : 0,
   );
