@@ -36,6 +36,19 @@ function stalled(h: Harness, reqId: string, topic: number): Effect[] {
 
 const trustOfB = (h: Harness) => h.node("A").peers()[0]?.trust;
 
+/** B stalls three forwards, its breaker opens, A's fallbacks run, and the open period ends. */
+function demotedThenOpenPeriodOver(): Harness {
+  const h = setup();
+  for (const i of [1, 2, 3]) stalled(h, `r${i}`, i);
+  while (trustOfB(h)?.state !== "open") h.advanceLive(10);
+  for (let i = 0; i < 4; i++) {
+    h.finishRuns("A");
+    h.advance(1);
+  }
+  h.advanceLive(10_000); // the open period: one forward may probe
+  return h;
+}
+
 describe("peer trust at the origin: progress", () => {
   it("a staller is sent at most 3 forwards, and demoted when they fail", () => {
     const h = setup();
@@ -77,14 +90,7 @@ describe("peer trust at the origin: progress", () => {
   });
 
   it("a half-open probe never acked keeps the peer demoted (the next request does not probe again)", () => {
-    const h = setup();
-    for (const i of [1, 2, 3]) stalled(h, `r${i}`, i);
-    while (trustOfB(h)?.state !== "open") h.advanceLive(10);
-    for (let i = 0; i < 4; i++) {
-      h.finishRuns("A");
-      h.advance(1);
-    }
-    h.advanceLive(10_000); // the open period: one forward may probe
+    const h = demotedThenOpenPeriodOver();
     expect(forwardsIn(h.client("A", "p1", prompt(4, 40)))).toEqual(["B"]);
     expect(trustOfB(h)?.state).toBe("half-open");
     h.drop(isType("forward"));
@@ -94,14 +100,7 @@ describe("peer trust at the origin: progress", () => {
   });
 
   it("a half-open probe refused for fit frees the probe and costs nothing: the next request probes", () => {
-    const h = setup();
-    for (const i of [1, 2, 3]) stalled(h, `r${i}`, i);
-    while (trustOfB(h)?.state !== "open") h.advanceLive(10);
-    for (let i = 0; i < 4; i++) {
-      h.finishRuns("A");
-      h.advance(1);
-    }
-    h.advanceLive(10_000); // the open period: one forward may probe
+    const h = demotedThenOpenPeriodOver();
     const demoted = { state: "half-open", failures: 3, refusals: 0, opened: 1 };
     // The probe asks more tokens than B's ceiling: B refuses it for fit, stating its limits.
     expect(forwardsIn(h.client("A", "p1", prompt(4, 40), 100))).toEqual(["B"]);
