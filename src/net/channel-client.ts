@@ -6,12 +6,13 @@
  * an error, never a short one.
  */
 
+import type { IncomingMessage } from "node:http";
 import { WebSocket } from "ws";
-import type { FrameMac } from "./auth/channel-mac.js";
+import { type FrameMac, HEADER_CHANNEL_MAC } from "./auth/channel-mac.js";
 import { HEADER_NONCE } from "./auth/hmac.js";
 import { forwardTimeouts } from "./forward-timeouts.js";
 import type { PeerAuth } from "./transport-auth.js";
-import { classify, TransportError } from "./transport-error.js";
+import { CHANNEL_ACCEPT_REFUSED, classify, TransportError } from "./transport-error.js";
 import {
   CHANNEL_PATH,
   encodeCancelFrame,
@@ -81,6 +82,12 @@ export class ForwardChannel {
     private readonly url: string,
     private readonly auth: PeerAuth,
     private readonly t: ChannelTimeouts,
+    /**
+     * Shared-secret mode: whether the peer's 101 answer must carry its channel MAC. False only for a
+     * peer whose checked hello did not say it seals it (a build before the MAC): its 101 is taken as
+     * before, unproven (its frames still are MAC'd, so a forged 101 can only make the channel fail).
+     */
+    private readonly acceptMacRequired: () => boolean = () => true,
   ) {}
 
   /**
@@ -231,6 +238,23 @@ export class ForwardChannel {
           new TransportError("http", `peer ${this.peerId} refused the forward channel: ${status}`, status),
         );
       });
+      // Before `ws` takes the socket as a channel: a 101 that is not the peer's is refused here.
+      ws.once("upgrade", (res) => {
+        const why = this.acceptRefusal(headers as Record<string, string>, res);
+        if (why === undefined) return;
+        settled = true;
+        ws.terminate(); // still connecting: `ws` aborts the handshake, and 'open' never comes
+        reject(
+          new TransportError(
+            "protocol",
+            `peer ${this.peerId}: forward channel refused: ${why}`,
+            undefined,
+            true,
+            undefined,
+            CHANNEL_ACCEPT_REFUSED,
+          ),
+        );
+      });
       ws.once("open", () => {
         settled = true;
         if (this.closed) {
@@ -256,6 +280,28 @@ export class ForwardChannel {
         this.failAll(new TransportError(kind, why), conn);
       });
     });
+  }
+
+  /** Why the 101 answer `res` is not the peer's answer to the upgrade sent with `sent`, if it is not. */
+  private acceptRefusal(sent: Readonly<Record<string, string>>, res: IncomingMessage): string | undefined {
+    const check = this.auth.checkChannelAccept;
+    if (!check) return undefined; // TLS proves who answered, or nothing can (insecure)
+    const tag = res.headers[HEADER_CHANNEL_MAC];
+    if (tag === undefined) {
+      if (!this.acceptMacRequired()) return undefined;
+      return `its 101 answer carries no channel MAC (${HEADER_CHANNEL_MAC}): not the peer's answer, or a peer whose hello did not say it seals one`;
+    }
+    const header = (name: string) => {
+      const v = res.headers[name];
+      return typeof v === "string" ? v : "";
+    };
+    const answer = {
+      accept: header("sec-websocket-accept"),
+      extensions: header("sec-websocket-extensions"),
+      protocol: header("sec-websocket-protocol"),
+    };
+    if (check.call(this.auth, sent, this.peerId, answer, tag)) return undefined;
+    return `its 101 answer fails its channel MAC (${HEADER_CHANNEL_MAC}): not ${this.peerId}'s answer to this upgrade`;
   }
 
   private watch(conn: Conn): void {

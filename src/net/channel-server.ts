@@ -10,12 +10,12 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
 import type { FrameMac } from "./auth/channel-mac.js";
-import { FRAME_TAG_BYTES } from "./auth/channel-mac.js";
+import { FRAME_TAG_BYTES, HEADER_CHANNEL_MAC } from "./auth/channel-mac.js";
 import { HEADER_NONCE } from "./auth/hmac.js";
 import { rawJsonResponse } from "./connection-limit.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
-import { admitPeer, type PeerAuth } from "./transport-auth.js";
+import { type AcceptAnswer, admitPeer, type PeerAuth } from "./transport-auth.js";
 import {
   answerRecord,
   CHANNEL_PATH,
@@ -62,6 +62,20 @@ function refuse(
   socket.end(rawJsonResponse(status, { error }, headers, req.method === "HEAD"));
 }
 
+/** What a 101 answer's lines (`Name: value` after the status line) settle about the channel. */
+function acceptAnswer(lines: readonly string[]): AcceptAnswer {
+  const field = (name: string) => {
+    const prefix = `${name.toLowerCase()}:`;
+    const line = lines.find((l) => l.toLowerCase().startsWith(prefix));
+    return line === undefined ? "" : line.slice(prefix.length).trim();
+  };
+  return {
+    accept: field("Sec-WebSocket-Accept"),
+    extensions: field("Sec-WebSocket-Extensions"),
+    protocol: field("Sec-WebSocket-Protocol"),
+  };
+}
+
 export function attachForwardChannel(server: Server, opts: ChannelServerOptions): ForwardChannelServer {
   const { auth, handlers } = opts;
   const wss = new WebSocketServer({
@@ -73,6 +87,18 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
 
   /** Open channels per peer id. */
   const channelsOf = new Map<string, number>();
+  /** The verified sender of each upgrade being answered: what its 101's tag is bound to. */
+  const senders = new WeakMap<IncomingMessage, string>();
+  // Shared-secret mode: the 101 answer vouches for itself (channel-mac.ts), so the client can tell it
+  // from one made on the path before it runs the channel. `ws` hands over the answer's lines here.
+  const seal = auth.sealChannelAccept?.bind(auth);
+  if (seal)
+    wss.on("headers", (lines: string[], req: IncomingMessage) => {
+      const sender = senders.get(req);
+      if (sender === undefined) return;
+      const tag = seal(req.headers, sender, acceptAnswer(lines));
+      if (tag !== undefined) lines.push(`${HEADER_CHANNEL_MAC}: ${tag}`);
+    });
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => {}); // a peer hanging up mid-handshake is not our error
     const path = req.url ?? "";
@@ -114,6 +140,7 @@ export function attachForwardChannel(server: Server, opts: ChannelServerOptions)
     });
     const nonce = req.headers[HEADER_NONCE];
     const mac = auth.channelMac(typeof nonce === "string" ? nonce : "", r.sender, "server");
+    senders.set(req, r.sender);
     wss.handleUpgrade(req, socket, head, (ws) => serveChannel(ws, r.sender, mac));
   });
 

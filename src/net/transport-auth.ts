@@ -4,12 +4,21 @@
  * requests with a replay window) and insecure (the sender header is trusted; only with --insecure).
  */
 import type { Socket } from "node:net";
-import { type FrameMac, frameMac } from "./auth/channel-mac.js";
+import {
+  type ChannelAccept,
+  type ChannelBinding,
+  channelAcceptTag,
+  checkChannelAcceptTag,
+  type FrameMac,
+  frameMac,
+} from "./auth/channel-mac.js";
 import {
   type BodyDigest,
   checkHelloProof,
   DEFAULT_WINDOW_MS,
+  HEADER_NONCE,
   HEADER_SENDER,
+  HEADER_SIGNATURE,
   helloProof,
   PeerRequestVerifier,
   signPeerRequest,
@@ -49,6 +58,9 @@ export interface OutgoingPeerRequest {
   headers?: Record<string, string>;
 }
 
+/** What a channel's 101 answer says (its tag also covers the upgrade's signature: channel-mac.ts). */
+export type AcceptAnswer = Omit<ChannelAccept, "signature">;
+
 export type AuthResult =
   | { ok: true; sender: string }
   /** `clockMs`: shared-secret mode, a timestamp outside the window: this node's clock (hmac.ts). */
@@ -70,6 +82,23 @@ export interface PeerAuth {
    * with `nonce` (shared-secret mode only: TLS already protects frames, insecure mode protects nothing).
    */
   channelMac(nonce: string, peer: string, side: "client" | "server"): FrameMac | undefined;
+  /**
+   * Shared-secret mode: the tag of our `101` answer to the channel upgrade with these (verified)
+   * headers from `peer` (channel-mac.ts). Absent in the other modes: under mutual TLS the 101 travels
+   * inside TLS pinned to our certificate, which already proves who answered; insecure mode proves nothing.
+   */
+  sealChannelAccept?(
+    requestHeaders: IncomingPeerRequest["headers"],
+    peer: string,
+    accept: AcceptAnswer,
+  ): string | undefined;
+  /** Shared-secret mode: whether `tag` is `peer`'s 101 answer to the upgrade we sent with `sent`. */
+  checkChannelAccept?(
+    sent: Readonly<Record<string, string>>,
+    peer: string,
+    accept: AcceptAnswer,
+    tag: unknown,
+  ): boolean;
   /**
    * Shared-secret mode: authenticates our HTTP answer to the verified request with these headers
    * (response-mac.ts); undefined in the other modes, or for a request that was not signed.
@@ -179,6 +208,21 @@ export function hmacAuth(selfId: string, secret: Uint8Array, now: () => number =
         side === "client" ? { nonce, client: selfId, server: peer } : { nonce, client: peer, server: selfId },
         side,
       ),
+    sealChannelAccept(h, peer, accept) {
+      const nonce = h[HEADER_NONCE];
+      const signature = h[HEADER_SIGNATURE];
+      if (typeof nonce !== "string" || typeof signature !== "string") return undefined;
+      return channelAcceptTag(secret, { nonce, client: peer, server: selfId }, { ...accept, signature });
+    },
+    checkChannelAccept(sent, peer, accept, tag) {
+      const binding: ChannelBinding = { nonce: sent[HEADER_NONCE] ?? "", client: selfId, server: peer };
+      return checkChannelAcceptTag(
+        secret,
+        binding,
+        { ...accept, signature: sent[HEADER_SIGNATURE] ?? "" },
+        tag,
+      );
+    },
     responseSealer: (h) => (requestBinding(h) ? responseSealer(secret, h) : undefined),
     responseOpener: (h) => responseOpener(secret, h),
     proveHello: (requester, challenge, body) => helloProof(secret, selfId, requester, challenge, body),

@@ -45,7 +45,12 @@ export interface TransportTimeouts {
   messageTotalMs: number;
 }
 
-export { classify, TransportError, type TransportFailure } from "./transport-error.js";
+export {
+  CHANNEL_ACCEPT_REFUSED,
+  classify,
+  TransportError,
+  type TransportFailure,
+} from "./transport-error.js";
 
 const DEFAULT_TIMEOUTS: TransportTimeouts = {
   connectMs: 2_000,
@@ -89,6 +94,11 @@ interface PeerEntry {
   channel: ForwardChannel | undefined;
   /** Forwards carry the prompt text (false once the peer's hello said its engine needs tokens only). */
   promptText: boolean;
+  /**
+   * Shared-secret mode: its channel's 101 answer must carry a channel MAC (auth/channel-mac.ts); false
+   * once its checked hello showed a build before that MAC. Unknown (no hello noted yet): required.
+   */
+  acceptMac: boolean;
 }
 
 export class PeerClient {
@@ -120,19 +130,19 @@ export class PeerClient {
       void existing.pool?.close().catch(() => {});
       this.connected.drop(key);
     }
-    const channel =
-      (this.opts.forwardTransport ?? "channel") === "channel"
-        ? new ForwardChannel(key, url, this.opts.auth, this.t)
-        : undefined;
     // A member moving to another address keeps what its hello said.
-    this.peers.set(key, {
+    const entry: PeerEntry = {
       id,
       url,
       pool: undefined,
       connector: undefined,
-      channel,
+      channel: undefined,
       promptText: existing?.promptText ?? true,
-    });
+      acceptMac: existing?.acceptMac ?? true,
+    };
+    if ((this.opts.forwardTransport ?? "channel") === "channel")
+      entry.channel = new ForwardChannel(key, url, this.opts.auth, this.t, () => entry.acceptMac);
+    this.peers.set(key, entry);
   }
 
   /** The peer's pool, made if it has none, and the peer marked used: the least recent past the bound go. */
@@ -172,6 +182,15 @@ export class PeerClient {
   setPromptText(id: string, needed: boolean): void {
     const p = this.peers.get(id);
     if (p) p.promptText = needed;
+  }
+
+  /**
+   * Whether the peer's (checked) hello said its channel's 101 answer carries a channel MAC. A hello is
+   * itself authenticated (response MAC, or TLS), so no one on the path can take that claim away.
+   */
+  setChannelAcceptMac(id: string, sealed: boolean): void {
+    const p = this.peers.get(id);
+    if (p) p.acceptMac = sealed;
   }
 
   /** True unless the peer's hello said its engine runs from tokens alone. */

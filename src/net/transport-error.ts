@@ -20,11 +20,19 @@ export class TransportError extends Error {
      * fix is a clock, not the credential.
      */
     readonly clockSkewMs?: number,
+    /**
+     * A check of ours refused what came back as not the peer's (e.g. CHANNEL_ACCEPT_REFUSED): the
+     * reason it is counted under, beside the peer port's authentication refusals.
+     */
+    readonly authRefusal?: string,
   ) {
     super(message);
     this.name = "TransportError";
   }
 }
+
+/** A forward channel's 101 answer without its peer's valid channel MAC (auth/channel-mac.ts). */
+export const CHANNEL_ACCEPT_REFUSED = "channel-accept";
 
 const CONNECTION_CODES = new Set([
   "ECONNREFUSED",

@@ -69,6 +69,8 @@ export type LoneMessage = SnapshotMsg | ReplyMsg | CancelMsg | Extract<PeerMessa
  * 3: shared-secret HTTP answers carry a response MAC (auth/response-mac.ts): a v2 node's answers fail
  * a v3 node's check, and a v3 node's hello is refused by a v2 node for its version.
  * The newest version this build speaks; protocol-range.ts has the oldest, and which peers it talks to.
+ * Not every wire addition takes a number: a shared-secret channel's 101 answer gained a MAC
+ * (auth/channel-mac.ts) within 3, announced by the hello's `channelAcceptMac` (protocol-range.ts says why).
  */
 export const PROTOCOL_VERSION = 3;
 export const HELLO_PATH = "/peer/hello";

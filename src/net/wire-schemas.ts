@@ -170,6 +170,12 @@ export const helloSchema = z
      * node never sends SWIM or digests), so a hello saying another mode is refused. Older nodes omit it.
      */
     gossip: z.enum(["full", "scuttlebutt"]).optional(),
+    /**
+     * true: in shared-secret mode, this node's 101 answer to a forward channel's upgrade carries a
+     * channel MAC (auth/channel-mac.ts), and a peer refuses one that does not. Nodes before it omit it
+     * (a new field, not a new protocol number: builds that compare numbers for equality would refuse that).
+     */
+    channelAcceptMac: z.boolean().optional(),
     /** false: this node's engine needs only the tokens; forwards to it may leave the prompt text out. */
     promptText: z.boolean().optional(),
     /**

@@ -179,7 +179,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   );
   const authRejected = counter(
     "prefixmesh_peer_auth_rejected_total",
-    "Peer requests refused by authentication (they never reach a tree or an engine)",
+    "Peer requests refused by authentication (they never reach a tree or an engine), and forward " +
+      "channels this node refused because their 101 answer was not the peer's (reason channel-accept)",
     ["reason"],
   );
   const connectionsRefused = counter(

@@ -4,7 +4,7 @@
  * back what it returns. Answers are buffered whole, so only for exchanges that end by themselves.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect, createServer as createTcpServer, type Socket } from "node:net";
 import { request } from "undici";
 
 export interface Answer {
@@ -87,4 +87,54 @@ export function editRecord(a: Answer, which: RegExp, edit: (json: string) => str
     return which.test(json) ? `${tag}${edit(json)}` : line;
   });
   return { ...a, body: Buffer.from(out.join("\n")) };
+}
+
+/**
+ * An on-path attacker for upgrades: a TCP relay on 127.0.0.1 that passes every byte to `target` and
+ * back, but hands the head of each connection's first answer (status line and headers, as text) to
+ * `tamper` before passing what it returns. `heads` are the heads as the target sent them.
+ */
+export async function onPathUpgradeRelay(
+  target: string,
+  tamper: (head: string) => string = (h) => h,
+): Promise<{ url: string; heads: string[]; close(): Promise<void> }> {
+  const { hostname, port: targetPort } = new URL(target);
+  const heads: string[] = [];
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((down) => {
+    const up = connect(Number(targetPort), hostname);
+    for (const s of [down, up]) {
+      sockets.add(s);
+      s.on("error", () => {});
+      s.on("close", () => {
+        sockets.delete(s);
+        down.destroy();
+        up.destroy();
+      });
+    }
+    down.pipe(up);
+    let pending = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      const end = pending.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      up.off("data", onData);
+      const head = pending.subarray(0, end).toString("latin1");
+      heads.push(head);
+      down.write(Buffer.concat([Buffer.from(tamper(head), "latin1"), pending.subarray(end)]));
+      up.pipe(down);
+    };
+    up.on("data", onData);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    heads,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
 }

@@ -21,13 +21,17 @@ function fakes() {
     config: { gossip: "scuttlebutt" },
     meshMembers: () => (status === undefined ? [] : [{ id: "B", status }]),
   } as unknown as PrefixNode;
+  let hellos = 0;
   const client = {
     authMode: "insecure",
     has: (id: string) => pools.has(id),
     setPeer: (id: string) => void pools.add(id),
     removePeer: (id: string) => void pools.delete(id),
     // A verification that takes its time: its pool must stay meanwhile.
-    verifiedHello: () => new Promise(() => {}),
+    verifiedHello: () => {
+      hellos++;
+      return new Promise(() => {});
+    },
   } as unknown as PeerClient;
   const admin = {
     meshJoined: (id: string) => void pools.add(id),
@@ -53,6 +57,7 @@ function fakes() {
     set: (s: string | undefined) => {
       status = s;
     },
+    hellos: () => hellos,
   };
 }
 
@@ -88,6 +93,43 @@ describe("a member that left: its pool", () => {
     set(undefined);
     mesh.verify("B"); // named again: a stranger's pool while it proves its id
     expect(pools.has("B")).toBe(true);
+    vi.advanceTimersByTime(LEFT_POOL_MS);
+    expect(pools.has("B")).toBe(true);
+    mesh.stop();
+  });
+
+  it("is not closed by its leave's timer once its id is being verified again (a restart)", () => {
+    vi.useFakeTimers();
+    const { mesh, pools, set, hellos } = fakes();
+    mesh.learn("B", "http://127.0.0.1:1", true);
+    set("alive");
+    mesh.syncMembers();
+    set("left");
+    mesh.syncMembers(); // kept for LEFT_POOL_MS
+    vi.advanceTimersByTime(LEFT_POOL_MS / 2);
+    set(undefined); // restarted: SWIM names it again and asks for its verification
+    mesh.verify("B");
+    expect(hellos()).toBe(1); // on the kept pool
+    vi.advanceTimersByTime(LEFT_POOL_MS);
+    // Its hello is still in flight on that pool: closing it would fail the verification.
+    expect(pools.has("B")).toBe(true);
+    set("alive");
+    mesh.syncMembers(); // verified and admitted: a member's pool
+    vi.advanceTimersByTime(LEFT_POOL_MS);
+    expect(pools.has("B")).toBe(true);
+    mesh.stop();
+  });
+
+  it("is no longer the kept one once the id's pool is made again at a new address", () => {
+    vi.useFakeTimers();
+    const { mesh, pools, set } = fakes();
+    mesh.learn("B", "http://127.0.0.1:1", true);
+    set("alive");
+    mesh.syncMembers();
+    set("left");
+    mesh.syncMembers(); // kept for LEFT_POOL_MS
+    set(undefined);
+    mesh.learn("B", "http://127.0.0.1:2", true); // restarted elsewhere, said by itself: a new pool
     vi.advanceTimersByTime(LEFT_POOL_MS);
     expect(pools.has("B")).toBe(true);
     mesh.stop();

@@ -4,7 +4,7 @@
  * frame carries a truncated HMAC over a per-direction sequence number and the payload, keyed from the
  * secret, the upgrade's nonce and the two node ids. A frame injected, altered, replayed, reordered or
  * moved from another channel fails `open`, and the channel is closed; nothing of a frame is outside the
- * tag (the sequence number is implicit). (In mTLS mode TLS already gives this; in insecure mode nothing
+ * tag (the sequence number is implicit). The 101 answer before the frames carries a tag too (below). (In mTLS mode TLS already gives this; in insecure mode nothing
  * does.) WebSocket control frames (ping, close) are not covered: an on-path attacker can only end the
  * channel with them, which it can do by resetting the connection anyway.
  */
@@ -28,8 +28,11 @@ export interface ChannelBinding {
   server: string;
 }
 
+/** What the frame keys are derived under (and what a channel's 101 answer vouches for, below). */
+const FRAME_CONTEXT = "prefixmesh-channel/2";
+
 export function frameMac(secret: Uint8Array, binding: ChannelBinding, side: "client" | "server"): FrameMac {
-  const mac = sequencedMac(secret, `prefixmesh-channel/2|${bindingLabel(binding)}`, side);
+  const mac = sequencedMac(secret, `${FRAME_CONTEXT}|${bindingLabel(binding)}`, side);
   return {
     seal(payload) {
       return Buffer.concat([mac.tag(payload), payload]);
@@ -85,4 +88,63 @@ export function sequencedMac(secret: Uint8Array, label: string, side: "client" |
       return true;
     },
   };
+}
+
+/**
+ * The channel's `101 Switching Protocols` answer, in shared-secret mode. The upgrade request is signed
+ * but a 101 carries no body and comes before the first frame, so without a tag of its own anyone on
+ * the path could answer it and the client would only learn so from a failing first frame, as a
+ * generic failure. The serving node tags its 101 with the construction above (keyed from the secret
+ * and the upgrade's binding: its nonce, who opened it to whom) over what the answer settles: the
+ * WebSocket accept key (bound to this handshake's key), the extensions and subprotocol it agreed to,
+ * the request's signature and the frame scheme the channel will run. (mTLS: the 101 travels inside
+ * TLS pinned to the peer's certificate, which already proves who answered; insecure: nothing does.)
+ */
+export const HEADER_CHANNEL_MAC = "x-prefixmesh-channel-mac";
+/** What the 101's key is derived under: a change to what is covered changes it. */
+const ACCEPT_CONTEXT = "prefixmesh-channel-accept/1";
+
+/** What a channel's 101 answer settles, as sent (server) or received (client). */
+export interface ChannelAccept {
+  /** `Sec-WebSocket-Accept`: the server's answer to this handshake's `Sec-WebSocket-Key`. */
+  accept: string;
+  /** `Sec-WebSocket-Extensions` as answered ("" for none: no compression). */
+  extensions: string;
+  /** `Sec-WebSocket-Protocol` as answered ("" for none). */
+  protocol: string;
+  /** The upgrade request's `x-prefixmesh-signature`: the exact request answered, beyond its nonce. */
+  signature: string;
+}
+
+/** The 101 answer's tag (hex), by the node the upgrade was sent to. */
+export function channelAcceptTag(secret: Uint8Array, binding: ChannelBinding, a: ChannelAccept): string {
+  return acceptMac(secret, binding, "server").tag(acceptPayload(a)).toString("hex");
+}
+
+/** Whether `tag` is the 101 answer's of the node `binding.server` to the upgrade `binding` names. */
+export function checkChannelAcceptTag(
+  secret: Uint8Array,
+  binding: ChannelBinding,
+  a: ChannelAccept,
+  tag: unknown,
+): boolean {
+  if (typeof tag !== "string" || tag.length !== FRAME_TAG_BYTES * 2 || !/^[0-9a-f]+$/.test(tag)) return false;
+  return acceptMac(secret, binding, "client").check(Buffer.from(tag, "hex"), acceptPayload(a));
+}
+
+function acceptMac(secret: Uint8Array, binding: ChannelBinding, side: "client" | "server"): SequencedMac {
+  return sequencedMac(secret, `${ACCEPT_CONTEXT}|${bindingLabel(binding)}`, side);
+}
+
+/** One line each (header values hold no newline): the status, the answer's fields, the frame scheme. */
+function acceptPayload(a: ChannelAccept): string {
+  return [
+    "101",
+    a.accept,
+    a.extensions,
+    a.protocol,
+    a.signature,
+    FRAME_CONTEXT,
+    String(FRAME_TAG_BYTES),
+  ].join("\n");
 }

@@ -15,7 +15,9 @@ import { ServiceError } from "../service.js";
 import type { RuntimeLogger } from "./logger.js";
 
 /** What a verified hello tells about a peer (tests pass only part of it). */
-export type HelloNews = Partial<Pick<PeerHello, "promptText" | "model" | "models" | "capacityTokens">>;
+export type HelloNews = Partial<
+  Pick<PeerHello, "promptText" | "model" | "models" | "capacityTokens" | "channelAcceptMac">
+>;
 
 export interface AdminOptions {
   node: PrefixNode;
@@ -54,6 +56,8 @@ export class Admin {
       minProtocol: this.protocols.min,
       gossip: this.o.node.config.gossip,
       promptText: this.o.engine.info.needsPromptText,
+      // Said only where it is true: mTLS needs no such MAC (TLS proves who answered the upgrade).
+      ...(this.o.client.authMode === "hmac" ? { channelAcceptMac: true as const } : {}),
       models: [this.o.engine.info.model, ...(this.o.adapters ?? [])],
       capacityTokens: this.o.node.localTree().capacity,
     };
@@ -107,12 +111,16 @@ export class Admin {
   }
 
   /**
-   * What a peer's (checked) hello tells the transport: whether its engine needs the prompt text. Until
-   * a hello says otherwise, forwards carry it (a peer that takes text cannot run without it). And the
-   * node: the cache it advertised caps our estimate of it.
+   * What a peer's (checked) hello tells the transport: whether its engine needs the prompt text (until
+   * a hello says otherwise, forwards carry it: a peer that takes text cannot run without it), and
+   * whether its channel's 101 answer carries a MAC. And the node: the cache it advertised caps our
+   * estimate of it.
    */
   notePeerHello(id: string, hello: HelloNews): void {
     this.o.client.setPromptText(id, hello.promptText !== false);
+    // A build before the channel MAC says nothing: its 101 is taken unproven, as it always was. Only
+    // a whole hello (every one names its model) tells that; no hello at all leaves the MAC required.
+    if (hello.model !== undefined) this.o.client.setChannelAcceptMac(id, hello.channelAcceptMac === true);
     if (hello.capacityTokens !== undefined) this.o.node.capPeerEstimate(id, hello.capacityTokens);
     // What it serves (mixed meshes): its models, or its one model when its hello lists none.
     if (hello.model !== undefined) {

@@ -15,7 +15,8 @@
  *    at all (alone, `admitsNone`) admits nobody: it could not tell a member from anyone else.
  *  - [Addresses are hints] An id's own messages set its address; a relay's only fill an unknown one.
  *  - [Bounded] addresses ≤ maxAddresses, pools to non-members ≤ MAX_STRANGER_POOLS (a member that
- *    left keeps its pool LEFT_POOL_MS among them, for its final cancels), messages in
+ *    left keeps its pool LEFT_POOL_MS among them, for its final cancels, unless it is verified
+ *    again or its pool is replaced meanwhile: the pool is then no longer the kept one), messages in
  *    flight per peer ≤ MAX_IN_FLIGHT (more are dropped: mesh messages are datagrams), verifications
  *    pending ≤ MAX_VERIFYING.
  */
@@ -99,7 +100,11 @@ export class MeshPeers {
     if (cur === url || (cur !== undefined && !own)) return;
     if (cur === undefined && this.book.size >= (this.o.maxAddresses ?? 1024) && !this.evictAddress()) return;
     this.book.set(id, url);
-    if (this.o.client.has(id)) this.o.client.setPeer(id, url);
+    if (this.o.client.has(id)) {
+      this.o.client.setPeer(id, url);
+      // A new pool (the old one closes): not the one a leave kept, so that keeping's timer is void.
+      this.endLeftPool(id);
+    }
     if (this.members.has(id)) this.o.admin.movePeer(id, url);
     // A verification waiting for an address (or stuck at a wrong one) tries the new one now.
     const v = this.verifying.get(id);
@@ -164,6 +169,9 @@ export class MeshPeers {
     }
     const v: Verifying = { attempts: 0, timer: undefined, running: false };
     this.verifying.set(id, v);
+    // Back within LEFT_POOL_MS (restarted): the kept pool now carries its verification, which its
+    // leave's timer must not cut; a failed verification drops it as any stranger's (settle).
+    this.endLeftPool(id);
     this.attempt(id, v);
   }
 
@@ -329,7 +337,7 @@ export class MeshPeers {
     clearTimeout(this.leftPools.get(id));
     const timer = setTimeout(() => {
       this.leftPools.delete(id);
-      if (!this.members.has(id)) this.dropStranger(id);
+      if (!this.members.has(id) && !this.verifying.has(id)) this.dropStranger(id);
     }, LEFT_POOL_MS);
     timer.unref?.();
     this.leftPools.set(id, timer);

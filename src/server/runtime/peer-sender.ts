@@ -60,6 +60,8 @@ export class PeerSender {
           if (isRefusal(err)) {
             // The peer is up but refused or garbled it: fall back without suspecting the peer.
             this.o.logger.warn({ peer: to, err: err.message }, "forward refused");
+            // A channel whose 101 was not the peer's: counted with the port's authentication refusals.
+            if (err.authRefusal !== undefined) this.o.metrics.authRejected.inc({ reason: err.authRefusal });
             this.o.deliver({ type: "peer-message", from: to, msg: retryableError(msg, err.message) });
             return;
           }
