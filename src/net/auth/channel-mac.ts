@@ -4,9 +4,10 @@
  * frame carries a truncated HMAC over a per-direction sequence number and the payload, keyed from the
  * secret, the upgrade's nonce and the two node ids. A frame injected, altered, replayed, reordered or
  * moved from another channel fails `open`, and the channel is closed; nothing of a frame is outside the
- * tag (the sequence number is implicit). The 101 answer before the frames carries a tag too (below). (In mTLS mode TLS already gives this; in insecure mode nothing
- * does.) WebSocket control frames (ping, close) are not covered: an on-path attacker can only end the
- * channel with them, which it can do by resetting the connection anyway.
+ * tag (the sequence number is implicit), and the 101 answer before the frames carries a tag too
+ * (below). (In mTLS mode TLS already gives this; in insecure mode nothing does.) WebSocket control
+ * frames (ping, close) are not covered: an on-path attacker can only end the channel with them,
+ * which it can do by resetting the connection anyway.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 
