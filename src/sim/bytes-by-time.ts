@@ -18,7 +18,7 @@ export function newBytesByTime(bucketMs = BYTES_BUCKET_MS): BytesByTime {
   return { bucketMs, gossip: [], membership: [] };
 }
 
-/** Anti-entropy and membership kinds (run.ts's message kinds); forwards and answers are not gossip. */
+/** Anti-entropy and membership kinds (traffic.ts's message kinds); forwards and answers are not gossip. */
 export function isGossipKind(kind: string): boolean {
   return (
     kind.startsWith("snapshot") ||

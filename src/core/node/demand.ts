@@ -24,7 +24,7 @@ import { BLOCK_SIZE, BlockHasher } from "../block-hash.js";
 import type { Tokens } from "../engine.js";
 import type { Candidate } from "./policies/policy.js";
 
-/** Our cache's churn (executor.ts): the share of insertions that evict, and runs per full turnover. */
+/** Our cache's churn (executor/run-cache.ts): the share of insertions that evict, and runs per full turnover. */
 export interface Eviction {
   pressure: number;
   turnoverRuns?: number;

@@ -6,125 +6,48 @@
  * pressure rent-or-buy discounts by.
  *
  * It knows nothing of who asked: a job finishing is RETURNED (`Completion`) with its timing, and
- * node.ts decides whether that answers a client of ours or a peer's forward.
+ * node.ts decides whether that answers a client of ours or a peer's forward. Its parts (executor/):
+ * jobs.ts the vocabulary, job-queue.ts the waiting line and its prices, run-cache.ts the tree as
+ * runs pin, evict and fill it; this file runs the jobs and reads the waits.
  */
 import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
 import { invariant } from "../invariant.js";
 import { keyTokens, promptMatch } from "../namespace.js";
-import { type LockHandle, RadixTree } from "../radix-tree.js";
+import type { RadixTree } from "../radix-tree.js";
 import type { EngineCosts } from "../snapshot.js";
 import { ABORT_COUNTER, type AbortReason } from "./abort-runs.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
 import type { CostSample } from "./engine-costs.js";
-import { repriceBehind } from "./queue-prices.js";
+import { JobQueue } from "./executor/job-queue.js";
+import {
+  type Completion,
+  type ExecutorCounters,
+  type Job,
+  type JobSpec,
+  newJob,
+  stripCache,
+  zeroCounters,
+} from "./executor/jobs.js";
+import { RunCache } from "./executor/run-cache.js";
 import type { SelfView } from "./routing.js";
 import { RunCosts } from "./run-costs.js";
 import type { ServingLoad } from "./serving.js";
 import type { Effect, NodeId, ServedTiming } from "./types.js";
 
-/** Per engine run: eviction pressure remembers ≈ 50 runs. */
-const PRESSURE_DECAY = 0.98;
-
-/** What to run: a request of our own client, or a forward a peer sent us. */
-export interface JobSpec {
-  /** `check`: a spot check (spot-check.ts) — run, never kept in the cache. */
-  kind: "client" | "forward" | "check";
-  /** The origin's request id. */
-  reqId: string;
-  from: NodeId | undefined;
-  attempt: number;
-  request: EngineRequest;
-  /** Forwards: the key a cancel or a duplicate finds the job by while it waits or runs. */
-  key?: string;
-  /**
-   * Forwards: ms its origin still waited for it when it arrived (the forward's `deadlineMs`). A job
-   * whose deadline passes while it waits is dropped when its turn comes: its origin has moved on.
-   */
-  deadlineMs?: number | undefined;
-  /**
-   * Client requests: it lost forward attempts to timeouts already (config `maxTimedOutAttempts`), so
-   * it runs ahead of every waiting job that reached us after it (`since`), and is never offloaded.
-   */
-  priority?: boolean;
-  /** Client requests: never offloaded, though it waits in line (`priority` under a wait bound). */
-  stays?: boolean;
-  /**
-   * When the job joined this node's queue (default: now; a priority job: its request's arrival here):
-   * a priority job goes ahead of the waiting jobs whose `since` is later.
-   */
-  since?: number;
-}
-
-interface Job extends JobSpec {
-  jobId: string;
-  enqueuedAt: number;
-  startedAt: number;
-  handle: LockHandle | undefined;
-  matched: number;
-  cacheTokens: number;
-  /** Cancelled by its origin while queued: skipped when its turn comes. */
-  cancelled: boolean;
-  /** Running, and its abort asked (abort-runs.ts): why nobody takes its answer. */
-  aborting?: AbortReason;
-  /** Absolute time past which nobody waits for it (∞: no deadline). */
-  expiresAt: number;
-  /** With queue-aware waits (`workWaits`): its expected run (ms), priced when queued, again if a job it counted on leaves. */
-  workMs: number;
-  /** The cached prefix (key tokens) that price counted on (queue-prices.ts). */
-  pricedMatch: number;
-  since: number;
-}
-
-/** A job the engine finished: its spec, the result (engine-private fields removed) and its timing. */
-export interface Completion {
-  job: Readonly<JobSpec>;
-  result: EngineResult;
-  timing: ServedTiming;
-}
-
-export interface ExecutorCounters {
-  /** Queued forwards dropped at their turn because their origin's deadline had passed. */
-  expiredForwards: number;
-  servedLocal: number;
-  servedForPeers: number;
-  engineFailures: number;
-  evictedTokens: number;
-  abortedClientGone: number;
-  abortedHedged: number;
-  abortedCancelled: number;
-}
+export type { Completion, ExecutorCounters, JobSpec } from "./executor/jobs.js";
 
 export class Executor {
-  private tree_!: RadixTree;
-  private readonly queue: Job[] = [];
-  private queueHead = 0;
   private readonly running = new Map<string, Job>();
-  /** Queued jobs that have a key (forwards), by key: what a cancel can still drop. */
-  private readonly queuedByKey = new Map<string, Job>();
-  /** Cancelled jobs still in the queue array (not counted as depth). */
-  private cancelledQueued = 0;
-  /** Σ `workMs` of the jobs waiting (not cancelled, not started). */
-  private queuedWorkMs = 0;
-  /** Tokens promised to running jobs (concurrency > 1) so they cannot over-commit the capacity. */
-  private reserved = 0;
+  /** The waiting jobs (executor/job-queue.ts). */
+  private readonly queue: JobQueue;
+  /** The tree as runs use it (executor/run-cache.ts). */
+  private readonly cache: RunCache;
   // Kept across restart(): ids stay unique, and the machine (its costs) did not change.
   private jobSeq = 0;
-  /** Logical LRU clock for the tree: strictly increasing per insert. */
-  private tick = 0;
   /** What our runs taught us of our costs (run-costs.ts). */
   private readonly costs: RunCosts;
-  /**
-   * Decayed tokens inserted into / evicted from our cache: their ratio is the eviction pressure. A
-   * prefix bought under full pressure only displaces another, so rent-or-buy discounts by it.
-   */
-  private insertedDecayed = 0;
-  private evictedDecayed = 0;
-  /** Runs decayed alike: insertedDecayed / runsDecayed = new tokens a run inserts, lately. */
-  private runsDecayed = 0;
-  /** Paranoid walks made (`checkInvariants`). */
-  private walks = 0;
   counters!: ExecutorCounters;
 
   constructor(
@@ -133,49 +56,43 @@ export class Executor {
     private readonly paranoid: boolean,
   ) {
     this.costs = new RunCosts(config);
+    this.cache = new RunCache(config);
+    this.queue = new JobQueue({
+      on: () => this.workWaits(),
+      cachedMatch: (key) => this.cache.tree.match(key),
+      running: () => this.running.values(),
+      runFor: (uncached, hit, maxTokens) => this.costs.runFor(uncached, hit, maxTokens),
+    });
     this.reset();
   }
 
   /** A crash-restart: the cache and every job are gone; learned costs stay. */
   reset(): void {
-    this.tree_ = new RadixTree({ capacity: this.config.capacityTokens });
-    this.queue.length = 0;
-    this.queueHead = 0;
+    this.cache.reset();
+    this.queue.reset();
     this.running.clear();
-    this.queuedByKey.clear();
-    this.cancelledQueued = 0;
-    this.queuedWorkMs = 0;
-    this.reserved = 0;
-    this.counters = {
-      expiredForwards: 0,
-      servedLocal: 0,
-      servedForPeers: 0,
-      engineFailures: 0,
-      evictedTokens: 0,
-      abortedClientGone: 0,
-      abortedHedged: 0,
-      abortedCancelled: 0,
-    };
+    this.counters = zeroCounters();
   }
 
-  /** The exact local tree. Read-only outside this file. */
+  /** The exact local tree. Read-only outside the executor. */
   get tree(): RadixTree {
-    return this.tree_;
+    return this.cache.tree;
   }
 
   /** Waiting + running. */
   queueDepth(): number {
-    return this.queue.length - this.queueHead - this.cancelledQueued + this.running.size;
+    return this.queue.waiting + this.running.size;
   }
 
   /** This node as a routing candidate for `request` (its match is exact, in its namespace). */
   selfView(id: NodeId, request: EngineRequest, now?: number): SelfView {
+    const tree = this.cache.tree;
     const view: SelfView = {
       id,
-      match: promptMatch(request, this.tree_.match(keyTokens(request))),
+      match: promptMatch(request, tree.match(keyTokens(request))),
       queueDepth: this.queueDepth(),
-      capacityTokens: this.tree_.capacity,
-      treeTokens: this.tree_.size,
+      capacityTokens: tree.capacity,
+      treeTokens: tree.size,
     };
     // When a request queued now would start: behind every job waiting here, not only the running one.
     const wait = this.config.offload && now !== undefined ? this.admissionWaitMs(now) : undefined;
@@ -223,61 +140,6 @@ export class Executor {
     return this.config.maxWaitMs > 0;
   }
 
-  /** Prices `job`'s expected run here, waiting behind `queue[..end)` (0 without `workWaits`). */
-  private priceJob(job: Job, end: number): void {
-    job.workMs = 0;
-    job.pricedMatch = 0;
-    if (!this.workWaits() || job.kind === "check") return;
-    job.pricedMatch = this.promisedMatch(keyTokens(job.request), end);
-    const hit = promptMatch(job.request, job.pricedMatch);
-    job.workMs = this.costs.runFor(job.request.tokens.length - hit, hit, job.request.maxTokens);
-  }
-
-  /**
-   * `job` left the queue without running (moved, cancelled, expired, failed): the jobs behind it
-   * that counted on the prefix it would have cached are priced again (queue-prices.ts).
-   */
-  private repriceAfter(job: Job): void {
-    if (!this.workWaits()) return;
-    const delta = repriceBehind(
-      this.queue,
-      this.queueHead,
-      job,
-      (j, i) => this.priceJob(j, i),
-      (j) => j.kind !== "check",
-    );
-    const waiting = this.queue.length - this.queueHead - this.cancelledQueued;
-    this.queuedWorkMs = waiting <= 0 ? 0 : Math.max(0, this.queuedWorkMs + delta);
-  }
-
-  /**
-   * The prefix of `key` the cache will hold when a job queued behind `queue[..end)` starts: the
-   * tree's match, or a longer one a job running or waiting ahead of it shares (FIFO: it will have
-   * run and been cached by then).
-   */
-  private promisedMatch(key: Tokens, end: number): number {
-    let m = this.tree_.match(key);
-    const scan = (job: Job) => {
-      if (job.cancelled || job.kind === "check") return;
-      const k = keyTokens(job.request);
-      const n = Math.min(k.length, key.length);
-      let i = 0;
-      while (i < n && k[i] === key[i]) i++;
-      if (i > m) m = i;
-    };
-    for (const job of this.running.values()) scan(job);
-    for (let i = this.queueHead; i < end; i++) scan(this.queue[i] as Job);
-    return m;
-  }
-
-  /** A queued job leaves the queue without running (cancelled, moved or expired): its work goes. */
-  private unqueue(job: Job): void {
-    invariant(job.workMs >= 0, "a queued job's priced run is non-negative");
-    // Nothing left waiting: exactly zero (float sums drift).
-    const waiting = this.queue.length - this.queueHead - this.cancelledQueued;
-    this.queuedWorkMs = waiting <= 0 ? 0 : Math.max(0, this.queuedWorkMs - job.workMs);
-  }
-
   /**
    * Offload: our clients' jobs still waiting (the last `limit`, last first), each with when it
    * would start.
@@ -287,20 +149,7 @@ export class Executor {
     now: number,
     limit: number,
   ): { reqId: string; request: EngineRequest; startsInMs: number }[] {
-    const out: { reqId: string; request: EngineRequest; startsInMs: number }[] = [];
-    // From the tail: the last ones wait longest, and moving one changes no start ahead of it.
-    let ahead = this.queue.length - this.queueHead - this.cancelledQueued;
-    let aheadWork = this.queuedWorkMs;
-    for (let i = this.queue.length - 1; i >= this.queueHead && out.length < limit; i--) {
-      const job = this.queue[i] as Job;
-      if (job.cancelled) continue;
-      aheadWork = Math.max(0, aheadWork - job.workMs);
-      const startsInMs = this.waitFrom(--ahead, now, aheadWork);
-      if (startsInMs === undefined) break;
-      if (job.kind === "client" && job.priority !== true && job.stays !== true)
-        out.push({ reqId: job.reqId, request: job.request, startsInMs });
-    }
-    return out;
+    return this.queue.waitingClients(limit, (ahead, aheadWork) => this.waitFrom(ahead, now, aheadWork));
   }
 
   /** Whether our client's job for `reqId` runs now (started, not finished). */
@@ -311,17 +160,9 @@ export class Executor {
 
   /** Offload: removes our client's waiting job for `reqId` (false: none waits). */
   takeQueued(reqId: string): boolean {
-    for (let i = this.queueHead; i < this.queue.length; i++) {
-      const job = this.queue[i] as Job;
-      if (job.cancelled || job.kind !== "client" || job.reqId !== reqId) continue;
-      job.cancelled = true;
-      this.cancelledQueued++;
-      this.unqueue(job);
-      this.repriceAfter(job);
-      this.check();
-      return true;
-    }
-    return false;
+    if (!this.queue.takeClient(reqId)) return false;
+    this.check();
+    return true;
   }
 
   /**
@@ -355,7 +196,7 @@ export class Executor {
 
   /** When a job queued now would start (elapsed-aware `waitFrom`; undefined until a run is timed). */
   admissionWaitMs(now: number): number | undefined {
-    return this.waitFrom(this.queue.length - this.queueHead - this.cancelledQueued, now, this.queuedWorkMs);
+    return this.waitFrom(this.queue.waiting, now, this.queue.workMs);
   }
 
   /** What serving judges an arriving forward by (serving.ts `ServingLoad`). */
@@ -373,96 +214,24 @@ export class Executor {
   }
 
   enqueue(spec: JobSpec, now: number, out: Effect[]): void {
-    const job: Job = {
-      ...spec,
-      jobId: `j${++this.jobSeq}`,
-      enqueuedAt: now,
-      startedAt: now,
-      handle: undefined,
-      matched: 0,
-      cacheTokens: 0,
-      cancelled: false,
-      expiresAt: expiry(spec.deadlineMs, now),
-      workMs: 0,
-      pricedMatch: 0,
-      since: spec.since ?? now,
-    };
-    // A priority job runs ahead of every waiting job that reached us after it.
-    const at = job.priority === true ? this.placeOf(job.since) : this.queue.length;
-    this.priceJob(job, at);
-    this.queuedWorkMs += job.workMs;
-    if (at === this.queue.length) this.queue.push(job);
-    else if (at === this.queueHead && this.queueHead > 0) this.queue[--this.queueHead] = job;
-    else this.queue.splice(at, 0, job);
-    if (job.key !== undefined) this.queuedByKey.set(job.key, job);
+    this.queue.add(newJob(spec, `j${++this.jobSeq}`, now));
     this.pump(now, out);
-  }
-
-  /**
-   * A priority job's place: behind the waiting jobs queued before its request arrived, ahead of the
-   * rest. It has waited on timed-out attempts already, so it skips the queue that formed since;
-   * but at the head, a burst of them (many losses at once) would starve a request queued before them
-   * all, the longest waits of a lossy open loop.
-   */
-  private placeOf(since: number): number {
-    let i = this.queue.length;
-    while (i > this.queueHead && (this.queue[i - 1] as Job).since > since) i--;
-    return i;
   }
 
   /** Starts queued jobs while there is a free slot (FIFO; a priority job by its arrival). Algorithm 1 lines 7-11. */
   pump(now: number, out: Effect[]): void {
-    const nodeManaged = this.config.cacheMode === "node-managed";
-    while (this.running.size < this.config.concurrency && this.queueHead < this.queue.length) {
-      const job = this.queue[this.queueHead] as Job;
-      this.queue[this.queueHead++] = undefined as unknown as Job;
-      if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
-        this.queue.splice(0, this.queueHead);
-        this.queueHead = 0;
-      }
-      if (job.cancelled) {
-        this.cancelledQueued--;
-        continue;
-      }
-      this.unqueue(job);
-      if (job.key !== undefined) this.queuedByKey.delete(job.key);
+    while (this.running.size < this.config.concurrency) {
+      const job = this.queue.next();
+      if (job === undefined) break;
       if (now > job.expiresAt) {
         // Checked at admission too (serving.ts), but a queue can slow down after it: no run for nobody.
         this.counters.expiredForwards++;
-        this.repriceAfter(job);
+        this.queue.repriceAfter(job);
         continue;
       }
       job.startedAt = now;
-      // The tree holds cache keys: a namespaced request's tokens behind its namespace's pseudo-block.
-      const tokens = keyTokens(job.request);
-      let evicted: EvictedRun[] = [];
-      if (nodeManaged && job.kind === "check") {
-        // A spot check keeps nothing: no eviction, and the engine keeps only what was cached.
-        const { length, handle } = this.tree_.lock(tokens);
-        job.handle = handle;
-        job.matched = length;
-        job.cacheTokens = length;
-      } else if (nodeManaged) {
-        const { length, handle } = this.tree_.lock(tokens);
-        job.handle = handle;
-        job.matched = length;
-        const need = tokens.length - length;
-        let avail = this.tree_.free() - this.reserved;
-        if (need > avail) {
-          evicted = this.tree_.evict(need - avail);
-          for (const r of evicted) {
-            this.counters.evictedTokens += r.path.length - r.keep;
-            this.evictedDecayed += r.path.length - r.keep;
-          }
-          avail = this.tree_.free() - this.reserved;
-        }
-        // If the prompt cannot fit (capacity, or pinned by concurrent runs) it runs uncached.
-        job.cacheTokens = need <= avail ? tokens.length : length;
-        this.reserved += job.cacheTokens - length;
-      } else {
-        job.matched = this.tree_.match(tokens);
-        job.cacheTokens = tokens.length;
-      }
+      const evicted: EvictedRun[] = this.cache.start(job);
+      for (const r of evicted) this.counters.evictedTokens += r.path.length - r.keep;
       this.running.set(job.jobId, job);
       out.push({
         type: "engine-run",
@@ -477,19 +246,12 @@ export class Executor {
 
   /** Drops the queued job with this key (it never runs). False if none waits (started, or unknown). */
   cancelQueued(key: string): boolean {
-    const job = this.queuedByKey.get(key);
-    if (!job) return false;
-    this.queuedByKey.delete(key);
-    job.cancelled = true;
-    this.cancelledQueued++;
-    this.unqueue(job);
-    this.repriceAfter(job);
-    return true;
+    return this.queue.cancelKey(key);
   }
 
   /** The job with this key while it waits (ranMs undefined) or runs (ranMs = how long so far). */
   jobFor(key: string, now: number): { request: EngineRequest; ranMs: number | undefined } | undefined {
-    const queued = this.queuedByKey.get(key);
+    const queued = this.queue.byKeyOf(key);
     if (queued) return { request: queued.request, ranMs: undefined };
     for (const job of this.running.values()) {
       if (job.key === key) return { request: job.request, ranMs: now - job.startedAt };
@@ -502,25 +264,7 @@ export class Executor {
     const job = this.running.get(jobId);
     if (!job) return undefined;
     // Algorithm 1 lines 12-13: the tree mirrors what the engine now caches.
-    if (this.config.cacheMode === "node-managed") {
-      // Tree = engine cache, the cheap form: the hit the engine found is the prefix the tree pinned.
-      // Checked runs only: a remote engine the tree approximates (LRU) may report another hit.
-      if (this.paranoid)
-        invariant(
-          result.cachedTokens === promptMatch(job.request, job.matched),
-          () =>
-            `the engine reused ${result.cachedTokens} cached tokens, the tree held ` +
-            `${promptMatch(job.request, job.matched)}`,
-        );
-      if (job.cacheTokens > job.matched)
-        this.tree_.insert(keyTokens(job.request).subarray(0, job.cacheTokens), ++this.tick);
-      this.insertedDecayed =
-        PRESSURE_DECAY * this.insertedDecayed + Math.max(0, job.cacheTokens - job.matched);
-      this.evictedDecayed *= PRESSURE_DECAY;
-      this.runsDecayed = PRESSURE_DECAY * this.runsDecayed + 1;
-    } else {
-      this.tree_.resetTo(result.cachedSequences ?? [], ++this.tick);
-    }
+    this.cache.done(job, result, this.paranoid);
     this.finish(job);
     this.costs.sample(job.request.tokens.length, result, now - job.startedAt);
     if (this.paranoid) this.checkWalks();
@@ -538,7 +282,7 @@ export class Executor {
   /** An engine-managed cache changed between runs: the tree takes its contents now (else ignored). */
   cacheChanged(sequences: readonly Tokens[]): void {
     if (this.config.cacheMode !== "engine-managed") return;
-    this.tree_.resetTo(sequences as Tokens[], ++this.tick);
+    this.cache.resetTo(sequences);
     if (this.paranoid) this.checkWalks();
   }
 
@@ -552,12 +296,10 @@ export class Executor {
     if (!job) return undefined;
     invariant(job.aborting !== undefined, () => `job ${jobId} aborted, never asked to`);
     this.counters[ABORT_COUNTER[job.aborting]]++;
-    const n = Math.min(kept, job.cacheTokens);
-    if (this.config.cacheMode === "node-managed" && n > job.matched)
-      this.tree_.insert(keyTokens(job.request).subarray(0, n), ++this.tick);
+    this.cache.keep(job, kept);
     this.finish(job);
     if (sequences !== undefined) this.cacheChanged(sequences);
-    this.repriceAfter(job);
+    this.queue.repriceAfter(job);
     return job;
   }
 
@@ -568,17 +310,13 @@ export class Executor {
     this.counters.engineFailures++;
     this.finish(job);
     // What it would have cached is not: the jobs that counted on it run colder.
-    this.repriceAfter(job);
+    this.queue.repriceAfter(job);
     return job;
   }
 
   private finish(job: Job): void {
     this.running.delete(job.jobId);
-    if (job.handle !== undefined) {
-      this.reserved -= job.cacheTokens - job.matched;
-      this.tree_.unlock(job.handle);
-      job.handle = undefined;
-    }
+    this.cache.release(job);
     this.check();
   }
 
@@ -591,7 +329,7 @@ export class Executor {
     if (svc === undefined) return undefined;
     const c = this.config.concurrency;
     if (this.running.size < c) return 0;
-    const waiting = this.queue.length - this.queueHead - this.cancelledQueued;
+    const waiting = this.queue.waiting;
     return ((waiting + c / 2) / c) * svc;
   }
 
@@ -611,7 +349,7 @@ export class Executor {
    * at least the measured mean.
    */
   private serviceFor(request: EngineRequest): number {
-    const reused = promptMatch(request, this.tree_.match(keyTokens(request)));
+    const reused = promptMatch(request, this.cache.tree.match(keyTokens(request)));
     return this.costs.serviceFor(request.tokens.length - reused, reused, request.maxTokens);
   }
 
@@ -640,54 +378,22 @@ export class Executor {
     return Math.max(1, Math.ceil((depth - this.config.pushBackQueueThreshold) * service));
   }
 
-  /**
-   * Share of what we cache that only displaced something else lately, in [0, 1], and how many runs
-   * it takes our runs' new tokens to fill the cache once (its turnover): what rent-or-buy needs to
-   * tell a bought prefix that survives until it is asked again from one evicted first.
-   */
+  /** The eviction pressure and cache turnover rent-or-buy reads (executor/run-cache.ts). */
   eviction(): Eviction {
-    const pressure = this.insertedDecayed > 0 ? Math.min(1, this.evictedDecayed / this.insertedDecayed) : 0;
-    const perRun = this.runsDecayed > 0 ? this.insertedDecayed / this.runsDecayed : 0;
-    return perRun > 0 ? { pressure, turnoverRuns: this.tree_.capacity / perRun } : { pressure };
+    return this.cache.eviction();
   }
 
   /** Executor accounting, O(1): after every change of the queue or the running set. */
   private check(): void {
     invariant(this.running.size <= this.config.concurrency, "more jobs running than slots");
-    invariant(this.reserved >= 0, "reserved cache tokens went negative");
-    invariant(this.cancelledQueued >= 0 && this.queueDepth() >= this.running.size, "queue accounting broke");
-    if (this.config.cacheMode === "node-managed") {
-      // Every running job pins its prefix; a finished one has let go of it.
-      invariant(this.tree_.locks === this.running.size, "tree locks do not match the running jobs");
-      invariant(this.tree_.size + this.reserved <= this.tree_.capacity, "cache over-committed");
-    } else invariant(this.reserved === 0, "engine-managed caches reserve nothing");
+    invariant(this.cache.reserved >= 0, "reserved cache tokens went negative");
+    invariant(this.queue.consistent(), "queue accounting broke");
+    this.cache.check(this.running.size);
   }
 
   /** The walks (`checkInvariants` only): once per engine run, when the tree takes its new contents. */
   private checkWalks(): void {
-    let waiting = 0;
-    for (let i = this.queueHead; i < this.queue.length; i++) if (!(this.queue[i] as Job).cancelled) waiting++;
-    invariant(
-      waiting === this.queue.length - this.queueHead - this.cancelledQueued,
-      "queue depth miscounted",
-    );
-    for (const job of this.queuedByKey.values())
-      invariant(!job.cancelled, "a cancelled job is still findable");
-    // Re-hashing every cached token is the dearest part: every 16th run (a wrong key set persists).
-    this.tree_.checkIntegrity(++this.walks % 16 === 1);
+    this.queue.checkWalk();
+    this.cache.checkWalk();
   }
-}
-
-/** When a job of a forward with `deadlineMs` (peer-controlled: only a finite, non-negative one) expires. */
-function expiry(deadlineMs: number | undefined, now: number): number {
-  return typeof deadlineMs === "number" && Number.isFinite(deadlineMs) && deadlineMs >= 0
-    ? now + deadlineMs
-    : Number.POSITIVE_INFINITY;
-}
-
-/** Cached sequences are the engine's private business: never ship them to peers or clients. */
-function stripCache(r: EngineResult): EngineResult {
-  if (r.cachedSequences === undefined) return r;
-  const { cachedSequences: _drop, ...rest } = r;
-  return rest;
 }

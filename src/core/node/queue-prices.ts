@@ -1,5 +1,5 @@
 /**
- * Queue-aware waits (executor.ts, with `maxWaitMs`) are the sum of the waiting jobs' priced runs,
+ * Queue-aware waits (executor/job-queue.ts, with `maxWaitMs`) are the sum of the waiting jobs' priced runs,
  * each priced when it joined the queue: a prompt whose prefix a job ahead of it will cache is priced
  * as a hit. When that job leaves the queue without running (offload moves it, its origin cancels it,
  * it expires), the hit is gone: a job behind it still priced as a hit runs cold, and every request

@@ -1,5 +1,5 @@
 /**
- * The daemon's side of `gossip: "scuttlebutt"` (the simulator's is src/sim/run.ts's `mesh-send` and
+ * The daemon's side of `gossip: "scuttlebutt"` (the simulator's is src/sim/effects.ts's `mesh-send` and
  * `verify-member`): it carries the node's mesh messages over the peer transport, answers its
  * `verify-member` from authentication, feeds seeds found at run time, and keeps the transport's
  * members (pools, URLs, hellos) in step with SWIM's.

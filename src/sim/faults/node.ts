@@ -3,7 +3,7 @@
  * epoch), pauses (a frozen process) and peers that misbehave (stalling: forwards acked and never
  * answered; refusing: every forward answered with a 503; lying: wrong text in its answers). Their
  * shape, how a seed draws them, the `prefixmesh sim` flags that replay them, their checks and the
- * pause and misbehaviour arithmetic a run applies (`NodeFaultModel`) live here; the run (../run.ts)
+ * pause and misbehaviour arithmetic a run applies (`NodeFaultModel`) live here; the run (../run.ts, ../effects.ts)
  * schedules the crashes and restarts, and drops, answers or alters the misbehaving peers' messages.
  */
 import { byNode, checkNode, type FaultDraw } from "./draw.js";

@@ -68,7 +68,7 @@ export interface RoutingContext {
    */
   waitFloorJobs?: number;
   /**
-   * Share of what our cache takes in that evicts something else lately (executor.ts), in [0, 1]:
+   * Share of what our cache takes in that evicts something else lately (executor/run-cache.ts), in [0, 1]:
    * standing in for the cluster's, as our queue does for its load. Undefined: 0.
    */
   evictionPressure?: number;
