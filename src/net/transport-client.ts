@@ -2,48 +2,33 @@
  * The peer client: one undici Pool per peer (HTTP/1.1 keep-alive), explicit timeouts on everything
  * (undici's defaults are 300 s), and failures classified so the runtime can tell the node: a refused or
  * reset connection, a timeout, a stream cut off before its final record, or an HTTP refusal.
+ * Its parts: peer-pool.ts (per-peer entry and pool), hello-exchange.ts (hellos proving who answered),
+ * forward-http.ts (a forward over HTTP), answer-check.ts (answers taken whole), transport-timeouts.ts.
  */
 
-import { randomBytes } from "node:crypto";
-import type { PeerCertificate } from "node:tls";
-import { buildConnector, Client, Pool } from "undici";
+import type { Pool } from "undici";
 import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
-import { readBoundedBytes, readForwardStream } from "./answer-stream.js";
-import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
-import { HEADER_RESPONSE_MAC } from "./auth/response-mac.js";
-import { peerIdFromCert } from "./auth/tls.js";
+import { checkAnswer } from "./answer-check.js";
+import { readBoundedBytes } from "./answer-stream.js";
 import { ForwardChannel } from "./channel-client.js";
-import { clockSkewOf, describeSkew } from "./clock-skew.js";
 import { ConnectedPeers, DEFAULT_MAX_CONNECTED_PEERS } from "./connected-peers.js";
-import { forwardTimeouts } from "./forward-timeouts.js";
+import { forwardOverHttp } from "./forward-http.js";
+import { probeHello, verifiedHello } from "./hello-exchange.js";
 import { MESH_PATH } from "./mesh-wire.js";
-import { type ProbeAddresses, recordingConnector } from "./probe-addresses.js";
-import { ANY_DESTINATION, type PeerAuth } from "./transport-auth.js";
+import { openPool, type PeerEntry } from "./peer-pool.js";
+import type { ProbeAddresses } from "./probe-addresses.js";
+import type { PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
+import { DEFAULT_TIMEOUTS, type TransportTimeouts } from "./transport-timeouts.js";
 import {
-  FORWARD_PATH,
   type ForwardMsg,
-  forwardToWire,
   HELLO_PATH,
   type LoneMessage,
   loneMessageToWire,
   PROMPT_TEXT_NEEDED,
-  parseEpoch,
   type ReplyMsg,
 } from "./transport-wire.js";
-
-export interface TransportTimeouts {
-  connectMs: number;
-  /** Until response headers arrive (the first byte). */
-  firstByteMs: number;
-  /** Longest silence between body chunks of a streamed answer. */
-  gapMs: number;
-  /** Whole forwarded request, from send to final record. */
-  forwardTotalMs: number;
-  /** Whole snapshot / message / hello exchange. */
-  messageTotalMs: number;
-}
 
 export {
   CHANNEL_ACCEPT_REFUSED,
@@ -51,14 +36,7 @@ export {
   TransportError,
   type TransportFailure,
 } from "./transport-error.js";
-
-const DEFAULT_TIMEOUTS: TransportTimeouts = {
-  connectMs: 2_000,
-  firstByteMs: 60_000,
-  gapMs: 30_000,
-  forwardTotalMs: 300_000,
-  messageTotalMs: 5_000,
-};
+export type { TransportTimeouts } from "./transport-timeouts.js";
 
 export interface PeerClientOptions {
   auth: PeerAuth;
@@ -76,30 +54,7 @@ export interface PeerClientOptions {
 
 export type ForwardTransport = "channel" | "http";
 
-/** Connections in each peer's pool (snapshots, messages, hello; forwards over HTTP when so set). */
-export const PEER_POOL_CONNECTIONS = 8;
-
-interface PeerEntry {
-  /** The peer's node id: what requests to it are signed for. */
-  id: string;
-  url: string;
-  /** Its connection pool: made on first use, closed when the peer falls out of the connected ones. */
-  pool: Pool | undefined;
-  /**
-   * How its pools connect (TLS modes), kept across pools: its TLS session cache lets a pool made again
-   * after a release resume the session instead of a full handshake with certificate checks.
-   */
-  connector: buildConnector.connector | undefined;
-  /** The forward channel, opened on first use; undefined in HTTP mode or for a peer without one. */
-  channel: ForwardChannel | undefined;
-  /** Forwards carry the prompt text (false once the peer's hello said its engine needs tokens only). */
-  promptText: boolean;
-  /**
-   * Shared-secret mode: its channel's 101 answer must carry a channel MAC (auth/channel-mac.ts); false
-   * once its checked hello showed a build before that MAC. Unknown (no hello noted yet): required.
-   */
-  acceptMac: boolean;
-}
+export { PEER_POOL_CONNECTIONS } from "./peer-pool.js";
 
 export class PeerClient {
   private readonly peers = new Map<string, PeerEntry>();
@@ -149,18 +104,7 @@ export class PeerClient {
   private poolOf(peer: PeerEntry): Pool {
     this.use(peer);
     if (peer.pool) return peer.pool;
-    const tls = this.opts.auth.connectOptions(peer.id);
-    if (tls) peer.connector ??= buildConnector({ ...tls, timeout: this.t.connectMs });
-    peer.pool = new Pool(new URL(peer.url).origin, {
-      connections: PEER_POOL_CONNECTIONS,
-      pipelining: 1,
-      keepAliveTimeout: 30_000,
-      connectTimeout: this.t.connectMs,
-      headersTimeout: this.t.firstByteMs,
-      bodyTimeout: this.t.gapMs,
-      ...(peer.connector ? { connect: peer.connector } : {}),
-    });
-    return peer.pool;
+    return openPool(peer, this.opts.auth, this.t);
   }
 
   /**
@@ -230,39 +174,14 @@ export class PeerClient {
    * carries an HMAC over a fresh challenge (hmac.ts, helloProof). Rejects with a TransportError
    * "protocol" ("proof") when the proof is missing or wrong: whoever answered is not `id` of ours.
    */
-  async verifiedHello(id: string): Promise<unknown> {
-    const peer = this.get(id);
-    const challenge = randomBytes(16).toString("hex");
-    const path = HELLO_PATH;
+  verifiedHello(id: string): Promise<unknown> {
+    let peer: PeerEntry;
     try {
-      const headers = this.opts.auth.sign({
-        method: "GET",
-        path,
-        body: undefined,
-        to: id,
-        headers: { [HEADER_CHALLENGE]: challenge },
-      });
-      const res = await this.poolOf(peer).request({
-        method: "GET",
-        path,
-        signal: AbortSignal.timeout(this.t.messageTotalMs),
-        headers,
-      });
-      const bytes = await readBoundedBytes(res.body, 64 * 1024);
-      const text = bytes.toString("utf8");
-      checkAnswer(`peer ${id}`, this.opts.auth, headers, res, bytes, `${path}: ${text}`, 200);
-      const proof = res.headers[HEADER_PROOF];
-      const check = this.opts.auth.checkHelloProof;
-      if (check && !check(id, challenge, text, typeof proof === "string" ? proof : undefined))
-        throw new TransportError("protocol", `peer ${id}: hello without a valid proof of its id (proof)`);
-      try {
-        return JSON.parse(text);
-      } catch {
-        throw new TransportError("protocol", `peer ${id}: hello is not JSON`);
-      }
+      peer = this.get(id);
     } catch (err) {
-      throw classify(err);
+      return Promise.reject(err);
     }
+    return verifiedHello(this.opts.auth, this.t, id, () => this.poolOf(peer));
   }
 
   /** A mesh message's body (mesh-wire.ts) to `id`, best effort; resolves once the peer took it. */
@@ -278,61 +197,8 @@ export class PeerClient {
    * answer (validate it with `checkPeerHello`).
    */
   /** `seen`, if given, gets what the URL's host resolved to and which address answered (probe-addresses.ts). */
-  async probeHello(
-    url: string,
-    seen?: ProbeAddresses,
-  ): Promise<{ hello: unknown; certId: string | undefined }> {
-    const base = this.opts.auth.connectOptions(undefined);
-    let certId: string | undefined;
-    const check = base?.checkServerIdentity as
-      | ((host: string, cert: PeerCertificate) => Error | undefined)
-      | undefined;
-    const connect =
-      base && check
-        ? {
-            ...base,
-            checkServerIdentity: (host: string, cert: PeerCertificate) => {
-              const err = check(host, cert);
-              if (err === undefined) certId = peerIdFromCert(cert);
-              return err;
-            },
-          }
-        : base;
-    const origin = new URL(url);
-    const client = new Client(origin.origin, {
-      connectTimeout: this.t.connectMs,
-      headersTimeout: this.t.messageTotalMs,
-      bodyTimeout: this.t.messageTotalMs,
-      pipelining: 0,
-      ...(seen
-        ? { connect: recordingConnector(origin.hostname, connect, this.t.connectMs, seen) }
-        : connect
-          ? { connect }
-          : {}),
-    });
-    const path = HELLO_PATH;
-    try {
-      // Whoever answers there: the id is what this asks.
-      const headers = this.opts.auth.sign({ method: "GET", path, body: undefined, to: ANY_DESTINATION });
-      const res = await client.request({
-        method: "GET",
-        path,
-        signal: AbortSignal.timeout(this.t.messageTotalMs),
-        headers,
-      });
-      const bytes = await readBoundedBytes(res.body, 64 * 1024);
-      const text = bytes.toString("utf8");
-      checkAnswer(url, this.opts.auth, headers, res, bytes, `${path}: ${text}`, 200);
-      try {
-        return { hello: JSON.parse(text), certId };
-      } catch {
-        throw new TransportError("protocol", `${url}: hello is not JSON`);
-      }
-    } catch (err) {
-      throw classify(err);
-    } finally {
-      void client.destroy().catch(() => {});
-    }
+  probeHello(url: string, seen?: ProbeAddresses): Promise<{ hello: unknown; certId: string | undefined }> {
+    return probeHello(this.opts.auth, this.t, url, seen);
   }
 
   /**
@@ -426,64 +292,17 @@ export class PeerClient {
         peer.channel = undefined;
       }
     }
-    const body = Buffer.from(JSON.stringify(forwardToWire(msg, withText)));
-    const path = FORWARD_PATH;
-    const t = forwardTimeouts(this.t, msg.deadlineMs);
-    // One controller and one timer, cleared when the answer is in: unlike AbortSignal.timeout's, no
-    // timer outlives its request.
-    const ac = new AbortController();
-    const timer = setTimeout(
-      () => ac.abort(new DOMException(`forward to ${id} took over ${t.forwardTotalMs} ms`, "TimeoutError")),
-      t.forwardTotalMs,
+    return await forwardOverHttp(
+      this.opts.auth,
+      this.t,
+      id,
+      peer.id,
+      () => this.poolOf(peer),
+      msg,
+      onChunk,
+      onAck,
+      withText,
     );
-    timer.unref?.();
-    try {
-      const headers = this.opts.auth.sign({
-        method: "POST",
-        path,
-        body,
-        to: peer.id,
-        headers: { "content-type": "application/json" },
-      });
-      const opener = this.opts.auth.responseOpener(headers);
-      const res = await this.poolOf(peer).request({
-        method: "POST",
-        path,
-        body,
-        signal: ac.signal,
-        headersTimeout: t.firstByteMs,
-        bodyTimeout: t.gapMs,
-        headers,
-      });
-      if (res.statusCode !== 200) {
-        const bytes = await readBoundedBytes(res.body, 4096);
-        // A refusal is the peer's only if it is sealed as its answer to this request.
-        const authentic = !opener || opener.head(res.statusCode, res.headers, bytes);
-        throw new TransportError(
-          "http",
-          `peer ${id} refused forward: ${res.statusCode} ${bytes.toString("utf8")}${authentic ? "" : UNAUTHENTICATED}`,
-          res.statusCode,
-          !authentic,
-        );
-      }
-      // The head (the ack and its epoch) first; each record's tag as it is read.
-      if (opener && !opener.head(res.statusCode, res.headers)) {
-        // Not this request's answer: nothing more of this connection is read.
-        res.body.on("error", () => {}).destroy();
-        throw new TransportError(
-          "protocol",
-          `peer ${id}: forward answer fails its response MAC`,
-          undefined,
-          true,
-        );
-      }
-      onAck?.(parseEpoch(res.headers));
-      return await readForwardStream(id, res.body, onChunk, opener);
-    } catch (err) {
-      throw classify(err);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   async close(): Promise<void> {
@@ -525,48 +344,3 @@ export class PeerClient {
     }
   }
 }
-
-/**
- * An answer taken whole must be the serving node's to this request (shared-secret mode): a wrong,
- * missing or moved response MAC makes it garbage, as a malformed answer is. A node older than
- * protocol 3 sends none, so the message says so (its hello cannot be trusted to say its version).
- */
-function checkAnswer(
-  who: string,
-  auth: PeerAuth,
-  /** The headers our request was sent with (its response MAC is bound to them). */
-  sent: Readonly<Record<string, string>>,
-  res: { statusCode: number; headers: Readonly<Record<string, string | string[] | undefined>> },
-  body: Uint8Array,
-  /** What a refusal is said to (`PATH: body`), for its message. */
-  what: string,
-  /** The one status that answers (a hello's 200); otherwise any below 300 does. */
-  wantStatus?: number,
-): void {
-  const opener = auth.responseOpener(sent);
-  const authentic = !opener || opener.head(res.statusCode, res.headers, body);
-  // A refusal is an HTTP error either way; unsealed, it is no verdict of the peer's.
-  if (wantStatus === undefined ? res.statusCode >= 300 : res.statusCode !== wantStatus) {
-    // Only where requests carry a timestamp: shared-secret mode. Said before the body, which a
-    // shown error is cut within (seed-states.ts).
-    const skew = auth.clock ? clockSkewOf(res.statusCode, res.headers, body, auth.clock()) : undefined;
-    const clock =
-      skew === undefined ? "" : ` (clock skew: this node's clock is ${describeSkew(skew)} the peer's)`;
-    throw new TransportError(
-      "http",
-      `${who} answered ${res.statusCode}${clock} to ${what}${authentic ? "" : UNAUTHENTICATED}`,
-      res.statusCode,
-      !authentic,
-      skew,
-    );
-  }
-  if (authentic) return;
-  const why =
-    res.headers[HEADER_RESPONSE_MAC] === undefined
-      ? "carries no response MAC (a peer older than protocol 3, or altered on the path)"
-      : "fails its response MAC";
-  throw new TransportError("protocol", `${who}: answer ${why}`, undefined, true);
-}
-
-/** Said of a refusal that carried no valid response MAC. */
-const UNAUTHENTICATED = " (not authenticated: no valid response MAC)";
