@@ -194,9 +194,9 @@ export class PeerClient {
    * mode), on a one-off connection: DNS gives addresses, not ids, so the TLS check cannot be pinned to
    * an id yet — it only requires a certificate from the cluster CA, and reports the id that
    * certificate names (`certId`) so the caller can hold the announced id against it. Returns the raw
-   * answer (validate it with `checkPeerHello`).
+   * answer (validate it with `checkPeerHello`). `seen`, if given, gets what the URL's host resolved to
+   * and which address answered (probe-addresses.ts).
    */
-  /** `seen`, if given, gets what the URL's host resolved to and which address answered (probe-addresses.ts). */
   probeHello(url: string, seen?: ProbeAddresses): Promise<{ hello: unknown; certId: string | undefined }> {
     return probeHello(this.opts.auth, this.t, url, seen);
   }

@@ -41,7 +41,7 @@ export interface OwnerLog {
   clean: boolean;
   /** Our estimate holds a wrong guess: our digest asks for the whole set (version 0). */
   wantFull: boolean;
-  /** With push to holders: our round in which the newest state was applied (scuttlebutt.ts). */
+  /** With push to holders: our round in which the newest state was applied (holder-push.ts). */
   round?: number;
   /** The newest state whose apply waits for steps (Estimates "deferred"): logged once it is in. */
   deferred?: { snapshot: Snapshot; blocks: number };
