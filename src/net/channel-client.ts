@@ -88,6 +88,8 @@ export class ForwardChannel {
      * before, unproven (its frames still are MAC'd, so a forged 101 can only make the channel fail).
      */
     private readonly acceptMacRequired: () => boolean = () => true,
+    /** A 101 without the MAC was refused while it was required (the peer's hello may be out of date). */
+    private readonly acceptMacMissing: () => void = () => {},
   ) {}
 
   /**
@@ -289,6 +291,7 @@ export class ForwardChannel {
     const tag = res.headers[HEADER_CHANNEL_MAC];
     if (tag === undefined) {
       if (!this.acceptMacRequired()) return undefined;
+      this.acceptMacMissing();
       return `its 101 answer carries no channel MAC (${HEADER_CHANNEL_MAC}): not the peer's answer, or a peer whose hello did not say it seals one`;
     }
     const header = (name: string) => {

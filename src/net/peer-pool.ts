@@ -30,6 +30,8 @@ export interface PeerEntry {
    * once its checked hello showed a build before that MAC. Unknown (no hello noted yet): required.
    */
   acceptMac: boolean;
+  /** When its hello was last read again for a 101 without the MAC (ACCEPT_MAC_RECHECK_MS apart). */
+  acceptMacCheckedAt: number | undefined;
 }
 
 /** Makes the peer's pool (it has none), keeping its connector for the next. */

@@ -29,6 +29,7 @@ import {
   PROMPT_TEXT_NEEDED,
   type ReplyMsg,
 } from "./transport-wire.js";
+import { helloSchema } from "./wire-schemas.js";
 
 export {
   CHANNEL_ACCEPT_REFUSED,
@@ -55,6 +56,15 @@ export interface PeerClientOptions {
 export type ForwardTransport = "channel" | "http";
 
 export { PEER_POOL_CONNECTIONS } from "./peer-pool.js";
+
+/**
+ * A peer whose 101 came without the channel MAC although it was required is asked for its hello again
+ * at most this often: its build may have changed since its hello was noted (rolled back to one before
+ * the MAC, restarted without leaving), or none was noted (a static peer that never answered its first
+ * check). The hello is authenticated (response MAC and proof of id), so a path that strips the MAC
+ * only makes us read the peer's word again, which still says it seals its 101.
+ */
+export const ACCEPT_MAC_RECHECK_MS = 30_000;
 
 export class PeerClient {
   private readonly peers = new Map<string, PeerEntry>();
@@ -94,9 +104,17 @@ export class PeerClient {
       channel: undefined,
       promptText: existing?.promptText ?? true,
       acceptMac: existing?.acceptMac ?? true,
+      acceptMacCheckedAt: existing?.acceptMacCheckedAt,
     };
     if ((this.opts.forwardTransport ?? "channel") === "channel")
-      entry.channel = new ForwardChannel(key, url, this.opts.auth, this.t, () => entry.acceptMac);
+      entry.channel = new ForwardChannel(
+        key,
+        url,
+        this.opts.auth,
+        this.t,
+        () => entry.acceptMac,
+        () => this.recheckAcceptMac(key, entry),
+      );
     this.peers.set(key, entry);
   }
 
@@ -135,6 +153,28 @@ export class PeerClient {
   setChannelAcceptMac(id: string, sealed: boolean): void {
     const p = this.peers.get(id);
     if (p) p.acceptMac = sealed;
+  }
+
+  /**
+   * The peer's 101 lacked the channel MAC we required: read its (authenticated) hello again, and take
+   * its 101s unproven from now on only if that hello does not say it seals them (an older build).
+   */
+  private recheckAcceptMac(id: string, entry: PeerEntry): void {
+    const now = Date.now();
+    if (entry.acceptMacCheckedAt !== undefined && now - entry.acceptMacCheckedAt < ACCEPT_MAC_RECHECK_MS)
+      return;
+    entry.acceptMacCheckedAt = now;
+    this.verifiedHello(id).then(
+      (raw) => {
+        const hello = helloSchema.safeParse(raw);
+        // A whole hello of this id, for the peer still held (a move carries `acceptMacCheckedAt` over;
+        // a peer removed and added again since starts afresh).
+        const cur = this.peers.get(id);
+        if (!hello.success || hello.data.id !== id || cur?.acceptMacCheckedAt !== now) return;
+        cur.acceptMac = hello.data.channelAcceptMac === true;
+      },
+      () => {}, // unreachable or garbled: the MAC stays required; asked again after the wait
+    );
   }
 
   /** True unless the peer's hello said its engine runs from tokens alone. */

@@ -338,7 +338,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       "(relays asked to probe for us), suspected (members we marked suspect), refuted (suspicions of " +
       "this node it outbid while alive: poor local health or a lossy network), declared_dead, verified " +
       "(candidates admitted), refused (candidates whose check failed), recheck, recheck_dropped, " +
-      "invalid (malformed or oversized messages), unknown_sender (messages from a non-member), " +
+      "invalid (messages over SWIM's entry bound; the peer port refuses those, and any that does not " +
+      "decode, with a 400 first, uncounted), unknown_sender (messages from a non-member), " +
       "implausible_incarnation (news past what a clock allows: forged, or a clock far off), " +
       "candidate_dropped (the candidate set was full)",
     "event",

@@ -650,6 +650,29 @@ describe("incarnations past what a clock allows (forged)", () => {
     expect(c.swim.stats.implausibleIncarnations).toBe(0);
   });
 
+  test("one forgery at the top of what others accept holds its victim out only until its clock catches up", () => {
+    // c's clock reads as a's: c accepts a suspicion of a at T + R + S (its bound), which a, held to
+    // its clock + R, cannot outbid yet. That is as long as one forged message can keep a out (the
+    // others forget a dead member after deadRetainMs anyway); a forger that keeps forging keeps it out.
+    const c = harness("c", [], {}, T);
+    c.admit("a", T);
+    c.admit("b", T);
+    const forged = { id: "a", status: "suspect" as const, incarnation: T + R + S, from: "b" };
+    c.msg("b", { type: "gossip", updates: [forged] });
+    expect(c.swim.status("a")).toBe("suspect");
+    const a = harness("a", [], {}, T);
+    a.admit("b", T);
+    a.at(T + S);
+    a.msg("b", { type: "gossip", updates: [forged] });
+    expect(a.swim.stats).toMatchObject({ refuted: 0, implausibleIncarnations: 1 });
+    a.at(T + S + 1);
+    a.msg("b", { type: "gossip", updates: [forged] });
+    expect(a.swim.currentIncarnation).toBe(T + R + S + 1);
+    c.at(T + S + 1);
+    c.msg("a", { type: "gossip", updates: [{ id: "a", status: "alive", incarnation: T + R + S + 1 }] });
+    expect(c.swim.status("a")).toBe("alive");
+  });
+
   test("a clock far off at boot: the broken node loses, never a healthy member", () => {
     // Booted at epoch 0: the others' (real) incarnations are implausible to it, its own is believed.
     const lost = harness("z", [], {}, 0);

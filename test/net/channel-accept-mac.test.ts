@@ -83,10 +83,21 @@ describe("channelAcceptTag", () => {
 /** A real peer server "B" whose fake node answers each forward with its reqId. */
 async function realPeer(auth: PeerAuth) {
   const forwards: string[] = [];
+  const hellos = { n: 0 };
   const server: FastifyInstance = buildPeerServer({
     auth,
     handlers: {
-      hello: () => ({ id: "B", cluster: "c1", model: "m", protocol: PROTOCOL_VERSION }),
+      // As admin.ts says it: a build that seals its 101 says so, an older one says nothing.
+      hello: () => {
+        hellos.n++;
+        return {
+          id: "B",
+          cluster: "c1",
+          model: "m",
+          protocol: PROTOCOL_VERSION,
+          ...(auth.sealChannelAccept ? { channelAcceptMac: true } : {}),
+        };
+      },
       isKnownPeer: () => true,
       onMessage() {},
       onForward: (_from, msg, reply) => {
@@ -96,7 +107,25 @@ async function realPeer(auth: PeerAuth) {
     },
   });
   closers.push(() => server.close());
-  return { url: await server.listen({ host: "127.0.0.1", port: 0 }), forwards };
+  return { url: await server.listen({ host: "127.0.0.1", port: 0 }), forwards, hellos };
+}
+
+/** Forwards until one is served, each failing one refused as a 101 without its MAC (generous deadline). */
+async function servedSoon(c: PeerClient, ms = 10_000): Promise<void> {
+  for (let i = 0, t0 = Date.now(); ; i++) {
+    const ok = await c
+      .forward("B", fwd(`A-poll-${i}`), () => {})
+      .then(
+        () => true,
+        (e: unknown) => {
+          expect((e as TransportError).authRefusal).toBe(CHANNEL_ACCEPT_REFUSED);
+          return false;
+        },
+      );
+    if (ok) return;
+    if (Date.now() - t0 > ms) throw new Error("timed out: the forward is still refused");
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 function client(auth: PeerAuth = hmacAuth("A", SECRET)) {
@@ -287,6 +316,37 @@ describe("peers that predate the 101's MAC, and the other modes", () => {
     // Moving to another address keeps what its hello said.
     c.setPeer("B", `${url}/`);
     await expect(c.forward("B", fwd("A-3"), () => {})).resolves.toMatchObject({ type: "result" });
+  });
+
+  it("a peer noted as sealing its 101 that now runs an older build is asked its hello again, then served", async () => {
+    // B's hello said it seals its 101; B was then rolled back (or restarted without leaving) to a
+    // build before the MAC, or its first hello never came (a static peer down at our start).
+    const { url, forwards, hellos } = await realPeer(legacyB());
+    const c = client();
+    c.setPeer("B", url);
+    c.setChannelAcceptMac("B", true);
+    expect(await failure(c, "A-1")).toEqual(REFUSED_MISSING);
+    await servedSoon(c);
+    expect(forwards).toHaveLength(1);
+    expect(hellos.n).toBe(1);
+  });
+
+  it("a MAC stripped on the path only has the peer's hello read again, which keeps the MAC required", async () => {
+    const { url, forwards, hellos } = await realPeer(hmacAuth("B", SECRET));
+    const stripped = new RegExp(`\\r\\n${HEADER_CHANNEL_MAC}: [0-9a-f]+`);
+    const relay = await onPathUpgradeRelay(url, (head) => head.replace(stripped, ""));
+    closers.push(relay.close);
+    const c = client();
+    c.setPeer("B", relay.url);
+    expect(await failure(c, "A-1")).toEqual(REFUSED_MISSING);
+    for (const t0 = Date.now(); hellos.n === 0; ) {
+      if (Date.now() - t0 > 10_000) throw new Error("timed out: B's hello not asked again");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // Its authenticated hello says B seals its 101: still refused, and not asked again meanwhile.
+    for (let i = 2; i < 5; i++) expect(await failure(c, `A-${i}`)).toEqual(REFUSED_MISSING);
+    expect(hellos.n).toBe(1);
+    expect(forwards).toEqual([]);
   });
 
   it("an older peer's 101 that does carry a MAC is still checked", async () => {

@@ -93,7 +93,10 @@ export interface SwimStats {
   rechecks: number;
   /** Re-checks due but dropped because the candidate queue was full (asked at the next mention). */
   rechecksDropped: number;
-  /** Malformed or oversized messages dropped. */
+  /**
+   * Messages over `maxEntriesPerMessage`, dropped. (The daemon's peer port refuses a mesh message that
+   * does not decode, or is over the same bound, before it reaches SWIM: net/mesh-wire.ts.)
+   */
   invalid: number;
   /** Messages from a sender that is not a verified member (only sync/ping answered after verification). */
   unknownSender: number;
