@@ -3,7 +3,8 @@
  * --no-sandbox), against a 3-node sim cluster this file starts. Every node's page renders under its
  * Content-Security-Policy, the charts move once requests are sent (the share chart mesh-wide, from
  * every member's served count: requests that never entered a node still show on its page), a SIGKILLed node turns suspected
- * then down, a SIGTERMed one shows down, and a killed node's own page says it cannot be reached.
+ * then down, a SIGTERMed one shows down, and a killed node's own page says it cannot be reached. The
+ * failure detector's panel shows the node's own SWIM counts, highlighting those to alert on.
  * DASHBOARD_SCREENSHOT=docs/dashboard.png saves the screenshot the README shows.
  */
 import { existsSync, mkdirSync } from "node:fs";
@@ -164,6 +165,92 @@ describe.skipIf(!CHROMIUM)(
       expect(problems).toEqual([]);
     });
 
+    it("shows the failure detector's counts from the node's /cluster, none alerting in a healthy mesh", async () => {
+      type Counts = Record<string, number>;
+      const membership = async () =>
+        ((await (await fetch(`${node("A").apiUrl}/cluster`)).json()) as { membership: Counts }).membership;
+      const onPage = () =>
+        page("A").evaluate(() =>
+          Object.fromEntries(
+            Array.from(document.querySelectorAll<HTMLElement>("#membership [data-key]")).map((e) => [
+              e.dataset.key,
+              e.dataset.count === "" ? -1 : Number(e.dataset.count),
+            ]),
+          ),
+        );
+      const before = await membership();
+      const keys = Object.keys(before);
+      expect(keys).toContain("refuted");
+      // Counts only grow: the page catches up with what /cluster said, and shows no more than it says next.
+      await page("A").waitForFunction(
+        (b) =>
+          Object.entries(b).every(
+            ([k, n]) =>
+              Number(document.querySelector<HTMLElement>(`#membership [data-key="${k}"]`)?.dataset.count) >=
+              n,
+          ),
+        before,
+        { timeout: LONG, polling: 100 },
+      );
+      const shown = await onPage();
+      const after = await membership();
+      expect(Object.keys(shown).sort()).toEqual(keys.sort());
+      for (const k of keys) {
+        expect(shown[k], k).toBeGreaterThanOrEqual(before[k] as number);
+        expect(shown[k], k).toBeLessThanOrEqual(after[k] as number);
+      }
+      expect(shown.probes).toBeGreaterThan(0);
+      expect(await page("A").locator("#membership").isVisible()).toBe(true);
+      // A healthy mesh on loopback: nothing refuted, invalid or implausible, so nothing highlighted.
+      for (const k of ["refuted", "invalid", "implausibleIncarnations"]) expect(shown[k], k).toBe(0);
+      expect(await page("A").locator("#membership .alerting").count()).toBe(0);
+      expect(await page("A").textContent("#membership-note")).toBe("nothing to alert on");
+      expect(problems).toEqual([]);
+    });
+
+    it("highlights alerting counts with their rise since the last poll; hidden without SWIM", async () => {
+      // A's own /cluster with its counts moved on the way to the page: refutations rising each poll, a
+      // count that is not a number (as text, never markup), and no membership at all (gossip full).
+      const p = await browser.newPage();
+      p.on("pageerror", (e) => problems.push(`membership page error: ${e.message}`));
+      let polls = 0;
+      await p.route("**/cluster", async (route) => {
+        const res = await route.fetch();
+        const v = (await res.json()) as { membership: Record<string, unknown> };
+        polls++;
+        const membership = { ...v.membership, refuted: 2 * polls, invalid: "<img src=x id=injected>" };
+        await route.fulfill({ response: res, json: { ...v, membership } });
+      });
+      await p.goto(`${node("A").apiUrl}/?every=${PAGE_EVERY_MS}`);
+      const refuted = p.locator('#membership [data-key="refuted"]');
+      await p.waitForFunction(
+        () => document.querySelector('#membership [data-key="refuted"] .rise') !== null,
+        undefined,
+        { timeout: LONG, polling: 100 },
+      );
+      expect(await refuted.getAttribute("class")).toContain("alerting");
+      expect(await refuted.getAttribute("data-alert")).toBe("true");
+      expect(await refuted.locator(".rise").textContent()).toMatch(/^\+2 · [\d.]+\/s$/);
+      expect(await p.textContent("#membership-note")).toBe("1 to alert on");
+      const invalid = p.locator('#membership [data-key="invalid"]');
+      expect(await invalid.locator("b").textContent()).toBe("–");
+      expect(await invalid.getAttribute("data-alert")).toBe("false");
+      expect(await p.locator("#injected").count()).toBe(0);
+      // The other counts are the node's own: a suspicion raised is shown, not highlighted.
+      expect(await p.locator('#membership [data-key="suspected"]').getAttribute("data-alert")).toBe("false");
+
+      await p.unroute("**/cluster");
+      await p.route("**/cluster", async (route) => {
+        const res = await route.fetch();
+        const { membership: _, ...v } = (await res.json()) as { membership: unknown };
+        await route.fulfill({ response: res, json: v });
+      });
+      await p.locator("#membership").waitFor({ state: "hidden", timeout: LONG });
+      expect(await p.locator("#membership [data-key]").count()).toBe(0);
+      await p.close();
+      expect(problems).toEqual([]);
+    });
+
     it("the charts update after requests are sent", async () => {
       // Three topics, each a long shared prefix: topic k enters first at node k (which keeps it),
       // then at every other node in turn, which affinity routing forwards to its holder.
@@ -258,6 +345,14 @@ describe.skipIf(!CHROMIUM)(
         /^stale/,
       );
       expect(await page("A").locator("#alerts .alert.down").textContent()).toContain("Peer C is down");
+      // A's failure detector counted the suspicion of C (its own, or one it took from gossip).
+      await page("A").waitForFunction(
+        () =>
+          Number(document.querySelector<HTMLElement>('#membership [data-key="suspected"]')?.dataset.count) >=
+          1,
+        undefined,
+        { timeout: LONG, polling: 100 },
+      );
       await page("C").waitForFunction(
         () => document.getElementById("status")?.dataset.state === "unreachable",
         undefined,

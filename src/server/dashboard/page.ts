@@ -33,6 +33,7 @@ export const PAGE_HTML = `<!doctype html>
   </table>
   <p class="small" id="seeds" hidden></p>
   <div class="small" id="refused" hidden></div>
+  <div class="small" id="membership" hidden></div>
   <p class="muted small">Cached tokens: this node's own radix tree, and for a peer the estimate this node holds of
   its tree (from anti-entropy). A down peer's estimate is stale and not shown as current.</p>
 </section>
@@ -96,6 +97,11 @@ td.num { font-variant-numeric: tabular-nums; }
 .seed.unreachable, .seed.unresolvable, .seed.refused { color: var(--suspected); }
 #refused ul { margin: 4px 0; padding-left: 18px; }
 #refused li { margin: 2px 0; overflow-wrap: anywhere; }
+#membership { margin: 6px 0; }
+#membership > div { margin: 2px 0; }
+.swim.alerting { color: var(--down); background: #fdecec; padding: 0 4px; border-radius: 4px; font-weight: 600; }
+.rise { color: var(--suspected); font-weight: 600; }
+.swim.context .rise { color: inherit; font-weight: normal; }
 .code { color: var(--suspected); font-weight: 600; font-family: ui-monospace, monospace; }
 tr.down td:not(:nth-child(2)) { color: var(--muted); }
 .stale { color: var(--muted); font-style: italic; }

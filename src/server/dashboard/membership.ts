@@ -1,0 +1,164 @@
+/**
+ * The dashboard's failure-detector panel (`/cluster`'s `membership`, gossip "scuttlebutt" only): which
+ * SWIM counts it shows, which of them to alert on (docs/operations.md, "What to alert on") and how much
+ * each rose since the previous poll. Text only, no DOM, so it is unit-tested in Node; app.ts puts each
+ * part in its own element as text.
+ */
+
+// A type only (erased): the browser loads just the files dashboard.ts serves, never core's.
+import type { SwimStats } from "../../core/node/swim/types.js";
+import { increase } from "./series.js";
+
+type Key = keyof SwimStats;
+
+/** The SWIM counts of one poll, taken at `t` (seconds); a count the node did not give is absent. */
+export interface MembershipReading {
+  t: number;
+  counts: Partial<Record<Key, number>>;
+}
+
+/** One count as the panel shows it. */
+export interface MembershipItem {
+  key: Key;
+  label: string;
+  /** What it means (the element's title). */
+  hint: string;
+  /** The count, formatted; "–" when the node did not give one. */
+  value: string;
+  /** The count (null: not given). */
+  count: number | null;
+  /** "+2 · 0.4/s" since the previous poll; null when it did not rise (or there is no previous poll). */
+  rise: string | null;
+  /** An alerting count that is not zero: shown highlighted. */
+  alert: boolean;
+}
+
+export type MembershipPanel =
+  | { shown: false }
+  | {
+      shown: true;
+      /** The counts that matter, each on its own. */
+      items: MembershipItem[];
+      /** The rest, on one muted line: what shows the detector at work. */
+      context: MembershipItem[];
+      /** How many items alert. */
+      alerting: number;
+    };
+
+interface Shown {
+  key: Key;
+  label: string;
+  hint: string;
+  /** Non-zero is a condition of docs/operations.md's alert table. */
+  alerts?: true;
+}
+
+/** The counts that matter, in the panel's order. */
+const MAIN: readonly Shown[] = [
+  {
+    key: "refuted",
+    label: "refuted",
+    hint: "Suspicions of this node it outbid while alive: its event loop lags or its network drops packets; peers may route away from it",
+    alerts: true,
+  },
+  {
+    key: "suspected",
+    label: "suspicions raised",
+    hint: "Members this node marked suspect; rising with few declared dead: false suspicions of others",
+  },
+  { key: "declaredDead", label: "declared dead", hint: "Members this node declared dead" },
+  {
+    key: "invalid",
+    label: "invalid messages",
+    hint: "Malformed or oversized gossip dropped: a broken or hostile peer",
+    alerts: true,
+  },
+  {
+    key: "unknownSender",
+    label: "unknown sender",
+    hint: "Messages from a sender that is not a verified member (a joining node's first messages are)",
+  },
+  {
+    key: "implausibleIncarnations",
+    label: "implausible incarnations",
+    hint: "News refused for an incarnation past what a clock allows: forged gossip, or a clock far off",
+    alerts: true,
+  },
+];
+
+/** The rest, for context. */
+const CONTEXT: readonly Shown[] = [
+  { key: "probes", label: "probes", hint: "Direct probes sent" },
+  { key: "indirectProbes", label: "indirect", hint: "Relays asked to probe for this node" },
+  { key: "verified", label: "verified", hint: "Candidates admitted as members" },
+  { key: "refusedMembers", label: "refused", hint: "Candidates whose check failed" },
+  { key: "rechecks", label: "re-checks", hint: "Refused candidates asked again" },
+  {
+    key: "rechecksDropped",
+    label: "re-checks dropped",
+    hint: "Re-checks due but dropped: the candidate queue was full",
+  },
+  {
+    key: "candidatesDropped",
+    label: "candidates dropped",
+    hint: "Candidates dropped: the candidate set was full",
+  },
+];
+
+const KEYS: readonly Key[] = [...MAIN, ...CONTEXT].map((s) => s.key);
+
+/**
+ * `/cluster`'s `membership` as a reading; undefined when the node has none (gossip "full", or an older
+ * node). Only the known counts are read, and only whole non-negative numbers kept.
+ */
+export function readMembership(raw: unknown, t: number): MembershipReading | undefined {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined;
+  const counts: Partial<Record<Key, number>> = {};
+  for (const k of KEYS) {
+    const v = (raw as Record<string, unknown>)[k];
+    if (typeof v === "number" && Number.isFinite(v) && v >= 0) counts[k] = Math.floor(v);
+  }
+  return { t, counts };
+}
+
+const fmtCount = (n: number) => n.toLocaleString("en-US");
+
+/** A rate for the page: two significant digits under 10, whole numbers above. */
+const fmtRate = (perSec: number) =>
+  perSec < 10 ? `${Number(perSec.toPrecision(2))}/s` : `${fmtCount(Math.round(perSec))}/s`;
+
+function item(s: Shown, now: MembershipReading, prev: MembershipReading | undefined): MembershipItem {
+  const count = now.counts[s.key] ?? null;
+  const before = prev?.counts[s.key];
+  let rise: string | null = null;
+  if (count !== null && before !== undefined && prev) {
+    // A drop is the node's restart (its counts began again): what it counted since is the rise.
+    const up = increase(before, count);
+    const dt = now.t - prev.t;
+    if (up > 0) rise = dt > 0 ? `+${fmtCount(up)} · ${fmtRate(up / dt)}` : `+${fmtCount(up)}`;
+  }
+  return {
+    key: s.key,
+    label: s.label,
+    hint: s.hint,
+    value: count === null ? "–" : fmtCount(count),
+    count,
+    rise,
+    alert: s.alerts === true && count !== null && count > 0,
+  };
+}
+
+/** The panel for this poll's reading, with the rises since the previous poll's. */
+export function membershipPanel(
+  now: MembershipReading | undefined,
+  prev?: MembershipReading,
+): MembershipPanel {
+  if (!now) return { shown: false };
+  const items = MAIN.map((s) => item(s, now, prev));
+  return {
+    shown: true,
+    items,
+    context: CONTEXT.map((s) => item(s, now, prev)),
+    alerting: items.filter((i) => i.alert).length,
+  };
+}
