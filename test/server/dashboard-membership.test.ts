@@ -7,9 +7,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { SwimStats } from "../../src/core/node/swim/types.js";
 import {
+  ALERT_WINDOW_S,
   type MembershipItem,
   type MembershipPanel,
   membershipPanel,
+  noteRises,
+  type RiseTimes,
   readMembership,
 } from "../../src/server/dashboard/membership.js";
 
@@ -66,18 +69,44 @@ describe("dashboard: the failure detector's panel", () => {
     expect(byKey(p).probes.value).toBe("1,234");
   });
 
-  it("highlights refuted, invalid and implausible incarnations when non-zero, not the others", () => {
+  it("highlights refuted and implausible incarnations when non-zero at a first poll, not the others", () => {
     const all = Object.fromEntries(Object.keys(zero).map((k) => [k, 2])) as unknown as SwimStats;
     const p = membershipPanel(readMembership(all, 1));
     const alerting = Object.values(byKey(p))
       .filter((i) => i.alert)
       .map((i) => i.key)
       .sort();
-    expect(alerting).toEqual(["implausibleIncarnations", "invalid", "refuted"]);
-    expect(shown(p).alerting).toBe(3);
+    expect(alerting).toEqual(["implausibleIncarnations", "refuted"]);
+    expect(shown(p).alerting).toBe(2);
     const one = byKey(membershipPanel(readMembership({ ...zero, refuted: 1 }, 1)));
     expect(one.refuted.alert).toBe(true);
     expect(one.invalid.alert).toBe(false);
+  });
+
+  it("keeps a rise highlighted for the alert rules' 10 min, then no longer; a new rise lights it again", () => {
+    const at = (t: number, refuted: number) => readMembership({ ...zero, refuted }, t);
+    let rises: RiseTimes = {};
+    let prev: ReturnType<typeof at> | undefined;
+    const poll = (t: number, refuted: number) => {
+      const now = at(t, refuted);
+      rises = noteRises(now, prev, rises);
+      const item = byKey(membershipPanel(now, prev, rises)).refuted;
+      prev = now;
+      return item.alert;
+    };
+    expect(poll(0, 0)).toBe(false);
+    expect(poll(5, 1)).toBe(true); // rose at 5 s
+    expect(poll(5 + ALERT_WINDOW_S - 1, 1)).toBe(true);
+    expect(poll(5 + ALERT_WINDOW_S, 1)).toBe(false); // quiet for the whole window
+    expect(poll(5 + ALERT_WINDOW_S + 10, 3)).toBe(true);
+    // A restarted node (its count fell) counts what it saw since as a rise.
+    expect(poll(5 + 3 * ALERT_WINDOW_S, 1)).toBe(true);
+    // A non-zero count at the page's first poll: when it rose is unknown, so it is taken as now.
+    rises = {};
+    prev = undefined;
+    expect(poll(10_000, 7)).toBe(true);
+    expect(poll(10_000 + ALERT_WINDOW_S - 1, 7)).toBe(true);
+    expect(poll(10_000 + ALERT_WINDOW_S, 7)).toBe(false);
   });
 
   it("says how much each count rose since the previous poll, and how fast", () => {

@@ -12,6 +12,8 @@ import {
   type MembershipItem,
   type MembershipReading,
   membershipPanel,
+  noteRises,
+  type RiseTimes,
   readMembership,
 } from "./membership.js";
 import { fmtSec, refusedLines } from "./refused.js";
@@ -83,6 +85,8 @@ const fmtInt = (n: number) => Math.round(n).toLocaleString("en-US");
 const history = new History();
 /** The previous poll's SWIM counts: the panel shows how much each rose since. */
 let swimBefore: MembershipReading | undefined;
+/** When each alerting SWIM count last rose (membership.ts `noteRises`). */
+let swimRises: RiseTimes = {};
 let view: ClusterView | undefined;
 let lastOk: number | undefined;
 
@@ -202,7 +206,8 @@ function renderRefused(v: ClusterView): void {
 /** The failure detector's counts under the refused: the ones to alert on highlighted, rises since the last poll. */
 function renderMembership(reading: MembershipReading | undefined): void {
   const box = $("membership");
-  const panel = membershipPanel(reading, swimBefore);
+  swimRises = noteRises(reading, swimBefore, swimRises);
+  const panel = membershipPanel(reading, swimBefore, swimRises);
   box.hidden = !panel.shown;
   if (!panel.shown) {
     box.replaceChildren();

@@ -1,7 +1,7 @@
 /**
  * The dashboard's failure-detector panel (`/cluster`'s `membership`, gossip "scuttlebutt" only): which
- * SWIM counts it shows, which of them to alert on (docs/operations.md, "What to alert on") and how much
- * each rose since the previous poll. Text only, no DOM, so it is unit-tested in Node; app.ts puts each
+ * SWIM counts it shows, which of them to alert on (docs/operations.md, "What to alert on": a rise in
+ * the last 10 min) and how much each rose since the previous poll. Text only, no DOM, so it is unit-tested in Node; app.ts puts each
  * part in its own element as text.
  */
 
@@ -29,7 +29,7 @@ export interface MembershipItem {
   count: number | null;
   /** "+2 · 0.4/s" since the previous poll; null when it did not rise (or there is no previous poll). */
   rise: string | null;
-  /** An alerting count that is not zero: shown highlighted. */
+  /** An alerting count that rose in the last ALERT_WINDOW_S (as the alert rule reads it): highlighted. */
   alert: boolean;
 }
 
@@ -49,7 +49,7 @@ interface Shown {
   key: Key;
   label: string;
   hint: string;
-  /** Non-zero is a condition of docs/operations.md's alert table. */
+  /** A rise is a condition of docs/operations.md's alert table. */
   alerts?: true;
 }
 
@@ -70,8 +70,7 @@ const MAIN: readonly Shown[] = [
   {
     key: "invalid",
     label: "invalid messages",
-    hint: "Malformed or oversized gossip dropped: a broken or hostile peer",
-    alerts: true,
+    hint: "Gossip over SWIM's entry bound dropped (the peer port refuses malformed or oversized messages before, uncounted here)",
   },
   {
     key: "unknownSender",
@@ -107,6 +106,36 @@ const CONTEXT: readonly Shown[] = [
 
 const KEYS: readonly Key[] = [...MAIN, ...CONTEXT].map((s) => s.key);
 
+/** How long a rise of an alerting count stays highlighted: the alert rules' `increase(…[10m]) > 0`. */
+export const ALERT_WINDOW_S = 600;
+
+/** When (seconds, as readings' `t`) each alerting count was last seen to rise. */
+export type RiseTimes = Partial<Record<Key, number>>;
+
+/**
+ * The rise times after this poll. A count seen to rise (a fall is a restart: counted as a rise) is
+ * stamped now; a non-zero count at the page's first poll is too, as when it rose is unknown.
+ */
+export function noteRises(
+  now: MembershipReading | undefined,
+  prev: MembershipReading | undefined,
+  times: RiseTimes,
+): RiseTimes {
+  if (!now) return {};
+  const next: RiseTimes = {};
+  for (const s of MAIN) {
+    if (!s.alerts) continue;
+    const count = now.counts[s.key];
+    const before = prev?.counts[s.key];
+    const rose =
+      count !== undefined &&
+      (before === undefined ? count > 0 && times[s.key] === undefined : increase(before, count) > 0);
+    const t = rose ? now.t : times[s.key];
+    if (t !== undefined) next[s.key] = t;
+  }
+  return next;
+}
+
 /**
  * `/cluster`'s `membership` as a reading; undefined when the node has none (gossip "full", or an older
  * node). Only the known counts are read, and only whole non-negative numbers kept.
@@ -127,7 +156,12 @@ const fmtCount = (n: number) => n.toLocaleString("en-US");
 const fmtRate = (perSec: number) =>
   perSec < 10 ? `${Number(perSec.toPrecision(2))}/s` : `${fmtCount(Math.round(perSec))}/s`;
 
-function item(s: Shown, now: MembershipReading, prev: MembershipReading | undefined): MembershipItem {
+function item(
+  s: Shown,
+  now: MembershipReading,
+  prev: MembershipReading | undefined,
+  rises: RiseTimes,
+): MembershipItem {
   const count = now.counts[s.key] ?? null;
   const before = prev?.counts[s.key];
   let rise: string | null = null;
@@ -144,21 +178,26 @@ function item(s: Shown, now: MembershipReading, prev: MembershipReading | undefi
     value: count === null ? "–" : fmtCount(count),
     count,
     rise,
-    alert: s.alerts === true && count !== null && count > 0,
+    alert: s.alerts === true && count !== null && now.t - (rises[s.key] ?? -Infinity) < ALERT_WINDOW_S,
   };
 }
 
-/** The panel for this poll's reading, with the rises since the previous poll's. */
+/**
+ * The panel for this poll's reading, with the rises since the previous poll's; `rises` (noteRises,
+ * this poll included) says which alerting counts rose lately. Without it, as at a first poll: a
+ * non-zero alerting count is taken to have just risen.
+ */
 export function membershipPanel(
   now: MembershipReading | undefined,
   prev?: MembershipReading,
+  rises: RiseTimes = noteRises(now, prev, {}),
 ): MembershipPanel {
   if (!now) return { shown: false };
-  const items = MAIN.map((s) => item(s, now, prev));
+  const items = MAIN.map((s) => item(s, now, prev, rises));
   return {
     shown: true,
     items,
-    context: CONTEXT.map((s) => item(s, now, prev)),
+    context: CONTEXT.map((s) => item(s, now, prev, rises)),
     alerting: items.filter((i) => i.alert).length,
   };
 }
