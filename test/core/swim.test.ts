@@ -581,7 +581,11 @@ describe("joining and refuting without a seed's help", () => {
 describe("incarnations past what a clock allows (forged)", () => {
   // Wall-clock ms, as the daemon's incarnations are; the defaults' allowances.
   const T = Date.UTC(2026, 0, 1);
-  const { incarnationSkewMs: S, incarnationRefutations: R } = resolveSwimConfig();
+  const {
+    incarnationSkewMs: S,
+    incarnationRefutations: R,
+    incarnationRefuteMarginMs: M,
+  } = resolveSwimConfig();
 
   test("a member's suspicion or death of another at the ceiling is refused; the victim stays alive and refutes", () => {
     const h = harness("a", [], {}, T);
@@ -620,40 +624,38 @@ describe("incarnations past what a clock allows (forged)", () => {
     expect(h.swim.memberViews().find((m) => m.id === "c")?.incarnation).toBe(T + S + R + 1);
   });
 
-  test("our refutation stays within what a member whose clock is the skew behind accepts", () => {
+  test("our refutation is believed by a member whose clock is up to the refute margin behind", () => {
     const a = harness("a", [], {}, T);
     a.admit("b", T);
-    // The highest suspicion of us we refute: our refutation lands exactly on our clock + R.
-    a.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: T + R, from: "b" }] });
-    expect(a.swim.stats.implausibleIncarnations).toBe(1);
+    // The highest suspicion of us we refute: the others' bound less the margin.
+    const top = T + R + S - M;
     a.msg("b", {
       type: "gossip",
-      updates: [{ id: "a", status: "suspect", incarnation: T + R - 1, from: "b" }],
+      updates: [{ id: "a", status: "suspect", incarnation: top + 1, from: "b" }],
     });
-    expect(a.swim.currentIncarnation).toBe(T + R);
+    expect(a.swim.stats.implausibleIncarnations).toBe(1);
+    a.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: top, from: "b" }] });
+    expect(a.swim.currentIncarnation).toBe(top + 1);
     a.run(a.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
     const said = a.sent
       .flatMap((x) => ("updates" in x.msg ? x.msg.updates : []))
       .find((u) => u.id === "a" && u.status === "alive");
-    expect(said?.incarnation).toBe(T + R);
-    // c's clock reads the full skew behind ours; it held a suspect at the suspicion's incarnation.
-    const c = harness("c", [], {}, T - S);
+    expect(said?.incarnation).toBe(top + 1);
+    // c's clock reads the margin (less 1 ms) behind ours; it held a suspect at the suspicion's incarnation.
+    const c = harness("c", [], {}, T - (M - 1));
     c.admit("a", T);
     c.admit("b", T);
-    c.msg("b", {
-      type: "gossip",
-      updates: [{ id: "a", status: "suspect", incarnation: T + R - 1, from: "b" }],
-    });
+    c.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: top, from: "b" }] });
     expect(c.swim.status("a")).toBe("suspect");
     c.msg("a", { type: "gossip", updates: [said as MemberUpdate] });
     expect(c.swim.status("a")).toBe("alive");
     expect(c.swim.stats.implausibleIncarnations).toBe(0);
   });
 
-  test("one forgery at the top of what others accept holds its victim out only until its clock catches up", () => {
+  test("one forgery at the top of what others accept holds its victim out only for the refute margin", () => {
     // c's clock reads as a's: c accepts a suspicion of a at T + R + S (its bound), which a, held to
-    // its clock + R, cannot outbid yet. That is as long as one forged message can keep a out (the
-    // others forget a dead member after deadRetainMs anyway); a forger that keeps forging keeps it out.
+    // that bound less the margin, cannot outbid until its clock has gained the margin. A forger that
+    // keeps forging keeps a out for as long: the credential is where trust ends.
     const c = harness("c", [], {}, T);
     c.admit("a", T);
     c.admit("b", T);
@@ -662,15 +664,16 @@ describe("incarnations past what a clock allows (forged)", () => {
     expect(c.swim.status("a")).toBe("suspect");
     const a = harness("a", [], {}, T);
     a.admit("b", T);
-    a.at(T + S);
+    a.at(T + M - 1);
     a.msg("b", { type: "gossip", updates: [forged] });
     expect(a.swim.stats).toMatchObject({ refuted: 0, implausibleIncarnations: 1 });
-    a.at(T + S + 1);
+    a.at(T + M);
     a.msg("b", { type: "gossip", updates: [forged] });
     expect(a.swim.currentIncarnation).toBe(T + R + S + 1);
-    c.at(T + S + 1);
+    c.at(T + M);
     c.msg("a", { type: "gossip", updates: [{ id: "a", status: "alive", incarnation: T + R + S + 1 }] });
     expect(c.swim.status("a")).toBe("alive");
+    expect(M).toBeLessThan(S); // the margin is what bounds it, well under the skew allowed
   });
 
   test("a clock far off at boot: the broken node loses, never a healthy member", () => {

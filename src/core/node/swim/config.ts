@@ -70,6 +70,13 @@ export const swimConfigSchema = z.object({
   incarnationSkewMs: z.number().int().min(0).max(86_400_000).default(600_000),
   /** …plus this many refutations beyond a member's own clock (raised only by suspicions of it). */
   incarnationRefutations: z.number().int().min(1).max(86_400_000).default(3_600_000),
+  /**
+   * A member refutes news of itself up to the bound others apply (clock + skew + refutations) less
+   * this margin, so its refutation is believed by every member whose clock is less than this far behind
+   * its own. The gap is what a forged suspicion at the top of the others' bound holds its victim out
+   * for (until its clock catches up): a small margin shortens that, a large one covers more skew.
+   */
+  incarnationRefuteMarginMs: z.number().int().min(1).max(86_400_000).default(60_000),
   /** Most entries accepted in one message (updates or a push-pull list): bigger messages are refused. */
   maxEntriesPerMessage: z.number().int().min(1).max(100_000).default(8_192),
 });

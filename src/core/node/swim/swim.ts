@@ -316,13 +316,14 @@ export class Swim {
   /**
    * The highest incarnation believable at `now`. A member's is its boot time plus its refutations, so
    * news far past our clock is forged (a suspicion at the ceiling no one could outbid) or from a
-   * broken clock. Others' may lead our clock by the skew allowed plus the refutations; ours is held
-   * to our clock plus the refutations (one less here: refuting adds 1), so every member whose clock
-   * is at most the skew behind ours accepts our refutation.
+   * broken clock: others' may lead our clock by the skew allowed plus the refutations. News of us is
+   * believed (and refuted) up to that bound less the refute margin, so our refutation (one more) is
+   * believed by every member whose clock is less than the margin behind ours, and a forged suspicion
+   * at the top of their bound holds us out only until our clock has gained the margin.
    */
   private plausibleMax(id: NodeId, now: number): number {
-    const ours = Math.floor(now) + this.config.incarnationRefutations;
-    return id === this.selfId ? ours - 1 : ours + this.config.incarnationSkewMs;
+    const others = Math.floor(now) + this.config.incarnationRefutations + this.config.incarnationSkewMs;
+    return id === this.selfId ? others - this.config.incarnationRefuteMarginMs : others;
   }
 
   /** Someone says we are suspect or dead: outbid it (Lifeguard: a sign our own health is poor). */
