@@ -338,8 +338,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       "(relays asked to probe for us), suspected (members we marked suspect), refuted (suspicions of " +
       "this node it outbid while alive: poor local health or a lossy network), declared_dead, verified " +
       "(candidates admitted), refused (candidates whose check failed), recheck, recheck_dropped, " +
-      "invalid (messages over SWIM's entry bound; the peer port refuses those, and any that does not " +
-      "decode, with a 400 first, uncounted), unknown_sender (messages from a non-member), " +
+      "invalid (mesh messages from an authenticated node that did not decode or were over the entry " +
+      "bound: the peer port's 400s plus SWIM's own drops), unknown_sender (messages from a non-member), " +
       "implausible_incarnation (news past what a clock allows: forged, or a clock far off), " +
       "candidate_dropped (the candidate set was full)",
     "event",

@@ -209,8 +209,9 @@ describe.skipIf(!CHROMIUM)(
     });
 
     it("highlights alerting counts with their rise since the last poll; hidden without SWIM", async () => {
-      // A's own /cluster with its counts moved on the way to the page: refutations rising each poll, a
-      // count that is not a number (as text, never markup), and no membership at all (gossip full).
+      // A's own /cluster with its counts moved on the way to the page: refutations and invalid messages
+      // rising each poll, a count that is not a number (as text, never markup), and no membership at
+      // all (gossip full).
       const p = await browser.newPage();
       p.on("pageerror", (e) => problems.push(`membership page error: ${e.message}`));
       let polls = 0;
@@ -218,7 +219,12 @@ describe.skipIf(!CHROMIUM)(
         const res = await route.fetch();
         const v = (await res.json()) as { membership: Record<string, unknown> };
         polls++;
-        const membership = { ...v.membership, refuted: 2 * polls, invalid: "<img src=x id=injected>" };
+        const membership = {
+          ...v.membership,
+          refuted: 2 * polls,
+          invalid: polls,
+          implausibleIncarnations: "<img src=x id=injected>",
+        };
         await route.fulfill({ response: res, json: { ...v, membership } });
       });
       await p.goto(`${node("A").apiUrl}/?every=${PAGE_EVERY_MS}`);
@@ -231,10 +237,14 @@ describe.skipIf(!CHROMIUM)(
       expect(await refuted.getAttribute("class")).toContain("alerting");
       expect(await refuted.getAttribute("data-alert")).toBe("true");
       expect(await refuted.locator(".rise").textContent()).toMatch(/^\+2 · [\d.]+\/s$/);
-      expect(await p.textContent("#membership-note")).toBe("1 to alert on");
+      expect(await p.textContent("#membership-note")).toBe("2 to alert on");
+      // Garbage gossip from an authenticated node alerts too (the peer port's refusals count there).
       const invalid = p.locator('#membership [data-key="invalid"]');
-      expect(await invalid.locator("b").textContent()).toBe("–");
-      expect(await invalid.getAttribute("data-alert")).toBe("false");
+      expect(await invalid.getAttribute("data-alert")).toBe("true");
+      expect(await invalid.locator(".rise").textContent()).toMatch(/^\+1 · [\d.]+\/s$/);
+      const implausible = p.locator('#membership [data-key="implausibleIncarnations"]');
+      expect(await implausible.locator("b").textContent()).toBe("–");
+      expect(await implausible.getAttribute("data-alert")).toBe("false");
       expect(await p.locator("#injected").count()).toBe(0);
       // The other counts are the node's own: a suspicion raised is shown, not highlighted.
       expect(await p.locator('#membership [data-key="suspected"]').getAttribute("data-alert")).toBe("false");

@@ -69,18 +69,22 @@ describe("dashboard: the failure detector's panel", () => {
     expect(byKey(p).probes.value).toBe("1,234");
   });
 
-  it("highlights refuted and implausible incarnations when non-zero at a first poll, not the others", () => {
+  it("highlights refuted, invalid and implausible incarnations when non-zero at a first poll, not the others", () => {
     const all = Object.fromEntries(Object.keys(zero).map((k) => [k, 2])) as unknown as SwimStats;
     const p = membershipPanel(readMembership(all, 1));
     const alerting = Object.values(byKey(p))
       .filter((i) => i.alert)
       .map((i) => i.key)
       .sort();
-    expect(alerting).toEqual(["implausibleIncarnations", "refuted"]);
-    expect(shown(p).alerting).toBe(2);
+    expect(alerting).toEqual(["implausibleIncarnations", "invalid", "refuted"]);
+    expect(shown(p).alerting).toBe(3);
     const one = byKey(membershipPanel(readMembership({ ...zero, refuted: 1 }, 1)));
     expect(one.refuted.alert).toBe(true);
     expect(one.invalid.alert).toBe(false);
+    // Garbage gossip from an authenticated node (the peer port's refusals count here) alerts alone.
+    const bad = byKey(membershipPanel(readMembership({ ...zero, invalid: 1 }, 1)));
+    expect(bad.invalid.alert).toBe(true);
+    expect(bad.suspected.alert).toBe(false);
   });
 
   it("keeps a rise highlighted for the alert rules' 10 min, then no longer; a new rise lights it again", () => {

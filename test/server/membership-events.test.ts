@@ -10,6 +10,8 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { SwimStats } from "../../src/core/node/swim/types.js";
+import { signPeerRequest } from "../../src/net/auth/hmac.js";
+import { encodeMesh, MESH_DECODE_LIMITS, MESH_PATH } from "../../src/net/mesh-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
@@ -72,6 +74,31 @@ async function until(what: string, cond: () => Promise<boolean>, ms = 20_000): P
     if (Date.now() - t0 > ms) throw new Error(`timed out: ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * Posts `body` to `to`'s mesh route as `sender`, signed with the cluster's secret (or, `signed: false`,
+ * with no signature at all); resolves to the HTTP status.
+ */
+async function postMesh(to: NodeHandle, sender: string, body: Uint8Array, signed = true): Promise<number> {
+  const headers = signed
+    ? signPeerRequest({
+        secret,
+        sender,
+        destination: to.runtime.nodeId,
+        method: "POST",
+        path: MESH_PATH,
+        body,
+        now: Date.now(),
+      })
+    : {};
+  const res = await fetch(`${to.peerUrl}${MESH_PATH}`, {
+    method: "POST",
+    body: Buffer.from(body),
+    headers: { ...headers, "content-type": "application/octet-stream" },
+  });
+  await res.arrayBuffer();
+  return res.status;
 }
 
 const EVENTS = [
@@ -144,6 +171,57 @@ describe("SWIM's counts on /metrics and /cluster", () => {
     expect(c.membership?.probes).toBeLessThanOrEqual(after.get("probe") ?? 0);
     expect(c.membership?.unknownSender).toBeGreaterThan(before.get("unknown_sender") ?? 0);
     expect((await cluster(b)).membership?.verified).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+
+  it("counts a member's mesh messages the peer port refuses as invalid, not a stranger's", async () => {
+    const a = await start("A");
+    const b = await start("B", { join: hostPort(a) });
+    await until("A lists B live", async () =>
+      (await cluster(a)).peers.some((p) => p.id === "B" && p.liveness === "live"),
+    );
+    const invalid = async () => (await events(a)).get("invalid") ?? 0;
+    const base = await invalid();
+    expect((await cluster(a)).membership?.invalid).toBe(base);
+
+    // Garbage: an unknown channel byte; and a well-formed swim gossip one entry over the bound.
+    const garbage = Uint8Array.from([7, 0, 1, 2, 3]);
+    const updates = Array.from({ length: MESH_DECODE_LIMITS.maxEntries + 1 }, (_, i) => ({
+      id: `n${i}`,
+      status: "alive" as const,
+      incarnation: 0,
+    }));
+    const oversized = encodeMesh({ channel: "swim", msg: { type: "gossip", updates } }, []);
+
+    // Unauthenticated (no signature, or one made with another secret): refused before the mesh
+    // route, counted as an auth rejection, never as a member's invalid gossip.
+    expect(await postMesh(a, "B", garbage, false)).toBe(401);
+    const wrong = signPeerRequest({
+      secret: randomBytes(32),
+      sender: "B",
+      destination: "A",
+      method: "POST",
+      path: MESH_PATH,
+      body: garbage,
+      now: Date.now(),
+    });
+    const forged = await fetch(`${a.peerUrl}${MESH_PATH}`, {
+      method: "POST",
+      body: Buffer.from(garbage),
+      headers: { ...wrong, "content-type": "application/octet-stream" },
+    });
+    expect(forged.status).toBe(401);
+    await forged.arrayBuffer();
+    expect(await invalid()).toBe(base);
+    expect((await cluster(a)).membership?.invalid).toBe(base);
+
+    // Authenticated member B: each is a 400, and each counts.
+    expect(await postMesh(a, "B", garbage)).toBe(400);
+    expect(await postMesh(a, "B", oversized)).toBe(400);
+    await until("A counts B's invalid messages", async () => (await invalid()) >= base + 2);
+    expect(await invalid()).toBe(base + 2);
+    expect((await cluster(a)).membership?.invalid).toBe(base + 2);
+    // The node that sent nothing bad counts nothing.
+    expect((await cluster(b)).membership?.invalid).toBe(0);
   }, 60_000);
 
   it("gossip full: no SWIM, so neither the series nor the object", async () => {

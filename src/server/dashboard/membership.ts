@@ -70,7 +70,8 @@ const MAIN: readonly Shown[] = [
   {
     key: "invalid",
     label: "invalid messages",
-    hint: "Gossip over SWIM's entry bound dropped (the peer port refuses malformed or oversized messages before, uncounted here)",
+    hint: "Mesh messages from an authenticated node that did not decode or were over the entry bound, refused: a broken or hostile member",
+    alerts: true,
   },
   {
     key: "unknownSender",

@@ -28,6 +28,11 @@ export interface ClusterViewOptions {
   sendsPromptText(id: string): boolean;
   /** Requests a peer has served, as its snapshots last said (null: it never said). */
   peerServed(id: string): number | null;
+  /**
+   * gossip "scuttlebutt": mesh messages from authenticated senders the peer port refused before SWIM
+   * saw them (mesh-peers.ts `refusedMessages`); shown added to SWIM's own `invalid`.
+   */
+  meshRefused?(): number;
 }
 
 export class ClusterView {
@@ -58,7 +63,7 @@ export class ClusterView {
     const now = this.o.now();
     const s = node.stats();
     const mesh = node.meshMembers();
-    const swim = node.meshStats();
+    const swim = this.swimStats();
     return {
       id: node.id,
       cluster: this.o.clusterId,
@@ -132,7 +137,7 @@ export class ClusterView {
     const { node } = this.o;
     const now = this.o.now();
     const s = node.stats();
-    const swim = node.meshStats();
+    const swim = this.swimStats();
     return {
       treeTokens: node.treeSize(),
       queueDepth: node.queueDepth(),
@@ -170,6 +175,16 @@ export class ClusterView {
       refused: refusedCounts(this.refused(), this.seeds?.() ?? []),
       ...(swim ? { membershipEvents: membershipEvents(swim) } : {}),
     };
+  }
+
+  /**
+   * SWIM's counts as shown: its `invalid` (messages over its entry bound) plus the mesh messages the
+   * peer port refused first. Both are garbage from an authenticated node; one count to alert on.
+   */
+  private swimStats(): SwimStats | undefined {
+    const swim = this.o.node.meshStats();
+    if (!swim) return undefined;
+    return { ...swim, invalid: swim.invalid + (this.o.meshRefused?.() ?? 0) };
   }
 
   /** Candidates refused now: SWIM's, and the full mesh's static peers. */

@@ -90,8 +90,17 @@ export class MeshPeers {
   /** Members refused for clock skew and warned of: said once each (its re-checks go on), until admitted. */
   private readonly skewWarned = new Set<NodeId>();
   private stopped = false;
+  private refused = 0;
 
   constructor(private readonly o: MeshPeersOptions) {}
+
+  /**
+   * Mesh messages from an authenticated sender that `onMesh` refused (did not decode, or over the
+   * entry bound): SWIM never sees them, so the cluster view adds them to its `invalid` count.
+   */
+  get refusedMessages(): number {
+    return this.refused;
+  }
 
   /** `id` is reachable at `url`; `own`: said by `id` itself (or configured), which beats a relay. */
   learn(id: NodeId, url: string, own: boolean): void {
@@ -141,7 +150,13 @@ export class MeshPeers {
   onMesh(from: NodeId, body: Uint8Array): string | undefined {
     if (this.stopped) return undefined;
     const d = decodeMesh(body, this.o.maxMessageBytes);
-    if (!d.ok) return d.error;
+    if (!d.ok) {
+      // Only an authenticated sender reaches here (the peer port's auth runs first), so this is a
+      // node sending garbage: worth an operator's alert, unlike a stranger's (auth-rejected).
+      this.refused++;
+      this.o.logger.debug({ peer: from, err: d.error }, "mesh message refused");
+      return d.error;
+    }
     this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, body.byteLength);
     for (const a of d.envelope.addrs) this.learn(a.id, a.url, a.id === from);
     const m = d.envelope.msg;

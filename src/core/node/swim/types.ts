@@ -94,8 +94,10 @@ export interface SwimStats {
   /** Re-checks due but dropped because the candidate queue was full (asked at the next mention). */
   rechecksDropped: number;
   /**
-   * Messages over `maxEntriesPerMessage`, dropped. (The daemon's peer port refuses a mesh message that
-   * does not decode, or is over the same bound, before it reaches SWIM: net/mesh-wire.ts.)
+   * Messages over `maxEntriesPerMessage`, dropped: SWIM's own count only. (The daemon's peer port
+   * refuses a mesh message that does not decode, or is over the same bound, before it reaches SWIM:
+   * net/mesh-wire.ts; the server counts those and shows them added to this one, as `/cluster`'s
+   * `membership.invalid` and the metric's `invalid`: server/runtime/cluster-view.ts.)
    */
   invalid: number;
   /** Messages from a sender that is not a verified member (only sync/ping answered after verification). */
