@@ -24,70 +24,20 @@
  *
  * At most one request per slot: runs beyond the slot count wait here, first come first served.
  */
-import { z } from "zod";
 import type { EngineChunk, EngineRequest, Tokens } from "../../core/engine.js";
-import { type NamespaceFields, namespaceOf } from "../../core/namespace.js";
 import { type CachePrediction, PredictionTally } from "../cache-prediction.js";
-import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
 import { DEFAULT_NAMESPACE, namespaceTag } from "../namespace-tags.js";
 import type { HttpClient } from "../openai/http.js";
-import { sseData } from "../openai/sse.js";
 import { AbortReadBack, type ReadVerdict } from "./abort-read-back.js";
+import { RamCacheCalibration } from "./calibration.js";
+import { streamCompletion } from "./completion-stream.js";
 import type { LlamaSlotsConfig } from "./options.js";
 import { SavedSlots } from "./saved-slots.js";
+import { readProps, readSlots, type ServerSlots } from "./server-api.js";
 import { SlotMirror } from "./slot-mirror.js";
-import { knownPrefix, lcp } from "./tokens.js";
+import { SlotSpill } from "./slot-spill.js";
+import { LaunchLock, TurnQueue } from "./turns.js";
 import { MirrorWorlds } from "./worlds.js";
-
-const PropsShape = z.object({
-  total_slots: z.number().int().min(1).max(4096),
-  endpoint_slots: z.boolean().optional(),
-  default_generation_settings: z.object({ n_ctx: z.number().int().min(1).max(10_000_000) }),
-});
-
-const SlotsShape = z
-  .array(
-    z.object({
-      id: z.number().int().min(0).max(4096),
-      is_processing: z.boolean().optional(),
-      id_task: z.number().int().optional(),
-      n_prompt_tokens: z.number().int().min(0).max(10_000_000).optional(),
-    }),
-  )
-  .max(4096);
-
-const TokenId = z
-  .number()
-  .int()
-  .min(0)
-  .max(2 ** 32 - 1);
-const NativeChunk = z.object({
-  content: z.string().optional(),
-  tokens: z
-    .array(TokenId)
-    .max(1 << 20)
-    .optional(),
-  stop: z.boolean().optional(),
-  stop_type: z.string().optional(),
-  tokens_cached: z.number().int().min(0).optional(),
-  tokens_predicted: z.number().int().min(0).optional(),
-  tokens_evaluated: z.number().int().min(0).optional(),
-  timings: z
-    .object({
-      cache_n: z.number().int().min(0).optional(),
-      prompt_ms: z.number().optional(),
-      predicted_ms: z.number().optional(),
-    })
-    .nullish(),
-  error: z.unknown().optional(),
-});
-
-const MAX_OUTPUT_CHARS = 4 << 20;
-
-/** See `calibrate`. */
-const CALIBRATION_RUNS = 16;
-const CALIBRATION_SHADOW = 14;
-const CALIBRATION_MIRROR = 10;
 
 export interface SlotRunResult {
   text: string;
@@ -127,16 +77,15 @@ export class LlamaSlotCache {
    */
   private readonly worlds: MirrorWorlds;
   private shadow: SlotMirror | undefined;
-  /** The last runs' outcomes: [mirror exact, shadow exact]. */
-  private readonly evidence: [boolean, boolean][] = [];
+  /** Whether the runs say the shadow's RAM cache setting is the server's (calibration.ts). */
+  private readonly calibration = new RamCacheCalibration();
   private calibrated: string | undefined;
   readonly tally = new PredictionTally("llama-slots");
   private readonly busy = new Set<number>();
-  private readonly waiting: (() => void)[] = [];
-  /** Runs holding a turn (at most one per slot): handed straight to the next waiter on release. */
-  private turns = 0;
-  /** Launches in order (see lockLaunch), and when each slot's last run ended, on one event clock. */
-  private launching: Promise<void> = Promise.resolve();
+  /** At most one run per slot (turns.ts). */
+  private readonly turns: TurnQueue;
+  /** Launches in order (turns.ts), and when each slot's last run ended, on one event clock. */
+  private readonly launches = new LaunchLock();
   private events = 0;
   /** The latest start sent: when (event clock), the slots running then, and whether it began. */
   private lastStart: { at: number; running: number[]; launched: boolean } | undefined;
@@ -155,11 +104,8 @@ export class LlamaSlotCache {
   private inexact: string | undefined;
   private resyncs = 0;
   private restarts = 0;
-  /** States saved to the server's --slot-save-path (undefined: off, or the server refused). */
-  private saved: SavedSlots | undefined;
-  private savedOff: string | undefined;
-  private slotSaves = 0;
-  private slotRestores = 0;
+  /** States saved to the server's --slot-save-path (slot-spill.ts). */
+  private readonly spill: SlotSpill;
 
   private constructor(
     private readonly http: HttpClient,
@@ -175,7 +121,10 @@ export class LlamaSlotCache {
     this.shadow = new SlotMirror({ ...config, cacheRamMiB: opts.cacheRamMiB === 0 ? 8192 : 0 });
     this.lastTask = new Array<number | undefined>(slots).fill(undefined);
     this.endedAt = new Array<number>(slots).fill(0);
-    if (opts.savedSlots > 0) this.saved = new SavedSlots(opts.savedSlots, `prefixmesh-${process.pid}`);
+    this.turns = new TurnQueue(slots);
+    const saved =
+      opts.savedSlots > 0 ? new SavedSlots(opts.savedSlots, `prefixmesh-${process.pid}`) : undefined;
+    this.spill = new SlotSpill(http, saved);
     // A prefill the abort cut short goes on at most as long as the engine waits on a silent server.
     this.abortReads = new AbortReadBack(http.silenceBoundMs, () => this.readAborted());
   }
@@ -186,15 +135,8 @@ export class LlamaSlotCache {
    * cannot know, which the status says.
    */
   static async detect(http: HttpClient, opts: LlamaSlotsConfig): Promise<LlamaSlotCache | undefined> {
-    let props: z.infer<typeof PropsShape>;
-    try {
-      const p = PropsShape.safeParse(await http.json("GET", "/props"));
-      if (!p.success) return undefined;
-      props = p.data;
-    } catch (e) {
-      if (e instanceof EngineInputError) return undefined;
-      throw e;
-    }
+    const props = await readProps(http);
+    if (!props) return undefined;
     const cache = new LlamaSlotCache(
       http,
       props.endpoint_slots !== false,
@@ -202,7 +144,7 @@ export class LlamaSlotCache {
       props.default_generation_settings.n_ctx,
       opts,
     );
-    const slots = await cache.readSlots();
+    const slots = await readSlots(http, cache.slotsEndpoint);
     if (slots?.some((s) => s.id_task !== undefined) && opts.cacheRamMiB !== 0)
       cache.inexact = "the server ran requests before this node started: its RAM prompt cache is unknown";
     if (slots) cache.applySlots(slots);
@@ -223,13 +165,7 @@ export class LlamaSlotCache {
       resyncs: this.resyncs,
       restarts: this.restarts,
       worlds: { now: this.worlds.size, forks: this.worlds.forks, dropped: this.worlds.dropped },
-      savedSlots: {
-        enabled: this.saved !== undefined,
-        off: this.savedOff,
-        states: this.saved?.entries.length ?? 0,
-        saves: this.slotSaves,
-        restores: this.slotRestores,
-      },
+      savedSlots: this.spill.status(),
       ...this.mirror.stats(),
     };
   }
@@ -256,19 +192,22 @@ export class LlamaSlotCache {
     onChunk: ((c: EngineChunk) => void) | undefined,
     signal: AbortSignal | undefined,
   ): Promise<SlotRunResult> {
-    await this.acquireTurn(signal);
+    await this.turns.acquire(signal);
     let slot: number | undefined;
     let unlock: (() => void) | undefined;
     let notStarted: (() => void) | undefined;
     try {
-      unlock = await this.lockLaunch();
+      unlock = await this.launches.lock();
       if (this.needsResync) await this.resync();
       const free = this.freeSlots();
       const tokens = req.tokens;
       const ns = namespaceTag(req);
       slot = this.mirror.choose(tokens, free, ns).slot;
       this.busy.add(slot);
-      if (this.saved) await this.useSavedSlots(slot, tokens, ns);
+      if (this.spill.enabled)
+        await this.spill.before(slot, tokens, ns, [slot, ...this.freeSlots()], this.mirror, (fn) =>
+          this.each(fn),
+        );
       const idle = [slot, ...this.freeSlots()];
       // Undone if the server never gets the request (refused, or aborted before it started).
       const before = this.worlds.save();
@@ -325,24 +264,8 @@ export class LlamaSlotCache {
     } finally {
       unlock?.();
       if (slot !== undefined) this.busy.delete(slot);
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.turns--;
+      this.turns.release();
     }
-  }
-
-  /**
-   * One request starts at a time, from choosing its slot until the server's response begins: the
-   * server then applies starts in the order the mirror does.
-   */
-  private async lockLaunch(): Promise<() => void> {
-    const prev = this.launching;
-    let release!: () => void;
-    this.launching = new Promise<void>((r) => {
-      release = r;
-    });
-    await prev;
-    return release;
   }
 
   private async complete(
@@ -356,52 +279,13 @@ export class LlamaSlotCache {
     onChunk: ((c: EngineChunk) => void) | undefined,
     signal: AbortSignal | undefined,
   ): Promise<SlotRunResult> {
-    const body = {
-      ...sampling,
-      prompt: Array.from(tokens),
-      n_predict: maxTokens,
-      id_slot: slot,
-      // false: the server computes the whole prompt (n_past = 0), whatever the slot holds.
-      cache_prompt: reuse,
-      return_tokens: true,
-      stream: true,
-    };
-    const t0 = performance.now();
-    // llama-server closes the connection after a stream: never reuse it (a reuse races the close).
-    const res = await this.http.send("POST", "/completion", body, signal, true);
-    launched();
-    let text = "";
-    const generated: number[] = [];
-    let firstAt = 0;
-    let final: z.infer<typeof NativeChunk> | undefined;
-    try {
-      for await (const data of sseData(res.body)) {
-        const parsed = NativeChunk.safeParse(safeJson(data));
-        if (!parsed.success)
-          throw new EngineUnavailableError(
-            `unexpected stream event from llama-server: ${data.slice(0, 120)}`,
-          );
-        const ev = parsed.data;
-        if (ev.error !== undefined)
-          throw new EngineUnavailableError(`llama-server: ${JSON.stringify(ev.error).slice(0, 200)}`);
-        if (ev.tokens) for (const t of ev.tokens) generated.push(t);
-        if (ev.content) {
-          if (firstAt === 0) firstAt = performance.now();
-          text += ev.content;
-          if (text.length > MAX_OUTPUT_CHARS)
-            throw new EngineUnavailableError("server output exceeds the size bound");
-          onChunk?.({ text: ev.content });
-        }
-        if (ev.stop) final = ev;
-      }
-    } catch (e) {
-      res.body.destroy();
-      if (signal?.aborted) throw new EngineAbortedError();
-      if (e instanceof EngineUnavailableError) throw e;
-      throw new EngineUnavailableError(`stream from server failed: ${(e as Error).message}`);
-    }
-    if (!final) throw new EngineUnavailableError("llama-server's stream ended without its final event");
-    const end = performance.now();
+    const { text, generated, final, t0, firstAt, end } = await streamCompletion(
+      this.http,
+      { slot, tokens, maxTokens, sampling, reuse },
+      launched,
+      onChunk,
+      signal,
+    );
     const reported = final.timings?.cache_n;
     const completion = final.tokens_predicted ?? generated.length;
     // All generated tokens but the last were evaluated into the slot (tokens_cached says how many).
@@ -434,62 +318,7 @@ export class LlamaSlotCache {
 
   /** Every sequence the server caches, as the mirror knows it, and the slot states saved on its disk. */
   sequences(): Tokens[] {
-    return [...this.mirror.sequences(), ...(this.saved?.sequences() ?? [])];
-  }
-
-  /**
-   * Before a run on `slot`: restores the saved state that gives `prompt` more cached tokens than the
-   * server would find, and first saves the slot's contents when the run would lose most of them and no
-   * saved state holds them (the embedded engine's spill and restore, on the server's disk).
-   */
-  private async useSavedSlots(slot: number, prompt: Tokens, ns: NamespaceFields): Promise<void> {
-    const saved = this.saved!;
-    const idle = [slot, ...this.freeSlots()];
-    const current = this.mirror.slotTokens(slot);
-    const currentNs = this.mirror.slotNamespace(slot);
-    const without = this.mirror.predict(slot, prompt, idle, undefined, ns);
-    const best = saved.best(prompt, ns);
-    const restore =
-      best && this.mirror.predict(slot, prompt, idle, best.state.tokens, ns) > without
-        ? best.state
-        : undefined;
-    if (restore) saved.touch(restore);
-    const ownNs = namespaceOf(currentNs) === namespaceOf(ns);
-    const loses = restore !== undefined || !ownNs || 2 * lcp(current, prompt) < current.length;
-    if (loses && knownPrefix(current).length > 0 && !saved.covers(current, currentNs)) {
-      const file = saved.nextFile();
-      if (file !== restore?.filename && (await this.slotAction(slot, "save", file))) {
-        saved.saved(file, current, currentNs);
-        this.slotSaves++;
-      }
-    }
-    if (!restore || !this.saved) return;
-    if (await this.slotAction(slot, "restore", restore.filename)) {
-      this.each((m) => m.restore(slot, restore.tokens, restore.ns));
-      this.slotRestores++;
-    } else {
-      // A failed restore leaves the slot empty (the server clears it).
-      this.each((m) => m.restore(slot, new Uint32Array(0)));
-      saved.drop(restore);
-    }
-  }
-
-  /** `POST /slots/{id}?action=…`; false when the server refused (a refused save turns saving off). */
-  private async slotAction(slot: number, action: "save" | "restore", filename: string): Promise<boolean> {
-    try {
-      await this.http.json("POST", `/slots/${slot}?action=${action}`, { filename });
-      return true;
-    } catch (e) {
-      // 4xx: refused (a missing file, a bad name); 501: the server has no --slot-save-path.
-      const refused =
-        e instanceof EngineInputError || (e instanceof EngineUnavailableError && e.status === 501);
-      if (!refused) throw e;
-      if (action === "save") {
-        this.savedOff = `the server refused to save a slot (is it running with --slot-save-path?): ${e.message}`;
-        this.saved = undefined;
-      }
-      return false;
-    }
+    return [...this.mirror.sequences(), ...this.spill.sequences()];
   }
 
   /** Changes every world's mirror and the shadow alike. */
@@ -498,23 +327,13 @@ export class LlamaSlotCache {
     if (this.shadow) fn(this.shadow);
   }
 
-  /**
-   * Over the last CALIBRATION_RUNS reported runs, a shadow right at least CALIBRATION_SHADOW times
-   * while the mirror was right at most CALIBRATION_MIRROR times says the server's RAM prompt cache is
-   * set otherwise than the node was told (`--engine-cache-ram`): the shadow becomes the mirror, once.
-   */
+  /** When the runs say the RAM cache is set otherwise (calibration.ts): the shadow becomes the mirror. */
   private calibrate(predicted: number, shadow: number | undefined, reported: number | undefined): void {
     if (!this.shadow || shadow === undefined || reported === undefined) return;
-    this.evidence.push([predicted === reported, shadow === reported]);
-    if (this.evidence.length > CALIBRATION_RUNS) this.evidence.shift();
-    if (this.evidence.length < CALIBRATION_RUNS) return;
-    const mine = this.evidence.filter((e) => e[0]).length;
-    const other = this.evidence.filter((e) => e[1]).length;
-    if (other < CALIBRATION_SHADOW || mine > CALIBRATION_MIRROR) return;
     const on = this.shadow.config.cacheRamMiB !== 0;
-    this.calibrated =
-      `the server's RAM prompt cache looks ${on ? "on" : "off"} (${other} of the last ${CALIBRATION_RUNS} ` +
-      `runs predicted right that way, ${mine} as configured): set --engine-cache-ram ${on ? "to its --cache-ram" : "0"}`;
+    const verdict = this.calibration.observe(predicted === reported, shadow === reported, on);
+    if (verdict === undefined) return;
+    this.calibrated = verdict;
     this.worlds.reset(this.shadow);
     this.shadow = undefined;
   }
@@ -525,27 +344,6 @@ export class LlamaSlotCache {
     return out;
   }
 
-  /** Waits for a free slot (first come, first served). */
-  private acquireTurn(signal?: AbortSignal): Promise<void> {
-    if (this.turns < this.mirror.config.slots && this.waiting.length === 0) {
-      this.turns++;
-      return Promise.resolve();
-    }
-    return new Promise((resolve, reject) => {
-      const go = () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      };
-      const onAbort = () => {
-        const i = this.waiting.indexOf(go);
-        if (i >= 0) this.waiting.splice(i, 1);
-        reject(new EngineAbortedError());
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.waiting.push(go);
-    });
-  }
-
   /**
    * One read of `/slots` after an abort (abort-read-back.ts): idle once every slot not running here is
    * idle at the server. It holds the launch lock, like every read before a start, so starts and reads
@@ -553,9 +351,9 @@ export class LlamaSlotCache {
    * leaves the flag set: the next run reads again.
    */
   private async readAborted(): Promise<ReadVerdict> {
-    const unlock = await this.lockLaunch();
+    const unlock = await this.launches.lock();
     try {
-      const slots = await this.readSlots();
+      const slots = await readSlots(this.http, this.slotsEndpoint);
       if (!slots) return "stop";
       this.applySlots(slots);
       if (slots.some((s) => s.is_processing && !this.busy.has(s.id))) return "busy";
@@ -593,7 +391,7 @@ export class LlamaSlotCache {
   private resync(): Promise<void> {
     this.resyncing ??= (async () => {
       try {
-        const slots = await this.readSlots();
+        const slots = await readSlots(this.http, this.slotsEndpoint);
         this.needsResync = false;
         if (slots) this.applySlots(slots);
       } catch {
@@ -605,18 +403,7 @@ export class LlamaSlotCache {
     return this.resyncing;
   }
 
-  private async readSlots(): Promise<z.infer<typeof SlotsShape> | undefined> {
-    if (!this.slotsEndpoint) return undefined;
-    try {
-      const p = SlotsShape.safeParse(await this.http.json("GET", "/slots"));
-      return p.success ? p.data : undefined;
-    } catch (e) {
-      if (e instanceof EngineInputError) return undefined;
-      throw e;
-    }
-  }
-
-  private applySlots(slots: z.infer<typeof SlotsShape>): void {
+  private applySlots(slots: ServerSlots): void {
     this.resyncs++;
     const known = this.mirror.stats().slotTokens;
     const latest = slots.reduce<number | undefined>(
@@ -650,13 +437,5 @@ export class LlamaSlotCache {
         lengths[s.id] = s.id_task === undefined ? 0 : s.n_prompt_tokens;
     }
     this.each((m) => m.resync(lengths));
-  }
-}
-
-function safeJson(s: string): unknown {
-  try {
-    return JSON.parse(s);
-  } catch {
-    return undefined;
   }
 }

@@ -33,12 +33,14 @@ import type {
 import { RadixTree } from "../../core/radix-tree.js";
 import { type CachePrediction, type PredictionAccuracy, PredictionTally } from "../cache-prediction.js";
 import { renderFallbackChat } from "../chat-fallback.js";
-import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
+import { EngineInputError, EngineUnavailableError } from "../errors.js";
 import type { KvEventsCacheModel, KvEventsStatus } from "../kv-events/cache-model.js";
 import { LlamaSlotCache, type LlamaSlotsStatus } from "../llama-slots/slot-cache.js";
+import { completionsBody, llamaSampling, streamCompletions } from "./completions.js";
 import { HttpClient } from "./http.js";
-import { MAX_CONTEXT_TOKENS, type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
-import { sseData } from "./sse.js";
+import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
+import { detectSaltIgnored, fetchServerContext } from "./server-info.js";
+import { RemoteTokenizer } from "./tokenize.js";
 
 /** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
 export interface RemoteEngineResult extends EngineResult {
@@ -54,91 +56,14 @@ export interface RemoteCacheStatus {
   llamaSlots?: LlamaSlotsStatus;
 }
 
-/** Token ids are Uint32 here. */
-const MAX_TOKEN_ID = 2 ** 32 - 1;
-
-const TokenizeResponse = z.object({
-  tokens: z.array(
-    z.union([
-      z.number().int().min(0).max(MAX_TOKEN_ID),
-      z.object({ id: z.number().int().min(0).max(MAX_TOKEN_ID) }),
-    ]),
-  ),
-});
-
 const ApplyTemplateResponse = z.object({ prompt: z.string() });
-
-const StreamChunk = z.object({
-  choices: z
-    .array(
-      z.object({
-        text: z.string().nullish(),
-        finish_reason: z.string().nullish(),
-      }),
-    )
-    .optional(),
-  usage: z
-    .object({
-      prompt_tokens: z.number().optional(),
-      completion_tokens: z.number().optional(),
-      prompt_tokens_details: z.object({ cached_tokens: z.number().nullish() }).nullish(),
-    })
-    .nullish(),
-  timings: z
-    .object({
-      cache_n: z.number().optional(),
-      prompt_n: z.number().optional(),
-      prompt_ms: z.number().optional(),
-      predicted_ms: z.number().optional(),
-    })
-    .nullish(),
-});
-
-/** OpenAI's penalty fields, which llama-server's /completion and OpenAI-compatible servers take as they are. */
-function penalties(req: EngineRequest): Record<string, number> {
-  return {
-    ...(req.presencePenalty !== undefined ? { presence_penalty: req.presencePenalty } : {}),
-    ...(req.frequencyPenalty !== undefined ? { frequency_penalty: req.frequencyPenalty } : {}),
-  };
-}
-
-const MAX_OUTPUT_CHARS = 4 << 20;
-
-const toTokens = (ts: z.infer<typeof TokenizeResponse>["tokens"]): Tokens =>
-  Uint32Array.from(ts.map((t) => (typeof t === "number" ? t : t.id)));
-
-/** Any non-empty text: every tokenizer turns it into at least one token. */
-const TOKENIZE_PROBE = "Hello, world";
-
-const ContextTokens = z.number().int().min(1).max(MAX_CONTEXT_TOKENS);
-/** `/v1/models`: vLLM and SGLang say `max_model_len`, llama.cpp's server `meta.n_ctx` (per slot). */
-const ModelsResponse = z.object({
-  data: z
-    .array(
-      z.object({
-        id: z.string(),
-        max_model_len: ContextTokens.nullish().catch(undefined),
-        meta: z
-          .object({ n_ctx: ContextTokens.nullish().catch(undefined) })
-          .nullish()
-          .catch(undefined),
-      }),
-    )
-    .max(10_000),
-});
-/** llama.cpp's server `/props`: the context of one slot. */
-const PropsResponse = z.object({
-  default_generation_settings: z.object({ n_ctx: ContextTokens }),
-});
-
-type TokenizeShape = "vllm" | "llamacpp" | "none";
 
 export class OpenAIEngine implements Engine {
   readonly info: EngineInfo;
   private readonly http: HttpClient;
   private readonly opts: z.output<typeof OpenAIEngineOptionsSchema>;
-  private tokenizeShape: TokenizeShape | undefined;
-  private tokenizeShapeFound: Promise<TokenizeShape> | undefined;
+  /** The server's /tokenize, in the shape it takes (tokenize.ts). */
+  private readonly tokenizer: RemoteTokenizer;
   /** Where `info.maxContextTokens` comes from: the server's report, or the configured fallback. */
   private contextFrom: "server" | "configured" = "configured";
   private contextReading: Promise<number | undefined> | undefined;
@@ -160,6 +85,7 @@ export class OpenAIEngine implements Engine {
     if (this.opts.kvEvents && !cacheModel) throw new Error("kvEvents needs OpenAIEngine.create()");
     this.cacheModel = cacheModel;
     this.http = new HttpClient(this.opts.baseUrl, this.opts);
+    this.tokenizer = new RemoteTokenizer(this.http, this.opts.model);
     this.lru = new RadixTree({ capacity: this.opts.capacityTokens }, false);
     this.tally = new PredictionTally(cacheModel ? "kv-events" : "lru");
     this.info = {
@@ -194,7 +120,10 @@ export class OpenAIEngine implements Engine {
     }
     const engine = new OpenAIEngine(opts, model);
     if (!opts.kvEvents && opts.cacheMirror !== "lru") await engine.attachSlots(log);
-    if (!opts.kvEvents && !engine.slotCache) await engine.detectSaltIgnored();
+    // Without KV events or the slot mirror the node cannot see the server's cache: tenants stay apart
+    // only if the server keys its cache by `cache_salt`; salted requests to one that ignores it are
+    // refused (server-info.ts).
+    if (!opts.kvEvents && !engine.slotCache) engine.saltIgnoredBy = await detectSaltIgnored(engine.http);
     try {
       if ((await engine.readServerContext()) === undefined)
         log?.("the server reports no context limit: using the configured one", {
@@ -248,28 +177,6 @@ export class OpenAIEngine implements Engine {
   }
 
   /**
-   * Without KV events or the slot mirror, the node cannot see the server's cache: tenants stay apart
-   * only if the server itself keys its cache by `cache_salt` (vLLM does). Ollama has no such field,
-   * and llama-server ignores it: those are found here (Ollama's `/api/version`, llama-server's
-   * `/props`) so salted requests are refused instead of sharing a cache. A server that does not
-   * answer now is taken as one that honours the field.
-   */
-  private async detectSaltIgnored(): Promise<void> {
-    try {
-      const version = await this.getOptional("/api/version");
-      if (version && typeof (version as { version?: unknown }).version === "string") {
-        this.saltIgnoredBy = "Ollama";
-        return;
-      }
-      const props = await this.getOptional("/props");
-      if (props && typeof (props as { total_slots?: unknown }).total_slots === "number")
-        this.saltIgnoredBy = "llama-server (without the slot mirror: cacheMirror lru)";
-    } catch {
-      // Down now: nothing known.
-    }
-  }
-
-  /**
    * A tenant's `cacheSalt` on a server that would ignore it, or a LoRA adapter on llama-server (it
    * takes adapters by id per request, not by model name: it would run its base model): refused.
    */
@@ -283,72 +190,11 @@ export class OpenAIEngine implements Engine {
 
   async tokenize(text: string): Promise<Tokens> {
     if (this.opts.tokenizer === "local") return Uint32Array.from(gptEncode(text));
-    const remote = await this.tokenizeRemote(text);
+    const remote = await this.tokenizer.tokenize(text);
     if (remote) return remote;
     if (this.opts.tokenizer === "server")
       throw new EngineUnavailableError("server has no /tokenize endpoint that returns tokens");
     return Uint32Array.from(gptEncode(text));
-  }
-
-  /**
-   * The server's tokenize shape, found once with a fixed non-empty probe text: the vLLM/SGLang body
-   * `{model, prompt}`, then llama.cpp's `{content}`. A shape counts only if the probe comes back as a
-   * non-empty token list: llama.cpp's server answers a body without `content` with 200 and no tokens,
-   * so "the request succeeded" says nothing.
-   */
-  private detectTokenizeShape(): Promise<TokenizeShape> {
-    this.tokenizeShapeFound ??= (async () => {
-      for (const shape of ["vllm", "llamacpp"] as const) {
-        const tokens = await this.probeShape(shape, TOKENIZE_PROBE);
-        if (tokens && tokens.length > 0) return shape;
-      }
-      return "none" as const;
-    })().then(
-      (shape) => {
-        this.tokenizeShape = shape;
-        return shape;
-      },
-      (e: unknown) => {
-        // A transient failure (server down): detect again next time.
-        this.tokenizeShapeFound = undefined;
-        throw e;
-      },
-    );
-    return this.tokenizeShapeFound;
-  }
-
-  /** A /tokenize request body in `shape`. */
-  private tokenizeBody(shape: "vllm" | "llamacpp", text: string): object {
-    return shape === "vllm"
-      ? { model: this.opts.model, prompt: text, add_special_tokens: true }
-      : { content: text, add_special: true };
-  }
-
-  /** One probe in `shape`; undefined when the server rejects that shape (4xx, another body). */
-  private async probeShape(shape: "vllm" | "llamacpp", text: string): Promise<Tokens | undefined> {
-    try {
-      const res = await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text));
-      const parsed = TokenizeResponse.safeParse(res);
-      return parsed.success ? toTokens(parsed.data.tokens) : undefined;
-    } catch (e) {
-      // 4xx: this shape (or the endpoint) is not supported; anything else is a real failure.
-      if (!(e instanceof EngineInputError)) throw e;
-      return undefined;
-    }
-  }
-
-  private async tokenizeRemote(text: string): Promise<Tokens | undefined> {
-    const shape = this.tokenizeShape ?? (await this.detectTokenizeShape());
-    if (shape === "none") return undefined;
-    // Once the shape is known, a 4xx is about this prompt (e.g. too long): the caller's error.
-    const parsed = TokenizeResponse.safeParse(
-      await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text)),
-    );
-    if (!parsed.success) throw new EngineUnavailableError("unexpected /tokenize response from the server");
-    const tokens = toTokens(parsed.data.tokens);
-    if (tokens.length === 0 && text.length > 0)
-      throw new EngineUnavailableError("server's /tokenize returned no tokens for a non-empty prompt");
-    return tokens;
   }
 
   /**
@@ -357,7 +203,7 @@ export class OpenAIEngine implements Engine {
    * Unreachable servers throw (EngineUnavailableError); `health()` tries again until one answers.
    */
   readServerContext(): Promise<number | undefined> {
-    this.contextReading ??= this.fetchServerContext().then(
+    this.contextReading ??= fetchServerContext(this.http, this.opts.model).then(
       (n) => {
         if (n !== undefined) {
           this.info.maxContextTokens = n;
@@ -376,29 +222,6 @@ export class OpenAIEngine implements Engine {
   /** Where the context limit in `info` came from. */
   get contextSource(): "server" | "configured" {
     return this.contextFrom;
-  }
-
-  private async fetchServerContext(): Promise<number | undefined> {
-    const models = ModelsResponse.safeParse(await this.getOptional("/v1/models"));
-    if (models.success) {
-      const { data } = models.data;
-      const mine = data.find((m) => m.id === this.opts.model) ?? (data.length === 1 ? data[0] : undefined);
-      const n = mine?.max_model_len ?? mine?.meta?.n_ctx;
-      if (n) return n;
-    }
-    const props = PropsResponse.safeParse(await this.getOptional("/props"));
-    return props.success ? props.data.default_generation_settings.n_ctx : undefined;
-  }
-
-  /** GET a JSON endpoint the server may lack: undefined on 4xx or a body that is not JSON. */
-  private async getOptional(path: string): Promise<unknown> {
-    try {
-      return await this.http.json("GET", path);
-    } catch (e) {
-      if (e instanceof EngineInputError) return undefined;
-      if (e instanceof EngineUnavailableError && /not JSON/.test(e.message)) return undefined;
-      throw e;
-    }
   }
 
   async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
@@ -435,73 +258,25 @@ export class OpenAIEngine implements Engine {
     }
     if (this.slotCache) {
       await this.tokenizeShapeKnown();
-      return this.slotCache.run(req, this.sampling(req), onChunk, signal);
+      return this.slotCache.run(req, llamaSampling(req), onChunk, signal);
     }
     // Text when we have it (the server tokenizes it to the same ids); ids only when they are the server's.
     let prompt: string | number[];
     if (req.prompt !== undefined) prompt = req.prompt;
-    else if (this.tokenizeShape === "vllm" || this.tokenizeShape === "llamacpp")
+    else if (this.tokenizer.shape === "vllm" || this.tokenizer.shape === "llamacpp")
       prompt = Array.from(req.tokens);
     else
       throw new EngineInputError(
         "remote engine needs the prompt text (local tokenizer ids may not be the server's)",
       );
-    const body = {
-      // vLLM serves a LoRA adapter as a model of its own name; `cache_salt` is vLLM's tenant field
-      // (servers that do not know it ignore it, and then share their cache across tenants).
-      model: req.adapter ?? this.opts.model,
-      ...(req.cacheSalt !== undefined ? { cache_salt: req.cacheSalt } : {}),
-      prompt,
-      max_tokens: req.maxTokens,
-      temperature: req.temperature ?? 0,
-      ...(req.topP !== undefined ? { top_p: req.topP } : {}),
-      ...(req.seed !== undefined ? { seed: req.seed } : {}),
-      ...penalties(req),
-      ...(req.stop && req.stop.length > 0 ? { stop: req.stop } : {}),
-      stream: true,
-      stream_options: { include_usage: true },
-    };
+    const body = completionsBody(req, this.opts.model, prompt);
     const predicted = this.cacheModel ? this.cacheModel.predict(req.tokens, req) : this.lru.match(req.tokens);
-    const t0 = performance.now();
-    const res = await this.http.send("POST", "/v1/completions", body, signal);
-    let text = "";
-    let firstAt = 0;
-    let chunks = 0;
-    let finish: string | undefined;
-    let usage: z.infer<typeof StreamChunk>["usage"];
-    let timings: z.infer<typeof StreamChunk>["timings"];
-    try {
-      for await (const data of sseData(res.body)) {
-        let json: unknown;
-        try {
-          json = JSON.parse(data);
-        } catch {
-          throw new EngineUnavailableError(`malformed stream event from server: ${data.slice(0, 120)}`);
-        }
-        const parsed = StreamChunk.safeParse(json);
-        if (!parsed.success)
-          throw new EngineUnavailableError(`unexpected stream event shape: ${data.slice(0, 120)}`);
-        const ev = parsed.data;
-        if (ev.usage) usage = ev.usage;
-        if (ev.timings) timings = ev.timings;
-        const choice = ev.choices?.[0];
-        if (choice?.finish_reason) finish = choice.finish_reason;
-        if (choice?.text) {
-          if (firstAt === 0) firstAt = performance.now();
-          chunks++;
-          text += choice.text;
-          if (text.length > MAX_OUTPUT_CHARS)
-            throw new EngineUnavailableError("server output exceeds the size bound");
-          onChunk?.({ text: choice.text });
-        }
-      }
-    } catch (e) {
-      res.body.destroy();
-      if (signal?.aborted) throw new EngineAbortedError();
-      if (e instanceof EngineUnavailableError) throw e;
-      throw new EngineUnavailableError(`stream from server failed: ${(e as Error).message}`);
-    }
-    const end = performance.now();
+    const { text, chunks, finish, usage, timings, t0, firstAt, end } = await streamCompletions(
+      this.http,
+      body,
+      onChunk,
+      signal,
+    );
     const reported = usage?.prompt_tokens_details?.cached_tokens ?? timings?.cache_n;
     const prefillMs = timings?.prompt_ms ?? (firstAt > 0 ? firstAt - t0 : end - t0);
     const decodeMs = timings?.predicted_ms ?? (firstAt > 0 ? end - firstAt : 0);
@@ -527,20 +302,9 @@ export class OpenAIEngine implements Engine {
     };
   }
 
-  /** llama.cpp's sampling fields of a request. */
-  private sampling(req: EngineRequest): Record<string, unknown> {
-    return {
-      temperature: req.temperature ?? 0,
-      ...(req.topP !== undefined ? { top_p: req.topP } : {}),
-      ...(req.seed !== undefined ? { seed: req.seed } : {}),
-      ...penalties(req),
-      ...(req.stop && req.stop.length > 0 ? { stop: req.stop } : {}),
-    };
-  }
-
   /** The slot mirror sends token ids: they must be the server's (its /tokenize shape found). */
   private async tokenizeShapeKnown(): Promise<void> {
-    const shape = this.tokenizeShape ?? (await this.detectTokenizeShape());
+    const shape = this.tokenizer.shape ?? (await this.tokenizer.detectShape());
     if (shape === "none") throw new EngineUnavailableError("llama-server's /tokenize returned no tokens");
   }
 

@@ -1,0 +1,70 @@
+/**
+ * What the remote engine reads about the server beyond its runs: the context limit per request
+ * (`/v1/models`, else llama.cpp's `/props`), and whether it is a server known to ignore `cache_salt`.
+ */
+import { z } from "zod";
+import { EngineInputError, EngineUnavailableError } from "../errors.js";
+import type { HttpClient } from "./http.js";
+import { MAX_CONTEXT_TOKENS } from "./options.js";
+
+const ContextTokens = z.number().int().min(1).max(MAX_CONTEXT_TOKENS);
+/** `/v1/models`: vLLM and SGLang say `max_model_len`, llama.cpp's server `meta.n_ctx` (per slot). */
+const ModelsResponse = z.object({
+  data: z
+    .array(
+      z.object({
+        id: z.string(),
+        max_model_len: ContextTokens.nullish().catch(undefined),
+        meta: z
+          .object({ n_ctx: ContextTokens.nullish().catch(undefined) })
+          .nullish()
+          .catch(undefined),
+      }),
+    )
+    .max(10_000),
+});
+/** llama.cpp's server `/props`: the context of one slot. */
+const PropsResponse = z.object({
+  default_generation_settings: z.object({ n_ctx: ContextTokens }),
+});
+
+/** The context limit the server reports for `model`; undefined when it reports none. */
+export async function fetchServerContext(http: HttpClient, model: string): Promise<number | undefined> {
+  const models = ModelsResponse.safeParse(await getOptional(http, "/v1/models"));
+  if (models.success) {
+    const { data } = models.data;
+    const mine = data.find((m) => m.id === model) ?? (data.length === 1 ? data[0] : undefined);
+    const n = mine?.max_model_len ?? mine?.meta?.n_ctx;
+    if (n) return n;
+  }
+  const props = PropsResponse.safeParse(await getOptional(http, "/props"));
+  return props.success ? props.data.default_generation_settings.n_ctx : undefined;
+}
+
+/**
+ * The server by name when it is one known to ignore `cache_salt` (Ollama's `/api/version`,
+ * llama-server's `/props`); undefined otherwise, and when it does not answer now.
+ */
+export async function detectSaltIgnored(http: HttpClient): Promise<string | undefined> {
+  try {
+    const version = await getOptional(http, "/api/version");
+    if (version && typeof (version as { version?: unknown }).version === "string") return "Ollama";
+    const props = await getOptional(http, "/props");
+    if (props && typeof (props as { total_slots?: unknown }).total_slots === "number")
+      return "llama-server (without the slot mirror: cacheMirror lru)";
+  } catch {
+    // Down now: nothing known.
+  }
+  return undefined;
+}
+
+/** GET a JSON endpoint the server may lack: undefined on 4xx or a body that is not JSON. */
+async function getOptional(http: HttpClient, path: string): Promise<unknown> {
+  try {
+    return await http.json("GET", path);
+  } catch (e) {
+    if (e instanceof EngineInputError) return undefined;
+    if (e instanceof EngineUnavailableError && /not JSON/.test(e.message)) return undefined;
+    throw e;
+  }
+}

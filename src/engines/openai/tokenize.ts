@@ -1,0 +1,106 @@
+/**
+ * The remote engine's use of the server's `/tokenize`, in the shape the server takes (vLLM/SGLang or
+ * llama.cpp), found once by a probe.
+ */
+import { z } from "zod";
+import type { Tokens } from "../../core/engine.js";
+import { EngineInputError, EngineUnavailableError } from "../errors.js";
+import type { HttpClient } from "./http.js";
+
+/** Token ids are Uint32 here. */
+const MAX_TOKEN_ID = 2 ** 32 - 1;
+
+const TokenizeResponse = z.object({
+  tokens: z.array(
+    z.union([
+      z.number().int().min(0).max(MAX_TOKEN_ID),
+      z.object({ id: z.number().int().min(0).max(MAX_TOKEN_ID) }),
+    ]),
+  ),
+});
+
+const toTokens = (ts: z.infer<typeof TokenizeResponse>["tokens"]): Tokens =>
+  Uint32Array.from(ts.map((t) => (typeof t === "number" ? t : t.id)));
+
+/** Any non-empty text: every tokenizer turns it into at least one token. */
+const TOKENIZE_PROBE = "Hello, world";
+
+export type TokenizeShape = "vllm" | "llamacpp" | "none";
+
+export class RemoteTokenizer {
+  private tokenizeShape: TokenizeShape | undefined;
+  private tokenizeShapeFound: Promise<TokenizeShape> | undefined;
+
+  constructor(
+    private readonly http: HttpClient,
+    /** The model named in vLLM/SGLang's body. */
+    private readonly model: string,
+  ) {}
+
+  /** The shape, once found (undefined before). */
+  get shape(): TokenizeShape | undefined {
+    return this.tokenizeShape;
+  }
+
+  /**
+   * The server's tokenize shape, found once with a fixed non-empty probe text: the vLLM/SGLang body
+   * `{model, prompt}`, then llama.cpp's `{content}`. A shape counts only if the probe comes back as a
+   * non-empty token list: llama.cpp's server answers a body without `content` with 200 and no tokens,
+   * so "the request succeeded" says nothing.
+   */
+  detectShape(): Promise<TokenizeShape> {
+    this.tokenizeShapeFound ??= (async () => {
+      for (const shape of ["vllm", "llamacpp"] as const) {
+        const tokens = await this.probeShape(shape, TOKENIZE_PROBE);
+        if (tokens && tokens.length > 0) return shape;
+      }
+      return "none" as const;
+    })().then(
+      (shape) => {
+        this.tokenizeShape = shape;
+        return shape;
+      },
+      (e: unknown) => {
+        // A transient failure (server down): detect again next time.
+        this.tokenizeShapeFound = undefined;
+        throw e;
+      },
+    );
+    return this.tokenizeShapeFound;
+  }
+
+  /** A /tokenize request body in `shape`. */
+  private tokenizeBody(shape: "vllm" | "llamacpp", text: string): object {
+    return shape === "vllm"
+      ? { model: this.model, prompt: text, add_special_tokens: true }
+      : { content: text, add_special: true };
+  }
+
+  /** One probe in `shape`; undefined when the server rejects that shape (4xx, another body). */
+  private async probeShape(shape: "vllm" | "llamacpp", text: string): Promise<Tokens | undefined> {
+    try {
+      const res = await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text));
+      const parsed = TokenizeResponse.safeParse(res);
+      return parsed.success ? toTokens(parsed.data.tokens) : undefined;
+    } catch (e) {
+      // 4xx: this shape (or the endpoint) is not supported; anything else is a real failure.
+      if (!(e instanceof EngineInputError)) throw e;
+      return undefined;
+    }
+  }
+
+  /** The server's tokens for `text`; undefined when it has no /tokenize that returns tokens. */
+  async tokenize(text: string): Promise<Tokens | undefined> {
+    const shape = this.tokenizeShape ?? (await this.detectShape());
+    if (shape === "none") return undefined;
+    // Once the shape is known, a 4xx is about this prompt (e.g. too long): the caller's error.
+    const parsed = TokenizeResponse.safeParse(
+      await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text)),
+    );
+    if (!parsed.success) throw new EngineUnavailableError("unexpected /tokenize response from the server");
+    const tokens = toTokens(parsed.data.tokens);
+    if (tokens.length === 0 && text.length > 0)
+      throw new EngineUnavailableError("server's /tokenize returned no tokens for a non-empty prompt");
+    return tokens;
+  }
+}
