@@ -38,24 +38,11 @@ export async function verifiedHello(
       to: id,
       headers: { [HEADER_CHALLENGE]: challenge },
     });
-    const res = await pool().request({
-      method: "GET",
-      path,
-      signal: AbortSignal.timeout(t.messageTotalMs),
-      headers,
-    });
-    const bytes = await readBoundedBytes(res.body, 64 * 1024);
-    const text = bytes.toString("utf8");
-    checkAnswer(`peer ${id}`, auth, headers, res, bytes, `${path}: ${text}`, 200);
-    const proof = res.headers[HEADER_PROOF];
+    const { text, proof } = await getHello(pool(), auth, t, headers, `peer ${id}`);
     const check = auth.checkHelloProof;
-    if (check && !check(id, challenge, text, typeof proof === "string" ? proof : undefined))
+    if (check && !check(id, challenge, text, proof))
       throw new TransportError("protocol", `peer ${id}: hello without a valid proof of its id (proof)`);
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new TransportError("protocol", `peer ${id}: hello is not JSON`);
-    }
+    return parseHello(text, `peer ${id}`);
   } catch (err) {
     throw classify(err);
   }
@@ -103,27 +90,45 @@ export async function probeHello(
         ? { connect }
         : {}),
   });
-  const path = HELLO_PATH;
   try {
+    const path = HELLO_PATH;
     // Whoever answers there: the id is what this asks.
     const headers = auth.sign({ method: "GET", path, body: undefined, to: ANY_DESTINATION });
-    const res = await client.request({
-      method: "GET",
-      path,
-      signal: AbortSignal.timeout(t.messageTotalMs),
-      headers,
-    });
-    const bytes = await readBoundedBytes(res.body, 64 * 1024);
-    const text = bytes.toString("utf8");
-    checkAnswer(url, auth, headers, res, bytes, `${path}: ${text}`, 200);
-    try {
-      return { hello: JSON.parse(text), certId };
-    } catch {
-      throw new TransportError("protocol", `${url}: hello is not JSON`);
-    }
+    const { text } = await getHello(client, auth, t, headers, url);
+    return { hello: parseHello(text, url), certId };
   } catch (err) {
     throw classify(err);
   } finally {
     void client.destroy().catch(() => {});
+  }
+}
+
+/** `GET /peer/hello` with the signed `headers` on `d`: the answer's text (bounded) and proof header. */
+async function getHello(
+  d: Pool | Client,
+  auth: PeerAuth,
+  t: TransportTimeouts,
+  headers: Record<string, string>,
+  who: string,
+): Promise<{ text: string; proof: string | undefined }> {
+  const path = HELLO_PATH;
+  const res = await d.request({
+    method: "GET",
+    path,
+    signal: AbortSignal.timeout(t.messageTotalMs),
+    headers,
+  });
+  const bytes = await readBoundedBytes(res.body, 64 * 1024);
+  const text = bytes.toString("utf8");
+  checkAnswer(who, auth, headers, res, bytes, `${path}: ${text}`, 200);
+  const proof = res.headers[HEADER_PROOF];
+  return { text, proof: typeof proof === "string" ? proof : undefined };
+}
+
+function parseHello(text: string, who: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new TransportError("protocol", `${who}: hello is not JSON`);
   }
 }
