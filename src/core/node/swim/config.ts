@@ -94,6 +94,11 @@ export function resolveSwimConfig(input: SwimConfigInput = {}): SwimConfig {
     throw new Error("invalid swim config: recheckMaxMs must not be below recheckFirstMs");
   if (r.data.probeTimeoutMs > r.data.probeIntervalMs)
     throw new Error("invalid swim config: probeTimeoutMs must not exceed probeIntervalMs");
+  // A member refutes news of itself up to clock + refutations + skew − margin: a margin past the skew
+  // (+1, as refuting adds one) eats into the refutations it was promised, and past both it could not
+  // refute even its boot incarnation.
+  if (r.data.incarnationRefuteMarginMs > r.data.incarnationSkewMs + 1)
+    throw new Error("invalid swim config: incarnationRefuteMarginMs must not exceed incarnationSkewMs + 1");
   return r.data;
 }
 
