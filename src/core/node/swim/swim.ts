@@ -319,7 +319,8 @@ export class Swim {
    * broken clock: others' may lead our clock by the skew allowed plus the refutations. News of us is
    * believed (and refuted) up to that bound less the refute margin, so our refutation (one more) is
    * believed by every member whose clock is less than the margin behind ours, and a forged suspicion
-   * at the top of their bound holds us out only until our clock has gained the margin.
+   * at the top of their bound holds us out until our clock has gained the margin (clocks alike; see
+   * config.ts `incarnationRefuteMarginMs` for ours ahead by more).
    */
   private plausibleMax(id: NodeId, now: number): number {
     const others = Math.floor(now) + this.config.incarnationRefutations + this.config.incarnationSkewMs;
