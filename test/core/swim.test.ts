@@ -676,6 +676,29 @@ describe("incarnations past what a clock allows (forged)", () => {
     expect(M).toBeLessThan(S); // the margin is what bounds it, well under the skew allowed
   });
 
+  test("a forged leave at the top: the victim is told again on its next ping once it can refute", () => {
+    // Not only suspect or dead: a member held as left that pings us is evidently not gone, so it hears
+    // it with our ack, not only at its next push-pull (30 s or more), after its first hearing was
+    // refused (past what it may refute yet) and the news ran out of retransmits.
+    const c = harness("c", [], {}, T);
+    c.admit("a", T);
+    c.admit("b", T);
+    const forged: MemberUpdate = { id: "a", status: "left", incarnation: T + R + S, from: "b" };
+    c.msg("b", { type: "gossip", updates: [forged] });
+    expect(c.swim.status("a")).toBe("left");
+    for (let i = 0; i < 50; i++) c.run(c.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    c.at(T + M);
+    c.sent.length = 0;
+    c.msg("a", { type: "ping", seq: 1, updates: [] });
+    const told = c.sent.flatMap((x) => (x.to === "a" && x.msg.type === "ack" ? x.msg.updates : []));
+    expect(told).toContainEqual(expect.objectContaining({ id: "a", status: "left", incarnation: T + R + S }));
+    const a = harness("a", [], {}, T);
+    a.admit("c", T);
+    a.at(T + M);
+    a.msg("c", { type: "ack", seq: 1, updates: told });
+    expect(a.swim.currentIncarnation).toBe(T + R + S + 1);
+  });
+
   test("a refute margin past the skew is refused: it would take a member's own refutations", () => {
     // Skew 0 with the default margin: a member's bound (clock + R − M) would sit below its own boot
     // incarnation, so it could never refute a suspicion of itself.

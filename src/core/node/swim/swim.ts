@@ -220,10 +220,12 @@ export class Swim {
     switch (msg.type) {
       case "ping": {
         // Unverified senders get an ack (they may be a joiner not yet verified) but no news. A
-        // member we hold suspect or dead hears that first (the buddy system from the other side):
-        // it refutes at once instead of waiting for the news to reach it by chance.
+        // member we hold suspect, dead or left hears that first (the buddy system from the other
+        // side): it refutes at once instead of waiting for the news to reach it by chance (a leave
+        // too: one that pings us has not left, and a forged one it could not refute yet is otherwise
+        // said again only by a push-pull).
         const own =
-          m !== undefined && (m.status === "suspect" || m.status === "dead")
+          m !== undefined && m.status !== "alive"
             ? (this.broadcasts.about(from) ?? { id: from, status: m.status, incarnation: m.incarnation })
             : undefined;
         out.push({
