@@ -676,6 +676,51 @@ describe("incarnations past what a clock allows (forged)", () => {
     expect(M).toBeLessThan(S); // the margin is what bounds it, well under the skew allowed
   });
 
+  test("a forged leave at the top: the victim is told again on its next ping once it can refute", () => {
+    // Not only suspect or dead: a member held as left that pings us is evidently not gone, so it hears
+    // it with our ack, not only at its next push-pull (30 s or more), after its first hearing was
+    // refused (past what it may refute yet) and the news ran out of retransmits.
+    const c = harness("c", [], {}, T);
+    c.admit("a", T);
+    c.admit("b", T);
+    const forged: MemberUpdate = { id: "a", status: "left", incarnation: T + R + S, from: "b" };
+    c.msg("b", { type: "gossip", updates: [forged] });
+    expect(c.swim.status("a")).toBe("left");
+    for (let i = 0; i < 50; i++) c.run(c.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    c.at(T + M);
+    c.sent.length = 0;
+    c.msg("a", { type: "ping", seq: 1, updates: [] });
+    const told = c.sent.flatMap((x) => (x.to === "a" && x.msg.type === "ack" ? x.msg.updates : []));
+    expect(told).toContainEqual(expect.objectContaining({ id: "a", status: "left", incarnation: T + R + S }));
+    const a = harness("a", [], {}, T);
+    a.admit("c", T);
+    a.at(T + M);
+    a.msg("c", { type: "ack", seq: 1, updates: told });
+    expect(a.swim.currentIncarnation).toBe(T + R + S + 1);
+  });
+
+  test("a refute margin past the skew is refused: it would take a member's own refutations", () => {
+    // Skew 0 with the default margin: a member's bound (clock + R − M) would sit below its own boot
+    // incarnation, so it could never refute a suspicion of itself.
+    expect(() => resolveSwimConfig({ incarnationSkewMs: 0, incarnationRefutations: 1 })).toThrow(
+      /incarnationRefuteMarginMs must not exceed incarnationSkewMs \+ 1/,
+    );
+    expect(() => resolveSwimConfig({ incarnationRefuteMarginMs: S + 2 })).toThrow(
+      /incarnationRefuteMarginMs/,
+    );
+    // At the limit a member still refutes up to its clock + R, which a member at its clock accepts.
+    const tight = { incarnationSkewMs: 0, incarnationRefutations: 1, incarnationRefuteMarginMs: 1 };
+    const a = harness("a", [], tight, T);
+    a.admit("b", T);
+    a.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: T, from: "b" }] });
+    expect(a.swim.stats).toMatchObject({ refuted: 1, implausibleIncarnations: 0 });
+    expect(a.swim.currentIncarnation).toBe(T + 1);
+    const c = harness("c", [], tight, T);
+    c.admit("a", T);
+    c.msg("a", { type: "gossip", updates: [{ id: "a", status: "alive", incarnation: T + 1 }] });
+    expect(c.swim.memberViews().find((m) => m.id === "a")?.incarnation).toBe(T + 1);
+  });
+
   test("a clock far off at boot: the broken node loses, never a healthy member", () => {
     // Booted at epoch 0: the others' (real) incarnations are implausible to it, its own is believed.
     const lost = harness("z", [], {}, 0);

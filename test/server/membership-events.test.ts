@@ -222,6 +222,13 @@ describe("SWIM's counts on /metrics and /cluster", () => {
     expect((await cluster(a)).membership?.invalid).toBe(base + 2);
     // The node that sent nothing bad counts nothing.
     expect((await cluster(b)).membership?.invalid).toBe(0);
+
+    // A cache reset starts a new epoch, and SWIM's counts over with it: the refused ones too.
+    await a.runtime.resetCache();
+    expect((await cluster(a)).membership?.invalid).toBe(0);
+    expect(await invalid()).toBe(0);
+    expect(await postMesh(a, "B", garbage)).toBe(400);
+    expect((await cluster(a)).membership?.invalid).toBe(1);
   }, 60_000);
 
   it("gossip full: no SWIM, so neither the series nor the object", async () => {

@@ -102,6 +102,15 @@ export class MeshPeers {
     return this.refused;
   }
 
+  /**
+   * A new epoch (the cache reset's restart): SWIM's counts start over with it, so this one does too,
+   * or `invalid` would carry the old epoch's refusals on (and fall, a counter reset, when it had some
+   * of SWIM's own).
+   */
+  newEpoch(): void {
+    this.refused = 0;
+  }
+
   /** `id` is reachable at `url`; `own`: said by `id` itself (or configured), which beats a relay. */
   learn(id: NodeId, url: string, own: boolean): void {
     if (id === this.o.node.id) return;

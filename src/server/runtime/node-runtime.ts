@@ -263,6 +263,7 @@ export class NodeRuntime implements NodeService {
     });
     this.timers.clear();
     this.applyAll(this.node.restart(Date.now()));
+    this.mesh?.newEpoch();
     this.o.logger.info({ epoch: this.node.currentEpoch }, "cache reset: new epoch");
   }
 

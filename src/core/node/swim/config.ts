@@ -74,7 +74,9 @@ export const swimConfigSchema = z.object({
    * A member refutes news of itself up to the bound others apply (clock + skew + refutations) less
    * this margin, so its refutation is believed by every member whose clock is less than this far behind
    * its own. The gap is what a forged suspicion at the top of the others' bound holds its victim out
-   * for (until its clock catches up): a small margin shortens that, a large one covers more skew.
+   * for (until its clock catches up): a small margin shortens that, a large one covers more skew (a
+   * victim ahead by more can be pushed past what the members behind believe, and held out by the rest).
+   * At most `incarnationSkewMs` + 1, so a member keeps `incarnationRefutations` of room to refute.
    */
   incarnationRefuteMarginMs: z.number().int().min(1).max(86_400_000).default(60_000),
   /** Most entries accepted in one message (updates or a push-pull list): bigger messages are refused. */
@@ -94,6 +96,11 @@ export function resolveSwimConfig(input: SwimConfigInput = {}): SwimConfig {
     throw new Error("invalid swim config: recheckMaxMs must not be below recheckFirstMs");
   if (r.data.probeTimeoutMs > r.data.probeIntervalMs)
     throw new Error("invalid swim config: probeTimeoutMs must not exceed probeIntervalMs");
+  // A member refutes news of itself up to clock + refutations + skew − margin: a margin past the skew
+  // (+1, as refuting adds one) eats into the refutations it was promised, and past both it could not
+  // refute even its boot incarnation.
+  if (r.data.incarnationRefuteMarginMs > r.data.incarnationSkewMs + 1)
+    throw new Error("invalid swim config: incarnationRefuteMarginMs must not exceed incarnationSkewMs + 1");
   return r.data;
 }
 

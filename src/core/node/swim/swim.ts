@@ -220,10 +220,12 @@ export class Swim {
     switch (msg.type) {
       case "ping": {
         // Unverified senders get an ack (they may be a joiner not yet verified) but no news. A
-        // member we hold suspect or dead hears that first (the buddy system from the other side):
-        // it refutes at once instead of waiting for the news to reach it by chance.
+        // member we hold suspect, dead or left hears that first (the buddy system from the other
+        // side): it refutes at once instead of waiting for the news to reach it by chance (a leave
+        // too: one that pings us has not left, and a forged one it could not refute yet is otherwise
+        // said again only by a push-pull).
         const own =
-          m !== undefined && (m.status === "suspect" || m.status === "dead")
+          m !== undefined && m.status !== "alive"
             ? (this.broadcasts.about(from) ?? { id: from, status: m.status, incarnation: m.incarnation })
             : undefined;
         out.push({
@@ -319,7 +321,8 @@ export class Swim {
    * broken clock: others' may lead our clock by the skew allowed plus the refutations. News of us is
    * believed (and refuted) up to that bound less the refute margin, so our refutation (one more) is
    * believed by every member whose clock is less than the margin behind ours, and a forged suspicion
-   * at the top of their bound holds us out only until our clock has gained the margin.
+   * at the top of their bound holds us out until our clock has gained the margin (clocks alike; see
+   * config.ts `incarnationRefuteMarginMs` for ours ahead by more).
    */
   private plausibleMax(id: NodeId, now: number): number {
     const others = Math.floor(now) + this.config.incarnationRefutations + this.config.incarnationSkewMs;
