@@ -165,7 +165,7 @@ describe.skipIf(!CHROMIUM)(
       expect(problems).toEqual([]);
     });
 
-    it("shows the failure detector's counts from the node's /cluster, none alerting in a healthy mesh", async () => {
+    it("shows the failure detector's counts from the node's /cluster; a healthy mesh sends no bad gossip", async () => {
       type Counts = Record<string, number>;
       const membership = async () =>
         ((await (await fetch(`${node("A").apiUrl}/cluster`)).json()) as { membership: Counts }).membership;
@@ -201,10 +201,22 @@ describe.skipIf(!CHROMIUM)(
       }
       expect(shown.probes).toBeGreaterThan(0);
       expect(await page("A").locator("#membership").isVisible()).toBe(true);
-      // A healthy mesh on loopback: nothing refuted, invalid or implausible, so nothing highlighted.
-      for (const k of ["refuted", "invalid", "implausibleIncarnations"]) expect(shown[k], k).toBe(0);
-      expect(await page("A").locator("#membership .alerting").count()).toBe(0);
-      expect(await page("A").textContent("#membership-note")).toBe("nothing to alert on");
+      // A healthy mesh on loopback: no garbage and no forged news. A refutation can happen on a busy
+      // machine (a late ack makes a peer suspect A), so it is only held to its highlight: within the
+      // test's minutes every rise is inside the 10-min window, so it is lit exactly when not zero.
+      for (const k of ["invalid", "implausibleIncarnations"]) expect(shown[k], k).toBe(0);
+      const lit = await page("A").evaluate(() => {
+        const r = document.querySelector<HTMLElement>('#membership [data-key="refuted"]');
+        return {
+          refuted: Number(r?.dataset.count),
+          alert: r?.dataset.alert,
+          alerting: document.querySelectorAll("#membership .alerting").length,
+          note: document.getElementById("membership-note")?.textContent,
+        };
+      });
+      if (lit.refuted === 0)
+        expect(lit).toMatchObject({ alert: "false", alerting: 0, note: "nothing to alert on" });
+      else expect(lit).toMatchObject({ alert: "true", alerting: 1, note: "1 to alert on" });
       expect(problems).toEqual([]);
     });
 
