@@ -193,12 +193,13 @@ describe("membership by gossip (SWIM + Lifeguard)", () => {
   });
 
   test("forged news at the incarnation ceiling is refused everywhere; a plausible forgery is refuted", () => {
-    // Wall clocks spread over the whole skew allowed; the forger's is furthest behind, the plausibly
-    // forged victim's furthest ahead (so it refutes the highest incarnation any member accepts).
+    // Wall clocks spread over just under the refute margin; the forger's is furthest behind, the
+    // plausibly forged victim's furthest ahead, forged at the highest incarnation it refutes: its
+    // refutation is the highest any member must still believe.
     const T = Date.UTC(2026, 0, 1);
-    const { incarnationSkewMs: S, incarnationRefutations: R } = defaults;
+    const { incarnationSkewMs: S, incarnationRefutations: R, incarnationRefuteMarginMs: M } = defaults;
     const clockOffsetMs = Object.fromEntries(
-      Array.from({ length: 16 }, (_, i) => [i, T + Math.round((i / 15 - 0.5) * S)]),
+      Array.from({ length: 16 }, (_, i) => [i, T + Math.floor((i / 15) * (M - 1))]),
     );
     const at = 20_000;
     const forged = (id: string, status: "suspect" | "dead", incarnation: number) => ({
@@ -216,7 +217,7 @@ describe("membership by gossip (SWIM + Lifeguard)", () => {
         forgeries: [
           forged("n8", "suspect", MAX_INCARNATION),
           forged("n9", "dead", MAX_INCARNATION),
-          forged("n15", "suspect", (clockOffsetMs[15] as number) + at + R - 1),
+          forged("n15", "suspect", (clockOffsetMs[15] as number) + at + R + S - M),
         ],
       });
       expect(r.trace.filter((t) => t.to === "dead" || t.to === "left")).toEqual([]);
