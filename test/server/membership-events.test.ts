@@ -10,12 +10,11 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { SwimStats } from "../../src/core/node/swim/types.js";
-import { signPeerRequest } from "../../src/net/auth/hmac.js";
-import { encodeMesh, MESH_DECODE_LIMITS, MESH_PATH } from "../../src/net/mesh-wire.js";
+import { encodeMesh, MESH_DECODE_LIMITS } from "../../src/net/mesh-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
-import { relaySays } from "./mesh-relay.js";
+import { postMesh, relaySays } from "./mesh-relay.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pm-swimstats-"));
 const secret = randomBytes(32);
@@ -74,31 +73,6 @@ async function until(what: string, cond: () => Promise<boolean>, ms = 20_000): P
     if (Date.now() - t0 > ms) throw new Error(`timed out: ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-/**
- * Posts `body` to `to`'s mesh route as `sender`, signed with the cluster's secret (or, `signed: false`,
- * with no signature at all); resolves to the HTTP status.
- */
-async function postMesh(to: NodeHandle, sender: string, body: Uint8Array, signed = true): Promise<number> {
-  const headers = signed
-    ? signPeerRequest({
-        secret,
-        sender,
-        destination: to.runtime.nodeId,
-        method: "POST",
-        path: MESH_PATH,
-        body,
-        now: Date.now(),
-      })
-    : {};
-  const res = await fetch(`${to.peerUrl}${MESH_PATH}`, {
-    method: "POST",
-    body: Buffer.from(body),
-    headers: { ...headers, "content-type": "application/octet-stream" },
-  });
-  await res.arrayBuffer();
-  return res.status;
 }
 
 const EVENTS = [
@@ -194,29 +168,14 @@ describe("SWIM's counts on /metrics and /cluster", () => {
 
     // Unauthenticated (no signature, or one made with another secret): refused before the mesh
     // route, counted as an auth rejection, never as a member's invalid gossip.
-    expect(await postMesh(a, "B", garbage, false)).toBe(401);
-    const wrong = signPeerRequest({
-      secret: randomBytes(32),
-      sender: "B",
-      destination: "A",
-      method: "POST",
-      path: MESH_PATH,
-      body: garbage,
-      now: Date.now(),
-    });
-    const forged = await fetch(`${a.peerUrl}${MESH_PATH}`, {
-      method: "POST",
-      body: Buffer.from(garbage),
-      headers: { ...wrong, "content-type": "application/octet-stream" },
-    });
-    expect(forged.status).toBe(401);
-    await forged.arrayBuffer();
+    expect(await postMesh(undefined, a, "B", garbage)).toBe(401);
+    expect(await postMesh(randomBytes(32), a, "B", garbage)).toBe(401);
     expect(await invalid()).toBe(base);
     expect((await cluster(a)).membership?.invalid).toBe(base);
 
     // Authenticated member B: each is a 400, and each counts.
-    expect(await postMesh(a, "B", garbage)).toBe(400);
-    expect(await postMesh(a, "B", oversized)).toBe(400);
+    expect(await postMesh(secret, a, "B", garbage)).toBe(400);
+    expect(await postMesh(secret, a, "B", oversized)).toBe(400);
     await until("A counts B's invalid messages", async () => (await invalid()) >= base + 2);
     expect(await invalid()).toBe(base + 2);
     expect((await cluster(a)).membership?.invalid).toBe(base + 2);
@@ -227,7 +186,7 @@ describe("SWIM's counts on /metrics and /cluster", () => {
     await a.runtime.resetCache();
     expect((await cluster(a)).membership?.invalid).toBe(0);
     expect(await invalid()).toBe(0);
-    expect(await postMesh(a, "B", garbage)).toBe(400);
+    expect(await postMesh(secret, a, "B", garbage)).toBe(400);
     expect((await cluster(a)).membership?.invalid).toBe(1);
   }, 60_000);
 

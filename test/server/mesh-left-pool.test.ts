@@ -61,15 +61,21 @@ function fakes() {
   };
 }
 
+/** Fake timers, and B a member at its first address that has just left: its pool kept. */
+function leftAndKept(): ReturnType<typeof fakes> {
+  vi.useFakeTimers();
+  const f = fakes();
+  f.mesh.learn("B", "http://127.0.0.1:1", true);
+  f.set("alive");
+  f.mesh.syncMembers();
+  f.set("left");
+  f.mesh.syncMembers();
+  return f;
+}
+
 describe("a member that left: its pool", () => {
   it("is kept LEFT_POOL_MS, then closed", () => {
-    vi.useFakeTimers();
-    const { mesh, pools, set } = fakes();
-    mesh.learn("B", "http://127.0.0.1:1", true);
-    set("alive");
-    mesh.syncMembers();
-    set("left");
-    mesh.syncMembers();
+    const { mesh, pools } = leftAndKept();
     expect(pools.has("B")).toBe(true);
     vi.advanceTimersByTime(LEFT_POOL_MS);
     expect(pools.has("B")).toBe(false);
@@ -77,13 +83,7 @@ describe("a member that left: its pool", () => {
   });
 
   it("once it came back, its old keeping never closes a pool made later (a verification's)", () => {
-    vi.useFakeTimers();
-    const { mesh, pools, set } = fakes();
-    mesh.learn("B", "http://127.0.0.1:1", true);
-    set("alive");
-    mesh.syncMembers();
-    set("left");
-    mesh.syncMembers(); // kept for LEFT_POOL_MS
+    const { mesh, pools, set } = leftAndKept(); // kept for LEFT_POOL_MS
     set("alive");
     mesh.syncMembers(); // back (restarted): a member again
     vi.advanceTimersByTime(LEFT_POOL_MS / 4);
@@ -99,13 +99,7 @@ describe("a member that left: its pool", () => {
   });
 
   it("is not closed by its leave's timer once its id is being verified again (a restart)", () => {
-    vi.useFakeTimers();
-    const { mesh, pools, set, hellos } = fakes();
-    mesh.learn("B", "http://127.0.0.1:1", true);
-    set("alive");
-    mesh.syncMembers();
-    set("left");
-    mesh.syncMembers(); // kept for LEFT_POOL_MS
+    const { mesh, pools, set, hellos } = leftAndKept(); // kept for LEFT_POOL_MS
     vi.advanceTimersByTime(LEFT_POOL_MS / 2);
     set(undefined); // restarted: SWIM names it again and asks for its verification
     mesh.verify("B");
@@ -121,13 +115,7 @@ describe("a member that left: its pool", () => {
   });
 
   it("is no longer the kept one once the id's pool is made again at a new address", () => {
-    vi.useFakeTimers();
-    const { mesh, pools, set } = fakes();
-    mesh.learn("B", "http://127.0.0.1:1", true);
-    set("alive");
-    mesh.syncMembers();
-    set("left");
-    mesh.syncMembers(); // kept for LEFT_POOL_MS
+    const { mesh, pools, set } = leftAndKept(); // kept for LEFT_POOL_MS
     set(undefined);
     mesh.learn("B", "http://127.0.0.1:2", true); // restarted elsewhere, said by itself: a new pool
     vi.advanceTimersByTime(LEFT_POOL_MS);

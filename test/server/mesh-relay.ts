@@ -18,19 +18,35 @@ export async function relaySays(
     { channel: "swim", msg: { type: "gossip", updates: [{ id, status: "alive", incarnation }] } },
     [{ id, url }],
   );
-  const headers = signPeerRequest({
-    secret,
-    sender: "R",
-    destination: to.runtime.nodeId,
-    method: "POST",
-    path: MESH_PATH,
-    body,
-    now: Date.now(),
-  });
+  return postMesh(secret, to, "R", body);
+}
+
+/**
+ * Posts `body` to `to`'s mesh route as `sender`, signed with `secret` (undefined: no signature at all);
+ * resolves to the HTTP status.
+ */
+export async function postMesh(
+  secret: Buffer | undefined,
+  to: NodeHandle,
+  sender: string,
+  body: Uint8Array,
+): Promise<number> {
+  const headers = secret
+    ? signPeerRequest({
+        secret,
+        sender,
+        destination: to.runtime.nodeId,
+        method: "POST",
+        path: MESH_PATH,
+        body,
+        now: Date.now(),
+      })
+    : {};
   const res = await fetch(`${to.peerUrl}${MESH_PATH}`, {
     method: "POST",
     body: Buffer.from(body),
     headers: { ...headers, "content-type": "application/octet-stream" },
   });
+  await res.arrayBuffer();
   return res.status;
 }
