@@ -197,5 +197,6 @@ describe("SWIM's counts on /metrics and /cluster", () => {
     expect(text).toContain("# TYPE prefixmesh_membership_events_total counter");
     expect(text).not.toMatch(/^prefixmesh_membership_events_total\{/m);
     expect(await cluster(f)).not.toHaveProperty("membership");
+    expect((await cluster(f)) as unknown).toMatchObject({ gossip: "full" });
   }, 30_000);
 });

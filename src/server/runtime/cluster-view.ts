@@ -115,8 +115,10 @@ export class ClusterView {
       // Candidates whose check refused them: why, and in how long each is asked again.
       refused: this.refused(),
       ...(this.discovery ? { discovery: this.discovery() } : {}),
-      // gossip "scuttlebutt": every member SWIM holds, with its status (dead ones while remembered).
-      ...(mesh ? { gossip: "scuttlebutt", members: mesh } : {}),
+      // The --gossip mode; "scuttlebutt": every member SWIM holds, with its status (dead ones while
+      // remembered).
+      gossip: mesh ? "scuttlebutt" : "full",
+      ...(mesh ? { members: mesh } : {}),
       // gossip "scuttlebutt": the SWIM failure detector's own counts in this epoch (refutations,
       // refused news, …): what an operator alerts on, as prefixmesh_membership_events_total.
       ...(swim ? { membership: swim } : {}),
