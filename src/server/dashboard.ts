@@ -31,6 +31,11 @@ const ASSETS: Record<string, { path: () => string; type: string }> = {
   "charts.js": { path: () => compiled("charts.js"), type: "text/javascript; charset=utf-8" },
   "refused.js": { path: () => compiled("refused.js"), type: "text/javascript; charset=utf-8" },
   "membership.js": { path: () => compiled("membership.js"), type: "text/javascript; charset=utf-8" },
+  "membership-view.js": {
+    path: () => compiled("membership-view.js"),
+    type: "text/javascript; charset=utf-8",
+  },
+  "dom.js": { path: () => compiled("dom.js"), type: "text/javascript; charset=utf-8" },
   "uplot.js": {
     path: () => require.resolve("uplot/dist/uPlot.iife.min.js"),
     type: "text/javascript; charset=utf-8",

@@ -220,7 +220,7 @@ describe.skipIf(!CHROMIUM)(
       expect(problems).toEqual([]);
     });
 
-    it("highlights alerting counts with their rise since the last poll; hidden without SWIM", async () => {
+    it("highlights alerting counts with their rise since the last poll; hidden without SWIM, said under full", async () => {
       // A's own /cluster with its counts moved on the way to the page: refutations and invalid messages
       // rising each poll, a count that is not a number (as text, never markup), and no membership at
       // all (gossip full).
@@ -268,6 +268,17 @@ describe.skipIf(!CHROMIUM)(
         await route.fulfill({ response: res, json: v });
       });
       await p.locator("#membership").waitFor({ state: "hidden", timeout: LONG });
+      expect(await p.locator("#membership [data-key]").count()).toBe(0);
+
+      // A node under --gossip full says so: the panel says why there is no failure detector.
+      await p.unroute("**/cluster");
+      await p.route("**/cluster", async (route) => {
+        const res = await route.fetch();
+        const { membership: _, ...v } = (await res.json()) as { membership: unknown };
+        await route.fulfill({ response: res, json: { ...v, gossip: "full" } });
+      });
+      await p.locator("#membership").waitFor({ state: "visible", timeout: LONG });
+      expect(await p.textContent("#membership-note")).toContain("none under --gossip full");
       expect(await p.locator("#membership [data-key]").count()).toBe(0);
       await p.close();
       expect(problems).toEqual([]);

@@ -322,7 +322,15 @@ describe("OpenAI-compatible API (fake service)", () => {
     expect((await fetch(`${base}/dashboard/uplot.css`)).status).toBe(200);
     expect((await fetch(`${base}/dashboard/app.css`)).status).toBe(200);
     // The page's modules are dashboard files (served from the build; 503 when run unbuilt), never 404.
-    for (const file of ["app.js", "charts.js", "series.js", "refused.js", "membership.js"])
+    for (const file of [
+      "app.js",
+      "dom.js",
+      "charts.js",
+      "series.js",
+      "refused.js",
+      "membership.js",
+      "membership-view.js",
+    ])
       expect((await fetch(`${base}/dashboard/${file}`)).status, file).not.toBe(404);
     const missing = await fetch(`${base}/dashboard/..%2F..%2Fpackage.json`);
     expect(missing.status).toBe(404);

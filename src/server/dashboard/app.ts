@@ -8,14 +8,8 @@
 
 import type { RefusedView } from "../../core/refusals.js";
 import { colourOf, drawCharts } from "./charts.js";
-import {
-  type MembershipItem,
-  type MembershipReading,
-  membershipPanel,
-  noteRises,
-  type RiseTimes,
-  readMembership,
-} from "./membership.js";
+import { $, el } from "./dom.js";
+import { showMembership } from "./membership-view.js";
 import { fmtSec, refusedLines } from "./refused.js";
 import { History, parseMetrics, readingOf, servedByMember, WINDOWS } from "./series.js";
 
@@ -54,6 +48,8 @@ interface ClusterView {
   refused?: RefusedView[];
   /** gossip "scuttlebutt": the SWIM failure detector's counts (membership.ts reads them). */
   membership?: unknown;
+  /** The node's --gossip mode (absent from an older node). */
+  gossip?: unknown;
 }
 interface SeedView {
   seed: string;
@@ -71,22 +67,9 @@ interface SeedView {
 const params = new URLSearchParams(location.search);
 const EVERY_MS = Math.min(60_000, Math.max(250, Number(params.get("every")) || 1000));
 
-const $ = (id: string) => document.getElementById(id) as HTMLElement;
-
-function el(tag: string, text?: string | null, cls?: string): HTMLElement {
-  const e = document.createElement(tag);
-  if (text != null) e.textContent = text;
-  if (cls) e.className = cls;
-  return e;
-}
-
 const fmtInt = (n: number) => Math.round(n).toLocaleString("en-US");
 
 const history = new History();
-/** The previous poll's SWIM counts: the panel shows how much each rose since. */
-let swimBefore: MembershipReading | undefined;
-/** When each alerting SWIM count last rose (membership.ts `noteRises`). */
-let swimRises: RiseTimes = {};
 let view: ClusterView | undefined;
 let lastOk: number | undefined;
 
@@ -201,45 +184,6 @@ function renderRefused(v: ClusterView): void {
   const list = el("ul");
   list.replaceChildren(...items);
   box.replaceChildren(el("b", "Refused (not admitted as members):"), list);
-}
-
-/** The failure detector's counts under the refused: the ones to alert on highlighted, rises since the last poll. */
-function renderMembership(reading: MembershipReading | undefined): void {
-  const box = $("membership");
-  swimRises = noteRises(reading, swimBefore, swimRises);
-  const panel = membershipPanel(reading, swimBefore, swimRises);
-  box.hidden = !panel.shown;
-  if (!panel.shown) {
-    box.replaceChildren();
-    return;
-  }
-  const span = (i: MembershipItem, cls: string) => {
-    const s = el("span", null, i.alert ? `${cls} alerting` : cls);
-    s.dataset.key = i.key;
-    s.dataset.count = i.count === null ? "" : String(i.count);
-    s.dataset.alert = String(i.alert);
-    s.title = i.hint;
-    s.append(`${i.label} `, el("b", i.value));
-    if (i.rise) s.append(" ", el("span", i.rise, "rise"));
-    return s;
-  };
-  const join = (xs: HTMLElement[]) => xs.flatMap((x, n) => (n > 0 ? [" · ", x] : [x]));
-  const note =
-    panel.alerting > 0
-      ? el("span", `${panel.alerting} to alert on`, "swim alerting")
-      : el("span", "nothing to alert on", "muted");
-  note.id = "membership-note";
-  const main = el("div");
-  main.append(
-    el("b", "Failure detector (SWIM)"),
-    " (",
-    note,
-    "): ",
-    ...join(panel.items.map((i) => span(i, "swim"))),
-  );
-  const context = el("div", null, "muted");
-  context.append(...join(panel.context.map((i) => span(i, "swim context"))));
-  box.replaceChildren(main, context);
 }
 
 /** The node's own counters (from /cluster), as a list of term / value pairs. */
@@ -376,9 +320,7 @@ async function tick(): Promise<void> {
     renderMembers(view);
     renderSeeds(view);
     renderRefused(view);
-    const swim = readMembership(view.membership, lastOk / 1000);
-    renderMembership(swim);
-    swimBefore = swim;
+    showMembership(view.membership, lastOk / 1000, view.gossip);
     renderTotals(view);
   } catch (err) {
     error = describe(err);
