@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hitByArrival, hitFrom, steadyWindow } from "../../src/experiments/scale/execute.js";
-import { boundedBytes, writeScaleReport } from "../../src/experiments/scale/report.js";
+import { writeScaleReport } from "../../src/experiments/scale/report.js";
+import { boundedBytes } from "../../src/experiments/scale/report-targets.js";
 import { runScale, type ScaleOutcome } from "../../src/experiments/scale/run.js";
 import type { SimRecord } from "../../src/sim/types.js";
 

@@ -13,16 +13,8 @@
  * namespace only; a slot holding another's content is spilled and emptied first, so nothing of it is
  * reused. Slots report their content, and states are kept, as cache keys (`keyTokens`).
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
-import type {
-  LlamaContext,
-  LlamaContextSequence,
-  LlamaContextSequenceRepeatPenalty,
-  LlamaModel,
-  Token,
-} from "node-llama-cpp";
+import { basename } from "node:path";
+import type { LlamaContext, LlamaModel, Token } from "node-llama-cpp";
 import type { z } from "zod";
 import type {
   ChatMessage,
@@ -33,15 +25,20 @@ import type {
   EngineResult,
   Tokens,
 } from "../../core/engine.js";
-import { type NamespaceFields, promptMatch } from "../../core/namespace.js";
 import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
 import { GgufError, validateGguf } from "../gguf/validate.js";
-import { DEFAULT_NAMESPACE, namespaceTag, sameNamespace, taggedKey } from "../namespace-tags.js";
+import { DEFAULT_NAMESPACE, namespaceTag } from "../namespace-tags.js";
 import { StopAwareOutput } from "../output.js";
 import { renderChat } from "./chat.js";
 import { type LlamaCppLog, type LlamaCppOptions, LlamaCppOptionsSchema } from "./options.js";
+import { repeatPenalty } from "./penalty.js";
 import { cpuLlama, takeLlamaErrors } from "./runtime.js";
-import { type SavedState, StateCache } from "./state-cache.js";
+import { type Slot, SlotCache, slotKey } from "./slots.js";
+import { StateCache } from "./state-cache.js";
+import { createStateDir, removeStateDir } from "./state-dirs.js";
+
+// Swept and aged by state-dirs.ts; exported here too, where the engine's callers and tests find them.
+export { ORPHAN_STATE_DIR_AGE_MS, removeOrphanStateDirs } from "./state-dirs.js";
 
 const stderrLog: LlamaCppLog = (msg, fields) =>
   console.warn(`prefixmesh llamacpp: ${msg}`, JSON.stringify(fields));
@@ -57,93 +54,13 @@ export interface StateStats {
   loadFailures: number;
 }
 
-const STATE_DIR_PREFIX = "prefixmesh-states-";
-/**
- * Directories named without a pid (`prefixmesh-states-XXXXXX`, written by builds before the pid was
- * added, or by anything else) cannot be checked for a live owner; they are removed once untouched
- * this long. A live engine's directory changes whenever it saves or drops a state.
- */
-export const ORPHAN_STATE_DIR_AGE_MS = 60 * 60 * 1000;
-/** State directories of engines not yet closed: removed at process exit (tmpfs is RAM). */
-const liveStateDirs = new Set<string>();
-process.once("exit", () => {
-  for (const d of liveStateDirs) rmSync(d, { recursive: true, force: true });
-});
-
-/**
- * Removes state directories left by processes that died without closing (e.g. SIGKILL): those whose
- * pid is gone, and pid-less ones untouched for `ORPHAN_STATE_DIR_AGE_MS`. Best effort: never throws.
- */
-export function removeOrphanStateDirs(base: string, now = Date.now()): void {
-  let names: string[];
-  try {
-    names = readdirSync(base);
-  } catch {
-    return;
-  }
-  const withPid = new RegExp(`^${STATE_DIR_PREFIX}(\\d+)-`);
-  for (const name of names) {
-    if (!name.startsWith(STATE_DIR_PREFIX)) continue;
-    const dir = join(base, name);
-    const m = withPid.exec(name);
-    try {
-      if (m) {
-        try {
-          process.kill(Number(m[1]), 0); // throws ESRCH when the owner is gone
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === "ESRCH") rmSync(dir, { recursive: true, force: true });
-        }
-      } else {
-        const st = statSync(dir);
-        if (st.isDirectory() && now - st.mtimeMs > ORPHAN_STATE_DIR_AGE_MS)
-          rmSync(dir, { recursive: true, force: true });
-      }
-    } catch {
-      // raced with another sweeper or not ours to remove: leave it
-    }
-  }
-}
-
-interface Slot {
-  seq: LlamaContextSequence;
-  lastUsed: number;
-  /** The namespace of the request that computed the slot's content. */
-  ns: NamespaceFields;
-}
-
-/**
- * OpenAI's penalties as node-llama-cpp's, on the last PENALTY_LAST_N tokens of prompt and output as
- * llama-server counts them, its multiplicative repeat penalty off (1): OpenAI has none.
- */
-const PENALTY_LAST_N = 64;
-function repeatPenalty(
-  req: EngineRequest,
-  prompt: readonly Token[],
-  generated: readonly Token[],
-): { repeatPenalty?: LlamaContextSequenceRepeatPenalty } {
-  if (!req.presencePenalty && !req.frequencyPenalty) return {};
-  const recent = () => {
-    const fromPrompt = PENALTY_LAST_N - generated.length;
-    return fromPrompt > 0 ? [...prompt.slice(-fromPrompt), ...generated] : generated.slice(-PENALTY_LAST_N);
-  };
-  return {
-    repeatPenalty: {
-      punishTokens: recent,
-      maxPunishTokens: PENALTY_LAST_N,
-      penalty: 1,
-      presencePenalty: req.presencePenalty ?? 0,
-      frequencyPenalty: req.frequencyPenalty ?? 0,
-    },
-  };
-}
-
 export class LlamaCppEngine implements Engine {
   readonly info: EngineInfo;
   private tail: Promise<unknown> = Promise.resolve();
   private clock = 0;
   private closed = false;
   private failure: string | undefined;
-  private readonly counts = { saves: 0, saveFailures: 0, loads: 0, loadFailures: 0 };
+  private readonly cache: SlotCache;
 
   private constructor(
     private readonly model: LlamaModel,
@@ -151,11 +68,12 @@ export class LlamaCppEngine implements Engine {
     private readonly slots: Slot[],
     private readonly states: StateCache,
     private readonly stateRoot: string,
-    private readonly opts: z.output<typeof LlamaCppOptionsSchema>,
+    opts: z.output<typeof LlamaCppOptionsSchema>,
     private readonly vocabSize: number,
     private readonly hasTemplate: boolean,
-    private readonly log: LlamaCppLog,
+    log: LlamaCppLog,
   ) {
+    this.cache = new SlotCache(slots, states, opts, log);
     this.info = {
       kind: "llamacpp",
       model: opts.modelName ?? basename(opts.modelPath).replace(/\.gguf$/i, ""),
@@ -203,11 +121,7 @@ export class LlamaCppEngine implements Engine {
       lastUsed: 0,
       ns: DEFAULT_NAMESPACE,
     }));
-    const base = opts.stateDir ?? (existsSync("/dev/shm") ? "/dev/shm" : tmpdir());
-    mkdirSync(base, { recursive: true });
-    removeOrphanStateDirs(base);
-    const stateRoot = mkdtempSync(join(base, `${STATE_DIR_PREFIX}${process.pid}-`));
-    liveStateDirs.add(stateRoot);
+    const stateRoot = createStateDir(opts.stateDir);
     const states = new StateCache(stateRoot, {
       maxStates: opts.maxSavedStates,
       maxBytes: opts.maxSavedBytes,
@@ -249,14 +163,14 @@ export class LlamaCppEngine implements Engine {
   /** The sequences the node's tree must hold (as cache keys): every slot plus every saved state. */
   cachedSequences(): Tokens[] {
     const out: Tokens[] = [];
-    for (const s of this.slots) if (s.seq.nextTokenIndex > 0) out.push(this.slotKey(s));
+    for (const s of this.slots) if (s.seq.nextTokenIndex > 0) out.push(slotKey(s));
     for (const st of this.states.entries) out.push(st.tokens);
     return out;
   }
 
   /** Saved-state statistics, for metrics and benchmarks. */
   stateStats(): StateStats {
-    return { states: this.states.entries.length, bytes: this.states.totalBytes, ...this.counts };
+    return { states: this.states.entries.length, bytes: this.states.totalBytes, ...this.cache.counts };
   }
 
   /**
@@ -288,15 +202,9 @@ export class LlamaCppEngine implements Engine {
     this.closed = true;
     await this.tail;
     this.states.clear();
-    rmSync(this.stateRoot, { recursive: true, force: true });
-    liveStateDirs.delete(this.stateRoot);
+    removeStateDir(this.stateRoot);
     await this.context.dispose();
     await this.model.dispose();
-  }
-
-  /** A slot's content as its namespace's cache key. */
-  private slotKey(s: Slot): Tokens {
-    return taggedKey(s.ns, Uint32Array.from(s.seq.contextTokens as number[]));
   }
 
   private ensureOpen(): void {
@@ -330,7 +238,7 @@ export class LlamaCppEngine implements Engine {
     let slot: Slot;
     const ns = namespaceTag(req);
     try {
-      const prepared = await this.prepareSlot(tokens, ns);
+      const prepared = await this.cache.prepare(tokens, ns);
       slot = prepared.slot;
       // A full hit still needs the last prompt token evaluated to produce logits.
       const keep = Math.min(prepared.shared, tokens.length - 1);
@@ -404,104 +312,5 @@ export class LlamaCppEngine implements Engine {
       finishReason,
       cachedSequences: this.cachedSequences(),
     };
-  }
-
-  /**
-   * Picks the slot: the one sharing the longest prefix when that share is worth taking over the slot,
-   * else the least-recently-used slot. "Worth it" = the shared prefix covers at least
-   * `slotReuseFraction` of the prompt, or the slot loses almost nothing (it holds a prefix of the
-   * prompt). Without this, every prompt would pile onto one slot, since all prompts share BOS (and
-   * often a template header). A saved state is loaded into the chosen slot when it shares more than
-   * the slot does. Slot contents about to be lost are spilled to the state cache first. Returns the
-   * slot and the prefix it now shares with the prompt.
-   */
-  private async prepareSlot(tokens: Token[], ns: NamespaceFields): Promise<{ slot: Slot; shared: number }> {
-    // Another namespace's content shares nothing with the prompt, whatever its tokens.
-    const shared = (s: Slot) =>
-      sameNamespace(s.ns, ns) ? s.seq.compareContextTokens(tokens).firstDifferentIndex : 0;
-    let best: Slot | undefined;
-    let bestLen = 0;
-    for (const s of this.slots) {
-      const len = shared(s);
-      if (len > bestLen) {
-        best = s;
-        bestLen = len;
-      }
-    }
-    const worthIt =
-      best !== undefined &&
-      (bestLen >= this.opts.slotReuseFraction * tokens.length ||
-        best.seq.nextTokenIndex - bestLen < this.opts.minSpillTokens);
-    const slot = worthIt && best ? best : this.slots.reduce((a, b) => (b.lastUsed < a.lastUsed ? b : a));
-    const slotLen = slot === best ? bestLen : shared(slot);
-    // States are kept as cache keys: a match counts the namespace's pseudo-block, which reuses nothing.
-    const key = taggedKey(ns, Uint32Array.from(tokens as number[]));
-    const match = this.states.bestMatch(key);
-    const saved = match && { state: match.state, length: promptMatch(ns, match.length) };
-    if (saved && saved.length > slotLen) {
-      // The spill must not evict the state we are about to load (it used to: LRU picked it).
-      await this.spill(slot, 0, saved.state);
-      await this.loadState(slot, saved.state);
-      // Measured after the load: a failed load leaves the slot empty.
-      return { slot, shared: shared(slot) };
-    }
-    // Spilling saves the slot without changing it: the shared prefix is still slotLen.
-    await this.spill(slot, slotLen);
-    return { slot, shared: slotLen };
-  }
-
-  /**
-   * Loads a saved state into a slot. A failed load never fails the request: the state is dropped and
-   * the slot is left empty, so the prompt is recomputed. The slot is emptied first because
-   * node-llama-cpp forgets the slot's tokens before the native load, which can fail without touching
-   * the KV cells: stale cells under a sequence believed empty would corrupt the next evaluation.
-   */
-  private async loadState(slot: Slot, state: SavedState): Promise<void> {
-    await slot.seq.clearHistory();
-    try {
-      await slot.seq.loadStateFromFile(state.file, { acceptRisk: true });
-      slot.ns = state.ns;
-      this.counts.loads++;
-      this.states.touch(state);
-    } catch (e) {
-      this.counts.loadFailures++;
-      this.states.delete(state);
-      const llama = takeLlamaErrors().join("; ");
-      this.log("saved state failed to load; recomputing the prompt", {
-        file: state.file,
-        tokens: state.tokens.length,
-        error: (e as Error).message,
-        ...(llama ? { llama } : {}),
-      });
-      if (slot.seq.nextTokenIndex > 0) await slot.seq.clearHistory();
-    }
-  }
-
-  /**
-   * Saves a slot's sequence before all but `keep` of its tokens are dropped, if worth keeping. A failed
-   * save only loses that cache entry, never the request. `protect`: see StateCache.add.
-   */
-  private async spill(slot: Slot, keep: number, protect?: SavedState): Promise<void> {
-    const n = slot.seq.nextTokenIndex;
-    if (n - keep < this.opts.minSpillTokens) return;
-    const tokens = this.slotKey(slot);
-    if (this.states.covers(tokens)) return;
-    try {
-      const added = await this.states.add(
-        tokens,
-        async (file) => {
-          await slot.seq.saveStateToFile(file);
-        },
-        protect,
-        slot.ns,
-      );
-      if (added) this.counts.saves++;
-    } catch (e) {
-      this.counts.saveFailures++;
-      this.log("saving a slot's state failed; its tokens leave the cache", {
-        tokens: tokens.length,
-        error: (e as Error).message,
-      });
-    }
   }
 }
