@@ -6,9 +6,9 @@
  *  - `hedged`: a hedge's peer answered the request first (hedge.ts);
  *  - `cancelled`: the origin of a forward we run sent its final cancel: no answer of that attempt is
  *    taken any more, so the run is aborted. A cancel on a fallback is not final: a late answer still
- *    answers a request that waits (origin.ts `lateAnswered`), so that run goes on — until the request
+ *    answers a request that waits (answering.ts `lateAnswered`), so that run goes on — until the request
  *    settles, or its own run starts at the origin (from then on only a hedge's answer is taken, and
- *    not a stream's: origin.ts `lateAnswered`, hedge.ts). Then every attempt it moved on from with
+ *    not a stream's: answering.ts `lateAnswered`, hedge.ts). Then every attempt it moved on from with
  *    such a cancel gets a final one (`owedCancels`: one per attempt, and none for a peer that
  *    answered it, was sent one already, restarted since it took the job, or is no member any more:
  *    nothing to reach — unless it left saying goodbye: it drains what it took, so it is still sent

@@ -4,7 +4,7 @@
  * `x-prefixmesh-deadline-ms`). Then:
  *  - routing ranks only the peers whose expected completion fits what is left (`withinDeadline`);
  *  - admission refuses at once, with when to retry, a request that cannot finish in time here and
- *    that no peer is expected to start in time either (origin.ts `waitsTooLong`, node.ts);
+ *    that no peer is expected to start in time either (admission.ts `waitsTooLong`, node.ts);
  *  - every forward carries what is left of it, less the round trip, as its `deadlineMs`: the serving
  *    node refuses a forward it cannot start in time and drops it at dequeue once expired. Relative
  *    on the wire (each node turns it into its own clock's deadline): peers' clocks are not synced.

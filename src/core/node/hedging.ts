@@ -36,7 +36,8 @@ export class Hedging {
    */
   ask(p: Pending, now: number, out: Effect[], started: () => boolean): void {
     if (p.hedge === undefined) return;
-    // From now on the peer's answer is refused (lateAnswered): its cancel is final, its run aborted.
+    // From now on the peer's answer is refused (answering.ts `lateAnswered`): its cancel is final,
+    // its run aborted.
     if (p.request.stream === true && started()) return void this.end(p, out, true, true);
     const h = hedgeOf(p);
     const peer = h && this.targets.get(h.to);

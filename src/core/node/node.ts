@@ -147,7 +147,7 @@ export class PrefixNode extends NodeRouting {
         this.onClientRequest(input.reqId, input.request, now, out);
         break;
       case "client-gone": // client-gone.ts
-        this.origin.clientGone(input, out, (id) => this.executor.dropClient(id, out));
+        this.origin.answering.clientGone(input, out, (id) => this.executor.dropClient(id, out));
         break;
       case "peer-message":
         this.onPeerMessage(input.from, input.msg, now, out);
@@ -158,7 +158,7 @@ export class PrefixNode extends NodeRouting {
         const { job, result, timing } = done;
         if (job.kind === "forward") this.serving.answered(job, result, timing, now, out);
         else if (job.kind === "check") this.origin.checked(job.reqId, result.text);
-        else this.origin.completeLocal(job, result, timing, now, out);
+        else this.origin.answering.completeLocal(job, result, timing, now, out);
         this.executor.pump(now, out);
         break;
       }
@@ -167,7 +167,7 @@ export class PrefixNode extends NodeRouting {
         if (!job) break;
         if (job.kind === "forward") this.serving.failed(job, `engine: ${input.error}`, now, out);
         else if (job.kind === "check") this.origin.spot.drop(job.reqId);
-        else this.origin.failLocal(job, `engine: ${input.error}`, now, out);
+        else this.origin.answering.failLocal(job, `engine: ${input.error}`, now, out);
         this.executor.pump(now, out);
         break;
       }
@@ -175,7 +175,7 @@ export class PrefixNode extends NodeRouting {
         const job = this.executor.aborted(input.jobId, input.kept ?? 0, input.sequences);
         // Only our clients' runs and peers' forwards are ever aborted (never a spot check).
         if (job?.kind === "forward") this.serving.aborted(job, now, out);
-        else if (job?.kind === "client") this.origin.abortedLocal(job);
+        else if (job?.kind === "client") this.origin.answering.abortedLocal(job);
         this.executor.pump(now, out);
         break;
       }
@@ -202,7 +202,7 @@ export class PrefixNode extends NodeRouting {
   }
 
   private onClientRequest(reqId: string, request: EngineRequest, now: number, out: Effect[]): void {
-    const refused = this.origin.admit(reqId, request, now);
+    const refused = this.origin.admission.admit(reqId, request, now);
     if (refused) return void out.push(refused);
     const self = this.executor.selfView(this.config.id, request, now);
     mesh.seek(this.antiEntropy, request, self.match, this.executor, now, out);
@@ -222,16 +222,17 @@ export class PrefixNode extends NodeRouting {
     }
     const run = this.origin.runHere(reqId);
     if (!servesModel(this.config.models, run.request.model))
-      return void this.origin.refuseUnserved(run, now, out);
+      return void this.origin.answering.refuseUnserved(run, now, out);
     const waitMs = this.executor.admissionWaitMs(now);
-    const tooLong = this.origin.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, 0));
+    const admission = this.origin.admission;
+    const tooLong = admission.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, 0));
     if (tooLong === undefined && !this.executor.full()) {
       this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
       return void this.origin.hedge(reqId, now, out, () => this.executor.runsClient(reqId));
     }
     // About to refuse for our wait: first a peer expected to start it in time, if any.
     const w = { reqId, request: run.request, startsInMs: waitMs ?? 0 };
-    const to = tooLong === "spill" ? this.soonerPeer(w, now, this.origin.waitBoundMs(reqId)) : undefined;
+    const to = tooLong === "spill" ? this.soonerPeer(w, now, admission.waitBoundMs(reqId)) : undefined;
     if (to !== undefined) {
       this.origin.reroute(reqId, to.to, to.expectMs);
       return void this.advance(reqId, now, out);
@@ -303,13 +304,13 @@ export class PrefixNode extends NodeRouting {
         break;
       }
       case "result": {
-        if (this.origin.refuseQuarantined(from, msg, out)) {
+        if (this.origin.answering.refuseQuarantined(from, msg, out)) {
           this.advance(msg.reqId, now, out);
           break;
         }
         const x = this.executor;
         const abort = (id: string) => x.abortClient(id, "hedged", out);
-        const served = this.origin.onResult(from, msg, now, out, (id) => x.takeQueued(id), abort);
+        const served = this.origin.answering.onResult(from, msg, now, out, (id) => x.takeQueued(id), abort);
         if (served) this.antiEntropy.believeServed(from, served, now);
         break;
       }
@@ -390,7 +391,7 @@ export class PrefixNode extends NodeRouting {
   /** Offload (offload.ts): waiting client requests move to a peer finishing sooner, within their bound. */
   private offloadWaiting(now: number, out: Effect[], round = new OffloadRound(), k = this.learnedCosts()) {
     for (const w of this.executor.waitingClients(now, OFFLOAD_SCAN)) {
-      const to = this.soonerPeer(w, now, this.origin.waitLeftMs(w.reqId, now), round, k);
+      const to = this.soonerPeer(w, now, this.origin.admission.waitLeftMs(w.reqId, now), round, k);
       if (to === undefined || !this.executor.takeQueued(w.reqId)) continue;
       this.origin.reroute(w.reqId, to.to, to.expectMs);
       this.advance(w.reqId, now, out);

@@ -13,40 +13,34 @@
  * Forward acks bound each attempt's latency under message loss and silent partitions: their timing
  * (wait, probe, give up) is forward-acks.ts's; an attempt's end, and what it earns its peer, is
  * forward-attempts.ts's; asking a silent peer again while the request runs here is hedging.ts's.
+ * Taking a request or refusing it (a bad one, a wait or deadline it would miss) is admission.ts's;
+ * its one reply, and what that answer teaches, is answering.ts's. This file owns their state.
  *
  * Which peer is routable and where a local run goes are node.ts's decisions: this role says what it
  * wants next (`nextPlanned`, `runHere`) and node.ts acts.
  */
-import type { EngineRequest, EngineResult, Tokens } from "../engine.js";
+import type { EngineRequest } from "../engine.js";
 import { invariant } from "../invariant.js";
-import { keyTokens, requestProblem } from "../namespace.js";
 import { finalCancel, markFinalCancels, owedCancels } from "./abort-runs.js";
-import { GoneClients, type GoneStage } from "./client-gone.js";
+import { Admission } from "./admission.js";
+import { Answering } from "./answering.js";
+import { GoneClients } from "./client-gone.js";
 import type { NodeConfig } from "./config.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { Eviction } from "./demand.js";
 import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
-import { attemptKey, ForwardAttempts } from "./forward-attempts.js";
+import { ForwardAttempts } from "./forward-attempts.js";
 import { AnsweredRuns, hedgeOf, hedgeOn } from "./hedge.js";
 import { Hedging } from "./hedging.js";
 import { PeerLimits } from "./peer-limits.js";
-import { forwardTimer, type LocalRun, type Pending, PendingRequests } from "./pending-requests.js";
+import { type LocalRun, PendingRequests } from "./pending-requests.js";
 import { Planner } from "./planner.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
-import { type Answerer, failReply, okReply } from "./replies.js";
+import type { Answerer } from "./replies.js";
 import { SpotChecks } from "./spot-check.js";
 import { Targets } from "./targets.js";
 import { Trust } from "./trust.js";
-import type {
-  Effect,
-  GoneReason,
-  NodeDeps,
-  NodeId,
-  PeerMessageOf,
-  PeerView,
-  ServedTiming,
-  Timer,
-} from "./types.js";
+import type { Effect, NodeDeps, NodeId, PeerMessageOf, PeerView, Timer } from "./types.js";
 
 /** The origin's counters (its part of NodeStats). */
 function originCounters() {
@@ -94,16 +88,20 @@ export class Origin {
   readonly spot: SpotChecks;
   /** Requests whose client hung up (client-gone.ts): node.ts checks that none is replied to. */
   readonly gone = new GoneClients();
-  /** Kept one object (reset in place): hedging and the attempts count into it. */
+  /** Kept one object (reset in place): its parts (hedging, attempts, admission, answering) count into it. */
   readonly counters = originCounters();
   /** Asking a silent peer again while its request runs here (hedging.ts). */
   private readonly hedging: Hedging;
   /** Each forward attempt's end and what it earns its peer (forward-attempts.ts). */
   private readonly attempts: ForwardAttempts;
+  /** Whether a client request is taken, and its refusal if not (admission.ts): node.ts asks it. */
+  readonly admission: Admission;
+  /** The one reply each request gets, and its records (answering.ts): node.ts hands it the answers. */
+  readonly answering: Answering;
 
   constructor(
     private readonly config: NodeConfig,
-    private readonly deps: NodeDeps,
+    deps: NodeDeps,
     paranoid: boolean,
   ) {
     this.planner = new Planner(config, deps, paranoid);
@@ -129,6 +127,11 @@ export class Origin {
       this.counters,
       () => deps.now(),
     );
+    const by = () => this.by;
+    this.admission = new Admission(config, this.pending, this.gone, this.counters, by);
+    const { pending, answeredRuns, gone, planner, targets, acks, trust, spot, hedging, attempts } = this;
+    const parts = { pending, answeredRuns, gone, planner, targets, acks, trust, spot, hedging, attempts };
+    this.answering = new Answering({ ...parts, counters: this.counters, deps, by });
   }
 
   /** A (re)start: no requests, fresh peer state (the policy and the demand learned stay). */
@@ -161,8 +164,8 @@ export class Origin {
 
   /**
    * A run started on our engine; if it is a request of ours, no answer of the attempts it moved on
-   * from is taken any more — bar its hedge's, if not a stream's (`lateAnswered`): their peers get
-   * final cancels now rather than at its end, and a stream's hedge ends (hedge.ts).
+   * from is taken any more — bar its hedge's, if not a stream's (answering.ts `lateAnswered`): their
+   * peers get final cancels now rather than at its end, and a stream's hedge ends (hedge.ts).
    */
   private runStarted(request: EngineRequest, out: Effect[]): void {
     const p = this.pending.find(request.id);
@@ -246,18 +249,6 @@ export class Origin {
     return this.pending.get(reqId).request;
   }
 
-  /** A client request arrived: counted; the refusal to reply at once, if it is not acceptable. */
-  admit(reqId: string, request: EngineRequest, now: number): Effect | undefined {
-    this.counters.clientRequests++;
-    this.gone.reopened(reqId);
-    // The runtime must use unique ids; answering would be ambiguous, so refuse this one only.
-    if (this.pending.has(reqId))
-      return failReply(this.by, reqId, request, now, "duplicate request id", "invalid");
-    const why = requestProblem(request, this.config.maxPromptTokens);
-    if (why !== undefined) return failReply(this.by, reqId, request, now, why, "invalid");
-    return undefined;
-  }
-
   /**
    * Routes an admitted request: the policy's order over `candidates` (self first; undefined when the
    * policy never forwards) becomes its plan. node.ts then walks the plan (`nextPlanned`).
@@ -323,134 +314,10 @@ export class Origin {
     return run;
   }
 
-  /** The local queue is full: the request fails (answered now, no longer pending). */
+  /** The local queue cannot take the request: it fails (answered now, no longer pending). */
   refuseOverloaded(run: LocalRun, now: number, out: Effect[], waitMs?: number): void {
     this.hedging.end(this.pending.get(run.reqId), out);
-    out.push(this.overloaded(run, now, waitMs));
-  }
-
-  private overloaded(run: LocalRun, now: number, waitMs?: number): Effect {
-    this.counters.rejectedOverload++;
-    const bound = this.pending.get(run.reqId).waitBound;
-    const p = this.pending.settle(run.reqId);
-    if (bound?.tripped === true && bound.deadline) {
-      this.counters.clientDeadlineRefusals++;
-      const left = Math.max(0, Math.floor(p.deadlineAt - now));
-      const why =
-        `deadline: no node is expected to answer within the ${left} ms left of the client's deadline ` +
-        `(here: ${Math.ceil(waitMs ?? 0)} ms of queue + ${Math.ceil(bound.runMs)} ms of run)`;
-      // Retry once our queue could fit it: what the wait exceeds the bound by, at the measured pace.
-      const retryAfterMs = Math.max(1_000, (waitMs ?? 0) - Math.max(0, bound.ms));
-      return failReply(this.by, run.reqId, run.request, now, why, "deadline", p, retryAfterMs);
-    }
-    if (waitMs === undefined)
-      return failReply(this.by, run.reqId, run.request, now, "overloaded: queue full", "overloaded", p);
-    const why = `overloaded: expected wait ${Math.ceil(waitMs)} ms exceeds ${this.config.maxWaitMs} ms`;
-    // Retry once the queue has drained back under the bound, at the measured pace.
-    const retryAfterMs = Math.max(1_000, waitMs - this.config.maxWaitMs);
-    return failReply(this.by, run.reqId, run.request, now, why, "overloaded", p, retryAfterMs);
-  }
-
-  /**
-   * Admission by expected wait (`maxWaitMs`): whether a local run expected to start in `waitMs`
-   * waits too long, and may instead go to a peer expected to start it in time (only a request
-   * never forwarded yet: one whose peers failed it does not try them again).
-   */
-  waitsTooLong(
-    reqId: string,
-    waitMs: number | undefined,
-    now = 0,
-    runMs = 0,
-  ): "spill" | "refuse" | undefined {
-    const p = this.pending.get(reqId);
-    // The bound runs from admission: a request back from failed attempts has that much less left.
-    const max = this.waitLeftMs(reqId, now);
-    // A client deadline (deadline.ts) bounds the wait too: what is left of it less our own run.
-    const byDeadline = p.deadlineAt - now - runMs;
-    const deadline = byDeadline < max;
-    const ms = Math.min(max, byDeadline);
-    p.waitBound = { ms, deadline, runMs, tripped: false };
-    if (!Number.isFinite(ms) || (waitMs ?? 0) <= ms) return undefined;
-    // Without a measured wait only a deadline already too short for our run refuses.
-    if (waitMs === undefined && !deadline) return undefined;
-    p.waitBound.tripped = true;
-    return p.attempt === 0 ? "spill" : "refuse";
-  }
-
-  /**
-   * What is left of `maxWaitMs` for `reqId` at `now`, counted from its admission here (∞ when the
-   * bound is off): forwards, fallbacks and our queue all spend it.
-   */
-  waitLeftMs(reqId: string, now: number): number {
-    if (!(this.config.maxWaitMs > 0)) return Number.POSITIVE_INFINITY;
-    return Math.max(0, this.config.maxWaitMs - (now - this.pending.get(reqId).receivedAt));
-  }
-
-  /** The wait a peer may make the request wait (its start), as `waitsTooLong` last bounded it. */
-  waitBoundMs(reqId: string): number {
-    return this.pending.get(reqId).waitBound?.ms ?? this.config.maxWaitMs;
-  }
-
-  /** This node does not serve the request's model and no peer serving it took it: it fails. */
-  refuseUnserved(run: LocalRun, now: number, out: Effect[]): void {
-    const p = this.pending.settle(run.reqId);
-    this.hedging.end(p, out);
-    const why = `no reachable node serves model '${run.request.model}'`;
-    out.push(failReply(this.by, run.reqId, run.request, now, why, "unserved", p));
-  }
-
-  /**
-   * The client of `reqId` hung up (client-gone.ts): the request settles unreplied. `dropLocal` takes
-   * our client's job out of the queue ("queued") or finds it running ("running"). Undefined when the
-   * request is not pending (unknown, or answered already): nothing to do.
-   */
-  clientGone(
-    { reqId, reason = "hangup" }: { reqId: string; reason?: GoneReason },
-    out: Effect[],
-    dropLocal: (reqId: string) => "queued" | "running" | undefined,
-  ): GoneStage | undefined {
-    const p = this.pending.find(reqId);
-    if (p === undefined) return undefined;
-    let stage: GoneStage;
-    if (p.current !== undefined) {
-      // Neither a timeout nor a failure of the peer: its timers go, its peer gets the cancel.
-      this.attempts.end(p, out, true, true, false);
-      stage = "forwarded";
-    } else {
-      const local = dropLocal(reqId);
-      invariant(local !== undefined, () => `${reqId} is pending here, yet neither queued nor running`);
-      // Running: it completes unreplied (or is aborted: abort-runs.ts), as one a hedge answered does.
-      if (local === "running") this.answeredRuns.add(p);
-      stage = local;
-    }
-    this.hedging.end(p, out);
-    this.pending.settle(reqId);
-    this.gone.add(reqId);
-    this.counters[GONE_COUNTER[stage]]++;
-    if (reason === "deadline") this.counters[DEADLINE_COUNTER[stage]]++;
-    return stage;
-  }
-
-  /** Our local run of the request finished: its reply. */
-  completeLocal(run: LocalRun, result: EngineResult, timing: ServedTiming, now: number, out: Effect[]): void {
-    if (this.answeredRuns.take(run.reqId, run.attempt)) return void this.planner.learnDecode(result);
-    const p = this.pending.settleLocal(run);
-    this.hedging.end(p, out);
-    this.planner.learnDecode(result);
-    out.push(okReply(this.by, p, result, timing, 0, now));
-  }
-
-  /** Our local run of the request was aborted (abort-runs.ts): it had gone unanswered already. */
-  abortedLocal(run: LocalRun): void {
-    invariant(this.answeredRuns.take(run.reqId, run.attempt), () => `${run.reqId} aborted while wanted`);
-  }
-
-  /** Our local run of the request failed: the request fails. */
-  failLocal(run: LocalRun, error: string, now: number, out: Effect[]): void {
-    if (this.answeredRuns.take(run.reqId, run.attempt)) return;
-    const p = this.pending.settleLocal(run);
-    this.hedging.end(p, out);
-    out.push(failReply(this.by, run.reqId, run.request, now, error, "engine", p));
+    out.push(this.admission.overloaded(run, now, waitMs));
   }
 
   /**
@@ -524,93 +391,10 @@ export class Origin {
     return this.attempts.onAck(from, msg, this.pending, out);
   }
 
-  /**
-   * A `result` from a peer. For the current attempt: the reply, and the prompt the peer now caches
-   * (node.ts believes it: line 17); otherwise late, counted, undefined.
-   */
-  onResult(
-    from: NodeId,
-    msg: PeerMessageOf<"result">,
-    now: number,
-    out: Effect[],
-    takeQueued: (reqId: string) => boolean = () => false,
-    abortRun: (reqId: string) => void = () => {},
-  ): Tokens | undefined {
-    const current = this.attempts.current(this.pending.find(msg.reqId), from, msg);
-    const p = current ?? this.lateAnswered(from, msg, out, takeQueued, abortRun);
-    if (!p) return undefined;
-    out.push({ type: "cancel-timer", timer: forwardTimer(p) });
-    this.acks.disarm(p, out);
-    // The hedge's own peer answered: nothing of it to cancel.
-    this.hedging.end(p, out, !hedgeOn(p.hedge, from, msg.attempt));
-    this.targets.landed(from, p.reqId, msg.attempt);
-    this.pending.settle(p.reqId);
-    // A late answer's attempt ended already (trust counted it then, and its progress just now).
-    if (current) this.trust.answered(from, attemptKey(p));
-    this.planner.learnDecode(msg.result);
-    this.spot.offer(from, p.request, msg.result.text, this.deps.random);
-    const { timing } = msg;
-    const remote = timing.queueMs + timing.prefillMs + timing.decodeMs;
-    // After a probe the answer may be a re-sent one, and a late one is older: no round trip either.
-    if (current && p.probes === 0) this.targets.sampleRtt(from, now - p.attemptSentAt - remote);
-    const r = msg.result;
-    this.targets.samplePrefill(from, timing.prefillMs, Math.max(0, r.promptTokens - r.cachedTokens));
-    out.push(okReply(this.by, p, msg.result, { ...timing, servedBy: from }, 1, now));
-    return keyTokens(p.request);
-  }
-
-  /**
-   * A late answer, to an attempt we gave up on (a lost message, an overdue answer), still answers
-   * the request while nothing else has started on it: it waits in our queue (`takeQueued` takes it
-   * out) or on a later attempt at a peer (abandoned now, with a cancel). Dropping it would make a
-   * request that already waits, often behind a long queue, wait for a second run of its own.
-   */
-  private lateAnswered(
-    from: NodeId,
-    msg: PeerMessageOf<"result">,
-    out: Effect[],
-    takeQueued: (reqId: string) => boolean,
-    abortRun: (reqId: string) => void,
-  ): Pending | undefined {
-    const p = this.pending.find(msg.reqId);
-    // Counted once: as a hedged answer (below), else as a late reply, whether it answers or is dropped.
-    if (!p?.abandoned?.some((a) => a.to === from && a.attempt === msg.attempt))
-      return this.attempts.late(undefined);
-    // A peer spot checks quarantined since (caught answering wrong): its late answer is not taken.
-    if (this.trust.quarantined(from)) return this.attempts.late(undefined);
-    if (p.current === undefined) {
-      if (takeQueued(p.reqId)) return this.attempts.late(p);
-      // It runs here already: its hedge's answer is the reply, and the run completes unreplied.
-      if (!hedgeOn(hedgeOf(p), from, msg.attempt)) return this.attempts.late(undefined);
-      // Not for a stream our run may have begun already (hedge.ts): that run answers.
-      if (p.request.stream === true) {
-        this.hedging.end(p, out, false);
-        return this.attempts.late(undefined);
-      }
-      this.answeredRuns.add(p);
-      abortRun(p.reqId);
-      this.counters.hedgedAnswers++;
-      return p;
-    }
-    // Answered, not a fallback: the other attempt is only cancelled.
-    return this.attempts.late(this.attempts.end(p, out, true, true, false));
-  }
-
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */
   onError(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): boolean {
     const p = typeof msg.reqId === "string" ? this.pending.find(msg.reqId) : undefined;
     return this.attempts.onError(p, from, msg, out);
-  }
-
-  /**
-   * An answer to the current attempt from a peer spot checks quarantined while it ran (caught
-   * answering wrong since it was chosen): not taken, as on every late path; the attempt ends as an
-   * error would end it (true: node.ts moves on), and routing no longer picks that peer.
-   */
-  refuseQuarantined(from: NodeId, msg: PeerMessageOf<"result">, out: Effect[]): boolean {
-    if (!this.trust.quarantined(from) || !this.isCurrent(msg.reqId, from, msg.attempt)) return false;
-    this.fallback(msg.reqId, out, true, false);
-    return true;
   }
 
   /** A spot check ran here: a peer that answered otherwise is quarantined (and reported, counted). */
@@ -624,14 +408,3 @@ export class Origin {
     return { id: this.config.id, policy: this.planner.policyName };
   }
 }
-
-const GONE_COUNTER = {
-  queued: "clientGoneQueued",
-  forwarded: "clientGoneForwarded",
-  running: "clientGoneRunning",
-} as const;
-const DEADLINE_COUNTER = {
-  queued: "clientGoneDeadlineQueued",
-  forwarded: "clientGoneDeadlineForwarded",
-  running: "clientGoneDeadlineRunning",
-} as const;

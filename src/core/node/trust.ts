@@ -30,7 +30,7 @@
  * by its deadlines and the breaker. Each open attempt is stamped with the count of answers the peer
  * had given when it was sent, so "sent since its last answer" is one comparison.
  *
- * Part of the origin role (forward-attempts.ts and origin.ts report outcomes; node.ts asks
+ * Part of the origin role (forward-attempts.ts, answering.ts and origin.ts report outcomes; node.ts asks
  * `routable` and, through the origin, `mayHold`). Pure: time comes in.
  */
 import { invariant } from "../invariant.js";
