@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import type { SwimStats } from "../../src/core/node/swim/types.js";
+import { type SwimStats, zeroSwimStats } from "../../src/core/node/swim/types.js";
 import {
   ALERT_WINDOW_S,
   type MembershipItem,
@@ -16,21 +16,7 @@ import {
   readMembership,
 } from "../../src/server/dashboard/membership.js";
 
-const zero: SwimStats = {
-  probes: 0,
-  indirectProbes: 0,
-  suspected: 0,
-  refuted: 0,
-  declaredDead: 0,
-  verified: 0,
-  refusedMembers: 0,
-  rechecks: 0,
-  rechecksDropped: 0,
-  invalid: 0,
-  unknownSender: 0,
-  implausibleIncarnations: 0,
-  candidatesDropped: 0,
-};
+const zero: SwimStats = zeroSwimStats();
 
 function shown(p: MembershipPanel): Extract<MembershipPanel, { shown: true }> {
   if (!p.shown) throw new Error("panel hidden");

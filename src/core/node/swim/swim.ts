@@ -34,16 +34,17 @@ import { resolveSwimConfig, retransmitLimit, type SwimConfig, type SwimConfigInp
 import { MemberTable } from "./members.js";
 import { ProbeCycle } from "./probe-cycle.js";
 import { PushPull } from "./push-pull.js";
-import type {
-  MemberStatus,
-  MemberUpdate,
-  NodeId,
-  SwimEffect,
-  SwimInput,
-  SwimMemberView,
-  SwimMessage,
-  SwimStats,
-  SwimTimer,
+import {
+  type MemberStatus,
+  type MemberUpdate,
+  type NodeId,
+  type SwimEffect,
+  type SwimInput,
+  type SwimMemberView,
+  type SwimMessage,
+  type SwimStats,
+  type SwimTimer,
+  zeroSwimStats,
 } from "./types.js";
 
 export interface SwimDeps {
@@ -67,21 +68,7 @@ export class Swim {
   private readonly probes: ProbeCycle;
   private readonly pushPull: PushPull;
   private probesDone = 0;
-  readonly stats: SwimStats = {
-    probes: 0,
-    indirectProbes: 0,
-    suspected: 0,
-    refuted: 0,
-    declaredDead: 0,
-    verified: 0,
-    refusedMembers: 0,
-    rechecks: 0,
-    rechecksDropped: 0,
-    invalid: 0,
-    unknownSender: 0,
-    implausibleIncarnations: 0,
-    candidatesDropped: 0,
-  };
+  readonly stats: SwimStats = zeroSwimStats();
 
   constructor(
     readonly selfId: NodeId,

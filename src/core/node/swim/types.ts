@@ -111,6 +111,25 @@ export interface SwimStats {
   candidatesDropped: number;
 }
 
+/** Every count at zero: a new Swim's (and a baseline for readers of the counts). */
+export function zeroSwimStats(): SwimStats {
+  return {
+    probes: 0,
+    indirectProbes: 0,
+    suspected: 0,
+    refuted: 0,
+    declaredDead: 0,
+    verified: 0,
+    refusedMembers: 0,
+    rechecks: 0,
+    rechecksDropped: 0,
+    invalid: 0,
+    unknownSender: 0,
+    implausibleIncarnations: 0,
+    candidatesDropped: 0,
+  };
+}
+
 /** One member as this node sees it (tests, /cluster). */
 export interface SwimMemberView {
   id: NodeId;
