@@ -1,8 +1,8 @@
 /**
  * The dashboard's failure-detector panel (`/cluster`'s `membership`, gossip "scuttlebutt" only): which
  * SWIM counts it shows, which of them to alert on (docs/operations.md, "What to alert on": a rise in
- * the last 10 min) and how much each rose since the previous poll. Text only, no DOM, so it is unit-tested in Node; app.ts puts each
- * part in its own element as text.
+ * the last 10 min) and how much each rose since the previous poll. Text only, no DOM, so it is
+ * unit-tested in Node; membership-view.ts puts each part in its own element as text.
  */
 
 // A type only (erased): the browser loads just the files dashboard.ts serves, never core's.
