@@ -8,6 +8,7 @@ import type { EngineChunk, Tokens } from "../../core/engine.js";
 import { EngineAbortedError, EngineUnavailableError } from "../errors.js";
 import type { HttpClient } from "../openai/http.js";
 import { sseData } from "../openai/sse.js";
+import type { SamplingFields } from "../sampling-fields.js";
 
 const TokenId = z
   .number()
@@ -42,7 +43,7 @@ export interface SlotCompletion {
   slot: number;
   tokens: Tokens;
   maxTokens: number;
-  sampling: Record<string, unknown>;
+  sampling: SamplingFields;
   /** false: the server computes the whole prompt, whatever the slot holds. */
   reuse: boolean;
 }
@@ -69,6 +70,7 @@ export async function streamCompletion(
   const body = {
     ...sampling,
     prompt: Array.from(tokens),
+    // The output limit: /v1/completions' `max_tokens` under llama-server's native name.
     n_predict: maxTokens,
     id_slot: slot,
     // false: the server computes the whole prompt (n_past = 0), whatever the slot holds.

@@ -1,11 +1,11 @@
 /**
- * The remote engine's `/v1/completions` run: its request body (and the sampling fields llama-server's
- * `/completion` takes alike), and its stream, read within bounds into the text, the finish reason,
- * and the server's usage and timings.
+ * The remote engine's `/v1/completions` run: its request body, and its stream, read within bounds
+ * into the text, the finish reason, and the server's usage and timings.
  */
 import { z } from "zod";
 import type { EngineChunk, EngineRequest } from "../../core/engine.js";
 import { EngineAbortedError, EngineUnavailableError } from "../errors.js";
+import { samplingFields } from "../sampling-fields.js";
 import type { HttpClient } from "./http.js";
 import { sseData } from "./sse.js";
 
@@ -37,25 +37,6 @@ const StreamChunk = z.object({
 
 const MAX_OUTPUT_CHARS = 4 << 20;
 
-/** OpenAI's penalty fields, which llama-server's /completion and OpenAI-compatible servers take as they are. */
-function penalties(req: EngineRequest): Record<string, number> {
-  return {
-    ...(req.presencePenalty !== undefined ? { presence_penalty: req.presencePenalty } : {}),
-    ...(req.frequencyPenalty !== undefined ? { frequency_penalty: req.frequencyPenalty } : {}),
-  };
-}
-
-/** llama.cpp's sampling fields of a request. */
-export function llamaSampling(req: EngineRequest): Record<string, unknown> {
-  return {
-    temperature: req.temperature ?? 0,
-    ...(req.topP !== undefined ? { top_p: req.topP } : {}),
-    ...(req.seed !== undefined ? { seed: req.seed } : {}),
-    ...penalties(req),
-    ...(req.stop && req.stop.length > 0 ? { stop: req.stop } : {}),
-  };
-}
-
 /** The streamed `/v1/completions` body of `req` for `model`, with `prompt` as text or the server's ids. */
 export function completionsBody(req: EngineRequest, model: string, prompt: string | number[]): object {
   return {
@@ -65,11 +46,7 @@ export function completionsBody(req: EngineRequest, model: string, prompt: strin
     ...(req.cacheSalt !== undefined ? { cache_salt: req.cacheSalt } : {}),
     prompt,
     max_tokens: req.maxTokens,
-    temperature: req.temperature ?? 0,
-    ...(req.topP !== undefined ? { top_p: req.topP } : {}),
-    ...(req.seed !== undefined ? { seed: req.seed } : {}),
-    ...penalties(req),
-    ...(req.stop && req.stop.length > 0 ? { stop: req.stop } : {}),
+    ...samplingFields(req),
     stream: true,
     stream_options: { include_usage: true },
   };
