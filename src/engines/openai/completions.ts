@@ -4,8 +4,9 @@
  */
 import { z } from "zod";
 import type { EngineChunk, EngineRequest } from "../../core/engine.js";
-import { EngineAbortedError, EngineUnavailableError } from "../errors.js";
+import { EngineUnavailableError } from "../errors.js";
 import { samplingFields } from "../sampling-fields.js";
+import { appendOutput, streamFailure } from "../stream-output.js";
 import type { HttpClient } from "./http.js";
 import { sseData } from "./sse.js";
 
@@ -34,8 +35,6 @@ const StreamChunk = z.object({
     })
     .nullish(),
 });
-
-const MAX_OUTPUT_CHARS = 4 << 20;
 
 /** The streamed `/v1/completions` body of `req` for `model`, with `prompt` as text or the server's ids. */
 export function completionsBody(req: EngineRequest, model: string, prompt: string | number[]): object {
@@ -98,17 +97,13 @@ export async function streamCompletions(
       if (choice?.text) {
         if (firstAt === 0) firstAt = performance.now();
         chunks++;
-        text += choice.text;
-        if (text.length > MAX_OUTPUT_CHARS)
-          throw new EngineUnavailableError("server output exceeds the size bound");
+        text = appendOutput(text, choice.text);
         onChunk?.({ text: choice.text });
       }
     }
   } catch (e) {
     res.body.destroy();
-    if (signal?.aborted) throw new EngineAbortedError();
-    if (e instanceof EngineUnavailableError) throw e;
-    throw new EngineUnavailableError(`stream from server failed: ${(e as Error).message}`);
+    throw streamFailure(e, signal);
   }
   const end = performance.now();
   return { text, chunks, finish, usage, timings, t0, firstAt, end };
