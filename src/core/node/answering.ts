@@ -16,7 +16,13 @@ import type { ForwardAcks } from "./forward-acks.js";
 import { attemptKey, type ForwardAttempts } from "./forward-attempts.js";
 import { type AnsweredRuns, hedgeOf, hedgeOn } from "./hedge.js";
 import type { Hedging } from "./hedging.js";
-import { forwardTimer, type LocalRun, type Pending, type PendingRequests } from "./pending-requests.js";
+import {
+  forwardTimer,
+  isCurrentAttempt,
+  type LocalRun,
+  type Pending,
+  type PendingRequests,
+} from "./pending-requests.js";
 import type { Planner } from "./planner.js";
 import { type Answerer, failReply, okReply } from "./replies.js";
 import type { SpotChecks } from "./spot-check.js";
@@ -120,7 +126,7 @@ export class Answering {
    */
   refuseQuarantined(from: NodeId, msg: PeerMessageOf<"result">, out: Effect[]): boolean {
     const p = this.o.pending.find(msg.reqId);
-    if (!this.o.trust.quarantined(from) || p?.current !== from || p.attempt !== msg.attempt) return false;
+    if (!this.o.trust.quarantined(from) || !p || !isCurrentAttempt(p, from, msg.attempt)) return false;
     this.o.attempts.fallback(p, out, true, false);
     return true;
   }

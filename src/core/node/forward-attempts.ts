@@ -17,6 +17,7 @@ import { exceedsLimits, type PeerLimits, saidLimits } from "./peer-limits.js";
 import {
   type Abandoned,
   forwardTimer,
+  isCurrentAttempt,
   MAX_ABANDONED,
   type Pending,
   type PendingRequests,
@@ -202,9 +203,10 @@ export class ForwardAttempts {
     this.targets.acked(from, reqId, attempt);
     const p = pending.find(reqId);
     // Even a repeated ack: a re-send may have reached a new incarnation, which holds the job now.
-    if (p?.current === from && p.attempt === attempt) p.ackEpoch = newestEpoch(p.ackEpoch, msg.epoch);
+    if (p !== undefined && isCurrentAttempt(p, from, attempt))
+      p.ackEpoch = newestEpoch(p.ackEpoch, msg.epoch);
     else if (p !== undefined) ackedEarlier(p, from, attempt, msg.epoch);
-    if (!p || p.current !== from || p.attempt !== attempt || p.ackedAt === p.probes) {
+    if (!p || !isCurrentAttempt(p, from, attempt) || p.ackedAt === p.probes) {
       this.counters.ignoredAcks++;
       return false;
     }
@@ -286,7 +288,7 @@ export class ForwardAttempts {
    * caller counts it late).
    */
   current(p: Pending | undefined, from: NodeId, msg: Answer): Pending | undefined {
-    if (p && p.current === from && p.attempt === msg.attempt) return p;
+    if (p && isCurrentAttempt(p, from, msg.attempt)) return p;
     // A late result still shows the peer getting through its work.
     if (msg.type === "result") this.trust.progressed(from);
     this.targets.lateAnswer(from, msg.reqId, msg.attempt);

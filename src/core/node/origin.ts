@@ -33,7 +33,7 @@ import { ForwardAttempts } from "./forward-attempts.js";
 import { AnsweredRuns, hedgeOf, hedgeOn } from "./hedge.js";
 import { Hedging } from "./hedging.js";
 import { PeerLimits } from "./peer-limits.js";
-import { type LocalRun, PendingRequests } from "./pending-requests.js";
+import { isCurrentAttempt, type LocalRun, PendingRequests } from "./pending-requests.js";
 import { Planner } from "./planner.js";
 import type { Candidate, PolicyConfigInput, PolicyName } from "./policies/index.js";
 import type { Answerer } from "./replies.js";
@@ -361,7 +361,7 @@ export class Origin {
   /** Whether `to`'s attempt `attempt` is the request's current one. */
   isCurrent(reqId: string, to: NodeId, attempt: number): boolean {
     const p = this.pending.find(reqId);
-    return p !== undefined && p.current === to && p.attempt === attempt;
+    return p !== undefined && isCurrentAttempt(p, to, attempt);
   }
 
   /** The current forward attempt failed: count it and let node.ts move on (forward-attempts.ts). */

@@ -145,3 +145,15 @@ export class PendingRequests {
 export function forwardTimer(p: Pending): Timer {
   return { kind: "forward", reqId: p.reqId, attempt: p.attempt };
 }
+
+/**
+ * Whether `to`'s attempt `attempt` is the request's current forward attempt: only its answers and acks
+ * move the request on (any other attempt's are late). Pure: the late-answer bookkeeping is the caller's.
+ */
+export function isCurrentAttempt(
+  p: Pick<Pending, "current" | "attempt">,
+  to: NodeId,
+  attempt: number,
+): boolean {
+  return p.current === to && p.attempt === attempt;
+}

@@ -17,16 +17,19 @@
  *   catches batches a SUB dropped silently (ZMQ's slow-joiner loss) before the next live one shows
  *   the gap.
  *
- * Every wait is bounded (`replayTimeoutMs` per replay), every queue and message size capped.
+ * Every wait is bounded (`replayTimeoutMs` per replay), every queue and message size capped. This file
+ * keeps the sequence rules; the queue is live-queue.ts, the replay socket replay-client.ts, and the
+ * reconnect after ZMQ gives a connection up reconnect.ts.
  */
-import { Dealer, Subscriber } from "zeromq";
+import { Subscriber } from "zeromq";
+import { type Live, LiveQueue } from "./live-queue.js";
 import type { KvCacheMirror } from "./mirror.js";
+import { watchConnection } from "./reconnect.js";
+import { ReplayClient } from "./replay-client.js";
 import {
   DEFAULT_WIRE_LIMITS,
   decodeBatch,
   decodeSequence,
-  END_OF_REPLAY,
-  encodeSequence,
   type KvEventBatch,
   KvWireError,
   type WireLimits,
@@ -76,33 +79,17 @@ export interface KvSubscriberStatus {
   lastError: string | undefined;
 }
 
-interface Live {
-  seq: number;
-  payload: Uint8Array;
-  /** Numbered below the previous live batch: a new publisher. */
-  restart: boolean;
-}
-
 type ReplayOutcome = { kind: "covered" } | { kind: "short"; from: number } | { kind: "failed"; why: string };
-
-const EMPTY = new Uint8Array(0);
-/** How long a dropped connection may stay down with no reconnect attempt before we make one. */
-const RECONNECT_CHECK_MS = 500;
 
 export class KvEventsSubscriber {
   private readonly endpoint: string;
-  private readonly replayEndpoint: string | undefined;
+  /** Undefined without a replay endpoint: then any gap degrades. */
+  private readonly replays: ReplayClient | undefined;
   private readonly topic: Buffer;
-  private readonly replayTimeoutMs: number;
-  private readonly maxReplayBatches: number;
-  private readonly maxQueued: number;
-  private readonly maxQueuedBytes: number;
-  private queuedBytes = 0;
   private readonly probeIntervalMs: number;
   private readonly limits: WireLimits;
   private sub: Subscriber | undefined;
-  private dealer: Dealer | undefined;
-  private queue: Live[] = [];
+  private readonly queue: LiveQueue;
   private lastLiveSeq: number | undefined;
   private next: number | undefined;
   private synced = false;
@@ -130,14 +117,21 @@ export class KvEventsSubscriber {
     opts: KvSubscriberOptions,
   ) {
     this.endpoint = opts.endpoint;
-    this.replayEndpoint = opts.replayEndpoint;
     this.topic = Buffer.from(opts.topic ?? "", "utf8");
-    this.replayTimeoutMs = opts.replayTimeoutMs ?? 2_000;
-    this.maxReplayBatches = opts.maxReplayBatches ?? 100_000;
-    this.maxQueued = opts.maxQueuedBatches ?? 4_096;
-    this.maxQueuedBytes = opts.maxQueuedBytes ?? 64 << 20;
+    this.queue = new LiveQueue(opts.maxQueuedBatches ?? 4_096, opts.maxQueuedBytes ?? 64 << 20);
     this.probeIntervalMs = opts.probeIntervalMs ?? 5_000;
     this.limits = { ...DEFAULT_WIRE_LIMITS, ...opts.limits };
+    this.replays = opts.replayEndpoint
+      ? new ReplayClient(
+          {
+            endpoint: opts.replayEndpoint,
+            timeoutMs: opts.replayTimeoutMs ?? 2_000,
+            maxBatches: opts.maxReplayBatches ?? 100_000,
+            maxMessageSize: this.limits.maxPayloadBytes + 1024,
+          },
+          () => this.closed,
+        )
+      : undefined;
   }
 
   /** Connects and starts following; returns at once (the sockets connect in the background). */
@@ -152,7 +146,15 @@ export class KvEventsSubscriber {
     });
     sub.connect(this.endpoint);
     sub.subscribe(this.topic);
-    this.watchConnection(sub);
+    watchConnection(sub, this.endpoint, {
+      closed: () => this.closed,
+      dropped: () => {
+        this.lastError = "the connection to the publisher dropped";
+      },
+      reconnecting: () => {
+        this.counts.reconnects++;
+      },
+    });
     this.sub = sub;
     this.tasks.push(this.read(sub), this.work());
   }
@@ -185,41 +187,9 @@ export class KvEventsSubscriber {
     this.closed = true;
     this.state = "closed";
     this.sub?.close();
-    this.dealer?.close();
-    this.dealer = undefined;
+    this.replays?.close();
     this.wake?.();
     await Promise.allSettled(this.tasks);
-  }
-
-  /**
-   * ZMQ reconnects a dropped connection by itself, except after a protocol error, which an oversized
-   * message is: the connection then stays down for good. A disconnect followed by neither a
-   * reconnect nor a retry is made again here (the batches missed meanwhile are a gap).
-   */
-  private watchConnection(sub: Subscriber): void {
-    let timer: NodeJS.Timeout | undefined;
-    const settle = () => {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-    };
-    sub.events.on("connect", settle);
-    sub.events.on("connect:retry", settle);
-    sub.events.on("disconnect", () => {
-      settle();
-      this.lastError = "the connection to the publisher dropped";
-      timer = setTimeout(() => {
-        timer = undefined;
-        if (this.closed) return;
-        this.counts.reconnects++;
-        try {
-          sub.disconnect(this.endpoint);
-        } catch {
-          // Already gone: ZMQ terminated the connection.
-        }
-        sub.connect(this.endpoint);
-      }, RECONNECT_CHECK_MS);
-    });
-    sub.events.on("close", settle);
   }
 
   private async read(sub: Subscriber): Promise<void> {
@@ -248,36 +218,21 @@ export class KvEventsSubscriber {
     // SUB delivers one publisher's messages in order and once: a lower number is a new publisher.
     const restart = this.lastLiveSeq !== undefined && seq <= this.lastLiveSeq;
     this.lastLiveSeq = seq;
-    this.queue.push({ seq, payload: frames[2]!, restart });
-    this.queuedBytes += frames[2]!.byteLength;
-    while (
-      this.queue.length > 1 &&
-      (this.queue.length > this.maxQueued || this.queuedBytes > this.maxQueuedBytes)
-    ) {
-      // Keep a restart marker: dropping it would hide the new publisher.
-      const i = Math.max(
-        this.queue.findIndex((l) => !l.restart),
-        0,
-      );
-      this.queuedBytes -= this.queue[i]!.payload.byteLength;
-      this.queue.splice(i, 1);
-      this.counts.dropped++;
-    }
+    this.counts.dropped += this.queue.push({ seq, payload: frames[2]!, restart });
     this.wake?.();
   }
 
   private async work(): Promise<void> {
-    if (this.replayEndpoint) await this.fetchHistory();
+    if (this.replays) await this.fetchHistory();
     while (!this.closed) {
       const item = this.queue.shift();
       if (item) {
-        this.queuedBytes -= item.payload.byteLength;
         await this.process(item);
         continue;
       }
       const woke = await this.idle();
       if (this.closed) break;
-      if (!woke && this.replayEndpoint) {
+      if (!woke && this.replays) {
         if (!this.synced) await this.fetchHistory();
         else if (this.next !== undefined) await this.probe(this.next);
       }
@@ -314,9 +269,8 @@ export class KvEventsSubscriber {
         this.mirror.clear();
         this.synced = true;
         this.next = 0;
-      } else if (this.replayEndpoint) {
+      } else if (this.replays) {
         this.queue.unshift({ ...item, restart: false });
-        this.queuedBytes += item.payload.byteLength;
         await this.fetchHistory(true);
         return;
       } else {
@@ -329,7 +283,7 @@ export class KvEventsSubscriber {
     if (item.seq < next) return; // already applied from a replay
     if (item.seq > next) {
       this.counts.gaps++;
-      const outcome: ReplayOutcome = this.replayEndpoint
+      const outcome: ReplayOutcome = this.replays
         ? await this.replay(next)
         : { kind: "failed", why: "there is no replay endpoint" };
       if (outcome.kind === "failed")
@@ -368,7 +322,7 @@ export class KvEventsSubscriber {
     }
     this.next = undefined;
     if (force) {
-      const first = this.queue[0];
+      const first = this.queue.first();
       this.synced = true;
       this.mirror.markDegraded(`the history is unknown: ${outcome.why}`);
       this.next = first?.seq;
@@ -392,68 +346,24 @@ export class KvEventsSubscriber {
     this.state = "replaying";
     this.counts.replays++;
     try {
-      const dealer = this.replaySocket();
-      const deadline = Date.now() + this.replayTimeoutMs;
-      try {
-        await dealer.send([EMPTY, encodeSequence(from)]);
-      } catch (e) {
-        return this.replayFailed(`the replay endpoint is unreachable (${(e as Error).message})`);
-      }
       let short: number | undefined;
-      for (let n = 0; ; n++) {
-        if (n > this.maxReplayBatches) return this.replayFailed("the replay sent more batches than allowed");
-        const left = deadline - Date.now();
-        if (left <= 0 || this.closed) return this.replayFailed("the replay timed out");
-        dealer.receiveTimeout = left;
-        let frames: Buffer[];
-        try {
-          frames = await dealer.receive();
-        } catch (e) {
-          return this.replayFailed(this.closed ? "closed" : `the replay timed out (${(e as Error).message})`);
-        }
-        if (frames.length !== 3 || frames[0]!.byteLength !== 0)
-          return this.replayFailed(`a replay reply of ${frames.length} frames`);
-        let seq: number;
-        try {
-          seq = decodeSequence(frames[1]!, true);
-        } catch (e) {
-          return this.replayFailed(`a bad replay sequence number: ${(e as Error).message}`);
-        }
-        if (seq === END_OF_REPLAY) break;
+      const read = await this.replays!.request(from, (seq, payload) => {
         const next = this.next ?? from;
-        if (seq < next) continue;
+        if (seq < next) return;
         if (seq > next) short ??= seq;
         this.next = seq;
         this.counts.replayedBatches++;
-        this.apply(seq, frames[2]!);
+        this.apply(seq, payload);
+      });
+      if (read.kind === "failed") {
+        this.counts.replayFailures++;
+        this.lastError = read.why;
+        return read;
       }
       return short === undefined ? { kind: "covered" } : { kind: "short", from: short };
     } finally {
       if (!this.closed) this.state = "live";
     }
-  }
-
-  private replayFailed(why: string): ReplayOutcome {
-    this.counts.replayFailures++;
-    this.lastError = why;
-    // Replies to this request may still come: a new socket never mixes them into the next replay.
-    this.dealer?.close();
-    this.dealer = undefined;
-    return { kind: "failed", why };
-  }
-
-  private replaySocket(): Dealer {
-    if (!this.dealer) {
-      this.dealer = new Dealer({
-        linger: 0,
-        // Queue a request only on a live connection, so an absent publisher fails the send fast.
-        immediate: true,
-        sendTimeout: this.replayTimeoutMs,
-        maxMessageSize: this.limits.maxPayloadBytes + 1024,
-      });
-      this.dealer.connect(this.replayEndpoint!);
-    }
-    return this.dealer;
   }
 
   /** Applies batch `seq` (next expected): a batch that does not decode loses its events: degraded. */

@@ -5,9 +5,11 @@
  */
 import { z } from "zod";
 import type { EngineChunk, Tokens } from "../../core/engine.js";
-import { EngineAbortedError, EngineUnavailableError } from "../errors.js";
+import { EngineUnavailableError } from "../errors.js";
 import type { HttpClient } from "../openai/http.js";
 import { sseData } from "../openai/sse.js";
+import type { SamplingFields } from "../sampling-fields.js";
+import { appendOutput, streamFailure } from "../stream-output.js";
 
 const TokenId = z
   .number()
@@ -36,13 +38,11 @@ const NativeChunk = z.object({
 });
 export type NativeFinal = z.infer<typeof NativeChunk>;
 
-const MAX_OUTPUT_CHARS = 4 << 20;
-
 export interface SlotCompletion {
   slot: number;
   tokens: Tokens;
   maxTokens: number;
-  sampling: Record<string, unknown>;
+  sampling: SamplingFields;
   /** false: the server computes the whole prompt, whatever the slot holds. */
   reuse: boolean;
 }
@@ -69,6 +69,7 @@ export async function streamCompletion(
   const body = {
     ...sampling,
     prompt: Array.from(tokens),
+    // The output limit: /v1/completions' `max_tokens` under llama-server's native name.
     n_predict: maxTokens,
     id_slot: slot,
     // false: the server computes the whole prompt (n_past = 0), whatever the slot holds.
@@ -95,18 +96,14 @@ export async function streamCompletion(
       if (ev.tokens) for (const t of ev.tokens) generated.push(t);
       if (ev.content) {
         if (firstAt === 0) firstAt = performance.now();
-        text += ev.content;
-        if (text.length > MAX_OUTPUT_CHARS)
-          throw new EngineUnavailableError("server output exceeds the size bound");
+        text = appendOutput(text, ev.content);
         onChunk?.({ text: ev.content });
       }
       if (ev.stop) final = ev;
     }
   } catch (e) {
     res.body.destroy();
-    if (signal?.aborted) throw new EngineAbortedError();
-    if (e instanceof EngineUnavailableError) throw e;
-    throw new EngineUnavailableError(`stream from server failed: ${(e as Error).message}`);
+    throw streamFailure(e, signal);
   }
   if (!final) throw new EngineUnavailableError("llama-server's stream ended without its final event");
   const end = performance.now();

@@ -28,6 +28,7 @@ import type { EngineChunk, EngineRequest, Tokens } from "../../core/engine.js";
 import { type CachePrediction, PredictionTally } from "../cache-prediction.js";
 import { DEFAULT_NAMESPACE, namespaceTag } from "../namespace-tags.js";
 import type { HttpClient } from "../openai/http.js";
+import type { SamplingFields } from "../sampling-fields.js";
 import { AbortReadBack, type ReadVerdict } from "./abort-read-back.js";
 import { RamCacheCalibration } from "./calibration.js";
 import { streamCompletion } from "./completion-stream.js";
@@ -172,7 +173,7 @@ export class LlamaSlotCache {
 
   async run(
     req: EngineRequest,
-    sampling: Record<string, unknown>,
+    sampling: SamplingFields,
     onChunk?: (c: EngineChunk) => void,
     signal?: AbortSignal,
   ): Promise<SlotRunResult> {
@@ -188,7 +189,7 @@ export class LlamaSlotCache {
 
   private async runTurn(
     req: EngineRequest,
-    sampling: Record<string, unknown>,
+    sampling: SamplingFields,
     onChunk: ((c: EngineChunk) => void) | undefined,
     signal: AbortSignal | undefined,
   ): Promise<SlotRunResult> {
@@ -272,7 +273,7 @@ export class LlamaSlotCache {
     slot: number,
     tokens: Tokens,
     maxTokens: number,
-    sampling: Record<string, unknown>,
+    sampling: SamplingFields,
     predicted: number,
     reuse: boolean,
     launched: () => void,

@@ -1,11 +1,12 @@
 /**
- * The remote engine's `/v1/completions` run: its request body (and the sampling fields llama-server's
- * `/completion` takes alike), and its stream, read within bounds into the text, the finish reason,
- * and the server's usage and timings.
+ * The remote engine's `/v1/completions` run: its request body, and its stream, read within bounds
+ * into the text, the finish reason, and the server's usage and timings.
  */
 import { z } from "zod";
 import type { EngineChunk, EngineRequest } from "../../core/engine.js";
-import { EngineAbortedError, EngineUnavailableError } from "../errors.js";
+import { EngineUnavailableError } from "../errors.js";
+import { samplingFields } from "../sampling-fields.js";
+import { appendOutput, streamFailure } from "../stream-output.js";
 import type { HttpClient } from "./http.js";
 import { sseData } from "./sse.js";
 
@@ -35,27 +36,6 @@ const StreamChunk = z.object({
     .nullish(),
 });
 
-const MAX_OUTPUT_CHARS = 4 << 20;
-
-/** OpenAI's penalty fields, which llama-server's /completion and OpenAI-compatible servers take as they are. */
-function penalties(req: EngineRequest): Record<string, number> {
-  return {
-    ...(req.presencePenalty !== undefined ? { presence_penalty: req.presencePenalty } : {}),
-    ...(req.frequencyPenalty !== undefined ? { frequency_penalty: req.frequencyPenalty } : {}),
-  };
-}
-
-/** llama.cpp's sampling fields of a request. */
-export function llamaSampling(req: EngineRequest): Record<string, unknown> {
-  return {
-    temperature: req.temperature ?? 0,
-    ...(req.topP !== undefined ? { top_p: req.topP } : {}),
-    ...(req.seed !== undefined ? { seed: req.seed } : {}),
-    ...penalties(req),
-    ...(req.stop && req.stop.length > 0 ? { stop: req.stop } : {}),
-  };
-}
-
 /** The streamed `/v1/completions` body of `req` for `model`, with `prompt` as text or the server's ids. */
 export function completionsBody(req: EngineRequest, model: string, prompt: string | number[]): object {
   return {
@@ -65,11 +45,7 @@ export function completionsBody(req: EngineRequest, model: string, prompt: strin
     ...(req.cacheSalt !== undefined ? { cache_salt: req.cacheSalt } : {}),
     prompt,
     max_tokens: req.maxTokens,
-    temperature: req.temperature ?? 0,
-    ...(req.topP !== undefined ? { top_p: req.topP } : {}),
-    ...(req.seed !== undefined ? { seed: req.seed } : {}),
-    ...penalties(req),
-    ...(req.stop && req.stop.length > 0 ? { stop: req.stop } : {}),
+    ...samplingFields(req),
     stream: true,
     stream_options: { include_usage: true },
   };
@@ -121,17 +97,13 @@ export async function streamCompletions(
       if (choice?.text) {
         if (firstAt === 0) firstAt = performance.now();
         chunks++;
-        text += choice.text;
-        if (text.length > MAX_OUTPUT_CHARS)
-          throw new EngineUnavailableError("server output exceeds the size bound");
+        text = appendOutput(text, choice.text);
         onChunk?.({ text: choice.text });
       }
     }
   } catch (e) {
     res.body.destroy();
-    if (signal?.aborted) throw new EngineAbortedError();
-    if (e instanceof EngineUnavailableError) throw e;
-    throw new EngineUnavailableError(`stream from server failed: ${(e as Error).message}`);
+    throw streamFailure(e, signal);
   }
   const end = performance.now();
   return { text, chunks, finish, usage, timings, t0, firstAt, end };

@@ -36,7 +36,8 @@ import { renderFallbackChat } from "../chat-fallback.js";
 import { EngineInputError, EngineUnavailableError } from "../errors.js";
 import type { KvEventsCacheModel, KvEventsStatus } from "../kv-events/cache-model.js";
 import { LlamaSlotCache, type LlamaSlotsStatus } from "../llama-slots/slot-cache.js";
-import { completionsBody, llamaSampling, streamCompletions } from "./completions.js";
+import { samplingFields } from "../sampling-fields.js";
+import { completionsBody, streamCompletions } from "./completions.js";
 import { HttpClient } from "./http.js";
 import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
 import { detectSaltIgnored, fetchServerContext } from "./server-info.js";
@@ -258,7 +259,7 @@ export class OpenAIEngine implements Engine {
     }
     if (this.slotCache) {
       await this.tokenizeShapeKnown();
-      return this.slotCache.run(req, llamaSampling(req), onChunk, signal);
+      return this.slotCache.run(req, samplingFields(req), onChunk, signal);
     }
     // Text when we have it (the server tokenizes it to the same ids); ids only when they are the server's.
     let prompt: string | number[];

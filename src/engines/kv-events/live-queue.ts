@@ -1,0 +1,61 @@
+/**
+ * The live batches the subscriber received and its worker has not applied yet, bounded in count and
+ * bytes: on overflow the oldest are dropped (the worker recovers them by replay like any gap).
+ */
+
+/** A live batch as the SUB socket delivered it. */
+export interface Live {
+  seq: number;
+  payload: Uint8Array;
+  /** Numbered below the previous live batch: a new publisher. */
+  restart: boolean;
+}
+
+export class LiveQueue {
+  private items: Live[] = [];
+  private bytes = 0;
+
+  constructor(
+    private readonly maxBatches: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  get length(): number {
+    return this.items.length;
+  }
+
+  /** The batch the worker takes next, left in place. */
+  first(): Live | undefined {
+    return this.items[0];
+  }
+
+  /** Adds `item` at the back; returns how many older batches the bounds dropped for it. */
+  push(item: Live): number {
+    this.items.push(item);
+    this.bytes += item.payload.byteLength;
+    let dropped = 0;
+    while (this.items.length > 1 && (this.items.length > this.maxBatches || this.bytes > this.maxBytes)) {
+      // Keep a restart marker: dropping it would hide the new publisher.
+      const i = Math.max(
+        this.items.findIndex((l) => !l.restart),
+        0,
+      );
+      this.bytes -= this.items[i]!.payload.byteLength;
+      this.items.splice(i, 1);
+      dropped++;
+    }
+    return dropped;
+  }
+
+  shift(): Live | undefined {
+    const item = this.items.shift();
+    if (item) this.bytes -= item.payload.byteLength;
+    return item;
+  }
+
+  /** Puts `item` back at the front (it waits for the history), whatever the bounds. */
+  unshift(item: Live): void {
+    this.items.unshift(item);
+    this.bytes += item.payload.byteLength;
+  }
+}

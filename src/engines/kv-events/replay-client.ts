@@ -1,0 +1,89 @@
+/**
+ * The publisher's replay endpoint (ROUTER) from our side: one request at a time asks for every
+ * buffered batch from a sequence number, and its replies are read within a time and a count bound.
+ * What the batches mean is the subscriber's.
+ */
+import { Dealer } from "zeromq";
+import { decodeSequence, END_OF_REPLAY, encodeSequence } from "./wire.js";
+
+export interface ReplayClientOptions {
+  endpoint: string;
+  /** The whole replay's bound, from the request to its end marker. */
+  timeoutMs: number;
+  maxBatches: number;
+  maxMessageSize: number;
+}
+
+/** "done": the end marker came (every batch before it was handed on). */
+export type ReplayRead = { kind: "done" } | { kind: "failed"; why: string };
+
+const EMPTY = new Uint8Array(0);
+
+export class ReplayClient {
+  private dealer: Dealer | undefined;
+
+  /** `closed`: the subscriber closed; a replay under way then ends, failed. */
+  constructor(
+    private readonly opts: ReplayClientOptions,
+    private readonly closed: () => boolean,
+  ) {}
+
+  /** Asks for every buffered batch from `from` and hands each to `onBatch`, in the order they come. */
+  async request(from: number, onBatch: (seq: number, payload: Buffer) => void): Promise<ReplayRead> {
+    const dealer = this.socket();
+    const deadline = Date.now() + this.opts.timeoutMs;
+    try {
+      await dealer.send([EMPTY, encodeSequence(from)]);
+    } catch (e) {
+      return this.failed(`the replay endpoint is unreachable (${(e as Error).message})`);
+    }
+    for (let n = 0; ; n++) {
+      if (n > this.opts.maxBatches) return this.failed("the replay sent more batches than allowed");
+      const left = deadline - Date.now();
+      if (left <= 0 || this.closed()) return this.failed("the replay timed out");
+      dealer.receiveTimeout = left;
+      let frames: Buffer[];
+      try {
+        frames = await dealer.receive();
+      } catch (e) {
+        return this.failed(this.closed() ? "closed" : `the replay timed out (${(e as Error).message})`);
+      }
+      if (frames.length !== 3 || frames[0]!.byteLength !== 0)
+        return this.failed(`a replay reply of ${frames.length} frames`);
+      let seq: number;
+      try {
+        seq = decodeSequence(frames[1]!, true);
+      } catch (e) {
+        return this.failed(`a bad replay sequence number: ${(e as Error).message}`);
+      }
+      if (seq === END_OF_REPLAY) return { kind: "done" };
+      onBatch(seq, frames[2]!);
+    }
+  }
+
+  /** Drops the socket; the next request makes a new one. */
+  close(): void {
+    this.dealer?.close();
+    this.dealer = undefined;
+  }
+
+  private failed(why: string): ReplayRead {
+    // Replies to this request may still come: a new socket never mixes them into the next replay.
+    this.close();
+    return { kind: "failed", why };
+  }
+
+  private socket(): Dealer {
+    if (!this.dealer) {
+      this.dealer = new Dealer({
+        linger: 0,
+        // Queue a request only on a live connection, so an absent publisher fails the send fast.
+        immediate: true,
+        sendTimeout: this.opts.timeoutMs,
+        maxMessageSize: this.opts.maxMessageSize,
+      });
+      this.dealer.connect(this.opts.endpoint);
+    }
+    return this.dealer;
+  }
+}
