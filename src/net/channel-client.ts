@@ -84,12 +84,18 @@ export class ForwardChannel {
     private readonly t: ChannelTimeouts,
     /**
      * Shared-secret mode: whether the peer's 101 answer must carry its channel MAC. False only for a
-     * peer whose checked hello did not say it seals it (a build before the MAC): its 101 is taken as
-     * before, unproven (its frames still are MAC'd, so a forged 101 can only make the channel fail).
+     * peer whose checked hello did not say it seals it (a build before the MAC) and which has sent no
+     * valid one since: its 101 is taken as before, unproven (its frames still are MAC'd, so a forged
+     * 101 can only make the channel fail).
      */
     private readonly acceptMacRequired: () => boolean = () => true,
     /** A 101 without the MAC was refused while it was required (the peer's hello may be out of date). */
     private readonly acceptMacMissing: () => void = () => {},
+    /**
+     * A 101 carried the peer's valid MAC: it seals its 101s now (an older build upgraded), so the MAC
+     * is required again at once, and a path stripping it from a later 101 is refused.
+     */
+    private readonly acceptMacSeen: () => void = () => {},
   ) {}
 
   /**
@@ -303,7 +309,10 @@ export class ForwardChannel {
       extensions: header("sec-websocket-extensions"),
       protocol: header("sec-websocket-protocol"),
     };
-    if (check.call(this.auth, sent, this.peerId, answer, tag)) return undefined;
+    if (check.call(this.auth, sent, this.peerId, answer, tag)) {
+      this.acceptMacSeen();
+      return undefined;
+    }
     return `its 101 answer fails its channel MAC (${HEADER_CHANNEL_MAC}): not ${this.peerId}'s answer to this upgrade`;
   }
 

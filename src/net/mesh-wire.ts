@@ -13,8 +13,8 @@
  */
 
 import { ByteReader } from "../core/byte-reader.js";
-import { decodeGossip, encodeGossip } from "../core/node/gossip/codec.js";
-import { decodeSwim, encodeSwim } from "../core/node/swim/codec.js";
+import { decodeGossip, encodeGossip, GossipDecodeError } from "../core/node/gossip/codec.js";
+import { decodeSwim, encodeSwim, SwimDecodeError } from "../core/node/swim/codec.js";
 import type { MeshMessage, NodeId } from "../core/node/types.js";
 import { varintSize, writeVarint } from "../core/varint.js";
 import { NODE_ID_PATTERN } from "./node-id.js";
@@ -80,15 +80,26 @@ function readAscii(r: ByteReader): string {
   return String.fromCharCode(...r.take(r.byte(), "truncated"));
 }
 
-export type MeshDecoded = { ok: true; envelope: MeshEnvelope } | { ok: false; error: string };
+/**
+ * `unknownKind`: refused at a kind marker this build does not know (the channel byte, a SWIM or gossip
+ * type byte, a state's snapshot format version or kind), where a newer build's new message would be
+ * refused; anything else malformed is not.
+ */
+export type MeshDecoded =
+  | { ok: true; envelope: MeshEnvelope }
+  | { ok: false; error: string; unknownKind: boolean };
 
 /** A mesh body as it came off the wire, validated; or why it was refused. */
 export function decodeMesh(bytes: Uint8Array, maxSnapshotBytes: number): MeshDecoded {
-  const fail = (error: string): MeshDecoded => ({ ok: false, error: `bad mesh message: ${error}` });
+  const fail = (error: string, unknownKind = false): MeshDecoded => ({
+    ok: false,
+    error: `bad mesh message: ${error}`,
+    unknownKind,
+  });
   const r = new ByteReader(bytes, (why) => new RangeError(why));
   try {
     const channel = r.byte();
-    if (channel > 1) return fail("unknown channel");
+    if (channel > 1) return fail("unknown channel", true);
     const n = r.varint();
     if (n > MAX_MESH_ADDRS) return fail(`${n} addresses, at most ${MAX_MESH_ADDRS}`);
     const addrs: MeshAddress[] = [];
@@ -109,7 +120,9 @@ export function decodeMesh(bytes: Uint8Array, maxSnapshotBytes: number): MeshDec
           };
     return { ok: true, envelope: { msg, addrs } };
   } catch (err) {
-    return fail((err as Error).message);
+    const unknownKind =
+      (err instanceof SwimDecodeError || err instanceof GossipDecodeError) && err.unknownKind;
+    return fail((err as Error).message, unknownKind);
   }
 }
 

@@ -27,11 +27,14 @@ export interface PeerEntry {
   promptText: boolean;
   /**
    * Shared-secret mode: its channel's 101 answer must carry a channel MAC (auth/channel-mac.ts); false
-   * once its checked hello showed a build before that MAC. Unknown (no hello noted yet): required.
+   * once its checked hello showed a build before that MAC, true again once a 101 of it carries a valid
+   * one (it upgraded). Unknown (no hello noted yet): required.
    */
   acceptMac: boolean;
   /** When its hello was last read again for a 101 without the MAC (ACCEPT_MAC_RECHECK_MS apart). */
   acceptMacCheckedAt: number | undefined;
+  /** When a 101 of it last carried its valid MAC (which turns `acceptMac` back on). */
+  acceptMacSeenAt: number | undefined;
 }
 
 /** Makes the peer's pool (it has none), keeping its connector for the next. */

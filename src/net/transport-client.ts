@@ -105,6 +105,7 @@ export class PeerClient {
       promptText: existing?.promptText ?? true,
       acceptMac: existing?.acceptMac ?? true,
       acceptMacCheckedAt: existing?.acceptMacCheckedAt,
+      acceptMacSeenAt: existing?.acceptMacSeenAt,
     };
     if ((this.opts.forwardTransport ?? "channel") === "channel")
       entry.channel = new ForwardChannel(
@@ -114,6 +115,7 @@ export class PeerClient {
         this.t,
         () => entry.acceptMac,
         () => this.recheckAcceptMac(key, entry),
+        () => this.acceptMacSeen(entry),
       );
     this.peers.set(key, entry);
   }
@@ -156,6 +158,16 @@ export class PeerClient {
   }
 
   /**
+   * The peer's 101 carried its valid channel MAC: whatever its last hello said, it seals its 101s now
+   * (it upgraded), so the MAC is required again at once, not at its next hello; a path stripping it
+   * from a later 101 can no longer have that 101 taken unproven.
+   */
+  private acceptMacSeen(entry: PeerEntry): void {
+    entry.acceptMac = true;
+    entry.acceptMacSeenAt = Date.now();
+  }
+
+  /**
    * The peer's 101 lacked the channel MAC we required: read its (authenticated) hello again, and take
    * its 101s unproven from now on only if that hello does not say it seals them (an older build).
    */
@@ -171,6 +183,8 @@ export class PeerClient {
         // a peer removed and added again since starts afresh).
         const cur = this.peers.get(id);
         if (!hello.success || hello.data.id !== id || cur?.acceptMacCheckedAt !== now) return;
+        // A valid MAC seen since this hello was asked for is the newer word: it stays required.
+        if (cur.acceptMacSeenAt !== undefined && cur.acceptMacSeenAt >= now) return;
         cur.acceptMac = hello.data.channelAcceptMac === true;
       },
       () => {}, // unreachable or garbled: the MAC stays required; asked again after the wait

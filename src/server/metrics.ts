@@ -339,7 +339,9 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       "this node it outbid while alive: poor local health or a lossy network), declared_dead, verified " +
       "(candidates admitted), refused (candidates whose check failed), recheck, recheck_dropped, " +
       "invalid (mesh messages from an authenticated node that did not decode or were over the entry " +
-      "bound: the peer port's 400s plus SWIM's own drops), unknown_sender (messages from a non-member), " +
+      "bound: the peer port's 400s plus SWIM's own drops), unsupported (mesh messages refused because " +
+      "their sender's hello names a newer protocol and they are of a kind this build does not know: " +
+      "expected during a rolling upgrade), unknown_sender (messages from a non-member), " +
       "implausible_incarnation (news past what a clock allows: forged, or a clock far off), " +
       "candidate_dropped (the candidate set was full)",
     "event",

@@ -349,6 +349,29 @@ describe("peers that predate the 101's MAC, and the other modes", () => {
     expect(forwards).toEqual([]);
   });
 
+  it("a peer noted as older that seals a 101 has the MAC required again at once", async () => {
+    // B's last hello said nothing of the MAC (an older build); B has since been upgraded.
+    const { url, forwards, hellos } = await realPeer(hmacAuth("B", SECRET));
+    let strip = true;
+    const stripped = new RegExp(`\\r\\n${HEADER_CHANNEL_MAC}: [0-9a-f]+`);
+    const relay = await onPathUpgradeRelay(url, (head) => (strip ? head.replace(stripped, "") : head));
+    closers.push(relay.close);
+    const c = client();
+    c.setPeer("B", relay.url);
+    c.setChannelAcceptMac("B", false);
+    // The control: while B counts as older, a 101 stripped of its MAC is taken unproven.
+    await expect(c.forward("B", fwd("A-1"), () => {})).resolves.toMatchObject({ reqId: "A-1" });
+    strip = false;
+    c.setPeer("B", `${relay.url}/`); // a new channel: B seals its 101, and the MAC checks
+    await expect(c.forward("B", fwd("A-2"), () => {})).resolves.toMatchObject({ reqId: "A-2" });
+    // Switched back on by the MAC itself: no hello of B was read meanwhile.
+    expect(hellos.n).toBe(0);
+    strip = true;
+    c.setPeer("B", relay.url); // another channel, whose 101 the path strips
+    expect(await failure(c, "A-3")).toEqual(REFUSED_MISSING);
+    expect(forwards).toEqual(["A-1", "A-2"]);
+  });
+
   it("an older peer's 101 that does carry a MAC is still checked", async () => {
     const f = await forger(tagAs((b) => ({ ...b, server: "C" })));
     const c = client();

@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { type SwimStats, zeroSwimStats } from "../../src/core/node/swim/types.js";
+import { zeroSwimStats } from "../../src/core/node/swim/types.js";
 import {
   ALERT_WINDOW_S,
   type MembershipItem,
@@ -15,8 +15,10 @@ import {
   type RiseTimes,
   readMembership,
 } from "../../src/server/dashboard/membership.js";
+import type { MembershipCounts } from "../../src/server/runtime/cluster-view.js";
 
-const zero: SwimStats = zeroSwimStats();
+/** `/cluster`'s `membership` at zero: SWIM's counts and the peer port's `unsupported`. */
+const zero: MembershipCounts = { ...zeroSwimStats(), unsupported: 0 };
 
 function shown(p: MembershipPanel): Extract<MembershipPanel, { shown: true }> {
   if (!p.shown) throw new Error("panel hidden");
@@ -25,7 +27,7 @@ function shown(p: MembershipPanel): Extract<MembershipPanel, { shown: true }> {
 const byKey = (p: MembershipPanel) => {
   const s = shown(p);
   return Object.fromEntries([...s.items, ...s.context].map((i) => [i.key, i])) as Record<
-    keyof SwimStats,
+    keyof MembershipCounts,
     MembershipItem
   >;
 };
@@ -45,10 +47,11 @@ describe("dashboard: the failure detector's panel", () => {
       "suspected",
       "declaredDead",
       "invalid",
+      "unsupported",
       "unknownSender",
       "implausibleIncarnations",
     ]);
-    // Every count of SwimStats is on the panel, so a count added to the core is not silently dropped.
+    // Every count of `membership` is on the panel, so a count added is not silently dropped.
     expect([...p.items, ...p.context].map((i) => i.key).sort()).toEqual(Object.keys(zero).sort());
     expect(p.alerting).toBe(0);
     expect(p.items.every((i) => !i.alert && i.value === "0" && i.rise === null)).toBe(true);
@@ -56,7 +59,7 @@ describe("dashboard: the failure detector's panel", () => {
   });
 
   it("highlights refuted, invalid and implausible incarnations when non-zero at a first poll, not the others", () => {
-    const all = Object.fromEntries(Object.keys(zero).map((k) => [k, 2])) as unknown as SwimStats;
+    const all = Object.fromEntries(Object.keys(zero).map((k) => [k, 2])) as unknown as MembershipCounts;
     const p = membershipPanel(readMembership(all, 1));
     const alerting = Object.values(byKey(p))
       .filter((i) => i.alert)
@@ -71,6 +74,13 @@ describe("dashboard: the failure detector's panel", () => {
     const bad = byKey(membershipPanel(readMembership({ ...zero, invalid: 1 }, 1)));
     expect(bad.invalid.alert).toBe(true);
     expect(bad.suspected.alert).toBe(false);
+    // A newer build's messages in a rolling upgrade are shown, and rise, but alert on nothing.
+    const newer = membershipPanel(
+      readMembership({ ...zero, unsupported: 5 }, 2),
+      readMembership({ ...zero, unsupported: 1 }, 1),
+    );
+    expect(byKey(newer).unsupported).toMatchObject({ value: "5", rise: "+4 · 4/s", alert: false });
+    expect(shown(newer).alerting).toBe(0);
   });
 
   it("keeps a rise highlighted for the alert rules' 10 min, then no longer; a new rise lights it again", () => {

@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import type { SwimStats } from "../../src/core/node/swim/types.js";
 import { encodeMesh, MESH_DECODE_LIMITS } from "../../src/net/mesh-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
+import type { MembershipCounts } from "../../src/server/runtime/cluster-view.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { postMesh, relaySays } from "./mesh-relay.js";
@@ -53,7 +53,7 @@ const hostPort = (n: NodeHandle) => n.peerUrl.replace(/^https?:\/\//, "");
 
 interface Cluster {
   peers: { id: string; liveness: string }[];
-  membership?: SwimStats;
+  membership?: MembershipCounts;
 }
 const cluster = async (n: NodeHandle) => (await (await fetch(`${n.apiUrl}/cluster`)).json()) as Cluster;
 
@@ -86,6 +86,7 @@ const EVENTS = [
   "recheck",
   "recheck_dropped",
   "invalid",
+  "unsupported",
   "unknown_sender",
   "implausible_incarnation",
   "candidate_dropped",
@@ -98,6 +99,7 @@ describe("SWIM's counts on /metrics and /cluster", () => {
     const first = await events(a);
     expect([...first.keys()].sort()).toEqual([...EVENTS].sort());
     expect(first.get("probe")).toBe(0);
+    expect(first.get("unsupported")).toBe(0);
 
     const b = await start("B", { join: hostPort(a) });
     await until("A lists B live", async () =>
@@ -135,6 +137,7 @@ describe("SWIM's counts on /metrics and /cluster", () => {
         "rechecks",
         "rechecksDropped",
         "invalid",
+        "unsupported",
         "unknownSender",
         "implausibleIncarnations",
         "candidatesDropped",
@@ -179,6 +182,9 @@ describe("SWIM's counts on /metrics and /cluster", () => {
     await until("A counts B's invalid messages", async () => (await invalid()) >= base + 2);
     expect(await invalid()).toBe(base + 2);
     expect((await cluster(a)).membership?.invalid).toBe(base + 2);
+    // B speaks this node's protocol: an unknown kind from it is no newer build's, so not `unsupported`.
+    expect((await cluster(a)).membership?.unsupported).toBe(0);
+    expect((await events(a)).get("unsupported")).toBe(0);
     // The node that sent nothing bad counts nothing.
     expect((await cluster(b)).membership?.invalid).toBe(0);
 

@@ -9,7 +9,8 @@
 import type { SwimStats } from "../../core/node/swim/types.js";
 import { increase } from "./series.js";
 
-type Key = keyof SwimStats;
+/** `/cluster`'s `membership`: SWIM's counts and the peer port's `unsupported` (runtime/cluster-view.ts). */
+type Key = keyof SwimStats | "unsupported";
 
 /** The SWIM counts of one poll, taken at `t` (seconds); a count the node did not give is absent. */
 export interface MembershipReading {
@@ -72,6 +73,12 @@ const MAIN: readonly Shown[] = [
     label: "invalid messages",
     hint: "Mesh messages from an authenticated node that did not decode or were over the entry bound, refused: a broken or hostile member",
     alerts: true,
+  },
+  {
+    // Not an alert's: a rolling upgrade's newer nodes send these until every node runs their build.
+    key: "unsupported",
+    label: "newer protocol",
+    hint: "Mesh messages refused because their sender speaks a newer protocol (its hello says so): expected while a rolling upgrade runs, gone once this node is upgraded too",
   },
   {
     key: "unknownSender",

@@ -30,10 +30,17 @@ export interface ClusterViewOptions {
   peerServed(id: string): number | null;
   /**
    * gossip "scuttlebutt": mesh messages from authenticated senders the peer port refused before SWIM
-   * saw them (mesh-peers.ts `refusedMessages`); shown added to SWIM's own `invalid`.
+   * saw them: `invalid` (mesh-peers.ts `refusedMessages`), shown added to SWIM's own `invalid`, and
+   * `unsupported` (`unsupportedMessages`: their sender speaks a newer protocol), shown on its own.
    */
-  meshRefused?(): number;
+  meshRefused?(): { invalid: number; unsupported: number };
 }
+
+/**
+ * The failure detector's counts as `/cluster`'s `membership` shows them: SWIM's, and `unsupported`,
+ * which only the daemon's peer port counts (the core never sees a message it cannot decode).
+ */
+export type MembershipCounts = SwimStats & { unsupported: number };
 
 export class ClusterView {
   private discovery: (() => unknown) | undefined;
@@ -182,11 +189,13 @@ export class ClusterView {
   /**
    * SWIM's counts as shown: its `invalid` (messages over its entry bound) plus the mesh messages the
    * peer port refused first. Both are garbage from an authenticated node; one count to alert on.
+   * A newer build's messages (`unsupported`) are expected in a rolling upgrade: counted apart.
    */
-  private swimStats(): SwimStats | undefined {
+  private swimStats(): MembershipCounts | undefined {
     const swim = this.o.node.meshStats();
     if (!swim) return undefined;
-    return { ...swim, invalid: swim.invalid + (this.o.meshRefused?.() ?? 0) };
+    const refused = this.o.meshRefused?.() ?? { invalid: 0, unsupported: 0 };
+    return { ...swim, invalid: swim.invalid + refused.invalid, unsupported: refused.unsupported };
   }
 
   /** Candidates refused now: SWIM's, and the full mesh's static peers. */
@@ -226,9 +235,9 @@ function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, numbe
 
 /**
  * SWIM's counts under the event names of prefixmesh_membership_events_total. A Record over every
- * SwimStats key, so a count added to the core fails to compile here until it is named.
+ * MembershipCounts key, so a count added to the core fails to compile here until it is named.
  */
-const MEMBERSHIP_EVENTS: Record<keyof SwimStats, string> = {
+const MEMBERSHIP_EVENTS: Record<keyof MembershipCounts, string> = {
   probes: "probe",
   indirectProbes: "indirect_probe",
   suspected: "suspected",
@@ -239,14 +248,15 @@ const MEMBERSHIP_EVENTS: Record<keyof SwimStats, string> = {
   rechecks: "recheck",
   rechecksDropped: "recheck_dropped",
   invalid: "invalid",
+  unsupported: "unsupported",
   unknownSender: "unknown_sender",
   implausibleIncarnations: "implausible_incarnation",
   candidatesDropped: "candidate_dropped",
 };
 
-function membershipEvents(s: SwimStats): Record<string, number> {
+function membershipEvents(s: MembershipCounts): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const [key, event] of Object.entries(MEMBERSHIP_EVENTS)) out[event] = s[key as keyof SwimStats];
+  for (const [key, event] of Object.entries(MEMBERSHIP_EVENTS)) out[event] = s[key as keyof MembershipCounts];
   return out;
 }
 

@@ -18,7 +18,13 @@
  *    left keeps its pool LEFT_POOL_MS among them, for its final cancels, unless it is verified
  *    again or its pool is replaced meanwhile: the pool is then no longer the kept one), messages in
  *    flight per peer ≤ MAX_IN_FLIGHT (more are dropped: mesh messages are datagrams), verifications
- *    pending ≤ MAX_VERIFYING.
+ *    pending ≤ MAX_VERIFYING, senders known to speak a newer protocol ≤ MAX_NEWER_SENDERS.
+ *  - [Newer is not invalid] A refused message counts as `unsupported`, not `invalid`, only when both
+ *    say a newer build: its sender's last checked hello (authenticated) named a protocol newer than
+ *    this build's, and it failed at a kind marker this build does not know (mesh-wire.ts
+ *    `unknownKind`), where such a build's new message would. A mesh message carries no version of
+ *    its own, so an unknown kind alone cannot tell a newer build from a broken one: from a sender of
+ *    our protocol or older, or whose hello this node has not read, it stays `invalid`.
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import type { MeshMessage, NodeId, NodeInput } from "../../core/node/types.js";
@@ -26,8 +32,9 @@ import { CLOCK_SKEW, MAX_REFUSALS } from "../../core/refusals.js";
 import { skewAdvice } from "../../net/clock-skew.js";
 import { checkPeerHello } from "../../net/discovery.js";
 import { decodeMesh, encodeMesh, type MeshAddress, meshMentions } from "../../net/mesh-wire.js";
+import { BUILD_RANGE } from "../../net/protocol-range.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
-import type { PeerHello } from "../../net/wire-schemas.js";
+import { helloSchema, type PeerHello } from "../../net/wire-schemas.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
 import type { RuntimeLogger } from "./logger.js";
@@ -35,6 +42,8 @@ import type { RuntimeLogger } from "./logger.js";
 export const MAX_IN_FLIGHT = 8;
 export const MAX_STRANGER_POOLS = 64;
 export const MAX_VERIFYING = 256;
+/** Senders remembered as speaking a newer protocol than this build (see `unsupportedMessages`). */
+export const MAX_NEWER_SENDERS = 1024;
 /**
  * How long a member that left (its goodbye) keeps its pool as a stranger's: the final cancels it is
  * owed go when it leaves (no answer of a non-member is taken: forward-attempts.ts `departed`), so
@@ -89,8 +98,11 @@ export class MeshPeers {
   private readonly leftPools = new Map<NodeId, NodeJS.Timeout>();
   /** Members refused for clock skew and warned of: said once each (its re-checks go on), until admitted. */
   private readonly skewWarned = new Set<NodeId>();
+  /** Senders whose last checked hello named a protocol newer than ours: the newest it named. */
+  private readonly newer = new Map<NodeId, number>();
   private stopped = false;
   private refused = 0;
+  private unsupported = 0;
 
   constructor(private readonly o: MeshPeersOptions) {}
 
@@ -103,12 +115,21 @@ export class MeshPeers {
   }
 
   /**
+   * Mesh messages `onMesh` refused because their sender speaks a newer protocol (see [Newer is not
+   * invalid]): expected while a rolling upgrade runs, so not among `refusedMessages`.
+   */
+  get unsupportedMessages(): number {
+    return this.unsupported;
+  }
+
+  /**
    * A new epoch (the cache reset's restart): SWIM's counts start over with it, so this one does too,
    * or `invalid` would carry the old epoch's refusals on (and fall, a counter reset, when it had some
    * of SWIM's own).
    */
   newEpoch(): void {
     this.refused = 0;
+    this.unsupported = 0;
   }
 
   /** `id` is reachable at `url`; `own`: said by `id` itself (or configured), which beats a relay. */
@@ -160,6 +181,14 @@ export class MeshPeers {
     if (this.stopped) return undefined;
     const d = decodeMesh(body, this.o.maxMessageBytes);
     if (!d.ok) {
+      const newer = d.unknownKind ? this.newer.get(from) : undefined;
+      if (newer !== undefined) {
+        // A newer build's message (see [Newer is not invalid]): a rolling upgrade, not a fault.
+        this.unsupported++;
+        const why = `${d.error} (its sender speaks protocol ${newer}, this node ${BUILD_RANGE.max})`;
+        this.o.logger.debug({ peer: from, err: why }, "mesh message of a newer protocol refused");
+        return why;
+      }
       // Only an authenticated sender reaches here (the peer port's auth runs first), so this is a
       // node sending garbage: worth an operator's alert, unlike a stranger's (auth-rejected).
       this.refused++;
@@ -269,6 +298,7 @@ export class MeshPeers {
     this.o.client.verifiedHello(id).then(
       (hello) => {
         v.running = false;
+        this.noteProtocol(id, hello);
         const r = checkPeerHello(
           {
             cluster: this.o.clusterId,
@@ -315,6 +345,23 @@ export class MeshPeers {
         this.settle(id, false, undefined, `no-credential: ${(err as Error).message}`);
       },
     );
+  }
+
+  /**
+   * Whether `id`'s hello (proven its: verifiedHello) names a protocol newer than this build's, kept
+   * for [Newer is not invalid] whatever the check then decides (a build wholly newer is refused as a
+   * member, and may still send us mesh messages). Bounded: the oldest noted goes first.
+   */
+  private noteProtocol(id: NodeId, raw: unknown): void {
+    const h = helloSchema.safeParse(raw);
+    if (!h.success || h.data.id !== id) return;
+    this.newer.delete(id);
+    if (h.data.protocol <= BUILD_RANGE.max) return;
+    if (this.newer.size >= MAX_NEWER_SENDERS) {
+      const oldest = this.newer.keys().next().value;
+      if (oldest !== undefined) this.newer.delete(oldest);
+    }
+    this.newer.set(id, h.data.protocol);
   }
 
   private retry(id: NodeId, v: Verifying): void {

@@ -156,7 +156,10 @@ export class NodeRuntime implements NodeService {
       peerServed: (id) => this.traffic.servedCounts.of(id),
       peerUrl: (id) => this.admin.peerUrl(id),
       sendsPromptText: (id) => o.client.sendsPromptText(id),
-      meshRefused: () => this.mesh?.refusedMessages ?? 0,
+      meshRefused: () => ({
+        invalid: this.mesh?.refusedMessages ?? 0,
+        unsupported: this.mesh?.unsupportedMessages ?? 0,
+      }),
     });
     o.metrics.setViewProvider(() => this.view.gauges());
     const mesh = o.node.config.gossip === "scuttlebutt" ? o.mesh : undefined;

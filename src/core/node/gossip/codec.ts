@@ -20,6 +20,7 @@ import {
   encodeSnapshot,
   SNAPSHOT_FORMAT_VERSION,
   SNAPSHOT_MAGIC,
+  SnapshotDecodeError,
 } from "../../snapshot-codec.js";
 import { writeVarint } from "../../varint.js";
 import { readHints, writeHints } from "./hints.js";
@@ -53,9 +54,16 @@ function wholeFrame(rec: Uint8Array): Uint8Array {
 }
 
 export class GossipDecodeError extends Error {
-  constructor(message: string) {
+  /**
+   * A kind marker this build does not know: the message's type byte, or a state's snapshot format
+   * version or kind. What a newer build's new form looks like (or garbage; only the sender's hello
+   * tells them apart: server/runtime/mesh-peers.ts).
+   */
+  readonly unknownKind: boolean;
+  constructor(message: string, unknownKind = false) {
     super(`bad gossip message: ${message}`);
     this.name = "GossipDecodeError";
+    this.unknownKind = unknownKind;
   }
 }
 
@@ -174,14 +182,18 @@ export function decodeGossip(bytes: Uint8Array, limits: GossipDecodeLimits): Mes
       try {
         snapshot = decodeSnapshot(frame, { maxBytes: limits.maxSnapshotBytes });
       } catch (err) {
-        throw new GossipDecodeError((err as Error).message);
+        const code = err instanceof SnapshotDecodeError ? err.code : undefined;
+        throw new GossipDecodeError(
+          (err as Error).message,
+          code === "unsupported-version" || code === "bad-kind",
+        );
       }
       const z = varint();
       if (z !== 1 && z % 2 !== 0) throw new GossipDecodeError("bad block count");
       states.push({ snapshot, blocks: z === 1 ? -1 : z / 2 });
     }
     msg = { type: "states", states, wants: entries() };
-  } else throw new GossipDecodeError("unknown type");
+  } else throw new GossipDecodeError("unknown type", true);
   r.end();
   return msg;
 }

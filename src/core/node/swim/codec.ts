@@ -16,9 +16,15 @@ export const MAX_INCARNATION = Number.MAX_SAFE_INTEGER;
 const ID_CHARS = /^[A-Za-z0-9._-]+$/;
 
 export class SwimDecodeError extends Error {
-  constructor(message: string) {
+  /**
+   * The message's type byte is none this build knows: what a newer build's new message looks like (or
+   * garbage; only the sender's hello tells them apart: server/runtime/mesh-peers.ts).
+   */
+  readonly unknownKind: boolean;
+  constructor(message: string, unknownKind = false) {
     super(`bad swim message: ${message}`);
     this.name = "SwimDecodeError";
+    this.unknownKind = unknownKind;
   }
 }
 
@@ -164,7 +170,7 @@ export function decodeSwim(bytes: Uint8Array, maxEntries = 8_192): SwimMessage {
       msg = { type, incarnation: incarnation() };
       break;
     default:
-      throw new SwimDecodeError("unknown type");
+      throw new SwimDecodeError("unknown type", true);
   }
   r.end();
   return msg;
