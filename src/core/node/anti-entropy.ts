@@ -199,7 +199,7 @@ export class AntiEntropy {
   }
 
   /**
-   * The RTT echo (types.ts): remembers the peer's send time for our next echo, and returns the round
+   * The RTT echo (peer-messages.ts): remembers the peer's send time for our next echo, and returns the round
    * trip our last echoed snapshot made, if this one times it. Peer-supplied numbers: anything
    * non-finite, negative or longer than a forward may take is ignored, so a bad peer can only
    * bound-limit its own RTT.

@@ -1,6 +1,7 @@
 /**
- * The RTT echo of snapshot messages (types.ts: `at`, `echo {t, heldMs}`): each side echoes the other's
- * latest send time and how long it held it, so the round trip is timed on the sender's own clock.
+ * The RTT echo of snapshot messages (peer-messages.ts: `at`, `echo {t, heldMs}`): each side echoes
+ * the other's latest send time and how long it held it, so the round trip is timed on the sender's
+ * own clock.
  */
 import type { PeerSync } from "./peer-sync.js";
 import type { SnapshotEcho } from "./types.js";
