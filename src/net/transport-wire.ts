@@ -1,5 +1,5 @@
 /**
- * The wire form of every `PeerMessage` (src/core/node/types.ts), both ways: the one place that maps
+ * The wire form of every `PeerMessage` (src/core/node/peer-messages.ts), both ways: the one place that maps
  * the core's messages to bodies, headers and records and back. The carriers (transport-client.ts and
  * transport-server.ts over HTTP, channel-client.ts and channel-server.ts over the forward channel) move
  * what this module makes and hand back what it decodes; they never build or read a message's fields.

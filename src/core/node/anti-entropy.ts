@@ -6,62 +6,20 @@
  * and the RTT echo decide which. In: a peer's snapshot is applied to our estimate of it (Estimates:
  * (epoch, version) only moves forward), its header is the load it advertises, and our ack (`holds`)
  * in the next round says what we hold, or asks for a full snapshot when our estimate is polluted.
+ * What it keeps per peer is peer-sync.ts; the versions a peer holds of ours, sent-versions.ts; the RTT
+ * echo, snapshot-echo.ts.
  */
 import type { Tokens } from "../engine.js";
 import { Estimates } from "../estimates.js";
 import { invariant } from "../invariant.js";
 import { PeerIndex } from "../peer-index.js";
 import type { RadixTree } from "../radix-tree.js";
-import type { EngineCosts, Snapshot, SnapshotHeader } from "../snapshot.js";
+import type { Snapshot, SnapshotHeader } from "../snapshot.js";
 import type { NodeConfig } from "./config.js";
+import { newPeerSync, type PeerLoad, type PeerSync, pushBackUntil } from "./peer-sync.js";
+import { baseFor, noteSent, takeAck } from "./sent-versions.js";
+import { readEcho } from "./snapshot-echo.js";
 import type { Effect, HeldVersion, NodeId, NodeStats, PeerMessage, PeerView, SnapshotEcho } from "./types.js";
-
-/** Unconfirmed sends remembered per peer (older ones are forgotten; the window check still holds). */
-const MAX_UNCONFIRMED = 64;
-
-/** What a peer advertised in its latest header, as we received it. */
-export interface PeerLoad {
-  queueDepth: number;
-  /** When its queue depth was last reported (our clock). */
-  queueAt: number | undefined;
-  capacityTokens: number;
-  /** Tokens in its tree as its latest header said (undefined until one arrived). */
-  treeTokens: number | undefined;
-  /** Our clock until which it asked not to be routed to; 0 = none. */
-  pushBackUntil: number;
-  /** When our estimate of it last changed or was confirmed (for the estimate's age). */
-  estimateAt: number | undefined;
-  /** Its engine costs, as its latest header advertised them (`advertiseCosts`); undefined if none. */
-  costs?: EngineCosts | undefined;
-}
-
-interface PeerSync extends PeerLoad {
-  /** Epoch of its latest snapshot (a change means it restarted). */
-  epoch: number | undefined;
-  /** What it acknowledged holding of our tree. */
-  holdsOfUs: HeldVersion | undefined;
-  /**
-   * Versions of our tree we sent it (delta or full) that its acks have not confirmed yet, oldest
-   * first, with when we sent them: while young they are assumed delivered (the ack is in flight).
-   */
-  unconfirmed: { version: number; at: number }[];
-  /**
-   * `at` of our latest snapshot the peer had received when it sent its last message (its echo), and
-   * of that message's ack (`holds`): a later send seen but an earlier version not held means the
-   * earlier send was lost (or overtaken), whatever the optimism window says.
-   */
-  echoed: number | undefined;
-  ackSawAt: number | undefined;
-  /** Smoothed time from sending a version to its ack arriving (≈ RTT + the peer's poll wait). */
-  ackDelayMs: number | undefined;
-  /** Our estimate of it was found polluted: ask for a full snapshot (omit our ack). */
-  wantFull: boolean;
-  /** When we last made an optimistic insert into its estimate (after a forwarded result). */
-  optimisticAt: number;
-  /** `at` (its clock) of the last snapshot it sent us, and when it arrived (our clock): our echo. */
-  echoT: number | undefined;
-  echoRxAt: number;
-}
 
 /** The parts of our own tree a round reads. */
 export type OwnTree = Pick<
@@ -74,11 +32,6 @@ export interface RoundPeer {
   id: NodeId;
   live: boolean;
   rttMs: number | undefined;
-}
-
-/** Until when a member's advertised push-back holds, capped by ours (0: none): one rule for every carrier. */
-export function pushBackUntil(now: number, pushBackMs: number, maxPushBackMs: number): number {
-  return pushBackMs > 0 ? now + Math.min(pushBackMs, maxPushBackMs) : 0;
 }
 
 export type AntiEntropyCounters = Pick<NodeStats, "snapshotsSent" | "snapshotsReceived">;
@@ -216,7 +169,7 @@ export class AntiEntropy {
     for (const { id, live, rttMs } of peers) {
       const peer = this.peer(id);
       let snap: Snapshot | undefined;
-      const base = this.baseFor(peer, now, rttMs, tree);
+      const base = baseFor(peer, now, rttMs, tree, this.epoch, this.config);
       // A peer added at run time gets our full state at its first tick, before it has said a word.
       const joined = this.joined.delete(id);
       if (!joined && (!live || base === version)) {
@@ -235,15 +188,7 @@ export class AntiEntropy {
         full ??= { kind: "full", header, body: tree.snapshotBody() };
         snap = full;
       }
-      if (snap.kind !== "heartbeat") {
-        const q = peer.unconfirmed;
-        const last = q[q.length - 1];
-        if (last === undefined || last.version !== version) {
-          invariant(last === undefined || last.version < version, "our tree's version went back");
-          q.push({ version, at: now });
-          if (q.length > MAX_UNCONFIRMED) q.shift();
-        }
-      }
+      if (snap.kind !== "heartbeat") noteSent(peer, version, now);
       this.counters.snapshotsSent[snap.kind]++;
       const held = peer.wantFull ? undefined : this.estimates.held(id);
       const msg: PeerMessage = { type: "snapshot", snapshot: snap, blocks: tree.blockCount, at: now };
@@ -254,7 +199,7 @@ export class AntiEntropy {
   }
 
   /**
-   * The RTT echo (types.ts): remembers the peer's send time for our next echo, and returns the round
+   * The RTT echo (peer-messages.ts): remembers the peer's send time for our next echo, and returns the round
    * trip our last echoed snapshot made, if this one times it. Peer-supplied numbers: anything
    * non-finite, negative or longer than a forward may take is ignored, so a bad peer can only
    * bound-limit its own RTT.
@@ -265,17 +210,7 @@ export class AntiEntropy {
     echo: SnapshotEcho | undefined,
     now: number,
   ): number | undefined {
-    const peer = this.peer(id);
-    if (typeof at === "number" && Number.isFinite(at)) {
-      peer.echoT = at;
-      peer.echoRxAt = now;
-    }
-    peer.echoed = echo !== undefined && Number.isFinite(echo.t) ? echo.t : undefined;
-    if (echo === undefined) return undefined;
-    const { t, heldMs } = echo;
-    if (!Number.isFinite(t) || !Number.isFinite(heldMs) || heldMs < 0) return undefined;
-    const rtt = now - t - heldMs;
-    return rtt >= 0 && rtt <= this.config.forwardTimeoutMs ? rtt : undefined;
+    return readEcho(this.peer(id), at, echo, now, this.config.forwardTimeoutMs);
   }
 
   /**
@@ -336,7 +271,7 @@ export class AntiEntropy {
         peer.wantFull = this.index_.estimateSize(id) !== blocks * this.index_.blockSize;
       } else if (s.kind === "full") peer.wantFull = false;
     }
-    this.onAck(peer, holds, now);
+    takeAck(peer, holds, this.epoch, now);
     return { reported: true, restarted };
   }
 
@@ -368,82 +303,4 @@ export class AntiEntropy {
     this.index_.updateTrieEstimate(id, tokens);
     this.peer(id).optimisticAt = now;
   }
-
-  /**
-   * The peer told us which version of our tree it holds. No ack = "nothing usable" (first contact,
-   * restart, or a polluted estimate): forget our optimism so the next round sends a full snapshot.
-   */
-  private onAck(peer: PeerSync, holds: HeldVersion | undefined, now: number): void {
-    peer.holdsOfUs = holds;
-    // onEcho ran for this same message: its echo and its ack describe one moment of the peer.
-    peer.ackSawAt = peer.echoed;
-    const q = peer.unconfirmed;
-    if (holds === undefined || holds.epoch !== this.epoch) {
-      q.length = 0;
-      return;
-    }
-    let confirmedAt: number | undefined;
-    while (q.length > 0 && (q[0] as { version: number }).version <= holds.version) {
-      const e = q.shift() as { version: number; at: number };
-      if (e.version === holds.version) confirmedAt = e.at;
-    }
-    if (confirmedAt !== undefined) {
-      const d = now - confirmedAt;
-      peer.ackDelayMs = peer.ackDelayMs === undefined ? d : peer.ackDelayMs + (d - peer.ackDelayMs) / 8;
-    }
-  }
-
-  /**
-   * The version of our tree to build the peer's next update on (undefined: nothing usable → full).
-   * What we sent recently is assumed delivered while its ack may still be in flight; once the oldest
-   * unconfirmed send is clearly overdue (lost, or refused as "need-full"), fall back to the acked
-   * version — usually still within our change log, so a delta rather than a full snapshot. Sooner
-   * when its ack shows the send lost: it had received a later snapshot of ours yet holds less (a send
-   * into a partition that healed would otherwise wait out the window) — only when a delta from the
-   * acked version can be sent, so a large full snapshot still being applied in steps is not re-sent.
-   */
-  private baseFor(peer: PeerSync, now: number, rttMs: number | undefined, tree: OwnTree): number | undefined {
-    const ack = peer.holdsOfUs;
-    const acked = ack !== undefined && ack.epoch === this.epoch ? ack.version : undefined;
-    const q = peer.unconfirmed;
-    if (q.length > 0) {
-      const poll = this.config.pollMs * (1 + this.config.pollJitter);
-      // Before any ack has been timed, guess from k and the forward RTT (a slow link may then get a
-      // few early full snapshots — small, the tree is young — until the first ack is timed).
-      const window =
-        peer.ackDelayMs === undefined
-          ? 2 * this.config.suspectAfterPolls * poll + 2 * (rttMs ?? 0)
-          : 2 * peer.ackDelayMs + poll;
-      const sentAt = (q[0] as { at: number }).at;
-      const lost =
-        acked !== undefined &&
-        peer.ackSawAt !== undefined &&
-        peer.ackSawAt > sentAt &&
-        tree.changesSince(acked) !== undefined;
-      if (!lost && now - sentAt <= window) return (q[q.length - 1] as { version: number }).version;
-      q.length = 0;
-    }
-    return acked;
-  }
-}
-
-function newPeerSync(): PeerSync {
-  return {
-    epoch: undefined,
-    queueDepth: 0,
-    queueAt: undefined,
-    capacityTokens: 0,
-    treeTokens: undefined,
-    pushBackUntil: 0,
-    estimateAt: undefined,
-    holdsOfUs: undefined,
-    unconfirmed: [],
-    echoed: undefined,
-    ackSawAt: undefined,
-    ackDelayMs: undefined,
-    wantFull: false,
-    optimisticAt: Number.NEGATIVE_INFINITY,
-    echoT: undefined,
-    echoRxAt: 0,
-  };
 }

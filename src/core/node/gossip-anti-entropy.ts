@@ -13,13 +13,14 @@
 import { BLOCK_SIZE } from "../block-hash.js";
 import type { EngineRequest, Tokens } from "../engine.js";
 import { PeerIndex } from "../peer-index.js";
-import type { AntiEntropyCounters, OwnTree, PeerLoad, RoundPeer } from "./anti-entropy.js";
+import type { AntiEntropyCounters, OwnTree, RoundPeer } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import { Discovery, type Send } from "./gossip/discovery.js";
 import { OwnStateCache } from "./gossip/own-state.js";
 import { PeerReports, type Restart } from "./gossip/peer-reports.js";
 import { type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
 import { type MeshGossip, OwnSummary } from "./gossip/summary.js";
+import type { PeerLoad } from "./peer-sync.js";
 import type { Effect, HeldVersion, NodeDeps, NodeId, PeerView, SnapshotEcho } from "./types.js";
 
 const NO_IDS: NodeId[] = Object.freeze([]) as unknown as NodeId[];

@@ -9,9 +9,9 @@ import type { EngineRequest } from "../engine.js";
 import { keyTokens, promptMatch } from "../namespace.js";
 import type { PeerIndex } from "../peer-index.js";
 import type { EngineCosts } from "../snapshot.js";
-import type { PeerLoad } from "./anti-entropy.js";
 import type { LearnedCosts } from "./cost-model.js";
 import { runTimeRatio } from "./engine-costs.js";
+import type { PeerLoad } from "./peer-sync.js";
 import type { Effect, NodeId, PeerMessage } from "./types.js";
 
 /** Depths above this from a peer are nonsense: ignored (a peer controls the number). */

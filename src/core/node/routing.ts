@@ -6,7 +6,7 @@
 import type { EngineRequest } from "../engine.js";
 import { keyTokens, promptMatch } from "../namespace.js";
 import type { PeerIndex } from "../peer-index.js";
-import type { PeerLoad } from "./anti-entropy.js";
+import type { PeerLoad } from "./peer-sync.js";
 import type { Candidate } from "./policies/policy.js";
 import type { Targets } from "./targets.js";
 import type { NodeId } from "./types.js";

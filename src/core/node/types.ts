@@ -1,6 +1,9 @@
 /**
  * The node protocol's vocabulary: what goes into a node (`NodeInput`), what comes out (`Effect`), the
- * messages peers exchange (`PeerMessage`) and what is recorded per request (`RequestRecord`).
+ * messages peers exchange (`PeerMessage`) and what is recorded per request (`RequestRecord`). This
+ * file holds the inputs and effects; the rest is in files by role, re-exported here: peer-messages.ts
+ * (messages, ids, held versions), node-timers.ts, peer-view.ts (a peer as /cluster reads it, trust too),
+ * node-stats.ts (request records, counters), node-deps.ts (start options, injected capabilities).
  *
  * The node (`PrefixNode`, node.ts) is a pure state machine: `handle(input)` returns effects and never
  * does I/O itself. The simulator (src/sim) and the real daemon (src/server) both drive it:
@@ -18,206 +21,28 @@
  * Stable API: fields are only ever added, never renamed.
  */
 import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
-import type { PeerIndex } from "../peer-index.js";
-import type { Snapshot } from "../snapshot.js";
-import type { MeshGossip } from "./gossip/summary.js";
-import { type SwimMessage, type SwimTimer, swimTimerKey } from "./swim/types.js";
+import type { RequestRecord } from "./node-stats.js";
+import type { Timer } from "./node-timers.js";
+import type { MeshMessage, NodeId, PeerMessage } from "./peer-messages.js";
 
-/** A node id: short printable string, unique in the cluster (validated by the config). */
-export type NodeId = string;
-
-/** Longest request id accepted from a peer (ids are stored in maps and echoed back). */
-export const MAX_REQ_ID = 512;
-
-/**
- * The error of a forward refused because it came without the prompt text while this node's engine
- * needs it (`needsPromptText`; e.g. the node restarted with another engine since its hello said
- * otherwise): the origin sends the text from then on and re-sends the forward at once.
- */
-export const PROMPT_TEXT_NEEDED = "prompt text needed: this node's engine does not run from tokens alone";
-
-/** Which (epoch, version) of some node's tree an estimate holds. */
-export interface HeldVersion {
-  epoch: number;
-  version: number;
-}
-
-/**
- * The node's timers. `poll` = the anti-entropy tick; `forward` = the timeout of one forward attempt;
- * `ack` = waiting for that attempt's `forward-ack` (or, once acked, for its overdue answer); `hedge` =
- * the next re-ask of a silent peer while the request runs here (hedge.ts); `acks` =
- * the one timer of the acks this node defers as a forward's receiver (`ackDeferMs`); `estimates` = the
- * next step of a large snapshot applied in steps (`estimateStepKeys`). A request has at
- * most one pending timer of each kind (the key leaves the attempt out), and the node ignores a timer
- * whose attempt is no longer the request's current one.
- */
-export type Timer =
-  | { kind: "poll" }
-  | { kind: "forward"; reqId: string; attempt: number }
-  | { kind: "ack"; reqId: string; attempt: number }
-  /** The next re-ask of a silent peer while the request runs here (hedge.ts). */
-  | { kind: "hedge"; reqId: string; attempt: number }
-  | { kind: "acks" }
-  | { kind: "estimates" }
-  /** `gossip: "scuttlebutt"`: an anti-entropy round between two Δpoll ticks (gossipRoundsPerPoll). */
-  | { kind: "gossip-round" }
-  /** `gossip: "scuttlebutt"`: one of the SWIM membership's timers (swim/types.ts). */
-  | { kind: "swim"; timer: SwimTimer };
-
-/** The key a runtime files a pending timer under: one per kind, per request for per-request timers. */
-export function timerKey(t: Timer): string {
-  switch (t.kind) {
-    case "poll":
-    case "acks":
-    case "estimates":
-    case "gossip-round":
-      return t.kind;
-    case "forward":
-      return `fwd:${t.reqId}`;
-    case "ack":
-      return `ack:${t.reqId}`;
-    case "hedge":
-      return `hedge:${t.reqId}`;
-    case "swim":
-      return `swim:${swimTimerKey(t.timer)}`;
-  }
-}
-
-/** See `PeerMessage` "snapshot": the RTT echo. */
-export interface SnapshotEcho {
-  /** The receiver's own `at`, as it arrived here. */
-  t: number;
-  /** ms between its arrival here and this send (sender's clock). */
-  heldMs: number;
-}
-
-/** Timing measured at the node that ran a request (travels back in a `result`). */
-export interface ServedTiming {
-  servedBy: NodeId;
-  queueMs: number;
-  prefillMs: number;
-  decodeMs: number;
-}
-
-/**
- * Peer-to-peer messages.
- * - `snapshot`: the anti-entropy broadcast (also the heartbeat). `holds` is the ack: which (epoch,
- *   version) of the RECEIVER's tree the sender currently holds, so the receiver can answer next time
- *   with a delta from that base (or a heartbeat if nothing changed, or a full snapshot if it cannot).
- *   The snapshot header carries queue depth and push-back (§3.2). `blocks` is the number of block
- *   keys in the sender's tree at header.version: a receiver whose estimate holds that version but more
- *   keys (a wrong optimistic `updateTrieEstimate`) omits `holds` next time, which asks for a full.
- *   A transport MUST carry both fields when present: without `holds` the peer keeps sending full
- *   snapshots (correct, but costly).
- *   `at` + `echo` measure the RTT without a forward (cost-aware routing must re-learn a peer it
- *   stopped forwarding to): `echo.t` is the `at` of the last snapshot the sender received from the
- *   receiver and `echo.heldMs` how long ago (sender's clock) it received it, so the receiver computes
- *   RTT = now − t − heldMs entirely on its own clock. No clock sync needed. Optional, like `holds`.
- * - `forward`: a request routed here by `from`; `attempt` distinguishes retries of one reqId.
- *   `hops` counts forwards so far (1 for a direct forward); a node never forwards beyond `maxHops`.
- *   `deadlineMs` (optional) is the time budget left before the origin gives up on this attempt: a
- *   receiver that expects to finish it later answers a retryable error at once (fast fallback).
- *   A receiver that gets the same (reqId, attempt) again — the origin's probe for an overdue answer —
- *   does not run it twice: it acks again while the job waits or runs, and re-sends its answer if it
- *   has already sent one (a bounded number of recent answers is kept for this).
- * - `forward-ack`: the receiver accepted this forward (queued or started). Sent at once, before any
- *   engine work, so the origin tells a lost forward / unreachable peer from a slow answer within
- *   about one RTT instead of its whole forward timeout. `etaMs` (optional) is the receiver's estimate
- *   of how long until it answers (queue wait + service); the origin probes after that (see node.ts).
- *   Not sent for a refused or dropped forward (duplicate without a job, shutting down, overload:
- *   those answer `error` or nothing, as before).
- * - `cancel`: the origin moved this attempt on (timeout, suspicion, error): a receiver still holding
- *   it queued drops it and answers nothing; a started job finishes (its answer may still serve
- *   the request, late) unless the cancel is `final` (abort-runs.ts): then it may be aborted.
- *   Optional to handle: a peer that ignores it is still correct, it only wastes the work.
- * - `result` / `error`: the answer to a `forward`, echoing reqId + attempt.
- *   `retryable` errors (overload, engine failure) make the origin try its next candidate. A refusal
- *   of a forward that does not fit the receiver (its context or max_tokens ceiling) says `limits`.
- * - `goodbye`: the sender is leaving gracefully; peers stop routing to it at once.
- */
-export type PeerMessage =
-  | {
-      type: "snapshot";
-      snapshot: Snapshot;
-      holds?: HeldVersion;
-      blocks?: number;
-      /** The sender's clock when it sent this (ms): echoed back so the sender can time a round trip. */
-      at?: number;
-      echo?: SnapshotEcho;
-      /**
-       * Requests the sender has served (for its own clients and for peers) in its current epoch. For
-       * operators only (each member's share of the mesh's requests, the paper's Figure 3): the runtime
-       * stamps and reads it, the node never does. Optional: older peers send none.
-       */
-      served?: number;
-    }
-  | {
-      type: "forward";
-      reqId: string;
-      attempt: number;
-      hops: number;
-      request: EngineRequest;
-      /** ms the origin will still wait for this attempt when it sends it (relative: no clock sync). */
-      deadlineMs?: number;
-      /**
-       * With the origin's `maxWaitMs`: ms this attempt may still wait to START here (what is left of
-       * the bound since the request was admitted, less a round trip); relative, like `deadlineMs`.
-       */
-      waitMs?: number;
-    }
-  /**
-   * `queueDepth` (with `freshPeerLoad`): the sender's queue depth as it sends (peer-load.ts).
-   * `epoch`: the sender's epoch as it acks, so a later restart of it fails over only the forwards an
-   * older incarnation took (forward-attempts.ts `lostTo`). Optional: older peers send none.
-   */
-  | {
-      type: "forward-ack";
-      reqId: string;
-      attempt: number;
-      etaMs?: number;
-      queueDepth?: number;
-      epoch?: number;
-    }
-  /** `final`: the origin takes no answer for it any more (abort-runs.ts): a started run may be aborted. */
-  | { type: "cancel"; reqId: string; attempt: number; final?: true }
-  | {
-      type: "result";
-      reqId: string;
-      attempt: number;
-      result: EngineResult;
-      timing: ServedTiming;
-      queueDepth?: number;
-    }
-  | {
-      type: "error";
-      reqId: string;
-      attempt: number;
-      error: string;
-      retryable: boolean;
-      /** A refusal because the forward does not fit the sender: its limits (older peers send none). */
-      limits?: ForwardLimits;
-    }
-  | { type: "goodbye" };
-
-/**
- * What a forward must fit at the node serving it: its engine's context (prompt + maxTokens) and its
- * own max_tokens ceiling. Said with a refusal of a forward that exceeds them (peer-limits.ts).
- */
-export interface ForwardLimits {
-  contextTokens?: number;
-  maxTokens?: number;
-}
-
-/**
- * `gossip: "scuttlebutt"`'s own traffic, apart from the request path: SWIM membership (swim/) and
- * Scuttlebutt anti-entropy (gossip/). Best effort, like a datagram; each has an exact encoded size
- * (swim/codec.ts, gossip/size.ts) so a runtime can carry it and the simulator counts its bytes.
- */
-export type MeshMessage = { channel: "swim"; msg: SwimMessage } | { channel: "gossip"; msg: MeshGossip };
-
-export type PeerMessageType = PeerMessage["type"];
-/** The peer message of one type, e.g. `PeerMessageOf<"forward">`. */
-export type PeerMessageOf<T extends PeerMessageType> = Extract<PeerMessage, { type: T }>;
+// The rest of the vocabulary lives in files by role; it is re-exported so callers import one module.
+export type { NodeDeps, NodeOptions } from "./node-deps.js";
+export type { NodeStats, RequestRecord } from "./node-stats.js";
+export { type Timer, timerKey } from "./node-timers.js";
+export {
+  type ForwardLimits,
+  type HeldVersion,
+  MAX_REQ_ID,
+  type MeshMessage,
+  type NodeId,
+  type PeerMessage,
+  type PeerMessageOf,
+  type PeerMessageType,
+  PROMPT_TEXT_NEEDED,
+  type ServedTiming,
+  type SnapshotEcho,
+} from "./peer-messages.js";
+export type { BreakerState, Liveness, PeerView, TrustView } from "./peer-view.js";
 
 /** Why a client is gone (`client-gone`): it hung up, or its deadline passed and it was answered 504. */
 export type GoneReason = "hangup" | "deadline";
@@ -296,183 +121,3 @@ export type Effect =
    * cluster CA, or the shared secret) and feed back `member-verified`. Nobody joins without it.
    */
   | { type: "verify-member"; id: NodeId };
-
-/** Per-request record, completed at the origin when it replies (the paper's §5 measurements). */
-export interface RequestRecord {
-  reqId: string;
-  origin: NodeId;
-  /** The policy's first choice. */
-  target: NodeId;
-  /** The node that finally ran it (undefined if it failed). */
-  servedBy: NodeId | undefined;
-  /** Network hops of the successful attempt (0 = served at the origin). */
-  hops: number;
-  /** Forward attempts that failed (timeout, error, suspicion) before the final one. */
-  fallbacks: number;
-  policy: string;
-  promptTokens: number;
-  /** The paper's "expected hit": the chosen target's estimated match at decision time. */
-  predictedHitTokens: number;
-  /** Tokens the processing node actually reused from its cache. */
-  actualHitTokens: number;
-  queueMs: number;
-  prefillMs: number;
-  decodeMs: number;
-  /** End-to-end time not spent queueing or computing at the server: forwarding + failed attempts. */
-  networkMs: number;
-  totalMs: number;
-  receivedAt: number;
-  finishedAt: number;
-}
-
-export type Liveness = "unknown" | "live" | "suspected" | "down";
-
-/** Read-only view of one peer, for /cluster, /metrics and tests. */
-export interface PeerView {
-  id: NodeId;
-  liveness: Liveness;
-  /** ms since we last heard anything from it (undefined: never). */
-  silentMs: number | undefined;
-  /**
-   * gossip "scuttlebutt" (no per-pair heartbeats, so no `silentMs`): ms since the newest state of its
-   * estimate arrived and was applied, from it or a relay (undefined: none yet).
-   */
-  estimateAgeMs?: number | undefined;
-  /** Which (epoch, version) of its tree our estimate holds. */
-  held: HeldVersion | undefined;
-  estimateTokens: number;
-  queueDepth: number;
-  /** Absolute time (our clock) until which we do not route to it; 0 = none. */
-  pushBackUntil: number;
-  /** Smoothed measured round-trip time of forwards (network part only), ms. */
-  rttMs: number | undefined;
-  /** What it last told us it holds of OUR tree. */
-  holdsOfUs: HeldVersion | undefined;
-  /** Forwards to it must be acked within the ack timeout (false: it was seen not to ack, e.g. old). */
-  acksForwards: boolean;
-  /** What its answers to our forwards earned it (trust.ts); undefined for a peer we do not track. */
-  trust: TrustView | undefined;
-  /** What it said a forward must fit, refusing one of ours that did not (peer-limits.ts); undefined: nothing. */
-  limits?: ForwardLimits | undefined;
-  /**
-   * gossip "scuttlebutt": a member SWIM declared dead or saw leave, shown while SWIM remembers it
-   * (no longer a member: its estimate is dropped): ms since it went.
-   */
-  goneForMs?: number | undefined;
-}
-
-/** A peer's circuit breaker (trust.ts). */
-export type BreakerState = "closed" | "open" | "half-open" | "quarantined";
-
-/** What /cluster and the metrics show of a peer's trust (trust.ts). */
-export interface TrustView {
-  /** Smoothed share of its forwards answered in time, in [0, 1] (1 until a failure). */
-  score: number;
-  state: BreakerState;
-  /** Forwards it failed / refused for load, since our (re)start. */
-  failures: number;
-  refusals: number;
-  /** Times its breaker opened. */
-  opened: number;
-}
-
-export interface NodeStats {
-  clientRequests: number;
-  servedLocal: number;
-  servedForPeers: number;
-  forwarded: number;
-  fallbacks: number;
-  /**
-   * Replies to an attempt no longer current (after a fallback, or duplicates): dropped, or taken while
-   * the request still waits (never answered twice). Hedged answers count as `hedgedAnswers` only.
-   */
-  lateReplies: number;
-  duplicateForwards: number;
-  /** Queued forwards dropped because their origin cancelled them (never started here). */
-  cancelledForwards: number;
-  /** Forward attempts abandoned because their `forward-ack` (or the answer to a probe) never came. */
-  ackTimeouts: number;
-  /** Probes: forwards re-sent for the same attempt because it was acked but its answer is overdue. */
-  probes: number;
-  /** Acked forward attempts abandoned because their answer was overdue (peer trust). */
-  overdueAnswers: number;
-  /** Forwards re-sent for the same attempt because it was not acked (up to `forwardResends`). */
-  resends: number;
-  /** Answers re-sent to an origin that probed for a forward we had already answered. */
-  resentAnswers: number;
-  /** Requests a silent peer answered while they ran here (hedge.ts): the local run went unreplied. */
-  hedgedAnswers: number;
-  /**
-   * Our clients' requests settled unreplied because the client hung up (`client-gone`), by where
-   * the request was: waiting in our queue (dropped), forwarded (its peer sent a `cancel`), or
-   * running on our engine (aborted when the engine can: `abortedClientGone`; else it completes,
-   * unreplied).
-   */
-  clientGoneQueued: number;
-  clientGoneForwarded: number;
-  clientGoneRunning: number;
-  /** Of those, the ones given up because their deadline passed (answered 504), not a hang-up. */
-  clientGoneDeadlineQueued: number;
-  clientGoneDeadlineForwarded: number;
-  clientGoneDeadlineRunning: number;
-  /** `forward-ack`s ignored: unknown or finished request, an older attempt, or a duplicate. */
-  ignoredAcks: number;
-  /** Spot checks run (peers' deterministic answers recomputed here), and those that disagreed. */
-  spotChecks: number;
-  spotCheckMismatches: number;
-  /** Our clients' requests moved from our queue to a peer expected to finish them sooner (offload). */
-  offloaded: number;
-  /** Queued forwards dropped when their turn came, their origin's deadline passed (never run). */
-  expiredForwards: number;
-  /** Forwards refused at once because the expected finish lies beyond the origin's deadline. */
-  rejectedDeadline: number;
-  /** Client requests refused at once: no node was expected to answer within the client's deadline. */
-  clientDeadlineRefusals: number;
-  rejectedOverload: number;
-  /** Forwards refused for want of the prompt text this node's engine needs (`needsPromptText`). */
-  promptTextRefused: number;
-  engineFailures: number;
-  /**
-   * Engine runs aborted (abort-runs.ts), by why nobody took the answer: our client hung up, a
-   * hedge's peer answered first, the origin of a forward sent its final cancel. Not failures.
-   */
-  abortedClientGone: number;
-  abortedHedged: number;
-  abortedCancelled: number;
-  unknownSender: number;
-  /** Peer messages refused as malformed (e.g. an oversized request id). */
-  invalidMessages: number;
-  snapshotsSent: { full: number; delta: number; heartbeat: number };
-  snapshotsReceived: {
-    applied: number;
-    stale: number;
-    duplicate: number;
-    needFull: number;
-    invalid: number;
-    deferred: number;
-  };
-  evictedTokens: number;
-}
-
-export interface NodeOptions {
-  /** Start epoch; default `deps.now()`. Must grow across restarts of the same id. */
-  epoch?: number;
-  /**
-   * Also run the invariant checks that cost more than O(1) (walks of the tree and the queue, the
-   * policy's order): the simulator's `checkInvariants` runs and the tests. The O(1) ones always run.
-   */
-  checkInvariants?: boolean;
-}
-
-/** Injected capabilities: the node has no clock or randomness of its own. */
-export interface NodeDeps {
-  /** Milliseconds, monotonic for this node (virtual time in the simulator). */
-  now(): number;
-  /** Uniform in [0, 1). */
-  random(): number;
-  /**
-   * The full mesh's peer index for `maxOwners` owners (default: a new `PeerIndex`). The simulator's
-   * oracle runs give one whose estimates share key sets across nodes (sim/shared-estimates.ts).
-   */
-  peerIndex?: (maxOwners: number) => PeerIndex;
-}

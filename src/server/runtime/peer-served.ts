@@ -1,6 +1,6 @@
 /**
  * Each member's count of the requests it has served, as its snapshots report it (`served`,
- * types.ts): what `/cluster` shows per member so a dashboard on any node draws the cluster-wide
+ * peer-messages.ts): what `/cluster` shows per member so a dashboard on any node draws the cluster-wide
  * share of requests by serving node (the paper's Figure 3), not only the share of those entering
  * here. Observability only: routing never reads it.
  *

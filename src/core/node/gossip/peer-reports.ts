@@ -6,7 +6,7 @@
  * failover, whatever carried it.
  */
 import type { SnapshotHeader } from "../../snapshot.js";
-import { type PeerLoad, pushBackUntil } from "../anti-entropy.js";
+import { type PeerLoad, pushBackUntil } from "../peer-sync.js";
 import type { NodeId } from "../types.js";
 import type { DigestLoad } from "./config.js";
 
