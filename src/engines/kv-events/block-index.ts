@@ -5,7 +5,7 @@
  */
 import type { Tokens } from "../../core/engine.js";
 import { keyTokens, type NamespaceFields, namespaceOf } from "../../core/namespace.js";
-import type { BlockHash } from "./wire.js";
+import type { BlockHash } from "./wire-types.js";
 
 export const ROOT = "";
 /** A namespace's root: block hashes never start with NUL ("i:", "b:"), so it is no block's hash. */

@@ -31,7 +31,7 @@
 import type { Tokens } from "../../core/engine.js";
 import { type NamespaceFields, namespaceOf } from "../../core/namespace.js";
 import { type Block, BlockIndex, isNsRoot, keyOf, nsRoot, ROOT, sameTokens } from "./block-index.js";
-import type { BlockHash, BlockRemoved, BlockStored, KvEventBatch } from "./wire.js";
+import type { BlockHash, BlockRemoved, BlockStored, KvEventBatch } from "./wire-types.js";
 
 export interface MirrorOptions {
   /** Data-parallel rank this mirror follows (a batch without a rank counts as rank 0). */
