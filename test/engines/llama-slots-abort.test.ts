@@ -9,9 +9,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { EngineAbortedError } from "../../src/engines/errors.js";
+import { HttpClient } from "../../src/engines/http-client.js";
 import { LlamaSlotsOptionsSchema } from "../../src/engines/llama-slots/options.js";
 import { LlamaSlotCache } from "../../src/engines/llama-slots/slot-cache.js";
-import { HttpClient } from "../../src/engines/openai/http.js";
 import { waitFor } from "../e2e/helpers.js";
 import { range } from "./slot-fixtures.js";
 

@@ -12,14 +12,14 @@ import { join } from "node:path";
 import { encode } from "gpt-tokenizer";
 import { afterEach, describe, expect, it } from "vitest";
 import { EngineInputError, EngineUnavailableError } from "../../src/engines/errors.js";
+import { retryAfterMs } from "../../src/engines/http-client.js";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
-import { retryAfterMs } from "../../src/engines/openai/http.js";
 import {
   normalizeBaseUrl,
   type OpenAIEngineOptions,
   OpenAIEngineOptionsSchema,
 } from "../../src/engines/openai/options.js";
-import { MAX_SSE_EVENT_BYTES, sseData } from "../../src/engines/openai/sse.js";
+import { MAX_SSE_EVENT_BYTES, sseData } from "../../src/engines/sse.js";
 import { loadEngine } from "../../src/server/runtime/engine-loader.js";
 import { envName, resolveNodeSettings } from "../../src/server/settings/index.js";
 

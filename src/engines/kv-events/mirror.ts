@@ -29,37 +29,9 @@
  * history from sequence 0, makes it exact again (`clear`).
  */
 import type { Tokens } from "../../core/engine.js";
-import { keyTokens, type NamespaceFields, namespaceOf } from "../../core/namespace.js";
-import type { BlockHash, BlockRemoved, BlockStored, KvEventBatch } from "./wire.js";
-
-const ROOT = "";
-/** A namespace's root: block hashes never start with NUL ("i:", "b:"), so it is no block's hash. */
-const nsRoot = (ns: string) => `\u0000${ns}`;
-
-interface Block {
-  hash: BlockHash;
-  /** ROOT (or its namespace's root) for the first block of a sequence. */
-  parent: string;
-  tokens: Uint32Array;
-  /** Index key of `tokens` under the parent. */
-  key: string;
-  copies: number;
-  plain: boolean;
-  /** A namespace root's first block: its namespace (indexes the root when linked). */
-  ns?: NamespaceFields;
-}
-
-/**
- * Children of one parent, by their tokens' key (keys of different lengths never collide), plus the
- * distinct token counts present (usually one: the block size).
- */
-interface ChildIndex {
-  /** Distinct token counts, longest first. */
-  lengths: number[];
-  /** Keys present per token count. */
-  perLength: Map<number, number>;
-  byKey: Map<string, Block[]>;
-}
+import { type NamespaceFields, namespaceOf } from "../../core/namespace.js";
+import { type Block, BlockIndex, isNsRoot, keyOf, nsRoot, ROOT, sameTokens } from "./block-index.js";
+import type { BlockHash, BlockRemoved, BlockStored, KvEventBatch } from "./wire-types.js";
 
 export interface MirrorOptions {
   /** Data-parallel rank this mirror follows (a batch without a rank counts as rank 0). */
@@ -110,9 +82,8 @@ export interface MirrorStats {
 
 export class KvCacheMirror {
   private readonly blocks = new Map<BlockHash, Block>();
-  private readonly children = new Map<string, ChildIndex>();
-  /** The namespace of each namespace root that has children. */
-  private readonly roots = new Map<string, NamespaceFields>();
+  /** The blocks a prompt can reach (the plain ones, linked under their parents). */
+  private readonly index = new BlockIndex();
   private readonly rootHashes: Set<BlockHash>;
   private readonly rank: number;
   private readonly group: number;
@@ -199,22 +170,7 @@ export class KvCacheMirror {
 
   /** Longest prefix of `tokens` (of namespace `ns`) the engine holds as a chain of whole blocks, in tokens. */
   match(tokens: Tokens, ns: NamespaceFields = {}): number {
-    const name = namespaceOf(ns);
-    let at = name === undefined ? ROOT : nsRoot(name);
-    let pos = 0;
-    for (;;) {
-      const index = this.children.get(at);
-      if (!index) return pos;
-      let next: Block | undefined;
-      for (const len of index.lengths) {
-        if (pos + len > tokens.length) continue;
-        next = index.byKey.get(keyOf(tokens, pos, len))?.[0];
-        if (next) break;
-      }
-      if (!next) return pos;
-      pos += next.tokens.length;
-      at = next.hash;
-    }
+    return this.index.match(tokens, ns);
   }
 
   /**
@@ -222,68 +178,17 @@ export class KvCacheMirror {
    * default namespace, `keyTokens` of the namespace for the others.
    */
   sequences(): Tokens[] {
-    const out: Tokens[] = [];
-    // Iterative: with one token per block (SGLang's default page size) chains are as deep as prompts.
-    const path: Uint32Array[] = [];
-    const stack: { block: Block; depth: number; length: number }[] = [];
-    const pushChildren = (at: string, depth: number, length: number): boolean => {
-      const index = this.children.get(at);
-      if (!index) return false;
-      for (const list of index.byKey.values()) stack.push({ block: list[0]!, depth, length });
-      return true;
-    };
-    pushChildren(ROOT, 0, 0);
-    this.walk(stack, path, pushChildren, out);
-    for (const [root, ns] of this.roots) {
-      const from = out.length;
-      pushChildren(root, 0, 0);
-      this.walk(stack, path, pushChildren, out);
-      for (let i = from; i < out.length; i++) out[i] = keyTokens({ ...ns, tokens: out[i]! });
-    }
-    return out;
-  }
-
-  private walk(
-    stack: { block: Block; depth: number; length: number }[],
-    path: Uint32Array[],
-    pushChildren: (at: string, depth: number, length: number) => boolean,
-    out: Tokens[],
-  ): void {
-    while (stack.length > 0) {
-      const { block, depth, length } = stack.pop()!;
-      path.length = depth;
-      path.push(block.tokens);
-      const total = length + block.tokens.length;
-      if (pushChildren(block.hash, depth + 1, total)) continue;
-      const seq = new Uint32Array(total);
-      let o = 0;
-      for (const part of path) {
-        seq.set(part, o);
-        o += part.length;
-      }
-      out.push(seq);
-    }
+    return this.index.sequences();
   }
 
   stats(): MirrorStats {
-    let reachableBlocks = 0;
-    let reachableTokens = 0;
-    const stack = [ROOT, ...this.roots.keys()];
-    while (stack.length > 0) {
-      const index = this.children.get(stack.pop()!);
-      if (!index) continue;
-      for (const list of index.byKey.values()) {
-        reachableBlocks++;
-        reachableTokens += list[0]!.tokens.length;
-        stack.push(list[0]!.hash);
-      }
-    }
+    const reachable = this.index.reachable();
     return {
       degraded: this.degradedReason,
       degradedSince: this.degradedAt,
       blocks: this.blocks.size,
-      reachableBlocks,
-      reachableTokens,
+      reachableBlocks: reachable.blocks,
+      reachableTokens: reachable.tokens,
       blockSize: this.lastBlockSize,
       version: this.ver,
       counters: { ...this.counters },
@@ -318,7 +223,7 @@ export class KvCacheMirror {
       } else {
         const key = keyOf(tokens, 0, tokens.length);
         const block: Block = { hash, parent, tokens, key, copies: 1, plain };
-        if (parent.startsWith("\u0000") && ev.namespace) block.ns = { ...ev.namespace };
+        if (isNsRoot(parent) && ev.namespace) block.ns = { ...ev.namespace };
         this.blocks.set(hash, block);
         if (block.plain) this.link(block);
       }
@@ -347,8 +252,7 @@ export class KvCacheMirror {
   private reset(fromEvent: boolean): void {
     if (fromEvent) this.counters.cleared++;
     this.blocks.clear();
-    this.children.clear();
-    this.roots.clear();
+    this.index.clear();
     this.degradedReason = undefined;
     this.degradedAt = undefined;
     this.ver++;
@@ -374,68 +278,16 @@ export class KvCacheMirror {
   }
 
   private link(b: Block): void {
-    if (b.ns && !this.roots.has(b.parent)) this.roots.set(b.parent, b.ns);
-    let index = this.children.get(b.parent);
-    if (!index) {
-      index = { lengths: [], perLength: new Map(), byKey: new Map() };
-      this.children.set(b.parent, index);
-    }
-    const list = index.byKey.get(b.key);
-    if (list) list.push(b);
-    else {
-      index.byKey.set(b.key, [b]);
-      const n = b.tokens.length;
-      const had = index.perLength.get(n) ?? 0;
-      index.perLength.set(n, had + 1);
-      if (had === 0) index.lengths = [...index.perLength.keys()].sort((x, y) => y - x);
-    }
+    this.index.link(b);
     this.ver++;
   }
 
   private unlink(b: Block): void {
-    const index = this.children.get(b.parent);
-    const list = index?.byKey.get(b.key);
-    const i = list ? list.indexOf(b) : -1;
-    if (!index || !list || i < 0) throw new Error(`mirror: block ${b.hash} was not indexed`);
+    this.index.unlink(b);
     this.ver++;
-    list.splice(i, 1);
-    if (list.length > 0) return;
-    index.byKey.delete(b.key);
-    if (index.byKey.size === 0) {
-      this.children.delete(b.parent);
-      this.roots.delete(b.parent);
-      return;
-    }
-    const n = b.tokens.length;
-    const left = index.perLength.get(n)! - 1;
-    if (left > 0) index.perLength.set(n, left);
-    else {
-      index.perLength.delete(n);
-      index.lengths = index.lengths.filter((x) => x !== n);
-    }
   }
 
   private notify(): void {
     for (const fn of this.listeners) fn();
   }
-}
-
-/**
- * A token run as a map key: its bytes as UTF-16 code units (two per token), in one allocation. Index
- * and look-up build keys the same way, so byte order does not matter.
- */
-function keyOf(tokens: Uint32Array, from: number, len: number): string {
-  const units = new Uint16Array(tokens.buffer, tokens.byteOffset + from * 4, len * 2);
-  if (units.length <= KEY_CHUNK) return String.fromCharCode.apply(null, units as unknown as number[]);
-  let s = "";
-  for (let i = 0; i < units.length; i += KEY_CHUNK)
-    s += String.fromCharCode.apply(null, units.subarray(i, i + KEY_CHUNK) as unknown as number[]);
-  return s;
-}
-const KEY_CHUNK = 8192;
-
-function sameTokens(a: Uint32Array, b: Uint32Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }

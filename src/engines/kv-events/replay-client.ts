@@ -4,7 +4,7 @@
  * What the batches mean is the subscriber's.
  */
 import { Dealer } from "zeromq";
-import { decodeSequence, END_OF_REPLAY, encodeSequence } from "./wire.js";
+import { decodeSequence, END_OF_REPLAY, encodeSequence } from "./sequence-frame.js";
 
 export interface ReplayClientOptions {
   endpoint: string;

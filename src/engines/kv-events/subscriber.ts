@@ -26,14 +26,9 @@ import { type Live, LiveQueue } from "./live-queue.js";
 import type { KvCacheMirror } from "./mirror.js";
 import { watchConnection } from "./reconnect.js";
 import { ReplayClient } from "./replay-client.js";
-import {
-  DEFAULT_WIRE_LIMITS,
-  decodeBatch,
-  decodeSequence,
-  type KvEventBatch,
-  KvWireError,
-  type WireLimits,
-} from "./wire.js";
+import { decodeSequence } from "./sequence-frame.js";
+import { decodeBatch } from "./wire.js";
+import { DEFAULT_WIRE_LIMITS, type KvEventBatch, KvWireError, type WireLimits } from "./wire-types.js";
 
 export interface KvSubscriberOptions {
   /** The publisher's PUB address, e.g. tcp://10.0.0.5:5557. */

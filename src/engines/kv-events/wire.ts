@@ -20,99 +20,26 @@
  *
  * The publisher is still untrusted input: every size and count is bounded, every field type-checked;
  * anything else is a `KvWireError` and the batch is dropped whole (its sequence number still counts).
+ *
+ * Here: the batch and each event's tag and encoding. Beside it: the events' fields (event-fields.ts),
+ * single values' checks (wire-checks.ts), sequence-number frames (sequence-frame.ts), and the decoded
+ * types and limits (wire-types.ts).
  */
 import { Unpackr } from "msgpackr";
-
-/** A block hash as a map key: `i:<decimal>` for integers, `b:<hex>` for bytes. */
-export type BlockHash = string;
-
-export interface BlockStored {
-  type: "BlockStored";
-  hashes: BlockHash[];
-  /** The block before `hashes[0]` in its sequence; null: the first block of a sequence. */
-  parent: BlockHash | null;
-  /** All blocks' tokens, concatenated (`hashes.length` equal parts). */
-  tokens: Uint32Array;
-  blockSize: number;
-  /** "GPU" in upper case, another medium as sent, or null (older publishers: GPU). */
-  medium: string | null;
-  /**
-   * Set when the blocks' hashes depend on more than tokens, parent and `namespace` (multimodal
-   * inputs, an adapter known by id only, or an extension we do not know): such blocks never match.
-   */
-  namespaced: boolean;
-  /**
-   * Per block, where the publisher keys blocks one by one (vLLM's `extra_keys`: multimodal inputs and
-   * the cache salt touch only the blocks they fall in; the blocks after chain to those): true for a
-   * block whose own hash takes more than tokens and parent. Null: `namespaced` says it for all.
-   */
-  blockNamespaced: boolean[] | null;
-  /**
-   * The cache namespace the chain's hashes name, where the publisher says it in a form the API names
-   * too: the LoRA adapter (`lora_name`, vLLM's model name of the adapter) and the tenant's salt (vLLM
-   * mixes `cache_salt` into the sequence's first block's extra keys, after the LoRA name). Absent:
-   * the default namespace. The mirror roots such a chain at `keyTokens` of its namespace.
-   */
-  namespace?: { adapter?: string; cacheSalt?: string };
-  /** vLLM's KV-cache group (hybrid models have several); null: the only group. */
-  group: number | null;
-}
-
-export interface BlockRemoved {
-  type: "BlockRemoved";
-  hashes: BlockHash[];
-  medium: string | null;
-  group: number | null;
-  /** Physical copies of each hash left after this removal, where the publisher says (newer vLLM). */
-  remainingCopies: number[] | null;
-}
-
-export interface AllBlocksCleared {
-  type: "AllBlocksCleared";
-}
-
-export type KvEvent = BlockStored | BlockRemoved | AllBlocksCleared;
-
-export interface KvEventBatch {
-  /** The publisher's wall clock, seconds. */
-  ts: number;
-  events: KvEvent[];
-  dataParallelRank: number | null;
-}
-
-export interface WireLimits {
-  maxPayloadBytes: number;
-  maxEventsPerBatch: number;
-  maxHashesPerEvent: number;
-  maxTokensPerEvent: number;
-  maxStringLength: number;
-  /** Largest msgpack map / positional struct accepted for one event. */
-  maxFieldsPerEvent: number;
-}
-
-export const DEFAULT_WIRE_LIMITS: Readonly<WireLimits> = {
-  maxPayloadBytes: 16 << 20,
-  maxEventsPerBatch: 1 << 16,
-  maxHashesPerEvent: 1 << 16,
-  maxTokensPerEvent: 1 << 21,
-  maxStringLength: 4096,
-  maxFieldsPerEvent: 64,
-};
-
-export class KvWireError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "KvWireError";
-  }
-}
-
-/** The replay endpoint's end-of-replay marker. */
-export const END_OF_REPLAY = -1;
+import { decodeRemoved, decodeStored, type Fields } from "./event-fields.js";
+import { describe, optionalInt } from "./wire-checks.js";
+import {
+  DEFAULT_WIRE_LIMITS,
+  type KvEvent,
+  type KvEventBatch,
+  KvWireError,
+  type WireLimits,
+} from "./wire-types.js";
 
 /**
  * No records, no structured-clone references, maps as Map (keys of any type, no prototype), 64-bit
- * integers as bigint (hashes exceed 2^53). Other msgpack extensions decode to objects the checks
- * below reject.
+ * integers as bigint (hashes exceed 2^53). Other msgpack extensions decode to objects the field
+ * checks (event-fields.ts, wire-checks.ts) reject.
  */
 const unpackr = new Unpackr({
   useRecords: false,
@@ -121,23 +48,6 @@ const unpackr = new Unpackr({
   structuredClone: false,
   moreTypes: false,
 });
-
-/** An 8-byte big-endian sequence number; −1 only where `allowEnd` (the replay end marker). */
-export function decodeSequence(frame: Uint8Array, allowEnd = false): number {
-  if (frame.byteLength !== 8) throw new KvWireError(`sequence frame has ${frame.byteLength} bytes, not 8`);
-  const v = new DataView(frame.buffer, frame.byteOffset, 8).getBigInt64(0);
-  if (v === -1n && allowEnd) return END_OF_REPLAY;
-  if (v < 0n || v > BigInt(Number.MAX_SAFE_INTEGER))
-    throw new KvWireError(`sequence number ${v} is out of range`);
-  return Number(v);
-}
-
-/** The 8-byte big-endian form of a sequence number, as a replay request carries it. */
-export function encodeSequence(seq: number): Uint8Array {
-  const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigInt64(0, BigInt(seq));
-  return out;
-}
 
 export function decodeBatch(payload: Uint8Array, limits: WireLimits = DEFAULT_WIRE_LIMITS): KvEventBatch {
   if (payload.byteLength === 0) throw new KvWireError("empty payload");
@@ -173,9 +83,6 @@ export function decodeBatch(payload: Uint8Array, limits: WireLimits = DEFAULT_WI
   const dataParallelRank = optionalInt(rank, "data_parallel_rank", 0, 1 << 20);
   return { ts, events: events.map((e, i) => decodeEvent(e, i, limits)), dataParallelRank };
 }
-
-/** An event's fields by name, whichever encoding carried them. */
-type Fields = (name: string) => unknown;
 
 const STORED_POSITIONS = [
   "block_hashes",
@@ -242,194 +149,4 @@ function decodeEvent(raw: unknown, index: number, limits: WireLimits): KvEvent {
     default:
       throw new KvWireError(`${where}: unknown event type ${describe(tag)}`);
   }
-}
-
-function decodeStored(
-  f: Fields,
-  where: string,
-  limits: WireLimits,
-  positional: boolean,
-  extension: boolean,
-): BlockStored {
-  const hashes = hashList(f("block_hashes"), `${where}.block_hashes`, limits);
-  if (hashes.length === 0) throw new KvWireError(`${where}: BlockStored with no block_hashes`);
-  const parentRaw = f("parent_block_hash");
-  const parent = parentRaw === null || parentRaw === undefined ? null : hash(parentRaw, `${where}.parent`);
-  const tokens = tokenList(f("token_ids"), `${where}.token_ids`, limits);
-  const blockSize = int(f("block_size"), `${where}.block_size`, 0, limits.maxTokensPerEvent);
-  const medium = mediumOf(f("medium"), `${where}.medium`, limits);
-  const group = optionalInt(f("group_idx"), `${where}.group_idx`, 0, 1 << 16);
-  optionalString(f("kv_cache_spec_kind"), `${where}.kv_cache_spec_kind`, limits);
-  let namespaced = extension;
-  const loraName = f("lora_name");
-  let adapter: string | undefined;
-  if (positional && loraName !== null && loraName !== undefined && typeof loraName !== "string") {
-    // Position 7 is lora_name in vLLM but another extension in other publishers: it may key hashes.
-    namespaced = true;
-  } else {
-    const name = optionalString(loraName, `${where}.lora_name`, limits);
-    if (name !== null) adapter = name;
-  }
-  const loraId = f("lora_id");
-  if (loraId !== null && loraId !== undefined) {
-    int(loraId, `${where}.lora_id`, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-    // Older vLLM keys blocks by the adapter's integer id alone: not a name the API knows.
-    if (adapter === undefined) namespaced = true;
-  }
-  const extra = f("extra_keys");
-  let blockNamespaced: boolean[] | null = null;
-  let cacheSalt: string | undefined;
-  if (extra !== null && extra !== undefined) {
-    if (!Array.isArray(extra)) {
-      if (!positional) throw new KvWireError(`${where}.extra_keys is not an array`);
-      namespaced = true;
-    } else if (extra.length === hashes.length) {
-      blockNamespaced = extra.map((k, i) => {
-        const rest = namespaceKeysRemoved(k, adapter);
-        if (rest === null) return false;
-        // vLLM: extra keys are LoRA name, multimodal keys, cache salt (first block only), embeddings.
-        // A lone string left on a sequence's first block is the salt; anything else keys the block
-        // by inputs the node cannot reproduce.
-        if (
-          i === 0 &&
-          parent === null &&
-          rest.length === 1 &&
-          typeof rest[0] === "string" &&
-          rest[0] !== ""
-        ) {
-          cacheSalt = rest[0];
-          return false;
-        }
-        return true;
-      });
-    } else if (extra.some((k) => k !== null)) namespaced = true;
-  }
-  if (!positional) {
-    // Map-encoded events name their fields; these key the hash chain (vLLM's cache_salt, SGLang's
-    // metadata). An empty metadata map changes nothing.
-    const salt = f("cache_salt");
-    if (typeof salt === "string" && salt !== "" && (cacheSalt === undefined || cacheSalt === salt)) {
-      if (parent === null) cacheSalt = salt;
-    } else if (salt !== null && salt !== undefined) namespaced = true;
-    const meta = f("metadata");
-    if (meta !== null && meta !== undefined && !(meta instanceof Map && meta.size === 0)) namespaced = true;
-  }
-  const namespace =
-    adapter === undefined && cacheSalt === undefined
-      ? undefined
-      : { ...(adapter !== undefined ? { adapter } : {}), ...(cacheSalt !== undefined ? { cacheSalt } : {}) };
-  return {
-    type: "BlockStored",
-    hashes,
-    parent,
-    tokens,
-    blockSize,
-    medium,
-    namespaced,
-    blockNamespaced,
-    ...(namespace ? { namespace } : {}),
-    group,
-  };
-}
-
-/** A block's extra keys without the LoRA name vLLM puts first; null when nothing is left. */
-function namespaceKeysRemoved(keys: unknown, adapter: string | undefined): unknown[] | null {
-  if (keys === null || keys === undefined) return null;
-  if (!Array.isArray(keys)) return [keys];
-  const rest = adapter !== undefined && keys[0] === adapter ? keys.slice(1) : keys;
-  return rest.length === 0 ? null : rest;
-}
-
-function decodeRemoved(f: Fields, where: string, limits: WireLimits): BlockRemoved {
-  const hashes = hashList(f("block_hashes"), `${where}.block_hashes`, limits);
-  const medium = mediumOf(f("medium"), `${where}.medium`, limits);
-  const group = optionalInt(f("group_idx"), `${where}.group_idx`, 0, 1 << 16);
-  const rc = f("remaining_copy_counts");
-  let remainingCopies: number[] | null = null;
-  if (rc !== null && rc !== undefined) {
-    if (!Array.isArray(rc) || rc.length !== hashes.length)
-      throw new KvWireError(`${where}.remaining_copy_counts must be a list as long as block_hashes`);
-    remainingCopies = rc.map((c, i) => int(c, `${where}.remaining_copy_counts[${i}]`, 0, 1 << 30));
-  }
-  return { type: "BlockRemoved", hashes, medium, group, remainingCopies };
-}
-
-function hashList(v: unknown, where: string, limits: WireLimits): BlockHash[] {
-  if (!Array.isArray(v)) throw new KvWireError(`${where} is not a list`);
-  if (v.length > limits.maxHashesPerEvent)
-    throw new KvWireError(`${where} has ${v.length} hashes, limit ${limits.maxHashesPerEvent}`);
-  return v.map((h, i) => hash(h, `${where}[${i}]`));
-}
-
-const U64_MAX = (1n << 64n) - 1n;
-const I64_MIN = -(1n << 63n);
-const MAX_HASH_BYTES = 64;
-
-function hash(v: unknown, where: string): BlockHash {
-  if (typeof v === "number") {
-    if (!Number.isSafeInteger(v)) throw new KvWireError(`${where} is not an integer`);
-    return `i:${v}`;
-  }
-  if (typeof v === "bigint") {
-    if (v < I64_MIN || v > U64_MAX) throw new KvWireError(`${where} exceeds 64 bits`);
-    return `i:${v}`;
-  }
-  if (v instanceof Uint8Array) {
-    if (v.byteLength === 0 || v.byteLength > MAX_HASH_BYTES)
-      throw new KvWireError(`${where} has ${v.byteLength} bytes`);
-    return `b:${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("hex")}`;
-  }
-  throw new KvWireError(`${where} is a ${describe(v)}, expected an integer or bytes`);
-}
-
-const TOKEN_MAX = 0xffff_ffff;
-
-function tokenList(v: unknown, where: string, limits: WireLimits): Uint32Array {
-  if (!Array.isArray(v)) throw new KvWireError(`${where} is not a list`);
-  if (v.length > limits.maxTokensPerEvent)
-    throw new KvWireError(`${where} has ${v.length} tokens, limit ${limits.maxTokensPerEvent}`);
-  const out = new Uint32Array(v.length);
-  for (let i = 0; i < v.length; i++) {
-    let t = v[i];
-    // SGLang's EAGLE bigram keys expose (token, next token) pairs; the position's token is the first.
-    if (Array.isArray(t) && t.length === 2) t = t[0];
-    if (typeof t === "bigint" && t >= 0n && t <= BigInt(TOKEN_MAX)) t = Number(t);
-    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > TOKEN_MAX)
-      throw new KvWireError(`${where}[${i}] is not a token id`);
-    out[i] = t;
-  }
-  return out;
-}
-
-function mediumOf(v: unknown, where: string, limits: WireLimits): string | null {
-  const s = optionalString(v, where, limits);
-  return s === null ? null : s.toUpperCase() === "GPU" ? "GPU" : s;
-}
-
-function int(v: unknown, where: string, min: number, max: number): number {
-  if (typeof v === "bigint" && v >= BigInt(min) && v <= BigInt(max)) return Number(v);
-  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max)
-    throw new KvWireError(`${where} is not an integer in [${min}, ${max}]`);
-  return v;
-}
-
-function optionalInt(v: unknown, where: string, min: number, max: number): number | null {
-  return v === null || v === undefined ? null : int(v, where, min, max);
-}
-
-function optionalString(v: unknown, where: string, limits: WireLimits): string | null {
-  if (v === null || v === undefined) return null;
-  if (typeof v !== "string") throw new KvWireError(`${where} is a ${describe(v)}, expected a string`);
-  if (v.length > limits.maxStringLength)
-    throw new KvWireError(`${where} is longer than ${limits.maxStringLength}`);
-  return v;
-}
-
-function describe(v: unknown): string {
-  if (v === null) return "nil";
-  if (Array.isArray(v)) return "array";
-  if (v instanceof Map) return "map";
-  if (v instanceof Uint8Array) return "bytes";
-  if (typeof v === "string") return `string '${v.slice(0, 40)}'`;
-  return typeof v;
 }

@@ -6,9 +6,9 @@
 import { z } from "zod";
 import type { EngineChunk, Tokens } from "../../core/engine.js";
 import { EngineUnavailableError } from "../errors.js";
-import type { HttpClient } from "../openai/http.js";
-import { sseData } from "../openai/sse.js";
+import type { HttpClient } from "../http-client.js";
 import type { SamplingFields } from "../sampling-fields.js";
+import { sseData } from "../sse.js";
 import { appendOutput, streamFailure } from "../stream-output.js";
 
 const TokenId = z

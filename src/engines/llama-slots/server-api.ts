@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { EngineInputError } from "../errors.js";
-import type { HttpClient } from "../openai/http.js";
+import type { HttpClient } from "../http-client.js";
 
 const PropsShape = z.object({
   total_slots: z.number().int().min(1).max(4096),

@@ -26,8 +26,8 @@
  */
 import type { EngineChunk, EngineRequest, Tokens } from "../../core/engine.js";
 import { type CachePrediction, PredictionTally } from "../cache-prediction.js";
+import type { HttpClient } from "../http-client.js";
 import { DEFAULT_NAMESPACE, namespaceTag } from "../namespace-tags.js";
-import type { HttpClient } from "../openai/http.js";
 import type { SamplingFields } from "../sampling-fields.js";
 import { AbortReadBack, type ReadVerdict } from "./abort-read-back.js";
 import { RamCacheCalibration } from "./calibration.js";

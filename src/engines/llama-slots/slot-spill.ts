@@ -7,7 +7,7 @@
 import type { Tokens } from "../../core/engine.js";
 import { type NamespaceFields, namespaceOf } from "../../core/namespace.js";
 import { EngineInputError, EngineUnavailableError } from "../errors.js";
-import type { HttpClient } from "../openai/http.js";
+import type { HttpClient } from "../http-client.js";
 import type { SavedSlots } from "./saved-slots.js";
 import type { SlotMirror } from "./slot-mirror.js";
 import { knownPrefix, lcp } from "./tokens.js";

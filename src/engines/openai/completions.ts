@@ -5,10 +5,10 @@
 import { z } from "zod";
 import type { EngineChunk, EngineRequest } from "../../core/engine.js";
 import { EngineUnavailableError } from "../errors.js";
+import type { HttpClient } from "../http-client.js";
 import { samplingFields } from "../sampling-fields.js";
+import { sseData } from "../sse.js";
 import { appendOutput, streamFailure } from "../stream-output.js";
-import type { HttpClient } from "./http.js";
-import { sseData } from "./sse.js";
 
 const StreamChunk = z.object({
   choices: z

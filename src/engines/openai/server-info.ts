@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { EngineInputError, EngineUnavailableError } from "../errors.js";
-import type { HttpClient } from "./http.js";
+import type { HttpClient } from "../http-client.js";
 import { MAX_CONTEXT_TOKENS } from "./options.js";
 
 const ContextTokens = z.number().int().min(1).max(MAX_CONTEXT_TOKENS);

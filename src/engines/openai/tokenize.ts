@@ -5,7 +5,7 @@
 import { z } from "zod";
 import type { Tokens } from "../../core/engine.js";
 import { EngineInputError, EngineUnavailableError } from "../errors.js";
-import type { HttpClient } from "./http.js";
+import type { HttpClient } from "../http-client.js";
 
 /** Token ids are Uint32 here. */
 const MAX_TOKEN_ID = 2 ** 32 - 1;

@@ -8,13 +8,13 @@ import { describe, expect, test } from "vitest";
 import { keyTokens, NAMESPACE_TOKENS } from "../../../src/core/namespace.js";
 import { RadixTree } from "../../../src/core/radix-tree.js";
 import { KvCacheMirror, OLD_SGLANG_ROOT_HASH } from "../../../src/engines/kv-events/mirror.js";
+import { decodeBatch } from "../../../src/engines/kv-events/wire.js";
 import type {
   BlockRemoved,
   BlockStored,
   KvEvent,
   KvEventBatch,
-} from "../../../src/engines/kv-events/wire.js";
-import { decodeBatch } from "../../../src/engines/kv-events/wire.js";
+} from "../../../src/engines/kv-events/wire-types.js";
 import { type DoubleEvent, encodeBatch } from "./publisher-double.js";
 
 const T = (...t: number[]) => Uint32Array.from(t);

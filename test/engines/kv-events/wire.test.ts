@@ -6,13 +6,12 @@ import fc from "fast-check";
 import { Packr } from "msgpackr";
 import { describe, expect, test } from "vitest";
 import {
-  DEFAULT_WIRE_LIMITS,
-  decodeBatch,
   decodeSequence,
   END_OF_REPLAY,
   encodeSequence,
-  KvWireError,
-} from "../../../src/engines/kv-events/wire.js";
+} from "../../../src/engines/kv-events/sequence-frame.js";
+import { decodeBatch } from "../../../src/engines/kv-events/wire.js";
+import { DEFAULT_WIRE_LIMITS, KvWireError } from "../../../src/engines/kv-events/wire-types.js";
 import { type DoubleEvent, encodeBatch, F64, msgpack, type Style } from "./publisher-double.js";
 
 const hex = (s: string) => Uint8Array.from(Buffer.from(s.replace(/\s+/g, ""), "hex"));

@@ -4,7 +4,7 @@
  * phase is retried: once a response streams, failures surface to the caller.
  */
 import { Agent, type Dispatcher, request } from "undici";
-import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
+import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "./errors.js";
 
 export interface HttpOptions {
   connectTimeoutMs: number;
