@@ -168,6 +168,13 @@ export const nodeConfigSchema = z
      * everywhere (a cold start) every request whose prefix only busy peers hold computes it again here.
      */
     pushBackByCache: z.boolean().default(false),
+    /**
+     * For this long after a prompt is queued here or forwarded by us, routing counts it as cached
+     * there (recent-prefixes.ts; a later one of the same prefix renews the time): a prefix queued or
+     * running shows in a node's tree and estimate only after its run. Local to the node, nothing on
+     * the wire. 0: off, as in the paper.
+     */
+    recentPrefixMs: z.number().min(0).max(600_000).default(0),
     /** Hard bound on queued requests (a peer- and client-controlled size): beyond it, reject. */
     maxQueue: z.number().int().min(1).max(1_000_000).default(1024),
     /** Longest prompt accepted (client or peer), in tokens. */
@@ -327,6 +334,11 @@ export const DAEMON_NODE_DEFAULTS = {
   offload: true,
   /** A peer pushing back still gets the requests its cache saves more than its extra queue costs. */
   pushBackByCache: true,
+  /**
+   * A second request for a prefix still queued or running (here, or at the peer we forwarded the
+   * first to) goes after it, not cold to another node: fewer prefixes computed twice in a cold start.
+   */
+  recentPrefixMs: 10_000,
   /**
    * The mesh protocol: SWIM membership + Scuttlebutt anti-entropy, so a node joins through any member
    * and gossip grows with change, not with N. The paper's full mesh stays selectable (`--gossip full`)

@@ -4,12 +4,14 @@
  * peer offload would move a waiting request to. They only read the roles; node.ts acts on them.
  */
 import type { EngineRequest } from "../engine.js";
+import { keyTokens, promptMatch } from "../namespace.js";
 import type { LearnedCosts } from "./cost-model.js";
 import type { PeerModels } from "./models.js";
 import { type OffloadRound, offloadTarget, type Waiting } from "./offload.js";
 import { cacheSavedJobs, cacheSavedJobsAt, queueWeight, shorterQueue } from "./peer-load.js";
 import { speedOutsideDeadband } from "./policies/cost-aware.js";
 import type { Candidate } from "./policies/index.js";
+import type { RecentPrefixes } from "./recent-prefixes.js";
 import { buildCandidates, peerCandidate, type SelfView } from "./routing.js";
 import type { NodeId } from "./types.js";
 import { NodeViews } from "./views.js";
@@ -17,9 +19,14 @@ import { NodeViews } from "./views.js";
 export abstract class NodeRouting extends NodeViews {
   /** What each peer serves (its hello, via the runtime): requests naming a model route by it. */
   abstract readonly peerModels: PeerModels;
+  /** The prompts queued here or forwarded by us lately (`recentPrefixMs`; undefined: off). */
+  protected abstract readonly recent: RecentPrefixes | undefined;
 
-  /** Self first, then every routable peer, in membership order, with what each role knows of it. */
-  protected candidates(request: EngineRequest, now: number, self: SelfView): Candidate[] {
+  /**
+   * Self first, then every routable peer, in membership order, with what each role knows of it;
+   * `recent`: with what went to each node lately counted as cached (recentPrefixMs).
+   */
+  protected candidates(request: EngineRequest, now: number, self: SelfView, recent = true): Candidate[] {
     const peers: Candidate[] = [];
     const depth = self.queueDepth;
     for (const id of this.members.ids()) {
@@ -31,12 +38,36 @@ export abstract class NodeRouting extends NodeViews {
       const unreported = this.origin.unreportedTo(id, now);
       peers.push(peerCandidate(id, this.antiEntropy.load(id), unreported, this.origin.targets, now));
     }
+    if (recent) self = this.withRecent(self, request, now);
     const all = buildCandidates(self, peers, this.antiEntropy.index, request);
+    if (recent && this.recent && all.length > 1) this.addRecent(all, request, now);
     if (!this.config.pushBackByCache) return all;
     const k = this.learnedCosts();
     const judged = (c: Candidate) =>
       !this.byCache(depth, c.id) || this.routable(c.id, now, depth, cacheSavedJobs(c, self, k));
     return all.filter((c) => c.self || judged(c));
+  }
+
+  /** What of `request` went to `id` lately, in prompt tokens (recent-prefixes.ts; 0: nothing, or off). */
+  private recentMatch(request: EngineRequest, id: NodeId, now: number): number {
+    const m = this.recent?.match(keyTokens(request), now).get(id);
+    return m === undefined ? 0 : promptMatch(request, m);
+  }
+
+  /** `self` with what was queued here lately counted as cached: it is, by the time this one runs. */
+  private withRecent(self: SelfView, request: EngineRequest, now: number): SelfView {
+    const m = this.recentMatch(request, this.config.id, now);
+    return m > self.match ? { ...self, match: m } : self;
+  }
+
+  /** A prompt we forwarded to a peer lately counts as its match: it is queued or running there. */
+  private addRecent(all: Candidate[], request: EngineRequest, now: number): void {
+    const recent = (this.recent as RecentPrefixes).match(keyTokens(request), now);
+    if (recent.size === 0) return;
+    for (const c of all) {
+      const m = c.self ? undefined : recent.get(c.id);
+      if (m !== undefined) c.estimatedMatch = Math.max(c.estimatedMatch, promptMatch(request, m));
+    }
   }
 
   /**
@@ -69,24 +100,31 @@ export abstract class NodeRouting extends NodeViews {
 
   /**
    * `routable` for a planned peer of a pending request of ours (its cache's saving counted), if the
-   * request fits its limits (a plan made before it said them).
+   * request fits its limits (a plan made before it said them); `recent` as `candidates` had it.
    */
-  protected routableFor(reqId: string, to: NodeId, now: number): boolean {
+  protected routableFor(reqId: string, to: NodeId, now: number, recent = true): boolean {
     if (!this.origin.limits.fits(to, this.origin.requestOf(reqId))) return false;
     const depth = this.executor.queueDepth();
     if (!this.byCache(depth, to) || now >= this.antiEntropy.load(to).pushBackUntil)
       return this.routable(to, now);
     const r = this.origin.requestOf(reqId);
-    const self = this.executor.selfView(this.config.id, r);
-    const saved = cacheSavedJobsAt(this.antiEntropy.index, to, r, self, this.learnedCosts());
+    const view = this.executor.selfView(this.config.id, r);
+    const self = recent ? this.withRecent(view, r, now) : view;
+    const k = this.learnedCosts();
+    // As `candidates` judged it (else a spill's pick and this check disagree, and loop).
+    const sent = recent ? cacheSavedJobs({ estimatedMatch: this.recentMatch(r, to, now) }, self, k) : 0;
+    const saved = Math.max(sent, cacheSavedJobsAt(this.antiEntropy.index, to, r, self, k));
     return this.routable(to, now, self.queueDepth, saved);
   }
 
-  /** A routable peer that may take a forward, finishing `w` sooner than here, starting within `maxWaitMs`. */
+  /**
+   * A routable peer that may take a forward, finishing `w` sooner than here, starting within
+   * `maxWaitMs`. Without recentPrefixMs: `w` itself, queued here, would count as cached here.
+   */
   protected soonerPeer(w: Waiting, now: number, maxWaitMs?: number, round?: OffloadRound, k?: LearnedCosts) {
     const self = this.executor.selfView(this.config.id, w.request);
     const mayTake = (c: Candidate) => c.self || this.origin.trust.mayHold(c.id);
-    const peers = this.candidates(w.request, now, self).filter(mayTake);
+    const peers = this.candidates(w.request, now, self, false).filter(mayTake);
     return offloadTarget(w, peers, k ?? this.learnedCosts(), maxWaitMs, round);
   }
 }

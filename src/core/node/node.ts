@@ -9,6 +9,7 @@
  * the read-only views over them are views.ts's NodeViews, its routing reads node-routing.ts's.
  */
 import type { EngineRequest } from "../engine.js";
+import { keyTokens } from "../namespace.js";
 import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
 import { type CostSample, stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
@@ -19,6 +20,7 @@ import { OFFLOAD_SCAN, OffloadRound } from "./offload.js";
 import { Origin } from "./origin.js";
 import { reportedDepth, stampQueueDepth } from "./peer-load.js";
 import type { PolicyConfigInput, PolicyName } from "./policies/index.js";
+import { RecentPrefixes } from "./recent-prefixes.js";
 import { Serving } from "./serving.js";
 import { checkJob } from "./spot-check.js";
 import type {
@@ -48,6 +50,7 @@ export class PrefixNode extends NodeRouting {
   /** Said goodbye: draining, so no more anti-entropy (a snapshot would tell peers we are back). */
   private leaving = false;
   readonly peerModels = new PeerModels();
+  protected readonly recent: RecentPrefixes | undefined;
 
   constructor(
     config: NodeConfigInput,
@@ -61,6 +64,8 @@ export class PrefixNode extends NodeRouting {
     this.serving = new Serving(this.config);
     this.antiEntropy = mesh.newAntiEntropy(this.config, deps);
     this.executor = new Executor(this.config, this.config.id, paranoid);
+    const recentMs = this.config.recentPrefixMs;
+    this.recent = recentMs > 0 ? new RecentPrefixes(recentMs) : undefined;
     this.reset(Math.floor(opts.epoch ?? deps.now()));
   }
 
@@ -72,6 +77,7 @@ export class PrefixNode extends NodeRouting {
     this.executor.reset();
     this.antiEntropy.reset(epoch, ids, this.maxPeers() + 1);
     this.origin.reset(ids);
+    this.recent?.clear();
     this.serving.reset(epoch);
     this.unknownSender = 0;
     this.leaving = false;
@@ -212,12 +218,16 @@ export class PrefixNode extends NodeRouting {
     this.advance(reqId, now, out);
   }
 
-  /** Next step of a pending request: forward to the next routable planned peer, else run locally. */
-  private advance(reqId: string, now: number, out: Effect[]): void {
+  /**
+   * Next step of a pending request: forward to the next routable planned peer, else run locally.
+   * `recent`: false after offload's pick (`soonerPeer`), which is made without recentPrefixMs.
+   */
+  private advance(reqId: string, now: number, out: Effect[], recent = true): void {
     // The first choice was routable a moment ago; later ones are re-checked (state may have moved).
     for (let to = this.origin.nextPlanned(reqId); to !== undefined; to = this.origin.nextPlanned(reqId)) {
-      if (!this.routableFor(reqId, to, now) || !this.origin.trust.mayHold(to)) continue;
+      if (!this.routableFor(reqId, to, now, recent) || !this.origin.trust.mayHold(to)) continue;
       this.origin.forward(reqId, to, now, out);
+      this.recent?.record(to, keyTokens(this.origin.requestOf(reqId)), now);
       return;
     }
     const run = this.origin.runHere(reqId);
@@ -228,6 +238,7 @@ export class PrefixNode extends NodeRouting {
     const tooLong = admission.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, 0));
     if (tooLong === undefined && !this.executor.full()) {
       this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
+      this.recent?.record(this.config.id, keyTokens(run.request), now);
       return void this.origin.hedge(reqId, now, out, () => this.executor.runsClient(reqId));
     }
     // About to refuse for our wait: first a peer expected to start it in time, if any.
@@ -235,7 +246,7 @@ export class PrefixNode extends NodeRouting {
     const to = tooLong === "spill" ? this.soonerPeer(w, now, admission.waitBoundMs(reqId)) : undefined;
     if (to !== undefined) {
       this.origin.reroute(reqId, to.to, to.expectMs);
-      return void this.advance(reqId, now, out);
+      return void this.advance(reqId, now, out, false);
     }
     this.origin.refuseOverloaded(run, now, out, tooLong === undefined ? undefined : waitMs);
   }
@@ -254,6 +265,7 @@ export class PrefixNode extends NodeRouting {
     // Hedges first: a request failing over may queue here at once, and must not re-ask `to`.
     this.origin.endHedgesTo(to, out, epoch);
     this.origin.limits.forget(to); // it may come back with other limits
+    this.recent?.forget(to); // restarted or gone: its queue is lost
     for (const reqId of this.origin.lostTo(to, epoch)) this.failOver(reqId, now, out, true, false);
   }
 
@@ -338,12 +350,14 @@ export class PrefixNode extends NodeRouting {
     const request = job?.request ?? msg.request;
     const eta = this.serving.wantsEta ? this.executor.etaMs(request, job?.ranMs) : undefined;
     this.serving.ack(from, reqId, attempt, verdict.key, eta, now, out);
-    if (verdict.kind === "accept")
+    if (verdict.kind === "accept") {
       this.executor.enqueue(
         { kind: "forward", reqId, from, attempt, request, key: verdict.key, deadlineMs },
         now,
         out,
       );
+      this.recent?.record(this.config.id, keyTokens(request), now);
+    }
   }
 
   private onSendFailed(to: NodeId, msg: PeerMessage | undefined, now: number, out: Effect[]): void {
@@ -394,7 +408,7 @@ export class PrefixNode extends NodeRouting {
       const to = this.soonerPeer(w, now, this.origin.admission.waitLeftMs(w.reqId, now), round, k);
       if (to === undefined || !this.executor.takeQueued(w.reqId)) continue;
       this.origin.reroute(w.reqId, to.to, to.expectMs);
-      this.advance(w.reqId, now, out);
+      this.advance(w.reqId, now, out, false);
     }
   }
 
