@@ -37,7 +37,7 @@ const hello = (id: string, protocol: number, minProtocol = protocol): PeerHello 
 });
 
 /** MeshPeers of node A behind a real peer port; `hellos` is what each id's (proven) hello says. */
-async function nodeA(hellos: Record<string, PeerHello>) {
+async function nodeA(hellos: Record<string, PeerHello>, now: () => number = Date.now) {
   const pools = new Set<string>();
   const node = { id: "A", config: { gossip: "scuttlebutt" }, meshMembers: () => [] } as unknown as PrefixNode;
   const client = {
@@ -65,6 +65,7 @@ async function nodeA(hellos: Record<string, PeerHello>) {
     helloModel: "m",
     feed: (i: NodeInput) => void (i.type === "member-verified" && verified.push(i.id)),
     maxMessageBytes: 1 << 20,
+    now,
   });
   closers.push(() => mesh.stop());
   const server = buildPeerServer({
@@ -203,6 +204,24 @@ describe("a member upgraded in place", () => {
     expect((await a.post("O", NEW_SWIM_TYPE)).status).toBe(400);
     expect(a.counts()).toEqual({ invalid: 2, unsupported: 3 });
     expect(a.reads).toEqual(["N", "O"]);
+  });
+});
+
+describe("a member rolled back in place", () => {
+  it("has its hello read again once the newer one read is old, so its unknown kinds are garbage again", async () => {
+    const hellos = { N: hello("N", PROTOCOL_VERSION + 1, PROTOCOL_VERSION) };
+    let later = 0;
+    const a = await nodeA(hellos, () => Date.now() + later);
+    await a.verify("N");
+    expect((await a.post("N", NEW_SWIM_TYPE)).status).toBe(400);
+    expect(a.counts()).toEqual({ invalid: 0, unsupported: 1 });
+    // N restarts on our build a while later, and SWIM takes it back with no new verification.
+    hellos.N = hello("N", PROTOCOL_VERSION);
+    later = 10 * 60_000;
+    a.reads.length = 0;
+    expect((await a.post("N", NEW_SWIM_TYPE)).status).toBe(400);
+    await a.settled({ invalid: 1, unsupported: 1 });
+    expect(a.reads).toEqual(["N"]);
   });
 });
 

@@ -27,8 +27,9 @@
  *    its own, so an unknown kind alone cannot tell a newer build from a broken one: from a sender of
  *    our protocol or older, or whose hello this node has not read, it stays `invalid`. SWIM takes a
  *    member that restarted (an upgrade in place) back with no new verification, so the hello last
- *    read may be its old build's: an unknown kind from a sender not known newer has its hello read
- *    again (PROTOCOL_RECHECK_MS apart), and it and those that come meanwhile are counted on that.
+ *    read may be another build's: an unknown kind from a sender not known newer, or known so from a
+ *    hello read PROTOCOL_RECHECK_MS ago or more, has its hello read again (as far apart), and it and
+ *    those that come meanwhile are counted on that.
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import type { MeshMessage, NodeId, NodeInput } from "../../core/node/types.js";
@@ -80,6 +81,8 @@ export interface MeshPeersOptions {
   admitsNone?: boolean;
   /** Addresses remembered at most (default 1024). */
   maxAddresses?: number;
+  /** The clock of the protocol re-reads (see [Newer is not invalid]); default Date.now. */
+  now?: () => number;
   /** Each member's served count (peer-served.ts): ours rides on our states, theirs is read off theirs. */
   served?: { own(): number; report(from: NodeId, epoch: number, served: number | undefined): void };
 }
@@ -106,8 +109,8 @@ export class MeshPeers {
   private readonly leftPools = new Map<NodeId, NodeJS.Timeout>();
   /** Members refused for clock skew and warned of: said once each (its re-checks go on), until admitted. */
   private readonly skewWarned = new Set<NodeId>();
-  /** Senders whose last checked hello named a protocol newer than ours: the newest it named. */
-  private readonly newer = new Map<NodeId, number>();
+  /** Senders whose last checked hello named a protocol newer than ours: the newest it named, and when. */
+  private readonly newer = new Map<NodeId, { protocol: number; at: number }>();
   /** Senders whose hello is being read again for an unknown kind: the refusals waiting on it. */
   private readonly protocolReads = new Map<NodeId, number>();
   /** When each sender's hello was last read again for one (PROTOCOL_RECHECK_MS apart). */
@@ -196,11 +199,15 @@ export class MeshPeers {
     if (this.stopped) return undefined;
     const d = decodeMesh(body, this.o.maxMessageBytes);
     if (!d.ok) {
-      const newer = d.unknownKind ? this.newer.get(from) : undefined;
-      if (d.unknownKind && newer === undefined && this.rereadProtocol(from)) {
+      const known = d.unknownKind ? this.newer.get(from) : undefined;
+      // Not known newer, or known from a hello read a while ago (it may have restarted on another
+      // build since, which SWIM takes back unchecked): read it again first.
+      const stale = known === undefined || this.now() - known.at >= PROTOCOL_RECHECK_MS;
+      if (d.unknownKind && stale && this.rereadProtocol(from)) {
         this.o.logger.debug({ peer: from, err: d.error }, "mesh message of an unknown kind refused");
         return d.error;
       }
+      const newer = known?.protocol;
       if (newer !== undefined) {
         // A newer build's message (see [Newer is not invalid]): a rolling upgrade, not a fault.
         this.unsupported++;
@@ -380,12 +387,12 @@ export class MeshPeers {
       const oldest = this.newer.keys().next().value;
       if (oldest !== undefined) this.newer.delete(oldest);
     }
-    this.newer.set(id, h.data.protocol);
+    this.newer.set(id, { protocol: h.data.protocol, at: this.now() });
   }
 
   /**
-   * An unknown kind from `from`, not known to speak a newer protocol: counted once its hello is read
-   * again (see [Newer is not invalid]); false if it is not read now (then counted on what is known).
+   * An unknown kind from `from`, not known (lately) to speak a newer protocol: counted once its hello
+   * is read again (see [Newer is not invalid]); false if it is not read now (counted on what is known).
    */
   private rereadProtocol(from: NodeId): boolean {
     const waiting = this.protocolReads.get(from);
@@ -393,7 +400,7 @@ export class MeshPeers {
       this.protocolReads.set(from, waiting + 1);
       return true;
     }
-    const now = Date.now();
+    const now = this.now();
     const last = this.protocolReadAt.get(from);
     if (last !== undefined && now - last < PROTOCOL_RECHECK_MS) return false;
     if (this.protocolReads.size >= MAX_PROTOCOL_READS || !this.o.client.has(from)) return false;
@@ -420,6 +427,10 @@ export class MeshPeers {
       count, // unreachable or unproven: what it sent stays garbage
     );
     return true;
+  }
+
+  private now(): number {
+    return (this.o.now ?? Date.now)();
   }
 
   private retry(id: NodeId, v: Verifying): void {
