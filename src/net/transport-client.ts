@@ -115,7 +115,7 @@ export class PeerClient {
         this.t,
         () => entry.acceptMac,
         () => this.recheckAcceptMac(key, entry),
-        () => this.acceptMacSeen(entry),
+        () => this.acceptMacSeen(key),
       );
     this.peers.set(key, entry);
   }
@@ -160,9 +160,12 @@ export class PeerClient {
   /**
    * The peer's 101 carried its valid channel MAC: whatever its last hello said, it seals its 101s now
    * (it upgraded), so the MAC is required again at once, not at its next hello; a path stripping it
-   * from a later 101 can no longer have that 101 taken unproven.
+   * from a later 101 can no longer have that 101 taken unproven. The entry held now, not the
+   * channel's: a peer moved while that channel opened has a new entry, which the MAC proves as well.
    */
-  private acceptMacSeen(entry: PeerEntry): void {
+  private acceptMacSeen(id: string): void {
+    const entry = this.peers.get(id);
+    if (!entry) return;
     entry.acceptMac = true;
     entry.acceptMacSeenAt = Date.now();
   }

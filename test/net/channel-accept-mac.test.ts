@@ -372,6 +372,25 @@ describe("peers that predate the 101's MAC, and the other modes", () => {
     expect(forwards).toEqual(["A-1", "A-2"]);
   });
 
+  it("a peer that moves while its sealed 101 comes has the MAC required at its new address", async () => {
+    const { url, forwards } = await realPeer(hmacAuth("B", SECRET));
+    let strip = false;
+    const stripped = new RegExp(`\\r\\n${HEADER_CHANNEL_MAC}: [0-9a-f]+`);
+    const relay = await onPathUpgradeRelay(url, (head) => (strip ? head.replace(stripped, "") : head));
+    closers.push(relay.close);
+    const c = client();
+    c.setPeer("B", relay.url);
+    c.setChannelAcceptMac("B", false); // B's last hello was an older build's; it has been upgraded since
+    const first = c.forward("B", fwd("A-1"), () => {});
+    // B moves while that channel opens: its 101, with B's valid MAC, comes to the channel left behind.
+    c.setPeer("B", `${relay.url}/`);
+    await expect(first).rejects.toBeInstanceOf(TransportError);
+    expect(relay.heads[0]).toMatch(new RegExp(`\\r\\n${HEADER_CHANNEL_MAC}: [0-9a-f]+`));
+    strip = true;
+    expect(await failure(c, "A-2")).toEqual(REFUSED_MISSING);
+    expect(forwards).toEqual([]);
+  });
+
   it("an older peer's 101 that does carry a MAC is still checked", async () => {
     const f = await forger(tagAs((b) => ({ ...b, server: "C" })));
     const c = client();

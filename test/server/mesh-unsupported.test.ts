@@ -37,7 +37,7 @@ const hello = (id: string, protocol: number, minProtocol = protocol): PeerHello 
 });
 
 /** MeshPeers of node A behind a real peer port; `hellos` is what each id's (proven) hello says. */
-async function nodeA(hellos: Record<string, PeerHello>) {
+async function nodeA(hellos: Record<string, PeerHello>, now: () => number = Date.now) {
   const pools = new Set<string>();
   const node = { id: "A", config: { gossip: "scuttlebutt" }, meshMembers: () => [] } as unknown as PrefixNode;
   const client = {
@@ -45,8 +45,13 @@ async function nodeA(hellos: Record<string, PeerHello>) {
     has: (id: string) => pools.has(id),
     setPeer: (id: string) => void pools.add(id),
     removePeer: (id: string) => void pools.delete(id),
-    verifiedHello: (id: string) => Promise.resolve(hellos[id]),
+    verifiedHello: (id: string) => {
+      reads.push(id);
+      return Promise.resolve(hellos[id]);
+    },
   } as unknown as PeerClient;
+  /** Every hello read, by id. */
+  const reads: string[] = [];
   const verified: string[] = [];
   const noop = { inc() {} };
   const quiet = { info() {}, warn() {}, error() {}, debug() {} };
@@ -60,6 +65,7 @@ async function nodeA(hellos: Record<string, PeerHello>) {
     helloModel: "m",
     feed: (i: NodeInput) => void (i.type === "member-verified" && verified.push(i.id)),
     maxMessageBytes: 1 << 20,
+    now,
   });
   closers.push(() => mesh.stop());
   const server = buildPeerServer({
@@ -107,7 +113,15 @@ async function nodeA(hellos: Record<string, PeerHello>) {
     return { status: res.status, error: text ? (JSON.parse(text) as { error?: string }).error : undefined };
   };
   const counts = () => ({ invalid: mesh.refusedMessages, unsupported: mesh.unsupportedMessages });
-  return { mesh, verify, post, counts };
+  /** Waits for the counts to reach `want` (a hello read decides them), with a generous deadline. */
+  const settled = async (want: ReturnType<typeof counts>) => {
+    for (const t0 = Date.now(); JSON.stringify(counts()) !== JSON.stringify(want); ) {
+      if (Date.now() - t0 > 10_000) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(counts()).toEqual(want);
+  };
+  return { mesh, verify, post, counts, settled, reads };
 }
 
 // Kinds this build does not know: a SWIM type byte, a mesh channel, a gossip type byte.
@@ -143,7 +157,7 @@ describe("mesh messages refused for a newer protocol", () => {
     // An unknown kind from our own build, or from a sender whose hello was never read: invalid.
     expect((await a.post("O", NEW_SWIM_TYPE)).status).toBe(400);
     expect((await a.post("U", NEW_GOSSIP_TYPE)).status).toBe(400);
-    expect(a.counts()).toEqual({ invalid: 3, unsupported: 4 });
+    await a.settled({ invalid: 3, unsupported: 4 });
 
     // A message this build reads is neither.
     expect((await a.post("N", ping)).status).toBe(204);
@@ -164,6 +178,50 @@ describe("mesh messages refused for a newer protocol", () => {
     await a.verify("N");
     expect((await a.post("N", NEW_SWIM_TYPE)).status).toBe(400);
     expect(a.counts()).toEqual({ invalid: 1, unsupported: 1 });
+  });
+});
+
+describe("a member upgraded in place", () => {
+  it("has its hello read again at its first unknown kind, so a newer build's counts as unsupported", async () => {
+    // SWIM re-admits a member that restarted (a higher incarnation) with no new verification: the
+    // hello this node last read of N is its old build's.
+    const hellos = { N: hello("N", PROTOCOL_VERSION), O: hello("O", PROTOCOL_VERSION) };
+    const a = await nodeA(hellos);
+    await a.verify("N", "O");
+    hellos.N = hello("N", PROTOCOL_VERSION + 1, PROTOCOL_VERSION);
+    a.reads.length = 0;
+    expect((await a.post("N", NEW_SWIM_TYPE)).status).toBe(400);
+    expect((await a.post("N", NEW_GOSSIP_TYPE)).status).toBe(400);
+    await a.settled({ invalid: 0, unsupported: 2 });
+    // Known newer now: counted at once, no hello read again.
+    expect((await a.post("N", NEW_CHANNEL)).status).toBe(400);
+    expect(a.counts()).toEqual({ invalid: 0, unsupported: 3 });
+    expect(a.reads).toEqual(["N"]);
+    // Our own build's unknown kind is garbage once its hello is read again; the next one, within the
+    // re-read's wait, is counted at once on that reading.
+    expect((await a.post("O", NEW_SWIM_TYPE)).status).toBe(400);
+    await a.settled({ invalid: 1, unsupported: 3 });
+    expect((await a.post("O", NEW_SWIM_TYPE)).status).toBe(400);
+    expect(a.counts()).toEqual({ invalid: 2, unsupported: 3 });
+    expect(a.reads).toEqual(["N", "O"]);
+  });
+});
+
+describe("a member rolled back in place", () => {
+  it("has its hello read again once the newer one read is old, so its unknown kinds are garbage again", async () => {
+    const hellos = { N: hello("N", PROTOCOL_VERSION + 1, PROTOCOL_VERSION) };
+    let later = 0;
+    const a = await nodeA(hellos, () => Date.now() + later);
+    await a.verify("N");
+    expect((await a.post("N", NEW_SWIM_TYPE)).status).toBe(400);
+    expect(a.counts()).toEqual({ invalid: 0, unsupported: 1 });
+    // N restarts on our build a while later, and SWIM takes it back with no new verification.
+    hellos.N = hello("N", PROTOCOL_VERSION);
+    later = 10 * 60_000;
+    a.reads.length = 0;
+    expect((await a.post("N", NEW_SWIM_TYPE)).status).toBe(400);
+    await a.settled({ invalid: 1, unsupported: 1 });
+    expect(a.reads).toEqual(["N"]);
   });
 });
 

@@ -18,13 +18,18 @@
  *    left keeps its pool LEFT_POOL_MS among them, for its final cancels, unless it is verified
  *    again or its pool is replaced meanwhile: the pool is then no longer the kept one), messages in
  *    flight per peer ≤ MAX_IN_FLIGHT (more are dropped: mesh messages are datagrams), verifications
- *    pending ≤ MAX_VERIFYING, senders known to speak a newer protocol ≤ MAX_NEWER_SENDERS.
+ *    pending ≤ MAX_VERIFYING, senders known to speak a newer protocol ≤ MAX_NEWER_SENDERS (and as
+ *    many re-read times), hellos read again for an unknown kind ≤ MAX_PROTOCOL_READS at once.
  *  - [Newer is not invalid] A refused message counts as `unsupported`, not `invalid`, only when both
  *    say a newer build: its sender's last checked hello (authenticated) named a protocol newer than
  *    this build's, and it failed at a kind marker this build does not know (mesh-wire.ts
  *    `unknownKind`), where such a build's new message would. A mesh message carries no version of
  *    its own, so an unknown kind alone cannot tell a newer build from a broken one: from a sender of
- *    our protocol or older, or whose hello this node has not read, it stays `invalid`.
+ *    our protocol or older, or whose hello this node has not read, it stays `invalid`. SWIM takes a
+ *    member that restarted (an upgrade in place) back with no new verification, so the hello last
+ *    read may be another build's: an unknown kind from a sender not known newer, or known so from a
+ *    hello read PROTOCOL_RECHECK_MS ago or more, has its hello read again (as far apart), and it and
+ *    those that come meanwhile are counted on that.
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import type { MeshMessage, NodeId, NodeInput } from "../../core/node/types.js";
@@ -44,6 +49,10 @@ export const MAX_STRANGER_POOLS = 64;
 export const MAX_VERIFYING = 256;
 /** Senders remembered as speaking a newer protocol than this build (see `unsupportedMessages`). */
 export const MAX_NEWER_SENDERS = 1024;
+/** Hellos read again at once for an unknown kind (see [Newer is not invalid]); past it, counted as read. */
+export const MAX_PROTOCOL_READS = 64;
+/** How long after such a re-read a sender's unknown kinds are counted on it, with no new read. */
+export const PROTOCOL_RECHECK_MS = 30_000;
 /**
  * How long a member that left (its goodbye) keeps its pool as a stranger's: the final cancels it is
  * owed go when it leaves (no answer of a non-member is taken: forward-attempts.ts `departed`), so
@@ -72,6 +81,8 @@ export interface MeshPeersOptions {
   admitsNone?: boolean;
   /** Addresses remembered at most (default 1024). */
   maxAddresses?: number;
+  /** The clock of the protocol re-reads (see [Newer is not invalid]); default Date.now. */
+  now?: () => number;
   /** Each member's served count (peer-served.ts): ours rides on our states, theirs is read off theirs. */
   served?: { own(): number; report(from: NodeId, epoch: number, served: number | undefined): void };
 }
@@ -98,8 +109,14 @@ export class MeshPeers {
   private readonly leftPools = new Map<NodeId, NodeJS.Timeout>();
   /** Members refused for clock skew and warned of: said once each (its re-checks go on), until admitted. */
   private readonly skewWarned = new Set<NodeId>();
-  /** Senders whose last checked hello named a protocol newer than ours: the newest it named. */
-  private readonly newer = new Map<NodeId, number>();
+  /** Senders whose last checked hello named a protocol newer than ours: the newest it named, and when. */
+  private readonly newer = new Map<NodeId, { protocol: number; at: number }>();
+  /** Senders whose hello is being read again for an unknown kind: the refusals waiting on it. */
+  private readonly protocolReads = new Map<NodeId, number>();
+  /** When each sender's hello was last read again for one (PROTOCOL_RECHECK_MS apart). */
+  private readonly protocolReadAt = new Map<NodeId, number>();
+  /** Moves with each epoch: a re-read's refusals are counted only in the epoch they came in. */
+  private epoch = 0;
   private stopped = false;
   private refused = 0;
   private unsupported = 0;
@@ -130,6 +147,7 @@ export class MeshPeers {
   newEpoch(): void {
     this.refused = 0;
     this.unsupported = 0;
+    this.epoch++;
   }
 
   /** `id` is reachable at `url`; `own`: said by `id` itself (or configured), which beats a relay. */
@@ -181,7 +199,15 @@ export class MeshPeers {
     if (this.stopped) return undefined;
     const d = decodeMesh(body, this.o.maxMessageBytes);
     if (!d.ok) {
-      const newer = d.unknownKind ? this.newer.get(from) : undefined;
+      const known = d.unknownKind ? this.newer.get(from) : undefined;
+      // Not known newer, or known from a hello read a while ago (it may have restarted on another
+      // build since, which SWIM takes back unchecked): read it again first.
+      const stale = known === undefined || this.now() - known.at >= PROTOCOL_RECHECK_MS;
+      if (d.unknownKind && stale && this.rereadProtocol(from)) {
+        this.o.logger.debug({ peer: from, err: d.error }, "mesh message of an unknown kind refused");
+        return d.error;
+      }
+      const newer = known?.protocol;
       if (newer !== undefined) {
         // A newer build's message (see [Newer is not invalid]): a rolling upgrade, not a fault.
         this.unsupported++;
@@ -361,7 +387,50 @@ export class MeshPeers {
       const oldest = this.newer.keys().next().value;
       if (oldest !== undefined) this.newer.delete(oldest);
     }
-    this.newer.set(id, h.data.protocol);
+    this.newer.set(id, { protocol: h.data.protocol, at: this.now() });
+  }
+
+  /**
+   * An unknown kind from `from`, not known (lately) to speak a newer protocol: counted once its hello
+   * is read again (see [Newer is not invalid]); false if it is not read now (counted on what is known).
+   */
+  private rereadProtocol(from: NodeId): boolean {
+    const waiting = this.protocolReads.get(from);
+    if (waiting !== undefined) {
+      this.protocolReads.set(from, waiting + 1);
+      return true;
+    }
+    const now = this.now();
+    const last = this.protocolReadAt.get(from);
+    if (last !== undefined && now - last < PROTOCOL_RECHECK_MS) return false;
+    if (this.protocolReads.size >= MAX_PROTOCOL_READS || !this.o.client.has(from)) return false;
+    this.protocolReadAt.delete(from);
+    if (this.protocolReadAt.size >= MAX_NEWER_SENDERS) {
+      const oldest = this.protocolReadAt.keys().next().value;
+      if (oldest !== undefined) this.protocolReadAt.delete(oldest);
+    }
+    this.protocolReadAt.set(from, now);
+    this.protocolReads.set(from, 1);
+    const epoch = this.epoch;
+    const count = () => {
+      const n = this.protocolReads.get(from) ?? 0;
+      this.protocolReads.delete(from);
+      if (epoch !== this.epoch) return;
+      if (this.newer.has(from)) this.unsupported += n;
+      else this.refused += n;
+    };
+    this.o.client.verifiedHello(from).then(
+      (hello) => {
+        this.noteProtocol(from, hello);
+        count();
+      },
+      count, // unreachable or unproven: what it sent stays garbage
+    );
+    return true;
+  }
+
+  private now(): number {
+    return (this.o.now ?? Date.now)();
   }
 
   private retry(id: NodeId, v: Verifying): void {
