@@ -80,4 +80,23 @@ describe("the daemon's node configuration", () => {
     expect(c.policy).toBe("affinity");
     expect(c.answerProbes).toBe(false);
   });
+
+  it("takes --recent-prefix-ms, 0 turning the rule off, and refuses a value past its bound", () => {
+    const engine = { capacityTokens: 1, cacheMode: "node-managed", needsPromptText: false } as const;
+    const config = (recentPrefixMs?: string) =>
+      resolveNodeConfig(
+        daemonNodeConfig(
+          resolveNodeSettings({ id: "A", ...(recentPrefixMs ? { recentPrefixMs } : {}) }, {}),
+          {
+            peers: [],
+            dynamicPeers: false,
+            engine,
+          },
+        ),
+      );
+    expect(config().recentPrefixMs).toBeGreaterThan(0);
+    expect(config("0").recentPrefixMs).toBe(0);
+    expect(config("2500").recentPrefixMs).toBe(2500);
+    expect(() => config("600001")).toThrow(/recentPrefixMs|recent-prefix-ms/);
+  });
 });

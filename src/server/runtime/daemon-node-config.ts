@@ -59,6 +59,7 @@ export function daemonNodeConfig(
     maxWaitMs: s.maxWaitMs,
     spotCheckRate: s.spotCheckRate,
     offload: s.offload,
+    recentPrefixMs: s.recentPrefixMs,
     advertiseCosts: s.advertiseCosts,
     ...(o.models ? { models: [...o.models] } : {}),
   };

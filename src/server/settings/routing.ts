@@ -104,6 +104,15 @@ export const routingSettings = {
       "move to such a peer (each move counted in that peer's wait at once). A peer's wait then counts at " +
       "most one of its service times above its own estimate when our queue is longer, not our whole wait.",
   }),
+  recentPrefixMs: setting(nodeNum("recentPrefixMs"), {
+    section: "Routing and forwarding",
+    value: "ms",
+    description:
+      "A prompt queued here, or forwarded by this node, counts as cached at the node it went to for this " +
+      "long (renewed by each later prompt of the prefix): a second request for a prefix still queued or " +
+      "running follows the first instead of computing it cold elsewhere. Local only, nothing on the wire. " +
+      "0 = off (the paper's node).",
+  }),
   spotCheckRate: setting(nodeConfigNumber("spotCheckRate").default(0), {
     section: "Routing and forwarding",
     value: "share",

@@ -24,7 +24,8 @@ export type NodeConfigNumberKey =
   | "forwardAckTimeoutMs"
   | "forwardResends"
   | "downAfterPolls"
-  | "spotCheckRate";
+  | "spotCheckRate"
+  | "recentPrefixMs";
 /**
  * A core node-config number as a flag, env or YAML value gives it: non-blank, coerced, bounded by the
  * core node's own schema (the bounds are stated once, in src/core/node/config.ts).
