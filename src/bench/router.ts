@@ -16,11 +16,13 @@ import { Pool } from "undici";
 import { WebSocket } from "ws";
 import { DEFAULT_PROFILE, resolveProfile } from "../engines/sim/profiles.js";
 import { SimEngine } from "../engines/sim/sim-engine.js";
+import { answerRecord } from "../net/answer-wire.js";
 import { initCa, issueNodeCert } from "../net/auth/ca.js";
 import { opensslAvailable } from "../net/auth/openssl.js";
 import { clientTlsOptions, loadTlsMaterial } from "../net/auth/tls.js";
 import { encodeRecords } from "../net/channel-server.js";
-import { answerRecord, encodeForwardFrame, type ForwardMsg, type ReplyMsg } from "../net/transport-wire.js";
+import { encodeForwardFrame } from "../net/forward-frame.js";
+import type { ForwardMsg, ReplyMsg } from "../net/transport-wire.js";
 import { startCluster } from "../server/cluster/launcher.js";
 import {
   type CpuLatencyHold,

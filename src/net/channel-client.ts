@@ -10,16 +10,11 @@ import type { IncomingMessage } from "node:http";
 import { WebSocket } from "ws";
 import { type FrameMac, HEADER_CHANNEL_MAC } from "./auth/channel-mac.js";
 import { HEADER_NONCE } from "./auth/hmac.js";
+import { encodeCancelFrame, encodeForwardFrame } from "./forward-frame.js";
 import { forwardTimeouts } from "./forward-timeouts.js";
 import type { PeerAuth } from "./transport-auth.js";
 import { CHANNEL_ACCEPT_REFUSED, classify, TransportError } from "./transport-error.js";
-import {
-  CHANNEL_PATH,
-  encodeCancelFrame,
-  encodeForwardFrame,
-  type ForwardMsg,
-  type ReplyMsg,
-} from "./transport-wire.js";
+import { CHANNEL_PATH, type ForwardMsg, type ReplyMsg } from "./transport-wire.js";
 import { channelFrameSchema, type channelRecordSchema } from "./wire-schemas.js";
 
 type ChannelRecord = import("zod").infer<typeof channelRecordSchema>;

@@ -9,20 +9,16 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
+import { answerRecord } from "./answer-wire.js";
 import type { FrameMac } from "./auth/channel-mac.js";
 import { FRAME_TAG_BYTES, HEADER_CHANNEL_MAC } from "./auth/channel-mac.js";
 import { HEADER_NONCE } from "./auth/hmac.js";
 import { rawJsonResponse } from "./connection-limit.js";
+import { decodeForwardFrame } from "./forward-frame.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
 import { type AcceptAnswer, admitPeer, type PeerAuth } from "./transport-auth.js";
-import {
-  answerRecord,
-  CHANNEL_PATH,
-  decodeForwardFrame,
-  type ForwardMsg,
-  type ReplyMsg,
-} from "./transport-wire.js";
+import { CHANNEL_PATH, type ForwardMsg, type ReplyMsg } from "./transport-wire.js";
 import { MAX_RECORDS_PER_FRAME } from "./wire-schemas.js";
 
 /** One channel frame's payload: the records one event-loop turn produced, as a JSON array. */

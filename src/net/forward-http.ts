@@ -7,10 +7,11 @@ import type { Pool } from "undici";
 import { UNAUTHENTICATED } from "./answer-check.js";
 import { readBoundedBytes, readForwardStream } from "./answer-stream.js";
 import { forwardTimeouts } from "./forward-timeouts.js";
+import { forwardToWire, parseEpoch } from "./forward-wire.js";
 import type { PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
 import type { TransportTimeouts } from "./transport-timeouts.js";
-import { FORWARD_PATH, type ForwardMsg, forwardToWire, parseEpoch, type ReplyMsg } from "./transport-wire.js";
+import { FORWARD_PATH, type ForwardMsg, type ReplyMsg } from "./transport-wire.js";
 
 /**
  * Sends `msg` to `id` (signed for `to`) on its own request and streams the answer: `onChunk` for each

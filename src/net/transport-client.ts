@@ -15,6 +15,7 @@ import { ForwardChannel } from "./channel-client.js";
 import { ConnectedPeers, DEFAULT_MAX_CONNECTED_PEERS } from "./connected-peers.js";
 import { forwardOverHttp } from "./forward-http.js";
 import { probeHello, verifiedHello } from "./hello-exchange.js";
+import { loneMessageToWire } from "./lone-wire.js";
 import { MESH_PATH } from "./mesh-wire.js";
 import { openPool, type PeerEntry } from "./peer-pool.js";
 import type { ProbeAddresses } from "./probe-addresses.js";
@@ -25,7 +26,6 @@ import {
   type ForwardMsg,
   HELLO_PATH,
   type LoneMessage,
-  loneMessageToWire,
   PROMPT_TEXT_NEEDED,
   type ReplyMsg,
 } from "./transport-wire.js";

@@ -5,6 +5,7 @@
  */
 import { METHODS } from "node:http";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import { streamLine } from "./answer-wire.js";
 import { HEADER_CHALLENGE, HEADER_PROOF } from "./auth/hmac.js";
 import { HEADER_RESPONSE_MAC } from "./auth/response-mac.js";
 import { bodyChunksParser, isBodyChunks } from "./body-chunks.js";
@@ -17,25 +18,18 @@ import {
   type TimeoutReason,
   tlsHandshakeTimeout,
 } from "./connection-timeouts.js";
+import { EPOCH_HEADER, parseForward } from "./forward-wire.js";
 import { frameworkAnswerOptions, REQUIRE_NO_HOST, refuseBeforeRoutes } from "./framework-answers.js";
+import { messageFromWire } from "./lone-wire.js";
 import { MESH_PATH } from "./mesh-wire.js";
 import type { PeerServerHandlers } from "./peer-handlers.js";
 import { replyStream } from "./reply-stream.js";
 import { trackRouteMethods } from "./route-methods.js";
 import { SnapshotDecoder } from "./snapshot-decoder.js";
+import { snapshotMsgFromWire } from "./snapshot-wire.js";
 import { admitPeer, type PeerAuth } from "./transport-auth.js";
 import { PEER_POOL_CONNECTIONS } from "./transport-client.js";
-import {
-  EPOCH_HEADER,
-  FORWARD_PATH,
-  HELLO_PATH,
-  MESSAGE_PATH,
-  messageFromWire,
-  parseForward,
-  SNAPSHOT_PATH,
-  snapshotMsgFromWire,
-  streamLine,
-} from "./transport-wire.js";
+import { FORWARD_PATH, HELLO_PATH, MESSAGE_PATH, SNAPSHOT_PATH } from "./transport-wire.js";
 
 export interface PeerServerOptions {
   auth: PeerAuth;

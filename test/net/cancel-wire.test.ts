@@ -4,16 +4,11 @@
  */
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { forwardFromWire, forwardToWire } from "../../src/net/forward-wire.js";
 import { insecureAuth } from "../../src/net/transport-auth.js";
 import { PeerClient } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
-import {
-  type ForwardMsg,
-  forwardFromWire,
-  forwardToWire,
-  type LoneMessage,
-  PROTOCOL_VERSION,
-} from "../../src/net/transport-wire.js";
+import { type ForwardMsg, type LoneMessage, PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { forwardWireSchema, messageWireSchema } from "../../src/net/wire-schemas.js";
 
 const fwd = (deadlineMs?: number): ForwardMsg => ({
@@ -84,7 +79,7 @@ describe("cancel + deadline wire format", () => {
 
 describe("the cancel frame on the forward channel", () => {
   it("decodes as a cancel of its stream; one with tokens or a bad stream number does not", async () => {
-    const { decodeForwardFrame, encodeCancelFrame } = await import("../../src/net/transport-wire.js");
+    const { decodeForwardFrame, encodeCancelFrame } = await import("../../src/net/forward-frame.js");
     expect(decodeForwardFrame(encodeCancelFrame(7))).toEqual({
       ok: true,
       k: 7,

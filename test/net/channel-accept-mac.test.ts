@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { type WebSocket, WebSocketServer } from "ws";
+import { answerRecord } from "../../src/net/answer-wire.js";
 import {
   type ChannelAccept,
   type ChannelBinding,
@@ -19,15 +20,11 @@ import {
 } from "../../src/net/auth/channel-mac.js";
 import { HEADER_NONCE, HEADER_SENDER, HEADER_SIGNATURE } from "../../src/net/auth/hmac.js";
 import { encodeRecords } from "../../src/net/channel-server.js";
+import { decodeForwardFrame } from "../../src/net/forward-frame.js";
 import { hmacAuth, insecureAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { CHANNEL_ACCEPT_REFUSED, PeerClient, TransportError } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
-import {
-  answerRecord,
-  CHANNEL_PATH,
-  decodeForwardFrame,
-  PROTOCOL_VERSION,
-} from "../../src/net/transport-wire.js";
+import { CHANNEL_PATH, PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { fwd, resultFor, SECRET } from "./fixtures.js";
 import { onPathUpgradeRelay } from "./on-path-relay.js";
 

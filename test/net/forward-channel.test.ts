@@ -5,11 +5,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import { frameMac } from "../../src/net/auth/channel-mac.js";
 import { MAX_CHANNELS_PER_PEER } from "../../src/net/channel-server.js";
+import { decodeForwardFrame } from "../../src/net/forward-frame.js";
 import type { PeerServerHandlers } from "../../src/net/peer-handlers.js";
 import { hmacAuth, insecureAuth, type PeerAuth } from "../../src/net/transport-auth.js";
 import { PeerClient, type TransportError } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
-import { CHANNEL_PATH, decodeForwardFrame, PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
+import { CHANNEL_PATH, PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { fwd, resultFor, SECRET } from "./fixtures.js";
 
 const servers: FastifyInstance[] = [];

@@ -1,6 +1,7 @@
 /** freshPeerLoad on the daemon's wire: an answer carries the server's queue depth, older peers' without it. */
 import { describe, expect, it } from "vitest";
-import { messageFromWire, replyToWire, streamLine } from "../../src/net/transport-wire.js";
+import { replyToWire, streamLine } from "../../src/net/answer-wire.js";
+import { messageFromWire } from "../../src/net/lone-wire.js";
 import { streamRecordSchema } from "../../src/net/wire-schemas.js";
 
 const result = {

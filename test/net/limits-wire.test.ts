@@ -1,6 +1,7 @@
 /** A refusal for fit on the daemon's wire: it carries the refusing node's limits; older peers' carry none. */
 import { describe, expect, it } from "vitest";
-import { messageFromWire, streamLine } from "../../src/net/transport-wire.js";
+import { streamLine } from "../../src/net/answer-wire.js";
+import { messageFromWire } from "../../src/net/lone-wire.js";
 import { streamRecordSchema } from "../../src/net/wire-schemas.js";
 
 const refusal = { type: "error" as const, reqId: "a-1", attempt: 0, error: "too long", retryable: true };

@@ -8,11 +8,12 @@
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { HEADER_RESPONSE_MAC } from "../../src/net/auth/response-mac.js";
+import { EPOCH_HEADER } from "../../src/net/forward-wire.js";
 import type { PeerServerHandlers } from "../../src/net/peer-handlers.js";
 import { hmacAuth, insecureAuth } from "../../src/net/transport-auth.js";
 import { PeerClient, TransportError } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
-import { EPOCH_HEADER, PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
+import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { refusedNow, UNAUTHENTICATED_TRIES } from "../../src/server/runtime/mesh-peers.js";
 import { fwd, resultFor, SECRET } from "./fixtures.js";
 import { type Answer, editRecord, onPathRelay } from "./on-path-relay.js";

@@ -455,9 +455,7 @@ describe("which hellos a node takes (insecure, shared secret; mutual TLS above)"
 
 describe("snapshot clock headers", () => {
   it("round-trips the echo and rejects malformed or oversized values", async () => {
-    const { formatClock, formatEcho, parseEcho, parseClock } = await import(
-      "../../src/net/transport-wire.js"
-    );
+    const { formatClock, formatEcho, parseEcho, parseClock } = await import("../../src/net/snapshot-wire.js");
     const echo = { t: 1795976827696.25, heldMs: 3.5 };
     expect(parseEcho(formatEcho(echo))).toEqual(echo);
     // Real clock readings have long fractions (performance.now) and may be tiny (exponent notation).

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { EngineRequest, EngineResult } from "../../src/core/engine.js";
-import { forwardToWire } from "../../src/net/transport-wire.js";
+import { forwardToWire } from "../../src/net/forward-wire.js";
 import { ClientStreams, engineRequestOf } from "../../src/server/runtime/client-streams.js";
 import type { ServeOutcome } from "../../src/server/service.js";
 

@@ -5,7 +5,7 @@
  * that is no forward frame at all closes the channel with 1008. Nothing else, and all of it in time.
  */
 import WebSocket from "ws";
-import { decodeForwardFrame } from "../../src/net/transport-wire.js";
+import { decodeForwardFrame } from "../../src/net/forward-frame.js";
 import { channelFrameSchema } from "../../src/net/wire-schemas.js";
 
 /** Forwards already sent (reqId/attempt), in every session: a re-sent one would be a duplicate. */

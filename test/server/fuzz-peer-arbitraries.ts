@@ -4,7 +4,8 @@
  * bodies that are arbitrary, mutated valid messages and forwards, or damaged snapshot frames.
  */
 import fc from "fast-check";
-import { encodeCancelFrame, encodeForwardFrame, type ForwardMsg } from "../../src/net/transport-wire.js";
+import { encodeCancelFrame, encodeForwardFrame } from "../../src/net/forward-frame.js";
+import type { ForwardMsg } from "../../src/net/transport-wire.js";
 import { METHODS, oddPath } from "./fuzz-arbitraries.js";
 import type { RawRequest } from "./fuzz-http.js";
 import {

@@ -5,8 +5,9 @@
  */
 import type { EngineRequest } from "../../core/engine.js";
 import type { NodeInput, PeerMessage } from "../../core/node/types.js";
+import { carrierAck } from "../../net/forward-wire.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
-import { carrierAck, type ForwardMsg, type ReplyMsg, type SnapshotMsg } from "../../net/transport-wire.js";
+import type { ForwardMsg, ReplyMsg, SnapshotMsg } from "../../net/transport-wire.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { RuntimeLogger } from "./logger.js";
 import { isRefusal, retryableError } from "./transport-rules.js";

@@ -13,7 +13,7 @@
  *     The node holds the ack back (`ackDeferMs`, DAEMON_NODE_DEFAULTS) and drops it when the answer
  *     leaves first; the stream drops one that a chunk already implied (net/reply-stream.ts).
  *   - Origin side: the carrier's ack (HTTP response headers; a channel `ack` record or first chunk) is
- *     fed to the node as a `forward-ack` without an ETA (net/transport-wire.ts `carrierAck`, in
+ *     fed to the node as a `forward-ack` without an ETA (net/forward-wire.ts `carrierAck`, in
  *     `PeerSender.forward`), with the epoch the node's ack said (HTTP: `x-prefixmesh-epoch`; channel:
  *     the record's `e`); an ack a chunk implied says none, and the origin treats it as an older peer's.
  *   - So nobody probes: the daemon's node runs with `answerProbes: false` (start-node.ts); a broken
