@@ -14,7 +14,7 @@ import { hmacAuth, insecureAuth } from "../../src/net/transport-auth.js";
 import { PeerClient, TransportError } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
-import { refusedNow, UNAUTHENTICATED_TRIES } from "../../src/server/runtime/mesh-peers.js";
+import { refusedNow, UNAUTHENTICATED_TRIES } from "../../src/server/runtime/peer-refusal.js";
 import { fwd, resultFor, SECRET } from "./fixtures.js";
 import { type Answer, editRecord, onPathRelay } from "./on-path-relay.js";
 

@@ -7,7 +7,8 @@ import type { PrefixNode } from "../../src/core/node/node.js";
 import type { PeerClient } from "../../src/net/transport-client.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { Admin } from "../../src/server/runtime/admin.js";
-import { LEFT_POOL_MS, MeshPeers } from "../../src/server/runtime/mesh-peers.js";
+import { MeshPeers } from "../../src/server/runtime/mesh-peers.js";
+import { LEFT_POOL_MS } from "../../src/server/runtime/stranger-pools.js";
 
 afterEach(() => {
   vi.useRealTimers();

@@ -16,7 +16,7 @@ import { opensslAvailable } from "../../src/net/auth/openssl.js";
 import { TransportError } from "../../src/net/transport-client.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
-import { definiteRefusal, refusedNow, UNAUTHENTICATED_TRIES } from "../../src/server/runtime/mesh-peers.js";
+import { definiteRefusal, refusedNow, UNAUTHENTICATED_TRIES } from "../../src/server/runtime/peer-refusal.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { relaySays } from "./mesh-relay.js";

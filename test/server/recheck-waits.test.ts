@@ -5,9 +5,10 @@ import type { PeerClient } from "../../src/net/transport-client.js";
 import { TransportError } from "../../src/net/transport-error.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import type { RuntimeLogger } from "../../src/server/runtime/logger.js";
-import { type MeshPeers, UNAUTHENTICATED_TRIES } from "../../src/server/runtime/mesh-peers.js";
+import type { MeshPeers } from "../../src/server/runtime/mesh-peers.js";
 import { resolveSeeds } from "../../src/server/runtime/mesh-seeds.js";
 import type { NodeRuntime } from "../../src/server/runtime/node-runtime.js";
+import { UNAUTHENTICATED_TRIES } from "../../src/server/runtime/peer-refusal.js";
 import { RecheckWaits } from "../../src/server/runtime/recheck-waits.js";
 import { StaticPeerChecks } from "../../src/server/runtime/static-peer-checks.js";
 

@@ -6,7 +6,7 @@
  * after a backoff that doubles per refusal (core/refusals.ts), with a fresh hello through the same
  * check, and admitted once it passes, so a peer fixed or upgraded joins without restarting this node.
  * A peer that stays wrong costs one hello per backoff period. (Gossip "scuttlebutt" verifies members
- * itself: mesh-peers.ts.)
+ * itself: mesh-verify.ts.)
  */
 import {
   CLOCK_SKEW,
@@ -22,8 +22,8 @@ import { skewAdvice } from "../../net/clock-skew.js";
 import { checkPeerHello, type HelloExpectation, type StaticPeer } from "../../net/discovery.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
 import type { RuntimeLogger } from "./logger.js";
-import { definiteRefusal, refusedNow } from "./mesh-peers.js";
 import type { NodeRuntime } from "./node-runtime.js";
+import { definiteRefusal, refusedNow } from "./peer-refusal.js";
 import { RecheckWaits } from "./recheck-waits.js";
 
 /** Hellos tried (one a second) while a peer does not answer at all, before it is left alone. */

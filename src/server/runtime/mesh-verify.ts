@@ -1,0 +1,196 @@
+/**
+ * SWIM's `verify-member` effect answered for mesh-peers.ts: a hello from the candidate's address,
+ * checked, retried with backoff while the address does not answer, and fed back as `member-verified`.
+ *
+ * Invariants:
+ *  - [Verified by contact] (mesh-peers.ts) is decided here: a candidate is answered yes only after its
+ *    hello at its address proved its id and passed `checkPeerHello`; a definite failure answers no,
+ *    with its reason; an unreachable address, or another id answering there, is retried with backoff.
+ *  - [Bounded] verifications pending ≤ MAX_VERIFYING.
+ */
+import type { PrefixNode } from "../../core/node/node.js";
+import type { NodeId, NodeInput } from "../../core/node/types.js";
+import { CLOCK_SKEW, MAX_REFUSALS } from "../../core/refusals.js";
+import { skewAdvice } from "../../net/clock-skew.js";
+import { checkPeerHello } from "../../net/discovery.js";
+import { type PeerClient, TransportError } from "../../net/transport-client.js";
+import type { PeerHello } from "../../net/wire-schemas.js";
+import type { NodeMetrics } from "../metrics.js";
+import type { RuntimeLogger } from "./logger.js";
+import { refusedNow } from "./peer-refusal.js";
+
+export const MAX_VERIFYING = 256;
+/** Backoff of a verification whose address did not answer: doubling from the first, up to the cap. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 10_000;
+
+/** What verification needs of mesh-peers.ts' options (MeshPeersOptions has them all). */
+export interface MemberVerificationOptions {
+  node: PrefixNode;
+  client: PeerClient;
+  metrics: NodeMetrics;
+  logger: RuntimeLogger;
+  clusterId: string;
+  helloModel: string | undefined;
+  feed(input: NodeInput): void;
+  admitsNone?: boolean;
+}
+
+/** What verification needs of the rest of mesh-peers.ts. */
+export interface VerificationHooks {
+  /** A pool to `id`; false if none can be had (no address yet, or the stranger bound is reached). */
+  pool(id: NodeId): boolean;
+  /** `id`'s hello, proven its, before it is checked (the newer-protocol senders: mesh-refused.ts). */
+  noteHello(id: NodeId, raw: unknown): void;
+  isMember(id: NodeId): boolean;
+  dropStranger(id: NodeId): void;
+  endLeftPool(id: NodeId): void;
+}
+
+interface Verifying {
+  attempts: number;
+  timer: NodeJS.Timeout | undefined;
+  running: boolean;
+}
+
+export class MemberVerification {
+  private readonly verifying = new Map<NodeId, Verifying>();
+  /** Verified hellos, until SWIM admits their member. */
+  private readonly hellos = new Map<NodeId, PeerHello>();
+  /** Members refused for clock skew and warned of: said once each (its re-checks go on), until admitted. */
+  private readonly skewWarned = new Set<NodeId>();
+  private stopped = false;
+
+  constructor(
+    private readonly o: MemberVerificationOptions,
+    private readonly hooks: VerificationHooks,
+  ) {}
+
+  has(id: NodeId): boolean {
+    return this.verifying.has(id);
+  }
+
+  /** `id`'s verified hello, until its member is admitted (or not). */
+  hello(id: NodeId): PeerHello | undefined {
+    return this.hellos.get(id);
+  }
+
+  forgetHello(id: NodeId): void {
+    this.hellos.delete(id);
+  }
+
+  /** A new address for `id`: a verification waiting for one (or stuck at a wrong one) tries it now. */
+  addressChanged(id: NodeId): void {
+    const v = this.verifying.get(id);
+    if (v !== undefined && !v.running) this.attempt(id, v);
+  }
+
+  /** The `verify-member` effect (see [Verified by contact]). */
+  verify(id: NodeId): void {
+    if (this.verifying.has(id) || this.stopped) return;
+    if (this.o.admitsNone) {
+      // Warned once at start; each refusal is counted (prefixmesh_peer_auth_rejected_total{reason="mesh-verify"}).
+      this.o.logger.debug({ peer: id }, "mesh member refused: this node has no peer authentication");
+      // Answered as an input, never inside this effect.
+      queueMicrotask(() => this.settle(id, false, undefined, "this node has no peer authentication"));
+      return;
+    }
+    if (this.verifying.size >= MAX_VERIFYING) {
+      // Never admitted without an answer; the core's candidate waits (bounded there).
+      this.o.logger.warn({ peer: id }, "too many members being verified: not verifying this one now");
+      return;
+    }
+    const v: Verifying = { attempts: 0, timer: undefined, running: false };
+    this.verifying.set(id, v);
+    // Back within LEFT_POOL_MS (restarted): the kept pool now carries its verification, which its
+    // leave's timer must not cut; a failed verification drops it as any stranger's (settle).
+    this.hooks.endLeftPool(id);
+    this.attempt(id, v);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const v of this.verifying.values()) clearTimeout(v.timer);
+    this.verifying.clear();
+  }
+
+  private attempt(id: NodeId, v: Verifying): void {
+    clearTimeout(v.timer);
+    v.timer = undefined;
+    if (this.stopped || !this.hooks.pool(id)) {
+      this.retry(id, v); // no address (yet)
+      return;
+    }
+    v.running = true;
+    this.o.client.verifiedHello(id).then(
+      (hello) => {
+        v.running = false;
+        this.hooks.noteHello(id, hello);
+        const r = checkPeerHello(
+          {
+            cluster: this.o.clusterId,
+            model: this.o.helloModel,
+            self: this.o.node.id,
+            peerId: id,
+            authMode: this.o.client.authMode,
+            // A full-mesh node answers hellos but no SWIM: a relay's mention of one admits nothing.
+            gossip: this.o.node.config.gossip,
+          },
+          hello,
+        );
+        // Another id answered there: the address is stale or a relay's mistake, not a verdict on `id`.
+        if (r.ok || (r.reason !== "wrong-id" && r.reason !== "self")) {
+          if (!r.ok) this.o.logger.warn({ peer: id, reason: r.reason }, `mesh member refused: ${r.message}`);
+          this.settle(id, r.ok, r.ok ? r.hello : undefined, r.ok ? undefined : `${r.reason}: ${r.message}`);
+        } else this.retry(id, v);
+      },
+      (err: unknown) => {
+        v.running = false;
+        if (!refusedNow(err, v.attempts)) {
+          if (err instanceof TransportError && err.unauthenticated && v.attempts === 0)
+            this.o.logger.warn(
+              { peer: id, err: err.message },
+              "mesh member not verified yet: its answer is not authenticated (another shared secret, or altered on the path)",
+            );
+          return void this.retry(id, v);
+        }
+        const skew = err instanceof TransportError ? err.clockSkewMs : undefined;
+        if (skew !== undefined) {
+          const fields = { peer: id, skewS: Math.round(skew / 1000) };
+          // Bounded like the refusals it mirrors: past the bound, a warning per re-check again.
+          if (this.skewWarned.has(id)) this.o.logger.debug(fields, "mesh member still refuses our clock");
+          else {
+            if (this.skewWarned.size < MAX_REFUSALS) this.skewWarned.add(id);
+            this.o.logger.warn(
+              fields,
+              `mesh member refused our signed requests: ${skewAdvice(skew, "member")}`,
+            );
+          }
+          return void this.settle(id, false, undefined, `${CLOCK_SKEW}: ${(err as Error).message}`);
+        }
+        this.o.logger.warn({ peer: id, err: (err as Error).message }, "mesh member refused: no credential");
+        this.settle(id, false, undefined, `no-credential: ${(err as Error).message}`);
+      },
+    );
+  }
+
+  private retry(id: NodeId, v: Verifying): void {
+    if (this.stopped || this.verifying.get(id) !== v) return;
+    const ms = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** v.attempts++);
+    v.timer = setTimeout(() => this.attempt(id, v), ms);
+    v.timer.unref?.();
+  }
+
+  private settle(id: NodeId, ok: boolean, hello?: PeerHello, reason?: string): void {
+    this.verifying.delete(id);
+    if (this.stopped) return;
+    if (ok && hello) this.hellos.set(id, hello);
+    if (ok) this.skewWarned.delete(id);
+    this.o.feed({ type: "member-verified", id, ok, ...(reason !== undefined ? { reason } : {}) });
+    if (!ok) {
+      this.hellos.delete(id);
+      this.hooks.dropStranger(id);
+      this.o.metrics.authRejected.inc({ reason: "mesh-verify" });
+    } else if (!this.hooks.isMember(id)) this.hellos.delete(id); // not admitted after all (table full)
+  }
+}
