@@ -7,52 +7,14 @@
  */
 import { describe, expect, it } from "vitest";
 import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
-import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
-import { runSimulation } from "../../src/sim/run.js";
-import type { SimResult } from "../../src/sim/types.js";
-import { syntheticMmlu } from "../../src/workload/synthetic.js";
-
-const SEED = 4;
-/** 57 topics with MMLU's prefix lengths, at the fault report's open-loop rate. */
-const workload = syntheticMmlu({ seed: SEED, requests: 1_200, openLoopRate: 6, scale: 0.1 });
-
-function run(pushBackByCache: boolean): SimResult {
-  return runSimulation(
-    {
-      nodes: 4,
-      policy: DAEMON_NODE_DEFAULTS.policy,
-      daemonConfig: true,
-      node: { pushBackByCache },
-      commMs: 2,
-      jitterMs: 0.5,
-      pollMs: 500,
-      profile: DEFAULT_PROFILE,
-      seed: SEED,
-      checkInvariants: true,
-    },
-    workload,
-  );
-}
-
-/** Runs that found less than half their prompt cached: a prefix computed (again). */
-const coldPrefills = (r: SimResult) =>
-  r.records.filter((x) => x.actualHitTokens < 0.5 * x.promptTokens).length;
-const p99 = (r: SimResult) => {
-  const lat = r.records.map((x) => x.latencyMs).sort((a, b) => a - b);
-  return lat[Math.floor(0.99 * lat.length)] as number;
-};
+import { coldPrefills, coldStartRun, expectCleanRun, p99 } from "./cold-start-fixture.js";
 
 describe("cold start: push-back weighs what a peer's cache saves", () => {
   it("computes fewer prefixes twice and shortens the tail", { timeout: 120_000 }, () => {
     expect(DAEMON_NODE_DEFAULTS.pushBackByCache).toBe(true);
-    const on = run(true);
-    const off = run(false);
-    for (const r of [on, off]) {
-      expect(r.invariantViolations).toEqual([]);
-      expect(r.totals.answered).toBe(workload.requests.length);
-      expect(r.totals.incorrect).toBe(0);
-      expect(r.totals.duplicateReplies).toBe(0);
-    }
+    const on = coldStartRun({ pushBackByCache: true });
+    const off = coldStartRun({ pushBackByCache: false });
+    for (const r of [on, off]) expectCleanRun(r);
     // Queues grew seconds long (past the push-back threshold): the cold start is what is measured.
     expect(Math.max(...off.records.map((x) => x.queueMs))).toBeGreaterThan(5_000);
     expect(coldPrefills(on)).toBeLessThan(coldPrefills(off));
