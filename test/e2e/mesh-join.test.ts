@@ -27,9 +27,18 @@ const api: string[] = [];
 const peer: string[] = [];
 const procs: Spawned[] = [];
 
+interface PeerEntry {
+  id: string;
+  liveness: string;
+  estimateTokens: number;
+  pushBackActive: boolean;
+  rttMs?: number;
+  trust: { state: string } | null;
+}
 interface View {
-  peers: { id: string; liveness: string; estimateTokens: number }[];
+  peers: PeerEntry[];
   members: { id: string; status: string }[];
+  stats: { forwarded: number; fallbacks: number; ackTimeouts: number };
 }
 const view = async (i: number): Promise<View> => (await fetch(`${api[i]}/cluster`)).json() as Promise<View>;
 
@@ -139,13 +148,38 @@ describe(`${N} nodes joining through one seed (gossip scuttlebutt)`, () => {
     const prefix = words("newcomer", 512);
     const warm = await postCompletion(api[N] as string, { model, prompt: `${prefix} one`, max_tokens: 1 });
     expect(warm.headers.get("x-prefixmesh-served-by")).toBe(ids[N]);
+    // What n02's forward needs besides the estimate: the newcomer live (the join wait above takes a
+    // suspect one), not pushing back, not distrusted, and its RTT measured (an anti-entropy echo came
+    // back). Unmeasured, the ack wait is sized from the prior, not from this machine's load; a forward
+    // unacked through the wait and one re-send runs at n02 instead (a fallback).
+    let n16: PeerEntry | undefined;
+    const routable = (p: PeerEntry | undefined) =>
+      p !== undefined &&
+      p.liveness === "live" &&
+      p.estimateTokens >= 256 &&
+      !p.pushBackActive &&
+      (p.trust === null || p.trust.state === "closed") &&
+      p.rttMs !== undefined;
     await waitFor(
-      async () => ((await view(2)).peers.find((p) => p.id === ids[N])?.estimateTokens ?? 0) >= 256,
+      async () => {
+        n16 = (await view(2)).peers.find((p) => p.id === ids[N]);
+        return routable(n16);
+      },
       JOIN_DEADLINE_MS,
-      "n02 holds the newcomer's estimate",
-    );
+      "n02 holds the newcomer's estimate and may forward to it",
+    ).catch((err) => {
+      throw new Error(`${err.message}: ${JSON.stringify(n16)}`);
+    });
     const routed = await postCompletion(api[2] as string, { model, prompt: `${prefix} two`, max_tokens: 1 });
     expect(routed.status).toBe(200);
-    expect(routed.headers.get("x-prefixmesh-served-by")).toBe(ids[N]);
+    // Why not, if not: n02's view of the newcomer and its forward counters (a fallback, an ack timeout).
+    const after = await view(2);
+    const why = JSON.stringify({
+      answer: ((await routed.json()) as { prefixmesh?: unknown }).prefixmesh,
+      before: n16,
+      after: after.peers.find((p) => p.id === ids[N]),
+      stats: after.stats,
+    });
+    expect(routed.headers.get("x-prefixmesh-served-by"), why).toBe(ids[N]);
   }, 420_000);
 });
