@@ -403,7 +403,10 @@ describe("shared-secret cluster: 401 for unsigned peer messages; SIGTERM leaves 
       const api = (JSON.parse(line) as { api: string }).api;
       const model = await modelOf(api);
       const pending = postCompletion(api, { model, prompt: words("slow", 1000), max_tokens: 1 });
-      await new Promise((r) => setTimeout(r, 300));
+      // SIGTERM only once the request is in flight (a fixed wait may be too short on a busy machine).
+      const inFlight = async () =>
+        ((await (await fetch(`${api}/cluster`)).json()) as { inFlightClients: number }).inFlightClients;
+      await waitFor(async () => (await inFlight()) > 0, 10_000, "the request to be in flight");
       node.child.kill("SIGTERM");
       const res = await pending;
       expect(res.status).toBe(200);

@@ -76,7 +76,8 @@ describe("connection timeouts", () => {
     const c = client(port);
     const after = await within(c.closedAfter, 10_000, "the silent connection to be closed");
     expect(after).toBeGreaterThanOrEqual(T.idleMs - 20);
-    expect(after).toBeLessThan(T.headersMs); // the idle bound, not the headers one
+    // The idle bound, not the headers one: told by the reason and the missing 408, not by the time
+    // (a busy machine may fire the idle timer late).
     expect(c.state.got).toBe("");
     expect(closed).toEqual(["idle"]);
   });

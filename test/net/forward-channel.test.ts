@@ -186,7 +186,7 @@ describe("forward channel", () => {
       const err = (await c.forward("B", fwd("A-1"), () => {}).catch((e) => e)) as TransportError;
       expect(err.kind).toBe("timeout");
       // At the close, not at the stream gap timeout (30 s): generous for a busy machine, far below that.
-    expect(performance.now() - t0).toBeLessThan(10_000);
+      expect(performance.now() - t0).toBeLessThan(10_000);
     }
   });
 

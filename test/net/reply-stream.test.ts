@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { replyStream } from "../../src/net/reply-stream.js";
+import { waitFor } from "../e2e/helpers.js";
 import { fwd, resultFor } from "./fixtures.js";
 
 /** A carrier recording what the stream wrote, in order. */
@@ -57,7 +58,7 @@ describe("reply stream: under injected delay", () => {
     await wait(5);
     expect(k.wrote).toEqual([]); // still inside the injected delay
     release();
-    await wait(5);
+    await waitFor(() => k.wrote.length >= 3, 10_000, "the held records to be written");
     expect(k.wrote).toEqual(["chunk:a", "chunk:b", "final"]);
     expect(s.closed).toBe(true);
   });

@@ -320,7 +320,8 @@ describe("peer transport failures (HTTP forwards)", () => {
     expect(chunks).toEqual(["partial"]);
     expect(err).toBeInstanceOf(TransportError);
     expect(["connection", "cut-off"]).toContain((err as TransportError).kind);
-    expect(performance.now() - t0).toBeLessThan(2000);
+    // At the cut, not at the stream gap timeout (30 s): generous for a busy machine, far below that.
+    expect(performance.now() - t0).toBeLessThan(10_000);
   });
 
   it("decodes a multi-byte character split across two network writes", async () => {
@@ -355,7 +356,8 @@ describe("peer transport failures (HTTP forwards)", () => {
     const t0 = performance.now();
     const err = await c.forward("B", fwd("A-1"), () => {}).catch((e) => e);
     expect((err as TransportError).kind).toBe("timeout");
-    expect(performance.now() - t0).toBeLessThan(2000);
+    // The trickle never ends: any bound shows the total timeout; generous for a busy machine.
+    expect(performance.now() - t0).toBeLessThan(10_000);
   });
 
   it("times out a silent peer between chunks", async () => {

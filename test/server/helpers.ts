@@ -56,7 +56,8 @@ export async function routedPair(
   o.onStart(a, b);
   const model = await modelOf(b.apiUrl);
   await postCompletion(b.apiUrl, { model, prompt: `${prefix} warm`, max_tokens: 1 });
-  for (const deadline = Date.now() + 5000; ; ) {
+  // Generous: gossip on a busy machine can take seconds.
+  for (const deadline = Date.now() + 15_000; ; ) {
     const v = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { peers: PeerRow[] };
     const p = v.peers[0];
     if (p && p.estimateTokens >= 256 && (o.ready?.(p) ?? true)) break;

@@ -164,12 +164,14 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
     const t0 = Date.now();
     await b.stop();
     nodes.splice(nodes.indexOf(b), 1);
-    await until("A saw B leave", () => view(a).members.find((x) => x.id === "B")?.status === "left", 2_000);
+    // "left", not "dead": the goodbye removed it, not suspicion (a missed probe, then its timeout).
+    await until("A saw B leave", () => view(a).members.find((x) => x.id === "B")?.status === "left", 10_000);
     // No longer a member, but shown while remembered: down, its estimate dropped.
     const gone = view(a).peers.find((p) => p.id === "B");
     expect(gone).toMatchObject({ liveness: "down", estimateTokens: 0 });
     expect(gone?.goneForMs).toBeGreaterThanOrEqual(0);
-    expect(Date.now() - t0).toBeLessThan(2_000);
+    // Only a guard against a stall (the status above shows the path): generous for a busy machine.
+    expect(Date.now() - t0).toBeLessThan(10_000);
   }, 60_000);
 
   it("never admits a node of the cluster that runs --gossip full, whatever a relay says", async () => {

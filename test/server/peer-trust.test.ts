@@ -84,7 +84,8 @@ describe("peer trust: a peer that acks and never answers", () => {
     const r = await postCompletion(api, { model, prompt: `${prefix(PREFIXES - 1)} after`, max_tokens: 1 });
     expect(r.status).toBe(200);
     await r.json();
-    expect(Date.now() - t0).toBeLessThan(5_000);
+    // Not sent to B (which would hold it until the forward timeout): generous for a busy machine.
+    expect(Date.now() - t0).toBeLessThan(DAEMON_NODE_DEFAULTS.forwardTimeoutMs / 3);
     expect((await viewOfB()).trust?.failures).toBe(3);
     const metrics = await (await fetch(`${api}/metrics`)).text();
     expect(metrics).toMatch(/prefixmesh_peer_breaker_open\{[^}]*peer="B"[^}]*\} 1/);

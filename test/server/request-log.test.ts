@@ -92,7 +92,8 @@ const post = (url: string, body: unknown, headers: Record<string, string> = {}) 
 
 /** The request line with this id, once written (it is written when the response closes). */
 async function lineFor(lines: Line[], id: string): Promise<Line> {
-  const deadline = Date.now() + 5_000;
+  // Generous: on a busy machine the response can close seconds after the client has its answer.
+  const deadline = Date.now() + 15_000;
   for (;;) {
     const l = lines.find((x) => x.msg === "request" && x.requestId === id);
     if (l) return l;

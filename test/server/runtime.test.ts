@@ -209,18 +209,21 @@ describe("node runtime: --max-connections", () => {
       expect(res.status).toBe(503);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe("too_many_connections");
       for (const s of held) s.destroy();
-      for (let i = 0; ; i++) {
-        const ok = await fetch(`${a.apiUrl}/metrics`);
-        if (ok.status === 200) {
-          // At least the one above (a retry here may also have met the limit before the close landed).
-          expect(await ok.text()).toMatch(
-            /prefixmesh_connections_refused_total\{[^}]*port="api",reason="limit"[^}]*\} [1-9]/,
-          );
-          break;
-        }
-        expect(i).toBeLessThan(50);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      // The server sees the closes a moment after the client does: retry until a place is free.
+      let metrics = "";
+      await waitFor(
+        async () => {
+          const ok = await fetch(`${a.apiUrl}/metrics`);
+          metrics = await ok.text();
+          return ok.status === 200;
+        },
+        10_000,
+        "a freed place for the metrics scrape",
+      );
+      // At least the one above (a retry here may also have met the limit before the close landed).
+      expect(metrics).toMatch(
+        /prefixmesh_connections_refused_total\{[^}]*port="api",reason="limit"[^}]*\} [1-9]/,
+      );
     } finally {
       for (const s of held) s.destroy();
       await Promise.all([a.stop(), b.stop()]);
@@ -307,7 +310,8 @@ describe("node runtime: a forward sent again", () => {
       // as decoding a second frame gives.
       h.onForward("B", { ...forward, request: { ...forward.request } }, fakeStream(again));
       for (const t0 = Date.now(); first.at(-1) !== "result" || again.at(-1) !== "result"; ) {
-        expect(Date.now() - t0, `first ${first}, again ${again}`).toBeLessThan(3000);
+        // Generous for a busy machine: the run itself takes a fraction of a second.
+        expect(Date.now() - t0, `first ${first}, again ${again}`).toBeLessThan(15_000);
         await new Promise((r) => setTimeout(r, 10));
       }
       // One ack for the attempt (the node held it back, and the copy came meanwhile), on the newest
@@ -370,7 +374,8 @@ describe("node runtime: a forward the node never answers", () => {
       );
       expect(got).toEqual([]); // accepted: nothing said yet
       while (!closed) {
-        expect(Date.now() - t0).toBeLessThan(3000);
+        // Generous for a busy machine: the TTL is a fraction of a second and the engine never answers.
+        expect(Date.now() - t0).toBeLessThan(15_000);
         await new Promise((r) => setTimeout(r, 20));
       }
       expect(Date.now() - t0).toBeGreaterThanOrEqual(ttl - 10);

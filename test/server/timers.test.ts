@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { type NodeTimer, TimerTable } from "../../src/server/runtime/timers.js";
+import { waitFor } from "../e2e/helpers.js";
 
 const STEP: NodeTimer = { kind: "estimates" };
 const macrotask = () => new Promise<void>((r) => setImmediate(r));
@@ -66,7 +67,7 @@ describe("TimerTable", () => {
     const got: string[] = [];
     table.set({ kind: "poll" }, 50_000, () => got.push("old"));
     table.set({ kind: "poll" }, 1, () => got.push("poll"));
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => got.length > 0, 10_000, "the 1 ms poll timer to fire");
     expect(got).toEqual(["poll"]);
     table.clear();
   });
