@@ -38,6 +38,11 @@ import type { Effect, NodeId, ServedTiming } from "./types.js";
 
 export type { Completion, ExecutorCounters, JobSpec } from "./executor/jobs.js";
 
+/** Most jobs a held engine adds to the depth peers are told (a wire field: bounded). */
+const MAX_HELD_JOBS = 100_000;
+/** A run counts as holding the engine once it has run this many mean service times. */
+const HELD_AFTER_SERVICES = 8;
+
 export class Executor {
   private readonly running = new Map<string, Job>();
   /** The waiting jobs (executor/job-queue.ts). */
@@ -82,6 +87,26 @@ export class Executor {
   /** Waiting + running. */
   queueDepth(): number {
     return this.queue.waiting + this.running.size;
+  }
+
+  /**
+   * The queue depth peers are told (offload): a run far past the mean service time counts as the
+   * jobs it is still expected to displace — as long again as it ran, as `waitFrom` prices it here.
+   * Its depth alone (one job) hides an engine held by a long generation: every peer kept sending it
+   * forwards by cache affinity, each waiting behind it until overdue (BENCHMARKS.md, "Recent
+   * prefixes in routing").
+   */
+  reportedDepth(now: number): number {
+    const depth = this.queueDepth();
+    const svc = this.costs.serviceMs;
+    if (!this.config.offload || svc === undefined || !(svc > 0)) return depth;
+    let held = 0;
+    for (const job of this.running.values()) {
+      const ran = now - job.startedAt;
+      // Only a run far past the mean: a cold start's long prefills keep the plain depth.
+      if (ran >= HELD_AFTER_SERVICES * svc) held += Math.floor(ran / svc) - 1;
+    }
+    return depth + Math.min(held, MAX_HELD_JOBS);
   }
 
   /** This node as a routing candidate for `request` (its match is exact, in its namespace). */

@@ -82,13 +82,21 @@ export function step(
   members: Members,
   antiEntropy: Gossip,
   peers: PeerState,
-  own: { tree: OwnTree; queueDepth(): number; pushBackMs(): number },
+  own: { tree: OwnTree; reportedDepth(now: number): number; pushBackMs(): number },
   now: number,
   out: Effect[],
 ): StepEvents {
   if (!(members instanceof SwimMembership) || !(antiEntropy instanceof GossipAntiEntropy)) return NONE;
   if (input !== "start" && input.type === "mesh-message" && input.msg.channel === "gossip") {
-    antiEntropy.onGossip(input.from, input.msg.msg, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
+    antiEntropy.onGossip(
+      input.from,
+      input.msg.msg,
+      now,
+      own.tree,
+      own.reportedDepth(now),
+      own.pushBackMs(),
+      out,
+    );
     // A state's header reports its owner's queue: forwards counted since the last report start over.
     for (const id of antiEntropy.drainReported()) peers.targets.loadReported(id);
     const restarted = antiEntropy.drainRestarted();
@@ -96,7 +104,7 @@ export function step(
   }
   if (input !== "start" && input.type === "timer" && input.timer.kind === "gossip-round") {
     const live = members.ids().filter((id) => members.liveness(id, now) === "live");
-    antiEntropy.extraRound(now, own.tree, own.queueDepth(), own.pushBackMs(), live, out);
+    antiEntropy.extraRound(now, own.tree, own.reportedDepth(now), own.pushBackMs(), live, out);
     return NONE;
   }
   const ev = input === "start" ? members.start() : members.handle(input);
@@ -105,7 +113,7 @@ export function step(
     antiEntropy.add(id);
     peers.addPeer(id);
     const pending = members.swim.pendingMembers();
-    antiEntropy.greet(id, pending, now, own.tree, own.queueDepth(), own.pushBackMs(), out);
+    antiEntropy.greet(id, pending, now, own.tree, own.reportedDepth(now), own.pushBackMs(), out);
   }
   for (const id of ev.down) {
     antiEntropy.remove(id);
@@ -119,10 +127,10 @@ export function seek(
   antiEntropy: Gossip,
   request: EngineRequest,
   selfMatch: number,
-  own: { queueDepth(): number; pushBackMs(): number },
+  own: { reportedDepth(now: number): number; pushBackMs(): number },
   now: number,
   out: Effect[],
 ): void {
   if (antiEntropy instanceof GossipAntiEntropy)
-    antiEntropy.seek(request, selfMatch, now, own.queueDepth(), own.pushBackMs(), out);
+    antiEntropy.seek(request, selfMatch, now, own.reportedDepth(now), own.pushBackMs(), out);
 }

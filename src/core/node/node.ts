@@ -201,7 +201,7 @@ export class PrefixNode extends NodeRouting {
     }
     this.origin.finishStep(out); // final cancels: abort-runs.ts
     this.origin.gone.check(out);
-    if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.queueDepth());
+    if (this.config.freshPeerLoad) stampQueueDepth(out, this.executor.reportedDepth(now));
     const costs = this.config.advertiseCosts ? this.executor.engineCosts() : undefined;
     if (costs) stampCosts(out, costs, this.config.id);
     return out;
@@ -372,7 +372,8 @@ export class PrefixNode extends NodeRouting {
       case "poll": {
         const peers = roundPeers(this.members, this.origin.targets, now);
         const x = this.executor;
-        if (!this.leaving) this.antiEntropy.round(now, x.tree, x.queueDepth(), x.pushBackMs(), peers, out);
+        if (!this.leaving)
+          this.antiEntropy.round(now, x.tree, x.reportedDepth(now), x.pushBackMs(), peers, out);
         // Forwards to peers that went silent need not wait for their full timeout.
         const silent = (p: NodeId) => this.members.has(p) && this.members.liveness(p, now) !== "live";
         for (const reqId of this.origin.waitingOn(silent)) this.failOver(reqId, now, out, true, true);
