@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { EngineResult } from "../../src/core/engine.js";
 import { resolveNodeConfig } from "../../src/core/node/config.js";
 import { Executor, type JobSpec } from "../../src/core/node/executor.js";
+import { MAX_REPORTED_DEPTH } from "../../src/core/node/peer-load.js";
 import type { Effect } from "../../src/core/node/types.js";
 import { prompt } from "./node-harness.js";
 
@@ -60,5 +61,17 @@ describe("the queue depth peers are told", () => {
   it("is the plain depth without offload (the paper's node)", () => {
     const ex = holding(false);
     expect(ex.reportedDepth(100 + 5_000)).toBe(ex.queueDepth());
+  });
+
+  it("stays within what peers accept on the wire, however long the run held and the queue", () => {
+    const ex = holding(true);
+    // maxQueue may be up to the wire's bound itself: a deep queue plus a held engine must not pass it
+    // (a gossip header or ack above it is refused whole by every peer).
+    ex.queueDepth = () => MAX_REPORTED_DEPTH - 10;
+    const d = ex.reportedDepth(100 + 100_000_000);
+    expect(d).toBe(MAX_REPORTED_DEPTH);
+    const plain = holding(false);
+    plain.queueDepth = () => MAX_REPORTED_DEPTH + 64;
+    expect(plain.reportedDepth(100)).toBe(MAX_REPORTED_DEPTH);
   });
 });

@@ -31,6 +31,7 @@ import {
   zeroCounters,
 } from "./executor/jobs.js";
 import { RunCache } from "./executor/run-cache.js";
+import { MAX_REPORTED_DEPTH } from "./peer-load.js";
 import type { SelfView } from "./routing.js";
 import { RunCosts } from "./run-costs.js";
 import type { ServingLoad } from "./serving.js";
@@ -99,14 +100,16 @@ export class Executor {
   reportedDepth(now: number): number {
     const depth = this.queueDepth();
     const svc = this.costs.serviceMs;
-    if (!this.config.offload || svc === undefined || !(svc > 0)) return depth;
+    if (!this.config.offload || svc === undefined || !(svc > 0)) return Math.min(depth, MAX_REPORTED_DEPTH);
     let held = 0;
     for (const job of this.running.values()) {
       const ran = now - job.startedAt;
       // Only a run far past the mean: a cold start's long prefills keep the plain depth.
       if (ran >= HELD_AFTER_SERVICES * svc) held += Math.floor(ran / svc) - 1;
     }
-    return depth + Math.min(held, MAX_HELD_JOBS);
+    // The sum, not only the held part: a queue near maxQueue's bound plus a held engine would pass what
+    // peers accept (gossip header, ack), and each would refuse the whole message.
+    return Math.min(depth + Math.min(held, MAX_HELD_JOBS), MAX_REPORTED_DEPTH);
   }
 
   /** This node as a routing candidate for `request` (its match is exact, in its namespace). */
