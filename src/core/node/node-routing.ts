@@ -38,9 +38,11 @@ export abstract class NodeRouting extends NodeViews {
       const unreported = this.origin.unreportedTo(id, now);
       peers.push(peerCandidate(id, this.antiEntropy.load(id), unreported, this.origin.targets, now));
     }
-    if (recent) self = this.withRecent(self, request, now);
+    // One walk of the request's blocks serves self and every peer.
+    const lately = recent ? this.recent?.match(keyTokens(request), now) : undefined;
+    if (lately) self = this.withRecent(self, request, lately);
     const all = buildCandidates(self, peers, this.antiEntropy.index, request);
-    if (recent && this.recent && all.length > 1) this.addRecent(all, request, now);
+    if (lately && lately.size > 0 && all.length > 1) this.addRecent(all, request, lately);
     if (!this.config.pushBackByCache) return all;
     const k = this.learnedCosts();
     const judged = (c: Candidate) =>
@@ -48,22 +50,20 @@ export abstract class NodeRouting extends NodeViews {
     return all.filter((c) => c.self || judged(c));
   }
 
-  /** What of `request` went to `id` lately, in prompt tokens (recent-prefixes.ts; 0: nothing, or off). */
-  private recentMatch(request: EngineRequest, id: NodeId, now: number): number {
-    const m = this.recent?.match(keyTokens(request), now).get(id);
+  /** What of `request` went to `id` lately (`lately`: RecentPrefixes.match's), in prompt tokens. */
+  private recentMatch(request: EngineRequest, id: NodeId, lately: ReadonlyMap<NodeId, number>): number {
+    const m = lately.get(id);
     return m === undefined ? 0 : promptMatch(request, m);
   }
 
   /** `self` with what was queued here lately counted as cached: it is, by the time this one runs. */
-  private withRecent(self: SelfView, request: EngineRequest, now: number): SelfView {
-    const m = this.recentMatch(request, this.config.id, now);
+  private withRecent(self: SelfView, request: EngineRequest, lately: ReadonlyMap<NodeId, number>): SelfView {
+    const m = this.recentMatch(request, this.config.id, lately);
     return m > self.match ? { ...self, match: m } : self;
   }
 
   /** A prompt we forwarded to a peer lately counts as its match: it is queued or running there. */
-  private addRecent(all: Candidate[], request: EngineRequest, now: number): void {
-    const recent = (this.recent as RecentPrefixes).match(keyTokens(request), now);
-    if (recent.size === 0) return;
+  private addRecent(all: Candidate[], request: EngineRequest, recent: ReadonlyMap<NodeId, number>): void {
     for (const c of all) {
       const m = c.self ? undefined : recent.get(c.id);
       if (m !== undefined) c.estimatedMatch = Math.max(c.estimatedMatch, promptMatch(request, m));
@@ -109,10 +109,11 @@ export abstract class NodeRouting extends NodeViews {
       return this.routable(to, now);
     const r = this.origin.requestOf(reqId);
     const view = this.executor.selfView(this.config.id, r);
-    const self = recent ? this.withRecent(view, r, now) : view;
+    const lately = recent ? this.recent?.match(keyTokens(r), now) : undefined;
+    const self = lately ? this.withRecent(view, r, lately) : view;
     const k = this.learnedCosts();
     // As `candidates` judged it (else a spill's pick and this check disagree, and loop).
-    const sent = recent ? cacheSavedJobs({ estimatedMatch: this.recentMatch(r, to, now) }, self, k) : 0;
+    const sent = lately ? cacheSavedJobs({ estimatedMatch: this.recentMatch(r, to, lately) }, self, k) : 0;
     const saved = Math.max(sent, cacheSavedJobsAt(this.antiEntropy.index, to, r, self, k));
     return this.routable(to, now, self.queueDepth, saved);
   }
