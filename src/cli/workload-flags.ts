@@ -7,14 +7,11 @@ import {
   DEFAULT_ACTIVE,
   DEFAULT_CONVERSATIONS,
   DEFAULT_THINK_MS,
-  DEFAULT_TURNS,
   MAX_ACTIVE,
   MAX_CONVERSATIONS,
   MAX_THINK_MS,
-  MAX_TURNS,
-  parseTurns,
-  type TurnDistribution,
 } from "../workload/chat.js";
+import { DEFAULT_TURNS, MAX_TURNS, parseTurns, type TurnDistribution } from "../workload/chat-turns.js";
 import { DEFAULT_ZIPF_S, MAX_ZIPF_S, type SkewOptions } from "../workload/schedule.js";
 import type { Workload } from "../workload/types.js";
 import { CliError, parseNumber } from "./errors.js";

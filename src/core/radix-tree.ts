@@ -9,31 +9,17 @@
  * (`evict(n - free())`); an insert the caller lets through anyway is stored and `size` may then exceed
  * `capacity` (`free()` goes negative). `resetTo` mirrors an engine's report as-is, whatever its size.
  *
- * Alongside the tokens the tree keeps the chained block keys of its contents (block-hash.ts) and a
- * bounded change log of keys added/removed per version, so a snapshot body or a delta costs the size
- * of the answer, not a tree walk.
+ * Alongside the tokens the tree keeps the chained block keys of its contents and their change log
+ * (block-key-log.ts); its nodes are radix-node.ts, its LRU leaf-heap.ts.
  */
-import { BLOCK_SIZE, BlockHasher } from "./block-hash.js";
+import { BLOCK_SIZE } from "./block-hash.js";
+import { BlockKeyLog } from "./block-key-log.js";
 import type { EvictedRun, Tokens } from "./engine.js";
-import { invariant } from "./invariant.js";
+import { LeafHeap } from "./leaf-heap.js";
+import { checkTree } from "./radix-integrity.js";
+import { forEachNode, pathOf, TreeNode } from "./radix-node.js";
+import { summaryKeys } from "./radix-summary.js";
 import type { SnapshotBody, SnapshotDelta } from "./snapshot.js";
-
-class TreeNode {
-  edge: Uint32Array;
-  parent: TreeNode | null;
-  children: Map<number, TreeNode> | null = null;
-  lastAccess: number;
-  /** Locks held on this node or below it: a node with lockCount > 0 is never evicted. */
-  lockCount = 0;
-  /** Set when the node leaves the tree (evicted, merged away), so stale references are recognisable. */
-  detached = false;
-
-  constructor(edge: Uint32Array, parent: TreeNode | null, lastAccess: number) {
-    this.edge = edge;
-    this.parent = parent;
-    this.lastAccess = lastAccess;
-  }
-}
 
 /** Opaque pin on a matched path; returned by `lock`, given back to `unlock` exactly once. */
 export interface LockHandle {
@@ -47,14 +33,6 @@ class Lock implements LockHandle {
   ) {}
 }
 
-interface LogEntry {
-  version: number;
-  added: number[];
-  removed: number[];
-}
-
-const EMPTY_KEYS = new Float64Array(0);
-
 export interface RadixTreeOptions {
   /** Capacity in tokens. */
   capacity: number;
@@ -64,34 +42,15 @@ export interface RadixTreeOptions {
   logVersionLimit?: number;
 }
 
-/** Bases whose delta to the current version is kept (holders at other bases get theirs built). */
-const DELTA_CACHE_BASES = 32;
-
 export class RadixTree {
   readonly capacity: number;
   private readonly root = new TreeNode(new Uint32Array(0), null, 0);
   private tokenCount = 0;
   private ver = 0;
-  private readonly keys = new Set<number>();
-  private readonly hasher = new BlockHasher();
-  /** Keys changed by the operation in progress; committed as one version. */
-  private pendingAdded: number[] = [];
-  private pendingRemoved: number[] = [];
+  /** Block keys of the contents and their change log (untouched in helper trees). */
+  private readonly keyLog: BlockKeyLog;
+  /** Set by a change in the operation in progress; committed as one version. */
   private pendingChange = false;
-  private log: LogEntry[] = [];
-  private logHead = 0;
-  private logKeys = 0;
-  /** Oldest version `changesSince` can still answer from. */
-  private logBase = 0;
-  private readonly logKeyLimit: number;
-  private readonly logVersionLimit: number;
-  private bodyCache: { version: number; body: SnapshotBody } | undefined;
-  /**
-   * Deltas to this version already built, by base: gossip sends the same change to every holder at
-   * the same base each round, and rebuilding it per holder was a large share of the simulator's
-   * allocations. Dropped when the version moves; a few bases at most.
-   */
-  private deltaCache: { version: number; byBase: Map<number, SnapshotDelta> } | undefined;
   /**
    * LRU candidates, kept lazily: a leaf is pushed whenever it becomes a leaf or its recency changes,
    * and entries that no longer hold (recency moved, got children, locked, gone) are skipped on pop.
@@ -108,8 +67,10 @@ export class RadixTree {
     if (!(opts.capacity >= 0)) throw new RangeError(`RadixTree: capacity must be ≥ 0, got ${opts.capacity}`);
     this.capacity = opts.capacity;
     const blocks = Number.isFinite(opts.capacity) ? Math.ceil(opts.capacity / BLOCK_SIZE) : 1 << 19;
-    this.logKeyLimit = opts.logKeyLimit ?? Math.max(1024, 2 * blocks);
-    this.logVersionLimit = opts.logVersionLimit ?? 4096;
+    this.keyLog = new BlockKeyLog(
+      opts.logKeyLimit ?? Math.max(1024, 2 * blocks),
+      opts.logVersionLimit ?? 4096,
+    );
     this.trackKeys = trackKeys;
   }
 
@@ -181,7 +142,7 @@ export class RadixTree {
       if (leaf.detached || leaf.children !== null || leaf.lockCount > 0 || leaf.lastAccess !== entry.stamp)
         continue;
       const want = tokensNeeded - freed;
-      const path = this.pathOf(leaf);
+      const path = pathOf(leaf);
       const e = leaf.edge.length;
       if (e > want) {
         const keep = path.length - want;
@@ -214,13 +175,13 @@ export class RadixTree {
     const target = new RadixTree({ capacity: Number.POSITIVE_INFINITY }, false);
     for (const s of sequences) target.insertInner(s, now);
     const work: TreeNode[] = [];
-    this.forEachNode((n) => {
+    forEachNode(this.root, (n) => {
       if (n !== this.root && n.children === null) work.push(n);
     });
     while (work.length > 0) {
       const leaf = work.pop()!;
       if (leaf.detached || leaf.children !== null) continue;
-      const path = this.pathOf(leaf);
+      const path = pathOf(leaf);
       const m = target.match(path);
       if (m >= path.length) continue;
       const start = path.length - leaf.edge.length;
@@ -239,129 +200,30 @@ export class RadixTree {
   /** Every root-to-leaf path (reference / testing). */
   sequences(): Tokens[] {
     const out: Tokens[] = [];
-    this.forEachNode((n) => {
-      if (n !== this.root && n.children === null) out.push(this.pathOf(n));
+    forEachNode(this.root, (n) => {
+      if (n !== this.root && n.children === null) out.push(pathOf(n));
     });
     return out;
   }
 
   /** The current contents as chained block keys; cached per version and never mutated. */
   snapshotBody(): SnapshotBody {
-    if (this.bodyCache?.version !== this.ver) {
-      const keys = new Float64Array(this.keys.size);
-      let i = 0;
-      for (const k of this.keys) keys[i++] = k;
-      this.bodyCache = { version: this.ver, body: { blockSize: BLOCK_SIZE, keys } };
-    }
-    return this.bodyCache.body;
+    return this.keyLog.snapshotBody(this.ver);
   }
 
   /** Netted changes from `version` to now; undefined when the log no longer reaches back that far. */
   changesSince(version: number): SnapshotDelta | undefined {
-    if (!Number.isInteger(version) || version > this.ver || version < this.logBase) return undefined;
-    if (version === this.ver) {
-      return { baseVersion: version, version, added: EMPTY_KEYS, removed: EMPTY_KEYS };
-    }
-    if (this.deltaCache?.version !== this.ver) this.deltaCache = { version: this.ver, byBase: new Map() };
-    const cached = this.deltaCache.byBase.get(version);
-    if (cached !== undefined) return cached;
-    const delta = this.buildDelta(version);
-    if (this.deltaCache.byBase.size < DELTA_CACHE_BASES) this.deltaCache.byBase.set(version, delta);
-    return delta;
-  }
-
-  /** The net change from `version` (in the log) to now. */
-  private buildDelta(version: number): SnapshotDelta {
-    // +1: absent at base, present now; -1: present at base, absent now. Anything else cancels out.
-    const net = new Map<number, number>();
-    const first = this.logHead + (version - this.logBase);
-    for (let i = first; i < this.log.length; i++) {
-      const entry = this.log[i]!;
-      for (const k of entry.removed) {
-        if (net.get(k) === 1) net.delete(k);
-        else net.set(k, -1);
-      }
-      for (const k of entry.added) {
-        if (net.get(k) === -1) net.delete(k);
-        else net.set(k, 1);
-      }
-    }
-    let nAdded = 0;
-    for (const v of net.values()) if (v === 1) nAdded++;
-    const added = new Float64Array(nAdded);
-    const removed = new Float64Array(net.size - nAdded);
-    let a = 0;
-    let r = 0;
-    for (const [k, v] of net) {
-      if (v === 1) added[a++] = k;
-      else removed[r++] = k;
-    }
-    return { baseVersion: version, version: this.ver, added, removed };
+    return this.keyLog.changesSince(version, this.ver);
   }
 
   /** Number of distinct block keys held (= snapshot body length). */
   get blockCount(): number {
-    return this.keys.size;
+    return this.keyLog.size;
   }
 
-  /**
-   * The gossip summary's keys (gossip/summary.ts): for each distinct first block cached, the keys of
-   * blocks 1, 2, 4, 8, … (1-based) of the path below it as far as that path does not branch, up to
-   * `maxBlocks` blocks; at most `max` keys in all. A key at block b means a prefix of b whole blocks
-   * is cached here. Costs the nodes above depth BLOCK_SIZE and one unbranched path per first block.
-   */
+  /** The gossip summary's keys (radix-summary.ts): checkpoints of each first block's unbranched path. */
   summaryKeys(max: number, maxBlocks: number): number[] {
-    const out: number[] = [];
-    // Each entry carries its own path so far (under one block: a few tokens).
-    const stack: { node: TreeNode; path: Uint32Array }[] = [{ node: this.root, path: new Uint32Array(0) }];
-    while (stack.length > 0 && out.length < max) {
-      const { node, path } = stack.pop()!;
-      if (node.children === null) continue;
-      for (const c of node.children.values()) {
-        if (out.length >= max) break;
-        if (path.length + c.edge.length < BLOCK_SIZE) {
-          const next = new Uint32Array(path.length + c.edge.length);
-          next.set(path);
-          next.set(c.edge, path.length);
-          stack.push({ node: c, path: next });
-        } else this.chainKeys(path, c, maxBlocks, max, out);
-      }
-    }
-    return out;
-  }
-
-  /** summaryKeys' checkpoints along the unbranched path from `node` (whose parent's path is `prefix`). */
-  private chainKeys(
-    prefix: Uint32Array,
-    node: TreeNode,
-    maxBlocks: number,
-    max: number,
-    out: number[],
-  ): void {
-    const limit = maxBlocks * BLOCK_SIZE;
-    const parts: Uint32Array[] = [prefix];
-    let len = prefix.length;
-    for (let n: TreeNode | undefined = node; n !== undefined; ) {
-      parts.push(n.edge);
-      len += n.edge.length;
-      if (len >= limit || n.children === null || n.children.size !== 1) break;
-      n = n.children.values().next().value;
-    }
-    const tokens = new Uint32Array(Math.min(len, limit));
-    let at = 0;
-    for (const p of parts) {
-      const take = Math.min(p.length, tokens.length - at);
-      tokens.set(p.subarray(0, take), at);
-      at += take;
-    }
-    const hasher = new BlockHasher();
-    const blocks = Math.floor(tokens.length / BLOCK_SIZE);
-    for (let k = 0, next = 1; k < blocks && out.length < max; k++) {
-      const key = hasher.next(tokens, k * BLOCK_SIZE);
-      if (k + 1 !== next) continue;
-      out.push(key);
-      next *= 2;
-    }
+    return summaryKeys(this.root, max, maxBlocks);
   }
 
   /** Locks held now (each one pins its path up to the root). */
@@ -369,38 +231,10 @@ export class RadixTree {
     return this.root.lockCount;
   }
 
-  /**
-   * Walks the whole tree and throws InvariantError on any inconsistency: links, lock counts, the
-   * token count and (`withKeys`, which hashes every token) the block keys the snapshots are made of.
-   * O(tree): tests and checked runs only.
-   */
+  /** Throws InvariantError on any inconsistency (radix-integrity.ts); O(tree): tests and checked runs only. */
   checkIntegrity(withKeys = true): void {
-    let tokens = 0;
-    let nodes = 0;
-    this.forEachNode((n) => {
-      nodes++;
-      invariant(!n.detached, "a detached node is still linked into the tree");
-      if (n !== this.root) tokens += n.edge.length;
-      if (n.children === null) return;
-      invariant(n.children.size > 0, "an empty child map instead of none");
-      let below = 0;
-      for (const [first, c] of n.children) {
-        invariant(c.parent === n && c.edge.length > 0 && c.edge[0] === first, "a child is misfiled");
-        below += c.lockCount;
-      }
-      invariant(n.lockCount >= below, "a node holds fewer locks than its children");
-    });
-    invariant(tokens === this.tokenCount, () => `token count ${this.tokenCount}, edges hold ${tokens}`);
-    invariant(nodes === this.nodeCount, () => `node count ${this.nodeCount}, the tree has ${nodes}`);
-    if (!this.trackKeys || !withKeys) return;
-    const keys = new Set<number>();
-    const hasher = new BlockHasher();
-    for (const seq of this.sequences()) {
-      hasher.reset();
-      for (let b = 0; (b + 1) * BLOCK_SIZE <= seq.length; b++) keys.add(hasher.next(seq, b * BLOCK_SIZE));
-    }
-    invariant(keys.size === this.keys.size, () => `${this.keys.size} block keys, the tree has ${keys.size}`);
-    for (const k of keys) invariant(this.keys.has(k), "a cached block's key is missing");
+    const keyLog = this.trackKeys && withKeys ? this.keyLog : undefined;
+    checkTree(this.root, this.tokenCount, this.nodeCount, keyLog);
   }
 
   // ---- internals ----
@@ -468,7 +302,7 @@ export class RadixTree {
     this.maybeCompactLru();
     this.tokenCount += len - i;
     this.pendingChange = true;
-    if (this.trackKeys) this.addKeys(tokens, i, len);
+    if (this.trackKeys) this.keyLog.add(tokens, i, len);
     return len - i;
   }
 
@@ -522,35 +356,7 @@ export class RadixTree {
     }
     this.tokenCount -= removed;
     this.pendingChange = true;
-    if (this.trackKeys) this.removeKeys(path, keep);
-  }
-
-  /** Records keys of the blocks of `tokens` that end in (from, to]: the newly cached ones. */
-  private addKeys(tokens: Tokens, from: number, to: number): void {
-    const n = Math.floor(to / BLOCK_SIZE);
-    if (n * BLOCK_SIZE <= from) return;
-    this.hasher.reset();
-    for (let k = 0; k < n; k++) {
-      const key = this.hasher.next(tokens, k * BLOCK_SIZE);
-      if ((k + 1) * BLOCK_SIZE > from) {
-        this.keys.add(key);
-        this.pendingAdded.push(key);
-      }
-    }
-  }
-
-  /** Forgets keys of the blocks of `path` that end after `keep`. */
-  private removeKeys(path: Tokens, keep: number): void {
-    const n = Math.floor(path.length / BLOCK_SIZE);
-    if (n * BLOCK_SIZE <= keep) return;
-    this.hasher.reset();
-    for (let k = 0; k < n; k++) {
-      const key = this.hasher.next(path, k * BLOCK_SIZE);
-      if ((k + 1) * BLOCK_SIZE > keep) {
-        this.keys.delete(key);
-        this.pendingRemoved.push(key);
-      }
-    }
+    if (this.trackKeys) this.keyLog.remove(path, keep);
   }
 
   private commit(): void {
@@ -558,27 +364,12 @@ export class RadixTree {
     this.pendingChange = false;
     this.ver++;
     if (!this.trackKeys) return;
-    this.log.push({ version: this.ver, added: this.pendingAdded, removed: this.pendingRemoved });
-    this.logKeys += this.pendingAdded.length + this.pendingRemoved.length;
-    this.pendingAdded = [];
-    this.pendingRemoved = [];
-    while (
-      this.log.length - this.logHead > this.logVersionLimit ||
-      (this.logKeys > this.logKeyLimit && this.log.length - this.logHead > 0)
-    ) {
-      const old = this.log[this.logHead++]!;
-      this.logKeys -= old.added.length + old.removed.length;
-      this.logBase = old.version;
-    }
-    if (this.logHead > 1024 && this.logHead * 2 > this.log.length) {
-      this.log = this.log.slice(this.logHead);
-      this.logHead = 0;
-    }
+    this.keyLog.record(this.ver);
   }
 
   private rebuildLru(): void {
     this.lru = new LeafHeap();
-    this.forEachNode((n) => {
+    forEachNode(this.root, (n) => {
       if (n !== this.root && n.children === null && n.lockCount === 0) this.lru.push(n);
     });
   }
@@ -586,93 +377,5 @@ export class RadixTree {
   /** Stale entries pile up as recency moves; rebuild once they outnumber the tree itself. */
   private maybeCompactLru(): void {
     if (this.lru.size > 2 * this.nodeCount + 1024) this.rebuildLru();
-  }
-
-  private pathOf(node: TreeNode): Uint32Array {
-    let len = 0;
-    for (let n: TreeNode | null = node; n !== null; n = n.parent) len += n.edge.length;
-    const out = new Uint32Array(len);
-    for (let n: TreeNode | null = node; n !== null; n = n.parent) {
-      len -= n.edge.length;
-      out.set(n.edge, len);
-    }
-    return out;
-  }
-
-  private forEachNode(fn: (n: TreeNode) => void): void {
-    const stack: TreeNode[] = [this.root];
-    while (stack.length > 0) {
-      const n = stack.pop()!;
-      fn(n);
-      if (n.children !== null) for (const c of n.children.values()) stack.push(c);
-    }
-  }
-}
-
-/** Binary min-heap of (leaf, recency at push); ties by push order, so eviction is deterministic. */
-class LeafHeap {
-  private nodes: TreeNode[] = [];
-  private stamps: number[] = [];
-  private order: number[] = [];
-  private seq = 0;
-  private readonly out = { node: undefined as unknown as TreeNode, stamp: 0 };
-
-  get size(): number {
-    return this.nodes.length;
-  }
-
-  push(n: TreeNode): void {
-    this.nodes.push(n);
-    this.stamps.push(n.lastAccess);
-    this.order.push(this.seq++);
-    let i = this.nodes.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!this.less(i, p)) break;
-      this.swap(i, p);
-      i = p;
-    }
-  }
-
-  /** Smallest entry; the returned object is reused by the next pop. */
-  pop(): { node: TreeNode; stamp: number } | undefined {
-    const n = this.nodes.length;
-    if (n === 0) return undefined;
-    this.out.node = this.nodes[0]!;
-    this.out.stamp = this.stamps[0]!;
-    this.swap(0, n - 1);
-    this.nodes.pop();
-    this.stamps.pop();
-    this.order.pop();
-    let i = 0;
-    const m = n - 1;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= m) break;
-      const r = l + 1;
-      const c = r < m && this.less(r, l) ? r : l;
-      if (!this.less(c, i)) break;
-      this.swap(c, i);
-      i = c;
-    }
-    return this.out;
-  }
-
-  private less(a: number, b: number): boolean {
-    const x = this.stamps[a]!;
-    const y = this.stamps[b]!;
-    return x < y || (x === y && this.order[a]! < this.order[b]!);
-  }
-
-  private swap(a: number, b: number): void {
-    const n = this.nodes[a]!;
-    this.nodes[a] = this.nodes[b]!;
-    this.nodes[b] = n;
-    const s = this.stamps[a]!;
-    this.stamps[a] = this.stamps[b]!;
-    this.stamps[b] = s;
-    const o = this.order[a]!;
-    this.order[a] = this.order[b]!;
-    this.order[b] = o;
   }
 }

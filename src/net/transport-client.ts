@@ -3,7 +3,8 @@
  * (undici's defaults are 300 s), and failures classified so the runtime can tell the node: a refused or
  * reset connection, a timeout, a stream cut off before its final record, or an HTTP refusal.
  * Its parts: peer-pool.ts (per-peer entry and pool), hello-exchange.ts (hellos proving who answered),
- * forward-http.ts (a forward over HTTP), answer-check.ts (answers taken whole), transport-timeouts.ts.
+ * forward-http.ts (a forward over HTTP), answer-check.ts (answers taken whole), transport-timeouts.ts,
+ * channel-accept-mac.ts (whether a peer's channel 101 must carry its MAC).
  */
 
 import type { Pool } from "undici";
@@ -11,6 +12,7 @@ import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
 import { checkAnswer } from "./answer-check.js";
 import { readBoundedBytes } from "./answer-stream.js";
+import { acceptMacSeen, recheckAcceptMac } from "./channel-accept-mac.js";
 import { ForwardChannel } from "./channel-client.js";
 import { ConnectedPeers, DEFAULT_MAX_CONNECTED_PEERS } from "./connected-peers.js";
 import { forwardOverHttp } from "./forward-http.js";
@@ -29,7 +31,6 @@ import {
   PROMPT_TEXT_NEEDED,
   type ReplyMsg,
 } from "./transport-wire.js";
-import { helloSchema } from "./wire-schemas.js";
 
 export {
   CHANNEL_ACCEPT_REFUSED,
@@ -56,15 +57,6 @@ export interface PeerClientOptions {
 export type ForwardTransport = "channel" | "http";
 
 export { PEER_POOL_CONNECTIONS } from "./peer-pool.js";
-
-/**
- * A peer whose 101 came without the channel MAC although it was required is asked for its hello again
- * at most this often: its build may have changed since its hello was noted (rolled back to one before
- * the MAC, restarted without leaving), or none was noted (a static peer that never answered its first
- * check). The hello is authenticated (response MAC and proof of id), so a path that strips the MAC
- * only makes us read the peer's word again, which still says it seals its 101.
- */
-export const ACCEPT_MAC_RECHECK_MS = 30_000;
 
 export class PeerClient {
   private readonly peers = new Map<string, PeerEntry>();
@@ -114,8 +106,14 @@ export class PeerClient {
         this.opts.auth,
         this.t,
         () => entry.acceptMac,
-        () => this.recheckAcceptMac(key, entry),
-        () => this.acceptMacSeen(key),
+        () =>
+          recheckAcceptMac(
+            key,
+            entry,
+            (i) => this.peers.get(i),
+            (i) => this.verifiedHello(i),
+          ),
+        () => acceptMacSeen(this.peers.get(key)),
       );
     this.peers.set(key, entry);
   }
@@ -155,43 +153,6 @@ export class PeerClient {
   setChannelAcceptMac(id: string, sealed: boolean): void {
     const p = this.peers.get(id);
     if (p) p.acceptMac = sealed;
-  }
-
-  /**
-   * The peer's 101 carried its valid channel MAC: whatever its last hello said, it seals its 101s now
-   * (it upgraded), so the MAC is required again at once, not at its next hello; a path stripping it
-   * from a later 101 can no longer have that 101 taken unproven. The entry held now, not the
-   * channel's: a peer moved while that channel opened has a new entry, which the MAC proves as well.
-   */
-  private acceptMacSeen(id: string): void {
-    const entry = this.peers.get(id);
-    if (!entry) return;
-    entry.acceptMac = true;
-    entry.acceptMacSeenAt = Date.now();
-  }
-
-  /**
-   * The peer's 101 lacked the channel MAC we required: read its (authenticated) hello again, and take
-   * its 101s unproven from now on only if that hello does not say it seals them (an older build).
-   */
-  private recheckAcceptMac(id: string, entry: PeerEntry): void {
-    const now = Date.now();
-    if (entry.acceptMacCheckedAt !== undefined && now - entry.acceptMacCheckedAt < ACCEPT_MAC_RECHECK_MS)
-      return;
-    entry.acceptMacCheckedAt = now;
-    this.verifiedHello(id).then(
-      (raw) => {
-        const hello = helloSchema.safeParse(raw);
-        // A whole hello of this id, for the peer still held (a move carries `acceptMacCheckedAt` over;
-        // a peer removed and added again since starts afresh).
-        const cur = this.peers.get(id);
-        if (!hello.success || hello.data.id !== id || cur?.acceptMacCheckedAt !== now) return;
-        // A valid MAC seen since this hello was asked for is the newer word: it stays required.
-        if (cur.acceptMacSeenAt !== undefined && cur.acceptMacSeenAt >= now) return;
-        cur.acceptMac = hello.data.channelAcceptMac === true;
-      },
-      () => {}, // unreachable or garbled: the MAC stays required; asked again after the wait
-    );
   }
 
   /** True unless the peer's hello said its engine runs from tokens alone. */

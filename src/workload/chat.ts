@@ -25,8 +25,14 @@
  *   so the request rate is `openLoopRate` in steady state; a follow-up turn is sent an exponential
  *   think time (mean `thinkMs`) after its predecessor is answered (`after` on the request).
  */
-import type { Tokens } from "../core/engine.js";
 import { Prng } from "../core/prng.js";
+import {
+  buildConversations,
+  type ChatTopic,
+  type Conversation,
+  planConversations,
+} from "./chat-conversations.js";
+import { describeTurns, meanTurns, type TurnDistribution } from "./chat-turns.js";
 import { poissonArrivals } from "./schedule.js";
 import type { Workload, WorkloadMeta, WorkloadRequest } from "./types.js";
 
@@ -39,44 +45,12 @@ export const CHAT_SYSTEM_PROMPT =
   "The following is a conversation in which a user asks multiple choice questions and the assistant " +
   "answers each with the letter of the correct choice.\n\n";
 
-export interface ChatSegment {
-  tokens: Tokens;
-  /** The segment's text, when the pool has text (the turn's prompt is the concatenation). */
-  text?: string;
-}
-
-export interface ChatQuestion {
-  /** Stable id of the question (e.g. "anatomy/12"). */
-  id: string;
-  /** The question as asked (MMLU: the question, its choices and "Answer:"). */
-  question: ChatSegment;
-  /** What the history records as its answer (MMLU: " X\n\n", the correct letter). */
-  answer: ChatSegment;
-}
-
-export interface ChatTopic {
-  group: string;
-  /** What every conversation of this topic starts with. */
-  start: ChatSegment;
-  questions: readonly ChatQuestion[];
-}
-
-export type TurnDistribution =
-  | { kind: "fixed"; turns: number }
-  | { kind: "uniform"; min: number; max: number }
-  /** 1 + Geometric, mean `mean`, truncated at MAX_TURNS. */
-  | { kind: "geometric"; mean: number };
-
-/** Bounds on what a caller controls: turns per conversation, conversations, tokens held in all. */
-export const MAX_TURNS = 256;
+/** Bounds on what a caller controls: conversations, conversations at once, think time. */
 export const MAX_CONVERSATIONS = 100_000;
 export const MAX_ACTIVE = 100_000;
-/** Every conversation's full history, summed (4 bytes a token): 256 MB. */
-export const MAX_CHAT_TOKENS = 64 * 1024 * 1024;
 /** Longest mean think time accepted (1 day). */
 export const MAX_THINK_MS = 86_400_000;
 
-export const DEFAULT_TURNS = "2-8";
 export const DEFAULT_CONVERSATIONS = 500;
 export const DEFAULT_ACTIVE = 16;
 export const DEFAULT_THINK_MS = 5000;
@@ -103,58 +77,6 @@ export interface ChatOptions {
   maxTokens?: number;
 }
 
-/** `8` (fixed), `2-8` (uniform), `geo:5` (geometric, mean 5). */
-export function parseTurns(spec: string): TurnDistribution {
-  const s = spec.trim();
-  const int = (x: string) => (/^\d+$/.test(x) ? Number(x) : Number.NaN);
-  const inRange = (n: number) => Number.isInteger(n) && n >= 1 && n <= MAX_TURNS;
-  let m: RegExpExecArray | null;
-  if (/^\d+$/.test(s)) {
-    const turns = int(s);
-    if (!inRange(turns)) throw new RangeError(`turns must be in [1, ${MAX_TURNS}], got ${spec}`);
-    return { kind: "fixed", turns };
-  }
-  m = /^(\d+)-(\d+)$/.exec(s);
-  if (m) {
-    const min = int(m[1]!);
-    const max = int(m[2]!);
-    if (!(inRange(min) && inRange(max) && min <= max))
-      throw new RangeError(`turns range must be MIN-MAX with 1 ≤ MIN ≤ MAX ≤ ${MAX_TURNS}, got ${spec}`);
-    return min === max ? { kind: "fixed", turns: min } : { kind: "uniform", min, max };
-  }
-  m = /^geo:(\d+(?:\.\d+)?)$/.exec(s);
-  if (m) {
-    const mean = Number(m[1]);
-    if (!(mean >= 1 && mean <= MAX_TURNS / 4))
-      throw new RangeError(`geometric mean turns must be in [1, ${MAX_TURNS / 4}], got ${spec}`);
-    return { kind: "geometric", mean };
-  }
-  throw new RangeError(`turns must look like N, MIN-MAX or geo:MEAN (e.g. 8, 2-8, geo:5), got '${spec}'`);
-}
-
-export function describeTurns(d: TurnDistribution): string {
-  if (d.kind === "fixed") return `${d.turns}`;
-  if (d.kind === "uniform") return `uniform ${d.min}-${d.max}`;
-  return `geometric mean ${d.mean} (≤ ${MAX_TURNS})`;
-}
-
-/** The distribution's exact mean (the geometric one truncated at MAX_TURNS). */
-export function meanTurns(d: TurnDistribution): number {
-  if (d.kind === "fixed") return d.turns;
-  if (d.kind === "uniform") return (d.min + d.max) / 2;
-  const q = 1 - 1 / d.mean;
-  return q === 0 ? 1 : (1 - q ** MAX_TURNS) / (1 - q);
-}
-
-function sampleTurns(d: TurnDistribution, rng: Prng): number {
-  if (d.kind === "fixed") return d.turns;
-  if (d.kind === "uniform") return d.min + rng.int(d.max - d.min + 1);
-  if (d.mean === 1) return 1;
-  // Inversion: P(n > k) = q^k; 1 - u lies in (0, 1], so the log is finite.
-  const n = 1 + Math.floor(Math.log(1 - rng.next()) / Math.log(1 - 1 / d.mean));
-  return Math.min(MAX_TURNS, n);
-}
-
 function checkOptions(o: ChatOptions): void {
   const intIn = (name: string, v: number | undefined, lo: number, hi: number) => {
     if (v !== undefined && !(Number.isInteger(v) && v >= lo && v <= hi))
@@ -169,115 +91,6 @@ function checkOptions(o: ChatOptions): void {
     throw new RangeError(`rate must be > 0, got ${o.openLoopRate}`);
   if (o.thinkMs !== undefined && !(o.thinkMs >= 0 && o.thinkMs <= MAX_THINK_MS))
     throw new RangeError(`think time must be in [0, ${MAX_THINK_MS}] ms, got ${o.thinkMs}`);
-}
-
-interface Conversation {
-  topic: number;
-  questions: ChatQuestion[];
-  /** The whole conversation's tokens; turn k is its first `ends[k]` tokens. */
-  tokens: Uint32Array;
-  ends: number[];
-  text?: string;
-  textEnds?: number[];
-  /** Per turn: a small id of (topic, question ids so far), equal iff the prompts are. */
-  keys: number[];
-}
-
-/** Picks each conversation's topic and questions (see the file comment). */
-function planConversations(topics: readonly ChatTopic[], o: ChatOptions, rng: Prng) {
-  const queues = topics.map(() => [] as number[]);
-  const remaining = topics.map((t) => t.questions.length);
-  const refill = (t: number) => {
-    queues[t] = rng.shuffle(Array.from({ length: topics[t]!.questions.length }, (_, i) => i));
-    remaining[t] = queues[t]!.length;
-  };
-  topics.forEach((_, t) => {
-    refill(t);
-  });
-  const plans: { topic: number; questions: ChatQuestion[] }[] = [];
-  let tokens = 0;
-  for (let c = 0; c < o.conversations; c++) {
-    const n = sampleTurns(o.turns, rng);
-    let total = remaining.reduce((a, b) => a + b, 0);
-    if (total === 0) {
-      topics.forEach((_, t) => {
-        refill(t);
-      });
-      total = remaining.reduce((a, b) => a + b, 0);
-    }
-    let u = rng.next() * total;
-    let topic = 0;
-    while (topic < topics.length - 1 && u >= remaining[topic]!) u -= remaining[topic++]!;
-    const qs: ChatQuestion[] = [];
-    tokens += topics[topic]!.start.tokens.length;
-    for (let k = 0; k < n; k++) {
-      if (queues[topic]!.length === 0) refill(topic);
-      const q = topics[topic]!.questions[queues[topic]!.pop()!]!;
-      qs.push(q);
-      remaining[topic] = queues[topic]!.length;
-      tokens += q.question.tokens.length + (k + 1 < n ? q.answer.tokens.length : 0);
-    }
-    // Checked as planned, before anything is allocated.
-    if (tokens > MAX_CHAT_TOKENS) {
-      throw new RangeError(
-        `the conversations hold more than ${MAX_CHAT_TOKENS} tokens in all: ask for fewer conversations or turns`,
-      );
-    }
-    plans.push({ topic, questions: qs });
-  }
-  return plans;
-}
-
-/** Lays out every conversation's tokens (and text) once; turns are views of them. */
-function buildConversations(
-  topics: readonly ChatTopic[],
-  plans: ReturnType<typeof planConversations>,
-): Conversation[] {
-  // One small id per distinct prompt: (parent prompt id, question id) → id.
-  const ids = new Map<string, number>();
-  const idOf = (k: string) => {
-    let v = ids.get(k);
-    if (v === undefined) {
-      v = ids.size;
-      ids.set(k, v);
-    }
-    return v;
-  };
-  return plans.map((p) => {
-    const topic = topics[p.topic]!;
-    const withText =
-      topic.start.text !== undefined && p.questions.every((q) => q.question.text !== undefined);
-    const segs: ChatSegment[] = [topic.start];
-    p.questions.forEach((q, k) => {
-      segs.push(q.question);
-      if (k + 1 < p.questions.length) segs.push(q.answer);
-    });
-    const tokens = new Uint32Array(segs.reduce((a, s) => a + s.tokens.length, 0));
-    const ends: number[] = [];
-    const textEnds: number[] = [];
-    const keys: number[] = [];
-    let at = 0;
-    let text = "";
-    let key = idOf(`start:${topic.group}`);
-    segs.forEach((s, i) => {
-      tokens.set(s.tokens, at);
-      at += s.tokens.length;
-      if (withText) text += s.text ?? "";
-      // Odd segments are questions: a turn ends after each.
-      if (i % 2 === 1) {
-        ends.push(at);
-        textEnds.push(text.length);
-        key = idOf(`${key}:${p.questions[(i - 1) / 2]!.id}`);
-        keys.push(key);
-      }
-    });
-    const conv: Conversation = { topic: p.topic, questions: p.questions, tokens, ends, keys };
-    if (withText) {
-      conv.text = text;
-      conv.textEnds = textEnds;
-    }
-    return conv;
-  });
 }
 
 /** Closed loop: `active` conversations at a time, the next turn from one of them at random. */

@@ -7,14 +7,8 @@
  *
  * Segments (starts, questions, the four answers) are tokenized once each, with the disk cache.
  */
-import {
-  CHAT_STARTS,
-  CHAT_SYSTEM_PROMPT,
-  type ChatOptions,
-  type ChatStart,
-  type ChatTopic,
-  chatWorkload,
-} from "./chat.js";
+import { CHAT_STARTS, CHAT_SYSTEM_PROMPT, type ChatOptions, type ChatStart, chatWorkload } from "./chat.js";
+import type { ChatTopic } from "./chat-conversations.js";
 import { loadMmlu, MmluError } from "./mmlu.js";
 import { fewShotPrefix, formatExample } from "./prompts.js";
 import { DEFAULT_ENCODING, ENCODINGS, type Encoding, tokenizePrompts } from "./tokenize.js";

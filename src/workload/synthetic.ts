@@ -13,14 +13,8 @@
  */
 import { hashString, Prng } from "../core/prng.js";
 import { assembleWorkload, type PoolItem, type ScheduleChoice, scheduleName } from "./assemble.js";
-import {
-  CHAT_SYSTEM_PROMPT,
-  type ChatOptions,
-  type ChatSegment,
-  type ChatStart,
-  type ChatTopic,
-  chatWorkload,
-} from "./chat.js";
+import { CHAT_SYSTEM_PROMPT, type ChatOptions, type ChatStart, chatWorkload } from "./chat.js";
+import type { ChatSegment, ChatTopic } from "./chat-conversations.js";
 import type { SkewOptions } from "./schedule.js";
 import type { Workload } from "./types.js";
 

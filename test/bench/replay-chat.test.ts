@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { replay } from "../../src/bench/replay.js";
-import { parseTurns } from "../../src/workload/chat.js";
+import { parseTurns } from "../../src/workload/chat-turns.js";
 import { commonWords } from "../../src/workload/common-words.js";
 import { syntheticChat } from "../../src/workload/synthetic.js";
 

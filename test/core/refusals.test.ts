@@ -1,7 +1,8 @@
 /** Refusals that are asked again: the backoff (core/refusals.ts) and SWIM's re-check of a refused candidate. */
 import { describe, expect, test } from "vitest";
 import { MAX_INCARNATION } from "../../src/core/node/swim/codec.js";
-import { bootIncarnation, Swim } from "../../src/core/node/swim/swim.js";
+import { bootIncarnation } from "../../src/core/node/swim/incarnation.js";
+import { Swim } from "../../src/core/node/swim/swim.js";
 import type { SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
 import {
   CLOCK_SKEW,

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
 import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig } from "../../src/sim/types.js";
-import { parseTurns } from "../../src/workload/chat.js";
+import { parseTurns } from "../../src/workload/chat-turns.js";
 import { syntheticChat } from "../../src/workload/synthetic.js";
 import type { Workload } from "../../src/workload/types.js";
 

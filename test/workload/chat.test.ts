@@ -3,13 +3,8 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Tokens } from "../../src/core/engine.js";
-import {
-  CHAT_SYSTEM_PROMPT,
-  MAX_TURNS,
-  meanTurns,
-  parseTurns,
-  type TurnDistribution,
-} from "../../src/workload/chat.js";
+import { CHAT_SYSTEM_PROMPT } from "../../src/workload/chat.js";
+import { MAX_TURNS, meanTurns, parseTurns, type TurnDistribution } from "../../src/workload/chat-turns.js";
 import { commonWords } from "../../src/workload/common-words.js";
 import { historyHits, hitRate, idealHits } from "../../src/workload/ideal-hit.js";
 import { loadMmluChatTopics, mmluChatWorkload } from "../../src/workload/mmlu-chat.js";

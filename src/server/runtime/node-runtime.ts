@@ -7,6 +7,7 @@
  *
  * Every decision that spans rooms is made here; each room owns its own state:
  *  - client-streams.ts: the clients waiting for an answer, and a streaming client's splice;
+ *  - client-replies.ts: the node's `reply` effect, answering a client;
  *  - served-forwards.ts: the answer streams of forwards this node serves;
  *  - peer-sender.ts: messages to peers, and what became of them;
  *  - peer-traffic.ts: what arrives from peers, and the channel each message to a peer takes;
@@ -20,7 +21,7 @@
  */
 import type { Engine, EngineRequest } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
-import type { Effect, NodeInput, ReplyOutcome } from "../../core/node/types.js";
+import type { Effect, NodeInput } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { NodeMetrics } from "../metrics.js";
@@ -36,7 +37,8 @@ import {
 } from "../service.js";
 import { Admin } from "./admin.js";
 import { admissionError } from "./client-admission.js";
-import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
+import { replyToClient } from "./client-replies.js";
+import { ClientStreams, engineRequestOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
 import { watchEngineCache } from "./engine-cache-watch.js";
 import { EngineHealth } from "./engine-health.js";
@@ -348,7 +350,7 @@ export class NodeRuntime implements NodeService {
         this.timers.cancel(e.timer);
         return;
       case "reply":
-        this.onReply(e.reqId, e.outcome, e.record);
+        replyToClient(this.clients, this.o, this.nodeId, e);
         return;
       case "engine-run":
         this.runs.start(e.jobId, e.request, e.evicted);
@@ -372,30 +374,6 @@ export class NodeRuntime implements NodeService {
     if (!this.stopping || !isPollTimer(timer)) this.feed({ type: "timer", timer });
     if (isPollTimer(timer)) this.liveness.check(this.node.shownPeers());
   };
-
-  private onReply(
-    reqId: string,
-    outcome: ReplyOutcome,
-    record: Extract<Effect, { type: "reply" }>["record"],
-  ): void {
-    const m = this.o.metrics;
-    m.predictedCached.inc(record.predictedHitTokens);
-    if (outcome.ok) {
-      m.actualCached.inc(outcome.result.cachedTokens);
-      const answered = this.clients.answer(reqId, {
-        reqId,
-        result: outcome.result,
-        servedBy: record.servedBy ?? this.nodeId,
-        hops: record.hops,
-        timing: record, // its queueMs … totalMs are the breakdown
-        fallbacks: record.fallbacks,
-      });
-      if (!answered) return;
-    } else {
-      this.clients.fail(reqId, serviceErrorOf(outcome));
-    }
-    this.o.logger.debug({ record }, "request done");
-  }
 
   /** Output produced for `request` by node `source`, to whoever waits for it. */
   private relay(request: EngineRequest, source: string, text: string): void {

@@ -10,9 +10,6 @@ import type { NodeConfig } from "../../core/node/config.js";
 import { PrefixNode } from "../../core/node/node.js";
 import { POLICY_NAMES } from "../../core/node/policies/index.js";
 import { DEFAULT_RECHECK, type RecheckTiming } from "../../core/refusals.js";
-import { loadSecretFile } from "../../net/auth/secret.js";
-import { checkSecurityMode } from "../../net/auth/security-mode.js";
-import { loadTlsMaterial, type TlsMaterial } from "../../net/auth/tls.js";
 import { limitConnections } from "../../net/connection-limit.js";
 import { applyConnectionTimeouts } from "../../net/connection-timeouts.js";
 import { createDelayInjector } from "../../net/delay.js";
@@ -25,7 +22,6 @@ import {
   systemResolver,
 } from "../../net/discovery.js";
 import { FORWARD_TIMEOUT_MARGIN_MS } from "../../net/forward-timeouts.js";
-import { hmacAuth, insecureAuth, mtlsAuth, type PeerAuth } from "../../net/transport-auth.js";
 import { PeerClient } from "../../net/transport-client.js";
 import { buildPeerServer, peerPortConnectionLimit } from "../../net/transport-server.js";
 import { buildApi } from "../api.js";
@@ -40,9 +36,10 @@ import { daemonNodeConfig } from "./daemon-node-config.js";
 import { DnsMembership, fileResolver } from "./dns-membership.js";
 import { loadEngine } from "./engine-loader.js";
 import { bound } from "./listen-error.js";
-import { parseJoin, resolveSeeds } from "./mesh-seeds.js";
+import { resolveSeeds } from "./mesh-seeds.js";
 import { NodeRuntime } from "./node-runtime.js";
 import { peerFaultDouble } from "./peer-fault-double.js";
+import { peerSecurity } from "./peer-security.js";
 import { holdPorts } from "./port-hold.js";
 import { RecheckWaits } from "./recheck-waits.js";
 import { StaticPeerChecks } from "./static-peer-checks.js";
@@ -101,38 +98,7 @@ export async function startNode(
   if (peers.length > s.maxPeers) {
     throw new DiscoveryError(`${peers.length} static peers exceed --max-peers ${s.maxPeers}`);
   }
-  let tls: TlsMaterial | undefined;
-  if (s.tlsDir) {
-    tls = await loadTlsMaterial(s.tlsDir, s.id);
-    for (const w of tls.warnings) logger.warn({ warning: w }, "TLS material");
-  }
-  const secret = s.secretFile ? await loadSecretFile(s.secretFile) : undefined;
-  const join = parseJoin(s.join, tls ? "https" : "http");
-  if (join.length > 0 && s.gossip !== "scuttlebutt")
-    throw new DiscoveryError("--join needs --gossip scuttlebutt (the full mesh is told every member)");
-  const mode = checkSecurityMode({
-    peers,
-    peersDns: s.peersDns,
-    join,
-    tls,
-    secret,
-    insecure: s.insecure,
-  });
-  // A lone scuttlebutt node without credentials: nothing could prove a joiner's id, so none is admitted
-  // (unless --insecure: then, as a seed, it admits anyone, like the cluster it is the seed of).
-  const admitsNone = mode === "single-node" && s.gossip === "scuttlebutt" && !s.insecure;
-  if (mode === "single-node" && s.gossip === "scuttlebutt" && s.insecure)
-    logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
-  if (admitsNone)
-    logger.warn(
-      {},
-      "no peer authentication: this node runs alone and admits no member (--tls-dir or --secret-file to let nodes join)",
-    );
-  let auth: PeerAuth;
-  if (tls) auth = mtlsAuth(tls);
-  else if (secret) auth = hmacAuth(s.id, secret, opts.authClock);
-  else auth = insecureAuth(s.id);
-  if (mode === "insecure") logger.warn({}, "peer traffic is NOT authenticated (--insecure)");
+  const { tls, join, mode, admitsNone, auth } = await peerSecurity(s, peers, logger, opts.authClock);
   if (s.testPeerFault) logger.warn({ fault: s.testPeerFault }, "TEST DOUBLE: peers' forwards mistreated");
   const clusterId = tls?.clusterId ?? s.clusterId ?? "prefixmesh";
 

@@ -25,12 +25,12 @@
  *    never suspect or kill anyone.
  */
 
-import { invariant } from "../../invariant.js";
 import type { RefusedView } from "../../refusals.js";
 import { Broadcasts } from "./broadcasts.js";
 import { Candidates } from "./candidates.js";
 import { MAX_INCARNATION } from "./codec.js";
 import { resolveSwimConfig, retransmitLimit, type SwimConfig, type SwimConfigInput } from "./config.js";
+import { bootIncarnation, plausibleMax } from "./incarnation.js";
 import { MemberTable } from "./members.js";
 import { ProbeCycle } from "./probe-cycle.js";
 import { PushPull } from "./push-pull.js";
@@ -256,7 +256,7 @@ export class Swim {
    * (and anyone, for an id we do not know) can only name candidates.
    */
   private apply(u: MemberUpdate, trusted: boolean, now: number, out: SwimEffect[]): void {
-    if (u.incarnation > this.plausibleMax(u.id, now)) {
+    if (u.incarnation > plausibleMax(this.config, u.id === this.selfId, now)) {
       this.stats.implausibleIncarnations++;
       return;
     }
@@ -300,20 +300,6 @@ export class Swim {
     m.incarnation = u.incarnation;
     this.members.setStatus(m, u.status, now, out);
     this.broadcasts.push(u);
-  }
-
-  /**
-   * The highest incarnation believable at `now`. A member's is its boot time plus its refutations, so
-   * news far past our clock is forged (a suspicion at the ceiling no one could outbid) or from a
-   * broken clock: others' may lead our clock by the skew allowed plus the refutations. News of us is
-   * believed (and refuted) up to that bound less the refute margin, so our refutation (one more) is
-   * believed by every member whose clock is less than the margin behind ours, and a forged suspicion
-   * at the top of their bound holds us out until our clock has gained the margin (clocks alike; see
-   * config.ts `incarnationRefuteMarginMs` for ours ahead by more).
-   */
-  private plausibleMax(id: NodeId, now: number): number {
-    const others = Math.floor(now) + this.config.incarnationRefutations + this.config.incarnationSkewMs;
-    return id === this.selfId ? others - this.config.incarnationRefuteMarginMs : others;
   }
 
   /** Someone says we are suspect or dead: outbid it (Lifeguard: a sign our own health is poor). */
@@ -394,25 +380,4 @@ export class Swim {
       first,
     );
   }
-}
-
-/**
- * A node's first incarnation: its boot time in whole ms of the injected clock (the daemon's is wall
- * clock, the simulator's starts at 0). Milliseconds, not seconds: a supervisor restarting a crashed
- * node within the same second must still outrank its previous life. Refutations add 1 each, far
- * fewer than the ms a life lasts. A clock stepped back across a restart only loses the head start:
- * a peer holding the old life suspect or dead says so and is refuted, as before.
- *
- * A clock far off at boot (past `incarnationSkewMs`) is a broken node, as auth already treats one (a
- * shared secret refuses its timestamps; certificates may not be valid yet or any more), and it stays
- * so for its life (the daemon's clock is read once at boot). Far ahead: its incarnation is implausible
- * to the others, who refuse its news of itself (`implausibleIncarnations`), so once suspected it
- * cannot refute until it restarts with a right clock. Far behind (epoch 0): the others' incarnations
- * are implausible to it, so it refuses their news while they accept its. Either way it is the broken
- * node that loses, never a healthy member pinned.
- */
-export function bootIncarnation(nowMs: number): number {
-  const inc = Math.min(MAX_INCARNATION, Math.max(0, Math.floor(nowMs)));
-  invariant(Number.isSafeInteger(inc), "boot incarnation must be a safe integer");
-  return inc;
 }
