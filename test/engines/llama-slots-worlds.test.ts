@@ -6,9 +6,15 @@
  * the real llama-server: the saved prompt, which the node never mirrored, was later restored for
  * another tenant.
  */
-import { describe, expect, it } from "vitest";
+import { createServer, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { HttpClient } from "../../src/engines/http-client.js";
+import { LlamaSlotsOptionsSchema } from "../../src/engines/llama-slots/options.js";
+import { LlamaSlotCache } from "../../src/engines/llama-slots/slot-cache.js";
 import { SlotMirror } from "../../src/engines/llama-slots/slot-mirror.js";
 import { MAX_WORLDS, MirrorWorlds } from "../../src/engines/llama-slots/worlds.js";
+import { waitFor } from "../e2e/helpers.js";
 import { cat, range, SLOT_SERVER } from "./slot-fixtures.js";
 
 const A = { cacheSalt: "tenant-a" };
@@ -74,6 +80,35 @@ describe("the slot mirror's worlds", () => {
     expect(worlds.size).toBe(2);
   });
 
+  it("replays a start on the worlds before it when an end came in after two later starts", () => {
+    const worlds = new MirrorWorlds(new SlotMirror(SLOT_SERVER));
+    const x = range(1, 100);
+    const y = range(5000, 100);
+    const z = cat(range(1, 80), range(9000, 20));
+    worlds.launch(1, (m) => m.launch(1, x, [0, 1]));
+    worlds.launch(0, (m) => m.launch(0, y, [0]));
+    worlds.each((m) => m.finish(0, y, [], 100));
+    expect(worlds.report(0, 0)).toBe(true);
+    const beforeZ = worlds.save();
+    expect(worlds.launch(0, (m) => m.launch(0, z, [0]))).toBe(0);
+    // x's end comes in only now, though the server ended x before y's start and saved it then: z,
+    // replacing y in slot 0, had x restored from the RAM cache.
+    worlds.each((m) => m.finish(1, x, [], 100));
+    expect(worlds.report(1, 0)).toBe(true);
+    worlds.forkBefore(
+      beforeZ,
+      (m) => {
+        m.finish(1, x, [], 100);
+        m.idleSaved(1);
+      },
+      { slot: 0, launch: (m) => m.launch(0, z, [0, 1]) },
+      [],
+    );
+    expect(worlds.size).toBe(2);
+    expect(worlds.report(0, 80)).toBe(true);
+    expect(worlds.size).toBe(1);
+  });
+
   it("merges identical worlds and keeps at most MAX_WORLDS", () => {
     const worlds = new MirrorWorlds(new SlotMirror(SLOT_SERVER));
     worlds.fork(() => {}, true);
@@ -90,5 +125,129 @@ describe("the slot mirror's worlds", () => {
     }
     expect(worlds.size).toBeLessThanOrEqual(MAX_WORLDS);
     expect(worlds.size).toBeGreaterThan(1);
+  });
+});
+
+let double: Server | undefined;
+afterEach(async () => {
+  double?.closeAllConnections();
+  await new Promise<void>((r) => (double ? double.close(() => r()) : r()));
+  double = undefined;
+});
+
+/**
+ * A TEST DOUBLE of llama-server's two slots whose timeline the test writes: each `/completion` gets
+ * its headers at once (the real server sends them early in the prefill); its first and final events
+ * come when the test says, with the `cache_n` the test says the server computed.
+ */
+async function timelineDouble() {
+  const runs: { slot: number; res: ServerResponse }[] = [];
+  double = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => {
+      body += d;
+    });
+    req.on("end", () => {
+      const json = (o: unknown) =>
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(o));
+      if (req.url === "/props")
+        return json({ total_slots: 2, endpoint_slots: true, default_generation_settings: { n_ctx: 2048 } });
+      if (req.url === "/slots")
+        return json([
+          { id: 0, is_processing: false },
+          { id: 1, is_processing: false },
+        ]);
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.flushHeaders();
+      runs.push({ slot: (JSON.parse(body) as { id_slot: number }).id_slot, res });
+    });
+  });
+  await new Promise<void>((r) => double!.listen(0, "127.0.0.1", r));
+  const http = new HttpClient(`http://127.0.0.1:${(double!.address() as AddressInfo).port}`, {
+    connectTimeoutMs: 5_000,
+    headersTimeoutMs: 30_000,
+    bodyTimeoutMs: 30_000,
+    retries: 0,
+    backoffMs: 5,
+    maxBackoffMs: 10,
+  });
+  const cache = await LlamaSlotCache.detect(http, LlamaSlotsOptionsSchema.parse({}));
+  if (!cache) throw new Error("the double is not taken for a llama-server");
+  const event = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
+  return {
+    cache,
+    /** Waits for the n-th run (from 0) to reach the server; its slot. */
+    async arrived(n: number): Promise<number> {
+      await waitFor(() => runs.length > n, 10_000, `run ${n} to reach the double`);
+      return runs[n]!.slot;
+    },
+    first(n: number) {
+      runs[n]!.res.write(event({ content: "x", tokens: [7], timings: { prompt_ms: 0 } }));
+    },
+    /** The run ends: the slot holds its prompt (the one token generated is not evaluated). */
+    end(n: number, cacheN: number, promptTokens: number, promptMs = 0) {
+      const final = {
+        content: "",
+        tokens: [],
+        stop: true,
+        tokens_predicted: 1,
+        tokens_cached: promptTokens,
+        timings: { cache_n: cacheN, prompt_ms: promptMs, predicted_ms: 0 },
+      };
+      runs[n]!.res.end(event(final));
+    },
+  };
+}
+
+describe("the slot mirror's worlds against a server timeline", () => {
+  it("takes a run as started at its first event, not its headers: an end between the two came first", async () => {
+    const d = await timelineDouble();
+    const q = range(1, 100);
+    const s = range(5000, 100);
+    const r = cat(range(1, 60), range(7000, 40));
+    const w = cat(q, range(8000, 20));
+    const run = (id: string, tokens: Uint32Array) => d.cache.run({ id, tokens, maxTokens: 1 }, {});
+    const qRun = run("q", q);
+    expect(await d.arrived(0)).toBe(0);
+    d.first(0);
+    const sRun = run("s", s);
+    expect(await d.arrived(1)).toBe(1);
+    // The server released q's slot before it started s (so saved q to its RAM cache then), and q's
+    // end reached the node after s's headers but before s's first event.
+    d.end(0, 0, q.length);
+    await qRun;
+    d.first(1);
+    d.end(1, 0, s.length);
+    await sRun;
+    // r keeps most of q in slot 0 (no RAM-cache change): q is left only in the RAM cache.
+    const rRun = run("r", r);
+    expect(await d.arrived(2)).toBe(0);
+    d.first(2);
+    // w, on slot 1 (holding s), gets q restored from the RAM cache: all of q cached.
+    const wRun = run("w", w);
+    expect(await d.arrived(3)).toBe(1);
+    d.first(3);
+    d.end(3, q.length, w.length);
+    expect((await wRun).cachePrediction).toMatchObject({ predicted: q.length, reported: q.length });
+    d.end(2, 60, r.length);
+    expect((await rRun).cachePrediction).toMatchObject({ predicted: 60, reported: 60 });
+  });
+
+  it("keeps one order where the server's times allow only one: the end came after the start", async () => {
+    const d = await timelineDouble();
+    const run = (id: string, tokens: Uint32Array) => d.cache.run({ id, tokens, maxTokens: 1 }, {});
+    const qRun = run("q", range(1, 100));
+    await d.arrived(0);
+    d.first(0);
+    const sRun = run("s", range(5000, 100));
+    await d.arrived(1);
+    d.first(1);
+    // q's end comes in after s began; the server spent longer on q's prompt than has passed since q
+    // was sent, so q was still running when s started: no idle save of q to consider.
+    d.end(0, 0, 100, 3_600_000);
+    await qRun;
+    expect(d.cache.status().worlds).toMatchObject({ now: 1, forks: 0 });
+    d.end(1, 0, 100);
+    await sRun;
   });
 });

@@ -57,11 +57,14 @@ export interface StreamedCompletion {
   end: number;
 }
 
-/** Sends the run, calls `launched` once the server's response began, and reads its stream to the end. */
+/**
+ * Sends the run, calls `launched` once the server's response began (its first event, with the server's
+ * prompt time when it gave one), and reads its stream to the end.
+ */
 export async function streamCompletion(
   http: HttpClient,
   run: SlotCompletion,
-  launched: () => void,
+  launched: (promptMs: number | undefined) => void,
   onChunk: ((c: EngineChunk) => void) | undefined,
   signal: AbortSignal | undefined,
 ): Promise<StreamedCompletion> {
@@ -75,12 +78,19 @@ export async function streamCompletion(
     // false: the server computes the whole prompt (n_past = 0), whatever the slot holds.
     cache_prompt: reuse,
     return_tokens: true,
+    // The first event's prompt time bounds when the server started the run (slot-cache.ts).
+    timings_per_token: true,
     stream: true,
   };
   const t0 = performance.now();
   // llama-server closes the connection after a stream: never reuse it (a reuse races the close).
   const res = await http.send("POST", "/completion", body, signal, true);
-  launched();
+  let began = false;
+  const begin = (promptMs?: number) => {
+    if (began) return;
+    began = true;
+    launched(promptMs);
+  };
   let text = "";
   const generated: number[] = [];
   let firstAt = 0;
@@ -91,6 +101,7 @@ export async function streamCompletion(
       if (!parsed.success)
         throw new EngineUnavailableError(`unexpected stream event from llama-server: ${data.slice(0, 120)}`);
       const ev = parsed.data;
+      begin(ev.timings?.prompt_ms);
       if (ev.error !== undefined)
         throw new EngineUnavailableError(`llama-server: ${JSON.stringify(ev.error).slice(0, 200)}`);
       if (ev.tokens) for (const t of ev.tokens) generated.push(t);
@@ -102,9 +113,11 @@ export async function streamCompletion(
       if (ev.stop) final = ev;
     }
   } catch (e) {
+    begin();
     res.body.destroy();
     throw streamFailure(e, signal);
   }
+  begin();
   if (!final) throw new EngineUnavailableError("llama-server's stream ended without its final event");
   const end = performance.now();
   return { text, generated, final, t0, firstAt, end };

@@ -13,7 +13,11 @@
  *
  * Order of events: a run's end and another's start come in on two connections, in either order
  * whatever the server's; where the order decides what the RAM cache holds, the mirror keeps both
- * worlds (worlds.ts) until a reported `cache_n` tells them apart.
+ * worlds (worlds.ts) until a reported `cache_n` tells them apart. A start counts as begun at its
+ * first event, whose prompt time bounds when the server started it (its headers come early in its
+ * prefill, and an end that comes in after them had often reached the server first). The server's
+ * own times rule out orders that cannot be: a run that ran longer than the time between its send
+ * and another start's latest possible start was still running then.
  *
  * Namespaces: a request reuses a slot's content only when the mirror says it is its own namespace's
  * (slot-mirror.ts); else it goes with `cache_prompt: false` and the server reuses nothing. While the
@@ -39,6 +43,24 @@ import { SlotMirror } from "./slot-mirror.js";
 import { SlotSpill } from "./slot-spill.js";
 import { LaunchLock, TurnQueue } from "./turns.js";
 import { MirrorWorlds } from "./worlds.js";
+
+/** A start sent: when (event clock), the slots running then, whether it began, and by when (ms). */
+interface StartRecord {
+  at: number;
+  slot: number;
+  running: number[];
+  launched: boolean;
+  /** The latest time the server can have started it, once it began. */
+  latestMs: number;
+  /** The worlds before it, and its launch with more idle slots: to replay it after an earlier event. */
+  before: ReturnType<MirrorWorlds["save"]>;
+  relaunch: (m: SlotMirror, alsoIdle: readonly number[]) => number;
+  /** The ends that came in since it was sent, and its own run's count once that ended. */
+  since: ((m: SlotMirror) => void)[];
+  reported: number | undefined;
+}
+
+const CLOCK_MARGIN_MS = 1;
 
 export interface SlotRunResult {
   text: string;
@@ -88,9 +110,15 @@ export class LlamaSlotCache {
   /** Launches in order (turns.ts), and when each slot's last run ended, on one event clock. */
   private readonly launches = new LaunchLock();
   private events = 0;
-  /** The latest start sent: when (event clock), the slots running then, and whether it began. */
-  private lastStart: { at: number; running: number[]; launched: boolean } | undefined;
+  /** The latest start sent, and the one sent before it. */
+  private lastStart: StartRecord | undefined;
+  private prevStart: StartRecord | undefined;
   private readonly endedAt: number[];
+  /**
+   * The earliest each slot's last run can have ended at the server (ms): sent then, plus the server's
+   * own prompt and generation times.
+   */
+  private readonly endedNoEarlier: number[];
   private needsResync = false;
   private resyncing: Promise<void> | undefined;
   /** `/slots` read back after an abort (abort-read-back.ts). */
@@ -122,6 +150,7 @@ export class LlamaSlotCache {
     this.shadow = new SlotMirror({ ...config, cacheRamMiB: opts.cacheRamMiB === 0 ? 8192 : 0 });
     this.lastTask = new Array<number | undefined>(slots).fill(undefined);
     this.endedAt = new Array<number>(slots).fill(0);
+    this.endedNoEarlier = new Array<number>(slots).fill(0);
     this.turns = new TurnQueue(slots);
     const saved =
       opts.savedSlots > 0 ? new SavedSlots(opts.savedSlots, `prefixmesh-${process.pid}`) : undefined;
@@ -215,6 +244,7 @@ export class LlamaSlotCache {
       const shadowBefore = this.shadow?.save();
       const chosen = slot;
       notStarted = () => {
+        started.before = [];
         this.worlds.undo(before, chosen);
         if (shadowBefore) this.shadow?.undo(shadowBefore);
       };
@@ -224,19 +254,40 @@ export class LlamaSlotCache {
       const running = [...this.busy].filter((s) => s !== slot);
       // In every world the server may be in: a wrong guess of the order of events must not leak.
       const reuse = this.worlds.every((m) => m.reuses(chosen, tokens, idle, ns, guarded, running));
-      const predicted = this.worlds.launch(slot, (m) => m.launch(chosen, tokens, idle, ns, reuse));
+      const relaunch = (m: SlotMirror, alsoIdle: readonly number[]) =>
+        m.launch(
+          chosen,
+          tokens,
+          [chosen, ...[...idle.slice(1), ...alsoIdle].sort((a, b) => a - b)],
+          ns,
+          reuse,
+        );
+      const predicted = this.worlds.launch(slot, (m) => relaunch(m, []));
       const shadowPredicted = this.shadow?.launch(slot, tokens, idle, ns, reuse);
-      const started = { at: ++this.events, running, launched: false };
+      const started: StartRecord = {
+        at: ++this.events,
+        slot,
+        running,
+        launched: false,
+        latestMs: 0,
+        before,
+        relaunch,
+        since: [],
+        reported: undefined,
+      };
+      this.prevStart = this.lastStart;
       this.lastStart = started;
-      const launched = () => {
+      const launched = (promptMs: number | undefined) => {
         notStarted = undefined;
         this.started++;
         started.launched = true;
-        // A run whose end came in after this one was sent, but before the server said this one
-        // started, most likely ended at the server before (it was idle, and saved, when this one
-        // started); its end may also have overtaken this start on the way (worlds.ts).
+        // The server started it before its first event, and before the prompt time that event reports.
+        started.latestMs = performance.now() - (promptMs ?? 0);
+        // A run whose end came in after this one was sent, but before its first event, most likely
+        // ended at the server before this one started (it was idle, and saved, then); its end may
+        // also have overtaken this start on the way (worlds.ts). Not when the times rule it out.
         for (const o of started.running)
-          if (this.endedAt[o]! > started.at) {
+          if (this.endedAt[o]! > started.at && this.mayHaveEnded(o, started)) {
             this.worlds.fork((m) => m.idleSaved(o), true);
             this.shadow?.idleSaved(o);
           }
@@ -245,6 +296,7 @@ export class LlamaSlotCache {
       };
       const r = await this.complete(
         slot,
+        started.at,
         tokens,
         req.maxTokens,
         sampling,
@@ -271,12 +323,13 @@ export class LlamaSlotCache {
 
   private async complete(
     slot: number,
+    at: number,
     tokens: Tokens,
     maxTokens: number,
     sampling: SamplingFields,
     predicted: number,
     reuse: boolean,
-    launched: () => void,
+    launched: (promptMs: number | undefined) => void,
     onChunk: ((c: EngineChunk) => void) | undefined,
     signal: AbortSignal | undefined,
   ): Promise<SlotRunResult> {
@@ -291,17 +344,35 @@ export class LlamaSlotCache {
     const completion = final.tokens_predicted ?? generated.length;
     // All generated tokens but the last were evaluated into the slot (tokens_cached says how many).
     const held = final.tokens_cached ?? tokens.length + Math.max(0, completion - 1);
-    this.each((m) => m.finish(slot, tokens, generated, held));
+    const finish = (m: SlotMirror) => m.finish(slot, tokens, generated, held);
+    this.each(finish);
     this.endedAt[slot] = ++this.events;
+    this.endedNoEarlier[slot] = t0 + (final.timings?.prompt_ms ?? 0) + (final.timings?.predicted_ms ?? 0);
     // Idle at the server from now on: the next start must count it among the idle slots.
     this.busy.delete(slot);
     const cachePrediction = this.tally.observe(predicted, reported);
     const foreseen = this.worlds.report(slot, reported);
-    // The latest start began before this end came in, though the server may have ended this run
-    // first (the two responses travel apart): then this slot was idle, and saved, at that start.
-    // Nothing has touched the RAM cache since that start's own idle saves, so saving it now is that.
+    // A start that began while this run went on, though the server may have ended this run first
+    // (the two responses travel apart): then this slot was idle, and saved, at that start. Nothing
+    // has touched the RAM cache since that start's own idle saves, so saving it now is that.
     const last = this.lastStart;
-    if (last?.launched && last.running.includes(slot)) this.worlds.fork((m) => m.idleSaved(slot), false);
+    if (last?.launched && this.ranDuring(slot, at, last)) this.worlds.fork((m) => m.idleSaved(slot), false);
+    // Or it ended before the start sent before that one: saved before the latest start chose what
+    // to restore, which is replayed on each world's state from before it.
+    const prev = this.prevStart;
+    if (last && last.before.length > 0 && prev?.launched && this.ranDuring(slot, at, prev)) {
+      this.worlds.forkBefore(
+        last.before,
+        (m) => {
+          finish(m);
+          m.idleSaved(slot);
+        },
+        { slot: last.slot, launch: (m) => last.relaunch(m, [slot]), reported: last.reported },
+        last.since,
+      );
+    }
+    if (last?.at === at) last.reported = reported;
+    last?.since.push(finish);
     if (reported !== undefined && reported !== predicted && !foreseen) this.needsResync = true;
     return {
       text,
@@ -315,6 +386,20 @@ export class LlamaSlotCache {
       cachedSequences: this.sequences(),
       cachePrediction,
     };
+  }
+
+  /**
+   * Whether the last run on `slot` can have ended at the server before `start` did: false when it
+   * ran past the latest time the server can have started `start` (its times say so; the margin covers
+   * rounding of the two clocks).
+   */
+  private mayHaveEnded(slot: number, start: StartRecord): boolean {
+    return this.endedNoEarlier[slot]! <= start.latestMs + CLOCK_MARGIN_MS;
+  }
+
+  /** Whether the run on `slot` launched at `at` was going on when `start` was sent, and may have ended first. */
+  private ranDuring(slot: number, at: number, start: StartRecord): boolean {
+    return start.at > at && start.running.includes(slot) && this.mayHaveEnded(slot, start);
   }
 
   /** Every sequence the server caches, as the mirror knows it, and the slot states saved on its disk. */
@@ -406,6 +491,8 @@ export class LlamaSlotCache {
 
   private applySlots(slots: ServerSlots): void {
     this.resyncs++;
+    // The worlds change here: a start's saved worlds can no longer be replayed.
+    if (this.lastStart) this.lastStart.before = [];
     const known = this.mirror.stats().slotTokens;
     const latest = slots.reduce<number | undefined>(
       (m, s) => (s.id_task === undefined ? m : Math.max(m ?? -1, s.id_task)),

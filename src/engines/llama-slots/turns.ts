@@ -1,7 +1,7 @@
 /**
  * The order in which the slot cache's runs go: at most one run per slot, the others waiting first
  * come first served (TurnQueue); and one launch at a time, from choosing a slot until the server's
- * response begins (LaunchLock), so the server applies starts in the order the mirror does.
+ * response's first event (LaunchLock), so the server applies starts in the order the mirror does.
  */
 import { EngineAbortedError } from "../errors.js";
 

@@ -94,6 +94,37 @@ export class MirrorWorlds {
   }
 
   /**
+   * Each world with a state in `saved` (taken before a start, `relaunch`) gains one where `happened`
+   * ran on that state before the start, then the events since (`since`): an event the node saw after
+   * that start, which the server had before it. The new worlds are the surprise. `reported`: the
+   * start's run already ended with that count (worlds that predicted otherwise are not made).
+   */
+  forkBefore(
+    saved: { world: World; state: ReturnType<SlotMirror["save"]> }[],
+    happened: (m: SlotMirror) => void,
+    relaunch: { slot: number; launch: (m: SlotMirror) => number; reported?: number | undefined },
+    since: readonly ((m: SlotMirror) => void)[],
+  ): void {
+    const next: World[] = [];
+    for (const w of this.list) {
+      next.push(w);
+      const s = saved.find((b) => b.world === w);
+      if (!s) continue;
+      const mirror = w.mirror.clone();
+      mirror.undo({ ...s.state, cache: s.state.cache?.clone() });
+      happened(mirror);
+      const p = relaunch.launch(mirror);
+      for (const fn of since) fn(mirror);
+      const predicted = new Map(w.predicted);
+      if (predicted.has(relaunch.slot)) predicted.set(relaunch.slot, p);
+      else if (relaunch.reported !== undefined && p !== relaunch.reported) continue;
+      next.push({ mirror, surprise: w.surprise + 1, predicted });
+    }
+    this.forks++;
+    this.settle(next);
+  }
+
+  /**
    * The run on `slot` ended and the server reported `reported` cached tokens: worlds that predicted
    * otherwise go, unless none predicted it (the mirror is then wrong in a way no world foresaw, and
    * a resync follows). Returns whether some world predicted it.
