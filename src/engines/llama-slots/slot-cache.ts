@@ -4,20 +4,8 @@
  * streams the generated token ids), so the slot mirror (slot-mirror.ts) knows what each slot and the
  * RAM prompt cache hold, and predicts the server's `cache_n` before each run.
  *
- * Resynchronization: an aborted run reads `GET /slots` before its abort is reported (so the tree
- * mirrors what the server kept of it); after a failed run, an abort whose slot was still busy at the
- * server, or a prediction the server contradicts, the next run first reads it (when the server
- * exposes it): each idle slot's token count corrects the
- * mirror, and a slot that has never run a task (or a task counter that went back) while the mirror
- * holds tokens says the server restarted: the mirror is cleared, RAM cache included.
- *
- * Order of events: a run's end and another's start come in on two connections, in either order
- * whatever the server's; where the order decides what the RAM cache holds, the mirror keeps both
- * worlds (worlds.ts) until a reported `cache_n` tells them apart. A start counts as begun at its
- * first event, whose prompt time bounds when the server started it (its headers come early in its
- * prefill, and an end that comes in after them had often reached the server first). The server's
- * own times rule out orders that cannot be: a run that ran longer than the time between its send
- * and another start's latest possible start was still running then.
+ * Resynchronization from `GET /slots`: resync.ts. Order of events (an end and a start whose order the
+ * node cannot see, kept as worlds until a report tells them apart): event-order.ts.
  *
  * Namespaces: a request reuses a slot's content only when the mirror says it is its own namespace's
  * (slot-mirror.ts); else it goes with `cache_prompt: false` and the server reuses nothing. While the
@@ -33,34 +21,17 @@ import { type CachePrediction, PredictionTally } from "../cache-prediction.js";
 import type { HttpClient } from "../http-client.js";
 import { DEFAULT_NAMESPACE, namespaceTag } from "../namespace-tags.js";
 import type { SamplingFields } from "../sampling-fields.js";
-import { AbortReadBack, type ReadVerdict } from "./abort-read-back.js";
 import { RamCacheCalibration } from "./calibration.js";
 import { streamCompletion } from "./completion-stream.js";
+import { EventOrder } from "./event-order.js";
 import type { LlamaSlotsConfig } from "./options.js";
+import { SlotResync } from "./resync.js";
 import { SavedSlots } from "./saved-slots.js";
-import { readProps, readSlots, type ServerSlots } from "./server-api.js";
+import { readProps, readSlots } from "./server-api.js";
 import { SlotMirror } from "./slot-mirror.js";
 import { SlotSpill } from "./slot-spill.js";
 import { LaunchLock, TurnQueue } from "./turns.js";
 import { MirrorWorlds } from "./worlds.js";
-
-/** A start sent: when (event clock), the slots running then, whether it began, and by when (ms). */
-interface StartRecord {
-  at: number;
-  slot: number;
-  running: number[];
-  launched: boolean;
-  /** The latest time the server can have started it, once it began. */
-  latestMs: number;
-  /** The worlds before it, and its launch with more idle slots: to replay it after an earlier event. */
-  before: ReturnType<MirrorWorlds["save"]>;
-  relaunch: (m: SlotMirror, alsoIdle: readonly number[]) => number;
-  /** The ends that came in since it was sent, and its own run's count once that ended. */
-  since: ((m: SlotMirror) => void)[];
-  reported: number | undefined;
-}
-
-const CLOCK_MARGIN_MS = 1;
 
 export interface SlotRunResult {
   text: string;
@@ -107,38 +78,19 @@ export class LlamaSlotCache {
   private readonly busy = new Set<number>();
   /** At most one run per slot (turns.ts). */
   private readonly turns: TurnQueue;
-  /** Launches in order (turns.ts), and when each slot's last run ended, on one event clock. */
+  /** Launches in order (turns.ts). */
   private readonly launches = new LaunchLock();
-  private events = 0;
-  /** The latest start sent, and the one sent before it. */
-  private lastStart: StartRecord | undefined;
-  private prevStart: StartRecord | undefined;
-  private readonly endedAt: number[];
-  /**
-   * The earliest each slot's last run can have ended at the server (ms): sent then, plus the server's
-   * own prompt and generation times.
-   */
-  private readonly endedNoEarlier: number[];
-  private needsResync = false;
-  private resyncing: Promise<void> | undefined;
-  /** `/slots` read back after an abort (abort-read-back.ts). */
-  private readonly abortReads: AbortReadBack;
-  private readonly lastTask: (number | undefined)[];
-  /**
-   * Runs the server started (their response began), and the count at which its task ids began: every
-   * run takes a task id, so while the server lives its latest id is at least started − base − 1.
-   */
-  private started = 0;
-  private taskBase = 0;
+  /** Starts and ends on one event clock, and the forks their order calls for (event-order.ts). */
+  private readonly order: EventOrder;
+  /** Reads of `/slots` (resync.ts). */
+  private readonly resync: SlotResync;
   private inexact: string | undefined;
-  private resyncs = 0;
-  private restarts = 0;
   /** States saved to the server's --slot-save-path (slot-spill.ts). */
   private readonly spill: SlotSpill;
 
   private constructor(
     private readonly http: HttpClient,
-    private readonly slotsEndpoint: boolean,
+    slotsEndpoint: boolean,
     slots: number,
     slotContext: number,
     opts: LlamaSlotsConfig,
@@ -148,15 +100,19 @@ export class LlamaSlotCache {
     // The server does not say whether its RAM prompt cache is on: a shadow with the other setting
     // follows the same runs, and takes over when the runs say it is the server's.
     this.shadow = new SlotMirror({ ...config, cacheRamMiB: opts.cacheRamMiB === 0 ? 8192 : 0 });
-    this.lastTask = new Array<number | undefined>(slots).fill(undefined);
-    this.endedAt = new Array<number>(slots).fill(0);
-    this.endedNoEarlier = new Array<number>(slots).fill(0);
+    this.order = new EventOrder(slots, this.worlds, () => this.shadow);
     this.turns = new TurnQueue(slots);
     const saved =
       opts.savedSlots > 0 ? new SavedSlots(opts.savedSlots, `prefixmesh-${process.pid}`) : undefined;
     this.spill = new SlotSpill(http, saved);
-    // A prefill the abort cut short goes on at most as long as the engine waits on a silent server.
-    this.abortReads = new AbortReadBack(http.silenceBoundMs, () => this.readAborted());
+    this.resync = new SlotResync(http, slotsEndpoint, slots, this.busy, this.launches, {
+      slotTokens: () => this.mirror.stats().slotTokens,
+      each: (fn) => this.each(fn),
+      changing: () => this.order.resynced(),
+      restarted: () => {
+        this.inexact = undefined;
+      },
+    });
   }
 
   /**
@@ -174,10 +130,10 @@ export class LlamaSlotCache {
       props.default_generation_settings.n_ctx,
       opts,
     );
-    const slots = await readSlots(http, cache.slotsEndpoint);
+    const slots = await readSlots(http, props.endpoint_slots !== false);
     if (slots?.some((s) => s.id_task !== undefined) && opts.cacheRamMiB !== 0)
       cache.inexact = "the server ran requests before this node started: its RAM prompt cache is unknown";
-    if (slots) cache.applySlots(slots);
+    if (slots) cache.resync.apply(slots);
     return cache;
   }
 
@@ -192,8 +148,8 @@ export class LlamaSlotCache {
       slots: this.mirror.config.slots,
       inexact: this.inexact,
       calibrated: this.calibrated,
-      resyncs: this.resyncs,
-      restarts: this.restarts,
+      resyncs: this.resync.resyncs,
+      restarts: this.resync.restarts,
       worlds: { now: this.worlds.size, forks: this.worlds.forks, dropped: this.worlds.dropped },
       savedSlots: this.spill.status(),
       ...this.mirror.stats(),
@@ -211,7 +167,7 @@ export class LlamaSlotCache {
     } catch (e) {
       // The node's tree takes the engine's sequences with the abort: they must be what the server
       // kept of the aborted slot, not the guess made at its launch.
-      if (signal?.aborted && this.needsResync) await this.abortReads.after();
+      if (signal?.aborted && this.resync.needed) await this.resync.abortReads.after();
       throw e;
     }
   }
@@ -228,7 +184,7 @@ export class LlamaSlotCache {
     let notStarted: (() => void) | undefined;
     try {
       unlock = await this.launches.lock();
-      if (this.needsResync) await this.resync();
+      if (this.resync.needed) await this.resync.read();
       const free = this.freeSlots();
       const tokens = req.tokens;
       const ns = namespaceTag(req);
@@ -264,33 +220,11 @@ export class LlamaSlotCache {
         );
       const predicted = this.worlds.launch(slot, (m) => relaunch(m, []));
       const shadowPredicted = this.shadow?.launch(slot, tokens, idle, ns, reuse);
-      const started: StartRecord = {
-        at: ++this.events,
-        slot,
-        running,
-        launched: false,
-        latestMs: 0,
-        before,
-        relaunch,
-        since: [],
-        reported: undefined,
-      };
-      this.prevStart = this.lastStart;
-      this.lastStart = started;
+      const started = this.order.sent(slot, running, before, relaunch);
       const launched = (promptMs: number | undefined) => {
         notStarted = undefined;
-        this.started++;
-        started.launched = true;
-        // The server started it before its first event, and before the prompt time that event reports.
-        started.latestMs = performance.now() - (promptMs ?? 0);
-        // A run whose end came in after this one was sent, but before its first event, most likely
-        // ended at the server before this one started (it was idle, and saved, then); its end may
-        // also have overtaken this start on the way (worlds.ts). Not when the times rule it out.
-        for (const o of started.running)
-          if (this.endedAt[o]! > started.at && this.mayHaveEnded(o, started)) {
-            this.worlds.fork((m) => m.idleSaved(o), true);
-            this.shadow?.idleSaved(o);
-          }
+        this.resync.began();
+        this.order.began(started, promptMs);
         unlock?.();
         unlock = undefined;
       };
@@ -312,7 +246,7 @@ export class LlamaSlotCache {
       // The slot holds an unknown part of the prompt (an abort), or the server may have restarted.
       // A request that got no response may still have started: /slots says what the slot holds.
       notStarted?.();
-      this.needsResync = true;
+      this.resync.needed = true;
       throw e;
     } finally {
       unlock?.();
@@ -346,34 +280,13 @@ export class LlamaSlotCache {
     const held = final.tokens_cached ?? tokens.length + Math.max(0, completion - 1);
     const finish = (m: SlotMirror) => m.finish(slot, tokens, generated, held);
     this.each(finish);
-    this.endedAt[slot] = ++this.events;
-    this.endedNoEarlier[slot] = t0 + (final.timings?.prompt_ms ?? 0) + (final.timings?.predicted_ms ?? 0);
     // Idle at the server from now on: the next start must count it among the idle slots.
     this.busy.delete(slot);
     const cachePrediction = this.tally.observe(predicted, reported);
     const foreseen = this.worlds.report(slot, reported);
-    // A start that began while this run went on, though the server may have ended this run first
-    // (the two responses travel apart): then this slot was idle, and saved, at that start. Nothing
-    // has touched the RAM cache since that start's own idle saves, so saving it now is that.
-    const last = this.lastStart;
-    if (last?.launched && this.ranDuring(slot, at, last)) this.worlds.fork((m) => m.idleSaved(slot), false);
-    // Or it ended before the start sent before that one: saved before the latest start chose what
-    // to restore, which is replayed on each world's state from before it.
-    const prev = this.prevStart;
-    if (last && last.before.length > 0 && prev?.launched && this.ranDuring(slot, at, prev)) {
-      this.worlds.forkBefore(
-        last.before,
-        (m) => {
-          finish(m);
-          m.idleSaved(slot);
-        },
-        { slot: last.slot, launch: (m) => last.relaunch(m, [slot]), reported: last.reported },
-        last.since,
-      );
-    }
-    if (last?.at === at) last.reported = reported;
-    last?.since.push(finish);
-    if (reported !== undefined && reported !== predicted && !foreseen) this.needsResync = true;
+    const noEarlierMs = t0 + (final.timings?.prompt_ms ?? 0) + (final.timings?.predicted_ms ?? 0);
+    this.order.ended(slot, at, noEarlierMs, reported, finish);
+    if (reported !== undefined && reported !== predicted && !foreseen) this.resync.needed = true;
     return {
       text,
       completionTokens: completion,
@@ -386,20 +299,6 @@ export class LlamaSlotCache {
       cachedSequences: this.sequences(),
       cachePrediction,
     };
-  }
-
-  /**
-   * Whether the last run on `slot` can have ended at the server before `start` did: false when it
-   * ran past the latest time the server can have started `start` (its times say so; the margin covers
-   * rounding of the two clocks).
-   */
-  private mayHaveEnded(slot: number, start: StartRecord): boolean {
-    return this.endedNoEarlier[slot]! <= start.latestMs + CLOCK_MARGIN_MS;
-  }
-
-  /** Whether the run on `slot` launched at `at` was going on when `start` was sent, and may have ended first. */
-  private ranDuring(slot: number, at: number, start: StartRecord): boolean {
-    return start.at > at && start.running.includes(slot) && this.mayHaveEnded(slot, start);
   }
 
   /** Every sequence the server caches, as the mirror knows it, and the slot states saved on its disk. */
@@ -430,100 +329,23 @@ export class LlamaSlotCache {
     return out;
   }
 
-  /**
-   * One read of `/slots` after an abort (abort-read-back.ts): idle once every slot not running here is
-   * idle at the server. It holds the launch lock, like every read before a start, so starts and reads
-   * reach the server in the mirror's order. A slot still busy when the reads end, or a failed read,
-   * leaves the flag set: the next run reads again.
-   */
-  private async readAborted(): Promise<ReadVerdict> {
-    const unlock = await this.launches.lock();
-    try {
-      const slots = await readSlots(this.http, this.slotsEndpoint);
-      if (!slots) return "stop";
-      this.applySlots(slots);
-      if (slots.some((s) => s.is_processing && !this.busy.has(s.id))) return "busy";
-      this.needsResync = false;
-      return "idle";
-    } catch {
-      // The server is down: the next run says so, and reads /slots first.
-      return "stop";
-    } finally {
-      unlock();
-    }
-  }
-
   /** Calls `onChange` when a read-back no aborted run waited for changed what the slots hold. */
   watch(onChange: () => void): () => void {
-    return this.abortReads.watch(onChange);
+    return this.resync.abortReads.watch(onChange);
   }
 
   /** Reads back after an abort so far (status and tests). */
   get abortReadsMade(): number {
-    return this.abortReads.reads;
+    return this.resync.abortReads.reads;
   }
 
   /** Whether reads back after an abort go on now (tests). */
   get abortReading(): boolean {
-    return this.abortReads.active;
+    return this.resync.abortReads.active;
   }
 
   /** No more reads in the background (the engine closes). */
   close(): void {
-    this.abortReads.close();
-  }
-
-  /** Reads `/slots` into the mirror (one at a time); a failure leaves the flag set for the next run. */
-  private resync(): Promise<void> {
-    this.resyncing ??= (async () => {
-      try {
-        const slots = await readSlots(this.http, this.slotsEndpoint);
-        this.needsResync = false;
-        if (slots) this.applySlots(slots);
-      } catch {
-        // The server is down: the run itself will say so; try again next time.
-      } finally {
-        this.resyncing = undefined;
-      }
-    })();
-    return this.resyncing;
-  }
-
-  private applySlots(slots: ServerSlots): void {
-    this.resyncs++;
-    // The worlds change here: a start's saved worlds can no longer be replayed.
-    if (this.lastStart) this.lastStart.before = [];
-    const known = this.mirror.stats().slotTokens;
-    const latest = slots.reduce<number | undefined>(
-      (m, s) => (s.id_task === undefined ? m : Math.max(m ?? -1, s.id_task)),
-      undefined,
-    );
-    // Task ids restarted (fewer than the runs it started since), or a slot never ran one while the
-    // mirror holds tokens there: a new server.
-    const restarted =
-      (latest ?? -1) < this.started - this.taskBase - 1 ||
-      slots.some((s) => {
-        const last = this.lastTask[s.id];
-        return (
-          (s.id_task === undefined && (known[s.id] ?? 0) > 0) ||
-          (last !== undefined && (s.id_task === undefined || s.id_task < last))
-        );
-      });
-    // Every task the server ran counts as one of ours (the bound stays true without a restart).
-    if (restarted || this.resyncs === 1) this.taskBase = this.started - (latest ?? -1) - 1;
-    if (restarted) {
-      this.restarts++;
-      this.inexact = undefined;
-      // A slot that ran a task on the new server ran one of ours since: the mirror holds it already.
-      const ran = new Set(slots.filter((s) => s.id_task !== undefined).map((s) => s.id));
-      this.each((m) => m.clear(ran));
-    }
-    const lengths: (number | undefined)[] = [];
-    for (const s of slots) {
-      this.lastTask[s.id] = s.id_task;
-      if (!s.is_processing && !this.busy.has(s.id))
-        lengths[s.id] = s.id_task === undefined ? 0 : s.n_prompt_tokens;
-    }
-    this.each((m) => m.resync(lengths));
+    this.resync.abortReads.close();
   }
 }
