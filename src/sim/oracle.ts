@@ -25,7 +25,8 @@ export function stateOf(n: PrefixNode): Pushed {
   return {
     epoch: n.currentEpoch,
     version: n.localTree().version,
-    queueDepth: n.queueDepth(),
+    // What the node itself would report: a perfect estimate is of what it tells peers.
+    queueDepth: n.reportedDepth(),
     pushBackMs: n.currentPushBackMs(),
   };
 }

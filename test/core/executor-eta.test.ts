@@ -22,10 +22,10 @@ describe("the executor's ETA", () => {
     const msPerOutput = ex.engineCosts()?.msPerOutput;
     expect(msPerOutput).toBeGreaterThan(0);
     const tokens = prompt(1, 1, 200, 16);
-    const short = ex.etaMs({ id: "s", tokens, maxTokens: 1 });
-    const long = ex.etaMs({ id: "l", tokens, maxTokens: 1_001 });
+    const short = ex.etaMs({ id: "s", tokens, maxTokens: 1 }, 0);
+    const long = ex.etaMs({ id: "l", tokens, maxTokens: 1_001 }, 0);
     expect(long - short).toBeCloseTo(1_000 * msPerOutput!, 0);
     // A run under way: what is left of the whole run, decode included.
-    expect(ex.etaMs({ id: "l", tokens, maxTokens: 1_001 }, short)).toBeCloseTo(long - short, 0);
+    expect(ex.etaMs({ id: "l", tokens, maxTokens: 1_001 }, 0, short)).toBeCloseTo(long - short, 0);
   });
 });

@@ -74,4 +74,24 @@ describe("the queue depth peers are told", () => {
     plain.queueDepth = () => MAX_REPORTED_DEPTH + 64;
     expect(plain.reportedDepth(100)).toBe(MAX_REPORTED_DEPTH);
   });
+
+  it("is the wait a forward's deadline and an ETA are judged by", () => {
+    const ex = holding(true);
+    const now = 100 + 5_000;
+    // The held run counts as its 49 jobs, then half a service time (one slot).
+    expect(ex.expectedWaitMs(now)).toBeCloseTo(49.5 * 100, 6);
+    const q = { id: "q", tokens: prompt(2, 1), maxTokens: 1 };
+    expect(ex.etaMs(q, now)).toBeGreaterThan(49.5 * 100);
+    expect(ex.loadNow(now).expectedWaitMs).toBe(ex.expectedWaitMs(now));
+    // An ordinary long run, or no offload: half a service time.
+    expect(ex.expectedWaitMs(100 + 300)).toBeCloseTo(50, 6);
+    expect(holding(false).expectedWaitMs(now)).toBeCloseTo(50, 6);
+  });
+
+  it("leaves routing's view of self at the jobs (held depth there measured worse: BENCHMARKS.md)", () => {
+    const ex = holding(true);
+    const now = 100 + 5_000;
+    expect(ex.selfView("A", { id: "q", tokens: prompt(2, 1), maxTokens: 1 }, now).queueDepth).toBe(1);
+    expect(ex.pushBackMs()).toBe(0);
+  });
 });

@@ -114,7 +114,7 @@ describe("Oracle bookkeeping", () => {
     ({
       currentEpoch: p.epoch,
       localTree: () => ({ version: p.version }),
-      queueDepth: () => p.queueDepth,
+      reportedDepth: () => p.queueDepth,
       currentPushBackMs: () => p.pushBackMs,
     }) as unknown as PrefixNode;
 

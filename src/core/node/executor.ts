@@ -98,18 +98,29 @@ export class Executor {
    * prefixes in routing").
    */
   reportedDepth(now: number): number {
+    // The sum, not only the held part: a queue near maxQueue's bound plus a held engine would pass what
+    // peers accept (gossip header, ack), and each would refuse the whole message.
     const depth = this.queueDepth();
+    const reported = Math.min(depth + this.heldJobs(now), MAX_REPORTED_DEPTH);
+    // Its readers (peers, /cluster, the oracle) count on a whole depth never below the jobs.
+    invariant(
+      Number.isInteger(reported) && reported >= Math.min(depth, MAX_REPORTED_DEPTH),
+      () => `reported depth ${reported} for ${depth} jobs`,
+    );
+    return reported;
+  }
+
+  /** The jobs held runs count as beyond themselves (`reportedDepth`); 0 without offload. */
+  private heldJobs(now: number): number {
     const svc = this.costs.serviceMs;
-    if (!this.config.offload || svc === undefined || !(svc > 0)) return Math.min(depth, MAX_REPORTED_DEPTH);
+    if (!this.config.offload || svc === undefined || !(svc > 0)) return 0;
     let held = 0;
     for (const job of this.running.values()) {
       const ran = now - job.startedAt;
       // Only a run far past the mean: a cold start's long prefills keep the plain depth.
       if (ran >= HELD_AFTER_SERVICES * svc) held += Math.floor(ran / svc) - 1;
     }
-    // The sum, not only the held part: a queue near maxQueue's bound plus a held engine would pass what
-    // peers accept (gossip header, ack), and each would refuse the whole message.
-    return Math.min(depth + Math.min(held, MAX_HELD_JOBS), MAX_REPORTED_DEPTH);
+    return Math.min(held, MAX_HELD_JOBS);
   }
 
   /** This node as a routing candidate for `request` (its match is exact, in its namespace). */
@@ -231,7 +242,7 @@ export class Executor {
   loadNow(now: number): ServingLoad {
     return {
       full: this.full(),
-      expectedWaitMs: this.expectedWaitMs(),
+      expectedWaitMs: this.expectedWaitMs(now),
       admissionWaitMs: this.admissionWaitMs(now),
     };
   }
@@ -351,13 +362,14 @@ export class Executor {
   /**
    * How long a job enqueued now would wait before it starts, from the measured service time
    * (undefined until a run is timed). With every slot busy, the running jobs have half a service
-   * time left on average and the waiting ones drain `concurrency` at a time.
+   * time left on average and the waiting ones drain `concurrency` at a time. A held engine
+   * (offload) counts as the jobs peers are told it holds (`reportedDepth`).
    */
-  expectedWaitMs(svc = this.costs.serviceMs): number | undefined {
+  expectedWaitMs(now: number, svc = this.costs.serviceMs): number | undefined {
     if (svc === undefined) return undefined;
     const c = this.config.concurrency;
     if (this.running.size < c) return 0;
-    const waiting = this.queue.waiting;
+    const waiting = this.queue.waiting + this.heldJobs(now);
     return ((waiting + c / 2) / c) * svc;
   }
 
@@ -365,9 +377,9 @@ export class Executor {
    * When a job for `request` will be answered: the rest of the run if it has run `ranMs`, else the
    * queue wait plus the run.
    */
-  etaMs(request: EngineRequest, ranMs?: number): number {
+  etaMs(request: EngineRequest, now: number, ranMs?: number): number {
     return ranMs === undefined
-      ? (this.expectedWaitMs(this.costs.serviceMs ?? this.learnedCosts().serviceMs) ?? 0) +
+      ? (this.expectedWaitMs(now, this.costs.serviceMs ?? this.learnedCosts().serviceMs) ?? 0) +
           this.serviceFor(request)
       : Math.max(0, this.serviceFor(request) - ranMs);
   }

@@ -235,7 +235,7 @@ export class PrefixNode extends NodeRouting {
       return void this.origin.answering.refuseUnserved(run, now, out);
     const waitMs = this.executor.admissionWaitMs(now);
     const admission = this.origin.admission;
-    const tooLong = admission.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, 0));
+    const tooLong = admission.waitsTooLong(reqId, waitMs, now, this.executor.etaMs(run.request, now, 0));
     if (tooLong === undefined && !this.executor.full()) {
       this.executor.enqueue({ kind: "client", from: undefined, ...run }, now, out);
       this.recent?.record(this.config.id, keyTokens(run.request), now);
@@ -348,7 +348,7 @@ export class PrefixNode extends NodeRouting {
       return;
     }
     const request = job?.request ?? msg.request;
-    const eta = this.serving.wantsEta ? this.executor.etaMs(request, job?.ranMs) : undefined;
+    const eta = this.serving.wantsEta ? this.executor.etaMs(request, now, job?.ranMs) : undefined;
     this.serving.ack(from, reqId, attempt, verdict.key, eta, now, out);
     if (verdict.kind === "accept") {
       this.executor.enqueue(

@@ -92,8 +92,13 @@ export abstract class NodeViews {
   get policyName(): string {
     return this.origin.policyName;
   }
+  /** Jobs waiting or running here (what drains before a restart). */
   queueDepth(): number {
     return this.executor.queueDepth();
+  }
+  /** The depth peers are told (executor.ts `reportedDepth`: a held engine counts). */
+  reportedDepth(): number {
+    return this.executor.reportedDepth(this.deps.now());
   }
   /** Our engine's measured cost model (engine-costs.ts); undefined until a run or calibration. */
   engineCosts(): EngineCosts | undefined {

@@ -86,7 +86,9 @@ export class ClusterView {
       capacityTokens: engine.info.capacityTokens,
       // Remote engines: how the server's cache is modelled, and how often its predictions held.
       engineCache: engineCacheStatus(engine) ?? null,
-      queueDepth: node.queueDepth(),
+      // The depth peers are told (a held engine counts, as in each peer's row); `queuedJobs`: the jobs.
+      queueDepth: node.reportedDepth(),
+      queuedJobs: node.queueDepth(),
       pushBackActive: node.currentPushBackMs() > 0,
       // null: the machine's own setting (idle CPUs may halt).
       cpuLatencyUs: this.o.cpuLatencyUs ?? null,
