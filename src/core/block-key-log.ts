@@ -57,29 +57,29 @@ export class BlockKeyLog {
 
   /** Records keys of the blocks of `tokens` that end in (from, to]: the newly cached ones. */
   add(tokens: Tokens, from: number, to: number): void {
-    const n = Math.floor(to / BLOCK_SIZE);
-    if (n * BLOCK_SIZE <= from) return;
-    this.hasher.reset();
-    for (let k = 0; k < n; k++) {
-      const key = this.hasher.next(tokens, k * BLOCK_SIZE);
-      if ((k + 1) * BLOCK_SIZE > from) {
-        this.keys.add(key);
-        this.pendingAdded.push(key);
-      }
-    }
+    this.blocksEndingIn(tokens, from, to, (key) => {
+      this.keys.add(key);
+      this.pendingAdded.push(key);
+    });
   }
 
   /** Forgets keys of the blocks of `path` that end after `keep`. */
   remove(path: Tokens, keep: number): void {
-    const n = Math.floor(path.length / BLOCK_SIZE);
-    if (n * BLOCK_SIZE <= keep) return;
+    this.blocksEndingIn(path, keep, path.length, (key) => {
+      this.keys.delete(key);
+      this.pendingRemoved.push(key);
+    });
+  }
+
+  /** Calls `fn` with the key of each whole block of `tokens` that ends in (from, to]. */
+  private blocksEndingIn(tokens: Tokens, from: number, to: number, fn: (key: number) => void): void {
+    const n = Math.floor(to / BLOCK_SIZE);
+    if (n * BLOCK_SIZE <= from) return;
+    // Keys chain from the first block: every block is hashed, only those past `from` are taken.
     this.hasher.reset();
     for (let k = 0; k < n; k++) {
-      const key = this.hasher.next(path, k * BLOCK_SIZE);
-      if ((k + 1) * BLOCK_SIZE > keep) {
-        this.keys.delete(key);
-        this.pendingRemoved.push(key);
-      }
+      const key = this.hasher.next(tokens, k * BLOCK_SIZE);
+      if ((k + 1) * BLOCK_SIZE > from) fn(key);
     }
   }
 
