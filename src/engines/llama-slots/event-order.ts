@@ -30,9 +30,10 @@ const CLOCK_MARGIN_MS = 1;
 
 export class EventOrder {
   private events = 0;
-  /** The latest start sent, and the one sent before it. */
+  /** The latest start sent, and the one sent before it (and before that, should the latest be undone). */
   private lastStart: StartRecord | undefined;
   private prevStart: StartRecord | undefined;
+  private olderStart: StartRecord | undefined;
   /** When each slot's last run ended, on the event clock. */
   private readonly endedAt: number[];
   /**
@@ -69,9 +70,23 @@ export class EventOrder {
       since: [],
       reported: undefined,
     };
+    this.olderStart = this.prevStart;
     this.prevStart = this.lastStart;
     this.lastStart = started;
     return started;
+  }
+
+  /**
+   * `started` never reached the server (its launch was undone): the start before it is the latest
+   * again, else an end that comes in now is never ordered against that start. The ends that came in
+   * meanwhile came in after that start too.
+   */
+  unsent(started: StartRecord): void {
+    if (this.lastStart !== started) return;
+    this.prevStart?.since.push(...started.since);
+    this.lastStart = this.prevStart;
+    this.prevStart = this.olderStart;
+    this.olderStart = undefined;
   }
 
   /** `started`'s first event came in, reporting `promptMs` of prefill. */

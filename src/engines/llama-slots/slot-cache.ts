@@ -201,6 +201,7 @@ export class LlamaSlotCache {
       const chosen = slot;
       notStarted = () => {
         started.before = [];
+        this.order.unsent(started);
         this.worlds.undo(before, chosen);
         if (shadowBefore) this.shadow?.undo(shadowBefore);
       };
