@@ -9,6 +9,7 @@
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { EngineAbortedError } from "../../src/engines/errors.js";
 import { HttpClient } from "../../src/engines/http-client.js";
 import { LlamaSlotsOptionsSchema } from "../../src/engines/llama-slots/options.js";
 import { LlamaSlotCache } from "../../src/engines/llama-slots/slot-cache.js";
@@ -304,4 +305,31 @@ describe("the slot mirror's worlds against a server timeline", () => {
     d.end(3, 0, w.length);
     await wRun;
   });
+});
+
+describe("the launch lock under a long prefill", () => {
+  it("reports a waiting run's abort at once, not after the other start's first event", async () => {
+    const d = await timelineDouble();
+    // q holds the launch lock: its headers came, its first event (after its prefill) has not.
+    const qRun = d.cache.run({ id: "q", tokens: range(1, 100), maxTokens: 1 }, {});
+    expect(await d.arrived(0)).toBe(0);
+    const ac = new AbortController();
+    let settled: unknown;
+    const sRun = d.cache.run({ id: "s", tokens: range(5000, 100), maxTokens: 1 }, {}, undefined, ac.signal);
+    sRun.catch((e: unknown) => {
+      settled = e;
+    });
+    ac.abort();
+    await waitFor(() => settled !== undefined, 5_000, "the waiting run's abort to be reported");
+    expect(settled).toBeInstanceOf(EngineAbortedError);
+    // The lock passes on: q's next start goes once q began.
+    d.first(0);
+    const rRun = d.cache.run({ id: "r", tokens: range(9000, 100), maxTokens: 1 }, {});
+    expect(await d.arrived(1)).toBe(1);
+    d.first(1);
+    d.end(1, 0, 100);
+    await rRun;
+    d.end(0, 0, 100);
+    await qRun;
+  }, 20_000);
 });
