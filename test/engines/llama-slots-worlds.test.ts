@@ -149,7 +149,9 @@ async function timelineDouble() {
       { id: 0, is_processing: false },
       { id: 1, is_processing: false },
     ] as object[],
-    refuseNext: false,
+    refuseNext: false as boolean | "held",
+    /** A refusal held back ("held") until `refuse` sends it. */
+    held: undefined as ServerResponse | undefined,
   };
   double = createServer((req, res) => {
     let body = "";
@@ -162,6 +164,11 @@ async function timelineDouble() {
       if (req.url === "/props")
         return json({ total_slots: 2, endpoint_slots: true, default_generation_settings: { n_ctx: 2048 } });
       if (req.url === "/slots") return json(server.slots);
+      if (server.refuseNext === "held") {
+        server.refuseNext = false;
+        server.held = res;
+        return;
+      }
       if (server.refuseNext) {
         server.refuseNext = false;
         return res.writeHead(400, { "content-type": "application/json" }).end('{"error":"refused"}');
@@ -187,6 +194,12 @@ async function timelineDouble() {
   return {
     cache,
     server,
+    /** Waits for the held-back request, then refuses it. */
+    async refuse(): Promise<void> {
+      await waitFor(() => server.held !== undefined, 10_000, "the refused run to reach the double");
+      server.held!.writeHead(400, { "content-type": "application/json" }).end('{"error":"refused"}');
+      server.held = undefined;
+    },
     /** The request body of the n-th run. */
     body: (n: number) => runs[n]!.body,
     /** Waits for the n-th run (from 0) to reach the server; its slot. */
@@ -264,47 +277,64 @@ describe("the slot mirror's worlds against a server timeline", () => {
     await sRun;
   });
 
-  it("keeps the order of an earlier start when a later start never reached the server", async () => {
-    const d = await timelineDouble();
-    const q = range(1, 100);
-    const s = range(5000, 100);
-    const r = cat(range(1, 60), range(7000, 40));
-    const w = cat(q, range(8000, 20));
-    const run = (id: string, tokens: Uint32Array, salt: string) =>
-      d.cache.run({ id, tokens, maxTokens: 1, cacheSalt: salt }, {});
-    // B's q runs on slot 0; A's s starts on slot 1 and ends, q still running.
-    const qRun = run("q", q, "tenant-b");
-    expect(await d.arrived(0)).toBe(0);
-    d.first(0);
-    const sRun = run("s", s, "tenant-a");
-    expect(await d.arrived(1)).toBe(1);
-    d.first(1);
-    d.end(1, 0, s.length);
-    await sRun;
-    // A start the server refuses (it never began), then q's end: the server may have ended q before
-    // s started, and saved it to its RAM cache then.
-    d.server.refuseNext = true;
-    await expect(run("f", range(9000, 10), "tenant-a")).rejects.toThrow();
-    d.end(0, 0, q.length);
-    await qRun;
-    d.server.slots = [
-      { id: 0, id_task: 0, is_processing: false, n_prompt_tokens: q.length },
-      { id: 1, id_task: 1, is_processing: false, n_prompt_tokens: s.length },
-    ];
-    // B's r keeps most of q in slot 0 (no RAM-cache change): q is left only in the RAM cache, if there.
-    const rRun = run("r", r, "tenant-b");
-    expect(await d.arrived(2)).toBe(0);
-    d.first(2);
-    d.end(2, 60, r.length);
-    await rRun;
-    // A's w on slot 1 (A's s): had q been saved at s's start, the server restores B's q there for it.
-    const wRun = run("w", w, "tenant-a");
-    expect(await d.arrived(3)).toBe(1);
-    expect(d.body(3).cache_prompt).toBe(false);
-    d.first(3);
-    d.end(3, 0, w.length);
-    await wRun;
-  });
+  it.each([
+    ["before", false],
+    ["while that start waited for its response", true],
+  ])(
+    "keeps the order of an earlier start when a later start never reached the server (end %s)",
+    async (_, during) => {
+      const d = await timelineDouble();
+      const q = range(1, 100);
+      const s = range(5000, 100);
+      const r = cat(range(1, 60), range(7000, 40));
+      const w = cat(q, range(8000, 20));
+      const run = (id: string, tokens: Uint32Array, salt: string) =>
+        d.cache.run({ id, tokens, maxTokens: 1, cacheSalt: salt }, {});
+      // B's q runs on slot 0; A's s starts on slot 1 and ends, q still running.
+      const qRun = run("q", q, "tenant-b");
+      expect(await d.arrived(0)).toBe(0);
+      d.first(0);
+      const sRun = run("s", s, "tenant-a");
+      expect(await d.arrived(1)).toBe(1);
+      d.first(1);
+      d.end(1, 0, s.length);
+      await sRun;
+      // A start the server refuses (it never began), then q's end: the server may have ended q before
+      // s started, and saved it to its RAM cache then.
+      d.server.refuseNext = during ? "held" : true;
+      const fRun = run("f", range(9000, 10), "tenant-a");
+      fRun.catch(() => {});
+      if (during) {
+        // q's end comes in while the start waits for its refusal.
+        await waitFor(() => d.server.held !== undefined, 10_000, "the refused run to reach the double");
+        d.end(0, 0, q.length);
+        await qRun;
+        await d.refuse();
+        await expect(fRun).rejects.toThrow();
+      } else {
+        await expect(fRun).rejects.toThrow();
+        d.end(0, 0, q.length);
+        await qRun;
+      }
+      d.server.slots = [
+        { id: 0, id_task: 0, is_processing: false, n_prompt_tokens: q.length },
+        { id: 1, id_task: 1, is_processing: false, n_prompt_tokens: s.length },
+      ];
+      // B's r keeps most of q in slot 0 (no RAM-cache change): q is left only in the RAM cache, if there.
+      const rRun = run("r", r, "tenant-b");
+      expect(await d.arrived(2)).toBe(0);
+      d.first(2);
+      d.end(2, 60, r.length);
+      await rRun;
+      // A's w on slot 1 (A's s): had q been saved at s's start, the server restores B's q there for it.
+      const wRun = run("w", w, "tenant-a");
+      expect(await d.arrived(3)).toBe(1);
+      expect(d.body(3).cache_prompt).toBe(false);
+      d.first(3);
+      d.end(3, 0, w.length);
+      await wRun;
+    },
+  );
 });
 
 describe("the launch lock under a long prefill", () => {

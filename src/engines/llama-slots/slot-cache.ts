@@ -207,9 +207,9 @@ export class LlamaSlotCache {
       const chosen = slot;
       notStarted = () => {
         started.before = [];
-        this.order.unsent(started);
         this.worlds.undo(before, chosen);
         if (shadowBefore) this.shadow?.undo(shadowBefore);
+        this.order.unsent(started);
       };
       // Another namespace's content is never reused, whichever of the runs going on elsewhere end at
       // the server before this one starts; guarded: the RAM cache holds prompts from before the node.
