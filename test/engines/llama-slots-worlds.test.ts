@@ -9,6 +9,7 @@
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { EngineAbortedError } from "../../src/engines/errors.js";
 import { HttpClient } from "../../src/engines/http-client.js";
 import { LlamaSlotsOptionsSchema } from "../../src/engines/llama-slots/options.js";
 import { LlamaSlotCache } from "../../src/engines/llama-slots/slot-cache.js";
@@ -141,7 +142,17 @@ afterEach(async () => {
  * come when the test says, with the `cache_n` the test says the server computed.
  */
 async function timelineDouble() {
-  const runs: { slot: number; res: ServerResponse }[] = [];
+  const runs: { slot: number; res: ServerResponse; body: { cache_prompt: boolean } }[] = [];
+  /** What `/slots` says, and whether the next `/completion` is refused before it starts (HTTP 400). */
+  const server = {
+    slots: [
+      { id: 0, is_processing: false },
+      { id: 1, is_processing: false },
+    ] as object[],
+    refuseNext: false as boolean | "held",
+    /** A refusal held back ("held") until `refuse` sends it. */
+    held: undefined as ServerResponse | undefined,
+  };
   double = createServer((req, res) => {
     let body = "";
     req.on("data", (d) => {
@@ -152,14 +163,20 @@ async function timelineDouble() {
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(o));
       if (req.url === "/props")
         return json({ total_slots: 2, endpoint_slots: true, default_generation_settings: { n_ctx: 2048 } });
-      if (req.url === "/slots")
-        return json([
-          { id: 0, is_processing: false },
-          { id: 1, is_processing: false },
-        ]);
+      if (req.url === "/slots") return json(server.slots);
+      if (server.refuseNext === "held") {
+        server.refuseNext = false;
+        server.held = res;
+        return;
+      }
+      if (server.refuseNext) {
+        server.refuseNext = false;
+        return res.writeHead(400, { "content-type": "application/json" }).end('{"error":"refused"}');
+      }
       res.writeHead(200, { "content-type": "text/event-stream" });
       res.flushHeaders();
-      runs.push({ slot: (JSON.parse(body) as { id_slot: number }).id_slot, res });
+      const parsed = JSON.parse(body) as { id_slot: number; cache_prompt: boolean };
+      runs.push({ slot: parsed.id_slot, res, body: parsed });
     });
   });
   await new Promise<void>((r) => double!.listen(0, "127.0.0.1", r));
@@ -176,6 +193,15 @@ async function timelineDouble() {
   const event = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
   return {
     cache,
+    server,
+    /** Waits for the held-back request, then refuses it. */
+    async refuse(): Promise<void> {
+      await waitFor(() => server.held !== undefined, 10_000, "the refused run to reach the double");
+      server.held!.writeHead(400, { "content-type": "application/json" }).end('{"error":"refused"}');
+      server.held = undefined;
+    },
+    /** The request body of the n-th run. */
+    body: (n: number) => runs[n]!.body,
     /** Waits for the n-th run (from 0) to reach the server; its slot. */
     async arrived(n: number): Promise<number> {
       await waitFor(() => runs.length > n, 10_000, `run ${n} to reach the double`);
@@ -250,4 +276,90 @@ describe("the slot mirror's worlds against a server timeline", () => {
     d.end(1, 0, 100);
     await sRun;
   });
+
+  it.each([
+    ["before", false],
+    ["while that start waited for its response", true],
+  ])(
+    "keeps the order of an earlier start when a later start never reached the server (end %s)",
+    async (_, during) => {
+      const d = await timelineDouble();
+      const q = range(1, 100);
+      const s = range(5000, 100);
+      const r = cat(range(1, 60), range(7000, 40));
+      const w = cat(q, range(8000, 20));
+      const run = (id: string, tokens: Uint32Array, salt: string) =>
+        d.cache.run({ id, tokens, maxTokens: 1, cacheSalt: salt }, {});
+      // B's q runs on slot 0; A's s starts on slot 1 and ends, q still running.
+      const qRun = run("q", q, "tenant-b");
+      expect(await d.arrived(0)).toBe(0);
+      d.first(0);
+      const sRun = run("s", s, "tenant-a");
+      expect(await d.arrived(1)).toBe(1);
+      d.first(1);
+      d.end(1, 0, s.length);
+      await sRun;
+      // A start the server refuses (it never began), then q's end: the server may have ended q before
+      // s started, and saved it to its RAM cache then.
+      d.server.refuseNext = during ? "held" : true;
+      const fRun = run("f", range(9000, 10), "tenant-a");
+      fRun.catch(() => {});
+      if (during) {
+        // q's end comes in while the start waits for its refusal.
+        await waitFor(() => d.server.held !== undefined, 10_000, "the refused run to reach the double");
+        d.end(0, 0, q.length);
+        await qRun;
+        await d.refuse();
+        await expect(fRun).rejects.toThrow();
+      } else {
+        await expect(fRun).rejects.toThrow();
+        d.end(0, 0, q.length);
+        await qRun;
+      }
+      d.server.slots = [
+        { id: 0, id_task: 0, is_processing: false, n_prompt_tokens: q.length },
+        { id: 1, id_task: 1, is_processing: false, n_prompt_tokens: s.length },
+      ];
+      // B's r keeps most of q in slot 0 (no RAM-cache change): q is left only in the RAM cache, if there.
+      const rRun = run("r", r, "tenant-b");
+      expect(await d.arrived(2)).toBe(0);
+      d.first(2);
+      d.end(2, 60, r.length);
+      await rRun;
+      // A's w on slot 1 (A's s): had q been saved at s's start, the server restores B's q there for it.
+      const wRun = run("w", w, "tenant-a");
+      expect(await d.arrived(3)).toBe(1);
+      expect(d.body(3).cache_prompt).toBe(false);
+      d.first(3);
+      d.end(3, 0, w.length);
+      await wRun;
+    },
+  );
+});
+
+describe("the launch lock under a long prefill", () => {
+  it("reports a waiting run's abort at once, not after the other start's first event", async () => {
+    const d = await timelineDouble();
+    // q holds the launch lock: its headers came, its first event (after its prefill) has not.
+    const qRun = d.cache.run({ id: "q", tokens: range(1, 100), maxTokens: 1 }, {});
+    expect(await d.arrived(0)).toBe(0);
+    const ac = new AbortController();
+    let settled: unknown;
+    const sRun = d.cache.run({ id: "s", tokens: range(5000, 100), maxTokens: 1 }, {}, undefined, ac.signal);
+    sRun.catch((e: unknown) => {
+      settled = e;
+    });
+    ac.abort();
+    await waitFor(() => settled !== undefined, 5_000, "the waiting run's abort to be reported");
+    expect(settled).toBeInstanceOf(EngineAbortedError);
+    // The lock passes on: q's next start goes once q began.
+    d.first(0);
+    const rRun = d.cache.run({ id: "r", tokens: range(9000, 100), maxTokens: 1 }, {});
+    expect(await d.arrived(1)).toBe(1);
+    d.first(1);
+    d.end(1, 0, 100);
+    await rRun;
+    d.end(0, 0, 100);
+    await qRun;
+  }, 20_000);
 });

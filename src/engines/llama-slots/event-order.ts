@@ -22,17 +22,27 @@ export interface StartRecord {
   before: ReturnType<MirrorWorlds["save"]>;
   relaunch: (m: SlotMirror, alsoIdle: readonly number[]) => number;
   /** The ends that came in since it was sent, and its own run's count once that ended. */
-  since: ((m: SlotMirror) => void)[];
+  since: EndRecord[];
   reported: number | undefined;
+}
+
+/** A run's end as `EventOrder.ended` took it: to replay it. */
+interface EndRecord {
+  slot: number;
+  at: number;
+  noEarlierMs: number;
+  reported: number | undefined;
+  finish: (m: SlotMirror) => void;
 }
 
 const CLOCK_MARGIN_MS = 1;
 
 export class EventOrder {
   private events = 0;
-  /** The latest start sent, and the one sent before it. */
+  /** The latest start sent, and the one sent before it (and before that, should the latest be undone). */
   private lastStart: StartRecord | undefined;
   private prevStart: StartRecord | undefined;
+  private olderStart: StartRecord | undefined;
   /** When each slot's last run ended, on the event clock. */
   private readonly endedAt: number[];
   /**
@@ -69,9 +79,29 @@ export class EventOrder {
       since: [],
       reported: undefined,
     };
+    this.olderStart = this.prevStart;
     this.prevStart = this.lastStart;
     this.lastStart = started;
     return started;
+  }
+
+  /**
+   * `started` never reached the server, and the worlds went back to their state before its launch:
+   * the start before it is the latest again, else an end that comes in now is never ordered against
+   * that start. The ends that came in meanwhile, which the undo took back, are taken again, now
+   * against that start.
+   */
+  unsent(started: StartRecord): void {
+    if (this.lastStart !== started) return;
+    this.lastStart = this.prevStart;
+    this.prevStart = this.olderStart;
+    this.olderStart = undefined;
+    for (const e of started.since) {
+      this.worlds.each(e.finish);
+      const shadow = this.shadow();
+      if (shadow) e.finish(shadow);
+      this.ended(e.slot, e.at, e.noEarlierMs, e.reported, e.finish);
+    }
   }
 
   /** `started`'s first event came in, reporting `promptMs` of prefill. */
@@ -118,11 +148,11 @@ export class EventOrder {
           m.idleSaved(slot);
         },
         { slot: last.slot, launch: (m) => last.relaunch(m, [slot]), reported: last.reported },
-        last.since,
+        last.since.map((e) => e.finish),
       );
     }
     if (last?.at === at) last.reported = reported;
-    last?.since.push(finish);
+    last?.since.push({ slot, at, noEarlierMs, reported, finish });
   }
 
   /** The worlds changed otherwise (a resync): the latest start's saved worlds can no longer be replayed. */

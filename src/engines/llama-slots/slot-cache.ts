@@ -179,11 +179,17 @@ export class LlamaSlotCache {
     signal: AbortSignal | undefined,
   ): Promise<SlotRunResult> {
     await this.turns.acquire(signal);
-    let slot: number | undefined;
     let unlock: (() => void) | undefined;
+    try {
+      unlock = await this.launches.lock(signal);
+    } catch (e) {
+      // Aborted while another start held the lock: nothing reached the server.
+      this.turns.release();
+      throw e;
+    }
+    let slot: number | undefined;
     let notStarted: (() => void) | undefined;
     try {
-      unlock = await this.launches.lock();
       if (this.resync.needed) await this.resync.read();
       const free = this.freeSlots();
       const tokens = req.tokens;
@@ -203,6 +209,7 @@ export class LlamaSlotCache {
         started.before = [];
         this.worlds.undo(before, chosen);
         if (shadowBefore) this.shadow?.undo(shadowBefore);
+        this.order.unsent(started);
       };
       // Another namespace's content is never reused, whichever of the runs going on elsewhere end at
       // the server before this one starts; guarded: the RAM cache holds prompts from before the node.

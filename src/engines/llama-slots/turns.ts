@@ -44,14 +44,30 @@ export class TurnQueue {
 export class LaunchLock {
   private launching: Promise<void> = Promise.resolve();
 
-  /** Resolves, once every earlier holder released it, to this holder's release. */
-  async lock(): Promise<() => void> {
+  /**
+   * Resolves, once every earlier holder released it, to this holder's release. A holder waits through
+   * another start's whole prefill: an abort meanwhile rejects at once, and its place passes on.
+   */
+  async lock(signal?: AbortSignal): Promise<() => void> {
     const prev = this.launching;
     let release!: () => void;
     this.launching = new Promise<void>((r) => {
       release = r;
     });
-    await prev;
-    return release;
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<true>((r) => {
+      onAbort = () => r(true);
+      if (signal?.aborted) r(true);
+      else signal?.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      if (await Promise.race([prev.then(() => false), aborted])) {
+        void prev.then(release);
+        throw new EngineAbortedError();
+      }
+      return release;
+    } finally {
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
+    }
   }
 }
