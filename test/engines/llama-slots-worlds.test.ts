@@ -142,7 +142,7 @@ afterEach(async () => {
  * come when the test says, with the `cache_n` the test says the server computed.
  */
 async function timelineDouble() {
-  const runs: { slot: number; res: ServerResponse; body: { cache_prompt: boolean } }[] = [];
+  const runs: { slot: number; res: ServerResponse; body: { cache_prompt: boolean }; at: number }[] = [];
   /** What `/slots` says, and whether the next `/completion` is refused before it starts (HTTP 400). */
   const server = {
     slots: [
@@ -176,7 +176,7 @@ async function timelineDouble() {
       res.writeHead(200, { "content-type": "text/event-stream" });
       res.flushHeaders();
       const parsed = JSON.parse(body) as { id_slot: number; cache_prompt: boolean };
-      runs.push({ slot: parsed.id_slot, res, body: parsed });
+      runs.push({ slot: parsed.id_slot, res, body: parsed, at: performance.now() });
     });
   });
   await new Promise<void>((r) => double!.listen(0, "127.0.0.1", r));
@@ -207,8 +207,10 @@ async function timelineDouble() {
       await waitFor(() => runs.length > n, 10_000, `run ${n} to reach the double`);
       return runs[n]!.slot;
     },
-    first(n: number) {
-      runs[n]!.res.write(event({ content: "x", tokens: [7], timings: { prompt_ms: 0 } }));
+    /** When the n-th run reached the double (the node's clock: the same process). */
+    arrivedAt: (n: number) => runs[n]!.at,
+    first(n: number, promptMs = 0) {
+      runs[n]!.res.write(event({ content: "x", tokens: [7], timings: { prompt_ms: promptMs } }));
     },
     /** The run ends: the slot holds its prompt (the one token generated is not evaluated). */
     end(n: number, cacheN: number, promptTokens: number, promptMs = 0) {
@@ -276,6 +278,44 @@ describe("the slot mirror's worlds against a server timeline", () => {
     d.end(1, 0, 100);
     await sRun;
   });
+
+  it("allows for a server clock a little faster than the node's: an order its times seem to rule out", async () => {
+    const d = await timelineDouble();
+    const q = range(1, 100);
+    const s = range(5000, 100);
+    const r = cat(range(1, 60), range(7000, 40));
+    const w = cat(q, range(8000, 20));
+    // The server on another machine, its clock ticking 0.09% fast: over seconds its durations exceed
+    // the node's by more than rounding, and taken at face value they would put q's end after s's start.
+    const fast = 1 + 9e-4;
+    const span = () => new Promise((r) => setTimeout(r, 3_000));
+    const run = (id: string, tokens: Uint32Array) => d.cache.run({ id, tokens, maxTokens: 1 }, {});
+    const qRun = run("q", q);
+    expect(await d.arrived(0)).toBe(0);
+    d.first(0);
+    await span(); // the timeline's own length, not a wait for a condition
+    const sRun = run("s", s);
+    expect(await d.arrived(1)).toBe(1);
+    // q ended at the server just before s started there (so q was saved at s's start); its end came
+    // in after s's headers, before s's first event.
+    d.end(0, 0, q.length, (d.arrivedAt(1) - d.arrivedAt(0)) * fast);
+    await qRun;
+    await span();
+    d.first(1, (performance.now() - d.arrivedAt(1)) * fast);
+    d.end(1, 0, s.length);
+    await sRun;
+    const rRun = run("r", r);
+    expect(await d.arrived(2)).toBe(0);
+    d.first(2);
+    // w, on slot 1, gets q restored from the RAM cache, where the server saved it at s's start.
+    const wRun = run("w", w);
+    expect(await d.arrived(3)).toBe(1);
+    d.first(3);
+    d.end(3, q.length, w.length);
+    expect((await wRun).cachePrediction).toMatchObject({ predicted: q.length, reported: q.length });
+    d.end(2, 60, r.length);
+    await rRun;
+  }, 20_000);
 
   it.each([
     ["before", false],

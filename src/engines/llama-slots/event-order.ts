@@ -36,6 +36,17 @@ interface EndRecord {
 }
 
 const CLOCK_MARGIN_MS = 1;
+/**
+ * The server's durations are read off its clock, the node's times off the node's: on another machine
+ * the two may tick at rates apart by up to this share (NTP keeps them far closer), so a duration
+ * counts for that much less when it rules an order out.
+ */
+const CLOCK_RATE_SLACK = 1e-3;
+
+/** What of `serverMs` (a duration the server measured) surely passed on the node's clock. */
+export function surelyElapsed(serverMs: number | undefined): number {
+  return (serverMs ?? 0) * (1 - CLOCK_RATE_SLACK);
+}
 
 export class EventOrder {
   private events = 0;
@@ -108,7 +119,7 @@ export class EventOrder {
   began(started: StartRecord, promptMs: number | undefined): void {
     started.launched = true;
     // The server started it before its first event, and before the prompt time that event reports.
-    started.latestMs = performance.now() - (promptMs ?? 0);
+    started.latestMs = performance.now() - surelyElapsed(promptMs);
     // A run whose end came in after this one was sent, but before its first event, most likely
     // ended at the server before this one started (it was idle, and saved, then); its end may
     // also have overtaken this start on the way (worlds.ts). Not when the times rule it out.

@@ -23,7 +23,7 @@ import { DEFAULT_NAMESPACE, namespaceTag } from "../namespace-tags.js";
 import type { SamplingFields } from "../sampling-fields.js";
 import { RamCacheCalibration } from "./calibration.js";
 import { streamCompletion } from "./completion-stream.js";
-import { EventOrder } from "./event-order.js";
+import { EventOrder, surelyElapsed } from "./event-order.js";
 import type { LlamaSlotsConfig } from "./options.js";
 import { SlotResync } from "./resync.js";
 import { SavedSlots } from "./saved-slots.js";
@@ -291,7 +291,8 @@ export class LlamaSlotCache {
     this.busy.delete(slot);
     const cachePrediction = this.tally.observe(predicted, reported);
     const foreseen = this.worlds.report(slot, reported);
-    const noEarlierMs = t0 + (final.timings?.prompt_ms ?? 0) + (final.timings?.predicted_ms ?? 0);
+    const noEarlierMs =
+      t0 + surelyElapsed((final.timings?.prompt_ms ?? 0) + (final.timings?.predicted_ms ?? 0));
     this.order.ended(slot, at, noEarlierMs, reported, finish);
     if (reported !== undefined && reported !== predicted && !foreseen) this.resync.needed = true;
     return {
