@@ -112,7 +112,9 @@ export class Oracle {
   /**
    * Nodes (by index) whose state may differ from what every peer saw: only they are checked after
    * an event. A node's state (epoch, tree version, queue, push-back) changes only when it handles an
-   * input (`touch`), and what its peers saw is forgotten only by `afterReal` and `reset`.
+   * input (`touch`), and what its peers saw is forgotten only by `afterReal` and `reset`. The one
+   * exception: with offload, a held engine's reported depth grows with time alone (executor.ts
+   * `reportedDepth`), so its peers see it as of its last input or refresh, up to a Δpoll old.
    */
   private readonly marked: Uint8Array;
   private readonly list: number[] = [];

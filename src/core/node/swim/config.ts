@@ -63,9 +63,9 @@ export const swimConfigSchema = z.object({
   recheckAfterChangeMs: z.number().min(0).max(86_400_000).default(RECHECK_AFTER_CHANGE_MS),
   /**
    * Incarnations are boot times (ms) plus one per refutation, so news of one far past our own clock
-   * is forged or from a broken clock: refused (swim.ts `plausibleMax`). This much clock skew between
-   * members is allowed for, far beyond the window a shared secret allows (net/auth/hmac.ts), since
-   * mTLS checks no clock that closely.
+   * is forged or from a broken clock: refused (incarnation.ts `plausibleMax`). This much clock skew
+   * between members is allowed for, far beyond the window a shared secret allows (net/auth/hmac.ts),
+   * since mTLS checks no clock that closely.
    */
   incarnationSkewMs: z.number().int().min(0).max(86_400_000).default(600_000),
   /** …plus this many refutations beyond a member's own clock (raised only by suspicions of it). */
