@@ -228,38 +228,56 @@ async function timelineDouble() {
 }
 
 describe("the slot mirror's worlds against a server timeline", () => {
-  it("takes a run as started at its first event, not its headers: an end between the two came first", async () => {
-    const d = await timelineDouble();
-    const q = range(1, 100);
-    const s = range(5000, 100);
-    const r = cat(range(1, 60), range(7000, 40));
-    const w = cat(q, range(8000, 20));
-    const run = (id: string, tokens: Uint32Array) => d.cache.run({ id, tokens, maxTokens: 1 }, {});
-    const qRun = run("q", q);
-    expect(await d.arrived(0)).toBe(0);
-    d.first(0);
-    const sRun = run("s", s);
-    expect(await d.arrived(1)).toBe(1);
-    // The server released q's slot before it started s (so saved q to its RAM cache then), and q's
-    // end reached the node after s's headers but before s's first event.
-    d.end(0, 0, q.length);
-    await qRun;
-    d.first(1);
-    d.end(1, 0, s.length);
-    await sRun;
-    // r keeps most of q in slot 0 (no RAM-cache change): q is left only in the RAM cache.
-    const rRun = run("r", r);
-    expect(await d.arrived(2)).toBe(0);
-    d.first(2);
-    // w, on slot 1 (holding s), gets q restored from the RAM cache: all of q cached.
-    const wRun = run("w", w);
-    expect(await d.arrived(3)).toBe(1);
-    d.first(3);
-    d.end(3, q.length, w.length);
-    expect((await wRun).cachePrediction).toMatchObject({ predicted: q.length, reported: q.length });
-    d.end(2, 60, r.length);
-    expect((await rRun).cachePrediction).toMatchObject({ predicted: 60, reported: 60 });
-  });
+  it.each([
+    ["takes a run as started at its first event, not its headers: an end between the two came first", 0, 1],
+    // The server on another machine, its clock ticking 0.1% fast: over seconds its durations exceed
+    // the node's by more than rounding, and taken at face value they would put q's end after s's start.
+    [
+      "allows for a server clock a little faster than the node's: an order its times seem to rule out",
+      5_000,
+      1 + 1e-3,
+    ],
+  ])(
+    "%s",
+    async (_, spanMs, fast) => {
+      const d = await timelineDouble();
+      const q = range(1, 100);
+      const s = range(5000, 100);
+      const r = cat(range(1, 60), range(7000, 40));
+      const w = cat(q, range(8000, 20));
+      // The timeline's own length, not a wait for a condition.
+      const span = () => new Promise((r) => setTimeout(r, spanMs));
+      const run = (id: string, tokens: Uint32Array) => d.cache.run({ id, tokens, maxTokens: 1 }, {});
+      const qRun = run("q", q);
+      expect(await d.arrived(0)).toBe(0);
+      d.first(0);
+      await span();
+      const sRun = run("s", s);
+      expect(await d.arrived(1)).toBe(1);
+      // The server released q's slot just before it started s (so saved q to its RAM cache then), and
+      // q's end reached the node after s's headers but before s's first event; the times the server
+      // reports are what its own clock measured.
+      d.end(0, 0, q.length, (d.arrivedAt(1) - d.arrivedAt(0)) * fast);
+      await qRun;
+      await span();
+      d.first(1, (performance.now() - d.arrivedAt(1)) * fast);
+      d.end(1, 0, s.length);
+      await sRun;
+      // r keeps most of q in slot 0 (no RAM-cache change): q is left only in the RAM cache.
+      const rRun = run("r", r);
+      expect(await d.arrived(2)).toBe(0);
+      d.first(2);
+      // w, on slot 1 (holding s), gets q restored from the RAM cache: all of q cached.
+      const wRun = run("w", w);
+      expect(await d.arrived(3)).toBe(1);
+      d.first(3);
+      d.end(3, q.length, w.length);
+      expect((await wRun).cachePrediction).toMatchObject({ predicted: q.length, reported: q.length });
+      d.end(2, 60, r.length);
+      expect((await rRun).cachePrediction).toMatchObject({ predicted: 60, reported: 60 });
+    },
+    20_000,
+  );
 
   it("keeps one order where the server's times allow only one: the end came after the start", async () => {
     const d = await timelineDouble();
@@ -278,44 +296,6 @@ describe("the slot mirror's worlds against a server timeline", () => {
     d.end(1, 0, 100);
     await sRun;
   });
-
-  it("allows for a server clock a little faster than the node's: an order its times seem to rule out", async () => {
-    const d = await timelineDouble();
-    const q = range(1, 100);
-    const s = range(5000, 100);
-    const r = cat(range(1, 60), range(7000, 40));
-    const w = cat(q, range(8000, 20));
-    // The server on another machine, its clock ticking 0.09% fast: over seconds its durations exceed
-    // the node's by more than rounding, and taken at face value they would put q's end after s's start.
-    const fast = 1 + 9e-4;
-    const span = () => new Promise((r) => setTimeout(r, 3_000));
-    const run = (id: string, tokens: Uint32Array) => d.cache.run({ id, tokens, maxTokens: 1 }, {});
-    const qRun = run("q", q);
-    expect(await d.arrived(0)).toBe(0);
-    d.first(0);
-    await span(); // the timeline's own length, not a wait for a condition
-    const sRun = run("s", s);
-    expect(await d.arrived(1)).toBe(1);
-    // q ended at the server just before s started there (so q was saved at s's start); its end came
-    // in after s's headers, before s's first event.
-    d.end(0, 0, q.length, (d.arrivedAt(1) - d.arrivedAt(0)) * fast);
-    await qRun;
-    await span();
-    d.first(1, (performance.now() - d.arrivedAt(1)) * fast);
-    d.end(1, 0, s.length);
-    await sRun;
-    const rRun = run("r", r);
-    expect(await d.arrived(2)).toBe(0);
-    d.first(2);
-    // w, on slot 1, gets q restored from the RAM cache, where the server saved it at s's start.
-    const wRun = run("w", w);
-    expect(await d.arrived(3)).toBe(1);
-    d.first(3);
-    d.end(3, q.length, w.length);
-    expect((await wRun).cachePrediction).toMatchObject({ predicted: q.length, reported: q.length });
-    d.end(2, 60, r.length);
-    await rRun;
-  }, 20_000);
 
   it.each([
     ["before", false],
@@ -401,5 +381,5 @@ describe("the launch lock under a long prefill", () => {
     await rRun;
     d.end(0, 0, 100);
     await qRun;
-  }, 20_000);
+  }, 30_000);
 });
