@@ -70,12 +70,17 @@ describe("peer trust: a peer that acks and never answers", () => {
       );
       return Number(m?.[1] ?? 0);
     };
+    // B looks idle to A: the stalled run of the forward before was cancelled once A ran it itself.
+    // Else the held depth B reports for that run (executor.ts) prices the next forward's expected
+    // time at A's service time per job, which on a busy machine passes the forward timeout: a
+    // staller that shows its stall is routed around by load, not judged overdue.
+    const idleWithAll = async () => (await liveWithAll()) && (await viewOfB()).queueDepth === 0;
     let sent = 0;
     // Each request is answered (A runs it after giving up on B) before the forward timeout, and it
     // was given up as overdue: at its expected time plus slack, which a busy machine stretches (its
     // measured run and round trip grow), so the count, not a fraction of the timeout, tells them apart.
     for (; sent < PREFIXES && (await viewOfB()).trust?.state !== "open"; sent++) {
-      await waitFor(liveWithAll, 20_000, "B is not live");
+      await waitFor(idleWithAll, 20_000, "B is not live and idle");
       const before = await overdue();
       const t0 = Date.now();
       const r = await postCompletion(api, { model, prompt: `${prefix(sent)} q`, max_tokens: 1 });
@@ -105,6 +110,7 @@ describe("peer trust: a peer that acks and never answers", () => {
 
 interface PeerView {
   liveness: string;
+  queueDepth: number;
   estimateTokens: number;
   trust: { score: number; state: string; failures: number } | null;
 }
