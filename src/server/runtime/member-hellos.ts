@@ -81,6 +81,13 @@ export class MemberHellos {
           );
         },
       )
+      // Noting it must not turn into an unhandled rejection (a crash): said, and the old hello kept.
+      .catch((err: Error) =>
+        this.o.logger.warn(
+          { peer: id, err: err.message },
+          "member back in the mesh: its fresh hello not noted",
+        ),
+      )
       .finally(() => this.refreshing.delete(id));
   }
 
