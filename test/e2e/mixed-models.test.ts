@@ -20,6 +20,55 @@ const M2 = "sim:cpu-llamacpp";
 const SERVES: Record<string, string[]> = { [M1]: ["A", "B"], [M2]: ["C", "D"] };
 
 type ModelList = { data: { id: string; nodes?: string[] }[] };
+type ClusterPeers = {
+  peers: { id: string; liveness: string; models?: string[] }[];
+  members?: { id: string; status: string; incarnation: number }[];
+};
+
+/** Lines of each process's output kept in a failure's message. */
+const TAIL_LINES = 30;
+
+/**
+ * What each node knows, for a set-up that timed out: its `/v1/models`, its `/cluster` peers (and
+ * SWIM's members), the tail of its output. Each read bounded, so the message comes within the hook.
+ */
+async function nodesState(nodes: SimNodes): Promise<string> {
+  const read = async (url: string, pick: (body: unknown) => unknown) => {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      return JSON.stringify(pick(await res.json()));
+    } catch (err) {
+      return `unread: ${(err as Error).message}`;
+    }
+  };
+  const each = await Promise.all(
+    nodes.ids.map(async (id, i) => {
+      const api = nodes.api[i] as string;
+      const [models, cluster] = await Promise.all([
+        read(`${api}/v1/models`, (b) => (b as ModelList).data.map((m) => ({ id: m.id, nodes: m.nodes }))),
+        read(`${api}/cluster`, (b) => {
+          const c = b as ClusterPeers;
+          return {
+            peers: c.peers.map((p) => ({ id: p.id, liveness: p.liveness, models: p.models })),
+            members: c.members,
+          };
+        }),
+      ]);
+      const tail = (nodes.procs[i]?.output() ?? "").trimEnd().split("\n").slice(-TAIL_LINES).join("\n");
+      return `--- node ${id}\n/v1/models: ${models}\n/cluster: ${cluster}\noutput (tail):\n${tail}`;
+    }),
+  );
+  return each.join("\n");
+}
+
+/** `wait`, its time-out's message followed by every node's state (nodesState). */
+async function explained(nodes: SimNodes, wait: Promise<void>): Promise<void> {
+  try {
+    await wait;
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${await nodesState(nodes)}`);
+  }
+}
 
 describe("four node processes serving two models", () => {
   let nodes: SimNodes;
@@ -30,24 +79,29 @@ describe("four node processes serving two models", () => {
       ...["--mixed-models", "--sim-profile", PROFILE[id] as string],
     ]);
     // Every node has every peer's hello (its models) once each lists both models with two nodes each.
-    await waitFor(
-      async () =>
-        (await Promise.all(nodes.api.map((_, i) => models(i)))).every(
-          (l) => l.data.filter((m) => (m.nodes?.length ?? 0) === 2).length === 2,
-        ),
-      30_000,
-      "every node to know every peer's models",
+    await explained(
+      nodes,
+      waitFor(
+        async () =>
+          (await Promise.all(nodes.api.map((_, i) => models(i)))).every(
+            (l) => l.data.filter((m) => (m.nodes?.length ?? 0) === 2).length === 2,
+          ),
+        30_000,
+        "every node to know every peer's models",
+      ),
     );
     // A peer is routed to only while live with an estimate: wait until every node sees all three so.
-    type Peers = { peers: { liveness: string }[] };
-    const cluster = async (u: string) => (await (await fetch(`${u}/cluster`)).json()) as Peers;
-    await waitFor(
-      async () =>
-        (await Promise.all(nodes.api.map((u) => cluster(u)))).every(
-          (c) => c.peers.length === 3 && c.peers.every((p) => p.liveness === "live"),
-        ),
-      30_000,
-      "every node to see every peer live",
+    const cluster = async (u: string) => (await (await fetch(`${u}/cluster`)).json()) as ClusterPeers;
+    await explained(
+      nodes,
+      waitFor(
+        async () =>
+          (await Promise.all(nodes.api.map((u) => cluster(u)))).every(
+            (c) => c.peers.length === 3 && c.peers.every((p) => p.liveness === "live"),
+          ),
+        30_000,
+        "every node to see every peer live",
+      ),
     );
   }, 120_000);
   afterAll(async () => nodes?.stop());

@@ -3,8 +3,9 @@
  * `verify-member`): it carries the node's mesh messages over the peer transport, answers its
  * `verify-member` from authentication, feeds seeds found at run time, and keeps the transport's
  * members (pools, URLs, hellos) in step with SWIM's. Its parts: the verification itself
- * (mesh-verify.ts; which failures refuse: peer-refusal.ts), the pools to non-members and the timers of
- * left members' (stranger-pools.ts), and the refused messages' counts (mesh-refused.ts).
+ * (mesh-verify.ts; which failures refuse: peer-refusal.ts), the hellos of the members SWIM remembers,
+ * noted again when one comes back without a verification (member-hellos.ts), the pools to non-members
+ * and the timers of left members' (stranger-pools.ts), and the refused messages' counts (mesh-refused.ts).
  *
  * Invariants:
  *  - [Verified by contact] A member is admitted only after this node reached it at an address and it
@@ -20,9 +21,10 @@
  *    dropped: mesh messages are datagrams), both here; pools to non-members ≤ MAX_STRANGER_POOLS (a
  *    member that left keeps its pool LEFT_POOL_MS among them, for its final cancels, unless it is
  *    verified again or its pool is replaced meanwhile: the pool is then no longer the kept one),
- *    stranger-pools.ts; verifications pending ≤ MAX_VERIFYING, mesh-verify.ts; senders known to speak
- *    a newer protocol ≤ MAX_NEWER_SENDERS (and as many re-read times), hellos read again for an
- *    unknown kind ≤ MAX_PROTOCOL_READS at once, both mesh-refused.ts.
+ *    stranger-pools.ts; verifications pending ≤ MAX_VERIFYING, mesh-verify.ts; hellos kept ≤ the
+ *    members SWIM remembers, member-hellos.ts; senders known to speak a newer protocol ≤
+ *    MAX_NEWER_SENDERS (and as many re-read times), hellos read again for an unknown kind ≤
+ *    MAX_PROTOCOL_READS at once, both mesh-refused.ts.
  *  - [Newer is not invalid] A refused message counts as `unsupported`, not `invalid`, only when both
  *    say a newer build: its sender's last checked hello (authenticated) named a protocol newer than
  *    this build's, and it failed at a kind marker this build does not know (mesh-wire.ts
@@ -41,6 +43,7 @@ import type { PeerClient } from "../../net/transport-client.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
 import type { RuntimeLogger } from "./logger.js";
+import { MemberHellos } from "./member-hellos.js";
 import { RefusedMeshMessages } from "./mesh-refused.js";
 import { MemberVerification } from "./mesh-verify.js";
 import { StrangerPools } from "./stranger-pools.js";
@@ -80,6 +83,7 @@ export class MeshPeers {
   private readonly refusedMsgs: RefusedMeshMessages;
   private readonly pools: StrangerPools;
   private readonly verification: MemberVerification;
+  private readonly hellos: MemberHellos;
   private stopped = false;
 
   constructor(private readonly o: MeshPeersOptions) {
@@ -96,6 +100,10 @@ export class MeshPeers {
       isMember: (id) => this.members.has(id),
       dropStranger: (id) => this.pools.dropStranger(id),
       endLeftPool: (id) => this.pools.endLeftPool(id),
+    });
+    this.hellos = new MemberHellos(o, {
+      isMember: (id) => this.members.has(id),
+      noteHello: (id, raw) => this.refusedMsgs.noteProtocol(id, raw),
     });
   }
 
@@ -191,10 +199,13 @@ export class MeshPeers {
   syncMembers(): void {
     const now = new Set<NodeId>();
     const left = new Set<NodeId>();
+    const remembered = new Set<NodeId>();
     for (const m of this.o.node.meshMembers() ?? []) {
+      remembered.add(m.id);
       if (m.status === "alive" || m.status === "suspect") now.add(m.id);
       else if (m.status === "left") left.add(m.id);
     }
+    this.hellos.keepOnly(remembered);
     for (const id of now) {
       if (this.members.has(id)) continue;
       const url = this.book.get(id);
@@ -202,8 +213,12 @@ export class MeshPeers {
       this.members.add(id);
       this.pools.admitted(id);
       this.pools.endLeftPool(id); // back: a member's pool now, which a timer of its leave must not close
-      this.o.admin.meshJoined(id, url, this.verification.hello(id) ?? {});
+      const verified = this.verification.hello(id);
       this.verification.forgetHello(id);
+      if (verified) this.hellos.remember(id, verified);
+      this.o.admin.meshJoined(id, url, verified ?? this.hellos.get(id) ?? {});
+      // Back with no new verification (a refuted death, a restart): what it says now may differ.
+      if (!verified) this.hellos.refresh(id);
     }
     for (const id of this.members) {
       if (now.has(id)) continue;
@@ -216,6 +231,7 @@ export class MeshPeers {
   stop(): void {
     this.stopped = true;
     this.verification.stop();
+    this.hellos.stop();
     this.pools.stop();
   }
 

@@ -12,7 +12,7 @@ import type { PrefixNode } from "../../core/node/node.js";
 import type { NodeId, NodeInput } from "../../core/node/types.js";
 import { CLOCK_SKEW, MAX_REFUSALS } from "../../core/refusals.js";
 import { skewAdvice } from "../../net/clock-skew.js";
-import { checkPeerHello } from "../../net/discovery.js";
+import { checkPeerHello, type HelloCheck } from "../../net/discovery.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
 import type { PeerHello } from "../../net/wire-schemas.js";
 import type { NodeMetrics } from "../metrics.js";
@@ -51,6 +51,26 @@ interface Verifying {
   attempts: number;
   timer: NodeJS.Timeout | undefined;
   running: boolean;
+}
+
+/** `hello`, proven `id`'s, checked as a member's must pass (our cluster, model and gossip mode). */
+export function checkMemberHello(
+  o: Pick<MemberVerificationOptions, "node" | "client" | "clusterId" | "helloModel">,
+  id: NodeId,
+  hello: unknown,
+): HelloCheck {
+  return checkPeerHello(
+    {
+      cluster: o.clusterId,
+      model: o.helloModel,
+      self: o.node.id,
+      peerId: id,
+      authMode: o.client.authMode,
+      // A full-mesh node answers hellos but no SWIM: a relay's mention of one admits nothing.
+      gossip: o.node.config.gossip,
+    },
+    hello,
+  );
 }
 
 export class MemberVerification {
@@ -126,18 +146,7 @@ export class MemberVerification {
       (hello) => {
         v.running = false;
         this.hooks.noteHello(id, hello);
-        const r = checkPeerHello(
-          {
-            cluster: this.o.clusterId,
-            model: this.o.helloModel,
-            self: this.o.node.id,
-            peerId: id,
-            authMode: this.o.client.authMode,
-            // A full-mesh node answers hellos but no SWIM: a relay's mention of one admits nothing.
-            gossip: this.o.node.config.gossip,
-          },
-          hello,
-        );
+        const r = checkMemberHello(this.o, id, hello);
         // Another id answered there: the address is stale or a relay's mistake, not a verdict on `id`.
         if (r.ok || (r.reason !== "wrong-id" && r.reason !== "self")) {
           if (!r.ok) this.o.logger.warn({ peer: id, reason: r.reason }, `mesh member refused: ${r.message}`);

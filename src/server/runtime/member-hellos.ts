@@ -1,0 +1,97 @@
+/**
+ * The hellos of the members SWIM remembers, for mesh-peers.ts: each member's last verified hello,
+ * kept while SWIM holds the member (alive, suspect, dead or a left tombstone). SWIM takes a dead
+ * member back with no new verification when it refutes its death (a suspicion that timed out on a
+ * busy machine, a restart outranking its previous life), and the transport must note again what its
+ * hello said — its models (unknown would mean "serves any"), prompt text, channel MAC and cache cap.
+ * A fresh hello is asked for then too, since a restarted member may serve other models now.
+ *
+ * Invariants:
+ *  - [Bounded] hellos ≤ SWIM's member table: one is dropped once SWIM forgets its member (`keepOnly`);
+ *    refreshes in flight ≤ one per member.
+ *  - [Checked] a refreshed hello is noted only when proven (`verifiedHello`), passing the check a
+ *    verification's passes (mesh-verify.ts `checkMemberHello`), while its id still is a member; a
+ *    failure is only warned of (the remembered hello stays noted). After stop(), nothing is noted.
+ */
+import type { NodeId } from "../../core/node/types.js";
+import type { PeerHello } from "../../net/wire-schemas.js";
+import type { Admin } from "./admin.js";
+import { checkMemberHello, type MemberVerificationOptions } from "./mesh-verify.js";
+
+export interface MemberHellosOptions
+  extends Pick<MemberVerificationOptions, "node" | "client" | "logger" | "clusterId" | "helloModel"> {
+  admin: Pick<Admin, "notePeerHello">;
+}
+
+export interface MemberHellosHooks {
+  isMember(id: NodeId): boolean;
+  /** `id`'s hello, proven its, before it is checked (the newer-protocol senders: mesh-refused.ts). */
+  noteHello(id: NodeId, raw: unknown): void;
+}
+
+export class MemberHellos {
+  private readonly hellos = new Map<NodeId, PeerHello>();
+  private readonly refreshing = new Set<NodeId>();
+  private stopped = false;
+
+  constructor(
+    private readonly o: MemberHellosOptions,
+    private readonly hooks: MemberHellosHooks,
+  ) {}
+
+  get(id: NodeId): PeerHello | undefined {
+    return this.hellos.get(id);
+  }
+
+  remember(id: NodeId, hello: PeerHello): void {
+    this.hellos.set(id, hello);
+  }
+
+  /** Drops the hellos of the members SWIM no longer remembers. */
+  keepOnly(remembered: ReadonlySet<NodeId>): void {
+    for (const id of this.hellos.keys()) if (!remembered.has(id)) this.hellos.delete(id);
+  }
+
+  /** Asks member `id` for a fresh hello and notes it if it passes (see [Checked]). */
+  refresh(id: NodeId): void {
+    if (this.stopped || this.refreshing.has(id)) return;
+    this.refreshing.add(id);
+    this.o.client
+      .verifiedHello(id)
+      .then(
+        (raw) => {
+          if (this.stopped || !this.hooks.isMember(id)) return;
+          this.hooks.noteHello(id, raw);
+          const r = checkMemberHello(this.o, id, raw);
+          if (!r.ok) {
+            this.o.logger.warn(
+              { peer: id, reason: r.reason },
+              `member back in the mesh: its fresh hello is refused, its last one kept: ${r.message}`,
+            );
+            return;
+          }
+          this.hellos.set(id, r.hello);
+          this.o.admin.notePeerHello(id, r.hello);
+        },
+        (err: Error) => {
+          if (this.stopped) return;
+          this.o.logger.warn(
+            { peer: id, err: err.message },
+            "member back in the mesh: no fresh hello, its last one kept",
+          );
+        },
+      )
+      // Noting it must not turn into an unhandled rejection (a crash): said, and the old hello kept.
+      .catch((err: Error) =>
+        this.o.logger.warn(
+          { peer: id, err: err.message },
+          "member back in the mesh: its fresh hello not noted",
+        ),
+      )
+      .finally(() => this.refreshing.delete(id));
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * MeshPeers with fakes: a member SWIM takes back with no new verification (a refuted death, a
+ * restart) is noted again with its last verified hello at once, then with a fresh one once that is
+ * proven and checked (member-hellos.ts); a fresh one refused or unanswered leaves the last one; a
+ * hello is forgotten with its member, and nothing is noted after stop().
+ */
+import { describe, expect, it } from "vitest";
+import type { PrefixNode } from "../../src/core/node/node.js";
+import type { NodeInput } from "../../src/core/node/types.js";
+import type { PeerClient } from "../../src/net/transport-client.js";
+import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
+import type { PeerHello } from "../../src/net/wire-schemas.js";
+import type { NodeMetrics } from "../../src/server/metrics.js";
+import type { Admin, HelloNews } from "../../src/server/runtime/admin.js";
+import { MeshPeers } from "../../src/server/runtime/mesh-peers.js";
+
+const hello = (models: string[], cluster = "c"): PeerHello => ({
+  id: "B",
+  cluster,
+  model: models[0] as string,
+  models,
+  protocol: PROTOCOL_VERSION,
+  minProtocol: PROTOCOL_VERSION,
+  gossip: "scuttlebutt",
+  promptText: false,
+});
+
+/** A's MeshPeers; B's status at SWIM is `set`, each hello B answers is the next of `answers`. */
+function fakes() {
+  let status: string | undefined;
+  const answers: (() => Promise<unknown>)[] = [];
+  let asked = 0;
+  const node = {
+    id: "A",
+    config: { gossip: "scuttlebutt" },
+    meshMembers: () => (status === undefined ? [] : [{ id: "B", status, incarnation: 1 }]),
+  } as unknown as PrefixNode;
+  const pools = new Set<string>();
+  const client = {
+    authMode: "insecure",
+    has: (id: string) => pools.has(id),
+    setPeer: (id: string) => void pools.add(id),
+    removePeer: (id: string) => void pools.delete(id),
+    verifiedHello: () => {
+      asked++;
+      return (answers.shift() ?? (() => new Promise(() => {})))();
+    },
+  } as unknown as PeerClient;
+  /** What each admission and later hello noted of B: the models it said. */
+  const noted: (string[] | undefined)[] = [];
+  const admin = {
+    meshJoined: (_: string, __: string, h: HelloNews) => void noted.push(h.models),
+    meshLeft: () => {},
+    notePeerHello: (_: string, h: HelloNews) => void noted.push(h.models),
+  } as unknown as Admin;
+  const warnings: string[] = [];
+  const logger = {
+    info() {},
+    error() {},
+    debug() {},
+    warn: (_: unknown, m: string) => void warnings.push(m),
+  };
+  let mesh: MeshPeers | undefined;
+  // The runtime's loop: SWIM admits a verified candidate, then the transport follows.
+  const feed = (i: NodeInput) => {
+    if (i.type === "member-verified" && i.ok) status = "alive";
+    mesh?.syncMembers();
+  };
+  mesh = new MeshPeers({
+    node,
+    client,
+    admin,
+    metrics: { authRejected: { inc() {} } } as unknown as NodeMetrics,
+    logger,
+    clusterId: "c",
+    helloModel: undefined,
+    feed,
+    maxMessageBytes: 1 << 20,
+  });
+  const set = (s: string | undefined) => {
+    status = s;
+    mesh.syncMembers();
+  };
+  return { mesh, answers, noted, warnings, set, asked: () => asked };
+}
+
+async function until(what: string, cond: () => boolean): Promise<void> {
+  for (const t0 = Date.now(); !cond(); ) {
+    if (Date.now() - t0 > 10_000) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** B verified (models m1) and admitted, then declared dead. */
+async function admittedThenDead() {
+  const f = fakes();
+  f.answers.push(() => Promise.resolve(hello(["m1"])));
+  f.mesh.learn("B", "http://127.0.0.1:1", true);
+  f.mesh.verify("B");
+  await until("B admitted", () => f.noted.length === 1);
+  expect(f.noted).toEqual([["m1"]]);
+  f.set("dead");
+  return f;
+}
+
+describe("a member back in the mesh without a new verification", () => {
+  it("is noted with its last hello at once, then with its fresh one", async () => {
+    const f = await admittedThenDead();
+    f.answers.push(() => Promise.resolve(hello(["m2", "m2-lora"])));
+    f.set("alive");
+    expect(f.noted).toEqual([["m1"], ["m1"]]);
+    await until("its fresh hello noted", () => f.noted.length === 3);
+    expect(f.noted[2]).toEqual(["m2", "m2-lora"]);
+    // The fresh one is now the one remembered.
+    f.set("dead");
+    f.set("alive");
+    expect(f.noted[3]).toEqual(["m2", "m2-lora"]);
+    f.mesh.stop();
+  });
+
+  it("keeps its last hello when the fresh one is refused or unanswered, and says so", async () => {
+    const f = await admittedThenDead();
+    f.answers.push(() => Promise.resolve(hello(["m9"], "another-cluster")));
+    f.set("alive");
+    await until("the refusal warned of", () => f.warnings.length === 1);
+    expect(f.warnings[0]).toContain("another-cluster");
+    f.answers.push(() => Promise.reject(new Error("connection refused")));
+    f.set("dead");
+    f.set("alive");
+    await until("the failure warned of", () => f.warnings.length === 2);
+    expect(f.warnings[1]).toContain("no fresh hello");
+    expect(f.noted).toEqual([["m1"], ["m1"], ["m1"]]);
+    f.mesh.stop();
+  });
+
+  it("notes nothing after stop()", async () => {
+    const f = await admittedThenDead();
+    let answer: (h: PeerHello) => void = () => {};
+    f.answers.push(() => new Promise((r) => (answer = r)));
+    f.set("alive");
+    expect(f.asked()).toBe(2);
+    f.mesh.stop();
+    answer(hello(["m2"]));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(f.noted).toEqual([["m1"], ["m1"]]);
+    expect(f.warnings).toEqual([]);
+  });
+
+  it("is forgotten once SWIM forgets the member: nothing to note if it comes back so", async () => {
+    const f = await admittedThenDead();
+    f.set(undefined); // its tombstone dropped
+    f.set("alive");
+    expect(f.noted).toEqual([["m1"], undefined]);
+    f.mesh.stop();
+  });
+});
