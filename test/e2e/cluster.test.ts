@@ -195,7 +195,9 @@ describe("3-node cluster (mTLS, sim engine) through the official openai client",
         .completions.create({ model, prompt: `${prefix} while frozen`, max_tokens: 1 })
         .withResponse();
       expect(response.headers.get("x-prefixmesh-served-by")).not.toBe("C");
-      expect(performance.now() - t0).toBeLessThan(5_000);
+      // Not the forward timeout: half of it leaves a machine many times slower than idle room. (The
+      // counts below cannot tell it: by then C would be suspected, and acks may have timed out.)
+      expect(performance.now() - t0).toBeLessThan(15_000);
       const v = (await (await fetch(`${info.nodes[0]?.apiUrl}/cluster`)).json()) as {
         stats: { fallbacks: number; ackTimeouts: number };
         peers: { id: string; suspected: boolean }[];

@@ -130,8 +130,10 @@ describe("stalling, refusing and lying peers among real node processes", () => {
     expect(a.failures).toBeLessThanOrEqual(3);
     expect(b.failures).toBeLessThanOrEqual(3);
     // Nobody waited for the 30 s forward timeout: an acked forward overdue against its expected
-    // time fails over (answerSlack), and the breaker keeps the rest away from S.
-    expect(Math.max(a.slowest, b.slowest)).toBeLessThan(10_000);
+    // time fails over (answerSlack), and the breaker keeps the rest away from S. The bound leaves room
+    // for a machine many times slower than idle and stays well under the timeout. (Not told by
+    // counts: a failure can also end by an error from S, which no counter names.)
+    expect(Math.max(a.slowest, b.slowest)).toBeLessThan(20_000);
     // Demoted: S's remaining prefixes are served elsewhere at the cluster's own pace (A and B, or an
     // idle peer that offload moves waiting work to). S is sent nothing but the breaker's half-open
     // probes (on a busy machine S's open period of 10 s can pass before the batch): each failed probe
@@ -156,8 +158,10 @@ describe("stalling, refusing and lying peers among real node processes", () => {
     );
     expect(failed).toBeLessThanOrEqual(probes);
     expect(probes).toBeLessThanOrEqual(2);
-    // About the pace of the cluster without S (loose: a busy machine's noise, not S, may differ).
-    expect(ms).toBeLessThan(3 * base.ms + 2_000);
+    // No request in the batch waited out the forward timeout (a probe S never answered, say):
+    // the counts above tell demotion; the two batches' times are printed, not compared, as load on a
+    // shared machine can change between them many times over.
+    expect(ms).toBeLessThan(20_000);
   }, 120_000);
 
   it("demotes a peer that answers 503: under 5% of requests fall back after that", async () => {

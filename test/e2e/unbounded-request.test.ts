@@ -70,8 +70,12 @@ describe("an unbounded request at one node", () => {
     expect(longDone.status).toBe(200);
     // The default bounded it: the chat default, not the context.
     expect(longDone.body.usage?.completion_tokens).toBe(512);
-    // The others did not wait for it (they ran while it ran, at a peer).
+    // The others did not wait for it: they ran while it ran, at a peer (without offload they all stay
+    // at the node, behind it). Told by where they ran, not by comparing latencies measured seconds
+    // apart on a shared machine (both are printed above): the first, sent while it runs, at a peer,
+    // and the node serves them again only once it is over (on a slow machine it can end before the
+    // last of them), after which none goes elsewhere.
+    expect(during.map((d) => d.servedBy).join("")).toMatch(/^[BC]+A*$/);
     expect(Math.max(...ms)).toBeLessThan(longMs);
-    expect(p99(ms)).toBeLessThanOrEqual(2 * p99(base) + 250);
   }, 120_000);
 });
