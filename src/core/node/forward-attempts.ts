@@ -49,6 +49,8 @@ export interface AttemptCounters {
   ignoredAcks: number;
   invalidMessages: number;
   overdueAnswers: number;
+  forwardTimeouts: number;
+  peerErrors: number;
 }
 
 type Answer = Extract<PeerMessage, { type: "result" | "error" }>;
@@ -149,6 +151,7 @@ export class ForwardAttempts {
     invariant(p === undefined || timer.attempt <= p.attempt, "a timer for an attempt not yet made");
     if (p?.current === undefined || p.attempt !== timer.attempt) return false;
     if (timer.kind === "forward") {
+      this.counters.forwardTimeouts++;
       this.trust.failed(p.current, attemptKey(p), now);
       this.fallback(p, out, false, true);
       return true;
@@ -228,7 +231,10 @@ export class ForwardAttempts {
     const limits = saidLimits(msg);
     if (limits !== undefined && exceedsLimits(q.request, limits)) this.limits.learn(from, limits);
     else if (isLoadRefusal(msg.error)) this.trust.refused(from, this.now());
-    else if (!PROTOCOL_REFUSALS.has(msg.error)) this.trust.failed(from, attemptKey(q), this.now());
+    else if (!PROTOCOL_REFUSALS.has(msg.error)) {
+      this.counters.peerErrors++;
+      this.trust.failed(from, attemptKey(q), this.now());
+    }
     // The peer (or the stream carrying its answer) ended this attempt itself: nothing to cancel.
     this.fallback(q, out, true, false);
     return true;

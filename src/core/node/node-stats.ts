@@ -52,6 +52,13 @@ export interface NodeStats {
   probes: number;
   /** Acked forward attempts abandoned because their answer was overdue (peer trust). */
   overdueAnswers: number;
+  /** Forward attempts abandoned at the forward timeout (no ack wait or answer deadline ended them first). */
+  forwardTimeouts: number;
+  /**
+   * Forward attempts a peer ended with an error held against it: not a refusal for load, for our own
+   * protocol, or for its limits (trust.ts).
+   */
+  peerErrors: number;
   /** Forwards re-sent for the same attempt because it was not acked (up to `forwardResends`). */
   resends: number;
   /** Answers re-sent to an origin that probed for a forward we had already answered. */

@@ -58,6 +58,8 @@ function originCounters() {
     clientDeadlineRefusals: 0,
     invalidMessages: 0,
     overdueAnswers: 0,
+    forwardTimeouts: 0,
+    peerErrors: 0,
     offloaded: 0,
     hedgedAnswers: 0,
     clientGoneQueued: 0,

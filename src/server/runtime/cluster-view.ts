@@ -230,6 +230,8 @@ function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, numbe
     duplicate_forward: s.duplicateForwards,
     cancelled_forward: s.cancelledForwards,
     overdue_answer: s.overdueAnswers,
+    forward_timeout: s.forwardTimeouts,
+    peer_error: s.peerErrors,
     expired_forward: s.expiredForwards,
     hedged_answer: s.hedgedAnswers,
   };
