@@ -154,3 +154,48 @@ describe("a member back in the mesh without a new verification", () => {
     f.mesh.stop();
   });
 });
+
+/** Every promise callback already due has run (answers here settle within microtasks). */
+const settled = () => new Promise((r) => setImmediate(r));
+
+describe("a fresh hello that arrives late", () => {
+  /** B back (unverified) with its fresh hello in flight: `answer` settles it. */
+  async function backAsked() {
+    const f = await admittedThenDead();
+    let answer: (h: PeerHello) => void = () => {};
+    f.answers.push(() => new Promise((r) => (answer = r)));
+    f.set("alive");
+    expect(f.asked()).toBe(2);
+    return { ...f, answer: (h: PeerHello) => answer(h) };
+  }
+
+  it("is not noted once the member left and came back meanwhile: it is asked again", async () => {
+    const f = await backAsked();
+    f.set("dead");
+    f.answers.push(() => Promise.resolve(hello(["m3"])));
+    f.set("alive"); // back again: the answer in flight may be its previous life's
+    // Its previous life's answer comes in now.
+    f.answer(hello(["m2"]));
+    await until("asked again", () => f.asked() === 3);
+    await until("the fresh hello of its new life noted", () => f.noted.length === 4);
+    expect(f.noted).toEqual([["m1"], ["m1"], ["m1"], ["m3"]]);
+    f.mesh.stop();
+  });
+
+  it("does not replace the hello of a verification made after it was asked", async () => {
+    const f = await backAsked();
+    f.set(undefined); // its tombstone dropped: SWIM verifies it anew
+    f.answers.push(() => Promise.resolve(hello(["m3"])));
+    f.mesh.verify("B");
+    await until("verified afresh and admitted", () => f.noted.length === 3);
+    expect(f.noted[2]).toEqual(["m3"]);
+    f.answer(hello(["m2"])); // asked before that verification
+    await settled();
+    expect(f.noted).toHaveLength(3);
+    f.set("dead");
+    f.set("alive");
+    // The verified hello is the one remembered, not the older answer.
+    expect(f.noted).toEqual([["m1"], ["m1"], ["m3"], ["m3"]]);
+    f.mesh.stop();
+  });
+});

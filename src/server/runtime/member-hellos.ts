@@ -8,7 +8,9 @@
  *
  * Invariants:
  *  - [Bounded] hellos ≤ SWIM's member table: one is dropped once SWIM forgets its member (`keepOnly`);
- *    refreshes in flight ≤ one per member.
+ *    refreshes in flight ≤ one per member (one back again meanwhile is asked again once it settles).
+ *  - [Newest] an answer is noted only if nothing newer came since it was asked: the member did not come
+ *    back again meanwhile (the answer may be its previous life's) nor was it verified afresh.
  *  - [Checked] a refreshed hello is noted only when proven (`verifiedHello`), passing the check a
  *    verification's passes (mesh-verify.ts `checkMemberHello`), while its id still is a member; a
  *    failure is only warned of (the remembered hello stays noted). After stop(), nothing is noted.
@@ -29,9 +31,16 @@ export interface MemberHellosHooks {
   noteHello(id: NodeId, raw: unknown): void;
 }
 
+/** A fresh hello asked for: `stale` once its answer may be older than what is known (see [Newest]). */
+interface Refresh {
+  stale: boolean;
+  /** Back again while it was asked: asked again once this one settles. */
+  again: boolean;
+}
+
 export class MemberHellos {
   private readonly hellos = new Map<NodeId, PeerHello>();
-  private readonly refreshing = new Set<NodeId>();
+  private readonly refreshing = new Map<NodeId, Refresh>();
   private stopped = false;
 
   constructor(
@@ -43,8 +52,14 @@ export class MemberHellos {
     return this.hellos.get(id);
   }
 
+  /** A verification's hello: newer than any answer still in flight. */
   remember(id: NodeId, hello: PeerHello): void {
     this.hellos.set(id, hello);
+    const r = this.refreshing.get(id);
+    if (r !== undefined) {
+      r.stale = true;
+      r.again = false;
+    }
   }
 
   /** Drops the hellos of the members SWIM no longer remembers. */
@@ -54,27 +69,34 @@ export class MemberHellos {
 
   /** Asks member `id` for a fresh hello and notes it if it passes (see [Checked]). */
   refresh(id: NodeId): void {
-    if (this.stopped || this.refreshing.has(id)) return;
-    this.refreshing.add(id);
+    if (this.stopped) return;
+    const cur = this.refreshing.get(id);
+    if (cur !== undefined) {
+      cur.stale = true;
+      cur.again = true;
+      return;
+    }
+    const r: Refresh = { stale: false, again: false };
+    this.refreshing.set(id, r);
     this.o.client
       .verifiedHello(id)
       .then(
         (raw) => {
-          if (this.stopped || !this.hooks.isMember(id)) return;
+          if (this.stopped || r.stale || !this.hooks.isMember(id)) return;
           this.hooks.noteHello(id, raw);
-          const r = checkMemberHello(this.o, id, raw);
-          if (!r.ok) {
+          const c = checkMemberHello(this.o, id, raw);
+          if (!c.ok) {
             this.o.logger.warn(
-              { peer: id, reason: r.reason },
-              `member back in the mesh: its fresh hello is refused, its last one kept: ${r.message}`,
+              { peer: id, reason: c.reason },
+              `member back in the mesh: its fresh hello is refused, its last one kept: ${c.message}`,
             );
             return;
           }
-          this.hellos.set(id, r.hello);
-          this.o.admin.notePeerHello(id, r.hello);
+          this.hellos.set(id, c.hello);
+          this.o.admin.notePeerHello(id, c.hello);
         },
         (err: Error) => {
-          if (this.stopped) return;
+          if (this.stopped || r.stale) return;
           this.o.logger.warn(
             { peer: id, err: err.message },
             "member back in the mesh: no fresh hello, its last one kept",
@@ -88,7 +110,10 @@ export class MemberHellos {
           "member back in the mesh: its fresh hello not noted",
         ),
       )
-      .finally(() => this.refreshing.delete(id));
+      .finally(() => {
+        this.refreshing.delete(id);
+        if (r.again && this.hooks.isMember(id)) this.refresh(id);
+      });
   }
 
   stop(): void {
