@@ -103,6 +103,9 @@ async function admittedThenDead() {
   return f;
 }
 
+/** Every promise callback already due has run (answers here settle within microtasks). */
+const settled = () => new Promise((r) => setImmediate(r));
+
 describe("a member back in the mesh without a new verification", () => {
   it("is noted with its last hello at once, then with its fresh one", async () => {
     const f = await admittedThenDead();
@@ -141,7 +144,7 @@ describe("a member back in the mesh without a new verification", () => {
     expect(f.asked()).toBe(2);
     f.mesh.stop();
     answer(hello(["m2"]));
-    await new Promise((r) => setTimeout(r, 20));
+    await settled();
     expect(f.noted).toEqual([["m1"], ["m1"]]);
     expect(f.warnings).toEqual([]);
   });
@@ -154,9 +157,6 @@ describe("a member back in the mesh without a new verification", () => {
     f.mesh.stop();
   });
 });
-
-/** Every promise callback already due has run (answers here settle within microtasks). */
-const settled = () => new Promise((r) => setImmediate(r));
 
 describe("a fresh hello that arrives late", () => {
   /** B back (unverified) with its fresh hello in flight: `answer` settles it. */
