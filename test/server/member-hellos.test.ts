@@ -28,12 +28,13 @@ const hello = (models: string[], cluster = "c"): PeerHello => ({
 /** A's MeshPeers; B's status at SWIM is `set`, each hello B answers is the next of `answers`. */
 function fakes() {
   let status: string | undefined;
+  let incarnation = 1;
   const answers: (() => Promise<unknown>)[] = [];
   let asked = 0;
   const node = {
     id: "A",
     config: { gossip: "scuttlebutt" },
-    meshMembers: () => (status === undefined ? [] : [{ id: "B", status, incarnation: 1 }]),
+    meshMembers: () => (status === undefined ? [] : [{ id: "B", status, incarnation }]),
   } as unknown as PrefixNode;
   const pools = new Set<string>();
   const client = {
@@ -81,7 +82,12 @@ function fakes() {
     status = s;
     mesh.syncMembers();
   };
-  return { mesh, answers, noted, warnings, set, asked: () => asked };
+  /** B at `inc` at SWIM, its status unchanged (a refuted suspicion; a restart SWIM never saw). */
+  const outbid = (inc: number) => {
+    incarnation = inc;
+    mesh.syncMembers();
+  };
+  return { mesh, answers, noted, warnings, set, outbid, asked: () => asked };
 }
 
 async function until(what: string, cond: () => boolean): Promise<void> {
@@ -196,6 +202,24 @@ describe("a fresh hello that arrives late", () => {
     f.set("alive");
     // The verified hello is the one remembered, not the older answer.
     expect(f.noted).toEqual([["m1"], ["m1"], ["m3"], ["m3"]]);
+    f.mesh.stop();
+  });
+});
+
+describe("a member alive at a higher incarnation", () => {
+  it("is asked for a fresh hello: it may have restarted within its suspicion time", async () => {
+    const f = fakes();
+    f.answers.push(() => Promise.resolve(hello(["m1"])));
+    f.mesh.learn("B", "http://127.0.0.1:1", true);
+    f.mesh.verify("B");
+    await until("B admitted", () => f.noted.length === 1);
+    f.outbid(1); // the same incarnation: nothing to ask
+    expect(f.asked()).toBe(1);
+    f.answers.push(() => Promise.resolve(hello(["m2"])));
+    f.outbid(2);
+    expect(f.asked()).toBe(2);
+    await until("its fresh hello noted", () => f.noted.length === 2);
+    expect(f.noted).toEqual([["m1"], ["m2"]]);
     f.mesh.stop();
   });
 });

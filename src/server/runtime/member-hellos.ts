@@ -4,10 +4,12 @@
  * member back with no new verification when it refutes its death (a suspicion that timed out on a
  * busy machine, a restart outranking its previous life), and the transport must note again what its
  * hello said — its models (unknown would mean "serves any"), prompt text, channel MAC and cache cap.
- * A fresh hello is asked for then too, since a restarted member may serve other models now.
+ * A fresh hello is asked for then too, since a restarted member may serve other models now; and when a
+ * live member's incarnation rises with no status change (a refuted suspicion, or a restart SWIM never
+ * saw: the member back within its suspicion time, or its death not heard of yet).
  *
  * Invariants:
- *  - [Bounded] hellos ≤ SWIM's member table: one is dropped once SWIM forgets its member (`keepOnly`);
+ *  - [Bounded] hellos and incarnations ≤ SWIM's member table: dropped once SWIM forgets the member (`keepOnly`);
  *    refreshes in flight ≤ one per member (one back again meanwhile is asked again once it settles).
  *  - [Newest] an answer is noted only if nothing newer came since it was asked: the member did not come
  *    back again meanwhile (the answer may be its previous life's) nor was it verified afresh.
@@ -40,6 +42,8 @@ interface Refresh {
 
 export class MemberHellos {
   private readonly hellos = new Map<NodeId, PeerHello>();
+  /** The highest incarnation each member was seen live at. */
+  private readonly incarnations = new Map<NodeId, number>();
   private readonly refreshing = new Map<NodeId, Refresh>();
   private stopped = false;
 
@@ -62,9 +66,18 @@ export class MemberHellos {
     }
   }
 
-  /** Drops the hellos of the members SWIM no longer remembers. */
+  /** Member `id` is live at `incarnation`: whether that is above the one it was last seen live at. */
+  outbid(id: NodeId, incarnation: number): boolean {
+    const was = this.incarnations.get(id);
+    if (was !== undefined && incarnation <= was) return false;
+    this.incarnations.set(id, incarnation);
+    return was !== undefined;
+  }
+
+  /** Drops what is kept of the members SWIM no longer remembers. */
   keepOnly(remembered: ReadonlySet<NodeId>): void {
     for (const id of this.hellos.keys()) if (!remembered.has(id)) this.hellos.delete(id);
+    for (const id of this.incarnations.keys()) if (!remembered.has(id)) this.incarnations.delete(id);
   }
 
   /** Asks member `id` for a fresh hello and notes it if it passes (see [Checked]). */

@@ -202,8 +202,11 @@ export class MeshPeers {
     const remembered = new Set<NodeId>();
     for (const m of this.o.node.meshMembers() ?? []) {
       remembered.add(m.id);
-      if (m.status === "alive" || m.status === "suspect") now.add(m.id);
-      else if (m.status === "left") left.add(m.id);
+      if (m.status === "alive" || m.status === "suspect") {
+        now.add(m.id);
+        // A member live at a higher incarnation may have restarted unseen (member-hellos.ts).
+        if (this.hellos.outbid(m.id, m.incarnation) && this.members.has(m.id)) this.hellos.refresh(m.id);
+      } else if (m.status === "left") left.add(m.id);
     }
     this.hellos.keepOnly(remembered);
     for (const id of now) {
