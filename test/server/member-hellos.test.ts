@@ -223,3 +223,20 @@ describe("a member alive at a higher incarnation", () => {
     f.mesh.stop();
   });
 });
+
+describe("a member's hello read elsewhere (a DNS round's re-check)", () => {
+  it("is the one remembered, and is not noted for an id that is no member", async () => {
+    const f = fakes();
+    f.answers.push(() => Promise.resolve(hello(["m1"])));
+    f.mesh.learn("B", "http://127.0.0.1:1", true);
+    f.mesh.verify("B");
+    await until("B admitted", () => f.noted.length === 1);
+    f.mesh.noteHello("B", hello(["m2"]));
+    expect(f.noted).toEqual([["m1"], ["m2"]]);
+    f.set("dead");
+    f.mesh.noteHello("B", hello(["m3"])); // not a member now: nothing noted of it
+    f.set("alive"); // back with no verification: what was last read of it, not its first hello
+    expect(f.noted).toEqual([["m1"], ["m2"], ["m2"]]);
+    f.mesh.stop();
+  });
+});

@@ -9,10 +9,12 @@
  * saw: the member back within its suspicion time, or its death not heard of yet).
  *
  * Invariants:
- *  - [Bounded] hellos and incarnations ≤ SWIM's member table: dropped once SWIM forgets the member (`keepOnly`);
- *    refreshes in flight ≤ one per member (one back again meanwhile is asked again once it settles).
+ *  - [Bounded] hellos and incarnations ≤ SWIM's member table: dropped once SWIM forgets their member
+ *    (`keepOnly`); refreshes in flight ≤ one per member (one back again meanwhile is asked again once
+ *    it settles).
  *  - [Newest] an answer is noted only if nothing newer came since it was asked: the member did not come
- *    back again meanwhile (the answer may be its previous life's) nor was it verified afresh.
+ *    back again meanwhile (the answer may be its previous life's), nor was a newer hello of it read (a
+ *    verification's, a DNS re-check's: `remember`).
  *  - [Checked] a refreshed hello is noted only when proven (`verifiedHello`), passing the check a
  *    verification's passes (mesh-verify.ts `checkMemberHello`), while its id still is a member; a
  *    failure is only warned of (the remembered hello stays noted). After stop(), nothing is noted.
@@ -56,7 +58,7 @@ export class MemberHellos {
     return this.hellos.get(id);
   }
 
-  /** A verification's hello: newer than any answer still in flight. */
+  /** A hello proven and checked just now (a verification's, a DNS re-check's): newer than any in flight. */
   remember(id: NodeId, hello: PeerHello): void {
     this.hellos.set(id, hello);
     const r = this.refreshing.get(id);

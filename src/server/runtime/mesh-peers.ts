@@ -40,6 +40,7 @@ import type { PrefixNode } from "../../core/node/node.js";
 import type { MeshMessage, NodeId, NodeInput } from "../../core/node/types.js";
 import { decodeMesh, encodeMesh, type MeshAddress, meshMentions } from "../../net/mesh-wire.js";
 import type { PeerClient } from "../../net/transport-client.js";
+import type { PeerHello } from "../../net/wire-schemas.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
 import type { RuntimeLogger } from "./logger.js";
@@ -188,6 +189,16 @@ export class MeshPeers {
         this.o.served?.report(s.header.sender, s.header.epoch, s.header.served);
     this.o.feed({ type: "mesh-message", from, msg: d.envelope.msg });
     return undefined;
+  }
+
+  /**
+   * Member `id`'s hello, proven and checked elsewhere (a DNS round's re-check): noted, and the one
+   * remembered should it come back unverified; of an id that is no member, nothing is noted.
+   */
+  noteHello(id: NodeId, hello: PeerHello): void {
+    if (this.stopped || !this.members.has(id)) return;
+    this.hellos.remember(id, hello);
+    this.o.admin.notePeerHello(id, hello);
   }
 
   /** The `verify-member` effect (see [Verified by contact]). */
