@@ -9,8 +9,8 @@
  * saw: the member back within its suspicion time, or its death not heard of yet).
  *
  * Invariants:
- *  - [Bounded] hellos and incarnations ≤ SWIM's member table: dropped once SWIM forgets their member
- *    (`keepOnly`); refreshes in flight ≤ one per member (one back again meanwhile is asked again once
+ *  - [Bounded] hellos and incarnations ≤ SWIM's member table after each sync: pruned to its members
+ *    once they outnumber it (`keepOnly`); refreshes in flight ≤ one per member (one back again meanwhile is asked again once
  *    it settles).
  *  - [Newest] an answer is noted only if nothing newer came since it was asked: the member did not come
  *    back again meanwhile (the answer may be its previous life's), nor was a newer hello of it read (a
@@ -76,8 +76,13 @@ export class MemberHellos {
     return was !== undefined;
   }
 
-  /** Drops what is kept of the members SWIM no longer remembers. */
+  /**
+   * Drops what is kept of the members SWIM no longer remembers, once more is kept than it holds (run
+   * after every input, so not a walk each time; a forgotten member's entry left meanwhile is harmless:
+   * it comes back only through a verification, whose hello replaces it).
+   */
   keepOnly(remembered: ReadonlySet<NodeId>): void {
+    if (this.hellos.size <= remembered.size && this.incarnations.size <= remembered.size) return;
     for (const id of this.hellos.keys()) if (!remembered.has(id)) this.hellos.delete(id);
     for (const id of this.incarnations.keys()) if (!remembered.has(id)) this.incarnations.delete(id);
   }
