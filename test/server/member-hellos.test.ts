@@ -28,12 +28,13 @@ const hello = (models: string[], cluster = "c"): PeerHello => ({
 /** A's MeshPeers; B's status at SWIM is `set`, each hello B answers is the next of `answers`. */
 function fakes() {
   let status: string | undefined;
+  let incarnation = 1;
   const answers: (() => Promise<unknown>)[] = [];
   let asked = 0;
   const node = {
     id: "A",
     config: { gossip: "scuttlebutt" },
-    meshMembers: () => (status === undefined ? [] : [{ id: "B", status, incarnation: 1 }]),
+    meshMembers: () => (status === undefined ? [] : [{ id: "B", status, incarnation }]),
   } as unknown as PrefixNode;
   const pools = new Set<string>();
   const client = {
@@ -81,7 +82,12 @@ function fakes() {
     status = s;
     mesh.syncMembers();
   };
-  return { mesh, answers, noted, warnings, set, asked: () => asked };
+  /** B at `inc` at SWIM, its status unchanged (a refuted suspicion; a restart SWIM never saw). */
+  const outbid = (inc: number) => {
+    incarnation = inc;
+    mesh.syncMembers();
+  };
+  return { mesh, answers, noted, warnings, set, outbid, asked: () => asked };
 }
 
 async function until(what: string, cond: () => boolean): Promise<void> {
@@ -102,6 +108,9 @@ async function admittedThenDead() {
   f.set("dead");
   return f;
 }
+
+/** Every promise callback already due has run (answers here settle within microtasks). */
+const settled = () => new Promise((r) => setImmediate(r));
 
 describe("a member back in the mesh without a new verification", () => {
   it("is noted with its last hello at once, then with its fresh one", async () => {
@@ -141,7 +150,7 @@ describe("a member back in the mesh without a new verification", () => {
     expect(f.asked()).toBe(2);
     f.mesh.stop();
     answer(hello(["m2"]));
-    await new Promise((r) => setTimeout(r, 20));
+    await settled();
     expect(f.noted).toEqual([["m1"], ["m1"]]);
     expect(f.warnings).toEqual([]);
   });
@@ -151,6 +160,83 @@ describe("a member back in the mesh without a new verification", () => {
     f.set(undefined); // its tombstone dropped
     f.set("alive");
     expect(f.noted).toEqual([["m1"], undefined]);
+    f.mesh.stop();
+  });
+});
+
+describe("a fresh hello that arrives late", () => {
+  /** B back (unverified) with its fresh hello in flight: `answer` settles it. */
+  async function backAsked() {
+    const f = await admittedThenDead();
+    let answer: (h: PeerHello) => void = () => {};
+    f.answers.push(() => new Promise((r) => (answer = r)));
+    f.set("alive");
+    expect(f.asked()).toBe(2);
+    return { ...f, answer: (h: PeerHello) => answer(h) };
+  }
+
+  it("is not noted once the member left and came back meanwhile: it is asked again", async () => {
+    const f = await backAsked();
+    f.set("dead");
+    f.answers.push(() => Promise.resolve(hello(["m3"])));
+    f.set("alive"); // back again: the answer in flight may be its previous life's
+    // Its previous life's answer comes in now.
+    f.answer(hello(["m2"]));
+    await until("asked again", () => f.asked() === 3);
+    await until("the fresh hello of its new life noted", () => f.noted.length === 4);
+    expect(f.noted).toEqual([["m1"], ["m1"], ["m1"], ["m3"]]);
+    f.mesh.stop();
+  });
+
+  it("does not replace the hello of a verification made after it was asked", async () => {
+    const f = await backAsked();
+    f.set(undefined); // its tombstone dropped: SWIM verifies it anew
+    f.answers.push(() => Promise.resolve(hello(["m3"])));
+    f.mesh.verify("B");
+    await until("verified afresh and admitted", () => f.noted.length === 3);
+    expect(f.noted[2]).toEqual(["m3"]);
+    f.answer(hello(["m2"])); // asked before that verification
+    await settled();
+    expect(f.noted).toHaveLength(3);
+    f.set("dead");
+    f.set("alive");
+    // The verified hello is the one remembered, not the older answer.
+    expect(f.noted).toEqual([["m1"], ["m1"], ["m3"], ["m3"]]);
+    f.mesh.stop();
+  });
+});
+
+describe("a member alive at a higher incarnation", () => {
+  it("is asked for a fresh hello: it may have restarted within its suspicion time", async () => {
+    const f = fakes();
+    f.answers.push(() => Promise.resolve(hello(["m1"])));
+    f.mesh.learn("B", "http://127.0.0.1:1", true);
+    f.mesh.verify("B");
+    await until("B admitted", () => f.noted.length === 1);
+    f.outbid(1); // the same incarnation: nothing to ask
+    expect(f.asked()).toBe(1);
+    f.answers.push(() => Promise.resolve(hello(["m2"])));
+    f.outbid(2);
+    expect(f.asked()).toBe(2);
+    await until("its fresh hello noted", () => f.noted.length === 2);
+    expect(f.noted).toEqual([["m1"], ["m2"]]);
+    f.mesh.stop();
+  });
+});
+
+describe("a member's hello read elsewhere (a DNS round's re-check)", () => {
+  it("is the one remembered, and is not noted for an id that is no member", async () => {
+    const f = fakes();
+    f.answers.push(() => Promise.resolve(hello(["m1"])));
+    f.mesh.learn("B", "http://127.0.0.1:1", true);
+    f.mesh.verify("B");
+    await until("B admitted", () => f.noted.length === 1);
+    f.mesh.noteHello("B", hello(["m2"]));
+    expect(f.noted).toEqual([["m1"], ["m2"]]);
+    f.set("dead");
+    f.mesh.noteHello("B", hello(["m3"])); // not a member now: nothing noted of it
+    f.set("alive"); // back with no verification: what was last read of it, not its first hello
+    expect(f.noted).toEqual([["m1"], ["m2"], ["m2"]]);
     f.mesh.stop();
   });
 });

@@ -4,11 +4,17 @@
  * member back with no new verification when it refutes its death (a suspicion that timed out on a
  * busy machine, a restart outranking its previous life), and the transport must note again what its
  * hello said — its models (unknown would mean "serves any"), prompt text, channel MAC and cache cap.
- * A fresh hello is asked for then too, since a restarted member may serve other models now.
+ * A fresh hello is asked for then too, since a restarted member may serve other models now; and when a
+ * live member's incarnation rises with no status change (a refuted suspicion, or a restart SWIM never
+ * saw: the member back within its suspicion time, or its death not heard of yet).
  *
  * Invariants:
- *  - [Bounded] hellos ≤ SWIM's member table: one is dropped once SWIM forgets its member (`keepOnly`);
- *    refreshes in flight ≤ one per member.
+ *  - [Bounded] hellos and incarnations ≤ SWIM's member table after each sync: pruned to its members
+ *    once they outnumber it (`keepOnly`); refreshes in flight ≤ one per member (one back again meanwhile is asked again once
+ *    it settles).
+ *  - [Newest] an answer is noted only if nothing newer came since it was asked: the member did not come
+ *    back again meanwhile (the answer may be its previous life's), nor was a newer hello of it read (a
+ *    verification's, a DNS re-check's: `remember`).
  *  - [Checked] a refreshed hello is noted only when proven (`verifiedHello`), passing the check a
  *    verification's passes (mesh-verify.ts `checkMemberHello`), while its id still is a member; a
  *    failure is only warned of (the remembered hello stays noted). After stop(), nothing is noted.
@@ -29,9 +35,18 @@ export interface MemberHellosHooks {
   noteHello(id: NodeId, raw: unknown): void;
 }
 
+/** A fresh hello asked for: `stale` once its answer may be older than what is known (see [Newest]). */
+interface Refresh {
+  stale: boolean;
+  /** Back again while it was asked: asked again once this one settles. */
+  again: boolean;
+}
+
 export class MemberHellos {
   private readonly hellos = new Map<NodeId, PeerHello>();
-  private readonly refreshing = new Set<NodeId>();
+  /** The highest incarnation each member was seen live at. */
+  private readonly incarnations = new Map<NodeId, number>();
+  private readonly refreshing = new Map<NodeId, Refresh>();
   private stopped = false;
 
   constructor(
@@ -43,38 +58,65 @@ export class MemberHellos {
     return this.hellos.get(id);
   }
 
+  /** A hello proven and checked just now (a verification's, a DNS re-check's): newer than any in flight. */
   remember(id: NodeId, hello: PeerHello): void {
     this.hellos.set(id, hello);
+    const r = this.refreshing.get(id);
+    if (r !== undefined) {
+      r.stale = true;
+      r.again = false;
+    }
   }
 
-  /** Drops the hellos of the members SWIM no longer remembers. */
+  /** Member `id` is live at `incarnation`: whether that is above the one it was last seen live at. */
+  outbid(id: NodeId, incarnation: number): boolean {
+    const was = this.incarnations.get(id);
+    if (was !== undefined && incarnation <= was) return false;
+    this.incarnations.set(id, incarnation);
+    return was !== undefined;
+  }
+
+  /**
+   * Drops what is kept of the members SWIM no longer remembers, once more is kept than it holds (run
+   * after every input, so not a walk each time; a forgotten member's entry left meanwhile is harmless:
+   * it comes back only through a verification, whose hello replaces it).
+   */
   keepOnly(remembered: ReadonlySet<NodeId>): void {
+    if (this.hellos.size <= remembered.size && this.incarnations.size <= remembered.size) return;
     for (const id of this.hellos.keys()) if (!remembered.has(id)) this.hellos.delete(id);
+    for (const id of this.incarnations.keys()) if (!remembered.has(id)) this.incarnations.delete(id);
   }
 
   /** Asks member `id` for a fresh hello and notes it if it passes (see [Checked]). */
   refresh(id: NodeId): void {
-    if (this.stopped || this.refreshing.has(id)) return;
-    this.refreshing.add(id);
+    if (this.stopped) return;
+    const cur = this.refreshing.get(id);
+    if (cur !== undefined) {
+      cur.stale = true;
+      cur.again = true;
+      return;
+    }
+    const r: Refresh = { stale: false, again: false };
+    this.refreshing.set(id, r);
     this.o.client
       .verifiedHello(id)
       .then(
         (raw) => {
-          if (this.stopped || !this.hooks.isMember(id)) return;
+          if (this.stopped || r.stale || !this.hooks.isMember(id)) return;
           this.hooks.noteHello(id, raw);
-          const r = checkMemberHello(this.o, id, raw);
-          if (!r.ok) {
+          const c = checkMemberHello(this.o, id, raw);
+          if (!c.ok) {
             this.o.logger.warn(
-              { peer: id, reason: r.reason },
-              `member back in the mesh: its fresh hello is refused, its last one kept: ${r.message}`,
+              { peer: id, reason: c.reason },
+              `member back in the mesh: its fresh hello is refused, its last one kept: ${c.message}`,
             );
             return;
           }
-          this.hellos.set(id, r.hello);
-          this.o.admin.notePeerHello(id, r.hello);
+          this.hellos.set(id, c.hello);
+          this.o.admin.notePeerHello(id, c.hello);
         },
         (err: Error) => {
-          if (this.stopped) return;
+          if (this.stopped || r.stale) return;
           this.o.logger.warn(
             { peer: id, err: err.message },
             "member back in the mesh: no fresh hello, its last one kept",
@@ -88,7 +130,10 @@ export class MemberHellos {
           "member back in the mesh: its fresh hello not noted",
         ),
       )
-      .finally(() => this.refreshing.delete(id));
+      .finally(() => {
+        this.refreshing.delete(id);
+        if (r.again && this.hooks.isMember(id)) this.refresh(id);
+      });
   }
 
   stop(): void {

@@ -40,6 +40,7 @@ import type { PrefixNode } from "../../core/node/node.js";
 import type { MeshMessage, NodeId, NodeInput } from "../../core/node/types.js";
 import { decodeMesh, encodeMesh, type MeshAddress, meshMentions } from "../../net/mesh-wire.js";
 import type { PeerClient } from "../../net/transport-client.js";
+import type { PeerHello } from "../../net/wire-schemas.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
 import type { RuntimeLogger } from "./logger.js";
@@ -190,6 +191,16 @@ export class MeshPeers {
     return undefined;
   }
 
+  /**
+   * Member `id`'s hello, proven and checked elsewhere (a DNS round's re-check): noted, and the one
+   * remembered should it come back unverified; of an id that is no member, nothing is noted.
+   */
+  noteHello(id: NodeId, hello: PeerHello): void {
+    if (this.stopped || !this.members.has(id)) return;
+    this.hellos.remember(id, hello);
+    this.o.admin.notePeerHello(id, hello);
+  }
+
   /** The `verify-member` effect (see [Verified by contact]). */
   verify(id: NodeId): void {
     this.verification.verify(id);
@@ -202,8 +213,11 @@ export class MeshPeers {
     const remembered = new Set<NodeId>();
     for (const m of this.o.node.meshMembers() ?? []) {
       remembered.add(m.id);
-      if (m.status === "alive" || m.status === "suspect") now.add(m.id);
-      else if (m.status === "left") left.add(m.id);
+      if (m.status === "alive" || m.status === "suspect") {
+        now.add(m.id);
+        // A member live at a higher incarnation may have restarted unseen (member-hellos.ts).
+        if (this.hellos.outbid(m.id, m.incarnation) && this.members.has(m.id)) this.hellos.refresh(m.id);
+      } else if (m.status === "left") left.add(m.id);
     }
     this.hellos.keepOnly(remembered);
     for (const id of now) {

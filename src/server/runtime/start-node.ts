@@ -316,7 +316,8 @@ export async function startNode(
           mesh.seed(id, url);
           return true;
         },
-        noteHello: (id, hello) => runtime.admin.notePeerHello(id, hello),
+        // Under SWIM, a member's (kept should it come back unverified), never a non-member's.
+        noteHello: (id, hello) => (mesh ? mesh.noteHello(id, hello) : runtime.admin.notePeerHello(id, hello)),
         movePeer: (id, url) => (mesh ? mesh.learn(id, url, true) : runtime.admin.movePeer(id, url)),
         removePeer: (id, why) => (mesh ? undefined : runtime.removePeer(id, why)),
       },
