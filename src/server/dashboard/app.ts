@@ -204,6 +204,8 @@ function renderTotals(v: ClusterView): void {
     ["served for peers", n("servedForPeers")],
     ["fallbacks", n("fallbacks")],
     ["ack timeouts", n("ackTimeouts")],
+    ["forward timeouts", n("forwardTimeouts")],
+    ["peer errors", n("peerErrors")],
     ["refused (overload)", n("rejectedOverload")],
     ["engine failures", n("engineFailures")],
     ["snapshots sent", sum("snapshotsSent")],
