@@ -104,7 +104,10 @@ describe("four node processes serving two models", () => {
       ),
     );
   }, 120_000);
-  afterAll(async () => nodes?.stop());
+  afterAll(async () => {
+    nodes?.procs[3]?.child.kill("SIGCONT"); // the last test's frozen node, should it fail midway
+    await nodes?.stop();
+  });
 
   it("lists both models, each with the nodes serving it, at every node; the node's own first", async () => {
     for (const [i, id] of nodes.ids.entries()) {
@@ -154,4 +157,31 @@ describe("four node processes serving two models", () => {
       });
     }
   });
+
+  // Last: it freezes a node. A member SWIM declares dead that then refutes it is taken back without a
+  // new verification; what its hello said (its models) must come back with it (member-hellos.ts).
+  it("lists a node's models again once it comes back from being declared dead", async () => {
+    const frozen = nodes.procs[3];
+    frozen?.child.kill("SIGSTOP");
+    const downAtA = async () =>
+      ((await (await fetch(`${nodes.api[0]}/cluster`)).json()) as ClusterPeers).peers.find(
+        (p) => p.id === "D",
+      )?.liveness === "down";
+    await waitFor(downAtA, 60_000, "A to take the frozen D for down");
+    expect(Object.fromEntries((await models(0)).data.map((m) => [m.id, m.nodes]))).toEqual({
+      [M1]: ["A", "B"],
+      [M2]: ["C"],
+    });
+    frozen?.child.kill("SIGCONT");
+    await waitFor(
+      async () => {
+        const byId = Object.fromEntries(
+          (await models(0)).data.map((m) => [m.id, [...(m.nodes ?? [])].sort()]),
+        );
+        return JSON.stringify(byId) === JSON.stringify(SERVES);
+      },
+      30_000,
+      "A to list D's model again",
+    );
+  }, 120_000);
 });
