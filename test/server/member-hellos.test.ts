@@ -5,14 +5,13 @@
  * hello is forgotten with its member, and nothing is noted after stop().
  */
 import { describe, expect, it } from "vitest";
-import type { PrefixNode } from "../../src/core/node/node.js";
 import type { NodeInput } from "../../src/core/node/types.js";
-import type { PeerClient } from "../../src/net/transport-client.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import type { PeerHello } from "../../src/net/wire-schemas.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { Admin, HelloNews } from "../../src/server/runtime/admin.js";
 import { MeshPeers } from "../../src/server/runtime/mesh-peers.js";
+import { fakePeerClient, fakeSwimNode } from "./mesh-fakes.js";
 
 const hello = (models: string[], cluster = "c"): PeerHello => ({
   id: "B",
@@ -31,22 +30,11 @@ function fakes() {
   let incarnation = 1;
   const answers: (() => Promise<unknown>)[] = [];
   let asked = 0;
-  const node = {
-    id: "A",
-    config: { gossip: "scuttlebutt" },
-    meshMembers: () => (status === undefined ? [] : [{ id: "B", status, incarnation }]),
-  } as unknown as PrefixNode;
-  const pools = new Set<string>();
-  const client = {
-    authMode: "insecure",
-    has: (id: string) => pools.has(id),
-    setPeer: (id: string) => void pools.add(id),
-    removePeer: (id: string) => void pools.delete(id),
-    verifiedHello: () => {
-      asked++;
-      return (answers.shift() ?? (() => new Promise(() => {})))();
-    },
-  } as unknown as PeerClient;
+  const node = fakeSwimNode(() => (status === undefined ? undefined : { id: "B", status, incarnation }));
+  const client = fakePeerClient(new Set(), () => {
+    asked++;
+    return (answers.shift() ?? (() => new Promise(() => {})))();
+  });
   /** What each admission and later hello noted of B: the models it said. */
   const noted: (string[] | undefined)[] = [];
   const admin = {

@@ -3,12 +3,11 @@
  * that keeping ends when it comes back, so it never closes a pool made later for another reason.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { PrefixNode } from "../../src/core/node/node.js";
-import type { PeerClient } from "../../src/net/transport-client.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { Admin } from "../../src/server/runtime/admin.js";
 import { MeshPeers } from "../../src/server/runtime/mesh-peers.js";
 import { LEFT_POOL_MS } from "../../src/server/runtime/stranger-pools.js";
+import { fakePeerClient, fakeSwimNode } from "./mesh-fakes.js";
 
 afterEach(() => {
   vi.useRealTimers();
@@ -17,23 +16,13 @@ afterEach(() => {
 function fakes() {
   let status: string | undefined;
   const pools = new Set<string>();
-  const node = {
-    id: "A",
-    config: { gossip: "scuttlebutt" },
-    meshMembers: () => (status === undefined ? [] : [{ id: "B", status }]),
-  } as unknown as PrefixNode;
+  const node = fakeSwimNode(() => (status === undefined ? undefined : { id: "B", status }));
   let hellos = 0;
-  const client = {
-    authMode: "insecure",
-    has: (id: string) => pools.has(id),
-    setPeer: (id: string) => void pools.add(id),
-    removePeer: (id: string) => void pools.delete(id),
-    // A verification that takes its time: its pool must stay meanwhile.
-    verifiedHello: () => {
-      hellos++;
-      return new Promise(() => {});
-    },
-  } as unknown as PeerClient;
+  // A verification that takes its time: its pool must stay meanwhile.
+  const client = fakePeerClient(pools, () => {
+    hellos++;
+    return new Promise(() => {});
+  });
   const admin = {
     meshJoined: (id: string) => void pools.add(id),
     meshLeft: (id: string, keepPool = false) => {

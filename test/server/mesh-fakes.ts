@@ -1,0 +1,31 @@
+/**
+ * Test doubles for MeshPeers (mesh-peers.ts) without a node or a transport: node A whose SWIM holds at
+ * most the one member `member()` says, and a peer client whose pools are a set.
+ */
+import type { PrefixNode } from "../../src/core/node/node.js";
+import type { PeerClient } from "../../src/net/transport-client.js";
+
+/** Node A under gossip scuttlebutt; SWIM's member table is `member()` (none when undefined). */
+export function fakeSwimNode(
+  member: () => { id: string; status: string; incarnation?: number } | undefined,
+): PrefixNode {
+  return {
+    id: "A",
+    config: { gossip: "scuttlebutt" },
+    meshMembers: () => {
+      const m = member();
+      return m === undefined ? [] : [m];
+    },
+  } as unknown as PrefixNode;
+}
+
+/** A peer client whose pools are `pools`; every hello asked for answers `verifiedHello()`. */
+export function fakePeerClient(pools: Set<string>, verifiedHello: () => Promise<unknown>): PeerClient {
+  return {
+    authMode: "insecure",
+    has: (id: string) => pools.has(id),
+    setPeer: (id: string) => void pools.add(id),
+    removePeer: (id: string) => void pools.delete(id),
+    verifiedHello,
+  } as unknown as PeerClient;
+}
