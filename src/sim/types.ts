@@ -159,6 +159,7 @@ export const SUMMED_STATS = [
   "abortedHedged",
   "abortedCancelled",
   "overdueAnswers",
+  "forwardTimeouts",
   "expiredForwards",
   "offloaded",
   "spotChecks",

@@ -57,6 +57,8 @@ export interface FaultRunResult {
   aborted?: { clientGone: number; hedged: number; cancelled: number };
   ackTimeouts: number;
   overdueAnswers: number;
+  /** Forward attempts that waited out the whole forward timeout. */
+  forwardTimeouts: number;
   spotChecks: number;
   spotCheckMismatches: number;
   /** Virtual time of the last answer, s, and answers per second over it. */
@@ -197,6 +199,7 @@ export function measureRun(
     aborted: { clientGone: t.abortedClientGone, hedged: t.abortedHedged, cancelled: t.abortedCancelled },
     ackTimeouts: t.ackTimeouts,
     overdueAnswers: t.overdueAnswers,
+    forwardTimeouts: t.forwardTimeouts,
     spotChecks: t.spotChecks,
     spotCheckMismatches: t.spotCheckMismatches,
     spanS: span / 1000,

@@ -146,7 +146,7 @@ function targets(o: FaultsOutcome): string[] {
     `| 30% loss of all messages: no request waits for the 30 s forward timeout (max ≤ 3 × the ack timeout + one local run) | ${loss
       .map(
         (x) =>
-          `${x.loop} loop: max ${s3(x.r.maxS)} s vs bound ${s3(x.bound)} s (3 × ${ack} s + the fault-free run's longest engine run); max without its queue wait ${s3(x.r.maxUnqueuedS)} s${x.r.afterWarmup ? `; ${warm(x.r.afterWarmup)}: max ${s3(x.r.afterWarmup.maxS)} s` : ""}`,
+          `${x.loop} loop: ${x.r.forwardTimeouts} forward attempts waited out the forward timeout; max ${s3(x.r.maxS)} s vs bound ${s3(x.bound)} s (3 × ${ack} s + the fault-free run's longest engine run); max without its queue wait ${s3(x.r.maxUnqueuedS)} s${x.r.afterWarmup ? `; ${warm(x.r.afterWarmup)}: max ${s3(x.r.afterWarmup.maxS)} s` : ""}`,
       )
       .join("; ")} | ${mark(loss.every((x) => x.r.maxS <= x.bound))} |`,
   );
