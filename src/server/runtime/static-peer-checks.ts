@@ -52,6 +52,8 @@ export class StaticPeerChecks {
   /** Static peers whose check runs now: a restart seen meanwhile starts no second one. */
   private readonly checking = new Set<string>();
   private readonly ids: ReadonlySet<string>;
+  /** Static peers whose hello passed the check (what it said is noted). */
+  private readonly verified = new Set<string>();
 
   constructor(
     private readonly peers: readonly StaticPeer[],
@@ -77,14 +79,18 @@ export class StaticPeerChecks {
   /**
    * Peer `id` sent a snapshot of its own at `epoch` (a peer-controlled value). A static peer's first
    * epoch is only noted; a newer one is a restart, after which its hello is read and checked again.
+   * So is one whose check gave up unanswered (down all through MAX_UNANSWERED hellos): it is up now.
    */
   sawEpoch(id: string, epoch: number): void {
-    if (!Number.isSafeInteger(epoch) || !this.ids.has(id)) return;
+    if (!Number.isSafeInteger(epoch) || !this.ids.has(id) || this.checking.has(id)) return;
     const seen = this.epochs.get(id);
-    if (seen !== undefined && epoch <= seen) return;
-    this.epochs.set(id, epoch);
-    if (seen === undefined || this.checking.has(id)) return;
-    this.o.logger.info({ peer: id, epoch }, "static peer restarted: reading its hello again");
+    const restarted = seen !== undefined && epoch > seen;
+    if (seen === undefined || restarted) this.epochs.set(id, epoch);
+    if (!restarted && this.verified.has(id)) return;
+    this.o.logger.info(
+      { peer: id, epoch },
+      restarted ? "static peer restarted: reading its hello again" : "static peer up: reading its hello",
+    );
     void this.check(id);
   }
 
@@ -108,6 +114,7 @@ export class StaticPeerChecks {
         const r = checkPeerHello({ ...this.o.expect, peerId: id }, hello);
         if (r.ok) {
           runtime.admin.notePeerHello(id, r.hello);
+          this.verified.add(id);
           const again = runtime.admin.readmitPeer(id);
           this.refusals.forget(id);
           logger.info(
@@ -165,6 +172,7 @@ export class StaticPeerChecks {
         `peer refused: ${refusal.message}`,
       );
       runtime.admin.refusePeer(id, refusal.message);
+      this.verified.delete(id);
       unanswered = 0;
       if (!(await this.waits.wait(waitMs))) return;
     }
