@@ -18,12 +18,13 @@ class NoWaits extends RecheckWaits {
 }
 
 function setUp(answers: () => unknown) {
+  // An answer may be a promise (a slow hello): awaited before it is thrown or returned.
   const noted: unknown[] = [];
   let asked = 0;
   const client = {
     hello: async () => {
       asked++;
-      const a = answers();
+      const a = await answers();
       if (a instanceof Error) throw a;
       return a;
     },
@@ -89,5 +90,31 @@ describe("static peer checks: a static peer seen in a snapshot", () => {
     checks.sawEpoch("B", 1);
     await until(() => noted.length === 1);
     expect(noted).toHaveLength(1);
+  });
+});
+
+describe("static peer checks: an epoch seen while its check runs", () => {
+  it("is still the one a later restart is told from", async () => {
+    let release: (() => void) | undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let first = true;
+    const { checks, noted, asked } = setUp(async () => {
+      if (first) {
+        first = false;
+        await gate; // the start-up check's hello, slow to come
+      }
+      return hello(["m"]);
+    });
+    const started = checks.start();
+    checks.sawEpoch("B", 5); // its first snapshot, while that check runs
+    release?.();
+    await started;
+    expect(noted).toHaveLength(1);
+    checks.sawEpoch("B", 6);
+    await until(() => noted.length === 2);
+    expect(noted).toHaveLength(2);
+    expect(asked()).toBe(2);
   });
 });

@@ -82,11 +82,12 @@ export class StaticPeerChecks {
    * So is one whose check gave up unanswered (down all through MAX_UNANSWERED hellos): it is up now.
    */
   sawEpoch(id: string, epoch: number): void {
-    if (!Number.isSafeInteger(epoch) || !this.ids.has(id) || this.checking.has(id)) return;
+    if (!Number.isSafeInteger(epoch) || !this.ids.has(id)) return;
     const seen = this.epochs.get(id);
     const restarted = seen !== undefined && epoch > seen;
+    // Noted even while a check runs: a later restart is told from it.
     if (seen === undefined || restarted) this.epochs.set(id, epoch);
-    if (!restarted && this.verified.has(id)) return;
+    if (this.checking.has(id) || (!restarted && this.verified.has(id))) return;
     this.o.logger.info(
       { peer: id, epoch },
       restarted ? "static peer restarted: reading its hello again" : "static peer up: reading its hello",
