@@ -1,7 +1,7 @@
 /** Peer trust (trust.ts): the circuit breaker's states, and what counts against a peer. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { isLoadRefusal, Trust, type TrustConfig } from "../../src/core/node/trust.js";
+import { isLoadRefusal, MAX_QUARANTINED, Trust, type TrustConfig } from "../../src/core/node/trust.js";
 
 const config: TrustConfig = {
   enabled: true,
@@ -335,5 +335,34 @@ describe("trust: quarantine (a spot check caught a wrong answer)", () => {
     expect(t.view("b")?.state).toBe("quarantined");
     expect(t.routable("b", 1e12)).toBe(false);
     expect(t.routable("c", 0)).toBe(true);
+  });
+
+  // A member declared dead that refutes it, one that leaves and rejoins, one DNS drops and lists
+  // again: each is removed, then added back (mesh.ts, node.ts). Its wrong answers are not undone.
+  it("holds across the peer leaving the membership and coming back; only our restart ends it", () => {
+    const t = fresh();
+    t.quarantine("b");
+    t.remove("b");
+    t.add("b");
+    expect(t.view("b")?.state).toBe("quarantined");
+    expect(t.quarantined("b")).toBe(true);
+    expect(t.routable("b", 1e12)).toBe(false);
+    t.add("c"); // re-adding a present, trusted peer changes nothing of it
+    expect(t.view("c")?.state).toBe("closed");
+    t.reset(["b", "c"]);
+    expect(t.view("b")?.state).toBe("closed");
+  });
+
+  it("remembers at most MAX_QUARANTINED absent peers, the newest caught", () => {
+    const t = fresh();
+    for (let i = 0; i <= MAX_QUARANTINED; i++) {
+      t.add(`p${i}`);
+      t.quarantine(`p${i}`);
+      t.remove(`p${i}`);
+    }
+    t.add("p0");
+    expect(t.view("p0")?.state).toBe("closed");
+    t.add(`p${MAX_QUARANTINED}`);
+    expect(t.view(`p${MAX_QUARANTINED}`)?.state).toBe("quarantined");
   });
 });

@@ -85,3 +85,42 @@ describe("static peers: the hello check", () => {
     expect(await decision(await nodeWithPeerSaying(hello))).toBe("refused");
   });
 });
+
+describe("static peers: a restart seen in a snapshot", () => {
+  const shownB = (n: NodeHandle) => n.runtime.clusterView().peers.find((p) => p.id === "B");
+  /** B's own full snapshot in `epoch`, as the peer server hands it to the node. */
+  const snapshotOfB = (epoch: number) => ({
+    type: "snapshot" as const,
+    snapshot: {
+      kind: "full" as const,
+      header: { sender: "B", epoch, version: 1, tokenCount: 0, capacity: 1024, queueDepth: 0, pushBackMs: 0 },
+      body: { blockSize: 16, keys: new Float64Array(0) },
+    },
+  });
+
+  it("reads its hello again: what it serves now, and whether its engine needs the text", async () => {
+    let restarted = false;
+    const hello = (model: string) => ({
+      id: "B",
+      cluster: "prefixmesh",
+      model,
+      protocol: PROTOCOL_VERSION,
+      // Back with another engine: one that needs the prompt text, and a LoRA adapter besides.
+      promptText: restarted,
+      models: restarted ? [model, "lora-support"] : [model],
+    });
+    const n = await nodeWithPeerSaying(hello);
+    expect(await decision(n)).toBe("member");
+    const handlers = n.runtime.peerHandlers();
+    handlers.onMessage("B", snapshotOfB(1), 64);
+    restarted = true;
+    handlers.onMessage("B", snapshotOfB(1), 64); // the same life: nothing to read again
+    const hellosBefore = double?.hellos.length ?? 0;
+    handlers.onMessage("B", snapshotOfB(2), 64);
+    // Generous: the hello read can take seconds on a busy machine.
+    for (const t0 = Date.now(); Date.now() - t0 < 15_000 && shownB(n)?.promptText !== true; )
+      await new Promise((r) => setTimeout(r, 20));
+    expect(shownB(n)).toMatchObject({ promptText: true, models: [n.runtime.modelId, "lora-support"] });
+    expect(double?.hellos.length).toBe(hellosBefore + 1);
+  });
+});

@@ -56,6 +56,8 @@ const SCORE_ALPHA = 0.25;
 const BUSY_BACKOFF_MS = 250;
 /** Open attempts remembered per peer (the oldest is forgotten beyond: a bound, not a limit). */
 const MAX_OPEN_ATTEMPTS = 1024;
+/** Quarantined peers remembered while out of the membership (the oldest caught is forgotten beyond). */
+export const MAX_QUARANTINED = 4096;
 
 interface PeerTrust {
   score: number;
@@ -98,6 +100,12 @@ export function isLoadRefusal(error: string): boolean {
 
 export class Trust {
   private readonly peers = new Map<NodeId, PeerTrust>();
+  /**
+   * Peers quarantined, kept while they are out of the membership: one declared dead that refutes it,
+   * leaves and rejoins, or drops out of DNS and back is added again, and its wrong answers are not
+   * undone by that — only our restart ends a quarantine (spot-check.ts).
+   */
+  private readonly caught = new Set<NodeId>();
 
   constructor(private readonly config: TrustConfig) {
     invariant(config.failures >= 1 && config.openMs > 0, "trust: failures ≥ 1 and openMs > 0");
@@ -110,6 +118,7 @@ export class Trust {
 
   reset(ids: readonly NodeId[]): void {
     this.peers.clear();
+    this.caught.clear();
     for (const id of ids) this.add(id);
   }
 
@@ -133,6 +142,7 @@ export class Trust {
       refusals: 0,
       opened: 0,
     });
+    if (this.caught.has(id)) this.quarantine(id);
   }
 
   remove(id: NodeId): void {
@@ -268,6 +278,11 @@ export class Trust {
     t.state = "quarantined";
     t.score = 0;
     t.probe = undefined;
+    // Newest caught last: the bound forgets the oldest first.
+    this.caught.delete(id);
+    this.caught.add(id);
+    if (this.caught.size > MAX_QUARANTINED) this.caught.delete(this.caught.values().next().value as NodeId);
+    invariant(this.caught.size <= MAX_QUARANTINED, "trust: quarantined peers kept beyond the bound");
   }
 
   /** `id` refused the attempt for load: a back-off, no mark (the attempt ends with `ended`). */

@@ -281,6 +281,11 @@ export class NodeRuntime implements NodeService {
     return !this.stopping && this.admin.addPeer(id, url, hello);
   }
 
+  /** Told the epoch of each snapshot a peer sends of itself (static-peer-checks.ts `sawEpoch`). */
+  watchPeerEpochs(fn: (from: string, epoch: number) => void): void {
+    this.traffic.onPeerEpoch = fn;
+  }
+
   /** Removes a member: its pending forwards fail over at once, then its pool is closed. */
   removePeer(id: string, why: string): void {
     const effects = this.admin.removePeer(id);

@@ -37,6 +37,8 @@ export class PeerTraffic {
   private readonly modelId: string;
   /** Each peer's served requests, as its snapshots say (for `/cluster`). */
   readonly servedCounts = new PeerServedCounts();
+  /** Told each direct snapshot's epoch: the full mesh re-reads a static peer's hello on a restart. */
+  onPeerEpoch: ((from: string, epoch: number) => void) | undefined;
 
   constructor(private readonly o: PeerTrafficOptions) {
     this.modelId = o.engine.info.model;
@@ -60,8 +62,10 @@ export class PeerTraffic {
       onMessage: (from, msg, wireBytes) => {
         if (msg.type === "snapshot") {
           this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, wireBytes);
-          if (msg.snapshot.header.sender === from)
+          if (msg.snapshot.header.sender === from) {
             this.servedCounts.report(from, msg.snapshot.header.epoch, msg.served);
+            this.onPeerEpoch?.(from, msg.snapshot.header.epoch);
+          }
         }
         // A cancel the node acts on makes it answer the forward's stream itself (FORWARD_CANCELLED).
         this.o.feed({ type: "peer-message", from, msg });

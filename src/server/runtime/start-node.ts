@@ -281,6 +281,7 @@ export async function startNode(
   if (!mesh) {
     const checks = new StaticPeerChecks(peers, { client, runtime, logger, expect, now, timing, waits });
     runtime.view.setRefused(() => checks.view());
+    runtime.watchPeerEpochs((id, epoch) => checks.sawEpoch(id, epoch));
     void checks.start();
   }
   if (mesh) {

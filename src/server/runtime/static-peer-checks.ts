@@ -5,8 +5,10 @@
  * accepted (transport-rules.ts, [Refused peers]). A refusal is not for good: the peer is asked again
  * after a backoff that doubles per refusal (core/refusals.ts), with a fresh hello through the same
  * check, and admitted once it passes, so a peer fixed or upgraded joins without restarting this node.
- * A peer that stays wrong costs one hello per backoff period. (Gossip "scuttlebutt" verifies members
- * itself: mesh-verify.ts.)
+ * A peer that stays wrong costs one hello per backoff period. A peer seen back in a newer epoch (its
+ * snapshot says so: it restarted, perhaps with another engine, cache or adapters) is asked again too,
+ * so what its hello said is not kept from its last life. (Gossip "scuttlebutt" verifies members
+ * itself: mesh-verify.ts, and re-reads a restarted one's hello: member-hellos.ts.)
  */
 import {
   CLOCK_SKEW,
@@ -45,6 +47,13 @@ export class StaticPeerChecks {
   private readonly refusals: Refusals<string>;
   private readonly waits: RecheckWaits;
   private readonly timing: RecheckTiming;
+  /** The newest epoch each static peer's snapshots named (one entry per static peer at most). */
+  private readonly epochs = new Map<string, number>();
+  /** Static peers whose check runs now: a restart seen meanwhile starts no second one. */
+  private readonly checking = new Set<string>();
+  private readonly ids: ReadonlySet<string>;
+  /** Static peers whose hello passed the check (what it said is noted). */
+  private readonly verified = new Set<string>();
 
   constructor(
     private readonly peers: readonly StaticPeer[],
@@ -53,6 +62,7 @@ export class StaticPeerChecks {
     this.timing = o.timing ?? DEFAULT_RECHECK;
     this.refusals = new Refusals(this.timing, Math.max(1, peers.length));
     this.waits = o.waits ?? new RecheckWaits();
+    this.ids = new Set(peers.map((p) => p.id));
   }
 
   /** Checks every peer in the background; the promise settles once every check has ended. */
@@ -66,7 +76,35 @@ export class StaticPeerChecks {
     return this.refusals.entries().map(([id, r]) => refusedView(id, r, now));
   }
 
+  /**
+   * Peer `id` sent a snapshot of its own at `epoch` (a peer-controlled value). A static peer's first
+   * epoch is only noted; a newer one is a restart, after which its hello is read and checked again.
+   * So is one whose check gave up unanswered (down all through MAX_UNANSWERED hellos): it is up now.
+   */
+  sawEpoch(id: string, epoch: number): void {
+    if (!Number.isSafeInteger(epoch) || !this.ids.has(id)) return;
+    const seen = this.epochs.get(id);
+    const restarted = seen !== undefined && epoch > seen;
+    // Noted even while a check runs: a later restart is told from it.
+    if (seen === undefined || restarted) this.epochs.set(id, epoch);
+    if (this.checking.has(id) || (!restarted && this.verified.has(id))) return;
+    this.o.logger.info(
+      { peer: id, epoch },
+      restarted ? "static peer restarted: reading its hello again" : "static peer up: reading its hello",
+    );
+    void this.check(id);
+  }
+
   private async check(id: string): Promise<void> {
+    this.checking.add(id);
+    try {
+      await this.checkUntilDone(id);
+    } finally {
+      this.checking.delete(id);
+    }
+  }
+
+  private async checkUntilDone(id: string): Promise<void> {
     const { client, runtime, logger } = this.o;
     let garbled = false;
     for (let unanswered = 0; unanswered < MAX_UNANSWERED; ) {
@@ -77,6 +115,7 @@ export class StaticPeerChecks {
         const r = checkPeerHello({ ...this.o.expect, peerId: id }, hello);
         if (r.ok) {
           runtime.admin.notePeerHello(id, r.hello);
+          this.verified.add(id);
           const again = runtime.admin.readmitPeer(id);
           this.refusals.forget(id);
           logger.info(
@@ -134,6 +173,7 @@ export class StaticPeerChecks {
         `peer refused: ${refusal.message}`,
       );
       runtime.admin.refusePeer(id, refusal.message);
+      this.verified.delete(id);
       unanswered = 0;
       if (!(await this.waits.wait(waitMs))) return;
     }
