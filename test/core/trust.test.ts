@@ -353,6 +353,17 @@ describe("trust: quarantine (a spot check caught a wrong answer)", () => {
     expect(t.view("b")?.state).toBe("closed");
   });
 
+  // A check is judged when our queue empties: the peer it caught may have left the membership by then.
+  it("holds for a peer caught while out of the membership, once it comes back", () => {
+    const t = fresh();
+    t.remove("b");
+    t.quarantine("b");
+    expect(t.view("b")).toBeUndefined();
+    t.add("b");
+    expect(t.view("b")).toMatchObject({ state: "quarantined", score: 0 });
+    expect(t.routable("b", 1e12)).toBe(false);
+  });
+
   it("remembers at most MAX_QUARANTINED absent peers, the newest caught", () => {
     const t = fresh();
     for (let i = 0; i <= MAX_QUARANTINED; i++) {

@@ -70,7 +70,7 @@ describe("static peer checks: a static peer seen in a snapshot", () => {
     checks.sawEpoch("B", 5);
     checks.sawEpoch("B", 4);
     checks.sawEpoch("C", 9); // no static peer: ignored
-    await new Promise((r) => setTimeout(r, 20));
+    // No wait needed: a check started asks its first hello before sawEpoch returns.
     expect(asked()).toBe(1);
     models = ["m", "lora"];
     checks.sawEpoch("B", 6);

@@ -273,16 +273,18 @@ export class Trust {
 
   /** A spot check caught `id` answering wrongly: never routed to again (until our restart). */
   quarantine(id: NodeId): void {
+    // Noted even for a peer out of the membership now: a check is judged when our queue empties, by
+    // which time the peer it caught may have left (declared dead, say), and it is quarantined on its
+    // return. Newest caught last: the bound forgets the oldest first.
+    this.caught.delete(id);
+    this.caught.add(id);
+    if (this.caught.size > MAX_QUARANTINED) this.caught.delete(this.caught.values().next().value as NodeId);
+    invariant(this.caught.size <= MAX_QUARANTINED, "trust: quarantined peers kept beyond the bound");
     const t = this.peers.get(id);
     if (t === undefined) return;
     t.state = "quarantined";
     t.score = 0;
     t.probe = undefined;
-    // Newest caught last: the bound forgets the oldest first.
-    this.caught.delete(id);
-    this.caught.add(id);
-    if (this.caught.size > MAX_QUARANTINED) this.caught.delete(this.caught.values().next().value as NodeId);
-    invariant(this.caught.size <= MAX_QUARANTINED, "trust: quarantined peers kept beyond the bound");
   }
 
   /** `id` refused the attempt for load: a back-off, no mark (the attempt ends with `ended`). */
