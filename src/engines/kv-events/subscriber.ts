@@ -235,7 +235,9 @@ export class KvEventsSubscriber {
     while (!this.closed) {
       if (this.verifyPublisher && this.queue.length > 0) {
         this.verifyPublisher = false;
-        if (this.synced && this.next !== undefined && this.replays) await this.probe(this.next);
+        // A live batch numbered back already says so: checking too would handle the restart twice.
+        if (this.synced && this.next !== undefined && this.replays && !this.queue.hasRestart())
+          await this.probe(this.next);
         continue;
       }
       const item = this.queue.shift();

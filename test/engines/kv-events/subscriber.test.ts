@@ -252,6 +252,30 @@ describe("a publisher restart whose numbering passed ours", () => {
     expect(mirror.match(T(30, 31))).toBe(2);
   });
 
+  test("after a reconnect, a restart the live numbering shows is handled once", async () => {
+    const { pub, mirror, sub } = await setup();
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)]);
+    await pub.publish([block(14, 12)]);
+    await waitFor("three batches", () => sub.status().nextSequence === 3);
+    await pub.close();
+    const again = await KvEventPublisherDouble.start({
+      bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
+    });
+    open.push(again);
+    await again.subscribed();
+    await again.publish([block(20)], { drop: true });
+    await again.publish([block(22, 20)], { drop: true });
+    await again.publish([block(30)]);
+    await waitFor("the live batch", () => sub.status().nextSequence === 3 && mirror.match(T(30, 31)) === 2);
+    await again.publish([block(32, 30)]);
+    await waitFor("the next batch", () => sub.status().nextSequence === 4);
+    expect(sub.status().restarts).toBe(1);
+    expect(mirror.match(T(10, 11))).toBe(0);
+    expect(mirror.match(T(20, 21, 22, 23))).toBe(4);
+  });
+
   test("the same publisher's replays leave the mirror alone", async () => {
     const { pub, mirror, sub } = await setup({}, { probeIntervalMs: 100 });
     await waitFor("sync", () => sub.status().synced);
