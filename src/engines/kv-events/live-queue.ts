@@ -47,6 +47,11 @@ export class LiveQueue {
     return dropped;
   }
 
+  /** Whether a queued batch already shows a new publisher. */
+  hasRestart(): boolean {
+    return this.items.some((l) => l.restart);
+  }
+
   shift(): Live | undefined {
     const item = this.items.shift();
     if (item) this.bytes -= item.payload.byteLength;

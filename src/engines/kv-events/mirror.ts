@@ -22,7 +22,8 @@
  * matched.
  *
  * One mirror per publisher: a data-parallel rank publishes its own stream (port + rank); batches of
- * another rank are counted and refused (docs/engines-kv-events.md: one node per rank).
+ * another rank are counted and refused (docs/engines-kv-events.md: one node per rank), and degrade
+ * the mirror: the stream is another rank's, so this rank's blocks never come.
  *
  * `degraded` says the mirror may lack blocks (events were lost, or an event contradicted it); it then
  * keeps applying events ("rebuilds from events from then on") and only AllBlocksCleared, or a full
@@ -136,10 +137,15 @@ export class KvCacheMirror {
     return () => this.listeners.delete(fn);
   }
 
-  /** Applies one batch in order; returns false (and changes nothing) for another rank's batch. */
+  /** Applies one batch in order; returns false (and mirrors nothing of it) for another rank's batch. */
   apply(batch: KvEventBatch): boolean {
-    if ((batch.dataParallelRank ?? 0) !== this.rank) {
+    const rank = batch.dataParallelRank ?? 0;
+    if (rank !== this.rank) {
       this.counters.otherRank++;
+      this.markDegraded(
+        `a batch of data-parallel rank ${rank} came on the stream followed for rank ${this.rank}: ` +
+          "rank r publishes on the engine's configured ports + r",
+      );
       return false;
     }
     this.counters.batches++;

@@ -12,7 +12,11 @@
  *   the replay cannot cover it (the buffer starts later, the endpoint is unreachable, it times out,
  *   or there is no replay endpoint), the mirror is marked degraded and follows the stream from there.
  * - Restart: a live sequence number lower than the previous live one means a new publisher (the
- *   engine restarted, its cache empty): the mirror is cleared and the history fetched again.
+ *   engine restarted, its cache empty): the mirror is cleared and the history fetched again. A new
+ *   publisher whose numbering already passed ours (its first batches lost to a reconnect) shows no
+ *   such drop: every replay after the first therefore starts one batch early, at the last one
+ *   applied, which the same publisher still buffers byte for byte; another batch there (or, after
+ *   the connection dropped, before the next live batch is applied) means a new publisher.
  * - Idle probe: with no live batch for `probeIntervalMs`, a replay from the next expected number
  *   catches batches a SUB dropped silently (ZMQ's slow-joiner loss) before the next live one shows
  *   the gap.
@@ -74,7 +78,11 @@ export interface KvSubscriberStatus {
   lastError: string | undefined;
 }
 
-type ReplayOutcome = { kind: "covered" } | { kind: "short"; from: number } | { kind: "failed"; why: string };
+type ReplayOutcome =
+  | { kind: "covered" }
+  | { kind: "short"; from: number }
+  | { kind: "failed"; why: string }
+  | { kind: "restarted" };
 
 export class KvEventsSubscriber {
   private readonly endpoint: string;
@@ -106,6 +114,10 @@ export class KvEventsSubscriber {
   private lastBatchAt: number | undefined;
   private lastBatchTs: number | undefined;
   private lastError: string | undefined;
+  /** The last batch applied, to recognise its publisher in a later replay. */
+  private lastApplied: { seq: number; payload: Uint8Array } | undefined;
+  /** The connection dropped: the publisher may be new; check before applying another live batch. */
+  private verifyPublisher = false;
 
   constructor(
     private readonly mirror: KvCacheMirror,
@@ -145,6 +157,7 @@ export class KvEventsSubscriber {
       closed: () => this.closed,
       dropped: () => {
         this.lastError = "the connection to the publisher dropped";
+        this.verifyPublisher = true;
       },
       reconnecting: () => {
         this.counts.reconnects++;
@@ -220,6 +233,13 @@ export class KvEventsSubscriber {
   private async work(): Promise<void> {
     if (this.replays) await this.fetchHistory();
     while (!this.closed) {
+      if (this.verifyPublisher && this.queue.length > 0) {
+        this.verifyPublisher = false;
+        // A live batch numbered back already says so: checking too would handle the restart twice.
+        if (this.synced && this.next !== undefined && this.replays && !this.queue.hasRestart())
+          await this.probe(this.next);
+        continue;
+      }
       const item = this.queue.shift();
       if (item) {
         await this.process(item);
@@ -253,12 +273,7 @@ export class KvEventsSubscriber {
   }
 
   private async process(item: Live): Promise<void> {
-    if (item.restart) {
-      this.counts.restarts++;
-      this.synced = false;
-      this.next = undefined;
-      this.mirror.clear();
-    }
+    if (item.restart) this.restarted();
     if (!this.synced) {
       if (item.seq === 0) {
         this.mirror.clear();
@@ -281,6 +296,11 @@ export class KvEventsSubscriber {
       const outcome: ReplayOutcome = this.replays
         ? await this.replay(next)
         : { kind: "failed", why: "there is no replay endpoint" };
+      if (outcome.kind === "restarted") {
+        this.queue.unshift({ ...item, restart: false });
+        await this.fetchHistory(true);
+        return;
+      }
       if (outcome.kind === "failed")
         this.mirror.markDegraded(`lost batches ${next}–${item.seq - 1}: ${outcome.why}`);
       if (outcome.kind === "short")
@@ -302,6 +322,7 @@ export class KvEventsSubscriber {
    */
   private async fetchHistory(force = false): Promise<void> {
     this.next = 0;
+    this.lastApplied = undefined;
     this.mirror.clear();
     const outcome = await this.replay(0);
     if (outcome.kind === "covered") {
@@ -316,6 +337,7 @@ export class KvEventsSubscriber {
       return;
     }
     this.next = undefined;
+    if (outcome.kind === "restarted") return; // not from 0: nothing to compare with
     if (force) {
       const first = this.queue.first();
       this.synced = true;
@@ -327,6 +349,7 @@ export class KvEventsSubscriber {
   /** A replay from `from` while idle: nothing lost is the usual answer. */
   private async probe(from: number): Promise<void> {
     const outcome = await this.replay(from);
+    if (outcome.kind === "restarted") await this.fetchHistory();
     if (outcome.kind === "short")
       this.mirror.markDegraded(
         `lost batches ${from}–${outcome.from - 1}: the publisher no longer buffers them`,
@@ -340,9 +363,21 @@ export class KvEventsSubscriber {
   private async replay(from: number): Promise<ReplayOutcome> {
     this.state = "replaying";
     this.counts.replays++;
+    // The last batch applied, asked for again: the same publisher still buffers it unchanged.
+    const known = this.lastApplied?.seq === from - 1 ? this.lastApplied : undefined;
     try {
       let short: number | undefined;
-      const read = await this.replays!.request(from, (seq, payload) => {
+      let first = true;
+      let other = false;
+      const read = await this.replays!.request(known ? known.seq : from, (seq, payload) => {
+        if (other) return;
+        if (first && known) {
+          first = false;
+          if (seq === known.seq && !Buffer.from(payload).equals(Buffer.from(known.payload))) {
+            other = true;
+            return;
+          }
+        }
         const next = this.next ?? from;
         if (seq < next) return;
         if (seq > next) short ??= seq;
@@ -355,6 +390,10 @@ export class KvEventsSubscriber {
         this.lastError = read.why;
         return read;
       }
+      if (other) {
+        this.restarted();
+        return { kind: "restarted" };
+      }
       return short === undefined ? { kind: "covered" } : { kind: "short", from: short };
     } finally {
       if (!this.closed) this.state = "live";
@@ -364,6 +403,7 @@ export class KvEventsSubscriber {
   /** Applies batch `seq` (next expected): a batch that does not decode loses its events: degraded. */
   private apply(seq: number, payload: Uint8Array): void {
     this.next = seq + 1;
+    this.lastApplied = { seq, payload };
     let batch: KvEventBatch;
     try {
       batch = decodeBatch(payload, this.limits);
@@ -377,6 +417,15 @@ export class KvEventsSubscriber {
     this.lastBatchAt = Date.now();
     this.lastBatchTs = batch.ts;
     for (const fn of this.changed) fn();
+  }
+
+  /** A new publisher: its engine's cache started empty, and its history is yet to be read. */
+  private restarted(): void {
+    this.counts.restarts++;
+    this.synced = false;
+    this.next = undefined;
+    this.lastApplied = undefined;
+    this.mirror.clear();
   }
 
   private reject(why: string): void {

@@ -95,9 +95,8 @@ describe("mirror rules", () => {
     expect(m.counters.cleared).toBe(1);
   });
 
-  test("other media, groups and ranks are counted, not mirrored", () => {
+  test("other media and groups are counted, not mirrored", () => {
     const m = new KvCacheMirror({ rank: 1 });
-    expect(m.apply(batch([stored(["a"], null, [1, 2])], 0))).toBe(false);
     m.apply(
       batch(
         [
@@ -109,8 +108,18 @@ describe("mirror rules", () => {
       ),
     );
     expect(m.match(T(1, 2))).toBe(0);
-    expect(m.counters).toMatchObject({ otherRank: 1, otherMedium: 2, otherGroup: 1 });
+    expect(m.counters).toMatchObject({ otherRank: 0, otherMedium: 2, otherGroup: 1 });
     expect(m.degraded).toBeUndefined();
+  });
+
+  test("another rank's batch is not mirrored, and says the stream is not this rank's", () => {
+    // Each rank publishes on its own ports: the blocks of the rank followed never come on this
+    // stream, so an empty mirror claiming to be exact would hide every block the rank holds.
+    const m = new KvCacheMirror({ rank: 1 });
+    expect(m.apply(batch([stored(["a"], null, [1, 2])], 0))).toBe(false);
+    expect(m.match(T(1, 2))).toBe(0);
+    expect(m.counters.otherRank).toBe(1);
+    expect(m.degraded).toMatch(/rank 0 .*rank 1/);
   });
 
   test("namespaced blocks (LoRA, cache salt) are held but never match a plain prompt", () => {

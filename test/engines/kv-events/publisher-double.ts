@@ -199,6 +199,8 @@ export interface DoubleOptions {
   /** "answer": as the engines do; "silent": reads requests, never answers; "none": no endpoint. */
   replay?: "answer" | "silent" | "none";
   rank?: number | null;
+  /** Bind here (another double's addresses: a publisher process started again), not on new ports. */
+  bindAt?: { endpoint: string; replayEndpoint: string };
 }
 
 export class KvEventPublisherDouble {
@@ -216,7 +218,7 @@ export class KvEventPublisherDouble {
   endpoint = "";
   replayEndpoint = "";
 
-  private constructor(private readonly opts: Required<DoubleOptions>) {
+  private constructor(private readonly opts: Required<Omit<DoubleOptions, "bindAt">>) {
     this.style = opts.style;
     if (opts.replay !== "none") this.router = new Router({ linger: 0 });
   }
@@ -229,11 +231,11 @@ export class KvEventPublisherDouble {
       replay: opts.replay ?? "answer",
       rank: opts.rank === undefined ? 0 : opts.rank,
     });
-    await d.pub.bind("tcp://127.0.0.1:*");
+    await d.pub.bind(opts.bindAt?.endpoint ?? "tcp://127.0.0.1:*");
     d.endpoint = d.pub.lastEndpoint!;
     d.loops.push(d.watchSubscriptions());
     if (d.router) {
-      await d.router.bind("tcp://127.0.0.1:*");
+      await d.router.bind(opts.bindAt?.replayEndpoint ?? "tcp://127.0.0.1:*");
       d.replayEndpoint = d.router.lastEndpoint!;
       d.loops.push(d.serveReplays(d.router));
     }

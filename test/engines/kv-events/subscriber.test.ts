@@ -85,7 +85,9 @@ describe("following a publisher", () => {
     expect(mirror.match(T(10, 11, 12, 13, 14, 15))).toBe(6);
     expect(mirror.degraded).toBeUndefined();
     expect(sub.status()).toMatchObject({ gaps: 1, replayFailures: 0 });
-    expect(pub.replayRequests).toContain(1);
+    // From the last batch applied (0), not the first missing (1): it tells the publisher apart.
+    expect(pub.replayRequests).toContain(0);
+    expect(sub.status().restarts).toBe(0);
   });
 
   test("a batch lost with no live batch after it is found by the idle probe", async () => {
@@ -186,6 +188,104 @@ describe("following a publisher", () => {
     await pub.publish([block(20)]);
     await waitFor("the restart", () => sub.status().restarts === 1 && sub.status().nextSequence === 1);
     expect(mirror.sequences()).toEqual([T(20, 21)]);
+    expect(mirror.degraded).toBeUndefined();
+  });
+});
+
+describe("a publisher restart whose numbering passed ours", () => {
+  // The new engine's first batches never arrived live (lost while the SUB reconnected), so the
+  // first one seen is numbered above the last seen from the old publisher: no drop to notice.
+  test("found by the gap's replay: the old engine's blocks are dropped", async () => {
+    const { pub, mirror, sub } = await setup();
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)]);
+    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    pub.restart();
+    await pub.publish([block(20)], { drop: true });
+    await pub.publish([block(22, 20)], { drop: true });
+    await pub.publish([block(24, 22)], { drop: true });
+    await pub.publish([block(30)]);
+    await waitFor("the live batch", () => sub.status().nextSequence === 4);
+    expect(sub.status().restarts).toBe(1);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.match(T(20, 21, 22, 23, 24, 25))).toBe(6);
+    expect(mirror.match(T(30, 31))).toBe(2);
+    expect(mirror.degraded).toBeUndefined();
+  });
+
+  test("found by the idle probe: the old engine's blocks are dropped", async () => {
+    const { pub, mirror, sub } = await setup({}, { probeIntervalMs: 100 });
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)]);
+    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    pub.restart();
+    await pub.publish([block(20)], { drop: true });
+    await pub.publish([block(22, 20)], { drop: true });
+    await pub.publish([block(24, 22)], { drop: true });
+    await waitFor("the probe", () => sub.status().nextSequence === 3 && sub.status().restarts === 1);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.match(T(20, 21, 22, 23, 24, 25))).toBe(6);
+    expect(mirror.degraded).toBeUndefined();
+  });
+
+  test("found after a reconnect, even numbered exactly as expected", async () => {
+    const { pub, mirror, sub } = await setup();
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)]);
+    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    await pub.close();
+    const again = await KvEventPublisherDouble.start({
+      bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
+    });
+    open.push(again);
+    await again.subscribed();
+    await again.publish([block(20)], { drop: true });
+    await again.publish([block(22, 20)], { drop: true });
+    await again.publish([block(30)]);
+    await waitFor("the live batch", () => sub.status().nextSequence === 3);
+    expect(sub.status().restarts).toBe(1);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.match(T(20, 21, 22, 23))).toBe(4);
+    expect(mirror.match(T(30, 31))).toBe(2);
+  });
+
+  test("after a reconnect, a restart the live numbering shows is handled once", async () => {
+    const { pub, mirror, sub } = await setup();
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)]);
+    await pub.publish([block(14, 12)]);
+    await waitFor("three batches", () => sub.status().nextSequence === 3);
+    await pub.close();
+    const again = await KvEventPublisherDouble.start({
+      bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
+    });
+    open.push(again);
+    await again.subscribed();
+    await again.publish([block(20)], { drop: true });
+    await again.publish([block(22, 20)], { drop: true });
+    await again.publish([block(30)]);
+    await waitFor("the live batch", () => sub.status().nextSequence === 3 && mirror.match(T(30, 31)) === 2);
+    await again.publish([block(32, 30)]);
+    await waitFor("the next batch", () => sub.status().nextSequence === 4);
+    expect(sub.status().restarts).toBe(1);
+    expect(mirror.match(T(10, 11))).toBe(0);
+    expect(mirror.match(T(20, 21, 22, 23))).toBe(4);
+  });
+
+  test("the same publisher's replays leave the mirror alone", async () => {
+    const { pub, mirror, sub } = await setup({}, { probeIntervalMs: 100 });
+    await waitFor("sync", () => sub.status().synced);
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)], { drop: true });
+    await waitFor("the probe", () => sub.status().nextSequence === 2);
+    const replays = sub.status().replays;
+    await waitFor("more probes", () => sub.status().replays >= replays + 2);
+    expect(sub.status().restarts).toBe(0);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(4);
     expect(mirror.degraded).toBeUndefined();
   });
 });
