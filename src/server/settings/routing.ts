@@ -120,7 +120,7 @@ export const routingSettings = {
       "Spot checks: this share (0 to 1) of peers' answers to deterministic requests (temperature 0, no " +
       "presence or frequency penalty) is recomputed here when the node is idle; a peer whose answer's " +
       "first 64 characters differ is quarantined (never routed to again and its answers refused, until " +
-      "this node restarts) and shown on /cluster. 0 = off.",
+      "this node restarts or its cache is reset with POST /admin/reset-cache) and shown on /cluster. 0 = off.",
   }),
   forwardTransport: setting(z.enum(["channel", "http"]).default("channel"), {
     section: "Routing and forwarding",
