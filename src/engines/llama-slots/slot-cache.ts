@@ -337,6 +337,26 @@ export class LlamaSlotCache {
     return out;
   }
 
+  /** The server was found down: the next run (or `recheck`) reads `/slots` first. */
+  resyncNext(): void {
+    this.resync.needed = true;
+  }
+
+  /**
+   * Reads `/slots` now, between runs (as a start would, under the launch lock): a restarted server
+   * clears the mirror here instead of at the next run's surprise. True when the read succeeded.
+   */
+  async recheck(): Promise<boolean> {
+    this.resync.needed = true;
+    const unlock = await this.launches.lock();
+    try {
+      if (this.resync.needed) await this.resync.read();
+    } finally {
+      unlock();
+    }
+    return !this.resync.needed;
+  }
+
   /** Calls `onChange` when a read-back no aborted run waited for changed what the slots hold. */
   watch(onChange: () => void): () => void {
     return this.resync.abortReads.watch(onChange);

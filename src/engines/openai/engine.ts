@@ -55,6 +55,8 @@ export interface RemoteCacheStatus {
   mode: "llama-slots" | "kv-events" | "lru";
   accuracy: PredictionAccuracy;
   llamaSlots?: LlamaSlotsStatus;
+  /** Why the mirrored cache is not advertised now (the last health check failed), when it is not. */
+  withheld?: string;
 }
 
 const ApplyTemplateResponse = z.object({ prompt: z.string() });
@@ -79,6 +81,12 @@ export class OpenAIEngine implements Engine {
   private tally: PredictionTally;
   /** A server known to ignore `cache_salt` (Ollama; llama-server without the slot mirror), by name. */
   private saltIgnoredBy: string | undefined;
+  /**
+   * Set while the last health check found the server unreachable: its mirrored cache is kept but not
+   * offered (`cachedSequences` is empty), so peers stop forwarding to a cache nobody can serve.
+   */
+  private withheld: string | undefined;
+  private readonly withheldListeners = new Set<() => void>();
 
   /** Builds the engine; with `kvEvents`, its cache model too (loading zeromq only then). */
   constructor(options: OpenAIEngineOptions, cacheModel?: KvEventsCacheModel) {
@@ -259,7 +267,10 @@ export class OpenAIEngine implements Engine {
     }
     if (this.slotCache) {
       await this.tokenizeShapeKnown();
-      return this.slotCache.run(req, samplingFields(req), onChunk, signal);
+      const r = await this.slotCache.run(req, samplingFields(req), onChunk, signal);
+      // It answered (after reading /slots, set to be read when it was found down): offered again.
+      this.withheld = undefined;
+      return r;
     }
     // Text when we have it (the server tokenizes it to the same ids); ids only when they are the server's.
     let prompt: string | number[];
@@ -288,6 +299,8 @@ export class OpenAIEngine implements Engine {
       req,
     );
     if (!this.cacheModel) this.rememberLru(req.tokens);
+    // It answered: the result's sequences are offered, and so is the cache from now on.
+    this.withheld = undefined;
     const cachePrediction = this.tally.observe(predicted, reported ?? undefined);
     return {
       text,
@@ -322,12 +335,18 @@ export class OpenAIEngine implements Engine {
    * mirror, when an abort's read-back outlasted the run (abort-read-back.ts).
    */
   watchCache(onChange: () => void): () => void {
-    if (this.cacheModel) return this.cacheModel.watch(onChange);
-    return this.slotCache ? this.slotCache.watch(onChange) : () => {};
+    if (!this.cacheModel && !this.slotCache) return () => {};
+    const off = this.cacheModel ? this.cacheModel.watch(onChange) : this.slotCache!.watch(onChange);
+    this.withheldListeners.add(onChange);
+    return () => {
+      off();
+      this.withheldListeners.delete(onChange);
+    };
   }
 
   /** Engine-managed (KV events, llama-server slots): what the server caches now, as known. */
   cachedSequences(): Tokens[] {
+    if (this.withheld !== undefined) return [];
     return this.cacheModel?.sequences() ?? this.slotCache?.sequences() ?? [];
   }
 
@@ -338,6 +357,7 @@ export class OpenAIEngine implements Engine {
       mode,
       accuracy: this.tally.snapshot(),
       ...(this.slotCache ? { llamaSlots: this.slotCache.status() } : {}),
+      ...(this.withheld !== undefined ? { withheld: this.withheld } : {}),
     };
   }
 
@@ -349,7 +369,32 @@ export class OpenAIEngine implements Engine {
     return this.cacheModel?.status();
   }
 
+  /**
+   * Checks the server and, for an engine-managed cache, stops advertising it while the server is
+   * unreachable; when it answers again, the llama-server slot mirror first reads `/slots` (a restart
+   * found there clears it) before the cache is offered again.
+   */
   async health(): Promise<{ ok: boolean; detail?: string }> {
+    const h = await this.checkServer();
+    if (!this.cacheModel && !this.slotCache) return h;
+    if (!h.ok) {
+      // Back up, it may be a new server: the slots are read before anything is offered again.
+      this.slotCache?.resyncNext();
+      this.withhold(`the server is unreachable: ${h.detail ?? "unhealthy"}`);
+    } else if (this.withheld !== undefined) {
+      if (this.slotCache && !(await this.slotCache.recheck())) return h;
+      this.withhold(undefined);
+    }
+    return h;
+  }
+
+  private withhold(why: string | undefined): void {
+    const changed = (this.withheld === undefined) !== (why === undefined);
+    this.withheld = why;
+    if (changed) for (const fn of this.withheldListeners) fn();
+  }
+
+  private async checkServer(): Promise<{ ok: boolean; detail?: string }> {
     for (const path of ["/health", "/v1/models"]) {
       try {
         // vLLM answers /health with an empty 200, llama.cpp with JSON: the status is what counts.

@@ -5,7 +5,9 @@
  * test double. Both on 127.0.0.1.
  */
 import { afterEach, describe, expect, test } from "vitest";
+import type { NodeInput } from "../../../src/core/node/types.js";
 import { OpenAIEngine } from "../../../src/engines/openai/engine.js";
+import { watchEngineCache } from "../../../src/server/runtime/engine-cache-watch.js";
 import { fakePrefixCachingServer } from "./fake-server.js";
 import { type DoubleOptions, KvEventPublisherDouble } from "./publisher-double.js";
 
@@ -22,7 +24,11 @@ async function waitFor(what: string, cond: () => boolean, ms = 20_000): Promise<
   }
 }
 
-async function setup(double: DoubleOptions = {}, server: { dropEventsOf?: Set<number> } = {}) {
+async function setup(
+  double: DoubleOptions = {},
+  server: { dropEventsOf?: Set<number> } = {},
+  engineOpts: { retries?: number } = {},
+) {
   const pub = await KvEventPublisherDouble.start(double);
   open.push(pub);
   const fake = await fakePrefixCachingServer(pub, { blockSize: 4, ...server });
@@ -32,6 +38,7 @@ async function setup(double: DoubleOptions = {}, server: { dropEventsOf?: Set<nu
     baseUrl: url,
     model: "m",
     capacityTokens: 1000,
+    ...engineOpts,
     kvEvents: {
       endpoint: pub.endpoint,
       ...(pub.replayEndpoint ? { replayEndpoint: pub.replayEndpoint } : {}),
@@ -44,7 +51,7 @@ async function setup(double: DoubleOptions = {}, server: { dropEventsOf?: Set<nu
   open.push(engine);
   await pub.subscribed();
   await waitFor("the history", () => engine.kvEventsStatus()!.subscriber.synced);
-  return { pub, engine };
+  return { pub, engine, fake };
 }
 
 const run = (engine: OpenAIEngine, tokens: number[]) =>
@@ -103,5 +110,43 @@ describe("remote engine with KV events", () => {
       () =>
         new OpenAIEngine({ baseUrl: "http://127.0.0.1:1", model: "m", kvEvents: { endpoint: "tcp://a:1" } }),
     ).toThrow(/OpenAIEngine.create/);
+  });
+
+  test("a server found down stops advertising its cache, kept; it is offered again once it answers", async () => {
+    const { engine, fake } = await setup({}, {}, { retries: 0 });
+    const r1 = await run(engine, range(1, 10));
+    const held = [range(1, 9).join(",")];
+    expect(seqs(r1.cachedSequences)).toEqual(held);
+    const fed: Uint32Array[][] = [];
+    const unwatch = watchEngineCache(engine, (i: NodeInput) => {
+      if (i.type === "engine-cache-changed") fed.push(i.sequences);
+    });
+    open.push({ close: async () => unwatch() });
+    fake.healthy = false;
+    expect((await engine.health()).ok).toBe(false);
+    // Peers must stop forwarding here: the node's tree (and its next snapshot) gets an empty cache.
+    expect(engine.cachedSequences()).toEqual([]);
+    expect(engine.cacheStatus().withheld).toMatch(/unreachable/);
+    await waitFor("the empty cache fed to the node", () => fed.length === 1);
+    expect(fed[0]).toEqual([]);
+    // The mirror itself is kept: nothing said the engine lost it.
+    expect(engine.kvEventsStatus()!.mirror.reachableBlocks).toBe(2);
+    fake.healthy = true;
+    expect((await engine.health()).ok).toBe(true);
+    expect(engine.cacheStatus().withheld).toBeUndefined();
+    expect(seqs(engine.cachedSequences())).toEqual(held);
+    await waitFor("the cache fed again", () => fed.length === 2);
+    expect(seqs(fed[1])).toEqual(held);
+  });
+
+  test("a run that succeeds while the cache is withheld offers it again", async () => {
+    const { engine, fake } = await setup({}, {}, { retries: 0 });
+    await run(engine, range(1, 10));
+    fake.healthy = false;
+    await engine.health();
+    expect(engine.cachedSequences()).toEqual([]);
+    const r = await run(engine, range(1, 14)); // /health is not /v1/completions: the server answers
+    expect(r.cachedTokens).toBe(8);
+    expect(seqs(engine.cachedSequences())).toEqual([range(1, 13).join(",")]);
   });
 });

@@ -20,6 +20,8 @@ export interface FakeServer {
   url: string;
   /** Block hashes held, by the tokens of the prefix they end. */
   held: Map<string, number>;
+  /** What `GET /health` answers: 200 while true, 503 while false (the server going down). */
+  healthy: boolean;
   close(): Promise<void>;
 }
 
@@ -36,6 +38,10 @@ export async function fakePrefixCachingServer(
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", async () => {
+      if (req.url === "/health") {
+        res.writeHead(fake.healthy ? 200 : 503, { "content-type": "application/json" }).end("{}");
+        return;
+      }
       if (req.url !== "/v1/completions") {
         res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');
         return;
@@ -71,13 +77,15 @@ export async function fakePrefixCachingServer(
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
+  const fake: FakeServer = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     held,
+    healthy: true,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
         server.close(() => r());
       }),
   };
+  return fake;
 }
