@@ -306,6 +306,20 @@ describe("a publisher restart whose numbering passed ours", () => {
     expect(mirror.degraded).toBeUndefined();
   });
 
+  test("a publisher started again binds its closed predecessor's ports, however soon", async () => {
+    // ZMQ frees a closed socket's port in its I/O thread a moment later: an immediate bind there
+    // sometimes found it in use, and the reconnect tests above failed now and then.
+    let pub = await KvEventPublisherDouble.start();
+    for (let i = 0; i < 300; i++) {
+      await pub.close();
+      pub = await KvEventPublisherDouble.start({
+        bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
+      });
+    }
+    open.push(pub);
+    expect(pub.endpoint).toMatch(/^tcp:\/\/127\.0\.0\.1:/);
+  });
+
   test("the same publisher's replays leave the mirror alone", async () => {
     const { pub, mirror, sub } = await setup({}, { probeIntervalMs: 100 });
     await waitFor("sync", () => sub.status().synced);
