@@ -9,6 +9,8 @@ export interface Live {
   payload: Uint8Array;
   /** Numbered below the previous live batch: a new publisher. */
   restart: boolean;
+  /** The first received after the connection dropped: its publisher may be new (check first). */
+  afterDrop?: boolean;
 }
 
 export class LiveQueue {
@@ -40,8 +42,10 @@ export class LiveQueue {
         this.items.findIndex((l) => !l.restart),
         0,
       );
-      this.bytes -= this.items[i]!.payload.byteLength;
-      this.items.splice(i, 1);
+      const [gone] = this.items.splice(i, 1);
+      this.bytes -= gone!.payload.byteLength;
+      // The check it carried is owed to whatever came after the drop: pass it on.
+      if (gone!.afterDrop) this.items[Math.min(i, this.items.length - 1)]!.afterDrop = true;
       dropped++;
     }
     return dropped;

@@ -23,7 +23,8 @@
  *
  * One mirror per publisher: a data-parallel rank publishes its own stream (port + rank); batches of
  * another rank are counted and refused (docs/engines-kv-events.md: one node per rank), and degrade
- * the mirror: the stream is another rank's, so this rank's blocks never come.
+ * the mirror: the stream is another rank's, so this rank's blocks never come. A batch naming no
+ * rank belongs to the stream it came on.
  *
  * `degraded` says the mirror may lack blocks (events were lost, or an event contradicted it); it then
  * keeps applying events ("rebuilds from events from then on") and only AllBlocksCleared, or a full
@@ -139,8 +140,10 @@ export class KvCacheMirror {
 
   /** Applies one batch in order; returns false (and mirrors nothing of it) for another rank's batch. */
   apply(batch: KvEventBatch): boolean {
-    const rank = batch.dataParallelRank ?? 0;
-    if (rank !== this.rank) {
+    // A batch naming no rank is the stream's own: SGLang releases that offset each attention-DP
+    // rank's ports leave the rank out of the batch, so only a rank the batch names can differ.
+    const rank = batch.dataParallelRank;
+    if (rank !== null && rank !== this.rank) {
       this.counters.otherRank++;
       this.markDegraded(
         `a batch of data-parallel rank ${rank} came on the stream followed for rank ${this.rank}: ` +

@@ -15,8 +15,10 @@
  *   engine restarted, its cache empty): the mirror is cleared and the history fetched again. A new
  *   publisher whose numbering already passed ours (its first batches lost to a reconnect) shows no
  *   such drop: every replay after the first therefore starts one batch early, at the last one
- *   applied, which the same publisher still buffers byte for byte; another batch there (or, after
- *   the connection dropped, before the next live batch is applied) means a new publisher.
+ *   applied, which the same publisher still buffers byte for byte; another batch there means a new
+ *   publisher. After the connection dropped, that replay runs before the first live batch received
+ *   since is applied (not those queued before the drop: the check would reach a publisher maybe
+ *   still down, fail, and let the new one's batches through unchecked).
  * - Idle probe: with no live batch for `probeIntervalMs`, a replay from the next expected number
  *   catches batches a SUB dropped silently (ZMQ's slow-joiner loss) before the next live one shows
  *   the gap.
@@ -116,8 +118,8 @@ export class KvEventsSubscriber {
   private lastError: string | undefined;
   /** The last batch applied, to recognise its publisher in a later replay. */
   private lastApplied: { seq: number; payload: Uint8Array } | undefined;
-  /** The connection dropped: the publisher may be new; check before applying another live batch. */
-  private verifyPublisher = false;
+  /** The connection dropped: the next live batch received may be a new publisher's (check it). */
+  private dropSeen = false;
 
   constructor(
     private readonly mirror: KvCacheMirror,
@@ -157,7 +159,7 @@ export class KvEventsSubscriber {
       closed: () => this.closed,
       dropped: () => {
         this.lastError = "the connection to the publisher dropped";
-        this.verifyPublisher = true;
+        this.dropSeen = true;
       },
       reconnecting: () => {
         this.counts.reconnects++;
@@ -226,15 +228,19 @@ export class KvEventsSubscriber {
     // SUB delivers one publisher's messages in order and once: a lower number is a new publisher.
     const restart = this.lastLiveSeq !== undefined && seq <= this.lastLiveSeq;
     this.lastLiveSeq = seq;
-    this.counts.dropped += this.queue.push({ seq, payload: frames[2]!, restart });
+    // Batches queued before the drop are the old connection's: only those after it need the check.
+    const afterDrop = this.dropSeen;
+    this.dropSeen = false;
+    this.counts.dropped += this.queue.push({ seq, payload: frames[2]!, restart, afterDrop });
     this.wake?.();
   }
 
   private async work(): Promise<void> {
     if (this.replays) await this.fetchHistory();
     while (!this.closed) {
-      if (this.verifyPublisher && this.queue.length > 0) {
-        this.verifyPublisher = false;
+      const first = this.queue.first();
+      if (first?.afterDrop) {
+        first.afterDrop = false;
         // A live batch numbered back already says so: checking too would handle the restart twice.
         if (this.synced && this.next !== undefined && this.replays && !this.queue.hasRestart())
           await this.probe(this.next);

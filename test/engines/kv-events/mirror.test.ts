@@ -122,6 +122,16 @@ describe("mirror rules", () => {
     expect(m.degraded).toMatch(/rank 0 .*rank 1/);
   });
 
+  test("a batch naming no rank is the stream's own, whatever rank is followed", () => {
+    // SGLang versions that publish attention-DP rank r on ports + r but leave the rank out of the
+    // batch: refusing those batches left the mirror empty and degraded for good.
+    const m = new KvCacheMirror({ rank: 2 });
+    expect(m.apply(batch([stored(["a"], null, [1, 2])], null))).toBe(true);
+    expect(m.match(T(1, 2))).toBe(2);
+    expect(m.counters.otherRank).toBe(0);
+    expect(m.degraded).toBeUndefined();
+  });
+
   test("namespaced blocks (LoRA, cache salt) are held but never match a plain prompt", () => {
     const m = new KvCacheMirror();
     m.apply(

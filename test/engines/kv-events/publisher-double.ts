@@ -231,11 +231,11 @@ export class KvEventPublisherDouble {
       replay: opts.replay ?? "answer",
       rank: opts.rank === undefined ? 0 : opts.rank,
     });
-    await d.pub.bind(opts.bindAt?.endpoint ?? "tcp://127.0.0.1:*");
+    await bindAt(d.pub, opts.bindAt?.endpoint);
     d.endpoint = d.pub.lastEndpoint!;
     d.loops.push(d.watchSubscriptions());
     if (d.router) {
-      await d.router.bind(opts.bindAt?.replayEndpoint ?? "tcp://127.0.0.1:*");
+      await bindAt(d.router, opts.bindAt?.replayEndpoint);
       d.replayEndpoint = d.router.lastEndpoint!;
       d.loops.push(d.serveReplays(d.router));
     }
@@ -308,6 +308,23 @@ export class KvEventPublisherDouble {
     } catch (e) {
       if (!this.closed) throw e;
     }
+  }
+}
+
+/**
+ * Binds `endpoint` (a new port without one). A port a closed socket held is freed by ZMQ's I/O
+ * thread a moment after `close()`: binding it at once sometimes finds it still in use, so retry.
+ */
+async function bindAt(sock: { bind(address: string): Promise<void> }, endpoint: string | undefined) {
+  if (endpoint === undefined) return sock.bind("tcp://127.0.0.1:*");
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await sock.bind(endpoint);
+    } catch (e) {
+      if (Date.now() > deadline || !/in use/i.test((e as Error).message)) throw e;
+    }
+    await new Promise((r) => setTimeout(r, 5));
   }
 }
 
