@@ -16,6 +16,16 @@ import {
 } from "./publisher-double.js";
 
 const open: { close(): Promise<void> }[] = [];
+
+/** A new publisher bound at the closed `pub`'s addresses (the engine restarted), subscribed to. */
+async function rebound(pub: KvEventPublisherDouble): Promise<KvEventPublisherDouble> {
+  const again = await KvEventPublisherDouble.start({
+    bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
+  });
+  open.push(again);
+  await again.subscribed();
+  return again;
+}
 afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close();
 });
@@ -237,11 +247,7 @@ describe("a publisher restart whose numbering passed ours", () => {
     await pub.publish([block(12, 10)]);
     await waitFor("two batches", () => sub.status().nextSequence === 2);
     await pub.close();
-    const again = await KvEventPublisherDouble.start({
-      bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
-    });
-    open.push(again);
-    await again.subscribed();
+    const again = await rebound(pub);
     await again.publish([block(20)], { drop: true });
     await again.publish([block(22, 20)], { drop: true });
     await again.publish([block(30)]);
@@ -260,11 +266,7 @@ describe("a publisher restart whose numbering passed ours", () => {
     await pub.publish([block(14, 12)]);
     await waitFor("three batches", () => sub.status().nextSequence === 3);
     await pub.close();
-    const again = await KvEventPublisherDouble.start({
-      bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
-    });
-    open.push(again);
-    await again.subscribed();
+    const again = await rebound(pub);
     await again.publish([block(20)], { drop: true });
     await again.publish([block(22, 20)], { drop: true });
     await again.publish([block(30)]);
@@ -291,11 +293,7 @@ describe("a publisher restart whose numbering passed ours", () => {
     await waitFor("a batch queued behind it", () => sub.status().queued === 1);
     await pub.close();
     await waitFor("the queued batch", () => sub.status().nextSequence === 5);
-    const again = await KvEventPublisherDouble.start({
-      bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
-    });
-    open.push(again);
-    await again.subscribed();
+    const again = await rebound(pub);
     for (const t of [20, 22, 24, 26, 28]) await again.publish([block(t)], { drop: true });
     await again.publish([block(30)]);
     await waitFor("the new publisher's live batch", () => mirror.match(T(30, 31)) === 2);
