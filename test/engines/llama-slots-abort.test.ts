@@ -13,19 +13,12 @@ import { HttpClient } from "../../src/engines/http-client.js";
 import { LlamaSlotsOptionsSchema } from "../../src/engines/llama-slots/options.js";
 import { LlamaSlotCache } from "../../src/engines/llama-slots/slot-cache.js";
 import { waitFor } from "../e2e/helpers.js";
-import { range } from "./slot-fixtures.js";
-
-interface SlotJson {
-  id: number;
-  is_processing: boolean;
-  id_task?: number;
-  n_prompt_tokens?: number;
-}
+import { closeDouble } from "./server-double.js";
+import { range, type SlotJson } from "./slot-fixtures.js";
 
 let double: Server | undefined;
 afterEach(async () => {
-  double?.closeAllConnections();
-  await new Promise<void>((r) => (double ? double.close(() => r()) : r()));
+  await closeDouble(double);
   double = undefined;
 });
 

@@ -8,22 +8,15 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
-import { range } from "./slot-fixtures.js";
-
-interface SlotJson {
-  id: number;
-  is_processing: boolean;
-  id_task?: number;
-  n_prompt_tokens?: number;
-}
+import { closeDouble } from "./server-double.js";
+import { range, type SlotJson } from "./slot-fixtures.js";
 
 let double: Server | undefined;
 let engine: OpenAIEngine | undefined;
 afterEach(async () => {
   await engine?.close();
   engine = undefined;
-  double?.closeAllConnections();
-  await new Promise<void>((r) => (double ? double.close(() => r()) : r()));
+  await closeDouble(double);
   double = undefined;
 });
 

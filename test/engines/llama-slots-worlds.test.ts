@@ -16,6 +16,7 @@ import { LlamaSlotCache } from "../../src/engines/llama-slots/slot-cache.js";
 import { SlotMirror } from "../../src/engines/llama-slots/slot-mirror.js";
 import { MAX_WORLDS, MirrorWorlds } from "../../src/engines/llama-slots/worlds.js";
 import { waitFor } from "../e2e/helpers.js";
+import { closeDouble } from "./server-double.js";
 import { cat, range, SLOT_SERVER } from "./slot-fixtures.js";
 
 const A = { cacheSalt: "tenant-a" };
@@ -131,8 +132,7 @@ describe("the slot mirror's worlds", () => {
 
 let double: Server | undefined;
 afterEach(async () => {
-  double?.closeAllConnections();
-  await new Promise<void>((r) => (double ? double.close(() => r()) : r()));
+  await closeDouble(double);
   double = undefined;
 });
 

@@ -7,13 +7,13 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, expect, it } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
+import { closeDouble } from "./server-double.js";
 
 let double: Server | undefined;
 let engine: OpenAIEngine | undefined;
 afterEach(async () => {
   await engine?.close();
-  double?.closeAllConnections();
-  await new Promise<void>((r) => (double ? double.close(() => r()) : r()));
+  await closeDouble(double);
 });
 
 it("sends cache_salt and names the adapter as the model; neither when the request has none", async () => {

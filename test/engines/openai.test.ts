@@ -22,6 +22,7 @@ import {
 import { MAX_SSE_EVENT_BYTES, sseData } from "../../src/engines/sse.js";
 import { loadEngine } from "../../src/server/runtime/engine-loader.js";
 import { envName, resolveNodeSettings } from "../../src/server/settings/index.js";
+import { closeDouble } from "./server-double.js";
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 interface Seen {
@@ -36,8 +37,7 @@ let engine: OpenAIEngine | undefined;
 afterEach(async () => {
   await engine?.close();
   engine = undefined;
-  double?.closeAllConnections();
-  await new Promise<void>((r) => (double ? double.close(() => r()) : r()));
+  await closeDouble(double);
   double = undefined;
 });
 

@@ -24,3 +24,11 @@ export const cat = (...parts: Uint32Array[]) => {
   }
   return out;
 };
+
+/** One slot as a llama-server test double's `GET /slots` shows it (the fields the mirror reads). */
+export interface SlotJson {
+  id: number;
+  is_processing: boolean;
+  id_task?: number;
+  n_prompt_tokens?: number;
+}
