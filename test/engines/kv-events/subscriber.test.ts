@@ -190,10 +190,7 @@ describe("following a publisher", () => {
 
   test("a publisher restart (numbering back at 0) clears the mirror", async () => {
     const { pub, mirror, sub } = await setup();
-    await waitFor("sync", () => sub.status().synced);
-    await pub.publish([block(10)]);
-    await pub.publish([block(12, 10)]);
-    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    await oldEngineBlocks(pub, sub);
     pub.restart();
     await pub.publish([block(20)]);
     await waitFor("the restart", () => sub.status().restarts === 1 && sub.status().nextSequence === 1);
@@ -202,15 +199,20 @@ describe("following a publisher", () => {
   });
 });
 
+/** Once synced, the old engine publishes two batches (blocks 10–13) and the mirror applies them. */
+async function oldEngineBlocks(pub: KvEventPublisherDouble, sub: KvEventsSubscriber): Promise<void> {
+  await waitFor("sync", () => sub.status().synced);
+  await pub.publish([block(10)]);
+  await pub.publish([block(12, 10)]);
+  await waitFor("two batches", () => sub.status().nextSequence === 2);
+}
+
 describe("a publisher restart whose numbering passed ours", () => {
   // The new engine's first batches never arrived live (lost while the SUB reconnected), so the
   // first one seen is numbered above the last seen from the old publisher: no drop to notice.
   test("found by the gap's replay: the old engine's blocks are dropped", async () => {
     const { pub, mirror, sub } = await setup();
-    await waitFor("sync", () => sub.status().synced);
-    await pub.publish([block(10)]);
-    await pub.publish([block(12, 10)]);
-    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    await oldEngineBlocks(pub, sub);
     pub.restart();
     await pub.publish([block(20)], { drop: true });
     await pub.publish([block(22, 20)], { drop: true });
@@ -226,10 +228,7 @@ describe("a publisher restart whose numbering passed ours", () => {
 
   test("found by the idle probe: the old engine's blocks are dropped", async () => {
     const { pub, mirror, sub } = await setup({}, { probeIntervalMs: 100 });
-    await waitFor("sync", () => sub.status().synced);
-    await pub.publish([block(10)]);
-    await pub.publish([block(12, 10)]);
-    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    await oldEngineBlocks(pub, sub);
     pub.restart();
     await pub.publish([block(20)], { drop: true });
     await pub.publish([block(22, 20)], { drop: true });
@@ -242,10 +241,7 @@ describe("a publisher restart whose numbering passed ours", () => {
 
   test("found after a reconnect, even numbered exactly as expected", async () => {
     const { pub, mirror, sub } = await setup();
-    await waitFor("sync", () => sub.status().synced);
-    await pub.publish([block(10)]);
-    await pub.publish([block(12, 10)]);
-    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    await oldEngineBlocks(pub, sub);
     await pub.close();
     const again = await rebound(pub);
     await again.publish([block(20)], { drop: true });
