@@ -4,15 +4,9 @@
  * paper's) and the default policy on the same cluster — switched, and caches reset, through each
  * node's loopback-only admin endpoint — and print each routed policy's ratio to `local`.
  */
-import { DEFAULT_POLICY } from "../server/default-policy.js";
 import type { Workload } from "../workload/types.js";
+import { COMPARED } from "./compared.js";
 import { type ReplaySummary, replay, summarize } from "./replay.js";
-
-/**
- * The baseline first, then the paper's policy, then the default: the cluster is left on the default.
- * Every name must be one the nodes accept (POLICY_NAMES).
- */
-export const COMPARED = ["local", "affinity", DEFAULT_POLICY] as const;
 
 export interface BenchRunOptions {
   urls: string[];

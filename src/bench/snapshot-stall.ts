@@ -12,7 +12,7 @@
  */
 
 import { fork, spawn } from "node:child_process";
-import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -21,6 +21,7 @@ import type { Snapshot } from "../core/snapshot.js";
 import { encodeSnapshot } from "../core/snapshot-codec.js";
 import { freePort } from "../server/cluster/launcher.js";
 import { parseMetrics } from "../server/dashboard/series.js";
+import { type LoopTurns, readLoopTurns } from "./loop-turns.js";
 import { pollLoop } from "./poll-loop.js";
 
 /** The most keys a snapshot may carry (the codec's and the index's cap). */
@@ -256,10 +257,10 @@ export interface StallResult {
   /** The node's longest event-loop delay over the same time (ms). */
   loopDelayMax: number;
   /**
-   * The most CPU the node's main thread used within one loop turn meanwhile (ms; loop-turn-probe.ts,
-   * NaN without the probe): its own work, apart from the time a busy machine kept it off a CPU.
+   * The node's long loop turns and GC pauses meanwhile (loop-turn-probe.ts; undefined without the
+   * probe): main-thread CPU per turn, its own work apart from the time a busy machine kept it off a CPU.
    */
-  turnCpuMax: number;
+  turns?: LoopTurns;
   /** From the first frame sent to the last one's version held. */
   applyMs: number;
 }
@@ -298,17 +299,18 @@ export async function measureStall(
     frameBytes: built[0]!.bytes.byteLength,
     health: summarize(xs),
     loopDelayMax: await eventLoopDelayMax(node.apiUrl),
-    turnCpuMax: node.turnsFile === undefined ? Number.NaN : longestTurn(node.turnsFile, turnsFrom),
+    ...(node.turnsFile === undefined ? {} : { turns: readLoopTurns(node.turnsFile, turnsFrom) }),
     applyMs,
   };
 }
 
-/** The most CPU of one turn the probe wrote to `file` after byte `from` (0 when none was above 5 ms). */
-function longestTurn(file: string, from: number): number {
-  const lines = readFileSync(file, "utf8").slice(from).split("\n");
-  let max = 0;
-  for (const l of lines) if (l.length > 0) max = Math.max(max, Number(l.split(" ")[0]));
-  return max;
+/** The probe's figures in a line (the turns' main-thread CPU, with and without a GC pause in them). */
+export function turnsText(t: LoopTurns | undefined): string {
+  if (t === undefined) return "no loop-turn probe";
+  return (
+    `longest turn ${t.cpuMax.toFixed(1)} ms of main-thread CPU, ${t.cpuMaxWithoutGc.toFixed(1)} ms without a GC ` +
+    `pause in it (longest pause ${t.gcPauseMax.toFixed(1)} ms)`
+  );
 }
 
 async function main(): Promise<void> {
@@ -331,7 +333,7 @@ async function main(): Promise<void> {
     console.log(
       `${r.frames} full snapshots of ${CAP_KEYS} keys (${(r.frameBytes / 1e6).toFixed(1)} MB each): ` +
         `/health n=${r.health.n} p50 ${f(r.health.p50)} ms, p99 ${f(r.health.p99)} ms, max ${f(r.health.max)} ms; ` +
-        `node event-loop delay max ${f(r.loopDelayMax)} ms, longest turn ${f(r.turnCpuMax)} ms of CPU; ` +
+        `node event-loop delay max ${f(r.loopDelayMax)} ms; ${turnsText(r.turns)}; ` +
         `all applied in ${f(r.applyMs)} ms`,
     );
   } finally {

@@ -1,7 +1,7 @@
 /** `prefixmesh bench`: checks its flags and runs src/bench/replay-run.ts (what it does is said there). */
 import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
-import { COMPARED } from "../bench/replay-run.js";
+import { COMPARED } from "../bench/compared.js";
 import { CliError, parseNumber } from "./errors.js";
 import { checkOutFile } from "./out-file.js";
 import {

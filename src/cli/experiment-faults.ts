@@ -5,9 +5,6 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { nodeConfigSchema } from "../core/node/config.js";
 import type { Loop } from "../experiments/faults/measure.js";
-import { writeFaultsReport } from "../experiments/faults/report.js";
-import { runFaults } from "../experiments/faults/run.js";
-import { faultsSubsetText, writeFaultsSubset } from "../experiments/faults/subset.js";
 import { CliError, parseNumber } from "./errors.js";
 import { checkMmluDir, commandLine } from "./experiment-args.js";
 
@@ -99,6 +96,7 @@ export function registerExperimentFaults(exp: Command): void {
       const node = parseSets(flags.set);
       const subset = classes !== undefined || loops !== undefined || node !== undefined;
       try {
+        const { runFaults } = await import("../experiments/faults/run.js");
         const outcome = await runFaults({
           source: mmluDir ? { kind: "mmlu", dir: mmluDir } : { kind: "synthetic", scale },
           seed,
@@ -110,10 +108,12 @@ export function registerExperimentFaults(exp: Command): void {
           onPhase: (phase) => process.stderr.write(`prefixmesh: ${phase}…\n`),
         });
         if (subset) {
+          const { faultsSubsetText, writeFaultsSubset } = await import("../experiments/faults/subset.js");
           const path = await writeFaultsSubset(outcome, command, outDir);
           process.stdout.write(`${faultsSubsetText(outcome, command)}\nwrote ${path}\n`);
           return;
         }
+        const { writeFaultsReport } = await import("../experiments/faults/report.js");
         const path = await writeFaultsReport(
           outcome,
           { command, loadBefore, loadAfter: loadavg()[0] ?? 0, cores: availableParallelism() },

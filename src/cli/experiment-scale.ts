@@ -4,8 +4,6 @@ import { availableParallelism, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { BOUNDED_ESTIMATES, SCALE_NODES, SERIES, type SeriesKey } from "../experiments/scale/grid.js";
-import { writeScaleReport } from "../experiments/scale/report.js";
-import { runScale } from "../experiments/scale/run.js";
 import { CliError, parseNumber } from "./errors.js";
 import { checkMmluDir, commandLine } from "./experiment-args.js";
 
@@ -103,6 +101,8 @@ export function registerScale(exp: Command): void {
       const command = commandLine("scale");
       const loadBefore = loadavg()[0] ?? 0;
       try {
+        const { runScale } = await import("../experiments/scale/run.js");
+        const { writeScaleReport } = await import("../experiments/scale/report.js");
         const o = await runScale({
           source: mmluDir ? { kind: "mmlu", dir: mmluDir } : { kind: "synthetic", scale },
           seed,

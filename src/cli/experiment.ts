@@ -3,10 +3,7 @@ import { join, resolve } from "node:path";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import { closedGrid, openGrid } from "../experiments/compare/grid.js";
-import { writeCompareReport } from "../experiments/compare/report.js";
-import { runCompare } from "../experiments/compare/run.js";
 import { parseSeeds } from "../experiments/compare/seeds.js";
-import { runPaperExperiment } from "../experiments/paper.js";
 import { CliError, parseNumber } from "./errors.js";
 import { checkMmluDir, commandLine } from "./experiment-args.js";
 import { registerExperimentFaults } from "./experiment-faults.js";
@@ -60,6 +57,7 @@ export function registerExperiment(program: Command): void {
         : undefined;
       let started = false;
       try {
+        const { runPaperExperiment } = await import("../experiments/paper.js");
         const res = await runPaperExperiment({
           ...(mmluDir ? { mmluDir } : {}),
           outDir,
@@ -149,6 +147,8 @@ export function registerExperiment(program: Command): void {
       const command = commandLine("compare");
       const loadBefore = loadavg()[0] ?? 0;
       try {
+        const { runCompare } = await import("../experiments/compare/run.js");
+        const { writeCompareReport } = await import("../experiments/compare/report.js");
         const outcome = await runCompare({
           source: mmluDir ? { kind: "mmlu", dir: mmluDir } : { kind: "synthetic", scale },
           seeds,

@@ -2,7 +2,7 @@
 import * as hdr from "hdr-histogram-js";
 import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
 import { faultFlags } from "../sim/fault-schedule.js";
-import { simGossip } from "../sim/run.js";
+import { simGossip } from "../sim/setup.js";
 import type { SimConfig, SimResult } from "../sim/types.js";
 import { historyHits, hitRate, idealHits } from "../workload/ideal-hit.js";
 import type { Workload } from "../workload/types.js";

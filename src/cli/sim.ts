@@ -9,7 +9,6 @@ import { DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../core/node/config.js";
 import { ALL_POLICY_NAMES } from "../core/node/policies/index.js";
 import { DEFAULT_PROFILE, PROFILE_NAMES } from "../engines/sim/profiles.js";
 import { DEFAULT_POLICY } from "../server/default-policy.js";
-import { runSimulation } from "../sim/run.js";
 import type { SimResult } from "../sim/types.js";
 import { CliError } from "./errors.js";
 import { defaultNote } from "./help.js";
@@ -28,6 +27,7 @@ export async function runSimCommand(
 ): Promise<SimResult> {
   const { config, workload, mmluDir, requests, rate } = parseSimOptions(o);
   const w = await loadWorkload(workload, { dir: mmluDir, seed: config.seed, requests, openLoopRate: rate });
+  const { runSimulation } = await import("../sim/run.js");
   const useBar = io.err.isTTY === true;
   const bar = useBar
     ? new SingleBar({ stream: io.err, format: "simulating [{bar}] {value}/{total} requests" })

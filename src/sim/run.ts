@@ -38,7 +38,6 @@ import { collectTotals } from "./totals.js";
 import { Traffic } from "./traffic.js";
 import type { SimConfig, SimProgress, SimResult } from "./types.js";
 
-export { simGossip } from "./setup.js";
 export type { SimConfig, SimFaults, SimProgress, SimRecord, SimResult } from "./types.js";
 
 export function runSimulation(config: SimConfig, workload: Workload, opts: SimProgress = {}): SimResult {
