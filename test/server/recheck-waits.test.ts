@@ -45,6 +45,21 @@ function staticChecks(client: PeerClient, timing: RecheckTiming) {
 }
 
 describe("re-check waits", () => {
+  it("a wait woken early resolves as run out and leaves no timer; stop still ends one that may be woken", async () => {
+    const waits = new RecheckWaits();
+    const wake = new AbortController();
+    const woken = waits.wait(LONG.firstMs, wake.signal);
+    expect(waits.size).toBe(1);
+    wake.abort();
+    expect(await woken).toBe(true);
+    expect(waits.size).toBe(0);
+    expect(await waits.wait(LONG.firstMs, wake.signal)).toBe(true); // woken before it began
+    const stopped = waits.wait(LONG.firstMs, new AbortController().signal);
+    waits.stop();
+    expect(await stopped).toBe(false);
+    expect(waits.size).toBe(0);
+  });
+
   it("a refused static peer's check ends when its waits are stopped, not after its backoff", async () => {
     let hellos = 0;
     const client = {

@@ -1,11 +1,13 @@
 /**
  * The full mesh's static peer check (static-peer-checks.ts) with fakes: when a static peer's
- * snapshots make it read the peer's hello again (a restart, or a check that gave up unanswered).
+ * snapshots make it read the peer's hello again (a restart, or a check that gave up unanswered), and
+ * how often a peer that gossips but never answers its hello is asked (fake timers: a simulated span).
  */
 import pino from "pino";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { TransportError } from "../../src/net/transport-client.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
+import type { RuntimeLogger } from "../../src/server/runtime/logger.js";
 import type { NodeRuntime } from "../../src/server/runtime/node-runtime.js";
 import { RecheckWaits } from "../../src/server/runtime/recheck-waits.js";
 import { StaticPeerChecks } from "../../src/server/runtime/static-peer-checks.js";
@@ -17,7 +19,13 @@ class NoWaits extends RecheckWaits {
   }
 }
 
-function setUp(answers: () => unknown) {
+interface Overrides {
+  waits?: RecheckWaits;
+  now?: () => number;
+  logger?: RuntimeLogger;
+}
+
+function setUp(answers: () => unknown, over: Overrides = {}) {
   // An answer may be a promise (a slow hello): awaited before it is thrown or returned.
   const noted: unknown[] = [];
   let asked = 0;
@@ -40,10 +48,10 @@ function setUp(answers: () => unknown) {
   const checks = new StaticPeerChecks([{ id: "B", url: "http://127.0.0.1:1" }], {
     client: client as never,
     runtime: runtime as unknown as NodeRuntime,
-    logger: pino({ level: "silent" }),
+    logger: over.logger ?? pino({ level: "silent" }),
     expect: { cluster: "c", model: "m", self: "A", authMode: "none" as never, gossip: "full" },
-    now: () => 0,
-    waits: new NoWaits(),
+    now: over.now ?? (() => 0),
+    waits: over.waits ?? new NoWaits(),
   });
   return { checks, noted, asked: () => asked };
 }
@@ -116,5 +124,112 @@ describe("static peer checks: an epoch seen while its check runs", () => {
     await until(() => noted.length === 2);
     expect(noted).toHaveLength(2);
     expect(asked()).toBe(2);
+  });
+});
+
+describe("static peer checks: a static peer that gossips but never answers its hello", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /**
+   * B, asked on real waits under fake timers from 0 (the check's clock is Date.now, faked too), whose
+   * hello times out while `answering` is false. `at` is when each hello was asked.
+   */
+  function silentPeer() {
+    vi.useFakeTimers({ now: 0 });
+    const waits = new RecheckWaits();
+    const at: number[] = [];
+    const warned: string[] = [];
+    const peer = { answering: false };
+    const logger: RuntimeLogger = {
+      info: () => {},
+      debug: () => {},
+      error: () => {},
+      warn: (_o, msg) => warned.push(msg ?? ""),
+    };
+    const { checks, noted } = setUp(
+      () => {
+        at.push(Date.now());
+        return peer.answering ? hello(["m"]) : new TransportError("timeout", "hello timed out");
+      },
+      { waits, now: () => Date.now(), logger },
+    );
+    /** `s` seconds pass, B sending a snapshot at `epoch()` each second. */
+    const gossip = async (s: number, epoch: () => number = () => 1) => {
+      for (let i = 0; i < s; i++) {
+        await vi.advanceTimersByTimeAsync(1_000);
+        checks.sawEpoch("B", epoch());
+      }
+    };
+    const gaps = (from = 0) => at.slice(from + 1).map((t, i) => t - (at[from + i] ?? 0));
+    return { checks, noted, waits, at, warned, peer, gossip, gaps };
+  }
+
+  it("is asked on a backoff doubling to 30 s, for as long as it gossips, and never verified", async () => {
+    const { checks, noted, waits, at, warned, gossip, gaps } = silentPeer();
+    try {
+      void checks.start();
+      checks.sawEpoch("B", 1); // its first snapshot, while the start-up check asks
+      await gossip(20 * 60);
+      // Once a second before: 1,200 hellos in these 20 min.
+      expect(gaps().slice(0, 6)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000]);
+      // Still asked, through the check giving up (MAX_UNANSWERED) and its snapshots starting it again.
+      for (const g of gaps().slice(5)) expect(g).toBe(30_000);
+      expect(at.at(-1)).toBeGreaterThan(20 * 60_000 - 30_000);
+      expect(at.length).toBeLessThanOrEqual(6 + (20 * 60 - 31) / 30 + 1);
+      expect(noted).toHaveLength(0);
+      // One warning for the streak, as the backoff reached its ceiling.
+      expect(warned).toEqual(["static peer does not answer its hello: backing off"]);
+    } finally {
+      waits.stop();
+    }
+  });
+
+  it("starts its backoff over when it restarts, and again once it answered", async () => {
+    const { checks, noted, waits, at, peer, gossip, gaps } = silentPeer();
+    try {
+      void checks.start();
+      checks.sawEpoch("B", 1);
+      await gossip(5 * 60);
+      expect(gaps().at(-1)).toBe(30_000);
+      // A restart cuts the 30 s wait short: asked at once, then 1 s, 2 s later.
+      const restartAt = Date.now();
+      const n = at.length;
+      checks.sawEpoch("B", 2);
+      await gossip(3, () => 2);
+      expect(at.slice(n)).toEqual([restartAt, restartAt + 1_000, restartAt + 3_000]);
+      // It answers at its next hello (4 s on): verified.
+      peer.answering = true;
+      await gossip(4, () => 2);
+      expect(noted).toHaveLength(1);
+      expect(at.at(-1)).toBe(restartAt + 7_000);
+      // Restarted again and silent, within 30 s of the last restart (which alone would not end a
+      // backoff again so soon): the answer ended it, so it is asked 1 s, then 2 s apart again.
+      peer.answering = false;
+      const m = at.length;
+      checks.sawEpoch("B", 3);
+      await gossip(6, () => 3);
+      expect(gaps(m).slice(0, 2)).toEqual([1_000, 2_000]);
+      expect(noted).toHaveLength(1);
+    } finally {
+      waits.stop();
+    }
+  });
+
+  it("claiming a new epoch in every snapshot ends its backoff at most once per 30 s", async () => {
+    const { checks, noted, waits, at, gossip, gaps } = silentPeer();
+    try {
+      void checks.start();
+      let epoch = 1;
+      checks.sawEpoch("B", epoch);
+      await gossip(10 * 60, () => ++epoch);
+      // Each 30 s: asked at the reset, then 1, 2, 4, 8 s later (16 s on is the next reset).
+      expect(at.length).toBeLessThanOrEqual(((10 * 60) / 30) * 5 + 5);
+      for (const g of gaps()) expect(g).toBeGreaterThanOrEqual(1_000);
+      expect(noted).toHaveLength(0);
+    } finally {
+      waits.stop();
+    }
   });
 });

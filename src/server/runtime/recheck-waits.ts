@@ -1,22 +1,32 @@
 /**
  * The waits between hellos of the background checks (static peers, `--join` seeds): a refused one
  * waits up to the re-check ceiling (minutes). `stop()` ends every wait at once, and any later one
- * before it starts, so no check's timer outlives the node that set it.
+ * before it starts, so no check's timer outlives the node that set it. A wait may be woken early (a
+ * static peer backing off unanswered seen restarted: static-peer-checks.ts).
  */
 export class RecheckWaits {
   private readonly waiting = new Map<NodeJS.Timeout, () => void>();
   private stopped_ = false;
 
-  /** Waits `ms`; true when the wait ran out, false when the waits were (or are) stopped. */
-  wait(ms: number): Promise<boolean> {
+  /**
+   * Waits `ms`; true when the wait ran out (or `wake` ended it early), false when the waits were (or
+   * are) stopped.
+   */
+  wait(ms: number, wake?: AbortSignal): Promise<boolean> {
     if (this.stopped_) return Promise.resolve(false);
+    if (wake?.aborted) return Promise.resolve(true);
     return new Promise((res) => {
-      const t = setTimeout(() => {
+      const end = (ranOut: boolean) => {
+        clearTimeout(t);
         this.waiting.delete(t);
-        res(true);
-      }, ms);
+        wake?.removeEventListener("abort", woken);
+        res(ranOut);
+      };
+      const woken = () => end(true);
+      const t = setTimeout(() => end(true), ms);
       t.unref();
-      this.waiting.set(t, () => res(false));
+      this.waiting.set(t, () => end(false));
+      wake?.addEventListener("abort", woken, { once: true });
     });
   }
 
@@ -27,10 +37,7 @@ export class RecheckWaits {
   /** Ends every wait (each resolves false) and refuses new ones. */
   stop(): void {
     this.stopped_ = true;
-    for (const [t, end] of this.waiting) {
-      clearTimeout(t);
-      end();
-    }
+    for (const end of [...this.waiting.values()]) end();
     this.waiting.clear();
   }
 
