@@ -105,4 +105,28 @@ describe("gossip mode: which epochs show a restart", () => {
     expect(hear(a, "B", digest("B", 7))).toEqual([]);
     expect(hear(a, "B", digest("B", 8))).toEqual([{ id: "B", epoch: 8 }]);
   });
+
+  // Its trust is kept while it is out (trust.ts): only another process, a newer epoch, renews it.
+  it("one back in a newer epoch than it left in is renewed; the same epoch (a refuted death) is not", () => {
+    const a = gossiper("A", ["B", "C"]);
+    const renewed = (from: string, msg: GossipMessage) => {
+      hear(a, from, msg);
+      return a.drainRenewed();
+    };
+    expect(renewed("B", digest("B", 5))).toEqual([]);
+    a.remove("B");
+    expect(renewed("C", digest("B", 6))).toEqual([]); // not a member now
+    a.add("B");
+    expect(renewed("B", digest("B", 5))).toEqual([]); // refuted: the epoch it left in
+    expect(renewed("B", digest("B", 5))).toEqual([]);
+    a.remove("B");
+    a.add("B");
+    expect(renewed("C", digest("B", 4))).toEqual([]); // a stale relay: waits for a newer one
+    expect(renewed("C", digest("B", 6))).toEqual(["B"]); // restarted while out
+    expect(renewed("B", digest("B", 7))).toEqual([]); // a member now: a restart, not a return
+    // Never heard of before it went: nothing to compare with.
+    a.remove("C");
+    a.add("C");
+    expect(renewed("C", digest("C", 3))).toEqual([]);
+  });
 });

@@ -1,7 +1,13 @@
 /** Peer trust (trust.ts): the circuit breaker's states, and what counts against a peer. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { isLoadRefusal, MAX_QUARANTINED, Trust, type TrustConfig } from "../../src/core/node/trust.js";
+import {
+  isLoadRefusal,
+  MAX_DEPARTED,
+  MAX_QUARANTINED,
+  Trust,
+  type TrustConfig,
+} from "../../src/core/node/trust.js";
 
 const config: TrustConfig = {
   enabled: true,
@@ -375,5 +381,93 @@ describe("trust: quarantine (a spot check caught a wrong answer)", () => {
     expect(t.view("p0")?.state).toBe("closed");
     t.add(`p${MAX_QUARANTINED}`);
     expect(t.view(`p${MAX_QUARANTINED}`)?.state).toBe("quarantined");
+  });
+});
+
+// A member declared dead that refutes it (the same process) is removed, then added back (mesh.ts):
+// were its record dropped, a staller slow to answer pings would come back with a clean breaker.
+describe("trust: kept while a peer is out of the membership", () => {
+  it("an open breaker, its doubled period and the failure history survive a refuted death", () => {
+    const t = fresh();
+    for (let i = 0; i < 3; i++) t.failed("b", `f${i}`, 0);
+    t.sent("b", "probe", 10_000);
+    t.failed("b", "probe", 10_000); // reopened for twice as long
+    const before = t.view("b");
+    t.remove("b");
+    expect(t.view("b")).toBeUndefined();
+    t.add("b");
+    expect(t.view("b")).toEqual(before);
+    expect(t.routable("b", 29_999)).toBe(false);
+    expect(t.routable("b", 30_000)).toBe(true);
+    // Its next failed probe doubles the period again: the history goes on.
+    t.sent("b", "probe2", 30_000);
+    t.failed("b", "probe2", 30_000);
+    expect(t.routable("b", 30_000 + 39_999)).toBe(false);
+  });
+
+  it("its probation goes on, bar the attempts that were open when it left (failed over as lost)", () => {
+    const t = fresh();
+    t.sent("b", "1", 0);
+    t.failed("b", "1", 0);
+    t.sent("b", "2", 0);
+    t.sent("b", "3", 0);
+    expect(t.mayHold("b")).toBe(false);
+    t.remove("b");
+    t.ended("b", "2"); // its attempts end after it went: nothing to end any more
+    t.add("b");
+    // The failed one still counts (no answer since), the open ones do not.
+    t.sent("b", "4", 0);
+    expect(t.mayHold("b")).toBe(true);
+    t.sent("b", "5", 0);
+    expect(t.mayHold("b")).toBe(false);
+    t.answered("b", "4");
+    expect(t.mayHold("b")).toBe(true);
+  });
+
+  it("a closed breaker's recent failures count on: one more opens it", () => {
+    const t = fresh();
+    t.failed("b", "x", 0);
+    t.failed("b", "x", 1);
+    t.remove("b");
+    t.add("b");
+    t.failed("b", "x", 2);
+    expect(t.view("b")).toMatchObject({ state: "open", failures: 3, opened: 1 });
+  });
+
+  it("a peer back in a newer epoch (`restarted`) starts fresh, bar a quarantine", () => {
+    const t = fresh();
+    for (let i = 0; i < 3; i++) t.failed("b", "x", 0);
+    t.remove("b");
+    t.add("b");
+    t.restarted("b");
+    expect(t.view("b")).toMatchObject({ state: "closed", failures: 0, opened: 0, score: 1 });
+    expect(t.routable("b", 0)).toBe(true);
+    t.quarantine("c");
+    t.restarted("c");
+    expect(t.view("c")?.state).toBe("quarantined");
+    // Out of the membership when told: it comes back fresh.
+    for (let i = 0; i < 3; i++) t.failed("b", "x", 0);
+    t.remove("b");
+    t.restarted("b");
+    t.add("b");
+    expect(t.view("b")?.state).toBe("closed");
+  });
+
+  it("remembers at most MAX_DEPARTED absent peers, the last gone; our restart forgets them", () => {
+    const t = fresh();
+    for (let i = 0; i <= MAX_DEPARTED; i++) {
+      t.add(`p${i}`);
+      for (let k = 0; k < 3; k++) t.failed(`p${i}`, "x", 0);
+      t.remove(`p${i}`);
+    }
+    t.add("p0");
+    expect(t.view("p0")?.state).toBe("closed");
+    t.add(`p${MAX_DEPARTED}`);
+    expect(t.view(`p${MAX_DEPARTED}`)?.state).toBe("open");
+    for (let k = 0; k < 3; k++) t.failed("b", "x", 0);
+    t.remove("b");
+    t.reset(["c"]);
+    t.add("b");
+    expect(t.view("b")?.state).toBe("closed");
   });
 });

@@ -413,6 +413,14 @@ export class GossipAntiEntropy {
     return this.reports.drainRestarted();
   }
 
+  /**
+   * Members heard back in a newer epoch than the one they left the membership in, since the last call:
+   * a restart while they were out, whose trust starts fresh (a refuted death keeps it).
+   */
+  drainRenewed(): NodeId[] {
+    return this.reports.drainRenewed();
+  }
+
   /** Our state as the gossip reads it (own-state.ts). */
   private own(tree: OwnTree, queueDepth: number, pushBackMs: number): OwnState {
     const summary = this.discovery === undefined ? undefined : this.ownSummary;

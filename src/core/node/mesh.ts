@@ -12,11 +12,16 @@ import { type MeshEvents, SwimMembership } from "./swim-membership.js";
 import type { Targets } from "./targets.js";
 import type { Effect, NodeDeps, NodeId, NodeInput } from "./types.js";
 
-/** The origin's per-peer state (targets.ts, trust.ts): a member that came gets it, one that went loses it. */
+/**
+ * The origin's per-peer state (targets.ts, trust.ts): a member that came gets it, one that went loses
+ * it — bar its trust, kept for its return unless it comes back in a newer epoch.
+ */
 export interface PeerState {
   readonly targets: Targets;
   addPeer(id: NodeId): void;
   removePeer(id: NodeId): void;
+  /** A member came back in a newer epoch than it left in (a restart): its trust starts fresh. */
+  renewedPeer(id: NodeId): void;
 }
 
 /** The membership of either mode (SWIM's wears Membership's surface). */
@@ -72,8 +77,9 @@ const NONE: MeshEvents = Object.freeze({
  * One step of the `gossip: "scuttlebutt"` mesh for node.ts: a gossip message goes to the anti-entropy,
  * anything else of the mesh (`start`, a swim message or timer, a verification) to SWIM, whose members
  * that came or went are added to or dropped from the anti-entropy and the origin's peer state (its
- * targets and their trust: a member's breaker works as a static peer's) here; a member that came is
- * greeted with a digest at once, so the two hold each other's estimate within a round trip.
+ * targets and their trust: a member's breaker works as a static peer's, and outlives a refuted
+ * death) here; a member that came is greeted with a digest at once, so the two hold each other's
+ * estimate within a round trip.
  * node.ts fails over the forwards of members that went (`down`) or came back in a new epoch
  * (`restarted`), then samples the probes' `rtt`.
  */
@@ -99,6 +105,7 @@ export function step(
     );
     // A state's header reports its owner's queue: forwards counted since the last report start over.
     for (const id of antiEntropy.drainReported()) peers.targets.loadReported(id);
+    for (const id of antiEntropy.drainRenewed()) peers.renewedPeer(id);
     const restarted = antiEntropy.drainRestarted();
     return restarted.length === 0 ? NONE : { ...NONE, restarted };
   }

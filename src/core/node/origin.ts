@@ -196,11 +196,16 @@ export class Origin {
     this.trust.add(id);
   }
 
-  /** A peer left the membership (run time). */
+  /** A peer left the membership (run time): its trust is kept for its return (trust.ts). */
   removePeer(id: NodeId): void {
     this.targets.remove(id);
     this.trust.remove(id);
     this.limits.forget(id);
+  }
+
+  /** A member came back in a newer epoch than it left in: another process, trusted afresh. */
+  renewedPeer(id: NodeId): void {
+    this.trust.restarted(id);
   }
 
   /** Its part of the peer's `PeerView`. */

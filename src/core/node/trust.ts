@@ -58,6 +58,8 @@ const BUSY_BACKOFF_MS = 250;
 const MAX_OPEN_ATTEMPTS = 1024;
 /** Quarantined peers remembered while out of the membership (the oldest caught is forgotten beyond). */
 export const MAX_QUARANTINED = 4096;
+/** Peers whose record is kept while out of the membership (the one gone longest is forgotten beyond). */
+export const MAX_DEPARTED = 4096;
 
 interface PeerTrust {
   score: number;
@@ -106,6 +108,13 @@ export class Trust {
    * undone by that — only our restart ends a quarantine (spot-check.ts).
    */
   private readonly caught = new Set<NodeId>();
+  /**
+   * The records of peers out of the membership, gone longest first: one declared dead that refutes
+   * it comes back with its breaker and failure history, or a staller slow to answer pings would
+   * return each time with a clean breaker and cost its callers fresh forward timeouts. One back in a
+   * newer epoch (a restart) starts fresh (`restarted`).
+   */
+  private readonly departed = new Map<NodeId, PeerTrust>();
 
   constructor(private readonly config: TrustConfig) {
     invariant(config.failures >= 1 && config.openMs > 0, "trust: failures ≥ 1 and openMs > 0");
@@ -119,11 +128,46 @@ export class Trust {
   reset(ids: readonly NodeId[]): void {
     this.peers.clear();
     this.caught.clear();
+    this.departed.clear();
     for (const id of ids) this.add(id);
   }
 
+  /** `id` joined, or came back: as it left, if we kept its record, else fresh (a member: as it is). */
   add(id: NodeId): void {
-    this.peers.set(id, {
+    if (this.peers.has(id)) return;
+    const kept = this.departed.get(id);
+    this.departed.delete(id);
+    this.peers.set(id, kept ?? this.fresh());
+    if (this.caught.has(id)) this.quarantine(id);
+  }
+
+  /** `id` left the membership: its record is kept (bounded) for its return. */
+  remove(id: NodeId): void {
+    const t = this.peers.get(id);
+    if (t === undefined) return;
+    this.peers.delete(id);
+    // Its open attempts fail over as lost (neutral): none is open when it returns.
+    t.open.clear();
+    t.unanswered = 0;
+    t.probe = undefined;
+    this.departed.set(id, t);
+    if (this.departed.size > MAX_DEPARTED) this.departed.delete(this.departed.keys().next().value as NodeId);
+    invariant(this.departed.size <= MAX_DEPARTED, "trust: departed peers kept beyond the bound");
+  }
+
+  /**
+   * `id` came back in a newer epoch than it left in: another process, whose record starts fresh (a
+   * quarantine stays: only our restart ends one).
+   */
+  restarted(id: NodeId): void {
+    this.departed.delete(id);
+    if (!this.peers.has(id)) return;
+    this.peers.delete(id);
+    this.add(id);
+  }
+
+  private fresh(): PeerTrust {
+    return {
       score: 1,
       state: "closed",
       recent: [],
@@ -141,12 +185,7 @@ export class Trust {
       failures: 0,
       refusals: 0,
       opened: 0,
-    });
-    if (this.caught.has(id)) this.quarantine(id);
-  }
-
-  remove(id: NodeId): void {
-    this.peers.delete(id);
+    };
   }
 
   /** Whether `id`'s answers were found wrong (spot checks): none of its answers is taken. */

@@ -71,7 +71,12 @@ export interface MeshPeersOptions {
   /** The clock of the protocol re-reads (see [Newer is not invalid]); default Date.now. */
   now?: () => number;
   /** Each member's served count (peer-served.ts): ours rides on our states, theirs is read off theirs. */
-  served?: { own(): number; report(from: NodeId, epoch: number, served: number | undefined): void };
+  served?: {
+    own(): number;
+    report(from: NodeId, epoch: number, served: number | undefined): void;
+    /** Only the members SWIM remembers keep their count (peer-served.ts `keepOnly`). */
+    keepOnly(remembered: ReadonlySet<NodeId>): void;
+  };
 }
 
 export class MeshPeers {
@@ -220,6 +225,7 @@ export class MeshPeers {
       } else if (m.status === "left") left.add(m.id);
     }
     this.hellos.keepOnly(remembered);
+    this.o.served?.keepOnly(remembered);
     for (const id of now) {
       if (this.members.has(id)) continue;
       const url = this.book.get(id);

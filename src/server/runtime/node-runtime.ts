@@ -167,7 +167,8 @@ export class NodeRuntime implements NodeService {
     const mesh = o.node.config.gossip === "scuttlebutt" ? o.mesh : undefined;
     const report = (from: string, epoch: number, n: number | undefined) =>
       from !== this.nodeId && this.traffic.servedCounts.report(from, epoch, n);
-    const served = { own: () => this.view.ownServed(), report };
+    const keepOnly = (remembered: ReadonlySet<string>) => this.traffic.servedCounts.keepOnly(remembered);
+    const served = { own: () => this.view.ownServed(), report, keepOnly };
     this.mesh =
       mesh && new MeshPeers({ ...o, ...mesh, admin: this.admin, feed: (i) => this.feed(i), served });
   }

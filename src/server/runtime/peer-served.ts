@@ -6,7 +6,9 @@
  *
  * A count belongs to its sender's epoch (counters start again at a restart): a newer epoch replaces
  * it, an older one is ignored, and within an epoch it only grows, so snapshots that arrive out of
- * order never move it back.
+ * order never move it back. So a member declared dead that refutes it (the same process, epoch and
+ * counter) keeps its count: it was shown, down, while SWIM remembered it dead, and goes on growing;
+ * only SWIM forgetting the member (`keepOnly`), or its removal from a static or DNS list, drops it.
  */
 import { invariant } from "../../core/invariant.js";
 
@@ -43,5 +45,16 @@ export class PeerServedCounts {
   /** A member that left the membership. */
   forget(id: string): void {
     this.counts.delete(id);
+  }
+
+  /**
+   * gossip "scuttlebutt": the members SWIM remembers, dead and departed ones included (`/cluster`
+   * shows those down, with their count); others' counts go, so a mesh whose members come and go
+   * never fills the bound with the long gone and stops counting newcomers.
+   */
+  keepOnly(remembered: ReadonlySet<string>): void {
+    // No more kept than remembered: at most that many long gone (bounded), skip the walk.
+    if (this.counts.size <= remembered.size) return;
+    for (const id of this.counts.keys()) if (!remembered.has(id)) this.counts.delete(id);
   }
 }

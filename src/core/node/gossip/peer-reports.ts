@@ -21,6 +21,8 @@ const NO_RESTARTS: Restart[] = Object.freeze([]) as unknown as Restart[];
 
 /** Hello-advertised caps remembered at most (members that come and go; the default maxMembers). */
 const MAX_CAPS = 4_096;
+/** Epochs of gone members remembered at most (the one gone longest is forgotten beyond). */
+const MAX_GONE = 4_096;
 
 const NO_LOAD: Readonly<PeerLoad> = {
   queueDepth: 0,
@@ -47,6 +49,13 @@ export class PeerReports {
   private readonly epochs = new Map<NodeId, number>();
   /** Members seen in a newer epoch since `drainRestarted` last ran. */
   private readonly restarted = new Set<NodeId>();
+  /**
+   * The newest epoch seen of each member gone, gone longest first, until one is heard of it back: a
+   * newer one then is a restart while it was out (`drainRenewed`), the same one a refuted death.
+   */
+  private readonly gone = new Map<NodeId, number>();
+  /** Members back in a newer epoch than they left in, since `drainRenewed` last ran. */
+  private readonly renewed = new Set<NodeId>();
 
   constructor(
     private readonly selfId: NodeId,
@@ -74,10 +83,20 @@ export class PeerReports {
     this.reported.clear();
     this.epochs.clear();
     this.restarted.clear();
+    this.gone.clear();
+    this.renewed.clear();
   }
-  /** A member gone: its epoch (one back later is no restart of what we knew; its load: `forget`). */
+  /**
+   * A member gone: its epoch (one back later is no restart of what we knew — its forwards failed over
+   * as it went — but is kept in `gone` for `drainRenewed`; its load: `forget`).
+   */
   remove(id: NodeId): void {
+    const epoch = this.epochs.get(id);
     this.epochs.delete(id);
+    if (epoch === undefined) return;
+    this.gone.delete(id);
+    this.gone.set(id, epoch);
+    if (this.gone.size > MAX_GONE) this.gone.delete(this.gone.keys().next().value as NodeId);
   }
   /** An estimate dropped: its load goes with it. */
   forget(id: NodeId): void {
@@ -140,12 +159,26 @@ export class PeerReports {
    */
   sawEpoch(owner: NodeId, epoch: number): void {
     if (owner === this.selfId || !this.member(owner)) return;
+    const left = this.gone.get(owner);
+    // An older one is a stale relay: the comparison waits for the member's own epoch.
+    if (left !== undefined && epoch >= left) {
+      this.gone.delete(owner);
+      if (epoch > left) this.renewed.add(owner);
+    }
     const was = this.epochs.get(owner);
     if (was !== undefined && epoch <= was) return;
     this.epochs.set(owner, epoch);
     if (was === undefined) return;
     this.onRestart(owner);
     this.restarted.add(owner);
+  }
+
+  /** Members heard back in a newer epoch than they left in, since the last call (trust.ts `restarted`). */
+  drainRenewed(): NodeId[] {
+    if (this.renewed.size === 0) return NO_IDS;
+    const ids = [...this.renewed];
+    this.renewed.clear();
+    return ids;
   }
 
   /** Owners whose header (queue depth) was applied since the last call: their queue is reported. */
