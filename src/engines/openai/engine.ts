@@ -19,7 +19,6 @@
  * (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`), the result carries
  * them with `cacheReported: true`, so predicted vs reported hits can be a metric.
  */
-import { encode as gptEncode } from "gpt-tokenizer";
 import { z } from "zod";
 import type {
   ChatMessage,
@@ -41,7 +40,7 @@ import { samplingFields } from "../sampling-fields.js";
 import { completionsBody, streamCompletions } from "./completions.js";
 import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
 import { detectSaltIgnored, fetchServerContext } from "./server-info.js";
-import { RemoteTokenizer } from "./tokenize.js";
+import { localTokens, RemoteTokenizer } from "./tokenize.js";
 
 /** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
 export interface RemoteEngineResult extends EngineResult {
@@ -198,12 +197,12 @@ export class OpenAIEngine implements Engine {
   }
 
   async tokenize(text: string): Promise<Tokens> {
-    if (this.opts.tokenizer === "local") return Uint32Array.from(gptEncode(text));
+    if (this.opts.tokenizer === "local") return localTokens(text);
     const remote = await this.tokenizer.tokenize(text);
     if (remote) return remote;
     if (this.opts.tokenizer === "server")
       throw new EngineUnavailableError("server has no /tokenize endpoint that returns tokens");
-    return Uint32Array.from(gptEncode(text));
+    return localTokens(text);
   }
 
   /**

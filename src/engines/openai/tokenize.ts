@@ -1,6 +1,6 @@
 /**
  * The remote engine's use of the server's `/tokenize`, in the shape the server takes (vLLM/SGLang or
- * llama.cpp), found once by a probe.
+ * llama.cpp), found once by a probe; and the local tokenizer it falls back to.
  */
 import { z } from "zod";
 import type { Tokens } from "../../core/engine.js";
@@ -24,6 +24,17 @@ const toTokens = (ts: z.infer<typeof TokenizeResponse>["tokens"]): Tokens =>
 
 /** Any non-empty text: every tokenizer turns it into at least one token. */
 const TOKENIZE_PROBE = "Hello, world";
+
+let localEncoder: Promise<(text: string) => number[]> | undefined;
+
+/**
+ * gpt-tokenizer's encoding of `text`, the module loaded at first use: its tables cost a node ≈ 20 MB
+ * of heap and a slower start, and a server that tokenizes (llama.cpp, vLLM, SGLang) never needs them.
+ */
+export async function localTokens(text: string): Promise<Tokens> {
+  localEncoder ??= import("gpt-tokenizer").then((m) => m.encode);
+  return Uint32Array.from((await localEncoder)(text));
+}
 
 export type TokenizeShape = "vllm" | "llamacpp" | "none";
 
