@@ -35,11 +35,11 @@ import { renderFallbackChat } from "../chat-fallback.js";
 import { EngineInputError, EngineUnavailableError } from "../errors.js";
 import { HttpClient } from "../http-client.js";
 import type { KvEventsCacheModel, KvEventsStatus } from "../kv-events/cache-model.js";
-import { LlamaSlotCache, type LlamaSlotsStatus } from "../llama-slots/slot-cache.js";
+import type { LlamaSlotCache, LlamaSlotsStatus } from "../llama-slots/slot-cache.js";
 import { samplingFields } from "../sampling-fields.js";
 import { completionsBody, streamCompletions } from "./completions.js";
 import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
-import { detectSaltIgnored, fetchServerContext } from "./server-info.js";
+import { detectSaltIgnored, detectSlotMirror, fetchServerContext } from "./server-info.js";
 import { localTokens, RemoteTokenizer } from "./tokenize.js";
 
 /** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
@@ -127,7 +127,8 @@ export class OpenAIEngine implements Engine {
       model.start();
     }
     const engine = new OpenAIEngine(opts, model);
-    if (!opts.kvEvents && opts.cacheMirror !== "lru") await engine.attachSlots(log);
+    if (!opts.kvEvents && opts.cacheMirror !== "lru")
+      engine.useSlots(await detectSlotMirror(engine.http, opts, log));
     // Without KV events or the slot mirror the node cannot see the server's cache: tenants stay apart
     // only if the server keys its cache by `cache_salt`; salted requests to one that ignores it are
     // refused (server-info.ts).
@@ -146,37 +147,9 @@ export class OpenAIEngine implements Engine {
     return engine;
   }
 
-  /**
-   * Mirrors a llama.cpp server's slots when it is one (`cacheMirror` "auto" or "llama-slots"): the
-   * engine is then engine-managed. With "llama-slots", a server that is not one (or is down) fails.
-   */
-  private async attachSlots(log?: (msg: string, fields: Record<string, unknown>) => void): Promise<void> {
-    const wanted = this.opts.cacheMirror === "llama-slots";
-    if (this.opts.tokenizer === "local") {
-      if (wanted)
-        throw new Error("cacheMirror llama-slots needs the server's tokens (tokenizer auto or server)");
-      return;
-    }
-    let slots: LlamaSlotCache | undefined;
-    try {
-      slots = await LlamaSlotCache.detect(this.http, this.opts.llamaSlots);
-    } catch (e) {
-      if (wanted) throw e;
-      log?.(
-        "the server did not answer: its cache is modelled by LRU (restart the node to mirror its slots)",
-        {
-          error: (e as Error).message,
-        },
-      );
-      return;
-    }
-    if (!slots) {
-      if (wanted)
-        throw new Error(
-          "cacheMirror llama-slots: the server's /props names no slots (not a llama.cpp server)",
-        );
-      return;
-    }
+  /** The server's cache as its slot mirror reads it (engine-managed), when the server is llama.cpp's. */
+  private useSlots(slots: LlamaSlotCache | undefined): void {
+    if (!slots) return;
     this.slotCache = slots;
     this.tally = slots.tally;
     this.info.cacheMode = "engine-managed";

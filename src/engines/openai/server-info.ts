@@ -1,11 +1,13 @@
 /**
  * What the remote engine reads about the server beyond its runs: the context limit per request
- * (`/v1/models`, else llama.cpp's `/props`), and whether it is a server known to ignore `cache_salt`.
+ * (`/v1/models`, else llama.cpp's `/props`), whether it is a server known to ignore `cache_salt`, and
+ * whether its slots can be mirrored (a llama.cpp server).
  */
 import { z } from "zod";
 import { EngineInputError, EngineUnavailableError } from "../errors.js";
 import type { HttpClient } from "../http-client.js";
-import { MAX_CONTEXT_TOKENS } from "./options.js";
+import { LlamaSlotCache } from "../llama-slots/slot-cache.js";
+import { MAX_CONTEXT_TOKENS, type OpenAIEngineOptionsSchema } from "./options.js";
 
 const ContextTokens = z.number().int().min(1).max(MAX_CONTEXT_TOKENS);
 /** `/v1/models`: vLLM and SGLang say `max_model_len`, llama.cpp's server `meta.n_ctx` (per slot). */
@@ -67,4 +69,35 @@ async function getOptional(http: HttpClient, path: string): Promise<unknown> {
     if (e instanceof EngineUnavailableError && /not JSON/.test(e.message)) return undefined;
     throw e;
   }
+}
+
+/**
+ * The slot mirror of a llama.cpp server when the server is one (`cacheMirror` "auto" or "llama-slots");
+ * undefined where the server's cache is modelled by LRU. With "llama-slots", a server that is not one
+ * (or is down) fails, as does a local tokenizer: the mirror needs the server's tokens.
+ */
+export async function detectSlotMirror(
+  http: HttpClient,
+  opts: Pick<z.output<typeof OpenAIEngineOptionsSchema>, "cacheMirror" | "tokenizer" | "llamaSlots">,
+  log?: (msg: string, fields: Record<string, unknown>) => void,
+): Promise<LlamaSlotCache | undefined> {
+  const wanted = opts.cacheMirror === "llama-slots";
+  if (opts.tokenizer === "local") {
+    if (wanted)
+      throw new Error("cacheMirror llama-slots needs the server's tokens (tokenizer auto or server)");
+    return undefined;
+  }
+  let slots: LlamaSlotCache | undefined;
+  try {
+    slots = await LlamaSlotCache.detect(http, opts.llamaSlots);
+  } catch (e) {
+    if (wanted) throw e;
+    log?.("the server did not answer: its cache is modelled by LRU (restart the node to mirror its slots)", {
+      error: (e as Error).message,
+    });
+    return undefined;
+  }
+  if (!slots && wanted)
+    throw new Error("cacheMirror llama-slots: the server's /props names no slots (not a llama.cpp server)");
+  return slots;
 }
