@@ -155,13 +155,14 @@ export class PeerReports {
    * are lost (its duplicate window went with it). The first epoch we see of a member is no news.
    * It may be a stale one a relay still carries, and then the member's current epoch reads as a
    * restart: node.ts fails over only what its acks show an older incarnation took
-   * (forward-attempts.ts `lostTo`).
+   * (forward-attempts.ts `lostTo`). `fromOwner`: the member said it itself (no relay).
    */
-  sawEpoch(owner: NodeId, epoch: number): void {
+  sawEpoch(owner: NodeId, epoch: number, fromOwner = false): void {
     if (owner === this.selfId || !this.member(owner)) return;
     const left = this.gone.get(owner);
-    // An older one is a stale relay: the comparison waits for the member's own epoch.
-    if (left !== undefined && epoch >= left) {
+    // A relay may still carry the epoch it left in after it restarted (others' copies of its old
+    // state): only a newer one, or its own word, settles the comparison; an older one is stale.
+    if (left !== undefined && (epoch > left || (epoch === left && fromOwner))) {
       this.gone.delete(owner);
       if (epoch > left) this.renewed.add(owner);
     }
