@@ -91,9 +91,11 @@ export class PeerReports {
    * as it went — but is kept in `gone` for `drainRenewed`; its load: `forget`).
    */
   remove(id: NodeId): void {
-    const epoch = this.epochs.get(id);
+    // Back and gone again before its own word: what a relay said meanwhile may be older than the
+    // epoch it first left in, which still stands.
+    const epoch = Math.max(this.epochs.get(id) ?? -Infinity, this.gone.get(id) ?? -Infinity);
     this.epochs.delete(id);
-    if (epoch === undefined) return;
+    if (epoch === -Infinity) return;
     this.gone.delete(id);
     this.gone.set(id, epoch);
     if (this.gone.size > MAX_GONE) this.gone.delete(this.gone.keys().next().value as NodeId);
