@@ -6,7 +6,7 @@
  * machine's, not the node's work. Every tick interval above 5 ms of CPU is appended to the file
  * named by LOOP_TURN_PROBE_OUT as "<cpu ms> <wait ms> <from> <to>" (performance.now() ms), and every
  * garbage-collection pause above 1 ms as "gc <from> <to>": a pause's main-thread share grows when
- * V8's GC helper threads get no CPU, so loop-turns.ts tells turns with a pause from turns without.
+ * V8's GC helper threads get no CPU, so loop-turns.ts takes the pauses off the turns they fall in.
  * Where schedstat is absent it writes nothing.
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";

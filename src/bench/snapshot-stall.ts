@@ -304,12 +304,12 @@ export async function measureStall(
   };
 }
 
-/** The probe's figures in a line (the turns' main-thread CPU, with and without a GC pause in them). */
+/** The probe's figures in a line (the turns' main-thread CPU, with and without the GC pauses in them). */
 export function turnsText(t: LoopTurns | undefined): string {
   if (t === undefined) return "no loop-turn probe";
   return (
-    `longest turn ${t.cpuMax.toFixed(1)} ms of main-thread CPU, ${t.cpuMaxWithoutGc.toFixed(1)} ms without a GC ` +
-    `pause in it (longest pause ${t.gcPauseMax.toFixed(1)} ms)`
+    `longest turn ${t.cpuMax.toFixed(1)} ms of main-thread CPU, ${t.cpuMaxWithoutGc.toFixed(1)} ms less its GC ` +
+    `pauses (longest pause ${t.gcPauseMax.toFixed(1)} ms)`
   );
 }
 

@@ -97,6 +97,9 @@ export function registerExperimentFaults(exp: Command): void {
       const subset = classes !== undefined || loops !== undefined || node !== undefined;
       try {
         const { runFaults } = await import("../experiments/faults/run.js");
+        // Before the run, as compare and scale load theirs: a drawing (resvg's native binary) that
+        // cannot load fails now, not after minutes of runs.
+        const report = subset ? undefined : await import("../experiments/faults/report.js");
         const outcome = await runFaults({
           source: mmluDir ? { kind: "mmlu", dir: mmluDir } : { kind: "synthetic", scale },
           seed,
@@ -107,14 +110,13 @@ export function registerExperimentFaults(exp: Command): void {
           ...(node ? { node } : {}),
           onPhase: (phase) => process.stderr.write(`prefixmesh: ${phase}…\n`),
         });
-        if (subset) {
+        if (report === undefined) {
           const { faultsSubsetText, writeFaultsSubset } = await import("../experiments/faults/subset.js");
           const path = await writeFaultsSubset(outcome, command, outDir);
           process.stdout.write(`${faultsSubsetText(outcome, command)}\nwrote ${path}\n`);
           return;
         }
-        const { writeFaultsReport } = await import("../experiments/faults/report.js");
-        const path = await writeFaultsReport(
+        const path = await report.writeFaultsReport(
           outcome,
           { command, loadBefore, loadAfter: loadavg()[0] ?? 0, cores: availableParallelism() },
           outDir,

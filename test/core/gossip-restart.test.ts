@@ -129,4 +129,39 @@ describe("gossip mode: which epochs show a restart", () => {
     a.add("C");
     expect(renewed("C", digest("C", 3))).toEqual([]);
   });
+
+  // Others still hold its state from before it went: their digests name the epoch it left in until
+  // its new state reaches them, and may reach us before its own word does.
+  it("a relay naming the epoch it left in does not hide a restart while out", () => {
+    const a = gossiper("A", ["B", "C"]);
+    const renewed = (from: string, msg: GossipMessage) => {
+      hear(a, from, msg);
+      return a.drainRenewed();
+    };
+    renewed("B", digest("B", 5));
+    a.remove("B");
+    a.add("B");
+    expect(renewed("C", digest("B", 5))).toEqual([]); // C's copy from before it went
+    expect(renewed("B", digest("B", 6))).toEqual(["B"]); // its own: restarted while out
+    a.remove("B");
+    a.add("B");
+    expect(renewed("C", digest("B", 6))).toEqual([]);
+    expect(renewed("B", digest("B", 6))).toEqual([]); // its own word: a refuted death
+    expect(renewed("B", digest("B", 7))).toEqual([]); // a member now: a restart, not a return
+  });
+
+  it("a flap heard of only through a stale relay keeps the epoch it first left in", () => {
+    const a = gossiper("A", ["B", "C"]);
+    const renewed = (from: string, msg: GossipMessage) => {
+      hear(a, from, msg);
+      return a.drainRenewed();
+    };
+    renewed("B", digest("B", 5));
+    a.remove("B");
+    a.add("B");
+    expect(renewed("C", digest("B", 3))).toEqual([]); // older than it left in: stale
+    a.remove("B"); // gone again before its own word came
+    a.add("B");
+    expect(renewed("B", digest("B", 5))).toEqual([]); // the same process all along
+  });
 });

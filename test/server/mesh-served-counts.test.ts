@@ -80,4 +80,21 @@ describe("PeerServedCounts.keepOnly", () => {
     expect(c.of("B")).toBeNull();
     expect(c.of("C")).toBeNull();
   });
+
+  // SWIM may remember as many members as the counts keep (maxMembers 4,096 by default, up to 100,000):
+  // a count no fewer than those remembered may still hold some forgotten, which must not keep a
+  // newcomer's count out for good.
+  it("a count refused at the bound makes room from those forgotten, however many are remembered", () => {
+    const c = new PeerServedCounts();
+    for (let i = 0; i < MAX_COUNTED_PEERS; i++) c.report(`n${i}`, 1, i);
+    const remembered = new Set<string>();
+    for (let i = 1; i <= MAX_COUNTED_PEERS; i++) remembered.add(`n${i}`); // n0 forgotten, n4096 new
+    c.keepOnly(remembered);
+    c.report(`n${MAX_COUNTED_PEERS}`, 1, 7); // refused: the bound is full
+    c.keepOnly(remembered);
+    c.report(`n${MAX_COUNTED_PEERS}`, 1, 8);
+    expect(c.of(`n${MAX_COUNTED_PEERS}`)).toBe(8);
+    expect(c.of("n0")).toBeNull();
+    expect(c.of("n1")).toBe(1);
+  });
 });

@@ -89,12 +89,15 @@ describe("static peer checks: a static peer seen in a snapshot", () => {
 
   it("is asked when its check gave up unanswered: it is up now", async () => {
     let up = false;
-    const { checks, noted } = setUp(() =>
-      up ? hello(["m"]) : new TransportError("connection", "connect ECONNREFUSED"),
+    let t = 0;
+    const { checks, noted } = setUp(
+      () => (up ? hello(["m"]) : new TransportError("connection", "connect ECONNREFUSED")),
+      { now: () => t },
     );
     await checks.start(); // every hello unanswered: the check gives up
     expect(noted).toHaveLength(0);
     up = true;
+    t = 1_000; // a second after the hello that gave up (no sooner: "not asked within 1 s")
     checks.sawEpoch("B", 1);
     await until(() => noted.length === 1);
     expect(noted).toHaveLength(1);
@@ -212,6 +215,27 @@ describe("static peer checks: a static peer that gossips but never answers its h
       await gossip(6, () => 3);
       expect(gaps(m).slice(0, 2)).toEqual([1_000, 2_000]);
       expect(noted).toHaveLength(1);
+    } finally {
+      waits.stop();
+    }
+  });
+
+  // Its check gave up (MAX_UNANSWERED) at a hello; its first snapshot then ends the backoff, but a
+  // hello at once would be the second within a second.
+  it("a snapshot ending its backoff just after its check gave up is not asked within 1 s", async () => {
+    const { checks, waits, at, gossip, gaps } = silentPeer();
+    try {
+      const done = checks.start();
+      let ended = false;
+      void done.then(() => {
+        ended = true;
+      });
+      while (!ended) await vi.advanceTimersByTimeAsync(1_000);
+      const n = at.length;
+      checks.sawEpoch("B", 1); // at once: the hello that gave up was asked this very moment
+      await gossip(5);
+      expect(at.length).toBeGreaterThan(n);
+      for (const g of gaps(n - 1)) expect(g).toBeGreaterThanOrEqual(1_000);
     } finally {
       waits.stop();
     }

@@ -318,8 +318,13 @@ export class GossipAntiEntropy {
       return;
     }
     const reports = this.reports;
-    if (msg.type === "digest") for (const e of msg.entries) reports.sawEpoch(e.owner, e.epoch);
-    else for (const st of msg.states) reports.sawEpoch(st.snapshot.header.sender, st.snapshot.header.epoch);
+    if (msg.type === "digest")
+      for (const e of msg.entries) reports.sawEpoch(e.owner, e.epoch, e.owner === from);
+    else
+      for (const st of msg.states) {
+        const h = st.snapshot.header;
+        reports.sawEpoch(h.sender, h.epoch, h.sender === from);
+      }
     if (msg.type === "digest" && msg.load !== undefined) reports.loadReported(from, msg.load, now);
     if (msg.type === "digest" && msg.summary !== undefined)
       this.discovery?.onDigestTag(from, msg.summary, this.sender(queueDepth, pushBackMs, out));

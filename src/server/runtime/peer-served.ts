@@ -22,13 +22,18 @@ interface Count {
 
 export class PeerServedCounts {
   private readonly counts = new Map<string, Count>();
+  /** A newcomer's count was refused at the bound since `keepOnly` last walked the counts. */
+  private full = false;
 
   /** `from`'s snapshot of epoch `epoch` said it has served `served` requests (undefined: it did not say). */
   report(from: string, epoch: number, served: number | undefined): void {
     if (served === undefined || !Number.isSafeInteger(served) || served < 0) return;
     const c = this.counts.get(from);
     if (c === undefined) {
-      if (this.counts.size >= MAX_COUNTED_PEERS) return;
+      if (this.counts.size >= MAX_COUNTED_PEERS) {
+        this.full = true;
+        return;
+      }
       this.counts.set(from, { epoch, served });
     } else if (epoch > c.epoch) {
       c.epoch = epoch;
@@ -53,8 +58,11 @@ export class PeerServedCounts {
    * never fills the bound with the long gone and stops counting newcomers.
    */
   keepOnly(remembered: ReadonlySet<string>): void {
-    // No more kept than remembered: at most that many long gone (bounded), skip the walk.
-    if (this.counts.size <= remembered.size) return;
+    // No more kept than remembered: at most that many long gone (bounded), skip the walk — unless a
+    // newcomer was refused for room, which those long gone may be taking (SWIM may remember as many
+    // members as are counted, or more).
+    if (this.counts.size <= remembered.size && !this.full) return;
+    this.full = false;
     for (const id of this.counts.keys()) if (!remembered.has(id)) this.counts.delete(id);
   }
 }

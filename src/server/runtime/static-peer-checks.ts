@@ -60,6 +60,8 @@ interface Unanswered {
   hellos: number;
   /** When it may be asked next: a check given up is started again by its snapshots only from then. */
   nextAt: number;
+  /** When its last unanswered hello was asked: an ended backoff asks no sooner than a second on. */
+  askedAt: number;
   /** When its first snapshot or a restart last ended the backoff: at most once per ceiling. */
   resetAt?: number;
 }
@@ -143,7 +145,9 @@ export class StaticPeerChecks {
     if (quiet === undefined || quiet.hellos === 0) return;
     const now = this.o.now();
     if (quiet.resetAt !== undefined && now - quiet.resetAt < UNANSWERED_BACKOFF.maxMs) return;
-    this.unanswered.set(id, { hellos: 0, nextAt: now, resetAt: now });
+    // A check that gave up did so at a hello: the next one waits out the second since.
+    const nextAt = Math.max(now, quiet.askedAt + UNANSWERED_RETRY_MS);
+    this.unanswered.set(id, { hellos: 0, nextAt, askedAt: quiet.askedAt, resetAt: now });
     this.wakes.get(id)?.abort();
   }
 
@@ -253,10 +257,11 @@ export class StaticPeerChecks {
 
   /** Counts an unanswered hello of `id` (not refused): the wait before its next, doubling. */
   private unansweredHello(id: string, err: unknown): number {
-    const quiet = this.unanswered.get(id) ?? { hellos: 0, nextAt: 0 };
+    const quiet = this.unanswered.get(id) ?? { hellos: 0, nextAt: 0, askedAt: 0 };
     quiet.hellos++;
     const waitMs = recheckDelayMs(UNANSWERED_BACKOFF, quiet.hellos);
-    quiet.nextAt = this.o.now() + waitMs;
+    quiet.askedAt = this.o.now();
+    quiet.nextAt = quiet.askedAt + waitMs;
     this.unanswered.set(id, quiet);
     // Said once per streak, when the backoff reaches its ceiling: a peer still starting says nothing.
     const atCeiling =

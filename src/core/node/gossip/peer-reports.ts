@@ -91,9 +91,11 @@ export class PeerReports {
    * as it went — but is kept in `gone` for `drainRenewed`; its load: `forget`).
    */
   remove(id: NodeId): void {
-    const epoch = this.epochs.get(id);
+    // Back and gone again before its own word: what a relay said meanwhile may be older than the
+    // epoch it first left in, which still stands.
+    const epoch = Math.max(this.epochs.get(id) ?? -Infinity, this.gone.get(id) ?? -Infinity);
     this.epochs.delete(id);
-    if (epoch === undefined) return;
+    if (epoch === -Infinity) return;
     this.gone.delete(id);
     this.gone.set(id, epoch);
     if (this.gone.size > MAX_GONE) this.gone.delete(this.gone.keys().next().value as NodeId);
@@ -155,13 +157,14 @@ export class PeerReports {
    * are lost (its duplicate window went with it). The first epoch we see of a member is no news.
    * It may be a stale one a relay still carries, and then the member's current epoch reads as a
    * restart: node.ts fails over only what its acks show an older incarnation took
-   * (forward-attempts.ts `lostTo`).
+   * (forward-attempts.ts `lostTo`). `fromOwner`: the member said it itself (no relay).
    */
-  sawEpoch(owner: NodeId, epoch: number): void {
+  sawEpoch(owner: NodeId, epoch: number, fromOwner = false): void {
     if (owner === this.selfId || !this.member(owner)) return;
     const left = this.gone.get(owner);
-    // An older one is a stale relay: the comparison waits for the member's own epoch.
-    if (left !== undefined && epoch >= left) {
+    // A relay may still carry the epoch it left in after it restarted (others' copies of its old
+    // state): only a newer one, or its own word, settles the comparison; an older one is stale.
+    if (left !== undefined && (epoch > left || (epoch === left && fromOwner))) {
       this.gone.delete(owner);
       if (epoch > left) this.renewed.add(owner);
     }
