@@ -7,8 +7,9 @@
  *
  * It knows nothing of who asked: a job finishing is RETURNED (`Completion`) with its timing, and
  * node.ts decides whether that answers a client of ours or a peer's forward. Its parts (executor/):
- * jobs.ts the vocabulary, job-queue.ts the waiting line and its prices, run-cache.ts the tree as
- * runs pin, evict and fill it; this file runs the jobs and reads the waits.
+ * jobs.ts the vocabulary, job-queue.ts the waiting line and its prices, running-jobs.ts the slots
+ * and their elapsed runs, run-cache.ts the tree as runs pin, evict and fill it; this file runs the
+ * jobs and reads the waits.
  */
 import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
 import { invariant } from "../invariant.js";
@@ -31,6 +32,7 @@ import {
   zeroCounters,
 } from "./executor/jobs.js";
 import { RunCache } from "./executor/run-cache.js";
+import { RunningJobs } from "./executor/running-jobs.js";
 import { MAX_REPORTED_DEPTH } from "./peer-load.js";
 import type { SelfView } from "./routing.js";
 import { RunCosts } from "./run-costs.js";
@@ -39,13 +41,9 @@ import type { Effect, NodeId, ServedTiming } from "./types.js";
 
 export type { Completion, ExecutorCounters, JobSpec } from "./executor/jobs.js";
 
-/** Most jobs a held engine adds to the depth peers are told (a wire field: bounded). */
-const MAX_HELD_JOBS = 100_000;
-/** A run counts as holding the engine once it has run this many mean service times. */
-const HELD_AFTER_SERVICES = 8;
-
 export class Executor {
-  private readonly running = new Map<string, Job>();
+  /** The jobs in the slots (executor/running-jobs.ts). */
+  private readonly running: RunningJobs;
   /** The waiting jobs (executor/job-queue.ts). */
   private readonly queue: JobQueue;
   /** The tree as runs use it (executor/run-cache.ts). */
@@ -62,6 +60,7 @@ export class Executor {
     private readonly paranoid: boolean,
   ) {
     this.costs = new RunCosts(config);
+    this.running = new RunningJobs(config);
     this.cache = new RunCache(config);
     this.queue = new JobQueue({
       on: () => this.workWaits(),
@@ -101,26 +100,13 @@ export class Executor {
     // The sum, not only the held part: a queue near maxQueue's bound plus a held engine would pass what
     // peers accept (gossip header, ack), and each would refuse the whole message.
     const depth = this.queueDepth();
-    const reported = Math.min(depth + this.heldJobs(now), MAX_REPORTED_DEPTH);
+    const reported = Math.min(depth + this.running.heldJobs(now, this.costs.serviceMs), MAX_REPORTED_DEPTH);
     // Its readers (peers, /cluster, the oracle) count on a whole depth never below the jobs.
     invariant(
       Number.isInteger(reported) && reported >= Math.min(depth, MAX_REPORTED_DEPTH),
       () => `reported depth ${reported} for ${depth} jobs`,
     );
     return reported;
-  }
-
-  /** The jobs held runs count as beyond themselves (`reportedDepth`); 0 without offload. */
-  private heldJobs(now: number): number {
-    const svc = this.costs.serviceMs;
-    if (!this.config.offload || svc === undefined || !(svc > 0)) return 0;
-    let held = 0;
-    for (const job of this.running.values()) {
-      const ran = now - job.startedAt;
-      // Only a run far past the mean: a cold start's long prefills keep the plain depth.
-      if (ran >= HELD_AFTER_SERVICES * svc) held += Math.floor(ran / svc) - 1;
-    }
-    return Math.min(held, MAX_HELD_JOBS);
   }
 
   /** This node as a routing candidate for `request` (its match is exact, in its namespace). */
@@ -140,31 +126,16 @@ export class Executor {
   }
 
   /**
-   * Offload: when the job `ahead` places behind the running ones would start, elapsed-aware.
-   * A running job has half its service left on average while younger than it; one that has run
-   * longer is expected to run as long again (a long generation shows itself only by running long).
-   * `aheadWorkMs` (priced waits): the priced runs of the jobs ahead, instead of `ahead` × the mean.
-   * Undefined until a run is timed (priced: until the costs are measured).
+   * Offload: when the job `ahead` places behind the running ones would start, elapsed-aware and,
+   * with `aheadWorkMs`, priced (executor/running-jobs.ts `startsIn`). Undefined until a run is timed
+   * (priced: until the costs are measured).
    */
   waitFrom(ahead: number, now: number, aheadWorkMs?: number): number | undefined {
     // Priced jobs need no timed run here: a calibrated cost model prices them from the start.
     const priced = this.workWaits() && this.costs.engineCosts() !== undefined;
     const svc = this.costs.serviceMs ?? (priced ? this.costs.learned().serviceMs : undefined);
     if (svc === undefined) return undefined;
-    const c = this.config.concurrency;
-    if (this.running.size + ahead < c) return 0;
-    const work = this.workWaits() && aheadWorkMs !== undefined;
-    let soonest = Number.POSITIVE_INFINITY;
-    for (const job of this.running.values()) {
-      const ran = now - job.startedAt;
-      // Priced jobs: what is left of their own expected run (overrunning ones: as long again).
-      const own = work && job.workMs > 0 ? job.workMs : svc;
-      const floor = work && job.workMs > 0 ? own - ran : Math.max(svc / 2, svc - ran);
-      soonest = Math.min(soonest, ran < own ? floor : ran);
-    }
-    if (this.running.size < c) soonest = 0;
-    if (work) return soonest + (aheadWorkMs as number) / c;
-    return soonest + Math.floor(ahead / c) * svc;
+    return this.running.startsIn(ahead, now, svc, this.workWaits() ? aheadWorkMs : undefined);
   }
 
   /**
@@ -193,8 +164,7 @@ export class Executor {
 
   /** Whether our client's job for `reqId` runs now (started, not finished). */
   runsClient(reqId: string): boolean {
-    for (const job of this.running.values()) if (job.kind === "client" && job.reqId === reqId) return true;
-    return false;
+    return this.running.runsClient(reqId);
   }
 
   /** Offload: removes our client's waiting job for `reqId` (false: none waits). */
@@ -218,19 +188,12 @@ export class Executor {
 
   /** Our client's running job for `reqId` goes unanswered: its run is aborted if the engine can. */
   abortClient(reqId: string, reason: AbortReason, out: Effect[]): void {
-    for (const job of this.running.values())
-      if (job.kind === "client" && job.reqId === reqId) this.abort(job, reason, out);
+    this.running.abortClient(reqId, reason, out);
   }
 
   /** The running forward with this key was finally cancelled by its origin: aborted if the engine can. */
   abortForward(key: string, out: Effect[]): void {
-    for (const job of this.running.values()) if (job.key === key) this.abort(job, "cancelled", out);
-  }
-
-  private abort(job: Job, reason: AbortReason, out: Effect[]): void {
-    if (!this.config.abortRuns || job.aborting !== undefined) return;
-    job.aborting = reason;
-    out.push({ type: "abort-run", jobId: job.jobId });
+    this.running.abortForward(key, out);
   }
 
   /** When a job queued now would start (elapsed-aware `waitFrom`; undefined until a run is timed). */
@@ -271,7 +234,7 @@ export class Executor {
       job.startedAt = now;
       const evicted: EvictedRun[] = this.cache.start(job);
       for (const r of evicted) this.counters.evictedTokens += r.path.length - r.keep;
-      this.running.set(job.jobId, job);
+      this.running.add(job);
       out.push({
         type: "engine-run",
         jobId: job.jobId,
@@ -292,10 +255,8 @@ export class Executor {
   jobFor(key: string, now: number): { request: EngineRequest; ranMs: number | undefined } | undefined {
     const queued = this.queue.byKeyOf(key);
     if (queued) return { request: queued.request, ranMs: undefined };
-    for (const job of this.running.values()) {
-      if (job.key === key) return { request: job.request, ranMs: now - job.startedAt };
-    }
-    return undefined;
+    const job = this.running.withKey(key);
+    return job && { request: job.request, ranMs: now - job.startedAt };
   }
 
   /** The engine finished `jobId`; undefined for a job from before a restart. */
@@ -354,7 +315,7 @@ export class Executor {
   }
 
   private finish(job: Job): void {
-    this.running.delete(job.jobId);
+    this.running.delete(job);
     this.cache.release(job);
     this.check();
   }
@@ -367,10 +328,7 @@ export class Executor {
    */
   expectedWaitMs(now: number, svc = this.costs.serviceMs): number | undefined {
     if (svc === undefined) return undefined;
-    const c = this.config.concurrency;
-    if (this.running.size < c) return 0;
-    const waiting = this.queue.waiting + this.heldJobs(now);
-    return ((waiting + c / 2) / c) * svc;
+    return this.running.waitBehind(this.queue.waiting, now, svc, this.costs.serviceMs);
   }
 
   /**

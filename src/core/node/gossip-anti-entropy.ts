@@ -8,30 +8,31 @@
  * A member we hold no estimate of is not routed to. Under `maxEstimates` members also swap cache
  * summaries (gossip/summary.ts), and a request whose first block no held estimate has brings in a
  * member whose summary lists it (`seek`); summaries also become holder hints, relayed (gossip/hints.ts).
- * Discovery lives in gossip/discovery.ts, members' loads and epochs in gossip/peer-reports.ts.
+ * Discovery lives in gossip/discovery.ts, members' loads and epochs in gossip/peer-reports.ts; what
+ * the node only reads of this role, in gossip-views.ts.
  */
 import { BLOCK_SIZE } from "../block-hash.js";
 import type { EngineRequest, Tokens } from "../engine.js";
 import { PeerIndex } from "../peer-index.js";
-import type { AntiEntropyCounters, OwnTree, RoundPeer } from "./anti-entropy.js";
+import type { OwnTree, RoundPeer } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import { Discovery, type Send } from "./gossip/discovery.js";
 import { OwnStateCache } from "./gossip/own-state.js";
 import { PeerReports, type Restart } from "./gossip/peer-reports.js";
 import { type OwnState, Scuttlebutt } from "./gossip/scuttlebutt.js";
 import { type MeshGossip, OwnSummary } from "./gossip/summary.js";
-import type { PeerLoad } from "./peer-sync.js";
-import type { Effect, HeldVersion, NodeDeps, NodeId, PeerView, SnapshotEcho } from "./types.js";
+import { GossipViews } from "./gossip-views.js";
+import type { Effect, NodeDeps, NodeId } from "./types.js";
 
 const NO_IDS: NodeId[] = Object.freeze([]) as unknown as NodeId[];
 
 export type { Restart };
 
-export class GossipAntiEntropy {
+export class GossipAntiEntropy extends GossipViews {
   private epoch = 0;
-  private sb!: Scuttlebutt;
+  protected sb!: Scuttlebutt;
   private readonly members = new Set<NodeId>();
-  private readonly reports: PeerReports;
+  protected readonly reports: PeerReports;
   /** Recent matches of our traffic per owner: what keeps an estimate when maxEstimates is full. */
   private readonly useful = new Map<NodeId, number>();
   private now = 0;
@@ -39,7 +40,7 @@ export class GossipAntiEntropy {
   private readonly guessedAt = new Map<NodeId, number>();
   private stepArmed = false;
   /** Once bound (`bound()`): summaries, hints and seeks (discovery.ts). */
-  private discovery: Discovery | undefined;
+  protected discovery: Discovery | undefined;
   /** Ours (summary.ts): not reset with the rest; `own` refreshes it while discovery is bound. */
   private readonly ownSummary = new OwnSummary();
   /** When hints were last relayed, while no discovery is bound (a reset keeps the pace). */
@@ -57,6 +58,7 @@ export class GossipAntiEntropy {
     private readonly selfId: NodeId,
     private readonly deps: NodeDeps,
   ) {
+    super();
     this.ownState = new OwnStateCache(selfId);
     this.reports = new PeerReports(
       selfId,
@@ -144,34 +146,6 @@ export class GossipAntiEntropy {
     this.guessedAt.delete(id);
   }
 
-  /** Holder hints held, and hints messages refused by the per-sender bound (0 without hints). */
-  get hintStats(): { keys: number; dropped: number } {
-    return this.discovery?.stats ?? { keys: 0, dropped: 0 };
-  }
-  get index(): PeerIndex {
-    return this.sb.index;
-  }
-  get counters(): AntiEntropyCounters {
-    const c = this.sb.counters;
-    const r = c.statesReceived;
-    return {
-      snapshotsSent: { full: c.statesSent.full, delta: c.statesSent.delta, heartbeat: 0 },
-      snapshotsReceived: {
-        applied: r.applied,
-        stale: r.stale,
-        duplicate: r.duplicate,
-        needFull: r.needFull,
-        invalid: c.invalid + r.dropped,
-        deferred: r.deferred,
-      },
-    };
-  }
-  held(id: NodeId): HeldVersion | undefined {
-    return this.sb.estimates.held(id);
-  }
-  load(id: NodeId): Readonly<PeerLoad> {
-    return this.reports.load(id);
-  }
   /** A fresher queue depth than the newest state's header (freshPeerLoad: acks and answers). */
   queueReported(id: NodeId, queueDepth: number | undefined, now: number): void {
     this.reports.queueReported(id, queueDepth, now);
@@ -193,28 +167,6 @@ export class GossipAntiEntropy {
     this.stepArmed = false;
     this.sb.step();
     this.scheduleSteps(out);
-  }
-
-  /** Only members we hold an estimate of are routed to. */
-  routes(id: NodeId): boolean {
-    return this.sb.holds(id);
-  }
-  view(
-    id: NodeId,
-    now: number,
-  ): Pick<
-    PeerView,
-    "held" | "estimateTokens" | "queueDepth" | "pushBackUntil" | "holdsOfUs" | "estimateAgeMs"
-  > {
-    const l = this.load(id);
-    return {
-      held: this.held(id),
-      estimateAgeMs: l.estimateAt === undefined ? undefined : Math.max(0, now - l.estimateAt),
-      estimateTokens: this.sb.index.estimateSize(id),
-      queueDepth: l.queueDepth,
-      pushBackUntil: l.pushBackUntil > now ? l.pushBackUntil : 0,
-      holdsOfUs: undefined,
-    };
   }
 
   /**
@@ -380,20 +332,6 @@ export class GossipAntiEntropy {
   /** `send` with this message's load bound, for discovery (discovery.ts). */
   private sender(queueDepth: number, pushBackMs: number, out: Effect[]): Send {
     return (to, msg) => this.send(to, msg, queueDepth, pushBackMs, out);
-  }
-
-  /** No RTT echo rides on digests. */
-  onEcho(
-    _id: NodeId,
-    _at: number | undefined,
-    _echo: SnapshotEcho | undefined,
-    _now: number,
-  ): number | undefined {
-    return undefined;
-  }
-  /** Snapshots are the full mesh's: refused here. */
-  onSnapshot(): { reported: boolean; restarted: boolean } {
-    return { reported: false, restarted: false };
   }
 
   /** Algorithm 1 line 17, on an estimate we hold; it is then a guess and is never relayed whole. */

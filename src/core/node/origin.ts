@@ -32,6 +32,7 @@ import { ForwardAcks, forwardTimeoutFor } from "./forward-acks.js";
 import { ForwardAttempts } from "./forward-attempts.js";
 import { AnsweredRuns, hedgeOf, hedgeOn } from "./hedge.js";
 import { Hedging } from "./hedging.js";
+import { originCounters } from "./origin-counters.js";
 import { PeerLimits } from "./peer-limits.js";
 import { isCurrentAttempt, type LocalRun, PendingRequests } from "./pending-requests.js";
 import { Planner } from "./planner.js";
@@ -41,35 +42,6 @@ import { SpotChecks } from "./spot-check.js";
 import { Targets } from "./targets.js";
 import { Trust } from "./trust.js";
 import type { Effect, NodeDeps, NodeId, PeerMessageOf, PeerView, Timer } from "./types.js";
-
-/** The origin's counters (its part of NodeStats). */
-function originCounters() {
-  return {
-    clientRequests: 0,
-    forwarded: 0,
-    fallbacks: 0,
-    lateReplies: 0,
-    ackTimeouts: 0,
-    probes: 0,
-    resends: 0,
-    ignoredAcks: 0,
-    rejectedOverload: 0,
-    /** Client requests refused because no node was expected to answer within their deadline. */
-    clientDeadlineRefusals: 0,
-    invalidMessages: 0,
-    overdueAnswers: 0,
-    forwardTimeouts: 0,
-    peerErrors: 0,
-    offloaded: 0,
-    hedgedAnswers: 0,
-    clientGoneQueued: 0,
-    clientGoneForwarded: 0,
-    clientGoneRunning: 0,
-    clientGoneDeadlineQueued: 0,
-    clientGoneDeadlineForwarded: 0,
-    clientGoneDeadlineRunning: 0,
-  };
-}
 
 export class Origin {
   /** The policy's plan per request, and what routing learns across requests (planner.ts). */
