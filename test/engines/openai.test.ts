@@ -453,7 +453,7 @@ describe("remote engine settings (flag, env, YAML) reach the engine", () => {
       rmSync(dir, { recursive: true, force: true });
     }
     expect(() => resolveNodeSettings({ ...base, engineTokenizer: "gpt" }, {})).toThrow(
-      /^--engine-tokenizer: must be one of auto, server, local$/,
+      /^--engine-tokenizer: must be one of auto, server, local, got 'gpt'$/,
     );
     expect(resolveNodeSettings({ ...base, engineContextTokens: "2048" }, {}).engineContextTokens).toBe(2048);
     expect(() => resolveNodeSettings({ ...base, engineContextTokens: "0" }, {})).toThrow(
