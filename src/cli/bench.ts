@@ -32,7 +32,7 @@ export function registerBench(program: Command): void {
     .requiredOption("--url <urls>", "node API URL(s), comma-separated: http://127.0.0.1:8080,…")
     .option("--workload <name>", `one of ${WORKLOADS.join(", ")}`, "synthetic")
     .option("--mmlu-dir <dir>", "MMLU data folder (dev/ and test/)", DEFAULT_MMLU_DIR);
-  addWorkloadOptions(cmd)
+  addWorkloadOptions(cmd, { openLoop: false })
     .option("--requests <n>", "requests to send", "200")
     .option("--concurrency <c>", "concurrent clients (1 = the paper's closed loop)", "1")
     .option("--entry <mode>", "entry node choice: round-robin", "round-robin")

@@ -25,3 +25,17 @@ describe("a mistyped command line", () => {
     }
   });
 });
+
+describe("bench's workload flags", () => {
+  it("has no --think-ms: bench runs closed loops only, and the flag could never apply", () => {
+    const help = run("bench", "--help");
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain("--chat-active");
+    expect(help.stdout).not.toContain("--think-ms");
+    const r = run("bench", "--url", "http://127.0.0.1:9", "--workload", "synthetic-chat", "--think-ms", "5");
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/unknown option '--think-ms'/);
+    // sim keeps it: its open loop (--rate) uses it.
+    expect(run("sim", "--help").stdout).toContain("--think-ms");
+  });
+});
