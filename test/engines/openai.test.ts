@@ -478,6 +478,22 @@ describe("remote engine settings (flag, env, YAML) reach the engine", () => {
   });
 });
 
+describe("remote engine: its warnings reach the node's log", () => {
+  it("hands a server that does not answer to the log given to loadEngine, not to stderr", async () => {
+    const s = resolveNodeSettings(
+      { id: "A", engine: "openai", engineUrl: "http://127.0.0.1:1", model: "m" },
+      { [envName("engineTokenizer")]: "local" },
+    );
+    const said: string[] = [];
+    const e = await loadEngine(s, (msg) => said.push(msg));
+    try {
+      expect(said.join("\n")).toMatch(/the server did not answer/);
+    } finally {
+      await e.close();
+    }
+  });
+});
+
 describe("remote engine: chat template and health", () => {
   it("uses llama.cpp's /apply-template when present, else the fallback template", async () => {
     const { url } = await startDouble({
