@@ -51,6 +51,14 @@ describe("a bad value's error says what to write and what was given", () => {
     );
     expect(() => parseSetting("slots", "65")).toThrow("--slots: must be ≤ 64, got '65'");
   });
+
+  it("refuses an --advertise address peers cannot reach: a wildcard host or port 0", () => {
+    for (const a of ["0.0.0.0:9080", "[::]:9080", "10.0.0.1:0"])
+      expect(bad({ advertise: a }), a).toMatch(/^--advertise: '.*' is no address peers can reach/);
+    expect(resolveNodeSettings({ id: "A", engine: "sim", advertise: "10.0.0.1:9080" }, {}).advertise).toBe(
+      "10.0.0.1:9080",
+    );
+  });
 });
 
 describe("help texts state the schema's defaults", () => {
