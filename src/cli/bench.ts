@@ -32,7 +32,7 @@ export function registerBench(program: Command): void {
     .requiredOption("--url <urls>", "node API URL(s), comma-separated: http://127.0.0.1:8080,…")
     .option("--workload <name>", `one of ${WORKLOADS.join(", ")}`, "synthetic")
     .option("--mmlu-dir <dir>", "MMLU data folder (dev/ and test/)", DEFAULT_MMLU_DIR);
-  addWorkloadOptions(cmd)
+  addWorkloadOptions(cmd, { openLoop: false })
     .option("--requests <n>", "requests to send", "200")
     .option("--concurrency <c>", "concurrent clients (1 = the paper's closed loop)", "1")
     .option("--entry <mode>", "entry node choice: round-robin", "round-robin")
@@ -70,7 +70,9 @@ export function registerBench(program: Command): void {
         nodes: urls.length,
         text: true,
       });
-      const model = await modelOf(urls[0] as string);
+      // Every entry node answers before the run: a dead or mistyped URL would fail a share of the
+      // requests and skew the figures, found only in the summary.
+      const model = (await Promise.all(urls.map(modelOf)))[0] as string;
       process.stderr.write(
         `${workload.name}${workload.synthetic ? " (synthetic)" : ""}: ${workload.requests.length} requests, ` +
           `${concurrency} concurrent, ${urls.length} entry node(s), model ${model}\n`,
@@ -112,6 +114,17 @@ async function modelOf(url: string): Promise<string> {
   try {
     return await listed(url);
   } catch (err) {
-    throw new CliError(`cannot reach ${url}/v1/models: ${(err as Error).message}`, 1);
+    // fetch says only "fetch failed"; the cause says why (ECONNREFUSED, a TLS or HTTP mismatch).
+    const cause = (err as Error & { cause?: Error & { code?: string } }).cause;
+    const why =
+      cause?.code === "ERR_SSL_WRONG_VERSION_NUMBER"
+        ? "it answers without TLS: use http://"
+        : (cause ? [cause.code, cause.message].filter(Boolean).join(": ") : (err as Error).message)
+            .replace(/\s+/g, " ")
+            .trim();
+    throw new CliError(
+      `cannot reach ${url}/v1/models: ${why} (each --url is a node's client API, its --listen address)`,
+      1,
+    );
   }
 }

@@ -1,4 +1,5 @@
 /** `prefixmesh cluster`: N nodes on loopback with fresh credentials, until Ctrl-C / SIGTERM. */
+import { isIP } from "node:net";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { POLICY_NAMES } from "../core/node/policies/index.js";
@@ -80,6 +81,12 @@ export function registerCluster(program: Command): void {
     .option("--json", "print one JSON line with the node URLs once ready")
     .action(async (f: ClusterFlags) => {
       const nodes = parseNumber("--nodes", f.nodes, { min: 1, max: 64, integer: true });
+      // Every node runs on this machine, and its peers reach it only at this address: a loopback one.
+      if (!isLoopbackIp(f.host))
+        throw new CliError(
+          `--host must be a loopback address (127.x.x.x or ::1), got '${f.host}': cluster runs every node ` +
+            "on this machine; for a mesh across machines start each with 'prefixmesh node' (docs/deploy.md)",
+        );
       const engine = parseSetting("engine", f.engine);
       if (engine === "openai")
         throw new CliError(
@@ -156,4 +163,10 @@ export function registerCluster(program: Command): void {
       });
       say(`all nodes stopped; logs kept in ${join(cluster.dir, "logs")}`);
     });
+}
+
+/** 127.0.0.0/8 or ::1, written as an address (no host name). */
+export function isLoopbackIp(host: string): boolean {
+  if (isIP(host) === 4) return host.startsWith("127.");
+  return isIP(host) === 6 && (host === "::1" || /^(0{1,4}:){7}0{0,3}1$/.test(host));
 }

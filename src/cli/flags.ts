@@ -5,14 +5,17 @@ import {
   type NodeSettings,
   nodeSettingsSchema,
   type SettingKey,
+  settingIssueText,
 } from "../server/settings/index.js";
 import { CliError } from "./errors.js";
 
 /** `value` (given on the command line as flag `key`) checked by `schema`; a usage error names the flag. */
 export function parseFlag<T>(schema: z.ZodType<T>, key: string, value: unknown, shown = value): T {
   const r = schema.safeParse(value);
-  if (!r.success)
-    throw new CliError(`${flagName(key)}: ${r.error.issues[0]?.message ?? "invalid"} (got '${shown}')`);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new CliError(`${flagName(key)}: ${issue ? settingIssueText(issue, String(shown)) : "invalid"}`);
+  }
   return r.data;
 }
 

@@ -14,7 +14,8 @@ import { packageVersion } from "./version.js";
 const program = new Command("prefixmesh")
   .description("Peer-to-peer LLM serving with decentralized, prefix-cache-aware routing")
   .version(packageVersion(), "-V, --version", "print the version and exit")
-  .showHelpAfterError()
+  // One line, not the whole help: `node --help` is 80 lines and would scroll the error off screen.
+  .showHelpAfterError("(add --help to see the options)")
   .exitOverride();
 
 registerSim(program);

@@ -85,9 +85,12 @@ const CHAT_FLAGS = [
 ] as const;
 const isSkewed = (n: WorkloadName) => n.endsWith("-skewed") || isZipf(n);
 
-/** The schedule flags both commands take, with their help. */
-export function addWorkloadOptions(cmd: Command): Command {
-  return cmd
+/**
+ * The schedule flags both commands take, with their help; `--think-ms` only where there is an open
+ * loop (`sim --rate`): `bench` runs closed loops only, where the flag could never be used.
+ */
+export function addWorkloadOptions(cmd: Command, o: { openLoop: boolean } = { openLoop: true }): Command {
+  cmd
     .option(
       "--zipf-s <s>",
       `Zipf exponent for the *-zipf workloads: P(subject of rank k) ∝ k^-s, s in (0, ${MAX_ZIPF_S}] (default ${DEFAULT_ZIPF_S})`,
@@ -115,11 +118,13 @@ export function addWorkloadOptions(cmd: Command): Command {
     .option(
       "--chat-entry <mode>",
       "chat workloads: spread = requests enter nodes round-robin (default); sticky = a conversation always enters the same node",
-    )
-    .option(
+    );
+  if (o.openLoop)
+    cmd.option(
       "--think-ms <ms>",
       `chat workloads, open loop (--rate): mean think time between an answer and the next turn (default ${DEFAULT_THINK_MS})`,
     );
+  return cmd;
 }
 
 /** Checks the name and every schedule flag against it: a flag the workload cannot use is an error. */

@@ -76,7 +76,8 @@ export function parseSeedList(
     const r = parseHostPort(a);
     if (typeof r === "string")
       return {
-        error: `seed '${a}' must be HOST:PORT (a member's peer port, e.g. 10.0.0.2:9080 or proj_node_1:9080): ${r}`,
+        // parseHostPort's "must be HOST:PORT" would only repeat the line; a host or port problem adds to it.
+        error: `seed '${a}' must be HOST:PORT (a member's peer port, e.g. 10.0.0.2:9080 or proj_node_1:9080)${r === "must be HOST:PORT" ? "" : `: ${r}`}`,
       };
   }
   return { seeds: [...new Set(items)] };

@@ -49,6 +49,12 @@ const CONNECTION_CODES = new Set([
 ]);
 const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
 
+/** A TLS client answered in plain text: what OpenSSL says, whichever error object carries it. */
+const TLS_TO_PLAIN = /wrong version number|ERR_SSL_WRONG_VERSION_NUMBER/;
+const PLAIN_ANSWER =
+  "ERR_SSL_WRONG_VERSION_NUMBER: the address answers without TLS: a node's API port (--listen) " +
+  "rather than its peer port (--peer-listen), or a node without --tls-dir?";
+
 export function classify(err: unknown): TransportError {
   if (err instanceof TransportError) return err;
   let e = err as (Error & { code?: string; cause?: unknown; name?: string }) | undefined;
@@ -56,6 +62,8 @@ export function classify(err: unknown): TransportError {
     if (e.name === "TimeoutError" || (e.code && TIMEOUT_CODES.has(e.code))) {
       return new TransportError("timeout", e.message);
     }
+    // OpenSSL's own words ("ssl3_get_record:wrong version number") do not say the likely mistake.
+    if (TLS_TO_PLAIN.test(`${e.code} ${e.message}`)) return new TransportError("connection", PLAIN_ANSWER);
     if (e.code && CONNECTION_CODES.has(e.code))
       return new TransportError("connection", `${e.code}: ${e.message}`);
     if (e.name === "AbortError" || e.code === "UND_ERR_ABORTED") {

@@ -1,5 +1,7 @@
 /** `bench --json FILE`: a file that cannot be written is refused before the run, as one clear line. */
 import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
@@ -44,5 +46,40 @@ describe("prefixmesh bench --json", () => {
     const err = await bench(join(dir, "out.json"));
     expect(err).toBeInstanceOf(CliError);
     expect((err as CliError).message).toMatch(/cannot reach http:\/\/127\.0\.0\.1:1/);
+  });
+});
+
+describe("prefixmesh bench --url", () => {
+  it("checks every URL before the run: a dead one is named, and no request is sent", async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ object: "list", data: [{ id: "m", object: "model" }] }));
+    });
+    await new Promise<void>((res) => server.listen(0, "127.0.0.1", res));
+    const live = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // A port nothing listens on (fetch refuses port 1 itself, as unsafe).
+    const gone = createServer();
+    await new Promise<void>((res) => gone.listen(0, "127.0.0.1", res));
+    const dead = `http://127.0.0.1:${(gone.address() as AddressInfo).port}`;
+    await new Promise<void>((res) => gone.close(() => res()));
+    try {
+      const program = new Command("prefixmesh").exitOverride();
+      registerBench(program);
+      const args = ["bench", "--url", `${live},${dead}`, "--requests", "4"];
+      const err = await program.parseAsync(["node", "prefixmesh", ...args]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(CliError);
+      expect((err as CliError).exitCode).toBe(1);
+      expect((err as CliError).message).toMatch(
+        new RegExp(`^cannot reach ${dead}/v1/models: ECONNREFUSED.*client API`),
+      );
+      expect(seen.filter((s) => !s.startsWith("GET /v1/models"))).toEqual([]);
+    } finally {
+      await new Promise<void>((res) => server.close(() => res()));
+    }
   });
 });

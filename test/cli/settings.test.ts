@@ -6,7 +6,14 @@ import { parseSetting } from "../../src/cli/flags.js";
 import { defaultNote } from "../../src/cli/help.js";
 import { registerNode } from "../../src/cli/node.js";
 import { LlamaCppOptionsSchema } from "../../src/engines/llamacpp/options.js";
-import { flagName, flagSettings, nodeSettingsSchema, settingDoc } from "../../src/server/settings/index.js";
+import {
+  flagName,
+  flagSettings,
+  nodeSettingsSchema,
+  resolveNodeSettings,
+  SettingsError,
+  settingDoc,
+} from "../../src/server/settings/index.js";
 
 describe("one setting checked against the node schema (prefixmesh cluster's flags)", () => {
   it("coerces in-bounds values and names the flag when out of bounds", () => {
@@ -19,6 +26,38 @@ describe("one setting checked against the node schema (prefixmesh cluster's flag
     // A routing policy is one of the node's: a typo is a usage error before any node starts.
     expect(parseSetting("policy", "cost-aware")).toBe("cost-aware");
     expect(() => parseSetting("policy", "afinity")).toThrow(/^--policy: .*affinity/);
+  });
+});
+
+describe("a bad value's error says what to write and what was given", () => {
+  const bad = (flags: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) => {
+    try {
+      resolveNodeSettings({ id: "A", engine: "sim", ...flags }, env);
+    } catch (err) {
+      expect(err).toBeInstanceOf(SettingsError);
+      return (err as Error).message;
+    }
+    throw new Error("accepted");
+  };
+
+  it("in words, not zod's", () => {
+    expect(bad({ pollMs: "abc" })).toBe("--poll-ms: must be a number, got 'abc'");
+    expect(bad({ pollMs: "0" })).toBe("--poll-ms: must be ≥ 1, got '0'");
+    expect(bad({ concurrency: "1.5" })).toBe("--concurrency: must be a whole number, got '1.5'");
+    expect(bad({ offload: "maybe" })).toBe("--offload: must be true or false (or 1, 0), got 'maybe'");
+    expect(bad({ gossip: "fulll" })).toBe("--gossip: must be one of full, scuttlebutt, got 'fulll'");
+    expect(bad({}, { PREFIXMESH_FORWARD_TIMEOUT_MS: "30s" })).toBe(
+      "PREFIXMESH_FORWARD_TIMEOUT_MS: must be a number, got '30s'",
+    );
+    expect(() => parseSetting("slots", "65")).toThrow("--slots: must be ≤ 64, got '65'");
+  });
+
+  it("refuses an --advertise address peers cannot reach: a wildcard host or port 0", () => {
+    for (const a of ["0.0.0.0:9080", "[::]:9080", "10.0.0.1:0"])
+      expect(bad({ advertise: a }), a).toMatch(/^--advertise: '.*' is no address peers can reach/);
+    expect(resolveNodeSettings({ id: "A", engine: "sim", advertise: "10.0.0.1:9080" }, {}).advertise).toBe(
+      "10.0.0.1:9080",
+    );
   });
 });
 

@@ -453,7 +453,7 @@ describe("remote engine settings (flag, env, YAML) reach the engine", () => {
       rmSync(dir, { recursive: true, force: true });
     }
     expect(() => resolveNodeSettings({ ...base, engineTokenizer: "gpt" }, {})).toThrow(
-      /^--engine-tokenizer: must be one of auto, server, local$/,
+      /^--engine-tokenizer: must be one of auto, server, local, got 'gpt'$/,
     );
     expect(resolveNodeSettings({ ...base, engineContextTokens: "2048" }, {}).engineContextTokens).toBe(2048);
     expect(() => resolveNodeSettings({ ...base, engineContextTokens: "0" }, {})).toThrow(
@@ -472,6 +472,22 @@ describe("remote engine settings (flag, env, YAML) reach the engine", () => {
       expect(Array.from(await e.tokenize("hello"))).toEqual(encode("hello"));
       expect(seen.filter((x) => x.url === "/tokenize")).toHaveLength(0);
       expect(e.info.maxContextTokens).toBe(777);
+    } finally {
+      await e.close();
+    }
+  });
+});
+
+describe("remote engine: its warnings reach the node's log", () => {
+  it("hands a server that does not answer to the log given to loadEngine, not to stderr", async () => {
+    const s = resolveNodeSettings(
+      { id: "A", engine: "openai", engineUrl: "http://127.0.0.1:1", model: "m" },
+      { [envName("engineTokenizer")]: "local" },
+    );
+    const said: string[] = [];
+    const e = await loadEngine(s, (msg) => said.push(msg));
+    try {
+      expect(said.join("\n")).toMatch(/the server did not answer/);
     } finally {
       await e.close();
     }

@@ -16,6 +16,18 @@ const chat = (extra: object) =>
 const refusal = (r: ReturnType<typeof completion> | ReturnType<typeof chat>) =>
   r.success ? undefined : describeZodError(r.error);
 
+describe("a body that is no JSON object", () => {
+  it("says a JSON object is wanted, not zod's 'expected object, received string'", () => {
+    for (const body of ["hello", ["a"], 3]) {
+      const r = completionRequestSchema.safeParse(body);
+      expect(r.success ? undefined : describeZodError(r.error)).toEqual({
+        message: "the request body must be a JSON object (content-type: application/json)",
+        param: null,
+      });
+    }
+  });
+});
+
 describe("fields the node cannot honour", () => {
   it("refuses best_of above 1 on completions; 1 and null mean what the node does", () => {
     expect(refusal(completion({ best_of: 3 }))).toEqual({

@@ -94,5 +94,8 @@ export function describeZodError(err: z.ZodError): { message: string; param: str
   const first = err.issues[0];
   if (!first) return { message: "invalid request body", param: null };
   const param = first.path.length > 0 ? first.path.join(".") : null;
+  // A body that is no JSON object at all (text/plain, a bare string or array): say what is wanted.
+  if (param === null && first.code === "invalid_type" && first.expected === "object")
+    return { message: "the request body must be a JSON object (content-type: application/json)", param };
   return { message: param ? `${param}: ${first.message}` : first.message, param };
 }

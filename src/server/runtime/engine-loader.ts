@@ -95,6 +95,14 @@ function kvEvents(s: EngineSettings): Pick<Extract<EngineSpec, { kind: "openai" 
   };
 }
 
-export async function loadEngine(s: EngineSettings): Promise<Engine> {
-  return createEngine(engineSpec(s));
+/**
+ * The engine the settings name. `log` takes its degraded-but-handled events (a remote server not
+ * answering yet, a saved state that failed to load): the node's own logger, so they are JSON lines
+ * with the others rather than plain text on stderr.
+ */
+export async function loadEngine(
+  s: EngineSettings,
+  log?: (msg: string, fields: Record<string, unknown>) => void,
+): Promise<Engine> {
+  return createEngine(engineSpec(s), log ? { log } : {});
 }

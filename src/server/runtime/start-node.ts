@@ -122,7 +122,7 @@ export async function startNode(
   let engine: Engine;
   try {
     cpuLatency = s.cpuLatencyUs === undefined ? undefined : holdCpuLatency(s.cpuLatencyUs);
-    engine = opts.engine ?? (await loadEngine(s));
+    engine = opts.engine ?? (await loadEngine(s, (msg, fields) => logger.warn(fields, msg)));
   } catch (err) {
     cpuLatency?.release();
     throw err;

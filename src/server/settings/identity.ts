@@ -19,6 +19,20 @@ function peersDnsProblem(v: string | undefined, ctx: z.RefinementCtx): void {
   if (bad !== undefined) ctx.addIssue({ code: "custom", message: `'${v}': ${bad}` });
 }
 
+/**
+ * An advertised address is where peers connect: a wildcard names no host (and 0.0.0.0 reaches each
+ * peer's own machine), port 0 no port.
+ */
+function advertiseProblem(v: string, ctx: z.RefinementCtx): void {
+  const i = v.lastIndexOf(":");
+  const host = v.slice(0, i).replace(/^\[|\]$/g, "");
+  if (host === "0.0.0.0" || host === "::" || v.slice(i + 1) === "0")
+    ctx.addIssue({
+      code: "custom",
+      message: `'${v}' is no address peers can reach (a wildcard host or port 0): give this machine's, e.g. 10.0.0.1:9080`,
+    });
+}
+
 export const identitySettings = {
   id: setting(nodeIdSchema, {
     section: "Identity and addresses",
@@ -40,14 +54,15 @@ export const identitySettings = {
       "Peer port address: anti-entropy snapshots and forwarded requests from the other nodes, authenticated " +
       "(mutual TLS or shared secret). Other nodes must reach it.",
   }),
-  advertise: setting(hostPort.optional(), {
+  advertise: setting(hostPort.superRefine(advertiseProblem).optional(), {
     section: "Identity and addresses",
     value: "host:port",
     defaultText: "--peer-listen",
     description:
       "The peer-port address other nodes reach this one at, when it is not --peer-listen's (behind NAT, in a " +
       "container): with --gossip scuttlebutt it rides every membership message. Default: --peer-listen's " +
-      "address; for a wildcard host (0.0.0.0, ::) this machine's first non-loopback IPv4 address.",
+      "address; for a wildcard host (0.0.0.0, ::) this machine's first non-loopback IPv4 address. " +
+      "A wildcard or port 0 here is refused: peers could not reach it.",
   }),
   peers: setting(
     z.union([z.string().max(65536), z.array(z.unknown()), z.record(z.string(), z.string())]).optional(),

@@ -17,6 +17,7 @@ export {
   readEnv,
   resolveNodeSettings,
   SettingsError,
+  settingIssueText,
   splitHostPort,
 } from "./sources.js";
 export { type NodeConfigNumberKey, nodeConfigNumber } from "./values.js";

@@ -6,6 +6,7 @@
  */
 import { readFileSync, statSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
+import type { z } from "zod";
 import { type NodeSettings, nodeSettingsSchema, SETTING_KEYS } from "./schema.js";
 
 /** A setting that is missing, malformed or out of bounds: one line naming it and where it came from. */
@@ -172,9 +173,35 @@ export function resolveNodeSettings(
         `${flagName(key)} is required (or ${envName(key)}, or '${key}' in the config file)`,
       );
     }
-    throw new SettingsError(`${source || "config"}: ${issue?.message}`);
+    const raw = issue?.path.length === 1 ? merged[key as keyof typeof merged] : undefined;
+    throw new SettingsError(`${source || "config"}: ${issue ? settingIssueText(issue, raw) : "invalid"}`);
   }
   return r.data;
+}
+
+/**
+ * One validation problem in an operator's words, with the value given (`raw`, when known): zod's own
+ * texts ("Invalid input: expected number, received NaN") name neither the value nor what to write.
+ */
+export function settingIssueText(issue: z.core.$ZodIssue, raw?: unknown): string {
+  const got = raw === undefined ? "" : `, got ${typeof raw === "string" ? `'${raw}'` : JSON.stringify(raw)}`;
+  switch (issue.code) {
+    case "invalid_type":
+      if (issue.expected === "number") return `must be a number${got}`;
+      if (issue.expected === "int") return `must be a whole number${got}`;
+      break;
+    case "too_small":
+      if (issue.origin === "number") return `must be ${issue.inclusive ? "≥" : ">"} ${issue.minimum}${got}`;
+      break;
+    case "too_big":
+      if (issue.origin === "number") return `must be ${issue.inclusive ? "≤" : "<"} ${issue.maximum}${got}`;
+      break;
+    case "invalid_value":
+      return `must be one of ${issue.values.map(String).join(", ")}${got}`;
+    default:
+      break;
+  }
+  return raw === undefined || issue.message.includes(String(raw)) ? issue.message : `${issue.message}${got}`;
 }
 
 /** `HOST:PORT` → parts (brackets stripped from IPv6). */

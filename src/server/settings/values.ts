@@ -38,10 +38,10 @@ export const nodeConfigNumber = (key: NodeConfigNumberKey) =>
 /** The same with the daemon's default (DAEMON_NODE_DEFAULTS). */
 export const nodeNum = (key: Exclude<NodeConfigNumberKey, "forwardResends" | "spotCheckRate">) =>
   nodeConfigNumber(key).default(DAEMON_NODE_DEFAULTS[key]);
-export const bool = z.union([
-  z.boolean(),
-  z.enum(["true", "false", "1", "0"]).transform((s) => s === "true" || s === "1"),
-]);
+export const bool = z.union(
+  [z.boolean(), z.enum(["true", "false", "1", "0"]).transform((s) => s === "true" || s === "1")],
+  { error: "must be true or false (or 1, 0)" },
+);
 
 export const L = LlamaCppOptionsSchema.shape;
 export const O = OpenAIEngineOptionsSchema.shape;

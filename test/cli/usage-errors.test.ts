@@ -1,0 +1,41 @@
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { requireBuild } from "../e2e/helpers.js";
+
+const run = (...args: string[]) =>
+  spawnSync(process.execPath, [requireBuild(), ...args], { encoding: "utf8", timeout: 30_000 });
+
+describe("a mistyped command line", () => {
+  it("says what is wrong in a few lines, not above the whole help, and exits 2", () => {
+    for (const [args, said] of [
+      [
+        ["node", "--id", "A", "--listne", "127.0.0.1:8080"],
+        /unknown option '--listne'\n\(Did you mean --listen\?\)/,
+      ],
+      [["node", "--id", "A", "--listen"], /option '--listen <host:port>' argument missing/],
+      [["bench", "--requests", "3"], /required option '--url <urls>' not specified/],
+      [["nodes"], /unknown command 'nodes'/],
+    ] as const) {
+      const r = run(...args);
+      expect(r.status, args.join(" ")).toBe(2);
+      expect(r.stderr).toMatch(said);
+      expect(r.stderr).toContain("(add --help to see the options)");
+      expect(r.stderr.trim().split("\n").length, r.stderr).toBeLessThanOrEqual(4);
+      expect(r.stdout).toBe("");
+    }
+  });
+});
+
+describe("bench's workload flags", () => {
+  it("has no --think-ms: bench runs closed loops only, and the flag could never apply", () => {
+    const help = run("bench", "--help");
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain("--chat-active");
+    expect(help.stdout).not.toContain("--think-ms");
+    const r = run("bench", "--url", "http://127.0.0.1:9", "--workload", "synthetic-chat", "--think-ms", "5");
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/unknown option '--think-ms'/);
+    // sim keeps it: its open loop (--rate) uses it.
+    expect(run("sim", "--help").stdout).toContain("--think-ms");
+  });
+});
