@@ -83,6 +83,11 @@ describe("gossip mode: which epochs show a restart", () => {
     g.onGossip(from, msg, 0, tree, 0, 0, out);
     return g.drainRestarted();
   };
+  /** What `g` hears from `from`, then the members it found back in a newer epoch than they left in. */
+  const renewedAt = (g: ReturnType<typeof gossiper>) => (from: string, msg: GossipMessage) => {
+    hear(g, from, msg);
+    return g.drainRenewed();
+  };
 
   it("only a strictly newer epoch of a member, from a member; never on first contact", () => {
     const a = gossiper("A", ["B", "C"]);
@@ -109,10 +114,7 @@ describe("gossip mode: which epochs show a restart", () => {
   // Its trust is kept while it is out (trust.ts): only another process, a newer epoch, renews it.
   it("one back in a newer epoch than it left in is renewed; the same epoch (a refuted death) is not", () => {
     const a = gossiper("A", ["B", "C"]);
-    const renewed = (from: string, msg: GossipMessage) => {
-      hear(a, from, msg);
-      return a.drainRenewed();
-    };
+    const renewed = renewedAt(a);
     expect(renewed("B", digest("B", 5))).toEqual([]);
     a.remove("B");
     expect(renewed("C", digest("B", 6))).toEqual([]); // not a member now
@@ -134,10 +136,7 @@ describe("gossip mode: which epochs show a restart", () => {
   // its new state reaches them, and may reach us before its own word does.
   it("a relay naming the epoch it left in does not hide a restart while out", () => {
     const a = gossiper("A", ["B", "C"]);
-    const renewed = (from: string, msg: GossipMessage) => {
-      hear(a, from, msg);
-      return a.drainRenewed();
-    };
+    const renewed = renewedAt(a);
     renewed("B", digest("B", 5));
     a.remove("B");
     a.add("B");
@@ -152,10 +151,7 @@ describe("gossip mode: which epochs show a restart", () => {
 
   it("a flap heard of only through a stale relay keeps the epoch it first left in", () => {
     const a = gossiper("A", ["B", "C"]);
-    const renewed = (from: string, msg: GossipMessage) => {
-      hear(a, from, msg);
-      return a.drainRenewed();
-    };
+    const renewed = renewedAt(a);
     renewed("B", digest("B", 5));
     a.remove("B");
     a.add("B");

@@ -4,6 +4,33 @@
  */
 import type { PrefixNode } from "../../src/core/node/node.js";
 import type { PeerClient } from "../../src/net/transport-client.js";
+import type { NodeMetrics } from "../../src/server/metrics.js";
+import type { Admin } from "../../src/server/runtime/admin.js";
+import { MeshPeers, type MeshPeersOptions } from "../../src/server/runtime/mesh-peers.js";
+
+/** A logger that says nothing. */
+export const QUIET_LOGGER = { info() {}, warn() {}, error() {}, debug() {} };
+
+/** MeshPeers of cluster "c" over these doubles; `over` replaces any of the other options. */
+export function meshPeersOver(
+  node: PrefixNode,
+  client: PeerClient,
+  admin: Admin,
+  over: Partial<MeshPeersOptions> = {},
+): MeshPeers {
+  return new MeshPeers({
+    node,
+    client,
+    admin,
+    metrics: {} as NodeMetrics,
+    logger: QUIET_LOGGER,
+    clusterId: "c",
+    helloModel: undefined,
+    feed: () => {},
+    maxMessageBytes: 1 << 20,
+    ...over,
+  });
+}
 
 /** Node A under gossip scuttlebutt; SWIM's member table is `member()` (none when undefined). */
 export function fakeSwimNode(

@@ -3,11 +3,9 @@
  * that keeping ends when it comes back, so it never closes a pool made later for another reason.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { Admin } from "../../src/server/runtime/admin.js";
-import { MeshPeers } from "../../src/server/runtime/mesh-peers.js";
 import { LEFT_POOL_MS } from "../../src/server/runtime/stranger-pools.js";
-import { fakePeerClient, fakeSwimNode } from "./mesh-fakes.js";
+import { fakePeerClient, fakeSwimNode, meshPeersOver } from "./mesh-fakes.js";
 
 afterEach(() => {
   vi.useRealTimers();
@@ -29,18 +27,7 @@ function fakes() {
       if (!keepPool) pools.delete(id);
     },
   } as unknown as Admin;
-  const quiet = { info() {}, warn() {}, error() {}, debug() {} };
-  const mesh = new MeshPeers({
-    node,
-    client,
-    admin,
-    metrics: {} as NodeMetrics,
-    logger: quiet,
-    clusterId: "c",
-    helloModel: undefined,
-    feed: () => {},
-    maxMessageBytes: 1 << 20,
-  });
+  const mesh = meshPeersOver(node, client, admin);
   return {
     mesh,
     pools,

@@ -5,11 +5,9 @@
  * never fill the bound and stop newcomers being counted.
  */
 import { describe, expect, it } from "vitest";
-import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { Admin } from "../../src/server/runtime/admin.js";
-import { MeshPeers } from "../../src/server/runtime/mesh-peers.js";
 import { MAX_COUNTED_PEERS, PeerServedCounts } from "../../src/server/runtime/peer-served.js";
-import { fakePeerClient, fakeSwimNode } from "./mesh-fakes.js";
+import { fakePeerClient, fakeSwimNode, meshPeersOver } from "./mesh-fakes.js";
 
 function fakes() {
   let status: string | undefined;
@@ -17,17 +15,7 @@ function fakes() {
   const node = fakeSwimNode(() => (status === undefined ? undefined : { id: "B", status }));
   const client = fakePeerClient(new Set(), () => new Promise(() => {}));
   const admin = { meshJoined: () => {}, meshLeft: () => {} } as unknown as Admin;
-  const quiet = { info() {}, warn() {}, error() {}, debug() {} };
-  const mesh = new MeshPeers({
-    node,
-    client,
-    admin,
-    metrics: {} as NodeMetrics,
-    logger: quiet,
-    clusterId: "c",
-    helloModel: undefined,
-    feed: () => {},
-    maxMessageBytes: 1 << 20,
+  const mesh = meshPeersOver(node, client, admin, {
     served: {
       own: () => 0,
       report: (from, epoch, n) => counts.report(from, epoch, n),
