@@ -211,11 +211,13 @@ function capturedCluster(gossip: "full" | undefined) {
     await waitFor(
       async () => {
         for (const id of ids) {
+          // A node still starting answers 503 (`loading`) with an error body: not yet.
           const v = await fetch(`${api[id]}/cluster`).then(
-            (r) => r.json() as Promise<{ peers: { id: string; suspected?: boolean }[] }>,
+            (r) =>
+              r.ok ? (r.json() as Promise<{ peers?: { id: string; suspected?: boolean }[] }>) : undefined,
             () => undefined,
           );
-          if (v?.peers.length !== 2 || v.peers.some((p) => p.suspected !== false)) return false;
+          if (v?.peers?.length !== 2 || v.peers.some((p) => p.suspected !== false)) return false;
         }
         return true;
       },
