@@ -15,7 +15,7 @@
 import type { PeerAuth } from "./transport-auth.js";
 import { PROTOCOL_VERSION } from "./transport-wire.js";
 
-/** The wire's security mode (mtls+shared-secret runs as mtls; a lone node as insecure). */
+/** The wire's security mode (a lone node's is insecure). */
 export type AuthMode = PeerAuth["mode"];
 
 /** The oldest version this build still speaks: a newer build keeps the wire of every version it lists. */

@@ -395,10 +395,16 @@ describe("checkSecurityMode (the insecure guard)", () => {
     expect(checkSecurityMode({ peers: httpPeers, secret: new Uint8Array(32), insecure: false })).toBe(
       "shared-secret",
     );
-    expect(checkSecurityMode({ peers: httpsPeers, tls: {}, secret: "s", insecure: false })).toBe(
-      "mtls+shared-secret",
-    );
     expect(checkSecurityMode({ peers: [], insecure: false })).toBe("single-node");
+  });
+
+  it("refuses mTLS and a secret together: the secret would never be used", () => {
+    expect(() => checkSecurityMode({ peers: httpsPeers, tls: {}, secret: "s", insecure: false })).toThrow(
+      /--tls-dir and --secret-file were both given/,
+    );
+    expect(() => checkSecurityMode({ peers: [], tls: {}, secret: "s", insecure: false })).toThrow(
+      SecurityModeError,
+    );
   });
 
   it("requires https peer URLs with mTLS and http without a CA", () => {

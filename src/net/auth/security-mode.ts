@@ -4,7 +4,7 @@
  * an insecure cluster.
  */
 
-export type SecurityMode = "single-node" | "mtls" | "shared-secret" | "mtls+shared-secret" | "insecure";
+export type SecurityMode = "single-node" | "mtls" | "shared-secret" | "insecure";
 
 export class SecurityModeError extends Error {
   constructor(message: string) {
@@ -47,7 +47,13 @@ export function checkSecurityMode(input: SecurityModeInput): SecurityMode {
       );
     }
   }
-  if (hasTls && hasSecret) return "mtls+shared-secret";
+  // Mutual TLS authenticates peers on its own: a secret beside it would be loaded and never used, so
+  // an operator who thinks messages are also signed is told instead.
+  if (hasTls && hasSecret)
+    throw new SecurityModeError(
+      "--tls-dir and --secret-file were both given: they are two ways to authenticate peers and a node " +
+        "uses one (mutual TLS would run and the secret be ignored); pass only one",
+    );
   if (hasTls) return "mtls";
   if (hasSecret) return "shared-secret";
   if (!multiNode) return "single-node";

@@ -66,7 +66,8 @@ export const routingSettings = {
     value: "file",
     description:
       "Shared-secret mode: peer messages are signed with HMAC-SHA256 under this file's secret " +
-      "(`prefixmesh certs secret --out FILE`), the same file on every node. For trusted LANs: not encrypted.",
+      "(`prefixmesh certs secret --out FILE`), the same file on every node. For trusted LANs: not encrypted. " +
+      "Not with --tls-dir (a node uses one of the two).",
   }),
   insecure: setting(bool.default(false), {
     section: "Peer security",
