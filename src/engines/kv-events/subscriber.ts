@@ -20,9 +20,12 @@
  *   publisher whose numbering already passed ours (its first batches lost to a reconnect) shows no
  *   such drop: every replay after the first therefore starts one batch early, at the last one
  *   applied, which the same publisher still buffers byte for byte; another batch there means a new
- *   publisher (a buffer that no longer holds it cannot tell: the mirror forgets, as after a gap). After the connection dropped, that replay runs before the first live batch received
- *   since is applied (not those queued before the drop: the check would reach a publisher maybe
- *   still down, fail, and let the new one's batches through unchecked).
+ *   publisher (a buffer that no longer holds it cannot tell: the mirror forgets, as after a gap).
+ *   After the connection dropped, that replay runs before the first live batch received since is
+ *   applied (not those queued before the drop: the check would reach a publisher maybe still down,
+ *   fail, and let the new one's batches through unchecked). A check that fails before comparing
+ *   forgets too: the new publisher's batch may be numbered just as expected. Without a replay
+ *   endpoint there is no check: such a restart goes unseen (docs/engines-kv-events.md).
  * - Idle probe: with no live batch for `probeIntervalMs`, a replay from the next expected number
  *   catches batches a SUB dropped silently (ZMQ's slow-joiner loss) before the next live one shows
  *   the gap.
@@ -46,7 +49,8 @@ export type { KvSubscriberOptions, KvSubscriberState, KvSubscriberStatus } from 
 type ReplayOutcome =
   | { kind: "covered" }
   | { kind: "short"; from: number }
-  | { kind: "failed"; why: string }
+  /** `checked`: the publisher was told to be the same before the replay failed. */
+  | { kind: "failed"; why: string; checked: boolean }
   | { kind: "restarted" };
 
 export class KvEventsSubscriber {
@@ -205,8 +209,14 @@ export class KvEventsSubscriber {
       if (first?.afterDrop) {
         first.afterDrop = false;
         // A live batch numbered back already says so: checking too would handle the restart twice.
-        if (this.synced && this.next !== undefined && this.replays && !this.queue.hasRestart())
-          await this.probe(this.next);
+        if (this.synced && this.next !== undefined && this.replays && !this.queue.hasRestart()) {
+          const outcome = await this.probe(this.next);
+          // Unchecked, the batch may be a restarted engine's numbered just as expected.
+          if (outcome.kind === "failed" && !outcome.checked)
+            this.mirror.forget(
+              `the connection dropped and the publisher could not be checked: ${outcome.why}`,
+            );
+        }
         continue;
       }
       const item = this.queue.shift();
@@ -264,7 +274,7 @@ export class KvEventsSubscriber {
       this.counts.gaps++;
       const outcome: ReplayOutcome = this.replays
         ? await this.replay(next)
-        : { kind: "failed", why: "there is no replay endpoint" };
+        : { kind: "failed", why: "there is no replay endpoint", checked: false };
       if (outcome.kind === "restarted") {
         this.queue.unshift({ ...item, restart: false });
         await this.fetchHistory(true);
@@ -312,9 +322,10 @@ export class KvEventsSubscriber {
   }
 
   /** A replay from `from` while idle: nothing lost is the usual answer. */
-  private async probe(from: number): Promise<void> {
+  private async probe(from: number): Promise<ReplayOutcome> {
     const outcome = await this.replay(from);
     if (outcome.kind === "restarted") await this.fetchHistory();
+    return outcome;
   }
 
   /**
@@ -337,6 +348,7 @@ export class KvEventsSubscriber {
       let short: number | undefined;
       let first = true;
       let other = false;
+      let checked = false;
       const read = await this.replays!.request(known ? known.seq : from, (seq, payload) => {
         if (other) return;
         if (first && known) {
@@ -345,6 +357,7 @@ export class KvEventsSubscriber {
             other = true;
             return;
           }
+          checked = seq === known.seq;
           // The batch to compare is gone though none after it is: a new publisher cannot be ruled out.
           if (seq === known.seq + 1)
             this.mirror.forget(`batch ${known.seq} is no longer buffered: the publisher may have restarted`);
@@ -362,7 +375,7 @@ export class KvEventsSubscriber {
       if (read.kind === "failed") {
         this.counts.replayFailures++;
         this.lastError = read.why;
-        return read;
+        return { ...read, checked };
       }
       if (other) {
         this.restarted();

@@ -397,6 +397,27 @@ describe("a restart seen only as a gap", () => {
     expect(mirror.match(T(30, 31))).toBe(2);
   });
 
+  test("a check after a reconnect that the replay cannot answer: forgotten, even with no gap", async () => {
+    // The new publisher's ROUTER stays silent: its first live batch is numbered exactly as expected,
+    // and only the failed check says a restart is possible.
+    const { pub, mirror, sub } = await setup({}, { replayTimeoutMs: 300 });
+    await oldEngineBlocks(pub, sub);
+    await pub.close();
+    const again = await KvEventPublisherDouble.start({
+      replay: "silent",
+      bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
+    });
+    open.push(again);
+    await again.subscribed();
+    await again.publish([block(20)], { drop: true });
+    await again.publish([block(22, 20)], { drop: true });
+    await again.publish([block(30)]);
+    await waitFor("the live batch", () => sub.status().nextSequence === 3);
+    expect(mirror.degraded).toMatch(/the connection dropped and the publisher could not be checked/);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.sequences()).toEqual([T(30, 31)]);
+  });
+
   test("an AllBlocksCleared after the gap makes the mirror exact again", async () => {
     const { pub, mirror, sub } = await setup({ replay: "none" });
     await pub.publish([block(10)]);
