@@ -6,7 +6,10 @@
  * The engine is then engine-managed: after each run it reports `cachedSequences`, which the node
  * mirrors (`tree.resetTo`). Exact: the mirror's sequences. Not exact (history unknown, or degraded):
  * the mirror's sequences (blocks it knows the server holds) plus the LRU model's (its guess at the
- * rest).
+ * rest). Blocks the mirror held before batches lost for good are not among the known: the lost batches
+ * may be a restarted server's, whose cache started empty, and no removal of the old blocks would ever
+ * come to stop peers being sent here for them; the mirror forgets them, and this node's own runs among
+ * them stay only as the LRU guess, which ages them out.
  *
  * Prediction accuracy: before a run the mirror predicts what the server will report as cached (its
  * match, within the engine's rules); after it, the server's report is compared. Only exact

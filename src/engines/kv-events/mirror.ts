@@ -28,7 +28,10 @@
  *
  * `degraded` says the mirror may lack blocks (events were lost, or an event contradicted it); it then
  * keeps applying events ("rebuilds from events from then on") and only AllBlocksCleared, or a full
- * history from sequence 0, makes it exact again (`clear`).
+ * history from sequence 0, makes it exact again (`clear`). Batches lost for good (`forget`) may have
+ * removed any block held, or come from a new engine whose cache started empty (the stream cannot
+ * tell which): the blocks held before them are dropped, as no longer known to be held, and only
+ * those stored since are kept.
  */
 import type { Tokens } from "../../core/engine.js";
 import { type NamespaceFields, namespaceOf } from "../../core/namespace.js";
@@ -67,6 +70,8 @@ export interface MirrorCounters {
   unknownRemovals: number;
   /** Stores whose token count does not split into the hashes given (refused: degrades). */
   malformed: number;
+  /** Blocks dropped because batches after them were lost for good (`forget`). */
+  forgotten: number;
 }
 
 export interface MirrorStats {
@@ -107,6 +112,7 @@ export class KvCacheMirror {
     conflicts: 0,
     unknownRemovals: 0,
     malformed: 0,
+    forgotten: 0,
   };
 
   constructor(
@@ -166,6 +172,21 @@ export class KvCacheMirror {
   clear(): void {
     this.reset(false);
     this.notify();
+  }
+
+  /**
+   * Batches were lost for good (`reason`): drops every block held and marks the mirror degraded. The
+   * lost batches may have removed any of them, or belonged to a new engine (restarted, its cache
+   * empty) whose numbering hid the restart; either way none is known to be held any more, and no
+   * removal of them may ever come. Blocks stored from here on are certain again.
+   */
+  forget(reason: string): void {
+    this.counters.forgotten += this.blocks.size;
+    this.blocks.clear();
+    this.index.clear();
+    this.ver++;
+    if (this.degradedReason === undefined) this.markDegraded(reason);
+    else this.notify();
   }
 
   /** Marks the mirror as possibly missing blocks (the first reason is kept until exact again). */

@@ -11,14 +11,21 @@
  * - Gap (a live batch numbered above the next expected): replay from the first missing number. When
  *   the replay cannot cover it (the buffer starts later, the endpoint is unreachable, it times out,
  *   or there is no replay endpoint), the mirror is marked degraded and follows the stream from there.
+ *   It also forgets the blocks it held (`KvCacheMirror.forget`): the lost batches may have removed
+ *   them, or be a restarted engine's (its cache empty) that the check below could not tell, as it
+ *   needs the replay; either way no removal of them would ever come, and peers would be sent here
+ *   for them for good.
  * - Restart: a live sequence number lower than the previous live one means a new publisher (the
  *   engine restarted, its cache empty): the mirror is cleared and the history fetched again. A new
  *   publisher whose numbering already passed ours (its first batches lost to a reconnect) shows no
  *   such drop: every replay after the first therefore starts one batch early, at the last one
  *   applied, which the same publisher still buffers byte for byte; another batch there means a new
- *   publisher. After the connection dropped, that replay runs before the first live batch received
- *   since is applied (not those queued before the drop: the check would reach a publisher maybe
- *   still down, fail, and let the new one's batches through unchecked).
+ *   publisher (a buffer that no longer holds it cannot tell: the mirror forgets, as after a gap).
+ *   After the connection dropped, that replay runs before the first live batch received since is
+ *   applied (not those queued before the drop: the check would reach a publisher maybe still down,
+ *   fail, and let the new one's batches through unchecked). A check that fails before comparing
+ *   forgets too: the new publisher's batch may be numbered just as expected. Without a replay
+ *   endpoint there is no check: such a restart goes unseen (docs/engines-kv-events.md).
  * - Idle probe: with no live batch for `probeIntervalMs`, a replay from the next expected number
  *   catches batches a SUB dropped silently (ZMQ's slow-joiner loss) before the next live one shows
  *   the gap.
@@ -42,7 +49,8 @@ export type { KvSubscriberOptions, KvSubscriberState, KvSubscriberStatus } from 
 type ReplayOutcome =
   | { kind: "covered" }
   | { kind: "short"; from: number }
-  | { kind: "failed"; why: string }
+  /** `checked`: the publisher was told to be the same before the replay failed. */
+  | { kind: "failed"; why: string; checked: boolean }
   | { kind: "restarted" };
 
 export class KvEventsSubscriber {
@@ -201,8 +209,14 @@ export class KvEventsSubscriber {
       if (first?.afterDrop) {
         first.afterDrop = false;
         // A live batch numbered back already says so: checking too would handle the restart twice.
-        if (this.synced && this.next !== undefined && this.replays && !this.queue.hasRestart())
-          await this.probe(this.next);
+        if (this.synced && this.next !== undefined && this.replays && !this.queue.hasRestart()) {
+          const outcome = await this.probe(this.next);
+          // Unchecked, the batch may be a restarted engine's numbered just as expected.
+          if (outcome.kind === "failed" && !outcome.checked)
+            this.mirror.forget(
+              `the connection dropped and the publisher could not be checked: ${outcome.why}`,
+            );
+        }
         continue;
       }
       const item = this.queue.shift();
@@ -260,21 +274,18 @@ export class KvEventsSubscriber {
       this.counts.gaps++;
       const outcome: ReplayOutcome = this.replays
         ? await this.replay(next)
-        : { kind: "failed", why: "there is no replay endpoint" };
+        : { kind: "failed", why: "there is no replay endpoint", checked: false };
       if (outcome.kind === "restarted") {
         this.queue.unshift({ ...item, restart: false });
         await this.fetchHistory(true);
         return;
       }
+      // A short replay forgot the blocks before the gap itself, before applying what it brought.
       if (outcome.kind === "failed")
-        this.mirror.markDegraded(`lost batches ${next}–${item.seq - 1}: ${outcome.why}`);
-      if (outcome.kind === "short")
-        this.mirror.markDegraded(
-          `lost batches ${next}–${outcome.from - 1}: the publisher no longer buffers them`,
-        );
+        this.mirror.forget(`lost batches ${next}–${item.seq - 1}: ${outcome.why}`);
       if (item.seq < this.next!) return; // the replay brought it
       if (item.seq > this.next!) {
-        this.mirror.markDegraded(`lost batches ${this.next}–${item.seq - 1}: the replay did not bring them`);
+        this.mirror.forget(`lost batches ${this.next}–${item.seq - 1}: the replay did not bring them`);
         this.next = item.seq;
       }
     }
@@ -289,16 +300,15 @@ export class KvEventsSubscriber {
     this.next = 0;
     this.lastApplied = undefined;
     this.mirror.clear();
-    const outcome = await this.replay(0);
+    const outcome = await this.replay(0, (_, after) =>
+      this.mirror.markDegraded(`the publisher's buffer starts at batch ${after}: earlier ones are lost`),
+    );
     if (outcome.kind === "covered") {
       this.synced = true;
       return;
     }
     if (outcome.kind === "short") {
       this.synced = true;
-      this.mirror.markDegraded(
-        `the publisher's buffer starts at batch ${outcome.from}: earlier ones are lost`,
-      );
       return;
     }
     this.next = undefined;
@@ -312,20 +322,24 @@ export class KvEventsSubscriber {
   }
 
   /** A replay from `from` while idle: nothing lost is the usual answer. */
-  private async probe(from: number): Promise<void> {
+  private async probe(from: number): Promise<ReplayOutcome> {
     const outcome = await this.replay(from);
     if (outcome.kind === "restarted") await this.fetchHistory();
-    if (outcome.kind === "short")
-      this.mirror.markDegraded(
-        `lost batches ${from}–${outcome.from - 1}: the publisher no longer buffers them`,
-      );
+    return outcome;
   }
 
   /**
    * Asks for every buffered batch from `from` and applies those numbered `next` onward. "short": the
-   * buffer began after `next` (the batches between are lost; the mirror follows from there).
+   * buffer began after `next` (the batches between are lost; the mirror follows from there). `lost`
+   * runs once, before the first batch after the lost ones is applied: by default the mirror forgets
+   * what it held, as the lost batches may have removed it or come from a new engine (the check of the
+   * publisher needs the batch the buffer no longer holds).
    */
-  private async replay(from: number): Promise<ReplayOutcome> {
+  private async replay(
+    from: number,
+    lost: (first: number, after: number) => void = (first, after) =>
+      this.mirror.forget(`lost batches ${first}–${after - 1}: the publisher no longer buffers them`),
+  ): Promise<ReplayOutcome> {
     this.state = "replaying";
     this.counts.replays++;
     // The last batch applied, asked for again: the same publisher still buffers it unchanged.
@@ -334,6 +348,7 @@ export class KvEventsSubscriber {
       let short: number | undefined;
       let first = true;
       let other = false;
+      let checked = false;
       const read = await this.replays!.request(known ? known.seq : from, (seq, payload) => {
         if (other) return;
         if (first && known) {
@@ -342,10 +357,17 @@ export class KvEventsSubscriber {
             other = true;
             return;
           }
+          checked = seq === known.seq;
+          // The batch to compare is gone though none after it is: a new publisher cannot be ruled out.
+          if (seq === known.seq + 1)
+            this.mirror.forget(`batch ${known.seq} is no longer buffered: the publisher may have restarted`);
         }
         const next = this.next ?? from;
         if (seq < next) return;
-        if (seq > next) short ??= seq;
+        if (seq > next && short === undefined) {
+          short = seq;
+          lost(next, seq);
+        }
         this.next = seq;
         this.counts.replayedBatches++;
         this.apply(seq, payload);
@@ -353,7 +375,7 @@ export class KvEventsSubscriber {
       if (read.kind === "failed") {
         this.counts.replayFailures++;
         this.lastError = read.why;
-        return read;
+        return { ...read, checked };
       }
       if (other) {
         this.restarted();

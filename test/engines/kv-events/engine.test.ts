@@ -50,7 +50,8 @@ async function setup(
   });
   open.push(engine);
   await pub.subscribed();
-  await waitFor("the history", () => engine.kvEventsStatus()!.subscriber.synced);
+  // Without a replay endpoint the history is the first live batch, numbered 0.
+  if (pub.replayEndpoint) await waitFor("the history", () => engine.kvEventsStatus()!.subscriber.synced);
   return { pub, engine, fake };
 }
 
@@ -96,6 +97,31 @@ describe("remote engine with KV events", () => {
       [range(1, 9).join(","), range(100, 104).join(","), range(100, 105).join(",")].sort(),
     );
     expect(engine.kvEventsStatus()!.accuracy.unpredicted).toBe(1);
+  });
+
+  test("a server restart seen only as a gap: what the old server held is advertised no more", async () => {
+    const { pub, engine, fake } = await setup({ replay: "none" });
+    await run(engine, range(1, 10)); // batch 0: blocks [1..4], [5..8]
+    // Another client of the same server caches a prefix this node never ran (batch 1).
+    await pub.publish([
+      { type: "BlockStored", hashes: [900], parent: null, tokens: range(500, 504), blockSize: 4 },
+    ]);
+    await waitFor("batch 1", () => engine.kvEventsStatus()!.subscriber.nextSequence === 2);
+    expect(seqs(engine.cachedSequences())).toContain(range(500, 504).join(","));
+    // The server restarts, its cache empty; its first batches are lost while the node reconnects.
+    fake.held.clear();
+    pub.restart();
+    for (let i = 0; i < 3; i++) await pub.publish([], { drop: true });
+    await run(engine, range(200, 205)); // batch 3: a gap no replay can explain
+    await waitFor("degraded", () => engine.kvEventsStatus()!.degraded !== undefined);
+    const st = engine.kvEventsStatus()!;
+    expect(st.degraded).toMatch(/lost batches 2–2: there is no replay endpoint/);
+    expect(st.mirror.reachableBlocks).toBe(1);
+    // Not the other client's prefix (no removal of it would ever come); this node's own runs stay
+    // as the LRU model's guess, which ages them out as any guess.
+    expect(seqs(engine.cachedSequences())).toEqual(
+      [range(1, 10).join(","), range(200, 204).join(","), range(200, 205).join(",")].sort(),
+    );
   });
 
   test("options are validated: a malformed endpoint is refused before anything connects", async () => {

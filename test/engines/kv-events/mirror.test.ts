@@ -95,6 +95,33 @@ describe("mirror rules", () => {
     expect(m.counters.cleared).toBe(1);
   });
 
+  test("forget drops every block held and degrades; blocks stored since are kept until a clear", () => {
+    const m = new KvCacheMirror();
+    m.apply(batch([stored(["a", "b"], null, [1, 2, 3, 4])]));
+    let changes = 0;
+    m.onChange(() => changes++);
+    const v = m.version;
+    m.forget("lost batches 3–5");
+    expect(changes).toBe(1);
+    expect(m.version).toBeGreaterThan(v);
+    expect(m.degraded).toBe("lost batches 3–5");
+    expect(m.sequences()).toEqual([]);
+    expect(m.stats()).toMatchObject({ blocks: 0, reachableBlocks: 0 });
+    expect(m.counters.forgotten).toBe(2);
+    // A block chained to a forgotten one is held but unreachable: its parent is not known held.
+    m.apply(batch([stored(["c"], "b", [5, 6]), stored(["x"], null, [7, 8])]));
+    expect(m.match(T(1, 2, 3, 4, 5, 6))).toBe(0);
+    expect(m.sequences()).toEqual([T(7, 8)]);
+    // The first reason stays; a removal of a forgotten block only counts.
+    m.forget("lost batches 9–9");
+    expect(m.degraded).toBe("lost batches 3–5");
+    expect(m.counters.forgotten).toBe(4);
+    m.apply(batch([removed(["a"])]));
+    expect(m.counters.unknownRemovals).toBe(1);
+    m.apply(batch([{ type: "AllBlocksCleared" }]));
+    expect(m.degraded).toBeUndefined();
+  });
+
   test("other media and groups are counted, not mirrored", () => {
     const m = new KvCacheMirror({ rank: 1 });
     m.apply(

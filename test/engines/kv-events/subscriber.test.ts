@@ -121,6 +121,7 @@ describe("following a publisher", () => {
     await waitFor("the gap to be handled", () => sub.status().nextSequence === 5);
     expect(mirror.degraded).toMatch(/lost batches 1–2/);
     expect(mirror.match(T(20, 21, 22, 23))).toBe(0); // what the lost batches stored is unknown
+    expect(mirror.match(T(10, 11))).toBe(0); // and whether they removed what was held before
     expect(mirror.match(T(30, 31, 32, 33))).toBe(4); // the buffered part of the gap was replayed
     await pub.publish([block(40), block(42, 40)]);
     await waitFor("new events", () => sub.status().nextSequence === 6);
@@ -328,6 +329,109 @@ describe("a publisher restart whose numbering passed ours", () => {
   });
 });
 
+describe("a restart seen only as a gap", () => {
+  // The new engine's first batches are lost (the SUB reconnecting), its numbering already passed
+  // ours, and no replay can compare the last batch applied: nothing says whether the engine restarted.
+  // Its old blocks must not stay in the mirror: no removal of them would ever come.
+  async function restartedUnseen(pub: KvEventPublisherDouble, lost: number): Promise<void> {
+    pub.restart();
+    for (let i = 0; i < lost; i++) await pub.publish([block(20 + 2 * i)], { drop: true });
+    await pub.publish([block(30)]);
+  }
+
+  test("no replay endpoint: the blocks held before the gap are forgotten", async () => {
+    const { pub, mirror, sub } = await setup({ replay: "none" });
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)]);
+    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    expect(mirror.degraded).toBeUndefined();
+    await restartedUnseen(pub, 3);
+    await waitFor("the gap", () => sub.status().nextSequence === 4);
+    expect(mirror.degraded).toMatch(/lost batches 2–2: there is no replay endpoint/);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.sequences()).toEqual([T(30, 31)]);
+    expect(mirror.stats().counters.forgotten).toBe(2);
+    // Blocks stored since are certain, and an old block's removal is expected, not a crash.
+    await pub.publish([block(32, 30), { type: "BlockRemoved", hashes: [12] }]);
+    await waitFor("the next batch", () => sub.status().nextSequence === 5);
+    expect(mirror.match(T(30, 31, 32, 33))).toBe(4);
+  });
+
+  test("an unreachable replay endpoint: the blocks held before the gap are forgotten", async () => {
+    const port = await freePort();
+    const { pub, mirror, sub } = await setup(
+      { replay: "none" },
+      { replayEndpoint: `tcp://127.0.0.1:${port}`, replayTimeoutMs: 300 },
+    );
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)]);
+    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    await restartedUnseen(pub, 3);
+    await waitFor("the gap", () => sub.status().nextSequence === 4);
+    expect(mirror.degraded).toMatch(/lost batches 2–2: .*(unreachable|timed out)/);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.sequences()).toEqual([T(30, 31)]);
+  });
+
+  test("a replay short of the last batch applied: the blocks held before the gap are forgotten", async () => {
+    const { pub, mirror, sub } = await setup({ bufferSteps: 2 });
+    await oldEngineBlocks(pub, sub);
+    await restartedUnseen(pub, 4); // the new buffer holds batches 3 and 4 only
+    await waitFor("the gap", () => sub.status().nextSequence === 5);
+    expect(sub.status().restarts).toBe(0); // batch 1, to compare, is gone from the buffer
+    expect(mirror.degraded).toMatch(/lost batches 2–2: the publisher no longer buffers them/);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    // What the replay brought after the lost batches is kept: it came after them.
+    expect(mirror.match(T(26, 27))).toBe(2);
+    expect(mirror.match(T(30, 31))).toBe(2);
+  });
+
+  test("a replay that starts just after the last batch applied cannot tell either: forgotten", async () => {
+    const { pub, mirror, sub } = await setup({ bufferSteps: 2 });
+    await oldEngineBlocks(pub, sub);
+    await restartedUnseen(pub, 3); // the new buffer holds batches 2 and 3: none missing, none to compare
+    await waitFor("the gap", () => sub.status().nextSequence === 4);
+    expect(mirror.degraded).toMatch(/batch 1 is no longer buffered/);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.match(T(24, 25))).toBe(2);
+    expect(mirror.match(T(30, 31))).toBe(2);
+  });
+
+  test("a check after a reconnect that the replay cannot answer: forgotten, even with no gap", async () => {
+    // The new publisher's ROUTER stays silent: its first live batch is numbered exactly as expected,
+    // and only the failed check says a restart is possible.
+    const { pub, mirror, sub } = await setup({}, { replayTimeoutMs: 300 });
+    await oldEngineBlocks(pub, sub);
+    await pub.close();
+    const again = await KvEventPublisherDouble.start({
+      replay: "silent",
+      bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
+    });
+    open.push(again);
+    await again.subscribed();
+    await again.publish([block(20)], { drop: true });
+    await again.publish([block(22, 20)], { drop: true });
+    await again.publish([block(30)]);
+    await waitFor("the live batch", () => sub.status().nextSequence === 3);
+    expect(mirror.degraded).toMatch(/the connection dropped and the publisher could not be checked/);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.sequences()).toEqual([T(30, 31)]);
+  });
+
+  test("an AllBlocksCleared after the gap makes the mirror exact again", async () => {
+    const { pub, mirror, sub } = await setup({ replay: "none" });
+    await pub.publish([block(10)]);
+    await waitFor("batch 0", () => sub.status().nextSequence === 1);
+    await restartedUnseen(pub, 2);
+    await waitFor("the gap", () => sub.status().nextSequence === 3);
+    expect(mirror.degraded).toBeDefined();
+    await pub.publish([{ type: "AllBlocksCleared" }, block(40)]);
+    await waitFor("the clear", () => sub.status().nextSequence === 4);
+    expect(mirror.degraded).toBeUndefined();
+    expect(mirror.sequences()).toEqual([T(40, 41)]);
+  });
+});
+
 describe("malformed input", () => {
   test("bad frames, another topic, a bad sequence number, a payload that does not decode", async () => {
     const { pub, mirror, sub } = await setup();
@@ -372,7 +476,7 @@ describe("malformed input", () => {
     // The oversized batch cannot be replayed either: its events are lost, and the mirror says so.
     expect(mirror.degraded).toMatch(/lost batches 1–/);
     expect(mirror.match(T(70_000))).toBe(0);
-    expect(mirror.match(T(10, 11))).toBe(2);
+    expect(mirror.match(T(10, 11))).toBe(0); // the lost batch may have removed it: forgotten
     const lastBlock = 30 + 2 * (pub.nextSeq - 3);
     expect(mirror.match(T(lastBlock, lastBlock + 1))).toBe(2);
   });
