@@ -434,23 +434,39 @@ describe("trust: kept while a peer is out of the membership", () => {
     expect(t.view("b")).toMatchObject({ state: "open", failures: 3, opened: 1 });
   });
 
-  it("a peer back in a newer epoch (`restarted`) starts fresh, bar a quarantine", () => {
+  it("a restart claim (`restarted`) keeps the breaker, score and history; it clears only its back-off and proof", () => {
     const t = fresh();
     for (let i = 0; i < 3; i++) t.failed("b", "x", 0);
+    const before = t.view("b");
     t.remove("b");
     t.add("b");
     t.restarted("b");
-    expect(t.view("b")).toMatchObject({ state: "closed", failures: 0, opened: 0, score: 1 });
-    expect(t.routable("b", 0)).toBe(true);
+    // Epochs are self-reported: claiming one sheds no distrust.
+    expect(t.view("b")).toEqual(before);
+    expect(t.routable("b", 9_999)).toBe(false);
     t.quarantine("c");
     t.restarted("c");
     expect(t.view("c")?.state).toBe("quarantined");
-    // Out of the membership when told: it comes back fresh.
-    for (let i = 0; i < 3; i++) t.failed("b", "x", 0);
+    // Told while out of the membership: the same when it comes back.
     t.remove("b");
     t.restarted("b");
     t.add("b");
-    expect(t.view("b")?.state).toBe("closed");
+    expect(t.view("b")).toEqual(before);
+  });
+
+  it("a restart ends a back-off for load (its queue went) and the old process's proof", () => {
+    const t = fresh();
+    t.refused("b", 0);
+    expect(t.routable("b", 1)).toBe(false);
+    t.sent("b", "1", 0);
+    t.answered("b", "1"); // proven: no probation
+    for (let i = 2; i <= 5; i++) t.sent("b", `${i}`, 0);
+    expect(t.mayHold("b")).toBe(true);
+    t.restarted("b");
+    expect(t.routable("b", 1)).toBe(true);
+    for (let i = 2; i <= 5; i++) t.ended("b", `${i}`); // failed over as lost
+    for (let i = 6; i <= 8; i++) t.sent("b", `${i}`, 1);
+    expect(t.mayHold("b")).toBe(false); // on probation again: the new process answered nothing yet
   });
 
   it("remembers at most MAX_DEPARTED absent peers, the last gone; our restart forgets them", () => {

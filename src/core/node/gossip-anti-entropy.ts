@@ -358,7 +358,7 @@ export class GossipAntiEntropy extends GossipViews {
 
   /**
    * Members heard back in a newer epoch than the one they left the membership in, since the last call:
-   * a restart while they were out, whose trust starts fresh (a refuted death keeps it).
+   * a restart while they were out (trust.ts `restarted`; a refuted death is none).
    */
   drainRenewed(): NodeId[] {
     return this.reports.drainRenewed();

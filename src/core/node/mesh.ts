@@ -14,13 +14,13 @@ import type { Effect, NodeDeps, NodeId, NodeInput } from "./types.js";
 
 /**
  * The origin's per-peer state (targets.ts, trust.ts): a member that came gets it, one that went loses
- * it — bar its trust, kept for its return unless it comes back in a newer epoch.
+ * it — bar its trust, kept for its return, a restart included (trust.ts `restarted`).
  */
 export interface PeerState {
   readonly targets: Targets;
   addPeer(id: NodeId): void;
   removePeer(id: NodeId): void;
-  /** A member came back in a newer epoch than it left in (a restart): its trust starts fresh. */
+  /** A member came back in a newer epoch than it left in (a restart): trust.ts `restarted`. */
   renewedPeer(id: NodeId): void;
 }
 

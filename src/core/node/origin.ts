@@ -175,7 +175,7 @@ export class Origin {
     this.limits.forget(id);
   }
 
-  /** A member came back in a newer epoch than it left in: another process, trusted afresh. */
+  /** A member came back in a newer epoch than it left in: what a restart ends goes (trust.ts). */
   renewedPeer(id: NodeId): void {
     this.trust.restarted(id);
   }

@@ -112,7 +112,7 @@ export class Trust {
    * The records of peers out of the membership, gone longest first: one declared dead that refutes
    * it comes back with its breaker and failure history, or a staller slow to answer pings would
    * return each time with a clean breaker and cost its callers fresh forward timeouts. One back in a
-   * newer epoch (a restart) starts fresh (`restarted`).
+   * newer epoch (a restart) keeps it too, bar what a restart ends (`restarted`).
    */
   private readonly departed = new Map<NodeId, PeerTrust>();
 
@@ -156,14 +156,18 @@ export class Trust {
   }
 
   /**
-   * `id` came back in a newer epoch than it left in: another process, whose record starts fresh (a
-   * quarantine stays: only our restart ends one).
+   * `id` was seen in a newer epoch: another process, by its own claim. Epochs are self-reported, so a
+   * staller could claim one at will: a restart clears only what a restart ends — a back-off for load
+   * (its queue went) and the proof of its old process (probation starts over) — never the breaker,
+   * score, failure history or quarantine that its answers earned. One rule for every path that sees
+   * a restart, member or not (mesh.ts, node.ts).
    */
   restarted(id: NodeId): void {
-    this.departed.delete(id);
-    if (!this.peers.has(id)) return;
-    this.peers.delete(id);
-    this.add(id);
+    const t = this.peers.get(id) ?? this.departed.get(id);
+    if (t === undefined) return;
+    t.busyUntil = 0;
+    t.busyMs = 0;
+    t.proven = false;
   }
 
   private fresh(): PeerTrust {
