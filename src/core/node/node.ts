@@ -298,6 +298,7 @@ export class PrefixNode extends NodeRouting {
         if (r.reported) this.origin.targets.loadReported(from);
         // A restarted peer lost whatever we had forwarded to it.
         if (r.restarted) this.failPendingTo(from, now, out);
+        if (r.restarted || r.renewed) this.origin.restartedPeer(from);
         break;
       }
       case "forward":

@@ -175,8 +175,11 @@ export class Origin {
     this.limits.forget(id);
   }
 
-  /** A member came back in a newer epoch than it left in: what a restart ends goes (trust.ts). */
-  renewedPeer(id: NodeId): void {
+  /**
+   * A peer seen in a newer epoch, by any path (mesh.ts `PeerState`, node.ts): what a restart ends goes
+   * (trust.ts `restarted`).
+   */
+  restartedPeer(id: NodeId): void {
     this.trust.restarted(id);
   }
 
