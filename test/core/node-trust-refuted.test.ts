@@ -66,6 +66,10 @@ describe("peer trust across a SWIM death (gossip scuttlebutt)", () => {
       (m) => m.from === "B" && m.to === "A",
     );
     expect(trustOfB(h)).toBeUndefined(); // no member: not routed to
+    // What it will come back with, shown while it is out (/cluster departedTrust).
+    expect(h.node("A").departedTrust(10).peers).toEqual([
+      { id: "B", trust: before, goneForMs: expect.any(Number), epoch: h.node("B").currentEpoch },
+    ]);
     until(h, () => statusOfB(h) === "alive", 120_000);
     const back = h
       .node("A")

@@ -348,7 +348,7 @@ describe("trust: quarantine (a spot check caught a wrong answer)", () => {
   it("holds across the peer leaving the membership and coming back; only our restart ends it", () => {
     const t = fresh();
     t.quarantine("b");
-    t.remove("b");
+    t.remove("b", 0);
     t.add("b");
     expect(t.view("b")?.state).toBe("quarantined");
     expect(t.quarantined("b")).toBe(true);
@@ -362,7 +362,7 @@ describe("trust: quarantine (a spot check caught a wrong answer)", () => {
   // A check is judged when our queue empties: the peer it caught may have left the membership by then.
   it("holds for a peer caught while out of the membership, once it comes back", () => {
     const t = fresh();
-    t.remove("b");
+    t.remove("b", 0);
     t.quarantine("b");
     expect(t.view("b")).toBeUndefined();
     t.add("b");
@@ -375,7 +375,7 @@ describe("trust: quarantine (a spot check caught a wrong answer)", () => {
     for (let i = 0; i <= MAX_QUARANTINED; i++) {
       t.add(`p${i}`);
       t.quarantine(`p${i}`);
-      t.remove(`p${i}`);
+      t.remove(`p${i}`, 0);
     }
     t.add("p0");
     expect(t.view("p0")?.state).toBe("closed");
@@ -393,7 +393,7 @@ describe("trust: kept while a peer is out of the membership", () => {
     t.sent("b", "probe", 10_000);
     t.failed("b", "probe", 10_000); // reopened for twice as long
     const before = t.view("b");
-    t.remove("b");
+    t.remove("b", 0);
     expect(t.view("b")).toBeUndefined();
     t.add("b");
     expect(t.view("b")).toEqual(before);
@@ -412,7 +412,7 @@ describe("trust: kept while a peer is out of the membership", () => {
     t.sent("b", "2", 0);
     t.sent("b", "3", 0);
     expect(t.mayHold("b")).toBe(false);
-    t.remove("b");
+    t.remove("b", 0);
     t.ended("b", "2"); // its attempts end after it went: nothing to end any more
     t.add("b");
     // The failed one still counts (no answer since), the open ones do not.
@@ -428,7 +428,7 @@ describe("trust: kept while a peer is out of the membership", () => {
     const t = fresh();
     t.failed("b", "x", 0);
     t.failed("b", "x", 1);
-    t.remove("b");
+    t.remove("b", 0);
     t.add("b");
     t.failed("b", "x", 2);
     expect(t.view("b")).toMatchObject({ state: "open", failures: 3, opened: 1 });
@@ -438,7 +438,7 @@ describe("trust: kept while a peer is out of the membership", () => {
     const t = fresh();
     for (let i = 0; i < 3; i++) t.failed("b", "x", 0);
     const before = t.view("b");
-    t.remove("b");
+    t.remove("b", 0);
     t.add("b");
     t.restarted("b");
     // Epochs are self-reported: claiming one sheds no distrust.
@@ -448,7 +448,7 @@ describe("trust: kept while a peer is out of the membership", () => {
     t.restarted("c");
     expect(t.view("c")?.state).toBe("quarantined");
     // Told while out of the membership: the same when it comes back.
-    t.remove("b");
+    t.remove("b", 0);
     t.restarted("b");
     t.add("b");
     expect(t.view("b")).toEqual(before);
@@ -469,19 +469,45 @@ describe("trust: kept while a peer is out of the membership", () => {
     expect(t.mayHold("b")).toBe(false); // on probation again: the new process answered nothing yet
   });
 
+  it("shows the kept records, the last gone first and bounded, a quarantine caught while out included", () => {
+    const t = fresh();
+    for (let i = 0; i < 3; i++) t.failed("b", "x", 0);
+    t.remove("b", 1_000);
+    t.remove("c", 2_000);
+    t.quarantine("c"); // caught while out: quarantined on its return
+    expect(t.departedViews(5_000, 10)).toEqual({
+      total: 2,
+      peers: [
+        {
+          id: "c",
+          trust: { score: 0, state: "quarantined", failures: 0, refusals: 0, opened: 0 },
+          goneForMs: 3_000,
+        },
+        {
+          id: "b",
+          trust: expect.objectContaining({ state: "open", failures: 3, opened: 1 }),
+          goneForMs: 4_000,
+        },
+      ],
+    });
+    expect(t.departedViews(5_000, 1).peers.map((p) => p.id)).toEqual(["c"]);
+    t.add("b");
+    expect(t.departedViews(5_000, 10).total).toBe(1);
+  });
+
   it("remembers at most MAX_DEPARTED absent peers, the last gone; our restart forgets them", () => {
     const t = fresh();
     for (let i = 0; i <= MAX_DEPARTED; i++) {
       t.add(`p${i}`);
       for (let k = 0; k < 3; k++) t.failed(`p${i}`, "x", 0);
-      t.remove(`p${i}`);
+      t.remove(`p${i}`, 0);
     }
     t.add("p0");
     expect(t.view("p0")?.state).toBe("closed");
     t.add(`p${MAX_DEPARTED}`);
     expect(t.view(`p${MAX_DEPARTED}`)?.state).toBe("open");
     for (let k = 0; k < 3; k++) t.failed("b", "x", 0);
-    t.remove("b");
+    t.remove("b", 0);
     t.reset(["c"]);
     t.add("b");
     expect(t.view("b")?.state).toBe("closed");

@@ -101,6 +101,11 @@ export class AntiEntropy {
     this.estimates.remove(id);
   }
 
+  /** The newest epoch seen of `id`, removed at run time, until its first snapshot back. */
+  goneEpoch(id: NodeId): number | undefined {
+    return this.gone.get(id);
+  }
+
   /** The cache `id` advertised caps our estimate of it (in keys: one per block), across our restarts. */
   capPeer(id: NodeId, capacityTokens: number): void {
     const keys = Math.ceil(capacityTokens / this.index_.blockSize);

@@ -139,7 +139,7 @@ export class PrefixNode extends NodeRouting {
     const out: Effect[] = [];
     if (!this.members.remove(id)) return out;
     this.antiEntropy.remove(id);
-    this.origin.removePeer(id);
+    this.origin.removePeer(id, this.deps.now());
     this.peerModels.delete(id);
     this.failPendingTo(id, this.deps.now(), out);
     return this.origin.finishStep(out);

@@ -168,10 +168,10 @@ export class Origin {
     this.trust.add(id);
   }
 
-  /** A peer left the membership (run time): its trust is kept for its return (trust.ts). */
-  removePeer(id: NodeId): void {
+  /** A peer left the membership (run time) at `now`: its trust is kept for its return (trust.ts). */
+  removePeer(id: NodeId, now: number): void {
     this.targets.remove(id);
-    this.trust.remove(id);
+    this.trust.remove(id, now);
     this.limits.forget(id);
   }
 
