@@ -30,6 +30,7 @@ const ASSETS: Record<string, { path: () => string; type: string }> = {
   "series.js": { path: () => compiled("series.js"), type: "text/javascript; charset=utf-8" },
   "charts.js": { path: () => compiled("charts.js"), type: "text/javascript; charset=utf-8" },
   "refused.js": { path: () => compiled("refused.js"), type: "text/javascript; charset=utf-8" },
+  "departed.js": { path: () => compiled("departed.js"), type: "text/javascript; charset=utf-8" },
   "membership.js": { path: () => compiled("membership.js"), type: "text/javascript; charset=utf-8" },
   "membership-view.js": {
     path: () => compiled("membership-view.js"),

@@ -348,7 +348,7 @@ describe("trust: quarantine (a spot check caught a wrong answer)", () => {
   it("holds across the peer leaving the membership and coming back; only our restart ends it", () => {
     const t = fresh();
     t.quarantine("b");
-    t.remove("b");
+    t.remove("b", 0);
     t.add("b");
     expect(t.view("b")?.state).toBe("quarantined");
     expect(t.quarantined("b")).toBe(true);
@@ -362,7 +362,7 @@ describe("trust: quarantine (a spot check caught a wrong answer)", () => {
   // A check is judged when our queue empties: the peer it caught may have left the membership by then.
   it("holds for a peer caught while out of the membership, once it comes back", () => {
     const t = fresh();
-    t.remove("b");
+    t.remove("b", 0);
     t.quarantine("b");
     expect(t.view("b")).toBeUndefined();
     t.add("b");
@@ -375,7 +375,7 @@ describe("trust: quarantine (a spot check caught a wrong answer)", () => {
     for (let i = 0; i <= MAX_QUARANTINED; i++) {
       t.add(`p${i}`);
       t.quarantine(`p${i}`);
-      t.remove(`p${i}`);
+      t.remove(`p${i}`, 0);
     }
     t.add("p0");
     expect(t.view("p0")?.state).toBe("closed");
@@ -393,7 +393,7 @@ describe("trust: kept while a peer is out of the membership", () => {
     t.sent("b", "probe", 10_000);
     t.failed("b", "probe", 10_000); // reopened for twice as long
     const before = t.view("b");
-    t.remove("b");
+    t.remove("b", 0);
     expect(t.view("b")).toBeUndefined();
     t.add("b");
     expect(t.view("b")).toEqual(before);
@@ -412,7 +412,7 @@ describe("trust: kept while a peer is out of the membership", () => {
     t.sent("b", "2", 0);
     t.sent("b", "3", 0);
     expect(t.mayHold("b")).toBe(false);
-    t.remove("b");
+    t.remove("b", 0);
     t.ended("b", "2"); // its attempts end after it went: nothing to end any more
     t.add("b");
     // The failed one still counts (no answer since), the open ones do not.
@@ -428,29 +428,71 @@ describe("trust: kept while a peer is out of the membership", () => {
     const t = fresh();
     t.failed("b", "x", 0);
     t.failed("b", "x", 1);
-    t.remove("b");
+    t.remove("b", 0);
     t.add("b");
     t.failed("b", "x", 2);
     expect(t.view("b")).toMatchObject({ state: "open", failures: 3, opened: 1 });
   });
 
-  it("a peer back in a newer epoch (`restarted`) starts fresh, bar a quarantine", () => {
+  it("a restart claim (`restarted`) keeps the breaker, score and history; it clears only its back-off and proof", () => {
     const t = fresh();
     for (let i = 0; i < 3; i++) t.failed("b", "x", 0);
-    t.remove("b");
+    const before = t.view("b");
+    t.remove("b", 0);
     t.add("b");
     t.restarted("b");
-    expect(t.view("b")).toMatchObject({ state: "closed", failures: 0, opened: 0, score: 1 });
-    expect(t.routable("b", 0)).toBe(true);
+    // Epochs are self-reported: claiming one sheds no distrust.
+    expect(t.view("b")).toEqual(before);
+    expect(t.routable("b", 9_999)).toBe(false);
     t.quarantine("c");
     t.restarted("c");
     expect(t.view("c")?.state).toBe("quarantined");
-    // Out of the membership when told: it comes back fresh.
-    for (let i = 0; i < 3; i++) t.failed("b", "x", 0);
-    t.remove("b");
+    // Told while out of the membership: the same when it comes back.
+    t.remove("b", 0);
     t.restarted("b");
     t.add("b");
-    expect(t.view("b")?.state).toBe("closed");
+    expect(t.view("b")).toEqual(before);
+  });
+
+  it("a restart ends a back-off for load (its queue went) and the old process's proof", () => {
+    const t = fresh();
+    t.refused("b", 0);
+    expect(t.routable("b", 1)).toBe(false);
+    t.sent("b", "1", 0);
+    t.answered("b", "1"); // proven: no probation
+    for (let i = 2; i <= 5; i++) t.sent("b", `${i}`, 0);
+    expect(t.mayHold("b")).toBe(true);
+    t.restarted("b");
+    expect(t.routable("b", 1)).toBe(true);
+    for (let i = 2; i <= 5; i++) t.ended("b", `${i}`); // failed over as lost
+    for (let i = 6; i <= 8; i++) t.sent("b", `${i}`, 1);
+    expect(t.mayHold("b")).toBe(false); // on probation again: the new process answered nothing yet
+  });
+
+  it("shows the kept records, the last gone first and bounded, a quarantine caught while out included", () => {
+    const t = fresh();
+    for (let i = 0; i < 3; i++) t.failed("b", "x", 0);
+    t.remove("b", 1_000);
+    t.remove("c", 2_000);
+    t.quarantine("c"); // caught while out: quarantined on its return
+    expect(t.departedViews(5_000, 10)).toEqual({
+      total: 2,
+      peers: [
+        {
+          id: "c",
+          trust: { score: 0, state: "quarantined", failures: 0, refusals: 0, opened: 0 },
+          goneForMs: 3_000,
+        },
+        {
+          id: "b",
+          trust: expect.objectContaining({ state: "open", failures: 3, opened: 1 }),
+          goneForMs: 4_000,
+        },
+      ],
+    });
+    expect(t.departedViews(5_000, 1).peers.map((p) => p.id)).toEqual(["c"]);
+    t.add("b");
+    expect(t.departedViews(5_000, 10).total).toBe(1);
   });
 
   it("remembers at most MAX_DEPARTED absent peers, the last gone; our restart forgets them", () => {
@@ -458,14 +500,14 @@ describe("trust: kept while a peer is out of the membership", () => {
     for (let i = 0; i <= MAX_DEPARTED; i++) {
       t.add(`p${i}`);
       for (let k = 0; k < 3; k++) t.failed(`p${i}`, "x", 0);
-      t.remove(`p${i}`);
+      t.remove(`p${i}`, 0);
     }
     t.add("p0");
     expect(t.view("p0")?.state).toBe("closed");
     t.add(`p${MAX_DEPARTED}`);
     expect(t.view(`p${MAX_DEPARTED}`)?.state).toBe("open");
     for (let k = 0; k < 3; k++) t.failed("b", "x", 0);
-    t.remove("b");
+    t.remove("b", 0);
     t.reset(["c"]);
     t.add("b");
     expect(t.view("b")?.state).toBe("closed");

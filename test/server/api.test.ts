@@ -328,6 +328,7 @@ describe("OpenAI-compatible API (fake service)", () => {
       "charts.js",
       "series.js",
       "refused.js",
+      "departed.js",
       "membership.js",
       "membership-view.js",
     ])

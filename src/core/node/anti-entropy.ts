@@ -34,6 +34,9 @@ export interface RoundPeer {
   rttMs: number | undefined;
 }
 
+/** Epochs of peers removed at run time remembered at most (the one gone longest is forgotten beyond). */
+const MAX_GONE = 4_096;
+
 export type AntiEntropyCounters = Pick<NodeStats, "snapshotsSent" | "snapshotsReceived">;
 
 export class AntiEntropy {
@@ -45,6 +48,12 @@ export class AntiEntropy {
   private readonly caps = new Map<NodeId, number>();
   /** Peers added at run time that get our full state at the next round, live or not. */
   private readonly joined = new Set<NodeId>();
+  /**
+   * The newest epoch of each peer removed at run time (gone from DNS), gone longest first, until its
+   * first snapshot back: a newer one then is a restart while it was out (`onSnapshot`'s `renewed`),
+   * which its estimate, started anew, cannot tell.
+   */
+  private readonly gone = new Map<NodeId, number>();
   counters!: AntiEntropyCounters;
   /** An `estimates` timer is pending (staged work continues when it fires). */
   private stepArmed = false;
@@ -65,6 +74,7 @@ export class AntiEntropy {
     this.peers.clear();
     for (const id of ids) this.peers.set(id, newPeerSync());
     this.joined.clear();
+    this.gone.clear();
     this.counters = {
       snapshotsSent: { full: 0, delta: 0, heartbeat: 0 },
       snapshotsReceived: { applied: 0, stale: 0, duplicate: 0, needFull: 0, invalid: 0, deferred: 0 },
@@ -78,11 +88,22 @@ export class AntiEntropy {
   }
 
   remove(id: NodeId): void {
+    const epoch = Math.max(this.peers.get(id)?.epoch ?? -Infinity, this.gone.get(id) ?? -Infinity);
+    if (epoch !== -Infinity) {
+      this.gone.delete(id);
+      this.gone.set(id, epoch);
+      if (this.gone.size > MAX_GONE) this.gone.delete(this.gone.keys().next().value as NodeId);
+    }
     this.peers.delete(id);
     this.caps.delete(id);
     this.index_.capOwner(id, undefined);
     this.joined.delete(id);
     this.estimates.remove(id);
+  }
+
+  /** The newest epoch seen of `id`, removed at run time, until its first snapshot back. */
+  goneEpoch(id: NodeId): number | undefined {
+    return this.gone.get(id);
   }
 
   /** The cache `id` advertised caps our estimate of it (in keys: one per block), across our restarts. */
@@ -215,7 +236,9 @@ export class AntiEntropy {
 
   /**
    * A snapshot from peer `id` (`rttMs`: our RTT to it). `reported`: its header was taken as its
-   * current load (not stale); `restarted`: it came back with a new epoch, losing what we forwarded.
+   * current load (not stale); `restarted`: it came back with a new epoch, losing what we forwarded;
+   * `renewed`: its first snapshot since it was added back is of a newer epoch than it left in (a
+   * restart while it was out: nothing of ours was lost with it).
    */
   onSnapshot(
     id: NodeId,
@@ -224,15 +247,19 @@ export class AntiEntropy {
     blocks: number | undefined,
     now: number,
     rttMs: number | undefined,
-  ): { reported: boolean; restarted: boolean } {
+  ): { reported: boolean; restarted: boolean; renewed: boolean } {
     const peer = this.peer(id);
     const h = s.header;
     const rx = this.counters.snapshotsReceived;
     if (h.sender !== id) {
       rx.invalid++;
-      return { reported: false, restarted: false };
+      return { reported: false, restarted: false, renewed: false };
     }
     const restarted = peer.epoch !== undefined && h.epoch > peer.epoch;
+    // Its own snapshot (no relay here): the epoch it left in again is the same process.
+    const left = this.gone.get(id);
+    const renewed = left !== undefined && h.epoch > left;
+    if (left !== undefined && h.epoch >= left) this.gone.delete(id);
     const verdict = this.estimates.apply(s);
     if (verdict === "applied") rx.applied++;
     else if (verdict === "duplicate") rx.duplicate++;
@@ -240,7 +267,7 @@ export class AntiEntropy {
     else if (verdict === "deferred") rx.deferred++;
     else rx.stale++;
     // Older than what we hold: its load figures are older too.
-    if (verdict === "stale") return { reported: false, restarted: false };
+    if (verdict === "stale") return { reported: false, restarted: false, renewed };
     if (peer.epoch === undefined || h.epoch >= peer.epoch) peer.epoch = h.epoch;
     peer.queueDepth = h.queueDepth;
     peer.queueAt = now;
@@ -272,7 +299,7 @@ export class AntiEntropy {
       } else if (s.kind === "full") peer.wantFull = false;
     }
     takeAck(peer, holds, this.epoch, now);
-    return { reported: true, restarted };
+    return { reported: true, restarted, renewed };
   }
 
   /**

@@ -356,9 +356,14 @@ export class GossipAntiEntropy extends GossipViews {
     return this.reports.drainRestarted();
   }
 
+  /** The newest epoch seen of `id`, gone from the membership, until it is heard back. */
+  goneEpoch(id: NodeId): number | undefined {
+    return this.reports.goneEpoch(id);
+  }
+
   /**
    * Members heard back in a newer epoch than the one they left the membership in, since the last call:
-   * a restart while they were out, whose trust starts fresh (a refuted death keeps it).
+   * a restart while they were out (trust.ts `restarted`; a refuted death is none).
    */
   drainRenewed(): NodeId[] {
     return this.reports.drainRenewed();

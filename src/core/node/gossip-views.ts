@@ -77,7 +77,7 @@ export abstract class GossipViews {
     return undefined;
   }
   /** Snapshots are the full mesh's: refused here. */
-  onSnapshot(): { reported: boolean; restarted: boolean } {
-    return { reported: false, restarted: false };
+  onSnapshot(): { reported: boolean; restarted: boolean; renewed: boolean } {
+    return { reported: false, restarted: false, renewed: false };
   }
 }

@@ -14,14 +14,17 @@ import type { Effect, NodeDeps, NodeId, NodeInput } from "./types.js";
 
 /**
  * The origin's per-peer state (targets.ts, trust.ts): a member that came gets it, one that went loses
- * it — bar its trust, kept for its return unless it comes back in a newer epoch.
+ * it — bar its trust, kept for its return, a restart included (trust.ts `restarted`).
  */
 export interface PeerState {
   readonly targets: Targets;
   addPeer(id: NodeId): void;
-  removePeer(id: NodeId): void;
-  /** A member came back in a newer epoch than it left in (a restart): its trust starts fresh. */
-  renewedPeer(id: NodeId): void;
+  removePeer(id: NodeId, now: number): void;
+  /**
+   * A member seen in a newer epoch (a restart), by whichever path: back in a newer epoch than it left
+   * in, or newer than the one it is a member in. The one rule for its kept trust (trust.ts `restarted`).
+   */
+  restartedPeer(id: NodeId): void;
 }
 
 /** The membership of either mode (SWIM's wears Membership's surface). */
@@ -105,8 +108,9 @@ export function step(
     );
     // A state's header reports its owner's queue: forwards counted since the last report start over.
     for (const id of antiEntropy.drainReported()) peers.targets.loadReported(id);
-    for (const id of antiEntropy.drainRenewed()) peers.renewedPeer(id);
+    for (const id of antiEntropy.drainRenewed()) peers.restartedPeer(id);
     const restarted = antiEntropy.drainRestarted();
+    for (const r of restarted) peers.restartedPeer(r.id);
     return restarted.length === 0 ? NONE : { ...NONE, restarted };
   }
   if (input !== "start" && input.type === "timer" && input.timer.kind === "gossip-round") {
@@ -124,7 +128,7 @@ export function step(
   }
   for (const id of ev.down) {
     antiEntropy.remove(id);
-    peers.removePeer(id);
+    peers.removePeer(id, now);
   }
   return ev;
 }

@@ -139,7 +139,7 @@ export class PrefixNode extends NodeRouting {
     const out: Effect[] = [];
     if (!this.members.remove(id)) return out;
     this.antiEntropy.remove(id);
-    this.origin.removePeer(id);
+    this.origin.removePeer(id, this.deps.now());
     this.peerModels.delete(id);
     this.failPendingTo(id, this.deps.now(), out);
     return this.origin.finishStep(out);
@@ -298,6 +298,7 @@ export class PrefixNode extends NodeRouting {
         if (r.reported) this.origin.targets.loadReported(from);
         // A restarted peer lost whatever we had forwarded to it.
         if (r.restarted) this.failPendingTo(from, now, out);
+        if (r.restarted || r.renewed) this.origin.restartedPeer(from);
         break;
       }
       case "forward":

@@ -168,15 +168,18 @@ export class Origin {
     this.trust.add(id);
   }
 
-  /** A peer left the membership (run time): its trust is kept for its return (trust.ts). */
-  removePeer(id: NodeId): void {
+  /** A peer left the membership (run time) at `now`: its trust is kept for its return (trust.ts). */
+  removePeer(id: NodeId, now: number): void {
     this.targets.remove(id);
-    this.trust.remove(id);
+    this.trust.remove(id, now);
     this.limits.forget(id);
   }
 
-  /** A member came back in a newer epoch than it left in: another process, trusted afresh. */
-  renewedPeer(id: NodeId): void {
+  /**
+   * A peer seen in a newer epoch, by any path (mesh.ts `PeerState`, node.ts): what a restart ends goes
+   * (trust.ts `restarted`).
+   */
+  restartedPeer(id: NodeId): void {
     this.trust.restarted(id);
   }
 

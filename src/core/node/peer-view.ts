@@ -40,6 +40,16 @@ export interface PeerView {
   goneForMs?: number | undefined;
 }
 
+/** The trust kept of a peer out of the membership (trust.ts), for its return. */
+export interface DepartedTrustView {
+  id: NodeId;
+  trust: TrustView;
+  /** Ms since it left the membership (declared dead, left, or gone from DNS). */
+  goneForMs: number;
+  /** The newest epoch seen of it before it went (undefined: none seen); a newer one back is a restart. */
+  epoch?: number | undefined;
+}
+
 /** A peer's circuit breaker (trust.ts). */
 export type BreakerState = "closed" | "open" | "half-open" | "quarantined";
 

@@ -34,9 +34,9 @@
  * `routable` and, through the origin, `mayHold`). Pure: time comes in.
  */
 import { invariant } from "../invariant.js";
-import type { BreakerState, NodeId, TrustView } from "./types.js";
+import type { BreakerState, DepartedTrustView, NodeId, TrustView } from "./types.js";
 
-export type { BreakerState, TrustView } from "./types.js";
+export type { BreakerState, DepartedTrustView, TrustView } from "./types.js";
 
 export interface TrustConfig {
   enabled: boolean;
@@ -100,6 +100,10 @@ export function isLoadRefusal(error: string): boolean {
   return LOAD_REFUSAL.test(error);
 }
 
+function viewOf(t: PeerTrust): TrustView {
+  return { score: t.score, state: t.state, failures: t.failures, refusals: t.refusals, opened: t.opened };
+}
+
 export class Trust {
   private readonly peers = new Map<NodeId, PeerTrust>();
   /**
@@ -112,9 +116,9 @@ export class Trust {
    * The records of peers out of the membership, gone longest first: one declared dead that refutes
    * it comes back with its breaker and failure history, or a staller slow to answer pings would
    * return each time with a clean breaker and cost its callers fresh forward timeouts. One back in a
-   * newer epoch (a restart) starts fresh (`restarted`).
+   * newer epoch (a restart) keeps it too, bar what a restart ends (`restarted`).
    */
-  private readonly departed = new Map<NodeId, PeerTrust>();
+  private readonly departed = new Map<NodeId, { record: PeerTrust; at: number }>();
 
   constructor(private readonly config: TrustConfig) {
     invariant(config.failures >= 1 && config.openMs > 0, "trust: failures ≥ 1 and openMs > 0");
@@ -137,12 +141,12 @@ export class Trust {
     if (this.peers.has(id)) return;
     const kept = this.departed.get(id);
     this.departed.delete(id);
-    this.peers.set(id, kept ?? this.fresh());
+    this.peers.set(id, kept?.record ?? this.fresh());
     if (this.caught.has(id)) this.quarantine(id);
   }
 
-  /** `id` left the membership: its record is kept (bounded) for its return. */
-  remove(id: NodeId): void {
+  /** `id` left the membership at `now`: its record is kept (bounded) for its return. */
+  remove(id: NodeId, now: number): void {
     const t = this.peers.get(id);
     if (t === undefined) return;
     this.peers.delete(id);
@@ -150,20 +154,24 @@ export class Trust {
     t.open.clear();
     t.unanswered = 0;
     t.probe = undefined;
-    this.departed.set(id, t);
+    this.departed.set(id, { record: t, at: now });
     if (this.departed.size > MAX_DEPARTED) this.departed.delete(this.departed.keys().next().value as NodeId);
     invariant(this.departed.size <= MAX_DEPARTED, "trust: departed peers kept beyond the bound");
   }
 
   /**
-   * `id` came back in a newer epoch than it left in: another process, whose record starts fresh (a
-   * quarantine stays: only our restart ends one).
+   * `id` was seen in a newer epoch: another process, by its own claim. Epochs are self-reported, so a
+   * staller could claim one at will: a restart clears only what a restart ends — a back-off for load
+   * (its queue went) and the proof of its old process (probation starts over) — never the breaker,
+   * score, failure history or quarantine that its answers earned. One rule for every path that sees
+   * a restart, member or not (mesh.ts, node.ts).
    */
   restarted(id: NodeId): void {
-    this.departed.delete(id);
-    if (!this.peers.has(id)) return;
-    this.peers.delete(id);
-    this.add(id);
+    const t = this.peers.get(id) ?? this.departed.get(id)?.record;
+    if (t === undefined) return;
+    t.busyUntil = 0;
+    t.busyMs = 0;
+    t.proven = false;
   }
 
   private fresh(): PeerTrust {
@@ -352,8 +360,27 @@ export class Trust {
 
   view(id: NodeId): TrustView | undefined {
     const t = this.peers.get(id);
-    if (t === undefined) return undefined;
-    return { score: t.score, state: t.state, failures: t.failures, refusals: t.refusals, opened: t.opened };
+    return t === undefined ? undefined : viewOf(t);
+  }
+
+  /**
+   * The records kept of peers out of the membership (what each will come back with), the last gone
+   * first, at most `limit` of them; `total`: how many are kept. One caught while out shows quarantined,
+   * as it will be on its return.
+   */
+  departedViews(now: number, limit: number): { total: number; peers: DepartedTrustView[] } {
+    const all = [...this.departed];
+    const peers: DepartedTrustView[] = [];
+    for (let i = all.length - 1; i >= 0 && peers.length < limit; i--) {
+      const [id, { record, at }] = all[i] as [NodeId, { record: PeerTrust; at: number }];
+      const trust = viewOf(record);
+      if (this.caught.has(id)) {
+        trust.state = "quarantined";
+        trust.score = 0;
+      }
+      peers.push({ id, trust, goneForMs: Math.max(0, now - at) });
+    }
+    return { total: all.length, peers };
   }
 
   private open(t: PeerTrust, now: number): void {

@@ -42,7 +42,7 @@ export {
   type ServedTiming,
   type SnapshotEcho,
 } from "./peer-messages.js";
-export type { BreakerState, Liveness, PeerView, TrustView } from "./peer-view.js";
+export type { BreakerState, DepartedTrustView, Liveness, PeerView, TrustView } from "./peer-view.js";
 
 /** Why a client is gone (`client-gone`): it hung up, or its deadline passed and it was answered 504. */
 export type GoneReason = "hangup" | "deadline";

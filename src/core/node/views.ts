@@ -18,7 +18,7 @@ import type { Serving } from "./serving.js";
 import type { SwimMemberView, SwimStats } from "./swim/types.js";
 import { SwimMembership } from "./swim-membership.js";
 import type { Targets } from "./targets.js";
-import type { Liveness, NodeDeps, NodeId, NodeStats, PeerView } from "./types.js";
+import type { DepartedTrustView, Liveness, NodeDeps, NodeId, NodeStats, PeerView } from "./types.js";
 
 /** Every member as membership, anti-entropy and the origin's targets see it at `now`. */
 export function peerViews(members: Members, antiEntropy: Gossip, origin: Origin, now: number): PeerView[] {
@@ -166,6 +166,15 @@ export abstract class NodeViews {
       });
     }
     return live;
+  }
+  /**
+   * The trust kept of peers out of the membership (trust.ts), what each will come back with: the last
+   * gone first, at most `limit`, each with the epoch it went in (a newer one back is a restart).
+   */
+  departedTrust(limit: number): { total: number; peers: DepartedTrustView[] } {
+    const d = this.origin.trust.departedViews(this.deps.now(), limit);
+    for (const p of d.peers) p.epoch = this.antiEntropy.goneEpoch(p.id);
+    return d;
   }
   /**
    * gossip "scuttlebutt": every member SWIM holds, dead and departed ones included while remembered

@@ -8,6 +8,7 @@
 
 import type { RefusedView } from "../../core/refusals.js";
 import { colourOf, drawCharts } from "./charts.js";
+import { departedLines } from "./departed.js";
 import { $, el } from "./dom.js";
 import { showMembership } from "./membership-view.js";
 import { fmtSec, refusedLines } from "./refused.js";
@@ -46,6 +47,8 @@ interface ClusterView {
   seeds?: SeedView[];
   /** Candidates this node refuses (another cluster, model, protocol or mode; no credential). */
   refused?: RefusedView[];
+  /** The trust kept of peers out of the membership (departed.ts reads it). */
+  departedTrust?: unknown;
   /** gossip "scuttlebutt": the SWIM failure detector's counts (membership.ts reads them). */
   membership?: unknown;
   /** The node's --gossip mode (absent from an older node). */
@@ -186,6 +189,24 @@ function renderRefused(v: ClusterView): void {
   box.replaceChildren(el("b", "Refused (not admitted as members):"), list);
 }
 
+/** The trust kept of peers out of the membership, under the refused: what each comes back with. */
+function renderDeparted(v: ClusterView): void {
+  const box = $("departed");
+  const { lines, more } = departedLines(v.departedTrust);
+  box.hidden = lines.length === 0;
+  const items = lines.map((l) => {
+    const li = el("li");
+    li.dataset.member = l.id;
+    li.dataset.state = l.state;
+    li.append(el("b", l.id), " ", el("span", l.state, "code"), " ", el("span", ` · ${l.detail}`, "muted"));
+    return li;
+  });
+  if (more > 0) items.push(el("li", `and ${more} more`, "muted"));
+  const list = el("ul");
+  list.replaceChildren(...items);
+  box.replaceChildren(el("b", "Gone, trust kept for their return:"), list);
+}
+
 /** The node's own counters (from /cluster), as a list of term / value pairs. */
 function renderTotals(v: ClusterView): void {
   const s = v.stats ?? {};
@@ -322,6 +343,7 @@ async function tick(): Promise<void> {
     renderMembers(view);
     renderSeeds(view);
     renderRefused(view);
+    renderDeparted(view);
     showMembership(view.membership, lastOk / 1000, view.gossip);
     renderTotals(view);
   } catch (err) {

@@ -33,6 +33,7 @@ export const PAGE_HTML = `<!doctype html>
   </table>
   <p class="small" id="seeds" hidden></p>
   <div class="small" id="refused" hidden></div>
+  <div class="small" id="departed" hidden></div>
   <div class="small" id="membership" hidden></div>
   <p class="muted small">Cached tokens: this node's own radix tree, and for a peer the estimate this node holds of
   its tree (from anti-entropy). A down peer's estimate is stale and not shown as current.</p>
@@ -95,8 +96,8 @@ td.num { font-variant-numeric: tabular-nums; }
 .badge.unknown { background: var(--panel); color: var(--unknown); }
 .seed.joined { color: var(--live); }
 .seed.unreachable, .seed.unresolvable, .seed.refused { color: var(--suspected); }
-#refused ul { margin: 4px 0; padding-left: 18px; }
-#refused li { margin: 2px 0; overflow-wrap: anywhere; }
+#refused ul, #departed ul { margin: 4px 0; padding-left: 18px; }
+#refused li, #departed li { margin: 2px 0; overflow-wrap: anywhere; }
 #membership { margin: 6px 0; }
 #membership > div { margin: 2px 0; }
 .swim.alerting { color: var(--down); background: #fdecec; padding: 0 4px; border-radius: 4px; font-weight: 600; }

@@ -13,6 +13,9 @@ import { type GaugeView, REFUSAL_REASONS, type RefusalReason, refusalReason } fr
 import { engineCacheStatus } from "./cache-predictions.js";
 import type { SeedView } from "./seed-states.js";
 
+/** Departed peers' kept trust records `/cluster` lists at most (the last gone first). */
+export const SHOWN_DEPARTED_TRUST = 100;
+
 export interface ClusterViewOptions {
   node: PrefixNode;
   engine: Engine;
@@ -123,6 +126,9 @@ export class ClusterView {
       })),
       // Candidates whose check refused them: why, and in how long each is asked again.
       refused: this.refused(),
+      // The trust kept of peers out of the membership, what each comes back with: a staller declared
+      // dead and back (or gone from DNS and back) returns as demoted as it went.
+      departedTrust: this.departedTrust(),
       ...(this.discovery ? { discovery: this.discovery() } : {}),
       // The --gossip mode; "scuttlebutt": every member SWIM holds, with its status (dead ones while
       // remembered).
@@ -140,6 +146,19 @@ export class ClusterView {
             })),
           }
         : {}),
+    };
+  }
+
+  private departedTrust() {
+    const d = this.o.node.departedTrust(SHOWN_DEPARTED_TRUST);
+    return {
+      total: d.total,
+      peers: d.peers.map((p) => ({
+        id: p.id,
+        trust: p.trust,
+        goneForMs: p.goneForMs,
+        epoch: p.epoch ?? null,
+      })),
     };
   }
 

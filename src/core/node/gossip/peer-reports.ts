@@ -100,6 +100,10 @@ export class PeerReports {
     this.gone.set(id, epoch);
     if (this.gone.size > MAX_GONE) this.gone.delete(this.gone.keys().next().value as NodeId);
   }
+  /** The newest epoch seen of `id`, gone, until it is heard back (`sawEpoch`). */
+  goneEpoch(id: NodeId): number | undefined {
+    return this.gone.get(id);
+  }
   /** An estimate dropped: its load goes with it. */
   forget(id: NodeId): void {
     this.loads.delete(id);

@@ -1,0 +1,44 @@
+/**
+ * The dashboard's lines for the trust this node keeps of peers out of the membership (`/cluster`'s
+ * `departedTrust`): what each comes back with, so a returning staller is seen to start demoted. Text
+ * only, no DOM, so it is unit-tested in Node; app.ts puts each part in its own element as text.
+ */
+import { fmtSec } from "./refused.js";
+
+/** What the page shows of one departed peer's kept record. */
+export interface DepartedLine {
+  id: string;
+  /** Its breaker: closed, open, half-open or quarantined. */
+  state: string;
+  /** "score 0.42 · 3 failures · opened 1× · gone 12 s · epoch 17": why it comes back as it will. */
+  detail: string;
+}
+
+/** Records listed by name; the rest are counted ("and N more"). */
+export const MAX_DEPARTED_SHOWN = 5;
+
+const num = (x: unknown): number => (typeof x === "number" && Number.isFinite(x) ? x : 0);
+
+/** The first `max` kept records as lines (the last gone first, as `/cluster` lists them), and how many more. */
+export function departedLines(
+  departed: unknown,
+  max = MAX_DEPARTED_SHOWN,
+): { lines: DepartedLine[]; more: number } {
+  const d = (typeof departed === "object" && departed !== null ? departed : {}) as {
+    total?: unknown;
+    peers?: unknown;
+  };
+  const all = Array.isArray(d.peers) ? (d.peers as Record<string, unknown>[]) : [];
+  const lines = all.slice(0, Math.max(0, max)).map((p) => {
+    const t = (typeof p.trust === "object" && p.trust !== null ? p.trust : {}) as Record<string, unknown>;
+    const epoch = typeof p.epoch === "number" ? ` · epoch ${p.epoch}` : "";
+    return {
+      id: String(p.id),
+      state: String(t.state ?? "unknown"),
+      detail:
+        `score ${num(t.score).toFixed(2)} · ${num(t.failures)} failures · opened ${num(t.opened)}×` +
+        ` · gone ${fmtSec(num(p.goneForMs))}${epoch}`,
+    };
+  });
+  return { lines, more: Math.max(all.length, num(d.total)) - lines.length };
+}
