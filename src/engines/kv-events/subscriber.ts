@@ -375,12 +375,13 @@ export class KvEventsSubscriber {
       if (read.kind === "failed") {
         this.counts.replayFailures++;
         this.lastError = read.why;
-        return { ...read, checked };
       }
+      // Told apart at the first batch: a failure after it does not undo that.
       if (other) {
         this.restarted();
         return { kind: "restarted" };
       }
+      if (read.kind === "failed") return { ...read, checked };
       return short === undefined ? { kind: "covered" } : { kind: "short", from: short };
     } finally {
       if (!this.closed) this.state = "live";
