@@ -347,6 +347,21 @@ describe("a publisher restart whose numbering passed ours", () => {
   });
 });
 
+describe("a replay that fails after bringing the gap", () => {
+  test("nothing was lost: the mirror keeps its blocks and stays exact", async () => {
+    const { pub, mirror, sub } = await setup({}, { replayTimeoutMs: 300 });
+    await oldEngineBlocks(pub, sub);
+    await pub.publish([block(14, 12)], { drop: true });
+    pub.unterminatedReplays = 1; // it brings batches 1–3, then its deadline passes
+    await pub.publish([block(16, 14)]);
+    await waitFor("the replay to fail", () => sub.status().replayFailures === 1);
+    await waitFor("the live batch", () => sub.status().nextSequence === 4);
+    expect(mirror.match(T(10, 11, 12, 13, 14, 15, 16, 17))).toBe(8);
+    expect(mirror.degraded).toBeUndefined();
+    expect(mirror.stats().counters.forgotten).toBe(0);
+  });
+});
+
 describe("a restart seen only as a gap", () => {
   // The new engine's first batches are lost (the SUB reconnecting), its numbering already passed
   // ours, and no replay can compare the last batch applied: nothing says whether the engine restarted.
