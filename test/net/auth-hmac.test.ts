@@ -405,6 +405,10 @@ describe("checkSecurityMode (the insecure guard)", () => {
     expect(() => checkSecurityMode({ peers: [], tls: {}, secret: "s", insecure: false })).toThrow(
       SecurityModeError,
     );
+    // The http:// peers of a shared-secret cluster that added --tls-dir: told of the pair, not of the URLs.
+    expect(() => checkSecurityMode({ peers: httpPeers, tls: {}, secret: "s", insecure: false })).toThrow(
+      /--tls-dir and --secret-file were both given/,
+    );
   });
 
   it("requires https peer URLs with mTLS and http without a CA", () => {

@@ -280,12 +280,12 @@ export class KvEventsSubscriber {
         await this.fetchHistory(true);
         return;
       }
-      // A short replay forgot the blocks before the gap itself, before applying what it brought.
-      if (outcome.kind === "failed")
-        this.mirror.forget(`lost batches ${next}–${item.seq - 1}: ${outcome.why}`);
+      // A short replay forgot the blocks before the gap itself, before applying what it brought. A
+      // failed one may have brought the whole gap before failing: only batches still missing are lost.
       if (item.seq < this.next!) return; // the replay brought it
       if (item.seq > this.next!) {
-        this.mirror.forget(`lost batches ${this.next}–${item.seq - 1}: the replay did not bring them`);
+        const why = outcome.kind === "failed" ? outcome.why : "the replay did not bring them";
+        this.mirror.forget(`lost batches ${this.next}–${item.seq - 1}: ${why}`);
         this.next = item.seq;
       }
     }
@@ -375,12 +375,13 @@ export class KvEventsSubscriber {
       if (read.kind === "failed") {
         this.counts.replayFailures++;
         this.lastError = read.why;
-        return { ...read, checked };
       }
+      // Told apart at the first batch: a failure after it does not undo that.
       if (other) {
         this.restarted();
         return { kind: "restarted" };
       }
+      if (read.kind === "failed") return { ...read, checked };
       return short === undefined ? { kind: "covered" } : { kind: "short", from: short };
     } finally {
       if (!this.closed) this.state = "live";

@@ -54,6 +54,8 @@ export interface RemoteCacheStatus {
   mode: "llama-slots" | "kv-events" | "lru";
   accuracy: PredictionAccuracy;
   llamaSlots?: LlamaSlotsStatus;
+  /** With KV events: whether the mirror is exact (and why not), the stream's and the mirror's counts. */
+  kvEvents?: KvEventsStatus;
   /** Why the mirrored cache is not advertised now (the last health check failed), when it is not. */
   withheld?: string;
 }
@@ -329,13 +331,15 @@ export class OpenAIEngine implements Engine {
       mode,
       accuracy: this.tally.snapshot(),
       ...(this.slotCache ? { llamaSlots: this.slotCache.status() } : {}),
+      ...(this.cacheModel ? { kvEvents: this.cacheModel.status() } : {}),
       ...(this.withheld !== undefined ? { withheld: this.withheld } : {}),
     };
   }
 
   /**
    * With `kvEvents`: whether the mirror is exact (and why not), the stream's state, and the mirror's
-   * prediction accuracy (predicted vs server-reported cached tokens) for /cluster and metrics.
+   * prediction accuracy (predicted vs server-reported cached tokens); /cluster shows it under
+   * `engineCache.kvEvents` (cacheStatus).
    */
   kvEventsStatus(): KvEventsStatus | undefined {
     return this.cacheModel?.status();

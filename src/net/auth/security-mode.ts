@@ -31,6 +31,13 @@ export interface SecurityModeInput {
 export function checkSecurityMode(input: SecurityModeInput): SecurityMode {
   const hasTls = Boolean(input.tls);
   const hasSecret = Boolean(input.secret);
+  // Mutual TLS authenticates peers on its own: a secret beside it would be loaded and never used, so
+  // an operator who thinks messages are also signed is told so first, not of URLs wrong for one mode.
+  if (hasTls && hasSecret)
+    throw new SecurityModeError(
+      "--tls-dir and --secret-file were both given: they are two ways to authenticate peers and a node " +
+        "uses one (mutual TLS would run and the secret be ignored); pass only one",
+    );
   // gossip scuttlebutt: a node with no peers, seeds or DNS name is alone too (a one-node quickstart);
   // it then admits no member (start-node.ts), since it could not check a joiner's credential.
   const multiNode = input.peers.length > 0 || Boolean(input.peersDns) || (input.join?.length ?? 0) > 0;
@@ -47,13 +54,6 @@ export function checkSecurityMode(input: SecurityModeInput): SecurityMode {
       );
     }
   }
-  // Mutual TLS authenticates peers on its own: a secret beside it would be loaded and never used, so
-  // an operator who thinks messages are also signed is told instead.
-  if (hasTls && hasSecret)
-    throw new SecurityModeError(
-      "--tls-dir and --secret-file were both given: they are two ways to authenticate peers and a node " +
-        "uses one (mutual TLS would run and the secret be ignored); pass only one",
-    );
   if (hasTls) return "mtls";
   if (hasSecret) return "shared-secret";
   if (!multiNode) return "single-node";

@@ -117,6 +117,11 @@ describe("remote engine with KV events", () => {
     const st = engine.kvEventsStatus()!;
     expect(st.degraded).toMatch(/lost batches 2–2: there is no replay endpoint/);
     expect(st.mirror.reachableBlocks).toBe(1);
+    // What /cluster shows under engineCache: why the mirror is not exact, and what it forgot.
+    expect(JSON.parse(JSON.stringify(engine.cacheStatus()))).toMatchObject({
+      mode: "kv-events",
+      kvEvents: { exact: false, degraded: st.degraded, mirror: { counters: { forgotten: 3 } } },
+    });
     // Not the other client's prefix (no removal of it would ever come); this node's own runs stay
     // as the LRU model's guess, which ages them out as any guess.
     expect(seqs(engine.cachedSequences())).toEqual(

@@ -215,6 +215,8 @@ export class KvEventPublisherDouble {
   private closed = false;
   /** Replay requests seen (first sequence number asked for). */
   readonly replayRequests: number[] = [];
+  /** The next this many replays send their batches but no end marker (cut off by the node's deadline). */
+  unterminatedReplays = 0;
   endpoint = "";
   replayEndpoint = "";
 
@@ -303,6 +305,10 @@ export class KvEventPublisherDouble {
         if (this.opts.replay === "silent") continue;
         for (const b of this.buffer)
           if (b.seq >= from) await router.send([id, Buffer.alloc(0), seq8(b.seq), b.payload]);
+        if (this.unterminatedReplays > 0) {
+          this.unterminatedReplays--;
+          continue;
+        }
         await router.send([id, Buffer.alloc(0), seq8(-1), Buffer.alloc(0)]);
       }
     } catch (e) {

@@ -315,6 +315,24 @@ describe("a publisher restart whose numbering passed ours", () => {
     expect(pub.endpoint).toMatch(/^tcp:\/\/127\.0\.0\.1:/);
   });
 
+  test("found by a replay that then fails: the restart is handled, not taken for lost batches", async () => {
+    // The check tells the publisher apart at its first batch; the replay failing later (its deadline
+    // passed before the end marker) does not undo what the check found.
+    const { pub, mirror, sub } = await setup({}, { replayTimeoutMs: 300 });
+    await oldEngineBlocks(pub, sub);
+    pub.restart();
+    await pub.publish([block(20)], { drop: true });
+    await pub.publish([block(22, 20)], { drop: true });
+    await pub.publish([block(24, 22)], { drop: true });
+    pub.unterminatedReplays = 1;
+    await pub.publish([block(30)]);
+    await waitFor("the live batch", () => sub.status().nextSequence === 4);
+    expect(sub.status()).toMatchObject({ restarts: 1, replayFailures: 1 });
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.match(T(20, 21, 22, 23, 24, 25))).toBe(6);
+    expect(mirror.degraded).toBeUndefined();
+  });
+
   test("the same publisher's replays leave the mirror alone", async () => {
     const { pub, mirror, sub } = await setup({}, { probeIntervalMs: 100 });
     await waitFor("sync", () => sub.status().synced);
@@ -326,6 +344,21 @@ describe("a publisher restart whose numbering passed ours", () => {
     expect(sub.status().restarts).toBe(0);
     expect(mirror.match(T(10, 11, 12, 13))).toBe(4);
     expect(mirror.degraded).toBeUndefined();
+  });
+});
+
+describe("a replay that fails after bringing the gap", () => {
+  test("nothing was lost: the mirror keeps its blocks and stays exact", async () => {
+    const { pub, mirror, sub } = await setup({}, { replayTimeoutMs: 300 });
+    await oldEngineBlocks(pub, sub);
+    await pub.publish([block(14, 12)], { drop: true });
+    pub.unterminatedReplays = 1; // it brings batches 1–3, then its deadline passes
+    await pub.publish([block(16, 14)]);
+    await waitFor("the replay to fail", () => sub.status().replayFailures === 1);
+    await waitFor("the live batch", () => sub.status().nextSequence === 4);
+    expect(mirror.match(T(10, 11, 12, 13, 14, 15, 16, 17))).toBe(8);
+    expect(mirror.degraded).toBeUndefined();
+    expect(mirror.stats().counters.forgotten).toBe(0);
   });
 });
 
