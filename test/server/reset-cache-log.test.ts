@@ -1,7 +1,7 @@
 /**
  * `POST /admin/reset-cache` under `--gossip scuttlebutt`: the reset starts the node's SWIM list over
  * (a crash-restart's), so every member leaves it and comes back. The log says so in one line on the
- * node that reset, not a leave and a join per member; its peers log no leave or join either.
+ * node that reset, not a leave and a join per member; each of its peers says once that it reset.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -39,6 +39,11 @@ const holds = (n: Node, ids: string[]) => {
   const peers = (n.runtime.clusterView() as { peers: { id: string; liveness?: string }[] }).peers;
   return ids.every((id) => peers.some((p) => p.id === id && p.liveness !== "down"));
 };
+/** Whether `n` has had a state of `id`'s own (its served count rides on them): it knows `id`'s epoch. */
+const heardFrom = (n: Node, id: string) =>
+  (n.runtime.clusterView() as { peers: { id: string; served: number | null }[] }).peers.some(
+    (p) => p.id === id && p.served !== null,
+  );
 const membership = (lines: Record<string, unknown>[]) =>
   lines.filter((l) => /^member (joined|left) the mesh/.test(String(l.msg)));
 
@@ -54,7 +59,12 @@ it("a cache reset is one line on the node that reset, not a leave and a join per
       nodes.push(await startNode(settings({ id, join: seed }), { logger: logs[id].logger }));
     const [, b, c] = nodes as [Node, Node, Node];
     await waitFor(
-      () => holds(a, ["B", "C"]) && holds(b, ["A", "C"]) && holds(c, ["A", "B"]),
+      () =>
+        holds(a, ["B", "C"]) &&
+        holds(b, ["A", "C"]) &&
+        holds(c, ["A", "B"]) &&
+        heardFrom(b, "A") &&
+        heardFrom(c, "A"),
       30_000,
       "a mesh of three",
     );
@@ -79,6 +89,12 @@ it("a cache reset is one line on the node that reset, not a leave and a join per
     expect(after("A").find((l) => l.msg === "cache reset: every member rejoined")).toMatchObject({
       members: 2,
     });
+    // Each peer says it once, as soon as A's new epoch reaches it.
+    const restarted = (id: "B" | "C") =>
+      after(id).filter((l) => l.msg === "member reset its cache or restarted (a new epoch)");
+    await waitFor(() => restarted("B").length > 0 && restarted("C").length > 0, 30_000, "B and C to see it");
+    for (const id of ["B", "C"] as const)
+      expect(restarted(id)).toEqual([expect.objectContaining({ peer: "A" })]);
     // No member is said to leave or join on the node that reset, nor on its peers.
     expect(membership(after("A"))).toEqual([]);
     expect(membership(after("B"))).toEqual([]);

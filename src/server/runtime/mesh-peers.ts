@@ -98,6 +98,8 @@ export class MeshPeers {
   private stopped = false;
   /** Members held when a cache reset started SWIM's list over, not back yet (see newEpoch). */
   private rejoining: { ids: Set<NodeId>; total: number; until: number } | undefined;
+  /** Each member's newest epoch its states named (members only: bounded as they are). */
+  private readonly epochs = new Map<NodeId, number>();
 
   constructor(private readonly o: MeshPeersOptions) {
     this.refusedMsgs = new RefusedMeshMessages(o);
@@ -206,8 +208,10 @@ export class MeshPeers {
     for (const a of d.envelope.addrs) this.learn(a.id, a.url, a.id === from);
     const m = d.envelope.msg;
     if (m.channel === "gossip" && m.msg.type === "states")
-      for (const { snapshot: s } of m.msg.states)
+      for (const { snapshot: s } of m.msg.states) {
         this.o.served?.report(s.header.sender, s.header.epoch, s.header.served);
+        this.noteEpoch(s.header.sender, s.header.epoch);
+      }
     this.o.feed({ type: "mesh-message", from, msg: d.envelope.msg });
     return undefined;
   }
@@ -259,11 +263,25 @@ export class MeshPeers {
     for (const id of this.members) {
       if (now.has(id)) continue;
       this.members.delete(id);
+      this.epochs.delete(id);
       this.o.admin.meshLeft(id, left.has(id) && !this.stopped && this.pools.keepLeftPool(id));
       if (this.rejoining?.ids.has(id)) this.o.logger.debug({ peer: id }, "member left with the cache reset");
       else this.o.logger.info({ peer: id }, "member left the mesh (dead or departed)");
     }
     this.rejoinDone();
+  }
+
+  /**
+   * A member's state at `epoch`: a newer epoch than its last is a cache reset or a restart SWIM did
+   * not see as a death (it never left our list), said once here, the one line a reset costs a peer.
+   */
+  private noteEpoch(id: NodeId, epoch: number): void {
+    if (!this.members.has(id) || !Number.isSafeInteger(epoch)) return;
+    const seen = this.epochs.get(id);
+    if (seen !== undefined && epoch <= seen) return;
+    this.epochs.set(id, epoch);
+    if (seen !== undefined)
+      this.o.logger.info({ peer: id, epoch }, "member reset its cache or restarted (a new epoch)");
   }
 
   /** Whether `id`'s join is its return after our cache reset (then logged quietly). */
