@@ -140,6 +140,10 @@ describe("a seed address that is no peer port", () => {
       await waitFor(() => backoffs().length >= 3, 20_000, "three hellos unanswered");
       expect(backoffs().slice(0, 3)).toEqual([1, 2, 4]);
       expect(said()).toHaveLength(1);
+      // Its snapshots, refused at every round, are said at warn once (a minute), not each time.
+      const refused = rec.lines.filter((l) => l.msg === "peer refused message");
+      expect(refused.length).toBeGreaterThan(2);
+      expect(refused.filter((l) => l.level === 40)).toHaveLength(1);
     } finally {
       await j.stop();
     }
