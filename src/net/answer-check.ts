@@ -6,6 +6,7 @@ import { HEADER_RESPONSE_MAC } from "./auth/response-mac.js";
 import { clockSkewOf, describeSkew } from "./clock-skew.js";
 import type { PeerAuth } from "./transport-auth.js";
 import { TransportError } from "./transport-error.js";
+import { wrongPortAnswer } from "./wrong-port.js";
 
 /**
  * An answer taken whole must be the serving node's to this request (shared-secret mode): a wrong,
@@ -33,12 +34,16 @@ export function checkAnswer(
     const skew = auth.clock ? clockSkewOf(res.statusCode, res.headers, body, auth.clock()) : undefined;
     const clock =
       skew === undefined ? "" : ` (clock skew: this node's clock is ${describeSkew(skew)} the peer's)`;
+    // Said first, so a message cut short (seed-states.ts) still names the mistake.
+    const wrong = wrongPortAnswer(res.statusCode, body);
     throw new TransportError(
       "http",
-      `${who} answered ${res.statusCode}${clock} to ${what}${authentic ? "" : UNAUTHENTICATED}`,
+      `${who}${wrong === undefined ? "" : `: ${wrong};`} answered ${res.statusCode}${clock} to ${what}${authentic ? "" : UNAUTHENTICATED}`,
       res.statusCode,
       !authentic,
       skew,
+      undefined,
+      wrong !== undefined,
     );
   }
   if (authentic) return;

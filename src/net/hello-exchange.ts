@@ -14,6 +14,7 @@ import { ANY_DESTINATION, type PeerAuth } from "./transport-auth.js";
 import { classify, TransportError } from "./transport-error.js";
 import type { TransportTimeouts } from "./transport-timeouts.js";
 import { HELLO_PATH } from "./transport-wire.js";
+import { explainCutOff } from "./wrong-port.js";
 
 /**
  * The hello of `id` at its registered address, with proof that `id` answered it: over mutual TLS
@@ -97,7 +98,7 @@ export async function probeHello(
     const { text } = await getHello(client, auth, t, headers, url);
     return { hello: parseHello(text, url), certId };
   } catch (err) {
-    throw classify(err);
+    throw await explainCutOff(url, classify(err), t.connectMs);
   } finally {
     void client.destroy().catch(() => {});
   }

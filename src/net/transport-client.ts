@@ -31,6 +31,7 @@ import {
   PROMPT_TEXT_NEEDED,
   type ReplyMsg,
 } from "./transport-wire.js";
+import { explainCutOff } from "./wrong-port.js";
 
 export {
   CHANNEL_ACCEPT_REFUSED,
@@ -178,7 +179,13 @@ export class PeerClient {
    * answer is refused with its reason rather than retried as a transport error.
    */
   async hello(id: string): Promise<unknown> {
-    const body = await this.exchange(id, "GET", HELLO_PATH, undefined, {});
+    const url = this.peers.get(id)?.url;
+    const body = await this.exchange(id, "GET", HELLO_PATH, undefined, {}).catch(async (err: unknown) => {
+      // An http:// peer URL at a TLS port is cut off without a word: said plainly (wrong-port.ts).
+      throw url === undefined || !(err instanceof TransportError)
+        ? err
+        : await explainCutOff(url, err, this.t.connectMs);
+    });
     try {
       return JSON.parse(body.toString("utf8"));
     } catch {

@@ -25,6 +25,11 @@ export class TransportError extends Error {
      * reason it is counted under, beside the peer port's authentication refusals.
      */
     readonly authRefusal?: string,
+    /**
+     * What answered is no peer port this node can use (an API port, TLS against plain or plain
+     * against TLS: wrong-port.ts), so the address given is wrong, not the peer down.
+     */
+    readonly wrongAddress = false,
   ) {
     super(message);
     this.name = "TransportError";
@@ -63,7 +68,8 @@ export function classify(err: unknown): TransportError {
       return new TransportError("timeout", e.message);
     }
     // OpenSSL's own words ("ssl3_get_record:wrong version number") do not say the likely mistake.
-    if (TLS_TO_PLAIN.test(`${e.code} ${e.message}`)) return new TransportError("connection", PLAIN_ANSWER);
+    if (TLS_TO_PLAIN.test(`${e.code} ${e.message}`))
+      return new TransportError("connection", PLAIN_ANSWER, undefined, false, undefined, undefined, true);
     if (e.code && CONNECTION_CODES.has(e.code))
       return new TransportError("connection", `${e.code}: ${e.message}`);
     if (e.name === "AbortError" || e.code === "UND_ERR_ABORTED") {

@@ -133,11 +133,13 @@ export class Admin {
    * gossip "scuttlebutt": a member SWIM admitted after mesh-peers.ts verified it: reachable at `url`,
    * its pool pinned to its id, what its hello said noted.
    */
-  meshJoined(id: string, url: string, hello: HelloNews): void {
+  meshJoined(id: string, url: string, hello: HelloNews, afterReset = false): void {
     this.o.client.setPeer(id, url);
     this.o.peerUrls.set(id, url);
     this.notePeerHello(id, hello);
-    this.o.logger.info({ peer: id, url }, "member joined the mesh");
+    // Back after our own cache reset (mesh-peers.ts newEpoch): that reset's one line says it.
+    if (afterReset) this.o.logger.debug({ peer: id, url }, "member rejoined after the cache reset");
+    else this.o.logger.info({ peer: id, url }, "member joined the mesh");
   }
 
   /**

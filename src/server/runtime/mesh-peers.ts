@@ -79,6 +79,11 @@ export interface MeshPeersOptions {
   };
 }
 
+/** How long after a cache reset members are expected back before those missing are said. */
+const REJOIN_QUIET_MS = 60_000;
+/** Most member ids one log line names. */
+const MAX_NAMED = 16;
+
 export class MeshPeers {
   /** This node's own peer URL, carried on every message (set once the peer port listens). */
   selfUrl: string | undefined;
@@ -91,6 +96,10 @@ export class MeshPeers {
   private readonly verification: MemberVerification;
   private readonly hellos: MemberHellos;
   private stopped = false;
+  /** Members held when a cache reset started SWIM's list over, not back yet (see newEpoch). */
+  private rejoining: { ids: Set<NodeId>; total: number; until: number } | undefined;
+  /** Each member's newest epoch its states named (members only: bounded as they are). */
+  private readonly epochs = new Map<NodeId, number>();
 
   constructor(private readonly o: MeshPeersOptions) {
     this.refusedMsgs = new RefusedMeshMessages(o);
@@ -136,6 +145,15 @@ export class MeshPeers {
    */
   newEpoch(): void {
     this.refusedMsgs.newEpoch();
+    // The reset starts SWIM's list over (a crash-restart's, core/node/mesh.ts): every member leaves
+    // it now and is back within a join's round trips. Said once, not a leave and a join per member.
+    if (this.members.size === 0) return;
+    const now = (this.o.now ?? Date.now)();
+    this.rejoining = { ids: new Set(this.members), total: this.members.size, until: now + REJOIN_QUIET_MS };
+    this.o.logger.info(
+      { members: this.members.size },
+      "cache reset: membership starts over; members not logged as they leave and rejoin",
+    );
   }
 
   /** `id` is reachable at `url`; `own`: said by `id` itself (or configured), which beats a relay. */
@@ -190,8 +208,10 @@ export class MeshPeers {
     for (const a of d.envelope.addrs) this.learn(a.id, a.url, a.id === from);
     const m = d.envelope.msg;
     if (m.channel === "gossip" && m.msg.type === "states")
-      for (const { snapshot: s } of m.msg.states)
+      for (const { snapshot: s } of m.msg.states) {
         this.o.served?.report(s.header.sender, s.header.epoch, s.header.served);
+        this.noteEpoch(s.header.sender, s.header.epoch);
+      }
     this.o.feed({ type: "mesh-message", from, msg: d.envelope.msg });
     return undefined;
   }
@@ -236,16 +256,56 @@ export class MeshPeers {
       const verified = this.verification.hello(id);
       this.verification.forgetHello(id);
       if (verified) this.hellos.remember(id, verified);
-      this.o.admin.meshJoined(id, url, verified ?? this.hellos.get(id) ?? {});
+      this.o.admin.meshJoined(id, url, verified ?? this.hellos.get(id) ?? {}, this.rejoined(id));
       // Back with no new verification (a refuted death, a restart): what it says now may differ.
       if (!verified) this.hellos.refresh(id);
     }
     for (const id of this.members) {
       if (now.has(id)) continue;
       this.members.delete(id);
+      this.epochs.delete(id);
       this.o.admin.meshLeft(id, left.has(id) && !this.stopped && this.pools.keepLeftPool(id));
-      this.o.logger.info({ peer: id }, "member left the mesh (dead or departed)");
+      if (this.rejoining?.ids.has(id)) this.o.logger.debug({ peer: id }, "member left with the cache reset");
+      else this.o.logger.info({ peer: id }, "member left the mesh (dead or departed)");
     }
+    this.rejoinDone();
+  }
+
+  /**
+   * A member's state at `epoch`: a newer epoch than its last is a cache reset or a restart SWIM did
+   * not see as a death (it never left our list), said once here, the one line a reset costs a peer.
+   */
+  private noteEpoch(id: NodeId, epoch: number): void {
+    if (!this.members.has(id) || !Number.isSafeInteger(epoch)) return;
+    const seen = this.epochs.get(id);
+    if (seen !== undefined && epoch <= seen) return;
+    this.epochs.set(id, epoch);
+    if (seen !== undefined)
+      this.o.logger.info({ peer: id, epoch }, "member reset its cache or restarted (a new epoch)");
+  }
+
+  /** Whether `id`'s join is its return after our cache reset (then logged quietly). */
+  private rejoined(id: NodeId): boolean {
+    return this.rejoining?.ids.delete(id) ?? false;
+  }
+
+  /** Ends the quiet rejoin once every member is back, or its time is up: one line either way. */
+  private rejoinDone(): void {
+    const r = this.rejoining;
+    if (r === undefined) return;
+    const late = r.ids.size > 0 && (this.o.now ?? Date.now)() >= r.until;
+    if (r.ids.size > 0 && !late) return;
+    this.rejoining = undefined;
+    if (!late) {
+      this.o.logger.info({ members: r.total }, "cache reset: every member rejoined");
+      return;
+    }
+    // Those not back are logged as any member leaving is (at most a few named: a big mesh's list).
+    const missing = [...r.ids];
+    this.o.logger.info(
+      { members: r.total, missing: missing.length, peers: missing.slice(0, MAX_NAMED) },
+      "cache reset: members not back since the reset (dead or departed)",
+    );
   }
 
   stop(): void {

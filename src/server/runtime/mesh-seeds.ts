@@ -125,6 +125,17 @@ async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Prom
           { seed: url, err: err.message, recheckInS: Math.round(waitMs / 1000) },
           "seed refused our credential",
         );
+      } else if (err instanceof TransportError && err.wrongAddress) {
+        // It answers, but as no peer port we can use (wrong-port.ts): said at once, since waiting will
+        // not fix it, then as often as a silent seed is; still asked at the same pace (it may be moved).
+        states.failed(url, err, seen, Date.now() + waitMs);
+        if (attempt === 0 || (attempt >= WARN_FIRST && (attempt - WARN_FIRST) % WARN_EVERY === 0)) {
+          const waitedS = Math.round((Date.now() - since) / 1000);
+          o.logger.error(
+            { seed: url, err: err.message, attempts: attempt + 1, waitedS },
+            `seed address is not a peer port this node can use; retrying every ${RETRY_MAX_MS / 1000} s`,
+          );
+        }
       } else {
         states.failed(url, err as Error, seen, Date.now() + waitMs);
         if (attempt >= WARN_FIRST && (attempt - WARN_FIRST) % WARN_EVERY === 0) {

@@ -269,8 +269,9 @@ export class NodeRuntime implements NodeService {
     });
     this.timers.clear();
     this.applyAll(this.node.restart(Date.now()));
-    this.mesh?.newEpoch();
+    // Said first: the mesh's line on the members that go with it follows from it.
     this.o.logger.info({ epoch: this.node.currentEpoch }, "cache reset: new epoch");
+    this.mesh?.newEpoch();
   }
 
   /** Admits a peer found at run time (its hello already checked); false if refused or shutting down. */

@@ -20,11 +20,18 @@ export interface PeerSenderOptions {
   deliver(input: NodeInput): void;
   /** Output a peer produced for `request` (a forward's answer, as it streams). */
   relay(request: EngineRequest, source: string, text: string): void;
+  /** The clock of the log's rate limit; default Date.now. */
+  now?: () => number;
 }
+
+/** How often refusals of one peer as no peer port (wrong-port.ts) are logged at warn. */
+const WRONG_ADDRESS_EVERY_MS = 60_000;
 
 export class PeerSender {
   /** Peers with a snapshot on its way (one at a time each). */
   private readonly snapshotInFlight = new Set<string>();
+  /** When each peer's refusals as no peer port were last logged (members only: forgotten with them). */
+  private readonly wrongAddressSaidAt = new Map<string, number>();
 
   constructor(private readonly o: PeerSenderOptions) {}
 
@@ -89,13 +96,27 @@ export class PeerSender {
   /** A peer that left the membership. */
   forget(peer: string): void {
     this.snapshotInFlight.delete(peer);
+    this.wrongAddressSaidAt.delete(peer);
+  }
+
+  /** Whether a refusal of `to` as no peer port is said now: at most once per WRONG_ADDRESS_EVERY_MS. */
+  private sayWrongAddress(to: string): boolean {
+    const now = this.o.now?.() ?? Date.now();
+    const last = this.wrongAddressSaidAt.get(to);
+    if (last !== undefined && now - last < WRONG_ADDRESS_EVERY_MS) return false;
+    this.wrongAddressSaidAt.set(to, now);
+    return true;
   }
 
   private failed(to: string, msg: PeerMessage, err: unknown): void {
     const kind = err instanceof TransportError ? err.kind : "connection";
     this.o.metrics.peerFailures.inc({ peer: to, reason: kind });
     if (isRefusal(err)) {
-      this.o.logger.warn({ peer: to, msg: msg.type, err: err.message }, "peer refused message");
+      const fields = { peer: to, msg: msg.type, err: err.message };
+      // A peer address that is no peer port refuses every snapshot, twice a second: said once a
+      // minute (its hello check says the mistake at once: static-peer-checks.ts), the rest at debug.
+      if (err.wrongAddress && !this.sayWrongAddress(to)) this.o.logger.debug(fields, "peer refused message");
+      else this.o.logger.warn(fields, "peer refused message");
       return;
     }
     this.o.logger.debug({ peer: to, msg: msg.type, kind, err: (err as Error)?.message }, "peer send failed");

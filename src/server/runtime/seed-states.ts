@@ -37,7 +37,8 @@ export interface SeedView {
   error: string | null;
   /**
    * For `refused`: the hello check's reason (`wrong-cluster`, …), `clock-skew` (a 401 refusing our
-   * signed timestamp: `error` says by how much the clocks differ) or the HTTP status it answered.
+   * signed timestamp: `error` says by how much the clocks differ), `wrong-port` (it answers as an
+   * API port, or TLS against plain, or plain against TLS) or the HTTP status it answered.
    */
   reason: string | null;
   /** The member id it turned out to be (from its hello), null while unknown. */
@@ -50,6 +51,9 @@ export interface SeedView {
   /** The address the last attempt connected to, null if it reached none. */
   reached: string | null;
 }
+
+/** `reason` of a seed whose address answers as no peer port this node can use (net/wrong-port.ts). */
+export const WRONG_PORT = "wrong-port";
 
 /** The transport's failures for a name DNS does not know (yet), or could not ask about just now. */
 export const UNRESOLVED = /\b(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_NODATA|ENODATA)\b/;
@@ -104,20 +108,23 @@ export class SeedStates {
   /** The hello at `url` failed with `err`; it is asked again (at `nextAt`, epoch ms). */
   failed(url: string, err: Error, seen?: ProbeAddresses, nextAt?: number): void {
     const refusedBy = err instanceof TransportError && err.kind === "http" ? err.status : undefined;
+    const wrong = err instanceof TransportError && err.wrongAddress;
     const state: SeedState = UNRESOLVED.test(err.message)
       ? "unresolvable"
-      : refusedBy !== undefined || (err instanceof TransportError && err.kind === "protocol")
+      : wrong || refusedBy !== undefined || (err instanceof TransportError && err.kind === "protocol")
         ? "refused"
         : "unreachable";
     const skewed = err instanceof TransportError && err.clockSkewMs !== undefined;
     const reason =
       state !== "refused"
         ? null
-        : skewed
-          ? CLOCK_SKEW
-          : refusedBy !== undefined
-            ? `http-${refusedBy}`
-            : "protocol";
+        : wrong
+          ? WRONG_PORT
+          : skewed
+            ? CLOCK_SKEW
+            : refusedBy !== undefined
+              ? `http-${refusedBy}`
+              : "protocol";
     const nextAttemptAt = nextAt !== undefined ? new Date(nextAt).toISOString() : null;
     this.note(url, {
       ...where(seen),

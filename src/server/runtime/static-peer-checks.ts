@@ -203,7 +203,21 @@ export class StaticPeerChecks {
         } else {
           // Up but answering garbage (e.g. a node older than protocol 3 under a shared secret, whose
           // answers carry no response MAC): said once, then retried like a peer still starting.
-          if (err instanceof TransportError && (err.kind === "protocol" || err.unauthenticated) && !garbled) {
+          // An address answering as no peer port (an API port, TLS against plain: wrong-port.ts) is
+          // said at once and once per check, plainly; the backoff is that of any unanswered hello.
+          if (err instanceof TransportError && err.wrongAddress) {
+            if (!garbled) {
+              garbled = true;
+              logger.error(
+                { peer: id, err: err.message },
+                "static peer address is not a peer port this node can use",
+              );
+            }
+          } else if (
+            err instanceof TransportError &&
+            (err.kind === "protocol" || err.unauthenticated) &&
+            !garbled
+          ) {
             garbled = true;
             logger.warn({ peer: id, err: err.message }, "peer hello not accepted; retrying");
           }

@@ -1,0 +1,120 @@
+/**
+ * What an address that is no peer port of ours turned out to be, told from what it answered: an
+ * operator who gave a node a member's API port, or the wrong scheme, reads the mistake in the log
+ * instead of a bare 404 or "other side closed". Never guessed from port numbers.
+ */
+import { connect } from "node:tls";
+import { TransportError } from "./transport-error.js";
+
+/** Most bytes of a refusal's body read as JSON for its shape (a peer-controlled size). */
+const MAX_SHAPE_BYTES = 4096;
+
+/**
+ * Why a 404 from `status`/`body` means the address is no peer port, or undefined. A peer port takes
+ * every peer path (an unknown one is refused before routing with `{"error": "…"}`), so a 404 whose
+ * body is an OpenAI-style error (`{"error": {"message", "type"}}`) is an OpenAI-compatible API: most
+ * likely a node's API port (--listen).
+ */
+export function wrongPortAnswer(status: number, body: Uint8Array): string | undefined {
+  if (status !== 404) return undefined;
+  const shape = body.byteLength <= MAX_SHAPE_BYTES ? openAiError(body) : undefined;
+  if (shape === undefined)
+    return "the address answers HTTP 404 to a peer path: it is no prefixmesh peer port (--peer-listen)";
+  const who = /^no route [A-Z]+ \/peer\//.test(shape)
+    ? "a prefixmesh node's API port"
+    : "an OpenAI-style API";
+  return (
+    `the address answers as ${who} (--listen), not as a peer port: give the member's ` +
+    "peer-port address (its --peer-listen, default port 9080)"
+  );
+}
+
+/** The message of an OpenAI-style error body, or undefined if the body has another shape. */
+function openAiError(body: Uint8Array): string | undefined {
+  try {
+    const v = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8")) as {
+      error?: { message?: unknown; type?: unknown };
+    };
+    const e = v?.error;
+    if (e && typeof e === "object" && typeof e.message === "string" && typeof e.type === "string")
+      return e.message;
+  } catch {
+    // Not JSON: another shape.
+  }
+  return undefined;
+}
+
+/** Said of an http:// address that completed a TLS handshake. */
+export const TLS_ANSWER =
+  "the address speaks TLS, but its URL is http://: a peer port of a node with --tls-dir " +
+  "(this node needs --tls-dir from the same cluster CA, and https:// peer URLs)";
+
+/**
+ * Whether `host:port` speaks TLS: it answered a ClientHello with a handshake or a TLS alert, within
+ * `timeoutMs`. Asked only after a plain request there was cut off without an answer (a TLS server
+ * reading plain text closes without a byte), once per failed hello, so it costs one connection at the
+ * hello's own pace. Nothing is sent after the handshake and no certificate is trusted for anything.
+ */
+export function speaksTls(host: string, port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (yes: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(yes);
+    };
+    const socket = connect({ host, port, rejectUnauthorized: false });
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    timer.unref();
+    socket.once("secureConnect", () => finish(true));
+    // An alert the server sent is a TLS record: it speaks TLS (e.g. it wants a client certificate).
+    socket.once("error", (err: Error & { code?: string }) =>
+      finish(/ALERT/.test(`${err.code ?? ""} ${err.message}`)),
+    );
+    socket.once("close", () => finish(false));
+  });
+}
+
+/** Whether a classified failure may be a TLS port read as plain text: connected, then cut off. */
+function cutOffWithoutAnswer(err: TransportError): boolean {
+  return (
+    err.kind === "connection" &&
+    /UND_ERR_SOCKET|ECONNRESET|other side closed|socket hang up/.test(err.message)
+  );
+}
+
+/** Longest a TLS check of a cut-off hello waits for the handshake. */
+const TLS_CHECK_MAX_MS = 2_000;
+
+/**
+ * `err`, the failure of a hello to the http:// `url`, explained when the address turns out to speak
+ * TLS (speaksTls); else `err` unchanged. Still a "connection" failure: retried as before.
+ */
+export async function explainCutOff(
+  url: string,
+  err: TransportError,
+  timeoutMs: number,
+): Promise<TransportError> {
+  if (!cutOffWithoutAnswer(err)) return err;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return err;
+  }
+  if (u.protocol !== "http:") return err;
+  const host = u.hostname.replace(/^\[|\]$/g, "");
+  const port = Number(u.port || 80);
+  if (!(await speaksTls(host, port, Math.min(timeoutMs, TLS_CHECK_MAX_MS)))) return err;
+  return new TransportError(
+    "connection",
+    `${TLS_ANSWER} (${err.message})`,
+    undefined,
+    false,
+    undefined,
+    undefined,
+    true,
+  );
+}
