@@ -1,11 +1,54 @@
 /** Start-up calibration against the sim engine, whose cost model is known exactly. */
 import { describe, expect, it } from "vitest";
+import type { Engine, EngineInfo, EngineResult, Tokens } from "../../src/core/engine.js";
 import { PrefixNode } from "../../src/core/node/node.js";
 import { CPU_LLAMACPP, PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
 import { SimEngine } from "../../src/engines/sim/sim-engine.js";
-import { calibrateEngine } from "../../src/server/runtime/calibration.js";
+import { calibrateEngine, RESET_WAIT_MS } from "../../src/server/runtime/calibration.js";
 
 const instant = async () => {};
+
+/** What a loaded machine may add to a deadline before the timer fires (generous: shared cores). */
+const SLACK_MS = 2_000;
+
+/**
+ * A TEST DOUBLE engine (engine-managed, like llama-server's slots): every run is slower than any
+ * budget here (it ends only when aborted), and its cache reset ends at once or never, as told.
+ */
+class SlowRunsDouble implements Engine {
+  readonly info: EngineInfo = {
+    kind: "slow-runs-double",
+    model: "m",
+    capacityTokens: 10_000,
+    cacheMode: "engine-managed",
+    maxContextTokens: 4096,
+    needsPromptText: false,
+    abortable: true,
+  };
+  readonly runSignals: AbortSignal[] = [];
+  resets = 0;
+  constructor(private readonly reset: "ends" | "hangs") {}
+  async tokenize(text: string): Promise<Tokens> {
+    return Uint32Array.from(text.split(" "), (_, i) => i + 1);
+  }
+  async applyChatTemplate(): Promise<string> {
+    return "";
+  }
+  run(_req: unknown, _onChunk: unknown, signal?: AbortSignal): Promise<EngineResult> {
+    if (signal) this.runSignals.push(signal);
+    return new Promise<EngineResult>((_, reject) =>
+      signal?.addEventListener("abort", () => reject(new Error("aborted")), { once: true }),
+    );
+  }
+  resetCache(): Promise<void> {
+    this.resets++;
+    return this.reset === "ends" ? Promise.resolve() : new Promise<void>(() => {});
+  }
+  async health() {
+    return { ok: true };
+  }
+  async close() {}
+}
 
 describe("start-up calibration", () => {
   for (const profile of [PAPER_H100_QWEN05B, CPU_LLAMACPP]) {
@@ -55,6 +98,51 @@ describe("start-up calibration", () => {
     const c = await calibrateEngine(new Wedged({ profile: PAPER_H100_QWEN05B }), { budgetMs: 50 });
     expect(c.stopped).toBe("budget");
     expect(c.samples).toHaveLength(0);
+  });
+
+  it("a run slower than the budget is aborted at it: no run, the cache reset, within the budget", async () => {
+    const engine = new SlowRunsDouble("ends");
+    const budgetMs = 300;
+    const t0 = performance.now();
+    const c = await calibrateEngine(engine, { budgetMs });
+    const took = performance.now() - t0;
+    expect(took).toBeGreaterThanOrEqual(budgetMs - 5);
+    expect(took).toBeLessThan(budgetMs + SLACK_MS);
+    expect(c).toMatchObject({ samples: [], stopped: "budget" });
+    expect(c.reset).toBeUndefined();
+    // The one run started was told to stop, and what it may have cached was reset.
+    expect(engine.runSignals).toHaveLength(1);
+    expect(engine.runSignals[0]?.aborted).toBe(true);
+    expect(engine.resets).toBe(1);
+  });
+
+  it("a cache reset that never ends holds calibration up RESET_WAIT_MS past the budget at most", async () => {
+    const engine = new SlowRunsDouble("hangs");
+    const budgetMs = 200;
+    const t0 = performance.now();
+    const c = await calibrateEngine(engine, { budgetMs });
+    expect(performance.now() - t0).toBeLessThan(budgetMs + RESET_WAIT_MS + SLACK_MS);
+    expect(c).toMatchObject({ samples: [], stopped: "budget", reset: "pending" });
+  });
+
+  it("a tokenize outlasting the budget (a stalled server) is aborted and abandoned at it", async () => {
+    const signals: (AbortSignal | undefined)[] = [];
+    class StalledTokenize extends SimEngine {
+      override tokenize(_text: string, signal?: AbortSignal): Promise<Tokens> {
+        signals.push(signal);
+        return new Promise<Tokens>(() => {}); // ignores the abort too
+      }
+    }
+    const engine = new StalledTokenize({ profile: PAPER_H100_QWEN05B, sleep: instant });
+    const budgetMs = 300;
+    const t0 = performance.now();
+    const c = await calibrateEngine(engine, { budgetMs });
+    expect(performance.now() - t0).toBeLessThan(budgetMs + SLACK_MS);
+    expect(c).toMatchObject({ samples: [], stopped: "budget" });
+    expect(signals).toHaveLength(1);
+    expect(signals[0]?.aborted).toBe(true);
+    // No run was made, so there was nothing to free.
+    expect(engine.cache.size).toBe(0);
   });
 
   it("off at 0 ms: no run at all", async () => {
