@@ -1,10 +1,13 @@
 /** Start-up calibration against the sim engine, whose cost model is known exactly. */
+import pino from "pino";
 import { describe, expect, it } from "vitest";
 import type { Engine, EngineInfo, EngineResult, Tokens } from "../../src/core/engine.js";
 import { PrefixNode } from "../../src/core/node/node.js";
 import { CPU_LLAMACPP, PAPER_H100_QWEN05B } from "../../src/engines/sim/profiles.js";
 import { SimEngine } from "../../src/engines/sim/sim-engine.js";
 import { calibrateEngine, RESET_WAIT_MS } from "../../src/server/runtime/calibration.js";
+import { startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 
 const instant = async () => {};
 
@@ -149,5 +152,28 @@ describe("start-up calibration", () => {
     const engine = new SimEngine({ profile: PAPER_H100_QWEN05B, sleep: instant });
     const c = await calibrateEngine(engine, { budgetMs: 0 });
     expect(c).toEqual({ samples: [], ms: 0, stopped: "disabled" });
+  });
+
+  it("a node whose budget ends before any run says so, keeping the default cost model", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: "info" }, { write: (l: string) => lines.push(JSON.parse(l)) });
+    const budgetMs = 300;
+    const settings = resolveNodeSettings(
+      { id: "A", engine: "sim", listen: "127.0.0.1:0", peerListen: "127.0.0.1:0", calibrationMs: budgetMs },
+      {},
+    );
+    const t0 = performance.now();
+    const node = await startNode(settings, { logger, engine: new SlowRunsDouble("ends") });
+    try {
+      expect(performance.now() - t0).toBeLessThan(budgetMs + SLACK_MS + 5_000);
+      const line = lines.find((l) => String(l.msg).startsWith("engine not calibrated"));
+      expect(line).toMatchObject({ level: 40, runs: 0, stopped: "budget", budgetMs });
+      expect(String(line?.msg)).toMatch(/--calibration-ms .*default cost model/);
+      // No fit stands on data: the node advertises no measured costs.
+      expect(line?.costs).toBeUndefined();
+      expect(lines.some((l) => l.msg === "engine calibrated")).toBe(false);
+    } finally {
+      await node.stop();
+    }
   });
 });
