@@ -133,7 +133,8 @@ export interface EngineInfo {
 
 export interface Engine {
   readonly info: EngineInfo;
-  tokenize(text: string): Promise<Tokens>;
+  /** `signal` abandons a remote tokenize (its request is aborted); local tokenizers may ignore it. */
+  tokenize(text: string, signal?: AbortSignal): Promise<Tokens>;
   /** Renders chat messages with the model's chat template into the prompt text. */
   applyChatTemplate(messages: ChatMessage[]): Promise<string>;
   /** Runs one request to completion; `onChunk` receives output as it is produced. */

@@ -4,21 +4,14 @@
  * while down, the slot mirror is kept but not advertised; once the server answers, `/slots` is read
  * before it is offered again, so a restart clears it without waiting for a run's surprise.
  */
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
-import { closeDouble } from "./server-double.js";
+import { closedAfterEach } from "./server-double.js";
 import { range, type SlotJson } from "./slot-fixtures.js";
 
-let double: Server | undefined;
-let engine: OpenAIEngine | undefined;
-afterEach(async () => {
-  await engine?.close();
-  engine = undefined;
-  await closeDouble(double);
-  double = undefined;
-});
+const live = closedAfterEach<OpenAIEngine>();
 
 async function start() {
   const state = {
@@ -27,7 +20,7 @@ async function start() {
     slots: [{ id: 0, is_processing: false }] as SlotJson[],
     slotReads: 0,
   };
-  double = createServer((req, res) => {
+  live.double = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
       const json = (o: unknown, status = 200) =>
@@ -48,20 +41,20 @@ async function start() {
       res.writeHead(404).end();
     });
   });
-  await new Promise<void>((r) => double!.listen(0, "127.0.0.1", r));
-  engine = await OpenAIEngine.create({
-    baseUrl: `http://127.0.0.1:${(double!.address() as AddressInfo).port}`,
+  await new Promise<void>((r) => live.double!.listen(0, "127.0.0.1", r));
+  live.engine = await OpenAIEngine.create({
+    baseUrl: `http://127.0.0.1:${(live.double!.address() as AddressInfo).port}`,
     model: "m",
     retries: 0,
     llamaSlots: { cacheRamMiB: 0 },
   });
-  expect(engine.cacheStatus().mode).toBe("llama-slots");
+  expect(live.engine.cacheStatus().mode).toBe("llama-slots");
   const tokens = range(1, 15);
-  await engine.run({ id: "r1", tokens, maxTokens: 1, temperature: 0 });
+  await live.engine.run({ id: "r1", tokens, maxTokens: 1, temperature: 0 });
   // What the server says after that run: slot 0 ran task 0 and holds the prompt.
   state.slots = [{ id: 0, is_processing: false, id_task: 0, n_prompt_tokens: tokens.length }];
-  expect(engine.cachedSequences().length).toBe(1);
-  return { e: engine, state };
+  expect(live.engine.cachedSequences().length).toBe(1);
+  return { e: live.engine, state };
 }
 
 describe("llama-server found down by the health check", () => {

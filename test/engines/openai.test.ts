@@ -5,7 +5,7 @@
  * llama.cpp server: llama-server.test.ts.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,7 +22,7 @@ import {
 import { MAX_SSE_EVENT_BYTES, sseData } from "../../src/engines/sse.js";
 import { loadEngine } from "../../src/server/runtime/engine-loader.js";
 import { envName, resolveNodeSettings } from "../../src/server/settings/index.js";
-import { closeDouble } from "./server-double.js";
+import { closedAfterEach } from "./server-double.js";
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 interface Seen {
@@ -32,21 +32,14 @@ interface Seen {
   auth?: string;
 }
 
-let double: Server | undefined;
-let engine: OpenAIEngine | undefined;
-afterEach(async () => {
-  await engine?.close();
-  engine = undefined;
-  await closeDouble(double);
-  double = undefined;
-});
+const live = closedAfterEach<OpenAIEngine>();
 
 /** Starts the test double; `routes` maps "METHOD /path" to a handler or a queue of handlers. */
 async function startDouble(
   routes: Record<string, Handler | Handler[]>,
 ): Promise<{ url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
-  double = createServer((req, res) => {
+  live.double = createServer((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
@@ -60,8 +53,8 @@ async function startDouble(
       h(req, body, res);
     });
   });
-  await new Promise<void>((r) => double!.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(double!.address() as AddressInfo).port}`, seen };
+  await new Promise<void>((r) => live.double!.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(live.double!.address() as AddressInfo).port}`, seen };
 }
 
 const json =
@@ -108,9 +101,9 @@ const charIds = (t: string) => [1, ...Array.from(t, (c) => c.charCodeAt(0))];
 describe("remote engine: tokenization", () => {
   it("recognises llama.cpp's server, which answers vLLM's shape with 200 and no tokens", async () => {
     const { url, seen } = await startDouble({ "POST /tokenize": llamaCppTokenize(charIds) });
-    engine = new OpenAIEngine(opts(url, { tokenizer: "server" }));
-    expect(Array.from(await engine.tokenize("Once"))).toEqual(charIds("Once"));
-    expect(Array.from(await engine.tokenize("upon"))).toEqual(charIds("upon"));
+    live.engine = new OpenAIEngine(opts(url, { tokenizer: "server" }));
+    expect(Array.from(await live.engine.tokenize("Once"))).toEqual(charIds("Once"));
+    expect(Array.from(await live.engine.tokenize("upon"))).toEqual(charIds("upon"));
     const bodies = seen.map((x) => JSON.parse(x.body) as Record<string, unknown>);
     // vLLM's shape was tried once and came back empty; every later call uses llama.cpp's.
     expect(bodies.filter((b) => "prompt" in b)).toHaveLength(1);
@@ -119,8 +112,8 @@ describe("remote engine: tokenization", () => {
 
   it("takes no shape whose probe comes back empty: such a server has no usable /tokenize", async () => {
     const { url } = await startDouble({ "POST /tokenize": json(200, { tokens: [] }) });
-    engine = new OpenAIEngine(opts(url));
-    expect(Array.from(await engine.tokenize("hello world"))).toEqual(encode("hello world"));
+    live.engine = new OpenAIEngine(opts(url));
+    expect(Array.from(await live.engine.tokenize("hello world"))).toEqual(encode("hello world"));
     const strict = new OpenAIEngine(opts(url, { tokenizer: "server" }));
     await expect(strict.tokenize("x")).rejects.toThrow(/no \/tokenize/);
     await strict.close();
@@ -128,9 +121,9 @@ describe("remote engine: tokenization", () => {
 
   it("uses the vLLM/SGLang /tokenize shape and remembers it", async () => {
     const { url, seen } = await startDouble({ "POST /tokenize": json(200, { tokens: [5, 6, 7], count: 3 }) });
-    engine = new OpenAIEngine(opts(url, { apiKey: "sk-test" }));
-    expect(Array.from(await engine.tokenize("hi"))).toEqual([5, 6, 7]);
-    await engine.tokenize("again");
+    live.engine = new OpenAIEngine(opts(url, { apiKey: "sk-test" }));
+    expect(Array.from(await live.engine.tokenize("hi"))).toEqual([5, 6, 7]);
+    await live.engine.tokenize("again");
     // One probe finds the shape; then each text is tokenized once in it.
     const prompts = seen.map((s) => JSON.parse(s.body).prompt);
     expect(prompts.slice(1)).toEqual(["hi", "again"]);
@@ -145,8 +138,8 @@ describe("remote engine: tokenization", () => {
       json(200, { tokens: [9, 8] })(_q, body, res);
     };
     const { url } = await startDouble({ "POST /tokenize": handler });
-    engine = new OpenAIEngine(opts(url));
-    expect(Array.from(await engine.tokenize("x"))).toEqual([9, 8]);
+    live.engine = new OpenAIEngine(opts(url));
+    expect(Array.from(await live.engine.tokenize("x"))).toEqual([9, 8]);
   });
 
   it("surfaces the server's 4xx for one prompt as an input error once the shape is known", async () => {
@@ -156,17 +149,17 @@ describe("remote engine: tokenization", () => {
       json(200, { tokens: [3, 4] })(q, body, res);
     };
     const { url } = await startDouble({ "POST /tokenize": handler });
-    engine = new OpenAIEngine(opts(url, { tokenizer: "server" }));
-    expect(Array.from(await engine.tokenize("short"))).toEqual([3, 4]);
-    const err = await engine.tokenize("x".repeat(50)).catch((e) => e);
+    live.engine = new OpenAIEngine(opts(url, { tokenizer: "server" }));
+    expect(Array.from(await live.engine.tokenize("short"))).toEqual([3, 4]);
+    const err = await live.engine.tokenize("x".repeat(50)).catch((e) => e);
     expect(err).toBeInstanceOf(EngineInputError);
     expect(String(err.message)).toMatch(/400.*prompt too long/);
   });
 
   it("uses the local tokenizer when the server has no /tokenize (auto), fails clearly when required", async () => {
     const { url } = await startDouble({});
-    engine = new OpenAIEngine(opts(url));
-    expect(Array.from(await engine.tokenize("hello world"))).toEqual(encode("hello world"));
+    live.engine = new OpenAIEngine(opts(url));
+    expect(Array.from(await live.engine.tokenize("hello world"))).toEqual(encode("hello world"));
     const strict = new OpenAIEngine(opts(url, { tokenizer: "server" }));
     await expect(strict.tokenize("x")).rejects.toThrow(/no \/tokenize/);
     await strict.close();
@@ -185,9 +178,9 @@ describe("remote engine: completions", () => {
         },
       ]),
     });
-    engine = new OpenAIEngine(opts(url));
+    live.engine = new OpenAIEngine(opts(url));
     const chunks: string[] = [];
-    const r = await engine.run(tokenReq("prompt text", 2), (c) => chunks.push(c.text));
+    const r = await live.engine.run(tokenReq("prompt text", 2), (c) => chunks.push(c.text));
     expect(r).toMatchObject({ text: "Hello", completionTokens: 2, promptTokens: 540, cachedTokens: 448 });
     expect(r.cacheReported).toBe(true);
     expect(r.finishReason).toBe("length");
@@ -200,7 +193,7 @@ describe("remote engine: completions", () => {
       temperature: 0,
       stream: true,
     });
-    expect(engine.info.cacheMode).toBe("node-managed");
+    expect(live.engine.info.cacheMode).toBe("node-managed");
   });
 
   it("sends presence_penalty and frequency_penalty as OpenAI names them, and none when unset", async () => {
@@ -210,9 +203,9 @@ describe("remote engine: completions", () => {
         { choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } },
       ]);
     const { url, seen } = await startDouble({ "POST /v1/completions": [answer(), answer()] });
-    engine = new OpenAIEngine(opts(url));
-    await engine.run({ ...tokenReq("p", 1), presencePenalty: 0.5, frequencyPenalty: -1 });
-    await engine.run(tokenReq("p", 1));
+    live.engine = new OpenAIEngine(opts(url));
+    await live.engine.run({ ...tokenReq("p", 1), presencePenalty: 0.5, frequencyPenalty: -1 });
+    await live.engine.run(tokenReq("p", 1));
     expect(JSON.parse(seen[0]!.body)).toMatchObject({ presence_penalty: 0.5, frequency_penalty: -1 });
     const plain = JSON.parse(seen[1]!.body);
     expect(plain.presence_penalty).toBeUndefined();
@@ -229,13 +222,16 @@ describe("remote engine: completions", () => {
         },
       ]);
     const { url } = await startDouble({ "POST /v1/completions": [usage(0), usage(2), usage(3)] });
-    engine = new OpenAIEngine(opts(url));
-    const first = await engine.run(tokenReq("p"));
+    live.engine = new OpenAIEngine(opts(url));
+    const first = await live.engine.run(tokenReq("p"));
     expect(first.cachePrediction).toEqual({ source: "lru", predicted: 0, reported: 0 });
     // The prompt is now in the model: it predicts all 3 tokens; this server reports 2 (llama.cpp's rule).
-    expect((await engine.run(tokenReq("p"))).cachePrediction).toMatchObject({ predicted: 3, reported: 2 });
-    await engine.run(tokenReq("p"));
-    expect(engine.cacheStatus()).toMatchObject({
+    expect((await live.engine.run(tokenReq("p"))).cachePrediction).toMatchObject({
+      predicted: 3,
+      reported: 2,
+    });
+    await live.engine.run(tokenReq("p"));
+    expect(live.engine.cacheStatus()).toMatchObject({
       mode: "lru",
       accuracy: { source: "lru", requests: 3, exact: 2, absErrorTokens: 1 },
     });
@@ -250,8 +246,8 @@ describe("remote engine: completions", () => {
         },
       ]),
     });
-    engine = new OpenAIEngine(opts(url));
-    const r = await engine.run(tokenReq("p"));
+    live.engine = new OpenAIEngine(opts(url));
+    const r = await live.engine.run(tokenReq("p"));
     expect(r).toMatchObject({
       cachedTokens: 450,
       cacheReported: true,
@@ -265,8 +261,8 @@ describe("remote engine: completions", () => {
     const { url } = await startDouble({
       "POST /v1/completions": sse([{ choices: [{ text: "x", finish_reason: "stop" }] }]),
     });
-    engine = new OpenAIEngine(opts(url));
-    const r = await engine.run(tokenReq("p"));
+    live.engine = new OpenAIEngine(opts(url));
+    const r = await live.engine.run(tokenReq("p"));
     expect(r.cacheReported).toBe(false);
     expect(r.cachedTokens).toBe(0);
     expect(r.completionTokens).toBe(1);
@@ -281,9 +277,9 @@ describe("remote engine: completions", () => {
         ok,
       ],
     });
-    engine = new OpenAIEngine(opts(url));
+    live.engine = new OpenAIEngine(opts(url));
     const t0 = Date.now();
-    const r = await engine.run(tokenReq("p"));
+    const r = await live.engine.run(tokenReq("p"));
     expect(r.text).toBe("ok");
     expect(seen.length).toBe(3);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(900); // waited for Retry-After: 1
@@ -293,8 +289,8 @@ describe("remote engine: completions", () => {
     const { url, seen } = await startDouble({
       "POST /v1/completions": json(400, { error: { message: "prompt too long for model" } }),
     });
-    engine = new OpenAIEngine(opts(url));
-    const err = await engine.run(tokenReq("p")).catch((e) => e);
+    live.engine = new OpenAIEngine(opts(url));
+    const err = await live.engine.run(tokenReq("p")).catch((e) => e);
     expect(err).toBeInstanceOf(EngineInputError);
     expect(String(err.message)).toMatch(/400.*prompt too long/);
     expect(seen.length).toBe(1);
@@ -302,32 +298,32 @@ describe("remote engine: completions", () => {
 
   it("gives up after the configured retries on persistent 5xx", async () => {
     const { url, seen } = await startDouble({ "POST /v1/completions": json(502, { error: "bad gateway" }) });
-    engine = new OpenAIEngine(opts(url, { retries: 2 }));
-    await expect(engine.run(tokenReq("p"))).rejects.toThrow(/failed after 3 attempt\(s\): HTTP 502/);
+    live.engine = new OpenAIEngine(opts(url, { retries: 2 }));
+    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(/failed after 3 attempt\(s\): HTTP 502/);
     expect(seen.length).toBe(3);
   });
 
   it("reports a refused connection clearly after retrying", async () => {
     const { url } = await startDouble({});
-    await new Promise<void>((r) => double!.close(() => r()));
-    double = undefined;
-    engine = new OpenAIEngine(opts(url, { retries: 1 }));
-    await expect(engine.run(tokenReq("p"))).rejects.toThrow(/ECONNREFUSED/);
-    expect((await engine.health()).ok).toBe(false);
+    await new Promise<void>((r) => live.double!.close(() => r()));
+    live.double = undefined;
+    live.engine = new OpenAIEngine(opts(url, { retries: 1 }));
+    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(/ECONNREFUSED/);
+    expect((await live.engine.health()).ok).toBe(false);
   });
 
   it("times out a server that never answers", async () => {
     const { url } = await startDouble({ "POST /v1/completions": () => {} });
-    engine = new OpenAIEngine(opts(url, { headersTimeoutMs: 200, retries: 0 }));
-    await expect(engine.run(tokenReq("p"))).rejects.toThrow(EngineUnavailableError);
-    await expect(engine.run(tokenReq("p"))).rejects.toThrow(/HEADERS_TIMEOUT|timeout/i);
+    live.engine = new OpenAIEngine(opts(url, { headersTimeoutMs: 200, retries: 0 }));
+    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(EngineUnavailableError);
+    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(/HEADERS_TIMEOUT|timeout/i);
   });
 
   it("rejects a malformed stream event and an over-long request", async () => {
     const { url } = await startDouble({ "POST /v1/completions": sse(["{not json"]) });
-    engine = new OpenAIEngine(opts(url, { maxContextTokens: 10 }));
-    await expect(engine.run(tokenReq("p"))).rejects.toThrow(/malformed stream event/);
-    await expect(engine.run(tokenReq("p", 8))).rejects.toThrow(EngineInputError);
+    live.engine = new OpenAIEngine(opts(url, { maxContextTokens: 10 }));
+    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(/malformed stream event/);
+    await expect(live.engine.run(tokenReq("p", 8))).rejects.toThrow(EngineInputError);
   });
 
   it("aborts an in-flight stream", async () => {
@@ -337,9 +333,9 @@ describe("remote engine: completions", () => {
         res.write(`data: ${JSON.stringify({ choices: [{ text: "a" }] })}\n\n`);
       },
     });
-    engine = new OpenAIEngine(opts(url));
+    live.engine = new OpenAIEngine(opts(url));
     const ac = new AbortController();
-    const p = engine.run(tokenReq("p"), () => ac.abort(), ac.signal);
+    const p = live.engine.run(tokenReq("p"), () => ac.abort(), ac.signal);
     await expect(p).rejects.toThrow(/abort/i);
   });
 });
@@ -387,10 +383,10 @@ describe("remote engine: the context limit, read from the server", () => {
         { id: "m", object: "model", max_model_len: 1234 },
       ]),
     });
-    engine = await OpenAIEngine.create(opts(url), log);
-    expect(engine.info.maxContextTokens).toBe(1234);
-    expect(engine.contextSource).toBe("server");
-    await expect(engine.run(tokenReq("p", 1232))).rejects.toThrow(/context of 1234 tokens/);
+    live.engine = await OpenAIEngine.create(opts(url), log);
+    expect(live.engine.info.maxContextTokens).toBe(1234);
+    expect(live.engine.contextSource).toBe("server");
+    await expect(live.engine.run(tokenReq("p", 1232))).rejects.toThrow(/context of 1234 tokens/);
     expect(logged).toEqual([]);
   });
 
@@ -399,15 +395,15 @@ describe("remote engine: the context limit, read from the server", () => {
       // llama.cpp names its one model by its path: not the name the node was given.
       "GET /v1/models": models([{ id: "/models/x.gguf", object: "model", meta: { n_ctx: 512 } }]),
     });
-    engine = await OpenAIEngine.create(opts(url));
-    expect(engine.info.maxContextTokens).toBe(512);
-    await engine.close();
-    double?.close();
+    live.engine = await OpenAIEngine.create(opts(url));
+    expect(live.engine.info.maxContextTokens).toBe(512);
+    await live.engine.close();
+    live.double?.close();
     const props = await startDouble({
       "GET /props": json(200, { default_generation_settings: { n_ctx: 768 }, total_slots: 2 }),
     });
-    engine = await OpenAIEngine.create(opts(props.url));
-    expect(engine.info.maxContextTokens).toBe(768);
+    live.engine = await OpenAIEngine.create(opts(props.url));
+    expect(live.engine.info.maxContextTokens).toBe(768);
   });
 
   it("keeps the configured limit when the server reports none or an out-of-bounds one", async () => {
@@ -415,9 +411,9 @@ describe("remote engine: the context limit, read from the server", () => {
       "GET /v1/models": models([{ id: "m", object: "model", max_model_len: 1e12 }]),
       "GET /props": json(200, { default_generation_settings: { n_ctx: -3 } }),
     });
-    engine = await OpenAIEngine.create(opts(url, { maxContextTokens: 999 }), log);
-    expect(engine.info.maxContextTokens).toBe(999);
-    expect(engine.contextSource).toBe("configured");
+    live.engine = await OpenAIEngine.create(opts(url, { maxContextTokens: 999 }), log);
+    expect(live.engine.info.maxContextTokens).toBe(999);
+    expect(live.engine.contextSource).toBe("configured");
     expect(logged).toEqual([expect.stringMatching(/reports no context limit/)]);
   });
 
@@ -426,12 +422,12 @@ describe("remote engine: the context limit, read from the server", () => {
       "GET /v1/models": [json(503, { error: "loading model" }), models([{ id: "m", max_model_len: 640 }])],
       "GET /health": json(200, { status: "ok" }),
     });
-    engine = await OpenAIEngine.create(opts(url, { retries: 0 }), log);
-    expect(engine.info.maxContextTokens).toBe(4096);
+    live.engine = await OpenAIEngine.create(opts(url, { retries: 0 }), log);
+    expect(live.engine.info.maxContextTokens).toBe(4096);
     expect(logged).toEqual([expect.stringMatching(/did not answer/)]);
-    expect((await engine.health()).ok).toBe(true);
-    expect(engine.info.maxContextTokens).toBe(640);
-    expect(engine.contextSource).toBe("server");
+    expect((await live.engine.health()).ok).toBe(true);
+    expect(live.engine.info.maxContextTokens).toBe(640);
+    expect(live.engine.contextSource).toBe("server");
   });
 });
 
@@ -499,8 +495,10 @@ describe("remote engine: chat template and health", () => {
     const { url } = await startDouble({
       "POST /apply-template": json(200, { prompt: "<|user|>hi<|assistant|>" }),
     });
-    engine = new OpenAIEngine(opts(url));
-    expect(await engine.applyChatTemplate([{ role: "user", content: "hi" }])).toBe("<|user|>hi<|assistant|>");
+    live.engine = new OpenAIEngine(opts(url));
+    expect(await live.engine.applyChatTemplate([{ role: "user", content: "hi" }])).toBe(
+      "<|user|>hi<|assistant|>",
+    );
     const fallback = new OpenAIEngine(opts(url, { chatTemplate: "fallback" }));
     expect(await fallback.applyChatTemplate([{ role: "user", content: "hi" }])).toBe("User: hi\nAssistant:");
     await fallback.close();
@@ -508,8 +506,8 @@ describe("remote engine: chat template and health", () => {
 
   it("is healthy when /health answers 200 with an empty body (vLLM)", async () => {
     const { url } = await startDouble({ "GET /health": (_q, _b, res) => res.writeHead(200).end() });
-    engine = new OpenAIEngine(opts(url));
-    expect(await engine.health()).toEqual({ ok: true });
+    live.engine = new OpenAIEngine(opts(url));
+    expect(await live.engine.health()).toEqual({ ok: true });
   });
 });
 

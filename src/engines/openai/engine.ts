@@ -171,9 +171,9 @@ export class OpenAIEngine implements Engine {
     return undefined;
   }
 
-  async tokenize(text: string): Promise<Tokens> {
+  async tokenize(text: string, signal?: AbortSignal): Promise<Tokens> {
     if (this.opts.tokenizer === "local") return localTokens(text);
-    const remote = await this.tokenizer.tokenize(text);
+    const remote = await this.tokenizer.tokenize(text, signal);
     if (remote) return remote;
     if (this.opts.tokenizer === "server")
       throw new EngineUnavailableError("server has no /tokenize endpoint that returns tokens");

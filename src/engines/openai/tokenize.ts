@@ -100,13 +100,16 @@ export class RemoteTokenizer {
     }
   }
 
-  /** The server's tokens for `text`; undefined when it has no /tokenize that returns tokens. */
-  async tokenize(text: string): Promise<Tokens | undefined> {
+  /**
+   * The server's tokens for `text`; undefined when it has no /tokenize that returns tokens. `signal`
+   * aborts this request only: the shape probe is shared with other callers, so it is not aborted.
+   */
+  async tokenize(text: string, signal?: AbortSignal): Promise<Tokens | undefined> {
     const shape = this.tokenizeShape ?? (await this.detectShape());
     if (shape === "none") return undefined;
     // Once the shape is known, a 4xx is about this prompt (e.g. too long): the caller's error.
     const parsed = TokenizeResponse.safeParse(
-      await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text)),
+      await this.http.json("POST", "/tokenize", this.tokenizeBody(shape, text), signal),
     );
     if (!parsed.success) throw new EngineUnavailableError("unexpected /tokenize response from the server");
     const tokens = toTokens(parsed.data.tokens);

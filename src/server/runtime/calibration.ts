@@ -7,16 +7,20 @@
  *
  * The runs: a long and a short prompt, each cold (a fresh nonce first, so nothing is cached), then the
  * long one again (its prefix now cached), `OUTPUT_TOKENS` tokens out each; two rounds while the budget
- * lasts. Bounded: no run starts after `budgetMs`, and a run still going at the budget is aborted (its
- * sample is lost, the others stand). Afterwards what the runs cached is freed (node-managed caches:
- * `evict`; engine-managed: `resetCache`), so the node's tree and its engine agree again.
+ * lasts. The budget is a deadline, not a check between runs: every wait on the engine (a tokenize, a
+ * run and what the engine does inside it, e.g. a slot read-back) is given the deadline's signal, so a
+ * remote engine's request is aborted at `budgetMs`, and the wait ends then even when the engine
+ * ignores the abort (a stalled server). A run cut off loses its sample; the others stand. Afterwards
+ * what the runs cached is freed (node-managed caches: `evict`; engine-managed: `resetCache`), so the
+ * node's tree and its engine agree again; the reset is waited for at most `RESET_WAIT_MS` past the
+ * budget (it stays queued ahead of any later run: the Engine contract).
  * Works with any Engine: the sim engine, embedded llama.cpp, remote servers (text prompts).
  */
 import type { Engine, EngineRequest, EngineResult, EvictedRun } from "../../core/engine.js";
 import type { CostSample } from "../../core/node/engine-costs.js";
 
 export interface CalibrationOptions {
-  /** Longest the whole calibration may take, ms (0: none is run). */
+  /** Longest the whole calibration may take, ms (0: none is run); the cache reset may add RESET_WAIT_MS. */
   budgetMs: number;
   /** Rounds of three runs (each round adds a sample per shape). */
   rounds?: number;
@@ -24,12 +28,21 @@ export interface CalibrationOptions {
 }
 
 export interface Calibration {
+  /** One per completed run. */
   samples: CostSample[];
-  /** Wall time the runs took, ms. */
+  /** Wall time calibration took, ms (the cache reset included). */
   ms: number;
-  /** Why it stopped before every planned run (budget, an engine error); undefined if complete. */
+  /** Why it stopped before every planned run ("budget", an engine error); undefined if complete. */
   stopped?: string;
+  /**
+   * The runs' cache reset (engine-managed caches): "pending" when it had not ended within
+   * RESET_WAIT_MS past the budget (it still runs, ahead of any later run), "failed" when it threw.
+   */
+  reset?: "pending" | "failed";
 }
+
+/** How long past the budget calibration waits for the engine to free what its runs cached. */
+export const RESET_WAIT_MS = 1_000;
 
 const OUTPUT_TOKENS = 8;
 const LONG_WORDS = 256;
@@ -41,20 +54,25 @@ export async function calibrateEngine(engine: Engine, o: CalibrationOptions): Pr
   const samples: CostSample[] = [];
   if (!(o.budgetMs > 0)) return { samples, ms: 0, stopped: "disabled" };
   const end = start + o.budgetMs;
+  const deadline = new Deadline(o.budgetMs);
   const made: EngineRequest[] = [];
   let stopped: string | undefined;
   try {
     const rounds = o.rounds ?? 2;
     for (let r = 0; r < rounds && stopped === undefined; r++) {
-      const long = await prompt(engine, `r${r}l`, LONG_WORDS);
-      const short = await prompt(engine, `r${r}s`, SHORT_WORDS);
+      const long = await prompt(engine, `r${r}l`, LONG_WORDS, deadline);
+      const short = long && (await prompt(engine, `r${r}s`, SHORT_WORDS, deadline));
+      if (!long || !short) {
+        stopped = "budget";
+        break;
+      }
       for (const req of [long, short, long]) {
-        if (now() >= end) {
+        if (now() >= end || deadline.passed) {
           stopped = "budget";
           break;
         }
         made.push(req);
-        const res = await runWithin(engine, req, end - now());
+        const res = await deadline.within((signal) => engine.run(req, undefined, signal));
         if (res === undefined) {
           stopped = "budget";
           break;
@@ -64,50 +82,79 @@ export async function calibrateEngine(engine: Engine, o: CalibrationOptions): Pr
     }
   } catch (err) {
     stopped = `engine: ${(err as Error).message}`;
+  } finally {
+    deadline.clear();
   }
-  await forget(engine, made);
-  return { samples, ms: now() - start, ...(stopped === undefined ? {} : { stopped }) };
+  const reset = await forget(engine, made, Math.max(RESET_WAIT_MS, end - now()));
+  return {
+    samples,
+    ms: now() - start,
+    ...(stopped === undefined ? {} : { stopped }),
+    ...(reset === undefined ? {} : { reset }),
+  };
 }
 
-/** A prompt no cache holds yet (a fresh nonce first), of about `words` words, fitting the context. */
-async function prompt(engine: Engine, tag: string, words: number): Promise<EngineRequest> {
+/**
+ * The budget as a deadline: its signal aborts what is in flight when it passes, and `within` stops
+ * waiting then, whatever the engine does with the abort.
+ */
+class Deadline {
+  private readonly ac = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly expired: Promise<undefined>;
+
+  constructor(ms: number) {
+    let expire: () => void = () => {};
+    this.expired = new Promise<undefined>((resolve) => {
+      expire = () => resolve(undefined);
+    });
+    this.timer = setTimeout(() => {
+      this.ac.abort();
+      expire();
+    }, ms);
+  }
+
+  get passed(): boolean {
+    return this.ac.signal.aborted;
+  }
+
+  /** `work`'s result, or undefined when the deadline passed first (its abort is then not an error). */
+  async within<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
+    if (this.passed) return undefined;
+    const signal = this.ac.signal;
+    const done = work(signal).catch((err: unknown) => {
+      if (signal.aborted) return undefined;
+      throw err;
+    });
+    return await Promise.race([done, this.expired]);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/**
+ * A prompt no cache holds yet (a fresh nonce first), of about `words` words, fitting the context;
+ * undefined when the deadline passed while the engine tokenized it.
+ */
+async function prompt(
+  engine: Engine,
+  tag: string,
+  words: number,
+  deadline: Deadline,
+): Promise<EngineRequest | undefined> {
   const nonce = `calibration-${tag}-${Math.random().toString(36).slice(2, 10)}`;
   const room = Math.max(8, engine.info.maxContextTokens - OUTPUT_TOKENS - 8);
   let n = words;
   for (;;) {
     const text = `${nonce} ${Array.from({ length: n }, (_, i) => `w${i.toString(36)}`).join(" ")}`;
-    const tokens = await engine.tokenize(text);
+    const tokens = await deadline.within((signal) => engine.tokenize(text, signal));
+    if (tokens === undefined) return undefined;
     if (tokens.length <= room || n <= 1) {
       return { id: nonce, tokens, prompt: text, maxTokens: OUTPUT_TOKENS, temperature: 0 };
     }
     n = Math.max(1, Math.floor((n * room) / tokens.length / 1.1));
-  }
-}
-
-/**
- * Runs `req`, aborted after `ms`: undefined if it was. Bounded even when the engine ignores the abort
- * (a wedged engine): the wait ends at the budget whatever the run does.
- */
-async function runWithin(engine: Engine, req: EngineRequest, ms: number): Promise<EngineResult | undefined> {
-  const ac = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<undefined>((resolve) => {
-    timer = setTimeout(
-      () => {
-        ac.abort();
-        resolve(undefined);
-      },
-      Math.max(1, ms),
-    );
-  });
-  const run = engine.run(req, undefined, ac.signal).catch((err: unknown) => {
-    if (ac.signal.aborted) return undefined;
-    throw err;
-  });
-  try {
-    return await Promise.race([run, expired]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -122,13 +169,35 @@ function sampleOf(req: EngineRequest, r: EngineResult): CostSample {
   };
 }
 
-/** Frees what the calibration runs cached: the node's tree never held it. */
-async function forget(engine: Engine, made: readonly EngineRequest[]): Promise<void> {
-  if (made.length === 0) return;
+/**
+ * Frees what the calibration runs cached (the node's tree never held it), also after a run cut off
+ * by the deadline: an engine-managed reset is waited for `waitMs` at most.
+ */
+async function forget(
+  engine: Engine,
+  made: readonly EngineRequest[],
+  waitMs: number,
+): Promise<Calibration["reset"]> {
+  if (made.length === 0) return undefined;
   if (engine.info.cacheMode === "engine-managed") {
-    await engine.resetCache?.().catch(() => {});
-    return;
+    if (!engine.resetCache) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const reset = Promise.resolve()
+      .then(() => engine.resetCache?.())
+      .then(
+        () => undefined,
+        () => "failed" as const,
+      );
+    const late = new Promise<"pending">((resolve) => {
+      timer = setTimeout(() => resolve("pending"), waitMs);
+    });
+    try {
+      return await Promise.race([reset, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
   const runs: EvictedRun[] = [...new Set(made)].map((r) => ({ path: r.tokens, keep: 0 }));
   engine.evict?.(runs);
+  return undefined;
 }

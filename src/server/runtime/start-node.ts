@@ -360,11 +360,29 @@ async function calibrate(engine: Engine, node: PrefixNode, budgetMs: number, log
   if (!(budgetMs > 0)) return;
   const c = await calibrateEngine(engine, { budgetMs });
   node.calibrate(c.samples);
-  const costs = node.engineCosts();
-  logger.info(
-    { runs: c.samples.length, ms: Math.round(c.ms), stopped: c.stopped, costs },
-    "engine calibrated",
-  );
+  const fields = {
+    runs: c.samples.length,
+    ms: Math.round(c.ms),
+    budgetMs,
+    stopped: c.stopped,
+    reset: c.reset,
+    costs: node.engineCosts(),
+  };
+  // Without a run the configured prior stands: say so, or the costs routing uses look measured.
+  if (c.samples.length === 0)
+    logger.warn(
+      fields,
+      c.stopped === "budget"
+        ? "engine not calibrated: --calibration-ms ended it before any run completed; routing uses the default cost model"
+        : "engine not calibrated: routing uses the default cost model",
+    );
+  else if (c.stopped === "budget") logger.info(fields, "engine calibration cut short by --calibration-ms");
+  else if (c.stopped !== undefined) logger.warn(fields, "engine calibration cut short by an engine error");
+  else logger.info(fields, "engine calibrated");
+  if (c.reset === "pending")
+    logger.warn(fields, "engine calibration: the engine is still freeing what its runs cached");
+  else if (c.reset === "failed")
+    logger.warn(fields, "engine calibration: the engine could not free what its runs cached");
 }
 
 async function closeQuietly(app: FastifyInstance): Promise<void> {

@@ -183,7 +183,7 @@ export const engineSettings = {
     description:
       "Start-up calibration: before /ready says ready, a few short runs (two prompt lengths, cold and " +
       "cached, 8 output tokens each) measure the engine's costs for routing and for the costs this node " +
-      "advertises to its peers; this bounds their total time (a run still going is aborted). 0 = off: the " +
+      "advertises to its peers; this bounds their total time (a request still going is aborted). 0 = off: the " +
       "costs are learned from served requests only.",
   }),
 };
