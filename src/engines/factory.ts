@@ -51,7 +51,10 @@ export async function resolveModelPath(model: string, cacheDir?: string): Promis
 
 /** Runtime hooks that are not part of the (serializable) spec. */
 export interface EngineHooks {
-  /** Degraded-but-handled engine events (e.g. a saved state that failed to load); default stderr. */
+  /**
+   * Degraded-but-handled engine events (e.g. a saved state that failed to load, a KV-event mirror
+   * degraded or exact again); default stderr.
+   */
   log?: LlamaCppLog;
 }
 

@@ -16,7 +16,8 @@ const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
 
 /** The table's markdown (without its markers). */
 export async function renderMetricsTable(): Promise<string> {
-  const m = createMetrics("doc");
+  // With the series only a node following KV events has: the table lists every metric a node can show.
+  const m = createMetrics("doc", { kvEvents: true });
   const registry = m.registry;
   const labels = new Map<string, readonly string[]>(
     registry.getMetricsAsArray().map((x) => {

@@ -1,7 +1,8 @@
 /**
  * A node in front of a FAKE vLLM-like server (test/engines/kv-events/fake-server.ts) whose KV events
  * come through the KV-event publisher test double: the node's own tree follows the server's cache,
- * evictions included: after each run, and as the events arrive between runs (engine-cache-changed).
+ * evictions included: after each run, and as the events arrive between runs (engine-cache-changed);
+ * its /metrics shows the stream's and the mirror's standing.
  */
 import { encode } from "gpt-tokenizer";
 import pino from "pino";
@@ -142,5 +143,76 @@ describe("a node with a KV-event mirror", () => {
     await pub.publish([{ type: "AllBlocksCleared" }]);
     await waitFor("the tree to empty", async () => (await cluster()).treeTokens === 0);
     expect((await cluster()).served).toBe(0);
+  });
+
+  test("/metrics shows the stream and the mirror: counts, blocks held, exact then degraded", async () => {
+    const pub = await KvEventPublisherDouble.start();
+    open.push(pub);
+    const fake = await fakePrefixCachingServer(pub, { blockSize: 4, tokenize: (t) => encode(t) });
+    open.push(fake);
+    const engine = await OpenAIEngine.create({
+      baseUrl: fake.url,
+      model: "m",
+      kvEvents: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint, topic: "kv-events" },
+    });
+    await pub.subscribed();
+    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+    const settings = resolveNodeSettings(
+      {
+        id: "A",
+        engine: "openai",
+        model: "m",
+        engineUrl: fake.url,
+        insecure: true,
+        logLevel: "silent",
+        listen: `127.0.0.1:${api}`,
+        peerListen: `127.0.0.1:${peer}`,
+        calibrationMs: "0",
+      },
+      {},
+    );
+    node = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+    const scrape = async () => await (await fetch(`${node!.apiUrl}/metrics`)).text();
+    const value = (text: string, series: string): number | undefined => {
+      const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+      return line === undefined ? undefined : Number(line.slice(series.length + 1));
+    };
+    const mirrorEvent = (e: string) => `prefixmesh_engine_kv_mirror_events_total{event="${e}",node="A"}`;
+    await waitFor("the history", async () => engine.kvEventsStatus()!.subscriber.synced);
+    const before = await scrape();
+    expect(value(before, 'prefixmesh_engine_kv_mirror_exact{node="A"}')).toBe(1);
+    expect(value(before, 'prefixmesh_engine_kv_mirror_blocks{node="A"}')).toBe(0);
+    expect(value(before, mirrorEvent("stored"))).toBe(0);
+    // The history's replay (and an idle probe's, on a slow machine).
+    expect(
+      value(before, 'prefixmesh_engine_kv_subscriber_events_total{event="replays",node="A"}'),
+    ).toBeGreaterThanOrEqual(1);
+    expect(before).toContain("# TYPE prefixmesh_engine_kv_subscriber_events_total counter");
+
+    await pub.publish([
+      {
+        type: "BlockStored",
+        hashes: [101, 102],
+        parent: null,
+        tokens: [5, 6, 7, 8, 9, 10, 11, 12],
+        blockSize: 4,
+      },
+    ]);
+    await waitFor(
+      "two blocks held",
+      async () => value(await scrape(), 'prefixmesh_engine_kv_mirror_blocks{node="A"}') === 2,
+    );
+    const stored = await scrape();
+    expect(value(stored, 'prefixmesh_engine_kv_mirror_reachable_blocks{node="A"}')).toBe(2);
+    expect(value(stored, mirrorEvent("stored"))).toBe(2);
+    expect(value(stored, mirrorEvent("batches"))).toBe(1);
+
+    // A removal of a block never stored contradicts the mirror: degraded, counted.
+    await pub.publish([{ type: "BlockRemoved", hashes: [999] }]);
+    await waitFor(
+      "degraded",
+      async () => value(await scrape(), 'prefixmesh_engine_kv_mirror_exact{node="A"}') === 0,
+    );
+    expect(value(await scrape(), mirrorEvent("unknown_removals"))).toBe(1);
   });
 });

@@ -40,6 +40,52 @@ describe("metrics: the cluster-view gauges", () => {
   });
 });
 
+describe("metrics: the KV-event mirror", () => {
+  it("exist only for a node whose engine follows KV events, and read its status at each scrape", async () => {
+    const view = (kvEvents?: GaugeView["kvEvents"]): GaugeView => ({
+      treeTokens: 0,
+      queueDepth: 0,
+      pushBackActive: false,
+      peers: [],
+      ...(kvEvents ? { kvEvents } : {}),
+    });
+    const plain = createMetrics("A", { processMetrics: false });
+    plain.setViewProvider(() => view());
+    expect(await plain.registry.metrics()).not.toContain("prefixmesh_engine_kv_");
+
+    const m = createMetrics("A", { processMetrics: false, kvEvents: true });
+    let kv = {
+      exact: true,
+      blocks: 3,
+      reachableBlocks: 2,
+      subscriber: { gaps: 0, replayFailures: 0 },
+      mirror: { stored: 3, forgotten: 0 },
+    };
+    m.setViewProvider(() => view(kv));
+    const first = await m.registry.metrics();
+    expect(first).toContain('prefixmesh_engine_kv_mirror_exact{node="A"} 1');
+    expect(first).toContain('prefixmesh_engine_kv_mirror_blocks{node="A"} 3');
+    expect(first).toContain('prefixmesh_engine_kv_mirror_reachable_blocks{node="A"} 2');
+    expect(first).toContain(
+      'prefixmesh_engine_kv_subscriber_events_total{event="replay_failures",node="A"} 0',
+    );
+    expect(first).toContain('prefixmesh_engine_kv_mirror_events_total{event="stored",node="A"} 3');
+
+    kv = {
+      ...kv,
+      exact: false,
+      blocks: 0,
+      subscriber: { gaps: 1, replayFailures: 1 },
+      mirror: { stored: 3, forgotten: 3 },
+    };
+    const second = await m.registry.metrics();
+    expect(second).toContain('prefixmesh_engine_kv_mirror_exact{node="A"} 0');
+    expect(second).toContain('prefixmesh_engine_kv_mirror_blocks{node="A"} 0');
+    expect(second).toContain('prefixmesh_engine_kv_subscriber_events_total{event="gaps",node="A"} 1');
+    expect(second).toContain('prefixmesh_engine_kv_mirror_events_total{event="forgotten",node="A"} 3');
+  });
+});
+
 describe("metrics: refused members by reason", () => {
   it("labels a refusal by the check's code, anything else as other (bounded labels)", () => {
     expect(refusalReason("wrong-gossip: peer 'B' runs --gossip full, this node scuttlebutt")).toBe(

@@ -21,6 +21,7 @@ import { RadixTree } from "../../core/radix-tree.js";
 import { KvCacheMirror, type MirrorStats } from "./mirror.js";
 import { type KvEventsConfig, type KvEventsOptions, KvEventsOptionsSchema } from "./options.js";
 import { KvEventsSubscriber, type KvSubscriberStatus } from "./subscriber.js";
+import { type KvEventsLog, KvTransitionLog } from "./transition-log.js";
 
 export interface KvMirrorAccuracy {
   /** Runs the mirror predicted (exact) and the server reported cached tokens for. */
@@ -52,6 +53,7 @@ export class KvEventsCacheModel {
   /** The LRU model used while not exact: what the node would have assumed without events. */
   private readonly fallback: RadixTree;
   private tick = 0;
+  private readonly transitions: KvTransitionLog | undefined;
   private readonly acc: KvMirrorAccuracy = {
     requests: 0,
     exact: 0,
@@ -61,7 +63,8 @@ export class KvEventsCacheModel {
     unpredicted: 0,
   };
 
-  constructor(options: KvEventsOptions, capacityTokens: number) {
+  /** `log`: one line when the mirror becomes degraded, forgets blocks, or is exact again (bounded). */
+  constructor(options: KvEventsOptions, capacityTokens: number, log?: KvEventsLog) {
     this.opts = KvEventsOptionsSchema.parse(options);
     this.mirror = new KvCacheMirror({
       rank: this.opts.rank,
@@ -79,6 +82,13 @@ export class KvEventsCacheModel {
       limits: { maxPayloadBytes: this.opts.maxPayloadBytes },
     });
     this.fallback = new RadixTree({ capacity: capacityTokens }, false);
+    if (log) {
+      const t = new KvTransitionLog(log, () => ({ exact: this.exact, degraded: this.degradedReason() }));
+      this.mirror.onTransition((x) => t.transition(x));
+      this.mirror.onChange(() => t.changed());
+      this.subscriber.onChange(() => t.changed());
+      this.transitions = t;
+    }
   }
 
   /** Connects to the publisher (in the background: the server may start later than the node). */
@@ -127,13 +137,10 @@ export class KvEventsCacheModel {
   }
 
   status(): KvEventsStatus {
-    const subscriber = this.subscriber.status();
-    const degraded =
-      this.mirror.degraded ?? (subscriber.synced ? undefined : "waiting for the publisher's history");
     return {
       exact: this.exact,
-      degraded,
-      subscriber,
+      degraded: this.degradedReason(),
+      subscriber: this.subscriber.status(),
       mirror: this.mirror.stats(),
       accuracy: { ...this.acc },
     };
@@ -141,6 +148,13 @@ export class KvEventsCacheModel {
 
   async close(): Promise<void> {
     await this.subscriber.close();
+    this.transitions?.close();
+  }
+
+  private degradedReason(): string | undefined {
+    return (
+      this.mirror.degraded ?? (this.subscriber.isSynced ? undefined : "waiting for the publisher's history")
+    );
   }
 
   private observe(predicted: number | undefined, reported: number | undefined): void {

@@ -74,6 +74,14 @@ export interface MirrorCounters {
   forgotten: number;
 }
 
+/**
+ * A change of the mirror's standing, for a log line: it became degraded, or forgot blocks (and, if it
+ * was exact until then, became degraded by it: `degraded`).
+ */
+export type MirrorTransition =
+  | { kind: "degraded"; reason: string }
+  | { kind: "forgot"; reason: string; blocks: number; degraded: boolean };
+
 export interface MirrorStats {
   degraded: string | undefined;
   degradedSince: number | undefined;
@@ -100,6 +108,7 @@ export class KvCacheMirror {
   private degradedAt: number | undefined;
   private lastBlockSize: number | undefined;
   private readonly listeners = new Set<() => void>();
+  private readonly transitions = new Set<(t: MirrorTransition) => void>();
   readonly counters: MirrorCounters = {
     batches: 0,
     events: 0,
@@ -144,6 +153,12 @@ export class KvCacheMirror {
     return () => this.listeners.delete(fn);
   }
 
+  /** Called when the mirror becomes degraded or forgets blocks (before the change listeners). */
+  onTransition(fn: (t: MirrorTransition) => void): () => void {
+    this.transitions.add(fn);
+    return () => this.transitions.delete(fn);
+  }
+
   /** Applies one batch in order; returns false (and mirrors nothing of it) for another rank's batch. */
   apply(batch: KvEventBatch): boolean {
     // A batch naming no rank is the stream's own: SGLang releases that offset each attention-DP
@@ -181,21 +196,34 @@ export class KvCacheMirror {
    * removal of them may ever come. Blocks stored from here on are certain again.
    */
   forget(reason: string): void {
-    this.counters.forgotten += this.blocks.size;
+    const blocks = this.blocks.size;
+    this.counters.forgotten += blocks;
     this.blocks.clear();
     this.index.clear();
     this.ver++;
-    if (this.degradedReason === undefined) this.markDegraded(reason);
-    else this.notify();
+    const degraded = this.degrade(reason);
+    this.emit({ kind: "forgot", reason, blocks, degraded });
+    this.notify();
   }
 
   /** Marks the mirror as possibly missing blocks (the first reason is kept until exact again). */
   markDegraded(reason: string): void {
-    if (this.degradedReason !== undefined) return;
+    if (!this.degrade(reason)) return;
+    this.emit({ kind: "degraded", reason });
+    this.notify();
+  }
+
+  /** True when this made the mirror degraded (it was not). */
+  private degrade(reason: string): boolean {
+    if (this.degradedReason !== undefined) return false;
     this.degradedReason = reason;
     this.degradedAt = this.now();
     this.ver++;
-    this.notify();
+    return true;
+  }
+
+  private emit(t: MirrorTransition): void {
+    for (const fn of this.transitions) fn(t);
   }
 
   /** Longest prefix of `tokens` (of namespace `ns`) the engine holds as a chain of whole blocks, in tokens. */

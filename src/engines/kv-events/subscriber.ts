@@ -303,12 +303,8 @@ export class KvEventsSubscriber {
     const outcome = await this.replay(0, (_, after) =>
       this.mirror.markDegraded(`the publisher's buffer starts at batch ${after}: earlier ones are lost`),
     );
-    if (outcome.kind === "covered") {
-      this.synced = true;
-      return;
-    }
-    if (outcome.kind === "short") {
-      this.synced = true;
+    if (outcome.kind === "covered" || outcome.kind === "short") {
+      this.becameSynced();
       return;
     }
     this.next = undefined;
@@ -319,6 +315,16 @@ export class KvEventsSubscriber {
       this.mirror.markDegraded(`the history is unknown: ${outcome.why}`);
       this.next = first?.seq;
     }
+  }
+
+  /** The history is read: said to the listeners, as the mirror may be exact from now on. */
+  private becameSynced(): void {
+    this.synced = true;
+    this.notify();
+  }
+
+  private notify(): void {
+    for (const fn of this.changed) fn();
   }
 
   /** A replay from `from` while idle: nothing lost is the usual answer. */
@@ -404,7 +410,7 @@ export class KvEventsSubscriber {
     this.mirror.apply(batch);
     this.lastBatchAt = Date.now();
     this.lastBatchTs = batch.ts;
-    for (const fn of this.changed) fn();
+    this.notify();
   }
 
   /** A new publisher: its engine's cache started empty, and its history is yet to be read. */

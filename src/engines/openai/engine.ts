@@ -114,7 +114,8 @@ export class OpenAIEngine implements Engine {
   /**
    * An engine with the server's context limit read when the server answers now; when it does not,
    * the configured limit holds until a health check reaches the server (said through `log`). With
-   * `kvEvents`, its cache model follows the server's KV events (src/engines/kv-events).
+   * `kvEvents`, its cache model follows the server's KV events (src/engines/kv-events) and says through
+   * `log` when its mirror becomes degraded, forgets blocks, or is exact again.
    */
   static async create(
     options: OpenAIEngineOptions,
@@ -125,7 +126,7 @@ export class OpenAIEngine implements Engine {
     if (opts.kvEvents) {
       // zeromq loads only for a server that publishes KV events.
       const { KvEventsCacheModel } = await import("../kv-events/cache-model.js");
-      model = new KvEventsCacheModel(opts.kvEvents, opts.capacityTokens);
+      model = new KvEventsCacheModel(opts.kvEvents, opts.capacityTokens, log);
       model.start();
     }
     const engine = new OpenAIEngine(opts, model);

@@ -10,7 +10,7 @@ import type { PeerView } from "../../core/node/types.js";
 import { CLOCK_SKEW, type RefusedView } from "../../core/refusals.js";
 import type { ProtocolRange } from "../../net/protocol-range.js";
 import { type GaugeView, REFUSAL_REASONS, type RefusalReason, refusalReason } from "../metrics.js";
-import { engineCacheStatus } from "./cache-predictions.js";
+import { engineCacheStatus, engineKvEventsStatus, kvEventsGauges } from "./cache-predictions.js";
 import type { SeedView } from "./seed-states.js";
 
 /** Departed peers' kept trust records `/cluster` lists at most (the last gone first). */
@@ -168,6 +168,7 @@ export class ClusterView {
     const now = this.o.now();
     const s = node.stats();
     const swim = this.swimStats();
+    const kv = engineKvEventsStatus(this.o.engine);
     return {
       treeTokens: node.treeSize(),
       queueDepth: node.queueDepth(),
@@ -204,6 +205,7 @@ export class ClusterView {
       },
       refused: refusedCounts(this.refused(), this.seeds?.() ?? []),
       ...(swim ? { membershipEvents: membershipEvents(swim) } : {}),
+      ...(kv ? { kvEvents: kvEventsGauges(kv) } : {}),
     };
   }
 

@@ -29,6 +29,7 @@ import { createMetrics } from "../metrics.js";
 import { errorBody } from "../openai/format.js";
 import { type NodeSettings, SettingsError, splitHostPort } from "../settings/index.js";
 import { advertisedPeerUrl } from "./advertise.js";
+import { engineKvEventsStatus } from "./cache-predictions.js";
 import { calibrateEngine } from "./calibration.js";
 import { ANSWER_GRACE_MS, closeWithGrace } from "./close-grace.js";
 import { holdCpuLatency } from "./cpu-latency-qos.js";
@@ -145,7 +146,10 @@ export async function startNode(
     { epoch: Date.now() },
   );
 
-  const metrics = createMetrics(s.id, { maxPeerSeries: s.metricsMaxPeers });
+  const metrics = createMetrics(s.id, {
+    maxPeerSeries: s.metricsMaxPeers,
+    kvEvents: engineKvEventsStatus(engine) !== undefined,
+  });
   const delay = createDelayInjector({ delayMs: s.injectDelayMs, jitterMs: s.injectJitterMs });
   const delayFn = delay.enabled ? () => delay.wait() : undefined;
   const client = new PeerClient({

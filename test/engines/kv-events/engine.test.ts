@@ -9,7 +9,7 @@ import type { NodeInput } from "../../../src/core/node/types.js";
 import { OpenAIEngine } from "../../../src/engines/openai/engine.js";
 import { watchEngineCache } from "../../../src/server/runtime/engine-cache-watch.js";
 import { fakePrefixCachingServer } from "./fake-server.js";
-import { type DoubleOptions, KvEventPublisherDouble } from "./publisher-double.js";
+import { type DoubleEvent, type DoubleOptions, KvEventPublisherDouble } from "./publisher-double.js";
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -28,26 +28,30 @@ async function setup(
   double: DoubleOptions = {},
   server: { dropEventsOf?: Set<number> } = {},
   engineOpts: { retries?: number } = {},
+  log?: (msg: string, fields: Record<string, unknown>) => void,
 ) {
   const pub = await KvEventPublisherDouble.start(double);
   open.push(pub);
   const fake = await fakePrefixCachingServer(pub, { blockSize: 4, ...server });
   open.push(fake);
   const url = fake.url;
-  const engine = await OpenAIEngine.create({
-    baseUrl: url,
-    model: "m",
-    capacityTokens: 1000,
-    ...engineOpts,
-    kvEvents: {
-      endpoint: pub.endpoint,
-      ...(pub.replayEndpoint ? { replayEndpoint: pub.replayEndpoint } : {}),
-      topic: "kv-events",
-      replayTimeoutMs: 300,
-      probeIntervalMs: 60_000,
-      settleMs: 2_000,
+  const engine = await OpenAIEngine.create(
+    {
+      baseUrl: url,
+      model: "m",
+      capacityTokens: 1000,
+      ...engineOpts,
+      kvEvents: {
+        endpoint: pub.endpoint,
+        ...(pub.replayEndpoint ? { replayEndpoint: pub.replayEndpoint } : {}),
+        topic: "kv-events",
+        replayTimeoutMs: 300,
+        probeIntervalMs: 60_000,
+        settleMs: 2_000,
+      },
     },
-  });
+    log,
+  );
   open.push(engine);
   await pub.subscribed();
   // Without a replay endpoint the history is the first live batch, numbered 0.
@@ -127,6 +131,49 @@ describe("remote engine with KV events", () => {
     expect(seqs(engine.cachedSequences())).toEqual(
       [range(1, 10).join(","), range(200, 204).join(","), range(200, 205).join(",")].sort(),
     );
+  });
+
+  test("the mirror's transitions are logged, one line each: degraded, forgot, exact again", async () => {
+    const lines: { msg: string; fields: Record<string, unknown> }[] = [];
+    const { pub, engine } = await setup({ replay: "none" }, {}, {}, (msg, fields) => {
+      // The engine's other lines (no context limit reported, …) are not the mirror's.
+      if (msg.startsWith("KV-event mirror")) lines.push({ msg, fields });
+    });
+    const store = (hash: number, tokens: number[]): DoubleEvent => ({
+      type: "BlockStored",
+      hashes: [hash],
+      parent: null,
+      tokens,
+      blockSize: 4,
+    });
+    const applied = (n: number) => () => engine.kvEventsStatus()!.subscriber.nextSequence === n;
+    await pub.publish([store(1, range(1, 5))]); // batch 0: the history
+    await waitFor("batch 0", applied(1));
+    await pub.publish([], { drop: true }); // batch 1 lost
+    await pub.publish([store(2, range(5, 9))]); // batch 2 shows the gap: block 1 is forgotten
+    await waitFor("batch 2", applied(3));
+    await pub.publish([store(3, range(9, 13))]); // batch 3: applied, nothing to log
+    await pub.publish([], { drop: true }); // batch 4 lost
+    await pub.publish([]); // batch 5: blocks 2 and 3 forgotten; already degraded
+    await waitFor("batch 5", applied(6));
+    expect(lines).toEqual([
+      {
+        msg: expect.stringMatching(/^KV-event mirror degraded/),
+        fields: { reason: expect.stringMatching(/lost batches 1–1/), forgottenBlocks: 1 },
+      },
+      {
+        msg: "KV-event mirror forgot the blocks it held",
+        fields: { reason: expect.stringMatching(/lost batches 4–4/), blocks: 2 },
+      },
+    ]);
+    await pub.publish([{ type: "AllBlocksCleared" }]);
+    await waitFor("exact", () => engine.kvEventsStatus()!.exact);
+    await waitFor("the exact line", () => lines.length === 3);
+    expect(lines[2]).toEqual({ msg: "KV-event mirror exact again", fields: {} });
+    // Further batches are no transitions.
+    await pub.publish([store(4, range(1, 5))]);
+    await waitFor("batch 7", applied(8));
+    expect(lines).toHaveLength(3);
   });
 
   test("options are validated: a malformed endpoint is refused before anything connects", async () => {
