@@ -70,6 +70,37 @@ describe("a peer's trust across a restart, by every path that sees one", () => {
     expect(stallFive(h)).toEqual(PROBATION);
   });
 
+  it("an honest restart after failures short of the breaker: the new process is sent forwards", () => {
+    // More failures open the breaker than probation allows unanswered: if the old process's failed
+    // forwards stayed in the new one's probation count, it would never be sent one again.
+    const h = new Harness(["A", "B"], {
+      peerTrust: true,
+      trustFailures: 5,
+      trustMaxUnanswered: 3,
+      answerProbes: false,
+      forwardTimeoutMs: 5_000,
+      forwardAckTimeoutMs: 250,
+    });
+    warmB(h);
+    h.gossip(3);
+    proveB(h);
+    for (const t of [1, 2, 3]) {
+      expect(forwardsIn(h.client("A", `f${t}`, prompt(t, 30 + t)))).toEqual(["B"]);
+      h.deliver((m) => m.msg.type === "forward" || m.msg.type === "forward-ack");
+      h.drop((m) => m.from === "B" && (m.msg.type === "result" || m.msg.type === "error"));
+    }
+    for (let ms = 0; (h.node("A").peers()[0]?.trust?.failures ?? 0) < 3; ms += 10) {
+      if (ms > 30_000) throw new Error("B's stalled forwards never failed");
+      h.advanceLive(10);
+    }
+    expect(h.node("A").peers()[0]?.trust).toMatchObject({ state: "closed", failures: 3 });
+    h.crash("B");
+    h.restart("B");
+    warmB(h, "again");
+    h.gossip(3);
+    expect(stallFive(h)).toEqual(PROBATION);
+  });
+
   it("full mesh, removed and added back (DNS): a restart while out is seen, the same epoch is not", () => {
     const h = fullMesh();
     proveB(h);

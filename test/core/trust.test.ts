@@ -469,6 +469,50 @@ describe("trust: kept while a peer is out of the membership", () => {
     expect(t.mayHold("b")).toBe(false); // on probation again: the new process answered nothing yet
   });
 
+  it("a restart starts probation over: the old process's failures leave its count, not its streak", () => {
+    // More failures open the breaker than probation allows unanswered: the old process's failed
+    // attempts alone would hold the new one back from every forward, for ever.
+    const t = fresh({ failures: 5 });
+    t.sent("b", "0", 0);
+    t.answered("b", "0");
+    for (let i = 1; i <= 3; i++) {
+      t.sent("b", `${i}`, 0);
+      t.failed("b", `${i}`, 0);
+      t.ended("b", `${i}`);
+    }
+    expect(t.view("b")?.state).toBe("closed");
+    t.restarted("b");
+    expect(t.mayHold("b")).toBe(true);
+    // Its streak stands: two more failures of the new process open the breaker.
+    for (let i = 4; i <= 5; i++) {
+      t.sent("b", `${i}`, 1);
+      t.failed("b", `${i}`, 1);
+      t.ended("b", `${i}`);
+    }
+    expect(t.view("b")).toMatchObject({ state: "open", failures: 5, opened: 1 });
+  });
+
+  it("an honest peer restarted while demoted recovers full trust: its open period, one probe, closed", () => {
+    const t = fresh();
+    for (let i = 1; i <= 3; i++) {
+      t.sent("b", `${i}`, 0);
+      t.failed("b", `${i}`, 0);
+      t.ended("b", `${i}`);
+    }
+    t.restarted("b");
+    expect(t.routable("b", 9_999)).toBe(false);
+    expect(t.routable("b", 10_000)).toBe(true);
+    expect(t.mayHold("b")).toBe(true);
+    t.sent("b", "probe", 10_000);
+    expect(t.view("b")?.state).toBe("half-open");
+    t.answered("b", "probe");
+    expect(t.view("b")?.state).toBe("closed");
+    // Proven by that answer: off probation, its forwards unbounded again.
+    for (let i = 0; i < 5; i++) t.sent("b", `n${i}`, 10_001);
+    expect(t.mayHold("b")).toBe(true);
+    expect(t.routable("b", 10_001)).toBe(true);
+  });
+
   it("shows the kept records, the last gone first and bounded, a quarantine caught while out included", () => {
     const t = fresh();
     for (let i = 0; i < 3; i++) t.failed("b", "x", 0);

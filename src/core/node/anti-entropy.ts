@@ -35,7 +35,7 @@ export interface RoundPeer {
 }
 
 /** Epochs of peers removed at run time remembered at most (the one gone longest is forgotten beyond). */
-const MAX_GONE = 4_096;
+export const MAX_GONE = 4_096;
 
 export type AntiEntropyCounters = Pick<NodeStats, "snapshotsSent" | "snapshotsReceived">;
 

@@ -164,7 +164,10 @@ export class Trust {
    * staller could claim one at will: a restart clears only what a restart ends — a back-off for load
    * (its queue went) and the proof of its old process (probation starts over) — never the breaker,
    * score, failure history or quarantine that its answers earned. One rule for every path that sees
-   * a restart, member or not (mesh.ts, node.ts).
+   * a restart, member or not (mesh.ts, node.ts). Its probation starts over as a breaker opening starts
+   * it: the old process's failed attempts leave its count (they stay in its streak and window), or a
+   * closed breaker with as many of them as `maxUnanswered` would never be sent the forward that
+   * either proves the new process or opens the breaker.
    */
   restarted(id: NodeId): void {
     const t = this.peers.get(id) ?? this.departed.get(id)?.record;
@@ -172,6 +175,7 @@ export class Trust {
     t.busyUntil = 0;
     t.busyMs = 0;
     t.proven = false;
+    t.failedSince = 0;
   }
 
   private fresh(): PeerTrust {
