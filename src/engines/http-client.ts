@@ -18,6 +18,8 @@ export interface HttpOptions {
 
 export const MAX_JSON_BYTES = 8 << 20;
 
+const CLOSED = "the engine was closed: request abandoned";
+
 const RETRY_STATUS = new Set([429, 500, 502, 503, 504]);
 const RETRY_CODES = new Set([
   "ECONNREFUSED",
@@ -38,18 +40,28 @@ export function retryAfterMs(header: string | string[] | undefined, nowMs: numbe
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
+/** Waits `ms`, unless `signal` aborts (EngineAbortedError) or `closing` does (its reason). */
+const sleep = (ms: number, signal: AbortSignal | undefined, closing: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal?.aborted) return reject(new EngineAbortedError());
+    if (closing.aborted) return reject(closing.reason);
     const t = setTimeout(() => {
       signal?.removeEventListener("abort", onAbort);
+      closing.removeEventListener("abort", onClose);
       resolve();
     }, ms);
     const onAbort = () => {
       clearTimeout(t);
+      closing.removeEventListener("abort", onClose);
       reject(new EngineAbortedError());
     };
+    const onClose = () => {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", onAbort);
+      reject(closing.reason);
+    };
     signal?.addEventListener("abort", onAbort, { once: true });
+    closing.addEventListener("abort", onClose, { once: true });
   });
 
 async function readLimited(body: Dispatcher.ResponseData["body"], limit: number): Promise<string> {
@@ -68,6 +80,8 @@ async function readLimited(body: Dispatcher.ResponseData["body"], limit: number)
 
 export class HttpClient {
   private readonly agent: Agent;
+  /** Aborted by `close()`: its reason is what every request then fails with. */
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly baseUrl: string,
@@ -106,6 +120,7 @@ export class HttpClient {
     if (this.opts.apiKey) headers.authorization = `Bearer ${this.opts.apiKey}`;
     let lastError = "";
     for (let attempt = 0; ; attempt++) {
+      if (this.closing.signal.aborted) throw this.closing.signal.reason;
       if (signal?.aborted) throw new EngineAbortedError();
       let wait = Math.min(
         this.opts.maxBackoffMs,
@@ -148,7 +163,7 @@ export class HttpClient {
           `${method} ${this.url(path)} failed after ${attempt + 1} attempt(s): ${lastError}`,
         );
       }
-      await sleep(wait, signal);
+      await sleep(wait, signal, this.closing.signal);
     }
   }
 
@@ -163,7 +178,13 @@ export class HttpClient {
     }
   }
 
+  /**
+   * Ends every request in flight at once, with an EngineUnavailableError (their streams too): a
+   * stalled server would otherwise hold the close for the headers or body timeout. The node closes
+   * its engine only after its drain, so these requests have had their time.
+   */
   close(): Promise<void> {
-    return this.agent.close();
+    if (!this.closing.signal.aborted) this.closing.abort(new EngineUnavailableError(CLOSED));
+    return this.agent.destroy(this.closing.signal.reason as EngineUnavailableError);
   }
 }

@@ -80,6 +80,7 @@ export interface NodeRuntimeOptions {
 }
 
 const nowDefault = () => performance.timeOrigin + performance.now();
+const SHUT_DOWN_BEFORE_ANSWERING = "node shut down before answering";
 
 export class NodeRuntime implements NodeService {
   readonly nodeId: string;
@@ -200,12 +201,18 @@ export class NodeRuntime implements NodeService {
   }
 
   tokenize(text: string) {
-    return this.engine.tokenize(text);
+    return this.engine.tokenize(text).catch(this.shutDownBeforeAnswering);
   }
 
   applyChatTemplate(messages: Parameters<Engine["applyChatTemplate"]>[0]) {
-    return this.engine.applyChatTemplate(messages);
+    return this.engine.applyChatTemplate(messages).catch(this.shutDownBeforeAnswering);
   }
+
+  /** An engine request ended by the engine's close at shutdown: the client's 503, as after the drain. */
+  private readonly shutDownBeforeAnswering = (err: unknown): never => {
+    if (this.stopping) throw new ServiceError(503, "server_error", SHUT_DOWN_BEFORE_ANSWERING);
+    throw err;
+  };
 
   submit(input: InferenceInput, events: ServeEvents, link: ClientLink): Promise<ServeOutcome> {
     const phase = !this.started
@@ -316,7 +323,7 @@ export class NodeRuntime implements NodeService {
       await new Promise((r) => setTimeout(r, 20));
     }
     this.served.finishAll("shutting down");
-    this.clients.failAll(() => new ServiceError(503, "server_error", "node shut down before answering"));
+    this.clients.failAll(() => new ServiceError(503, "server_error", SHUT_DOWN_BEFORE_ANSWERING));
     this.timers.clear();
     this.health.stop();
     this.unwatchCache();

@@ -345,12 +345,15 @@ export async function startNode(
       waits.stop();
       const apiClosed = closeQuietly(api);
       await runtime.shutdown(s.drainSec * 1000);
+      // The drain is over: what the engine still has in flight (a stalled server's) ends now, and
+      // the clients waiting on it get their 503 within the answer grace.
+      const engineClosed = engine.close().catch(() => {});
       await closeWithGrace(api.server, apiClosed, ANSWER_GRACE_MS);
       const peerClosed = closeQuietly(peerServer);
       peerServer.server.closeAllConnections();
       await peerClosed;
       await client.close();
-      await engine.close().catch(() => {});
+      await engineClosed;
       cpuLatency?.release();
       logger.info({}, "stopped");
     })();

@@ -1,0 +1,141 @@
+/**
+ * Stopping a node whose remote engine has stalled: a TEST DOUBLE of an OpenAI-compatible server
+ * (127.0.0.1 only, no inference) accepts `/tokenize` and `/v1/completions` and never answers them.
+ * The stop must end within the drain bound (plus the answer grace), not wait out the engine's
+ * headers timeout, and the client of the held request must get an answer, not a hang.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { EngineUnavailableError } from "../../src/engines/errors.js";
+import { OpenAIEngine } from "../../src/engines/openai/engine.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
+import { ANSWER_GRACE_MS } from "../../src/server/runtime/close-grace.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { waitFor } from "../e2e/helpers.js";
+import { closedAfterEach } from "../engines/server-double.js";
+
+/** What a loaded machine may add to a bound before the timers fire (generous: shared cores). */
+const SLACK_MS = 3_000;
+const DRAIN_SEC = 1;
+
+const live = closedAfterEach<OpenAIEngine>();
+let node: NodeHandle | undefined;
+afterEach(async () => {
+  await node?.stop();
+  node = undefined;
+});
+
+/**
+ * The double: `/tokenize` in llama.cpp's shape answers its shape probe ("Hello, world") at once and
+ * holds every other request; `/v1/completions` holds every request; the rest is a 404. `closed`
+ * counts held requests whose client hung up.
+ */
+async function stallingDouble(): Promise<{ url: string; held: string[]; closed: string[] }> {
+  const held: string[] = [];
+  const closed: string[] = [];
+  live.double = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      if (req.url === "/tokenize") {
+        const content = (JSON.parse(body) as { content?: unknown }).content;
+        if (content === undefined || content === "Hello, world") {
+          const tokens = typeof content === "string" ? Array.from(content, (_, i) => i + 1) : [];
+          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ tokens }));
+          return;
+        }
+      } else if (req.url !== "/v1/completions") {
+        res.writeHead(404).end();
+        return;
+      }
+      held.push(req.url ?? "");
+      res.on("close", () => closed.push(req.url ?? ""));
+    });
+  });
+  await new Promise<void>((r) => live.double!.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(live.double!.address() as AddressInfo).port}`, held, closed };
+}
+
+describe("closing a remote engine whose server stalls (test double)", () => {
+  it("ends the held /tokenize and /v1/completions at once, each with a clear error", async () => {
+    const d = await stallingDouble();
+    live.engine = new OpenAIEngine({ baseUrl: d.url, model: "m", retries: 0, cacheMirror: "lru" });
+    const engine = live.engine;
+    await engine.tokenize("Hello, world");
+    const tokens = engine.tokenize("a prompt the server holds").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const run = engine.run({ id: "r", tokens: Uint32Array.of(1, 2), prompt: "hi", maxTokens: 2 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await waitFor(() => d.held.length === 2, 10_000, "the double to hold both requests");
+    const t0 = performance.now();
+    await engine.close();
+    expect(performance.now() - t0).toBeLessThan(SLACK_MS);
+    for (const e of [await tokens, await run]) {
+      expect(e).toBeInstanceOf(EngineUnavailableError);
+      expect((e as Error).message).toMatch(/engine was closed/);
+    }
+    await waitFor(() => d.closed.length === 2, 10_000, "the held requests to be cut");
+  });
+});
+
+describe("stopping a node whose remote engine stalls (test double)", () => {
+  it.each([
+    ["/tokenize", "server"],
+    ["/v1/completions", "local"],
+  ] as const)(
+    "ends within the drain bound with %s held",
+    async (path, tokenizer) => {
+      const d = await stallingDouble();
+      live.engine = new OpenAIEngine({
+        baseUrl: d.url,
+        model: "m",
+        tokenizer,
+        retries: 0,
+        cacheMirror: "lru",
+      });
+      await live.engine.tokenize("Hello, world");
+      const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+      const settings = resolveNodeSettings(
+        {
+          id: "A",
+          listen: `127.0.0.1:${api}`,
+          peerListen: `127.0.0.1:${peer}`,
+          insecure: true,
+          logLevel: "silent",
+          calibrationMs: 0,
+          drainSec: DRAIN_SEC,
+        },
+        {},
+      );
+      node = await startNode(settings, { logger: pino({ level: "silent" }), engine: live.engine });
+      const answer = fetch(`${node.apiUrl}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", prompt: "Tell me a story about the sea", max_tokens: 4 }),
+      }).then(
+        async (res) => ({ status: res.status, body: await res.text() }),
+        (e: Error) => ({ status: 0, body: e.message }),
+      );
+      await waitFor(() => d.held.includes(path), 10_000, `the double to hold ${path}`);
+      const t0 = performance.now();
+      await node.stop();
+      const ms = performance.now() - t0;
+      expect(ms).toBeLessThan(DRAIN_SEC * 1000 + ANSWER_GRACE_MS + SLACK_MS);
+      // The client of the held request is answered: an OpenAI-style 5xx, not a dropped connection.
+      const a = await answer;
+      expect(a.status).toBe(503);
+      expect(JSON.parse(a.body)).toMatchObject({
+        error: { message: "node shut down before answering", type: "server_error" },
+      });
+      await waitFor(() => d.closed.includes(path), 10_000, "the held request to be aborted");
+    },
+    60_000,
+  );
+});
