@@ -35,6 +35,8 @@ describe("dashboard: departed peers' kept trust", () => {
   it("nothing to show for an older node or garbage", () => {
     for (const v of [undefined, null, 3, "x", [], { peers: "x" }, { total: 2 }])
       expect(departedLines(v).lines).toEqual([]);
+    // Entries that are not objects are skipped, not thrown on.
+    expect(departedLines({ peers: [null, 3, "x", { id: "D" }] }).lines.map((l) => l.id)).toEqual(["D"]);
     expect(departedLines({ peers: [{ id: "B", trust: null }] }).lines[0]).toEqual({
       id: "B",
       state: "unknown",

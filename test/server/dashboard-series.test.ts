@@ -228,6 +228,8 @@ describe("dashboard: the refused candidates", () => {
   it("shows nothing when none is refused (or an older node says nothing)", () => {
     expect(refusedLines([])).toEqual({ lines: [], more: 0 });
     expect(refusedLines(undefined)).toEqual({ lines: [], more: 0 });
+    // Entries that are not objects are skipped, not thrown on.
+    expect(refusedLines([null, 3] as unknown as Parameters<typeof refusedLines>[0]).lines).toEqual([]);
   });
 
   it("splits the reason into its code and the message in full, with the refusals and the re-check", () => {

@@ -28,7 +28,10 @@ export function departedLines(
     total?: unknown;
     peers?: unknown;
   };
-  const all = Array.isArray(d.peers) ? (d.peers as Record<string, unknown>[]) : [];
+  // Entries that are not objects are skipped: odd JSON must not stop the page's update.
+  const all = (Array.isArray(d.peers) ? (d.peers as unknown[]) : []).filter(
+    (p): p is Record<string, unknown> => typeof p === "object" && p !== null,
+  );
   const lines = all.slice(0, Math.max(0, max)).map((p) => {
     const t = (typeof p.trust === "object" && p.trust !== null ? p.trust : {}) as Record<string, unknown>;
     const epoch = typeof p.epoch === "number" ? ` · epoch ${p.epoch}` : "";

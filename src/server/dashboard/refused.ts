@@ -45,7 +45,10 @@ export function refusedLines(
   refused: readonly RefusedView[] | undefined,
   max = MAX_REFUSED_SHOWN,
 ): { lines: RefusedLine[]; more: number } {
-  const all = Array.isArray(refused) ? refused : [];
+  // Entries that are not objects are skipped: odd JSON must not stop the page's update.
+  const all = (Array.isArray(refused) ? (refused as unknown[]) : []).filter(
+    (r): r is RefusedView => typeof r === "object" && r !== null,
+  );
   const lines = all.slice(0, Math.max(0, max)).map((r) => {
     const n = Number.isFinite(r.refusals) ? Math.max(0, Math.round(r.refusals)) : 0;
     return {
