@@ -10,17 +10,20 @@ import { TransportError } from "./transport-error.js";
 const MAX_SHAPE_BYTES = 4096;
 
 /**
- * Why a 404 from `status`/`body` means the address is no peer port, or undefined. A peer port takes
- * every peer path (an unknown one is refused before routing with `{"error": "…"}`), so a 404 whose
- * body is an OpenAI-style error (`{"error": {"message", "type"}}`) is an OpenAI-compatible API: most
- * likely a node's API port (--listen).
+ * Why a 404 from `status`/`body` means the address is no peer port, or undefined. A peer port
+ * answers a path it has no route for with `{"error": "…"}` (transport-server.ts: a member of another
+ * build, undefined here), so a 404 whose body is an OpenAI-style error (`{"error": {"message",
+ * "type"}}`) is an OpenAI-compatible API: most likely a node's API port (--listen).
  */
 export function wrongPortAnswer(status: number, body: Uint8Array): string | undefined {
   if (status !== 404) return undefined;
-  const shape = body.byteLength <= MAX_SHAPE_BYTES ? openAiError(body) : undefined;
+  const shape = body.byteLength <= MAX_SHAPE_BYTES ? errorShape(body) : undefined;
+  // A peer port's own 404 (a path its build does not have, gossip it does not run) is a version or
+  // configuration mismatch between members: said as the plain 404 it is, not as a wrong address.
+  if (shape?.peerPort) return undefined;
   if (shape === undefined)
     return "the address answers HTTP 404 to a peer path: it is no prefixmesh peer port (--peer-listen)";
-  const who = /^no route [A-Z]+ \/peer\//.test(shape)
+  const who = /^no route [A-Z]+ \/peer\//.test(shape.message)
     ? "a prefixmesh node's API port"
     : "an OpenAI-style API";
   return (
@@ -29,15 +32,19 @@ export function wrongPortAnswer(status: number, body: Uint8Array): string | unde
   );
 }
 
-/** The message of an OpenAI-style error body, or undefined if the body has another shape. */
-function openAiError(body: Uint8Array): string | undefined {
+/**
+ * An error body's message: a peer port's (`{"error": "…"}`, transport-server.ts) or an OpenAI-style
+ * one (`{"error": {"message", "type"}}`); undefined if the body has another shape.
+ */
+function errorShape(body: Uint8Array): { message: string; peerPort: boolean } | undefined {
   try {
     const v = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8")) as {
-      error?: { message?: unknown; type?: unknown };
+      error?: string | { message?: unknown; type?: unknown };
     };
     const e = v?.error;
+    if (typeof e === "string") return { message: e, peerPort: true };
     if (e && typeof e === "object" && typeof e.message === "string" && typeof e.type === "string")
-      return e.message;
+      return { message: e.message, peerPort: false };
   } catch {
     // Not JSON: another shape.
   }

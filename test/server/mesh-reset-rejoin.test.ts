@@ -94,3 +94,68 @@ describe("a cache reset's rejoin", () => {
     f.mesh.stop();
   });
 });
+
+describe("a second cache reset while members are still away from the first", () => {
+  it("still awaits them quietly, and names them if they are not back", () => {
+    const alive = new Set<string>();
+    let now = 1_000;
+    const lines: { level: string; msg: string; fields: Record<string, unknown> }[] = [];
+    const log =
+      (level: string) =>
+      (fields: Record<string, unknown>, msg: string): void =>
+        void lines.push({ level, msg, fields });
+    const logger = { info: log("info"), warn: log("warn"), error: log("error"), debug: log("debug") };
+    const joins: { id: string; afterReset: boolean }[] = [];
+    const admin = {
+      meshJoined: (id: string, _url: string, _hello: unknown, afterReset = false) =>
+        void joins.push({ id, afterReset }),
+      meshLeft: () => {},
+    } as unknown as Admin;
+    const node = {
+      ...fakeSwimNode(() => undefined),
+      meshMembers: () => [...alive].map((id) => ({ id, status: "alive" })),
+    } as unknown as ReturnType<typeof fakeSwimNode>;
+    const mesh = meshPeersOver(
+      node,
+      fakePeerClient(new Set(), () => new Promise(() => {})),
+      admin,
+      { logger, now: () => now },
+    );
+    for (const id of ["B", "C"]) mesh.learn(id, `http://127.0.0.1:${id === "B" ? 1 : 2}`, true);
+    const set = (...ids: string[]) => {
+      alive.clear();
+      for (const id of ids) alive.add(id);
+      mesh.syncMembers();
+    };
+    set("B", "C");
+    mesh.newEpoch();
+    set(); // both leave with the reset
+    set("B"); // B is back, C not yet
+    mesh.newEpoch(); // a second reset (a benchmark's next run, say)
+    set(); // B leaves with it
+    set("B", "C"); // both back
+    // C's return is its return after the resets, as B's is: none logged as a plain join.
+    expect(joins.slice(2)).toEqual([
+      { id: "B", afterReset: true },
+      { id: "B", afterReset: true },
+      { id: "C", afterReset: true },
+    ]);
+    const info = lines.filter((l) => l.level === "info").map((l) => l.msg);
+    expect(info.at(-1)).toBe("cache reset: every member rejoined");
+    expect(info.filter((m) => m === "cache reset: every member rejoined")).toHaveLength(1);
+
+    // Away at the second reset and never back: named when the window ends.
+    set("B", "C");
+    mesh.newEpoch();
+    set();
+    set("B");
+    mesh.newEpoch();
+    set();
+    now += 60_000;
+    set("B");
+    const late = lines.filter((l) => l.msg.startsWith("cache reset: members not back"));
+    expect(late).toHaveLength(1);
+    expect(late[0]?.fields).toMatchObject({ missing: 1, peers: ["C"] });
+    mesh.stop();
+  });
+});

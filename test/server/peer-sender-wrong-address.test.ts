@@ -66,6 +66,19 @@ it("says a peer's refusals as no peer port once a minute, per peer", async () =>
   expect(f.warned()).toBe(4);
 });
 
+it("keeps no rate-limit entry past its minute (ids of departed peers do not pile up)", async () => {
+  const f = sender(apiPort);
+  const held = () => (f.s as unknown as { wrongAddressSaidAt: Map<string, number> }).wrongAddressSaidAt.size;
+  // Members of a gossip mesh that leave are never forget()-ten by the sender.
+  for (let i = 0; i < 20; i++) await f.refuse(`gone-${i}`);
+  expect(f.warned()).toBe(20);
+  expect(held()).toBe(20);
+  f.advance(60_000);
+  await f.refuse("Z");
+  expect(f.warned()).toBe(21);
+  expect(held()).toBe(1);
+});
+
 it("says every other refusal, as before", async () => {
   const f = sender(() => new TransportError("http", "peer B answered 500", 500));
   for (let i = 0; i < 3; i++) await f.refuse();

@@ -97,7 +97,7 @@ export class MeshPeers {
   private readonly hellos: MemberHellos;
   private stopped = false;
   /** Members held when a cache reset started SWIM's list over, not back yet (see newEpoch). */
-  private rejoining: { ids: Set<NodeId>; total: number; until: number } | undefined;
+  private rejoining: { ids: Map<NodeId, number>; total: number; lateSaid: boolean } | undefined;
   /** Each member's newest epoch its states named (members only: bounded as they are). */
   private readonly epochs = new Map<NodeId, number>();
 
@@ -147,11 +147,16 @@ export class MeshPeers {
     this.refusedMsgs.newEpoch();
     // The reset starts SWIM's list over (a crash-restart's, core/node/mesh.ts): every member leaves
     // it now and is back within a join's round trips. Said once, not a leave and a join per member.
-    if (this.members.size === 0) return;
+    // Those still away from an earlier reset (resets in a row) are awaited too, each until its own
+    // reset's time is up (ids: member → when it is said missing), so none is left unsaid.
+    this.rejoinDone();
     const now = (this.o.now ?? Date.now)();
-    this.rejoining = { ids: new Set(this.members), total: this.members.size, until: now + REJOIN_QUIET_MS };
+    const ids = new Map(this.rejoining?.ids);
+    for (const id of this.members) ids.set(id, now + REJOIN_QUIET_MS);
+    if (ids.size === 0) return;
+    this.rejoining = { ids, total: ids.size, lateSaid: false };
     this.o.logger.info(
-      { members: this.members.size },
+      { members: ids.size },
       "cache reset: membership starts over; members not logged as they leave and rejoin",
     );
   }
@@ -289,23 +294,26 @@ export class MeshPeers {
     return this.rejoining?.ids.delete(id) ?? false;
   }
 
-  /** Ends the quiet rejoin once every member is back, or its time is up: one line either way. */
+  /**
+   * Ends the quiet rejoin once every member is back (one line), and says those whose time is up
+   * (one line per check that finds any).
+   */
   private rejoinDone(): void {
     const r = this.rejoining;
     if (r === undefined) return;
-    const late = r.ids.size > 0 && (this.o.now ?? Date.now)() >= r.until;
-    if (r.ids.size > 0 && !late) return;
-    this.rejoining = undefined;
-    if (!late) {
+    const now = (this.o.now ?? Date.now)();
+    const missing = [...r.ids].filter(([, until]) => now >= until).map(([id]) => id);
+    for (const id of missing) r.ids.delete(id);
+    if (r.ids.size === 0) this.rejoining = undefined;
+    if (missing.length > 0) {
+      r.lateSaid = true;
+      // Those not back are logged as any member leaving is (at most a few named: a big mesh's list).
+      this.o.logger.info(
+        { members: r.total, missing: missing.length, peers: missing.slice(0, MAX_NAMED) },
+        "cache reset: members not back since the reset (dead or departed)",
+      );
+    } else if (r.ids.size === 0 && !r.lateSaid)
       this.o.logger.info({ members: r.total }, "cache reset: every member rejoined");
-      return;
-    }
-    // Those not back are logged as any member leaving is (at most a few named: a big mesh's list).
-    const missing = [...r.ids];
-    this.o.logger.info(
-      { members: r.total, missing: missing.length, peers: missing.slice(0, MAX_NAMED) },
-      "cache reset: members not back since the reset (dead or departed)",
-    );
   }
 
   stop(): void {

@@ -30,7 +30,10 @@ const WRONG_ADDRESS_EVERY_MS = 60_000;
 export class PeerSender {
   /** Peers with a snapshot on its way (one at a time each). */
   private readonly snapshotInFlight = new Set<string>();
-  /** When each peer's refusals as no peer port were last logged (members only: forgotten with them). */
+  /**
+   * When each peer's refusals as no peer port were last logged: only those within the last
+   * WRONG_ADDRESS_EVERY_MS (a gossip member that leaves is never `forget`-ten here).
+   */
   private readonly wrongAddressSaidAt = new Map<string, number>();
 
   constructor(private readonly o: PeerSenderOptions) {}
@@ -104,6 +107,9 @@ export class PeerSender {
     const now = this.o.now?.() ?? Date.now();
     const last = this.wrongAddressSaidAt.get(to);
     if (last !== undefined && now - last < WRONG_ADDRESS_EVERY_MS) return false;
+    // Entries past their minute decide nothing: dropped, so departed peers' ids do not pile up.
+    for (const [peer, at] of this.wrongAddressSaidAt)
+      if (now - at >= WRONG_ADDRESS_EVERY_MS) this.wrongAddressSaidAt.delete(peer);
     this.wrongAddressSaidAt.set(to, now);
     return true;
   }
