@@ -22,6 +22,7 @@
 import type { Engine, EngineRequest } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput } from "../../core/node/types.js";
+import { EngineUnavailableError } from "../../engines/errors.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { NodeMetrics } from "../metrics.js";
@@ -81,6 +82,18 @@ export interface NodeRuntimeOptions {
 
 const nowDefault = () => performance.timeOrigin + performance.now();
 const SHUT_DOWN_BEFORE_ANSWERING = "node shut down before answering";
+
+/** Longest engine error text a client is shown: a server's error body can be large. */
+const ENGINE_MESSAGE_MAX = 300;
+
+/**
+ * An engine's failure as a client reads it: bounded, and without the credentials a URL may carry
+ * (`http://user:pass@host`); the API key travels in a header, never in these messages.
+ */
+export function engineMessage(err: Error): string {
+  const text = `engine: ${err.message.replace(/\/\/[^/@\s]*@/g, "//")}`;
+  return text.length > ENGINE_MESSAGE_MAX ? `${text.slice(0, ENGINE_MESSAGE_MAX - 1)}…` : text;
+}
 
 export class NodeRuntime implements NodeService {
   readonly nodeId: string;
@@ -201,16 +214,22 @@ export class NodeRuntime implements NodeService {
   }
 
   tokenize(text: string) {
-    return this.engine.tokenize(text).catch(this.shutDownBeforeAnswering);
+    return this.engine.tokenize(text).catch(this.engineStepFailed);
   }
 
   applyChatTemplate(messages: Parameters<Engine["applyChatTemplate"]>[0]) {
-    return this.engine.applyChatTemplate(messages).catch(this.shutDownBeforeAnswering);
+    return this.engine.applyChatTemplate(messages).catch(this.engineStepFailed);
   }
 
-  /** An engine request ended by the engine's close at shutdown: the client's 503, as after the drain. */
-  private readonly shutDownBeforeAnswering = (err: unknown): never => {
+  /**
+   * A tokenize or chat-template step the engine failed: ended by its close at shutdown, the client's
+   * 503, as after the drain; unreachable or garbled (a remote server down, a 5xx, a malformed answer),
+   * the 502 an engine run's failure gets, not a 500 that reads as a bug of ours.
+   */
+  private readonly engineStepFailed = (err: unknown): never => {
     if (this.stopping) throw new ServiceError(503, "server_error", SHUT_DOWN_BEFORE_ANSWERING);
+    if (err instanceof EngineUnavailableError)
+      throw new ServiceError(502, "server_error", engineMessage(err));
     throw err;
   };
 

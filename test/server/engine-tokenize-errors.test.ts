@@ -1,0 +1,142 @@
+/**
+ * A remote engine whose server fails the node's tokenize or chat-template step: a TEST DOUBLE of an
+ * OpenAI-compatible server (127.0.0.1 only, no inference), or no server at all. The client must get
+ * the 502 an engine failure gets, with an OpenAI-style body naming the failure, not the 500
+ * "internal error" (and error log) of a bug.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { OpenAIEngine } from "../../src/engines/openai/engine.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
+import { engineMessage } from "../../src/server/runtime/node-runtime.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { waitFor } from "../e2e/helpers.js";
+import { closedAfterEach } from "../engines/server-double.js";
+
+const live = closedAfterEach<OpenAIEngine>();
+let node: NodeHandle | undefined;
+afterEach(async () => {
+  await node?.stop();
+  node = undefined;
+});
+
+/**
+ * A double answering `/tokenize` and `/apply-template` with `status` and `body` (status 0: never
+ * answering them); the rest a 404.
+ */
+async function failingDouble(status: number, body: string): Promise<string> {
+  live.double = createServer((req: IncomingMessage, res: ServerResponse) => {
+    req.resume();
+    req.on("end", () => {
+      if (req.url !== "/tokenize" && req.url !== "/apply-template") res.writeHead(404).end();
+      else if (status > 0) res.writeHead(status, { "content-type": "application/json" }).end(body);
+    });
+  });
+  await new Promise<void>((r) => live.double!.listen(0, "127.0.0.1", r));
+  return `http://127.0.0.1:${(live.double!.address() as AddressInfo).port}`;
+}
+
+/** A node on 127.0.0.1 in front of a remote engine at `url`; its logged lines go to `lines`. */
+async function nodeFor(url: string, lines: { level: number; msg: string }[]): Promise<NodeHandle> {
+  // A short headers timeout: the silent double's case fails fast.
+  live.engine = new OpenAIEngine({
+    baseUrl: url,
+    model: "m",
+    retries: 0,
+    cacheMirror: "lru",
+    headersTimeoutMs: 500,
+  });
+  const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+  const settings = resolveNodeSettings(
+    {
+      id: "A",
+      listen: `127.0.0.1:${api}`,
+      peerListen: `127.0.0.1:${peer}`,
+      insecure: true,
+      logLevel: "silent",
+      calibrationMs: 0,
+    },
+    {},
+  );
+  const logger = pino(
+    { level: "debug" },
+    { write: (s: string) => void lines.push(JSON.parse(s) as { level: number; msg: string }) },
+  );
+  node = await startNode(settings, { logger, engine: live.engine });
+  return node;
+}
+
+const post = async (url: string, body: unknown) => {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as { error?: { message: string; type: string } } };
+};
+
+const PINO_WARN = 40;
+const PINO_ERROR = 50;
+
+describe("a remote engine that fails the tokenize step (test double)", () => {
+  it.each([
+    ["refuses connections", undefined, 0, "", /ECONNREFUSED/],
+    ["answers /tokenize with a 500", "server", 500, '{"error":"boom"}', /HTTP 500/],
+    ["answers /tokenize with garbage", "server", 200, "<html>not json", /not JSON/],
+    ["never answers /tokenize", "server", 0, "", /HEADERS_TIMEOUT|[Tt]imeout/],
+  ] as const)(
+    "%s: a 502 naming the engine's failure",
+    async (_, kind, status, text, why) => {
+      let url: string;
+      if (kind === "server") url = await failingDouble(status, text);
+      else {
+        // A port nothing listens on: found free, then left closed.
+        url = `http://127.0.0.1:${await freePort("127.0.0.1")}`;
+      }
+      const lines: { level: number; msg: string }[] = [];
+      const n = await nodeFor(url, lines);
+      for (const [path, body] of [
+        ["/v1/completions", { model: "m", prompt: "Tell me a story", max_tokens: 4 }],
+        ["/tokenize", { prompt: "Tell me a story" }],
+      ] as const) {
+        const a = await post(`${n.apiUrl}${path}`, body);
+        expect(a.status, path).toBe(502);
+        expect(a.body.error?.type).toBe("server_error");
+        expect(a.body.error?.message).toMatch(/^engine: /);
+        expect(a.body.error?.message).toMatch(why);
+        expect(a.body.error?.message.length).toBeLessThanOrEqual(300);
+      }
+      // Said at warn (the `request` line of a 5xx), never at error as a bug is.
+      const warned = () => lines.filter((l) => l.level === PINO_WARN && l.msg === "request").length;
+      // The line is written as the response ends: the client may read it first.
+      await waitFor(() => warned() === 2, 10_000, "both requests' warn lines");
+      expect(lines.filter((l) => l.level >= PINO_ERROR).map((l) => l.msg)).toEqual([]);
+    },
+    30_000,
+  );
+
+  it("a chat whose template step fails is a 502 too", async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const n = await nodeFor(await failingDouble(503, "overloaded"), lines);
+    const a = await post(`${n.apiUrl}/v1/chat/completions`, {
+      model: "m",
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 4,
+    });
+    expect(a.status).toBe(502);
+    expect(a.body.error?.message).toMatch(/apply-template.*HTTP 503/);
+    expect(lines.filter((l) => l.level >= PINO_ERROR).map((l) => l.msg)).toEqual([]);
+  }, 30_000);
+});
+
+describe("engineMessage", () => {
+  it("drops a URL's credentials and bounds the text", () => {
+    const m = engineMessage(new Error(`POST http://user:secret@h:1/tokenize failed: ${"x".repeat(1000)}`));
+    expect(m).not.toContain("secret");
+    expect(m).toMatch(/^engine: POST http:\/\/h:1\/tokenize failed: x+…$/);
+    expect(m.length).toBe(300);
+  });
+});
