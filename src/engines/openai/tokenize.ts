@@ -32,7 +32,10 @@ let localEncoder: Promise<(text: string) => number[]> | undefined;
  * of heap and a slower start, and a server that tokenizes (llama.cpp, vLLM, SGLang) never needs them.
  */
 export async function localTokens(text: string): Promise<Tokens> {
-  localEncoder ??= import("gpt-tokenizer").then((m) => m.encode);
+  // A client's "<|endoftext|>" is text, as in the workloads' encoder: by default gpt-tokenizer throws
+  // on it, which failed the request as an internal error.
+  const plain = { disallowedSpecial: new Set<string>() };
+  localEncoder ??= import("gpt-tokenizer").then((m) => (t: string) => m.encode(t, plain));
   return Uint32Array.from((await localEncoder)(text));
 }
 
