@@ -95,6 +95,21 @@ describe("a cache reset's rejoin", () => {
   });
 });
 
+describe("a cache reset's rejoin, the node stopping", () => {
+  it("says nothing of members not back once the node stops", () => {
+    const f = fakes();
+    f.set("alive");
+    f.mesh.syncMembers();
+    f.mesh.newEpoch();
+    f.set(undefined);
+    f.mesh.syncMembers();
+    f.mesh.stop();
+    f.advance(60_000);
+    f.mesh.syncMembers();
+    expect(f.lines.filter((l) => l.msg.startsWith("cache reset: members not back"))).toEqual([]);
+  });
+});
+
 describe("a second cache reset while members are still away from the first", () => {
   it("still awaits them quietly, and names them if they are not back", () => {
     const alive = new Set<string>();

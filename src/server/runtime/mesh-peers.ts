@@ -318,6 +318,7 @@ export class MeshPeers {
 
   stop(): void {
     this.stopped = true;
+    this.rejoining = undefined; // no "members not back" line from a node shutting down
     this.verification.stop();
     this.hellos.stop();
     this.pools.stop();
