@@ -168,6 +168,7 @@ export class StaticPeerChecks {
   private async checkUntilDone(id: string): Promise<void> {
     const { client, runtime, logger } = this.o;
     let garbled = false;
+    let wrongAddressSaid = false;
     for (let unanswered = 0; unanswered < MAX_UNANSWERED; ) {
       if (runtime.isStopping || this.waits.stopped) return;
       let refusal: { reason: string; message: string; skewMs?: number } | undefined;
@@ -206,8 +207,8 @@ export class StaticPeerChecks {
           // An address answering as no peer port (an API port, TLS against plain: wrong-port.ts) is
           // said at once and once per check, plainly; the backoff is that of any unanswered hello.
           if (err instanceof TransportError && err.wrongAddress) {
-            if (!garbled) {
-              garbled = true;
+            if (!wrongAddressSaid) {
+              wrongAddressSaid = true;
               logger.error(
                 { peer: id, err: err.message },
                 "static peer address is not a peer port this node can use",
