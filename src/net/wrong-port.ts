@@ -77,7 +77,8 @@ export function speaksTls(host: string, port: number, timeoutMs: number): Promis
     timer.unref();
     socket.once("secureConnect", () => finish(true));
     // An alert the server sent is a TLS record: it speaks TLS (e.g. it wants a client certificate).
-    socket.once("error", (err: Error & { code?: string }) =>
+    // `on`, not `once`: a second 'error' after the first must not go unhandled (finish ignores it).
+    socket.on("error", (err: Error & { code?: string }) =>
       finish(/ALERT/.test(`${err.code ?? ""} ${err.message}`)),
     );
     socket.once("close", () => finish(false));
