@@ -83,7 +83,11 @@ export class KvEventsCacheModel {
     });
     this.fallback = new RadixTree({ capacity: capacityTokens }, false);
     if (log) {
-      const t = new KvTransitionLog(log, () => ({ exact: this.exact, degraded: this.degradedReason() }));
+      const t = new KvTransitionLog(log, () => ({
+        exact: this.exact,
+        degraded: this.degradedReason(),
+        restarts: this.subscriber.status().restarts,
+      }));
       this.mirror.onTransition((x) => t.transition(x));
       this.mirror.onChange(() => t.changed());
       this.subscriber.onChange(() => t.changed());

@@ -1,6 +1,6 @@
 /**
- * One log line when the KV-event mirror becomes degraded (with why), forgets blocks (why, how many)
- * or becomes exact again: why routing to this node lost (or got back) its cache, from the logs alone.
+ * One log line when the KV-event mirror becomes degraded (with why), forgets blocks (why, how many),
+ * is cleared for a new publisher (the engine restarted) or becomes exact again: why routing to this node lost (or got back) its cache, from the logs alone.
  * Transitions, never batches; and bounded: a stream that flaps (a publisher restarting in a loop, gap
  * after gap) logs at most `maxLines` lines per `windowMs`. Past that, lines are counted, and one line
  * at the window's end says how many were left out and where the mirror stands then, so the last line
@@ -20,6 +20,8 @@ export interface TransitionLogOptions {
 export interface MirrorStanding {
   exact: boolean;
   degraded: string | undefined;
+  /** New publishers seen (the subscriber's `restarts`): each is an engine whose cache started empty. */
+  restarts?: number;
 }
 
 export class KvTransitionLog {
@@ -32,6 +34,7 @@ export class KvTransitionLog {
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** A degraded line was due since the last exact one: the next exact standing is worth a line. */
   private wasDegraded = false;
+  private restartsSeen = 0;
 
   constructor(
     private readonly log: KvEventsLog,
@@ -58,7 +61,18 @@ export class KvTransitionLog {
 
   /** After any change: a mirror degraded before and exact now is worth a line. */
   changed(): void {
-    if (!this.wasDegraded || !this.standing().exact) return;
+    const s = this.standing();
+    const restarts = s.restarts ?? 0;
+    if (restarts > this.restartsSeen) {
+      // The mirror is cleared and its history read anew: not exact until then, so its exact line is due.
+      this.restartsSeen = restarts;
+      this.wasDegraded = true;
+      this.line("KV-event publisher restarted: the engine's cache starts empty; reading its history", {
+        restarts,
+      });
+      return;
+    }
+    if (!this.wasDegraded || !s.exact) return;
     this.wasDegraded = false;
     this.line("KV-event mirror exact again", {});
   }

@@ -31,6 +31,24 @@ describe("the KV-event mirror's transition log", () => {
     ]);
   });
 
+  test("a new publisher is said once, then exact again once its history is read", () => {
+    const lines: { msg: string; fields: Record<string, unknown> }[] = [];
+    let standing: MirrorStanding = { exact: true, degraded: undefined, restarts: 0 };
+    const log = new KvTransitionLog(
+      (msg, fields) => lines.push({ msg, fields }),
+      () => standing,
+    );
+    standing = { exact: false, degraded: undefined, restarts: 1 };
+    log.changed();
+    log.changed();
+    standing = { exact: true, degraded: undefined, restarts: 1 };
+    log.changed();
+    expect(lines).toEqual([
+      { msg: expect.stringMatching(/^KV-event publisher restarted/), fields: { restarts: 1 } },
+      { msg: "KV-event mirror exact again", fields: {} },
+    ]);
+  });
+
   test("a flapping mirror: lines bounded per window, then one line with the count and the standing", () => {
     vi.useFakeTimers();
     const lines: { msg: string; fields: Record<string, unknown> }[] = [];
