@@ -1,18 +1,28 @@
 /** Errors engines raise, so servers can map them to HTTP statuses (4xx for the caller's fault). */
 
-/** The request is invalid for this engine (too long, bad token ids, bad parameters): a 400. */
+/**
+ * The request is invalid for this engine (too long, bad token ids, bad parameters), or a remote
+ * server refused it with a 4xx (`status`): see `engineFault` for which of those are the client's.
+ */
 export class EngineInputError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
     this.name = "EngineInputError";
   }
 }
 
-/** The engine (or the remote server) failed or is unreachable: a 502/503. */
+/**
+ * The engine (or the remote server) failed or is unreachable: a 502/503. `status`: the server's last
+ * HTTP status, if it answered; `retryAfterMs`: its last Retry-After, if it sent one.
+ */
 export class EngineUnavailableError extends Error {
   constructor(
     message: string,
     readonly status?: number,
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = "EngineUnavailableError";
@@ -29,4 +39,22 @@ export class EngineAbortedError extends Error {
     super("request aborted");
     this.name = "AbortError";
   }
+}
+
+/**
+ * Whose fault an engine's failure is, the one reading every client-facing mapping uses:
+ * `input`, the request's (our own checks, or a server's 400/413/422 about the prompt);
+ * `setup`, the engine's configuration (a 401/403 key, a 404/405 URL or model path, any other 4xx);
+ * `load`, the server's rate limit (429 after the retries); `down`, the server failed or is unreachable.
+ * Undefined: not an engine failure.
+ */
+export type EngineFault = "input" | "setup" | "load" | "down";
+
+const CLIENT_STATUSES = new Set([400, 413, 422]);
+
+export function engineFault(err: unknown): EngineFault | undefined {
+  if (err instanceof EngineInputError)
+    return err.status === undefined || CLIENT_STATUSES.has(err.status) ? "input" : "setup";
+  if (err instanceof EngineUnavailableError) return err.status === 429 ? "load" : "down";
+  return undefined;
 }

@@ -119,6 +119,8 @@ export class HttpClient {
     if (json !== undefined) headers["content-type"] = "application/json";
     if (this.opts.apiKey) headers.authorization = `Bearer ${this.opts.apiKey}`;
     let lastError = "";
+    let lastStatus: number | undefined;
+    let lastRetryAfterMs: number | undefined;
     for (let attempt = 0; ; attempt++) {
       if (this.closing.signal.aborted) throw this.closing.signal.reason;
       if (signal?.aborted) throw new EngineAbortedError();
@@ -140,13 +142,15 @@ export class HttpClient {
         if (!RETRY_STATUS.has(res.statusCode)) {
           const what = `${method} ${path} → HTTP ${res.statusCode}: ${text.slice(0, 300)}`;
           if (res.statusCode >= 400 && res.statusCode < 500) {
-            throw Object.assign(new EngineInputError(what), { status: res.statusCode });
+            throw new EngineInputError(what, res.statusCode);
           }
           throw new EngineUnavailableError(what, res.statusCode);
         }
         lastError = `HTTP ${res.statusCode}${text ? `: ${text.slice(0, 200)}` : ""}`;
         const ra = retryAfterMs(res.headers["retry-after"], Date.now());
         if (ra !== undefined) wait = Math.min(ra, this.opts.maxBackoffMs);
+        lastStatus = res.statusCode;
+        lastRetryAfterMs = ra;
       } catch (e) {
         if (e instanceof EngineInputError || e instanceof EngineUnavailableError) throw e;
         if (signal?.aborted) throw new EngineAbortedError();
@@ -157,10 +161,14 @@ export class HttpClient {
           );
         }
         lastError = `${code} (${(e as Error).message})`;
+        lastStatus = undefined;
+        lastRetryAfterMs = undefined;
       }
       if (attempt >= this.opts.retries) {
         throw new EngineUnavailableError(
           `${method} ${this.url(path)} failed after ${attempt + 1} attempt(s): ${lastError}`,
+          lastStatus,
+          lastRetryAfterMs,
         );
       }
       await sleep(wait, signal, this.closing.signal);

@@ -132,6 +132,80 @@ describe("a remote engine that fails the tokenize step (test double)", () => {
   }, 30_000);
 });
 
+/**
+ * A double whose `/tokenize` answers tokens (so its shape is found), except for a prompt holding
+ * "BAD": that one it refuses with `status` (and `retry-after: 7`).
+ */
+async function refusingDouble(status: number): Promise<string> {
+  live.double = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (c: string) => {
+      body += c;
+    });
+    req.on("end", () => {
+      const json = { "content-type": "application/json" };
+      if (req.url !== "/tokenize") res.writeHead(404).end();
+      else if (!body.includes("BAD")) res.writeHead(200, json).end('{"tokens":[1,2,3]}');
+      else
+        res
+          .writeHead(status, { ...json, "retry-after": "7" })
+          .end(`{"error":{"message":"refused with ${status}"}}`);
+    });
+  });
+  await new Promise<void>((r) => live.double!.listen(0, "127.0.0.1", r));
+  return `http://127.0.0.1:${(live.double!.address() as AddressInfo).port}`;
+}
+
+describe("a remote engine whose /tokenize refuses a prompt with a 4xx (test double)", () => {
+  it.each([
+    // The server's word on the prompt (too long, bad text): the client's request is at fault.
+    [400, 400, "invalid_request_error"],
+    [413, 400, "invalid_request_error"],
+    [422, 400, "invalid_request_error"],
+    // The engine's setup (API key, URL, model path): the node's fault, said to the operator.
+    [401, 502, "server_error"],
+    [403, 502, "server_error"],
+    [404, 502, "server_error"],
+    [405, 502, "server_error"],
+    // The engine's rate limit: a load answer, retried later.
+    [429, 503, "server_error"],
+  ] as const)(
+    "HTTP %i: the client gets %i %s, never a 500",
+    async (remote, status, type) => {
+      const lines: { level: number; msg: string }[] = [];
+      const n = await nodeFor(await refusingDouble(remote), lines);
+      for (const [path, body] of [
+        ["/v1/completions", { model: "m", prompt: "a BAD prompt", max_tokens: 4 }],
+        ["/tokenize", { prompt: "a BAD prompt" }],
+        ["/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "BAD" }], max_tokens: 4 }],
+      ] as const) {
+        const res = await fetch(`${n.apiUrl}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        const a = (await res.json()) as { error?: { message: string; type: string } };
+        expect(res.status, path).toBe(status);
+        expect(a.error?.type, path).toBe(type);
+        expect(a.error?.message, path).toMatch(
+          new RegExp(`^engine: .*HTTP ${remote}: .*refused with ${remote}`),
+        );
+        expect(a.error?.message.length).toBeLessThanOrEqual(300);
+        expect(res.headers.get("retry-after"), path).toBe(remote === 429 ? "7" : null);
+      }
+      if (status === 502) {
+        const hinted = lines.filter((l) => l.level === PINO_WARN && /--engine-url/.test(l.msg));
+        expect(hinted.length).toBe(3);
+      }
+      // Written as each response ends: wait for them before reading no error line among them.
+      await waitFor(() => lines.filter((l) => l.msg === "request").length === 3, 10_000, "request lines");
+      expect(lines.filter((l) => l.level >= PINO_ERROR).map((l) => l.msg)).toEqual([]);
+    },
+    30_000,
+  );
+});
+
 describe("engineMessage", () => {
   it("drops a URL's credentials and bounds the text", () => {
     const m = engineMessage(new Error(`POST http://user:secret@h:1/tokenize failed: ${"x".repeat(1000)}`));

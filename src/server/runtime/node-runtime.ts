@@ -22,7 +22,7 @@
 import type { Engine, EngineRequest } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput } from "../../core/node/types.js";
-import { EngineUnavailableError } from "../../engines/errors.js";
+import { type EngineUnavailableError, engineFault } from "../../engines/errors.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { NodeMetrics } from "../metrics.js";
@@ -39,7 +39,7 @@ import {
 import { Admin } from "./admin.js";
 import { admissionError } from "./client-admission.js";
 import { replyToClient } from "./client-replies.js";
-import { ClientStreams, engineRequestOf } from "./client-streams.js";
+import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
 import { watchEngineCache } from "./engine-cache-watch.js";
 import { EngineHealth } from "./engine-health.js";
@@ -85,6 +85,8 @@ const SHUT_DOWN_BEFORE_ANSWERING = "node shut down before answering";
 
 /** Longest engine error text a client is shown: a server's error body can be large. */
 const ENGINE_MESSAGE_MAX = 300;
+/** Longest Retry-After an engine's rate limit passes on to a client. */
+const RETRY_AFTER_MAX_MS = 60_000;
 
 /**
  * An engine's failure as a client reads it: bounded, and without the credentials a URL may carry
@@ -223,14 +225,27 @@ export class NodeRuntime implements NodeService {
 
   /**
    * A tokenize or chat-template step the engine failed: ended by its close at shutdown, the client's
-   * 503, as after the drain; unreachable or garbled (a remote server down, a 5xx, a malformed answer),
-   * the 502 an engine run's failure gets, not a 500 that reads as a bug of ours.
+   * 503, as after the drain; otherwise by whose fault it is (`engineFault`), through the reply codes a
+   * run's failure uses: the prompt refused, a 400 with the server's reason; the engine's setup (key,
+   * URL) or the server down, a 502; its rate limit, a 503 with its Retry-After. Never a 500 that reads
+   * as a bug of ours.
    */
   private readonly engineStepFailed = (err: unknown): never => {
     if (this.stopping) throw new ServiceError(503, "server_error", SHUT_DOWN_BEFORE_ANSWERING);
-    if (err instanceof EngineUnavailableError)
-      throw new ServiceError(502, "server_error", engineMessage(err));
-    throw err;
+    const fault = engineFault(err);
+    if (fault === undefined) throw err;
+    const error = engineMessage(err as Error);
+    if (fault === "setup")
+      this.o.logger.warn(
+        { err: error },
+        "engine refused the node's request: check --engine-url and the engine API key",
+      );
+    if (fault === "load") {
+      // The server's Retry-After is its word, not ours to pass on unbounded.
+      const ms = Math.min(RETRY_AFTER_MAX_MS, (err as EngineUnavailableError).retryAfterMs ?? 1_000);
+      throw new ServiceError(503, "server_error", error, Math.max(1, Math.ceil(ms / 1_000)));
+    }
+    throw serviceErrorOf({ ok: false, error, code: fault === "input" ? "invalid" : "engine" });
   };
 
   submit(input: InferenceInput, events: ServeEvents, link: ClientLink): Promise<ServeOutcome> {
