@@ -177,12 +177,16 @@ export class PeerClient {
   /**
    * What the peer answers on `GET /peer/hello`, unchecked: `checkPeerHello` decides, so a malformed
    * answer is refused with its reason rather than retried as a transport error.
+   * `operatorUrl`: the address the operator gave for `id` (a static peer's, a DNS entry's own). Only a
+   * hello sent to that very address has a cut-off checked for TLS (wrong-port.ts): one `id` holds from
+   * gossip is a peer's say, and a peer must not aim this node's TLS connections at an address.
    */
-  async hello(id: string): Promise<unknown> {
+  async hello(id: string, operatorUrl?: string): Promise<unknown> {
     const url = this.peers.get(id)?.url;
+    const checkTls = url !== undefined && url === operatorUrl;
     const body = await this.exchange(id, "GET", HELLO_PATH, undefined, {}).catch(async (err: unknown) => {
       // An http:// peer URL at a TLS port is cut off without a word: said plainly (wrong-port.ts).
-      throw url === undefined || !(err instanceof TransportError)
+      throw !checkTls || !(err instanceof TransportError)
         ? err
         : await explainCutOff(url, err, this.t.connectMs);
     });

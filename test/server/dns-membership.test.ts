@@ -44,13 +44,16 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
   /** What each admitted peer's hello said about prompt text (the runtime keeps it for forwards). */
   const promptText = new Map<string, boolean | undefined>();
   const log: string[] = [];
+  /** Each member hello asked: the id and the DNS entry's own URL it was given. */
+  const hellos: [string, string][] = [];
   const ports: DnsMembershipPorts = {
     async probeHello(u) {
       const a = answers.get(u);
       if (!a) throw new Error("ECONNREFUSED");
       return { hello: { cluster: "c1", model: "m", protocol: PROTOCOL_VERSION, ...a }, certId: a.certId };
     },
-    async hello(id) {
+    async hello(id, entryUrl) {
+      hellos.push([id, entryUrl]);
       const u = members.get(id);
       const a = u === undefined ? undefined : answers.get(u);
       if (!a) throw new Error("ECONNREFUSED");
@@ -93,6 +96,7 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
     members,
     promptText,
     log,
+    hellos,
     setRecords: (r: string[]) => {
       records = r;
     },
@@ -144,6 +148,8 @@ describe("DnsMembership", () => {
     w.answers.set(url("10.0.0.2"), { id: "B", promptText: true });
     w.answers.set(url("10.0.0.3"), { id: "C", model: "other-model" });
     await waitFor(() => w.promptText.get("B") === true, 5_000, "B's new hello noted");
+    // Asked with the entry's own (operator-given) URL: the one a cut-off hello may be TLS-checked at.
+    expect(w.hellos).toContainEqual(["B", url("10.0.0.2")]);
     await waitFor(
       () => w.dns.view().find((v) => v.url === url("10.0.0.3"))?.status === "refused",
       5_000,

@@ -29,9 +29,12 @@ function setUp(answers: () => unknown, over: Overrides = {}) {
   // An answer may be a promise (a slow hello): awaited before it is thrown or returned.
   const noted: unknown[] = [];
   let asked = 0;
+  /** The operator URL each hello was given (where a cut-off may be checked for TLS). */
+  const operatorUrls: unknown[] = [];
   const client = {
-    hello: async () => {
+    hello: async (_id: string, operatorUrl?: string) => {
       asked++;
+      operatorUrls.push(operatorUrl);
       const a = await answers();
       if (a instanceof Error) throw a;
       return a;
@@ -53,7 +56,7 @@ function setUp(answers: () => unknown, over: Overrides = {}) {
     now: over.now ?? (() => 0),
     waits: over.waits ?? new NoWaits(),
   });
-  return { checks, noted, asked: () => asked };
+  return { checks, noted, asked: () => asked, operatorUrls };
 }
 
 const hello = (models: string[]) => ({
@@ -67,6 +70,14 @@ const until = async (cond: () => boolean) => {
   for (const t0 = Date.now(); !cond() && Date.now() - t0 < 10_000; )
     await new Promise((r) => setTimeout(r, 5));
 };
+
+describe("static peer checks: the hello", () => {
+  it("is given the configured address (--peers): only there is a cut-off checked for TLS", async () => {
+    const { checks, operatorUrls } = setUp(() => hello(["m"]));
+    await checks.start();
+    expect(operatorUrls).toEqual(["http://127.0.0.1:1"]);
+  });
+});
 
 describe("static peer checks: a static peer seen in a snapshot", () => {
   it("is asked again when its epoch rises, not for the same epoch or an older one", async () => {

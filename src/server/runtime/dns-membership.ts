@@ -28,8 +28,11 @@ import type { RuntimeLogger } from "./logger.js";
 /** What this module needs from the transport (PeerClient) and the runtime (NodeRuntime). */
 export interface DnsMembershipPorts {
   probeHello(url: string): Promise<{ hello: unknown; certId: string | undefined }>;
-  /** Hello over the member's pinned pool, unchecked: it must still pass `checkPeerHello` as the same id. */
-  hello(id: string): Promise<unknown>;
+  /**
+   * Hello over the member's pinned pool, unchecked: it must still pass `checkPeerHello` as the same id.
+   * `url`: the DNS entry's own address (a cut-off hello there is checked for TLS, not elsewhere).
+   */
+  hello(id: string, url: string): Promise<unknown>;
   hasPeer(id: string): boolean;
   isStatic(id: string): boolean;
   addPeer(id: string, url: string, hello: PeerHello): boolean;
@@ -219,7 +222,7 @@ export class DnsMembership {
             try {
               const check = checkPeerHello(
                 { ...this.o.expect, peerId: e.id },
-                await this.o.ports.hello(e.id),
+                await this.o.ports.hello(e.id, e.address.url),
               );
               if (check.ok) {
                 this.o.ports.noteHello(e.id, check.hello);

@@ -311,7 +311,7 @@ export async function startNode(
       expect,
       ports: {
         probeHello: (url) => client.probeHello(url),
-        hello: (id) => client.hello(id),
+        hello: (id, url) => client.hello(id, url),
         // Under SWIM every answering address is a seed of its id, never a spare of another address.
         hasPeer: (id) => !mesh && runtime.admin.hasPeer(id),
         isStatic: (id) => staticIds.has(id),

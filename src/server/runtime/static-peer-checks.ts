@@ -86,6 +86,8 @@ export class StaticPeerChecks {
   /** Static peers whose check runs now: a restart seen meanwhile starts no second one. */
   private readonly checking = new Set<string>();
   private readonly ids: ReadonlySet<string>;
+  /** Each static peer's address as the operator gave it (--peers). */
+  private readonly urls: ReadonlyMap<string, string>;
   /** Static peers whose hello passed the check (what it said is noted). */
   private readonly verified = new Set<string>();
   /** Static peers whose last hellos went unanswered, and their backoff. */
@@ -101,6 +103,7 @@ export class StaticPeerChecks {
     this.refusals = new Refusals(this.timing, Math.max(1, peers.length));
     this.waits = o.waits ?? new RecheckWaits();
     this.ids = new Set(peers.map((p) => p.id));
+    this.urls = new Map(peers.map((p) => [p.id, p.url]));
   }
 
   /** Checks every peer in the background; the promise settles once every check has ended. */
@@ -173,7 +176,8 @@ export class StaticPeerChecks {
       if (runtime.isStopping || this.waits.stopped) return;
       let refusal: { reason: string; message: string; skewMs?: number } | undefined;
       try {
-        const hello = await client.hello(id);
+        // The configured address: a cut-off there is checked for TLS (not one gossip moved it to).
+        const hello = await client.hello(id, this.urls.get(id));
         const r = checkPeerHello({ ...this.o.expect, peerId: id }, hello);
         this.answered(id);
         if (r.ok) {
