@@ -81,6 +81,8 @@ export interface NodeRuntimeOptions {
 }
 
 const nowDefault = () => performance.timeOrigin + performance.now();
+/** The engine-setup hint (a 401/403/404 from the engine) is logged at most this often. */
+const SETUP_HINT_EVERY_MS = 60_000;
 const SHUT_DOWN_BEFORE_ANSWERING = "node shut down before answering";
 
 /** Longest engine error text a client is shown: a server's error body can be large. */
@@ -230,16 +232,22 @@ export class NodeRuntime implements NodeService {
    * URL) or the server down, a 502; its rate limit, a 503 with its Retry-After. Never a 500 that reads
    * as a bug of ours.
    */
+  private setupHintAt = Number.NEGATIVE_INFINITY;
   private readonly engineStepFailed = (err: unknown): never => {
     if (this.stopping) throw new ServiceError(503, "server_error", SHUT_DOWN_BEFORE_ANSWERING);
     const fault = engineFault(err);
     if (fault === undefined) throw err;
     const error = engineMessage(err as Error);
-    if (fault === "setup")
-      this.o.logger.warn(
+    if (fault === "setup") {
+      // Every request fails the same way until the operator acts: said once a minute, not per request.
+      const now = this.now();
+      const say = now - this.setupHintAt >= SETUP_HINT_EVERY_MS;
+      if (say) this.setupHintAt = now;
+      this.o.logger[say ? "warn" : "debug"](
         { err: error },
         "engine refused the node's request: check --engine-url and the engine API key",
       );
+    }
     if (fault === "load") {
       // The server's Retry-After is its word, not ours to pass on unbounded.
       const ms = Math.min(RETRY_AFTER_MAX_MS, (err as EngineUnavailableError).retryAfterMs ?? 1_000);
