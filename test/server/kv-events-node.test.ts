@@ -8,12 +8,11 @@ import { encode } from "gpt-tokenizer";
 import pino from "pino";
 import { afterEach, describe, expect, test } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { postCompletion } from "../api-client.js";
 import { fakePrefixCachingServer } from "../engines/kv-events/fake-server.js";
 import { KvEventPublisherDouble } from "../engines/kv-events/publisher-double.js";
+import { loopbackNodeSettings } from "./helpers.js";
 
 const open: { close(): Promise<void> }[] = [];
 let node: NodeHandle | undefined;
@@ -49,22 +48,13 @@ describe("a node with a KV-event mirror", () => {
       },
     });
     await pub.subscribed();
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "openai",
-        model: "m",
-        engineUrl: fake.url,
-        insecure: true,
-        logLevel: "silent",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        // Calibration runs would leave their own blocks in the server's cache, which this test counts.
-        calibrationMs: "0",
-      },
-      {},
-    );
+    const settings = await loopbackNodeSettings({
+      engine: "openai",
+      model: "m",
+      engineUrl: fake.url,
+      // Calibration runs would leave their own blocks in the server's cache, which this test counts.
+      calibrationMs: "0",
+    });
     node = await startNode(settings, { logger: pino({ level: "silent" }), engine });
     const tree = async () =>
       ((await (await fetch(`${node!.apiUrl}/cluster`)).json()) as { treeTokens: number }).treeTokens;
@@ -105,22 +95,13 @@ describe("a node with a KV-event mirror", () => {
       kvEvents: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint, topic: "kv-events" },
     });
     await pub.subscribed();
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "openai",
-        model: "m",
-        engineUrl: fake.url,
-        insecure: true,
-        logLevel: "silent",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        // Calibration runs would leave their own blocks in the server's cache, which this test counts.
-        calibrationMs: "0",
-      },
-      {},
-    );
+    const settings = await loopbackNodeSettings({
+      engine: "openai",
+      model: "m",
+      engineUrl: fake.url,
+      // Calibration runs would leave their own blocks in the server's cache, which this test counts.
+      calibrationMs: "0",
+    });
     node = await startNode(settings, { logger: pino({ level: "silent" }), engine });
     const cluster = async () =>
       (await (await fetch(`${node!.apiUrl}/cluster`)).json()) as { treeTokens: number; served: number };
@@ -156,21 +137,12 @@ describe("a node with a KV-event mirror", () => {
       kvEvents: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint, topic: "kv-events" },
     });
     await pub.subscribed();
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "openai",
-        model: "m",
-        engineUrl: fake.url,
-        insecure: true,
-        logLevel: "silent",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        calibrationMs: "0",
-      },
-      {},
-    );
+    const settings = await loopbackNodeSettings({
+      engine: "openai",
+      model: "m",
+      engineUrl: fake.url,
+      calibrationMs: "0",
+    });
     node = await startNode(settings, { logger: pino({ level: "silent" }), engine });
     const scrape = async () => await (await fetch(`${node!.apiUrl}/metrics`)).text();
     const value = (text: string, series: string): number | undefined => {

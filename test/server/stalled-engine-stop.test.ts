@@ -10,12 +10,11 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { EngineUnavailableError } from "../../src/engines/errors.js";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
 import { ANSWER_GRACE_MS } from "../../src/server/runtime/close-grace.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { waitFor } from "../e2e/helpers.js";
 import { closedAfterEach } from "../engines/server-double.js";
+import { loopbackNodeSettings } from "./helpers.js";
 
 /** What a loaded machine may add to a bound before the timers fire (generous: shared cores). */
 const SLACK_MS = 3_000;
@@ -101,19 +100,10 @@ describe("stopping a node whose remote engine stalls (test double)", () => {
         cacheMirror: "lru",
       });
       await live.engine.tokenize("Hello, world");
-      const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-      const settings = resolveNodeSettings(
-        {
-          id: "A",
-          listen: `127.0.0.1:${api}`,
-          peerListen: `127.0.0.1:${peer}`,
-          insecure: true,
-          logLevel: "silent",
-          calibrationMs: 0,
-          drainSec: DRAIN_SEC,
-        },
-        {},
-      );
+      const settings = await loopbackNodeSettings({
+        calibrationMs: 0,
+        drainSec: DRAIN_SEC,
+      });
       node = await startNode(settings, { logger: pino({ level: "silent" }), engine: live.engine });
       const answer = fetch(`${node.apiUrl}/v1/completions`, {
         method: "POST",
