@@ -3,23 +3,10 @@
  * comes back with, so an operator sees that a returning peer starts demoted, and why.
  */
 import { describe, expect, it } from "vitest";
-import type { Engine } from "../../src/core/engine.js";
-import { ClusterView } from "../../src/server/runtime/cluster-view.js";
 import { Harness, prompt } from "../core/node-harness.js";
+import { harnessClusterView } from "./helpers.js";
 
-function view(h: Harness, id: string): ClusterView {
-  const engine = { info: { model: "m", kind: "sim", capacityTokens: 10_000 } } as unknown as Engine;
-  return new ClusterView({
-    node: h.node(id),
-    engine,
-    clusterId: "c",
-    protocols: { min: 1, max: 1 },
-    now: () => h.now,
-    peerUrl: () => undefined,
-    sendsPromptText: () => true,
-    peerServed: () => null,
-  });
-}
+const view = (h: Harness, id: string) => harnessClusterView(h, id, 10_000);
 
 const trustOfB = (h: Harness) => h.node("A").peers()[0]?.trust;
 

@@ -3,9 +3,11 @@ import type { Engine } from "../../src/core/engine.js";
 import { DEFAULT_PROFILE, resolveProfile } from "../../src/engines/sim/profiles.js";
 import { SimEngine } from "../../src/engines/sim/sim-engine.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
+import { ClusterView } from "../../src/server/runtime/cluster-view.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { type NodeSettings, resolveNodeSettings } from "../../src/server/settings/index.js";
 import { modelOf, postCompletion } from "../api-client.js";
+import type { Harness } from "../core/node-harness.js";
 import { startPair } from "../node-pair.js";
 
 type Settings = Record<string, unknown>;
@@ -118,4 +120,22 @@ export async function loopbackNodeSettings(
     },
     env,
   );
+}
+
+/**
+ * The `/cluster` view of node `id` in the core harness `h`, on its clock, over a stand-in engine of
+ * `capacityTokens` (model "m"; the view reads only its info), single protocol, no peer URLs.
+ */
+export function harnessClusterView(h: Harness, id: string, capacityTokens: number): ClusterView {
+  const engine = { info: { model: "m", kind: "sim", capacityTokens } } as unknown as Engine;
+  return new ClusterView({
+    node: h.node(id),
+    engine,
+    clusterId: "c",
+    protocols: { min: 1, max: 1 },
+    now: () => h.now,
+    peerUrl: () => undefined,
+    sendsPromptText: () => true,
+    peerServed: () => null,
+  });
 }
