@@ -7,18 +7,12 @@
  * node-trust-refuted.test.ts.)
  */
 import { describe, expect, it } from "vitest";
-import { daemonGossip, forwardsIn, Harness, isType, prompt } from "./node-harness.js";
+import { daemonGossip, forwardsIn, Harness, isType, prompt, STALLER_TRUST } from "./node-harness.js";
 
 const TOPICS = [1, 2, 3, 4, 5];
 
 function fullMesh(): Harness {
-  const h = new Harness(["A", "B"], {
-    peerTrust: true,
-    trustMaxUnanswered: 3,
-    answerProbes: false,
-    forwardTimeoutMs: 5_000,
-    forwardAckTimeoutMs: 250,
-  });
+  const h = new Harness(["A", "B"], STALLER_TRUST);
   warmB(h);
   h.gossip(3);
   return h;
@@ -73,14 +67,7 @@ describe("a peer's trust across a restart, by every path that sees one", () => {
   it("an honest restart after failures short of the breaker: the new process is sent forwards", () => {
     // More failures open the breaker than probation allows unanswered: if the old process's failed
     // forwards stayed in the new one's probation count, it would never be sent one again.
-    const h = new Harness(["A", "B"], {
-      peerTrust: true,
-      trustFailures: 5,
-      trustMaxUnanswered: 3,
-      answerProbes: false,
-      forwardTimeoutMs: 5_000,
-      forwardAckTimeoutMs: 250,
-    });
+    const h = new Harness(["A", "B"], { ...STALLER_TRUST, trustFailures: 5 });
     warmB(h);
     h.gossip(3);
     proveB(h);

@@ -3,7 +3,7 @@
  * comes back with, so an operator sees that a returning peer starts demoted, and why.
  */
 import { describe, expect, it } from "vitest";
-import { Harness, prompt } from "../core/node-harness.js";
+import { Harness, prompt, STALLER_TRUST } from "../core/node-harness.js";
 import { harnessClusterView } from "./helpers.js";
 
 const view = (h: Harness, id: string) => harnessClusterView(h, id, 10_000);
@@ -12,13 +12,7 @@ const trustOfB = (h: Harness) => h.node("A").peers()[0]?.trust;
 
 /** A and B with peer trust, B a staller: it acks A's forwards and answers none, until demoted. */
 function demotedB(): Harness {
-  const h = new Harness(["A", "B"], {
-    peerTrust: true,
-    trustMaxUnanswered: 3,
-    answerProbes: false,
-    forwardTimeoutMs: 5_000,
-    forwardAckTimeoutMs: 250,
-  });
+  const h = new Harness(["A", "B"], STALLER_TRUST);
   for (const t of [1, 2, 3]) h.warm("B", `warm${t}`, prompt(t, 0));
   h.gossip(3);
   for (const t of [1, 2, 3]) {
