@@ -23,6 +23,14 @@ function warmB(h: Harness, tag = ""): void {
   for (const t of TOPICS) h.warm("B", `warm${tag}${t}`, prompt(t, 0));
 }
 
+/** B crashes and restarts, serves topics 1-5 again, and gossip spreads it. */
+function restartB(h: Harness): void {
+  h.crash("B");
+  h.restart("B");
+  warmB(h, "again");
+  h.gossip(3);
+}
+
 /** B answers one forward of A's: proven, it is off probation. */
 function proveB(h: Harness): void {
   expect(forwardsIn(h.client("A", "proof", prompt(1, 99)))).toEqual(["B"]);
@@ -57,10 +65,7 @@ describe("a peer's trust across a restart, by every path that sees one", () => {
   it("full mesh, a static peer: its snapshot in a newer epoch puts it back on probation", () => {
     const h = fullMesh();
     proveB(h);
-    h.crash("B");
-    h.restart("B");
-    warmB(h, "again");
-    h.gossip(3);
+    restartB(h);
     expect(stallFive(h)).toEqual(PROBATION);
   });
 
@@ -81,10 +86,7 @@ describe("a peer's trust across a restart, by every path that sees one", () => {
       h.advanceLive(10);
     }
     expect(h.node("A").peers()[0]?.trust).toMatchObject({ state: "closed", failures: 3 });
-    h.crash("B");
-    h.restart("B");
-    warmB(h, "again");
-    h.gossip(3);
+    restartB(h);
     expect(stallFive(h)).toEqual(PROBATION);
   });
 
