@@ -50,6 +50,14 @@ function fakes() {
     advance: (ms: number) => {
       now += ms;
     },
+    /** B joins, then our cache reset starts SWIM's list over: B is away, not yet back. */
+    awayAfterReset: () => {
+      status = "alive";
+      mesh.syncMembers();
+      mesh.newEpoch();
+      status = undefined;
+      mesh.syncMembers();
+    },
   };
 }
 
@@ -81,11 +89,7 @@ describe("a cache reset's rejoin", () => {
 
   it("names the members not back within its window, once", () => {
     const f = fakes();
-    f.set("alive");
-    f.mesh.syncMembers();
-    f.mesh.newEpoch();
-    f.set(undefined);
-    f.mesh.syncMembers();
+    f.awayAfterReset();
     expect(f.info()).toHaveLength(1);
     f.advance(60_000);
     f.mesh.syncMembers();
@@ -104,11 +108,7 @@ describe("a cache reset's rejoin", () => {
 describe("a cache reset's rejoin, the node stopping", () => {
   it("says nothing of members not back once the node stops", () => {
     const f = fakes();
-    f.set("alive");
-    f.mesh.syncMembers();
-    f.mesh.newEpoch();
-    f.set(undefined);
-    f.mesh.syncMembers();
+    f.awayAfterReset();
     f.mesh.stop();
     f.advance(60_000);
     f.mesh.syncMembers();
