@@ -327,6 +327,18 @@ export const DAEMON_RECOVERY = {
 } as const;
 
 /**
+ * Peer trust for the staller cases: at most 3 forwards unanswered, no answer probes, forwards timing
+ * out after 5 s and their acks after 250 ms. The trust restart and `/cluster` departed-trust tests share it.
+ */
+export const STALLER_TRUST = {
+  peerTrust: true,
+  trustMaxUnanswered: 3,
+  answerProbes: false,
+  forwardTimeoutMs: 5_000,
+  forwardAckTimeoutMs: 250,
+} as const;
+
+/**
  * A and B with `overrides`, B having served topic 1 (`warm`) and the gossip settled, so A forwards
  * topic-1 prompts to B: the start of the forward, cancel, hedge and hang-up cases.
  */

@@ -7,18 +7,12 @@
  * node-trust-refuted.test.ts.)
  */
 import { describe, expect, it } from "vitest";
-import { daemonGossip, forwardsIn, Harness, isType, prompt } from "./node-harness.js";
+import { daemonGossip, forwardsIn, Harness, isType, prompt, STALLER_TRUST } from "./node-harness.js";
 
 const TOPICS = [1, 2, 3, 4, 5];
 
 function fullMesh(): Harness {
-  const h = new Harness(["A", "B"], {
-    peerTrust: true,
-    trustMaxUnanswered: 3,
-    answerProbes: false,
-    forwardTimeoutMs: 5_000,
-    forwardAckTimeoutMs: 250,
-  });
+  const h = new Harness(["A", "B"], STALLER_TRUST);
   warmB(h);
   h.gossip(3);
   return h;
@@ -27,6 +21,14 @@ function fullMesh(): Harness {
 /** B serves topics 1-5, so A forwards their prompts to B once gossip spreads B's cache. */
 function warmB(h: Harness, tag = ""): void {
   for (const t of TOPICS) h.warm("B", `warm${tag}${t}`, prompt(t, 0));
+}
+
+/** B crashes and restarts, serves topics 1-5 again, and gossip spreads it. */
+function restartB(h: Harness): void {
+  h.crash("B");
+  h.restart("B");
+  warmB(h, "again");
+  h.gossip(3);
 }
 
 /** B answers one forward of A's: proven, it is off probation. */
@@ -63,24 +65,14 @@ describe("a peer's trust across a restart, by every path that sees one", () => {
   it("full mesh, a static peer: its snapshot in a newer epoch puts it back on probation", () => {
     const h = fullMesh();
     proveB(h);
-    h.crash("B");
-    h.restart("B");
-    warmB(h, "again");
-    h.gossip(3);
+    restartB(h);
     expect(stallFive(h)).toEqual(PROBATION);
   });
 
   it("an honest restart after failures short of the breaker: the new process is sent forwards", () => {
     // More failures open the breaker than probation allows unanswered: if the old process's failed
     // forwards stayed in the new one's probation count, it would never be sent one again.
-    const h = new Harness(["A", "B"], {
-      peerTrust: true,
-      trustFailures: 5,
-      trustMaxUnanswered: 3,
-      answerProbes: false,
-      forwardTimeoutMs: 5_000,
-      forwardAckTimeoutMs: 250,
-    });
+    const h = new Harness(["A", "B"], { ...STALLER_TRUST, trustFailures: 5 });
     warmB(h);
     h.gossip(3);
     proveB(h);
@@ -94,10 +86,7 @@ describe("a peer's trust across a restart, by every path that sees one", () => {
       h.advanceLive(10);
     }
     expect(h.node("A").peers()[0]?.trust).toMatchObject({ state: "closed", failures: 3 });
-    h.crash("B");
-    h.restart("B");
-    warmB(h, "again");
-    h.gossip(3);
+    restartB(h);
     expect(stallFive(h)).toEqual(PROBATION);
   });
 

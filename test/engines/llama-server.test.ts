@@ -10,9 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EngineInputError } from "../../src/engines/errors.js";
 import { createEngine } from "../../src/engines/factory.js";
 import type { OpenAIEngine } from "../../src/engines/openai/engine.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { loopbackNodeSettings } from "../server/helpers.js";
 import {
   type LlamaServer,
   llamaServerSkip,
@@ -131,23 +130,14 @@ describe.skipIf(skip)("a prefixmesh node fronting the real llama.cpp server (ope
   let client: OpenAI;
   beforeAll(async () => {
     server = await startLlamaServer({ slots: 2 });
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        insecure: true,
-        logLevel: "silent",
-        engine: "openai",
-        engineUrl: `${server.url}/v1`,
-        engineTokenizer: "server",
-        model: MODEL,
-        // The test counts the engine's predictions of its own four requests: no calibration runs.
-        calibrationMs: "0",
-      },
-      {},
-    );
+    const settings = await loopbackNodeSettings({
+      engine: "openai",
+      engineUrl: `${server.url}/v1`,
+      engineTokenizer: "server",
+      model: MODEL,
+      // The test counts the engine's predictions of its own four requests: no calibration runs.
+      calibrationMs: "0",
+    });
     node = await startNode(settings, { logger: pino({ level: "silent" }) });
     client = new OpenAI({ baseURL: `${node.apiUrl}/v1`, apiKey: "unused", maxRetries: 0, timeout: 60_000 });
   });

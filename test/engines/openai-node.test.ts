@@ -7,9 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureGeneratedModel } from "../../src/engines/gguf/generate.js";
 import { LlamaCppEngine } from "../../src/engines/llamacpp/engine.js";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { loopbackNodeSettings } from "../server/helpers.js";
 import { TEST_MODEL_CACHE } from "./helpers.js";
 
 describe("remote engine against a prefixmesh node (embedded llama.cpp)", () => {
@@ -22,17 +21,7 @@ describe("remote engine against a prefixmesh node (embedded llama.cpp)", () => {
       modelPath: ensureGeneratedModel("tiny", TEST_MODEL_CACHE),
       slots: 2,
     });
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        insecure: true,
-        logLevel: "silent",
-      },
-      {},
-    );
+    const settings = await loopbackNodeSettings();
     node = await startNode(settings, { logger: pino({ level: "silent" }), engine: local });
     remote = new OpenAIEngine({ baseUrl: node.apiUrl, model: local.info.model, retries: 0 });
   });

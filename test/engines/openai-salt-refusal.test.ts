@@ -10,9 +10,8 @@ import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { loopbackNodeSettings } from "../server/helpers.js";
 
 type Kind = "ollama" | "llama-server" | "vllm";
 
@@ -92,22 +91,14 @@ describe("cache_salt on servers that would ignore it", () => {
   it("answers 400 cache_salt_unsupported at a node fronting Ollama, and serves the unsalted request", async () => {
     const d = await serverDouble("ollama");
     servers.push(d.server);
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const settings = resolveNodeSettings(
-      {
-        id: "O",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        insecure: true,
-        logLevel: "silent",
-        engine: "openai",
-        engineUrl: d.url,
-        model: "m",
-        // The double records every body the server gets: no calibration runs among them.
-        calibrationMs: "0",
-      },
-      {},
-    );
+    const settings = await loopbackNodeSettings({
+      id: "O",
+      engine: "openai",
+      engineUrl: d.url,
+      model: "m",
+      // The double records every body the server gets: no calibration runs among them.
+      calibrationMs: "0",
+    });
     const node = await startNode(settings, { logger: pino({ level: "silent" }) });
     nodes.push(node);
     const post = (extra: Record<string, unknown>) =>

@@ -4,14 +4,12 @@
  * DOUBLE of an OpenAI-compatible server (127.0.0.1 only, no inference) that never answers them; then
  * the real llama.cpp server, stopped (SIGSTOP) as a heavily loaded machine would leave it.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { calibrateEngine } from "../../src/server/runtime/calibration.js";
 import { waitFor } from "../e2e/helpers.js";
 import { type LlamaServer, llamaServerSkip, MODEL, startLlamaServer } from "../engines/llama-server.js";
-import { closedAfterEach } from "../engines/server-double.js";
+import { closedAfterEach, stallingDouble } from "../engines/server-double.js";
 
 /** What a loaded machine may add to a deadline before the timer fires (generous: shared cores). */
 const SLACK_MS = 2_000;
@@ -24,40 +22,12 @@ afterEach(async () => {
   server = undefined;
 });
 
-/**
- * The double: `/tokenize` in llama.cpp's shape answers its shape probe ("Hello, world") at once and
- * holds every other request; `/v1/completions` holds every request. `closed` counts held requests
- * whose client hung up (the abort reached the socket).
- */
-async function stallingDouble(): Promise<{ url: string; held: string[]; closed: string[] }> {
-  const held: string[] = [];
-  const closed: string[] = [];
-  live.double = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      if (req.url === "/tokenize") {
-        const content = (JSON.parse(body) as { content?: unknown }).content;
-        if (content === undefined || content === "Hello, world") {
-          const tokens = typeof content === "string" ? Array.from(content, (_, i) => i + 1) : [];
-          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ tokens }));
-          return;
-        }
-      }
-      held.push(req.url ?? "");
-      res.on("close", () => closed.push(req.url ?? ""));
-    });
-  });
-  await new Promise<void>((r) => live.double!.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(live.double!.address() as AddressInfo).port}`, held, closed };
-}
-
 describe("calibration against a stalling server (test double)", () => {
   it.each([
     ["/tokenize", "server"],
     ["/v1/completions", "local"],
   ] as const)("aborts a held %s at the budget, with no run", async (path, tokenizer) => {
-    const d = await stallingDouble();
+    const d = await stallingDouble(live);
     live.engine = new OpenAIEngine({ baseUrl: d.url, model: "m", tokenizer, retries: 0 });
     // Found before the budget starts (the shape probe; the local tokenizer's load), so the held
     // request, not these, is what the budget cuts short.

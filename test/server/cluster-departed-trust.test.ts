@@ -3,35 +3,16 @@
  * comes back with, so an operator sees that a returning peer starts demoted, and why.
  */
 import { describe, expect, it } from "vitest";
-import type { Engine } from "../../src/core/engine.js";
-import { ClusterView } from "../../src/server/runtime/cluster-view.js";
-import { Harness, prompt } from "../core/node-harness.js";
+import { Harness, prompt, STALLER_TRUST } from "../core/node-harness.js";
+import { harnessClusterView } from "./helpers.js";
 
-function view(h: Harness, id: string): ClusterView {
-  const engine = { info: { model: "m", kind: "sim", capacityTokens: 10_000 } } as unknown as Engine;
-  return new ClusterView({
-    node: h.node(id),
-    engine,
-    clusterId: "c",
-    protocols: { min: 1, max: 1 },
-    now: () => h.now,
-    peerUrl: () => undefined,
-    sendsPromptText: () => true,
-    peerServed: () => null,
-  });
-}
+const view = (h: Harness, id: string) => harnessClusterView(h, id, 10_000);
 
 const trustOfB = (h: Harness) => h.node("A").peers()[0]?.trust;
 
 /** A and B with peer trust, B a staller: it acks A's forwards and answers none, until demoted. */
 function demotedB(): Harness {
-  const h = new Harness(["A", "B"], {
-    peerTrust: true,
-    trustMaxUnanswered: 3,
-    answerProbes: false,
-    forwardTimeoutMs: 5_000,
-    forwardAckTimeoutMs: 250,
-  });
+  const h = new Harness(["A", "B"], STALLER_TRUST);
   for (const t of [1, 2, 3]) h.warm("B", `warm${t}`, prompt(t, 0));
   h.gossip(3);
   for (const t of [1, 2, 3]) {

@@ -3,24 +3,11 @@
  * and the simulator's oracle pushes that depth as its perfect estimate.
  */
 import { describe, expect, it } from "vitest";
-import type { Engine } from "../../src/core/engine.js";
-import { ClusterView } from "../../src/server/runtime/cluster-view.js";
 import { stateOf } from "../../src/sim/oracle.js";
 import { Harness, prompt } from "../core/node-harness.js";
+import { harnessClusterView } from "./helpers.js";
 
-function view(h: Harness, id: string): ClusterView {
-  const engine = { info: { model: "m", kind: "sim", capacityTokens: 100_000 } } as unknown as Engine;
-  return new ClusterView({
-    node: h.node(id),
-    engine,
-    clusterId: "c",
-    protocols: { min: 1, max: 1 },
-    now: () => h.now,
-    peerUrl: () => undefined,
-    sendsPromptText: () => true,
-    peerServed: () => null,
-  });
-}
+const view = (h: Harness, id: string) => harnessClusterView(h, id, 100_000);
 
 describe("a held node's own depth as operators and the oracle see it", () => {
   it("is the depth it reports, with its jobs beside it", () => {

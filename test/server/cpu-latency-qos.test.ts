@@ -5,7 +5,6 @@ import { join } from "node:path";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { parseSetting } from "../../src/cli/flags.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
 import {
   CPU_LATENCY_DEVICE,
   CpuLatencyQosError,
@@ -13,7 +12,7 @@ import {
   holdCpuLatency,
 } from "../../src/server/runtime/cpu-latency-qos.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { loopbackNodeSettings } from "./helpers.js";
 
 const deviceWritable = (() => {
   try {
@@ -67,20 +66,12 @@ describe.skipIf(!deviceWritable)("CPU latency hold on this kernel", () => {
   it("a node started with cpuLatencyUs holds it until it stops", async () => {
     const before = cpuLatencyInForceUs();
     if (before === 0) return; // another holder already pins it: nothing this node changes is visible
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const s = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "sim",
-        // Alone and without credentials: a scuttlebutt node (anyone could join it) must say so.
-        insecure: true,
-        logLevel: "silent",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        cpuLatencyUs: "0",
-      },
-      {},
-    );
+    const s = await loopbackNodeSettings({
+      engine: "sim",
+      // Alone and without credentials: a scuttlebutt node (anyone could join it) must say so.
+      insecure: true,
+      cpuLatencyUs: "0",
+    });
     const node = await startNode(s, { logger: pino({ level: "silent" }) });
     try {
       expect(cpuLatencyInForceUs()).toBe(0);

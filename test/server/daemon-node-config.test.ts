@@ -2,11 +2,11 @@
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { DAEMON_NODE_DEFAULTS, type NodeConfig, resolveNodeConfig } from "../../src/core/node/config.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
 import { DEFAULT_POLICY } from "../../src/server/default-policy.js";
 import { daemonNodeConfig } from "../../src/server/runtime/daemon-node-config.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { loopbackNodeSettings } from "./helpers.js";
 
 const KEYS = Object.keys(DAEMON_NODE_DEFAULTS) as (keyof typeof DAEMON_NODE_DEFAULTS)[];
 
@@ -49,18 +49,7 @@ describe("the daemon's node configuration", () => {
   });
 
   it("is what a started daemon's node runs with", async () => {
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const s = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "sim",
-        insecure: true,
-        logLevel: "silent",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-      },
-      {},
-    );
+    const s = await loopbackNodeSettings({ engine: "sim" });
     node = await startNode(s, { logger: pino({ level: "silent" }) });
     expectDaemonDefaults(node.nodeConfig);
   });

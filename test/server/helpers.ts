@@ -2,9 +2,12 @@ import pino from "pino";
 import type { Engine } from "../../src/core/engine.js";
 import { DEFAULT_PROFILE, resolveProfile } from "../../src/engines/sim/profiles.js";
 import { SimEngine } from "../../src/engines/sim/sim-engine.js";
+import { freePort } from "../../src/server/cluster/launcher.js";
+import { ClusterView } from "../../src/server/runtime/cluster-view.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
+import { type NodeSettings, resolveNodeSettings } from "../../src/server/settings/index.js";
 import { modelOf, postCompletion } from "../api-client.js";
+import type { Harness } from "../core/node-harness.js";
 import { startPair } from "../node-pair.js";
 
 type Settings = Record<string, unknown>;
@@ -94,4 +97,45 @@ export async function soloNode(engine?: Engine, extra: Record<string, unknown> =
     await node.stop();
     throw err;
   }
+}
+
+/**
+ * Settings of one node "A" on two free 127.0.0.1 ports (API and peer), insecure and silent: the set-up
+ * of a test that starts a single node with `startNode`. `overrides` win over every default; `env` is
+ * the environment the settings read (none of the process's).
+ */
+export async function loopbackNodeSettings(
+  overrides: Record<string, unknown> = {},
+  env: NodeJS.ProcessEnv = {},
+): Promise<NodeSettings> {
+  const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
+  return resolveNodeSettings(
+    {
+      id: "A",
+      insecure: true,
+      logLevel: "silent",
+      listen: `127.0.0.1:${api}`,
+      peerListen: `127.0.0.1:${peer}`,
+      ...overrides,
+    },
+    env,
+  );
+}
+
+/**
+ * The `/cluster` view of node `id` in the core harness `h`, on its clock, over a stand-in engine of
+ * `capacityTokens` (model "m"; the view reads only its info), single protocol, no peer URLs.
+ */
+export function harnessClusterView(h: Harness, id: string, capacityTokens: number): ClusterView {
+  const engine = { info: { model: "m", kind: "sim", capacityTokens } } as unknown as Engine;
+  return new ClusterView({
+    node: h.node(id),
+    engine,
+    clusterId: "c",
+    protocols: { min: 1, max: 1 },
+    now: () => h.now,
+    peerUrl: () => undefined,
+    sendsPromptText: () => true,
+    peerServed: () => null,
+  });
 }

@@ -8,12 +8,11 @@ import { encode } from "gpt-tokenizer";
 import pino from "pino";
 import { afterEach, describe, expect, test } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
-import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { postCompletion } from "../api-client.js";
 import { fakePrefixCachingServer } from "../engines/kv-events/fake-server.js";
 import { KvEventPublisherDouble } from "../engines/kv-events/publisher-double.js";
+import { loopbackNodeSettings } from "./helpers.js";
 
 const open: { close(): Promise<void> }[] = [];
 let node: NodeHandle | undefined;
@@ -31,47 +30,42 @@ async function waitFor(what: string, cond: () => Promise<boolean>, ms = 20_000):
   }
 }
 
+/**
+ * The publisher double, a fake server of `blockSize`-token blocks publishing to it, an engine whose
+ * mirror subscribes (`kv` adds to its stream settings) and node "A" on it; all closed after the test.
+ * No calibration: its runs would leave their own blocks in the server's cache, which these tests count.
+ */
+async function mirroredNode(blockSize: number, kv: { settleMs?: number } = {}) {
+  const pub = await KvEventPublisherDouble.start();
+  open.push(pub);
+  const fake = await fakePrefixCachingServer(pub, { blockSize, tokenize: (t) => encode(t) });
+  open.push(fake);
+  const engine = await OpenAIEngine.create({
+    baseUrl: fake.url,
+    model: "m",
+    kvEvents: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint, topic: "kv-events", ...kv },
+  });
+  await pub.subscribed();
+  const settings = await loopbackNodeSettings({
+    engine: "openai",
+    model: "m",
+    engineUrl: fake.url,
+    calibrationMs: "0",
+  });
+  node = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+  return { pub, fake, engine };
+}
+
 describe("a node with a KV-event mirror", () => {
   test("its tree is the server's cache, after each run", async () => {
     const BS = 4;
-    const pub = await KvEventPublisherDouble.start();
-    open.push(pub);
-    const fake = await fakePrefixCachingServer(pub, { blockSize: BS, tokenize: (t) => encode(t) });
-    open.push(fake);
-    const engine = await OpenAIEngine.create({
-      baseUrl: fake.url,
-      model: "m",
-      kvEvents: {
-        endpoint: pub.endpoint,
-        replayEndpoint: pub.replayEndpoint,
-        topic: "kv-events",
-        settleMs: 2_000,
-      },
-    });
-    await pub.subscribed();
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "openai",
-        model: "m",
-        engineUrl: fake.url,
-        insecure: true,
-        logLevel: "silent",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        // Calibration runs would leave their own blocks in the server's cache, which this test counts.
-        calibrationMs: "0",
-      },
-      {},
-    );
-    node = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+    const { pub, fake, engine } = await mirroredNode(BS, { settleMs: 2_000 });
     const tree = async () =>
       ((await (await fetch(`${node!.apiUrl}/cluster`)).json()) as { treeTokens: number }).treeTokens;
     await waitFor("the history", async () => engine.kvEventsStatus()!.subscriber.synced);
 
     const first = "The quick brown fox jumps over the lazy dog, again and again and again.";
-    const r1 = await postCompletion(node.apiUrl, { model: "m", prompt: first, max_tokens: 1 });
+    const r1 = await postCompletion(node!.apiUrl, { model: "m", prompt: first, max_tokens: 1 });
     expect(r1.status).toBe(200);
     await r1.text();
     const n1 = Math.floor(encode(first).length / BS) * BS;
@@ -85,7 +79,7 @@ describe("a node with a KV-event mirror", () => {
     await waitFor("the mirror to see it", async () => engine.kvEventsStatus()!.mirror.reachableTokens === 0);
 
     const second = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod.";
-    const r2 = await postCompletion(node.apiUrl, { model: "m", prompt: second, max_tokens: 1 });
+    const r2 = await postCompletion(node!.apiUrl, { model: "m", prompt: second, max_tokens: 1 });
     expect(r2.status).toBe(200);
     await r2.text();
     const n2 = Math.floor(encode(second).length / BS) * BS;
@@ -95,33 +89,7 @@ describe("a node with a KV-event mirror", () => {
 
   test("events change its tree when they arrive, between runs (no request needed)", async () => {
     const BS = 4;
-    const pub = await KvEventPublisherDouble.start();
-    open.push(pub);
-    const fake = await fakePrefixCachingServer(pub, { blockSize: BS, tokenize: (t) => encode(t) });
-    open.push(fake);
-    const engine = await OpenAIEngine.create({
-      baseUrl: fake.url,
-      model: "m",
-      kvEvents: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint, topic: "kv-events" },
-    });
-    await pub.subscribed();
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "openai",
-        model: "m",
-        engineUrl: fake.url,
-        insecure: true,
-        logLevel: "silent",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        // Calibration runs would leave their own blocks in the server's cache, which this test counts.
-        calibrationMs: "0",
-      },
-      {},
-    );
-    node = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+    const { pub, engine } = await mirroredNode(BS);
     const cluster = async () =>
       (await (await fetch(`${node!.apiUrl}/cluster`)).json()) as { treeTokens: number; served: number };
     await waitFor("the history", async () => engine.kvEventsStatus()!.subscriber.synced);
@@ -146,32 +114,7 @@ describe("a node with a KV-event mirror", () => {
   });
 
   test("/metrics shows the stream and the mirror: counts, blocks held, exact then degraded", async () => {
-    const pub = await KvEventPublisherDouble.start();
-    open.push(pub);
-    const fake = await fakePrefixCachingServer(pub, { blockSize: 4, tokenize: (t) => encode(t) });
-    open.push(fake);
-    const engine = await OpenAIEngine.create({
-      baseUrl: fake.url,
-      model: "m",
-      kvEvents: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint, topic: "kv-events" },
-    });
-    await pub.subscribed();
-    const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-    const settings = resolveNodeSettings(
-      {
-        id: "A",
-        engine: "openai",
-        model: "m",
-        engineUrl: fake.url,
-        insecure: true,
-        logLevel: "silent",
-        listen: `127.0.0.1:${api}`,
-        peerListen: `127.0.0.1:${peer}`,
-        calibrationMs: "0",
-      },
-      {},
-    );
-    node = await startNode(settings, { logger: pino({ level: "silent" }), engine });
+    const { pub, engine } = await mirroredNode(4);
     const scrape = async () => await (await fetch(`${node!.apiUrl}/metrics`)).text();
     const value = (text: string, series: string): number | undefined => {
       const line = text.split("\n").find((l) => l.startsWith(`${series} `));

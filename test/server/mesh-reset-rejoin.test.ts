@@ -6,9 +6,8 @@ import { describe, expect, it } from "vitest";
 import type { Admin } from "../../src/server/runtime/admin.js";
 import { fakePeerClient, fakeSwimNode, meshPeersOver } from "./mesh-fakes.js";
 
-function fakes() {
-  let status: string | undefined;
-  let now = 1_000;
+/** A logger keeping every line and an admin keeping every join (whether after a reset), as fakes. */
+function recorded() {
   const lines: { level: string; msg: string; fields: Record<string, unknown> }[] = [];
   const log =
     (level: string) =>
@@ -21,6 +20,13 @@ function fakes() {
       void joins.push({ id, afterReset }),
     meshLeft: () => {},
   } as unknown as Admin;
+  return { lines, logger, joins, admin };
+}
+
+function fakes() {
+  let status: string | undefined;
+  let now = 1_000;
+  const { lines, logger, joins, admin } = recorded();
   const node = fakeSwimNode(() => (status === undefined ? undefined : { id: "B", status }));
   const mesh = meshPeersOver(
     node,
@@ -43,6 +49,14 @@ function fakes() {
     },
     advance: (ms: number) => {
       now += ms;
+    },
+    /** B joins, then our cache reset starts SWIM's list over: B is away, not yet back. */
+    awayAfterReset: () => {
+      status = "alive";
+      mesh.syncMembers();
+      mesh.newEpoch();
+      status = undefined;
+      mesh.syncMembers();
     },
   };
 }
@@ -75,11 +89,7 @@ describe("a cache reset's rejoin", () => {
 
   it("names the members not back within its window, once", () => {
     const f = fakes();
-    f.set("alive");
-    f.mesh.syncMembers();
-    f.mesh.newEpoch();
-    f.set(undefined);
-    f.mesh.syncMembers();
+    f.awayAfterReset();
     expect(f.info()).toHaveLength(1);
     f.advance(60_000);
     f.mesh.syncMembers();
@@ -98,11 +108,7 @@ describe("a cache reset's rejoin", () => {
 describe("a cache reset's rejoin, the node stopping", () => {
   it("says nothing of members not back once the node stops", () => {
     const f = fakes();
-    f.set("alive");
-    f.mesh.syncMembers();
-    f.mesh.newEpoch();
-    f.set(undefined);
-    f.mesh.syncMembers();
+    f.awayAfterReset();
     f.mesh.stop();
     f.advance(60_000);
     f.mesh.syncMembers();
@@ -114,18 +120,7 @@ describe("a second cache reset while members are still away from the first", () 
   it("still awaits them quietly, and names them if they are not back", () => {
     const alive = new Set<string>();
     let now = 1_000;
-    const lines: { level: string; msg: string; fields: Record<string, unknown> }[] = [];
-    const log =
-      (level: string) =>
-      (fields: Record<string, unknown>, msg: string): void =>
-        void lines.push({ level, msg, fields });
-    const logger = { info: log("info"), warn: log("warn"), error: log("error"), debug: log("debug") };
-    const joins: { id: string; afterReset: boolean }[] = [];
-    const admin = {
-      meshJoined: (id: string, _url: string, _hello: unknown, afterReset = false) =>
-        void joins.push({ id, afterReset }),
-      meshLeft: () => {},
-    } as unknown as Admin;
+    const { lines, logger, joins, admin } = recorded();
     const node = {
       ...fakeSwimNode(() => undefined),
       meshMembers: () => [...alive].map((id) => ({ id, status: "alive" })),
