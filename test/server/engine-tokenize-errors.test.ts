@@ -12,9 +12,9 @@ import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { engineMessage } from "../../src/server/runtime/node-runtime.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { waitFor } from "../e2e/helpers.js";
 import { closedAfterEach } from "../engines/server-double.js";
+import { loopbackNodeSettings } from "./helpers.js";
 
 const live = closedAfterEach<OpenAIEngine>();
 let node: NodeHandle | undefined;
@@ -49,18 +49,7 @@ async function nodeFor(url: string, lines: { level: number; msg: string }[]): Pr
     cacheMirror: "lru",
     headersTimeoutMs: 500,
   });
-  const [api, peer] = await Promise.all([freePort("127.0.0.1"), freePort("127.0.0.1")]);
-  const settings = resolveNodeSettings(
-    {
-      id: "A",
-      listen: `127.0.0.1:${api}`,
-      peerListen: `127.0.0.1:${peer}`,
-      insecure: true,
-      logLevel: "silent",
-      calibrationMs: 0,
-    },
-    {},
-  );
+  const settings = await loopbackNodeSettings({ calibrationMs: 0 });
   const logger = pino(
     { level: "debug" },
     { write: (s: string) => void lines.push(JSON.parse(s) as { level: number; msg: string }) },
