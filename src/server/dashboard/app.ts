@@ -183,10 +183,7 @@ function renderRefused(v: ClusterView): void {
     li.append(el("span", ` · ${l.refusals} · ${l.recheck}`, "muted"));
     return li;
   });
-  if (more > 0) items.push(el("li", `and ${more} more`, "muted"));
-  const list = el("ul");
-  list.replaceChildren(...items);
-  box.replaceChildren(el("b", "Refused (not admitted as members):"), list);
+  fillList(box, "Refused (not admitted as members):", items, more);
 }
 
 /** The trust kept of peers out of the membership, under the refused: what each comes back with. */
@@ -201,10 +198,15 @@ function renderDeparted(v: ClusterView): void {
     li.append(el("b", l.id), " ", el("span", l.state, "code"), " ", el("span", ` · ${l.detail}`, "muted"));
     return li;
   });
+  fillList(box, "Gone, trust kept for their return:", items, more);
+}
+
+/** `box` as a titled list of `items`, and how many more were left out. */
+function fillList(box: HTMLElement, title: string, items: HTMLElement[], more: number): void {
   if (more > 0) items.push(el("li", `and ${more} more`, "muted"));
   const list = el("ul");
   list.replaceChildren(...items);
-  box.replaceChildren(el("b", "Gone, trust kept for their return:"), list);
+  box.replaceChildren(el("b", title), list);
 }
 
 /** The node's own counters (from /cluster), as a list of term / value pairs. */
