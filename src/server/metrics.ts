@@ -7,6 +7,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { CLOCK_SKEW } from "../core/refusals.js";
 import { CounterPeers, DEFAULT_METRIC_PEERS, gaugePeers } from "./metric-peers.js";
+import { type KvEventsGaugeView, kvEventMetrics } from "./metrics-kv-events.js";
+
+export type { KvEventsGaugeView } from "./metrics-kv-events.js";
 
 export interface PeerGaugeView {
   peer: string;
@@ -40,16 +43,6 @@ export interface GaugeView {
   membershipEvents?: Record<string, number>;
   /** A remote engine following KV events (vLLM, SGLang): its stream's and mirror's standing. */
   kvEvents?: KvEventsGaugeView;
-}
-
-export interface KvEventsGaugeView {
-  /** The mirror holds exactly the engine's cache (history known, nothing lost since). */
-  exact: boolean;
-  blocks: number;
-  reachableBlocks: number;
-  /** Cumulative counts by event, as /cluster's engineCache.kvEvents names them (camelCase). */
-  subscriber: Record<string, number>;
-  mirror: Record<string, number>;
 }
 
 /** The reasons a hello or credential check refuses a candidate for; anything else counts as `other`. */
@@ -361,7 +354,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     "event",
     (v) => v.membershipEvents,
   );
-  if (opts.kvEvents) kvEventMetrics(registers, view);
+  if (opts.kvEvents) kvEventMetrics(registers, () => view()?.kvEvents);
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>
     p.pushBackActive ? 1 : 0,
   );
@@ -399,63 +392,4 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       connectedPeers = fn;
     },
   };
-}
-
-/** prom-client's label values are snake_case, /cluster's field names camelCase: `replayFailures` → `replay_failures`. */
-const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-
-/** The KV-event stream's and mirror's series, read at scrape time from the engine's status. */
-function kvEventMetrics(registers: Registry[], view: () => GaugeView | undefined): void {
-  const counts = (name: string, help: string, read: (k: KvEventsGaugeView) => Record<string, number>) =>
-    new Counter({
-      name,
-      help,
-      labelNames: ["event"],
-      registers,
-      collect() {
-        const k = view()?.kvEvents;
-        if (!k) return;
-        this.reset();
-        for (const [event, n] of Object.entries(read(k))) this.inc({ event: snake(event) }, n);
-      },
-    });
-  counts(
-    "prefixmesh_engine_kv_subscriber_events_total",
-    "The engine's KV-event stream (only with --engine-kv-events, as every prefixmesh_engine_kv_ series), " +
-      "by event: gaps (live batches numbered past the next expected), replays (asked of the replay " +
-      "endpoint), replayed_batches, replay_failures, rejected (messages refused: wrong frames or topic, " +
-      "bad sequence numbers, payloads that do not decode), dropped (live batches dropped from a full queue), restarts (a new " +
-      "publisher: the mirror cleared), reconnects",
-    (k) => k.subscriber,
-  );
-  counts(
-    "prefixmesh_engine_kv_mirror_events_total",
-    "The engine's KV-event mirror, by event: batches and events applied, blocks stored and removed, " +
-      "cleared (AllBlocksCleared), other_medium, other_group (ignored), other_rank (refused, degrades), " +
-      "conflicts, unknown_removals, malformed (each degrades the mirror), forgotten (blocks dropped after batches " +
-      "lost for good)",
-    (k) => k.mirror,
-  );
-  const gauge = (name: string, help: string, read: (k: KvEventsGaugeView) => number) =>
-    new Gauge({
-      name,
-      help,
-      registers,
-      collect() {
-        const k = view()?.kvEvents;
-        if (k) this.set(read(k));
-      },
-    });
-  gauge(
-    "prefixmesh_engine_kv_mirror_exact",
-    "1 while the KV-event mirror holds exactly the engine's cache; 0 while degraded or its history is " +
-      "unknown (routing here then adds an LRU guess: /cluster engineCache.kvEvents.degraded says why)",
-    (k) => (k.exact ? 1 : 0),
-  );
-  gauge("prefixmesh_engine_kv_mirror_blocks", "Blocks the KV-event mirror holds", (k) => k.blocks);
-  gauge(
-    "prefixmesh_engine_kv_mirror_reachable_blocks",
-    "Blocks of the KV-event mirror a prompt can match (their chain back to the start is held)",
-    (k) => k.reachableBlocks,
-  );
 }

@@ -10,7 +10,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
-import { engineMessage } from "../../src/server/runtime/node-runtime.js";
+import { engineMessage } from "../../src/server/runtime/engine-step-errors.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { waitFor } from "../e2e/helpers.js";
 import { closedAfterEach } from "../engines/server-double.js";

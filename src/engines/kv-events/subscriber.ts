@@ -31,27 +31,22 @@
  *   the gap.
  *
  * Every wait is bounded (`replayTimeoutMs` per replay), every queue and message size capped. This file
- * keeps the sequence rules; the queue is live-queue.ts, the replay socket replay-client.ts, and the
- * reconnect after ZMQ gives a connection up reconnect.ts.
+ * keeps the sequence rules; the queue is live-queue.ts, the replay socket replay-client.ts, a replay's
+ * batches (the check of the publisher at its first, the lost ones) replay-reading.ts, and the reconnect
+ * after ZMQ gives a connection up reconnect.ts.
  */
 import { Subscriber } from "zeromq";
 import { type Live, LiveQueue } from "./live-queue.js";
 import type { KvCacheMirror } from "./mirror.js";
 import { watchConnection } from "./reconnect.js";
 import { ReplayClient } from "./replay-client.js";
+import { type ReplayOutcome, ReplayReading } from "./replay-reading.js";
 import { decodeSequence } from "./sequence-frame.js";
 import type { KvSubscriberOptions, KvSubscriberState, KvSubscriberStatus } from "./subscriber-types.js";
 import { decodeBatch } from "./wire.js";
 import { DEFAULT_WIRE_LIMITS, type KvEventBatch, KvWireError, type WireLimits } from "./wire-types.js";
 
 export type { KvSubscriberOptions, KvSubscriberState, KvSubscriberStatus } from "./subscriber-types.js";
-
-type ReplayOutcome =
-  | { kind: "covered" }
-  | { kind: "short"; from: number }
-  /** `checked`: the publisher was told to be the same before the replay failed. */
-  | { kind: "failed"; why: string; checked: boolean }
-  | { kind: "restarted" };
 
 export class KvEventsSubscriber {
   private readonly endpoint: string;
@@ -335,11 +330,9 @@ export class KvEventsSubscriber {
   }
 
   /**
-   * Asks for every buffered batch from `from` and applies those numbered `next` onward. "short": the
-   * buffer began after `next` (the batches between are lost; the mirror follows from there). `lost`
-   * runs once, before the first batch after the lost ones is applied: by default the mirror forgets
-   * what it held, as the lost batches may have removed it or come from a new engine (the check of the
-   * publisher needs the batch the buffer no longer holds).
+   * Asks for every buffered batch from `from` and applies those numbered `next` onward (replay-reading.ts).
+   * `lost` runs once, before the first batch after lost ones: by default the mirror forgets what it held,
+   * as the lost batches may have removed it or come from a new engine (no batch left to check it by).
    */
   private async replay(
     from: number,
@@ -348,47 +341,25 @@ export class KvEventsSubscriber {
   ): Promise<ReplayOutcome> {
     this.state = "replaying";
     this.counts.replays++;
-    // The last batch applied, asked for again: the same publisher still buffers it unchanged.
-    const known = this.lastApplied?.seq === from - 1 ? this.lastApplied : undefined;
-    try {
-      let short: number | undefined;
-      let first = true;
-      let other = false;
-      let checked = false;
-      const read = await this.replays!.request(known ? known.seq : from, (seq, payload) => {
-        if (other) return;
-        if (first && known) {
-          first = false;
-          if (seq === known.seq && !Buffer.from(payload).equals(Buffer.from(known.payload))) {
-            other = true;
-            return;
-          }
-          checked = seq === known.seq;
-          // The batch to compare is gone though none after it is: a new publisher cannot be ruled out.
-          if (seq === known.seq + 1)
-            this.mirror.forget(`batch ${known.seq} is no longer buffered: the publisher may have restarted`);
-        }
-        const next = this.next ?? from;
-        if (seq < next) return;
-        if (seq > next && short === undefined) {
-          short = seq;
-          lost(next, seq);
-        }
+    const reading = new ReplayReading(from, this.lastApplied, {
+      next: () => this.next,
+      apply: (seq, payload) => {
         this.next = seq;
         this.counts.replayedBatches++;
         this.apply(seq, payload);
-      });
+      },
+      forget: (why) => this.mirror.forget(why),
+      lost,
+    });
+    try {
+      const read = await this.replays!.request(reading.start, reading.batch);
       if (read.kind === "failed") {
         this.counts.replayFailures++;
         this.lastError = read.why;
       }
-      // Told apart at the first batch: a failure after it does not undo that.
-      if (other) {
-        this.restarted();
-        return { kind: "restarted" };
-      }
-      if (read.kind === "failed") return { ...read, checked };
-      return short === undefined ? { kind: "covered" } : { kind: "short", from: short };
+      const outcome = reading.outcome(read);
+      if (outcome.kind === "restarted") this.restarted();
+      return outcome;
     } finally {
       if (!this.closed) this.state = "live";
     }

@@ -13,6 +13,7 @@
  *  - peer-traffic.ts: what arrives from peers, and the channel each message to a peer takes;
  *  - cluster-view.ts: `/cluster` and the metrics view;
  *  - admin.ts: admin calls, membership changes, hello;
+ *  - engine-step-errors.ts: an engine's failed tokenize or chat-template step, as the client's error;
  *  - transport-rules.ts: the protocol rules the daemon's transport adds to the core's.
  *
  * Streaming: engine output is routed by the EngineRequest object the node hands to `engine-run` (the
@@ -22,28 +23,21 @@
 import type { Engine, EngineRequest } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { Effect, NodeInput } from "../../core/node/types.js";
-import { type EngineUnavailableError, engineFault } from "../../engines/errors.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { PeerClient } from "../../net/transport-client.js";
 import type { NodeMetrics } from "../metrics.js";
 import { logServedForward } from "../observability/forward-log.js";
 import { LivenessLog } from "../observability/liveness-log.js";
-import {
-  type ClientLink,
-  type InferenceInput,
-  type NodeService,
-  type ServeEvents,
-  type ServeOutcome,
-  ServiceError,
-} from "../service.js";
+import type { ClientLink, InferenceInput, NodeService, ServeEvents, ServeOutcome } from "../service.js";
 import { Admin } from "./admin.js";
 import { admissionError } from "./client-admission.js";
 import { replyToClient } from "./client-replies.js";
-import { ClientStreams, engineRequestOf, serviceErrorOf } from "./client-streams.js";
+import { ClientStreams, engineRequestOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
 import { watchEngineCache } from "./engine-cache-watch.js";
 import { EngineHealth } from "./engine-health.js";
 import { EngineRuns } from "./engine-runs.js";
+import { engineStepFailure, shutDownError } from "./engine-step-errors.js";
 import type { RuntimeLogger } from "./logger.js";
 import { type MeshModel, meshModels } from "./mesh-models.js";
 import { MeshPeers, movesMembers } from "./mesh-peers.js";
@@ -81,23 +75,6 @@ export interface NodeRuntimeOptions {
 }
 
 const nowDefault = () => performance.timeOrigin + performance.now();
-/** The engine-setup hint (a 401/403/404 from the engine) is logged at most this often. */
-const SETUP_HINT_EVERY_MS = 60_000;
-const SHUT_DOWN_BEFORE_ANSWERING = "node shut down before answering";
-
-/** Longest engine error text a client is shown: a server's error body can be large. */
-const ENGINE_MESSAGE_MAX = 300;
-/** Longest Retry-After an engine's rate limit passes on to a client. */
-const RETRY_AFTER_MAX_MS = 60_000;
-
-/**
- * An engine's failure as a client reads it: bounded, and without the credentials a URL may carry
- * (`http://user:pass@host`); the API key travels in a header, never in these messages.
- */
-export function engineMessage(err: Error): string {
-  const text = `engine: ${err.message.replace(/\/\/[^/@\s]*@/g, "//")}`;
-  return text.length > ENGINE_MESSAGE_MAX ? `${text.slice(0, ENGINE_MESSAGE_MAX - 1)}…` : text;
-}
 
 export class NodeRuntime implements NodeService {
   readonly nodeId: string;
@@ -122,6 +99,8 @@ export class NodeRuntime implements NodeService {
   private readonly health: EngineHealth;
   private readonly runs: EngineRuns;
   private readonly liveness: LivenessLog;
+  /** A tokenize or chat-template step the engine failed, as the client's error (engine-step-errors.ts). */
+  private readonly engineStepFailed: (err: unknown) => never;
   /** gossip "scuttlebutt": its transport, seeds, verification (mesh-peers.ts). */
   readonly mesh: MeshPeers | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -153,6 +132,11 @@ export class NodeRuntime implements NodeService {
       forPeer: (request) => this.served.serves(request),
     });
     this.liveness = new LivenessLog(o.logger);
+    this.engineStepFailed = engineStepFailure({
+      now: this.now,
+      logger: o.logger,
+      isStopping: () => this.stopping,
+    });
     this.admin = new Admin(o);
     this.sender = new PeerSender({
       ...o,
@@ -224,37 +208,6 @@ export class NodeRuntime implements NodeService {
   applyChatTemplate(messages: Parameters<Engine["applyChatTemplate"]>[0]) {
     return this.engine.applyChatTemplate(messages).catch(this.engineStepFailed);
   }
-
-  /**
-   * A tokenize or chat-template step the engine failed: ended by its close at shutdown, the client's
-   * 503, as after the drain; otherwise by whose fault it is (`engineFault`), through the reply codes a
-   * run's failure uses: the prompt refused, a 400 with the server's reason; the engine's setup (key,
-   * URL) or the server down, a 502; its rate limit, a 503 with its Retry-After. Never a 500 that reads
-   * as a bug of ours.
-   */
-  private setupHintAt = Number.NEGATIVE_INFINITY;
-  private readonly engineStepFailed = (err: unknown): never => {
-    if (this.stopping) throw new ServiceError(503, "server_error", SHUT_DOWN_BEFORE_ANSWERING);
-    const fault = engineFault(err);
-    if (fault === undefined) throw err;
-    const error = engineMessage(err as Error);
-    if (fault === "setup") {
-      // Every request fails the same way until the operator acts: said once a minute, not per request.
-      const now = this.now();
-      const say = now - this.setupHintAt >= SETUP_HINT_EVERY_MS;
-      if (say) this.setupHintAt = now;
-      this.o.logger[say ? "warn" : "debug"](
-        { err: error },
-        "engine refused the node's request: check --engine-url and the engine API key",
-      );
-    }
-    if (fault === "load") {
-      // The server's Retry-After is its word, not ours to pass on unbounded.
-      const ms = Math.min(RETRY_AFTER_MAX_MS, (err as EngineUnavailableError).retryAfterMs ?? 1_000);
-      throw new ServiceError(503, "server_error", error, Math.max(1, Math.ceil(ms / 1_000)));
-    }
-    throw serviceErrorOf({ ok: false, error, code: fault === "input" ? "invalid" : "engine" });
-  };
 
   submit(input: InferenceInput, events: ServeEvents, link: ClientLink): Promise<ServeOutcome> {
     const phase = !this.started
@@ -365,7 +318,7 @@ export class NodeRuntime implements NodeService {
       await new Promise((r) => setTimeout(r, 20));
     }
     this.served.finishAll("shutting down");
-    this.clients.failAll(() => new ServiceError(503, "server_error", SHUT_DOWN_BEFORE_ANSWERING));
+    this.clients.failAll(shutDownError);
     this.timers.clear();
     this.health.stop();
     this.unwatchCache();

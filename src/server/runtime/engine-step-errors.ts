@@ -1,0 +1,69 @@
+/**
+ * How an engine's failure at a tokenize or chat-template step reaches a client (node-runtime.ts calls
+ * these): the reply code by whose fault it is, the text bounded and without credentials, and the
+ * engine-setup hint said at most once a minute. Also the 503 a client gets when shutdown comes first.
+ */
+import { type EngineUnavailableError, engineFault } from "../../engines/errors.js";
+import { ServiceError } from "../service.js";
+import { serviceErrorOf } from "./client-streams.js";
+import type { RuntimeLogger } from "./logger.js";
+
+/** The engine-setup hint (a 401/403/404 from the engine) is logged at most this often. */
+const SETUP_HINT_EVERY_MS = 60_000;
+/** Longest engine error text a client is shown: a server's error body can be large. */
+const ENGINE_MESSAGE_MAX = 300;
+/** Longest Retry-After an engine's rate limit passes on to a client. */
+const RETRY_AFTER_MAX_MS = 60_000;
+
+/** A client's answer when the node shuts down before answering it. */
+export function shutDownError(): ServiceError {
+  return new ServiceError(503, "server_error", "node shut down before answering");
+}
+
+/**
+ * An engine's failure as a client reads it: bounded, and without the credentials a URL may carry
+ * (`http://user:pass@host`); the API key travels in a header, never in these messages.
+ */
+export function engineMessage(err: Error): string {
+  const text = `engine: ${err.message.replace(/\/\/[^/@\s]*@/g, "//")}`;
+  return text.length > ENGINE_MESSAGE_MAX ? `${text.slice(0, ENGINE_MESSAGE_MAX - 1)}…` : text;
+}
+
+export interface EngineStepContext {
+  now: () => number;
+  logger: RuntimeLogger;
+  isStopping: () => boolean;
+}
+
+/**
+ * A tokenize or chat-template step the engine failed: ended by its close at shutdown, the client's
+ * 503, as after the drain; otherwise by whose fault it is (`engineFault`), through the reply codes a
+ * run's failure uses: the prompt refused, a 400 with the server's reason; the engine's setup (key,
+ * URL) or the server down, a 502; its rate limit, a 503 with its Retry-After. Never a 500 that reads
+ * as a bug of ours. One per node: it holds when the setup hint was last said.
+ */
+export function engineStepFailure(o: EngineStepContext): (err: unknown) => never {
+  let setupHintAt = Number.NEGATIVE_INFINITY;
+  return (err: unknown): never => {
+    if (o.isStopping()) throw shutDownError();
+    const fault = engineFault(err);
+    if (fault === undefined) throw err;
+    const error = engineMessage(err as Error);
+    if (fault === "setup") {
+      // Every request fails the same way until the operator acts: said once a minute, not per request.
+      const now = o.now();
+      const say = now - setupHintAt >= SETUP_HINT_EVERY_MS;
+      if (say) setupHintAt = now;
+      o.logger[say ? "warn" : "debug"](
+        { err: error },
+        "engine refused the node's request: check --engine-url and the engine API key",
+      );
+    }
+    if (fault === "load") {
+      // The server's Retry-After is its word, not ours to pass on unbounded.
+      const ms = Math.min(RETRY_AFTER_MAX_MS, (err as EngineUnavailableError).retryAfterMs ?? 1_000);
+      throw new ServiceError(503, "server_error", error, Math.max(1, Math.ceil(ms / 1_000)));
+    }
+    throw serviceErrorOf({ ok: false, error, code: fault === "input" ? "invalid" : "engine" });
+  };
+}
