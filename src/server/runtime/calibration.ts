@@ -16,8 +16,11 @@
  * budget (it stays queued ahead of any later run: the Engine contract).
  * Works with any Engine: the sim engine, embedded llama.cpp, remote servers (text prompts).
  */
+
+import type { Logger } from "pino";
 import type { Engine, EngineRequest, EngineResult, EvictedRun } from "../../core/engine.js";
 import type { CostSample } from "../../core/node/engine-costs.js";
+import type { PrefixNode } from "../../core/node/node.js";
 
 export interface CalibrationOptions {
   /** Longest the whole calibration may take, ms (0: none is run); the cache reset may add RESET_WAIT_MS. */
@@ -200,4 +203,39 @@ async function forget(
   const runs: EvictedRun[] = [...new Set(made)].map((r) => ({ path: r.tokens, keep: 0 }));
   engine.evict?.(runs);
   return undefined;
+}
+
+/** Start-up calibration (calibration.ts), before the node is ready: never fatal, always bounded. */
+export async function calibrateAtStart(
+  engine: Engine,
+  node: PrefixNode,
+  budgetMs: number,
+  logger: Logger,
+): Promise<void> {
+  if (!(budgetMs > 0)) return;
+  const c = await calibrateEngine(engine, { budgetMs });
+  node.calibrate(c.samples);
+  const fields = {
+    runs: c.samples.length,
+    ms: Math.round(c.ms),
+    budgetMs,
+    stopped: c.stopped,
+    reset: c.reset,
+    costs: node.engineCosts(),
+  };
+  // Without a run the configured prior stands: say so, or the costs routing uses look measured.
+  if (c.samples.length === 0)
+    logger.warn(
+      fields,
+      c.stopped === "budget"
+        ? "engine not calibrated: --calibration-ms ended it before any run completed; routing uses the default cost model"
+        : "engine not calibrated: routing uses the default cost model",
+    );
+  else if (c.stopped === "budget") logger.info(fields, "engine calibration cut short by --calibration-ms");
+  else if (c.stopped !== undefined) logger.warn(fields, "engine calibration cut short by an engine error");
+  else logger.info(fields, "engine calibrated");
+  if (c.reset === "pending")
+    logger.warn(fields, "engine calibration: the engine is still freeing what its runs cached");
+  else if (c.reset === "failed")
+    logger.warn(fields, "engine calibration: the engine could not free what its runs cached");
 }

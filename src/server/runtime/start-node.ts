@@ -30,7 +30,7 @@ import { errorBody } from "../openai/format.js";
 import { type NodeSettings, SettingsError, splitHostPort } from "../settings/index.js";
 import { advertisedPeerUrl } from "./advertise.js";
 import { engineKvEventsStatus } from "./cache-predictions.js";
-import { calibrateEngine } from "./calibration.js";
+import { calibrateAtStart } from "./calibration.js";
 import { ANSWER_GRACE_MS, closeWithGrace } from "./close-grace.js";
 import { holdCpuLatency } from "./cpu-latency-qos.js";
 import { daemonNodeConfig } from "./daemon-node-config.js";
@@ -247,7 +247,7 @@ export async function startNode(
     cpuLatency?.release();
     throw err;
   }
-  await calibrate(engine, node, s.calibrationMs, logger);
+  await calibrateAtStart(engine, node, s.calibrationMs, logger);
   const mesh = runtime.mesh;
   if (mesh) {
     // Members reach us at the address we carry on every mesh message (advertise.ts).
@@ -360,36 +360,6 @@ export async function startNode(
     return stopping;
   };
   return { runtime, settings: s, nodeConfig: node.config, apiUrl, peerUrl, logger, stop };
-}
-
-/** Start-up calibration (calibration.ts), before the node is ready: never fatal, always bounded. */
-async function calibrate(engine: Engine, node: PrefixNode, budgetMs: number, logger: Logger): Promise<void> {
-  if (!(budgetMs > 0)) return;
-  const c = await calibrateEngine(engine, { budgetMs });
-  node.calibrate(c.samples);
-  const fields = {
-    runs: c.samples.length,
-    ms: Math.round(c.ms),
-    budgetMs,
-    stopped: c.stopped,
-    reset: c.reset,
-    costs: node.engineCosts(),
-  };
-  // Without a run the configured prior stands: say so, or the costs routing uses look measured.
-  if (c.samples.length === 0)
-    logger.warn(
-      fields,
-      c.stopped === "budget"
-        ? "engine not calibrated: --calibration-ms ended it before any run completed; routing uses the default cost model"
-        : "engine not calibrated: routing uses the default cost model",
-    );
-  else if (c.stopped === "budget") logger.info(fields, "engine calibration cut short by --calibration-ms");
-  else if (c.stopped !== undefined) logger.warn(fields, "engine calibration cut short by an engine error");
-  else logger.info(fields, "engine calibrated");
-  if (c.reset === "pending")
-    logger.warn(fields, "engine calibration: the engine is still freeing what its runs cached");
-  else if (c.reset === "failed")
-    logger.warn(fields, "engine calibration: the engine could not free what its runs cached");
 }
 
 async function closeQuietly(app: FastifyInstance): Promise<void> {
