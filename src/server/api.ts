@@ -36,6 +36,7 @@ import {
   tokenizeRequestSchema,
 } from "./openai/schemas.js";
 import {
+  type Admission,
   type ClientLink,
   type InferenceInput,
   type NodeService,
@@ -171,8 +172,10 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const prompt = Array.isArray(body.prompt) ? (body.prompt[0] ?? "") : body.prompt;
     const asked = body.max_tokens ?? undefined;
     const maxTokens = asked ?? opts.defaultMaxTokens ?? 16;
-    const input = await prepare(prompt, body, maxTokens, asked === undefined, route);
-    return serve("completion", reply, body, input);
+    return admitted(async (admission) => {
+      const input = await prepare(prompt, body, maxTokens, asked === undefined, route);
+      return serve("completion", reply, body, input, admission);
+    });
   });
 
   app.post("/v1/chat/completions", async (req, reply) => {
@@ -186,19 +189,34 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       role: m.role,
       content: typeof m.content === "string" ? m.content : (m.content ?? []).map((p) => p.text).join(""),
     }));
-    const prompt = await service.applyChatTemplate(messages);
-    const asked = body.max_completion_tokens ?? body.max_tokens ?? undefined;
-    const input = await prepare(
-      prompt,
-      body,
-      asked ?? opts.chatDefaultMaxTokens ?? service.maxContextTokens,
-      asked === undefined,
-      route,
-    );
-    // Another model's node serves it: the prompt above is in our model's template, not its.
-    if (input.tokenizer !== undefined) input.messages = messages;
-    return serve("chat", reply, body, input);
+    return admitted(async (admission) => {
+      const prompt = await service.applyChatTemplate(messages);
+      const asked = body.max_completion_tokens ?? body.max_tokens ?? undefined;
+      const input = await prepare(
+        prompt,
+        body,
+        asked ?? opts.chatDefaultMaxTokens ?? service.maxContextTokens,
+        asked === undefined,
+        route,
+      );
+      // Another model's node serves it: the prompt above is in our model's template, not its.
+      if (input.tokenizer !== undefined) input.messages = messages;
+      return serve("chat", reply, body, input, admission);
+    });
   });
+
+  /**
+   * A client request taken in (NodeService.admit) while `work` templates, tokenizes and submits it:
+   * a shutdown that begins meanwhile drains it instead of failing it at once.
+   */
+  async function admitted<T>(work: (admission: Admission | undefined) => Promise<T>): Promise<T> {
+    const admission = service.admit?.();
+    try {
+      return await work(admission);
+    } finally {
+      admission?.end();
+    }
+  }
 
   function invalid(err: import("zod").ZodError): BadRequest {
     const d = describeZodError(err);
@@ -278,6 +296,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     reply: FastifyReply,
     body: CompletionRequest | ChatRequest,
     input: InferenceInput,
+    admission?: Admission,
   ) {
     const started = performance.now();
     const meta: ResponseMeta = {
@@ -323,7 +342,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     if (!body.stream) {
       let o: ServeOutcome;
       try {
-        o = await service.submit(input, {}, link);
+        o = await service.submit(input, {}, link, admission);
       } catch (err) {
         done(err instanceof ServiceError && err.status === 429 ? "overloaded" : "error");
         throw err;
@@ -364,6 +383,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
           },
         },
         link,
+        admission,
       );
     } catch (err) {
       done(err instanceof ServiceError && err.status === 429 ? "overloaded" : "error");

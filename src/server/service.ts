@@ -84,6 +84,14 @@ export class ServiceError extends Error {
   }
 }
 
+/**
+ * A client request the node took in before its prompt was templated and tokenized: a node shutting
+ * down drains it like a submitted one. The API ends it once the request is submitted or has failed.
+ */
+export interface Admission {
+  end(): void;
+}
+
 export interface NodeService {
   readonly nodeId: string;
   readonly modelId: string;
@@ -95,8 +103,21 @@ export interface NodeService {
   readonly maxContextTokens: number;
   tokenize(text: string): Promise<Tokens>;
   applyChatTemplate(messages: ChatMessage[]): Promise<string>;
-  /** Serves one request exactly once. Rejects with ServiceError (e.g. 429 on overload). */
-  submit(input: InferenceInput, events: ServeEvents, link: ClientLink): Promise<ServeOutcome>;
+  /**
+   * Takes a client request in, before its template and tokenize, so the shutdown drain waits for it
+   * too; throws ServiceError (503) once shutdown has begun.
+   */
+  admit?(): Admission;
+  /**
+   * Serves one request exactly once. Rejects with ServiceError (e.g. 429 on overload). A request
+   * `admit` took in before shutdown is still served while the node drains.
+   */
+  submit(
+    input: InferenceInput,
+    events: ServeEvents,
+    link: ClientLink,
+    admission?: Admission,
+  ): Promise<ServeOutcome>;
   /** Liveness of the serving path: engine loaded, local route usable. */
   ready(): { ok: boolean; detail?: string };
   /** This node's view of the cluster for GET /cluster (JSON-serialisable). */

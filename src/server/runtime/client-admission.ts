@@ -15,6 +15,11 @@ export interface AdmissionState {
   max: number;
 }
 
+/** A client request arriving once shutdown has begun: retryable, the leaving node's peers take over. */
+export function shuttingDownError(): ServiceError {
+  return new ServiceError(503, "server_error", "node is shutting down", 1);
+}
+
 export function admissionError(
   s: AdmissionState,
   engine: Engine,
@@ -22,7 +27,7 @@ export function admissionError(
 ): ServiceError | undefined {
   // Both retryable: a booting node is ready in moments, a leaving one's peers take over.
   if (s.phase === "starting") return new ServiceError(503, "server_error", "node is starting", 1);
-  if (s.phase === "stopping") return new ServiceError(503, "server_error", "node is shutting down", 1);
+  if (s.phase === "stopping") return shuttingDownError();
   // A request taken while the engine empties its cache would be dropped by the restart that follows.
   if (s.phase === "resetting") return new ServiceError(503, "server_error", "node is resetting its cache", 1);
   if (s.pending >= s.max) {

@@ -28,9 +28,16 @@ import type { PeerClient } from "../../net/transport-client.js";
 import type { NodeMetrics } from "../metrics.js";
 import { logServedForward } from "../observability/forward-log.js";
 import { LivenessLog } from "../observability/liveness-log.js";
-import type { ClientLink, InferenceInput, NodeService, ServeEvents, ServeOutcome } from "../service.js";
+import type {
+  Admission,
+  ClientLink,
+  InferenceInput,
+  NodeService,
+  ServeEvents,
+  ServeOutcome,
+} from "../service.js";
 import { Admin } from "./admin.js";
-import { admissionError } from "./client-admission.js";
+import { admissionError, shuttingDownError } from "./client-admission.js";
 import { replyToClient } from "./client-replies.js";
 import { ClientStreams, engineRequestOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
@@ -108,6 +115,10 @@ export class NodeRuntime implements NodeService {
   private seq = 0;
   private started = false;
   private stopping = false;
+  /** Client requests taken in and not yet submitted (templating, tokenizing): the drain waits for them. */
+  private readonly admitted = new Set<Admission>();
+  /** The drain is over: an admitted request submitted only now gets the shutdown's 503. */
+  private drained = false;
   /** `resetCache` is emptying the engine's cache: clients are refused until the restart is done. */
   private resetting = false;
 
@@ -209,10 +220,25 @@ export class NodeRuntime implements NodeService {
     return this.engine.applyChatTemplate(messages).catch(this.engineStepFailed);
   }
 
-  submit(input: InferenceInput, events: ServeEvents, link: ClientLink): Promise<ServeOutcome> {
+  admit(): Admission {
+    if (this.stopping) throw shuttingDownError();
+    const admission: Admission = { end: () => this.admitted.delete(admission) };
+    this.admitted.add(admission);
+    return admission;
+  }
+
+  submit(
+    input: InferenceInput,
+    events: ServeEvents,
+    link: ClientLink,
+    admission?: Admission,
+  ): Promise<ServeOutcome> {
+    // Taken in before shutdown: served while the node drains (from here on, a waiting client).
+    const admitted = admission !== undefined && this.admitted.delete(admission);
+    if (admitted && this.drained) return Promise.reject(shutDownError());
     const phase = !this.started
       ? "starting"
-      : this.stopping
+      : this.stopping && !admitted
         ? "stopping"
         : this.resetting
           ? "resetting"
@@ -314,9 +340,12 @@ export class NodeRuntime implements NodeService {
     await Promise.all(goodbyes);
     this.mesh?.stop();
     const deadline = this.now() + drainMs;
-    while ((this.clients.size > 0 || this.node.queueDepth() > 0) && this.now() < deadline) {
+    const busy = () => this.clients.size > 0 || this.admitted.size > 0 || this.node.queueDepth() > 0;
+    while (busy() && this.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
     }
+    // An admitted request still tokenizing gets its 503 from the engine's close that follows.
+    this.drained = true;
     this.served.finishAll("shutting down");
     this.clients.failAll(shutDownError);
     this.timers.clear();
