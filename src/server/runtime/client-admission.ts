@@ -4,7 +4,7 @@
  * namespace apart), each with the status and code the client is told.
  */
 import type { Engine } from "../../core/engine.js";
-import type { InferenceInput } from "../service.js";
+import type { Admission, InferenceInput } from "../service.js";
 import { ServiceError } from "../service.js";
 
 export interface AdmissionState {
@@ -39,4 +39,47 @@ export function admissionError(
   if (refused)
     return new ServiceError(400, "invalid_request_error", refused, undefined, "cache_salt_unsupported");
   return undefined;
+}
+
+/**
+ * Client requests taken in and not yet submitted (templating, tokenizing): the drain waits for them,
+ * and one submitted while the node drains is served; one submitted after the drain ended is not.
+ */
+export class ClientIntake {
+  private readonly open = new Set<Admission>();
+  private drained = false;
+
+  /** A request taken in; refused once shutdown began. */
+  admit(stopping: boolean): Admission {
+    if (stopping) throw shuttingDownError();
+    const admission: Admission = { end: () => this.open.delete(admission) };
+    this.open.add(admission);
+    return admission;
+  }
+
+  /** What `admission` was at its submit (from then on a waiting client, no longer counted here). */
+  submitted(admission: Admission | undefined): "admitted" | "after-drain" | "new" {
+    if (admission === undefined || !this.open.delete(admission)) return "new";
+    return this.drained ? "after-drain" : "admitted";
+  }
+
+  /** Requests taken in and not yet submitted. */
+  get size(): number {
+    return this.open.size;
+  }
+
+  endDrain(): void {
+    this.drained = true;
+  }
+}
+
+/** The phase a client request meets at its submit; one taken in before shutdown is served while the node drains. */
+export function intakePhase(
+  started: boolean,
+  stopping: boolean,
+  resetting: boolean,
+): AdmissionState["phase"] {
+  if (!started) return "starting";
+  if (stopping) return "stopping";
+  return resetting ? "resetting" : "open";
 }

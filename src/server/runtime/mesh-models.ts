@@ -33,3 +33,12 @@ export function meshModels(self: NodeModels, peers: Iterable<NodeModels>): MeshM
   }
   return [...byId.values()];
 }
+
+/** The models of each peer in `ids`: its base model as its hello said, and what its snapshots list. */
+export function peerModels(
+  ids: Iterable<string>,
+  admin: { peerBaseModel(id: string): string | undefined },
+  node: { peerModels: { of(id: string): readonly string[] } },
+): NodeModels[] {
+  return [...ids].map((id) => ({ id, base: admin.peerBaseModel(id), models: node.peerModels.of(id) }));
+}

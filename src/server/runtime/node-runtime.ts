@@ -37,7 +37,7 @@ import type {
   ServeOutcome,
 } from "../service.js";
 import { Admin } from "./admin.js";
-import { admissionError, shuttingDownError } from "./client-admission.js";
+import { admissionError, ClientIntake, intakePhase } from "./client-admission.js";
 import { replyToClient } from "./client-replies.js";
 import { ClientStreams, engineRequestOf } from "./client-streams.js";
 import { ClusterView } from "./cluster-view.js";
@@ -46,7 +46,7 @@ import { EngineHealth } from "./engine-health.js";
 import { EngineRuns } from "./engine-runs.js";
 import { engineStepFailure, shutDownError } from "./engine-step-errors.js";
 import type { RuntimeLogger } from "./logger.js";
-import { type MeshModel, meshModels } from "./mesh-models.js";
+import { type MeshModel, meshModels, peerModels } from "./mesh-models.js";
 import { MeshPeers, movesMembers } from "./mesh-peers.js";
 import { PeerSender } from "./peer-sender.js";
 import { PeerTraffic } from "./peer-traffic.js";
@@ -95,7 +95,6 @@ export class NodeRuntime implements NodeService {
   private readonly now: () => number;
   private readonly maxPending: number;
   /** How long an unanswered forward's stream stays open (transport-rules.ts, [Stream TTL]). */
-  private readonly streamTtlMs: number;
   private readonly timers = new TimerTable();
   private readonly clients = new ClientStreams((gone) => this.feed(gone));
   private readonly served: ServedForwards;
@@ -110,15 +109,11 @@ export class NodeRuntime implements NodeService {
   private readonly engineStepFailed: (err: unknown) => never;
   /** gossip "scuttlebutt": its transport, seeds, verification (mesh-peers.ts). */
   readonly mesh: MeshPeers | undefined;
-  private sweepTimer: NodeJS.Timeout | undefined;
   private unwatchCache: () => void = () => {};
   private seq = 0;
   private started = false;
   private stopping = false;
-  /** Client requests taken in and not yet submitted (templating, tokenizing): the drain waits for them. */
-  private readonly admitted = new Set<Admission>();
-  /** The drain is over: an admitted request submitted only now gets the shutdown's 503. */
-  private drained = false;
+  private readonly intake = new ClientIntake();
   /** `resetCache` is emptying the engine's cache: clients are refused until the restart is done. */
   private resetting = false;
 
@@ -131,8 +126,7 @@ export class NodeRuntime implements NodeService {
     this.maxContextTokens = o.engine.info.maxContextTokens;
     this.now = o.now ?? nowDefault;
     this.maxPending = o.maxPending ?? 256;
-    this.streamTtlMs = o.forwardStreamTtlMs ?? 120_000;
-    this.served = new ServedForwards(this.streamTtlMs, (f, reply) =>
+    this.served = new ServedForwards(o.forwardStreamTtlMs ?? 120_000, (f, reply) =>
       logServedForward(o.logger, f, reply, this.now()),
     );
     this.health = new EngineHealth(o.engine);
@@ -192,24 +186,15 @@ export class NodeRuntime implements NodeService {
     this.applyAll(this.node.start());
     this.health.start();
     this.unwatchCache = watchEngineCache(this.engine, (input) => this.feed(input));
-    this.sweepTimer = setInterval(
-      () => this.served.sweep(this.now()),
-      Math.min(5_000, Math.max(20, this.streamTtlMs / 4)),
-    );
-    this.sweepTimer.unref?.();
+    this.served.startSweeping(this.now);
   }
 
   // ------------------------------------------------------------------ NodeService (client API)
 
   /** Every model of the mesh with the nodes serving it (mesh-models.ts): ours first. */
   meshModels(): MeshModel[] {
-    const peers = [...this.o.peerUrls.keys()].map((id) => ({
-      id,
-      base: this.admin.peerBaseModel(id),
-      models: this.node.peerModels.of(id),
-    }));
     const self = { id: this.nodeId, base: this.modelId, models: [this.modelId, ...this.adapters] };
-    return meshModels(self, peers);
+    return meshModels(self, peerModels(this.o.peerUrls.keys(), this.admin, this.node));
   }
 
   tokenize(text: string) {
@@ -221,10 +206,7 @@ export class NodeRuntime implements NodeService {
   }
 
   admit(): Admission {
-    if (this.stopping) throw shuttingDownError();
-    const admission: Admission = { end: () => this.admitted.delete(admission) };
-    this.admitted.add(admission);
-    return admission;
+    return this.intake.admit(this.stopping);
   }
 
   submit(
@@ -234,16 +216,11 @@ export class NodeRuntime implements NodeService {
     admission?: Admission,
   ): Promise<ServeOutcome> {
     // Taken in before shutdown: served while the node drains (from here on, a waiting client).
-    const admitted = admission !== undefined && this.admitted.delete(admission);
-    if (admitted && this.drained) return Promise.reject(shutDownError());
-    const phase = !this.started
-      ? "starting"
-      : this.stopping && !admitted
-        ? "stopping"
-        : this.resetting
-          ? "resetting"
-          : "open";
-    const state = { phase, pending: this.clients.size, max: this.maxPending } as const;
+    const taken = this.intake.submitted(admission);
+    if (taken === "after-drain") return Promise.reject(shutDownError());
+    const stopping = this.stopping && taken !== "admitted";
+    const phase = intakePhase(this.started, stopping, this.resetting);
+    const state = { phase, pending: this.clients.size, max: this.maxPending };
     const refused = admissionError(state, this.engine, input);
     if (refused) return Promise.reject(refused);
     const reqId = `${this.nodeId}-${this.node.currentEpoch}-${++this.seq}`;
@@ -340,18 +317,15 @@ export class NodeRuntime implements NodeService {
     await Promise.all(goodbyes);
     this.mesh?.stop();
     const deadline = this.now() + drainMs;
-    const busy = () => this.clients.size > 0 || this.admitted.size > 0 || this.node.queueDepth() > 0;
-    while (busy() && this.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const busy = () => this.clients.size > 0 || this.intake.size > 0 || this.node.queueDepth() > 0;
+    while (busy() && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     // An admitted request still tokenizing gets its 503 from the engine's close that follows.
-    this.drained = true;
+    this.intake.endDrain();
     this.served.finishAll("shutting down");
     this.clients.failAll(shutDownError);
     this.timers.clear();
     this.health.stop();
     this.unwatchCache();
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
   }
 
   // ------------------------------------------------------------------ effects

@@ -44,6 +44,7 @@ export class ServedForwards {
    * ephemeron for the scavenger to trace (it kept each forward's graph alive a while longer).
    */
   private readonly byRequest = new WeakMap<EngineRequest, ForwardReplyStream>();
+  private sweeper: NodeJS.Timeout | undefined;
 
   /**
    * @param ttlMs how long a stream the node never answers stays open
@@ -122,8 +123,17 @@ export class ServedForwards {
     }
   }
 
-  /** Ends every open stream with a retryable `error` (shutdown). */
+  /** Sweeps (`sweep`) every quarter of the TTL, within 20 ms – 5 s, until `finishAll`. */
+  startSweeping(now: () => number): void {
+    if (this.sweeper) return;
+    this.sweeper = setInterval(() => this.sweep(now()), Math.min(5_000, Math.max(20, this.ttlMs / 4)));
+    this.sweeper.unref?.();
+  }
+
+  /** Ends every open stream with a retryable `error` (shutdown), and the sweeping. */
   finishAll(error: string): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
     for (const [key, served] of [...this.open]) this.finish(key, retryableError(served, error));
   }
 
