@@ -55,6 +55,15 @@ export class EngineRuns {
     this.running.get(jobId)?.abort();
   }
 
+  /**
+   * Aborts every run still going, at shutdown after the drain: nobody takes their answers any more,
+   * so each ends as `engine-aborted` (no failure warn, no failure count), and an embedded engine
+   * stops between tokens rather than holding its close for the rest of the generation.
+   */
+  abortAll(): void {
+    for (const ctl of this.running.values()) ctl.abort();
+  }
+
   private abortedInput(jobId: string, err: Error): NodeInput {
     const { engine } = this.o;
     this.o.logger.debug({ jobId }, "engine run aborted");

@@ -317,6 +317,7 @@ export class NodeRuntime implements NodeService {
     while ((this.clients.size > 0 || this.node.queueDepth() > 0) && this.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
     }
+    this.runs.abortAll();
     this.served.finishAll("shutting down");
     this.clients.failAll(shutDownError);
     this.timers.clear();
