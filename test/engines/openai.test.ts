@@ -504,6 +504,28 @@ describe("remote engine: chat template and health", () => {
     await fallback.close();
   });
 
+  it("falls back only when /apply-template is absent, not when one request is refused", async () => {
+    const chat = [{ role: "user" as const, content: "hi" }];
+    const { url, seen } = await startDouble({
+      "POST /apply-template": [
+        // A proxy's body limit refusing one client's chat: that request's fault, not the endpoint's.
+        json(413, { error: "request entity too large" }),
+        json(200, { prompt: "<|user|>hi<|assistant|>" }),
+        // A server without the endpoint.
+        json(404, { error: "not found" }),
+      ],
+    });
+    live.engine = new OpenAIEngine(opts(url));
+    const refused = await live.engine.applyChatTemplate(chat).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(EngineInputError);
+    expect((refused as EngineInputError).status).toBe(413);
+    expect(await live.engine.applyChatTemplate(chat)).toBe("<|user|>hi<|assistant|>");
+    expect(await live.engine.applyChatTemplate(chat)).toBe("User: hi\nAssistant:");
+    // Absent: the fallback from then on, without asking again.
+    expect(await live.engine.applyChatTemplate(chat)).toBe("User: hi\nAssistant:");
+    expect(seen.filter((r) => r.url === "/apply-template")).toHaveLength(3);
+  });
+
   it("is healthy when /health answers 200 with an empty body (vLLM)", async () => {
     const { url } = await startDouble({ "GET /health": (_q, _b, res) => res.writeHead(200).end() });
     live.engine = new OpenAIEngine(opts(url));

@@ -96,3 +96,33 @@ describe("stopping a node whose remote engine stalls (test double)", () => {
     60_000,
   );
 });
+
+describe("stopping a node with an engine run still in flight (test double)", () => {
+  it("aborts the run at the end of the drain: no 'engine run failed' warn", async () => {
+    const d = await stallingDouble(live, "404");
+    live.engine = new OpenAIEngine({
+      baseUrl: d.url,
+      model: "m",
+      tokenizer: "local",
+      retries: 0,
+      cacheMirror: "lru",
+    });
+    await live.engine.tokenize("Hello, world");
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: "warn" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const settings = await loopbackNodeSettings({ calibrationMs: 0, drainSec: DRAIN_SEC });
+    node = await startNode(settings, { logger, engine: live.engine });
+    const answer = fetch(`${node.apiUrl}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", prompt: "Tell me a story about the sea", max_tokens: 4 }),
+    }).then((res) => res.status);
+    await waitFor(() => d.held.includes("/v1/completions"), 10_000, "the double to hold the run");
+    await node.stop();
+    node = undefined;
+    expect(await answer).toBe(503);
+    await waitFor(() => d.closed.includes("/v1/completions"), 10_000, "the held run to be cut");
+    // The stop's own cut of the run is no engine failure: operators must not be told one.
+    expect(lines.filter((l) => l.msg === "engine run failed")).toEqual([]);
+  }, 60_000);
+});

@@ -61,6 +61,8 @@ export interface RemoteCacheStatus {
 }
 
 const ApplyTemplateResponse = z.object({ prompt: z.string() });
+/** A server without `/apply-template` (vLLM, SGLang): the fallback template, for good. */
+const TEMPLATE_ABSENT = new Set([404, 405]);
 
 export class OpenAIEngine implements Engine {
   readonly info: EngineInfo;
@@ -219,7 +221,8 @@ export class OpenAIEngine implements Engine {
           return res.data.prompt;
         }
       } catch (e) {
-        if (!(e instanceof EngineInputError)) throw e;
+        // Any other 4xx refuses this request only (a client's chat too large for a proxy, a wrong key).
+        if (!(e instanceof EngineInputError) || !TEMPLATE_ABSENT.has(e.status ?? 0)) throw e;
       }
       this.applyTemplateAvailable = false;
     }

@@ -9,6 +9,7 @@ import type { NodeInput } from "../../core/node/types.js";
 import { EngineAbortedError } from "../../engines/errors.js";
 import type { NodeMetrics } from "../metrics.js";
 import { countPrediction } from "./cache-predictions.js";
+import { engineRunError } from "./engine-step-errors.js";
 import type { RuntimeLogger } from "./logger.js";
 
 export class EngineRuns {
@@ -45,7 +46,7 @@ export class EngineRuns {
           this.running.delete(jobId);
           if (ctl.signal.aborted) return void feed(this.abortedInput(jobId, err));
           this.o.logger.warn({ err: err?.message, jobId }, "engine run failed");
-          feed({ type: "engine-failed", jobId, error: err?.message ?? String(err) });
+          feed({ type: "engine-failed", jobId, error: engineRunError(err) });
         },
       );
   }
@@ -53,6 +54,15 @@ export class EngineRuns {
   /** Aborts the run of `jobId`, if it still runs (else it has ended already: nothing to do). */
   abort(jobId: string): void {
     this.running.get(jobId)?.abort();
+  }
+
+  /**
+   * Aborts every run still going, at shutdown after the drain: nobody takes their answers any more,
+   * so each ends as `engine-aborted` (no failure warn, no failure count), and an embedded engine
+   * stops between tokens rather than holding its close for the rest of the generation.
+   */
+  abortAll(): void {
+    for (const ctl of this.running.values()) ctl.abort();
   }
 
   private abortedInput(jobId: string, err: Error): NodeInput {

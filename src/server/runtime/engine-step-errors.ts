@@ -29,6 +29,15 @@ export function engineMessage(err: Error): string {
   return text.length > ENGINE_MESSAGE_MAX ? `${text.slice(0, ENGINE_MESSAGE_MAX - 1)}…` : text;
 }
 
+/**
+ * A failed run's text, for `engine-failed`: the node says it to the client or the peer as `engine: …`,
+ * so it is held to engineMessage's bound and rules.
+ */
+export function engineRunError(err: unknown): string {
+  const e = err instanceof Error ? err : new Error(String(err));
+  return engineMessage(e).slice("engine: ".length);
+}
+
 export interface EngineStepContext {
   now: () => number;
   logger: RuntimeLogger;

@@ -321,6 +321,7 @@ export class NodeRuntime implements NodeService {
     while (busy() && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     // An admitted request still tokenizing gets its 503 from the engine's close that follows.
     this.intake.endDrain();
+    this.runs.abortAll();
     this.served.finishAll("shutting down");
     this.clients.failAll(shutDownError);
     this.timers.clear();
