@@ -6,12 +6,13 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ChatMessage } from "../core/engine.js";
+import { registerAdmin } from "./admin-routes.js";
 import { registerDashboard } from "./dashboard.js";
 import type { NodeMetrics } from "./metrics.js";
 import { installRequestLog, noteError } from "./observability/request-log.js";
 import { createApiApp } from "./openai/api-app.js";
+import { BadRequest, installErrorHandler } from "./openai/api-errors.js";
 import { DEADLINE_HEADER, parseDeadlineHeader } from "./openai/deadline-header.js";
-import type { ApiErrorCode } from "./openai/error-codes.js";
 import {
   type ApiKind,
   CONTEXT_LENGTH_EXCEEDED,
@@ -32,7 +33,6 @@ import {
   chatRequestSchema,
   completionRequestSchema,
   describeZodError,
-  policySwitchSchema,
   tokenizeRequestSchema,
 } from "./openai/schemas.js";
 import {
@@ -60,45 +60,12 @@ export interface ApiOptions {
   requestLogSample?: number;
 }
 
-/** Thrown inside handlers for a 4xx with an OpenAI-style body. */
-class BadRequest extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly param: string | null = null,
-    readonly code: ApiErrorCode | null = null,
-    readonly type = "invalid_request_error",
-  ) {
-    super(message);
-  }
-}
-
-const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
-
 export function buildApi(opts: ApiOptions): FastifyInstance {
   const { service, metrics } = opts;
   const app = createApiApp(opts.bodyLimit);
   installRequestLog(app, { logger: opts.logger, sample: opts.requestLogSample });
 
-  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
-    if (err instanceof BadRequest) {
-      noteError(req, err.code ?? err.type, err.message);
-      return reply.status(err.status).send(errorBody(err.message, err.type, err.param, err.code));
-    }
-    if (err instanceof ServiceError) {
-      noteError(req, err.code ?? err.type, err.message);
-      if (err.retryAfterSec !== undefined) reply.header("retry-after", String(Math.ceil(err.retryAfterSec)));
-      return reply.status(err.status).send(errorBody(err.message, err.type, null, err.code ?? null));
-    }
-    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
-    if (status === 500) opts.logger?.error({ err }, "unhandled API error");
-    const message = status === 500 ? "internal error" : err.message;
-    // fastify's own refusals (a body too large, unparsable or of the wrong type) name themselves by code.
-    noteError(req, err.code ?? (status === 500 ? "server_error" : "invalid_request_error"), err.message);
-    return reply
-      .status(status)
-      .send(errorBody(message, status === 500 ? "server_error" : "invalid_request_error"));
-  });
+  installErrorHandler(app, opts.logger);
   // Before the routes: it records each route's methods as they are added.
   installNotFound(app);
 
@@ -142,26 +109,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     return { tokens: Array.from(tokens), count: tokens.length, max_model_len: service.maxContextTokens };
   });
 
-  // Policy switching is an operator action (bench --compare-policies): loopback callers only.
-  app.post("/admin/policy", async (req, reply) => {
-    if (!LOOPBACK.has(req.ip))
-      throw new BadRequest(403, "admin endpoints are loopback-only", null, null, "permission_error");
-    const parsed = policySwitchSchema.safeParse(req.body);
-    if (!parsed.success) throw new BadRequest(400, describeZodError(parsed.error).message);
-    if (!service.setPolicy)
-      throw new BadRequest(501, "this node cannot switch policy", null, null, "server_error");
-    service.setPolicy(parsed.data.policy);
-    return reply.send({ node: service.nodeId, policy: parsed.data.policy });
-  });
-
-  app.post("/admin/reset-cache", async (req, reply) => {
-    if (!LOOPBACK.has(req.ip))
-      throw new BadRequest(403, "admin endpoints are loopback-only", null, null, "permission_error");
-    if (!service.resetCache)
-      throw new BadRequest(501, "this node cannot reset its cache", null, null, "server_error");
-    await service.resetCache();
-    return reply.send({ node: service.nodeId, reset: true });
-  });
+  registerAdmin(app, service);
 
   app.post("/v1/completions", async (req, reply) => {
     const parsed = completionRequestSchema.safeParse(req.body);
