@@ -196,10 +196,13 @@ describe("a remote engine whose /tokenize refuses a prompt with a 4xx (test doub
 });
 
 describe("engineMessage", () => {
-  it("drops a URL's credentials and bounds the text", () => {
-    const m = engineMessage(new Error(`POST http://user:secret@h:1/tokenize failed: ${"x".repeat(1000)}`));
-    expect(m).not.toContain("secret");
-    expect(m).toMatch(/^engine: POST http:\/\/h:1\/tokenize failed: x+…$/);
+  it("keeps a URL's path only (no host, credentials or query) and bounds the text", () => {
+    const m = engineMessage(
+      new Error(`POST http://user:secret@h:1/tokenize?key=k2 failed: ${"x".repeat(1000)}`),
+    );
+    expect(m).not.toMatch(/secret|h:1|k2/);
+    expect(m).toMatch(/^engine: POST \/tokenize failed: x+…$/);
     expect(m.length).toBe(300);
+    expect(engineMessage(new Error("GET https://10.0.0.5:8000 refused"))).toBe("engine: GET / refused");
   });
 });

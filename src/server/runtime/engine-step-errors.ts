@@ -21,11 +21,12 @@ export function shutDownError(): ServiceError {
 }
 
 /**
- * An engine's failure as a client reads it: bounded, and without the credentials a URL may carry
- * (`http://user:pass@host`); the API key travels in a header, never in these messages.
+ * An engine's failure as a client reads it: bounded, and with a URL's path only — its scheme, host,
+ * credentials (`http://user:pass@host`) and query are the operator's, in the log, not the client's.
+ * The API key travels in a header, never in these messages.
  */
 export function engineMessage(err: Error): string {
-  const text = `engine: ${err.message.replace(/\/\/[^/@\s]*@/g, "//")}`;
+  const text = `engine: ${err.message.replace(/[a-z][a-z0-9+.-]*:\/\/[^/\s]*(\/[^?#\s]*)?[^\s]*/gi, (_m, path: string | undefined) => path ?? "/")}`;
   return text.length > ENGINE_MESSAGE_MAX ? `${text.slice(0, ENGINE_MESSAGE_MAX - 1)}…` : text;
 }
 
