@@ -65,7 +65,7 @@ export function engineStepFailure(o: EngineStepContext): (err: unknown) => never
       const say = now - setupHintAt >= SETUP_HINT_EVERY_MS;
       if (say) setupHintAt = now;
       o.logger[say ? "warn" : "debug"](
-        { err: error },
+        { err: (err as Error).message },
         "engine refused the node's request: check --engine-url and the engine API key",
       );
     }
