@@ -7,24 +7,20 @@
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { ANSWER_GRACE_MS } from "../../src/server/runtime/close-grace.js";
-import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { startNode } from "../../src/server/runtime/start-node.js";
 import { waitFor } from "../e2e/helpers.js";
 import { closedAfterEach } from "../engines/server-double.js";
-import { loopbackNodeSettings, soloNode } from "./helpers.js";
+import { completionOutcome, loopbackNodeSettings, nodesStoppedAfterEach, soloNode } from "./helpers.js";
 
 /** What a loaded machine may add to a bound before the timers fire (generous: shared cores). */
 const SLACK_MS = 3_000;
 const DRAIN_SEC = 5;
 
 const live = closedAfterEach<OpenAIEngine>();
-let node: NodeHandle | undefined;
-afterEach(async () => {
-  await node?.stop();
-  node = undefined;
-});
+const keep = nodesStoppedAfterEach();
 
 /** `/tokenize` (llama.cpp's shape) answers its shape probe at once and holds the rest in `held`. */
 async function holdingDouble(): Promise<{ url: string; held: { res: ServerResponse; n: number }[] }> {
@@ -61,15 +57,8 @@ it("completes a request whose tokenize is held when the stop begins and ends wit
   live.engine = new OpenAIEngine({ baseUrl: d.url, model: "m", tokenizer: "server", retries: 0 });
   await live.engine.tokenize("Hello, world");
   const settings = await loopbackNodeSettings({ calibrationMs: 0, drainSec: DRAIN_SEC });
-  node = await startNode(settings, { logger: pino({ level: "silent" }), engine: live.engine });
-  const answer = fetch(`${node.apiUrl}/v1/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "m", prompt: "Tell me a story about the sea", max_tokens: 4 }),
-  }).then(
-    async (res) => ({ status: res.status, body: await res.text() }),
-    (e: Error) => ({ status: 0, body: e.message }),
-  );
+  const node = keep(await startNode(settings, { logger: pino({ level: "silent" }), engine: live.engine }));
+  const answer = completionOutcome(node);
   await waitFor(() => d.held.length === 1, 10_000, "the double to hold the request's /tokenize");
   const t0 = performance.now();
   const stopped = node.stop();
@@ -88,7 +77,7 @@ it("completes a request whose tokenize is held when the stop begins and ends wit
 
 it("refuses requests arriving once the stop began, and one taken in but submitted past the drain", async () => {
   const solo = await soloNode(undefined, { drainSec: 0 });
-  node = solo.node;
+  keep(solo.node);
   const runtime = solo.node.runtime;
   const early = runtime.admit();
   // No drain: the admission still open when it ends is not waited for.

@@ -1,4 +1,5 @@
 import pino from "pino";
+import { afterEach } from "vitest";
 import type { Engine } from "../../src/core/engine.js";
 import { DEFAULT_PROFILE, resolveProfile } from "../../src/engines/sim/profiles.js";
 import { SimEngine } from "../../src/engines/sim/sim-engine.js";
@@ -138,4 +139,28 @@ export function harnessClusterView(h: Harness, id: string, capacityTokens: numbe
     sendsPromptText: () => true,
     peerServed: () => null,
   });
+}
+
+/** Keeps each node a test starts (`keep(await startNode(…))`) and stops them all after each test. */
+export function nodesStoppedAfterEach(): (node: NodeHandle) => NodeHandle {
+  const nodes: NodeHandle[] = [];
+  afterEach(async () => {
+    await Promise.all(nodes.splice(0).map((n) => n.stop()));
+  });
+  return (node) => {
+    nodes.push(node);
+    return node;
+  };
+}
+
+/** A short completion asked of `node`: its status and body, or status 0 and why the connection failed. */
+export function completionOutcome(node: NodeHandle): Promise<{ status: number; body: string }> {
+  return fetch(`${node.apiUrl}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", prompt: "Tell me a story about the sea", max_tokens: 4 }),
+  }).then(
+    async (res) => ({ status: res.status, body: await res.text() }),
+    (e: Error) => ({ status: 0, body: e.message }),
+  );
 }

@@ -5,25 +5,21 @@
  * headers timeout, and the client of the held request must get an answer, not a hang.
  */
 import pino from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EngineUnavailableError } from "../../src/engines/errors.js";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { ANSWER_GRACE_MS } from "../../src/server/runtime/close-grace.js";
-import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
+import { startNode } from "../../src/server/runtime/start-node.js";
 import { waitFor } from "../e2e/helpers.js";
 import { closedAfterEach, stallingDouble } from "../engines/server-double.js";
-import { loopbackNodeSettings } from "./helpers.js";
+import { completionOutcome, loopbackNodeSettings, nodesStoppedAfterEach } from "./helpers.js";
 
 /** What a loaded machine may add to a bound before the timers fire (generous: shared cores). */
 const SLACK_MS = 3_000;
 const DRAIN_SEC = 1;
 
 const live = closedAfterEach<OpenAIEngine>();
-let node: NodeHandle | undefined;
-afterEach(async () => {
-  await node?.stop();
-  node = undefined;
-});
+const keep = nodesStoppedAfterEach();
 
 describe("closing a remote engine whose server stalls (test double)", () => {
   it("ends the held /tokenize and /v1/completions at once, each with a clear error", async () => {
@@ -71,15 +67,10 @@ describe("stopping a node whose remote engine stalls (test double)", () => {
         calibrationMs: 0,
         drainSec: DRAIN_SEC,
       });
-      node = await startNode(settings, { logger: pino({ level: "silent" }), engine: live.engine });
-      const answer = fetch(`${node.apiUrl}/v1/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "m", prompt: "Tell me a story about the sea", max_tokens: 4 }),
-      }).then(
-        async (res) => ({ status: res.status, body: await res.text() }),
-        (e: Error) => ({ status: 0, body: e.message }),
+      const node = keep(
+        await startNode(settings, { logger: pino({ level: "silent" }), engine: live.engine }),
       );
+      const answer = completionOutcome(node);
       await waitFor(() => d.held.includes(path), 10_000, `the double to hold ${path}`);
       const t0 = performance.now();
       await node.stop();
@@ -111,7 +102,7 @@ describe("stopping a node with an engine run still in flight (test double)", () 
     const lines: Record<string, unknown>[] = [];
     const logger = pino({ level: "warn" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
     const settings = await loopbackNodeSettings({ calibrationMs: 0, drainSec: DRAIN_SEC });
-    node = await startNode(settings, { logger, engine: live.engine });
+    const node = keep(await startNode(settings, { logger, engine: live.engine }));
     const answer = fetch(`${node.apiUrl}/v1/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -119,7 +110,6 @@ describe("stopping a node with an engine run still in flight (test double)", () 
     }).then((res) => res.status);
     await waitFor(() => d.held.includes("/v1/completions"), 10_000, "the double to hold the run");
     await node.stop();
-    node = undefined;
     expect(await answer).toBe(503);
     await waitFor(() => d.closed.includes("/v1/completions"), 10_000, "the held run to be cut");
     // The stop's own cut of the run is no engine failure: operators must not be told one.
