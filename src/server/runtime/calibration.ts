@@ -70,7 +70,7 @@ export async function calibrateEngine(engine: Engine, o: CalibrationOptions): Pr
         break;
       }
       for (const req of [long, short, long]) {
-        if (now() >= end || deadline.passed) {
+        if (deadline.passed) {
           stopped = "budget";
           break;
         }
@@ -85,8 +85,6 @@ export async function calibrateEngine(engine: Engine, o: CalibrationOptions): Pr
     }
   } catch (err) {
     stopped = `engine: ${(err as Error).message}`;
-  } finally {
-    deadline.clear();
   }
   const reset = await forget(engine, made, Math.max(RESET_WAIT_MS, end - now()));
   return {
@@ -102,38 +100,28 @@ export async function calibrateEngine(engine: Engine, o: CalibrationOptions): Pr
  * waiting then, whatever the engine does with the abort.
  */
 class Deadline {
-  private readonly ac = new AbortController();
-  private readonly timer: NodeJS.Timeout;
+  readonly signal: AbortSignal;
   private readonly expired: Promise<undefined>;
 
   constructor(ms: number) {
-    let expire: () => void = () => {};
-    this.expired = new Promise<undefined>((resolve) => {
-      expire = () => resolve(undefined);
-    });
-    this.timer = setTimeout(() => {
-      this.ac.abort();
-      expire();
-    }, ms);
+    this.signal = AbortSignal.timeout(ms);
+    this.expired = new Promise<undefined>((resolve) =>
+      this.signal.addEventListener("abort", () => resolve(undefined), { once: true }),
+    );
   }
 
   get passed(): boolean {
-    return this.ac.signal.aborted;
+    return this.signal.aborted;
   }
 
   /** `work`'s result, or undefined when the deadline passed first (its abort is then not an error). */
   async within<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
     if (this.passed) return undefined;
-    const signal = this.ac.signal;
-    const done = work(signal).catch((err: unknown) => {
-      if (signal.aborted) return undefined;
+    const done = work(this.signal).catch((err: unknown) => {
+      if (this.signal.aborted) return undefined;
       throw err;
     });
     return await Promise.race([done, this.expired]);
-  }
-
-  clear(): void {
-    clearTimeout(this.timer);
   }
 }
 
