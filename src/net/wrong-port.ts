@@ -72,7 +72,13 @@ export function speaksTls(host: string, port: number, timeoutMs: number): Promis
       socket.destroy();
       resolve(yes);
     };
-    const socket = connect({ host, port, rejectUnauthorized: false });
+    let socket: ReturnType<typeof connect>;
+    try {
+      socket = connect({ host, port, rejectUnauthorized: false });
+    } catch {
+      // An address node:tls refuses outright (e.g. a bad port) is no TLS port: the hello's error stands.
+      return resolve(false);
+    }
     const timer = setTimeout(() => finish(false), timeoutMs);
     timer.unref();
     socket.once("secureConnect", () => finish(true));

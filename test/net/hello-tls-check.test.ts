@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { initCa, issueNodeCert, nodePaths } from "../../src/net/auth/ca.js";
 import { insecureAuth } from "../../src/net/transport-auth.js";
 import { PeerClient, TransportError } from "../../src/net/transport-client.js";
+import { speaksTls } from "../../src/net/wrong-port.js";
 
 let tlsServer: Server;
 /** Connections the TLS server took: a plain hello's, plus one per TLS check. */
@@ -81,5 +82,9 @@ describe("the TLS check of a cut-off hello", () => {
     expect(err.message).not.toMatch(/speaks TLS/);
     expect(err.wrongAddress).toBe(false);
     expect(drew).toBe(1);
+  });
+
+  it("answers no, not a throw, for an address node:tls refuses outright", async () => {
+    await expect(speaksTls("127.0.0.1", 70_000, 1_000)).resolves.toBe(false);
   });
 });
