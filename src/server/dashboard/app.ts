@@ -175,14 +175,15 @@ function renderRefused(v: ClusterView): void {
   const box = $("refused");
   const { lines, more } = refusedLines(v.refused);
   box.hidden = lines.length === 0;
-  const items = lines.map((l) => {
-    const li = el("li");
-    li.dataset.member = l.id;
-    li.dataset.code = l.code;
-    li.append(el("b", l.id), " ", el("span", l.code, "code"), " ", el("span", l.message, "reason"));
-    li.append(el("span", ` · ${l.refusals} · ${l.recheck}`, "muted"));
-    return li;
-  });
+  const items = lines.map((l) =>
+    memberItem(
+      l.id,
+      "code",
+      l.code,
+      el("span", l.message, "reason"),
+      el("span", ` · ${l.refusals} · ${l.recheck}`, "muted"),
+    ),
+  );
   fillList(box, "Refused (not admitted as members):", items, more);
 }
 
@@ -191,14 +192,17 @@ function renderDeparted(v: ClusterView): void {
   const box = $("departed");
   const { lines, more } = departedLines(v.departedTrust);
   box.hidden = lines.length === 0;
-  const items = lines.map((l) => {
-    const li = el("li");
-    li.dataset.member = l.id;
-    li.dataset.state = l.state;
-    li.append(el("b", l.id), " ", el("span", l.state, "code"), " ", el("span", ` · ${l.detail}`, "muted"));
-    return li;
-  });
+  const items = lines.map((l) => memberItem(l.id, "state", l.state, el("span", ` · ${l.detail}`, "muted")));
   fillList(box, "Gone, trust kept for their return:", items, more);
+}
+
+/** A list item of a member: its id, its `key` (code or state) shown and kept as data, then `rest`. */
+function memberItem(id: string, key: "code" | "state", value: string, ...rest: HTMLElement[]): HTMLElement {
+  const li = el("li");
+  li.dataset.member = id;
+  li.dataset[key] = value;
+  li.append(el("b", id), " ", el("span", value, "code"), " ", ...rest);
+  return li;
 }
 
 /** `box` as a titled list of `items`, and how many more were left out. */
