@@ -81,7 +81,7 @@ export class LlamaCppEngine implements Engine {
       cacheMode: "engine-managed",
       maxContextTokens: context.contextSize,
       needsPromptText: false,
-      // An aborted run stops between tokens; its slot's content is read back (`cachedSequences`).
+      // An aborted run stops between tokens (between context batches in a prefill); its slot's content is read back (`cachedSequences`).
       abortable: true,
     };
   }
@@ -225,6 +225,23 @@ export class LlamaCppEngine implements Engine {
       if (t >= this.vocabSize) throw new EngineInputError(`token id ${t} is outside the vocabulary`);
   }
 
+  /**
+   * Evaluates all but the last batch of `fresh`, one context batch at a time, and returns what is left
+   * (empty when `signal` aborted in between): llama.cpp checks no signal inside a prefill, so a long
+   * prompt would otherwise hold the engine, and a stop, until it ends. Cut at the batch size, the
+   * batches are the ones the engine forms itself: the numbers, hence the text, are unchanged.
+   */
+  private async prefillHead(seq: Slot["seq"], fresh: Token[], signal?: AbortSignal): Promise<Token[]> {
+    const batch = this.context.batchSize;
+    let from = 0;
+    while (fresh.length - from > batch) {
+      if (signal?.aborted) return [];
+      await seq.evaluateWithoutGeneratingNewTokens(fresh.slice(from, from + batch));
+      from += batch;
+    }
+    return signal?.aborted ? [] : fresh.slice(from);
+  }
+
   private async runNow(
     req: EngineRequest,
     onChunk?: (c: EngineChunk) => void,
@@ -250,7 +267,7 @@ export class LlamaCppEngine implements Engine {
     }
     const seq = slot.seq;
     const cachedTokens = seq.nextTokenIndex;
-    const fresh = tokens.slice(cachedTokens);
+    let fresh = tokens.slice(cachedTokens);
 
     const output = new StopAwareOutput(req.stop ?? [], onChunk ? (text) => onChunk({ text }) : undefined);
     const generated: Token[] = [];
@@ -260,7 +277,9 @@ export class LlamaCppEngine implements Engine {
     let tDecode = 0;
     let aborted = false;
     try {
-      if (req.maxTokens === 0) {
+      fresh = await this.prefillHead(seq, fresh, signal);
+      if (fresh.length === 0) aborted = true;
+      else if (req.maxTokens === 0) {
         await seq.evaluateWithoutGeneratingNewTokens(fresh);
         prefillMs = performance.now() - t0;
         tDecode = performance.now();
