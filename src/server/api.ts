@@ -272,6 +272,11 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       throw new BadRequest(400, deadline.error, DEADLINE_HEADER, "invalid_deadline");
     if (deadline !== undefined) input.deadlineMs = deadline;
     const link: ClientLink = {};
+    // Hung up while its prompt was templated and tokenized: nobody to run it for, no slot to hold.
+    if (reply.raw.destroyed) {
+      metrics.requests.inc({ outcome: "error", route: "none" });
+      throw new ServiceError(499, "aborted", "client gone");
+    }
     reply.raw.on("close", () => {
       if (!reply.raw.writableFinished) link.onGone?.();
     });
