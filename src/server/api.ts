@@ -101,11 +101,13 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
   });
 
   // The model's own token count of a text, so a client can tell beforehand whether a prompt fits.
+  // Taken in like a completion: the same tokenizing work, so bounded by --max-pending and drained.
   app.post("/tokenize", async (req) => {
     const parsed = tokenizeRequestSchema.safeParse(req.body);
     if (!parsed.success) throw invalid(parsed.error);
     if (parsed.data.model !== undefined) checkModel(parsed.data.model);
-    const tokens = await service.tokenize(parsed.data.prompt ?? parsed.data.content ?? "");
+    const text = parsed.data.prompt ?? parsed.data.content ?? "";
+    const tokens = await admitted(() => service.tokenize(text), false);
     return { tokens: Array.from(tokens), count: tokens.length, max_model_len: service.maxContextTokens };
   });
 
@@ -155,10 +157,21 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
 
   /**
    * A client request taken in (NodeService.admit) while `work` templates, tokenizes and submits it:
-   * a shutdown that begins meanwhile drains it instead of failing it at once.
+   * a shutdown that begins meanwhile drains it instead of failing it at once. One refused for
+   * overload is counted as a completion refused at submit is, when `completion`.
    */
-  async function admitted<T>(work: (admission: Admission | undefined) => Promise<T>): Promise<T> {
-    const admission = service.admit?.();
+  async function admitted<T>(
+    work: (admission: Admission | undefined) => Promise<T>,
+    completion = true,
+  ): Promise<T> {
+    let admission: Admission | undefined;
+    try {
+      admission = service.admit?.();
+    } catch (err) {
+      if (completion && err instanceof ServiceError && err.status === 429)
+        metrics.requests.inc({ outcome: "overloaded", route: "none" });
+      throw err;
+    }
     try {
       return await work(admission);
     } finally {
@@ -259,6 +272,11 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       throw new BadRequest(400, deadline.error, DEADLINE_HEADER, "invalid_deadline");
     if (deadline !== undefined) input.deadlineMs = deadline;
     const link: ClientLink = {};
+    // Hung up while its prompt was templated and tokenized: nobody to run it for, no slot to hold.
+    if (reply.raw.destroyed) {
+      metrics.requests.inc({ outcome: "error", route: "none" });
+      throw new ServiceError(499, "aborted", "client gone");
+    }
     reply.raw.on("close", () => {
       if (!reply.raw.writableFinished) link.onGone?.();
     });

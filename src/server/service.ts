@@ -105,7 +105,7 @@ export interface NodeService {
   applyChatTemplate(messages: ChatMessage[]): Promise<string>;
   /**
    * Takes a client request in, before its template and tokenize, so the shutdown drain waits for it
-   * too; throws ServiceError (503) once shutdown has begun.
+   * too; throws ServiceError 503 once shutdown has begun, 429 when `--max-pending` is reached.
    */
   admit?(): Admission;
   /**

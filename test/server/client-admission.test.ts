@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Engine } from "../../src/core/engine.js";
-import { admissionError } from "../../src/server/runtime/client-admission.js";
+import { admissionError, ClientIntake } from "../../src/server/runtime/client-admission.js";
 import type { InferenceInput } from "../../src/server/service.js";
 
 // A test double: only the namespace check is read, and it finds nothing wrong.
@@ -22,5 +22,18 @@ describe("client admission", () => {
   it("admits an open node below its bound and refuses at it with 429", () => {
     expect(admissionError({ phase: "open", pending: 7, max: 8 }, engine, input)).toBeUndefined();
     expect(admissionError({ phase: "open", pending: 8, max: 8 }, engine, input)?.status).toBe(429);
+  });
+
+  it("counts requests in the intake against the bound with the waiting clients, until each ends", () => {
+    const intake = new ClientIntake();
+    const a = intake.admit(false, 1, 3);
+    intake.admit(false, 1, 3);
+    // One waiting client and two in the intake reach a bound of 3: refused before any tokenizing.
+    expect(() => intake.admit(false, 1, 3)).toThrow(expect.objectContaining({ status: 429 }));
+    expect(intake.submitted(a)).toBe("admitted");
+    a.end();
+    expect(intake.size).toBe(1);
+    expect(intake.admit(false, 1, 3)).toBeDefined();
+    expect(() => intake.admit(true, 0, 3)).toThrow("node is shutting down");
   });
 });

@@ -2,7 +2,8 @@
  * A client request taken in before shutdown is drained even while its prompt is still being
  * tokenized: a TEST DOUBLE of an OpenAI-compatible server (127.0.0.1 only, no inference) holds the
  * request's `/tokenize` until the test lets it go, and answers `/v1/completions` at once. Released
- * within the drain, the request completes 200, and the stop still ends within drain + grace.
+ * within the drain, the request completes 200, and the stop still ends within drain + grace; a
+ * `/tokenize` is drained the same way.
  */
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -73,6 +74,31 @@ it("completes a request whose tokenize is held when the stop begins and ends wit
   expect(JSON.parse(a.body)).toMatchObject({ choices: [{ text: "x" }] });
   await stopped;
   expect(performance.now() - t0).toBeLessThan(DRAIN_SEC * 1000 + ANSWER_GRACE_MS + SLACK_MS);
+}, 60_000);
+
+it("answers a /tokenize held when the stop begins, drained like a completion", async () => {
+  const d = await holdingDouble();
+  live.engine = new OpenAIEngine({ baseUrl: d.url, model: "m", tokenizer: "server", retries: 0 });
+  await live.engine.tokenize("Hello, world");
+  const settings = await loopbackNodeSettings({ calibrationMs: 0, drainSec: DRAIN_SEC });
+  const node = keep(await startNode(settings, { logger: pino({ level: "silent" }), engine: live.engine }));
+  const answer = fetch(`${node.apiUrl}/tokenize`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ prompt: "Count these words" }),
+  }).then(async (r) => ({ status: r.status, body: await r.text() }));
+  await waitFor(() => d.held.length === 1, 10_000, "the double to hold the /tokenize");
+  const stopped = node.stop();
+  const runtime = node.runtime;
+  await waitFor(() => runtime.isStopping, 10_000, "the node to begin its stop");
+  const h = d.held[0];
+  if (!h) throw new Error("no held tokenize");
+  const tokens = Array.from({ length: h.n }, (_, i) => i + 1);
+  h.res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ tokens }));
+  const a = await answer;
+  expect(a.status, a.body).toBe(200);
+  expect(JSON.parse(a.body)).toMatchObject({ count: h.n });
+  await stopped;
 }, 60_000);
 
 it("refuses requests arriving once the stop began, and one taken in but submitted past the drain", async () => {

@@ -10,7 +10,7 @@ import { ServiceError } from "../service.js";
 export interface AdmissionState {
   /** Starting: still booting (calibrating its engine); resetting: emptying its cache; stopping: shutting down. */
   phase: "starting" | "open" | "resetting" | "stopping";
-  /** Clients waiting for an answer, and the bound on them. */
+  /** Clients waiting for an answer or still in the intake (`--max-pending` bounds both), and the bound. */
   pending: number;
   max: number;
 }
@@ -18,6 +18,11 @@ export interface AdmissionState {
 /** A client request arriving once shutdown has begun: retryable, the leaving node's peers take over. */
 export function shuttingDownError(): ServiceError {
   return new ServiceError(503, "server_error", "node is shutting down", 1);
+}
+
+/** A client request beyond `--max-pending`: retryable, in a moment or at another node. */
+export function overloadedError(): ServiceError {
+  return new ServiceError(429, "rate_limit_error", "node overloaded: too many requests in flight", 1);
 }
 
 export function admissionError(
@@ -30,9 +35,7 @@ export function admissionError(
   if (s.phase === "stopping") return shuttingDownError();
   // A request taken while the engine empties its cache would be dropped by the restart that follows.
   if (s.phase === "resetting") return new ServiceError(503, "server_error", "node is resetting its cache", 1);
-  if (s.pending >= s.max) {
-    return new ServiceError(429, "rate_limit_error", "node overloaded: too many requests in flight", 1);
-  }
+  if (s.pending >= s.max) return overloadedError();
   // An engine that would share the namespace's cache: refused here, where the client hears why. A
   // request for a model this node does not serve (`tokenizer` set) runs elsewhere: that engine judges.
   const refused = input.tokenizer === undefined ? engine.namespaceProblem?.(input) : undefined;
@@ -42,16 +45,22 @@ export function admissionError(
 }
 
 /**
- * Client requests taken in and not yet submitted (templating, tokenizing): the drain waits for them,
- * and one submitted while the node drains is served; one submitted after the drain ended is not.
+ * Client requests taken in and not yet submitted (templating, tokenizing; a `/tokenize` until it is
+ * answered): the drain waits for them, and one submitted while the node drains is served; one
+ * submitted after the drain ended is not. They count against `--max-pending` with the waiting clients,
+ * so a burst of prompts cannot make the node tokenize without bound.
  */
 export class ClientIntake {
   private readonly open = new Set<Admission>();
   private drained = false;
 
-  /** A request taken in; refused once shutdown began. */
-  admit(stopping: boolean): Admission {
+  /**
+   * A request taken in; refused once shutdown began, and (429, before any tokenizing) when the
+   * `waiting` clients and the requests already in the intake reach `max`.
+   */
+  admit(stopping: boolean, waiting: number, max: number): Admission {
     if (stopping) throw shuttingDownError();
+    if (waiting + this.open.size >= max) throw overloadedError();
     const admission: Admission = { end: () => this.open.delete(admission) };
     this.open.add(admission);
     return admission;

@@ -63,7 +63,7 @@ export interface NodeRuntimeOptions {
   clusterId: string;
   /** Peer id → peer URL (for the cluster view). */
   peerUrls: Map<string, string>;
-  /** Client requests admitted at once (queued + running + forwarded); beyond it: 429. */
+  /** Client requests admitted at once (tokenizing + queued + running + forwarded); beyond it: 429. */
   maxPending?: number;
   /** Longest a forward's answer stream stays open (well past the origin's forward timeout). */
   forwardStreamTtlMs?: number;
@@ -206,7 +206,12 @@ export class NodeRuntime implements NodeService {
   }
 
   admit(): Admission {
-    return this.intake.admit(this.stopping);
+    return this.intake.admit(this.stopping, this.clients.size, this.maxPending);
+  }
+
+  /** Client requests taken in and not yet submitted or answered (templating, tokenizing). */
+  get intakeSize(): number {
+    return this.intake.size;
   }
 
   submit(
@@ -220,7 +225,8 @@ export class NodeRuntime implements NodeService {
     if (taken === "after-drain") return Promise.reject(shutDownError());
     const stopping = this.stopping && taken !== "admitted";
     const phase = intakePhase(this.started, stopping, this.resetting);
-    const state = { phase, pending: this.clients.size, max: this.maxPending };
+    // Its own admission left the intake above: the others still in it count, as at `admit`.
+    const state = { phase, pending: this.clients.size + this.intake.size, max: this.maxPending };
     const refused = admissionError(state, this.engine, input);
     if (refused) return Promise.reject(refused);
     const reqId = `${this.nodeId}-${this.node.currentEpoch}-${++this.seq}`;
@@ -263,11 +269,13 @@ export class NodeRuntime implements NodeService {
 
   /**
    * Empties the cache and starts a new epoch, exactly like a crash-restart (§2) but without losing
-   * the process: peers replace their estimate of us on our next snapshot. Only when idle.
+   * the process: peers replace their estimate of us on our next snapshot. Only when idle: no client
+   * waiting, nothing queued, and none still tokenizing (it would be served in the new epoch, or
+   * refused for the reset, though taken in before it).
    */
   async resetCache(): Promise<void> {
-    if (this.resetting || this.clients.size > 0 || this.node.queueDepth() > 0)
-      return this.admin.dropEngineCache(true); // refused: 409
+    const busy = this.clients.size > 0 || this.intake.size > 0 || this.node.queueDepth() > 0;
+    if (this.resetting || busy) return this.admin.dropEngineCache(true); // refused: 409
     this.resetting = true;
     await this.admin.dropEngineCache(false).finally(() => {
       this.resetting = false;

@@ -62,7 +62,10 @@ export const limitsSettings = {
   maxPending: setting(num(1, 100_000, true).default(256), {
     section: "Limits",
     value: "n",
-    description: "Client requests admitted at once; beyond it the API answers 429.",
+    description:
+      "Client requests admitted at once, counted from their arrival: those still being templated or " +
+      "tokenized (a `/tokenize` too) with those queued, running or forwarded; beyond it the API answers " +
+      "429 before tokenizing the prompt.",
   }),
   maxConnections: setting(num(1, 1_000_000, true).default(1024), {
     section: "Limits",
