@@ -1,7 +1,8 @@
 /** The --engine-kv-* settings: validated where they come from, and turned into the engine's kvEvents. */
 import { describe, expect, it } from "vitest";
+import { KvEventsOptionsSchema } from "../../src/engines/kv-events/options.js";
 import type { OpenAIEngine } from "../../src/engines/openai/engine.js";
-import { loadEngine } from "../../src/server/runtime/engine-loader.js";
+import { engineSpec, loadEngine } from "../../src/server/runtime/engine-loader.js";
 import { envName, resolveNodeSettings } from "../../src/server/settings/index.js";
 
 const base = { id: "A", engine: "openai", model: "m", engineUrl: "http://127.0.0.1:1" };
@@ -40,5 +41,75 @@ describe("KV-event settings", () => {
     await expect(
       loadEngine(resolveNodeSettings({ ...base, engineKvReplay: "tcp://127.0.0.1:5558" }, {})),
     ).rejects.toThrow(/--engine-kv-replay needs --engine-kv-events/);
+  });
+
+  it("tune the stream: group, replay timeout, probe, settle wait and queue bound reach kvEvents", () => {
+    const kv = { ...base, engineKvEvents: "tcp://127.0.0.1:5557", engineKvReplay: "tcp://127.0.0.1:5558" };
+    const s = resolveNodeSettings(
+      { ...kv, engineKvGroup: "1", engineKvReplayTimeoutMs: "10000", engineKvProbeMs: "0" },
+      { [envName("engineKvSettleMs")]: "200", [envName("engineKvQueueBatches")]: "16384" },
+    );
+    expect(envName("engineKvReplayTimeoutMs")).toBe("PREFIXMESH_ENGINE_KV_REPLAY_TIMEOUT_MS");
+    const spec = engineSpec(s);
+    if (spec.kind !== "openai") throw new Error("not the openai engine");
+    const options = {
+      group: 1,
+      replayTimeoutMs: 10_000,
+      probeIntervalMs: 0,
+      settleMs: 200,
+      maxQueuedBatches: 16_384,
+    };
+    expect(spec.kvEvents).toMatchObject(options);
+    expect(KvEventsOptionsSchema.parse(spec.kvEvents)).toMatchObject(options);
+    // Unset, the engine's own defaults hold.
+    const plain = engineSpec(resolveNodeSettings(kv, {}));
+    expect(plain.kind === "openai" && plain.kvEvents).toEqual({
+      endpoint: "tcp://127.0.0.1:5557",
+      replayEndpoint: "tcp://127.0.0.1:5558",
+    });
+  });
+
+  it("bound them as the engine's options do, naming the source", () => {
+    const kv = { ...base, engineKvEvents: "tcp://127.0.0.1:5557" };
+    const bad: [Record<string, string>, RegExp][] = [
+      [{ engineKvReplayTimeoutMs: "5" }, /--engine-kv-replay-timeout-ms: must be ≥ 10/],
+      [{ engineKvReplayTimeoutMs: "600001" }, /--engine-kv-replay-timeout-ms: must be ≤ 600000/],
+      [{ engineKvGroup: "-1" }, /--engine-kv-group: must be ≥ 0/],
+      [{ engineKvGroup: "1.5" }, /--engine-kv-group/],
+      [{ engineKvSettleMs: "10001" }, /--engine-kv-settle-ms: must be ≤ 10000/],
+      [{ engineKvProbeMs: "3600001" }, /--engine-kv-probe-ms: must be ≤ 3600000/],
+      [{ engineKvQueueBatches: "0" }, /--engine-kv-queue-batches: must be ≥ 1/],
+      [{ engineKvQueueBatches: "" }, /--engine-kv-queue-batches: must be a number/],
+      [{ engineKvSettleMs: "soon" }, /--engine-kv-settle-ms/],
+    ];
+    for (const [flags, msg] of bad) expect(() => resolveNodeSettings({ ...kv, ...flags }, {})).toThrow(msg);
+    expect(() => resolveNodeSettings(kv, { [envName("engineKvGroup")]: "x" })).toThrow(
+      /PREFIXMESH_ENGINE_KV_GROUP/,
+    );
+  });
+
+  it("refuse them without the stream, and the replay's without a replay endpoint", () => {
+    for (const [key, flag] of [
+      ["engineKvGroup", "--engine-kv-group"],
+      ["engineKvReplayTimeoutMs", "--engine-kv-replay-timeout-ms"],
+      ["engineKvProbeMs", "--engine-kv-probe-ms"],
+      ["engineKvSettleMs", "--engine-kv-settle-ms"],
+      ["engineKvQueueBatches", "--engine-kv-queue-batches"],
+    ] as const)
+      expect(() => engineSpec(resolveNodeSettings({ ...base, [key]: "100" }, {}))).toThrow(
+        new RegExp(`^${flag} needs --engine-kv-events$`),
+      );
+    const noReplay = { ...base, engineKvEvents: "tcp://127.0.0.1:5557" };
+    expect(() => engineSpec(resolveNodeSettings({ ...noReplay, engineKvProbeMs: "100" }, {}))).toThrow(
+      /--engine-kv-probe-ms needs --engine-kv-replay/,
+    );
+    expect(() =>
+      engineSpec(resolveNodeSettings({ ...noReplay, engineKvReplayTimeoutMs: "100" }, {})),
+    ).toThrow(/--engine-kv-replay-timeout-ms needs --engine-kv-replay/);
+    // Those that tune the live stream alone need no replay endpoint.
+    const spec = engineSpec(
+      resolveNodeSettings({ ...noReplay, engineKvSettleMs: "0", engineKvGroup: "2" }, {}),
+    );
+    expect(spec.kind === "openai" && spec.kvEvents).toMatchObject({ settleMs: 0, group: 2 });
   });
 });

@@ -53,6 +53,9 @@ export class KvEventsCacheModel {
   /** The LRU model used while not exact: what the node would have assumed without events. */
   private readonly fallback: RadixTree;
   private tick = 0;
+  private closed = false;
+  /** Ends each settle wait under way: on close, as the events it waits for can no longer come. */
+  private readonly settling = new Set<() => void>();
   private readonly transitions: KvTransitionLog | undefined;
   private readonly acc: KvMirrorAccuracy = {
     requests: 0,
@@ -151,6 +154,8 @@ export class KvEventsCacheModel {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    for (const finish of this.settling) finish();
     await this.subscriber.close();
     this.transitions?.close();
   }
@@ -184,10 +189,11 @@ export class KvEventsCacheModel {
 
   /**
    * The server publishes a run's blocks as it computes them, so they are normally in by the time its
-   * response ends; a short, bounded wait covers the batch still in flight.
+   * response ends; a short, bounded wait covers the batch still in flight. Once closed, nothing more
+   * arrives: no wait.
    */
   private settle(tokens: Tokens, ns: NamespaceFields): Promise<void> {
-    if (this.opts.settleMs === 0) return Promise.resolve();
+    if (this.opts.settleMs === 0 || this.closed) return Promise.resolve();
     // Before the first store the block size is unknown: wait for it (bounded) as for any block.
     const done = () => {
       const bs = this.mirror.blockSize;
@@ -200,8 +206,10 @@ export class KvEventsCacheModel {
       const finish = () => {
         clearTimeout(timer);
         off();
+        this.settling.delete(finish);
         resolve();
       };
+      this.settling.add(finish);
       const timer = setTimeout(finish, this.opts.settleMs);
       const off = this.mirror.onChange(() => {
         if (done()) finish();

@@ -14,8 +14,11 @@ export interface ReplayClientOptions {
   maxMessageSize: number;
 }
 
-/** "done": the end marker came (every batch before it was handed on). */
-export type ReplayRead = { kind: "done" } | { kind: "failed"; why: string };
+/**
+ * "done": the end marker came (every batch before it was handed on); "enough": the reader said it
+ * needs no more, so the rest of the reply was left unread.
+ */
+export type ReplayRead = { kind: "done" } | { kind: "enough" } | { kind: "failed"; why: string };
 
 const EMPTY = new Uint8Array(0);
 
@@ -28,8 +31,14 @@ export class ReplayClient {
     private readonly closed: () => boolean,
   ) {}
 
-  /** Asks for every buffered batch from `from` and hands each to `onBatch`, in the order they come. */
-  async request(from: number, onBatch: (seq: number, payload: Buffer) => void): Promise<ReplayRead> {
+  /**
+   * Asks for every buffered batch from `from` and hands each to `onBatch`, in the order they come,
+   * until the end marker or until `onBatch` returns true (it has what it needs).
+   */
+  async request(
+    from: number,
+    onBatch: (seq: number, payload: Buffer) => boolean | undefined,
+  ): Promise<ReplayRead> {
     const dealer = this.socket();
     const deadline = Date.now() + this.opts.timeoutMs;
     try {
@@ -57,7 +66,11 @@ export class ReplayClient {
         return this.failed(`a bad replay sequence number: ${(e as Error).message}`);
       }
       if (seq === END_OF_REPLAY) return { kind: "done" };
-      onBatch(seq, frames[2]!);
+      if (onBatch(seq, frames[2]!)) {
+        // The rest of this reply is still coming: a new socket never mixes it into the next replay.
+        this.close();
+        return { kind: "enough" };
+      }
     }
   }
 

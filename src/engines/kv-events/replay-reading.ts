@@ -34,18 +34,28 @@ export class ReplayReading {
   private checked = false;
   private short: number | undefined;
 
+  /**
+   * `until`: the number of a live batch already waiting (the one that showed the gap): the live
+   * queue holds it and what follows, so the replay is read only until every batch before it is in.
+   */
   constructor(
     private readonly from: number,
     lastApplied: { seq: number; payload: Uint8Array } | undefined,
     private readonly sink: ReplaySink,
+    private readonly until?: number,
   ) {
     // The last batch applied, asked for again: the same publisher still buffers it unchanged.
     this.known = lastApplied?.seq === from - 1 ? lastApplied : undefined;
     this.start = this.known ? this.known.seq : from;
   }
 
-  /** Each batch the replay brings, in order. */
-  readonly batch = (seq: number, payload: Uint8Array): void => {
+  /** Each batch the replay brings, in order; true once the replay has brought every batch needed. */
+  readonly batch = (seq: number, payload: Uint8Array): boolean => {
+    this.take(seq, payload);
+    return this.until !== undefined && (this.sink.next() ?? this.from) >= this.until;
+  };
+
+  private take(seq: number, payload: Uint8Array): void {
     if (this.other) return;
     const known = this.known;
     if (this.first && known) {
@@ -66,7 +76,7 @@ export class ReplayReading {
       this.sink.lost(next, seq);
     }
     this.sink.apply(seq, payload);
-  };
+  }
 
   /**
    * What the replay came to: a new publisher is told apart at its first batch, and a failure after it

@@ -8,9 +8,10 @@
  *   everything from sequence 0. If the publisher still buffers it all, the mirror is exact from the
  *   start; if its buffer already dropped the beginning, the engine holds blocks we never saw:
  *   degraded. A first live batch numbered 0 needs no replay (the publisher just started).
- * - Gap (a live batch numbered above the next expected): replay from the first missing number. When
- *   the replay cannot cover it (the buffer starts later, the endpoint is unreachable, it times out,
- *   or there is no replay endpoint), the mirror is marked degraded and follows the stream from there.
+ * - Gap (a live batch numbered above the next expected): replay from the first missing number, read
+ *   only up to that live batch, as it and those queued behind it are the rest (a history read while
+ *   a live batch waits stops there too). When the replay cannot cover it (the buffer starts later,
+ *   the endpoint is unreachable, it times out, or there is no replay endpoint), the mirror is marked degraded and follows the stream from there.
  *   It also forgets the blocks it held (`KvCacheMirror.forget`): the lost batches may have removed
  *   them, or be a restarted engine's (its cache empty) that the check below could not tell, as it
  *   needs the replay; either way no removal of them would ever come, and peers would be sent here
@@ -267,16 +268,17 @@ export class KvEventsSubscriber {
     if (item.seq < next) return; // already applied from a replay
     if (item.seq > next) {
       this.counts.gaps++;
+      // Read only up to this batch: it and those queued behind it are the rest.
       const outcome: ReplayOutcome = this.replays
-        ? await this.replay(next)
+        ? await this.replay(next, undefined, item.seq)
         : { kind: "failed", why: "there is no replay endpoint", checked: false };
       if (outcome.kind === "restarted") {
         this.queue.unshift({ ...item, restart: false });
         await this.fetchHistory(true);
         return;
       }
-      // A short replay forgot the blocks before the gap itself, before applying what it brought. A
-      // failed one may have brought the whole gap before failing: only batches still missing are lost.
+      // A short replay forgot the blocks before the gap itself, before applying what it brought, maybe
+      // past this batch. A failed one may have brought part of the gap: only batches still missing are lost.
       if (item.seq < this.next!) return; // the replay brought it
       if (item.seq > this.next!) {
         const why = outcome.kind === "failed" ? outcome.why : "the replay did not bring them";
@@ -295,8 +297,12 @@ export class KvEventsSubscriber {
     this.next = 0;
     this.lastApplied = undefined;
     this.mirror.clear();
-    const outcome = await this.replay(0, (_, after) =>
-      this.mirror.markDegraded(`the publisher's buffer starts at batch ${after}: earlier ones are lost`),
+    // With a live batch waiting (force), the history is read up to it: the queue holds the rest.
+    const outcome = await this.replay(
+      0,
+      (_, after) =>
+        this.mirror.markDegraded(`the publisher's buffer starts at batch ${after}: earlier ones are lost`),
+      force ? this.queue.first()?.seq : undefined,
     );
     if (outcome.kind === "covered" || outcome.kind === "short") {
       this.becameSynced();
@@ -333,24 +339,32 @@ export class KvEventsSubscriber {
    * Asks for every buffered batch from `from` and applies those numbered `next` onward (replay-reading.ts).
    * `lost` runs once, before the first batch after lost ones: by default the mirror forgets what it held,
    * as the lost batches may have removed it or come from a new engine (no batch left to check it by).
+   * `until`: a live batch waiting in hand or at the queue's head; the replay stops once every batch
+   * before it is applied, rather than read the engine's whole buffer within the replay timeout.
    */
   private async replay(
     from: number,
     lost: (first: number, after: number) => void = (first, after) =>
       this.mirror.forget(`lost batches ${first}–${after - 1}: the publisher no longer buffers them`),
+    until?: number,
   ): Promise<ReplayOutcome> {
     this.state = "replaying";
     this.counts.replays++;
-    const reading = new ReplayReading(from, this.lastApplied, {
-      next: () => this.next,
-      apply: (seq, payload) => {
-        this.next = seq;
-        this.counts.replayedBatches++;
-        this.apply(seq, payload);
+    const reading = new ReplayReading(
+      from,
+      this.lastApplied,
+      {
+        next: () => this.next,
+        apply: (seq, payload) => {
+          this.next = seq;
+          this.counts.replayedBatches++;
+          this.apply(seq, payload);
+        },
+        forget: (why) => this.mirror.forget(why),
+        lost,
       },
-      forget: (why) => this.mirror.forget(why),
-      lost,
-    });
+      until,
+    );
     try {
       const read = await this.replays!.request(reading.start, reading.batch);
       if (read.kind === "failed") {

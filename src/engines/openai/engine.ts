@@ -394,7 +394,9 @@ export class OpenAIEngine implements Engine {
     if (this.closed) return;
     this.closed = true;
     this.slotCache?.close();
-    await this.cacheModel?.close();
+    // Runs in flight are cut first, so none finishes after the mirror stopped; those already past
+    // the server, waiting for their blocks' events, end their wait when the cache model closes.
     await this.http.close();
+    await this.cacheModel?.close();
   }
 }

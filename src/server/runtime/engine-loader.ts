@@ -13,6 +13,11 @@ export interface EngineSettings {
   engineKvReplay?: string | undefined;
   engineKvTopic?: string | undefined;
   engineKvRank?: number | undefined;
+  engineKvGroup?: number | undefined;
+  engineKvReplayTimeoutMs?: number | undefined;
+  engineKvProbeMs?: number | undefined;
+  engineKvSettleMs?: number | undefined;
+  engineKvQueueBatches?: number | undefined;
   engineTokenizer?: "auto" | "server" | "local" | undefined;
   engineCacheMirror?: "auto" | "lru" | "llama-slots" | undefined;
   engineCacheRam?: number | undefined;
@@ -30,7 +35,8 @@ export interface EngineSettings {
 /** `--model generated` means the benchmark-sized generated model (~57M params): no download needed. */
 export const DEFAULT_GENERATED = "generated:bench";
 
-function engineSpec(s: EngineSettings): EngineSpec {
+/** Exported for tests: what each setting becomes. */
+export function engineSpec(s: EngineSettings): EngineSpec {
   switch (s.engine) {
     case "sim":
       return {
@@ -73,24 +79,44 @@ function engineSpec(s: EngineSettings): EngineSpec {
   }
 }
 
-/** The remote engine's `kvEvents` from the --engine-kv-* settings (the replay, topic, rank need the stream). */
+/** `engineKvReplayTimeoutMs` → `--engine-kv-replay-timeout-ms`. */
+const flagOf = (key: string) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+
+/**
+ * The remote engine's `kvEvents` from the --engine-kv-* settings. All but the endpoint tune the
+ * stream, so they need it; the replay's timeout and the idle probe (a replay) need the replay
+ * endpoint too: refused, never silently ignored.
+ */
 function kvEvents(s: EngineSettings): Pick<Extract<EngineSpec, { kind: "openai" }>, "kvEvents"> {
+  const set = (keys: readonly (keyof EngineSettings)[]) => keys.find((k) => s[k] !== undefined);
+  const replayOnly = ["engineKvReplayTimeoutMs", "engineKvProbeMs"] as const;
   if (!s.engineKvEvents) {
-    const stray = (["engineKvReplay", "engineKvTopic", "engineKvRank"] as const).find(
-      (k) => s[k] !== undefined,
-    );
-    if (stray)
-      throw new SettingsError(
-        `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --engine-kv-events`,
-      );
+    const stray = set([
+      "engineKvReplay",
+      "engineKvTopic",
+      "engineKvRank",
+      "engineKvGroup",
+      "engineKvSettleMs",
+      "engineKvQueueBatches",
+      ...replayOnly,
+    ]);
+    if (stray) throw new SettingsError(`${flagOf(stray)} needs --engine-kv-events`);
     return {};
   }
+  const stray = s.engineKvReplay ? undefined : set(replayOnly);
+  if (stray)
+    throw new SettingsError(`${flagOf(stray)} needs --engine-kv-replay (without it there are no replays)`);
   return {
     kvEvents: {
       endpoint: s.engineKvEvents,
       ...(s.engineKvReplay ? { replayEndpoint: s.engineKvReplay } : {}),
       ...(s.engineKvTopic !== undefined ? { topic: s.engineKvTopic } : {}),
       ...(s.engineKvRank !== undefined ? { rank: s.engineKvRank } : {}),
+      ...(s.engineKvGroup !== undefined ? { group: s.engineKvGroup } : {}),
+      ...(s.engineKvReplayTimeoutMs !== undefined ? { replayTimeoutMs: s.engineKvReplayTimeoutMs } : {}),
+      ...(s.engineKvProbeMs !== undefined ? { probeIntervalMs: s.engineKvProbeMs } : {}),
+      ...(s.engineKvSettleMs !== undefined ? { settleMs: s.engineKvSettleMs } : {}),
+      ...(s.engineKvQueueBatches !== undefined ? { maxQueuedBatches: s.engineKvQueueBatches } : {}),
     },
   };
 }

@@ -1,11 +1,22 @@
 /** Settings: The engine a node serves with, and its cache. */
 import { z } from "zod";
-import { zmqEndpointSchema } from "../../engines/kv-events/options.js";
+import { KvEventsOptionsSchema, zmqEndpointSchema } from "../../engines/kv-events/options.js";
 import { CACHE_MIRRORS } from "../../engines/llama-slots/options.js";
 import { MAX_CONTEXT_TOKENS, TOKENIZER_CHOICES } from "../../engines/openai/options.js";
 import { DEFAULT_PROFILE, PROFILE_NAMES } from "../../engines/sim/profiles.js";
 import { setting } from "./doc.js";
 import { bool, engineDefault, L, num, O } from "./values.js";
+
+/** A kvEvents option's number as a flag, env or YAML value gives it, bounded as options.ts bounds it. */
+const kvNumber = (key: "replayTimeoutMs" | "group" | "settleMs" | "probeIntervalMs" | "maxQueuedBatches") =>
+  z
+    .union([z.number(), z.string().trim().min(1, "must be a number")])
+    .transform(Number)
+    .pipe(KvEventsOptionsSchema.shape[key].unwrap())
+    .optional();
+/** The option's own default, quoted: stated once, in options.ts. */
+const kvDefault = (key: Parameters<typeof kvNumber>[0]) =>
+  `\`${KvEventsOptionsSchema.shape[key].def.defaultValue}\``;
 
 export const engineSettings = {
   engine: setting(z.enum(["llamacpp", "openai", "sim"]).default("llamacpp"), {
@@ -81,6 +92,46 @@ export const engineSettings = {
     defaultText: "`0`",
     description:
       "The data-parallel rank this node follows: one node per rank, its stream on the endpoint's port + rank.",
+  }),
+  engineKvGroup: setting(kvNumber("group"), {
+    section: "Engine",
+    value: "n",
+    defaultText: kvDefault("group"),
+    description:
+      "The KV-cache group this node mirrors (a hybrid-attention model publishes one per group, vLLM's " +
+      "`group_idx`): events of other groups are counted and ignored.",
+  }),
+  engineKvReplayTimeoutMs: setting(kvNumber("replayTimeoutMs"), {
+    section: "Engine",
+    value: "ms",
+    defaultText: kvDefault("replayTimeoutMs"),
+    description:
+      "With --engine-kv-replay: one replay's bound, from the request to its last batch; batches it has not " +
+      "brought by then are lost (the mirror degrades). Raise it for a server far away or a large buffer.",
+  }),
+  engineKvProbeMs: setting(kvNumber("probeIntervalMs"), {
+    section: "Engine",
+    value: "ms",
+    defaultText: kvDefault("probeIntervalMs"),
+    description:
+      "With --engine-kv-replay: with no batch for this long, ask for a replay from the next batch expected, " +
+      "to find batches lost with nothing after them (0: never).",
+  }),
+  engineKvSettleMs: setting(kvNumber("settleMs"), {
+    section: "Engine",
+    value: "ms",
+    defaultText: kvDefault("settleMs"),
+    description:
+      "After a run, wait up to this long for the events of its prompt's blocks before reporting the cache " +
+      "(0: never wait); a run's answer can be this much later.",
+  }),
+  engineKvQueueBatches: setting(kvNumber("maxQueuedBatches"), {
+    section: "Engine",
+    value: "n",
+    defaultText: kvDefault("maxQueuedBatches"),
+    description:
+      "Live KV-event batches held while the node catches up (a replay under way, a busy server); beyond, " +
+      "the oldest are dropped and recovered by replay like any gap.",
   }),
   adapters: setting(
     z

@@ -27,7 +27,7 @@ async function waitFor(what: string, cond: () => boolean, ms = 20_000): Promise<
 async function setup(
   double: DoubleOptions = {},
   server: { dropEventsOf?: Set<number> } = {},
-  engineOpts: { retries?: number } = {},
+  engineOpts: { retries?: number; settleMs?: number } = {},
   log?: (msg: string, fields: Record<string, unknown>) => void,
 ) {
   const pub = await KvEventPublisherDouble.start(double);
@@ -40,14 +40,14 @@ async function setup(
       baseUrl: url,
       model: "m",
       capacityTokens: 1000,
-      ...engineOpts,
+      ...(engineOpts.retries !== undefined ? { retries: engineOpts.retries } : {}),
       kvEvents: {
         endpoint: pub.endpoint,
         ...(pub.replayEndpoint ? { replayEndpoint: pub.replayEndpoint } : {}),
         topic: "kv-events",
         replayTimeoutMs: 300,
         probeIntervalMs: 60_000,
-        settleMs: 2_000,
+        settleMs: engineOpts.settleMs ?? 2_000,
       },
     },
     log,
@@ -226,5 +226,19 @@ describe("remote engine with KV events", () => {
     const r = await run(engine, range(1, 14)); // /health is not /v1/completions: the server answers
     expect(r.cachedTokens).toBe(8);
     expect(seqs(engine.cachedSequences())).toEqual([range(1, 13).join(",")]);
+  });
+
+  test("a run waiting for its blocks' events when the engine closes is answered at once", async () => {
+    // Its events never come live (buffered for replay only, and no probe runs): the settle wait
+    // would last its whole bound, for events a closed subscriber can no longer bring.
+    const { engine } = await setup({}, { dropEventsOf: new Set([0]) }, { settleMs: 10_000 });
+    const r = run(engine, range(1, 10));
+    await waitFor("the run's settle wait", () => engine.kvEventsStatus()!.accuracy.requests === 1);
+    const t0 = Date.now();
+    await engine.close();
+    const result = await r;
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(result.text).toBe("ok");
+    await expect(run(engine, range(1, 10))).rejects.toThrow(/closed/);
   });
 });

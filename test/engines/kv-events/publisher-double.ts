@@ -217,6 +217,7 @@ export class KvEventPublisherDouble {
   readonly replayRequests: number[] = [];
   /** The next this many replays send their batches but no end marker (cut off by the node's deadline). */
   unterminatedReplays = 0;
+  private replayGate: Promise<void> | undefined;
   endpoint = "";
   replayEndpoint = "";
 
@@ -269,6 +270,21 @@ export class KvEventPublisherDouble {
     await this.pub.send(frames);
   }
 
+  /**
+   * Replay requests from now on wait to be answered until the returned function is called (a busy
+   * engine), each then answered from the buffer as it is by then.
+   */
+  holdReplays(): () => void {
+    let release!: () => void;
+    this.replayGate = new Promise<void>((r) => {
+      release = r;
+    });
+    return () => {
+      this.replayGate = undefined;
+      release();
+    };
+  }
+
   /** A new publisher process on the same ports: numbering restarts at 0, the buffer is empty. */
   restart(): void {
     this.seq = 0;
@@ -303,6 +319,7 @@ export class KvEventPublisherDouble {
         const from = Number(start.readBigUInt64BE(0));
         this.replayRequests.push(from);
         if (this.opts.replay === "silent") continue;
+        if (this.replayGate) await this.replayGate;
         for (const b of this.buffer)
           if (b.seq >= from) await router.send([id, Buffer.alloc(0), seq8(b.seq), b.payload]);
         if (this.unterminatedReplays > 0) {
