@@ -112,4 +112,21 @@ describe("KV-event settings", () => {
     );
     expect(spec.kind === "openai" && spec.kvEvents).toMatchObject({ settleMs: 0, group: 2 });
   });
+
+  it("refuse, with every remote server's setting, an engine that is not one", () => {
+    for (const engine of ["sim", "llamacpp"])
+      for (const [key, value, flag] of [
+        ["engineKvEvents", "tcp://127.0.0.1:5557", "--engine-kv-events"],
+        ["engineKvSettleMs", "10", "--engine-kv-settle-ms"],
+        ["engineUrl", "http://127.0.0.1:1", "--engine-url"],
+        ["engineCacheMirror", "lru", "--engine-cache-mirror"],
+      ] as const)
+        expect(() =>
+          engineSpec(resolveNodeSettings({ id: "A", engine, model: "generated", [key]: value }, {})),
+        ).toThrow(new RegExp(`^${flag} needs --engine openai`));
+    // The API key is an environment's secret, maybe set for every node: not refused.
+    expect(engineSpec(resolveNodeSettings({ id: "A", engine: "sim", engineApiKey: "k" }, {})).kind).toBe(
+      "sim",
+    );
+  });
 });

@@ -37,6 +37,10 @@ export const DEFAULT_GENERATED = "generated:bench";
 
 /** Exported for tests: what each setting becomes. */
 export function engineSpec(s: EngineSettings): EngineSpec {
+  if (s.engine !== "openai") {
+    const stray = REMOTE_ONLY.find((k) => s[k] !== undefined);
+    if (stray) throw new SettingsError(`${flagOf(stray)} needs --engine openai (a remote server's setting)`);
+  }
   switch (s.engine) {
     case "sim":
       return {
@@ -78,6 +82,28 @@ export function engineSpec(s: EngineSettings): EngineSpec {
       };
   }
 }
+
+/**
+ * Settings only a remote server has: refused with another engine, never silently ignored. Not the API
+ * key: a secret an environment may hold for every node, whatever each one runs.
+ */
+const REMOTE_ONLY = [
+  "engineUrl",
+  "engineTokenizer",
+  "engineContextTokens",
+  "engineCacheMirror",
+  "engineCacheRam",
+  "engineSlotSaves",
+  "engineKvEvents",
+  "engineKvReplay",
+  "engineKvTopic",
+  "engineKvRank",
+  "engineKvGroup",
+  "engineKvReplayTimeoutMs",
+  "engineKvProbeMs",
+  "engineKvSettleMs",
+  "engineKvQueueBatches",
+] as const satisfies readonly (keyof EngineSettings)[];
 
 /** `engineKvReplayTimeoutMs` → `--engine-kv-replay-timeout-ms`. */
 const flagOf = (key: string) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
