@@ -70,11 +70,11 @@ function engineAt(url: string, tokenizer: "server" | "local" = "server"): OpenAI
   return engine;
 }
 
-async function complete(node: NodeHandle, prompt: string) {
+async function complete(node: NodeHandle, prompt: string, stream = false) {
   const res = await fetch(`${node.apiUrl}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "m", prompt, max_tokens: 4 }),
+    body: JSON.stringify({ model: "m", prompt, max_tokens: 4, stream }),
   });
   const body = (await res.json()) as {
     error?: { message: string; type: string };
@@ -112,6 +112,9 @@ describe("a completion run the node's own engine fails (test double)", () => {
       );
       expect(a.body.error?.message.length).toBeLessThanOrEqual(300);
       expect(a.retryAfter).toBe(retry);
+      // A streaming client too: the run failed before any output, so the status says it.
+      const s = await complete(node, "Tell me a story about the sea", true);
+      expect([s.status, s.retryAfter, s.body.error?.type]).toEqual([status, retry, type]);
     },
     30_000,
   );
