@@ -45,16 +45,21 @@ export class EngineAbortedError extends Error {
  * Whose fault an engine's failure is, the one reading every client-facing mapping uses:
  * `input`, the request's (our own checks, or a server's 400/413/422 about the prompt);
  * `setup`, the engine's configuration (a 401/403 key, a 404/405 URL or model path, any other 4xx);
- * `load`, the server's rate limit (429 after the retries); `down`, the server failed or is unreachable.
- * Undefined: not an engine failure.
+ * `load`, the server busy for now (after the retries: its 429 rate limit, its 503 overload or model
+ * loading, its 408 request timeout — transient, not the setup); `down`, the server failed or is
+ * unreachable. Undefined: not an engine failure.
  */
 export type EngineFault = "input" | "setup" | "load" | "down";
 
 const CLIENT_STATUSES = new Set([400, 413, 422]);
+const LOAD_STATUSES = new Set([408, 429, 503]);
 
 export function engineFault(err: unknown): EngineFault | undefined {
-  if (err instanceof EngineInputError)
-    return err.status === undefined || CLIENT_STATUSES.has(err.status) ? "input" : "setup";
-  if (err instanceof EngineUnavailableError) return err.status === 429 ? "load" : "down";
+  if (err instanceof EngineInputError) {
+    if (err.status === undefined || CLIENT_STATUSES.has(err.status)) return "input";
+    return LOAD_STATUSES.has(err.status) ? "load" : "setup";
+  }
+  if (err instanceof EngineUnavailableError)
+    return err.status !== undefined && LOAD_STATUSES.has(err.status) ? "load" : "down";
   return undefined;
 }

@@ -1,6 +1,6 @@
 /**
  * HTTP for remote engines: undici with explicit connect / headers / body timeouts, and retries with
- * exponential backoff on connection errors, 5xx and 429 (honouring Retry-After). Only the request
+ * exponential backoff on connection errors, 5xx, 429 and 408 (honouring Retry-After). Only the request
  * phase is retried: once a response streams, failures surface to the caller.
  */
 import { Agent, type Dispatcher, request } from "undici";
@@ -20,7 +20,8 @@ export const MAX_JSON_BYTES = 8 << 20;
 
 const CLOSED = "the engine was closed: request abandoned";
 
-const RETRY_STATUS = new Set([429, 500, 502, 503, 504]);
+/** A 408 too: the server gave up waiting for the request, which it never ran (transient). */
+const RETRY_STATUS = new Set([408, 429, 500, 502, 503, 504]);
 const RETRY_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",

@@ -103,6 +103,11 @@ const errorWire = z.object({
       maxTokens: z.number().int().min(1).max(100_000_000).optional(),
     })
     .optional(),
+  /**
+   * A failed run: whose fault (optional: older peers send none, older nodes drop it; a value this
+   * node does not know reads as none, so a newer peer's error still counts).
+   */
+  fault: z.enum(["input", "load", "engine"]).optional().catch(undefined),
 });
 /**
  * Messages sent on their own (POST /peer/message): replies without an open stream, goodbye, and the

@@ -109,14 +109,14 @@ describe("a remote engine that fails the tokenize step (test double)", () => {
 
   it("a chat whose template step fails is a 502 too", async () => {
     const lines: { level: number; msg: string }[] = [];
-    const n = await nodeFor(await failingDouble(503, "overloaded"), lines);
+    const n = await nodeFor(await failingDouble(500, "boom"), lines);
     const a = await post(`${n.apiUrl}/v1/chat/completions`, {
       model: "m",
       messages: [{ role: "user", content: "hi" }],
       max_tokens: 4,
     });
     expect(a.status).toBe(502);
-    expect(a.body.error?.message).toMatch(/apply-template.*HTTP 503/);
+    expect(a.body.error?.message).toMatch(/apply-template.*HTTP 500/);
     expect(lines.filter((l) => l.level >= PINO_ERROR).map((l) => l.msg)).toEqual([]);
   }, 30_000);
 });
@@ -157,8 +157,10 @@ describe("a remote engine whose /tokenize refuses a prompt with a 4xx (test doub
     [403, 502, "server_error"],
     [404, 502, "server_error"],
     [405, 502, "server_error"],
-    // The engine's rate limit: a load answer, retried later.
+    // The engine busy for now (its rate limit, overload, request timeout): a load answer, retried later.
     [429, 503, "server_error"],
+    [503, 503, "server_error"],
+    [408, 503, "server_error"],
   ] as const)(
     "HTTP %i: the client gets %i %s, never a 500",
     async (remote, status, type) => {
@@ -181,7 +183,7 @@ describe("a remote engine whose /tokenize refuses a prompt with a 4xx (test doub
           new RegExp(`^engine: .*HTTP ${remote}: .*refused with ${remote}`),
         );
         expect(a.error?.message.length).toBeLessThanOrEqual(300);
-        expect(res.headers.get("retry-after"), path).toBe(remote === 429 ? "7" : null);
+        expect(res.headers.get("retry-after"), path).toBe(status === 503 ? "7" : null);
       }
       if (status === 502) {
         const hinted = lines.filter((l) => l.level === PINO_WARN && /--engine-url/.test(l.msg));

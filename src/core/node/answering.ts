@@ -28,7 +28,15 @@ import { type Answerer, failReply, okReply } from "./replies.js";
 import type { SpotChecks } from "./spot-check.js";
 import type { Targets } from "./targets.js";
 import type { Trust } from "./trust.js";
-import type { Effect, GoneReason, NodeDeps, NodeId, PeerMessageOf, ServedTiming } from "./types.js";
+import type {
+  Effect,
+  GoneReason,
+  NodeDeps,
+  NodeId,
+  PeerMessageOf,
+  RunFailure,
+  ServedTiming,
+} from "./types.js";
 
 /** The origin's counters answering moves. */
 export type AnswerCounters = { hedgedAnswers: number } & Record<
@@ -111,12 +119,39 @@ export class Answering {
     invariant(this.o.answeredRuns.take(run.reqId, run.attempt), () => `${run.reqId} aborted while wanted`);
   }
 
-  /** Our local run of the request failed: the request fails. */
-  failLocal(run: LocalRun, error: string, now: number, out: Effect[]): void {
+  /**
+   * Our local run of the request failed: the request fails, by whose fault — the prompt refused
+   * (`invalid`, a 400), our engine's load (`unavailable`, a 503 with its wait), else `engine`.
+   */
+  failLocal(run: LocalRun, f: RunFailure, now: number, out: Effect[]): void {
     if (this.o.answeredRuns.take(run.reqId, run.attempt)) return;
     const p = this.o.pending.settleLocal(run);
     this.o.hedging.end(p, out);
-    out.push(failReply(this.o.by(), run.reqId, run.request, now, error, "engine", p));
+    const code = f.fault === "input" ? "invalid" : f.fault === "load" ? "unavailable" : "engine";
+    const wait = f.fault === "load" ? f.retryAfterMs : undefined;
+    out.push(failReply(this.o.by(), run.reqId, run.request, now, `engine: ${f.error}`, code, p, wait));
+  }
+
+  /**
+   * A peer's engine refused the prompt of the request's current attempt (`fault: "input"`): the
+   * engines of its model refuse it alike, so the request fails with the peer's reason (a 400) rather
+   * than run again elsewhere. No mark against the peer: the prompt was at fault. False: not that
+   * (the caller falls back, as for any error).
+   */
+  refusedInput(
+    p: Pending | undefined,
+    from: NodeId,
+    msg: PeerMessageOf<"error">,
+    now: number,
+    out: Effect[],
+  ): boolean {
+    if (msg.fault !== "input" || p === undefined || !isCurrentAttempt(p, from, msg.attempt)) return false;
+    // The peer ended the attempt itself: its timers go, no cancel; a hedge elsewhere is cancelled.
+    this.o.attempts.end(p, out, true, false, false);
+    this.o.hedging.end(p, out);
+    this.o.pending.settle(p.reqId);
+    out.push(failReply(this.o.by(), p.reqId, p.request, now, msg.error, "invalid", p));
+    return true;
   }
 
   /**

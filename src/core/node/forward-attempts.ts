@@ -230,7 +230,7 @@ export class ForwardAttempts {
     // does a refusal of what exceeds its limits (kept: what does not fit goes elsewhere from now on).
     const limits = saidLimits(msg);
     if (limits !== undefined && exceedsLimits(q.request, limits)) this.limits.learn(from, limits);
-    else if (isLoadRefusal(msg.error)) this.trust.refused(from, this.now());
+    else if (msg.fault === "load" || isLoadRefusal(msg.error)) this.trust.refused(from, this.now());
     else if (!PROTOCOL_REFUSALS.has(msg.error)) {
       this.counters.peerErrors++;
       this.trust.failed(from, attemptKey(q), this.now());

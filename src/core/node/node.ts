@@ -171,9 +171,9 @@ export class PrefixNode extends NodeRouting {
       case "engine-failed": {
         const job = this.executor.failed(input.jobId);
         if (!job) break;
-        if (job.kind === "forward") this.serving.failed(job, `engine: ${input.error}`, now, out);
+        if (job.kind === "forward") this.serving.failed(job, input, now, out);
         else if (job.kind === "check") this.origin.spot.drop(job.reqId);
-        else this.origin.answering.failLocal(job, `engine: ${input.error}`, now, out);
+        else this.origin.answering.failLocal(job, input, now, out);
         this.executor.pump(now, out);
         break;
       }
@@ -328,7 +328,7 @@ export class PrefixNode extends NodeRouting {
         break;
       }
       case "error":
-        if (this.origin.onError(from, msg, out)) this.advance(msg.reqId, now, out);
+        if (this.origin.onError(from, msg, now, out)) this.advance(msg.reqId, now, out);
         break;
       case "goodbye":
         this.members.departed(from);

@@ -20,6 +20,14 @@ export const MAX_REQ_ID = 512;
  */
 export const PROMPT_TEXT_NEEDED = "prompt text needed: this node's engine does not run from tokens alone";
 
+/**
+ * Whose fault a failed engine run is, as the runtime read its engine's error (`engine-failed`, and a
+ * forward's `error`): `input`, the request's (the engine refused the prompt: a 400, and the other
+ * engines of its model would refuse it too); `load`, the engine's rate limit or overload, for now (a
+ * 503; a forward falls back); `engine`, any other failure (a 502). Absent: `engine`.
+ */
+export type RunFault = "input" | "load" | "engine";
+
 /** Which (epoch, version) of some node's tree an estimate holds. */
 export interface HeldVersion {
   epoch: number;
@@ -75,7 +83,8 @@ export interface ServedTiming {
  *   Optional to handle: a peer that ignores it is still correct, it only wastes the work.
  * - `result` / `error`: the answer to a `forward`, echoing reqId + attempt.
  *   `retryable` errors (overload, engine failure) make the origin try its next candidate. A refusal
- *   of a forward that does not fit the receiver (its context or max_tokens ceiling) says `limits`.
+ *   of a forward that does not fit the receiver (its context or max_tokens ceiling) says `limits`;
+ *   a failed run says its `fault`: one of the prompt (`input`) answers the request, no fallback.
  * - `goodbye`: the sender is leaving gracefully; peers stop routing to it at once.
  */
 export type PeerMessage =
@@ -139,6 +148,8 @@ export type PeerMessage =
       retryable: boolean;
       /** A refusal because the forward does not fit the sender: its limits (older peers send none). */
       limits?: ForwardLimits;
+      /** A failed run: whose fault (older peers send none: read as `engine`). */
+      fault?: RunFault;
     }
   | { type: "goodbye" };
 

@@ -59,11 +59,13 @@ export function failReply(
 
 /**
  * The wait a refused client is told before it tries again (HTTP `Retry-After`, whole seconds): for a
- * refusal by load (`overloaded`, `deadline`: a 429) the node's drain estimate rounded up, at least
- * 1 s, else 1 s; undefined for any other error. The daemon's API and the simulator's client share it.
+ * refusal by load (`overloaded`, `deadline`: a 429; `unavailable`: a 503) the node's drain estimate or
+ * its engine's wait rounded up, at least 1 s, else 1 s; undefined for any other error. The daemon's
+ * API and the simulator's client share it.
  */
 export function retryAfterSec(outcome: Extract<ReplyOutcome, { ok: false }>): number | undefined {
-  if (outcome.code !== "overloaded" && outcome.code !== "deadline") return undefined;
+  const { code } = outcome;
+  if (code !== "overloaded" && code !== "deadline" && code !== "unavailable") return undefined;
   return Math.max(1, Math.ceil((outcome.retryAfterMs ?? 1_000) / 1_000));
 }
 

@@ -22,6 +22,7 @@ import {
   type PeerMessage,
   type PeerMessageOf,
   PROMPT_TEXT_NEEDED,
+  type RunFailure,
   type ServedTiming,
   type Timer,
 } from "./types.js";
@@ -281,15 +282,19 @@ export class Serving {
     this.answer(job, { type: "result", reqId: job.reqId, attempt: job.attempt, result, timing }, now, out);
   }
 
-  /** The forward's engine run failed: a retryable error, so its origin tries its next candidate. */
-  failed(job: ServedForward, error: string, now: number, out: Effect[]): void {
-    const msg: PeerMessage = {
+  /**
+   * The forward's engine run failed: an error saying whose fault, so its origin tries its next
+   * candidate — or, the prompt refused (not retryable), answers its client with our engine's reason.
+   */
+  failed(job: ServedForward, f: RunFailure, now: number, out: Effect[]): void {
+    const msg: PeerMessageOf<"error"> = {
       type: "error",
       reqId: job.reqId,
       attempt: job.attempt,
-      error,
-      retryable: true,
+      error: `engine: ${f.error}`,
+      retryable: f.fault !== "input",
     };
+    if (f.fault !== undefined) msg.fault = f.fault;
     this.answer(job, msg, now, out);
   }
 

@@ -23,7 +23,7 @@
 import type { EngineRequest, EngineResult, EvictedRun, Tokens } from "../engine.js";
 import type { RequestRecord } from "./node-stats.js";
 import type { Timer } from "./node-timers.js";
-import type { MeshMessage, NodeId, PeerMessage } from "./peer-messages.js";
+import type { MeshMessage, NodeId, PeerMessage, RunFault } from "./peer-messages.js";
 
 // The rest of the vocabulary lives in files by role; it is re-exported so callers import one module.
 export type { NodeDeps, NodeOptions } from "./node-deps.js";
@@ -39,6 +39,7 @@ export {
   type PeerMessageOf,
   type PeerMessageType,
   PROMPT_TEXT_NEEDED,
+  type RunFault,
   type ServedTiming,
   type SnapshotEcho,
 } from "./peer-messages.js";
@@ -58,7 +59,11 @@ export type NodeInput =
   | { type: "client-gone"; reqId: string; reason?: GoneReason }
   | { type: "peer-message"; from: NodeId; msg: PeerMessage }
   | { type: "engine-done"; jobId: string; result: EngineResult }
-  | { type: "engine-failed"; jobId: string; error: string }
+  /**
+   * The engine failed `jobId`: `error`, its text for the client or peer; `fault`, whose fault
+   * (peer-messages.ts `RunFault`; absent: `engine`); `retryAfterMs` (`load`): the engine's own wait.
+   */
+  | { type: "engine-failed"; jobId: string; error: string; fault?: RunFault; retryAfterMs?: number }
   /**
    * The engine ended `jobId` early because the node asked (`abort-run`). What it kept cached of the
    * run: node-managed, `kept` leading tokens of the request's cache key (absent: none);
@@ -82,15 +87,24 @@ export type NodeInput =
 
 export type ReplyOutcome =
   | { ok: true; result: EngineResult }
-  /** `retryAfterMs`: an overloaded node's estimate of when it admits again (its queue's drain time). */
+  /**
+   * `retryAfterMs`: an overloaded node's estimate of when it admits again (its queue's drain time), or
+   * (`unavailable`) the wait its engine asked for.
+   */
   | { ok: false; error: string; code: ReplyErrorCode; retryAfterMs?: number };
 
 /**
  * `overloaded` → HTTP 429 (queue full), `engine` → 502/500, `invalid` → 400, `unserved` → 503 (no
  * reachable node serves the request's model), `deadline` → 429 (no node expected to answer within
- * the client's deadline; deadline.ts).
+ * the client's deadline; deadline.ts), `unavailable` → 503 (our engine's rate limit or overload).
  */
-export type ReplyErrorCode = "overloaded" | "engine" | "invalid" | "unserved" | "deadline";
+export type ReplyErrorCode = "overloaded" | "engine" | "invalid" | "unserved" | "deadline" | "unavailable";
+
+/** A failed run, as `engine-failed` says it. */
+export type RunFailure = Pick<
+  Extract<NodeInput, { type: "engine-failed" }>,
+  "error" | "fault" | "retryAfterMs"
+>;
 
 export type Effect =
   | { type: "send"; to: NodeId; msg: PeerMessage }

@@ -64,7 +64,14 @@ export function engineRequestOf(reqId: string, input: InferenceInput, stream = f
   return request;
 }
 
-const STATUS_OF = { overloaded: 429, invalid: 400, engine: 502, unserved: 503, deadline: 429 } as const;
+const STATUS_OF = {
+  overloaded: 429,
+  invalid: 400,
+  engine: 502,
+  unserved: 503,
+  deadline: 429,
+  unavailable: 503,
+} as const;
 
 /** What a client sees for a node's error reply. */
 export function serviceErrorOf(outcome: Extract<ReplyOutcome, { ok: false }>): ServiceError {

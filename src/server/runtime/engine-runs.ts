@@ -9,7 +9,7 @@ import type { NodeInput } from "../../core/node/types.js";
 import { EngineAbortedError } from "../../engines/errors.js";
 import type { NodeMetrics } from "../metrics.js";
 import { countPrediction } from "./cache-predictions.js";
-import { engineRunError } from "./engine-step-errors.js";
+import { engineRunFailed } from "./engine-step-errors.js";
 import type { RuntimeLogger } from "./logger.js";
 
 export class EngineRuns {
@@ -46,7 +46,7 @@ export class EngineRuns {
           this.running.delete(jobId);
           if (ctl.signal.aborted) return void feed(this.abortedInput(jobId, err));
           this.o.logger.warn({ err: err?.message, jobId }, "engine run failed");
-          feed({ type: "engine-failed", jobId, error: engineRunError(err) });
+          feed(engineRunFailed(jobId, err));
         },
       );
   }

@@ -1,9 +1,11 @@
 /**
- * How an engine's failure at a tokenize or chat-template step reaches a client (node-runtime.ts calls
- * these): the reply code by whose fault it is, the text bounded and without credentials, and the
- * engine-setup hint said at most once a minute. Also the 503 a client gets when shutdown comes first.
+ * How an engine's failure at a tokenize or chat-template step, or in a run, reaches a client
+ * (node-runtime.ts and engine-runs.ts call these): the reply code by whose fault it is, the text
+ * bounded and without credentials, and the engine-setup hint said at most once a minute. Also the 503
+ * a client gets when shutdown comes first.
  */
-import { type EngineUnavailableError, engineFault } from "../../engines/errors.js";
+import type { NodeInput } from "../../core/node/types.js";
+import { EngineUnavailableError, engineFault } from "../../engines/errors.js";
 import { ServiceError } from "../service.js";
 import { serviceErrorOf } from "./client-streams.js";
 import type { RuntimeLogger } from "./logger.js";
@@ -39,6 +41,25 @@ export function engineRunError(err: unknown): string {
   return engineMessage(e).slice("engine: ".length);
 }
 
+/**
+ * A failed run as the node takes it (`engine-failed`), with whose fault it is by the reading a
+ * tokenize step's failure gets (`engineStepFailure`): the prompt refused, `input` (a 400); the
+ * engine's rate limit or overload, `load` (a 503, with its wait bounded); else `engine` (a 502).
+ */
+export function engineRunFailed(jobId: string, err: unknown): Extract<NodeInput, { type: "engine-failed" }> {
+  const error = engineRunError(err);
+  const fault = engineFault(err);
+  if (fault === "input") return { type: "engine-failed", jobId, error, fault };
+  if (fault === "load") return { type: "engine-failed", jobId, error, fault, retryAfterMs: loadWaitMs(err) };
+  return { type: "engine-failed", jobId, error, fault: "engine" };
+}
+
+/** The wait an engine's load asks for, bounded: the server's Retry-After is its word, not ours. */
+function loadWaitMs(err: unknown): number {
+  const said = err instanceof EngineUnavailableError ? err.retryAfterMs : undefined;
+  return Math.min(RETRY_AFTER_MAX_MS, Math.max(0, said ?? 1_000));
+}
+
 export interface EngineStepContext {
   now: () => number;
   logger: RuntimeLogger;
@@ -70,9 +91,7 @@ export function engineStepFailure(o: EngineStepContext): (err: unknown) => never
       );
     }
     if (fault === "load") {
-      // The server's Retry-After is its word, not ours to pass on unbounded.
-      const ms = Math.min(RETRY_AFTER_MAX_MS, (err as EngineUnavailableError).retryAfterMs ?? 1_000);
-      throw new ServiceError(503, "server_error", error, Math.max(1, Math.ceil(ms / 1_000)));
+      throw new ServiceError(503, "server_error", error, Math.max(1, Math.ceil(loadWaitMs(err) / 1_000)));
     }
     throw serviceErrorOf({ ok: false, error, code: fault === "input" ? "invalid" : "engine" });
   };
