@@ -2,8 +2,8 @@
  * A run the node's own engine fails reaches the OpenAI client by whose fault it is, as a failed
  * tokenize step's does (engine-step-errors.ts): the server refused the prompt, a 400 with its
  * reason; its rate limit or overload, a 503 with its (bounded) Retry-After; down, a 502. And a run
- * a peer's engine fails for a forward: a refused prompt is the entry node's client's 400 (no run
- * elsewhere), the peer's overload falls back. The engine is a TEST DOUBLE of an OpenAI-compatible
+ * a peer's engine fails for a forward falls back (a peer's word that the prompt is bad does not end
+ * the request): the entry node's own engine answers. The engine is a TEST DOUBLE of an OpenAI-compatible
  * server on 127.0.0.1 (no inference): `/tokenize` answers a token per character, so the nodes'
  * tokens agree; `/v1/completions` answers as its `completions` says.
  */
@@ -144,13 +144,13 @@ describe("a forward whose run the peer's engine fails (test doubles)", () => {
     return { a, ofA, ofB };
   }
 
-  it("B's engine refuses the prompt: A's client gets B's 400, and A runs it nowhere else", async () => {
+  it("B's engine refuses the prompt: A falls back, and its own engine's 400 reaches the client", async () => {
     const { a, ofA, ofB } = await routed();
     ofB.status = 400;
-    ofA.status = 500; // a run at A would say so
+    ofA.status = 400;
     const r = await complete(a, `${prefix} what now?`);
     expect(ofB.asked).toBe(1);
-    expect(ofA.asked).toBe(0);
+    expect(ofA.asked).toBe(1);
     expect(r.status).toBe(400);
     expect(r.body.error?.type).toBe("invalid_request_error");
     expect(r.body.error?.message).toMatch(/^engine: .*HTTP 400: .*refused with 400/);

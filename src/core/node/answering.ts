@@ -133,28 +133,6 @@ export class Answering {
   }
 
   /**
-   * A peer's engine refused the prompt of the request's current attempt (`fault: "input"`): the
-   * engines of its model refuse it alike, so the request fails with the peer's reason (a 400) rather
-   * than run again elsewhere. No mark against the peer: the prompt was at fault. False: not that
-   * (the caller falls back, as for any error).
-   */
-  refusedInput(
-    p: Pending | undefined,
-    from: NodeId,
-    msg: PeerMessageOf<"error">,
-    now: number,
-    out: Effect[],
-  ): boolean {
-    if (msg.fault !== "input" || p === undefined || !isCurrentAttempt(p, from, msg.attempt)) return false;
-    // The peer ended the attempt itself: its timers go, no cancel; a hedge elsewhere is cancelled.
-    this.o.attempts.end(p, out, true, false, false);
-    this.o.hedging.end(p, out);
-    this.o.pending.settle(p.reqId);
-    out.push(failReply(this.o.by(), p.reqId, p.request, now, msg.error, "invalid", p));
-    return true;
-  }
-
-  /**
    * An answer to the current attempt from a peer spot checks quarantined while it ran (caught
    * answering wrong since it was chosen): not taken, as on every late path; the attempt ends as an
    * error would end it (true: node.ts moves on), and routing no longer picks that peer.

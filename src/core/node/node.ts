@@ -328,7 +328,7 @@ export class PrefixNode extends NodeRouting {
         break;
       }
       case "error":
-        if (this.origin.onError(from, msg, now, out)) this.advance(msg.reqId, now, out);
+        if (this.origin.onError(from, msg, out)) this.advance(msg.reqId, now, out);
         break;
       case "goodbye":
         this.members.departed(from);

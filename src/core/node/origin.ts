@@ -373,13 +373,9 @@ export class Origin {
     return this.attempts.onAck(from, msg, this.pending, out);
   }
 
-  /**
-   * An `error` from a peer: for the current attempt, fall back (true: node.ts moves on) — unless its
-   * engine refused the prompt, which answers the request (answering.ts `refusedInput`).
-   */
-  onError(from: NodeId, msg: PeerMessageOf<"error">, now: number, out: Effect[]): boolean {
+  /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */
+  onError(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): boolean {
     const p = typeof msg.reqId === "string" ? this.pending.find(msg.reqId) : undefined;
-    if (this.answering.refusedInput(p, from, msg, now, out)) return false;
     return this.attempts.onError(p, from, msg, out);
   }
 

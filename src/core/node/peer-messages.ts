@@ -22,8 +22,8 @@ export const PROMPT_TEXT_NEEDED = "prompt text needed: this node's engine does n
 
 /**
  * Whose fault a failed engine run is, as the runtime read its engine's error (`engine-failed`, and a
- * forward's `error`): `input`, the request's (the engine refused the prompt: a 400, and the other
- * engines of its model would refuse it too); `load`, the engine's rate limit or overload, for now (a
+ * forward's `error`): `input`, the request's (the engine refused the prompt: a 400 from a local
+ * run; from a peer, the request falls back, and the last engine asked answers); `load`, the engine's rate limit or overload, for now (a
  * 503; a forward falls back); `engine`, any other failure (a 502). Absent: `engine`.
  */
 export type RunFault = "input" | "load" | "engine";
@@ -84,7 +84,7 @@ export interface ServedTiming {
  * - `result` / `error`: the answer to a `forward`, echoing reqId + attempt.
  *   `retryable` errors (overload, engine failure) make the origin try its next candidate. A refusal
  *   of a forward that does not fit the receiver (its context or max_tokens ceiling) says `limits`;
- *   a failed run says its `fault`: one of the prompt (`input`) answers the request, no fallback.
+ *   a failed run says its `fault` (a back-off, not a failure mark, for `input` and `load`).
  * - `goodbye`: the sender is leaving gracefully; peers stop routing to it at once.
  */
 export type PeerMessage =

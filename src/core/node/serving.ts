@@ -283,8 +283,8 @@ export class Serving {
   }
 
   /**
-   * The forward's engine run failed: an error saying whose fault, so its origin tries its next
-   * candidate — or, the prompt refused (not retryable), answers its client with our engine's reason.
+   * The forward's engine run failed: a retryable error saying whose fault, so its origin tries its
+   * next candidate (a refused prompt included: the origin does not take a peer's word for it).
    */
   failed(job: ServedForward, f: RunFailure, now: number, out: Effect[]): void {
     const msg: PeerMessageOf<"error"> = {
@@ -292,7 +292,7 @@ export class Serving {
       reqId: job.reqId,
       attempt: job.attempt,
       error: `engine: ${f.error}`,
-      retryable: f.fault !== "input",
+      retryable: true,
     };
     if (f.fault !== undefined) msg.fault = f.fault;
     this.answer(job, msg, now, out);
