@@ -11,6 +11,20 @@ import { promptText } from "./replay.js";
 /** Distinct prompts tokenized at most: the check stays a moment however long the workload. */
 export const MAX_CHECKED_PROMPTS = 2000;
 const CHECK_CONCURRENCY = 4;
+/** Waits, in all, on a node that answers 429 to the one request left asking: then the check gives up. */
+const BUSY_WAITS = 20;
+/** Longest wait a node's Retry-After is taken for, between them. */
+const BUSY_WAIT_MAX_MS = 5_000;
+
+/** A node's 429: it bounds the requests (`/tokenize` too) it takes at once (`--max-pending`). */
+class Busy extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(message);
+  }
+}
 
 export type ContextFit =
   | {
@@ -57,6 +71,11 @@ async function getJson(pool: Pool, method: "GET" | "POST", path: string, body?: 
     signal: AbortSignal.timeout(10_000),
   });
   const text = await res.body.text();
+  if (res.statusCode === 429) {
+    const after = Number(res.headers["retry-after"]);
+    const ms = Number.isFinite(after) && after > 0 ? after * 1000 : 1000;
+    throw new Busy(`${method} ${path}: HTTP 429`, Math.min(ms, BUSY_WAIT_MAX_MS));
+  }
   if (res.statusCode !== 200) throw new Error(`${method} ${path}: HTTP ${res.statusCode}`);
   return JSON.parse(text);
 }
@@ -80,14 +99,33 @@ export async function checkContextFit(url: string, model: string, workload: Work
     const texts = [...new Set(workload.requests.map(promptText))].slice(0, MAX_CHECKED_PROMPTS);
     const counts = new Map<string, number>();
     let next = 0;
+    // Prompts a node refused for now (429), asked again first.
+    const again: string[] = [];
+    let running = CHECK_CONCURRENCY;
+    let busyWaits = 0;
     const worker = async () => {
-      for (;;) {
-        const i = next++;
-        if (i >= texts.length) return;
-        const text = texts[i] as string;
-        const r = (await getJson(pool, "POST", "/tokenize", { model, prompt: text })) as { count?: unknown };
-        if (typeof r.count !== "number") throw new Error("POST /tokenize: no token count in the answer");
-        counts.set(text, r.count);
+      try {
+        for (;;) {
+          const text = again.pop() ?? texts[next++];
+          if (text === undefined) return;
+          try {
+            const r = (await getJson(pool, "POST", "/tokenize", { model, prompt: text })) as {
+              count?: unknown;
+            };
+            if (typeof r.count !== "number") throw new Error("POST /tokenize: no token count in the answer");
+            counts.set(text, r.count);
+          } catch (err) {
+            if (!(err instanceof Busy)) throw err;
+            again.push(text);
+            // The node takes fewer at once than we ask (a low --max-pending, or other clients' load):
+            // ask fewer at once, down to one that waits as the node says.
+            if (running > 1) return;
+            if (++busyWaits > BUSY_WAITS) throw err;
+            await new Promise((r) => setTimeout(r, err.retryAfterMs));
+          }
+        }
+      } finally {
+        running--;
       }
     };
     try {

@@ -9,6 +9,7 @@ import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
+import { waitFor } from "../e2e/helpers.js";
 
 const request = (id: string, words: number, maxTokens = 1): WorkloadRequest => ({
   id,
@@ -82,6 +83,75 @@ describe("bench: does the workload fit the model's context, before the run", () 
       const fit = await checkContextFit("http://127.0.0.1:1", "m", workload([request("a", 1)]));
       expect(fit.known).toBe(false);
     });
+  });
+
+  describe("against a node whose --max-pending is below the check's concurrency", () => {
+    /** A tokenize that takes a moment, as a remote server's does: the check's requests overlap. */
+    class SlowTokenizeEngine extends SimEngine {
+      /** Set: the next tokenizes wait for it (another client's request holding the node's one slot). */
+      gate: Promise<void> | undefined;
+      override async tokenize(text: string) {
+        await new Promise((r) => setTimeout(r, 30));
+        await this.gate;
+        return super.tokenize(text);
+      }
+    }
+    let node: NodeHandle;
+    let engine: SlowTokenizeEngine;
+    /** The node's request log: where the check's refusals show. */
+    const logged: string[] = [];
+    beforeAll(async () => {
+      const [api, peer] = [await freePort("127.0.0.1"), await freePort("127.0.0.1")];
+      const settings = resolveNodeSettings(
+        {
+          id: "A",
+          engine: "sim",
+          listen: `127.0.0.1:${api}`,
+          peerListen: `127.0.0.1:${peer}`,
+          logLevel: "silent",
+          maxPending: "1",
+        },
+        {},
+      );
+      engine = new SlowTokenizeEngine({
+        profile: resolveProfile(DEFAULT_PROFILE),
+        timeScale: 0.001,
+        maxContextTokens: 40,
+      });
+      const logger = pino({ level: "info" }, { write: (line: string) => logged.push(line) });
+      node = await startNode(settings, { engine, logger });
+    });
+    afterAll(async () => {
+      await node.stop();
+    });
+
+    test("still counts every prompt: a /tokenize refused 429 is asked again, fewer at once", async () => {
+      const reqs = Array.from({ length: 8 }, (_, i) => request(`r${i}`, 10 + i));
+      const fit = await checkContextFit(node.apiUrl, node.runtime.modelId, workload(reqs));
+      expect(fit).toEqual({ known: true, contextTokens: 40, checked: 8, tooLong: 0, longest: 18 });
+    }, 30_000);
+
+    test("waits as Retry-After says while another client holds the node's one slot", async () => {
+      let open = () => {};
+      engine.gate = new Promise<void>((r) => {
+        open = r;
+      });
+      const other = fetch(`${node.apiUrl}/tokenize`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "another client" }),
+      });
+      await waitFor(() => node.runtime.intakeSize === 1, 10_000, "the other client's /tokenize to be held");
+      const fit = checkContextFit(node.apiUrl, node.runtime.modelId, workload([request("a", 3)]));
+      // Refused at least once (the slot is held), then let go: the check asks again and counts it.
+      const refused = () => logged.filter((l) => l.includes('"status":429')).length;
+      const before = refused();
+      await waitFor(() => refused() > before, 10_000, "the check's /tokenize to be refused");
+      engine.gate = undefined;
+      open();
+      expect((await other).status).toBe(200);
+      expect(await fit).toEqual({ known: true, contextTokens: 40, checked: 1, tooLong: 0, longest: 4 });
+    }, 30_000);
   });
 
   test("the demo's generated model gets its whole context per slot", () => {
