@@ -100,6 +100,9 @@ it("refuses a request beyond --max-pending with 429 before tokenizing it, while 
   const first = [complete(node, model, "one"), complete(node, model, "two")];
   await waitFor(() => engine.held.length === 2, 10_000, "both requests to tokenize");
   expect(node.runtime.intakeSize).toBe(2);
+  // An operator sees why the node refuses though nothing waits for an answer yet.
+  const view = (await (await fetch(`${node.apiUrl}/cluster`)).json()) as Record<string, number>;
+  expect([view.inFlightClients, view.intakeClients]).toEqual([0, 2]);
 
   expectOverloaded(await refusedOrTokenized(engine, complete(node, model, "three"), 2));
   // A chat and /tokenize are taken in the same way, and refused the same way.

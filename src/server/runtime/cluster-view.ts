@@ -67,8 +67,11 @@ export class ClusterView {
     this.refusedPeers = fn;
   }
 
-  /** The `/cluster` object, with `inFlightClients` client requests waiting for their answer. */
-  cluster(inFlightClients: number) {
+  /**
+   * The `/cluster` object, with `inFlightClients` client requests waiting for their answer and
+   * `intakeClients` still being templated or tokenized: --max-pending bounds the two together.
+   */
+  cluster(inFlightClients: number, intakeClients = 0) {
     const { node, engine } = this.o;
     const now = this.o.now();
     const s = node.stats();
@@ -96,6 +99,7 @@ export class ClusterView {
       // null: the machine's own setting (idle CPUs may halt).
       cpuLatencyUs: this.o.cpuLatencyUs ?? null,
       inFlightClients,
+      intakeClients,
       served: this.ownServed(),
       stats: s,
       peers: node.shownPeers().map((p) => ({

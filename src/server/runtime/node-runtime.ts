@@ -251,7 +251,7 @@ export class NodeRuntime implements NodeService {
   }
 
   clusterView() {
-    return this.view.cluster(this.clients.size);
+    return this.view.cluster(this.clients.size, this.intake.size);
   }
 
   // ------------------------------------------------------------------ peer server handlers
