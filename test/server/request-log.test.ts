@@ -21,6 +21,8 @@ class FakeService implements NodeService {
   modelId = "m";
   maxContextTokens = 64;
   inputs: InferenceInput[] = [];
+  /** Ends the requests held (prompt "hold…"): they answer nothing until then. */
+  release: () => void = () => {};
   async tokenize(text: string): Promise<Tokens> {
     return Uint32Array.from([...text].map((c) => c.charCodeAt(0)));
   }
@@ -30,6 +32,12 @@ class FakeService implements NodeService {
   async submit(input: InferenceInput, events: ServeEvents): Promise<ServeOutcome> {
     this.inputs.push(input);
     if (input.prompt.startsWith("fail")) throw new ServiceError(502, "server_error", "all routes failed");
+    if (input.prompt.startsWith("hold")) {
+      await new Promise<void>((r) => {
+        this.release = r;
+      });
+      throw new ServiceError(503, "server_error", "released");
+    }
     events.onChunk?.("ok", "B");
     return {
       reqId: "A-1",
@@ -237,5 +245,23 @@ describe("request log sampling", () => {
     expect(bad.status).toBe(404);
     await lineFor(s.lines, "bad-1");
     expect(s.lines.some((l) => l.requestId === "ok-1")).toBe(false);
+  });
+
+  it("logs a client gone before any answer as 499, never sampled out", async () => {
+    const ac = new AbortController();
+    const gone = fetch(`${s.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-request-id": "gone-1" },
+      body: JSON.stringify({ model: "m", prompt: "hold on" }),
+      signal: ac.signal,
+    }).catch(() => "aborted");
+    const deadline = Date.now() + 15_000;
+    while (!s.service.inputs.some((i) => i.prompt === "hold on") && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 10));
+    ac.abort();
+    expect(await gone).toBe("aborted");
+    const line = await lineFor(s.lines, "gone-1");
+    s.service.release();
+    expect(line).toMatchObject({ status: 499, clientGone: true, level: "info" });
   });
 });

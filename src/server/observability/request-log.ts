@@ -14,6 +14,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { errorBody } from "../openai/format.js";
 import { chooseRequestId, REQUEST_ID_HEADER } from "./request-id.js";
 
+/** The status a request line says for a client gone before any answer was sent (nginx's). */
+const CLIENT_GONE_STATUS = 499;
+
 /** What a handler learnt about its request, for the log line (filled as the request goes). */
 export interface RequestLogFields {
   model?: string;
@@ -100,9 +103,12 @@ export function installRequestLog(app: FastifyInstance, opts: RequestLogOptions)
   function writeLine(req: FastifyRequest, reply: FastifyReply, ms: number): void {
     if (!logger) return;
     const raw = reply.raw;
-    const status = raw.statusCode;
+    // The client hung up before its answer was complete; before any of it was sent, the status is
+    // nginx's 499, not the 200 a response not written yet holds, and the line is never sampled out.
+    const gone = !raw.writableFinished;
+    const status = gone && !raw.headersSent ? CLIENT_GONE_STATUS : raw.statusCode;
     const f = req.logFields;
-    const failed = status >= 400 || f.error !== undefined;
+    const failed = status >= 400 || f.error !== undefined || gone;
     const path = (req.url.split("?")[0] ?? "").slice(0, MAX_PATH);
     // Ready again: the next 503 is a change.
     if (path === "/ready" && status !== 503) lastReady = undefined;
@@ -115,8 +121,7 @@ export function installRequestLog(app: FastifyInstance, opts: RequestLogOptions)
       durationMs: round3(ms),
       client: req.ip,
       ...f,
-      // The client hung up before its answer was complete.
-      ...(raw.writableFinished ? {} : { clientGone: true }),
+      ...(gone ? { clientGone: true } : {}),
     };
     if (path === "/ready" && req.method === "GET" && status === 503) {
       const state = `${status} ${f.errorMessage ?? ""}`;
