@@ -389,6 +389,35 @@ describe("a gap's replay stops at the live batch that showed it", () => {
     expect(mirror.degraded).toBeUndefined();
     expect(mirror.stats().counters.forgotten).toBe(0);
   });
+
+  test("a live batch from before a restart the replay finds is not laid on the new history", async () => {
+    // The old publisher's batch that shows a gap waits in the queue while the worker waits on a
+    // replay; then the engine restarts, and the gap's replay finds the new publisher, whose numbering
+    // already passed that batch. The new history read only up to its number would be followed by
+    // the old engine's batch, in a mirror said to be exact.
+    const { pub, mirror, sub } = await setup({ replay: "silent" }, { replayTimeoutMs: 1_500 });
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)]);
+    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    await pub.publish([block(14, 12)], { drop: true });
+    await pub.publish([block(16, 14)]); // batch 3: a gap, its replay never answered
+    await waitFor("the gap's replay", () => sub.status().gaps === 1);
+    await pub.publish([block(18, 16)], { drop: true });
+    await pub.publish([block(50)]); // batch 5: another gap, queued behind
+    await waitFor("the old engine's batch to queue", () => sub.status().queued === 1);
+    await pub.close();
+    const again = await rebound(pub);
+    for (let i = 0; i < 8; i++) await again.publish([block(20 + 2 * i)], { drop: true });
+    await waitFor(
+      "the new history",
+      () => sub.status().restarts === 1 && sub.status().queued === 0 && sub.status().state === "live",
+    );
+    expect(mirror.match(T(50, 51))).toBe(0);
+    expect(mirror.match(T(20, 21))).toBe(2);
+    expect(mirror.match(T(34, 35))).toBe(2);
+    expect(sub.status().nextSequence).toBe(8);
+    expect(mirror.degraded).toBeUndefined();
+  });
 });
 
 describe("a restart seen only as a gap", () => {
