@@ -312,10 +312,16 @@ export class KvEventsSubscriber {
       this.becameSynced();
       return;
     }
+    const first = force ? this.queue.first() : undefined;
+    // It failed after bringing every batch before the one waiting: none is missing, and following
+    // from that batch would apply those it brought past it a second time.
+    if (outcome.kind === "failed" && first && this.next !== undefined && this.next >= first.seq) {
+      this.becameSynced();
+      return;
+    }
     this.next = undefined;
     if (outcome.kind === "restarted") return; // not from 0: nothing to compare with
     if (force) {
-      const first = this.queue.first();
       this.synced = true;
       this.mirror.markDegraded(`the history is unknown: ${outcome.why}`);
       this.next = first?.seq;

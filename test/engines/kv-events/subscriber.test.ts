@@ -333,6 +333,28 @@ describe("a publisher restart whose numbering passed ours", () => {
     expect(mirror.degraded).toBeUndefined();
   });
 
+  test("the new history read whole, failing after it brought the waiting batch: nothing lost", async () => {
+    // The history after a replay found the restart is read to its end; its end marker never comes,
+    // but it brought every batch up to the live one waiting and past it: none is missing, and none
+    // may be applied a second time.
+    const { pub, mirror, sub } = await setup({}, { replayTimeoutMs: 300 });
+    await oldEngineBlocks(pub, sub);
+    pub.restart();
+    await pub.publish([block(20)], { drop: true });
+    await pub.publish([block(22, 20)], { drop: true });
+    await pub.publish([block(24, 22)], { drop: true });
+    pub.unterminatedReplays = 2; // the gap's replay, then the history
+    await pub.publish([block(30)]);
+    await waitFor("the history", () => sub.status().replayFailures === 2 && sub.status().state === "live");
+    await waitFor("the live batch", () => sub.status().nextSequence === 4);
+    expect(sub.status().restarts).toBe(1);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.match(T(20, 21, 22, 23, 24, 25))).toBe(6);
+    expect(mirror.match(T(30, 31))).toBe(2);
+    expect(mirror.stats().counters.stored).toBe(6);
+    expect(mirror.degraded).toBeUndefined();
+  });
+
   test("the same publisher's replays leave the mirror alone", async () => {
     const { pub, mirror, sub } = await setup({}, { probeIntervalMs: 100 });
     await waitFor("sync", () => sub.status().synced);
