@@ -11,7 +11,8 @@
  * - Gap (a live batch numbered above the next expected): replay from the first missing number, read
  *   only up to that live batch, as it and those queued behind it are the rest (a history read while
  *   a live batch of the same publisher waits stops there too; after a replay found a new publisher,
- *   the batch may be the old one's, and the history is read whole). When the replay cannot cover it (the buffer starts later,
+ *   or a dropped connection since the batch came, it may be the old one's: the history is read
+ *   whole). When the replay cannot cover it (the buffer starts later,
  *   the endpoint is unreachable, it times out, or there is no replay endpoint), the mirror is marked degraded and follows the stream from there.
  *   It also forgets the blocks it held (`KvCacheMirror.forget`): the lost batches may have removed
  *   them, or be a restarted engine's (its cache empty) that the check below could not tell, as it
@@ -257,7 +258,9 @@ export class KvEventsSubscriber {
         this.next = 0;
       } else if (this.replays) {
         this.queue.unshift({ ...item, restart: false });
-        await this.fetchHistory(true, item.seq);
+        // A connection dropped since it came: the publisher replaying may be a new one, past it.
+        const dropped = this.dropSeen || this.queue.hasAfterDrop();
+        await this.fetchHistory(true, dropped ? undefined : item.seq);
         return;
       } else {
         this.synced = true;

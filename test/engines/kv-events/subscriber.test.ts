@@ -333,6 +333,29 @@ describe("a publisher restart whose numbering passed ours", () => {
     expect(mirror.degraded).toBeUndefined();
   });
 
+  test("a history read after the connection dropped is not cut at a batch the old publisher sent", async () => {
+    // The first history read waits on a publisher that never answers, while its live batch queues;
+    // then the engine restarts. The next history reaches the new publisher, whose numbering already
+    // passed the queued batch: read only up to it, the old engine's batch would follow the new history.
+    const { pub, mirror, sub } = await setup({ replay: "silent" }, { replayTimeoutMs: 1_500 }, async (p) => {
+      await p.publish([block(10)]);
+      await p.publish([block(12, 10)]);
+    });
+    await waitFor("the history's replay", () => pub.replayRequests.length === 1);
+    await pub.publish([block(50)]); // batch 2, queued behind the history
+    await waitFor("the old engine's batch to queue", () => sub.status().queued === 1);
+    await pub.close();
+    const again = await rebound(pub);
+    for (let i = 0; i < 6; i++) await again.publish([block(20 + 2 * i)], { drop: true });
+    await waitFor("the new history", () => sub.status().synced && sub.status().queued === 0);
+    await waitFor("live", () => sub.status().state === "live");
+    expect(mirror.match(T(50, 51))).toBe(0);
+    expect(mirror.match(T(20, 21))).toBe(2);
+    expect(mirror.match(T(30, 31))).toBe(2);
+    expect(sub.status().nextSequence).toBe(6);
+    expect(mirror.degraded).toBeUndefined();
+  });
+
   test("the new history read whole, failing after it brought the waiting batch: nothing lost", async () => {
     // The history after a replay found the restart is read to its end; its end marker never comes,
     // but it brought every batch up to the live one waiting and past it: none is missing, and none
