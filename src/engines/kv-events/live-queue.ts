@@ -56,6 +56,11 @@ export class LiveQueue {
     return this.items.some((l) => l.restart);
   }
 
+  /** Whether a queued batch came after a dropped connection (its check not yet made). */
+  hasAfterDrop(): boolean {
+    return this.items.some((l) => l.afterDrop);
+  }
+
   shift(): Live | undefined {
     const item = this.items.shift();
     if (item) this.bytes -= item.payload.byteLength;

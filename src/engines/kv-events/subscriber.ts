@@ -10,7 +10,9 @@
  *   degraded. A first live batch numbered 0 needs no replay (the publisher just started).
  * - Gap (a live batch numbered above the next expected): replay from the first missing number, read
  *   only up to that live batch, as it and those queued behind it are the rest (a history read while
- *   a live batch waits stops there too). When the replay cannot cover it (the buffer starts later,
+ *   a live batch of the same publisher waits stops there too; after a replay found a new publisher,
+ *   or a dropped connection since the batch came, it may be the old one's: the history is read
+ *   whole). When the replay cannot cover it (the buffer starts later,
  *   the endpoint is unreachable, it times out, or there is no replay endpoint), the mirror is marked degraded and follows the stream from there.
  *   It also forgets the blocks it held (`KvCacheMirror.forget`): the lost batches may have removed
  *   them, or be a restarted engine's (its cache empty) that the check below could not tell, as it
@@ -256,7 +258,9 @@ export class KvEventsSubscriber {
         this.next = 0;
       } else if (this.replays) {
         this.queue.unshift({ ...item, restart: false });
-        await this.fetchHistory(true);
+        // A connection dropped since it came: the publisher replaying may be a new one, past it.
+        const dropped = this.dropSeen || this.queue.hasAfterDrop();
+        await this.fetchHistory(true, dropped ? undefined : item.seq);
         return;
       } else {
         this.synced = true;
@@ -274,6 +278,8 @@ export class KvEventsSubscriber {
         : { kind: "failed", why: "there is no replay endpoint", checked: false };
       if (outcome.kind === "restarted") {
         this.queue.unshift({ ...item, restart: false });
+        // Read whole: this batch may be the old publisher's, queued before it went, and the new
+        // numbering may have passed it; read up to it, it would follow the new history.
         await this.fetchHistory(true);
         return;
       }
@@ -292,26 +298,33 @@ export class KvEventsSubscriber {
   /**
    * The history from sequence 0. `force`: a live batch is waiting, so an unreachable endpoint now
    * means following from that batch, degraded; without it (idle), the worker tries again later.
+   * `until`: that batch's number, when it is known to be the replaying publisher's: the history is
+   * read up to it, as the queue holds the rest.
    */
-  private async fetchHistory(force = false): Promise<void> {
+  private async fetchHistory(force = false, until?: number): Promise<void> {
     this.next = 0;
     this.lastApplied = undefined;
     this.mirror.clear();
-    // With a live batch waiting (force), the history is read up to it: the queue holds the rest.
     const outcome = await this.replay(
       0,
       (_, after) =>
         this.mirror.markDegraded(`the publisher's buffer starts at batch ${after}: earlier ones are lost`),
-      force ? this.queue.first()?.seq : undefined,
+      until,
     );
     if (outcome.kind === "covered" || outcome.kind === "short") {
+      this.becameSynced();
+      return;
+    }
+    const first = force ? this.queue.first() : undefined;
+    // It failed after bringing every batch before the one waiting: none is missing, and following
+    // from that batch would apply those it brought past it a second time.
+    if (outcome.kind === "failed" && first && this.next !== undefined && this.next >= first.seq) {
       this.becameSynced();
       return;
     }
     this.next = undefined;
     if (outcome.kind === "restarted") return; // not from 0: nothing to compare with
     if (force) {
-      const first = this.queue.first();
       this.synced = true;
       this.mirror.markDegraded(`the history is unknown: ${outcome.why}`);
       this.next = first?.seq;

@@ -333,6 +333,51 @@ describe("a publisher restart whose numbering passed ours", () => {
     expect(mirror.degraded).toBeUndefined();
   });
 
+  test("a history read after the connection dropped is not cut at a batch the old publisher sent", async () => {
+    // The first history read waits on a publisher that never answers, while its live batch queues;
+    // then the engine restarts. The next history reaches the new publisher, whose numbering already
+    // passed the queued batch: read only up to it, the old engine's batch would follow the new history.
+    const { pub, mirror, sub } = await setup({ replay: "silent" }, { replayTimeoutMs: 1_500 }, async (p) => {
+      await p.publish([block(10)]);
+      await p.publish([block(12, 10)]);
+    });
+    await waitFor("the history's replay", () => pub.replayRequests.length === 1);
+    await pub.publish([block(50)]); // batch 2, queued behind the history
+    await waitFor("the old engine's batch to queue", () => sub.status().queued === 1);
+    await pub.close();
+    const again = await rebound(pub);
+    for (let i = 0; i < 6; i++) await again.publish([block(20 + 2 * i)], { drop: true });
+    await waitFor("the new history", () => sub.status().synced && sub.status().queued === 0);
+    await waitFor("live", () => sub.status().state === "live");
+    expect(mirror.match(T(50, 51))).toBe(0);
+    expect(mirror.match(T(20, 21))).toBe(2);
+    expect(mirror.match(T(30, 31))).toBe(2);
+    expect(sub.status().nextSequence).toBe(6);
+    expect(mirror.degraded).toBeUndefined();
+  });
+
+  test("the new history read whole, failing after it brought the waiting batch: nothing lost", async () => {
+    // The history after a replay found the restart is read to its end; its end marker never comes,
+    // but it brought every batch up to the live one waiting and past it: none is missing, and none
+    // may be applied a second time.
+    const { pub, mirror, sub } = await setup({}, { replayTimeoutMs: 300 });
+    await oldEngineBlocks(pub, sub);
+    pub.restart();
+    await pub.publish([block(20)], { drop: true });
+    await pub.publish([block(22, 20)], { drop: true });
+    await pub.publish([block(24, 22)], { drop: true });
+    pub.unterminatedReplays = 2; // the gap's replay, then the history
+    await pub.publish([block(30)]);
+    await waitFor("the history", () => sub.status().replayFailures === 2 && sub.status().state === "live");
+    await waitFor("the live batch", () => sub.status().nextSequence === 4);
+    expect(sub.status().restarts).toBe(1);
+    expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
+    expect(mirror.match(T(20, 21, 22, 23, 24, 25))).toBe(6);
+    expect(mirror.match(T(30, 31))).toBe(2);
+    expect(mirror.stats().counters.stored).toBe(6);
+    expect(mirror.degraded).toBeUndefined();
+  });
+
   test("the same publisher's replays leave the mirror alone", async () => {
     const { pub, mirror, sub } = await setup({}, { probeIntervalMs: 100 });
     await waitFor("sync", () => sub.status().synced);
@@ -388,6 +433,35 @@ describe("a gap's replay stops at the live batch that showed it", () => {
     expect(mirror.match(T(10, 11, 12, 13, 14, 15, 16, 17))).toBe(8);
     expect(mirror.degraded).toBeUndefined();
     expect(mirror.stats().counters.forgotten).toBe(0);
+  });
+
+  test("a live batch from before a restart the replay finds is not laid on the new history", async () => {
+    // The old publisher's batch that shows a gap waits in the queue while the worker waits on a
+    // replay; then the engine restarts, and the gap's replay finds the new publisher, whose numbering
+    // already passed that batch. The new history read only up to its number would be followed by
+    // the old engine's batch, in a mirror said to be exact.
+    const { pub, mirror, sub } = await setup({ replay: "silent" }, { replayTimeoutMs: 1_500 });
+    await pub.publish([block(10)]);
+    await pub.publish([block(12, 10)]);
+    await waitFor("two batches", () => sub.status().nextSequence === 2);
+    await pub.publish([block(14, 12)], { drop: true });
+    await pub.publish([block(16, 14)]); // batch 3: a gap, its replay never answered
+    await waitFor("the gap's replay", () => sub.status().gaps === 1);
+    await pub.publish([block(18, 16)], { drop: true });
+    await pub.publish([block(50)]); // batch 5: another gap, queued behind
+    await waitFor("the old engine's batch to queue", () => sub.status().queued === 1);
+    await pub.close();
+    const again = await rebound(pub);
+    for (let i = 0; i < 8; i++) await again.publish([block(20 + 2 * i)], { drop: true });
+    await waitFor(
+      "the new history",
+      () => sub.status().restarts === 1 && sub.status().queued === 0 && sub.status().state === "live",
+    );
+    expect(mirror.match(T(50, 51))).toBe(0);
+    expect(mirror.match(T(20, 21))).toBe(2);
+    expect(mirror.match(T(34, 35))).toBe(2);
+    expect(sub.status().nextSequence).toBe(8);
+    expect(mirror.degraded).toBeUndefined();
   });
 });
 
