@@ -4,7 +4,7 @@
  * bounded and without credentials, and the engine-setup hint said at most once a minute. Also the 503
  * a client gets when shutdown comes first.
  */
-import type { NodeInput } from "../../core/node/types.js";
+import type { NodeInput, RunFault } from "../../core/node/types.js";
 import { EngineUnavailableError, engineFault } from "../../engines/errors.js";
 import { ServiceError } from "../service.js";
 import { serviceErrorOf } from "./client-streams.js";
@@ -48,10 +48,18 @@ export function engineRunError(err: unknown): string {
  */
 export function engineRunFailed(jobId: string, err: unknown): Extract<NodeInput, { type: "engine-failed" }> {
   const error = engineRunError(err);
-  const fault = engineFault(err);
-  if (fault === "input") return { type: "engine-failed", jobId, error, fault };
+  const fault = runFaultOf(err);
   if (fault === "load") return { type: "engine-failed", jobId, error, fault, retryAfterMs: loadWaitMs(err) };
-  return { type: "engine-failed", jobId, error, fault: "engine" };
+  return { type: "engine-failed", jobId, error, fault };
+}
+
+/**
+ * Whose fault an engine's failure at a forward's step is, as the forward's `error` says it to the
+ * origin (a run's, or a foreign forward's tokenize): `input` and `load` are a back-off there, no mark.
+ */
+export function runFaultOf(err: unknown): RunFault {
+  const fault = engineFault(err);
+  return fault === "input" || fault === "load" ? fault : "engine";
 }
 
 /** The wait an engine's load asks for, bounded: the server's Retry-After is its word, not ours. */

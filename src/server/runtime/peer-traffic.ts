@@ -9,6 +9,7 @@ import type { ForwardLimits, NodeInput, PeerMessage, PeerMessageOf } from "../..
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
+import { engineRunError, runFaultOf } from "./engine-step-errors.js";
 import type { RuntimeLogger } from "./logger.js";
 import type { PeerSender } from "./peer-sender.js";
 import { PeerServedCounts } from "./peer-served.js";
@@ -103,7 +104,11 @@ export class PeerTraffic {
       },
       (err: Error) => {
         this.o.metrics.forwardsRefused.inc({ reason: "tokenize" });
-        stream.finish(retryableError(msg, `cannot tokenize a forward: ${err.message}`));
+        // Whose fault, as a failed run says it: a prompt our engine refuses, or its load, is no mark
+        // against us at the origin (else any client's bad prompt could get us demoted). The text too:
+        // bounded, and the engine URL cut to its path (its host and credentials are the operator's).
+        const why = `cannot tokenize a forward: ${engineRunError(err)}`;
+        stream.finish(retryableError(msg, why, undefined, runFaultOf(err)));
       },
     );
   }

@@ -48,18 +48,20 @@
  *   what is still open at the end of the drain is answered retryable (node-runtime.ts: `onForward`,
  *   `onTimer`, `shutdown`).
  */
-import type { ForwardLimits } from "../../core/node/types.js";
+import type { ForwardLimits, RunFault } from "../../core/node/types.js";
 import { TransportError } from "../../net/transport-client.js";
 import type { ReplyMsg } from "../../net/transport-wire.js";
 
 /**
  * An error answer to a forward that the origin may retry elsewhere (every one the daemon makes up);
- * `limits` when it is refused for not fitting this node (core peer-limits.ts).
+ * `limits` when it is refused for not fitting this node (core peer-limits.ts); `fault` when our
+ * engine failed a step of it (engine-step-errors.ts `runFaultOf`).
  */
 export function retryableError(
   f: { reqId: string; attempt: number },
   error: string,
   limits?: ForwardLimits,
+  fault?: RunFault,
 ): ReplyMsg {
   return {
     type: "error",
@@ -68,6 +70,7 @@ export function retryableError(
     error,
     retryable: true,
     ...(limits ? { limits } : {}),
+    ...(fault ? { fault } : {}),
   };
 }
 
