@@ -22,23 +22,28 @@ export function shutDownError(): ServiceError {
   return new ServiceError(503, "server_error", "node shut down before answering");
 }
 
-/**
- * An engine's failure as a client reads it: bounded, and with a URL's path only — its scheme, host,
- * credentials (`http://user:pass@host`) and query are the operator's, in the log, not the client's.
- * The API key travels in a header, never in these messages.
- */
+/** How a client reads an engine's failure: the node's words before the engine's. */
+const ENGINE_PREFIX = "engine: ";
+
+/** An engine's failure as a client reads it: engineRunError's text after ENGINE_PREFIX. */
 export function engineMessage(err: Error): string {
-  const text = `engine: ${err.message.replace(/[a-z][a-z0-9+.-]*:\/\/[^/\s]*(\/[^?#\s]*)?[^\s]*/gi, (_m, path: string | undefined) => path ?? "/")}`;
-  return text.length > ENGINE_MESSAGE_MAX ? `${text.slice(0, ENGINE_MESSAGE_MAX - 1)}…` : text;
+  return `${ENGINE_PREFIX}${engineRunError(err)}`;
 }
 
 /**
- * A failed run's text, for `engine-failed`: the node says it to the client or the peer as `engine: …`,
- * so it is held to engineMessage's bound and rules.
+ * An engine's failure, bounded, and with a URL's path only — its scheme, host, credentials
+ * (`http://user:pass@host`) and query are the operator's, in the log, not the client's. The API key
+ * travels in a header, never in these messages. A failed run's text (`engine-failed`), which the node
+ * says as `engine: …`, as engineMessage does: both fit ENGINE_MESSAGE_MAX with the prefix.
  */
 export function engineRunError(err: unknown): string {
-  const e = err instanceof Error ? err : new Error(String(err));
-  return engineMessage(e).slice("engine: ".length);
+  const message = err instanceof Error ? err.message : String(err);
+  const text = message.replace(
+    /[a-z][a-z0-9+.-]*:\/\/[^/\s]*(\/[^?#\s]*)?[^\s]*/gi,
+    (_m, path: string | undefined) => path ?? "/",
+  );
+  const max = ENGINE_MESSAGE_MAX - ENGINE_PREFIX.length;
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 /**
