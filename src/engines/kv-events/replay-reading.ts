@@ -7,8 +7,8 @@ import type { ReplayRead } from "./replay-client.js";
 
 export type ReplayOutcome =
   | { kind: "covered" }
-  /** The buffer began after `next`: the batches between are lost, the mirror follows from `from`. */
-  | { kind: "short"; from: number }
+  /** The buffer began after `next`: the batches between are lost (the sink was told, `lost`). */
+  | { kind: "short" }
   /** `checked`: the publisher was told to be the same before the replay failed. */
   | { kind: "failed"; why: string; checked: boolean }
   | { kind: "restarted" };
@@ -32,7 +32,8 @@ export class ReplayReading {
   private first = true;
   private other = false;
   private checked = false;
-  private short: number | undefined;
+  /** Batches were lost between the last applied and the buffer's first (told to the sink once). */
+  private short = false;
 
   /**
    * `until`: the number of a live batch already waiting (the one that showed the gap): the live
@@ -71,8 +72,8 @@ export class ReplayReading {
     }
     const next = this.sink.next() ?? this.from;
     if (seq < next) return;
-    if (seq > next && this.short === undefined) {
-      this.short = seq;
+    if (seq > next && !this.short) {
+      this.short = true;
       this.sink.lost(next, seq);
     }
     this.sink.apply(seq, payload);
@@ -85,6 +86,6 @@ export class ReplayReading {
   outcome(read: ReplayRead): ReplayOutcome {
     if (this.other) return { kind: "restarted" };
     if (read.kind === "failed") return { ...read, checked: this.checked };
-    return this.short === undefined ? { kind: "covered" } : { kind: "short", from: this.short };
+    return this.short ? { kind: "short" } : { kind: "covered" };
   }
 }
