@@ -45,8 +45,12 @@ export class EngineRuns {
         (err: Error) => {
           this.running.delete(jobId);
           if (ctl.signal.aborted) return void feed(this.abortedInput(jobId, err));
-          this.o.logger.warn({ err: err?.message, jobId }, "engine run failed");
-          feed(engineRunFailed(jobId, err));
+          const failed = engineRunFailed(jobId, err);
+          // A prompt the engine refused or its load for now is no fault to act on (the client's
+          // answer says it); any other failure is.
+          const level = failed.fault === "engine" ? "warn" : "info";
+          this.o.logger[level]({ err: err?.message, jobId, fault: failed.fault }, "engine run failed");
+          feed(failed);
         },
       );
   }

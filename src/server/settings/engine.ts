@@ -106,8 +106,9 @@ export const engineSettings = {
     value: "ms",
     defaultText: kvDefault("replayTimeoutMs"),
     description:
-      "With --engine-kv-replay: one replay's bound, from the request to its last batch; batches it has not " +
-      "brought by then are lost (the mirror degrades). Raise it for a server far away or a large buffer.",
+      "With --engine-kv-replay: one replay's bound, from the request to its last batch; the batches a gap's " +
+      "replay has not brought by then are lost (the mirror degrades; an idle probe's is only tried again). " +
+      "Raise it for a server far away or a large buffer.",
   }),
   engineKvProbeMs: setting(kvNumber("probeIntervalMs"), {
     section: "Engine",
