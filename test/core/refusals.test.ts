@@ -257,7 +257,7 @@ describe("a restart outranks its previous life", () => {
     expect(h.swim.status("x")).toBe("alive");
   });
 
-  test("a member held dead comes back alive on its restarted life's news", () => {
+  test("a member held dead comes back alive on its restarted life's news, once verified again", () => {
     const h = swimWithMember();
     h.relay("b", 0); // b was admitted at incarnation 0 (booted at t = 0)
     h.msg("b", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 3, from: "b" }] });
@@ -268,6 +268,10 @@ describe("a restart outranks its previous life", () => {
       type: "gossip",
       updates: [{ id: "b", status: "alive", incarnation: again.currentIncarnation }],
     });
+    // The restarted process may serve another model or cluster: checked as a first admission is.
+    expect(h.swim.status("b")).toBe("dead");
+    expect(h.verifies).toEqual(["b", "b"]);
+    h.verdict("b", true);
     expect(h.swim.status("b")).toBe("alive");
   });
 });

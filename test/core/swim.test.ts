@@ -759,3 +759,82 @@ describe("seeds found at run time", () => {
     expect(probe.some((e) => e.type === "send" && e.to === "s1" && e.msg.type === "sync")).toBe(true);
   });
 });
+
+describe("a member back from dead or left is verified again, as a first admission is", () => {
+  /** a holds b and c; c's news kills b (or b leaves), and the news is drained. */
+  function gone(status: "dead" | "left") {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    if (status === "dead")
+      h.msg("c", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 0, from: "c" }] });
+    else h.msg("b", { type: "goodbye", incarnation: 0 });
+    expect(h.swim.status("b")).toBe(status);
+    h.verifies.length = 0;
+    return h;
+  }
+
+  for (const status of ["dead", "left"] as const)
+    test(`${status}: its own refutation (or restart) is only a candidate until our verification says yes`, () => {
+      const h = gone(status);
+      h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+      expect(h.verifies).toEqual(["b"]);
+      expect(h.swim.status("b")).toBe(status);
+      expect(h.swim.liveMembers()).toEqual(["c"]);
+      h.run(h.swim.handle({ type: "verified", id: "b", ok: true }));
+      expect(h.swim.status("b")).toBe("alive");
+      expect(h.swim.memberViews().find((m) => m.id === "b")?.incarnation).toBe(1);
+    });
+
+  test("a relay's word that a dead member is alive again starts the same check", () => {
+    const h = gone("dead");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 5 }] });
+    expect(h.verifies).toEqual(["b"]);
+    expect(h.swim.status("b")).toBe("dead");
+    // Older or equal news of a dead member names no one.
+    const g = gone("dead");
+    g.msg("c", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 0 }] });
+    expect(g.verifies).toEqual([]);
+  });
+
+  test("one that fails the re-check stays out, refused with its reason, and is asked again on a newer life", () => {
+    const h = gone("dead");
+    h.at(1_000);
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+    h.run(h.swim.handle({ type: "verified", id: "b", ok: false, reason: "wrong-model: serves m2" }));
+    expect(h.swim.status("b")).toBe("dead");
+    expect(h.swim.liveMembers()).toEqual(["c"]);
+    expect(h.swim.refusedMembers(1_000)).toEqual([
+      expect.objectContaining({ id: "b", reason: "wrong-model: serves m2", refusals: 1 }),
+    ]);
+    // The same life again: no new check before its backoff.
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+    expect(h.verifies).toEqual(["b"]);
+    // A newer life (a restart, fixed): checked again, and admitted once it passes.
+    h.at(10_000);
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 9_000 }] });
+    expect(h.verifies).toEqual(["b", "b"]);
+    h.run(h.swim.handle({ type: "verified", id: "b", ok: true }));
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.swim.refusedMembers(10_000)).toEqual([]);
+  });
+
+  test("a verification answered after newer news of its death leaves it dead", () => {
+    const h = gone("dead");
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 1, from: "c" }] });
+    h.run(h.swim.handle({ type: "verified", id: "b", ok: true }));
+    expect(h.swim.status("b")).toBe("dead");
+  });
+
+  test("a suspect that refutes never left: it stays a member with no new check", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 0, from: "c" }] });
+    h.verifies.length = 0;
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.verifies).toEqual([]);
+  });
+});

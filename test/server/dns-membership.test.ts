@@ -157,6 +157,27 @@ describe("DnsMembership", () => {
     );
   });
 
+  it("an address back in DNS after it left is checked afresh: one now of another cluster is refused", async () => {
+    const w = world();
+    running.push(w.dns);
+    w.answers.set(url("10.0.0.2"), { id: "B" });
+    w.setRecords(["10.0.0.2"]);
+    await w.dns.start();
+    await waitFor(() => w.members.has("B"), 5_000, "B admitted");
+    w.setRecords([]);
+    await waitFor(() => !w.members.has("B"), 5_000, "B removed");
+    // The same id at the same address, restarted in another cluster's config.
+    w.answers.set(url("10.0.0.2"), { id: "B", cluster: "other" });
+    w.setRecords(["10.0.0.2"]);
+    await waitFor(
+      () => w.dns.view().find((v) => v.url === url("10.0.0.2"))?.status === "refused",
+      5_000,
+      "B refused",
+    );
+    expect(w.members.has("B")).toBe(false);
+    expect(w.log).toEqual(["+B", "-B"]);
+  });
+
   it("retries an address that is not up yet, and keeps a member that merely goes down", async () => {
     const w = world();
     running.push(w.dns);

@@ -1,8 +1,8 @@
 /**
- * MeshPeers with fakes: a member SWIM takes back with no new verification (a refuted death, a
- * restart) is noted again with its last verified hello at once, then with a fresh one once that is
- * proven and checked (member-hellos.ts); a fresh one refused or unanswered leaves the last one; a
- * hello is forgotten with its member, and nothing is noted after stop().
+ * MeshPeers with fakes: a member back with no verification in hand (SWIM verifies one back from dead
+ * or left; the transport does not count on it) is noted again with its last verified hello at once,
+ * then with a fresh one once that is proven and checked (member-hellos.ts); a fresh one refused or
+ * unanswered leaves the last one; a hello is forgotten with its member, and nothing is noted after stop().
  */
 import { describe, expect, it } from "vitest";
 import type { NodeInput } from "../../src/core/node/types.js";

@@ -1,6 +1,6 @@
 /**
- * gossip scuttlebutt: a member declared dead that refutes it (a higher incarnation, back to alive with
- * no new verification) keeps what its hello said: its models on `/v1/models` and `/cluster`, and its
+ * gossip scuttlebutt: a member declared dead that refutes it (a higher incarnation, back to alive once
+ * verified again) keeps what its hello said: its models on `/v1/models` and `/cluster`, and its
  * prompt-text flag. Two in-process nodes of two models (`--mixed-models`) on loopback; B's death at A
  * is B's own word fed to A's mesh, as a suspicion timing out would leave it.
  */
@@ -71,7 +71,7 @@ describe("a member declared dead that comes back", () => {
     // Read at once, in process: B may refute its death as soon as it next hears from A.
     expect(memberB()?.status).toBe("dead");
     expect(a.runtime.meshModels().find((m) => m.id === M2)?.nodes ?? []).toEqual([]);
-    // B hears of its death on its next ping of A and refutes it; A takes it back with no verification.
+    // B hears of its death on its next ping of A and refutes it; A takes it back once it passes the check again.
     await until(
       "B alive again at A, at a higher incarnation",
       () => memberB()?.status === "alive" && (memberB()?.incarnation ?? 0) > (before?.incarnation ?? 0),

@@ -208,6 +208,8 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
       /** The clock its peer requests are signed and checked by (default: the real one). */
       authClock?: () => number;
       logger?: pino.Logger;
+      /** More settings (another engine profile, `mixedModels`). */
+      settings?: Record<string, unknown>;
     } = {},
   ) {
     const [api, peer] = await Promise.all([freePort("127.0.0.1"), o.peer ?? freePort("127.0.0.1")]);
@@ -224,6 +226,7 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
         listen: `127.0.0.1:${api}`,
         peerListen: `127.0.0.1:${peer}`,
         ...(o.join ? { join: o.join } : {}),
+        ...o.settings,
       },
       {},
     );
@@ -271,6 +274,25 @@ describe("gossip scuttlebutt: refused members and seeds are asked again", () => 
     await until("A admits B", () => isMember(a, "B"), 30_000);
     await until("B admits A", () => isMember(b2, "A"));
     expect(view(a).refused.some((r) => r.id === "B")).toBe(false);
+  });
+
+  it("a member that left and restarted serving another model is verified again: refused, not taken back", async () => {
+    const { n: a } = await start("A");
+    const { n: b1, peer } = await start("B");
+    expect(await relaySays(secret, a, "B", b1.peerUrl)).toBeLessThan(300);
+    await until("A and B are members of each other", () => isMember(a, "B") && isMember(b1, "A"));
+    await b1.stop();
+    nodes.splice(nodes.indexOf(b1), 1);
+    await until("A holds B gone", () => !isMember(a, "B"));
+    // The same id at the same address, now another model (its own --mixed-models lets it join A):
+    // its restart outranks its previous life, but A must not take its word for what it serves.
+    const join = a.peerUrl.replace(/^http:\/\//, "");
+    await start("B", { peer, join, settings: { simProfile: "cpu-llamacpp", mixedModels: true } });
+    await until("A refuses B's new life", () => view(a).refused.some((r) => r.id === "B"), 30_000);
+    expect(view(a).refused.find((r) => r.id === "B")?.reason).toMatch(/^wrong-model: /);
+    expect(isMember(a, "B")).toBe(false);
+    // Shown as the former member it is, never as a live routing target.
+    expect(view(a).peers.find((p) => p.id === "B")?.liveness).not.toBe("live");
   });
 
   it("a --join seed refused for another cluster is joined once it comes back fixed", async () => {

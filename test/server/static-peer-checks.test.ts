@@ -28,6 +28,7 @@ interface Overrides {
 function setUp(answers: () => unknown, over: Overrides = {}) {
   // An answer may be a promise (a slow hello): awaited before it is thrown or returned.
   const noted: unknown[] = [];
+  const refused: [string, string][] = [];
   let asked = 0;
   /** The operator URL each hello was given (where a cut-off may be checked for TLS). */
   const operatorUrls: unknown[] = [];
@@ -45,7 +46,7 @@ function setUp(answers: () => unknown, over: Overrides = {}) {
     admin: {
       notePeerHello: (_id: string, h: unknown) => noted.push(h),
       readmitPeer: () => false,
-      refusePeer: () => {},
+      refusePeer: (id: string, why: string) => refused.push([id, why]),
     },
   };
   const checks = new StaticPeerChecks([{ id: "B", url: "http://127.0.0.1:1" }], {
@@ -56,7 +57,7 @@ function setUp(answers: () => unknown, over: Overrides = {}) {
     now: over.now ?? (() => 0),
     waits: over.waits ?? new NoWaits(),
   });
-  return { checks, noted, asked: () => asked, operatorUrls };
+  return { checks, noted, refused, asked: () => asked, operatorUrls };
 }
 
 const hello = (models: string[]) => ({
@@ -96,6 +97,28 @@ describe("static peer checks: a static peer seen in a snapshot", () => {
     await until(() => noted.length === 2);
     expect(noted[1]).toMatchObject({ models: ["m", "lora"] });
     expect(asked()).toBe(2);
+  });
+
+  it("restarted into another cluster, it is refused with the reason, as a first check would", async () => {
+    let cluster = "c";
+    // A refusal's wait never ends here: one re-check of the restart is all this test reads.
+    class Held extends RecheckWaits {
+      override wait(): Promise<boolean> {
+        return new Promise(() => {});
+      }
+    }
+    const { checks, noted, refused } = setUp(() => ({ ...hello(["m"]), cluster }), { waits: new Held() });
+    await checks.start();
+    expect(noted).toHaveLength(1);
+    checks.sawEpoch("B", 5);
+    cluster = "other";
+    checks.sawEpoch("B", 6);
+    await until(() => refused.length === 1);
+    expect(refused[0]?.[0]).toBe("B");
+    expect(checks.view()).toEqual([
+      expect.objectContaining({ id: "B", reason: expect.stringMatching(/^wrong-cluster: /) }),
+    ]);
+    expect(noted).toHaveLength(1);
   });
 
   it("is asked when its check gave up unanswered: it is up now", async () => {

@@ -1,12 +1,12 @@
 /**
  * The hellos of the members SWIM remembers, for mesh-peers.ts: each member's last verified hello,
- * kept while SWIM holds the member (alive, suspect, dead or a left tombstone). SWIM takes a dead
- * member back with no new verification when it refutes its death (a suspicion that timed out on a
- * busy machine, a restart outranking its previous life), and the transport must note again what its
- * hello said — its models (unknown would mean "serves any"), prompt text, channel MAC and cache cap.
- * A fresh hello is asked for then too, since a restarted member may serve other models now; and when a
- * live member's incarnation rises with no status change (a refuted suspicion, or a restart SWIM never
- * saw: the member back within its suspicion time, or its death not heard of yet).
+ * kept while SWIM holds the member (alive, suspect, dead or a left tombstone). SWIM verifies a dead
+ * or left member again before taking it back (swim.ts), so its new hello comes with it; should one
+ * come back without a verification in hand, the transport notes again what its last hello said — its
+ * models (unknown would mean "serves any"), prompt text, channel MAC and cache cap — and asks afresh.
+ * A fresh hello is asked for too when a live member's incarnation rises with no status change (a
+ * refuted suspicion, or a restart SWIM never saw: the member back within its suspicion time, or its
+ * death not heard of yet), since a restarted member may serve other models now.
  *
  * Invariants:
  *  - [Bounded] hellos and incarnations ≤ SWIM's member table after each sync: pruned to its members

@@ -4,7 +4,7 @@
  * `verify-member` from authentication, feeds seeds found at run time, and keeps the transport's
  * members (pools, URLs, hellos) in step with SWIM's. Its parts: the verification itself
  * (mesh-verify.ts; which failures refuse: peer-refusal.ts), the hellos of the members SWIM remembers,
- * noted again when one comes back without a verification (member-hellos.ts), the pools to non-members
+ * asked afresh when a live one's incarnation rises (member-hellos.ts), the pools to non-members
  * and the timers of left members' (stranger-pools.ts), and the refused messages' counts (mesh-refused.ts).
  *
  * Invariants:
@@ -30,8 +30,8 @@
  *    this build's, and it failed at a kind marker this build does not know (mesh-wire.ts
  *    `unknownKind`), where such a build's new message would. A mesh message carries no version of
  *    its own, so an unknown kind alone cannot tell a newer build from a broken one: from a sender of
- *    our protocol or older, or whose hello this node has not read, it stays `invalid`. SWIM takes a
- *    member that restarted (an upgrade in place) back with no new verification, so the hello last
+ *    our protocol or older, or whose hello this node has not read, it stays `invalid`. SWIM keeps a
+ *    member that restarted unseen (an upgrade in place) with no new verification, so the hello last
  *    read may be another build's: an unknown kind from a sender not known newer, or known so from a
  *    hello read PROTOCOL_RECHECK_MS ago or more, has its hello read again (as far apart), and it and
  *    those that come meanwhile are counted on that (mesh-refused.ts).
@@ -262,7 +262,7 @@ export class MeshPeers {
       this.verification.forgetHello(id);
       if (verified) this.hellos.remember(id, verified);
       this.o.admin.meshJoined(id, url, verified ?? this.hellos.get(id) ?? {}, this.rejoined(id));
-      // Back with no new verification (a refuted death, a restart): what it says now may differ.
+      // Back with no verification in hand (SWIM verifies one back from dead or left): asked afresh.
       if (!verified) this.hellos.refresh(id);
     }
     for (const id of this.members) {

@@ -1,6 +1,6 @@
 /**
  * SWIM's candidates (owned by one Swim, swim.ts): ids heard of from anyone, not yet verified by this
- * node. Only a yes to our own `verify-member` lets one join, so an unverified peer can name ids but
+ * node, and dead or left members heard alive again. Only a yes to our own `verify-member` lets one join, so an unverified peer can name ids but
  * never put them in the member table; everything here is bounded, since any peer can name as many ids
  * as it likes.
  *

@@ -21,8 +21,10 @@
  *  - A member we hold suspect or dead that pings us hears so in our ack, and a probe of a suspect
  *    states its suspicion afresh: it refutes on first contact, not when the news happens to reach it.
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
- *    once this node's own `verify-member` is answered yes. Unverified senders can name candidates but
- *    never suspect or kill anyone.
+ *    once this node's own `verify-member` is answered yes; so does a dead or left member heard alive
+ *    at a higher incarnation (a restart may serve another model or cluster), its tombstone kept till
+ *    then. A suspect's refutation needs none: it never left. Unverified senders can name candidates
+ *    but never suspect or kill anyone.
  */
 
 import type { RefusedView } from "../../refusals.js";
@@ -79,7 +81,8 @@ export class Swim {
     this.config = resolveSwimConfig(config);
     this.incarnation = bootIncarnation(deps.now());
     this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
-    this.candidates = new Candidates(selfId, this.config, (id) => this.members.has(id), this.stats);
+    // A tombstone is no member here: one back from dead or left is verified again (apply).
+    this.candidates = new Candidates(selfId, this.config, (id) => this.members.isLive(id), this.stats);
     this.pushPull = new PushPull(
       selfId,
       seeds,
@@ -278,6 +281,12 @@ export class Swim {
     const newer = u.incarnation > m.incarnation;
     if (u.status === "alive") {
       if (!newer) return;
+      // Back from dead or left (a refuted death, a restart): another process may answer there now,
+      // so it is a candidate again, checked as a first admission is (its tombstone stays till then).
+      if (!this.members.isLive(u.id)) {
+        this.candidates.name(u.id, u.incarnation, now, out);
+        return;
+      }
       m.incarnation = u.incarnation;
       this.members.setStatus(m, "alive", now, out);
       this.broadcasts.push(u);
@@ -321,6 +330,17 @@ export class Swim {
   private onVerified(id: NodeId, ok: boolean, now: number, out: SwimEffect[], reason?: string): void {
     const { incarnation, announce } = this.candidates.settle(id, ok, now, out, reason) ?? {};
     if (incarnation === undefined) return;
+    const m = this.members.get(id);
+    if (m !== undefined) {
+      // A tombstone verified back, as the refutation it was named under would have (and only if no
+      // newer news of its end came meanwhile: dead outranks alive at equal incarnation).
+      if (this.members.isLive(id) || incarnation <= m.incarnation) return;
+      this.stats.verified++;
+      m.incarnation = incarnation;
+      this.members.setStatus(m, "alive", now, out);
+      this.broadcasts.push({ id, status: "alive", incarnation });
+      return;
+    }
     if (this.members.size >= this.config.maxMembers) return;
     this.stats.verified++;
     this.members.add(id, incarnation, now, out);
