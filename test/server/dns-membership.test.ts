@@ -92,6 +92,7 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
   });
   return {
     dns,
+    ports,
     answers,
     members,
     promptText,
@@ -155,6 +156,36 @@ describe("DnsMembership", () => {
       5_000,
       "C refused",
     );
+  });
+
+  it("a member whose snapshot shows a restart is checked at once, not at the next round", async () => {
+    const w = world();
+    // Rounds an hour apart: only the restart can bring the check.
+    const dns = new DnsMembership({
+      target: { host: "mesh", port: PORT },
+      scheme: "http",
+      resolver: async () => ["10.0.0.2"],
+      intervalMs: 3_600_000,
+      expect: EXPECT,
+      ports: w.ports,
+      logger: quiet,
+    });
+    running.push(dns);
+    w.answers.set(url("10.0.0.2"), { id: "B" });
+    await dns.start();
+    await waitFor(() => w.members.has("B"), 5_000, "B admitted");
+    dns.sawEpoch("B", 5);
+    dns.sawEpoch("B", 5); // the same life: nothing to check
+    expect(w.hellos).toEqual([]);
+    // B restarts into another model's config: its next snapshot is of a newer epoch.
+    w.answers.set(url("10.0.0.2"), { id: "B", model: "other-model" });
+    dns.sawEpoch("B", 6);
+    await waitFor(() => !w.members.has("B"), 5_000, "B removed");
+    expect(w.hellos).toEqual([["B", url("10.0.0.2")]]);
+    expect(dns.view()).toMatchObject([{ url: url("10.0.0.2"), status: "refused" }]);
+    // A stranger's epoch changes nothing.
+    dns.sawEpoch("Z", 9);
+    expect(w.hellos).toHaveLength(1);
   });
 
   it("an address back in DNS after it left is checked afresh: one now of another cluster is refused", async () => {

@@ -71,6 +71,8 @@ export class DnsMembership {
   private stopped = false;
   private verifying = false;
   private emptyRounds = 0;
+  /** The newest epoch each member's snapshots said (members only: dropped with the member). */
+  private readonly epochs = new Map<string, number>();
 
   constructor(private readonly o: DnsMembershipOptions) {
     this.discovery = new DnsPeerDiscovery({
@@ -114,6 +116,26 @@ export class DnsMembership {
     clearInterval(this.timer);
   }
 
+  /**
+   * Told the epoch of each snapshot a peer sends of itself: a member seen restarted (a newer epoch)
+   * has its hello read again now, not at the next round — the process behind the address may serve
+   * another model or cluster now (as static-peer-checks.ts does for static peers).
+   */
+  sawEpoch(id: string, epoch: number): void {
+    if (this.stopped || !Number.isSafeInteger(epoch)) return;
+    const e = [...this.entries.values()].find((x) => x.status === "peer" && x.id === id);
+    if (e === undefined) return;
+    const seen = this.epochs.get(id);
+    if (seen !== undefined && epoch <= seen) return;
+    this.epochs.set(id, epoch);
+    if (seen === undefined || e.busy) return;
+    this.o.logger.info(
+      { peer: id, epoch, address: e.address.url },
+      "DNS peer restarted: reading its hello again",
+    );
+    void this.recheck(e);
+  }
+
   /** Address → status, for /cluster and tests. */
   view(): { url: string; status: Status; id: string | undefined }[] {
     return [...this.entries.values()].map((e) => ({ url: e.address.url, status: e.status, id: e.id }));
@@ -137,6 +159,7 @@ export class DnsMembership {
 
   /** The peer `id` lost its address: move it to another address announcing it, else remove it. */
   private drop(id: string, why: string): void {
+    this.epochs.delete(id);
     for (const other of this.entries.values()) {
       if (other.status === "alias" && other.id === id) {
         other.status = "peer";
@@ -215,30 +238,31 @@ export class DnsMembership {
     if (this.verifying || this.stopped) return;
     this.verifying = true;
     try {
-      await Promise.all(
-        [...this.entries.values()].map(async (e) => {
-          if (e.busy || e.status === "self" || e.status === "static" || e.status === "alias") return;
-          if (e.status === "peer" && e.id !== undefined) {
-            try {
-              const check = checkPeerHello(
-                { ...this.o.expect, peerId: e.id },
-                await this.o.ports.hello(e.id, e.address.url),
-              );
-              if (check.ok) {
-                this.o.ports.noteHello(e.id, check.hello);
-                return;
-              }
-              // Another id, cluster, model or protocol behind the address now: probed afresh below.
-            } catch {
-              // Down, or another node behind the address (its certificate no longer names e.id).
-            }
-          }
-          if (this.entries.get(e.address.url) === e) await this.probe(e);
-        }),
-      );
+      await Promise.all([...this.entries.values()].map((e) => this.recheck(e)));
     } finally {
       this.verifying = false;
     }
+  }
+
+  /** A member asked whether it still is who it was (else probed afresh); any other address probed. */
+  private async recheck(e: Entry): Promise<void> {
+    if (e.busy || e.status === "self" || e.status === "static" || e.status === "alias") return;
+    if (e.status === "peer" && e.id !== undefined) {
+      try {
+        const check = checkPeerHello(
+          { ...this.o.expect, peerId: e.id },
+          await this.o.ports.hello(e.id, e.address.url),
+        );
+        if (check.ok) {
+          this.o.ports.noteHello(e.id, check.hello);
+          return;
+        }
+        // Another id, cluster, model or protocol behind the address now: probed afresh below.
+      } catch {
+        // Down, or another node behind the address (its certificate no longer names e.id).
+      }
+    }
+    if (this.entries.get(e.address.url) === e) await this.probe(e);
   }
 }
 

@@ -282,10 +282,10 @@ export async function startNode(
   const timing = recheckTiming(opts.recheck);
   // Refused peers and seeds wait minutes between hellos: stop() ends those waits with the node.
   const waits = new RecheckWaits();
+  let checks: StaticPeerChecks | undefined;
   if (!mesh) {
-    const checks = new StaticPeerChecks(peers, { client, runtime, logger, expect, now, timing, waits });
-    runtime.view.setRefused(() => checks.view());
-    runtime.watchPeerEpochs((id, epoch) => checks.sawEpoch(id, epoch));
+    checks = new StaticPeerChecks(peers, { client, runtime, logger, expect, now, timing, waits });
+    runtime.view.setRefused(() => checks?.view() ?? []);
     void checks.start();
   }
   if (mesh) {
@@ -336,6 +336,14 @@ export async function startNode(
       "peer discovery by DNS",
     );
   }
+
+  // A restart a peer's snapshot shows is checked at once: static peers here, DNS-found ones there
+  // (under SWIM a restart is SWIM's news, verified there).
+  if (!mesh)
+    runtime.watchPeerEpochs((id, epoch) => {
+      checks?.sawEpoch(id, epoch);
+      dns?.sawEpoch(id, epoch);
+    });
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
