@@ -157,8 +157,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
 
   /**
    * A client request taken in (NodeService.admit) while `work` templates, tokenizes and submits it:
-   * a shutdown that begins meanwhile drains it instead of failing it at once. One refused for
-   * overload is counted as a completion refused at submit is, when `completion`.
+   * a shutdown that begins meanwhile drains it instead of failing it at once. A completion refused
+   * here (overload, shutdown) is counted as one refused at submit is, when `completion`.
    */
   async function admitted<T>(
     work: (admission: Admission | undefined) => Promise<T>,
@@ -168,8 +168,11 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     try {
       admission = service.admit?.();
     } catch (err) {
-      if (completion && err instanceof ServiceError && err.status === 429)
-        metrics.requests.inc({ outcome: "overloaded", route: "none" });
+      if (completion)
+        metrics.requests.inc({
+          outcome: (err as ServiceError).status === 429 ? "overloaded" : "error",
+          route: "none",
+        });
       throw err;
     }
     try {

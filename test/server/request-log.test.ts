@@ -23,6 +23,12 @@ class FakeService implements NodeService {
   inputs: InferenceInput[] = [];
   /** Ends the requests held (prompt "hold…"): they answer nothing until then. */
   release: () => void = () => {};
+  /** Shutting down: requests are refused as they are taken in. */
+  stopping = false;
+  admit() {
+    if (this.stopping) throw new ServiceError(503, "server_error", "node is shutting down", 1);
+    return { end() {} };
+  }
   async tokenize(text: string): Promise<Tokens> {
     return Uint32Array.from([...text].map((c) => c.charCodeAt(0)));
   }
@@ -263,5 +269,19 @@ describe("request log sampling", () => {
     const line = await lineFor(s.lines, "gone-1");
     s.service.release();
     expect(line).toMatchObject({ status: 499, clientGone: true, level: "info" });
+  });
+});
+
+describe("request metrics", () => {
+  it("count a completion refused as it is taken in (shutdown) as an error, as one refused later is", async () => {
+    const s = await start(1);
+    try {
+      s.service.stopping = true;
+      expect((await post(s.url, { model: "m", prompt: "late" })).status).toBe(503);
+      const metrics = await (await fetch(`${s.url}/metrics`)).text();
+      expect(metrics).toMatch(/prefixmesh_requests_total\{outcome="error",route="none"[^}]*\} 1\n/);
+    } finally {
+      await s.app.close();
+    }
   });
 });
