@@ -837,4 +837,34 @@ describe("a member back from dead or left is verified again, as a first admissio
     expect(h.swim.status("b")).toBe("alive");
     expect(h.verifies).toEqual([]);
   });
+
+  test("news of a newer life during the check is the incarnation a yes brings it back at", () => {
+    const h = gone("dead");
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 7 }] });
+    // One check for the id, however much news names it meanwhile.
+    expect(h.verifies).toEqual(["b"]);
+    h.run(h.swim.handle({ type: "verified", id: "b", ok: true }));
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.swim.memberViews().find((m) => m.id === "b")?.incarnation).toBe(7);
+  });
+
+  test("a tombstone forgotten while its check is in flight: a yes admits it as a new member", () => {
+    const h = gone("dead");
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+    h.at(resolveSwimConfig({}).deadRetainMs + 1);
+    h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    expect(h.swim.status("b")).toBeUndefined();
+    h.run(h.swim.handle({ type: "verified", id: "b", ok: true }));
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.swim.memberViews().find((m) => m.id === "b")?.incarnation).toBe(1);
+  });
+
+  test("news of our own death is refuted, never a check of ourselves", () => {
+    const h = gone("dead");
+    const before = h.swim.currentIncarnation;
+    h.msg("c", { type: "gossip", updates: [{ id: "a", status: "dead", incarnation: before, from: "c" }] });
+    expect(h.swim.currentIncarnation).toBe(before + 1);
+    expect(h.verifies).toEqual([]);
+  });
 });
