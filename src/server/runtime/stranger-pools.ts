@@ -3,7 +3,10 @@
  * verified, members that left), within MAX_STRANGER_POOLS, and the timers that close a left member's.
  *
  * Invariant [Bounded] (mesh-peers.ts): pools to non-members ≤ MAX_STRANGER_POOLS, a left member's
- * kept LEFT_POOL_MS among them unless it is verified again or its pool is replaced meanwhile.
+ * kept LEFT_POOL_MS among them unless it is verified again or its pool is replaced meanwhile. At the
+ * bound, the pool used longest ago that carries neither a verification nor a left member's hold makes
+ * room: pools to strangers are otherwise closed only on admission or refusal, and those that never end
+ * so (a joiner answered once, a verification whose yes SWIM ignored) would lock new joiners out.
  */
 import type { NodeId } from "../../core/node/types.js";
 import type { PeerClient } from "../../net/transport-client.js";
@@ -28,7 +31,7 @@ export interface StrangerPoolsOptions {
 }
 
 export class StrangerPools {
-  /** Non-members with a pool (seeds, joiners we answer, candidates being verified). */
+  /** Non-members with a pool (seeds, joiners we answer, candidates being verified), used longest ago first. */
   private readonly strangers = new Set<NodeId>();
   /** Members that left, their pools kept until these timers fire (LEFT_POOL_MS). */
   private readonly leftPools = new Map<NodeId, NodeJS.Timeout>();
@@ -46,11 +49,14 @@ export class StrangerPools {
 
   /** A pool to `id` (one is made for a stranger within the bound); false if none can be had. */
   pool(id: NodeId): boolean {
-    if (this.o.client.has(id)) return true;
+    if (this.o.client.has(id)) {
+      this.used(id);
+      return true;
+    }
     const url = this.o.url(id);
     if (url === undefined) return false;
     if (!this.o.isMember(id)) {
-      if (this.strangers.size >= MAX_STRANGER_POOLS) return false;
+      if (this.strangers.size >= MAX_STRANGER_POOLS && !this.makeRoom()) return false;
       this.strangers.add(id);
     }
     this.o.client.setPeer(id, url);
@@ -63,7 +69,9 @@ export class StrangerPools {
    */
   keepLeftPool(id: NodeId): boolean {
     if (!this.o.client.has(id)) return false;
-    if (!this.strangers.has(id) && this.strangers.size >= MAX_STRANGER_POOLS) return false;
+    if (!this.strangers.has(id) && this.strangers.size >= MAX_STRANGER_POOLS && !this.makeRoom())
+      return false;
+    this.strangers.delete(id);
     this.strangers.add(id);
     clearTimeout(this.leftPools.get(id));
     const timer = setTimeout(() => {
@@ -78,6 +86,21 @@ export class StrangerPools {
   endLeftPool(id: NodeId): void {
     clearTimeout(this.leftPools.get(id));
     this.leftPools.delete(id);
+  }
+
+  /** A stranger's pool was used now: last in line to make room. */
+  private used(id: NodeId): void {
+    if (this.strangers.delete(id)) this.strangers.add(id);
+  }
+
+  /** Closes the stranger pool used longest ago that no verification or left member's hold needs. */
+  private makeRoom(): boolean {
+    for (const id of this.strangers) {
+      if (this.o.isVerifying(id) || this.leftPools.has(id)) continue;
+      this.dropStranger(id);
+      return true;
+    }
+    return false;
   }
 
   dropStranger(id: NodeId): void {
