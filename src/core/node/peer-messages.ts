@@ -23,8 +23,9 @@ export const PROMPT_TEXT_NEEDED = "prompt text needed: this node's engine does n
 /**
  * Whose fault a failed engine run is, as the runtime read its engine's error (`engine-failed`, and a
  * forward's `error`): `input`, the request's (the engine refused the prompt: a 400 from a local
- * run; from a peer, the request falls back, and the last engine asked answers); `load`, the engine's rate limit or overload, for now (a
- * 503; a forward falls back); `engine`, any other failure (a 502). Absent: `engine`.
+ * run; from a peer, the request falls back, and the last engine asked answers); `load`, the
+ * engine's rate limit or overload, for now (a 503; a forward falls back); `engine`, any other
+ * failure (a 502). Absent: `engine`.
  */
 export type RunFault = "input" | "load" | "engine";
 

@@ -12,8 +12,9 @@
  *   only up to that live batch, as it and those queued behind it are the rest (a history read while
  *   a live batch of the same publisher waits stops there too; after a replay found a new publisher,
  *   or a dropped connection since the batch came, it may be the old one's: the history is read
- *   whole). When the replay cannot cover it (the buffer starts later,
- *   the endpoint is unreachable, it times out, or there is no replay endpoint), the mirror is marked degraded and follows the stream from there.
+ *   whole). When the replay cannot cover it (the buffer starts later, the endpoint is unreachable,
+ *   it times out, or there is no replay endpoint), the mirror is marked degraded and follows the
+ *   stream from there.
  *   It also forgets the blocks it held (`KvCacheMirror.forget`): the lost batches may have removed
  *   them, or be a restarted engine's (its cache empty) that the check below could not tell, as it
  *   needs the replay; either way no removal of them would ever come, and peers would be sent here

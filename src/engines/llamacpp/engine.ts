@@ -81,7 +81,8 @@ export class LlamaCppEngine implements Engine {
       cacheMode: "engine-managed",
       maxContextTokens: context.contextSize,
       needsPromptText: false,
-      // An aborted run stops between tokens (between context batches in a prefill); its slot's content is read back (`cachedSequences`).
+      // An aborted run stops between tokens (between context batches in a prefill); its slot's
+      // content is read back (`cachedSequences`).
       abortable: true,
     };
   }

@@ -31,7 +31,7 @@ export interface StrangerPoolsOptions {
 }
 
 export class StrangerPools {
-  /** Non-members with a pool (seeds, joiners we answer, candidates being verified), used longest ago first. */
+  /** Non-members with a pool (seeds, joiners answered, candidates checked), used longest ago first. */
   private readonly strangers = new Set<NodeId>();
   /** Members that left, their pools kept until these timers fire (LEFT_POOL_MS). */
   private readonly leftPools = new Map<NodeId, NodeJS.Timeout>();

@@ -1,8 +1,8 @@
 /**
  * SWIM's candidates (owned by one Swim, swim.ts): ids heard of from anyone, not yet verified by this
- * node, and dead or left members heard alive again. Only a yes to our own `verify-member` lets one join, so an unverified peer can name ids but
- * never put them in the member table; everything here is bounded, since any peer can name as many ids
- * as it likes.
+ * node, and dead or left members heard alive again. Only a yes to our own `verify-member` lets one
+ * join, so an unverified peer can name ids but never put them in the member table; everything here
+ * is bounded, since any peer can name as many ids as it likes.
  *
  * At most `maxCandidates` verifications are in flight; further ids wait in a FIFO queue (at most
  * `maxQueuedCandidates`) and are verified as earlier ones settle. Dropping them instead lost most of
