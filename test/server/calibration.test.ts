@@ -92,6 +92,13 @@ describe("start-up calibration", () => {
     expect(engine.cache.size).toBe(0);
   });
 
+  it("takes a budget of a fraction of a millisecond (the setting allows one)", async () => {
+    const engine = new SimEngine({ profile: PAPER_H100_QWEN05B });
+    const c = await calibrateEngine(engine, { budgetMs: 10.5 });
+    expect(c.stopped).toBe("budget");
+    expect(engine.cache.size).toBe(0);
+  });
+
   it("is bounded even by an engine that ignores the abort (wedged)", async () => {
     class Wedged extends SimEngine {
       override run(): Promise<never> {

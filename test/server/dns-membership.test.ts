@@ -188,6 +188,33 @@ describe("DnsMembership", () => {
     expect(w.hellos).toHaveLength(1);
   });
 
+  it("a member's restarts asked about while its hello is unanswered make no second hello", async () => {
+    const w = world();
+    const dns = new DnsMembership({
+      target: { host: "mesh", port: PORT },
+      scheme: "http",
+      resolver: async () => ["10.0.0.2"],
+      intervalMs: 3_600_000,
+      expect: EXPECT,
+      // The member holds every hello over its pool: it answers none.
+      ports: {
+        ...w.ports,
+        hello: (id, entryUrl) => {
+          w.hellos.push([id, entryUrl]);
+          return new Promise(() => {});
+        },
+      },
+      logger: quiet,
+    });
+    running.push(dns);
+    w.answers.set(url("10.0.0.2"), { id: "B" });
+    await dns.start();
+    await waitFor(() => w.members.has("B"), 5_000, "B admitted");
+    // Its snapshots say a newer epoch each: the peer controls how many, so one hello at a time.
+    for (let epoch = 1; epoch <= 50; epoch++) dns.sawEpoch("B", epoch);
+    expect(w.hellos).toEqual([["B", url("10.0.0.2")]]);
+  });
+
   it("an address back in DNS after it left is checked afresh: one now of another cluster is refused", async () => {
     const w = world();
     running.push(w.dns);

@@ -22,13 +22,18 @@ afterEach(() => {
   for (const p of made.splice(0)) p.stop();
 });
 
-function strangerPools(verifying = new Set<string>(), members = new Set<string>()) {
+function strangerPools(
+  verifying = new Set<string>(),
+  members = new Set<string>(),
+  sending = new Set<string>(),
+) {
   const d = poolsDouble();
   const pools = new StrangerPools({
     client: d.client,
     url: (id) => `http://127.0.0.1:1/${id}`,
     isMember: (id) => members.has(id),
     isVerifying: (id) => verifying.has(id),
+    isSending: (id) => sending.has(id),
   });
   made.push(pools);
   return { ...d, pools };
@@ -63,6 +68,17 @@ describe("stranger pools", () => {
     expect(pools.pool("joiner")).toBe(true);
     expect(open.has("s5")).toBe(false);
     expect(open.has("left")).toBe(true);
+  });
+
+  it("never close one carrying a message still on its way (a join, its ack, a push-pull)", () => {
+    const sending = new Set(["s0"]);
+    const { open, pools } = strangerPools(new Set(), new Set(), sending);
+    for (const id of ids(MAX_STRANGER_POOLS)) expect(pools.pool(id)).toBe(true);
+    // s0, used longest ago, still carries a message: closing its pool would abort it.
+    expect(pools.pool("joiner")).toBe(true);
+    expect(open.has("s0")).toBe(true);
+    expect(open.has("s1")).toBe(false);
+    expect(open.size).toBe(MAX_STRANGER_POOLS);
   });
 
   it("count members' pools apart: a member never makes room nor needs it", () => {

@@ -104,7 +104,8 @@ class Deadline {
   private readonly expired: Promise<undefined>;
 
   constructor(ms: number) {
-    this.signal = AbortSignal.timeout(ms);
+    // AbortSignal.timeout takes whole milliseconds only; the setting allows a fraction.
+    this.signal = AbortSignal.timeout(Math.ceil(ms));
     this.expired = new Promise<undefined>((resolve) =>
       this.signal.addEventListener("abort", () => resolve(undefined), { once: true }),
     );

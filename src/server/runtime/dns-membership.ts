@@ -62,6 +62,8 @@ interface Entry {
   /** Last reason it is not a peer (refused/full/unreachable), logged once per change. */
   why: string | undefined;
   busy: boolean;
+  /** A member's hello is being asked (recheck): one at a time, however often its restarts are told. */
+  checking: boolean;
 }
 
 export class DnsMembership {
@@ -128,7 +130,7 @@ export class DnsMembership {
     const seen = this.epochs.get(id);
     if (seen !== undefined && epoch <= seen) return;
     this.epochs.set(id, epoch);
-    if (seen === undefined || e.busy) return;
+    if (seen === undefined || e.busy || e.checking) return;
     this.o.logger.info(
       { peer: id, epoch, address: e.address.url },
       "DNS peer restarted: reading its hello again",
@@ -151,7 +153,14 @@ export class DnsMembership {
     }
     for (const a of added) {
       if (this.entries.has(a.url)) continue;
-      const e: Entry = { address: a, status: "probing", id: undefined, why: undefined, busy: false };
+      const e: Entry = {
+        address: a,
+        status: "probing",
+        id: undefined,
+        why: undefined,
+        busy: false,
+        checking: false,
+      };
       this.entries.set(a.url, e);
       void this.probe(e);
     }
@@ -246,8 +255,9 @@ export class DnsMembership {
 
   /** A member asked whether it still is who it was (else probed afresh); any other address probed. */
   private async recheck(e: Entry): Promise<void> {
-    if (e.busy || e.status === "self" || e.status === "static" || e.status === "alias") return;
+    if (e.busy || e.checking || e.status === "self" || e.status === "static" || e.status === "alias") return;
     if (e.status === "peer" && e.id !== undefined) {
+      e.checking = true;
       try {
         const check = checkPeerHello(
           { ...this.o.expect, peerId: e.id },
@@ -260,6 +270,8 @@ export class DnsMembership {
         // Another id, cluster, model or protocol behind the address now: probed afresh below.
       } catch {
         // Down, or another node behind the address (its certificate no longer names e.id).
+      } finally {
+        e.checking = false;
       }
     }
     if (this.entries.get(e.address.url) === e) await this.probe(e);

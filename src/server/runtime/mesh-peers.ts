@@ -108,6 +108,7 @@ export class MeshPeers {
       url: (id) => this.book.get(id),
       isMember: (id) => this.members.has(id),
       isVerifying: (id) => this.verification.has(id),
+      isSending: (id) => this.inFlight.has(id),
     });
     this.verification = new MemberVerification(o, {
       pool: (id) => this.pools.pool(id),

@@ -4,8 +4,8 @@
  *
  * Invariant [Bounded] (mesh-peers.ts): pools to non-members ≤ MAX_STRANGER_POOLS, a left member's
  * kept LEFT_POOL_MS among them unless it is verified again or its pool is replaced meanwhile. At the
- * bound, the pool used longest ago that carries neither a verification nor a left member's hold makes
- * room: pools to strangers are otherwise closed only on admission or refusal, and those that never end
+ * bound, the pool used longest ago that carries no verification, message on its way or left member's
+ * hold makes room: pools to strangers are otherwise closed only on admission or refusal, and those that never end
  * so (a joiner answered once, a verification whose yes SWIM ignored) would lock new joiners out.
  */
 import type { NodeId } from "../../core/node/types.js";
@@ -28,6 +28,8 @@ export interface StrangerPoolsOptions {
   isMember(id: NodeId): boolean;
   /** Whether `id` is being verified (its pool carries the verification). */
   isVerifying(id: NodeId): boolean;
+  /** Whether a message to `id` is on its way (closing its pool would abort it: a join, its ack). */
+  isSending(id: NodeId): boolean;
 }
 
 export class StrangerPools {
@@ -93,10 +95,13 @@ export class StrangerPools {
     if (this.strangers.delete(id)) this.strangers.add(id);
   }
 
-  /** Closes the stranger pool used longest ago that no verification or left member's hold needs. */
+  /**
+   * Closes the stranger pool used longest ago that no verification, message on its way or left
+   * member's hold needs.
+   */
   private makeRoom(): boolean {
     for (const id of this.strangers) {
-      if (this.o.isVerifying(id) || this.leftPools.has(id)) continue;
+      if (this.o.isVerifying(id) || this.o.isSending(id) || this.leftPools.has(id)) continue;
       this.dropStranger(id);
       return true;
     }
