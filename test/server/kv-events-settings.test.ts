@@ -123,7 +123,7 @@ describe("KV-event settings", () => {
       ] as const)
         expect(() =>
           engineSpec(resolveNodeSettings({ id: "A", engine, model: "generated", [key]: value }, {})),
-        ).toThrow(new RegExp(`^${flag} needs --engine openai`));
+        ).toThrow(new RegExp(`^${flag} needs --engine openai .*PREFIXMESH_`));
     // The API key is an environment's secret, maybe set for every node: not refused.
     expect(engineSpec(resolveNodeSettings({ id: "A", engine: "sim", engineApiKey: "k" }, {})).kind).toBe(
       "sim",

@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import type { Engine } from "../../core/engine.js";
 import { createEngine, type EngineSpec } from "../../engines/factory.js";
-import { SettingsError } from "../settings/index.js";
+import { envName, flagName, SettingsError } from "../settings/index.js";
 
 export interface EngineSettings {
   engine: "llamacpp" | "openai" | "sim";
@@ -39,7 +39,11 @@ export const DEFAULT_GENERATED = "generated:bench";
 export function engineSpec(s: EngineSettings): EngineSpec {
   if (s.engine !== "openai") {
     const stray = REMOTE_ONLY.find((k) => s[k] !== undefined);
-    if (stray) throw new SettingsError(`${flagOf(stray)} needs --engine openai (a remote server's setting)`);
+    // Named with its variable too: a node a launcher spawns may have it from the environment.
+    if (stray)
+      throw new SettingsError(
+        `${flagName(stray)} needs --engine openai (a remote server's setting; from ${envName(stray)}?)`,
+      );
   }
   switch (s.engine) {
     case "sim":
@@ -105,9 +109,6 @@ const REMOTE_ONLY = [
   "engineKvQueueBatches",
 ] as const satisfies readonly (keyof EngineSettings)[];
 
-/** `engineKvReplayTimeoutMs` → `--engine-kv-replay-timeout-ms`. */
-const flagOf = (key: string) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-
 /**
  * The remote engine's `kvEvents` from the --engine-kv-* settings. All but the endpoint tune the
  * stream, so they need it; the replay's timeout and the idle probe (a replay) need the replay
@@ -126,12 +127,12 @@ function kvEvents(s: EngineSettings): Pick<Extract<EngineSpec, { kind: "openai" 
       "engineKvQueueBatches",
       ...replayOnly,
     ]);
-    if (stray) throw new SettingsError(`${flagOf(stray)} needs --engine-kv-events`);
+    if (stray) throw new SettingsError(`${flagName(stray)} needs --engine-kv-events`);
     return {};
   }
   const stray = s.engineKvReplay ? undefined : set(replayOnly);
   if (stray)
-    throw new SettingsError(`${flagOf(stray)} needs --engine-kv-replay (without it there are no replays)`);
+    throw new SettingsError(`${flagName(stray)} needs --engine-kv-replay (without it there are no replays)`);
   return {
     kvEvents: {
       endpoint: s.engineKvEvents,
