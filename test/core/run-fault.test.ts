@@ -68,7 +68,8 @@ describe("a forward's failed run tells its origin whose fault", () => {
     expect(replies).toHaveLength(1);
     expect(replies[0]?.outcome).toEqual({ ok: false, error: "engine: HTTP 4xx: no", code: "invalid" });
     expect(h.node("A").stats().peerErrors).toBe(0);
-    expect(h.node("A").peers()[0]?.trust?.failures ?? 0).toBe(0);
+    // Every engine refused it: B told the truth, and is neither marked nor backed off.
+    expect(h.node("A").peers()[0]?.trust).toMatchObject({ failures: 0, refusals: 0 });
   });
 
   it("a peer that calls every prompt refused fails no request: A answers from its own engine", () => {
@@ -79,6 +80,8 @@ describe("a forward's failed run tells its origin whose fault", () => {
     expect(replies).toHaveLength(1);
     expect(replies[0]?.outcome.ok).toBe(true);
     expect(replies[0]?.record.fallbacks).toBe(1);
+    // Served elsewhere: B's word was wrong (or its engine cannot run it): a back-off, no failure mark.
+    expect(h.node("A").peers()[0]?.trust).toMatchObject({ failures: 0, refusals: 1 });
   });
 
   it.each(["load", "engine", undefined] as const)("fault %s: A falls back and runs it itself", (fault) => {

@@ -111,7 +111,16 @@ export class Answering {
     const p = this.o.pending.settleLocal(run);
     this.o.hedging.end(p, out);
     this.o.planner.learnDecode(result);
+    this.provenWrong(p, now);
     out.push(okReply(this.o.by(), p, result, timing, 0, now));
+  }
+
+  /**
+   * `p` was served after peers said its prompt was bad (`refusedBy`): each is backed off as a peer
+   * refusing for load is — its engine cannot run what another could, or it lied.
+   */
+  private provenWrong(p: Pending, now: number): void {
+    for (const id of p.refusedBy ?? []) this.o.trust.refused(id, now);
   }
 
   /** Our local run of the request was aborted (abort-runs.ts): it had gone unanswered already. */
@@ -176,6 +185,7 @@ export class Answering {
     if (current && p.probes === 0) targets.sampleRtt(from, now - p.attemptSentAt - remote);
     const r = msg.result;
     targets.samplePrefill(from, timing.prefillMs, Math.max(0, r.promptTokens - r.cachedTokens));
+    this.provenWrong(p, now);
     out.push(okReply(this.o.by(), p, msg.result, { ...timing, servedBy: from }, 1, now));
     return keyTokens(p.request);
   }

@@ -228,12 +228,13 @@ export class ForwardAttempts {
     if (!q) return this.late(false);
     // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer, nor
     // does a refusal of what exceeds its limits (kept: what does not fit goes elsewhere from now on).
-    // A prompt its engine refused is a back-off too, and falls back like any error: a peer's word
-    // cannot end a request (a lying peer would fail every one so); the last engine asked answers.
+    // A prompt its engine refused falls back like any error: a peer's word cannot end a request (a
+    // lying peer would fail every one so); it is held against the peer only if the request is then
+    // served elsewhere (answering.ts), so a prompt every engine refuses backs no honest peer off.
     const limits = saidLimits(msg);
     if (limits !== undefined && exceedsLimits(q.request, limits)) this.limits.learn(from, limits);
-    else if (msg.fault === "load" || msg.fault === "input" || isLoadRefusal(msg.error))
-      this.trust.refused(from, this.now());
+    else if (msg.fault === "input") (q.refusedBy ??= []).push(from);
+    else if (msg.fault === "load" || isLoadRefusal(msg.error)) this.trust.refused(from, this.now());
     else if (!PROTOCOL_REFUSALS.has(msg.error)) {
       this.counters.peerErrors++;
       this.trust.failed(from, attemptKey(q), this.now());

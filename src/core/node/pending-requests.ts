@@ -22,6 +22,11 @@ export interface Pending extends AttemptClock, Plan {
   abandoned?: Abandoned[];
   /** Its last attempt's peer acked and went silent: asked again while it runs here (hedge.ts). */
   hedge?: Hedge;
+  /**
+   * Peers whose engine said this request's prompt was bad (`fault: "input"`): backed off only if it
+   * is then served elsewhere (answering.ts `provenWrong`), never for a prompt every engine refuses.
+   */
+  refusedBy?: NodeId[];
   /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
   waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
 }
