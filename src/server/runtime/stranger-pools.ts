@@ -5,8 +5,9 @@
  * Invariant [Bounded] (mesh-peers.ts): pools to non-members ≤ MAX_STRANGER_POOLS, a left member's
  * kept LEFT_POOL_MS among them unless it is verified again or its pool is replaced meanwhile. At the
  * bound, the pool used longest ago that carries no verification, message on its way or left member's
- * hold makes room: pools to strangers are otherwise closed only on admission or refusal, and those that never end
- * so (a joiner answered once, a verification whose yes SWIM ignored) would lock new joiners out.
+ * hold makes room: pools to strangers are otherwise closed only on admission or refusal, and those
+ * that never end so (a joiner answered once, a verification whose yes SWIM ignored) would lock new
+ * joiners out.
  */
 import type { NodeId } from "../../core/node/types.js";
 import type { PeerClient } from "../../net/transport-client.js";
