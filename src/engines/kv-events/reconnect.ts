@@ -1,9 +1,24 @@
 /**
- * ZMQ reconnects a dropped connection by itself, except after a protocol error, which an oversized
- * message is: the connection then stays down for good. A disconnect followed by neither a reconnect
- * nor a retry is made again here (the batches missed meanwhile are a gap).
+ * The SUB connection to a publisher. ZMQ reconnects a dropped connection by itself, except after a
+ * protocol error, which an oversized message is: the connection then stays down for good. A
+ * disconnect followed by neither a reconnect nor a retry is made again here (the batches missed
+ * meanwhile are a gap).
  */
-import type { Subscriber } from "zeromq";
+import { Subscriber } from "zeromq";
+
+/** A SUB socket on `endpoint`, subscribed to `topic`, refusing payloads past `maxPayloadBytes`. */
+export function subscribe(endpoint: string, topic: Buffer, maxPayloadBytes: number): Subscriber {
+  const sub = new Subscriber({
+    linger: 0,
+    // Frames beyond this are refused by ZMQ itself (the connection is dropped, then re-made).
+    maxMessageSize: maxPayloadBytes + 1024,
+    // The subscriber's reader drains ZMQ into its bounded queue at once; ZMQ itself holds little.
+    receiveHighWaterMark: 1_000,
+  });
+  sub.connect(endpoint);
+  sub.subscribe(topic);
+  return sub;
+}
 
 /** How long a dropped connection may stay down with no reconnect attempt before we make one. */
 const RECONNECT_CHECK_MS = 500;

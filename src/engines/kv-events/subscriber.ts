@@ -1,48 +1,28 @@
 /**
  * Follows one KV-event publisher (vLLM's or SGLang's ZmqEventPublisher) into a `KvCacheMirror`, in
- * sequence order, with nothing lost silently.
- *
- * - SUB on `endpoint` receives (topic, sequence, payload); a reader queues them (bounded: on overflow
- *   the oldest are dropped, to be recovered like any gap) and one worker applies them in order.
- * - History: the first time (and after a publisher restart), the worker asks the replay endpoint for
- *   everything from sequence 0. If the publisher still buffers it all, the mirror is exact from the
- *   start; if its buffer already dropped the beginning, the engine holds blocks we never saw:
- *   degraded. A first live batch numbered 0 needs no replay (the publisher just started).
- * - Gap (a live batch numbered above the next expected): replay from the first missing number, read
- *   only up to that live batch, as it and those queued behind it are the rest (a history read while
- *   a live batch of the same publisher waits stops there too; after a replay found a new publisher,
- *   or a dropped connection since the batch came, it may be the old one's: the history is read
- *   whole). When the replay cannot cover it (the buffer starts later, the endpoint is unreachable,
- *   it times out, or there is no replay endpoint), the mirror is marked degraded and follows the
- *   stream from there.
- *   It also forgets the blocks it held (`KvCacheMirror.forget`): the lost batches may have removed
- *   them, or be a restarted engine's (its cache empty) that the check below could not tell, as it
- *   needs the replay; either way no removal of them would ever come, and peers would be sent here
- *   for them for good.
- * - Restart: a live sequence number lower than the previous live one means a new publisher (the
- *   engine restarted, its cache empty): the mirror is cleared and the history fetched again. A new
- *   publisher whose numbering already passed ours (its first batches lost to a reconnect) shows no
- *   such drop: every replay after the first therefore starts one batch early, at the last one
- *   applied, which the same publisher still buffers byte for byte; another batch there means a new
- *   publisher (a buffer that no longer holds it cannot tell: the mirror forgets, as after a gap).
- *   After the connection dropped, that replay runs before the first live batch received since is
- *   applied (not those queued before the drop: the check would reach a publisher maybe still down,
- *   fail, and let the new one's batches through unchecked). A check that fails before comparing
- *   forgets too: the new publisher's batch may be numbered just as expected. Without a replay
- *   endpoint there is no check: such a restart goes unseen (docs/engines-kv-events.md).
- * - Idle probe: with no live batch for `probeIntervalMs`, a replay from the next expected number
- *   catches batches a SUB dropped silently (ZMQ's slow-joiner loss) before the next live one shows
- *   the gap.
+ * sequence order, with nothing lost silently. The rules, and why each (docs/engines-kv-events.md,
+ * "Degraded: when, and back to exact"):
+ * - A reader queues live batches (bounded: the oldest dropped, a gap); one worker applies them in order.
+ * - History: at first and after a restart, a replay from 0 (a buffer not starting at 0: degraded).
+ * - Gap (a live batch above the next expected): a replay from the first missing number, read only up
+ *   to that batch while it is surely the same publisher's (not after a replay found a restart, or a
+ *   dropped connection since it came: then whole). One that cannot cover it degrades the mirror and
+ *   forgets the blocks held (`KvCacheMirror.forget`): the lost batches may have removed them, or been
+ *   a restarted engine's.
+ * - Restart: a live number going back clears the mirror and reads the history again; one numbered
+ *   past ours shows in a replay from the last batch applied (another batch there), also run after a
+ *   dropped connection. A check failing before it compares forgets too; no replay endpoint, no check.
+ * - Idle probe: no live batch for `probeIntervalMs`: a replay catches batches a SUB dropped silently.
  *
  * Every wait is bounded (`replayTimeoutMs` per replay), every queue and message size capped. This file
  * keeps the sequence rules; the queue is live-queue.ts, the replay socket replay-client.ts, a replay's
- * batches (the check of the publisher at its first, the lost ones) replay-reading.ts, and the reconnect
- * after ZMQ gives a connection up reconnect.ts.
+ * batches (the check of the publisher at its first, the lost ones) replay-reading.ts, the SUB socket
+ * and its reconnect reconnect.ts.
  */
-import { Subscriber } from "zeromq";
+import type { Subscriber } from "zeromq";
 import { type Live, LiveQueue } from "./live-queue.js";
 import type { KvCacheMirror } from "./mirror.js";
-import { watchConnection } from "./reconnect.js";
+import { subscribe, watchConnection } from "./reconnect.js";
 import { ReplayClient } from "./replay-client.js";
 import { type ReplayOutcome, ReplayReading } from "./replay-reading.js";
 import { decodeSequence } from "./sequence-frame.js";
@@ -112,15 +92,7 @@ export class KvEventsSubscriber {
   /** Connects and starts following; returns at once (the sockets connect in the background). */
   start(): void {
     if (this.sub) throw new Error("subscriber already started");
-    const sub = new Subscriber({
-      linger: 0,
-      // Frames beyond this are refused by ZMQ itself (the connection is dropped, then re-made).
-      maxMessageSize: this.limits.maxPayloadBytes + 1024,
-      // The reader drains ZMQ into the bounded queue below at once; ZMQ itself holds little.
-      receiveHighWaterMark: 1_000,
-    });
-    sub.connect(this.endpoint);
-    sub.subscribe(this.topic);
+    const sub = subscribe(this.endpoint, this.topic, this.limits.maxPayloadBytes);
     watchConnection(sub, this.endpoint, {
       closed: () => this.closed,
       dropped: () => {
