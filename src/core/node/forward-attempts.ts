@@ -233,7 +233,7 @@ export class ForwardAttempts {
     // served elsewhere (answering.ts), so a prompt every engine refuses backs no honest peer off.
     const limits = saidLimits(msg);
     if (limits !== undefined && exceedsLimits(q.request, limits)) this.limits.learn(from, limits);
-    else if (msg.fault === "input") (q.refusedBy ??= []).push(from);
+    else if (msg.fault === "input") q.refusedBy = [...(q.refusedBy ?? []), from];
     else if (msg.fault === "load" || isLoadRefusal(msg.error)) this.trust.refused(from, this.now());
     else if (!PROTOCOL_REFUSALS.has(msg.error)) {
       this.counters.peerErrors++;
