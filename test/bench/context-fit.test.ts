@@ -10,6 +10,7 @@ import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
 import { waitFor } from "../e2e/helpers.js";
+import { intakeOf } from "../server/helpers.js";
 
 const request = (id: string, words: number, maxTokens = 1): WorkloadRequest => ({
   id,
@@ -141,7 +142,7 @@ describe("bench: does the workload fit the model's context, before the run", () 
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ prompt: "another client" }),
       });
-      await waitFor(() => node.runtime.intakeSize === 1, 10_000, "the other client's /tokenize to be held");
+      await waitFor(() => intakeOf(node) === 1, 10_000, "the other client's /tokenize to be held");
       const fit = checkContextFit(node.apiUrl, node.runtime.modelId, workload([request("a", 3)]));
       // Refused at least once (the slot is held), then let go: the check asks again and counts it.
       const refused = () => logged.filter((l) => l.includes('"status":429')).length;

@@ -164,3 +164,8 @@ export function completionOutcome(node: NodeHandle): Promise<{ status: number; b
     (e: Error) => ({ status: 0, body: e.message }),
   );
 }
+
+/** Client requests `node` has taken in and not yet submitted or answered (its `/cluster` `intakeClients`). */
+export function intakeOf(node: NodeHandle): number {
+  return (node.runtime.clusterView() as { intakeClients: number }).intakeClients;
+}

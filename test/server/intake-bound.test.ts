@@ -9,7 +9,7 @@ import { afterEach, expect, it } from "vitest";
 import { EngineUnavailableError } from "../../src/engines/errors.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { waitFor } from "../e2e/helpers.js";
-import { nodesStoppedAfterEach, soloNode, TestSimEngine } from "./helpers.js";
+import { intakeOf, nodesStoppedAfterEach, soloNode, TestSimEngine } from "./helpers.js";
 
 /** A tokenize held until the test lets it go (or fails it). */
 interface Held {
@@ -99,7 +99,7 @@ it("refuses a request beyond --max-pending with 429 before tokenizing it, while 
   const { engine, node, model } = await heldNode();
   const first = [complete(node, model, "one"), complete(node, model, "two")];
   await waitFor(() => engine.held.length === 2, 10_000, "both requests to tokenize");
-  expect(node.runtime.intakeSize).toBe(2);
+  expect(intakeOf(node)).toBe(2);
   // An operator sees why the node refuses though nothing waits for an answer yet.
   const view = (await (await fetch(`${node.apiUrl}/cluster`)).json()) as Record<string, number>;
   expect([view.inFlightClients, view.intakeClients]).toEqual([0, 2]);
@@ -116,7 +116,7 @@ it("refuses a request beyond --max-pending with 429 before tokenizing it, while 
 
   engine.releaseAll();
   expect((await Promise.all(first)).map((a) => a.status)).toEqual([200, 200]);
-  expect(node.runtime.intakeSize).toBe(0);
+  expect(intakeOf(node)).toBe(0);
 }, 30_000);
 
 it("counts a /tokenize in the intake against the bound, and answers it once let go", async () => {
@@ -130,7 +130,7 @@ it("counts a /tokenize in the intake against the bound, and answers it once let 
   expect(t.status, t.body).toBe(200);
   expect(JSON.parse(t.body)).toMatchObject({ count: 3 });
   expect((await completion).status).toBe(200);
-  expect(node.runtime.intakeSize).toBe(0);
+  expect(intakeOf(node)).toBe(0);
 }, 30_000);
 
 it("refuses a cache reset (409) while a request is still tokenizing, and resets once it is served", async () => {
@@ -159,7 +159,7 @@ it("ends every admission: after refusals, hang-ups and failures the node admits 
   held.find((h) => h.text === "gone")?.go();
   held.find((h) => h.text === "fails")?.fail(new EngineUnavailableError("engine down", 502));
   expect((await failed).status).toBe(502);
-  await waitFor(() => node.runtime.intakeSize === 0, 10_000, "the hung-up request's admission to end");
+  await waitFor(() => intakeOf(node) === 0, 10_000, "the hung-up request's admission to end");
 
   // Refused after tokenizing: max_tokens past the context, and a malformed deadline header.
   engine.hold = false;
@@ -173,12 +173,12 @@ it("ends every admission: after refusals, hang-ups and failures the node admits 
   expect(badDeadline.status).toBe(400);
   const empty = await post(node, "/tokenize", { prompt: "   " });
   expect(empty.status, empty.body).toBe(200);
-  expect(node.runtime.intakeSize).toBe(0);
+  expect(intakeOf(node)).toBe(0);
 
   engine.hold = true;
   const again = [complete(node, model, "again one"), complete(node, model, "again two")];
   await waitFor(() => engine.held.length === 2, 10_000, "two fresh requests to tokenize");
   engine.releaseAll();
   expect((await Promise.all(again)).map((a) => a.status)).toEqual([200, 200]);
-  expect(node.runtime.intakeSize).toBe(0);
+  expect(intakeOf(node)).toBe(0);
 }, 30_000);

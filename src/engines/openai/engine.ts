@@ -394,9 +394,7 @@ export class OpenAIEngine implements Engine {
     if (this.closed) return;
     this.closed = true;
     this.slotCache?.close();
-    // Runs in flight are cut first, so none finishes after the mirror stopped; those already past
-    // the server, waiting for their blocks' events, end their wait when the cache model closes.
-    await this.http.close();
+    await this.http.close(); // runs cut first: none ends after the mirror stopped
     await this.cacheModel?.close();
   }
 }

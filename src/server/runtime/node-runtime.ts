@@ -94,7 +94,6 @@ export class NodeRuntime implements NodeService {
   private readonly engine: Engine;
   private readonly now: () => number;
   private readonly maxPending: number;
-  /** How long an unanswered forward's stream stays open (transport-rules.ts, [Stream TTL]). */
   private readonly timers = new TimerTable();
   private readonly clients = new ClientStreams((gone) => this.feed(gone));
   private readonly served: ServedForwards;
@@ -209,11 +208,6 @@ export class NodeRuntime implements NodeService {
     return this.intake.admit(this.stopping, this.clients.size, this.maxPending);
   }
 
-  /** Client requests taken in and not yet submitted or answered (templating, tokenizing). */
-  get intakeSize(): number {
-    return this.intake.size;
-  }
-
   submit(
     input: InferenceInput,
     events: ServeEvents,
@@ -225,7 +219,6 @@ export class NodeRuntime implements NodeService {
     if (taken === "after-drain") return Promise.reject(shutDownError());
     const stopping = this.stopping && taken !== "admitted";
     const phase = intakePhase(this.started, stopping, this.resetting);
-    // Its own admission left the intake above: the others still in it count, as at `admit`.
     const state = { phase, pending: this.clients.size + this.intake.size, max: this.maxPending };
     const refused = admissionError(state, this.engine, input);
     if (refused) return Promise.reject(refused);
@@ -269,9 +262,8 @@ export class NodeRuntime implements NodeService {
 
   /**
    * Empties the cache and starts a new epoch, exactly like a crash-restart (§2) but without losing
-   * the process: peers replace their estimate of us on our next snapshot. Only when idle: no client
-   * waiting, nothing queued, and none still tokenizing (it would be served in the new epoch, or
-   * refused for the reset, though taken in before it).
+   * the process: peers replace their estimate of us on our next snapshot. Only when idle (a request
+   * still tokenizing counts: taken in before the reset).
    */
   async resetCache(): Promise<void> {
     const busy = this.clients.size > 0 || this.intake.size > 0 || this.node.queueDepth() > 0;

@@ -21,10 +21,9 @@
  *  - A member we hold suspect or dead that pings us hears so in our ack, and a probe of a suspect
  *    states its suspicion afresh: it refutes on first contact, not when the news happens to reach it.
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
- *    once this node's own `verify-member` is answered yes; so does a dead or left member heard alive
- *    at a higher incarnation (a restart may serve another model or cluster), its tombstone kept till
- *    then. A suspect's refutation needs none: it never left. Unverified senders can name candidates
- *    but never suspect or kill anyone.
+ *    once this node's own `verify-member` is answered yes, as does a dead or left member heard alive
+ *    again (a restart may serve another model; its tombstone kept till then; a suspect never left, so
+ *    needs none). Unverified senders can name candidates but never suspect or kill anyone.
  */
 
 import type { RefusedView } from "../../refusals.js";
@@ -81,7 +80,6 @@ export class Swim {
     this.config = resolveSwimConfig(config);
     this.incarnation = bootIncarnation(deps.now());
     this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
-    // A tombstone is no member here: one back from dead or left is verified again (apply).
     this.candidates = new Candidates(selfId, this.config, (id) => this.members.isLive(id), this.stats);
     this.pushPull = new PushPull(
       selfId,
@@ -332,8 +330,7 @@ export class Swim {
     if (incarnation === undefined) return;
     const m = this.members.get(id);
     if (m !== undefined) {
-      // A tombstone verified back, as the refutation it was named under would have (and only if no
-      // newer news of its end came meanwhile: dead outranks alive at equal incarnation).
+      // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive).
       if (this.members.isLive(id) || incarnation <= m.incarnation) return;
       this.stats.verified++;
       m.incarnation = incarnation;
