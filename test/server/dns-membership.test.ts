@@ -35,7 +35,8 @@ const PORT = 9080;
 const url = (addr: string) => `http://${addr}:${PORT}`;
 
 /** A fake world: address → what its hello says (undefined: unreachable); records membership changes. */
-function world(opts: { statics?: string[]; max?: number } = {}) {
+/** `holdHellos`: members hold every hello over their pools, answering none. */
+function world(opts: { statics?: string[]; max?: number; intervalMs?: number; holdHellos?: boolean } = {}) {
   const answers = new Map<
     string,
     { id: string; cluster?: string; model?: string; certId?: string; promptText?: boolean } | undefined
@@ -54,6 +55,7 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
     },
     async hello(id, entryUrl) {
       hellos.push([id, entryUrl]);
+      if (opts.holdHellos) return new Promise(() => {});
       const u = members.get(id);
       const a = u === undefined ? undefined : answers.get(u);
       if (!a) throw new Error("ECONNREFUSED");
@@ -85,14 +87,13 @@ function world(opts: { statics?: string[]; max?: number } = {}) {
     target: { host: "mesh", port: PORT },
     scheme: "http",
     resolver: async () => records,
-    intervalMs: 100,
+    intervalMs: opts.intervalMs ?? 100,
     expect: EXPECT,
     ports,
     logger: quiet,
   });
   return {
     dns,
-    ports,
     answers,
     members,
     promptText,
@@ -159,19 +160,12 @@ describe("DnsMembership", () => {
   });
 
   it("a member whose snapshot shows a restart is checked at once, not at the next round", async () => {
-    const w = world();
     // Rounds an hour apart: only the restart can bring the check.
-    const dns = new DnsMembership({
-      target: { host: "mesh", port: PORT },
-      scheme: "http",
-      resolver: async () => ["10.0.0.2"],
-      intervalMs: 3_600_000,
-      expect: EXPECT,
-      ports: w.ports,
-      logger: quiet,
-    });
+    const w = world({ intervalMs: 3_600_000 });
+    const { dns } = w;
     running.push(dns);
     w.answers.set(url("10.0.0.2"), { id: "B" });
+    w.setRecords(["10.0.0.2"]);
     await dns.start();
     await waitFor(() => w.members.has("B"), 5_000, "B admitted");
     dns.sawEpoch("B", 5);
@@ -189,25 +183,11 @@ describe("DnsMembership", () => {
   });
 
   it("a member's restarts asked about while its hello is unanswered make no second hello", async () => {
-    const w = world();
-    const dns = new DnsMembership({
-      target: { host: "mesh", port: PORT },
-      scheme: "http",
-      resolver: async () => ["10.0.0.2"],
-      intervalMs: 3_600_000,
-      expect: EXPECT,
-      // The member holds every hello over its pool: it answers none.
-      ports: {
-        ...w.ports,
-        hello: (id, entryUrl) => {
-          w.hellos.push([id, entryUrl]);
-          return new Promise(() => {});
-        },
-      },
-      logger: quiet,
-    });
+    const w = world({ intervalMs: 3_600_000, holdHellos: true });
+    const { dns } = w;
     running.push(dns);
     w.answers.set(url("10.0.0.2"), { id: "B" });
+    w.setRecords(["10.0.0.2"]);
     await dns.start();
     await waitFor(() => w.members.has("B"), 5_000, "B admitted");
     // Its snapshots say a newer epoch each: the peer controls how many, so one hello at a time.
