@@ -72,29 +72,24 @@ describe("a forward's failed run tells its origin whose fault", () => {
     expect(h.node("A").peers()[0]?.trust).toMatchObject({ failures: 0, refusals: 0 });
   });
 
-  it("a peer that calls every prompt refused fails no request: A answers from its own engine", () => {
-    const h = forwardFails("input");
-    h.deliver(isType("error"));
-    h.finishRuns("A");
-    const replies = h.repliesFor("r");
-    expect(replies).toHaveLength(1);
-    expect(replies[0]?.outcome.ok).toBe(true);
-    expect(replies[0]?.record.fallbacks).toBe(1);
-    // Served elsewhere: B's word was wrong (or its engine cannot run it): a back-off, no failure mark.
-    expect(h.node("A").peers()[0]?.trust).toMatchObject({ failures: 0, refusals: 1 });
-  });
-
-  it.each(["load", "engine", undefined] as const)("fault %s: A falls back and runs it itself", (fault) => {
-    const h = forwardFails(fault);
-    const err = h.mailbox.find(isType("error"))?.msg;
-    expect(err).toMatchObject({ retryable: true, ...(fault ? { fault } : {}) });
-    h.deliver(isType("error"));
-    h.finishRuns("A");
-    const replies = h.repliesFor("r");
-    expect(replies).toHaveLength(1);
-    expect(replies[0]?.outcome.ok).toBe(true);
-    expect(replies[0]?.record.fallbacks).toBe(1);
-    // The peer's load is a back-off, not a failure of the peer.
-    expect(h.node("A").stats().peerErrors).toBe(fault === "load" ? 0 : 1);
-  });
+  // "input": a peer that calls every prompt refused fails no request.
+  it.each(["input", "load", "engine", undefined] as const)(
+    "fault %s: A falls back and runs it itself",
+    (fault) => {
+      const h = forwardFails(fault);
+      const err = h.mailbox.find(isType("error"))?.msg;
+      expect(err).toMatchObject({ retryable: true, ...(fault ? { fault } : {}) });
+      h.deliver(isType("error"));
+      h.finishRuns("A");
+      const replies = h.repliesFor("r");
+      expect(replies).toHaveLength(1);
+      expect(replies[0]?.outcome.ok).toBe(true);
+      expect(replies[0]?.record.fallbacks).toBe(1);
+      // The peer's load, or its word against a prompt served here after all (it lied, or its engine
+      // cannot run it), is a back-off, not a failure of the peer.
+      const backOff = fault === "load" || fault === "input";
+      expect(h.node("A").stats().peerErrors).toBe(backOff ? 0 : 1);
+      expect(h.node("A").peers()[0]?.trust).toMatchObject({ refusals: backOff ? 1 : 0 });
+    },
+  );
 });
