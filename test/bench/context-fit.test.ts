@@ -10,7 +10,7 @@ import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.
 import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
 import { waitFor } from "../e2e/helpers.js";
-import { intakeOf } from "../server/helpers.js";
+import { intakeOf, loopbackNodeSettings } from "../server/helpers.js";
 
 const request = (id: string, words: number, maxTokens = 1): WorkloadRequest => ({
   id,
@@ -102,18 +102,7 @@ describe("bench: does the workload fit the model's context, before the run", () 
     /** The node's request log: where the check's refusals show. */
     const logged: string[] = [];
     beforeAll(async () => {
-      const [api, peer] = [await freePort("127.0.0.1"), await freePort("127.0.0.1")];
-      const settings = resolveNodeSettings(
-        {
-          id: "A",
-          engine: "sim",
-          listen: `127.0.0.1:${api}`,
-          peerListen: `127.0.0.1:${peer}`,
-          logLevel: "silent",
-          maxPending: "1",
-        },
-        {},
-      );
+      const settings = await loopbackNodeSettings({ engine: "sim", maxPending: "1" });
       engine = new SlowTokenizeEngine({
         profile: resolveProfile(DEFAULT_PROFILE),
         timeScale: 0.001,
