@@ -11,7 +11,7 @@ import pino from "pino";
 import { expect, it } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { ANSWER_GRACE_MS } from "../../src/server/runtime/close-grace.js";
-import { startNode } from "../../src/server/runtime/start-node.js";
+import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { waitFor } from "../e2e/helpers.js";
 import { closedAfterEach } from "../engines/server-double.js";
 import { completionOutcome, loopbackNodeSettings, nodesStoppedAfterEach, soloNode } from "./helpers.js";
@@ -53,13 +53,17 @@ async function holdingDouble(): Promise<{ url: string; held: { res: ServerRespon
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, held };
 }
 
-it("completes a request whose tokenize is held when the stop begins and ends within the drain", async () => {
+/**
+ * A node before the holding double; `ask` sends the request whose `/tokenize` the double holds. The
+ * stop begins while it is held, then the tokenize is let go: the answer, the stop, and the tokens.
+ */
+async function heldWhenStopping<T>(ask: (node: NodeHandle) => Promise<T>) {
   const d = await holdingDouble();
   live.engine = new OpenAIEngine({ baseUrl: d.url, model: "m", tokenizer: "server", retries: 0 });
   await live.engine.tokenize("Hello, world");
   const settings = await loopbackNodeSettings({ calibrationMs: 0, drainSec: DRAIN_SEC });
   const node = keep(await startNode(settings, { logger: pino({ level: "silent" }), engine: live.engine }));
-  const answer = completionOutcome(node);
+  const answer = ask(node);
   await waitFor(() => d.held.length === 1, 10_000, "the double to hold the request's /tokenize");
   const t0 = performance.now();
   const stopped = node.stop();
@@ -69,7 +73,11 @@ it("completes a request whose tokenize is held when the stop begins and ends wit
   if (!h) throw new Error("no held tokenize");
   const tokens = Array.from({ length: h.n }, (_, i) => i + 1);
   h.res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ tokens }));
-  const a = await answer;
+  return { answer: await answer, stopped, t0, n: h.n };
+}
+
+it("completes a request whose tokenize is held when the stop begins and ends within the drain", async () => {
+  const { answer: a, stopped, t0 } = await heldWhenStopping((node) => completionOutcome(node));
   expect(a.status, a.body).toBe(200);
   expect(JSON.parse(a.body)).toMatchObject({ choices: [{ text: "x" }] });
   await stopped;
@@ -77,27 +85,19 @@ it("completes a request whose tokenize is held when the stop begins and ends wit
 }, 60_000);
 
 it("answers a /tokenize held when the stop begins, drained like a completion", async () => {
-  const d = await holdingDouble();
-  live.engine = new OpenAIEngine({ baseUrl: d.url, model: "m", tokenizer: "server", retries: 0 });
-  await live.engine.tokenize("Hello, world");
-  const settings = await loopbackNodeSettings({ calibrationMs: 0, drainSec: DRAIN_SEC });
-  const node = keep(await startNode(settings, { logger: pino({ level: "silent" }), engine: live.engine }));
-  const answer = fetch(`${node.apiUrl}/tokenize`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ prompt: "Count these words" }),
-  }).then(async (r) => ({ status: r.status, body: await r.text() }));
-  await waitFor(() => d.held.length === 1, 10_000, "the double to hold the /tokenize");
-  const stopped = node.stop();
-  const runtime = node.runtime;
-  await waitFor(() => runtime.isStopping, 10_000, "the node to begin its stop");
-  const h = d.held[0];
-  if (!h) throw new Error("no held tokenize");
-  const tokens = Array.from({ length: h.n }, (_, i) => i + 1);
-  h.res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ tokens }));
-  const a = await answer;
+  const {
+    answer: a,
+    stopped,
+    n,
+  } = await heldWhenStopping((node) =>
+    fetch(`${node.apiUrl}/tokenize`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "Count these words" }),
+    }).then(async (r) => ({ status: r.status, body: await r.text() })),
+  );
   expect(a.status, a.body).toBe(200);
-  expect(JSON.parse(a.body)).toMatchObject({ count: h.n });
+  expect(JSON.parse(a.body)).toMatchObject({ count: n });
   await stopped;
 }, 60_000);
 
