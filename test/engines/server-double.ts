@@ -9,6 +9,16 @@ export async function closeDouble(server: Server | undefined): Promise<void> {
   await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
 }
 
+/** Calls `fn` with the request's whole body (UTF-8) once it has arrived. */
+export function withBody(req: IncomingMessage, fn: (body: string) => void): void {
+  let body = "";
+  req.setEncoding("utf8");
+  req.on("data", (c: string) => {
+    body += c;
+  });
+  req.on("end", () => fn(body));
+}
+
 /** A test's engine and the test double it talks to, set by the test. */
 export interface EngineAndDouble<E extends { close(): Promise<void> }> {
   engine: E | undefined;

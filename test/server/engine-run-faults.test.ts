@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
-import { closeDouble } from "../engines/server-double.js";
+import { closeDouble, withBody } from "../engines/server-double.js";
 import { loopbackNodeSettings, nodesStoppedAfterEach, routedPair } from "./helpers.js";
 
 /** What the double's `/v1/completions` answers: a stream of "ok", or this status and Retry-After. */
@@ -33,12 +33,7 @@ afterEach(async () => {
 
 async function double(completions: Completions): Promise<string> {
   const server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => {
-      body += c;
-    });
-    req.on("end", () => {
+    withBody(req, (body) => {
       const json = { "content-type": "application/json" };
       if (req.url === "/tokenize") {
         const content = String((JSON.parse(body) as { content?: unknown }).content ?? "");

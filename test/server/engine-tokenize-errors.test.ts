@@ -13,7 +13,7 @@ import { freePort } from "../../src/server/cluster/launcher.js";
 import { engineMessage } from "../../src/server/runtime/engine-step-errors.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { waitFor } from "../e2e/helpers.js";
-import { closedAfterEach } from "../engines/server-double.js";
+import { closedAfterEach, withBody } from "../engines/server-double.js";
 import { loopbackNodeSettings } from "./helpers.js";
 
 const live = closedAfterEach<OpenAIEngine>();
@@ -127,12 +127,7 @@ describe("a remote engine that fails the tokenize step (test double)", () => {
  */
 async function refusingDouble(status: number): Promise<string> {
   live.double = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => {
-      body += c;
-    });
-    req.on("end", () => {
+    withBody(req, (body) => {
       const json = { "content-type": "application/json" };
       if (req.url !== "/tokenize") res.writeHead(404).end();
       else if (!body.includes("BAD")) res.writeHead(200, json).end('{"tokens":[1,2,3]}');
