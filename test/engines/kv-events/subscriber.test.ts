@@ -208,16 +208,21 @@ async function oldEngineBlocks(pub: KvEventPublisherDouble, sub: KvEventsSubscri
   await waitFor("two batches", () => sub.status().nextSequence === 2);
 }
 
+/** The engine restarts and its first three batches (one chain, 6 tokens) never arrive live. */
+async function restartedUnseen(pub: KvEventPublisherDouble): Promise<void> {
+  pub.restart();
+  await pub.publish([block(20)], { drop: true });
+  await pub.publish([block(22, 20)], { drop: true });
+  await pub.publish([block(24, 22)], { drop: true });
+}
+
 describe("a publisher restart whose numbering passed ours", () => {
   // The new engine's first batches never arrived live (lost while the SUB reconnected), so the
   // first one seen is numbered above the last seen from the old publisher: no drop to notice.
   test("found by the gap's replay: the old engine's blocks are dropped", async () => {
     const { pub, mirror, sub } = await setup();
     await oldEngineBlocks(pub, sub);
-    pub.restart();
-    await pub.publish([block(20)], { drop: true });
-    await pub.publish([block(22, 20)], { drop: true });
-    await pub.publish([block(24, 22)], { drop: true });
+    await restartedUnseen(pub);
     await pub.publish([block(30)]);
     await waitFor("the live batch", () => sub.status().nextSequence === 4);
     expect(sub.status().restarts).toBe(1);
@@ -230,10 +235,7 @@ describe("a publisher restart whose numbering passed ours", () => {
   test("found by the idle probe: the old engine's blocks are dropped", async () => {
     const { pub, mirror, sub } = await setup({}, { probeIntervalMs: 100 });
     await oldEngineBlocks(pub, sub);
-    pub.restart();
-    await pub.publish([block(20)], { drop: true });
-    await pub.publish([block(22, 20)], { drop: true });
-    await pub.publish([block(24, 22)], { drop: true });
+    await restartedUnseen(pub);
     await waitFor("the probe", () => sub.status().nextSequence === 3 && sub.status().restarts === 1);
     expect(mirror.match(T(10, 11, 12, 13))).toBe(0);
     expect(mirror.match(T(20, 21, 22, 23, 24, 25))).toBe(6);
@@ -320,10 +322,7 @@ describe("a publisher restart whose numbering passed ours", () => {
     // passed before the end marker) does not undo what the check found.
     const { pub, mirror, sub } = await setup({}, { replayTimeoutMs: 300 });
     await oldEngineBlocks(pub, sub);
-    pub.restart();
-    await pub.publish([block(20)], { drop: true });
-    await pub.publish([block(22, 20)], { drop: true });
-    await pub.publish([block(24, 22)], { drop: true });
+    await restartedUnseen(pub);
     pub.unterminatedReplays = 1;
     await pub.publish([block(30)]);
     await waitFor("the live batch", () => sub.status().nextSequence === 4);
@@ -362,10 +361,7 @@ describe("a publisher restart whose numbering passed ours", () => {
     // may be applied a second time.
     const { pub, mirror, sub } = await setup({}, { replayTimeoutMs: 300 });
     await oldEngineBlocks(pub, sub);
-    pub.restart();
-    await pub.publish([block(20)], { drop: true });
-    await pub.publish([block(22, 20)], { drop: true });
-    await pub.publish([block(24, 22)], { drop: true });
+    await restartedUnseen(pub);
     pub.unterminatedReplays = 2; // the gap's replay, then the history
     await pub.publish([block(30)]);
     await waitFor("the history", () => sub.status().replayFailures === 2 && sub.status().state === "live");
