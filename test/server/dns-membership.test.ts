@@ -106,6 +106,17 @@ function world(opts: { statics?: string[]; max?: number; intervalMs?: number; ho
 }
 
 const running: DnsMembership[] = [];
+
+/** A fake world whose DNS name holds one address, 10.0.0.2, admitted as member B. */
+async function withMemberB(opts: Parameters<typeof world>[0] = {}) {
+  const w = world(opts);
+  running.push(w.dns);
+  w.answers.set(url("10.0.0.2"), { id: "B" });
+  w.setRecords(["10.0.0.2"]);
+  await w.dns.start();
+  await waitFor(() => w.members.has("B"), 5_000, "B admitted");
+  return w;
+}
 afterEach(() => {
   for (const d of running.splice(0)) d.stop();
 });
@@ -161,13 +172,8 @@ describe("DnsMembership", () => {
 
   it("a member whose snapshot shows a restart is checked at once, not at the next round", async () => {
     // Rounds an hour apart: only the restart can bring the check.
-    const w = world({ intervalMs: 3_600_000 });
+    const w = await withMemberB({ intervalMs: 3_600_000 });
     const { dns } = w;
-    running.push(dns);
-    w.answers.set(url("10.0.0.2"), { id: "B" });
-    w.setRecords(["10.0.0.2"]);
-    await dns.start();
-    await waitFor(() => w.members.has("B"), 5_000, "B admitted");
     dns.sawEpoch("B", 5);
     dns.sawEpoch("B", 5); // the same life: nothing to check
     expect(w.hellos).toEqual([]);
@@ -183,25 +189,15 @@ describe("DnsMembership", () => {
   });
 
   it("a member's restarts asked about while its hello is unanswered make no second hello", async () => {
-    const w = world({ intervalMs: 3_600_000, holdHellos: true });
+    const w = await withMemberB({ intervalMs: 3_600_000, holdHellos: true });
     const { dns } = w;
-    running.push(dns);
-    w.answers.set(url("10.0.0.2"), { id: "B" });
-    w.setRecords(["10.0.0.2"]);
-    await dns.start();
-    await waitFor(() => w.members.has("B"), 5_000, "B admitted");
     // Its snapshots say a newer epoch each: the peer controls how many, so one hello at a time.
     for (let epoch = 1; epoch <= 50; epoch++) dns.sawEpoch("B", epoch);
     expect(w.hellos).toEqual([["B", url("10.0.0.2")]]);
   });
 
   it("an address back in DNS after it left is checked afresh: one now of another cluster is refused", async () => {
-    const w = world();
-    running.push(w.dns);
-    w.answers.set(url("10.0.0.2"), { id: "B" });
-    w.setRecords(["10.0.0.2"]);
-    await w.dns.start();
-    await waitFor(() => w.members.has("B"), 5_000, "B admitted");
+    const w = await withMemberB();
     w.setRecords([]);
     await waitFor(() => !w.members.has("B"), 5_000, "B removed");
     // The same id at the same address, restarted in another cluster's config.
@@ -232,12 +228,7 @@ describe("DnsMembership", () => {
   });
 
   it("an address that now answers with another id: the old id is removed, the new one admitted", async () => {
-    const w = world();
-    running.push(w.dns);
-    w.answers.set(url("10.0.0.2"), { id: "B" });
-    w.setRecords(["10.0.0.2"]);
-    await w.dns.start();
-    await waitFor(() => w.members.has("B"), 5_000, "B admitted");
+    const w = await withMemberB();
     w.answers.set(url("10.0.0.2"), { id: "B2" });
     await waitFor(() => w.members.has("B2"), 5_000, "B2 admitted");
     expect(w.members.has("B")).toBe(false);
