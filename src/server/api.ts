@@ -158,7 +158,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
   /**
    * A client request taken in (NodeService.admit) while `work` templates, tokenizes and submits it:
    * a shutdown that begins meanwhile drains it instead of failing it at once. A completion refused
-   * here (overload, shutdown) is counted as one refused at submit is, when `completion`.
+   * here (overload, shutdown, starting) is counted as one refused at submit is, when `completion`
+   * (false: a `/tokenize`, which serves nothing).
    */
   async function admitted<T>(
     work: (admission: Admission | undefined) => Promise<T>,
@@ -166,7 +167,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
   ): Promise<T> {
     let admission: Admission | undefined;
     try {
-      admission = service.admit?.();
+      admission = service.admit?.(completion);
     } catch (err) {
       if (completion)
         metrics.requests.inc({

@@ -204,8 +204,9 @@ export class NodeRuntime implements NodeService {
     return this.engine.applyChatTemplate(messages).catch(this.engineStepFailed);
   }
 
-  admit(): Admission {
-    return this.intake.admit(this.stopping, this.clients.size, this.maxPending);
+  admit(serves?: boolean): Admission {
+    const phase = intakePhase(this.started, this.stopping, this.resetting);
+    return this.intake.admit(phase, this.clients.size, this.maxPending, serves);
   }
 
   submit(
@@ -238,7 +239,6 @@ export class NodeRuntime implements NodeService {
     return { ok: true };
   }
 
-  /** True once shutdown has begun. */
   get isStopping(): boolean {
     return this.stopping;
   }
