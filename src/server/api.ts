@@ -141,6 +141,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     }));
     return admitted(async (admission) => {
       const prompt = await service.applyChatTemplate(messages);
+      checkClient(reply);
       const asked = body.max_completion_tokens ?? body.max_tokens ?? undefined;
       const input = await prepare(
         prompt,
@@ -181,6 +182,13 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     } finally {
       admission?.end();
     }
+  }
+
+  /** Hung up while its prompt was templated or tokenized (499): nobody to go on for, no slot to hold. */
+  function checkClient(reply: FastifyReply): void {
+    if (!reply.raw.destroyed) return;
+    metrics.requests.inc({ outcome: "error", route: "none" });
+    throw new ServiceError(499, "aborted", "client gone");
   }
 
   function invalid(err: import("zod").ZodError): BadRequest {
@@ -276,11 +284,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       throw new BadRequest(400, deadline.error, DEADLINE_HEADER, "invalid_deadline");
     if (deadline !== undefined) input.deadlineMs = deadline;
     const link: ClientLink = {};
-    // Hung up while its prompt was templated and tokenized: nobody to run it for, no slot to hold.
-    if (reply.raw.destroyed) {
-      metrics.requests.inc({ outcome: "error", route: "none" });
-      throw new ServiceError(499, "aborted", "client gone");
-    }
+    checkClient(reply);
     reply.raw.on("close", () => {
       if (!reply.raw.writableFinished) link.onGone?.();
     });
