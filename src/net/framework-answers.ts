@@ -10,6 +10,7 @@ import type { Duplex } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { rawJsonResponse } from "./connection-limit.js";
 import { methodInPacket } from "./request-line.js";
+import { noteServerCut } from "./server-cuts.js";
 
 /** A port's error body for `message` answered with `status`. */
 export type ErrorBody = (message: string, status: number) => object;
@@ -48,6 +49,7 @@ export function answerClientError(err: ClientError, socket: Duplex, body: ErrorB
   const { status, message } = describeClientError(err);
   const head = (methodInPacket(err.rawPacket) ?? methodInProgress(socket)) === "HEAD";
   if (socket.writable) socket.write(rawJsonResponse(status, body(message, status), {}, head));
+  noteServerCut(socket, status);
   socket.destroy();
 }
 

@@ -141,6 +141,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     }));
     return admitted(async (admission) => {
       const prompt = await service.applyChatTemplate(messages);
+      checkClient(reply);
       const asked = body.max_completion_tokens ?? body.max_tokens ?? undefined;
       const input = await prepare(
         prompt,
@@ -158,7 +159,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
   /**
    * A client request taken in (NodeService.admit) while `work` templates, tokenizes and submits it:
    * a shutdown that begins meanwhile drains it instead of failing it at once. A completion refused
-   * here (overload, shutdown) is counted as one refused at submit is, when `completion`.
+   * here (overload, shutdown, starting) is counted as one refused at submit is, when `completion`
+   * (false: a `/tokenize`, which serves nothing).
    */
   async function admitted<T>(
     work: (admission: Admission | undefined) => Promise<T>,
@@ -166,7 +168,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
   ): Promise<T> {
     let admission: Admission | undefined;
     try {
-      admission = service.admit?.();
+      admission = service.admit?.(completion);
     } catch (err) {
       if (completion)
         metrics.requests.inc({
@@ -180,6 +182,13 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     } finally {
       admission?.end();
     }
+  }
+
+  /** Hung up while its prompt was templated or tokenized (499): nobody to go on for, no slot to hold. */
+  function checkClient(reply: FastifyReply): void {
+    if (!reply.raw.destroyed) return;
+    metrics.requests.inc({ outcome: "error", route: "none" });
+    throw new ServiceError(499, "aborted", "client gone");
   }
 
   function invalid(err: import("zod").ZodError): BadRequest {
@@ -275,11 +284,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       throw new BadRequest(400, deadline.error, DEADLINE_HEADER, "invalid_deadline");
     if (deadline !== undefined) input.deadlineMs = deadline;
     const link: ClientLink = {};
-    // Hung up while its prompt was templated and tokenized: nobody to run it for, no slot to hold.
-    if (reply.raw.destroyed) {
-      metrics.requests.inc({ outcome: "error", route: "none" });
-      throw new ServiceError(499, "aborted", "client gone");
-    }
+    checkClient(reply);
     reply.raw.on("close", () => {
       if (!reply.raw.writableFinished) link.onGone?.();
     });

@@ -105,9 +105,10 @@ export interface NodeService {
   applyChatTemplate(messages: ChatMessage[]): Promise<string>;
   /**
    * Takes a client request in, before its template and tokenize, so the shutdown drain waits for it
-   * too; throws ServiceError 503 once shutdown has begun, 429 when `--max-pending` is reached.
+   * too; throws ServiceError 503 once shutdown has begun, 429 when `--max-pending` is reached, and a
+   * request it `serves` (not a `/tokenize`) the 503 submit would give while the node starts or resets.
    */
-  admit?(): Admission;
+  admit?(serves?: boolean): Admission;
   /**
    * Serves one request exactly once. Rejects with ServiceError (e.g. 429 on overload). A request
    * `admit` took in before shutdown is still served while the node drains.

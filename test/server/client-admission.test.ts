@@ -26,14 +26,25 @@ describe("client admission", () => {
 
   it("counts requests in the intake against the bound with the waiting clients, until each ends", () => {
     const intake = new ClientIntake();
-    const a = intake.admit(false, 1, 3);
-    intake.admit(false, 1, 3);
+    const a = intake.admit("open", 1, 3);
+    intake.admit("open", 1, 3);
     // One waiting client and two in the intake reach a bound of 3: refused before any tokenizing.
-    expect(() => intake.admit(false, 1, 3)).toThrow(expect.objectContaining({ status: 429 }));
+    expect(() => intake.admit("open", 1, 3)).toThrow(expect.objectContaining({ status: 429 }));
     expect(intake.submitted(a)).toBe("admitted");
     a.end();
     expect(intake.size).toBe(1);
-    expect(intake.admit(false, 1, 3)).toBeDefined();
-    expect(() => intake.admit(true, 0, 3)).toThrow("node is shutting down");
+    expect(intake.admit("open", 1, 3)).toBeDefined();
+    expect(() => intake.admit("stopping", 0, 3)).toThrow("node is shutting down");
+  });
+
+  it("refuses a request to serve while the node starts or resets, before it is tokenized", () => {
+    const intake = new ClientIntake();
+    expect(() => intake.admit("starting", 0, 3)).toThrow("node is starting");
+    expect(() => intake.admit("resetting", 0, 3)).toThrow("node is resetting its cache");
+    // A /tokenize serves nothing: taken in unless the node is shutting down.
+    expect(intake.admit("starting", 0, 3, false)).toBeDefined();
+    expect(intake.admit("resetting", 0, 3, false)).toBeDefined();
+    expect(() => intake.admit("stopping", 0, 3, false)).toThrow("node is shutting down");
+    expect(intake.size).toBe(2);
   });
 });

@@ -3,10 +3,12 @@
  * per client request with its id, model, status, served-by, hops, cached tokens and duration; 4xx,
  * 5xx and rejected bodies included; successes sampled; `x-request-id` accepted, validated and returned.
  */
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Tokens } from "../../src/core/engine.js";
 import { buildApi } from "../../src/server/api.js";
 import { createMetrics } from "../../src/server/metrics.js";
+import { closeWithGrace } from "../../src/server/runtime/close-grace.js";
 import {
   type InferenceInput,
   type NodeService,
@@ -269,6 +271,49 @@ describe("request log sampling", () => {
     const line = await lineFor(s.lines, "gone-1");
     s.service.release();
     expect(line).toMatchObject({ status: 499, clientGone: true, level: "info" });
+  });
+});
+
+describe("request log: a response the server cuts before its headers", () => {
+  it("says the 503 of a shutdown that drops the connection, not a client gone", async () => {
+    const s = await start(1);
+    const cut = post(s.url, { model: "m", prompt: "hold on" }, { "x-request-id": "cut-1" }).catch(
+      () => "cut",
+    );
+    const deadline = Date.now() + 15_000;
+    while (!s.service.inputs.some((i) => i.prompt === "hold on") && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 10));
+    await closeWithGrace(s.app.server, s.app.close(), 50);
+    expect(await cut).toBe("cut");
+    const line = await lineFor(s.lines, "cut-1");
+    s.service.release();
+    expect(line).toMatchObject({ status: 503, level: "warn", serverCut: true });
+    expect(line.clientGone).toBeUndefined();
+  });
+
+  it("says the 400 written for a body Node cannot parse, not a client gone", async () => {
+    const s = await start(1);
+    try {
+      const port = Number(new URL(s.url).port);
+      const socket = connect(port, "127.0.0.1");
+      const answer = new Promise<string>((r) => {
+        let got = "";
+        socket.on("data", (d) => {
+          got += d.toString();
+        });
+        socket.on("close", () => r(got));
+      });
+      socket.write(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n" +
+          "transfer-encoding: chunked\r\nx-request-id: cut-2\r\n\r\nzz\r\n",
+      );
+      expect(await answer).toMatch(/^HTTP\/1\.1 400/);
+      const line = await lineFor(s.lines, "cut-2");
+      expect(line).toMatchObject({ status: 400, serverCut: true });
+      expect(line.clientGone).toBeUndefined();
+    } finally {
+      await s.app.close();
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * `POST /admin/reset-cache` with an engine whose cache reset takes time: a client request arriving
- * meanwhile is refused (503, retryable) rather than taken and then dropped by the restart that
+ * meanwhile is refused (503, retryable) before its prompt is tokenized, rather than taken and then dropped by the restart that
  * follows, and a second reset is refused (409); afterwards the node serves again.
  */
 import { afterEach, expect, it } from "vitest";
@@ -10,6 +10,8 @@ import { soloNode, TestSimEngine } from "./helpers.js";
 /** A sim engine whose cache the engine manages, and whose reset waits until the test lets it go. */
 class SlowResetEngine extends TestSimEngine {
   resets = 0;
+  /** Prompts tokenized: one refused up front never reaches the engine. */
+  tokenized = 0;
   private gate: (() => void) | undefined;
   constructor() {
     super();
@@ -21,6 +23,10 @@ class SlowResetEngine extends TestSimEngine {
       this.gate = go;
     });
     this.cache.clear();
+  }
+  override async tokenize(text: string) {
+    this.tokenized++;
+    return super.tokenize(text);
   }
   letResetFinish(): void {
     this.gate?.();
@@ -52,7 +58,10 @@ it("refuses clients while the engine empties its cache, then serves in the new e
   const reset = n.runtime.resetCache();
   for (const t0 = Date.now(); !engine.resetWaiting; await new Promise((r) => setTimeout(r, 10)))
     if (Date.now() - t0 > 10_000) throw new Error("the reset never reached the engine");
+  const tokenized = engine.tokenized;
   const during = await post();
+  // Refused at admission, before its prompt is tokenized.
+  expect(engine.tokenized).toBe(tokenized);
   expect(during.status).toBe(503);
   expect(during.body).toContain("resetting");
   expect(during.retry).toBe("1");

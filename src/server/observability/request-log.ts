@@ -8,9 +8,11 @@
  * every few seconds while a model loads would fill the log with warnings.
  *
  * The line is written when the response's socket side closes, so it covers hijacked (streaming)
- * replies and clients that hung up, which fastify's own hooks do not.
+ * replies, clients that hung up (499) and connections the server cut (the status it meant), which
+ * fastify's own hooks do not.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { serverCutStatus } from "../../net/server-cuts.js";
 import { errorBody } from "../openai/format.js";
 import { chooseRequestId, REQUEST_ID_HEADER } from "./request-id.js";
 
@@ -103,12 +105,14 @@ export function installRequestLog(app: FastifyInstance, opts: RequestLogOptions)
   function writeLine(req: FastifyRequest, reply: FastifyReply, ms: number): void {
     if (!logger) return;
     const raw = reply.raw;
-    // The client hung up before its answer was complete; before any of it was sent, the status is
-    // nginx's 499, not the 200 a response not written yet holds, and the line is never sampled out.
-    const gone = !raw.writableFinished;
-    const status = gone && !raw.headersSent ? CLIENT_GONE_STATUS : raw.statusCode;
+    // The answer never completed. Cut by the server itself (a refusal written raw, its shutdown): the
+    // status it meant. Else the client hung up: before any of it was sent, nginx's 499, not the 200 a
+    // response not written yet holds. Either way the line is never sampled out.
+    const cut = raw.writableFinished ? undefined : serverCutStatus(app.server, req.raw.socket);
+    const gone = !raw.writableFinished && cut === undefined;
+    const status = !raw.writableFinished && !raw.headersSent ? (cut ?? CLIENT_GONE_STATUS) : raw.statusCode;
     const f = req.logFields;
-    const failed = status >= 400 || f.error !== undefined || gone;
+    const failed = status >= 400 || f.error !== undefined || !raw.writableFinished;
     const path = (req.url.split("?")[0] ?? "").slice(0, MAX_PATH);
     // Ready again: the next 503 is a change.
     if (path === "/ready" && status !== 503) lastReady = undefined;
@@ -122,6 +126,7 @@ export function installRequestLog(app: FastifyInstance, opts: RequestLogOptions)
       client: req.ip,
       ...f,
       ...(gone ? { clientGone: true } : {}),
+      ...(cut !== undefined ? { serverCut: true } : {}),
     };
     if (path === "/ready" && req.method === "GET" && status === 503) {
       const state = `${status} ${f.errorMessage ?? ""}`;

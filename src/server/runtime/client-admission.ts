@@ -25,22 +25,29 @@ export function overloadedError(): ServiceError {
   return new ServiceError(429, "rate_limit_error", "node overloaded: too many requests in flight", 1);
 }
 
+/** The refusal a client request meets in `phase`, if any (the same at admission and at submit). */
+export function phaseError(phase: AdmissionState["phase"]): ServiceError | undefined {
+  // Both retryable: a booting node is ready in moments, a leaving one's peers take over.
+  if (phase === "starting") return new ServiceError(503, "server_error", "node is starting", 1);
+  if (phase === "stopping") return shuttingDownError();
+  // A request taken while the engine empties its cache would be dropped by the restart that follows.
+  if (phase === "resetting") return new ServiceError(503, "server_error", "node is resetting its cache", 1);
+  return undefined;
+}
+
 export function admissionError(
   s: AdmissionState,
   engine: Engine,
   input: InferenceInput,
 ): ServiceError | undefined {
-  // Both retryable: a booting node is ready in moments, a leaving one's peers take over.
-  if (s.phase === "starting") return new ServiceError(503, "server_error", "node is starting", 1);
-  if (s.phase === "stopping") return shuttingDownError();
-  // A request taken while the engine empties its cache would be dropped by the restart that follows.
-  if (s.phase === "resetting") return new ServiceError(503, "server_error", "node is resetting its cache", 1);
+  const refused = phaseError(s.phase);
+  if (refused) return refused;
   if (s.pending >= s.max) return overloadedError();
   // An engine that would share the namespace's cache: refused here, where the client hears why. A
   // request for a model this node does not serve (`tokenizer` set) runs elsewhere: that engine judges.
-  const refused = input.tokenizer === undefined ? engine.namespaceProblem?.(input) : undefined;
-  if (refused)
-    return new ServiceError(400, "invalid_request_error", refused, undefined, "cache_salt_unsupported");
+  const problem = input.tokenizer === undefined ? engine.namespaceProblem?.(input) : undefined;
+  if (problem)
+    return new ServiceError(400, "invalid_request_error", problem, undefined, "cache_salt_unsupported");
   return undefined;
 }
 
@@ -55,11 +62,13 @@ export class ClientIntake {
   private drained = false;
 
   /**
-   * A request taken in; refused once shutdown began, and (429, before any tokenizing) when the
+   * A request taken in; refused, before any templating or tokenizing, in a `phase` that would refuse
+   * it at submit (a `/tokenize`, no request to serve: only once shutdown began), and (429) when the
    * `waiting` clients and the requests already in the intake reach `max`.
    */
-  admit(stopping: boolean, waiting: number, max: number): Admission {
-    if (stopping) throw shuttingDownError();
+  admit(phase: AdmissionState["phase"], waiting: number, max: number, serves = true): Admission {
+    const refused = serves || phase === "stopping" ? phaseError(phase) : undefined;
+    if (refused) throw refused;
     if (waiting + this.open.size >= max) throw overloadedError();
     const admission: Admission = { end: () => this.open.delete(admission) };
     this.open.add(admission);

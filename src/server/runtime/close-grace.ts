@@ -4,6 +4,7 @@
  * cutting every connection at once would lose those answers and leave the clients with nothing.
  */
 import type { Server } from "node:http";
+import { noteServerCut } from "../../net/server-cuts.js";
 
 /** How long the last answers get to reach their clients: writing one takes far less, even under load. */
 export const ANSWER_GRACE_MS = 2_000;
@@ -20,6 +21,8 @@ export async function closeWithGrace(server: Server, closed: Promise<void>, grac
   });
   await Promise.race([closed, grace]);
   clearTimeout(timer);
+  // The answers still owed are cut by the node's shutdown: its 503, not a client gone, in the request log.
+  noteServerCut(server, 503);
   server.closeAllConnections();
   await closed;
 }

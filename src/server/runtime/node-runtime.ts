@@ -44,7 +44,8 @@ import { ClusterView } from "./cluster-view.js";
 import { watchEngineCache } from "./engine-cache-watch.js";
 import { EngineHealth } from "./engine-health.js";
 import { EngineRuns } from "./engine-runs.js";
-import { engineStepFailure, shutDownError } from "./engine-step-errors.js";
+import { shutDownError } from "./engine-step-errors.js";
+import { EngineSteps } from "./engine-steps.js";
 import type { RuntimeLogger } from "./logger.js";
 import { type MeshModel, meshModels, peerModels } from "./mesh-models.js";
 import { MeshPeers, movesMembers } from "./mesh-peers.js";
@@ -65,6 +66,8 @@ export interface NodeRuntimeOptions {
   peerUrls: Map<string, string>;
   /** Client requests admitted at once (tokenizing + queued + running + forwarded); beyond it: 429. */
   maxPending?: number;
+  /** Longest a request's chat template or tokenize may take at the engine (then 504). */
+  tokenizeTimeoutMs?: number;
   /** Longest a forward's answer stream stays open (well past the origin's forward timeout). */
   forwardStreamTtlMs?: number;
   /** Largest max_tokens a peer's forward may ask (`--max-tokens-ceiling`); none: no bound. */
@@ -104,8 +107,8 @@ export class NodeRuntime implements NodeService {
   private readonly health: EngineHealth;
   private readonly runs: EngineRuns;
   private readonly liveness: LivenessLog;
-  /** A tokenize or chat-template step the engine failed, as the client's error (engine-step-errors.ts). */
-  private readonly engineStepFailed: (err: unknown) => never;
+  /** The chat template and tokenize, bounded in time, a failure as the client's error (engine-steps.ts). */
+  private readonly steps: EngineSteps;
   /** gossip "scuttlebutt": its transport, seeds, verification (mesh-peers.ts). */
   readonly mesh: MeshPeers | undefined;
   private unwatchCache: () => void = () => {};
@@ -136,11 +139,7 @@ export class NodeRuntime implements NodeService {
       forPeer: (request) => this.served.serves(request),
     });
     this.liveness = new LivenessLog(o.logger);
-    this.engineStepFailed = engineStepFailure({
-      now: this.now,
-      logger: o.logger,
-      isStopping: () => this.stopping,
-    });
+    this.steps = new EngineSteps({ ...o, now: this.now, isStopping: () => this.stopping });
     this.admin = new Admin(o);
     this.sender = new PeerSender({
       ...o,
@@ -197,15 +196,16 @@ export class NodeRuntime implements NodeService {
   }
 
   tokenize(text: string) {
-    return this.engine.tokenize(text).catch(this.engineStepFailed);
+    return this.steps.tokenize(text);
   }
 
   applyChatTemplate(messages: Parameters<Engine["applyChatTemplate"]>[0]) {
-    return this.engine.applyChatTemplate(messages).catch(this.engineStepFailed);
+    return this.steps.applyChatTemplate(messages);
   }
 
-  admit(): Admission {
-    return this.intake.admit(this.stopping, this.clients.size, this.maxPending);
+  admit(serves?: boolean): Admission {
+    const phase = intakePhase(this.started, this.stopping, this.resetting);
+    return this.intake.admit(phase, this.clients.size, this.maxPending, serves);
   }
 
   submit(
@@ -238,7 +238,6 @@ export class NodeRuntime implements NodeService {
     return { ok: true };
   }
 
-  /** True once shutdown has begun. */
   get isStopping(): boolean {
     return this.stopping;
   }

@@ -178,6 +178,7 @@ export async function startNode(
     clusterId,
     peerUrls,
     maxPending: s.maxPending,
+    tokenizeTimeoutMs: s.tokenizeTimeoutMs,
     maxTokensCeiling: s.maxTokensCeiling,
     adapters,
     forwardStreamTtlMs: s.forwardTimeoutMs * FORWARD_STREAM_TTL_FACTOR,

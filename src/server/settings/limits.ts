@@ -3,6 +3,7 @@ import { z } from "zod";
 import { DEFAULT_MAX_CONNECTED_PEERS } from "../../net/connected-peers.js";
 import { DEFAULT_METRIC_PEERS } from "../metric-peers.js";
 import { MAX_CPU_LATENCY_US } from "../runtime/cpu-latency-qos.js";
+import { DEFAULT_TOKENIZE_TIMEOUT_MS } from "../runtime/engine-steps.js";
 import { PEER_FAULTS } from "../runtime/peer-fault-double.js";
 import { setting } from "./doc.js";
 import { num } from "./values.js";
@@ -66,6 +67,14 @@ export const limitsSettings = {
       "Client requests admitted at once, counted from their arrival: those still being templated or " +
       "tokenized (a `/tokenize` too) with those queued, running or forwarded; beyond it the API answers " +
       "429 before tokenizing the prompt.",
+  }),
+  tokenizeTimeoutMs: setting(num(10, 3_600_000, true).default(DEFAULT_TOKENIZE_TIMEOUT_MS), {
+    section: "Limits",
+    value: "ms",
+    description:
+      "Longest a client request's chat template, and its tokenize, may take at the engine, in ms; " +
+      "past it the client gets 504 and its `--max-pending` slot is freed (a remote server's /tokenize " +
+      "that hangs would hold it until the engine's own HTTP timeouts).",
   }),
   maxConnections: setting(num(1, 1_000_000, true).default(1024), {
     section: "Limits",

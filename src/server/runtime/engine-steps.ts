@@ -1,0 +1,59 @@
+/**
+ * A client request's engine steps before it is submitted — its chat template and its tokenize — as the
+ * API calls them: each bounded by `--tokenize-timeout-ms`, since an engine that never answers (a remote
+ * /tokenize that hangs) would hold the request's `--max-pending` slot, and a shutdown's drain, for
+ * good; a failure is read as the client's error (engine-step-errors.ts).
+ */
+import type { ChatMessage, Engine, Tokens } from "../../core/engine.js";
+import { ServiceError } from "../service.js";
+import { type EngineStepContext, engineStepFailure } from "./engine-step-errors.js";
+
+/** Far above any real tokenize (milliseconds), and below a remote engine's own HTTP bounds. */
+export const DEFAULT_TOKENIZE_TIMEOUT_MS = 30_000;
+
+/** What a client is told when the engine's `step` gave no answer within `ms`. */
+export function stepTimeoutError(step: string, ms: number): ServiceError {
+  return new ServiceError(
+    504,
+    "server_error",
+    `engine: ${step} gave no answer within ${ms} ms (--tokenize-timeout-ms)`,
+  );
+}
+
+export interface EngineStepsOptions extends EngineStepContext {
+  engine: Engine;
+  /** `--tokenize-timeout-ms` (default DEFAULT_TOKENIZE_TIMEOUT_MS). */
+  tokenizeTimeoutMs?: number | undefined;
+}
+
+export class EngineSteps {
+  private readonly engine: Engine;
+  private readonly timeoutMs: number;
+  private readonly failed: (err: unknown) => never;
+
+  constructor(o: EngineStepsOptions) {
+    this.engine = o.engine;
+    this.timeoutMs = o.tokenizeTimeoutMs ?? DEFAULT_TOKENIZE_TIMEOUT_MS;
+    this.failed = engineStepFailure(o);
+  }
+
+  tokenize(text: string): Promise<Tokens> {
+    return this.bounded(this.engine.tokenize(text), "tokenize").catch(this.failed);
+  }
+
+  applyChatTemplate(messages: ChatMessage[]): Promise<string> {
+    return this.bounded(this.engine.applyChatTemplate(messages), "chat template").catch(this.failed);
+  }
+
+  /**
+   * `step`, or a 504 once the bound passes. The engine's call is left to end on its own (a remote one
+   * by its HTTP timeouts): no AbortSignal per request, a visible cost on the router's hot path.
+   */
+  private bounded<T>(step: Promise<T>, what: string): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_go, fail) => {
+      timer = setTimeout(() => fail(stepTimeoutError(what, this.timeoutMs)), this.timeoutMs);
+    });
+    return Promise.race([step, late]).finally(() => clearTimeout(timer));
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * An engine whose tokenize (or chat template) never answers — a remote server's /tokenize that hangs:
+ * the step is bounded by `--tokenize-timeout-ms`, the client gets a 504 saying so, and its
+ * `--max-pending` slot is freed for the next request. The test double engine never settles the step.
+ */
+import { expect, it } from "vitest";
+import type { ChatMessage, Tokens } from "../../src/core/engine.js";
+import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { intakeOf, nodesStoppedAfterEach, soloNode, TestSimEngine } from "./helpers.js";
+
+/** The simulator's engine whose tokenize, or chat template, never answers once `hang` is set. */
+class NeverAnsweringDouble extends TestSimEngine {
+  hang: "tokenize" | "template" | undefined;
+  override async tokenize(text: string): Promise<Tokens> {
+    if (this.hang === "tokenize") return new Promise<Tokens>(() => {});
+    return super.tokenize(text);
+  }
+  override async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
+    if (this.hang === "template") return new Promise<string>(() => {});
+    return super.applyChatTemplate(messages);
+  }
+}
+
+const keep = nodesStoppedAfterEach();
+
+async function post(node: NodeHandle, path: string, body: object) {
+  const r = await fetch(`${node.apiUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: r.status, body: await r.text() };
+}
+
+function expectTimedOut(a: { status: number; body: string }, step: string): void {
+  expect(a.status, a.body).toBe(504);
+  const { error } = JSON.parse(a.body) as { error: { type: string; message: string } };
+  expect(error.type).toBe("server_error");
+  expect(error.message).toContain(step);
+  expect(error.message).toContain("--tokenize-timeout-ms");
+}
+
+it("answers 504 when the engine's tokenize or template never returns, and frees the slot", async () => {
+  const engine = new NeverAnsweringDouble();
+  const { node, model } = await soloNode(engine, { maxPending: "1", tokenizeTimeoutMs: "300" });
+  keep(node);
+  const completion = { model, prompt: "a question", max_tokens: 2 };
+  engine.hang = "tokenize";
+  expectTimedOut(await post(node, "/v1/completions", completion), "tokenize");
+  expectTimedOut(await post(node, "/tokenize", { prompt: "a b" }), "tokenize");
+  engine.hang = "template";
+  const chat = { model, messages: [{ role: "user", content: "hi" }], max_tokens: 2 };
+  expectTimedOut(await post(node, "/v1/chat/completions", chat), "chat template");
+  // With --max-pending 1, a slot still held would refuse this with 429.
+  expect(intakeOf(node)).toBe(0);
+  engine.hang = undefined;
+  const served = await post(node, "/v1/completions", completion);
+  expect(served.status, served.body).toBe(200);
+}, 30_000);
