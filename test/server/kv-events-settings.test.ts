@@ -47,7 +47,11 @@ describe("KV-event settings", () => {
     const kv = { ...base, engineKvEvents: "tcp://127.0.0.1:5557", engineKvReplay: "tcp://127.0.0.1:5558" };
     const s = resolveNodeSettings(
       { ...kv, engineKvGroup: "1", engineKvReplayTimeoutMs: "10000", engineKvProbeMs: "0" },
-      { [envName("engineKvSettleMs")]: "200", [envName("engineKvQueueBatches")]: "16384" },
+      {
+        [envName("engineKvSettleMs")]: "200",
+        [envName("engineKvQueueBatches")]: "16384",
+        [envName("engineKvQueueBytes")]: "1048576",
+      },
     );
     expect(envName("engineKvReplayTimeoutMs")).toBe("PREFIXMESH_ENGINE_KV_REPLAY_TIMEOUT_MS");
     const spec = engineSpec(s);
@@ -58,6 +62,7 @@ describe("KV-event settings", () => {
       probeIntervalMs: 0,
       settleMs: 200,
       maxQueuedBatches: 16_384,
+      maxQueuedBytes: 1 << 20,
     };
     expect(spec.kvEvents).toMatchObject(options);
     expect(KvEventsOptionsSchema.parse(spec.kvEvents)).toMatchObject(options);
@@ -80,6 +85,8 @@ describe("KV-event settings", () => {
       [{ engineKvProbeMs: "3600001" }, /--engine-kv-probe-ms: must be ≤ 3600000/],
       [{ engineKvQueueBatches: "0" }, /--engine-kv-queue-batches: must be ≥ 1/],
       [{ engineKvQueueBatches: "" }, /--engine-kv-queue-batches: must be a number/],
+      [{ engineKvQueueBytes: "65535" }, /--engine-kv-queue-bytes: must be ≥ 65536/],
+      [{ engineKvQueueBytes: "4294967297" }, /--engine-kv-queue-bytes: must be ≤ 4294967296/],
       [{ engineKvSettleMs: "soon" }, /--engine-kv-settle-ms/],
     ];
     for (const [flags, msg] of bad) expect(() => resolveNodeSettings({ ...kv, ...flags }, {})).toThrow(msg);
@@ -89,14 +96,15 @@ describe("KV-event settings", () => {
   });
 
   it("refuse them without the stream, and the replay's without a replay endpoint", () => {
-    for (const [key, flag] of [
+    for (const [key, flag, value] of [
       ["engineKvGroup", "--engine-kv-group"],
       ["engineKvReplayTimeoutMs", "--engine-kv-replay-timeout-ms"],
       ["engineKvProbeMs", "--engine-kv-probe-ms"],
       ["engineKvSettleMs", "--engine-kv-settle-ms"],
       ["engineKvQueueBatches", "--engine-kv-queue-batches"],
+      ["engineKvQueueBytes", "--engine-kv-queue-bytes", "100000"],
     ] as const)
-      expect(() => engineSpec(resolveNodeSettings({ ...base, [key]: "100" }, {}))).toThrow(
+      expect(() => engineSpec(resolveNodeSettings({ ...base, [key]: value ?? "100" }, {}))).toThrow(
         new RegExp(`^${flag} needs --engine-kv-events$`),
       );
     const noReplay = { ...base, engineKvEvents: "tcp://127.0.0.1:5557" };

@@ -42,10 +42,19 @@ export class BlockIndex {
   private readonly children = new Map<string, ChildIndex>();
   /** The namespace of each namespace root that has children. */
   private readonly roots = new Map<string, NamespaceFields>();
+  /**
+   * Hashes of the blocks a prompt can reach, and their count and tokens, kept as blocks are linked and
+   * unlinked: a metrics scrape reads them without walking the index. A block's subtree is walked only
+   * when it is attached to or detached from a root (an evicted leaf: itself alone).
+   */
+  private readonly reached = new Set<string>();
+  private reachedTokens = 0;
 
   clear(): void {
     this.children.clear();
     this.roots.clear();
+    this.reached.clear();
+    this.reachedTokens = 0;
   }
 
   /** Longest prefix of `tokens` (of namespace `ns`) the engine holds as a chain of whole blocks, in tokens. */
@@ -116,21 +125,12 @@ export class BlockIndex {
     }
   }
 
-  /** Blocks matchable by a prompt (of any namespace), and their tokens. */
+  /** Blocks matchable by a prompt (of any namespace), and their tokens: kept counts, no walk. */
   reachable(): { blocks: number; tokens: number } {
-    let blocks = 0;
-    let tokens = 0;
-    const stack = [ROOT, ...this.roots.keys()];
-    while (stack.length > 0) {
-      const index = this.children.get(stack.pop()!);
-      if (!index) continue;
-      for (const list of index.byKey.values()) {
-        blocks++;
-        tokens += list[0]!.tokens.length;
-        stack.push(list[0]!.hash);
-      }
-    }
-    return { blocks, tokens };
+    const blocks = this.reached.size;
+    // Cheap invariant: a reachable block has at least one token, and none is counted below zero.
+    if (this.reachedTokens < blocks) throw new Error("mirror: reachable counts went inconsistent");
+    return { blocks, tokens: this.reachedTokens };
   }
 
   link(b: Block): void {
@@ -143,6 +143,7 @@ export class BlockIndex {
     const list = index.byKey.get(b.key);
     if (list) list.push(b);
     else {
+      if (this.opens(b.parent)) this.attach(b);
       index.byKey.set(b.key, [b]);
       const n = b.tokens.length;
       const had = index.perLength.get(n) ?? 0;
@@ -158,6 +159,11 @@ export class BlockIndex {
     const i = list ? list.indexOf(b) : -1;
     if (!index || !list || i < 0) throw new Error(`mirror: block ${b.hash} was not indexed`);
     list.splice(i, 1);
+    if (i === 0 && this.reached.has(b.hash)) {
+      this.detach(b);
+      // The same tokens stored under another hash take its place as the one a prompt reaches.
+      if (list.length > 0) this.attach(list[0]!);
+    }
     if (list.length > 0) return;
     index.byKey.delete(b.key);
     if (index.byKey.size === 0) {
@@ -171,6 +177,41 @@ export class BlockIndex {
     else {
       index.perLength.delete(n);
       index.lengths = index.lengths.filter((x) => x !== n);
+    }
+  }
+
+  /** Whether a block linked under `parent` is reachable: a root's child, or a reachable block's. */
+  private opens(parent: string): boolean {
+    return parent === ROOT || isNsRoot(parent) || this.reached.has(parent);
+  }
+
+  /** `b` became reachable: so did the blocks linked below it (stored while it was not). */
+  private attach(b: Block): void {
+    this.walkFrom(b, (x) => {
+      if (this.reached.has(x.hash)) return false;
+      this.reached.add(x.hash);
+      this.reachedTokens += x.tokens.length;
+      return true;
+    });
+  }
+
+  /** `b` is no longer reachable: nor are the blocks below it. */
+  private detach(b: Block): void {
+    this.walkFrom(b, (x) => {
+      if (!this.reached.delete(x.hash)) return false;
+      this.reachedTokens -= x.tokens.length;
+      return true;
+    });
+  }
+
+  /** Visits `b` and, below each block `visit` accepts, the first block of each key. */
+  private walkFrom(b: Block, visit: (x: Block) => boolean): void {
+    const stack = [b];
+    while (stack.length > 0) {
+      const x = stack.pop()!;
+      if (!visit(x)) continue;
+      const index = this.children.get(x.hash);
+      if (index) for (const list of index.byKey.values()) stack.push(list[0]!);
     }
   }
 }

@@ -16,6 +16,7 @@ export interface Live {
 export class LiveQueue {
   private items: Live[] = [];
   private bytes = 0;
+  private waiter: (() => void) | undefined;
 
   constructor(
     private readonly maxBatches: number,
@@ -48,7 +49,31 @@ export class LiveQueue {
       if (gone!.afterDrop) this.items[Math.min(i, this.items.length - 1)]!.afterDrop = true;
       dropped++;
     }
+    this.wake();
     return dropped;
+  }
+
+  /** Resolves true when a batch is pushed (or on `wake`), false after `ms` (0: no time limit). */
+  wait(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer =
+        ms > 0
+          ? setTimeout(() => {
+              this.waiter = undefined;
+              resolve(false);
+            }, ms)
+          : undefined;
+      this.waiter = () => {
+        if (timer) clearTimeout(timer);
+        this.waiter = undefined;
+        resolve(true);
+      };
+    });
+  }
+
+  /** Ends the current `wait` at once (a batch came, or the subscriber closed). */
+  wake(): void {
+    this.waiter?.();
   }
 
   /** Whether a queued batch already shows a new publisher. */

@@ -241,6 +241,8 @@ export class KvCacheMirror {
 
   stats(): MirrorStats {
     const reachable = this.index.reachable();
+    // Cheap invariant of the kept counts: only held blocks are reachable.
+    if (reachable.blocks > this.blocks.size) throw new Error("mirror: more blocks reachable than held");
     return {
       degraded: this.degradedReason,
       degradedSince: this.degradedAt,

@@ -24,6 +24,8 @@ const EMPTY = new Uint8Array(0);
 
 export class ReplayClient {
   private dealer: Dealer | undefined;
+  /** The rest of a reply read only in part, being read to its end marker so the socket can be reused. */
+  private draining: Promise<void> | undefined;
 
   /** `closed`: the subscriber closed; a replay under way then ends, failed. */
   constructor(
@@ -39,6 +41,9 @@ export class ReplayClient {
     from: number,
     onBatch: (seq: number, payload: Buffer) => boolean | undefined,
   ): Promise<ReplayRead> {
+    // Bounded by its own deadline: a reply that never ends closes the socket, and a new one is made.
+    if (this.draining) await this.draining;
+    this.draining = undefined;
     const dealer = this.socket();
     const deadline = Date.now() + this.opts.timeoutMs;
     try {
@@ -67,17 +72,38 @@ export class ReplayClient {
       }
       if (seq === END_OF_REPLAY) return { kind: "done" };
       if (onBatch(seq, frames[2]!)) {
-        // The rest of this reply is still coming: a new socket never mixes it into the next replay.
-        this.close();
+        // The rest of this reply is still coming: read it away, meanwhile, before the next request.
+        this.draining = this.drain(dealer);
         return { kind: "enough" };
       }
     }
+  }
+
+  /**
+   * Reads the rest of a reply up to its end marker (the publisher answers one request at a time, in
+   * order), within the replay bound. One that does not end in time, or ends oddly, closes the socket.
+   */
+  private async drain(dealer: Dealer): Promise<void> {
+    const deadline = Date.now() + this.opts.timeoutMs;
+    try {
+      for (let n = 0; n <= this.opts.maxBatches; n++) {
+        const left = deadline - Date.now();
+        if (left <= 0 || this.closed()) break;
+        dealer.receiveTimeout = left;
+        const frames = await dealer.receive();
+        if (frames.length === 3 && decodeSequence(frames[1]!, true) === END_OF_REPLAY) return;
+      }
+    } catch {
+      // Timed out, closed, or a bad frame: the socket is not reused either way.
+    }
+    if (this.dealer === dealer) this.close();
   }
 
   /** Drops the socket; the next request makes a new one. */
   close(): void {
     this.dealer?.close();
     this.dealer = undefined;
+    this.draining = undefined;
   }
 
   private failed(why: string): ReplayRead {

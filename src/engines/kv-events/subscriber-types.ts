@@ -17,6 +17,9 @@ export interface KvSubscriberOptions {
   maxQueuedBytes?: number;
   /** Replay-probe an idle publisher this often (0: never). */
   probeIntervalMs?: number;
+  /** Until the history is read, a failed history replay is tried again this often (default: the probe
+   * interval, or 5 s with the probe off). */
+  historyRetryMs?: number;
   limits?: Partial<WireLimits>;
 }
 

@@ -3,7 +3,8 @@
  * sequence order, with nothing lost silently. The rules, and why each (docs/engines-kv-events.md,
  * "Degraded: when, and back to exact"):
  * - A reader queues live batches (bounded: the oldest dropped, a gap); one worker applies them in order.
- * - History: at first and after a restart, a replay from 0 (a buffer not starting at 0: degraded).
+ * - History: at first and after a restart, a replay from 0 (a buffer not starting at 0: degraded);
+ *   one that failed is tried again while idle every `historyRetryMs`, whether the probe is on or off.
  * - Gap (a live batch above the next expected): a replay from the first missing number, read only up
  *   to that batch while it is surely the same publisher's (not after a replay found a restart, or a
  *   dropped connection since it came: then whole). One that cannot cover it degrades the mirror and
@@ -38,6 +39,7 @@ export class KvEventsSubscriber {
   private readonly replays: ReplayClient | undefined;
   private readonly topic: Buffer;
   private readonly probeIntervalMs: number;
+  private readonly historyRetryMs: number;
   private readonly limits: WireLimits;
   private sub: Subscriber | undefined;
   private readonly queue: LiveQueue;
@@ -46,7 +48,6 @@ export class KvEventsSubscriber {
   private synced = false;
   private state: KvSubscriberState = "waiting";
   private closed = false;
-  private wake: (() => void) | undefined;
   private tasks: Promise<void>[] = [];
   private readonly changed = new Set<() => void>();
   private readonly counts = {
@@ -75,6 +76,8 @@ export class KvEventsSubscriber {
     this.topic = Buffer.from(opts.topic ?? "", "utf8");
     this.queue = new LiveQueue(opts.maxQueuedBatches ?? 4_096, opts.maxQueuedBytes ?? 64 << 20);
     this.probeIntervalMs = opts.probeIntervalMs ?? 5_000;
+    // A mirror that missed its history must recover while the engine is idle, probe or none.
+    this.historyRetryMs = opts.historyRetryMs ?? (this.probeIntervalMs || 5_000);
     this.limits = { ...DEFAULT_WIRE_LIMITS, ...opts.limits };
     this.replays = opts.replayEndpoint
       ? new ReplayClient(
@@ -136,7 +139,7 @@ export class KvEventsSubscriber {
     this.state = "closed";
     this.sub?.close();
     this.replays?.close();
-    this.wake?.();
+    this.queue.wake();
     await Promise.allSettled(this.tasks);
   }
 
@@ -170,7 +173,6 @@ export class KvEventsSubscriber {
     const afterDrop = this.dropSeen;
     this.dropSeen = false;
     this.counts.dropped += this.queue.push({ seq, payload: frames[2]!, restart, afterDrop });
-    this.wake?.();
   }
 
   private async work(): Promise<void> {
@@ -195,31 +197,16 @@ export class KvEventsSubscriber {
         await this.process(item);
         continue;
       }
-      const woke = await this.idle();
+      // Idle: the probe's interval, or the history's retry while it is unread.
+      const woke = await this.queue.wait(
+        this.synced || !this.replays ? this.probeIntervalMs : this.historyRetryMs,
+      );
       if (this.closed) break;
       if (!woke && this.replays) {
         if (!this.synced) await this.fetchHistory();
         else if (this.next !== undefined) await this.probe(this.next);
       }
     }
-  }
-
-  /** Resolves true when a message arrives (or on close), false after the probe interval. */
-  private idle(): Promise<boolean> {
-    return new Promise((resolve) => {
-      const timer =
-        this.probeIntervalMs > 0
-          ? setTimeout(() => {
-              this.wake = undefined;
-              resolve(false);
-            }, this.probeIntervalMs)
-          : undefined;
-      this.wake = () => {
-        if (timer) clearTimeout(timer);
-        this.wake = undefined;
-        resolve(true);
-      };
-    });
   }
 
   private async process(item: Live): Promise<void> {

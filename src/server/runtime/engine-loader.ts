@@ -18,6 +18,7 @@ export interface EngineSettings {
   engineKvProbeMs?: number | undefined;
   engineKvSettleMs?: number | undefined;
   engineKvQueueBatches?: number | undefined;
+  engineKvQueueBytes?: number | undefined;
   engineTokenizer?: "auto" | "server" | "local" | undefined;
   engineCacheMirror?: "auto" | "lru" | "llama-slots" | undefined;
   engineCacheRam?: number | undefined;
@@ -107,6 +108,7 @@ const REMOTE_ONLY = [
   "engineKvProbeMs",
   "engineKvSettleMs",
   "engineKvQueueBatches",
+  "engineKvQueueBytes",
 ] as const satisfies readonly (keyof EngineSettings)[];
 
 /**
@@ -125,6 +127,7 @@ function kvEvents(s: EngineSettings): Pick<Extract<EngineSpec, { kind: "openai" 
       "engineKvGroup",
       "engineKvSettleMs",
       "engineKvQueueBatches",
+      "engineKvQueueBytes",
       ...replayOnly,
     ]);
     if (stray) throw new SettingsError(`${flagName(stray)} needs --engine-kv-events`);
@@ -144,6 +147,7 @@ function kvEvents(s: EngineSettings): Pick<Extract<EngineSpec, { kind: "openai" 
       ...(s.engineKvProbeMs !== undefined ? { probeIntervalMs: s.engineKvProbeMs } : {}),
       ...(s.engineKvSettleMs !== undefined ? { settleMs: s.engineKvSettleMs } : {}),
       ...(s.engineKvQueueBatches !== undefined ? { maxQueuedBatches: s.engineKvQueueBatches } : {}),
+      ...(s.engineKvQueueBytes !== undefined ? { maxQueuedBytes: s.engineKvQueueBytes } : {}),
     },
   };
 }

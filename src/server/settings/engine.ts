@@ -8,7 +8,9 @@ import { setting } from "./doc.js";
 import { bool, engineDefault, L, num, O } from "./values.js";
 
 /** A kvEvents option's number as a flag, env or YAML value gives it, bounded as options.ts bounds it. */
-const kvNumber = (key: "replayTimeoutMs" | "group" | "settleMs" | "probeIntervalMs" | "maxQueuedBatches") =>
+const kvNumber = (
+  key: "replayTimeoutMs" | "group" | "settleMs" | "probeIntervalMs" | "maxQueuedBatches" | "maxQueuedBytes",
+) =>
   z
     .union([z.number(), z.string().trim().min(1, "must be a number")])
     .transform(Number)
@@ -133,6 +135,14 @@ export const engineSettings = {
     description:
       "Live KV-event batches held while the node catches up (a replay under way, a busy server); beyond, " +
       "the oldest are dropped and recovered by replay like any gap.",
+  }),
+  engineKvQueueBytes: setting(kvNumber("maxQueuedBytes"), {
+    section: "Engine",
+    value: "bytes",
+    defaultText: kvDefault("maxQueuedBytes"),
+    description:
+      "The same bound as --engine-kv-queue-batches in the batches' payload bytes (from 65536 to 2^32): " +
+      "whichever is reached first drops the oldest. Raise both for a server whose batches are large.",
   }),
   adapters: setting(
     z

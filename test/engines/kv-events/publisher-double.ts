@@ -215,6 +215,8 @@ export class KvEventPublisherDouble {
   private closed = false;
   /** Replay requests seen (first sequence number asked for). */
   readonly replayRequests: number[] = [];
+  /** The connection (ROUTER routing id, hex) each replay request came on. */
+  readonly replayConnections: string[] = [];
   /** The next this many replays send their batches but no end marker (cut off by the node's deadline). */
   unterminatedReplays = 0;
   private replayGate: Promise<void> | undefined;
@@ -318,6 +320,7 @@ export class KvEventPublisherDouble {
         const [id, , start] = frames as [Buffer, Buffer, Buffer];
         const from = Number(start.readBigUInt64BE(0));
         this.replayRequests.push(from);
+        this.replayConnections.push(id.toString("hex"));
         if (this.opts.replay === "silent") continue;
         if (this.replayGate) await this.replayGate;
         for (const b of this.buffer)

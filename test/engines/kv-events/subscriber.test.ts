@@ -5,71 +5,11 @@
  */
 import { createServer } from "node:net";
 import { afterEach, describe, expect, test } from "vitest";
-import { KvCacheMirror } from "../../../src/engines/kv-events/mirror.js";
-import { KvEventsSubscriber, type KvSubscriberOptions } from "../../../src/engines/kv-events/subscriber.js";
-import {
-  type DoubleEvent,
-  type DoubleOptions,
-  KvEventPublisherDouble,
-  type Style,
-  seq8,
-} from "./publisher-double.js";
+import type { KvEventsSubscriber } from "../../../src/engines/kv-events/subscriber.js";
+import { type DoubleEvent, KvEventPublisherDouble, type Style, seq8 } from "./publisher-double.js";
+import { block, closeOpen, open, rebound, setup, T, waitFor } from "./subscriber-setup.js";
 
-const open: { close(): Promise<void> }[] = [];
-
-/** A new publisher bound at the closed `pub`'s addresses (the engine restarted), subscribed to. */
-async function rebound(pub: KvEventPublisherDouble): Promise<KvEventPublisherDouble> {
-  const again = await KvEventPublisherDouble.start({
-    bindAt: { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint },
-  });
-  open.push(again);
-  await again.subscribed();
-  return again;
-}
-afterEach(async () => {
-  for (const o of open.splice(0).reverse()) await o.close();
-});
-
-async function waitFor(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function setup(
-  d: DoubleOptions = {},
-  s: Partial<KvSubscriberOptions> = {},
-  before?: (pub: KvEventPublisherDouble) => Promise<void>,
-) {
-  const pub = await KvEventPublisherDouble.start(d);
-  open.push(pub);
-  await before?.(pub);
-  const mirror = new KvCacheMirror();
-  const sub = new KvEventsSubscriber(mirror, {
-    endpoint: pub.endpoint,
-    replayEndpoint: pub.replayEndpoint || undefined,
-    topic: "kv-events",
-    replayTimeoutMs: 2_000,
-    probeIntervalMs: 60_000,
-    ...s,
-  });
-  open.push(sub);
-  sub.start();
-  await pub.subscribed();
-  return { pub, mirror, sub };
-}
-
-const T = (...t: number[]) => Uint32Array.from(t);
-/** A block of tokens [t, t+1] with hash t, chained to `parent` (a hash) or starting a sequence. */
-const block = (t: number, parent: number | null = null): DoubleEvent => ({
-  type: "BlockStored",
-  hashes: [t],
-  parent,
-  tokens: [t, t + 1],
-  blockSize: 2,
-});
+afterEach(closeOpen);
 
 describe("following a publisher", () => {
   test("history from sequence 0 by replay, then live batches", async () => {

@@ -1,0 +1,54 @@
+/**
+ * The replay client against the publisher double's ROUTER on 127.0.0.1: one connection serves a
+ * subscriber's replays, a reply left unread is never mixed into the next, and a replay that failed
+ * is not asked again on its socket.
+ */
+import { afterEach, describe, expect, test } from "vitest";
+import { ReplayClient } from "../../../src/engines/kv-events/replay-client.js";
+import { KvEventPublisherDouble } from "./publisher-double.js";
+import { block, closeOpen, open } from "./subscriber-setup.js";
+
+afterEach(closeOpen);
+
+async function setup(batches: number, timeoutMs = 2_000) {
+  const pub = await KvEventPublisherDouble.start();
+  open.push(pub);
+  for (let i = 0; i < batches; i++) await pub.publish([block(10 + 2 * i)], { drop: true });
+  const client = new ReplayClient(
+    { endpoint: pub.replayEndpoint, timeoutMs, maxBatches: 1_000, maxMessageSize: 1 << 20 },
+    () => false,
+  );
+  open.push({ close: async () => client.close() });
+  return { pub, client };
+}
+
+/** A replay from `from` read until `until` (the end marker without one): the numbers it brought. */
+async function read(client: ReplayClient, from: number, until?: number) {
+  const seqs: number[] = [];
+  const result = await client.request(from, (seq) => {
+    seqs.push(seq);
+    return until !== undefined && seq >= until;
+  });
+  return { result, seqs };
+}
+
+describe("the replay connection", () => {
+  test("is one for every replay, even one read only in part", async () => {
+    const { pub, client } = await setup(8);
+    expect(await read(client, 2, 3)).toEqual({ result: { kind: "enough" }, seqs: [2, 3] });
+    // The first reply's rest (4–7 and its end) is still coming: none of it is taken for this one.
+    expect(await read(client, 5, 5)).toEqual({ result: { kind: "enough" }, seqs: [5] });
+    expect(await read(client, 6)).toEqual({ result: { kind: "done" }, seqs: [6, 7] });
+    expect(await read(client, 0, 0)).toEqual({ result: { kind: "enough" }, seqs: [0] });
+    expect(pub.replayRequests).toEqual([2, 5, 6, 0]);
+    expect(new Set(pub.replayConnections).size).toBe(1);
+  });
+
+  test("a replay that timed out is not asked again on its socket", async () => {
+    const { pub, client } = await setup(3, 300);
+    pub.unterminatedReplays = 1;
+    expect((await read(client, 0)).result).toMatchObject({ kind: "failed", why: /timed out/ });
+    expect(await read(client, 1)).toEqual({ result: { kind: "done" }, seqs: [1, 2] });
+    expect(new Set(pub.replayConnections).size).toBe(2);
+  });
+});
