@@ -23,10 +23,12 @@
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
  *    once this node's own `verify-member` is answered yes, as does a dead or left member heard alive
  *    again (a restart may serve another model; its tombstone kept till then; a suspect never left, so
- *    needs none). Unverified senders can name candidates but never suspect or kill anyone.
+ *    needs none). Unverified senders can name candidates but never suspect or kill anyone. What an
+ *    answer does lives in admissions.ts.
  */
 
 import type { RefusedView } from "../../refusals.js";
+import { Admissions } from "./admissions.js";
 import { Broadcasts } from "./broadcasts.js";
 import { Candidates } from "./candidates.js";
 import { MAX_INCARNATION } from "./codec.js";
@@ -68,6 +70,7 @@ export class Swim {
   private readonly broadcasts = new Broadcasts();
   private readonly probes: ProbeCycle;
   private readonly pushPull: PushPull;
+  private readonly admissions: Admissions;
   private probesDone = 0;
   readonly stats: SwimStats = zeroSwimStats();
 
@@ -103,6 +106,15 @@ export class Swim {
         suspect: (u, now, out) => this.apply(u, true, now, out),
       },
     );
+    this.admissions = new Admissions({
+      config: this.config,
+      members: this.members,
+      candidates: this.candidates,
+      broadcasts: this.broadcasts,
+      probes: this.probes,
+      pushPull: this.pushPull,
+      stats: this.stats,
+    });
   }
 
   /** Arms the timers and asks the seeds for their member lists (the join). */
@@ -138,7 +150,7 @@ export class Swim {
         this.onTimer(input.timer, now, out);
         break;
       case "verified":
-        this.onVerified(input.id, input.ok, now, out, input.reason);
+        this.admissions.verified(input.id, input.ok, now, out, input.reason);
         break;
       case "seed":
         this.pushPull.addSeed(input.id, out);
@@ -321,29 +333,6 @@ export class Swim {
 
   private selfUpdate(): MemberUpdate {
     return { id: this.selfId, status: this.leaving ? "left" : "alive", incarnation: this.incarnation };
-  }
-
-  // ---------------------------------------------------------------- verification
-
-  private onVerified(id: NodeId, ok: boolean, now: number, out: SwimEffect[], reason?: string): void {
-    const { incarnation, announce } = this.candidates.settle(id, ok, now, out, reason) ?? {};
-    if (incarnation === undefined) return;
-    const m = this.members.get(id);
-    if (m !== undefined) {
-      // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive).
-      if (this.members.isLive(id) || incarnation <= m.incarnation) return;
-      this.stats.verified++;
-      m.incarnation = incarnation;
-      this.members.setStatus(m, "alive", now, out);
-      this.broadcasts.push({ id, status: "alive", incarnation });
-      return;
-    }
-    if (this.members.size >= this.config.maxMembers) return;
-    this.stats.verified++;
-    this.members.add(id, incarnation, now, out);
-    this.broadcasts.push({ id, status: "alive", incarnation });
-    this.probes.admit(id);
-    this.pushPull.admitted(id, announce === true, out);
   }
 
   // ---------------------------------------------------------------- timers
