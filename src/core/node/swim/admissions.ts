@@ -37,6 +37,8 @@ export class Admissions {
       m.incarnation = incarnation;
       members.setStatus(m, "alive", now, out);
       broadcasts.push({ id, status: "alive", incarnation });
+      // Into the pass under way: left to the next shuffle, a revived member went a pass unprobed.
+      probes.admit(id);
       return;
     }
     if (members.size >= this.p.config.maxMembers) return;

@@ -1,0 +1,60 @@
+/**
+ * SWIM's checks of a member's new life (swim/swim.ts): a verified member back from the dead joins the
+ * probe round under way; a live member's restart is checked as a revival is, and one whose new life is
+ * refused is out, nothing said of it taken from relays until a check of it passes again.
+ */
+import { describe, expect, test } from "vitest";
+import { Swim } from "../../src/core/node/swim/swim.js";
+import type { SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
+
+function harness() {
+  let now = 0;
+  const swim = new Swim("a", [], { now: () => now, random: () => 0.5 });
+  const sent: { to: string; msg: SwimMessage }[] = [];
+  const verifies: string[] = [];
+  const downs: string[] = [];
+  const run = (effects: SwimEffect[]) => {
+    for (const e of effects) {
+      if (e.type === "send") sent.push({ to: e.to, msg: e.msg });
+      if (e.type === "verify-member") verifies.push(e.id);
+      if (e.type === "member-down") downs.push(e.id);
+    }
+    return effects;
+  };
+  const msg = (from: string, m: SwimMessage) => run(swim.handle({ type: "message", from, msg: m }));
+  const verified = (id: string, ok: boolean) => run(swim.handle({ type: "verified", id, ok }));
+  const admit = (who: string, incarnation = 0) => {
+    msg("x", { type: "gossip", updates: [{ id: who, status: "alive", incarnation }] });
+    verified(who, true);
+  };
+  /** One probe period: the member pinged, which acks at once (so no retry skews the order). */
+  const probe = (): string | undefined => {
+    const before = sent.length;
+    now += 1_000;
+    run(swim.handle({ type: "timer", timer: { kind: "swim-probe" } }));
+    const ping = sent.slice(before).find((s) => s.msg.type === "ping");
+    if (ping === undefined || ping.msg.type !== "ping") return undefined;
+    msg(ping.to, { type: "ack", seq: ping.msg.seq, updates: [] });
+    return ping.to;
+  };
+  const incarnationOf = (id: string) => swim.memberViews().find((m) => m.id === id)?.incarnation;
+  return { swim, sent, verifies, downs, msg, verified, admit, probe, incarnationOf };
+}
+
+describe("a verified member back from the dead", () => {
+  test("is probed within the pass under way, not only after the next shuffle", () => {
+    const h = harness();
+    for (const id of ["b", "c", "d", "e"]) h.admit(id);
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 0, from: "c" }] });
+    // The pass is shuffled from the live members (b dead): c, d and e, one probed now.
+    const first = h.probe();
+    expect(["c", "d", "e"]).toContain(first);
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5 }] });
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    // The two left in this pass, and b among them: three probes in all, not four.
+    const rest = [h.probe(), h.probe(), h.probe()];
+    expect(rest).toContain("b");
+    expect(new Set([first, ...rest]).size).toBe(4);
+  });
+});
