@@ -106,6 +106,24 @@ describe("DnsMembership", () => {
     expect(w.hellos).toEqual([["B", url("10.0.0.2")]]);
   });
 
+  it("a restart told while the member's hello is asked is checked once that one ends, not a round later", async () => {
+    const w = await withMemberB({ intervalMs: 3_600_000, holdHellos: true });
+    const { dns } = w;
+    dns.sawEpoch("B", 1);
+    dns.sawEpoch("B", 2);
+    expect(w.hellos).toHaveLength(1);
+    // B restarts again into another model's config while its first check is held; more news of it
+    // meanwhile still makes one check, not one each.
+    w.answers.set(url("10.0.0.2"), { id: "B", model: "other-model" });
+    dns.sawEpoch("B", 3);
+    dns.sawEpoch("B", 4);
+    w.releaseHellos();
+    await waitFor(() => w.hellos.length === 2, 5_000, "B asked again after its check ended");
+    w.releaseHellos();
+    await waitFor(() => !w.members.has("B"), 5_000, "B removed");
+    expect(w.hellos).toHaveLength(2);
+  });
+
   it("an address back in DNS after it left is checked afresh: one now of another cluster is refused", async () => {
     const w = await withMemberB();
     w.setRecords([]);

@@ -12,7 +12,7 @@ export const PORT = 9080;
 export const url = (addr: string) => `http://${addr}:${PORT}`;
 
 /** A fake world: address → what its hello says (undefined: unreachable); records membership changes. */
-/** `holdHellos`: members hold every hello over their pools, answering none. */
+/** `holdHellos`: members hold every hello over their pools, answering none until `releaseHellos`. */
 export function world(
   opts: { statics?: string[]; max?: number; intervalMs?: number; holdHellos?: boolean } = {},
 ) {
@@ -26,6 +26,8 @@ export function world(
   const log: string[] = [];
   /** Each member hello asked: the id and the DNS entry's own URL it was given. */
   const hellos: [string, string][] = [];
+  /** Member hellos held (`holdHellos`), each answered once released. */
+  const held: (() => void)[] = [];
   const ports: DnsMembershipPorts = {
     async probeHello(u) {
       const a = answers.get(u);
@@ -34,9 +36,10 @@ export function world(
     },
     async hello(id, entryUrl) {
       hellos.push([id, entryUrl]);
-      if (opts.holdHellos) return new Promise(() => {});
+      // What the address says when asked (a held hello answers for the process it reached).
       const u = members.get(id);
       const a = u === undefined ? undefined : answers.get(u);
+      if (opts.holdHellos) await new Promise<void>((go) => held.push(go));
       if (!a) throw new Error("ECONNREFUSED");
       return { cluster: "c1", model: "m", protocol: PROTOCOL_VERSION, ...a };
     },
@@ -78,6 +81,10 @@ export function world(
     promptText,
     log,
     hellos,
+    /** Answers the member hellos held so far, each with what its address said when asked. */
+    releaseHellos: () => {
+      for (const go of held.splice(0)) go();
+    },
     setRecords: (r: string[]) => {
       records = r;
     },
