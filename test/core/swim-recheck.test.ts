@@ -58,3 +58,46 @@ describe("a verified member back from the dead", () => {
     expect(new Set([first, ...rest]).size).toBe(4);
   });
 });
+
+describe("a live member's new life (a restart SWIM never saw as a death)", () => {
+  test("is checked as a revival is; refused, it is out at once, and that is ours alone", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.verifies.length = 0;
+    // b restarted within its suspicion time: its new life (boot-time incarnation) told by itself.
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    expect(h.verifies).toEqual(["b"]);
+    // Still a member while checked: a restart that passes costs nothing.
+    expect(h.swim.status("b")).toBe("alive");
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
+    expect(h.downs).toEqual(["b"]);
+    expect(h.swim.liveMembers()).toEqual(["c"]);
+    expect(h.swim.refusedMembers(0)).toEqual([expect.objectContaining({ id: "b" })]);
+    // Our refusal is not news for others: no death of b said to anyone.
+    const sent = h.sent.length;
+    h.probe();
+    h.msg("c", { type: "sync", members: [], reply: true });
+    const told = h.sent
+      .slice(sent)
+      .flatMap((s) => (s.msg.type === "sync" ? s.msg.members : "updates" in s.msg ? s.msg.updates : []));
+    expect(told.filter((u) => u.id === "b" && u.status !== "alive")).toEqual([]);
+  });
+
+  test("a life that passes stays a member; a suspect's refutation is no new life", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.verifies.length = 0;
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    expect(h.verifies).toEqual(["b"]);
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.incarnationOf("b")).toBe(5_000);
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 5_000, from: "c" }] });
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 5_001 }] });
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.verifies).toEqual(["b"]);
+  });
+});

@@ -114,6 +114,7 @@ export class MeshPeers {
       pool: (id) => this.pools.pool(id),
       noteHello: (id, raw) => this.refusedMsgs.noteProtocol(id, raw),
       isMember: (id) => this.members.has(id),
+      verifiedMember: (id, hello) => this.noteHello(id, hello),
       dropStranger: (id) => this.pools.dropStranger(id),
       endLeftPool: (id) => this.pools.endLeftPool(id),
     });

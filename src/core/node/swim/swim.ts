@@ -23,8 +23,9 @@
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
  *    once this node's own `verify-member` is answered yes, as does a dead or left member heard alive
  *    again (a restart may serve another model; its tombstone kept till then; a suspect never left, so
- *    needs none). Unverified senders can name candidates but never suspect or kill anyone. What an
- *    answer does lives in admissions.ts.
+ *    needs none). A live member's new life (a restart within its suspicion time, never held dead) is
+ *    checked too; refused, it is dead to us alone. Unverified senders can name candidates but never
+ *    suspect or kill anyone. What an answer does lives in admissions.ts.
  */
 
 import type { RefusedView } from "../../refusals.js";
@@ -297,9 +298,11 @@ export class Swim {
         this.candidates.name(u.id, u.incarnation, now, out);
         return;
       }
+      const [was, wasSuspect] = [m.incarnation, m.status === "suspect"];
       m.incarnation = u.incarnation;
       this.members.setStatus(m, "alive", now, out);
       this.broadcasts.push(u);
+      this.admissions.newLife(u.id, u.incarnation, wasSuspect, was, out);
       return;
     }
     if (u.status === "suspect") {
