@@ -4,6 +4,7 @@
  * refused is out, nothing said of it taken from relays until a check of it passes again.
  */
 import { describe, expect, test } from "vitest";
+import { resolveSwimConfig } from "../../src/core/node/swim/config.js";
 import { Swim } from "../../src/core/node/swim/swim.js";
 import type { SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
 
@@ -38,7 +39,10 @@ function harness() {
     return ping.to;
   };
   const incarnationOf = (id: string) => swim.memberViews().find((m) => m.id === id)?.incarnation;
-  return { swim, sent, verifies, downs, msg, verified, admit, probe, incarnationOf };
+  const at = (t: number) => {
+    now = t;
+  };
+  return { swim, sent, verifies, downs, msg, verified, admit, probe, incarnationOf, at };
 }
 
 describe("a verified member back from the dead", () => {
@@ -99,5 +103,55 @@ describe("a live member's new life (a restart SWIM never saw as a death)", () =>
     h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 5_001 }] });
     expect(h.swim.status("b")).toBe("alive");
     expect(h.verifies).toEqual(["b"]);
+  });
+});
+
+describe("a member whose new life was refused", () => {
+  /** a holds b and c; b's new life is refused (a restart on another model, say). */
+  function refused() {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
+    h.verifies.length = 0;
+    return h;
+  }
+
+  test("is no longer a trusted sender: it cannot suspect or kill a member", () => {
+    const h = refused();
+    h.msg("b", { type: "gossip", updates: [{ id: "c", status: "dead", incarnation: 0, from: "b" }] });
+    h.msg("b", { type: "gossip", updates: [{ id: "c", status: "suspect", incarnation: 0, from: "b" }] });
+    expect(h.swim.status("c")).toBe("alive");
+  });
+
+  test("relays' news of it is not taken until a check of a newer life passes", () => {
+    const h = refused();
+    // News of its old life from a member: nothing of it is taken.
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "left", incarnation: 6_000 }] });
+    expect(h.swim.status("b")).toBe("dead");
+    expect(h.incarnationOf("b")).toBe(5_000);
+    // A newer life (past the re-check floor) is asked about, a fresh check, and taken once it passes.
+    h.at(resolveSwimConfig({}).recheckAfterChangeMs + 1);
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 9_000 }] });
+    expect(h.verifies).toEqual(["b"]);
+    expect(h.swim.status("b")).toBe("dead");
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.incarnationOf("b")).toBe(9_000);
+    h.msg("b", { type: "gossip", updates: [{ id: "c", status: "suspect", incarnation: 0, from: "b" }] });
+    expect(h.swim.status("c")).toBe("suspect");
+  });
+
+  test("one back from the dead whose check failed is no trusted sender either", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 0, from: "c" }] });
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+    h.verified("b", false);
+    h.msg("b", { type: "gossip", updates: [{ id: "c", status: "dead", incarnation: 0, from: "b" }] });
+    expect(h.swim.status("c")).toBe("alive");
   });
 });

@@ -209,7 +209,8 @@ export class Swim {
   private onMessage(from: NodeId, msg: SwimMessage, now: number, out: SwimEffect[]): void {
     if (from === this.selfId) return;
     const m = this.members.get(from);
-    const trusted = m !== undefined;
+    // A member refused since (its new life failed our check) speaks for no verified process.
+    const trusted = m !== undefined && !this.candidates.isRefused(from);
     if (!trusted) this.stats.unknownSender++;
     const entries = msg.type === "sync" ? msg.members : "updates" in msg ? msg.updates : [];
     if (entries.length > this.config.maxEntriesPerMessage) {
@@ -285,6 +286,12 @@ export class Swim {
     const m = this.members.get(u.id);
     if (m === undefined) {
       if (u.status === "alive") this.candidates.name(u.id, u.incarnation, now, out);
+      return;
+    }
+    // Refused: nothing of it taken from anyone until a check passes; a newer life is only named.
+    if (this.candidates.isRefused(u.id)) {
+      if (u.status === "alive" && u.incarnation > m.incarnation)
+        this.candidates.name(u.id, u.incarnation, now, out);
       return;
     }
     if (!trusted) return;
