@@ -18,105 +18,15 @@ import { hmacAuth, mtlsAuth, type PeerAuth } from "../../src/net/transport-auth.
 import { PeerClient } from "../../src/net/transport-client.js";
 import { buildPeerServer } from "../../src/net/transport-server.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
-import {
-  DnsMembership,
-  type DnsMembershipPorts,
-  fileResolver,
-} from "../../src/server/runtime/dns-membership.js";
+import { fileResolver } from "../../src/server/runtime/dns-membership.js";
 import { startNode } from "../../src/server/runtime/start-node.js";
 import { resolveNodeSettings, SettingsError } from "../../src/server/settings/index.js";
 import { requireBuild, waitFor } from "../e2e/helpers.js";
 import { snapshotMsg } from "../net/fixtures.js";
+import { running, url, withMemberB, world } from "./dns-world.js";
 
 const haveOpenssl = await opensslAvailable();
-const quiet = { info() {}, warn() {}, error() {}, debug() {} };
-const EXPECT = { cluster: "c1", model: "m", self: "A", authMode: "insecure" as const };
-const PORT = 9080;
-const url = (addr: string) => `http://${addr}:${PORT}`;
 
-/** A fake world: address → what its hello says (undefined: unreachable); records membership changes. */
-/** `holdHellos`: members hold every hello over their pools, answering none. */
-function world(opts: { statics?: string[]; max?: number; intervalMs?: number; holdHellos?: boolean } = {}) {
-  const answers = new Map<
-    string,
-    { id: string; cluster?: string; model?: string; certId?: string; promptText?: boolean } | undefined
-  >();
-  const members = new Map<string, string>();
-  /** What each admitted peer's hello said about prompt text (the runtime keeps it for forwards). */
-  const promptText = new Map<string, boolean | undefined>();
-  const log: string[] = [];
-  /** Each member hello asked: the id and the DNS entry's own URL it was given. */
-  const hellos: [string, string][] = [];
-  const ports: DnsMembershipPorts = {
-    async probeHello(u) {
-      const a = answers.get(u);
-      if (!a) throw new Error("ECONNREFUSED");
-      return { hello: { cluster: "c1", model: "m", protocol: PROTOCOL_VERSION, ...a }, certId: a.certId };
-    },
-    async hello(id, entryUrl) {
-      hellos.push([id, entryUrl]);
-      if (opts.holdHellos) return new Promise(() => {});
-      const u = members.get(id);
-      const a = u === undefined ? undefined : answers.get(u);
-      if (!a) throw new Error("ECONNREFUSED");
-      return { cluster: "c1", model: "m", protocol: PROTOCOL_VERSION, ...a };
-    },
-    hasPeer: (id) => members.has(id) || (opts.statics ?? []).includes(id),
-    isStatic: (id) => (opts.statics ?? []).includes(id),
-    addPeer(id, u, hello) {
-      if (members.size >= (opts.max ?? 256)) return false;
-      members.set(id, u);
-      promptText.set(id, hello.promptText);
-      log.push(`+${id}`);
-      return true;
-    },
-    noteHello(id, hello) {
-      promptText.set(id, hello.promptText);
-    },
-    movePeer(id, u) {
-      members.set(id, u);
-      log.push(`>${id}`);
-    },
-    removePeer(id) {
-      members.delete(id);
-      log.push(`-${id}`);
-    },
-  };
-  let records: string[] = [];
-  const dns = new DnsMembership({
-    target: { host: "mesh", port: PORT },
-    scheme: "http",
-    resolver: async () => records,
-    intervalMs: opts.intervalMs ?? 100,
-    expect: EXPECT,
-    ports,
-    logger: quiet,
-  });
-  return {
-    dns,
-    answers,
-    members,
-    promptText,
-    log,
-    hellos,
-    setRecords: (r: string[]) => {
-      records = r;
-    },
-  };
-}
-
-const running: DnsMembership[] = [];
-
-/** A fake world whose DNS name holds one address, 10.0.0.2, admitted as member B. */
-async function withMemberB(opts: Parameters<typeof world>[0] = {}) {
-  const w = world(opts);
-  running.push(w.dns);
-  w.answers.set(url("10.0.0.2"), { id: "B" });
-  w.setRecords(["10.0.0.2"]);
-  await w.dns.start();
-  await waitFor(() => w.members.has("B"), 5_000, "B admitted");
-  return w;
-}
 afterEach(() => {
   for (const d of running.splice(0)) d.stop();
 });
@@ -194,6 +104,24 @@ describe("DnsMembership", () => {
     // Its snapshots say a newer epoch each: the peer controls how many, so one hello at a time.
     for (let epoch = 1; epoch <= 50; epoch++) dns.sawEpoch("B", epoch);
     expect(w.hellos).toEqual([["B", url("10.0.0.2")]]);
+  });
+
+  it("a restart told while the member's hello is asked is checked once that one ends, not a round later", async () => {
+    const w = await withMemberB({ intervalMs: 3_600_000, holdHellos: true });
+    const { dns } = w;
+    dns.sawEpoch("B", 1);
+    dns.sawEpoch("B", 2);
+    expect(w.hellos).toHaveLength(1);
+    // B restarts again into another model's config while its first check is held; more news of it
+    // meanwhile still makes one check, not one each.
+    w.answers.set(url("10.0.0.2"), { id: "B", model: "other-model" });
+    dns.sawEpoch("B", 3);
+    dns.sawEpoch("B", 4);
+    w.releaseHellos();
+    await waitFor(() => w.hellos.length === 2, 5_000, "B asked again after its check ended");
+    w.releaseHellos();
+    await waitFor(() => !w.members.has("B"), 5_000, "B removed");
+    expect(w.hellos).toHaveLength(2);
   });
 
   it("an address back in DNS after it left is checked afresh: one now of another cluster is refused", async () => {

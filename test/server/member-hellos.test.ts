@@ -3,6 +3,7 @@
  * or left; the transport does not count on it) is noted again with its last verified hello at once,
  * then with a fresh one once that is proven and checked (member-hellos.ts); a fresh one refused or
  * unanswered leaves the last one; a hello is forgotten with its member, and nothing is noted after stop().
+ * A live member's new life that SWIM has verified has the verification's hello noted.
  */
 import { describe, expect, it } from "vitest";
 import type { NodeInput } from "../../src/core/node/types.js";
@@ -225,6 +226,26 @@ describe("a member's hello read elsewhere (a DNS round's re-check)", () => {
     f.mesh.noteHello("B", hello(["m3"])); // not a member now: nothing noted of it
     f.set("alive"); // back with no verification: what was last read of it, not its first hello
     expect(f.noted).toEqual([["m1"], ["m2"], ["m2"]]);
+    f.mesh.stop();
+  });
+});
+
+describe("a live member's new life checked by SWIM (a restart it never saw as a death)", () => {
+  it("has the hello its verification read noted and remembered", async () => {
+    const f = fakes();
+    f.answers.push(() => Promise.resolve(hello(["m1"])));
+    f.mesh.learn("B", "http://127.0.0.1:1", true);
+    f.mesh.verify("B");
+    await until("B admitted", () => f.noted.length === 1);
+    // SWIM asks B's new life to be verified while B stays a member: it now serves m5.
+    f.answers.push(() => Promise.resolve(hello(["m5"])));
+    f.mesh.verify("B");
+    await until("its new hello noted", () => f.noted.length === 2);
+    expect(f.noted[1]).toEqual(["m5"]);
+    // The one remembered, should it come back with no verification in hand.
+    f.set("dead");
+    f.set("alive");
+    expect(f.noted[2]).toEqual(["m5"]);
     f.mesh.stop();
   });
 });

@@ -64,6 +64,11 @@ interface Entry {
   busy: boolean;
   /** A member's hello is being asked (recheck): one at a time, however often its restarts are told. */
   checking: boolean;
+  /**
+   * A restart told while a check was running (whose hello may be the previous life's): one more check
+   * once that one ends, however many were told meanwhile.
+   */
+  again: boolean;
 }
 
 export class DnsMembership {
@@ -121,7 +126,8 @@ export class DnsMembership {
   /**
    * Told the epoch of each snapshot a peer sends of itself: a member seen restarted (a newer epoch)
    * has its hello read again now, not at the next round — the process behind the address may serve
-   * another model or cluster now (as static-peer-checks.ts does for static peers).
+   * another model or cluster now (as static-peer-checks.ts does for static peers); one told while its
+   * check runs is read once that check ends (`again`).
    */
   sawEpoch(id: string, epoch: number): void {
     if (this.stopped || !Number.isSafeInteger(epoch)) return;
@@ -130,7 +136,11 @@ export class DnsMembership {
     const seen = this.epochs.get(id);
     if (seen !== undefined && epoch <= seen) return;
     this.epochs.set(id, epoch);
-    if (seen === undefined || e.busy || e.checking) return;
+    if (seen === undefined) return;
+    if (e.busy || e.checking) {
+      e.again = true;
+      return;
+    }
     this.o.logger.info(
       { peer: id, epoch, address: e.address.url },
       "DNS peer restarted: reading its hello again",
@@ -160,6 +170,7 @@ export class DnsMembership {
         why: undefined,
         busy: false,
         checking: false,
+        again: false,
       };
       this.entries.set(a.url, e);
       void this.probe(e);
@@ -205,6 +216,7 @@ export class DnsMembership {
       this.admit(e, check.hello);
     } finally {
       e.busy = false;
+      this.checkAgain(e);
     }
   }
 
@@ -272,9 +284,18 @@ export class DnsMembership {
         // Down, or another node behind the address (its certificate no longer names e.id).
       } finally {
         e.checking = false;
+        this.checkAgain(e);
       }
     }
     if (this.entries.get(e.address.url) === e) await this.probe(e);
+  }
+
+  /** A restart told during the check or probe just ended: checked now, not at the next round. */
+  private checkAgain(e: Entry): void {
+    if (!e.again) return;
+    e.again = false;
+    if (this.stopped || this.entries.get(e.address.url) !== e || e.status !== "peer") return;
+    queueMicrotask(() => void this.recheck(e));
   }
 }
 

@@ -31,8 +31,8 @@
  *    `unknownKind`), where such a build's new message would. A mesh message carries no version of
  *    its own, so an unknown kind alone cannot tell a newer build from a broken one: from a sender of
  *    our protocol or older, or whose hello this node has not read, it stays `invalid`. SWIM keeps a
- *    member that restarted unseen (an upgrade in place) with no new verification, so the hello last
- *    read may be another build's: an unknown kind from a sender not known newer, or known so from a
+ *    member that restarted unseen (an upgrade in place) live while its new life is verified, so the
+ *    hello last read may be another build's: an unknown kind from a sender not known newer, or known so from a
  *    hello read PROTOCOL_RECHECK_MS ago or more, has its hello read again (as far apart), and it and
  *    those that come meanwhile are counted on that (mesh-refused.ts).
  */
@@ -114,6 +114,7 @@ export class MeshPeers {
       pool: (id) => this.pools.pool(id),
       noteHello: (id, raw) => this.refusedMsgs.noteProtocol(id, raw),
       isMember: (id) => this.members.has(id),
+      verifiedMember: (id, hello) => this.noteHello(id, hello),
       dropStranger: (id) => this.pools.dropStranger(id),
       endLeftPool: (id) => this.pools.endLeftPool(id),
     });

@@ -1,6 +1,8 @@
 /**
  * SWIM's `verify-member` effect answered for mesh-peers.ts: a hello from the candidate's address,
  * checked, retried with backoff while the address does not answer, and fed back as `member-verified`.
+ * A candidate's, or a live member's new life's (a restart SWIM never saw as a death): a refusal puts
+ * that member out, a yes notes its new hello.
  *
  * Invariants:
  *  - [Verified by contact] (mesh-peers.ts) is decided here: a candidate is answered yes only after its
@@ -43,6 +45,8 @@ export interface VerificationHooks {
   /** `id`'s hello, proven its, before it is checked (the newer-protocol senders: mesh-refused.ts). */
   noteHello(id: NodeId, raw: unknown): void;
   isMember(id: NodeId): boolean;
+  /** A live member's new life verified (SWIM checks a restart it never saw as a death): its hello. */
+  verifiedMember(id: NodeId, hello: PeerHello): void;
   dropStranger(id: NodeId): void;
   endLeftPool(id: NodeId): void;
 }
@@ -197,9 +201,16 @@ export class MemberVerification {
     if (ok) this.skewWarned.delete(id);
     this.o.feed({ type: "member-verified", id, ok, ...(reason !== undefined ? { reason } : {}) });
     if (!ok) {
+      // A live member refused (its new life failed) is out now: its pool goes as a stranger's.
       this.hellos.delete(id);
       this.hooks.dropStranger(id);
       this.o.metrics.authRejected.inc({ reason: "mesh-verify" });
-    } else if (!this.hooks.isMember(id)) this.hellos.delete(id); // not admitted after all (table full)
+      return;
+    }
+    // Still here after the feed: not a join (whose sync took it), so a live member's new life, or
+    // not admitted after all (table full).
+    const kept = this.hellos.get(id);
+    this.hellos.delete(id);
+    if (kept !== undefined && this.hooks.isMember(id)) this.hooks.verifiedMember(id, kept);
   }
 }

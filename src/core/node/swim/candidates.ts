@@ -81,6 +81,25 @@ export class Candidates {
     return true;
   }
 
+  /** Whether `id` is a candidate (being verified or waiting to be). */
+  has(id: NodeId): boolean {
+    return this.heard.has(id) || this.queued.has(id);
+  }
+
+  /**
+   * A live member whose new life failed our check (swim/admissions.ts): remembered as a refused
+   * candidate is, so only a higher incarnation or its backoff asks again.
+   */
+  refuse(id: NodeId, incarnation: number, now: number, reason = "refused"): void {
+    this.stats.refusedMembers++;
+    this.refused.refuse(id, reason.slice(0, MAX_REASON_CHARS), now, incarnation);
+  }
+
+  /** Whether `id` failed our last check of it (remembered, until a later one passes). */
+  isRefused(id: NodeId): boolean {
+    return this.refused.has(id);
+  }
+
   /** Candidates being verified or waiting: members we are about to admit, most of them. */
   get size(): number {
     return this.heard.size + this.queued.size;
@@ -109,8 +128,7 @@ export class Candidates {
     this.promote(out);
     const announce = this.announce.delete(id);
     if (!ok) {
-      this.stats.refusedMembers++;
-      this.refused.refuse(id, reason.slice(0, MAX_REASON_CHARS), now, incarnation);
+      this.refuse(id, incarnation, now, reason);
       return undefined;
     }
     this.refused.forget(id);

@@ -67,7 +67,7 @@ export class ProbeCycle {
     return this.scaled(this.config.probeIntervalMs);
   }
 
-  /** A newly verified member: probed later in this pass. */
+  /** A verified member, new or back from dead or left: probed later in this pass (not the next). */
   admit(id: NodeId): void {
     this.order.insert(id);
   }

@@ -27,6 +27,8 @@ export class ProbeOrder {
 
   /** A new member probes late in this pass, not never: at a random place among those still due. */
   insert(id: NodeId): void {
+    // A member back from the dead may still be due in this pass: once is enough.
+    if (this.order.indexOf(id, this.next) >= 0) return;
     this.order.splice(this.next + Math.floor(this.random() * (this.order.length - this.next + 1)), 0, id);
   }
 }

@@ -23,10 +23,13 @@
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
  *    once this node's own `verify-member` is answered yes, as does a dead or left member heard alive
  *    again (a restart may serve another model; its tombstone kept till then; a suspect never left, so
- *    needs none). Unverified senders can name candidates but never suspect or kill anyone.
+ *    needs none). A live member's new life (a restart within its suspicion time, never held dead) is
+ *    checked too; refused, it is dead to us alone. Unverified senders can name candidates but never
+ *    suspect or kill anyone. What an answer does lives in admissions.ts.
  */
 
 import type { RefusedView } from "../../refusals.js";
+import { Admissions } from "./admissions.js";
 import { Broadcasts } from "./broadcasts.js";
 import { Candidates } from "./candidates.js";
 import { MAX_INCARNATION } from "./codec.js";
@@ -68,6 +71,7 @@ export class Swim {
   private readonly broadcasts = new Broadcasts();
   private readonly probes: ProbeCycle;
   private readonly pushPull: PushPull;
+  private readonly admissions: Admissions;
   private probesDone = 0;
   readonly stats: SwimStats = zeroSwimStats();
 
@@ -103,6 +107,15 @@ export class Swim {
         suspect: (u, now, out) => this.apply(u, true, now, out),
       },
     );
+    this.admissions = new Admissions({
+      config: this.config,
+      members: this.members,
+      candidates: this.candidates,
+      broadcasts: this.broadcasts,
+      probes: this.probes,
+      pushPull: this.pushPull,
+      stats: this.stats,
+    });
   }
 
   /** Arms the timers and asks the seeds for their member lists (the join). */
@@ -138,7 +151,7 @@ export class Swim {
         this.onTimer(input.timer, now, out);
         break;
       case "verified":
-        this.onVerified(input.id, input.ok, now, out, input.reason);
+        this.admissions.verified(input.id, input.ok, now, out, input.reason);
         break;
       case "seed":
         this.pushPull.addSeed(input.id, out);
@@ -196,7 +209,8 @@ export class Swim {
   private onMessage(from: NodeId, msg: SwimMessage, now: number, out: SwimEffect[]): void {
     if (from === this.selfId) return;
     const m = this.members.get(from);
-    const trusted = m !== undefined;
+    // A member refused since (its new life failed our check) speaks for no verified process.
+    const trusted = m !== undefined && !this.candidates.isRefused(from);
     if (!trusted) this.stats.unknownSender++;
     const entries = msg.type === "sync" ? msg.members : "updates" in msg ? msg.updates : [];
     if (entries.length > this.config.maxEntriesPerMessage) {
@@ -274,6 +288,12 @@ export class Swim {
       if (u.status === "alive") this.candidates.name(u.id, u.incarnation, now, out);
       return;
     }
+    // Refused: nothing of it taken from anyone until a check passes; a newer life is only named.
+    if (this.candidates.isRefused(u.id)) {
+      if (u.status === "alive" && u.incarnation > m.incarnation)
+        this.candidates.name(u.id, u.incarnation, now, out);
+      return;
+    }
     if (!trusted) return;
     if (u.incarnation < m.incarnation) return;
     const newer = u.incarnation > m.incarnation;
@@ -285,9 +305,11 @@ export class Swim {
         this.candidates.name(u.id, u.incarnation, now, out);
         return;
       }
+      const [was, wasSuspect] = [m.incarnation, m.status === "suspect"];
       m.incarnation = u.incarnation;
       this.members.setStatus(m, "alive", now, out);
       this.broadcasts.push(u);
+      this.admissions.newLife(u.id, u.incarnation, wasSuspect, was, out);
       return;
     }
     if (u.status === "suspect") {
@@ -321,29 +343,6 @@ export class Swim {
 
   private selfUpdate(): MemberUpdate {
     return { id: this.selfId, status: this.leaving ? "left" : "alive", incarnation: this.incarnation };
-  }
-
-  // ---------------------------------------------------------------- verification
-
-  private onVerified(id: NodeId, ok: boolean, now: number, out: SwimEffect[], reason?: string): void {
-    const { incarnation, announce } = this.candidates.settle(id, ok, now, out, reason) ?? {};
-    if (incarnation === undefined) return;
-    const m = this.members.get(id);
-    if (m !== undefined) {
-      // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive).
-      if (this.members.isLive(id) || incarnation <= m.incarnation) return;
-      this.stats.verified++;
-      m.incarnation = incarnation;
-      this.members.setStatus(m, "alive", now, out);
-      this.broadcasts.push({ id, status: "alive", incarnation });
-      return;
-    }
-    if (this.members.size >= this.config.maxMembers) return;
-    this.stats.verified++;
-    this.members.add(id, incarnation, now, out);
-    this.broadcasts.push({ id, status: "alive", incarnation });
-    this.probes.admit(id);
-    this.pushPull.admitted(id, announce === true, out);
   }
 
   // ---------------------------------------------------------------- timers

@@ -1,0 +1,92 @@
+/**
+ * What the runtime's answer to `verify-member` does (owned by one Swim, swim.ts): a candidate
+ * verified joins the member table (or a tombstone comes back alive); one refused stays out
+ * (candidates.ts remembers it). Its own file: admission is one job, beside applying updates.
+ */
+import type { Broadcasts } from "./broadcasts.js";
+import type { Candidates } from "./candidates.js";
+import type { SwimConfig } from "./config.js";
+import type { MemberTable } from "./members.js";
+import type { ProbeCycle } from "./probe-cycle.js";
+import type { PushPull } from "./push-pull.js";
+import type { NodeId, SwimEffect, SwimStats } from "./types.js";
+
+export interface AdmissionParts {
+  config: SwimConfig;
+  members: MemberTable;
+  candidates: Candidates;
+  broadcasts: Broadcasts;
+  probes: ProbeCycle;
+  pushPull: PushPull;
+  stats: SwimStats;
+}
+
+export class Admissions {
+  /**
+   * Live members whose new life is being checked: id → the incarnation that brought the check. At
+   * most one per member, pruned to the live ones as it grows; news of a newer life meanwhile asks no more.
+   */
+  private readonly lives = new Map<NodeId, number>();
+
+  constructor(private readonly p: AdmissionParts) {}
+
+  /**
+   * Live member `id` heard at a higher incarnation than ours. A restart within its suspicion time
+   * is never held dead, so it would be taken on gossip alone: any rise but a suspect's refutation
+   * (exactly one more) is a new life, checked as a revival is. It stays a member meanwhile (a
+   * restart that passes costs nothing); a refusal puts it out (`verified`).
+   */
+  newLife(id: NodeId, incarnation: number, wasSuspect: boolean, was: number, out: SwimEffect[]): void {
+    if (wasSuspect && incarnation === was + 1) return;
+    if (this.lives.has(id) || this.p.candidates.has(id)) return;
+    // A check never answered (the runtime's own bound) must not pin an entry: those of members no
+    // longer live go once the map outgrows the live list (their answer would change nothing).
+    if (this.lives.size >= this.p.members.live.length)
+      for (const k of this.lives.keys()) if (!this.p.members.isLive(k)) this.lives.delete(k);
+    this.lives.set(id, incarnation);
+    out.push({ type: "verify-member", id });
+  }
+
+  /** The runtime's answer for `id`: a candidate's, or a live member's new life's (else ignored). */
+  verified(id: NodeId, ok: boolean, now: number, out: SwimEffect[], reason?: string): void {
+    const { members, candidates, broadcasts, probes, stats } = this.p;
+    const life = this.lives.get(id);
+    this.lives.delete(id);
+    if (!candidates.has(id)) {
+      if (life !== undefined && !ok) this.refuseLive(id, now, out, reason);
+      return;
+    }
+    const { incarnation, announce } = candidates.settle(id, ok, now, out, reason) ?? {};
+    if (incarnation === undefined) return;
+    const m = members.get(id);
+    if (m !== undefined) {
+      // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive).
+      if (members.isLive(id) || incarnation <= m.incarnation) return;
+      stats.verified++;
+      m.incarnation = incarnation;
+      members.setStatus(m, "alive", now, out);
+      broadcasts.push({ id, status: "alive", incarnation });
+      // Into the pass under way: left to the next shuffle, a revived member went a pass unprobed.
+      probes.admit(id);
+      return;
+    }
+    if (members.size >= this.p.config.maxMembers) return;
+    stats.verified++;
+    members.add(id, incarnation, now, out);
+    broadcasts.push({ id, status: "alive", incarnation });
+    probes.admit(id);
+    this.p.pushPull.admitted(id, announce === true, out);
+  }
+
+  /**
+   * A live member whose new life failed our check: dead to us (its estimate dropped, no longer
+   * probed or routed to) and refused, so only a higher incarnation or its backoff asks again. Ours
+   * alone: no death is said of it (others check it themselves), and push-pull lists leave it out.
+   */
+  private refuseLive(id: NodeId, now: number, out: SwimEffect[], reason?: string): void {
+    const m = this.p.members.get(id);
+    if (m === undefined || !this.p.members.isLive(id)) return;
+    this.p.candidates.refuse(id, m.incarnation, now, reason);
+    this.p.members.setStatus(m, "dead", now, out);
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * SWIM's checks of a member's new life (swim/swim.ts): a verified member back from the dead joins the
+ * probe round under way; a live member's restart is checked as a revival is, and one whose new life is
+ * refused is out, nothing said of it taken from relays until a check of it passes again.
+ */
+import { describe, expect, test } from "vitest";
+import { resolveSwimConfig } from "../../src/core/node/swim/config.js";
+import { Swim } from "../../src/core/node/swim/swim.js";
+import type { SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
+
+function harness() {
+  let now = 0;
+  const swim = new Swim("a", [], { now: () => now, random: () => 0.5 });
+  const sent: { to: string; msg: SwimMessage }[] = [];
+  const verifies: string[] = [];
+  const downs: string[] = [];
+  const run = (effects: SwimEffect[]) => {
+    for (const e of effects) {
+      if (e.type === "send") sent.push({ to: e.to, msg: e.msg });
+      if (e.type === "verify-member") verifies.push(e.id);
+      if (e.type === "member-down") downs.push(e.id);
+    }
+    return effects;
+  };
+  const msg = (from: string, m: SwimMessage) => run(swim.handle({ type: "message", from, msg: m }));
+  const verified = (id: string, ok: boolean) => run(swim.handle({ type: "verified", id, ok }));
+  const admit = (who: string, incarnation = 0) => {
+    msg("x", { type: "gossip", updates: [{ id: who, status: "alive", incarnation }] });
+    verified(who, true);
+  };
+  /** One probe period: the member pinged, which acks at once (so no retry skews the order). */
+  const probe = (): string | undefined => {
+    const before = sent.length;
+    now += 1_000;
+    run(swim.handle({ type: "timer", timer: { kind: "swim-probe" } }));
+    const ping = sent.slice(before).find((s) => s.msg.type === "ping");
+    if (ping === undefined || ping.msg.type !== "ping") return undefined;
+    msg(ping.to, { type: "ack", seq: ping.msg.seq, updates: [] });
+    return ping.to;
+  };
+  const incarnationOf = (id: string) => swim.memberViews().find((m) => m.id === id)?.incarnation;
+  const at = (t: number) => {
+    now = t;
+  };
+  return { swim, sent, verifies, downs, msg, verified, admit, probe, incarnationOf, at };
+}
+
+describe("a verified member back from the dead", () => {
+  test("is probed within the pass under way, not only after the next shuffle", () => {
+    const h = harness();
+    for (const id of ["b", "c", "d", "e"]) h.admit(id);
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 0, from: "c" }] });
+    // The pass is shuffled from the live members (b dead): c, d and e, one probed now.
+    const first = h.probe();
+    expect(["c", "d", "e"]).toContain(first);
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5 }] });
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    // The two left in this pass, and b among them: three probes in all, not four.
+    const rest = [h.probe(), h.probe(), h.probe()];
+    expect(rest).toContain("b");
+    expect(new Set([first, ...rest]).size).toBe(4);
+  });
+});
+
+describe("a live member's new life (a restart SWIM never saw as a death)", () => {
+  test("is checked as a revival is; refused, it is out at once, and that is ours alone", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.verifies.length = 0;
+    // b restarted within its suspicion time: its new life (boot-time incarnation) told by itself.
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    expect(h.verifies).toEqual(["b"]);
+    // Still a member while checked: a restart that passes costs nothing.
+    expect(h.swim.status("b")).toBe("alive");
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
+    expect(h.downs).toEqual(["b"]);
+    expect(h.swim.liveMembers()).toEqual(["c"]);
+    expect(h.swim.refusedMembers(0)).toEqual([expect.objectContaining({ id: "b" })]);
+    // Our refusal is not news for others: no death of b said to anyone.
+    const sent = h.sent.length;
+    h.probe();
+    h.msg("c", { type: "sync", members: [], reply: true });
+    const told = h.sent
+      .slice(sent)
+      .flatMap((s) => (s.msg.type === "sync" ? s.msg.members : "updates" in s.msg ? s.msg.updates : []));
+    expect(told.filter((u) => u.id === "b" && u.status !== "alive")).toEqual([]);
+  });
+
+  test("a life that passes stays a member; a suspect's refutation is no new life", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.verifies.length = 0;
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    expect(h.verifies).toEqual(["b"]);
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.incarnationOf("b")).toBe(5_000);
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 5_000, from: "c" }] });
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 5_001 }] });
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.verifies).toEqual(["b"]);
+  });
+});
+
+describe("a member whose new life was refused", () => {
+  /** a holds b and c; b's new life is refused (a restart on another model, say). */
+  function refused() {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
+    h.verifies.length = 0;
+    return h;
+  }
+
+  test("is no longer a trusted sender: it cannot suspect or kill a member", () => {
+    const h = refused();
+    h.msg("b", { type: "gossip", updates: [{ id: "c", status: "dead", incarnation: 0, from: "b" }] });
+    h.msg("b", { type: "gossip", updates: [{ id: "c", status: "suspect", incarnation: 0, from: "b" }] });
+    expect(h.swim.status("c")).toBe("alive");
+  });
+
+  test("relays' news of it is not taken until a check of a newer life passes", () => {
+    const h = refused();
+    // News of its old life from a member: nothing of it is taken.
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "left", incarnation: 6_000 }] });
+    expect(h.swim.status("b")).toBe("dead");
+    expect(h.incarnationOf("b")).toBe(5_000);
+    // A newer life (past the re-check floor) is asked about, a fresh check, and taken once it passes.
+    h.at(resolveSwimConfig({}).recheckAfterChangeMs + 1);
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 9_000 }] });
+    expect(h.verifies).toEqual(["b"]);
+    expect(h.swim.status("b")).toBe("dead");
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.incarnationOf("b")).toBe(9_000);
+    h.msg("b", { type: "gossip", updates: [{ id: "c", status: "suspect", incarnation: 0, from: "b" }] });
+    expect(h.swim.status("c")).toBe("suspect");
+  });
+
+  test("one back from the dead whose check failed is no trusted sender either", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 0, from: "c" }] });
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 1 }] });
+    h.verified("b", false);
+    h.msg("b", { type: "gossip", updates: [{ id: "c", status: "dead", incarnation: 0, from: "b" }] });
+    expect(h.swim.status("c")).toBe("alive");
+  });
+});
