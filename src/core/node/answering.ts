@@ -90,6 +90,8 @@ export class Answering {
       // Neither a timeout nor a failure of the peer: its timers go, its peer gets the cancel.
       this.o.attempts.end(p, out, true, true, false);
       stage = "forwarded";
+    } else if (p.failedHere !== undefined) {
+      stage = "running"; // its run here failed already: only its hedge was left
     } else {
       const local = dropLocal(reqId);
       invariant(local !== undefined, () => `${reqId} is pending here, yet neither queued nor running`);
@@ -130,15 +132,31 @@ export class Answering {
 
   /**
    * Our local run of the request failed: the request fails, by whose fault — the prompt refused
-   * (`invalid`, a 400), our engine's load (`unavailable`, a 503 with its wait), else `engine`.
+   * (`invalid`, a 400), our engine's load (`unavailable`, a 503 with its wait), else `engine`. Not
+   * for load while its hedge's peer may still answer: it waits on that peer (`failHeld` if it fails).
    */
   failLocal(run: LocalRun, f: RunFailure, now: number, out: Effect[]): void {
     if (this.o.answeredRuns.take(run.reqId, run.attempt)) return;
+    const held = this.o.pending.get(run.reqId);
+    if (f.fault === "load" && this.o.hedging.live(held)) {
+      held.failedHere = { error: `engine: ${f.error}`, retryAfterMs: f.retryAfterMs };
+      return;
+    }
     const p = this.o.pending.settleLocal(run);
     this.o.hedging.end(p, out);
     const code = f.fault === "input" ? "invalid" : f.fault === "load" ? "unavailable" : "engine";
     const wait = f.fault === "load" ? f.retryAfterMs : undefined;
     out.push(failReply(this.o.by(), run.reqId, run.request, now, `engine: ${f.error}`, code, p, wait));
+  }
+
+  /** A request whose run here failed for load (`failedHere`) lost its hedge too: it fails now, a 503. */
+  failHeld(p: Pending, out: Effect[]): void {
+    const f = p.failedHere;
+    if (f === undefined || this.o.pending.find(p.reqId) !== p) return;
+    this.o.pending.settle(p.reqId);
+    this.o.hedging.end(p, out);
+    const now = this.o.deps.now();
+    out.push(failReply(this.o.by(), p.reqId, p.request, now, f.error, "unavailable", p, f.retryAfterMs));
   }
 
   /**
@@ -219,8 +237,11 @@ export class Answering {
         this.o.hedging.end(p, out, false);
         return attempts.late(undefined);
       }
-      this.o.answeredRuns.add(p);
-      abortRun(p.reqId);
+      // Unless that run failed already (`failedHere`): nothing of it is left to go unreplied.
+      if (p.failedHere === undefined) {
+        this.o.answeredRuns.add(p);
+        abortRun(p.reqId);
+      }
       this.o.counters.hedgedAnswers++;
       return p;
     }

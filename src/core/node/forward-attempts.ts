@@ -223,7 +223,7 @@ export class ForwardAttempts {
    * job: no more asking. For the current attempt, fall back (true: node.ts moves on); else late.
    */
   onError(p: Pending | undefined, from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): boolean {
-    if (p !== undefined && hedgeOn(p.hedge, from, msg.attempt)) this.hedging.end(p, out, false);
+    if (p !== undefined && hedgeOn(p.hedge, from, msg.attempt)) this.hedging.stop(p, out, false);
     const q = this.current(p, from, msg);
     if (!q) return this.late(false);
     // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer, nor

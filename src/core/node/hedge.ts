@@ -42,6 +42,8 @@ export interface Hedge {
    * a new incarnation is that incarnation's job, and a restart up to it does not end the hedge.
    */
   epoch?: number | undefined;
+  /** Its timer is armed: a re-ask is due, or the wait for the last one's answer is not over. */
+  armed?: boolean;
 }
 
 /** What of a pending request (pending-requests.ts) a hedge reads. */

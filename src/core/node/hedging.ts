@@ -18,7 +18,15 @@ export class Hedging {
     private readonly acks: ForwardAcks,
     /** The origin's counters: a re-ask counts as a probe. */
     private readonly counters: { probes: number },
+    /** Fails a request whose run here failed (`failedHere`) once its hedge ended (answering.ts). */
+    private readonly failHeld: (p: Pending, out: Effect[]) => void,
   ) {}
+
+  /** Whether the request's hedge may still answer: a re-ask or its wait is due, its peer reachable. */
+  live(p: Pending): boolean {
+    const h = hedgeOf(p);
+    return h?.armed === true && this.targets.get(h.to) !== undefined && !this.trust.quarantined(h.to);
+  }
 
   /**
    * `to` acked the request's current attempt, then went silent or overdue: it is the one asked from
@@ -40,10 +48,13 @@ export class Hedging {
     // its run aborted.
     if (p.request.stream === true && started()) return void this.end(p, out, true, true);
     const h = hedgeOf(p);
+    if (h) h.armed = false;
     const peer = h && this.targets.get(h.to);
-    if (!h || !peer || this.trust.quarantined(h.to) || !askAgain(h)) return;
+    // Nothing more to wait for: a request whose run here failed fails now.
+    if (!h || !peer || this.trust.quarantined(h.to) || !askAgain(h)) return void this.unheld(p, out);
     this.counters.probes++;
     this.acks.ask(p, h.attempt, h.to, peer, now, out);
+    h.armed = true;
     out.push({ type: "set-timer", timer: hedgeTimer(h, p.reqId), delayMs: this.acks.timeoutMs(peer.rttMs) });
   }
 
@@ -61,6 +72,18 @@ export class Hedging {
     if (!final) return void out.push(hedgeCancel(h, p.reqId));
     out.push(finalCancel(h.to, p.reqId, h.attempt));
     for (const a of p.abandoned ?? []) if (a.to === h.to && a.attempt === h.attempt) a.done = true;
+  }
+
+  /** The hedge ends as `end` ends it; the request fails if its run here failed (nothing else answers). */
+  stop(p: Pending, out: Effect[], cancel = true, final = false): void {
+    this.end(p, out, cancel, final);
+    this.unheld(p, out);
+  }
+
+  private unheld(p: Pending, out: Effect[]): void {
+    if (p.failedHere === undefined) return;
+    this.end(p, out);
+    this.failHeld(p, out);
   }
 
   /**
@@ -83,7 +106,7 @@ export class Hedging {
       const asked = h !== undefined && h.asks > 0;
       if (epoch !== undefined) tookAlong(p, peer, epoch, asked ? h?.attempt : undefined);
       if (h !== undefined && olderThan(h.epoch, epoch))
-        this.end(p, out, asked || epoch === undefined, started?.(p.reqId) === true);
+        this.stop(p, out, asked || epoch === undefined, started?.(p.reqId) === true);
     }
   }
 }

@@ -90,7 +90,8 @@ export class Origin {
     });
     this.spot = new SpotChecks(config.spotCheckRate);
     this.limits = new PeerLimits(() => deps.now());
-    this.hedging = new Hedging(this.targets, this.trust, this.acks, this.counters);
+    const failHeld: ConstructorParameters<typeof Hedging>[4] = (p, out) => this.answering.failHeld(p, out);
+    this.hedging = new Hedging(this.targets, this.trust, this.acks, this.counters, failHeld);
     this.attempts = new ForwardAttempts(
       config.answerRecovery,
       this.targets,

@@ -175,6 +175,8 @@ export class PeerReports {
     const was = this.epochs.get(owner);
     if (was !== undefined && epoch <= was) return;
     this.epochs.set(owner, epoch);
+    // Back in a newer epoch than it left in: what its old process acked since it was back is lost too.
+    if (was === undefined && left !== undefined && epoch > left) this.restarted.add(owner);
     if (was === undefined) return;
     this.onRestart(owner);
     this.restarted.add(owner);

@@ -1,0 +1,122 @@
+/**
+ * A hedged request has two legs: its run here and the silent peer asked again (hedge.ts). One leg
+ * failing does not end it while the other may still answer: our engine refusing the run for its load
+ * leaves the request waiting on the peer (503 only if that leg ends unanswered too), and the peer
+ * dropping the job leaves it waiting on our run.
+ */
+import { describe, expect, it } from "vitest";
+import { HEDGE_ASKS } from "../../src/core/node/hedge.js";
+import { DAEMON_RECOVERY, type Harness, isType, type Mail, prompt, warmPair } from "./node-harness.js";
+
+const ACK_MS = 250;
+const toB = (m: Mail) => m.msg.type === "forward" && m.to === "B";
+
+/**
+ * r1 goes to B, is acked and run there; its answer and the probes for it are lost, so A runs r1
+ * itself and asks B again meanwhile (that ask is still in the mailbox).
+ */
+function hedged(): Harness {
+  const h = warmPair({
+    ...DAEMON_RECOVERY,
+    forwardAckTimeoutMs: ACK_MS,
+    forwardTimeoutMs: 30_000,
+  });
+  h.input("A", {
+    type: "client-request",
+    reqId: "r1",
+    request: { id: "r1", tokens: prompt(1, 1), maxTokens: 1 },
+  });
+  h.deliver(isType("forward"));
+  h.deliver(isType("forward-ack"));
+  h.finishRuns("B");
+  expect(h.drop(isType("result"))).toBe(1);
+  for (let t = 0; h.node("A").stats().fallbacks === 0; t += 10) {
+    if (t > 10_000) throw new Error("no fallback within 10 s");
+    h.drop(toB);
+    h.advanceLive(10);
+  }
+  expect(h.members.get("A")?.runs.size).toBe(1);
+  expect(h.mailbox.filter(toB)).toHaveLength(1);
+  return h;
+}
+
+/** A's one run fails for its engine's load (a 503 with a wait, as its runtime says). */
+function loadFailsAtA(h: Harness): void {
+  const runs = h.members.get("A")?.runs;
+  const jobId = [...(runs?.keys() ?? [])][0] as string;
+  runs?.clear();
+  h.input("A", { type: "engine-failed", jobId, error: "HTTP 503: busy", fault: "load", retryAfterMs: 7_000 });
+}
+
+const UNAVAILABLE = { ok: false, error: "engine: HTTP 503: busy", code: "unavailable", retryAfterMs: 7_000 };
+
+describe("a hedged request outlives one failed leg", () => {
+  it("our engine refuses the run for load: the peer's answer to the re-ask is the reply", () => {
+    const h = hedged();
+    loadFailsAtA(h);
+    expect(h.repliesFor("r1")).toHaveLength(0);
+    h.deliver(toB);
+    h.deliver();
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.outcome.ok).toBe(true);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B" });
+    expect(h.node("A").stats().hedgedAnswers).toBe(1);
+  });
+
+  it("our engine refuses it and every re-ask is lost: 503 once the asks are spent, not before", () => {
+    const h = hedged();
+    loadFailsAtA(h);
+    let asks = 0;
+    for (let t = 0; h.repliesFor("r1").length === 0; t += 10) {
+      if (t > (HEDGE_ASKS + 3) * ACK_MS) throw new Error("no reply after the asks ran out");
+      asks += h.drop(toB);
+      h.advanceLive(10);
+    }
+    expect(asks).toBe(HEDGE_ASKS); // the first one (sent before the run failed) included
+    expect(h.repliesFor("r1")[0]?.outcome).toEqual(UNAVAILABLE);
+    h.advanceLive(4 * ACK_MS);
+    expect(h.repliesFor("r1")).toHaveLength(1);
+  });
+
+  it("our engine refuses it, then the peer says it dropped the job: 503 at once", () => {
+    const h = hedged();
+    loadFailsAtA(h);
+    h.drop(toB);
+    const error = { type: "error", reqId: "r1", attempt: 1, error: "cancelled by origin", retryable: false };
+    h.input("A", { type: "peer-message", from: "B", msg: error } as never);
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.outcome).toEqual(UNAVAILABLE);
+  });
+
+  it("our engine refuses it, then the peer restarts: 503 at once", () => {
+    const h = hedged();
+    loadFailsAtA(h);
+    h.drop(toB);
+    h.crash("B");
+    h.restart("B");
+    h.gossip(3);
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.outcome).toEqual(UNAVAILABLE);
+  });
+
+  it("our engine refuses it, then its client hangs up: settled unreplied, nothing more asked", () => {
+    const h = hedged();
+    loadFailsAtA(h);
+    h.drop(toB);
+    h.input("A", { type: "client-gone", reqId: "r1" });
+    h.advanceLive(4 * ACK_MS);
+    expect(h.repliesFor("r1")).toHaveLength(0);
+    expect(h.mailbox.filter(toB)).toHaveLength(0);
+  });
+
+  it("the peer drops the job while our run goes on: our run answers", () => {
+    const h = hedged();
+    h.drop(toB);
+    const error = { type: "error", reqId: "r1", attempt: 1, error: "cancelled by origin", retryable: false };
+    h.input("A", { type: "peer-message", from: "B", msg: error } as never);
+    expect(h.repliesFor("r1")).toHaveLength(0);
+    h.finishRuns("A");
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A" });
+  });
+});
