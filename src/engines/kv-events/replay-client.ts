@@ -44,6 +44,8 @@ export class ReplayClient {
     // Bounded by its own deadline: a reply that never ends closes the socket, and a new one is made.
     if (this.draining) await this.draining;
     this.draining = undefined;
+    // Closed meanwhile: a new socket's send to a gone engine would hold the close for its whole bound.
+    if (this.closed()) return this.failed("closed");
     const dealer = this.socket();
     const deadline = Date.now() + this.opts.timeoutMs;
     try {
