@@ -1,7 +1,8 @@
 /**
  * The replay client against the publisher double's ROUTER on 127.0.0.1: one connection serves a
- * subscriber's replays, a reply left unread is never mixed into the next, a replay that failed is
- * not asked again on its socket, and one waiting for the last reply's rest ends when the subscriber closes.
+ * subscriber's replays, a reply left unread is never mixed into the next (nor waited for past half a
+ * replay's bound), a replay that failed is not asked again on its socket, and one waiting for the last
+ * reply's rest ends when the subscriber closes.
  */
 import { afterEach, describe, expect, test } from "vitest";
 import { ReplayClient } from "../../../src/engines/kv-events/replay-client.js";
@@ -66,5 +67,16 @@ describe("the replay connection", () => {
     expect((await waiting).result).toEqual({ kind: "failed", why: "closed" });
     // A new socket to the gone engine would hold the subscriber's close for the send's whole bound.
     expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  test("a reply's rest that never ends holds the next replay back at most half its bound", async () => {
+    const { pub, client } = await setup(4, 4_000);
+    pub.unterminatedReplays = 1;
+    expect((await read(client, 0, 0)).result).toEqual({ kind: "enough" });
+    const started = Date.now();
+    expect(await read(client, 1)).toEqual({ result: { kind: "done" }, seqs: [1, 2, 3] });
+    // Waiting out the rest's own bound, then a whole one more, would stall the live batches behind it.
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(new Set(pub.replayConnections).size).toBe(2);
   });
 });
