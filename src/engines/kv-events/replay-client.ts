@@ -41,11 +41,15 @@ export class ReplayClient {
     from: number,
     onBatch: (seq: number, payload: Buffer) => boolean | undefined,
   ): Promise<ReplayRead> {
-    // Bounded by its own deadline: a reply that never ends closes the socket, and a new one is made.
-    if (this.draining) await this.draining;
-    this.draining = undefined;
-    const dealer = this.socket();
     const deadline = Date.now() + this.opts.timeoutMs;
+    // The last reply's rest is waited for within this replay's bound, at most half of it (the live
+    // batches wait behind): one still unread by then (an engine gone mid-reply) drops its socket.
+    if (this.draining && !(await this.drained(this.opts.timeoutMs / 2))) this.close();
+    this.draining = undefined;
+    // Closed meanwhile: a new socket's send to a gone engine would hold the close for its whole bound.
+    if (this.closed()) return this.failed("closed");
+    const dealer = this.socket();
+    dealer.sendTimeout = Math.max(1, deadline - Date.now());
     try {
       await dealer.send([EMPTY, encodeSequence(from)]);
     } catch (e) {
@@ -97,6 +101,19 @@ export class ReplayClient {
       // Timed out, closed, or a bad frame: the socket is not reused either way.
     }
     if (this.dealer === dealer) this.close();
+  }
+
+  /** Whether the rest being read ended (read to its end marker, or its socket dropped) within `ms`. */
+  private async drained(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    try {
+      return await Promise.race([this.draining!.then(() => true), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Drops the socket; the next request makes a new one. */
