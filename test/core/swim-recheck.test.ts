@@ -155,3 +155,28 @@ describe("a member whose new life was refused", () => {
     expect(h.swim.status("c")).toBe("alive");
   });
 });
+
+describe("a live member refused and re-checked after its backoff (no restart: a clock set right)", () => {
+  test("passing, it is alive again at once, and its death (ours alone) is never said", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    h.verified("b", false);
+    h.verifies.length = 0;
+    // Its backoff over, its next ping (which carries no incarnation) asks again; the check passes.
+    h.at(resolveSwimConfig({}).recheckFirstMs + 1);
+    h.msg("b", { type: "ping", seq: 2, updates: [] });
+    expect(h.verifies).toEqual(["b"]);
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.incarnationOf("b")).toBe(5_000);
+    const sent = h.sent.length;
+    h.msg("c", { type: "sync", members: [], reply: true });
+    h.msg("b", { type: "ping", seq: 3, updates: [] });
+    const told = h.sent
+      .slice(sent)
+      .flatMap((s) => (s.msg.type === "sync" ? s.msg.members : "updates" in s.msg ? s.msg.updates : []));
+    expect(told.filter((u) => u.id === "b" && u.status !== "alive")).toEqual([]);
+  });
+});

@@ -60,12 +60,13 @@ export class Admissions {
     if (incarnation === undefined) return;
     const m = members.get(id);
     if (m !== undefined) {
-      // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive).
-      if (members.isLive(id) || incarnation <= m.incarnation) return;
+      // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive);
+      // one put out by us alone never died at its incarnation (a re-check's ping names none).
+      if (members.isLive(id) || (incarnation <= m.incarnation && m.putOut !== true)) return;
       stats.verified++;
-      m.incarnation = incarnation;
+      m.incarnation = Math.max(incarnation, m.incarnation);
       members.setStatus(m, "alive", now, out);
-      broadcasts.push({ id, status: "alive", incarnation });
+      broadcasts.push({ id, status: "alive", incarnation: m.incarnation });
       // Into the pass under way: left to the next shuffle, a revived member went a pass unprobed.
       probes.admit(id);
       return;
@@ -88,5 +89,6 @@ export class Admissions {
     if (m === undefined || !this.p.members.isLive(id)) return;
     this.p.candidates.refuse(id, m.incarnation, now, reason);
     this.p.members.setStatus(m, "dead", now, out);
+    m.putOut = true;
   }
 }
