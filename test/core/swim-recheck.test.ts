@@ -4,13 +4,13 @@
  * refused is out, nothing said of it taken from relays until a check of it passes again.
  */
 import { describe, expect, test } from "vitest";
-import { resolveSwimConfig } from "../../src/core/node/swim/config.js";
+import { resolveSwimConfig, type SwimConfigInput } from "../../src/core/node/swim/config.js";
 import { Swim } from "../../src/core/node/swim/swim.js";
 import type { SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
 
-function harness() {
+function harness(config: SwimConfigInput = {}) {
   let now = 0;
-  const swim = new Swim("a", [], { now: () => now, random: () => 0.5 });
+  const swim = new Swim("a", [], { now: () => now, random: () => 0.5 }, config);
   const sent: { to: string; msg: SwimMessage }[] = [];
   const verifies: string[] = [];
   const downs: string[] = [];
@@ -174,6 +174,29 @@ describe("a live member refused and re-checked after its backoff (no restart: a 
     const sent = h.sent.length;
     h.msg("c", { type: "sync", members: [], reply: true });
     h.msg("b", { type: "ping", seq: 3, updates: [] });
+    const told = h.sent
+      .slice(sent)
+      .flatMap((s) => (s.msg.type === "sync" ? s.msg.members : "updates" in s.msg ? s.msg.updates : []));
+    expect(told.filter((u) => u.id === "b" && u.status !== "alive")).toEqual([]);
+  });
+});
+
+describe("a live member put out by us, its refusal forgotten (more refused than remembered)", () => {
+  test("is still no trusted sender, and its death (ours alone) is still never said", () => {
+    const h = harness({ maxRefused: 1 });
+    h.admit("b");
+    h.admit("c");
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    h.verified("b", false);
+    // Another refusal takes the only place: b's refusal is forgotten, b still put out.
+    h.msg("c", { type: "gossip", updates: [{ id: "z", status: "alive", incarnation: 1 }] });
+    h.verified("z", false);
+    expect(h.swim.refusedMembers(0).map((r) => r.id)).toEqual(["z"]);
+    expect(h.swim.status("b")).toBe("dead");
+    h.msg("b", { type: "gossip", updates: [{ id: "c", status: "dead", incarnation: 0, from: "b" }] });
+    expect(h.swim.status("c")).toBe("alive");
+    const sent = h.sent.length;
+    h.msg("c", { type: "sync", members: [], reply: true });
     const told = h.sent
       .slice(sent)
       .flatMap((s) => (s.msg.type === "sync" ? s.msg.members : "updates" in s.msg ? s.msg.updates : []));

@@ -17,7 +17,8 @@ export interface Member {
   suspicion: Suspicion | undefined;
   /**
    * Dead to this node alone: its new life failed our check while others held it live (admissions.ts).
-   * Not a death at its incarnation, so a check that passes revives it there; cleared once live again.
+   * Not a death at its incarnation: never said, its word not taken (even once its refusal, bounded, is
+   * forgotten), and a check that passes revives it there; cleared once live again.
    */
   putOut?: boolean;
 }

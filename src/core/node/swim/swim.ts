@@ -209,8 +209,9 @@ export class Swim {
   private onMessage(from: NodeId, msg: SwimMessage, now: number, out: SwimEffect[]): void {
     if (from === this.selfId) return;
     const m = this.members.get(from);
-    // A member refused since (its new life failed our check) speaks for no verified process.
-    const trusted = m !== undefined && !this.candidates.isRefused(from);
+    // A member refused since (its new life failed our check) speaks for no verified process; one put
+    // out stays so when its refusal is forgotten (bounded): that loses its backoff, never our trust.
+    const trusted = m !== undefined && !this.candidates.isRefused(from) && m.putOut !== true;
     if (!trusted) this.stats.unknownSender++;
     const entries = msg.type === "sync" ? msg.members : "updates" in msg ? msg.updates : [];
     if (entries.length > this.config.maxEntriesPerMessage) {
@@ -289,7 +290,7 @@ export class Swim {
       return;
     }
     // Refused: nothing of it taken from anyone until a check passes; a newer life is only named.
-    if (this.candidates.isRefused(u.id)) {
+    if (this.candidates.isRefused(u.id) || m.putOut === true) {
       if (u.status === "alive" && u.incarnation > m.incarnation)
         this.candidates.name(u.id, u.incarnation, now, out);
       return;
