@@ -203,3 +203,38 @@ describe("a live member put out by us, its refusal forgotten (more refused than 
     expect(told.filter((u) => u.id === "b" && u.status !== "alive")).toEqual([]);
   });
 });
+
+describe("a live member's newer life told while a check of its new life runs", () => {
+  /** b's life 5,000 being checked when life 6,000 is told: the answer was perhaps read of 5,000. */
+  function twoLives() {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.verifies.length = 0;
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 6_000 }] });
+    expect(h.verifies).toEqual(["b"]);
+    return h;
+  }
+
+  test("a yes is no check of the newer life: it is checked next", () => {
+    const h = twoLives();
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.verifies).toEqual(["b", "b"]);
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
+  });
+
+  test("a no puts it out, and the newer life is asked about at the re-check floor, not its backoff", () => {
+    const h = twoLives();
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
+    h.at(resolveSwimConfig({}).recheckAfterChangeMs + 1);
+    h.msg("b", { type: "ping", seq: 2, updates: [] });
+    expect(h.verifies).toEqual(["b", "b"]);
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.incarnationOf("b")).toBe(6_000);
+  });
+});

@@ -24,7 +24,8 @@ export interface AdmissionParts {
 export class Admissions {
   /**
    * Live members whose new life is being checked: id → the incarnation that brought the check. At
-   * most one per member, pruned to the live ones as it grows; news of a newer life meanwhile asks no more.
+   * most one per member, pruned to the live ones as it grows; a newer life told meanwhile is checked once
+   * it is answered (`verified`).
    */
   private readonly lives = new Map<NodeId, number>();
 
@@ -53,7 +54,11 @@ export class Admissions {
     const life = this.lives.get(id);
     this.lives.delete(id);
     if (!candidates.has(id)) {
-      if (life !== undefined && !ok) this.refuseLive(id, now, out, reason);
+      if (life === undefined) return;
+      const held = members.isLive(id) ? members.get(id)?.incarnation : undefined;
+      if (!ok) this.refuseLive(id, life, now, out, reason);
+      // The hello may have been read of `life`'s process: a newer life told meanwhile is checked now.
+      else if (held !== undefined && held > life) this.newLife(id, held, false, life, out);
       return;
     }
     const { incarnation, announce } = candidates.settle(id, ok, now, out, reason) ?? {};
@@ -84,11 +89,14 @@ export class Admissions {
    * probed or routed to) and refused, so only a higher incarnation or its backoff asks again. Ours
    * alone: no death is said of it (others check it themselves), and push-pull lists leave it out.
    */
-  private refuseLive(id: NodeId, now: number, out: SwimEffect[], reason?: string): void {
+  private refuseLive(id: NodeId, life: number, now: number, out: SwimEffect[], reason?: string): void {
     const m = this.p.members.get(id);
     if (m === undefined || !this.p.members.isLive(id)) return;
-    this.p.candidates.refuse(id, m.incarnation, now, reason);
+    // Refused under the life checked: a newer one told meanwhile is evidence of change, so it is
+    // asked about at the re-check floor (named now, remembered if too soon), not after the backoff.
+    this.p.candidates.refuse(id, life, now, reason);
     this.p.members.setStatus(m, "dead", now, out);
     m.putOut = true;
+    if (m.incarnation > life) this.p.candidates.name(id, m.incarnation, now, out);
   }
 }
