@@ -238,3 +238,21 @@ describe("a live member's newer life told while a check of its new life runs", (
     expect(h.incarnationOf("b")).toBe(6_000);
   });
 });
+
+describe("many live members' new lives at once (a whole cluster restarted)", () => {
+  test("are checked at most maxCandidates at a time, the rest as answers come, none skipped", () => {
+    const h = harness({ maxCandidates: 2 });
+    for (const id of ["b", "c", "d", "e"]) h.admit(id);
+    h.verifies.length = 0;
+    // The runtime answers at most so many checks in flight (mesh-verify.ts): one past it is dropped.
+    for (const id of ["b", "c", "d"])
+      h.msg("e", { type: "gossip", updates: [{ id, status: "alive", incarnation: 5_000 }] });
+    expect(h.verifies).toEqual(["b", "c"]);
+    h.verified("b", true);
+    expect(h.verifies).toEqual(["b", "c", "d"]);
+    h.verified("c", true);
+    h.verified("d", false);
+    expect(h.swim.status("d")).toBe("dead");
+    expect(h.swim.liveMembers()).toEqual(expect.arrayContaining(["b", "c", "e"]));
+  });
+});

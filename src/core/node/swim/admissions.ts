@@ -24,10 +24,13 @@ export interface AdmissionParts {
 export class Admissions {
   /**
    * Live members whose new life is being checked: id → the incarnation that brought the check. At
-   * most one per member, pruned to the live ones as it grows; a newer life told meanwhile is checked once
-   * it is answered (`verified`).
+   * most `maxCandidates` (as candidates' checks: the runtime drops checks past its own bound, unanswered,
+   * which would pin an entry and skip every later life of that member); a newer life told meanwhile is
+   * checked once it is answered (`verified`).
    */
   private readonly lives = new Map<NodeId, number>();
+  /** Members whose new life waits for a check slot, oldest first: pruned to the live ones as it grows. */
+  private readonly waiting = new Set<NodeId>();
 
   constructor(private readonly p: AdmissionParts) {}
 
@@ -39,13 +42,15 @@ export class Admissions {
    */
   newLife(id: NodeId, incarnation: number, wasSuspect: boolean, was: number, out: SwimEffect[]): void {
     if (wasSuspect && incarnation === was + 1) return;
-    if (this.lives.has(id) || this.p.candidates.has(id)) return;
-    // A check never answered (the runtime's own bound) must not pin an entry: those of members no
-    // longer live go once the map outgrows the live list (their answer would change nothing).
-    if (this.lives.size >= this.p.members.live.length)
-      for (const k of this.lives.keys()) if (!this.p.members.isLive(k)) this.lives.delete(k);
-    this.lives.set(id, incarnation);
-    out.push({ type: "verify-member", id });
+    if (this.lives.has(id) || this.waiting.has(id) || this.p.candidates.has(id)) return;
+    // A check never answered (an address that never answers is retried) must not pin an entry: those
+    // of members no longer live go once the map fills (their answer would change nothing).
+    const live = this.p.members.live.length;
+    for (const m of [this.lives, this.waiting])
+      if (m.size >= Math.min(live, this.p.config.maxCandidates))
+        for (const k of m.keys()) if (!this.p.members.isLive(k)) m.delete(k);
+    this.waiting.add(id);
+    this.promote(out);
   }
 
   /** The runtime's answer for `id`: a candidate's, or a live member's new life's (else ignored). */
@@ -53,6 +58,7 @@ export class Admissions {
     const { members, candidates, broadcasts, probes, stats } = this.p;
     const life = this.lives.get(id);
     this.lives.delete(id);
+    this.promote(out);
     if (!candidates.has(id)) {
       if (life === undefined) return;
       const held = members.isLive(id) ? members.get(id)?.incarnation : undefined;
@@ -82,6 +88,18 @@ export class Admissions {
     broadcasts.push({ id, status: "alive", incarnation });
     probes.admit(id);
     this.p.pushPull.admitted(id, announce === true, out);
+  }
+
+  /** Waiting lives into free check slots, each at the life held now (members no longer live: none). */
+  private promote(out: SwimEffect[]): void {
+    for (const id of this.waiting) {
+      if (this.lives.size >= this.p.config.maxCandidates) break;
+      this.waiting.delete(id);
+      const m = this.p.members.get(id);
+      if (m === undefined || !this.p.members.isLive(id)) continue;
+      this.lives.set(id, m.incarnation);
+      out.push({ type: "verify-member", id });
+    }
   }
 
   /**
