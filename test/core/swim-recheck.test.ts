@@ -256,3 +256,18 @@ describe("many live members' new lives at once (a whole cluster restarted)", () 
     expect(h.swim.liveMembers()).toEqual(expect.arrayContaining(["b", "c", "e"]));
   });
 });
+
+describe("a live member's new life first heard of in a suspicion of it", () => {
+  test("is checked: the refutation that follows is no way around the check", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.verifies.length = 0;
+    // b restarted (life 5,000); c suspects that life before its alive news reaches us.
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 5_000, from: "c" }] });
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 5_001 }] });
+    expect(h.verifies).toEqual(["b"]);
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
+  });
+});

@@ -6,7 +6,7 @@
 import type { Broadcasts } from "./broadcasts.js";
 import type { Candidates } from "./candidates.js";
 import type { SwimConfig } from "./config.js";
-import type { MemberTable } from "./members.js";
+import type { Member, MemberTable } from "./members.js";
 import type { ProbeCycle } from "./probe-cycle.js";
 import type { PushPull } from "./push-pull.js";
 import type { NodeId, SwimEffect, SwimStats } from "./types.js";
@@ -29,28 +29,22 @@ export class Admissions {
    * checked once it is answered (`verified`).
    */
   private readonly lives = new Map<NodeId, number>();
-  /** Members whose new life waits for a check slot, oldest first: pruned to the live ones as it grows. */
-  private readonly waiting = new Set<NodeId>();
+  /** New lives waiting for a check slot, oldest first: id → the incarnation told, pruned to live ones. */
+  private readonly waiting = new Map<NodeId, number>();
 
   constructor(private readonly p: AdmissionParts) {}
 
   /**
-   * Live member `id` heard at a higher incarnation than ours. A restart within its suspicion time
-   * is never held dead, so it would be taken on gossip alone: any rise but a suspect's refutation
-   * (exactly one more) is a new life, checked as a revival is. It stays a member meanwhile (a
-   * restart that passes costs nothing); a refusal puts it out (`verified`).
+   * Live member `m` heard at `incarnation`, alive or suspect, before that news is taken. A restart
+   * within its suspicion time is never held dead, so it would be taken on gossip alone: any rise but
+   * a suspect's refutation (exactly one more) is a new life, checked as a revival is, a suspicion's
+   * too (else the refutation that follows it would carry the new life in unchecked). It stays a
+   * member meanwhile (a restart that passes costs nothing); a refusal puts it out (`verified`).
    */
-  newLife(id: NodeId, incarnation: number, wasSuspect: boolean, was: number, out: SwimEffect[]): void {
-    if (wasSuspect && incarnation === was + 1) return;
-    if (this.lives.has(id) || this.waiting.has(id) || this.p.candidates.has(id)) return;
-    // A check never answered (an address that never answers is retried) must not pin an entry: those
-    // of members no longer live go once the map fills (their answer would change nothing).
-    const live = this.p.members.live.length;
-    for (const m of [this.lives, this.waiting])
-      if (m.size >= Math.min(live, this.p.config.maxCandidates))
-        for (const k of m.keys()) if (!this.p.members.isLive(k)) m.delete(k);
-    this.waiting.add(id);
-    this.promote(out);
+  newLife(m: Member, incarnation: number, out: SwimEffect[]): void {
+    if (incarnation <= m.incarnation) return;
+    if (m.status === "suspect" && incarnation === m.incarnation + 1) return;
+    this.check(m.id, incarnation, out);
   }
 
   /** The runtime's answer for `id`: a candidate's, or a live member's new life's (else ignored). */
@@ -64,7 +58,7 @@ export class Admissions {
       const held = members.isLive(id) ? members.get(id)?.incarnation : undefined;
       if (!ok) this.refuseLive(id, life, now, out, reason);
       // The hello may have been read of `life`'s process: a newer life told meanwhile is checked now.
-      else if (held !== undefined && held > life) this.newLife(id, held, false, life, out);
+      else if (held !== undefined && held > life) this.check(id, held, out);
       return;
     }
     const { incarnation, announce } = candidates.settle(id, ok, now, out, reason) ?? {};
@@ -90,14 +84,26 @@ export class Admissions {
     this.p.pushPull.admitted(id, announce === true, out);
   }
 
-  /** Waiting lives into free check slots, each at the life held now (members no longer live: none). */
+  private check(id: NodeId, incarnation: number, out: SwimEffect[]): void {
+    if (this.lives.has(id) || this.waiting.has(id) || this.p.candidates.has(id)) return;
+    // A check never answered (an address that never answers is retried) must not pin an entry: those
+    // of members no longer live go once the map fills (their answer would change nothing).
+    const live = this.p.members.live.length;
+    for (const m of [this.lives, this.waiting])
+      if (m.size >= Math.min(live, this.p.config.maxCandidates))
+        for (const k of m.keys()) if (!this.p.members.isLive(k)) m.delete(k);
+    this.waiting.set(id, incarnation);
+    this.promote(out);
+  }
+
+  /** Waiting lives into free check slots, each at the newest life told (members no longer live: none). */
   private promote(out: SwimEffect[]): void {
-    for (const id of this.waiting) {
+    for (const [id, told] of this.waiting) {
       if (this.lives.size >= this.p.config.maxCandidates) break;
       this.waiting.delete(id);
       const m = this.p.members.get(id);
       if (m === undefined || !this.p.members.isLive(id)) continue;
-      this.lives.set(id, m.incarnation);
+      this.lives.set(id, Math.max(told, m.incarnation));
       out.push({ type: "verify-member", id });
     }
   }

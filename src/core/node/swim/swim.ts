@@ -306,11 +306,10 @@ export class Swim {
         this.candidates.name(u.id, u.incarnation, now, out);
         return;
       }
-      const [was, wasSuspect] = [m.incarnation, m.status === "suspect"];
+      this.admissions.newLife(m, u.incarnation, out);
       m.incarnation = u.incarnation;
       this.members.setStatus(m, "alive", now, out);
       this.broadcasts.push(u);
-      this.admissions.newLife(u.id, u.incarnation, wasSuspect, was, out);
       return;
     }
     if (u.status === "suspect") {
@@ -319,6 +318,7 @@ export class Swim {
         if (u.from !== undefined && this.members.confirm(m, u.from)) this.broadcasts.push(u);
         return;
       }
+      this.admissions.newLife(m, u.incarnation, out);
       m.incarnation = u.incarnation;
       this.members.suspect(m, u.from, now, out);
       this.stats.suspected++;
