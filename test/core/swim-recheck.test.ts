@@ -4,13 +4,13 @@
  * refused is out, nothing said of it taken from relays until a check of it passes again.
  */
 import { describe, expect, test } from "vitest";
-import { resolveSwimConfig } from "../../src/core/node/swim/config.js";
+import { resolveSwimConfig, type SwimConfigInput } from "../../src/core/node/swim/config.js";
 import { Swim } from "../../src/core/node/swim/swim.js";
 import type { SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
 
-function harness() {
+function harness(config: SwimConfigInput = {}) {
   let now = 0;
-  const swim = new Swim("a", [], { now: () => now, random: () => 0.5 });
+  const swim = new Swim("a", [], { now: () => now, random: () => 0.5 }, config);
   const sent: { to: string; msg: SwimMessage }[] = [];
   const verifies: string[] = [];
   const downs: string[] = [];
@@ -153,5 +153,121 @@ describe("a member whose new life was refused", () => {
     h.verified("b", false);
     h.msg("b", { type: "gossip", updates: [{ id: "c", status: "dead", incarnation: 0, from: "b" }] });
     expect(h.swim.status("c")).toBe("alive");
+  });
+});
+
+describe("a live member refused and re-checked after its backoff (no restart: a clock set right)", () => {
+  test("passing, it is alive again at once, and its death (ours alone) is never said", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    h.verified("b", false);
+    h.verifies.length = 0;
+    // Its backoff over, its next ping (which carries no incarnation) asks again; the check passes.
+    h.at(resolveSwimConfig({}).recheckFirstMs + 1);
+    h.msg("b", { type: "ping", seq: 2, updates: [] });
+    expect(h.verifies).toEqual(["b"]);
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.incarnationOf("b")).toBe(5_000);
+    const sent = h.sent.length;
+    h.msg("c", { type: "sync", members: [], reply: true });
+    h.msg("b", { type: "ping", seq: 3, updates: [] });
+    const told = h.sent
+      .slice(sent)
+      .flatMap((s) => (s.msg.type === "sync" ? s.msg.members : "updates" in s.msg ? s.msg.updates : []));
+    expect(told.filter((u) => u.id === "b" && u.status !== "alive")).toEqual([]);
+  });
+});
+
+describe("a live member put out by us, its refusal forgotten (more refused than remembered)", () => {
+  test("is still no trusted sender, and its death (ours alone) is still never said", () => {
+    const h = harness({ maxRefused: 1 });
+    h.admit("b");
+    h.admit("c");
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    h.verified("b", false);
+    // Another refusal takes the only place: b's refusal is forgotten, b still put out.
+    h.msg("c", { type: "gossip", updates: [{ id: "z", status: "alive", incarnation: 1 }] });
+    h.verified("z", false);
+    expect(h.swim.refusedMembers(0).map((r) => r.id)).toEqual(["z"]);
+    expect(h.swim.status("b")).toBe("dead");
+    h.msg("b", { type: "gossip", updates: [{ id: "c", status: "dead", incarnation: 0, from: "b" }] });
+    expect(h.swim.status("c")).toBe("alive");
+    const sent = h.sent.length;
+    h.msg("c", { type: "sync", members: [], reply: true });
+    const told = h.sent
+      .slice(sent)
+      .flatMap((s) => (s.msg.type === "sync" ? s.msg.members : "updates" in s.msg ? s.msg.updates : []));
+    expect(told.filter((u) => u.id === "b" && u.status !== "alive")).toEqual([]);
+  });
+});
+
+describe("a live member's newer life told while a check of its new life runs", () => {
+  /** b's life 5,000 being checked when life 6,000 is told: the answer was perhaps read of 5,000. */
+  function twoLives() {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.verifies.length = 0;
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 6_000 }] });
+    expect(h.verifies).toEqual(["b"]);
+    return h;
+  }
+
+  test("a yes is no check of the newer life: it is checked next", () => {
+    const h = twoLives();
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.verifies).toEqual(["b", "b"]);
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
+  });
+
+  test("a no puts it out, and the newer life is asked about at the re-check floor, not its backoff", () => {
+    const h = twoLives();
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
+    h.at(resolveSwimConfig({}).recheckAfterChangeMs + 1);
+    h.msg("b", { type: "ping", seq: 2, updates: [] });
+    expect(h.verifies).toEqual(["b", "b"]);
+    h.verified("b", true);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.incarnationOf("b")).toBe(6_000);
+  });
+});
+
+describe("many live members' new lives at once (a whole cluster restarted)", () => {
+  test("are checked at most maxCandidates at a time, the rest as answers come, none skipped", () => {
+    const h = harness({ maxCandidates: 2 });
+    for (const id of ["b", "c", "d", "e"]) h.admit(id);
+    h.verifies.length = 0;
+    // The runtime answers at most so many checks in flight (mesh-verify.ts): one past it is dropped.
+    for (const id of ["b", "c", "d"])
+      h.msg("e", { type: "gossip", updates: [{ id, status: "alive", incarnation: 5_000 }] });
+    expect(h.verifies).toEqual(["b", "c"]);
+    h.verified("b", true);
+    expect(h.verifies).toEqual(["b", "c", "d"]);
+    h.verified("c", true);
+    h.verified("d", false);
+    expect(h.swim.status("d")).toBe("dead");
+    expect(h.swim.liveMembers()).toEqual(expect.arrayContaining(["b", "c", "e"]));
+  });
+});
+
+describe("a live member's new life first heard of in a suspicion of it", () => {
+  test("is checked: the refutation that follows is no way around the check", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.verifies.length = 0;
+    // b restarted (life 5,000); c suspects that life before its alive news reaches us.
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 5_000, from: "c" }] });
+    h.msg("b", { type: "gossip", updates: [{ id: "b", status: "alive", incarnation: 5_001 }] });
+    expect(h.verifies).toEqual(["b"]);
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
   });
 });

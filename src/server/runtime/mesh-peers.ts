@@ -32,9 +32,9 @@
  *    its own, so an unknown kind alone cannot tell a newer build from a broken one: from a sender of
  *    our protocol or older, or whose hello this node has not read, it stays `invalid`. SWIM keeps a
  *    member that restarted unseen (an upgrade in place) live while its new life is verified, so the
- *    hello last read may be another build's: an unknown kind from a sender not known newer, or known so from a
- *    hello read PROTOCOL_RECHECK_MS ago or more, has its hello read again (as far apart), and it and
- *    those that come meanwhile are counted on that (mesh-refused.ts).
+ *    hello last read may be another build's: an unknown kind from a sender not known newer, or known
+ *    so from a hello read PROTOCOL_RECHECK_MS ago or more, has its hello read again (as far apart),
+ *    and it and those that come meanwhile are counted on that (mesh-refused.ts).
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import type { MeshMessage, NodeId, NodeInput } from "../../core/node/types.js";

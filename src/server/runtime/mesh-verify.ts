@@ -201,7 +201,8 @@ export class MemberVerification {
     if (ok) this.skewWarned.delete(id);
     this.o.feed({ type: "member-verified", id, ok, ...(reason !== undefined ? { reason } : {}) });
     if (!ok) {
-      // A live member refused (its new life failed) is out now: its pool goes as a stranger's.
+      // A candidate's pool goes as a stranger's; a live member refused (its new life failed) left the
+      // members with the feed above, its pool closed there (syncMembers), so this finds none.
       this.hellos.delete(id);
       this.hooks.dropStranger(id);
       this.o.metrics.authRejected.inc({ reason: "mesh-verify" });

@@ -6,7 +6,7 @@
 import type { Broadcasts } from "./broadcasts.js";
 import type { Candidates } from "./candidates.js";
 import type { SwimConfig } from "./config.js";
-import type { MemberTable } from "./members.js";
+import type { Member, MemberTable } from "./members.js";
 import type { ProbeCycle } from "./probe-cycle.js";
 import type { PushPull } from "./push-pull.js";
 import type { NodeId, SwimEffect, SwimStats } from "./types.js";
@@ -24,27 +24,27 @@ export interface AdmissionParts {
 export class Admissions {
   /**
    * Live members whose new life is being checked: id → the incarnation that brought the check. At
-   * most one per member, pruned to the live ones as it grows; news of a newer life meanwhile asks no more.
+   * most `maxCandidates` (as candidates' checks: the runtime drops checks past its own bound, unanswered,
+   * which would pin an entry and skip every later life of that member); a newer life told meanwhile is
+   * checked once it is answered (`verified`).
    */
   private readonly lives = new Map<NodeId, number>();
+  /** New lives waiting for a check slot, oldest first: id → the incarnation told, pruned to live ones. */
+  private readonly waiting = new Map<NodeId, number>();
 
   constructor(private readonly p: AdmissionParts) {}
 
   /**
-   * Live member `id` heard at a higher incarnation than ours. A restart within its suspicion time
-   * is never held dead, so it would be taken on gossip alone: any rise but a suspect's refutation
-   * (exactly one more) is a new life, checked as a revival is. It stays a member meanwhile (a
-   * restart that passes costs nothing); a refusal puts it out (`verified`).
+   * Live member `m` heard at `incarnation`, alive or suspect, before that news is taken. A restart
+   * within its suspicion time is never held dead, so it would be taken on gossip alone: any rise but
+   * a suspect's refutation (exactly one more) is a new life, checked as a revival is, a suspicion's
+   * too (else the refutation that follows it would carry the new life in unchecked). It stays a
+   * member meanwhile (a restart that passes costs nothing); a refusal puts it out (`verified`).
    */
-  newLife(id: NodeId, incarnation: number, wasSuspect: boolean, was: number, out: SwimEffect[]): void {
-    if (wasSuspect && incarnation === was + 1) return;
-    if (this.lives.has(id) || this.p.candidates.has(id)) return;
-    // A check never answered (the runtime's own bound) must not pin an entry: those of members no
-    // longer live go once the map outgrows the live list (their answer would change nothing).
-    if (this.lives.size >= this.p.members.live.length)
-      for (const k of this.lives.keys()) if (!this.p.members.isLive(k)) this.lives.delete(k);
-    this.lives.set(id, incarnation);
-    out.push({ type: "verify-member", id });
+  newLife(m: Member, incarnation: number, out: SwimEffect[]): void {
+    if (incarnation <= m.incarnation) return;
+    if (m.status === "suspect" && incarnation === m.incarnation + 1) return;
+    this.check(m.id, incarnation, out);
   }
 
   /** The runtime's answer for `id`: a candidate's, or a live member's new life's (else ignored). */
@@ -52,20 +52,26 @@ export class Admissions {
     const { members, candidates, broadcasts, probes, stats } = this.p;
     const life = this.lives.get(id);
     this.lives.delete(id);
+    this.promote(out);
     if (!candidates.has(id)) {
-      if (life !== undefined && !ok) this.refuseLive(id, now, out, reason);
+      if (life === undefined) return;
+      const held = members.isLive(id) ? members.get(id)?.incarnation : undefined;
+      if (!ok) this.refuseLive(id, life, now, out, reason);
+      // The hello may have been read of `life`'s process: a newer life told meanwhile is checked now.
+      else if (held !== undefined && held > life) this.check(id, held, out);
       return;
     }
     const { incarnation, announce } = candidates.settle(id, ok, now, out, reason) ?? {};
     if (incarnation === undefined) return;
     const m = members.get(id);
     if (m !== undefined) {
-      // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive).
-      if (members.isLive(id) || incarnation <= m.incarnation) return;
+      // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive);
+      // one put out by us alone never died at its incarnation (a re-check's ping names none).
+      if (members.isLive(id) || (incarnation <= m.incarnation && m.putOut !== true)) return;
       stats.verified++;
-      m.incarnation = incarnation;
+      m.incarnation = Math.max(incarnation, m.incarnation);
       members.setStatus(m, "alive", now, out);
-      broadcasts.push({ id, status: "alive", incarnation });
+      broadcasts.push({ id, status: "alive", incarnation: m.incarnation });
       // Into the pass under way: left to the next shuffle, a revived member went a pass unprobed.
       probes.admit(id);
       return;
@@ -78,15 +84,43 @@ export class Admissions {
     this.p.pushPull.admitted(id, announce === true, out);
   }
 
+  private check(id: NodeId, incarnation: number, out: SwimEffect[]): void {
+    if (this.lives.has(id) || this.waiting.has(id) || this.p.candidates.has(id)) return;
+    // A check never answered (an address that never answers is retried) must not pin an entry: those
+    // of members no longer live go once the map fills (their answer would change nothing).
+    const live = this.p.members.live.length;
+    for (const m of [this.lives, this.waiting])
+      if (m.size >= Math.min(live, this.p.config.maxCandidates))
+        for (const k of m.keys()) if (!this.p.members.isLive(k)) m.delete(k);
+    this.waiting.set(id, incarnation);
+    this.promote(out);
+  }
+
+  /** Waiting lives into free check slots, each at the newest life told (members no longer live: none). */
+  private promote(out: SwimEffect[]): void {
+    for (const [id, told] of this.waiting) {
+      if (this.lives.size >= this.p.config.maxCandidates) break;
+      this.waiting.delete(id);
+      const m = this.p.members.get(id);
+      if (m === undefined || !this.p.members.isLive(id)) continue;
+      this.lives.set(id, Math.max(told, m.incarnation));
+      out.push({ type: "verify-member", id });
+    }
+  }
+
   /**
    * A live member whose new life failed our check: dead to us (its estimate dropped, no longer
    * probed or routed to) and refused, so only a higher incarnation or its backoff asks again. Ours
    * alone: no death is said of it (others check it themselves), and push-pull lists leave it out.
    */
-  private refuseLive(id: NodeId, now: number, out: SwimEffect[], reason?: string): void {
+  private refuseLive(id: NodeId, life: number, now: number, out: SwimEffect[], reason?: string): void {
     const m = this.p.members.get(id);
     if (m === undefined || !this.p.members.isLive(id)) return;
-    this.p.candidates.refuse(id, m.incarnation, now, reason);
+    // Refused under the life checked: a newer one told meanwhile is evidence of change, so it is
+    // asked about at the re-check floor (named now, remembered if too soon), not after the backoff.
+    this.p.candidates.refuse(id, life, now, reason);
     this.p.members.setStatus(m, "dead", now, out);
+    m.putOut = true;
+    if (m.incarnation > life) this.p.candidates.name(id, m.incarnation, now, out);
   }
 }

@@ -15,6 +15,12 @@ export interface Member {
   /** When the status last changed (our clock): tombstones expire from here. */
   changedAt: number;
   suspicion: Suspicion | undefined;
+  /**
+   * Dead to this node alone: its new life failed our check while others held it live (admissions.ts).
+   * Not a death at its incarnation: never said, its word not taken (even once its refusal, bounded, is
+   * forgotten), and a check that passes revives it there; cleared once live again.
+   */
+  putOut?: boolean;
 }
 
 export interface Suspicion {
@@ -153,6 +159,7 @@ export class MemberTable {
       this.tombstones.add(m.id);
       out.push({ type: "member-down", id: m.id, reason: status === "left" ? "left" : "dead" });
     } else if (!wasLive && isLive) {
+      m.putOut = undefined;
       this.tombstones.delete(m.id);
       this.addLive(m.id);
       out.push({ type: "member-up", id: m.id });

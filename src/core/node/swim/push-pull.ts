@@ -141,7 +141,7 @@ export class PushPull {
     // Small on purpose (most remembered dead members are truly dead): ourselves, and its own
     // death, which it refutes if it hears it; only then does it answer with its whole list.
     // One we refused is not told of its death by us: our refusal is ours alone (admissions.ts).
-    if (m?.status !== "dead" || this.candidates.isRefused(m.id)) return;
+    if (m?.status !== "dead" || this.candidates.isRefused(m.id) || m.putOut === true) return;
     const members = [this.selfUpdate(), { id: m.id, status: m.status, incarnation: m.incarnation }];
     out.push({ type: "send", to: m.id, msg: { type: "sync", members, reply: true } });
   }
@@ -157,7 +157,7 @@ export class PushPull {
     for (const m of this.members.values()) {
       const k = known?.get(m.id);
       if (k !== undefined && !newerBelief(m, k)) continue;
-      if (this.candidates.isRefused(m.id)) continue; // our refusal, not news (admissions.ts)
+      if (this.candidates.isRefused(m.id) || m.putOut === true) continue; // ours, not news (admissions.ts)
       members.push({ id: m.id, status: m.status, incarnation: m.incarnation });
     }
     out.push({ type: "send", to, msg: { type: "sync", members, reply } });

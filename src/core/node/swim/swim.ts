@@ -209,8 +209,9 @@ export class Swim {
   private onMessage(from: NodeId, msg: SwimMessage, now: number, out: SwimEffect[]): void {
     if (from === this.selfId) return;
     const m = this.members.get(from);
-    // A member refused since (its new life failed our check) speaks for no verified process.
-    const trusted = m !== undefined && !this.candidates.isRefused(from);
+    // A member refused since (its new life failed our check) speaks for no verified process; one put
+    // out stays so when its refusal is forgotten (bounded): that loses its backoff, never our trust.
+    const trusted = m !== undefined && !this.candidates.isRefused(from) && m.putOut !== true;
     if (!trusted) this.stats.unknownSender++;
     const entries = msg.type === "sync" ? msg.members : "updates" in msg ? msg.updates : [];
     if (entries.length > this.config.maxEntriesPerMessage) {
@@ -289,7 +290,7 @@ export class Swim {
       return;
     }
     // Refused: nothing of it taken from anyone until a check passes; a newer life is only named.
-    if (this.candidates.isRefused(u.id)) {
+    if (this.candidates.isRefused(u.id) || m.putOut === true) {
       if (u.status === "alive" && u.incarnation > m.incarnation)
         this.candidates.name(u.id, u.incarnation, now, out);
       return;
@@ -305,11 +306,10 @@ export class Swim {
         this.candidates.name(u.id, u.incarnation, now, out);
         return;
       }
-      const [was, wasSuspect] = [m.incarnation, m.status === "suspect"];
+      this.admissions.newLife(m, u.incarnation, out);
       m.incarnation = u.incarnation;
       this.members.setStatus(m, "alive", now, out);
       this.broadcasts.push(u);
-      this.admissions.newLife(u.id, u.incarnation, wasSuspect, was, out);
       return;
     }
     if (u.status === "suspect") {
@@ -318,6 +318,7 @@ export class Swim {
         if (u.from !== undefined && this.members.confirm(m, u.from)) this.broadcasts.push(u);
         return;
       }
+      this.admissions.newLife(m, u.incarnation, out);
       m.incarnation = u.incarnation;
       this.members.suspect(m, u.from, now, out);
       this.stats.suspected++;
