@@ -99,6 +99,25 @@ describe("a hedged request outlives one failed leg", () => {
     expect(h.repliesFor("r1")[0]?.outcome).toEqual(UNAVAILABLE);
   });
 
+  it("our engine refuses it, then the peer leaves the membership: 503 at once", () => {
+    const h = hedged();
+    loadFailsAtA(h);
+    h.drop(toB);
+    h.apply("A", h.node("A").removePeer("B"));
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.outcome).toEqual(UNAVAILABLE);
+  });
+
+  it("our engine refuses it, then the peer says goodbye: 503 at once, its job cancelled", () => {
+    const h = hedged();
+    loadFailsAtA(h);
+    h.drop(toB);
+    h.input("A", { type: "peer-message", from: "B", msg: { type: "goodbye" } } as never);
+    expect(h.repliesFor("r1")).toHaveLength(1);
+    expect(h.repliesFor("r1")[0]?.outcome).toEqual(UNAVAILABLE);
+    expect(h.mailbox.filter((m) => m.to === "B" && m.msg.type === "cancel").length).toBeGreaterThan(0);
+  });
+
   it("our engine refuses it, then its client hangs up: settled unreplied, nothing more asked", () => {
     const h = hedged();
     loadFailsAtA(h);

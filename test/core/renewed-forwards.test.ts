@@ -1,8 +1,9 @@
 /**
  * A peer removed and added back (DNS) whose first snapshot back shows a newer epoch than it left in
  * (anti-entropy `renewed`) restarted while out — or after we forwarded to it again, before its first
- * snapshot came: then the forwards its old process acked went with it, and fall back at once, as a
- * restart seen any other way makes them, not after the whole forward timeout.
+ * snapshot came. The full mesh's acks name no epoch, so which process took those forwards is unknown:
+ * each goes to it again at once (a probe), not after the whole forward timeout. Its new process runs
+ * what its old one lost, and only acks again what it took itself: nothing runs twice.
  */
 import { describe, expect, it } from "vitest";
 import { forwardsIn, Harness, isType, prompt } from "./node-harness.js";
@@ -26,19 +27,47 @@ function forwardedBeforeSnapshot(): Harness {
 }
 
 describe("a peer back from gone in a newer epoch", () => {
-  it("the forwards its old process acked fall back at its first snapshot", () => {
+  it("the forwards its old process acked go to its new one at its first snapshot", () => {
     const h = forwardedBeforeSnapshot();
     h.crash("B");
     h.restart("B");
     h.gossip(3);
-    expect(h.node("A").stats().fallbacks).toBe(1);
-    h.finishRuns("A");
-    h.finishRuns("A");
-    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "A", fallbacks: 1 });
+    expect(h.mailbox.filter((m) => m.to === "B" && m.msg.type === "forward")).toHaveLength(1);
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
+    h.finishRuns("B");
+    h.deliver(isType("result"));
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B", fallbacks: 0 });
+    expect(h.now).toBeLessThan(30_000); // not after the forward timeout
   });
 
   it("control: back in the same epoch, the forward is its own and is answered", () => {
     const h = forwardedBeforeSnapshot();
+    h.gossip(3);
+    expect(h.node("A").stats().fallbacks).toBe(0);
+    h.deliver(isType("forward")); // sent again: B's duplicate window holds it
+    expect(h.members.get("B")?.runs.size).toBe(1);
+    expect(h.members.get("A")?.runs.size).toBe(1); // r0 only
+    h.finishRuns("B");
+    h.deliver(isType("result"));
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B", fallbacks: 0 });
+  });
+});
+
+describe("a peer that restarted while out, forwarded to before its first snapshot back", () => {
+  it("the forward its new process acked is not run again here", () => {
+    const h = new Harness(["A", "B"], { forwardTimeoutMs: 30_000, policy: "round-robin" });
+    h.gossip(3);
+    h.apply("A", h.node("A").removePeer("B"));
+    h.crash("B");
+    h.restart("B");
+    h.gossip(2); // its snapshots reach A while it is no member: dropped unread
+    expect(h.node("A").addPeer("B")).toBe(true);
+    h.input("A", { type: "peer-message", from: "B", msg: { type: "cancel", reqId: "x", attempt: 1 } });
+    h.client("A", "r0", prompt(1, 1));
+    expect(forwardsIn(h.client("A", "r1", prompt(1, 2)))).toEqual(["B"]);
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
     h.gossip(3);
     expect(h.node("A").stats().fallbacks).toBe(0);
     h.finishRuns("B");

@@ -245,6 +245,21 @@ export class ForwardAttempts {
   }
 
   /**
+   * `peer` is back from gone in a newer epoch than it left in (full mesh: its acks name no epoch), so
+   * whether its old or new process acked our forwards to it is unknown: each is sent again now, as a
+   * probe. The new process acks again what it holds (its duplicate window), and runs what it lacks.
+   */
+  resendTo(pending: Iterable<Pending>, peer: NodeId, now: number, out: Effect[]): void {
+    const target = this.targets.get(peer);
+    for (const p of pending) {
+      if (target === undefined || p.current !== peer) continue;
+      this.counters[p.ackedAt === p.probes ? "probes" : "resends"]++;
+      p.probes++;
+      this.acks.send(p, peer, target, now, out);
+    }
+  }
+
+  /**
    * Requests whose current attempt `peer` lost: every one when it left or is down (no `epoch`); when
    * it is seen back at `epoch`, those an older incarnation acked (`lostIn`).
    * The epoch that shows a restart may be relayed, and the first one heard of a member may be an

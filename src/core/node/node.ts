@@ -296,8 +296,8 @@ export class PrefixNode extends NodeRouting {
         const r = this.antiEntropy.onSnapshot(from, msg.snapshot, msg.holds, msg.blocks, now, rttMs);
         this.antiEntropy.scheduleSteps(out);
         if (r.reported) this.origin.targets.loadReported(from);
-        // A restarted peer lost whatever we had forwarded to it, one back from gone in a newer epoch too.
-        if (r.restarted || r.renewed) this.failPendingTo(from, now, out);
+        if (r.restarted) this.failPendingTo(from, now, out);
+        else if (r.renewed) this.origin.resendTo(from, now, out); // which process took them is unknown
         if (r.restarted || r.renewed) this.origin.restartedPeer(from);
         break;
       }

@@ -329,6 +329,11 @@ export class Origin {
     if (p !== undefined && hedgeOf(p)?.attempt === timer.attempt) this.hedging.ask(p, now, out, started);
   }
 
+  /** `peer` is back in a newer epoch: our forwards to it go again (forward-attempts.ts `resendTo`). */
+  resendTo(peer: NodeId, now: number, out: Effect[]): void {
+    this.attempts.resendTo(this.pending.values(), peer, now, out);
+  }
+
   /** Requests whose current attempt `peer` lost (forward-attempts.ts `lostTo`). */
   lostTo(peer: NodeId, epoch?: number): string[] {
     return this.attempts.lostTo(this.pending.values(), peer, epoch);
