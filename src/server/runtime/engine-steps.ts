@@ -2,7 +2,8 @@
  * A client request's engine steps before it is submitted — its chat template and its tokenize — as the
  * API calls them: each bounded by `--tokenize-timeout-ms`, since an engine that never answers (a remote
  * /tokenize that hangs) would hold the request's `--max-pending` slot, and a shutdown's drain, for
- * good; a failure is read as the client's error (engine-step-errors.ts).
+ * good; a failure is read as the client's error (engine-step-errors.ts). A peer's forward in another
+ * model's tokens takes the same bound (`bounded`), else it would hold its origin until its forward timeout.
  */
 import type { ChatMessage, Engine, Tokens } from "../../core/engine.js";
 import { ServiceError } from "../service.js";
@@ -47,9 +48,10 @@ export class EngineSteps {
 
   /**
    * `step`, or a 504 once the bound passes. The engine's call is left to end on its own (a remote one
-   * by its HTTP timeouts): no AbortSignal per request, a visible cost on the router's hot path.
+   * by its HTTP timeouts): no AbortSignal per request, a visible cost on the router's hot path. Also
+   * a peer's forward re-tokenized here (peer-traffic.ts), its failure left raw for the forward's error.
    */
-  private bounded<T>(step: Promise<T>, what: string): Promise<T> {
+  bounded<T>(step: Promise<T>, what: string): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_go, fail) => {
       timer = setTimeout(() => fail(stepTimeoutError(what, this.timeoutMs)), this.timeoutMs);

@@ -148,6 +148,7 @@ export class NodeRuntime implements NodeService {
     });
     this.traffic = new PeerTraffic({
       ...o,
+      steps: this.steps,
       admin: this.admin,
       served: this.served,
       sender: this.sender,

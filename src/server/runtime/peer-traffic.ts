@@ -10,6 +10,7 @@ import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
 import { engineRunError, runFaultOf } from "./engine-step-errors.js";
+import type { EngineSteps } from "./engine-steps.js";
 import type { RuntimeLogger } from "./logger.js";
 import type { PeerSender } from "./peer-sender.js";
 import { PeerServedCounts } from "./peer-served.js";
@@ -18,6 +19,8 @@ import { retryableError } from "./transport-rules.js";
 
 export interface PeerTrafficOptions {
   engine: Engine;
+  /** Bounds a re-tokenized forward's engine steps by `--tokenize-timeout-ms`, as a client's are. */
+  steps: Pick<EngineSteps, "bounded">;
   metrics: NodeMetrics;
   logger: RuntimeLogger;
   admin: Admin;
@@ -89,11 +92,14 @@ export class PeerTraffic {
     stream: { finish(m: PeerMessage): void },
   ): void {
     const { messages, prompt } = msg.request;
-    const text = messages ? this.o.engine.applyChatTemplate(messages) : Promise.resolve(prompt);
+    const { engine, steps } = this.o;
+    const text = messages
+      ? steps.bounded(engine.applyChatTemplate(messages), "chat template")
+      : Promise.resolve(prompt);
     const tokens = text.then((p) => {
       if (p === undefined) throw new Error("no prompt text");
       msg.request.prompt = p;
-      return this.o.engine.tokenize(p);
+      return steps.bounded(engine.tokenize(p), "tokenize");
     });
     tokens.then(
       (t) => {
@@ -107,8 +113,11 @@ export class PeerTraffic {
         // Whose fault, as a failed run says it: a prompt our engine refuses, or its load, is no mark
         // against us at the origin (else any client's bad prompt could get us demoted). The text too:
         // bounded, and the engine URL cut to its path (its host and credentials are the operator's).
+        // A step past --tokenize-timeout-ms is `engine`: a hang is no honest busy (that is a 429/503,
+        // `load`), so it counts against us and the origin stops waiting on us, as for an engine down.
+        // Answered through `served`, which frees the forward's open stream now, not at its TTL.
         const why = `cannot tokenize a forward: ${engineRunError(err)}`;
-        stream.finish(retryableError(msg, why, undefined, runFaultOf(err)));
+        this.o.served.answer(from, retryableError(msg, why, undefined, runFaultOf(err)));
       },
     );
   }

@@ -74,7 +74,8 @@ export const limitsSettings = {
     description:
       "Longest a client request's chat template, and its tokenize, may take at the engine, in ms; " +
       "past it the client gets 504 and its `--max-pending` slot is freed (a remote server's /tokenize " +
-      "that hangs would hold it until the engine's own HTTP timeouts).",
+      "that hangs would hold it until the engine's own HTTP timeouts). A peer's forward tokenized again " +
+      "here (mixed models) is bounded alike: past it its origin is answered with an error and falls back.",
   }),
   maxConnections: setting(num(1, 1_000_000, true).default(1024), {
     section: "Limits",
