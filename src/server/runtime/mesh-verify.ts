@@ -8,7 +8,10 @@
  *  - [Verified by contact] (mesh-peers.ts) is decided here: a candidate is answered yes only after its
  *    hello at its address proved its id and passed `checkPeerHello`; a definite failure answers no,
  *    with its reason; an unreachable address, or another id answering there, is retried with backoff.
- *  - [Bounded] verifications pending ≤ MAX_VERIFYING.
+ *  - [Bounded] verifications pending ≤ MAX_VERIFYING, each tried at most MAX_TRIES times, then answered
+ *    no ("unreachable"): a check the core dropped meanwhile (the member died, left, was pruned) must not
+ *    hold a slot for good, and a refusal's backoff in the core asks again later.
+ *  - [Answered] every `verify-member` is answered: one past MAX_VERIFYING is answered no ("busy").
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import type { NodeId, NodeInput } from "../../core/node/types.js";
@@ -25,6 +28,8 @@ export const MAX_VERIFYING = 256;
 /** Backoff of a verification whose address did not answer: doubling from the first, up to the cap. */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 10_000;
+/** Tries of an address that does not answer before it is answered no: about a minute of backoff. */
+export const MAX_TRIES = 10;
 
 /** What verification needs of mesh-peers.ts' options (MeshPeersOptions has them all). */
 export interface MemberVerificationOptions {
@@ -120,8 +125,13 @@ export class MemberVerification {
       return;
     }
     if (this.verifying.size >= MAX_VERIFYING) {
-      // Never admitted without an answer; the core's candidate waits (bounded there).
+      // Answered no (as an input), not left unanswered: the core's check would wait for good, pinning
+      // its own slot; refused, it is asked again after the core's backoff.
       this.o.logger.warn({ peer: id }, "too many members being verified: not verifying this one now");
+      queueMicrotask(() => {
+        if (!this.verifying.has(id))
+          this.settle(id, false, undefined, "busy: too many members being verified", false);
+      });
       return;
     }
     const v: Verifying = { attempts: 0, timer: undefined, running: false };
@@ -189,12 +199,20 @@ export class MemberVerification {
 
   private retry(id: NodeId, v: Verifying): void {
     if (this.stopped || this.verifying.get(id) !== v) return;
+    if (v.attempts + 1 >= MAX_TRIES) {
+      this.o.logger.warn(
+        { peer: id, tries: MAX_TRIES },
+        "mesh member not verified: its address does not answer",
+      );
+      return void this.settle(id, false, undefined, `unreachable: no answer in ${MAX_TRIES} tries`, false);
+    }
     const ms = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** v.attempts++);
     v.timer = setTimeout(() => this.attempt(id, v), ms);
     v.timer.unref?.();
   }
 
-  private settle(id: NodeId, ok: boolean, hello?: PeerHello, reason?: string): void {
+  /** `rejected`: a verdict on its credential (counted), not an address that never answered. */
+  private settle(id: NodeId, ok: boolean, hello?: PeerHello, reason?: string, rejected = true): void {
     this.verifying.delete(id);
     if (this.stopped) return;
     if (ok && hello) this.hellos.set(id, hello);
@@ -205,7 +223,7 @@ export class MemberVerification {
       // members with the feed above, its pool closed there (syncMembers), so this finds none.
       this.hellos.delete(id);
       this.hooks.dropStranger(id);
-      this.o.metrics.authRejected.inc({ reason: "mesh-verify" });
+      if (rejected) this.o.metrics.authRejected.inc({ reason: "mesh-verify" });
       return;
     }
     // Still here after the feed: not a join (whose sync took it), so a live member's new life, or

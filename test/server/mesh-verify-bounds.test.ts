@@ -1,0 +1,95 @@
+/**
+ * MemberVerification (mesh-verify.ts) with fakes: a verification whose address never answers is given
+ * up after a bounded number of tries and answered no (so SWIM's refusal backoff asks again later, and a
+ * check SWIM dropped meanwhile frees its slot); a check past MAX_VERIFYING is answered no, never dropped.
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { NodeInput } from "../../src/core/node/types.js";
+import { TransportError } from "../../src/net/transport-error.js";
+import type { NodeMetrics } from "../../src/server/metrics.js";
+import { MAX_VERIFYING, MemberVerification } from "../../src/server/runtime/mesh-verify.js";
+import { fakePeerClient, fakeSwimNode } from "./mesh-fakes.js";
+
+/** A's verification; every hello asked for answers `answer()`; what it fed and warned is kept. */
+function fakes(answer: () => Promise<unknown>) {
+  const fed: NodeInput[] = [];
+  const warnings: string[] = [];
+  const logger = {
+    info() {},
+    error() {},
+    debug() {},
+    warn: (_: unknown, m: string) => void warnings.push(m),
+  };
+  let asked = 0;
+  const v = new MemberVerification(
+    {
+      node: fakeSwimNode(() => undefined),
+      client: fakePeerClient(new Set(), () => {
+        asked++;
+        return answer();
+      }),
+      metrics: { authRejected: { inc() {} } } as unknown as NodeMetrics,
+      logger,
+      clusterId: "c",
+      helloModel: undefined,
+      feed: (i) => void fed.push(i),
+    },
+    {
+      pool: () => true,
+      noteHello() {},
+      isMember: () => false,
+      verifiedMember() {},
+      dropStranger() {},
+      endLeftPool() {},
+    },
+  );
+  return { v, fed, warnings, asked: () => asked };
+}
+
+const unreachable = () =>
+  Promise.reject(new TransportError("connection", "connect ECONNREFUSED 127.0.0.1:1"));
+
+/** Fake time advanced a second at a time until `cond` holds (or a simulated hour passed). */
+async function advanceUntil(what: string, cond: () => boolean): Promise<void> {
+  for (let s = 0; !cond(); s++) {
+    if (s > 3_600) throw new Error(`timed out: ${what}`);
+    await vi.advanceTimersByTimeAsync(1_000);
+  }
+}
+
+afterEach(() => void vi.useRealTimers());
+
+describe("a verification", () => {
+  it("of an address that never answers is given up and answered no, freeing its slot", async () => {
+    vi.useFakeTimers();
+    const f = fakes(unreachable);
+    f.v.verify("B");
+    expect(f.v.has("B")).toBe(true);
+    await advanceUntil("B answered", () => f.fed.length > 0);
+    expect(f.fed).toHaveLength(1);
+    const answer = f.fed[0] as Extract<NodeInput, { type: "member-verified" }>;
+    expect(answer).toMatchObject({ type: "member-verified", id: "B", ok: false });
+    expect(answer.reason).toMatch(/^unreachable/);
+    expect(f.v.has("B")).toBe(false);
+    // Retried meanwhile (an address that did not answer at first may yet), and no more after.
+    const tries = f.asked();
+    expect(tries).toBeGreaterThan(3);
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(f.asked()).toBe(tries);
+    expect(f.fed).toHaveLength(1);
+    f.v.stop();
+  });
+
+  it("past MAX_VERIFYING is answered no and warned of, never dropped silently", async () => {
+    const f = fakes(() => new Promise(() => {})); // every address hangs
+    for (let i = 0; i < MAX_VERIFYING; i++) f.v.verify(`N${i}`);
+    expect(f.fed).toHaveLength(0);
+    f.v.verify("B");
+    await vi.waitFor(() => expect(f.fed).toHaveLength(1), { timeout: 10_000 });
+    expect(f.fed[0]).toMatchObject({ type: "member-verified", id: "B", ok: false });
+    expect((f.fed[0] as { reason?: string }).reason).toMatch(/^busy/);
+    expect(f.warnings.some((w) => w.includes("too many members being verified"))).toBe(true);
+    expect(f.v.has("B")).toBe(false);
+    f.v.stop();
+  });
+});
