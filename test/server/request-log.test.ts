@@ -317,6 +317,36 @@ describe("request log: a response the server cuts before its headers", () => {
   });
 });
 
+describe("request log: a cut of a connection names only the request it refused", () => {
+  it("does not give a pipelined garbage request's 400 to the request still waiting on the connection", async () => {
+    const s = await start(1);
+    try {
+      const port = Number(new URL(s.url).port);
+      const socket = connect(port, "127.0.0.1");
+      const closed = new Promise<void>((r) => socket.on("close", () => r()));
+      socket.on("data", () => {});
+      const body = JSON.stringify({ model: "m", prompt: "hold pipelined" });
+      socket.write(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n" +
+          `x-request-id: pipe-1\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      const deadline = Date.now() + 15_000;
+      while (!s.service.inputs.some((i) => i.prompt === "hold pipelined") && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
+      // The next request on the connection is malformed: Node's parser refuses it, the node cuts it.
+      socket.write("GARBAGE\r\n\r\n");
+      await closed;
+      const line = await lineFor(s.lines, "pipe-1");
+      s.service.release();
+      // The 400 was meant for the garbage, which never reached a route; this request was answered nothing.
+      expect(line.status).not.toBe(400);
+      expect(line.serverCut).toBeUndefined();
+    } finally {
+      await s.app.close();
+    }
+  });
+});
+
 describe("request metrics", () => {
   it("count a completion refused as it is taken in (shutdown) as an error, as one refused later is", async () => {
     const s = await start(1);
