@@ -57,3 +57,18 @@ it("answers 504 when the engine's tokenize or template never returns, and frees 
   const served = await post(node, "/v1/completions", completion);
   expect(served.status, served.body).toBe(200);
 }, 30_000);
+
+it("answers the 504 of a step that timed out while the node drains, not a shutdown's 503", async () => {
+  const engine = new NeverAnsweringDouble();
+  const { node, model } = await soloNode(engine, { tokenizeTimeoutMs: "500" });
+  keep(node);
+  engine.hang = "tokenize";
+  const answer = post(node, "/v1/completions", { model, prompt: "a question", max_tokens: 2 });
+  const deadline = Date.now() + 10_000;
+  while (intakeOf(node) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  expect(intakeOf(node)).toBe(1);
+  // The drain waits for the request taken in: its tokenize ends by the bound, not by the shutdown.
+  const stopped = node.stop();
+  expectTimedOut(await answer, "tokenize");
+  await stopped;
+}, 30_000);

@@ -37,12 +37,14 @@ export class EngineSteps {
     this.failed = engineStepFailure(o);
   }
 
+  // The engine's own failure is read (engineStepFailure); the bound's 504 is not: a step that timed out
+  // while the node drains did not end by the shutdown, whose 503 would say so.
   tokenize(text: string): Promise<Tokens> {
-    return this.bounded(this.engine.tokenize(text), "tokenize").catch(this.failed);
+    return this.bounded(this.engine.tokenize(text).catch(this.failed), "tokenize");
   }
 
   applyChatTemplate(messages: ChatMessage[]): Promise<string> {
-    return this.bounded(this.engine.applyChatTemplate(messages), "chat template").catch(this.failed);
+    return this.bounded(this.engine.applyChatTemplate(messages).catch(this.failed), "chat template");
   }
 
   /**
