@@ -318,7 +318,7 @@ describe("request log: a response the server cuts before its headers", () => {
 });
 
 describe("request log: a cut of a connection names only the request it refused", () => {
-  it("does not give a pipelined garbage request's 400 to the request still waiting on the connection", async () => {
+  it("keeps a garbage request's 400 off the request still waiting on its connection", async () => {
     const s = await start(1);
     try {
       const port = Number(new URL(s.url).port);
