@@ -30,6 +30,7 @@ export class EngineSteps {
   private readonly engine: Engine;
   private readonly timeoutMs: number;
   private readonly failed: (err: unknown) => never;
+  private late = 0;
 
   constructor(o: EngineStepsOptions) {
     this.engine = o.engine;
@@ -48,13 +49,29 @@ export class EngineSteps {
   }
 
   /**
+   * Steps past the bound that the engine still runs: their clients have had the 504, but each still
+   * holds the engine's work (a remote one's connection), so they count against `--max-pending` until
+   * they end — else a burst against a hung engine would open calls to it without bound.
+   */
+  get overdue(): number {
+    return this.late;
+  }
+
+  /**
    * `step`, or a 504 once the bound passes. The engine's call is left to end on its own (a remote one
    * by its HTTP timeouts): no AbortSignal per request, a visible cost on the router's hot path.
    */
   private bounded<T>(step: Promise<T>, what: string): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_go, fail) => {
-      timer = setTimeout(() => fail(stepTimeoutError(what, this.timeoutMs)), this.timeoutMs);
+      timer = setTimeout(() => {
+        this.late++;
+        const ended = () => {
+          this.late--;
+        };
+        step.then(ended, ended);
+        fail(stepTimeoutError(what, this.timeoutMs));
+      }, this.timeoutMs);
     });
     return Promise.race([step, late]).finally(() => clearTimeout(timer));
   }

@@ -205,7 +205,7 @@ export class NodeRuntime implements NodeService {
 
   admit(serves?: boolean): Admission {
     const phase = intakePhase(this.started, this.stopping, this.resetting);
-    return this.intake.admit(phase, this.clients.size, this.maxPending, serves);
+    return this.intake.admit(phase, this.clients.size + this.steps.overdue, this.maxPending, serves);
   }
 
   submit(
