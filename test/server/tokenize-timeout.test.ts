@@ -107,6 +107,8 @@ it("counts a timed-out tokenize the engine still runs against --max-pending unti
   const third = await post(node, "/v1/completions", completion);
   expect(third.status, third.body).toBe(429);
   expect(engine.hung.length).toBe(2);
+  // /cluster says why the node refuses with no client waiting.
+  expect(intakeOf(node)).toBe(2);
   engine.hang = undefined;
   await endHung(engine, node);
   const served = await post(node, "/v1/completions", completion);

@@ -243,7 +243,7 @@ export class NodeRuntime implements NodeService {
   }
 
   clusterView() {
-    return this.view.cluster(this.clients.size, this.intake.size);
+    return this.view.cluster(this.clients.size, this.intake.size + this.steps.overdue);
   }
 
   // ------------------------------------------------------------------ peer server handlers
