@@ -1,8 +1,9 @@
 /**
  * A client request's engine steps before it is submitted — its chat template and its tokenize — as the
  * API calls them: each bounded by `--tokenize-timeout-ms`, since an engine that never answers (a remote
- * /tokenize that hangs) would hold the request's `--max-pending` slot, and a shutdown's drain, for
- * good; a failure is read as the client's error (engine-step-errors.ts).
+ * /tokenize that hangs) would keep its client waiting, and a shutdown's drain, for good (the step
+ * itself holds a `--max-pending` place until the engine ends it: `overdue`); a failure is read as the
+ * client's error (engine-step-errors.ts).
  */
 import type { ChatMessage, Engine, Tokens } from "../../core/engine.js";
 import { ServiceError } from "../service.js";
