@@ -23,9 +23,15 @@ type ClientError = NodeJS.ErrnoException & { rawPacket?: unknown };
  * or malformed), from the parser Node keeps on the socket; undefined if it had none.
  */
 function methodInProgress(socket: Duplex): string | undefined {
+  const incoming = requestInProgress(socket);
+  return typeof incoming?.method === "string" ? incoming.method : undefined;
+}
+
+/** The request whose headers Node had parsed and whose body it was still reading, if any. */
+function requestInProgress(socket: Duplex): { method?: unknown } | undefined {
   const incoming = (socket as { parser?: { incoming?: { method?: unknown; complete?: boolean } | null } })
     .parser?.incoming;
-  return incoming && !incoming.complete && typeof incoming.method === "string" ? incoming.method : undefined;
+  return incoming && !incoming.complete ? incoming : undefined;
 }
 
 /** The status and a message a caller can act on, for an error Node's HTTP server reports. */
@@ -49,7 +55,10 @@ export function answerClientError(err: ClientError, socket: Duplex, body: ErrorB
   const { status, message } = describeClientError(err);
   const head = (methodInPacket(err.rawPacket) ?? methodInProgress(socket)) === "HEAD";
   if (socket.writable) socket.write(rawJsonResponse(status, body(message, status), {}, head));
-  noteServerCut(socket, status);
+  // Only the request being read meant this status: one answered earlier on a kept-alive connection and
+  // still waiting (pipelined) is not the one refused.
+  const refused = requestInProgress(socket);
+  if (refused) noteServerCut(refused, status);
   socket.destroy();
 }
 

@@ -6,6 +6,7 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Tokens } from "../../src/core/engine.js";
+import { applyConnectionTimeouts } from "../../src/net/connection-timeouts.js";
 import { buildApi } from "../../src/server/api.js";
 import { createMetrics } from "../../src/server/metrics.js";
 import { closeWithGrace } from "../../src/server/runtime/close-grace.js";
@@ -313,6 +314,72 @@ describe("request log: a response the server cuts before its headers", () => {
       expect(line.clientGone).toBeUndefined();
     } finally {
       await s.app.close();
+    }
+  });
+});
+
+describe("request log: a cut of a connection names only the request it refused", () => {
+  it("keeps a garbage request's 400 off the request still waiting on its connection", async () => {
+    const s = await start(1);
+    try {
+      const port = Number(new URL(s.url).port);
+      const socket = connect(port, "127.0.0.1");
+      const closed = new Promise<void>((r) => socket.on("close", () => r()));
+      socket.on("data", () => {});
+      const body = JSON.stringify({ model: "m", prompt: "hold pipelined" });
+      socket.write(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n" +
+          `x-request-id: pipe-1\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      const deadline = Date.now() + 15_000;
+      while (!s.service.inputs.some((i) => i.prompt === "hold pipelined") && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
+      // The next request on the connection is malformed: Node's parser refuses it, the node cuts it.
+      socket.write("GARBAGE\r\n\r\n");
+      await closed;
+      const line = await lineFor(s.lines, "pipe-1");
+      s.service.release();
+      // The 400 was meant for the garbage, which never reached a route; this request was answered nothing.
+      expect(line.status).not.toBe(400);
+      expect(line.serverCut).toBeUndefined();
+    } finally {
+      await s.app.close();
+    }
+  });
+});
+
+describe("request log: a request whose body does not arrive in time", () => {
+  it("says the 408 the node wrote before cutting it", async () => {
+    const service = new FakeService();
+    const log = capture();
+    const app = buildApi({ service, metrics: createMetrics("A"), logger: log.logger, requestLogSample: 1 });
+    applyConnectionTimeouts(app.server, {
+      idleMs: 5_000,
+      headersMs: 200,
+      requestMs: 300,
+      keepAliveMs: 5_000,
+    });
+    const url = await app.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const socket = connect(Number(new URL(url).port), "127.0.0.1");
+      const answer = new Promise<string>((r) => {
+        let got = "";
+        socket.on("data", (d) => {
+          got += d.toString();
+        });
+        socket.on("close", () => r(got));
+      });
+      // Headers in full, then a body that never completes.
+      socket.write(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n" +
+          'x-request-id: slow-1\r\ncontent-length: 100\r\n\r\n{"model":',
+      );
+      expect(await answer).toMatch(/^HTTP\/1\.1 408/);
+      const line = await lineFor(log.lines, "slow-1");
+      expect(line).toMatchObject({ status: 408, serverCut: true });
+      expect(line.clientGone).toBeUndefined();
+    } finally {
+      await app.close();
     }
   });
 });

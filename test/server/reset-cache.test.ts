@@ -1,7 +1,8 @@
 /**
  * `POST /admin/reset-cache` with an engine whose cache reset takes time: a client request arriving
- * meanwhile is refused (503, retryable) before its prompt is tokenized, rather than taken and then dropped by the restart that
- * follows, and a second reset is refused (409); afterwards the node serves again.
+ * meanwhile is refused (503, retryable) before its prompt is tokenized, rather than taken and then
+ * dropped by the restart that follows, and a second reset is refused (409); afterwards the node
+ * serves again.
  */
 import { afterEach, expect, it } from "vitest";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";

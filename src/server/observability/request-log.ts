@@ -108,7 +108,7 @@ export function installRequestLog(app: FastifyInstance, opts: RequestLogOptions)
     // The answer never completed. Cut by the server itself (a refusal written raw, its shutdown): the
     // status it meant. Else the client hung up: before any of it was sent, nginx's 499, not the 200 a
     // response not written yet holds. Either way the line is never sampled out.
-    const cut = raw.writableFinished ? undefined : serverCutStatus(app.server, req.raw.socket);
+    const cut = raw.writableFinished ? undefined : serverCutStatus(app.server, req.raw);
     const gone = !raw.writableFinished && cut === undefined;
     const status = !raw.writableFinished && !raw.headersSent ? (cut ?? CLIENT_GONE_STATUS) : raw.statusCode;
     const f = req.logFields;

@@ -69,7 +69,8 @@ export class ClusterView {
 
   /**
    * The `/cluster` object, with `inFlightClients` client requests waiting for their answer and
-   * `intakeClients` still being templated or tokenized: --max-pending bounds the two together.
+   * `intakeClients` still being templated or tokenized (or overdue at the engine): --max-pending bounds
+   * the two together.
    */
   cluster(inFlightClients: number, intakeClients = 0) {
     const { node, engine } = this.o;

@@ -1,9 +1,10 @@
 /**
  * A client request's engine steps before it is submitted — its chat template and its tokenize — as the
  * API calls them: each bounded by `--tokenize-timeout-ms`, since an engine that never answers (a remote
- * /tokenize that hangs) would hold the request's `--max-pending` slot, and a shutdown's drain, for
- * good; a failure is read as the client's error (engine-step-errors.ts). A peer's forward in another
- * model's tokens takes the same bound (`bounded`), else it would hold its origin until its forward timeout.
+ * /tokenize that hangs) would keep its client waiting, and a shutdown's drain, for good (the step
+ * itself holds a `--max-pending` place until the engine ends it: `overdue`); a failure is read as the
+ * client's error (engine-step-errors.ts). A peer's forward in another model's tokens takes the same
+ * bound (`bounded`), else it would hold its origin until its forward timeout.
  */
 import type { ChatMessage, Engine, Tokens } from "../../core/engine.js";
 import { ServiceError } from "../service.js";
@@ -31,6 +32,7 @@ export class EngineSteps {
   private readonly engine: Engine;
   private readonly timeoutMs: number;
   private readonly failed: (err: unknown) => never;
+  private late = 0;
 
   constructor(o: EngineStepsOptions) {
     this.engine = o.engine;
@@ -38,12 +40,23 @@ export class EngineSteps {
     this.failed = engineStepFailure(o);
   }
 
+  // The engine's own failure is read (engineStepFailure); the bound's 504 is not: a step that timed out
+  // while the node drains did not end by the shutdown, whose 503 would say so.
   tokenize(text: string): Promise<Tokens> {
-    return this.bounded(this.engine.tokenize(text), "tokenize").catch(this.failed);
+    return this.bounded(this.engine.tokenize(text).catch(this.failed), "tokenize");
   }
 
   applyChatTemplate(messages: ChatMessage[]): Promise<string> {
-    return this.bounded(this.engine.applyChatTemplate(messages), "chat template").catch(this.failed);
+    return this.bounded(this.engine.applyChatTemplate(messages).catch(this.failed), "chat template");
+  }
+
+  /**
+   * Steps past the bound that the engine still runs: their clients have had the 504, but each still
+   * holds the engine's work (a remote one's connection), so they count against `--max-pending` until
+   * they end — else a burst against a hung engine would open calls to it without bound.
+   */
+  get overdue(): number {
+    return this.late;
   }
 
   /**
@@ -54,7 +67,14 @@ export class EngineSteps {
   bounded<T>(step: Promise<T>, what: string): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_go, fail) => {
-      timer = setTimeout(() => fail(stepTimeoutError(what, this.timeoutMs)), this.timeoutMs);
+      timer = setTimeout(() => {
+        this.late++;
+        const ended = () => {
+          this.late--;
+        };
+        step.then(ended, ended);
+        fail(stepTimeoutError(what, this.timeoutMs));
+      }, this.timeoutMs);
     });
     return Promise.race([step, late]).finally(() => clearTimeout(timer));
   }

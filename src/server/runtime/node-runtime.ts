@@ -206,7 +206,7 @@ export class NodeRuntime implements NodeService {
 
   admit(serves?: boolean): Admission {
     const phase = intakePhase(this.started, this.stopping, this.resetting);
-    return this.intake.admit(phase, this.clients.size, this.maxPending, serves);
+    return this.intake.admit(phase, this.clients.size + this.steps.overdue, this.maxPending, serves);
   }
 
   submit(
@@ -244,7 +244,7 @@ export class NodeRuntime implements NodeService {
   }
 
   clusterView() {
-    return this.view.cluster(this.clients.size, this.intake.size);
+    return this.view.cluster(this.clients.size, this.intake.size + this.steps.overdue);
   }
 
   // ------------------------------------------------------------------ peer server handlers

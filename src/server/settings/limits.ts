@@ -65,7 +65,8 @@ export const limitsSettings = {
     value: "n",
     description:
       "Client requests admitted at once, counted from their arrival: those still being templated or " +
-      "tokenized (a `/tokenize` too) with those queued, running or forwarded; beyond it the API answers " +
+      "tokenized (a `/tokenize` too) with those queued, running or forwarded, and the template or " +
+      "tokenize steps past `--tokenize-timeout-ms` that the engine still runs; beyond it the API answers " +
       "429 before tokenizing the prompt.",
   }),
   tokenizeTimeoutMs: setting(num(10, 3_600_000, true).default(DEFAULT_TOKENIZE_TIMEOUT_MS), {
@@ -73,9 +74,11 @@ export const limitsSettings = {
     value: "ms",
     description:
       "Longest a client request's chat template, and its tokenize, may take at the engine, in ms; " +
-      "past it the client gets 504 and its `--max-pending` slot is freed (a remote server's /tokenize " +
-      "that hangs would hold it until the engine's own HTTP timeouts). A peer's forward tokenized again " +
-      "here (mixed models) is bounded alike: past it its origin is answered with an error and falls back.",
+      "past it the client gets 504 at once (a remote server's /tokenize that hangs would hold it until " +
+      "the engine's own HTTP timeouts); the step, still running there, counts against `--max-pending` " +
+      "until it ends, so a burst cannot open calls to a hung engine without bound. A peer's forward " +
+      "tokenized again here (mixed models) is bounded alike: past it its origin is answered with an " +
+      "error and falls back.",
   }),
   maxConnections: setting(num(1, 1_000_000, true).default(1024), {
     section: "Limits",
