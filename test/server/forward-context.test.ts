@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ceilingOverflow, contextOverflow } from "../../src/server/runtime/peer-traffic.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { postCompletion } from "../api-client.js";
-import { pair, routedPair } from "./helpers.js";
+import { openForwards, pair, routedPair } from "./helpers.js";
 
 /** POSTs a forward to `node` as member B (insecure mode) and returns its answer stream's records. */
 async function forward(node: NodeHandle, reqId: string, tokens: number, maxTokens: number) {
@@ -60,6 +60,8 @@ describe("a forward larger than the engine's context", () => {
     expect(refused?.msg?.limits).toEqual({ maxTokens: 64, contextTokens: a.runtime.maxContextTokens });
     expect((await forward(a, "ceil-fits", 4, 64)).at(-1)?.msg?.type).toBe("result");
     expect(ceilingOverflow({ maxTokens: 65 }, undefined)).toBeUndefined();
+    // Refused and served alike, no forward's stream is left open here for its TTL sweep.
+    expect(openForwards(a)).toBe(0);
   });
 
   it("counts each refusal by its reason in prefixmesh_forwards_refused_total", async () => {

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatMessage, Tokens } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
-import { pair, TestSimEngine } from "./helpers.js";
+import { openForwards, pair, TestSimEngine } from "./helpers.js";
 
 /** Test double: the simulator's engine, whose tokenize or chat template never answers on "hang". */
 class NeverAnsweringDouble extends TestSimEngine {
@@ -45,11 +45,6 @@ async function forward(node: NodeHandle, reqId: string, text: { prompt?: string;
   const lines = (await res.text()).trim().split("\n");
   return (JSON.parse(lines.at(-1) as string) as { msg: { type: string; error?: string; fault?: string } })
     .msg;
-}
-
-/** Forwards whose answer streams are open at `node` (the runtime's own count). */
-function openForwards(node: NodeHandle): number {
-  return (node.runtime as unknown as { served: { size: number } }).served.size;
 }
 
 describe("a forward its engine never tokenizes", () => {

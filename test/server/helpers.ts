@@ -169,3 +169,8 @@ export function completionOutcome(node: NodeHandle): Promise<{ status: number; b
 export function intakeOf(node: NodeHandle): number {
   return (node.runtime.clusterView() as { intakeClients: number }).intakeClients;
 }
+
+/** Peers' forwards whose answer streams are open at `node` (the runtime's own count). */
+export function openForwards(node: NodeHandle): number {
+  return (node.runtime as unknown as { served: { size: number } }).served.size;
+}

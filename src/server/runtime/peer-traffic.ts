@@ -60,8 +60,8 @@ export class PeerTraffic {
         }
         this.o.served.add(from, msg, stream, this.o.now());
         const foreign = msg.request.tokenizer;
-        if (foreign === undefined || foreign === this.modelId) this.admit(from, msg, stream);
-        else this.retokenize(from, msg, stream);
+        if (foreign === undefined || foreign === this.modelId) this.admit(from, msg);
+        else this.retokenize(from, msg);
       },
       onMessage: (from, msg, wireBytes) => {
         if (msg.type === "snapshot") {
@@ -86,11 +86,7 @@ export class PeerTraffic {
    * meshes): they only routed it, so the prompt is tokenized again here before the node sees it; a
    * chat's is first rendered again from its messages with this model's chat template.
    */
-  private retokenize(
-    from: string,
-    msg: PeerMessageOf<"forward">,
-    stream: { finish(m: PeerMessage): void },
-  ): void {
+  private retokenize(from: string, msg: PeerMessageOf<"forward">): void {
     const { messages, prompt } = msg.request;
     const { engine, steps } = this.o;
     const text = messages
@@ -106,7 +102,7 @@ export class PeerTraffic {
         msg.request.tokens = t;
         msg.request.tokenizer = undefined;
         msg.request.messages = undefined;
-        this.admit(from, msg, stream);
+        this.admit(from, msg);
       },
       (err: Error) => {
         this.o.metrics.forwardsRefused.inc({ reason: "tokenize" });
@@ -130,7 +126,7 @@ export class PeerTraffic {
    * would decode the whole budget. The refusal says our limits, so the origin routes such requests
    * elsewhere from then on, without holding it against us (core peer-limits.ts).
    */
-  private admit(from: string, msg: PeerMessageOf<"forward">, stream: { finish(m: PeerMessage): void }): void {
+  private admit(from: string, msg: PeerMessageOf<"forward">): void {
     const context = this.o.engine.info.maxContextTokens;
     const ceiling = this.o.maxTokensCeiling;
     const overContext = contextOverflow(msg.request, context);
@@ -141,7 +137,8 @@ export class PeerTraffic {
       ...(ceiling === undefined ? {} : { maxTokens: ceiling }),
     };
     this.o.metrics.forwardsRefused.inc({ reason: overContext !== undefined ? "context" : "ceiling" });
-    stream.finish(retryableError(msg, over, limits));
+    // Through `served`, which frees the forward's open stream now, not at its TTL.
+    this.o.served.answer(from, retryableError(msg, over, limits));
   }
 
   /** A `send` effect: `msg` to peer `to` on the channel its type takes, unless `to` is refused. */
