@@ -75,6 +75,8 @@ export class EngineSteps {
         step.then(ended, ended);
         fail(stepTimeoutError(what, this.timeoutMs));
       }, this.timeoutMs);
+      // A bound alone keeps no process alive (an embedder's, after stop(), up to an hour).
+      timer.unref();
     });
     return Promise.race([step, late]).finally(() => clearTimeout(timer));
   }
