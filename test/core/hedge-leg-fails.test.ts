@@ -41,11 +41,22 @@ function hedged(): Harness {
 }
 
 /** A's one run fails for its engine's load (a 503 with a wait, as its runtime says). */
-function loadFailsAtA(h: Harness): void {
+function loadFailsAtA(h: Harness, retryAfterMs = 7_000): void {
   const runs = h.members.get("A")?.runs;
   const jobId = [...(runs?.keys() ?? [])][0] as string;
   runs?.clear();
-  h.input("A", { type: "engine-failed", jobId, error: "HTTP 503: busy", fault: "load", retryAfterMs: 7_000 });
+  h.input("A", { type: "engine-failed", jobId, error: "HTTP 503: busy", fault: "load", retryAfterMs });
+}
+
+/** Drops every re-ask of B until A answers r1 (the asks run out); returns how many were dropped. */
+function losingAsks(h: Harness): number {
+  let asks = 0;
+  for (let t = 0; h.repliesFor("r1").length === 0; t += 10) {
+    if (t > (HEDGE_ASKS + 3) * ACK_MS) throw new Error("no reply after the asks ran out");
+    asks += h.drop(toB);
+    h.advanceLive(10);
+  }
+  return asks;
 }
 
 const UNAVAILABLE = { ok: false, error: "engine: HTTP 503: busy", code: "unavailable", retryAfterMs: 7_000 };
@@ -66,16 +77,23 @@ describe("a hedged request outlives one failed leg", () => {
   it("our engine refuses it and every re-ask is lost: 503 once the asks are spent, not before", () => {
     const h = hedged();
     loadFailsAtA(h);
-    let asks = 0;
-    for (let t = 0; h.repliesFor("r1").length === 0; t += 10) {
-      if (t > (HEDGE_ASKS + 3) * ACK_MS) throw new Error("no reply after the asks ran out");
-      asks += h.drop(toB);
-      h.advanceLive(10);
-    }
-    expect(asks).toBe(HEDGE_ASKS); // the first one (sent before the run failed) included
-    expect(h.repliesFor("r1")[0]?.outcome).toEqual(UNAVAILABLE);
+    const failedAt = h.now;
+    expect(losingAsks(h)).toBe(HEDGE_ASKS); // the first one (sent before the run failed) included
+    const heldMs = (h.repliesFor("r1")[0]?.record.finishedAt ?? failedAt) - failedAt;
+    expect(heldMs).toBeGreaterThan(1_000);
+    // The engine's wait counts from its refusal: the time held waiting on the peer is gone from it.
+    expect(h.repliesFor("r1")[0]?.outcome).toEqual({ ...UNAVAILABLE, retryAfterMs: 7_000 - heldMs });
     h.advanceLive(4 * ACK_MS);
     expect(h.repliesFor("r1")).toHaveLength(1);
+  });
+
+  it("held past the engine's wait: the 503's wait is the least a Retry-After says, not the stale one", () => {
+    const h = hedged();
+    loadFailsAtA(h, 1_500);
+    const failedAt = h.now;
+    losingAsks(h);
+    expect(h.now - failedAt).toBeGreaterThan(500);
+    expect(h.repliesFor("r1")[0]?.outcome).toEqual({ ...UNAVAILABLE, retryAfterMs: 1_000 });
   });
 
   it("our engine refuses it, then the peer says it dropped the job: 503 at once", () => {
@@ -92,11 +110,13 @@ describe("a hedged request outlives one failed leg", () => {
     const h = hedged();
     loadFailsAtA(h);
     h.drop(toB);
+    const failedAt = h.now;
     h.crash("B");
     h.restart("B");
     h.gossip(3);
     expect(h.repliesFor("r1")).toHaveLength(1);
-    expect(h.repliesFor("r1")[0]?.outcome).toEqual(UNAVAILABLE);
+    const heldMs = (h.repliesFor("r1")[0]?.record.finishedAt ?? failedAt) - failedAt;
+    expect(h.repliesFor("r1")[0]?.outcome).toEqual({ ...UNAVAILABLE, retryAfterMs: 7_000 - heldMs });
   });
 
   it("our engine refuses it, then the peer leaves the membership: 503 at once", () => {

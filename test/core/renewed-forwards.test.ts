@@ -75,3 +75,25 @@ describe("a peer that restarted while out, forwarded to before its first snapsho
     expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B", fallbacks: 0 });
   });
 });
+
+describe("a member that restarted, forwarded to before its first snapshot of the new epoch", () => {
+  it("the forward its new process acked is not run again here", () => {
+    const h = new Harness(["A", "B"], { forwardTimeoutMs: 30_000, policy: "round-robin" });
+    h.gossip(3);
+    h.crash("B");
+    h.restart("B");
+    h.client("A", "r0", prompt(1, 1));
+    expect(forwardsIn(h.client("A", "r1", prompt(1, 2)))).toEqual(["B"]);
+    h.deliver(isType("forward"));
+    h.deliver(isType("forward-ack"));
+    h.gossip(3); // B's new epoch: a restart, but its new process holds r1
+    expect(h.node("A").stats().fallbacks).toBe(0);
+    expect(h.members.get("A")?.runs.size).toBe(1); // r0 only
+    h.deliver(isType("forward")); // sent again: B's duplicate window holds it
+    expect(h.members.get("B")?.runs.size).toBe(1);
+    h.finishRuns("B");
+    h.deliver(isType("result"));
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B", fallbacks: 0 });
+    expect(h.now).toBeLessThan(30_000);
+  });
+});

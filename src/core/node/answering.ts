@@ -24,7 +24,7 @@ import {
   type PendingRequests,
 } from "./pending-requests.js";
 import type { Planner } from "./planner.js";
-import { type Answerer, failReply, okReply } from "./replies.js";
+import { type Answerer, failReply, okReply, retryAfterLeftMs } from "./replies.js";
 import type { SpotChecks } from "./spot-check.js";
 import type { Targets } from "./targets.js";
 import type { Trust } from "./trust.js";
@@ -139,7 +139,7 @@ export class Answering {
     if (this.o.answeredRuns.take(run.reqId, run.attempt)) return;
     const held = this.o.pending.get(run.reqId);
     if (f.fault === "load" && this.o.hedging.live(held)) {
-      held.failedHere = { error: `engine: ${f.error}`, retryAfterMs: f.retryAfterMs };
+      held.failedHere = { error: `engine: ${f.error}`, retryAfterMs: f.retryAfterMs, at: now };
       return;
     }
     const p = this.o.pending.settleLocal(run);
@@ -149,14 +149,18 @@ export class Answering {
     out.push(failReply(this.o.by(), run.reqId, run.request, now, `engine: ${f.error}`, code, p, wait));
   }
 
-  /** A request whose run here failed for load (`failedHere`) lost its hedge too: it fails now, a 503. */
+  /**
+   * A request whose run here failed for load (`failedHere`) lost its hedge too: it fails now, a 503.
+   * The engine's wait ran from its refusal: the time held since is gone from it.
+   */
   failHeld(p: Pending, out: Effect[]): void {
     const f = p.failedHere;
     if (f === undefined || this.o.pending.find(p.reqId) !== p) return;
     this.o.pending.settle(p.reqId);
     this.o.hedging.end(p, out);
     const now = this.o.deps.now();
-    out.push(failReply(this.o.by(), p.reqId, p.request, now, f.error, "unavailable", p, f.retryAfterMs));
+    const wait = f.retryAfterMs === undefined ? undefined : retryAfterLeftMs(f.retryAfterMs, now - f.at);
+    out.push(failReply(this.o.by(), p.reqId, p.request, now, f.error, "unavailable", p, wait));
   }
 
   /**

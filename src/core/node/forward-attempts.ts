@@ -245,9 +245,10 @@ export class ForwardAttempts {
   }
 
   /**
-   * `peer` is back from gone in a newer epoch than it left in (full mesh: its acks name no epoch), so
-   * whether its old or new process acked our forwards to it is unknown: each is sent again now, as a
-   * probe. The new process acks again what it holds (its duplicate window), and runs what it lacks.
+   * `peer` restarted, or is back from gone in a newer epoch than it left in (full mesh: its acks name
+   * no epoch), so whether its old or new process acked our forwards to it is unknown: each is sent
+   * again now, as a probe. The new process acks again what it holds (its duplicate window), and runs
+   * what it lacks.
    */
   resendTo(pending: Iterable<Pending>, peer: NodeId, now: number, out: Effect[]): void {
     const target = this.targets.get(peer);

@@ -258,15 +258,16 @@ export class PrefixNode extends NodeRouting {
   }
 
   /**
-   * The forwards `to` lost fail over now: it departed or is unreachable, or restarted — seen first-hand
-   * (full mesh: all), or at `epoch` in gossip, which may relay a stale one (forward-attempts.ts `lostTo`).
+   * The forwards `to` lost fail over: it is gone, or restarted at `epoch` in gossip (forward-attempts.ts
+   * `lostTo`). A full-mesh restart (`resend`; acks name no epoch) sends each to it again instead.
    */
-  private failPendingTo(to: NodeId, now: number, out: Effect[], epoch?: number): void {
+  private failPendingTo(to: NodeId, now: number, out: Effect[], epoch?: number, resend = false): void {
     // Hedges first: a request failing over may queue here at once, and must not re-ask `to`.
     this.origin.endHedgesTo(to, out, epoch);
     this.origin.limits.forget(to); // it may come back with other limits
     this.recent?.forget(to); // restarted or gone: its queue is lost
-    for (const reqId of this.origin.lostTo(to, epoch)) this.failOver(reqId, now, out, true, false);
+    if (resend) this.origin.resendTo(to, now, out);
+    else for (const reqId of this.origin.lostTo(to, epoch)) this.failOver(reqId, now, out, true, false);
   }
 
   /**
@@ -284,8 +285,7 @@ export class PrefixNode extends NodeRouting {
       this.unknownSender++;
       return;
     }
-    // Only anti-entropy says a peer that left is back (restarted): a leaver's answers and acks for
-    // the work it drains do not.
+    // Only anti-entropy says a leaver is back (restarted): its answers and acks for what it drains do not.
     this.members.heard(from, now, msg.type === "snapshot");
     if (this.config.freshPeerLoad) this.antiEntropy.queueReported(from, reportedDepth(msg), now);
     switch (msg.type) {
@@ -296,7 +296,7 @@ export class PrefixNode extends NodeRouting {
         const r = this.antiEntropy.onSnapshot(from, msg.snapshot, msg.holds, msg.blocks, now, rttMs);
         this.antiEntropy.scheduleSteps(out);
         if (r.reported) this.origin.targets.loadReported(from);
-        if (r.restarted) this.failPendingTo(from, now, out);
+        if (r.restarted) this.failPendingTo(from, now, out, undefined, true);
         else if (r.renewed) this.origin.resendTo(from, now, out); // which process took them is unknown
         if (r.restarted || r.renewed) this.origin.restartedPeer(from);
         break;

@@ -329,7 +329,7 @@ export class Origin {
     if (p !== undefined && hedgeOf(p)?.attempt === timer.attempt) this.hedging.ask(p, now, out, started);
   }
 
-  /** `peer` is back in a newer epoch: our forwards to it go again (forward-attempts.ts `resendTo`). */
+  /** `peer` is seen in a newer epoch (full mesh): our forwards to it go again (attempts' `resendTo`). */
   resendTo(peer: NodeId, now: number, out: Effect[]): void {
     this.attempts.resendTo(this.pending.values(), peer, now, out);
   }

@@ -29,9 +29,10 @@ export interface Pending extends AttemptClock, Plan {
   refusedBy?: NodeId[];
   /**
    * Its run here failed for our engine's load while its hedge's peer may still answer: the request
-   * waits on that peer, and fails with this (a 503 and its wait) only if that leg ends unanswered.
+   * waits on that peer, and fails with this (a 503 and its wait, counted from `at`) only if that leg
+   * ends unanswered.
    */
-  failedHere?: { error: string; retryAfterMs?: number | undefined };
+  failedHere?: { error: string; retryAfterMs?: number | undefined; at: number };
   /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
   waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
 }

@@ -57,6 +57,14 @@ export function failReply(
   return { type: "reply", reqId, outcome, record };
 }
 
+/** The least wait a refusal by load tells its client (`retryAfterSec`: 1 s). */
+export const MIN_RETRY_AFTER_MS = 1_000;
+
+/** What is left of a wait of `waitMs` once `elapsedMs` have passed, at least `MIN_RETRY_AFTER_MS`. */
+export function retryAfterLeftMs(waitMs: number, elapsedMs: number): number {
+  return Math.max(MIN_RETRY_AFTER_MS, waitMs - elapsedMs);
+}
+
 /**
  * The wait a refused client is told before it tries again (HTTP `Retry-After`, whole seconds): for a
  * refusal by load (`overloaded`, `deadline`: a 429; `unavailable`: a 503) the node's drain estimate or
