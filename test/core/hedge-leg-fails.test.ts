@@ -1,8 +1,8 @@
 /**
  * A hedged request has two legs: its run here and the silent peer asked again (hedge.ts). One leg
- * failing does not end it while the other may still answer: our engine refusing the run for its load
- * leaves the request waiting on the peer (503 only if that leg ends unanswered too), and the peer
- * dropping the job leaves it waiting on our run.
+ * failing does not end it while the other may still answer: our engine refusing the run for its load,
+ * or failing it, leaves the request waiting on the peer (503 or 502 only if that leg ends unanswered
+ * too), and the peer dropping the job leaves it waiting on our run. A prompt refused fails at once.
  */
 import { describe, expect, it } from "vitest";
 import { HEDGE_ASKS } from "../../src/core/node/hedge.js";
@@ -42,10 +42,15 @@ function hedged(): Harness {
 
 /** A's one run fails for its engine's load (a 503 with a wait, as its runtime says). */
 function loadFailsAtA(h: Harness, retryAfterMs = 7_000): void {
+  runFailsAtA(h, { error: "HTTP 503: busy", fault: "load", retryAfterMs });
+}
+
+/** A's one run fails, by `failure`'s fault. */
+function runFailsAtA(h: Harness, failure: { error: string; fault: string; retryAfterMs?: number }): void {
   const runs = h.members.get("A")?.runs;
   const jobId = [...(runs?.keys() ?? [])][0] as string;
   runs?.clear();
-  h.input("A", { type: "engine-failed", jobId, error: "HTTP 503: busy", fault: "load", retryAfterMs });
+  h.input("A", { type: "engine-failed", jobId, ...failure } as never);
 }
 
 /** Drops every re-ask of B until A answers r1 (the asks run out); returns how many were dropped. */
@@ -146,6 +151,29 @@ describe("a hedged request outlives one failed leg", () => {
     h.advanceLive(4 * ACK_MS);
     expect(h.repliesFor("r1")).toHaveLength(0);
     expect(h.mailbox.filter(toB)).toHaveLength(0);
+  });
+
+  it("our engine fails the run itself: the peer's answer is the reply; its asks lost, a 502", () => {
+    const h = hedged();
+    runFailsAtA(h, { error: "HTTP 500: crashed", fault: "engine" });
+    expect(h.repliesFor("r1")).toHaveLength(0);
+    h.deliver(toB);
+    h.deliver();
+    expect(h.repliesFor("r1")[0]?.record).toMatchObject({ servedBy: "B" });
+    const lost = hedged();
+    runFailsAtA(lost, { error: "HTTP 500: crashed", fault: "engine" });
+    losingAsks(lost);
+    expect(lost.repliesFor("r1")[0]?.outcome).toEqual({
+      ok: false,
+      error: "engine: HTTP 500: crashed",
+      code: "engine",
+    });
+  });
+
+  it("our engine refuses the prompt: a 400 at once, the peer's engine would refuse it too", () => {
+    const h = hedged();
+    runFailsAtA(h, { error: "HTTP 400: prompt too long", fault: "input" });
+    expect(h.repliesFor("r1")[0]?.outcome).toMatchObject({ ok: false, code: "invalid" });
   });
 
   it("the peer drops the job while our run goes on: our run answers", () => {

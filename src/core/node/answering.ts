@@ -132,14 +132,17 @@ export class Answering {
 
   /**
    * Our local run of the request failed: the request fails, by whose fault — the prompt refused
-   * (`invalid`, a 400), our engine's load (`unavailable`, a 503 with its wait), else `engine`. Not
-   * for load while its hedge's peer may still answer: it waits on that peer (`failHeld` if it fails).
+   * (`invalid`, a 400), our engine's load (`unavailable`, a 503 with its wait), else `engine`. Not,
+   * but for a prompt refused (the peer's engine would refuse it too), while its hedge's peer may still
+   * answer: it waits on that peer (`failHeld` if that leg fails too).
    */
   failLocal(run: LocalRun, f: RunFailure, now: number, out: Effect[]): void {
     if (this.o.answeredRuns.take(run.reqId, run.attempt)) return;
     const held = this.o.pending.get(run.reqId);
-    if (f.fault === "load" && this.o.hedging.live(held)) {
-      held.failedHere = { error: `engine: ${f.error}`, retryAfterMs: f.retryAfterMs, at: now };
+    if (f.fault !== "input" && this.o.hedging.live(held)) {
+      const code = f.fault === "load" ? "unavailable" : "engine";
+      const retryAfterMs = f.fault === "load" ? f.retryAfterMs : undefined;
+      held.failedHere = { error: `engine: ${f.error}`, code, retryAfterMs, at: now };
       return;
     }
     const p = this.o.pending.settleLocal(run);
@@ -150,8 +153,8 @@ export class Answering {
   }
 
   /**
-   * A request whose run here failed for load (`failedHere`) lost its hedge too: it fails now, a 503.
-   * The engine's wait ran from its refusal: the time held since is gone from it.
+   * A request whose run here failed (`failedHere`) lost its hedge too: it fails now, as its run did.
+   * A 503's wait ran from the engine's refusal: the time held since is gone from it.
    */
   failHeld(p: Pending, out: Effect[]): void {
     const f = p.failedHere;
@@ -160,7 +163,7 @@ export class Answering {
     this.o.hedging.end(p, out);
     const now = this.o.deps.now();
     const wait = f.retryAfterMs === undefined ? undefined : retryAfterLeftMs(f.retryAfterMs, now - f.at);
-    out.push(failReply(this.o.by(), p.reqId, p.request, now, f.error, "unavailable", p, wait));
+    out.push(failReply(this.o.by(), p.reqId, p.request, now, f.error, f.code, p, wait));
   }
 
   /**

@@ -28,11 +28,16 @@ export interface Pending extends AttemptClock, Plan {
    */
   refusedBy?: NodeId[];
   /**
-   * Its run here failed for our engine's load while its hedge's peer may still answer: the request
-   * waits on that peer, and fails with this (a 503 and its wait, counted from `at`) only if that leg
-   * ends unanswered.
+   * Its run here failed (our engine's load, or the engine itself) while its hedge's peer may still
+   * answer: the request waits on that peer, and fails with this (a 503 and its wait counted from `at`,
+   * or a 502) only if that leg ends unanswered.
    */
-  failedHere?: { error: string; retryAfterMs?: number | undefined; at: number };
+  failedHere?: {
+    error: string;
+    code: "unavailable" | "engine";
+    retryAfterMs?: number | undefined;
+    at: number;
+  };
   /** The wait bound admission last applied (`waitsTooLong`), and whether the client's deadline set it. */
   waitBound?: { ms: number; deadline: boolean; runMs: number; tripped: boolean };
 }
