@@ -8,21 +8,30 @@
 import { describe, expect, it } from "vitest";
 import { forwardsIn, Harness, isType, prompt } from "./node-harness.js";
 
-/**
- * B out of A's membership and back, heard from (a message of its own) before any snapshot of it:
- * A, routing round-robin, forwards r1 to B, which acks it.
- */
-function forwardedBeforeSnapshot(): Harness {
-  const h = new Harness(["A", "B"], { forwardTimeoutMs: 30_000, policy: "round-robin" });
-  h.gossip(3);
-  h.apply("A", h.node("A").removePeer("B"));
-  h.gossip(2);
-  expect(h.node("A").addPeer("B")).toBe(true);
-  h.input("A", { type: "peer-message", from: "B", msg: { type: "cancel", reqId: "x", attempt: 1 } });
+/** A, routing round-robin, keeps r0 and forwards r1 to B, which acks it. */
+function forwardR1ToB(h: Harness): void {
   h.client("A", "r0", prompt(1, 1));
   expect(forwardsIn(h.client("A", "r1", prompt(1, 2)))).toEqual(["B"]);
   h.deliver(isType("forward"));
   h.deliver(isType("forward-ack"));
+}
+
+/**
+ * B out of A's membership and back, heard from (a message of its own) before any snapshot of it:
+ * A, routing round-robin, forwards r1 to B, which acks it. With `restartWhileOut`, B restarts while out.
+ */
+function forwardedBeforeSnapshot(restartWhileOut = false): Harness {
+  const h = new Harness(["A", "B"], { forwardTimeoutMs: 30_000, policy: "round-robin" });
+  h.gossip(3);
+  h.apply("A", h.node("A").removePeer("B"));
+  if (restartWhileOut) {
+    h.crash("B");
+    h.restart("B");
+  }
+  h.gossip(2); // B's snapshots reach A while it is no member: dropped unread
+  expect(h.node("A").addPeer("B")).toBe(true);
+  h.input("A", { type: "peer-message", from: "B", msg: { type: "cancel", reqId: "x", attempt: 1 } });
+  forwardR1ToB(h);
   return h;
 }
 
@@ -56,18 +65,7 @@ describe("a peer back from gone in a newer epoch", () => {
 
 describe("a peer that restarted while out, forwarded to before its first snapshot back", () => {
   it("the forward its new process acked is not run again here", () => {
-    const h = new Harness(["A", "B"], { forwardTimeoutMs: 30_000, policy: "round-robin" });
-    h.gossip(3);
-    h.apply("A", h.node("A").removePeer("B"));
-    h.crash("B");
-    h.restart("B");
-    h.gossip(2); // its snapshots reach A while it is no member: dropped unread
-    expect(h.node("A").addPeer("B")).toBe(true);
-    h.input("A", { type: "peer-message", from: "B", msg: { type: "cancel", reqId: "x", attempt: 1 } });
-    h.client("A", "r0", prompt(1, 1));
-    expect(forwardsIn(h.client("A", "r1", prompt(1, 2)))).toEqual(["B"]);
-    h.deliver(isType("forward"));
-    h.deliver(isType("forward-ack"));
+    const h = forwardedBeforeSnapshot(true);
     h.gossip(3);
     expect(h.node("A").stats().fallbacks).toBe(0);
     h.finishRuns("B");
@@ -82,10 +80,7 @@ describe("a member that restarted, forwarded to before its first snapshot of the
     h.gossip(3);
     h.crash("B");
     h.restart("B");
-    h.client("A", "r0", prompt(1, 1));
-    expect(forwardsIn(h.client("A", "r1", prompt(1, 2)))).toEqual(["B"]);
-    h.deliver(isType("forward"));
-    h.deliver(isType("forward-ack"));
+    forwardR1ToB(h);
     h.gossip(3); // B's new epoch: a restart, but its new process holds r1
     expect(h.node("A").stats().fallbacks).toBe(0);
     expect(h.members.get("A")?.runs.size).toBe(1); // r0 only

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Tokens } from "../../src/core/engine.js";
 import { EngineInputError, EngineUnavailableError } from "../../src/engines/errors.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { postForeignForward } from "./forward-post.js";
 import { pair, TestSimEngine } from "./helpers.js";
 
 /** Test double: tokenizes as the simulator does, unless the text names a failure. */
@@ -27,26 +28,8 @@ class FailingTokenizer extends TestSimEngine {
 }
 
 /** POSTs a forward in a foreign tokenizer's tokens to `node` as member B; its final record's msg. */
-async function forward(node: NodeHandle, reqId: string, prompt: string) {
-  const b64 = Buffer.from(new Uint32Array(4).fill(7).buffer).toString("base64");
-  const request = {
-    id: reqId,
-    tokens: b64,
-    prompt,
-    maxTokens: 2,
-    model: node.nodeConfig.models[0],
-    tokenizer: "other-model",
-  };
-  const res = await fetch(`${node.peerUrl}/peer/forward`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-prefixmesh-sender": "B" },
-    body: JSON.stringify({ reqId, attempt: 0, hops: 1, request }),
-    signal: AbortSignal.timeout(20_000),
-  });
-  expect(res.status).toBe(200);
-  const lines = (await res.text()).trim().split("\n");
-  return (JSON.parse(lines.at(-1) as string) as { msg: { type: string; error?: string; fault?: string } })
-    .msg;
+function forward(node: NodeHandle, reqId: string, prompt: string) {
+  return postForeignForward(node, reqId, { prompt }, 20_000);
 }
 
 describe("a forward its engine cannot tokenize", () => {

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatMessage, Tokens } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { postForeignForward } from "./forward-post.js";
 import { openForwards, pair, TestSimEngine } from "./helpers.js";
 
 /** Test double: the simulator's engine, whose tokenize or chat template never answers on "hang". */
@@ -24,27 +25,8 @@ class NeverAnsweringDouble extends TestSimEngine {
 }
 
 /** Forwards in another model's tokens to `node` as member B; its final record's msg. */
-async function forward(node: NodeHandle, reqId: string, text: { prompt?: string; messages?: ChatMessage[] }) {
-  const b64 = Buffer.from(new Uint32Array(4).fill(7).buffer).toString("base64");
-  const request = {
-    id: reqId,
-    tokens: b64,
-    ...text,
-    maxTokens: 2,
-    model: node.nodeConfig.models[0],
-    tokenizer: "other-model",
-  };
-  const res = await fetch(`${node.peerUrl}/peer/forward`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-prefixmesh-sender": "B" },
-    body: JSON.stringify({ reqId, attempt: 0, hops: 1, request }),
-    // Far below the stream's TTL: unbounded, the step would hold the stream until then.
-    signal: AbortSignal.timeout(10_000),
-  });
-  expect(res.status).toBe(200);
-  const lines = (await res.text()).trim().split("\n");
-  return (JSON.parse(lines.at(-1) as string) as { msg: { type: string; error?: string; fault?: string } })
-    .msg;
+function forward(node: NodeHandle, reqId: string, text: { prompt?: string; messages?: ChatMessage[] }) {
+  return postForeignForward(node, reqId, text, 10_000);
 }
 
 describe("a forward its engine never tokenizes", () => {

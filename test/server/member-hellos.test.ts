@@ -12,7 +12,7 @@ import type { PeerHello } from "../../src/net/wire-schemas.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { Admin, HelloNews } from "../../src/server/runtime/admin.js";
 import { MeshPeers } from "../../src/server/runtime/mesh-peers.js";
-import { fakePeerClient, fakeSwimNode } from "./mesh-fakes.js";
+import { fakePeerClient, fakeSwimNode, warningLogger } from "./mesh-fakes.js";
 
 const hello = (models: string[], cluster = "c"): PeerHello => ({
   id: "B",
@@ -43,13 +43,7 @@ function fakes() {
     meshLeft: () => {},
     notePeerHello: (_: string, h: HelloNews) => void noted.push(h.models),
   } as unknown as Admin;
-  const warnings: string[] = [];
-  const logger = {
-    info() {},
-    error() {},
-    debug() {},
-    warn: (_: unknown, m: string) => void warnings.push(m),
-  };
+  const { warnings, logger } = warningLogger();
   let mesh: MeshPeers | undefined;
   // The runtime's loop: SWIM admits a verified candidate, then the transport follows.
   const feed = (i: NodeInput) => {

@@ -11,6 +11,18 @@ import { MeshPeers, type MeshPeersOptions } from "../../src/server/runtime/mesh-
 /** A logger that says nothing. */
 export const QUIET_LOGGER = { info() {}, warn() {}, error() {}, debug() {} };
 
+/** A logger that says nothing but keeps each warning's message, in order, in `warnings`. */
+export function warningLogger() {
+  const warnings: string[] = [];
+  const logger = {
+    info() {},
+    error() {},
+    debug() {},
+    warn: (_: unknown, m: string) => void warnings.push(m),
+  };
+  return { warnings, logger };
+}
+
 /** MeshPeers of cluster "c" over these doubles; `over` replaces any of the other options. */
 export function meshPeersOver(
   node: PrefixNode,

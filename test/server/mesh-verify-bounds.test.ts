@@ -8,18 +8,12 @@ import type { NodeInput } from "../../src/core/node/types.js";
 import { TransportError } from "../../src/net/transport-error.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import { MAX_VERIFYING, MemberVerification } from "../../src/server/runtime/mesh-verify.js";
-import { fakePeerClient, fakeSwimNode } from "./mesh-fakes.js";
+import { fakePeerClient, fakeSwimNode, warningLogger } from "./mesh-fakes.js";
 
 /** A's verification; every hello asked for answers `answer()`; what it fed and warned is kept. */
 function fakes(answer: () => Promise<unknown>) {
   const fed: NodeInput[] = [];
-  const warnings: string[] = [];
-  const logger = {
-    info() {},
-    error() {},
-    debug() {},
-    warn: (_: unknown, m: string) => void warnings.push(m),
-  };
+  const { warnings, logger } = warningLogger();
   let asked = 0;
   const v = new MemberVerification(
     {

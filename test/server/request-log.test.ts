@@ -119,6 +119,20 @@ async function lineFor(lines: Line[], id: string): Promise<Line> {
   }
 }
 
+/** Writes `raw` on a new connection to `url`'s port; resolves to all the node answered once it closes. */
+function rawExchange(url: string, raw: string): Promise<string> {
+  const socket = connect(Number(new URL(url).port), "127.0.0.1");
+  const answer = new Promise<string>((r) => {
+    let got = "";
+    socket.on("data", (d) => {
+      got += d.toString();
+    });
+    socket.on("close", () => r(got));
+  });
+  socket.write(raw);
+  return answer;
+}
+
 describe("request log and x-request-id (every request logged)", () => {
   let s: Awaited<ReturnType<typeof start>>;
   beforeAll(async () => {
@@ -295,16 +309,8 @@ describe("request log: a response the server cuts before its headers", () => {
   it("says the 400 written for a body Node cannot parse, not a client gone", async () => {
     const s = await start(1);
     try {
-      const port = Number(new URL(s.url).port);
-      const socket = connect(port, "127.0.0.1");
-      const answer = new Promise<string>((r) => {
-        let got = "";
-        socket.on("data", (d) => {
-          got += d.toString();
-        });
-        socket.on("close", () => r(got));
-      });
-      socket.write(
+      const answer = rawExchange(
+        s.url,
         "POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n" +
           "transfer-encoding: chunked\r\nx-request-id: cut-2\r\n\r\nzz\r\n",
       );
@@ -361,16 +367,9 @@ describe("request log: a request whose body does not arrive in time", () => {
     });
     const url = await app.listen({ host: "127.0.0.1", port: 0 });
     try {
-      const socket = connect(Number(new URL(url).port), "127.0.0.1");
-      const answer = new Promise<string>((r) => {
-        let got = "";
-        socket.on("data", (d) => {
-          got += d.toString();
-        });
-        socket.on("close", () => r(got));
-      });
       // Headers in full, then a body that never completes.
-      socket.write(
+      const answer = rawExchange(
+        url,
         "POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n" +
           'x-request-id: slow-1\r\ncontent-length: 100\r\n\r\n{"model":',
       );
