@@ -62,6 +62,7 @@ export interface ApiOptions {
 
 export function buildApi(opts: ApiOptions): FastifyInstance {
   const { service, metrics } = opts;
+  const counted = new WeakSet<FastifyReply>();
   const app = createApiApp(opts.bodyLimit);
   installRequestLog(app, { logger: opts.logger, sample: opts.requestLogSample });
 
@@ -107,7 +108,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     if (!parsed.success) throw invalid(parsed.error);
     if (parsed.data.model !== undefined) checkModel(parsed.data.model);
     const text = parsed.data.prompt ?? parsed.data.content ?? "";
-    const tokens = await admitted(() => service.tokenize(text), false);
+    const tokens = await admitted(() => service.tokenize(text));
     return { tokens: Array.from(tokens), count: tokens.length, max_model_len: service.maxContextTokens };
   });
 
@@ -125,7 +126,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     return admitted(async (admission) => {
       const input = await prepare(prompt, body, maxTokens, asked === undefined, route);
       return serve("completion", reply, body, input, admission);
-    });
+    }, reply);
   });
 
   app.post("/v1/chat/completions", async (req, reply) => {
@@ -153,41 +154,42 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       // Another model's node serves it: the prompt above is in our model's template, not its.
       if (input.tokenizer !== undefined) input.messages = messages;
       return serve("chat", reply, body, input, admission);
-    });
+    }, reply);
   });
 
   /**
    * A client request taken in (NodeService.admit) while `work` templates, tokenizes and submits it:
-   * a shutdown that begins meanwhile drains it instead of failing it at once. A completion refused
-   * here (overload, shutdown, starting) is counted as one refused at submit is, when `completion`
-   * (false: a `/tokenize`, which serves nothing).
+   * a shutdown that begins meanwhile drains it instead of failing it at once. A completion (its
+   * `reply`; none: a `/tokenize`, which serves nothing) refused here (overload, shutdown, starting), or
+   * failed before submit counted it (a template or tokenize step, a prompt too long), counts once.
    */
   async function admitted<T>(
     work: (admission: Admission | undefined) => Promise<T>,
-    completion = true,
+    reply?: FastifyReply,
   ): Promise<T> {
     let admission: Admission | undefined;
     try {
-      admission = service.admit?.(completion);
-    } catch (err) {
-      if (completion)
-        metrics.requests.inc({
-          outcome: (err as ServiceError).status === 429 ? "overloaded" : "error",
-          route: "none",
-        });
-      throw err;
-    }
-    try {
+      admission = service.admit?.(reply !== undefined);
       return await work(admission);
+    } catch (err) {
+      const overloaded = (err as ServiceError).status === 429;
+      if (reply && !counted.has(reply)) count(reply, overloaded ? "overloaded" : "error");
+      throw err;
     } finally {
       admission?.end();
     }
   }
 
+  /** A completion's one count in prefixmesh_requests_total: `counted` keeps a second one out. */
+  function count(reply: FastifyReply, outcome: string, route = "none"): void {
+    counted.add(reply);
+    metrics.requests.inc({ outcome, route });
+  }
+
   /** Hung up while its prompt was templated or tokenized (499): nobody to go on for, no slot to hold. */
   function checkClient(reply: FastifyReply): void {
     if (!reply.raw.destroyed) return;
-    metrics.requests.inc({ outcome: "error", route: "none" });
+    count(reply, "error");
     throw new ServiceError(499, "aborted", "client gone");
   }
 
@@ -291,7 +293,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     metrics.promptTokens.inc(input.tokens.length);
     const done = (outcome: string, o?: ServeOutcome) => {
       const route = o ? (o.hops === 0 ? "local" : "forwarded") : "none";
-      metrics.requests.inc({ outcome, route });
+      count(reply, outcome, route);
       req.logFields.promptTokens = input.tokens.length;
       if (!o) return;
       metrics.latency.observe({ route }, (performance.now() - started) / 1000);
