@@ -6,6 +6,37 @@ import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 /** The final record's msg of a forward's stream. */
 export type ForwardMsg = { type: string; error?: string; fault?: string };
 
+/** POSTs a forward in another model's tokens to `node` as member B: its response, once its headers came. */
+export function fetchForeignForward(
+  node: NodeHandle,
+  reqId: string,
+  text: { prompt?: string; messages?: ChatMessage[] },
+  signal: AbortSignal,
+): Promise<Response> {
+  const b64 = Buffer.from(new Uint32Array(4).fill(7).buffer).toString("base64");
+  const request = {
+    id: reqId,
+    tokens: b64,
+    ...text,
+    maxTokens: 2,
+    model: node.nodeConfig.models[0],
+    tokenizer: "other-model",
+  };
+  return fetch(`${node.peerUrl}/peer/forward`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-prefixmesh-sender": "B" },
+    body: JSON.stringify({ reqId, attempt: 0, hops: 1, request }),
+    signal,
+  });
+}
+
+/** The final record's msg of a forward's stream `res`. */
+export async function finalMsg(res: Response): Promise<ForwardMsg> {
+  expect(res.status).toBe(200);
+  const lines = (await res.text()).trim().split("\n");
+  return (JSON.parse(lines.at(-1) as string) as { msg: ForwardMsg }).msg;
+}
+
 /**
  * POSTs a forward in another model's tokens to `node` as member B and returns its final record's msg.
  * `timeoutMs` stays far below the stream's TTL: unbounded, a held step would hold the stream until then.
@@ -16,22 +47,5 @@ export async function postForeignForward(
   text: { prompt?: string; messages?: ChatMessage[] },
   timeoutMs: number,
 ): Promise<ForwardMsg> {
-  const b64 = Buffer.from(new Uint32Array(4).fill(7).buffer).toString("base64");
-  const request = {
-    id: reqId,
-    tokens: b64,
-    ...text,
-    maxTokens: 2,
-    model: node.nodeConfig.models[0],
-    tokenizer: "other-model",
-  };
-  const res = await fetch(`${node.peerUrl}/peer/forward`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-prefixmesh-sender": "B" },
-    body: JSON.stringify({ reqId, attempt: 0, hops: 1, request }),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  expect(res.status).toBe(200);
-  const lines = (await res.text()).trim().split("\n");
-  return (JSON.parse(lines.at(-1) as string) as { msg: ForwardMsg }).msg;
+  return finalMsg(await fetchForeignForward(node, reqId, text, AbortSignal.timeout(timeoutMs)));
 }

@@ -58,10 +58,14 @@ export class PeerTraffic {
           stream.finish(retryableError(msg, "shutting down"));
           return;
         }
-        this.o.served.add(from, msg, stream, this.o.now());
+        const first = this.o.served.add(from, msg, stream, this.o.now());
         const foreign = msg.request.tokenizer;
         if (foreign === undefined || foreign === this.modelId) this.admit(from, msg);
-        else this.retokenize(from, msg);
+        else if (first === undefined) this.retokenize(from, msg);
+        // A copy sent again: its own step failing would answer the first copy's streams too, though
+        // that one may run. Once the first is tokenized, the node sees this one (a duplicate it acks
+        // again); until then the first's admission acks on this newest stream.
+        else if (first.tokenizer === undefined) this.admit(from, { ...msg, request: first });
       },
       onMessage: (from, msg, wireBytes) => {
         if (msg.type === "snapshot") {

@@ -63,15 +63,16 @@ export class ServedForwards {
   /**
    * Forward `msg` from `from` arrived on `stream`. A copy of one whose stream is open joins it: the
    * node sees a duplicate and never runs it, so the first one's output and answer are the only ones
-   * coming (replacing the first stream left it open for good).
+   * coming (replacing the first stream left it open for good). Returns the first copy's request when
+   * `msg` joined it (undefined: `msg` is the first).
    */
-  add(from: string, msg: ForwardMsg, stream: ForwardReplyStream, now: number): void {
+  add(from: string, msg: ForwardMsg, stream: ForwardReplyStream, now: number): EngineRequest | undefined {
     const key = streamKey(from, msg.reqId, msg.attempt);
     const open = this.open.get(key);
     if (open) {
       if (open.resent) open.resent.push(stream);
       else open.resent = [stream];
-      return;
+      return open.request;
     }
     this.open.set(key, {
       stream,
@@ -83,6 +84,7 @@ export class ServedForwards {
       expiresAt: now + this.ttlMs,
     });
     this.byRequest.set(msg.request, stream);
+    return undefined;
   }
 
   /** Whether `request` is a forward we serve (with its stream open). */
