@@ -80,13 +80,19 @@ async function until(what: string, cond: () => boolean): Promise<void> {
   }
 }
 
-/** B verified (models m1) and admitted, then declared dead. */
-async function admittedThenDead() {
+/** B verified (models m1) and admitted. */
+async function admitted() {
   const f = fakes();
   f.answers.push(() => Promise.resolve(hello(["m1"])));
   f.mesh.learn("B", "http://127.0.0.1:1", true);
   f.mesh.verify("B");
   await until("B admitted", () => f.noted.length === 1);
+  return f;
+}
+
+/** B verified (models m1) and admitted, then declared dead. */
+async function admittedThenDead() {
+  const f = await admitted();
   expect(f.noted).toEqual([["m1"]]);
   f.set("dead");
   return f;
@@ -191,11 +197,7 @@ describe("a fresh hello that arrives late", () => {
 
 describe("a member alive at a higher incarnation", () => {
   it("is asked for a fresh hello: it may have restarted within its suspicion time", async () => {
-    const f = fakes();
-    f.answers.push(() => Promise.resolve(hello(["m1"])));
-    f.mesh.learn("B", "http://127.0.0.1:1", true);
-    f.mesh.verify("B");
-    await until("B admitted", () => f.noted.length === 1);
+    const f = await admitted();
     f.outbid(1); // the same incarnation: nothing to ask
     expect(f.asked()).toBe(1);
     f.answers.push(() => Promise.resolve(hello(["m2"])));
@@ -209,11 +211,7 @@ describe("a member alive at a higher incarnation", () => {
 
 describe("a member's hello read elsewhere (a DNS round's re-check)", () => {
   it("is the one remembered, and is not noted for an id that is no member", async () => {
-    const f = fakes();
-    f.answers.push(() => Promise.resolve(hello(["m1"])));
-    f.mesh.learn("B", "http://127.0.0.1:1", true);
-    f.mesh.verify("B");
-    await until("B admitted", () => f.noted.length === 1);
+    const f = await admitted();
     f.mesh.noteHello("B", hello(["m2"]));
     expect(f.noted).toEqual([["m1"], ["m2"]]);
     f.set("dead");
@@ -226,11 +224,7 @@ describe("a member's hello read elsewhere (a DNS round's re-check)", () => {
 
 describe("a live member's new life checked by SWIM (a restart it never saw as a death)", () => {
   it("has the hello its verification read noted and remembered", async () => {
-    const f = fakes();
-    f.answers.push(() => Promise.resolve(hello(["m1"])));
-    f.mesh.learn("B", "http://127.0.0.1:1", true);
-    f.mesh.verify("B");
-    await until("B admitted", () => f.noted.length === 1);
+    const f = await admitted();
     // SWIM asks B's new life to be verified while B stays a member: it now serves m5.
     f.answers.push(() => Promise.resolve(hello(["m5"])));
     f.mesh.verify("B");
