@@ -236,11 +236,9 @@ export class AntiEntropy {
 
   /**
    * A snapshot from peer `id` (`rttMs`: our RTT to it). `reported`: its header was taken as its
-   * current load (not stale); `restarted`: it came back with a new epoch (which process, old or new,
-   * took our forwards is unknown);
-   * `renewed`: its first snapshot since it was added back is of a newer epoch than it left in: a
-   * restart while it was out, or since we forwarded to it again before this snapshot came (which
-   * process took those forwards, the lost one or this one, is unknown).
+   * current load (not stale); `restarted`: it came back with a new epoch; `renewed`: its first
+   * snapshot since it was added back is of a newer epoch than it left in (a restart while it was out,
+   * or since we forwarded to it again). Either way, which process took our forwards is unknown.
    */
   onSnapshot(
     id: NodeId,
