@@ -79,6 +79,27 @@ describe("a streaming client answered by a node whose output did not reach it", 
     expect((await outcome).ok).toBe(true);
   });
 
+  it("a forward re-sent to a restarted peer: its new stream is spliced, not appended", async () => {
+    const { streams, chunks, outcome } = open(0);
+    streams.relay("r1", "B", "one", "B#1");
+    // The new process runs it from the start, on the re-sent forward's stream.
+    streams.relay("r1", "B", "on", "B#2");
+    streams.relay("r1", "B", "e two", "B#2");
+    expect(chunks.map(([t]) => t).join("")).toBe("one two");
+    expect(streams.answer("r1", answer("one two", "B"))).toBe(true);
+    expect(chunks.map(([t]) => t).join("")).toBe("one two");
+    expect((await outcome).ok).toBe(true);
+  });
+
+  it("a sampled forward re-sent to a restarted peer: the stream ends with an error", async () => {
+    const { streams, chunks, outcome } = open(0.8);
+    streams.relay("r1", "B", "one", "B#1");
+    streams.relay("r1", "B", "uno", "B#2");
+    expect(chunks).toEqual([["one", "B"]]);
+    const o = await outcome;
+    expect(o.ok ? "" : o.e.message).toMatch(/mid-stream/);
+  });
+
   it("the node knows a streaming client's request streams (hedge.ts); a forward does not carry it", () => {
     const input = { prompt: "one", tokens: new Uint32Array([1, 2, 3]), maxTokens: 8 };
     expect(engineRequestOf("r1", input).stream).toBeUndefined();

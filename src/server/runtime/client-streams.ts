@@ -28,6 +28,11 @@ interface ClientSlot {
   reject(e: Error): void;
   /** Which node produced the output already relayed (streaming), if any. */
   relayedFrom: string | undefined;
+  /**
+   * Which of its streams (`relay`'s `stream`): a forward sent again to a restarted peer streams its
+   * new process's output from the start, to be spliced as another source's, not appended.
+   */
+  relayedStream: string | undefined;
   /** All text relayed to the client so far. */
   sent: string;
   /** After a fallback: how much of `sent` the new source has reproduced so far (see relay). */
@@ -114,6 +119,7 @@ export class ClientStreams {
         resolve,
         reject,
         relayedFrom: undefined,
+        relayedStream: undefined,
         sent: "",
         replayed: 0,
         greedy: (request.temperature ?? 0) === 0,
@@ -148,12 +154,13 @@ export class ClientStreams {
 
   /**
    * Output from node `source` for streaming client `reqId` (one the node waits on now): relayed, or
-   * spliced after a fallback; output that cannot be spliced ends the stream with an error.
+   * spliced after a fallback or from another `stream` of the same source (a forward sent again);
+   * output that cannot be spliced ends the stream with an error.
    */
-  relay(reqId: string, source: string, text: string): void {
+  relay(reqId: string, source: string, text: string, stream = source): void {
     const slot = this.slots.get(reqId);
     if (!slot?.events.onChunk) return;
-    if (slot.relayedFrom !== undefined && slot.relayedFrom !== source) {
+    if (slot.relayedStream !== undefined && slot.relayedStream !== stream) {
       if (!slot.greedy) {
         this.failMidStream(reqId, slot);
         return;
@@ -161,6 +168,7 @@ export class ClientStreams {
       slot.replayed = 0;
     }
     slot.relayedFrom = source;
+    slot.relayedStream = stream;
     let fresh = text;
     if (slot.replayed < slot.sent.length) {
       const overlap = Math.min(text.length, slot.sent.length - slot.replayed);
@@ -212,6 +220,7 @@ export class ClientStreams {
     }
     const fresh = text.slice(slot.sent.length);
     slot.relayedFrom = outcome.servedBy;
+    slot.relayedStream = outcome.servedBy;
     slot.sent = text;
     slot.replayed = text.length;
     if (fresh.length > 0) slot.events.onChunk(fresh, outcome.servedBy);

@@ -144,7 +144,7 @@ export class NodeRuntime implements NodeService {
     this.sender = new PeerSender({
       ...o,
       deliver: (input) => this.feed(input),
-      relay: (request, source, text) => this.relay(request, source, text),
+      relay: (request, source, text, stream) => this.relay(request, source, text, stream),
     });
     this.traffic = new PeerTraffic({
       ...o,
@@ -388,13 +388,13 @@ export class NodeRuntime implements NodeService {
     if (isPollTimer(timer)) this.liveness.check(this.node.shownPeers());
   };
 
-  /** Output produced for `request` by node `source`, to whoever waits for it. */
-  private relay(request: EngineRequest, source: string, text: string): void {
+  /** Output made for `request` by node `source` (on `stream`: peer-sender.ts), to whoever waits for it. */
+  private relay(request: EngineRequest, source: string, text: string, stream?: string): void {
     if (this.served.chunk(request, text)) return;
     // A client taking the answer whole gets it from the reply: nothing to relay, splice or refuse.
     const reqId = this.clients.streamingFor(request);
     if (reqId === undefined) return;
     if (!mayReachClient(this.node.servingNow(reqId), source)) return;
-    this.clients.relay(reqId, source, text);
+    this.clients.relay(reqId, source, text, stream);
   }
 }

@@ -18,8 +18,11 @@ export interface PeerSenderOptions {
   logger: RuntimeLogger;
   /** Feeds an outcome back to the node. */
   deliver(input: NodeInput): void;
-  /** Output a peer produced for `request` (a forward's answer, as it streams). */
-  relay(request: EngineRequest, source: string, text: string): void;
+  /**
+   * Output a peer produced for `request` (a forward's answer, as it streams) on `stream`, one per
+   * forward sent: a copy sent again to a restarted peer streams its new process's run from the start.
+   */
+  relay(request: EngineRequest, source: string, text: string, stream: string): void;
   /** The clock of the log's rate limit; default Date.now. */
   now?: () => number;
 }
@@ -35,6 +38,8 @@ export class PeerSender {
    * WRONG_ADDRESS_EVERY_MS (a gossip member that leaves is never `forget`-ten here).
    */
   private readonly wrongAddressSaidAt = new Map<string, number>();
+  /** Forwards sent so far: names each one's answer stream. */
+  private forwards = 0;
 
   constructor(private readonly o: PeerSenderOptions) {}
 
@@ -63,8 +68,9 @@ export class PeerSender {
   forward(to: string, msg: ForwardMsg): void {
     const onAck = (epoch?: number) =>
       this.o.deliver({ type: "peer-message", from: to, msg: carrierAck(msg, epoch) });
+    const stream = `${to}#${++this.forwards}`;
     this.o.client
-      .forward(to, msg, (text) => this.o.relay(msg.request, to, text), onAck)
+      .forward(to, msg, (text) => this.o.relay(msg.request, to, text, stream), onAck)
       .then(
         (reply: ReplyMsg) => this.o.deliver({ type: "peer-message", from: to, msg: reply }),
         (err) => {
