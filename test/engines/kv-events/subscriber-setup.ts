@@ -1,3 +1,4 @@
+import { createServer } from "node:net";
 /** The KV-event subscriber tests' set-up: a publisher double, a mirror and a subscriber following it. */
 import { KvCacheMirror } from "../../../src/engines/kv-events/mirror.js";
 import { KvEventsSubscriber, type KvSubscriberOptions } from "../../../src/engines/kv-events/subscriber.js";
@@ -59,3 +60,23 @@ export const block = (t: number, parent: number | null = null): DoubleEvent => (
   tokens: [t, t + 1],
   blockSize: 2,
 });
+
+/** Once synced, the old engine publishes two batches (blocks 10–13) and the mirror applies them. */
+export async function oldEngineBlocks(pub: KvEventPublisherDouble, sub: KvEventsSubscriber): Promise<void> {
+  await waitFor("sync", () => sub.status().synced);
+  await pub.publish([block(10)]);
+  await pub.publish([block(12, 10)]);
+  await waitFor("two batches", () => sub.status().nextSequence === 2);
+}
+
+/** A port free on 127.0.0.1 a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
