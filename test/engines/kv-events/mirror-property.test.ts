@@ -1,5 +1,5 @@
 /**
- * The KV-cache mirror against a naive model, with what mirror.test.ts's property test leaves out:
+ * The KV-cache mirror against a naive model, on random streams of what real engines publish:
  * namespaces (cache salts, LoRA adapters, both), blocks keyed by inputs the node cannot name
  * (multimodal: per block or for a whole event), the copy counts newer vLLM reports on removal, the old
  * SGLang root hash, and events of another medium or KV-cache group (not followed). The naive model is
