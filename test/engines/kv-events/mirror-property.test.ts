@@ -223,6 +223,12 @@ describe("mirror vs a naive model, with namespaces, unnamed inputs and reported 
           ).toEqual(naive.sequences());
           expect(mirror.degraded !== undefined).toBe(naive.unknownRemoval);
           expect(mirror.stats().blocks).toBe(naive.blocks.size);
+          // The kept reachable counts (mirror-stats.test.ts), across namespaces and unnamed inputs too.
+          const reachable = [...naive.blocks.keys()].filter((h) => naive.chain(h)).length;
+          expect(mirror.stats()).toMatchObject({
+            reachableBlocks: reachable,
+            reachableTokens: reachable * BS,
+          });
           expect(mirror.stats().counters.conflicts).toBe(0);
         },
       ),
