@@ -3,88 +3,15 @@
  * per client request with its id, model, status, served-by, hops, cached tokens and duration; 4xx,
  * 5xx and rejected bodies included; successes sampled; `x-request-id` accepted, validated and returned.
  */
+import { request } from "node:http";
 import { connect } from "node:net";
+import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Tokens } from "../../src/core/engine.js";
 import { applyConnectionTimeouts } from "../../src/net/connection-timeouts.js";
 import { buildApi } from "../../src/server/api.js";
 import { createMetrics } from "../../src/server/metrics.js";
 import { closeWithGrace } from "../../src/server/runtime/close-grace.js";
-import {
-  type InferenceInput,
-  type NodeService,
-  type ServeEvents,
-  type ServeOutcome,
-  ServiceError,
-} from "../../src/server/service.js";
-
-/** Test double of the node service: one token per character; prompts starting "fail" get a 502. */
-class FakeService implements NodeService {
-  nodeId = "A";
-  modelId = "m";
-  maxContextTokens = 64;
-  inputs: InferenceInput[] = [];
-  /** Ends the requests held (prompt "hold…"): they answer nothing until then. */
-  release: () => void = () => {};
-  /** Shutting down: requests are refused as they are taken in. */
-  stopping = false;
-  admit() {
-    if (this.stopping) throw new ServiceError(503, "server_error", "node is shutting down", 1);
-    return { end() {} };
-  }
-  async tokenize(text: string): Promise<Tokens> {
-    return Uint32Array.from([...text].map((c) => c.charCodeAt(0)));
-  }
-  async applyChatTemplate(): Promise<string> {
-    return "x";
-  }
-  async submit(input: InferenceInput, events: ServeEvents): Promise<ServeOutcome> {
-    this.inputs.push(input);
-    if (input.prompt.startsWith("fail")) throw new ServiceError(502, "server_error", "all routes failed");
-    if (input.prompt.startsWith("hold")) {
-      await new Promise<void>((r) => {
-        this.release = r;
-      });
-      throw new ServiceError(503, "server_error", "released");
-    }
-    events.onChunk?.("ok", "B");
-    return {
-      reqId: "A-1",
-      servedBy: "B",
-      hops: 1,
-      timing: { queueMs: 1, prefillMs: 2, decodeMs: 3, networkMs: 4, totalMs: 10 },
-      fallbacks: 0,
-      result: {
-        text: "ok",
-        completionTokens: 1,
-        promptTokens: input.tokens.length,
-        cachedTokens: 5,
-        prefillMs: 2,
-        decodeMs: 3,
-        finishReason: "stop",
-      },
-    };
-  }
-  readiness: { ok: boolean; detail?: string } = { ok: true };
-  ready() {
-    return this.readiness;
-  }
-  clusterView() {
-    return {};
-  }
-}
-
-type Line = Record<string, unknown> & { msg: string; level: string };
-/** A logger double that keeps every line. */
-function capture() {
-  const lines: Line[] = [];
-  const at =
-    (level: string) =>
-    (obj: object, msg = "") =>
-      lines.push({ ...obj, msg, level } as Line);
-  const logger = { info: at("info"), warn: at("warn"), error: at("error"), debug: at("debug") };
-  return { lines, logger: logger as unknown as import("fastify").FastifyBaseLogger };
-}
+import { capture, FakeService, type Line } from "./request-log-doubles.js";
 
 async function start(sample: number) {
   const service = new FakeService();
@@ -98,6 +25,28 @@ async function start(sample: number) {
   });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   return { app, url, service, lines: log.lines };
+}
+
+/** Generous: a close with no connection left open ends at once. */
+const CLOSE_BOUND_MS = 15_000;
+
+/**
+ * Closes the API, failing if a connection still holds the close open past `CLOSE_BOUND_MS`: one a test
+ * leaves behind would otherwise keep it waiting, silently, until its client gives up on it.
+ */
+async function closeApi(app: FastifyInstance): Promise<void> {
+  const closed = app.close();
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<"late">((r) => {
+    timer = setTimeout(() => r("late"), CLOSE_BOUND_MS);
+  });
+  const late = (await Promise.race([closed, bound])) === "late";
+  clearTimeout(timer);
+  if (!late) return;
+  const open = await new Promise<number>((r) => app.server.getConnections((_err, n) => r(n)));
+  app.server.closeAllConnections();
+  await closed;
+  throw new Error(`close still waited on ${open} connection(s) after ${CLOSE_BOUND_MS} ms`);
 }
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -138,7 +87,7 @@ describe("request log and x-request-id (every request logged)", () => {
   beforeAll(async () => {
     s = await start(1);
   });
-  afterAll(() => s.app.close());
+  afterAll(() => closeApi(s.app));
 
   it("logs a served request with its id, model, status, served-by, hops, cached tokens, duration", async () => {
     const r = await post(
@@ -222,7 +171,7 @@ describe("request log: /ready while not ready", () => {
   beforeAll(async () => {
     s = await start(1);
   });
-  afterAll(() => s.app.close());
+  afterAll(() => closeApi(s.app));
 
   const probe = async (id: string, status: number) => {
     const r = await fetch(`${s.url}/ready`, { headers: { "x-request-id": id } });
@@ -259,7 +208,7 @@ describe("request log sampling", () => {
   beforeAll(async () => {
     s = await start(0);
   });
-  afterAll(() => s.app.close());
+  afterAll(() => closeApi(s.app));
 
   it("with a share of 0 logs no success but every refusal", async () => {
     const ok = await post(s.url, { model: "m", prompt: "hello" }, { "x-request-id": "ok-1" });
@@ -271,20 +220,26 @@ describe("request log sampling", () => {
   });
 
   it("logs a client gone before any answer as 499, never sampled out", async () => {
-    const ac = new AbortController();
-    const gone = fetch(`${s.url}/v1/completions`, {
+    // node:http on a connection of its own, not fetch: once an abort destroys its socket, fetch's shared
+    // pool dials a spare connection that sends nothing and keeps it for the node's advertised keep-alive.
+    const req = request(`${s.url}/v1/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-request-id": "gone-1" },
-      body: JSON.stringify({ model: "m", prompt: "hold on" }),
-      signal: ac.signal,
-    }).catch(() => "aborted");
+      agent: false,
+    });
+    let answered = false;
+    req.on("response", () => {
+      answered = true;
+    });
+    req.on("error", () => {});
+    req.end(JSON.stringify({ model: "m", prompt: "hold on" }));
     const deadline = Date.now() + 15_000;
     while (!s.service.inputs.some((i) => i.prompt === "hold on") && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 10));
-    ac.abort();
-    expect(await gone).toBe("aborted");
+    req.destroy();
     const line = await lineFor(s.lines, "gone-1");
     s.service.release();
+    expect(answered).toBe(false);
     expect(line).toMatchObject({ status: 499, clientGone: true, level: "info" });
   });
 });
@@ -319,7 +274,7 @@ describe("request log: a response the server cuts before its headers", () => {
       expect(line).toMatchObject({ status: 400, serverCut: true });
       expect(line.clientGone).toBeUndefined();
     } finally {
-      await s.app.close();
+      await closeApi(s.app);
     }
   });
 });
@@ -349,7 +304,7 @@ describe("request log: a cut of a connection names only the request it refused",
       expect(line.status).not.toBe(400);
       expect(line.serverCut).toBeUndefined();
     } finally {
-      await s.app.close();
+      await closeApi(s.app);
     }
   });
 });
@@ -378,7 +333,7 @@ describe("request log: a request whose body does not arrive in time", () => {
       expect(line).toMatchObject({ status: 408, serverCut: true });
       expect(line.clientGone).toBeUndefined();
     } finally {
-      await app.close();
+      await closeApi(app);
     }
   });
 });
@@ -392,7 +347,7 @@ describe("request metrics", () => {
       const metrics = await (await fetch(`${s.url}/metrics`)).text();
       expect(metrics).toMatch(/prefixmesh_requests_total\{outcome="error",route="none"[^}]*\} 1\n/);
     } finally {
-      await s.app.close();
+      await closeApi(s.app);
     }
   });
 });
