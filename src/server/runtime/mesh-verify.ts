@@ -11,9 +11,11 @@
  *  - [Bounded] verifications pending ≤ MAX_VERIFYING, each tried at most MAX_TRIES times, then answered
  *    no ("unreachable"): a check the core dropped meanwhile (the member died, left, was pruned) must not
  *    hold a slot for good, and a refusal's backoff in the core asks again later.
- *  - [Answered] every `verify-member` is answered: one past MAX_VERIFYING is answered no ("busy").
+ *  - [Answered] every `verify-member` is answered: one past MAX_VERIFYING is answered no ("busy"). SWIM's
+ *    `maxCandidates` is bounded (swim/config.ts) so its own checks never reach that bound.
  */
 import type { PrefixNode } from "../../core/node/node.js";
+import { MAX_VERIFICATIONS } from "../../core/node/swim/config.js";
 import type { NodeId, NodeInput } from "../../core/node/types.js";
 import { CLOCK_SKEW, MAX_REFUSALS } from "../../core/refusals.js";
 import { skewAdvice } from "../../net/clock-skew.js";
@@ -24,7 +26,8 @@ import type { NodeMetrics } from "../metrics.js";
 import type { RuntimeLogger } from "./logger.js";
 import { refusedNow } from "./peer-refusal.js";
 
-export const MAX_VERIFYING = 256;
+/** SWIM's bound (swim/config.ts): its `maxCandidates` is bounded so its checks in flight fit. */
+export const MAX_VERIFYING = MAX_VERIFICATIONS;
 /** Backoff of a verification whose address did not answer: doubling from the first, up to the cap. */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 10_000;
