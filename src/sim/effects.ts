@@ -149,17 +149,15 @@ export class SimEffects {
             });
           break;
         }
-        case "verify-member":
-          // The cluster authority: the simulation's own ids hold the credential, nobody else does.
-          ctx.queue.push({
-            at: now + 2 * ctx.commMs,
-            k: "verified",
-            node: s.idx,
-            inc: s.inc,
-            id: e.id,
-            ok: ctx.idxOf.has(e.id),
-          });
+        case "verify-member": {
+          // The cluster authority: the simulation's own ids hold the credential, but for those run
+          // without one, whose checks of others fail too (the daemon's hello requests are signed).
+          const of = ctx.idxOf.get(e.id);
+          const ok =
+            of !== undefined && ctx.nodeFaults.authenticated(of) && ctx.nodeFaults.authenticated(s.idx);
+          ctx.queue.push({ at: now + 2 * ctx.commMs, k: "verified", node: s.idx, inc: s.inc, id: e.id, ok });
           break;
+        }
       }
     }
   }

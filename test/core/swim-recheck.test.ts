@@ -271,3 +271,24 @@ describe("a live member's new life first heard of in a suspicion of it", () => {
     expect(h.swim.status("b")).toBe("dead");
   });
 });
+
+describe("a dead member whose check of its return failed (its address not up yet, say)", () => {
+  test("is back after one passing re-check, even one its ping (no incarnation) asks for", () => {
+    const h = harness();
+    h.admit("b");
+    h.admit("c");
+    h.msg("c", { type: "gossip", updates: [{ id: "b", status: "dead", incarnation: 0, from: "c" }] });
+    h.verifies.length = 0;
+    // b restarted (life 5,000) and says so; our check of it gets no answer yet.
+    h.msg("b", { type: "ping", seq: 1, updates: [{ id: "b", status: "alive", incarnation: 5_000 }] });
+    h.verified("b", false);
+    expect(h.swim.status("b")).toBe("dead");
+    // Its backoff over, its next ping asks again; the check passes: b is back, at the life it told.
+    h.at(resolveSwimConfig({}).recheckFirstMs + 1);
+    h.msg("b", { type: "ping", seq: 2, updates: [] });
+    h.verified("b", true);
+    expect(h.verifies).toEqual(["b", "b"]);
+    expect(h.swim.status("b")).toBe("alive");
+    expect(h.incarnationOf("b")).toBe(5_000);
+  });
+});

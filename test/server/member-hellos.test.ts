@@ -3,7 +3,7 @@
  * or left; the transport does not count on it) is noted again with its last verified hello at once,
  * then with a fresh one once that is proven and checked (member-hellos.ts); a fresh one refused or
  * unanswered leaves the last one; a hello is forgotten with its member, and nothing is noted after stop().
- * A live member's new life that SWIM has verified has the verification's hello noted.
+ * A live member's new life that SWIM has verified has the verification's hello noted, read once.
  */
 import { describe, expect, it } from "vitest";
 import type { NodeInput } from "../../src/core/node/types.js";
@@ -234,6 +234,19 @@ describe("a live member's new life checked by SWIM (a restart it never saw as a 
     f.set("dead");
     f.set("alive");
     expect(f.noted[2]).toEqual(["m5"]);
+    f.mesh.stop();
+  });
+
+  it("has its hello read once, by the verification: its higher incarnation asks for no other", async () => {
+    const f = await admitted();
+    f.answers.push(() => Promise.resolve(hello(["m5"])));
+    // The runtime's order: SWIM's verify-member effect, then the members' sync at its new incarnation.
+    f.mesh.verify("B");
+    f.outbid(5_000);
+    await until("its new hello noted", () => f.noted.length === 2);
+    await settled();
+    expect(f.asked()).toBe(2); // its admission's, then its new life's verification
+    expect(f.noted).toEqual([["m1"], ["m5"]]);
     f.mesh.stop();
   });
 });

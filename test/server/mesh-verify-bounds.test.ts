@@ -1,13 +1,19 @@
 /**
  * MemberVerification (mesh-verify.ts) with fakes: a verification whose address never answers is given
- * up after a bounded number of tries and answered no (so SWIM's refusal backoff asks again later, and a
- * check SWIM dropped meanwhile frees its slot); a check past MAX_VERIFYING is answered no, never dropped.
+ * up after a bounded number of tries (started over, a bounded number of times, at a new address) and
+ * answered no (so SWIM's refusal backoff asks again later, and a check SWIM dropped meanwhile frees
+ * its slot); a check past MAX_VERIFYING is answered no, never dropped.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { NodeInput } from "../../src/core/node/types.js";
 import { TransportError } from "../../src/net/transport-error.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
-import { MAX_VERIFYING, MemberVerification } from "../../src/server/runtime/mesh-verify.js";
+import {
+  MAX_ADDRESS_RESETS,
+  MAX_TRIES,
+  MAX_VERIFYING,
+  MemberVerification,
+} from "../../src/server/runtime/mesh-verify.js";
 import { fakePeerClient, fakeSwimNode, warningLogger } from "./mesh-fakes.js";
 
 /** A's verification; every hello asked for answers `answer()`; what it fed and warned is kept. */
@@ -72,6 +78,32 @@ describe("a verification", () => {
     expect(f.asked()).toBe(tries);
     expect(f.fed).toHaveLength(1);
     f.v.stop();
+  });
+
+  it("of a member that moved starts its tries over at the new address (a bounded number of times)", async () => {
+    vi.useFakeTimers();
+    const f = fakes(unreachable);
+    f.v.verify("B");
+    // All but the last try made to the old address; then B is heard of at a new one.
+    await advanceUntil("B tried", () => f.asked() >= MAX_TRIES - 1);
+    expect(f.fed).toHaveLength(0);
+    const before = f.asked();
+    f.v.addressChanged("B");
+    await advanceUntil("B answered", () => f.fed.length > 0);
+    expect(f.asked() - before).toBe(MAX_TRIES);
+    expect((f.fed[0] as { reason?: string }).reason).toMatch(/^unreachable/);
+    // An address that keeps changing: tries start over only so often, and it is answered all the same.
+    const g = fakes(unreachable);
+    g.v.verify("C");
+    for (let moves = 0; g.fed.length === 0; moves++) {
+      if (moves > 100) throw new Error("C never answered");
+      await vi.advanceTimersByTimeAsync(5_000);
+      g.v.addressChanged("C");
+    }
+    expect(g.asked()).toBeLessThanOrEqual((MAX_ADDRESS_RESETS + 1) * MAX_TRIES);
+    expect(g.fed[0]).toMatchObject({ type: "member-verified", id: "C", ok: false });
+    f.v.stop();
+    g.v.stop();
   });
 
   it("past MAX_VERIFYING is answered no and warned of, never dropped silently", async () => {

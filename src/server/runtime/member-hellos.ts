@@ -6,7 +6,8 @@
  * models (unknown would mean "serves any"), prompt text, channel MAC and cache cap — and asks afresh.
  * A fresh hello is asked for too when a live member's incarnation rises with no status change (a
  * refuted suspicion, or a restart SWIM never saw: the member back within its suspicion time, or its
- * death not heard of yet), since a restarted member may serve other models now.
+ * death not heard of yet), since a restarted member may serve other models now; not when SWIM checks
+ * that new life (mesh-peers.ts), whose verification reads the hello itself.
  *
  * Invariants:
  *  - [Bounded] hellos and incarnations ≤ SWIM's member table after each sync: pruned to its members

@@ -247,8 +247,10 @@ export class MeshPeers {
       remembered.add(m.id);
       if (m.status === "alive" || m.status === "suspect") {
         now.add(m.id);
-        // A member live at a higher incarnation may have restarted unseen (member-hellos.ts).
-        if (this.hellos.outbid(m.id, m.incarnation) && this.members.has(m.id)) this.hellos.refresh(m.id);
+        // A member live at a higher incarnation may have restarted unseen (member-hellos.ts), unless
+        // SWIM is checking that new life: the verification reads its hello, which is noted if it passes.
+        const refresh = this.hellos.outbid(m.id, m.incarnation) && this.members.has(m.id);
+        if (refresh && !this.verification.has(m.id)) this.hellos.refresh(m.id);
       } else if (m.status === "left") left.add(m.id);
     }
     this.hellos.keepOnly(remembered);

@@ -8,12 +8,15 @@
  *  - [Verified by contact] (mesh-peers.ts) is decided here: a candidate is answered yes only after its
  *    hello at its address proved its id and passed `checkPeerHello`; a definite failure answers no,
  *    with its reason; an unreachable address, or another id answering there, is retried with backoff.
- *  - [Bounded] verifications pending ≤ MAX_VERIFYING, each tried at most MAX_TRIES times, then answered
- *    no ("unreachable"): a check the core dropped meanwhile (the member died, left, was pruned) must not
+ *  - [Bounded] verifications pending ≤ MAX_VERIFYING, each tried at most MAX_TRIES times per address
+ *    (tries start over at a new one, at most MAX_ADDRESS_RESETS times), then answered no
+ *    ("unreachable"): a check the core dropped meanwhile (the member died, left, was pruned) must not
  *    hold a slot for good, and a refusal's backoff in the core asks again later.
- *  - [Answered] every `verify-member` is answered: one past MAX_VERIFYING is answered no ("busy").
+ *  - [Answered] every `verify-member` is answered: one past MAX_VERIFYING is answered no ("busy"). SWIM's
+ *    `maxCandidates` is bounded (swim/config.ts) so its own checks never reach that bound.
  */
 import type { PrefixNode } from "../../core/node/node.js";
+import { MAX_VERIFICATIONS } from "../../core/node/swim/config.js";
 import type { NodeId, NodeInput } from "../../core/node/types.js";
 import { CLOCK_SKEW, MAX_REFUSALS } from "../../core/refusals.js";
 import { skewAdvice } from "../../net/clock-skew.js";
@@ -24,12 +27,18 @@ import type { NodeMetrics } from "../metrics.js";
 import type { RuntimeLogger } from "./logger.js";
 import { refusedNow } from "./peer-refusal.js";
 
-export const MAX_VERIFYING = 256;
+/** SWIM's bound (swim/config.ts): its `maxCandidates` is bounded so its checks in flight fit. */
+export const MAX_VERIFYING = MAX_VERIFICATIONS;
 /** Backoff of a verification whose address did not answer: doubling from the first, up to the cap. */
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 10_000;
 /** Tries of an address that does not answer before it is answered no: about a minute of backoff. */
 export const MAX_TRIES = 10;
+/**
+ * Times a verification's tries start over at a new address (a member that moved is judged on its new
+ * one, not on tries made to its old): bounded, so an id whose address keeps changing is still answered.
+ */
+export const MAX_ADDRESS_RESETS = 3;
 
 /** What verification needs of mesh-peers.ts' options (MeshPeersOptions has them all). */
 export interface MemberVerificationOptions {
@@ -58,6 +67,8 @@ export interface VerificationHooks {
 
 interface Verifying {
   attempts: number;
+  /** Times `attempts` started over at a new address (at most MAX_ADDRESS_RESETS). */
+  resets: number;
   timer: NodeJS.Timeout | undefined;
   running: boolean;
 }
@@ -108,10 +119,18 @@ export class MemberVerification {
     this.hellos.delete(id);
   }
 
-  /** A new address for `id`: a verification waiting for one (or stuck at a wrong one) tries it now. */
+  /**
+   * A new address for `id`: a verification waiting for one (or stuck at a wrong one) tries it now,
+   * with its tries started over (those made to the old address say nothing of the new one).
+   */
   addressChanged(id: NodeId): void {
     const v = this.verifying.get(id);
-    if (v !== undefined && !v.running) this.attempt(id, v);
+    if (v === undefined) return;
+    if (v.attempts > 0 && v.resets < MAX_ADDRESS_RESETS) {
+      v.resets++;
+      v.attempts = 0;
+    }
+    if (!v.running) this.attempt(id, v);
   }
 
   /** The `verify-member` effect (see [Verified by contact]). */
@@ -134,7 +153,7 @@ export class MemberVerification {
       });
       return;
     }
-    const v: Verifying = { attempts: 0, timer: undefined, running: false };
+    const v: Verifying = { attempts: 0, resets: 0, timer: undefined, running: false };
     this.verifying.set(id, v);
     // Back within LEFT_POOL_MS (restarted): the kept pool now carries its verification, which its
     // leave's timer must not cut; a failed verification drops it as any stranger's (settle).

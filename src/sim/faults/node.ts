@@ -1,7 +1,8 @@
 /**
  * Faults of the node processes: crashes (cache, queue and pending requests lost; a restart in a new
- * epoch), pauses (a frozen process) and peers that misbehave (stalling: forwards acked and never
- * answered; refusing: every forward answered with a 503; lying: wrong text in its answers). Their
+ * epoch), pauses (a frozen process), peers that misbehave (stalling: forwards acked and never
+ * answered; refusing: every forward answered with a 503; lying: wrong text in its answers) and nodes
+ * without the cluster's credential (every member check of or by one answered no). Their
  * shape, how a seed draws them, the `prefixmesh sim` flags that replay them, their checks and the
  * pause and misbehaviour arithmetic a run applies (`NodeFaultModel`) live here; the run (../run.ts, ../effects.ts)
  * schedules the crashes and restarts, and drops, answers or alters the misbehaving peers' messages.
@@ -46,6 +47,11 @@ export interface NodeFaults {
   refuses?: SimMisbehaviour[];
   /** Lying peers: their answers to forwards carry wrong text (a corrupted or substituted model). */
   lies?: SimMisbehaviour[];
+  /**
+   * Nodes holding no cluster credential (`gossip: "scuttlebutt"`): every member check of one is
+   * answered no, and so is each of its own (its hello requests are refused), as the daemon's would be.
+   */
+  unauthenticated?: number[];
 }
 
 export function drawNodeFaults(x: FaultDraw, nodes: number): NodeFaults {
@@ -99,6 +105,7 @@ export function checkNodeFaults(f: NodeFaults, nodes: number, bad: (m: string) =
     if (!(p.atMs >= 0 && p.untilMs > p.atMs && Number.isFinite(p.untilMs)))
       bad(`a pause must end (untilMs finite) after it starts (atMs ≥ 0), got ${p.atMs}-${p.untilMs}`);
   }
+  for (const n of f.unauthenticated ?? []) checkNode("unauthenticated", n, nodes, bad);
   for (const x of [...(f.stalls ?? []), ...(f.refuses ?? []), ...(f.lies ?? [])]) {
     checkNode("stall/refuse", x.node, nodes, bad);
     if (x.atMs !== undefined && x.untilMs !== undefined && !(x.untilMs > x.atMs))
@@ -123,6 +130,7 @@ export class NodeFaultModel {
   private readonly stalls: SimMisbehaviour[][] | undefined;
   private readonly refuses: SimMisbehaviour[][] | undefined;
   private readonly lies: SimMisbehaviour[][] | undefined;
+  private readonly unauthenticated: ReadonlySet<number>;
 
   constructor(
     readonly faults: NodeFaults,
@@ -132,6 +140,12 @@ export class NodeFaultModel {
     this.stalls = byNode(nodes, faults.stalls);
     this.refuses = byNode(nodes, faults.refuses);
     this.lies = byNode(nodes, faults.lies);
+    this.unauthenticated = new Set(faults.unauthenticated);
+  }
+
+  /** Whether node `node` holds the cluster's credential (a member check of it, or by it, can pass). */
+  authenticated(node: number): boolean {
+    return !this.unauthenticated.has(node);
   }
 
   /** Whether node `node` stalls at `now`: its answers to forwards (results, errors) never leave it. */

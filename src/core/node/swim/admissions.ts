@@ -24,9 +24,9 @@ export interface AdmissionParts {
 export class Admissions {
   /**
    * Live members whose new life is being checked: id → the incarnation that brought the check. At
-   * most `maxCandidates` (as candidates' checks: the runtime drops checks past its own bound, unanswered,
-   * which would pin an entry and skip every later life of that member); a newer life told meanwhile is
-   * checked once it is answered (`verified`).
+   * most `maxCandidates`, as candidates' checks: both together fit the runtime's bound (config.ts
+   * MAX_CANDIDATES), past which it answers "busy", a refusal; a newer life told meanwhile is checked
+   * once it is answered (`verified`).
    */
   private readonly lives = new Map<NodeId, number>();
   /** New lives waiting for a check slot, oldest first: id → the incarnation told, pruned to live ones. */

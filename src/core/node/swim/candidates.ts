@@ -66,6 +66,9 @@ export class Candidates {
     // Still refused (it stays so until the check settles): due for a re-check, or not named at all.
     const recheck = this.refused.has(id);
     if (recheck && !this.refused.mayCheck(id, now, incarnation)) return false;
+    // A re-check is of the newest life told of it, though the ping asking for it carries none: at 0, a
+    // dead member's yes fell below its tombstone (admissions.ts) and it needed another check.
+    if (recheck) incarnation = Math.max(incarnation, this.refused.get(id)?.heard ?? incarnation);
     this.named++;
     if (this.heard.size < this.config.maxCandidates) {
       this.heard.set(id, incarnation);

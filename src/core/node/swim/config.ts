@@ -8,6 +8,22 @@
 import { z } from "zod";
 import { RECHECK_AFTER_CHANGE_MS, RECHECK_FIRST_MS, RECHECK_MAX_MS } from "../../refusals.js";
 
+/**
+ * Checks (`verify-member`) the runtime keeps in flight at most: mesh-verify.ts takes its bound from
+ * here and answers one past it "busy", which refuses a legitimate member for a backoff.
+ */
+export const MAX_VERIFICATIONS = 256;
+/**
+ * `maxCandidates`' ceiling: candidates (candidates.ts) and live members' new lives (admissions.ts) each
+ * keep up to `maxCandidates` checks in flight, so both together stay within the runtime's bound, with
+ * as much again spare for checks the core dropped while the runtime still retries them.
+ */
+export const MAX_CANDIDATES = MAX_VERIFICATIONS / 2;
+
+const CANDIDATES_BOUND_ERROR =
+  `must be at most ${MAX_CANDIDATES}: candidates and live members' new lives each keep up to ` +
+  `maxCandidates checks in flight, and a node verifies at most ${MAX_VERIFICATIONS} at once`;
+
 export const swimConfigSchema = z.object({
   probeIntervalMs: z.number().positive().max(600_000).default(1_000),
   probeTimeoutMs: z.number().positive().max(600_000).default(500),
@@ -46,8 +62,11 @@ export const swimConfigSchema = z.object({
   reconnectEveryProbes: z.number().int().min(1).max(10_000).default(5),
   /** Members (alive, suspect or remembered dead) at most: a peer-controlled count. */
   maxMembers: z.number().int().min(1).max(100_000).default(4_096),
-  /** Members heard of through a relay and being verified by this node, at most (verifications in flight). */
-  maxCandidates: z.number().int().min(1).max(100_000).default(64),
+  /**
+   * Members heard of through a relay and being verified by this node, at most (verifications in flight);
+   * as many live members' new lives again. At most MAX_CANDIDATES (the runtime's bound).
+   */
+  maxCandidates: z.number().int().min(1).max(MAX_CANDIDATES, { error: CANDIDATES_BOUND_ERROR }).default(64),
   /**
    * Candidates waiting for one of those verification slots, at most (beyond it, newly named ids are
    * dropped): a whole member list fits, so a joiner learns every member from one push-pull.
