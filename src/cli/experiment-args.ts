@@ -1,7 +1,8 @@
 /** What every `prefixmesh experiment …` command checks and records the same way. */
 import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
-import { CliError } from "./errors.js";
+import { CliError, parseNumber } from "./errors.js";
 
 /** An MMLU folder (dev/ and test/ CSVs), as an absolute path; a CLI error otherwise. */
 export function checkMmluDir(dir: string, hint = ""): string {
@@ -17,4 +18,21 @@ export function commandLine(sub: string): string {
     .join(" ")
     .replace(/\s+/g, " ")
     .trim();
+}
+
+/** `--workers`: worker threads, min(2, cores) when not given. */
+export function parseWorkers(flag: string | undefined): number {
+  return flag === undefined
+    ? Math.min(2, availableParallelism())
+    : parseNumber("--workers", flag, { min: 0, max: 64, integer: true });
+}
+
+/** `--synthetic-scale`: the synthetic pool's size relative to MMLU. */
+export function parseSyntheticScale(flag: string): number {
+  return parseNumber("--synthetic-scale", flag, { min: 0.001, max: 10 });
+}
+
+/** `--seed`: seeds schedules and the simulator (any 32-bit unsigned integer). */
+export function parseSeed(flag: string): number {
+  return parseNumber("--seed", flag, { min: 0, max: 2 ** 32 - 1, integer: true });
 }

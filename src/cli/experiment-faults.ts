@@ -6,7 +6,7 @@ import type { Command } from "commander";
 import { nodeConfigSchema } from "../core/node/config.js";
 import type { Loop } from "../experiments/faults/measure.js";
 import { CliError, parseNumber } from "./errors.js";
-import { checkMmluDir, commandLine } from "./experiment-args.js";
+import { checkMmluDir, commandLine, parseSeed, parseSyntheticScale } from "./experiment-args.js";
 
 interface FaultsFlags {
   mmluDir: string;
@@ -77,7 +77,7 @@ export function registerExperimentFaults(exp: Command): void {
       "a node setting over the daemon's in every run (e.g. pushBackByCache=false): a subset, as --classes",
     )
     .action(async (flags: FaultsFlags) => {
-      const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
+      const seed = parseSeed(flags.seed);
       const requests =
         flags.requests === undefined
           ? flags.quick
@@ -85,7 +85,7 @@ export function registerExperimentFaults(exp: Command): void {
             : 10_000
           : parseNumber("--requests", flags.requests, { min: 50, max: 1_000_000, integer: true });
       const openRate = parseNumber("--rate", flags.rate, { min: 0.01, max: 100_000 });
-      const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
+      const scale = parseSyntheticScale(flags.syntheticScale);
       const mmluDir =
         flags.synthetic === true ? undefined : checkMmluDir(flags.mmluDir, " (or pass --synthetic)");
       const outDir = resolve(flags.out);

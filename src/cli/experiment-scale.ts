@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { BOUNDED_ESTIMATES, SCALE_NODES, SERIES, type SeriesKey } from "../experiments/scale/grid.js";
 import { CliError, parseNumber } from "./errors.js";
-import { checkMmluDir, commandLine } from "./experiment-args.js";
+import { checkMmluDir, commandLine, parseSeed, parseSyntheticScale } from "./experiment-args.js";
 
 interface ScaleFlags {
   mmluDir?: string;
@@ -65,7 +65,7 @@ export function registerScale(exp: Command): void {
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
     .action(async (flags: ScaleFlags) => {
       const quick = flags.quick === true;
-      const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
+      const seed = parseSeed(flags.seed);
       // A flag's value, else its --quick or full default.
       const orDefault = (
         v: string | undefined,
@@ -89,7 +89,7 @@ export function registerScale(exp: Command): void {
           ? undefined
           : parseNumber("--max-estimates", flags.maxEstimates, { min: 1, max: 4095, integer: true });
       const heapBudgetMb = parseNumber("--heap-budget-mb", flags.heapBudgetMb, { min: 16, max: 1_000_000 });
-      const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
+      const scale = parseSyntheticScale(flags.syntheticScale);
       const nodes =
         flags.nodes === undefined
           ? undefined

@@ -5,7 +5,13 @@ import type { Command } from "commander";
 import { closedGrid, openGrid } from "../experiments/compare/grid.js";
 import { parseSeeds } from "../experiments/compare/seeds.js";
 import { CliError, parseNumber } from "./errors.js";
-import { checkMmluDir, commandLine } from "./experiment-args.js";
+import {
+  checkMmluDir,
+  commandLine,
+  parseSeed,
+  parseSyntheticScale,
+  parseWorkers,
+} from "./experiment-args.js";
 import { registerExperimentFaults } from "./experiment-faults.js";
 import { registerScale } from "./experiment-scale.js";
 
@@ -35,15 +41,12 @@ export function registerExperiment(program: Command): void {
     .option("--workers <n>", "worker threads (default: min(2, cores))")
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
     .action(async (flags: PaperFlags) => {
-      const seed = parseNumber("--seed", flags.seed, { min: 0, max: 2 ** 32 - 1, integer: true });
+      const seed = parseSeed(flags.seed);
       if (flags.grid !== "paper" && flags.grid !== "small") {
         throw new CliError(`--grid must be 'paper' or 'small', got '${flags.grid}'`);
       }
-      const workers =
-        flags.workers === undefined
-          ? Math.min(2, availableParallelism())
-          : parseNumber("--workers", flags.workers, { min: 0, max: 64, integer: true });
-      const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
+      const workers = parseWorkers(flags.workers);
+      const scale = parseSyntheticScale(flags.syntheticScale);
       const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
       const outDir = resolve(flags.out);
       const command = commandLine("paper");
@@ -137,11 +140,8 @@ export function registerExperiment(program: Command): void {
         max: 1_000_000,
         integer: true,
       });
-      const workers =
-        flags.workers === undefined
-          ? Math.min(2, availableParallelism())
-          : parseNumber("--workers", flags.workers, { min: 0, max: 64, integer: true });
-      const scale = parseNumber("--synthetic-scale", flags.syntheticScale, { min: 0.001, max: 10 });
+      const workers = parseWorkers(flags.workers);
+      const scale = parseSyntheticScale(flags.syntheticScale);
       const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
       const outDir = resolve(flags.out);
       const command = commandLine("compare");
@@ -204,7 +204,7 @@ function compareSeeds(flags: CompareFlags): number[] {
     if (typeof seeds === "string") throw new CliError(`--seeds ${flags.seeds}: ${seeds}`);
     return seeds;
   }
-  return [parseNumber("--seed", flags.seed ?? "1", { min: 0, max: 2 ** 32 - 1, integer: true })];
+  return [parseSeed(flags.seed ?? "1")];
 }
 
 interface CompareFlags {

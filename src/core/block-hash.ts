@@ -20,7 +20,8 @@ const SEED1 = 0x9747b28c;
 const SEED2 = 0x5bd1e995;
 const TWO32 = 4294967296;
 
-function fmix(h: number): number {
+/** MurmurHash3's 32-bit finalizer: mixes every input bit into every output bit (a signed int32). */
+export function fmix(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;

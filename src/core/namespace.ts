@@ -13,7 +13,7 @@
  * The default namespace (no salt, base model) has no pseudo-block: its keys are exactly the plain
  * tokens' keys, so everything that ran before namespaces existed is unchanged.
  */
-import { BLOCK_SIZE } from "./block-hash.js";
+import { BLOCK_SIZE, fmix } from "./block-hash.js";
 import type { EngineRequest, Tokens } from "./engine.js";
 
 /** Longest `cacheSalt` accepted (characters). */
@@ -39,15 +39,6 @@ export function namespaceOf(r: NamespaceFields): string | undefined {
 /** Pseudo-tokens a request's cache key carries before its tokens (0 or `NAMESPACE_TOKENS`). */
 export function namespaceTokens(r: NamespaceFields): number {
   return r.cacheSalt === undefined && r.adapter === undefined ? 0 : NAMESPACE_TOKENS;
-}
-
-function fmix(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }
 
 /** The namespace's pseudo-block: `NAMESPACE_TOKENS` ids ≥ 2^31, each an independent hash of `ns`. */

@@ -16,6 +16,7 @@ import { z } from "zod";
 import { HOST_NAME, hostProblem } from "./host-port.js";
 import { NODE_ID_PATTERN, nodeIdSchema } from "./node-id.js";
 import { type AuthMode, BUILD_RANGE, helloRange, protocolCompatibility } from "./protocol-range.js";
+import { raceTimeout } from "./time-bound.js";
 import { helloSchema, type PeerHello } from "./wire-schemas.js";
 
 export const MAX_PEERS = 256;
@@ -165,18 +166,14 @@ const NO_RECORDS = new Set(["ENOTFOUND", "ENODATA", "EAI_NONAME", "EAI_NODATA"])
  */
 export function systemResolver(timeoutMs = 5000): Resolver {
   return async (host) => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DiscoveryError(`DNS lookup of ${host} timed out`)), timeoutMs);
-    });
     try {
-      const found = await Promise.race([lookup(host, { all: true, verbatim: true }), timeout]);
+      const found = await raceTimeout(lookup(host, { all: true, verbatim: true }), timeoutMs, () => {
+        throw new DiscoveryError(`DNS lookup of ${host} timed out`);
+      });
       return found.map((a) => a.address);
     } catch (err) {
       if (NO_RECORDS.has((err as NodeJS.ErrnoException).code ?? "")) return [];
       throw err;
-    } finally {
-      clearTimeout(timer);
     }
   };
 }

@@ -21,6 +21,7 @@ import type { Logger } from "pino";
 import type { Engine, EngineRequest, EngineResult, EvictedRun } from "../../core/engine.js";
 import type { CostSample } from "../../core/node/engine-costs.js";
 import type { PrefixNode } from "../../core/node/node.js";
+import { raceTimeout } from "../../net/time-bound.js";
 
 export interface CalibrationOptions {
   /** Longest the whole calibration may take, ms (0: none is run); the cache reset may add RESET_WAIT_MS. */
@@ -173,21 +174,13 @@ async function forget(
   if (made.length === 0) return undefined;
   if (engine.info.cacheMode === "engine-managed") {
     if (!engine.resetCache) return undefined;
-    let timer: NodeJS.Timeout | undefined;
     const reset = Promise.resolve()
       .then(() => engine.resetCache?.())
       .then(
         () => undefined,
         () => "failed" as const,
       );
-    const late = new Promise<"pending">((resolve) => {
-      timer = setTimeout(() => resolve("pending"), waitMs);
-    });
-    try {
-      return await Promise.race([reset, late]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return await raceTimeout(reset, waitMs, () => "pending" as const);
   }
   const runs: EvictedRun[] = [...new Set(made)].map((r) => ({ path: r.tokens, keep: 0 }));
   engine.evict?.(runs);

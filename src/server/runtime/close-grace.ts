@@ -5,6 +5,7 @@
  */
 import type { Server } from "node:http";
 import { noteServerCut } from "../../net/server-cuts.js";
+import { raceTimeout } from "../../net/time-bound.js";
 
 /** How long the last answers get to reach their clients: writing one takes far less, even under load. */
 export const ANSWER_GRACE_MS = 2_000;
@@ -15,12 +16,7 @@ export const ANSWER_GRACE_MS = 2_000;
  */
 export async function closeWithGrace(server: Server, closed: Promise<void>, graceMs: number): Promise<void> {
   server.closeIdleConnections();
-  let timer: NodeJS.Timeout | undefined;
-  const grace = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, graceMs);
-  });
-  await Promise.race([closed, grace]);
-  clearTimeout(timer);
+  await raceTimeout(closed, graceMs, () => undefined);
   // The answers still owed are cut by the node's shutdown: its 503, not a client gone, in the request log.
   noteServerCut(server, 503);
   server.closeAllConnections();
