@@ -27,7 +27,36 @@ class NeverAnsweringDouble extends TestSimEngine {
   }
 }
 
+/**
+ * Test double: the simulator's engine whose tokenize, or chat template, once `hang` is set, answers
+ * only its signal's abort (as a remote engine's aborted HTTP request ends), counted in `aborted`.
+ */
+class AbortOnlyDouble extends TestSimEngine {
+  hang: "tokenize" | "template" | undefined;
+  aborted = 0;
+  private held<T>(signal: AbortSignal | undefined): Promise<T> {
+    return new Promise<T>((_go, fail) =>
+      signal?.addEventListener("abort", () => {
+        this.aborted++;
+        fail(new Error("aborted"));
+      }),
+    );
+  }
+  override async tokenize(text: string, signal?: AbortSignal): Promise<Tokens> {
+    return this.hang === "tokenize" ? this.held(signal) : super.tokenize(text);
+  }
+  override async applyChatTemplate(messages: ChatMessage[], signal?: AbortSignal): Promise<string> {
+    return this.hang === "template" ? this.held(signal) : super.applyChatTemplate(messages);
+  }
+}
+
 const keep = nodesStoppedAfterEach();
+
+/** Waits, with a generous deadline, until `ok` holds. */
+async function until(ok: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
 
 /** Ends the engine's hung steps, and waits until the node no longer counts them as overdue. */
 async function endHung(engine: NeverAnsweringDouble, node: NodeHandle): Promise<void> {
@@ -75,6 +104,27 @@ it("answers 504 when the engine's tokenize or template never returns, and frees 
   await endHung(engine, node);
   // With --max-pending 1, a slot still held would refuse this with 429.
   expect(intakeOf(node)).toBe(0);
+  engine.hang = undefined;
+  const served = await post(node, "/v1/completions", completion);
+  expect(served.status, served.body).toBe(200);
+}, 30_000);
+
+it("aborts the engine's call at the 504, and frees its place once the call has ended", async () => {
+  const engine = new AbortOnlyDouble();
+  const { node, model } = await soloNode(engine, { maxPending: "1", tokenizeTimeoutMs: "300" });
+  keep(node);
+  const completion = { model, prompt: "a question", max_tokens: 2 };
+  engine.hang = "tokenize";
+  expectTimedOut(await post(node, "/v1/completions", completion), "tokenize");
+  await until(() => engine.aborted === 1 && overdueOf(node) === 0);
+  expect(engine.aborted).toBe(1);
+  expect(overdueOf(node)).toBe(0);
+  engine.hang = "template";
+  const chat = { model, messages: [{ role: "user", content: "hi" }], max_tokens: 2 };
+  expectTimedOut(await post(node, "/v1/chat/completions", chat), "chat template");
+  await until(() => engine.aborted === 2 && overdueOf(node) === 0);
+  expect(engine.aborted).toBe(2);
+  // With --max-pending 1, a place still held by an overdue step would refuse this with 429.
   engine.hang = undefined;
   const served = await post(node, "/v1/completions", completion);
   expect(served.status, served.body).toBe(200);

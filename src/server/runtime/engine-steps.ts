@@ -1,8 +1,9 @@
 /**
  * A client request's engine steps before it is submitted — its chat template and its tokenize — as the
  * API calls them: each bounded by `--tokenize-timeout-ms`, since an engine that never answers (a remote
- * /tokenize that hangs) would keep its client waiting, and a shutdown's drain, for good (the step
- * itself holds a `--max-pending` place until the engine ends it: `overdue`); a failure is read as the
+ * /tokenize that hangs) would keep its client waiting, and a shutdown's drain, for good. Past the bound
+ * the step's signal aborts the engine's call (a remote one's HTTP request), which holds a
+ * `--max-pending` place until it has ended (`overdue`); a failure is read as the
  * client's error (engine-step-errors.ts). A peer's forward in another model's tokens takes the same
  * bound (`bounded`), else it would hold its origin until its forward timeout.
  */
@@ -43,28 +44,32 @@ export class EngineSteps {
   // The engine's own failure is read (engineStepFailure); the bound's 504 is not: a step that timed out
   // while the node drains did not end by the shutdown, whose 503 would say so.
   tokenize(text: string): Promise<Tokens> {
-    return this.bounded(this.engine.tokenize(text).catch(this.failed), "tokenize");
+    return this.bounded((signal) => this.engine.tokenize(text, signal).catch(this.failed), "tokenize");
   }
 
   applyChatTemplate(messages: ChatMessage[]): Promise<string> {
-    return this.bounded(this.engine.applyChatTemplate(messages).catch(this.failed), "chat template");
+    const render = (signal: AbortSignal) =>
+      this.engine.applyChatTemplate(messages, signal).catch(this.failed);
+    return this.bounded(render, "chat template");
   }
 
   /**
-   * Steps past the bound that the engine still runs: their clients have had the 504, but each still
-   * holds the engine's work (a remote one's connection), so they count against `--max-pending` until
-   * they end — else a burst against a hung engine would open calls to it without bound.
+   * Steps past the bound that the engine still runs: their clients have had the 504 and the call its
+   * abort, but one that ignores its signal still holds the engine's work, so each counts against
+   * `--max-pending` until it ends — else a burst against a hung engine would open calls without bound.
    */
   get overdue(): number {
     return this.late;
   }
 
   /**
-   * `step`, or a 504 once the bound passes. The engine's call is left to end on its own (a remote one
-   * by its HTTP timeouts): no AbortSignal per request, a visible cost on the router's hot path. Also
-   * a peer's forward re-tokenized here (peer-traffic.ts), its failure left raw for the forward's error.
+   * `call`'s step, or a 504 once the bound passes, when the call's signal is aborted so the engine
+   * ends it now (a remote one's request), not at its own HTTP timeouts. Also a peer's forward
+   * re-tokenized here (peer-traffic.ts), its failure left raw for the forward's error.
    */
-  bounded<T>(step: Promise<T>, what: string): Promise<T> {
+  bounded<T>(call: (signal: AbortSignal) => Promise<T>, what: string): Promise<T> {
+    const abort = new AbortController();
+    const step = call(abort.signal);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_go, fail) => {
       timer = setTimeout(() => {
@@ -73,7 +78,9 @@ export class EngineSteps {
           this.late--;
         };
         step.then(ended, ended);
+        // The 504 first: the abort's own failure must not be the answer.
         fail(stepTimeoutError(what, this.timeoutMs));
+        abort.abort();
       }, this.timeoutMs);
       // A bound alone keeps no process alive (an embedder's, after stop(), up to an hour).
       timer.unref();

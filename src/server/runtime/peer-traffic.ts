@@ -94,12 +94,12 @@ export class PeerTraffic {
     const { messages, prompt } = msg.request;
     const { engine, steps } = this.o;
     const text = messages
-      ? steps.bounded(engine.applyChatTemplate(messages), "chat template")
+      ? steps.bounded((signal) => engine.applyChatTemplate(messages, signal), "chat template")
       : Promise.resolve(prompt);
     const tokens = text.then((p) => {
       if (p === undefined) throw new Error("no prompt text");
       msg.request.prompt = p;
-      return steps.bounded(engine.tokenize(p), "tokenize");
+      return steps.bounded((signal) => engine.tokenize(p, signal), "tokenize");
     });
     tokens.then(
       (t) => {

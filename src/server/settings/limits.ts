@@ -74,9 +74,9 @@ export const limitsSettings = {
     value: "ms",
     description:
       "Longest a client request's chat template, and its tokenize, may take at the engine, in ms; " +
-      "past it the client gets 504 at once (a remote server's /tokenize that hangs would hold it until " +
-      "the engine's own HTTP timeouts); the step, still running there, counts against `--max-pending` " +
-      "until it ends, so a burst cannot open calls to a hung engine without bound. A peer's forward " +
+      "past it the client gets 504 at once and the engine's call is aborted (a remote server's /tokenize " +
+      "request is cancelled, not left to the engine's own HTTP timeouts); until that call has ended it " +
+      "counts against `--max-pending`, so a burst cannot open calls to a hung engine without bound. A peer's forward " +
       "tokenized again here (mixed models) is bounded alike: past it its origin is answered with an " +
       "error and falls back.",
   }),
