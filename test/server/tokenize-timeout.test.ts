@@ -145,6 +145,23 @@ it("answers the 504 of a step that timed out while the node drains, not a shutdo
   await stopped;
 }, 30_000);
 
+it("answers a step still open when the drain ends with the shutdown's 503, its call aborted", async () => {
+  const engine = new AbortOnlyDouble();
+  // The bound far past the drain: only the drain's end can answer the step.
+  const { node, model } = await soloNode(engine, { tokenizeTimeoutMs: "600000", drainSec: "0.5" });
+  keep(node);
+  engine.hang = "tokenize";
+  const answer = post(node, "/v1/completions", { model, prompt: "a question", max_tokens: 2 });
+  await until(() => intakeOf(node) === 1);
+  expect(intakeOf(node)).toBe(1);
+  const stopped = node.stop();
+  const a = await answer;
+  expect(a.status, a.body).toBe(503);
+  expect(a.body).toContain("shut down");
+  expect(engine.aborted).toBe(1);
+  await stopped;
+}, 30_000);
+
 it("counts a timed-out tokenize the engine still runs against --max-pending until it ends", async () => {
   const engine = new NeverAnsweringDouble();
   const { node, model } = await soloNode(engine, { maxPending: "2", tokenizeTimeoutMs: "200" });

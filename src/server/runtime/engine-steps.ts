@@ -9,7 +9,7 @@
  */
 import type { ChatMessage, Engine, Tokens } from "../../core/engine.js";
 import { ServiceError } from "../service.js";
-import { type EngineStepContext, engineStepFailure } from "./engine-step-errors.js";
+import { type EngineStepContext, engineStepFailure, shutDownError } from "./engine-step-errors.js";
 
 /** Far above any real tokenize (milliseconds), and below a remote engine's own HTTP bounds. */
 export const DEFAULT_TOKENIZE_TIMEOUT_MS = 30_000;
@@ -34,6 +34,8 @@ export class EngineSteps {
   private readonly timeoutMs: number;
   private readonly failed: (err: unknown) => never;
   private late = 0;
+  /** Steps not yet answered: the drain's end answers and aborts them (`abortAll`). */
+  private readonly open = new Set<(err: Error) => void>();
 
   constructor(o: EngineStepsOptions) {
     this.engine = o.engine;
@@ -63,6 +65,15 @@ export class EngineSteps {
   }
 
   /**
+   * The drain is over: each step still unanswered gets the shutdown's 503 now and its engine call
+   * the abort. Else one started just before SIGTERM would outlive the drain (the bound may be the
+   * longer) and its client be cut off unanswered, or get the 504 after the node had gone.
+   */
+  abortAll(): void {
+    for (const end of [...this.open]) end(shutDownError());
+  }
+
+  /**
    * `call`'s step, or a 504 once the bound passes, when the call's signal is aborted so the engine
    * ends it now (a remote one's request), not at its own HTTP timeouts. Also a peer's forward
    * re-tokenized here (peer-traffic.ts), its failure left raw for the forward's error.
@@ -71,20 +82,29 @@ export class EngineSteps {
     const abort = new AbortController();
     const step = call(abort.signal);
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_go, fail) => {
+    let end: (err: Error) => void = () => {};
+    const cut = new Promise<never>((_go, fail) => {
+      // The answer first: the abort's own failure must not be it.
+      end = (err) => {
+        this.open.delete(end);
+        fail(err);
+        abort.abort();
+      };
+      this.open.add(end);
       timer = setTimeout(() => {
         this.late++;
         const ended = () => {
           this.late--;
         };
         step.then(ended, ended);
-        // The 504 first: the abort's own failure must not be the answer.
-        fail(stepTimeoutError(what, this.timeoutMs));
-        abort.abort();
+        end(stepTimeoutError(what, this.timeoutMs));
       }, this.timeoutMs);
       // A bound alone keeps no process alive (an embedder's, after stop(), up to an hour).
       timer.unref();
     });
-    return Promise.race([step, late]).finally(() => clearTimeout(timer));
+    return Promise.race([step, cut]).finally(() => {
+      clearTimeout(timer);
+      this.open.delete(end);
+    });
   }
 }

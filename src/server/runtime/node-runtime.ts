@@ -319,10 +319,10 @@ export class NodeRuntime implements NodeService {
     const deadline = this.now() + drainMs;
     const busy = () => this.clients.size > 0 || this.intake.size > 0 || this.node.queueDepth() > 0;
     while (busy() && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    // An admitted request still tokenizing gets its 503 from the engine's close that follows.
     this.intake.endDrain();
     this.runs.abortAll();
     this.served.finishAll("shutting down");
+    this.steps.abortAll();
     this.clients.failAll(shutDownError);
     this.timers.clear();
     this.health.stop();

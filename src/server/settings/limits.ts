@@ -167,7 +167,9 @@ export const limitsSettings = {
     section: "Operations",
     value: "s",
     description:
-      "On SIGTERM, stop taking requests and let in-flight work finish for up to this many seconds.",
+      "On SIGTERM, stop taking requests and let in-flight work finish for up to this many seconds; a chat " +
+      "template or tokenize step still open then gets 503 and its engine call is aborted, whatever " +
+      "`--tokenize-timeout-ms` says.",
   }),
   logLevel: setting(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), {
     section: "Operations",
