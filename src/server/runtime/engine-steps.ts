@@ -3,9 +3,10 @@
  * API calls them: each bounded by `--tokenize-timeout-ms`, since an engine that never answers (a remote
  * /tokenize that hangs) would keep its client waiting, and a shutdown's drain, for good. Past the bound
  * the step's signal aborts the engine's call (a remote one's HTTP request), which holds a
- * `--max-pending` place until it has ended (`overdue`); a failure is read as the
- * client's error (engine-step-errors.ts). A peer's forward in another model's tokens takes the same
- * bound (`bounded`), else it would hold its origin until its forward timeout.
+ * `--max-pending` place until it has ended (`overdue`); the drain's end answers every open step
+ * (`abortAll`); a failure is read as the client's error (engine-step-errors.ts). A peer's forward in
+ * another model's tokens takes the same bound (`bounded`), else it would hold its origin until its
+ * forward timeout, and is counted apart (`peerOpen`, `--max-peer-tokenizing`).
  */
 import type { ChatMessage, Engine, Tokens } from "../../core/engine.js";
 import { ServiceError } from "../service.js";
@@ -13,6 +14,9 @@ import { type EngineStepContext, engineStepFailure, shutDownError } from "./engi
 
 /** Far above any real tokenize (milliseconds), and below a remote engine's own HTTP bounds. */
 export const DEFAULT_TOKENIZE_TIMEOUT_MS = 30_000;
+
+/** Peers' forwards tokenized here at once: tokenizing takes milliseconds, so only a hung engine nears it. */
+export const DEFAULT_MAX_PEER_TOKENIZING = 32;
 
 /** What a client is told when the engine's `step` gave no answer within `ms`. */
 export function stepTimeoutError(step: string, ms: number): ServiceError {
@@ -34,6 +38,7 @@ export class EngineSteps {
   private readonly timeoutMs: number;
   private readonly failed: (err: unknown) => never;
   private late = 0;
+  private peerCalls = 0;
   /** Steps not yet answered: the drain's end answers and aborts them (`abortAll`). */
   private readonly open = new Set<(err: Error) => void>();
 
@@ -65,6 +70,14 @@ export class EngineSteps {
   }
 
   /**
+   * Peers' forwards' engine calls (peer-traffic.ts) not yet ended, overdue ones included: counted
+   * apart from `overdue`, so peers cannot take our clients' `--max-pending` places.
+   */
+  get peerOpen(): number {
+    return this.peerCalls;
+  }
+
+  /**
    * The drain is over: each step still unanswered gets the shutdown's 503 now and its engine call
    * the abort. Else one started just before SIGTERM would outlive the drain (the bound may be the
    * longer) and its client be cut off unanswered, or get the 504 after the node had gone.
@@ -76,11 +89,18 @@ export class EngineSteps {
   /**
    * `call`'s step, or a 504 once the bound passes, when the call's signal is aborted so the engine
    * ends it now (a remote one's request), not at its own HTTP timeouts. Also a peer's forward
-   * re-tokenized here (peer-traffic.ts), its failure left raw for the forward's error.
+   * re-tokenized here (peer-traffic.ts, `forPeer`), its failure left raw for the forward's error.
    */
-  bounded<T>(call: (signal: AbortSignal) => Promise<T>, what: string): Promise<T> {
+  bounded<T>(call: (signal: AbortSignal) => Promise<T>, what: string, forPeer = false): Promise<T> {
     const abort = new AbortController();
     const step = call(abort.signal);
+    if (forPeer) {
+      this.peerCalls++;
+      const ended = () => {
+        this.peerCalls--;
+      };
+      step.then(ended, ended);
+    }
     let timer: NodeJS.Timeout | undefined;
     let end: (err: Error) => void = () => {};
     const cut = new Promise<never>((_go, fail) => {
@@ -92,11 +112,13 @@ export class EngineSteps {
       };
       this.open.add(end);
       timer = setTimeout(() => {
-        this.late++;
-        const ended = () => {
-          this.late--;
-        };
-        step.then(ended, ended);
+        if (!forPeer) {
+          this.late++;
+          const ended = () => {
+            this.late--;
+          };
+          step.then(ended, ended);
+        }
         end(stepTimeoutError(what, this.timeoutMs));
       }, this.timeoutMs);
       // A bound alone keeps no process alive (an embedder's, after stop(), up to an hour).

@@ -50,12 +50,12 @@ import type { RuntimeLogger } from "./logger.js";
 import { type MeshModel, meshModels, peerModels } from "./mesh-models.js";
 import { MeshPeers, movesMembers } from "./mesh-peers.js";
 import { PeerSender } from "./peer-sender.js";
-import { PeerTraffic } from "./peer-traffic.js";
+import { PeerTraffic, type PeerTrafficOptions } from "./peer-traffic.js";
 import { ServedForwards } from "./served-forwards.js";
 import { isPollTimer, type NodeTimer, TimerTable } from "./timers.js";
 import { mayReachClient } from "./transport-rules.js";
 
-export interface NodeRuntimeOptions {
+export interface NodeRuntimeOptions extends Pick<PeerTrafficOptions, "maxPeerTokenizing"> {
   node: PrefixNode;
   engine: Engine;
   client: PeerClient;

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { DEFAULT_MAX_CONNECTED_PEERS } from "../../net/connected-peers.js";
 import { DEFAULT_METRIC_PEERS } from "../metric-peers.js";
 import { MAX_CPU_LATENCY_US } from "../runtime/cpu-latency-qos.js";
-import { DEFAULT_TOKENIZE_TIMEOUT_MS } from "../runtime/engine-steps.js";
+import { DEFAULT_MAX_PEER_TOKENIZING, DEFAULT_TOKENIZE_TIMEOUT_MS } from "../runtime/engine-steps.js";
 import { PEER_FAULTS } from "../runtime/peer-fault-double.js";
 import { setting } from "./doc.js";
 import { num } from "./values.js";
@@ -66,8 +66,8 @@ export const limitsSettings = {
     description:
       "Client requests admitted at once, counted from their arrival: those still being templated or " +
       "tokenized (a `/tokenize` too) with those queued, running or forwarded, and the template or " +
-      "tokenize steps past `--tokenize-timeout-ms` that the engine still runs; beyond it the API answers " +
-      "429 before tokenizing the prompt.",
+      "tokenize steps past `--tokenize-timeout-ms` that the engine still runs (peers' forwards have their " +
+      "own bound, `--max-peer-tokenizing`); beyond it the API answers 429 before tokenizing the prompt.",
   }),
   tokenizeTimeoutMs: setting(num(10, 3_600_000, true).default(DEFAULT_TOKENIZE_TIMEOUT_MS), {
     section: "Limits",
@@ -79,6 +79,15 @@ export const limitsSettings = {
       "counts against `--max-pending`, so a burst cannot open calls to a hung engine without bound. A peer's forward " +
       "tokenized again here (mixed models) is bounded alike: past it its origin is answered with an " +
       "error and falls back.",
+  }),
+  maxPeerTokenizing: setting(num(1, 100_000, true).default(DEFAULT_MAX_PEER_TOKENIZING), {
+    section: "Limits",
+    value: "n",
+    description:
+      "Peers' forwards tokenized again here at once (mixed models: another model's tokens), the steps " +
+      "past `--tokenize-timeout-ms` the engine still runs included; beyond it a forward is refused as " +
+      "busy and its origin falls back. Counted apart from `--max-pending`, so peers cannot take the " +
+      "places of this node's own clients.",
   }),
   maxConnections: setting(num(1, 1_000_000, true).default(1024), {
     section: "Limits",
