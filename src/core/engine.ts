@@ -135,8 +135,11 @@ export interface Engine {
   readonly info: EngineInfo;
   /** `signal` abandons a remote tokenize (its request is aborted); local tokenizers may ignore it. */
   tokenize(text: string, signal?: AbortSignal): Promise<Tokens>;
-  /** Renders chat messages with the model's chat template into the prompt text. */
-  applyChatTemplate(messages: ChatMessage[]): Promise<string>;
+  /**
+   * Renders chat messages with the model's chat template into the prompt text; `signal` abandons a
+   * remote rendering (its request is aborted), local ones may ignore it.
+   */
+  applyChatTemplate(messages: ChatMessage[], signal?: AbortSignal): Promise<string>;
   /** Runs one request to completion; `onChunk` receives output as it is produced. */
   run(req: EngineRequest, onChunk?: (c: EngineChunk) => void, signal?: AbortSignal): Promise<EngineResult>;
   /** node-managed caches only: free the KV of these runs, exactly as the node's tree evicted them. */

@@ -200,7 +200,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     "prefixmesh_forwards_refused_total",
     "Peers' forwards this node refused before its engine saw them, by reason: context (prompt + max_tokens " +
       "past the engine's context), ceiling (max_tokens past --max-tokens-ceiling), tokenize (another " +
-      "model's prompt it could not tokenize), stopping (shutting down); each is retried elsewhere",
+      "model's prompt it could not tokenize), tokenize-busy (--max-peer-tokenizing forwards already being " +
+      "tokenized), stopping (shutting down); each is retried elsewhere",
     ["reason"],
   );
   const pushBack = counter(

@@ -526,6 +526,55 @@ describe("remote engine: chat template and health", () => {
     expect(seen.filter((r) => r.url === "/apply-template")).toHaveLength(3);
   });
 
+  it("aborts its /tokenize request when its signal aborts", async () => {
+    let hung = false;
+    let closed = false;
+    const { url } = await startDouble({
+      "POST /tokenize": [
+        // The shape probe answers; the prompt's request never does: only the abort ends it.
+        json(200, { tokens: [5, 6, 7], count: 3 }),
+        (req) => {
+          hung = true;
+          req.socket.on("close", () => {
+            closed = true;
+          });
+        },
+      ],
+    });
+    live.engine = new OpenAIEngine(opts(url, { tokenizer: "server" }));
+    const abort = new AbortController();
+    const tokens = live.engine.tokenize("a prompt", abort.signal);
+    const deadline = Date.now() + 10_000;
+    while (!hung && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    abort.abort();
+    await expect(tokens).rejects.toThrow(/abort/i);
+    while (!closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(closed).toBe(true);
+  });
+
+  it("aborts its /apply-template request when its signal aborts", async () => {
+    let arrived = false;
+    let closed = false;
+    const { url } = await startDouble({
+      // Never answers: only the engine's abort ends the request.
+      "POST /apply-template": (req) => {
+        arrived = true;
+        req.socket.on("close", () => {
+          closed = true;
+        });
+      },
+    });
+    live.engine = new OpenAIEngine(opts(url));
+    const abort = new AbortController();
+    const rendering = live.engine.applyChatTemplate([{ role: "user", content: "hi" }], abort.signal);
+    const deadline = Date.now() + 10_000;
+    while (!arrived && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    abort.abort();
+    await expect(rendering).rejects.toThrow(/abort/i);
+    while (!closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(closed).toBe(true);
+  });
+
   it("is healthy when /health answers 200 with an empty body (vLLM)", async () => {
     const { url } = await startDouble({ "GET /health": (_q, _b, res) => res.writeHead(200).end() });
     live.engine = new OpenAIEngine(opts(url));

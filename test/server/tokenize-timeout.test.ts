@@ -27,7 +27,36 @@ class NeverAnsweringDouble extends TestSimEngine {
   }
 }
 
+/**
+ * Test double: the simulator's engine whose tokenize, or chat template, once `hang` is set, answers
+ * only its signal's abort (as a remote engine's aborted HTTP request ends), counted in `aborted`.
+ */
+class AbortOnlyDouble extends TestSimEngine {
+  hang: "tokenize" | "template" | undefined;
+  aborted = 0;
+  private held<T>(signal: AbortSignal | undefined): Promise<T> {
+    return new Promise<T>((_go, fail) =>
+      signal?.addEventListener("abort", () => {
+        this.aborted++;
+        fail(new Error("aborted"));
+      }),
+    );
+  }
+  override async tokenize(text: string, signal?: AbortSignal): Promise<Tokens> {
+    return this.hang === "tokenize" ? this.held(signal) : super.tokenize(text);
+  }
+  override async applyChatTemplate(messages: ChatMessage[], signal?: AbortSignal): Promise<string> {
+    return this.hang === "template" ? this.held(signal) : super.applyChatTemplate(messages);
+  }
+}
+
 const keep = nodesStoppedAfterEach();
+
+/** Waits, with a generous deadline, until `ok` holds. */
+async function until(ok: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
 
 /** Ends the engine's hung steps, and waits until the node no longer counts them as overdue. */
 async function endHung(engine: NeverAnsweringDouble, node: NodeHandle): Promise<void> {
@@ -80,6 +109,27 @@ it("answers 504 when the engine's tokenize or template never returns, and frees 
   expect(served.status, served.body).toBe(200);
 }, 30_000);
 
+it("aborts the engine's call at the 504, and frees its place once the call has ended", async () => {
+  const engine = new AbortOnlyDouble();
+  const { node, model } = await soloNode(engine, { maxPending: "1", tokenizeTimeoutMs: "300" });
+  keep(node);
+  const completion = { model, prompt: "a question", max_tokens: 2 };
+  engine.hang = "tokenize";
+  expectTimedOut(await post(node, "/v1/completions", completion), "tokenize");
+  await until(() => engine.aborted === 1 && overdueOf(node) === 0);
+  expect(engine.aborted).toBe(1);
+  expect(overdueOf(node)).toBe(0);
+  engine.hang = "template";
+  const chat = { model, messages: [{ role: "user", content: "hi" }], max_tokens: 2 };
+  expectTimedOut(await post(node, "/v1/chat/completions", chat), "chat template");
+  await until(() => engine.aborted === 2 && overdueOf(node) === 0);
+  expect(engine.aborted).toBe(2);
+  // With --max-pending 1, a place still held by an overdue step would refuse this with 429.
+  engine.hang = undefined;
+  const served = await post(node, "/v1/completions", completion);
+  expect(served.status, served.body).toBe(200);
+}, 30_000);
+
 it("answers the 504 of a step that timed out while the node drains, not a shutdown's 503", async () => {
   const engine = new NeverAnsweringDouble();
   const { node, model } = await soloNode(engine, { tokenizeTimeoutMs: "500" });
@@ -92,6 +142,23 @@ it("answers the 504 of a step that timed out while the node drains, not a shutdo
   // The drain waits for the request taken in: its tokenize ends by the bound, not by the shutdown.
   const stopped = node.stop();
   expectTimedOut(await answer, "tokenize");
+  await stopped;
+}, 30_000);
+
+it("answers a step still open when the drain ends with the shutdown's 503, its call aborted", async () => {
+  const engine = new AbortOnlyDouble();
+  // The bound far past the drain: only the drain's end can answer the step.
+  const { node, model } = await soloNode(engine, { tokenizeTimeoutMs: "600000", drainSec: "0.5" });
+  keep(node);
+  engine.hang = "tokenize";
+  const answer = post(node, "/v1/completions", { model, prompt: "a question", max_tokens: 2 });
+  await until(() => intakeOf(node) === 1);
+  expect(intakeOf(node)).toBe(1);
+  const stopped = node.stop();
+  const a = await answer;
+  expect(a.status, a.body).toBe(503);
+  expect(a.body).toContain("shut down");
+  expect(engine.aborted).toBe(1);
   await stopped;
 }, 30_000);
 

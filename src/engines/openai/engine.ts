@@ -210,11 +210,11 @@ export class OpenAIEngine implements Engine {
     return this.contextFrom;
   }
 
-  async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
+  async applyChatTemplate(messages: ChatMessage[], signal?: AbortSignal): Promise<string> {
     if (this.opts.chatTemplate === "auto" && this.applyTemplateAvailable !== false) {
       try {
         const res = ApplyTemplateResponse.safeParse(
-          await this.http.json("POST", "/apply-template", { messages }),
+          await this.http.json("POST", "/apply-template", { messages }, signal),
         );
         if (res.success) {
           this.applyTemplateAvailable = true;

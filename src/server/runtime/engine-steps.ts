@@ -1,17 +1,22 @@
 /**
  * A client request's engine steps before it is submitted — its chat template and its tokenize — as the
  * API calls them: each bounded by `--tokenize-timeout-ms`, since an engine that never answers (a remote
- * /tokenize that hangs) would keep its client waiting, and a shutdown's drain, for good (the step
- * itself holds a `--max-pending` place until the engine ends it: `overdue`); a failure is read as the
- * client's error (engine-step-errors.ts). A peer's forward in another model's tokens takes the same
- * bound (`bounded`), else it would hold its origin until its forward timeout.
+ * /tokenize that hangs) would keep its client waiting, and a shutdown's drain, for good. Past the bound
+ * the step's signal aborts the engine's call (a remote one's HTTP request), which holds a
+ * `--max-pending` place until it has ended (`overdue`); the drain's end answers every open step
+ * (`abortAll`); a failure is read as the client's error (engine-step-errors.ts). A peer's forward in
+ * another model's tokens takes the same bound (`bounded`), else it would hold its origin until its
+ * forward timeout, and is counted apart (`peerOpen`, `--max-peer-tokenizing`).
  */
 import type { ChatMessage, Engine, Tokens } from "../../core/engine.js";
 import { ServiceError } from "../service.js";
-import { type EngineStepContext, engineStepFailure } from "./engine-step-errors.js";
+import { type EngineStepContext, engineStepFailure, shutDownError } from "./engine-step-errors.js";
 
 /** Far above any real tokenize (milliseconds), and below a remote engine's own HTTP bounds. */
 export const DEFAULT_TOKENIZE_TIMEOUT_MS = 30_000;
+
+/** Peers' forwards tokenized here at once: tokenizing takes milliseconds, so only a hung engine nears it. */
+export const DEFAULT_MAX_PEER_TOKENIZING = 32;
 
 /** What a client is told when the engine's `step` gave no answer within `ms`. */
 export function stepTimeoutError(step: string, ms: number): ServiceError {
@@ -33,6 +38,9 @@ export class EngineSteps {
   private readonly timeoutMs: number;
   private readonly failed: (err: unknown) => never;
   private late = 0;
+  private peerCalls = 0;
+  /** Steps not yet answered: the drain's end answers and aborts them (`abortAll`). */
+  private readonly open = new Set<(err: Error) => void>();
 
   constructor(o: EngineStepsOptions) {
     this.engine = o.engine;
@@ -43,41 +51,82 @@ export class EngineSteps {
   // The engine's own failure is read (engineStepFailure); the bound's 504 is not: a step that timed out
   // while the node drains did not end by the shutdown, whose 503 would say so.
   tokenize(text: string): Promise<Tokens> {
-    return this.bounded(this.engine.tokenize(text).catch(this.failed), "tokenize");
+    return this.bounded((signal) => this.engine.tokenize(text, signal).catch(this.failed), "tokenize");
   }
 
   applyChatTemplate(messages: ChatMessage[]): Promise<string> {
-    return this.bounded(this.engine.applyChatTemplate(messages).catch(this.failed), "chat template");
+    const render = (signal: AbortSignal) =>
+      this.engine.applyChatTemplate(messages, signal).catch(this.failed);
+    return this.bounded(render, "chat template");
   }
 
   /**
-   * Steps past the bound that the engine still runs: their clients have had the 504, but each still
-   * holds the engine's work (a remote one's connection), so they count against `--max-pending` until
-   * they end — else a burst against a hung engine would open calls to it without bound.
+   * Steps past the bound that the engine still runs: their clients have had the 504 and the call its
+   * abort, but one that ignores its signal still holds the engine's work, so each counts against
+   * `--max-pending` until it ends — else a burst against a hung engine would open calls without bound.
    */
   get overdue(): number {
     return this.late;
   }
 
   /**
-   * `step`, or a 504 once the bound passes. The engine's call is left to end on its own (a remote one
-   * by its HTTP timeouts): no AbortSignal per request, a visible cost on the router's hot path. Also
-   * a peer's forward re-tokenized here (peer-traffic.ts), its failure left raw for the forward's error.
+   * Peers' forwards' engine calls (peer-traffic.ts) not yet ended, overdue ones included: counted
+   * apart from `overdue`, so peers cannot take our clients' `--max-pending` places.
    */
-  bounded<T>(step: Promise<T>, what: string): Promise<T> {
+  get peerOpen(): number {
+    return this.peerCalls;
+  }
+
+  /**
+   * The drain is over: each step still unanswered gets the shutdown's 503 now and its engine call
+   * the abort. Else one started just before SIGTERM would outlive the drain (the bound may be the
+   * longer) and its client be cut off unanswered, or get the 504 after the node had gone.
+   */
+  abortAll(): void {
+    for (const end of [...this.open]) end(shutDownError());
+  }
+
+  /**
+   * `call`'s step, or a 504 once the bound passes, when the call's signal is aborted so the engine
+   * ends it now (a remote one's request), not at its own HTTP timeouts. Also a peer's forward
+   * re-tokenized here (peer-traffic.ts, `forPeer`), its failure left raw for the forward's error.
+   */
+  bounded<T>(call: (signal: AbortSignal) => Promise<T>, what: string, forPeer = false): Promise<T> {
+    const abort = new AbortController();
+    const step = call(abort.signal);
+    if (forPeer) {
+      this.peerCalls++;
+      const ended = () => {
+        this.peerCalls--;
+      };
+      step.then(ended, ended);
+    }
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_go, fail) => {
+    let end: (err: Error) => void = () => {};
+    const cut = new Promise<never>((_go, fail) => {
+      // The answer first: the abort's own failure must not be it.
+      end = (err) => {
+        this.open.delete(end);
+        fail(err);
+        abort.abort();
+      };
+      this.open.add(end);
       timer = setTimeout(() => {
-        this.late++;
-        const ended = () => {
-          this.late--;
-        };
-        step.then(ended, ended);
-        fail(stepTimeoutError(what, this.timeoutMs));
+        if (!forPeer) {
+          this.late++;
+          const ended = () => {
+            this.late--;
+          };
+          step.then(ended, ended);
+        }
+        end(stepTimeoutError(what, this.timeoutMs));
       }, this.timeoutMs);
       // A bound alone keeps no process alive (an embedder's, after stop(), up to an hour).
       timer.unref();
     });
-    return Promise.race([step, late]).finally(() => clearTimeout(timer));
+    return Promise.race([step, cut]).finally(() => {
+      clearTimeout(timer);
+      this.open.delete(end);
+    });
   }
 }

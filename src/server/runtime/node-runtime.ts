@@ -50,12 +50,12 @@ import type { RuntimeLogger } from "./logger.js";
 import { type MeshModel, meshModels, peerModels } from "./mesh-models.js";
 import { MeshPeers, movesMembers } from "./mesh-peers.js";
 import { PeerSender } from "./peer-sender.js";
-import { PeerTraffic } from "./peer-traffic.js";
+import { PeerTraffic, type PeerTrafficOptions } from "./peer-traffic.js";
 import { ServedForwards } from "./served-forwards.js";
 import { isPollTimer, type NodeTimer, TimerTable } from "./timers.js";
 import { mayReachClient } from "./transport-rules.js";
 
-export interface NodeRuntimeOptions {
+export interface NodeRuntimeOptions extends Pick<PeerTrafficOptions, "maxPeerTokenizing"> {
   node: PrefixNode;
   engine: Engine;
   client: PeerClient;
@@ -319,10 +319,10 @@ export class NodeRuntime implements NodeService {
     const deadline = this.now() + drainMs;
     const busy = () => this.clients.size > 0 || this.intake.size > 0 || this.node.queueDepth() > 0;
     while (busy() && this.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    // An admitted request still tokenizing gets its 503 from the engine's close that follows.
     this.intake.endDrain();
     this.runs.abortAll();
     this.served.finishAll("shutting down");
+    this.steps.abortAll();
     this.clients.failAll(shutDownError);
     this.timers.clear();
     this.health.stop();

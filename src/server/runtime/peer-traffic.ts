@@ -10,7 +10,7 @@ import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
 import { engineRunError, runFaultOf } from "./engine-step-errors.js";
-import type { EngineSteps } from "./engine-steps.js";
+import { DEFAULT_MAX_PEER_TOKENIZING, type EngineSteps } from "./engine-steps.js";
 import type { RuntimeLogger } from "./logger.js";
 import type { PeerSender } from "./peer-sender.js";
 import { PeerServedCounts } from "./peer-served.js";
@@ -20,7 +20,9 @@ import { retryableError } from "./transport-rules.js";
 export interface PeerTrafficOptions {
   engine: Engine;
   /** Bounds a re-tokenized forward's engine steps by `--tokenize-timeout-ms`, as a client's are. */
-  steps: Pick<EngineSteps, "bounded">;
+  steps: Pick<EngineSteps, "bounded" | "peerOpen">;
+  /** `--max-peer-tokenizing`: forwards' engine steps open at once (default DEFAULT_MAX_PEER_TOKENIZING). */
+  maxPeerTokenizing?: number | undefined;
   metrics: NodeMetrics;
   logger: RuntimeLogger;
   admin: Admin;
@@ -93,14 +95,25 @@ export class PeerTraffic {
   private retokenize(from: string, msg: PeerMessageOf<"forward">): void {
     const { messages, prompt } = msg.request;
     const { engine, steps } = this.o;
-    const text = messages
-      ? steps.bounded(engine.applyChatTemplate(messages), "chat template")
-      : Promise.resolve(prompt);
-    const tokens = text.then((p) => {
+    const max = this.o.maxPeerTokenizing ?? DEFAULT_MAX_PEER_TOKENIZING;
+    if (steps.peerOpen >= max) {
+      // Busy, honestly (fault `load`: a back-off, no mark): the origin falls back at once.
+      this.o.metrics.forwardsRefused.inc({ reason: "tokenize-busy" });
+      const why = `overloaded: ${max} forwards already being tokenized here (--max-peer-tokenizing)`;
+      this.o.served.answer(from, retryableError(msg, why, undefined, "load"));
+      return;
+    }
+    // Each step is started at once (a prompt's tokenize too), so `peerOpen` counts this forward now.
+    const tokenize = (p: string | undefined) => {
       if (p === undefined) throw new Error("no prompt text");
       msg.request.prompt = p;
-      return steps.bounded(engine.tokenize(p), "tokenize");
-    });
+      return steps.bounded((signal) => engine.tokenize(p, signal), "tokenize", true);
+    };
+    const tokens = messages
+      ? steps
+          .bounded((signal) => engine.applyChatTemplate(messages, signal), "chat template", true)
+          .then(tokenize)
+      : (async () => tokenize(prompt))();
     tokens.then(
       (t) => {
         msg.request.tokens = t;

@@ -179,6 +179,7 @@ export async function startNode(
     peerUrls,
     maxPending: s.maxPending,
     tokenizeTimeoutMs: s.tokenizeTimeoutMs,
+    maxPeerTokenizing: s.maxPeerTokenizing,
     maxTokensCeiling: s.maxTokensCeiling,
     adapters,
     forwardStreamTtlMs: s.forwardTimeoutMs * FORWARD_STREAM_TTL_FACTOR,

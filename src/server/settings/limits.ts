@@ -3,7 +3,7 @@ import { z } from "zod";
 import { DEFAULT_MAX_CONNECTED_PEERS } from "../../net/connected-peers.js";
 import { DEFAULT_METRIC_PEERS } from "../metric-peers.js";
 import { MAX_CPU_LATENCY_US } from "../runtime/cpu-latency-qos.js";
-import { DEFAULT_TOKENIZE_TIMEOUT_MS } from "../runtime/engine-steps.js";
+import { DEFAULT_MAX_PEER_TOKENIZING, DEFAULT_TOKENIZE_TIMEOUT_MS } from "../runtime/engine-steps.js";
 import { PEER_FAULTS } from "../runtime/peer-fault-double.js";
 import { setting } from "./doc.js";
 import { num } from "./values.js";
@@ -66,19 +66,28 @@ export const limitsSettings = {
     description:
       "Client requests admitted at once, counted from their arrival: those still being templated or " +
       "tokenized (a `/tokenize` too) with those queued, running or forwarded, and the template or " +
-      "tokenize steps past `--tokenize-timeout-ms` that the engine still runs; beyond it the API answers " +
-      "429 before tokenizing the prompt.",
+      "tokenize steps past `--tokenize-timeout-ms` that the engine still runs (peers' forwards have their " +
+      "own bound, `--max-peer-tokenizing`); beyond it the API answers 429 before tokenizing the prompt.",
   }),
   tokenizeTimeoutMs: setting(num(10, 3_600_000, true).default(DEFAULT_TOKENIZE_TIMEOUT_MS), {
     section: "Limits",
     value: "ms",
     description:
       "Longest a client request's chat template, and its tokenize, may take at the engine, in ms; " +
-      "past it the client gets 504 at once (a remote server's /tokenize that hangs would hold it until " +
-      "the engine's own HTTP timeouts); the step, still running there, counts against `--max-pending` " +
-      "until it ends, so a burst cannot open calls to a hung engine without bound. A peer's forward " +
+      "past it the client gets 504 at once and the engine's call is aborted (a remote server's /tokenize " +
+      "request is cancelled, not left to the engine's own HTTP timeouts); until that call has ended it " +
+      "counts against `--max-pending`, so a burst cannot open calls to a hung engine without bound. A peer's forward " +
       "tokenized again here (mixed models) is bounded alike: past it its origin is answered with an " +
       "error and falls back.",
+  }),
+  maxPeerTokenizing: setting(num(1, 100_000, true).default(DEFAULT_MAX_PEER_TOKENIZING), {
+    section: "Limits",
+    value: "n",
+    description:
+      "Peers' forwards tokenized again here at once (mixed models: another model's tokens), the steps " +
+      "past `--tokenize-timeout-ms` the engine still runs included; beyond it a forward is refused as " +
+      "busy and its origin falls back. Counted apart from `--max-pending`, so peers cannot take the " +
+      "places of this node's own clients.",
   }),
   maxConnections: setting(num(1, 1_000_000, true).default(1024), {
     section: "Limits",
@@ -167,7 +176,9 @@ export const limitsSettings = {
     section: "Operations",
     value: "s",
     description:
-      "On SIGTERM, stop taking requests and let in-flight work finish for up to this many seconds.",
+      "On SIGTERM, stop taking requests and let in-flight work finish for up to this many seconds; a chat " +
+      "template or tokenize step still open then gets 503 and its engine call is aborted, whatever " +
+      "`--tokenize-timeout-ms` says.",
   }),
   logLevel: setting(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), {
     section: "Operations",
