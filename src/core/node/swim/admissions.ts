@@ -24,9 +24,9 @@ export interface AdmissionParts {
 export class Admissions {
   /**
    * Live members whose new life is being checked: id → the incarnation that brought the check. At
-   * most `maxCandidates`, as candidates' checks: both together fit the runtime's bound (config.ts
-   * MAX_CANDIDATES), past which it answers "busy", a refusal; a newer life told meanwhile is checked
-   * once it is answered (`verified`).
+   * most `maxCandidates`, as candidates' checks, each kept until answered (the member may have died
+   * meanwhile): both together fit the runtime's bound (config.ts MAX_CANDIDATES), past which it
+   * answers "busy", a refusal; a newer life told meanwhile is checked once it is answered (`verified`).
    */
   private readonly lives = new Map<NodeId, number>();
   /** New lives waiting for a check slot, oldest first: id → the incarnation told, pruned to live ones. */
@@ -86,12 +86,12 @@ export class Admissions {
 
   private check(id: NodeId, incarnation: number, out: SwimEffect[]): void {
     if (this.lives.has(id) || this.waiting.has(id) || this.p.candidates.has(id)) return;
-    // A check never answered (an address that never answers is retried) must not pin an entry: those
-    // of members no longer live go once the map fills (their answer would change nothing).
+    // Waiting lives of members no longer live go once the map fills (a check would change nothing).
+    // Those in flight stay until answered: the runtime answers every check, but runs one we forgot
+    // till then, so a slot freed here let more than its bound run at once (answered "busy").
     const live = this.p.members.live.length;
-    for (const m of [this.lives, this.waiting])
-      if (m.size >= Math.min(live, this.p.config.maxCandidates))
-        for (const k of m.keys()) if (!this.p.members.isLive(k)) m.delete(k);
+    if (this.waiting.size >= Math.min(live, this.p.config.maxCandidates))
+      for (const k of this.waiting.keys()) if (!this.p.members.isLive(k)) this.waiting.delete(k);
     this.waiting.set(id, incarnation);
     this.promote(out);
   }

@@ -15,8 +15,8 @@ import { RECHECK_AFTER_CHANGE_MS, RECHECK_FIRST_MS, RECHECK_MAX_MS } from "../..
 export const MAX_VERIFICATIONS = 256;
 /**
  * `maxCandidates`' ceiling: candidates (candidates.ts) and live members' new lives (admissions.ts) each
- * keep up to `maxCandidates` checks in flight, so both together stay within the runtime's bound, with
- * as much again spare for checks the core dropped while the runtime still retries them.
+ * keep up to `maxCandidates` checks in flight, each until its answer, so both together stay within
+ * the runtime's bound (which keeps a check it was asked for until it answers it).
  */
 export const MAX_CANDIDATES = MAX_VERIFICATIONS / 2;
 
