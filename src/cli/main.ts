@@ -2,6 +2,7 @@
 /** The `prefixmesh` command: each subcommand lives in its own file and registers itself here. */
 import { Command, CommanderError } from "commander";
 import { SettingsError } from "../server/settings/index.js";
+import { SimConfigError } from "../sim/setup.js";
 import { registerBench } from "./bench.js";
 import { registerCerts } from "./certs.js";
 import { registerCluster } from "./cluster.js";
@@ -35,6 +36,10 @@ try {
   if (err instanceof CliError || err instanceof SettingsError) {
     process.stderr.write(`prefixmesh: ${err.message}\n`);
     process.exit(err.exitCode);
+  }
+  if (err instanceof SimConfigError) {
+    process.stderr.write(`prefixmesh: ${err.message}\n`);
+    process.exit(2);
   }
   process.stderr.write(`prefixmesh: ${(err as Error)?.stack ?? String(err)}\n`);
   process.exit(1);

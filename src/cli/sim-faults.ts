@@ -22,6 +22,7 @@ export interface SimFaultOptions {
   unbounded?: string[];
   abandon?: string[];
   pause?: string[];
+  unauthenticated?: string[];
   randomFaults?: string;
 }
 
@@ -189,6 +190,7 @@ const FAULT_FLAGS = {
   abandon: "--abandon",
   crash: "--crash",
   pause: "--pause",
+  unauthenticated: "--unauthenticated",
 } as const satisfies Partial<Record<keyof SimFaultOptions, string>>;
 
 /** The fault flags, grouped as the simulator takes them (SimFaults); undefined without any. */
@@ -232,6 +234,10 @@ export function parseFaultFlags(o: SimFaultOptions, nodes: number, seed: number)
     node.refuses = o.refuse.map((x) => parseMisbehaviour("--refuse", x, nodes));
   if (o.lie !== undefined && o.lie.length > 0)
     node.lies = o.lie.map((x) => parseMisbehaviour("--lie", x, nodes));
+  if (o.unauthenticated !== undefined && o.unauthenticated.length > 0)
+    node.unauthenticated = o.unauthenticated.map((x) =>
+      parseNumber("--unauthenticated", x.trim().replace(/^n/, ""), { min: 0, max: nodes - 1, integer: true }),
+    );
   const faults: SimFaults = {};
   const client: ClientFaults = {};
   if (o.unbounded !== undefined && o.unbounded.length > 0) client.unbounded = o.unbounded.map(parseUnbounded);

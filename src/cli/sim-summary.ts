@@ -68,7 +68,7 @@ export function formatSummary(
     const n = f.network ?? {};
     const crashes = r.perNode.reduce((k, x) => k + x.crashes, 0);
     lines.push(
-      `faults     loss ${n.lossProb ?? 0}, duplication ${n.dupProb ?? 0}, reordering ${n.reorderProb ?? 0}, partitions ${n.partitions?.length ?? 0}, engine failures ${f.engine?.failProb ?? 0}, slow engines ${f.engine?.slowdowns?.length ?? 0}, crashes ${crashes}, pauses ${f.node?.pauses?.length ?? 0}, stalling peers ${f.node?.stalls?.length ?? 0}, refusing peers ${f.node?.refuses?.length ?? 0}, lying peers ${f.node?.lies?.length ?? 0}, unbounded requests ${f.client?.unbounded?.length ?? 0}, clients gone ${t.abandoned ?? 0}, client re-submissions ${t.retries}`,
+      `faults     loss ${n.lossProb ?? 0}, duplication ${n.dupProb ?? 0}, reordering ${n.reorderProb ?? 0}, partitions ${n.partitions?.length ?? 0}, engine failures ${f.engine?.failProb ?? 0}, slow engines ${f.engine?.slowdowns?.length ?? 0}, crashes ${crashes}, pauses ${f.node?.pauses?.length ?? 0}, stalling peers ${f.node?.stalls?.length ?? 0}, refusing peers ${f.node?.refuses?.length ?? 0}, lying peers ${f.node?.lies?.length ?? 0}, unauthenticated nodes ${f.node?.unauthenticated?.length ?? 0}, unbounded requests ${f.client?.unbounded?.length ?? 0}, clients gone ${t.abandoned ?? 0}, client re-submissions ${t.retries}`,
       `schedule   ${faultFlags(f).join(" ")}`,
     );
   }

@@ -116,6 +116,10 @@ export function registerSim(program: Command): void {
     )
     .option("--crash <spec...>", "crash a node: NODE@MS[:RESTART_MS] (virtual ms; repeatable)")
     .option(
+      "--unauthenticated <node...>",
+      "a node without the cluster's credential: its member checks, and others' of it, fail (--gossip scuttlebutt)",
+    )
+    .option(
       "--pause <spec...>",
       "freeze a node, then resume it (peers may wrongly suspect it): NODE@MS:UNTIL_MS (repeatable)",
     )

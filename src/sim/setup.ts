@@ -17,9 +17,12 @@ export function simGossip(c: SimConfig): "full" | "scuttlebutt" {
   return DAEMON_NODE_DEFAULTS.gossip;
 }
 
+/** A simulation config that cannot run: the caller's input, told as such (the CLI prints its message alone). */
+export class SimConfigError extends RangeError {}
+
 export function validate(c: SimConfig, requests: number): void {
   const bad = (m: string): never => {
-    throw new RangeError(`invalid simulation config: ${m}`);
+    throw new SimConfigError(`invalid simulation config: ${m}`);
   };
   if (!Number.isInteger(c.nodes) || c.nodes < 1 || c.nodes > 1024)
     bad(`nodes must be 1-1024, got ${c.nodes}`);
@@ -35,6 +38,9 @@ export function validate(c: SimConfig, requests: number): void {
     bad(`oracle (and centralized, which runs on it) runs with gossip "full" only`);
   if (c.maxEstimates !== undefined && !(Number.isInteger(c.maxEstimates) && c.maxEstimates >= 1))
     bad(`maxEstimates must be a positive integer, got ${c.maxEstimates}`);
+  // The full mesh is told its members and checks none: a node without the credential would be no fault.
+  if ((c.node?.gossip ?? simGossip(c)) === "full" && (c.faults?.node?.unauthenticated?.length ?? 0) > 0)
+    bad(`unauthenticated nodes need gossip "scuttlebutt" (the full mesh checks no member)`);
   checkFaults(c.faults ?? {}, c.nodes, bad, requests);
 }
 

@@ -39,3 +39,13 @@ describe("bench's workload flags", () => {
     expect(run("sim", "--help").stdout).toContain("--think-ms");
   });
 });
+
+describe("a simulation config the simulator refuses", () => {
+  it("is told in one line with exit 2, not as a crash with a stack", () => {
+    const r = run("sim", "--nodes", "6", "--requests", "5", "--gossip", "full", "--unauthenticated", "5");
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/invalid simulation config: unauthenticated nodes need gossip "scuttlebutt"/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stdout).toBe("");
+  });
+});

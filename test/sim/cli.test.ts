@@ -277,6 +277,20 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
       expect(() => parseSimOptions({ ...defaults, ...b }), JSON.stringify(b)).toThrow(re);
   });
 
+  it("parses --unauthenticated and replays it from the printed schedule, rejecting bad ones", () => {
+    const o = optionsOf(["--unauthenticated", "5", "n2", "--gossip", "scuttlebutt"]);
+    const { config } = parseSimOptions({ ...defaults, ...o, nodes: "6" });
+    expect(config.faults).toEqual({ node: { unauthenticated: [5, 2] } });
+    const flags = faultFlags(config.faults);
+    expect(flags).toEqual(["--unauthenticated", "5", "2"]);
+    expect(parseSimOptions({ ...defaults, ...optionsOf(flags), nodes: "6" }).config.faults).toEqual(
+      config.faults,
+    );
+    expect(() => parseSimOptions({ ...defaults, nodes: "6", unauthenticated: ["6"] })).toThrow(
+      /--unauthenticated must be ≤ 5/,
+    );
+  });
+
   it("parses --lie and --unbounded, replays them from the printed schedule, rejecting bad ones", () => {
     const o = optionsOf(["--lie", "3", "n1@10:20", "--unbounded", "7:32000"]);
     const { config } = parseSimOptions({ ...defaults, ...o });

@@ -86,6 +86,8 @@ export function nodeFaultFlags(nd: NodeFaults): string[] {
   for (const x of nd.stalls ?? []) out.push("--stall", `${x.node}${misbehaviourWindow(x)}`);
   for (const x of nd.refuses ?? []) out.push("--refuse", `${x.node}${misbehaviourWindow(x)}`);
   for (const x of nd.lies ?? []) out.push("--lie", `${x.node}${misbehaviourWindow(x)}`);
+  if ((nd.unauthenticated?.length ?? 0) > 0)
+    out.push("--unauthenticated", ...(nd.unauthenticated ?? []).map(String));
   return out;
 }
 
