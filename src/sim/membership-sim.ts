@@ -77,6 +77,8 @@ export interface MembershipSimResult {
   bytesPerNode: number[];
   /** Bytes all members sent in each `windowMs` window from time 0 (empty without `windowMs`). */
   bytesPerWindow: number[];
+  /** `verify-member` checks cluster members asked for (from `countFromMs`): hello fetches, in a daemon. */
+  verifyChecks: number;
   virtualMs: number;
 }
 
@@ -118,6 +120,7 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
   const verifyMs = c.verifyMs ?? 2 * c.commMs;
   let now = 0;
   let token = 0;
+  let verifyChecks = 0;
   const delays = [0, 0];
 
   const swims: (Swim | null)[] = ids.map((id, i) => {
@@ -182,6 +185,7 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
         }
         case "verify-member": {
           const ok = (idx.get(e.id) ?? N) < N;
+          if (node < N && now >= (c.countFromMs ?? 0)) verifyChecks++;
           queue.push({ at: now + verifyMs, k: "verified", node, input: { type: "verified", id: e.id, ok } });
           break;
         }
@@ -253,6 +257,7 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
     sentPerNode,
     bytesPerNode,
     bytesPerWindow,
+    verifyChecks,
     virtualMs: now,
   };
 }

@@ -200,8 +200,11 @@ describe("a member alive at a higher incarnation", () => {
     const f = await admitted();
     f.outbid(1); // the same incarnation: nothing to ask
     expect(f.asked()).toBe(1);
-    f.answers.push(() => Promise.resolve(hello(["m2"])));
+    // One more is a refuted suspicion (a restart outbids its old life by two): no fetch by every member.
     f.outbid(2);
+    expect(f.asked()).toBe(1);
+    f.answers.push(() => Promise.resolve(hello(["m2"])));
+    f.outbid(4);
     expect(f.asked()).toBe(2);
     await until("its fresh hello noted", () => f.noted.length === 2);
     expect(f.noted).toEqual([["m1"], ["m2"]]);

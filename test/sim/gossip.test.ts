@@ -193,13 +193,13 @@ describe("membership by gossip (SWIM + Lifeguard)", () => {
   });
 
   test("forged news at the incarnation ceiling is refused everywhere; a plausible forgery is refuted", () => {
-    // Wall clocks spread over just under the refute margin; the forger's is furthest behind, the
-    // plausibly forged victim's furthest ahead, forged at the highest incarnation it refutes: its
-    // refutation is the highest any member must still believe.
+    // Wall clocks spread over the refute margin less 2 ms; the forger's is furthest behind, the
+    // plausibly forged victim's furthest ahead, forged at the highest incarnation it outbids: its answer
+    // (two above, news above its own incarnation not being of its life) is the highest any must believe.
     const T = Date.UTC(2026, 0, 1);
     const { incarnationSkewMs: S, incarnationRefutations: R, incarnationRefuteMarginMs: M } = defaults;
     const clockOffsetMs = Object.fromEntries(
-      Array.from({ length: 16 }, (_, i) => [i, T + Math.floor((i / 15) * (M - 1))]),
+      Array.from({ length: 16 }, (_, i) => [i, T + Math.floor((i / 15) * (M - 2))]),
     );
     const at = 20_000;
     const forged = (id: string, status: "suspect" | "dead", incarnation: number) => ({

@@ -4,10 +4,12 @@
  * or left member again before taking it back (swim.ts), so its new hello comes with it; should one
  * come back without a verification in hand, the transport notes again what its last hello said — its
  * models (unknown would mean "serves any"), prompt text, channel MAC and cache cap — and asks afresh.
- * A fresh hello is asked for too when a live member's incarnation rises with no status change (a
- * refuted suspicion, or a restart SWIM never saw: the member back within its suspicion time, or its
- * death not heard of yet), since a restarted member may serve other models now; not when SWIM checks
- * that new life (mesh-peers.ts), whose verification reads the hello itself.
+ * A fresh hello is asked for too when a live member's incarnation rises by more than one with no
+ * status change (a restart SWIM never saw: the member back within its suspicion time, or its death
+ * not heard of yet), since a restarted member may serve other models now; not for a rise of one (a
+ * refuted suspicion: a process outbids its other lives by two, swim/self-news.ts, so none of all the
+ * members fetches a hello per false suspicion), nor when SWIM checks that new life (mesh-peers.ts),
+ * whose verification reads the hello itself.
  *
  * Invariants:
  *  - [Bounded] hellos and incarnations ≤ SWIM's member table after each sync: pruned to its members
@@ -69,12 +71,12 @@ export class MemberHellos {
     }
   }
 
-  /** Member `id` is live at `incarnation`: whether that is above the one it was last seen live at. */
+  /** Member `id` is live at `incarnation`: whether that is past a refutation of the one last seen live. */
   outbid(id: NodeId, incarnation: number): boolean {
     const was = this.incarnations.get(id);
     if (was !== undefined && incarnation <= was) return false;
     this.incarnations.set(id, incarnation);
-    return was !== undefined;
+    return was !== undefined && incarnation > was + 1;
   }
 
   /**

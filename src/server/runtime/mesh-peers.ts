@@ -4,8 +4,9 @@
  * `verify-member` from authentication, feeds seeds found at run time, and keeps the transport's
  * members (pools, URLs, hellos) in step with SWIM's. Its parts: the verification itself
  * (mesh-verify.ts; which failures refuse: peer-refusal.ts), the hellos of the members SWIM remembers,
- * asked afresh when a live one's incarnation rises (member-hellos.ts), the pools to non-members
- * and the timers of left members' (stranger-pools.ts), and the refused messages' counts (mesh-refused.ts).
+ * asked afresh when a live one's incarnation rises past a refutation (member-hellos.ts), the pools to
+ * non-members and the timers of left members' (stranger-pools.ts), and the refused messages' counts
+ * (mesh-refused.ts).
  *
  * Invariants:
  *  - [Verified by contact] A member is admitted only after this node reached it at an address and it
@@ -247,7 +248,7 @@ export class MeshPeers {
       remembered.add(m.id);
       if (m.status === "alive" || m.status === "suspect") {
         now.add(m.id);
-        // A member live at a higher incarnation may have restarted unseen (member-hellos.ts), unless
+        // A member live at a higher incarnation (past a refutation) may have restarted unseen, unless
         // SWIM is checking that new life: the verification reads its hello, which is noted if it passes.
         const refresh = this.hellos.outbid(m.id, m.incarnation) && this.members.has(m.id);
         if (refresh && !this.verification.has(m.id)) this.hellos.refresh(m.id);

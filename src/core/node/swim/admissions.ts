@@ -37,13 +37,14 @@ export class Admissions {
   /**
    * Live member `m` heard at `incarnation`, alive or suspect, before that news is taken. A restart
    * within its suspicion time is never held dead, so it would be taken on gossip alone: any rise but
-   * a suspect's refutation (exactly one more) is a new life, checked as a revival is, a suspicion's
-   * too (else the refutation that follows it would carry the new life in unchecked). It stays a
-   * member meanwhile (a restart that passes costs nothing); a refusal puts it out (`verified`).
+   * a refutation (exactly one more, held suspect here or not: a suspicion we never heard of) is a new
+   * life, checked as a revival is, a suspicion's too (else the refutation that follows it would carry
+   * the new life in unchecked). A process outbids its previous life's records by two (self-news.ts),
+   * so a restart never rises by one. It stays a member meanwhile (a restart that passes costs
+   * nothing); a refusal puts it out (`verified`).
    */
   newLife(m: Member, incarnation: number, out: SwimEffect[]): void {
-    if (incarnation <= m.incarnation) return;
-    if (m.status === "suspect" && incarnation === m.incarnation + 1) return;
+    if (incarnation <= m.incarnation + 1) return;
     this.check(m.id, incarnation, out);
   }
 

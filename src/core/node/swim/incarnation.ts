@@ -28,9 +28,10 @@ export function bootIncarnation(nowMs: number): number {
  * The highest incarnation believable at `now` (`self`: in news of this node). A member's is its boot
  * time plus its refutations, so news far past our clock is forged (a suspicion at the ceiling no one
  * could outbid) or from a broken clock: others' may lead our clock by the skew allowed plus the
- * refutations. News of us is believed (and refuted) up to that bound less the refute margin, so our
- * refutation (one more) is believed by every member whose clock is less than the margin behind ours,
- * and a forged suspicion at the top of their bound holds us out until our clock has gained the margin
+ * refutations. News of us is believed (and outbid) up to that bound less the refute margin, so our
+ * answer (one more; two past a record not of this life, self-news.ts) is believed by every member
+ * whose clock is less than the margin (less one) behind ours, and a forged suspicion at the top of
+ * their bound holds us out until our clock has gained the margin
  * (clocks alike; see config.ts `incarnationRefuteMarginMs` for ours ahead by more).
  */
 export function plausibleMax(config: SwimConfig, self: boolean, now: number): number {

@@ -24,20 +24,21 @@
  *    once this node's own `verify-member` is answered yes, as does a dead or left member heard alive
  *    again (a restart may serve another model; its tombstone kept till then; a suspect never left, so
  *    needs none). A live member's new life (a restart within its suspicion time, never held dead) is
- *    checked too; refused, it is dead to us alone. Unverified senders can name candidates but never
- *    suspect or kill anyone. What an answer does lives in admissions.ts.
+ *    checked too; refused, it is dead to us alone. A rise of one is a refutation, never checked: a
+ *    process outbids its other lives' records by two (self-news.ts). Unverified senders can name
+ *    candidates but never suspect or kill anyone. What an answer does lives in admissions.ts.
  */
 
 import type { RefusedView } from "../../refusals.js";
 import { Admissions } from "./admissions.js";
 import { Broadcasts } from "./broadcasts.js";
 import { Candidates } from "./candidates.js";
-import { MAX_INCARNATION } from "./codec.js";
 import { resolveSwimConfig, retransmitLimit, type SwimConfig, type SwimConfigInput } from "./config.js";
 import { bootIncarnation, plausibleMax } from "./incarnation.js";
 import { MemberTable } from "./members.js";
 import { ProbeCycle } from "./probe-cycle.js";
 import { PushPull } from "./push-pull.js";
+import { selfNews } from "./self-news.js";
 import {
   type MemberStatus,
   type MemberUpdate,
@@ -60,11 +61,9 @@ export interface SwimDeps {
 
 export class Swim {
   readonly config: SwimConfig;
-  /**
-   * Starts at the boot time (`bootIncarnation`): each restart outranks all that was said of the
-   * previous life, so a peer that refused it or holds it dead sees evidence of change at once.
-   */
+  /** Starts at the boot time (`bootIncarnation`): a restart outranks all said of the previous life. */
   private incarnation: number;
+  private readonly boot: number;
   private leaving = false;
   private readonly members: MemberTable;
   private readonly candidates: Candidates;
@@ -82,7 +81,8 @@ export class Swim {
     config: SwimConfigInput = {},
   ) {
     this.config = resolveSwimConfig(config);
-    this.incarnation = bootIncarnation(deps.now());
+    this.boot = bootIncarnation(deps.now());
+    this.incarnation = this.boot;
     this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
     this.candidates = new Candidates(selfId, this.config, (id) => this.members.isLive(id), this.stats);
     this.pushPull = new PushPull(
@@ -277,11 +277,12 @@ export class Swim {
       return;
     }
     if (u.id === this.selfId) {
-      if (!trusted || u.status === "alive" || this.leaving) return;
-      if (u.incarnation >= this.incarnation) this.refute(u.incarnation);
-      // Older news of our suspicion: our refutation ran out of retransmits before reaching the
-      // sender, who still holds it. Said again (rides on our answer to this very message).
-      else if (this.broadcasts.about(this.selfId) === undefined) this.broadcasts.push(this.selfUpdate());
+      if (!trusted || this.leaving) return;
+      const news = selfNews(u, this.incarnation, this.boot);
+      if (news.kind === "raise") this.raise(news.to, u.status !== "alive");
+      // Said again, riding on our answer to this very message (self-news.ts).
+      else if (news.kind === "resay" && this.broadcasts.about(this.selfId) === undefined)
+        this.broadcasts.push(this.selfUpdate());
       return;
     }
     const m = this.members.get(u.id);
@@ -332,12 +333,11 @@ export class Swim {
     this.broadcasts.push(u);
   }
 
-  /** Someone says we are suspect or dead: outbid it (Lifeguard: a sign our own health is poor). */
-  private refute(incarnation: number): void {
-    // apply refuses news of us past plausibleMax, so this stays within it; the cap only keeps a
-    // clock read near the ceiling within safe integers.
-    this.incarnation = Math.min(incarnation + 1, MAX_INCARNATION);
+  /** News of us outbid: a suspicion (Lifeguard: a sign our own health is poor), or another life's alive. */
+  private raise(to: number, suspicion: boolean): void {
+    this.incarnation = to;
     this.broadcasts.push(this.selfUpdate());
+    if (!suspicion) return;
     this.stats.refuted++;
     this.probes.health(1);
   }

@@ -1,0 +1,130 @@
+/**
+ * Refutations against new lives (swim/self-news.ts, admissions.ts `newLife`): a member outbids only
+ * its own suspicion by one, so a rise of one is never checked, whether the suspicion was heard here or
+ * not; a process outbids a record of another life of itself by two, so its new life is checked.
+ */
+import { describe, expect, test } from "vitest";
+import { Swim } from "../../src/core/node/swim/swim.js";
+import type { MemberUpdate, SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
+
+/** One Swim booted at `bootAt` on a hand-driven clock; its verify-member effects are recorded. */
+function harness(self: string, bootAt: number) {
+  const swim = new Swim(self, [], { now: () => bootAt, random: () => 0.5 });
+  const verifies: string[] = [];
+  const sent: SwimMessage[] = [];
+  const run = (effects: SwimEffect[]) => {
+    for (const e of effects) {
+      if (e.type === "verify-member") verifies.push(e.id);
+      if (e.type === "send") sent.push(e.msg);
+    }
+  };
+  const gossip = (from: string, updates: MemberUpdate[]) =>
+    run(swim.handle({ type: "message", from, msg: { type: "gossip", updates } }));
+  const admit = (who: string, incarnation: number) => {
+    gossip("x", [{ id: who, status: "alive", incarnation }]);
+    run(swim.handle({ type: "verified", id: who, ok: true }));
+  };
+  const incarnationOf = (id: string) => swim.memberViews().find((m) => m.id === id)?.incarnation;
+  /** What this node says of itself on its next gossip tick (its own update, if queued). */
+  const saysOfItself = () => {
+    sent.length = 0;
+    run(swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    return sent.flatMap((m) => ("updates" in m ? m.updates : [])).find((u) => u.id === self);
+  };
+  return { swim, verifies, gossip, admit, incarnationOf, saysOfItself };
+}
+
+describe("a refutation of a suspicion this node never heard of", () => {
+  test("alive n, then alive n + 1: taken with no check", () => {
+    const a = harness("a", 0);
+    a.admit("b", 100);
+    a.admit("c", 0);
+    a.verifies.length = 0;
+    a.gossip("c", [{ id: "b", status: "alive", incarnation: 101 }]);
+    expect(a.incarnationOf("b")).toBe(101);
+    expect(a.verifies).toEqual([]);
+  });
+
+  test("alive n, then a suspicion at n + 1 (of the refuted life): no check either", () => {
+    const a = harness("a", 0);
+    a.admit("b", 100);
+    a.admit("c", 0);
+    a.verifies.length = 0;
+    a.gossip("c", [{ id: "b", status: "suspect", incarnation: 101, from: "c" }]);
+    expect(a.swim.status("b")).toBe("suspect");
+    expect(a.verifies).toEqual([]);
+  });
+
+  test("a rise of two or more is still a new life, checked", () => {
+    const a = harness("a", 0);
+    a.admit("b", 100);
+    a.admit("c", 0);
+    a.verifies.length = 0;
+    a.gossip("c", [{ id: "b", status: "alive", incarnation: 102 }]);
+    expect(a.verifies).toEqual(["b"]);
+  });
+});
+
+describe("a process hearing a record of another life of itself", () => {
+  test("its own alive record echoed back is no cause to rise", () => {
+    const b = harness("b", 5_000);
+    b.admit("c", 0);
+    b.gossip("c", [{ id: "b", status: "alive", incarnation: 5_000 }]);
+    b.gossip("c", [{ id: "b", status: "alive", incarnation: 4_000 }]);
+    expect(b.swim.currentIncarnation).toBe(5_000);
+  });
+
+  test("its own suspicion is refuted by one, as ever", () => {
+    const b = harness("b", 5_000);
+    b.admit("c", 0);
+    b.gossip("c", [{ id: "b", status: "suspect", incarnation: 5_000, from: "c" }]);
+    expect(b.swim.currentIncarnation).toBe(5_001);
+    expect(b.swim.stats.refuted).toBe(1);
+  });
+
+  test("restarted with its clock set back, it outbids its old life's alive record by two; a peer checks it", () => {
+    // The old life ran at 5,000; a peer holds it alive there.
+    const a = harness("a", 0);
+    a.admit("b", 5_000);
+    a.admit("c", 0);
+    a.verifies.length = 0;
+    // b restarts with its clock behind (boot 3,000) and hears its old life's record from a member.
+    const b = harness("b", 3_000);
+    b.admit("c", 0);
+    b.gossip("c", [{ id: "b", status: "alive", incarnation: 5_000 }]);
+    expect(b.swim.currentIncarnation).toBe(5_002);
+    // Another life's record, not a suspicion of this one: no refutation counted, no health lost.
+    expect(b.swim.stats.refuted).toBe(0);
+    const said = b.saysOfItself();
+    expect(said).toEqual({ id: "b", status: "alive", incarnation: 5_002 });
+    a.gossip("b", [said as MemberUpdate]);
+    expect(a.verifies).toEqual(["b"]);
+  });
+
+  test("a suspicion of its old life above it is outbid by two as well", () => {
+    const b = harness("b", 3_000);
+    b.admit("c", 0);
+    b.gossip("c", [{ id: "b", status: "suspect", incarnation: 5_000, from: "c" }]);
+    expect(b.swim.currentIncarnation).toBe(5_002);
+  });
+
+  test("booted exactly one above its old life: peers that took that as a refutation see two more", () => {
+    const a = harness("a", 0);
+    a.admit("b", 5_000);
+    a.admit("c", 0);
+    a.verifies.length = 0;
+    const b = harness("b", 5_001);
+    b.admit("c", 0);
+    // a hears the new life's boot record first: one above, so a refutation to it, unchecked.
+    a.gossip("b", [{ id: "b", status: "alive", incarnation: 5_001 }]);
+    expect(a.verifies).toEqual([]);
+    // b hears its old life's record (below its boot, so not of this life) and outbids its own by two.
+    b.gossip("c", [{ id: "b", status: "alive", incarnation: 5_000 }]);
+    expect(b.swim.currentIncarnation).toBe(5_003);
+    a.gossip("b", [b.saysOfItself() as MemberUpdate]);
+    expect(a.verifies).toEqual(["b"]);
+    // Once well above it, the old record changes nothing more.
+    b.gossip("c", [{ id: "b", status: "alive", incarnation: 5_000 }]);
+    expect(b.swim.currentIncarnation).toBe(5_003);
+  });
+});
