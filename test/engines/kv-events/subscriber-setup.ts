@@ -1,5 +1,5 @@
-import { createServer } from "node:net";
 /** The KV-event subscriber tests' set-up: a publisher double, a mirror and a subscriber following it. */
+import { createServer } from "node:net";
 import { KvCacheMirror } from "../../../src/engines/kv-events/mirror.js";
 import { KvEventsSubscriber, type KvSubscriberOptions } from "../../../src/engines/kv-events/subscriber.js";
 import { type DoubleEvent, type DoubleOptions, KvEventPublisherDouble } from "./publisher-double.js";

@@ -1,3 +1,9 @@
+/**
+ * The KV-event subscriber against the KV-event publisher test double on 127.0.0.1: history, live
+ * batches, gaps recovered by replay, gaps replay cannot cover (degraded, then rebuilt from new
+ * events), a cleared cache, a publisher restart, and malformed or oversized messages. Restarts the
+ * numbering hides: subscriber-restart-unseen.test.ts.
+ */
 import { afterEach, describe, expect, test } from "vitest";
 import { type DoubleEvent, type Style, seq8 } from "./publisher-double.js";
 import {
