@@ -25,6 +25,7 @@ import {
   timingMs,
   usageChunk,
 } from "./openai/format.js";
+import { hangUpSignal } from "./openai/hang-up.js";
 import { type ModelRoute, modelEntry, modelList, resolveModel } from "./openai/models.js";
 import { installNotFound } from "./openai/route-methods.js";
 import {
@@ -103,12 +104,12 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
 
   // The model's own token count of a text, so a client can tell beforehand whether a prompt fits.
   // Taken in like a completion: the same tokenizing work, so bounded by --max-pending and drained.
-  app.post("/tokenize", async (req) => {
+  app.post("/tokenize", async (req, reply) => {
     const parsed = tokenizeRequestSchema.safeParse(req.body);
     if (!parsed.success) throw invalid(parsed.error);
     if (parsed.data.model !== undefined) checkModel(parsed.data.model);
     const text = parsed.data.prompt ?? parsed.data.content ?? "";
-    const tokens = await admitted(() => service.tokenize(text));
+    const tokens = await admitted(() => service.tokenize(text, hangUpSignal(reply.raw)));
     return { tokens: Array.from(tokens), count: tokens.length, max_model_len: service.maxContextTokens };
   });
 
@@ -124,7 +125,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     const asked = body.max_tokens ?? undefined;
     const maxTokens = asked ?? opts.defaultMaxTokens ?? 16;
     return admitted(async (admission) => {
-      const input = await prepare(prompt, body, maxTokens, asked === undefined, route);
+      const gone = hangUpSignal(reply.raw);
+      const input = await prepare(prompt, body, maxTokens, asked === undefined, route, gone);
       return serve("completion", reply, body, input, admission);
     }, reply);
   });
@@ -141,7 +143,8 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       content: typeof m.content === "string" ? m.content : (m.content ?? []).map((p) => p.text).join(""),
     }));
     return admitted(async (admission) => {
-      const prompt = await service.applyChatTemplate(messages);
+      const gone = hangUpSignal(reply.raw);
+      const prompt = await service.applyChatTemplate(messages, gone);
       checkClient(reply);
       const asked = body.max_completion_tokens ?? body.max_tokens ?? undefined;
       const input = await prepare(
@@ -150,6 +153,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
         asked ?? opts.chatDefaultMaxTokens ?? service.maxContextTokens,
         asked === undefined,
         route,
+        gone,
       );
       // Another model's node serves it: the prompt above is in our model's template, not its.
       if (input.tokenizer !== undefined) input.messages = messages;
@@ -223,6 +227,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
     maxTokens: number,
     defaulted = false,
     route: ModelRoute = {},
+    gone?: AbortSignal,
   ): Promise<InferenceInput> {
     const ceiling = opts.maxTokensCeiling;
     if (!defaulted && ceiling !== undefined && maxTokens > ceiling) {
@@ -233,7 +238,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
         "max_tokens_exceeded",
       );
     }
-    const tokens = await service.tokenize(prompt);
+    const tokens = await service.tokenize(prompt, gone);
     const limit = service.maxContextTokens;
     if (tokens.length === 0) throw new BadRequest(400, "prompt is empty", "prompt");
     if (tokens.length >= limit) {

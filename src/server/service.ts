@@ -101,8 +101,9 @@ export interface NodeService {
   meshModels?(): { id: string; nodes: string[]; adapter: boolean }[];
   /** Largest prompt + output accepted, in tokens. */
   readonly maxContextTokens: number;
-  tokenize(text: string): Promise<Tokens>;
-  applyChatTemplate(messages: ChatMessage[]): Promise<string>;
+  /** `gone`: aborted when the client hangs up, which ends the engine's call for it too. */
+  tokenize(text: string, gone?: AbortSignal): Promise<Tokens>;
+  applyChatTemplate(messages: ChatMessage[], gone?: AbortSignal): Promise<string>;
   /**
    * Takes a client request in, before its template and tokenize, so the shutdown drain waits for it
    * too; throws ServiceError 503 once shutdown has begun, 429 when `--max-pending` is reached, and a

@@ -3,10 +3,10 @@
  * API calls them: each bounded by `--tokenize-timeout-ms`, since an engine that never answers (a remote
  * /tokenize that hangs) would keep its client waiting, and a shutdown's drain, for good. Past the bound
  * the step's signal aborts the engine's call (a remote one's HTTP request), which holds a
- * `--max-pending` place until it has ended (`overdue`); the drain's end answers every open step
- * (`abortAll`); a failure is read as the client's error (engine-step-errors.ts). A peer's forward in
- * another model's tokens takes the same bound (`bounded`), else it would hold its origin until its
- * forward timeout, and is counted apart (`peerOpen`, `--max-peer-tokenizing`).
+ * `--max-pending` place until it has ended (`overdue`), as when the client hangs up; the drain's end
+ * answers every open step (`abortAll`); a failure is read as the client's error (engine-step-errors.ts).
+ * A peer's forward in another model's tokens takes the same bound (`bounded`), else it would hold its
+ * origin until its forward timeout, and is counted apart (`peerOpen`, `--max-peer-tokenizing`).
  */
 import type { ChatMessage, Engine, Tokens } from "../../core/engine.js";
 import { ServiceError } from "../service.js";
@@ -17,6 +17,11 @@ export const DEFAULT_TOKENIZE_TIMEOUT_MS = 30_000;
 
 /** Peers' forwards tokenized here at once: tokenizing takes milliseconds, so only a hung engine nears it. */
 export const DEFAULT_MAX_PEER_TOKENIZING = 32;
+
+/** A client's answer (for the log: nobody reads it) when it hung up during its step. */
+function clientGoneError(): ServiceError {
+  return new ServiceError(499, "aborted", "client gone");
+}
 
 /** What a client is told when the engine's `step` gave no answer within `ms`. */
 export function stepTimeoutError(step: string, ms: number): ServiceError {
@@ -50,20 +55,23 @@ export class EngineSteps {
 
   // The engine's own failure is read (engineStepFailure); the bound's 504 is not: a step that timed out
   // while the node drains did not end by the shutdown, whose 503 would say so.
-  tokenize(text: string): Promise<Tokens> {
-    return this.bounded((signal) => this.engine.tokenize(text, signal).catch(this.failed), "tokenize");
+  // `gone`: the client hung up, so its step is answered 499 and the engine's call aborted at once.
+  tokenize(text: string, gone?: AbortSignal): Promise<Tokens> {
+    const call = (signal: AbortSignal) => this.engine.tokenize(text, signal).catch(this.failed);
+    return this.bounded(call, "tokenize", false, gone);
   }
 
-  applyChatTemplate(messages: ChatMessage[]): Promise<string> {
+  applyChatTemplate(messages: ChatMessage[], gone?: AbortSignal): Promise<string> {
     const render = (signal: AbortSignal) =>
       this.engine.applyChatTemplate(messages, signal).catch(this.failed);
-    return this.bounded(render, "chat template");
+    return this.bounded(render, "chat template", false, gone);
   }
 
   /**
-   * Steps past the bound that the engine still runs: their clients have had the 504 and the call its
-   * abort, but one that ignores its signal still holds the engine's work, so each counts against
-   * `--max-pending` until it ends — else a burst against a hung engine would open calls without bound.
+   * Steps past the bound, or whose client hung up, that the engine still runs: their clients have had
+   * the 504 (or are gone) and the call its abort, but one that ignores its signal still holds the
+   * engine's work, so each counts against `--max-pending` until it ends — else a burst against a hung
+   * engine (or of clients that hang up) would open calls without bound.
    */
   get overdue(): number {
     return this.late;
@@ -90,8 +98,15 @@ export class EngineSteps {
    * `call`'s step, or a 504 once the bound passes, when the call's signal is aborted so the engine
    * ends it now (a remote one's request), not at its own HTTP timeouts. Also a peer's forward
    * re-tokenized here (peer-traffic.ts, `forPeer`), its failure left raw for the forward's error.
+   * `gone` aborted (the client hung up): the step is answered 499 and its call aborted now.
    */
-  bounded<T>(call: (signal: AbortSignal) => Promise<T>, what: string, forPeer = false): Promise<T> {
+  bounded<T>(
+    call: (signal: AbortSignal) => Promise<T>,
+    what: string,
+    forPeer = false,
+    gone?: AbortSignal,
+  ): Promise<T> {
+    if (gone?.aborted) return Promise.reject(clientGoneError());
     const abort = new AbortController();
     const step = call(abort.signal);
     if (forPeer) {
@@ -104,14 +119,10 @@ export class EngineSteps {
     let timer: NodeJS.Timeout | undefined;
     let end: (err: Error) => void = () => {};
     const cut = new Promise<never>((_go, fail) => {
-      // The answer first: the abort's own failure must not be it.
+      // Once only. A client's step cut short holds a place until the engine's call ends (its admission
+      // ends now); the answer before the abort: the abort's own failure must not be it.
       end = (err) => {
-        this.open.delete(end);
-        fail(err);
-        abort.abort();
-      };
-      this.open.add(end);
-      timer = setTimeout(() => {
+        if (!this.open.delete(end)) return;
         if (!forPeer) {
           this.late++;
           const ended = () => {
@@ -119,14 +130,20 @@ export class EngineSteps {
           };
           step.then(ended, ended);
         }
-        end(stepTimeoutError(what, this.timeoutMs));
-      }, this.timeoutMs);
+        fail(err);
+        abort.abort();
+      };
+      this.open.add(end);
+      timer = setTimeout(() => end(stepTimeoutError(what, this.timeoutMs)), this.timeoutMs);
       // A bound alone keeps no process alive (an embedder's, after stop(), up to an hour).
       timer.unref();
     });
+    const hungUp = () => end(clientGoneError());
+    gone?.addEventListener("abort", hungUp, { once: true });
     return Promise.race([step, cut]).finally(() => {
       clearTimeout(timer);
       this.open.delete(end);
+      gone?.removeEventListener("abort", hungUp);
     });
   }
 }

@@ -196,12 +196,12 @@ export class NodeRuntime implements NodeService {
     return meshModels(self, peerModels(this.o.peerUrls.keys(), this.admin, this.node));
   }
 
-  tokenize(text: string) {
-    return this.steps.tokenize(text);
+  tokenize(text: string, gone?: AbortSignal) {
+    return this.steps.tokenize(text, gone);
   }
 
-  applyChatTemplate(messages: Parameters<Engine["applyChatTemplate"]>[0]) {
-    return this.steps.applyChatTemplate(messages);
+  applyChatTemplate(messages: Parameters<Engine["applyChatTemplate"]>[0], gone?: AbortSignal) {
+    return this.steps.applyChatTemplate(messages, gone);
   }
 
   admit(serves?: boolean): Admission {

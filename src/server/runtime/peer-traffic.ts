@@ -122,15 +122,17 @@ export class PeerTraffic {
         this.admit(from, msg);
       },
       (err: Error) => {
-        this.o.metrics.forwardsRefused.inc({ reason: "tokenize" });
         // Whose fault, as a failed run says it: a prompt our engine refuses, or its load, is no mark
         // against us at the origin (else any client's bad prompt could get us demoted). The text too:
         // bounded, and the engine URL cut to its path (its host and credentials are the operator's).
         // A step past --tokenize-timeout-ms is `engine`: a hang is no honest busy (that is a 429/503,
         // `load`), so it counts against us and the origin stops waiting on us, as for an engine down.
-        // Answered through `served`, which frees the forward's open stream now, not at its TTL.
+        // Answered through `served`, which frees the forward's open stream now, not at its TTL. One
+        // `served` no longer holds was answered already (the drain's end, then aborting this step: no
+        // refusal of its prompt), so it is not counted.
         const why = `cannot tokenize a forward: ${engineRunError(err)}`;
-        this.o.served.answer(from, retryableError(msg, why, undefined, runFaultOf(err)));
+        const reply = retryableError(msg, why, undefined, runFaultOf(err));
+        if (this.o.served.answer(from, reply)) this.o.metrics.forwardsRefused.inc({ reason: "tokenize" });
       },
     );
   }

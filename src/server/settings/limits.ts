@@ -66,7 +66,8 @@ export const limitsSettings = {
     description:
       "Client requests admitted at once, counted from their arrival: those still being templated or " +
       "tokenized (a `/tokenize` too) with those queued, running or forwarded, and the template or " +
-      "tokenize steps past `--tokenize-timeout-ms` that the engine still runs (peers' forwards have their " +
+      "tokenize steps past `--tokenize-timeout-ms` (or whose client hung up: the engine's call is then " +
+      "aborted too) that the engine still runs (peers' forwards have their " +
       "own bound, `--max-peer-tokenizing`); beyond it the API answers 429 before tokenizing the prompt.",
   }),
   tokenizeTimeoutMs: setting(num(10, 3_600_000, true).default(DEFAULT_TOKENIZE_TIMEOUT_MS), {
