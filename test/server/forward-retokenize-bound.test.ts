@@ -23,8 +23,9 @@ class SignalIgnoringDouble extends TestSimEngine {
   }
 }
 
+/** Peers' forwards being tokenized again at `node`, as its `/cluster` shows them. */
 function peerOpenOf(node: NodeHandle): number {
-  return (node.runtime as unknown as { steps: { peerOpen: number } }).steps.peerOpen;
+  return (node.runtime.clusterView() as { peerTokenizing: number }).peerTokenizing;
 }
 
 describe("peers' forwards tokenized here, bounded apart from clients", () => {

@@ -70,9 +70,9 @@ export class ClusterView {
   /**
    * The `/cluster` object, with `inFlightClients` client requests waiting for their answer and
    * `intakeClients` still being templated or tokenized (or overdue at the engine): --max-pending bounds
-   * the two together.
+   * the two together; `peerTokenizing`, peers' forwards tokenized again here (--max-peer-tokenizing).
    */
-  cluster(inFlightClients: number, intakeClients = 0) {
+  cluster(inFlightClients: number, intakeClients = 0, peerTokenizing = 0) {
     const { node, engine } = this.o;
     const now = this.o.now();
     const s = node.stats();
@@ -101,6 +101,7 @@ export class ClusterView {
       cpuLatencyUs: this.o.cpuLatencyUs ?? null,
       inFlightClients,
       intakeClients,
+      peerTokenizing,
       served: this.ownServed(),
       stats: s,
       peers: node.shownPeers().map((p) => ({

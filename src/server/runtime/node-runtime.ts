@@ -244,7 +244,7 @@ export class NodeRuntime implements NodeService {
   }
 
   clusterView() {
-    return this.view.cluster(this.clients.size, this.intake.size + this.steps.overdue);
+    return this.view.cluster(this.clients.size, this.intake.size + this.steps.overdue, this.steps.peerOpen);
   }
 
   // ------------------------------------------------------------------ peer server handlers
