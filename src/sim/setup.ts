@@ -3,6 +3,7 @@
  * (`simGossip`), the settings every node shares, and the open loop's follow-up turns.
  */
 import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
+import { resolveSwimConfig } from "../core/node/swim/config.js";
 import type { Workload } from "../workload/types.js";
 import { checkFaults } from "./fault-schedule.js";
 import type { SimConfig } from "./types.js";
@@ -38,9 +39,19 @@ export function validate(c: SimConfig, requests: number): void {
     bad(`oracle (and centralized, which runs on it) runs with gossip "full" only`);
   if (c.maxEstimates !== undefined && !(Number.isInteger(c.maxEstimates) && c.maxEstimates >= 1))
     bad(`maxEstimates must be a positive integer, got ${c.maxEstimates}`);
+  // The mode the nodes run: the node config's, spread over the run's (nodeSettings).
+  const nodeGossip = c.node?.gossip ?? simGossip(c);
   // The full mesh is told its members and checks none: a node without the credential would be no fault.
-  if ((c.node?.gossip ?? simGossip(c)) === "full" && (c.faults?.node?.unauthenticated?.length ?? 0) > 0)
+  if (nodeGossip === "full" && (c.faults?.node?.unauthenticated?.length ?? 0) > 0)
     bad(`unauthenticated nodes need gossip "scuttlebutt" (the full mesh checks no member)`);
+  // SWIM's cross-field checks are no part of the node schema: else each node's constructor throws them.
+  if (nodeGossip === "scuttlebutt" && c.node?.swim !== undefined) {
+    try {
+      resolveSwimConfig(c.node.swim);
+    } catch (err) {
+      bad((err as Error).message);
+    }
+  }
   checkFaults(c.faults ?? {}, c.nodes, bad, requests);
 }
 

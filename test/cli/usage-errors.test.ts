@@ -49,3 +49,19 @@ describe("a simulation config the simulator refuses", () => {
     expect(r.stdout).toBe("");
   });
 });
+
+describe("SWIM settings in --node-config that contradict each other", () => {
+  it("are told in one line with exit 2, by sim and by experiment faults --set", () => {
+    const swim = '{"probeIntervalMs":1000,"probeTimeoutMs":5000}';
+    for (const args of [
+      ["sim", "--requests", "5", "--gossip", "scuttlebutt", "--node-config", `{"swim":${swim}}`],
+      ["experiment", "faults", "--synthetic", "--quick", "--loops", "closed", "--set", `swim=${swim}`],
+    ]) {
+      const r = run(...args);
+      expect(r.status, `${args.join(" ")}\n${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(/probeTimeoutMs must not exceed probeIntervalMs/);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.stdout).toBe("");
+    }
+  });
+});
