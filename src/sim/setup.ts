@@ -34,13 +34,13 @@ export function validate(c: SimConfig, requests: number): void {
   if (!Number.isFinite(c.seed)) bad(`seed must be a number`);
   if (c.gossip !== undefined && c.gossip !== "full" && c.gossip !== "scuttlebutt")
     bad(`gossip must be "full" or "scuttlebutt", got ${String(c.gossip)}`);
+  // The mode the nodes run: the node config's, spread over the run's (nodeSettings).
+  const nodeGossip = c.node?.gossip ?? simGossip(c);
   // The oracle pushes full-mesh snapshots: it has no meaning under scuttlebutt.
-  if (simGossip(c) === "scuttlebutt" && (c.oracle === true || c.policy === "centralized"))
+  if (nodeGossip === "scuttlebutt" && (c.oracle === true || c.policy === "centralized"))
     bad(`oracle (and centralized, which runs on it) runs with gossip "full" only`);
   if (c.maxEstimates !== undefined && !(Number.isInteger(c.maxEstimates) && c.maxEstimates >= 1))
     bad(`maxEstimates must be a positive integer, got ${c.maxEstimates}`);
-  // The mode the nodes run: the node config's, spread over the run's (nodeSettings).
-  const nodeGossip = c.node?.gossip ?? simGossip(c);
   // The full mesh is told its members and checks none: a node without the credential would be no fault.
   if (nodeGossip === "full" && (c.faults?.node?.unauthenticated?.length ?? 0) > 0)
     bad(`unauthenticated nodes need gossip "scuttlebutt" (the full mesh checks no member)`);

@@ -34,3 +34,18 @@ describe("SWIM settings that contradict each other", () => {
     expect(() => validate({ ...base, gossip: "scuttlebutt", node: good }, 10)).not.toThrow();
   });
 });
+
+describe("other settings read in the mode the nodes run", () => {
+  it("the oracle is refused when the node config runs SWIM, and a node named twice as unauthenticated", () => {
+    const oracle = { ...base, gossip: "full", oracle: true, node: { gossip: "scuttlebutt" } } as SimConfig;
+    expect(() => validate(oracle, 10)).toThrow(/oracle .* runs with gossip "full" only/);
+    const twice = {
+      ...base,
+      gossip: "scuttlebutt",
+      faults: { node: { unauthenticated: [1, 1] } },
+    } as SimConfig;
+    expect(() => validate(twice, 10)).toThrow(/unauthenticated names a node twice/);
+    const once = { ...base, gossip: "scuttlebutt", faults: { node: { unauthenticated: [1] } } } as SimConfig;
+    expect(() => validate(once, 10)).not.toThrow();
+  });
+});

@@ -108,6 +108,8 @@ export function checkNodeFaults(f: NodeFaults, nodes: number, bad: (m: string) =
       bad(`a pause must end (untilMs finite) after it starts (atMs ≥ 0), got ${p.atMs}-${p.untilMs}`);
   }
   for (const n of f.unauthenticated ?? []) checkNode("unauthenticated", n, nodes, bad);
+  if (new Set(f.unauthenticated).size !== (f.unauthenticated?.length ?? 0))
+    bad(`unauthenticated names a node twice: ${f.unauthenticated?.join(", ")}`);
   for (const x of [...(f.stalls ?? []), ...(f.refuses ?? []), ...(f.lies ?? [])]) {
     checkNode("stall/refuse", x.node, nodes, bad);
     if (x.atMs !== undefined && x.untilMs !== undefined && !(x.untilMs > x.atMs))
