@@ -38,7 +38,7 @@ import { bootIncarnation, plausibleMax } from "./incarnation.js";
 import { MemberTable } from "./members.js";
 import { ProbeCycle } from "./probe-cycle.js";
 import { PushPull } from "./push-pull.js";
-import { selfNews } from "./self-news.js";
+import { SelfLives } from "./self-news.js";
 import {
   type MemberStatus,
   type MemberUpdate,
@@ -63,7 +63,7 @@ export class Swim {
   readonly config: SwimConfig;
   /** Starts at the boot time (`bootIncarnation`): a restart outranks all said of the previous life. */
   private incarnation: number;
-  private readonly boot: number;
+  private readonly lives: SelfLives;
   private leaving = false;
   private readonly members: MemberTable;
   private readonly candidates: Candidates;
@@ -81,8 +81,8 @@ export class Swim {
     config: SwimConfigInput = {},
   ) {
     this.config = resolveSwimConfig(config);
-    this.boot = bootIncarnation(deps.now());
-    this.incarnation = this.boot;
+    this.incarnation = bootIncarnation(deps.now());
+    this.lives = new SelfLives(this.incarnation, this.stats);
     this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
     this.candidates = new Candidates(selfId, this.config, (id) => this.members.isLive(id), this.stats);
     this.pushPull = new PushPull(
@@ -278,7 +278,7 @@ export class Swim {
     }
     if (u.id === this.selfId) {
       if (!trusted || this.leaving) return;
-      const news = selfNews(u, this.incarnation, this.boot);
+      const news = this.lives.news(u, this.incarnation);
       if (news.kind === "raise") this.raise(news.to, u.status !== "alive");
       // Said again, riding on our answer to this very message (self-news.ts).
       else if (news.kind === "resay" && this.broadcasts.about(this.selfId) === undefined)
