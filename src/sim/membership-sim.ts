@@ -56,7 +56,8 @@ export interface MembershipSimConfig {
   forgeries?: { node: number; atMs: number; update: MemberUpdate }[];
   /**
    * Members run twice: a second process with the same id (a copied config), started at `atMs` with
-   * its clock `clockOffsetMs` on; what the odd-numbered nodes send to that id reaches it instead.
+   * its clock `clockOffsetMs` on; what the odd-numbered nodes send to that id reaches it instead, and
+   * all of it once the member has crashed (a restart).
    */
   twins?: { node: number; atMs: number; clockOffsetMs?: number }[];
 }
@@ -159,7 +160,10 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
       switch (e.type) {
         case "send": {
           const member = idx.get(e.to);
-          const to = member !== undefined && node % 2 === 1 ? (twinOf.get(member) ?? member) : member;
+          const to =
+            member !== undefined && (node % 2 === 1 || down[member])
+              ? (twinOf.get(member) ?? member)
+              : member;
           if (node < N && c.windowMs !== undefined) {
             const w = Math.floor(now / c.windowMs);
             while (bytesPerWindow.length <= w) bytesPerWindow.push(0);
