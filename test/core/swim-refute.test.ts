@@ -225,3 +225,32 @@ describe("a restart with its clock set back, its old life's records at two incar
     expect(p.verifies).toEqual(["b"]);
   });
 });
+
+describe("a restart booted one above its old life's incarnation", () => {
+  test("its seed's answer to its join names the old record; it outbids it by two, no refutation counted", () => {
+    const seed = harness("s", 0);
+    seed.admit("b", 5_000);
+    const b = new Swim("b", ["s"], { now: () => 5_001, random: () => 0.5 });
+    const ask = b.start().find((e) => e.type === "send" && e.msg.type === "sync");
+    expect(ask?.type === "send" && ask.msg).toMatchObject({ type: "sync", reply: true });
+    const answer = seed.swim
+      .handle({ type: "message", from: "b", msg: (ask as { msg: SwimMessage }).msg })
+      .find((e) => e.type === "send" && e.msg.type === "sync");
+    const msg = (answer as { msg: SwimMessage }).msg;
+    expect("members" in msg && msg.members).toContainEqual({ id: "b", status: "alive", incarnation: 5_000 });
+    // b has not verified its seed yet: the record is taken only as its previous life's.
+    b.handle({ type: "message", from: "s", msg });
+    expect(b.currentIncarnation).toBe(5_003);
+    expect(b.stats.refuted).toBe(0);
+  });
+
+  test("an unverified sender's suspicion of us is never answered, nor a record not just below us", () => {
+    const b = new Swim("b", [], { now: () => 5_001, random: () => 0.5 });
+    const hear = (u: MemberUpdate) =>
+      b.handle({ type: "message", from: "x", msg: { type: "gossip", updates: [u] } });
+    hear({ id: "b", status: "suspect", incarnation: 5_001, from: "x" });
+    hear({ id: "b", status: "alive", incarnation: 6_000 });
+    hear({ id: "b", status: "alive", incarnation: 4_000 });
+    expect(b.currentIncarnation).toBe(5_001);
+  });
+});

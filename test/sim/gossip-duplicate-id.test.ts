@@ -37,4 +37,25 @@ describe("one id run by two live processes", () => {
     for (const [i, m] of whole.members.entries())
       if (i !== 5) expect(m?.status("n5")).toMatch(/alive|suspect/);
   });
+
+  test("a restart booted one above its old life is still checked by every member (its join tells it)", () => {
+    // n5 crashes and comes back at once, its clock set back to one above its old life's incarnation:
+    // a refutation to the members, unchecked, until its seed's answer shows it the old record.
+    const r = runMembership({
+      nodes: 16,
+      seed: 3,
+      commMs: 2,
+      jitterMs: 0.5,
+      durationMs: 30_000,
+      countFromMs: 9_000,
+      clockOffsetMs: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [i, T])),
+      crashes: [{ node: 5, atMs: 9_000 }],
+      twins: [{ node: 5, atMs: 9_500, clockOffsetMs: T + 1 }],
+    });
+    const [restart] = r.twins;
+    expect(restart?.currentIncarnation).toBe(T + 3);
+    expect(r.verifyChecks).toBe(15);
+    for (const [i, m] of r.members.entries())
+      if (i !== 5) expect(m?.memberViews().find((x) => x.id === "n5")?.incarnation).toBe(T + 3);
+  });
 });

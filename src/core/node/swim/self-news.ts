@@ -58,6 +58,15 @@ export class SelfLives {
     return u.status === "alive" ? { kind: "ignore" } : { kind: "resay" };
   }
 
+  /**
+   * `u` about us from a sender not verified yet: never a suspicion we answer, but a seed answering our
+   * join holds our previous life's record (push-pull.ts), which we outbid if we stand just above it.
+   */
+  stranger(u: MemberUpdate, incarnation: number): SelfNews {
+    if (incarnation !== this.floor || u.incarnation !== this.floor - 1) return { kind: "ignore" };
+    return this.outbid({ ...u, status: "alive" }, incarnation + 2);
+  }
+
   private outbid(u: MemberUpdate, to: number): SelfNews {
     if (u.status === "alive") {
       if (this.outbids >= MAX_OUTBIDS) {
