@@ -54,6 +54,12 @@ export interface MembershipSimConfig {
    * member at `atMs`, as one gossip message each.
    */
   forgeries?: { node: number; atMs: number; update: MemberUpdate }[];
+  /**
+   * Members run twice: a second process with the same id (a copied config), started at `atMs` with
+   * its clock `clockOffsetMs` on; what the odd-numbered nodes send to that id reaches it instead, and
+   * all of it once the member has crashed (a restart).
+   */
+  twins?: { node: number; atMs: number; clockOffsetMs?: number }[];
 }
 
 /** One status change node `observer` made about `id`. */
@@ -69,6 +75,8 @@ export interface MembershipSimResult {
   /** Each cluster member's Swim at the end (null: crashed or left). */
   members: (Swim | null)[];
   impostors: Swim[];
+  /** The twins' processes (`twins`' order; null: crashed). */
+  twins: (Swim | null)[];
   trace: StatusChange[];
   /** Messages and bytes sent by cluster members, by message type. */
   messages: Record<string, { count: number; bytes: number }>;
@@ -104,6 +112,12 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
     ...Array.from({ length: I }, (_, i) => `imp${i}`),
   ];
   const idx = new Map(ids.map((id, i) => [id, i]));
+  // A twin's process is participant ids.length + k, under its member's id (idx keeps the member's).
+  const twinOf = new Map<number, number>();
+  for (const t of c.twins ?? []) {
+    twinOf.set(t.node, ids.length);
+    ids.push(ids[t.node] as string);
+  }
   const seedIds = (c.seeds ?? [0]).map((i) => ids[i] as string);
   const queue = new EventQueue<Ev>();
   const trace: StatusChange[] = [];
@@ -125,7 +139,7 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
 
   const swims: (Swim | null)[] = ids.map((id, i) => {
     const r = rng.fork();
-    const offset = c.clockOffsetMs?.[i] ?? 0;
+    const offset = i < N + I ? (c.clockOffsetMs?.[i] ?? 0) : (c.twins?.[i - N - I]?.clockOffsetMs ?? 0);
     const s = new Swim(
       id,
       seedIds,
@@ -145,7 +159,11 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
     for (const e of effects) {
       switch (e.type) {
         case "send": {
-          const to = idx.get(e.to);
+          const member = idx.get(e.to);
+          const to =
+            member !== undefined && (node % 2 === 1 || down[member])
+              ? (twinOf.get(member) ?? member)
+              : member;
           if (node < N && c.windowMs !== undefined) {
             const w = Math.floor(now / c.windowMs);
             while (bytesPerWindow.length <= w) bytesPerWindow.push(0);
@@ -196,7 +214,8 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
     }
   };
 
-  for (let i = 0; i < ids.length; i++) queue.push({ at: c.startAtMs?.[i] ?? 0, k: "start", node: i });
+  for (let i = 0; i < N + I; i++) queue.push({ at: c.startAtMs?.[i] ?? 0, k: "start", node: i });
+  for (const [k, t] of (c.twins ?? []).entries()) queue.push({ at: t.atMs, k: "start", node: N + I + k });
   for (const x of c.crashes ?? []) queue.push({ at: x.atMs, k: "crash", node: x.node });
   for (const x of c.leaves ?? []) queue.push({ at: x.atMs, k: "leave", node: x.node });
   for (const x of c.forgeries ?? []) queue.push({ at: x.atMs, k: "forge", node: x.node, update: x.update });
@@ -251,7 +270,8 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
   return {
     ids,
     members: swims.slice(0, N),
-    impostors: swims.slice(N).filter((s): s is Swim => s !== null),
+    impostors: swims.slice(N, N + I).filter((s): s is Swim => s !== null),
+    twins: swims.slice(N + I),
     trace,
     messages,
     sentPerNode,

@@ -50,6 +50,7 @@ describe("dashboard: the failure detector's panel", () => {
       "unsupported",
       "unknownSender",
       "implausibleIncarnations",
+      "duplicateId",
     ]);
     // Every count of `membership` is on the panel, so a count added is not silently dropped.
     expect([...p.items, ...p.context].map((i) => i.key).sort()).toEqual(Object.keys(zero).sort());

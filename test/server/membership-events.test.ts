@@ -90,6 +90,7 @@ const EVENTS = [
   "unknown_sender",
   "implausible_incarnation",
   "candidate_dropped",
+  "duplicate_id",
 ];
 
 describe("SWIM's counts on /metrics and /cluster", () => {
@@ -141,6 +142,7 @@ describe("SWIM's counts on /metrics and /cluster", () => {
         "unknownSender",
         "implausibleIncarnations",
         "candidatesDropped",
+        "duplicateId",
       ].sort(),
     );
     const after = await events(a);

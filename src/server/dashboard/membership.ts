@@ -91,6 +91,11 @@ const MAIN: readonly Shown[] = [
     hint: "News refused for an incarnation past what a clock allows: forged gossip, or a clock far off",
     alerts: true,
   },
+  {
+    key: "duplicateId",
+    label: "duplicate id",
+    hint: "Records of this node's id from another live process (a copied config, an old process cut off by a partition): give each process its own id",
+  },
 ];
 
 /** The rest, for context. */

@@ -283,6 +283,7 @@ const MEMBERSHIP_EVENTS: Record<keyof MembershipCounts, string> = {
   unknownSender: "unknown_sender",
   implausibleIncarnations: "implausible_incarnation",
   candidatesDropped: "candidate_dropped",
+  duplicateId: "duplicate_id",
 };
 
 function membershipEvents(s: MembershipCounts): Record<string, number> {

@@ -69,8 +69,9 @@ export class PushPull {
   onList(list: readonly MemberUpdate[], named: number, now: number): void {
     // An answer is what our list lacked (sendSync): only ourselves named in it still means a whole
     // list reached us when we hold other members already.
-    if (list.length > 1 || this.members.live.length > 1) this.listed = true;
-    for (const u of list) if (u.status === "alive") this.candidates.announceTo(u.id);
+    const others = list.filter((u) => u.id !== this.selfId); // not our own old record (sendSync)
+    if (others.length > 1 || this.members.live.length > 1) this.listed = true;
+    for (const u of others) if (u.status === "alive") this.candidates.announceTo(u.id);
     // It named members new to us: another list (next gossip tick, another member) may too.
     if (this.candidates.named > named) {
       this.resyncAt ??= now;
@@ -82,10 +83,10 @@ export class PushPull {
   /**
    * Answered at once, verified or not: a list names candidates, never members, and the runtime only
    * lets senders holding the cluster's credential reach us. A joiner's sender joins (or not) by our
-   * own verification, as anyone does.
+   * own verification, as anyone does. `held`: what we held of the asker before its list was applied.
    */
-  answer(from: NodeId, theirs: readonly MemberUpdate[], out: SwimEffect[]): void {
-    this.sendSync(from, false, out, theirs);
+  answer(from: NodeId, theirs: readonly MemberUpdate[], out: SwimEffect[], held?: MemberUpdate): void {
+    this.sendSync(from, false, out, theirs, held);
   }
 
   /**
@@ -151,9 +152,20 @@ export class PushPull {
    * older: the asker already applied the rest, so re-sending them was most of a forming cluster's
    * push-pull bytes (each list answered is then followed by more, while lists are partial).
    */
-  private sendSync(to: NodeId, reply: boolean, out: SwimEffect[], theirs?: readonly MemberUpdate[]): void {
+  private sendSync(
+    to: NodeId,
+    reply: boolean,
+    out: SwimEffect[],
+    theirs?: readonly MemberUpdate[],
+    held?: MemberUpdate,
+  ): void {
     const members: MemberUpdate[] = [this.selfUpdate()];
     const known = theirs === undefined ? undefined : new Map(theirs.map((u) => [u.id, u]));
+    // What we held of the asker, below what it says of itself now: its previous life's, perhaps. A
+    // restart booted one above it is taken as a refutation, unchecked, until it hears that record and
+    // outbids it by two (self-news.ts); no gossip carries old news, so its join's answer tells it.
+    const said = known?.get(to);
+    if (held !== undefined && said !== undefined && said.incarnation > held.incarnation) members.push(held);
     for (const m of this.members.values()) {
       const k = known?.get(m.id);
       if (k !== undefined && !newerBelief(m, k)) continue;

@@ -24,9 +24,8 @@
  *    once this node's own `verify-member` is answered yes, as does a dead or left member heard alive
  *    again (a restart may serve another model; its tombstone kept till then; a suspect never left, so
  *    needs none). A live member's new life (a restart within its suspicion time, never held dead) is
- *    checked too; refused, it is dead to us alone. A rise of one is a refutation, never checked: a
- *    process outbids its other lives' records by two (self-news.ts). Unverified senders can name
- *    candidates but never suspect or kill anyone. What an answer does lives in admissions.ts.
+ *    checked too; refused, it is dead to us alone; a rise of one is a refutation, never checked
+ *    (self-news.ts). Unverified senders never suspect or kill anyone. An answer's effects: admissions.ts.
  */
 
 import type { RefusedView } from "../../refusals.js";
@@ -38,7 +37,7 @@ import { bootIncarnation, plausibleMax } from "./incarnation.js";
 import { MemberTable } from "./members.js";
 import { ProbeCycle } from "./probe-cycle.js";
 import { PushPull } from "./push-pull.js";
-import { selfNews } from "./self-news.js";
+import { SelfLives } from "./self-news.js";
 import {
   type MemberStatus,
   type MemberUpdate,
@@ -63,7 +62,7 @@ export class Swim {
   readonly config: SwimConfig;
   /** Starts at the boot time (`bootIncarnation`): a restart outranks all said of the previous life. */
   private incarnation: number;
-  private readonly boot: number;
+  private readonly lives: SelfLives;
   private leaving = false;
   private readonly members: MemberTable;
   private readonly candidates: Candidates;
@@ -81,8 +80,8 @@ export class Swim {
     config: SwimConfigInput = {},
   ) {
     this.config = resolveSwimConfig(config);
-    this.boot = bootIncarnation(deps.now());
-    this.incarnation = this.boot;
+    this.incarnation = bootIncarnation(deps.now());
+    this.lives = new SelfLives(this.incarnation, this.stats);
     this.members = new MemberTable(selfId, this.config, deps.random, deps.observe);
     this.candidates = new Candidates(selfId, this.config, (id) => this.members.isLive(id), this.stats);
     this.pushPull = new PushPull(
@@ -209,6 +208,7 @@ export class Swim {
   private onMessage(from: NodeId, msg: SwimMessage, now: number, out: SwimEffect[]): void {
     if (from === this.selfId) return;
     const m = this.members.get(from);
+    const held: MemberUpdate | undefined = m && { id: from, status: m.status, incarnation: m.incarnation };
     // A member refused since (its new life failed our check) speaks for no verified process; one put
     // out stays so when its refusal is forgotten (bounded): that loses its backoff, never our trust.
     const trusted = m !== undefined && !this.candidates.isRefused(from) && m.putOut !== true;
@@ -258,7 +258,7 @@ export class Swim {
           this.pushPull.onList(msg.members, named, now);
           break;
         }
-        this.pushPull.answer(from, msg.members, out);
+        this.pushPull.answer(from, msg.members, out, trusted ? held : undefined);
         if (!trusted) this.candidates.name(from, 0, now, out);
         break;
       case "goodbye":
@@ -277,9 +277,9 @@ export class Swim {
       return;
     }
     if (u.id === this.selfId) {
-      if (!trusted || this.leaving) return;
-      const news = selfNews(u, this.incarnation, this.boot);
-      if (news.kind === "raise") this.raise(news.to, u.status !== "alive");
+      if (this.leaving) return;
+      const news = trusted ? this.lives.news(u, this.incarnation) : this.lives.stranger(u, this.incarnation);
+      if (news.kind === "raise") this.raise(news.to, trusted && u.status !== "alive");
       // Said again, riding on our answer to this very message (self-news.ts).
       else if (news.kind === "resay" && this.broadcasts.about(this.selfId) === undefined)
         this.broadcasts.push(this.selfUpdate());

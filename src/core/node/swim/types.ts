@@ -109,6 +109,11 @@ export interface SwimStats {
   implausibleIncarnations: number;
   /** Candidates dropped because the candidate set was full. */
   candidatesDropped: number;
+  /**
+   * Alive records of our id above what we may outbid (swim/self-news.ts): another live process uses
+   * our id (a copied config, an old process cut off by a partition).
+   */
+  duplicateId: number;
 }
 
 /** Every count at zero: a new Swim's (and a baseline for readers of the counts). */
@@ -127,6 +132,7 @@ export function zeroSwimStats(): SwimStats {
     unknownSender: 0,
     implausibleIncarnations: 0,
     candidatesDropped: 0,
+    duplicateId: 0,
   };
 }
 
