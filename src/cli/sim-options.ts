@@ -4,6 +4,7 @@ import { nodeConfigSchema } from "../core/node/config.js";
 import { ALL_POLICY_NAMES } from "../core/node/policies/index.js";
 import { isProfileName, PROFILE_NAMES } from "../engines/sim/profiles.js";
 import { type NodeConfigNumberKey, nodeConfigNumber } from "../server/settings/index.js";
+import { simGossip } from "../sim/setup.js";
 import type { SimConfig } from "../sim/types.js";
 import { CliError, parseNumber } from "./errors.js";
 import { parseFlag } from "./flags.js";
@@ -71,7 +72,9 @@ export function parseSimOptions(o: SimOptions): {
     config.gossip = o.gossip;
   }
   if (o.maxEstimates !== undefined) {
-    if (config.gossip !== "scuttlebutt") throw new CliError("--max-estimates needs --gossip scuttlebutt");
+    // The mode the run has: --gossip, else the daemon's under --daemon-config (scuttlebutt).
+    if (simGossip({ ...config, daemonConfig: o.daemonConfig === true }) !== "scuttlebutt")
+      throw new CliError("--max-estimates needs --gossip scuttlebutt (the default of --daemon-config)");
     config.maxEstimates = parseNumber("--max-estimates", o.maxEstimates, {
       min: 1,
       max: 4095,

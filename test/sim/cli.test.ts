@@ -183,6 +183,11 @@ describe("prefixmesh sim --gossip / --max-estimates", () => {
   it("refuses a bad mode, a bound without scuttlebutt, and the oracle with scuttlebutt", () => {
     expect(() => parseSimOptions({ ...base, gossip: "epidemic" })).toThrow(/--gossip/);
     expect(() => parseSimOptions({ ...base, maxEstimates: "8" })).toThrow(/needs --gossip scuttlebutt/);
+    // The daemon's configuration runs scuttlebutt unless told otherwise: the bound applies.
+    expect(parseSimOptions({ ...base, daemonConfig: true, maxEstimates: "8" }).config.maxEstimates).toBe(8);
+    expect(() => parseSimOptions({ ...base, daemonConfig: true, gossip: "full", maxEstimates: "8" })).toThrow(
+      /needs --gossip scuttlebutt/,
+    );
     expect(() => parseSimOptions({ ...base, gossip: "scuttlebutt", maxEstimates: "0" })).toThrow(CliError);
     expect(() => parseSimOptions({ ...base, gossip: "scuttlebutt", oracle: true })).toThrow(/--oracle/);
     // centralized runs on the oracle's global view, which scuttlebutt's nodes would throw away.
