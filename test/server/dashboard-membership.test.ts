@@ -59,15 +59,15 @@ describe("dashboard: the failure detector's panel", () => {
     expect(byKey(p).probes.value).toBe("1,234");
   });
 
-  it("highlights refuted, invalid and implausible incarnations when non-zero at a first poll, not the others", () => {
+  it("highlights refuted, invalid, implausible incarnations and a duplicate id when non-zero, not the others", () => {
     const all = Object.fromEntries(Object.keys(zero).map((k) => [k, 2])) as unknown as MembershipCounts;
     const p = membershipPanel(readMembership(all, 1));
     const alerting = Object.values(byKey(p))
       .filter((i) => i.alert)
       .map((i) => i.key)
       .sort();
-    expect(alerting).toEqual(["implausibleIncarnations", "invalid", "refuted"]);
-    expect(shown(p).alerting).toBe(3);
+    expect(alerting).toEqual(["duplicateId", "implausibleIncarnations", "invalid", "refuted"]);
+    expect(shown(p).alerting).toBe(4);
     const one = byKey(membershipPanel(readMembership({ ...zero, refuted: 1 }, 1)));
     expect(one.refuted.alert).toBe(true);
     expect(one.invalid.alert).toBe(false);

@@ -95,6 +95,7 @@ const MAIN: readonly Shown[] = [
     key: "duplicateId",
     label: "duplicate id",
     hint: "Records of this node's id from another live process (a copied config, an old process cut off by a partition): give each process its own id",
+    alerts: true,
   },
 ];
 
