@@ -34,32 +34,32 @@ function harness(self: string, bootAt: number) {
   return { swim, verifies, gossip, admit, incarnationOf, saysOfItself };
 }
 
+/** Peer `a`, holding `b` live at `held` and `c` at 0, with no check asked yet. */
+function holding(held: number) {
+  const a = harness("a", 0);
+  a.admit("b", held);
+  a.admit("c", 0);
+  a.verifies.length = 0;
+  return a;
+}
+
 describe("a refutation of a suspicion this node never heard of", () => {
   test("alive n, then alive n + 1: taken with no check", () => {
-    const a = harness("a", 0);
-    a.admit("b", 100);
-    a.admit("c", 0);
-    a.verifies.length = 0;
+    const a = holding(100);
     a.gossip("c", [{ id: "b", status: "alive", incarnation: 101 }]);
     expect(a.incarnationOf("b")).toBe(101);
     expect(a.verifies).toEqual([]);
   });
 
   test("alive n, then a suspicion at n + 1 (of the refuted life): no check either", () => {
-    const a = harness("a", 0);
-    a.admit("b", 100);
-    a.admit("c", 0);
-    a.verifies.length = 0;
+    const a = holding(100);
     a.gossip("c", [{ id: "b", status: "suspect", incarnation: 101, from: "c" }]);
     expect(a.swim.status("b")).toBe("suspect");
     expect(a.verifies).toEqual([]);
   });
 
   test("a rise of two or more is still a new life, checked", () => {
-    const a = harness("a", 0);
-    a.admit("b", 100);
-    a.admit("c", 0);
-    a.verifies.length = 0;
+    const a = holding(100);
     a.gossip("c", [{ id: "b", status: "alive", incarnation: 102 }]);
     expect(a.verifies).toEqual(["b"]);
   });
@@ -84,10 +84,7 @@ describe("a process hearing a record of another life of itself", () => {
 
   test("restarted with its clock set back, it outbids its old life's alive record by two; a peer checks it", () => {
     // The old life ran at 5,000; a peer holds it alive there.
-    const a = harness("a", 0);
-    a.admit("b", 5_000);
-    a.admit("c", 0);
-    a.verifies.length = 0;
+    const a = holding(5_000);
     // b restarts with its clock behind (boot 3,000) and hears its old life's record from a member.
     const b = harness("b", 3_000);
     b.admit("c", 0);
@@ -109,10 +106,7 @@ describe("a process hearing a record of another life of itself", () => {
   });
 
   test("booted exactly one above its old life: peers that took that as a refutation see two more", () => {
-    const a = harness("a", 0);
-    a.admit("b", 5_000);
-    a.admit("c", 0);
-    a.verifies.length = 0;
+    const a = holding(5_000);
     const b = harness("b", 5_001);
     b.admit("c", 0);
     // a hears the new life's boot record first: one above, so a refutation to it, unchecked.
