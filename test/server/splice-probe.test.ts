@@ -7,7 +7,7 @@
 import { afterEach, expect, it } from "vitest";
 import type { EngineChunk, EngineRequest, EngineResult } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
-import { postCompletion } from "../api-client.js";
+import { streamCompletion } from "../api-client.js";
 import { routedPair, TestSimEngine } from "./helpers.js";
 
 /** Test-only engine: the simulator's answer streamed word by word, `wordMs` apart. */
@@ -51,22 +51,12 @@ it.each(["channel", "http"])(
         },
       },
     );
-    const res = await postCompletion(a.apiUrl, {
+    const { text, error } = await streamCompletion(a.apiUrl, {
       model,
       prompt: `${prefix} sampled`,
       max_tokens: 12,
       temperature: 0.8,
-      stream: true,
     });
-    const sse = await res.text();
-    let text = "";
-    let error: string | undefined;
-    for (const line of sse.split("\n")) {
-      if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
-      const ev = JSON.parse(line.slice(6)) as { choices?: { text?: string }[]; error?: { message: string } };
-      if (ev.error) error = ev.error.message;
-      text += ev.choices?.[0]?.text ?? "";
-    }
     const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as {
       stats: { probes: number; fallbacks: number };
     };

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { EngineChunk, EngineRequest, EngineResult } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
-import { postCompletion } from "../api-client.js";
+import { postCompletion, streamCompletion } from "../api-client.js";
 import { routedPair, TestSimEngine } from "./helpers.js";
 
 /**
@@ -48,20 +48,6 @@ function forwardingPair(b: FakeStreamingEngine, a: FakeStreamingEngine, extra = 
   );
 }
 
-/** A streamed completion: the text of its chunks, and any error event it ended with. */
-async function stream(url: string, body: object) {
-  const sse = await (await postCompletion(url, { ...body, stream: true })).text();
-  let text = "";
-  let error: string | undefined;
-  for (const line of sse.split("\n")) {
-    if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
-    const ev = JSON.parse(line.slice(6)) as { choices?: { text?: string }[]; error?: { message: string } };
-    if (ev.error) error = ev.error.message;
-    text += ev.choices?.[0]?.text ?? "";
-  }
-  return { text, error };
-}
-
 describe("a streamed answer whose serving peer fails after partial output", () => {
   it("continues from the fallback under greedy decoding: every word once, no error", async () => {
     const { a, model } = await forwardingPair(
@@ -69,7 +55,7 @@ describe("a streamed answer whose serving peer fails after partial output", () =
       new FakeStreamingEngine(),
     );
     const req = { model, prompt: `${prefix} a long answer`, max_tokens: 12 };
-    const { text, error } = await stream(a.apiUrl, req);
+    const { text, error } = await streamCompletion(a.apiUrl, req);
     expect(error).toBeUndefined();
     // What A's (healthy) engine answers on its own: the same model, the same greedy text.
     const alone = (await (await postCompletion(a.apiUrl, req)).json()) as { choices: { text: string }[] };
@@ -84,7 +70,11 @@ describe("a streamed answer whose serving peer fails after partial output", () =
       new FakeStreamingEngine({ failAfter: 4 }),
       new FakeStreamingEngine({ variant: "other" }),
     );
-    const { text, error } = await stream(a.apiUrl, { model, prompt: `${prefix} another`, max_tokens: 12 });
+    const { text, error } = await streamCompletion(a.apiUrl, {
+      model,
+      prompt: `${prefix} another`,
+      max_tokens: 12,
+    });
     expect(error).toMatch(/failed mid-stream/);
     expect(text.split(" ")).toHaveLength(4); // B's four words, nothing spliced on
   });
@@ -94,7 +84,7 @@ describe("a streamed answer whose serving peer fails after partial output", () =
       new FakeStreamingEngine({ failAfter: 3 }),
       new FakeStreamingEngine(),
     );
-    const { error } = await stream(a.apiUrl, {
+    const { error } = await streamCompletion(a.apiUrl, {
       model,
       prompt: `${prefix} sampled`,
       max_tokens: 12,
@@ -132,7 +122,7 @@ describe("a streamed answer whose serving peer fails after partial output", () =
       { forwardTimeoutMs: "150" },
     );
     const req = { model, prompt: `${prefix} slow peer`, max_tokens: 12 };
-    const { text, error } = await stream(a.apiUrl, req);
+    const { text, error } = await streamCompletion(a.apiUrl, req);
     expect(error).toBeUndefined();
     // A really did fall back (read before the request below, which may fall back again).
     const view = (await (await fetch(`${a.apiUrl}/cluster`)).json()) as { stats: { fallbacks: number } };
