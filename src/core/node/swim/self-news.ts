@@ -49,7 +49,7 @@ export class SelfLives {
     // Above us, any status: nothing we said; its holders must see our life rise by two.
     if (u.incarnation > incarnation) return this.outbid(u, u.incarnation + 2);
     if (u.incarnation === incarnation)
-      return u.status === "alive" ? { kind: "ignore" } : { kind: "raise", to: incarnation + 1 };
+      return u.status === "alive" ? { kind: "ignore" } : { kind: "raise", to: capped(incarnation + 1) };
     // Just below the run we say (below our boot, or in the gap our last outbid left): another life's.
     // Its holders see us rise by two already unless we stand one above it (a clock set back, or an
     // outbid of a lower record of it), when those that took us as a refutation must see two more.
@@ -75,7 +75,12 @@ export class SelfLives {
       }
       this.outbids++;
     }
-    this.floor = Math.min(to, MAX_INCARNATION);
+    this.floor = capped(to);
     return { kind: "raise", to: this.floor };
   }
+}
+
+/** News past plausibleMax is refused before it gets here: the cap only keeps a raise a safe integer. */
+function capped(to: number): number {
+  return Math.min(to, MAX_INCARNATION);
 }
