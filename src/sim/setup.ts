@@ -18,7 +18,7 @@ export function simGossip(c: SimConfig): "full" | "scuttlebutt" {
   return DAEMON_NODE_DEFAULTS.gossip;
 }
 
-/** A simulation config that cannot run: the caller's input, told as such (the CLI prints its message alone). */
+/** A simulation config that cannot run: the caller's input, told as such (the CLI prints its message). */
 export class SimConfigError extends RangeError {}
 
 export function validate(c: SimConfig, requests: number): void {

@@ -77,9 +77,9 @@ export const limitsSettings = {
       "Longest a client request's chat template, and its tokenize, may take at the engine, in ms; " +
       "past it the client gets 504 at once and the engine's call is aborted (a remote server's /tokenize " +
       "request is cancelled, not left to the engine's own HTTP timeouts); until that call has ended it " +
-      "counts against `--max-pending`, so a burst cannot open calls to a hung engine without bound. A peer's forward " +
-      "tokenized again here (mixed models) is bounded alike: past it its origin is answered with an " +
-      "error and falls back.",
+      "counts against `--max-pending`, so a burst cannot open calls to a hung engine without bound. A " +
+      "peer's forward tokenized again here (mixed models) is bounded alike: past it its origin is " +
+      "answered with an error and falls back.",
   }),
   maxPeerTokenizing: setting(num(1, 100_000, true).default(DEFAULT_MAX_PEER_TOKENIZING), {
     section: "Limits",
