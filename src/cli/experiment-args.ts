@@ -20,10 +20,13 @@ export function commandLine(sub: string): string {
     .trim();
 }
 
-/** `--workers`: worker threads, min(2, cores) when not given. */
+/** Worker threads when `--workers` is not given, on a machine with at least as many cores. */
+const DEFAULT_WORKERS = 2;
+
+/** `--workers`: worker threads; DEFAULT_WORKERS when not given, or fewer on a machine with fewer cores. */
 export function parseWorkers(flag: string | undefined): number {
   return flag === undefined
-    ? Math.min(2, availableParallelism())
+    ? Math.min(DEFAULT_WORKERS, availableParallelism())
     : parseNumber("--workers", flag, { min: 0, max: 64, integer: true });
 }
 
