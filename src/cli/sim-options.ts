@@ -72,9 +72,6 @@ export function parseSimOptions(o: SimOptions): {
     config.gossip = o.gossip;
   }
   if (o.maxEstimates !== undefined) {
-    // The mode the run has: --gossip, else the daemon's under --daemon-config (scuttlebutt).
-    if (simGossip({ ...config, daemonConfig: o.daemonConfig === true }) !== "scuttlebutt")
-      throw new CliError("--max-estimates needs --gossip scuttlebutt (the default of --daemon-config)");
     config.maxEstimates = parseNumber("--max-estimates", o.maxEstimates, {
       min: 1,
       max: 4095,
@@ -105,6 +102,9 @@ export function parseSimOptions(o: SimOptions): {
   if (o.deadlineMs !== undefined)
     config.deadlineMs = parseNumber("--deadline-ms", o.deadlineMs, { min: 1, max: 3_600_000, integer: true });
   if (o.nodeConfig !== undefined) Object.assign(config.node, parseNodeConfig(o.nodeConfig, config.policy));
+  // The mode the nodes run: --node-config's, else --gossip, else the daemon's under --daemon-config.
+  if (config.maxEstimates !== undefined && (config.node.gossip ?? simGossip(config)) !== "scuttlebutt")
+    throw new CliError("--max-estimates needs --gossip scuttlebutt (the default of --daemon-config)");
   const faults = parseFaultFlags(o, config.nodes, config.seed);
   if (faults !== undefined) config.faults = faults;
   const requests =

@@ -41,6 +41,8 @@ export function validate(c: SimConfig, requests: number): void {
     bad(`oracle (and centralized, which runs on it) runs with gossip "full" only`);
   if (c.maxEstimates !== undefined && !(Number.isInteger(c.maxEstimates) && c.maxEstimates >= 1))
     bad(`maxEstimates must be a positive integer, got ${c.maxEstimates}`);
+  // Bounded estimates are scuttlebutt's: the full mesh holds every member's.
+  if (c.maxEstimates !== undefined && nodeGossip === "full") bad(`maxEstimates needs gossip "scuttlebutt"`);
   // The full mesh is told its members and checks none: a node without the credential would be no fault.
   if (nodeGossip === "full" && (c.faults?.node?.unauthenticated?.length ?? 0) > 0)
     bad(`unauthenticated nodes need gossip "scuttlebutt" (the full mesh checks no member)`);

@@ -188,6 +188,12 @@ describe("prefixmesh sim --gossip / --max-estimates", () => {
     expect(() => parseSimOptions({ ...base, daemonConfig: true, gossip: "full", maxEstimates: "8" })).toThrow(
       /needs --gossip scuttlebutt/,
     );
+    // The node config's mode is the one the nodes run, either way.
+    const viaNode = { ...base, maxEstimates: "8", nodeConfig: '{"gossip":"scuttlebutt"}' };
+    expect(parseSimOptions(viaNode).config.maxEstimates).toBe(8);
+    expect(() =>
+      parseSimOptions({ ...base, gossip: "scuttlebutt", maxEstimates: "8", nodeConfig: '{"gossip":"full"}' }),
+    ).toThrow(/needs --gossip scuttlebutt/);
     expect(() => parseSimOptions({ ...base, gossip: "scuttlebutt", maxEstimates: "0" })).toThrow(CliError);
     expect(() => parseSimOptions({ ...base, gossip: "scuttlebutt", oracle: true })).toThrow(/--oracle/);
     // centralized runs on the oracle's global view, which scuttlebutt's nodes would throw away.
