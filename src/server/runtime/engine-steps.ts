@@ -98,7 +98,8 @@ export class EngineSteps {
    * `call`'s step, or a 504 once the bound passes, when the call's signal is aborted so the engine
    * ends it now (a remote one's request), not at its own HTTP timeouts. Also a peer's forward
    * re-tokenized here (peer-traffic.ts, `forPeer`), its failure left raw for the forward's error.
-   * `gone` aborted (the client hung up): the step is answered 499 and its call aborted now.
+   * `gone` aborted (the client hung up; a peer's: its origin cancelled the forward): the step is
+   * answered 499 and its call aborted now.
    */
   bounded<T>(
     call: (signal: AbortSignal) => Promise<T>,

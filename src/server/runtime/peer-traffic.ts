@@ -5,6 +5,7 @@
  * (transport-rules.ts: [Answer on the stream], [Transport acks]).
  */
 import type { Engine } from "../../core/engine.js";
+import { FORWARD_CANCELLED } from "../../core/node/serving.js";
 import type { ForwardLimits, NodeInput, PeerMessage, PeerMessageOf } from "../../core/node/types.js";
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { NodeMetrics } from "../metrics.js";
@@ -14,7 +15,7 @@ import { DEFAULT_MAX_PEER_TOKENIZING, type EngineSteps } from "./engine-steps.js
 import type { RuntimeLogger } from "./logger.js";
 import type { PeerSender } from "./peer-sender.js";
 import { PeerServedCounts } from "./peer-served.js";
-import type { ServedForwards } from "./served-forwards.js";
+import { type ServedForwards, streamKey } from "./served-forwards.js";
 import { retryableError } from "./transport-rules.js";
 
 export interface PeerTrafficOptions {
@@ -45,6 +46,8 @@ export class PeerTraffic {
   readonly servedCounts = new PeerServedCounts();
   /** Told each direct snapshot's epoch: the full mesh re-reads a static peer's hello on a restart. */
   onPeerEpoch: ((from: string, epoch: number) => void) | undefined;
+  /** Forwards being tokenized again, by `${from}|${reqId}|${attempt}`: their origin's cancel ends the step. */
+  private readonly tokenizing = new Map<string, AbortController>();
 
   constructor(private readonly o: PeerTrafficOptions) {
     this.modelId = o.engine.info.model;
@@ -77,7 +80,9 @@ export class PeerTraffic {
             this.onPeerEpoch?.(from, msg.snapshot.header.epoch);
           }
         }
+        if (msg.type === "cancel") this.cancelTokenizing(from, msg);
         // A cancel the node acts on makes it answer the forward's stream itself (FORWARD_CANCELLED).
+        // Told one that ended a step too: it then drops a copy of that forward on arrival.
         this.o.feed({ type: "peer-message", from, msg });
       },
       onAuthRejected: (reason) => {
@@ -103,25 +108,38 @@ export class PeerTraffic {
       this.o.served.answer(from, retryableError(msg, why, undefined, "load"));
       return;
     }
+    const key = streamKey(from, msg.reqId, msg.attempt);
+    const cancel = new AbortController();
+    const cancelled = cancel.signal;
+    this.tokenizing.set(key, cancel);
+    const settled = () => {
+      if (this.tokenizing.get(key) === cancel) this.tokenizing.delete(key);
+    };
     // Each step is started at once (a prompt's tokenize too), so `peerOpen` counts this forward now.
     const tokenize = (p: string | undefined) => {
       if (p === undefined) throw new Error("no prompt text");
       msg.request.prompt = p;
-      return steps.bounded((signal) => engine.tokenize(p, signal), "tokenize", true);
+      return steps.bounded((signal) => engine.tokenize(p, signal), "tokenize", true, cancelled);
     };
     const tokens = messages
       ? steps
-          .bounded((signal) => engine.applyChatTemplate(messages, signal), "chat template", true)
+          .bounded((signal) => engine.applyChatTemplate(messages, signal), "chat template", true, cancelled)
           .then(tokenize)
       : (async () => tokenize(prompt))();
     tokens.then(
       (t) => {
+        settled();
+        // Cancelled, and answered so (`cancelTokenizing`): nobody waits for it.
+        if (cancelled.aborted) return;
         msg.request.tokens = t;
         msg.request.tokenizer = undefined;
         msg.request.messages = undefined;
         this.admit(from, msg);
       },
       (err: Error) => {
+        settled();
+        // Ended by its origin's cancel, already answered (`cancelTokenizing`): no refusal of its prompt.
+        if (cancelled.aborted) return;
         // Whose fault, as a failed run says it: a prompt our engine refuses, or its load, is no mark
         // against us at the origin (else any client's bad prompt could get us demoted). The text too:
         // bounded, and the engine URL cut to its path (its host and credentials are the operator's).
@@ -135,6 +153,21 @@ export class PeerTraffic {
         if (this.o.served.answer(from, reply)) this.o.metrics.forwardsRefused.inc({ reason: "tokenize" });
       },
     );
+  }
+
+  /**
+   * The origin cancelled a forward still being tokenized again: its step ends now (the engine's call
+   * aborted; `peerOpen` still counts it until it ends) and its stream is answered as the node answers
+   * a cancelled forward, so it neither holds a `--max-peer-tokenizing` place until the bound nor
+   * reaches the node for nobody.
+   */
+  private cancelTokenizing(from: string, msg: PeerMessageOf<"cancel">): void {
+    const key = streamKey(from, msg.reqId, msg.attempt);
+    const step = this.tokenizing.get(key);
+    if (step === undefined) return;
+    this.tokenizing.delete(key);
+    step.abort();
+    this.o.served.answer(from, retryableError(msg, FORWARD_CANCELLED));
   }
 
   /**

@@ -31,7 +31,8 @@ interface ServedForward {
 /** What the served-forward log line is told of a forward this node answered. */
 export type AnsweredForward = Pick<ServedForward, "request" | "reqId" | "attempt" | "from" | "receivedAt">;
 
-function streamKey(peer: string, reqId: string, attempt: number): string {
+/** A forward's key here: its sender, request id and attempt. */
+export function streamKey(peer: string, reqId: string, attempt: number): string {
   return `${peer}|${reqId}|${attempt}`;
 }
 
