@@ -46,7 +46,7 @@ export class PeerTraffic {
   readonly servedCounts = new PeerServedCounts();
   /** Told each direct snapshot's epoch: the full mesh re-reads a static peer's hello on a restart. */
   onPeerEpoch: ((from: string, epoch: number) => void) | undefined;
-  /** Forwards being tokenized again, by `${from}|${reqId}|${attempt}`: their origin's cancel ends the step. */
+  /** Forwards being tokenized again, by `streamKey`: their origin's cancel ends the step. */
   private readonly tokenizing = new Map<string, AbortController>();
 
   constructor(private readonly o: PeerTrafficOptions) {
