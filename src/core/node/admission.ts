@@ -11,7 +11,7 @@ import { requestProblem } from "../namespace.js";
 import type { GoneClients } from "./client-gone.js";
 import type { NodeConfig } from "./config.js";
 import type { LocalRun, PendingRequests } from "./pending-requests.js";
-import { type Answerer, failReply, MIN_RETRY_AFTER_MS } from "./replies.js";
+import { type Answerer, failReply, retryAfterLeftMs } from "./replies.js";
 import type { Effect } from "./types.js";
 
 /** The origin's counters admission moves. */
@@ -98,14 +98,14 @@ export class Admission {
         `deadline: no node is expected to answer within the ${left} ms left of the client's deadline ` +
         `(here: ${Math.ceil(waitMs ?? 0)} ms of queue + ${Math.ceil(bound.runMs)} ms of run)`;
       // Retry once our queue could fit it: what the wait exceeds the bound by, at the measured pace.
-      const retryAfterMs = Math.max(MIN_RETRY_AFTER_MS, (waitMs ?? 0) - Math.max(0, bound.ms));
+      const retryAfterMs = retryAfterLeftMs(waitMs ?? 0, Math.max(0, bound.ms));
       return failReply(this.by(), run.reqId, run.request, now, why, "deadline", p, retryAfterMs);
     }
     if (waitMs === undefined)
       return failReply(this.by(), run.reqId, run.request, now, "overloaded: queue full", "overloaded", p);
     const why = `overloaded: expected wait ${Math.ceil(waitMs)} ms exceeds ${this.config.maxWaitMs} ms`;
     // Retry once the queue has drained back under the bound, at the measured pace.
-    const retryAfterMs = Math.max(MIN_RETRY_AFTER_MS, waitMs - this.config.maxWaitMs);
+    const retryAfterMs = retryAfterLeftMs(waitMs, this.config.maxWaitMs);
     return failReply(this.by(), run.reqId, run.request, now, why, "overloaded", p, retryAfterMs);
   }
 }

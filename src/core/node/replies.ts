@@ -60,7 +60,10 @@ export function failReply(
 /** The least wait a refusal by load tells its client (`retryAfterSec`: 1 s). */
 export const MIN_RETRY_AFTER_MS = 1_000;
 
-/** What is left of a wait of `waitMs` once `elapsedMs` have passed, at least `MIN_RETRY_AFTER_MS`. */
+/**
+ * What is left of a wait of `waitMs` once `elapsedMs` have passed (or past a bound of that many ms),
+ * at least `MIN_RETRY_AFTER_MS`.
+ */
 export function retryAfterLeftMs(waitMs: number, elapsedMs: number): number {
   return Math.max(MIN_RETRY_AFTER_MS, waitMs - elapsedMs);
 }
