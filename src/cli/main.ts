@@ -33,13 +33,10 @@ try {
     // Help and version exit 0; usage errors exit 2 (commander already printed the message).
     process.exit(err.exitCode === 0 ? 0 : 2);
   }
-  if (err instanceof CliError || err instanceof SettingsError) {
+  // The user's input, told as such: the message alone (a refused simulation config is a usage error).
+  if (err instanceof CliError || err instanceof SettingsError || err instanceof SimConfigError) {
     process.stderr.write(`prefixmesh: ${err.message}\n`);
-    process.exit(err.exitCode);
-  }
-  if (err instanceof SimConfigError) {
-    process.stderr.write(`prefixmesh: ${err.message}\n`);
-    process.exit(2);
+    process.exit(err instanceof SimConfigError ? 2 : err.exitCode);
   }
   process.stderr.write(`prefixmesh: ${(err as Error)?.stack ?? String(err)}\n`);
   process.exit(1);
