@@ -8,13 +8,11 @@ import type { ServerResponse } from "node:http";
  */
 export function hangUpSignal(res: ServerResponse): AbortSignal {
   const gone = new AbortController();
+  const closed = () => {
+    if (!res.writableFinished) gone.abort();
+  };
   // Closed already (a hang-up before the handler got here): no `close` event is coming.
-  if (res.closed) {
-    if (!res.writableFinished) gone.abort();
-    return gone.signal;
-  }
-  res.once("close", () => {
-    if (!res.writableFinished) gone.abort();
-  });
+  if (res.closed) closed();
+  else res.once("close", closed);
   return gone.signal;
 }
