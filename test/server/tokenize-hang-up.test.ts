@@ -7,32 +7,11 @@
  */
 import { request } from "node:http";
 import { expect, it } from "vitest";
-import type { ChatMessage, Tokens } from "../../src/core/engine.js";
+import type { Tokens } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { waitFor } from "../e2e/helpers.js";
+import { AbortOnlyDouble } from "./abort-only-double.js";
 import { intakeOf, nodesStoppedAfterEach, soloNode, TestSimEngine } from "./helpers.js";
-
-/** Test double: the simulator's engine whose steps, once `hang` is set, end only by their abort. */
-class AbortOnlyDouble extends TestSimEngine {
-  hang: "tokenize" | "template" | undefined;
-  held = 0;
-  aborted = 0;
-  private wait<T>(signal: AbortSignal | undefined): Promise<T> {
-    this.held++;
-    return new Promise<T>((_go, fail) =>
-      signal?.addEventListener("abort", () => {
-        this.aborted++;
-        fail(new Error("aborted"));
-      }),
-    );
-  }
-  override async tokenize(text: string, signal?: AbortSignal): Promise<Tokens> {
-    return this.hang === "tokenize" ? this.wait(signal) : super.tokenize(text);
-  }
-  override async applyChatTemplate(messages: ChatMessage[], signal?: AbortSignal): Promise<string> {
-    return this.hang === "template" ? this.wait(signal) : super.applyChatTemplate(messages);
-  }
-}
 
 /** Test double: the simulator's engine whose tokenizes, once `hang` is set, ignore their abort. */
 class SignalIgnoringDouble extends TestSimEngine {

@@ -7,6 +7,7 @@
 import { expect, it } from "vitest";
 import type { ChatMessage, Tokens } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
+import { AbortOnlyDouble } from "./abort-only-double.js";
 import { intakeOf, nodesStoppedAfterEach, soloNode, TestSimEngine } from "./helpers.js";
 
 /** The simulator's engine whose tokenize, or chat template, never answers once `hang` is set. */
@@ -24,29 +25,6 @@ class NeverAnsweringDouble extends TestSimEngine {
   override async applyChatTemplate(messages: ChatMessage[]): Promise<string> {
     if (this.hang === "template") return new Promise<string>((_go, fail) => this.hung.push(fail));
     return super.applyChatTemplate(messages);
-  }
-}
-
-/**
- * Test double: the simulator's engine whose tokenize, or chat template, once `hang` is set, answers
- * only its signal's abort (as a remote engine's aborted HTTP request ends), counted in `aborted`.
- */
-class AbortOnlyDouble extends TestSimEngine {
-  hang: "tokenize" | "template" | undefined;
-  aborted = 0;
-  private held<T>(signal: AbortSignal | undefined): Promise<T> {
-    return new Promise<T>((_go, fail) =>
-      signal?.addEventListener("abort", () => {
-        this.aborted++;
-        fail(new Error("aborted"));
-      }),
-    );
-  }
-  override async tokenize(text: string, signal?: AbortSignal): Promise<Tokens> {
-    return this.hang === "tokenize" ? this.held(signal) : super.tokenize(text);
-  }
-  override async applyChatTemplate(messages: ChatMessage[], signal?: AbortSignal): Promise<string> {
-    return this.hang === "template" ? this.held(signal) : super.applyChatTemplate(messages);
   }
 }
 
