@@ -31,6 +31,8 @@ function attempt(sentAt: number): AttemptClock {
     probes: 0,
     timeouts: 0,
     answerBy: Number.POSITIVE_INFINITY,
+    answerWindowMs: 0,
+    outputSinceSend: false,
     deadlineAt: Number.POSITIVE_INFINITY,
     forwardTimeoutMs: 30_000,
   };

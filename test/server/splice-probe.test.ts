@@ -3,6 +3,8 @@
  * forward): the copy joins the first copy's stream at the peer (served-forwards.ts), so the output
  * keeps coming on the first stream only and even sampled output streams whole, with no splice
  * (client-streams.ts ends a sampled stream that moves to another stream of the same peer: a restart's).
+ * B streams slower than A's estimate of its answer, and for longer than peer trust first allows it:
+ * its output shows A it is at work (forward-acks.ts `streamed`), so A never gives it up as overdue.
  */
 import { afterEach, expect, it } from "vitest";
 import type { EngineChunk, EngineRequest, EngineResult } from "../../src/core/engine.js";
@@ -10,11 +12,12 @@ import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { streamCompletion } from "../api-client.js";
 import { routedPair, TestSimEngine } from "./helpers.js";
 
-/** Test-only engine: the simulator's answer streamed word by word, `wordMs` apart. */
+/**
+ * Test-only engine: the simulator's answer streamed word by word, `wordMs` apart — 0 until the test
+ * sets it, so start-up calibration and warm-up run (and teach the node its costs) at full speed.
+ */
 class SlowStreamingEngine extends TestSimEngine {
-  constructor(private readonly wordMs: number) {
-    super();
-  }
+  wordMs = 0;
   override async run(req: EngineRequest, onChunk?: (c: EngineChunk) => void, signal?: AbortSignal) {
     const r: EngineResult = await super.run(req, undefined, signal);
     for (const w of r.text.split(/(?= )/)) {
@@ -35,15 +38,14 @@ afterEach(async () => {
 it.each(["channel", "http"])(
   "over the %s transport: a sampled answer streams whole while the origin probes its peer",
   async (forwardTransport) => {
+    const slowB = new SlowStreamingEngine();
     const { a, model } = await routedPair(
       prefix,
-      { A: new SlowStreamingEngine(0), B: new SlowStreamingEngine(60) },
+      { A: new SlowStreamingEngine(), B: slowB },
       {
-        // Short ack waits: A asks B for the answer again every few tens of ms while B streams it.
+        // A asks B for the answer again (a probe) within a few ack waits while B streams it.
         extra: {
-          forwardAckTimeoutMs: "40",
-          answerSlackMs: "20000",
-          maxTimedOutAttempts: "0",
+          forwardAckTimeoutMs: "250",
           forwardTransport,
         },
         onStart: (na, nb) => {
@@ -51,6 +53,7 @@ it.each(["channel", "http"])(
         },
       },
     );
+    slowB.wordMs = 200;
     const { text, error } = await streamCompletion(a.apiUrl, {
       model,
       prompt: `${prefix} sampled`,

@@ -64,6 +64,10 @@ export interface AttemptClock {
   timeouts: number;
   /** With peer trust: when the current, acked attempt's answer is overdue (absolute); else ∞. */
   answerBy: number;
+  /** How long after its send `answerBy` first allowed the current attempt's answer (0 before). */
+  answerWindowMs: number;
+  /** Output of the current attempt streamed in since its latest send (`streamed`): as good as an ack. */
+  outputSinceSend: boolean;
   /** The client's deadline on our clock (deadline.ts); ∞ when it gave none. */
   deadlineAt: number;
   /**
@@ -107,6 +111,21 @@ export class ForwardAcks {
     a.restartEpoch = undefined;
     a.probes = 0;
     a.answerBy = Number.POSITIVE_INFINITY;
+    a.answerWindowMs = 0;
+    a.outputSinceSend = false;
+  }
+
+  /**
+   * Output of the current attempt streamed in from its target (relayed to the client): the peer is
+   * at work on it, not stalled, so the answer is overdue only as long after the latest output as
+   * peer trust first allowed the whole answer (the forward timeout still bounds the attempt), and a
+   * probe's wait that saw output is no timeout even if its ack is slow. A peer decoding slower than
+   * our estimate, or acking late under load, is kept: given up mid-answer, its sampled stream could
+   * only end in an error (client-streams.ts).
+   */
+  streamed(a: AttemptClock, now: number): void {
+    a.outputSinceSend = true;
+    if (a.answerWindowMs > 0) a.answerBy = Math.max(a.answerBy, now + a.answerWindowMs);
   }
 
   /**
@@ -115,6 +134,7 @@ export class ForwardAcks {
    */
   send(a: AttemptClock, to: NodeId, peer: Target, now: number, out: Effect[]): void {
     out.push({ type: "send", to, msg: this.message(a, peer, now) });
+    a.outputSinceSend = false;
     const ackMs = this.timeoutMs(peer.rttMs);
     // An ack timeout as long as the configured forward timeout turns acks off (config.ts), whatever
     // the request's own timeout.
@@ -192,7 +212,10 @@ export class ForwardAcks {
       // up earlier, it would run a second time here, after the bound.
       const budgetMs = eta === undefined ? this.waitLeftAtSend(a) : 0;
       const allowed = this.config.answerSlack * expectedMs + this.config.answerSlackMs + budgetMs;
-      if (allowed < a.forwardTimeoutMs) a.answerBy = a.attemptSentAt + allowed;
+      if (allowed < a.forwardTimeoutMs) {
+        a.answerBy = a.attemptSentAt + allowed;
+        a.answerWindowMs = allowed;
+      }
     }
     const overdueIn = a.answerBy - now;
     const ackMs = this.timeoutMs(this.targets.get(from)?.rttMs);
@@ -238,7 +261,7 @@ export class ForwardAcks {
   onTimer(a: AttemptClock, to: NodeId, now: number, out: Effect[]): AckVerdict {
     a.ackArmed = false;
     const peer = this.targets.get(to);
-    const acked = a.ackedAt === a.probes;
+    const acked = a.ackedAt === a.probes || (a.ackedAt >= 0 && a.outputSinceSend);
     // Acked (this round or before a probe), and its answer is overdue past any slack: a stalled peer,
     // or a lost answer nobody recovered. Over now rather than at the forward timeout.
     if (a.ackedAt >= 0 && now >= a.answerBy) return "overdue";

@@ -190,6 +190,11 @@ export class ForwardAttempts {
     return true;
   }
 
+  /** Output of `p`'s forward streamed in from `from`: only its current target's counts. */
+  onOutput(p: Pending | undefined, from: NodeId, now: number): void {
+    if (p !== undefined && p.current === from) this.acks.streamed(p, now);
+  }
+
   /**
    * A `forward-ack` arrived. Any ack shows the peer acks (so its forwards are held to the ack
    * timeout). For the current, not yet acked attempt: wait for the answer until its ETA (with margin,

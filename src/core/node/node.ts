@@ -188,6 +188,9 @@ export class PrefixNode extends NodeRouting {
       case "timer":
         this.onTimer(input.timer, now, out);
         break;
+      case "forward-output":
+        this.origin.onForwardOutput(input.reqId, input.from, now);
+        break;
       case "send-failed":
         this.onSendFailed(input.to, input.msg, now, out);
         break;
@@ -351,14 +354,10 @@ export class PrefixNode extends NodeRouting {
     const request = job?.request ?? msg.request;
     const eta = this.serving.wantsEta ? this.executor.etaMs(request, now, job?.ranMs) : undefined;
     this.serving.ack(from, reqId, attempt, verdict.key, eta, now, out);
-    if (verdict.kind === "accept") {
-      this.executor.enqueue(
-        { kind: "forward", reqId, from, attempt, request, key: verdict.key, deadlineMs },
-        now,
-        out,
-      );
-      this.recent?.record(this.config.id, keyTokens(request), now);
-    }
+    if (verdict.kind !== "accept") return;
+    const fwd = { kind: "forward", reqId, from, attempt, request, key: verdict.key, deadlineMs } as const;
+    this.executor.enqueue(fwd, now, out);
+    this.recent?.record(this.config.id, keyTokens(request), now);
   }
 
   private onSendFailed(to: NodeId, msg: PeerMessage | undefined, now: number, out: Effect[]): void {

@@ -379,6 +379,11 @@ export class Origin {
     return this.attempts.onAck(from, msg, this.pending, out);
   }
 
+  /** Output of request `reqId`'s forward streamed in from `from` (forward-acks.ts `streamed`). */
+  onForwardOutput(reqId: string, from: NodeId, now: number): void {
+    this.attempts.onOutput(this.pending.find(reqId), from, now);
+  }
+
   /** An `error` from a peer: for the current attempt, fall back (true: node.ts moves on). */
   onError(from: NodeId, msg: PeerMessageOf<"error">, out: Effect[]): boolean {
     const p = typeof msg.reqId === "string" ? this.pending.find(msg.reqId) : undefined;

@@ -126,6 +126,8 @@ export class PendingRequests {
       probes: 0,
       timeouts: 0,
       answerBy: Number.POSITIVE_INFINITY,
+      answerWindowMs: 0,
+      outputSinceSend: false,
       deadlineAt: deadlineAt(request, now),
       forwardTimeoutMs,
     });

@@ -71,6 +71,8 @@ export type NodeInput =
    */
   | { type: "engine-aborted"; jobId: string; kept?: number; sequences?: Tokens[] }
   | { type: "timer"; timer: Timer }
+  /** Output of request `reqId`'s forward streamed in from peer `from` and went to its client. */
+  | { type: "forward-output"; reqId: string; from: NodeId }
   /**
    * An engine-managed cache changed on its own (e.g. a server's KV events arrived): the node's tree
    * becomes `sequences` now, not at the next run, so the next snapshot already says so.

@@ -16,9 +16,9 @@
  *  - engine-step-errors.ts: an engine's failed tokenize or chat-template step, as the client's error;
  *  - transport-rules.ts: the protocol rules the daemon's transport adds to the core's.
  *
- * Streaming: engine output is routed by the EngineRequest object the node hands to `engine-run` (the
- * same object that came in with the client request or the forward), to the client or to the forward
- * stream of the peer that sent it.
+ * Streaming: engine output goes by the EngineRequest object of `engine-run` (the one the client request
+ * or the forward brought) to the client or to the sending peer's forward stream; a peer's output for
+ * our forward goes back to the node too (`forward-output`: it is at work, forward-acks.ts `streamed`).
  */
 import type { Engine, EngineRequest } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
@@ -261,9 +261,8 @@ export class NodeRuntime implements NodeService {
   }
 
   /**
-   * Empties the cache and starts a new epoch, exactly like a crash-restart (§2) but without losing
-   * the process: peers replace their estimate of us on our next snapshot. Only when idle (a request
-   * still tokenizing counts: taken in before the reset).
+   * Empties the cache and starts a new epoch, as a crash-restart (§2) without losing the process:
+   * peers replace their estimate of us on our next snapshot. Only when idle (tokenizing counts).
    */
   async resetCache(): Promise<void> {
     const busy = this.clients.size > 0 || this.intake.size > 0 || this.node.queueDepth() > 0;
@@ -396,5 +395,6 @@ export class NodeRuntime implements NodeService {
     if (reqId === undefined) return;
     if (!mayReachClient(this.node.servingNow(reqId), source)) return;
     this.clients.relay(reqId, source, text, stream);
+    if (source !== this.nodeId) this.feed({ type: "forward-output", reqId, from: source });
   }
 }
