@@ -6,7 +6,7 @@ import pino from "pino";
 import type { Engine } from "../src/core/engine.js";
 import { freePort } from "../src/server/cluster/launcher.js";
 import { type NodeHandle, startNode } from "../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../src/server/settings/index.js";
+import { resolveNodeSettings, SETTING_KEYS } from "../src/server/settings/index.js";
 
 /**
  * Starts A (i = 0) and B (i = 1). `settingsOf(i)` gives node i's settings beside its id, addresses and
@@ -20,6 +20,9 @@ export async function startPair(
   const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
   const logger = pino({ level: "silent" });
   const start = (i: 0 | 1) => {
+    // As a config file's: a misspelt or core-only name would otherwise be dropped without a word.
+    const unknown = Object.keys(settingsOf(i)).filter((k) => !(SETTING_KEYS as string[]).includes(k));
+    if (unknown.length > 0) throw new Error(`unknown node settings: ${unknown.join(", ")}`);
     const settings = resolveNodeSettings(
       {
         insecure: true,
