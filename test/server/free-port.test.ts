@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { freePort } from "../../src/server/cluster/free-port.js";
 
 function ephemeralLow(): number | undefined {
@@ -27,6 +27,23 @@ describe("freePort", () => {
       s.listen(ports[0], "127.0.0.1", r);
     });
     s.close();
+  });
+
+  it("never hands out a port fetch refuses to connect to (the Fetch standard's bad port 10080)", async () => {
+    const high = ephemeralLow() ?? 49_152;
+    // The draw maps [0, 1) onto [10000, high): first 10080, then whatever comes.
+    const draws = [(10_080 - 10_000 + 0.5) / (high - 10_000)];
+    const random = Math.random.bind(Math);
+    const spy = vi.spyOn(Math, "random").mockImplementation(() => draws.shift() ?? random());
+    try {
+      const port = await freePort("127.0.0.1");
+      expect(draws).toHaveLength(0);
+      expect(port).not.toBe(10_080);
+    } finally {
+      spy.mockRestore();
+    }
+    // What the skip avoids: fetch refuses the port before connecting at all.
+    await expect(fetch("http://127.0.0.1:10080/")).rejects.toMatchObject({ cause: { message: "bad port" } });
   });
 
   it("fails at once, naming the cause, on a host it can never bind", async () => {

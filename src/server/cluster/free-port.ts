@@ -10,6 +10,11 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
 const LOWEST = 10_000;
+/**
+ * The Fetch standard's "bad ports" at or above LOWEST: fetch (undici) refuses to connect to them
+ * ("bad port"), so a node listening there could never be reached by its peers or a test's client.
+ */
+const FETCH_BAD_PORTS = new Set([10_080]);
 const handedOut = new Set<number>();
 
 /** The first port of the OS's ephemeral range (Linux: ip_local_port_range; elsewhere IANA's 49152). */
@@ -40,7 +45,7 @@ export async function freePort(host: string): Promise<number> {
   const high = ephemeralLow();
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = LOWEST + Math.floor(Math.random() * (high - LOWEST));
-    if (handedOut.has(port)) continue;
+    if (handedOut.has(port) || FETCH_BAD_PORTS.has(port)) continue;
     const err = await bindError(host, port);
     if (err === undefined) {
       handedOut.add(port);
