@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatMessage, EngineChunk, EngineRequest, EngineResult, Tokens } from "../../src/core/engine.js";
 import { FORWARD_CANCELLED } from "../../src/core/node/serving.js";
+import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { fetchForeignForward, finalMsg, postForeignForward } from "./forward-post.js";
 import { openForwards, pair, TestSimEngine } from "./helpers.js";
@@ -47,6 +48,12 @@ class CountingDouble extends TestSimEngine {
   }
 }
 
+async function refusedFor(node: NodeHandle, reason: string): Promise<number> {
+  const { metrics } = (node.runtime as unknown as { o: { metrics: NodeMetrics } }).o;
+  const { values } = await metrics.forwardsRefused.get();
+  return values.find((v) => v.labels.reason === reason)?.value ?? 0;
+}
+
 /** Peers' forwards being tokenized again at `node`, as its `/cluster` shows them. */
 function peerTokenizing(node: NodeHandle): number {
   return (node.runtime.clusterView() as { peerTokenizing: number }).peerTokenizing;
@@ -82,6 +89,7 @@ describe("a forward whose cancel came first", () => {
   ])(
     "after %s it is answered at once, never tokenized",
     async (_what, reqId, final, text) => {
+      const cancelled = await refusedFor(a, "cancelled");
       const [tokenized, rendered] = [engine.tokenized.length, engine.rendered.length];
       await cancel(a, reqId, final);
       const msg = await finalMsg(await fetchForeignForward(a, reqId, text, AbortSignal.timeout(10_000)));
@@ -91,6 +99,7 @@ describe("a forward whose cancel came first", () => {
       expect(peerTokenizing(a)).toBe(0);
       expect(openForwards(a)).toBe(0);
       expect(engine.ran).not.toContain(reqId);
+      expect(await refusedFor(a, "cancelled")).toBe(cancelled + 1);
     },
     30_000,
   );

@@ -106,7 +106,8 @@ export class PeerTraffic {
     const { engine, steps } = this.o;
     if (this.early.has(from, msg.reqId, msg.attempt)) {
       // Its cancel overtook it: answered as one cancelled during its step is, holding no place.
-      this.o.served.answer(from, retryableError(msg, FORWARD_CANCELLED));
+      if (this.o.served.answer(from, retryableError(msg, FORWARD_CANCELLED)))
+        this.o.metrics.forwardsRefused.inc({ reason: "cancelled" });
       return;
     }
     const max = this.o.maxPeerTokenizing ?? DEFAULT_MAX_PEER_TOKENIZING;
@@ -180,7 +181,8 @@ export class PeerTraffic {
     }
     this.tokenizing.delete(key);
     step.abort();
-    this.o.served.answer(from, retryableError(msg, FORWARD_CANCELLED));
+    if (this.o.served.answer(from, retryableError(msg, FORWARD_CANCELLED)))
+      this.o.metrics.forwardsRefused.inc({ reason: "cancelled" });
   }
 
   /**
