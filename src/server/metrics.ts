@@ -201,7 +201,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     "Peers' forwards this node refused before its engine saw them, by reason: context (prompt + max_tokens " +
       "past the engine's context), ceiling (max_tokens past --max-tokens-ceiling), tokenize (another " +
       "model's prompt it could not tokenize), tokenize-busy (--max-peer-tokenizing forwards already being " +
-      "tokenized), stopping (shutting down); each is retried elsewhere",
+      "tokenized), cancelled (its origin cancelled it while, or before, it was tokenized here), stopping " +
+      "(shutting down); each but a cancelled one is retried elsewhere",
     ["reason"],
   );
   const pushBack = counter(

@@ -6,12 +6,16 @@ import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 /** The final record's msg of a forward's stream. */
 export type ForwardMsg = { type: string; error?: string; fault?: string };
 
-/** POSTs a forward in another model's tokens to `node` as member B: its response, once its headers came. */
+/**
+ * POSTs a forward (attempt `attempt`) in another model's tokens to `node` as member B: its response,
+ * once its headers came.
+ */
 export function fetchForeignForward(
   node: NodeHandle,
   reqId: string,
   text: { prompt?: string; messages?: ChatMessage[] },
   signal: AbortSignal,
+  attempt = 0,
 ): Promise<Response> {
   const b64 = Buffer.from(new Uint32Array(4).fill(7).buffer).toString("base64");
   const request = {
@@ -25,7 +29,7 @@ export function fetchForeignForward(
   return fetch(`${node.peerUrl}/peer/forward`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-prefixmesh-sender": "B" },
-    body: JSON.stringify({ reqId, attempt: 0, hops: 1, request }),
+    body: JSON.stringify({ reqId, attempt, hops: 1, request }),
     signal,
   });
 }

@@ -110,6 +110,7 @@ describe("a forward cancelled while it is tokenized again", () => {
     async (_what, reqId, final, text) => {
       const aborted = engine.aborted;
       const refused = await refusedFor(a, "tokenize");
+      const cancelled = await refusedFor(a, "cancelled");
       const res = fetchForeignForward(a, reqId, text, AbortSignal.timeout(20_000));
       await until(() => peerTokenizing(a) === 1);
       expect(peerTokenizing(a)).toBe(1);
@@ -122,6 +123,7 @@ describe("a forward cancelled while it is tokenized again", () => {
       expect(openForwards(a)).toBe(0);
       expect(engine.ran).not.toContain(reqId);
       expect(await refusedFor(a, "tokenize")).toBe(refused);
+      expect(await refusedFor(a, "cancelled")).toBe(cancelled + 1);
     },
     30_000,
   );

@@ -10,6 +10,7 @@ import type { ForwardLimits, NodeInput, PeerMessage, PeerMessageOf } from "../..
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
+import { EarlyCancels } from "./early-cancels.js";
 import { engineRunError, runFaultOf } from "./engine-step-errors.js";
 import { DEFAULT_MAX_PEER_TOKENIZING, type EngineSteps } from "./engine-steps.js";
 import type { RuntimeLogger } from "./logger.js";
@@ -48,9 +49,12 @@ export class PeerTraffic {
   onPeerEpoch: ((from: string, epoch: number) => void) | undefined;
   /** Forwards being tokenized again, by `streamKey`: their origin's cancel ends the step. */
   private readonly tokenizing = new Map<string, AbortController>();
+  /** Cancels that came before their forward (bounded): such a forward is answered, not tokenized. */
+  private readonly early: EarlyCancels;
 
   constructor(private readonly o: PeerTrafficOptions) {
     this.modelId = o.engine.info.model;
+    this.early = new EarlyCancels({ now: o.now });
   }
 
   handlers(): PeerServerHandlers {
@@ -100,6 +104,12 @@ export class PeerTraffic {
   private retokenize(from: string, msg: PeerMessageOf<"forward">): void {
     const { messages, prompt } = msg.request;
     const { engine, steps } = this.o;
+    if (this.early.has(from, msg.reqId, msg.attempt)) {
+      // Its cancel overtook it: answered as one cancelled during its step is, holding no place.
+      if (this.o.served.answer(from, retryableError(msg, FORWARD_CANCELLED)))
+        this.o.metrics.forwardsRefused.inc({ reason: "cancelled" });
+      return;
+    }
     const max = this.o.maxPeerTokenizing ?? DEFAULT_MAX_PEER_TOKENIZING;
     if (steps.peerOpen >= max) {
       // Busy, honestly (fault `load`: a back-off, no mark): the origin falls back at once.
@@ -159,15 +169,20 @@ export class PeerTraffic {
    * The origin cancelled a forward still being tokenized again: its step ends now (the engine's call
    * aborted; `peerOpen` still counts it until it ends) and its stream is answered as the node answers
    * a cancelled forward, so it neither holds a `--max-peer-tokenizing` place until the bound nor
-   * reaches the node for nobody.
+   * reaches the node for nobody. One for a forward not here yet is kept (`early`) for its arrival;
+   * one whose forward's stream is open went to the node with it, which handles the cancel.
    */
   private cancelTokenizing(from: string, msg: PeerMessageOf<"cancel">): void {
     const key = streamKey(from, msg.reqId, msg.attempt);
     const step = this.tokenizing.get(key);
-    if (step === undefined) return;
+    if (step === undefined) {
+      if (!this.o.served.isOpen(from, msg.reqId, msg.attempt)) this.early.note(from, msg.reqId, msg.attempt);
+      return;
+    }
     this.tokenizing.delete(key);
     step.abort();
-    this.o.served.answer(from, retryableError(msg, FORWARD_CANCELLED));
+    if (this.o.served.answer(from, retryableError(msg, FORWARD_CANCELLED)))
+      this.o.metrics.forwardsRefused.inc({ reason: "cancelled" });
   }
 
   /**

@@ -88,6 +88,11 @@ export class ServedForwards {
     return undefined;
   }
 
+  /** Whether `from`'s forward `reqId` (this `attempt`) has an open answer stream here. */
+  isOpen(from: string, reqId: string, attempt: number): boolean {
+    return this.open.has(streamKey(from, reqId, attempt));
+  }
+
   /** Whether `request` is a forward we serve (with its stream open). */
   serves(request: EngineRequest): boolean {
     return this.byRequest.has(request);
