@@ -19,10 +19,12 @@ export async function startPair(
 ): Promise<[NodeHandle, NodeHandle]> {
   const ports = await Promise.all([0, 1, 2, 3].map(() => freePort("127.0.0.1")));
   const logger = pino({ level: "silent" });
+  // As a config file's: a misspelt or core-only name would otherwise be dropped without a word.
+  // Checked for both before either starts, so a refusal leaves no node running.
+  const names = [...Object.keys(settingsOf(0)), ...Object.keys(settingsOf(1))];
+  const unknown = [...new Set(names)].filter((k) => !(SETTING_KEYS as string[]).includes(k));
+  if (unknown.length > 0) throw new Error(`unknown node settings: ${unknown.join(", ")}`);
   const start = (i: 0 | 1) => {
-    // As a config file's: a misspelt or core-only name would otherwise be dropped without a word.
-    const unknown = Object.keys(settingsOf(i)).filter((k) => !(SETTING_KEYS as string[]).includes(k));
-    if (unknown.length > 0) throw new Error(`unknown node settings: ${unknown.join(", ")}`);
     const settings = resolveNodeSettings(
       {
         insecure: true,
