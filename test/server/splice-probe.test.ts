@@ -45,7 +45,7 @@ it.each(["channel", "http"])(
       {
         // A asks B for the answer again (a probe) within a few ack waits while B streams it.
         extra: {
-          forwardAckTimeoutMs: "250",
+          forwardAckTimeoutMs: "1000",
           forwardTransport,
         },
         onStart: (na, nb) => {

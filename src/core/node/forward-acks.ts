@@ -118,10 +118,10 @@ export class ForwardAcks {
   /**
    * Output of the current attempt streamed in from its target (relayed to the client): the peer is
    * at work on it, not stalled, so the answer is overdue only as long after the latest output as
-   * peer trust first allowed the whole answer (the forward timeout still bounds the attempt), and a
-   * probe's wait that saw output is no timeout even if its ack is slow. A peer decoding slower than
-   * our estimate, or acking late under load, is kept: given up mid-answer, its sampled stream could
-   * only end in an error (client-streams.ts).
+   * peer trust first allowed the whole answer (the forward timeout still bounds the attempt), and it
+   * stands for a probe's ack (`ackedByOutput`). A peer decoding slower than our estimate, or acking
+   * late under load, is kept: given up mid-answer, its sampled stream could only end in an error
+   * (client-streams.ts).
    */
   streamed(a: AttemptClock, now: number): void {
     a.outputSinceSend = true;
@@ -232,6 +232,24 @@ export class ForwardAcks {
     out.push({ type: "set-timer", timer: ackTimer(a), delayMs: waitMs });
   }
 
+  /**
+   * The ack timer of an acked attempt fired with output streamed in since its latest send: that output
+   * stands for the send's ack, so wait on as after an ack (backing off), not re-send the forward at
+   * every ack wait, nor count a timed-out wait. False: not so (onTimer decides).
+   */
+  ackedByOutput(
+    a: AttemptClock,
+    to: NodeId,
+    expected: number | undefined,
+    now: number,
+    out: Effect[],
+  ): boolean {
+    if (a.ackedAt < 0 || a.ackedAt === a.probes || !a.outputSinceSend || now >= a.answerBy) return false;
+    a.ackArmed = false;
+    this.acked(a, to, undefined, expected, now, out);
+    return true;
+  }
+
   /** With `maxWaitMs`: what was left of it when the current attempt was sent (else 0). */
   private waitLeftAtSend(a: AttemptClock): number {
     if (!(this.config.maxWaitMs > 0)) return 0;
@@ -261,7 +279,7 @@ export class ForwardAcks {
   onTimer(a: AttemptClock, to: NodeId, now: number, out: Effect[]): AckVerdict {
     a.ackArmed = false;
     const peer = this.targets.get(to);
-    const acked = a.ackedAt === a.probes || (a.ackedAt >= 0 && a.outputSinceSend);
+    const acked = a.ackedAt === a.probes;
     // Acked (this round or before a probe), and its answer is overdue past any slack: a stalled peer,
     // or a lost answer nobody recovered. Over now rather than at the forward timeout.
     if (a.ackedAt >= 0 && now >= a.answerBy) return "overdue";

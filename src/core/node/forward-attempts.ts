@@ -162,6 +162,7 @@ export class ForwardAttempts {
   /** The ack timer of the current attempt fired: act on forward-acks.ts's verdict (true: moved on). */
   private onAckTimer(p: Pending, now: number, out: Effect[]): boolean {
     const to = p.current as NodeId;
+    if (this.acks.ackedByOutput(p, to, p.expect[p.next - 1], now, out)) return false;
     const verdict = this.acks.onTimer(p, to, now, out);
     if (verdict === "probe" || verdict === "resend") {
       this.counters[verdict === "probe" ? "probes" : "resends"]++;

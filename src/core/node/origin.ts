@@ -102,7 +102,8 @@ export class Origin {
       this.counters,
       () => deps.now(),
     );
-    const by = () => this.by;
+    // This node, under its current policy: who signs the replies.
+    const by = (): Answerer => ({ id: this.config.id, policy: this.planner.policyName });
     this.admission = new Admission(config, this.pending, this.gone, this.counters, by);
     const { pending, answeredRuns, gone, planner, targets, acks, trust, spot, hedging, attempts } = this;
     const parts = { pending, answeredRuns, gone, planner, targets, acks, trust, spot, hedging, attempts };
@@ -394,10 +395,5 @@ export class Origin {
   checked(reqId: string, ours: string): void {
     const liar = this.spot.judge(reqId, ours);
     if (liar !== undefined) this.trust.quarantine(liar);
-  }
-
-  /** This node, under its current policy: who signs the replies. */
-  private get by(): Answerer {
-    return { id: this.config.id, policy: this.planner.policyName };
   }
 }
