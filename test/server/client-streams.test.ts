@@ -100,6 +100,38 @@ describe("a streaming client answered by a node whose output did not reach it", 
     expect(o.ok ? "" : o.e.message).toMatch(/mid-stream/);
   });
 
+  it("a sampled answer that came on another stream of the streaming node (a restart's re-send): it must continue what was sent", async () => {
+    for (const [text, ok] of [
+      ["", false],
+      ["uno dos", false],
+      // A copy of the same run's forward (a probe) is answered with the same run's text.
+      ["one two", true],
+    ] as const) {
+      const { streams, request, chunks, outcome } = open(0.8);
+      streams.relay("r1", "B", "one", "B#1");
+      let answered: boolean | undefined;
+      streams.answering({ request, stream: "B#2" }, () => {
+        answered = streams.answer("r1", answer(text, "B"));
+      });
+      expect(answered).toBe(ok);
+      expect(chunks.map(([t]) => t).join("")).toBe(ok ? text : "one");
+      const o = await outcome;
+      expect(o.ok ? "" : o.e.message).toMatch(ok ? /^$/ : /mid-stream/);
+    }
+  });
+
+  it("an answer on the stream that streamed keeps its last-chunk leeway, sampled too", async () => {
+    const { streams, request, chunks, outcome } = open(0.8);
+    streams.relay("r1", "B", "one tw", "B#1");
+    let answered: boolean | undefined;
+    streams.answering({ request, stream: "B#1" }, () => {
+      answered = streams.answer("r1", answer("one", "B"));
+    });
+    expect(answered).toBe(true);
+    expect(chunks).toEqual([["one tw", "B"]]);
+    expect((await outcome).ok).toBe(true);
+  });
+
   it("the node knows a streaming client's request streams (hedge.ts); a forward does not carry it", () => {
     const input = { prompt: "one", tokens: new Uint32Array([1, 2, 3]), maxTokens: 8 };
     expect(engineRequestOf("r1", input).stream).toBeUndefined();

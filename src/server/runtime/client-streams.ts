@@ -33,6 +33,11 @@ interface ClientSlot {
    * new process's output from the start, to be spliced as another source's, not appended.
    */
   relayedStream: string | undefined;
+  /**
+   * The stream whose answer the node is being fed now (`answering`): the answer is that stream's run's,
+   * which may be another process's than the one whose chunks were relayed (a peer that restarted).
+   */
+  answerStream?: string | undefined;
   /** All text relayed to the client so far. */
   sent: string;
   /** After a fallback: how much of `sent` the new source has reproduced so far (see relay). */
@@ -186,6 +191,21 @@ export class ClientStreams {
   }
 
   /**
+   * Feeds the node (`feed`) a forward's answer that came on stream `on.stream` (peer-sender.ts): the
+   * answer it makes for `on.request`'s client, if any, is then that stream's, not just its node's.
+   */
+  answering(on: { request: EngineRequest; stream: string } | undefined, feed: () => void): void {
+    const reqId = on && this.byRequest.get(on.request);
+    const slot = reqId === undefined ? undefined : this.slots.get(reqId);
+    if (slot) slot.answerStream = on?.stream;
+    try {
+      feed();
+    } finally {
+      if (slot) slot.answerStream = undefined;
+    }
+  }
+
+  /**
    * The node's answer to client `reqId`. False if it cannot be the answer: a fallback that stopped
    * short of what the client was already sent (the stream then ends with an error).
    */
@@ -204,23 +224,30 @@ export class ClientStreams {
    * A streaming client's answer from a node whose output did not (all) stream to it — a late answer,
    * or a hedged one before our own run began (core/node/hedge.ts), or the rest of a source cut off
    * when the node fell back from it: what the client lacks goes out before the answer, after what was
-   * sent when that is its prefix (another source's only under greedy decoding). False (the stream
+   * sent when that is its prefix (another node's only under greedy decoding). False (the stream
    * ended with an error) when it cannot continue what was sent.
    */
   private catchUp(reqId: string, slot: ClientSlot, outcome: ServeOutcome): boolean {
     if (!slot.events.onChunk) return true;
     const text = outcome.result.text;
-    // The source whose chunks streamed: only a longer text with what was sent as its prefix adds
+    // Not known to have come on a stream (our own run, or an answer on a request of its own): its node's.
+    const stream = slot.answerStream ?? outcome.servedBy;
+    // The stream whose chunks streamed: only a longer text with what was sent as its prefix adds
     // anything (an engine's last chunk may differ slightly from its final text: left as it is).
-    if (slot.relayedFrom === outcome.servedBy) {
+    if (slot.relayedStream === stream) {
       if (text.length <= slot.sent.length || !text.startsWith(slot.sent)) return true;
-    } else if (slot.sent.length > 0 && (!slot.greedy || !text.startsWith(slot.sent))) {
+    } else if (
+      slot.sent.length > 0 &&
+      // Another stream of the same node may be another run (a restarted peer's), sampled or not: it
+      // must continue what was sent. A copy of the same run's forward gives the same text, so passes.
+      (!text.startsWith(slot.sent) || (!slot.greedy && slot.relayedFrom !== outcome.servedBy))
+    ) {
       this.failMidStream(reqId, slot);
       return false;
     }
     const fresh = text.slice(slot.sent.length);
     slot.relayedFrom = outcome.servedBy;
-    slot.relayedStream = outcome.servedBy;
+    slot.relayedStream = stream;
     slot.sent = text;
     slot.replayed = text.length;
     if (fresh.length > 0) slot.events.onChunk(fresh, outcome.servedBy);

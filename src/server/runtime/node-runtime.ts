@@ -143,7 +143,7 @@ export class NodeRuntime implements NodeService {
     this.admin = new Admin(o);
     this.sender = new PeerSender({
       ...o,
-      deliver: (input) => this.feed(input),
+      deliver: (input, on) => this.clients.answering(on, () => this.feed(input)),
       relay: (request, source, text, stream) => this.relay(request, source, text, stream),
     });
     this.traffic = new PeerTraffic({

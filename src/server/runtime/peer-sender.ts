@@ -16,8 +16,11 @@ export interface PeerSenderOptions {
   client: PeerClient;
   metrics: NodeMetrics;
   logger: RuntimeLogger;
-  /** Feeds an outcome back to the node. */
-  deliver(input: NodeInput): void;
+  /**
+   * Feeds an outcome back to the node; a forward's answer with `on`, its request and the stream it
+   * came on (as `relay`'s): the answer is that stream's run's.
+   */
+  deliver(input: NodeInput, on?: { request: EngineRequest; stream: string }): void;
   /**
    * Output a peer produced for `request` (a forward's answer, as it streams) on `stream`, one per
    * forward sent: a copy sent again to a restarted peer streams its new process's run from the start.
@@ -72,7 +75,8 @@ export class PeerSender {
     this.o.client
       .forward(to, msg, (text) => this.o.relay(msg.request, to, text, stream), onAck)
       .then(
-        (reply: ReplyMsg) => this.o.deliver({ type: "peer-message", from: to, msg: reply }),
+        (reply: ReplyMsg) =>
+          this.o.deliver({ type: "peer-message", from: to, msg: reply }, { request: msg.request, stream }),
         (err) => {
           if (isRefusal(err)) {
             // The peer is up but refused or garbled it: fall back without suspecting the peer.
