@@ -11,7 +11,7 @@ import { streamKey } from "./served-forwards.js";
 
 /** Far beyond a reordering of messages sent together; a forward later than this has timed out. */
 export const EARLY_CANCEL_TTL_MS = 30_000;
-/** Cancels kept in all, and of one peer (so one peer's flood cannot push out the others'). */
+/** Cancels kept in all, and of one peer (a peer's flood pushes out at most that many of the others'). */
 export const EARLY_CANCELS_MAX = 4_096;
 export const EARLY_CANCELS_MAX_PER_PEER = 1_024;
 
@@ -62,8 +62,9 @@ export class EarlyCancels {
   }
 
   /**
-   * Whether `peer` cancelled `attempt` of `reqId` within the TTL. Kept after a match, as the core
-   * keeps its cancel's key: a copy of the forward sent again is dropped too.
+   * Whether `peer` cancelled `attempt` of `reqId` within the TTL. Kept after a match, as the core keeps
+   * its cancel's key: a copy of the forward sent again is answered cancelled too (and counted again),
+   * where the core would say it was handled — retryable either way, its origin has moved on.
    */
   has(peer: string, reqId: string, attempt: number): boolean {
     this.expire(this.o.now());

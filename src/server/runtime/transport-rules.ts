@@ -42,8 +42,9 @@
  * [Cancel behind the forward] A cancel for a forward still open on the forward channel travels on
  *   that channel, behind it (`ForwardChannel.cancel`); the channel server hands the forwards it read in
  *   one event-loop turn to the node at the turn's end, a cancelled one after its cancel. So a node
- *   resumed after a freeze drops the forwards its origins gave up on (cancelledForwards) instead of
- *   starting them on an idle engine. Over HTTP a cancel is a request of its own, read in no set order.
+ *   resumed after a freeze drops the forwards its origins gave up on (cancelledForwards; one in another
+ *   model's tokens is answered before tokenizing: early-cancels.ts) instead of starting them on an idle
+ *   engine. Over HTTP a cancel is a request of its own, read in no set order.
  * [Shutting down] Forwards that arrive are refused (retryable); the poll timer is no longer fed back;
  *   what is still open at the end of the drain is answered retryable (node-runtime.ts: `onForward`,
  *   `onTimer`, `shutdown`).
