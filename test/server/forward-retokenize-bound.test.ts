@@ -6,22 +6,10 @@
  * starting "hang" ignores its abort and waits until the test releases it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Tokens } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { postForeignForward } from "./forward-post.js";
-import { openForwards, pair, TestSimEngine } from "./helpers.js";
-
-/** Test double: the simulator's engine whose "hang" tokenizes ignore their signal until released. */
-class SignalIgnoringDouble extends TestSimEngine {
-  readonly held: (() => void)[] = [];
-  override async tokenize(text: string): Promise<Tokens> {
-    if (text.startsWith("hang")) await new Promise<void>((go) => this.held.push(go));
-    return super.tokenize(text);
-  }
-  release(): void {
-    for (const go of this.held.splice(0)) go();
-  }
-}
+import { openForwards, pair } from "./helpers.js";
+import { SignalIgnoringDouble } from "./signal-ignoring-double.js";
 
 /** Peers' forwards being tokenized again at `node`, as its `/cluster` shows them. */
 function peerOpenOf(node: NodeHandle): number {
@@ -31,7 +19,8 @@ function peerOpenOf(node: NodeHandle): number {
 describe("peers' forwards tokenized here, bounded apart from clients", () => {
   let a: NodeHandle;
   let b: NodeHandle;
-  const engine = new SignalIgnoringDouble();
+  // Its tokenize of a text starting "hang" waits until the test releases it.
+  const engine = new SignalIgnoringDouble((text) => text.startsWith("hang"));
   beforeAll(async () => {
     const settings = { simTimeScale: "0.001", mixedModels: true, tokenizeTimeoutMs: "300" };
     const own = { A: { maxPending: "1", maxPeerTokenizing: "1" } };

@@ -7,21 +7,11 @@
  */
 import { request } from "node:http";
 import { expect, it } from "vitest";
-import type { Tokens } from "../../src/core/engine.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { waitFor } from "../e2e/helpers.js";
 import { AbortOnlyDouble } from "./abort-only-double.js";
-import { intakeOf, nodesStoppedAfterEach, soloNode, TestSimEngine } from "./helpers.js";
-
-/** Test double: the simulator's engine whose tokenizes, once `hang` is set, ignore their abort. */
-class SignalIgnoringDouble extends TestSimEngine {
-  hang = false;
-  readonly held: (() => void)[] = [];
-  override async tokenize(text: string): Promise<Tokens> {
-    if (this.hang) await new Promise<void>((go) => this.held.push(go));
-    return super.tokenize(text);
-  }
-}
+import { intakeOf, nodesStoppedAfterEach, soloNode } from "./helpers.js";
+import { SignalIgnoringDouble } from "./signal-ignoring-double.js";
 
 const keep = nodesStoppedAfterEach();
 
@@ -75,22 +65,24 @@ it("aborts the engine's template or tokenize when its client hangs up, and frees
 }, 30_000);
 
 it("counts a hung-up client's step the engine still runs against --max-pending until it ends", async () => {
-  const engine = new SignalIgnoringDouble();
+  // Its tokenizes, once `hang` is set, wait until the test releases them.
+  let hang = false;
+  const engine = new SignalIgnoringDouble(() => hang);
   const { node, model } = await soloNode(engine, { maxPending: "1", tokenizeTimeoutMs: "600000" });
   keep(node);
-  engine.hang = true;
+  hang = true;
   const body = { model, prompt: "a question", max_tokens: 2 };
   await hangUpWhileHeld(node, "/v1/completions", body, () => engine.held.length === 1);
   await waitFor(() => overdueOf(node) === 1 && intakeOf(node) === 1, 10_000, "the step to be overdue");
   expect(overdueOf(node)).toBe(1);
-  engine.hang = false;
+  hang = false;
   const refused = await fetch(`${node.apiUrl}/v1/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
   });
   expect(refused.status, await refused.text()).toBe(429);
-  for (const go of engine.held.splice(0)) go();
+  engine.release();
   await waitFor(() => overdueOf(node) === 0, 10_000, "the step to end");
   await completes(node, model);
 }, 30_000);
