@@ -19,10 +19,10 @@
  *    at all (alone, `admitsNone`) admits nobody: it could not tell a member from anyone else.
  *  - [Addresses are hints] An id's own messages set its address; a relay's only fill an unknown one.
  *  - [Bounded] addresses ≤ maxAddresses, messages in flight per peer ≤ MAX_IN_FLIGHT (more are
- *    dropped: mesh messages are datagrams), both here; pools to non-members ≤ MAX_STRANGER_POOLS (a
- *    member that left keeps its pool LEFT_POOL_MS among them, for its final cancels, unless it is
- *    verified again or its pool is replaced meanwhile: the pool is then no longer the kept one),
- *    stranger-pools.ts; verifications pending ≤ MAX_VERIFYING, mesh-verify.ts; hellos kept ≤ the
+ *    dropped: mesh messages are datagrams; our goodbye, one a member, is not), both here; pools to
+ *    non-members ≤ MAX_STRANGER_POOLS (a member that left keeps its pool LEFT_POOL_MS among them, for
+ *    its final cancels, unless it is verified again or its pool is replaced meanwhile: the pool is
+ *    then no longer the kept one), stranger-pools.ts; verifications pending ≤ MAX_VERIFYING, mesh-verify.ts; hellos kept ≤ the
  *    members SWIM remembers, member-hellos.ts; senders known to speak a newer protocol ≤
  *    MAX_NEWER_SENDERS (and as many re-read times), hellos read again for an unknown kind ≤
  *    MAX_PROTOCOL_READS at once, both mesh-refused.ts.
@@ -189,9 +189,12 @@ export class MeshPeers {
 
   /** The `mesh-send` effect: best effort, dropped when nothing is known of `to` or too much is in flight. */
   send(to: NodeId, msg: MeshMessage): Promise<void> {
-    if (this.stopped && !(msg.channel === "swim" && msg.msg.type === "goodbye")) return Promise.resolve();
+    const goodbye = msg.channel === "swim" && msg.msg.type === "goodbye";
+    if (this.stopped && !goodbye) return Promise.resolve();
     const n = this.inFlight.get(to) ?? 0;
-    if (n >= MAX_IN_FLIGHT || !this.pools.pool(to)) return Promise.resolve();
+    // A goodbye goes past the cap (one a member, at shutdown): dropped, a leave looks like a crash to
+    // that member, which then declares us dead seconds later and owes our forwards no final cancels.
+    if ((n >= MAX_IN_FLIGHT && !goodbye) || !this.pools.pool(to)) return Promise.resolve();
     const body = encodeMesh(this.stampServed(msg), this.addressesFor(msg));
     this.inFlight.set(to, n + 1);
     return this.o.client
