@@ -53,3 +53,18 @@ export async function postForeignForward(
 ): Promise<ForwardMsg> {
   return finalMsg(await fetchForeignForward(node, reqId, text, AbortSignal.timeout(timeoutMs)));
 }
+
+/** Member B's cancel of attempt `attempt` of its forward `reqId` to `node` (answered 204). */
+export async function postCancel(
+  node: NodeHandle,
+  reqId: string,
+  final: boolean,
+  attempt = 0,
+): Promise<void> {
+  const res = await fetch(`${node.peerUrl}/peer/message`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-prefixmesh-sender": "B" },
+    body: JSON.stringify({ type: "cancel", reqId, attempt, ...(final ? { final: true } : {}) }),
+  });
+  expect(res.status, await res.text()).toBe(204);
+}

@@ -12,7 +12,7 @@ import type { ChatMessage, EngineChunk, EngineRequest, EngineResult, Tokens } fr
 import { FORWARD_CANCELLED } from "../../src/core/node/serving.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
-import { fetchForeignForward, finalMsg, postForeignForward } from "./forward-post.js";
+import { fetchForeignForward, finalMsg, postCancel, postForeignForward } from "./forward-post.js";
 import { openForwards, pair, TestSimEngine } from "./helpers.js";
 
 /** Settles only by `signal`'s abort, failing as an aborted remote call does. */
@@ -72,16 +72,6 @@ async function until(ok: () => boolean): Promise<void> {
   while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
 }
 
-/** Member B's cancel of its forward `reqId` (attempt 0) to `node`. */
-async function cancel(node: NodeHandle, reqId: string, final: boolean): Promise<void> {
-  const res = await fetch(`${node.peerUrl}/peer/message`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-prefixmesh-sender": "B" },
-    body: JSON.stringify({ type: "cancel", reqId, attempt: 0, ...(final ? { final: true } : {}) }),
-  });
-  expect(res.status, await res.text()).toBe(204);
-}
-
 describe("a forward cancelled while it is tokenized again", () => {
   let a: NodeHandle;
   let b: NodeHandle;
@@ -114,7 +104,7 @@ describe("a forward cancelled while it is tokenized again", () => {
       const res = fetchForeignForward(a, reqId, text, AbortSignal.timeout(20_000));
       await until(() => peerTokenizing(a) === 1);
       expect(peerTokenizing(a)).toBe(1);
-      await cancel(a, reqId, final);
+      await postCancel(a, reqId, final);
       await until(() => engine.aborted > aborted && peerTokenizing(a) === 0);
       expect(engine.aborted).toBe(aborted + 1);
       expect(peerTokenizing(a)).toBe(0);
@@ -131,7 +121,7 @@ describe("a forward cancelled while it is tokenized again", () => {
   it("an engine that ignores the abort holds its place until its call ends", async () => {
     const res = fetchForeignForward(a, "cancel-deaf", { prompt: "deaf here" }, AbortSignal.timeout(20_000));
     await until(() => engine.held.length === 1);
-    await cancel(a, "cancel-deaf", false);
+    await postCancel(a, "cancel-deaf", false);
     const msg = await finalMsg(await res);
     expect([msg.type, msg.error]).toEqual(["error", FORWARD_CANCELLED]);
     expect(peerTokenizing(a)).toBe(1);

@@ -11,7 +11,7 @@ import type { ChatMessage, EngineChunk, EngineRequest, EngineResult, Tokens } fr
 import { FORWARD_CANCELLED } from "../../src/core/node/serving.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
-import { fetchForeignForward, finalMsg, postForeignForward } from "./forward-post.js";
+import { fetchForeignForward, finalMsg, postCancel, postForeignForward } from "./forward-post.js";
 import { openForwards, pair, TestSimEngine } from "./helpers.js";
 
 /** Settles only by `signal`'s abort. */
@@ -59,16 +59,6 @@ function peerTokenizing(node: NodeHandle): number {
   return (node.runtime.clusterView() as { peerTokenizing: number }).peerTokenizing;
 }
 
-/** Member B's cancel of attempt `attempt` of its forward `reqId` to `node`. */
-async function cancel(node: NodeHandle, reqId: string, final: boolean, attempt = 0): Promise<void> {
-  const res = await fetch(`${node.peerUrl}/peer/message`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-prefixmesh-sender": "B" },
-    body: JSON.stringify({ type: "cancel", reqId, attempt, ...(final ? { final: true } : {}) }),
-  });
-  expect(res.status, await res.text()).toBe(204);
-}
-
 describe("a forward whose cancel came first", () => {
   let a: NodeHandle;
   let b: NodeHandle;
@@ -91,7 +81,7 @@ describe("a forward whose cancel came first", () => {
     async (_what, reqId, final, text) => {
       const cancelled = await refusedFor(a, "cancelled");
       const [tokenized, rendered] = [engine.tokenized.length, engine.rendered.length];
-      await cancel(a, reqId, final);
+      await postCancel(a, reqId, final);
       const msg = await finalMsg(await fetchForeignForward(a, reqId, text, AbortSignal.timeout(10_000)));
       expect([msg.type, msg.error, msg.fault]).toEqual(["error", FORWARD_CANCELLED, undefined]);
       expect(engine.tokenized.length).toBe(tokenized);
@@ -105,7 +95,7 @@ describe("a forward whose cancel came first", () => {
   );
 
   it("a cancel of one attempt leaves the next one served", async () => {
-    await cancel(a, "early-next", false, 0);
+    await postCancel(a, "early-next", false, 0);
     const res = fetchForeignForward(
       a,
       "early-next",
