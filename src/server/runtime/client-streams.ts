@@ -239,7 +239,8 @@ export class ClientStreams {
     } else if (
       slot.sent.length > 0 &&
       // Another stream of the same node may be another run (a restarted peer's), sampled or not: it
-      // must continue what was sent. A copy of the same run's forward gives the same text, so passes.
+      // must continue what was sent. A copy of the same run's forward passes when the run's final text
+      // extends its chunks; one that rewrites its tail ends the stream, the price of not telling them apart.
       (!text.startsWith(slot.sent) || (!slot.greedy && slot.relayedFrom !== outcome.servedBy))
     ) {
       this.failMidStream(reqId, slot);
