@@ -65,12 +65,7 @@ describe("swim membership rules", () => {
       h.msg("c", { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 0, from: "c" }] });
       for (const f of confirmers)
         h.msg(f, { type: "gossip", updates: [{ id: "b", status: "suspect", incarnation: 0, from: f }] });
-      for (let t = 0; t <= 60_000; t += 200) {
-        h.at(t);
-        h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
-        if (h.swim.status("b") === "dead") return t;
-      }
-      return Number.POSITIVE_INFINITY;
+      return deadAt(h);
     };
     const lone = timeToDead([]);
     const confirmed = timeToDead(["d", "e"]);
@@ -96,12 +91,7 @@ describe("swim membership rules", () => {
         suspect("c", 1);
         for (const f of news) suspect(f, 0);
       }
-      for (let t = 0; t <= 60_000; t += 200) {
-        h.at(t);
-        h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
-        if (h.swim.status("b") === "dead") return t;
-      }
-      return Number.POSITIVE_INFINITY;
+      return deadAt(h);
     };
     // 6 members: floor 4 s, Lifeguard's ceiling 24 s, k = 2.
     const lone = timeToDead([]);
@@ -302,3 +292,13 @@ describe("swim membership rules", () => {
     expect(m.verifies).toContain("j");
   });
 });
+
+/** Gossip ticks from 0 to 60 s: when b is declared dead (∞: never). */
+function deadAt(h: ReturnType<typeof harness>): number {
+  for (let t = 0; t <= 60_000; t += 200) {
+    h.at(t);
+    h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
+    if (h.swim.status("b") === "dead") return t;
+  }
+  return Number.POSITIVE_INFINITY;
+}

@@ -13,7 +13,7 @@ import { FORWARD_CANCELLED } from "../../src/core/node/serving.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { fetchForeignForward, finalMsg, postCancel, postForeignForward } from "./forward-post.js";
-import { openForwards, pair, TestSimEngine } from "./helpers.js";
+import { mixedPair, openForwards, TestSimEngine } from "./helpers.js";
 
 /** Settles only by `signal`'s abort, failing as an aborted remote call does. */
 function abortOnly(signal: AbortSignal | undefined): Promise<never> {
@@ -78,8 +78,7 @@ describe("a forward cancelled while it is tokenized again", () => {
   const engine = new CancellableDouble();
   beforeAll(async () => {
     // The bound far past the test: only the cancel can end the step.
-    const settings = { simTimeScale: "0.001", mixedModels: true, tokenizeTimeoutMs: "600000" };
-    [a, b] = await pair(settings, { A: engine });
+    [a, b] = await mixedPair(engine);
   });
   afterAll(async () => {
     engine.release();

@@ -10,7 +10,7 @@ import type { Tokens } from "../../src/core/engine.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { fetchForeignForward, finalMsg } from "./forward-post.js";
-import { pair, TestSimEngine } from "./helpers.js";
+import { mixedPair, TestSimEngine } from "./helpers.js";
 
 /** Test double: the simulator's engine whose "hang" tokenizes end only by their signal's abort. */
 class AbortOnlyDouble extends TestSimEngine {
@@ -41,8 +41,7 @@ describe("a forward being tokenized again when the drain ends", () => {
   const engine = new AbortOnlyDouble();
   beforeAll(async () => {
     // The bound far past the drain: only the drain's end can end the step.
-    const settings = { simTimeScale: "0.001", mixedModels: true, tokenizeTimeoutMs: "600000" };
-    [a, b] = await pair(settings, { A: engine }, { A: { drainSec: "0.2" } });
+    [a, b] = await mixedPair(engine, { A: { drainSec: "0.2" } });
   });
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

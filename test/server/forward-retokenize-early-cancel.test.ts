@@ -12,7 +12,7 @@ import { FORWARD_CANCELLED } from "../../src/core/node/serving.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { fetchForeignForward, finalMsg, postCancel, postForeignForward } from "./forward-post.js";
-import { openForwards, pair, TestSimEngine } from "./helpers.js";
+import { mixedPair, openForwards, TestSimEngine } from "./helpers.js";
 
 /** Settles only by `signal`'s abort. */
 function abortOnly(signal: AbortSignal | undefined): Promise<never> {
@@ -65,8 +65,7 @@ describe("a forward whose cancel came first", () => {
   const engine = new CountingDouble();
   beforeAll(async () => {
     // The bound far past the test: a forward tokenized here would hold its stream until the fetch's end.
-    const settings = { simTimeScale: "0.001", mixedModels: true, tokenizeTimeoutMs: "600000" };
-    [a, b] = await pair(settings, { A: engine });
+    [a, b] = await mixedPair(engine);
   });
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

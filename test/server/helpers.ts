@@ -27,6 +27,14 @@ export async function pair(
   return startPair((i) => ({ ...common, ...(i === 0 ? own.A : own.B) }), [engines.A, engines.B]);
 }
 
+/**
+ * A and B with mixed models, A running `engine`: B's forwards are tokenized again at A, their steps
+ * bounded (`--tokenize-timeout-ms`) far past any test. `own`: one node's own settings.
+ */
+export function mixedPair(engine: Engine, own: { A?: Settings; B?: Settings } = {}) {
+  return pair({ simTimeScale: "0.001", mixedModels: true, tokenizeTimeoutMs: "600000" }, { A: engine }, own);
+}
+
 /** Test-only engine: the simulator's at the default cost profile, a thousand times faster. */
 export class TestSimEngine extends SimEngine {
   constructor() {
