@@ -7,6 +7,7 @@ import type { Broadcasts } from "./broadcasts.js";
 import type { Candidates } from "./candidates.js";
 import type { SwimConfig } from "./config.js";
 import type { Member, MemberTable } from "./members.js";
+import { ownWord } from "./own-word.js";
 import type { ProbeCycle } from "./probe-cycle.js";
 import type { PushPull } from "./push-pull.js";
 import type { NodeId, SwimEffect, SwimStats } from "./types.js";
@@ -48,29 +49,37 @@ export class Admissions {
     this.check(m.id, incarnation, out);
   }
 
-  /** The runtime's answer for `id`: a candidate's, or a live member's new life's (else ignored). */
-  verified(id: NodeId, ok: boolean, now: number, out: SwimEffect[], reason?: string): void {
+  /**
+   * The runtime's answer for `id`: a candidate's, or a live member's new life's (else ignored). `own`:
+   * the incarnation the member itself said in the check (own-word.ts); none, the claim stands.
+   */
+  verified(id: NodeId, ok: boolean, now: number, out: SwimEffect[], reason?: string, own?: number): void {
     const { members, candidates, broadcasts, probes, stats } = this.p;
     const life = this.lives.get(id);
     this.lives.delete(id);
     this.promote(out);
     if (!candidates.has(id)) {
       if (life === undefined) return;
-      const held = members.isLive(id) ? members.get(id)?.incarnation : undefined;
+      const m = members.isLive(id) ? members.get(id) : undefined;
       if (!ok) this.refuseLive(id, life, now, out, reason);
       // The hello may have been read of `life`'s process: a newer life told meanwhile is checked now.
-      else if (held !== undefined && held > life) this.check(id, held, out);
+      else if (m !== undefined && m.incarnation > life) this.check(id, m.incarnation, out);
+      else if (m !== undefined) this.ownLife(m, own);
       return;
     }
-    const { incarnation, announce } = candidates.settle(id, ok, now, out, reason) ?? {};
-    if (incarnation === undefined) return;
+    const settled = candidates.settle(id, ok, now, out, reason);
+    if (settled === undefined) return;
+    const { announce } = settled;
+    const incarnation = ownWord(settled.incarnation, own);
+    if (incarnation < settled.incarnation) stats.implausibleIncarnations++;
     const m = members.get(id);
     if (m !== undefined) {
       // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive);
       // one put out by us alone never died at its incarnation (a re-check's ping names none).
       if (members.isLive(id) || (incarnation <= m.incarnation && m.putOut !== true)) return;
       stats.verified++;
-      m.incarnation = Math.max(incarnation, m.incarnation);
+      // One put out by us may be held at a claim it never made (refused before its check could pass).
+      m.incarnation = ownWord(Math.max(incarnation, m.incarnation), own);
       members.setStatus(m, "alive", now, out);
       broadcasts.push({ id, status: "alive", incarnation: m.incarnation });
       // Into the pass under way: left to the next shuffle, a revived member went a pass unprobed.
@@ -83,6 +92,19 @@ export class Admissions {
     broadcasts.push({ id, status: "alive", incarnation });
     probes.admit(id);
     this.p.pushPull.admitted(id, announce === true, out);
+  }
+
+  /**
+   * A live member's new life verified: held at what it said of itself if the claim that brought the
+   * check was above it (forged). Our queued record of it was that claim: replaced, so we stop spreading
+   * it (a suspect's suspicion is left to its refutation, which the lower incarnation now lets in).
+   */
+  private ownLife(m: Member, own: number | undefined): void {
+    const inc = ownWord(m.incarnation, own);
+    if (inc === m.incarnation) return;
+    this.p.stats.implausibleIncarnations++;
+    m.incarnation = inc;
+    if (m.status === "alive") this.p.broadcasts.push({ id: m.id, status: "alive", incarnation: inc });
   }
 
   private check(id: NodeId, incarnation: number, out: SwimEffect[]): void {

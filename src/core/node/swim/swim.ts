@@ -150,7 +150,7 @@ export class Swim {
         this.onTimer(input.timer, now, out);
         break;
       case "verified":
-        this.admissions.verified(input.id, input.ok, now, out, input.reason);
+        this.admissions.verified(input.id, input.ok, now, out, input.reason, input.incarnation);
         break;
       case "seed":
         this.pushPull.addSeed(input.id, out);
