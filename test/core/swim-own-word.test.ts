@@ -139,6 +139,16 @@ describe("a forged high claim naming a candidate", () => {
     expect(h.swim.stats.implausibleIncarnations).toBe(1);
   });
 
+  test("one that refuted (one more) between its hello and the answer is admitted at its refutation", () => {
+    const h = harness();
+    h.admit("c", 0);
+    h.gossip("c", [{ id: "d", status: "alive", incarnation: 10 }]);
+    h.gossip("c", [{ id: "d", status: "alive", incarnation: 11 }]);
+    h.verified("d", true, 10);
+    expect(h.incarnationOf("d")).toBe(11);
+    expect(h.swim.stats.implausibleIncarnations).toBe(0);
+  });
+
   test("one put out at a forged claim comes back at its own word once a re-check passes", () => {
     const h = forged();
     h.verified("b", false);

@@ -9,11 +9,12 @@
  */
 
 /**
- * `held` after a passed check where the member said `own`: the lower. A claim taken down is counted by
+ * `held` after a passed check where the member said `own`: the lower, unless just one below. A claim taken down is counted by
  * the caller (`implausibleIncarnations`): news past what the member itself allows.
  */
 export function ownWord(held: number, own: number | undefined): number {
   // The runtime validated it (a peer's hello): checked again, as any input, not trusted blindly.
-  if (own === undefined || !Number.isSafeInteger(own) || own < 0 || own >= held) return held;
-  return own;
+  if (own === undefined || !Number.isSafeInteger(own) || own < 0) return held;
+  // One below: the member refuted (one more) between its hello being read and the claim, not a forgery.
+  return own + 1 >= held ? held : own;
 }
