@@ -84,9 +84,59 @@ describe("a forged new life of a real member, checked and passed", () => {
     h.at(5_000);
     h.gossip("b", [{ id: "b", status: "alive", incarnation: 5_000 }]);
     expect(h.verifies).toEqual(["b"]);
-    expect(h.incarnationOf("b")).toBe(5_000);
+    // At or below the claim taken down: checked, not held meanwhile (a copy of the forgery reads alike).
+    expect(h.incarnationOf("b")).toBe(100);
     h.verified("b", true, 5_000);
     expect(h.incarnationOf("b")).toBe(5_000);
+    expect(h.saysOf("b")).toEqual({ id: "b", status: "alive", incarnation: 5_000 });
+  });
+
+  test("copies of the claim taken down are old news: not checked, held or spread again", () => {
+    const h = forged();
+    h.verified("b", true, 100);
+    const before = h.swim.stats.implausibleIncarnations;
+    h.at(1);
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED }]);
+    h.gossip("c", [{ id: "b", status: "suspect", incarnation: FORGED - 5, from: "c" }]);
+    expect(h.verifies).toEqual([]);
+    expect(h.incarnationOf("b")).toBe(100);
+    expect(h.swim.status("b")).toBe("alive");
+    // What we still say of b is its own word, never the copies.
+    expect(h.saysOf("b")).toEqual({ id: "b", status: "alive", incarnation: 100 });
+    // Its own refutation (one more) is taken as ever.
+    h.gossip("b", [{ id: "b", status: "alive", incarnation: 101 }]);
+    expect(h.incarnationOf("b")).toBe(101);
+    expect(h.swim.stats.implausibleIncarnations).toBe(before);
+  });
+
+  test("a copy after the re-check interval is checked once more, unheld; then quiet again", () => {
+    const h = forged();
+    h.verified("b", true, 100);
+    const every = resolveSwimConfig({}).recheckAfterChangeMs;
+    h.at(every);
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED }]);
+    expect(h.verifies).toEqual(["b"]);
+    expect(h.incarnationOf("b")).toBe(100);
+    h.verified("b", true, 100);
+    expect(h.incarnationOf("b")).toBe(100);
+    h.verifies.length = 0;
+    h.at(2 * every - 1);
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED }]);
+    // Any new life of b within the interval waits for its next mention, a higher one too.
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED + 10 }]);
+    expect(h.verifies).toEqual([]);
+    expect(h.incarnationOf("b")).toBe(100);
+  });
+
+  test("a life above the claim taken down, told after the interval, is checked and held as ever", () => {
+    const h = forged();
+    h.verified("b", true, 100);
+    h.at(resolveSwimConfig({}).recheckAfterChangeMs);
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED + 10 }]);
+    expect(h.verifies).toEqual(["b"]);
+    expect(h.incarnationOf("b")).toBe(FORGED + 10);
+    h.verified("b", true, FORGED + 10);
+    expect(h.incarnationOf("b")).toBe(FORGED + 10);
   });
 
   test("we stop spreading the forged claim: our queued record of it is the member's own", () => {

@@ -6,6 +6,7 @@
 import type { Broadcasts } from "./broadcasts.js";
 import type { Candidates } from "./candidates.js";
 import type { SwimConfig } from "./config.js";
+import { Disowned } from "./disowned.js";
 import type { Member, MemberTable } from "./members.js";
 import { ownWord } from "./own-word.js";
 import type { ProbeCycle } from "./probe-cycle.js";
@@ -32,8 +33,12 @@ export class Admissions {
   private readonly lives = new Map<NodeId, number>();
   /** New lives waiting for a check slot, oldest first: id → the incarnation told, pruned to live ones. */
   private readonly waiting = new Map<NodeId, number>();
+  /** Claims taken down to the member's own word: their copies are not new lives again (disowned.ts). */
+  private readonly disowned: Disowned;
 
-  constructor(private readonly p: AdmissionParts) {}
+  constructor(private readonly p: AdmissionParts) {
+    this.disowned = new Disowned(p.config.recheckAfterChangeMs, p.config.maxMembers);
+  }
 
   /**
    * Live member `m` heard at `incarnation`, alive or suspect, before that news is taken. A restart
@@ -42,11 +47,14 @@ export class Admissions {
    * life, checked as a revival is, a suspicion's too (else the refutation that follows it would carry
    * the new life in unchecked). A process outbids its previous life's records by two (self-news.ts),
    * so a restart never rises by one. It stays a member meanwhile (a restart that passes costs
-   * nothing); a refusal puts it out (`verified`).
+   * nothing); a refusal puts it out (`verified`). False: the news is not taken (not held, not spread),
+   * a copy of a claim taken down, or any new life of that member within its re-check interval.
    */
-  newLife(m: Member, incarnation: number, out: SwimEffect[]): void {
-    if (incarnation <= m.incarnation + 1) return;
-    this.check(m.id, incarnation, out);
+  newLife(m: Member, incarnation: number, now: number, out: SwimEffect[]): boolean {
+    if (incarnation <= m.incarnation + 1) return true;
+    const say = this.disowned.verdict(m.id, incarnation, now);
+    if (say !== "ignore") this.check(m.id, incarnation, out);
+    return say === "check";
   }
 
   /**
@@ -64,14 +72,17 @@ export class Admissions {
       if (!ok) this.refuseLive(id, life, now, out, reason);
       // The hello may have been read of `life`'s process: a newer life told meanwhile is checked now.
       else if (m !== undefined && m.incarnation > life) this.check(id, m.incarnation, out);
-      else if (m !== undefined) this.ownLife(m, own);
+      else if (m !== undefined) this.ownLife(m, life, own, now, out);
       return;
     }
     const settled = candidates.settle(id, ok, now, out, reason);
     if (settled === undefined) return;
     const { announce } = settled;
     const incarnation = ownWord(settled.incarnation, own);
-    if (incarnation < settled.incarnation) stats.implausibleIncarnations++;
+    if (incarnation < settled.incarnation) {
+      stats.implausibleIncarnations++;
+      this.disowned.disown(id, settled.incarnation, now);
+    }
     const m = members.get(id);
     if (m !== undefined) {
       // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive);
@@ -95,15 +106,21 @@ export class Admissions {
   }
 
   /**
-   * A live member's new life verified: held at what it said of itself if the claim that brought the
-   * check was above it (forged). Our queued record of it was that claim: replaced, so we stop spreading
-   * it (a suspect's suspicion is left to its refutation, which the lower incarnation now lets in).
+   * A live member's new life `life` verified: held at what it said of itself if the claim was above it
+   * (forged), and the claim disowned. Held while checked, our queued record of it was that claim:
+   * replaced, so we stop spreading it (a suspect's suspicion is left to its refutation, which the lower
+   * incarnation now lets in). A re-check of a disowned claim held nothing: a life it confirms is taken.
    */
-  private ownLife(m: Member, own: number | undefined): void {
-    const inc = ownWord(m.incarnation, own);
-    if (inc === m.incarnation) return;
-    this.p.stats.implausibleIncarnations++;
+  private ownLife(m: Member, life: number, own: number | undefined, now: number, out: SwimEffect[]): void {
+    const held = m.incarnation === life;
+    const inc = ownWord(life, own);
+    if (inc < life) {
+      this.p.stats.implausibleIncarnations++;
+      this.disowned.disown(m.id, life, now);
+    } else this.disowned.vouched(m.id, life);
+    if (held ? inc === m.incarnation : inc <= m.incarnation) return;
     m.incarnation = inc;
+    if (!held) this.p.members.setStatus(m, "alive", now, out);
     if (m.status === "alive") this.p.broadcasts.push({ id: m.id, status: "alive", incarnation: inc });
   }
 
