@@ -128,6 +128,22 @@ describe("a forged new life of a real member, checked and passed", () => {
     expect(h.incarnationOf("b")).toBe(100);
   });
 
+  test("a new life verified at or above the claim taken down ends the re-check interval", () => {
+    const h = forged();
+    h.verified("b", true, 100);
+    h.gossip("c", [{ id: "b", status: "dead", incarnation: 100 }]);
+    expect(h.swim.status("b")).toBe("dead");
+    h.at(1);
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED + 10 }]);
+    expect(h.verifies).toEqual(["b"]);
+    h.verified("b", true, FORGED + 10);
+    expect(h.incarnationOf("b")).toBe(FORGED + 10);
+    h.verifies.length = 0;
+    // Still within the interval of the claim taken down: its next life is checked at once.
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED + 20 }]);
+    expect(h.verifies).toEqual(["b"]);
+  });
+
   test("a life above the claim taken down, told after the interval, is checked and held as ever", () => {
     const h = forged();
     h.verified("b", true, 100);

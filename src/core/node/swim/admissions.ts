@@ -82,7 +82,7 @@ export class Admissions {
     if (incarnation < settled.incarnation) {
       stats.implausibleIncarnations++;
       this.disowned.disown(id, settled.incarnation, now);
-    }
+    } else this.disowned.vouched(id, incarnation);
     const m = members.get(id);
     if (m !== undefined) {
       // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive);
