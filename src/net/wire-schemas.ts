@@ -190,6 +190,11 @@ export const helloSchema = z
     models: z.array(z.string().min(1).max(MAX_MODEL_NAME)).min(1).max(MAX_MODELS).optional(),
     /** Tokens of KV cache this node has: our estimate of it never holds more (older nodes omit it). */
     capacityTokens: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+    /**
+     * Its SWIM incarnation now (`--gossip scuttlebutt`): what a check of its new life holds it at, not
+     * a relay's claim (core swim/own-word.ts). Older nodes, and the full mesh, omit it.
+     */
+    incarnation: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   })
   .refine((h) => h.minProtocol === undefined || h.minProtocol <= h.protocol, {
     message: "must not exceed protocol",

@@ -79,6 +79,7 @@ describe("what hellos say of the 101's MAC", () => {
         id: "A",
         config: { gossip: "scuttlebutt" },
         localTree: () => ({ capacity: 1024 }),
+        meshIncarnation: () => 0,
         peerModels: new Map(),
         capPeerEstimate() {},
       } as unknown as PrefixNode,

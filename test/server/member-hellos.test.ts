@@ -210,6 +210,21 @@ describe("a member alive at a higher incarnation", () => {
     expect(f.noted).toEqual([["m1"], ["m2"]]);
     f.mesh.stop();
   });
+
+  it("taken down by SWIM to its own word (a forged claim): its restart below the claim is asked", async () => {
+    const f = await admitted();
+    f.answers.push(() => Promise.resolve(hello(["m2"])));
+    f.outbid(900_000); // a relay's forged claim, held until B's check said otherwise
+    await until("the claim's hello noted", () => f.noted.length === 2);
+    f.outbid(100); // B's own word: lower, nothing to ask
+    expect(f.asked()).toBe(2);
+    f.answers.push(() => Promise.resolve(hello(["m3"])));
+    f.outbid(5_000); // B restarted, below the forged claim
+    expect(f.asked()).toBe(3);
+    await until("its fresh hello noted", () => f.noted.length === 3);
+    expect(f.noted).toEqual([["m1"], ["m2"], ["m3"]]);
+    f.mesh.stop();
+  });
 });
 
 describe("a member's hello read elsewhere (a DNS round's re-check)", () => {

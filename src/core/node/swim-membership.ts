@@ -53,6 +53,7 @@ export class SwimMembership {
         id: input.id,
         ok: input.ok,
         ...(input.reason !== undefined ? { reason: input.reason } : {}),
+        ...(input.incarnation !== undefined ? { incarnation: input.incarnation } : {}),
       };
     else if (input.type === "mesh-seed") i = { type: "seed", id: input.id };
     else if (input.type === "timer" && input.timer.kind === "swim")

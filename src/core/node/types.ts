@@ -82,8 +82,11 @@ export type NodeInput =
   | { type: "send-failed"; to: NodeId; msg?: PeerMessage; reason: string }
   /** A mesh message (gossip: "scuttlebutt") from `from`, who need not be a member yet (a joiner). */
   | { type: "mesh-message"; from: NodeId; msg: MeshMessage }
-  /** The runtime's answer to `verify-member`: does `id` hold the cluster's credential? */
-  | { type: "member-verified"; id: NodeId; ok: boolean; reason?: string }
+  /**
+   * The runtime's answer to `verify-member`: does `id` hold the cluster's credential? `incarnation`:
+   * its SWIM incarnation as its own verified hello said (absent: a node before it, or the simulator).
+   */
+  | { type: "member-verified"; id: NodeId; ok: boolean; reason?: string; incarnation?: number }
   /** gossip "scuttlebutt": a seed found at run time (a `--join` address resolved to its id). */
   | { type: "mesh-seed"; id: NodeId };
 

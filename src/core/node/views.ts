@@ -192,6 +192,10 @@ export abstract class NodeViews {
       ? this.members.swim.refusedMembers(this.deps.now())
       : undefined;
   }
+  /** gossip "scuttlebutt": our SWIM incarnation now (said in our hello); undefined on the full mesh. */
+  meshIncarnation(): number | undefined {
+    return this.members instanceof SwimMembership ? this.members.swim.currentIncarnation : undefined;
+  }
   /**
    * gossip "scuttlebutt": the SWIM failure detector's own counts (probes, suspicions, refutations,
    * refused news, …) since this epoch began (a restart starts them over; a fresh copy per call);

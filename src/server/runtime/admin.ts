@@ -60,6 +60,7 @@ export class Admin {
       ...(this.o.client.authMode === "hmac" ? { channelAcceptMac: true as const } : {}),
       models: [this.o.engine.info.model, ...(this.o.adapters ?? [])],
       capacityTokens: this.o.node.localTree().capacity,
+      ...incarnationOf(this.o.node),
     };
   }
 
@@ -210,4 +211,10 @@ export class Admin {
       await reset.call(engine);
     }
   }
+}
+
+/** Our SWIM incarnation for the hello (none on the full mesh, which runs no SWIM). */
+function incarnationOf(node: PrefixNode): { incarnation?: number } {
+  const incarnation = node.meshIncarnation();
+  return incarnation === undefined ? {} : { incarnation };
 }

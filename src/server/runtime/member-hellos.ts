@@ -47,7 +47,7 @@ interface Refresh {
 
 export class MemberHellos {
   private readonly hellos = new Map<NodeId, PeerHello>();
-  /** The highest incarnation each member was seen live at. */
+  /** The incarnation each member was last seen live at (SWIM's: it only rises, but for a forged claim). */
   private readonly incarnations = new Map<NodeId, number>();
   private readonly refreshing = new Map<NodeId, Refresh>();
   private stopped = false;
@@ -74,7 +74,8 @@ export class MemberHellos {
   /** Member `id` is live at `incarnation`: whether that is past a refutation of the one last seen live. */
   outbid(id: NodeId, incarnation: number): boolean {
     const was = this.incarnations.get(id);
-    if (was !== undefined && incarnation <= was) return false;
+    // Set when lower too: SWIM took a forged claim down to the member's own word (core
+    // swim/own-word.ts); kept at the claim, its restarts below that would ask for no fresh hello.
     this.incarnations.set(id, incarnation);
     return was !== undefined && incarnation > was + 1;
   }

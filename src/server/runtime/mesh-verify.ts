@@ -236,7 +236,14 @@ export class MemberVerification {
     if (this.stopped) return;
     if (ok && hello) this.hellos.set(id, hello);
     if (ok) this.skewWarned.delete(id);
-    this.o.feed({ type: "member-verified", id, ok, ...(reason !== undefined ? { reason } : {}) });
+    this.o.feed({
+      type: "member-verified",
+      id,
+      ok,
+      ...(reason !== undefined ? { reason } : {}),
+      // Its own word on its incarnation: a check held it at a relay's claim, which may be forged.
+      ...(ok && hello?.incarnation !== undefined ? { incarnation: hello.incarnation } : {}),
+    });
     if (!ok) {
       // A candidate's pool goes as a stranger's; a live member refused (its new life failed) left the
       // members with the feed above, its pool closed there (syncMembers), so this finds none.

@@ -6,7 +6,9 @@
 import type { Broadcasts } from "./broadcasts.js";
 import type { Candidates } from "./candidates.js";
 import type { SwimConfig } from "./config.js";
+import { Disowned } from "./disowned.js";
 import type { Member, MemberTable } from "./members.js";
+import { ownWord } from "./own-word.js";
 import type { ProbeCycle } from "./probe-cycle.js";
 import type { PushPull } from "./push-pull.js";
 import type { NodeId, SwimEffect, SwimStats } from "./types.js";
@@ -31,8 +33,12 @@ export class Admissions {
   private readonly lives = new Map<NodeId, number>();
   /** New lives waiting for a check slot, oldest first: id → the incarnation told, pruned to live ones. */
   private readonly waiting = new Map<NodeId, number>();
+  /** Claims taken down to the member's own word: their copies are not new lives again (disowned.ts). */
+  private readonly disowned: Disowned;
 
-  constructor(private readonly p: AdmissionParts) {}
+  constructor(private readonly p: AdmissionParts) {
+    this.disowned = new Disowned(p.config.recheckAfterChangeMs, p.config.maxMembers);
+  }
 
   /**
    * Live member `m` heard at `incarnation`, alive or suspect, before that news is taken. A restart
@@ -41,36 +47,50 @@ export class Admissions {
    * life, checked as a revival is, a suspicion's too (else the refutation that follows it would carry
    * the new life in unchecked). A process outbids its previous life's records by two (self-news.ts),
    * so a restart never rises by one. It stays a member meanwhile (a restart that passes costs
-   * nothing); a refusal puts it out (`verified`).
+   * nothing); a refusal puts it out (`verified`). False: the news is not taken (not held, not spread),
+   * a copy of a claim taken down, or any new life of that member within its re-check interval.
    */
-  newLife(m: Member, incarnation: number, out: SwimEffect[]): void {
-    if (incarnation <= m.incarnation + 1) return;
-    this.check(m.id, incarnation, out);
+  newLife(m: Member, incarnation: number, now: number, out: SwimEffect[]): boolean {
+    if (incarnation <= m.incarnation + 1) return true;
+    const say = this.disowned.verdict(m.id, incarnation, now);
+    if (say !== "ignore") this.check(m.id, incarnation, out);
+    return say === "check";
   }
 
-  /** The runtime's answer for `id`: a candidate's, or a live member's new life's (else ignored). */
-  verified(id: NodeId, ok: boolean, now: number, out: SwimEffect[], reason?: string): void {
+  /**
+   * The runtime's answer for `id`: a candidate's, or a live member's new life's (else ignored). `own`:
+   * the incarnation the member itself said in the check (own-word.ts); none, the claim stands.
+   */
+  verified(id: NodeId, ok: boolean, now: number, out: SwimEffect[], reason?: string, own?: number): void {
     const { members, candidates, broadcasts, probes, stats } = this.p;
     const life = this.lives.get(id);
     this.lives.delete(id);
     this.promote(out);
     if (!candidates.has(id)) {
       if (life === undefined) return;
-      const held = members.isLive(id) ? members.get(id)?.incarnation : undefined;
+      const m = members.isLive(id) ? members.get(id) : undefined;
       if (!ok) this.refuseLive(id, life, now, out, reason);
       // The hello may have been read of `life`'s process: a newer life told meanwhile is checked now.
-      else if (held !== undefined && held > life) this.check(id, held, out);
+      else if (m !== undefined && m.incarnation > life) this.check(id, m.incarnation, out);
+      else if (m !== undefined) this.ownLife(m, life, own, now, out);
       return;
     }
-    const { incarnation, announce } = candidates.settle(id, ok, now, out, reason) ?? {};
-    if (incarnation === undefined) return;
+    const settled = candidates.settle(id, ok, now, out, reason);
+    if (settled === undefined) return;
+    const { announce } = settled;
+    const incarnation = ownWord(settled.incarnation, own);
+    if (incarnation < settled.incarnation) {
+      stats.implausibleIncarnations++;
+      this.disowned.disown(id, settled.incarnation, now);
+    } else this.disowned.vouched(id, incarnation);
     const m = members.get(id);
     if (m !== undefined) {
       // A tombstone verified back, unless newer news of its end came meanwhile (dead outranks alive);
       // one put out by us alone never died at its incarnation (a re-check's ping names none).
       if (members.isLive(id) || (incarnation <= m.incarnation && m.putOut !== true)) return;
       stats.verified++;
-      m.incarnation = Math.max(incarnation, m.incarnation);
+      // One put out by us may be held at a claim it never made (refused before its check could pass).
+      m.incarnation = ownWord(Math.max(incarnation, m.incarnation), own);
       members.setStatus(m, "alive", now, out);
       broadcasts.push({ id, status: "alive", incarnation: m.incarnation });
       // Into the pass under way: left to the next shuffle, a revived member went a pass unprobed.
@@ -83,6 +103,25 @@ export class Admissions {
     broadcasts.push({ id, status: "alive", incarnation });
     probes.admit(id);
     this.p.pushPull.admitted(id, announce === true, out);
+  }
+
+  /**
+   * A live member's new life `life` verified: held at what it said of itself if the claim was above it
+   * (forged), and the claim disowned. Held while checked, our queued record of it was that claim:
+   * replaced, so we stop spreading it (a suspect's suspicion is left to its refutation, which the lower
+   * incarnation now lets in). A re-check of a disowned claim held nothing: a life it confirms is taken.
+   */
+  private ownLife(m: Member, life: number, own: number | undefined, now: number, out: SwimEffect[]): void {
+    const held = m.incarnation === life;
+    const inc = ownWord(life, own);
+    if (inc < life) {
+      this.p.stats.implausibleIncarnations++;
+      this.disowned.disown(m.id, life, now);
+    } else this.disowned.vouched(m.id, life);
+    if (held ? inc === m.incarnation : inc <= m.incarnation) return;
+    m.incarnation = inc;
+    if (!held) this.p.members.setStatus(m, "alive", now, out);
+    if (m.status === "alive") this.p.broadcasts.push({ id: m.id, status: "alive", incarnation: inc });
   }
 
   private check(id: NodeId, incarnation: number, out: SwimEffect[]): void {

@@ -78,7 +78,10 @@ export const swimConfigSchema = z.object({
   recheckFirstMs: z.number().positive().max(86_400_000).default(RECHECK_FIRST_MS),
   /** …doubling per refusal up to this: one that stays wrong costs one check per this long. */
   recheckMaxMs: z.number().positive().max(86_400_000).default(RECHECK_MAX_MS),
-  /** News of it under a higher incarnation re-checks it at once, but at most this often. */
+  /**
+   * News of it under a higher incarnation re-checks it at once, but at most this often; so is a live
+   * member checked again once a check took a claimed life of it down to its own word (swim/disowned.ts).
+   */
   recheckAfterChangeMs: z.number().min(0).max(86_400_000).default(RECHECK_AFTER_CHANGE_MS),
   /**
    * Incarnations are boot times (ms) plus one per refutation, so news of one far past our own clock

@@ -150,7 +150,7 @@ export class Swim {
         this.onTimer(input.timer, now, out);
         break;
       case "verified":
-        this.admissions.verified(input.id, input.ok, now, out, input.reason);
+        this.admissions.verified(input.id, input.ok, now, out, input.reason, input.incarnation);
         break;
       case "seed":
         this.pushPull.addSeed(input.id, out);
@@ -307,7 +307,7 @@ export class Swim {
         this.candidates.name(u.id, u.incarnation, now, out);
         return;
       }
-      this.admissions.newLife(m, u.incarnation, out);
+      if (!this.admissions.newLife(m, u.incarnation, now, out)) return;
       m.incarnation = u.incarnation;
       this.members.setStatus(m, "alive", now, out);
       this.broadcasts.push(u);
@@ -319,7 +319,7 @@ export class Swim {
         if (u.from !== undefined && this.members.confirm(m, u.from)) this.broadcasts.push(u);
         return;
       }
-      this.admissions.newLife(m, u.incarnation, out);
+      if (!this.admissions.newLife(m, u.incarnation, now, out)) return;
       m.incarnation = u.incarnation;
       this.members.suspect(m, u.from, now, out);
       this.stats.suspected++;

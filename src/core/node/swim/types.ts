@@ -75,8 +75,8 @@ export type SwimEffect =
 export type SwimInput =
   | { type: "message"; from: NodeId; msg: SwimMessage }
   | { type: "timer"; timer: SwimTimer }
-  /** The runtime's answer to `verify-member`. */
-  | { type: "verified"; id: NodeId; ok: boolean; reason?: string }
+  /** The runtime's answer to `verify-member`; `incarnation`: the member's own word (admissions.ts). */
+  | { type: "verified"; id: NodeId; ok: boolean; reason?: string; incarnation?: number }
   /** A seed found at run time (e.g. a `--join` address resolved to its id): ask it for the members. */
   | { type: "seed"; id: NodeId };
 
@@ -104,7 +104,8 @@ export interface SwimStats {
   unknownSender: number;
   /**
    * Updates refused for an incarnation past what a clock allows (config `incarnationSkewMs`): forged
-   * (a suspicion no one could refute), or the sender's or our clock is far off.
+   * (a suspicion no one could refute), or the sender's or our clock is far off. Also claims of a
+   * member's new life above what the member itself said when checked (its hello): taken down to its own.
    */
   implausibleIncarnations: number;
   /** Candidates dropped because the candidate set was full. */

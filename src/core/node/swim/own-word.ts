@@ -1,0 +1,20 @@
+/**
+ * A member's incarnation after a check of it passed (admissions.ts): never above what the member
+ * itself said in that check (its verified hello's `incarnation`). Only the member raises its own
+ * incarnation, but a credentialed sender can say it is alive far above (within plausibleMax); the
+ * check of the real, alive member then passes, and the claim held would make its own later records
+ * (a refutation, a restart below the claim) old news until its incarnation passed the forged one.
+ * Taken down to its own word, its next refutation (one more) is taken and its next life (two or more)
+ * checked, as ever. No word (a node before it, or the simulator): the claim stands, as before.
+ */
+
+/**
+ * `held` after a passed check where the member said `own`: the lower, unless just one below. A claim taken down is counted by
+ * the caller (`implausibleIncarnations`): news past what the member itself allows.
+ */
+export function ownWord(held: number, own: number | undefined): number {
+  // The runtime validated it (a peer's hello): checked again, as any input, not trusted blindly.
+  if (own === undefined || !Number.isSafeInteger(own) || own < 0) return held;
+  // One below: the member refuted (one more) between its hello being read and the claim, not a forgery.
+  return own + 1 >= held ? held : own;
+}
