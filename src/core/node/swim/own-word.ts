@@ -9,8 +9,8 @@
  */
 
 /**
- * `held` after a passed check where the member said `own`: the lower, unless just one below. A claim taken down is counted by
- * the caller (`implausibleIncarnations`): news past what the member itself allows.
+ * `held` after a passed check where the member said `own`: the lower, unless just one below. A claim
+ * taken down is counted by the caller (`implausibleIncarnations`): news past what the member allows.
  */
 export function ownWord(held: number, own: number | undefined): number {
   // The runtime validated it (a peer's hello): checked again, as any input, not trusted blindly.
