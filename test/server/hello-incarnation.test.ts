@@ -9,10 +9,8 @@ import { PrefixNode } from "../../src/core/node/node.js";
 import type { NodeInput } from "../../src/core/node/types.js";
 import { checkPeerHello } from "../../src/net/discovery.js";
 import type { PeerClient } from "../../src/net/transport-client.js";
-import type { NodeMetrics } from "../../src/server/metrics.js";
 import { Admin } from "../../src/server/runtime/admin.js";
-import { MemberVerification } from "../../src/server/runtime/mesh-verify.js";
-import { fakePeerClient, fakeSwimNode, QUIET_LOGGER } from "./mesh-fakes.js";
+import { QUIET_LOGGER, verificationOver } from "./mesh-fakes.js";
 
 const BOOT_MS = 1_700_000_000_123;
 
@@ -35,26 +33,7 @@ function helloOf(gossip: "full" | "scuttlebutt") {
 
 /** A's verification of B, whose hello (proven B's) is `hello`; what it fed SWIM. */
 async function verifiedWith(hello: Record<string, unknown>): Promise<NodeInput> {
-  const fed: NodeInput[] = [];
-  const v = new MemberVerification(
-    {
-      node: fakeSwimNode(() => undefined),
-      client: fakePeerClient(new Set(), () => Promise.resolve(hello)),
-      metrics: { authRejected: { inc() {} } } as unknown as NodeMetrics,
-      logger: QUIET_LOGGER,
-      clusterId: "c",
-      helloModel: undefined,
-      feed: (i) => void fed.push(i),
-    },
-    {
-      pool: () => true,
-      noteHello() {},
-      isMember: () => false,
-      verifiedMember() {},
-      dropStranger() {},
-      endLeftPool() {},
-    },
-  );
+  const { v, fed } = verificationOver(() => Promise.resolve(hello));
   v.verify("B");
   const deadline = Date.now() + 10_000;
   while (fed.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));

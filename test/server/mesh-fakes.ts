@@ -3,10 +3,12 @@
  * most the one member `member()` says, and a peer client whose pools are a set.
  */
 import type { PrefixNode } from "../../src/core/node/node.js";
+import type { NodeInput } from "../../src/core/node/types.js";
 import type { PeerClient } from "../../src/net/transport-client.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { Admin } from "../../src/server/runtime/admin.js";
 import { MeshPeers, type MeshPeersOptions } from "../../src/server/runtime/mesh-peers.js";
+import { MemberVerification } from "../../src/server/runtime/mesh-verify.js";
 
 /** A logger that says nothing. */
 export const QUIET_LOGGER = { info() {}, warn() {}, error() {}, debug() {} };
@@ -67,4 +69,34 @@ export function fakePeerClient(pools: Set<string>, verifiedHello: () => Promise<
     removePeer: (id: string) => void pools.delete(id),
     verifiedHello,
   } as unknown as PeerClient;
+}
+
+/** A's verification; every hello asked for answers `answer()`; what it fed and warned is kept. */
+export function verificationOver(answer: () => Promise<unknown>) {
+  const fed: NodeInput[] = [];
+  const { warnings, logger } = warningLogger();
+  let asked = 0;
+  const v = new MemberVerification(
+    {
+      node: fakeSwimNode(() => undefined),
+      client: fakePeerClient(new Set(), () => {
+        asked++;
+        return answer();
+      }),
+      metrics: { authRejected: { inc() {} } } as unknown as NodeMetrics,
+      logger,
+      clusterId: "c",
+      helloModel: undefined,
+      feed: (i) => void fed.push(i),
+    },
+    {
+      pool: () => true,
+      noteHello() {},
+      isMember: () => false,
+      verifiedMember() {},
+      dropStranger() {},
+      endLeftPool() {},
+    },
+  );
+  return { v, fed, warnings, asked: () => asked };
 }

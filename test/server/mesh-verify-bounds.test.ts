@@ -7,44 +7,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { NodeInput } from "../../src/core/node/types.js";
 import { TransportError } from "../../src/net/transport-error.js";
-import type { NodeMetrics } from "../../src/server/metrics.js";
-import {
-  MAX_ADDRESS_RESETS,
-  MAX_TRIES,
-  MAX_VERIFYING,
-  MemberVerification,
-} from "../../src/server/runtime/mesh-verify.js";
-import { fakePeerClient, fakeSwimNode, warningLogger } from "./mesh-fakes.js";
-
-/** A's verification; every hello asked for answers `answer()`; what it fed and warned is kept. */
-function fakes(answer: () => Promise<unknown>) {
-  const fed: NodeInput[] = [];
-  const { warnings, logger } = warningLogger();
-  let asked = 0;
-  const v = new MemberVerification(
-    {
-      node: fakeSwimNode(() => undefined),
-      client: fakePeerClient(new Set(), () => {
-        asked++;
-        return answer();
-      }),
-      metrics: { authRejected: { inc() {} } } as unknown as NodeMetrics,
-      logger,
-      clusterId: "c",
-      helloModel: undefined,
-      feed: (i) => void fed.push(i),
-    },
-    {
-      pool: () => true,
-      noteHello() {},
-      isMember: () => false,
-      verifiedMember() {},
-      dropStranger() {},
-      endLeftPool() {},
-    },
-  );
-  return { v, fed, warnings, asked: () => asked };
-}
+import { MAX_ADDRESS_RESETS, MAX_TRIES, MAX_VERIFYING } from "../../src/server/runtime/mesh-verify.js";
+import { verificationOver } from "./mesh-fakes.js";
 
 const unreachable = () =>
   Promise.reject(new TransportError("connection", "connect ECONNREFUSED 127.0.0.1:1"));
@@ -62,7 +26,7 @@ afterEach(() => void vi.useRealTimers());
 describe("a verification", () => {
   it("of an address that never answers is given up and answered no, freeing its slot", async () => {
     vi.useFakeTimers();
-    const f = fakes(unreachable);
+    const f = verificationOver(unreachable);
     f.v.verify("B");
     expect(f.v.has("B")).toBe(true);
     await advanceUntil("B answered", () => f.fed.length > 0);
@@ -82,7 +46,7 @@ describe("a verification", () => {
 
   it("of a member that moved starts its tries over at the new address (a bounded number of times)", async () => {
     vi.useFakeTimers();
-    const f = fakes(unreachable);
+    const f = verificationOver(unreachable);
     f.v.verify("B");
     // All but the last try made to the old address; then B is heard of at a new one.
     await advanceUntil("B tried", () => f.asked() >= MAX_TRIES - 1);
@@ -93,7 +57,7 @@ describe("a verification", () => {
     expect(f.asked() - before).toBe(MAX_TRIES);
     expect((f.fed[0] as { reason?: string }).reason).toMatch(/^unreachable/);
     // An address that keeps changing: tries start over only so often, and it is answered all the same.
-    const g = fakes(unreachable);
+    const g = verificationOver(unreachable);
     g.v.verify("C");
     for (let moves = 0; g.fed.length === 0; moves++) {
       if (moves > 100) throw new Error("C never answered");
@@ -107,7 +71,7 @@ describe("a verification", () => {
   });
 
   it("past MAX_VERIFYING is answered no and warned of, never dropped silently", async () => {
-    const f = fakes(() => new Promise(() => {})); // every address hangs
+    const f = verificationOver(() => new Promise(() => {})); // every address hangs
     for (let i = 0; i < MAX_VERIFYING; i++) f.v.verify(`N${i}`);
     expect(f.fed).toHaveLength(0);
     f.v.verify("B");
