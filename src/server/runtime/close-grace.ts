@@ -14,7 +14,8 @@ export const ANSWER_GRACE_MS = 2_000;
 /**
  * Waits up to `graceMs` for `closed` (the server's close, which ends once every connection has), then
  * drops the connections left — a stalled client would otherwise hold the close open — and awaits it.
- * With `answers` (the server's tracked connections), those owing no answer are cut at once.
+ * With `answers` (the server's tracked connections), those owing no answer are cut at once, the
+ * others as their answers are out; without, Node's idle cut (which takes an ended answer for done).
  */
 export async function closeWithGrace(
   server: Server,
@@ -22,8 +23,8 @@ export async function closeWithGrace(
   graceMs: number,
   answers?: OwedAnswers,
 ): Promise<void> {
-  server.closeIdleConnections();
-  answers?.cutUnowed();
+  if (answers) answers.cutUnowed();
+  else server.closeIdleConnections();
   await raceTimeout(closed, graceMs, () => undefined);
   // The answers still owed are cut by the node's shutdown: its 503, not a client gone, in the request log.
   noteServerCut(server, 503);
