@@ -80,12 +80,18 @@ export function pollerBeside(cli: string): string {
 }
 
 /**
- * Polls `url` one request at a time (5 ms apart) until `stop()`; returns each round trip in ms. With
- * `script` (health-poller.js) the polling runs in a process of its own, else in this one.
+ * Polls `url` one request at a time (5 ms apart) until `stop()`, or until it has `count` round trips
+ * (`stop()` then waits for them); returns each round trip in ms. With `script` (health-poller.js) the
+ * polling runs in a process of its own, else in this one.
  */
-export async function pollLatency(url: string, script?: string): Promise<{ stop: () => Promise<number[]> }> {
-  if (script === undefined) return pollHere(url);
-  const child = fork(script, [url], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+export async function pollLatency(
+  url: string,
+  script?: string,
+  count?: number,
+): Promise<{ stop: () => Promise<number[]> }> {
+  if (script === undefined) return pollHere(url, count);
+  const args = count === undefined ? [url] : [url, String(count)];
+  const child = fork(script, args, { stdio: ["ignore", "ignore", "inherit", "ipc"] });
   const samples = new Promise<number[]>((resolve, reject) => {
     child.on("message", (m: unknown) => {
       if (typeof m === "object" && m !== null && "samples" in m)
@@ -100,19 +106,19 @@ export async function pollLatency(url: string, script?: string): Promise<{ stop:
   });
   return {
     stop: async () => {
-      child.send("stop");
+      if (count === undefined) child.send("stop");
       return samples;
     },
   };
 }
 
-function pollHere(url: string): { stop: () => Promise<number[]> } {
+function pollHere(url: string, count = Number.POSITIVE_INFINITY): { stop: () => Promise<number[]> } {
   const samples: number[] = [];
   let running = true;
-  const loop = pollLoop(url, samples, () => running);
+  const loop = pollLoop(url, samples, () => running && samples.length < count);
   return {
     stop: async () => {
-      running = false;
+      if (count === Number.POSITIVE_INFINITY) running = false;
       await loop;
       return samples;
     },
@@ -247,6 +253,15 @@ export async function idleLatency(
   await new Promise((r) => setTimeout(r, ms));
   const xs = await poll.stop();
   return { ...summarize(xs), loopDelayMax: await eventLoopDelayMax(apiUrl) };
+}
+
+/**
+ * `n` `/health` round trips with nothing else going on, polled as `measureStall` polls: what the
+ * machine's load alone does to the node's latency, beside a measurement of the same size.
+ */
+export async function idleSamples(apiUrl: string, n: number, poller?: string): Promise<Latencies> {
+  const poll = await pollLatency(`${apiUrl}/health`, poller, n);
+  return summarize(await poll.stop());
 }
 
 export interface StallResult {

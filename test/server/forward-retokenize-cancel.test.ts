@@ -8,23 +8,17 @@
  * the test releases it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ChatMessage, EngineChunk, EngineRequest, EngineResult, Tokens } from "../../src/core/engine.js";
+import type { ChatMessage, Tokens } from "../../src/core/engine.js";
 import { FORWARD_CANCELLED } from "../../src/core/node/serving.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { fetchForeignForward, finalMsg, postCancel, postForeignForward } from "./forward-post.js";
-import { mixedPair, openForwards, TestSimEngine } from "./helpers.js";
-
-/** Settles only by `signal`'s abort, failing as an aborted remote call does. */
-function abortOnly(signal: AbortSignal | undefined): Promise<never> {
-  return new Promise((_go, fail) => signal?.addEventListener("abort", () => fail(new Error("aborted"))));
-}
+import { mixedPair, openForwards } from "./helpers.js";
+import { abortOnly, RunRecordingDouble } from "./run-recording-double.js";
 
 /** Test double: "hang" tokenizes end only by their signal's abort, "deaf" ones only when released. */
-class CancellableDouble extends TestSimEngine {
+class CancellableDouble extends RunRecordingDouble {
   aborted = 0;
-  /** Request ids of the runs this engine was given. */
-  readonly ran: string[] = [];
   readonly held: (() => void)[] = [];
   override async tokenize(text: string, signal?: AbortSignal): Promise<Tokens> {
     // Only the test's own texts: the node's calibration tokenizes under timeouts of their own.
@@ -39,14 +33,6 @@ class CancellableDouble extends TestSimEngine {
     if (!messages[0]?.content.startsWith("hang")) return super.applyChatTemplate(messages);
     signal?.addEventListener("abort", () => this.aborted++);
     return abortOnly(signal);
-  }
-  override run(
-    req: EngineRequest,
-    onChunk?: (c: EngineChunk) => void,
-    signal?: AbortSignal,
-  ): Promise<EngineResult> {
-    this.ran.push(req.id);
-    return super.run(req, onChunk, signal);
   }
   release(): void {
     for (const go of this.held.splice(0)) go();

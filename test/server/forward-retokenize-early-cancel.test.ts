@@ -7,24 +7,19 @@
  * its signal's abort (no bound ends it within the test).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ChatMessage, EngineChunk, EngineRequest, EngineResult, Tokens } from "../../src/core/engine.js";
+import type { ChatMessage, Tokens } from "../../src/core/engine.js";
 import { FORWARD_CANCELLED } from "../../src/core/node/serving.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { fetchForeignForward, finalMsg, postCancel, postForeignForward } from "./forward-post.js";
-import { mixedPair, openForwards, TestSimEngine } from "./helpers.js";
-
-/** Settles only by `signal`'s abort. */
-function abortOnly(signal: AbortSignal | undefined): Promise<never> {
-  return new Promise((_go, fail) => signal?.addEventListener("abort", () => fail(new Error("aborted"))));
-}
+import { mixedPair, openForwards } from "./helpers.js";
+import { abortOnly, RunRecordingDouble } from "./run-recording-double.js";
 
 /** Test double: counts the test's own engine steps; "hang" ones end only by their signal's abort. */
-class CountingDouble extends TestSimEngine {
+class CountingDouble extends RunRecordingDouble {
   /** Texts this engine was asked to tokenize, and chats to render (the test's own only). */
   readonly tokenized: string[] = [];
   readonly rendered: string[] = [];
-  readonly ran: string[] = [];
   override async tokenize(text: string, signal?: AbortSignal): Promise<Tokens> {
     // Only the test's own texts: the node's calibration tokenizes too.
     if (!text.startsWith("hang") && !text.startsWith("early")) return super.tokenize(text);
@@ -37,14 +32,6 @@ class CountingDouble extends TestSimEngine {
     if (!first.startsWith("hang")) return super.applyChatTemplate(messages);
     this.rendered.push(first);
     return abortOnly(signal);
-  }
-  override run(
-    req: EngineRequest,
-    onChunk?: (c: EngineChunk) => void,
-    signal?: AbortSignal,
-  ): Promise<EngineResult> {
-    this.ran.push(req.id);
-    return super.run(req, onChunk, signal);
   }
 }
 

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import type { Tokens } from "../../core/engine.js";
-import { EngineInputError, EngineUnavailableError } from "../errors.js";
+import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "../errors.js";
 import type { HttpClient } from "../http-client.js";
 
 /** Token ids are Uint32 here. */
@@ -40,6 +40,31 @@ export async function localTokens(text: string): Promise<Tokens> {
 }
 
 export type TokenizeShape = "vllm" | "llamacpp" | "none";
+
+/**
+ * `shared` as one caller waits on it: rejected (EngineAbortedError) as soon as `signal` aborts, while
+ * `shared` runs on for its other callers. Else a caller gone or past its bound would stay counted as
+ * a running call (against --max-pending) until the shared work ended.
+ */
+function waitUnlessAborted<T>(shared: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return shared;
+  if (signal.aborted) return Promise.reject(new EngineAbortedError());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new EngineAbortedError());
+    signal.addEventListener("abort", onAbort, { once: true });
+    const settled = () => signal.removeEventListener("abort", onAbort);
+    shared.then(
+      (v) => {
+        settled();
+        resolve(v);
+      },
+      (e: unknown) => {
+        settled();
+        reject(e);
+      },
+    );
+  });
+}
 
 export class RemoteTokenizer {
   private tokenizeShape: TokenizeShape | undefined;
@@ -105,10 +130,11 @@ export class RemoteTokenizer {
 
   /**
    * The server's tokens for `text`; undefined when it has no /tokenize that returns tokens. `signal`
-   * aborts this request only: the shape probe is shared with other callers, so it is not aborted.
+   * aborts this request only: the shape probe is shared with other callers, so it is not aborted, but
+   * this call stops waiting on it.
    */
   async tokenize(text: string, signal?: AbortSignal): Promise<Tokens | undefined> {
-    const shape = this.tokenizeShape ?? (await this.detectShape());
+    const shape = this.tokenizeShape ?? (await waitUnlessAborted(this.detectShape(), signal));
     if (shape === "none") return undefined;
     // Once the shape is known, a 4xx is about this prompt (e.g. too long): the caller's error.
     const parsed = TokenizeResponse.safeParse(

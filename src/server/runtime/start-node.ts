@@ -22,6 +22,7 @@ import {
   systemResolver,
 } from "../../net/discovery.js";
 import { FORWARD_TIMEOUT_MARGIN_MS } from "../../net/forward-timeouts.js";
+import { trackOwedAnswers } from "../../net/owed-answers.js";
 import { PeerClient } from "../../net/transport-client.js";
 import { buildPeerServer, peerPortConnectionLimit } from "../../net/transport-server.js";
 import { buildApi } from "../api.js";
@@ -228,12 +229,16 @@ export async function startNode(
     { ...timeouts, keepAliveMs: s.keepAliveTimeoutMs },
     apiClosed,
   );
+  const apiAnswers = trackOwedAnswers(api.server);
   limitConnections(
     api.server,
     { max: s.maxConnections, perAddress: apiConnectionsPerAddress(s) },
     {
       onRefused: apiClosed,
-      onAdmitted: watchApiIdle,
+      onAdmitted: (socket) => {
+        watchApiIdle(socket);
+        apiAnswers.admit(socket);
+      },
       body: (message) => errorBody(message, "server_error", null, "too_many_connections"),
     },
   );
@@ -358,7 +363,7 @@ export async function startNode(
       // The drain is over: what the engine still has in flight (a stalled server's) ends now, and
       // the clients waiting on it get their 503 within the answer grace.
       const engineClosed = engine.close().catch(() => {});
-      await closeWithGrace(api.server, apiClosed, ANSWER_GRACE_MS);
+      await closeWithGrace(api.server, apiClosed, ANSWER_GRACE_MS, apiAnswers);
       const peerClosed = closeQuietly(peerServer);
       peerServer.server.closeAllConnections();
       await peerClosed;
