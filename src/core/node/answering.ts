@@ -200,8 +200,10 @@ export class Answering {
     this.o.hedging.end(p, out, !hedgeOn(p.hedge, from, msg.attempt));
     targets.landed(from, p.reqId, msg.attempt);
     pending.settle(p.reqId);
-    // A late answer's attempt ended already (trust counted it then, and its progress just now).
-    if (current) this.o.trust.answered(from, attemptKey(p));
+    // A late answer's attempt ended already (trust counted it then, and its progress just now). One
+    // past its first deadline, kept open by streamed output, counts as that deadline would have.
+    if (current && acks.pastFirstDeadline(p, now)) this.o.trust.answeredLate(from, attemptKey(p), now);
+    else if (current) this.o.trust.answered(from, attemptKey(p));
     this.o.planner.learnDecode(msg.result);
     this.o.spot.offer(from, p.request, msg.result.text, this.o.deps.random);
     const { timing } = msg;
