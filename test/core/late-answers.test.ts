@@ -26,10 +26,17 @@ function pair(): Harness {
 const trustOfB = (h: Harness) => h.node("A").peers()[0]?.trust;
 
 /**
- * A's client request `reqId` (topic 1) goes to B, which streams output every 100 ms for `answerAfterMs`
- * and then answers. Returns the result B's engine produced, or undefined if A did not forward it.
+ * A's client request `reqId` (topic 1) goes to B, which streams output every 100 ms (unless not
+ * `streams`: as before output kept a forward) for `answerAfterMs` and then answers. Returns the result
+ * B's engine produced, or undefined if A did not forward it.
  */
-function askB(h: Harness, reqId: string, q: number, answerAfterMs: number): EngineResult | undefined {
+function askB(
+  h: Harness,
+  reqId: string,
+  q: number,
+  answerAfterMs: number,
+  streams = true,
+): EngineResult | undefined {
   if (forwardsIn(h.client("A", reqId, prompt(1, q), 64)).length === 0) return undefined;
   h.deliver(isType("forward"));
   h.deliver(isType("forward-ack"));
@@ -37,7 +44,7 @@ function askB(h: Harness, reqId: string, q: number, answerAfterMs: number): Engi
   expect(runs?.size).toBe(1);
   const result = [...(runs?.values() ?? [])][0]?.result;
   for (let t = 0; t < answerAfterMs; t += 10) {
-    if (t % 100 === 0) h.input("A", { type: "forward-output", reqId, from: "B" });
+    if (streams && t % 100 === 0) h.input("A", { type: "forward-output", reqId, from: "B" });
     h.advanceLive(10);
     h.deliver((m) => m.msg.type === "forward" || m.msg.type === "forward-ack");
   }
@@ -85,5 +92,28 @@ describe("answers late against their first deadline", () => {
     const h = pair();
     for (let i = 1; i <= 2 * FAILURES; i++) expectAnsweredByB(h, `r${i}`, askB(h, `r${i}`, i, 200));
     expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 0, opened: 0 });
+  });
+
+  it("an honest peer late now and then under load gets the marks it got before output kept it", () => {
+    // Late, on time, late; a quiet minute (the failure window passes); late, on time twice.
+    const schedule = [LATE_MS, 50, LATE_MS, -61_000, LATE_MS, 200, 50];
+    const run = (streams: boolean) => {
+      const h = pair();
+      schedule.forEach((ms, i) => {
+        if (ms < 0) h.advanceLive(-ms, 100);
+        else expect(askB(h, `r${i}`, i, ms, streams)).toBeDefined();
+      });
+      return h;
+    };
+    const before = run(false);
+    const now = run(true);
+    // Before, each late answer was given up at its deadline (a fallback, and a mark); now each is
+    // the reply, and marked once: the same marks, the breaker as closed.
+    expect(before.node("A").stats()).toMatchObject({ overdueAnswers: 3, fallbacks: 3 });
+    expect(now.node("A").stats()).toMatchObject({ overdueAnswers: 0, fallbacks: 0 });
+    expect(trustOfB(before)).toMatchObject({ state: "closed", failures: 3, opened: 0 });
+    expect(trustOfB(now)).toEqual(trustOfB(before));
+    for (const [i, ms] of schedule.entries())
+      if (ms >= 0) expect(now.repliesFor(`r${i}`)[0]?.record.servedBy).toBe("B");
   });
 });
