@@ -71,8 +71,10 @@ describe("answers late against their first deadline", () => {
       expectAnsweredByB(h, `r${i}`, result);
       expect(trustOfB(h)?.failures).toBe(i);
     }
-    // Kept open to the end: no fallback, no overdue give-up, yet the breaker opened.
+    // Kept open to the end: no fallback, no overdue give-up, yet the breaker opened. Each attempt was
+    // re-sent meanwhile (answer recovery's probes): its first deadline runs from its first send.
     expect(h.node("A").stats()).toMatchObject({ fallbacks: 0, overdueAnswers: 0 });
+    expect(h.node("A").stats().probes).toBeGreaterThanOrEqual(FAILURES);
     expect(trustOfB(h)).toMatchObject({ state: "open", opened: 1, failures: FAILURES });
     // Routing goes elsewhere: the next request for B's prefix runs here.
     expect(askB(h, "next", 99, 0)).toBeUndefined();
