@@ -118,4 +118,27 @@ describe("answers late against their first deadline", () => {
     for (const [i, ms] of schedule.entries())
       if (ms >= 0) expect(now.repliesFor(`r${i}`)[0]?.record.servedBy).toBe("B");
   });
+
+  it("a client hanging up on a late stream marks the peer as its answer would; an early hang-up not", () => {
+    const h = pair();
+    const hangUpAfter = (reqId: string, q: number, ms: number) => {
+      expect(forwardsIn(h.client("A", reqId, prompt(1, q), 64))).toEqual(["B"]);
+      h.deliver(isType("forward"));
+      h.deliver(isType("forward-ack"));
+      for (let t = 0; t < ms; t += 10) {
+        if (t % 100 === 0) h.input("A", { type: "forward-output", reqId, from: "B" });
+        h.advanceLive(10);
+        h.deliver((m) => m.msg.type === "forward" || m.msg.type === "forward-ack");
+      }
+      h.input("A", { type: "client-gone", reqId });
+      h.deliver();
+      h.finishRuns("B");
+      h.deliver();
+    };
+    hangUpAfter("early", 1, 200);
+    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 0 });
+    hangUpAfter("late", 2, LATE_MS);
+    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 1 });
+    expect(h.node("A").stats()).toMatchObject({ clientGoneForwarded: 2, fallbacks: 0 });
+  });
 });

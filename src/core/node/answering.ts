@@ -87,7 +87,12 @@ export class Answering {
     if (p === undefined) return undefined;
     let stage: GoneStage;
     if (p.current !== undefined) {
-      // Neither a timeout nor a failure of the peer: its timers go, its peer gets the cancel.
+      // Neither a timeout nor a failure of the peer: its timers go, its peer gets the cancel. Unless
+      // past its first deadline (kept open by streamed output): late already, marked as that
+      // deadline would have marked it, as an answer then would be (trust.ts).
+      const now = this.o.deps.now();
+      const { acks, trust } = this.o;
+      if (acks.pastFirstDeadline(p, now)) trust.failed(p.current, attemptKey(p), now);
       this.o.attempts.end(p, out, true, true, false);
       stage = "forwarded";
     } else if (p.failedHere !== undefined) {

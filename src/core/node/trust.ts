@@ -8,10 +8,10 @@
  *    for load, or the forward timeout: the score falls, and `failures` of them within `windowMs`,
  *    or in a row without an answer in time between them, open the breaker (SGLang's gateway opens after
  *    10 in 120 s: a stalled forward costs a client seconds, so a few suffice);
- *  - answered late → past the attempt's first deadline, kept open by output it streamed
- *    (forward-acks.ts `streamed`): the answer is taken and is progress, but counts as the failure
- *    that deadline made it before, not a success (no streak reset): a peer streaming slower than it
- *    promised is demoted after a few, one late once under load is not (slack covers normal lateness);
+ *  - answered late → past the attempt's first deadline, kept open by output it streamed (forward-acks.ts
+ *    `streamed`): the answer is taken and is progress, but counts as the failure that deadline made it
+ *    before, not a success (no streak reset), as does its client hanging up then: a peer streaming slower
+ *    than it promised is demoted after a few, one late once under load is not (slack covers lateness);
  *  - refused for load (overloaded, a deadline it cannot meet, busy: load-refusal.ts) → no mark,
  *    only a back-off that doubles while refusals continue: being busy is honest, and push-back
  *    already says so;
