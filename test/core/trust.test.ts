@@ -1,13 +1,8 @@
 /** Peer trust (trust.ts): the circuit breaker's states, and what counts against a peer. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  isLoadRefusal,
-  MAX_DEPARTED,
-  MAX_QUARANTINED,
-  Trust,
-  type TrustConfig,
-} from "../../src/core/node/trust.js";
+import { isLoadRefusal } from "../../src/core/node/load-refusal.js";
+import { MAX_DEPARTED, MAX_QUARANTINED, Trust, type TrustConfig } from "../../src/core/node/trust.js";
 
 const config: TrustConfig = {
   enabled: true,
@@ -54,6 +49,42 @@ describe("trust: the circuit breaker", () => {
     expect(t.view("b")?.state).toBe("closed");
     t.failed("b", "x", 200_000);
     expect(t.view("b")?.state).toBe("open");
+  });
+
+  it("answers late (`answeredLate`) fail in a row, however far apart; one in time between resets it", () => {
+    const t = fresh();
+    for (const [i, at] of [0, 100_000].entries()) {
+      t.sent("b", `l${i}`, at);
+      t.answeredLate("b", `l${i}`, at);
+    }
+    expect(t.view("b")).toMatchObject({ state: "closed", failures: 2 });
+    t.sent("b", "ok", 150_000);
+    t.answered("b", "ok");
+    t.sent("b", "l2", 200_000);
+    t.answeredLate("b", "l2", 200_000);
+    expect(t.view("b")?.state).toBe("closed");
+    for (const at of [300_000, 400_000]) {
+      t.sent("b", `${at}`, at);
+      t.answeredLate("b", `${at}`, at);
+    }
+    expect(t.view("b")).toMatchObject({ state: "open", failures: 5, opened: 1 });
+  });
+
+  it("an answer late is progress (probation ends) and ends the attempt; a late probe reopens", () => {
+    const t = fresh();
+    for (const k of ["1", "2", "3"]) t.sent("b", k, 0);
+    expect(t.mayHold("b")).toBe(false);
+    t.answeredLate("b", "1", 0);
+    expect(t.mayHold("b")).toBe(true);
+    t.answeredLate("b", "2", 1);
+    t.answeredLate("b", "3", 2);
+    expect(t.view("b")?.state).toBe("open");
+    t.sent("b", "probe", 10_002); // opened at 2
+    expect(t.view("b")?.state).toBe("half-open");
+    t.answeredLate("b", "probe", 11_000);
+    expect(t.view("b")?.state).toBe("open");
+    expect(t.routable("b", 11_000 + 19_999)).toBe(false);
+    expect(t.routable("b", 11_000 + 20_000)).toBe(true);
   });
 
   it("half-opens after openMs for one probe: success closes, failure reopens for twice as long", () => {

@@ -87,7 +87,12 @@ export class Answering {
     if (p === undefined) return undefined;
     let stage: GoneStage;
     if (p.current !== undefined) {
-      // Neither a timeout nor a failure of the peer: its timers go, its peer gets the cancel.
+      // Neither a timeout nor a failure of the peer: its timers go, its peer gets the cancel. Unless
+      // past its first deadline (kept open by streamed output): late already, marked as that
+      // deadline would have marked it, as an answer then would be (trust.ts).
+      const now = this.o.deps.now();
+      const { acks, trust } = this.o;
+      if (acks.pastFirstDeadline(p, now)) trust.failed(p.current, attemptKey(p), now);
       this.o.attempts.end(p, out, true, true, false);
       stage = "forwarded";
     } else if (p.failedHere !== undefined) {
@@ -200,8 +205,10 @@ export class Answering {
     this.o.hedging.end(p, out, !hedgeOn(p.hedge, from, msg.attempt));
     targets.landed(from, p.reqId, msg.attempt);
     pending.settle(p.reqId);
-    // A late answer's attempt ended already (trust counted it then, and its progress just now).
-    if (current) this.o.trust.answered(from, attemptKey(p));
+    // A late answer's attempt ended already (trust counted it then, and its progress just now). One
+    // past its first deadline, kept open by streamed output, counts as that deadline would have.
+    if (current && acks.pastFirstDeadline(p, now)) this.o.trust.answeredLate(from, attemptKey(p), now);
+    else if (current) this.o.trust.answered(from, attemptKey(p));
     this.o.planner.learnDecode(msg.result);
     this.o.spot.offer(from, p.request, msg.result.text, this.o.deps.random);
     const { timing } = msg;

@@ -129,6 +129,14 @@ export class ForwardAcks {
   }
 
   /**
+   * Whether an answer of the current attempt at `now` is past its first answer deadline (before any
+   * output moved it): the deadline that gave such a peer up before output kept it (trust.ts).
+   */
+  pastFirstDeadline(a: AttemptClock, now: number): boolean {
+    return a.answerWindowMs > 0 && now > a.attemptSentAt + a.answerWindowMs;
+  }
+
+  /**
    * Sends the current attempt's forward (first send or probe) and, if the peer acks, arms the wait
    * for its ack.
    */

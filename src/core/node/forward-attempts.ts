@@ -13,6 +13,7 @@ import { owedCancels } from "./abort-runs.js";
 import type { ForwardAcks } from "./forward-acks.js";
 import { hedgeOn } from "./hedge.js";
 import type { Hedging } from "./hedging.js";
+import { isLoadRefusal } from "./load-refusal.js";
 import { exceedsLimits, type PeerLimits, saidLimits } from "./peer-limits.js";
 import {
   type Abandoned,
@@ -24,7 +25,7 @@ import {
 } from "./pending-requests.js";
 import { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 import type { Targets } from "./targets.js";
-import { isLoadRefusal, type Trust } from "./trust.js";
+import type { Trust } from "./trust.js";
 import {
   type Effect,
   MAX_REQ_ID,

@@ -142,6 +142,9 @@ export class Planner {
    * When a peer should answer a forward of `request`, from our side alone (the daemon's acks carry
    * no ETA): its queue and what we sent it since, at our learned service time, then the request's
    * own prefill and its whole `maxTokens` budget of decode, and the round trip. An upper estimate.
+   * Unlike cost-aware's `peerWaitMs`, it does not drain the queue by the report's age, on purpose: the
+   * forwards other origins sent the peer since that report are unseen here, so a deadline should err
+   * late, and draining it measured worse (BENCHMARKS.md, "Answer deadlines drained by a report's age").
    */
   private expectedAnswerMs(c: Candidate, request: EngineRequest, costs: LearnedCosts): number {
     const queued = c.queueDepth + (c.sentSinceQueue ?? 0);

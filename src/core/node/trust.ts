@@ -6,9 +6,13 @@
  *  - answered → a success (a half-open breaker closes);
  *  - failed → acked but not answered by its expected time plus slack, an error that is no refusal
  *    for load, or the forward timeout: the score falls, and `failures` of them within `windowMs`,
- *    or in a row without an answer between them, open the breaker (SGLang's gateway opens after
+ *    or in a row without an answer in time between them, open the breaker (SGLang's gateway opens after
  *    10 in 120 s: a stalled forward costs a client seconds, so a few suffice);
- *  - refused for load (overloaded, a deadline it cannot meet, busy) → no mark against the peer,
+ *  - answered late → past the attempt's first deadline, kept open by output it streamed (forward-acks.ts
+ *    `streamed`): the answer is taken and is progress, but counts as the failure that deadline made it
+ *    before, not a success (no streak reset), as does its client hanging up then: a peer streaming slower
+ *    than it promised is demoted after a few, one late once under load is not (slack covers lateness);
+ *  - refused for load (overloaded, a deadline it cannot meet, busy: load-refusal.ts) → no mark,
  *    only a back-off that doubles while refusals continue: being busy is honest, and push-back
  *    already says so;
  *  - anything else (unreachable, departed, restarted, our own cancel, a forward never acked) →
@@ -87,17 +91,6 @@ interface PeerTrust {
   failures: number;
   refusals: number;
   opened: number;
-}
-
-/**
- * Errors a peer answers when it is busy, not broken: its serving role's overload and deadline
- * refusals, a transport's 429 or push-back, a drain on shutdown.
- */
-const LOAD_REFUSAL = /^(overloaded|deadline|shutting down)|\b(busy|429|push-back|too many requests)\b/i;
-
-/** Whether a peer's error is a refusal for load (no mark against it). */
-export function isLoadRefusal(error: string): boolean {
-  return LOAD_REFUSAL.test(error);
 }
 
 function viewOf(t: PeerTrust): TrustView {
@@ -284,6 +277,13 @@ export class Trust {
       t.openMs = this.config.openMs;
       t.recent.length = 0;
     }
+  }
+
+  /** The attempt `attempt` to `id` was answered late (see the file's comment): it fails, and ends. */
+  answeredLate(id: NodeId, attempt: string, now: number): void {
+    this.failed(id, attempt, now);
+    this.ended(id, attempt);
+    this.progressed(id);
   }
 
   /**
