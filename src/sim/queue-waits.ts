@@ -69,11 +69,15 @@ export class QueueWaits {
     this.of(reqId).heldSince = now;
   }
 
-  /** Its origin sent attempt `attempt` of `reqId` to `peer` (a re-send changes nothing). */
+  /**
+   * Its origin sent attempt `attempt` of `reqId` to `peer`. A re-send changes nothing: a hedge re-asks
+   * an abandoned attempt while the request stays in its origin's queue.
+   */
   sent(reqId: string, peer: number, attempt: number, now: number): void {
+    if (this.find(reqId, peer, attempt) !== undefined) return;
     const w = this.of(reqId);
     this.release(w, now, false);
-    if (this.find(reqId, peer, attempt) === undefined) w.attempts.push({ peer, attempt, sentAt: now });
+    w.attempts.push({ peer, attempt, sentAt: now });
   }
 
   /** The origin stopped waiting on the attempt (its forward timer cancelled or fired): it holds it. */
@@ -147,7 +151,7 @@ export class QueueWaits {
 }
 
 /** The length of the union of intervals [from, to] (empty ones ignored). */
-function unionMs(xs: [number, number][]): number {
+export function unionMs(xs: [number, number][]): number {
   const sorted = xs.filter((x) => x[1] > x[0]).sort((a, b) => a[0] - b[0]);
   let ms = 0;
   let end = Number.NEGATIVE_INFINITY;

@@ -2,8 +2,9 @@
  * The queue waits a request's record keeps apart from `queueMs` (queue-waits.ts): a peer's queue while
  * its origin still waited on that attempt, its origin's own queue before it moved, overlaps once.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { QueueWaits } from "../../src/sim/queue-waits.js";
+import { QueueWaits, unionMs } from "../../src/sim/queue-waits.js";
 import { runSimulation } from "../../src/sim/run.js";
 import { assembleWorkload } from "../../src/workload/assemble.js";
 import { syntheticPool } from "../../src/workload/synthetic.js";
@@ -49,11 +50,54 @@ describe("QueueWaits", () => {
     expect(q.take("r3.1", 939, { peer: 2, attempt: 1 })).toBeCloseTo(2, 6);
   });
 
+  it("a hedge's re-ask of an abandoned attempt leaves the request in its origin's queue", () => {
+    const q = new QueueWaits();
+    q.submitted("r5.1", 0);
+    q.sent("r5.1", 1, 1, 0);
+    q.delivered("r5.1", 1, 1, 2);
+    q.left("r5.1", 1, 500); // peer 1 runs it; its answer is lost
+    q.left("r5.1", 1, 1_000, 1);
+    q.ended("r5.1", 1, 3_000); // overdue: queued here, the hedge re-asks peer 1 at once and again
+    q.sent("r5.1", 1, 1, 3_000);
+    q.sent("r5.1", 1, 1, 4_000);
+    q.delivered("r5.1", 1, 1, 4_002);
+    // The kept answer takes it out of its origin's queue, where it waited from 3 s on.
+    expect(q.take("r5.1", 4_004, { peer: 1, attempt: 1 })).toBeCloseTo(1_004, 6);
+  });
+
+  it("a re-ask while it waits for its own run here splits no wait: that wait is queueMs", () => {
+    const q = new QueueWaits();
+    q.submitted("r6.1", 0);
+    q.sent("r6.1", 1, 1, 0);
+    q.delivered("r6.1", 1, 1, 2);
+    q.left("r6.1", 1, 500);
+    q.left("r6.1", 1, 1_000, 1);
+    q.ended("r6.1", 1, 3_000);
+    q.sent("r6.1", 1, 1, 3_500);
+    q.ranHere("r6.1", 4_000);
+    // Only peer 1's queue while the origin waited on it; [3 s, 4 s] is the answering run's wait.
+    expect(q.take("r6.1", 5_000)).toBeCloseTo(498, 6);
+  });
+
   it("forgets a request once taken or dropped", () => {
     const q = new QueueWaits();
     q.submitted("r4.1", 0);
     q.drop("r4.1");
     expect(q.take("r4.1", 1_000)).toBe(0);
+  });
+});
+
+describe("unionMs", () => {
+  it("is the length a naive cell count of the intervals covers", () => {
+    const interval = fc.tuple(fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 60 }));
+    fc.assert(
+      fc.property(fc.array(interval, { maxLength: 12 }), (xs) => {
+        let cells = 0;
+        for (let c = 0; c < 60; c++) if (xs.some(([from, to]) => from <= c && c < to)) cells++;
+        expect(unionMs(xs.map(([a, b]) => [a, b]))).toBe(cells);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
