@@ -7,9 +7,9 @@
  *
  * A forward attempt's origin wait runs from its first send to its end at the origin (its forward
  * timer cancelled or fired); its queue at the peer from the forward's first delivery there to that
- * peer's start of the run or its answer (an error included): what overlaps counts. The origin holds
- * a request from its submission, and from each attempt's end, until it forwards it, runs it or
- * replies: its own queue. The waits overlap each other and the answering run (the origin may hold
+ * peer's start of the run, its answer (an error included) or its crash: what overlaps counts. The
+ * origin holds a request from its submission, and from each attempt's end, until it forwards it anew,
+ * runs it or replies: its own queue. The waits overlap each other and the answering run (the origin may hold
  * it while a late answer's peer still queues or runs it): what counts is their union with the
  * answering run's wait and run, less those two (`queueMs` and the run: in the record already).
  */
@@ -23,6 +23,8 @@ interface Attempt {
   startedAt?: number;
   /** When the peer answered it (the end of its run there, if it ran it). */
   answeredAt?: number;
+  /** When the peer crashed with it queued: the job went with it (a later re-delivery is not counted). */
+  lostAt?: number;
 }
 
 /** A wait at the origin, [from, to]; `run`: its run there ended it. */
@@ -126,7 +128,10 @@ export class QueueWaits {
       if (answeredBy !== undefined && a.peer === answeredBy.peer && a.attempt === answeredBy.attempt) {
         answering = [a.queuedAt, a.startedAt ?? now];
         run = [a.startedAt ?? now, a.answeredAt ?? now];
-      } else waits.push([Math.max(a.queuedAt, a.sentAt), Math.min(a.startedAt ?? now, a.endedAt ?? now)]);
+      } else {
+        const to = Math.min(a.startedAt ?? now, a.endedAt ?? now, a.lostAt ?? now);
+        waits.push([Math.max(a.queuedAt, a.sentAt), to]);
+      }
     }
     const lastRun = w.held.findLastIndex((h) => h[2]);
     w.held.forEach((h, i) => {
@@ -144,9 +149,20 @@ export class QueueWaits {
     return Math.max(0, unionMs(waits) - known);
   }
 
-  /** A request whose client gave up on this try (its origin crashed, or it failed): forgotten. */
+  /** A request whose client gave up on this try (it hung up): forgotten. */
   drop(reqId: string): void {
     this.byReq.delete(reqId);
+  }
+
+  /**
+   * Node `node` crashed: the requests it originated (`outstanding`) are forgotten (their clients
+   * re-submit), and what waited in its queue for other origins waits no more.
+   */
+  crashed(node: number, outstanding: Iterable<string>, now: number): void {
+    for (const reqId of outstanding) this.byReq.delete(reqId);
+    for (const w of this.byReq.values())
+      for (const a of w.attempts)
+        if (a.peer === node && a.queuedAt !== undefined && a.startedAt === undefined) a.lostAt ??= now;
   }
 }
 

@@ -344,6 +344,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         const s = origin >= 0 ? nodes[origin] : undefined;
         const reqId = clients.reqIdOf(ev.req);
         if (s?.node && s.outstanding.delete(reqId)) handle(s, { type: "client-gone", reqId });
+        queueWaits.drop(reqId);
         clients.abandon(ev.req, now);
         break;
       }
@@ -358,10 +359,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         s.engine.cache.clear();
         s.summary.crashes++;
         // The clients connected to it see their connections drop and re-submit elsewhere.
-        for (const reqId of s.outstanding) {
-          queueWaits.drop(reqId);
-          clients.resubmit(reqId, now);
-        }
+        queueWaits.crashed(ev.node, s.outstanding, now);
+        for (const reqId of s.outstanding) clients.resubmit(reqId, now);
         s.outstanding.clear();
         break;
       }

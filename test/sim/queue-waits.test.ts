@@ -79,11 +79,26 @@ describe("QueueWaits", () => {
     expect(q.take("r6.1", 5_000)).toBeCloseTo(498, 6);
   });
 
-  it("forgets a request once taken or dropped", () => {
+  it("a peer's crash ends the wait in its queue, though its origin waits on until it notices", () => {
+    const q = new QueueWaits();
+    q.submitted("r7.1", 0);
+    q.sent("r7.1", 1, 1, 0);
+    q.delivered("r7.1", 1, 1, 2);
+    q.crashed(1, [], 2_000);
+    q.ended("r7.1", 1, 6_000); // its origin gives up on peer 1 only now, then runs it at once
+    q.ranHere("r7.1", 6_000);
+    expect(q.take("r7.1", 7_000)).toBeCloseTo(1_998, 6);
+  });
+
+  it("forgets a request once taken, dropped or its origin crashed", () => {
     const q = new QueueWaits();
     q.submitted("r4.1", 0);
     q.drop("r4.1");
     expect(q.take("r4.1", 1_000)).toBe(0);
+    q.submitted("r4.2", 0);
+    q.sent("r4.2", 1, 1, 500);
+    q.crashed(2, ["r4.2"], 600);
+    expect(q.take("r4.2", 1_000)).toBe(0);
   });
 });
 
