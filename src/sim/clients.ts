@@ -158,9 +158,16 @@ export class SimClients {
 
   /**
    * Node `origin`'s reply to a try it owed, at `now`; `answerLegMs`: how long the peer's answer it
-   * carries was on the wire (0: none). A failure is tried again while tries remain.
+   * carries was on the wire (0: none); `otherQueueMs`: its queue waits but the answering run's
+   * (queue-waits.ts). A failure is tried again while tries remain.
    */
-  reply(origin: number, e: Extract<Effect, { type: "reply" }>, now: number, answerLegMs: number): void {
+  reply(
+    origin: number,
+    e: Extract<Effect, { type: "reply" }>,
+    now: number,
+    answerLegMs: number,
+    otherQueueMs = 0,
+  ): void {
     const ri = requestIndex(e.reqId);
     const c = this.client[ri] as ClientReq;
     const wr = this.reqs[ri]!;
@@ -199,6 +206,7 @@ export class SimClients {
         decodeMs: r.decodeMs,
         networkMs: r.networkMs,
         answerLegMs,
+        otherQueueMs,
         retries: c.tries - 1,
         ok,
         correct,

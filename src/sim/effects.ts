@@ -9,6 +9,7 @@ import { type Effect, type PeerMessage, timerKey } from "../core/node/types.js";
 import type { EngineFaultModel } from "./faults/engine.js";
 import type { NodeFaultModel } from "./faults/node.js";
 import type { SimNetwork } from "./network.js";
+import type { QueueWaits } from "./queue-waits.js";
 import { type Agenda, requestIndex, type SimNodeState } from "./run-state.js";
 import type { Traffic } from "./traffic.js";
 
@@ -19,6 +20,8 @@ export interface EffectsContext {
   queue: Agenda;
   net: SimNetwork;
   traffic: Traffic;
+  /** Where the queue waits a record's `queueMs` misses are measured. */
+  queueWaits: QueueWaits;
   nodeFaults: NodeFaultModel;
   engineFaults: EngineFaultModel;
   /** Δcomm (ms): a member check takes a round trip of it. */
@@ -53,6 +56,7 @@ export class SimEffects {
           if (e.msg.type === "forward") s.summary.forwarded++;
           const to = ctx.idxOf.get(e.to);
           if (to === undefined) break;
+          this.measure(s, to, e.msg, now);
           // A stalling peer's answers never leave it.
           const answer = e.msg.type === "result" || e.msg.type === "error";
           if (answer && ctx.nodeFaults.stalling(s.idx, now)) break;
@@ -80,6 +84,8 @@ export class SimEffects {
             result.prefillMs *= slow;
             result.decodeMs *= slow;
           }
+          if (s.outstanding.has(e.request.id)) ctx.queueWaits.ranHere(e.request.id, now);
+          else ctx.queueWaits.left(e.request.id, s.idx, now);
           const ri = requestIndex(e.request.id);
           if (ri >= 0 && ri < ctx.requests) this.runsPerRequest[ri] = (this.runsPerRequest[ri] as number) + 1;
           const tokens = keyTokens(e.request);
@@ -128,6 +134,7 @@ export class SimEffects {
         }
         case "cancel-timer":
           s.timers.delete(timerKey(e.timer));
+          if (e.timer.kind === "forward") ctx.queueWaits.ended(e.timer.reqId, e.timer.attempt, now);
           break;
         case "reply":
           ctx.reply(s, e);
@@ -160,6 +167,13 @@ export class SimEffects {
         }
       }
     }
+  }
+
+  /** What a send tells the queue waits: an origin's forward, or a peer's answer to one. */
+  private measure(s: SimNodeState, to: number, msg: PeerMessage, now: number): void {
+    const q = this.ctx.queueWaits;
+    if (msg.type === "forward" && s.outstanding.has(msg.reqId)) q.sent(msg.reqId, to, msg.attempt, now);
+    else if (msg.type === "result" || msg.type === "error") q.left(msg.reqId, s.idx, now, msg.attempt);
   }
 
   /** Puts `msg` from node `from` on the network to node `to` (lost if its host is down). */

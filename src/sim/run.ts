@@ -31,6 +31,7 @@ import { SimNetwork } from "./network.js";
 import { Oracle } from "./oracle.js";
 import { OracleSync } from "./oracle-sync.js";
 import type { SimProbe } from "./probe.js";
+import { QueueWaits } from "./queue-waits.js";
 import { type Ev, newNodeState, type SimNodeState } from "./run-state.js";
 import { nodeSettings, simGossip, validate } from "./setup.js";
 import { SharedKeySets, SharedPeerIndex } from "./shared-estimates.js";
@@ -124,7 +125,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   );
   const total = clients.total;
   /** The peer's answer being delivered now (a reply made while handling it is the one it answers). */
-  let delivering: { reqId: string; sentAt: number } | undefined;
+  let delivering: { reqId: string; sentAt: number; peer: number; attempt: number } | undefined;
+  const queueWaits = new QueueWaits();
   /** Engine time spent on runs (ended ones: an aborted run counts until its abort). */
   let engineBusyMs = 0;
   let lastRestartAt = 0;
@@ -135,6 +137,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     queue,
     net,
     traffic,
+    queueWaits,
     nodeFaults,
     engineFaults,
     commMs: config.commMs,
@@ -146,7 +149,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         if (check) violations.push(`t=${now}: ${s.id} answered ${e.reqId} twice or unasked`);
         return;
       }
-      clients.reply(s.idx, e, now, delivering?.reqId === e.reqId ? now - delivering.sentAt : 0);
+      const answer = delivering?.reqId === e.reqId ? delivering : undefined;
+      clients.reply(s.idx, e, now, answer ? now - answer.sentAt : 0, queueWaits.take(e.reqId, now, answer));
     },
     runStarted: unsettle,
   });
@@ -185,6 +189,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     const s = nodes[origin] as SimNodeState;
     s.summary.entered++;
     s.outstanding.add(reqId);
+    queueWaits.submitted(reqId, now);
     handle(s, { type: "client-request", reqId, request: clients.request(ri, reqId, config.deadlineMs) });
   };
 
@@ -269,7 +274,10 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           oracle?.afterReal(ev.from, ev.to, ev.msg.snapshot.header, (nodes[ev.from] as SimNodeState).node);
           deliverSnapshot(dest, from, ev.msg);
         } else {
-          if (ev.msg.type === "result") delivering = { reqId: ev.msg.reqId, sentAt: ev.sentAt };
+          const { msg } = ev;
+          if (msg.type === "forward") queueWaits.delivered(msg.reqId, ev.to, msg.attempt, now);
+          if (msg.type === "result")
+            delivering = { reqId: msg.reqId, sentAt: ev.sentAt, peer: ev.from, attempt: msg.attempt };
           handle(dest, { type: "peer-message", from, msg: ev.msg });
           delivering = undefined;
         }
@@ -293,6 +301,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         const s = nodes[ev.node] as SimNodeState;
         if (!s.node || s.inc !== ev.inc || s.timers.get(ev.key) !== ev.token) break;
         s.timers.delete(ev.key);
+        if (ev.timer.kind === "forward") queueWaits.ended(ev.timer.reqId, ev.timer.attempt, now);
         handle(s, { type: "timer", timer: ev.timer });
         break;
       }
@@ -335,6 +344,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         const s = origin >= 0 ? nodes[origin] : undefined;
         const reqId = clients.reqIdOf(ev.req);
         if (s?.node && s.outstanding.delete(reqId)) handle(s, { type: "client-gone", reqId });
+        queueWaits.drop(reqId);
         clients.abandon(ev.req, now);
         break;
       }
@@ -349,6 +359,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         s.engine.cache.clear();
         s.summary.crashes++;
         // The clients connected to it see their connections drop and re-submit elsewhere.
+        queueWaits.crashed(ev.node, s.outstanding, now);
         for (const reqId of s.outstanding) clients.resubmit(reqId, now);
         s.outstanding.clear();
         break;

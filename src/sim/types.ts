@@ -128,6 +128,12 @@ export interface SimRecord {
    * part of the wait before its run.
    */
   answerLegMs?: number;
+  /**
+   * Of `networkMs`, its queue waits other than `queueMs` (queue-waits.ts): at peers whose answer it
+   * did not get, while its origin still waited on that attempt, and in its origin's queue before
+   * offload moved it or a peer's answer took it out. Queueing, not the network's.
+   */
+  otherQueueMs?: number;
   /** Client re-submissions because its origin crashed. */
   retries: number;
   ok: boolean;

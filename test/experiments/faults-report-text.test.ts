@@ -60,3 +60,44 @@ describe("fault report: the stalling peer's rule", () => {
     expect(stallCause(md)).toContain("so more than 3 go unanswered before the first failure is even counted");
   });
 });
+
+/** The committed results with the 30% loss runs' figures set (every run measured every queue wait). */
+function lossRuns(maxS: number, maxUnqueuedS: number, otherQueueS: number | undefined): FaultsResults {
+  return {
+    ...committed,
+    runs: committed.runs.map((r) => {
+      const slowest = r.slowest && { ...r.slowest, otherQueueS };
+      return r.classId === "loss-30"
+        ? { ...r, maxS, maxUnqueuedS, forwardTimeouts: 0, slowest }
+        : { ...r, slowest };
+    }),
+  };
+}
+
+const lossRow = (md: string) => md.split("\n").find((l) => l.startsWith("| 30% loss")) ?? "";
+
+describe("fault report: the 30% loss bound, read without queue waits", () => {
+  it("a max above the bound only by queue waits is not met, and says it is met without them", () => {
+    const md = faultsReportText(lossRuns(20, 7, 10));
+    expect(lossRow(md)).toContain("max without its queue waits (every queue it waited in) 7.000 s");
+    expect(lossRow(md)).toMatch(/\| \*\*not met\*\* \(closed loop, open loop; met without queue waits\) \|$/);
+    expect(md).toContain("The 30% loss target is read on the whole latency, as written");
+    expect(md).toContain(
+      "- **Queue waits**: a request's record counts the queue of the run that answered it",
+    );
+    expect(md).toContain("A second reading, not the target's: less every queue wait");
+    expect(md).toContain("the longest request takes closed loop 7.000 s (within its bound");
+  });
+
+  it("above the bound without queue waits too: not met, and by how much", () => {
+    const md = faultsReportText(lossRuns(20, 30, 10));
+    expect(lossRow(md)).toMatch(/\| \*\*not met\*\* \(closed loop, open loop\) \|$/);
+    expect(md).toMatch(/open loop 30\.000 s \(\d+\.\d{3} s above its bound/);
+  });
+
+  it("a run that measured only the answering run's queue reads the whole latency alone", () => {
+    const md = faultsReportText(lossRuns(20, 7, undefined));
+    expect(lossRow(md)).toMatch(/\| \*\*not met\*\* \(closed loop, open loop\) \|$/);
+    expect(md).not.toContain("- **Queue waits**");
+  });
+});

@@ -36,7 +36,11 @@ export interface FaultRunResult {
   maxS: number;
   /** Longest engine run (prefill + decode) of any request, s: "one local run". */
   maxRunS: number;
-  /** Longest latency less its queue wait, s (what the network and fallbacks added to a run). */
+  /**
+   * Longest latency less all its queue waits, s (what the network and fallbacks added to a run): the
+   * answering run's (`queueMs`) and the others (`otherQueueMs`: at peers it gave up on, at its origin
+   * before offload moved it).
+   */
   maxUnqueuedS: number;
   /**
    * The same figures over the requests after the warm-up (from no. WARMUP_SHARE × requests): an open
@@ -99,6 +103,8 @@ export interface Slowest {
   latencyS: number;
   queueS: number;
   networkS: number;
+  /** Of `networkS`, its queue waits but the answering run's (SimRecord `otherQueueMs`). */
+  otherQueueS?: number;
   runS: number;
   fallbacks: number;
 }
@@ -172,7 +178,7 @@ export function measureRun(
   for (const x of recs) {
     span = Math.max(span, x.endMs);
     maxRun = Math.max(maxRun, x.prefillMs + x.decodeMs);
-    maxUnqueued = Math.max(maxUnqueued, x.latencyMs - x.queueMs);
+    maxUnqueued = Math.max(maxUnqueued, x.latencyMs - x.queueMs - (x.otherQueueMs ?? 0));
     if (x.fallbacks > 0) fellBack++;
   }
   const out: FaultRunResult = {
@@ -221,6 +227,7 @@ export function measureRun(
       latencyS: worst.latencyMs / 1000,
       queueS: worst.queueMs / 1000,
       networkS: worst.networkMs / 1000,
+      otherQueueS: (worst.otherQueueMs ?? 0) / 1000,
       runS: (worst.prefillMs + worst.decodeMs) / 1000,
       fallbacks: worst.fallbacks,
     };

@@ -11,6 +11,7 @@ import { DEFAULT_PROFILE } from "../../engines/sim/profiles.js";
 import { renderVegaLite } from "../render.js";
 import { BAD_PEER, INVESTIGATIONS, SLOW_NODE, SPOT_CHECK_RATE } from "./classes.js";
 import { type FaultRunResult, type Loop, WARMUP_SHARE } from "./measure.js";
+import { allQueueWaits, lossCause, lossRow } from "./report-loss.js";
 import { COMM_MS, type FaultsOutcome, JITTER_MS, NODES, POLL_MS } from "./run.js";
 
 export interface ReportContext {
@@ -27,6 +28,7 @@ const s3 = (x: number) => x.toFixed(3);
 const s1 = (x: number) => x.toFixed(1);
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 const mark = (ok: boolean) => (ok ? "met" : "**not met**");
+
 const TRUST_FAILURES = nodeConfigSchema.shape.trustFailures.def.defaultValue as number;
 const TRUST_WINDOW_MS = nodeConfigSchema.shape.trustWindowMs.def.defaultValue as number;
 
@@ -136,20 +138,7 @@ function targets(o: FaultsOutcome): string[] {
   out.push(
     `| One node 10× slower, open loop ${o.openRate} req/s: p99 ≤ 2× the fault-free p99 | p99 ${s3(slow.p99S)} s vs ${s3(ffOpen.p99S)} s (${(slow.p99S / ffOpen.p99S).toFixed(2)}×)${slow.afterWarmup && ffOpen.afterWarmup ? `; ${warm(ffOpen.afterWarmup)}: p99 ${s3(slow.afterWarmup.p99S)} s vs ${s3(ffOpen.afterWarmup.p99S)} s (${(slow.afterWarmup.p99S / ffOpen.afterWarmup.p99S).toFixed(2)}×)` : ""} | ${mark(slow.p99S <= 2 * ffOpen.p99S)}${slow.p99S > 2 * ffOpen.p99S && slow.afterWarmup && ffOpen.afterWarmup && slow.afterWarmup.p99S <= 2 * ffOpen.afterWarmup.p99S ? " (met after the warm-up)" : ""} |`,
   );
-  const ack = ran(o).forwardAckTimeoutMs / 1000;
-  const loss = (["closed", "open"] as const).map((loop) => {
-    const r = must(o, "loss-30", loop);
-    const bound = 3 * ack + must(o, "fault-free", loop).maxRunS;
-    return { loop, r, bound };
-  });
-  out.push(
-    `| 30% loss of all messages: no request waits for the 30 s forward timeout (max ≤ 3 × the ack timeout + one local run) | ${loss
-      .map(
-        (x) =>
-          `${x.loop} loop: ${x.r.forwardTimeouts} forward attempts waited out the forward timeout; max ${s3(x.r.maxS)} s vs bound ${s3(x.bound)} s (3 × ${ack} s + the fault-free run's longest engine run); max without its queue wait ${s3(x.r.maxUnqueuedS)} s${x.r.afterWarmup ? `; ${warm(x.r.afterWarmup)}: max ${s3(x.r.afterWarmup.maxS)} s` : ""}`,
-      )
-      .join("; ")} | ${mark(loss.every((x) => x.r.maxS <= x.bound))} |`,
-  );
+  out.push(lossRow(o));
   out.push(
     "",
     "Not measured here (real processes, not the simulator): slow-loris sockets, 2× overload with",
@@ -214,32 +203,8 @@ function causes(o: FaultsOutcome): string[] {
         )} s): ${ran(o).offload ? (slowClientsWorst ? "cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts), so new requests keep entering its queue, and offload moves them out only at each Δpoll tick, only to a peer expected to finish sooner by a service time (from its queue as last reported): its clients' slowest requests wait behind a 10× slower run." : `every node knows each other's speed (the engine costs each advertises ride in its gossiped state), with offload on cost-aware's wait floor is bounded and queues compare in each node's own jobs, so n1 forwards its clients' requests and its clients fare like the others'. What is left is capacity: the slowest requests are the cold start's (every cache empty) carried by three fast nodes, and the same cluster with no fourth node at all (fault-free, 3 nodes) has p99 ${s3(get(o, "fault-free-3", "open")?.p99S ?? 0)} s.`) : "its queue grows for the whole run, since cost-aware ranking never counts a peer's wait shorter than its own (policies/cost-aware.ts) and, with offload off, nothing moves work already queued."}${slowOff && !ran(o).offload ? ` With offload on (below): p99 ${s3(slowOff.p99S)} s (${(slowOff.p99S / ffOpen.p99S).toFixed(2)}×), n1's clients' mean queue wait ${s1(slowOff.byEntry[1]?.meanQueueS ?? 0)} s.` : ""}`,
     );
   }
-  const ack = ran(o).forwardAckTimeoutMs / 1000;
-  const losses = (["closed", "open"] as const).map((loop) => ({
-    r: must(o, "loss-30", loop),
-    ff: must(o, "fault-free", loop),
-  }));
-  if (losses.some((x) => x.r.maxS > 3 * ack + x.ff.maxRunS)) {
-    const w = losses
-      .map(({ r }) => {
-        const x = r.slowest;
-        return x
-          ? `${r.loop} loop: request ${x.index} took ${s1(x.latencyS)} s — ${s1(x.networkS)} s waiting on forwards (${x.fallbacks} fallbacks), ${s1(x.queueS)} s queued, ${s1(x.runS)} s running`
-          : "";
-      })
-      .join("; ");
-    const d = ran(o);
-    const ffOpen = must(o, "fault-free", "open");
-    const openQueues =
-      ffOpen.maxS > 3 * ack + ffOpen.maxRunS
-        ? ` (the fault-free open loop's own max is ${s3(ffOpen.maxS)} s, above its bound: that loop cannot meet the bound while it counts queue waits)`
-        : "";
-    const recovery =
-      d.answerRecovery === true
-        ? `Answer recovery is on: a lost answer is asked for again (the forward re-sent, the peer re-sends the answer it kept) half an ack timeout after the origin's estimate of it and at least every 4 ack timeouts, and after ${d.maxTimedOutAttempts} timed-out waits (no ack, a probe unanswered, a silent peer) a request stops trying peers and runs on its own node ahead of the queue. So the network's share is a few ack timeouts; what is left above the bound is runs and queues: a request whose cached peer lost its answer runs again uncached here, and in the open loop it waited on a congested peer's queue before its answer was lost${openQueues}.`
-        : `A lost *answer* is noticed only when it is overdue (3 × the expected time the peer acked + 1 s, at most the ${ran(o).forwardTimeoutMs / 1000} s forward timeout): the configuration has answer probes and answer recovery off. The simulator's loss is silent, harsher than TCP; chained losses add up.`;
-    out.push(`- **30% loss.** ${w}. A lost forward or ack costs one ack timeout (${ack} s). ${recovery}`);
-  }
+  const loss = lossCause(o);
+  if (loss !== undefined) out.push(loss);
   if (out.length === 0) return [];
   return ["## Why the missed targets are missed (from these runs' records)", "", ...out, ""];
 }
@@ -357,6 +322,11 @@ export function faultsReportText(results: FaultsResults): string {
     `- Workload: \`${o.workloadName}\`, ${o.requests} requests per run (mean prompt ${o.meanPromptTokens.toFixed(0)} tokens, 1 output token, temperature 0). Closed loop: one request in flight (the paper's loop). Open loop: Poisson arrivals at ${o.openRate} requests/s (the issue's rate), the same questions in the same order.`,
     "- Every class runs on the same seed and schedule as the fault-free run of its loop; its fault is placed at fractions of that run's virtual span T (below). A request's node is assigned round-robin; a client whose node crashed re-submits to the next live one (up to 4 tries).",
     "- lost = requests never answered; duplicated = client requests answered twice; wrong = answers delivered that are not the model's output (the simulated engine's output is deterministic, so every answer is checked); fallbacks = forward attempts that moved to another candidate (in brackets: client requests that fell back at least once); duplicate runs = engine runs beyond the first per request (work done twice).",
+    ...(allQueueWaits(o)
+      ? [
+          "- **Queue waits**: a request's record counts the queue of the run that answered it (`queueMs`) and, apart, its other queue waits (`otherQueueMs`): at a peer whose forward attempt its origin gave up on, for as long as the origin still waited on that attempt, and in its origin's own queue before offload moved it or a peer's late answer took it out (overlaps counted once). Those would otherwise read as network time. The 30% loss target is read on the whole latency, as written, and its verdict is that reading; \"max without its queue waits\" (the latency less both) is a second reading beside it, not the target: what is left is the network's share (lost messages, ack timeouts, re-asks) and the runs' (the one that answered, and any at a peer its origin gave up on).",
+        ]
+      : []),
     "- **Converged after**: from the end of the fault to the end of the last request started after it that still fell back, was re-submitted, or took longer than any request of the fault-free run (0: none did). This is the client's view; that every estimate equals its owner's tree k × Δpoll after the faults end is asserted separately by test/sim/daemon-faults.test.ts. \"—\": the fault lasts the whole run.",
     ...(o.runs.some((r) => r.afterWarmup)
       ? [

@@ -1,0 +1,135 @@
+/**
+ * The queue waits a request's record keeps apart from `queueMs` (queue-waits.ts): a peer's queue while
+ * its origin still waited on that attempt, its origin's own queue before it moved, overlaps once.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { QueueWaits, unionMs } from "../../src/sim/queue-waits.js";
+import { runSimulation } from "../../src/sim/run.js";
+import { assembleWorkload } from "../../src/workload/assemble.js";
+import { syntheticPool } from "../../src/workload/synthetic.js";
+import { daemonSimConfig } from "./helpers.js";
+
+describe("QueueWaits", () => {
+  it("counts a peer's queue only while the origin waited on that attempt, not the answering run's", () => {
+    const q = new QueueWaits();
+    q.submitted("r1.1", 0);
+    q.sent("r1.1", 1, 1, 0);
+    q.delivered("r1.1", 1, 1, 2);
+    q.sent("r1.1", 1, 1, 4_000); // a re-ask: the same attempt, no new wait
+    q.delivered("r1.1", 1, 1, 4_002);
+    q.ended("r1.1", 1, 10_000); // given up on, still queued at the peer
+    q.sent("r1.1", 2, 2, 10_000);
+    q.delivered("r1.1", 2, 2, 10_002);
+    q.left("r1.1", 2, 10_500); // peer 2 starts it: 0.5 s queued, the record's queueMs
+    q.left("r1.1", 2, 11_000, 2);
+    expect(q.take("r1.1", 11_002, { peer: 2, attempt: 2 })).toBeCloseTo(9_998, 6);
+  });
+
+  it("counts its origin's queue before offload moved it, not the wait before its own answering run", () => {
+    const q = new QueueWaits();
+    q.submitted("r2.1", 0);
+    q.sent("r2.1", 3, 1, 5_000); // offloaded after 5 s in the origin's queue
+    q.delivered("r2.1", 3, 1, 5_002);
+    q.ended("r2.1", 1, 6_002); // never acked: back at the origin
+    q.ranHere("r2.1", 7_000); // 1 s queued before the run that answers (queueMs)
+    expect(q.take("r2.1", 7_500)).toBeCloseTo(5_000 + 1_000, 6);
+  });
+
+  it("counts a wait once where it overlaps another, or the answering run", () => {
+    const q = new QueueWaits();
+    q.submitted("r3.1", 0);
+    q.sent("r3.1", 2, 1, 0);
+    q.delivered("r3.1", 2, 1, 2);
+    q.ended("r3.1", 1, 250); // moved on; peer 2 still queues it, then runs it and answers late
+    q.sent("r3.1", 1, 2, 250);
+    q.delivered("r3.1", 1, 2, 252);
+    q.left("r3.1", 2, 687);
+    q.left("r3.1", 2, 937, 1);
+    // Peer 1's wait [252, 939] lies inside peer 2's queue and run [2, 937] but for its last 2 ms.
+    expect(q.take("r3.1", 939, { peer: 2, attempt: 1 })).toBeCloseTo(2, 6);
+  });
+
+  it("a hedge's re-ask of an abandoned attempt leaves the request in its origin's queue", () => {
+    const q = new QueueWaits();
+    q.submitted("r5.1", 0);
+    q.sent("r5.1", 1, 1, 0);
+    q.delivered("r5.1", 1, 1, 2);
+    q.left("r5.1", 1, 500); // peer 1 runs it; its answer is lost
+    q.left("r5.1", 1, 1_000, 1);
+    q.ended("r5.1", 1, 3_000); // overdue: queued here, the hedge re-asks peer 1 at once and again
+    q.sent("r5.1", 1, 1, 3_000);
+    q.sent("r5.1", 1, 1, 4_000);
+    q.delivered("r5.1", 1, 1, 4_002);
+    // The kept answer takes it out of its origin's queue, where it waited from 3 s on.
+    expect(q.take("r5.1", 4_004, { peer: 1, attempt: 1 })).toBeCloseTo(1_004, 6);
+  });
+
+  it("a re-ask while it waits for its own run here splits no wait: that wait is queueMs", () => {
+    const q = new QueueWaits();
+    q.submitted("r6.1", 0);
+    q.sent("r6.1", 1, 1, 0);
+    q.delivered("r6.1", 1, 1, 2);
+    q.left("r6.1", 1, 500);
+    q.left("r6.1", 1, 1_000, 1);
+    q.ended("r6.1", 1, 3_000);
+    q.sent("r6.1", 1, 1, 3_500);
+    q.ranHere("r6.1", 4_000);
+    // Only peer 1's queue while the origin waited on it; [3 s, 4 s] is the answering run's wait.
+    expect(q.take("r6.1", 5_000)).toBeCloseTo(498, 6);
+  });
+
+  it("a peer's crash ends the wait in its queue, though its origin waits on until it notices", () => {
+    const q = new QueueWaits();
+    q.submitted("r7.1", 0);
+    q.sent("r7.1", 1, 1, 0);
+    q.delivered("r7.1", 1, 1, 2);
+    q.crashed(1, [], 2_000);
+    q.ended("r7.1", 1, 6_000); // its origin gives up on peer 1 only now, then runs it at once
+    q.ranHere("r7.1", 6_000);
+    expect(q.take("r7.1", 7_000)).toBeCloseTo(1_998, 6);
+  });
+
+  it("forgets a request once taken, dropped or its origin crashed", () => {
+    const q = new QueueWaits();
+    q.submitted("r4.1", 0);
+    q.drop("r4.1");
+    expect(q.take("r4.1", 1_000)).toBe(0);
+    q.submitted("r4.2", 0);
+    q.sent("r4.2", 1, 1, 500);
+    q.crashed(2, ["r4.2"], 600);
+    expect(q.take("r4.2", 1_000)).toBe(0);
+  });
+});
+
+describe("unionMs", () => {
+  it("is the length a naive cell count of the intervals covers", () => {
+    const interval = fc.tuple(fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 60 }));
+    fc.assert(
+      fc.property(fc.array(interval, { maxLength: 12 }), (xs) => {
+        let cells = 0;
+        for (let c = 0; c < 60; c++) if (xs.some(([from, to]) => from <= c && c < to)) cells++;
+        expect(unionMs(xs.map(([a, b]) => [a, b]))).toBe(cells);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe("otherQueueMs in a run", () => {
+  it("30% loss, a busy open loop: peers' queues it gave up on read as queueing, never beyond networkMs", () => {
+    const requests = 600;
+    const w = assembleWorkload("synthetic", "synthetic", syntheticPool({ subjects: 8, scale: 0.05 }), {
+      seed: 3,
+      requests,
+      skewed: false,
+      openLoopRate: 12,
+    });
+    const r = runSimulation({ ...daemonSimConfig(3, 4), faults: { network: { lossProb: 0.3 } } }, w);
+    expect(r.totals.answered).toBe(requests);
+    const other = r.records.map((x) => x.otherQueueMs ?? 0);
+    expect(Math.max(...other)).toBeGreaterThan(0);
+    // A part of the network time, as the record says: never more than it.
+    for (const x of r.records) expect(x.otherQueueMs ?? 0).toBeLessThanOrEqual(x.networkMs + 1e-6);
+  });
+});
