@@ -34,7 +34,7 @@ import { Broadcasts } from "./broadcasts.js";
 import { Candidates } from "./candidates.js";
 import { resolveSwimConfig, retransmitLimit, type SwimConfig, type SwimConfigInput } from "./config.js";
 import { bootIncarnation, plausibleMax } from "./incarnation.js";
-import { MemberTable } from "./members.js";
+import { type FormerMember, MemberTable } from "./members.js";
 import { ProbeCycle } from "./probe-cycle.js";
 import { PushPull } from "./push-pull.js";
 import { SelfLives } from "./self-news.js";
@@ -177,12 +177,8 @@ export class Swim {
     return [...this.members.values()].map(({ id, status, incarnation }) => ({ id, status, incarnation }));
   }
   /** Dead and departed members still remembered (`deadRetainMs`), and how long ago each went. */
-  formerMembers(now: number): { id: NodeId; status: "dead" | "left"; goneForMs: number }[] {
-    const out: { id: NodeId; status: "dead" | "left"; goneForMs: number }[] = [];
-    for (const m of this.members.values())
-      if (m.status === "dead" || m.status === "left")
-        out.push({ id: m.id, status: m.status, goneForMs: Math.max(0, now - m.changedAt) });
-    return out;
+  formerMembers(now: number): FormerMember[] {
+    return this.members.former(now);
   }
   get localHealth(): number {
     return this.probes.localHealth;
