@@ -186,6 +186,10 @@ export class Swim {
   get currentIncarnation(): number {
     return this.incarnation;
   }
+  /** Our hello's: none till a member's list answered ours (a restart's boot value may be below its past). */
+  get saidIncarnation(): number | undefined {
+    return this.pushPull.synced ? this.incarnation : undefined;
+  }
   /** Ids refused by verification and remembered: why, and when each may be asked again. */
   refusedMembers(now: number): RefusedView[] {
     return this.candidates.refusals(now);
@@ -251,7 +255,7 @@ export class Swim {
         break;
       case "sync":
         if (!msg.reply) {
-          this.pushPull.onList(msg.members, named, now);
+          this.pushPull.onList(msg.members, named, now, trusted);
           break;
         }
         this.pushPull.answer(from, msg.members, out, trusted ? held : undefined);
