@@ -59,7 +59,7 @@ describe("a member crash-looping about every second, half its restarts with the 
 });
 
 describe("what a hello says of the incarnation (saidIncarnation)", () => {
-  test("none until a member's list answers ours; a seed's answer before it is verified is no member's", () => {
+  test("none until a member's list answers ours: not a seed's before it is verified, nor gossip", () => {
     const h = harness("a", ["s"], {}, 1_000);
     h.run(h.swim.start());
     expect(h.swim.saidIncarnation).toBeUndefined();
@@ -71,6 +71,9 @@ describe("what a hello says of the incarnation (saidIncarnation)", () => {
     h.msg("s", list);
     expect(h.swim.saidIncarnation).toBeUndefined();
     h.run(h.swim.handle({ type: "verified", id: "s", ok: true }));
+    // A member's gossip is news, not its list: what it holds of our previous life need not be in it.
+    h.gossip("s", [{ id: "s", status: "alive", incarnation: 1 }]);
+    expect(h.swim.saidIncarnation).toBeUndefined();
     h.msg("s", list);
     expect(h.swim.saidIncarnation).toBe(1_000);
     expect(h.swim.saidIncarnation).toBe(h.swim.currentIncarnation);
