@@ -21,11 +21,10 @@
  *  - A member we hold suspect or dead that pings us hears so in our ack, and a probe of a suspect
  *    states its suspicion afresh: it refutes on first contact, not when the news happens to reach it.
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
- *    once this node's own `verify-member` is answered yes, as does a dead or left member heard alive
- *    again (a restart may serve another model; its tombstone kept till then; a suspect never left, so
- *    needs none). A live member's new life (a restart within its suspicion time, never held dead) is
- *    checked too; refused, it is dead to us alone; a rise of one is a refutation, never checked
- *    (self-news.ts). Unverified senders never suspect or kill anyone. An answer's effects: admissions.ts.
+ *    once our own `verify-member` says yes, as does a dead or left member heard alive again (a restart
+ *    may serve another model; its tombstone kept till then). A live member's new life (a restart within
+ *    its suspicion time) is checked too (refused: dead to us alone; a refutation, one more, is not:
+ *    self-news.ts). Unverified senders never suspect or kill. Answers and re-checks: admissions.ts.
  */
 
 import type { RefusedView } from "../../refusals.js";
@@ -380,6 +379,7 @@ export class Swim {
       this.apply({ id: m.id, status: "dead", incarnation: m.incarnation, from: this.selfId }, true, now, out);
     }
     this.members.dropTombstones(now, this.config.deadRetainMs);
+    this.admissions.recheckDue(now, out);
     if (this.broadcasts.size > 0) {
       for (const to of this.members.pick(this.config.gossipFanout, () => true)) {
         const updates = this.piggyback();
