@@ -113,3 +113,45 @@ describe("a check that read no word (admissions.ts `recheckDue`)", () => {
     expect(h.verifies).toEqual(["b"]);
   });
 });
+
+describe("a re-check due is not lost to another check of the member", () => {
+  /** b's claim G taken down to its word; then F (below G) passed with no word: held, re-check due. */
+  function heldAfterTakeDown() {
+    const { h, tick, at } = toldUnsettled();
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED + 100 }]);
+    h.verified("b", true, 102);
+    expect(h.incarnationOf("b")).toBe(102);
+    const t = at + RECHECK_MS;
+    h.at(t);
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED - 100 }]);
+    h.verified("b", true);
+    expect(h.incarnationOf("b")).toBe(FORGED - 100);
+    h.verifies.length = 0;
+    return { h, tick, t };
+  }
+
+  test("a check of a higher, disowned claim answered with the member's word first", () => {
+    const { h, tick, t } = heldAfterTakeDown();
+    h.at(t + RECHECK_MS);
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED + 50 }]);
+    expect(h.verifies).toEqual(["b"]);
+    h.verified("b", true, 102);
+    tick(t + RECHECK_MS + 1);
+    expect(h.verifies).toEqual(["b", "b"]);
+    h.verified("b", true, 102);
+    expect(h.incarnationOf("b")).toBe(102);
+  });
+
+  test("a check in flight when the re-check falls due, answered after it", () => {
+    const { h, tick, t } = heldAfterTakeDown();
+    h.at(t + RECHECK_MS);
+    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED + 50 }]);
+    tick(t + RECHECK_MS);
+    expect(h.verifies).toEqual(["b"]);
+    h.verified("b", true, 102);
+    tick(t + RECHECK_MS + 1);
+    expect(h.verifies).toEqual(["b", "b"]);
+    h.verified("b", true, 102);
+    expect(h.incarnationOf("b")).toBe(102);
+  });
+});

@@ -122,7 +122,8 @@ export class Admissions {
    */
   private ownLife(m: Member, life: number, own: number | undefined, now: number, out: SwimEffect[]): void {
     if (own === undefined) this.recheckLater(m.id, life, now);
-    else this.unsaid.delete(m.id);
+    // Only its own life's: a word on a claim not held (disowned) leaves the one held to its re-check.
+    else if (this.unsaid.get(m.id)?.life === life) this.unsaid.delete(m.id);
     const held = m.incarnation === life;
     const inc = ownWord(life, own);
     if (inc < life) {
@@ -154,15 +155,14 @@ export class Admissions {
     for (const [id, u] of this.unsaid) {
       const m = this.p.members.get(id);
       if (m === undefined || !this.p.members.isLive(id) || m.incarnation !== u.life) this.unsaid.delete(id);
-      else if (u.due !== undefined && u.due <= now) {
-        u.due = undefined;
-        this.check(id, u.life, out);
-      }
+      // Asked only once a check of its own starts: one in flight may have read the hello before.
+      else if (u.due !== undefined && u.due <= now && this.check(id, u.life, out)) u.due = undefined;
     }
   }
 
-  private check(id: NodeId, incarnation: number, out: SwimEffect[]): void {
-    if (this.lives.has(id) || this.waiting.has(id) || this.p.candidates.has(id)) return;
+  /** False: `id` is being checked or waits for a slot already (that check stands for this one). */
+  private check(id: NodeId, incarnation: number, out: SwimEffect[]): boolean {
+    if (this.lives.has(id) || this.waiting.has(id) || this.p.candidates.has(id)) return false;
     // Waiting lives of members no longer live go once the map fills (a check would change nothing).
     // Those in flight stay until answered: the runtime answers every check, but runs one we forgot
     // till then, so a slot freed here let more than its bound run at once (answered "busy").
@@ -171,6 +171,7 @@ export class Admissions {
       for (const k of this.waiting.keys()) if (!this.p.members.isLive(k)) this.waiting.delete(k);
     this.waiting.set(id, incarnation);
     this.promote(out);
+    return true;
   }
 
   /** Waiting lives into free check slots, each at the newest life told (members no longer live: none). */
