@@ -7,44 +7,11 @@
 import { describe, expect, test } from "vitest";
 import { PrefixNode } from "../../src/core/node/node.js";
 import { resolveSwimConfig } from "../../src/core/node/swim/config.js";
-import { Swim } from "../../src/core/node/swim/swim.js";
-import type { MemberUpdate, SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
+import type { MemberUpdate } from "../../src/core/node/swim/types.js";
+import { harness } from "./swim-harness.js";
 
 /** Forged: far above b's own, yet within what a's clock (at 0) believes. */
 const FORGED = 900_000;
-
-function harness() {
-  let now = 0;
-  const swim = new Swim("a", [], { now: () => now, random: () => 0.5 });
-  const verifies: string[] = [];
-  const sent: SwimMessage[] = [];
-  const run = (effects: SwimEffect[]) => {
-    for (const e of effects) {
-      if (e.type === "verify-member") verifies.push(e.id);
-      if (e.type === "send") sent.push(e.msg);
-    }
-  };
-  const gossip = (from: string, updates: MemberUpdate[]) =>
-    run(swim.handle({ type: "message", from, msg: { type: "gossip", updates } }));
-  /** The runtime's answer; `incarnation`: the member's own, as its hello said (absent: an older node). */
-  const verified = (id: string, ok: boolean, incarnation?: number) =>
-    run(swim.handle({ type: "verified", id, ok, ...(incarnation !== undefined ? { incarnation } : {}) }));
-  const admit = (who: string, incarnation: number) => {
-    gossip("x", [{ id: who, status: "alive", incarnation }]);
-    verified(who, true, incarnation);
-  };
-  const incarnationOf = (id: string) => swim.memberViews().find((m) => m.id === id)?.incarnation;
-  /** What `a` says of `id` on its next gossip tick (its queued update, if any). */
-  const saysOf = (id: string) => {
-    sent.length = 0;
-    run(swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
-    return sent.flatMap((m) => ("updates" in m ? m.updates : [])).find((u) => u.id === id);
-  };
-  const at = (t: number) => {
-    now = t;
-  };
-  return { swim, verifies, gossip, verified, admit, incarnationOf, saysOf, at };
-}
 
 /** `a` holding b live at 100 and c (the credentialed forger) at 0; c then claims b alive at FORGED. */
 function forged() {

@@ -5,38 +5,15 @@
  */
 import { describe, expect, test } from "vitest";
 import { Swim } from "../../src/core/node/swim/swim.js";
-import type { MemberUpdate, SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
+import type { MemberUpdate, SwimMessage } from "../../src/core/node/swim/types.js";
+import { harness } from "./swim-harness.js";
 
-/** One Swim booted at `bootAt` on a hand-driven clock; its verify-member effects are recorded. */
-function harness(self: string, bootAt: number) {
-  const swim = new Swim(self, [], { now: () => bootAt, random: () => 0.5 });
-  const verifies: string[] = [];
-  const sent: SwimMessage[] = [];
-  const run = (effects: SwimEffect[]) => {
-    for (const e of effects) {
-      if (e.type === "verify-member") verifies.push(e.id);
-      if (e.type === "send") sent.push(e.msg);
-    }
-  };
-  const gossip = (from: string, updates: MemberUpdate[]) =>
-    run(swim.handle({ type: "message", from, msg: { type: "gossip", updates } }));
-  const admit = (who: string, incarnation: number) => {
-    gossip("x", [{ id: who, status: "alive", incarnation }]);
-    run(swim.handle({ type: "verified", id: who, ok: true }));
-  };
-  const incarnationOf = (id: string) => swim.memberViews().find((m) => m.id === id)?.incarnation;
-  /** What this node says of itself on its next gossip tick (its own update, if queued). */
-  const saysOfItself = () => {
-    sent.length = 0;
-    run(swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
-    return sent.flatMap((m) => ("updates" in m ? m.updates : [])).find((u) => u.id === self);
-  };
-  return { swim, verifies, gossip, admit, incarnationOf, saysOfItself };
-}
+/** One Swim booted at `bootAt`, its clock left there (swim-harness.ts). */
+const booted = (self: string, bootAt: number) => harness(self, [], {}, bootAt);
 
 /** Peer `a`, holding `b` live at `held` and `c` at 0, with no check asked yet. */
 function holding(held: number) {
-  const a = harness("a", 0);
+  const a = booted("a", 0);
   a.admit("b", held);
   a.admit("c", 0);
   a.verifies.length = 0;
@@ -67,7 +44,7 @@ describe("a refutation of a suspicion this node never heard of", () => {
 
 describe("a process hearing a record of another life of itself", () => {
   test("its own alive record echoed back is no cause to rise", () => {
-    const b = harness("b", 5_000);
+    const b = booted("b", 5_000);
     b.admit("c", 0);
     b.gossip("c", [{ id: "b", status: "alive", incarnation: 5_000 }]);
     b.gossip("c", [{ id: "b", status: "alive", incarnation: 4_000 }]);
@@ -75,7 +52,7 @@ describe("a process hearing a record of another life of itself", () => {
   });
 
   test("its own suspicion is refuted by one, as ever", () => {
-    const b = harness("b", 5_000);
+    const b = booted("b", 5_000);
     b.admit("c", 0);
     b.gossip("c", [{ id: "b", status: "suspect", incarnation: 5_000, from: "c" }]);
     expect(b.swim.currentIncarnation).toBe(5_001);
@@ -86,20 +63,20 @@ describe("a process hearing a record of another life of itself", () => {
     // The old life ran at 5,000; a peer holds it alive there.
     const a = holding(5_000);
     // b restarts with its clock behind (boot 3,000) and hears its old life's record from a member.
-    const b = harness("b", 3_000);
+    const b = booted("b", 3_000);
     b.admit("c", 0);
     b.gossip("c", [{ id: "b", status: "alive", incarnation: 5_000 }]);
     expect(b.swim.currentIncarnation).toBe(5_002);
     // Another life's record, not a suspicion of this one: no refutation counted, no health lost.
     expect(b.swim.stats.refuted).toBe(0);
-    const said = b.saysOfItself();
+    const said = b.saysOf("b");
     expect(said).toEqual({ id: "b", status: "alive", incarnation: 5_002 });
     a.gossip("b", [said as MemberUpdate]);
     expect(a.verifies).toEqual(["b"]);
   });
 
   test("a suspicion of its old life above it is outbid by two as well", () => {
-    const b = harness("b", 3_000);
+    const b = booted("b", 3_000);
     b.admit("c", 0);
     b.gossip("c", [{ id: "b", status: "suspect", incarnation: 5_000, from: "c" }]);
     expect(b.swim.currentIncarnation).toBe(5_002);
@@ -107,7 +84,7 @@ describe("a process hearing a record of another life of itself", () => {
 
   test("booted exactly one above its old life: peers that took that as a refutation see two more", () => {
     const a = holding(5_000);
-    const b = harness("b", 5_001);
+    const b = booted("b", 5_001);
     b.admit("c", 0);
     // a hears the new life's boot record first: one above, so a refutation to it, unchecked.
     a.gossip("b", [{ id: "b", status: "alive", incarnation: 5_001 }]);
@@ -115,7 +92,7 @@ describe("a process hearing a record of another life of itself", () => {
     // b hears its old life's record (below its boot, so not of this life) and outbids its own by two.
     b.gossip("c", [{ id: "b", status: "alive", incarnation: 5_000 }]);
     expect(b.swim.currentIncarnation).toBe(5_003);
-    a.gossip("b", [b.saysOfItself() as MemberUpdate]);
+    a.gossip("b", [b.saysOf("b") as MemberUpdate]);
     expect(a.verifies).toEqual(["b"]);
     // Once well above it, the old record changes nothing more.
     b.gossip("c", [{ id: "b", status: "alive", incarnation: 5_000 }]);
@@ -125,7 +102,7 @@ describe("a process hearing a record of another life of itself", () => {
 
 /** A peer `a` holding `b` at `held`, its checks of `b` answered yes as they come. */
 function peerHolding(held: number) {
-  const a = harness("a", 0);
+  const a = booted("a", 0);
   a.admit("b", held);
   a.verifies.length = 0;
   const hear = (u: MemberUpdate) => {
@@ -138,8 +115,8 @@ function peerHolding(held: number) {
 
 describe("two live processes with one id (a copied config, a partitioned old process)", () => {
   test("outbid each other a bounded few times, then count it; a peer's checks stay bounded", () => {
-    const p1 = harness("b", 3_000);
-    const p2 = harness("b", 5_000);
+    const p1 = booted("b", 3_000);
+    const p2 = booted("b", 5_000);
     p1.admit("c", 0);
     p2.admit("c", 0);
     const a = peerHolding(5_000);
@@ -167,7 +144,7 @@ describe("two live processes with one id (a copied config, a partitioned old pro
   });
 
   test("past its outbids, a suspicion of it is still answered, so it is not put out", () => {
-    const p1 = harness("b", 3_000);
+    const p1 = booted("b", 3_000);
     p1.admit("c", 0);
     for (const inc of [5_000, 5_010, 5_020, 5_030])
       p1.gossip("c", [{ id: "b", status: "alive", incarnation: inc }]);
@@ -188,7 +165,7 @@ describe("a restart with its clock set back, its old life's records at two incar
   test.each([{ order: [5_000, 5_001] }, { order: [5_001, 5_000] }])(
     "heard in the order $order: it ends two above both, and every peer checks it",
     ({ order }) => {
-      const b = harness("b", 3_000);
+      const b = booted("b", 3_000);
       b.admit("c", 0);
       const peers = [peerHolding(5_000), peerHolding(5_001)];
       for (const inc of order) b.gossip("c", [{ id: "b", status: "alive", incarnation: inc }]);
@@ -206,7 +183,7 @@ describe("a restart with its clock set back, its old life's records at two incar
   );
 
   test("in ascending order, a peer that took the first outbid as a refutation is checked at the second", () => {
-    const b = harness("b", 3_000);
+    const b = booted("b", 3_000);
     b.admit("c", 0);
     const p = peerHolding(5_001);
     b.gossip("c", [{ id: "b", status: "alive", incarnation: 5_000 }]);
@@ -222,7 +199,7 @@ describe("a restart with its clock set back, its old life's records at two incar
 
 describe("a restart booted one above its old life's incarnation", () => {
   test("its seed's answer to its join names the old record; it outbids it by two, no refutation counted", () => {
-    const seed = harness("s", 0);
+    const seed = booted("s", 0);
     seed.admit("b", 5_000);
     const b = new Swim("b", ["s"], { now: () => 5_001, random: () => 0.5 });
     const ask = b.start().find((e) => e.type === "send" && e.msg.type === "sync");

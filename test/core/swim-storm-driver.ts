@@ -1,8 +1,9 @@
 /**
- * A deterministic driver for many real Swim instances (swim-forged-storm.test.ts): one clock, messages
- * delivered after 1–5 ms, timers held under their key (set again: replaced, as the runtime's are), and
- * every `verify-member` answered yes after 200–250 ms with the member's own incarnation at answer time
- * (what its hello would say). Counts the checks asked of each member.
+ * A deterministic driver for many real Swim instances (swim-forged-storm, swim-crash-loop tests): one
+ * clock, messages delivered after 1–5 ms, timers held under their key (set again: replaced, as the
+ * runtime's are), and every `verify-member` answered yes after 200–250 ms with what the member's hello
+ * says at answer time (`saidIncarnation`). Counts the checks asked of each member. A member restarts
+ * as a new process at the same address (`restart`), its clock perhaps stepped off the driver's.
  */
 import type { SwimConfigInput } from "../../src/core/node/swim/config.js";
 import { Swim } from "../../src/core/node/swim/swim.js";
@@ -35,22 +36,29 @@ export class StormDriver {
   private seq = 0;
   private readonly timers = new Map<string, number>();
   private readonly rand: () => number;
-  /** What a check of a member reads (its hello's incarnation); default, the member's own now. */
-  hello: (id: string) => number | undefined = (id) => this.swims.get(id)?.currentIncarnation;
+  /** Each member's process count (its timers and checks end with it) and clock offset (ms). */
+  private readonly lives = new Map<string, number>();
+  private readonly offsets = new Map<string, number>();
+  /** What a check of a member reads (its hello's incarnation); default, what its hello says now. */
+  hello: (id: string) => number | undefined = (id) => this.swims.get(id)?.saidIncarnation;
 
-  constructor(n: number, config: SwimConfigInput, seed = 1) {
+  constructor(
+    n: number,
+    private readonly config: SwimConfigInput,
+    private readonly seed = 1,
+  ) {
     this.rand = seededRandom(seed);
-    const ids = Array.from({ length: n }, (_, i) => `n${i}`);
-    for (const [i, id] of ids.entries()) {
-      const swim = new Swim(
-        id,
-        i === 0 ? [] : ["n0"],
-        { now: () => this.now, random: seededRandom(seed * 1_000 + i) },
-        config,
-      );
-      this.swims.set(id, swim);
-    }
+    for (let i = 0; i < n; i++) this.swims.set(`n${i}`, this.process(`n${i}`));
     for (const [id, swim] of this.swims) this.effects(id, swim.start());
+  }
+
+  /** `id` crashes and a new process starts at its address, its clock `offsetMs` off the driver's. */
+  restart(id: string, offsetMs = 0): void {
+    this.lives.set(id, (this.lives.get(id) ?? 0) + 1);
+    this.offsets.set(id, offsetMs);
+    const swim = this.process(id);
+    this.swims.set(id, swim);
+    this.effects(id, swim.start());
   }
 
   /** `input` handled by `id` now, its effects carried out. */
@@ -73,7 +81,17 @@ export class StormDriver {
     return this.checks.get(id) ?? 0;
   }
 
+  private process(id: string): Swim {
+    const i = Number(id.slice(1));
+    const random = seededRandom(this.seed * 1_000 + i + 100_000 * (this.lives.get(id) ?? 0));
+    const now = () => this.now + (this.offsets.get(id) ?? 0);
+    return new Swim(id, i === 0 ? [] : ["n0"], { now, random }, this.config);
+  }
+
   private effects(id: string, effects: SwimEffect[]): void {
+    const life = this.lives.get(id);
+    // A process's timers and the checks it asked for end with it; messages reach whoever is there.
+    const alive = () => this.lives.get(id) === life;
     for (const e of effects) {
       if (e.type === "send") {
         const { to, msg } = e;
@@ -84,14 +102,16 @@ export class StormDriver {
         this.timers.set(key, gen);
         const timer = e.timer;
         this.after(e.delayMs, () => {
-          if (this.timers.get(key) === gen) this.handle(id, { type: "timer", timer });
+          if (this.timers.get(key) === gen && alive()) this.handle(id, { type: "timer", timer });
         });
       } else if (e.type === "verify-member") {
         const who = e.id;
         this.checks.set(who, this.checksOf(who) + 1);
         this.after(200 + this.rand() * 50, () => {
+          if (!alive()) return;
           const incarnation = this.hello(who);
-          this.handle(id, { type: "verified", id: who, ok: incarnation !== undefined, incarnation });
+          // A member's process answers (yes), with its hello's word if it says one yet.
+          this.handle(id, { type: "verified", id: who, ok: this.swims.has(who), incarnation });
         });
       }
     }

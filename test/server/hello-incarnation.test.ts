@@ -1,7 +1,8 @@
 /**
  * A node's hello says its SWIM incarnation (admin.ts), and a check of a member's new life hands the
  * member's own word to SWIM (mesh-verify.ts → `member-verified`), which holds it there rather than
- * at a relay's claim (core swim/own-word.ts). A hello without it (an older node) answers as before.
+ * at a relay's claim (core swim/own-word.ts). A hello without it (an older node) answers as before;
+ * a fresh process says none until a member's list has answered its own (core swim.ts `saidIncarnation`).
  */
 import { describe, expect, it } from "vitest";
 import type { Engine } from "../../src/core/engine.js";
@@ -14,8 +15,8 @@ import { QUIET_LOGGER, verificationOver } from "./mesh-fakes.js";
 
 const BOOT_MS = 1_700_000_000_123;
 
-/** The hello of a real node booted at BOOT_MS under `gossip`. */
-function helloOf(gossip: "full" | "scuttlebutt") {
+/** A real node booted at BOOT_MS under `gossip`, and its hello. */
+function booted(gossip: "full" | "scuttlebutt") {
   const node = new PrefixNode(
     { id: "A", peers: [], gossip, capacityTokens: 1_000 },
     { now: () => BOOT_MS, random: () => 0.5 },
@@ -28,7 +29,11 @@ function helloOf(gossip: "full" | "scuttlebutt") {
     clusterId: "c",
     peerUrls: new Map(),
   });
-  return admin.hello();
+  return { node, hello: () => admin.hello() };
+}
+
+function helloOf(gossip: "full" | "scuttlebutt") {
+  return booted(gossip).hello();
 }
 
 /** A's verification of B, whose hello (proven B's) is `hello`; what it fed SWIM. */
@@ -45,12 +50,25 @@ async function verifiedWith(hello: Record<string, unknown>): Promise<NodeInput> 
 const B = { id: "B", cluster: "c", model: "m", protocol: 5, minProtocol: 3, gossip: "scuttlebutt" };
 
 describe("the hello's incarnation", () => {
-  it("a SWIM node says its current incarnation (its boot time in ms); a full-mesh node none", () => {
-    const swim = helloOf("scuttlebutt");
-    expect(swim.incarnation).toBe(BOOT_MS);
-    expect(checkPeerHello({ cluster: "c", model: undefined, self: "Z", authMode: "insecure" }, swim).ok).toBe(
-      true,
-    );
+  it("a SWIM node says its incarnation once a member's list answered its own; a full-mesh node none", () => {
+    const { node, hello } = booted("scuttlebutt");
+    node.start();
+    // Fresh: what the cluster holds of its previous life is unheard yet, so its boot value says nothing.
+    expect(hello()).not.toHaveProperty("incarnation");
+    const swim = (from: string, msg: unknown) =>
+      node.handle({ type: "mesh-message", from, msg: { channel: "swim", msg } } as NodeInput);
+    swim("x", { type: "gossip", updates: [{ id: "C", status: "alive", incarnation: 0 }] });
+    node.handle({ type: "member-verified", id: "C", ok: true, incarnation: 0 });
+    // Member C's list holds A's previous life above A's boot: A outbids it by two, and says so.
+    swim("C", {
+      type: "sync",
+      reply: false,
+      members: [{ id: "A", status: "alive", incarnation: BOOT_MS + 500 }],
+    });
+    expect(hello().incarnation).toBe(BOOT_MS + 502);
+    expect(
+      checkPeerHello({ cluster: "c", model: undefined, self: "Z", authMode: "insecure" }, hello()).ok,
+    ).toBe(true);
     expect(helloOf("full")).not.toHaveProperty("incarnation");
   });
 

@@ -192,9 +192,12 @@ export abstract class NodeViews {
       ? this.members.swim.refusedMembers(this.deps.now())
       : undefined;
   }
-  /** gossip "scuttlebutt": our SWIM incarnation now (said in our hello); undefined on the full mesh. */
+  /**
+   * gossip "scuttlebutt": our SWIM incarnation for our hello, once settled (swim.ts `saidIncarnation`);
+   * undefined before, and on the full mesh.
+   */
   meshIncarnation(): number | undefined {
-    return this.members instanceof SwimMembership ? this.members.swim.currentIncarnation : undefined;
+    return this.members instanceof SwimMembership ? this.members.swim.saidIncarnation : undefined;
   }
   /**
    * gossip "scuttlebutt": the SWIM failure detector's own counts (probes, suspicions, refutations,

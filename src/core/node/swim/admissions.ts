@@ -35,6 +35,13 @@ export class Admissions {
   private readonly waiting = new Map<NodeId, number>();
   /** Claims taken down to the member's own word: their copies are not new lives again (disowned.ts). */
   private readonly disowned: Disowned;
+  /**
+   * Lives passed by a check that read no word (a hello not settled yet: swim.ts `saidIncarnation`): id →
+   * the life held and when to check it once more (undefined: asked). Unchecked, a forgery told in a
+   * restart's first moments stood; once settled, the member's word takes it down (own-word.ts).
+   * At most `maxMembers`, oldest dropped; the re-check takes a check slot as any check does.
+   */
+  private readonly unsaid = new Map<NodeId, { life: number; due: number | undefined }>();
 
   constructor(private readonly p: AdmissionParts) {
     this.disowned = new Disowned(p.config.recheckAfterChangeMs, p.config.maxMembers);
@@ -93,6 +100,8 @@ export class Admissions {
       m.incarnation = ownWord(Math.max(incarnation, m.incarnation), own);
       members.setStatus(m, "alive", now, out);
       broadcasts.push({ id, status: "alive", incarnation: m.incarnation });
+      // A revival (a first admission has no earlier life whose records a forgery would outbid).
+      if (own === undefined) this.recheckLater(id, m.incarnation, now);
       // Into the pass under way: left to the next shuffle, a revived member went a pass unprobed.
       probes.admit(id);
       return;
@@ -112,6 +121,9 @@ export class Admissions {
    * incarnation now lets in). A re-check of a disowned claim held nothing: a life it confirms is taken.
    */
   private ownLife(m: Member, life: number, own: number | undefined, now: number, out: SwimEffect[]): void {
+    if (own === undefined) this.recheckLater(m.id, life, now);
+    // Only its own life's: a word on a claim not held (disowned) leaves the one held to its re-check.
+    else if (this.unsaid.get(m.id)?.life === life) this.unsaid.delete(m.id);
     const held = m.incarnation === life;
     const inc = ownWord(life, own);
     if (inc < life) {
@@ -124,8 +136,33 @@ export class Admissions {
     if (m.status === "alive") this.p.broadcasts.push({ id: m.id, status: "alive", incarnation: inc });
   }
 
-  private check(id: NodeId, incarnation: number, out: SwimEffect[]): void {
-    if (this.lives.has(id) || this.waiting.has(id) || this.p.candidates.has(id)) return;
+  /** `life` of `id` passed with no word: checked once more after `recheckAfterChangeMs` (`recheckDue`). */
+  private recheckLater(id: NodeId, life: number, now: number): void {
+    const u = this.unsaid.get(id);
+    // Asked once of this life and still no word (a node before own-word, the simulator): done.
+    if (u !== undefined && u.due === undefined && u.life === life) return void this.unsaid.delete(id);
+    this.unsaid.delete(id);
+    this.unsaid.set(id, { life, due: now + this.p.config.recheckAfterChangeMs });
+    if (this.unsaid.size > this.p.config.maxMembers)
+      this.unsaid.delete(this.unsaid.keys().next().value as NodeId);
+  }
+
+  /**
+   * On the gossip tick: lives due a re-check (above) checked again. One no longer held goes, asked or
+   * not: a newer life was checked as such, a lower one taken down, a member gone needs none.
+   */
+  recheckDue(now: number, out: SwimEffect[]): void {
+    for (const [id, u] of this.unsaid) {
+      const m = this.p.members.get(id);
+      if (m === undefined || !this.p.members.isLive(id) || m.incarnation !== u.life) this.unsaid.delete(id);
+      // Asked only once a check of its own starts: one in flight may have read the hello before.
+      else if (u.due !== undefined && u.due <= now && this.check(id, u.life, out)) u.due = undefined;
+    }
+  }
+
+  /** False: `id` is being checked or waits for a slot already (that check stands for this one). */
+  private check(id: NodeId, incarnation: number, out: SwimEffect[]): boolean {
+    if (this.lives.has(id) || this.waiting.has(id) || this.p.candidates.has(id)) return false;
     // Waiting lives of members no longer live go once the map fills (a check would change nothing).
     // Those in flight stay until answered: the runtime answers every check, but runs one we forgot
     // till then, so a slot freed here let more than its bound run at once (answered "busy").
@@ -134,6 +171,7 @@ export class Admissions {
       for (const k of this.waiting.keys()) if (!this.p.members.isLive(k)) this.waiting.delete(k);
     this.waiting.set(id, incarnation);
     this.promote(out);
+    return true;
   }
 
   /** Waiting lives into free check slots, each at the newest life told (members no longer live: none). */

@@ -38,6 +38,13 @@ export interface Suspicion {
   source: NodeId | undefined;
 }
 
+/** A dead or departed member still remembered (`deadRetainMs`), and how long ago it went. */
+export interface FormerMember {
+  id: NodeId;
+  status: "dead" | "left";
+  goneForMs: number;
+}
+
 export class MemberTable {
   private readonly byId = new Map<NodeId, Member>();
   /** Alive and suspect members, for O(1) random picks (swap-remove). */
@@ -66,6 +73,14 @@ export class MemberTable {
   }
   values(): IterableIterator<Member> {
     return this.byId.values();
+  }
+  /** Dead and departed members still remembered, in table order (swim.ts `formerMembers`). */
+  former(now: number): FormerMember[] {
+    const out: FormerMember[] = [];
+    for (const m of this.byId.values())
+      if (m.status === "dead" || m.status === "left")
+        out.push({ id: m.id, status: m.status, goneForMs: Math.max(0, now - m.changedAt) });
+    return out;
   }
   /** Alive and suspect members, excluding ourselves. */
   get live(): readonly NodeId[] {

@@ -5,7 +5,12 @@
  * check of the real, alive member then passes, and the claim held would make its own later records
  * (a refutation, a restart below the claim) old news until its incarnation passed the forged one.
  * Taken down to its own word, its next refutation (one more) is taken and its next life (two or more)
- * checked, as ever. No word (a node before it, or the simulator): the claim stands, as before.
+ * checked, as ever. No word (a node before it, the simulator, or a process not yet settled: swim.ts
+ * `saidIncarnation`, so a restart's boot value, below its previous life's claims when its clock was
+ * stepped back, is never read as a forgery of them): the claim stands for now, and a live member's new
+ * life or a revival is checked once more after `recheckAfterChangeMs` (admissions.ts), so a forgery
+ * told in a restart's first moments is taken down once the member has settled. A first admission is
+ * not (no earlier life), nor a second silence (a node before own-word): that claim stands.
  */
 
 /**

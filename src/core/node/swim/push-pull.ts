@@ -31,6 +31,11 @@ export class PushPull {
    */
   private listed = false;
   /**
+   * Whether a member's list has answered ours since boot: it held its record of us (sent if newer
+   * than ours) and we outbid it, so our incarnation is settled and our hello says it (swim.ts).
+   */
+  private everSynced = false;
+  /**
    * When to push-pull again because the last list we asked for named members we did not know: lists
    * answered while the cluster is still forming (everyone joining at once) are partial, so a node
    * asks another member until a list teaches it nothing, instead of waiting for piggybacked news.
@@ -64,9 +69,10 @@ export class PushPull {
    * A list we asked for (a seed's answer, verified or not yet), its entries already applied; `named`:
    * the candidates ever named before they were. Its entries named candidates, and each hears from us
    * once verified, so the members learn a joiner in one round trip instead of by gossip relayed hop
-   * by hop (each hop waiting for its own verification).
+   * by hop (each hop waiting for its own verification). `trusted`: from a member (its news of us applied).
    */
-  onList(list: readonly MemberUpdate[], named: number, now: number): void {
+  onList(list: readonly MemberUpdate[], named: number, now: number, trusted: boolean): void {
+    if (trusted) this.everSynced = true;
     // An answer is what our list lacked (sendSync): only ourselves named in it still means a whole
     // list reached us when we hold other members already.
     const others = list.filter((u) => u.id !== this.selfId); // not our own old record (sendSync)
@@ -78,6 +84,10 @@ export class PushPull {
       this.quietLists = 0;
     } else if (this.quietLists !== undefined && ++this.quietLists < RESYNC_QUIET_LISTS) this.resyncAt ??= now;
     else this.quietLists = undefined;
+  }
+
+  get synced(): boolean {
+    return this.everSynced;
   }
 
   /**

@@ -21,11 +21,10 @@
  *  - A member we hold suspect or dead that pings us hears so in our ack, and a probe of a suspect
  *    states its suspicion afresh: it refutes on first contact, not when the news happens to reach it.
  *  - Only verified members join: an id heard of from anyone becomes a bounded candidate, and joins
- *    once this node's own `verify-member` is answered yes, as does a dead or left member heard alive
- *    again (a restart may serve another model; its tombstone kept till then; a suspect never left, so
- *    needs none). A live member's new life (a restart within its suspicion time, never held dead) is
- *    checked too; refused, it is dead to us alone; a rise of one is a refutation, never checked
- *    (self-news.ts). Unverified senders never suspect or kill anyone. An answer's effects: admissions.ts.
+ *    once our own `verify-member` says yes, as does a dead or left member heard alive again (a restart
+ *    may serve another model; its tombstone kept till then). A live member's new life (a restart within
+ *    its suspicion time) is checked too (refused: dead to us alone; a refutation, one more, is not:
+ *    self-news.ts). Unverified senders never suspect or kill. Answers and re-checks: admissions.ts.
  */
 
 import type { RefusedView } from "../../refusals.js";
@@ -34,7 +33,7 @@ import { Broadcasts } from "./broadcasts.js";
 import { Candidates } from "./candidates.js";
 import { resolveSwimConfig, retransmitLimit, type SwimConfig, type SwimConfigInput } from "./config.js";
 import { bootIncarnation, plausibleMax } from "./incarnation.js";
-import { MemberTable } from "./members.js";
+import { type FormerMember, MemberTable } from "./members.js";
 import { ProbeCycle } from "./probe-cycle.js";
 import { PushPull } from "./push-pull.js";
 import { SelfLives } from "./self-news.js";
@@ -177,18 +176,18 @@ export class Swim {
     return [...this.members.values()].map(({ id, status, incarnation }) => ({ id, status, incarnation }));
   }
   /** Dead and departed members still remembered (`deadRetainMs`), and how long ago each went. */
-  formerMembers(now: number): { id: NodeId; status: "dead" | "left"; goneForMs: number }[] {
-    const out: { id: NodeId; status: "dead" | "left"; goneForMs: number }[] = [];
-    for (const m of this.members.values())
-      if (m.status === "dead" || m.status === "left")
-        out.push({ id: m.id, status: m.status, goneForMs: Math.max(0, now - m.changedAt) });
-    return out;
+  formerMembers(now: number): FormerMember[] {
+    return this.members.former(now);
   }
   get localHealth(): number {
     return this.probes.localHealth;
   }
   get currentIncarnation(): number {
     return this.incarnation;
+  }
+  /** Our hello's: none till a member's list answered ours (a restart's boot value may be below its past). */
+  get saidIncarnation(): number | undefined {
+    return this.pushPull.synced ? this.incarnation : undefined;
   }
   /** Ids refused by verification and remembered: why, and when each may be asked again. */
   refusedMembers(now: number): RefusedView[] {
@@ -255,7 +254,7 @@ export class Swim {
         break;
       case "sync":
         if (!msg.reply) {
-          this.pushPull.onList(msg.members, named, now);
+          this.pushPull.onList(msg.members, named, now, trusted);
           break;
         }
         this.pushPull.answer(from, msg.members, out, trusted ? held : undefined);
@@ -380,6 +379,7 @@ export class Swim {
       this.apply({ id: m.id, status: "dead", incarnation: m.incarnation, from: this.selfId }, true, now, out);
     }
     this.members.dropTombstones(now, this.config.deadRetainMs);
+    this.admissions.recheckDue(now, out);
     if (this.broadcasts.size > 0) {
       for (const to of this.members.pick(this.config.gossipFanout, () => true)) {
         const updates = this.piggyback();
