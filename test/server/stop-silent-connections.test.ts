@@ -5,12 +5,12 @@
  * still gets its whole answer: its 200 when it finishes within the drain, or, streamed and held past
  * it, its in-band error.
  */
-import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import type { EngineChunk, EngineRequest, EngineResult } from "../../src/core/engine.js";
 import { ANSWER_GRACE_MS } from "../../src/server/runtime/close-grace.js";
 import { waitFor } from "../e2e/helpers.js";
 import { nodesStoppedAfterEach, soloNode, TestSimEngine } from "./helpers.js";
+import { rawConnection } from "./raw-connection.js";
 
 /**
  * Test double: the simulated engine, each run held until the test lets it go (or never), after one
@@ -28,20 +28,6 @@ class GatedEngineDouble extends TestSimEngine {
     await new Promise<void>((go) => this.gates.push(go));
     return super.run(req, onChunk);
   }
-}
-
-/** A raw connection to `url`'s port, recording when the server closed it. */
-async function rawConnection(url: string): Promise<{ socket: Socket; closed: () => boolean }> {
-  let closed = false;
-  const socket = await new Promise<Socket>((ok, fail) => {
-    const s = connect(Number(new URL(url).port), "127.0.0.1", () => ok(s));
-    s.once("error", fail);
-  });
-  socket.on("error", () => {});
-  socket.once("close", () => {
-    closed = true;
-  });
-  return { socket, closed: () => closed };
 }
 
 /** Opens the three kinds of connection that owe no answer; resolves once each is in place. */

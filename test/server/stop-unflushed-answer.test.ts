@@ -4,11 +4,11 @@
  * nothing (here, one that never sent a byte) must leave it whole; the client, reading only after
  * that cut, gets every byte.
  */
-import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import type { EngineChunk, EngineRequest, EngineResult } from "../../src/core/engine.js";
 import { waitFor } from "../e2e/helpers.js";
 import { nodesStoppedAfterEach, soloNode, TestSimEngine } from "./helpers.js";
+import { rawConnection } from "./raw-connection.js";
 
 /** Far more than loopback's socket buffers hold: the answer stays partly unwritten until read. */
 const ANSWER_CHARS = 24 * 1024 * 1024;
@@ -29,19 +29,6 @@ class HugeAnswerDouble extends TestSimEngine {
   }
 }
 
-async function raw(url: string): Promise<{ socket: Socket; closed: () => boolean }> {
-  let closed = false;
-  const socket = await new Promise<Socket>((ok, fail) => {
-    const s = connect(Number(new URL(url).port), "127.0.0.1", () => ok(s));
-    s.once("error", fail);
-  });
-  socket.on("error", () => {});
-  socket.once("close", () => {
-    closed = true;
-  });
-  return { socket, closed: () => closed };
-}
-
 const keep = nodesStoppedAfterEach();
 
 describe("stopping a node while a large answer is still being read", () => {
@@ -49,7 +36,7 @@ describe("stopping a node while a large answer is still being read", () => {
     const engine = new HugeAnswerDouble();
     const { node, model } = await soloNode(engine, { drainSec: 10 });
     keep(node);
-    const client = await raw(node.apiUrl);
+    const client = await rawConnection(node.apiUrl);
     client.socket.pause();
     const body = JSON.stringify({ model, prompt: "Tell me a story about the sea", max_tokens: 4 });
     client.socket.write(
@@ -57,7 +44,7 @@ describe("stopping a node while a large answer is still being read", () => {
         `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
     await waitFor(() => engine.started === 1, 15_000, "the run to start");
-    const mute = await raw(node.apiUrl);
+    const mute = await rawConnection(node.apiUrl);
     const stopped = node.stop();
     engine.release();
     // The cut of the connections owing nothing comes after the drain, with the answer written.
