@@ -130,28 +130,25 @@ describe("a re-check due is not lost to another check of the member", () => {
     return { h, tick, t };
   }
 
-  test("a check of a higher, disowned claim answered with the member's word first", () => {
+  /**
+   * A check of a higher, disowned claim starts when F's re-check falls due; `dueInFlight`: the gossip
+   * tick comes while that check is in flight, else after its answer. Either way F is re-checked.
+   */
+  function otherCheckAtDue(dueInFlight: boolean) {
     const { h, tick, t } = heldAfterTakeDown();
     h.at(t + RECHECK_MS);
     h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED + 50 }]);
+    if (dueInFlight) tick(t + RECHECK_MS);
     expect(h.verifies).toEqual(["b"]);
     h.verified("b", true, 102);
     tick(t + RECHECK_MS + 1);
     expect(h.verifies).toEqual(["b", "b"]);
     h.verified("b", true, 102);
     expect(h.incarnationOf("b")).toBe(102);
-  });
+  }
 
-  test("a check in flight when the re-check falls due, answered after it", () => {
-    const { h, tick, t } = heldAfterTakeDown();
-    h.at(t + RECHECK_MS);
-    h.gossip("c", [{ id: "b", status: "alive", incarnation: FORGED + 50 }]);
-    tick(t + RECHECK_MS);
-    expect(h.verifies).toEqual(["b"]);
-    h.verified("b", true, 102);
-    tick(t + RECHECK_MS + 1);
-    expect(h.verifies).toEqual(["b", "b"]);
-    h.verified("b", true, 102);
-    expect(h.incarnationOf("b")).toBe(102);
-  });
+  test("a check of a higher, disowned claim answered with the member's word first", () =>
+    otherCheckAtDue(false));
+
+  test("a check in flight when the re-check falls due, answered after it", () => otherCheckAtDue(true));
 });
