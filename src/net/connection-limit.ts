@@ -72,7 +72,7 @@ interface Entry {
 /** How long a refusal waits for the request's first bytes (to see its method) before answering anyway. */
 const REFUSED_ANSWER_WAIT_MS = 200;
 /** How long a refused connection may linger (reading and dropping) before it is destroyed. */
-const REFUSED_LINGER_MS = 1000;
+export const REFUSED_LINGER_MS = 1000;
 
 const socketKey = (s: { remoteAddress?: string | undefined; remotePort?: number | undefined }) =>
   `${s.remoteAddress}|${s.remotePort}`;

@@ -5,12 +5,10 @@
  * closes it at once.
  */
 import { describe, expect, it } from "vitest";
+import { REFUSED_LINGER_MS } from "../../src/net/connection-limit.js";
 import { waitFor } from "../e2e/helpers.js";
 import { nodesStoppedAfterEach, soloNode } from "./helpers.js";
 import { rawConnection } from "./raw-connection.js";
-
-/** How long a refused connection lingered, unfixed, before the server destroyed it. */
-const OLD_LINGER_MS = 1000;
 
 const keep = nodesStoppedAfterEach();
 
@@ -40,6 +38,6 @@ describe("stopping a node with a refused connection open", () => {
     await waitFor(probe, 10_000, "the refused one's cut");
     await waitFor(() => admitted.closed(), 10_000, "the admitted one's cut");
     // Unfixed, the stop ends only as the refused connection's linger does.
-    expect(stoppedIn).toBeLessThan(OLD_LINGER_MS / 2);
+    expect(stoppedIn).toBeLessThan(REFUSED_LINGER_MS / 2);
   }, 30_000);
 });
