@@ -72,7 +72,7 @@ interface Entry {
 /** How long a refusal waits for the request's first bytes (to see its method) before answering anyway. */
 const REFUSED_ANSWER_WAIT_MS = 200;
 /** How long a refused connection may linger (reading and dropping) before it is destroyed. */
-const REFUSED_LINGER_MS = 1000;
+export const REFUSED_LINGER_MS = 1000;
 
 const socketKey = (s: { remoteAddress?: string | undefined; remotePort?: number | undefined }) =>
   `${s.remoteAddress}|${s.remotePort}`;
@@ -102,7 +102,15 @@ export function limitConnections(
     else byAddress.delete(e.address);
   };
 
-  const refuse = (socket: Duplex, reason: RefusalReason, status: number, message: string) => {
+  /** How to cut each refused plain-HTTP connection still open. */
+  const lingering = new Set<() => void>();
+  const close = server.close;
+  server.close = function (this: Server, ...args: Parameters<Server["close"]>) {
+    for (const cut of lingering) cut();
+    return close.apply(this, args);
+  };
+
+  const refuse = (socket: Socket, reason: RefusalReason, status: number, message: string) => {
     opts.onRefused?.(reason);
     socket.on("error", () => {}); // a client resetting a refused socket is not our error
     if (opts.tls) {
@@ -123,6 +131,14 @@ export function limitConnections(
     socket.resume();
     setTimeout(() => answer(false), REFUSED_ANSWER_WAIT_MS).unref();
     setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
+    // The server's close waits for every socket it accepted, this one too: a closing server answers it
+    // now and closes it once the answer is out, not waiting on the client's hang-up.
+    const cut = () => {
+      answer(false);
+      socket.destroySoon();
+    };
+    lingering.add(cut);
+    socket.once("close", () => lingering.delete(cut));
   };
 
   // The server's own `connection` listener (the HTTP parser, or TLS) runs only for admitted sockets: a

@@ -3,8 +3,10 @@
  * only kept-alive connections between requests: one that has sent no byte yet, or part of a request's
  * headers (a slow loris), counts as busy and holds the server's close open for the whole answer grace
  * of a stop, though no answer is owed on it. Yet it counts an answer as done once ended, not once
- * written out, and cuts a slow reader's large answer short. A closing server cuts every connection
- * that owes nothing, and each of the others once its last answer is out.
+ * written out, and cuts a slow reader's large answer short, with any request pipelined behind it; and
+ * `server.close()` runs that cut itself as a stop begins (fastify's `forceCloseConnections` cannot turn
+ * it off). A tracked server makes no such cut: at the close this tracker cuts every connection that
+ * owes nothing, and each of the others once its last answer is out.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -23,6 +25,8 @@ export function trackOwedAnswers(server: Server): OwedAnswers {
   /** Open admitted connections → their requests whose answers are not finished. */
   const inFlight = new Map<Socket, number>();
   let closing = false;
+  // Node's close() calls this on the instance; the drain then answers what kept-alive clients send.
+  server.closeIdleConnections = () => {};
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket as Socket;
     const n = inFlight.get(socket);

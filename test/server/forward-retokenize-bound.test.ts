@@ -9,12 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { postForeignForward } from "./forward-post.js";
 import { openForwards, pair } from "./helpers.js";
+import { peerTokenizing } from "./retokenize-counts.js";
 import { SignalIgnoringDouble } from "./signal-ignoring-double.js";
-
-/** Peers' forwards being tokenized again at `node`, as its `/cluster` shows them. */
-function peerOpenOf(node: NodeHandle): number {
-  return (node.runtime.clusterView() as { peerTokenizing: number }).peerTokenizing;
-}
 
 describe("peers' forwards tokenized here, bounded apart from clients", () => {
   let a: NodeHandle;
@@ -36,7 +32,7 @@ describe("peers' forwards tokenized here, bounded apart from clients", () => {
     expect(timedOut.fault).toBe("engine");
     expect(timedOut.error).toContain("--tokenize-timeout-ms");
     expect(engine.held.length).toBe(1);
-    expect(peerOpenOf(a)).toBe(1);
+    expect(peerTokenizing(a)).toBe(1);
     // With --max-pending 1, the overdue peer step counted as a client's would refuse this with 429.
     const model = a.nodeConfig.models[0];
     const r = await fetch(`${a.apiUrl}/v1/completions`, {
@@ -55,8 +51,8 @@ describe("peers' forwards tokenized here, bounded apart from clients", () => {
     // Once the engine ends the step, its place is free again.
     engine.release();
     const deadline = Date.now() + 10_000;
-    while (peerOpenOf(a) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    expect(peerOpenOf(a)).toBe(0);
+    while (peerTokenizing(a) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(peerTokenizing(a)).toBe(0);
     const served = await postForeignForward(a, "after", { prompt: "a question" }, 10_000);
     expect(served.type).toBe("result");
   }, 30_000);

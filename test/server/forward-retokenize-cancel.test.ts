@@ -10,10 +10,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatMessage, Tokens } from "../../src/core/engine.js";
 import { FORWARD_CANCELLED } from "../../src/core/node/serving.js";
-import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { fetchForeignForward, finalMsg, postCancel, postForeignForward } from "./forward-post.js";
 import { mixedPair, openForwards } from "./helpers.js";
+import { peerTokenizing, refusedFor } from "./retokenize-counts.js";
 import { abortOnly, RunRecordingDouble } from "./run-recording-double.js";
 
 /** Test double: "hang" tokenizes end only by their signal's abort, "deaf" ones only when released. */
@@ -37,20 +37,6 @@ class CancellableDouble extends RunRecordingDouble {
   release(): void {
     for (const go of this.held.splice(0)) go();
   }
-}
-
-function internals(node: NodeHandle): { o: { metrics: NodeMetrics } } {
-  return node.runtime as unknown as { o: { metrics: NodeMetrics } };
-}
-
-async function refusedFor(node: NodeHandle, reason: string): Promise<number> {
-  const { values } = await internals(node).o.metrics.forwardsRefused.get();
-  return values.find((v) => v.labels.reason === reason)?.value ?? 0;
-}
-
-/** Peers' forwards being tokenized again at `node`, as its `/cluster` shows them. */
-function peerTokenizing(node: NodeHandle): number {
-  return (node.runtime.clusterView() as { peerTokenizing: number }).peerTokenizing;
 }
 
 async function until(ok: () => boolean): Promise<void> {

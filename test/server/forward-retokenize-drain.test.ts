@@ -7,10 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Tokens } from "../../src/core/engine.js";
-import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { fetchForeignForward, finalMsg } from "./forward-post.js";
 import { mixedPair, TestSimEngine } from "./helpers.js";
+import { refusedFor } from "./retokenize-counts.js";
 
 /** Test double: the simulator's engine whose "hang" tokenizes end only by their signal's abort. */
 class AbortOnlyDouble extends TestSimEngine {
@@ -26,13 +26,8 @@ class AbortOnlyDouble extends TestSimEngine {
   }
 }
 
-function internals(node: NodeHandle): { steps: { peerOpen: number }; o: { metrics: NodeMetrics } } {
-  return node.runtime as unknown as { steps: { peerOpen: number }; o: { metrics: NodeMetrics } };
-}
-
-async function refusedFor(node: NodeHandle, reason: string): Promise<number> {
-  const { values } = await internals(node).o.metrics.forwardsRefused.get();
-  return values.find((v) => v.labels.reason === reason)?.value ?? 0;
+function internals(node: NodeHandle): { steps: { peerOpen: number } } {
+  return node.runtime as unknown as { steps: { peerOpen: number } };
 }
 
 describe("a forward being tokenized again when the drain ends", () => {

@@ -9,10 +9,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatMessage, Tokens } from "../../src/core/engine.js";
 import { FORWARD_CANCELLED } from "../../src/core/node/serving.js";
-import type { NodeMetrics } from "../../src/server/metrics.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { fetchForeignForward, finalMsg, postCancel, postForeignForward } from "./forward-post.js";
 import { mixedPair, openForwards } from "./helpers.js";
+import { peerTokenizing, refusedFor } from "./retokenize-counts.js";
 import { abortOnly, RunRecordingDouble } from "./run-recording-double.js";
 
 /** Test double: counts the test's own engine steps; "hang" ones end only by their signal's abort. */
@@ -33,17 +33,6 @@ class CountingDouble extends RunRecordingDouble {
     this.rendered.push(first);
     return abortOnly(signal);
   }
-}
-
-async function refusedFor(node: NodeHandle, reason: string): Promise<number> {
-  const { metrics } = (node.runtime as unknown as { o: { metrics: NodeMetrics } }).o;
-  const { values } = await metrics.forwardsRefused.get();
-  return values.find((v) => v.labels.reason === reason)?.value ?? 0;
-}
-
-/** Peers' forwards being tokenized again at `node`, as its `/cluster` shows them. */
-function peerTokenizing(node: NodeHandle): number {
-  return (node.runtime.clusterView() as { peerTokenizing: number }).peerTokenizing;
 }
 
 describe("a forward whose cancel came first", () => {
