@@ -30,6 +30,7 @@ import { createMetrics } from "../metrics.js";
 import { errorBody } from "../openai/format.js";
 import { type NodeSettings, SettingsError, splitHostPort } from "../settings/index.js";
 import { advertisedPeerUrl } from "./advertise.js";
+import { bindHost } from "./bind-host.js";
 import { engineKvEventsStatus } from "./cache-predictions.js";
 import { calibrateAtStart } from "./calibration.js";
 import { ANSWER_GRACE_MS, closeWithGrace } from "./close-grace.js";
@@ -247,8 +248,10 @@ export async function startNode(
   let peerUrl: string;
   let apiUrl: string;
   try {
-    peerUrl = await bound("--peer-listen", s.peerListen, peerServer.listen({ host: pl.host, port: pl.port }));
-    apiUrl = await bound("--listen", s.listen, api.listen({ host: al.host, port: al.port }));
+    const listenOn = (server: typeof api, at: { host: string; port: number }) =>
+      bindHost(at.host).then((host) => server.listen({ host, port: at.port }));
+    peerUrl = await bound("--peer-listen", s.peerListen, listenOn(peerServer, pl));
+    apiUrl = await bound("--listen", s.listen, listenOn(api, al));
   } catch (err) {
     await Promise.allSettled([peerServer.close(), api.close(), engine.close(), client.close()]);
     cpuLatency?.release();
