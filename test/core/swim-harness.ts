@@ -1,5 +1,5 @@
 /**
- * A test harness shared by the SWIM tests (swim-membership, swim-join, swim-forged, swim-revival,
+ * A test harness shared by the SWIM tests (swim-membership, swim-join, swim-forged, swim-revival(-recheck),
  * swim-own-word, swim-refute, swim-crash-loop): one Swim, its clock moved by hand (`at`).
  */
 import type { SwimConfigInput } from "../../src/core/node/swim/config.js";
