@@ -242,26 +242,23 @@ export async function eventLoopDelayMax(apiUrl: string): Promise<number> {
   return sample === undefined ? Number.NaN : sample.value * 1000;
 }
 
-/** `/health` round trips for `ms` with nothing else going on: the same machine load, no snapshots. */
+/** How long an idle measurement polls: for `ms`, or until it has `count` round trips. */
+export type IdleBound = { ms: number } | { count: number };
+
+/**
+ * `/health` round trips with nothing else going on, polled as `measureStall` polls (for a time, or as
+ * many as a measurement beside it took): what the machine's load alone does to the node's latency.
+ */
 export async function idleLatency(
   apiUrl: string,
-  ms: number,
+  bound: IdleBound,
   poller?: string,
 ): Promise<Latencies & { loopDelayMax: number }> {
   await eventLoopDelayMax(apiUrl);
-  const poll = await pollLatency(`${apiUrl}/health`, poller);
-  await new Promise((r) => setTimeout(r, ms));
+  const poll = await pollLatency(`${apiUrl}/health`, poller, "count" in bound ? bound.count : undefined);
+  if ("ms" in bound) await new Promise((r) => setTimeout(r, bound.ms));
   const xs = await poll.stop();
   return { ...summarize(xs), loopDelayMax: await eventLoopDelayMax(apiUrl) };
-}
-
-/**
- * `n` `/health` round trips with nothing else going on, polled as `measureStall` polls: what the
- * machine's load alone does to the node's latency, beside a measurement of the same size.
- */
-export async function idleSamples(apiUrl: string, n: number, poller?: string): Promise<Latencies> {
-  const poll = await pollLatency(`${apiUrl}/health`, poller, n);
-  return summarize(await poll.stop());
 }
 
 export interface StallResult {
@@ -339,7 +336,7 @@ async function main(): Promise<void> {
   const poller = pollerBeside(ownCli);
   try {
     const f = (x: number) => x.toFixed(1);
-    const idle = await idleLatency(node.apiUrl, 5000, poller);
+    const idle = await idleLatency(node.apiUrl, { ms: 5000 }, poller);
     console.log(
       `no snapshots, 5 s: /health n=${idle.n} p50 ${f(idle.p50)} ms, p99 ${f(idle.p99)} ms, max ${f(idle.max)} ms; ` +
         `node event-loop delay max ${f(idle.loopDelayMax)} ms`,
