@@ -8,7 +8,9 @@
  * Run: npm run build && node dist/bench/snapshot-stall.js
  * (SNAPSHOT_STALL_FRAMES=n full snapshots, default 4; SNAPSHOT_STALL_ARGS="--…" extra node flags,
  * e.g. a `--snapshot-step-keys 0` build comparison is not a flag: see BENCHMARKS.md;
- * SNAPSHOT_STALL_NODE_ARGS="--…" flags for the node's V8/Node runtime, e.g. `--single-threaded-gc`).
+ * SNAPSHOT_STALL_NODE_ARGS="--…" flags for the node's V8/Node runtime, e.g. `--single-threaded-gc`;
+ * with them the node's stdout is shown, so `--trace-gc` prints the node's collections: run under
+ * `stdbuf -oL` when the output goes to a file or pipe, or V8's buffered lines are lost when it stops).
  */
 
 import { fork, spawn } from "node:child_process";
@@ -147,13 +149,15 @@ export interface Victim {
 
 /**
  * A node (the built CLI) with a static peer "B" whose port is closed; its API and peer URLs. With
- * `probe`, the node runs loop-turn-probe.js (beside the CLI), writing its long turns to a temp file.
+ * `probe`, the node runs loop-turn-probe.js (beside the CLI), writing its long turns to a temp file;
+ * with `showStdout`, the node's stdout is ours (where V8's `--trace-gc` prints).
  */
 export async function startVictim(
   cli: string,
   extra: string[] = [],
   nodeArgs: string[] = [],
   probe = false,
+  showStdout = false,
 ): Promise<Victim> {
   const turnsFile = probe ? join(tmpdir(), `loop-turns-${process.pid}-${Date.now()}.txt`) : undefined;
   if (turnsFile !== undefined) {
@@ -179,7 +183,7 @@ export async function startVictim(
       ...["--engine", "sim", "--sim-time-scale", "0.02", "--log-level", "error", ...extra],
     ],
     {
-      stdio: ["ignore", "ignore", "inherit"],
+      stdio: ["ignore", showStdout ? "inherit" : "ignore", "inherit"],
       env: turnsFile === undefined ? process.env : { ...process.env, LOOP_TURN_PROBE_OUT: turnsFile },
     },
   );
@@ -332,7 +336,7 @@ async function main(): Promise<void> {
   const frames = Number(process.env.SNAPSHOT_STALL_FRAMES ?? 4);
   const extra = (process.env.SNAPSHOT_STALL_ARGS ?? "").split(" ").filter((s) => s.length > 0);
   const nodeArgs = (process.env.SNAPSHOT_STALL_NODE_ARGS ?? "").split(" ").filter((s) => s.length > 0);
-  const node = await startVictim(cli, extra, nodeArgs, true);
+  const node = await startVictim(cli, extra, nodeArgs, true, nodeArgs.length > 0);
   const poller = pollerBeside(ownCli);
   try {
     const f = (x: number) => x.toFixed(1);
