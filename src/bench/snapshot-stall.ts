@@ -8,7 +8,9 @@
  * Run: npm run build && node dist/bench/snapshot-stall.js
  * (SNAPSHOT_STALL_FRAMES=n full snapshots, default 4; SNAPSHOT_STALL_ARGS="--…" extra node flags,
  * e.g. a `--snapshot-step-keys 0` build comparison is not a flag: see BENCHMARKS.md;
- * SNAPSHOT_STALL_NODE_ARGS="--…" flags for the node's V8/Node runtime, e.g. `--single-threaded-gc`).
+ * SNAPSHOT_STALL_NODE_ARGS="--…" flags for the node's V8/Node runtime, e.g. `--single-threaded-gc`;
+ * with them the node's stdout is shown, so `--trace-gc` prints the node's collections: run under
+ * `stdbuf -oL` when the output goes to a file or pipe, or V8's buffered lines are lost when it stops).
  */
 
 import { fork, spawn } from "node:child_process";
@@ -147,13 +149,15 @@ export interface Victim {
 
 /**
  * A node (the built CLI) with a static peer "B" whose port is closed; its API and peer URLs. With
- * `probe`, the node runs loop-turn-probe.js (beside the CLI), writing its long turns to a temp file.
+ * `probe`, the node runs loop-turn-probe.js (beside the CLI), writing its long turns to a temp file;
+ * with `showStdout`, the node's stdout is ours (where V8's `--trace-gc` prints).
  */
 export async function startVictim(
   cli: string,
   extra: string[] = [],
   nodeArgs: string[] = [],
   probe = false,
+  showStdout = false,
 ): Promise<Victim> {
   const turnsFile = probe ? join(tmpdir(), `loop-turns-${process.pid}-${Date.now()}.txt`) : undefined;
   if (turnsFile !== undefined) {
@@ -179,7 +183,7 @@ export async function startVictim(
       ...["--engine", "sim", "--sim-time-scale", "0.02", "--log-level", "error", ...extra],
     ],
     {
-      stdio: ["ignore", "ignore", "inherit"],
+      stdio: ["ignore", showStdout ? "inherit" : "ignore", "inherit"],
       env: turnsFile === undefined ? process.env : { ...process.env, LOOP_TURN_PROBE_OUT: turnsFile },
     },
   );
@@ -242,26 +246,23 @@ export async function eventLoopDelayMax(apiUrl: string): Promise<number> {
   return sample === undefined ? Number.NaN : sample.value * 1000;
 }
 
-/** `/health` round trips for `ms` with nothing else going on: the same machine load, no snapshots. */
+/** How long an idle measurement polls: for `ms`, or until it has `count` round trips. */
+export type IdleBound = { ms: number } | { count: number };
+
+/**
+ * `/health` round trips with nothing else going on, polled as `measureStall` polls (for a time, or as
+ * many as a measurement beside it took): what the machine's load alone does to the node's latency.
+ */
 export async function idleLatency(
   apiUrl: string,
-  ms: number,
+  bound: IdleBound,
   poller?: string,
 ): Promise<Latencies & { loopDelayMax: number }> {
   await eventLoopDelayMax(apiUrl);
-  const poll = await pollLatency(`${apiUrl}/health`, poller);
-  await new Promise((r) => setTimeout(r, ms));
+  const poll = await pollLatency(`${apiUrl}/health`, poller, "count" in bound ? bound.count : undefined);
+  if ("ms" in bound) await new Promise((r) => setTimeout(r, bound.ms));
   const xs = await poll.stop();
   return { ...summarize(xs), loopDelayMax: await eventLoopDelayMax(apiUrl) };
-}
-
-/**
- * `n` `/health` round trips with nothing else going on, polled as `measureStall` polls: what the
- * machine's load alone does to the node's latency, beside a measurement of the same size.
- */
-export async function idleSamples(apiUrl: string, n: number, poller?: string): Promise<Latencies> {
-  const poll = await pollLatency(`${apiUrl}/health`, poller, n);
-  return summarize(await poll.stop());
 }
 
 export interface StallResult {
@@ -335,11 +336,11 @@ async function main(): Promise<void> {
   const frames = Number(process.env.SNAPSHOT_STALL_FRAMES ?? 4);
   const extra = (process.env.SNAPSHOT_STALL_ARGS ?? "").split(" ").filter((s) => s.length > 0);
   const nodeArgs = (process.env.SNAPSHOT_STALL_NODE_ARGS ?? "").split(" ").filter((s) => s.length > 0);
-  const node = await startVictim(cli, extra, nodeArgs, true);
+  const node = await startVictim(cli, extra, nodeArgs, true, nodeArgs.length > 0);
   const poller = pollerBeside(ownCli);
   try {
     const f = (x: number) => x.toFixed(1);
-    const idle = await idleLatency(node.apiUrl, 5000, poller);
+    const idle = await idleLatency(node.apiUrl, { ms: 5000 }, poller);
     console.log(
       `no snapshots, 5 s: /health n=${idle.n} p50 ${f(idle.p50)} ms, p99 ${f(idle.p99)} ms, max ${f(idle.max)} ms; ` +
         `node event-loop delay max ${f(idle.loopDelayMax)} ms`,

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CAP_KEYS,
   estimateOf,
-  idleSamples,
+  idleLatency,
   measureStall,
   pollerBeside,
   startVictim,
@@ -44,7 +44,7 @@ describe("snapshots at the key cap from a member", () => {
   it("keep /health answering while they are applied, and end applied whole", async () => {
     const poller = pollerBeside(requireBuild());
     const r = await measureStall(node, 2, poller);
-    const idle = await idleSamples(node.apiUrl, r.health.n, poller);
+    const idle = await idleLatency(node.apiUrl, { count: r.health.n }, poller);
     const bound = Math.max(TARGET_P99_MS, idle.p99 + IDLE_ALLOWANCE_MS);
     console.log(
       `oversized snapshots: /health p50 ${r.health.p50.toFixed(1)} ms, p99 ${r.health.p99.toFixed(1)} ms ` +
