@@ -12,7 +12,8 @@
  * and the bound max(target, idle p99 + allowance). It is not asserted: on a shared machine under load
  * the apply's GC pauses and its decoding thread (not its slices, whose CPU is asserted) miss that bound
  * in many runs. The loose p99 bound below catches a return to a stall (a snapshot applied in one
- * piece). Measurements: BENCHMARKS.md, "Oversized snapshots, time-sliced".
+ * piece). Measurements: BENCHMARKS.md, "Oversized snapshots, time-sliced" and "what starts the apply's
+ * GC pauses".
  */
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
