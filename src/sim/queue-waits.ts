@@ -6,25 +6,40 @@
  * offload moved it, or before a peer's late answer took it out.
  *
  * A forward attempt's origin wait runs from its first send to its end at the origin (its forward
- * timer cancelled or fired); its queue at the peer from the forward's first delivery there to that
- * peer's start of the run, its answer (an error included) or its crash: what overlaps counts. The
- * origin holds a request from its submission, and from each attempt's end, until it forwards it anew,
- * runs it or replies: its own queue. The waits overlap each other and the answering run (the origin may hold
- * it while a late answer's peer still queues or runs it): what counts is their union with the
- * answering run's wait and run, less those two (`queueMs` and the run: in the record already).
+ * timer cancelled or fired); each of its stays at the peer queues from a delivery there to that
+ * peer's start of the run, its answer (an error included) or its crash: what overlaps counts. A copy
+ * delivered after a stay closed (a restarted peer, an error it did not keep) queues anew. The origin
+ * holds a request from its submission, and from each attempt's end, until it forwards it anew, runs
+ * it or replies: its own queue, counted whatever else happens meanwhile (a peer's run, its lost
+ * answer): it was queued. A run is service, never a wait, even one its origin gave up on: the reading
+ * is latency less every queue wait, so what is left keeps every run; a later attempt waiting behind
+ * such a run at that peer still waits. The waits overlap each other and the answering run: what
+ * counts is their union with the answering run's wait and run, less those two (`queueMs` and the
+ * run: in the record already), so each instant counts once.
  */
+
+/**
+ * One stay of a forward at its peer: from a delivery there to the end of its queue wait (a run, an
+ * answer without one, or the peer's crash). A delivery after the last stay closed (answered, an error
+ * included, or lost to a crash) is a new stay: a re-send the peer takes again (a restarted peer, one
+ * whose earlier answer was an error it did not keep) queues again there.
+ */
+interface Stay {
+  queuedAt: number;
+  /** When the peer started running it: its wait there ends, the run is service, never a wait. */
+  ranAt?: number;
+  /** When the peer answered it (the end of its run there, if it ran it). */
+  answeredAt?: number;
+  /** When the peer crashed with it queued or running: the job went with it. */
+  lostAt?: number;
+}
 
 interface Attempt {
   peer: number;
   attempt: number;
   sentAt: number;
   endedAt?: number;
-  queuedAt?: number;
-  startedAt?: number;
-  /** When the peer answered it (the end of its run there, if it ran it). */
-  answeredAt?: number;
-  /** When the peer crashed with it queued: the job went with it (a later re-delivery is not counted). */
-  lostAt?: number;
+  stays: Stay[];
 }
 
 /** A wait at the origin, [from, to]; `run`: its run there ended it. */
@@ -79,7 +94,7 @@ export class QueueWaits {
     if (this.find(reqId, peer, attempt) !== undefined) return;
     const w = this.of(reqId);
     this.release(w, now, false);
-    w.attempts.push({ peer, attempt, sentAt: now });
+    w.attempts.push({ peer, attempt, sentAt: now, stays: [] });
   }
 
   /** The origin stopped waiting on the attempt (its forward timer cancelled or fired): it holds it. */
@@ -96,18 +111,37 @@ export class QueueWaits {
     if (w !== undefined) this.release(w, now, true);
   }
 
-  /** The attempt's forward reached `peer`: queued there unless it starts or is answered at once. */
+  /**
+   * The attempt's forward reached `peer`: queued there unless it starts or is answered at once. A copy
+   * while its stay is open (queued, running) is the same job; one after it closed is a new stay.
+   */
   delivered(reqId: string, peer: number, attempt: number, now: number): void {
     const a = this.find(reqId, peer, attempt);
-    if (a !== undefined && a.queuedAt === undefined) a.queuedAt = now;
+    if (a === undefined) return;
+    const last = a.stays.at(-1);
+    if (last === undefined || last.answeredAt !== undefined || last.lostAt !== undefined)
+      a.stays.push({ queuedAt: now });
   }
 
-  /** `peer` started running `reqId`, or answered an attempt of it: its queue wait there is over. */
+  /**
+   * `peer` started running `reqId` (no `attempt`), or answered that attempt of it (a result or an
+   * error): its queue wait there is over. A run is the oldest attempt's queued there: a peer runs its
+   * queue in order, so a later attempt waits on behind the earlier one's run.
+   */
   left(reqId: string, peer: number, now: number, attempt?: number): void {
-    const a = this.find(reqId, peer, attempt);
-    if (a?.queuedAt === undefined) return;
-    a.startedAt ??= now;
-    if (attempt !== undefined) a.answeredAt ??= now;
+    if (attempt !== undefined) {
+      const a = this.find(reqId, peer, attempt);
+      const s = a === undefined ? undefined : open(a);
+      if (s !== undefined) s.answeredAt = now;
+      return;
+    }
+    for (const a of this.byReq.get(reqId)?.attempts ?? []) {
+      const s = a.peer === peer ? open(a) : undefined;
+      if (s !== undefined && s.ranAt === undefined) {
+        s.ranAt = now;
+        return;
+      }
+    }
   }
 
   /**
@@ -124,13 +158,21 @@ export class QueueWaits {
     let run: [number, number] | undefined;
     const waits: [number, number][] = [];
     for (const a of w.attempts) {
-      if (a.queuedAt === undefined) continue;
-      if (answeredBy !== undefined && a.peer === answeredBy.peer && a.attempt === answeredBy.attempt) {
-        answering = [a.queuedAt, a.startedAt ?? now];
-        run = [a.startedAt ?? now, a.answeredAt ?? now];
-      } else {
-        const to = Math.min(a.startedAt ?? now, a.endedAt ?? now, a.lostAt ?? now);
-        waits.push([Math.max(a.queuedAt, a.sentAt), to]);
+      const answers = answeredBy?.peer === a.peer && answeredBy.attempt === a.attempt;
+      // The stay whose run sent the result: a re-sent answer's stay runs nothing, and a restarted
+      // peer's new run may not have answered yet when the old incarnation's answer arrives.
+      const ranDone = (x: Stay): boolean => x.ranAt !== undefined && x.answeredAt !== undefined;
+      const mine = answers ? (a.stays.findLast(ranDone) ?? a.stays.at(-1)) : undefined;
+      for (const x of a.stays) {
+        if (x === mine) {
+          const start = x.ranAt ?? x.answeredAt ?? now;
+          answering = [x.queuedAt, start];
+          run = [start, x.answeredAt ?? now];
+          continue;
+        }
+        // Its wait while the origin waited on the attempt; a run is service, not a wait.
+        const to = Math.min(x.ranAt ?? x.answeredAt ?? x.lostAt ?? now, a.endedAt ?? now);
+        waits.push([Math.max(x.queuedAt, a.sentAt), to]);
       }
     }
     const lastRun = w.held.findLastIndex((h) => h[2]);
@@ -161,9 +203,17 @@ export class QueueWaits {
   crashed(node: number, outstanding: Iterable<string>, now: number): void {
     for (const reqId of outstanding) this.byReq.delete(reqId);
     for (const w of this.byReq.values())
-      for (const a of w.attempts)
-        if (a.peer === node && a.queuedAt !== undefined && a.startedAt === undefined) a.lostAt ??= now;
+      for (const a of w.attempts) {
+        const s = a.peer === node ? open(a) : undefined;
+        if (s !== undefined) s.lostAt = now;
+      }
   }
+}
+
+/** The attempt's last stay at its peer if the job is still there (queued or running). */
+function open(a: Attempt): Stay | undefined {
+  const s = a.stays.at(-1);
+  return s === undefined || s.answeredAt !== undefined || s.lostAt !== undefined ? undefined : s;
 }
 
 /** The length of the union of intervals [from, to] (empty ones ignored). */
