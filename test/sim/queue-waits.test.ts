@@ -206,4 +206,23 @@ describe("otherQueueMs in a run", () => {
     // A part of the network time, as the record says: never more than it.
     for (const x of r.records) expect(x.otherQueueMs ?? 0).toBeLessThanOrEqual(x.networkMs + 1e-6);
   });
+
+  it("a peer crashes and restarts under 30% loss: the waits of copies re-sent to it stay within networkMs", () => {
+    const requests = 600;
+    const w = assembleWorkload("synthetic", "synthetic", syntheticPool({ subjects: 8, scale: 0.05 }), {
+      seed: 5,
+      requests,
+      skewed: false,
+      openLoopRate: 12,
+    });
+    const faults = {
+      network: { lossProb: 0.3 },
+      node: { crashes: [{ node: 0, atMs: 15_000, restartAtMs: 15_500 }] },
+    };
+    // Node 0 restarts while origins still wait on forwards it held: they re-send them to it.
+    const r = runSimulation({ ...daemonSimConfig(3, 4), faults }, w);
+    expect(r.totals.answered).toBe(requests);
+    expect(Math.max(...r.records.map((x) => x.otherQueueMs ?? 0))).toBeGreaterThan(0);
+    for (const x of r.records) expect(x.otherQueueMs ?? 0).toBeLessThanOrEqual(x.networkMs + 1e-6);
+  });
 });
