@@ -7,8 +7,8 @@
  *
  * A forward attempt's origin wait runs from its first send to its end at the origin (its forward
  * timer cancelled or fired); each of its stays at the peer queues from a delivery there to that
- * peer's start of the run, its answer (an error included) or its crash: what overlaps counts. A copy
- * delivered after a stay closed (a restarted peer, an error it did not keep) queues anew. The origin
+ * peer's start of the run, its answer (an error included), its crash or its drop past its deadline:
+ * what overlaps counts. A copy delivered after a stay closed (a restarted peer, an error it did not keep) queues anew. The origin
  * holds a request from its submission, and from each attempt's end, until it forwards it anew, runs
  * it or replies: its own queue, counted whatever else happens meanwhile (a peer's run, its lost
  * answer): it was queued. A run is service, never a wait, even one its origin gave up on: the reading
@@ -17,20 +17,25 @@
  * counts is their union with the answering run's wait and run, less those two (`queueMs` and the
  * run: in the record already), so each instant counts once.
  */
+import { expiry } from "../core/node/executor/jobs.js";
 
 /**
  * One stay of a forward at its peer: from a delivery there to the end of its queue wait (a run, an
- * answer without one, or the peer's crash). A delivery after the last stay closed (answered, an error
- * included, or lost to a crash) is a new stay: a re-send the peer takes again (a restarted peer, one
+ * answer without one, the peer's crash, or its drop). A delivery after the last stay closed (answered,
+ * an error included, or lost) is a new stay: a re-send the peer takes again (a restarted peer, one
  * whose earlier answer was an error it did not keep) queues again there.
  */
 interface Stay {
   queuedAt: number;
+  /** Its place in the peer's queue: forwards run there in the order they arrived. */
+  seq: number;
+  /** Past this, its turn drops it unrun and unanswered (the executor's rule, executor/jobs.ts). */
+  expiresAt: number;
   /** When the peer started running it: its wait there ends, the run is service, never a wait. */
   ranAt?: number;
   /** When the peer answered it (the end of its run there, if it ran it). */
   answeredAt?: number;
-  /** When the peer crashed with it queued or running: the job went with it. */
+  /** When the job left the peer unanswered: its crash, or a later job's start past its expiry. */
   lostAt?: number;
 }
 
@@ -50,6 +55,8 @@ interface Waits {
   heldSince?: number;
   held: Held[];
   attempts: Attempt[];
+  /** Its stays opened so far: the next one's `seq`. */
+  stays: number;
 }
 
 export class QueueWaits {
@@ -59,7 +66,7 @@ export class QueueWaits {
   private of(reqId: string): Waits {
     let w = this.byReq.get(reqId);
     if (w === undefined) {
-      w = { held: [], attempts: [] };
+      w = { held: [], attempts: [], stays: 0 };
       this.byReq.set(reqId, w);
     }
     return w;
@@ -112,21 +119,23 @@ export class QueueWaits {
   }
 
   /**
-   * The attempt's forward reached `peer`: queued there unless it starts or is answered at once. A copy
-   * while its stay is open (queued, running) is the same job; one after it closed is a new stay.
+   * The attempt's forward, with its `deadlineMs`, reached `peer`: queued there unless it starts or is
+   * answered at once. A copy while its stay is open (queued, running) is the same job; one after it
+   * closed is a new stay. Stays grow by deliveries only, so by the copies its origin sent.
    */
-  delivered(reqId: string, peer: number, attempt: number, now: number): void {
+  delivered(reqId: string, peer: number, attempt: number, now: number, deadlineMs?: number): void {
     const a = this.find(reqId, peer, attempt);
-    if (a === undefined) return;
-    const last = a.stays.at(-1);
-    if (last === undefined || last.answeredAt !== undefined || last.lostAt !== undefined)
-      a.stays.push({ queuedAt: now });
+    const w = this.byReq.get(reqId);
+    if (a === undefined || w === undefined || open(a) !== undefined) return;
+    a.stays.push({ queuedAt: now, seq: w.stays++, expiresAt: expiry(deadlineMs, now) });
   }
 
   /**
    * `peer` started running `reqId` (no `attempt`), or answered that attempt of it (a result or an
-   * error): its queue wait there is over. A run is the oldest attempt's queued there: a peer runs its
-   * queue in order, so a later attempt waits on behind the earlier one's run.
+   * error): its queue wait there is over. A run names no attempt: it is the earliest arrival queued
+   * there, as forwards keep their order in a peer's queue (priority and offload move clients' jobs
+   * only); earlier ones past their expiry were dropped at their turn, by now, unanswered. A later
+   * arrival waits on behind the run.
    */
   left(reqId: string, peer: number, now: number, attempt?: number): void {
     if (attempt !== undefined) {
@@ -135,9 +144,15 @@ export class QueueWaits {
       if (s !== undefined) s.answeredAt = now;
       return;
     }
+    const queued: Stay[] = [];
     for (const a of this.byReq.get(reqId)?.attempts ?? []) {
       const s = a.peer === peer ? open(a) : undefined;
-      if (s !== undefined && s.ranAt === undefined) {
+      if (s !== undefined && s.ranAt === undefined) queued.push(s);
+    }
+    queued.sort((x, y) => x.seq - y.seq);
+    for (const s of queued) {
+      if (now > s.expiresAt) s.lostAt = now;
+      else {
         s.ranAt = now;
         return;
       }

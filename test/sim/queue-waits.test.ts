@@ -117,15 +117,44 @@ describe("QueueWaits", () => {
 
     q.submitted("r9.2", 0);
     q.sent("r9.2", 1, 1, 0);
-    q.delivered("r9.2", 1, 1, 2);
-    q.ended("r9.2", 1, 500); // never acked; its cancel is lost: attempt 1 stays queued at peer 1
+    q.delivered("r9.2", 1, 1, 2, 5_000);
+    q.ended("r9.2", 1, 500); // failed over early (peer 1 seemed silent); its cancel is lost
     q.sent("r9.2", 1, 2, 1_500); // offload moves it to peer 1 again
-    q.delivered("r9.2", 1, 2, 1_502);
+    q.delivered("r9.2", 1, 2, 1_502, 5_000);
     q.left("r9.2", 1, 2_000); // peer 1 runs attempt 1's job first; attempt 2 waits behind it
     q.ended("r9.2", 2, 2_500);
     q.ranHere("r9.2", 2_600);
     // Attempt 1 [2, 500], held [500, 1500], attempt 2 [1502, 2500]: its wait ends at its own end.
     expect(q.take("r9.2", 3_000)).toBeCloseTo(498 + 1_000 + 998, 6);
+  });
+
+  it("a peer's run is its earliest arrival still wanted: one past its deadline was dropped unrun", () => {
+    const q = new QueueWaits();
+    q.submitted("r12.1", 0);
+    q.sent("r12.1", 1, 1, 0);
+    q.delivered("r12.1", 1, 1, 2, 400); // its job there expires at 402
+    q.ended("r12.1", 1, 500); // timed out; its cancel is lost: the job waits for its turn
+    q.sent("r12.1", 1, 2, 1_500); // offload moves it to peer 1 again
+    q.delivered("r12.1", 1, 2, 1_502, 1_000);
+    q.left("r12.1", 1, 2_000); // attempt 1's turn dropped it: this run is attempt 2's
+    q.ended("r12.1", 2, 2_500);
+    q.ranHere("r12.1", 2_600);
+    // Attempt 1 [2, 500], held [500, 1500], attempt 2 [1502, 2000]: its run is service.
+    expect(q.take("r12.1", 3_000)).toBeCloseTo(498 + 1_000 + 498, 6);
+
+    q.submitted("r12.2", 0);
+    q.sent("r12.2", 1, 1, 0);
+    q.delivered("r12.2", 1, 1, 2, 10_000);
+    q.crashed(1, [], 100);
+    q.ended("r12.2", 1, 500);
+    q.sent("r12.2", 1, 2, 600);
+    q.delivered("r12.2", 1, 2, 602, 10_000);
+    q.delivered("r12.2", 1, 1, 700, 10_000); // a late copy of attempt 1 reaches the restarted peer
+    q.left("r12.2", 1, 1_000); // by arrival: attempt 2's job, though attempt 1 is the older attempt
+    q.ended("r12.2", 2, 1_200);
+    q.ranHere("r12.2", 1_300);
+    // Attempt 1 [2, 100], held [500, 600], attempt 2 [602, 1000].
+    expect(q.take("r12.2", 1_800)).toBeCloseTo(98 + 100 + 398, 6);
   });
 
   it("a forward re-sent to a restarted peer queues there again", () => {
