@@ -8,14 +8,14 @@
  * A forward attempt's origin wait runs from its first send to its end at the origin (its forward
  * timer cancelled or fired); each of its stays at the peer queues from a delivery there to that
  * peer's start of the run, its answer (an error included), its crash or its drop past its deadline:
- * what overlaps counts. A copy delivered after a stay closed (a restarted peer, an error it did not keep) queues anew. The origin
- * holds a request from its submission, and from each attempt's end, until it forwards it anew, runs
- * it or replies: its own queue, counted whatever else happens meanwhile (a peer's run, its lost
- * answer): it was queued. A run is service, never a wait, even one its origin gave up on: the reading
- * is latency less every queue wait, so what is left keeps every run; a later attempt waiting behind
- * such a run at that peer still waits. The waits overlap each other and the answering run: what
- * counts is their union with the answering run's wait and run, less those two (`queueMs` and the
- * run: in the record already), so each instant counts once.
+ * what overlaps counts. A copy delivered after a stay closed (a restarted peer, an error it did not
+ * keep) queues anew. The origin holds a request from its submission, and from each attempt's end,
+ * until it forwards it anew, runs it or replies: its own queue, counted whatever else happens
+ * meanwhile (a peer's run, its lost answer): it was queued. A run is service, never a wait, even
+ * one its origin gave up on: the reading is latency less every queue wait, so what is left keeps
+ * every run; a later attempt waiting behind such a run at that peer still waits. The waits overlap
+ * each other and the answering run: what counts is their union with the answering run's wait and
+ * run, less those two (`queueMs` and the run: in the record already), so each instant counts once.
  */
 import { expiry } from "../core/node/executor/jobs.js";
 

@@ -236,7 +236,7 @@ describe("otherQueueMs in a run", () => {
     for (const x of r.records) expect(x.otherQueueMs ?? 0).toBeLessThanOrEqual(x.networkMs + 1e-6);
   });
 
-  it("a peer crashes and restarts under 30% loss: the waits of copies re-sent to it stay within networkMs", () => {
+  it("a peer crashes and restarts under 30% loss: re-sent copies' waits stay within networkMs", () => {
     const requests = 600;
     const w = assembleWorkload("synthetic", "synthetic", syntheticPool({ subjects: 8, scale: 0.05 }), {
       seed: 5,
