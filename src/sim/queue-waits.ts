@@ -6,25 +6,45 @@
  * offload moved it, or before a peer's late answer took it out.
  *
  * A forward attempt's origin wait runs from its first send to its end at the origin (its forward
- * timer cancelled or fired); its queue at the peer from the forward's first delivery there to that
- * peer's start of the run, its answer (an error included) or its crash: what overlaps counts. The
- * origin holds a request from its submission, and from each attempt's end, until it forwards it anew,
- * runs it or replies: its own queue. The waits overlap each other and the answering run (the origin may hold
- * it while a late answer's peer still queues or runs it): what counts is their union with the
- * answering run's wait and run, less those two (`queueMs` and the run: in the record already).
+ * timer cancelled or fired); each of its stays at the peer queues from a delivery there to that
+ * peer's start of the run, its answer (an error included), its crash or its drop past its deadline:
+ * what overlaps counts. A copy delivered after a stay closed (a restarted peer, an error it did not
+ * keep) queues anew. The origin holds a request from its submission, and from each attempt's end,
+ * until it forwards it anew, runs it or replies: its own queue, counted whatever else happens
+ * meanwhile (a peer's run, its lost answer): it was queued. A run is service, never a wait, even
+ * one its origin gave up on: the reading is latency less every queue wait, so what is left keeps
+ * every run; a later attempt waiting behind such a run at that peer still waits. The waits overlap
+ * each other and the answering run: what counts is their union with the answering run's wait and
+ * run, less those two (`queueMs` and the run: in the record already), so each instant counts once.
  */
+import { expiry } from "../core/node/executor/jobs.js";
+
+/**
+ * One stay of a forward at its peer: from a delivery there to the end of its queue wait (a run, an
+ * answer without one, the peer's crash, or its drop). A delivery after the last stay closed (answered,
+ * an error included, or lost) is a new stay: a re-send the peer takes again (a restarted peer, one
+ * whose earlier answer was an error it did not keep) queues again there.
+ */
+interface Stay {
+  queuedAt: number;
+  /** Its place in the peer's queue: forwards run there in the order they arrived. */
+  seq: number;
+  /** Past this, its turn drops it unrun and unanswered (the executor's rule, executor/jobs.ts). */
+  expiresAt: number;
+  /** When the peer started running it: its wait there ends, the run is service, never a wait. */
+  ranAt?: number;
+  /** When the peer answered it (the end of its run there, if it ran it). */
+  answeredAt?: number;
+  /** When the job left the peer unanswered: its crash, or a later job's start past its expiry. */
+  lostAt?: number;
+}
 
 interface Attempt {
   peer: number;
   attempt: number;
   sentAt: number;
   endedAt?: number;
-  queuedAt?: number;
-  startedAt?: number;
-  /** When the peer answered it (the end of its run there, if it ran it). */
-  answeredAt?: number;
-  /** When the peer crashed with it queued: the job went with it (a later re-delivery is not counted). */
-  lostAt?: number;
+  stays: Stay[];
 }
 
 /** A wait at the origin, [from, to]; `run`: its run there ended it. */
@@ -35,6 +55,8 @@ interface Waits {
   heldSince?: number;
   held: Held[];
   attempts: Attempt[];
+  /** Its stays opened so far: the next one's `seq`. */
+  stays: number;
 }
 
 export class QueueWaits {
@@ -44,7 +66,7 @@ export class QueueWaits {
   private of(reqId: string): Waits {
     let w = this.byReq.get(reqId);
     if (w === undefined) {
-      w = { held: [], attempts: [] };
+      w = { held: [], attempts: [], stays: 0 };
       this.byReq.set(reqId, w);
     }
     return w;
@@ -79,7 +101,7 @@ export class QueueWaits {
     if (this.find(reqId, peer, attempt) !== undefined) return;
     const w = this.of(reqId);
     this.release(w, now, false);
-    w.attempts.push({ peer, attempt, sentAt: now });
+    w.attempts.push({ peer, attempt, sentAt: now, stays: [] });
   }
 
   /** The origin stopped waiting on the attempt (its forward timer cancelled or fired): it holds it. */
@@ -96,18 +118,45 @@ export class QueueWaits {
     if (w !== undefined) this.release(w, now, true);
   }
 
-  /** The attempt's forward reached `peer`: queued there unless it starts or is answered at once. */
-  delivered(reqId: string, peer: number, attempt: number, now: number): void {
+  /**
+   * The attempt's forward, with its `deadlineMs`, reached `peer`: queued there unless it starts or is
+   * answered at once. A copy while its stay is open (queued, running) is the same job; one after it
+   * closed is a new stay. Stays grow by deliveries only, so by the copies its origin sent.
+   */
+  delivered(reqId: string, peer: number, attempt: number, now: number, deadlineMs?: number): void {
     const a = this.find(reqId, peer, attempt);
-    if (a !== undefined && a.queuedAt === undefined) a.queuedAt = now;
+    const w = this.byReq.get(reqId);
+    if (a === undefined || w === undefined || open(a) !== undefined) return;
+    a.stays.push({ queuedAt: now, seq: w.stays++, expiresAt: expiry(deadlineMs, now) });
   }
 
-  /** `peer` started running `reqId`, or answered an attempt of it: its queue wait there is over. */
+  /**
+   * `peer` started running `reqId` (no `attempt`), or answered that attempt of it (a result or an
+   * error): its queue wait there is over. A run names no attempt: it is the earliest arrival queued
+   * there, as forwards keep their order in a peer's queue (priority and offload move clients' jobs
+   * only); earlier ones past their expiry were dropped at their turn, by now, unanswered. A later
+   * arrival waits on behind the run.
+   */
   left(reqId: string, peer: number, now: number, attempt?: number): void {
-    const a = this.find(reqId, peer, attempt);
-    if (a?.queuedAt === undefined) return;
-    a.startedAt ??= now;
-    if (attempt !== undefined) a.answeredAt ??= now;
+    if (attempt !== undefined) {
+      const a = this.find(reqId, peer, attempt);
+      const s = a === undefined ? undefined : open(a);
+      if (s !== undefined) s.answeredAt = now;
+      return;
+    }
+    const queued: Stay[] = [];
+    for (const a of this.byReq.get(reqId)?.attempts ?? []) {
+      const s = a.peer === peer ? open(a) : undefined;
+      if (s !== undefined && s.ranAt === undefined) queued.push(s);
+    }
+    queued.sort((x, y) => x.seq - y.seq);
+    for (const s of queued) {
+      if (now > s.expiresAt) s.lostAt = now;
+      else {
+        s.ranAt = now;
+        return;
+      }
+    }
   }
 
   /**
@@ -124,13 +173,21 @@ export class QueueWaits {
     let run: [number, number] | undefined;
     const waits: [number, number][] = [];
     for (const a of w.attempts) {
-      if (a.queuedAt === undefined) continue;
-      if (answeredBy !== undefined && a.peer === answeredBy.peer && a.attempt === answeredBy.attempt) {
-        answering = [a.queuedAt, a.startedAt ?? now];
-        run = [a.startedAt ?? now, a.answeredAt ?? now];
-      } else {
-        const to = Math.min(a.startedAt ?? now, a.endedAt ?? now, a.lostAt ?? now);
-        waits.push([Math.max(a.queuedAt, a.sentAt), to]);
+      const answers = answeredBy?.peer === a.peer && answeredBy.attempt === a.attempt;
+      // The stay whose run sent the result: a re-sent answer's stay runs nothing, and a restarted
+      // peer's new run may not have answered yet when the old incarnation's answer arrives.
+      const ranDone = (x: Stay): boolean => x.ranAt !== undefined && x.answeredAt !== undefined;
+      const mine = answers ? (a.stays.findLast(ranDone) ?? a.stays.at(-1)) : undefined;
+      for (const x of a.stays) {
+        if (x === mine) {
+          const start = x.ranAt ?? x.answeredAt ?? now;
+          answering = [x.queuedAt, start];
+          run = [start, x.answeredAt ?? now];
+          continue;
+        }
+        // Its wait while the origin waited on the attempt; a run is service, not a wait.
+        const to = Math.min(x.ranAt ?? x.answeredAt ?? x.lostAt ?? now, a.endedAt ?? now);
+        waits.push([Math.max(x.queuedAt, a.sentAt), to]);
       }
     }
     const lastRun = w.held.findLastIndex((h) => h[2]);
@@ -161,9 +218,17 @@ export class QueueWaits {
   crashed(node: number, outstanding: Iterable<string>, now: number): void {
     for (const reqId of outstanding) this.byReq.delete(reqId);
     for (const w of this.byReq.values())
-      for (const a of w.attempts)
-        if (a.peer === node && a.queuedAt !== undefined && a.startedAt === undefined) a.lostAt ??= now;
+      for (const a of w.attempts) {
+        const s = a.peer === node ? open(a) : undefined;
+        if (s !== undefined) s.lostAt = now;
+      }
   }
+}
+
+/** The attempt's last stay at its peer if the job is still there (queued or running). */
+function open(a: Attempt): Stay | undefined {
+  const s = a.stays.at(-1);
+  return s === undefined || s.answeredAt !== undefined || s.lostAt !== undefined ? undefined : s;
 }
 
 /** The length of the union of intervals [from, to] (empty ones ignored). */

@@ -275,7 +275,8 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
           deliverSnapshot(dest, from, ev.msg);
         } else {
           const { msg } = ev;
-          if (msg.type === "forward") queueWaits.delivered(msg.reqId, ev.to, msg.attempt, now);
+          if (msg.type === "forward")
+            queueWaits.delivered(msg.reqId, ev.to, msg.attempt, now, msg.deadlineMs);
           if (msg.type === "result")
             delivering = { reqId: msg.reqId, sentAt: ev.sentAt, peer: ev.from, attempt: msg.attempt };
           handle(dest, { type: "peer-message", from, msg: ev.msg });

@@ -90,6 +90,109 @@ describe("QueueWaits", () => {
     expect(q.take("r7.1", 7_000)).toBeCloseTo(1_998, 6);
   });
 
+  it("its own queue while a peer's answer is lost counts once: queue, unless it is the answering run", () => {
+    const q = new QueueWaits();
+    q.submitted("r8.1", 0);
+    q.sent("r8.1", 1, 1, 0);
+    q.delivered("r8.1", 1, 1, 2);
+    q.left("r8.1", 1, 100); // peer 1 runs it
+    q.ended("r8.1", 1, 300); // overdue: queued here from now, peer 1 still running it
+    q.left("r8.1", 1, 1_000, 1); // its answer, lost on the way
+    q.sent("r8.1", 1, 1, 3_000); // the hedge re-asks: peer 1 re-sends the answer it kept
+    q.delivered("r8.1", 1, 1, 3_002);
+    q.left("r8.1", 1, 3_002, 1);
+    // Held [300, 3004]: its part within peer 1's run [100, 1000] is that run, the rest is queue.
+    expect(q.take("r8.1", 3_004, { peer: 1, attempt: 1 })).toBeCloseTo(2_004, 6);
+  });
+
+  it("a peer's run is service, never a wait; a later attempt queued behind it waits", () => {
+    const q = new QueueWaits();
+    q.submitted("r9.1", 0);
+    q.sent("r9.1", 1, 1, 0);
+    q.delivered("r9.1", 1, 1, 2);
+    q.left("r9.1", 1, 100); // peer 1 runs attempt 1 ...
+    q.ended("r9.1", 1, 600); // ... when its origin moves on: [100, 600] is its run, not queue
+    q.ranHere("r9.1", 800);
+    expect(q.take("r9.1", 1_300)).toBeCloseTo(98, 6);
+
+    q.submitted("r9.2", 0);
+    q.sent("r9.2", 1, 1, 0);
+    q.delivered("r9.2", 1, 1, 2, 5_000);
+    q.ended("r9.2", 1, 500); // failed over early (peer 1 seemed silent); its cancel is lost
+    q.sent("r9.2", 1, 2, 1_500); // offload moves it to peer 1 again
+    q.delivered("r9.2", 1, 2, 1_502, 5_000);
+    q.left("r9.2", 1, 2_000); // peer 1 runs attempt 1's job first; attempt 2 waits behind it
+    q.ended("r9.2", 2, 2_500);
+    q.ranHere("r9.2", 2_600);
+    // Attempt 1 [2, 500], held [500, 1500], attempt 2 [1502, 2500]: its wait ends at its own end.
+    expect(q.take("r9.2", 3_000)).toBeCloseTo(498 + 1_000 + 998, 6);
+  });
+
+  it("a peer's run is its earliest arrival still wanted: one past its deadline was dropped unrun", () => {
+    const q = new QueueWaits();
+    q.submitted("r12.1", 0);
+    q.sent("r12.1", 1, 1, 0);
+    q.delivered("r12.1", 1, 1, 2, 400); // its job there expires at 402
+    q.ended("r12.1", 1, 500); // timed out; its cancel is lost: the job waits for its turn
+    q.sent("r12.1", 1, 2, 1_500); // offload moves it to peer 1 again
+    q.delivered("r12.1", 1, 2, 1_502, 1_000);
+    q.left("r12.1", 1, 2_000); // attempt 1's turn dropped it: this run is attempt 2's
+    q.ended("r12.1", 2, 2_500);
+    q.ranHere("r12.1", 2_600);
+    // Attempt 1 [2, 500], held [500, 1500], attempt 2 [1502, 2000]: its run is service.
+    expect(q.take("r12.1", 3_000)).toBeCloseTo(498 + 1_000 + 498, 6);
+
+    q.submitted("r12.2", 0);
+    q.sent("r12.2", 1, 1, 0);
+    q.delivered("r12.2", 1, 1, 2, 10_000);
+    q.crashed(1, [], 100);
+    q.ended("r12.2", 1, 500);
+    q.sent("r12.2", 1, 2, 600);
+    q.delivered("r12.2", 1, 2, 602, 10_000);
+    q.delivered("r12.2", 1, 1, 700, 10_000); // a late copy of attempt 1 reaches the restarted peer
+    q.left("r12.2", 1, 1_000); // by arrival: attempt 2's job, though attempt 1 is the older attempt
+    q.ended("r12.2", 2, 1_200);
+    q.ranHere("r12.2", 1_300);
+    // Attempt 1 [2, 100], held [500, 600], attempt 2 [602, 1000].
+    expect(q.take("r12.2", 1_800)).toBeCloseTo(98 + 100 + 398, 6);
+  });
+
+  it("a forward re-sent to a restarted peer queues there again", () => {
+    const q = new QueueWaits();
+    q.submitted("r10.1", 0);
+    q.sent("r10.1", 1, 1, 0);
+    q.delivered("r10.1", 1, 1, 2);
+    q.crashed(1, [], 1_000);
+    q.sent("r10.1", 1, 1, 3_000); // peer 1 is back: the attempt is re-sent to its new process
+    q.delivered("r10.1", 1, 1, 3_002);
+    q.left("r10.1", 1, 4_000);
+    q.left("r10.1", 1, 4_500, 1);
+    // Its first stay [2, 1000] is queue; its answer's wait [3002, 4000] is queueMs.
+    expect(q.take("r10.1", 4_502, { peer: 1, attempt: 1 })).toBeCloseTo(998, 6);
+
+    q.submitted("r10.2", 0);
+    q.sent("r10.2", 1, 1, 0);
+    q.delivered("r10.2", 1, 1, 2);
+    q.crashed(1, [], 1_000);
+    q.delivered("r10.2", 1, 1, 3_002);
+    q.ended("r10.2", 1, 3_500); // given up on while queued at the new process
+    q.ranHere("r10.2", 3_600);
+    expect(q.take("r10.2", 4_000)).toBeCloseTo(998 + 498, 6);
+  });
+
+  it("an attempt answered with an error and asked again waits anew from its new delivery", () => {
+    const q = new QueueWaits();
+    q.submitted("r11.1", 0);
+    q.sent("r11.1", 1, 1, 0);
+    q.delivered("r11.1", 1, 1, 2);
+    q.left("r11.1", 1, 2, 1); // refused at once; the error is lost
+    q.sent("r11.1", 1, 1, 400); // its ack never came: re-sent, and taken this time
+    q.delivered("r11.1", 1, 1, 402);
+    q.ended("r11.1", 1, 1_500); // given up on while still queued at peer 1
+    q.ranHere("r11.1", 1_500);
+    expect(q.take("r11.1", 2_000)).toBeCloseTo(1_098, 6);
+  });
+
   it("forgets a request once taken, dropped or its origin crashed", () => {
     const q = new QueueWaits();
     q.submitted("r4.1", 0);
@@ -130,6 +233,25 @@ describe("otherQueueMs in a run", () => {
     const other = r.records.map((x) => x.otherQueueMs ?? 0);
     expect(Math.max(...other)).toBeGreaterThan(0);
     // A part of the network time, as the record says: never more than it.
+    for (const x of r.records) expect(x.otherQueueMs ?? 0).toBeLessThanOrEqual(x.networkMs + 1e-6);
+  });
+
+  it("a peer crashes and restarts under 30% loss: re-sent copies' waits stay within networkMs", () => {
+    const requests = 600;
+    const w = assembleWorkload("synthetic", "synthetic", syntheticPool({ subjects: 8, scale: 0.05 }), {
+      seed: 5,
+      requests,
+      skewed: false,
+      openLoopRate: 12,
+    });
+    const faults = {
+      network: { lossProb: 0.3 },
+      node: { crashes: [{ node: 0, atMs: 15_000, restartAtMs: 15_500 }] },
+    };
+    // Node 0 restarts while origins still wait on forwards it held: they re-send them to it.
+    const r = runSimulation({ ...daemonSimConfig(3, 4), faults }, w);
+    expect(r.totals.answered).toBe(requests);
+    expect(Math.max(...r.records.map((x) => x.otherQueueMs ?? 0))).toBeGreaterThan(0);
     for (const x of r.records) expect(x.otherQueueMs ?? 0).toBeLessThanOrEqual(x.networkMs + 1e-6);
   });
 });

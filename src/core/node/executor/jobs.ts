@@ -109,7 +109,7 @@ export function newJob(spec: JobSpec, jobId: string, now: number): Job {
 }
 
 /** When a job of a forward with `deadlineMs` (peer-controlled: only a finite, non-negative one) expires. */
-function expiry(deadlineMs: number | undefined, now: number): number {
+export function expiry(deadlineMs: number | undefined, now: number): number {
   return typeof deadlineMs === "number" && Number.isFinite(deadlineMs) && deadlineMs >= 0
     ? now + deadlineMs
     : Number.POSITIVE_INFINITY;
