@@ -148,6 +148,7 @@ export class MeshPeers {
    */
   newEpoch(): void {
     this.refusedMsgs.newEpoch();
+    this.verification.abandonAll(); // the old SWIM's checks ([One SWIM]); the new one asked none yet
     // The reset starts SWIM's list over (a crash-restart's, core/node/mesh.ts): every member leaves
     // it now and is back within a join's round trips. Said once, not a leave and a join per member.
     // Those still away from an earlier reset (resets in a row) are awaited too, each until its own
@@ -235,6 +236,10 @@ export class MeshPeers {
     if (this.stopped || !this.members.has(id)) return;
     this.hellos.remember(id, hello);
     this.o.admin.notePeerHello(id, hello);
+  }
+
+  get checksInFlight(): number {
+    return this.verification.size;
   }
 
   /** The `verify-member` effect (see [Verified by contact]). */
