@@ -148,7 +148,7 @@ export class MeshPeers {
    */
   newEpoch(): void {
     this.refusedMsgs.newEpoch();
-    this.verification.abandonAll(); // the old SWIM's checks ([One SWIM]); the new one asked none yet
+    this.verification.abandonAll(); // the old SWIM's: resetCache calls this before the new one can ask
     // The reset starts SWIM's list over (a crash-restart's, core/node/mesh.ts): every member leaves
     // it now and is back within a join's round trips. Said once, not a leave and a join per member.
     // Those still away from an earlier reset (resets in a row) are awaited too, each until its own
