@@ -1,7 +1,8 @@
 /**
  * A cache reset starts a new SWIM (core/node/mesh.ts), which asked none of the old one's member checks:
  * they are abandoned at the reset (mesh-verify.ts [One SWIM]), their hellos' sockets closed and their
- * slots freed at once (not after their tries, about a minute), and a late answer to one reaches nothing.
+ * slots freed at once (not after their tries, about a minute), and a late answer to one reaches nothing;
+ * a pool that a message on its way still uses stays open.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -12,6 +13,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { NodeInput } from "../../src/core/node/types.js";
+import type { PeerClient } from "../../src/net/transport-client.js";
 import { PROTOCOL_VERSION } from "../../src/net/transport-wire.js";
 import { freePort } from "../../src/server/cluster/launcher.js";
 import type { Admin } from "../../src/server/runtime/admin.js";
@@ -124,6 +126,31 @@ describe("a cache reset", () => {
     answers[1]?.(hello);
     await until("the new check answered", () => fed.length === 1);
     expect(fed[0]).toMatchObject({ type: "member-verified", id: "B", ok: true });
+    expect(mesh.checksInFlight).toBe(0);
+    mesh.stop();
+  });
+
+  it("keeps an abandoned check's pool while a message to it is on its way", () => {
+    const pools = new Set<string>();
+    // Test double: hellos never answer; mesh messages are held (on their way till the test ends).
+    const client = {
+      ...fakePeerClient(pools, () => new Promise(() => {})),
+      sendMesh: () => new Promise(() => {}),
+    } as unknown as PeerClient;
+    const mesh = meshPeersOver(
+      fakeSwimNode(() => undefined),
+      client,
+      {} as Admin,
+    );
+    mesh.learn("B", "http://127.0.0.1:1", true);
+    mesh.learn("C", "http://127.0.0.1:2", true);
+    mesh.verify("B");
+    mesh.verify("C");
+    expect([...pools].sort()).toEqual(["B", "C"]);
+    void mesh.send("B", { channel: "swim", msg: { type: "gossip", updates: [] } }); // an answer to a joiner
+    mesh.newEpoch();
+    // Closing B's pool would abort that message; C's carried only its check.
+    expect([...pools]).toEqual(["B"]);
     expect(mesh.checksInFlight).toBe(0);
     mesh.stop();
   });

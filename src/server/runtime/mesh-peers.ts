@@ -116,7 +116,7 @@ export class MeshPeers {
       noteHello: (id, raw) => this.refusedMsgs.noteProtocol(id, raw),
       isMember: (id) => this.members.has(id),
       verifiedMember: (id, hello) => this.noteHello(id, hello),
-      dropStranger: (id) => this.pools.dropStranger(id),
+      dropStranger: (id, ifIdle) => this.pools.dropStranger(id, ifIdle),
       endLeftPool: (id) => this.pools.endLeftPool(id),
     });
     this.hellos = new MemberHellos(o, {

@@ -64,7 +64,8 @@ export interface VerificationHooks {
   isMember(id: NodeId): boolean;
   /** A live member's new life verified (SWIM checks a restart it never saw as a death): its hello. */
   verifiedMember(id: NodeId, hello: PeerHello): void;
-  dropStranger(id: NodeId): void;
+  /** `ifIdle`: not while a message on its way or a left member's hold uses the pool. */
+  dropStranger(id: NodeId, ifIdle?: boolean): void;
   endLeftPool(id: NodeId): void;
 }
 
@@ -173,13 +174,15 @@ export class MemberVerification {
    * A cache reset: the new SWIM counts only its own checks against MAX_VERIFYING, so the old one's
    * must free their slots now, not after all their tries; their answers would reach a SWIM that never
    * asked (one asking again gets a fresh check). Dropping them, rather than bounding the two SWIMs
-   * together, keeps one bound that one SWIM's `maxCandidates` fits. A stranger's pool (and socket) closes.
+   * together, keeps one bound that one SWIM's `maxCandidates` fits. A stranger's pool (and socket) closes
+   * unless a message on its way (an answer to a joiner) or a left member's hold still needs it; those
+   * close as any stranger's would.
    */
   abandonAll(): void {
     const ids = [...this.verifying.keys()];
     for (const v of this.verifying.values()) clearTimeout(v.timer);
     this.verifying.clear();
-    for (const id of ids) this.hooks.dropStranger(id);
+    for (const id of ids) this.hooks.dropStranger(id, true);
   }
 
   stop(): void {
