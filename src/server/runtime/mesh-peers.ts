@@ -116,7 +116,7 @@ export class MeshPeers {
       noteHello: (id, raw) => this.refusedMsgs.noteProtocol(id, raw),
       isMember: (id) => this.members.has(id),
       verifiedMember: (id, hello) => this.noteHello(id, hello),
-      dropStranger: (id) => this.pools.dropStranger(id),
+      dropStranger: (id, ifIdle) => this.pools.dropStranger(id, ifIdle),
       endLeftPool: (id) => this.pools.endLeftPool(id),
     });
     this.hellos = new MemberHellos(o, {
@@ -148,6 +148,7 @@ export class MeshPeers {
    */
   newEpoch(): void {
     this.refusedMsgs.newEpoch();
+    this.verification.abandonAll(); // the old SWIM's: resetCache calls this before the new one can ask
     // The reset starts SWIM's list over (a crash-restart's, core/node/mesh.ts): every member leaves
     // it now and is back within a join's round trips. Said once, not a leave and a join per member.
     // Those still away from an earlier reset (resets in a row) are awaited too, each until its own
@@ -235,6 +236,10 @@ export class MeshPeers {
     if (this.stopped || !this.members.has(id)) return;
     this.hellos.remember(id, hello);
     this.o.admin.notePeerHello(id, hello);
+  }
+
+  get checksInFlight(): number {
+    return this.verification.size;
   }
 
   /** The `verify-member` effect (see [Verified by contact]). */

@@ -14,6 +14,9 @@
  *    hold a slot for good, and a refusal's backoff in the core asks again later.
  *  - [Answered] every `verify-member` is answered: one past MAX_VERIFYING is answered no ("busy"). SWIM's
  *    `maxCandidates` is bounded (swim/config.ts) so its own checks never reach that bound.
+ *  - [One SWIM] a cache reset's new SWIM (core/node/mesh.ts) is answered only checks it asked for: the
+ *    old one's are dropped unanswered at the reset (`abandonAll`, before the new one can ask any), their
+ *    late answers ignored.
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import { MAX_VERIFICATIONS } from "../../core/node/swim/config.js";
@@ -61,7 +64,8 @@ export interface VerificationHooks {
   isMember(id: NodeId): boolean;
   /** A live member's new life verified (SWIM checks a restart it never saw as a death): its hello. */
   verifiedMember(id: NodeId, hello: PeerHello): void;
-  dropStranger(id: NodeId): void;
+  /** `ifIdle`: not while a message on its way or a left member's hold uses the pool. */
+  dropStranger(id: NodeId, ifIdle?: boolean): void;
   endLeftPool(id: NodeId): void;
 }
 
@@ -108,6 +112,11 @@ export class MemberVerification {
 
   has(id: NodeId): boolean {
     return this.verifying.has(id);
+  }
+
+  /** Checks in flight (at most MAX_VERIFYING). */
+  get size(): number {
+    return this.verifying.size;
   }
 
   /** `id`'s verified hello, until its member is admitted (or not). */
@@ -161,6 +170,21 @@ export class MemberVerification {
     this.attempt(id, v);
   }
 
+  /**
+   * A cache reset: the new SWIM counts only its own checks against MAX_VERIFYING, so the old one's
+   * must free their slots now, not after all their tries; their answers would reach a SWIM that never
+   * asked (one asking again gets a fresh check). Dropping them, rather than bounding the two SWIMs
+   * together, keeps one bound that one SWIM's `maxCandidates` fits. A stranger's pool (and socket) closes
+   * unless a message on its way (an answer to a joiner) or a left member's hold still needs it; those
+   * close as any stranger's would.
+   */
+  abandonAll(): void {
+    const ids = [...this.verifying.keys()];
+    for (const v of this.verifying.values()) clearTimeout(v.timer);
+    this.verifying.clear();
+    for (const id of ids) this.hooks.dropStranger(id, true);
+  }
+
   stop(): void {
     this.stopped = true;
     for (const v of this.verifying.values()) clearTimeout(v.timer);
@@ -178,6 +202,7 @@ export class MemberVerification {
     this.o.client.verifiedHello(id).then(
       (hello) => {
         v.running = false;
+        if (this.verifying.get(id) !== v) return; // abandoned (a reset, a stop): its answer says nothing now
         this.hooks.noteHello(id, hello);
         const r = checkMemberHello(this.o, id, hello);
         // Another id answered there: the address is stale or a relay's mistake, not a verdict on `id`.
@@ -188,6 +213,7 @@ export class MemberVerification {
       },
       (err: unknown) => {
         v.running = false;
+        if (this.verifying.get(id) !== v) return;
         if (!refusedNow(err, v.attempts)) {
           if (err instanceof TransportError && err.unauthenticated && v.attempts === 0)
             this.o.logger.warn(

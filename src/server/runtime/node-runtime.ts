@@ -272,10 +272,10 @@ export class NodeRuntime implements NodeService {
       this.resetting = false;
     });
     this.timers.clear();
-    this.applyAll(this.node.restart(Date.now()));
-    // Said first: the mesh's line on the members that go with it follows from it.
-    this.o.logger.info({ epoch: this.node.currentEpoch }, "cache reset: new epoch");
-    this.mesh?.newEpoch();
+    const effects = this.node.restart(Date.now());
+    this.o.logger.info({ epoch: this.node.currentEpoch }, "cache reset: new epoch"); // before the mesh's line
+    this.mesh?.newEpoch(); // ahead of the new SWIM's effects: its drop of checks spares the new one's
+    this.applyAll(effects);
   }
 
   /** Admits a peer found at run time (its hello already checked); false if refused or shutting down. */

@@ -109,7 +109,9 @@ export class StrangerPools {
     return false;
   }
 
-  dropStranger(id: NodeId): void {
+  /** `ifIdle`: kept while a message on its way or a left member's hold needs it (see makeRoom). */
+  dropStranger(id: NodeId, ifIdle = false): void {
+    if (ifIdle && (this.o.isSending(id) || this.leftPools.has(id))) return;
     if (!this.strangers.delete(id)) return;
     this.o.client.removePeer(id);
   }
