@@ -38,7 +38,8 @@
  * `routable` and, through the origin, `mayHold`). Pure: time comes in.
  */
 import { invariant } from "../invariant.js";
-import type { BreakerState, DepartedTrustView, NodeId, TrustView } from "./types.js";
+import { freshTrust, type PeerTrust, viewOf } from "./trust-record.js";
+import type { DepartedTrustView, NodeId, TrustView } from "./types.js";
 
 export type { BreakerState, DepartedTrustView, TrustView } from "./types.js";
 
@@ -64,38 +65,6 @@ const MAX_OPEN_ATTEMPTS = 1024;
 export const MAX_QUARANTINED = 4096;
 /** Peers whose record is kept while out of the membership (the one gone longest is forgotten beyond). */
 export const MAX_DEPARTED = 4096;
-
-interface PeerTrust {
-  score: number;
-  state: BreakerState;
-  /** Times of the recent failures (at most `failures` kept). */
-  recent: number[];
-  /** Failures since its last answer, however far apart. */
-  streak: number;
-  openUntil: number;
-  openMs: number;
-  /** The half-open probe's attempt while it is out. */
-  probe: string | undefined;
-  /** Results it gave our forwards (current or late): its progress, as we see it. */
-  answers: number;
-  /** Our open attempts to it → `answers` when each was sent, and whether it failed (it ends next). */
-  open: Map<string, { stamp: number; failed: boolean }>;
-  /** Open attempts sent since its last answer (stamped with the current `answers`), not failed. */
-  unanswered: number;
-  /** Attempts sent since its last answer that failed (since its breaker last opened). */
-  failedSince: number;
-  /** It answered a forward of ours since we started tracking it or its breaker last opened. */
-  proven: boolean;
-  busyUntil: number;
-  busyMs: number;
-  failures: number;
-  refusals: number;
-  opened: number;
-}
-
-function viewOf(t: PeerTrust): TrustView {
-  return { score: t.score, state: t.state, failures: t.failures, refusals: t.refusals, opened: t.opened };
-}
 
 export class Trust {
   private readonly peers = new Map<NodeId, PeerTrust>();
@@ -134,7 +103,7 @@ export class Trust {
     if (this.peers.has(id)) return;
     const kept = this.departed.get(id);
     this.departed.delete(id);
-    this.peers.set(id, kept?.record ?? this.fresh());
+    this.peers.set(id, kept?.record ?? freshTrust(this.config.openMs));
     if (this.caught.has(id)) this.quarantine(id);
   }
 
@@ -169,28 +138,6 @@ export class Trust {
     t.busyMs = 0;
     t.proven = false;
     t.failedSince = 0;
-  }
-
-  private fresh(): PeerTrust {
-    return {
-      score: 1,
-      state: "closed",
-      recent: [],
-      streak: 0,
-      openUntil: 0,
-      openMs: this.config.openMs,
-      probe: undefined,
-      answers: 0,
-      open: new Map(),
-      unanswered: 0,
-      failedSince: 0,
-      proven: false,
-      busyUntil: 0,
-      busyMs: 0,
-      failures: 0,
-      refusals: 0,
-      opened: 0,
-    };
   }
 
   /** Whether `id`'s answers were found wrong (spot checks): none of its answers is taken. */
