@@ -28,6 +28,8 @@ export interface PeerTrust {
   busyUntil: number;
   busyMs: number;
   failures: number;
+  /** Of `failures`, those for answering late (`Trust.late`). */
+  late: number;
   refusals: number;
   opened: number;
 }
@@ -50,11 +52,13 @@ export function freshTrust(openMs: number): PeerTrust {
     busyUntil: 0,
     busyMs: 0,
     failures: 0,
+    late: 0,
     refusals: 0,
     opened: 0,
   };
 }
 
 export function viewOf(t: PeerTrust): TrustView {
-  return { score: t.score, state: t.state, failures: t.failures, refusals: t.refusals, opened: t.opened };
+  const { score, state, failures, late, refusals, opened } = t;
+  return { score, state, failures, late, refusals, opened };
 }

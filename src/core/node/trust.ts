@@ -228,9 +228,21 @@ export class Trust {
 
   /** The attempt `attempt` to `id` was answered late (see the file's comment): it fails, and ends. */
   answeredLate(id: NodeId, attempt: string, now: number): void {
-    this.failed(id, attempt, now);
+    this.late(id, attempt, now);
     this.ended(id, attempt);
     this.progressed(id);
+  }
+
+  /**
+   * The attempt `attempt` to `id` is over past its first deadline (see the file's comment): it fails,
+   * as that deadline would have failed it, counted apart (`late`). Once: an attempt that failed is
+   * not marked again.
+   */
+  late(id: NodeId, attempt: string, now: number): void {
+    const t = this.peers.get(id);
+    if (t === undefined || t.open.get(attempt)?.failed === true) return;
+    t.late++;
+    this.failed(id, attempt, now);
   }
 
   /**
