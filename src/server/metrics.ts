@@ -349,8 +349,9 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   perPeerCount(
     "prefixmesh_peer_late_answers_total",
     "Forwards a peer answered past the first deadline this node gave it (kept open only by output it " +
-      "streamed), or whose client hung up then: each is one of its trust failures, counted apart so " +
-      "a peer demoted for slowness is told from one demoted for errors (/cluster peers[].trust.late)",
+      "streamed), or that ended then by its client hanging up, its refusal for load or its goodbye: " +
+      "each is one of its trust failures, counted apart so a peer demoted for slowness is told from " +
+      "one demoted for errors (/cluster peers[].trust.late)",
     (p) => p.lateAnswers,
   );
 

@@ -10,15 +10,18 @@
  *    10 in 120 s: a stalled forward costs a client seconds, so a few suffice);
  *  - answered late → past the attempt's first deadline, kept open by output it streamed (forward-acks.ts
  *    `streamed`): the answer is taken and is progress, but counts as the failure that deadline made it
- *    before, not a success (no streak reset), as does its client hanging up then: a peer streaming slower
- *    than it promised is demoted after a few, one late once under load is not (slack covers lateness);
- *  - refused for load (overloaded, a deadline it cannot meet, busy: load-refusal.ts) → no mark,
- *    only a back-off that doubles while refusals continue: being busy is honest, and push-back
- *    already says so;
- *  - anything else (unreachable, departed, restarted, our own cancel, a forward never acked) →
- *    neutral: liveness and membership handle those, and a lost forward or ack is the network's doing
- *    (under heavy loss honest peers would be demoted) — except for a half-open probe: a demoted peer
- *    that does not even ack the one forward it is given to prove itself stays demoted.
+ *    before, not a success (no streak reset), as does its client hanging up then, or its own refusal for
+ *    load or goodbye then (forward-attempts.ts `endsLate`; our own cancel never marks it): a peer
+ *    streaming slower than it promised is demoted after a few, one late once under load is not (slack
+ *    covers lateness). Each such mark is also counted apart (`late`), at most once per attempt;
+ *  - refused for load (overloaded, a deadline it cannot meet, busy: load-refusal.ts) → no mark (a late
+ *    stream's aside), only a back-off that doubles while refusals continue: being busy is honest,
+ *    and push-back already says so;
+ *  - anything else (unreachable, departed, restarted, our own cancel, a forward never acked; a late
+ *    stream's goodbye aside) → neutral: liveness and membership handle those, and a lost forward or
+ *    ack is the network's doing (under heavy loss honest peers would be demoted) — except for a
+ *    half-open probe: a demoted peer that does not even ack the one forward it is given to prove
+ *    itself stays demoted.
  * Breaker: closed → open (not routable for `openMs`) → half-open (one forward may probe) → closed on
  * its success, or open again for twice as long (at most `maxOpenMs`) on its failure.
  *
