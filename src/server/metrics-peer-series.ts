@@ -1,9 +1,11 @@
 /**
  * Series per peer read from the cluster view at each scrape (metrics.ts registers them): what the
- * view shows of each peer, and the helpers that turn it into a gauge or a counter per peer. At most
- * --metrics-max-peers peers, those not live first (metric-peers.ts `gaugePeers`).
+ * view shows of each peer, and the helper that turns it into a gauge per peer. At most
+ * --metrics-max-peers peers, those not live first (metric-peers.ts `gaugePeers`). Gauges only: the
+ * peers shown change between scrapes and a count read from a record can start over (its record
+ * forgotten, or our cache reset), and a counter's series must neither come and go nor fall.
  */
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Gauge, type Registry } from "prom-client";
 import { gaugePeers } from "./metric-peers.js";
 
 export interface PeerGaugeView {
@@ -54,24 +56,6 @@ export function perPeerSeries(
           if (!values) return;
           this.reset();
           for (const [peer, v] of values) this.set({ peer }, v);
-        },
-      });
-    },
-    /**
-     * A counter per peer from a cumulative count the view keeps (a trust record outlives its peer's
-     * absence, so a peer shown again goes on from where it was; our restart starts it over).
-     */
-    perPeerCount(name: string, help: string, value: PeerValue): Counter {
-      return new Counter({
-        name,
-        help,
-        labelNames: ["peer"],
-        registers,
-        collect() {
-          const values = shown(value);
-          if (!values) return;
-          this.reset();
-          for (const [peer, v] of values) this.inc({ peer }, v);
         },
       });
     },

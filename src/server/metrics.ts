@@ -248,7 +248,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       for (const [state, count] of Object.entries(n)) this.set({ state }, count);
     },
   );
-  const { perPeer, perPeerCount } = perPeerSeries(registers, () => view()?.peers, maxPeerSeries);
+  const { perPeer } = perPeerSeries(registers, () => view()?.peers, maxPeerSeries);
   perPeer(
     "prefixmesh_peer_suspected",
     "1 while a peer is not live: suspected (silent), down (left) or not heard from yet",
@@ -346,12 +346,14 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   perPeer("prefixmesh_peer_breaker_open", "1 while a peer's circuit breaker is open or half-open", (p) =>
     p.breakerOpen === undefined ? undefined : p.breakerOpen ? 1 : 0,
   );
-  perPeerCount(
-    "prefixmesh_peer_late_answers_total",
-    "Forwards a peer answered past the first deadline this node gave it (kept open only by output it " +
-      "streamed), or that ended then by its client hanging up, its refusal for load or its goodbye: " +
-      "each is one of its trust failures, counted apart so a peer demoted for slowness is told from " +
-      "one demoted for errors (/cluster peers[].trust.late)",
+  // A gauge, not a counter: the count is the trust record's, which starts over when it is forgotten
+  // (beyond trust.ts MAX_DEPARTED) or our cache resets, and the peers shown change between scrapes.
+  perPeer(
+    "prefixmesh_peer_late_answers",
+    "Of a peer's trust failures, those for slowness: forwards it answered past the first deadline " +
+      "this node gave it (kept open only by output it streamed), or that ended then by its client " +
+      "hanging up, its refusal for load or its goodbye (/cluster peers[].trust.late; the count its " +
+      "trust record holds, which starts over with our cache reset or a record forgotten)",
     (p) => p.lateAnswers,
   );
 
