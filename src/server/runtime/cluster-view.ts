@@ -243,15 +243,15 @@ export class ClusterView {
   }
 }
 
-/**
- * How old a member's estimate is, as `/cluster` and the metrics show it (ms; undefined: never heard).
- * Full mesh: since it was last heard; scuttlebutt: since its newest state arrived.
- */
 /** What the metrics show of a peer's trust. */
 function trustGauges(t: TrustView): Pick<PeerGaugeView, "trustScore" | "breakerOpen" | "lateAnswers"> {
   return { trustScore: t.score, breakerOpen: t.state !== "closed", lateAnswers: t.late };
 }
 
+/**
+ * How old a member's estimate is, as `/cluster` and the metrics show it (ms; undefined: never heard).
+ * Full mesh: since it was last heard; scuttlebutt: since its newest state arrived.
+ */
 function memberAgeMs(p: PeerView): number | undefined {
   return p.silentMs ?? p.estimateAgeMs;
 }
