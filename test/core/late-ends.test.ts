@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import type { PeerMessage } from "../../src/core/node/types.js";
 import { LATE_MS, latePair, ON_TIME_MS, streamFromB } from "./late-stream.js";
-import type { Harness } from "./node-harness.js";
+import { daemonGossip, type Harness } from "./node-harness.js";
 
 const fromB = (h: Harness, msg: PeerMessage) => h.input("A", { type: "peer-message", from: "B", msg });
 const trustOfB = (h: Harness) =>
@@ -57,6 +57,28 @@ describe("a late stream that ends by its peer's refusal or goodbye", () => {
       fromB(h, { type: "error", reqId: "r1", attempt: 1, retryable: true, error: "shutting down" });
       finishB(h);
       expect(trustOfB(h)).toMatchObject({ failures: late, late, refusals: 0 });
+    }
+  });
+
+  it("gossip scuttlebutt: SWIM's leave marks a late stream once, as a goodbye does; within, none", () => {
+    for (const [ms, late] of [
+      [LATE_MS, 1],
+      [ON_TIME_MS, 0],
+    ] as const) {
+      const h = daemonGossip(["A", "B"], 250, { trustMaxUnanswered: 3 });
+      expect(streamFromB(h, "r1", 1, ms)).toBe(true);
+      // Its leave removes it from A's membership (and trust) before its requests move on.
+      h.apply("B", h.node("B").goodbye());
+      h.deliverMesh();
+      expect(h.node("A").stats().fallbacks).toBe(1);
+      const kept = () =>
+        h
+          .node("A")
+          .departedTrust(10)
+          .peers.find((p) => p.id === "B")?.trust;
+      expect(kept()).toMatchObject({ failures: late, late, refusals: 0 });
+      finishB(h);
+      expect(kept()).toMatchObject({ failures: late, late, refusals: 0 });
     }
   });
 
