@@ -70,24 +70,6 @@ describe("trust: the circuit breaker", () => {
     expect(t.view("b")).toMatchObject({ state: "open", failures: 5, opened: 1 });
   });
 
-  it("late marks count apart, within failures, once per attempt, and are kept while the peer is out", () => {
-    const t = fresh();
-    t.sent("b", "slow", 0);
-    t.late("b", "slow", 0);
-    t.late("b", "slow", 1); // the same attempt again (it failed already): no second mark
-    t.ended("b", "slow");
-    t.sent("b", "err", 10);
-    t.failed("b", "err", 10);
-    t.late("b", "err", 10); // failed already by another rule: not marked late on top
-    t.ended("b", "err");
-    t.sent("b", "late answer", 20);
-    t.answeredLate("b", "late answer", 20);
-    expect(t.view("b")).toMatchObject({ failures: 3, late: 2 });
-    t.remove("b", 30);
-    t.add("b");
-    expect(t.view("b")).toMatchObject({ failures: 3, late: 2 });
-  });
-
   it("an answer late is progress (probation ends) and ends the attempt; a late probe reopens", () => {
     const t = fresh();
     for (const k of ["1", "2", "3"]) t.sent("b", k, 0);
