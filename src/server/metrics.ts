@@ -6,24 +6,13 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { CLOCK_SKEW } from "../core/refusals.js";
-import { CounterPeers, DEFAULT_METRIC_PEERS, gaugePeers } from "./metric-peers.js";
+import { CounterPeers, DEFAULT_METRIC_PEERS } from "./metric-peers.js";
 import { type KvEventsGaugeView, kvEventMetrics } from "./metrics-kv-events.js";
 
-export type { KvEventsGaugeView } from "./metrics-kv-events.js";
+import { type PeerGaugeView, perPeerSeries } from "./metrics-peer-series.js";
 
-export interface PeerGaugeView {
-  peer: string;
-  suspected: boolean;
-  /** Down or left (`suspected` is then true too). */
-  down?: boolean;
-  /** Age of our estimate of this peer, seconds (undefined when none held yet). */
-  estimateAgeSec?: number;
-  estimateTokens: number;
-  pushBackActive: boolean;
-  /** Peer trust (trust.ts): score in [0, 1], and whether its breaker keeps forwards away. */
-  trustScore?: number;
-  breakerOpen?: boolean;
-}
+export type { KvEventsGaugeView } from "./metrics-kv-events.js";
+export type { PeerGaugeView } from "./metrics-peer-series.js";
 
 export interface GaugeView {
   treeTokens: number;
@@ -259,20 +248,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       for (const [state, count] of Object.entries(n)) this.set({ state }, count);
     },
   );
-  /**
-   * A gauge per peer, rebuilt at each scrape (peers come and go); undefined leaves a peer out. At most
-   * --metrics-max-peers peers, those not live first (metric-peers.ts).
-   */
-  const perPeer = (name: string, help: string, value: (p: PeerGaugeView) => number | undefined) =>
-    g(name, help, ["peer"], function () {
-      const v = view();
-      if (!v) return;
-      this.reset();
-      for (const p of gaugePeers(v.peers, maxPeerSeries)) {
-        const v = value(p);
-        if (v !== undefined) this.set({ peer: p.peer }, v);
-      }
-    });
+  const { perPeer } = perPeerSeries(registers, () => view()?.peers, maxPeerSeries);
   perPeer(
     "prefixmesh_peer_suspected",
     "1 while a peer is not live: suspected (silent), down (left) or not heard from yet",
@@ -369,6 +345,16 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   );
   perPeer("prefixmesh_peer_breaker_open", "1 while a peer's circuit breaker is open or half-open", (p) =>
     p.breakerOpen === undefined ? undefined : p.breakerOpen ? 1 : 0,
+  );
+  // A gauge, not a counter: the count is the trust record's, which starts over when it is forgotten
+  // (beyond trust.ts MAX_DEPARTED) or our cache resets, and the peers shown change between scrapes.
+  perPeer(
+    "prefixmesh_peer_late_answers",
+    "Of a peer's trust failures, those for slowness: forwards it answered past the first deadline " +
+      "this node gave it (kept open only by output it streamed), or that ended then by its client " +
+      "hanging up, its refusal for load or its goodbye (/cluster peers[].trust.late; the count its " +
+      "trust record holds, which starts over with our cache reset or a record forgotten)",
+    (p) => p.lateAnswers,
   );
 
   return {

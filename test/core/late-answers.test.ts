@@ -7,23 +7,8 @@
  */
 import { describe, expect, it } from "vitest";
 import type { EngineResult } from "../../src/core/engine.js";
-import { DAEMON_RECOVERY, forwardsIn, type Harness, isType, prompt, warmPair } from "./node-harness.js";
-
-/** Failures that open a breaker (the default, as the daemon runs it). */
-const FAILURES = 3;
-/** Far past the first answer deadline of a small request (streamed-output.test.ts measures ~1 s). */
-const LATE_MS = 8_000;
-
-function pair(): Harness {
-  return warmPair({
-    ...DAEMON_RECOVERY,
-    trustMaxUnanswered: 3,
-    forwardAckTimeoutMs: 250,
-    forwardTimeoutMs: 30_000,
-  });
-}
-
-const trustOfB = (h: Harness) => h.node("A").peers()[0]?.trust;
+import { FAILURES, LATE_MS, latePair as pair, streamFromB, trustOfB } from "./late-stream.js";
+import { type Harness, isType } from "./node-harness.js";
 
 /**
  * A's client request `reqId` (topic 1) goes to B, which streams output every 100 ms (unless not
@@ -37,17 +22,9 @@ function askB(
   answerAfterMs: number,
   streams = true,
 ): EngineResult | undefined {
-  if (forwardsIn(h.client("A", reqId, prompt(1, q), 64)).length === 0) return undefined;
-  h.deliver(isType("forward"));
-  h.deliver(isType("forward-ack"));
   const runs = h.members.get("B")?.runs;
-  expect(runs?.size).toBe(1);
+  if (!streamFromB(h, reqId, q, answerAfterMs, streams)) return undefined;
   const result = [...(runs?.values() ?? [])][0]?.result;
-  for (let t = 0; t < answerAfterMs; t += 10) {
-    if (streams && t % 100 === 0) h.input("A", { type: "forward-output", reqId, from: "B" });
-    h.advanceLive(10);
-    h.deliver((m) => m.msg.type === "forward" || m.msg.type === "forward-ack");
-  }
   h.finishRuns("B");
   h.deliver(isType("result"));
   return result;
@@ -69,7 +46,8 @@ describe("answers late against their first deadline", () => {
       expect(trustOfB(h)?.state).toBe("closed");
       const result = askB(h, `r${i}`, i, LATE_MS);
       expectAnsweredByB(h, `r${i}`, result);
-      expect(trustOfB(h)?.failures).toBe(i);
+      // Each a failure, and counted apart as one for slowness.
+      expect(trustOfB(h)).toMatchObject({ failures: i, late: i });
     }
     // Kept open to the end: no fallback, no overdue give-up, yet the breaker opened. Each attempt was
     // re-sent meanwhile (answer recovery's probes): its first deadline runs from its first send.
@@ -85,15 +63,15 @@ describe("answers late against their first deadline", () => {
   it("a peer late once, then on time, is not demoted and keeps its traffic", () => {
     const h = pair();
     expectAnsweredByB(h, "late", askB(h, "late", 1, LATE_MS));
-    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 1 });
+    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 1, late: 1 });
     for (let i = 2; i <= 2 + 2 * FAILURES; i++) expectAnsweredByB(h, `r${i}`, askB(h, `r${i}`, i, 50));
-    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 1, opened: 0 });
+    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 1, late: 1, opened: 0 });
   });
 
   it("answers streamed within their first deadline are no mark, however many", () => {
     const h = pair();
     for (let i = 1; i <= 2 * FAILURES; i++) expectAnsweredByB(h, `r${i}`, askB(h, `r${i}`, i, 200));
-    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 0, opened: 0 });
+    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 0, late: 0, opened: 0 });
   });
 
   it("an honest peer late now and then under load gets the marks it got before output kept it", () => {
@@ -110,11 +88,12 @@ describe("answers late against their first deadline", () => {
     const before = run(false);
     const now = run(true);
     // Before, each late answer was given up at its deadline (a fallback, and a mark); now each is
-    // the reply, and marked once: the same marks, the breaker as closed.
+    // the reply, and marked once: the same marks, the breaker as closed; only now are they counted
+    // as late (an overdue give-up is a failure like an error's).
     expect(before.node("A").stats()).toMatchObject({ overdueAnswers: 3, fallbacks: 3 });
     expect(now.node("A").stats()).toMatchObject({ overdueAnswers: 0, fallbacks: 0 });
-    expect(trustOfB(before)).toMatchObject({ state: "closed", failures: 3, opened: 0 });
-    expect(trustOfB(now)).toEqual(trustOfB(before));
+    expect(trustOfB(before)).toMatchObject({ state: "closed", failures: 3, late: 0, opened: 0 });
+    expect(trustOfB(now)).toEqual({ ...trustOfB(before), late: 3 });
     for (const [i, ms] of schedule.entries())
       if (ms >= 0) expect(now.repliesFor(`r${i}`)[0]?.record.servedBy).toBe("B");
   });
@@ -122,23 +101,16 @@ describe("answers late against their first deadline", () => {
   it("a client hanging up on a late stream marks the peer as its answer would; an early hang-up not", () => {
     const h = pair();
     const hangUpAfter = (reqId: string, q: number, ms: number) => {
-      expect(forwardsIn(h.client("A", reqId, prompt(1, q), 64))).toEqual(["B"]);
-      h.deliver(isType("forward"));
-      h.deliver(isType("forward-ack"));
-      for (let t = 0; t < ms; t += 10) {
-        if (t % 100 === 0) h.input("A", { type: "forward-output", reqId, from: "B" });
-        h.advanceLive(10);
-        h.deliver((m) => m.msg.type === "forward" || m.msg.type === "forward-ack");
-      }
+      expect(streamFromB(h, reqId, q, ms)).toBe(true);
       h.input("A", { type: "client-gone", reqId });
       h.deliver();
       h.finishRuns("B");
       h.deliver();
     };
     hangUpAfter("early", 1, 200);
-    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 0 });
+    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 0, late: 0 });
     hangUpAfter("late", 2, LATE_MS);
-    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 1 });
+    expect(trustOfB(h)).toMatchObject({ state: "closed", failures: 1, late: 1 });
     expect(h.node("A").stats()).toMatchObject({ clientGoneForwarded: 2, fallbacks: 0 });
   });
 });

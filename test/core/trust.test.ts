@@ -555,7 +555,7 @@ describe("trust: kept while a peer is out of the membership", () => {
       peers: [
         {
           id: "c",
-          trust: { score: 0, state: "quarantined", failures: 0, refusals: 0, opened: 0 },
+          trust: { score: 0, state: "quarantined", failures: 0, late: 0, refusals: 0, opened: 0 },
           goneForMs: 3_000,
         },
         {

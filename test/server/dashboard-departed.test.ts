@@ -23,6 +23,11 @@ describe("dashboard: departed peers' kept trust", () => {
     expect(departedLines({ total: 1, peers: [{ ...rec("C"), epoch: null }] }).lines[0]?.detail).toBe(
       "score 0.42 · 3 failures · opened 1× · gone 12 s",
     );
+    // Of its failures, those for answering late (trust.ts `late`), when any.
+    const slow = { ...rec("D"), trust: { ...rec("D").trust, late: 2 } };
+    expect(departedLines({ total: 1, peers: [slow] }).lines[0]?.detail).toBe(
+      "score 0.42 · 3 failures (2 late) · opened 1× · gone 12 s · epoch 17",
+    );
   });
 
   it(`lists at most ${MAX_DEPARTED_SHOWN} and counts the rest, those /cluster left out included`, () => {

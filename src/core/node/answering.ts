@@ -92,7 +92,7 @@ export class Answering {
       // deadline would have marked it, as an answer then would be (trust.ts).
       const now = this.o.deps.now();
       const { acks, trust } = this.o;
-      if (acks.pastFirstDeadline(p, now)) trust.failed(p.current, attemptKey(p), now);
+      if (acks.pastFirstDeadline(p, now)) trust.late(p.current, attemptKey(p), now);
       this.o.attempts.end(p, out, true, true, false);
       stage = "forwarded";
     } else if (p.failedHere !== undefined) {

@@ -233,16 +233,19 @@ export class ForwardAttempts {
     if (p !== undefined && hedgeOn(p.hedge, from, msg.attempt)) this.hedging.stop(p, out, false);
     const q = this.current(p, from, msg);
     if (!q) return this.late(false);
-    // Busy is honest (a back-off only); our own protocol's refusals say nothing of the peer, nor
-    // does a refusal of what exceeds its limits (kept: what does not fit goes elsewhere from now on).
+    // Busy is honest (a back-off only, bar a late stream's: `endsLate`); our own protocol's refusals
+    // say nothing of the peer, nor does a refusal of what exceeds its limits (kept: what does not fit
+    // goes elsewhere from now on).
     // A prompt its engine refused falls back like any error: a peer's word cannot end a request (a
     // lying peer would fail every one so); it is held against the peer only if the request is then
     // served elsewhere (answering.ts), so a prompt every engine refuses backs no honest peer off.
     const limits = saidLimits(msg);
     if (limits !== undefined && exceedsLimits(q.request, limits)) this.limits.learn(from, limits);
     else if (msg.fault === "input") q.refusedBy = [...(q.refusedBy ?? []), from];
-    else if (msg.fault === "load" || isLoadRefusal(msg.error)) this.trust.refused(from, this.now());
-    else if (!PROTOCOL_REFUSALS.has(msg.error)) {
+    else if (msg.fault === "load" || isLoadRefusal(msg.error)) {
+      this.trust.refused(from, this.now());
+      this.endsLate(q, this.now());
+    } else if (!PROTOCOL_REFUSALS.has(msg.error)) {
       this.counters.peerErrors++;
       this.trust.failed(from, attemptKey(q), this.now());
     }
@@ -299,15 +302,36 @@ export class ForwardAttempts {
    */
   departed(pending: Iterable<Pending>, peer: NodeId, out: Effect[], answers: boolean): string[] {
     const moved: string[] = [];
+    const now = this.now();
     for (const p of pending) {
       for (const a of p.abandoned ?? []) if (a.to === peer) a.left = true;
       if (p.current === peer) {
+        this.endsLate(p, now);
         this.fallback(p, out, true, false, false, true);
         moved.push(p.reqId);
       }
       if (!answers) owedCancels(p, this.reachable, out, (a) => a.to === peer);
     }
     return moved;
+  }
+
+  /**
+   * `peer` left by its own word (SWIM's leave) and is removed from trust before `departed` moves its
+   * requests on: their late streams are marked now, while its record is current (`endsLate`).
+   */
+  leftLate(pending: Iterable<Pending>, peer: NodeId, now: number): void {
+    for (const p of pending) if (p.current === peer) this.endsLate(p, now);
+  }
+
+  /**
+   * The current attempt of `p` ends by its peer's own word, not ours, and with no mark of its own (a
+   * refusal for load, a goodbye): past its first deadline, kept open by its streamed output, it was
+   * late already, and is marked as its answer then would be (trust.ts `late`, once per attempt).
+   * Its load back-off stands too.
+   */
+  private endsLate(p: Pending, now: number): void {
+    if (p.current !== undefined && this.acks.pastFirstDeadline(p, now))
+      this.trust.late(p.current, attemptKey(p), now);
   }
 
   /** An answer to an attempt no longer current: counted (`lateReplies`). */

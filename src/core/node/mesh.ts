@@ -19,7 +19,8 @@ import type { Effect, NodeDeps, NodeId, NodeInput } from "./types.js";
 export interface PeerState {
   readonly targets: Targets;
   addPeer(id: NodeId): void;
-  removePeer(id: NodeId, now: number): void;
+  /** `left`: it left by its own word (SWIM's leave), not declared dead: a goodbye's marks first. */
+  removePeer(id: NodeId, now: number, left?: boolean): void;
   /**
    * A member seen in a newer epoch (a restart), by whichever path: back in a newer epoch than it left
    * in, or newer than the one it is a member in. The one rule for its kept trust (trust.ts `restarted`).
@@ -128,7 +129,7 @@ export function step(
   }
   for (const id of ev.down) {
     antiEntropy.remove(id);
-    peers.removePeer(id, now);
+    peers.removePeer(id, now, ev.left.includes(id));
   }
   return ev;
 }

@@ -170,8 +170,9 @@ export class Origin {
     this.trust.add(id);
   }
 
-  /** A peer left the membership (run time) at `now`: its trust is kept for its return (trust.ts). */
-  removePeer(id: NodeId, now: number): void {
+  /** A peer left the membership at `now` (`left`: by its own word): its trust is kept for its return. */
+  removePeer(id: NodeId, now: number, left = false): void {
+    if (left) this.attempts.leftLate(this.pending.values(), id, now); // while its record is current
     this.targets.remove(id);
     this.trust.remove(id, now);
     this.limits.forget(id);

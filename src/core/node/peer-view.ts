@@ -60,6 +60,11 @@ export interface TrustView {
   state: BreakerState;
   /** Forwards it failed / refused for load, since our (re)start. */
   failures: number;
+  /**
+   * Of `failures`, those for answering late: past the first deadline of an attempt kept open by its
+   * streamed output (trust.ts `late`), so slowness is told from errors.
+   */
+  late: number;
   refusals: number;
   /** Times its breaker opened. */
   opened: number;

@@ -10,15 +10,18 @@
  *    10 in 120 s: a stalled forward costs a client seconds, so a few suffice);
  *  - answered late → past the attempt's first deadline, kept open by output it streamed (forward-acks.ts
  *    `streamed`): the answer is taken and is progress, but counts as the failure that deadline made it
- *    before, not a success (no streak reset), as does its client hanging up then: a peer streaming slower
- *    than it promised is demoted after a few, one late once under load is not (slack covers lateness);
- *  - refused for load (overloaded, a deadline it cannot meet, busy: load-refusal.ts) → no mark,
- *    only a back-off that doubles while refusals continue: being busy is honest, and push-back
- *    already says so;
- *  - anything else (unreachable, departed, restarted, our own cancel, a forward never acked) →
- *    neutral: liveness and membership handle those, and a lost forward or ack is the network's doing
- *    (under heavy loss honest peers would be demoted) — except for a half-open probe: a demoted peer
- *    that does not even ack the one forward it is given to prove itself stays demoted.
+ *    before, not a success (no streak reset), as does its client hanging up then, or its own refusal for
+ *    load or goodbye then (forward-attempts.ts `endsLate`; our own cancel never marks it): a peer
+ *    streaming slower than it promised is demoted after a few, one late once under load is not (slack
+ *    covers lateness). Each such mark is also counted apart (`late`), at most once per attempt;
+ *  - refused for load (overloaded, a deadline it cannot meet, busy: load-refusal.ts) → no mark (a late
+ *    stream's aside), only a back-off that doubles while refusals continue: being busy is honest,
+ *    and push-back already says so;
+ *  - anything else (unreachable, departed, restarted, our own cancel, a forward never acked; a late
+ *    stream's goodbye aside) → neutral: liveness and membership handle those, and a lost forward or
+ *    ack is the network's doing (under heavy loss honest peers would be demoted) — except for a
+ *    half-open probe: a demoted peer that does not even ack the one forward it is given to prove
+ *    itself stays demoted.
  * Breaker: closed → open (not routable for `openMs`) → half-open (one forward may probe) → closed on
  * its success, or open again for twice as long (at most `maxOpenMs`) on its failure.
  *
@@ -38,7 +41,8 @@
  * `routable` and, through the origin, `mayHold`). Pure: time comes in.
  */
 import { invariant } from "../invariant.js";
-import type { BreakerState, DepartedTrustView, NodeId, TrustView } from "./types.js";
+import { freshTrust, type PeerTrust, viewOf } from "./trust-record.js";
+import type { DepartedTrustView, NodeId, TrustView } from "./types.js";
 
 export type { BreakerState, DepartedTrustView, TrustView } from "./types.js";
 
@@ -64,38 +68,6 @@ const MAX_OPEN_ATTEMPTS = 1024;
 export const MAX_QUARANTINED = 4096;
 /** Peers whose record is kept while out of the membership (the one gone longest is forgotten beyond). */
 export const MAX_DEPARTED = 4096;
-
-interface PeerTrust {
-  score: number;
-  state: BreakerState;
-  /** Times of the recent failures (at most `failures` kept). */
-  recent: number[];
-  /** Failures since its last answer, however far apart. */
-  streak: number;
-  openUntil: number;
-  openMs: number;
-  /** The half-open probe's attempt while it is out. */
-  probe: string | undefined;
-  /** Results it gave our forwards (current or late): its progress, as we see it. */
-  answers: number;
-  /** Our open attempts to it → `answers` when each was sent, and whether it failed (it ends next). */
-  open: Map<string, { stamp: number; failed: boolean }>;
-  /** Open attempts sent since its last answer (stamped with the current `answers`), not failed. */
-  unanswered: number;
-  /** Attempts sent since its last answer that failed (since its breaker last opened). */
-  failedSince: number;
-  /** It answered a forward of ours since we started tracking it or its breaker last opened. */
-  proven: boolean;
-  busyUntil: number;
-  busyMs: number;
-  failures: number;
-  refusals: number;
-  opened: number;
-}
-
-function viewOf(t: PeerTrust): TrustView {
-  return { score: t.score, state: t.state, failures: t.failures, refusals: t.refusals, opened: t.opened };
-}
 
 export class Trust {
   private readonly peers = new Map<NodeId, PeerTrust>();
@@ -134,7 +106,7 @@ export class Trust {
     if (this.peers.has(id)) return;
     const kept = this.departed.get(id);
     this.departed.delete(id);
-    this.peers.set(id, kept?.record ?? this.fresh());
+    this.peers.set(id, kept?.record ?? freshTrust(this.config.openMs));
     if (this.caught.has(id)) this.quarantine(id);
   }
 
@@ -169,28 +141,6 @@ export class Trust {
     t.busyMs = 0;
     t.proven = false;
     t.failedSince = 0;
-  }
-
-  private fresh(): PeerTrust {
-    return {
-      score: 1,
-      state: "closed",
-      recent: [],
-      streak: 0,
-      openUntil: 0,
-      openMs: this.config.openMs,
-      probe: undefined,
-      answers: 0,
-      open: new Map(),
-      unanswered: 0,
-      failedSince: 0,
-      proven: false,
-      busyUntil: 0,
-      busyMs: 0,
-      failures: 0,
-      refusals: 0,
-      opened: 0,
-    };
   }
 
   /** Whether `id`'s answers were found wrong (spot checks): none of its answers is taken. */
@@ -281,9 +231,21 @@ export class Trust {
 
   /** The attempt `attempt` to `id` was answered late (see the file's comment): it fails, and ends. */
   answeredLate(id: NodeId, attempt: string, now: number): void {
-    this.failed(id, attempt, now);
+    this.late(id, attempt, now);
     this.ended(id, attempt);
     this.progressed(id);
+  }
+
+  /**
+   * The attempt `attempt` to `id` is over past its first deadline (see the file's comment): it fails,
+   * as that deadline would have failed it, counted apart (`late`). Once: an attempt that failed is
+   * not marked again.
+   */
+  late(id: NodeId, attempt: string, now: number): void {
+    const t = this.peers.get(id);
+    if (t === undefined || t.open.get(attempt)?.failed === true) return;
+    t.late++;
+    this.failed(id, attempt, now);
   }
 
   /**

@@ -10,7 +10,7 @@ export interface DepartedLine {
   id: string;
   /** Its breaker: closed, open, half-open or quarantined. */
   state: string;
-  /** "score 0.42 · 3 failures · opened 1× · gone 12 s · epoch 17": why it comes back as it will. */
+  /** "score 0.42 · 3 failures (2 late) · opened 1× · gone 12 s · epoch 17": why it comes back so. */
   detail: string;
 }
 
@@ -35,11 +35,14 @@ export function departedLines(
   const lines = all.slice(0, Math.max(0, max)).map((p) => {
     const t = (typeof p.trust === "object" && p.trust !== null ? p.trust : {}) as Record<string, unknown>;
     const epoch = typeof p.epoch === "number" ? ` · epoch ${p.epoch}` : "";
+    // Of its failures, those for slowness (an older node says none).
+    const late = num(t.late) > 0 ? ` (${num(t.late)} late)` : "";
     return {
       id: String(p.id),
       state: String(t.state ?? "unknown"),
       detail:
-        `score ${num(t.score).toFixed(2)} · ${num(t.failures)} failures · opened ${num(t.opened)}×` +
+        `score ${num(t.score).toFixed(2)} · ${num(t.failures)} failures${late}` +
+        ` · opened ${num(t.opened)}×` +
         ` · gone ${fmtSec(num(p.goneForMs))}${epoch}`,
     };
   });

@@ -6,10 +6,11 @@
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { SwimStats } from "../../core/node/swim/types.js";
-import type { PeerView } from "../../core/node/types.js";
+import type { PeerView, TrustView } from "../../core/node/types.js";
 import { CLOCK_SKEW, type RefusedView } from "../../core/refusals.js";
 import type { ProtocolRange } from "../../net/protocol-range.js";
 import { type GaugeView, REFUSAL_REASONS, type RefusalReason, refusalReason } from "../metrics.js";
+import type { PeerGaugeView } from "../metrics-peer-series.js";
 import { engineCacheStatus, engineKvEventsStatus, kvEventsGauges } from "./cache-predictions.js";
 import type { SeedView } from "./seed-states.js";
 
@@ -121,7 +122,10 @@ export class ClusterView {
         rttMs: p.rttMs,
         /** Requests it has served in its epoch, as its snapshots say: the cluster-wide share per member. */
         served: this.o.peerServed(p.id),
-        /** Peer trust: score in [0, 1] and breaker state (closed, open, half-open), failures, refusals. */
+        /**
+         * Peer trust: score in [0, 1], breaker state (closed, open, half-open), failures (`late`: those
+         * for answering past the first deadline), refusals.
+         */
         trust: p.trust ?? null,
         /** What it said a forward must fit (`contextTokens`, `maxTokens`: its ceiling), refusing one; null: nothing. */
         limits: p.limits ?? null,
@@ -188,7 +192,7 @@ export class ClusterView {
           ...(ageMs !== undefined ? { estimateAgeSec: ageMs / 1000 } : {}),
           estimateTokens: p.estimateTokens,
           pushBackActive: p.pushBackUntil > now,
-          ...(p.trust ? { trustScore: p.trust.score, breakerOpen: p.trust.state !== "closed" } : {}),
+          ...(p.trust ? trustGauges(p.trust) : {}),
         };
       }),
       forwardEvents: forwardEvents(s),
@@ -237,6 +241,11 @@ export class ClusterView {
     const s = this.o.node.stats();
     return s.servedLocal + s.servedForPeers;
   }
+}
+
+/** What the metrics show of a peer's trust. */
+function trustGauges(t: TrustView): Pick<PeerGaugeView, "trustScore" | "breakerOpen" | "lateAnswers"> {
+  return { trustScore: t.score, breakerOpen: t.state !== "closed", lateAnswers: t.late };
 }
 
 /**

@@ -1,0 +1,63 @@
+/**
+ * Series per peer read from the cluster view at each scrape (metrics.ts registers them): what the
+ * view shows of each peer, and the helper that turns it into a gauge per peer. At most
+ * --metrics-max-peers peers, those not live first (metric-peers.ts `gaugePeers`). Gauges only: the
+ * peers shown change between scrapes and a count read from a record can start over (its record
+ * forgotten, or our cache reset), and a counter's series must neither come and go nor fall.
+ */
+import { Gauge, type Registry } from "prom-client";
+import { gaugePeers } from "./metric-peers.js";
+
+export interface PeerGaugeView {
+  peer: string;
+  suspected: boolean;
+  /** Down or left (`suspected` is then true too). */
+  down?: boolean;
+  /** Age of our estimate of this peer, seconds (undefined when none held yet). */
+  estimateAgeSec?: number;
+  estimateTokens: number;
+  pushBackActive: boolean;
+  /** Peer trust (trust.ts): score in [0, 1], and whether its breaker keeps forwards away. */
+  trustScore?: number;
+  breakerOpen?: boolean;
+  /** Of its trust failures, those for answering past the first deadline (trust.ts `late`). */
+  lateAnswers?: number;
+}
+
+type PeerValue = (p: PeerGaugeView) => number | undefined;
+
+/** The per-peer series makers over `peers` (undefined: no view to read yet). */
+export function perPeerSeries(
+  registers: Registry[],
+  peers: () => readonly PeerGaugeView[] | undefined,
+  maxPeerSeries: number,
+) {
+  /** Each shown peer's value (undefined leaves a peer out); undefined: no view to read yet. */
+  const shown = (value: PeerValue): [string, number][] | undefined => {
+    const all = peers();
+    if (!all) return undefined;
+    const out: [string, number][] = [];
+    for (const p of gaugePeers(all, maxPeerSeries)) {
+      const v = value(p);
+      if (v !== undefined) out.push([p.peer, v]);
+    }
+    return out;
+  };
+  return {
+    /** A gauge per peer, rebuilt at each scrape (peers come and go). */
+    perPeer(name: string, help: string, value: PeerValue): Gauge {
+      return new Gauge({
+        name,
+        help,
+        labelNames: ["peer"],
+        registers,
+        collect() {
+          const values = shown(value);
+          if (!values) return;
+          this.reset();
+          for (const [peer, v] of values) this.set({ peer }, v);
+        },
+      });
+    },
+  };
+}
