@@ -1,19 +1,7 @@
 /** Peer trust's late marks (trust.ts `late`): counted apart within failures, once per attempt. */
 import { describe, expect, it } from "vitest";
-import { MAX_DEPARTED, Trust } from "../../src/core/node/trust.js";
-
-const fresh = () => {
-  const t = new Trust({
-    enabled: true,
-    failures: 3,
-    windowMs: 60_000,
-    openMs: 10_000,
-    maxOpenMs: 40_000,
-    maxUnanswered: 3,
-  });
-  t.reset(["b", "c"]);
-  return t;
-};
+import { MAX_DEPARTED } from "../../src/core/node/trust.js";
+import { newTrust as fresh } from "./trust-fixture.js";
 
 describe("trust: late marks", () => {
   it("late marks count apart, within failures, once per attempt, and are kept while the peer is out", () => {

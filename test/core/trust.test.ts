@@ -2,21 +2,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isLoadRefusal } from "../../src/core/node/load-refusal.js";
-import { MAX_DEPARTED, MAX_QUARANTINED, Trust, type TrustConfig } from "../../src/core/node/trust.js";
-
-const config: TrustConfig = {
-  enabled: true,
-  failures: 3,
-  windowMs: 60_000,
-  openMs: 10_000,
-  maxOpenMs: 40_000,
-  maxUnanswered: 3,
-};
-const fresh = (c: Partial<TrustConfig> = {}) => {
-  const t = new Trust({ ...config, ...c });
-  t.reset(["b", "c"]);
-  return t;
-};
+import { MAX_DEPARTED, MAX_QUARANTINED } from "../../src/core/node/trust.js";
+import { trustConfig as config, newTrust as fresh } from "./trust-fixture.js";
 
 describe("trust: the circuit breaker", () => {
   it("opens after `failures` failures in the window, and only for that peer", () => {
