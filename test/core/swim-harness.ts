@@ -2,6 +2,7 @@
  * A test harness shared by the SWIM tests (swim-membership, swim-join, swim-forged, swim-revival(-recheck),
  * swim-own-word, swim-refute, swim-crash-loop): one Swim, its clock moved by hand (`at`).
  */
+import { PrefixNode } from "../../src/core/node/node.js";
 import type { SwimConfigInput } from "../../src/core/node/swim/config.js";
 import { Swim } from "../../src/core/node/swim/swim.js";
 import type { MemberUpdate, SwimEffect, SwimMessage } from "../../src/core/node/swim/types.js";
@@ -49,4 +50,16 @@ export function harness(self = "a", seeds: string[] = [], config: SwimConfigInpu
     },
     msg: (from: string, msg: SwimMessage) => run(swim.handle({ type: "message", from, msg })),
   };
+}
+
+/** A scuttlebutt PrefixNode "a" at time 0, and a way to hand it SWIM gossip from `from`. */
+export function gossipNode() {
+  const node = new PrefixNode(
+    { id: "a", peers: [], gossip: "scuttlebutt", capacityTokens: 1_000 },
+    { now: () => 0, random: () => 0.5 },
+  );
+  node.start();
+  const gossip = (from: string, updates: MemberUpdate[]) =>
+    node.handle({ type: "mesh-message", from, msg: { channel: "swim", msg: { type: "gossip", updates } } });
+  return { node, gossip };
 }

@@ -5,10 +5,8 @@
  * refutations and restarts below the forged value are taken and checked as ever.
  */
 import { describe, expect, test } from "vitest";
-import { PrefixNode } from "../../src/core/node/node.js";
 import { resolveSwimConfig } from "../../src/core/node/swim/config.js";
-import type { MemberUpdate } from "../../src/core/node/swim/types.js";
-import { harness } from "./swim-harness.js";
+import { gossipNode, harness } from "./swim-harness.js";
 
 /** Forged: far above b's own, yet within what a's clock (at 0) believes. */
 const FORGED = 900_000;
@@ -198,13 +196,7 @@ describe("a forged high claim naming a candidate", () => {
 
 describe("through the node (the runtime's `member-verified`)", () => {
   test("the member's own word reaches SWIM", () => {
-    const node = new PrefixNode(
-      { id: "a", peers: [], gossip: "scuttlebutt", capacityTokens: 1_000 },
-      { now: () => 0, random: () => 0.5 },
-    );
-    node.start();
-    const gossip = (from: string, updates: MemberUpdate[]) =>
-      node.handle({ type: "mesh-message", from, msg: { channel: "swim", msg: { type: "gossip", updates } } });
+    const { node, gossip } = gossipNode();
     gossip("x", [{ id: "c", status: "alive", incarnation: 0 }]);
     node.handle({ type: "member-verified", id: "c", ok: true, incarnation: 0 });
     gossip("c", [{ id: "d", status: "alive", incarnation: FORGED }]);

@@ -5,10 +5,9 @@
  * after `recheckAfterChangeMs` (`recheckDue`), then held at the member's own word.
  */
 import { describe, expect, test } from "vitest";
-import { PrefixNode } from "../../src/core/node/node.js";
 import { resolveSwimConfig } from "../../src/core/node/swim/config.js";
-import type { MemberUpdate, SwimEffect } from "../../src/core/node/swim/types.js";
-import { harness } from "./swim-harness.js";
+import type { SwimEffect } from "../../src/core/node/swim/types.js";
+import { gossipNode, harness } from "./swim-harness.js";
 
 const C = resolveSwimConfig({});
 const RECHECK_MS = C.recheckAfterChangeMs;
@@ -55,13 +54,7 @@ describe("(a) a dead member back at a higher incarnation, its check passed", () 
   });
 
   test("through the node: its liveness (what routing and estimates read) is live again", () => {
-    const node = new PrefixNode(
-      { id: "a", peers: [], gossip: "scuttlebutt", capacityTokens: 1_000 },
-      { now: () => 0, random: () => 0.5 },
-    );
-    node.start();
-    const gossip = (from: string, updates: MemberUpdate[]) =>
-      node.handle({ type: "mesh-message", from, msg: { channel: "swim", msg: { type: "gossip", updates } } });
+    const { node, gossip } = gossipNode();
     for (const id of ["b", "c"]) {
       gossip("x", [{ id, status: "alive", incarnation: 100 }]);
       node.handle({ type: "member-verified", id, ok: true, incarnation: 100 });
