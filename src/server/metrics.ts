@@ -8,7 +8,6 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import { CLOCK_SKEW } from "../core/refusals.js";
 import { CounterPeers, DEFAULT_METRIC_PEERS } from "./metric-peers.js";
 import { type KvEventsGaugeView, kvEventMetrics } from "./metrics-kv-events.js";
-
 import { type PeerGaugeView, perPeerSeries } from "./metrics-peer-series.js";
 
 export type { KvEventsGaugeView } from "./metrics-kv-events.js";

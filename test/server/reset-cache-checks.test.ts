@@ -41,7 +41,7 @@ async function until(what: string, cond: () => boolean, ms = 20_000): Promise<vo
 }
 
 /** A test double of members on 127.0.0.1 whose hello never answers; its open sockets and requests. */
-async function hangingMembers() {
+async function hangingMembersDouble() {
   const open = new Set<Socket>();
   let requests = 0;
   const server: Server = createServer(() => void requests++);
@@ -81,7 +81,7 @@ async function nodeA(): Promise<NodeHandle> {
 
 describe("a cache reset", () => {
   it("abandons the old SWIM's checks: their sockets closed, their slots free at once", async () => {
-    const members = await hangingMembers();
+    const members = await hangingMembersDouble();
     const a = await nodeA();
     const mesh = a.runtime.mesh;
     if (mesh === undefined) throw new Error("A runs no SWIM");
