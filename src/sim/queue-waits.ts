@@ -39,6 +39,8 @@ interface Stay {
   lostAt?: number;
 }
 
+const ranAndAnswered = (x: Stay): boolean => x.ranAt !== undefined && x.answeredAt !== undefined;
+
 interface Attempt {
   peer: number;
   attempt: number;
@@ -176,8 +178,7 @@ export class QueueWaits {
       const answers = answeredBy?.peer === a.peer && answeredBy.attempt === a.attempt;
       // The stay whose run sent the result: a re-sent answer's stay runs nothing, and a restarted
       // peer's new run may not have answered yet when the old incarnation's answer arrives.
-      const ranDone = (x: Stay): boolean => x.ranAt !== undefined && x.answeredAt !== undefined;
-      const mine = answers ? (a.stays.findLast(ranDone) ?? a.stays.at(-1)) : undefined;
+      const mine = answers ? (a.stays.findLast(ranAndAnswered) ?? a.stays.at(-1)) : undefined;
       for (const x of a.stays) {
         if (x === mine) {
           const start = x.ranAt ?? x.answeredAt ?? now;
