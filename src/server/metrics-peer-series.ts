@@ -26,38 +26,29 @@ export interface PeerGaugeView {
 
 type PeerValue = (p: PeerGaugeView) => number | undefined;
 
-/** The per-peer series makers over `peers` (undefined: no view to read yet). */
-export function perPeerSeries(
+/**
+ * The maker of gauges per peer over `peers` (undefined: no view to read yet), each rebuilt at each
+ * scrape (peers come and go).
+ */
+export function perPeerGauges(
   registers: Registry[],
   peers: () => readonly PeerGaugeView[] | undefined,
   maxPeerSeries: number,
 ) {
-  /** Each shown peer's value (undefined leaves a peer out); undefined: no view to read yet. */
-  const shown = (value: PeerValue): [string, number][] | undefined => {
-    const all = peers();
-    if (!all) return undefined;
-    const out: [string, number][] = [];
-    for (const p of gaugePeers(all, maxPeerSeries)) {
-      const v = value(p);
-      if (v !== undefined) out.push([p.peer, v]);
-    }
-    return out;
-  };
-  return {
-    /** A gauge per peer, rebuilt at each scrape (peers come and go). */
-    perPeer(name: string, help: string, value: PeerValue): Gauge {
-      return new Gauge({
-        name,
-        help,
-        labelNames: ["peer"],
-        registers,
-        collect() {
-          const values = shown(value);
-          if (!values) return;
-          this.reset();
-          for (const [peer, v] of values) this.set({ peer }, v);
-        },
-      });
-    },
-  };
+  return (name: string, help: string, value: PeerValue): Gauge =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["peer"],
+      registers,
+      collect() {
+        const all = peers();
+        if (!all) return;
+        this.reset();
+        for (const p of gaugePeers(all, maxPeerSeries)) {
+          const v = value(p); // undefined leaves the peer out
+          if (v !== undefined) this.set({ peer: p.peer }, v);
+        }
+      },
+    });
 }

@@ -8,7 +8,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import { CLOCK_SKEW } from "../core/refusals.js";
 import { CounterPeers, DEFAULT_METRIC_PEERS } from "./metric-peers.js";
 import { type KvEventsGaugeView, kvEventMetrics } from "./metrics-kv-events.js";
-import { type PeerGaugeView, perPeerSeries } from "./metrics-peer-series.js";
+import { type PeerGaugeView, perPeerGauges } from "./metrics-peer-series.js";
 
 export type { KvEventsGaugeView } from "./metrics-kv-events.js";
 export type { PeerGaugeView } from "./metrics-peer-series.js";
@@ -247,7 +247,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       for (const [state, count] of Object.entries(n)) this.set({ state }, count);
     },
   );
-  const { perPeer } = perPeerSeries(registers, () => view()?.peers, maxPeerSeries);
+  const perPeer = perPeerGauges(registers, () => view()?.peers, maxPeerSeries);
   perPeer(
     "prefixmesh_peer_suspected",
     "1 while a peer is not live: suspected (silent), down (left) or not heard from yet",
