@@ -1,10 +1,9 @@
 /**
- * PrefixNode's life outside its inputs: its epochs, its leave, and what the runtime tells it directly.
- *
- * Kept out of node.ts, which is left the control flow: `start`, crash-recovery (§2: the cache gone, a
- * strictly larger epoch), the graceful leave, and what the runtime sets or learns (calibration, the
- * policy, a peer found, a peer's hello). None of these makes a decision across roles; removing a peer
- * fails its forwards over, so `removePeer` stays in node.ts.
+ * PrefixNode's life outside its inputs: `start`, crash-recovery (§2: the cache gone, a strictly larger
+ * epoch), the graceful leave, and what the runtime sets or learns (calibration, the policy, a peer
+ * found, a peer's hello). Kept out of node.ts, which is left the input dispatch and the decisions on
+ * requests: none of these routes a request or fails one over. Removing a peer fails its forwards
+ * over, so `removePeer` stays in node.ts.
  */
 import { nodeId } from "./config.js";
 import type { CostSample } from "./engine-costs.js";
