@@ -186,7 +186,7 @@ describe("hedged local runs", () => {
     const h = silentPeer();
     const ask = h.mailbox.find(toB) as Mail;
     h.drop((m) => m === ask);
-    // Spot checks caught B answering wrong (reached into here: the spot-check path is trust.test.ts's).
+    // Spot checks caught B answering wrong (reached into here: the spot-check path is trust-kept.test.ts's).
     (
       h.node("A") as unknown as { origin: { trust: { quarantine(id: string): void } } }
     ).origin.trust.quarantine("B");

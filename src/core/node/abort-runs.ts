@@ -14,7 +14,7 @@
  *    nothing to reach — unless it left saying goodbye: it drains what it took, so it is still sent
  *    the final cancels it is owed, and nothing else; with gossip at its leave, since a non-member's
  *    answers are dropped: forward-attempts.ts `departed`). Our own restart cancels our forwards finally
- *    too (node.ts `restart`).
+ *    too (node-lifecycle.ts `restart`).
  * The executor asks (`abort-run`) and keeps the job until the engine says it ended: `engine-aborted`
  * (nothing inserted, as for a failure; an engine-managed cache's sequences taken as they are), or
  * `engine-done` if the run finished first (its answer then goes unreplied, as before aborts).

@@ -6,20 +6,20 @@
  * (our clients' requests), serving.ts (peers' forwards), anti-entropy.ts (snapshots both ways),
  * executor.ts (queue, engine runs, the exact tree), membership.ts (liveness; mesh.ts picks each
  * per gossip mode). Every decision that needs two of them is made here, from the values they return;
- * the read-only views over them are views.ts's NodeViews, its routing reads node-routing.ts's.
+ * the read-only views over them are views.ts's NodeViews, its routing reads node-routing.ts's, and its
+ * life outside its inputs (start, restart into a new epoch, goodbye) node-lifecycle.ts's NodeLifecycle.
  */
 import type { EngineRequest } from "../engine.js";
 import { keyTokens } from "../namespace.js";
-import { type NodeConfig, type NodeConfigInput, nodeId, resolveNodeConfig } from "./config.js";
-import { type CostSample, stampCosts } from "./engine-costs.js";
+import { type NodeConfig, type NodeConfigInput, resolveNodeConfig } from "./config.js";
+import { stampCosts } from "./engine-costs.js";
 import { Executor } from "./executor.js";
 import * as mesh from "./mesh.js";
 import { PeerModels, servesModel } from "./models.js";
-import { NodeRouting } from "./node-routing.js";
+import { NodeLifecycle } from "./node-lifecycle.js";
 import { OFFLOAD_SCAN, OffloadRound } from "./offload.js";
 import { Origin } from "./origin.js";
 import { reportedDepth, stampQueueDepth } from "./peer-load.js";
-import type { PolicyConfigInput, PolicyName } from "./policies/index.js";
 import { RecentPrefixes } from "./recent-prefixes.js";
 import { Serving } from "./serving.js";
 import { checkJob } from "./spot-check.js";
@@ -38,17 +38,14 @@ import { roundPeers } from "./views.js";
 export { DUPLICATE_HANDLED, FORWARD_CANCELLED } from "./serving.js";
 export type { NodeOptions } from "./types.js";
 
-export class PrefixNode extends NodeRouting {
+export class PrefixNode extends NodeLifecycle {
   readonly config: NodeConfig;
-  protected epoch = 0;
   protected members!: mesh.Members;
   protected readonly origin: Origin;
   protected readonly serving: Serving;
   protected readonly antiEntropy: mesh.Gossip;
   protected readonly executor: Executor;
   protected unknownSender = 0;
-  /** Said goodbye: draining, so no more anti-entropy (a snapshot would tell peers we are back). */
-  private leaving = false;
   readonly peerModels = new PeerModels();
   protected readonly recent: RecentPrefixes | undefined;
 
@@ -67,68 +64,6 @@ export class PrefixNode extends NodeRouting {
     const recentMs = this.config.recentPrefixMs;
     this.recent = recentMs > 0 ? new RecentPrefixes(recentMs) : undefined;
     this.reset(Math.floor(opts.epoch ?? deps.now()));
-  }
-
-  private reset(epoch: number): void {
-    this.epoch = epoch;
-    // A restart keeps the full mesh's current membership (peers added or removed at run time included).
-    const { members, ids } = mesh.newMembership(this.config, this.deps, this.members);
-    this.members = members;
-    this.executor.reset();
-    this.antiEntropy.reset(epoch, ids, this.maxPeers() + 1);
-    this.origin.reset(ids);
-    this.recent?.clear();
-    this.serving.reset(epoch);
-    this.unknownSender = 0;
-    this.leaving = false;
-  }
-
-  /** Arms the anti-entropy timer. Call once before feeding inputs. */
-  start(): Effect[] {
-    const out: Effect[] = [{ type: "set-timer", timer: { kind: "poll" }, delayMs: this.pollDelay() }];
-    this.onMesh("start", this.deps.now(), out);
-    return out;
-  }
-
-  /**
-   * Crash-recovery (§2): the cache is gone, a new epoch starts, peers will replace our estimate.
-   * Pending client requests are lost with a crash (the daemon's reset runs idle and refuses clients).
-   */
-  restart(epoch?: number): Effect[] {
-    const cancels = this.origin.dropAll(); // peers running their forwards: final cancels
-    // Epochs are whole, strictly increasing numbers (they go on the wire).
-    this.reset(Math.max(Math.floor(epoch ?? this.deps.now()), this.epoch + 1));
-    return [...cancels, ...this.start()];
-  }
-
-  /** Stop (graceful leave): tell every peer so they stop routing here at once. */
-  goodbye(): Effect[] {
-    this.leaving = true;
-    return mesh.goodbyes(this.members);
-  }
-
-  /** Start-up calibration runs (engine-costs.ts), taken as our own before the node is ready. */
-  calibrate(samples: readonly CostSample[]): void {
-    this.executor.calibrate(samples);
-  }
-
-  /** Switch routing policy at run time (e.g. the daemon's compare-policies admin endpoint). */
-  setPolicy(name: PolicyName, config?: PolicyConfigInput<PolicyName>): void {
-    this.origin.setPolicy(name, config);
-  }
-
-  /**
-   * Adds a peer at run time (e.g. found by DNS and verified by the runtime): unknown until it speaks,
-   * it gets our full state at the next tick. False for our own id, an invalid id, a current member,
-   * or a full membership.
-   */
-  addPeer(id: NodeId): boolean {
-    if (id === this.config.id || !nodeId.safeParse(id).success) return false;
-    if (this.members.has(id) || this.members.size >= this.maxPeers()) return false;
-    this.members.add(id, this.deps.now());
-    this.origin.addPeer(id);
-    this.antiEntropy.add(id);
-    return true;
   }
 
   /**
@@ -414,23 +349,12 @@ export class PrefixNode extends NodeRouting {
   }
 
   /** gossip "scuttlebutt" (mesh.ts): members came, went, or came back in a new epoch (a restart). */
-  private onMesh(input: NodeInput | "start", now: number, out: Effect[]): void {
+  protected override onMesh(input: NodeInput | "start", now: number, out: Effect[]): void {
     const ev = mesh.step(input, this.members, this.antiEntropy, this.origin, this.executor, now, out);
     for (const id of ev.down)
       if (ev.left.includes(id)) this.peerLeft(id, now, out);
       else this.failPendingTo(id, now, out);
     for (const r of ev.restarted ?? []) this.failPendingTo(r.id, now, out, r.epoch);
     for (const r of ev.rtt) this.origin.targets.sampleRtt(r.id, r.ms, true);
-  }
-
-  private pollDelay(): number {
-    return this.config.pollMs * (1 + this.config.pollJitter * (2 * this.deps.random() - 1));
-  }
-
-  /** The cache `peer` advertised (its hello): our estimate of it never holds more. */
-  capPeerEstimate(peer: NodeId, capacityTokens: number): void {
-    // Gossip: a hello may come before SWIM lists its sender (a member joining or coming back).
-    if (this.members.has(peer) || this.config.gossip !== "full")
-      this.antiEntropy.capPeer(peer, capacityTokens);
   }
 }
