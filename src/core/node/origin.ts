@@ -170,11 +170,10 @@ export class Origin {
     this.trust.add(id);
   }
 
-  /** A peer left the membership at `now` (`left`: by its own word): its trust is kept for its return. */
+  /** A peer left the membership at `now`: its trust is kept for its return (`left`: by `departed`). */
   removePeer(id: NodeId, now: number, left = false): void {
-    if (left) this.attempts.leftLate(this.pending.values(), id, now); // while its record is current
     this.targets.remove(id);
-    this.trust.remove(id, now);
+    if (!left) this.trust.remove(id, now);
     this.limits.forget(id);
   }
 
