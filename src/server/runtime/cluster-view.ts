@@ -1,7 +1,7 @@
 /**
  * What the node shows of itself and its peers: the `/cluster` object, and the view the metrics
  * gauges read at scrape time (with the node's forwarding counters under Prometheus-style names).
- * Read-only: it changes nothing it reads.
+ * Read-only: it changes nothing it reads (it keeps only the counts of epochs before a cache reset).
  */
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
@@ -50,8 +50,18 @@ export class ClusterView {
   private discovery: (() => unknown) | undefined;
   private seeds: (() => SeedView[]) | undefined;
   private refusedPeers: (() => RefusedView[]) | undefined;
+  /** The forwarding counts of the epochs before the last cache reset (`keepCounts`). */
+  private readonly earlierForwards: Record<string, number> = {};
 
   constructor(private readonly o: ClusterViewOptions) {}
+
+  /**
+   * The node is about to restart (a cache reset), its counts starting over: those so far are kept and
+   * added to the new epoch's, so prefixmesh_forward_events counts on (a fall reads as a counter reset).
+   */
+  keepCounts(): void {
+    Object.assign(this.earlierForwards, forwardEvents(this.o.node.stats(), this.earlierForwards));
+  }
 
   /** Adds what peer discovery sees (e.g. each DNS address and its status) to `/cluster`. */
   setDiscovery(fn: () => unknown): void {
@@ -195,7 +205,7 @@ export class ClusterView {
           ...(p.trust ? trustGauges(p.trust) : {}),
         };
       }),
-      forwardEvents: forwardEvents(s),
+      forwardEvents: forwardEvents(s, this.earlierForwards),
       clientGone: {
         hangup: {
           queued: s.clientGoneQueued - s.clientGoneDeadlineQueued,
@@ -256,9 +266,15 @@ function memberAgeMs(p: PeerView): number | undefined {
   return p.silentMs ?? p.estimateAgeMs;
 }
 
-/** The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}). */
-function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, number> {
-  return {
+/**
+ * The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}), plus
+ * the `earlier` epochs' counts.
+ */
+function forwardEvents(
+  s: ReturnType<PrefixNode["stats"]>,
+  earlier: Readonly<Record<string, number>>,
+): Record<string, number> {
+  const counts: Record<string, number> = {
     forwarded: s.forwarded,
     fallback: s.fallbacks,
     ack_timeout: s.ackTimeouts,
@@ -271,6 +287,8 @@ function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, numbe
     expired_forward: s.expiredForwards,
     hedged_answer: s.hedgedAnswers,
   };
+  for (const [event, n] of Object.entries(earlier)) counts[event] = (counts[event] ?? 0) + n;
+  return counts;
 }
 
 /**
