@@ -298,8 +298,7 @@ export class ForwardAttempts {
    * attempt at it is kept as abandoned and marked `left`, owed its final cancel once no answer of it
    * can be taken, though the peer is no member any more. Unless `answers` (node.ts still takes its
    * messages: the full mesh), none can be taken already, so those cancels go now. Returns the
-   * requests to move on. One no member any more (SWIM's leave) loses its trust record only then
-   * (origin.ts `removePeer` kept it), so a late stream its goodbye ends marks what it comes back with.
+   * requests to move on.
    */
   departed(pending: Iterable<Pending>, peer: NodeId, out: Effect[], answers: boolean): string[] {
     const moved: string[] = [];
@@ -313,7 +312,6 @@ export class ForwardAttempts {
       }
       if (!answers) owedCancels(p, this.reachable, out, (a) => a.to === peer);
     }
-    if (!this.reachable(peer)) this.trust.remove(peer, now);
     return moved;
   }
 

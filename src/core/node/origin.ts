@@ -75,7 +75,7 @@ export class Origin {
 
   constructor(
     private readonly config: NodeConfig,
-    deps: NodeDeps,
+    private readonly deps: NodeDeps,
     paranoid: boolean,
   ) {
     this.planner = new Planner(config, deps, paranoid);
@@ -170,7 +170,7 @@ export class Origin {
     this.trust.add(id);
   }
 
-  /** A peer left the membership at `now`: its trust is kept for its return (`left`: by `departed`). */
+  /** A peer left the membership at `now`: its trust kept for its return (`left`: moved by `departed`). */
   removePeer(id: NodeId, now: number, left = false): void {
     this.targets.remove(id);
     if (!left) this.trust.remove(id, now);
@@ -224,8 +224,7 @@ export class Origin {
    */
   servingNow(reqId: string, self: NodeId): NodeId | undefined {
     const p = this.pending.find(reqId);
-    if (!p) return undefined;
-    return p.current ?? self;
+    return p === undefined ? undefined : (p.current ?? self);
   }
 
   /** The request a pending id stands for. */
@@ -365,9 +364,11 @@ export class Origin {
     this.attempts.fallback(this.pending.get(reqId), out, cancelTimer, cancel, timedOut, left);
   }
 
-  /** `peer` said goodbye and drains: the requests to move on (forward-attempts.ts `departed`). */
+  /** `peer` said goodbye and drains: the requests to move on; a non-target's trust goes (SWIM's leave). */
   departed(peer: NodeId, out: Effect[], answers: boolean): string[] {
-    return this.attempts.departed(this.pending.values(), peer, out, answers);
+    const moved = this.attempts.departed(this.pending.values(), peer, out, answers);
+    if (!this.reachable(peer)) this.trust.remove(peer, this.deps.now());
+    return moved;
   }
 
   /** A forward or ack timer fired. True when the attempt is abandoned (node.ts moves on). */
