@@ -6,7 +6,7 @@
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { SwimStats } from "../../core/node/swim/types.js";
-import type { PeerView, TrustView } from "../../core/node/types.js";
+import type { NodeStats, PeerView, TrustView } from "../../core/node/types.js";
 import { CLOCK_SKEW, type RefusedView } from "../../core/refusals.js";
 import type { ProtocolRange } from "../../net/protocol-range.js";
 import { type GaugeView, REFUSAL_REASONS, type RefusalReason, refusalReason } from "../metrics.js";
@@ -50,17 +50,24 @@ export class ClusterView {
   private discovery: (() => unknown) | undefined;
   private seeds: (() => SeedView[]) | undefined;
   private refusedPeers: (() => RefusedView[]) | undefined;
-  /** The forwarding counts of the epochs before the last cache reset (`keepCounts`). */
-  private readonly earlierForwards: Record<string, number> = {};
+  /** The metrics' counts of the epochs before the last cache reset (`keepCounts`). */
+  private readonly earlier: Counted = noCounts();
 
   constructor(private readonly o: ClusterViewOptions) {}
 
   /**
-   * The node is about to restart (a cache reset), its counts starting over: those so far are kept and
-   * added to the new epoch's, so prefixmesh_forward_events counts on (a fall reads as a counter reset).
+   * The node is about to restart (a cache reset), its counts starting over: those the metrics' counters
+   * read are kept and added to the new epoch's, so they count on (a fall reads as a counter reset).
    */
   keepCounts(): void {
-    Object.assign(this.earlierForwards, forwardEvents(this.o.node.stats(), this.earlierForwards));
+    Object.assign(this.earlier, this.counted(this.o.node.stats()));
+  }
+
+  /** The counts the metrics' counters read: this epoch's plus the earlier ones'. */
+  private counted(s: NodeStats): Counted {
+    const c = noCounts();
+    for (const k of COUNTED) c[k] = s[k] + this.earlier[k];
+    return c;
   }
 
   /** Adds what peer discovery sees (e.g. each DNS address and its status) to `/cluster`. */
@@ -186,7 +193,7 @@ export class ClusterView {
   gauges(): GaugeView {
     const { node } = this.o;
     const now = this.o.now();
-    const s = node.stats();
+    const s = this.counted(node.stats());
     const swim = this.swimStats();
     const kv = engineKvEventsStatus(this.o.engine);
     return {
@@ -205,7 +212,7 @@ export class ClusterView {
           ...(p.trust ? trustGauges(p.trust) : {}),
         };
       }),
-      forwardEvents: forwardEvents(s, this.earlierForwards),
+      forwardEvents: forwardEvents(s),
       clientGone: {
         hangup: {
           queued: s.clientGoneQueued - s.clientGoneDeadlineQueued,
@@ -267,14 +274,41 @@ function memberAgeMs(p: PeerView): number | undefined {
 }
 
 /**
- * The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}), plus
- * the `earlier` epochs' counts.
+ * The node's counts the metrics' counters read (prefixmesh_forward_events, _client_gone_total,
+ * _engine_aborted_total): the node's start over with each epoch, the counters' do not (`keepCounts`).
  */
-function forwardEvents(
-  s: ReturnType<PrefixNode["stats"]>,
-  earlier: Readonly<Record<string, number>>,
-): Record<string, number> {
-  const counts: Record<string, number> = {
+const COUNTED = [
+  "forwarded",
+  "fallbacks",
+  "ackTimeouts",
+  "lateReplies",
+  "duplicateForwards",
+  "cancelledForwards",
+  "overdueAnswers",
+  "forwardTimeouts",
+  "peerErrors",
+  "expiredForwards",
+  "hedgedAnswers",
+  "clientGoneQueued",
+  "clientGoneForwarded",
+  "clientGoneRunning",
+  "clientGoneDeadlineQueued",
+  "clientGoneDeadlineForwarded",
+  "clientGoneDeadlineRunning",
+  "abortedClientGone",
+  "abortedHedged",
+  "abortedCancelled",
+] as const satisfies readonly (keyof NodeStats)[];
+
+type Counted = Record<(typeof COUNTED)[number], number>;
+
+function noCounts(): Counted {
+  return Object.fromEntries(COUNTED.map((k) => [k, 0])) as Counted;
+}
+
+/** The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}). */
+function forwardEvents(s: Counted): Record<string, number> {
+  return {
     forwarded: s.forwarded,
     fallback: s.fallbacks,
     ack_timeout: s.ackTimeouts,
@@ -287,8 +321,6 @@ function forwardEvents(
     expired_forward: s.expiredForwards,
     hedged_answer: s.hedgedAnswers,
   };
-  for (const [event, n] of Object.entries(earlier)) counts[event] = (counts[event] ?? 0) + n;
-  return counts;
 }
 
 /**
