@@ -285,7 +285,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   // The name predates the `_total` convention and is kept so existing queries still work.
   countsOf(
     "prefixmesh_forward_events",
-    "Forwarding events since start, as the node counts them (fallback, ack_timeout, late_reply, …)",
+    "Forwarding events since start (a cache reset included), as the node counts them (fallback, " +
+      "ack_timeout, late_reply, …)",
     "event",
     (v) => v.forwardEvents,
   );

@@ -67,7 +67,7 @@ describe("a late stream that ends by its peer's refusal or goodbye", () => {
     ] as const) {
       const h = daemonGossip(["A", "B"], 250, { trustMaxUnanswered: 3 });
       expect(streamFromB(h, "r1", 1, ms)).toBe(true);
-      // Its leave removes it from A's membership (and trust) before its requests move on.
+      // Its leave removes it from A's membership, its trust only once its requests moved on.
       h.apply("B", h.node("B").goodbye());
       h.deliverMesh();
       expect(h.node("A").stats().fallbacks).toBe(1);

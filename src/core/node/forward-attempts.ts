@@ -316,14 +316,6 @@ export class ForwardAttempts {
   }
 
   /**
-   * `peer` left by its own word (SWIM's leave) and is removed from trust before `departed` moves its
-   * requests on: their late streams are marked now, while its record is current (`endsLate`).
-   */
-  leftLate(pending: Iterable<Pending>, peer: NodeId, now: number): void {
-    for (const p of pending) if (p.current === peer) this.endsLate(p, now);
-  }
-
-  /**
    * The current attempt of `p` ends by its peer's own word, not ours, and with no mark of its own (a
    * refusal for load, a goodbye): past its first deadline, kept open by its streamed output, it was
    * late already, and is marked as its answer then would be (trust.ts `late`, once per attempt).

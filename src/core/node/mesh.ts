@@ -19,7 +19,7 @@ import type { Effect, NodeDeps, NodeId, NodeInput } from "./types.js";
 export interface PeerState {
   readonly targets: Targets;
   addPeer(id: NodeId): void;
-  /** `left`: it left by its own word (SWIM's leave), not declared dead: a goodbye's marks first. */
+  /** `left`: by its own word (SWIM's leave), not declared dead: origin.ts `departed` drops its trust. */
   removePeer(id: NodeId, now: number, left?: boolean): void;
   /**
    * A member seen in a newer epoch (a restart), by whichever path: back in a newer epoch than it left

@@ -75,7 +75,7 @@ export class Origin {
 
   constructor(
     private readonly config: NodeConfig,
-    deps: NodeDeps,
+    private readonly deps: NodeDeps,
     paranoid: boolean,
   ) {
     this.planner = new Planner(config, deps, paranoid);
@@ -170,11 +170,10 @@ export class Origin {
     this.trust.add(id);
   }
 
-  /** A peer left the membership at `now` (`left`: by its own word): its trust is kept for its return. */
+  /** A peer left the membership at `now`: its trust kept for its return (`left`: moved by `departed`). */
   removePeer(id: NodeId, now: number, left = false): void {
-    if (left) this.attempts.leftLate(this.pending.values(), id, now); // while its record is current
     this.targets.remove(id);
-    this.trust.remove(id, now);
+    if (!left) this.trust.remove(id, now);
     this.limits.forget(id);
   }
 
@@ -225,8 +224,7 @@ export class Origin {
    */
   servingNow(reqId: string, self: NodeId): NodeId | undefined {
     const p = this.pending.find(reqId);
-    if (!p) return undefined;
-    return p.current ?? self;
+    return p === undefined ? undefined : (p.current ?? self);
   }
 
   /** The request a pending id stands for. */
@@ -366,9 +364,11 @@ export class Origin {
     this.attempts.fallback(this.pending.get(reqId), out, cancelTimer, cancel, timedOut, left);
   }
 
-  /** `peer` said goodbye and drains: the requests to move on (forward-attempts.ts `departed`). */
+  /** `peer` said goodbye and drains: the requests to move on; a non-target's trust goes (SWIM's leave). */
   departed(peer: NodeId, out: Effect[], answers: boolean): string[] {
-    return this.attempts.departed(this.pending.values(), peer, out, answers);
+    const moved = this.attempts.departed(this.pending.values(), peer, out, answers);
+    if (!this.reachable(peer)) this.trust.remove(peer, this.deps.now());
+    return moved;
   }
 
   /** A forward or ack timer fired. True when the attempt is abandoned (node.ts moves on). */

@@ -1,12 +1,12 @@
 /**
  * What the node shows of itself and its peers: the `/cluster` object, and the view the metrics
  * gauges read at scrape time (with the node's forwarding counters under Prometheus-style names).
- * Read-only: it changes nothing it reads.
+ * Read-only: it changes nothing it reads (it keeps only the counts of epochs before a cache reset).
  */
 import type { Engine } from "../../core/engine.js";
 import type { PrefixNode } from "../../core/node/node.js";
 import type { SwimStats } from "../../core/node/swim/types.js";
-import type { PeerView, TrustView } from "../../core/node/types.js";
+import type { NodeStats, PeerView, TrustView } from "../../core/node/types.js";
 import { CLOCK_SKEW, type RefusedView } from "../../core/refusals.js";
 import type { ProtocolRange } from "../../net/protocol-range.js";
 import { type GaugeView, REFUSAL_REASONS, type RefusalReason, refusalReason } from "../metrics.js";
@@ -50,8 +50,25 @@ export class ClusterView {
   private discovery: (() => unknown) | undefined;
   private seeds: (() => SeedView[]) | undefined;
   private refusedPeers: (() => RefusedView[]) | undefined;
+  /** The metrics' counts of the epochs before the last cache reset (`keepCounts`). */
+  private readonly earlier: Counted = noCounts();
 
   constructor(private readonly o: ClusterViewOptions) {}
+
+  /**
+   * The node is about to restart (a cache reset), its counts starting over: those the metrics' counters
+   * read are kept and added to the new epoch's, so they count on (a fall reads as a counter reset).
+   */
+  keepCounts(): void {
+    Object.assign(this.earlier, this.counted(this.o.node.stats()));
+  }
+
+  /** The counts the metrics' counters read: this epoch's plus the earlier ones'. */
+  private counted(s: NodeStats): Counted {
+    const c = noCounts();
+    for (const k of COUNTED) c[k] = s[k] + this.earlier[k];
+    return c;
+  }
 
   /** Adds what peer discovery sees (e.g. each DNS address and its status) to `/cluster`. */
   setDiscovery(fn: () => unknown): void {
@@ -176,7 +193,7 @@ export class ClusterView {
   gauges(): GaugeView {
     const { node } = this.o;
     const now = this.o.now();
-    const s = node.stats();
+    const s = this.counted(node.stats());
     const swim = this.swimStats();
     const kv = engineKvEventsStatus(this.o.engine);
     return {
@@ -256,8 +273,41 @@ function memberAgeMs(p: PeerView): number | undefined {
   return p.silentMs ?? p.estimateAgeMs;
 }
 
+/**
+ * The node's counts the metrics' counters read (prefixmesh_forward_events, _client_gone_total,
+ * _engine_aborted_total): the node's start over with each epoch, the counters' do not (`keepCounts`).
+ */
+const COUNTED = [
+  "forwarded",
+  "fallbacks",
+  "ackTimeouts",
+  "lateReplies",
+  "duplicateForwards",
+  "cancelledForwards",
+  "overdueAnswers",
+  "forwardTimeouts",
+  "peerErrors",
+  "expiredForwards",
+  "hedgedAnswers",
+  "clientGoneQueued",
+  "clientGoneForwarded",
+  "clientGoneRunning",
+  "clientGoneDeadlineQueued",
+  "clientGoneDeadlineForwarded",
+  "clientGoneDeadlineRunning",
+  "abortedClientGone",
+  "abortedHedged",
+  "abortedCancelled",
+] as const satisfies readonly (keyof NodeStats)[];
+
+type Counted = Record<(typeof COUNTED)[number], number>;
+
+function noCounts(): Counted {
+  return Object.fromEntries(COUNTED.map((k) => [k, 0])) as Counted;
+}
+
 /** The node's forwarding counters under Prometheus-style names (prefixmesh_forward_events{event}). */
-function forwardEvents(s: ReturnType<PrefixNode["stats"]>): Record<string, number> {
+function forwardEvents(s: Counted): Record<string, number> {
   return {
     forwarded: s.forwarded,
     fallback: s.fallbacks,

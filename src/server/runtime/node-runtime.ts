@@ -261,8 +261,7 @@ export class NodeRuntime implements NodeService {
   }
 
   /**
-   * Empties the cache and starts a new epoch, as a crash-restart (§2) without losing the process:
-   * peers replace their estimate of us on our next snapshot. Only when idle (tokenizing counts).
+   * A crash-restart (§2) in-process: cache emptied, new epoch, peers re-learn us; idle only (tokenizing too).
    */
   async resetCache(): Promise<void> {
     const busy = this.clients.size > 0 || this.intake.size > 0 || this.node.queueDepth() > 0;
@@ -272,6 +271,7 @@ export class NodeRuntime implements NodeService {
       this.resetting = false;
     });
     this.timers.clear();
+    this.view.keepCounts(); // the node's counts start over: the metrics' counters count on
     const effects = this.node.restart(Date.now());
     this.o.logger.info({ epoch: this.node.currentEpoch }, "cache reset: new epoch"); // before the mesh's line
     this.mesh?.newEpoch(); // ahead of the new SWIM's effects: its drop of checks spares the new one's
