@@ -1,14 +1,15 @@
 /**
  * The counters read from the node's own counts count on across a cache reset (cluster-view.ts
- * `keepCounts`): prefixmesh_forward_events, prefixmesh_client_gone_total and
- * prefixmesh_engine_aborted_total. The node's counts (and `/cluster` `stats`) start over with its new
- * epoch; a counter that fell would read as a counter reset.
+ * `keepCounts`): prefixmesh_forward_events, prefixmesh_client_gone_total,
+ * prefixmesh_engine_aborted_total and prefixmesh_membership_events_total. The node's counts (and
+ * `/cluster` `stats` and `membership`) start over with its new epoch (a new SWIM); a counter that fell
+ * would read as a counter reset.
  */
 import { describe, expect, it } from "vitest";
 import type { ClusterView } from "../../src/server/runtime/cluster-view.js";
 import type { NodeHandle } from "../../src/server/runtime/start-node.js";
 import { postCompletion } from "../api-client.js";
-import { DAEMON_RECOVERY, forwardsIn, isType, prompt, warmPair } from "../core/node-harness.js";
+import { DAEMON_RECOVERY, daemonGossip, forwardsIn, isType, prompt, warmPair } from "../core/node-harness.js";
 import { harnessClusterView, nodesStoppedAfterEach, routedPair } from "./helpers.js";
 
 const stopped = nodesStoppedAfterEach();
@@ -82,5 +83,21 @@ describe("prefixmesh_forward_events across a cache reset", () => {
     expect(counters(view)).toEqual({ forwarded: 1, hangupRunning: 2, abortedClientGone: 2 });
     reset();
     expect(counters(view)).toEqual({ forwarded: 1, hangupRunning: 2, abortedClientGone: 2 });
+  });
+
+  it("SWIM's membership events count on over resets while /cluster shows the new SWIM's", () => {
+    const h = daemonGossip(["A", "B"], 250);
+    const view = harnessClusterView(h, "A", 10_000);
+    const probes = () => view.gauges().membershipEvents?.probe ?? -1;
+    const before = probes();
+    expect(before).toBeGreaterThan(0);
+    view.keepCounts();
+    h.restart("A");
+    expect(view.cluster(0).membership?.probes).toBe(0);
+    expect(probes()).toBe(before);
+    h.advanceLive(3_000);
+    const ours = view.cluster(0).membership?.probes ?? 0;
+    expect(ours).toBeGreaterThan(0);
+    expect(probes()).toBe(before + ours);
   });
 });

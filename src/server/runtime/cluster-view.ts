@@ -52,6 +52,8 @@ export class ClusterView {
   private refusedPeers: (() => RefusedView[]) | undefined;
   /** The metrics' counts of the epochs before the last cache reset (`keepCounts`). */
   private readonly earlier: Counted = noCounts();
+  /** SWIM's counts of the epochs before it (a reset starts a new SWIM): its metric counts on too. */
+  private readonly earlierSwim: Partial<SwimStats> = {};
 
   constructor(private readonly o: ClusterViewOptions) {}
 
@@ -61,6 +63,15 @@ export class ClusterView {
    */
   keepCounts(): void {
     Object.assign(this.earlier, this.counted(this.o.node.stats()));
+    const swim = this.o.node.meshStats();
+    if (swim) Object.assign(this.earlierSwim, this.swimCounted(swim));
+  }
+
+  /** SWIM's counts the membership metric reads: this epoch's plus the earlier ones'. */
+  private swimCounted(s: SwimStats): SwimStats {
+    const c = { ...s };
+    for (const k of Object.keys(s) as (keyof SwimStats)[]) c[k] = s[k] + (this.earlierSwim[k] ?? 0);
+    return c;
   }
 
   /** The counts the metrics' counters read: this epoch's plus the earlier ones'. */
@@ -194,7 +205,7 @@ export class ClusterView {
     const { node } = this.o;
     const now = this.o.now();
     const s = this.counted(node.stats());
-    const swim = this.swimStats();
+    const swim = this.swimStats(true);
     const kv = engineKvEventsStatus(this.o.engine);
     return {
       treeTokens: node.treeSize(),
@@ -241,9 +252,11 @@ export class ClusterView {
    * peer port refused first. Both are garbage from an authenticated node; one count to alert on.
    * A newer build's messages (`unsupported`) are expected in a rolling upgrade: counted apart.
    */
-  private swimStats(): MembershipCounts | undefined {
-    const swim = this.o.node.meshStats();
-    if (!swim) return undefined;
+  private swimStats(counting = false): MembershipCounts | undefined {
+    const ours = this.o.node.meshStats();
+    if (!ours) return undefined;
+    // The metric counts on across cache resets; `/cluster` shows this epoch's SWIM.
+    const swim = counting ? this.swimCounted(ours) : ours;
     const refused = this.o.meshRefused?.() ?? { invalid: 0, unsupported: 0 };
     return { ...swim, invalid: swim.invalid + refused.invalid, unsupported: refused.unsupported };
   }
