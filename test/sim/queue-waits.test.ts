@@ -187,6 +187,20 @@ describe("QueueWaits", () => {
     expect(q.take("r13.3", 90, { peer: 1, attempt: 1 })).toBeCloseTo(40, 6);
   });
 
+  it("a run a peer repeats once its duplicate window forgot it ran the attempt is a new stay's", () => {
+    const q = new QueueWaits();
+    q.submitted("r14.1", 0);
+    q.sent("r14.1", 1, 1, 0);
+    q.delivered("r14.1", 1, 1, 10);
+    q.left("r14.1", 1, 20);
+    q.left("r14.1", 1, 30, 1); // its answer is lost
+    q.delivered("r14.1", 1, 1, 50); // re-asked; the peer forgot the attempt: a second job
+    q.left("r14.1", 1, 70);
+    q.left("r14.1", 1, 80, 1);
+    // [10, 20] queued, [20, 30] a run (service); [50, 70] is the record's queueMs, [70, 80] its run.
+    expect(q.take("r14.1", 85, { peer: 1, attempt: 1 })).toBeCloseTo(10, 6);
+  });
+
   it("a forward re-sent to a restarted peer queues there again", () => {
     const q = new QueueWaits();
     q.submitted("r10.1", 0);
