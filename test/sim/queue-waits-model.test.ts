@@ -1,10 +1,10 @@
 /**
  * QueueWaits against a naive model (queue-waits.ts): random, seeded lives of one request — forwards,
  * copies delivered again, runs, answers and errors, peer crashes, give-ups, a run at its origin, other
- * requests' forwards queued at its peers — replayed millisecond by millisecond. A millisecond counts when the request is queued at its origin,
- * or at a peer in a stay its origin still waits on, and is not the answering run's wait or run. A
- * peer's queue is the executor's: by arrival, a job past its deadline dropped unanswered at its turn;
- * QueueWaits is told a run's peer, never which job it is.
+ * requests' forwards queued at its peers — replayed millisecond by millisecond. A millisecond counts
+ * when the request is queued at its origin, or at a peer in a stay its origin still waits on, and is
+ * not the answering run's wait or run. A peer's queue is the executor's: by arrival, a job past its
+ * deadline dropped unanswered at its turn; QueueWaits is told a run's peer, never which job it is.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
