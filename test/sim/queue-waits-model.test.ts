@@ -119,6 +119,8 @@ function play(ops: Op[], gaps: number[], byPeer: boolean): [number, number] {
         const s = a.stays.at(-1);
         if (a.peer === op.peer && isOpen(s)) s.state = "lost";
       }
+      // Its queue goes with it: other requests' jobs there never run.
+      for (const o of others) if (o.peer === op.peer) o.queued = false;
       q.crashed(op.peer, [], now);
     } else if (op.k === "other") {
       const o = { id: `o.${others.length}`, peer: op.peer, order: arrivals++, queued: true };
