@@ -201,6 +201,27 @@ describe("QueueWaits", () => {
     expect(q.take("r14.1", 85, { peer: 1, attempt: 1 })).toBeCloseTo(10, 6);
   });
 
+  it("a run read as a later stay's than the job that ran ends no earlier arrival still wanted", () => {
+    const q = new QueueWaits();
+    q.submitted("r15.1", 0);
+    q.sent("r15.1", 1, 1, 0);
+    q.delivered("r15.1", 1, 1, 0, 5);
+    // A copy while its job waits, the peer's duplicate window past it: a second job, its copy here.
+    q.delivered("r15.1", 1, 1, 1, 100);
+    q.submitted("r15.2", 0);
+    q.sent("r15.2", 1, 1, 2);
+    q.delivered("r15.2", 1, 1, 2, 100); // behind the second job, wanted until 102
+    q.ended("r15.1", 1, 3);
+    q.sent("r15.1", 1, 2, 3);
+    q.delivered("r15.1", 1, 2, 3, 100);
+    // The second job runs (the first expired); read as attempt 2's, which arrived after r15.2's.
+    q.left("r15.1", 1, 10);
+    q.ended("r15.2", 1, 60); // r15.2's job still waited there: its turn had not come
+    q.ranHere("r15.2", 60);
+    // [0, 2] at its origin, [2, 60] at the peer; [60, 70] its run here.
+    expect(q.take("r15.2", 70)).toBeCloseTo(60, 6);
+  });
+
   it("a forward re-sent to a restarted peer queues there again", () => {
     const q = new QueueWaits();
     q.submitted("r10.1", 0);
