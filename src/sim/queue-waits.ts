@@ -36,8 +36,10 @@ interface Stay {
   /** When the peer answered it (the end of its run there, if it ran it). */
   answeredAt?: number;
   /**
-   * When the job left the peer unanswered: its crash, or a later arrival's start past its expiry (a
-   * drop with no known forward behind it goes unseen: its wait ends with its origin's).
+   * When the job left the peer unanswered: its crash, or the start there past its expiry of a later
+   * arrival known here (a drop shows no sooner). A drop no such start follows (the queue ran dry, or
+   * only the peer's own clients' jobs, spot checks or forgotten requests' forwards ran) goes unseen:
+   * its wait ends with its origin's, and a copy the peer takes anew meanwhile reads as the same job.
    */
   lostAt?: number;
 }
