@@ -27,7 +27,7 @@ import { expiry } from "../core/node/executor/jobs.js";
  */
 interface Stay {
   queuedAt: number;
-  /** Its place in the peer's queue: forwards run there in the order they arrived. */
+  /** Its place in the peer's queue, among every request's: forwards run there in the order they arrived. */
   seq: number;
   /** Past this, its turn drops it unrun and unanswered (the executor's rule, executor/jobs.ts). */
   expiresAt: number;
@@ -35,7 +35,12 @@ interface Stay {
   ranAt?: number;
   /** When the peer answered it (the end of its run there, if it ran it). */
   answeredAt?: number;
-  /** When the job left the peer unanswered: its crash, or a later job's start past its expiry. */
+  /**
+   * When the job left the peer unanswered: its crash, or the start there past its expiry of a later
+   * arrival known here (a drop shows no sooner). A drop no such start follows (the queue ran dry, or
+   * only the peer's own clients' jobs, spot checks or forgotten requests' forwards ran) goes unseen:
+   * its wait ends with its origin's, and a copy the peer takes anew meanwhile reads as the same job.
+   */
   lostAt?: number;
 }
 
@@ -57,18 +62,18 @@ interface Waits {
   heldSince?: number;
   held: Held[];
   attempts: Attempt[];
-  /** Its stays opened so far: the next one's `seq`. */
-  stays: number;
 }
 
 export class QueueWaits {
   /** Requests not replied to yet, by reqId. */
   private readonly byReq = new Map<string, Waits>();
+  /** Stays opened so far, every request's: the next one's `seq`. */
+  private stays = 0;
 
   private of(reqId: string): Waits {
     let w = this.byReq.get(reqId);
     if (w === undefined) {
-      w = { held: [], attempts: [], stays: 0 };
+      w = { held: [], attempts: [] };
       this.byReq.set(reqId, w);
     }
     return w;
@@ -127,17 +132,16 @@ export class QueueWaits {
    */
   delivered(reqId: string, peer: number, attempt: number, now: number, deadlineMs?: number): void {
     const a = this.find(reqId, peer, attempt);
-    const w = this.byReq.get(reqId);
-    if (a === undefined || w === undefined || open(a) !== undefined) return;
-    a.stays.push({ queuedAt: now, seq: w.stays++, expiresAt: expiry(deadlineMs, now) });
+    if (a === undefined || open(a) !== undefined) return;
+    a.stays.push({ queuedAt: now, seq: this.stays++, expiresAt: expiry(deadlineMs, now) });
   }
 
   /**
    * `peer` started running `reqId` (no `attempt`), or answered that attempt of it (a result or an
    * error): its queue wait there is over. A run names no attempt: it is the earliest arrival queued
    * there, as forwards keep their order in a peer's queue (priority and offload move clients' jobs
-   * only); earlier ones past their expiry were dropped at their turn, by now, unanswered. A later
-   * arrival waits on behind the run.
+   * only); earlier arrivals past their expiry, any request's, were dropped at their turn, by now,
+   * unanswered. A later arrival waits on behind the run.
    */
   left(reqId: string, peer: number, now: number, attempt?: number): void {
     if (attempt !== undefined) {
@@ -146,19 +150,18 @@ export class QueueWaits {
       if (s !== undefined) s.answeredAt = now;
       return;
     }
-    const queued: Stay[] = [];
-    for (const a of this.byReq.get(reqId)?.attempts ?? []) {
-      const s = a.peer === peer ? open(a) : undefined;
-      if (s !== undefined && s.ranAt === undefined) queued.push(s);
+    const mine = queued(this.byReq.get(reqId), peer).sort((x, y) => x.seq - y.seq);
+    const ran = mine.find((s) => now <= s.expiresAt);
+    if (ran === undefined) {
+      // All past their expiry: dropped at their turn; what ran is a job of it not known here.
+      for (const s of mine) s.lostAt = now;
+      return;
     }
-    queued.sort((x, y) => x.seq - y.seq);
-    for (const s of queued) {
-      if (now > s.expiresAt) s.lostAt = now;
-      else {
-        s.ranAt = now;
-        return;
-      }
-    }
+    ran.ranAt = now;
+    // Its turn came after every earlier arrival's there: one past its expiry was dropped, and a
+    // request with nothing of its own behind it hears of that from no run of its own.
+    for (const w of this.byReq.values())
+      for (const s of queued(w, peer)) if (s.seq < ran.seq && now > s.expiresAt) s.lostAt = now;
   }
 
   /**
@@ -230,6 +233,16 @@ export class QueueWaits {
 function open(a: Attempt): Stay | undefined {
   const s = a.stays.at(-1);
   return s === undefined || s.answeredAt !== undefined || s.lostAt !== undefined ? undefined : s;
+}
+
+/** The request's stays queued at `peer`, not started. */
+function queued(w: Waits | undefined, peer: number): Stay[] {
+  const out: Stay[] = [];
+  for (const a of w?.attempts ?? []) {
+    const s = a.peer === peer ? open(a) : undefined;
+    if (s !== undefined && s.ranAt === undefined) out.push(s);
+  }
+  return out;
 }
 
 /** The length of the union of intervals [from, to] (empty ones ignored). */

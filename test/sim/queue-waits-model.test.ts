@@ -1,10 +1,10 @@
 /**
  * QueueWaits against a naive model (queue-waits.ts): random, seeded lives of one request — forwards,
- * copies delivered again, runs, answers and errors, peer crashes, give-ups, a run at its origin —
- * replayed millisecond by millisecond. A millisecond counts when the request is queued at its origin,
- * or at a peer in a stay its origin still waits on, and is not the answering run's wait or run. A
- * peer's queue is the executor's: by arrival, a job past its deadline dropped unanswered at its turn;
- * QueueWaits is told a run's peer, never which job it is.
+ * copies delivered again, runs, answers and errors, peer crashes, give-ups, a run at its origin, other
+ * requests' forwards queued at its peers — replayed millisecond by millisecond. A millisecond counts
+ * when the request is queued at its origin, or at a peer in a stay its origin still waits on, and is
+ * not the answering run's wait or run. A peer's queue is the executor's: by arrival, a job past its
+ * deadline dropped unanswered at its turn; QueueWaits is told a run's peer, never which job it is.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -17,7 +17,9 @@ type Op =
   | { k: "answer"; pick: number }
   | { k: "end" }
   | { k: "crash"; peer: number }
-  | { k: "here" };
+  | { k: "here" }
+  /** Another request's forward reaches `peer`: it queues there among this request's jobs. */
+  | { k: "other"; peer: number };
 
 interface ModelStay {
   state: "queued" | "running" | "answered" | "lost" | "dropped";
@@ -55,6 +57,7 @@ function play(ops: Op[], gaps: number[], byPeer: boolean): [number, number] {
   let heldBeforeRun = -1;
   let now = 0;
   let arrivals = 0;
+  const others: { id: string; peer: number; order: number; queued: boolean }[] = [];
   q.submitted(id, 0);
   const current = (): ModelAttempt | undefined => attempts.find((a) => a.waited);
   const advance = (ms: number): void => {
@@ -81,17 +84,24 @@ function play(ops: Op[], gaps: number[], byPeer: boolean): [number, number] {
         a.stays.push({ state: "queued", ran: false, at: now, order: arrivals++, deadline: op.deadline });
       q.delivered(id, a.peer, n + 1, now, op.deadline);
     } else if (op.k === "run") {
-      // The peer's queue reaches this request's jobs there, first come first: those whose deadline
-      // passed go unrun and unanswered; the first still wanted runs. None: other jobs ran meanwhile.
-      const line = attempts
-        .flatMap((a) => (a.peer === op.peer ? a.stays.filter((x) => x.state === "queued") : []))
-        .sort((x, y) => x.order - y.order);
+      // The peer's queue reaches its next job, first come first: this request's jobs whose deadline
+      // passed go unrun and unanswered; the first still wanted runs, this request's or another's.
+      // None: jobs the model does not see ran meanwhile.
+      const line = [
+        ...attempts.flatMap((a) => (a.peer === op.peer ? a.stays.filter((x) => x.state === "queued") : [])),
+        ...others.filter((o) => o.peer === op.peer && o.queued),
+      ].sort((x, y) => x.order - y.order);
       const late = (x: ModelStay): boolean => x.deadline !== undefined && now - x.at > x.deadline;
-      const s = line.find((x) => !late(x));
-      if (s === undefined) return;
-      for (const x of line.slice(0, line.indexOf(s))) x.state = "dropped";
-      s.state = "running";
-      s.ran = true;
+      const next = line.find((x) => !("state" in x) || !late(x));
+      if (next === undefined) return;
+      for (const x of line.slice(0, line.indexOf(next))) if ("state" in x) x.state = "dropped";
+      if (!("state" in next)) {
+        next.queued = false;
+        q.left(next.id, op.peer, now);
+        return;
+      }
+      next.state = "running";
+      next.ran = true;
       q.left(id, op.peer, now);
     } else if (op.k === "answer" && attempts.length > 0) {
       const n = attempts.length - 1 - (op.pick % attempts.length);
@@ -109,7 +119,15 @@ function play(ops: Op[], gaps: number[], byPeer: boolean): [number, number] {
         const s = a.stays.at(-1);
         if (a.peer === op.peer && isOpen(s)) s.state = "lost";
       }
+      // Its queue goes with it: other requests' jobs there never run.
+      for (const o of others) if (o.peer === op.peer) o.queued = false;
       q.crashed(op.peer, [], now);
+    } else if (op.k === "other") {
+      const o = { id: `o.${others.length}`, peer: op.peer, order: arrivals++, queued: true };
+      others.push(o);
+      q.submitted(o.id, now);
+      q.sent(o.id, o.peer, 1, now);
+      q.delivered(o.id, o.peer, 1, now);
     } else if (op.k === "here" && cur === undefined && !here) {
       heldBeforeRun = hold;
       hold = -1;
@@ -172,6 +190,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ k: fc.constant("end" as const) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant("crash" as const), peer }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant("here" as const) }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant("other" as const), peer }) },
 );
 
 describe("QueueWaits against a naive model", () => {

@@ -157,6 +157,71 @@ describe("QueueWaits", () => {
     expect(q.take("r12.2", 1_800)).toBeCloseTo(98 + 100 + 398, 6);
   });
 
+  it("a job past its deadline drops when a later arrival at its peer starts, whoever's it is", () => {
+    const q = new QueueWaits();
+    q.submitted("r13.1", 0);
+    q.sent("r13.1", 1, 1, 0);
+    q.delivered("r13.1", 1, 1, 10, 20); // expires at 30; nothing of r13.1 queues behind it
+    q.submitted("r13.2", 0);
+    q.sent("r13.2", 1, 1, 11);
+    q.delivered("r13.2", 1, 1, 11);
+    q.left("r13.2", 1, 50); // r13.2's turn: r13.1's job, ahead of it and past its expiry, dropped
+    q.ended("r13.1", 1, 100);
+    q.ranHere("r13.1", 100);
+    // Its stay [10, 50] only: after the drop it queued nowhere while its origin waited on.
+    expect(q.take("r13.1", 150)).toBeCloseTo(40, 6);
+
+    // A copy the peer takes anew after the drop (its duplicate window forgot the attempt) queues anew:
+    // its first stay is not the answering run's wait.
+    q.submitted("r13.3", 0);
+    q.sent("r13.3", 1, 1, 0);
+    q.delivered("r13.3", 1, 1, 10, 20);
+    q.submitted("r13.4", 0);
+    q.sent("r13.4", 1, 1, 11);
+    q.delivered("r13.4", 1, 1, 11);
+    q.left("r13.4", 1, 50);
+    q.delivered("r13.3", 1, 1, 60, 1_000); // a hedge's re-ask of the attempt
+    q.left("r13.3", 1, 70);
+    q.left("r13.3", 1, 80, 1);
+    // [10, 50] queued; [60, 70] is the record's queueMs, [70, 80] its run.
+    expect(q.take("r13.3", 90, { peer: 1, attempt: 1 })).toBeCloseTo(40, 6);
+  });
+
+  it("a run a peer repeats once its duplicate window forgot it ran the attempt is a new stay's", () => {
+    const q = new QueueWaits();
+    q.submitted("r14.1", 0);
+    q.sent("r14.1", 1, 1, 0);
+    q.delivered("r14.1", 1, 1, 10);
+    q.left("r14.1", 1, 20);
+    q.left("r14.1", 1, 30, 1); // its answer is lost
+    q.delivered("r14.1", 1, 1, 50); // re-asked; the peer forgot the attempt: a second job
+    q.left("r14.1", 1, 70);
+    q.left("r14.1", 1, 80, 1);
+    // [10, 20] queued, [20, 30] a run (service); [50, 70] is the record's queueMs, [70, 80] its run.
+    expect(q.take("r14.1", 85, { peer: 1, attempt: 1 })).toBeCloseTo(10, 6);
+  });
+
+  it("a run read as a later stay's than the job that ran ends no earlier arrival still wanted", () => {
+    const q = new QueueWaits();
+    q.submitted("r15.1", 0);
+    q.sent("r15.1", 1, 1, 0);
+    q.delivered("r15.1", 1, 1, 0, 5);
+    // A copy while its job waits, the peer's duplicate window past it: a second job, its copy here.
+    q.delivered("r15.1", 1, 1, 1, 100);
+    q.submitted("r15.2", 0);
+    q.sent("r15.2", 1, 1, 2);
+    q.delivered("r15.2", 1, 1, 2, 100); // behind the second job, wanted until 102
+    q.ended("r15.1", 1, 3);
+    q.sent("r15.1", 1, 2, 3);
+    q.delivered("r15.1", 1, 2, 3, 100);
+    // The second job runs (the first expired); read as attempt 2's, which arrived after r15.2's.
+    q.left("r15.1", 1, 10);
+    q.ended("r15.2", 1, 60); // r15.2's job still waited there: its turn had not come
+    q.ranHere("r15.2", 60);
+    // [0, 2] at its origin, [2, 60] at the peer; [60, 70] its run here.
+    expect(q.take("r15.2", 70)).toBeCloseTo(60, 6);
+  });
+
   it("a forward re-sent to a restarted peer queues there again", () => {
     const q = new QueueWaits();
     q.submitted("r10.1", 0);
