@@ -261,7 +261,7 @@ export class NodeRuntime implements NodeService {
   }
 
   /**
-   * A crash-restart (§2) in-process: cache emptied, new epoch, peers re-learn us; idle only (tokenizing too).
+   * A crash-restart (§2) in process: cache emptied, new epoch, peers re-learn us; only when idle.
    */
   async resetCache(): Promise<void> {
     const busy = this.clients.size > 0 || this.intake.size > 0 || this.node.queueDepth() > 0;
