@@ -57,8 +57,9 @@ export interface MembershipSimConfig {
   forgeries?: { node: number; atMs: number; update: MemberUpdate }[];
   /**
    * Members run twice: a second process with the same id (a copied config), started at `atMs` with
-   * its clock `clockOffsetMs` on; what the odd-numbered nodes send to that id reaches it instead, and
-   * all of it once the member has crashed (a restart).
+   * its clock `clockOffsetMs` on; what the odd-numbered nodes send to that id reaches it instead once
+   * it runs (before, only the member answers to the id), and all of it once the member has crashed
+   * (a restart).
    */
   twins?: { node: number; atMs: number; clockOffsetMs?: number }[];
 }
@@ -158,9 +159,12 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
     return s;
   });
 
-  /** The process a message from `node` to `member` reaches: its twin's, for some (`twins`). */
-  const route = (node: number, member: number): number =>
-    node % 2 === 1 || down[member] ? (twinOf.get(member) ?? member) : member;
+  /** The process a message from `node` to `member` reaches: its twin's, for some, once it runs (`twins`). */
+  const route = (node: number, member: number): number => {
+    const twin = twinOf.get(member);
+    if (twin === undefined) return member;
+    return down[member] || (node % 2 === 1 && started[twin]) ? twin : member;
+  };
 
   /** Try `attempt` of `node`'s check of `id`: its process answers if it runs (or resumes in time). */
   const tryHello = (node: number, id: string, attempt: number): void => {
