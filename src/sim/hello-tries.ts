@@ -26,8 +26,9 @@ export function helloTry(
   answersAt: number | undefined,
   rttMs: number,
 ): HelloTry {
-  if (answersAt !== undefined && answersAt - now <= HELLO_WAIT_MS)
-    return { k: "answer", at: Math.max(now + rttMs, answersAt + rttMs / 2) };
+  // The request reaches it half a round trip in; its answer must be back before the try gives up.
+  const at = answersAt === undefined ? undefined : Math.max(now + rttMs, answersAt + rttMs / 2);
+  if (at !== undefined && at - now <= HELLO_WAIT_MS) return { k: "answer", at };
   // Nobody listens (refused in a round trip), or a frozen process outlasts the try's wait.
   const failedAt = now + (answersAt === undefined ? rttMs : HELLO_WAIT_MS);
   const wait = verifyRetryMs(attempt);

@@ -1,6 +1,7 @@
 /** The simulators' member-check tries (sim/hello-tries.ts) on the daemon's schedule (swim/verify-retry.ts). */
 import { describe, expect, test } from "vitest";
 import { VERIFY_MAX_TRIES } from "../../src/core/node/swim/verify-retry.js";
+import { DEFAULT_TIMEOUTS } from "../../src/net/transport-timeouts.js";
 import { type HelloTry, helloTry } from "../../src/sim/hello-tries.js";
 
 const RTT = 4;
@@ -33,5 +34,12 @@ describe("a member check's tries", () => {
     expect(late.end.k).toBe("answer");
     expect(late.end.at).toBeGreaterThanOrEqual(20_000);
     expect(check(frozen(1e9)).end.k).toBe("unreachable");
+  });
+
+  test("an answer that would arrive after the try's wait is not taken: the try fails then", () => {
+    // Resumes just inside the wait, but its answer lands a half round trip after the daemon gave up.
+    const WAIT = DEFAULT_TIMEOUTS.messageTotalMs;
+    expect(helloTry(0, 0, WAIT - RTT / 4, RTT)).toEqual({ k: "retry", at: WAIT + 250 });
+    expect(helloTry(0, 0, WAIT - RTT / 2, RTT)).toEqual({ k: "answer", at: WAIT });
   });
 });
