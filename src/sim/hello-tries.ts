@@ -7,7 +7,10 @@
 import { verifyRetryMs } from "../core/node/swim/verify-retry.js";
 import { DEFAULT_TIMEOUTS } from "../net/transport-timeouts.js";
 
-/** How long a try waits for a hello before it fails (the daemon's whole-exchange timeout). */
+/**
+ * How long a try waits for a hello before it fails: the daemon's whole-exchange timeout (hello-exchange.ts).
+ * Over mutual TLS a new connection to a frozen process gives up sooner (connectMs covers its handshake).
+ */
 const HELLO_WAIT_MS = DEFAULT_TIMEOUTS.messageTotalMs;
 
 /** What try `attempt` leads to: the member's answer, another try, or the check answered no. */
