@@ -36,6 +36,10 @@ describe("a check of a member that is down (membership simulator)", () => {
       expect(r.verifyChecks).toBeGreaterThanOrEqual(N - 2);
       expect(about5.filter((t) => t.at >= FORGED_MS && t.to === "alive")).toEqual([]);
       for (const s of r.members) if (s) expect(s.liveMembers(), s.selfId).not.toContain("n5");
+      // Each check ended (answered no after its tries), none left waiting for an answer.
+      const refused = r.members.filter((s) => s?.refusedMembers(r.virtualMs).some((x) => x.id === "n5"));
+      expect(refused.length).toBeGreaterThanOrEqual(N - 2);
+      for (const s of r.members) if (s) expect(s.pendingMembers(), s.selfId).toBe(0);
     });
 });
 
