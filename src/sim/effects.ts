@@ -1,13 +1,14 @@
 /**
  * A node's effects performed in virtual time: sends put on the simulated network (what a stalling or
  * lying node does to its answers included), engine runs started on its simulated engine and their
- * ends scheduled, aborts, timers, mesh datagrams and member checks. Replies go back to the run loop
- * (`reply`), which owns the clients.
+ * ends scheduled, aborts, timers, mesh datagrams and member checks (tried as the daemon does:
+ * hello-tries.ts). Replies go back to the run loop (`reply`), which owns the clients.
  */
 import { keyTokens } from "../core/namespace.js";
 import { type Effect, type PeerMessage, timerKey } from "../core/node/types.js";
 import type { EngineFaultModel } from "./faults/engine.js";
 import type { NodeFaultModel } from "./faults/node.js";
+import { helloTry } from "./hello-tries.js";
 import type { SimNetwork } from "./network.js";
 import type { QueueWaits } from "./queue-waits.js";
 import { type Agenda, requestIndex, type SimNodeState } from "./run-state.js";
@@ -24,7 +25,7 @@ export interface EffectsContext {
   queueWaits: QueueWaits;
   nodeFaults: NodeFaultModel;
   engineFaults: EngineFaultModel;
-  /** Δcomm (ms): a member check takes a round trip of it. */
+  /** Δcomm (ms): a member check's try takes a round trip of it. */
   commMs: number;
   /** Requests in the workload. */
   requests: number;
@@ -156,16 +157,34 @@ export class SimEffects {
             });
           break;
         }
-        case "verify-member": {
-          // The cluster authority: the simulation's own ids hold the credential, but for those run
-          // without one, whose checks of others fail too (the daemon's hello requests are signed).
-          const of = ctx.idxOf.get(e.id);
-          const ok =
-            of !== undefined && ctx.nodeFaults.authenticated(of) && ctx.nodeFaults.authenticated(s.idx);
-          ctx.queue.push({ at: now + 2 * ctx.commMs, k: "verified", node: s.idx, inc: s.inc, id: e.id, ok });
+        case "verify-member":
+          this.tryHello(s, e.id, 0);
           break;
-        }
       }
+    }
+  }
+
+  /**
+   * Try `attempt` of `s`'s check of `id`: a host that is down answers no try, a frozen one answers once
+   * it resumes (hello-tries.ts). The simulation's own ids hold the credential, but for those run
+   * without one, whose checks of others fail too (the daemon's hello requests are signed).
+   */
+  tryHello(s: SimNodeState, id: string, attempt: number): void {
+    const { ctx } = this;
+    const now = ctx.now();
+    const rttMs = 2 * ctx.commMs;
+    const check = { node: s.idx, inc: s.inc, id };
+    const of = ctx.idxOf.get(id);
+    if (of === undefined || !ctx.nodeFaults.authenticated(s.idx)) {
+      ctx.queue.push({ at: now + rttMs, k: "verified", ...check, ok: false });
+      return;
+    }
+    const answersAt = ctx.nodes[of]?.node ? Math.max(now, ctx.nodeFaults.pausedUntil(of, now)) : undefined;
+    const r = helloTry(now, attempt, answersAt, rttMs);
+    if (r.k === "retry") ctx.queue.push({ at: r.at, k: "verify", ...check, attempt: attempt + 1 });
+    else {
+      const ok = r.k === "answer" && ctx.nodeFaults.authenticated(of);
+      ctx.queue.push({ at: r.at, k: "verified", ...check, ok });
     }
   }
 

@@ -2,10 +2,10 @@
  * The membership simulator: N unchanged `Swim` state machines (src/core/node/swim) on the simulated
  * network (network.ts: delay, jitter, loss, partitions), with crashes, freezes (pauses), leaves, late
  * joiners, impostors, skewed clocks and forged news, in virtual time from one seed. It answers
- * `verify-member` as the cluster authority would (yes for the cluster's own ids after one round
- * trip, no for an impostor), counts every message and its exact encoded bytes, and records each
- * node's status changes so tests and the scale experiment can time detection and spot false
- * suspicions.
+ * `verify-member` as the daemon would (hello-tries.ts: yes for a running member after one round trip,
+ * no for an impostor, no for a member down, crashed, left or not started, after the daemon's retries),
+ * counts every message and its exact encoded bytes, and records each node's status changes so tests
+ * and the scale experiment can time detection and spot false suspicions.
  */
 import { swimSize } from "../core/node/swim/codec.js";
 import type { SwimConfigInput } from "../core/node/swim/config.js";
@@ -20,6 +20,7 @@ import {
 } from "../core/node/swim/types.js";
 import { Prng } from "../core/prng.js";
 import { EventQueue, type SimEvent } from "./event-queue.js";
+import { helloTry } from "./hello-tries.js";
 import { SimNetwork } from "./network.js";
 import type { NetworkFaults, SimPause } from "./types.js";
 
@@ -43,7 +44,7 @@ export interface MembershipSimConfig {
   leaves?: { node: number; atMs: number }[];
   /** Messages sent before this time are not counted (formation left out of a steady-state rate). */
   countFromMs?: number;
-  /** How long the authority takes to answer `verify-member` (default: one round trip). */
+  /** A round trip of a `verify-member` check's hello fetch (default: one network round trip). */
   verifyMs?: number;
   /** Also count every member's bytes per window of this many ms (`bytesPerWindow`, from time 0). */
   windowMs?: number;
@@ -56,8 +57,9 @@ export interface MembershipSimConfig {
   forgeries?: { node: number; atMs: number; update: MemberUpdate }[];
   /**
    * Members run twice: a second process with the same id (a copied config), started at `atMs` with
-   * its clock `clockOffsetMs` on; what the odd-numbered nodes send to that id reaches it instead, and
-   * all of it once the member has crashed (a restart).
+   * its clock `clockOffsetMs` on; what the odd-numbered nodes send to that id reaches it instead once
+   * it runs (before, only the member answers to the id), and all of it once the member has crashed
+   * (a restart).
    */
   twins?: { node: number; atMs: number; clockOffsetMs?: number }[];
 }
@@ -95,6 +97,7 @@ type Ev = SimEvent &
     | { k: "deliver"; to: number; from: number; msg: SwimMessage }
     | { k: "timer"; node: number; key: string; token: number; input: SwimInput }
     | { k: "verified"; node: number; input: SwimInput }
+    | { k: "verify"; node: number; id: string; attempt: number }
     | { k: "start"; node: number }
     | { k: "crash"; node: number }
     | { k: "leave"; node: number }
@@ -127,6 +130,7 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
   const bytesPerWindow: number[] = [];
   const timers = ids.map(() => new Map<string, number>());
   const down = new Array<boolean>(ids.length).fill(false);
+  const started = new Array<boolean>(ids.length).fill(false);
   const pausedUntil = (node: number, at: number): number | undefined => {
     for (const p of c.pauses ?? []) if (p.node === node && at >= p.atMs && at < p.untilMs) return p.untilMs;
     return undefined;
@@ -155,15 +159,34 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
     return s;
   });
 
+  /** The process a message from `node` to `member` reaches: its twin's, for some, once it runs (`twins`). */
+  const route = (node: number, member: number): number => {
+    const twin = twinOf.get(member);
+    if (twin === undefined) return member;
+    return down[member] || (node % 2 === 1 && started[twin]) ? twin : member;
+  };
+
+  /** Try `attempt` of `node`'s check of `id`: its process answers if it runs (or resumes in time). */
+  const tryHello = (node: number, id: string, attempt: number): void => {
+    const member = idx.get(id) ?? N;
+    if (member >= N) {
+      // An impostor (or a stranger): it answers, without the cluster's credential: refused.
+      queue.push({ at: now + verifyMs, k: "verified", node, input: { type: "verified", id, ok: false } });
+      return;
+    }
+    const p = route(node, member);
+    const answersAt = started[p] && !down[p] ? (pausedUntil(p, now) ?? now) : undefined;
+    const r = helloTry(now, attempt, answersAt, verifyMs);
+    if (r.k === "retry") return void queue.push({ at: r.at, k: "verify", node, id, attempt: attempt + 1 });
+    queue.push({ at: r.at, k: "verified", node, input: { type: "verified", id, ok: r.k === "answer" } });
+  };
+
   const apply = (node: number, effects: SwimEffect[]): void => {
     for (const e of effects) {
       switch (e.type) {
         case "send": {
           const member = idx.get(e.to);
-          const to =
-            member !== undefined && (node % 2 === 1 || down[member])
-              ? (twinOf.get(member) ?? member)
-              : member;
+          const to = member === undefined ? undefined : route(node, member);
           if (node < N && c.windowMs !== undefined) {
             const w = Math.floor(now / c.windowMs);
             while (bytesPerWindow.length <= w) bytesPerWindow.push(0);
@@ -202,9 +225,8 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
           break;
         }
         case "verify-member": {
-          const ok = (idx.get(e.id) ?? N) < N;
           if (node < N && now >= (c.countFromMs ?? 0)) verifyChecks++;
-          queue.push({ at: now + verifyMs, k: "verified", node, input: { type: "verified", id: e.id, ok } });
+          tryHello(node, e.id, 0);
           break;
         }
         case "member-up":
@@ -219,7 +241,6 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
   for (const x of c.crashes ?? []) queue.push({ at: x.atMs, k: "crash", node: x.node });
   for (const x of c.leaves ?? []) queue.push({ at: x.atMs, k: "leave", node: x.node });
   for (const x of c.forgeries ?? []) queue.push({ at: x.atMs, k: "forge", node: x.node, update: x.update });
-  const started = new Array<boolean>(ids.length).fill(false);
 
   for (let ev = queue.pop(); ev !== undefined && ev.at <= c.durationMs; ev = queue.pop()) {
     now = ev.at;
@@ -248,6 +269,9 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
         break;
       case "verified":
         apply(node, s.handle(ev.input));
+        break;
+      case "verify":
+        tryHello(node, ev.id, ev.attempt);
         break;
       case "crash":
         down[node] = true;

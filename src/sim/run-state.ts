@@ -16,6 +16,8 @@ export type Ev = SimEvent &
     | { k: "deliver"; to: number; inc: number; from: number; msg: PeerMessage; sentAt: number }
     | { k: "mesh"; to: number; inc: number; from: number; msg: MeshMessage }
     | { k: "verified"; node: number; inc: number; id: string; ok: boolean }
+    /** A member check's next try (hello-tries.ts): its address did not answer the last. */
+    | { k: "verify"; node: number; inc: number; id: string; attempt: number }
     | { k: "timer"; node: number; inc: number; timer: Timer; key: string; token: number }
     /** A run ends: as modelled, or (`abort`) at once, the node having asked (abort-runs.ts). */
     | { k: "engine"; node: number; inc: number; jobId: string; fail: boolean; abort?: true }

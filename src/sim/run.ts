@@ -2,10 +2,8 @@
  * The discrete-event simulator: N unchanged `PrefixNode`s (src/core/node) on a simulated network,
  * each with a simulated engine, driven by a workload in virtual time. One seeded PRNG feeds every
  * random choice (network, node jitter and tie-breaks, engine faults), so the same config + workload
- * gives the identical run.
- *
- * Snapshots travel as immutable objects (no bytes in the hot path); the bytes the codec would send
- * are counted with `encodedSize`.
+ * gives the identical run. Snapshots travel as immutable objects (no bytes in the hot path); the
+ * bytes the codec would send are counted with `encodedSize`.
  *
  * This file is the run loop: it boots the nodes, feeds them the events in order and decides what
  * each event does. Its parts: setup.ts (the options), run-state.ts (events, hosts), clients.ts (the
@@ -293,9 +291,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         handle(dest, { type: "mesh-message", from: ids[ev.from] as string, msg: ev.msg });
         break;
       }
+      case "verify":
       case "verified": {
         const s = nodes[ev.node] as SimNodeState;
-        if (s.node && s.inc === ev.inc) handle(s, { type: "member-verified", id: ev.id, ok: ev.ok });
+        if (!s.node || s.inc !== ev.inc) break;
+        if (ev.k === "verify") effects.tryHello(s, ev.id, ev.attempt);
+        else handle(s, { type: "member-verified", id: ev.id, ok: ev.ok });
         break;
       }
       case "timer": {

@@ -20,6 +20,7 @@
  */
 import type { PrefixNode } from "../../core/node/node.js";
 import { MAX_VERIFICATIONS } from "../../core/node/swim/config.js";
+import { VERIFY_MAX_TRIES, verifyRetryMs } from "../../core/node/swim/verify-retry.js";
 import type { NodeId, NodeInput } from "../../core/node/types.js";
 import { CLOCK_SKEW, MAX_REFUSALS } from "../../core/refusals.js";
 import { skewAdvice } from "../../net/clock-skew.js";
@@ -32,11 +33,8 @@ import { refusedNow } from "./peer-refusal.js";
 
 /** SWIM's bound (swim/config.ts): its `maxCandidates` is bounded so its checks in flight fit. */
 export const MAX_VERIFYING = MAX_VERIFICATIONS;
-/** Backoff of a verification whose address did not answer: doubling from the first, up to the cap. */
-const RETRY_FIRST_MS = 250;
-const RETRY_MAX_MS = 10_000;
-/** Tries of an address that does not answer before it is answered no: about a minute of backoff. */
-export const MAX_TRIES = 10;
+/** Tries of an address that does not answer before it is answered no (the schedule: swim/verify-retry.ts). */
+export const MAX_TRIES = VERIFY_MAX_TRIES;
 /**
  * Times a verification's tries start over at a new address (a member that moved is judged on its new
  * one, not on tries made to its old): bounded, so an id whose address keeps changing is still answered.
@@ -244,14 +242,15 @@ export class MemberVerification {
 
   private retry(id: NodeId, v: Verifying): void {
     if (this.stopped || this.verifying.get(id) !== v) return;
-    if (v.attempts + 1 >= MAX_TRIES) {
+    const ms = verifyRetryMs(v.attempts);
+    if (ms === undefined) {
       this.o.logger.warn(
         { peer: id, tries: MAX_TRIES },
         "mesh member not verified: its address does not answer",
       );
       return void this.settle(id, false, undefined, `unreachable: no answer in ${MAX_TRIES} tries`, false);
     }
-    const ms = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** v.attempts++);
+    v.attempts++;
     v.timer = setTimeout(() => this.attempt(id, v), ms);
     v.timer.unref?.();
   }
