@@ -1,9 +1,13 @@
 /** Small seeded workloads, clusters and invariant checks for the simulator tests. */
 import { DAEMON_NODE_DEFAULTS } from "../../src/core/node/config.js";
+import type { PrefixNode } from "../../src/core/node/node.js";
+import type { SwimMemberView } from "../../src/core/node/swim/types.js";
 import { Prng } from "../../src/core/prng.js";
 import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
 import { nodeSettingsSchema } from "../../src/server/settings/index.js";
 import { faultScheduleFor } from "../../src/sim/fault-schedule.js";
+import type { NodeFaults } from "../../src/sim/faults/node.js";
+import { runSimulation } from "../../src/sim/run.js";
 import type { SimConfig, SimResult } from "../../src/sim/types.js";
 import type { Workload, WorkloadRequest } from "../../src/workload/types.js";
 
@@ -113,4 +117,42 @@ export function daemonFaultConfig(seed: number, nodes: number, faultWindowMs: nu
     checkInvariants: true,
     keepRecords: false,
   };
+}
+
+/**
+ * A daemon-configured SWIM run of `nodes` with node `faults`, probed every 50 ms: in how many probes a
+ * node held as a member (alive or suspect) someone `admits(i, live)` says it must not, how many probes
+ * ran, and the nodes at the last one.
+ */
+export function runWatchingAdmissions(
+  seed: number,
+  nodes: number,
+  requests: number,
+  faults: NodeFaults,
+  admits: (i: number, live: readonly SwimMemberView[]) => boolean,
+) {
+  const w = tinyWorkload({ seed, requests, arrival: "open-loop", gapMs: 100 });
+  let admitted = 0;
+  let seen = 0;
+  let last: readonly (PrefixNode | null)[] = [];
+  const r = runSimulation(
+    { ...daemonSimConfig(seed, nodes), gossip: "scuttlebutt", faults: { node: faults }, settleMs: 20_000 },
+    w,
+    {
+      probe: {
+        everyMs: 50,
+        observe(_now, probed) {
+          seen++;
+          last = probed;
+          for (const [i, n] of probed.entries()) {
+            const live = (n?.meshMembers() ?? []).filter(
+              (m) => m.status === "alive" || m.status === "suspect",
+            );
+            if (admits(i, live)) admitted++;
+          }
+        },
+      },
+    },
+  );
+  return { r, w, admitted, seen, last };
 }

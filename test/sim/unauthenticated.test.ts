@@ -6,10 +6,8 @@
  * `unauthenticated`); the membership simulator, every check of an impostor.
  */
 import { describe, expect, it } from "vitest";
-import type { PrefixNode } from "../../src/core/node/node.js";
 import { runMembership } from "../../src/sim/membership-sim.js";
-import { runSimulation } from "../../src/sim/run.js";
-import { daemonSimConfig, runProblems, tinyWorkload } from "./helpers.js";
+import { runProblems, runWatchingAdmissions } from "./helpers.js";
 
 const NODES = 6;
 const OUTSIDER = NODES - 1;
@@ -17,34 +15,13 @@ const OUTSIDER = NODES - 1;
 describe("a node configured without the cluster's credential (full simulator, SWIM)", () => {
   for (const seed of [1, 2])
     it(`seed ${seed}: is never a member anywhere; the others all are`, () => {
-      const w = tinyWorkload({ seed, requests: 120, arrival: "open-loop", gapMs: 100 });
-      let admitted = 0;
-      let seen = 0;
-      let last: readonly (PrefixNode | null)[] = [];
-      const r = runSimulation(
-        {
-          ...daemonSimConfig(seed, NODES),
-          gossip: "scuttlebutt",
-          faults: { node: { unauthenticated: [OUTSIDER] } },
-          settleMs: 20_000,
-        },
-        w,
-        {
-          probe: {
-            everyMs: 50,
-            observe(_now, nodes) {
-              seen++;
-              last = nodes;
-              for (const [i, n] of nodes.entries()) {
-                const live = (n?.meshMembers() ?? []).filter(
-                  (m) => m.status === "alive" || m.status === "suspect",
-                );
-                if (i !== OUTSIDER && live.some((m) => m.id === `n${OUTSIDER}`)) admitted++;
-                if (i === OUTSIDER && live.length > 0) admitted++;
-              }
-            },
-          },
-        },
+      const outsider = `n${OUTSIDER}`;
+      const { r, w, admitted, seen, last } = runWatchingAdmissions(
+        seed,
+        NODES,
+        120,
+        { unauthenticated: [OUTSIDER] },
+        (i, live) => (i === OUTSIDER ? live.length > 0 : live.some((m) => m.id === outsider)),
       );
       expect(runProblems(r, w.requests.length)).toBeUndefined();
       expect(seen).toBeGreaterThan(100);

@@ -5,10 +5,8 @@
  * answered once it resumes, within the retries.
  */
 import { describe, expect, test } from "vitest";
-import type { PrefixNode } from "../../src/core/node/node.js";
 import { runMembership } from "../../src/sim/membership-sim.js";
-import { runSimulation } from "../../src/sim/run.js";
-import { daemonSimConfig, runProblems, tinyWorkload } from "./helpers.js";
+import { runProblems, runWatchingAdmissions } from "./helpers.js";
 
 const N = 8;
 const base = { commMs: 2, jitterMs: 0.5, nodes: N };
@@ -48,30 +46,12 @@ describe("a check of a node that is down (full simulator, SWIM)", () => {
   for (const seed of [1, 2])
     test(`a node crashed as it joined is admitted by none (seed ${seed})`, () => {
       // n3's join reaches the seeds, but it crashes for good before any check of it can be answered.
-      const w = tinyWorkload({ seed, requests: 60, arrival: "open-loop", gapMs: 100 });
-      let admitted = 0;
-      let seen = 0;
-      let last: readonly (PrefixNode | null)[] = [];
-      const r = runSimulation(
-        {
-          ...daemonSimConfig(seed, NODES),
-          gossip: "scuttlebutt",
-          faults: { node: { crashes: [{ node: 3, atMs: 1 }] } },
-          settleMs: 20_000,
-        },
-        w,
-        {
-          probe: {
-            everyMs: 50,
-            observe(_now, nodes) {
-              seen++;
-              last = nodes;
-              const live = (m: { id: string; status: string }) =>
-                m.id === "n3" && (m.status === "alive" || m.status === "suspect");
-              for (const n of nodes) if ((n?.meshMembers() ?? []).some(live)) admitted++;
-            },
-          },
-        },
+      const { r, w, admitted, seen, last } = runWatchingAdmissions(
+        seed,
+        NODES,
+        60,
+        { crashes: [{ node: 3, atMs: 1 }] },
+        (_i, live) => live.some((m) => m.id === "n3"),
       );
       expect(runProblems(r, w.requests.length)).toBeUndefined();
       expect(seen).toBeGreaterThan(100);
