@@ -121,6 +121,9 @@ export function step(
   }
   const ev = input === "start" ? members.start() : members.handle(input);
   out.push(...ev.effects);
+  // Ups before downs loses no order: a SWIM step changes a member once at most (only a check brings
+  // one up; a message only takes members down): swim-membership.ts asserts it, swim-step-order.test.ts
+  // walks it.
   for (const id of ev.up) {
     antiEntropy.add(id);
     peers.addPeer(id);

@@ -4,6 +4,7 @@
  * routed to); nobody is added by config — `peers` are only the seeds. What node.ts must do when a
  * member comes or goes (its estimate, its pending forwards) comes back as `up` / `down`.
  */
+import { invariant } from "../invariant.js";
 import type { RoundPeer } from "./anti-entropy.js";
 import type { NodeConfig } from "./config.js";
 import { Swim } from "./swim/swim.js";
@@ -131,9 +132,11 @@ function translate(effects: SwimEffect[]): MeshEvents {
         ev.effects.push({ type: "verify-member", id: e.id });
         break;
       case "member-up":
+        invariant(!ev.down.includes(e.id), () => `swim step took ${e.id} down and up`);
         ev.up.push(e.id);
         break;
       case "member-down":
+        invariant(!ev.up.includes(e.id), () => `swim step took ${e.id} up and down`);
         ev.down.push(e.id);
         if (e.reason === "left") ev.left.push(e.id);
         break;
