@@ -328,7 +328,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
       "their sender's hello names a newer protocol and they are of a kind this build does not know: " +
       "expected during a rolling upgrade), unknown_sender (messages from a non-member), " +
       "implausible_incarnation (news past what a clock allows, or past what the member's own hello " +
-      "said when checked: forged, or a clock far off), " +
+      "said when checked: forged, a clock far off, or two processes with that member's id), " +
       "candidate_dropped (the candidate set was full), duplicate_id (records of this node's id from " +
       "another live process: two processes run with one id)",
     "event",

@@ -88,7 +88,7 @@ const MAIN: readonly Shown[] = [
   {
     key: "implausibleIncarnations",
     label: "implausible incarnations",
-    hint: "News refused for an incarnation past what a clock allows, or past what the member's own hello said: forged gossip, or a clock far off",
+    hint: "News refused for an incarnation past what a clock allows, or past what the member's own hello said: forged gossip, a clock far off, or two processes with that member's id",
     alerts: true,
   },
   {
