@@ -165,9 +165,10 @@ export class SimEffects {
   }
 
   /**
-   * Try `attempt` of `s`'s check of `id`: a host that is down answers no try, a frozen one answers once
-   * it resumes (hello-tries.ts). The simulation's own ids hold the credential, but for those run
-   * without one, whose checks of others fail too (the daemon's hello requests are signed).
+   * Try `attempt` of `s`'s check of `id`: a host that is down or cut off by a partition answers no try,
+   * a frozen one answers once it resumes (hello-tries.ts). The simulation's own ids hold the credential,
+   * but for those run without one, whose checks of others fail too (the daemon's hello requests are
+   * signed).
    */
   tryHello(s: SimNodeState, id: string, attempt: number): void {
     const { ctx } = this;
@@ -180,7 +181,7 @@ export class SimEffects {
       return;
     }
     const answersAt = ctx.nodes[of]?.node ? Math.max(now, ctx.nodeFaults.pausedUntil(of, now)) : undefined;
-    const r = helloTry(now, attempt, answersAt, rttMs);
+    const r = helloTry(now, attempt, answersAt, rttMs, ctx.net.partitioned(now, s.idx, of));
     if (r.k === "retry") ctx.queue.push({ at: r.at, k: "verify", ...check, attempt: attempt + 1 });
     else {
       const ok = r.k === "answer" && ctx.nodeFaults.authenticated(of);
