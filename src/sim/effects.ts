@@ -5,7 +5,7 @@
  * hello-tries.ts). Replies go back to the run loop (`reply`), which owns the clients.
  */
 import { keyTokens } from "../core/namespace.js";
-import { type Effect, type PeerMessage, timerKey } from "../core/node/types.js";
+import { type Effect, type NodeInput, type PeerMessage, timerKey } from "../core/node/types.js";
 import type { EngineFaultModel } from "./faults/engine.js";
 import type { NodeFaultModel } from "./faults/node.js";
 import { helloTry } from "./hello-tries.js";
@@ -39,6 +39,8 @@ export interface EffectsContext {
 export class SimEffects {
   private timerSeq = 0;
   private readonly delayBuf = [0, 0];
+  /** Checks under way, as `node inc id`: like the daemon (mesh-verify.ts), one per id a node checks. */
+  private readonly checking = new Set<string>();
   /** Engine runs per workload request: more than one means the same work was computed twice. */
   readonly runsPerRequest: Uint32Array;
 
@@ -157,11 +159,21 @@ export class SimEffects {
             });
           break;
         }
-        case "verify-member":
+        case "verify-member": {
+          const key = `${s.idx} ${s.inc} ${e.id}`;
+          if (this.checking.has(key)) break;
+          this.checking.add(key);
           this.tryHello(s, e.id, 0);
           break;
+        }
       }
     }
+  }
+
+  /** The answer to `s`'s check of `id`, as fed to it: the check is over, another may start. */
+  answer(s: SimNodeState, id: string, ok: boolean): NodeInput {
+    this.checking.delete(`${s.idx} ${s.inc} ${id}`);
+    return { type: "member-verified", id, ok };
   }
 
   /**
