@@ -39,8 +39,11 @@ export interface EffectsContext {
 export class SimEffects {
   private timerSeq = 0;
   private readonly delayBuf = [0, 0];
-  /** Checks under way, as `node inc id`: like the daemon (mesh-verify.ts), one per id a node checks. */
-  private readonly checking = new Set<string>();
+  /**
+   * Checks under way, `node id` to the checker's life (`inc`): like the daemon (mesh-verify.ts), one per
+   * id a node checks. Keyed without the life so a crash's unanswered checks are overwritten, not kept.
+   */
+  private readonly checking = new Map<string, number>();
   /** Engine runs per workload request: more than one means the same work was computed twice. */
   readonly runsPerRequest: Uint32Array;
 
@@ -160,9 +163,9 @@ export class SimEffects {
           break;
         }
         case "verify-member": {
-          const key = `${s.idx} ${s.inc} ${e.id}`;
-          if (this.checking.has(key)) break;
-          this.checking.add(key);
+          const key = `${s.idx} ${e.id}`;
+          if (this.checking.get(key) === s.inc) break;
+          this.checking.set(key, s.inc);
           this.tryHello(s, e.id, 0);
           break;
         }
@@ -170,9 +173,15 @@ export class SimEffects {
     }
   }
 
+  /** Checks under way (for tests): at most one per node and id it checks. */
+  get checksUnderWay(): number {
+    return this.checking.size;
+  }
+
   /** The answer to `s`'s check of `id`, as fed to it: the check is over, another may start. */
   answer(s: SimNodeState, id: string, ok: boolean): NodeInput {
-    this.checking.delete(`${s.idx} ${s.inc} ${id}`);
+    const key = `${s.idx} ${id}`;
+    if (this.checking.get(key) === s.inc) this.checking.delete(key);
     return { type: "member-verified", id, ok };
   }
 

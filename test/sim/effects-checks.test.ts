@@ -1,0 +1,50 @@
+/**
+ * The node simulator's member checks (sim/effects.ts) as the daemon keeps them (mesh-verify.ts): one
+ * under way per (checker, id), ended by its answer; a restarted checker's checks are its own, and the
+ * checks a crash left unanswered are forgotten, not kept for every life it had.
+ */
+import { describe, expect, test } from "vitest";
+import { type EffectsContext, SimEffects } from "../../src/sim/effects.js";
+import { EventQueue } from "../../src/sim/event-queue.js";
+import type { Agenda, SimNodeState } from "../../src/sim/run-state.js";
+
+/** A test double of the run loop's context: two running nodes, no faults, no partition. */
+function fakeRun() {
+  const queue: Agenda = new EventQueue();
+  const nodes = [0, 1].map((idx) => ({ idx, inc: 0, node: {} }) as unknown as SimNodeState);
+  const ctx = {
+    nodes,
+    idxOf: new Map([
+      ["n0", 0],
+      ["n1", 1],
+    ]),
+    queue,
+    net: { partitioned: () => false },
+    nodeFaults: { authenticated: () => true, pausedUntil: () => 0 },
+    commMs: 1,
+    now: () => 0,
+  } as unknown as EffectsContext;
+  return { effects: new SimEffects(ctx), queue, checker: nodes[0] as SimNodeState };
+}
+
+describe("member checks in the node simulator", () => {
+  test("a second check of an id under way starts no tries; its answer ends it", () => {
+    const { effects, queue, checker } = fakeRun();
+    effects.apply(checker, [{ type: "verify-member", id: "n1" }]);
+    effects.apply(checker, [{ type: "verify-member", id: "n1" }]);
+    expect(queue.size).toBe(1);
+    effects.answer(checker, "n1", true);
+    effects.apply(checker, [{ type: "verify-member", id: "n1" }]);
+    expect(queue.size).toBe(2);
+  });
+
+  test("a restarted checker checks anew, and its lives' unanswered checks are not kept", () => {
+    const { effects, queue, checker } = fakeRun();
+    for (let life = 0; life < 50; life++) {
+      effects.apply(checker, [{ type: "verify-member", id: "n1" }]);
+      expect(queue.size).toBe(life + 1);
+      checker.inc += 2; // a crash and a restart: the check's answer is dropped with the old life
+    }
+    expect(effects.checksUnderWay).toBe(1);
+  });
+});
