@@ -5,7 +5,7 @@
  * hello-tries.ts). Replies go back to the run loop (`reply`), which owns the clients.
  */
 import { keyTokens } from "../core/namespace.js";
-import { type Effect, type PeerMessage, timerKey } from "../core/node/types.js";
+import { type Effect, type NodeInput, type PeerMessage, timerKey } from "../core/node/types.js";
 import type { EngineFaultModel } from "./faults/engine.js";
 import type { NodeFaultModel } from "./faults/node.js";
 import { helloTry } from "./hello-tries.js";
@@ -39,6 +39,11 @@ export interface EffectsContext {
 export class SimEffects {
   private timerSeq = 0;
   private readonly delayBuf = [0, 0];
+  /**
+   * Checks under way, `node id` to the checker's life (`inc`): like the daemon (mesh-verify.ts), one per
+   * id a node checks. Keyed without the life so a crash's unanswered checks are overwritten, not kept.
+   */
+  private readonly checking = new Map<string, number>();
   /** Engine runs per workload request: more than one means the same work was computed twice. */
   readonly runsPerRequest: Uint32Array;
 
@@ -157,17 +162,34 @@ export class SimEffects {
             });
           break;
         }
-        case "verify-member":
+        case "verify-member": {
+          const key = `${s.idx} ${e.id}`;
+          if (this.checking.get(key) === s.inc) break;
+          this.checking.set(key, s.inc);
           this.tryHello(s, e.id, 0);
           break;
+        }
       }
     }
   }
 
+  /** Checks under way (for tests): at most one per node and id it checks. */
+  get checksUnderWay(): number {
+    return this.checking.size;
+  }
+
+  /** The answer to `s`'s check of `id`, as fed to it: the check is over, another may start. */
+  answer(s: SimNodeState, id: string, ok: boolean): NodeInput {
+    const key = `${s.idx} ${id}`;
+    if (this.checking.get(key) === s.inc) this.checking.delete(key);
+    return { type: "member-verified", id, ok };
+  }
+
   /**
-   * Try `attempt` of `s`'s check of `id`: a host that is down answers no try, a frozen one answers once
-   * it resumes (hello-tries.ts). The simulation's own ids hold the credential, but for those run
-   * without one, whose checks of others fail too (the daemon's hello requests are signed).
+   * Try `attempt` of `s`'s check of `id`: a host that is down or cut off by a partition answers no try,
+   * a frozen one answers once it resumes (hello-tries.ts). The simulation's own ids hold the credential,
+   * but for those run without one, whose checks of others fail too (the daemon's hello requests are
+   * signed).
    */
   tryHello(s: SimNodeState, id: string, attempt: number): void {
     const { ctx } = this;
@@ -180,7 +202,7 @@ export class SimEffects {
       return;
     }
     const answersAt = ctx.nodes[of]?.node ? Math.max(now, ctx.nodeFaults.pausedUntil(of, now)) : undefined;
-    const r = helloTry(now, attempt, answersAt, rttMs);
+    const r = helloTry(now, attempt, answersAt, rttMs, ctx.net.partitioned(now, s.idx, of));
     if (r.k === "retry") ctx.queue.push({ at: r.at, k: "verify", ...check, attempt: attempt + 1 });
     else {
       const ok = r.k === "answer" && ctx.nodeFaults.authenticated(of);

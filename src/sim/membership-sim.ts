@@ -3,9 +3,10 @@
  * network (network.ts: delay, jitter, loss, partitions), with crashes, freezes (pauses), leaves, late
  * joiners, impostors, skewed clocks and forged news, in virtual time from one seed. It answers
  * `verify-member` as the daemon would (hello-tries.ts: yes for a running member after one round trip,
- * no for an impostor, no for a member down, crashed, left or not started, after the daemon's retries),
- * counts every message and its exact encoded bytes, and records each node's status changes so tests
- * and the scale experiment can time detection and spot false suspicions.
+ * no for an impostor, no for a member down, crashed, left, not started or cut off by a partition, after
+ * the daemon's retries; one check at a time per id a node checks), counts every message and its exact
+ * encoded bytes, and records each node's status changes so tests and the scale experiment can time
+ * detection and spot false suspicions.
  */
 import { swimSize } from "../core/node/swim/codec.js";
 import type { SwimConfigInput } from "../core/node/swim/config.js";
@@ -166,7 +167,13 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
     return down[member] || (node % 2 === 1 && started[twin]) ? twin : member;
   };
 
-  /** Try `attempt` of `node`'s check of `id`: its process answers if it runs (or resumes in time). */
+  /** Checks under way, as `node id`: like the daemon (mesh-verify.ts), one per id a node checks. */
+  const checking = new Set<string>();
+
+  /**
+   * Try `attempt` of `node`'s check of `id`: its process answers if it runs (or resumes in time) and
+   * no partition separates them.
+   */
   const tryHello = (node: number, id: string, attempt: number): void => {
     const member = idx.get(id) ?? N;
     if (member >= N) {
@@ -176,7 +183,7 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
     }
     const p = route(node, member);
     const answersAt = started[p] && !down[p] ? (pausedUntil(p, now) ?? now) : undefined;
-    const r = helloTry(now, attempt, answersAt, verifyMs);
+    const r = helloTry(now, attempt, answersAt, verifyMs, net.partitioned(now, node, p));
     if (r.k === "retry") return void queue.push({ at: r.at, k: "verify", node, id, attempt: attempt + 1 });
     queue.push({ at: r.at, k: "verified", node, input: { type: "verified", id, ok: r.k === "answer" } });
   };
@@ -225,6 +232,8 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
           break;
         }
         case "verify-member": {
+          if (checking.has(`${node} ${e.id}`)) break;
+          checking.add(`${node} ${e.id}`);
           if (node < N && now >= (c.countFromMs ?? 0)) verifyChecks++;
           tryHello(node, e.id, 0);
           break;
@@ -268,6 +277,7 @@ export function runMembership(c: MembershipSimConfig): MembershipSimResult {
         apply(node, s.handle(ev.input));
         break;
       case "verified":
+        if (ev.input.type === "verified") checking.delete(`${node} ${ev.input.id}`);
         apply(node, s.handle(ev.input));
         break;
       case "verify":

@@ -296,7 +296,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
         const s = nodes[ev.node] as SimNodeState;
         if (!s.node || s.inc !== ev.inc) break;
         if (ev.k === "verify") effects.tryHello(s, ev.id, ev.attempt);
-        else handle(s, { type: "member-verified", id: ev.id, ok: ev.ok });
+        else handle(s, effects.answer(s, ev.id, ev.ok));
         break;
       }
       case "timer": {

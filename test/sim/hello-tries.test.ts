@@ -42,4 +42,11 @@ describe("a member check's tries", () => {
     expect(helloTry(0, 0, WAIT - RTT / 4, RTT)).toEqual({ k: "retry", at: WAIT + 250 });
     expect(helloTry(0, 0, WAIT - RTT / 2, RTT)).toEqual({ k: "answer", at: WAIT });
   });
+
+  test("a running member cut off by a partition answers no try: each waits out its time", () => {
+    const WAIT = DEFAULT_TIMEOUTS.messageTotalMs;
+    expect(helloTry(0, 0, 0, RTT, true)).toEqual({ k: "retry", at: WAIT + 250 });
+    expect(helloTry(0, VERIFY_MAX_TRIES - 1, 0, RTT, true)).toEqual({ k: "unreachable", at: WAIT });
+    expect(helloTry(0, 0, 0, RTT, false)).toEqual({ k: "answer", at: RTT });
+  });
 });
