@@ -10,7 +10,7 @@ import { describe, expect, test } from "vitest";
 import { PrefixNode } from "../../src/core/node/node.js";
 import type { MemberStatus, MemberUpdate, SwimEffect } from "../../src/core/node/swim/types.js";
 import type { Effect, NodeInput } from "../../src/core/node/types.js";
-import { harness } from "./swim-harness.js";
+import { gossipNode, harness } from "./swim-harness.js";
 
 const LIFE = 100;
 const STATUSES: MemberStatus[] = ["alive", "suspect", "dead", "left"];
@@ -78,13 +78,7 @@ function expectInStep(node: PrefixNode, ids: readonly string[], what: string) {
 describe("through the node: its peer state follows SWIM after every step", () => {
   test("death then a newer life in one message: out till the check passes, then back", () => {
     const ids = ["b", "c"];
-    const node = new PrefixNode(
-      { id: "a", peers: [], gossip: "scuttlebutt", capacityTokens: 1_000 },
-      { now: () => 0, random: () => 0.5 },
-    );
-    node.start();
-    const gossip = (from: string, updates: MemberUpdate[]) =>
-      node.handle({ type: "mesh-message", from, msg: { channel: "swim", msg: { type: "gossip", updates } } });
+    const { node, gossip } = gossipNode();
     for (const id of ids) {
       gossip("x", [{ id, status: "alive", incarnation: LIFE }]);
       node.handle({ type: "member-verified", id, ok: true, incarnation: LIFE });
