@@ -320,8 +320,9 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     "prefixmesh_membership_events_total",
     "The SWIM failure detector's own events since the node started (cache resets included), by " +
       "event; --gossip scuttlebutt only (absent under --gossip full): probe (direct probes sent), " +
-      "indirect_probe (relays asked to probe for us), suspected (members we marked suspect), refuted (suspicions of " +
-      "this node it outbid while alive: poor local health or a lossy network), declared_dead, verified " +
+      "indirect_probe (relays asked to probe for us), suspected (members we marked suspect), refuted " +
+      "(suspicions of this node it outbid while alive: poor local health or a lossy network), " +
+      "declared_dead, verified " +
       "(candidates admitted), refused (candidates whose check failed), recheck, recheck_dropped, " +
       "invalid (mesh messages from an authenticated node that did not decode or were over the entry " +
       "bound: the peer port's 400s plus SWIM's own drops), unsupported (mesh messages refused because " +

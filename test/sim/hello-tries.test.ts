@@ -1,4 +1,4 @@
-/** The simulators' member-check tries (sim/hello-tries.ts) on the daemon's schedule (swim/verify-retry.ts). */
+/** The simulators' member-check tries (sim/hello-tries.ts), on the daemon's schedule (verify-retry.ts). */
 import { describe, expect, test } from "vitest";
 import { VERIFY_MAX_TRIES } from "../../src/core/node/swim/verify-retry.js";
 import { DEFAULT_TIMEOUTS } from "../../src/net/transport-timeouts.js";
