@@ -241,7 +241,10 @@ describe("malformed input", () => {
   });
 
   test("an oversized message is refused and the stream goes on", async () => {
-    const { pub, mirror, sub } = await setup({}, { limits: { maxPayloadBytes: 4096 }, replayTimeoutMs: 2_000 });
+    const { pub, mirror, sub } = await setup(
+      {},
+      { limits: { maxPayloadBytes: 4096 }, replayTimeoutMs: 2_000 },
+    );
     await waitFor("sync", () => sub.status().synced);
     await pub.publish([block(10)]);
     const huge: DoubleEvent = {
