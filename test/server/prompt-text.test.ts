@@ -84,7 +84,7 @@ describe("prompt text in forwards", () => {
   // Either mode reads B's hello afresh after its restart (full mesh: the new epoch in B's snapshots,
   // static-peer-checks.ts; scuttlebutt: B's rejoin is verified), so once A shows so, its forward
   // carries the text at once. (A forward that races the re-read is refused by B and re-sent with the
-  // text by A's transport: test/net/transport.test.ts.)
+  // text by A's transport: test/net/transport-forward-fields.test.ts.)
   it.each([["full"], ["scuttlebutt"]] as const)(
     "is sent from then on when the peer's engine has come to need it since its hello (gossip %s)",
     async (gossip) => {

@@ -17,7 +17,7 @@ describe("node runtime (two in-process nodes, sim engine)", () => {
   beforeAll(async () => {
     // The runtime's forward path is under test, so these nodes use the policy that always takes it.
     // The default (cost-aware) may keep a 300-token prefix local while the first RTT samples (TLS
-    // set-up on a loaded box) still read tens of ms; test/e2e/cluster.test.ts covers it routing.
+    // set-up on a loaded box) still read tens of ms; test/e2e/cluster-routing.test.ts covers it routing.
     // Δpoll 200 ms, not the helpers' 50: a peer is suspected after 3 silent polls, and on a busy
     // machine two nodes sharing one event loop can stall 150 ms, which routed these tests' requests
     // to A (expected B, got A).
