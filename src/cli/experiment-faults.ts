@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { nodeConfigSchema } from "../core/node/config.js";
 import type { Loop } from "../experiments/faults/measure.js";
+import { droppedKeys } from "./dropped-keys.js";
 import { CliError, parseNumber } from "./errors.js";
 import { checkMmluDir, commandLine, parseSeed, parseSyntheticScale } from "./experiment-args.js";
 
@@ -37,6 +38,8 @@ function parseSets(sets: readonly string[] | undefined): Record<string, unknown>
     } catch {}
     const r = nodeConfigSchema.shape[key as keyof typeof nodeConfigSchema.shape].safeParse(value);
     if (!r.success) throw new CliError(`--set ${kv}: ${r.error.issues.map((x) => x.message).join("; ")}`);
+    const unknown = droppedKeys(value, r.data, key);
+    if (unknown.length > 0) throw new CliError(`--set ${kv}: not a node setting: ${unknown.join(", ")}`);
     out[key] = r.data;
   }
   return out;

@@ -1,0 +1,56 @@
+/** `prefixmesh sim` and `experiment faults --set`: settings that would silently do nothing are refused. */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { CliError } from "../../src/cli/errors.js";
+import { parseSimOptions, type SimOptions } from "../../src/cli/sim.js";
+import { requireBuild } from "../e2e/helpers.js";
+import { SIM_DEFAULTS as defaults } from "../sim/sim-cli-fixture.js";
+
+function usageError(o: Partial<SimOptions>): CliError {
+  let caught: unknown;
+  try {
+    parseSimOptions({ ...defaults, ...o });
+  } catch (err) {
+    caught = err;
+  }
+  expect(caught, JSON.stringify(o)).toBeInstanceOf(CliError);
+  expect((caught as CliError).exitCode).toBe(2);
+  return caught as CliError;
+}
+
+describe("--node-config with a key no node setting has", () => {
+  it("is refused and named, top-level or nested, not run with the defaults", () => {
+    expect(usageError({ nodeConfig: '{"freshPeerLod":true}' }).message).toMatch(
+      /not a node setting: freshPeerLod/,
+    );
+    const nested = usageError({ gossip: "scuttlebutt", nodeConfig: '{"swim":{"probeIntervalMss":800}}' });
+    expect(nested.message).toMatch(/not a node setting: swim\.probeIntervalMss/);
+  });
+
+  it("still takes every real setting, nested ones included", () => {
+    const r = parseSimOptions({
+      ...defaults,
+      gossip: "scuttlebutt",
+      nodeConfig: '{"freshPeerLoad":true,"swim":{"probeIntervalMs":800}}',
+    });
+    expect(r.config.node).toMatchObject({ freshPeerLoad: true, swim: { probeIntervalMs: 800 } });
+  });
+});
+
+describe("experiment faults --set with a nested key no setting has", () => {
+  it("exits 2 naming it, before any run", () => {
+    // Its own --out: were the key taken, the run must not write into docs/results.
+    const out = mkdtempSync(join(tmpdir(), "faults-set-"));
+    const set = 'swim={"probeIntervalMss":800}';
+    const r = spawnSync(
+      process.execPath,
+      [requireBuild(), "experiment", "faults", "--synthetic", "--quick", "--out", out, "--set", set],
+      { encoding: "utf8", timeout: 30_000 },
+    );
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/not a node setting: swim\.probeIntervalMss/);
+  });
+});
