@@ -12,6 +12,7 @@ import { DEFAULT_POLICY } from "../server/default-policy.js";
 import type { SimResult } from "../sim/types.js";
 import { CliError } from "./errors.js";
 import { defaultNote } from "./help.js";
+import { checkOutFile } from "./out-file.js";
 import { parseSimOptions, type SimOptions } from "./sim-options.js";
 import { daemonConfigLabel, formatSummary, hitBounds } from "./sim-summary.js";
 import { addWorkloadOptions, DEFAULT_MMLU_DIR, loadWorkload, WORKLOADS } from "./workload-flags.js";
@@ -26,6 +27,8 @@ export async function runSimCommand(
   io: { out: NodeJS.WritableStream; err: NodeJS.WriteStream },
 ): Promise<SimResult> {
   const { config, workload, mmluDir, requests, rate } = parseSimOptions(o);
+  // A --json path that cannot be written fails now, not after a long run whose result it would lose.
+  if (o.json !== undefined) checkOutFile("--json", o.json);
   const w = await loadWorkload(workload, { dir: mmluDir, seed: config.seed, requests, openLoopRate: rate });
   const { runSimulation } = await import("../sim/run.js");
   const useBar = io.err.isTTY === true;

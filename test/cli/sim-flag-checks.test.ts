@@ -5,9 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CliError } from "../../src/cli/errors.js";
-import { parseSimOptions, type SimOptions } from "../../src/cli/sim.js";
+import { parseSimOptions, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
 import { requireBuild } from "../e2e/helpers.js";
-import { SIM_DEFAULTS as defaults } from "../sim/sim-cli-fixture.js";
+import { SIM_DEFAULTS as defaults, quietErr, sink } from "../sim/sim-cli-fixture.js";
 
 function usageError(o: Partial<SimOptions>): CliError {
   let caught: unknown;
@@ -52,5 +52,16 @@ describe("experiment faults --set with a nested key no setting has", () => {
     );
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/not a node setting: swim\.probeIntervalMss/);
+  });
+});
+
+describe("sim --json FILE that cannot be written", () => {
+  it("fails before the run, not after it with the run's result lost", async () => {
+    const out = sink();
+    const missing = join(tmpdir(), "no-such-folder-sim-json", "run.json");
+    await expect(
+      runSimCommand({ ...defaults, requests: "20", json: missing }, { out: out.stream, err: quietErr() }),
+    ).rejects.toThrow(/--json: folder .* does not exist/);
+    expect(out.text()).toBe("");
   });
 });
