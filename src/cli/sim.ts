@@ -36,7 +36,7 @@ export async function runSimCommand(
     ? new SingleBar({ stream: io.err, format: "simulating [{bar}] {value}/{total} requests" })
     : undefined;
   bar?.start(w.requests.length, 0);
-  // The summary needs per-request latencies for HDR percentiles.
+  // Records: the ideal and own-history hit bounds read them, and --json writes them.
   const result = runSimulation({ ...config, keepRecords: true }, w, {
     onProgress: (done) => bar?.update(done),
   });

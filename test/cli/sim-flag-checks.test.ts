@@ -65,3 +65,15 @@ describe("sim --json FILE that cannot be written", () => {
     expect(out.text()).toBe("");
   });
 });
+
+describe("sim's printed latency percentiles", () => {
+  it("are the result's own (--json totals), not a second estimate that disagrees with them", async () => {
+    const out = sink();
+    const r = await runSimCommand(
+      { ...defaults, nodes: "3", requests: "50", policy: "cost-aware" },
+      { out: out.stream, err: quietErr() },
+    );
+    const s = (ms: number) => (ms / 1000).toFixed(3);
+    expect(out.text()).toContain(`p50 ${s(r.totals.p50LatencyMs)} s   p99 ${s(r.totals.p99LatencyMs)} s`);
+  });
+});
