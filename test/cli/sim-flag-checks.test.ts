@@ -77,3 +77,22 @@ describe("sim's printed latency percentiles", () => {
     expect(out.text()).toContain(`p50 ${s(r.totals.p50LatencyMs)} s   p99 ${s(r.totals.p99LatencyMs)} s`);
   });
 });
+
+describe("sim's link-fault modifiers without a link fault", () => {
+  it("are refused, not ignored", () => {
+    expect(usageError({ reorderMaxMs: "50" }).message).toMatch(
+      /--reorder-max-ms applies only with --reorder/,
+    );
+    expect(usageError({ loss: "0.1", reorderMaxMs: "50" }).message).toMatch(/only with --reorder/);
+    expect(usageError({ faultsUntilMs: "5000", partition: ["0/1@0:100"] }).message).toMatch(
+      /--faults-until-ms applies only with --loss, --dup or --reorder/,
+    );
+  });
+
+  it("still apply with one", () => {
+    const r = parseSimOptions({ ...defaults, reorder: "0.1", reorderMaxMs: "50", faultsUntilMs: "5000" });
+    expect(r.config.faults?.network).toMatchObject({ reorderProb: 0.1, reorderMaxMs: 50, untilMs: 5000 });
+    const d = parseSimOptions({ ...defaults, dup: "0.1", faultsUntilMs: "5000" });
+    expect(d.config.faults?.network).toMatchObject({ dupProb: 0.1, untilMs: 5000 });
+  });
+});

@@ -220,10 +220,11 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
       engineFail: "0.02",
       slowEngine: ["1x3", "2x1.5@100:200", "n3x2@50:"],
       pause: ["0@10:20"],
+      reorder: "0.1",
       reorderMaxMs: "40",
     });
     expect(config.faults).toEqual({
-      network: { reorderMaxMs: 40 },
+      network: { reorderProb: 0.1, reorderMaxMs: 40 },
       engine: {
         failProb: 0.02,
         slowdowns: [
