@@ -65,7 +65,8 @@ export function registerExperimentFaults(exp: Command): void {
     .option("--mmlu-dir <dir>", "MMLU CSV folder with dev/ and test/", "../shared/datasets/mmlu")
     .option("--synthetic", "use the synthetic MMLU-shaped workload instead of MMLU")
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (with --synthetic)", "1")
-    .option("--out <dir>", "output folder", "docs/results/faults")
+    // Not docs/results: a --quick or subset run must not overwrite the committed report (pass --out).
+    .option("--out <dir>", "output folder", "out/faults")
     .option("--seed <n>", "seed for schedules and the simulator", "1")
     .option("--requests <n>", "requests per run and loop (default 10000; --quick: 300)")
     .option("--rate <req/s>", "open-loop Poisson arrival rate", "6")
