@@ -15,7 +15,13 @@ import { defaultNote } from "./help.js";
 import { checkOutFile } from "./out-file.js";
 import { parseSimOptions, type SimOptions } from "./sim-options.js";
 import { daemonConfigLabel, formatSummary, hitBounds } from "./sim-summary.js";
-import { addWorkloadOptions, DEFAULT_MMLU_DIR, loadWorkload, WORKLOADS } from "./workload-flags.js";
+import {
+  addWorkloadOptions,
+  checkChatLength,
+  DEFAULT_MMLU_DIR,
+  loadWorkload,
+  WORKLOADS,
+} from "./workload-flags.js";
 
 export { parseSimOptions, type SimOptions } from "./sim-options.js";
 
@@ -29,7 +35,11 @@ export async function runSimCommand(
   const { config, workload, mmluDir, requests, rate } = parseSimOptions(o);
   // A --json path that cannot be written fails now, not after a long run whose result it would lose.
   if (o.json !== undefined) checkOutFile("--json", o.json);
-  const w = await loadWorkload(workload, { dir: mmluDir, seed: config.seed, requests, openLoopRate: rate });
+  const w = checkChatLength(
+    workload,
+    requests,
+    await loadWorkload(workload, { dir: mmluDir, seed: config.seed, requests, openLoopRate: rate }),
+  );
   const { runSimulation } = await import("../sim/run.js");
   const useBar = io.err.isTTY === true;
   const bar = useBar

@@ -96,3 +96,15 @@ describe("sim's link-fault modifiers without a link fault", () => {
     expect(d.config.faults?.network).toMatchObject({ dupProb: 0.1, untilMs: 5000 });
   });
 });
+
+describe("sim --requests beyond what a chat workload holds", () => {
+  it("is refused, not run short", async () => {
+    const chat = { ...defaults, workload: "synthetic-chat", conversations: "3", turns: "2" };
+    const io = { out: sink().stream, err: quietErr() };
+    await expect(runSimCommand({ ...chat, requests: "100" }, io)).rejects.toThrow(
+      /--requests 100: --workload synthetic-chat has only 6 requests \(3 conversations\)/,
+    );
+    const r = await runSimCommand({ ...chat, requests: "6" }, io);
+    expect(r.totals.requests).toBe(6);
+  });
+});
