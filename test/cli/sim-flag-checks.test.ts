@@ -4,22 +4,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CliError } from "../../src/cli/errors.js";
-import { parseSimOptions, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
+import { parseSimOptions, runSimCommand } from "../../src/cli/sim.js";
 import { requireBuild } from "../e2e/helpers.js";
-import { SIM_DEFAULTS as defaults, quietErr, sink } from "../sim/sim-cli-fixture.js";
-
-function usageError(o: Partial<SimOptions>): CliError {
-  let caught: unknown;
-  try {
-    parseSimOptions({ ...defaults, ...o });
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught, JSON.stringify(o)).toBeInstanceOf(CliError);
-  expect((caught as CliError).exitCode).toBe(2);
-  return caught as CliError;
-}
+import { SIM_DEFAULTS as defaults, quietErr, sink, usageError } from "../sim/sim-cli-fixture.js";
 
 describe("--node-config with a key no node setting has", () => {
   it("is refused and named, top-level or nested, not run with the defaults", () => {
