@@ -23,8 +23,11 @@ const overallLines = (rows: ReturnType<typeof row>[]) =>
 
 describe("compare's targets over a subset of the grid", () => {
   it("says not measured, not met, when no cell has the runs a target compares", () => {
-    const lines = overallLines([row("local", 1), row("affinity", 0.9)]);
+    const rows = [row("local", 1), row("affinity", 0.9)];
+    const lines = overallLines(rows);
     expect(lines).toHaveLength(4);
+    const bound = targets(rows, [rows], [1]).find((l) => l.startsWith("The oracle's p99"));
+    expect(bound).toMatch(/: not measured \(no such cell here\)\.$/);
     for (const l of lines) {
       expect(l).toContain("not measured");
       expect(l).not.toMatch(/ met[;.]/);

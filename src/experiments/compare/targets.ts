@@ -171,8 +171,9 @@ export function targets(rows: Row[], seedRows: Row[][], seedIds: readonly number
     const lo = cell.find((r) => r.run.policy === "local")?.result;
     return or && lo ? [`${cellLabel(cell[0]!.run)}: ${(or.p99S / lo.p99S).toFixed(3)}`] : [];
   });
+  const boundText = bound.length > 0 ? bound.join("; ") : "not measured (no such cell here)";
   out.push(
-    `The oracle's p99 ÷ local's at 80% (routing with perfect estimates, nothing queued ever moved): ${bound.length > 0 ? bound.join("; ") : "not measured (no such cell here)"}.`,
+    `The oracle's p99 ÷ local's at 80% (routing with perfect estimates, nothing queued ever moved): ${boundText}.`,
     "",
   );
   out.push(
