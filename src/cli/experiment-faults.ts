@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { nodeConfigSchema } from "../core/node/config.js";
 import type { Loop } from "../experiments/faults/measure.js";
+import { droppedKeys } from "./dropped-keys.js";
 import { CliError, parseNumber } from "./errors.js";
 import { checkMmluDir, commandLine, parseSeed, parseSyntheticScale } from "./experiment-args.js";
 
@@ -37,6 +38,8 @@ function parseSets(sets: readonly string[] | undefined): Record<string, unknown>
     } catch {}
     const r = nodeConfigSchema.shape[key as keyof typeof nodeConfigSchema.shape].safeParse(value);
     if (!r.success) throw new CliError(`--set ${kv}: ${r.error.issues.map((x) => x.message).join("; ")}`);
+    const unknown = droppedKeys(value, r.data, key);
+    if (unknown.length > 0) throw new CliError(`--set ${kv}: not a node setting: ${unknown.join(", ")}`);
     out[key] = r.data;
   }
   return out;
@@ -62,7 +65,8 @@ export function registerExperimentFaults(exp: Command): void {
     .option("--mmlu-dir <dir>", "MMLU CSV folder with dev/ and test/", "../shared/datasets/mmlu")
     .option("--synthetic", "use the synthetic MMLU-shaped workload instead of MMLU")
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (with --synthetic)", "1")
-    .option("--out <dir>", "output folder", "docs/results/faults")
+    // Not docs/results: a --quick or subset run must not overwrite the committed report (pass --out).
+    .option("--out <dir>", "output folder", "out/faults")
     .option("--seed <n>", "seed for schedules and the simulator", "1")
     .option("--requests <n>", "requests per run and loop (default 10000; --quick: 300)")
     .option("--rate <req/s>", "open-loop Poisson arrival rate", "6")

@@ -33,7 +33,8 @@ export function registerScale(exp: Command): void {
       "--mmlu-dir <dir>",
       "MMLU CSV folder with dev/ and test/ (default: the synthetic MMLU-shaped workload)",
     )
-    .option("--out <dir>", "output folder", "docs/results/scale")
+    // Not docs/results: a --quick or subset run must not overwrite the committed report (pass --out).
+    .option("--out <dir>", "output folder", "out/scale")
     .option("--seed <n>", "seed for schedules and the simulator", "1")
     .option("--max-nodes <n>", "largest N of 4, 16, 64, 256, 1024 (default 1024; 16 with --quick)")
     .option(

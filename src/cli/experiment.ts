@@ -38,7 +38,7 @@ export function registerExperiment(program: Command): void {
     .option("--out <dir>", "output folder", "out/paper")
     .option("--seed <n>", "seed for schedules and the simulator", "1")
     .option("--grid <name>", "paper (full grid) or small (a few runs)", "paper")
-    .option("--workers <n>", "worker threads (default: min(2, cores))")
+    .option("--workers <n>", "worker threads (default: min(2, cores); 0: every run in this thread)")
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
     .action(async (flags: PaperFlags) => {
       const seed = parseSeed(flags.seed);
@@ -113,7 +113,7 @@ export function registerExperiment(program: Command): void {
     )
     .option("--requests <n>", "closed-loop requests per run", "2000")
     .option("--open-requests <n>", "open-loop requests per run", "2000")
-    .option("--workers <n>", "worker threads (default: min(2, cores))")
+    .option("--workers <n>", "worker threads (default: min(2, cores); 0: every run in this thread)")
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
     .option(
       "--fresh-peer-load",

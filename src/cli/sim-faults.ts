@@ -215,6 +215,11 @@ export function parseFaultFlags(o: SimFaultOptions, nodes: number, seed: number)
     network.reorderMaxMs = parseNumber("--reorder-max-ms", o.reorderMaxMs, { min: 0, max: 3_600_000 });
   if (o.faultsUntilMs !== undefined)
     network.untilMs = parseNumber("--faults-until-ms", o.faultsUntilMs, { min: 0, max: 1e12 });
+  // Both shape the link faults only: alone they shape no fault (the end only delays settling), silently.
+  if (network.reorderMaxMs !== undefined && network.reorderProb === undefined)
+    throw new CliError("--reorder-max-ms applies only with --reorder");
+  if (network.untilMs !== undefined && ![o.loss, o.dup, o.reorder].some((x) => x !== undefined))
+    throw new CliError("--faults-until-ms applies only with --loss, --dup or --reorder");
   if (o.partition !== undefined && o.partition.length > 0)
     network.partitions = o.partition.map((s) => parsePartition(s, nodes));
   const engine: EngineFaults = {};

@@ -6,6 +6,7 @@ import { isProfileName, PROFILE_NAMES } from "../engines/sim/profiles.js";
 import { type NodeConfigNumberKey, nodeConfigNumber } from "../server/settings/index.js";
 import { simGossip } from "../sim/setup.js";
 import type { SimConfig } from "../sim/types.js";
+import { droppedKeys } from "./dropped-keys.js";
 import { CliError, parseNumber } from "./errors.js";
 import { parseFlag } from "./flags.js";
 import { parseFaultFlags, type SimFaultOptions } from "./sim-faults.js";
@@ -139,6 +140,8 @@ function parseNodeConfig(json: string, policy: string): NonNullable<SimConfig["n
     throw new CliError(
       `--node-config: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
     );
+  const unknown = droppedKeys(v, r.data);
+  if (unknown.length > 0) throw new CliError(`--node-config: not a node setting: ${unknown.join(", ")}`);
   return v as NonNullable<SimConfig["node"]>;
 }
 

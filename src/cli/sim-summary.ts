@@ -1,5 +1,4 @@
 /** `prefixmesh sim`'s human summary: the paper's measurements, the mesh's traffic and the faults run. */
-import * as hdr from "hdr-histogram-js";
 import { DAEMON_NODE_DEFAULTS } from "../core/node/config.js";
 import { faultFlags } from "../sim/fault-schedule.js";
 import { simGossip } from "../sim/setup.js";
@@ -14,23 +13,18 @@ function fmtBytes(n: number): string {
   return `${n} B`;
 }
 
-/** The human summary; latency percentiles from an HDR histogram (µs resolution, 3 digits). */
+/**
+ * The human summary. Its percentiles are the result's own (`totals`), the figures `--json` and the
+ * experiments report, so the two never disagree.
+ */
 export function formatSummary(
   r: SimResult,
   workloadLabel: string,
   bound?: { ideal: number; history?: number },
 ): string {
-  const h = hdr.build({
-    lowestDiscernibleValue: 1,
-    highestTrackableValue: 3_600_000_000,
-    numberOfSignificantValueDigits: 3,
-  });
-  for (const rec of r.records) if (rec.ok) h.recordValue(Math.max(1, Math.round(rec.latencyMs * 1000)));
   const t = r.totals;
-  const haveRecords = r.records.length > 0;
-  const p50 = haveRecords ? h.getValueAtPercentile(50) / 1000 : t.p50LatencyMs;
-  const p99 = haveRecords ? h.getValueAtPercentile(99) / 1000 : t.p99LatencyMs;
-  h.destroy();
+  const p50 = t.p50LatencyMs;
+  const p99 = t.p99LatencyMs;
   const c = r.config;
   const lines = [
     `prefixmesh sim — ${c.nodes} nodes, policy ${c.policy}, Δcomm ${c.commMs} ± ${c.jitterMs} ms, Δpoll ${c.pollMs} ms, profile ${r.profile.name}, KV ${r.capacityTokens} tokens/node, seed ${c.seed}`,

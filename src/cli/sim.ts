@@ -12,9 +12,16 @@ import { DEFAULT_POLICY } from "../server/default-policy.js";
 import type { SimResult } from "../sim/types.js";
 import { CliError } from "./errors.js";
 import { defaultNote } from "./help.js";
+import { checkOutFile } from "./out-file.js";
 import { parseSimOptions, type SimOptions } from "./sim-options.js";
 import { daemonConfigLabel, formatSummary, hitBounds } from "./sim-summary.js";
-import { addWorkloadOptions, DEFAULT_MMLU_DIR, loadWorkload, WORKLOADS } from "./workload-flags.js";
+import {
+  addWorkloadOptions,
+  checkChatLength,
+  DEFAULT_MMLU_DIR,
+  loadWorkload,
+  WORKLOADS,
+} from "./workload-flags.js";
 
 export { parseSimOptions, type SimOptions } from "./sim-options.js";
 
@@ -26,14 +33,20 @@ export async function runSimCommand(
   io: { out: NodeJS.WritableStream; err: NodeJS.WriteStream },
 ): Promise<SimResult> {
   const { config, workload, mmluDir, requests, rate } = parseSimOptions(o);
-  const w = await loadWorkload(workload, { dir: mmluDir, seed: config.seed, requests, openLoopRate: rate });
+  // A --json path that cannot be written fails now, not after a long run whose result it would lose.
+  if (o.json !== undefined) checkOutFile("--json", o.json);
+  const w = checkChatLength(
+    workload,
+    requests,
+    await loadWorkload(workload, { dir: mmluDir, seed: config.seed, requests, openLoopRate: rate }),
+  );
   const { runSimulation } = await import("../sim/run.js");
   const useBar = io.err.isTTY === true;
   const bar = useBar
     ? new SingleBar({ stream: io.err, format: "simulating [{bar}] {value}/{total} requests" })
     : undefined;
   bar?.start(w.requests.length, 0);
-  // The summary needs per-request latencies for HDR percentiles.
+  // Records: the ideal and own-history hit bounds read them, and --json writes them.
   const result = runSimulation({ ...config, keepRecords: true }, w, {
     onProgress: (done) => bar?.update(done),
   });

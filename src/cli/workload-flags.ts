@@ -264,6 +264,20 @@ export async function loadWorkload(
   }
 }
 
+/**
+ * A chat schedule keeps its first `--requests` requests, so one with fewer would run short silently
+ * (3 conversations of 2 turns are 6 requests, whatever --requests asks). For a `--requests` the user
+ * gave (sim's), not bench's default.
+ */
+export function checkChatLength(c: WorkloadChoice, requests: number | undefined, w: Workload): Workload {
+  if (c.chat && requests !== undefined && w.requests.length < requests)
+    throw new CliError(
+      `--requests ${requests}: --workload ${c.name} has only ${w.requests.length} requests ` +
+        `(${c.chat.conversations} conversations); raise --conversations or lower --requests`,
+    );
+  return w;
+}
+
 /** A schedule the pool cannot satisfy (e.g. more requests than questions without repeats): bad usage. */
 function scheduleError(name: string, err: unknown): Error {
   return err instanceof RangeError ? new CliError(`--workload ${name}: ${err.message}`) : (err as Error);

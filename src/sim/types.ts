@@ -180,6 +180,10 @@ export interface SimTotals extends Pick<NodeStats, SummedStat> {
   incorrect: number;
   /** Client requests answered more than once (must be 0). */
   duplicateReplies: number;
+  /**
+   * Latency over every finished request, failed ones included (their time to failing); `prefixmesh
+   * sim` prints these three. pN = the sorted latencies' entry at index ⌊N/100 × count⌋ (capped).
+   */
   meanLatencyMs: number;
   p50LatencyMs: number;
   p99LatencyMs: number;

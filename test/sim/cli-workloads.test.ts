@@ -2,26 +2,13 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CliError } from "../../src/cli/errors.js";
 import { parseSimOptions, runSimCommand, type SimOptions } from "../../src/cli/sim.js";
-import { SIM_DEFAULTS as defaults, quietErr, sink } from "./sim-cli-fixture.js";
+import { SIM_DEFAULTS as defaults, quietErr, sink, usageError } from "./sim-cli-fixture.js";
 
 const MMLU_DIR = resolve(__dirname, "../../../shared/datasets/mmlu");
 const haveMmlu = existsSync(join(MMLU_DIR, "test"));
 if (!haveMmlu)
   console.warn(`[skip] real-MMLU sim CLI runs: ${MMLU_DIR} is absent (the shared dataset folder)`);
-
-function usageError(o: Partial<SimOptions>): CliError {
-  let caught: unknown;
-  try {
-    parseSimOptions({ ...defaults, ...o });
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught, JSON.stringify(o)).toBeInstanceOf(CliError);
-  expect((caught as CliError).exitCode).toBe(2);
-  return caught as CliError;
-}
 
 describe("prefixmesh sim --workload *-zipf", () => {
   it("parses the exponent and --no-repeats", () => {

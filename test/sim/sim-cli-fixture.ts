@@ -1,6 +1,8 @@
-/** What the `prefixmesh sim` CLI tests share: the flags' defaults and a stream that keeps what is written. */
+/** What the `prefixmesh sim` CLI tests share: flag defaults, a usage-error catcher, an output sink. */
 import { Writable } from "node:stream";
-import type { SimOptions } from "../../src/cli/sim.js";
+import { expect } from "vitest";
+import { CliError } from "../../src/cli/errors.js";
+import { parseSimOptions, type SimOptions } from "../../src/cli/sim.js";
 import { DEFAULT_PROFILE } from "../../src/engines/sim/profiles.js";
 
 export const SIM_DEFAULTS: SimOptions = {
@@ -27,3 +29,16 @@ export function sink(): { stream: Writable; text: () => string } {
 
 /** A non-TTY stderr (no progress bar) that discards what is written. */
 export const quietErr = () => Object.assign(sink().stream, { isTTY: false }) as unknown as NodeJS.WriteStream;
+
+/** The usage error (exit 2) parseSimOptions gives these flags over the defaults; the test fails if none. */
+export function usageError(o: Partial<SimOptions>): CliError {
+  let caught: unknown;
+  try {
+    parseSimOptions({ ...SIM_DEFAULTS, ...o });
+  } catch (err) {
+    caught = err;
+  }
+  expect(caught, JSON.stringify(o)).toBeInstanceOf(CliError);
+  expect((caught as CliError).exitCode).toBe(2);
+  return caught as CliError;
+}

@@ -102,6 +102,7 @@ export function checkNodeFaults(f: NodeFaults, nodes: number, bad: (m: string) =
     checkNode("crash", cr.node, nodes, bad);
     if (cr.restartAtMs !== undefined && !(cr.restartAtMs > cr.atMs)) bad(`restartAtMs must follow atMs`);
   }
+  checkCrashesApart(f.crashes ?? [], bad);
   for (const p of f.pauses ?? []) {
     checkNode("pause", p.node, nodes, bad);
     if (!(p.atMs >= 0 && p.untilMs > p.atMs && Number.isFinite(p.untilMs)))
@@ -114,6 +115,24 @@ export function checkNodeFaults(f: NodeFaults, nodes: number, bad: (m: string) =
     checkNode("stall/refuse", x.node, nodes, bad);
     if (x.atMs !== undefined && x.untilMs !== undefined && !(x.untilMs > x.atMs))
       bad(`a stall or refusal must end after it starts, got ${x.atMs}-${x.untilMs}`);
+  }
+}
+
+/**
+ * A node's crashes one after another: the run ignores a crash of a node already down, and the first
+ * restart then cut the later window short or undid a crash meant for good, unnoticed.
+ */
+function checkCrashesApart(crashes: readonly SimCrash[], bad: (m: string) => never): void {
+  const sorted = [...crashes].sort((a, b) => a.node - b.node || a.atMs - b.atMs);
+  for (let i = 1; i < sorted.length; i++) {
+    const prev = sorted[i - 1] as SimCrash;
+    const cur = sorted[i] as SimCrash;
+    if (prev.node !== cur.node) continue;
+    if (prev.restartAtMs === undefined || !(cur.atMs > prev.restartAtMs))
+      bad(
+        `node ${cur.node} crashes at ${cur.atMs} ms while still down from its crash at ${prev.atMs} ms ` +
+          `(${prev.restartAtMs === undefined ? "never restarted" : `restarted at ${prev.restartAtMs} ms`})`,
+      );
   }
 }
 
