@@ -78,6 +78,9 @@ export function readConfigFile(path: string): Record<string, unknown> {
   if (typeof doc !== "object" || Array.isArray(doc))
     throw new SettingsError(`config file ${path} must be a YAML mapping`);
   const out: Record<string, unknown> = {};
+  // The spelling each setting was given in: `poll-ms` and `pollMs` both name pollMs, and a file that
+  // gives both would otherwise keep whichever came last without a word.
+  const spelt = new Map<string, string>();
   for (const [k, v] of Object.entries(doc)) {
     const key = camel(k);
     if (!(SETTING_KEYS as string[]).includes(key)) {
@@ -85,6 +88,10 @@ export function readConfigFile(path: string): Record<string, unknown> {
         `config file ${path}: unknown setting '${k}' (known: ${SETTING_KEYS.join(", ")})`,
       );
     }
+    const before = spelt.get(key);
+    if (before !== undefined)
+      throw new SettingsError(`config file ${path}: '${before}' and '${k}' both set ${key}; keep one`);
+    spelt.set(key, k);
     out[key] = v;
   }
   return out;
