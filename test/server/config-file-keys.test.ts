@@ -1,4 +1,4 @@
-/** The YAML file's keys: one setting given twice (camelCase and kebab-case) is refused. */
+/** The YAML file's keys: one setting given twice (camelCase and kebab-case) or misspelt is refused. */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,5 +36,11 @@ describe("config file keys", () => {
     );
     expect(s.pollMs).toBe(100);
     expect(s.maxPending).toBe(7);
+  });
+
+  it("names the closest known key for a misspelt one", () => {
+    const err = problem("id: A\nengine: sim\npol-ms: 100\n", "typo.yaml");
+    expect(err).toBeInstanceOf(SettingsError);
+    expect((err as Error).message).toMatch(/unknown setting 'pol-ms'; did you mean 'poll-ms'\?/);
   });
 });

@@ -83,11 +83,7 @@ export function readConfigFile(path: string): Record<string, unknown> {
   const spelt = new Map<string, string>();
   for (const [k, v] of Object.entries(doc)) {
     const key = camel(k);
-    if (!(SETTING_KEYS as string[]).includes(key)) {
-      throw new SettingsError(
-        `config file ${path}: unknown setting '${k}' (known: ${SETTING_KEYS.join(", ")})`,
-      );
-    }
+    if (!(SETTING_KEYS as string[]).includes(key)) throw new SettingsError(unknownKeyText(path, k));
     const before = spelt.get(key);
     if (before !== undefined)
       throw new SettingsError(`config file ${path}: '${before}' and '${k}' both set ${key}; keep one`);
@@ -95,6 +91,19 @@ export function readConfigFile(path: string): Record<string, unknown> {
     out[key] = v;
   }
   return out;
+}
+
+/** An unknown YAML key's line: the closest known key in the spelling the file used, when one is near. */
+function unknownKeyText(path: string, k: string): string {
+  const key = camel(k);
+  let best = { key: "", d: Number.POSITIVE_INFINITY };
+  for (const known of SETTING_KEYS) {
+    const d = distance(key.toLowerCase(), known.toLowerCase());
+    if (d < best.d) best = { key: known, d };
+  }
+  const near = best.d <= 3 ? (k.includes("-") ? flagName(best.key).slice(2) : best.key) : undefined;
+  const hint = near === undefined ? "" : `; did you mean '${near}'?`;
+  return `config file ${path}: unknown setting '${k}'${hint} (every key: docs/configuration.md)`;
 }
 
 /** Edit distance, for the closest known name to a misspelt one. */
