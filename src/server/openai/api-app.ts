@@ -13,6 +13,9 @@ export function createApiApp(bodyLimit: number | undefined): FastifyInstance {
     bodyLimit: bodyLimit ?? 4 * 1024 * 1024,
     // Our own pino logger logs what matters; per-request access logs would dominate the router overhead.
     logger: false,
+    // Such keys are valid JSON and, like any unknown field, ignored: dropped, not refused as no JSON.
+    onProtoPoisoning: "remove",
+    onConstructorPoisoning: "remove",
     ...frameworkAnswerOptions(apiErrorBody),
   }) as unknown as FastifyInstance;
   refuseConnect(app.server, (message) => apiErrorBody(message, 405));
