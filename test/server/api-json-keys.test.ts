@@ -12,6 +12,10 @@ describe("client API JSON bodies with prototype keys", () => {
     const body = req.body as Record<string, unknown>;
     return { keys: Object.keys(body), polluted: ({} as Record<string, unknown>).polluted ?? null };
   });
+  app.post("/nested", async (req) => {
+    const m = (req.body as { messages: Record<string, unknown>[] }).messages[0] ?? {};
+    return { keys: Object.keys(m), plain: Object.getPrototypeOf(m) === Object.prototype };
+  });
   afterAll(() => app.close());
 
   for (const [name, payload] of [
@@ -31,6 +35,18 @@ describe("client API JSON bodies with prototype keys", () => {
       expect(got.polluted).toBeNull();
     });
   }
+
+  it("drops such keys at any depth, so no nested object reaches a prototype either", async () => {
+    const msg = '{"role":"user","__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}}}';
+    const res = await app.inject({
+      method: "POST",
+      url: "/nested",
+      headers: { "content-type": "application/json" },
+      payload: `{"model":"m","messages":[${msg}]}`,
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ keys: ["role"], plain: true });
+  });
 
   it("still refuses a body that is no JSON, saying so", async () => {
     const res = await app.inject({
