@@ -43,4 +43,13 @@ describe("config file keys", () => {
     expect(err).toBeInstanceOf(SettingsError);
     expect((err as Error).message).toMatch(/unknown setting 'pol-ms'; did you mean 'poll-ms'\?/);
   });
+
+  it("answers a huge unknown key at once, quoting a bounded part of it", () => {
+    const t0 = Date.now();
+    const err = problem(`id: A\nengine: sim\n${"x".repeat(500_000)}: 1\n`, "huge.yaml");
+    expect(err).toBeInstanceOf(SettingsError);
+    expect((err as Error).message.length).toBeLessThan(400);
+    expect((err as Error).message).not.toMatch(/did you mean/);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+  });
 });

@@ -95,15 +95,25 @@ export function readConfigFile(path: string): Record<string, unknown> {
 
 /** An unknown YAML key's line: the closest known key in the spelling the file used, when one is near. */
 function unknownKeyText(path: string, k: string): string {
-  const key = camel(k);
-  let best = { key: "", d: Number.POSITIVE_INFINITY };
-  for (const known of SETTING_KEYS) {
-    const d = distance(key.toLowerCase(), known.toLowerCase());
-    if (d < best.d) best = { key: known, d };
-  }
-  const near = best.d <= 3 ? (k.includes("-") ? flagName(best.key).slice(2) : best.key) : undefined;
+  const best = closest(camel(k).toLowerCase(), SETTING_KEYS, (known) => known.toLowerCase());
+  const near = best === undefined ? undefined : k.includes("-") ? flagName(best).slice(2) : best;
   const hint = near === undefined ? "" : `; did you mean '${near}'?`;
-  return `config file ${path}: unknown setting '${k}'${hint} (every key: docs/configuration.md)`;
+  const shown = k.length > 200 ? `${k.slice(0, 200)}…` : k;
+  return `config file ${path}: unknown setting '${shown}'${hint} (every key: docs/configuration.md)`;
+}
+
+/**
+ * The known name nearest to `name`, if near (a name far from all would get a random one). A long name
+ * is near none, and skipping it keeps a garbled key from costing seconds of edit distances.
+ */
+function closest(name: string, known: readonly string[], form = (k: string) => k): string | undefined {
+  if (name.length > 200) return undefined;
+  let best = { name: "", d: Number.POSITIVE_INFINITY };
+  for (const k of known) {
+    const d = distance(name, form(k));
+    if (d < best.d) best = { name: k, d };
+  }
+  return best.d <= 3 ? best.name : undefined;
 }
 
 /** Edit distance, for the closest known name to a misspelt one. */
@@ -135,13 +145,8 @@ export function checkEnvNames(env: NodeJS.ProcessEnv): void {
   const known = [...SETTING_KEYS.map(envName), ...Object.keys(OTHER_ENV)];
   for (const name of Object.keys(env).sort()) {
     if (!name.startsWith("PREFIXMESH_") || known.includes(name) || SERVICE_LINK.test(name)) continue;
-    let best = { name: "", d: Number.POSITIVE_INFINITY };
-    for (const k of known) {
-      const d = distance(name, k);
-      if (d < best.d) best = { name: k, d };
-    }
-    // A suggestion only when it is near: a name far from all would get a random one.
-    const hint = best.d <= 3 ? `; did you mean ${best.name}?` : "";
+    const best = closest(name, known);
+    const hint = best === undefined ? "" : `; did you mean ${best}?`;
     throw new SettingsError(
       `unknown environment variable ${name}${hint} (PREFIXMESH_ and a setting's name: docs/configuration.md)`,
     );
