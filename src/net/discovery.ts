@@ -89,7 +89,11 @@ export function parsePeerList(value: unknown, opts: { self?: string } = {}): Sta
     throw new DiscoveryError("peers must be a list of { id, url } or of ID=URL, or a map of id: url");
   const raw = Array.isArray(list.data)
     ? list.data.map((p, i) => {
-        if (typeof p === "string" && p.length <= 4096) return splitPeerEntry(p.trim());
+        if (typeof p === "string") {
+          // An ID and a URL at their bounds fit; a longer string is no peer, and is not quoted back.
+          if (p.length > 4096) throw new DiscoveryError(`peers[${i}] is longer than 4096 characters`);
+          return splitPeerEntry(p.trim());
+        }
         const r = staticPeerSchema.safeParse(p);
         if (!r.success) {
           const field = r.error.issues[0]?.path.join(".");

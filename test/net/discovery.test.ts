@@ -60,6 +60,11 @@ describe("static peers", () => {
       /listed twice/,
     );
     expect(() => parsePeerList([5])).toThrow(/peers\[0\]: not a peer: give \{ id, url \} or 'ID=URL'/);
+    expect(() => parsePeerList([`B=http://${"h".repeat(5000)}:1`])).toThrow(
+      /^peers\[0\] is longer than 4096/,
+    );
+    const many = Array.from({ length: 257 }, (_, i) => `P${i}=http://127.0.0.1:${10_000 + i}`);
+    expect(() => parsePeerList(many)).toThrow(/too many peers \(257, at most 256\)/);
   });
 });
 
