@@ -66,30 +66,40 @@ export function parseStaticPeers(spec: string, opts: { self?: string } = {}): St
     .split(",")
     .map((e) => e.trim())
     .filter((e) => e !== "");
-  return validatePeers(
-    entries.map((entry) => {
-      const eq = entry.indexOf("=");
-      if (eq <= 0)
-        throw new DiscoveryError(`peer '${entry}' must look like ID=URL, e.g. B=https://127.0.0.1:9001`);
-      return { id: entry.slice(0, eq).trim(), url: entry.slice(eq + 1).trim() };
-    }),
-    opts,
-  );
+  return validatePeers(entries.map(splitPeerEntry), opts);
+}
+
+/** One `ID=URL` entry, as `--peers` lists them. */
+function splitPeerEntry(entry: string): { id: string; url: string } {
+  const eq = entry.indexOf("=");
+  if (eq <= 0)
+    throw new DiscoveryError(`peer '${entry}' must look like ID=URL, e.g. B=https://127.0.0.1:9001`);
+  return { id: entry.slice(0, eq).trim(), url: entry.slice(eq + 1).trim() };
 }
 
 /**
- * Validates peers from a config file: either a list of { id, url } or a map id → url.
+ * Validates peers from a config file: a list of { id, url } or of `ID=URL` strings (as `--peers` and
+ * a YAML list of `join` seeds write them), or a map id → url.
  */
 export function parsePeerList(value: unknown, opts: { self?: string } = {}): StaticPeer[] {
   const list = z
     .union([z.array(z.unknown()).max(MAX_PEERS * 4), z.record(z.string(), z.string())])
     .safeParse(value);
-  if (!list.success) throw new DiscoveryError("peers must be a list of { id, url } or a map of id: url");
+  if (!list.success)
+    throw new DiscoveryError("peers must be a list of { id, url } or of ID=URL, or a map of id: url");
   const raw = Array.isArray(list.data)
     ? list.data.map((p, i) => {
+        if (typeof p === "string") {
+          // An ID and a URL at their bounds fit; a longer string is no peer, and is not quoted back.
+          if (p.length > 4096) throw new DiscoveryError(`peers[${i}] is longer than 4096 characters`);
+          return splitPeerEntry(p.trim());
+        }
         const r = staticPeerSchema.safeParse(p);
         if (!r.success) {
-          throw new DiscoveryError(`peers[${i}]: ${r.error.issues[0]?.path.join(".") || "entry"} is invalid`);
+          const field = r.error.issues[0]?.path.join(".");
+          throw new DiscoveryError(
+            `peers[${i}]: ${field ? `${field} is invalid` : "not a peer"}: give { id, url } or 'ID=URL'`,
+          );
         }
         return r.data;
       })

@@ -1,5 +1,5 @@
 import { X509Certificate } from "node:crypto";
-import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -119,6 +119,17 @@ describe.skipIf(!hasOpenssl)("cluster CA and node certificates", () => {
     await copyFile(nodePaths(otherDir, "A").key, nodePaths(bad, "A").key);
     await expect(loadTlsMaterial(bad, "A")).rejects.toThrow(/does not match/);
     await expect(loadTlsMaterial(bad, "Z")).rejects.toThrow(/not found/);
+  });
+
+  it("loadTlsMaterial names the file that is no certificate, of the three a node reads", async () => {
+    const nodeDir = join(root, "garbled");
+    await mkdir(nodeDir, { mode: 0o700 });
+    for (const f of ["ca.crt", "node-B.crt", "node-B.key"]) await copyFile(join(dir, f), join(nodeDir, f));
+    await writeFile(join(nodeDir, "node-B.crt"), "not a certificate\n");
+    await expect(loadTlsMaterial(nodeDir, "B")).rejects.toThrow(/node-B\.crt is no PEM certificate/);
+    await copyFile(join(dir, "node-B.crt"), join(nodeDir, "node-B.crt"));
+    await writeFile(join(nodeDir, "ca.crt"), "not a certificate\n");
+    await expect(loadTlsMaterial(nodeDir, "B")).rejects.toThrow(/ca\.crt is no PEM certificate/);
   });
 
   describe("handshake on 127.0.0.1", () => {

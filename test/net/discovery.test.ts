@@ -49,6 +49,23 @@ describe("static peers", () => {
     expect(() => parsePeerList([{ id: "B" }])).toThrow(DiscoveryError);
     expect(() => parsePeerList("B=http://x")).toThrow(/list of/);
   });
+
+  it("takes a YAML list of ID=URL strings, as --peers and a list of join seeds are written", () => {
+    expect(parsePeerList(["B=http://127.0.0.1:9002", " C = http://127.0.0.1:9003 "])).toEqual([
+      { id: "B", url: "http://127.0.0.1:9002" },
+      { id: "C", url: "http://127.0.0.1:9003" },
+    ]);
+    expect(() => parsePeerList(["http://127.0.0.1:9002"])).toThrow(/must look like ID=URL/);
+    expect(() => parsePeerList(["B=http://127.0.0.1:9002", { id: "B", url: "http://x:1" }])).toThrow(
+      /listed twice/,
+    );
+    expect(() => parsePeerList([5])).toThrow(/peers\[0\]: not a peer: give \{ id, url \} or 'ID=URL'/);
+    expect(() => parsePeerList([`B=http://${"h".repeat(5000)}:1`])).toThrow(
+      /^peers\[0\] is longer than 4096/,
+    );
+    const many = Array.from({ length: 257 }, (_, i) => `P${i}=http://127.0.0.1:${10_000 + i}`);
+    expect(() => parsePeerList(many)).toThrow(/too many peers \(257, at most 256\)/);
+  });
 });
 
 describe("DNS target", () => {

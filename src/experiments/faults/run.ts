@@ -121,9 +121,10 @@ export function simConfigOf(setup: ClassSetup, seed: number): SimConfig {
 
 export async function runFaults(o: FaultsOptions): Promise<FaultsOutcome> {
   const t0 = performance.now();
+  // A mistyped --classes id is told at once, not after the workloads are built.
+  const classes = selectedClasses(o.classes);
   o.onPhase?.("building workloads");
   const workloads = await buildWorkloads(o);
-  const classes = selectedClasses(o.classes);
   const investigations = o.classes === undefined ? INVESTIGATIONS : [];
   const loops = o.loops ?? (["closed", "open"] as const);
   const perLoop = 1 + classes.length;

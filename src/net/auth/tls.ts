@@ -37,14 +37,8 @@ export async function loadTlsMaterial(dir: string, id: string, now: Date = new D
     readBounded(node.cert, MAX_PEM_BYTES, `certificate of node '${id}'`),
     readBounded(node.key, MAX_PEM_BYTES, `key of node '${id}'`),
   ]);
-  let caCert: X509Certificate;
-  let cert: X509Certificate;
-  try {
-    caCert = new X509Certificate(caPem);
-    cert = new X509Certificate(certPem);
-  } catch (err) {
-    throw new CertError(`cannot parse certificates in ${dir}: ${(err as Error).message}`);
-  }
+  const caCert = parseCert(ca.caCert, caPem);
+  const cert = parseCert(node.cert, certPem);
   // The CA subject is the source of truth, so a node needs only ca.crt and its own pair;
   // cluster.json (next to the CA key) is the fallback.
   const ou = /(?:^|\n)OU=([^\n]*)/.exec(caCert.subject)?.[1];
@@ -77,6 +71,15 @@ export async function loadTlsMaterial(dir: string, id: string, now: Date = new D
   if (mode & 0o077)
     warnings.push(`${node.key} is readable by others (mode ${mode.toString(8)}); chmod 600 it`);
   return { id, clusterId, ca: caPem, cert: certPem, key: keyPem, warnings };
+}
+
+/** One PEM certificate, or a CertError naming its file (a node reads three; say which one is wrong). */
+function parseCert(path: string, pem: string): X509Certificate {
+  try {
+    return new X509Certificate(pem);
+  } catch (err) {
+    throw new CertError(`${path} is no PEM certificate: ${(err as Error).message}`);
+  }
 }
 
 /** Options for the peer server (fastify `https:` or https.createServer): only cluster-CA client certs. */

@@ -52,7 +52,10 @@ export const completionRequestSchema = z.looseObject({
 });
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 
-const contentPart = z.object({ type: z.literal("text"), text: z.string().max(MAX_TEXT) });
+const contentPart = z.object({
+  type: z.literal("text", { message: "only text content parts are supported (no images, audio or files)" }),
+  text: z.string().max(MAX_TEXT),
+});
 const message = z.object({
   role: z.enum(["system", "user", "assistant", "tool", "developer"]),
   content: z.union([z.string().max(MAX_TEXT), z.array(contentPart).max(256)]).nullish(),
@@ -91,11 +94,27 @@ export const tokenizeRequestSchema = z
 
 /** A short human-readable summary of a zod failure, for the OpenAI error `message`. */
 export function describeZodError(err: z.ZodError): { message: string; param: string | null } {
-  const first = err.issues[0];
+  const first = err.issues[0] && specific(err.issues[0]);
   if (!first) return { message: "invalid request body", param: null };
   const param = first.path.length > 0 ? first.path.join(".") : null;
   // A body that is no JSON object at all (text/plain, a bare string or array): say what is wanted.
   if (param === null && first.code === "invalid_type" && first.expected === "object")
     return { message: "the request body must be a JSON object (content-type: application/json)", param };
   return { message: param ? `${param}: ${first.message}` : first.message, param };
+}
+
+/**
+ * A union that fits none of its shapes says only "Invalid input" unless it was given a message of its
+ * own: tell instead what is wrong in the shape the value came closest to — past its type check (a list
+ * too long rather than "no string"), then the deepest (the part of a list that is wrong).
+ */
+function specific(issue: z.core.$ZodIssue): z.core.$ZodIssue {
+  if (issue.code !== "invalid_union" || issue.message !== "Invalid input") return issue;
+  let best: z.core.$ZodIssue | undefined;
+  const rank = (i: z.core.$ZodIssue) => (i.code === "invalid_type" ? 0 : 1000) + i.path.length;
+  for (const option of issue.errors) {
+    const i = option[0];
+    if (i !== undefined && (best === undefined || rank(i) > rank(best))) best = i;
+  }
+  return best === undefined ? issue : specific({ ...best, path: [...issue.path, ...best.path] });
 }

@@ -71,7 +71,8 @@ export const identitySettings = {
       value: "list",
       description:
         "Static peers, each an id and its peer-port URL: `B=https://10.0.0.2:9080,C=https://10.0.0.3:9080` " +
-        "(https with --tls-dir, http otherwise). In YAML also a list of `{id, url}` or a map id → url. " +
+        "(https with --tls-dir, http otherwise). In YAML also a list of `{id, url}` or of `ID=URL`, " +
+        "or a map id → url. " +
         "With --gossip scuttlebutt (the default) they are seeds; with --gossip full, the membership.",
     },
   ),

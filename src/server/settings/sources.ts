@@ -78,16 +78,42 @@ export function readConfigFile(path: string): Record<string, unknown> {
   if (typeof doc !== "object" || Array.isArray(doc))
     throw new SettingsError(`config file ${path} must be a YAML mapping`);
   const out: Record<string, unknown> = {};
+  // The spelling each setting was given in: `poll-ms` and `pollMs` both name pollMs, and a file that
+  // gives both would otherwise keep whichever came last without a word.
+  const spelt = new Map<string, string>();
   for (const [k, v] of Object.entries(doc)) {
     const key = camel(k);
-    if (!(SETTING_KEYS as string[]).includes(key)) {
-      throw new SettingsError(
-        `config file ${path}: unknown setting '${k}' (known: ${SETTING_KEYS.join(", ")})`,
-      );
-    }
+    if (!(SETTING_KEYS as string[]).includes(key)) throw new SettingsError(unknownKeyText(path, k));
+    const before = spelt.get(key);
+    if (before !== undefined)
+      throw new SettingsError(`config file ${path}: '${before}' and '${k}' both set ${key}; keep one`);
+    spelt.set(key, k);
     out[key] = v;
   }
   return out;
+}
+
+/** An unknown YAML key's line: the closest known key in the spelling the file used, when one is near. */
+function unknownKeyText(path: string, k: string): string {
+  const best = closest(camel(k).toLowerCase(), SETTING_KEYS, (known) => known.toLowerCase());
+  const near = best === undefined ? undefined : k.includes("-") ? flagName(best).slice(2) : best;
+  const hint = near === undefined ? "" : `; did you mean '${near}'?`;
+  const shown = k.length > 200 ? `${k.slice(0, 200)}…` : k;
+  return `config file ${path}: unknown setting '${shown}'${hint} (every key: docs/configuration.md)`;
+}
+
+/**
+ * The known name nearest to `name`, if near (a name far from all would get a random one). A long name
+ * is near none, and skipping it keeps a garbled key from costing seconds of edit distances.
+ */
+function closest(name: string, known: readonly string[], form = (k: string) => k): string | undefined {
+  if (name.length > 200) return undefined;
+  let best = { name: "", d: Number.POSITIVE_INFINITY };
+  for (const k of known) {
+    const d = distance(name, form(k));
+    if (d < best.d) best = { name: k, d };
+  }
+  return best.d <= 3 ? best.name : undefined;
 }
 
 /** Edit distance, for the closest known name to a misspelt one. */
@@ -119,13 +145,8 @@ export function checkEnvNames(env: NodeJS.ProcessEnv): void {
   const known = [...SETTING_KEYS.map(envName), ...Object.keys(OTHER_ENV)];
   for (const name of Object.keys(env).sort()) {
     if (!name.startsWith("PREFIXMESH_") || known.includes(name) || SERVICE_LINK.test(name)) continue;
-    let best = { name: "", d: Number.POSITIVE_INFINITY };
-    for (const k of known) {
-      const d = distance(name, k);
-      if (d < best.d) best = { name: k, d };
-    }
-    // A suggestion only when it is near: a name far from all would get a random one.
-    const hint = best.d <= 3 ? `; did you mean ${best.name}?` : "";
+    const best = closest(name, known);
+    const hint = best === undefined ? "" : `; did you mean ${best}?`;
     throw new SettingsError(
       `unknown environment variable ${name}${hint} (PREFIXMESH_ and a setting's name: docs/configuration.md)`,
     );
