@@ -52,14 +52,19 @@ function window(c: ClassContext, from: number, to: number): { startMs: number; e
   return { startMs: ms(from * c.spanMs), endMs: ms(to * c.spanMs) };
 }
 
-/** Link faults run from the start until 0.7 T (the simulator's link faults have an end, no start). */
+/**
+ * Link faults run from the start until 0.7 T (the simulator's link faults have an end, no start). Their
+ * description ends with the `sim` flags that replay them, the end included.
+ */
 function link(
   c: ClassContext,
   f: { lossProb?: number; dupProb?: number; reorderProb?: number; reorderMaxMs?: number },
   what: string,
+  flags: string,
 ): ClassSetup {
   const endMs = ms(0.7 * c.spanMs);
-  return { faults: { network: { ...f, untilMs: endMs } }, startMs: 0, endMs, what };
+  const replay = `(${flags} --faults-until-ms ${endMs})`;
+  return { faults: { network: { ...f, untilMs: endMs } }, startMs: 0, endMs, what: `${what} ${replay}` };
 }
 
 function unbounded(c: ClassContext, maxTokens: (index: number) => number, what: string): ClassSetup {
@@ -102,18 +107,18 @@ export const FAULT_CLASSES: readonly FaultClass[] = [
   {
     id: "loss-5",
     label: "5% loss",
-    setup: (c) => link(c, { lossProb: 0.05 }, "5% of all peer messages lost until 0.7 T (--loss 0.05)"),
+    setup: (c) => link(c, { lossProb: 0.05 }, "5% of all peer messages lost until 0.7 T", "--loss 0.05"),
   },
   {
     id: "loss-30",
     label: "30% loss",
-    setup: (c) => link(c, { lossProb: 0.3 }, "30% of all peer messages lost until 0.7 T (--loss 0.3)"),
+    setup: (c) => link(c, { lossProb: 0.3 }, "30% of all peer messages lost until 0.7 T", "--loss 0.3"),
   },
   {
     id: "duplication",
     label: "duplication",
     setup: (c) =>
-      link(c, { dupProb: 0.1 }, "10% of all peer messages delivered twice until 0.7 T (--dup 0.1)"),
+      link(c, { dupProb: 0.1 }, "10% of all peer messages delivered twice until 0.7 T", "--dup 0.1"),
   },
   {
     id: "reordering",
@@ -122,7 +127,8 @@ export const FAULT_CLASSES: readonly FaultClass[] = [
       link(
         c,
         { reorderProb: 0.1, reorderMaxMs: 100 },
-        "10% of peer messages delayed by up to 100 ms more until 0.7 T (--reorder 0.1 --reorder-max-ms 100)",
+        "10% of peer messages delayed by up to 100 ms more until 0.7 T",
+        "--reorder 0.1 --reorder-max-ms 100",
       ),
   },
   {
