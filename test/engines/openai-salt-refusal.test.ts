@@ -16,7 +16,10 @@ import { loopbackNodeSettings } from "../server/helpers.js";
 type Kind = "ollama" | "llama-server" | "vllm";
 
 /** A test double of `kind`'s endpoints the engine probes, and a streaming `/v1/completions`. */
-async function serverDouble(kind: Kind): Promise<{ url: string; server: Server; bodies: unknown[] }> {
+async function serverDouble(
+  kind: Kind,
+  port = 0,
+): Promise<{ url: string; server: Server; bodies: unknown[] }> {
   const bodies: unknown[] = [];
   const server = createServer((req, res) => {
     let body = "";
@@ -41,7 +44,7 @@ async function serverDouble(kind: Kind): Promise<{ url: string; server: Server; 
       json(404, { error: "not found" });
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, bodies };
 }
 
@@ -86,6 +89,46 @@ describe("cache_salt on servers that would ignore it", () => {
     await ollama.engine.run(r);
     await vllm.engine.run({ ...r, cacheSalt: "t" });
     expect(vllm.bodies[0]).toMatchObject({ cache_salt: "t" });
+  });
+
+  it("asks a server that was down at start again, before a salted run reaches it", async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const engine = await OpenAIEngine.create(
+      { baseUrl: `http://127.0.0.1:${port}`, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+      () => {},
+    );
+    engines.push(engine);
+    const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
+    // Still down: the run fails instead of going out unchecked.
+    await expect(engine.run(r)).rejects.toThrow(/keeps tenants apart/);
+    const d = await serverDouble("llama-server", port);
+    servers.push(d.server);
+    await expect(engine.run(r)).rejects.toThrow(/cache_salt is not supported.*llama-server/);
+    expect(d.bodies).toHaveLength(0);
+    expect(engine.namespaceProblem({ cacheSalt: "t" })).toMatch(/llama-server/);
+    await engine.run({ ...r, cacheSalt: undefined });
+    expect(d.bodies).toHaveLength(1);
+  });
+
+  it("learns it from the health check once the server is up", async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const engine = await OpenAIEngine.create(
+      { baseUrl: `http://127.0.0.1:${port}`, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+      () => {},
+    );
+    engines.push(engine);
+    expect(engine.namespaceProblem({ cacheSalt: "t" })).toBeUndefined();
+    const d = await serverDouble("ollama", port);
+    servers.push(d.server);
+    expect((await engine.health()).ok).toBe(true);
+    // Refused at admission now (400), not only at the run.
+    expect(engine.namespaceProblem({ cacheSalt: "t" })).toMatch(/Ollama/);
   });
 
   it("answers 400 cache_salt_unsupported at a node fronting Ollama, and serves the unsalted request", async () => {

@@ -4,6 +4,7 @@
  * whether its slots can be mirrored (a llama.cpp server).
  */
 import { z } from "zod";
+import type { EngineRequest } from "../../core/engine.js";
 import { EngineInputError, EngineUnavailableError } from "../errors.js";
 import type { HttpClient } from "../http-client.js";
 import { LlamaSlotCache } from "../llama-slots/slot-cache.js";
@@ -44,20 +45,39 @@ export async function fetchServerContext(http: HttpClient, model: string): Promi
 }
 
 /**
- * The server by name when it is one known to ignore `cache_salt` (Ollama's `/api/version`,
- * llama-server's `/props`); undefined otherwise, and when it does not answer now.
+ * Whether the server is one known to ignore `cache_salt` (Ollama's `/api/version`, llama-server's
+ * `/props`): `ignoredBy` names it. A server down when asked is asked again (`unknown`) before a salted
+ * or adapter run, and by the health check, so a tenant's run never reaches one that would share its cache.
  */
-export async function detectSaltIgnored(http: HttpClient): Promise<string | undefined> {
-  try {
-    const version = await getOptional(http, "/api/version");
-    if (version && typeof (version as { version?: unknown }).version === "string") return "Ollama";
-    const props = await getOptional(http, "/props");
-    if (props && typeof (props as { total_slots?: unknown }).total_slots === "number")
-      return "llama-server (without the slot mirror: cacheMirror lru)";
-  } catch {
-    // Down now: nothing known.
+export class SaltSupport {
+  ignoredBy: string | undefined;
+  unknown = false;
+
+  constructor(private readonly http: HttpClient) {}
+
+  async learn(): Promise<void> {
+    try {
+      const version = await getOptional(this.http, "/api/version");
+      if (version && typeof (version as { version?: unknown }).version === "string")
+        this.ignoredBy = "Ollama";
+      else {
+        const props = await getOptional(this.http, "/props");
+        if (props && typeof (props as { total_slots?: unknown }).total_slots === "number")
+          this.ignoredBy = "llama-server (without the slot mirror: cacheMirror lru)";
+      }
+      this.unknown = false;
+    } catch {
+      this.unknown = true; // down now: nothing known
+    }
   }
-  return undefined;
+
+  /** Before a run: a namespaced run needs the answer; unreachable, it fails rather than risk sharing. */
+  async known(r: Pick<EngineRequest, "cacheSalt" | "adapter">): Promise<void> {
+    if (!this.unknown || (r.cacheSalt === undefined && r.adapter === undefined)) return;
+    await this.learn();
+    if (this.unknown)
+      throw new EngineUnavailableError("the server has not answered whether it keeps tenants apart");
+  }
 }
 
 /** GET a JSON endpoint the server may lack: undefined on 4xx or a body that is not JSON. */
