@@ -40,6 +40,24 @@ describe("remote engine: completions", () => {
     expect(live.engine.info.cacheMode).toBe("node-managed");
   });
 
+  it("fails a run whose stream carries the server's error event, not a truncated success", async () => {
+    const { url } = await startDouble({
+      "POST /v1/completions": [
+        sse([
+          { choices: [{ text: "Hel", finish_reason: null }] },
+          { error: { message: "CUDA out of memory", type: "InternalServerError", code: 500 } },
+        ]),
+        sse([
+          { choices: [{ text: "Hel", finish_reason: null }] },
+          { object: "error", message: "engine dead", type: "InternalServerError", code: 500 },
+        ]),
+      ],
+    });
+    live.engine = new OpenAIEngine(opts(url));
+    await expect(live.engine.run(tokenReq("p", 4))).rejects.toThrow(/mid-stream.*CUDA out of memory/);
+    await expect(live.engine.run(tokenReq("p", 4))).rejects.toThrow(/mid-stream.*engine dead/);
+  });
+
   it("sends presence_penalty and frequency_penalty as OpenAI names them, and none when unset", async () => {
     const answer = () =>
       sse([

@@ -34,6 +34,10 @@ const StreamChunk = z.object({
       predicted_ms: z.number().optional(),
     })
     .nullish(),
+  // A failure mid-stream: vLLM and llama-server send `{"error": {…}}`, older vLLM `{"object": "error", …}`.
+  error: z.unknown().optional(),
+  object: z.string().optional(),
+  message: z.unknown().optional(),
 });
 
 /** The streamed `/v1/completions` body of `req` for `model`, with `prompt` as text or the server's ids. */
@@ -90,6 +94,10 @@ export async function streamCompletions(
       if (!parsed.success)
         throw new EngineUnavailableError(`unexpected stream event shape: ${data.slice(0, 120)}`);
       const ev = parsed.data;
+      if (ev.error !== undefined || ev.object === "error")
+        throw new EngineUnavailableError(
+          `server failed mid-stream: ${JSON.stringify(ev.error ?? ev.message).slice(0, 200)}`,
+        );
       if (ev.usage) usage = ev.usage;
       if (ev.timings) timings = ev.timings;
       const choice = ev.choices?.[0];
