@@ -19,5 +19,9 @@ export function appendOutput(text: string, piece: string): string {
 export function streamFailure(e: unknown, signal: AbortSignal | undefined): Error {
   if (signal?.aborted) return new EngineAbortedError();
   if (e instanceof EngineUnavailableError) return e;
-  return new EngineUnavailableError(`stream from server failed: ${(e as Error).message}`);
+  const stalled =
+    (e as { code?: unknown }).code === "UND_ERR_BODY_TIMEOUT"
+      ? " (the server stopped sending mid-stream for the body timeout)"
+      : "";
+  return new EngineUnavailableError(`stream from server failed: ${(e as Error).message}${stalled}`);
 }

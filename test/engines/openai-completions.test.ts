@@ -178,7 +178,20 @@ describe("remote engine: completions", () => {
     const { url } = await startDouble({ "POST /v1/completions": () => {} });
     live.engine = new OpenAIEngine(opts(url, { headersTimeoutMs: 200, retries: 0 }));
     await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(EngineUnavailableError);
-    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(/HEADERS_TIMEOUT|timeout/i);
+    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(
+      /HEADERS_TIMEOUT \(no response within 200 ms: the server is stalled/,
+    );
+  });
+
+  it("says a stream that stalls mid-way timed out", async () => {
+    const { url } = await startDouble({
+      "POST /v1/completions": (_q, _b, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(`data: ${JSON.stringify({ choices: [{ text: "a" }] })}\n\n`);
+      },
+    });
+    live.engine = new OpenAIEngine(opts(url, { bodyTimeoutMs: 200, retries: 0 }));
+    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(/stopped sending mid-stream/);
   });
 
   it("rejects a malformed stream event and an over-long request", async () => {
