@@ -19,9 +19,11 @@ type Kind = "ollama" | "llama-server" | "vllm";
 async function serverDouble(
   kind: Kind,
   port = 0,
-): Promise<{ url: string; server: Server; bodies: unknown[] }> {
+): Promise<{ url: string; server: Server; bodies: unknown[]; paths: string[] }> {
   const bodies: unknown[] = [];
+  const paths: string[] = [];
   const server = createServer((req, res) => {
+    paths.push(req.url ?? "");
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
@@ -45,7 +47,7 @@ async function serverDouble(
     });
   });
   await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, bodies };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, bodies, paths };
 }
 
 const servers: Server[] = [];
@@ -129,6 +131,25 @@ describe("cache_salt on servers that would ignore it", () => {
     expect((await engine.health()).ok).toBe(true);
     // Refused at admission now (400), not only at the run.
     expect(engine.namespaceProblem({ cacheSalt: "t" })).toMatch(/Ollama/);
+  });
+
+  it("asks once for concurrent salted runs while the server's answer is pending", async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const engine = await OpenAIEngine.create(
+      { baseUrl: `http://127.0.0.1:${port}`, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+      () => {},
+    );
+    engines.push(engine);
+    const d = await serverDouble("llama-server", port);
+    servers.push(d.server);
+    const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
+    const runs = [1, 2, 3, 4].map((i) => engine.run({ ...r, id: `r${i}` }));
+    for (const run of runs) await expect(run).rejects.toThrow(/cache_salt is not supported.*llama-server/);
+    expect(d.paths.filter((p) => p === "/props")).toHaveLength(1);
+    expect(d.bodies).toHaveLength(0);
   });
 
   it("answers 400 cache_salt_unsupported at a node fronting Ollama, and serves the unsalted request", async () => {

@@ -44,6 +44,9 @@ export async function fetchServerContext(http: HttpClient, model: string): Promi
   return props.success ? props.data.default_generation_settings.n_ctx : undefined;
 }
 
+/** Asking waits at most this: a silent server holds a tenant's run, or the health check, no longer. */
+const PROBE_MS = 10_000;
+
 /**
  * Whether the server is one known to ignore `cache_salt` (Ollama's `/api/version`, llama-server's
  * `/props`): `ignoredBy` names it. A server down when asked is asked again (`unknown`) before a salted
@@ -52,22 +55,38 @@ export async function fetchServerContext(http: HttpClient, model: string): Promi
 export class SaltSupport {
   ignoredBy: string | undefined;
   unknown = false;
+  /** Why the last asking failed, for the refused run's error. */
+  private failure = "";
+  /** The asking in flight: concurrent runs and the health check share it rather than each ask. */
+  private asking: Promise<void> | undefined;
 
   constructor(private readonly http: HttpClient) {}
 
-  async learn(): Promise<void> {
+  learn(): Promise<void> {
+    if (!this.asking) {
+      this.asking = this.ask().finally(() => {
+        this.asking = undefined;
+      });
+    }
+    return this.asking;
+  }
+
+  private async ask(): Promise<void> {
+    const signal = AbortSignal.timeout(PROBE_MS);
     try {
-      const version = await getOptional(this.http, "/api/version");
+      const version = await getOptional(this.http, "/api/version", signal);
       if (version && typeof (version as { version?: unknown }).version === "string")
         this.ignoredBy = "Ollama";
       else {
-        const props = await getOptional(this.http, "/props");
+        const props = await getOptional(this.http, "/props", signal);
         if (props && typeof (props as { total_slots?: unknown }).total_slots === "number")
           this.ignoredBy = "llama-server (without the slot mirror: cacheMirror lru)";
       }
       this.unknown = false;
-    } catch {
-      this.unknown = true; // down now: nothing known
+    } catch (e) {
+      // Down now (or silent past the bound): nothing known.
+      this.unknown = true;
+      this.failure = signal.aborted ? `no answer within ${PROBE_MS} ms` : (e as Error).message;
     }
   }
 
@@ -75,15 +94,18 @@ export class SaltSupport {
   async known(r: Pick<EngineRequest, "cacheSalt" | "adapter">): Promise<void> {
     if (!this.unknown || (r.cacheSalt === undefined && r.adapter === undefined)) return;
     await this.learn();
-    if (this.unknown)
-      throw new EngineUnavailableError("the server has not answered whether it keeps tenants apart");
+    if (this.unknown) {
+      throw new EngineUnavailableError(
+        `the server has not answered whether it keeps tenants apart (${this.failure.slice(0, 200)})`,
+      );
+    }
   }
 }
 
 /** GET a JSON endpoint the server may lack: undefined on 4xx or a body that is not JSON. */
-async function getOptional(http: HttpClient, path: string): Promise<unknown> {
+async function getOptional(http: HttpClient, path: string, signal?: AbortSignal): Promise<unknown> {
   try {
-    return await http.json("GET", path);
+    return await http.json("GET", path, undefined, signal);
   } catch (e) {
     if (e instanceof EngineInputError) return undefined;
     if (e instanceof EngineUnavailableError && /not JSON/.test(e.message)) return undefined;
