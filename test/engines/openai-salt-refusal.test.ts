@@ -13,7 +13,8 @@ import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { loopbackNodeSettings } from "../server/helpers.js";
 
-type Kind = "ollama" | "llama-server" | "vllm";
+/** "gateway": a vLLM behind a proxy that answers the paths it lacks with a 500, not a 404. */
+type Kind = "ollama" | "llama-server" | "vllm" | "gateway";
 
 /** A test double of `kind`'s endpoints the engine probes, and a streaming `/v1/completions`. */
 async function serverDouble(
@@ -43,7 +44,7 @@ async function serverDouble(
         res.write(`data: ${JSON.stringify({ choices: [{ text: "x", finish_reason: "stop" }] })}\n\n`);
         return res.end("data: [DONE]\n\n");
       }
-      json(404, { error: "not found" });
+      json(kind === "gateway" ? 500 : 404, { error: "not found" });
     });
   });
   await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
@@ -150,6 +151,21 @@ describe("cache_salt on servers that would ignore it", () => {
     for (const run of runs) await expect(run).rejects.toThrow(/cache_salt is not supported.*llama-server/);
     expect(d.paths.filter((p) => p === "/props")).toHaveLength(1);
     expect(d.bodies).toHaveLength(0);
+  });
+
+  it("serves salted runs on a server whose probe paths answer a lasting 500", async () => {
+    const d = await serverDouble("gateway");
+    servers.push(d.server);
+    const engine = await OpenAIEngine.create(
+      { baseUrl: d.url, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+      () => {},
+    );
+    engines.push(engine);
+    const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
+    await engine.run(r);
+    await engine.run({ ...r, id: "r2" });
+    expect(d.bodies).toHaveLength(2);
+    expect(d.bodies[0]).toMatchObject({ cache_salt: "t" });
   });
 
   it("answers 400 cache_salt_unsupported at a node fronting Ollama, and serves the unsalted request", async () => {

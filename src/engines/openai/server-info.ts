@@ -46,6 +46,8 @@ export async function fetchServerContext(http: HttpClient, model: string): Promi
 
 /** Asking waits at most this: a silent server holds a tenant's run, or the health check, no longer. */
 const PROBE_MS = 10_000;
+/** A server answering a probe path with these after the retries may be starting or overloaded: ask again. */
+const PROBE_TRANSIENT = new Set([408, 429, 502, 503, 504]);
 
 /**
  * Whether the server is one known to ignore `cache_salt` (Ollama's `/api/version`, llama-server's
@@ -74,11 +76,11 @@ export class SaltSupport {
   private async ask(): Promise<void> {
     const signal = AbortSignal.timeout(PROBE_MS);
     try {
-      const version = await getOptional(this.http, "/api/version", signal);
+      const version = await probe(this.http, "/api/version", signal);
       if (version && typeof (version as { version?: unknown }).version === "string")
         this.ignoredBy = "Ollama";
       else {
-        const props = await getOptional(this.http, "/props", signal);
+        const props = await probe(this.http, "/props", signal);
         if (props && typeof (props as { total_slots?: unknown }).total_slots === "number")
           this.ignoredBy = "llama-server (without the slot mirror: cacheMirror lru)";
       }
@@ -99,6 +101,20 @@ export class SaltSupport {
         `the server has not answered whether it keeps tenants apart (${this.failure.slice(0, 200)})`,
       );
     }
+  }
+}
+
+/**
+ * A probe path the server answers with a lasting server error (a gateway's, for a path it lacks) is
+ * absent there: otherwise every salted run would fail for as long as the server runs.
+ */
+async function probe(http: HttpClient, path: string, signal: AbortSignal): Promise<unknown> {
+  try {
+    return await getOptional(http, path, signal);
+  } catch (e) {
+    if (e instanceof EngineUnavailableError && e.status !== undefined && !PROBE_TRANSIENT.has(e.status))
+      return undefined;
+    throw e;
   }
 }
 
