@@ -58,6 +58,21 @@ describe("remote engine: completions", () => {
     await expect(live.engine.run(tokenReq("p", 4))).rejects.toThrow(/mid-stream.*engine dead/);
   });
 
+  it("takes a null error or object on a normal chunk as no error, and says an error event's lack of reason", async () => {
+    const { url } = await startDouble({
+      "POST /v1/completions": [
+        sse([
+          { object: null, error: null, choices: [{ text: "Hi", finish_reason: null }] },
+          { object: "text_completion", choices: [{ text: "!", finish_reason: "stop" }] },
+        ]),
+        sse([{ choices: [{ text: "Hel", finish_reason: null }] }, { object: "error" }]),
+      ],
+    });
+    live.engine = new OpenAIEngine(opts(url));
+    expect((await live.engine.run(tokenReq("p", 4))).text).toBe("Hi!");
+    await expect(live.engine.run(tokenReq("p", 4))).rejects.toThrow(/mid-stream: "no reason given"/);
+  });
+
   it("sends presence_penalty and frequency_penalty as OpenAI names them, and none when unset", async () => {
     const answer = () =>
       sse([

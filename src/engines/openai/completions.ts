@@ -35,8 +35,9 @@ const StreamChunk = z.object({
     })
     .nullish(),
   // A failure mid-stream: vLLM and llama-server send `{"error": {…}}`, older vLLM `{"object": "error", …}`.
+  // Unknown, not string: a server's `"object": null` or `"error": null` on a normal chunk must still parse.
   error: z.unknown().optional(),
-  object: z.string().optional(),
+  object: z.unknown().optional(),
   message: z.unknown().optional(),
 });
 
@@ -94,10 +95,10 @@ export async function streamCompletions(
       if (!parsed.success)
         throw new EngineUnavailableError(`unexpected stream event shape: ${data.slice(0, 120)}`);
       const ev = parsed.data;
-      if (ev.error !== undefined || ev.object === "error")
-        throw new EngineUnavailableError(
-          `server failed mid-stream: ${JSON.stringify(ev.error ?? ev.message).slice(0, 200)}`,
-        );
+      if (ev.error != null || ev.object === "error") {
+        const why = JSON.stringify(ev.error ?? ev.message ?? "no reason given");
+        throw new EngineUnavailableError(`server failed mid-stream: ${why.slice(0, 200)}`);
+      }
       if (ev.usage) usage = ev.usage;
       if (ev.timings) timings = ev.timings;
       const choice = ev.choices?.[0];
