@@ -100,6 +100,11 @@ export class HttpClient {
     return Math.max(this.opts.headersTimeoutMs, this.opts.bodyTimeoutMs);
   }
 
+  /** How long a response's body may stay silent between chunks. */
+  get bodyTimeoutMs(): number {
+    return this.opts.bodyTimeoutMs;
+  }
+
   url(path: string): string {
     return `${this.baseUrl.replace(/\/+$/, "")}${path}`;
   }

@@ -206,7 +206,7 @@ describe("remote engine: completions", () => {
       },
     });
     live.engine = new OpenAIEngine(opts(url, { bodyTimeoutMs: 200, retries: 0 }));
-    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(/stopped sending mid-stream/);
+    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(/stopped sending mid-stream for 200 ms/);
   });
 
   it("rejects a malformed stream event and an over-long request", async () => {

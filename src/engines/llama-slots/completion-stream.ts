@@ -120,7 +120,7 @@ export async function streamCompletion(
   } catch (e) {
     begin();
     res.body.destroy();
-    throw streamFailure(e, signal);
+    throw streamFailure(e, signal, http.bodyTimeoutMs);
   }
   begin();
   if (!final) throw new EngineUnavailableError("llama-server's stream ended without its final event");

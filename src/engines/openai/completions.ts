@@ -112,7 +112,7 @@ export async function streamCompletions(
     }
   } catch (e) {
     res.body.destroy();
-    throw streamFailure(e, signal);
+    throw streamFailure(e, signal, http.bodyTimeoutMs);
   }
   const end = performance.now();
   return { text, chunks, finish, usage, timings, t0, firstAt, end };
