@@ -58,7 +58,7 @@ describe("remote engine: completions", () => {
     await expect(live.engine.run(tokenReq("p", 4))).rejects.toThrow(/mid-stream.*engine dead/);
   });
 
-  it("takes a null error or object on a normal chunk as no error, and says an error event's lack of reason", async () => {
+  it("takes null error and object keys as no error, and an error event without a reason", async () => {
     const { url } = await startDouble({
       "POST /v1/completions": [
         sse([

@@ -308,7 +308,7 @@ export class OpenAIEngine implements Engine {
     this.lru.insert(tokens, now);
   }
 
-  /** Calls `onChange` on KV events (between runs too), or a slot read-back after its run (abort-read-back.ts). */
+  /** Calls `onChange` as KV events change the cache, or when an abort's read-back outlasts its run. */
   watchCache(onChange: () => void): () => void {
     if (!this.cacheModel && !this.slotCache) return () => {};
     const off = this.cacheModel ? this.cacheModel.watch(onChange) : this.slotCache!.watch(onChange);
