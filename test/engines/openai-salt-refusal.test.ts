@@ -9,12 +9,16 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { MAX_JSON_BYTES } from "../../src/engines/http-client.js";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { loopbackNodeSettings } from "../server/helpers.js";
 
-/** "gateway": a vLLM behind a proxy that answers the paths it lacks with a 500, not a 404. */
-type Kind = "ollama" | "llama-server" | "vllm" | "gateway";
+/**
+ * "gateway": a vLLM behind a proxy that answers the paths it lacks with a 500, not a 404; "bloated":
+ * one answering them with a body past the client's JSON bound.
+ */
+type Kind = "ollama" | "llama-server" | "vllm" | "gateway" | "bloated";
 
 /** A test double of `kind`'s endpoints the engine probes, and a streaming `/v1/completions`. */
 async function serverDouble(
@@ -37,6 +41,8 @@ async function serverDouble(
       if (path === "/props" && kind === "llama-server")
         return json(200, { total_slots: 1, default_generation_settings: { n_ctx: 2048 } });
       if (path === "/health") return json(200, { status: "ok" });
+      if (kind === "bloated" && (path === "/api/version" || path === "/props"))
+        return json(200, { version: "x".repeat(MAX_JSON_BYTES + 1) });
       if (path === "/v1/models") return json(200, { data: [{ id: "m" }] });
       if (path === "/v1/completions") {
         bodies.push(JSON.parse(body));
@@ -153,20 +159,23 @@ describe("cache_salt on servers that would ignore it", () => {
     expect(d.bodies).toHaveLength(0);
   });
 
-  it("serves salted runs on a server whose probe paths answer a lasting 500", async () => {
-    const d = await serverDouble("gateway");
-    servers.push(d.server);
-    const engine = await OpenAIEngine.create(
-      { baseUrl: d.url, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
-      () => {},
-    );
-    engines.push(engine);
-    const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
-    await engine.run(r);
-    await engine.run({ ...r, id: "r2" });
-    expect(d.bodies).toHaveLength(2);
-    expect(d.bodies[0]).toMatchObject({ cache_salt: "t" });
-  });
+  it.each(["gateway", "bloated"] as const)(
+    "serves salted runs on a %s server's probe answers",
+    async (kind) => {
+      const d = await serverDouble(kind);
+      servers.push(d.server);
+      const engine = await OpenAIEngine.create(
+        { baseUrl: d.url, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+        () => {},
+      );
+      engines.push(engine);
+      const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
+      await engine.run(r);
+      await engine.run({ ...r, id: "r2" });
+      expect(d.bodies).toHaveLength(2);
+      expect(d.bodies[0]).toMatchObject({ cache_salt: "t" });
+    },
+  );
 
   it("answers 400 cache_salt_unsupported at a node fronting Ollama, and serves the unsalted request", async () => {
     const d = await serverDouble("ollama");

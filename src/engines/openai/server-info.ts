@@ -114,6 +114,8 @@ async function probe(http: HttpClient, path: string, signal: AbortSignal): Promi
   } catch (e) {
     if (e instanceof EngineUnavailableError && e.status !== undefined && !PROBE_TRANSIENT.has(e.status))
       return undefined;
+    // An answer too large for either server's is neither's, as one that is not JSON is.
+    if (e instanceof EngineUnavailableError && /response body larger than/.test(e.message)) return undefined;
     throw e;
   }
 }
