@@ -1,7 +1,8 @@
 /**
  * Predicted vs reported cached tokens, per remote engine: before a run the engine's cache model says
  * how many prompt tokens the server will find cached; the server's report after it says how many it
- * did. The tally is what `/cluster` and `prefixmesh_engine_cache_predictions_total` show.
+ * did. The tally (every run, calibration's too) is what `/cluster` shows; each served run's outcome is
+ * counted in `prefixmesh_engine_cache_predictions_total` (src/server/runtime/cache-predictions.ts).
  */
 
 /** Which cache model made the prediction. */

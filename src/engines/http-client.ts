@@ -100,6 +100,11 @@ export class HttpClient {
     return Math.max(this.opts.headersTimeoutMs, this.opts.bodyTimeoutMs);
   }
 
+  /** How long a response's body may stay silent between chunks. */
+  get bodyTimeoutMs(): number {
+    return this.opts.bodyTimeoutMs;
+  }
+
   url(path: string): string {
     return `${this.baseUrl.replace(/\/+$/, "")}${path}`;
   }
@@ -157,8 +162,13 @@ export class HttpClient {
         if (signal?.aborted) throw new EngineAbortedError();
         const code = (e as { code?: string }).code ?? "";
         if (!RETRY_CODES.has(code)) {
+          // The code alone tells an operator little: say what the server did not do, and for how long.
+          const stalled =
+            code === "UND_ERR_HEADERS_TIMEOUT"
+              ? ` (no response within ${this.opts.headersTimeoutMs} ms: the server is stalled or overloaded)`
+              : "";
           throw new EngineUnavailableError(
-            `${method} ${this.url(path)} failed: ${code || (e as Error).message}`,
+            `${method} ${this.url(path)} failed: ${code || (e as Error).message}${stalled}`,
           );
         }
         lastError = `${code} (${(e as Error).message})`;

@@ -15,9 +15,14 @@ export function appendOutput(text: string, piece: string): string {
   return out;
 }
 
-/** The error a stream read that threw `e` ends the run with. */
-export function streamFailure(e: unknown, signal: AbortSignal | undefined): Error {
+/** The error a stream read that threw `e` ends the run with; `bodyTimeoutMs`, the client's silence bound. */
+export function streamFailure(e: unknown, signal: AbortSignal | undefined, bodyTimeoutMs?: number): Error {
   if (signal?.aborted) return new EngineAbortedError();
   if (e instanceof EngineUnavailableError) return e;
-  return new EngineUnavailableError(`stream from server failed: ${(e as Error).message}`);
+  const within = bodyTimeoutMs === undefined ? "for the body timeout" : `for ${bodyTimeoutMs} ms`;
+  const stalled =
+    (e as { code?: unknown } | undefined)?.code === "UND_ERR_BODY_TIMEOUT"
+      ? ` (the server stopped sending mid-stream ${within})`
+      : "";
+  return new EngineUnavailableError(`stream from server failed: ${(e as Error).message}${stalled}`);
 }

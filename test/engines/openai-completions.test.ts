@@ -40,6 +40,39 @@ describe("remote engine: completions", () => {
     expect(live.engine.info.cacheMode).toBe("node-managed");
   });
 
+  it("fails a run whose stream carries the server's error event, not a truncated success", async () => {
+    const { url } = await startDouble({
+      "POST /v1/completions": [
+        sse([
+          { choices: [{ text: "Hel", finish_reason: null }] },
+          { error: { message: "CUDA out of memory", type: "InternalServerError", code: 500 } },
+        ]),
+        sse([
+          { choices: [{ text: "Hel", finish_reason: null }] },
+          { object: "error", message: "engine dead", type: "InternalServerError", code: 500 },
+        ]),
+      ],
+    });
+    live.engine = new OpenAIEngine(opts(url));
+    await expect(live.engine.run(tokenReq("p", 4))).rejects.toThrow(/mid-stream.*CUDA out of memory/);
+    await expect(live.engine.run(tokenReq("p", 4))).rejects.toThrow(/mid-stream.*engine dead/);
+  });
+
+  it("takes null error and object keys as no error, and an error event without a reason", async () => {
+    const { url } = await startDouble({
+      "POST /v1/completions": [
+        sse([
+          { object: null, error: null, choices: [{ text: "Hi", finish_reason: null }] },
+          { object: "text_completion", choices: [{ text: "!", finish_reason: "stop" }] },
+        ]),
+        sse([{ choices: [{ text: "Hel", finish_reason: null }] }, { object: "error" }]),
+      ],
+    });
+    live.engine = new OpenAIEngine(opts(url));
+    expect((await live.engine.run(tokenReq("p", 4))).text).toBe("Hi!");
+    await expect(live.engine.run(tokenReq("p", 4))).rejects.toThrow(/mid-stream: "no reason given"/);
+  });
+
   it("sends presence_penalty and frequency_penalty as OpenAI names them, and none when unset", async () => {
     const answer = () =>
       sse([
@@ -160,7 +193,20 @@ describe("remote engine: completions", () => {
     const { url } = await startDouble({ "POST /v1/completions": () => {} });
     live.engine = new OpenAIEngine(opts(url, { headersTimeoutMs: 200, retries: 0 }));
     await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(EngineUnavailableError);
-    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(/HEADERS_TIMEOUT|timeout/i);
+    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(
+      /HEADERS_TIMEOUT \(no response within 200 ms: the server is stalled/,
+    );
+  });
+
+  it("says a stream that stalls mid-way timed out", async () => {
+    const { url } = await startDouble({
+      "POST /v1/completions": (_q, _b, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(`data: ${JSON.stringify({ choices: [{ text: "a" }] })}\n\n`);
+      },
+    });
+    live.engine = new OpenAIEngine(opts(url, { bodyTimeoutMs: 200, retries: 0 }));
+    await expect(live.engine.run(tokenReq("p"))).rejects.toThrow(/stopped sending mid-stream for 200 ms/);
   });
 
   it("rejects a malformed stream event and an over-long request", async () => {

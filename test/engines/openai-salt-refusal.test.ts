@@ -9,16 +9,26 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { MAX_JSON_BYTES } from "../../src/engines/http-client.js";
 import { OpenAIEngine } from "../../src/engines/openai/engine.js";
 import { type NodeHandle, startNode } from "../../src/server/runtime/start-node.js";
 import { loopbackNodeSettings } from "../server/helpers.js";
 
-type Kind = "ollama" | "llama-server" | "vllm";
+/**
+ * "gateway": a vLLM behind a proxy that answers the paths it lacks with a 500, not a 404; "bloated":
+ * one answering them with a body past the client's JSON bound.
+ */
+type Kind = "ollama" | "llama-server" | "vllm" | "gateway" | "bloated";
 
 /** A test double of `kind`'s endpoints the engine probes, and a streaming `/v1/completions`. */
-async function serverDouble(kind: Kind): Promise<{ url: string; server: Server; bodies: unknown[] }> {
+async function serverDouble(
+  kind: Kind,
+  port = 0,
+): Promise<{ url: string; server: Server; bodies: unknown[]; paths: string[] }> {
   const bodies: unknown[] = [];
+  const paths: string[] = [];
   const server = createServer((req, res) => {
+    paths.push(req.url ?? "");
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
@@ -31,6 +41,8 @@ async function serverDouble(kind: Kind): Promise<{ url: string; server: Server; 
       if (path === "/props" && kind === "llama-server")
         return json(200, { total_slots: 1, default_generation_settings: { n_ctx: 2048 } });
       if (path === "/health") return json(200, { status: "ok" });
+      if (kind === "bloated" && (path === "/api/version" || path === "/props"))
+        return json(200, { version: "x".repeat(MAX_JSON_BYTES + 1) });
       if (path === "/v1/models") return json(200, { data: [{ id: "m" }] });
       if (path === "/v1/completions") {
         bodies.push(JSON.parse(body));
@@ -38,11 +50,11 @@ async function serverDouble(kind: Kind): Promise<{ url: string; server: Server; 
         res.write(`data: ${JSON.stringify({ choices: [{ text: "x", finish_reason: "stop" }] })}\n\n`);
         return res.end("data: [DONE]\n\n");
       }
-      json(404, { error: "not found" });
+      json(kind === "gateway" ? 500 : 404, { error: "not found" });
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, bodies };
+  await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, bodies, paths };
 }
 
 const servers: Server[] = [];
@@ -87,6 +99,83 @@ describe("cache_salt on servers that would ignore it", () => {
     await vllm.engine.run({ ...r, cacheSalt: "t" });
     expect(vllm.bodies[0]).toMatchObject({ cache_salt: "t" });
   });
+
+  it("asks a server that was down at start again, before a salted run reaches it", async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const engine = await OpenAIEngine.create(
+      { baseUrl: `http://127.0.0.1:${port}`, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+      () => {},
+    );
+    engines.push(engine);
+    const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
+    // Still down: the run fails instead of going out unchecked.
+    await expect(engine.run(r)).rejects.toThrow(/keeps tenants apart/);
+    const d = await serverDouble("llama-server", port);
+    servers.push(d.server);
+    await expect(engine.run(r)).rejects.toThrow(/cache_salt is not supported.*llama-server/);
+    expect(d.bodies).toHaveLength(0);
+    expect(engine.namespaceProblem({ cacheSalt: "t" })).toMatch(/llama-server/);
+    await engine.run({ ...r, cacheSalt: undefined });
+    expect(d.bodies).toHaveLength(1);
+  });
+
+  it("learns it from the health check once the server is up", async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const engine = await OpenAIEngine.create(
+      { baseUrl: `http://127.0.0.1:${port}`, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+      () => {},
+    );
+    engines.push(engine);
+    expect(engine.namespaceProblem({ cacheSalt: "t" })).toBeUndefined();
+    const d = await serverDouble("ollama", port);
+    servers.push(d.server);
+    expect((await engine.health()).ok).toBe(true);
+    // Refused at admission now (400), not only at the run.
+    expect(engine.namespaceProblem({ cacheSalt: "t" })).toMatch(/Ollama/);
+  });
+
+  it("asks once for concurrent salted runs while the server's answer is pending", async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const engine = await OpenAIEngine.create(
+      { baseUrl: `http://127.0.0.1:${port}`, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+      () => {},
+    );
+    engines.push(engine);
+    const d = await serverDouble("llama-server", port);
+    servers.push(d.server);
+    const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
+    const runs = [1, 2, 3, 4].map((i) => engine.run({ ...r, id: `r${i}` }));
+    for (const run of runs) await expect(run).rejects.toThrow(/cache_salt is not supported.*llama-server/);
+    expect(d.paths.filter((p) => p === "/props")).toHaveLength(1);
+    expect(d.bodies).toHaveLength(0);
+  });
+
+  it.each(["gateway", "bloated"] as const)(
+    "serves salted runs on a %s server's probe answers",
+    async (kind) => {
+      const d = await serverDouble(kind);
+      servers.push(d.server);
+      const engine = await OpenAIEngine.create(
+        { baseUrl: d.url, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+        () => {},
+      );
+      engines.push(engine);
+      const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
+      await engine.run(r);
+      await engine.run({ ...r, id: "r2" });
+      expect(d.bodies).toHaveLength(2);
+      expect(d.bodies[0]).toMatchObject({ cache_salt: "t" });
+    },
+  );
 
   it("answers 400 cache_salt_unsupported at a node fronting Ollama, and serves the unsalted request", async () => {
     const d = await serverDouble("ollama");

@@ -16,6 +16,8 @@ const TokenId = z
   .int()
   .min(0)
   .max(2 ** 32 - 1);
+/** Generated ids a run may bring beyond `n_predict` (a speculative step's overshoot) before it fails. */
+const EXTRA_TOKENS = 1024;
 const NativeChunk = z.object({
   content: z.string().optional(),
   tokens: z
@@ -105,6 +107,9 @@ export async function streamCompletion(
       if (ev.error !== undefined)
         throw new EngineUnavailableError(`llama-server: ${JSON.stringify(ev.error).slice(0, 200)}`);
       if (ev.tokens) for (const t of ev.tokens) generated.push(t);
+      // The text is bounded (appendOutput), ids that come without text are not: n_predict bounds them.
+      if (generated.length > maxTokens + EXTRA_TOKENS)
+        throw new EngineUnavailableError(`llama-server sent more than ${maxTokens} generated tokens`);
       if (ev.content) {
         if (firstAt === 0) firstAt = performance.now();
         text = appendOutput(text, ev.content);
@@ -115,7 +120,7 @@ export async function streamCompletion(
   } catch (e) {
     begin();
     res.body.destroy();
-    throw streamFailure(e, signal);
+    throw streamFailure(e, signal, http.bodyTimeoutMs);
   }
   begin();
   if (!final) throw new EngineUnavailableError("llama-server's stream ended without its final event");

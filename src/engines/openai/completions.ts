@@ -34,6 +34,11 @@ const StreamChunk = z.object({
       predicted_ms: z.number().optional(),
     })
     .nullish(),
+  // A failure mid-stream: vLLM and llama-server send `{"error": {…}}`, older vLLM `{"object": "error", …}`.
+  // Unknown, not string: a server's `"object": null` or `"error": null` on a normal chunk must still parse.
+  error: z.unknown().optional(),
+  object: z.unknown().optional(),
+  message: z.unknown().optional(),
 });
 
 /** The streamed `/v1/completions` body of `req` for `model`, with `prompt` as text or the server's ids. */
@@ -90,6 +95,10 @@ export async function streamCompletions(
       if (!parsed.success)
         throw new EngineUnavailableError(`unexpected stream event shape: ${data.slice(0, 120)}`);
       const ev = parsed.data;
+      if (ev.error != null || ev.object === "error") {
+        const why = JSON.stringify(ev.error ?? ev.message ?? "no reason given");
+        throw new EngineUnavailableError(`server failed mid-stream: ${why.slice(0, 200)}`);
+      }
       if (ev.usage) usage = ev.usage;
       if (ev.timings) timings = ev.timings;
       const choice = ev.choices?.[0];
@@ -103,7 +112,7 @@ export async function streamCompletions(
     }
   } catch (e) {
     res.body.destroy();
-    throw streamFailure(e, signal);
+    throw streamFailure(e, signal, http.bodyTimeoutMs);
   }
   const end = performance.now();
   return { text, chunks, finish, usage, timings, t0, firstAt, end };

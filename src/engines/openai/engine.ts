@@ -39,7 +39,7 @@ import type { LlamaSlotCache, LlamaSlotsStatus } from "../llama-slots/slot-cache
 import { samplingFields } from "../sampling-fields.js";
 import { completionsBody, streamCompletions } from "./completions.js";
 import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
-import { detectSaltIgnored, detectSlotMirror, fetchServerContext } from "./server-info.js";
+import { detectSlotMirror, fetchServerContext, SaltSupport } from "./server-info.js";
 import { localTokens, RemoteTokenizer } from "./tokenize.js";
 
 /** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
@@ -82,8 +82,8 @@ export class OpenAIEngine implements Engine {
   private readonly lru: RadixTree;
   private lruTick = 0;
   private tally: PredictionTally;
-  /** A server known to ignore `cache_salt` (Ollama; llama-server without the slot mirror), by name. */
-  private saltIgnoredBy: string | undefined;
+  /** Whether the server ignores `cache_salt` (Ollama; llama-server without the slot mirror). */
+  private readonly salt: SaltSupport;
   /**
    * Set while the last health check found the server unreachable: its mirrored cache is kept but not
    * offered (`cachedSequences` is empty), so peers stop forwarding to a cache nobody can serve.
@@ -98,6 +98,7 @@ export class OpenAIEngine implements Engine {
     this.cacheModel = cacheModel;
     this.http = new HttpClient(this.opts.baseUrl, this.opts);
     this.tokenizer = new RemoteTokenizer(this.http, this.opts.model);
+    this.salt = new SaltSupport(this.http);
     this.lru = new RadixTree({ capacity: this.opts.capacityTokens }, false);
     this.tally = new PredictionTally(cacheModel ? "kv-events" : "lru");
     this.info = {
@@ -134,10 +135,8 @@ export class OpenAIEngine implements Engine {
     const engine = new OpenAIEngine(opts, model);
     if (!opts.kvEvents && opts.cacheMirror !== "lru")
       engine.useSlots(await detectSlotMirror(engine.http, opts, log));
-    // Without KV events or the slot mirror the node cannot see the server's cache: tenants stay apart
-    // only if the server keys its cache by `cache_salt`; salted requests to one that ignores it are
-    // refused (server-info.ts).
-    if (!opts.kvEvents && !engine.slotCache) engine.saltIgnoredBy = await detectSaltIgnored(engine.http);
+    // Unseen cache: tenants stay apart only on a server keying it by `cache_salt` (server-info.ts).
+    if (!opts.kvEvents && !engine.slotCache) await engine.salt.learn();
     try {
       if ((await engine.readServerContext()) === undefined)
         log?.("the server reports no context limit: using the configured one", {
@@ -167,9 +166,9 @@ export class OpenAIEngine implements Engine {
    * takes adapters by id per request, not by model name: it would run its base model): refused.
    */
   namespaceProblem(r: Pick<EngineRequest, "cacheSalt" | "adapter">): string | undefined {
-    if (r.cacheSalt !== undefined && this.saltIgnoredBy)
-      return `cache_salt is not supported by this node's engine: ${this.saltIgnoredBy} would share its cache between tenants`;
-    if (r.adapter !== undefined && (this.slotCache || this.saltIgnoredBy?.startsWith("llama-server")))
+    if (r.cacheSalt !== undefined && this.salt.ignoredBy)
+      return `cache_salt is not supported by this node's engine: ${this.salt.ignoredBy} would share its cache between tenants`;
+    if (r.adapter !== undefined && (this.slotCache || this.salt.ignoredBy?.startsWith("llama-server")))
       return "LoRA adapters by name are not supported on llama-server: it would run its base model";
     return undefined;
   }
@@ -235,6 +234,7 @@ export class OpenAIEngine implements Engine {
     signal?: AbortSignal,
   ): Promise<RemoteEngineResult> {
     if (this.closed) throw new EngineUnavailableError("engine is closed");
+    await this.salt.known(req);
     const refused = this.namespaceProblem(req);
     if (refused) throw new EngineInputError(refused);
     const limit = this.info.maxContextTokens;
@@ -308,10 +308,7 @@ export class OpenAIEngine implements Engine {
     this.lru.insert(tokens, now);
   }
 
-  /**
-   * With KV events: calls `onChange` as the server's cache changes, between runs too; with the slot
-   * mirror, when an abort's read-back outlasted the run (abort-read-back.ts).
-   */
+  /** Calls `onChange` as KV events change the cache, or when an abort's read-back outlasts its run. */
   watchCache(onChange: () => void): () => void {
     if (!this.cacheModel && !this.slotCache) return () => {};
     const off = this.cacheModel ? this.cacheModel.watch(onChange) : this.slotCache!.watch(onChange);
@@ -382,6 +379,7 @@ export class OpenAIEngine implements Engine {
         await res.body.dump();
         // A server that was down when the engine was created: read its context now.
         if (this.contextFrom === "configured") await this.readServerContext().catch(() => undefined);
+        if (this.salt.unknown) await this.salt.learn();
         return { ok: true };
       } catch (e) {
         if (!(e instanceof EngineInputError)) return { ok: false, detail: (e as Error).message };

@@ -4,6 +4,7 @@
  * whether its slots can be mirrored (a llama.cpp server).
  */
 import { z } from "zod";
+import type { EngineRequest } from "../../core/engine.js";
 import { EngineInputError, EngineUnavailableError } from "../errors.js";
 import type { HttpClient } from "../http-client.js";
 import { LlamaSlotCache } from "../llama-slots/slot-cache.js";
@@ -43,27 +44,86 @@ export async function fetchServerContext(http: HttpClient, model: string): Promi
   return props.success ? props.data.default_generation_settings.n_ctx : undefined;
 }
 
+/** Asking waits at most this: a silent server holds a tenant's run, or the health check, no longer. */
+const PROBE_MS = 10_000;
+/** A server answering a probe path with these after the retries may be starting or overloaded: ask again. */
+const PROBE_TRANSIENT = new Set([408, 429, 502, 503, 504]);
+
 /**
- * The server by name when it is one known to ignore `cache_salt` (Ollama's `/api/version`,
- * llama-server's `/props`); undefined otherwise, and when it does not answer now.
+ * Whether the server is one known to ignore `cache_salt` (Ollama's `/api/version`, llama-server's
+ * `/props`): `ignoredBy` names it. A server down when asked is asked again (`unknown`) before a salted
+ * or adapter run, and by the health check, so a tenant's run never reaches one that would share its cache.
  */
-export async function detectSaltIgnored(http: HttpClient): Promise<string | undefined> {
-  try {
-    const version = await getOptional(http, "/api/version");
-    if (version && typeof (version as { version?: unknown }).version === "string") return "Ollama";
-    const props = await getOptional(http, "/props");
-    if (props && typeof (props as { total_slots?: unknown }).total_slots === "number")
-      return "llama-server (without the slot mirror: cacheMirror lru)";
-  } catch {
-    // Down now: nothing known.
+export class SaltSupport {
+  ignoredBy: string | undefined;
+  unknown = false;
+  /** Why the last asking failed, for the refused run's error. */
+  private failure = "";
+  /** The asking in flight: concurrent runs and the health check share it rather than each ask. */
+  private asking: Promise<void> | undefined;
+
+  constructor(private readonly http: HttpClient) {}
+
+  learn(): Promise<void> {
+    if (!this.asking) {
+      this.asking = this.ask().finally(() => {
+        this.asking = undefined;
+      });
+    }
+    return this.asking;
   }
-  return undefined;
+
+  private async ask(): Promise<void> {
+    const signal = AbortSignal.timeout(PROBE_MS);
+    try {
+      const version = await probe(this.http, "/api/version", signal);
+      if (version && typeof (version as { version?: unknown }).version === "string")
+        this.ignoredBy = "Ollama";
+      else {
+        const props = await probe(this.http, "/props", signal);
+        if (props && typeof (props as { total_slots?: unknown }).total_slots === "number")
+          this.ignoredBy = "llama-server (without the slot mirror: cacheMirror lru)";
+      }
+      this.unknown = false;
+    } catch (e) {
+      // Down now (or silent past the bound): nothing known.
+      this.unknown = true;
+      this.failure = signal.aborted ? `no answer within ${PROBE_MS} ms` : (e as Error).message;
+    }
+  }
+
+  /** Before a run: a namespaced run needs the answer; unreachable, it fails rather than risk sharing. */
+  async known(r: Pick<EngineRequest, "cacheSalt" | "adapter">): Promise<void> {
+    if (!this.unknown || (r.cacheSalt === undefined && r.adapter === undefined)) return;
+    await this.learn();
+    if (this.unknown) {
+      throw new EngineUnavailableError(
+        `the server has not answered whether it keeps tenants apart (${this.failure.slice(0, 200)})`,
+      );
+    }
+  }
+}
+
+/**
+ * A probe path the server answers with a lasting server error (a gateway's, for a path it lacks) is
+ * absent there: otherwise every salted run would fail for as long as the server runs.
+ */
+async function probe(http: HttpClient, path: string, signal: AbortSignal): Promise<unknown> {
+  try {
+    return await getOptional(http, path, signal);
+  } catch (e) {
+    if (e instanceof EngineUnavailableError && e.status !== undefined && !PROBE_TRANSIENT.has(e.status))
+      return undefined;
+    // An answer too large for either server's is neither's, as one that is not JSON is.
+    if (e instanceof EngineUnavailableError && /response body larger than/.test(e.message)) return undefined;
+    throw e;
+  }
 }
 
 /** GET a JSON endpoint the server may lack: undefined on 4xx or a body that is not JSON. */
-async function getOptional(http: HttpClient, path: string): Promise<unknown> {
+async function getOptional(http: HttpClient, path: string, signal?: AbortSignal): Promise<unknown> {
   try {
-    return await http.json("GET", path);
+    return await http.json("GET", path, undefined, signal);
   } catch (e) {
     if (e instanceof EngineInputError) return undefined;
     if (e instanceof EngineUnavailableError && /not JSON/.test(e.message)) return undefined;
