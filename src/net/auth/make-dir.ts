@@ -8,6 +8,7 @@ const WHY: Record<string, string> = {
   EACCES: "permission denied",
   EPERM: "operation not permitted",
   EROFS: "read-only file system",
+  ELOOP: "too many symbolic links (a loop?)",
 };
 
 /** Why a directory could not be made, in words where the code has some. */
@@ -36,7 +37,14 @@ export async function makeDir(dir: string, mode: number, fail: (message: string)
       await mkdir(d, { mode });
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      if (e.code === "EEXIST" && (await stat(d)).isDirectory()) continue;
+      if (e.code === "EEXIST") {
+        // Made meanwhile (fine), or a symbolic link to nothing, which stat took for a missing name.
+        const st = await stat(d).catch(() => undefined);
+        if (st?.isDirectory()) continue;
+        throw fail(
+          `cannot create directory ${dir}: ${d} exists and is not a directory${st ? "" : " (a dangling link?)"}`,
+        );
+      }
       throw fail(`cannot create directory ${dir}: ${why(e, d)}`);
     }
   }
