@@ -19,7 +19,7 @@ describe("sim with a fault scheduled far past the last answer", () => {
     const never = r.faultsNeverBegun;
     expect(never?.faults).toEqual([
       "--crash 1@100000000",
-      "the restart of --crash 2@1000:200000000",
+      "the restart of --crash 2@1000:200000000 (n2 stays down)",
       "--pause 3@90000000:91000000",
     ]);
     // Node 2's crash began during the workload and counts; the run ends with the workload.
@@ -28,6 +28,24 @@ describe("sim with a fault scheduled far past the last answer", () => {
     expect(out.text()).toMatch(
       /never {6}the workload was done at [\d.]+ s virtual, before --crash 1@100000000/,
     );
+  });
+
+  it("names a misbehaviour or slowdown whose window opens after the stop, not one already open", async () => {
+    const r = await runSimCommand(
+      {
+        ...defaults,
+        requests: "20",
+        stall: ["0@100000000:200000000"],
+        refuse: ["2@0:1000"],
+        slowEngine: ["3x2@100000000:200000000"],
+      },
+      { out: sink().stream, err: quietErr() },
+    );
+    expect(r.totals.answered).toBe(20);
+    expect(r.faultsNeverBegun?.faults).toEqual([
+      "--stall 0@100000000:200000000",
+      "--slow-engine 3x2@100000000:200000000",
+    ]);
   });
 
   it("does not hold the stop for link faults that last past the workload", async () => {

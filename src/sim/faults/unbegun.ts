@@ -3,11 +3,13 @@
  * that checks no convergence does not wait for them (else a crash far past the workload runs the
  * simulator to its safety stop).
  */
+import { type EngineFaults, engineFaultFlags } from "./engine.js";
 import { type NetworkFaults, networkFaultsEnd } from "./network.js";
-import { type NodeFaults, nodeFaultsEnd } from "./node.js";
+import { type NodeFaults, nodeFaultFlags, nodeFaultsEnd } from "./node.js";
 
 interface Scheduled {
   network?: NetworkFaults;
+  engine?: EngineFaults;
   node?: NodeFaults;
 }
 
@@ -38,9 +40,19 @@ export function faultsAfter(f: Scheduled, t: number): string[] {
   for (const c of f.node?.crashes ?? []) {
     const spec = `${c.node}@${c.atMs}${c.restartAtMs === undefined ? "" : `:${c.restartAtMs}`}`;
     if (c.atMs > t) out.push(`--crash ${spec}`);
-    else if (c.restartAtMs !== undefined && c.restartAtMs > t) out.push(`the restart of --crash ${spec}`);
+    else if (c.restartAtMs !== undefined && c.restartAtMs > t)
+      out.push(`the restart of --crash ${spec} (n${c.node} stays down)`);
   }
   for (const p of f.node?.pauses ?? []) if (p.atMs > t) out.push(`--pause ${p.node}@${p.atMs}:${p.untilMs}`);
+  // Windowed ones hold no stop either way, but one that opens after it never happened: say so too.
+  const late = <X extends { atMs?: number }>(xs: X[] | undefined) =>
+    (xs ?? []).filter((x) => (x.atMs ?? 0) > t);
+  const nd = f.node;
+  const flags = [
+    ...nodeFaultFlags({ stalls: late(nd?.stalls), refuses: late(nd?.refuses), lies: late(nd?.lies) }),
+    ...engineFaultFlags({ slowdowns: late(f.engine?.slowdowns) }),
+  ];
+  for (let i = 0; i < flags.length; i += 2) out.push(`${flags[i]} ${flags[i + 1]}`);
   return out;
 }
 
