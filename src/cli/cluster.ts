@@ -93,6 +93,8 @@ export function registerCluster(program: Command): void {
           "--engine openai needs a remote server per node (--engine-url), which cluster does not take: " +
             "start such nodes with 'prefixmesh node' (docs/engines.md)",
         );
+      if (engine === "sim" && f.model !== "generated")
+        throw new CliError("--model needs --engine llamacpp: the sim engine runs no model");
       // Checked against the nodes' own schema before anything starts: a bad value is a usage error
       // (exit 2) here, not a failed node start.
       const num = (key: SettingKey, v: string | undefined) =>

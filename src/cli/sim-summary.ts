@@ -66,6 +66,11 @@ export function formatSummary(
       `schedule   ${faultFlags(f).join(" ")}`,
     );
   }
+  const never = r.faultsNeverBegun;
+  if (never !== undefined)
+    lines.push(
+      `never      the workload was done at ${(never.afterMs / 1000).toFixed(1)} s virtual, before ${never.faults.join(", ")}: the run stopped without them`,
+    );
   return `${lines.join("\n")}\n`;
 }
 

@@ -171,7 +171,10 @@ export function registerSim(program: Command): void {
       "full (default, the paper's full mesh) or scuttlebutt (SWIM membership + digest anti-entropy)",
     )
     .option("--max-estimates <m>", "with --gossip scuttlebutt: keep estimates of at most m members")
-    .option("--json <file>", "also write the full result (config, totals, per-request records) as JSON")
+    .option(
+      "--json <file>",
+      "also write the full result (config, totals, per-request records) as JSON (fields: README.md)",
+    )
     .action(async (opts: SimOptions) => {
       await runSimCommand(opts, { out: process.stdout, err: process.stderr });
     });

@@ -103,8 +103,17 @@ export function parsePeerList(value: unknown, opts: { self?: string } = {}): Sta
         }
         return r.data;
       })
-    : Object.entries(list.data).map(([id, url]) => ({ id, url }));
+    : Object.entries(list.data).map(([id, url], i) => mapEntry(id, url, i));
   return validatePeers(raw, opts);
+}
+
+/** One `id: url` of a YAML map, bounded as the list's entries are (neither quoted back when too long). */
+function mapEntry(id: string, url: string, i: number): { id: string; url: string } {
+  const r = staticPeerSchema.safeParse({ id, url });
+  if (r.success) return r.data;
+  if (r.error.issues[0]?.path[0] === "id")
+    throw new DiscoveryError(`peers: key ${i + 1} is no node id: use 1-64 characters from A-Z a-z 0-9 _ . -`);
+  throw new DiscoveryError(`peers.${id}: url is invalid (at most 2048 characters): give id: url`);
 }
 
 function validatePeers(raw: readonly { id: string; url: string }[], opts: { self?: string }): StaticPeer[] {

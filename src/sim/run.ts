@@ -24,6 +24,7 @@ import { faultsEnd as faultsEndOf } from "./fault-schedule.js";
 import { ClientFaultModel } from "./faults/client.js";
 import { EngineFaultModel } from "./faults/engine.js";
 import { NodeFaultModel } from "./faults/node.js";
+import { faultsOverAt } from "./faults/unbegun.js";
 import { checkConvergence, checkTreeMirrorsEngine, EstimateWatch } from "./invariants.js";
 import { SimNetwork } from "./network.js";
 import { Oracle } from "./oracle.js";
@@ -223,14 +224,12 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   }
   const live = probe ? nodes.map((s) => s.node) : [];
   const maxT = config.maxVirtualMs ?? 1e10;
-  // Settling (convergence checks) starts once the last fault is over, not just the last request.
-  const faultsEnd = faultsEndOf(faults);
+  let never: string[] = []; // faults the run stopped without (faultsOverAt: settling waits for faults)
   while (queue.size > 0) {
     const ev = queue.pop() as Ev;
     if (ev.at > maxT) break;
     if (clients.finished === total && stopAt === Number.POSITIVE_INFINITY) {
-      const last = clients.lastFinishAt;
-      stopAt = Math.max(last, Number.isFinite(faultsEnd) ? faultsEnd : last) + settle;
+      ({ stopMs: stopAt, never } = faultsOverAt(faults, clients.lastFinishAt, settle));
     }
     if (ev.at > stopAt) break;
     if (nodeFaults.hasPauses && ev.k !== "submit" && ev.k !== "crash" && ev.k !== "probe") {
@@ -377,7 +376,7 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
   }
 
   if (check) {
-    const converged = clients.finished === total && settle > 0 && Number.isFinite(faultsEnd);
+    const converged = clients.finished === total && settle > 0 && Number.isFinite(faultsEndOf(faults));
     // Holding some members, not all: under maxEstimates, or with more members than maxPeers.
     const heldOnly =
       settings.maxEstimates !== undefined || (settings.maxPeers !== undefined && settings.maxPeers < N - 1);
@@ -396,5 +395,6 @@ export function runSimulation(config: SimConfig, workload: Workload, opts: SimPr
     wallMs: performance.now() - wallStart,
     events,
     invariantViolations: violations,
+    ...(never.length > 0 ? { faultsNeverBegun: { afterMs: clients.lastFinishAt, faults: never } } : {}),
   };
 }

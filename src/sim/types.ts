@@ -250,6 +250,11 @@ export interface SimResult {
   events: number;
   /** Empty unless `checkInvariants` found a problem (tests assert it stays empty). */
   invariantViolations: string[];
+  /**
+   * Scheduled faults (`faults`, as `prefixmesh sim` flags) that would have begun only after the last
+   * request was answered (at `afterMs`, virtual): the run stopped without them. Absent when all began.
+   */
+  faultsNeverBegun?: { afterMs: number; faults: string[] };
 }
 
 export interface SimProgress {

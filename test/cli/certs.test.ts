@@ -1,5 +1,5 @@
 import { X509Certificate } from "node:crypto";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
@@ -76,4 +76,30 @@ describe("prefixmesh certs secret", () => {
     expect((await readFile(f, "utf8")).trim()).toMatch(/^[0-9a-f]{64}$/);
     await expect(run("secret", "--out", f)).rejects.toThrow(/already exists/);
   });
+});
+
+// No openssl needed: the directory is made before any key.
+describe("prefixmesh certs init --dir that cannot be created", () => {
+  it("fails at once with exit 2 naming the directory, not a hang or a stack", async () => {
+    const file = join(dir, "a-file");
+    await writeFile(file, "x");
+    const dangling = join(dir, "dangling");
+    await symlink(join(dir, "nowhere"), dangling);
+    const loop = join(dir, "loop");
+    await symlink(loop, loop);
+    const cases: [string, RegExp][] = [
+      ["/proc/prefixmesh-no-such-dir", /this file system does not allow it/],
+      [join(file, "sub"), /a parent is a file/],
+      [file, /exists and is not a directory/],
+      [join(dangling, "sub"), /dangling exists and is not a directory \(a dangling link\?\)/],
+      [join(loop, "sub"), /too many symbolic links/],
+    ];
+    for (const [where, why] of cases) {
+      const err = await run("init", "--dir", where).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CliError);
+      expect((err as CliError).exitCode).toBe(2);
+      expect((err as CliError).message).toContain(`cannot create directory ${where}:`);
+      expect((err as CliError).message).toMatch(why);
+    }
+  }, 10_000);
 });

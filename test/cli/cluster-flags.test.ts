@@ -23,6 +23,18 @@ describe("prefixmesh cluster --engine", () => {
     expect((err as CliError).message).toMatch(/--engine openai .*prefixmesh node/);
   });
 
+  it("refuses --model with --engine sim (which runs no model) before starting anything", async () => {
+    const err = await program()
+      .parseAsync(["node", "prefixmesh", "cluster", "--nodes", "2", "--engine", "sim", "--model", "m.gguf"])
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(err).toBeInstanceOf(CliError);
+    expect((err as CliError).exitCode).toBe(2);
+    expect((err as CliError).message).toMatch(/--model needs --engine llamacpp/);
+  });
+
   it("refuses a --host that is no loopback address as a usage error, before binding anything", async () => {
     for (const host of ["10.0.0.1", "0.0.0.0", "localhost", "::"]) {
       const err = await program()

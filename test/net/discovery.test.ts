@@ -66,6 +66,33 @@ describe("static peers", () => {
     const many = Array.from({ length: 257 }, (_, i) => `P${i}=http://127.0.0.1:${10_000 + i}`);
     expect(() => parsePeerList(many)).toThrow(/too many peers \(257, at most 256\)/);
   });
+
+  it("bounds a YAML map's ids and urls as the list's, without quoting a long one back", () => {
+    const longUrl = `http://${"h".repeat(100_000)}:1`;
+    expect(() => parsePeerList([{ id: "B", url: longUrl }])).toThrow(/^peers\[0\]: url is invalid/);
+    const url = (() => {
+      try {
+        return parsePeerList({ B: longUrl });
+      } catch (e) {
+        return (e as Error).message;
+      }
+    })();
+    expect(url).toMatch(/^peers\.B: url is invalid \(at most 2048 characters\)/);
+    expect(String(url).length).toBeLessThan(200);
+    const id = (() => {
+      try {
+        return parsePeerList({ C: "http://127.0.0.1:9003", ["x".repeat(100_000)]: "http://127.0.0.1:9002" });
+      } catch (e) {
+        return (e as Error).message;
+      }
+    })();
+    expect(id).toMatch(/^peers: key 2 is no node id: use 1-64 characters/);
+    expect(String(id).length).toBeLessThan(200);
+    const many = Object.fromEntries(
+      Array.from({ length: 257 }, (_, i) => [`P${i}`, `http://127.0.0.1:${10_000 + i}`]),
+    );
+    expect(() => parsePeerList(many)).toThrow(/too many peers \(257, at most 256\)/);
+  });
 });
 
 describe("DNS target", () => {

@@ -6,13 +6,14 @@
  * Directory layout: ca.key, ca.crt, cluster.json ({ clusterId }), node-<id>.key, node-<id>.crt.
  */
 import { generateKeyPair, randomBytes, randomUUID } from "node:crypto";
-import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { z } from "zod";
 import { clusterIdSchema, NODE_ID_PATTERN, nodeIdSchema } from "../node-id.js";
+import { makeDir } from "./make-dir.js";
 import { type OpensslOptions, runOpenssl } from "./openssl.js";
 
 const generateKeyPairAsync = promisify(generateKeyPair);
@@ -77,7 +78,7 @@ export async function initCa(dir: string, opts: InitCaOptions = {}): Promise<CaI
   const clusterId = parseId(clusterIdSchema, opts.clusterId ?? `c-${randomUUID().slice(0, 8)}`, "cluster id");
   const days = checkDays(opts.days ?? DEFAULT_CA_DAYS);
   const paths = caPaths(dir);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await makeDir(dir, 0o700, (m) => new CertError(m));
   if (!opts.force && ((await exists(paths.caKey)) || (await exists(paths.caCert)))) {
     throw new CertError(
       `a cluster CA already exists in ${dir} (use --force to replace it; certificates it issued would stop working)`,

@@ -48,6 +48,12 @@ export function engineSpec(s: EngineSettings): EngineSpec {
   }
   switch (s.engine) {
     case "sim":
+      // Its model is its cost profile (`sim:<profile>`): a model named here would run as that, unsaid.
+      if (s.model !== "generated")
+        throw new SettingsError(
+          `${flagName("model")} needs --engine llamacpp or openai: the sim engine runs no model ` +
+            `(--sim-profile sets its costs; from ${envName("model")}?)`,
+        );
       return {
         kind: "sim",
         ...(s.simProfile ? { profile: s.simProfile } : {}),

@@ -33,7 +33,8 @@ export const engineSettings = {
     value: "path|generated|name",
     description:
       "llamacpp: a GGUF file, or `generated` for the built-in generated model (made once, cached in " +
-      "$PREFIXMESH_CACHE_DIR or ~/.cache/prefixmesh). openai: the remote server's model name. " +
+      "$PREFIXMESH_CACHE_DIR or ~/.cache/prefixmesh). openai: the remote server's model name. sim: runs " +
+      "no model, so any other value than the default is refused. " +
       "Every node of a cluster serves the same model unless --mixed-models.",
   }),
   engineUrl: setting(z.string().url().max(2048).optional(), {
