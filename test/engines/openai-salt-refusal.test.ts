@@ -69,15 +69,28 @@ afterEach(async () => {
   }
 });
 
-async function engineFor(kind: Kind) {
-  const d = await serverDouble(kind);
-  servers.push(d.server);
+async function engineAt(baseUrl: string): Promise<OpenAIEngine> {
   const engine = await OpenAIEngine.create(
-    { baseUrl: d.url, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
+    { baseUrl, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
     () => {},
   );
   engines.push(engine);
-  return { engine, bodies: d.bodies };
+  return engine;
+}
+
+async function engineFor(kind: Kind) {
+  const d = await serverDouble(kind);
+  servers.push(d.server);
+  return { engine: await engineAt(d.url), bodies: d.bodies };
+}
+
+/** An engine whose server is down at its start: a port just freed, where a double may come up later. */
+async function engineDownAtStart(): Promise<{ engine: OpenAIEngine; port: number }> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((r) => probe.close(() => r()));
+  return { engine: await engineAt(`http://127.0.0.1:${port}`), port };
 }
 
 describe("cache_salt on servers that would ignore it", () => {
@@ -101,15 +114,7 @@ describe("cache_salt on servers that would ignore it", () => {
   });
 
   it("asks a server that was down at start again, before a salted run reaches it", async () => {
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((r) => probe.close(() => r()));
-    const engine = await OpenAIEngine.create(
-      { baseUrl: `http://127.0.0.1:${port}`, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
-      () => {},
-    );
-    engines.push(engine);
+    const { engine, port } = await engineDownAtStart();
     const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
     // Still down: the run fails instead of going out unchecked.
     await expect(engine.run(r)).rejects.toThrow(/keeps tenants apart/);
@@ -123,15 +128,7 @@ describe("cache_salt on servers that would ignore it", () => {
   });
 
   it("learns it from the health check once the server is up", async () => {
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((r) => probe.close(() => r()));
-    const engine = await OpenAIEngine.create(
-      { baseUrl: `http://127.0.0.1:${port}`, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
-      () => {},
-    );
-    engines.push(engine);
+    const { engine, port } = await engineDownAtStart();
     expect(engine.namespaceProblem({ cacheSalt: "t" })).toBeUndefined();
     const d = await serverDouble("ollama", port);
     servers.push(d.server);
@@ -141,15 +138,7 @@ describe("cache_salt on servers that would ignore it", () => {
   });
 
   it("asks once for concurrent salted runs while the server's answer is pending", async () => {
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((r) => probe.close(() => r()));
-    const engine = await OpenAIEngine.create(
-      { baseUrl: `http://127.0.0.1:${port}`, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
-      () => {},
-    );
-    engines.push(engine);
+    const { engine, port } = await engineDownAtStart();
     const d = await serverDouble("llama-server", port);
     servers.push(d.server);
     const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
@@ -162,18 +151,12 @@ describe("cache_salt on servers that would ignore it", () => {
   it.each(["gateway", "bloated"] as const)(
     "serves salted runs on a %s server's probe answers",
     async (kind) => {
-      const d = await serverDouble(kind);
-      servers.push(d.server);
-      const engine = await OpenAIEngine.create(
-        { baseUrl: d.url, model: "m", tokenizer: "local", cacheMirror: "lru", retries: 0 },
-        () => {},
-      );
-      engines.push(engine);
+      const { engine, bodies } = await engineFor(kind);
       const r = { id: "r", tokens: Uint32Array.of(1, 2), prompt: "p", maxTokens: 1, cacheSalt: "t" };
       await engine.run(r);
       await engine.run({ ...r, id: "r2" });
-      expect(d.bodies).toHaveLength(2);
-      expect(d.bodies[0]).toMatchObject({ cache_salt: "t" });
+      expect(bodies).toHaveLength(2);
+      expect(bodies[0]).toMatchObject({ cache_salt: "t" });
     },
   );
 
