@@ -103,6 +103,16 @@ describe.skipIf(!hasOpenssl)("cluster CA and node certificates", () => {
     expect(m.cert).toBe(b.cert);
   });
 
+  it("loadTlsMaterial warns of a certificate ending within 30 days, saying how to renew it", async () => {
+    const validTo = new Date(new X509Certificate(a.cert).validTo).getTime();
+    const day = 86_400_000;
+    const soon = await loadTlsMaterial(dir, "A", new Date(validTo - 10.5 * day));
+    const said = soon.warnings.filter((w) => /expires in/.test(w));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/certificate of node 'A' expires in 10 days .*certs issue --id A --force/);
+    expect(a.warnings.filter((w) => /expires in/.test(w))).toEqual([]);
+  });
+
   it("loadTlsMaterial rejects a certificate for another id, another CA or another key", async () => {
     const bad = join(root, "bad");
     await initCa(bad, { clusterId: "bad" });
