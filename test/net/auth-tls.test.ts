@@ -103,6 +103,14 @@ describe.skipIf(!hasOpenssl)("cluster CA and node certificates", () => {
     expect(m.cert).toBe(b.cert);
   });
 
+  it("loadTlsMaterial says a certificate not yet valid is a clock, and an expired one expired", async () => {
+    const x = new X509Certificate(a.cert);
+    const before = new Date(new Date(x.validFrom).getTime() - 3_600_000);
+    await expect(loadTlsMaterial(dir, "A", before)).rejects.toThrow(/not valid yet .*clock reads .*NTP/);
+    const after = new Date(new Date(x.validTo).getTime() + 3_600_000);
+    await expect(loadTlsMaterial(dir, "A", after)).rejects.toThrow(/certificate of node 'A' has expired/);
+  });
+
   it("loadTlsMaterial warns of a certificate ending within 30 days, saying how to renew it", async () => {
     const validTo = new Date(new X509Certificate(a.cert).validTo).getTime();
     const day = 86_400_000;

@@ -64,8 +64,17 @@ export async function loadTlsMaterial(dir: string, id: string, now: Date = new D
     ["CA certificate", caCert],
     [`certificate of node '${id}'`, cert],
   ] as const) {
-    if (now < new Date(c.validFrom) || now > new Date(c.validTo)) {
-      throw new CertError(`${what} is not valid now (valid ${c.validFrom} to ${c.validTo})`);
+    // Not yet valid is nearly always a clock: this machine's behind, or the issuing machine's ahead.
+    if (now < new Date(c.validFrom))
+      throw new CertError(
+        `${what} is not valid yet (valid from ${c.validFrom}; this machine's clock reads ` +
+          `${now.toUTCString()}): set this machine's clock (NTP), or the issuing machine's, and reissue`,
+      );
+    if (now > new Date(c.validTo)) {
+      throw new CertError(
+        `${what} has expired (valid ${c.validFrom} to ${c.validTo}): renew it ` +
+          "(docs/deploy.md, Renewing certificates)",
+      );
     }
   }
   const warnings: string[] = [];
