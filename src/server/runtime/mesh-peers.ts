@@ -202,7 +202,7 @@ export class MeshPeers {
       .sendMesh(to, body)
       .then(
         () => this.o.metrics.gossipBytes.inc({ peer: to, direction: "out" }, body.byteLength),
-        (err: Error) => this.o.logger.debug({ peer: to, err: err.message }, "mesh message not delivered"),
+        (err: Error) => this.pools.sendFailed(this.o.logger, to, err),
       )
       .finally(() => {
         const left = (this.inFlight.get(to) ?? 1) - 1;
