@@ -51,6 +51,11 @@ export class StrangerPools {
     this.undelivered.failed(logger, to, this.o.url(to), err, this.o.isMember(to));
   }
 
+  /** A mesh message came from `from` (undelivered-mesh.ts: a killed node sends none). */
+  heard(from: NodeId): void {
+    this.undelivered.heard(from);
+  }
+
   has(id: NodeId): boolean {
     return this.strangers.has(id);
   }
