@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { loadEngine, unusedEngineSettings } from "../../src/server/runtime/engine-loader.js";
+import { resolveNodeSettings } from "../../src/server/settings/index.js";
 
 describe("settings the chosen engine does not use", () => {
   it("lists the embedded engine's with a remote or simulated one, and the simulator's elsewhere", () => {
@@ -20,6 +21,13 @@ describe("settings the chosen engine does not use", () => {
       [],
     );
     expect(unusedEngineSettings({ engine: "sim", model: "m", simProfile: "cpu-llamacpp" })).toEqual([]);
+  });
+
+  it("names none for a node given no engine setting (a default is not a setting given)", () => {
+    for (const engine of ["llamacpp", "openai"]) {
+      const s = resolveNodeSettings({ id: "A", engine, model: "m", engineUrl: "http://127.0.0.1:1" }, {});
+      expect(unusedEngineSettings(s), engine).toEqual([]);
+    }
   });
 
   it("are logged when the engine loads, with their flag and variable", async () => {

@@ -175,6 +175,8 @@ const ENGINE_ONLY = {
   llamacpp: ["threads", "slots", "savedStates", "slotContext"],
   sim: ["simProfile", "simTimeScale"],
 } as const satisfies Record<string, readonly (keyof EngineSettings)[]>;
+/** Settings with a default: resolved settings hold it whether given or not, so it counts as not given. */
+const DEFAULTS: Partial<Record<keyof EngineSettings, unknown>> = { simTimeScale: 1 };
 
 /**
  * The settings given that the chosen engine does not read: said, not refused, since a shared
@@ -183,6 +185,6 @@ const ENGINE_ONLY = {
  */
 export function unusedEngineSettings(s: EngineSettings): (keyof EngineSettings)[] {
   return Object.entries(ENGINE_ONLY).flatMap(([engine, keys]) =>
-    engine === s.engine ? [] : keys.filter((k) => s[k] !== undefined),
+    engine === s.engine ? [] : keys.filter((k) => s[k] !== undefined && s[k] !== DEFAULTS[k]),
   );
 }
