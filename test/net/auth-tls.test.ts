@@ -121,6 +121,15 @@ describe.skipIf(!hasOpenssl)("cluster CA and node certificates", () => {
     expect(a.warnings.filter((w) => /expires in/.test(w))).toEqual([]);
   });
 
+  it("loadTlsMaterial's warning of a CA ending soon keeps the cluster id in its renewal", async () => {
+    const short = join(root, "short-ca");
+    await initCa(short, { clusterId: "keep-me", days: 20 });
+    await issueNodeCert(short, "A", { days: 10 });
+    const said = (await loadTlsMaterial(short, "A")).warnings.filter((w) => /expires in/.test(w));
+    expect(said).toHaveLength(2);
+    expect(said[0]).toMatch(/^CA certificate expires in 19 days .*certs init --force --cluster-id keep-me,/);
+  });
+
   it("loadTlsMaterial rejects a certificate for another id, another CA or another key", async () => {
     const bad = join(root, "bad");
     await initCa(bad, { clusterId: "bad" });

@@ -81,7 +81,12 @@ export async function loadTlsMaterial(dir: string, id: string, now: Date = new D
   // Certificates are read at start only, and an expired one splits the mesh without a word from the
   // peers (their handshakes fail): say it while there is time to renew.
   for (const [what, c, renew] of [
-    ["CA certificate", caCert, "certs init --force, certs issue --force for every node, restart all"],
+    // The same id: a new CA of a new (random) id would also rename the cluster.
+    [
+      "CA certificate",
+      caCert,
+      `certs init --force --cluster-id ${clusterId}, certs issue --force for every node, restart all`,
+    ],
     [`certificate of node '${id}'`, cert, `certs issue --id ${id} --force, then restart this node`],
   ] as const) {
     const daysLeft = Math.floor((new Date(c.validTo).getTime() - now.getTime()) / 86_400_000);
