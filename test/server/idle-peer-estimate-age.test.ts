@@ -44,7 +44,7 @@ describe("an idle member's estimate age", () => {
         40_000,
         "A to hold an estimate of B for 8 s",
       );
-      // Digests go every poll (500 ms by default) to the one other member: far under this bound.
+      // Digests go every poll to the one other member: far more often than this bound.
       expect(oldest).toBeLessThan(4_000);
     } finally {
       await Promise.all([b.stop(), a.stop()]);
