@@ -30,6 +30,11 @@ export class TransportError extends Error {
      * against TLS: wrong-port.ts), so the address given is wrong, not the peer down.
      */
     readonly wrongAddress = false,
+    /**
+     * The TLS handshake failed on a certificate (another cluster's CA, or one expired): the peer is up,
+     * and waiting will not fix it; the message says which.
+     */
+    readonly certRefused = false,
   ) {
     super(message);
     this.name = "TransportError";
@@ -49,9 +54,30 @@ const CONNECTION_CODES = new Set([
   "EAI_AGAIN",
   "UND_ERR_SOCKET",
   "UND_ERR_CLOSED",
-  "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA",
   "ERR_TLS_CERT_ALTNAME_INVALID",
 ]);
+/** Handshakes refused for want of a common cluster CA, either side's verdict. */
+const FOREIGN_CA_CODES = new Set([
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_SIGNATURE_FAILURE",
+  "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA",
+]);
+const EXPIRED_CODES = new Set([
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED",
+]);
+// OpenSSL's words ("self-signed certificate in certificate chain") do not say the likely mistake.
+const FOREIGN_CA =
+  "the peer's certificate is not from this node's cluster CA, or this node's not from the peer's: " +
+  "its --tls-dir and this node's hold different ca.crt files (another cluster, or a CA made again)";
+const EXPIRED =
+  "a certificate of this node or the peer is expired or not yet valid (compare both clocks; " +
+  "renew: prefixmesh certs issue --force, then restart that node)";
 const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
 
 /** A TLS client answered in plain text: what OpenSSL says, whichever error object carries it. */
@@ -70,6 +96,19 @@ export function classify(err: unknown): TransportError {
     // OpenSSL's own words ("ssl3_get_record:wrong version number") do not say the likely mistake.
     if (TLS_TO_PLAIN.test(`${e.code} ${e.message}`))
       return new TransportError("connection", PLAIN_ANSWER, undefined, false, undefined, undefined, true);
+    const cert =
+      e.code && FOREIGN_CA_CODES.has(e.code) ? FOREIGN_CA : e.code && EXPIRED_CODES.has(e.code) && EXPIRED;
+    if (cert)
+      return new TransportError(
+        "connection",
+        `${e.code}: ${cert}`,
+        undefined,
+        false,
+        undefined,
+        undefined,
+        false,
+        true,
+      );
     if (e.code && CONNECTION_CODES.has(e.code))
       return new TransportError("connection", `${e.code}: ${e.message}`);
     if (e.name === "AbortError" || e.code === "UND_ERR_ABORTED") {

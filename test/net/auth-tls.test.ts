@@ -103,6 +103,33 @@ describe.skipIf(!hasOpenssl)("cluster CA and node certificates", () => {
     expect(m.cert).toBe(b.cert);
   });
 
+  it("loadTlsMaterial says a certificate not yet valid is a clock, and an expired one expired", async () => {
+    const x = new X509Certificate(a.cert);
+    const before = new Date(new Date(x.validFrom).getTime() - 3_600_000);
+    await expect(loadTlsMaterial(dir, "A", before)).rejects.toThrow(/not valid yet .*clock reads .*NTP/);
+    const after = new Date(new Date(x.validTo).getTime() + 3_600_000);
+    await expect(loadTlsMaterial(dir, "A", after)).rejects.toThrow(/certificate of node 'A' has expired/);
+  });
+
+  it("loadTlsMaterial warns of a certificate ending within 30 days, saying how to renew it", async () => {
+    const validTo = new Date(new X509Certificate(a.cert).validTo).getTime();
+    const day = 86_400_000;
+    const soon = await loadTlsMaterial(dir, "A", new Date(validTo - 10.5 * day));
+    const said = soon.warnings.filter((w) => /expires in/.test(w));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/certificate of node 'A' expires in 10 days .*certs issue --id A --force/);
+    expect(a.warnings.filter((w) => /expires in/.test(w))).toEqual([]);
+  });
+
+  it("loadTlsMaterial's warning of a CA ending soon keeps the cluster id in its renewal", async () => {
+    const short = join(root, "short-ca");
+    await initCa(short, { clusterId: "keep-me", days: 20 });
+    await issueNodeCert(short, "A", { days: 10 });
+    const said = (await loadTlsMaterial(short, "A")).warnings.filter((w) => /expires in/.test(w));
+    expect(said).toHaveLength(2);
+    expect(said[0]).toMatch(/^CA certificate expires in 19 days .*certs init --force --cluster-id keep-me,/);
+  });
+
   it("loadTlsMaterial rejects a certificate for another id, another CA or another key", async () => {
     const bad = join(root, "bad");
     await initCa(bad, { clusterId: "bad" });

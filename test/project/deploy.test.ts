@@ -260,4 +260,12 @@ describe("systemd unit and docs/deploy.md", () => {
       expect(VARIABLES.has(m[1] as string), m[1]).toBe(true);
     for (const m of doc.matchAll(/GET (\/[a-z0-9/]+)/g)) expect(isGetRoute(m[1] as string), m[1]).toBe(true);
   });
+
+  test("a containerised node with peers states --advertise (its own address is the container's)", () => {
+    const doc = read("docs/deploy.md");
+    const runs = [...doc.matchAll(/docker run((?:\\\n|[^\n])*)/g)].map((m) => (m[1] as string).split(/\s+/));
+    const meshRuns = runs.filter((w) => flagsIn(w).some((f) => /^--(peers|join|peers-dns)$/.test(f)));
+    expect(meshRuns.length).toBeGreaterThan(0);
+    for (const w of meshRuns) expect(flagsIn(w)).toContain("--advertise");
+  });
 });

@@ -278,6 +278,12 @@ export class GossipAntiEntropy extends GossipViews {
         reports.sawEpoch(h.sender, h.epoch, h.sender === from);
       }
     if (msg.type === "digest" && msg.load !== undefined) reports.loadReported(from, msg.load, now);
+    // Its own digest naming the version we hold confirms our estimate: an idle member's tree (no new
+    // state to send) is not a stale estimate, and its age (`/cluster`, the metric) starts over.
+    const self = msg.type === "digest" ? msg.entries.find((e) => e.owner === from) : undefined;
+    const held = this.sb.estimates.held(from);
+    if (self !== undefined && held?.epoch === self.epoch && held.version === self.version)
+      reports.confirmed(from, now);
     if (msg.type === "digest" && msg.summary !== undefined)
       this.discovery?.onDigestTag(from, msg.summary, this.sender(queueDepth, pushBackMs, out));
     const answer = this.sb.onMessage(from, msg, own);

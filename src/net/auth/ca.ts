@@ -320,9 +320,27 @@ export async function readBounded(path: string, max: number, what: string): Prom
   let size: number;
   try {
     size = (await stat(path)).size;
-  } catch {
-    throw new CertError(`${what} not found: ${path}`);
+  } catch (err) {
+    throw unreadable(err, path, what) ?? new CertError(`${what} not found: ${path}`);
   }
   if (size > max) throw new CertError(`${what} ${path} is too large (${size} bytes, at most ${max})`);
-  return readFile(path, "utf8");
+  try {
+    return await readFile(path, "utf8");
+  } catch (err) {
+    throw unreadable(err, path, what) ?? err;
+  }
+}
+
+/**
+ * A file the process may not read (or whose directory it may not search) is said as such, naming the
+ * user it runs as: "not found", or a bare EACCES and exit 1 that systemd restarts forever, misleads.
+ */
+function unreadable(err: unknown, path: string, what: string): CertError | undefined {
+  const code = (err as { code?: string }).code;
+  if (code !== "EACCES" && code !== "EPERM") return undefined;
+  const uid = process.getuid?.();
+  return new CertError(
+    `${what} ${path} is not readable by this process${uid === undefined ? "" : ` (uid ${uid})`}: ` +
+      "give its user read access to the file and search (x) access to each directory above it",
+  );
 }

@@ -11,6 +11,8 @@ import { isNodeId } from "../node-id.js";
 import { CertError, caPaths, NODE_URI_PREFIX, nodePaths, readBounded, readClusterId } from "./ca.js";
 
 const MAX_PEM_BYTES = 64 * 1024;
+/** A certificate this close to its end is warned of at start. */
+const EXPIRY_WARN_DAYS = 30;
 
 export interface TlsMaterial {
   /** This node's id (its certificate's identity). */
@@ -62,11 +64,35 @@ export async function loadTlsMaterial(dir: string, id: string, now: Date = new D
     ["CA certificate", caCert],
     [`certificate of node '${id}'`, cert],
   ] as const) {
-    if (now < new Date(c.validFrom) || now > new Date(c.validTo)) {
-      throw new CertError(`${what} is not valid now (valid ${c.validFrom} to ${c.validTo})`);
+    // Not yet valid is nearly always a clock: this machine's behind, or the issuing machine's ahead.
+    if (now < new Date(c.validFrom))
+      throw new CertError(
+        `${what} is not valid yet (valid from ${c.validFrom}; this machine's clock reads ` +
+          `${now.toUTCString()}): set this machine's clock (NTP), or the issuing machine's, and reissue`,
+      );
+    if (now > new Date(c.validTo)) {
+      throw new CertError(
+        `${what} has expired (valid ${c.validFrom} to ${c.validTo}): renew it ` +
+          "(docs/deploy.md, Renewing certificates)",
+      );
     }
   }
   const warnings: string[] = [];
+  // Certificates are read at start only, and an expired one splits the mesh without a word from the
+  // peers (their handshakes fail): say it while there is time to renew.
+  for (const [what, c, renew] of [
+    // The same id: a new CA of a new (random) id would also rename the cluster.
+    [
+      "CA certificate",
+      caCert,
+      `certs init --force --cluster-id ${clusterId}, certs issue --force for every node, restart all`,
+    ],
+    [`certificate of node '${id}'`, cert, `certs issue --id ${id} --force, then restart this node`],
+  ] as const) {
+    const daysLeft = Math.floor((new Date(c.validTo).getTime() - now.getTime()) / 86_400_000);
+    if (daysLeft < EXPIRY_WARN_DAYS)
+      warnings.push(`${what} expires in ${daysLeft} days (${c.validTo}); renew it: prefixmesh ${renew}`);
+  }
   const mode = (await stat(node.key)).mode & 0o777;
   if (mode & 0o077)
     warnings.push(`${node.key} is readable by others (mode ${mode.toString(8)}); chmod 600 it`);

@@ -280,7 +280,8 @@ function trustGauges(t: TrustView): Pick<PeerGaugeView, "trustScore" | "breakerO
 
 /**
  * How old a member's estimate is, as `/cluster` and the metrics show it (ms; undefined: never heard).
- * Full mesh: since it was last heard; scuttlebutt: since its newest state arrived.
+ * Full mesh: since it was last heard; scuttlebutt: since its newest state arrived or its own digest
+ * named the version held.
  */
 function memberAgeMs(p: PeerView): number | undefined {
   return p.silentMs ?? p.estimateAgeMs;

@@ -167,5 +167,30 @@ export async function loadEngine(
   s: EngineSettings,
   log?: (msg: string, fields: Record<string, unknown>) => void,
 ): Promise<Engine> {
-  return createEngine(engineSpec(s), log ? { log } : {});
+  const spec = engineSpec(s);
+  for (const k of unusedEngineSettings(s))
+    log?.(`${flagName(k)} is not used by --engine ${s.engine}: ignored`, {
+      setting: k,
+      variable: envName(k),
+    });
+  return createEngine(spec, log ? { log } : {});
+}
+
+/** Each engine's own settings, which another engine does not read (the remote one's are refused). */
+const ENGINE_ONLY = {
+  llamacpp: ["threads", "slots", "savedStates", "slotContext"],
+  sim: ["simProfile", "simTimeScale"],
+} as const satisfies Record<string, readonly (keyof EngineSettings)[]>;
+/** Settings with a default: resolved settings hold it whether given or not, so it counts as not given. */
+const DEFAULTS: Partial<Record<keyof EngineSettings, unknown>> = { simTimeScale: 1 };
+
+/**
+ * The settings given that the chosen engine does not read: said, not refused, since a shared
+ * environment (the Kubernetes manifest, an env file) may carry the embedded engine's next to a
+ * remote one's, and nothing breaks; silent, a tuning that does nothing looks applied.
+ */
+export function unusedEngineSettings(s: EngineSettings): (keyof EngineSettings)[] {
+  return Object.entries(ENGINE_ONLY).flatMap(([engine, keys]) =>
+    engine === s.engine ? [] : keys.filter((k) => s[k] !== undefined && s[k] !== DEFAULTS[k]),
+  );
 }

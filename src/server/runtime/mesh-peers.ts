@@ -202,7 +202,7 @@ export class MeshPeers {
       .sendMesh(to, body)
       .then(
         () => this.o.metrics.gossipBytes.inc({ peer: to, direction: "out" }, body.byteLength),
-        (err: Error) => this.o.logger.debug({ peer: to, err: err.message }, "mesh message not delivered"),
+        (err: Error) => this.pools.sendFailed(this.o.logger, to, err),
       )
       .finally(() => {
         const left = (this.inFlight.get(to) ?? 1) - 1;
@@ -217,6 +217,7 @@ export class MeshPeers {
     const d = decodeMesh(body, this.o.maxMessageBytes);
     if (!d.ok) return this.refusedMsgs.refuse(from, d.error, d.unknownKind);
     this.o.metrics.gossipBytes.inc({ peer: from, direction: "in" }, body.byteLength);
+    this.pools.heard(from);
     for (const a of d.envelope.addrs) this.learn(a.id, a.url, a.id === from);
     const m = d.envelope.msg;
     if (m.channel === "gossip" && m.msg.type === "states")
@@ -343,7 +344,6 @@ export class MeshPeers {
   }
 
   // ---------------------------------------------------------------- internals
-
   /**
    * Our served count on our own states (copies: the node keeps the originals). Relays pass the
    * header on as received, so a count reaches every holder of our estimate, as old as our newest state.

@@ -125,15 +125,19 @@ async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Prom
           { seed: url, err: err.message, recheckInS: Math.round(waitMs / 1000) },
           "seed refused our credential",
         );
-      } else if (err instanceof TransportError && err.wrongAddress) {
-        // It answers, but as no peer port we can use (wrong-port.ts): said at once, since waiting will
-        // not fix it, then as often as a silent seed is; still asked at the same pace (it may be moved).
+      } else if (err instanceof TransportError && (err.wrongAddress || err.certRefused)) {
+        // It answers, but as no peer port we can use (wrong-port.ts), or with a certificate one side
+        // refuses: said at once, since waiting will not fix it, then as often as a silent seed is;
+        // still asked at the same pace (it may be moved, or given the right certificate).
         states.failed(url, err, seen, Date.now() + waitMs);
         if (attempt === 0 || (attempt >= WARN_FIRST && (attempt - WARN_FIRST) % WARN_EVERY === 0)) {
           const waitedS = Math.round((Date.now() - since) / 1000);
+          const what = err.certRefused
+            ? "seed's TLS handshake failed on a certificate"
+            : "seed address is not a peer port this node can use";
           o.logger.error(
             { seed: url, err: err.message, attempts: attempt + 1, waitedS },
-            `seed address is not a peer port this node can use; retrying every ${RETRY_MAX_MS / 1000} s`,
+            `${what}; retrying every ${RETRY_MAX_MS / 1000} s`,
           );
         }
       } else {

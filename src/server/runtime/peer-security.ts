@@ -33,6 +33,12 @@ export async function peerSecurity(
   if (s.tlsDir) {
     tls = await loadTlsMaterial(s.tlsDir, s.id);
     for (const w of tls.warnings) logger.warn({ warning: w }, "TLS material");
+    // The CA names the cluster: another name here would look like a separation that does not hold.
+    if (s.clusterId !== undefined && s.clusterId !== tls.clusterId)
+      logger.warn(
+        { clusterId: s.clusterId, caCluster: tls.clusterId },
+        `--cluster-id is not used with --tls-dir: the cluster is the CA's, '${tls.clusterId}'`,
+      );
   }
   const secret = s.secretFile ? await loadSecretFile(s.secretFile) : undefined;
   const join = parseJoin(s.join, tls ? "https" : "http");

@@ -54,6 +54,8 @@ export interface SeedView {
 
 /** `reason` of a seed whose address answers as no peer port this node can use (net/wrong-port.ts). */
 export const WRONG_PORT = "wrong-port";
+/** A seed whose TLS handshake failed on a certificate: another cluster CA, or one expired. */
+export const CERTIFICATE = "certificate";
 
 /** The transport's failures for a name DNS does not know (yet), or could not ask about just now. */
 export const UNRESOLVED = /\b(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_NODATA|ENODATA)\b/;
@@ -109,9 +111,10 @@ export class SeedStates {
   failed(url: string, err: Error, seen?: ProbeAddresses, nextAt?: number): void {
     const refusedBy = err instanceof TransportError && err.kind === "http" ? err.status : undefined;
     const wrong = err instanceof TransportError && err.wrongAddress;
+    const cert = err instanceof TransportError && err.certRefused;
     const state: SeedState = UNRESOLVED.test(err.message)
       ? "unresolvable"
-      : wrong || refusedBy !== undefined || (err instanceof TransportError && err.kind === "protocol")
+      : wrong || cert || refusedBy !== undefined || (err instanceof TransportError && err.kind === "protocol")
         ? "refused"
         : "unreachable";
     const skewed = err instanceof TransportError && err.clockSkewMs !== undefined;
@@ -120,11 +123,13 @@ export class SeedStates {
         ? null
         : wrong
           ? WRONG_PORT
-          : skewed
-            ? CLOCK_SKEW
-            : refusedBy !== undefined
-              ? `http-${refusedBy}`
-              : "protocol";
+          : cert
+            ? CERTIFICATE
+            : skewed
+              ? CLOCK_SKEW
+              : refusedBy !== undefined
+                ? `http-${refusedBy}`
+                : "protocol";
     const nextAttemptAt = nextAt !== undefined ? new Date(nextAt).toISOString() : null;
     this.note(url, {
       ...where(seen),

@@ -11,6 +11,8 @@
  */
 import type { NodeId } from "../../core/node/types.js";
 import type { PeerClient } from "../../net/transport-client.js";
+import type { RuntimeLogger } from "./logger.js";
+import { UndeliveredMesh } from "./undelivered-mesh.js";
 
 export const MAX_STRANGER_POOLS = 64;
 /**
@@ -39,7 +41,20 @@ export class StrangerPools {
   /** Members that left, their pools kept until these timers fire (LEFT_POOL_MS). */
   private readonly leftPools = new Map<NodeId, NodeJS.Timeout>();
 
+  /** Sends to non-members that keep failing (undelivered-mesh.ts). */
+  private readonly undelivered = new UndeliveredMesh();
+
   constructor(private readonly o: StrangerPoolsOptions) {}
+
+  /** A mesh message to `to` failed: logged at debug, and at warn for a joiner unreachable for long. */
+  sendFailed(logger: RuntimeLogger, to: NodeId, err: Error): void {
+    this.undelivered.failed(logger, to, this.o.url(to), err, this.o.isMember(to));
+  }
+
+  /** A mesh message came from `from` (undelivered-mesh.ts: a killed node sends none). */
+  heard(from: NodeId): void {
+    this.undelivered.heard(from);
+  }
 
   has(id: NodeId): boolean {
     return this.strangers.has(id);

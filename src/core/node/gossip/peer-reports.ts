@@ -133,6 +133,12 @@ export class PeerReports {
     this.reported.add(from);
   }
 
+  /** A member's own digest named the state we hold of it: the estimate is current as of `now`. */
+  confirmed(from: NodeId, now: number): void {
+    const l = this.loads.get(from);
+    if (l !== undefined) l.estimateAt = now;
+  }
+
   /** The header of a member's newest state, just applied. */
   applied(h: SnapshotHeader, now: number): void {
     this.reported.add(h.sender);
