@@ -6,27 +6,16 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { startNode } from "../../src/server/runtime/start-node.js";
-import { resolveNodeSettings } from "../../src/server/settings/index.js";
 import { waitFor } from "../e2e/helpers.js";
+import { loopbackNodeSettings } from "./helpers.js";
 
-const settings = (o: Record<string, unknown>) =>
-  resolveNodeSettings(
-    {
-      engine: "sim",
-      logLevel: "silent",
-      listen: "127.0.0.1:0",
-      peerListen: "127.0.0.1:0",
-      insecure: true,
-      ...o,
-    },
-    {},
-  );
+const settings = (o: Record<string, unknown>) => loopbackNodeSettings({ engine: "sim", ...o });
 
 describe("an idle member's estimate age", () => {
   it("starts over with each of its digests instead of growing from its last state", async () => {
     const silent = { logger: pino({ level: "silent" }) };
-    const a = await startNode(settings({ id: "A" }), silent);
-    const b = await startNode(settings({ id: "B", join: new URL(a.peerUrl).host }), silent);
+    const a = await startNode(await settings({ id: "A" }), silent);
+    const b = await startNode(await settings({ id: "B", join: new URL(a.peerUrl).host }), silent);
     try {
       let firstSeen: number | undefined;
       let oldest = 0;
