@@ -16,13 +16,12 @@ export function appendOutput(text: string, piece: string): string {
 }
 
 /** The error a stream read that threw `e` ends the run with; `bodyTimeoutMs`, the client's silence bound. */
-export function streamFailure(e: unknown, signal: AbortSignal | undefined, bodyTimeoutMs?: number): Error {
+export function streamFailure(e: unknown, signal: AbortSignal | undefined, bodyTimeoutMs: number): Error {
   if (signal?.aborted) return new EngineAbortedError();
   if (e instanceof EngineUnavailableError) return e;
-  const within = bodyTimeoutMs === undefined ? "for the body timeout" : `for ${bodyTimeoutMs} ms`;
   const stalled =
     (e as { code?: unknown } | undefined)?.code === "UND_ERR_BODY_TIMEOUT"
-      ? ` (the server stopped sending mid-stream ${within})`
+      ? ` (the server stopped sending mid-stream for ${bodyTimeoutMs} ms)`
       : "";
   return new EngineUnavailableError(`stream from server failed: ${(e as Error).message}${stalled}`);
 }

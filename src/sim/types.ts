@@ -251,8 +251,9 @@ export interface SimResult {
   /** Empty unless `checkInvariants` found a problem (tests assert it stays empty). */
   invariantViolations: string[];
   /**
-   * Scheduled faults (`faults`, as `prefixmesh sim` flags) that would have begun only after the last
-   * request was answered (at `afterMs`, virtual): the run stopped without them. Absent when all began.
+   * Scheduled faults (`faults`, as `prefixmesh sim` flags) that would have begun only after the run's
+   * stop, which comes once the last request was answered (at `afterMs`, virtual) and the faults begun
+   * by then are over (faults/unbegun.ts): the run stopped without them. Absent when all began.
    */
   faultsNeverBegun?: { afterMs: number; faults: string[] };
 }

@@ -13,11 +13,15 @@ describe("reading a server's completion stream", () => {
   it("ends a failed read as an abort when the caller aborted, else as the server's failure", () => {
     const ac = new AbortController();
     ac.abort();
-    expect(streamFailure(new Error("socket hang up"), ac.signal)).toBeInstanceOf(EngineAbortedError);
+    expect(streamFailure(new Error("socket hang up"), ac.signal, 1_000)).toBeInstanceOf(EngineAbortedError);
     const own = new EngineUnavailableError("unexpected stream event shape");
-    expect(streamFailure(own, undefined)).toBe(own);
-    const other = streamFailure(new Error("socket hang up"), undefined);
+    expect(streamFailure(own, undefined, 1_000)).toBe(own);
+    const other = streamFailure(new Error("socket hang up"), undefined, 1_000);
     expect(other).toBeInstanceOf(EngineUnavailableError);
     expect(other.message).toBe("stream from server failed: socket hang up");
+    const silent = Object.assign(new Error("Body Timeout Error"), { code: "UND_ERR_BODY_TIMEOUT" });
+    expect(streamFailure(silent, undefined, 1_000).message).toBe(
+      "stream from server failed: Body Timeout Error (the server stopped sending mid-stream for 1000 ms)",
+    );
   });
 });

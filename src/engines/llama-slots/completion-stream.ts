@@ -109,7 +109,9 @@ export async function streamCompletion(
       if (ev.tokens) for (const t of ev.tokens) generated.push(t);
       // The text is bounded (appendOutput), ids that come without text are not: n_predict bounds them.
       if (generated.length > maxTokens + EXTRA_TOKENS)
-        throw new EngineUnavailableError(`llama-server sent more than ${maxTokens} generated tokens`);
+        throw new EngineUnavailableError(
+          `llama-server sent ${generated.length} generated tokens for n_predict ${maxTokens}`,
+        );
       if (ev.content) {
         if (firstAt === 0) firstAt = performance.now();
         text = appendOutput(text, ev.content);

@@ -3,15 +3,12 @@
  * that checks no convergence does not wait for them (else a crash far past the workload runs the
  * simulator to its safety stop).
  */
-import { type EngineFaults, engineFaultFlags } from "./engine.js";
-import { type NetworkFaults, networkFaultsEnd } from "./network.js";
-import { type NodeFaults, nodeFaultFlags, nodeFaultsEnd } from "./node.js";
+import { faultsEnd } from "../fault-schedule.js";
+import type { SimFaults } from "../types.js";
+import { engineFaultFlags } from "./engine.js";
+import { nodeFaultFlags } from "./node.js";
 
-interface Scheduled {
-  network?: NetworkFaults;
-  engine?: EngineFaults;
-  node?: NodeFaults;
-}
+type Scheduled = Pick<SimFaults, "network" | "engine" | "node">;
 
 /**
  * The schedule less what starts after `t` (a crash whose restart comes later stays down) and less the
@@ -67,11 +64,12 @@ export function faultsOverAt(
   lastMs: number,
   settleMs: number,
 ): { stopMs: number; never: string[] } {
-  const endOf = (x: Scheduled) => Math.max(networkFaultsEnd(x.network ?? {}), nodeFaultsEnd(x.node ?? {}));
   const stop = (end: number) => Math.max(lastMs, Number.isFinite(end) ? end : lastMs) + settleMs;
-  if (settleMs > 0) return { stopMs: stop(endOf(f)), never: [] };
+  if (settleMs > 0) return { stopMs: stop(faultsEnd(f)), never: [] };
   let end = lastMs;
-  for (let e = endOf(faultsBegunBy(f, end)); e > end && Number.isFinite(e); e = endOf(faultsBegunBy(f, end)))
-    end = e;
+  for (let next = faultsEnd(faultsBegunBy(f, end)); next > end && Number.isFinite(next); ) {
+    end = next;
+    next = faultsEnd(faultsBegunBy(f, end));
+  }
   return { stopMs: end, never: faultsAfter(f, end) };
 }
