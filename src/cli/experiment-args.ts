@@ -2,6 +2,7 @@
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
+import { makeDir } from "../net/make-dir.js";
 import { CliError, parseNumber } from "./errors.js";
 
 /** An MMLU folder (dev/ and test/ CSVs), as an absolute path; a CLI error otherwise. */
@@ -9,6 +10,16 @@ export function checkMmluDir(dir: string, hint = ""): string {
   const abs = resolve(dir);
   if (!existsSync(join(abs, "test")) || !existsSync(join(abs, "dev")))
     throw new CliError(`--mmlu-dir ${dir}: expected dev/ and test/ folders of MMLU CSV files${hint}`);
+  return abs;
+}
+
+/**
+ * `--out`: made (or found) before the run, so a folder that cannot be made fails at once with exit 2;
+ * Node's recursive mkdir would hang on some (/proc), at the end of the run.
+ */
+export async function makeOutDir(dir: string): Promise<string> {
+  const abs = resolve(dir);
+  await makeDir(abs, 0o777, (m) => new CliError(`--out: ${m}`));
   return abs;
 }
 

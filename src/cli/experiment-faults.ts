@@ -1,13 +1,12 @@
 /** `prefixmesh experiment faults`: every fault class in the daemon's configuration, as a report. */
 
 import { availableParallelism, loadavg } from "node:os";
-import { resolve } from "node:path";
 import type { Command } from "commander";
 import { nodeConfigSchema } from "../core/node/config.js";
 import type { Loop } from "../experiments/faults/measure.js";
 import { droppedKeys } from "./dropped-keys.js";
 import { CliError, parseNumber } from "./errors.js";
-import { checkMmluDir, commandLine, parseSeed, parseSyntheticScale } from "./experiment-args.js";
+import { checkMmluDir, commandLine, makeOutDir, parseSeed, parseSyntheticScale } from "./experiment-args.js";
 
 interface FaultsFlags {
   mmluDir: string;
@@ -92,13 +91,13 @@ export function registerExperimentFaults(exp: Command): void {
       const scale = parseSyntheticScale(flags.syntheticScale);
       const mmluDir =
         flags.synthetic === true ? undefined : checkMmluDir(flags.mmluDir, " (or pass --synthetic)");
-      const outDir = resolve(flags.out);
       const command = commandLine("faults");
       const loadBefore = loadavg()[0] ?? 0;
       const classes = flags.classes?.split(",").map((x) => x.trim());
       const loops = parseLoops(flags.loops);
       const node = parseSets(flags.set);
       const subset = classes !== undefined || loops !== undefined || node !== undefined;
+      const outDir = await makeOutDir(flags.out);
       try {
         const { runFaults } = await import("../experiments/faults/run.js");
         // Before the run, as compare and scale load theirs: a drawing (resvg's native binary) that

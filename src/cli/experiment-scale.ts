@@ -1,11 +1,11 @@
 /** `prefixmesh experiment scale`: both gossip modes from 4 to 1,024 nodes, written as a report. */
 
 import { availableParallelism, loadavg } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { Command } from "commander";
 import { BOUNDED_ESTIMATES, SCALE_NODES, SERIES, type SeriesKey } from "../experiments/scale/grid.js";
 import { CliError, parseNumber } from "./errors.js";
-import { checkMmluDir, commandLine, parseSeed, parseSyntheticScale } from "./experiment-args.js";
+import { checkMmluDir, commandLine, makeOutDir, parseSeed, parseSyntheticScale } from "./experiment-args.js";
 
 interface ScaleFlags {
   mmluDir?: string;
@@ -98,7 +98,7 @@ export function registerScale(exp: Command): void {
       const series =
         flags.series === undefined ? undefined : (listOf("--series", flags.series, SERIES) as SeriesKey[]);
       const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
-      const outDir = resolve(flags.out);
+      const outDir = await makeOutDir(flags.out);
       const command = commandLine("scale");
       const loadBefore = loadavg()[0] ?? 0;
       try {

@@ -1,5 +1,5 @@
 import { availableParallelism, loadavg } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
 import { closedGrid, openGrid } from "../experiments/compare/grid.js";
@@ -8,6 +8,7 @@ import { CliError, parseNumber } from "./errors.js";
 import {
   checkMmluDir,
   commandLine,
+  makeOutDir,
   parseSeed,
   parseSyntheticScale,
   parseWorkers,
@@ -48,7 +49,7 @@ export function registerExperiment(program: Command): void {
       const workers = parseWorkers(flags.workers);
       const scale = parseSyntheticScale(flags.syntheticScale);
       const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
-      const outDir = resolve(flags.out);
+      const outDir = await makeOutDir(flags.out);
       const command = commandLine("paper");
       const tty = process.stderr.isTTY === true;
       const bar = tty
@@ -143,7 +144,7 @@ export function registerExperiment(program: Command): void {
       const workers = parseWorkers(flags.workers);
       const scale = parseSyntheticScale(flags.syntheticScale);
       const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
-      const outDir = resolve(flags.out);
+      const outDir = await makeOutDir(flags.out);
       const command = commandLine("compare");
       const loadBefore = loadavg()[0] ?? 0;
       try {

@@ -2,9 +2,10 @@
  * `prefixmesh experiment paper`: the paper's §5 grid through the simulator, written out as
  * report.md (each table as paper / ours / ratio), results.json and every figure as SVG + PNG.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DEFAULT_PROFILE, resolveProfile } from "../engines/sim/profiles.js";
+import { makeDir } from "../net/make-dir.js";
 import { hitRate, idealHits } from "../workload/ideal-hit.js";
 import type { Workload } from "../workload/types.js";
 import {
@@ -219,7 +220,7 @@ export async function runPaperExperiment(opts: PaperOptions): Promise<PaperResul
     wallMs: 0,
   };
 
-  await mkdir(opts.outDir, { recursive: true });
+  await makeDir(opts.outDir, 0o777, (m) => new Error(m));
   const figures = buildFigures(out);
   await Promise.all(
     Object.entries(figures).map(async ([name, spec]) => {

@@ -24,6 +24,7 @@ type Kind = "ollama" | "llama-server" | "vllm" | "gateway" | "bloated";
 async function serverDouble(
   kind: Kind,
   port = 0,
+  healthy = true,
 ): Promise<{ url: string; server: Server; bodies: unknown[]; paths: string[] }> {
   const bodies: unknown[] = [];
   const paths: string[] = [];
@@ -40,6 +41,8 @@ async function serverDouble(
       if (path === "/api/version" && kind === "ollama") return json(200, { version: "0.5.7" });
       if (path === "/props" && kind === "llama-server")
         return json(200, { total_slots: 1, default_generation_settings: { n_ctx: 2048 } });
+      // Unhealthy: the node's health check never gets to ask whether it keeps tenants apart.
+      if (!healthy && (path === "/health" || path === "/v1/models")) return json(500, { error: "sick" });
       if (path === "/health") return json(200, { status: "ok" });
       if (kind === "bloated" && (path === "/api/version" || path === "/props"))
         return json(200, { version: "x".repeat(MAX_JSON_BYTES + 1) });
@@ -159,6 +162,43 @@ describe("cache_salt on servers that would ignore it", () => {
       expect(bodies[0]).toMatchObject({ cache_salt: "t" });
     },
   );
+
+  it("answers the first salted request as the later ones at a node whose server was down at start", async () => {
+    const { port } = await engineDownAtStart();
+    const settings = await loopbackNodeSettings({
+      id: "D",
+      engine: "openai",
+      engineUrl: `http://127.0.0.1:${port}`,
+      model: "m",
+      calibrationMs: "0",
+    });
+    const node = await startNode(settings, { logger: pino({ level: "silent" }) });
+    nodes.push(node);
+    const d = await serverDouble("llama-server", port, false);
+    servers.push(d.server);
+    const post = () =>
+      fetch(`${node.apiUrl}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", prompt: "Hello there", max_tokens: 1, cache_salt: "tenant-a" }),
+      });
+    // The first learns it at its run (the salt probe), the second at admission: told alike.
+    const told: unknown[] = [];
+    for (const _ of [1, 2]) {
+      const r = await post();
+      expect(r.status).toBe(400);
+      told.push(await r.json());
+    }
+    expect(told[0]).toMatchObject({
+      error: { code: "cache_salt_unsupported", type: "invalid_request_error" },
+    });
+    expect((told[0] as { error: { message: string } }).error.message).toMatch(
+      /^cache_salt is not supported.*llama-server/,
+    );
+    expect(told[1]).toEqual(told[0]);
+    expect(d.paths.filter((p) => p === "/props")).toHaveLength(1);
+    expect(d.bodies).toHaveLength(0);
+  });
 
   it("answers 400 cache_salt_unsupported at a node fronting Ollama, and serves the unsalted request", async () => {
     const d = await serverDouble("ollama");

@@ -2,9 +2,10 @@
  * The comparison's report: report.md (targets with measured values beside them, met or not; the
  * summary tables; every run in full), results.json and the figures as SVG + PNG.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DAEMON_NODE_DEFAULTS } from "../../core/node/config.js";
+import { makeDir } from "../../net/make-dir.js";
 import { renderVegaLite } from "../render.js";
 import type { CompareResult } from "./execute.js";
 import { type HitBar, hitVsIdeal, latencyVsComm, type PolicyPoint, p99VsLoad } from "./figures.js";
@@ -76,7 +77,7 @@ export async function writeCompareReport(
   ctx: ReportContext,
   outDir: string,
 ): Promise<void> {
-  await mkdir(outDir, { recursive: true });
+  await makeDir(outDir, 0o777, (m) => new Error(m));
   // Every table and figure reads the mean over seeds; target 1 also the seed-by-seed spread.
   const rows = meanRows(o.runs);
   const seedRows = bySeed(o.runs, o.seeds);

@@ -3,11 +3,12 @@
  * beside them, met or not; every class closed and open loop beside the fault-free run), results.json
  * and a figure of p99 per class.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { TopLevelSpec } from "vega-lite";
 import { type DAEMON_NODE_DEFAULTS, nodeConfigSchema } from "../../core/node/config.js";
 import { DEFAULT_PROFILE } from "../../engines/sim/profiles.js";
+import { makeDir } from "../../net/make-dir.js";
 import { renderVegaLite } from "../render.js";
 import { BAD_PEER, INVESTIGATIONS, SLOW_NODE, SPOT_CHECK_RATE } from "./classes.js";
 import { type FaultRunResult, type Loop, WARMUP_SHARE } from "./measure.js";
@@ -292,7 +293,7 @@ export async function writeFaultsReport(
   ctx: ReportContext,
   outDir: string,
 ): Promise<string> {
-  await mkdir(outDir, { recursive: true });
+  await makeDir(outDir, 0o777, (m) => new Error(m));
   const fig = await renderVegaLite(figure(o));
   await writeFile(join(outDir, "p99-by-fault.svg"), fig.svg);
   await writeFile(join(outDir, "p99-by-fault.png"), fig.png);

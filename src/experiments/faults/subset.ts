@@ -3,8 +3,9 @@
  * table of the latencies, not the report (whose verdicts need every class). For side-by-side runs of a
  * setting, same seed and schedules; the committed report stays the full run's.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { makeDir } from "../../net/make-dir.js";
 import type { FaultsOutcome } from "./run.js";
 
 const s3 = (x: number | undefined) => (x === undefined ? "—" : x.toFixed(3));
@@ -28,7 +29,7 @@ export function faultsSubsetText(o: FaultsOutcome, command: string): string {
 }
 
 export async function writeFaultsSubset(o: FaultsOutcome, command: string, outDir: string): Promise<string> {
-  await mkdir(outDir, { recursive: true });
+  await makeDir(outDir, 0o777, (m) => new Error(m));
   await writeFile(join(outDir, "results.json"), `${JSON.stringify(o, null, 1)}\n`);
   const path = join(outDir, "summary.md");
   await writeFile(path, faultsSubsetText(o, command));

@@ -2,8 +2,9 @@
  * The scale report: report.md (the issue's targets with the measured values beside them, met or
  * not; the tables; what was not run and why), results.json and the figures as SVG + PNG.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { makeDir } from "../../net/make-dir.js";
 import { renderVegaLite } from "../render.js";
 import { HIT_BUCKET_MS } from "./execute.js";
 import { arrivalSAt, COMM_MS, LOSS, MODES, POLL_MS, RATE_PER_NODE } from "./grid.js";
@@ -21,7 +22,7 @@ export interface ScaleContext {
 }
 
 export async function writeScaleReport(o: ScaleOutcome, ctx: ScaleContext, dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true });
+  await makeDir(dir, 0o777, (m) => new Error(m));
   const L: string[] = [];
   L.push("# Scale: the full mesh vs SWIM + Scuttlebutt, 4 to 1,024 nodes", "");
   L.push(

@@ -12,8 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { z } from "zod";
+import { makeDir } from "../make-dir.js";
 import { clusterIdSchema, NODE_ID_PATTERN, nodeIdSchema } from "../node-id.js";
-import { makeDir } from "./make-dir.js";
 import { type OpensslOptions, runOpenssl } from "./openssl.js";
 
 const generateKeyPairAsync = promisify(generateKeyPair);

@@ -43,9 +43,20 @@ export function admissionError(
   const refused = phaseError(s.phase);
   if (refused) return refused;
   if (s.pending >= s.max) return overloadedError();
-  // An engine that would share the namespace's cache: refused here, where the client hears why. A
-  // request for a model this node does not serve (`tokenizer` set) runs elsewhere: that engine judges.
-  const problem = input.tokenizer === undefined ? engine.namespaceProblem?.(input) : undefined;
+  // An engine that would share the namespace's cache: refused here, where the client hears why.
+  return namespaceRefusal(engine, input);
+}
+
+/**
+ * The refusal of a request whose namespace (`cacheSalt`, `adapter`) `engine` cannot keep apart, if so;
+ * at admission, and for a run refused by an engine that learnt it only then. A request for a model
+ * this node does not serve (`tokenizer` set) runs elsewhere: that engine judges.
+ */
+export function namespaceRefusal(
+  engine: Engine,
+  r: Pick<InferenceInput, "tokenizer" | "cacheSalt" | "adapter">,
+): ServiceError | undefined {
+  const problem = r.tokenizer === undefined ? engine.namespaceProblem?.(r) : undefined;
   if (problem)
     return new ServiceError(400, "invalid_request_error", problem, undefined, "cache_salt_unsupported");
   return undefined;

@@ -205,6 +205,11 @@ export class ClientStreams {
     }
   }
 
+  /** The request client `reqId` waits on, while it waits. */
+  requestOf(reqId: string): EngineRequest | undefined {
+    return this.slots.get(reqId)?.request;
+  }
+
   /**
    * The node's answer to client `reqId`. False if it cannot be the answer: a fallback that stopped
    * short of what the client was already sent (the stream then ends with an error).

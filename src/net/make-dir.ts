@@ -1,4 +1,4 @@
-/** Creates a credentials directory and its missing parents, failing with a message naming it. */
+/** Creates a directory and its missing parents, failing with a message naming it. */
 import { mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 
