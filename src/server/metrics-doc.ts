@@ -16,8 +16,9 @@ const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
 
 /** The table's markdown (without its markers). */
 export async function renderMetricsTable(): Promise<string> {
-  // With the series only a node following KV events has: the table lists every metric a node can show.
-  const m = createMetrics("doc", { kvEvents: true });
+  // With the series only some nodes have (following KV events, --tls-dir): the table lists every metric
+  // a node can show.
+  const m = createMetrics("doc", { kvEvents: true, tlsNotAfter: { ca: 0, node: 0 } });
   const registry = m.registry;
   const labels = new Map<string, readonly string[]>(
     registry.getMetricsAsArray().map((x) => {

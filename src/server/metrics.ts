@@ -9,6 +9,7 @@ import { CLOCK_SKEW } from "../core/refusals.js";
 import { CounterPeers, DEFAULT_METRIC_PEERS } from "./metric-peers.js";
 import { type KvEventsGaugeView, kvEventMetrics } from "./metrics-kv-events.js";
 import { type PeerGaugeView, perPeerGauges } from "./metrics-peer-series.js";
+import { type CertNotAfter, tlsExpiryMetrics } from "./metrics-tls.js";
 
 export type { KvEventsGaugeView } from "./metrics-kv-events.js";
 export type { PeerGaugeView } from "./metrics-peer-series.js";
@@ -65,6 +66,8 @@ export interface MetricsOptions {
   maxPeerSeries?: number;
   /** The engine follows KV events: its stream's and mirror's series exist (absent otherwise). */
   kvEvents?: boolean;
+  /** --tls-dir: the loaded certificates' ends, reported as the time left (absent otherwise). */
+  tlsNotAfter?: CertNotAfter;
 }
 
 export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
@@ -336,6 +339,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     (v) => v.membershipEvents,
   );
   if (opts.kvEvents) kvEventMetrics(registers, () => view()?.kvEvents);
+  if (opts.tlsNotAfter) tlsExpiryMetrics(registers, opts.tlsNotAfter);
   perPeer("prefixmesh_peer_pushback", "1 while a peer's push-back is in force", (p) =>
     p.pushBackActive ? 1 : 0,
   );

@@ -24,6 +24,8 @@ export interface TlsMaterial {
   key: string;
   /** Non-fatal findings, e.g. a key file readable by others; worth logging. */
   warnings: string[];
+  /** The CA's and this node's certificate's notAfter, epoch ms: a node running for months reports them. */
+  notAfterMs: { ca: number; node: number };
 }
 
 /**
@@ -96,7 +98,8 @@ export async function loadTlsMaterial(dir: string, id: string, now: Date = new D
   const mode = (await stat(node.key)).mode & 0o777;
   if (mode & 0o077)
     warnings.push(`${node.key} is readable by others (mode ${mode.toString(8)}); chmod 600 it`);
-  return { id, clusterId, ca: caPem, cert: certPem, key: keyPem, warnings };
+  const notAfterMs = { ca: new Date(caCert.validTo).getTime(), node: new Date(cert.validTo).getTime() };
+  return { id, clusterId, ca: caPem, cert: certPem, key: keyPem, warnings, notAfterMs };
 }
 
 /** One PEM certificate, or a CertError naming its file (a node reads three; say which one is wrong). */

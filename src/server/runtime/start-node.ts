@@ -151,6 +151,7 @@ export async function startNode(
   const metrics = createMetrics(s.id, {
     maxPeerSeries: s.metricsMaxPeers,
     kvEvents: engineKvEventsStatus(engine) !== undefined,
+    tlsNotAfter: tls?.notAfterMs,
   });
   const delay = createDelayInjector({ delayMs: s.injectDelayMs, jitterMs: s.injectJitterMs });
   const delayFn = delay.enabled ? () => delay.wait() : undefined;
