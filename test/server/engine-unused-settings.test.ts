@@ -20,7 +20,9 @@ describe("settings the chosen engine does not use", () => {
     expect(unusedEngineSettings({ engine: "llamacpp", model: "generated", threads: 2, slots: 4 })).toEqual(
       [],
     );
-    expect(unusedEngineSettings({ engine: "sim", model: "m", simProfile: "cpu-llamacpp" })).toEqual([]);
+    expect(unusedEngineSettings({ engine: "sim", model: "generated", simProfile: "cpu-llamacpp" })).toEqual(
+      [],
+    );
   });
 
   it("names none for a node given no engine setting (a default is not a setting given)", () => {
@@ -32,7 +34,7 @@ describe("settings the chosen engine does not use", () => {
 
   it("are logged when the engine loads, with their flag and variable", async () => {
     const said: { msg: string; fields: Record<string, unknown> }[] = [];
-    const engine = await loadEngine({ engine: "sim", model: "m", threads: 4 }, (msg, fields) =>
+    const engine = await loadEngine({ engine: "sim", model: "generated", threads: 4 }, (msg, fields) =>
       said.push({ msg, fields }),
     );
     try {
