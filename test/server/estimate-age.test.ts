@@ -12,7 +12,9 @@ interface PeerRow {
 
 /**
  * gossip "scuttlebutt" has no per-pair heartbeats (SWIM carries liveness), so the full mesh's "since
- * last heard" is not there: the estimate's age is the time since its newest state arrived.
+ * last heard" is not there: the estimate's age is the time since its newest state arrived or the
+ * member's own digest named the version held (that it does not grow while the member is idle:
+ * idle-peer-estimate-age.test.ts).
  */
 describe("a peer's estimate age with gossip scuttlebutt (two in-process nodes)", () => {
   let a: NodeHandle;
@@ -24,7 +26,7 @@ describe("a peer's estimate age with gossip scuttlebutt (two in-process nodes)",
     await Promise.all([a?.stop(), b?.stop()]);
   });
 
-  it("is on /cluster and /metrics once B's state reached A, and grows while nothing changes", async () => {
+  it("is on /cluster and /metrics once B's state reached A", async () => {
     const model = await modelOf(b.apiUrl);
     const prefix = Array.from({ length: 300 }, (_, i) => `age${i}`).join(" ");
     expect((await postCompletion(b.apiUrl, { model, prompt: prefix, max_tokens: 1 })).status).toBe(200);
@@ -37,11 +39,5 @@ describe("a peer's estimate age with gossip scuttlebutt (two in-process nodes)",
     expect(typeof first).toBe("number");
     const metrics = await (await fetch(`${a.apiUrl}/metrics`)).text();
     expect(metrics).toMatch(/prefixmesh_peer_estimate_age_seconds\{[^}]*peer="B"[^}]*\} \d/);
-    // B's tree does not change: no newer state arrives, so the same estimate only ages.
-    await waitFor(
-      async () => ((await ofB())?.estimateAgeMs ?? 0) > (first as number) + 200,
-      15_000,
-      "B's estimate to age at A",
-    );
   });
 });
