@@ -258,7 +258,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   );
   perPeer(
     "prefixmesh_peer_estimate_age_seconds",
-    "Age of the estimate held for a peer",
+    "Time since this node last had evidence that its estimate of a peer is the peer's current state " +
+      "(docs/operations.md, What the estimate age means)",
     (p) => p.estimateAgeSec,
   );
   perPeer(
