@@ -5,7 +5,19 @@
  * name the container's ports, the Secret holds each pod's certificate, the image runs what the build
  * makes).
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Command } from "commander";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -71,6 +83,9 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
   const container = pod?.containers[0];
   const env = new Map<string, Doc>(container?.env.map((e: Doc) => [e.name, e]));
   const ports = new Map<string, number>(container?.ports.map((p: Doc) => [p.name, p.containerPort]));
+  const ownCredentials = pod?.initContainers?.find((c: Doc) => c.name === "own-credentials");
+  const allTls = pod?.volumes.find((v: Doc) => v.secret?.secretName === "prefixmesh-tls");
+  const podIds = Array.from({ length: sts?.spec.replicas }, (_, i) => `${sts.metadata.name}-${i}`);
 
   test("parse, and hold one StatefulSet with a headless Service and a client Service", () => {
     expect(manifests.length).toBeGreaterThanOrEqual(4);
@@ -109,19 +124,71 @@ describe("Kubernetes manifests (deploy/k8s)", () => {
     }
   });
 
-  test("credentials: a Secret with the CA certificate and each pod's certificate and key, mounted as --tls-dir", () => {
+  test("credentials: a Secret with the CA certificate and each pod's certificate and key", () => {
     const kustomization = manifests.find((m) => m.file === "kustomization.yaml")?.docs[0];
     for (const r of kustomization.resources) expect(exists(`deploy/k8s/${r}`), r).toBe(true);
-    const tlsVolume = pod.volumes.find((v: Doc) => v.secret);
-    const secret = kustomization.secretGenerator.find((s: Doc) => s.name === tlsVolume.secret.secretName);
+    const secret = kustomization.secretGenerator.find((s: Doc) => s.name === allTls.secret.secretName);
     const files = secret.files.map((f: string) => f.split("/").pop());
-    const ids = Array.from({ length: sts.spec.replicas }, (_, i) => `${sts.metadata.name}-${i}`);
     expect(files.sort()).toEqual(
-      ["ca.crt", ...ids.flatMap((id) => [`node-${id}.crt`, `node-${id}.key`])].sort(),
+      ["ca.crt", ...podIds.flatMap((id) => [`node-${id}.crt`, `node-${id}.key`])].sort(),
     );
     expect(files).not.toContain("ca.key");
-    const mount = container.volumeMounts.find((m: Doc) => m.name === tlsVolume.name);
-    expect(mount.mountPath).toBe(env.get("PREFIXMESH_TLS_DIR").value);
+  });
+
+  test("the node mounts only its own credentials, in memory, as --tls-dir; only the init container the Secret", () => {
+    expect(container.volumeMounts.map((m: Doc) => m.name)).not.toContain(allTls.name);
+    const mount = container.volumeMounts.find(
+      (m: Doc) => m.mountPath === env.get("PREFIXMESH_TLS_DIR").value,
+    );
+    expect(mount.readOnly).toBe(true);
+    expect(pod.volumes.find((v: Doc) => v.name === mount.name).emptyDir.medium).toBe("Memory");
+    const copyMounts = new Map(ownCredentials.volumeMounts.map((m: Doc) => [m.name, m.mountPath]));
+    expect(copyMounts.get(mount.name)).toBe(mount.mountPath);
+    expect(copyMounts.has(allTls.name)).toBe(true);
+    expect(ownCredentials.image).toBe(container.image);
+    expect(ownCredentials.env.find((e: Doc) => e.name === "PREFIXMESH_ID").valueFrom).toEqual(
+      env.get("PREFIXMESH_ID").valueFrom,
+    );
+  });
+
+  /** Runs the init container's script with its two mounts moved under a temporary directory. */
+  const runOwnCredentials = (id: string, secretFiles: string[]) => {
+    const dir = mkdtempSync(join(tmpdir(), "pm-own-credentials-"));
+    const secretDir = join(dir, "all-tls");
+    const tlsDir = join(dir, "tls");
+    mkdirSync(secretDir);
+    mkdirSync(tlsDir);
+    for (const f of secretFiles) writeFileSync(join(secretDir, f), `${f}\n`, { mode: 0o440 });
+    const mountOf = (name: string) => ownCredentials.volumeMounts.find((m: Doc) => m.name === name).mountPath;
+    const [sh, flag, script] = ownCredentials.command as string[];
+    const moved = (script as string)
+      .replaceAll(mountOf(allTls.name), secretDir)
+      .replaceAll(mountOf("tls"), tlsDir);
+    const run = spawnSync(sh as string, [flag as string, moved], {
+      env: { PATH: process.env.PATH, PREFIXMESH_ID: id },
+      encoding: "utf8",
+    });
+    const copied = readdirSync(tlsDir).sort();
+    const modes = copied.map((f) => statSync(join(tlsDir, f)).mode & 0o777);
+    rmSync(dir, { recursive: true, force: true });
+    return { status: run.status, stderr: run.stderr, copied, modes };
+  };
+
+  test("the init container copies the pod's own three files at 0400 and no other pod's key", () => {
+    const secretFiles = ["ca.crt", ...podIds.flatMap((id) => [`node-${id}.crt`, `node-${id}.key`])];
+    const id = podIds[1] as string;
+    const run = runOwnCredentials(id, secretFiles);
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    expect(run.copied).toEqual(["ca.crt", `node-${id}.crt`, `node-${id}.key`].sort());
+    expect(run.modes).toEqual([0o400, 0o400, 0o400]);
+  });
+
+  test("a pod whose certificate is not in the Secret fails its init container, saying what to issue", () => {
+    const run = runOwnCredentials(`${sts.metadata.name}-7`, ["ca.crt"]);
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toContain(`node-${sts.metadata.name}-7.crt`);
+    expect(run.stderr).toContain(`certs issue --id ${sts.metadata.name}-7`);
   });
 
   test("Prometheus scrapes the API port's /metrics", () => {
