@@ -9,7 +9,7 @@ import type {
   KvEvent,
   KvEventBatch,
 } from "../../../src/engines/kv-events/wire-types.js";
-import { type DoubleEvent, encodeBatch } from "./publisher-double.js";
+import { type DoubleEvent, encodeBatch, F64, msgpack } from "./publisher-double.js";
 
 const T = (...t: number[]) => Uint32Array.from(t);
 const batch = (events: KvEvent[], rank: number | null = 0): KvEventBatch => ({
@@ -298,5 +298,56 @@ describe("namespaced chains (cache salt, LoRA adapter), from the publisher test 
     expect(m.match(tokens, { cacheSalt: "tenant-a" })).toBe(0);
     expect(m.sequences()).toHaveLength(2);
     expect(m.degraded).toBeUndefined();
+  });
+});
+
+describe("SGLang's cache salt, in each layout it has published", () => {
+  const salt = new Map([["cache_salt", "tenant-a"]]);
+  const marker = [["dynamo-cache-salt:tenant-a"]];
+  const nulls = (n: number) => Array.from({ length: n }, () => null);
+  // A salted chain's first block (parent nil: its hash is seeded by the salt) and a later one.
+  const layouts: Record<string, (h: number, parent: number | null, tokens: number[]) => unknown> = {
+    "metadata after medium": (h, p, t) => ["BlockStored", [h], p, t, 2, null, "GPU", salt],
+    "salt in extra_keys, metadata past vLLM's fields": (h, p, t) => [
+      "BlockStored",
+      [h],
+      p,
+      t,
+      2,
+      null,
+      "GPU",
+      null,
+      marker,
+      ...nulls(5),
+      salt,
+    ],
+    "tagged map": (h, p, t) =>
+      new Map<string, unknown>([
+        ["type", "BlockStored"],
+        ["block_hashes", [h]],
+        ["parent_block_hash", p],
+        ["token_ids", t],
+        ["block_size", 2],
+        ["lora_id", null],
+        ["medium", "GPU"],
+        ["metadata", salt],
+      ]),
+  };
+  for (const [layout, ev] of Object.entries(layouts)) {
+    test(`${layout}: the chain matches requests of that salt only`, () => {
+      const m = new KvCacheMirror();
+      m.apply(decodeBatch(msgpack([new F64(1), [ev(1, null, [1, 2]), ev(2, 1, [3, 4])], 0])));
+      expect(m.match(T(1, 2, 3, 4, 5), { cacheSalt: "tenant-a" })).toBe(4);
+      expect(m.match(T(1, 2, 3, 4, 5), { cacheSalt: "tenant-b" })).toBe(0);
+      expect(m.match(T(1, 2, 3, 4, 5))).toBe(0);
+      expect(m.degraded).toBeUndefined();
+    });
+  }
+
+  test("unsalted blocks in the newest layout (trailing nil fields) match plain requests", () => {
+    const m = new KvCacheMirror();
+    const plain = ["BlockStored", [1], null, [1, 2], 2, null, "GPU", ...nulls(7)];
+    m.apply(decodeBatch(msgpack([new F64(1), [plain], 0])));
+    expect(m.match(T(1, 2, 3))).toBe(2);
   });
 });
