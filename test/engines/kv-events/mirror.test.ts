@@ -65,6 +65,23 @@ describe("mirror rules", () => {
     expect(m.match(T(1, 2, 3, 4, 5, 6))).toBe(6);
   });
 
+  test("a block stored under a parent never seen: held, unreachable, and the mirror degraded", () => {
+    const m = new KvCacheMirror();
+    m.apply(batch([stored(["c"], "p", [5, 6])]));
+    // The engine reuses c only through p, whose tokens the mirror does not know: no prefix claimed,
+    // and the mirror, missing p, is not exact.
+    expect(m.degraded).toMatch(/stored under block p, never stored/);
+    expect(m.stats()).toMatchObject({ blocks: 1, reachableBlocks: 0 });
+    expect(m.sequences()).toEqual([]);
+    // Once p's chain is stored, c is reachable (vLLM looks blocks up by their chained hash).
+    m.apply(batch([stored(["p"], null, [3, 4])]));
+    expect(m.match(T(3, 4, 5, 6))).toBe(4);
+    // A first block, and one under a block held, degrade nothing.
+    const exact = new KvCacheMirror();
+    exact.apply(batch([stored(["a"], null, [1, 2]), stored(["b"], "a", [3, 4])]));
+    expect(exact.degraded).toBeUndefined();
+  });
+
   test("copies: a hash stored twice stays until removed twice, or until no copy remains", () => {
     const m = new KvCacheMirror();
     m.apply(batch([stored(["a"], null, [1, 2]), stored(["a"], null, [1, 2])]));
