@@ -41,6 +41,7 @@ import { completionsBody, streamCompletions } from "./completions.js";
 import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
 import { detectSlotMirror, fetchServerContext, SaltSupport } from "./server-info.js";
 import { localTokens, RemoteTokenizer } from "./tokenize.js";
+import { checkedUsage } from "./usage.js";
 
 /** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
 export interface RemoteEngineResult extends EngineResult {
@@ -267,9 +268,10 @@ export class OpenAIEngine implements Engine {
       onChunk,
       signal,
     );
-    const reported = usage?.prompt_tokens_details?.cached_tokens ?? timings?.cache_n;
-    const prefillMs = timings?.prompt_ms ?? (firstAt > 0 ? firstAt - t0 : end - t0);
-    const decodeMs = timings?.predicted_ms ?? (firstAt > 0 ? end - firstAt : 0);
+    const checked = checkedUsage({ usage, timings });
+    const reported = checked.cachedTokens;
+    const prefillMs = checked.prefillMs ?? (firstAt > 0 ? firstAt - t0 : end - t0);
+    const decodeMs = checked.decodeMs ?? (firstAt > 0 ? end - firstAt : 0);
     const cachedSequences = await this.cacheModel?.afterRun(
       req.tokens,
       predicted,
@@ -282,8 +284,8 @@ export class OpenAIEngine implements Engine {
     const cachePrediction = this.tally.observe(predicted, reported ?? undefined);
     return {
       text,
-      completionTokens: usage?.completion_tokens ?? chunks,
-      promptTokens: usage?.prompt_tokens ?? req.tokens.length,
+      completionTokens: checked.completionTokens ?? chunks,
+      promptTokens: checked.promptTokens ?? req.tokens.length,
       cachedTokens: reported ?? 0,
       cacheReported: reported !== undefined && reported !== null,
       prefillMs,
