@@ -4,7 +4,7 @@
  * phase is retried: once a response streams, failures surface to the caller.
  */
 import { Agent, type Dispatcher, request } from "undici";
-import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "./errors.js";
+import { EngineAbortedError, EngineInputError, EngineUnavailableError, stallNote } from "./errors.js";
 
 export interface HttpOptions {
   connectTimeoutMs: number;
@@ -162,13 +162,8 @@ export class HttpClient {
         if (signal?.aborted) throw new EngineAbortedError();
         const code = (e as { code?: string }).code ?? "";
         if (!RETRY_CODES.has(code)) {
-          // The code alone tells an operator little: say what the server did not do, and for how long.
-          const stalled =
-            code === "UND_ERR_HEADERS_TIMEOUT"
-              ? ` (no response within ${this.opts.headersTimeoutMs} ms: the server is stalled or overloaded)`
-              : "";
           throw new EngineUnavailableError(
-            `${method} ${this.url(path)} failed: ${code || (e as Error).message}${stalled}`,
+            `${method} ${this.url(path)} failed: ${code || (e as Error).message}${stallNote(code, this.opts)}`,
           );
         }
         lastError = `${code} (${(e as Error).message})`;
