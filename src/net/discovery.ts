@@ -6,9 +6,9 @@
  * DNS yields addresses, not ids. The flow for a DNS-found address: the transport calls
  * `GET /peer/hello` on it (over mTLS with `clientTlsOptions(m, undefined)`, or signed in shared-secret
  * mode), validates the answer with `checkPeerHello` — a malformed hello, another cluster, model or
- * `--gossip` mode, no protocol version both speak (protocol-range.ts), or our own id → the address is ignored — and from
- * then on treats it as peer `hello.id` (mTLS connections pinned to that id). An address that disappears
- * from DNS is dropped; heartbeats remain the liveness signal.
+ * `--gossip` mode, no protocol version both speak (protocol-range.ts), or our own id → the address is
+ * ignored — and from then on treats it as peer `hello.id` (mTLS connections pinned to that id). An address
+ * that disappears from DNS is dropped; heartbeats remain the liveness signal.
  */
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";

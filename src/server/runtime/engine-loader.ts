@@ -58,7 +58,8 @@ export function engineSpec(s: EngineSettings): EngineSpec {
         kind: "sim",
         ...(s.simProfile ? { profile: s.simProfile } : {}),
         ...(s.capacityTokens ? { capacityTokens: s.capacityTokens } : {}),
-        // timeScale 0 (instant engine, for overhead benchmarks) is below the factory's range: use the smallest.
+        // timeScale 0 (instant engine, for overhead benchmarks) is below the factory's range: use the
+        // smallest.
         ...(s.simTimeScale !== undefined ? { timeScale: Math.max(s.simTimeScale, 1e-9) } : {}),
       };
     case "llamacpp":
