@@ -24,7 +24,9 @@ export function decodeStored(
   const blockSize = int(f("block_size"), `${where}.block_size`, 0, limits.maxTokensPerEvent);
   const medium = mediumOf(f("medium"), `${where}.medium`, limits);
   const group = optionalInt(f("group_idx"), `${where}.group_idx`, 0, 1 << 16);
-  optionalString(f("kv_cache_spec_kind"), `${where}.kv_cache_spec_kind`, limits);
+  const kind = optionalString(f("kv_cache_spec_kind"), `${where}.kv_cache_spec_kind`, limits);
+  const window = f("kv_cache_spec_sliding_window");
+  const partialGroup = (kind !== null && !FULL_KINDS.has(kind)) || (window !== null && window !== undefined);
   let namespaced = false;
   // SGLang's salt ({cache_salt}, its BlockStoredMetadata) on every block of a salted chain: at position
   // 7 in its first layout, past vLLM's fields in its second, by name in maps. Other values there may
@@ -106,8 +108,16 @@ export function decodeStored(
     blockNamespaced,
     ...(namespace ? { namespace } : {}),
     group,
+    ...(partialGroup ? { partialGroup: true as const } : {}),
   };
 }
+
+/**
+ * vLLM's group kinds whose blocks stay while a request holds them: a chain's parent is held. A sliding
+ * window, chunked local attention or Mamba group frees (or never stores: null blocks) the blocks
+ * behind, yet names the request's previous hash as parent.
+ */
+const FULL_KINDS = new Set(["full_attention", "mla_attention", "sink_full_attention"]);
 
 /** SGLang's metadata's salt: null for none (empty), undefined for anything else. */
 function metadataSalt(v: unknown): string | null | undefined {

@@ -269,7 +269,8 @@ export class KvCacheMirror {
     // Both engines name as parent a block they hold (vLLM: the request's previous block, which it
     // holds; SGLang: the radix node above): one unknown here was missed. The chain stays held (its
     // removals match) but unreachable until that parent is stored: the engine reuses it only through it.
-    if (ev.parent !== null && parent === ev.parent && !this.blocks.has(parent))
+    // Not so in vLLM's sliding-window or Mamba groups, which drop the blocks behind (partialGroup).
+    if (ev.parent !== null && parent === ev.parent && !ev.partialGroup && !this.blocks.has(parent))
       this.markDegraded(`block ${ev.hashes[0]} was stored under block ${parent}, never stored`);
     for (let i = 0; i < n; i++) {
       const hash = ev.hashes[i]!;

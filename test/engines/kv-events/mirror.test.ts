@@ -82,6 +82,34 @@ describe("mirror rules", () => {
     expect(exact.degraded).toBeUndefined();
   });
 
+  test("vLLM's sliding-window and Mamba groups name parents they dropped: no degradation there", () => {
+    // vLLM names the request's previous hash as parent even where that group freed the block (out of
+    // the window) or never stored it (a null block): expected, not a missed batch.
+    const ev = (kind: string | null, window: number | null) =>
+      decodeBatch(
+        msgpack([
+          new F64(1),
+          [["BlockStored", [2], 1, [3, 4], 2, null, "GPU", null, null, 0, kind, window]],
+          0,
+        ]),
+      );
+    for (const [kind, window] of [
+      ["sliding_window", 4],
+      ["mamba", null],
+      [null, 4],
+    ] as const) {
+      const m = new KvCacheMirror();
+      m.apply(ev(kind, window));
+      expect(m.degraded).toBeUndefined();
+      expect(m.stats()).toMatchObject({ blocks: 1, reachableBlocks: 0 });
+    }
+    for (const kind of ["full_attention", "mla_attention", null]) {
+      const m = new KvCacheMirror();
+      m.apply(ev(kind, null));
+      expect(m.degraded).toMatch(/stored under block i:1, never stored/);
+    }
+  });
+
   test("copies: a hash stored twice stays until removed twice, or until no copy remains", () => {
     const m = new KvCacheMirror();
     m.apply(batch([stored(["a"], null, [1, 2]), stored(["a"], null, [1, 2])]));
