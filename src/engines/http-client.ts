@@ -184,7 +184,14 @@ export class HttpClient {
   /** A JSON request with a bounded response. */
   async json(method: "GET" | "POST", path: string, body?: unknown, signal?: AbortSignal): Promise<unknown> {
     const res = await this.send(method, path, body, signal);
-    const text = await readLimited(res.body, MAX_JSON_BYTES);
+    // The body timeout runs here, past send(): its failure too is the engine's, worded for operators.
+    const text = await readLimited(res.body, MAX_JSON_BYTES).catch((e: unknown) => {
+      if (e instanceof EngineUnavailableError) throw e;
+      if (signal?.aborted) throw new EngineAbortedError();
+      const code = (e as { code?: unknown }).code;
+      const why = `${typeof code === "string" ? code : (e as Error).message}${stallNote(code, this.opts)}`;
+      throw new EngineUnavailableError(`${method} ${this.url(path)}: reading the response failed: ${why}`);
+    });
     try {
       return JSON.parse(text);
     } catch {
