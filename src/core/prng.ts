@@ -1,8 +1,8 @@
 /**
  * Seeded pseudo-random numbers for everything that must replay exactly (the simulator, schedules,
  * tests). sfc32 (Chris Doty-Humphrey's Small Fast Chaotic PRNG): 128-bit state, passes PractRand,
- * cheap in V8 because it uses only 32-bit integer ops (BENCHMARKS.md, "Design figures"). Seeds are expanded with splitmix32 so nearby
- * seeds (1, 2, 3…) give unrelated streams.
+ * cheap in V8 because it uses only 32-bit integer ops (BENCHMARKS.md, "Design figures"). Seeds are expanded
+ * with splitmix32 so nearby seeds (1, 2, 3…) give unrelated streams.
  */
 export class Prng {
   private a: number;

@@ -63,3 +63,18 @@ export function engineFault(err: unknown): EngineFault | undefined {
     return err.status !== undefined && LOAD_STATUSES.has(err.status) ? "load" : "down";
   return undefined;
 }
+
+/**
+ * The words an undici timeout `code` adds to a failure: its code alone tells an operator little, so
+ * say what the server did not do, and for how long (the client's bounds). Empty for other codes.
+ */
+export function stallNote(
+  code: unknown,
+  bounds: { headersTimeoutMs?: number; bodyTimeoutMs?: number },
+): string {
+  if (code === "UND_ERR_HEADERS_TIMEOUT" && bounds.headersTimeoutMs !== undefined)
+    return ` (no response within ${bounds.headersTimeoutMs} ms: the server is stalled or overloaded)`;
+  if (code === "UND_ERR_BODY_TIMEOUT" && bounds.bodyTimeoutMs !== undefined)
+    return ` (the server stopped sending mid-stream for ${bounds.bodyTimeoutMs} ms)`;
+  return "";
+}

@@ -4,7 +4,7 @@
  * phase is retried: once a response streams, failures surface to the caller.
  */
 import { Agent, type Dispatcher, request } from "undici";
-import { EngineAbortedError, EngineInputError, EngineUnavailableError } from "./errors.js";
+import { EngineAbortedError, EngineInputError, EngineUnavailableError, stallNote } from "./errors.js";
 
 export interface HttpOptions {
   connectTimeoutMs: number;
@@ -162,13 +162,8 @@ export class HttpClient {
         if (signal?.aborted) throw new EngineAbortedError();
         const code = (e as { code?: string }).code ?? "";
         if (!RETRY_CODES.has(code)) {
-          // The code alone tells an operator little: say what the server did not do, and for how long.
-          const stalled =
-            code === "UND_ERR_HEADERS_TIMEOUT"
-              ? ` (no response within ${this.opts.headersTimeoutMs} ms: the server is stalled or overloaded)`
-              : "";
           throw new EngineUnavailableError(
-            `${method} ${this.url(path)} failed: ${code || (e as Error).message}${stalled}`,
+            `${method} ${this.url(path)} failed: ${code || (e as Error).message}${stallNote(code, this.opts)}`,
           );
         }
         lastError = `${code} (${(e as Error).message})`;
@@ -189,7 +184,14 @@ export class HttpClient {
   /** A JSON request with a bounded response. */
   async json(method: "GET" | "POST", path: string, body?: unknown, signal?: AbortSignal): Promise<unknown> {
     const res = await this.send(method, path, body, signal);
-    const text = await readLimited(res.body, MAX_JSON_BYTES);
+    // The body timeout runs here, past send(): its failure too is the engine's, worded for operators.
+    const text = await readLimited(res.body, MAX_JSON_BYTES).catch((e: unknown) => {
+      if (e instanceof EngineUnavailableError) throw e;
+      if (signal?.aborted) throw new EngineAbortedError();
+      const code = (e as { code?: unknown }).code;
+      const why = `${typeof code === "string" ? code : (e as Error).message}${stallNote(code, this.opts)}`;
+      throw new EngineUnavailableError(`${method} ${this.url(path)}: reading the response failed: ${why}`);
+    });
     try {
       return JSON.parse(text);
     } catch {

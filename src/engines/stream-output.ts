@@ -3,7 +3,7 @@
  * llama-server's native `/completion`: the text one run may bring is bounded, and a failed read ends
  * the run with an engine error the servers map (an abort when the caller aborted).
  */
-import { EngineAbortedError, EngineUnavailableError } from "./errors.js";
+import { EngineAbortedError, EngineUnavailableError, stallNote } from "./errors.js";
 
 /** The server controls how much it sends: past this a run fails instead of growing memory. */
 const MAX_OUTPUT_CHARS = 4 << 20;
@@ -19,9 +19,6 @@ export function appendOutput(text: string, piece: string): string {
 export function streamFailure(e: unknown, signal: AbortSignal | undefined, bodyTimeoutMs: number): Error {
   if (signal?.aborted) return new EngineAbortedError();
   if (e instanceof EngineUnavailableError) return e;
-  const stalled =
-    (e as { code?: unknown } | undefined)?.code === "UND_ERR_BODY_TIMEOUT"
-      ? ` (the server stopped sending mid-stream for ${bodyTimeoutMs} ms)`
-      : "";
+  const stalled = stallNote((e as { code?: unknown } | undefined)?.code, { bodyTimeoutMs });
   return new EngineUnavailableError(`stream from server failed: ${(e as Error).message}${stalled}`);
 }

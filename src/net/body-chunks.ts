@@ -2,8 +2,9 @@
  * A request body kept as the chunks it arrived in, for the snapshot endpoint: a frame at the size cap
  * is megabytes, and joining it into one buffer on the event loop (allocation, page faults, copy) held
  * the loop for tens of milliseconds on a busy machine. The snapshot decoder hands the chunks to its
- * worker thread, which joins them there; in HMAC mode the body's digest is taken chunk by chunk. Bounded like any body: a declared or received length above
- * `limit` is a 413, a body shorter or longer than its declared length a 400.
+ * worker thread, which joins them there; in HMAC mode the body's digest is taken chunk by chunk. Bounded like
+ * any body: a declared or received length above `limit` is a 413, a body shorter or longer than its declared
+ * length a 400.
  */
 import { createHash } from "node:crypto";
 import type { FastifyRequest } from "fastify";

@@ -6,9 +6,9 @@
  * DNS yields addresses, not ids. The flow for a DNS-found address: the transport calls
  * `GET /peer/hello` on it (over mTLS with `clientTlsOptions(m, undefined)`, or signed in shared-secret
  * mode), validates the answer with `checkPeerHello` — a malformed hello, another cluster, model or
- * `--gossip` mode, no protocol version both speak (protocol-range.ts), or our own id → the address is ignored — and from
- * then on treats it as peer `hello.id` (mTLS connections pinned to that id). An address that disappears
- * from DNS is dropped; heartbeats remain the liveness signal.
+ * `--gossip` mode, no protocol version both speak (protocol-range.ts), or our own id → the address is
+ * ignored — and from then on treats it as peer `hello.id` (mTLS connections pinned to that id). An address
+ * that disappears from DNS is dropped; heartbeats remain the liveness signal.
  */
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
@@ -82,9 +82,9 @@ function splitPeerEntry(entry: string): { id: string; url: string } {
  * a YAML list of `join` seeds write them), or a map id → url.
  */
 export function parsePeerList(value: unknown, opts: { self?: string } = {}): StaticPeer[] {
-  const list = z
-    .union([z.array(z.unknown()).max(MAX_PEERS * 4), z.record(z.string(), z.string())])
-    .safeParse(value);
+  const tooMany = peerCountProblem(value);
+  if (tooMany) throw new DiscoveryError(tooMany);
+  const list = z.union([z.array(z.unknown()), z.record(z.string(), z.string())]).safeParse(value);
   if (!list.success)
     throw new DiscoveryError("peers must be a list of { id, url } or of ID=URL, or a map of id: url");
   const raw = Array.isArray(list.data)
@@ -107,12 +107,26 @@ export function parsePeerList(value: unknown, opts: { self?: string } = {}): Sta
   return validatePeers(raw, opts);
 }
 
+/**
+ * Too many peers in a list or map of them, said before any entry is read (the settings check it too,
+ * at parse): undefined when within the bound.
+ */
+export function peerCountProblem(value: unknown): string | undefined {
+  const n = Array.isArray(value)
+    ? value.length
+    : value && typeof value === "object"
+      ? Object.keys(value).length
+      : 0;
+  return n > MAX_PEERS ? `too many peers (${n}, at most ${MAX_PEERS})` : undefined;
+}
+
 /** One `id: url` of a YAML map, bounded as the list's entries are (neither quoted back when too long). */
 function mapEntry(id: string, url: string, i: number): { id: string; url: string } {
   const r = staticPeerSchema.safeParse({ id, url });
   if (r.success) return r.data;
   if (r.error.issues[0]?.path[0] === "id")
-    throw new DiscoveryError(`peers: key ${i + 1} is no node id: use 1-64 characters from A-Z a-z 0-9 _ . -`);
+    // Counted from 0, as a list's entries are (peers[0]).
+    throw new DiscoveryError(`peers: key ${i} is no node id: use 1-64 characters from A-Z a-z 0-9 _ . -`);
   throw new DiscoveryError(`peers.${id}: url is invalid (at most 2048 characters): give id: url`);
 }
 

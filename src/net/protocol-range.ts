@@ -9,8 +9,9 @@
  * shared-secret channel's 101 MAC (auth/channel-mac.ts) is the hello's `channelAcceptMac`: a peer whose
  * checked hello says it must send one (a missing or wrong one is refused), a peer whose hello does not
  * (an older build) has its 101 taken unproven, as before, until one of its 101s carries a valid MAC
- * (it upgraded) — its frames are MAC'd all the same, so a forged 101 can only make that channel fail. A hello is itself authenticated (its response MAC, or
- * TLS), so no one on the path can take the field away; a peer not yet checked must send the MAC.
+ * (it upgraded) — its frames are MAC'd all the same, so a forged 101 can only make that channel fail. A
+ * hello is itself authenticated (its response MAC, or TLS), so no one on the path can take the field away; a
+ * peer not yet checked must send the MAC.
  */
 import type { PeerAuth } from "./transport-auth.js";
 import { PROTOCOL_VERSION } from "./transport-wire.js";

@@ -154,7 +154,8 @@ async function readCache(
     const buf = await readFile(join(dir, `${key}.bin`));
     const total = index.lengths.reduce((a, b) => a + b, 0);
     if (buf.byteLength !== total * 4) return undefined;
-    // Copy into an aligned buffer (a Buffer may sit at an unaligned offset of a shared pool); little-endian on disk.
+    // Copy into an aligned buffer (a Buffer may sit at an unaligned offset of a shared pool); little-endian
+    // on disk.
     const all = new Uint32Array(total);
     const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     for (let i = 0; i < total; i++) all[i] = view.getUint32(i * 4, true);

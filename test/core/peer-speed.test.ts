@@ -46,7 +46,8 @@ describe("peer speed", () => {
   it("a 3× slower peer gets the request only when its cache saves more than its slowness costs", () => {
     const on = createPolicy("cost-aware", { peerSpeed: true, rentOrBuy: false });
     const off = createPolicy("cost-aware", { rentOrBuy: false });
-    // Prompt 1,000 tokens. Self: 20 + 500 = 520 ms. Peer holding 900: 3 × (20 + 50) + 2 = 212 ms → forward.
+    // Prompt 1,000 tokens. Self: 20 + 500 = 520 ms. Peer holding 900: 3 × (20 + 50) + 2 = 212 ms →
+    // forward.
     expect(on.rank([self, peer(900, 210)], ctx(1_000))[0]).toBe(1);
     // Peer holding 400: 3 × (20 + 300) + 2 = 962 ms > 520 → stay; without peerSpeed it forwards (322 ms).
     expect(on.rank([self, peer(400, 210)], ctx(1_000))[0]).toBe(0);

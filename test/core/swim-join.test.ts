@@ -93,7 +93,8 @@ describe("joining and refuting without a seed's help", () => {
     h.msg("b", { type: "gossip", updates: [{ id: "a", status: "suspect", incarnation: 0, from: "b" }] });
     expect(h.swim.currentIncarnation).toBe(1);
     for (let i = 0; i < 20; i++) h.run(h.swim.handle({ type: "timer", timer: { kind: "swim-gossip" } }));
-    // b missed the refutation and probes us with its old suspicion: our ack says alive at 1, no new refutation.
+    // b missed the refutation and probes us with its old suspicion: our ack says alive at 1, no new
+    // refutation.
     h.sent.length = 0;
     h.msg("b", { type: "ping", seq: 3, updates: [{ id: "a", status: "suspect", incarnation: 0 }] });
     const ack = h.sent.find((x) => x.to === "b" && x.msg.type === "ack");

@@ -114,6 +114,47 @@ describe("remote engine: completions", () => {
     });
   });
 
+  it("believes no negative, fractional, absurd or more-than-the-prompt usage: not reported", async () => {
+    const answer = (usage: object, timings?: object) =>
+      sse([
+        { choices: [{ text: "A", finish_reason: "stop" }] },
+        { choices: [], usage, ...(timings ? { timings } : {}) },
+      ]);
+    const { url } = await startDouble({
+      "POST /v1/completions": [
+        answer({ prompt_tokens: -3, completion_tokens: 2.5, prompt_tokens_details: { cached_tokens: -1 } }),
+        answer({ prompt_tokens: 3, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 7 } }),
+        answer(
+          { prompt_tokens: 1e12, completion_tokens: 1e12, prompt_tokens_details: { cached_tokens: 1.5 } },
+          { prompt_ms: -4, predicted_ms: 1e15 },
+        ),
+        answer({ prompt_tokens: 3, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 3 } }),
+      ],
+    });
+    live.engine = new OpenAIEngine(opts(url));
+    const req = tokenReq("p");
+    const fallback = { promptTokens: req.tokens.length, completionTokens: 1, cachedTokens: 0 };
+    const negative = await live.engine.run(req);
+    expect(negative).toMatchObject({ ...fallback, cacheReported: false });
+    // More cached than the prompt the server itself counted.
+    expect(await live.engine.run(req)).toMatchObject({
+      promptTokens: 3,
+      cachedTokens: 0,
+      cacheReported: false,
+    });
+    const absurd = await live.engine.run(req);
+    expect(absurd).toMatchObject({ ...fallback, cacheReported: false });
+    expect(absurd.prefillMs).toBeGreaterThanOrEqual(0);
+    expect(absurd.decodeMs).toBeLessThan(60_000);
+    expect(await live.engine.run(req)).toMatchObject({
+      promptTokens: 3,
+      cachedTokens: 3,
+      cacheReported: true,
+    });
+    // Only the believed report was compared with the prediction.
+    expect(live.engine.cacheStatus()).toMatchObject({ accuracy: { requests: 1 } });
+  });
+
   it("reads llama.cpp server timings (cache_n, prompt_ms, predicted_ms)", async () => {
     const { url } = await startDouble({
       "POST /v1/completions": sse([

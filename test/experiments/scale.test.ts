@@ -66,7 +66,8 @@ describe("experiment scale (quick)", () => {
   it("full mesh: messages per node grow with N (2(N − 1) per second at Δpoll 500 ms); scuttlebutt's grow slower", () => {
     for (const n of o.nodes) {
       const m = main("full", n).gossipMsgsPerNodeS;
-      // One node of N crashes half-way (a quarter of 4 nodes) and runs end after their last answer: under 2(N − 1).
+      // One node of N crashes half-way (a quarter of 4 nodes) and runs end after their last answer: under 2(N
+      // − 1).
       expect(m).toBeGreaterThan(1.25 * (n - 1));
       expect(m).toBeLessThan(2.2 * (n - 1));
     }
@@ -88,7 +89,8 @@ describe("experiment scale (quick)", () => {
         if (s.p50Ms !== undefined && s.p100Ms !== undefined) expect(s.p50Ms).toBeLessThanOrEqual(s.p100Ms);
       }
     }
-    // The full mesh suspects a silent peer after 3 Δpoll: every member notices within 3 Δpoll + one probe step.
+    // The full mesh suspects a silent peer after 3 Δpoll: every member notices within 3 Δpoll + one probe
+    // step.
     for (const n of o.nodes) {
       const d = main("full", n).detection;
       expect(d?.noticed).toBe(n - 1);

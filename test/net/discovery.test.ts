@@ -86,7 +86,7 @@ describe("static peers", () => {
         return (e as Error).message;
       }
     })();
-    expect(id).toMatch(/^peers: key 2 is no node id: use 1-64 characters/);
+    expect(id).toMatch(/^peers: key 1 is no node id: use 1-64 characters/);
     expect(String(id).length).toBeLessThan(200);
     const many = Object.fromEntries(
       Array.from({ length: 257 }, (_, i) => [`P${i}`, `http://127.0.0.1:${10_000 + i}`]),

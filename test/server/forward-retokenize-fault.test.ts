@@ -3,8 +3,8 @@
  * engine's `/tokenize` fails, the error says whose fault it is, as a failed run's does: the prompt
  * refused (`input`) or the engine busy (`load`) is a back-off at the origin, not a failure mark, so a
  * client's bad prompts cannot get honest peers demoted. Its text is held to a failed run's rules: the
- * engine URL cut to its path, the length bounded. The engine is a TEST DOUBLE: the simulator's, whose `tokenize` fails
- * as the prompt asks.
+ * engine URL cut to its path, the length bounded. The engine is a TEST DOUBLE: the simulator's, whose
+ * `tokenize` fails as the prompt asks.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Tokens } from "../../src/core/engine.js";

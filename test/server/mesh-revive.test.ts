@@ -71,7 +71,8 @@ describe("a member declared dead that comes back", () => {
     // Read at once, in process: B may refute its death as soon as it next hears from A.
     expect(memberB()?.status).toBe("dead");
     expect(a.runtime.meshModels().find((m) => m.id === M2)?.nodes ?? []).toEqual([]);
-    // B hears of its death on its next ping of A and refutes it; A takes it back once it passes the check again.
+    // B hears of its death on its next ping of A and refutes it; A takes it back once it passes the check
+    // again.
     await until(
       "B alive again at A, at a higher incarnation",
       () => memberB()?.status === "alive" && (memberB()?.incarnation ?? 0) > (before?.incarnation ?? 0),

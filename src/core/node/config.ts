@@ -109,8 +109,9 @@ export const nodeConfigSchema = z
      * a timeout runs here ahead of every job that arrived after it (it has waited already; by arrival,
      * so a burst of them never starves what queued before; with maxWaitMs, at the tail, so the jobs
      * admitted keep their bound) and is never offloaded again: with nothing older queued (and no
-     * bound), chained losses cost at most this many ack timeouts and one local run. With answerRecovery, an unanswered probe counts one
-     * and is re-sent while the cap allows. 0 = no cap: every planned peer, then the queue's tail.
+     * bound), chained losses cost at most this many ack timeouts and one local run. With answerRecovery, an
+     * unanswered probe counts one and is re-sent while the cap allows. 0 = no cap: every planned peer, then
+     * the queue's tail.
      */
     maxTimedOutAttempts: z.number().int().min(0).max(64).default(0),
     /**

@@ -15,14 +15,13 @@
  * digest or state: SWIM never reports a peer back within its suspicion time), and when it is
  * quarantined (then only its cancel goes).
  * Whichever answer comes first is the reply; a local run whose request the peer answered is aborted
- * when the engine can (abort-runs.ts), else completes unreplied (its tree insert stands). A streaming request (`EngineRequest.stream`) is the exception:
- * once its local run starts, its client may hold that run's text, which the peer's need not continue
- * (another engine, batch nondeterminism), so the run answers: the hedge ends as it starts, with a
- * final cancel (the peer aborts: abort-runs.ts), and a peer answer after that is refused; before,
- * the peer's answer goes out whole. (Aborting the local run instead would be unsafe for the same
- * reason: its text may already be the client's.)
- * The request leaves the pending table with its one reply, so it is never answered twice. Owned by
- * the origin.
+ * when the engine can (abort-runs.ts), else completes unreplied (its tree insert stands). A streaming request
+ * (`EngineRequest.stream`) is the exception: once its local run starts, its client may hold that run's text,
+ * which the peer's need not continue (another engine, batch nondeterminism), so the run answers: the hedge
+ * ends as it starts, with a final cancel (the peer aborts: abort-runs.ts), and a peer answer after that is
+ * refused; before, the peer's answer goes out whole. (Aborting the local run instead would be unsafe for the
+ * same reason: its text may already be the client's.) The request leaves the pending table with its one
+ * reply, so it is never answered twice. Owned by the origin.
  */
 import { invariant } from "../invariant.js";
 import type { Effect, NodeId, Timer } from "./types.js";

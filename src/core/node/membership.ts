@@ -2,9 +2,9 @@
  * Membership (the static list, plus peers added or removed at run time, e.g. found by DNS) and the
  * failure detector of §3.3, nothing else: a peer silent for k × Δpoll is suspected and not routed to;
  * any message from it clears that. A transport failure (connection refused/reset) suspects at once; a
- * `goodbye` marks the peer down until its anti-entropy speaks again (it restarted), and so does a silence past the down bound when
- * one is set (a crash: suspected first, then down). What peers advertise and what we measure of
- * them belongs to the role that receives or measures it (anti-entropy.ts, origin.ts).
+ * `goodbye` marks the peer down until its anti-entropy speaks again (it restarted), and so does a silence
+ * past the down bound when one is set (a crash: suspected first, then down). What peers advertise and what we
+ * measure of them belongs to the role that receives or measures it (anti-entropy.ts, origin.ts).
  */
 import { invariant } from "../invariant.js";
 import type { NodeConfig } from "./config.js";

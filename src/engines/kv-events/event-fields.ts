@@ -14,7 +14,7 @@ export function decodeStored(
   where: string,
   limits: WireLimits,
   positional: boolean,
-  extension: boolean,
+  tail: readonly unknown[],
 ): BlockStored {
   const hashes = hashList(f("block_hashes"), `${where}.block_hashes`, limits);
   if (hashes.length === 0) throw new KvWireError(`${where}: BlockStored with no block_hashes`);
@@ -24,13 +24,30 @@ export function decodeStored(
   const blockSize = int(f("block_size"), `${where}.block_size`, 0, limits.maxTokensPerEvent);
   const medium = mediumOf(f("medium"), `${where}.medium`, limits);
   const group = optionalInt(f("group_idx"), `${where}.group_idx`, 0, 1 << 16);
-  optionalString(f("kv_cache_spec_kind"), `${where}.kv_cache_spec_kind`, limits);
-  let namespaced = extension;
+  const kind = optionalString(f("kv_cache_spec_kind"), `${where}.kv_cache_spec_kind`, limits);
+  const window = f("kv_cache_spec_sliding_window");
+  const partialGroup = (kind !== null && !FULL_KINDS.has(kind)) || (window !== null && window !== undefined);
+  let namespaced = false;
+  // SGLang's salt ({cache_salt}, its BlockStoredMetadata) on every block of a salted chain: at position
+  // 7 in its first layout, past vLLM's fields in its second, by name in maps. Other values there may
+  // key the hashes by inputs the node cannot name.
+  let salt: string | undefined;
+  const meta = (v: unknown) => {
+    if (v === null || v === undefined) return;
+    const s = metadataSalt(v);
+    if (s === undefined || (salt !== undefined && s !== null && s !== salt)) namespaced = true;
+    else if (s !== null) salt = s;
+  };
+  for (const v of tail) meta(v);
+  if (!positional) {
+    meta(f("metadata"));
+    const named = f("cache_salt");
+    if (named !== null && named !== undefined) meta(new Map([["cache_salt", named]]));
+  }
   const loraName = f("lora_name");
   let adapter: string | undefined;
   if (positional && loraName !== null && loraName !== undefined && typeof loraName !== "string") {
-    // Position 7 is lora_name in vLLM but another extension in other publishers: it may key hashes.
-    namespaced = true;
+    meta(loraName);
   } else {
     const name = optionalString(loraName, `${where}.lora_name`, limits);
     if (name !== null) adapter = name;
@@ -51,7 +68,7 @@ export function decodeStored(
     } else if (extra.length === hashes.length) {
       blockNamespaced = extra.map((k, i) => {
         const rest = namespaceKeysRemoved(k, adapter);
-        if (rest === null) return false;
+        if (rest === null || saltMarker(rest, salt)) return false;
         // vLLM: extra keys are LoRA name, multimodal keys, cache salt (first block only), embeddings.
         // A lone string left on a sequence's first block is the salt; anything else keys the block
         // by inputs the node cannot reproduce.
@@ -67,17 +84,14 @@ export function decodeStored(
         }
         return true;
       });
-    } else if (extra.some((k) => k !== null)) namespaced = true;
+    } else if (extra.some((k) => k !== null && !saltMarker(namespaceKeysRemoved(k, adapter), salt)))
+      namespaced = true;
   }
-  if (!positional) {
-    // Map-encoded events name their fields; these key the hash chain (vLLM's cache_salt, SGLang's
-    // metadata). An empty metadata map changes nothing.
-    const salt = f("cache_salt");
-    if (typeof salt === "string" && salt !== "" && (cacheSalt === undefined || cacheSalt === salt)) {
-      if (parent === null) cacheSalt = salt;
-    } else if (salt !== null && salt !== undefined) namespaced = true;
-    const meta = f("metadata");
-    if (meta !== null && meta !== undefined && !(meta instanceof Map && meta.size === 0)) namespaced = true;
+  // The salt seeds the chain's first hash: it names the namespace of a chain's start; blocks after
+  // are in it through their parent.
+  if (salt !== undefined && parent === null) {
+    if (cacheSalt !== undefined && cacheSalt !== salt) namespaced = true;
+    cacheSalt = salt;
   }
   const namespace =
     adapter === undefined && cacheSalt === undefined
@@ -94,7 +108,29 @@ export function decodeStored(
     blockNamespaced,
     ...(namespace ? { namespace } : {}),
     group,
+    ...(partialGroup ? { partialGroup: true as const } : {}),
   };
+}
+
+/**
+ * vLLM's group kinds whose blocks stay while a request holds them: a chain's parent is held. A sliding
+ * window, chunked local attention or Mamba group frees (or never stores: null blocks) the blocks
+ * behind, yet names the request's previous hash as parent.
+ */
+const FULL_KINDS = new Set(["full_attention", "mla_attention", "sink_full_attention"]);
+
+/** SGLang's metadata's salt: null for none (empty), undefined for anything else. */
+function metadataSalt(v: unknown): string | null | undefined {
+  if (!(v instanceof Map)) return undefined;
+  if (v.size === 0) return null;
+  const salt = v.get("cache_salt");
+  return v.size === 1 && typeof salt === "string" && salt !== "" ? salt : undefined;
+}
+
+/** SGLang also puts its salt in extra_keys, prefixed as dynamo's router reads it: not another key. */
+const SALT_MARKER = "dynamo-cache-salt:";
+function saltMarker(rest: unknown[] | null, salt: string | undefined): boolean {
+  return salt !== undefined && rest !== null && rest.length === 1 && rest[0] === SALT_MARKER + salt;
 }
 
 /** A block's extra keys without the LoRA name vLLM puts first; null when nothing is left. */

@@ -266,6 +266,12 @@ export class KvCacheMirror {
     const per = ev.tokens.length / n;
     this.lastBlockSize = per;
     let parent = this.parentKey(ev.parent, ev.namespace);
+    // Both engines name as parent a block they hold (vLLM: the request's previous block, which it
+    // holds; SGLang: the radix node above): one unknown here was missed. The chain stays held (its
+    // removals match) but unreachable until that parent is stored: the engine reuses it only through it.
+    // Not so in vLLM's sliding-window or Mamba groups, which drop the blocks behind (partialGroup).
+    if (ev.parent !== null && parent === ev.parent && !ev.partialGroup && !this.blocks.has(parent))
+      this.markDegraded(`block ${ev.hashes[0]} was stored under block ${parent}, never stored`);
     for (let i = 0; i < n; i++) {
       const hash = ev.hashes[i]!;
       const tokens = ev.tokens.slice(i * per, (i + 1) * per);

@@ -24,3 +24,26 @@ export function encodeSequence(seq: number): Uint8Array {
   new DataView(out.buffer).setBigInt64(0, BigInt(seq));
   return out;
 }
+
+/**
+ * SGLang's publisher with a snapshot endpoint appends `\0sgl-kv-epoch=EPOCH` to the topic frame (and
+ * `\0sgl-kv-snapshot=ID` to its snapshot barriers, empty batches numbered like the rest); EPOCH names
+ * the publisher's life, so another one is a restarted publisher. SUB filters by prefix, so these come.
+ */
+const EPOCH_MARKER = Buffer.from("\u0000sgl-kv-epoch=", "utf8");
+const SNAPSHOT_MARKER = Buffer.from("\u0000sgl-kv-snapshot=", "utf8");
+
+/**
+ * Whether the topic frame is `topic`'s: null for another topic, else the publisher's epoch when the
+ * frame carries one.
+ */
+export function topicOf(frame: Buffer, topic: Buffer): { epoch: string | undefined } | null {
+  if (frame.equals(topic)) return { epoch: undefined };
+  const marker = topic.length + EPOCH_MARKER.length;
+  if (frame.length <= marker || !frame.subarray(0, topic.length).equals(topic)) return null;
+  if (!frame.subarray(topic.length, marker).equals(EPOCH_MARKER)) return null;
+  const rest = frame.subarray(marker);
+  const at = rest.indexOf(SNAPSHOT_MARKER);
+  const epoch = (at < 0 ? rest : rest.subarray(0, at)).toString("utf8");
+  return epoch === "" ? null : { epoch };
+}

@@ -26,7 +26,7 @@ import type { KvCacheMirror } from "./mirror.js";
 import { subscribe, watchConnection } from "./reconnect.js";
 import { ReplayClient } from "./replay-client.js";
 import { type ReplayOutcome, ReplayReading } from "./replay-reading.js";
-import { decodeSequence } from "./sequence-frame.js";
+import { decodeSequence, topicOf } from "./sequence-frame.js";
 import type { KvSubscriberOptions, KvSubscriberState, KvSubscriberStatus } from "./subscriber-types.js";
 import { decodeBatch } from "./wire.js";
 import { DEFAULT_WIRE_LIMITS, type KvEventBatch, KvWireError, type WireLimits } from "./wire-types.js";
@@ -44,6 +44,8 @@ export class KvEventsSubscriber {
   private sub: Subscriber | undefined;
   private readonly queue: LiveQueue;
   private lastLiveSeq: number | undefined;
+  /** The publisher's epoch, when its topic frames carry one (SGLang with a snapshot endpoint). */
+  private epoch: string | undefined;
   private next: number | undefined;
   private synced = false;
   private state: KvSubscriberState = "waiting";
@@ -155,7 +157,8 @@ export class KvEventsSubscriber {
   }
 
   private onMessage(frames: Buffer[]): void {
-    if (frames.length !== 3 || !frames[0]!.equals(this.topic)) {
+    const topic = frames.length === 3 ? topicOf(frames[0]!, this.topic) : null;
+    if (!topic) {
       this.reject(`a message of ${frames.length} frames or another topic`);
       return;
     }
@@ -167,8 +170,11 @@ export class KvEventsSubscriber {
       return;
     }
     // SUB delivers one publisher's messages in order and once: a lower number is a new publisher.
-    const restart = this.lastLiveSeq !== undefined && seq <= this.lastLiveSeq;
+    // Another epoch (SGLang) is a new publisher too, even one numbered past the last batch.
+    const newEpoch = topic.epoch !== undefined && this.epoch !== undefined && topic.epoch !== this.epoch;
+    const restart = (this.lastLiveSeq !== undefined && seq <= this.lastLiveSeq) || newEpoch;
     this.lastLiveSeq = seq;
+    if (topic.epoch !== undefined) this.epoch = topic.epoch;
     // Batches queued before the drop are the old connection's: only those after it need the check.
     const afterDrop = this.dropSeen;
     this.dropSeen = false;

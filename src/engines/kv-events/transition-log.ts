@@ -1,10 +1,10 @@
 /**
  * One log line when the KV-event mirror becomes degraded (with why), forgets blocks (why, how many),
- * is cleared for a new publisher (the engine restarted) or becomes exact again: why routing to this node lost (or got back) its cache, from the logs alone.
- * Transitions, never batches; and bounded: a stream that flaps (a publisher restarting in a loop, gap
- * after gap) logs at most `maxLines` lines per `windowMs`. Past that, lines are counted, and one line
- * at the window's end says how many were left out and where the mirror stands then, so the last line
- * logged is never a state the mirror has left.
+ * is cleared for a new publisher (the engine restarted) or becomes exact again: why routing to this node lost
+ * (or got back) its cache, from the logs alone. Transitions, never batches; and bounded: a stream that flaps
+ * (a publisher restarting in a loop, gap after gap) logs at most `maxLines` lines per `windowMs`. Past that,
+ * lines are counted, and one line at the window's end says how many were left out and where the mirror stands
+ * then, so the last line logged is never a state the mirror has left.
  */
 import type { MirrorTransition } from "./mirror.js";
 

@@ -36,6 +36,11 @@ export interface BlockStored {
   namespace?: { adapter?: string; cacheSalt?: string };
   /** vLLM's KV-cache group (hybrid models have several); null: the only group. */
   group: number | null;
+  /**
+   * The group keeps only part of a sequence (vLLM's `kv_cache_spec_kind` other than full attention,
+   * or a `kv_cache_spec_sliding_window`): its parent may be a block it dropped or never stored.
+   */
+  partialGroup?: true;
 }
 
 export interface BlockRemoved {

@@ -111,7 +111,7 @@ function decodeEvent(raw: unknown, index: number, limits: WireLimits): KvEvent {
   let tag: unknown;
   let fields: Fields;
   let positional = false;
-  let extension = false;
+  let tail: readonly unknown[] = [];
   if (Array.isArray(raw)) {
     if (raw.length === 0 || raw.length > limits.maxFieldsPerEvent)
       throw new KvWireError(`${where}: tagged array has ${raw.length} elements`);
@@ -127,8 +127,8 @@ function decodeEvent(raw: unknown, index: number, limits: WireLimits): KvEvent {
         throw new KvWireError(
           `${where}: BlockStored has ${raw.length - 1} fields, needs ≥ ${STORED_REQUIRED}`,
         );
-      // Fields past the ones we know: a newer or another engine's extension; it may key the hashes.
-      extension = raw.length > 1 + STORED_POSITIONS.length;
+      // Fields past the ones we know: a newer or another engine's extension (event-fields.ts).
+      tail = raw.slice(1 + STORED_POSITIONS.length);
     }
     if (tag === "BlockRemoved" && raw.length < 2)
       throw new KvWireError(`${where}: BlockRemoved has no block_hashes`);
@@ -141,7 +141,7 @@ function decodeEvent(raw: unknown, index: number, limits: WireLimits): KvEvent {
   }
   switch (tag) {
     case "BlockStored":
-      return decodeStored(fields, where, limits, positional, extension);
+      return decodeStored(fields, where, limits, positional, tail);
     case "BlockRemoved":
       return decodeRemoved(fields, where, limits);
     case "AllBlocksCleared":

@@ -34,8 +34,9 @@ const StreamChunk = z.object({
       predicted_ms: z.number().optional(),
     })
     .nullish(),
-  // A failure mid-stream: vLLM and llama-server send `{"error": {…}}`, older vLLM `{"object": "error", …}`.
-  // Unknown, not string: a server's `"object": null` or `"error": null` on a normal chunk must still parse.
+  // A failure mid-stream: vLLM and llama-server send `{"error": {…}}`, older vLLM `{"object": "error",
+  // …}`. Unknown, not string: a server's `"object": null` or `"error": null` on a normal chunk must still
+  // parse.
   error: z.unknown().optional(),
   object: z.unknown().optional(),
   message: z.unknown().optional(),

@@ -1,23 +1,24 @@
 /**
  * The remote engine: any OpenAI-compatible server (SGLang, vLLM, llama.cpp server, Ollama).
  *
- * Tokens. The router's tokens must equal the engine's. Prompts are tokenized by the server's
- * `/tokenize` when it has one (vLLM/SGLang shape `{model, prompt}` or llama.cpp shape `{content}`,
- * told apart by a probe that must come back non-empty), else by a configured local tokenizer (gpt-tokenizer), which is only right for matching models.
+ * Tokens. The router's tokens must equal the engine's. Prompts are tokenized by the server's `/tokenize`
+ * when it has one (vLLM/SGLang shape `{model, prompt}` or llama.cpp shape `{content}`, told apart by a
+ * probe that must come back non-empty), else by a configured local tokenizer (gpt-tokenizer), which is
+ * only right for matching models.
  * URL. `--engine-url` may end in `/v1` (the OpenAI convention) or not: it is normalized once to the root.
  * Context. The limit per request is read from the server (`/v1/models`: vLLM/SGLang `max_model_len`,
  * llama.cpp `meta.n_ctx`; else llama.cpp's `/props` n_ctx per slot), else the configured value.
  * Chat. Messages are rendered locally into a prompt (llama.cpp server's `/apply-template` when present,
- * else the documented fallback template) and sent to `/v1/completions`: the routed tokens are then
- * exactly what the server evaluates. `/v1/chat/completions` is not used, because the server's template
- * output is not observable there.
- * Cache. `cacheMode: "node-managed"`: the server evicts on its own, so the node's tree approximates it
- * by LRU with `capacityTokens` (the paper lets the engine evict independently); the server cannot be
- * told of the tree's evictions, so there is no `evict`. With `kvEvents` (vLLM, SGLang) the engine is
- * engine-managed instead: its cache model (src/engines/kv-events) mirrors the server's cache from its
- * KV events and each result carries `cachedSequences`. Where the server reports hits
- * (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`), the result carries
- * them with `cacheReported: true`, so predicted vs reported hits can be a metric.
+ * else the documented fallback template) and sent to `/v1/completions`: the routed tokens are then exactly
+ * what the server evaluates. `/v1/chat/completions` is not used, because the server's template output is
+ * not observable there.
+ * Cache. `cacheMode: "node-managed"`: the server evicts on its own, so the node's tree approximates it by
+ * LRU with `capacityTokens` (the paper lets the engine evict independently); the server cannot be told of
+ * the tree's evictions, so there is no `evict`. With `kvEvents` (vLLM, SGLang) the engine is
+ * engine-managed instead: its cache model (src/engines/kv-events) mirrors the server's cache from its KV
+ * events and each result carries `cachedSequences`. Where the server reports hits
+ * (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`), the result carries them
+ * with `cacheReported: true`, so predicted vs reported hits can be a metric.
  */
 import { z } from "zod";
 import type {
@@ -41,6 +42,7 @@ import { completionsBody, streamCompletions } from "./completions.js";
 import { type OpenAIEngineOptions, OpenAIEngineOptionsSchema } from "./options.js";
 import { detectSlotMirror, fetchServerContext, SaltSupport } from "./server-info.js";
 import { localTokens, RemoteTokenizer } from "./tokenize.js";
+import { checkedUsage } from "./usage.js";
 
 /** A remote result additionally says whether `cachedTokens` was reported by the server (else 0). */
 export interface RemoteEngineResult extends EngineResult {
@@ -267,25 +269,20 @@ export class OpenAIEngine implements Engine {
       onChunk,
       signal,
     );
-    const reported = usage?.prompt_tokens_details?.cached_tokens ?? timings?.cache_n;
-    const prefillMs = timings?.prompt_ms ?? (firstAt > 0 ? firstAt - t0 : end - t0);
-    const decodeMs = timings?.predicted_ms ?? (firstAt > 0 ? end - firstAt : 0);
-    const cachedSequences = await this.cacheModel?.afterRun(
-      req.tokens,
-      predicted,
-      reported ?? undefined,
-      req,
-    );
+    const { cachedTokens: reported, ...checked } = checkedUsage({ usage, timings });
+    const prefillMs = checked.prefillMs ?? (firstAt > 0 ? firstAt - t0 : end - t0);
+    const decodeMs = checked.decodeMs ?? (firstAt > 0 ? end - firstAt : 0);
+    const cachedSequences = await this.cacheModel?.afterRun(req.tokens, predicted, reported, req);
     if (!this.cacheModel) this.rememberLru(req.tokens);
     // It answered: the result's sequences are offered, and so is the cache from now on.
     this.withheld = undefined;
-    const cachePrediction = this.tally.observe(predicted, reported ?? undefined);
+    const cachePrediction = this.tally.observe(predicted, reported);
     return {
       text,
-      completionTokens: usage?.completion_tokens ?? chunks,
-      promptTokens: usage?.prompt_tokens ?? req.tokens.length,
+      completionTokens: checked.completionTokens ?? chunks,
+      promptTokens: checked.promptTokens ?? req.tokens.length,
       cachedTokens: reported ?? 0,
-      cacheReported: reported !== undefined && reported !== null,
+      cacheReported: reported !== undefined,
       prefillMs,
       decodeMs,
       finishReason: finish === "length" ? "length" : "stop",

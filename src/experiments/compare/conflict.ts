@@ -4,8 +4,8 @@
  * aware with perfect estimates) does too. For each closed-loop cell where `cost-aware` misses the hit
  * target, this asks what reaching it would cost, from the measured runs alone: a router that routes a
  * share λ of requests as a policy that does reach it (affinity or centralized) and the rest as
- * cost-aware gets, to first order, hit = (1 − λ)·h_ca + λ·h_p and mean = (1 − λ)·m_ca + λ·m_p. The
- * cheapest such mix at 0.95 × centralized's hit rate against target 1's bound says whether the two
+ * cost-aware gets, to first order, hit = (1 − λ)·h_ca + λ·h_p and mean = (1 − λ)·m_ca + λ·m_p.
+ * The cheapest such mix at 0.95 × centralized's hit rate against target 1's bound says whether the two
  * targets conflict in that cell, or cost-aware merely falls short of a mix that meets both.
  */
 import type { CompareResult } from "./execute.js";

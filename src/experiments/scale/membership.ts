@@ -31,8 +31,9 @@ export interface MembershipCell {
   steadyBytesPerNodeS: number;
   /**
    * The periodic push-pull, per node per second on average: our whole member list and the partner's
-   * answer (what our list lacks: in a settled cluster, only itself) per node per push-pull interval (30 s × memberlist's pushPullScale), the list
-   * sized by the codec at this N. It is the one SWIM cost that grows with N (as N / log N).
+   * answer (what our list lacks: in a settled cluster, only itself) per node per push-pull interval (30 s ×
+   * memberlist's pushPullScale), the list sized by the codec at this N. It is the one SWIM cost that grows
+   * with N (as N / log N).
    */
   pushPullBytesPerNodeS: number;
   crashedAtMs: number;

@@ -80,25 +80,31 @@ export async function loadTlsMaterial(dir: string, id: string, now: Date = new D
     }
   }
   const warnings: string[] = [];
+  const notAfterMs = { ca: new Date(caCert.validTo).getTime(), node: new Date(cert.validTo).getTime() };
   // Certificates are read at start only, and an expired one splits the mesh without a word from the
   // peers (their handshakes fail): say it while there is time to renew.
-  for (const [what, c, renew] of [
+  for (const [what, c, notAfter, renew] of [
     // The same id: a new CA of a new (random) id would also rename the cluster.
     [
       "CA certificate",
       caCert,
+      notAfterMs.ca,
       `certs init --force --cluster-id ${clusterId}, certs issue --force for every node, restart all`,
     ],
-    [`certificate of node '${id}'`, cert, `certs issue --id ${id} --force, then restart this node`],
+    [
+      `certificate of node '${id}'`,
+      cert,
+      notAfterMs.node,
+      `certs issue --id ${id} --force, then restart this node`,
+    ],
   ] as const) {
-    const daysLeft = Math.floor((new Date(c.validTo).getTime() - now.getTime()) / 86_400_000);
+    const daysLeft = Math.floor((notAfter - now.getTime()) / 86_400_000);
     if (daysLeft < EXPIRY_WARN_DAYS)
       warnings.push(`${what} expires in ${daysLeft} days (${c.validTo}); renew it: prefixmesh ${renew}`);
   }
   const mode = (await stat(node.key)).mode & 0o777;
   if (mode & 0o077)
     warnings.push(`${node.key} is readable by others (mode ${mode.toString(8)}); chmod 600 it`);
-  const notAfterMs = { ca: new Date(caCert.validTo).getTime(), node: new Date(cert.validTo).getTime() };
   return { id, clusterId, ca: caPem, cert: certPem, key: keyPem, warnings, notAfterMs };
 }
 

@@ -6,13 +6,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { initCa, issueNodeCert } from "../../net/auth/ca.js";
 import { opensslAvailable } from "../../net/auth/openssl.js";
 import { writeSecretFile } from "../../net/auth/secret.js";
+import { makeDir } from "../../net/make-dir.js";
 import { freePort } from "./free-port.js";
 
 export { freePort };
@@ -78,7 +79,8 @@ export async function startCluster(o: ClusterOptions): Promise<RunningCluster> {
   const say = o.onLog ?? (() => {});
   const ownDir = o.dir === undefined;
   const dir = o.dir ?? (await mkdtemp(join(tmpdir(), "prefixmesh-cluster-")));
-  await mkdir(join(dir, "logs"), { recursive: true });
+  // A caller's `dir` may be anywhere: makeDir says why it cannot be made (Node's mkdir may hang, /proc).
+  await makeDir(join(dir, "logs"), 0o777, (m) => new Error(m));
   const ids = nodeIds(o.nodes);
   const credDir = join(dir, "credentials");
   let auth: RunningCluster["auth"];
@@ -89,7 +91,7 @@ export async function startCluster(o: ClusterOptions): Promise<RunningCluster> {
   } else {
     if (!o.sharedSecret)
       say("openssl not found: falling back to a fresh shared secret (HMAC) for peer authentication");
-    await mkdir(credDir, { recursive: true, mode: 0o700 });
+    await makeDir(credDir, 0o700, (m) => new Error(m));
     await writeSecretFile(join(credDir, "cluster.secret"));
     auth = "shared-secret";
   }

@@ -2,7 +2,8 @@
  * A log line each time a peer's liveness changes as this node sees it (checked once per anti-entropy
  * round): `peer suspected` when it fell silent for the failure detector's k × Δpoll (crashed, frozen
  * or cut off), `peer down` when it said goodbye (stopped gracefully), stayed silent for
- * `--down-after-polls` Δpoll, or left the membership, `peer live` when it is heard again. A peer's first sighting is not news unless it is already not live.
+ * `--down-after-polls` Δpoll, or left the membership, `peer live` when it is heard again. A peer's first
+ * sighting is not news unless it is already not live.
  */
 import type { Liveness } from "../../core/node/types.js";
 import type { RuntimeLogger } from "../runtime/logger.js";

@@ -1,8 +1,8 @@
 /**
  * zod schemas for the OpenAI-compatible request bodies we accept. Unknown fields are ignored (clients
  * send many optional knobs), but fields whose semantics we cannot honour (n or best_of > 1, echo,
- * logprobs, token prompts, tools or functions, a JSON response_format, a non-empty logit_bias) are refused with a clear 400
- * instead of being silently dropped. Every size is bounded.
+ * logprobs, token prompts, tools or functions, a JSON response_format, a non-empty logit_bias) are refused
+ * with a clear 400 instead of being silently dropped. Every size is bounded.
  */
 import { z } from "zod";
 import { MAX_CACHE_SALT } from "../../core/namespace.js";

@@ -1,8 +1,8 @@
 /**
  * Calls from outside the protocol: the admin endpoints (policy switch, cache reset), the membership
  * changes peer discovery makes (add, move, remove, refuse, readmit), and the hello this node answers.
- * It owns the membership's addresses and the peers refused until a re-check passes; whatever the node returns to be done
- * (effects) goes back to the interpreter.
+ * It owns the membership's addresses and the peers refused until a re-check passes; whatever the node returns
+ * to be done (effects) goes back to the interpreter.
  */
 
 import type { Engine } from "../../core/engine.js";

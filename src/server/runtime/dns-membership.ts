@@ -4,12 +4,12 @@
  * DNS gives addresses, not ids. Each new address is asked who it is (`GET /peer/hello` on a one-off
  * connection; mTLS: any certificate of the cluster CA, whose id must equal the announced one) and the
  * answer is checked with `checkPeerHello` (same cluster, model and gossip mode, a protocol version both
- * speak, not ourselves). Accepted → a pool pinned to that id + `addPeer`. An address that leaves DNS → `removePeer`
- * (unless another address still announces the same id: then the peer just moves there). Every round,
- * each DNS peer is asked again over its pinned pool; when that fails, a one-off probe tells whether the
- * address now answers with another id (a replaced node on a reused address) → the old id is removed,
- * the new one admitted. Refused or unreachable addresses are retried the same way. Static peers win
- * over DNS: an address that announces a static peer's id is ignored.
+ * speak, not ourselves). Accepted → a pool pinned to that id + `addPeer`. An address that leaves DNS →
+ * `removePeer` (unless another address still announces the same id: then the peer just moves there). Every
+ * round, each DNS peer is asked again over its pinned pool; when that fails, a one-off probe tells whether
+ * the address now answers with another id (a replaced node on a reused address) → the old id is removed,
+ * the new one admitted. Refused or unreachable addresses are retried the same way. Static peers win over DNS:
+ * an address that announces a static peer's id is ignored.
  */
 import { readFile, stat } from "node:fs/promises";
 import { z } from "zod";

@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import type { Engine } from "../../core/engine.js";
 import { createEngine, type EngineSpec } from "../../engines/factory.js";
-import { envName, flagName, SettingsError } from "../settings/index.js";
+import { envName, flagName, SettingsError, settingDefaultValue } from "../settings/index.js";
 
 export interface EngineSettings {
   engine: "llamacpp" | "openai" | "sim";
@@ -58,7 +58,8 @@ export function engineSpec(s: EngineSettings): EngineSpec {
         kind: "sim",
         ...(s.simProfile ? { profile: s.simProfile } : {}),
         ...(s.capacityTokens ? { capacityTokens: s.capacityTokens } : {}),
-        // timeScale 0 (instant engine, for overhead benchmarks) is below the factory's range: use the smallest.
+        // timeScale 0 (instant engine, for overhead benchmarks) is below the factory's range: use the
+        // smallest.
         ...(s.simTimeScale !== undefined ? { timeScale: Math.max(s.simTimeScale, 1e-9) } : {}),
       };
     case "llamacpp":
@@ -181,8 +182,6 @@ const ENGINE_ONLY = {
   llamacpp: ["threads", "slots", "savedStates", "slotContext"],
   sim: ["simProfile", "simTimeScale"],
 } as const satisfies Record<string, readonly (keyof EngineSettings)[]>;
-/** Settings with a default: resolved settings hold it whether given or not, so it counts as not given. */
-const DEFAULTS: Partial<Record<keyof EngineSettings, unknown>> = { simTimeScale: 1 };
 
 /**
  * The settings given that the chosen engine does not read: said, not refused, since a shared
@@ -190,7 +189,8 @@ const DEFAULTS: Partial<Record<keyof EngineSettings, unknown>> = { simTimeScale:
  * remote one's, and nothing breaks; silent, a tuning that does nothing looks applied.
  */
 export function unusedEngineSettings(s: EngineSettings): (keyof EngineSettings)[] {
+  // A setting with a default is held by resolved settings whether given or not: at it, not given.
   return Object.entries(ENGINE_ONLY).flatMap(([engine, keys]) =>
-    engine === s.engine ? [] : keys.filter((k) => s[k] !== undefined && s[k] !== DEFAULTS[k]),
+    engine === s.engine ? [] : keys.filter((k) => s[k] !== undefined && s[k] !== settingDefaultValue(k)),
   );
 }

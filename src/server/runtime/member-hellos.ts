@@ -13,8 +13,8 @@
  *
  * Invariants:
  *  - [Bounded] hellos and incarnations ≤ SWIM's member table after each sync: pruned to its members
- *    once they outnumber it (`keepOnly`); refreshes in flight ≤ one per member (one back again meanwhile is asked again once
- *    it settles).
+ *    once they outnumber it (`keepOnly`); refreshes in flight ≤ one per member (one back again meanwhile is
+ *    asked again once it settles).
  *  - [Newest] an answer is noted only if nothing newer came since it was asked: the member did not come
  *    back again meanwhile (the answer may be its previous life's), nor was a newer hello of it read (a
  *    verification's, a DNS re-check's: `remember`).

@@ -18,13 +18,13 @@
  *    unreachable address is retried with backoff while the candidate waits. A node with no credential
  *    at all (alone, `admitsNone`) admits nobody: it could not tell a member from anyone else.
  *  - [Addresses are hints] An id's own messages set its address; a relay's only fill an unknown one.
- *  - [Bounded] addresses ≤ maxAddresses, messages in flight per peer ≤ MAX_IN_FLIGHT (more are dropped: mesh
- *    messages are datagrams; our goodbye, one a member, is not), both here; pools to non-members ≤
+ *  - [Bounded] addresses ≤ maxAddresses, messages in flight per peer ≤ MAX_IN_FLIGHT (more are dropped:
+ *    mesh messages are datagrams; our goodbye, one a member, is not), both here; pools to non-members ≤
  *    MAX_STRANGER_POOLS (a member that left keeps its pool LEFT_POOL_MS among them, for its final cancels,
- *    unless it is verified again or its pool is replaced meanwhile: the pool is then no longer the kept
- *    one), stranger-pools.ts; verifications pending ≤ MAX_VERIFYING, mesh-verify.ts; hellos kept ≤ the
- *    members SWIM remembers, member-hellos.ts; senders known to speak a newer protocol ≤ MAX_NEWER_SENDERS
- *    (and as many re-read times), hellos read again for an unknown kind ≤ MAX_PROTOCOL_READS at once, both
+ *    unless it is verified again or its pool is replaced meanwhile: the pool is then no longer the kept one),
+ *    stranger-pools.ts; verifications pending ≤ MAX_VERIFYING, mesh-verify.ts; hellos kept ≤ the members
+ *    SWIM remembers, member-hellos.ts; senders known to speak a newer protocol ≤ MAX_NEWER_SENDERS (and as
+ *    many re-read times), hellos read again for an unknown kind ≤ MAX_PROTOCOL_READS at once, both
  *    mesh-refused.ts.
  *  - [Newer is not invalid] A refused message counts as `unsupported`, not `invalid`, only when both
  *    say a newer build: its sender's last checked hello (authenticated) named a protocol newer than

@@ -144,7 +144,8 @@ export class MemberVerification {
   verify(id: NodeId): void {
     if (this.verifying.has(id) || this.stopped) return;
     if (this.o.admitsNone) {
-      // Warned once at start; each refusal is counted (prefixmesh_peer_auth_rejected_total{reason="mesh-verify"}).
+      // Warned once at start; each refusal is counted
+      // (prefixmesh_peer_auth_rejected_total{reason="mesh-verify"}).
       this.o.logger.debug({ peer: id }, "mesh member refused: this node has no peer authentication");
       // Answered as an input, never inside this effect.
       queueMicrotask(() => this.settle(id, false, undefined, "this node has no peer authentication"));

@@ -9,10 +9,10 @@ export const UNAUTHENTICATED_TRIES = 4;
 
 /**
  * Whether a verification that failed with `err` after `attempts` earlier tries refuses the candidate
- * now. A refusal is remembered (SWIM's candidates ask again only after a backoff), and in shared-secret mode one
- * without a valid response MAC may be an on-path party's, not the node's: it is taken only when every
- * one of UNAUTHENTICATED_TRIES tries, over a few seconds of backoff, said it (a node holding another
- * secret says so at each), so one forged answer cannot shut a member out for good.
+ * now. A refusal is remembered (SWIM's candidates ask again only after a backoff), and in shared-secret mode
+ * one without a valid response MAC may be an on-path party's, not the node's: it is taken only when every one
+ * of UNAUTHENTICATED_TRIES tries, over a few seconds of backoff, said it (a node holding another secret says
+ * so at each), so one forged answer cannot shut a member out for good.
  */
 export function refusedNow(err: unknown, attempts: number): boolean {
   if (!definiteRefusal(err)) return false;

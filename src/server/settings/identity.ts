@@ -1,7 +1,7 @@
 /** Settings: Identity, addresses and membership: who this node is and how it finds its peers. */
 import { z } from "zod";
 import { DAEMON_NODE_DEFAULTS } from "../../core/node/config.js";
-import { dnsTargetProblem } from "../../net/discovery.js";
+import { dnsTargetProblem, peerCountProblem } from "../../net/discovery.js";
 import { parseSeedList } from "../../net/host-port.js";
 import { nodeIdSchema } from "../../net/node-id.js";
 import { setting } from "./doc.js";
@@ -65,7 +65,13 @@ export const identitySettings = {
       "A wildcard or port 0 here is refused: peers could not reach it.",
   }),
   peers: setting(
-    z.union([z.string().max(65536), z.array(z.unknown()), z.record(z.string(), z.string())]).optional(),
+    z
+      .union([z.string().max(65536), z.array(z.unknown()), z.record(z.string(), z.string())])
+      .optional()
+      .superRefine((v, ctx) => {
+        const problem = peerCountProblem(v);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      }),
     {
       section: "Membership",
       value: "list",

@@ -7,6 +7,7 @@ export {
   SETTING_KEYS,
   type SettingKey,
   settingDefault,
+  settingDefaultValue,
   settingDoc,
 } from "./schema.js";
 export {

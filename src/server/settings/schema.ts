@@ -27,10 +27,16 @@ export function settingDoc(key: SettingKey): SettingDoc {
   return d;
 }
 
+/** A setting's default in the schema, as resolved settings hold it (undefined: it has none). */
+export function settingDefaultValue(key: SettingKey): unknown {
+  const s = nodeSettingsSchema.shape[key] as z.ZodType;
+  return s instanceof z.ZodDefault ? s.def.defaultValue : undefined;
+}
+
 /** A setting's default as `--help` and the docs state it (markdown): the schema's own, else its words. */
 export function settingDefault(key: SettingKey): string | undefined {
-  const s = nodeSettingsSchema.shape[key] as z.ZodType;
-  if (s instanceof z.ZodDefault) return `\`${String(s.def.defaultValue)}\``;
+  const value = settingDefaultValue(key);
+  if (value !== undefined) return `\`${String(value)}\``;
   return settingDoc(key).defaultText;
 }
 

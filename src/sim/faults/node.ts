@@ -4,8 +4,9 @@
  * answered; refusing: every forward answered with a 503; lying: wrong text in its answers) and nodes
  * without the cluster's credential (every member check of or by one answered no). Their
  * shape, how a seed draws them, the `prefixmesh sim` flags that replay them, their checks and the
- * pause and misbehaviour arithmetic a run applies (`NodeFaultModel`) live here; the run (../run.ts, ../effects.ts)
- * schedules the crashes and restarts, and drops, answers or alters the misbehaving peers' messages.
+ * pause and misbehaviour arithmetic a run applies (`NodeFaultModel`) live here; the run (../run.ts,
+ * ../effects.ts) schedules the crashes and restarts, and drops, answers or alters the misbehaving peers'
+ * messages.
  */
 import { byNode, checkNode, type FaultDraw } from "./draw.js";
 

@@ -218,6 +218,8 @@ describe("mirror vs a naive model, with namespaces, unnamed inputs and reported 
               ...o.place,
             };
             apply(o.dup ? [ev, ev] : [ev]);
+            // A chain stored under a parent not held contradicts the mirror like an unknown removal.
+            if (followed && from > 0 && !naive.blocks.has(hs[from - 1]!)) naive.unknownRemoval = true;
             if (followed)
               for (let k = 0; k < (o.dup ? 2 : 1); k++)
                 for (let i = from; i < hs.length; i++)

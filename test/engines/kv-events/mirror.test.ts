@@ -9,7 +9,7 @@ import type {
   KvEvent,
   KvEventBatch,
 } from "../../../src/engines/kv-events/wire-types.js";
-import { type DoubleEvent, encodeBatch } from "./publisher-double.js";
+import { type DoubleEvent, encodeBatch, F64, msgpack } from "./publisher-double.js";
 
 const T = (...t: number[]) => Uint32Array.from(t);
 const batch = (events: KvEvent[], rank: number | null = 0): KvEventBatch => ({
@@ -63,6 +63,51 @@ describe("mirror rules", () => {
     expect(m.stats()).toMatchObject({ blocks: 2, reachableBlocks: 1 });
     m.apply(batch([stored(["b"], "a", [3, 4])]));
     expect(m.match(T(1, 2, 3, 4, 5, 6))).toBe(6);
+  });
+
+  test("a block stored under a parent never seen: held, unreachable, and the mirror degraded", () => {
+    const m = new KvCacheMirror();
+    m.apply(batch([stored(["c"], "p", [5, 6])]));
+    // The engine reuses c only through p, whose tokens the mirror does not know: no prefix claimed,
+    // and the mirror, missing p, is not exact.
+    expect(m.degraded).toMatch(/stored under block p, never stored/);
+    expect(m.stats()).toMatchObject({ blocks: 1, reachableBlocks: 0 });
+    expect(m.sequences()).toEqual([]);
+    // Once p's chain is stored, c is reachable (vLLM looks blocks up by their chained hash).
+    m.apply(batch([stored(["p"], null, [3, 4])]));
+    expect(m.match(T(3, 4, 5, 6))).toBe(4);
+    // A first block, and one under a block held, degrade nothing.
+    const exact = new KvCacheMirror();
+    exact.apply(batch([stored(["a"], null, [1, 2]), stored(["b"], "a", [3, 4])]));
+    expect(exact.degraded).toBeUndefined();
+  });
+
+  test("vLLM's sliding-window and Mamba groups name parents they dropped: no degradation there", () => {
+    // vLLM names the request's previous hash as parent even where that group freed the block (out of
+    // the window) or never stored it (a null block): expected, not a missed batch.
+    const ev = (kind: string | null, window: number | null) =>
+      decodeBatch(
+        msgpack([
+          new F64(1),
+          [["BlockStored", [2], 1, [3, 4], 2, null, "GPU", null, null, 0, kind, window]],
+          0,
+        ]),
+      );
+    for (const [kind, window] of [
+      ["sliding_window", 4],
+      ["mamba", null],
+      [null, 4],
+    ] as const) {
+      const m = new KvCacheMirror();
+      m.apply(ev(kind, window));
+      expect(m.degraded).toBeUndefined();
+      expect(m.stats()).toMatchObject({ blocks: 1, reachableBlocks: 0 });
+    }
+    for (const kind of ["full_attention", "mla_attention", null]) {
+      const m = new KvCacheMirror();
+      m.apply(ev(kind, null));
+      expect(m.degraded).toMatch(/stored under block i:1, never stored/);
+    }
   });
 
   test("copies: a hash stored twice stays until removed twice, or until no copy remains", () => {
@@ -298,5 +343,56 @@ describe("namespaced chains (cache salt, LoRA adapter), from the publisher test 
     expect(m.match(tokens, { cacheSalt: "tenant-a" })).toBe(0);
     expect(m.sequences()).toHaveLength(2);
     expect(m.degraded).toBeUndefined();
+  });
+});
+
+describe("SGLang's cache salt, in each layout it has published", () => {
+  const salt = new Map([["cache_salt", "tenant-a"]]);
+  const marker = [["dynamo-cache-salt:tenant-a"]];
+  const nulls = (n: number) => Array.from({ length: n }, () => null);
+  // A salted chain's first block (parent nil: its hash is seeded by the salt) and a later one.
+  const layouts: Record<string, (h: number, parent: number | null, tokens: number[]) => unknown> = {
+    "metadata after medium": (h, p, t) => ["BlockStored", [h], p, t, 2, null, "GPU", salt],
+    "salt in extra_keys, metadata past vLLM's fields": (h, p, t) => [
+      "BlockStored",
+      [h],
+      p,
+      t,
+      2,
+      null,
+      "GPU",
+      null,
+      marker,
+      ...nulls(5),
+      salt,
+    ],
+    "tagged map": (h, p, t) =>
+      new Map<string, unknown>([
+        ["type", "BlockStored"],
+        ["block_hashes", [h]],
+        ["parent_block_hash", p],
+        ["token_ids", t],
+        ["block_size", 2],
+        ["lora_id", null],
+        ["medium", "GPU"],
+        ["metadata", salt],
+      ]),
+  };
+  for (const [layout, ev] of Object.entries(layouts)) {
+    test(`${layout}: the chain matches requests of that salt only`, () => {
+      const m = new KvCacheMirror();
+      m.apply(decodeBatch(msgpack([new F64(1), [ev(1, null, [1, 2]), ev(2, 1, [3, 4])], 0])));
+      expect(m.match(T(1, 2, 3, 4, 5), { cacheSalt: "tenant-a" })).toBe(4);
+      expect(m.match(T(1, 2, 3, 4, 5), { cacheSalt: "tenant-b" })).toBe(0);
+      expect(m.match(T(1, 2, 3, 4, 5))).toBe(0);
+      expect(m.degraded).toBeUndefined();
+    });
+  }
+
+  test("unsalted blocks in the newest layout (trailing nil fields) match plain requests", () => {
+    const m = new KvCacheMirror();
+    const plain = ["BlockStored", [1], null, [1, 2], 2, null, "GPU", ...nulls(7)];
+    m.apply(decodeBatch(msgpack([new F64(1), [plain], 0])));
+    expect(m.match(T(1, 2, 3))).toBe(2);
   });
 });

@@ -201,6 +201,8 @@ export interface DoubleOptions {
   rank?: number | null;
   /** Bind here (another double's addresses: a publisher process started again), not on new ports. */
   bindAt?: { endpoint: string; replayEndpoint: string };
+  /** SGLang with a snapshot endpoint: live topic frames carry `\0sgl-kv-epoch=EPOCH`. */
+  epoch?: string;
 }
 
 export class KvEventPublisherDouble {
@@ -223,7 +225,10 @@ export class KvEventPublisherDouble {
   endpoint = "";
   replayEndpoint = "";
 
-  private constructor(private readonly opts: Required<Omit<DoubleOptions, "bindAt">>) {
+  /** The epoch the topic frames carry (SGLang with a snapshot endpoint), if any. */
+  epoch: string | undefined;
+
+  private constructor(private readonly opts: Required<Omit<DoubleOptions, "bindAt" | "epoch">>) {
     this.style = opts.style;
     if (opts.replay !== "none") this.router = new Router({ linger: 0 });
   }
@@ -236,6 +241,7 @@ export class KvEventPublisherDouble {
       replay: opts.replay ?? "answer",
       rank: opts.rank === undefined ? 0 : opts.rank,
     });
+    d.epoch = opts.epoch;
     await bindAt(d.pub, opts.bindAt?.endpoint);
     d.endpoint = d.pub.lastEndpoint!;
     d.loops.push(d.watchSubscriptions());
@@ -263,7 +269,8 @@ export class KvEventPublisherDouble {
     const payload = opt.payload ?? encodeBatch(this.style, events, 1_700_000_000 + seq / 10, this.opts.rank);
     this.buffer.push({ seq, payload });
     if (this.buffer.length > this.opts.bufferSteps) this.buffer.shift();
-    if (!opt.drop) await this.pub.send([Buffer.from(this.opts.topic), seq8(seq), payload]);
+    const topic = this.opts.topic + (this.epoch === undefined ? "" : `\u0000sgl-kv-epoch=${this.epoch}`);
+    if (!opt.drop) await this.pub.send([Buffer.from(topic), seq8(seq), payload]);
     return seq;
   }
 
@@ -287,10 +294,14 @@ export class KvEventPublisherDouble {
     };
   }
 
-  /** A new publisher process on the same ports: numbering restarts at 0, the buffer is empty. */
-  restart(): void {
+  /**
+   * A new publisher process on the same ports: numbering restarts at 0, the buffer is empty; its
+   * topic frames carry `epoch` if given.
+   */
+  restart(epoch?: string): void {
     this.seq = 0;
     this.buffer = [];
+    if (epoch !== undefined) this.epoch = epoch;
   }
 
   async close(): Promise<void> {

@@ -69,3 +69,38 @@ describe("a restart on an engine whose clock went back", () => {
     expect(mirror.degraded).toBeUndefined();
   });
 });
+
+describe("SGLang's epoch in the topic frame (a publisher with a snapshot endpoint)", () => {
+  test("batches whose topic carries an epoch, and its snapshot barriers, are the topic's", async () => {
+    const { pub, mirror, sub } = await setup({ replay: "none", epoch: "e1" }, { replayEndpoint: undefined });
+    await pub.publish([block(10)]);
+    // A barrier: an empty batch numbered like the rest, on the epoch topic plus a snapshot marker.
+    const seq = Buffer.alloc(8);
+    seq.writeBigInt64BE(1n);
+    await pub.sendRaw([
+      "kv-events\u0000sgl-kv-epoch=e1\u0000sgl-kv-snapshot=b1",
+      seq,
+      encodeBatch("sglang-array", [], 1_700_000_000, 0),
+    ]);
+    await waitFor("both batches", () => sub.status().nextSequence === 2);
+    expect(sub.status()).toMatchObject({ rejected: 0, gaps: 0 });
+    expect(mirror.sequences()).toEqual([T(10, 11)]);
+    // Another topic with the marker is not this one.
+    await pub.sendRaw(["kv-events-2\u0000sgl-kv-epoch=e1", seq, encodeBatch("sglang-array", [], 1, 0)]);
+    await waitFor("the other topic refused", () => sub.status().rejected === 1);
+  });
+
+  test("another epoch is a restart, even numbered past the last batch", async () => {
+    const { pub, mirror, sub } = await setup({ replay: "none", epoch: "e1" }, { replayEndpoint: undefined });
+    await pub.publish([block(10)]);
+    await waitFor("the old publisher's batch", () => sub.status().nextSequence === 1);
+    pub.restart("e2");
+    await pub.publish([block(20)], { drop: true });
+    await pub.publish([block(22)], { drop: true });
+    await pub.publish([block(24)]);
+    await waitFor("the new publisher's batch", () => mirror.match(T(24, 25)) === 2);
+    expect(sub.status()).toMatchObject({ restarts: 1 });
+    // The old engine's block went with its cache, not kept as if still held.
+    expect(mirror.sequences()).toEqual([T(24, 25)]);
+  });
+});

@@ -181,14 +181,20 @@ describe("field semantics", () => {
       ),
     ).events[0]!;
     expect(perBlock).toMatchObject({ namespaced: false, blockNamespaced: [false, true] });
-    // SGLang's positional extension at index 7 (a metadata map carrying a cache salt).
+    // SGLang's positional extension at index 7 (its metadata, a map carrying the cache salt).
     const salted = msgpack([
       new F64(1),
       [["BlockStored", [1], null, [1, 2], 2, null, "GPU", new Map([["cache_salt", "t"]])]],
       null,
     ]);
-    const ev = decodeBatch(salted).events[0]!;
-    expect(ev.type === "BlockStored" && ev.namespaced).toBe(true);
+    expect(decodeBatch(salted).events[0]).toMatchObject({ namespaced: false, namespace: { cacheSalt: "t" } });
+    // Other metadata there may key the hashes by something unnamed.
+    const other = msgpack([
+      new F64(1),
+      [["BlockStored", [1], null, [1, 2], 2, null, "GPU", new Map([["image", "t"]])]],
+      null,
+    ]);
+    expect(decodeBatch(other).events[0]).toMatchObject({ namespaced: true });
   });
 
   test("group, medium (any case), bigram token pairs, remaining copy counts", () => {

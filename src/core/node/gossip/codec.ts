@@ -1,16 +1,16 @@
 /**
  * The Scuttlebutt messages' wire format, byte for byte what gossip/size.ts counts (so the simulator's
  * byte counts are the daemon's): a type byte (digests: 0, + 2 with its sender's load, + 4 with its
- * sender's summary tag; 3 states; 5 a cache summary, summary.ts; 7 holder hints, hints.ts; 1 = states with whole snapshot
- * frames, still decoded). A digest then has its room (a varint: how many new owners its sender would
- * take), with type & 2 the sender's queue depth and push-back ms (varints), with type & 4 the summary tag
- * (a varint), and its entries; states have a varint count of (varint length, compact frame, zigzag
- * varint block count) and then the wants. A compact frame is a snapshot-codec frame without the bytes
- * every frame repeats — magic, format version, block size — and without its CRC (the mesh request is
- * authenticated whole, TLS or HMAC, so the CRC guarded nothing more): kind, flags, then the frame from
- * its sender on; the decoder rebuilds the whole frame and the snapshot codec checks it as ever. An
- * entry is the owner as a length byte + ASCII, epoch and version as varints. Decoding bounds every
- * count a peer controls and refuses trailing bytes.
+ * sender's summary tag; 3 states; 5 a cache summary, summary.ts; 7 holder hints, hints.ts; 1 = states with
+ * whole snapshot frames, still decoded). A digest then has its room (a varint: how many new owners its sender
+ * would take), with type & 2 the sender's queue depth and push-back ms (varints), with type & 4 the summary
+ * tag (a varint), and its entries; states have a varint count of (varint length, compact frame, zigzag varint
+ * block count) and then the wants. A compact frame is a snapshot-codec frame without the bytes every frame
+ * repeats — magic, format version, block size — and without its CRC (the mesh request is authenticated
+ * whole, TLS or HMAC, so the CRC guarded nothing more): kind, flags, then the frame from its sender on; the
+ * decoder rebuilds the whole frame and the snapshot codec checks it as ever. An entry is the owner as a
+ * length byte + ASCII, epoch and version as varints. Decoding bounds every count a peer controls and refuses
+ * trailing bytes.
  */
 import { BLOCK_SIZE } from "../../block-hash.js";
 import { ByteReader } from "../../byte-reader.js";

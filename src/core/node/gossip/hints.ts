@@ -5,11 +5,11 @@
  * — and relayed as rumors: a key new to a node is passed on once to `gossipFanout` members
  * (gossip-anti-entropy.ts), at most one relay per Δpoll / 16 (held news goes with the next hints
  * message or round; no timer flushes it), and a node's own summary's new keys with its next round, so
- * a key reaches every node in O(log N) hops, most of a network delay each, not of a round each. What a node holds and
- * sends grows with the distinct prefixes, not with N: a key known everywhere is news nowhere (a later
- * holder replaces the one named, first hand, without being relayed). A message is at most
- * HINTS_MAX_KEYS keys, newest first (the byte budget); the rest wait in a bounded queue, the oldest
- * dropped. A hint is a hint: a stale one costs one discovery (`seek` takes the member, its state shows).
+ * a key reaches every node in O(log N) hops, most of a network delay each, not of a round each. What a node
+ * holds and sends grows with the distinct prefixes, not with N: a key known everywhere is news nowhere (a
+ * later holder replaces the one named, first hand, without being relayed). A message is at most
+ * HINTS_MAX_KEYS keys, newest first (the byte budget); the rest wait in a bounded queue, the oldest dropped.
+ * A hint is a hint: a stale one costs one discovery (`seek` takes the member, its state shows).
  *
  * Wire (type 7 of gossip/codec.ts): a varint count of groups, each a holder (as a digest entry's
  * owner) and a varint count of 6-byte little-endian keys; at most HINTS_MAX_KEYS keys in all (so at

@@ -2,8 +2,8 @@
  * What members report of themselves to the gossip role (owned by one GossipAntiEntropy,
  * ../gossip-anti-entropy.ts): the cache its hello advertised, its load, from its own digests or the
  * header of its newest state applied (relayed or not), whichever came last, and its newest epoch, a
- * newer one being a restart. Apart from the rounds since it is the node's view of each peer, read by routing and
- * failover, whatever carried it.
+ * newer one being a restart. Apart from the rounds since it is the node's view of each peer, read by routing
+ * and failover, whatever carried it.
  */
 import type { SnapshotHeader } from "../../snapshot.js";
 import { type PeerLoad, pushBackUntil } from "../peer-sync.js";

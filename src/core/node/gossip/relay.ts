@@ -31,8 +31,8 @@ export class Relay {
   /**
    * What a peer that holds `theirs` lacks: for each owner we hold newer (ourselves included), the
    * delta chain from its version, else the whole key set. `room`: also owners it does not hold at
-   * all (only when it has room: a full receiver asks for its discoveries itself). `onlyListed`: just those in `theirs`.
-   * `round`: with push to holders, our round now (relayStates).
+   * all (only when it has room: a full receiver asks for its discoveries itself). `onlyListed`: just those in
+   * `theirs`. `round`: with push to holders, our round now (relayStates).
    */
   statesFor(
     theirs: Map<NodeId, DigestEntry | undefined>,

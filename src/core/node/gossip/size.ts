@@ -1,10 +1,10 @@
 /**
  * Exact bytes of a Scuttlebutt message in its wire format: one type byte; a digest is its room (a
  * varint: how many new owners its sender takes), with type & 2 its sender's queue depth and push-back
- * (varints), with type & 4 its sender's summary tag (a varint), and a varint count of entries (owner as a length byte + ASCII, epoch and version as varints); a states
- * message is a varint count of length-prefixed compact snapshot frames (snapshot-codec.ts frames,
- * `encodedSize`, less what codec.ts leaves out), and the owner's block count; then its wants as
- * digest entries. A summary: summary.ts; hints: hints.ts.
+ * (varints), with type & 4 its sender's summary tag (a varint), and a varint count of entries (owner as a
+ * length byte + ASCII, epoch and version as varints); a states message is a varint count of length-prefixed
+ * compact snapshot frames (snapshot-codec.ts frames, `encodedSize`, less what codec.ts leaves out), and the
+ * owner's block count; then its wants as digest entries. A summary: summary.ts; hints: hints.ts.
  */
 import { encodedSize } from "../../snapshot-codec.js";
 import { varintSize } from "../../varint.js";

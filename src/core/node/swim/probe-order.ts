@@ -1,7 +1,8 @@
 /**
  * SWIM's round-robin probe order (owned by one ProbeCycle, probe-cycle.ts): members are probed in
  * turn over a shuffled list, reshuffled each pass, so every member is probed within one pass's
- * length (the paper's bound on time to first detection). Its own file: the order is one job, beside the probing.
+ * length (the paper's bound on time to first detection). Its own file: the order is one job, beside the
+ * probing.
  */
 import { shuffle } from "./members.js";
 import type { NodeId } from "./types.js";
