@@ -74,7 +74,7 @@ it("says a member's certificate failures at warn, once a minute per peer, across
   try {
     for (let i = 0; i < 4; i++) await h.snapshot();
     expect(h.warned()).toHaveLength(1);
-    expect(h.warned()[0]?.f).toMatchObject({ peer: "B", msg: "snapshot" });
+    expect(h.warned()[0]?.f).toMatchObject({ peer: "B", sending: "snapshot" });
     expect(String(h.warned()[0]?.f.err)).toMatch(/not from this node's cluster CA/);
     // Still a failed send for the node (SWIM judges the member).
     expect(h.delivered.filter((t) => t === "send-failed")).toHaveLength(4);
@@ -83,7 +83,7 @@ it("says a member's certificate failures at warn, once a minute per peer, across
     expect(h.warned()).toHaveLength(1);
     h.pools.sendFailed(h.logger, "C", certErr());
     expect(h.warned()).toHaveLength(2);
-    expect(h.warned()[1]?.f).toMatchObject({ peer: "C", msg: "mesh" });
+    expect(h.warned()[1]?.f).toMatchObject({ peer: "C", sending: "mesh" });
     h.advance(CERT_REFUSAL_SAY_EVERY_MS);
     await h.snapshot();
     expect(h.warned()).toHaveLength(3);

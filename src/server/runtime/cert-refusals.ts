@@ -19,7 +19,7 @@ export class CertRefusals {
   /** A message to `peer` failed with `err` (a `certRefused` one). */
   failed(logger: RuntimeLogger, peer: string, err: TransportError, what: string): void {
     const now = this.now();
-    const fields = { peer, msg: what, err: err.message };
+    const fields = { peer, sending: what, err: err.message };
     const last = this.saidAt.get(peer);
     if (last !== undefined && now - last < CERT_REFUSAL_SAY_EVERY_MS) {
       logger.debug(fields, "peer TLS handshake failed on a certificate");
