@@ -70,6 +70,15 @@ export interface MetricsOptions {
   tlsNotAfter?: CertNotAfter;
 }
 
+/**
+ * `prefixmesh_requests_total`'s outcome of a request that failed with `err`: a client that hung up
+ * (499) is `gone`, apart from `error`, so an alert on errors is not set off by clients giving up.
+ */
+export function failedOutcome(err: unknown): "overloaded" | "gone" | "error" {
+  const status = (err as { status?: unknown } | undefined)?.status;
+  return status === 429 ? "overloaded" : status === 499 ? "gone" : "error";
+}
+
 export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
   const registry = new Registry();
   registry.setDefaultLabels({ node: nodeId });
@@ -106,7 +115,8 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     new Counter<L>({ name, help, labelNames, registers });
   const requests = counter(
     "prefixmesh_requests_total",
-    "Client requests by outcome and route (local = served here, forwarded = served by a peer)",
+    "Client requests by outcome (ok, overloaded = answered 429, gone = the client hung up, error) and " +
+      "route (local = served here, forwarded = served by a peer, none = not served)",
     ["outcome", "route"],
   );
   const latency = new Histogram({
