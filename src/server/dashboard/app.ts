@@ -134,7 +134,12 @@ function renderMembers(v: ClusterView): void {
     cell(
       tr,
       gone
-        ? el("span", `stale (last ${fmtInt(p.estimateTokens)})`, "stale")
+        ? // A member SWIM no longer holds has its estimate dropped: its 0 is no last size.
+          el(
+            "span",
+            p.goneForMs != null ? "stale: dropped" : `stale (last ${fmtInt(p.estimateTokens)})`,
+            "stale",
+          )
         : p.liveness === "live"
           ? fmtInt(p.estimateTokens)
           : el("span", `${fmtInt(p.estimateTokens)}?`, "stale"),
