@@ -10,6 +10,7 @@ import { CounterPeers, DEFAULT_METRIC_PEERS } from "./metric-peers.js";
 import { type KvEventsGaugeView, kvEventMetrics } from "./metrics-kv-events.js";
 import { type PeerGaugeView, perPeerGauges } from "./metrics-peer-series.js";
 import { type CertNotAfter, tlsExpiryMetrics } from "./metrics-tls.js";
+import { ServiceError } from "./service.js";
 
 export type { KvEventsGaugeView } from "./metrics-kv-events.js";
 export type { PeerGaugeView } from "./metrics-peer-series.js";
@@ -75,8 +76,9 @@ export interface MetricsOptions {
  * (499) is `gone`, apart from `error`, so an alert on errors is not set off by clients giving up.
  */
 export function failedOutcome(err: unknown): "overloaded" | "gone" | "error" {
-  const status = (err as { status?: unknown } | undefined)?.status;
-  return status === 429 ? "overloaded" : status === 499 ? "gone" : "error";
+  // Only a ServiceError's status is the client's answer: a peer's (TransportError) is answered 500.
+  if (!(err instanceof ServiceError)) return "error";
+  return err.status === 429 ? "overloaded" : err.status === 499 ? "gone" : "error";
 }
 
 export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
