@@ -82,6 +82,8 @@ it("says a member's certificate failures at warn, once a minute per peer, across
     h.pools.sendFailed(h.logger, "B", certErr());
     expect(h.warned()).toHaveLength(1);
     h.pools.sendFailed(h.logger, "C", certErr());
+    // Said once its address's certificate is read (none answers there: the CA's words stand).
+    await waitFor(() => h.warned().length >= 2, 5_000, "C said");
     expect(h.warned()).toHaveLength(2);
     expect(h.warned()[1]?.f).toMatchObject({ peer: "C", sending: "mesh" });
     h.advance(CERT_REFUSAL_SAY_EVERY_MS);

@@ -101,4 +101,27 @@ describe("a seed address at a TLS service that is no prefixmesh node", () => {
       await j.stop();
     }
   }, 40_000);
+
+  it("as a --peers entry under scuttlebutt, is said as no peer port, not another CA", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: "warn" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const j = await startNode(
+      settings({ id: "D", tlsDir: dir, gossip: "scuttlebutt", peers: `W=https://${address}` }),
+      { logger },
+    );
+    try {
+      await waitFor(
+        () => lines.some((l) => /no prefixmesh peer port: a TLS service/.test(String(l.err))),
+        20_000,
+        "the --peers entry said to be no peer port",
+      );
+      const said = lines.find((l) => /no prefixmesh peer port/.test(String(l.err)));
+      expect(said).toMatchObject({ peer: "W" });
+      expect(String(said?.msg)).toMatch(/peer address is no peer port/);
+      expect(String(said?.err)).toMatch(/CN=www\.example\.test/);
+      expect(lines.some((l) => /different ca\.crt/.test(String(l.err)))).toBe(false);
+    } finally {
+      await j.stop();
+    }
+  }, 40_000);
 });

@@ -5,6 +5,7 @@
  * mesh messages: stranger-pools.ts), the rest at debug, so a peer failing twice a second is one line.
  */
 import type { TransportError } from "../../net/transport-error.js";
+import { explainForeignCert } from "../../net/wrong-port.js";
 import type { RuntimeLogger } from "./logger.js";
 
 export const CERT_REFUSAL_SAY_EVERY_MS = 60_000;
@@ -13,6 +14,8 @@ const MAX_TRACKED = 256;
 
 export class CertRefusals {
   private readonly saidAt = new Map<string, number>();
+  /** Peers whose address is being read for its certificate (one read each, seconds at most). */
+  private readonly explaining = new Set<string>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -33,9 +36,40 @@ export class CertRefusals {
     this.saidAt.set(peer, now);
     logger.warn(
       fields,
-      "peer TLS handshake failed on a certificate: nothing reaches it until the certificates agree " +
-        "(said once a minute per peer)",
+      err.wrongAddress
+        ? "peer address is no peer port: nothing reaches it until it is a member's --peer-listen " +
+            "(said once a minute per peer)"
+        : "peer TLS handshake failed on a certificate: nothing reaches it until the certificates agree " +
+            "(said once a minute per peer)",
     );
+  }
+
+  /**
+   * As `failed`, for a message sent to `url`: before the warn line, the certificate there is read, and
+   * one that names no prefixmesh node (a web server at a --peers address) is said as the wrong address
+   * it is, not another cluster's CA (wrong-port.ts, as for seeds).
+   */
+  failedAt(
+    logger: RuntimeLogger,
+    peer: string,
+    url: string | undefined,
+    err: TransportError,
+    what: string,
+  ): void {
+    const last = this.saidAt.get(peer);
+    const due = last === undefined || this.now() - last >= CERT_REFUSAL_SAY_EVERY_MS;
+    if (url === undefined || !due) this.failed(logger, peer, err, what);
+    else if (this.explaining.has(peer)) {
+      logger.debug({ peer, sending: what, err: err.message }, "peer TLS handshake failed on a certificate");
+    } else {
+      this.explaining.add(peer);
+      void explainForeignCert(url, err)
+        .catch(() => err)
+        .then((e) => {
+          this.explaining.delete(peer);
+          this.failed(logger, peer, e, what);
+        });
+    }
   }
 
   get size(): number {

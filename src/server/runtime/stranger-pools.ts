@@ -54,7 +54,7 @@ export class StrangerPools {
    */
   sendFailed(logger: RuntimeLogger, to: NodeId, err: Error): void {
     if (err instanceof TransportError && err.certRefused)
-      certRefusalsOf(this.o.client).failed(logger, to, err, "mesh");
+      certRefusalsOf(this.o.client).failedAt(logger, to, this.o.url(to), err, "mesh");
     else this.undelivered.failed(logger, to, this.o.url(to), err, this.o.isMember(to));
   }
 
