@@ -31,7 +31,7 @@ import {
   PROMPT_TEXT_NEEDED,
   type ReplyMsg,
 } from "./transport-wire.js";
-import { explainCutOff } from "./wrong-port.js";
+import { explainCutOff, explainForeignCert } from "./wrong-port.js";
 
 export {
   CHANNEL_ACCEPT_REFUSED,
@@ -186,9 +186,10 @@ export class PeerClient {
     const checkTls = url !== undefined && url === operatorUrl;
     const body = await this.exchange(id, "GET", HELLO_PATH, undefined, {}).catch(async (err: unknown) => {
       // An http:// peer URL at a TLS port is cut off without a word: said plainly (wrong-port.ts).
+      // A certificate that names no node there: a service that is no member, not another CA's.
       throw !checkTls || !(err instanceof TransportError)
         ? err
-        : await explainCutOff(url, err, this.t.connectMs);
+        : await explainForeignCert(url, await explainCutOff(url, err, this.t.connectMs), this.t.connectMs);
     });
     try {
       return JSON.parse(body.toString("utf8"));

@@ -72,7 +72,7 @@ const EXPIRED_CODES = new Set([
   "ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED",
 ]);
 // OpenSSL's words ("self-signed certificate in certificate chain") do not say the likely mistake.
-const FOREIGN_CA =
+export const FOREIGN_CA =
   "the peer's certificate is not from this node's cluster CA, or this node's not from the peer's: " +
   "its --tls-dir and this node's hold different ca.crt files (another cluster, or a CA made again)";
 const EXPIRED =

@@ -3,8 +3,10 @@
  * operator who gave a node a member's API port, or the wrong scheme, reads the mistake in the log
  * instead of a bare 404 or "other side closed". Never guessed from port numbers.
  */
-import { connect } from "node:tls";
-import { TransportError } from "./transport-error.js";
+import { isIP } from "node:net";
+import { connect, type PeerCertificate } from "node:tls";
+import { peerIdFromCert } from "./auth/tls.js";
+import { FOREIGN_CA, TransportError } from "./transport-error.js";
 
 /** Most bytes of a refusal's body read as JSON for its shape (a peer-controlled size). */
 const MAX_SHAPE_BYTES = 4096;
@@ -131,4 +133,94 @@ export async function explainCutOff(
     undefined,
     true,
   );
+}
+
+/** Longest a foreign certificate's subject or issuer is quoted (the remote's words). */
+const MAX_NAME_CHARS = 48;
+
+/**
+ * The certificate `host:port` presents, trusted for nothing: read to tell a member of another
+ * cluster's CA from a TLS service that is no prefixmesh node at all. Nothing is sent after the
+ * handshake; undefined when none completes within `timeoutMs`.
+ */
+export function certificateAt(
+  host: string,
+  port: number,
+  timeoutMs: number,
+): Promise<PeerCertificate | undefined> {
+  return new Promise((resolve) => {
+    let done = false;
+    let socket: ReturnType<typeof connect>;
+    const finish = (cert: PeerCertificate | undefined) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket?.destroy();
+      resolve(cert);
+    };
+    const timer = setTimeout(() => finish(undefined), timeoutMs);
+    timer.unref();
+    try {
+      // A name (not an address) is sent as SNI, so a service of several names shows the one asked for.
+      socket = connect({
+        host,
+        port,
+        rejectUnauthorized: false,
+        ...(isIP(host) ? {} : { servername: host }),
+      });
+    } catch {
+      return finish(undefined);
+    }
+    socket.once("secureConnect", () => {
+      const cert = socket.getPeerCertificate();
+      finish(cert && Object.keys(cert).length > 0 ? cert : undefined);
+    });
+    socket.on("error", () => finish(undefined));
+    socket.once("close", () => finish(undefined));
+  });
+}
+
+/** A certificate's distinguished name in a line, CN first, printable and bounded (the remote's text). */
+function nameOf(dn: PeerCertificate["subject"] | undefined): string {
+  const parts = Object.entries(dn ?? {})
+    .sort(([a], [b]) => Number(b === "CN") - Number(a === "CN"))
+    .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join("+") : v}`);
+  const s = parts.join(", ").replace(/[^\x20-\x7e]/g, "?");
+  return s.length > MAX_NAME_CHARS ? `${s.slice(0, MAX_NAME_CHARS)}…` : s || "(empty)";
+}
+
+/** Said of an https:// address whose certificate names no prefixmesh node, quoting it. */
+export function foreignService(cert: Pick<PeerCertificate, "subject" | "issuer">): string {
+  const subject = nameOf(cert.subject);
+  const issuer = nameOf(cert.issuer);
+  return (
+    `no prefixmesh peer port: a TLS service whose certificate (${subject}, ` +
+    `${issuer === subject ? "self-signed" : `issued by ${issuer}`}) names no prefixmesh node; ` +
+    "give a member's --peer-listen address"
+  );
+}
+
+/**
+ * `err`, a hello to the https:// `url` refused because its certificate is not from this node's
+ * cluster CA, explained when the certificate there names no prefixmesh node (a web server, another
+ * service: not "a different ca.crt"); else `err` unchanged. Asked only of an address the operator
+ * gave, once per failed hello; a wrong address (`wrongAddress`), retried as before.
+ */
+export async function explainForeignCert(
+  url: string,
+  err: TransportError,
+  timeoutMs = TLS_CHECK_MAX_MS,
+): Promise<TransportError> {
+  if (!err.certRefused || !err.message.endsWith(FOREIGN_CA)) return err;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return err;
+  }
+  if (u.protocol !== "https:") return err;
+  const host = u.hostname.replace(/^\[|\]$/g, "");
+  const cert = await certificateAt(host, Number(u.port || 443), Math.min(timeoutMs, TLS_CHECK_MAX_MS));
+  if (cert === undefined || peerIdFromCert(cert) !== undefined) return err;
+  return new TransportError("connection", foreignService(cert), undefined, false, undefined, undefined, true);
 }

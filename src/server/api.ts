@@ -8,7 +8,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { ChatMessage } from "../core/engine.js";
 import { registerAdmin } from "./admin-routes.js";
 import { registerDashboard } from "./dashboard.js";
-import type { NodeMetrics } from "./metrics.js";
+import { failedOutcome, type NodeMetrics } from "./metrics.js";
 import { installRequestLog, noteError } from "./observability/request-log.js";
 import { createApiApp } from "./openai/api-app.js";
 import { BadRequest, installErrorHandler } from "./openai/api-errors.js";
@@ -176,8 +176,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       admission = service.admit?.(reply !== undefined);
       return await work(admission);
     } catch (err) {
-      const overloaded = (err as ServiceError).status === 429;
-      if (reply && !counted.has(reply)) count(reply, overloaded ? "overloaded" : "error");
+      if (reply && !counted.has(reply)) count(reply, failedOutcome(err));
       throw err;
     } finally {
       admission?.end();
@@ -193,7 +192,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
   /** Hung up while its prompt was templated or tokenized (499): nobody to go on for, no slot to hold. */
   function checkClient(reply: FastifyReply): void {
     if (!reply.raw.destroyed) return;
-    count(reply, "error");
+    count(reply, "gone");
     throw new ServiceError(499, "aborted", "client gone");
   }
 
@@ -325,7 +324,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
       try {
         o = await service.submit(input, {}, link, admission);
       } catch (err) {
-        done(err instanceof ServiceError && err.status === 429 ? "overloaded" : "error");
+        done(failedOutcome(err));
         throw err;
       }
       done("ok", o);
@@ -367,7 +366,7 @@ export function buildApi(opts: ApiOptions): FastifyInstance {
         admission,
       );
     } catch (err) {
-      done(err instanceof ServiceError && err.status === 429 ? "overloaded" : "error");
+      done(failedOutcome(err));
       if (!started_) throw err;
       // Output already went out: all we can do is say so in-band and end without [DONE].
       const e =

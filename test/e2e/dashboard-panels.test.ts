@@ -77,6 +77,40 @@ describe.skipIf(!CHROMIUM)(SUITE, () => {
     expect(problems).toEqual([]);
   });
 
+  it("shows each peer's trust as /cluster says it: a breaker not closed stands out", async () => {
+    // The real page: every peer's breaker closed, its score as /cluster has it.
+    const a = page("A");
+    const trustOf = (pg: typeof a, id: string) => pg.locator(`#members tr[data-node="${id}"] td`).last();
+    await a.waitForFunction(
+      () => document.querySelectorAll('#members tr[data-node="B"] td').length === 9,
+      undefined,
+      { timeout: LONG, polling: 100 },
+    );
+    const view = (await (await fetch(`${node("A").apiUrl}/cluster`)).json()) as {
+      peers: { id: string; trust: { state: string; score: number } | null }[];
+    };
+    const b = view.peers.find((x) => x.id === "B");
+    expect(await trustOf(a, "B").textContent()).toBe(`${b?.trust?.state} · ${b?.trust?.score.toFixed(2)}`);
+    expect(await trustOf(a, "A").textContent()).toBe("–");
+    // A peer whose breaker opened: what a failing peer puts in A's /cluster.
+    const p = await d.browser.newPage();
+    p.on("pageerror", (e) => problems.push(`trust page error: ${e.message}`));
+    await p.route("**/cluster", async (route) => {
+      const res = await route.fetch();
+      const v = (await res.json()) as { peers: { id: string; trust: unknown }[] };
+      for (const x of v.peers)
+        if (x.id === "C") x.trust = { ...(x.trust as object), state: "open", score: 0.25 };
+      await route.fulfill({ response: res, json: v });
+    });
+    await p.goto(`${node("A").apiUrl}/?every=${PAGE_EVERY_MS}`);
+    const c = trustOf(p, "C").locator(".yes");
+    await c.waitFor({ timeout: LONG });
+    expect(await c.textContent()).toBe("open · 0.25");
+    await p.unrouteAll({ behavior: "ignoreErrors" });
+    await p.close();
+    expect(problems).toEqual([]);
+  });
+
   it("shows the failure detector's counts from the node's /cluster; a healthy mesh sends no bad gossip", async () => {
     type Counts = Record<string, number>;
     const membership = async () =>

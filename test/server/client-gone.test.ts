@@ -96,6 +96,9 @@ describe("a client hanging up", () => {
     expect(metrics).toMatch(/prefixmesh_client_gone_total\{stage="queued",reason="hangup",node="A"\} 2/);
     expect(metrics).toMatch(/prefixmesh_client_gone_total\{stage="running",reason="hangup",node="A"\} 1/);
     expect(metrics).not.toMatch(/prefixmesh_client_gone_total\{[^}]*reason="deadline"[^}]*\} [1-9]/);
+    // Clients giving up are no failure of the mesh: an alert on outcome="error" stays quiet.
+    expect(metrics).toMatch(/prefixmesh_requests_total\{outcome="gone",route="none",node="A"\} 3\n/);
+    expect(metrics).not.toMatch(/prefixmesh_requests_total\{outcome="error"/);
   }, 60_000);
 
   it("tells a passed deadline (504) from a hang-up in prefixmesh_client_gone_total's reason", async () => {
@@ -123,6 +126,8 @@ describe("a client hanging up", () => {
     const metrics = await (await fetch(`${api}/metrics`)).text();
     expect(metrics).toMatch(/prefixmesh_client_gone_total\{stage="queued",reason="deadline",node="A"\} 1/);
     expect(metrics).not.toMatch(/prefixmesh_client_gone_total\{[^}]*reason="hangup"[^}]*\} [1-9]/);
+    // A passed deadline is answered 504: an error, as the request line's status says.
+    expect(metrics).toMatch(/prefixmesh_requests_total\{outcome="error",route="none",node="A"\} 1\n/);
   }, 60_000);
 });
 

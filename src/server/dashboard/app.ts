@@ -27,6 +27,8 @@ interface PeerView {
   rttMs?: number | null;
   /** Requests it has served, as its snapshots say (null: never said). */
   served?: number | null;
+  /** What its answers earned it (null: not tracked); its breaker decides whether it is routed to. */
+  trust?: { state: string; score: number } | null;
 }
 interface ClusterView {
   id: string;
@@ -116,6 +118,7 @@ function renderMembers(v: ClusterView): void {
     return fmtInt(typeof x === "number" ? x : 0);
   };
   cell(self, `${fmtInt(v.served ?? 0)} (${count("servedLocal")} / ${count("servedForPeers")})`, "num");
+  cell(self, "–", "muted");
   rows.push(self);
 
   for (const p of v.peers) {
@@ -131,7 +134,12 @@ function renderMembers(v: ClusterView): void {
     cell(
       tr,
       gone
-        ? el("span", `stale (last ${fmtInt(p.estimateTokens)})`, "stale")
+        ? // A member SWIM no longer holds has its estimate dropped: its 0 is no last size.
+          el(
+            "span",
+            p.goneForMs != null ? "stale: dropped" : `stale (last ${fmtInt(p.estimateTokens)})`,
+            "stale",
+          )
         : p.liveness === "live"
           ? fmtInt(p.estimateTokens)
           : el("span", `${fmtInt(p.estimateTokens)}?`, "stale"),
@@ -145,6 +153,13 @@ function renderMembers(v: ClusterView): void {
     cell(tr, gone || p.rttMs == null ? "–" : `${p.rttMs.toFixed(1)} ms`, "num");
     // What its snapshots last said (a peer of an older version says nothing).
     cell(tr, p.served == null ? "–" : fmtInt(p.served), p.served == null ? "muted" : "num");
+    // A live peer whose breaker is not closed is routed to seldom or never: said beside its liveness.
+    const t = p.trust;
+    if (t == null) cell(tr, "–", "muted");
+    else {
+      const said = `${t.state} · ${typeof t.score === "number" ? t.score.toFixed(2) : "?"}`;
+      cell(tr, t.state === "closed" ? said : el("span", said, "yes"), "num");
+    }
     rows.push(tr);
   }
   body.replaceChildren(...rows);

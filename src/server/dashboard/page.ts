@@ -27,7 +27,7 @@ export const PAGE_HTML = `<!doctype html>
   <table id="members">
     <thead><tr>
       <th>node</th><th>liveness</th><th>push-back</th><th>queue</th><th>cached tokens</th>
-      <th>estimate age</th><th>RTT</th><th>served (for itself / peers)</th>
+      <th>estimate age</th><th>RTT</th><th>served (for itself / peers)</th><th>trust</th>
     </tr></thead>
     <tbody></tbody>
   </table>

@@ -22,6 +22,7 @@ import { checkPeerHello, DiscoveryError, type HelloExpectation } from "../../net
 import { MAX_SEEDS, parseSeedList } from "../../net/host-port.js";
 import { probeAddresses } from "../../net/probe-addresses.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
+import { explainForeignCert } from "../../net/wrong-port.js";
 import type { RuntimeLogger } from "./logger.js";
 import type { MeshPeers } from "./mesh-peers.js";
 import type { RecheckWaits } from "./recheck-waits.js";
@@ -74,7 +75,10 @@ async function resolveOne(url: string, o: SeedOptions, states: SeedStates): Prom
     const seen = probeAddresses();
     let waitMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt);
     try {
-      const r = await o.client.probeHello(url, seen);
+      // A certificate that names no node is no other cluster's member: said as the wrong address it is.
+      const r = await o.client.probeHello(url, seen).catch(async (e: unknown) => {
+        throw e instanceof TransportError ? await explainForeignCert(url, e) : e;
+      });
       const check = checkPeerHello({ ...o.expect, peerId: r.certId }, r.hello);
       const id = helloId(r.hello) ?? r.certId ?? null;
       if (check.ok) {

@@ -28,5 +28,7 @@ export function definiteRefusal(err: unknown): boolean {
   if (!(err instanceof TransportError)) return false;
   if (err.kind === "http") return err.status === 401 || err.status === 403;
   if (err.kind === "protocol") return true;
+  // No peer port there (wrong-port.ts, e.g. a web server's certificate): the address, not a credential.
+  if (err.wrongAddress) return false;
   return /certificate|CERT_|ALTNAME|UNKNOWN_CA|self.signed/i.test(err.message);
 }

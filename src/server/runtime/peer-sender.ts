@@ -9,6 +9,7 @@ import { carrierAck } from "../../net/forward-wire.js";
 import { type PeerClient, TransportError } from "../../net/transport-client.js";
 import type { ForwardMsg, ReplyMsg, SnapshotMsg } from "../../net/transport-wire.js";
 import type { NodeMetrics } from "../metrics.js";
+import { certRefusalsOf } from "./cert-refusals.js";
 import type { RuntimeLogger } from "./logger.js";
 import { isRefusal, retryableError } from "./transport-rules.js";
 
@@ -135,7 +136,13 @@ export class PeerSender {
       else this.o.logger.warn(fields, "peer refused message");
       return;
     }
-    this.o.logger.debug({ peer: to, msg: msg.type, kind, err: (err as Error)?.message }, "peer send failed");
+    if (err instanceof TransportError && err.certRefused)
+      certRefusalsOf(this.o.client, this.o.now).failed(this.o.logger, to, err, msg.type);
+    else
+      this.o.logger.debug(
+        { peer: to, msg: msg.type, kind, err: (err as Error)?.message },
+        "peer send failed",
+      );
     this.o.deliver({ type: "send-failed", to, msg, reason: `${kind}: ${(err as Error)?.message ?? ""}` });
   }
 }

@@ -10,6 +10,7 @@ import type { ForwardLimits, NodeInput, PeerMessage, PeerMessageOf } from "../..
 import type { PeerServerHandlers } from "../../net/peer-handlers.js";
 import type { NodeMetrics } from "../metrics.js";
 import type { Admin } from "./admin.js";
+import { AuthRefusalLog } from "./auth-refusal-log.js";
 import { EarlyCancels } from "./early-cancels.js";
 import { engineRunError, runFaultOf } from "./engine-step-errors.js";
 import { DEFAULT_MAX_PEER_TOKENIZING, type EngineSteps } from "./engine-steps.js";
@@ -52,7 +53,11 @@ export class PeerTraffic {
   /** Cancels that came before their forward (bounded): such a forward is answered, not tokenized. */
   private readonly early: EarlyCancels;
 
+  /** Said once a minute per reason: the port's refusals may come many a second. */
+  private readonly authRefusals: AuthRefusalLog;
+
   constructor(private readonly o: PeerTrafficOptions) {
+    this.authRefusals = new AuthRefusalLog(o.logger, o.now);
     this.modelId = o.engine.info.model;
     this.early = new EarlyCancels({ now: o.now });
   }
@@ -91,7 +96,7 @@ export class PeerTraffic {
       },
       onAuthRejected: (reason) => {
         this.o.metrics.authRejected.inc({ reason });
-        this.o.logger.warn({ reason }, "peer request refused by authentication");
+        this.authRefusals.refused(reason);
       },
     };
   }

@@ -11,6 +11,8 @@
  */
 import type { NodeId } from "../../core/node/types.js";
 import type { PeerClient } from "../../net/transport-client.js";
+import { TransportError } from "../../net/transport-error.js";
+import { certRefusalsOf } from "./cert-refusals.js";
 import type { RuntimeLogger } from "./logger.js";
 import { UndeliveredMesh } from "./undelivered-mesh.js";
 
@@ -46,9 +48,14 @@ export class StrangerPools {
 
   constructor(private readonly o: StrangerPoolsOptions) {}
 
-  /** A mesh message to `to` failed: logged at debug, and at warn for a joiner unreachable for long. */
+  /**
+   * A mesh message to `to` failed: logged at debug, and at warn for a joiner unreachable for long or
+   * a certificate refused (cert-refusals.ts: no address the joiner gives would fix that).
+   */
   sendFailed(logger: RuntimeLogger, to: NodeId, err: Error): void {
-    this.undelivered.failed(logger, to, this.o.url(to), err, this.o.isMember(to));
+    if (err instanceof TransportError && err.certRefused)
+      certRefusalsOf(this.o.client).failedAt(logger, to, this.o.url(to), err, "mesh");
+    else this.undelivered.failed(logger, to, this.o.url(to), err, this.o.isMember(to));
   }
 
   /** A mesh message came from `from` (undelivered-mesh.ts: a killed node sends none). */
