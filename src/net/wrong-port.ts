@@ -203,8 +203,9 @@ export function foreignService(cert: Pick<PeerCertificate, "subject" | "issuer">
 /**
  * `err`, a hello to the https:// `url` refused because its certificate is not from this node's
  * cluster CA, explained when the certificate there names no prefixmesh node (a web server, another
- * service: not "a different ca.crt"); else `err` unchanged. Asked only of an address the operator
- * gave, once per failed hello; a wrong address (`wrongAddress`), retried as before.
+ * service: not "a different ca.crt"); else `err` unchanged. Asked once per failed hello to a seed
+ * or static peer, and at most once a minute per member the mesh fails to reach for its certificate;
+ * a wrong address (`wrongAddress`), retried as before.
  */
 export async function explainForeignCert(
   url: string,
