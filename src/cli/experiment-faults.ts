@@ -11,7 +11,7 @@ import { checkMmluDir, commandLine, makeOutDir, parseSeed, parseSyntheticScale }
 interface FaultsFlags {
   mmluDir: string;
   synthetic?: boolean;
-  syntheticScale: string;
+  syntheticScale?: string;
   out: string;
   seed: string;
   requests?: string;
@@ -63,7 +63,7 @@ export function registerExperimentFaults(exp: Command): void {
     )
     .option("--mmlu-dir <dir>", "MMLU CSV folder with dev/ and test/", "../shared/datasets/mmlu")
     .option("--synthetic", "use the synthetic MMLU-shaped workload instead of MMLU")
-    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (with --synthetic)", "1")
+    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (with --synthetic; default 1)")
     // Not docs/results: a --quick or subset run must not overwrite the committed report (pass --out).
     .option("--out <dir>", "output folder", "out/faults")
     .option("--seed <n>", "seed for schedules and the simulator", "1")
@@ -88,7 +88,10 @@ export function registerExperimentFaults(exp: Command): void {
             : 10_000
           : parseNumber("--requests", flags.requests, { min: 50, max: 1_000_000, integer: true });
       const openRate = parseNumber("--rate", flags.rate, { min: 0.01, max: 100_000 });
-      const scale = parseSyntheticScale(flags.syntheticScale);
+      const scale = parseSyntheticScale(
+        flags.syntheticScale,
+        flags.synthetic === true ? undefined : "MMLU (pass --synthetic)",
+      );
       const mmluDir =
         flags.synthetic === true ? undefined : checkMmluDir(flags.mmluDir, " (or pass --synthetic)");
       const command = commandLine("faults");

@@ -20,7 +20,7 @@ interface ScaleFlags {
   budgetS?: string;
   maxEstimates?: string;
   heapBudgetMb: string;
-  syntheticScale: string;
+  syntheticScale?: string;
 }
 
 export function registerScale(exp: Command): void {
@@ -63,7 +63,7 @@ export function registerScale(exp: Command): void {
       "--max-estimates <m>",
       `estimates each node keeps in the bounded series (default ${BOUNDED_ESTIMATES}, the issue's)`,
     )
-    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
+    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir; default 1)")
     .action(async (flags: ScaleFlags) => {
       const quick = flags.quick === true;
       const seed = parseSeed(flags.seed);
@@ -90,7 +90,10 @@ export function registerScale(exp: Command): void {
           ? undefined
           : parseNumber("--max-estimates", flags.maxEstimates, { min: 1, max: 4095, integer: true });
       const heapBudgetMb = parseNumber("--heap-budget-mb", flags.heapBudgetMb, { min: 16, max: 1_000_000 });
-      const scale = parseSyntheticScale(flags.syntheticScale);
+      const scale = parseSyntheticScale(
+        flags.syntheticScale,
+        flags.mmluDir === undefined ? undefined : "--mmlu-dir",
+      );
       const nodes =
         flags.nodes === undefined
           ? undefined
