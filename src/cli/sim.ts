@@ -79,7 +79,10 @@ export function registerSim(program: Command): void {
     .option("--jitter-ms <ms>", "uniform jitter on Δcomm (±)", "0.5")
     .option("--poll-ms <ms>", "Δpoll: anti-entropy period", "500")
     .option("--workload <name>", `workload: ${WORKLOADS.join(" | ")}`, "synthetic")
-    .option("--mmlu-dir <dir>", "MMLU CSV folder (dev/, test/)", DEFAULT_MMLU_DIR);
+    .option(
+      "--mmlu-dir <dir>",
+      `MMLU CSV folder (dev/, test/) for the mmlu* workloads (default ${DEFAULT_MMLU_DIR})`,
+    );
   addWorkloadOptions(cmd)
     .option("--requests <n>", "number of requests (default: the whole workload)")
     .option("--seed <s>", "seed of the schedule and of the simulation", "1")

@@ -65,3 +65,17 @@ describe("SWIM settings in --node-config that contradict each other", () => {
     }
   });
 });
+
+describe("--mmlu-dir with a synthetic workload", () => {
+  it("is refused by sim and bench (it would read nothing), with exit 2", () => {
+    for (const args of [
+      ["sim", "--requests", "3", "--mmlu-dir", "/data/mmlu"],
+      ["bench", "--url", "http://127.0.0.1:9", "--workload", "synthetic-chat", "--mmlu-dir", "/data/mmlu"],
+    ]) {
+      const r = run(...args);
+      expect(r.status, `${args.join(" ")}\n${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(/--mmlu-dir applies only to the mmlu\* workloads/);
+      expect(r.stdout).toBe("");
+    }
+  });
+});

@@ -22,6 +22,9 @@ describe("prefixmesh sim", () => {
       [{ seed: "1.5" }, /--seed must be a whole number/],
       [{ profile: "gpu9000" }, /--profile must be one of/],
       [{ requests: "0" }, /--requests/],
+      // A folder named for a workload that reads none: the run would be synthetic, silently.
+      [{ mmluDir: "/data/mmlu" }, /--mmlu-dir applies only to the mmlu\* workloads, not 'synthetic'/],
+      [{ workload: "synthetic-zipf", mmluDir: "/data/mmlu" }, /--workload mmlu-zipf/],
     ];
     for (const [o, re] of bad) expect(usageError(o).message, JSON.stringify(o)).toMatch(re);
   });
