@@ -82,10 +82,13 @@ export function daemonConfigLabel(over?: SimConfig["node"]): string {
   const entries = Object.entries(
     over === undefined ? DAEMON_NODE_DEFAULTS : { ...DAEMON_NODE_DEFAULTS, ...over },
   );
-  return entries
-    .filter(([k]) => over === undefined || k !== "policy")
-    .map(([k, v]) => `${k} ${v}`)
-    .join(", ");
+  return (
+    entries
+      .filter(([k]) => over === undefined || k !== "policy")
+      // Nested settings (policyConfig, costPrior, swim) as JSON: what --node-config takes.
+      .map(([k, v]) => `${k} ${typeof v === "object" && v !== null ? JSON.stringify(v) : v}`)
+      .join(", ")
+  );
 }
 
 /**

@@ -349,4 +349,21 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
     expect(out.text()).toContain(`forwardAckTimeoutMs ${DAEMON_NODE_DEFAULTS.forwardAckTimeoutMs}`);
     expect(out.text()).toContain(`schedule   ${faultFlags(r.config.faults).join(" ")}`);
   });
+
+  it("--daemon-config prints object-valued node settings as JSON, not [object Object]", async () => {
+    const out = sink();
+    await runSimCommand(
+      {
+        ...defaults,
+        policy: "cost-aware",
+        requests: "5",
+        daemonConfig: true,
+        nodeConfig: '{"policyConfig":{"peerSpeed":true},"costPrior":{"prefillFixedMs":15}}',
+      },
+      { out: out.stream, err: quietErr() },
+    );
+    expect(out.text()).not.toContain("[object Object]");
+    expect(out.text()).toContain('policyConfig {"peerSpeed":true}');
+    expect(out.text()).toContain('costPrior {"prefillFixedMs":15}');
+  });
 });
