@@ -3,6 +3,7 @@
 import { availableParallelism, loadavg } from "node:os";
 import type { Command } from "commander";
 import { nodeConfigSchema } from "../core/node/config.js";
+import { MEASURED_REQUESTS } from "../experiments/faults/classes.js";
 import type { Loop } from "../experiments/faults/measure.js";
 import { droppedKeys } from "./dropped-keys.js";
 import { CliError, parseNumber } from "./errors.js";
@@ -67,7 +68,10 @@ export function registerExperimentFaults(exp: Command): void {
     // Not docs/results: a --quick or subset run must not overwrite the committed report (pass --out).
     .option("--out <dir>", "output folder", "out/faults")
     .option("--seed <n>", "seed for schedules and the simulator", "1")
-    .option("--requests <n>", "requests per run and loop (default 10000; --quick: 300)")
+    .option(
+      "--requests <n>",
+      `requests per run and loop (default ${MEASURED_REQUESTS}; --quick: ${QUICK_REQUESTS})`,
+    )
     .option("--rate <req/s>", "open-loop Poisson arrival rate", "6")
     .option("--quick", `a fast structural run (${QUICK_REQUESTS} requests per run): not a measurement`)
     .option(
@@ -85,7 +89,7 @@ export function registerExperimentFaults(exp: Command): void {
         flags.requests === undefined
           ? flags.quick
             ? QUICK_REQUESTS
-            : 10_000
+            : MEASURED_REQUESTS
           : parseNumber("--requests", flags.requests, { min: 50, max: 1_000_000, integer: true });
       const openRate = parseNumber("--rate", flags.rate, { min: 0.01, max: 100_000 });
       const scale = parseSyntheticScale(
