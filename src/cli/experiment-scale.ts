@@ -74,6 +74,9 @@ export function registerScale(exp: Command): void {
         fullDefault: number,
         parse: (v: string) => number,
       ) => (v === undefined ? (quick ? quickDefault : fullDefault) : parse(v));
+      // --nodes names every N to run, so a bound beside it would be silently unused.
+      if (flags.nodes !== undefined && flags.maxNodes !== undefined)
+        throw new CliError("--max-nodes and --nodes: give one of them (--nodes lists every N to run)");
       const maxNodes = orDefault(flags.maxNodes, 16, 1024, (v) =>
         parseNumber("--max-nodes", v, { min: 4, max: 1024, integer: true }),
       );

@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { requireBuild } from "../e2e/helpers.js";
 
@@ -77,5 +79,23 @@ describe("--mmlu-dir with a synthetic workload", () => {
       expect(r.stderr).toMatch(/--mmlu-dir applies only to the mmlu\* workloads/);
       expect(r.stdout).toBe("");
     }
+  });
+});
+
+describe("experiment scale's --max-nodes beside --nodes", () => {
+  it("is refused with exit 2: --nodes lists every N, so the bound would be unused", () => {
+    const r = run(
+      "experiment",
+      "scale",
+      "--quick",
+      "--nodes",
+      "4",
+      "--max-nodes",
+      "16",
+      "--out",
+      join(tmpdir(), "pm-none"),
+    );
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/--max-nodes and --nodes: give one of them/);
   });
 });
