@@ -16,7 +16,7 @@ interface FaultsFlags {
   out: string;
   seed: string;
   requests?: string;
-  rate: string;
+  rate?: string;
   quick?: boolean;
   classes?: string;
   loops?: string;
@@ -53,6 +53,9 @@ function parseLoops(list: string | undefined): Loop[] | undefined {
   return loops as Loop[];
 }
 
+/** The issue's open-loop arrival rate, requests/s. */
+const DEFAULT_OPEN_RATE = 6;
+
 /** Requests per run of `--quick` (a structural check in seconds, not a measurement). */
 export const QUICK_REQUESTS = 300;
 
@@ -72,7 +75,7 @@ export function registerExperimentFaults(exp: Command): void {
       "--requests <n>",
       `requests per run and loop (default ${MEASURED_REQUESTS}; --quick: ${QUICK_REQUESTS})`,
     )
-    .option("--rate <req/s>", "open-loop Poisson arrival rate", "6")
+    .option("--rate <req/s>", `open-loop Poisson arrival rate (default ${DEFAULT_OPEN_RATE})`)
     .option("--quick", `a fast structural run (${QUICK_REQUESTS} requests per run): not a measurement`)
     .option(
       "--classes <ids>",
@@ -91,7 +94,10 @@ export function registerExperimentFaults(exp: Command): void {
             ? QUICK_REQUESTS
             : MEASURED_REQUESTS
           : parseNumber("--requests", flags.requests, { min: 50, max: 1_000_000, integer: true });
-      const openRate = parseNumber("--rate", flags.rate, { min: 0.01, max: 100_000 });
+      const openRate =
+        flags.rate === undefined
+          ? DEFAULT_OPEN_RATE
+          : parseNumber("--rate", flags.rate, { min: 0.01, max: 100_000 });
       const scale = parseSyntheticScale(
         flags.syntheticScale,
         flags.synthetic === true ? undefined : "MMLU (pass --synthetic)",
@@ -102,6 +108,9 @@ export function registerExperimentFaults(exp: Command): void {
       const loadBefore = loadavg()[0] ?? 0;
       const classes = flags.classes?.split(",").map((x) => x.trim());
       const loops = parseLoops(flags.loops);
+      // The rate paces the open loop only: with the closed loop alone it would be silently unused.
+      if (flags.rate !== undefined && loops !== undefined && !loops.includes("open"))
+        throw new CliError("--rate applies only to the open loop; --loops closed runs none");
       const node = parseSets(flags.set);
       const subset = classes !== undefined || loops !== undefined || node !== undefined;
       const outDir = await makeOutDir(flags.out);

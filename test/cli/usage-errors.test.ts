@@ -99,3 +99,23 @@ describe("experiment scale's --max-nodes beside --nodes", () => {
     expect(r.stderr).toMatch(/--max-nodes and --nodes: give one of them/);
   });
 });
+
+describe("experiment faults' --rate with the closed loop only", () => {
+  it("is refused with exit 2: the rate paces the open loop, which would not run", () => {
+    const out = join(tmpdir(), "pm-none");
+    const r = run(
+      "experiment",
+      "faults",
+      "--synthetic",
+      "--quick",
+      "--loops",
+      "closed",
+      "--rate",
+      "3",
+      "--out",
+      out,
+    );
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/--rate applies only to the open loop/);
+  });
+});
