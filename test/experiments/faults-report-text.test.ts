@@ -110,5 +110,7 @@ describe("fault report: a run shorter than the measured size", () => {
     const top = md.slice(0, md.indexOf("## Setup"));
     expect(top).toContain("**A short run**: 300 requests per run, where the targets are read at 10000");
     expect(top).toContain("not the issue's measurement");
+    // Set off by one blank line, as the synthetic note is, not two.
+    expect(top).not.toMatch(/\n\n\n/);
   });
 });

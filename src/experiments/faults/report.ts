@@ -319,7 +319,7 @@ export function faultsReportText(results: FaultsResults): string {
     o.synthetic ? "\n**SYNTHETIC workload** (no MMLU folder): MMLU-shaped, not MMLU.\n" : "",
     ...(o.requests < MEASURED_REQUESTS
       ? [
-          `\n**A short run**: ${o.requests} requests per run, where the targets are read at ${MEASURED_REQUESTS} ` +
+          `**A short run**: ${o.requests} requests per run, where the targets are read at ${MEASURED_REQUESTS} ` +
             "(`--quick` is a structural check): its verdicts are not the issue's measurement.\n",
         ]
       : []),
