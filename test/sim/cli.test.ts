@@ -61,6 +61,15 @@ describe("prefixmesh sim", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("counts one node in the singular in the summary's first line", async () => {
+    const one = sink();
+    await runSimCommand({ ...defaults, nodes: "1", requests: "3" }, { out: one.stream, err: quietErr() });
+    expect(one.text()).toMatch(/^prefixmesh sim — 1 node, policy/);
+    const four = sink();
+    await runSimCommand({ ...defaults, requests: "3" }, { out: four.stream, err: quietErr() });
+    expect(four.text()).toMatch(/^prefixmesh sim — 4 nodes, policy/);
+  });
 });
 
 describe("prefixmesh sim — fault flags", () => {
