@@ -104,11 +104,11 @@ export function registerSim(program: Command): void {
     .option("--engine-fail <p>", "probability each engine run fails")
     .option(
       "--slow-engine <spec...>",
-      "slow a node's engine: NODExFACTOR[@START_MS:END_MS], e.g. 1x3@10000:20000 (repeatable)",
+      "slow a node's engine FACTOR (≥ 1) times: NODExFACTOR[@START_MS:END_MS], e.g. 1x3@10000:20000 (repeatable)",
     )
     .option(
       "--slow-node <spec...>",
-      "one node FACTOR × slower for the whole run: NODE:FACTOR, e.g. 1:10 (repeatable)",
+      "one node FACTOR (≥ 1) × slower for the whole run: NODE:FACTOR, e.g. 1:10 (repeatable)",
     )
     .option(
       "--stall <spec...>",

@@ -241,7 +241,9 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
       [{ engineFail: "1.5" }, /--engine-fail must be ≤ 1/],
       [{ slowEngine: ["1*3"] }, /--slow-engine must look like NODExFACTOR/],
       [{ slowEngine: ["7x3"] }, /--slow-engine node 7 does not exist/],
-      [{ slowEngine: ["1x0"] }, /factor must be in \(0, 1000\]/],
+      [{ slowEngine: ["1x0"] }, /factor must be in \[1, 1000\]/],
+      // Below 1 the engine would run faster, under a flag that says slow.
+      [{ slowEngine: ["1x0.5"] }, /--slow-engine factor must be in \[1, 1000\] \(1x2: twice as slow\)/],
       [{ slowEngine: ["1x2@9:3"] }, /--slow-engine must end after it starts/],
       [{ pause: ["1@5"] }, /--pause must look like NODE@MS:UNTIL_MS/],
       [{ pause: ["5@1:2"] }, /--pause node 5 does not exist/],
@@ -272,7 +274,8 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
     const bad: [Partial<SimOptions>, RegExp][] = [
       [{ slowNode: ["1x10"] }, /--slow-node must look like NODE:FACTOR/],
       [{ slowNode: ["9:2"] }, /--slow-node node 9 does not exist/],
-      [{ slowNode: ["1:0"] }, /--slow-node factor must be in \(0, 1000\]/],
+      [{ slowNode: ["1:0"] }, /--slow-node factor must be in \[1, 1000\]/],
+      [{ slowNode: ["1:0.5"] }, /--slow-node factor must be in \[1, 1000\]/],
       [{ stall: ["a"] }, /--stall must look like NODE/],
       [{ refuse: ["1@5:5"] }, /--refuse must end after it starts/],
       [{ refuse: ["8"] }, /--refuse node 8 does not exist/],
