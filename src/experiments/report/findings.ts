@@ -172,7 +172,7 @@ export function findings(r: PaperResults, get: (id: string) => RunSummary | unde
         "working set, so its zone 3 implies a much smaller effective cache than stated (e.g. SGLang's memory " +
         "fraction), which we cannot recover from the paper.",
     );
-  }
+  } else out.push(notInGrid("5. **Three zones in Figure 4**"));
   return out;
 }
 
