@@ -8,9 +8,10 @@ import type { Loop } from "../experiments/faults/measure.js";
 import { droppedKeys } from "./dropped-keys.js";
 import { CliError, parseNumber } from "./errors.js";
 import { checkMmluDir, commandLine, makeOutDir, parseSeed, parseSyntheticScale } from "./experiment-args.js";
+import { DEFAULT_MMLU_DIR } from "./workload-flags.js";
 
 interface FaultsFlags {
-  mmluDir: string;
+  mmluDir?: string;
   synthetic?: boolean;
   syntheticScale?: string;
   out: string;
@@ -65,7 +66,7 @@ export function registerExperimentFaults(exp: Command): void {
     .description(
       "Run every simulator fault class (crash, loss, duplication, reordering, partitions, wrong failure detector, slow nodes, stalling/lying/refusing peers, an unbounded request) in the daemon's configuration, closed and open loop; writes report.md, results.json and a figure",
     )
-    .option("--mmlu-dir <dir>", "MMLU CSV folder with dev/ and test/", "../shared/datasets/mmlu")
+    .option("--mmlu-dir <dir>", `MMLU CSV folder with dev/ and test/ (default ${DEFAULT_MMLU_DIR})`)
     .option("--synthetic", "use the synthetic MMLU-shaped workload instead of MMLU")
     .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (with --synthetic; default 1)")
     // Not docs/results: a --quick or subset run must not overwrite the committed report (pass --out).
@@ -102,8 +103,13 @@ export function registerExperimentFaults(exp: Command): void {
         flags.syntheticScale,
         flags.synthetic === true ? undefined : "MMLU (pass --synthetic)",
       );
+      // The default folder is applied here so that a typed one beside --synthetic, which reads none, is told.
+      if (flags.synthetic === true && flags.mmluDir !== undefined)
+        throw new CliError("--mmlu-dir and --synthetic: give one of them (--synthetic reads no MMLU)");
       const mmluDir =
-        flags.synthetic === true ? undefined : checkMmluDir(flags.mmluDir, " (or pass --synthetic)");
+        flags.synthetic === true
+          ? undefined
+          : checkMmluDir(flags.mmluDir ?? DEFAULT_MMLU_DIR, " (or pass --synthetic)");
       const command = commandLine("faults");
       const loadBefore = loadavg()[0] ?? 0;
       const classes = flags.classes?.split(",").map((x) => x.trim());
