@@ -31,7 +31,10 @@ export function registerBench(program: Command): void {
     .description("Replay a workload through running nodes' OpenAI API and report latency and cache hits")
     .requiredOption("--url <urls>", "node API URL(s), comma-separated: http://127.0.0.1:8080,…")
     .option("--workload <name>", `one of ${WORKLOADS.join(", ")}`, "synthetic")
-    .option("--mmlu-dir <dir>", "MMLU data folder (dev/ and test/)", DEFAULT_MMLU_DIR);
+    .option(
+      "--mmlu-dir <dir>",
+      `MMLU data folder (dev/ and test/) for the mmlu* workloads (default ${DEFAULT_MMLU_DIR})`,
+    );
   addWorkloadOptions(cmd, { openLoop: false })
     .option("--requests <n>", "requests to send", "200")
     .option("--concurrency <c>", "concurrent clients (1 = the paper's closed loop)", "1")
@@ -66,7 +69,7 @@ export function registerBench(program: Command): void {
       const workload = await loadWorkload(workloadChoice, {
         requests,
         seed,
-        dir: f.mmluDir ?? "",
+        dir: f.mmluDir ?? DEFAULT_MMLU_DIR,
         nodes: urls.length,
         text: true,
       });

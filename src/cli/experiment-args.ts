@@ -41,8 +41,14 @@ export function parseWorkers(flag: string | undefined): number {
     : parseNumber("--workers", flag, { min: 0, max: 64, integer: true });
 }
 
-/** `--synthetic-scale`: the synthetic pool's size relative to MMLU. */
-export function parseSyntheticScale(flag: string): number {
+/**
+ * `--synthetic-scale`: the synthetic pool's size relative to MMLU (1 when not given). Refused beside the
+ * real MMLU (`instead`: how the command was told to use it), which it would not change.
+ */
+export function parseSyntheticScale(flag: string | undefined, instead?: string): number {
+  if (flag === undefined) return 1;
+  if (instead !== undefined)
+    throw new CliError(`--synthetic-scale applies only to the synthetic workload, not with ${instead}`);
   return parseNumber("--synthetic-scale", flag, { min: 0.001, max: 10 });
 }
 

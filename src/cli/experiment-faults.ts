@@ -3,19 +3,21 @@
 import { availableParallelism, loadavg } from "node:os";
 import type { Command } from "commander";
 import { nodeConfigSchema } from "../core/node/config.js";
+import { MEASURED_REQUESTS } from "../experiments/faults/classes.js";
 import type { Loop } from "../experiments/faults/measure.js";
 import { droppedKeys } from "./dropped-keys.js";
 import { CliError, parseNumber } from "./errors.js";
 import { checkMmluDir, commandLine, makeOutDir, parseSeed, parseSyntheticScale } from "./experiment-args.js";
+import { DEFAULT_MMLU_DIR } from "./workload-flags.js";
 
 interface FaultsFlags {
-  mmluDir: string;
+  mmluDir?: string;
   synthetic?: boolean;
-  syntheticScale: string;
+  syntheticScale?: string;
   out: string;
   seed: string;
   requests?: string;
-  rate: string;
+  rate?: string;
   quick?: boolean;
   classes?: string;
   loops?: string;
@@ -52,6 +54,9 @@ function parseLoops(list: string | undefined): Loop[] | undefined {
   return loops as Loop[];
 }
 
+/** The issue's open-loop arrival rate, requests/s. */
+const DEFAULT_OPEN_RATE = 6;
+
 /** Requests per run of `--quick` (a structural check in seconds, not a measurement). */
 export const QUICK_REQUESTS = 300;
 
@@ -61,14 +66,17 @@ export function registerExperimentFaults(exp: Command): void {
     .description(
       "Run every simulator fault class (crash, loss, duplication, reordering, partitions, wrong failure detector, slow nodes, stalling/lying/refusing peers, an unbounded request) in the daemon's configuration, closed and open loop; writes report.md, results.json and a figure",
     )
-    .option("--mmlu-dir <dir>", "MMLU CSV folder with dev/ and test/", "../shared/datasets/mmlu")
+    .option("--mmlu-dir <dir>", `MMLU CSV folder with dev/ and test/ (default ${DEFAULT_MMLU_DIR})`)
     .option("--synthetic", "use the synthetic MMLU-shaped workload instead of MMLU")
-    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (with --synthetic)", "1")
+    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (with --synthetic; default 1)")
     // Not docs/results: a --quick or subset run must not overwrite the committed report (pass --out).
     .option("--out <dir>", "output folder", "out/faults")
     .option("--seed <n>", "seed for schedules and the simulator", "1")
-    .option("--requests <n>", "requests per run and loop (default 10000; --quick: 300)")
-    .option("--rate <req/s>", "open-loop Poisson arrival rate", "6")
+    .option(
+      "--requests <n>",
+      `requests per run and loop (default ${MEASURED_REQUESTS}; --quick: ${QUICK_REQUESTS})`,
+    )
+    .option("--rate <req/s>", `open-loop Poisson arrival rate (default ${DEFAULT_OPEN_RATE})`)
     .option("--quick", `a fast structural run (${QUICK_REQUESTS} requests per run): not a measurement`)
     .option(
       "--classes <ids>",
@@ -85,16 +93,30 @@ export function registerExperimentFaults(exp: Command): void {
         flags.requests === undefined
           ? flags.quick
             ? QUICK_REQUESTS
-            : 10_000
+            : MEASURED_REQUESTS
           : parseNumber("--requests", flags.requests, { min: 50, max: 1_000_000, integer: true });
-      const openRate = parseNumber("--rate", flags.rate, { min: 0.01, max: 100_000 });
-      const scale = parseSyntheticScale(flags.syntheticScale);
+      const openRate =
+        flags.rate === undefined
+          ? DEFAULT_OPEN_RATE
+          : parseNumber("--rate", flags.rate, { min: 0.01, max: 100_000 });
+      const scale = parseSyntheticScale(
+        flags.syntheticScale,
+        flags.synthetic === true ? undefined : "MMLU (pass --synthetic)",
+      );
+      // The default folder is applied here so that a typed one beside --synthetic, which reads none, is told.
+      if (flags.synthetic === true && flags.mmluDir !== undefined)
+        throw new CliError("--mmlu-dir and --synthetic: give one of them (--synthetic reads no MMLU)");
       const mmluDir =
-        flags.synthetic === true ? undefined : checkMmluDir(flags.mmluDir, " (or pass --synthetic)");
+        flags.synthetic === true
+          ? undefined
+          : checkMmluDir(flags.mmluDir ?? DEFAULT_MMLU_DIR, " (or pass --synthetic)");
       const command = commandLine("faults");
       const loadBefore = loadavg()[0] ?? 0;
       const classes = flags.classes?.split(",").map((x) => x.trim());
       const loops = parseLoops(flags.loops);
+      // The rate paces the open loop only: with the closed loop alone it would be silently unused.
+      if (flags.rate !== undefined && loops !== undefined && !loops.includes("open"))
+        throw new CliError("--rate applies only to the open loop; --loops closed runs none");
       const node = parseSets(flags.set);
       const subset = classes !== undefined || loops !== undefined || node !== undefined;
       const outDir = await makeOutDir(flags.out);

@@ -20,7 +20,7 @@ interface ScaleFlags {
   budgetS?: string;
   maxEstimates?: string;
   heapBudgetMb: string;
-  syntheticScale: string;
+  syntheticScale?: string;
 }
 
 export function registerScale(exp: Command): void {
@@ -63,7 +63,7 @@ export function registerScale(exp: Command): void {
       "--max-estimates <m>",
       `estimates each node keeps in the bounded series (default ${BOUNDED_ESTIMATES}, the issue's)`,
     )
-    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
+    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir; default 1)")
     .action(async (flags: ScaleFlags) => {
       const quick = flags.quick === true;
       const seed = parseSeed(flags.seed);
@@ -74,6 +74,9 @@ export function registerScale(exp: Command): void {
         fullDefault: number,
         parse: (v: string) => number,
       ) => (v === undefined ? (quick ? quickDefault : fullDefault) : parse(v));
+      // --nodes names every N to run, so a bound beside it would be silently unused.
+      if (flags.nodes !== undefined && flags.maxNodes !== undefined)
+        throw new CliError("--max-nodes and --nodes: give one of them (--nodes lists every N to run)");
       const maxNodes = orDefault(flags.maxNodes, 16, 1024, (v) =>
         parseNumber("--max-nodes", v, { min: 4, max: 1024, integer: true }),
       );
@@ -90,7 +93,10 @@ export function registerScale(exp: Command): void {
           ? undefined
           : parseNumber("--max-estimates", flags.maxEstimates, { min: 1, max: 4095, integer: true });
       const heapBudgetMb = parseNumber("--heap-budget-mb", flags.heapBudgetMb, { min: 16, max: 1_000_000 });
-      const scale = parseSyntheticScale(flags.syntheticScale);
+      const scale = parseSyntheticScale(
+        flags.syntheticScale,
+        flags.mmluDir === undefined ? undefined : "--mmlu-dir",
+      );
       const nodes =
         flags.nodes === undefined
           ? undefined

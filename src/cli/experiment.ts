@@ -22,7 +22,7 @@ interface PaperFlags {
   seed: string;
   grid: string;
   workers?: string;
-  syntheticScale: string;
+  syntheticScale?: string;
 }
 
 export function registerExperiment(program: Command): void {
@@ -40,14 +40,17 @@ export function registerExperiment(program: Command): void {
     .option("--seed <n>", "seed for schedules and the simulator", "1")
     .option("--grid <name>", "paper (full grid) or small (a few runs)", "paper")
     .option("--workers <n>", "worker threads (default: min(2, cores); 0: every run in this thread)")
-    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
+    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir; default 1)")
     .action(async (flags: PaperFlags) => {
       const seed = parseSeed(flags.seed);
       if (flags.grid !== "paper" && flags.grid !== "small") {
         throw new CliError(`--grid must be 'paper' or 'small', got '${flags.grid}'`);
       }
       const workers = parseWorkers(flags.workers);
-      const scale = parseSyntheticScale(flags.syntheticScale);
+      const scale = parseSyntheticScale(
+        flags.syntheticScale,
+        flags.mmluDir === undefined ? undefined : "--mmlu-dir",
+      );
       const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
       const outDir = await makeOutDir(flags.out);
       const command = commandLine("paper");
@@ -115,7 +118,7 @@ export function registerExperiment(program: Command): void {
     .option("--requests <n>", "closed-loop requests per run", "2000")
     .option("--open-requests <n>", "open-loop requests per run", "2000")
     .option("--workers <n>", "worker threads (default: min(2, cores); 0: every run in this thread)")
-    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir)", "1")
+    .option("--synthetic-scale <x>", "synthetic pool size relative to MMLU (without --mmlu-dir; default 1)")
     .option(
       "--fresh-peer-load",
       "every node runs with freshPeerLoad: queue depth also on acks and answers, forwards in flight counted",
@@ -142,7 +145,10 @@ export function registerExperiment(program: Command): void {
         integer: true,
       });
       const workers = parseWorkers(flags.workers);
-      const scale = parseSyntheticScale(flags.syntheticScale);
+      const scale = parseSyntheticScale(
+        flags.syntheticScale,
+        flags.mmluDir === undefined ? undefined : "--mmlu-dir",
+      );
       const mmluDir = flags.mmluDir === undefined ? undefined : checkMmluDir(flags.mmluDir);
       const outDir = await makeOutDir(flags.out);
       const command = commandLine("compare");
@@ -216,7 +222,7 @@ interface CompareFlags {
   requests: string;
   openRequests: string;
   workers?: string;
-  syntheticScale: string;
+  syntheticScale?: string;
   freshPeerLoad?: boolean;
   peerSpeed?: boolean;
   cells?: string;

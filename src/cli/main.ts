@@ -19,6 +19,14 @@ const program = new Command("prefixmesh")
   .showHelpAfterError("(add --help to see the options)")
   .exitOverride();
 
+// A reader that stops early (`prefixmesh sim | head`) closes the pipe: the rest of the output has nowhere
+// to go, but the run still finishes and writes its --json / --out files. Any other stream error stays fatal.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE" && err.code !== "ERR_STREAM_DESTROYED") throw err;
+  });
+}
+
 registerSim(program);
 registerExperiment(program);
 registerNode(program);

@@ -110,8 +110,9 @@ export function parseSlowEngine(
   if (node >= nodes)
     throw new CliError(`--slow-engine node ${node} does not exist (nodes are 0-${nodes - 1})`);
   const factor = Number(m[2]);
-  if (!(factor > 0 && factor <= 1000))
-    throw new CliError(`--slow-engine factor must be in (0, 1000], got '${spec}'`);
+  // A factor below 1 would speed the engine up: under a "slow" flag that is a typo (0.5 for "half speed").
+  if (!(factor >= 1 && factor <= 1000))
+    throw new CliError(`--slow-engine factor must be in [1, 1000] (1x2: twice as slow), got '${spec}'`);
   if (m[3] === undefined) return { node, factor };
   const atMs = Number(m[3]);
   if (m[4] === undefined) return { node, factor, atMs };
@@ -127,8 +128,8 @@ export function parseSlowNode(spec: string, nodes: number): { node: number; fact
   const node = Number(m[1]);
   if (node >= nodes) throw new CliError(`--slow-node node ${node} does not exist (nodes are 0-${nodes - 1})`);
   const factor = Number(m[2]);
-  if (!(factor > 0 && factor <= 1000))
-    throw new CliError(`--slow-node factor must be in (0, 1000], got '${spec}'`);
+  if (!(factor >= 1 && factor <= 1000))
+    throw new CliError(`--slow-node factor must be in [1, 1000] (1:2: twice as slow), got '${spec}'`);
   return { node, factor };
 }
 

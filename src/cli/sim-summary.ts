@@ -27,7 +27,7 @@ export function formatSummary(
   const p99 = t.p99LatencyMs;
   const c = r.config;
   const lines = [
-    `prefixmesh sim — ${c.nodes} nodes, policy ${c.policy}, Δcomm ${c.commMs} ± ${c.jitterMs} ms, Δpoll ${c.pollMs} ms, profile ${r.profile.name}, KV ${r.capacityTokens} tokens/node, seed ${c.seed}`,
+    `prefixmesh sim — ${c.nodes} node${c.nodes === 1 ? "" : "s"}, policy ${c.policy}, Δcomm ${c.commMs} ± ${c.jitterMs} ms, Δpoll ${c.pollMs} ms, profile ${r.profile.name}, KV ${r.capacityTokens} tokens/node, seed ${c.seed}`,
     `workload ${workloadLabel}: ${t.requests} requests${r.workload.synthetic ? " (SYNTHETIC data)" : ""}`,
     // The label names the mode the run used (`--gossip` over the daemon's default).
     ...(c.daemonConfig
@@ -82,10 +82,13 @@ export function daemonConfigLabel(over?: SimConfig["node"]): string {
   const entries = Object.entries(
     over === undefined ? DAEMON_NODE_DEFAULTS : { ...DAEMON_NODE_DEFAULTS, ...over },
   );
-  return entries
-    .filter(([k]) => over === undefined || k !== "policy")
-    .map(([k, v]) => `${k} ${v}`)
-    .join(", ");
+  return (
+    entries
+      .filter(([k]) => over === undefined || k !== "policy")
+      // Nested settings (policyConfig, costPrior, swim) as JSON: what --node-config takes.
+      .map(([k, v]) => `${k} ${typeof v === "object" && v !== null ? JSON.stringify(v) : v}`)
+      .join(", ")
+  );
 }
 
 /**

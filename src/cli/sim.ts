@@ -79,7 +79,10 @@ export function registerSim(program: Command): void {
     .option("--jitter-ms <ms>", "uniform jitter on Δcomm (±)", "0.5")
     .option("--poll-ms <ms>", "Δpoll: anti-entropy period", "500")
     .option("--workload <name>", `workload: ${WORKLOADS.join(" | ")}`, "synthetic")
-    .option("--mmlu-dir <dir>", "MMLU CSV folder (dev/, test/)", DEFAULT_MMLU_DIR);
+    .option(
+      "--mmlu-dir <dir>",
+      `MMLU CSV folder (dev/, test/) for the mmlu* workloads (default ${DEFAULT_MMLU_DIR})`,
+    );
   addWorkloadOptions(cmd)
     .option("--requests <n>", "number of requests (default: the whole workload)")
     .option("--seed <s>", "seed of the schedule and of the simulation", "1")
@@ -101,11 +104,11 @@ export function registerSim(program: Command): void {
     .option("--engine-fail <p>", "probability each engine run fails")
     .option(
       "--slow-engine <spec...>",
-      "slow a node's engine: NODExFACTOR[@START_MS:END_MS], e.g. 1x3@10000:20000 (repeatable)",
+      "slow a node's engine FACTOR (≥ 1) times: NODExFACTOR[@START_MS:END_MS], e.g. 1x3@10000:20000 (repeatable)",
     )
     .option(
       "--slow-node <spec...>",
-      "one node FACTOR × slower for the whole run: NODE:FACTOR, e.g. 1:10 (repeatable)",
+      "one node FACTOR (≥ 1) × slower for the whole run: NODE:FACTOR, e.g. 1:10 (repeatable)",
     )
     .option(
       "--stall <spec...>",

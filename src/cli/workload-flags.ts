@@ -40,6 +40,8 @@ export function parseWorkloadName(raw: string): WorkloadName {
 
 /** The raw schedule flags, as commander hands them over (see addWorkloadOptions). */
 export interface WorkloadFlagValues {
+  /** Given only when typed: a synthetic workload reads no data, so a folder named for it is a mistake. */
+  mmluDir?: string;
   zipfS?: string;
   /** `--no-repeats` sets this to false; commander's default is true. */
   repeats?: boolean;
@@ -134,6 +136,11 @@ export function parseWorkloadChoice(
   opts: { openLoop: boolean } = { openLoop: false },
 ): WorkloadChoice {
   const name = parseWorkloadName(rawName);
+  if (f.mmluDir !== undefined && name.startsWith("synthetic")) {
+    throw new CliError(
+      `--mmlu-dir applies only to the mmlu* workloads, not '${name}' (e.g. --workload ${name.replace("synthetic", "mmlu")})`,
+    );
+  }
   if (f.zipfS !== undefined && !isZipf(name)) {
     throw new CliError(
       `--zipf-s applies only to the Zipf workloads (mmlu-zipf, synthetic-zipf), not '${name}'`,

@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { requireBuild } from "../e2e/helpers.js";
 
@@ -63,5 +65,57 @@ describe("SWIM settings in --node-config that contradict each other", () => {
       expect(r.stderr).not.toMatch(/\n\s+at /);
       expect(r.stdout).toBe("");
     }
+  });
+});
+
+describe("--mmlu-dir with a synthetic workload", () => {
+  it("is refused by sim and bench (it would read nothing), with exit 2", () => {
+    for (const args of [
+      ["sim", "--requests", "3", "--mmlu-dir", "/data/mmlu"],
+      ["bench", "--url", "http://127.0.0.1:9", "--workload", "synthetic-chat", "--mmlu-dir", "/data/mmlu"],
+    ]) {
+      const r = run(...args);
+      expect(r.status, `${args.join(" ")}\n${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(/--mmlu-dir applies only to the mmlu\* workloads/);
+      expect(r.stdout).toBe("");
+    }
+  });
+});
+
+describe("experiment scale's --max-nodes beside --nodes", () => {
+  it("is refused with exit 2: --nodes lists every N, so the bound would be unused", () => {
+    const r = run(
+      "experiment",
+      "scale",
+      "--quick",
+      "--nodes",
+      "4",
+      "--max-nodes",
+      "16",
+      "--out",
+      join(tmpdir(), "pm-none"),
+    );
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/--max-nodes and --nodes: give one of them/);
+  });
+});
+
+describe("experiment faults' --rate with the closed loop only", () => {
+  it("is refused with exit 2: the rate paces the open loop, which would not run", () => {
+    const out = join(tmpdir(), "pm-none");
+    const r = run(
+      "experiment",
+      "faults",
+      "--synthetic",
+      "--quick",
+      "--loops",
+      "closed",
+      "--rate",
+      "3",
+      "--out",
+      out,
+    );
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/--rate applies only to the open loop/);
   });
 });

@@ -117,6 +117,12 @@ describe("experiment compare", () => {
       "closed-local-n4-c200-constrained@3",
     ]);
     expect(o.capacities).toEqual([]);
+    // The report says so, rather than leaving an empty sentence (". .") where the capacities go.
+    const dir = join(out, "closed-only");
+    await writeCompareReport(o, { command: "test", loadBefore: 0, loadAfter: 0, cores: 2 }, dir);
+    const md = await readFile(join(dir, "report.md"), "utf8");
+    expect(md).not.toMatch(/\. \./);
+    expect(md).toContain("no open-loop run in this selection, so capacity was not measured");
     const open = await tinyCompare([2], { cells: /^open-local-n4-c2-paper-l50$/ });
     expect(open.runs.map((r) => r.run.id)).toEqual(["open-local-n4-c2-paper-l50"]);
     expect(open.capacities.length).toBe(2);

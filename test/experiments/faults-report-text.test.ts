@@ -101,3 +101,16 @@ describe("fault report: the 30% loss bound, read without queue waits", () => {
     expect(md).not.toContain("- **Queue waits**");
   });
 });
+
+describe("fault report: a run shorter than the measured size", () => {
+  it("says at the top that its verdicts are not the measurement; the committed run does not", () => {
+    expect(committed.requests).toBe(10_000);
+    expect(faultsReportText(committed)).not.toContain("**A short run**");
+    const md = faultsReportText({ ...committed, requests: 300 });
+    const top = md.slice(0, md.indexOf("## Setup"));
+    expect(top).toContain("**A short run**: 300 requests per run, where the targets are read at 10000");
+    expect(top).toContain("not the issue's measurement");
+    // Set off by one blank line, as the synthetic note is, not two.
+    expect(top).not.toMatch(/\n\n\n/);
+  });
+});

@@ -49,4 +49,15 @@ describe("experiment faults: a subset", () => {
       ).rejects.toBeInstanceOf(CliError);
     }
   });
+
+  it("refuses --mmlu-dir beside --synthetic, which would read none of it", async () => {
+    out = await mkdtemp(join(tmpdir(), "pm-faults-subset-"));
+    const program = new Command("prefixmesh").exitOverride();
+    registerExperiment(program);
+    await expect(
+      program.parseAsync(["experiment", "faults", "--synthetic", "--mmlu-dir", out, "--out", out], {
+        from: "user",
+      }),
+    ).rejects.toThrow(/--mmlu-dir and --synthetic: give one of them/);
+  });
 });

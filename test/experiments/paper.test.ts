@@ -58,6 +58,10 @@ describe("experiment paper (small grid, synthetic)", () => {
       expect(report).toContain(heading);
     }
     expect(report).toContain("0.310 / "); // paper's routed latency at 2 ms beside ours
+    // Every one of the paper's five findings is numbered, those whose runs the small grid skips as n/a.
+    const numbered = [...report.matchAll(/^(\d)\. \*\*/gm)].map((m) => m[1]);
+    expect(numbered).toEqual(["1", "2", "3", "4", "5"]);
+    expect(report).toContain("4. **Slower polling lowers concentration** — n/a (runs not in this grid).");
     for (const f of ["figure2", "figure3", "figure4", "hotspots", "hitrates"]) {
       const svg = await readFile(join(dir, `${f}.svg`), "utf8");
       expect(svg.startsWith("<svg")).toBe(true);

@@ -22,6 +22,9 @@ describe("prefixmesh sim", () => {
       [{ seed: "1.5" }, /--seed must be a whole number/],
       [{ profile: "gpu9000" }, /--profile must be one of/],
       [{ requests: "0" }, /--requests/],
+      // A folder named for a workload that reads none: the run would be synthetic, silently.
+      [{ mmluDir: "/data/mmlu" }, /--mmlu-dir applies only to the mmlu\* workloads, not 'synthetic'/],
+      [{ workload: "synthetic-zipf", mmluDir: "/data/mmlu" }, /--workload mmlu-zipf/],
     ];
     for (const [o, re] of bad) expect(usageError(o).message, JSON.stringify(o)).toMatch(re);
   });
@@ -57,6 +60,15 @@ describe("prefixmesh sim", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("counts one node in the singular in the summary's first line", async () => {
+    const one = sink();
+    await runSimCommand({ ...defaults, nodes: "1", requests: "3" }, { out: one.stream, err: quietErr() });
+    expect(one.text()).toMatch(/^prefixmesh sim — 1 node, policy/);
+    const four = sink();
+    await runSimCommand({ ...defaults, requests: "3" }, { out: four.stream, err: quietErr() });
+    expect(four.text()).toMatch(/^prefixmesh sim — 4 nodes, policy/);
   });
 });
 
@@ -229,7 +241,9 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
       [{ engineFail: "1.5" }, /--engine-fail must be ≤ 1/],
       [{ slowEngine: ["1*3"] }, /--slow-engine must look like NODExFACTOR/],
       [{ slowEngine: ["7x3"] }, /--slow-engine node 7 does not exist/],
-      [{ slowEngine: ["1x0"] }, /factor must be in \(0, 1000\]/],
+      [{ slowEngine: ["1x0"] }, /factor must be in \[1, 1000\]/],
+      // Below 1 the engine would run faster, under a flag that says slow.
+      [{ slowEngine: ["1x0.5"] }, /--slow-engine factor must be in \[1, 1000\] \(1x2: twice as slow\)/],
       [{ slowEngine: ["1x2@9:3"] }, /--slow-engine must end after it starts/],
       [{ pause: ["1@5"] }, /--pause must look like NODE@MS:UNTIL_MS/],
       [{ pause: ["5@1:2"] }, /--pause node 5 does not exist/],
@@ -260,7 +274,8 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
     const bad: [Partial<SimOptions>, RegExp][] = [
       [{ slowNode: ["1x10"] }, /--slow-node must look like NODE:FACTOR/],
       [{ slowNode: ["9:2"] }, /--slow-node node 9 does not exist/],
-      [{ slowNode: ["1:0"] }, /--slow-node factor must be in \(0, 1000\]/],
+      [{ slowNode: ["1:0"] }, /--slow-node factor must be in \[1, 1000\]/],
+      [{ slowNode: ["1:0.5"] }, /--slow-node factor must be in \[1, 1000\]/],
       [{ stall: ["a"] }, /--stall must look like NODE/],
       [{ refuse: ["1@5:5"] }, /--refuse must end after it starts/],
       [{ refuse: ["8"] }, /--refuse node 8 does not exist/],
@@ -345,5 +360,22 @@ describe("prefixmesh sim — engine and node fault flags, drawn schedules, the d
     expect(r.totals.answered + r.totals.failed).toBe(200);
     expect(out.text()).toContain(`forwardAckTimeoutMs ${DAEMON_NODE_DEFAULTS.forwardAckTimeoutMs}`);
     expect(out.text()).toContain(`schedule   ${faultFlags(r.config.faults).join(" ")}`);
+  });
+
+  it("--daemon-config prints object-valued node settings as JSON, not [object Object]", async () => {
+    const out = sink();
+    await runSimCommand(
+      {
+        ...defaults,
+        policy: "cost-aware",
+        requests: "5",
+        daemonConfig: true,
+        nodeConfig: '{"policyConfig":{"peerSpeed":true},"costPrior":{"prefillFixedMs":15}}',
+      },
+      { out: out.stream, err: quietErr() },
+    );
+    expect(out.text()).not.toContain("[object Object]");
+    expect(out.text()).toContain('policyConfig {"peerSpeed":true}');
+    expect(out.text()).toContain('costPrior {"prefillFixedMs":15}');
   });
 });

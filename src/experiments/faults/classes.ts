@@ -6,6 +6,9 @@
  */
 import type { SimFaults } from "../../sim/types.js";
 
+/** Requests per run and loop the committed report (and the targets) are read at. */
+export const MEASURED_REQUESTS = 10_000;
+
 /** The victims: the slow node is n1, the misbehaving peer n3, the frozen node n2 (of 4). */
 export const SLOW_NODE = 1;
 export const BAD_PEER = 3;
