@@ -8,7 +8,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { ChatMessage } from "../core/engine.js";
 import { registerAdmin } from "./admin-routes.js";
 import { registerDashboard } from "./dashboard.js";
-import { failedOutcome, type NodeMetrics } from "./metrics.js";
+import type { NodeMetrics } from "./metrics.js";
 import { installRequestLog, noteError } from "./observability/request-log.js";
 import { createApiApp } from "./openai/api-app.js";
 import { BadRequest, installErrorHandler } from "./openai/api-errors.js";
@@ -36,6 +36,7 @@ import {
   describeZodError,
   tokenizeRequestSchema,
 } from "./openai/schemas.js";
+import { failedOutcome } from "./request-outcome.js";
 import {
   type Admission,
   type ClientLink,

@@ -10,7 +10,6 @@ import { CounterPeers, DEFAULT_METRIC_PEERS } from "./metric-peers.js";
 import { type KvEventsGaugeView, kvEventMetrics } from "./metrics-kv-events.js";
 import { type PeerGaugeView, perPeerGauges } from "./metrics-peer-series.js";
 import { type CertNotAfter, tlsExpiryMetrics } from "./metrics-tls.js";
-import { ServiceError } from "./service.js";
 
 export type { KvEventsGaugeView } from "./metrics-kv-events.js";
 export type { PeerGaugeView } from "./metrics-peer-series.js";
@@ -69,16 +68,6 @@ export interface MetricsOptions {
   kvEvents?: boolean;
   /** --tls-dir: the loaded certificates' ends, reported as the time left (absent otherwise). */
   tlsNotAfter?: CertNotAfter;
-}
-
-/**
- * `prefixmesh_requests_total`'s outcome of a request that failed with `err`: a client that hung up
- * (499) is `gone`, apart from `error`, so an alert on errors is not set off by clients giving up.
- */
-export function failedOutcome(err: unknown): "overloaded" | "gone" | "error" {
-  // Only a ServiceError's status is the client's answer: a peer's (TransportError) is answered 500.
-  if (!(err instanceof ServiceError)) return "error";
-  return err.status === 429 ? "overloaded" : err.status === 499 ? "gone" : "error";
 }
 
 export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TransportError } from "../../src/net/transport-error.js";
-import { failedOutcome } from "../../src/server/metrics.js";
+import { failedOutcome } from "../../src/server/request-outcome.js";
 import { ServiceError } from "../../src/server/service.js";
 
 describe("failedOutcome", () => {
