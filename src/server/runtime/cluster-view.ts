@@ -141,7 +141,8 @@ export class ClusterView {
         estimateTokens: p.estimateTokens,
         estimateAgeMs: memberAgeMs(p),
         // gossip "scuttlebutt": a dead or departed member SWIM still remembers (no longer a member).
-        ...(p.goneForMs !== undefined ? { goneForMs: p.goneForMs } : {}),
+        // `gone`: why, "left" (said goodbye: a planned stop) or "dead" (declared dead).
+        ...(p.goneForMs !== undefined ? { goneForMs: p.goneForMs, gone: p.gone } : {}),
         held: p.held,
         holdsOfUs: p.holdsOfUs,
         queueDepth: p.queueDepth,
