@@ -218,6 +218,7 @@ export class ClusterView {
           peer: p.id,
           suspected: p.liveness !== "live",
           down: p.liveness === "down",
+          left: p.gone === "left",
           ...(ageMs !== undefined ? { estimateAgeSec: ageMs / 1000 } : {}),
           estimateTokens: p.estimateTokens,
           pushBackActive: p.pushBackUntil > now,
