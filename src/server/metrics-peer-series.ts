@@ -13,6 +13,8 @@ export interface PeerGaugeView {
   suspected: boolean;
   /** Down or left (`suspected` is then true too). */
   down?: boolean;
+  /** gossip "scuttlebutt": a former member that said goodbye (a planned stop), still remembered. */
+  left?: boolean;
   /** Age of our estimate of this peer, seconds (undefined when none held yet). */
   estimateAgeSec?: number;
   estimateTokens: number;
@@ -51,4 +53,22 @@ export function perPeerGauges(
         }
       },
     });
+}
+
+/**
+ * Whether each peer is live, and of those not, which said goodbye: an alert on a peer not live
+ * excludes `prefixmesh_peer_left` so a planned stop (scale-down, restart) does not set it off.
+ */
+export function peerLivenessGauges(perPeer: ReturnType<typeof perPeerGauges>): void {
+  perPeer(
+    "prefixmesh_peer_suspected",
+    "1 while a peer is not live: suspected (silent), down (declared dead or left) or not heard from yet",
+    (p) => (p.suspected ? 1 : 0),
+  );
+  perPeer(
+    "prefixmesh_peer_left",
+    "1 for a former member that said goodbye (stopped with SIGTERM: a planned scale-down or restart), " +
+      "shown down while remembered (--gossip scuttlebutt); 0 otherwise, e.g. one declared dead",
+    (p) => (p.left ? 1 : 0),
+  );
 }

@@ -8,7 +8,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import { CLOCK_SKEW } from "../core/refusals.js";
 import { CounterPeers, DEFAULT_METRIC_PEERS } from "./metric-peers.js";
 import { type KvEventsGaugeView, kvEventMetrics } from "./metrics-kv-events.js";
-import { type PeerGaugeView, perPeerGauges } from "./metrics-peer-series.js";
+import { type PeerGaugeView, peerLivenessGauges, perPeerGauges } from "./metrics-peer-series.js";
 import { type CertNotAfter, tlsExpiryMetrics } from "./metrics-tls.js";
 
 export type { KvEventsGaugeView } from "./metrics-kv-events.js";
@@ -252,11 +252,7 @@ export function createMetrics(nodeId: string, opts: MetricsOptions = {}) {
     },
   );
   const perPeer = perPeerGauges(registers, () => view()?.peers, maxPeerSeries);
-  perPeer(
-    "prefixmesh_peer_suspected",
-    "1 while a peer is not live: suspected (silent), down (left) or not heard from yet",
-    (p) => (p.suspected ? 1 : 0),
-  );
+  peerLivenessGauges(perPeer);
   perPeer(
     "prefixmesh_peer_estimate_age_seconds",
     "Time since this node last had evidence that its estimate of a peer is the peer's current state " +

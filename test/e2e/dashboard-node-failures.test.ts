@@ -25,7 +25,9 @@ describe.skipIf(!CHROMIUM)(SUITE, () => {
     expect(await page("A").locator('#members tr[data-node="C"] td:nth-child(5)').textContent()).toBe(
       "stale: dropped",
     );
-    expect(await page("A").locator("#alerts .alert.down").textContent()).toContain("Peer C is down");
+    expect(await page("A").locator("#alerts .alert.down").textContent()).toContain(
+      "Peer C is down (declared dead)",
+    );
     // A's failure detector counted the suspicion of C (its own, or one it took from gossip).
     await page("A").waitForFunction(
       () =>
@@ -61,9 +63,18 @@ describe.skipIf(!CHROMIUM)(SUITE, () => {
     const seen = await page("A").evaluate(() => (window as unknown as { seenB: string[] }).seenB);
     expect(seen).not.toContain("suspected");
     const v = (await (await fetch(`${node("A").apiUrl}/cluster`)).json()) as {
-      peers: { id: string; liveness: string }[];
+      peers: { id: string; liveness: string; gone?: string }[];
     };
-    expect(v.peers.find((p) => p.id === "B")?.liveness).toBe("down");
+    expect(v.peers.find((p) => p.id === "B")).toMatchObject({ liveness: "down", gone: "left" });
+    // A planned stop reads apart from a death.
+    await page("A").waitForFunction(
+      () =>
+        document
+          .querySelector("#alerts")
+          ?.textContent?.includes("Peer B is down (said goodbye: a planned stop)"),
+      undefined,
+      { timeout: LONG, polling: 100 },
+    );
     expect(problems).toEqual([]);
   }, 120_000);
 });

@@ -3,7 +3,7 @@
  * as text, bounded, and nothing odd in the JSON breaks the page.
  */
 import { describe, expect, it } from "vitest";
-import { departedLines, MAX_DEPARTED_SHOWN } from "../../src/server/dashboard/departed.js";
+import { departedLines, MAX_DEPARTED_SHOWN, peerAlertText } from "../../src/server/dashboard/departed.js";
 
 const rec = (id: string, state = "open") => ({
   id,
@@ -47,5 +47,20 @@ describe("dashboard: departed peers' kept trust", () => {
       state: "unknown",
       detail: "score 0.00 · 0 failures · opened 0× · gone 0.0 s",
     });
+  });
+});
+
+describe("dashboard: the alert for a peer not live", () => {
+  it("tells a member that said goodbye from one declared dead (gossip scuttlebutt)", () => {
+    const gone = { liveness: "down", goneForMs: 12_000 };
+    expect(peerAlertText({ id: "B", ...gone, gone: "left" })).toBe(
+      "Peer B is down (said goodbye: a planned stop): not routed to; no longer a member for 12 s, its estimate dropped.",
+    );
+    expect(peerAlertText({ id: "C", ...gone, gone: "dead" })).toContain("Peer C is down (declared dead)");
+    // gossip full, or an older node: why is not known.
+    expect(peerAlertText({ id: "D", liveness: "down", estimateAgeMs: 20_000 })).toBe(
+      "Peer D is down (said goodbye, or silent too long): not routed to; last heard 20 s ago.",
+    );
+    expect(peerAlertText({ id: "E", liveness: "suspected" })).toContain("cannot be reached (suspected)");
   });
 });

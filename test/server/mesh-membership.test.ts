@@ -77,7 +77,7 @@ async function start(
 }
 
 interface View {
-  peers: { id: string; liveness: string; estimateTokens?: number; goneForMs?: number }[];
+  peers: { id: string; liveness: string; estimateTokens?: number; goneForMs?: number; gone?: string }[];
   members: { id: string; status: string }[];
 }
 const view = (n: NodeHandle) => n.runtime.clusterView() as unknown as View;
@@ -168,8 +168,12 @@ describe("gossip scuttlebutt: membership by verified contact", () => {
     await until("A saw B leave", () => view(a).members.find((x) => x.id === "B")?.status === "left", 10_000);
     // No longer a member, but shown while remembered: down, its estimate dropped.
     const gone = view(a).peers.find((p) => p.id === "B");
-    expect(gone).toMatchObject({ liveness: "down", estimateTokens: 0 });
+    expect(gone).toMatchObject({ liveness: "down", estimateTokens: 0, gone: "left" });
     expect(gone?.goneForMs).toBeGreaterThanOrEqual(0);
+    // A planned stop: the "peer not live" alert (suspected unless left) must not fire for it.
+    const text = await (await fetch(`${a.apiUrl}/metrics`)).text();
+    expect(text).toMatch(/prefixmesh_peer_left\{[^}]*peer="B"[^}]*\} 1\n/);
+    expect(text).toMatch(/prefixmesh_peer_suspected\{[^}]*peer="B"[^}]*\} 1\n/);
     // Only a guard against a stall (the status above shows the path): generous for a busy machine.
     expect(Date.now() - t0).toBeLessThan(10_000);
   }, 60_000);

@@ -202,4 +202,31 @@ describe("metrics: per-peer series are bounded (--metrics-max-peers)", () => {
     expect(text).toContain('prefixmesh_members{state="down",node="A"} 1');
     expect(text).toContain('prefixmesh_members{state="suspected",node="A"} 0');
   });
+
+  it("prefixmesh_peer_left is 1 only for a member that said goodbye, within the bound", async () => {
+    const m = createMetrics("A", { processMetrics: false, maxPeerSeries: 3 });
+    const peer = (id: string, suspected: boolean, down = false, left = false) => ({
+      peer: id,
+      suspected,
+      down,
+      left,
+      estimateTokens: 0,
+      pushBackActive: false,
+    });
+    m.setViewProvider(() => ({
+      treeTokens: 0,
+      queueDepth: 0,
+      pushBackActive: false,
+      peers: [peer("B", false), peer("C", true, true), peer("D", true, true, true), peer("E", true)],
+    }));
+    const text = await m.registry.metrics();
+    expect(text).toContain("# TYPE prefixmesh_peer_left gauge");
+    // D left, C was declared dead, E is suspected: an alert on suspected unless left fires for C and E.
+    expect(text).toContain('prefixmesh_peer_left{peer="D",node="A"} 1');
+    expect(text).toContain('prefixmesh_peer_left{peer="C",node="A"} 0');
+    expect(text).toContain('prefixmesh_peer_left{peer="E",node="A"} 0');
+    expect(text).toContain('prefixmesh_peer_suspected{peer="D",node="A"} 1');
+    // The live peer is past the bound of 3 (those not live first): in neither series.
+    expect(text).not.toContain('peer="B"');
+  });
 });

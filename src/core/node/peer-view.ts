@@ -38,6 +38,8 @@ export interface PeerView {
    * (no longer a member: its estimate is dropped): ms since it went.
    */
   goneForMs?: number | undefined;
+  /** With `goneForMs`, why it went: "left" said goodbye (a planned stop), "dead" declared dead. */
+  gone?: "left" | "dead" | undefined;
 }
 
 /** The trust kept of a peer out of the membership (trust.ts), for its return. */

@@ -163,6 +163,7 @@ export abstract class NodeViews {
         holdsOfUs: undefined,
         ...this.origin.peerView(m.id),
         goneForMs: m.goneForMs,
+        gone: m.status,
       });
     }
     return live;

@@ -8,7 +8,7 @@
 
 import type { RefusedView } from "../../core/refusals.js";
 import { colourOf, drawCharts } from "./charts.js";
-import { departedLines } from "./departed.js";
+import { departedLines, peerAlertText } from "./departed.js";
 import { $, el } from "./dom.js";
 import { showMembership } from "./membership-view.js";
 import { fmtSec, refusedLines } from "./refused.js";
@@ -22,6 +22,8 @@ interface PeerView {
   estimateAgeMs?: number | null;
   /** gossip "scuttlebutt": a dead or departed member, remembered for a while: ms since it went. */
   goneForMs?: number;
+  /** With `goneForMs`: "left" said goodbye (a planned stop), "dead" declared dead. */
+  gone?: "left" | "dead";
   queueDepth?: number;
   pushBackActive: boolean;
   rttMs?: number | null;
@@ -299,20 +301,7 @@ function renderAlerts(error: string | undefined): void {
       if (s.state !== "joined" && s.state !== "self" && s.state !== "pending")
         out.push(alertLine("seed", `Alone: seed ${s.seed} is ${s.state}${s.error ? ` (${s.error})` : ""}.`));
   for (const p of view?.peers ?? []) {
-    if (p.liveness === "live") continue;
-    const heard =
-      p.goneForMs != null
-        ? `no longer a member for ${fmtSec(p.goneForMs)}, its estimate dropped`
-        : p.estimateAgeMs == null
-          ? "never heard from"
-          : `last heard ${fmtSec(p.estimateAgeMs)} ago`;
-    const what =
-      p.liveness === "down"
-        ? "is down (said goodbye, or silent too long): not routed to"
-        : p.liveness === "suspected"
-          ? "cannot be reached (suspected): not routed to"
-          : "has not been heard from yet";
-    out.push(alertLine(p.liveness, `Peer ${p.id} ${what}; ${heard}.`));
+    if (p.liveness !== "live") out.push(alertLine(p.liveness, peerAlertText(p)));
   }
   $("alerts").replaceChildren(...out);
 }

@@ -1,7 +1,8 @@
 /**
  * The dashboard's lines for the trust this node keeps of peers out of the membership (`/cluster`'s
- * `departedTrust`): what each comes back with, so a returning staller is seen to start demoted. Text
- * only, no DOM, so it is unit-tested in Node; app.ts puts each part in its own element as text.
+ * `departedTrust`): what each comes back with, so a returning staller is seen to start demoted; and the
+ * alert for a peer not live, which tells a goodbye from a death. Text only, no DOM, so it is
+ * unit-tested in Node; app.ts puts each part in its own element as text.
  */
 import { fmtSec } from "./refused.js";
 
@@ -47,4 +48,36 @@ export function departedLines(
     };
   });
   return { lines, more: Math.max(all.length, num(d.total)) - lines.length };
+}
+
+/** A peer not live as `/cluster` shows it (`gone`: why a former member went, gossip "scuttlebutt"). */
+export interface NotLivePeer {
+  id: string;
+  liveness: string;
+  estimateAgeMs?: number | null;
+  goneForMs?: number;
+  gone?: "left" | "dead";
+}
+
+/** The alert's text for a peer not live: a goodbye (a planned stop) reads apart from a death. */
+export function peerAlertText(p: NotLivePeer): string {
+  const heard =
+    p.goneForMs != null
+      ? `no longer a member for ${fmtSec(p.goneForMs)}, its estimate dropped`
+      : p.estimateAgeMs == null
+        ? "never heard from"
+        : `last heard ${fmtSec(p.estimateAgeMs)} ago`;
+  const down =
+    p.gone === "left"
+      ? "said goodbye: a planned stop"
+      : p.gone === "dead"
+        ? "declared dead"
+        : "said goodbye, or silent too long";
+  const what =
+    p.liveness === "down"
+      ? `is down (${down}): not routed to`
+      : p.liveness === "suspected"
+        ? "cannot be reached (suspected): not routed to"
+        : "has not been heard from yet";
+  return `Peer ${p.id} ${what}; ${heard}.`;
 }

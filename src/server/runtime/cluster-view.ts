@@ -141,7 +141,8 @@ export class ClusterView {
         estimateTokens: p.estimateTokens,
         estimateAgeMs: memberAgeMs(p),
         // gossip "scuttlebutt": a dead or departed member SWIM still remembers (no longer a member).
-        ...(p.goneForMs !== undefined ? { goneForMs: p.goneForMs } : {}),
+        // `gone`: why, "left" (said goodbye: a planned stop) or "dead" (declared dead).
+        ...(p.goneForMs !== undefined ? { goneForMs: p.goneForMs, gone: p.gone } : {}),
         held: p.held,
         holdsOfUs: p.holdsOfUs,
         queueDepth: p.queueDepth,
@@ -217,6 +218,7 @@ export class ClusterView {
           peer: p.id,
           suspected: p.liveness !== "live",
           down: p.liveness === "down",
+          left: p.gone === "left",
           ...(ageMs !== undefined ? { estimateAgeSec: ageMs / 1000 } : {}),
           estimateTokens: p.estimateTokens,
           pushBackActive: p.pushBackUntil > now,
