@@ -114,16 +114,9 @@ export async function explainCutOff(
   timeoutMs: number,
 ): Promise<TransportError> {
   if (!cutOffWithoutAnswer(err)) return err;
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return err;
-  }
-  if (u.protocol !== "http:") return err;
-  const host = u.hostname.replace(/^\[|\]$/g, "");
-  const port = Number(u.port || 80);
-  if (!(await speaksTls(host, port, Math.min(timeoutMs, TLS_CHECK_MAX_MS)))) return err;
+  const at = addressOf(url, "http:");
+  if (at === undefined) return err;
+  if (!(await speaksTls(at.host, at.port, Math.min(timeoutMs, TLS_CHECK_MAX_MS)))) return err;
   return new TransportError(
     "connection",
     `${TLS_ANSWER} (${err.message})`,
@@ -213,15 +206,24 @@ export async function explainForeignCert(
   timeoutMs = TLS_CHECK_MAX_MS,
 ): Promise<TransportError> {
   if (!err.certRefused || !err.message.endsWith(FOREIGN_CA)) return err;
+  const at = addressOf(url, "https:");
+  if (at === undefined) return err;
+  const cert = await certificateAt(at.host, at.port, Math.min(timeoutMs, TLS_CHECK_MAX_MS));
+  if (cert === undefined || peerIdFromCert(cert) !== undefined) return err;
+  return new TransportError("connection", foreignService(cert), undefined, false, undefined, undefined, true);
+}
+
+/** The host (an IPv6 literal unbracketed) and port of `url` when it parses with `scheme`, else undefined. */
+function addressOf(url: string, scheme: "http:" | "https:"): { host: string; port: number } | undefined {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    return err;
+    return undefined;
   }
-  if (u.protocol !== "https:") return err;
-  const host = u.hostname.replace(/^\[|\]$/g, "");
-  const cert = await certificateAt(host, Number(u.port || 443), Math.min(timeoutMs, TLS_CHECK_MAX_MS));
-  if (cert === undefined || peerIdFromCert(cert) !== undefined) return err;
-  return new TransportError("connection", foreignService(cert), undefined, false, undefined, undefined, true);
+  if (u.protocol !== scheme) return undefined;
+  return {
+    host: u.hostname.replace(/^\[|\]$/g, ""),
+    port: Number(u.port || (scheme === "https:" ? 443 : 80)),
+  };
 }

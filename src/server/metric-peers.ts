@@ -30,13 +30,19 @@ export class CounterPeers {
 
 interface ShownPeer {
   suspected: boolean;
+  /** Said goodbye (a planned stop): not live, yet no alert's concern. */
+  left?: boolean;
   estimateTokens: number;
 }
 
-/** The `max` peers a per-peer gauge shows: not live first, then those with an estimate, then the rest. */
+/**
+ * The `max` peers a per-peer gauge shows: not live first (those that said goodbye last of them, so a
+ * large scale-down does not push a crashed peer out of the alert's series), then those with an
+ * estimate, then the rest.
+ */
 export function gaugePeers<P extends ShownPeer>(peers: readonly P[], max: number): readonly P[] {
   if (peers.length <= max) return peers;
-  const rank = (p: P) => (p.suspected ? 0 : p.estimateTokens > 0 ? 1 : 2);
+  const rank = (p: P) => (p.suspected ? (p.left === true ? 1 : 0) : p.estimateTokens > 0 ? 2 : 3);
   // Stable: within a rank, the view's own order.
   return peers
     .map((p, i) => ({ p, i, r: rank(p) }))

@@ -47,6 +47,7 @@ function harness() {
     isMember: () => true,
     isVerifying: () => false,
     isSending: () => false,
+    now: () => now,
   });
   const snapshot = async (to = "B") => {
     const before = failures;
@@ -103,6 +104,20 @@ it("keeps no entry past its minute: departed peers' ids do not pile up", async (
     h.advance(CERT_REFUSAL_SAY_EVERY_MS);
     await h.snapshot("Z");
     expect(certRefusalsOf(h.client).size).toBe(1);
+  } finally {
+    h.pools.stop();
+  }
+});
+
+it("keeps the node's clock whichever sender meets a certificate failure first", async () => {
+  const h = harness();
+  try {
+    // The mesh sender first: the one-per-node record must not fall back to another clock.
+    h.pools.sendFailed(h.logger, "B", certErr());
+    await waitFor(() => h.warned().length >= 1, 5_000, "B said");
+    h.advance(CERT_REFUSAL_SAY_EVERY_MS);
+    await h.snapshot();
+    expect(h.warned()).toHaveLength(2);
   } finally {
     h.pools.stop();
   }

@@ -229,4 +229,27 @@ describe("metrics: per-peer series are bounded (--metrics-max-peers)", () => {
     // The live peer is past the bound of 3 (those not live first): in neither series.
     expect(text).not.toContain('peer="B"');
   });
+
+  it("shows a crashed peer before those that said goodbye, past the bound (a large scale-down)", async () => {
+    const m = createMetrics("A", { processMetrics: false, maxPeerSeries: 3 });
+    const peer = (id: string, left: boolean) => ({
+      peer: id,
+      suspected: true,
+      down: true,
+      left,
+      estimateTokens: 0,
+      pushBackActive: false,
+    });
+    m.setViewProvider(() => ({
+      treeTokens: 0,
+      queueDepth: 0,
+      pushBackActive: false,
+      peers: [peer("L1", true), peer("L2", true), peer("L3", true), peer("L4", true), peer("X", false)],
+    }));
+    const text = await m.registry.metrics();
+    // X died: the alert on suspected unless left must still see it, whatever left before it.
+    expect(text).toContain('prefixmesh_peer_suspected{peer="X",node="A"} 1');
+    expect(text).toContain('prefixmesh_peer_left{peer="X",node="A"} 0');
+    expect(text).not.toContain('peer="L4"');
+  });
 });

@@ -105,7 +105,7 @@ export class MeshPeers {
   constructor(private readonly o: MeshPeersOptions) {
     this.refusedMsgs = new RefusedMeshMessages(o);
     this.pools = new StrangerPools({
-      client: o.client,
+      ...o,
       url: (id) => this.book.get(id),
       isMember: (id) => this.members.has(id),
       isVerifying: (id) => this.verification.has(id),

@@ -35,6 +35,8 @@ export interface StrangerPoolsOptions {
   isVerifying(id: NodeId): boolean;
   /** Whether a message to `id` is on its way (closing its pool would abort it: a join, its ack). */
   isSending(id: NodeId): boolean;
+  /** The node's clock (default Date.now): certificate failures are said by it, whichever sender meets one. */
+  now?: () => number;
 }
 
 export class StrangerPools {
@@ -54,7 +56,7 @@ export class StrangerPools {
    */
   sendFailed(logger: RuntimeLogger, to: NodeId, err: Error): void {
     if (err instanceof TransportError && err.certRefused)
-      certRefusalsOf(this.o.client).failedAt(logger, to, this.o.url(to), err, "mesh");
+      certRefusalsOf(this.o.client, this.o.now).failedAt(logger, to, this.o.url(to), err, "mesh");
     else this.undelivered.failed(logger, to, this.o.url(to), err, this.o.isMember(to));
   }
 
