@@ -2,11 +2,13 @@
  * A peer whose address answers as no peer port (a member's API port) refuses every snapshot: the
  * sender says so at warn once a minute per peer, not at each snapshot; other refusals as before.
  */
+
 import { expect, it } from "vitest";
 import type { PeerClient } from "../../src/net/transport-client.js";
 import { TransportError } from "../../src/net/transport-error.js";
 import type { NodeMetrics } from "../../src/server/metrics.js";
 import { PeerSender } from "../../src/server/runtime/peer-sender.js";
+import type { SaidPerKey } from "../../src/server/runtime/said-per-key.js";
 import { waitFor } from "../e2e/helpers.js";
 import { snapshotMsg } from "../net/fixtures.js";
 
@@ -68,7 +70,7 @@ it("says a peer's refusals as no peer port once a minute, per peer", async () =>
 
 it("keeps no rate-limit entry past its minute (ids of departed peers do not pile up)", async () => {
   const f = sender(apiPort);
-  const held = () => (f.s as unknown as { wrongAddressSaidAt: Map<string, number> }).wrongAddressSaidAt.size;
+  const held = () => (f.s as unknown as { wrongAddressSaid: SaidPerKey }).wrongAddressSaid.size;
   // Members of a gossip mesh that leave are never forget()-ten by the sender.
   for (let i = 0; i < 20; i++) await f.refuse(`gone-${i}`);
   expect(f.warned()).toBe(20);

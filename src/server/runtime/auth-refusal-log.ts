@@ -5,13 +5,14 @@
  * metric (prefixmesh_peer_auth_rejected_total) counts every one.
  */
 import type { RuntimeLogger } from "./logger.js";
+import { SaidPerKey } from "./said-per-key.js";
 
 export const AUTH_REFUSAL_SAY_EVERY_MS = 60_000;
 /** Reasons are the verifier's own words, a handful; bounded all the same. */
 const MAX_REASONS = 64;
 
 export class AuthRefusalLog {
-  private readonly said = new Map<string, { at: number; since: number }>();
+  private readonly said = new SaidPerKey(AUTH_REFUSAL_SAY_EVERY_MS, MAX_REASONS);
 
   constructor(
     private readonly logger: RuntimeLogger,
@@ -19,15 +20,9 @@ export class AuthRefusalLog {
   ) {}
 
   refused(reason: string): void {
-    const now = this.now();
-    const s = this.said.get(reason);
-    if (s !== undefined && now - s.at < AUTH_REFUSAL_SAY_EVERY_MS) {
-      s.since++;
-      return;
-    }
-    if (s === undefined && this.said.size >= MAX_REASONS) this.said.clear();
-    this.said.set(reason, { at: now, since: 0 });
-    const more = s !== undefined && s.since > 0 ? { refusedSinceLastSaid: s.since } : {};
+    const held = this.said.take(reason, this.now());
+    if (held === undefined) return;
+    const more = held > 0 ? { refusedSinceLastSaid: held } : {};
     this.logger.warn({ reason, ...more }, "peer request refused by authentication");
   }
 }

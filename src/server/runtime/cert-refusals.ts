@@ -7,13 +7,12 @@
 import type { TransportError } from "../../net/transport-error.js";
 import { explainForeignCert } from "../../net/wrong-port.js";
 import type { RuntimeLogger } from "./logger.js";
+import { SaidPerKey } from "./said-per-key.js";
 
 export const CERT_REFUSAL_SAY_EVERY_MS = 60_000;
-/** Peers tracked at once: entries past their minute go first, then the oldest. */
-const MAX_TRACKED = 256;
 
 export class CertRefusals {
-  private readonly saidAt = new Map<string, number>();
+  private readonly said = new SaidPerKey(CERT_REFUSAL_SAY_EVERY_MS);
   /** Peers whose address is being read for its certificate (one read each, seconds at most). */
   private readonly explaining = new Set<string>();
 
@@ -23,17 +22,13 @@ export class CertRefusals {
   failed(logger: RuntimeLogger, peer: string, err: TransportError, what: string): void {
     const now = this.now();
     const fields = { peer, sending: what, err: err.message };
-    const last = this.saidAt.get(peer);
-    if (last !== undefined && now - last < CERT_REFUSAL_SAY_EVERY_MS) {
+    // Asked before taken: nothing is held back here (the rest go to debug), so past its minute an
+    // entry is dropped and departed peers' ids do not pile up.
+    if (!this.said.due(peer, now)) {
       logger.debug(fields, "peer TLS handshake failed on a certificate");
       return;
     }
-    for (const [p, at] of this.saidAt) if (now - at >= CERT_REFUSAL_SAY_EVERY_MS) this.saidAt.delete(p);
-    if (this.saidAt.size >= MAX_TRACKED) {
-      const oldest = this.saidAt.keys().next().value;
-      if (oldest !== undefined) this.saidAt.delete(oldest);
-    }
-    this.saidAt.set(peer, now);
+    this.said.take(peer, now);
     logger.warn(
       fields,
       err.wrongAddress
@@ -56,8 +51,7 @@ export class CertRefusals {
     err: TransportError,
     what: string,
   ): void {
-    const last = this.saidAt.get(peer);
-    const due = last === undefined || this.now() - last >= CERT_REFUSAL_SAY_EVERY_MS;
+    const due = this.said.due(peer, this.now());
     if (url === undefined || !due) this.failed(logger, peer, err, what);
     else if (this.explaining.has(peer)) {
       logger.debug({ peer, sending: what, err: err.message }, "peer TLS handshake failed on a certificate");
@@ -73,7 +67,7 @@ export class CertRefusals {
   }
 
   get size(): number {
-    return this.saidAt.size;
+    return this.said.size;
   }
 }
 

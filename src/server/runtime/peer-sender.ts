@@ -11,6 +11,7 @@ import type { ForwardMsg, ReplyMsg, SnapshotMsg } from "../../net/transport-wire
 import type { NodeMetrics } from "../metrics.js";
 import { certRefusalsOf } from "./cert-refusals.js";
 import type { RuntimeLogger } from "./logger.js";
+import { SaidPerKey } from "./said-per-key.js";
 import { isRefusal, retryableError } from "./transport-rules.js";
 
 export interface PeerSenderOptions {
@@ -41,7 +42,7 @@ export class PeerSender {
    * When each peer's refusals as no peer port were last logged: only those within the last
    * WRONG_ADDRESS_EVERY_MS (a gossip member that leaves is never `forget`-ten here).
    */
-  private readonly wrongAddressSaidAt = new Map<string, number>();
+  private readonly wrongAddressSaid = new SaidPerKey(WRONG_ADDRESS_EVERY_MS);
   /** Forwards sent so far: names each one's answer stream. */
   private forwards = 0;
 
@@ -110,18 +111,15 @@ export class PeerSender {
   /** A peer that left the membership. */
   forget(peer: string): void {
     this.snapshotInFlight.delete(peer);
-    this.wrongAddressSaidAt.delete(peer);
+    this.wrongAddressSaid.forget(peer);
   }
 
   /** Whether a refusal of `to` as no peer port is said now: at most once per WRONG_ADDRESS_EVERY_MS. */
   private sayWrongAddress(to: string): boolean {
     const now = this.o.now?.() ?? Date.now();
-    const last = this.wrongAddressSaidAt.get(to);
-    if (last !== undefined && now - last < WRONG_ADDRESS_EVERY_MS) return false;
-    // Entries past their minute decide nothing: dropped, so departed peers' ids do not pile up.
-    for (const [peer, at] of this.wrongAddressSaidAt)
-      if (now - at >= WRONG_ADDRESS_EVERY_MS) this.wrongAddressSaidAt.delete(peer);
-    this.wrongAddressSaidAt.set(to, now);
+    // Asked before taken, nothing held back: past its minute an entry is dropped (departed peers).
+    if (!this.wrongAddressSaid.due(to, now)) return false;
+    this.wrongAddressSaid.take(to, now);
     return true;
   }
 
