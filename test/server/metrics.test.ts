@@ -1,6 +1,23 @@
 import { describe, expect, it } from "vitest";
 import { createMetrics, type GaugeView, refusalReason } from "../../src/server/metrics.js";
 
+/** A peer of the view, not live unless said, with no estimate. */
+const notLive = (peer: string, o: { suspected?: boolean; down?: boolean; left?: boolean } = {}) => ({
+  peer,
+  suspected: o.suspected ?? true,
+  down: o.down ?? false,
+  left: o.left ?? false,
+  estimateTokens: 0,
+  pushBackActive: false,
+});
+
+/** One scrape of node A's metrics with `peers` in its view and per-peer series bounded to 3. */
+function scrapeBounded(peers: GaugeView["peers"]): Promise<string> {
+  const m = createMetrics("A", { processMetrics: false, maxPeerSeries: 3 });
+  m.setViewProvider(() => ({ treeTokens: 0, queueDepth: 0, pushBackActive: false, peers }));
+  return m.registry.metrics();
+}
+
 describe("metrics: the cluster-view gauges", () => {
   it("build the view once per scrape and report what it says", async () => {
     const m = createMetrics("A");
@@ -204,22 +221,12 @@ describe("metrics: per-peer series are bounded (--metrics-max-peers)", () => {
   });
 
   it("prefixmesh_peer_left is 1 only for a member that said goodbye, within the bound", async () => {
-    const m = createMetrics("A", { processMetrics: false, maxPeerSeries: 3 });
-    const peer = (id: string, suspected: boolean, down = false, left = false) => ({
-      peer: id,
-      suspected,
-      down,
-      left,
-      estimateTokens: 0,
-      pushBackActive: false,
-    });
-    m.setViewProvider(() => ({
-      treeTokens: 0,
-      queueDepth: 0,
-      pushBackActive: false,
-      peers: [peer("B", false), peer("C", true, true), peer("D", true, true, true), peer("E", true)],
-    }));
-    const text = await m.registry.metrics();
+    const text = await scrapeBounded([
+      notLive("B", { suspected: false }),
+      notLive("C", { down: true }),
+      notLive("D", { down: true, left: true }),
+      notLive("E"),
+    ]);
     expect(text).toContain("# TYPE prefixmesh_peer_left gauge");
     // D left, C was declared dead, E is suspected: an alert on suspected unless left fires for C and E.
     expect(text).toContain('prefixmesh_peer_left{peer="D",node="A"} 1');
@@ -231,22 +238,14 @@ describe("metrics: per-peer series are bounded (--metrics-max-peers)", () => {
   });
 
   it("shows a crashed peer before those that said goodbye, past the bound (a large scale-down)", async () => {
-    const m = createMetrics("A", { processMetrics: false, maxPeerSeries: 3 });
-    const peer = (id: string, left: boolean) => ({
-      peer: id,
-      suspected: true,
-      down: true,
-      left,
-      estimateTokens: 0,
-      pushBackActive: false,
-    });
-    m.setViewProvider(() => ({
-      treeTokens: 0,
-      queueDepth: 0,
-      pushBackActive: false,
-      peers: [peer("L1", true), peer("L2", true), peer("L3", true), peer("L4", true), peer("X", false)],
-    }));
-    const text = await m.registry.metrics();
+    const left = (id: string) => notLive(id, { down: true, left: true });
+    const text = await scrapeBounded([
+      left("L1"),
+      left("L2"),
+      left("L3"),
+      left("L4"),
+      notLive("X", { down: true }),
+    ]);
     // X died: the alert on suspected unless left must still see it, whatever left before it.
     expect(text).toContain('prefixmesh_peer_suspected{peer="X",node="A"} 1');
     expect(text).toContain('prefixmesh_peer_left{peer="X",node="A"} 0');
