@@ -82,13 +82,18 @@ describe("a seed address at a TLS service that is no prefixmesh node", () => {
     }
   }, 40_000);
 
-  it("as a static peer of the full mesh, is said as no peer port", async () => {
+  /** Node D given the web server as its peer W, its warn lines kept. */
+  async function nodeWithWebServerPeer(gossip: "full" | "scuttlebutt") {
     const lines: Record<string, unknown>[] = [];
     const logger = pino({ level: "warn" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
-    const j = await startNode(
-      settings({ id: "D", tlsDir: dir, gossip: "full", peers: `W=https://${address}` }),
-      { logger },
-    );
+    const j = await startNode(settings({ id: "D", tlsDir: dir, gossip, peers: `W=https://${address}` }), {
+      logger,
+    });
+    return { lines, j };
+  }
+
+  it("as a static peer of the full mesh, is said as no peer port", async () => {
+    const { lines, j } = await nodeWithWebServerPeer("full");
     try {
       await waitFor(
         () => lines.some((l) => /static peer address is not a peer port/.test(String(l.msg))),
@@ -103,12 +108,7 @@ describe("a seed address at a TLS service that is no prefixmesh node", () => {
   }, 40_000);
 
   it("as a --peers entry under scuttlebutt, is said as no peer port, not another CA", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const logger = pino({ level: "warn" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
-    const j = await startNode(
-      settings({ id: "D", tlsDir: dir, gossip: "scuttlebutt", peers: `W=https://${address}` }),
-      { logger },
-    );
+    const { lines, j } = await nodeWithWebServerPeer("scuttlebutt");
     try {
       await waitFor(
         () => lines.some((l) => /no prefixmesh peer port: a TLS service/.test(String(l.err))),
